@@ -1,0 +1,76 @@
+# btk — one Makefile builds libcore, every tool and the tests.
+PREFIX   ?= /usr/local
+DESTDIR  ?=
+B        := build
+CC       ?= cc
+PKGS     := blkid popt libzstd zlib lzo2 libxxhash libcrypto libb2
+CFLAGS   ?= -O2 -g
+CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Ilibcore \
+            -MMD -MP $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+ifeq ($(SANITIZE),1)
+CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+LDFLAGS  += -fsanitize=address,undefined
+B        := build-san
+endif
+
+LIB_SRC  := $(wildcard libcore/*.c)
+LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
+LIB      := $(B)/libcore.a
+TOOLS    := $(sort $(foreach d,debug mkfs fsck owner convert resize image,$(if $(wildcard $(d)/*.c),$(d))))
+BINS     := $(TOOLS:%=$(B)/bin/btk-%)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNITS    := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+TESTLIB_SRC := $(wildcard tests/lib/*.c)
+TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(B)/%.o)
+TESTTOOLS := $(TESTLIB_SRC:tests/lib/%.c=$(B)/tests/%)
+
+.PHONY: all deps check-deps check demo install clean format
+all: deps $(LIB) $(BINS) $(UNITS) $(TESTTOOLS)
+
+deps:
+	@scripts/deps.sh build
+check-deps:
+	@scripts/deps.sh check
+
+$(B)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+.SECONDEXPANSION:
+$(B)/bin/btk-%: $$(patsubst %.c,$(B)/%.o,$$(wildcard $$*/*.c)) $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+# tests/lib/NAME.c: one helper program each (image makers, corruptors), linked with libcore
+$(B)/tests/%: $(B)/tests/lib/%.o $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+
+check: check-deps all
+	@BTK_BUILD=$(B) tests/run.sh
+
+demo: deps all
+	@BTK_BUILD=$(B) scripts/demo.sh
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man7
+	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(wildcard man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
+	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
+
+format:
+	clang-format -i $(wildcard libcore/*.[ch] */*.c tests/unit/*.c tests/lib/*.c)
+
+clean:
+	rm -rf build build-san
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

@@ -1,0 +1,27 @@
+/* error.h — how libcore reports failure.
+ *
+ * libcore never prints and never exits. A failing call returns a negative errno value and
+ * records one human-readable line of context (device, bytenr, tree, key, what was expected)
+ * that the tool may print with btk_errmsg(). Warnings (a bad superblock mirror, a fallback to
+ * another copy) go to the warning hook, which tools set; by default they are dropped.
+ */
+#ifndef BTK_ERROR_H
+#define BTK_ERROR_H
+
+#include <stdarg.h>
+
+/* Records the message (printf format) and returns -errnum, so that `return btk_err(...)`
+ * reads naturally. errnum must be positive. */
+int btk_err(int errnum, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The last recorded message of this thread; never NULL (empty when none). Valid until the next
+ * btk_err call on this thread. */
+const char *btk_errmsg(void);
+/* Clears the recorded message. */
+void btk_err_clear(void);
+
+typedef void (*btk_warn_fn)(void *ctx, const char *msg);
+/* Sets the warning hook (NULL drops warnings). Not thread-safe; call once at start-up. */
+void btk_set_warn_hook(btk_warn_fn fn, void *ctx);
+void btk_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

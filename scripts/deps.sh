@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages btk needs that are missing. Usage: deps.sh build|check
+set -u
+build_pkgs="gcc make pkg-config libblkid-dev libpopt-dev libzstd-dev zlib1g-dev liblzo2-dev
+ libxxhash-dev libssl-dev libb2-dev libcmocka-dev libext2fs-dev libacl1-dev libattr1-dev"
+check_pkgs="bats btrfs-progs e2fsprogs acl attr rsync xz-utils python3 util-linux coreutils"
+want=$build_pkgs
+[ "${1:-build}" = check ] && want="$build_pkgs $check_pkgs"
+missing=""
+for p in $want; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing="$missing $p"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" != 0 ]; then
+	echo "btk: missing Debian packages:$missing" >&2
+	echo "btk: run as root, or: apt-get install$missing" >&2
+	exit 1
+fi
+echo "btk: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get install -y -q --no-install-recommends $missing >/dev/null ||
+	{ apt-get update -q >/dev/null && apt-get install -y -q --no-install-recommends $missing >/dev/null; }
