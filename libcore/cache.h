@@ -19,7 +19,7 @@ struct btk_block *btk_cache_alloc(struct btk_block_cache *c, uint64_t bytenr, ui
 /* Drops the cached block at bytenr if any (callers' references stay valid). */
 void btk_cache_forget(struct btk_block_cache *c, uint64_t bytenr);
 /* Calls fn on every dirty block (in bytenr order) — for commit. */
-int btk_cache_for_each_dirty(struct btk_block_cache *c,
-			     int (*fn)(void *ctx, struct btk_block *b), void *ctx);
+int btk_cache_for_each_dirty(struct btk_block_cache *c, int (*fn)(void *ctx, struct btk_block *b),
+			     void *ctx);
 
 #endif

@@ -15,32 +15,32 @@
 #include <linux/btrfs_tree.h>
 #include <linux/btrfs.h>
 
-#define BTK_MAGIC            0x4D5F53665248425FULL /* "_BHRfS_M" */
-#define BTK_SUPER_SIZE       4096
+#define BTK_MAGIC	     0x4D5F53665248425FULL /* "_BHRfS_M" */
+#define BTK_SUPER_SIZE	     4096
 #define BTK_SUPER_MIRRORS    3
 #define BTK_SUPER_OFFSET     65536ULL
 #define BTK_SYS_ARRAY_SIZE   2048
 #define BTK_NUM_BACKUP_ROOTS 4
-#define BTK_LABEL_SIZE       256
-#define BTK_MAX_LEVEL        8
-#define BTK_FSID_SIZE        16
-#define BTK_UUID_SIZE        16
-#define BTK_STRIPE_LEN       65536ULL
-#define BTK_NAME_MAX         255
+#define BTK_LABEL_SIZE	     256
+#define BTK_MAX_LEVEL	     8
+#define BTK_FSID_SIZE	     16
+#define BTK_UUID_SIZE	     16
+#define BTK_STRIPE_LEN	     65536ULL
+#define BTK_NAME_MAX	     255
 
 /* Superblock flags (not in the uapi headers). */
-#define BTK_SUPER_FLAG_ERROR            (1ULL << 2)
-#define BTK_SUPER_FLAG_SEEDING          (1ULL << 32)
-#define BTK_SUPER_FLAG_METADUMP         (1ULL << 33)
-#define BTK_SUPER_FLAG_METADUMP_V2      (1ULL << 34)
-#define BTK_SUPER_FLAG_CHANGING_FSID    (1ULL << 35)
+#define BTK_SUPER_FLAG_ERROR		(1ULL << 2)
+#define BTK_SUPER_FLAG_SEEDING		(1ULL << 32)
+#define BTK_SUPER_FLAG_METADUMP		(1ULL << 33)
+#define BTK_SUPER_FLAG_METADUMP_V2	(1ULL << 34)
+#define BTK_SUPER_FLAG_CHANGING_FSID	(1ULL << 35)
 #define BTK_SUPER_FLAG_CHANGING_FSID_V2 (1ULL << 36)
 
 /* Tree-block header flags; the top byte holds the backref revision. */
 #define BTK_HEADER_FLAG_WRITTEN (1ULL << 0)
-#define BTK_HEADER_FLAG_RELOC   (1ULL << 1)
-#define BTK_BACKREF_REV_SHIFT   56
-#define BTK_MIXED_BACKREF_REV   1
+#define BTK_HEADER_FLAG_RELOC	(1ULL << 1)
+#define BTK_BACKREF_REV_SHIFT	56
+#define BTK_MIXED_BACKREF_REV	1
 
 #ifndef BTRFS_BLOCK_GROUP_TREE_OBJECTID
 #define BTRFS_BLOCK_GROUP_TREE_OBJECTID 11ULL
@@ -191,20 +191,30 @@ static inline void btk_put64(void *p, uint64_t v)
 }
 
 /* Field of a uapi struct (whose fields are __le types) at a possibly unaligned address. */
-#define BTK_GET(type, ptr, field)                                                                 \
-	(sizeof(((type *)0)->field) == 8   ? btk_le64((const uint8_t *)(ptr) + offsetof(type, field)) \
-	 : sizeof(((type *)0)->field) == 4 ? btk_le32((const uint8_t *)(ptr) + offsetof(type, field)) \
-	 : sizeof(((type *)0)->field) == 2 ? btk_le16((const uint8_t *)(ptr) + offsetof(type, field)) \
-					   : *((const uint8_t *)(ptr) + offsetof(type, field)))
-#define BTK_PUT(type, ptr, field, v)                                                              \
-	do {                                                                                      \
-		uint8_t *p_ = (uint8_t *)(ptr) + offsetof(type, field);                           \
-		switch (sizeof(((type *)0)->field)) {                                             \
-		case 8: btk_put64(p_, (v)); break;                                                \
-		case 4: btk_put32(p_, (uint32_t)(v)); break;                                      \
-		case 2: btk_put16(p_, (uint16_t)(v)); break;                                      \
-		default: *p_ = (uint8_t)(v);                                                      \
-		}                                                                                 \
+#define BTK_GET(type, ptr, field)                                                                  \
+	(sizeof(((type *)0)->field) == 8                                                           \
+	     ? btk_le64((const uint8_t *)(ptr) + offsetof(type, field))                            \
+	 : sizeof(((type *)0)->field) == 4                                                         \
+	     ? btk_le32((const uint8_t *)(ptr) + offsetof(type, field))                            \
+	 : sizeof(((type *)0)->field) == 2                                                         \
+	     ? btk_le16((const uint8_t *)(ptr) + offsetof(type, field))                            \
+	     : *((const uint8_t *)(ptr) + offsetof(type, field)))
+#define BTK_PUT(type, ptr, field, v)                                                               \
+	do {                                                                                       \
+		uint8_t *p_ = (uint8_t *)(ptr) + offsetof(type, field);                            \
+		switch (sizeof(((type *)0)->field)) {                                              \
+		case 8:                                                                            \
+			btk_put64(p_, (v));                                                        \
+			break;                                                                     \
+		case 4:                                                                            \
+			btk_put32(p_, (uint32_t)(v));                                              \
+			break;                                                                     \
+		case 2:                                                                            \
+			btk_put16(p_, (uint16_t)(v));                                              \
+			break;                                                                     \
+		default:                                                                           \
+			*p_ = (uint8_t)(v);                                                        \
+		}                                                                                  \
 	} while (0)
 
 static inline void btk_disk_to_key(const struct btk_disk_key *d, struct btk_key *k)

@@ -27,19 +27,19 @@ struct btk_io_stats {
 
 struct btk_dev {
 	const struct btk_dev_ops *ops;
-	char *path;     /* owned by the handle */
-	int fd;         /* -1 for backends without one */
-	uint64_t size;  /* bytes */
+	char *path;    /* owned by the handle */
+	int fd;	       /* -1 for backends without one */
+	uint64_t size; /* bytes */
 	bool writable;
 	bool is_blockdev;
 	struct btk_io_stats stats;
-	void *priv;     /* backend data */
+	void *priv;	       /* backend data */
 	struct btk_dev *lower; /* wrapped device for stacking backends (faults), or NULL */
 };
 
-#define BTK_OPEN_WRITE  1 /* open read-write */
+#define BTK_OPEN_WRITE	1 /* open read-write */
 #define BTK_OPEN_CREATE 2 /* create the file if missing (with WRITE) */
-#define BTK_OPEN_EXCL   4 /* O_EXCL on block devices: fail if mounted or held */
+#define BTK_OPEN_EXCL	4 /* O_EXCL on block devices: fail if mounted or held */
 
 /* Opens path; *out is owned by the caller and freed with btk_dev_close(). */
 int btk_dev_open(const char *path, int flags, struct btk_dev **out);

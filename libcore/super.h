@@ -7,11 +7,11 @@
 #include "io.h"
 
 struct btk_super_copy {
-	int mirror;          /* 0, 1, 2 */
+	int mirror;	     /* 0, 1, 2 */
 	uint64_t offset;     /* byte offset on the device */
-	bool present;        /* the device is large enough to hold it */
-	bool valid;          /* read, magic, checksum and sanity checks passed */
-	char why[160];       /* when !valid and present: what was wrong */
+	bool present;	     /* the device is large enough to hold it */
+	bool valid;	     /* read, magic, checksum and sanity checks passed */
+	char why[160];	     /* when !valid and present: what was wrong */
 	struct btk_super sb; /* raw bytes as read */
 };
 

@@ -15,9 +15,9 @@
 
 struct btk_block {
 	uint64_t bytenr; /* logical address */
-	uint32_t len;    /* nodesize */
-	int refs;        /* references held by callers and the cache */
-	uint8_t *data;   /* len bytes */
+	uint32_t len;	 /* nodesize */
+	int refs;	 /* references held by callers and the cache */
+	uint8_t *data;	 /* len bytes */
 	/* cache bookkeeping */
 	struct btk_block *hnext, *lru_prev, *lru_next;
 	bool dirty;
@@ -25,9 +25,9 @@ struct btk_block {
 
 /* What the reader expects of a block; 0 / -1 fields are not checked. */
 struct btk_block_check {
-	int level;                /* -1: any */
-	uint64_t generation;      /* 0: any (the parent pointer's generation otherwise) */
-	uint64_t owner;           /* 0: any */
+	int level;			 /* -1: any */
+	uint64_t generation;		 /* 0: any (the parent pointer's generation otherwise) */
+	uint64_t owner;			 /* 0: any */
 	const struct btk_key *first_key; /* NULL: any (the parent pointer's key otherwise) */
 };
 
@@ -39,8 +39,8 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 void btk_block_get(struct btk_block *b);
 void btk_block_put(struct btk_block *b);
 /* Validates raw block bytes read from bytenr (no expectations); 0 or -EUCLEAN + why. */
-int btk_block_check_raw(const struct btk_fs *fs, uint64_t bytenr, const uint8_t *data,
-			char *why, size_t whylen);
+int btk_block_check_raw(const struct btk_fs *fs, uint64_t bytenr, const uint8_t *data, char *why,
+			size_t whylen);
 
 static inline const struct btk_header *btk_hdr(const struct btk_block *b)
 {
@@ -104,6 +104,7 @@ static inline uint64_t btk_node_gen(const struct btk_block *b, int slot)
 /* A tree root: where its top block is. */
 struct btk_root {
 	uint64_t objectid;
+	uint64_t key_offset; /* offset of its ROOT_ITEM key (reloc trees: the subvolume id) */
 	uint64_t bytenr;
 	uint64_t generation;
 	int level;

@@ -30,8 +30,8 @@ struct btk_fs_dev {
 	uint64_t devid;
 	uint8_t uuid[BTK_UUID_SIZE];
 	uint64_t total_bytes, bytes_used; /* from the dev item (chunk tree, else superblock) */
-	struct btk_dev *dev;              /* NULL when the device is missing */
-	int super_mirror;                 /* which superblock copy was chosen on it */
+	struct btk_dev *dev;		  /* NULL when the device is missing */
+	int super_mirror;		  /* which superblock copy was chosen on it */
 };
 
 struct btk_block_cache;
@@ -53,10 +53,11 @@ struct btk_fs {
 };
 
 struct btk_open_opts {
-	bool write;        /* open devices read-write */
-	bool no_scan;      /* do not look for other member devices */
+	bool write;	   /* open devices read-write */
+	bool no_scan;	   /* do not look for other member devices */
 	int super_mirror;  /* -1: newest valid; 0..2: use that copy */
 	uint64_t cache_mb; /* tree-block cache budget; 0 = default */
+	bool degraded;	   /* open even when member devices are missing */
 };
 
 /* Opens the filesystem on paths[0..n-1]. *out is owned by the caller (btk_fs_close).
@@ -87,8 +88,8 @@ int btk_map_logical(const struct btk_fs *fs, uint64_t logical, struct btk_phys *
 /* Maps a physical byte on devid back to its logical address. Returns 0 and fills *logical and
  * *chunk, or -ENOENT when no chunk uses that byte (unallocated), or for RAID5/6 parity
  * (*logical is then (uint64_t)-1 and *chunk is set, return 0 with *parity = true). */
-int btk_map_physical(const struct btk_fs *fs, uint64_t devid, uint64_t physical,
-		     uint64_t *logical, const struct btk_chunk **chunk, bool *parity);
+int btk_map_physical(const struct btk_fs *fs, uint64_t devid, uint64_t physical, uint64_t *logical,
+		     const struct btk_chunk **chunk, bool *parity);
 
 /* Reads len bytes at a logical address, from the first copy that reads. */
 int btk_read_logical(struct btk_fs *fs, uint64_t logical, void *buf, size_t len);
