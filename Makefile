@@ -42,7 +42,7 @@ $(LIB): $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
 
 .SECONDEXPANSION:
-$(B)/bin/btk-%: $$(patsubst %.c,$(B)/%.o,$$(wildcard $$*/*.c)) $(LIB)
+$(B)/bin/btk-%: $$(foreach f,$$(wildcard $$*/*.c),$(B)/$$(basename $$f).o) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
