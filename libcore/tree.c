@@ -15,7 +15,7 @@
 static int check_leaf(const uint8_t *data, uint32_t len, uint32_t n, char *why, size_t whylen)
 {
 	const struct btk_item *it = (const struct btk_item *)(data + HDR);
-	uint32_t space = len - HDR, floor = n * sizeof(struct btk_item);
+	uint32_t space = len - HDR, floor = n * sizeof(struct btk_item), end = space;
 	struct btk_key prev = {0}, k;
 
 	if (n > space / sizeof(struct btk_item))
@@ -26,6 +26,11 @@ static int check_leaf(const uint8_t *data, uint32_t len, uint32_t n, char *why, 
 		if (off < floor || off > space || sz > space - off)
 			return BAD("item %u: data [%u, +%u) outside the leaf data area", i, off,
 				   sz);
+		/* The kernel packs item data back to back from the leaf end; anything else is
+		 * damage (a shifted offset would otherwise decode garbage). */
+		if (off + sz != end)
+			return BAD("item %u: data ends at %u, expected %u", i, off + sz, end);
+		end = off;
 		btk_disk_to_key(&it[i].key, &k);
 		if (i && btk_key_cmp(&prev, &k) >= 0)
 			return BAD("item %u: key (%llu %u %llu) not after the previous key", i,

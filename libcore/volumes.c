@@ -373,8 +373,11 @@ int btk_fs_open(const char *const *paths, int n, const struct btk_open_opts *opt
 		ret = add_member(fs, paths[i], &o, true, &added);
 	if (!ret && (uint64_t)count_present(fs) < btk_le64(fs->sb.num_devices) && !o.no_scan)
 		scan_members(fs, &o);
-	if (!ret)
-		ret = setup(fs, &o);
+	if (!ret && (ret = setup(fs, &o))) {
+		char msg[1024];
+		snprintf(msg, sizeof(msg), "%s", btk_errmsg());
+		btk_err(-ret, "%s: %s", paths[0], msg);
+	}
 	if (ret) {
 		btk_fs_close(fs);
 		return ret;

@@ -1,0 +1,72 @@
+/* debug.h — btk-debug internals: renderers for the decoder's field sink and the commands. */
+#ifndef BTK_DEBUG_H
+#define BTK_DEBUG_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "decode.h"
+#include "volumes.h"
+
+#define RENDER_MAX_DEPTH 16
+
+/* A renderer: human text modelled on dump-tree / dump-super, or JSON.
+ *
+ * JSON strings: valid UTF-8 passes through; '"', '\\' and control characters use JSON
+ * escapes; every byte that is not part of valid UTF-8 becomes the lone surrogate \udcXX
+ * (XX = the byte), as Python's "surrogateescape" does: the bytes are recovered exactly with
+ * json.loads(line) and s.encode("utf-8", "surrogateescape"). */
+struct render {
+	FILE *out;
+	bool json;
+	bool super_mode; /* text: one "name<TAB>value" per line at top level (dump-super) */
+	int base_indent; /* text: tabs before item fields */
+	/* state */
+	int depth;
+	bool first[RENDER_MAX_DEPTH];	 /* json: nothing written yet at this depth */
+	bool is_array[RENDER_MAX_DEPTH]; /* this depth is an array */
+	int count[RENDER_MAX_DEPTH];	 /* elements so far (arrays) */
+	const char *name[RENDER_MAX_DEPTH];
+	bool line_start; /* text: at the start of a line */
+	int errors;	 /* error fields seen */
+};
+
+/* Initialises r and the sink s that feeds it. */
+void render_init(struct render *r, struct btk_sink *s, FILE *out, bool json);
+/* Resets per-item state: JSON starts a fresh object body (the caller printed "{"), text
+ * starts at the beginning of a line with base_indent tabs. */
+void render_reset(struct render *r);
+/* Ends a text item (newline if a line is open). */
+void render_finish(struct render *r);
+
+/* JSON helpers. */
+void json_string(FILE *out, const uint8_t *p, size_t len);
+void json_key(FILE *out, const struct btk_key *k);
+void put_u64(FILE *out, uint64_t v);
+/* Text helpers. */
+void text_string(FILE *out, const uint8_t *p, size_t len);
+/* A key as dump-tree prints it: "(256 INODE_ITEM 0)". */
+void text_key(FILE *out, const struct btk_key *k);
+void uuid_format(const uint8_t *u, char out[37]);
+
+/* Sink callbacks (render_json.c, render_text.c) and shared output helpers. */
+void json_field(void *ctx, const struct btk_field *f);
+void json_begin(void *ctx, const char *name, bool array);
+void json_end(void *ctx, bool array);
+void text_field(void *ctx, const struct btk_field *f);
+void text_begin(void *ctx, const char *name, bool array);
+void text_end(void *ctx, bool array);
+void text_brk(void *ctx);
+void hex_bytes(FILE *out, const uint8_t *p, size_t len);
+
+/* Commands: return the exit status (0 ok, 1 error). */
+int cmd_super(const char *const *devs, int n, bool all, bool json);
+int cmd_tree(const char *const *devs, int n, const char *tree, const char *block, bool json);
+int cmd_stats(const char *const *devs, int n, bool json);
+
+/* Opens the filesystem; prints a one-line error naming the device on failure. */
+int debug_open(const char *const *devs, int n, struct btk_fs **fs);
+/* "btk-debug: " + message on stderr. */
+void debug_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif

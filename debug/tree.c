@@ -1,0 +1,386 @@
+/* tree.c — `btk-debug tree`: every tree block and item decoded, as dump-tree text or JSON
+ * Lines (one object per leaf item or node pointer). */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+
+#include "debug.h"
+#include "error.h"
+#include "tree.h"
+
+#define MAX_LOG_ROOTS 4096
+
+struct tctx {
+	struct btk_fs *fs;
+	const char *dev; /* for messages */
+	bool json;
+	struct render r;
+	struct btk_sink s;
+	struct btk_decode_env env;
+	uint64_t tree; /* objectid of the tree being dumped */
+	int errors;
+	int bad_items;	    /* items whose decode reported an error field */
+	uint64_t bad_block; /* the first of them */
+	int bad_slot;
+	/* subvolume log trees found in the log root tree, walked after it */
+	struct btk_root *logs;
+	int nlogs;
+};
+
+int debug_open(const char *const *devs, int n, struct btk_fs **fs)
+{
+	struct btk_open_opts o = {.super_mirror = -1};
+	int ret = btk_fs_open(devs, n, &o, fs);
+
+	if (ret) {
+		const char *m = btk_errmsg();
+
+		/* name the device when libcore's message does not */
+		if (m[0] && strstr(m, devs[0]))
+			debug_err("%s", m);
+		else if (m[0])
+			debug_err("%s: %s", devs[0], m);
+		else
+			debug_err("%s: cannot open: %s", devs[0], strerror(-ret));
+	}
+	return ret;
+}
+
+static void json_head(struct tctx *t, const struct btk_block *b, int slot, const struct btk_key *k)
+{
+	/* once per item: no printf */
+	fputs_unlocked("{\"tree\":", stdout);
+	put_u64(stdout, t->tree);
+	fputs_unlocked(",\"block\":", stdout);
+	put_u64(stdout, b->bytenr);
+	fputs_unlocked(",\"level\":", stdout);
+	put_u64(stdout, (uint64_t)btk_block_level(b));
+	fputs_unlocked(",\"slot\":", stdout);
+	put_u64(stdout, (uint64_t)slot);
+	fputs_unlocked(",\"key\":", stdout);
+	json_key(stdout, k);
+}
+
+static void text_header(const struct btk_block *b, uint32_t nodesize)
+{
+	const struct btk_header *h = btk_hdr(b);
+	uint32_t nr = btk_block_nritems(b), space = nodesize - sizeof(*h);
+	uint64_t flags = btk_block_flags(b), low = flags & 3;
+	char ob[32], u1[37], u2[37];
+	const char *kind = btk_block_level(b) ? "node" : "leaf";
+
+	if (btk_block_level(b)) {
+		printf("node %" PRIu64 " level %d items %u free space %u generation %" PRIu64
+		       " owner %s\n",
+		       b->bytenr, btk_block_level(b), nr,
+		       (uint32_t)(space / sizeof(struct btk_key_ptr)) - nr, btk_block_generation(b),
+		       btk_objectid_str(btk_block_owner(b), 0, ob, sizeof(ob)));
+	} else {
+		uint32_t lowest = space;
+
+		for (uint32_t i = 0; i < nr; i++) {
+			uint32_t off = btk_le32(btk_leaf_item(b, (int)i)->offset);
+			lowest = off < lowest ? off : lowest;
+		}
+		printf("leaf %" PRIu64 " items %u free space %d generation %" PRIu64 " owner %s\n",
+		       b->bytenr, nr, (int)lowest - (int)(nr * sizeof(struct btk_item)),
+		       btk_block_generation(b),
+		       btk_objectid_str(btk_block_owner(b), 0, ob, sizeof(ob)));
+	}
+	printf("%s %" PRIu64 " flags 0x%" PRIx64 "(%s%s%s) backref revision %d\n", kind, b->bytenr,
+	       low, (low & 1) ? "WRITTEN" : "", low == 3 ? "|" : "", (low & 2) ? "RELOC" : "",
+	       (int)(flags >> BTK_BACKREF_REV_SHIFT));
+	uuid_format(h->fsid, u1);
+	uuid_format(h->chunk_tree_uuid, u2);
+	printf("fs uuid %s\nchunk uuid %s\n", u1, u2);
+}
+
+static void dump_node(struct tctx *t, const struct btk_block *b)
+{
+	uint32_t nr = btk_block_nritems(b);
+	struct btk_key k;
+	char kb[96];
+
+	for (uint32_t i = 0; i < nr; i++) {
+		btk_node_key(b, (int)i, &k);
+		if (t->json) {
+			json_head(t, b, (int)i, &k);
+			fputs_unlocked(",\"data\":{\"blockptr\":", stdout);
+			put_u64(stdout, btk_node_blockptr(b, (int)i));
+			fputs_unlocked(",\"generation\":", stdout);
+			put_u64(stdout, btk_node_gen(b, (int)i));
+			fputs_unlocked("}}\n", stdout);
+		} else {
+			printf("\tkey %s block %" PRIu64 " gen %" PRIu64 "\n",
+			       btk_key_format(&k, kb, sizeof(kb)), btk_node_blockptr(b, (int)i),
+			       btk_node_gen(b, (int)i));
+		}
+	}
+}
+
+/* Remembers a subvolume log tree listed in the log root tree. */
+static void note_log_root(struct tctx *t, const struct btk_key *k, const uint8_t *p, uint32_t size)
+{
+	struct btk_root *r;
+
+	if (k->type != BTRFS_ROOT_ITEM_KEY || size < offsetof(struct btrfs_root_item, level) + 1)
+		return;
+	if (t->nlogs >= MAX_LOG_ROOTS)
+		return;
+	if (!t->logs && !(t->logs = calloc(MAX_LOG_ROOTS, sizeof(*t->logs))))
+		return;
+	r = &t->logs[t->nlogs++];
+	r->objectid = BTRFS_TREE_LOG_OBJECTID;
+	r->key_offset = k->offset;
+	r->bytenr = BTK_GET(struct btrfs_root_item, p, bytenr);
+	r->generation = BTK_GET(struct btrfs_root_item, p, generation);
+	r->level = BTK_GET(struct btrfs_root_item, p, level);
+}
+
+static void dump_item(struct tctx *t, const struct btk_block *b, int slot)
+{
+	struct btk_key k;
+	uint32_t size = btk_leaf_size(b, slot);
+	const uint8_t *p = btk_leaf_data(b, slot);
+	int ret;
+
+	btk_leaf_key(b, slot, &k);
+	if (t->tree == BTRFS_TREE_LOG_OBJECTID && k.objectid == BTRFS_TREE_LOG_OBJECTID &&
+	    btk_block_owner(b) == BTRFS_TREE_LOG_OBJECTID && t->logs != (void *)-1)
+		note_log_root(t, &k, p, size);
+	render_reset(&t->r);
+	if (t->json) {
+		json_head(t, b, slot, &k);
+		fputs_unlocked(",\"size\":", stdout);
+		put_u64(stdout, size);
+		fputs_unlocked(",\"data\":{", stdout);
+		ret = btk_decode_item(&t->env, &k, p, size, &t->s);
+		fputs("}}\n", stdout);
+	} else {
+		fputs_unlocked("\titem ", stdout);
+		put_u64(stdout, (uint64_t)slot);
+		fputs_unlocked(" key ", stdout);
+		text_key(stdout, &k);
+		fputs_unlocked(" itemoff ", stdout);
+		put_u64(stdout, btk_le32(btk_leaf_item(b, slot)->offset));
+		fputs_unlocked(" itemsize ", stdout);
+		put_u64(stdout, size);
+		putc_unlocked('\n', stdout);
+		ret = btk_decode_item(&t->env, &k, p, size, &t->s);
+		render_finish(&t->r);
+	}
+	if (ret && !t->bad_items++) {
+		t->bad_block = b->bytenr;
+		t->bad_slot = slot;
+	}
+}
+
+static void dump_block(struct tctx *t, const struct btk_block *b)
+{
+	if (!t->json)
+		text_header(b, t->fs->nodesize);
+	if (btk_block_level(b)) {
+		dump_node(t, b);
+		return;
+	}
+	for (uint32_t i = 0; i < btk_block_nritems(b); i++)
+		dump_item(t, b, (int)i);
+}
+
+static int walk_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int depth)
+{
+	(void)fs;
+	(void)depth;
+	dump_block(ctx, b);
+	return 0;
+}
+
+static int walk_error(void *ctx, uint64_t bytenr, int level, int err, const char *msg)
+{
+	struct tctx *t = ctx;
+	char ob[32];
+
+	fflush(stdout);
+	debug_err("%s: tree %s: block %" PRIu64 " (level %d): %s", t->dev,
+		  btk_objectid_str(t->tree, 0, ob, sizeof(ob)), bytenr, level,
+		  msg && msg[0] ? msg : strerror(-err));
+	t->errors++;
+	return 0; /* go on with the rest of the tree */
+}
+
+static const char *tree_title(const struct btk_root *r)
+{
+	switch (r->objectid) {
+	case BTRFS_ROOT_TREE_OBJECTID:
+		return "root tree";
+	case BTRFS_CHUNK_TREE_OBJECTID:
+		return "chunk tree";
+	case BTRFS_EXTENT_TREE_OBJECTID:
+		return "extent tree";
+	case BTRFS_DEV_TREE_OBJECTID:
+		return "device tree";
+	case BTRFS_FS_TREE_OBJECTID:
+		return "fs tree";
+	case BTRFS_CSUM_TREE_OBJECTID:
+		return "checksum tree";
+	case BTRFS_QUOTA_TREE_OBJECTID:
+		return "quota tree";
+	case BTRFS_UUID_TREE_OBJECTID:
+		return "uuid tree";
+	case BTRFS_FREE_SPACE_TREE_OBJECTID:
+		return "free space tree";
+	case BTRFS_BLOCK_GROUP_TREE_OBJECTID:
+		return "block group tree";
+	case BTRFS_DATA_RELOC_TREE_OBJECTID:
+		return "data reloc tree";
+	case BTRFS_TREE_RELOC_OBJECTID:
+		return "tree reloc tree";
+	case BTRFS_TREE_LOG_OBJECTID:
+		return "log tree";
+	default:
+		return "file tree";
+	}
+}
+
+static int walk_root(struct tctx *t, const struct btk_root *r)
+{
+	struct btk_walk_ops ops = {.block = walk_block, .on_error = walk_error};
+	struct btk_key k = {r->objectid, BTRFS_ROOT_ITEM_KEY, r->key_offset};
+	char kb[96];
+	int ret;
+
+	t->tree = r->objectid;
+	if (!t->json) {
+		if (r->objectid == BTRFS_ROOT_TREE_OBJECTID ||
+		    r->objectid == BTRFS_CHUNK_TREE_OBJECTID)
+			printf("%s\n", tree_title(r));
+		else if (r->objectid == BTRFS_TREE_LOG_OBJECTID && t->logs != (void *)-1)
+			printf("log root tree\n"); /* the superblock's, listing subvolume logs */
+		else
+			printf("%s key %s \n", tree_title(r), btk_key_format(&k, kb, sizeof(kb)));
+	}
+	ret = btk_tree_walk(t->fs, r, &ops, t);
+	if (ret < 0) {
+		walk_error(t, r->bytenr, r->level, ret, btk_errmsg());
+		return ret == -ENOMEM ? ret : 0;
+	}
+	return 0;
+}
+
+static int each_root(void *ctx, const struct btk_root *r)
+{
+	struct tctx *t = ctx;
+	int ret = walk_root(t, r);
+
+	/* The log root tree lists one log tree per subvolume that had fsyncs. */
+	if (!ret && r->objectid == BTRFS_TREE_LOG_OBJECTID && t->logs) {
+		int n = t->nlogs;
+		struct btk_root *logs = t->logs;
+
+		t->logs = (void *)-1; /* do not collect from the subvolume logs */
+		for (int i = 0; i < n && !ret; i++)
+			ret = walk_root(t, &logs[i]);
+		free(logs);
+		t->logs = NULL;
+		t->nlogs = 0;
+	}
+	return ret;
+}
+
+static int dump_one_block(struct tctx *t, const char *block, const char *tree)
+{
+	struct btk_block_check chk = {.level = -1};
+	struct btk_block *b;
+	char *end;
+	uint64_t bytenr;
+
+	errno = 0;
+	bytenr = strtoull(block, &end, 0);
+	if (errno || !*block || *end) {
+		debug_err("invalid block number '%s'", block);
+		return 2;
+	}
+	if (btk_block_read(t->fs, bytenr, &chk, &b)) {
+		debug_err("%s: block %" PRIu64 ": %s", t->dev, bytenr, btk_errmsg());
+		return 1;
+	}
+	t->tree = btk_block_owner(b);
+	if (tree && btk_tree_id_parse(tree, &t->tree)) {
+		btk_block_put(b);
+		debug_err("unknown tree '%s'", tree);
+		return 2;
+	}
+	dump_block(t, b);
+	btk_block_put(b);
+	return 0;
+}
+
+static int dump_tree(struct tctx *t, const char *tree, const char *block)
+{
+	struct btk_root r;
+	uint64_t id;
+	int ret;
+
+	if (block)
+		return dump_one_block(t, block, tree);
+	if (tree) {
+		if (btk_tree_id_parse(tree, &id)) {
+			debug_err("unknown tree '%s'", tree);
+			return 2;
+		}
+		ret = btk_root_find(t->fs, id, &r);
+		if (ret) {
+			debug_err("%s: tree %s: %s", t->dev, tree,
+				  ret == -ENOENT ? "no such tree" : btk_errmsg());
+			return 1;
+		}
+		ret = each_root(t, &r);
+	} else {
+		ret = btk_for_each_root(t->fs, each_root, t);
+	}
+	if (ret) {
+		fflush(stdout);
+		debug_err("%s: cannot list the trees: %s", t->dev, btk_errmsg());
+		return 1;
+	}
+	if (t->bad_items) {
+		fflush(stdout);
+		debug_err("%s: %d malformed item(s), the first at block %" PRIu64 " slot %d "
+			  "(see its \"error\" field)",
+			  t->dev, t->bad_items, t->bad_block, t->bad_slot);
+	}
+	return t->errors || t->bad_items ? 1 : 0;
+}
+
+/* dump-tree ends a full dump with these. */
+static void footer(const struct btk_fs *fs)
+{
+	char u[37];
+
+	uuid_format(fs->fsid, u);
+	printf("total bytes %" PRIu64 "\nbytes used %" PRIu64 "\nuuid %s\n",
+	       btk_le64(fs->sb.total_bytes), btk_le64(fs->sb.bytes_used), u);
+}
+
+int cmd_tree(const char *const *devs, int n, const char *tree, const char *block, bool json)
+{
+	static char obuf[1 << 16];
+	struct tctx t = {.dev = devs[0], .json = json};
+	int ret;
+
+	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
+	if (debug_open(devs, n, &t.fs))
+		return 1;
+	render_init(&t.r, &t.s, stdout, json);
+	t.env.sectorsize = t.fs->sectorsize;
+	t.env.csum_size = t.fs->csum_size;
+	ret = dump_tree(&t, tree, block);
+	if (!json && !tree && !block && ret != 2)
+		footer(t.fs);
+	if (fflush(stdout) || ferror(stdout)) {
+		debug_err("writing the output failed: %s", strerror(errno));
+		ret = 1;
+	}
+	btk_fs_close(t.fs);
+	return ret;
+}
