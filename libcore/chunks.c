@@ -230,3 +230,34 @@ int btk_read_logical(struct btk_fs *fs, uint64_t logical, void *buf, size_t len)
 	}
 	return 0;
 }
+
+int btk_write_logical(struct btk_fs *fs, uint64_t logical, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		const struct btk_chunk *c = btk_chunk_find(fs, logical);
+		struct btk_phys ph[4];
+		uint64_t contig;
+		int n, ret;
+
+		if (c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK))
+			return btk_err(EOPNOTSUPP, "writing RAID5/6 data is not supported");
+		ret = btk_map_logical(fs, logical, ph, 4, &n, &contig);
+		if (ret)
+			return ret;
+		size_t part = contig < len ? (size_t)contig : len;
+		for (int i = 0; i < n; i++) {
+			if (!ph[i].dev)
+				return btk_err(ENODEV, "logical %llu: copy on missing device %llu",
+					       (unsigned long long)logical,
+					       (unsigned long long)ph[i].devid);
+			if ((ret = btk_dev_write(ph[i].dev, p, part, ph[i].physical)))
+				return ret;
+		}
+		p += part;
+		logical += part;
+		len -= part;
+	}
+	return 0;
+}

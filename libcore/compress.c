@@ -100,6 +100,28 @@ static long lzo_pack(uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t
 	return (long)pos;
 }
 
+static long compress_raw(int type, int level, uint32_t sectorsize, const uint8_t *in,
+			 size_t len, uint8_t *out, size_t cap)
+{
+	switch (type) {
+	case BTK_COMPRESS_ZLIB: return zlib_pack(level, in, len, out, cap);
+	case BTK_COMPRESS_LZO: return lzo_pack(sectorsize, in, len, out, cap);
+	case BTK_COMPRESS_ZSTD: return zstd_pack(level, in, len, out, cap);
+	}
+	return -EINVAL;
+}
+
+long btk_compress_inline(int type, int level, uint32_t sectorsize, const uint8_t *in,
+			 size_t len, uint8_t *out, size_t cap)
+{
+	long r;
+
+	if (!len || len > sectorsize || !sectorsize)
+		return -EINVAL;
+	r = compress_raw(type, level, sectorsize, in, len, out, cap);
+	return r < 0 || (size_t)r >= len ? -E2BIG : r;
+}
+
 long btk_compress(int type, int level, uint32_t sectorsize, const uint8_t *in, size_t len,
 		  uint8_t *out, size_t cap)
 {

@@ -25,6 +25,11 @@ const char *btk_compress_name(int type);
 long btk_compress(int type, int level, uint32_t sectorsize, const uint8_t *in, size_t len,
 		  uint8_t *out, size_t cap);
 
+/* For an inline extent (len <= sectorsize): the compressed size when smaller than len, else
+ * -E2BIG. */
+long btk_compress_inline(int type, int level, uint32_t sectorsize, const uint8_t *in,
+			 size_t len, uint8_t *out, size_t cap);
+
 /* Decompresses an extent into out (exactly outlen bytes are expected: the extent's ram_bytes;
  * shorter output is zero-filled as the kernel does). Returns 0, -EUCLEAN for corrupt input,
  * -EINVAL for an unknown type. Never reads past in+len or writes past out+outlen. */

@@ -42,6 +42,20 @@
 #define BTK_BACKREF_REV_SHIFT	56
 #define BTK_MIXED_BACKREF_REV	1
 
+/* Inode flags (btrfs_inode_item.flags). */
+#define BTK_INODE_NODATASUM  (1ULL << 0)
+#define BTK_INODE_NODATACOW  (1ULL << 1)
+#define BTK_INODE_READONLY   (1ULL << 2)
+#define BTK_INODE_NOCOMPRESS (1ULL << 3)
+#define BTK_INODE_PREALLOC   (1ULL << 4)
+#define BTK_INODE_SYNC       (1ULL << 5)
+#define BTK_INODE_IMMUTABLE  (1ULL << 6)
+#define BTK_INODE_APPEND     (1ULL << 7)
+#define BTK_INODE_NODUMP     (1ULL << 8)
+#define BTK_INODE_NOATIME    (1ULL << 9)
+#define BTK_INODE_DIRSYNC    (1ULL << 10)
+#define BTK_INODE_COMPRESS   (1ULL << 11)
+
 #ifndef BTRFS_BLOCK_GROUP_TREE_OBJECTID
 #define BTRFS_BLOCK_GROUP_TREE_OBJECTID 11ULL
 #endif

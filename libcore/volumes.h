@@ -94,6 +94,10 @@ int btk_map_physical(const struct btk_fs *fs, uint64_t devid, uint64_t physical,
 /* Reads len bytes at a logical address, from the first copy that reads. */
 int btk_read_logical(struct btk_fs *fs, uint64_t logical, void *buf, size_t len);
 
+/* Writes len bytes to every copy of a logical range (data of a newly allocated extent:
+ * nothing committed may live there). -EOPNOTSUPP on RAID5/6, whose parity is not written. */
+int btk_write_logical(struct btk_fs *fs, uint64_t logical, const void *buf, size_t len);
+
 /* Parses a chunk item (from the sys array or chunk tree) into a new btk_chunk (caller frees).
  * -EUCLEAN if sizes or counts are impossible. */
 int btk_chunk_parse(const uint8_t *item, uint32_t size, uint64_t logical, uint32_t sectorsize,
