@@ -1,0 +1,273 @@
+/* btk-owner — which files, subvolumes and trees own a block, on an unmounted btrfs.
+ * Exit status: 0 every address answered, 1 errors (unreadable input, references that could
+ * not be followed), 2 usage. */
+#include <errno.h>
+#include <popt.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "error.h"
+#include "owner.h"
+
+#define MAX_DEVS 64
+
+static void usage(FILE *out)
+{
+	fputs("usage: btk-owner [--logical] [--devid N] [--block-size N] [--json] [--scan] "
+	      "DEV... ADDRESS...\n"
+	      "       btk-owner [options] -f FILE|- DEV...\n"
+	      "       btk-owner [--json] --file PATH DEV...\n",
+	      out);
+}
+
+void owner_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	fputs("btk-owner: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+static void warn_hook(void *ctx, const char *msg)
+{
+	(void)ctx;
+	owner_err("warning: %s", msg);
+}
+
+/* Decimal or 0x hex, the whole string. */
+static bool parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!*s || *s == '-' || *s == '+')
+		return false;
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	return !errno && !*end;
+}
+
+struct qlist {
+	struct query *q;
+	size_t n, cap;
+};
+
+static int qlist_add(struct qlist *l, uint64_t input)
+{
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? l->cap * 2 : 64;
+		struct query *nv = realloc(l->q, nc * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		l->q = nv, l->cap = nc;
+	}
+	memset(&l->q[l->n], 0, sizeof(l->q[0]));
+	l->q[l->n++].input = input;
+	return 0;
+}
+
+/* One address per line (badblocks output); blank lines and '#' comments are skipped. */
+static int read_list(const char *name, struct qlist *l)
+{
+	FILE *f = strcmp(name, "-") ? fopen(name, "r") : stdin;
+	char line[256];
+	unsigned long lineno = 0;
+	int ret = 0;
+
+	if (!f) {
+		owner_err("%s: %s", name, strerror(errno));
+		return 2;
+	}
+	while (!ret && fgets(line, sizeof(line), f)) {
+		char *s = line + strspn(line, " \t"), *e;
+		uint64_t v;
+		lineno++;
+		e = s + strcspn(s, " \t\r\n#");
+		if (e == s)
+			continue;
+		*e = 0;
+		if (!parse_u64(s, &v)) {
+			owner_err("%s:%lu: not an address: '%s'", name, lineno, s);
+			ret = 2;
+		} else if (qlist_add(l, v)) {
+			ret = 1;
+		}
+	}
+	if (f != stdin)
+		fclose(f);
+	return ret;
+}
+
+static int run_backref(struct owner_ctx *c, struct qlist *l)
+{
+	print_begin(c);
+	for (size_t i = 0; i < l->n; i++) {
+		struct query *q = &l->q[i];
+		query_locate(c, q);
+		query_resolve(c, q);
+		print_query(c, q);
+		query_release(q);
+	}
+	print_end(c);
+	return 0;
+}
+
+static int run_scan(struct owner_ctx *c, struct qlist *l)
+{
+	uint64_t *logicals = calloc(l->n ? l->n : 1, sizeof(*logicals));
+	struct btk_owner *res = calloc(l->n ? l->n : 1, sizeof(*res));
+	size_t m = 0;
+	int ret = -ENOMEM;
+
+	if (!logicals || !res)
+		goto out;
+	for (size_t i = 0; i < l->n; i++) {
+		query_locate(c, &l->q[i]);
+		if (l->q[i].kind == Q_RESOLVED && !l->q[i].err)
+			logicals[m++] = l->q[i].logical;
+	}
+	ret = btk_owner_scan(c->br, logicals, m, res);
+	if (ret) {
+		owner_err("scan: %s", btk_errmsg());
+		goto out;
+	}
+	if (m && res[0].nerrors)
+		owner_err("scan: %d block(s) could not be read; first: %s", res[0].nerrors,
+			  res[0].error ? res[0].error : "?");
+	print_begin(c);
+	for (size_t i = 0, j = 0; i < l->n; i++) {
+		struct query *q = &l->q[i];
+		if (q->kind == Q_RESOLVED && !q->err) {
+			q->own = res[j];
+			memset(&res[j++], 0, sizeof(res[0]));
+		}
+		print_query(c, q);
+		query_release(q);
+	}
+	print_end(c);
+out:
+	for (size_t i = 0; i < m && res; i++)
+		btk_owner_release(&res[i]);
+	free(res);
+	free(logicals);
+	return ret;
+}
+
+/* Leading arguments that are not numbers (or are existing files) are devices. */
+static int split_args(poptContext pc, const char **devs, int *ndev, struct qlist *l)
+{
+	struct stat st;
+	uint64_t v;
+
+	for (const char *a; (a = poptGetArg(pc));) {
+		if (l->n || (parse_u64(a, &v) && stat(a, &st))) {
+			if (!parse_u64(a, &v)) {
+				owner_err("not an address: '%s'", a);
+				return 2;
+			}
+			if (qlist_add(l, v))
+				return 1;
+			continue;
+		}
+		if (*ndev == MAX_DEVS) {
+			owner_err("too many devices");
+			return 2;
+		}
+		devs[(*ndev)++] = a;
+	}
+	return 0;
+}
+
+static int open_fs(struct owner_ctx *c, const char **devs, int ndev)
+{
+	struct btk_open_opts oo = {.super_mirror = -1};
+	int ret = btk_fs_open(devs, ndev, &oo, &c->fs);
+
+	if (ret) {
+		owner_err("%s", btk_errmsg());
+		return 1;
+	}
+	if (!c->o.devid)
+		c->o.devid = BTK_GET(struct btrfs_dev_item, c->fs->sb.dev_item, devid);
+	else if (c->o.physical && !btk_fs_dev_find(c->fs, c->o.devid)) {
+		owner_err("--devid %llu: the filesystem has no such device (it has %d)",
+			  (unsigned long long)c->o.devid, c->fs->ndevs);
+		return 1;
+	}
+	if (btk_backref_new(c->fs, &c->br) || pcache_new(c)) {
+		owner_err("out of memory");
+		return 1;
+	}
+	return 0;
+}
+
+int main(int argc, const char **argv)
+{
+	int logical = 0, json = 0, scan = 0, rc, ndev = 0;
+	char *devid_s = NULL, *bs_s = NULL, *list = NULL, *file = NULL;
+	const char *devs[MAX_DEVS];
+	struct owner_ctx c = {0};
+	struct qlist l = {0};
+	uint64_t v;
+	struct poptOption opts[] = {
+	    {"logical", 'l', POPT_ARG_NONE, &logical, 0, "addresses are logical", NULL},
+	    {"devid", 'd', POPT_ARG_STRING, &devid_s, 0, "device of physical addresses", "N"},
+	    {"block-size", 'b', POPT_ARG_STRING, &bs_s, 0, "addresses are block numbers", "N"},
+	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output", NULL},
+	    {"scan", 's', POPT_ARG_NONE, &scan, 0, "walk every tree, not back references", NULL},
+	    {NULL, 'f', POPT_ARG_STRING, &list, 0, "addresses from FILE (- stdin)", "FILE"},
+	    {"file", 0, POPT_ARG_STRING, &file, 0, "extents of PATH (from the top level)", "PATH"},
+	    POPT_AUTOHELP POPT_TABLEEND,
+	};
+	poptContext pc = poptGetContext("btk-owner", argc, argv, opts, 0);
+
+	while ((rc = poptGetNextOpt(pc)) > 0)
+		;
+	if (rc < -1) {
+		owner_err("%s: %s", poptBadOption(pc, 0), poptStrerror(rc));
+		rc = 2;
+		goto out;
+	}
+	rc = 2;
+	if (argc < 2) {
+		usage(stderr);
+		goto out;
+	}
+	rc = split_args(pc, devs, &ndev, &l);
+	if (rc)
+		goto out;
+	rc = 2;
+	c.o.json = json, c.o.scan = scan, c.o.physical = !logical, c.o.block_size = 1;
+	if ((devid_s && (!parse_u64(devid_s, &c.o.devid) || !c.o.devid)) ||
+	    (bs_s && (!parse_u64(bs_s, &v) || !(c.o.block_size = v)))) {
+		owner_err("--devid and --block-size take a positive number");
+		goto out;
+	}
+	if (!ndev || (file && (list || l.n || scan)) || (!file && !list && !l.n)) {
+		usage(stderr);
+		goto out;
+	}
+	if (list && (rc = read_list(list, &l)))
+		goto out;
+	btk_set_warn_hook(warn_hook, NULL);
+	rc = open_fs(&c, devs, ndev);
+	if (rc)
+		goto out;
+	if (file)
+		rc = cmd_file(&c, file) ? 1 : 0;
+	else
+		rc = ((scan ? run_scan(&c, &l) : run_backref(&c, &l)) || c.failures) ? 1 : 0;
+out:
+	pcache_free(&c);
+	btk_backref_free(c.br);
+	if (c.fs)
+		btk_fs_close(c.fs);
+	free(l.q);
+	poptFreeContext(pc);
+	free(devid_s), free(bs_s), free(list), free(file);
+	return rc;
+}

@@ -1,0 +1,280 @@
+/* print.c — text and JSON output of address queries (format documented in btk-owner(8)). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "owner.h"
+
+const char *found_name(int found)
+{
+	return found == BTK_FOUND_SCAN ? "scan" : "backref";
+}
+
+/* Text: bytes outside printable ASCII, space, '\\' and '=' as \xHH, so fields split on
+ * spaces and every name can be recovered. */
+void print_escaped(FILE *f, const char *s)
+{
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p <= ' ' || *p >= 0x7f || *p == '\\' || *p == '=')
+			fprintf(f, "\\x%02x", *p);
+		else
+			fputc(*p, f);
+	}
+}
+
+/* JSON strings are UTF-8: bytes that are not valid UTF-8 become \u00XX (Latin-1 reading). */
+static size_t utf8_len(const unsigned char *p)
+{
+	int n = *p >= 0xf0 && *p < 0xf5 ? 4 : *p >= 0xe0 ? 3 : *p >= 0xc2 && *p < 0xe0 ? 2 : 0;
+
+	if (*p >= 0xf5)
+		return 0;
+	for (int i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	return (size_t)n;
+}
+
+void json_string(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		size_t n;
+		if (*p == '"' || *p == '\\')
+			fprintf(f, "\\%c", *p);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(f, "\\u%04x", *p);
+		else if (*p < 0x80)
+			fputc(*p, f);
+		else if ((n = utf8_len(p))) {
+			fwrite(p, 1, n, f);
+			p += n - 1;
+		} else
+			fprintf(f, "\\u%04x", *p);
+	}
+	fputc('"', f);
+}
+
+static const char *kind_name(const struct query *q)
+{
+	switch (q->kind) {
+	case Q_SUPER:
+		return "superblock";
+	case Q_UNALLOC:
+		return "unallocated";
+	case Q_PARITY:
+		return "parity";
+	case Q_BEYOND:
+		return "beyond-device";
+	case Q_RESOLVED:
+		break;
+	default:
+		return "error";
+	}
+	switch (q->own.kind) {
+	case BTK_KIND_FREE:
+		return "free";
+	case BTK_KIND_DATA:
+		return "data";
+	case BTK_KIND_METADATA:
+		return "metadata";
+	case BTK_KIND_UNMAPPED:
+		return "unmapped";
+	}
+	return "error";
+}
+
+static void text_head(FILE *f, const struct query *q)
+{
+	fprintf(f, "%llu %s", (unsigned long long)q->input, kind_name(q));
+	if (q->physical)
+		fprintf(f, " devid=%llu", (unsigned long long)q->devid);
+	if (q->kind == Q_SUPER)
+		fprintf(f, " mirror=%d", q->mirror);
+	if (q->have_logical)
+		fprintf(f, " logical=%llu", (unsigned long long)q->logical);
+}
+
+static void text_key(FILE *f, const char *name, const struct btk_key *k)
+{
+	fprintf(f, " %s=%llu,%u,%llu", name, (unsigned long long)k->objectid, k->type,
+		(unsigned long long)k->offset);
+}
+
+static void text_data_owner(struct owner_ctx *c, const struct query *q,
+			    const struct btk_data_owner *d)
+{
+	const char *sv = subvol_path(c, d->root);
+	char **paths;
+	size_t n = 0;
+
+	text_head(stdout, q);
+	printf(" root=%llu inode=%llu offset=%llu subvol=", (unsigned long long)d->root,
+	       (unsigned long long)d->inode, (unsigned long long)d->offset);
+	print_escaped(stdout, sv ? sv : "?");
+	if (!sv && subvol_unlinked(c, d->root))
+		printf(" unlinked");
+	if (d->compression)
+		printf(" compressed=%s file_range=%llu+%llu", btk_compression_name(d->compression),
+		       (unsigned long long)d->file_start, (unsigned long long)d->file_len);
+	if (d->type == BTRFS_FILE_EXTENT_PREALLOC)
+		printf(" prealloc");
+	printf(" found=%s", found_name(d->found));
+	inode_paths(c, d->root, d->inode, &paths, &n);
+	for (size_t i = 0; i < n; i++) {
+		printf(" path=");
+		print_escaped(stdout, paths[i]);
+	}
+	putchar('\n');
+}
+
+static void print_text(struct owner_ctx *c, const struct query *q)
+{
+	const struct btk_owner *o = &q->own;
+
+	if (q->err) {
+		text_head(stdout, q);
+		putchar('\n');
+		return;
+	}
+	for (size_t i = 0; i < o->ndata; i++)
+		text_data_owner(c, q, &o->data[i]);
+	for (size_t i = 0; i < o->ntree; i++) {
+		text_head(stdout, q);
+		printf(" root=%llu level=%d", (unsigned long long)o->tree[i].root,
+		       o->tree[i].level);
+		if (o->have_keys) {
+			text_key(stdout, "first", &o->first_key);
+			text_key(stdout, "last", &o->last_key);
+		}
+		printf(" found=%s\n", found_name(o->tree[i].found));
+	}
+	if (!o->ndata && !o->ntree) {
+		text_head(stdout, q);
+		if (o->kind == BTK_KIND_DATA || o->kind == BTK_KIND_METADATA)
+			printf(" no-owner");
+		putchar('\n');
+	}
+}
+
+static void json_key(FILE *f, const char *name, const struct btk_key *k)
+{
+	const char *t = btk_key_type_name(k->type);
+
+	fprintf(f, ",\"%s\":{\"objectid\":%llu,\"type\":", name, (unsigned long long)k->objectid);
+	if (t)
+		fprintf(f, "\"%s\"", t);
+	else
+		fprintf(f, "%u", k->type);
+	fprintf(f, ",\"offset\":%llu}", (unsigned long long)k->offset);
+}
+
+static void json_data_owner(struct owner_ctx *c, const struct btk_data_owner *d)
+{
+	const char *sv = subvol_path(c, d->root);
+	char **paths;
+	size_t n = 0;
+
+	printf("{\"root\":%llu,\"subvol\":", (unsigned long long)d->root);
+	if (sv)
+		json_string(stdout, sv);
+	else
+		fputs(subvol_unlinked(c, d->root) ? "null,\"unlinked\":true" : "null", stdout);
+	printf(",\"inode\":%llu,\"offset\":%llu,\"paths\":[", (unsigned long long)d->inode,
+	       (unsigned long long)d->offset);
+	inode_paths(c, d->root, d->inode, &paths, &n);
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			putchar(',');
+		json_string(stdout, paths[i]);
+	}
+	printf("],\"file_range\":{\"offset\":%llu,\"length\":%llu}",
+	       (unsigned long long)d->file_start, (unsigned long long)d->file_len);
+	if (d->compression)
+		printf(",\"compressed\":\"%s\"", btk_compression_name(d->compression));
+	if (d->type == BTRFS_FILE_EXTENT_PREALLOC)
+		printf(",\"prealloc\":true");
+	printf(",\"found\":\"%s\"}", found_name(d->found));
+}
+
+static void json_owners(struct owner_ctx *c, const struct btk_owner *o)
+{
+	printf(",\"owners\":[");
+	for (size_t i = 0; i < o->ndata; i++) {
+		if (i)
+			putchar(',');
+		json_data_owner(c, &o->data[i]);
+	}
+	for (size_t i = 0; i < o->ntree; i++) {
+		if (i || o->ndata)
+			putchar(',');
+		printf("{\"root\":%llu,\"level\":%d,\"found\":\"%s\"}",
+		       (unsigned long long)o->tree[i].root, o->tree[i].level,
+		       found_name(o->tree[i].found));
+	}
+	putchar(']');
+}
+
+static void print_json(struct owner_ctx *c, const struct query *q)
+{
+	const struct btk_owner *o = &q->own;
+
+	printf("%s\n{\"address\":%llu", c->nqueries_out++ ? "," : "", (unsigned long long)q->input);
+	if (q->physical)
+		printf(",\"devid\":%llu", (unsigned long long)q->devid);
+	else
+		printf(",\"devid\":null");
+	if (q->have_logical)
+		printf(",\"logical\":%llu", (unsigned long long)q->logical);
+	else
+		printf(",\"logical\":null");
+	printf(",\"kind\":\"%s\"", kind_name(q));
+	if (q->kind == Q_SUPER)
+		printf(",\"mirror\":%d", q->mirror);
+	if (o->have_extent)
+		printf(",\"extent\":{\"start\":%llu,\"length\":%llu,\"refs\":%llu,"
+		       "\"generation\":%llu}",
+		       (unsigned long long)o->ext.start, (unsigned long long)o->ext.len,
+		       (unsigned long long)o->ext.refs, (unsigned long long)o->ext.generation);
+	if (o->have_keys) {
+		json_key(stdout, "first_key", &o->first_key);
+		json_key(stdout, "last_key", &o->last_key);
+	}
+	json_owners(c, o);
+	if (q->err || o->nerrors) {
+		printf(",\"errors\":%d,\"error\":", q->err ? 1 : o->nerrors);
+		json_string(stdout, q->err     ? (q->errmsg ? q->errmsg : "")
+				    : o->error ? o->error
+					       : "");
+	}
+	putchar('}');
+}
+
+void print_begin(struct owner_ctx *c)
+{
+	if (c->o.json)
+		printf("{\"queries\":[");
+}
+
+void print_query(struct owner_ctx *c, const struct query *q)
+{
+	if (q->err)
+		owner_err("%llu: %s", (unsigned long long)q->input,
+			  q->errmsg ? q->errmsg : "error");
+	else if (q->own.nerrors && !c->o.scan)
+		owner_err("%llu: %d reference(s) not followed (%s); --scan walks the trees instead",
+			  (unsigned long long)q->input, q->own.nerrors,
+			  q->own.error ? q->own.error : "?");
+	if (q->err || q->own.nerrors)
+		c->failures++;
+	if (c->o.json)
+		print_json(c, q);
+	else
+		print_text(c, q);
+}
+
+void print_end(struct owner_ctx *c)
+{
+	if (c->o.json)
+		printf("\n]}\n");
+	fflush(stdout);
+}
