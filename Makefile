@@ -41,8 +41,9 @@ $(LIB): $(LIB_OBJ)
 	@mkdir -p $(dir $@)
 	rm -f $@ && ar rcs $@ $^
 
+.SECONDARY:
 .SECONDEXPANSION:
-$(B)/bin/btk-%: $$(foreach f,$$(wildcard $$*/*.c),$(B)/$$(basename $$f).o) $(LIB)
+$(B)/bin/btk-%: $$(addprefix $(B)/,$$(subst .c,.o,$$(wildcard $$*/*.c))) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 

@@ -190,8 +190,8 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 		    check_expect(b, chk, why, sizeof(why)))
 			continue;
 		if (mirror)
-			btk_warn("tree block %llu: copy 1 bad, copy %d used",
-				 (unsigned long long)bytenr, mirror + 1);
+			btk_warn("tree block %llu: copy %d used (%s)", (unsigned long long)bytenr,
+				 mirror + 1, why);
 		*out = b;
 		return 0;
 	}

@@ -1,0 +1,113 @@
+# Shared helpers for btk's bats tests. Load with: load helpers (tests/bats) or
+# load ../bats/helpers (tests/oracle).
+#
+#   BTK_ROOT, BTK_BUILD (absolute), BTK_DEBUG   paths
+#   BTK_TEST_TMP      scratch shared by every test of one run (tests/run.sh sets it)
+#   require_root / require_loop / require_tool NAME / require_btk NAME   skip with a reason
+#   btk_run SECONDS CMD...   run with a timeout; $status, $BTK_OUT, $BTK_ERR (files)
+#   assert_no_crash          no signal, no timeout, no sanitizer report
+#   assert_one_line_error    non-zero exit below 128 with a short error on stderr
+#   oracle_image NAME MKIMG-OPTIONS...   build (once per run) and set IMG_DEVS=(paths)
+
+BTK_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
+BTK_BUILD=${BTK_BUILD:-build}
+case $BTK_BUILD in
+/*) ;;
+*) BTK_BUILD=$BTK_ROOT/$BTK_BUILD ;;
+esac
+BTK_DEBUG=$BTK_BUILD/bin/btk-debug
+BTK_TEST_TMP=${BTK_TEST_TMP:-${BATS_RUN_TMPDIR:-/tmp}/btk-tests}
+mkdir -p "$BTK_TEST_TMP"
+export BTK_ROOT BTK_BUILD BTK_DEBUG BTK_TEST_TMP
+# sanitizer builds: report and stop at the first error, never leak-check noise only
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:abort_on_error=0:exitcode=99}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1:exitcode=98}
+
+require_root() {
+	[ "$(id -u)" = 0 ] || skip "needs root (loop devices and mounts)"
+}
+
+require_loop() {
+	require_root
+	[ -e /dev/loop-control ] || skip "no loop device support (/dev/loop-control)"
+	losetup -f >/dev/null 2>&1 || skip "no free loop device"
+	grep -qw btrfs /proc/filesystems || modprobe btrfs 2>/dev/null ||
+		skip "kernel has no btrfs"
+}
+
+require_tool() {
+	command -v "$1" >/dev/null 2>&1 || skip "$1 not installed"
+}
+
+# a btk binary that make should have built: missing is a failure, not a skip
+require_btk() {
+	[ -x "$BTK_BUILD/bin/btk-$1" ] || {
+		echo "btk-$1 not built in $BTK_BUILD/bin" >&2
+		return 1
+	}
+}
+
+btk_run() {
+	local secs=$1
+	shift
+	BTK_OUT=$BATS_TEST_TMPDIR/out.$$
+	BTK_ERR=$BATS_TEST_TMPDIR/err.$$
+	status=0
+	timeout -k 5 "$secs" "$@" >"$BTK_OUT" 2>"$BTK_ERR" || status=$?
+	BTK_CMD="$*"
+}
+
+show_err() {
+	echo "command: $BTK_CMD" >&2
+	echo "exit status: $status" >&2
+	echo "--- stderr (last 15 lines):" >&2
+	tail -n 15 "$BTK_ERR" >&2
+}
+
+assert_no_crash() {
+	if [ "$status" = 124 ] || [ "$status" = 137 ]; then
+		show_err
+		echo "FAIL: timed out (hang)" >&2
+		return 1
+	fi
+	if [ "$status" -ge 128 ]; then
+		show_err
+		echo "FAIL: killed by signal $((status - 128))" >&2
+		return 1
+	fi
+	if grep -qE 'AddressSanitizer|UndefinedBehaviorSanitizer|LeakSanitizer|runtime error' "$BTK_ERR"; then
+		show_err
+		echo "FAIL: sanitizer report" >&2
+		return 1
+	fi
+}
+
+# An error a user can read: non-zero exit, a short stderr with an error line.
+assert_one_line_error() {
+	assert_no_crash || return 1
+	if [ "$status" = 0 ]; then
+		show_err
+		echo "FAIL: exit status 0, an error was expected" >&2
+		return 1
+	fi
+	local n
+	n=$(grep -c . "$BTK_ERR" || true)
+	if [ "$n" -lt 1 ] || [ "$n" -gt "${1:-3}" ]; then
+		show_err
+		echo "FAIL: expected a short error on stderr (1..${1:-3} lines), got $n lines" >&2
+		return 1
+	fi
+}
+
+# oracle_image NAME MKIMG-OPTIONS...: kernel-populated image set, built once per run
+oracle_image() {
+	local name=$1
+	shift
+	local dir=$BTK_TEST_TMP/img/$name
+	mkdir -p "$BTK_TEST_TMP/img"
+	mapfile -t IMG_DEVS < <(bash "$BTK_ROOT/tests/oracle/mkimg.sh" "$@" "$dir")
+	[ "${#IMG_DEVS[@]}" -gt 0 ] || {
+		echo "mkimg.sh $* failed" >&2
+		return 1
+	}
+}
