@@ -390,6 +390,8 @@ void btk_fs_close(struct btk_fs *fs)
 {
 	if (!fs)
 		return;
+	if (fs->release_trans)
+		fs->release_trans(fs);
 	btk_cache_free(fs->cache);
 	for (int i = 0; i < fs->nchunks; i++)
 		free(fs->chunks[i]);

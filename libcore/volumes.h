@@ -49,7 +49,10 @@ struct btk_fs {
 	struct btk_chunk **chunks; /* sorted by logical */
 	struct btk_block_cache *cache;
 	bool writable;
-	void *trans; /* reserved for the write path */
+	void *trans; /* the write path's state (trans.h) */
+	/* Set by the write path with its state; btk_fs_close calls it, so that this layer needs
+	 * no knowledge of upper ones. */
+	void (*release_trans)(struct btk_fs *fs);
 };
 
 struct btk_open_opts {

@@ -1,0 +1,387 @@
+/* btk-mkfs — create a btrfs filesystem on image files or block devices.
+ * Parses options (popt), calls btk_mkfs() and prints a summary; libcore does the rest.
+ */
+#include "csum.h"
+#include "error.h"
+#include "mkfs.h"
+#include "super.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <popt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *usage_tail = "DEVICE...";
+
+static int parse_size(const char *s, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	int shift = 0;
+
+	errno = 0;
+	if (!s || !isdigit((unsigned char)*s))
+		return -1;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -1;
+	switch (tolower((unsigned char)*end)) {
+	case 'e':
+		shift += 10; /* fall through */
+	case 'p':
+		shift += 10; /* fall through */
+	case 't':
+		shift += 10; /* fall through */
+	case 'g':
+		shift += 10; /* fall through */
+	case 'm':
+		shift += 10; /* fall through */
+	case 'k':
+		shift += 10;
+		end++;
+		break;
+	case 0:
+		break;
+	default:
+		return -1;
+	}
+	if (*end == 'i' || *end == 'I')
+		end++;
+	if (*end == 'b' || *end == 'B')
+		end++;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+static int parse_uuid(const char *s, uint8_t *u)
+{
+	int n = 0;
+
+	for (; *s && n < 32; s++) {
+		if (*s == '-' && (n == 8 || n == 12 || n == 16 || n == 20))
+			continue;
+		if (!isxdigit((unsigned char)*s))
+			return -1;
+		int v =
+		    isdigit((unsigned char)*s) ? *s - '0' : tolower((unsigned char)*s) - 'a' + 10;
+		u[n / 2] = (uint8_t)(n % 2 ? (u[n / 2] | v) : v << 4);
+		n++;
+	}
+	return n == 32 && !*s ? 0 : -1;
+}
+
+static void list_features(bool runtime)
+{
+	printf("%s features available:\n", runtime ? "Runtime" : "Filesystem");
+	for (const struct btk_mkfs_feature *f = btk_mkfs_features(); f->name; f++)
+		if (f->runtime == runtime || !runtime)
+			printf("%-19s - %s%s\n", f->name, f->desc, f->dflt ? " (default)" : "");
+}
+
+/* "a,^b,c" into on/off masks; "list-all" prints the table (returns 1). */
+static int parse_features(const char *arg, bool runtime, struct btk_mkfs_opts *o)
+{
+	char *dup = strdup(arg), *save = NULL;
+	int ret = 0;
+
+	if (!dup)
+		return -1;
+	for (char *tok = strtok_r(dup, ",", &save); tok && !ret; tok = strtok_r(NULL, ",", &save)) {
+		bool off = *tok == '^';
+		const struct btk_mkfs_feature *f;
+		if (!strcmp(tok, "list-all")) {
+			list_features(runtime);
+			ret = 1;
+			break;
+		}
+		f = btk_mkfs_feature_find(tok + off);
+		if (!f) {
+			fprintf(stderr, "btk-mkfs: unknown feature '%s' (see -%c list-all)\n",
+				tok + off, runtime ? 'R' : 'O');
+			ret = -1;
+			break;
+		}
+		if (!strcmp(f->name, "mixed-bg")) {
+			o->mixed = !off;
+			continue;
+		}
+		if (off) {
+			o->features_off |= f->incompat;
+			o->ro_off |= f->compat_ro;
+			o->features_on &= ~f->incompat;
+			o->ro_on &= ~f->compat_ro;
+		} else {
+			o->features_on |= f->incompat;
+			o->ro_on |= f->compat_ro;
+			o->features_off &= ~f->incompat;
+			o->ro_off &= ~f->compat_ro;
+		}
+	}
+	free(dup);
+	return ret;
+}
+
+static const char *human(uint64_t v, char *buf, size_t len)
+{
+	static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double d = (double)v;
+	int i = 0;
+
+	while (d >= 1024 && i < 6) {
+		d /= 1024;
+		i++;
+	}
+	snprintf(buf, len, i ? "%.2f%s" : "%.0f%s", d, u[i]);
+	return buf;
+}
+
+static void uuid_str(const uint8_t *u, char *out)
+{
+	sprintf(out, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+		u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
+		u[14], u[15]);
+}
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+static void feature_list(const struct btk_mkfs_result *r, bool runtime, char *buf, size_t len)
+{
+	buf[0] = 0;
+	for (const struct btk_mkfs_feature *f = btk_mkfs_features(); f->name; f++) {
+		bool on = (r->incompat & f->incompat) || (r->compat_ro & f->compat_ro);
+		if (!on || f->runtime != runtime)
+			continue;
+		if (buf[0])
+			strncat(buf, ", ", len - strlen(buf) - 1);
+		strncat(buf, f->name, len - strlen(buf) - 1);
+	}
+	if (!buf[0])
+		snprintf(buf, len, "none");
+}
+
+static void print_json(const struct btk_mkfs_opts *o, const struct btk_mkfs_result *r)
+{
+	char uuid[40];
+
+	uuid_str(r->fsid, uuid);
+	printf("{\"label\": ");
+	json_str(o->label ? o->label : "");
+	printf(", \"uuid\": \"%s\", \"nodesize\": %u, \"sectorsize\": %u, \"size\": %" PRIu64
+	       ", \"csum\": \"%s\", \"profiles\": {",
+	       uuid, r->nodesize, r->sectorsize, r->total_bytes, btk_csum_name(r->csum_type));
+	printf("\"data\": {\"profile\": \"%s\", \"bytes\": %" PRIu64 "}, ",
+	       btk_raid_attr(r->data_flags)->name, r->data_bytes);
+	printf("\"metadata\": {\"profile\": \"%s\", \"bytes\": %" PRIu64 "}, ",
+	       btk_raid_attr(r->meta_flags)->name, r->meta_bytes);
+	printf("\"system\": {\"profile\": \"%s\", \"bytes\": %" PRIu64 "}}, \"mixed\": %s, ",
+	       btk_raid_attr(r->sys_flags)->name, r->sys_bytes, o->mixed ? "true" : "false");
+	printf("\"features\": [");
+	int n = 0;
+	for (const struct btk_mkfs_feature *f = btk_mkfs_features(); f->name; f++)
+		if ((r->incompat & f->incompat) || (r->compat_ro & f->compat_ro))
+			printf("%s\"%s\"", n++ ? ", " : "", f->name);
+	printf("], \"devices\": [");
+	for (int i = 0; i < r->ndevs; i++) {
+		printf("%s{\"devid\": %" PRIu64 ", \"size\": %" PRIu64 ", \"path\": ",
+		       i ? ", " : "", r->devs[i].devid, r->devs[i].size);
+		json_str(o->paths[i]);
+		printf("}");
+	}
+	printf("]}\n");
+}
+
+/* Profile names as mkfs.btrfs prints them: "single", otherwise upper case ("DUP"). */
+static const char *shown(uint64_t flags)
+{
+	static char buf[4][16];
+	static int n;
+	const char *name = btk_raid_attr(flags)->name;
+	char *b = buf[n++ % 4];
+
+	size_t i = 0;
+
+	if (!strcmp(name, "single"))
+		return name;
+	for (; i < sizeof(buf[0]) - 1 && name[i]; i++)
+		b[i] = (char)toupper((unsigned char)name[i]);
+	b[i] = 0;
+	return b;
+}
+
+static void print_summary(const struct btk_mkfs_opts *o, const struct btk_mkfs_result *r)
+{
+	char uuid[40], h[32], feat[256];
+
+	uuid_str(r->fsid, uuid);
+	printf("Label:              %s\n", o->label && *o->label ? o->label : "(null)");
+	printf("UUID:               %s\n", uuid);
+	printf("Node size:          %u\n", r->nodesize);
+	printf("Sector size:        %u\n", r->sectorsize);
+	printf("Filesystem size:    %s\n", human(r->total_bytes, h, sizeof(h)));
+	printf("Block group profiles:\n");
+	if (o->mixed) {
+		printf("  Data+Metadata:    %-10s %12s\n", shown(r->data_flags),
+		       human(r->data_bytes, h, sizeof(h)));
+	} else {
+		printf("  Data:             %-10s %12s\n", shown(r->data_flags),
+		       human(r->data_bytes, h, sizeof(h)));
+		printf("  Metadata:         %-10s %12s\n", shown(r->meta_flags),
+		       human(r->meta_bytes, h, sizeof(h)));
+	}
+	printf("  System:           %-10s %12s\n", shown(r->sys_flags),
+	       human(r->sys_bytes, h, sizeof(h)));
+	feature_list(r, false, feat, sizeof(feat));
+	printf("Incompat features:  %s\n", feat);
+	feature_list(r, true, feat, sizeof(feat));
+	printf("Runtime features:   %s\n", feat);
+	printf("Checksum:           %s\n", btk_csum_name(r->csum_type));
+	printf("Number of devices:  %d\n", r->ndevs);
+	printf("Devices:\n   ID        SIZE  PATH\n");
+	for (int i = 0; i < r->ndevs; i++)
+		printf("  %3" PRIu64 " %11s  %s\n", r->devs[i].devid,
+		       human(r->devs[i].size, h, sizeof(h)), o->paths[i]);
+}
+
+static int parse_profile(const char *arg, const char *what, uint64_t *out)
+{
+	const struct btk_raid_attr *ra = btk_raid_by_name(arg);
+
+	if (!ra) {
+		fprintf(stderr, "btk-mkfs: unknown %s profile '%s'\n", what, arg);
+		return -1;
+	}
+	*out = ra->bit;
+	return 0;
+}
+
+int main(int argc, const char **argv)
+{
+	char *label = NULL, *uuid = NULL, *meta = NULL, *data = NULL, *csum = NULL;
+	char *nodesize = NULL, *sectorsize = NULL, *bytes = NULL;
+	char *features = NULL, *runtime = NULL;
+	int mixed = 0, force = 0, quiet = 0, nodiscard = 0, json = 0, version = 0, rc;
+	uint8_t fsid[16];
+	struct btk_mkfs_opts o;
+	struct btk_mkfs_result res;
+	const char **devs;
+	struct poptOption opts[] = {
+	    {"label", 'L', POPT_ARG_STRING, &label, 0, "filesystem label", "LABEL"},
+	    {"uuid", 'U', POPT_ARG_STRING, &uuid, 0, "filesystem UUID", "UUID"},
+	    {"nodesize", 'n', POPT_ARG_STRING, &nodesize, 0, "tree block size (4K-64K)", "SIZE"},
+	    {"sectorsize", 's', POPT_ARG_STRING, &sectorsize, 0, "data block size", "SIZE"},
+	    {"metadata", 'm', POPT_ARG_STRING, &meta, 0, "metadata profile", "PROFILE"},
+	    {"data", 'd', POPT_ARG_STRING, &data, 0, "data profile", "PROFILE"},
+	    {"mixed", 'M', POPT_ARG_NONE, &mixed, 0, "mixed data and metadata block groups", NULL},
+	    {"features", 'O', POPT_ARG_STRING, &features, 0, "features (list-all to list)", "LIST"},
+	    {"runtime-features", 'R', POPT_ARG_STRING, &runtime, 0, "runtime features", "LIST"},
+	    {"csum", 0, POPT_ARG_STRING, &csum, 0, "crc32c, xxhash, sha256 or blake2", "TYPE"},
+	    {"checksum", 0, POPT_ARG_STRING | POPT_ARGFLAG_DOC_HIDDEN, &csum, 0, NULL, NULL},
+	    {"byte-count", 'b', POPT_ARG_STRING, &bytes, 0, "size of each device", "SIZE"},
+	    {"force", 'f', POPT_ARG_NONE, &force, 0, "overwrite existing signatures", NULL},
+	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print nothing on success", NULL},
+	    {"nodiscard", 'K', POPT_ARG_NONE, &nodiscard, 0, "do not discard block devices", NULL},
+	    {"json", 0, POPT_ARG_NONE, &json, 0, "print the result as JSON", NULL},
+	    {"version", 'V', POPT_ARG_NONE, &version, 0, "print the version", NULL},
+	    POPT_AUTOHELP POPT_TABLEEND};
+	poptContext pc = poptGetContext("btk-mkfs", argc, argv, opts, 0);
+	int ndevs = 0;
+
+	poptSetOtherOptionHelp(pc, usage_tail);
+	while ((rc = poptGetNextOpt(pc)) > 0)
+		;
+	if (rc < -1) {
+		fprintf(stderr, "btk-mkfs: %s: %s\n", poptBadOption(pc, 0), poptStrerror(rc));
+		rc = 2;
+		goto out;
+	}
+	if (version) {
+		printf("btk-mkfs 0.1\n");
+		rc = 0;
+		goto out;
+	}
+	btk_mkfs_opts_init(&o);
+	rc = 0;
+	if (features)
+		rc = parse_features(features, false, &o);
+	if (!rc && runtime)
+		rc = parse_features(runtime, true, &o);
+	if (rc) {
+		rc = rc > 0 ? 0 : 1;
+		goto out;
+	}
+	devs = poptGetArgs(pc);
+	while (devs && devs[ndevs])
+		ndevs++;
+	if (!ndevs) {
+		fprintf(stderr, "btk-mkfs: no device given\n");
+		poptPrintUsage(pc, stderr, 0);
+		rc = 2;
+		goto out;
+	}
+	o.paths = devs;
+	o.ndevs = ndevs;
+	o.label = label;
+	o.mixed = o.mixed || mixed;
+	o.force = force;
+	o.discard = !nodiscard;
+	{
+		uint64_t v;
+		int bad = 0;
+		if (nodesize && !(bad = parse_size(nodesize, &v)))
+			o.nodesize = v > UINT32_MAX ? 0 : (uint32_t)v, bad = v > UINT32_MAX;
+		if (!bad && sectorsize && !(bad = parse_size(sectorsize, &v)))
+			o.sectorsize = v > UINT32_MAX ? 0 : (uint32_t)v, bad = v > UINT32_MAX;
+		if (!bad && bytes)
+			bad = parse_size(bytes, &o.byte_count);
+		if (bad) {
+			fprintf(stderr, "btk-mkfs: invalid size argument\n");
+			rc = 1;
+		}
+	}
+	if (!rc && uuid) {
+		if (parse_uuid(uuid, fsid)) {
+			fprintf(stderr, "btk-mkfs: invalid UUID '%s'\n", uuid);
+			rc = 1;
+		}
+		o.fsid = fsid;
+	}
+	if (!rc && csum && btk_csum_parse(csum, &o.csum_type)) {
+		fprintf(stderr, "btk-mkfs: unknown checksum type '%s'\n", csum);
+		rc = 1;
+	}
+	if (!rc && meta)
+		rc = -parse_profile(meta, "metadata", &o.meta_profile);
+	if (!rc && data)
+		rc = -parse_profile(data, "data", &o.data_profile);
+	if (!rc && btk_mkfs(&o, &res) < 0) {
+		fprintf(stderr, "btk-mkfs: %s\n", btk_errmsg());
+		rc = 1;
+	} else if (!rc && json) {
+		print_json(&o, &res);
+	} else if (!rc && !quiet) {
+		print_summary(&o, &res);
+	}
+out:
+	poptFreeContext(pc);
+	free(label), free(uuid), free(meta), free(data), free(csum);
+	free(nodesize), free(sectorsize), free(bytes), free(features), free(runtime);
+	return rc;
+}
