@@ -175,6 +175,7 @@ struct plan {
 	uint64_t data, meta; /* profile bits */
 	uint32_t nodesize, sectorsize;
 	uint64_t min_size;
+	bool derive_uuids; /* -U given: every other uuid follows from the fsid */
 };
 
 static int check_profile(uint64_t prof, const char *what, int ndevs)
@@ -321,6 +322,26 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 		d->total_bytes = size;
 	}
 	return 0;
+}
+
+/* A uuid that is a function of the fsid and a tag, so that images made with -U are
+ * byte-reproducible; random otherwise. */
+static void random_uuid(uint8_t *u);
+static void make_uuid(const struct btk_fs *fs, bool derive, const char *tag, uint64_t n, uint8_t *u)
+{
+	uint8_t in[BTK_FSID_SIZE + 32 + 8] = {0}, sum[BTK_CSUM_MAX];
+
+	if (!derive) {
+		random_uuid(u);
+		return;
+	}
+	memcpy(in, fs->fsid, BTK_FSID_SIZE);
+	strncpy((char *)in + BTK_FSID_SIZE, tag, 31);
+	btk_put64(in + BTK_FSID_SIZE + 32, n);
+	btk_csum(BTRFS_CSUM_TYPE_SHA256, in, sizeof(in), sum);
+	memcpy(u, sum, 16);
+	u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
+	u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
 }
 
 static void random_uuid(uint8_t *u)
@@ -473,7 +494,7 @@ static int create_trees(struct btk_trans *t, const struct plan *pl, time_t now)
 	/* the FS tree: a uuid, creation times and its root directory */
 	ri = btk_tree_root_item(t, BTRFS_FS_TREE_OBJECTID);
 	BTK_PUT(struct btrfs_root_item, ri, root_dirid, BTRFS_FIRST_FREE_OBJECTID);
-	random_uuid(ri->uuid);
+	make_uuid(t->fs, pl->derive_uuids, "fs-tree", 0, ri->uuid);
 	set_time((uint8_t *)&ri->ctime, now);
 	set_time((uint8_t *)&ri->otime, now);
 	ri = btk_tree_root_item(t, BTRFS_DATA_RELOC_TREE_OBJECTID);
@@ -631,10 +652,11 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 		memcpy(fs->fsid, o->fsid, BTK_FSID_SIZE);
 	else
 		random_uuid(fs->fsid);
-	random_uuid(w->chunk_uuid);
+	pl.derive_uuids = o->fsid != NULL;
+	make_uuid(fs, pl.derive_uuids, "chunk-tree", 0, w->chunk_uuid);
 	ret = open_devices(o, &pl, fs);
 	for (int i = 0; !ret && i < fs->ndevs; i++)
-		random_uuid(fs->devs[i].uuid);
+		make_uuid(fs, pl.derive_uuids, "device", fs->devs[i].devid, fs->devs[i].uuid);
 	if (!ret) {
 		init_super(o, &pl, fs);
 		fs->cache = btk_cache_new(256ULL << 20);
@@ -648,6 +670,8 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 		ret = create_trees(t, &pl, o->now);
 	if (!ret)
 		ret = populate(t, o->now);
+	if (!ret && o->fill)
+		ret = o->fill(o->fill_ctx, t);
 	if (!ret) {
 		/* everything so far lives in memory: the first byte is written from here on */
 		if (o->discard)

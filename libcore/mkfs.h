@@ -14,6 +14,8 @@
 #include <time.h>
 #include "format.h"
 
+struct btk_trans;
+
 /* What a block group profile needs (kernel's btrfs_raid_array). */
 struct btk_raid_attr {
 	uint64_t bit; /* BTRFS_BLOCK_GROUP_* profile bit, 0 for single */
@@ -56,6 +58,11 @@ struct btk_mkfs_opts {
 	bool force;	     /* overwrite existing signatures */
 	bool discard;	     /* discard block devices first */
 	time_t now;	     /* times written into inodes and root items */
+	/* Called inside the creating transaction once the empty filesystem exists (the top
+	 * directory is inode 256 of FS_TREE), e.g. to copy a directory tree in; nonzero fails
+	 * mkfs before anything is written. */
+	int (*fill)(void *ctx, struct btk_trans *t);
+	void *fill_ctx;
 };
 void btk_mkfs_opts_init(struct btk_mkfs_opts *o);
 

@@ -4,6 +4,7 @@
 #include "csum.h"
 #include "error.h"
 #include "mkfs.h"
+#include "rootdir.h"
 #include "super.h"
 
 #include <ctype.h>
@@ -276,7 +277,9 @@ int main(int argc, const char **argv)
 {
 	char *label = NULL, *uuid = NULL, *meta = NULL, *data = NULL, *csum = NULL;
 	char *nodesize = NULL, *sectorsize = NULL, *bytes = NULL;
-	char *features = NULL, *runtime = NULL;
+	char *features = NULL, *runtime = NULL, *rootdir = NULL, *compress = NULL;
+	int skip_unreadable = 0;
+	struct rootdir rd = {0};
 	int mixed = 0, force = 0, quiet = 0, nodiscard = 0, json = 0, version = 0, rc;
 	uint8_t fsid[16];
 	struct btk_mkfs_opts o;
@@ -300,6 +303,12 @@ int main(int argc, const char **argv)
 	    {"nodiscard", 'K', POPT_ARG_NONE, &nodiscard, 0, "do not discard block devices", NULL},
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "print the result as JSON", NULL},
 	    {"version", 'V', POPT_ARG_NONE, &version, 0, "print the version", NULL},
+	    {"rootdir", 'r', POPT_ARG_STRING, &rootdir, 0,
+	     "copy this directory into the filesystem", "DIR"},
+	    {"compress", 0, POPT_ARG_STRING, &compress, 0, "compress --rootdir data",
+	     "ALG[:LEVEL]"},
+	    {"skip-unreadable", 0, POPT_ARG_NONE, &skip_unreadable, 0,
+	     "warn about unreadable source directories instead of failing", NULL},
 	    POPT_AUTOHELP POPT_TABLEEND};
 	poptContext pc = poptGetContext("btk-mkfs", argc, argv, opts, 0);
 	int ndevs = 0;
@@ -371,6 +380,12 @@ int main(int argc, const char **argv)
 		rc = -parse_profile(meta, "metadata", &o.meta_profile);
 	if (!rc && data)
 		rc = -parse_profile(data, "data", &o.data_profile);
+	if (!rc && (compress || skip_unreadable) && !rootdir) {
+		fprintf(stderr, "btk-mkfs: --compress and --skip-unreadable need --rootdir\n");
+		rc = 1;
+	}
+	if (!rc && rootdir)
+		rc = rootdir_prepare(&rd, &o, rootdir, compress, skip_unreadable);
 	if (!rc && btk_mkfs(&o, &res) < 0) {
 		fprintf(stderr, "btk-mkfs: %s\n", btk_errmsg());
 		rc = 1;
@@ -380,8 +395,10 @@ int main(int argc, const char **argv)
 		print_summary(&o, &res);
 	}
 out:
+	rootdir_free(&rd);
 	poptFreeContext(pc);
 	free(label), free(uuid), free(meta), free(data), free(csum);
 	free(nodesize), free(sectorsize), free(bytes), free(features), free(runtime);
+	free(rootdir), free(compress);
 	return rc;
 }

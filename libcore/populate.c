@@ -1,0 +1,370 @@
+/* populate.c — writing a scanned host tree into an fs tree: inodes, names, xattrs, data. */
+#include "populate.h"
+#include "compress.h"
+#include "csum.h"
+#include "ctree_int.h"
+#include "error.h"
+#include "fs_write.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define MAX_EXTENT	(128ULL << 20) /* the kernel's largest data extent */
+#define XATTR_LIST_MAX_ 65536
+
+struct pop {
+	struct btk_trans *t;
+	struct btk_fs *fs;
+	const struct btk_src_tree *src;
+	const struct btk_populate_opts *o;
+	struct btk_populate_stats *st;
+	uint64_t *dir_index; /* next DIR_INDEX per node (directories) */
+	uint8_t *buf, *zbuf, *sums;
+	uint64_t flags; /* inode flags of the file being written */
+	bool no_holes;	/* NO_HOLES: holes are implicit */
+	uint32_t max_inline;
+	char path[8192];
+};
+
+static struct btk_time clamp(const struct pop *p, struct timespec ts)
+{
+	struct btk_time t = {(uint64_t)ts.tv_sec, (uint32_t)ts.tv_nsec};
+
+	if (p->o->epoch_set && t.sec >= p->o->epoch)
+		t = (struct btk_time){p->o->epoch, 0};
+	return t;
+}
+
+static void make_attr(const struct pop *p, const struct btk_src_inode *in, struct btk_inode_attr *a)
+{
+	const struct stat *st = &in->st;
+
+	memset(a, 0, sizeof(*a));
+	a->mode = st->st_mode;
+	a->uid = st->st_uid;
+	a->gid = st->st_gid;
+	a->nlink = S_ISDIR(st->st_mode) ? 1 : in->names;
+	/* The kernel keeps rdev in its own dev_t encoding: major << 20 | minor. */
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+		a->rdev = ((uint64_t)major(st->st_rdev) << 20) | minor(st->st_rdev);
+	a->flags = in->flags;
+	a->mtime = clamp(p, st->st_mtim);
+	if (p->o->epoch_set) {
+		a->atime = a->mtime;
+		a->ctime = a->otime = (struct btk_time){p->o->epoch, 0};
+	} else {
+		a->atime = clamp(p, st->st_atim);
+		a->ctime = a->otime = clamp(p, st->st_ctim);
+	}
+}
+
+static uint8_t ftype_of(mode_t m)
+{
+	return S_ISREG(m)    ? BTRFS_FT_REG_FILE
+	       : S_ISDIR(m)  ? BTRFS_FT_DIR
+	       : S_ISLNK(m)  ? BTRFS_FT_SYMLINK
+	       : S_ISCHR(m)  ? BTRFS_FT_CHRDEV
+	       : S_ISBLK(m)  ? BTRFS_FT_BLKDEV
+	       : S_ISFIFO(m) ? BTRFS_FT_FIFO
+	       : S_ISSOCK(m) ? BTRFS_FT_SOCK
+			     : BTRFS_FT_UNKNOWN;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Copies every xattr of the host path, in name order (ACLs are xattrs in the same format). */
+static int copy_xattrs(struct pop *p, uint64_t ino)
+{
+	char list[XATTR_LIST_MAX_], *names[4096];
+	static uint8_t val[65536];
+	ssize_t len = llistxattr(p->path, list, sizeof(list));
+	int n = 0, ret = 0;
+
+	if (len < 0)
+		return errno == ENOTSUP
+			   ? 0
+			   : btk_err(errno, "%s: cannot list xattrs: %s", p->path, strerror(errno));
+	for (ssize_t i = 0; i < len && n < 4096; i += (ssize_t)strlen(list + i) + 1)
+		names[n++] = list + i;
+	qsort(names, (size_t)n, sizeof(names[0]), cmp_str);
+	for (int i = 0; i < n && !ret; i++) {
+		ssize_t vl = lgetxattr(p->path, names[i], val, sizeof(val));
+		if (vl < 0)
+			return btk_err(errno, "%s: cannot read xattr %s: %s", p->path, names[i],
+				       strerror(errno));
+		ret = btk_xattr_set(p->t, p->o->root, ino, names[i], (uint16_t)strlen(names[i]),
+				    val, (uint16_t)vl);
+	}
+	return ret;
+}
+
+static int write_symlink(struct pop *p, uint64_t ino, uint64_t *size)
+{
+	char target[4096];
+	ssize_t n = readlink(p->path, target, sizeof(target));
+
+	if (n < 0)
+		return btk_err(errno, "%s: cannot read link: %s", p->path, strerror(errno));
+	if ((size_t)n >= sizeof(target) || (uint32_t)n > btk_inline_max(p->fs))
+		return btk_err(ENAMETOOLONG, "%s: symlink target too long (%zd bytes)", p->path, n);
+	*size = (uint64_t)n;
+	return btk_file_extent_inline(p->t, p->o->root, ino, target, (uint32_t)n, (uint64_t)n, 0);
+}
+
+static int read_full(int fd, uint8_t *buf, size_t len, uint64_t off, const char *path)
+{
+	while (len) {
+		ssize_t r = pread(fd, buf, len, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return btk_err(errno, "%s: read failed: %s", path, strerror(errno));
+		if (r == 0) { /* the file shrank while we read it: the rest reads as zeros */
+			memset(buf, 0, len);
+			return 0;
+		}
+		buf += r;
+		len -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
+/* Stores file data from off as one extent: up to len bytes (len is a sector multiple except
+ * at EOF); a fragmented data space may take less, *used tells how much. */
+static int write_extent(struct pop *p, int fd, uint64_t ino, uint64_t off, uint64_t len,
+			uint64_t *nbytes, uint64_t *used)
+{
+	uint32_t ss = p->fs->sectorsize;
+	uint64_t alen = (len + ss - 1) / ss * ss, disk = alen, min = ss, bytenr, got;
+	struct btk_file_extent fe = {0};
+	const uint8_t *data = p->buf;
+	long z = -1;
+	int ret;
+
+	if ((ret = read_full(fd, p->buf, len, off, p->path)))
+		return ret;
+	memset(p->buf + len, 0, alen - len);
+	if (p->o->compress && !(p->flags & (BTK_INODE_NOCOMPRESS | BTK_INODE_NODATACOW))) {
+		z = btk_compress(p->o->compress, p->o->compress_level, ss, p->buf, len, p->zbuf,
+				 BTK_MAX_COMPRESSED_IN);
+		if (z > 0) {
+			disk = min = ((uint64_t)z + ss - 1) / ss * ss;
+			memset(p->zbuf + z, 0, disk - (uint64_t)z);
+			data = p->zbuf;
+		}
+	}
+	ret = btk_data_extent_alloc(p->t, disk, min, p->o->root, ino, off, &bytenr, &got);
+	if (ret)
+		return ret;
+	if (z <= 0)
+		alen = disk = got;
+	ret = btk_write_logical(p->fs, bytenr, data, disk);
+	if (!ret && !(p->flags & BTK_INODE_NODATASUM) &&
+	    !(ret = btk_csum_compute(p->fs, data, disk, p->sums)))
+		ret = btk_csum_insert_sums(p->t, bytenr, p->sums, disk / ss);
+	if (ret)
+		return ret;
+	fe.file_offset = off;
+	fe.type = BTRFS_FILE_EXTENT_REG;
+	fe.compression = z > 0 ? (uint8_t)p->o->compress : 0;
+	fe.disk_bytenr = bytenr;
+	fe.disk_num_bytes = disk;
+	fe.num_bytes = alen;
+	fe.ram_bytes = alen;
+	*nbytes += alen;
+	*used = alen < len ? alen : len;
+	p->st->extents++;
+	p->st->compressed_extents += z > 0;
+	p->st->data_bytes += *used;
+	return btk_file_extent_insert(p->t, p->o->root, ino, &fe);
+}
+
+static int write_hole(struct pop *p, uint64_t ino, uint64_t off, uint64_t len)
+{
+	struct btk_file_extent fe = {
+	    .file_offset = off, .type = BTRFS_FILE_EXTENT_REG, .num_bytes = len, .ram_bytes = len};
+
+	if (p->no_holes || !len)
+		return 0;
+	return btk_file_extent_insert(p->t, p->o->root, ino, &fe);
+}
+
+/* Small files go inline, as the kernel decides: the whole file within max_inline bytes
+ * (after compression, if that shrinks it) and within one sector. */
+static int try_inline(struct pop *p, int fd, uint64_t ino, uint64_t size, bool *done)
+{
+	uint32_t ss = p->fs->sectorsize, lim = p->max_inline;
+	bool comp = p->o->compress && !(p->flags & (BTK_INODE_NOCOMPRESS | BTK_INODE_NODATACOW));
+	long z = -1;
+	int ret;
+
+	*done = false;
+	if (size > ss || size > btk_inline_max(p->fs) || (size > lim && !comp))
+		return 0;
+	if ((ret = read_full(fd, p->buf, size, 0, p->path)))
+		return ret;
+	if (comp)
+		z = btk_compress_inline(p->o->compress, p->o->compress_level, ss, p->buf, size,
+					p->zbuf, BTK_MAX_COMPRESSED_IN);
+	if (z > 0 && (uint64_t)z <= lim)
+		ret = btk_file_extent_inline(p->t, p->o->root, ino, p->zbuf, (uint32_t)z, size,
+					     p->o->compress);
+	else if (size <= lim)
+		ret =
+		    btk_file_extent_inline(p->t, p->o->root, ino, p->buf, (uint32_t)size, size, 0);
+	else
+		return 0;
+	*done = !ret;
+	p->st->inline_files += !ret;
+	return ret;
+}
+
+/* Data islands come from SEEK_DATA/SEEK_HOLE, so sparse files cost only what they hold. */
+static int write_file(struct pop *p, uint64_t ino, uint64_t size, uint64_t *nbytes)
+{
+	uint32_t ss = p->fs->sectorsize;
+	uint64_t chunk = p->o->compress ? BTK_MAX_COMPRESSED_IN : MAX_EXTENT, pos = 0;
+	uint64_t end = (size + ss - 1) / ss * ss;
+	bool done;
+	int fd, ret = 0;
+
+	*nbytes = 0;
+	if (!size)
+		return 0;
+	fd = open(p->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return btk_err(errno, "%s: cannot open: %s", p->path, strerror(errno));
+	ret = try_inline(p, fd, ino, size, &done);
+	if (done) {
+		*nbytes = size;
+		goto out;
+	}
+	while (!ret && pos < end) {
+		off_t d = lseek(fd, (off_t)pos, SEEK_DATA);
+		uint64_t ds = d < 0 ? end : (uint64_t)d / ss * ss;
+		if (ds > end)
+			ds = end;
+		if ((ret = write_hole(p, ino, pos, ds - pos)) || ds >= end)
+			break;
+		off_t h = lseek(fd, (off_t)ds, SEEK_HOLE);
+		uint64_t de = h < 0 ? end : ((uint64_t)h + ss - 1) / ss * ss;
+		if (de > end)
+			de = end;
+		for (pos = ds; pos < de && !ret;) {
+			uint64_t n = de - pos < chunk ? de - pos : chunk, used = 0;
+			ret = write_extent(p, fd, ino, pos, pos + n > size ? size - pos : n, nbytes,
+					   &used);
+			pos += (used + ss - 1) / ss * ss;
+		}
+		pos = de;
+	}
+out:
+	close(fd);
+	return ret;
+}
+
+/* Creates the inode of node i's inode (first name only) and its content. */
+static int create_inode(struct pop *p, uint32_t i, uint64_t ino)
+{
+	const struct btk_src_inode *in = &p->src->inodes[p->src->nodes[i].inode];
+	struct btk_inode_attr a;
+	uint64_t size = 0, nbytes = 0;
+	int ret;
+
+	make_attr(p, in, &a);
+	p->flags = in->flags;
+	if ((ret = btk_inode_create(p->t, p->o->root, ino, &a)))
+		return ret;
+	if (S_ISREG(in->st.st_mode))
+		ret = write_file(p, ino, (uint64_t)in->st.st_size, &nbytes);
+	else if (S_ISLNK(in->st.st_mode))
+		ret = write_symlink(p, ino, &size);
+	if (!ret && S_ISREG(in->st.st_mode))
+		size = (uint64_t)in->st.st_size;
+	if (!ret && (size || nbytes))
+		ret = btk_inode_set_size(p->t, p->o->root, ino, size,
+					 S_ISLNK(in->st.st_mode) ? size : nbytes);
+	if (!ret)
+		ret = copy_xattrs(p, ino);
+	p->st->inodes++;
+	return ret;
+}
+
+static int populate_all(struct pop *p)
+{
+	const struct btk_src_tree *s = p->src;
+	uint64_t next = p->o->first_ino;
+	uint64_t *ino_of = calloc(s->ninodes, sizeof(*ino_of));
+	struct btk_inode_attr a;
+	int ret = 0;
+
+	if (!ino_of)
+		return btk_err(ENOMEM, "out of memory");
+	ino_of[0] = p->o->top_ino;
+	make_attr(p, &s->inodes[0], &a);
+	if (!btk_src_path(s, 0, p->path, sizeof(p->path)))
+		ret = btk_err(ENAMETOOLONG, "path too long");
+	if (!ret)
+		ret = btk_inode_set_attr(p->t, p->o->root, p->o->top_ino, &a);
+	if (!ret)
+		ret = copy_xattrs(p, p->o->top_ino);
+	for (uint32_t i = 1; i < s->nnodes && !ret; i++) {
+		const struct btk_src_node *n = &s->nodes[i];
+		uint32_t in = n->inode;
+		bool first = !ino_of[in];
+		if (first)
+			ino_of[in] = next++;
+		if (!btk_src_path(s, i, p->path, sizeof(p->path))) {
+			ret = btk_err(ENAMETOOLONG, "path too long under %s", s->top);
+			break;
+		}
+		if (first && (ret = create_inode(p, i, ino_of[in])))
+			break;
+		struct btk_key loc = {ino_of[in], BTRFS_INODE_ITEM_KEY, 0};
+		ret = btk_dir_link(p->t, p->o->root, ino_of[s->nodes[n->parent].inode], n->name,
+				   n->name_len, &loc, ftype_of(s->inodes[in].st.st_mode),
+				   p->dir_index[n->parent]++);
+		p->st->names++;
+		if (p->o->progress && !(i & 1023))
+			p->o->progress(p->o->progress_ctx, i, p->st->data_bytes);
+	}
+	free(ino_of);
+	return ret;
+}
+
+int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,
+		 const struct btk_populate_opts *o, struct btk_populate_stats *st)
+{
+	struct pop p = {.t = t, .fs = t->fs, .src = src, .o = o, .st = st};
+	uint64_t maxsums = MAX_EXTENT / t->fs->sectorsize * BTK_CSUM_MAX;
+	int ret = -ENOMEM;
+
+	memset(st, 0, sizeof(*st));
+	p.no_holes = btk_le64(t->fs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
+	p.max_inline = o->max_inline ? o->max_inline : 2048;
+	p.dir_index = malloc(src->nnodes * sizeof(*p.dir_index));
+	p.buf = malloc(MAX_EXTENT + t->fs->sectorsize);
+	p.zbuf = malloc(BTK_MAX_COMPRESSED_IN + t->fs->sectorsize);
+	p.sums = malloc(maxsums);
+	if (p.dir_index && p.buf && p.zbuf && p.sums) {
+		for (uint32_t i = 0; i < src->nnodes; i++)
+			p.dir_index[i] = 2; /* 0 and 1 stand for "." and ".." */
+		ret = populate_all(&p);
+	} else {
+		ret = btk_err(ENOMEM, "out of memory");
+	}
+	free(p.dir_index);
+	free(p.buf);
+	free(p.zbuf);
+	free(p.sums);
+	return ret;
+}
