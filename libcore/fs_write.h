@@ -10,6 +10,7 @@
 #ifndef BTK_FS_WRITE_H
 #define BTK_FS_WRITE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "fs_read.h"
 #include "trans.h"
@@ -79,5 +80,21 @@ int btk_inode_set_attr(struct btk_trans *t, uint64_t root, uint64_t ino,
  * -ENOSPC when no range of min bytes is free even after allocating a new data chunk. */
 int btk_data_extent_alloc(struct btk_trans *t, uint64_t want, uint64_t min, uint64_t root,
 			  uint64_t ino, uint64_t offset, uint64_t *bytenr, uint64_t *got);
+
+/* Creates subvolume `id` (a new fs tree with its top directory 256 carrying attributes a)
+ * linked as `name` in directory dir of tree parent with DIR_INDEX `index`: ROOT_ITEM (uuid,
+ * times from a->otime, read-only when ro), ROOT_REF/ROOT_BACKREF and the uuid tree entry. */
+struct btk_subvol_new {
+	uint64_t id, parent, dir, index;
+	const char *name;
+	uint16_t name_len;
+	bool ro;
+	uint8_t uuid[16];
+};
+int btk_subvol_create(struct btk_trans *t, const struct btk_subvol_new *s,
+		      const struct btk_inode_attr *a);
+/* Makes subvolume id the default mounted one (the root tree's "default" entry and the
+ * DEFAULT_SUBVOL feature). */
+int btk_subvol_set_default(struct btk_trans *t, uint64_t id);
 
 #endif

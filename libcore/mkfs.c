@@ -8,6 +8,7 @@
 #include "ctree_int.h"
 #include "error.h"
 #include "io.h"
+#include "uuid.h"
 
 #include <blkid/blkid.h>
 #include <dirent.h>
@@ -324,38 +325,9 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 	return 0;
 }
 
-/* A uuid that is a function of the fsid and a tag, so that images made with -U are
- * byte-reproducible; random otherwise. */
-static void random_uuid(uint8_t *u);
 static void make_uuid(const struct btk_fs *fs, bool derive, const char *tag, uint64_t n, uint8_t *u)
 {
-	uint8_t in[BTK_FSID_SIZE + 32 + 8] = {0}, sum[BTK_CSUM_MAX];
-
-	if (!derive) {
-		random_uuid(u);
-		return;
-	}
-	memcpy(in, fs->fsid, BTK_FSID_SIZE);
-	strncpy((char *)in + BTK_FSID_SIZE, tag, 31);
-	btk_put64(in + BTK_FSID_SIZE + 32, n);
-	btk_csum(BTRFS_CSUM_TYPE_SHA256, in, sizeof(in), sum);
-	memcpy(u, sum, 16);
-	u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
-	u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
-}
-
-static void random_uuid(uint8_t *u)
-{
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	ssize_t r = fd >= 0 ? read(fd, u, 16) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	if (r != 16) /* no entropy source: still unique enough per process and time */
-		for (int i = 0; i < 16; i++)
-			u[i] = (uint8_t)(rand() ^ (int)time(NULL) >> (i % 8));
-	u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
-	u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
+	btk_uuid_make(derive ? fs->fsid : NULL, tag, n, u);
 }
 
 static void init_super(const struct btk_mkfs_opts *o, const struct plan *pl, struct btk_fs *fs)
@@ -651,7 +623,7 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	if (o->fsid)
 		memcpy(fs->fsid, o->fsid, BTK_FSID_SIZE);
 	else
-		random_uuid(fs->fsid);
+		btk_uuid_make(NULL, NULL, 0, fs->fsid);
 	pl.derive_uuids = o->fsid != NULL;
 	make_uuid(fs, pl.derive_uuids, "chunk-tree", 0, w->chunk_uuid);
 	ret = open_devices(o, &pl, fs);

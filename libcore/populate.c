@@ -5,6 +5,7 @@
 #include "ctree_int.h"
 #include "error.h"
 #include "fs_write.h"
+#include "uuid.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +27,7 @@ struct pop {
 	uint64_t *dir_index; /* next DIR_INDEX per node (directories) */
 	uint8_t *buf, *zbuf, *sums;
 	uint64_t flags; /* inode flags of the file being written */
+	uint64_t root;	/* tree being written */
 	bool no_holes;	/* NO_HOLES: holes are implicit */
 	uint32_t max_inline;
 	char path[8192];
@@ -40,7 +42,8 @@ static struct btk_time clamp(const struct pop *p, struct timespec ts)
 	return t;
 }
 
-static void make_attr(const struct pop *p, const struct btk_src_inode *in, struct btk_inode_attr *a)
+static void make_attr(const struct pop *p, const struct btk_src_inode *in, uint32_t nlink,
+		      uint64_t flags, struct btk_inode_attr *a)
 {
 	const struct stat *st = &in->st;
 
@@ -48,11 +51,11 @@ static void make_attr(const struct pop *p, const struct btk_src_inode *in, struc
 	a->mode = st->st_mode;
 	a->uid = st->st_uid;
 	a->gid = st->st_gid;
-	a->nlink = S_ISDIR(st->st_mode) ? 1 : in->names;
+	a->nlink = S_ISDIR(st->st_mode) ? 1 : nlink;
 	/* The kernel keeps rdev in its own dev_t encoding: major << 20 | minor. */
 	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
 		a->rdev = ((uint64_t)major(st->st_rdev) << 20) | minor(st->st_rdev);
-	a->flags = in->flags;
+	a->flags = flags;
 	a->mtime = clamp(p, st->st_mtim);
 	if (p->o->epoch_set) {
 		a->atime = a->mtime;
@@ -100,8 +103,8 @@ static int copy_xattrs(struct pop *p, uint64_t ino)
 		if (vl < 0)
 			return btk_err(errno, "%s: cannot read xattr %s: %s", p->path, names[i],
 				       strerror(errno));
-		ret = btk_xattr_set(p->t, p->o->root, ino, names[i], (uint16_t)strlen(names[i]),
-				    val, (uint16_t)vl);
+		ret = btk_xattr_set(p->t, p->root, ino, names[i], (uint16_t)strlen(names[i]), val,
+				    (uint16_t)vl);
 	}
 	return ret;
 }
@@ -116,7 +119,7 @@ static int write_symlink(struct pop *p, uint64_t ino, uint64_t *size)
 	if ((size_t)n >= sizeof(target) || (uint32_t)n > btk_inline_max(p->fs))
 		return btk_err(ENAMETOOLONG, "%s: symlink target too long (%zd bytes)", p->path, n);
 	*size = (uint64_t)n;
-	return btk_file_extent_inline(p->t, p->o->root, ino, target, (uint32_t)n, (uint64_t)n, 0);
+	return btk_file_extent_inline(p->t, p->root, ino, target, (uint32_t)n, (uint64_t)n, 0);
 }
 
 static int read_full(int fd, uint8_t *buf, size_t len, uint64_t off, const char *path)
@@ -162,7 +165,7 @@ static int write_extent(struct pop *p, int fd, uint64_t ino, uint64_t off, uint6
 			data = p->zbuf;
 		}
 	}
-	ret = btk_data_extent_alloc(p->t, disk, min, p->o->root, ino, off, &bytenr, &got);
+	ret = btk_data_extent_alloc(p->t, disk, min, p->root, ino, off, &bytenr, &got);
 	if (ret)
 		return ret;
 	if (z <= 0)
@@ -185,7 +188,7 @@ static int write_extent(struct pop *p, int fd, uint64_t ino, uint64_t off, uint6
 	p->st->extents++;
 	p->st->compressed_extents += z > 0;
 	p->st->data_bytes += *used;
-	return btk_file_extent_insert(p->t, p->o->root, ino, &fe);
+	return btk_file_extent_insert(p->t, p->root, ino, &fe);
 }
 
 static int write_hole(struct pop *p, uint64_t ino, uint64_t off, uint64_t len)
@@ -195,7 +198,7 @@ static int write_hole(struct pop *p, uint64_t ino, uint64_t off, uint64_t len)
 
 	if (p->no_holes || !len)
 		return 0;
-	return btk_file_extent_insert(p->t, p->o->root, ino, &fe);
+	return btk_file_extent_insert(p->t, p->root, ino, &fe);
 }
 
 /* Small files go inline, as the kernel decides: the whole file within max_inline bytes
@@ -216,11 +219,10 @@ static int try_inline(struct pop *p, int fd, uint64_t ino, uint64_t size, bool *
 		z = btk_compress_inline(p->o->compress, p->o->compress_level, ss, p->buf, size,
 					p->zbuf, BTK_MAX_COMPRESSED_IN);
 	if (z > 0 && (uint64_t)z <= lim)
-		ret = btk_file_extent_inline(p->t, p->o->root, ino, p->zbuf, (uint32_t)z, size,
+		ret = btk_file_extent_inline(p->t, p->root, ino, p->zbuf, (uint32_t)z, size,
 					     p->o->compress);
 	else if (size <= lim)
-		ret =
-		    btk_file_extent_inline(p->t, p->o->root, ino, p->buf, (uint32_t)size, size, 0);
+		ret = btk_file_extent_inline(p->t, p->root, ino, p->buf, (uint32_t)size, size, 0);
 	else
 		return 0;
 	*done = !ret;
@@ -272,17 +274,17 @@ out:
 	return ret;
 }
 
-/* Creates the inode of node i's inode (first name only) and its content. */
-static int create_inode(struct pop *p, uint32_t i, uint64_t ino)
+/* Creates inode ino (in p->root) for node i and its content. */
+static int create_inode(struct pop *p, uint32_t i, uint64_t ino, uint32_t nlink, uint64_t flags)
 {
 	const struct btk_src_inode *in = &p->src->inodes[p->src->nodes[i].inode];
 	struct btk_inode_attr a;
 	uint64_t size = 0, nbytes = 0;
 	int ret;
 
-	make_attr(p, in, &a);
-	p->flags = in->flags;
-	if ((ret = btk_inode_create(p->t, p->o->root, ino, &a)))
+	make_attr(p, in, nlink, flags, &a);
+	p->flags = flags;
+	if ((ret = btk_inode_create(p->t, p->root, ino, &a)))
 		return ret;
 	if (S_ISREG(in->st.st_mode))
 		ret = write_file(p, ino, (uint64_t)in->st.st_size, &nbytes);
@@ -291,7 +293,7 @@ static int create_inode(struct pop *p, uint32_t i, uint64_t ino)
 	if (!ret && S_ISREG(in->st.st_mode))
 		size = (uint64_t)in->st.st_size;
 	if (!ret && (size || nbytes))
-		ret = btk_inode_set_size(p->t, p->o->root, ino, size,
+		ret = btk_inode_set_size(p->t, p->root, ino, size,
 					 S_ISLNK(in->st.st_mode) ? size : nbytes);
 	if (!ret)
 		ret = copy_xattrs(p, ino);
@@ -299,45 +301,162 @@ static int create_inode(struct pop *p, uint32_t i, uint64_t ino)
 	return ret;
 }
 
+/* (source inode, root) -> btrfs inode number and name count: a hard link across subvolumes
+ * becomes one inode per subvolume, as btrfs cannot link across them. */
+struct imap {
+	struct ient {
+		uint64_t key, ino;
+		uint32_t names;
+	} * e;
+	size_t cap;
+};
+
+static struct ient *imap_get(struct imap *m, uint32_t in, uint32_t rootord)
+{
+	uint64_t key = ((uint64_t)in << 16 | rootord) + 1;
+	size_t s = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 20) & (m->cap - 1);
+
+	while (m->e[s].key && m->e[s].key != key)
+		s = (s + 1) & (m->cap - 1);
+	m->e[s].key = key;
+	return &m->e[s];
+}
+
+struct layout {
+	uint64_t *root;	 /* per node: tree holding its inode */
+	uint64_t *ino;	 /* per node: its inode number there */
+	uint64_t *flags; /* per node: inode flags */
+	uint8_t *subvol; /* per node: 0, or 1 + BTK_SUBVOL_* bits */
+	uint64_t *next;	 /* per root ordinal: next free inode number */
+	struct imap map;
+};
+
+static uint32_t ordinal(const struct pop *p, uint64_t root)
+{
+	return root == p->o->root ? 0 : (uint32_t)(root - BTRFS_FIRST_FREE_OBJECTID + 1);
+}
+
+#define INHERITED                                                                                  \
+	(BTK_INODE_NODATACOW | BTK_INODE_NODATASUM | BTK_INODE_COMPRESS | BTK_INODE_NOCOMPRESS)
+
+/* Decides, parents first, which tree each node lives in, its flags, and how many names each
+ * inode has in its tree. */
+static void plan_layout(struct pop *p, struct layout *l)
+{
+	const struct btk_src_tree *s = p->src;
+	uint64_t next_subvol = BTRFS_FIRST_FREE_OBJECTID;
+
+	for (int k = 0; k < p->o->nsubvols; k++)
+		l->subvol[p->o->subvols[k].node] = (uint8_t)(1 | p->o->subvols[k].flags << 1);
+	for (int k = 0; k < p->o->niflags; k++)
+		l->flags[p->o->iflags[k].node] |= p->o->iflags[k].flags;
+	l->root[0] = p->o->root;
+	for (uint32_t i = 1; i < s->nnodes; i++) {
+		uint32_t par = s->nodes[i].parent;
+		l->flags[i] |= l->flags[par] & INHERITED;
+		l->root[i] = l->subvol[i] ? next_subvol++ : l->root[par];
+		if (!l->subvol[i])
+			imap_get(&l->map, s->nodes[i].inode, ordinal(p, l->root[i]))->names++;
+	}
+}
+
+static int link_subvol(struct pop *p, struct layout *l, uint32_t i)
+{
+	const struct btk_src_tree *s = p->src;
+	const struct btk_src_node *n = &s->nodes[i];
+	struct btk_subvol_new sv = {.id = l->root[i],
+				    .parent = l->root[n->parent],
+				    .dir = l->ino[n->parent],
+				    .index = p->dir_index[n->parent]++,
+				    .name = n->name,
+				    .name_len = n->name_len,
+				    .ro = (l->subvol[i] >> 1) & BTK_SUBVOL_RO};
+	struct btk_inode_attr a;
+	int ret;
+
+	make_attr(p, &s->inodes[n->inode], 1, l->flags[i], &a);
+	btk_uuid_make(p->o->uuid_seed, "subvol", sv.id, sv.uuid);
+	l->ino[i] = BTRFS_FIRST_FREE_OBJECTID;
+	if ((ret = btk_subvol_create(p->t, &sv, &a)))
+		return ret;
+	p->root = sv.id;
+	if (!(ret = copy_xattrs(p, BTRFS_FIRST_FREE_OBJECTID)) &&
+	    ((l->subvol[i] >> 1) & BTK_SUBVOL_DEFAULT))
+		ret = btk_subvol_set_default(p->t, sv.id);
+	return ret;
+}
+
+static int add_node(struct pop *p, struct layout *l, uint32_t i)
+{
+	const struct btk_src_tree *s = p->src;
+	const struct btk_src_node *n = &s->nodes[i];
+	uint32_t ord = ordinal(p, l->root[i]);
+	struct ient *e = imap_get(&l->map, n->inode, ord);
+	int ret = 0;
+
+	if (l->subvol[i])
+		return link_subvol(p, l, i);
+	p->root = l->root[i];
+	if (!e->ino) {
+		e->ino = l->next[ord]++;
+		if ((ret = create_inode(p, i, e->ino, e->names, l->flags[i])))
+			return ret;
+	}
+	l->ino[i] = e->ino;
+	struct btk_key loc = {e->ino, BTRFS_INODE_ITEM_KEY, 0};
+	return btk_dir_link(p->t, p->root, l->ino[n->parent], n->name, n->name_len, &loc,
+			    ftype_of(s->inodes[n->inode].st.st_mode), p->dir_index[n->parent]++);
+}
+
+static int fill_top(struct pop *p, struct layout *l)
+{
+	struct btk_inode_attr a;
+	int ret;
+
+	l->ino[0] = p->o->top_ino;
+	p->root = p->o->root;
+	make_attr(p, &p->src->inodes[0], 1, l->flags[0], &a);
+	if (!btk_src_path(p->src, 0, p->path, sizeof(p->path)))
+		return btk_err(ENAMETOOLONG, "path too long");
+	ret = btk_inode_set_attr(p->t, p->root, p->o->top_ino, &a);
+	return ret ? ret : copy_xattrs(p, p->o->top_ino);
+}
+
 static int populate_all(struct pop *p)
 {
 	const struct btk_src_tree *s = p->src;
-	uint64_t next = p->o->first_ino;
-	uint64_t *ino_of = calloc(s->ninodes, sizeof(*ino_of));
-	struct btk_inode_attr a;
+	struct layout l = {0};
+	size_t cap = 1024;
 	int ret = 0;
 
-	if (!ino_of)
-		return btk_err(ENOMEM, "out of memory");
-	ino_of[0] = p->o->top_ino;
-	make_attr(p, &s->inodes[0], &a);
-	if (!btk_src_path(s, 0, p->path, sizeof(p->path)))
-		ret = btk_err(ENAMETOOLONG, "path too long");
-	if (!ret)
-		ret = btk_inode_set_attr(p->t, p->o->root, p->o->top_ino, &a);
-	if (!ret)
-		ret = copy_xattrs(p, p->o->top_ino);
+	while (cap < 2 * (size_t)s->nnodes + 2)
+		cap *= 2;
+	l.root = calloc(s->nnodes, sizeof(*l.root));
+	l.ino = calloc(s->nnodes, sizeof(*l.ino));
+	l.flags = calloc(s->nnodes, sizeof(*l.flags));
+	l.subvol = calloc(s->nnodes, 1);
+	l.next = calloc((size_t)p->o->nsubvols + 1, sizeof(*l.next));
+	l.map.e = calloc(cap, sizeof(*l.map.e));
+	l.map.cap = cap;
+	if (!l.root || !l.ino || !l.flags || !l.subvol || !l.next || !l.map.e)
+		ret = btk_err(ENOMEM, "out of memory");
+	if (!ret) {
+		plan_layout(p, &l);
+		l.next[0] = p->o->first_ino;
+		for (int k = 1; k <= p->o->nsubvols; k++)
+			l.next[k] = BTRFS_FIRST_FREE_OBJECTID + 1;
+		ret = fill_top(p, &l);
+	}
 	for (uint32_t i = 1; i < s->nnodes && !ret; i++) {
-		const struct btk_src_node *n = &s->nodes[i];
-		uint32_t in = n->inode;
-		bool first = !ino_of[in];
-		if (first)
-			ino_of[in] = next++;
-		if (!btk_src_path(s, i, p->path, sizeof(p->path))) {
+		if (!btk_src_path(s, i, p->path, sizeof(p->path)))
 			ret = btk_err(ENAMETOOLONG, "path too long under %s", s->top);
-			break;
-		}
-		if (first && (ret = create_inode(p, i, ino_of[in])))
-			break;
-		struct btk_key loc = {ino_of[in], BTRFS_INODE_ITEM_KEY, 0};
-		ret = btk_dir_link(p->t, p->o->root, ino_of[s->nodes[n->parent].inode], n->name,
-				   n->name_len, &loc, ftype_of(s->inodes[in].st.st_mode),
-				   p->dir_index[n->parent]++);
+		else
+			ret = add_node(p, &l, i);
 		p->st->names++;
 		if (p->o->progress && !(i & 1023))
 			p->o->progress(p->o->progress_ctx, i, p->st->data_bytes);
 	}
-	free(ino_of);
+	free(l.root), free(l.ino), free(l.flags), free(l.subvol), free(l.next), free(l.map.e);
 	return ret;
 }
 

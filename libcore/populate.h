@@ -46,13 +46,35 @@ struct btk_src_tree {
  * btk_src_free. */
 int btk_src_scan(const char *dir, bool skip_unreadable, struct btk_src_tree *out);
 void btk_src_free(struct btk_src_tree *t);
+/* Node index of relpath ("a/b", relative to the top; "" or "." is the top). -ENOENT. */
+int btk_src_lookup(const struct btk_src_tree *t, const char *relpath, uint32_t *node);
 /* Host path of node i into buf (returns buf, or NULL if it does not fit). */
 char *btk_src_path(const struct btk_src_tree *t, uint32_t i, char *buf, size_t len);
 
+#define BTK_SUBVOL_RO	   1 /* read-only subvolume */
+#define BTK_SUBVOL_DEFAULT 2 /* the default subvolume */
+
+/* Which source directories become subvolumes, and inode flags asked for: by node index
+ * (btk_src_lookup). Directory flags nodatacow/nodatasum/compress/nocompress pass to
+ * everything below, as the kernel's inheritance would. */
+struct btk_populate_subvol {
+	uint32_t node;
+	int flags; /* BTK_SUBVOL_* */
+};
+struct btk_populate_iflags {
+	uint32_t node;
+	uint64_t flags; /* BTK_INODE_* */
+};
+
 struct btk_populate_opts {
-	uint64_t root;	    /* fs tree to fill (BTRFS_FS_TREE_OBJECTID) */
-	uint64_t top_ino;   /* its top directory (256), which must exist */
-	uint64_t first_ino; /* first inode number to assign (257) */
+	const struct btk_populate_subvol *subvols;
+	int nsubvols;
+	const struct btk_populate_iflags *iflags;
+	int niflags;
+	const uint8_t *uuid_seed; /* fsid when uuids must be reproducible, else NULL */
+	uint64_t root;		  /* fs tree to fill (BTRFS_FS_TREE_OBJECTID) */
+	uint64_t top_ino;	  /* its top directory (256), which must exist */
+	uint64_t first_ino;	  /* first inode number to assign (257) */
 	bool epoch_set;
 	uint64_t epoch; /* SOURCE_DATE_EPOCH */
 	int compress, compress_level;

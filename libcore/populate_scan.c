@@ -246,3 +246,36 @@ void btk_src_free(struct btk_src_tree *t)
 	free(t->top);
 	memset(t, 0, sizeof(*t));
 }
+
+int btk_src_lookup(const struct btk_src_tree *t, const char *relpath, uint32_t *node)
+{
+	uint32_t cur = 0;
+	const char *p = relpath;
+
+	while (*p) {
+		while (*p == '/')
+			p++;
+		size_t len = strcspn(p, "/");
+		if (!len)
+			break;
+		if (len == 1 && *p == '.') {
+			p += 1;
+			continue;
+		}
+		const struct btk_src_node *d = &t->nodes[cur];
+		uint32_t found = UINT32_MAX;
+		for (uint32_t k = 0; k < d->nchildren; k++) {
+			const struct btk_src_node *c = &t->nodes[d->first_child + k];
+			if (c->name_len == len && !memcmp(c->name, p, len)) {
+				found = d->first_child + k;
+				break;
+			}
+		}
+		if (found == UINT32_MAX)
+			return btk_err(ENOENT, "%s: no such entry under %s", relpath, t->top);
+		cur = found;
+		p += len;
+	}
+	*node = cur;
+	return 0;
+}

@@ -279,6 +279,7 @@ int main(int argc, const char **argv)
 	char *nodesize = NULL, *sectorsize = NULL, *bytes = NULL;
 	char *features = NULL, *runtime = NULL, *rootdir = NULL, *compress = NULL;
 	int skip_unreadable = 0;
+	const char **subvols = NULL, **iflags = NULL;
 	struct rootdir rd = {0};
 	int mixed = 0, force = 0, quiet = 0, nodiscard = 0, json = 0, version = 0, rc;
 	uint8_t fsid[16];
@@ -307,6 +308,11 @@ int main(int argc, const char **argv)
 	     "copy this directory into the filesystem", "DIR"},
 	    {"compress", 0, POPT_ARG_STRING, &compress, 0, "compress --rootdir data",
 	     "ALG[:LEVEL]"},
+	    {"subvol", 'u', POPT_ARG_ARGV, &subvols, 0,
+	     "make a --rootdir subdirectory a subvolume (repeatable)",
+	     "[rw|ro|default|default-ro:]SUBDIR"},
+	    {"inode-flags", 0, POPT_ARG_ARGV, &iflags, 0,
+	     "set inode flags on a --rootdir path (repeatable)", "nodatacow,nodatasum:PATH"},
 	    {"skip-unreadable", 0, POPT_ARG_NONE, &skip_unreadable, 0,
 	     "warn about unreadable source directories instead of failing", NULL},
 	    POPT_AUTOHELP POPT_TABLEEND};
@@ -380,12 +386,15 @@ int main(int argc, const char **argv)
 		rc = -parse_profile(meta, "metadata", &o.meta_profile);
 	if (!rc && data)
 		rc = -parse_profile(data, "data", &o.data_profile);
-	if (!rc && (compress || skip_unreadable) && !rootdir) {
-		fprintf(stderr, "btk-mkfs: --compress and --skip-unreadable need --rootdir\n");
+	if (!rc && (compress || skip_unreadable || subvols || iflags) && !rootdir) {
+		fprintf(stderr, "btk-mkfs: --compress, --subvol, --inode-flags and "
+				"--skip-unreadable need --rootdir\n");
 		rc = 1;
 	}
-	if (!rc && rootdir)
-		rc = rootdir_prepare(&rd, &o, rootdir, compress, skip_unreadable);
+	if (!rc && rootdir) {
+		struct rootdir_args ra = {rootdir, compress, subvols, iflags, skip_unreadable};
+		rc = rootdir_prepare(&rd, &o, &ra);
+	}
 	if (!rc && btk_mkfs(&o, &res) < 0) {
 		fprintf(stderr, "btk-mkfs: %s\n", btk_errmsg());
 		rc = 1;
@@ -400,5 +409,10 @@ out:
 	free(label), free(uuid), free(meta), free(data), free(csum);
 	free(nodesize), free(sectorsize), free(bytes), free(features), free(runtime);
 	free(rootdir), free(compress);
+	for (int k = 0; subvols && subvols[k]; k++)
+		free((char *)subvols[k]);
+	for (int k = 0; iflags && iflags[k]; k++)
+		free((char *)iflags[k]);
+	free(subvols), free(iflags);
 	return rc;
 }

@@ -12,12 +12,18 @@ struct rootdir {
 	struct btk_populate_opts po;
 	struct btk_populate_stats st;
 	bool scanned;
+	struct btk_populate_subvol subvols[64];
+	struct btk_populate_iflags iflags[64];
 };
 
 /* Scans dir, reads SOURCE_DATE_EPOCH and the compression choice, and hooks the copy into o.
  * 0, or 1 after printing one error line. */
-int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const char *dir,
-		    const char *compress, bool skip_unreadable);
+struct rootdir_args {
+	const char *dir, *compress;
+	const char **subvols, **iflags; /* NULL-terminated option values, or NULL */
+	bool skip_unreadable;
+};
+int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct rootdir_args *a);
 void rootdir_free(struct rootdir *rd);
 
 #endif

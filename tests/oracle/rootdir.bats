@@ -97,3 +97,26 @@ acls() { (cd "$1" && find . -print0 | LC_ALL=C sort -z | xargs -0 getfacl -n 2>/
 	[ "$status" -eq 1 ]
 	grep -q nonexistent "$BTK_ERR"
 }
+
+@test "rootdir: --subvol makes subvolumes (and the default one); --inode-flags sets nodatacow" {
+	require_loop
+	local s=$D/vsrc
+	mkdir -p "$s/sub1/inner" "$s/sub2" "$s/nocow"
+	echo a >"$s/sub1/f" && echo b >"$s/sub1/inner/g" && echo c >"$s/sub2/h"
+	head -c 200000 /dev/urandom >"$s/nocow/data"
+	btk_run 120 "$MKFS" -b 1G --rootdir "$s" --subvol sub1 --subvol default:sub2 \
+		--inode-flags nodatacow:nocow "$D/v.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	check_clean "$D/v.img"
+	mount -o loop,subvolid=5 "$D/v.img" "$MNT"
+	run btrfs subvolume list "$MNT"
+	[[ "$output" == *"path sub1"* && "$output" == *"path sub2"* ]]
+	[ "$(stat -c %i "$MNT/sub1")" = 256 ]
+	lsattr -d "$MNT/nocow/data" | cut -c1-22 | grep -q C
+	run rsync -aHAX --checksum --dry-run --itemize-changes --numeric-ids "$s/" "$MNT/"
+	[ -z "$output" ] || { echo "$output" >&2; false; }
+	umount "$MNT"
+	mount -o loop "$D/v.img" "$MNT"
+	[ -f "$MNT/h" ] # the default subvolume is mounted
+	umount "$MNT"
+}

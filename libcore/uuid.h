@@ -1,0 +1,11 @@
+/* uuid.h — uuids for new filesystems and subvolumes. */
+#ifndef BTK_UUID_H
+#define BTK_UUID_H
+
+#include <stdint.h>
+
+/* A version-4 uuid. With seed (a filesystem's fsid) it is a function of (seed, tag, n), so that
+ * images made with a fixed fsid are byte-reproducible; with seed NULL it is random. */
+void btk_uuid_make(const uint8_t *seed, const char *tag, uint64_t n, uint8_t out[16]);
+
+#endif
