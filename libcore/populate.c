@@ -230,7 +230,8 @@ static int try_inline(struct pop *p, int fd, uint64_t ino, uint64_t size, bool *
 	return ret;
 }
 
-/* Data islands come from SEEK_DATA/SEEK_HOLE, so sparse files cost only what they hold. */
+/* Data islands come from SEEK_DATA/SEEK_HOLE, so sparse files cost only what they hold.
+ * Returns 1 when the file could not be read and skip_unreadable asked to copy it empty. */
 static int write_file(struct pop *p, uint64_t ino, uint64_t size, uint64_t *nbytes)
 {
 	uint32_t ss = p->fs->sectorsize;
@@ -243,6 +244,10 @@ static int write_file(struct pop *p, uint64_t ino, uint64_t size, uint64_t *nbyt
 	if (!size)
 		return 0;
 	fd = open(p->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES && p->o->skip_unreadable) {
+		btk_warn("%s: cannot read: %s (copied empty)", p->path, strerror(errno));
+		return 1; /* skipped */
+	}
 	if (fd < 0)
 		return btk_err(errno, "%s: cannot open: %s", p->path, strerror(errno));
 	ret = try_inline(p, fd, ino, size, &done);
@@ -286,12 +291,14 @@ static int create_inode(struct pop *p, uint32_t i, uint64_t ino, uint32_t nlink,
 	p->flags = flags;
 	if ((ret = btk_inode_create(p->t, p->root, ino, &a)))
 		return ret;
-	if (S_ISREG(in->st.st_mode))
+	if (S_ISREG(in->st.st_mode)) {
 		ret = write_file(p, ino, (uint64_t)in->st.st_size, &nbytes);
-	else if (S_ISLNK(in->st.st_mode))
+		size = ret == 1 ? 0 : (uint64_t)in->st.st_size;
+		if (ret == 1)
+			ret = 0;
+	} else if (S_ISLNK(in->st.st_mode)) {
 		ret = write_symlink(p, ino, &size);
-	if (!ret && S_ISREG(in->st.st_mode))
-		size = (uint64_t)in->st.st_size;
+	}
 	if (!ret && (size || nbytes))
 		ret = btk_inode_set_size(p->t, p->root, ino, size,
 					 S_ISLNK(in->st.st_mode) ? size : nbytes);

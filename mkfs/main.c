@@ -273,6 +273,12 @@ static int parse_profile(const char *arg, const char *what, uint64_t *out)
 	return 0;
 }
 
+static void warn_hook(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, "btk-mkfs: warning: %s\n", msg);
+}
+
 int main(int argc, const char **argv)
 {
 	char *label = NULL, *uuid = NULL, *meta = NULL, *data = NULL, *csum = NULL;
@@ -319,6 +325,7 @@ int main(int argc, const char **argv)
 	poptContext pc = poptGetContext("btk-mkfs", argc, argv, opts, 0);
 	int ndevs = 0;
 
+	btk_set_warn_hook(warn_hook, NULL);
 	poptSetOtherOptionHelp(pc, usage_tail);
 	while ((rc = poptGetNextOpt(pc)) > 0)
 		;

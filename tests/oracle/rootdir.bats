@@ -120,3 +120,31 @@ acls() { (cd "$1" && find . -print0 | LC_ALL=C sort -z | xargs -0 getfacl -n 2>/
 	[ -f "$MNT/h" ] # the default subvolume is mounted
 	umount "$MNT"
 }
+
+@test "rootdir: as a non-root user; unreadable source is an error, or empty with --skip-unreadable" {
+	require_root
+	command -v setpriv >/dev/null || skip "setpriv not installed"
+	# a directory nobody can reach (the bats temp dir may not be)
+	local w
+	w=$(mktemp -d /tmp/btk-nonroot-XXXXXX)
+	chmod 755 "$w"
+	mkdir -p "$w/src/d" "$w/out" && echo secret >"$w/src/d/f" && echo ok >"$w/src/g"
+	chmod -R a+rX "$w/src" && chmod 000 "$w/src/d/f" && chmod 777 "$w/out"
+	local nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	btk_run 60 "${nobody[@]}" "$(readlink -f "$MKFS")" -b 512M --rootdir "$w/src" "$w/out/a.img"
+	local st1=$status
+	cp "$BTK_ERR" "$w/err1"
+	btk_run 60 "${nobody[@]}" "$(readlink -f "$MKFS")" -b 512M --skip-unreadable --rootdir "$w/src" \
+		"$w/out/b.img"
+	local st2=$status
+	run btrfs check --readonly "$w/out/b.img"
+	local st3=$status
+	local left=0
+	[ -e "$w/out/a.img" ] && left=1
+	grep -q "copied empty" "$BTK_ERR" && local warned=1
+	grep -q "d/f: cannot open" "$w/err1" && local named=1
+	rm -rf "$w"
+	[ "$st1" -eq 1 ] && [ "${named:-0}" = 1 ] && [ "$left" = 0 ]
+	echo "st2=$st2 warned=${warned:-0} st3=$st3" >&2
+	[ "$st2" -eq 0 ] && [ "${warned:-0}" = 1 ] && [ "$st3" -eq 0 ]
+}
