@@ -540,15 +540,14 @@ static int split_leaf(struct btk_trans *t, struct btk_wroot *wr, struct btk_path
 		}
 	}
 	free(v);
+	/* Refuse before allocating: a block allocated for nothing would stay referenced. */
+	if (best < 0 && found)
+		return btk_err(EOVERFLOW, "item too large for a %u-byte leaf", fs->nodesize);
 	if (wr->level == 0 && (ret = grow_root(t, wr, p)))
 		return ret;
 	ret = new_block(t, wr, 0, &r);
 	if (ret)
 		return ret;
-	if (best < 0 && found) {
-		btk_block_put(r);
-		return btk_err(EOVERFLOW, "item too large for a %u-byte leaf", fs->nodesize);
-	}
 	if (best < 0) { /* three-way: left [0,slot), new item alone, right [slot,n) */
 		ret = new_block(t, wr, 0, &m);
 		if (ret) {
