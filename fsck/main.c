@@ -1,0 +1,298 @@
+/* btk-fsck — deep read-only check of a btrfs filesystem (front end of libcore/check.h).
+ *
+ * Exit status follows fsck(8): 0 clean, 4 errors found, 8 could not check, 16 usage.
+ */
+#include <popt.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "error.h"
+#include "volumes.h"
+
+#define EXIT_CLEAN  0
+#define EXIT_ERRORS 4
+#define EXIT_OPER   8
+#define EXIT_USAGE  16
+
+struct out {
+	bool json, quiet, progress;
+	uint64_t nerr;
+	int last_pct;
+	const char *last_phase;
+};
+
+static void json_str(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char ch = (unsigned char)*s;
+		if (ch == '"' || ch == '\\')
+			printf("\\%c", ch);
+		else if (ch < 0x20)
+			printf("\\u%04x", ch);
+		else
+			putchar(ch);
+	}
+	putchar('"');
+}
+
+static const char *key_type(uint8_t t, char *buf, size_t len)
+{
+	const char *n = btk_key_type_name(t);
+
+	if (n)
+		return n;
+	snprintf(buf, len, "UNKNOWN.%u", t);
+	return buf;
+}
+
+static void report_text(const struct btk_check_problem *p)
+{
+	char tb[32];
+
+	printf("ERROR: [%s]", btk_check_kind_name(p->kind));
+	if (p->tree)
+		printf(" tree %llu", (unsigned long long)p->tree);
+	if (p->bytenr)
+		printf(" bytenr %llu", (unsigned long long)p->bytenr);
+	if (p->has_key)
+		printf(" key (%llu %s %llu)", (unsigned long long)p->key.objectid,
+		       key_type(p->key.type, tb, sizeof(tb)), (unsigned long long)p->key.offset);
+	printf(": %s", p->what);
+	if (*p->expected || *p->found)
+		printf(" (expected %s, found %s)", *p->expected ? p->expected : "-",
+		       *p->found ? p->found : "-");
+	putchar('\n');
+}
+
+static void report_json(struct out *o, const struct btk_check_problem *p)
+{
+	char tb[32];
+
+	printf("%s\n    {\"kind\": ", o->nerr ? "," : "");
+	json_str(btk_check_kind_name(p->kind));
+	printf(", \"location\": {\"tree\": %llu, \"bytenr\": %llu", (unsigned long long)p->tree,
+	       (unsigned long long)p->bytenr);
+	if (p->has_key) {
+		printf(", \"key\": {\"objectid\": %llu, \"type\": ",
+		       (unsigned long long)p->key.objectid);
+		json_str(key_type(p->key.type, tb, sizeof(tb)));
+		printf(", \"offset\": %llu}", (unsigned long long)p->key.offset);
+	}
+	printf("}, \"what\": ");
+	json_str(p->what);
+	printf(", \"expected\": ");
+	json_str(p->expected);
+	printf(", \"found\": ");
+	json_str(p->found);
+	putchar('}');
+}
+
+static void on_problem(void *ctx, const struct btk_check_problem *p)
+{
+	struct out *o = ctx;
+
+	if (o->progress)
+		fputs("\r\033[K", stderr);
+	if (o->json)
+		report_json(o, p);
+	else if (!o->quiet)
+		report_text(p);
+	o->nerr++;
+}
+
+static void on_progress(void *ctx, const char *phase, double done)
+{
+	struct out *o = ctx;
+	int pct = (int)(done * 100);
+
+	if (!o->progress || (phase == o->last_phase && pct == o->last_pct))
+		return;
+	o->last_phase = phase;
+	o->last_pct = pct;
+	if (pct > 0 && pct < 100)
+		fprintf(stderr, "\r\033[Kchecking %s... %d%%", phase, pct);
+	else
+		fprintf(stderr, "\r\033[Kchecking %s...", phase);
+	if (!strcmp(phase, "done"))
+		fputs("\r\033[K", stderr);
+	fflush(stderr);
+}
+
+static void on_warn(void *ctx, const char *msg)
+{
+	struct out *o = ctx;
+
+	if (!o->quiet)
+		fprintf(stderr, "warning: %s\n", msg);
+}
+
+static void uuid_str(const uint8_t *u, char *buf)
+{
+	static const int dash[] = {4, 6, 8, 10};
+	int k = 0;
+
+	for (int i = 0; i < 16; i++) {
+		for (int d = 0; d < 4; d++)
+			if (dash[d] == i)
+				buf[k++] = '-';
+		sprintf(buf + k, "%02x", u[i]);
+		k += 2;
+	}
+	buf[k] = 0;
+}
+
+static void summary_text(const struct btk_fs *fs, const struct btk_check_summary *s)
+{
+	char uuid[40];
+
+	uuid_str(fs->fsid, uuid);
+	printf("UUID: %s\n", uuid);
+	if (s->errors)
+		printf("found %llu bytes used, %llu error(s) found\n",
+		       (unsigned long long)s->bytes_used, (unsigned long long)s->errors);
+	else
+		printf("found %llu bytes used, no error found\n",
+		       (unsigned long long)s->bytes_used);
+	printf("total csum bytes: %llu\n", (unsigned long long)s->total_csum_bytes);
+	printf("total tree bytes: %llu\n", (unsigned long long)s->total_tree_bytes);
+	printf("total fs tree bytes: %llu\n", (unsigned long long)s->total_fs_tree_bytes);
+	printf("total extent tree bytes: %llu\n", (unsigned long long)s->total_extent_tree_bytes);
+	printf("btree space waste bytes: %llu\n", (unsigned long long)s->btree_space_waste);
+	printf("file data blocks allocated: %llu\n", (unsigned long long)s->data_bytes_allocated);
+	printf(" referenced %llu\n", (unsigned long long)s->data_bytes_referenced);
+	printf("trees %llu, subvolumes %llu, inodes %llu, tree blocks %llu, extents %llu\n",
+	       (unsigned long long)s->nr_roots, (unsigned long long)s->nr_subvols,
+	       (unsigned long long)s->nr_inodes, (unsigned long long)s->nr_tree_blocks,
+	       (unsigned long long)s->nr_extents);
+	if (s->space_caches_checked)
+		printf("v1 space caches checked: %llu\n",
+		       (unsigned long long)s->space_caches_checked);
+	if (s->data_blocks_checked)
+		printf("data blocks verified: %llu\n", (unsigned long long)s->data_blocks_checked);
+}
+
+static void summary_json(const struct btk_fs *fs, const struct btk_check_summary *s)
+{
+	char uuid[40];
+
+	uuid_str(fs->fsid, uuid);
+	printf(
+	    "\n  ],\n  \"uuid\": \"%s\",\n  \"summary\": {\"errors\": %llu, \"bytes_used\": %llu, "
+	    "\"total_csum_bytes\": %llu, \"total_tree_bytes\": %llu, "
+	    "\"total_fs_tree_bytes\": %llu, \"total_extent_tree_bytes\": %llu, "
+	    "\"btree_space_waste\": %llu, \"data_bytes_allocated\": %llu, "
+	    "\"data_bytes_referenced\": %llu, \"roots\": %llu, \"subvolumes\": %llu, "
+	    "\"inodes\": %llu, \"tree_blocks\": %llu, \"extents\": %llu, "
+	    "\"data_blocks_checked\": %llu},\n",
+	    uuid, (unsigned long long)s->errors, (unsigned long long)s->bytes_used,
+	    (unsigned long long)s->total_csum_bytes, (unsigned long long)s->total_tree_bytes,
+	    (unsigned long long)s->total_fs_tree_bytes,
+	    (unsigned long long)s->total_extent_tree_bytes,
+	    (unsigned long long)s->btree_space_waste, (unsigned long long)s->data_bytes_allocated,
+	    (unsigned long long)s->data_bytes_referenced, (unsigned long long)s->nr_roots,
+	    (unsigned long long)s->nr_subvols, (unsigned long long)s->nr_inodes,
+	    (unsigned long long)s->nr_tree_blocks, (unsigned long long)s->nr_extents,
+	    (unsigned long long)s->data_blocks_checked);
+}
+
+/* JSON output when the filesystem could not be checked at all. */
+static void json_fail(const char *msg)
+{
+	printf("{\n  \"result\": \"not checked\",\n  \"error\": ");
+	json_str(msg);
+	printf(",\n  \"errors\": []\n}\n");
+}
+
+static uint64_t cache_mb = 8; /* tree-block cache: the walk reads most blocks once */
+static int cache_arg = 8;
+
+static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
+{
+	struct btk_open_opts oo = {.super_mirror = -1, .cache_mb = cache_mb};
+	struct btk_check_summary sum;
+	struct btk_fs *fs = NULL;
+	int ret;
+
+	if (!o->json && !o->quiet)
+		printf("Checking filesystem on %s\n", devs[0]);
+	ret = btk_fs_open(devs, ndevs, &oo, &fs);
+	if (ret) {
+		if (o->json)
+			json_fail(btk_errmsg());
+		fprintf(stderr, "btk-fsck: cannot open %s: %s\n", devs[0], btk_errmsg());
+		return EXIT_OPER;
+	}
+	struct btk_check_opts co = {
+	    .data_csum = data_csum, .report = on_problem, .progress = on_progress, .ctx = o};
+	if (o->json)
+		printf("{\n  \"errors\": [");
+	ret = btk_check_run(fs, &co, &sum);
+	if (o->progress)
+		fputs("\r\033[K", stderr);
+	if (o->json) {
+		summary_json(fs, &sum);
+		printf("  \"result\": \"%s\"\n}\n", ret		 ? "not checked"
+						    : sum.errors ? "errors"
+								 : "clean");
+	} else if (!o->quiet) {
+		summary_text(fs, &sum);
+	} else if (sum.errors) {
+		printf("%llu error(s) found\n", (unsigned long long)sum.errors);
+	}
+	if (ret)
+		fprintf(stderr, "btk-fsck: check aborted: %s\n", btk_errmsg());
+	btk_fs_close(fs);
+	if (ret)
+		return EXIT_OPER;
+	return sum.errors ? EXIT_ERRORS : EXIT_CLEAN;
+}
+
+int main(int argc, const char **argv)
+{
+	int data_csum = 0, json = 0, progress = 0, quiet = 0, rc;
+	struct poptOption opts[] = {
+	    {"check-data-csum", 0, POPT_ARG_NONE, &data_csum, 0,
+	     "read every data block (every copy) and verify its checksum", NULL},
+	    {"json", 0, POPT_ARG_NONE, &json, 0, "print one JSON object with the errors", NULL},
+	    {"progress", 'p', POPT_ARG_NONE, &progress, 0, "show progress on stderr", NULL},
+	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print only the error count", NULL},
+	    {"cache-mb", 0, POPT_ARG_INT, &cache_arg, 0, "tree-block cache budget (default 8)",
+	     "MIB"},
+	    POPT_AUTOHELP POPT_TABLEEND};
+	poptContext pc = poptGetContext("btk-fsck", argc, argv, opts, 0);
+
+	poptSetOtherOptionHelp(pc, "[OPTIONS] DEV...");
+	while ((rc = poptGetNextOpt(pc)) > 0)
+		;
+	if (rc < -1) {
+		fprintf(stderr, "btk-fsck: %s: %s\n", poptBadOption(pc, 0), poptStrerror(rc));
+		poptFreeContext(pc);
+		return EXIT_USAGE;
+	}
+	const char **devs = poptGetArgs(pc);
+	int ndevs = 0;
+	while (devs && devs[ndevs])
+		ndevs++;
+	if (!ndevs) {
+		poptPrintUsage(pc, stderr, 0);
+		poptFreeContext(pc);
+		return EXIT_USAGE;
+	}
+	if (cache_arg < 1) {
+		fprintf(stderr, "btk-fsck: --cache-mb must be at least 1\n");
+		poptFreeContext(pc);
+		return EXIT_USAGE;
+	}
+	cache_mb = (uint64_t)cache_arg;
+	struct out o = {.json = json, .quiet = quiet, .last_pct = -1};
+	o.progress = progress || (isatty(2) && !json && !quiet);
+	btk_set_warn_hook(on_warn, &o);
+	rc = run(devs, ndevs, data_csum, &o);
+	poptFreeContext(pc);
+	return rc;
+}

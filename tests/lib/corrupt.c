@@ -1,0 +1,863 @@
+/* corrupt — inject ONE semantic corruption into a clean btrfs image, for btk-fsck tests.
+ *
+ *   corrupt [-t SUBVOL_ID] KIND IMG...   (corrupt --list prints the kinds)
+ *
+ * -t picks the subvolume tree for the kinds that change an inode, name or file extent (5).
+ *
+ * The tool finds a suitable item with libcore's read path, rewrites one field (or deletes the
+ * item, shifting the rest of the leaf), recomputes the block checksum and writes every copy in
+ * place. Checksums stay valid, so only the meaning of the change can betray it. It prints one
+ * line saying what it changed. Exit 0 done, 1 no suitable target or I/O error, 2 usage.
+ * This is a test tool: it writes in place (no copy-on-write), so use it on scratch images only.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "csum.h"
+#include "error.h"
+#include "super.h"
+#include "tree.h"
+#include "volumes.h"
+
+/* the subvolume tree that fs-tree kinds corrupt (-t ID) */
+static uint64_t fs_tree = BTRFS_FS_TREE_OBJECTID;
+
+struct target {
+	uint64_t bytenr; /* leaf */
+	int slot;
+	struct btk_key key;
+};
+
+typedef bool (*match_fn)(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+			 int slot, void *arg);
+
+/* First item of tree `tree` (from key `from`) that match accepts; 0 or -ENOENT. */
+static int find_item(struct btk_fs *fs, uint64_t tree, const struct btk_key *from, match_fn match,
+		     void *arg, struct target *t)
+{
+	struct btk_root root;
+	struct btk_path p;
+	struct btk_key k = from ? *from : (struct btk_key){0, 0, 0};
+	int ret = btk_root_find(fs, tree, &root);
+
+	if (ret)
+		return ret;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &root, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
+		uint32_t sz;
+		const uint8_t *d = btk_path_data(&p, &sz);
+		btk_path_key(&p, &k);
+		if (match(fs, &k, d, sz, p.slots[0], arg)) {
+			t->bytenr = p.nodes[0]->bytenr;
+			t->slot = p.slots[0];
+			t->key = k;
+			btk_path_release(&p);
+			return 0;
+		}
+	}
+	btk_path_release(&p);
+	return ret < 0 ? ret : -ENOENT;
+}
+
+/* Writes buf (a whole tree block) with a fresh checksum to every copy. */
+static int write_block(struct btk_fs *fs, uint64_t bytenr, uint8_t *buf)
+{
+	uint8_t sum[BTK_CSUM_MAX];
+	struct btk_phys ph[8];
+	int n = 0, ret;
+
+	btk_csum(fs->csum_type, buf + BTK_CSUM_MAX, fs->nodesize - BTK_CSUM_MAX, sum);
+	memset(buf, 0, BTK_CSUM_MAX);
+	memcpy(buf, sum, (size_t)fs->csum_size);
+	ret = btk_map_logical(fs, bytenr, ph, 8, &n, NULL);
+	if (ret)
+		return ret;
+	for (int i = 0; i < n; i++) {
+		if (!ph[i].dev)
+			continue;
+		ret = btk_dev_write(ph[i].dev, buf, fs->nodesize, ph[i].physical);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static struct btk_item *item_at(uint8_t *buf, int slot)
+{
+	return (struct btk_item *)(buf + sizeof(struct btk_header)) + slot;
+}
+
+static uint8_t *item_data(uint8_t *buf, int slot)
+{
+	return buf + sizeof(struct btk_header) + btk_le32(item_at(buf, slot)->offset);
+}
+
+/* Removes one item from a leaf image: later items and their data shift to close the gap. */
+static void leaf_delete(uint8_t *buf, int slot)
+{
+	struct btk_header *h = (struct btk_header *)buf;
+	uint32_t n = btk_le32(h->nritems), size = btk_le32(item_at(buf, slot)->size);
+	uint32_t off = btk_le32(item_at(buf, slot)->offset);
+	uint32_t low = btk_le32(item_at(buf, (int)n - 1)->offset);
+	uint8_t *data0 = buf + sizeof(struct btk_header);
+
+	/* data of later items sits below this item's data: move it up by `size` */
+	memmove(data0 + low + size, data0 + low, off - low);
+	for (uint32_t i = (uint32_t)slot + 1; i < n; i++)
+		btk_put32(item_at(buf, (int)i)->offset,
+			  btk_le32(item_at(buf, (int)i)->offset) + size);
+	memmove(item_at(buf, slot), item_at(buf, slot + 1),
+		(n - (uint32_t)slot - 1) * sizeof(struct btk_item));
+	btk_put32(h->nritems, n - 1);
+}
+
+enum op { OP_ADD, OP_DELETE, OP_KEYOFF };
+
+/* Applies op to the target: OP_ADD adds delta to the little-endian field of `width` bytes at
+ * `field` inside the item data; OP_KEYOFF adds delta to the key offset; OP_DELETE drops it. */
+static int apply(struct btk_fs *fs, const struct target *t, enum op op, size_t field, int width,
+		 int64_t delta, const char *what)
+{
+	uint8_t *buf = malloc(fs->nodesize);
+	uint64_t before = 0, after = 0;
+	int ret;
+
+	if (!buf)
+		return -ENOMEM;
+	ret = btk_read_logical(fs, t->bytenr, buf, fs->nodesize);
+	if (ret)
+		goto out;
+	if (op == OP_DELETE) {
+		leaf_delete(buf, t->slot);
+	} else if (op == OP_KEYOFF) {
+		uint8_t *ko = item_at(buf, t->slot)->key.offset;
+		before = btk_le64(ko);
+		after = before + (uint64_t)delta;
+		btk_put64(ko, after);
+	} else {
+		uint8_t *p = item_data(buf, t->slot) + field;
+		before = width == 8 ? btk_le64(p) : width == 4 ? btk_le32(p) : *p;
+		after = before + (uint64_t)delta;
+		if (width == 8)
+			btk_put64(p, after);
+		else if (width == 4)
+			btk_put32(p, (uint32_t)after);
+		else
+			*p = (uint8_t)after;
+	}
+	ret = write_block(fs, t->bytenr, buf);
+	if (!ret)
+		printf("%s: block %llu slot %d key (%llu %u %llu): %s %llu -> %llu\n", what,
+		       (unsigned long long)t->bytenr, t->slot, (unsigned long long)t->key.objectid,
+		       t->key.type, (unsigned long long)t->key.offset,
+		       op == OP_DELETE ? "deleted" : "changed", (unsigned long long)before,
+		       (unsigned long long)after);
+out:
+	free(buf);
+	return ret;
+}
+
+/* ---- matchers ---- */
+
+struct want {
+	uint8_t type;
+	uint64_t objectid;    /* 0: any */
+	bool regular;	      /* INODE_ITEM of a regular file */
+	bool dir;	      /* INODE_ITEM of a directory */
+	bool not_first;	      /* not slot 0 (deleting or re-keying it would break the parent key) */
+	bool data_extent;     /* EXTENT_ITEM with the DATA flag */
+	int file_extent_type; /* -1 any */
+	uint64_t min_nbytes;  /* INODE_ITEM: at least this many bytes of extents */
+	int nth;	      /* skip this many matches first */
+};
+
+static bool match_want(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+		       int slot, void *arg)
+{
+	struct want *w = arg;
+
+	(void)fs;
+	if (k->type != w->type || (w->objectid && k->objectid != w->objectid))
+		return false;
+	if (w->not_first && slot == 0)
+		return false;
+	if (k->type == BTRFS_INODE_ITEM_KEY && sz >= sizeof(struct btrfs_inode_item)) {
+		uint32_t mode = BTK_GET(struct btrfs_inode_item, p, mode);
+		if ((w->regular && !S_ISREG(mode)) || (w->dir && !S_ISDIR(mode)))
+			return false;
+		if (w->regular && BTK_GET(struct btrfs_inode_item, p, nlink) != 1)
+			return false;
+		if (BTK_GET(struct btrfs_inode_item, p, nbytes) < w->min_nbytes ||
+		    (w->min_nbytes && BTK_GET(struct btrfs_inode_item, p, flags)))
+			return false;
+	}
+	if (w->data_extent &&
+	    (sz < sizeof(struct btrfs_extent_item) ||
+	     !(BTK_GET(struct btrfs_extent_item, p, flags) & BTRFS_EXTENT_FLAG_DATA)))
+		return false;
+	if (w->file_extent_type >= 0 &&
+	    (sz < sizeof(struct btrfs_file_extent_item) ||
+	     (int)BTK_GET(struct btrfs_file_extent_item, p, type) != w->file_extent_type ||
+	     !BTK_GET(struct btrfs_file_extent_item, p, disk_bytenr)))
+		return false;
+	return w->nth-- == 0;
+}
+
+/* Two consecutive file extents of one inode, the first at least two sectors long: the second
+ * is moved back one sector so that they overlap (key order stays valid). */
+struct overlap {
+	uint64_t ino, end, start;
+	bool have;
+};
+
+static bool match_overlap(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+			  int slot, void *arg)
+{
+	struct overlap *o = arg;
+
+	if (k->type != BTRFS_EXTENT_DATA_KEY || sz < sizeof(struct btrfs_file_extent_item) ||
+	    BTK_GET(struct btrfs_file_extent_item, p, type) == BTRFS_FILE_EXTENT_INLINE) {
+		o->have = false;
+		return false;
+	}
+	uint64_t len = BTK_GET(struct btrfs_file_extent_item, p, num_bytes);
+	bool hit = o->have && o->ino == k->objectid && o->end == k->offset &&
+		   k->offset - o->start >= 2ULL * fs->sectorsize && slot > 0;
+	o->have = true;
+	o->ino = k->objectid;
+	o->start = k->offset;
+	o->end = k->offset + len;
+	return hit;
+}
+
+/* ---- kinds ---- */
+
+struct kind {
+	const char *name, *help;
+	int (*run)(struct btk_fs *fs, const char *name);
+};
+
+static const struct btk_key from256 = {256, 0, 0};
+
+static int k_inode_field(struct btk_fs *fs, const char *name, size_t field, int width,
+			 int64_t delta, bool dir)
+{
+	struct want w = {.type = BTRFS_INODE_ITEM_KEY,
+			 .regular = !dir,
+			 .dir = dir,
+			 .file_extent_type = -1,
+			 .objectid = dir ? 0 : 0};
+	struct target t;
+	struct btk_key from = {257, 0, 0};
+	int ret = find_item(fs, fs_tree, dir ? &from256 : &from, match_want, &w, &t);
+	return ret ? ret : apply(fs, &t, OP_ADD, field, width, delta, name);
+}
+
+static int k_nlink(struct btk_fs *fs, const char *n)
+{
+	return k_inode_field(fs, n, offsetof(struct btrfs_inode_item, nlink), 4, 1, false);
+}
+static int k_nbytes(struct btk_fs *fs, const char *n)
+{
+	return k_inode_field(fs, n, offsetof(struct btrfs_inode_item, nbytes), 8, 4096, false);
+}
+static int k_dir_isize(struct btk_fs *fs, const char *n)
+{
+	return k_inode_field(fs, n, offsetof(struct btrfs_inode_item, size), 8, 2, true);
+}
+
+static int k_simple(struct btk_fs *fs, const char *name, uint64_t tree, struct want *w,
+		    const struct btk_key *from, enum op op, size_t field, int width, int64_t delta)
+{
+	struct target t;
+	int ret = find_item(fs, tree, from, match_want, w, &t);
+	return ret ? ret : apply(fs, &t, op, field, width, delta, name);
+}
+
+static int k_dir_index(struct btk_fs *fs, const char *n)
+{
+	struct want w = {.type = BTRFS_DIR_INDEX_KEY, .not_first = true, .file_extent_type = -1};
+	return k_simple(fs, n, fs_tree, &w, &from256, OP_DELETE, 0, 0, 0);
+}
+static int k_name_hash(struct btk_fs *fs, const char *n)
+{
+	/* hashes are sparse: +1 keeps the key order and lands on no other name */
+	struct want w = {.type = BTRFS_DIR_ITEM_KEY, .not_first = true, .file_extent_type = -1};
+	return k_simple(fs, n, fs_tree, &w, &from256, OP_KEYOFF, 0, 0, 1);
+}
+static int k_extent_refs(struct btk_fs *fs, const char *n)
+{
+	struct want w = {
+	    .type = BTRFS_EXTENT_ITEM_KEY, .data_extent = true, .file_extent_type = -1};
+	return k_simple(fs, n, BTRFS_EXTENT_TREE_OBJECTID, &w, NULL, OP_ADD,
+			offsetof(struct btrfs_extent_item, refs), 8, 1);
+}
+static int k_backref(struct btk_fs *fs, const char *n)
+{
+	/* the inline data ref's inode number: the ref no longer matches its user */
+	struct want w = {
+	    .type = BTRFS_EXTENT_ITEM_KEY, .data_extent = true, .file_extent_type = -1};
+	size_t field =
+	    sizeof(struct btrfs_extent_item) + 1 + offsetof(struct btrfs_extent_data_ref, objectid);
+	return k_simple(fs, n, BTRFS_EXTENT_TREE_OBJECTID, &w, NULL, OP_ADD, field, 8, 1000);
+}
+static int k_bg_used(struct btk_fs *fs, const char *n)
+{
+	struct want w = {.type = BTRFS_BLOCK_GROUP_ITEM_KEY, .file_extent_type = -1};
+	uint64_t tree = btk_le64(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE
+			    ? BTRFS_BLOCK_GROUP_TREE_OBJECTID
+			    : BTRFS_EXTENT_TREE_OBJECTID;
+	return k_simple(fs, n, tree, &w, NULL, OP_ADD,
+			offsetof(struct btrfs_block_group_item, used), 8, 4096);
+}
+static bool match_free(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+		       int slot, void *arg)
+{
+	(void)p, (void)sz, (void)slot, (void)arg;
+	/* mkfs may leave entries of a block group it removed: pick one of a live chunk */
+	return k->type == BTRFS_FREE_SPACE_EXTENT_KEY && k->offset > fs->sectorsize &&
+	       btk_chunk_find(fs, k->objectid);
+}
+
+static int k_free_space(struct btk_fs *fs, const char *n)
+{
+	struct target t;
+	int ret = find_item(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, NULL, match_free, NULL, &t);
+	return ret ? ret : apply(fs, &t, OP_KEYOFF, 0, 0, -(int64_t)fs->sectorsize, n);
+}
+static int k_csum(struct btk_fs *fs, const char *n)
+{
+	struct want w = {.type = BTRFS_EXTENT_CSUM_KEY, .not_first = true, .file_extent_type = -1};
+	return k_simple(fs, n, BTRFS_CSUM_TREE_OBJECTID, &w, NULL, OP_DELETE, 0, 0, 0);
+}
+static int k_root_backref(struct btk_fs *fs, const char *n)
+{
+	struct want w = {.type = BTRFS_ROOT_BACKREF_KEY, .file_extent_type = -1};
+	return k_simple(fs, n, BTRFS_ROOT_TREE_OBJECTID, &w, NULL, OP_ADD,
+			offsetof(struct btrfs_root_ref, sequence), 8, 7);
+}
+static int k_dev_extent(struct btk_fs *fs, const char *n)
+{
+	/* the device shrinks under its last dev extent */
+	struct want w = {.type = BTRFS_DEV_ITEM_KEY, .file_extent_type = -1};
+	struct btk_key from = {BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY, 0};
+	uint64_t used = fs->devs[0].bytes_used;
+	int64_t delta = -(int64_t)(fs->devs[0].total_bytes - used / 2);
+	return k_simple(fs, n, BTRFS_CHUNK_TREE_OBJECTID, &w, &from, OP_ADD,
+			offsetof(struct btrfs_dev_item, total_bytes), 8, delta);
+}
+static bool match_inline(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+			 int slot, void *arg)
+{
+	(void)fs, (void)slot, (void)arg;
+	return k->type == BTRFS_EXTENT_DATA_KEY &&
+	       sz > offsetof(struct btrfs_file_extent_item, disk_bytenr) &&
+	       BTK_GET(struct btrfs_file_extent_item, p, type) == BTRFS_FILE_EXTENT_INLINE &&
+	       BTK_GET(struct btrfs_file_extent_item, p, compression) == 0;
+}
+
+static int k_inline_ram(struct btk_fs *fs, const char *n)
+{
+	struct target t;
+	int ret = find_item(fs, fs_tree, &from256, match_inline, NULL, &t);
+	return ret ? ret
+		   : apply(fs, &t, OP_ADD, offsetof(struct btrfs_file_extent_item, ram_bytes), 8, 1,
+			   n);
+}
+static int k_overlap(struct btk_fs *fs, const char *n)
+{
+	struct overlap o = {0};
+	struct target t;
+	int ret = find_item(fs, fs_tree, &from256, match_overlap, &o, &t);
+	return ret ? ret : apply(fs, &t, OP_KEYOFF, 0, 0, -(int64_t)fs->sectorsize, n);
+}
+static int k_extra_ref(struct btk_fs *fs, const char *n)
+{
+	/* a tree block's extent item claims one more reference than it has */
+	struct want w = {.type = BTRFS_METADATA_ITEM_KEY, .file_extent_type = -1, .nth = 2};
+	return k_simple(fs, n, BTRFS_EXTENT_TREE_OBJECTID, &w, NULL, OP_ADD,
+			offsetof(struct btrfs_extent_item, refs), 8, 1);
+}
+static int k_super_devs(struct btk_fs *fs, const char *n)
+{
+	struct btk_super_copy copies[BTK_SUPER_MIRRORS];
+	struct btk_dev *dev = fs->devs[0].dev;
+	int best = btk_super_read_all(dev, copies);
+
+	if (best < 0)
+		return best;
+	for (int m = 0; m < BTK_SUPER_MIRRORS; m++) {
+		if (!copies[m].valid)
+			continue;
+		struct btk_super *sb = &copies[m].sb;
+		btk_put64(sb->num_devices, btk_le64(sb->num_devices) + 1);
+		btk_super_csum_fill(sb);
+		int ret = btk_dev_write(dev, sb, sizeof(*sb), copies[m].offset);
+		if (ret)
+			return ret;
+	}
+	printf("%s: superblock num_devices +1 on every valid copy\n", n);
+	return 0;
+}
+static int k_root_orphan(struct btk_fs *fs, const char *n)
+{
+	/* a subvolume marked deleted (refs 0) without the orphan item that finishes deletion */
+	struct want w = {.type = BTRFS_ROOT_ITEM_KEY, .file_extent_type = -1};
+	struct btk_key from = {256, BTRFS_ROOT_ITEM_KEY, 0};
+	return k_simple(fs, n, BTRFS_ROOT_TREE_OBJECTID, &w, &from, OP_ADD,
+			offsetof(struct btrfs_root_item, refs), 4, -1);
+}
+
+/* A node pointer's key no longer equals its child's first key (level/key consistency). */
+static int k_node_key(struct btk_fs *fs, const char *n)
+{
+	struct btk_root root;
+	struct btk_path p;
+	struct btk_key k = {257, 0, 0};
+	int ret = btk_root_find(fs, fs_tree, &root);
+
+	if (ret)
+		return ret;
+	btk_path_init(&p);
+	ret = btk_search_ge(fs, &root, &k, &p);
+	if (ret || !p.nodes[1] || btk_block_nritems(p.nodes[1]) < 2) {
+		btk_path_release(&p);
+		return ret < 0 ? ret : btk_err(ENOENT, "the fs tree has no node with two children");
+	}
+	struct target t = {.bytenr = p.nodes[1]->bytenr, .slot = 1};
+	btk_node_key(p.nodes[1], 1, &t.key);
+	btk_path_release(&p);
+	/* node pointers are 33-byte key_ptr records; patch the key offset of slot 1 */
+	uint8_t *buf = malloc(fs->nodesize);
+	if (!buf)
+		return -ENOMEM;
+	ret = btk_read_logical(fs, t.bytenr, buf, fs->nodesize);
+	if (!ret) {
+		struct btk_key_ptr *kp =
+		    (struct btk_key_ptr *)(buf + sizeof(struct btk_header)) + 1;
+		btk_put64(kp->key.offset, btk_le64(kp->key.offset) + 1);
+		ret = write_block(fs, t.bytenr, buf);
+	}
+	free(buf);
+	if (!ret)
+		printf("%s: node %llu slot 1 key (%llu %u %llu): offset + 1\n", n,
+		       (unsigned long long)t.bytenr, (unsigned long long)t.key.objectid, t.key.type,
+		       (unsigned long long)t.key.offset);
+	return ret;
+}
+
+static bool match_csum_item(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
+			    uint32_t sz, int slot, void *arg)
+{
+	(void)fs, (void)p, (void)sz, (void)slot, (void)arg;
+	return k->type == BTRFS_EXTENT_CSUM_KEY;
+}
+
+/* One byte of checksummed data flipped on the first copy (scrub's job; --check-data-csum). */
+static int k_data(struct btk_fs *fs, const char *n)
+{
+	struct target t;
+	struct btk_phys ph[8];
+	int cnt = 0;
+	uint8_t byte;
+	int ret = find_item(fs, BTRFS_CSUM_TREE_OBJECTID, NULL, match_csum_item, NULL, &t);
+
+	if (ret)
+		return ret;
+	ret = btk_map_logical(fs, t.key.offset + 100, ph, 8, &cnt, NULL);
+	if (ret || !cnt || !ph[0].dev)
+		return ret ? ret : -ENOENT;
+	ret = btk_dev_read(ph[0].dev, &byte, 1, ph[0].physical);
+	if (ret)
+		return ret;
+	byte ^= 0x5a;
+	ret = btk_dev_write(ph[0].dev, &byte, 1, ph[0].physical);
+	if (!ret)
+		printf("%s: data byte at logical %llu (devid %llu physical %llu, copy 0 of %d) "
+		       "flipped\n",
+		       n, (unsigned long long)(t.key.offset + 100), (unsigned long long)ph[0].devid,
+		       (unsigned long long)ph[0].physical, cnt);
+	return ret;
+}
+
+static int k_uuid(struct btk_fs *fs, const char *n)
+{
+	/* the uuid tree names a subvolume id that does not exist */
+	struct want w = {.type = BTRFS_UUID_KEY_SUBVOL, .file_extent_type = -1};
+	return k_simple(fs, n, BTRFS_UUID_TREE_OBJECTID, &w, NULL, OP_ADD, 0, 8, 1000);
+}
+
+static int k_qgroup(struct btk_fs *fs, const char *n)
+{
+	/* a subvolume qgroup's referenced bytes are off by one sector */
+	struct want w = {.type = BTRFS_QGROUP_INFO_KEY, .file_extent_type = -1};
+	return k_simple(fs, n, BTRFS_QUOTA_TREE_OBJECTID, &w, NULL, OP_ADD,
+			offsetof(struct btrfs_qgroup_info_item, rfer), 8, 4096);
+}
+
+static int k_cache_mode(struct btk_fs *fs, const char *n)
+{
+	/* a v1 space cache inode (root tree) that is no longer a regular file */
+	struct want w = {.type = BTRFS_INODE_ITEM_KEY, .file_extent_type = -1};
+	struct btk_key from = {BTRFS_FIRST_FREE_OBJECTID, 0, 0};
+	return k_simple(fs, n, BTRFS_ROOT_TREE_OBJECTID, &w, &from, OP_ADD,
+			offsetof(struct btrfs_inode_item, mode), 4, 0040000 - 0100000);
+}
+
+/* Inserts an item (key, data) into the leaf image at slot pos (> 0, so the parent's key for
+ * this leaf stays right); the data of later items moves down to make room. */
+static int leaf_insert(struct btk_fs *fs, uint8_t *buf, int pos, const struct btk_key *key,
+		       const uint8_t *data, uint32_t size)
+{
+	struct btk_header *h = (struct btk_header *)buf;
+	uint32_t n = btk_le32(h->nritems), used = 0;
+
+	for (uint32_t i = 0; i < n; i++)
+		used += btk_le32(item_at(buf, (int)i)->size);
+	if (pos <= 0 || (uint32_t)pos > n ||
+	    sizeof(struct btk_header) + (n + 1) * sizeof(struct btk_item) + used + size >
+		fs->nodesize)
+		return btk_err(ENOSPC, "no room in the leaf");
+	uint32_t top = btk_le32(item_at(buf, pos - 1)->offset); /* end of the data below pos */
+	uint8_t *data0 = buf + sizeof(struct btk_header);
+	if ((uint32_t)pos < n) {
+		uint32_t low = btk_le32(item_at(buf, (int)n - 1)->offset);
+		memmove(data0 + low - size, data0 + low, top - low);
+		for (uint32_t i = (uint32_t)pos; i < n; i++)
+			btk_put32(item_at(buf, (int)i)->offset,
+				  btk_le32(item_at(buf, (int)i)->offset) - size);
+		memmove(item_at(buf, pos + 1), item_at(buf, pos),
+			(n - (uint32_t)pos) * sizeof(struct btk_item));
+	}
+	struct btk_item *it = item_at(buf, pos);
+	btk_key_to_disk(key, &it->key);
+	btk_put32(it->offset, top - size);
+	btk_put32(it->size, size);
+	memcpy(data0 + top - size, data, size);
+	btk_put32(h->nritems, n + 1);
+	return 0;
+}
+
+struct gap {
+	uint64_t prev_end, gen;
+	bool have;
+};
+
+/* A data extent item followed (in the same leaf) by a free sector before the next extent. */
+static bool match_gap(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+		      int slot, void *arg)
+{
+	struct gap *g = arg;
+
+	if (k->type != BTRFS_EXTENT_ITEM_KEY && k->type != BTRFS_METADATA_ITEM_KEY)
+		return false;
+	const struct btk_chunk *ch = g->have ? btk_chunk_find(fs, g->prev_end) : NULL;
+	/* the free sector must be data space inside the same chunk */
+	bool hit = ch && (ch->type & BTRFS_BLOCK_GROUP_DATA) && slot > 0 &&
+		   g->prev_end + fs->sectorsize <= ch->logical + ch->length &&
+		   k->objectid >= g->prev_end + fs->sectorsize;
+	if (hit)
+		return true;
+	g->have = k->type == BTRFS_EXTENT_ITEM_KEY && sz >= sizeof(struct btrfs_extent_item) &&
+		  (BTK_GET(struct btrfs_extent_item, p, flags) & BTRFS_EXTENT_FLAG_DATA);
+	g->prev_end = k->objectid + k->offset;
+	if (g->have)
+		g->gen = BTK_GET(struct btrfs_extent_item, p, generation);
+	return false;
+}
+
+static int k_extra_extent(struct btk_fs *fs, const char *n)
+{
+	/* an extent item (with one data ref) for a free sector that nothing uses */
+	struct gap g = {0};
+	struct target t;
+	int ret = find_item(fs, BTRFS_EXTENT_TREE_OBJECTID, NULL, match_gap, &g, &t);
+	if (ret)
+		return ret;
+	uint8_t item[sizeof(struct btrfs_extent_item) + 1 + sizeof(struct btrfs_extent_data_ref)];
+	memset(item, 0, sizeof(item));
+	BTK_PUT(struct btrfs_extent_item, item, refs, 1);
+	BTK_PUT(struct btrfs_extent_item, item, generation, g.gen);
+	BTK_PUT(struct btrfs_extent_item, item, flags, BTRFS_EXTENT_FLAG_DATA);
+	uint8_t *r = item + sizeof(struct btrfs_extent_item);
+	r[0] = BTRFS_EXTENT_DATA_REF_KEY;
+	BTK_PUT(struct btrfs_extent_data_ref, r + 1, root, BTRFS_FS_TREE_OBJECTID);
+	BTK_PUT(struct btrfs_extent_data_ref, r + 1, objectid, 999999);
+	BTK_PUT(struct btrfs_extent_data_ref, r + 1, count, 1);
+	struct btk_key key = {g.prev_end, BTRFS_EXTENT_ITEM_KEY, fs->sectorsize};
+	uint8_t *buf = malloc(fs->nodesize);
+	if (!buf)
+		return -ENOMEM;
+	ret = btk_read_logical(fs, t.bytenr, buf, fs->nodesize);
+	/* the slot where the key belongs: after every smaller key (block group items of the
+	 * same start sort after extent items) */
+	int pos = 0, nr = (int)btk_le32(((struct btk_header *)buf)->nritems);
+	while (!ret && pos < nr) {
+		struct btk_key k;
+		btk_disk_to_key(&item_at(buf, pos)->key, &k);
+		if (btk_key_cmp(&k, &key) > 0)
+			break;
+		pos++;
+	}
+	if (!ret)
+		ret = leaf_insert(fs, buf, pos, &key, item, sizeof(item));
+	if (!ret)
+		ret = write_block(fs, t.bytenr, buf);
+	free(buf);
+	if (!ret)
+		printf("%s: block %llu slot %d: inserted EXTENT_ITEM (%llu %u %llu)\n", n,
+		       (unsigned long long)t.bytenr, pos, (unsigned long long)key.objectid,
+		       key.type, (unsigned long long)key.offset);
+	return ret;
+}
+
+static int k_nodatasum(struct btk_fs *fs, const char *n)
+{
+	/* a checksummed file claims NODATASUM: its checksums become forbidden */
+	struct want w = {.type = BTRFS_INODE_ITEM_KEY,
+			 .regular = true,
+			 .file_extent_type = -1,
+			 .min_nbytes = 65536};
+	struct btk_key from = {257, 0, 0};
+	return k_simple(fs, n, fs_tree, &w, &from, OP_ADD, offsetof(struct btrfs_inode_item, flags),
+			8, 1);
+}
+
+static bool match_meta(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+		       int slot, void *arg)
+{
+	uint64_t *nth = arg;
+
+	(void)fs, (void)p, (void)sz, (void)slot;
+	if (k->type != BTRFS_METADATA_ITEM_KEY &&
+	    !(k->type == BTRFS_EXTENT_ITEM_KEY && sz >= sizeof(struct btrfs_extent_item) &&
+	      (BTK_GET(struct btrfs_extent_item, p, flags) & BTRFS_EXTENT_FLAG_TREE_BLOCK)))
+		return false;
+	return (*nth)-- == 0;
+}
+
+/* Random damage for robustness runs (not a semantic case): CORRUPT_SEED picks a tree block
+ * and 1-8 bytes after its header to overwrite; the checksum is fixed so the damage is read. */
+static int k_fuzz(struct btk_fs *fs, const char *n)
+{
+	const char *env = getenv("CORRUPT_SEED");
+	uint64_t seed = env ? strtoull(env, NULL, 0) : 1, count = 0, nth;
+	struct target t;
+	int ret;
+
+	srandom((unsigned)seed);
+	nth = UINT64_MAX; /* count the tree blocks first */
+	find_item(fs, BTRFS_EXTENT_TREE_OBJECTID, NULL, match_meta, &nth, &t);
+	count = UINT64_MAX - nth;
+	if (!count)
+		return -ENOENT;
+	nth = (uint64_t)random() % count;
+	ret = find_item(fs, BTRFS_EXTENT_TREE_OBJECTID, NULL, match_meta, &nth, &t);
+	if (ret)
+		return ret;
+	uint64_t bytenr = t.key.objectid;
+	uint8_t *buf = malloc(fs->nodesize);
+	if (!buf)
+		return -ENOMEM;
+	ret = btk_read_logical(fs, bytenr, buf, fs->nodesize);
+	int nbytes = 1 + (int)(random() % 8);
+	for (int i = 0; !ret && i < nbytes; i++) {
+		/* half the time aim at the item headers / key pointers, where damage is subtle */
+		uint32_t span = random() % 2 ? 25 * 8 : fs->nodesize - sizeof(struct btk_header);
+		uint32_t off = sizeof(struct btk_header) + (uint32_t)random() % span;
+		buf[off] = (uint8_t)random();
+	}
+	if (!ret)
+		ret = write_block(fs, bytenr, buf);
+	free(buf);
+	if (!ret)
+		printf("%s: seed %llu: %d bytes of tree block %llu overwritten\n", n,
+		       (unsigned long long)seed, nbytes, (unsigned long long)bytenr);
+	return ret;
+}
+
+struct cache_pick {
+	int nth;
+	uint64_t ino, gen;
+};
+
+static bool match_cache_hdr(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
+			    uint32_t sz, int slot, void *arg)
+{
+	struct cache_pick *c = arg;
+
+	(void)fs, (void)slot;
+	if (k->objectid != BTRFS_FREE_SPACE_OBJECTID || k->type != 0 ||
+	    sz < sizeof(struct btrfs_free_space_header) ||
+	    !BTK_GET(struct btrfs_free_space_header, p, num_entries) ||
+	    BTK_GET(struct btrfs_free_space_header, p, num_bitmaps) || c->nth-- > 0)
+		return false;
+	struct btk_key loc;
+	btk_disk_to_key((const struct btk_disk_key *)p, &loc);
+	c->ino = loc.objectid;
+	c->gen = BTK_GET(struct btrfs_free_space_header, p, generation);
+	return true;
+}
+
+static bool match_ino_item(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
+			   uint32_t sz, int slot, void *arg)
+{
+	(void)fs, (void)p, (void)slot;
+	return k->objectid == *(uint64_t *)arg && k->type == BTRFS_INODE_ITEM_KEY &&
+	       sz >= sizeof(struct btrfs_inode_item);
+}
+
+static bool match_ino_extent(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
+			     uint32_t sz, int slot, void *arg)
+{
+	(void)fs, (void)p, (void)slot;
+	return k->objectid == *(uint64_t *)arg && k->type == BTRFS_EXTENT_DATA_KEY &&
+	       k->offset == 0 && sz >= sizeof(struct btrfs_file_extent_item);
+}
+
+/* Item data of target t, copied (size bytes at most). */
+static int item_copy(struct btk_fs *fs, const struct target *t, void *out, size_t size)
+{
+	struct btk_block *b;
+	int ret = btk_block_read(fs, t->bytenr, NULL, &b);
+
+	if (ret)
+		return ret;
+	uint32_t sz = btk_leaf_size(b, t->slot);
+	memcpy(out, btk_leaf_data(b, t->slot), sz < size ? sz : size);
+	btk_block_put(b);
+	return 0;
+}
+
+/* The first entry of a v1 space cache moves one sector up; the page checksum is recomputed
+ * and the amount of free space kept, so that the kernel would trust (and misuse) the cache.
+ * Takes the first cache the kernel would load (generations agree, page 0 on disk). */
+static int k_cache_entry(struct btk_fs *fs, const char *n)
+{
+	uint8_t ii[sizeof(struct btrfs_inode_item)], fe[sizeof(struct btrfs_file_extent_item)];
+	uint8_t page[4096];
+	uint64_t disk = 0, pages = 0;
+	struct cache_pick pick;
+	struct target t;
+	int ret;
+
+	for (int nth = 0;; nth++) {
+		pick = (struct cache_pick){.nth = nth};
+		ret = find_item(fs, BTRFS_ROOT_TREE_OBJECTID, NULL, match_cache_hdr, &pick, &t);
+		if (ret)
+			return ret;
+		if (find_item(fs, BTRFS_ROOT_TREE_OBJECTID, NULL, match_ino_item, &pick.ino, &t) ||
+		    item_copy(fs, &t, ii, sizeof(ii)) ||
+		    BTK_GET(struct btrfs_inode_item, ii, generation) != pick.gen)
+			continue;
+		pages = BTK_GET(struct btrfs_inode_item, ii, size) / sizeof(page);
+		if (!pages || pages * 4 + 8 + 17 > sizeof(page) ||
+		    find_item(fs, BTRFS_ROOT_TREE_OBJECTID, NULL, match_ino_extent, &pick.ino,
+			      &t) ||
+		    item_copy(fs, &t, fe, sizeof(fe)) ||
+		    BTK_GET(struct btrfs_file_extent_item, fe, type) != BTRFS_FILE_EXTENT_REG ||
+		    BTK_GET(struct btrfs_file_extent_item, fe, num_bytes) < sizeof(page))
+			continue;
+		disk = BTK_GET(struct btrfs_file_extent_item, fe, disk_bytenr) +
+		       BTK_GET(struct btrfs_file_extent_item, fe, offset);
+		break;
+	}
+	ret = btk_read_logical(fs, disk, page, sizeof(page));
+	if (ret)
+		return ret;
+	uint8_t *entry = page + pages * 4 + 8;
+	/* same amount of free space, one sector later: the kernel checks only the amount */
+	btk_put64(entry, btk_le64(entry) + fs->sectorsize);
+	uint32_t off = (uint32_t)pages * 4;
+	btk_put32(page, ~btk_crc32c(~0U, page + off, sizeof(page) - off));
+	struct btk_phys ph[8];
+	int cnt = 0;
+	ret = btk_map_logical(fs, disk, ph, 8, &cnt, NULL);
+	for (int i = 0; !ret && i < cnt; i++)
+		if (ph[i].dev)
+			ret = btk_dev_write(ph[i].dev, page, sizeof(page), ph[i].physical);
+	if (!ret)
+		printf("%s: cache inode %llu: first entry moved to [%llu, +%llu)\n", n,
+		       (unsigned long long)pick.ino, (unsigned long long)btk_le64(entry),
+		       (unsigned long long)btk_le64(entry + 8));
+	return ret;
+}
+
+static const struct kind kinds[] = {
+    {"nlink", "a regular file's nlink + 1", k_nlink},
+    {"nbytes", "a regular file's nbytes + 4096", k_nbytes},
+    {"dir-isize", "a directory's size + 2", k_dir_isize},
+    {"dir-index", "delete a DIR_INDEX item", k_dir_index},
+    {"name-hash", "a DIR_ITEM key offset (name hash) + 1", k_name_hash},
+    {"inline-ram", "an inline extent's ram_bytes + 1", k_inline_ram},
+    {"file-overlap", "move a file extent back one sector over its predecessor", k_overlap},
+    {"extent-refs", "a data extent item's refs + 1", k_extent_refs},
+    {"meta-refs", "a tree block's METADATA_ITEM refs + 1", k_extra_ref},
+    {"backref", "a data extent's inline ref names another inode", k_backref},
+    {"bg-used", "a block group's used + 4096", k_bg_used},
+    {"free-space", "a free space extent 4096 shorter", k_free_space},
+    {"csum", "delete a csum item", k_csum},
+    {"root-backref", "a ROOT_BACKREF's sequence + 7", k_root_backref},
+    {"root-orphan", "a subvolume's root item refs 0 without orphan item", k_root_orphan},
+    {"dev-extent", "device item total_bytes below its last dev extent", k_dev_extent},
+    {"super-devs", "superblock num_devices + 1", k_super_devs},
+    {"node-key", "an fs tree node pointer's key differs from its child's first key", k_node_key},
+    {"data", "flip one checksummed data byte on the first copy", k_data},
+    {"uuid", "a uuid tree entry names a subvolume that does not exist", k_uuid},
+    {"qgroup", "a qgroup's referenced bytes + 4096", k_qgroup},
+    {"cache-mode", "a v1 space cache inode's mode becomes a directory's", k_cache_mode},
+    {"extra-extent", "insert a data extent item that nothing uses", k_extra_extent},
+    {"nodatasum", "a checksummed file gets the NODATASUM flag", k_nodatasum},
+    {"fuzz", "overwrite random bytes of a random tree block (CORRUPT_SEED)", k_fuzz},
+    {"cache-entry", "a v1 space cache entry moved one sector (page checksum fixed)", k_cache_entry},
+};
+
+int main(int argc, char **argv)
+{
+	const size_t nk = sizeof(kinds) / sizeof(kinds[0]);
+	struct btk_open_opts oo = {.write = true, .no_scan = true, .super_mirror = -1};
+	struct btk_fs *fs;
+	int ret;
+
+	if (argc == 2 && !strcmp(argv[1], "--list")) {
+		for (size_t i = 0; i < nk; i++)
+			printf("%-14s %s\n", kinds[i].name, kinds[i].help);
+		return 0;
+	}
+	if (argc > 3 && !strcmp(argv[1], "-t")) {
+		fs_tree = strtoull(argv[2], NULL, 0);
+		argv += 2;
+		argc -= 2;
+	}
+	if (argc < 3) {
+		fprintf(stderr, "usage: corrupt [-t SUBVOL_ID] KIND IMG...   (corrupt --list)\n");
+		return 2;
+	}
+	const struct kind *k = NULL;
+	for (size_t i = 0; i < nk; i++)
+		if (!strcmp(kinds[i].name, argv[1]))
+			k = &kinds[i];
+	if (!k) {
+		fprintf(stderr, "corrupt: unknown kind %s\n", argv[1]);
+		return 2;
+	}
+	ret = btk_fs_open((const char *const *)argv + 2, argc - 2, &oo, &fs);
+	if (ret) {
+		fprintf(stderr, "corrupt: cannot open %s: %s\n", argv[2], btk_errmsg());
+		return 1;
+	}
+	ret = k->run(fs, k->name);
+	if (!ret)
+		for (int i = 0; i < fs->ndevs; i++)
+			if (fs->devs[i].dev)
+				btk_dev_flush(fs->devs[i].dev);
+	btk_fs_close(fs);
+	if (ret) {
+		fprintf(stderr, "corrupt: %s: %s (%s)\n", k->name, strerror(-ret), btk_errmsg());
+		return 1;
+	}
+	return 0;
+}
