@@ -29,7 +29,7 @@ struct btk_block_cache *btk_cache_new(uint64_t budget_bytes)
 		free(c);
 		return NULL;
 	}
-	c->budget = budget_bytes ? budget_bytes : 256ULL << 20;
+	c->budget = budget_bytes ? budget_bytes : 64ULL << 20;
 	c->lru.lru_next = c->lru.lru_prev = &c->lru;
 	return c;
 }

@@ -41,19 +41,45 @@ static int seen_add(struct seen *s, uint64_t x)
 	return 0;
 }
 
-/* Asks the kernel to start reading every child of a level-1 node: leaves are then read from
- * the page cache in one sweep instead of one synchronous read each. */
+static int cmp_phys(const void *a, const void *b)
+{
+	const struct btk_phys *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return x->physical < y->physical ? -1 : x->physical > y->physical;
+}
+
+/* Asks the kernel to start reading every child of a level-1 node, in as few calls as the
+ * layout allows (children written together lie together): leaves are then read from the page
+ * cache in one sweep instead of one synchronous read each. */
 static void prefetch_children(struct btk_fs *fs, const struct btk_block *b)
 {
-	uint32_t n = btk_block_nritems(b);
+	uint32_t n = btk_block_nritems(b), m = 0;
+	struct btk_phys *v = malloc(n * sizeof(*v));
 
+	if (!v)
+		return;
 	for (uint32_t i = 0; i < n; i++) {
-		struct btk_phys ph;
 		int cnt;
-		if (!btk_map_logical(fs, btk_node_blockptr(b, (int)i), &ph, 1, &cnt, NULL) && cnt &&
-		    ph.dev)
-			btk_dev_prefetch(ph.dev, ph.physical, fs->nodesize);
+		if (!btk_map_logical(fs, btk_node_blockptr(b, (int)i), &v[m], 1, &cnt, NULL) &&
+		    cnt && v[m].dev)
+			m++;
 	}
+	qsort(v, m, sizeof(*v), cmp_phys);
+	for (uint32_t i = 0; i < m;) {
+		uint32_t j = i + 1;
+		uint64_t end = v[i].physical + fs->nodesize;
+		while (j < m && v[j].dev == v[i].dev && v[j].physical <= end + fs->nodesize &&
+		       v[j].physical >= v[i].physical) {
+			if (v[j].physical + fs->nodesize > end)
+				end = v[j].physical + fs->nodesize;
+			j++;
+		}
+		btk_dev_prefetch(v[i].dev, v[i].physical, end - v[i].physical);
+		i = j;
+	}
+	free(v);
 }
 
 struct frame {
@@ -145,11 +171,9 @@ int btk_for_each_root(struct btk_fs *fs, int (*fn)(void *ctx, const struct btk_r
 	struct btk_key k = {0, BTRFS_ROOT_ITEM_KEY, 0};
 	int ret, stop = 0;
 
-	btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
-	if ((ret = fn(ctx, &rt)))
+	if ((ret = btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt)) || (ret = fn(ctx, &rt)))
 		return ret;
-	btk_root_find(fs, BTRFS_CHUNK_TREE_OBJECTID, &r);
-	if ((ret = fn(ctx, &r)))
+	if ((ret = btk_root_find(fs, BTRFS_CHUNK_TREE_OBJECTID, &r)) || (ret = fn(ctx, &r)))
 		return ret;
 	btk_path_init(&p);
 	for (ret = btk_search_ge(fs, &rt, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
