@@ -6,33 +6,6 @@
 
 load helpers
 
-corpus_src() {
-	local d
-	for d in "$BTK_ROOT/../shared/corpus/btrfs-progs-fsck" \
-		"$(git -C "$BTK_ROOT" rev-parse --show-toplevel 2>/dev/null)/../shared/corpus/btrfs-progs-fsck"; do
-		[ -f "$d/MANIFEST.tsv" ] && {
-			echo "$d"
-			return 0
-		}
-	done
-	return 1
-}
-
-# unpack once per run: sparse, then extended to raw_size (see the corpus README)
-corpus_unpack() {
-	local src=$1 dst=$BTK_TEST_TMP/corpus name size
-	mkdir -p "$dst"
-	(
-		flock 9
-		[ -e "$dst/.done" ] && exit 0
-		tail -n +2 "$src/MANIFEST.tsv" | cut -f1,4 | while IFS=$'\t' read -r name size; do
-			xz -dc "$src/$name.raw.xz" | cp --sparse=always /dev/stdin "$dst/$name.raw"
-			truncate -s "$size" "$dst/$name.raw"
-		done
-		touch "$dst/.done"
-	) 9>"$dst/.lock"
-	echo "$dst"
-}
 
 # base images for crafted defects: made without root by mkfs.btrfs --rootdir, 4K nodes so
 # the fs tree has internal nodes; single metadata so a defect has no healthy copy

@@ -9,34 +9,12 @@ load helpers
 
 FSCK=$BTK_BUILD/bin/btk-fsck
 
-corpus_src() {
-	local d
-	for d in "$BTK_ROOT/../shared/corpus/btrfs-progs-fsck" \
-		"$(git -C "$BTK_ROOT" rev-parse --show-toplevel 2>/dev/null)/../shared/corpus/btrfs-progs-fsck"; do
-		[ -f "$d/MANIFEST.tsv" ] && {
-			echo "$d"
-			return 0
-		}
-	done
-	return 1
-}
-
-# unpack once per run (shared with corpus.bats): sparse, then extended to raw_size
+# unpack once per run (shared with the other corpus tests)
 corpus_dir() {
-	local src dst=$BTK_TEST_TMP/corpus name size
+	local src
 	src=$(corpus_src) || skip "corpus not found (../shared/corpus/btrfs-progs-fsck)"
-	mkdir -p "$dst"
-	(
-		flock 9
-		[ -e "$dst/.done" ] && exit 0
-		tail -n +2 "$src/MANIFEST.tsv" | cut -f1,4 | while IFS=$'\t' read -r name size; do
-			xz -dc "$src/$name.raw.xz" | cp --sparse=always /dev/stdin "$dst/$name.raw"
-			truncate -s "$size" "$dst/$name.raw"
-		done
-		touch "$dst/.done"
-	) 9>"$dst/.lock"
 	CORPUS_SRC=$src
-	CORPUS=$dst
+	CORPUS=$(corpus_unpack "$src")
 }
 
 # verdict NAME: run btk-fsck on a scratch copy; sets VERDICT clean|corrupt|crash

@@ -111,3 +111,34 @@ oracle_image() {
 		return 1
 	}
 }
+
+# The btrfs-progs corpus beside the repository (CI has shared/ next to its clone); prints its
+# folder, or fails when it is not there.
+corpus_src() {
+	local d
+	for d in "$BTK_ROOT/../shared/corpus/btrfs-progs-fsck" \
+		"$(git -C "$BTK_ROOT" rev-parse --show-toplevel 2>/dev/null)/../shared/corpus/btrfs-progs-fsck"; do
+		[ -f "$d/MANIFEST.tsv" ] && {
+			echo "$d"
+			return 0
+		}
+	done
+	return 1
+}
+
+# Unpacks the corpus at SRC once per run into $BTK_TEST_TMP/corpus, as its README says (sparse,
+# then extended to raw_size); prints the folder. Safe when several test files race for it.
+corpus_unpack() {
+	local src=$1 dst=$BTK_TEST_TMP/corpus name size
+	mkdir -p "$dst"
+	(
+		flock 9
+		[ -e "$dst/.done" ] && exit 0
+		tail -n +2 "$src/MANIFEST.tsv" | cut -f1,4 | while IFS=$'\t' read -r name size; do
+			xz -dc "$src/$name.raw.xz" | cp --sparse=always /dev/stdin "$dst/$name.raw"
+			truncate -s "$size" "$dst/$name.raw"
+		done
+		touch "$dst/.done"
+	) 9>"$dst/.lock"
+	echo "$dst"
+}

@@ -8,24 +8,9 @@ load helpers
 OWNER=$BTK_BUILD/bin/btk-owner
 
 corpus_dir() {
-	local d src=""
-	for d in "$BTK_ROOT/../shared/corpus/btrfs-progs-fsck" \
-		"$(git -C "$BTK_ROOT" rev-parse --show-toplevel 2>/dev/null)/../shared/corpus/btrfs-progs-fsck"; do
-		[ -f "$d/MANIFEST.tsv" ] && src=$d && break
-	done
-	[ -n "$src" ] || return 1
-	local dst=$BTK_TEST_TMP/corpus name size
-	mkdir -p "$dst"
-	(
-		flock 9
-		[ -e "$dst/.done" ] && exit 0
-		tail -n +2 "$src/MANIFEST.tsv" | cut -f1,4 | while IFS=$'\t' read -r name size; do
-			xz -dc "$src/$name.raw.xz" | cp --sparse=always /dev/stdin "$dst/$name.raw"
-			truncate -s "$size" "$dst/$name.raw"
-		done
-		touch "$dst/.done"
-	) 9>"$dst/.lock"
-	echo "$dst"
+	local src
+	src=$(corpus_src) || return 1
+	corpus_unpack "$src"
 }
 
 # every 64 KiB of the first 96 MiB: tree blocks, data, free space and holes between chunks
