@@ -6,12 +6,6 @@
 
 #include <errno.h>
 
-static void put_time(uint8_t *p, const struct btk_time *tm)
-{
-	btk_put64(p + offsetof(struct btrfs_timespec, sec), tm->sec);
-	btk_put32(p + offsetof(struct btrfs_timespec, nsec), tm->nsec);
-}
-
 static int root_refs(struct btk_trans *t, const struct btk_subvol_new *s)
 {
 	uint8_t buf[sizeof(struct btrfs_root_ref) + BTK_NAME_MAX];
@@ -66,8 +60,8 @@ int btk_subvol_create(struct btk_trans *t, const struct btk_subvol_new *s,
 	BTK_PUT(struct btrfs_root_item, ri, ctransid, btk_trans_id(t));
 	BTK_PUT(struct btrfs_root_item, ri, otransid, btk_trans_id(t));
 	memcpy(ri->uuid, s->uuid, 16);
-	put_time((uint8_t *)&ri->ctime, &a->ctime);
-	put_time((uint8_t *)&ri->otime, &a->otime);
+	btk_put_time((uint8_t *)&ri->ctime, &a->ctime);
+	btk_put_time((uint8_t *)&ri->otime, &a->otime);
 	if ((ret = btk_dir_link(t, s->parent, s->dir, s->name, s->name_len, &loc, BTRFS_FT_DIR,
 				s->index)))
 		return ret;

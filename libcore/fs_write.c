@@ -29,10 +29,26 @@ static uint64_t extref_hash(uint64_t parent, const char *name, size_t len)
 	return btk_crc32c((uint32_t)parent, name, len);
 }
 
-static void put_time(uint8_t *item, size_t off, const struct btk_time *tm)
+void btk_put_time(uint8_t *p, const struct btk_time *tm)
 {
-	btk_put64(item + off + offsetof(struct btrfs_timespec, sec), tm->sec);
-	btk_put32(item + off + offsetof(struct btrfs_timespec, nsec), tm->nsec);
+	btk_put64(p + offsetof(struct btrfs_timespec, sec), tm->sec);
+	btk_put32(p + offsetof(struct btrfs_timespec, nsec), tm->nsec);
+}
+
+/* Fields an inode takes from its source: owner, mode, device, flags, times. */
+static void put_attr(uint8_t *it, const struct btk_inode_attr *a)
+{
+	typedef struct btrfs_inode_item I;
+
+	BTK_PUT(I, it, uid, a->uid);
+	BTK_PUT(I, it, gid, a->gid);
+	BTK_PUT(I, it, mode, a->mode);
+	BTK_PUT(I, it, rdev, a->rdev);
+	BTK_PUT(I, it, flags, a->flags);
+	btk_put_time(it + offsetof(I, atime), &a->atime);
+	btk_put_time(it + offsetof(I, ctime), &a->ctime);
+	btk_put_time(it + offsetof(I, mtime), &a->mtime);
+	btk_put_time(it + offsetof(I, otime), &a->otime);
 }
 
 int btk_inode_create(struct btk_trans *t, uint64_t root, uint64_t ino,
@@ -47,15 +63,7 @@ int btk_inode_create(struct btk_trans *t, uint64_t root, uint64_t ino,
 	BTK_PUT(I, it, size, a->size);
 	BTK_PUT(I, it, nbytes, a->nbytes);
 	BTK_PUT(I, it, nlink, a->nlink);
-	BTK_PUT(I, it, uid, a->uid);
-	BTK_PUT(I, it, gid, a->gid);
-	BTK_PUT(I, it, mode, a->mode);
-	BTK_PUT(I, it, rdev, a->rdev);
-	BTK_PUT(I, it, flags, a->flags);
-	put_time(it, offsetof(I, atime), &a->atime);
-	put_time(it, offsetof(I, ctime), &a->ctime);
-	put_time(it, offsetof(I, mtime), &a->mtime);
-	put_time(it, offsetof(I, otime), &a->otime);
+	put_attr(it, a);
 	return btk_item_insert(t, root, &k, it, sizeof(it));
 }
 
@@ -370,24 +378,14 @@ int btk_csum_compute(const struct btk_fs *fs, const uint8_t *data, uint64_t len,
 int btk_inode_set_attr(struct btk_trans *t, uint64_t root, uint64_t ino,
 		       const struct btk_inode_attr *a)
 {
-	typedef struct btrfs_inode_item I;
 	struct btk_path p;
 	uint8_t *it;
 	int ret;
 
 	btk_path_init(&p);
 	ret = inode_item(t, root, ino, &p, &it);
-	if (!ret) {
-		BTK_PUT(I, it, uid, a->uid);
-		BTK_PUT(I, it, gid, a->gid);
-		BTK_PUT(I, it, mode, a->mode);
-		BTK_PUT(I, it, rdev, a->rdev);
-		BTK_PUT(I, it, flags, a->flags);
-		put_time(it, offsetof(I, atime), &a->atime);
-		put_time(it, offsetof(I, ctime), &a->ctime);
-		put_time(it, offsetof(I, mtime), &a->mtime);
-		put_time(it, offsetof(I, otime), &a->otime);
-	}
+	if (!ret)
+		put_attr(it, a);
 	btk_wpath_release(&p);
 	return ret;
 }

@@ -20,6 +20,9 @@ struct btk_time {
 	uint32_t nsec;
 };
 
+/* Stores a time as a struct btrfs_timespec at p. */
+void btk_put_time(uint8_t *p, const struct btk_time *tm);
+
 struct btk_inode_attr {
 	uint32_t mode, uid, gid, nlink;
 	uint64_t rdev, size, nbytes, flags, generation;
