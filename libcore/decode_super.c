@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <stdio.h>
 
+#include "csum.h"
 #include "decode_int.h"
 
 #define SB     struct btk_super
@@ -90,10 +91,8 @@ static const char *incompat(uint64_t v, char *b, size_t l)
 
 static const char *csum_name(uint64_t v, char *buf, size_t len)
 {
-	static const char *const names[] = {"crc32c", "xxhash64", "sha256", "blake2b"};
-
-	if (v < 4)
-		return names[v];
+	if (v < 4 && btk_csum_name((int)v))
+		return btk_csum_name((int)v);
 	snprintf(buf, len, "INVALID");
 	return buf;
 }
