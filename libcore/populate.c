@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #define MAX_EXTENT	(128ULL << 20) /* the kernel's largest data extent */
+#define PIECE		(1ULL << 20)   /* file data is read and written in pieces of this */
 #define XATTR_LIST_MAX_ 65536
 
 struct pop {
@@ -141,54 +142,108 @@ static int read_full(int fd, uint8_t *buf, size_t len, uint64_t off, const char 
 	return 0;
 }
 
-/* Stores file data from off as one extent: up to len bytes (len is a sector multiple except
- * at EOF); a fragmented data space may take less, *used tells how much. */
+/* Records one data extent's file extent item and statistics. */
+static int add_extent_item(struct pop *p, uint64_t ino, uint64_t off, uint64_t bytenr,
+			   uint64_t disk, uint64_t ram, bool compressed, uint64_t *nbytes)
+{
+	struct btk_file_extent fe = {.file_offset = off,
+				     .type = BTRFS_FILE_EXTENT_REG,
+				     .compression = compressed ? (uint8_t)p->o->compress : 0,
+				     .disk_bytenr = bytenr,
+				     .disk_num_bytes = disk,
+				     .num_bytes = ram,
+				     .ram_bytes = ram};
+
+	*nbytes += ram;
+	p->st->extents++;
+	p->st->compressed_extents += compressed;
+	return btk_file_extent_insert(p->t, p->root, ino, &fe);
+}
+
+static int csum_piece(struct pop *p, const uint8_t *data, uint64_t len, uint64_t at)
+{
+	if (p->flags & BTK_INODE_NODATASUM)
+		return 0;
+	return btk_csum_compute(p->fs, data, len,
+				p->sums + at / p->fs->sectorsize * (uint64_t)p->fs->csum_size);
+}
+
+static int insert_sums(struct pop *p, uint64_t bytenr, uint64_t len)
+{
+	if (p->flags & BTK_INODE_NODATASUM)
+		return 0;
+	return btk_csum_insert_sums(p->t, bytenr, p->sums, len / p->fs->sectorsize);
+}
+
+/* Compresses [off, off+len) (len <= 128 KiB) into one extent; *used 0 when it does not
+ * shrink, and the caller stores it plainly. */
+static int write_compressed(struct pop *p, int fd, uint64_t ino, uint64_t off, uint64_t len,
+			    uint64_t *nbytes, uint64_t *used)
+{
+	uint32_t ss = p->fs->sectorsize;
+	uint64_t alen = (len + ss - 1) / ss * ss, disk, bytenr, got;
+	long z;
+	int ret;
+
+	*used = 0;
+	if ((ret = read_full(fd, p->buf, len, off, p->path)))
+		return ret;
+	z = btk_compress(p->o->compress, p->o->compress_level, ss, p->buf, len, p->zbuf,
+			 BTK_MAX_COMPRESSED_IN);
+	if (z <= 0)
+		return 0;
+	disk = ((uint64_t)z + ss - 1) / ss * ss;
+	memset(p->zbuf + z, 0, disk - (uint64_t)z);
+	if ((ret = btk_data_extent_alloc(p->t, disk, disk, p->root, ino, off, &bytenr, &got)) ||
+	    (ret = btk_write_logical(p->fs, bytenr, p->zbuf, disk)) ||
+	    (ret = csum_piece(p, p->zbuf, disk, 0)) || (ret = insert_sums(p, bytenr, disk)))
+		return ret;
+	*used = len;
+	p->st->data_bytes += len;
+	return add_extent_item(p, ino, off, bytenr, disk, alen, true, nbytes);
+}
+
+/* Stores file data from off as one plain extent of up to len bytes (a sector multiple except
+ * at EOF), streamed through a small buffer; a fragmented data space may take less, *used
+ * tells how much. */
+static int write_plain(struct pop *p, int fd, uint64_t ino, uint64_t off, uint64_t len,
+		       uint64_t *nbytes, uint64_t *used)
+{
+	uint32_t ss = p->fs->sectorsize;
+	uint64_t alen = (len + ss - 1) / ss * ss, bytenr, got, keep;
+	int ret = btk_data_extent_alloc(p->t, alen, ss, p->root, ino, off, &bytenr, &got);
+
+	if (ret)
+		return ret;
+	keep = got < len ? got : len;
+	for (uint64_t done = 0; done < got && !ret; done += PIECE) {
+		uint64_t n = got - done < PIECE ? got - done : PIECE;
+		uint64_t fb = keep > done ? (keep - done < n ? keep - done : n) : 0;
+		ret = read_full(fd, p->buf, fb, off + done, p->path);
+		memset(p->buf + fb, 0, n - fb);
+		if (!ret)
+			ret = btk_write_logical(p->fs, bytenr + done, p->buf, n);
+		if (!ret)
+			ret = csum_piece(p, p->buf, n, done);
+	}
+	if (ret || (ret = insert_sums(p, bytenr, got)))
+		return ret;
+	*used = keep;
+	p->st->data_bytes += keep;
+	return add_extent_item(p, ino, off, bytenr, got, got, false, nbytes);
+}
+
 static int write_extent(struct pop *p, int fd, uint64_t ino, uint64_t off, uint64_t len,
 			uint64_t *nbytes, uint64_t *used)
 {
-	uint32_t ss = p->fs->sectorsize;
-	uint64_t alen = (len + ss - 1) / ss * ss, disk = alen, min = ss, bytenr, got;
-	struct btk_file_extent fe = {0};
-	const uint8_t *data = p->buf;
-	long z = -1;
 	int ret;
 
-	if ((ret = read_full(fd, p->buf, len, off, p->path)))
-		return ret;
-	memset(p->buf + len, 0, alen - len);
 	if (p->o->compress && !(p->flags & (BTK_INODE_NOCOMPRESS | BTK_INODE_NODATACOW))) {
-		z = btk_compress(p->o->compress, p->o->compress_level, ss, p->buf, len, p->zbuf,
-				 BTK_MAX_COMPRESSED_IN);
-		if (z > 0) {
-			disk = min = ((uint64_t)z + ss - 1) / ss * ss;
-			memset(p->zbuf + z, 0, disk - (uint64_t)z);
-			data = p->zbuf;
-		}
+		ret = write_compressed(p, fd, ino, off, len, nbytes, used);
+		if (ret || *used)
+			return ret;
 	}
-	ret = btk_data_extent_alloc(p->t, disk, min, p->root, ino, off, &bytenr, &got);
-	if (ret)
-		return ret;
-	if (z <= 0)
-		alen = disk = got;
-	ret = btk_write_logical(p->fs, bytenr, data, disk);
-	if (!ret && !(p->flags & BTK_INODE_NODATASUM) &&
-	    !(ret = btk_csum_compute(p->fs, data, disk, p->sums)))
-		ret = btk_csum_insert_sums(p->t, bytenr, p->sums, disk / ss);
-	if (ret)
-		return ret;
-	fe.file_offset = off;
-	fe.type = BTRFS_FILE_EXTENT_REG;
-	fe.compression = z > 0 ? (uint8_t)p->o->compress : 0;
-	fe.disk_bytenr = bytenr;
-	fe.disk_num_bytes = disk;
-	fe.num_bytes = alen;
-	fe.ram_bytes = alen;
-	*nbytes += alen;
-	*used = alen < len ? alen : len;
-	p->st->extents++;
-	p->st->compressed_extents += z > 0;
-	p->st->data_bytes += *used;
-	return btk_file_extent_insert(p->t, p->root, ino, &fe);
+	return write_plain(p, fd, ino, off, len, nbytes, used);
 }
 
 static int write_hole(struct pop *p, uint64_t ino, uint64_t off, uint64_t len)
@@ -478,7 +533,7 @@ int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,
 	p.no_holes = btk_le64(t->fs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
 	p.max_inline = o->max_inline ? o->max_inline : 2048;
 	p.dir_index = malloc(src->nnodes * sizeof(*p.dir_index));
-	p.buf = malloc(MAX_EXTENT + t->fs->sectorsize);
+	p.buf = malloc(PIECE + t->fs->sectorsize);
 	p.zbuf = malloc(BTK_MAX_COMPRESSED_IN + t->fs->sectorsize);
 	p.sums = malloc(maxsums);
 	if (p.dir_index && p.buf && p.zbuf && p.sums) {
