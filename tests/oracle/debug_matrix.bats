@@ -76,7 +76,11 @@ EOF
 }
 
 @test "matrix: single device, DUP metadata, crc32c, 16K nodes, rich content" {
-	matrix_case rich-default "INODE_EXTREF;shared data backref;EXTENT_DATA_REF;FREE_SPACE_BITMAP;UUID_KEY_RECEIVED_SUBVOL;QGROUP_RELATION;compression 3 \(zstd\);prealloc data;XATTR_ITEM;type SYMLINK;type FIFO;FULL_BACKREF" -C rich
+	# Keyed EXTENT_DATA_REF items are not asked for here: the paused balance of the rich
+	# content may relocate the fan-out extent, which turns its refs into shared ones (kernel
+	# timing). Keyed data refs are compared with dump-tree on the corpus image
+	# 020-extent-ref-cases__keyed_data_ref (tests/bats/debug.bats).
+	matrix_case rich-default "INODE_EXTREF;shared data backref;FREE_SPACE_BITMAP;UUID_KEY_RECEIVED_SUBVOL;QGROUP_RELATION;compression 3 \(zstd\);prealloc data;XATTR_ITEM;type SYMLINK;type FIFO;FULL_BACKREF" -C rich
 }
 
 @test "matrix: xxhash, 4K nodes, no no-holes (explicit holes), rich content" {
