@@ -320,6 +320,7 @@ int btk_alloc_tree_block(struct btk_trans *t, uint64_t owner, int level, uint64_
 	if (btk_rs_remove(&bg->free, *bytenr, ns))
 		return -ENOMEM;
 	bg->dirty = true;
+	w->dirtied += ns;
 	root_used(w, owner, ns);
 	op.bytenr = *bytenr;
 	op.num_bytes = ns;

@@ -308,9 +308,14 @@ static int cow_block(struct btk_trans *t, struct btk_wroot *wr, struct btk_path 
 	uint64_t gen = btk_block_generation(b), bytenr;
 	int ret;
 
-	if (gen == t->transid && b->dirty &&
-	    !btk_rs_overlaps(&t->w->snap_shared, b->bytenr, t->fs->nodesize))
+	/* A block of this transaction is changed in place, also after a writeback wrote it:
+	 * no committed root points at it. */
+	if (gen == t->transid && !btk_rs_overlaps(&t->w->snap_shared, b->bytenr, t->fs->nodesize)) {
+		if (!b->dirty)
+			t->w->dirtied += t->fs->nodesize;
+		b->dirty = true;
 		return 0;
+	}
 	if (gen > t->transid)
 		return btk_err(EUCLEAN,
 			       "tree block %llu has generation %llu after transaction %llu",

@@ -91,6 +91,7 @@ struct btk_wfs {
 	uint64_t *new_chunks; /* logical starts of chunks whose items are still to be written */
 	int nnew_chunks;
 	uint64_t mods; /* counts tree modifications, so commit rounds know when to stop */
+	uint64_t dirtied; /* bytes of tree blocks made dirty since the last writeback */
 	bool in_chunk_alloc;
 	/* blocks of this transaction that a snapshot taken in it now shares: copied again
 	 * before any change, and their space is not reused when the source lets go */

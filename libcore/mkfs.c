@@ -631,7 +631,7 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 		make_uuid(fs, pl.derive_uuids, "device", fs->devs[i].devid, fs->devs[i].uuid);
 	if (!ret) {
 		init_super(o, &pl, fs);
-		fs->cache = btk_cache_new(256ULL << 20);
+		fs->cache = btk_cache_new((uint64_t)(o->cache_mb ? o->cache_mb : 256) << 20);
 		ret = fs->cache ? 0 : btk_err(ENOMEM, "out of memory");
 	}
 	if (!ret)
@@ -642,18 +642,18 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 		ret = create_trees(t, &pl, o->now);
 	if (!ret)
 		ret = populate(t, o->now);
+	if (!ret) {
+		/* everything so far lives in memory: the first byte is written from here on (a
+		 * fill writes file data and may write tree blocks early, so the wipe goes first) */
+		if (o->discard)
+			discard_devices(fs);
+		ret = wipe_devices(fs);
+	}
 	if (!ret && o->fill)
 		ret = o->fill(o->fill_ctx, t);
 	if (!ret) {
-		/* everything so far lives in memory: the first byte is written from here on */
-		if (o->discard)
-			discard_devices(fs);
 		committing = true;
-		ret = wipe_devices(fs);
-		if (!ret)
-			ret = btk_trans_commit(t);
-		else
-			btk_trans_abort(t);
+		ret = btk_trans_commit(t);
 		t = NULL;
 	}
 	if (t)

@@ -58,9 +58,12 @@ struct btk_mkfs_opts {
 	bool force;	     /* overwrite existing signatures */
 	bool discard;	     /* discard block devices first */
 	time_t now;	     /* times written into inodes and root items */
+	uint32_t cache_mb;   /* tree-block cache budget in MiB (0 = 256) */
 	/* Called inside the creating transaction once the empty filesystem exists (the top
-	 * directory is inode 256 of FS_TREE), e.g. to copy a directory tree in; nonzero fails
-	 * mkfs before anything is written. */
+	 * directory is inode 256 of FS_TREE), e.g. to copy a directory tree in. The devices are
+	 * wiped just before it runs (it writes file data, and tree blocks through
+	 * btk_trans_writeback); nonzero fails mkfs with no superblock written, and image files
+	 * that mkfs created are removed. */
 	int (*fill)(void *ctx, struct btk_trans *t);
 	void *fill_ctx;
 };
@@ -80,7 +83,7 @@ struct btk_mkfs_result {
 	} devs[64];
 };
 
-/* Creates the filesystem. Errors (nothing written unless the commit itself fails):
+/* Creates the filesystem. Errors (nothing written unless the fill or the commit fails):
  * -EINVAL bad option, -EEXIST a signature found without force, -EBUSY mounted/held device,
  * -ENOSPC device too small, -EIO. btk_errmsg() names the device and the problem. */
 int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res);

@@ -17,6 +17,7 @@
 
 #define MAX_EXTENT	(128ULL << 20) /* the kernel's largest data extent */
 #define PIECE		(1ULL << 20)   /* file data is read and written in pieces of this */
+#define WRITEBACK	(8ULL << 20)   /* dirty tree blocks kept before they are written */
 #define XATTR_LIST_MAX_ 65536
 
 struct pop {
@@ -514,6 +515,8 @@ static int populate_all(struct pop *p)
 			ret = btk_err(ENAMETOOLONG, "path too long under %s", s->top);
 		else
 			ret = add_node(p, &l, i);
+		if (!ret)
+			ret = btk_trans_writeback(p->t, WRITEBACK);
 		p->st->names++;
 		if (p->o->progress && !(i & 1023))
 			p->o->progress(p->o->progress_ctx, i, p->st->data_bytes);

@@ -513,6 +513,19 @@ static int write_supers(struct btk_trans *t)
 	return ret;
 }
 
+int btk_trans_writeback(struct btk_trans *t, uint64_t limit)
+{
+	int ret;
+
+	if (t->w->dirtied < limit)
+		return 0;
+	/* queued reference changes become extent-tree blocks that can go out too */
+	if ((ret = btk_run_refs(t)))
+		return ret;
+	t->w->dirtied = 0;
+	return btk_cache_for_each_dirty(t->fs->cache, write_block, t);
+}
+
 int btk_trans_commit(struct btk_trans *t)
 {
 	struct btk_wfs *w = t->w;

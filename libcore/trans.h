@@ -36,6 +36,12 @@ struct btk_trans;
  * missing), -EIO. A v1 space cache is invalidated (cache_generation -1): the kernel rebuilds
  * it. */
 int btk_trans_start(struct btk_fs *fs, struct btk_trans **out);
+/* Bounds the memory of a long transaction: once more than `limit` bytes of tree blocks were
+ * made dirty since the last call that wrote, applies queued reference changes and writes
+ * every dirty block, so that the cache may drop them. Safe for the old filesystem: the blocks
+ * written are this transaction's, which no committed root reaches. Call it between changes
+ * (no path held). Errors: -EIO, -ENOSPC, -ENOMEM; the transaction must then be aborted. */
+int btk_trans_writeback(struct btk_trans *t, uint64_t limit);
 /* Writes everything and ends the transaction (t is freed, also on error). */
 int btk_trans_commit(struct btk_trans *t);
 /* Drops the transaction without writing; the filesystem object can no longer be written. */

@@ -348,9 +348,12 @@ static int new_tree_record(struct btk_trans *t, const struct btk_refop *op, stru
 	BTK_PUT(struct btrfs_extent_item, d, flags, BTRFS_EXTENT_FLAG_TREE_BLOCK | op->set_flags);
 	if (r->hdr > EI_SZ) {
 		/* the block's first key as it is now; nothing reads it back but tools print it */
-		struct btk_block *b = btk_cache_lookup(t->fs->cache, op->bytenr);
+		struct btk_block *b = NULL;
 		struct btk_key fk = {0, 0, 0};
 		struct btrfs_tree_block_info *tbi = (void *)(d + EI_SZ);
+		/* a writeback may have let the block leave the cache */
+		if (btk_wblock_read(t->fs, op->bytenr, op->level, &b))
+			b = NULL, btk_err_clear();
 		if (b && btk_block_nritems(b)) {
 			if (btk_block_level(b))
 				btk_node_key(b, 0, &fk);

@@ -149,6 +149,9 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 		rd->po.progress = progress;
 		rd->po.progress_ctx = rd;
 	}
+	/* tree blocks go out as the copy goes (btk_trans_writeback): a small cache holds the
+	 * paths being filled, whatever the size of the tree */
+	o->cache_mb = 16;
 	o->fill = fill;
 	o->fill_ctx = rd;
 	return 0;
