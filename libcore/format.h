@@ -55,6 +55,10 @@
 #define BTK_INODE_NOATIME    (1ULL << 9)
 #define BTK_INODE_DIRSYNC    (1ULL << 10)
 #define BTK_INODE_COMPRESS   (1ULL << 11)
+/* Only in the inode item embedded in a ROOT_ITEM: the item's flags and byte_limit are valid.
+ * When it loads an fs tree whose item lacks it, the kernel zeroes flags (so RDONLY is lost)
+ * and byte_limit, as for items of very old kernels. */
+#define BTK_INODE_ROOT_ITEM_INIT (1ULL << 31)
 
 #ifndef BTRFS_BLOCK_GROUP_TREE_OBJECTID
 #define BTRFS_BLOCK_GROUP_TREE_OBJECTID 11ULL

@@ -56,6 +56,9 @@ int btk_subvol_create(struct btk_trans *t, const struct btk_subvol_new *s,
 	if (!ri)
 		return btk_err(EIO, "subvolume %llu has no root item", (unsigned long long)s->id);
 	BTK_PUT(struct btrfs_root_item, ri, root_dirid, BTRFS_FIRST_FREE_OBJECTID);
+	/* without ROOT_ITEM_INIT the kernel discards flags on load: RDONLY would be lost */
+	BTK_PUT(struct btrfs_inode_item, ri, flags,
+		BTK_GET(struct btrfs_inode_item, ri, flags) | BTK_INODE_ROOT_ITEM_INIT);
 	BTK_PUT(struct btrfs_root_item, ri, flags, s->ro ? BTRFS_ROOT_SUBVOL_RDONLY : 0);
 	BTK_PUT(struct btrfs_root_item, ri, ctransid, btk_trans_id(t));
 	BTK_PUT(struct btrfs_root_item, ri, otransid, btk_trans_id(t));

@@ -103,9 +103,10 @@ struct btrfs_root_item *btk_tree_root_item(struct btk_trans *t, uint64_t objecti
 /* Snapshots subvolume src as a new tree dst (a subvolume id): dst's root block is a copy of
  * src's, every block below gains a reference from dst, both root items record this
  * transaction as last_snapshot, and dst gets its own ROOT_ITEM (new uuid, parent_uuid = src's,
- * RDONLY if asked, times = now) and uuid-tree entry. Changes to src or dst later in the same
- * transaction copy the shared blocks first, as the kernel does. The caller adds ROOT_REF,
- * ROOT_BACKREF and the directory entry that name the snapshot (fs layer). */
+ * RDONLY if asked, times = now, ROOT_ITEM_INIT set; a source item without ROOT_ITEM_INIT passes
+ * on no flags or byte_limit, as in the kernel) and uuid-tree entry. Changes to src or dst later
+ * in the same transaction copy the shared blocks first, as the kernel does. The caller adds
+ * ROOT_REF, ROOT_BACKREF and the directory entry that name the snapshot (fs layer). */
 int btk_tree_snapshot(struct btk_trans *t, uint64_t src, uint64_t dst, bool readonly, uint64_t now);
 
 /* ---- data extent references ----

@@ -62,11 +62,20 @@ static void snap_item(struct btk_trans *t, const struct btk_wroot *src, struct b
 		      bool readonly, uint64_t now)
 {
 	typedef struct btrfs_root_item R;
+	typedef struct btrfs_inode_item I;
+	uint64_t iflags = BTK_GET(I, src->item, flags);
 	uint64_t flags = BTK_GET(R, src->item, flags) & ~(uint64_t)BTRFS_ROOT_SUBVOL_RDONLY;
 
 	memcpy(dst->item, src->item, sizeof(dst->item));
 	memset(dst->item + src->item_size, 0, sizeof(dst->item) - src->item_size);
 	dst->item_size = sizeof(R);
+	/* as the kernel: flags and byte_limit of an item without ROOT_ITEM_INIT are not valid;
+	 * the mark must be set, or the kernel drops RDONLY when it loads the snapshot */
+	if (!(iflags & BTK_INODE_ROOT_ITEM_INIT)) {
+		flags = 0;
+		BTK_PUT(R, dst->item, byte_limit, 0);
+	}
+	BTK_PUT(I, dst->item, flags, iflags | BTK_INODE_ROOT_ITEM_INIT);
 	BTK_PUT(R, dst->item, flags, flags | (readonly ? BTRFS_ROOT_SUBVOL_RDONLY : 0));
 	BTK_PUT(R, dst->item, refs, 1);
 	BTK_PUT(R, dst->item, last_snapshot, t->transid);

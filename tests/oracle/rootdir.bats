@@ -121,6 +121,39 @@ acls() { (cd "$1" && find . -print0 | LC_ALL=C sort -z | xargs -0 getfacl -n 2>/
 	umount "$MNT"
 }
 
+@test "rootdir: --subvol ro: and default-ro: subvolumes stay read-only under the kernel" {
+	require_loop
+	local s=$D/rosrc v
+	mkdir -p "$s/ro1/inner" "$s/ro2" "$s/plain"
+	echo a >"$s/ro1/inner/f" && echo b >"$s/ro2/g" && echo c >"$s/plain/h"
+	btk_run 120 "$MKFS" -b 1G --rootdir "$s" --subvol ro:ro1 --subvol default-ro:ro2 \
+		--subvol plain "$D/ro.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	check_clean "$D/ro.img"
+	mount -o loop,subvolid=5 "$D/ro.img" "$MNT"
+	for v in ro1 ro1/inner ro2; do
+		run env LC_ALL=C touch "$MNT/$v/new"
+		[ "$status" -ne 0 ] && [[ "$output" == *"Read-only file system"* ]] ||
+			{ echo "$v: touch: $status $output" >&2; false; }
+	done
+	for v in ro1 ro2; do
+		run btrfs property get "$MNT/$v" ro
+		[ "$output" = "ro=true" ] || { echo "$v: $output" >&2; false; }
+	done
+	run btrfs property get "$MNT/plain" ro
+	[ "$output" = "ro=false" ]
+	echo d >"$MNT/plain/new" # the kernel commits: root items are written back
+	umount "$MNT"
+	mount -o loop "$D/ro.img" "$MNT" # the default subvolume, ro2
+	[ -f "$MNT/g" ]
+	run env LC_ALL=C touch "$MNT/new"
+	[ "$status" -ne 0 ] && [[ "$output" == *"Read-only file system"* ]]
+	umount "$MNT"
+	check_clean "$D/ro.img"
+	run btrfs inspect-internal dump-tree -t root "$D/ro.img"
+	[ "$(grep -c 'flags 0x1(RDONLY)' <<<"$output")" -eq 2 ]
+}
+
 @test "rootdir: as a non-root user; unreadable source is an error, or empty with --skip-unreadable" {
 	require_root
 	command -v setpriv >/dev/null || skip "setpriv not installed"
