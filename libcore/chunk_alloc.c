@@ -1,7 +1,8 @@
 /* chunk_alloc.c — chunk allocation for every profile and device count (layer 7).
  *
- * Sizes follow mkfs.btrfs 6.2 (kernel-shared/volumes.c of btrfs-progs): a profile-less
- * (SINGLE) chunk is 8 MiB, a SYSTEM chunk 8 MiB per stripe, METADATA 256 MiB (1 GiB past
+ * Sizes follow mkfs.btrfs 6.2 (kernel-shared/volumes.c of btrfs-progs): mkfs's first
+ * profile-less (SINGLE) chunks are 8 MiB (later ones are sized like the others, as the
+ * kernel does), a SYSTEM chunk 8 MiB per stripe, METADATA 256 MiB (1 GiB past
  * 50 GiB of filesystem), DATA 1 GiB per stripe; no chunk larger than 10% of the filesystem;
  * stripes at least 1 / 32 / 64 MiB; everything in 64 KiB units. The chunk is created in
  * memory at once (map, block group, device usage); its items are written at commit.
@@ -152,10 +153,10 @@ static uint64_t chunk_bytes(uint64_t type, uint64_t stripe, int num)
 	return stripe * data_stripes(type, num);
 }
 
-static int init_ctl(const struct btk_fs *fs, uint64_t flags, const struct btk_raid_attr *ra,
+static int init_ctl(const struct btk_wfs *w, uint64_t flags, const struct btk_raid_attr *ra,
 		    int ndevs, struct ctl *c)
 {
-	uint64_t total = btk_le64(fs->sb.total_bytes);
+	uint64_t total = btk_le64(w->fs->sb.total_bytes);
 	int max_stripes = ndevs;
 
 	c->dev_stripes = ra->dev_stripes;
@@ -164,7 +165,8 @@ static int init_ctl(const struct btk_fs *fs, uint64_t flags, const struct btk_ra
 	c->stripe = 8 * SZ_1M;
 	c->min_stripe = SZ_1M;
 	c->max_chunk = 32 * SZ_1M;
-	if (flags & BTRFS_BLOCK_GROUP_PROFILE_MASK) {
+	/* mkfs.btrfs makes its first SINGLE chunks small; later ones are sized as the kernel's */
+	if ((flags & BTRFS_BLOCK_GROUP_PROFILE_MASK) || !w->small_single) {
 		if (flags & BTRFS_BLOCK_GROUP_SYSTEM) {
 			c->stripe = 8 * SZ_1M;
 			c->max_chunk = 16 * SZ_1M;
@@ -364,9 +366,16 @@ int btk_chunk_alloc_sized(struct btk_wfs *w, uint64_t flags, uint64_t stripe, ui
 		n++;
 	}
 	qsort(ds, (size_t)n, sizeof(*ds), cmp_space);
-	ret = init_ctl(fs, flags, ra, n, &ct);
+	ret = init_ctl(w, flags, ra, n, &ct);
 	if (ret)
 		goto out;
+	if (w->chunk_cap && !(flags & BTRFS_BLOCK_GROUP_SYSTEM)) {
+		/* chunks of exactly the cap (per copy), whatever the profile */
+		uint64_t cap = w->chunk_cap >> ((flags & BTRFS_BLOCK_GROUP_DATA) ? 0 : 2);
+		ct.stripe = ct.max_chunk = cap;
+		if (ct.min_stripe > cap)
+			ct.min_stripe = cap;
+	}
 	decide_stripe(flags, &ct);
 	if (stripe)
 		ct.stripe = stripe;

@@ -90,8 +90,12 @@ struct btk_wfs {
 	uint64_t refseq;
 	uint64_t *new_chunks; /* logical starts of chunks whose items are still to be written */
 	int nnew_chunks;
-	uint64_t mods; /* counts tree modifications, so commit rounds know when to stop */
+	uint64_t mods;	  /* counts tree modifications, so commit rounds know when to stop */
 	uint64_t dirtied; /* bytes of tree blocks made dirty since the last writeback */
+	/* size of new data chunks, a quarter of it for metadata (0: the usual sizes): small chunks
+	 * waste little when the filesystem is shrunk to fit (mkfs --shrink) */
+	uint64_t chunk_cap;
+	bool small_single; /* SINGLE chunks of mkfs.btrfs's first sizes (mkfs's initial ones) */
 	bool in_chunk_alloc;
 	/* blocks of this transaction that a snapshot taken in it now shares: copied again
 	 * before any change, and their space is not reused when the source lets go */
@@ -144,6 +148,12 @@ int btk_chunk_write_items(struct btk_trans *t);
 int btk_chunk_build_sys_array(struct btk_fs *fs);
 /* Updates the DEV_ITEM of every device in the chunk tree when bytes_used changed. */
 int btk_chunk_update_dev_items(struct btk_trans *t);
+
+/* ---- chunk_trim.c ---- */
+/* Cuts the unallocated tail off the last chunk of each device when that chunk is new in this
+ * transaction (SINGLE and DUP chunks; metadata keeps meta_slack bytes for the commit's own
+ * blocks) and ends each device where its last dev extent ends. */
+int btk_chunk_trim_tail(struct btk_trans *t, uint64_t meta_slack);
 
 /* ---- ctree_cow.c ---- */
 struct btk_wroot *btk_wroot_get(struct btk_wfs *w, uint64_t objectid);

@@ -24,6 +24,10 @@
 #include <unistd.h>
 
 #define SZ_1M (1ULL << 20)
+/* with --shrink: data chunks of this size (metadata a quarter), and room left in a trimmed
+ * last metadata chunk for the blocks the commit itself writes */
+#define SHRINK_CHUNK	  (128 * SZ_1M)
+#define SHRINK_META_SLACK (4 * SZ_1M)
 
 static const struct btk_mkfs_feature features[] = {
     {"mixed-bg", BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS, 0, false, false,
@@ -306,6 +310,15 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 					       strerror(errno));
 			d->dev->size = o->byte_count;
 		}
+		if (o->shrink && d->dev->is_blockdev)
+			return btk_err(EINVAL, "%s: --shrink works on image files only", path);
+		if (exists && o->shrink && o->byte_count > d->dev->size) {
+			/* room to build in; the commit truncates the file to what it needs */
+			if (ftruncate(d->dev->fd, (off_t)o->byte_count))
+				return btk_err(errno, "%s: cannot grow the image: %s", path,
+					       strerror(errno));
+			d->dev->size = o->byte_count;
+		}
 		size = d->dev->size;
 		if (o->byte_count) {
 			if (exists && o->byte_count > size)
@@ -579,6 +592,19 @@ static void fill_result(const struct btk_fs *fs, const struct plan *pl, struct b
 	}
 }
 
+/* After a shrinking commit: image files end where the filesystem does. */
+static int truncate_images(struct btk_fs *fs)
+{
+	for (int i = 0; i < fs->ndevs; i++) {
+		struct btk_dev *d = fs->devs[i].dev;
+		if (!d->is_blockdev && ftruncate(d->fd, (off_t)fs->devs[i].total_bytes))
+			return btk_err(errno, "%s: cannot truncate to %llu bytes: %s", d->path,
+				       (unsigned long long)fs->devs[i].total_bytes,
+				       strerror(errno));
+	}
+	return 0;
+}
+
 static void remove_created(const struct btk_mkfs_opts *o, const bool *existed)
 {
 	for (int i = 0; i < o->ndevs; i++)
@@ -636,8 +662,12 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	}
 	if (!ret)
 		ret = btk_trans_start(fs, &t);
+	if (o->shrink)
+		w->chunk_cap = SHRINK_CHUNK;
+	w->small_single = true;
 	if (!ret)
 		ret = alloc_chunks(w, o, &pl, res);
+	w->small_single = false;
 	if (!ret)
 		ret = create_trees(t, &pl, o->now);
 	if (!ret)
@@ -651,11 +681,15 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	}
 	if (!ret && o->fill)
 		ret = o->fill(o->fill_ctx, t);
+	if (!ret && o->shrink)
+		ret = btk_chunk_trim_tail(t, SHRINK_META_SLACK);
 	if (!ret) {
 		committing = true;
 		ret = btk_trans_commit(t);
 		t = NULL;
 	}
+	if (!ret && o->shrink)
+		ret = truncate_images(fs);
 	if (t)
 		btk_trans_abort(t);
 	if (!ret)

@@ -59,6 +59,9 @@ struct btk_mkfs_opts {
 	bool discard;	     /* discard block devices first */
 	time_t now;	     /* times written into inodes and root items */
 	uint32_t cache_mb;   /* tree-block cache budget in MiB (0 = 256) */
+	/* End each device (image files only) where its last chunk's data ends: chunks are kept
+	 * small and the last one loses its unused tail; image files are truncated there. */
+	bool shrink;
 	/* Called inside the creating transaction once the empty filesystem exists (the top
 	 * directory is inode 256 of FS_TREE), e.g. to copy a directory tree in. The devices are
 	 * wiped just before it runs (it writes file data, and tree blocks through

@@ -18,6 +18,7 @@
 #define MAX_EXTENT	(128ULL << 20) /* the kernel's largest data extent */
 #define PIECE		(1ULL << 20)   /* file data is read and written in pieces of this */
 #define WRITEBACK	(8ULL << 20)   /* dirty tree blocks kept before they are written */
+#define TICK		(64ULL << 20)  /* file data between two progress calls */
 #define XATTR_LIST_MAX_ 65536
 
 struct pop {
@@ -32,6 +33,7 @@ struct pop {
 	uint64_t root;	/* tree being written */
 	bool no_holes;	/* NO_HOLES: holes are implicit */
 	uint32_t max_inline;
+	uint64_t prog_done, prog_next; /* progress: file bytes of inodes done, next call at */
 	char path[8192];
 };
 
@@ -161,6 +163,15 @@ static int add_extent_item(struct pop *p, uint64_t ino, uint64_t off, uint64_t b
 	return btk_file_extent_insert(p->t, p->root, ino, &fe);
 }
 
+/* Progress within a file: at reaches file bytes done (prog_done + offset) */
+static void tick(struct pop *p, uint64_t at)
+{
+	if (!p->o->progress || at < p->prog_next)
+		return;
+	p->prog_next = at + TICK;
+	p->o->progress(p->o->progress_ctx, p->st->names, at);
+}
+
 static int csum_piece(struct pop *p, const uint8_t *data, uint64_t len, uint64_t at)
 {
 	if (p->flags & BTK_INODE_NODATASUM)
@@ -226,6 +237,7 @@ static int write_plain(struct pop *p, int fd, uint64_t ino, uint64_t off, uint64
 			ret = btk_write_logical(p->fs, bytenr + done, p->buf, n);
 		if (!ret)
 			ret = csum_piece(p, p->buf, n, done);
+		tick(p, p->prog_done + off + (done + n < keep ? done + n : keep));
 	}
 	if (ret || (ret = insert_sums(p, bytenr, got)))
 		return ret;
@@ -327,6 +339,7 @@ static int write_file(struct pop *p, uint64_t ino, uint64_t size, uint64_t *nbyt
 			ret = write_extent(p, fd, ino, pos, pos + n > size ? size - pos : n, nbytes,
 					   &used);
 			pos += (used + ss - 1) / ss * ss;
+			tick(p, p->prog_done + (pos < size ? pos : size));
 		}
 		pos = de;
 	}
@@ -352,6 +365,7 @@ static int create_inode(struct pop *p, uint32_t i, uint64_t ino, uint32_t nlink,
 		size = ret == 1 ? 0 : (uint64_t)in->st.st_size;
 		if (ret == 1)
 			ret = 0;
+		p->prog_done += (uint64_t)in->st.st_size;
 	} else if (S_ISLNK(in->st.st_mode)) {
 		ret = write_symlink(p, ino, &size);
 	}
@@ -519,8 +533,10 @@ static int populate_all(struct pop *p)
 			ret = btk_trans_writeback(p->t, WRITEBACK);
 		p->st->names++;
 		if (p->o->progress && !(i & 1023))
-			p->o->progress(p->o->progress_ctx, i, p->st->data_bytes);
+			p->o->progress(p->o->progress_ctx, p->st->names, p->prog_done);
 	}
+	if (!ret && p->o->progress)
+		p->o->progress(p->o->progress_ctx, p->st->names, p->prog_done);
 	free(l.root), free(l.ino), free(l.flags), free(l.subvol), free(l.next), free(l.map.e);
 	return ret;
 }
@@ -528,7 +544,7 @@ static int populate_all(struct pop *p)
 int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,
 		 const struct btk_populate_opts *o, struct btk_populate_stats *st)
 {
-	struct pop p = {.t = t, .fs = t->fs, .src = src, .o = o, .st = st};
+	struct pop p = {.t = t, .fs = t->fs, .src = src, .o = o, .st = st, .prog_next = TICK};
 	uint64_t maxsums = MAX_EXTENT / t->fs->sectorsize * BTK_CSUM_MAX;
 	int ret = -ENOMEM;
 

@@ -80,7 +80,11 @@ struct btk_populate_opts {
 	int compress, compress_level;
 	bool skip_unreadable;
 	uint32_t max_inline; /* the kernel's max_inline; 0 = its default, 2048 */
-	void (*progress)(void *ctx, uint64_t files, uint64_t bytes);
+	/* Called every 1024 names, every 64 MiB of file data and once at the
+	 * end, with the names done and the bytes of regular files done: st_size of each inode
+	 * created (whatever is inline, sparse or compressed), plus the part of the one being
+	 * copied. Only reports: it must not touch the transaction. */
+	void (*progress)(void *ctx, uint64_t names, uint64_t bytes);
 	void *progress_ctx;
 };
 

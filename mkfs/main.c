@@ -178,7 +178,23 @@ static void feature_list(const struct btk_mkfs_result *r, bool runtime, char *bu
 		snprintf(buf, len, "none");
 }
 
-static void print_json(const struct btk_mkfs_opts *o, const struct btk_mkfs_result *r)
+/* "rootdir": what --rootdir copied; file_bytes is st_size of the regular files, each
+ * source inode once, data_bytes what went into extents (not inline, before compression) */
+static void print_json_rootdir(const struct rootdir *rd)
+{
+	const struct btk_populate_stats *st = &rd->st;
+
+	printf(", \"rootdir\": {\"source\": ");
+	json_str(rd->src.top);
+	printf(", \"names\": %" PRIu64 ", \"inodes\": %" PRIu64 ", \"file_bytes\": %" PRIu64
+	       ", \"data_bytes\": %" PRIu64 ", \"inline_files\": %" PRIu64 ", \"extents\": %" PRIu64
+	       ", \"compressed_extents\": %" PRIu64 ", \"elapsed\": %.3f}",
+	       st->names, st->inodes, rd->pg.total_bytes, st->data_bytes, st->inline_files,
+	       st->extents, st->compressed_extents, rd->elapsed);
+}
+
+static void print_json(const struct btk_mkfs_opts *o, const struct btk_mkfs_result *r,
+		       const struct rootdir *rd)
 {
 	char uuid[40];
 
@@ -206,7 +222,10 @@ static void print_json(const struct btk_mkfs_opts *o, const struct btk_mkfs_resu
 		json_str(o->paths[i]);
 		printf("}");
 	}
-	printf("]}\n");
+	printf("]");
+	if (rd->scanned)
+		print_json_rootdir(rd);
+	printf("}\n");
 }
 
 /* Profile names as mkfs.btrfs prints them: "single", otherwise upper case ("DUP"). */
@@ -275,7 +294,7 @@ static int parse_profile(const char *arg, const char *what, uint64_t *out)
 
 static void warn_hook(void *ctx, const char *msg)
 {
-	(void)ctx;
+	rootdir_progress_clear(ctx);
 	fprintf(stderr, "btk-mkfs: warning: %s\n", msg);
 }
 
@@ -284,7 +303,7 @@ int main(int argc, const char **argv)
 	char *label = NULL, *uuid = NULL, *meta = NULL, *data = NULL, *csum = NULL;
 	char *nodesize = NULL, *sectorsize = NULL, *bytes = NULL;
 	char *features = NULL, *runtime = NULL, *rootdir = NULL, *compress = NULL;
-	int skip_unreadable = 0;
+	int skip_unreadable = 0, shrink = 0;
 	const char **subvols = NULL, **iflags = NULL;
 	struct rootdir rd = {0};
 	int mixed = 0, force = 0, quiet = 0, nodiscard = 0, json = 0, version = 0, rc;
@@ -321,11 +340,13 @@ int main(int argc, const char **argv)
 	     "set inode flags on a --rootdir path (repeatable)", "nodatacow,nodatasum:PATH"},
 	    {"skip-unreadable", 0, POPT_ARG_NONE, &skip_unreadable, 0,
 	     "warn about unreadable source directories instead of failing", NULL},
+	    {"shrink", 0, POPT_ARG_NONE, &shrink, 0,
+	     "end the image file where the --rootdir copy ends", NULL},
 	    POPT_AUTOHELP POPT_TABLEEND};
 	poptContext pc = poptGetContext("btk-mkfs", argc, argv, opts, 0);
 	int ndevs = 0;
 
-	btk_set_warn_hook(warn_hook, NULL);
+	btk_set_warn_hook(warn_hook, &rd);
 	poptSetOtherOptionHelp(pc, usage_tail);
 	while ((rc = poptGetNextOpt(pc)) > 0)
 		;
@@ -393,20 +414,26 @@ int main(int argc, const char **argv)
 		rc = -parse_profile(meta, "metadata", &o.meta_profile);
 	if (!rc && data)
 		rc = -parse_profile(data, "data", &o.data_profile);
-	if (!rc && (compress || skip_unreadable || subvols || iflags) && !rootdir) {
-		fprintf(stderr, "btk-mkfs: --compress, --subvol, --inode-flags and "
-				"--skip-unreadable need --rootdir\n");
+	if (!rc && (compress || skip_unreadable || subvols || iflags || shrink) && !rootdir) {
+		fprintf(stderr, "btk-mkfs: --compress, --subvol, --inode-flags, "
+				"--skip-unreadable and --shrink need --rootdir\n");
 		rc = 1;
 	}
 	if (!rc && rootdir) {
-		struct rootdir_args ra = {rootdir, compress, subvols, iflags, skip_unreadable};
+		struct rootdir_args ra = {.dir = rootdir,
+					  .compress = compress,
+					  .subvols = subvols,
+					  .iflags = iflags,
+					  .skip_unreadable = skip_unreadable,
+					  .shrink = shrink,
+					  .quiet = quiet};
 		rc = rootdir_prepare(&rd, &o, &ra);
 	}
 	if (!rc && btk_mkfs(&o, &res) < 0) {
 		fprintf(stderr, "btk-mkfs: %s\n", btk_errmsg());
 		rc = 1;
 	} else if (!rc && json) {
-		print_json(&o, &res);
+		print_json(&o, &res, &rd);
 	} else if (!rc && !quiet) {
 		print_summary(&o, &res);
 	}

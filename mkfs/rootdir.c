@@ -8,22 +8,130 @@
 #include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
-static void progress(void *ctx, uint64_t files, uint64_t bytes)
+#define REDRAW 0.1 /* seconds between two drawings of the progress line, at least */
+
+static double now_mono(void)
 {
-	(void)ctx;
-	fprintf(stderr, "\rbtk-mkfs: %llu names, %llu MiB", (unsigned long long)files,
-		(unsigned long long)(bytes >> 20));
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* v with thousands separators: 12,345 */
+static const char *commas(uint64_t v, char *buf, size_t len)
+{
+	char digits[24];
+	int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v);
+	size_t o = 0;
+
+	for (int i = 0; i < n && o + 2 < len; i++) {
+		if (i && (n - i) % 3 == 0)
+			buf[o++] = ',';
+		buf[o++] = digits[i];
+	}
+	buf[o] = 0;
+	return buf;
+}
+
+/* "1:05" or "2:01:05"; "--:--" when unknown */
+static const char *duration(double secs, char *buf, size_t len)
+{
+	if (!(secs >= 0) || secs > 359999)
+		return snprintf(buf, len, "--:--"), buf;
+	unsigned s = (unsigned)(secs + 0.5);
+	if (s >= 3600)
+		snprintf(buf, len, "%u:%02u:%02u", s / 3600, s / 60 % 60, s % 60);
+	else
+		snprintf(buf, len, "%u:%02u", s / 60, s % 60);
+	return buf;
+}
+
+/* The progress line, without the leading "\r":
+ *   btk-mkfs: 12,345/21,290 names  180/302 MiB  95.1 MiB/s  ETA 0:02
+ * Sizes are in the unit the total reads best in; the rate is the mean since the start; the
+ * ETA comes from bytes, or from names when the tree holds no file data. */
+static void progress_format(const struct rootdir_progress *pg, double elapsed, char *buf,
+			    size_t len)
+{
+	static const char *unit[] = {"KiB", "MiB", "GiB"};
+	uint64_t names = pg->names < pg->total_names ? pg->names : pg->total_names;
+	uint64_t bytes = pg->bytes < pg->total_bytes ? pg->bytes : pg->total_bytes;
+	uint64_t done = pg->total_bytes ? bytes : names;
+	uint64_t total = pg->total_bytes ? pg->total_bytes : pg->total_names;
+	double rate = elapsed > 0 ? (double)done / elapsed : 0, left = -1;
+	char a[32], b[32], eta[24];
+	size_t o;
+	int u;
+
+	o = (size_t)snprintf(buf, len, "btk-mkfs: %s/%s names", commas(names, a, sizeof(a)),
+			     commas(pg->total_names, b, sizeof(b)));
+	if (pg->total_bytes && o < len) {
+		u = pg->total_bytes < (1ULL << 20) ? 0 : pg->total_bytes < (100ULL << 30) ? 1 : 2;
+		o += (size_t)snprintf(
+		    buf + o, len - o, "  %s/%s %s", commas(bytes >> (10 * (u + 1)), a, sizeof(a)),
+		    commas(pg->total_bytes >> (10 * (u + 1)), b, sizeof(b)), unit[u]);
+		u = rate < (1 << 20) ? 0 : rate < (1 << 30) ? 1 : 2;
+		if (o < len)
+			o += (size_t)snprintf(buf + o, len - o, "  %.1f %s/s",
+					      rate / (double)(1ULL << (10 * (u + 1))), unit[u]);
+	} else if (o < len) {
+		o += (size_t)snprintf(buf + o, len - o, "  %s names/s",
+				      commas((uint64_t)rate, a, sizeof(a)));
+	}
+	if (done >= total)
+		left = 0;
+	else if (done)
+		left = (double)(total - done) / rate;
+	if (o < len)
+		snprintf(buf + o, len - o, "  ETA %s", duration(left, eta, sizeof(eta)));
+}
+
+static void progress_draw(struct rootdir *rd, double now)
+{
+	char line[160];
+
+	progress_format(&rd->pg, now - rd->pg.start, line, sizeof(line));
+	fprintf(stderr, "\r%s\033[K", line);
+	fflush(stderr);
+	rd->pg.drawn = true;
+	rd->pg.last_draw = now;
+}
+
+static void progress(void *ctx, uint64_t names, uint64_t bytes)
+{
+	struct rootdir *rd = ctx;
+	double now = now_mono();
+
+	rd->pg.names = names;
+	rd->pg.bytes = bytes;
+	if (!rd->pg.drawn || now - rd->pg.last_draw >= REDRAW)
+		progress_draw(rd, now);
+}
+
+void rootdir_progress_clear(struct rootdir *rd)
+{
+	if (rd->pg.drawn)
+		fputs("\r\033[K", stderr);
+	rd->pg.drawn = false;
 }
 
 static int fill(void *ctx, struct btk_trans *t)
 {
 	struct rootdir *rd = ctx;
-	int ret = btk_populate(t, &rd->src, &rd->po, &rd->st);
+	int ret;
 
-	if (rd->po.progress)
+	rd->pg.start = now_mono();
+	ret = btk_populate(t, &rd->src, &rd->po, &rd->st);
+	rd->elapsed = now_mono() - rd->pg.start;
+	if (rd->po.progress && !ret) /* the last state, whenever the last drawing was */
+		progress_draw(rd, rd->pg.start + rd->elapsed);
+	if (rd->pg.drawn)
 		fputc('\n', stderr);
+	rd->pg.drawn = false;
 	return ret;
 }
 
@@ -114,6 +222,34 @@ static int parse_iflags(struct rootdir *rd, const char *arg)
 	return 0;
 }
 
+/* Room to build an image in (the file is sparse) when no -b says how big: the source's file
+ * data, plus metadata room per name and 1 GiB; shrinking then cuts it to what was used. Only
+ * sizes and names count, so a copy of the tree elsewhere gets the same. */
+static uint64_t build_size(const struct btk_src_tree *s)
+{
+	uint64_t data = 0;
+
+	for (uint32_t i = 0; i < s->ninodes; i++)
+		if (S_ISREG(s->inodes[i].st.st_mode))
+			data += ((uint64_t)s->inodes[i].st.st_size + 4095) & ~4095ULL;
+	return data + data / 8 + (uint64_t)s->nnodes * 4096 + (1ULL << 30);
+}
+
+/* --shrink, or a new image file without -b: build, then end the file where the data ends. */
+static void plan_shrink(struct rootdir *rd, struct btk_mkfs_opts *o, bool shrink)
+{
+	bool all_new = true;
+	struct stat st;
+
+	for (int i = 0; i < o->ndevs; i++)
+		all_new = all_new && stat(o->paths[i], &st) != 0;
+	if (!shrink && (o->byte_count || !all_new))
+		return;
+	o->shrink = true;
+	if (!o->byte_count)
+		o->byte_count = build_size(&rd->src);
+}
+
 int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct rootdir_args *a)
 {
 	const char *dir = a->dir, *compress = a->compress;
@@ -136,6 +272,10 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 		return 1;
 	}
 	rd->scanned = true;
+	rd->pg.total_names = rd->src.nnodes - 1;
+	for (uint32_t i = 0; i < rd->src.ninodes; i++)
+		if (S_ISREG(rd->src.inodes[i].st.st_mode))
+			rd->pg.total_bytes += (uint64_t)rd->src.inodes[i].st.st_size;
 	for (int k = 0; a->subvols && a->subvols[k]; k++)
 		if (parse_subvol(rd, a->subvols[k]))
 			return 1;
@@ -145,13 +285,14 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 	rd->po.subvols = rd->subvols;
 	rd->po.iflags = rd->iflags;
 	rd->po.uuid_seed = o->fsid;
-	if (isatty(2)) {
+	if (isatty(2) && !a->quiet) {
 		rd->po.progress = progress;
 		rd->po.progress_ctx = rd;
 	}
 	/* tree blocks go out as the copy goes (btk_trans_writeback): a small cache holds the
 	 * paths being filled, whatever the size of the tree */
 	o->cache_mb = 16;
+	plan_shrink(rd, o, a->shrink);
 	o->fill = fill;
 	o->fill_ctx = rd;
 	return 0;

@@ -7,10 +7,20 @@
 #include "mkfs.h"
 #include "populate.h"
 
+/* The progress line: totals from the scan, the latest report, monotonic times in seconds. */
+struct rootdir_progress {
+	uint64_t total_names, total_bytes; /* names below the top; st_size of regular inodes */
+	uint64_t names, bytes;
+	double start, last_draw;
+	bool drawn; /* something is on the line */
+};
+
 struct rootdir {
 	struct btk_src_tree src;
 	struct btk_populate_opts po;
 	struct btk_populate_stats st;
+	struct rootdir_progress pg;
+	double elapsed; /* seconds the copy took */
 	bool scanned;
 	struct btk_populate_subvol subvols[64];
 	struct btk_populate_iflags iflags[64];
@@ -22,8 +32,12 @@ struct rootdir_args {
 	const char *dir, *compress;
 	const char **subvols, **iflags; /* NULL-terminated option values, or NULL */
 	bool skip_unreadable;
+	bool shrink; /* --shrink; also implied for a new image file without -b */
+	bool quiet;  /* no progress line */
 };
 int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct rootdir_args *a);
 void rootdir_free(struct rootdir *rd);
+/* Clears the progress line, if one is shown, before another message goes to stderr. */
+void rootdir_progress_clear(struct rootdir *rd);
 
 #endif
