@@ -337,46 +337,38 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 		rep(c, BTK_CHK_NAME, leaf, k, "1", chk_fmt("%d", n), "dir index entry count");
 }
 
+struct ref_walk {
+	struct chk *c;
+	const struct btk_key *k;
+	uint64_t leaf;
+};
+
+static int inode_ref_entry(void *arg, const struct btk_name_ref *r)
+{
+	struct ref_walk *w = arg;
+	const struct btk_key *k = w->k;
+	const uint8_t *name = (const uint8_t *)r->name;
+
+	if (r->extref && (uint64_t)btk_crc32c((uint32_t)r->parent, name, r->name_len) != k->offset)
+		rep(w->c, BTK_CHK_NAME, w->leaf, k,
+		    chk_fmt("hash 0x%x", btk_crc32c((uint32_t)r->parent, name, r->name_len)),
+		    chk_fmt("0x%llx", (unsigned long long)k->offset),
+		    "inode extref hash does not match the key");
+	w->c->fst->cur.names++;
+	/* the top directory's ".." names itself and has no dir entry */
+	if (!(r->parent == k->objectid && k->objectid == BTK_ROOT_DIRID))
+		push_name(w->c, r->parent, k->objectid, r->index, name, r->name_len, SRC_REF, 0);
+	return 0;
+}
+
 static void inode_refs(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 		       uint64_t leaf)
 {
-	bool ext = k->type == BTRFS_INODE_EXTREF_KEY;
-	size_t hdr = ext ? sizeof(struct btrfs_inode_extref) : sizeof(struct btrfs_inode_ref);
-	uint32_t off = 0;
+	struct ref_walk w = {c, k, leaf};
 
-	while (off < sz) {
-		const uint8_t *e = p + off;
-		uint64_t parent, index;
-		uint16_t nl;
-		if (sz - off < hdr) {
-			rep(c, BTK_CHK_NAME, leaf, k, "", "", "inode ref overruns its item");
-			return;
-		}
-		if (ext) {
-			parent = BTK_GET(struct btrfs_inode_extref, e, parent_objectid);
-			index = BTK_GET(struct btrfs_inode_extref, e, index);
-			nl = BTK_GET(struct btrfs_inode_extref, e, name_len);
-		} else {
-			parent = k->offset;
-			index = BTK_GET(struct btrfs_inode_ref, e, index);
-			nl = BTK_GET(struct btrfs_inode_ref, e, name_len);
-		}
-		if (nl > sz - off - hdr) {
-			rep(c, BTK_CHK_NAME, leaf, k, "", "", "inode ref overruns its item");
-			return;
-		}
-		const uint8_t *name = e + hdr;
-		if (ext && (uint64_t)btk_crc32c((uint32_t)parent, name, nl) != k->offset)
-			rep(c, BTK_CHK_NAME, leaf, k,
-			    chk_fmt("hash 0x%x", btk_crc32c((uint32_t)parent, name, nl)),
-			    chk_fmt("0x%llx", (unsigned long long)k->offset),
-			    "inode extref hash does not match the key");
-		off += (uint32_t)(hdr + nl);
-		c->fst->cur.names++;
-		/* the top directory's ".." names itself and has no dir entry */
-		if (!(parent == k->objectid && k->objectid == BTK_ROOT_DIRID))
-			push_name(c, parent, k->objectid, index, name, nl, SRC_REF, 0);
-	}
+	/* inode_ref_entry never stops the walk: an error is an entry that overruns the item */
+	if (btk_inode_ref_walk(k, p, sz, inode_ref_entry, &w))
+		rep(c, BTK_CHK_NAME, leaf, k, "", "", "inode ref overruns its item");
 }
 
 /* Records data that must have checksums (need) or must have none (forbid: prealloc space;

@@ -49,82 +49,67 @@ bool btk_is_fs_tree(uint64_t id)
 	       (id >= BTRFS_FIRST_FREE_OBJECTID && id <= BTRFS_LAST_FREE_OBJECTID);
 }
 
-struct names_ctx {
-	uint64_t ino;
-	int (*fn)(void *ctx, const struct btk_name_ref *ref);
-	void *ctx;
-};
-
-/* INODE_REF: {index u64, name_len u16, name}...; the key offset is the parent. */
-static int ref_item(void *arg, const struct btk_block *leaf, int slot, const struct btk_key *k,
-		    const uint8_t *d, uint32_t size)
+int btk_inode_ref_walk(const struct btk_key *k, const uint8_t *d, uint32_t size, btk_name_fn fn,
+		       void *ctx)
 {
-	struct names_ctx *c = arg;
+	bool ext = k->type == BTRFS_INODE_EXTREF_KEY;
+	uint32_t hdr =
+	    ext ? offsetof(struct btrfs_inode_extref, name) : sizeof(struct btrfs_inode_ref);
 	uint32_t pos = 0;
 
-	(void)leaf, (void)slot;
 	while (pos < size) {
-		struct btk_name_ref r = {.parent = k->offset, .extref = false};
-		if (size - pos < sizeof(struct btrfs_inode_ref))
-			goto bad;
-		r.index = BTK_GET(struct btrfs_inode_ref, d + pos, index);
-		r.name_len = BTK_GET(struct btrfs_inode_ref, d + pos, name_len);
-		pos += sizeof(struct btrfs_inode_ref);
-		if (r.name_len > size - pos)
-			goto bad;
-		r.name = (const char *)d + pos;
-		pos += r.name_len;
-		int ret = c->fn(c->ctx, &r);
-		if (ret)
-			return ret;
-	}
-	return 0;
-bad:
-	return btk_err(EUCLEAN, "inode %llu: INODE_REF item (parent %llu) overruns its %u bytes",
-		       (unsigned long long)c->ino, (unsigned long long)k->offset, size);
-}
-
-/* INODE_EXTREF: {parent u64, index u64, name_len u16, name}...; key offset is a name hash. */
-static int extref_item(void *arg, const struct btk_block *leaf, int slot, const struct btk_key *k,
-		       const uint8_t *d, uint32_t size)
-{
-	struct names_ctx *c = arg;
-	const uint32_t hdr = offsetof(struct btrfs_inode_extref, name);
-	uint32_t pos = 0;
-
-	(void)leaf, (void)slot;
-	while (pos < size) {
-		struct btk_name_ref r = {.extref = true};
+		const uint8_t *e = d + pos;
+		struct btk_name_ref r = {.parent = k->offset, .extref = ext};
 		if (size - pos < hdr)
 			goto bad;
-		r.parent = BTK_GET(struct btrfs_inode_extref, d + pos, parent_objectid);
-		r.index = BTK_GET(struct btrfs_inode_extref, d + pos, index);
-		r.name_len = BTK_GET(struct btrfs_inode_extref, d + pos, name_len);
+		if (ext) {
+			r.parent = BTK_GET(struct btrfs_inode_extref, e, parent_objectid);
+			r.index = BTK_GET(struct btrfs_inode_extref, e, index);
+			r.name_len = BTK_GET(struct btrfs_inode_extref, e, name_len);
+		} else {
+			r.index = BTK_GET(struct btrfs_inode_ref, e, index);
+			r.name_len = BTK_GET(struct btrfs_inode_ref, e, name_len);
+		}
 		pos += hdr;
 		if (r.name_len > size - pos)
 			goto bad;
 		r.name = (const char *)d + pos;
 		pos += r.name_len;
-		int ret = c->fn(c->ctx, &r);
+		int ret = fn(ctx, &r);
 		if (ret)
 			return ret;
 	}
 	return 0;
 bad:
-	return btk_err(EUCLEAN, "inode %llu: INODE_EXTREF item (hash %llu) overruns its %u bytes",
-		       (unsigned long long)c->ino, (unsigned long long)k->offset, size);
+	return btk_err(EUCLEAN, "inode %llu: %s item (%s %llu) overruns its %u bytes",
+		       (unsigned long long)k->objectid, ext ? "INODE_EXTREF" : "INODE_REF",
+		       ext ? "hash" : "parent", (unsigned long long)k->offset, size);
+}
+
+struct names_ctx {
+	btk_name_fn fn;
+	void *ctx;
+};
+
+static int ref_item(void *arg, const struct btk_block *leaf, int slot, const struct btk_key *k,
+		    const uint8_t *d, uint32_t size)
+{
+	struct names_ctx *c = arg;
+
+	(void)leaf, (void)slot;
+	return btk_inode_ref_walk(k, d, size, c->fn, c->ctx);
 }
 
 int btk_inode_for_each_name(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,
-			    int (*fn)(void *ctx, const struct btk_name_ref *ref), void *ctx)
+			    btk_name_fn fn, void *ctx)
 {
-	struct names_ctx c = {ino, fn, ctx};
+	struct names_ctx c = {fn, ctx};
 	int ret;
 
 	ret = btk_for_each_item(fs, root, ino, BTRFS_INODE_REF_KEY, 0, ref_item, &c);
 	if (ret)
 		return ret;
-	return btk_for_each_item(fs, root, ino, BTRFS_INODE_EXTREF_KEY, 0, extref_item, &c);
+	return btk_for_each_item(fs, root, ino, BTRFS_INODE_EXTREF_KEY, 0, ref_item, &c);
 }
 
 /* A path assembled backwards from its last component, in a fixed buffer. */

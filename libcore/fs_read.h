@@ -52,11 +52,25 @@ struct btk_name_ref {
 	bool extref; /* from an INODE_EXTREF item (else INODE_REF) */
 };
 
+/* Called once per name; returns 0 to go on, anything else to stop (see above). */
+typedef int (*btk_name_fn)(void *ctx, const struct btk_name_ref *ref);
+
+/* Walks the entries of one INODE_REF or INODE_EXTREF item (by key->type) that the caller has
+ * in hand, and calls fn for each in order. The two layouts differ only in their header:
+ *   INODE_REF    {index u64, name_len u16, name}...              key offset: the parent
+ *   INODE_EXTREF {parent u64, index u64, name_len u16, name}...  key offset: a name hash
+ * Returns 0 after the last entry, or fn's value when it is not 0. -EUCLEAN (with a message
+ * naming the inode and key) when a header or name runs past the item's size bytes; the
+ * entries before that one have been passed to fn. Reads only data[0..size): the caller owns
+ * the item (a leaf it holds), and ref->name points into it. */
+int btk_inode_ref_walk(const struct btk_key *key, const uint8_t *data, uint32_t size,
+		       btk_name_fn fn, void *ctx);
+
 /* Calls fn for every name of inode ino: every entry of its INODE_REF items, then of its
  * INODE_EXTREF items. The root directory's self reference ("..", parent == ino) is passed
  * too; callers skip it. -EUCLEAN if an entry overruns its item. */
 int btk_inode_for_each_name(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,
-			    int (*fn)(void *ctx, const struct btk_name_ref *ref), void *ctx);
+			    btk_name_fn fn, void *ctx);
 
 /* The path of directory (or any inode, by its first name) ino inside its subvolume, relative
  * to the subvolume's top directory: "" for the top directory itself, else "/a/b". *out is
