@@ -86,22 +86,6 @@ void chk_bg_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint3
 	g->flags = BTK_GET(struct btrfs_block_group_item, p, flags);
 }
 
-/* Bytes each stripe of a chunk takes on its device. */
-static uint64_t stripe_size(const struct btk_chunk *ch)
-{
-	uint64_t n = ch->num_stripes;
-
-	if (ch->type & BTRFS_BLOCK_GROUP_RAID0)
-		return n ? ch->length / n : 0;
-	if (ch->type & BTRFS_BLOCK_GROUP_RAID10)
-		return n && ch->sub_stripes ? ch->length * ch->sub_stripes / n : 0;
-	if (ch->type & BTRFS_BLOCK_GROUP_RAID5)
-		return n > 1 ? ch->length / (n - 1) : 0;
-	if (ch->type & BTRFS_BLOCK_GROUP_RAID6)
-		return n > 2 ? ch->length / (n - 2) : 0;
-	return ch->length;
-}
-
 static int bg_cmp(const void *pa, const void *pb)
 {
 	const struct chk_bg *a = pa, *b = pb;
@@ -132,7 +116,7 @@ static const struct chk_bg *bg_find(struct chk *c, uint64_t start)
 static void chunk_vs_rest(struct chk *c, const struct btk_chunk *ch, uint8_t *matched)
 {
 	const struct chk_bg *bg = bg_find(c, ch->logical);
-	uint64_t ssz = stripe_size(ch);
+	uint64_t ssz = btk_chunk_stripe_len(ch);
 
 	if (!bg)
 		chk_report(c, BTK_CHK_CHUNK, 3, ch->logical, NULL, "a block group item", "none",

@@ -48,26 +48,6 @@ const struct btk_raid_attr *btk_raid_by_name(const char *name)
 	return NULL;
 }
 
-static uint64_t data_stripes(uint64_t type, int num)
-{
-	if (type & (BTRFS_BLOCK_GROUP_DUP | BTRFS_BLOCK_GROUP_RAID1_MASK))
-		return 1;
-	if (type & BTRFS_BLOCK_GROUP_RAID10)
-		return (uint64_t)num / 2;
-	if (type & BTRFS_BLOCK_GROUP_RAID5)
-		return (uint64_t)num - 1;
-	if (type & BTRFS_BLOCK_GROUP_RAID6)
-		return (uint64_t)num - 2;
-	return (uint64_t)num;
-}
-
-uint64_t btk_chunk_stripe_len(const struct btk_chunk *c)
-{
-	uint64_t ds = data_stripes(c->type, c->num_stripes);
-
-	return ds ? c->length / ds : 0;
-}
-
 uint32_t btk_chunk_to_item(const struct btk_chunk *c, uint8_t *buf)
 {
 	uint32_t size = (uint32_t)(sizeof(struct btrfs_chunk) +
@@ -150,7 +130,7 @@ struct ctl {
 
 static uint64_t chunk_bytes(uint64_t type, uint64_t stripe, int num)
 {
-	return stripe * data_stripes(type, num);
+	return stripe * btk_chunk_data_stripes(type, num, 2); /* RAID10: pairs */
 }
 
 static int init_ctl(const struct btk_wfs *w, uint64_t flags, const struct btk_raid_attr *ra,

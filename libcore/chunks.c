@@ -13,16 +13,28 @@ static int nparity(uint64_t type)
 	return type & BTRFS_BLOCK_GROUP_RAID6 ? 2 : type & BTRFS_BLOCK_GROUP_RAID5 ? 1 : 0;
 }
 
-/* How many stripes make one copy-group: the divisor from chunk length to per-device length. */
+uint64_t btk_chunk_data_stripes(uint64_t type, int num_stripes, int sub_stripes)
+{
+	if (type & BTRFS_BLOCK_GROUP_RAID0)
+		return num_stripes > 0 ? (uint64_t)num_stripes : 0;
+	if (type & BTRFS_BLOCK_GROUP_RAID10)
+		return sub_stripes > 0 && num_stripes > 0 ? (uint64_t)(num_stripes / sub_stripes)
+							  : 0;
+	if (type & BTRFS_BLOCK_GROUP_RAID56_MASK)
+		return num_stripes > nparity(type) ? (uint64_t)(num_stripes - nparity(type)) : 0;
+	return 1;
+}
+
+uint64_t btk_chunk_stripe_len(const struct btk_chunk *c)
+{
+	uint64_t ds = btk_chunk_data_stripes(c->type, c->num_stripes, c->sub_stripes);
+
+	return ds ? c->length / ds : 0;
+}
+
 static uint64_t data_stripes(const struct btk_chunk *c)
 {
-	if (c->type & BTRFS_BLOCK_GROUP_RAID0)
-		return c->num_stripes;
-	if (c->type & BTRFS_BLOCK_GROUP_RAID10)
-		return c->num_stripes / c->sub_stripes;
-	if (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK)
-		return (uint64_t)(c->num_stripes - nparity(c->type));
-	return 1;
+	return btk_chunk_data_stripes(c->type, c->num_stripes, c->sub_stripes);
 }
 
 static int chunk_sane(const struct btk_chunk *c, uint32_t sectorsize)

@@ -138,8 +138,6 @@ uint64_t btk_bg_type_for_root(struct btk_wfs *w, uint64_t owner);
 int btk_chunk_alloc(struct btk_wfs *w, uint64_t flags, uint64_t *logical);
 /* The same with a fixed stripe size (0: computed). */
 int btk_chunk_alloc_sized(struct btk_wfs *w, uint64_t flags, uint64_t stripe, uint64_t *logical);
-/* Bytes per device stripe of a chunk. */
-uint64_t btk_chunk_stripe_len(const struct btk_chunk *c);
 /* Serializes a chunk item; returns its size. buf must hold the largest item. */
 uint32_t btk_chunk_to_item(const struct btk_chunk *c, uint8_t *buf);
 /* Writes chunk items, dev extents and dev items of new chunks (commit). */

@@ -101,6 +101,12 @@ int btk_read_logical(struct btk_fs *fs, uint64_t logical, void *buf, size_t len)
  * nothing committed may live there). -EOPNOTSUPP on RAID5/6, whose parity is not written. */
 int btk_write_logical(struct btk_fs *fs, uint64_t logical, const void *buf, size_t len);
 
+/* How many stripes hold distinct data in one row of a chunk of this profile: the divisor from
+ * chunk length to the bytes each stripe takes on its device (1 for SINGLE, DUP and RAID1*;
+ * 0 when the counts cannot form the profile). */
+uint64_t btk_chunk_data_stripes(uint64_t type, int num_stripes, int sub_stripes);
+/* Bytes each stripe of c takes on its device (its dev extent's length); 0 if c is malformed. */
+uint64_t btk_chunk_stripe_len(const struct btk_chunk *c);
 /* Parses a chunk item (from the sys array or chunk tree) into a new btk_chunk (caller frees).
  * -EUCLEAN if sizes or counts are impossible. */
 int btk_chunk_parse(const uint8_t *item, uint32_t size, uint64_t logical, uint32_t sectorsize,
