@@ -6,16 +6,16 @@
 #include <stdio.h>
 
 #include "decode.h"
+#include "json.h"
 #include "volumes.h"
 
 #define RENDER_MAX_DEPTH 16
 
 /* A renderer: human text modelled on dump-tree / dump-super, or JSON.
  *
- * JSON strings: valid UTF-8 passes through; '"', '\\' and control characters use JSON
- * escapes; every byte that is not part of valid UTF-8 becomes the lone surrogate \udcXX
- * (XX = the byte), as Python's "surrogateescape" does: the bytes are recovered exactly with
- * json.loads(line) and s.encode("utf-8", "surrogateescape"). */
+ * JSON strings are written by btk_json_str() (json.h): valid UTF-8 passes through, bytes
+ * that are not valid UTF-8 become \udcXX, and json.loads(line) followed by
+ * s.encode("utf-8", "surrogateescape") gives back the exact bytes. */
 struct render {
 	FILE *out;
 	bool json;
@@ -39,8 +39,7 @@ void render_reset(struct render *r);
 /* Ends a text item (newline if a line is open). */
 void render_finish(struct render *r);
 
-/* JSON helpers. */
-void json_string(FILE *out, const uint8_t *p, size_t len);
+/* JSON helpers (strings: btk_json_str, json.h). */
 void json_key(FILE *out, const struct btk_key *k);
 void put_u64(FILE *out, uint64_t v);
 /* Text helpers. */

@@ -31,7 +31,7 @@ void json_field(void *ctx, const struct btk_field *f)
 		fprintf(o, "%" PRId64, f->s);
 		break;
 	case BTK_F_STR:
-		json_string(o, f->p, f->len);
+		btk_json_str(o, f->p, f->len);
 		break;
 	case BTK_F_UUID:
 		uuid_format(f->p, u);
@@ -58,7 +58,7 @@ void json_field(void *ctx, const struct btk_field *f)
 			fputs_unlocked(",\"", o);
 			fputs_unlocked(f->name, o);
 			fputs_unlocked("_str\":", o);
-			json_string(o, (const uint8_t *)f->text, strlen(f->text));
+			btk_json_str(o, (const uint8_t *)f->text, strlen(f->text));
 		}
 		break;
 	case BTK_F_KEY:
@@ -66,7 +66,7 @@ void json_field(void *ctx, const struct btk_field *f)
 		break;
 	case BTK_F_ERROR:
 		r->errors++;
-		json_string(o, (const uint8_t *)f->text, strlen(f->text));
+		btk_json_str(o, (const uint8_t *)f->text, strlen(f->text));
 		break;
 	}
 }

@@ -71,7 +71,7 @@ static void print_stat(struct sctx *s, const struct tstat *t, const char *name)
 	if (s->json) {
 		printf("{\"tree\":");
 		if (name)
-			json_string(stdout, (const uint8_t *)name, strlen(name));
+			btk_json_str(stdout, (const uint8_t *)name, strlen(name));
 		else
 			printf("%" PRIu64, t->id);
 		printf(",\"levels\":%d,\"nodes\":%" PRIu64 ",\"leaves\":%" PRIu64

@@ -16,12 +16,12 @@ static void print_copy(const char *path, const struct btk_super_copy *c, bool js
 	render_init(&r, &s, stdout, json);
 	if (json) {
 		fputs("{\"device\":", stdout);
-		json_string(stdout, (const uint8_t *)path, strlen(path));
+		btk_json_str(stdout, (const uint8_t *)path, strlen(path));
 		printf(",\"mirror\":%d,\"offset\":%" PRIu64 ",\"valid\":%s", c->mirror, c->offset,
 		       c->valid ? "true" : "false");
 		if (!c->valid) {
 			fputs(",\"why\":", stdout);
-			json_string(stdout, (const uint8_t *)c->why, strlen(c->why));
+			btk_json_str(stdout, (const uint8_t *)c->why, strlen(c->why));
 		}
 		fputs(",\"super\":{", stdout);
 		btk_decode_super(&c->sb, &s);

@@ -11,6 +11,7 @@
 
 #include "check.h"
 #include "error.h"
+#include "json.h"
 #include "volumes.h"
 
 #define EXIT_CLEAN  0
@@ -24,21 +25,6 @@ struct out {
 	int last_pct;
 	const char *last_phase;
 };
-
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char ch = (unsigned char)*s;
-		if (ch == '"' || ch == '\\')
-			printf("\\%c", ch);
-		else if (ch < 0x20)
-			printf("\\u%04x", ch);
-		else
-			putchar(ch);
-	}
-	putchar('"');
-}
 
 static const char *key_type(uint8_t t, char *buf, size_t len)
 {
@@ -74,21 +60,21 @@ static void report_json(struct out *o, const struct btk_check_problem *p)
 	char tb[32];
 
 	printf("%s\n    {\"kind\": ", o->nerr ? "," : "");
-	json_str(btk_check_kind_name(p->kind));
+	btk_json_cstr(stdout, btk_check_kind_name(p->kind));
 	printf(", \"location\": {\"tree\": %llu, \"bytenr\": %llu", (unsigned long long)p->tree,
 	       (unsigned long long)p->bytenr);
 	if (p->has_key) {
 		printf(", \"key\": {\"objectid\": %llu, \"type\": ",
 		       (unsigned long long)p->key.objectid);
-		json_str(key_type(p->key.type, tb, sizeof(tb)));
+		btk_json_cstr(stdout, key_type(p->key.type, tb, sizeof(tb)));
 		printf(", \"offset\": %llu}", (unsigned long long)p->key.offset);
 	}
 	printf("}, \"what\": ");
-	json_str(p->what);
+	btk_json_cstr(stdout, p->what);
 	printf(", \"expected\": ");
-	json_str(p->expected);
+	btk_json_cstr(stdout, p->expected);
 	printf(", \"found\": ");
-	json_str(p->found);
+	btk_json_cstr(stdout, p->found);
 	putchar('}');
 }
 
@@ -204,7 +190,7 @@ static void summary_json(const struct btk_fs *fs, const struct btk_check_summary
 static void json_fail(const char *msg)
 {
 	printf("{\n  \"result\": \"not checked\",\n  \"error\": ");
-	json_str(msg);
+	btk_json_cstr(stdout, msg);
 	printf(",\n  \"errors\": []\n}\n");
 }
 

@@ -3,6 +3,7 @@
  */
 #include "csum.h"
 #include "error.h"
+#include "json.h"
 #include "mkfs.h"
 #include "rootdir.h"
 #include "super.h"
@@ -148,21 +149,6 @@ static void uuid_str(const uint8_t *u, char *out)
 		u[14], u[15]);
 }
 
-static void json_str(const char *s)
-{
-	putchar('"');
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\')
-			printf("\\%c", c);
-		else if (c < 0x20)
-			printf("\\u%04x", c);
-		else
-			putchar(c);
-	}
-	putchar('"');
-}
-
 static void feature_list(const struct btk_mkfs_result *r, bool runtime, char *buf, size_t len)
 {
 	buf[0] = 0;
@@ -185,7 +171,7 @@ static void print_json_rootdir(const struct rootdir *rd)
 	const struct btk_populate_stats *st = &rd->st;
 
 	printf(", \"rootdir\": {\"source\": ");
-	json_str(rd->src.top);
+	btk_json_cstr(stdout, rd->src.top);
 	printf(", \"names\": %" PRIu64 ", \"inodes\": %" PRIu64 ", \"file_bytes\": %" PRIu64
 	       ", \"data_bytes\": %" PRIu64 ", \"inline_files\": %" PRIu64 ", \"extents\": %" PRIu64
 	       ", \"compressed_extents\": %" PRIu64 ", \"elapsed\": %.3f}",
@@ -200,7 +186,7 @@ static void print_json(const struct btk_mkfs_opts *o, const struct btk_mkfs_resu
 
 	uuid_str(r->fsid, uuid);
 	printf("{\"label\": ");
-	json_str(o->label ? o->label : "");
+	btk_json_cstr(stdout, o->label ? o->label : "");
 	printf(", \"uuid\": \"%s\", \"nodesize\": %u, \"sectorsize\": %u, \"size\": %" PRIu64
 	       ", \"csum\": \"%s\", \"profiles\": {",
 	       uuid, r->nodesize, r->sectorsize, r->total_bytes, btk_csum_name(r->csum_type));
@@ -219,7 +205,7 @@ static void print_json(const struct btk_mkfs_opts *o, const struct btk_mkfs_resu
 	for (int i = 0; i < r->ndevs; i++) {
 		printf("%s{\"devid\": %" PRIu64 ", \"size\": %" PRIu64 ", \"path\": ",
 		       i ? ", " : "", r->devs[i].devid, r->devs[i].size);
-		json_str(o->paths[i]);
+		btk_json_cstr(stdout, o->paths[i]);
 		printf("}");
 	}
 	printf("]");

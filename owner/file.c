@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "error.h"
+#include "json.h"
 #include "owner.h"
 
 #define MAX_COPIES 8
@@ -181,7 +182,7 @@ int cmd_file(struct owner_ctx *c, const char *path)
 	}
 	if (c->o.json) {
 		printf("{\"file\":");
-		json_string(stdout, path);
+		btk_json_cstr(stdout, path);
 		printf(",\"root\":%llu,\"inode\":%llu,\"size\":%llu,\"extents\":[",
 		       (unsigned long long)w.root, (unsigned long long)w.ino,
 		       (unsigned long long)ii.size);

@@ -68,7 +68,6 @@ void print_begin(struct owner_ctx *c);
 void print_query(struct owner_ctx *c, const struct query *q);
 void print_end(struct owner_ctx *c);
 void print_escaped(FILE *f, const char *s);
-void json_string(FILE *f, const char *s);
 const char *found_name(int found);
 
 /* file.c */

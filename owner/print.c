@@ -2,6 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "json.h"
 #include "owner.h"
 
 const char *found_name(int found)
@@ -19,39 +20,6 @@ void print_escaped(FILE *f, const char *s)
 		else
 			fputc(*p, f);
 	}
-}
-
-/* JSON strings are UTF-8: bytes that are not valid UTF-8 become \u00XX (Latin-1 reading). */
-static size_t utf8_len(const unsigned char *p)
-{
-	int n = *p >= 0xf0 && *p < 0xf5 ? 4 : *p >= 0xe0 ? 3 : *p >= 0xc2 && *p < 0xe0 ? 2 : 0;
-
-	if (*p >= 0xf5)
-		return 0;
-	for (int i = 1; i < n; i++)
-		if ((p[i] & 0xc0) != 0x80)
-			return 0;
-	return (size_t)n;
-}
-
-void json_string(FILE *f, const char *s)
-{
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		size_t n;
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20 || *p == 0x7f)
-			fprintf(f, "\\u%04x", *p);
-		else if (*p < 0x80)
-			fputc(*p, f);
-		else if ((n = utf8_len(p))) {
-			fwrite(p, 1, n, f);
-			p += n - 1;
-		} else
-			fprintf(f, "\\u%04x", *p);
-	}
-	fputc('"', f);
 }
 
 static const char *kind_name(const struct query *q)
@@ -176,7 +144,7 @@ static void json_data_owner(struct owner_ctx *c, const struct btk_data_owner *d)
 
 	printf("{\"root\":%llu,\"subvol\":", (unsigned long long)d->root);
 	if (sv)
-		json_string(stdout, sv);
+		btk_json_cstr(stdout, sv);
 	else
 		fputs(subvol_unlinked(c, d->root) ? "null,\"unlinked\":true" : "null", stdout);
 	printf(",\"inode\":%llu,\"offset\":%llu,\"paths\":[", (unsigned long long)d->inode,
@@ -185,7 +153,7 @@ static void json_data_owner(struct owner_ctx *c, const struct btk_data_owner *d)
 	for (size_t i = 0; i < n; i++) {
 		if (i)
 			putchar(',');
-		json_string(stdout, paths[i]);
+		btk_json_cstr(stdout, paths[i]);
 	}
 	printf("],\"file_range\":{\"offset\":%llu,\"length\":%llu}",
 	       (unsigned long long)d->file_start, (unsigned long long)d->file_len);
@@ -241,10 +209,10 @@ static void print_json(struct owner_ctx *c, const struct query *q)
 	}
 	json_owners(c, o);
 	if (q->err || o->nerrors) {
+		const char *msg = q->err ? q->errmsg : o->error;
+
 		printf(",\"errors\":%d,\"error\":", q->err ? 1 : o->nerrors);
-		json_string(stdout, q->err     ? (q->errmsg ? q->errmsg : "")
-				    : o->error ? o->error
-					       : "");
+		btk_json_cstr(stdout, msg ? msg : "");
 	}
 	putchar('}');
 }

@@ -163,3 +163,15 @@ EOF
 	[ "$status" -eq 0 ] || { show_err; false; }
 	cmp "$D/r1.img" "$D/r2.img"
 }
+
+@test "--json: a source path that is not UTF-8 still gives valid JSON, bytes recoverable" {
+	local s=$D/$'bad\xff\xc3(\xe9'
+	mkdir -p "$s/sub"
+	echo data >"$s/sub/f"
+	btk_run 120 "$MKFS" --json -b 300M --rootdir "$s" "$D/u.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	python3 -m json.tool "$BTK_OUT" >/dev/null
+	# \udcXX for each byte that is not UTF-8: os.fsencode() gives the path back exactly
+	python3 -c 'import json,os,sys; assert os.fsencode(json.load(open(sys.argv[1]))["rootdir"]["source"]) == os.fsencode(sys.argv[2])' \
+		"$BTK_OUT" "$s"
+}
