@@ -190,7 +190,8 @@ int btk_cache_for_each_dirty(struct btk_block_cache *c, int (*fn)(void *ctx, str
 		btk_block_get(b);
 		v[n++] = b;
 	}
-	qsort(v, n, sizeof(*v), cmp_bytenr);
+	if (n)
+		qsort(v, n, sizeof(*v), cmp_bytenr);
 	for (size_t i = 0; i < n; i++) {
 		if (!ret)
 			ret = fn(ctx, v[i]);
