@@ -531,6 +531,14 @@ static int split_leaf(struct btk_trans *t, struct btk_wroot *wr, struct btk_path
 	if (!v)
 		return -ENOMEM;
 	vm = virtual_sizes(b, slot, found, need, v);
+	/* First try to make room by moving items into a sibling (no new block). */
+	if (wr->level > 0) {
+		ret = btk_leaf_push(t, wr, p, v, vm, found);
+		if (ret <= 0) {
+			free(v);
+			return ret;
+		}
+	}
 	for (uint32_t i = 0; i < vm; i++)
 		total += v[i];
 	for (uint32_t mid = 1; mid < vm; mid++) {
@@ -544,6 +552,11 @@ static int split_leaf(struct btk_trans *t, struct btk_wroot *wr, struct btk_path
 			}
 		}
 	}
+	/* An item appended after the last slot goes into the new leaf with only the last item
+	 * (not alone: no leaf may stay empty when the caller then inserts nothing): the full leaf
+	 * stays nearly full, and inserts in increasing order leave full leaves behind them. */
+	if (!found && slot == (int)n && n > 1 && v[n - 1] + v[n] <= cap)
+		best = (int)n - 1;
 	free(v);
 	/* Refuse before allocating: a block allocated for nothing would stay referenced. */
 	if (best < 0 && found)

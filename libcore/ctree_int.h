@@ -175,6 +175,15 @@ int btk_wpath_next(struct btk_fs *fs, struct btk_path *p);
 int btk_cow_at(struct btk_trans *t, struct btk_wroot *wr, struct btk_path *p, int level);
 int btk_new_block(struct btk_trans *t, struct btk_wroot *wr, int level, struct btk_block **out);
 
+/* ---- ctree_push.c ---- */
+/* Makes room in the full leaf p->nodes[0] for a change at p->slots[0] by moving items into a
+ * sibling leaf under the same parent. v[0, vm) are the leaf's item sizes (header + data) with
+ * the change applied: a new item at the slot (!found) or the item there grown (found).
+ * Returns 0 with the path at the slot, now with room (possibly in the sibling), 1 when no
+ * sibling could help (path unchanged), or a negative errno. */
+int btk_leaf_push(struct btk_trans *t, struct btk_wroot *wr, struct btk_path *p, const uint32_t *v,
+		  uint32_t vm, bool found);
+
 /* Item shifting helpers on a leaf (ctree_items.c). */
 void btk_leaf_set_key(struct btk_block *b, int slot, const struct btk_key *k);
 void btk_node_set_ptr(struct btk_block *b, int slot, const struct btk_key *k, uint64_t ptr,

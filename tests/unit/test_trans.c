@@ -1208,6 +1208,92 @@ static void test_crash_shared(void **state)
 	unlink(base);
 }
 
+/* ---- leaf fill ---- */
+
+struct fillctx {
+	uint64_t leaves, bytes;
+};
+
+static int count_leaf(void *ctx, struct btk_fs *fs, const struct btk_block *b, int depth)
+{
+	struct fillctx *f = ctx;
+	uint32_t n = btk_block_nritems(b);
+
+	(void)fs;
+	(void)depth;
+	if (btk_block_level(b))
+		return 0;
+	f->leaves++;
+	for (uint32_t i = 0; i < n; i++)
+		f->bytes += sizeof(struct btk_item) + btk_le32(btk_leaf_item(b, (int)i)->size);
+	return 0;
+}
+
+/* Leaves of TTREE on disk, and the fewest leaves its items could fit in. */
+static void count_fill(uint64_t *leaves, uint64_t *least)
+{
+	const char *paths[1] = {img};
+	struct btk_open_opts o = {.super_mirror = -1, .no_scan = true};
+	struct btk_walk_ops ops = {count_leaf, NULL};
+	struct fillctx f = {0, 0};
+	struct btk_fs *fs;
+	struct btk_root r;
+	uint64_t cap;
+
+	assert_int_equal(btk_fs_open(paths, 1, &o, &fs), 0);
+	cap = fs->nodesize - sizeof(struct btk_header);
+	assert_int_equal(btk_root_find(fs, TTREE, &r), 0);
+	assert_int_equal(btk_tree_walk(fs, &r, &ops, &f), 0);
+	btk_fs_close(fs);
+	*leaves = f.leaves;
+	*least = (f.bytes + cap - 1) / cap;
+}
+
+/* Inserts in increasing, decreasing and random order (several transactions, so that full
+ * leaves of earlier ones are copied when items move into them): sorted inserts must leave
+ * nearly full leaves (items pushed into siblings; an item appended to a full leaf splits off
+ * with its last item only), and every order keeps the invariants. */
+static void test_leaf_fill(void **state)
+{
+	const size_t n = 20000;
+	const char *names[3] = {"increasing", "decreasing", "random"};
+	(void)state;
+
+	for (int order = 0; order < 3; order++) {
+		struct model m = {n, calloc(n, 1), calloc(n, 2), calloc(n, 4)};
+		struct btk_fs *fs;
+		struct btk_trans *t;
+		uint64_t leaves, least;
+
+		make_image(NULL, 1ULL << 30);
+		fs = open_rw();
+		assert_int_equal(btk_trans_start(fs, &t), 0);
+		assert_int_equal(btk_tree_new(t, TTREE), 0);
+		for (size_t i = 0; i < n; i++) {
+			size_t x = order == 0 ? i : order == 1 ? n - 1 - i : mix(i ^ 0xf111) % n;
+			uint64_t r = mix(x ^ 0x4321);
+			if (m.present[x])
+				continue;
+			if (put(t, &m, x, rnd_size(r), (uint32_t)r))
+				fail_msg("%s insert %zu: %s", names[order], x, btk_errmsg());
+			if ((i + 1) % 5000 == 0 && i + 1 < n)
+				commit_and_check(&fs, &t, &m, false);
+		}
+		commit_and_check(&fs, &t, &m, false);
+		btk_trans_abort(t);
+		close_fs(fs);
+		count_fill(&leaves, &least);
+		fprintf(stderr, "leaf fill, %s: %llu leaves for at least %llu (%.3f)\n",
+			names[order], (unsigned long long)leaves, (unsigned long long)least,
+			(double)leaves / (double)least);
+		if (order < 2)
+			assert_true(leaves * 100 <= least * 115);
+		free(m.present);
+		free(m.size);
+		free(m.seed);
+	}
+}
+
 static int teardown(void **state)
 {
 	(void)state;
@@ -1236,6 +1322,7 @@ int main(void)
 	    cmocka_unit_test(test_kernel_snapshot), cmocka_unit_test(test_fs_files),
 	    cmocka_unit_test(test_data_refs),	    cmocka_unit_test(test_chunk_growth),
 	    cmocka_unit_test(test_btk_snapshot),    cmocka_unit_test(test_crash_shared),
+	    cmocka_unit_test(test_leaf_fill),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
