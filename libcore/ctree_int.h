@@ -112,6 +112,7 @@ struct btk_trans {
 	struct btk_fs *fs;
 	struct btk_wfs *w;
 	uint64_t transid;
+	uint64_t mods_at_start; /* w->mods when it began: unchanged means nothing to commit */
 };
 
 /* ---- alloc.c ---- */

@@ -122,6 +122,7 @@ int btk_trans_start(struct btk_fs *fs, struct btk_trans **out)
 	t->fs = fs;
 	t->w = w;
 	t->transid = w->transid;
+	t->mods_at_start = w->mods;
 	w->running = true;
 	*out = t;
 	return 0;
@@ -530,7 +531,16 @@ int btk_trans_commit(struct btk_trans *t)
 {
 	struct btk_wfs *w = t->w;
 	struct btk_fs *fs = t->fs;
-	int ret = settle(t);
+	int ret;
+
+	/* Nothing changed: writing superblocks of a new generation over trees of the old one
+	 * would break the filesystem (the root tree's generation must match), so do nothing. */
+	if (w->mods == t->mods_at_start && !w->nrefs && !w->nnew_chunks) {
+		w->running = false;
+		free(t);
+		return 0;
+	}
+	ret = settle(t);
 
 	if (!ret)
 		ret = prepare_super(t);

@@ -42,7 +42,8 @@ int btk_trans_start(struct btk_fs *fs, struct btk_trans **out);
  * written are this transaction's, which no committed root reaches. Call it between changes
  * (no path held). Errors: -EIO, -ENOSPC, -ENOMEM; the transaction must then be aborted. */
 int btk_trans_writeback(struct btk_trans *t, uint64_t limit);
-/* Writes everything and ends the transaction (t is freed, also on error). */
+/* Writes everything and ends the transaction (t is freed, also on error). A transaction that
+ * changed nothing writes nothing (the generation stays). */
 int btk_trans_commit(struct btk_trans *t);
 /* Drops the transaction without writing; the filesystem object can no longer be written. */
 void btk_trans_abort(struct btk_trans *t);

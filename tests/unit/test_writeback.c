@@ -158,6 +158,26 @@ static void test_writeback(void **state)
 	free(present);
 }
 
+/* A transaction that changes nothing commits nothing: the image stays clean and keeps its
+ * generation (it used to get superblocks of a new generation over an old root tree). */
+static void test_empty_commit(void **state)
+{
+	struct btk_fs *fs = open_fs(true, 0);
+	uint64_t gen = fs->generation;
+	struct btk_trans *t;
+	(void)state;
+
+	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_commit(t), 0);
+	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_commit(t), 0);
+	close_fs(fs);
+	assert_int_equal(fs_check(), 0);
+	fs = open_fs(false, 0);
+	assert_int_equal(fs->generation, gen);
+	btk_fs_close(fs);
+}
+
 static int setup(void **state)
 {
 	struct btk_mkfs_opts o;
@@ -192,6 +212,7 @@ static int teardown(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {cmocka_unit_test(test_writeback)};
+	const struct CMUnitTest tests[] = {cmocka_unit_test(test_empty_commit),
+					   cmocka_unit_test(test_writeback)};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
