@@ -400,16 +400,20 @@ int btk_item_update(struct btk_trans *t, uint64_t tree, const struct btk_key *ke
 		    uint32_t size)
 {
 	struct btk_path p;
-	uint32_t cur;
-	int ret = btk_tree_search_write(t, tree, key, (int)size, &p);
+	uint32_t cur = 0;
+	/* room is asked for only when the item grows, and only for the growth */
+	int ret = btk_tree_search_write(t, tree, key, 0, &p);
 
+	if (!ret && btk_item_ptr(&p, &cur) && cur < size) {
+		btk_wpath_release(&p);
+		ret = btk_tree_search_write(t, tree, key, (int)(size - cur + ITEM_SZ), &p);
+	}
 	if (ret) {
 		btk_wpath_release(&p);
 		return ret < 0 ? ret
 			       : btk_err(ENOENT, "tree %llu: no key to update",
 					 (unsigned long long)tree);
 	}
-	btk_item_ptr(&p, &cur);
 	if (cur < size)
 		ret = btk_item_extend(t, &p, size - cur);
 	else if (cur > size)
