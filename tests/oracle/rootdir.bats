@@ -11,7 +11,7 @@ load ../bats/helpers
 
 setup_file() {
 	export SRC=$BATS_FILE_TMPDIR/src
-	bash "$BATS_TEST_DIRNAME/gen_tree.sh" "$SRC" small >/dev/null 2>&1
+	bash "$BATS_TEST_DIRNAME/gen_tree.sh" "$SRC" >/dev/null 2>&1
 }
 
 setup() {
@@ -47,8 +47,11 @@ acls() { (cd "$1" && find . -print0 | LC_ALL=C sort -z | xargs -0 getfacl -n 2>/
 	[ "$status" -eq 0 ]
 	[ -z "$output" ] || { echo "$output" | head -20 >&2; false; }
 	diff <(acls "$SRC") <(acls "$MNT")
-	# the 5 GiB sparse file holds three islands, not 5 GiB
+	# the 5 GiB sparse file holds three islands, not 5 GiB: three extents, holes between
 	[ "$(du -k "$MNT/sparse-5g" | cut -f1)" -lt 1024 ]
+	[ "$(filefrag -v "$MNT/sparse-5g" | grep -cE '^ *[0-9]+: ')" -eq 3 ]
+	[ "$(find "$MNT/many" -type f | wc -l)" -eq 20000 ]
+	[ "$(find "$MNT/deep" -type d | wc -l)" -ge 60 ]
 	[ "$(stat -c %h "$MNT/links/target")" -gt 1000 ]
 	[ "$(stat -c '%t:%T' "$MNT/chardev")" = "1:3" ]
 	umount "$MNT"
