@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -844,6 +845,10 @@ static int fs_check(void)
 {
 	char cmd[512];
 
+	/* first the shells of system() still running (same process group, see main) */
+	signal(SIGTERM, SIG_IGN);
+	kill(0, SIGTERM);
+	usleep(200 * 1000);
 	snprintf(cmd, sizeof(cmd),
 		 "btrfs check --readonly %s >%s.log 2>&1 || "
 		 "(grep -v '^\\[' %s.log | tail -15 >&2; false)",
@@ -1314,8 +1319,30 @@ static int setup(void **state)
 	return 0;
 }
 
+/* Killed in the middle (a timeout's SIGTERM, ^C): leave no loop mount or image behind. */
+static void on_signal(int sig)
+{
+	char cmd[512];
+
+	/* first the shells of system() still running (same process group, see main) */
+	signal(SIGTERM, SIG_IGN);
+	kill(0, SIGTERM);
+	usleep(200 * 1000);
+	snprintf(cmd, sizeof(cmd),
+		 "umount %s.mnt 2>/dev/null; umount %s.*.mnt 2>/dev/null; "
+		 "rmdir %s.mnt %s.*.mnt 2>/dev/null; rm -f %s %s.*",
+		 img, img, img, img, img, img);
+	if (img[0] && system(cmd) < 0)
+		_exit(128 + sig);
+	_exit(128 + sig);
+}
+
 int main(void)
 {
+	setpgid(0, 0); /* so that on_signal can stop the shells it started, and only them */
+	signal(SIGTERM, on_signal);
+	signal(SIGINT, on_signal);
+	signal(SIGHUP, on_signal);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_mkfs_invariants), cmocka_unit_test(test_torture),
 	    cmocka_unit_test(test_crash),	    cmocka_unit_test(test_kernel_image),
