@@ -260,7 +260,7 @@ static int keyed_apply(struct btk_trans *t, const struct btk_refop *op, int delt
 	for (int tries = 0; tries < 1024; tries++, k.offset++) {
 		uint32_t size;
 		uint8_t *d;
-		ret = btk_tree_search_write(t, BTRFS_EXTENT_TREE_OBJECTID, &k, (int)EDR_SZ, &p);
+		ret = btk_tree_search_write(t, BTRFS_EXTENT_TREE_OBJECTID, &k, 0, &p);
 		if (ret < 0)
 			break;
 		if (ret == 1) { /* absent: create it */
