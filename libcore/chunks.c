@@ -253,8 +253,15 @@ int btk_write_logical(struct btk_fs *fs, uint64_t logical, const void *buf, size
 		uint64_t contig;
 		int n, ret;
 
-		if (c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK))
-			return btk_err(EOPNOTSUPP, "writing RAID5/6 data is not supported");
+		if (c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK)) {
+			size_t part = c->logical + c->length - logical < len
+					  ? (size_t)(c->logical + c->length - logical)
+					  : len;
+			if ((ret = btk_raid56_write(fs, logical, p, part)))
+				return ret;
+			p += part, logical += part, len -= part;
+			continue;
+		}
 		ret = btk_map_logical(fs, logical, ph, 4, &n, &contig);
 		if (ret)
 			return ret;

@@ -121,11 +121,6 @@ int btk_data_ref(struct btk_trans *t, uint64_t bytenr, uint64_t num_bytes, uint6
 /* The key offset of a keyed EXTENT_DATA_REF item (the kernel's hash_extent_data_ref). */
 uint64_t btk_data_ref_hash(uint64_t root, uint64_t ino, uint64_t offset);
 
-/* Writes len bytes at a logical address inside a RAID5/6 chunk, updating P/Q of every row
- * touched (read-modify-write of the other data stripes). For data of newly allocated extents;
- * btk_write_logical (volumes.h) refuses RAID5/6 and could call this. */
-int btk_raid56_write(struct btk_fs *fs, uint64_t logical, const void *buf, size_t len);
-
 /* ---- statistics for tests ---- */
 struct btk_wstats {
 	uint64_t bgs, bg_used, pinned_bytes, free_bytes;

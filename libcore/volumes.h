@@ -98,8 +98,12 @@ int btk_map_physical(const struct btk_fs *fs, uint64_t devid, uint64_t physical,
 int btk_read_logical(struct btk_fs *fs, uint64_t logical, void *buf, size_t len);
 
 /* Writes len bytes to every copy of a logical range (data of a newly allocated extent:
- * nothing committed may live there). -EOPNOTSUPP on RAID5/6, whose parity is not written. */
+ * nothing committed may live there). In RAID5/6 chunks through btk_raid56_write. */
 int btk_write_logical(struct btk_fs *fs, uint64_t logical, const void *buf, size_t len);
+/* Writes len bytes at a logical address inside one RAID5/6 chunk, updating P/Q of every row
+ * touched (read-modify-write of the other data stripes; raid56.c says what an interruption
+ * leaves). -EINVAL outside one RAID5/6 chunk, -ENODEV when a stripe's device is missing. */
+int btk_raid56_write(struct btk_fs *fs, uint64_t logical, const void *buf, size_t len);
 
 /* How many stripes hold distinct data in one row of a chunk of this profile: the divisor from
  * chunk length to the bytes each stripe takes on its device (1 for SINGLE, DUP and RAID1*;

@@ -19,12 +19,14 @@ setup() {
 	MKFS=$BTK_BUILD/bin/btk-mkfs
 	D=$BATS_TEST_TMPDIR
 	MNT=$D/mnt
+	LOOPS=()
 	mkdir -p "$MNT"
 }
 
 teardown() {
 	mountpoint -q "$MNT" 2>/dev/null && umount "$MNT"
 	[ -n "${LOOPDEV:-}" ] && losetup -d "$LOOPDEV" 2>/dev/null
+	for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
 	true
 }
 
@@ -298,4 +300,34 @@ same_tree() {
 	losetup -d "$LOOPDEV"
 	LOOPDEV=
 	[ "$(sha256sum <"$D/blk.img")" = "$before" ]
+}
+
+@test "rootdir: RAID5 and RAID6 data; parity rebuilds every file with a device gone" {
+	require_loop
+	require_tool rsync
+	local prof n
+	for prof in "raid5 3" "raid6 4"; do
+		set -- $prof
+		n=$2
+		local imgs=() i
+		for i in $(seq 1 "$n"); do imgs+=("$D/$1-$i.img"); done
+		btk_run 300 "$MKFS" -d "$1" -m "$1" -b 1G --rootdir "$SRC" "${imgs[@]}"
+		[ "$status" -eq 0 ] || { show_err; false; }
+		LOOPS=()
+		for i in "${imgs[@]}"; do LOOPS+=("$(losetup -f --show "$i")"); done
+		btrfs device scan "${LOOPS[@]}" >/dev/null
+		check_clean --check-data-csum "${LOOPS[0]}"
+		# one device (RAID6: two) gone: what it held comes from P/Q
+		local gone=1
+		[ "$1" = raid6 ] && gone=2
+		for i in $(seq 1 "$gone"); do losetup -d "${LOOPS[$i]}"; done
+		btrfs device scan --forget >/dev/null 2>&1 || true
+		btrfs device scan "${LOOPS[0]}" "${LOOPS[@]:$((gone + 1))}" >/dev/null 2>&1 || true
+		mount -o degraded,ro "${LOOPS[0]}" "$MNT"
+		same_tree "$SRC" "$MNT"
+		umount "$MNT"
+		for i in "${LOOPS[@]}"; do losetup -d "$i" 2>/dev/null || true; done
+		LOOPS=()
+		rm -f "${imgs[@]}"
+	done
 }
