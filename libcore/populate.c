@@ -41,7 +41,9 @@ static struct btk_time clamp(const struct pop *p, struct timespec ts)
 {
 	struct btk_time t = {(uint64_t)ts.tv_sec, (uint32_t)ts.tv_nsec};
 
-	if (p->o->epoch_set && t.sec >= p->o->epoch)
+	/* Times before 1970 are negative (stored as two's complement, as the kernel does): they
+	 * are older than any epoch and stay. */
+	if (p->o->epoch_set && ts.tv_sec >= 0 && (uint64_t)ts.tv_sec >= p->o->epoch)
 		t = (struct btk_time){p->o->epoch, 0};
 	return t;
 }
@@ -87,7 +89,9 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* Copies every xattr of the host path, in name order (ACLs are xattrs in the same format). */
+/* Copies every xattr of the host path, in name order (ACLs are xattrs in the same format).
+ * A value of 64 KiB (XATTR_SIZE_MAX) cannot reach a leaf: refused here, before the 16-bit
+ * length of an xattr item would wrap it to 0 bytes. */
 static int copy_xattrs(struct pop *p, uint64_t ino)
 {
 	char list[XATTR_LIST_MAX_], *names[4096];
@@ -107,6 +111,9 @@ static int copy_xattrs(struct pop *p, uint64_t ino)
 		if (vl < 0)
 			return btk_err(errno, "%s: cannot read xattr %s: %s", p->path, names[i],
 				       strerror(errno));
+		if (vl > UINT16_MAX)
+			return btk_err(E2BIG, "%s: xattr %s of %zd bytes does not fit a leaf",
+				       p->path, names[i], vl);
 		ret = btk_xattr_set(p->t, p->root, ino, names[i], (uint16_t)strlen(names[i]), val,
 				    (uint16_t)vl);
 	}
@@ -246,12 +253,20 @@ static int write_plain(struct pop *p, int fd, uint64_t ino, uint64_t off, uint64
 	return add_extent_item(p, ino, off, bytenr, got, got, false, nbytes);
 }
 
+/* As the kernel's btrfs_inode_can_compress: compressed extents need data checksums, so
+ * nodatasum (and nodatacow, which implies it) files are stored plainly. */
+static bool can_compress(const struct pop *p)
+{
+	return p->o->compress &&
+	       !(p->flags & (BTK_INODE_NOCOMPRESS | BTK_INODE_NODATACOW | BTK_INODE_NODATASUM));
+}
+
 static int write_extent(struct pop *p, int fd, uint64_t ino, uint64_t off, uint64_t len,
 			uint64_t *nbytes, uint64_t *used)
 {
 	int ret;
 
-	if (p->o->compress && !(p->flags & (BTK_INODE_NOCOMPRESS | BTK_INODE_NODATACOW))) {
+	if (can_compress(p)) {
 		ret = write_compressed(p, fd, ino, off, len, nbytes, used);
 		if (ret || *used)
 			return ret;
@@ -274,7 +289,7 @@ static int write_hole(struct pop *p, uint64_t ino, uint64_t off, uint64_t len)
 static int try_inline(struct pop *p, int fd, uint64_t ino, uint64_t size, bool *done)
 {
 	uint32_t ss = p->fs->sectorsize, lim = p->max_inline;
-	bool comp = p->o->compress && !(p->flags & (BTK_INODE_NOCOMPRESS | BTK_INODE_NODATACOW));
+	bool comp = can_compress(p);
 	long z = -1;
 	int ret;
 
@@ -303,7 +318,7 @@ static int try_inline(struct pop *p, int fd, uint64_t ino, uint64_t size, bool *
 static int write_file(struct pop *p, uint64_t ino, uint64_t size, uint64_t *nbytes)
 {
 	uint32_t ss = p->fs->sectorsize;
-	uint64_t chunk = p->o->compress ? BTK_MAX_COMPRESSED_IN : MAX_EXTENT, pos = 0;
+	uint64_t chunk = can_compress(p) ? BTK_MAX_COMPRESSED_IN : MAX_EXTENT, pos = 0;
 	uint64_t end = (size + ss - 1) / ss * ss;
 	bool done;
 	int fd, ret = 0;
@@ -318,7 +333,12 @@ static int write_file(struct pop *p, uint64_t ino, uint64_t size, uint64_t *nbyt
 	}
 	if (fd < 0)
 		return btk_err(errno, "%s: cannot open: %s", p->path, strerror(errno));
-	ret = try_inline(p, fd, ino, size, &done);
+	/* A file that is one hole (truncate -s) holds no extent, inline or not, as in the
+	 * kernel: only data goes inline. */
+	if (lseek(fd, 0, SEEK_DATA) >= 0 || errno != ENXIO)
+		ret = try_inline(p, fd, ino, size, &done);
+	else
+		done = false;
 	if (done) {
 		*nbytes = size;
 		goto out;
@@ -499,6 +519,22 @@ static int fill_top(struct pop *p, struct layout *l)
 	return ret ? ret : copy_xattrs(p, p->o->top_ino);
 }
 
+/* Names the source path in an error of the fs layer ("inode 300: xattr ... does not fit"),
+ * unless the message has it already; a long path keeps its end. */
+static int with_path(const struct pop *p, int ret)
+{
+	const char *msg = btk_errmsg(), *path = p->path;
+	size_t len = strlen(path);
+	char copy[1024];
+
+	if (!ret || !strncmp(msg, path, len < 64 ? len : 64))
+		return ret;
+	snprintf(copy, sizeof(copy), "%s", msg);
+	if (len > 400)
+		return btk_err(-ret, "...%s: %s", path + len - 400, copy);
+	return btk_err(-ret, "%s: %s", path, copy);
+}
+
 static int populate_all(struct pop *p)
 {
 	const struct btk_src_tree *s = p->src;
@@ -522,13 +558,13 @@ static int populate_all(struct pop *p)
 		l.next[0] = p->o->first_ino;
 		for (int k = 1; k <= p->o->nsubvols; k++)
 			l.next[k] = BTRFS_FIRST_FREE_OBJECTID + 1;
-		ret = fill_top(p, &l);
+		ret = with_path(p, fill_top(p, &l));
 	}
 	for (uint32_t i = 1; i < s->nnodes && !ret; i++) {
 		if (!btk_src_path(s, i, p->path, sizeof(p->path)))
 			ret = btk_err(ENAMETOOLONG, "path too long under %s", s->top);
 		else
-			ret = add_node(p, &l, i);
+			ret = with_path(p, add_node(p, &l, i));
 		if (!ret)
 			ret = btk_trans_writeback(p->t, WRITEBACK);
 		p->st->names++;
