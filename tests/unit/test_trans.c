@@ -25,6 +25,7 @@
 #include "fs_write.h"
 #include "mkfs.h"
 #include "trans.h"
+#include "test_image.h"
 #include "tree.h"
 
 #define TTREE 100ULL /* a tree id no kernel or check code gives meaning to */
@@ -374,19 +375,7 @@ static void make_image(const char *size_arg, uint64_t bytes)
 
 static struct btk_fs *open_rw(void)
 {
-	const char *paths[1] = {img};
-	struct btk_open_opts o = {.write = true, .no_scan = true, .super_mirror = -1};
-	struct btk_fs *fs;
-
-	if (btk_fs_open(paths, 1, &o, &fs))
-		fail_msg("open: %s", btk_errmsg());
-	return fs;
-}
-
-static void close_fs(struct btk_fs *fs)
-{
-	btk_write_release(fs);
-	btk_fs_close(fs);
+	return test_open_image(img, true, 0);
 }
 
 static int put(struct btk_trans *t, struct model *m, size_t i, uint32_t size, uint32_t seed)
@@ -430,7 +419,7 @@ static void commit_and_check(struct btk_fs **fs, struct btk_trans **t, const str
 		fail_msg("commit: %s", btk_errmsg());
 	assert_int_equal(check_all(m), 0);
 	if (reopen) { /* also exercise loading a filesystem written by ourselves */
-		close_fs(*fs);
+		test_close_image(*fs);
 		*fs = open_rw();
 	}
 	assert_int_equal(btk_trans_start(*fs, t), 0);
@@ -522,7 +511,7 @@ static void test_torture(void **state)
 	}
 	commit_and_check(&fs, &t, &m, false);
 	btk_trans_abort(t);
-	close_fs(fs);
+	test_close_image(fs);
 	fprintf(stderr,
 		"torture: %zu keys, %d commits each followed by a full invariant and "
 		"model check, up to %zu items at once\n",
@@ -575,7 +564,7 @@ static int crash_commit(uint64_t allowed, struct model *m)
 		}
 	}
 	ret = btk_trans_commit(t);
-	close_fs(fs);
+	test_close_image(fs);
 	return ret;
 }
 
@@ -595,7 +584,7 @@ static void test_crash(void **state)
 	for (size_t i = 0; i < m.n; i++)
 		assert_int_equal(put(t, &m, i, 40 + i % 50, (uint32_t)i), 0);
 	assert_int_equal(btk_trans_commit(t), 0);
-	close_fs(fs);
+	test_close_image(fs);
 	snprintf(base, sizeof(base), "%s.base", img);
 	snprintf(cmd, sizeof(cmd), "cp --sparse=always %s %s", img, base);
 	assert_int_equal(system(cmd), 0);
@@ -675,7 +664,7 @@ static void test_kernel_image(void **state)
 	for (size_t i = 0; i < m.n; i++)
 		assert_int_equal(put(t, &m, i, 30 + (uint32_t)(i % 200), (uint32_t)i), 0);
 	assert_int_equal(btk_trans_commit(t), 0);
-	close_fs(fs);
+	test_close_image(fs);
 	assert_int_equal(check_all(&m), 0);
 	snprintf(cmd, sizeof(cmd),
 		 "set -e; btrfs check --readonly %s >/dev/null 2>&1; mount -o loop %s %s; "
@@ -788,7 +777,7 @@ static void test_kernel_snapshot(void **state)
 	if (add_files(t, 256, 920000, 300) || add_files(t, BTRFS_FS_TREE_OBJECTID, 930000, 300))
 		fail_msg("add files: %s", btk_errmsg());
 	assert_int_equal(btk_trans_commit(t), 0);
-	close_fs(fs);
+	test_close_image(fs);
 	snprintf(cmd, sizeof(cmd),
 		 "set -e; btrfs check --readonly %s > %s.log 2>&1; mount -o loop %s %s; "
 		 "test -e %s/btk-900399 -a -e %s/snap/btk-910399 -a -e %s/snap/btk-920299; "
@@ -912,7 +901,7 @@ static void test_fs_files(void **state)
 		assert_int_equal(check_all(NULL), 0);
 		assert_int_equal(fs_check(), 0);
 	}
-	close_fs(fs);
+	test_close_image(fs);
 	/* the kernel sees exactly the present names */
 	int want = 0;
 	for (int i = 0; i < n; i++)
@@ -1022,7 +1011,7 @@ static void test_data_refs(void **state)
 	if (btk_trans_commit(t))
 		fail_msg("commit: %s", btk_errmsg());
 	btk_write_stats(fs, &after);
-	close_fs(fs);
+	test_close_image(fs);
 	count_data_refs(bytenr, &refs, &inl, &keyed, &sum);
 	assert_int_equal(refs + inl + keyed, 0); /* the record and every keyed item are gone */
 	assert_int_equal(after.bg_used, before.bg_used); /* data space given back */
@@ -1051,7 +1040,7 @@ static void test_chunk_growth(void **state)
 			fail_msg("insert %zu: %s", i, btk_errmsg());
 	assert_int_equal(btk_trans_commit(t), 0);
 	btk_write_stats(fs, &st1);
-	close_fs(fs);
+	test_close_image(fs);
 	fprintf(stderr, "chunk growth: %llu -> %llu block groups\n", (unsigned long long)st0.bgs,
 		(unsigned long long)st1.bgs);
 	assert_true(st1.bgs > st0.bgs);
@@ -1126,7 +1115,7 @@ static void test_btk_snapshot(void **state)
 	if (add_files(t, 300, 830000, 300) || add_files(t, 256, 840000, 300)) /* d, e */
 		fail_msg("d/e: %s", btk_errmsg());
 	assert_int_equal(btk_trans_commit(t), 0);
-	close_fs(fs);
+	test_close_image(fs);
 	/* (check_all assumes unshared blocks: btrfs check judges the shared references) */
 	snprintf(cmd, sizeof(cmd),
 		 "set -e; btrfs check --readonly %s > %s.log 2>&1; mount -o loop %s %s; "
@@ -1184,7 +1173,7 @@ static void test_crash_shared(void **state)
 		if (add_files(t, 256, 950000, 6) || add_files(t, 5, 960000, 6))
 			fail_msg("add: %s", btk_errmsg());
 		int ret = btk_trans_commit(t);
-		close_fs(fs);
+		test_close_image(fs);
 		snprintf(cmd, sizeof(cmd), "btrfs check --readonly %s >/dev/null 2>&1", img);
 		assert_int_equal(system(cmd), 0);
 		/* which state is it? the new one has the files */
@@ -1286,7 +1275,7 @@ static void test_leaf_fill(void **state)
 		}
 		commit_and_check(&fs, &t, &m, false);
 		btk_trans_abort(t);
-		close_fs(fs);
+		test_close_image(fs);
 		count_fill(&leaves, &least);
 		fprintf(stderr, "leaf fill, %s: %llu leaves for at least %llu (%.3f)\n",
 			names[order], (unsigned long long)leaves, (unsigned long long)least,

@@ -19,6 +19,7 @@
 #include "trans.h"
 #include "tree.h"
 #include "volumes.h"
+#include "test_image.h"
 
 #define TTREE 100ULL /* a tree id no kernel or check code gives meaning to */
 #define NKEYS 40000
@@ -43,24 +44,6 @@ static void fill(uint8_t *d, uint32_t i, uint32_t size)
 		d[b] = (uint8_t)(i * 31 + b);
 }
 
-static struct btk_fs *open_fs(bool write, uint64_t cache_mb)
-{
-	const char *paths[1] = {img};
-	struct btk_open_opts o = {.write = write, .no_scan = true, .super_mirror = -1};
-	struct btk_fs *fs;
-
-	o.cache_mb = cache_mb;
-	if (btk_fs_open(paths, 1, &o, &fs))
-		fail_msg("open: %s", btk_errmsg());
-	return fs;
-}
-
-static void close_fs(struct btk_fs *fs)
-{
-	btk_write_release(fs);
-	btk_fs_close(fs);
-}
-
 static int count_dirty(void *ctx, struct btk_block *b)
 {
 	(void)b;
@@ -81,7 +64,7 @@ static int fs_check(void)
 /* Every key i with present[i] is in TTREE with its data; nothing else is. */
 static void verify(const uint8_t *present)
 {
-	struct btk_fs *fs = open_fs(false, 0);
+	struct btk_fs *fs = test_open_image(img, false, 0);
 	struct btk_root root;
 	uint8_t want[512];
 	uint32_t found = 0, expect = 0;
@@ -119,7 +102,7 @@ static void test_writeback(void **state)
 	int dirty = 0;
 	(void)state;
 
-	fs = open_fs(true, 1); /* a 1 MiB cache: the tree cannot stay in memory */
+	fs = test_open_image(img, true, 1); /* a 1 MiB cache: the tree cannot stay in memory */
 	assert_int_equal(btk_trans_start(fs, &t), 0);
 	assert_int_equal(btk_tree_new(t, TTREE), 0);
 	for (uint32_t i = 0; i < NKEYS; i++) {
@@ -145,14 +128,14 @@ static void test_writeback(void **state)
 
 	/* written early but not committed: the old filesystem is intact and lacks the tree */
 	{
-		struct btk_fs *ro = open_fs(false, 0);
+		struct btk_fs *ro = test_open_image(img, false, 0);
 		struct btk_root r;
 		assert_int_equal(btk_root_find(ro, TTREE, &r), -ENOENT);
 		btk_fs_close(ro);
 		assert_int_equal(fs_check(), 0);
 	}
 	assert_int_equal(btk_trans_commit(t), 0);
-	close_fs(fs);
+	test_close_image(fs);
 	assert_int_equal(fs_check(), 0);
 	verify(present);
 	free(present);
@@ -162,7 +145,7 @@ static void test_writeback(void **state)
  * generation (it used to get superblocks of a new generation over an old root tree). */
 static void test_empty_commit(void **state)
 {
-	struct btk_fs *fs = open_fs(true, 0);
+	struct btk_fs *fs = test_open_image(img, true, 0);
 	uint64_t gen = fs->generation;
 	struct btk_trans *t;
 	(void)state;
@@ -171,9 +154,9 @@ static void test_empty_commit(void **state)
 	assert_int_equal(btk_trans_commit(t), 0);
 	assert_int_equal(btk_trans_start(fs, &t), 0);
 	assert_int_equal(btk_trans_commit(t), 0);
-	close_fs(fs);
+	test_close_image(fs);
 	assert_int_equal(fs_check(), 0);
-	fs = open_fs(false, 0);
+	fs = test_open_image(img, false, 0);
 	assert_int_equal(fs->generation, gen);
 	btk_fs_close(fs);
 }
