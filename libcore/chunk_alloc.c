@@ -351,7 +351,7 @@ int btk_chunk_alloc_sized(struct btk_wfs *w, uint64_t flags, uint64_t stripe, ui
 		goto out;
 	if (w->chunk_cap && !(flags & BTRFS_BLOCK_GROUP_SYSTEM)) {
 		/* chunks of exactly the cap (per copy), whatever the profile */
-		uint64_t cap = w->chunk_cap >> ((flags & BTRFS_BLOCK_GROUP_DATA) ? 0 : 2);
+		uint64_t cap = (flags & BTRFS_BLOCK_GROUP_DATA) ? w->chunk_cap : w->meta_chunk_cap;
 		ct.stripe = ct.max_chunk = cap;
 		if (ct.min_stripe > cap)
 			ct.min_stripe = cap;

@@ -92,9 +92,9 @@ struct btk_wfs {
 	int nnew_chunks;
 	uint64_t mods;	  /* counts tree modifications, so commit rounds know when to stop */
 	uint64_t dirtied; /* bytes of tree blocks made dirty since the last writeback */
-	/* size of new data chunks, a quarter of it for metadata (0: the usual sizes): small chunks
-	 * waste little when the filesystem is shrunk to fit (mkfs --shrink) */
-	uint64_t chunk_cap;
+	/* sizes of new data and metadata chunks (0: the usual sizes): small chunks waste little
+	 * when the filesystem is shrunk to fit (mkfs --shrink) */
+	uint64_t chunk_cap, meta_chunk_cap;
 	bool small_single; /* SINGLE chunks of mkfs.btrfs's first sizes (mkfs's initial ones) */
 	bool in_chunk_alloc;
 	/* blocks of this transaction that a snapshot taken in it now shares: copied again

@@ -24,9 +24,10 @@
 #include <unistd.h>
 
 #define SZ_1M (1ULL << 20)
-/* with --shrink: data chunks of this size (metadata a quarter), and room left in a trimmed
+/* with --shrink: data and metadata chunks of these sizes, and room left in a trimmed
  * last metadata chunk for the blocks the commit itself writes */
 #define SHRINK_CHUNK	  (128 * SZ_1M)
+#define SHRINK_META_CHUNK (32 * SZ_1M)
 #define SHRINK_META_SLACK (4 * SZ_1M)
 
 static const struct btk_mkfs_feature features[] = {
@@ -662,8 +663,15 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	}
 	if (!ret)
 		ret = btk_trans_start(fs, &t);
-	if (o->shrink)
+	if (o->shrink) {
 		w->chunk_cap = SHRINK_CHUNK;
+		w->meta_chunk_cap = SHRINK_META_CHUNK;
+		/* a small tree needs little metadata: a smaller chunk wastes less */
+		if (o->meta_estimate && o->meta_estimate < w->meta_chunk_cap)
+			w->meta_chunk_cap = o->meta_estimate < 4 * SZ_1M
+						? 4 * SZ_1M
+						: (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
+	}
 	w->small_single = true;
 	if (!ret)
 		ret = alloc_chunks(w, o, &pl, res);
