@@ -222,40 +222,40 @@ static int parse_iflags(struct rootdir *rd, const char *arg)
 	return 0;
 }
 
-/* Room to build an image in (the file is sparse) when no -b says how big: the source's file
- * data, plus metadata room per name and 1 GiB; shrinking then cuts it to what was used. Only
- * sizes and names count, so a copy of the tree elsewhere gets the same. */
-static uint64_t build_size(const struct btk_src_tree *s)
+/* What the scan says of the source, in one pass; only sizes and names count, so a copy of the
+ * tree elsewhere gives the same. */
+struct src_totals {
+	uint64_t file_bytes; /* st_size of regular files, each inode once (progress, --json) */
+	uint64_t build_size; /* room to build an image in when no -b says how big (sparse) */
+	/* metadata the copy will need, roughly and generously: names, inodes, inline data,
+	 * extent and checksum items, xattrs unknown (256 bytes an inode), 1.5x for leaves not
+	 * full; it sizes the metadata chunks of a shrunk image (too low costs one more chunk) */
+	uint64_t meta_estimate;
+};
+
+static void src_totals(const struct btk_src_tree *s, struct src_totals *t)
 {
-	uint64_t data = 0;
+	uint64_t blocks = 0, meta = 1 << 20;
 
-	for (uint32_t i = 0; i < s->ninodes; i++)
-		if (S_ISREG(s->inodes[i].st.st_mode))
-			data += ((uint64_t)s->inodes[i].st.st_size + 4095) & ~4095ULL;
-	return data + data / 8 + (uint64_t)s->nnodes * 4096 + (1ULL << 30);
-}
-
-/* Metadata the copy will need, roughly and generously (names, inodes, inline data, extent
- * and checksum items, 1.5x for leaves not full): sizes the metadata chunks of a shrunk image.
- * Too low only costs one more chunk. Xattrs are not known from the scan: 256 bytes each inode. */
-static uint64_t meta_estimate(const struct btk_src_tree *s)
-{
-	uint64_t b = 1 << 20;
-
+	t->file_bytes = 0;
 	for (uint32_t i = 0; i < s->nnodes; i++)
-		b += 400 + 3 * (uint64_t)s->nodes[i].name_len;
+		meta += 400 + 3 * (uint64_t)s->nodes[i].name_len;
 	for (uint32_t i = 0; i < s->ninodes; i++) {
 		uint64_t size = (uint64_t)s->inodes[i].st.st_size;
-		b += 256;
-		if (S_ISREG(s->inodes[i].st.st_mode))
-			b += size <= 2048 ? size + 100
-					  : 200 + size / 4096 * 4 + size / (1 << 20) * 100;
+		meta += 256;
+		if (!S_ISREG(s->inodes[i].st.st_mode))
+			continue;
+		t->file_bytes += size;
+		blocks += (size + 4095) & ~4095ULL;
+		meta += size <= 2048 ? size + 100 : 200 + size / 4096 * 4 + size / (1 << 20) * 100;
 	}
-	return b + b / 2;
+	/* file data, metadata room per name, and 1 GiB; shrinking cuts it to what was used */
+	t->build_size = blocks + blocks / 8 + (uint64_t)s->nnodes * 4096 + (1ULL << 30);
+	t->meta_estimate = meta + meta / 2;
 }
 
 /* --shrink, or a new image file without -b: build, then end the file where the data ends. */
-static void plan_shrink(struct rootdir *rd, struct btk_mkfs_opts *o, bool shrink)
+static void plan_shrink(const struct src_totals *tot, struct btk_mkfs_opts *o, bool shrink)
 {
 	bool all_new = true;
 	struct stat st;
@@ -265,15 +265,16 @@ static void plan_shrink(struct rootdir *rd, struct btk_mkfs_opts *o, bool shrink
 	if (!shrink && (o->byte_count || !all_new))
 		return;
 	o->shrink = true;
-	o->meta_estimate = meta_estimate(&rd->src);
+	o->meta_estimate = tot->meta_estimate;
 	if (!o->byte_count)
-		o->byte_count = build_size(&rd->src);
+		o->byte_count = tot->build_size;
 }
 
 int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct rootdir_args *a)
 {
 	const char *dir = a->dir, *compress = a->compress;
 	bool skip_unreadable = a->skip_unreadable;
+	struct src_totals tot;
 
 	rd->po.root = BTRFS_FS_TREE_OBJECTID;
 	rd->po.top_ino = BTRFS_FIRST_FREE_OBJECTID;
@@ -292,10 +293,9 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 		return 1;
 	}
 	rd->scanned = true;
+	src_totals(&rd->src, &tot);
 	rd->pg.total_names = rd->src.nnodes - 1;
-	for (uint32_t i = 0; i < rd->src.ninodes; i++)
-		if (S_ISREG(rd->src.inodes[i].st.st_mode))
-			rd->pg.total_bytes += (uint64_t)rd->src.inodes[i].st.st_size;
+	rd->pg.total_bytes = tot.file_bytes;
 	for (int k = 0; a->subvols && a->subvols[k]; k++)
 		if (parse_subvol(rd, a->subvols[k]))
 			return 1;
@@ -312,7 +312,7 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 	/* tree blocks go out as the copy goes (btk_trans_writeback): a small cache holds the
 	 * paths being filled, whatever the size of the tree */
 	o->cache_mb = 16;
-	plan_shrink(rd, o, a->shrink);
+	plan_shrink(&tot, o, a->shrink);
 	o->fill = fill;
 	o->fill_ctx = rd;
 	return 0;
