@@ -14,18 +14,20 @@ LDFLAGS  += -fsanitize=address,undefined
 B        := build-san
 endif
 
-LIB_SRC  := $(wildcard libcore/*.c)
+LIB_SRC  := $(wildcard libcore/*/*.c)
+CLI_SRC  := $(wildcard cli/*.c)
+CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
 LIB      := $(B)/libcore.a
 TOOLS    := $(sort $(foreach d,debug mkfs fsck owner convert resize image,$(if $(wildcard $(d)/*.c),$(d))))
 BINS     := $(TOOLS:%=$(B)/bin/btk-%)
-UNIT_SRC := $(wildcard tests/unit/test_*.c)
-UNITS    := $(UNIT_SRC:tests/unit/%.c=$(B)/tests/%)
+UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
+UNITS    := $(foreach s,$(UNIT_SRC),$(B)/tests/$(basename $(notdir $(s))))
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(B)/%.o)
 TESTTOOLS := $(TESTLIB_SRC:tests/lib/%.c=$(B)/tests/%)
 
-.PHONY: all deps check-deps check demo install clean format
+.PHONY: all deps check-deps check demo install clean format layers
 all: deps $(LIB) $(BINS) $(UNITS) $(TESTTOOLS)
 
 deps:
@@ -43,11 +45,11 @@ $(LIB): $(LIB_OBJ)
 
 .SECONDARY:
 .SECONDEXPANSION:
-$(B)/bin/btk-%: $$(addprefix $(B)/,$$(subst .c,.o,$$(wildcard $$*/*.c))) $(LIB)
+$(B)/bin/btk-%: $$(addprefix $(B)/,$$(subst .c,.o,$$(wildcard $$*/*.c))) $(CLI_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/tests/test_%: $(B)/tests/unit/test_%.o $(LIB)
+$(B)/tests/test_%: $$(addprefix $(B)/,$$(subst .c,.o,$$(wildcard tests/unit/*/test_$$*.c))) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
@@ -56,7 +58,11 @@ $(B)/tests/%: $(B)/tests/lib/%.o $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-check: check-deps all
+# lower layers never call or include upper ones (scripts/layers.sh; HACKING.md has the map)
+layers: $(LIB)
+	@scripts/layers.sh $(B)
+
+check: check-deps all layers
 	@BTK_BUILD=$(B) tests/run.sh
 
 demo: deps all
@@ -69,7 +75,7 @@ install: all
 	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
 
 format:
-	clang-format -i $(wildcard libcore/*.[ch] */*.c tests/unit/*.c tests/lib/*.c)
+	clang-format -i $(wildcard libcore/*/*.[ch] */*.[ch] tests/unit/*/*.c tests/unit/*.h tests/lib/*.c)
 
 clean:
 	rm -rf build build-san

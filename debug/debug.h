@@ -5,9 +5,9 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "decode.h"
-#include "json.h"
-#include "volumes.h"
+#include "decode/decode.h"
+#include "base/json.h"
+#include "volumes/volumes.h"
 
 #define RENDER_MAX_DEPTH 16
 

@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "debug.h"
-#include "error.h"
+#include "base/error.h"
 
 static void usage(FILE *out)
 {

@@ -3,8 +3,8 @@
 #include <inttypes.h>
 
 #include "debug.h"
-#include "error.h"
-#include "tree.h"
+#include "base/error.h"
+#include "tree/tree.h"
 
 struct tstat {
 	uint64_t id;

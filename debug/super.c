@@ -4,9 +4,9 @@
 #include <string.h>
 
 #include "debug.h"
-#include "error.h"
-#include "io.h"
-#include "super.h"
+#include "base/error.h"
+#include "io/io.h"
+#include "volumes/super.h"
 
 static void print_copy(const char *path, const struct btk_super_copy *c, bool json)
 {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 
 #include "debug.h"
-#include "error.h"
-#include "tree.h"
+#include "base/error.h"
+#include "tree/tree.h"
 
 #define MAX_LOG_ROOTS 4096
 

@@ -9,10 +9,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "error.h"
-#include "json.h"
-#include "volumes.h"
+#include "check/check.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "tree/tree.h"
+#include "volumes/volumes.h"
 
 #define EXIT_CLEAN  0
 #define EXIT_ERRORS 4

@@ -1,12 +1,12 @@
 /* btk-mkfs — create a btrfs filesystem on image files or block devices.
  * Parses options (popt), calls btk_mkfs() and prints a summary; libcore does the rest.
  */
-#include "csum.h"
-#include "error.h"
-#include "json.h"
-#include "mkfs.h"
+#include "base/csum.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "trans/mkfs.h"
 #include "rootdir.h"
-#include "super.h"
+#include "volumes/super.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -1,7 +1,7 @@
 /* rootdir.c — the --rootdir front end: options and environment into populate options. */
 #include "rootdir.h"
-#include "compress.h"
-#include "error.h"
+#include "base/compress.h"
+#include "base/error.h"
 
 #include <errno.h>
 #include <string.h>

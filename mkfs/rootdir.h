@@ -4,8 +4,8 @@
 #define BTK_MKFS_ROOTDIR_H
 
 #include <stdbool.h>
-#include "mkfs.h"
-#include "populate.h"
+#include "trans/mkfs.h"
+#include "fs/populate.h"
 
 /* The progress line: totals from the scan, the latest report, monotonic times in seconds. */
 struct rootdir_progress {

@@ -3,8 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
-#include "json.h"
+#include "base/error.h"
+#include "base/json.h"
 #include "owner.h"
 
 #define MAX_COPIES 8

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "owner.h"
 
 #define MAX_DEVS 64

@@ -6,9 +6,9 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "backref.h"
-#include "fs_read.h"
-#include "volumes.h"
+#include "backref/backref.h"
+#include "fs/fs_read.h"
+#include "volumes/volumes.h"
 
 enum qkind {
 	Q_NONE = 0,

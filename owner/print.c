@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "json.h"
+#include "base/json.h"
 #include "owner.h"
 
 const char *found_name(int found)

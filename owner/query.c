@@ -3,7 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "error.h"
+#include "base/error.h"
 #include "owner.h"
 
 static void fail(struct query *q, int err)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/run.sh — run every btk test and count the results.
-#   cmocka unit tests   $BTK_BUILD/tests/test_*   (one binary per tests/unit/test_*.c)
+#   cmocka unit tests   $BTK_BUILD/tests/test_*   (one binary per tests/unit/LAYER/test_*.c)
 #   bats tool tests     tests/bats/*.bats
 #   oracle tests        tests/oracle/*.bats       (root, loop devices; skip otherwise)
 # Prints each failure with its output, then exactly one last line:
@@ -97,7 +97,7 @@ if [ $# -gt 0 ]; then
 		esac
 	done
 else
-	for src in tests/unit/test_*.c; do
+	for src in tests/unit/*/test_*.c; do
 		[ -e "$src" ] || continue
 		units+=("$BTK_BUILD/tests/$(basename "$src" .c)")
 	done

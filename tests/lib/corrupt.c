@@ -16,11 +16,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "csum.h"
-#include "error.h"
-#include "super.h"
-#include "tree.h"
-#include "volumes.h"
+#include "base/csum.h"
+#include "base/error.h"
+#include "volumes/super.h"
+#include "tree/tree.h"
+#include "volumes/volumes.h"
 
 /* the subvolume tree that fs-tree kinds corrupt (-t ID) */
 static uint64_t fs_tree = BTRFS_FS_TREE_OBJECTID;

@@ -5,9 +5,10 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include "error.h"
-#include "trans.h"
-#include "volumes.h"
+#include "base/error.h"
+#include "trans/trans.h"
+#include "tree/tree.h"
+#include "volumes/volumes.h"
 
 /* Opens one image file (no device scan, newest superblock); fails the test on error.
  * cache_mb 0: the default cache. */

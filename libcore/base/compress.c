@@ -1,0 +1,242 @@
+/* compress.c — zlib, lzo and zstd in the byte layouts btrfs stores on disk. */
+#include "base/compress.h"
+#include "format/format.h"
+
+#include <errno.h>
+#include <lzo/lzo1x.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+#include <zstd.h>
+
+/* The kernel decompresses zstd with a 128 KiB window at most. */
+#define ZSTD_BTRFS_WINDOWLOG 17
+#define LZO_HDR		     4
+
+int btk_compress_parse(const char *s, int *type, int *level)
+{
+	static const char *const names[] = {"zlib", "lzo", "zstd"};
+	const char *colon = strchr(s, ':');
+	size_t n = colon ? (size_t)(colon - s) : strlen(s);
+
+	*level = 0;
+	*type = -1;
+	for (int i = 0; i < 3; i++)
+		if (strlen(names[i]) == n && !strncmp(s, names[i], n))
+			*type = i + 1;
+	if (*type < 0)
+		return -EINVAL;
+	if (colon) {
+		char *end;
+		long v = strtol(colon + 1, &end, 10);
+		int max = *type == BTK_COMPRESS_ZLIB ? 9 : *type == BTK_COMPRESS_ZSTD ? 15 : 0;
+		if (*end || v < 1 || v > max)
+			return -EINVAL;
+		*level = (int)v;
+	}
+	return 0;
+}
+
+const char *btk_compress_name(int type)
+{
+	static const char *const names[] = {"none", "zlib", "lzo", "zstd"};
+	return type >= 0 && type < 4 ? names[type] : "unknown";
+}
+
+static long zlib_pack(int level, const uint8_t *in, size_t len, uint8_t *out, size_t cap)
+{
+	uLongf outlen = cap;
+
+	if (compress2(out, &outlen, in, len, level ? level : 3) != Z_OK)
+		return -E2BIG;
+	return (long)outlen;
+}
+
+static long zstd_pack(int level, const uint8_t *in, size_t len, uint8_t *out, size_t cap)
+{
+	ZSTD_CCtx *cx = ZSTD_createCCtx();
+	size_t r;
+
+	if (!cx)
+		return -ENOMEM;
+	ZSTD_CCtx_setParameter(cx, ZSTD_c_compressionLevel, level ? level : 3);
+	ZSTD_CCtx_setParameter(cx, ZSTD_c_windowLog, ZSTD_BTRFS_WINDOWLOG);
+	r = ZSTD_compress2(cx, out, cap, in, len);
+	ZSTD_freeCCtx(cx);
+	return ZSTD_isError(r) ? -E2BIG : (long)r;
+}
+
+/* lzo: a 4-byte total length, then per input sector a 4-byte segment length and the segment;
+ * a segment header never straddles a sector boundary (zero padding instead). */
+static long lzo_pack(uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t *out, size_t cap)
+{
+	static __thread uint8_t wrk[LZO1X_1_MEM_COMPRESS];
+	uint8_t seg[4096 + 4096 / 16 + 64 + 3];
+	size_t pos = LZO_HDR;
+
+	if (lzo_init() != LZO_E_OK || sectorsize > 4096 * 16)
+		return -EINVAL;
+	for (size_t done = 0; done < len;) {
+		size_t chunk = len - done < 4096 ? len - done : 4096;
+		lzo_uint slen = sizeof(seg);
+		size_t room = sectorsize - pos % sectorsize;
+
+		if (lzo1x_1_compress(in + done, chunk, seg, &slen, wrk) != LZO_E_OK)
+			return -E2BIG;
+		if (room < LZO_HDR) {
+			if (pos + room > cap)
+				return -E2BIG;
+			memset(out + pos, 0, room);
+			pos += room;
+		}
+		if (pos + LZO_HDR + slen > cap)
+			return -E2BIG;
+		btk_put32(out + pos, (uint32_t)slen);
+		memcpy(out + pos + LZO_HDR, seg, slen);
+		pos += LZO_HDR + slen;
+		done += chunk;
+	}
+	btk_put32(out, (uint32_t)pos);
+	return (long)pos;
+}
+
+static long compress_raw(int type, int level, uint32_t sectorsize, const uint8_t *in, size_t len,
+			 uint8_t *out, size_t cap)
+{
+	switch (type) {
+	case BTK_COMPRESS_ZLIB:
+		return zlib_pack(level, in, len, out, cap);
+	case BTK_COMPRESS_LZO:
+		return lzo_pack(sectorsize, in, len, out, cap);
+	case BTK_COMPRESS_ZSTD:
+		return zstd_pack(level, in, len, out, cap);
+	}
+	return -EINVAL;
+}
+
+long btk_compress_inline(int type, int level, uint32_t sectorsize, const uint8_t *in, size_t len,
+			 uint8_t *out, size_t cap)
+{
+	long r;
+
+	if (!len || len > sectorsize || !sectorsize)
+		return -EINVAL;
+	r = compress_raw(type, level, sectorsize, in, len, out, cap);
+	return r < 0 || (size_t)r >= len ? -E2BIG : r;
+}
+
+long btk_compress(int type, int level, uint32_t sectorsize, const uint8_t *in, size_t len,
+		  uint8_t *out, size_t cap)
+{
+	long r;
+
+	if (!len || len > BTK_MAX_COMPRESSED_IN || !sectorsize)
+		return -EINVAL;
+	switch (type) {
+	case BTK_COMPRESS_ZLIB:
+		r = zlib_pack(level, in, len, out, cap);
+		break;
+	case BTK_COMPRESS_LZO:
+		r = lzo_pack(sectorsize, in, len, out, cap);
+		break;
+	case BTK_COMPRESS_ZSTD:
+		r = zstd_pack(level, in, len, out, cap);
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (r < 0)
+		return r;
+	/* Worth it only if the stored size, in sectors, shrinks. */
+	uint64_t in_sectors = (len + sectorsize - 1) / sectorsize;
+	uint64_t out_sectors = ((uint64_t)r + sectorsize - 1) / sectorsize;
+	return out_sectors < in_sectors ? r : -E2BIG;
+}
+
+static int zlib_unpack(const uint8_t *in, size_t len, uint8_t *out, size_t outlen)
+{
+	z_stream z = {0};
+	int r;
+
+	if (inflateInit(&z) != Z_OK)
+		return -ENOMEM;
+	z.next_in = (Bytef *)in;
+	z.avail_in = (uInt)len;
+	z.next_out = out;
+	z.avail_out = (uInt)outlen;
+	r = inflate(&z, Z_FINISH);
+	inflateEnd(&z);
+	if (r != Z_STREAM_END && r != Z_OK && !(r == Z_BUF_ERROR && z.avail_out == 0))
+		return -EUCLEAN;
+	memset(z.next_out, 0, z.avail_out);
+	return 0;
+}
+
+static int zstd_unpack(const uint8_t *in, size_t len, uint8_t *out, size_t outlen)
+{
+	ZSTD_DCtx *dx = ZSTD_createDCtx();
+	ZSTD_inBuffer ib = {in, len, 0};
+	ZSTD_outBuffer ob = {out, outlen, 0};
+	size_t r = 1;
+
+	if (!dx)
+		return -ENOMEM;
+	ZSTD_DCtx_setParameter(dx, ZSTD_d_windowLogMax, ZSTD_BTRFS_WINDOWLOG);
+	while (ob.pos < ob.size && r != 0) {
+		size_t before = ib.pos + ob.pos;
+		r = ZSTD_decompressStream(dx, &ob, &ib);
+		if (ZSTD_isError(r) || ib.pos + ob.pos == before)
+			break;
+	}
+	ZSTD_freeDCtx(dx);
+	if (ZSTD_isError(r))
+		return -EUCLEAN;
+	memset(out + ob.pos, 0, outlen - ob.pos);
+	return 0;
+}
+
+static int lzo_unpack(uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t *out,
+		      size_t outlen)
+{
+	size_t pos = LZO_HDR, done = 0, total;
+
+	if (len < LZO_HDR || lzo_init() != LZO_E_OK)
+		return -EUCLEAN;
+	total = btk_le32(in);
+	if (total > len || total < LZO_HDR)
+		return -EUCLEAN;
+	while (pos < total && done < outlen) {
+		size_t room = sectorsize - pos % sectorsize;
+		if (room < LZO_HDR)
+			pos += room;
+		if (pos + LZO_HDR > total)
+			return -EUCLEAN;
+		size_t slen = btk_le32(in + pos);
+		pos += LZO_HDR;
+		if (slen > total - pos)
+			return -EUCLEAN;
+		lzo_uint got = outlen - done < 4096 ? outlen - done : 4096;
+		uint8_t tmp[4096];
+		if (lzo1x_decompress_safe(in + pos, slen, tmp, &got, NULL) != LZO_E_OK && got == 0)
+			return -EUCLEAN;
+		memcpy(out + done, tmp, got);
+		done += got;
+		pos += slen;
+	}
+	memset(out + done, 0, outlen - done);
+	return 0;
+}
+
+int btk_decompress(int type, uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t *out,
+		   size_t outlen)
+{
+	switch (type) {
+	case BTK_COMPRESS_ZLIB:
+		return zlib_unpack(in, len, out, outlen);
+	case BTK_COMPRESS_LZO:
+		return sectorsize ? lzo_unpack(sectorsize, in, len, out, outlen) : -EINVAL;
+	case BTK_COMPRESS_ZSTD:
+		return zstd_unpack(in, len, out, outlen);
+	}
+	return -EINVAL;
+}

@@ -1,0 +1,39 @@
+/* compress.h — btrfs data compression formats: zlib, lzo (btrfs's segmented framing), zstd.
+ *
+ * An extent holds at most BTK_MAX_COMPRESSED_IN bytes of file data. Compression works on one
+ * extent's worth at a time and fails with -E2BIG when the result would not save at least one
+ * sector (the kernel then stores the data uncompressed, and so do we).
+ */
+#ifndef BTK_COMPRESS_H
+#define BTK_COMPRESS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define BTK_MAX_COMPRESSED_IN (128 * 1024)
+
+/* Values of btrfs_file_extent_item.compression. */
+enum { BTK_COMPRESS_NONE = 0, BTK_COMPRESS_ZLIB = 1, BTK_COMPRESS_LZO = 2, BTK_COMPRESS_ZSTD = 3 };
+
+/* Parses "zlib", "lzo", "zstd", optionally ":LEVEL"; -EINVAL. level 0 = the kernel default. */
+int btk_compress_parse(const char *s, int *type, int *level);
+const char *btk_compress_name(int type);
+
+/* Compresses in[0..len) (len <= BTK_MAX_COMPRESSED_IN) into out (cap bytes) in the on-disk
+ * format of `type`. sectorsize is the filesystem's (lzo frames segments by it). Returns the
+ * compressed size, -E2BIG when it does not save a sector (or does not fit cap), -EINVAL. */
+long btk_compress(int type, int level, uint32_t sectorsize, const uint8_t *in, size_t len,
+		  uint8_t *out, size_t cap);
+
+/* For an inline extent (len <= sectorsize): the compressed size when smaller than len, else
+ * -E2BIG. */
+long btk_compress_inline(int type, int level, uint32_t sectorsize, const uint8_t *in, size_t len,
+			 uint8_t *out, size_t cap);
+
+/* Decompresses an extent into out (exactly outlen bytes are expected: the extent's ram_bytes;
+ * shorter output is zero-filled as the kernel does). Returns 0, -EUCLEAN for corrupt input,
+ * -EINVAL for an unknown type. Never reads past in+len or writes past out+outlen. */
+int btk_decompress(int type, uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t *out,
+		   size_t outlen);
+
+#endif

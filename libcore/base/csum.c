@@ -1,0 +1,135 @@
+/* csum.c — crc32c (SSE4.2 when the CPU has it), xxhash64, sha256, blake2b-256. */
+#include "base/csum.h"
+#include "format/format.h"
+
+#include <blake2.h>
+#include <errno.h>
+#include <openssl/sha.h>
+#include <stdbool.h>
+#include <string.h>
+#include <xxhash.h>
+
+static uint32_t crc_table[8][256];
+static bool crc_hw;
+static bool crc_ready;
+
+static void crc_init(void)
+{
+	for (uint32_t i = 0; i < 256; i++) {
+		uint32_t c = i;
+		for (int k = 0; k < 8; k++)
+			c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
+		crc_table[0][i] = c;
+	}
+	for (int t = 1; t < 8; t++)
+		for (int i = 0; i < 256; i++)
+			crc_table[t][i] =
+			    (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
+#if defined(__x86_64__)
+	crc_hw = __builtin_cpu_supports("sse4.2");
+#endif
+	crc_ready = true;
+}
+
+static uint32_t crc_sw(uint32_t crc, const uint8_t *p, size_t len)
+{
+	while (len >= 8) {
+		uint64_t v = btk_le64(p) ^ crc;
+		crc = crc_table[7][v & 0xff] ^ crc_table[6][(v >> 8) & 0xff] ^
+		      crc_table[5][(v >> 16) & 0xff] ^ crc_table[4][(v >> 24) & 0xff] ^
+		      crc_table[3][(v >> 32) & 0xff] ^ crc_table[2][(v >> 40) & 0xff] ^
+		      crc_table[1][(v >> 48) & 0xff] ^ crc_table[0][v >> 56];
+		p += 8;
+		len -= 8;
+	}
+	while (len--)
+		crc = (crc >> 8) ^ crc_table[0][(crc ^ *p++) & 0xff];
+	return crc;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("sse4.2"))) static uint32_t crc_hw_run(uint32_t crc, const uint8_t *p,
+							     size_t len)
+{
+	uint64_t c = crc;
+
+	while (len >= 8) {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		c = __builtin_ia32_crc32di(c, v);
+		p += 8;
+		len -= 8;
+	}
+	crc = (uint32_t)c;
+	while (len--)
+		crc = __builtin_ia32_crc32qi(crc, *p++);
+	return crc;
+}
+#endif
+
+uint32_t btk_crc32c(uint32_t seed, const void *data, size_t len)
+{
+	if (!crc_ready)
+		crc_init();
+#if defined(__x86_64__)
+	if (crc_hw)
+		return crc_hw_run(seed, data, len);
+#endif
+	return crc_sw(seed, data, len);
+}
+
+int btk_csum_size(int type)
+{
+	switch (type) {
+	case BTRFS_CSUM_TYPE_CRC32:
+		return 4;
+	case BTRFS_CSUM_TYPE_XXHASH:
+		return 8;
+	case BTRFS_CSUM_TYPE_SHA256:
+	case BTRFS_CSUM_TYPE_BLAKE2:
+		return 32;
+	}
+	return 0;
+}
+
+const char *btk_csum_name(int type)
+{
+	static const char *const names[] = {"crc32c", "xxhash64", "sha256", "blake2b"};
+
+	return type >= 0 && type < 4 ? names[type] : NULL;
+}
+
+int btk_csum_parse(const char *name, int *type)
+{
+	static const struct {
+		const char *name;
+		int type;
+	} tab[] = {{"crc32c", 0}, {"crc32", 0},	 {"xxhash", 1}, {"xxhash64", 1},
+		   {"sha256", 2}, {"blake2", 3}, {"blake2b", 3}};
+
+	for (size_t i = 0; i < sizeof(tab) / sizeof(tab[0]); i++)
+		if (!strcasecmp(name, tab[i].name)) {
+			*type = tab[i].type;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int btk_csum(int type, const void *data, size_t len, uint8_t out[BTK_CSUM_MAX])
+{
+	memset(out, 0, BTK_CSUM_MAX);
+	switch (type) {
+	case BTRFS_CSUM_TYPE_CRC32:
+		btk_put32(out, ~btk_crc32c(~0u, data, len));
+		return 0;
+	case BTRFS_CSUM_TYPE_XXHASH:
+		btk_put64(out, XXH64(data, len, 0));
+		return 0;
+	case BTRFS_CSUM_TYPE_SHA256:
+		SHA256(data, len, out);
+		return 0;
+	case BTRFS_CSUM_TYPE_BLAKE2:
+		return blake2b(out, data, NULL, 32, len, 0) ? -EINVAL : 0;
+	}
+	return -EINVAL;
+}

@@ -1,0 +1,93 @@
+/* check.h — deep read-only consistency check of an opened filesystem (btk-fsck's engine).
+ *
+ * btk_check_run() compares every claim on disk with its counterpart: superblock copies with
+ * the device items, chunks with dev extents and block groups, every tree block reachable from
+ * every root with its parent pointer, the extent tree's items and back references with the
+ * references found by walking every tree, block group used bytes with the extents, the free
+ * space tree with the complement of the extents, and in fs trees inodes, names, file extents
+ * and checksum coverage. Each problem goes to the caller's callback as it is found; nothing is
+ * printed. Memory stays compact: sorted arrays of fixed-size records, no per-item allocation.
+ */
+#ifndef BTK_CHECK_H
+#define BTK_CHECK_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "format/format.h"
+#include "volumes/volumes.h"
+
+/* What a problem is about, for grouping and JSON. Stable names via btk_check_kind_name(). */
+enum btk_check_kind {
+	BTK_CHK_SUPER,	     /* superblock copies and their totals */
+	BTK_CHK_CHUNK,	     /* chunk items and their block groups */
+	BTK_CHK_DEV_EXTENT,  /* dev extents against chunks and devices */
+	BTK_CHK_DEVICE,	     /* device items: sizes and bytes used */
+	BTK_CHK_BLOCK_GROUP, /* block group items: used bytes, chunk match */
+	BTK_CHK_TREE_BLOCK,  /* unreadable or inconsistent tree block */
+	BTK_CHK_EXTENT,	     /* extent items: overlaps, chunk type, generation, users */
+	BTK_CHK_BACKREF,     /* extent back references against the references found */
+	BTK_CHK_FREE_SPACE,  /* free space tree against the extents */
+	BTK_CHK_ROOT,	     /* root items, root refs and backrefs, orphaned roots */
+	BTK_CHK_INODE,	     /* inode items: nlink, nbytes, size, flags, generation */
+	BTK_CHK_NAME,	     /* dir items, dir indexes, inode refs and their agreement */
+	BTK_CHK_FILE_EXTENT, /* file extent items: overlaps, holes, inline rules */
+	BTK_CHK_CSUM,	     /* checksum tree: overlaps, coverage, orphan checksums */
+	BTK_CHK_DATA_CSUM,   /* data block whose checksum does not match (--check-data-csum) */
+	BTK_CHK_KIND_COUNT
+};
+
+/* One problem. Strings point into storage valid only during the callback. */
+struct btk_check_problem {
+	enum btk_check_kind kind;
+	uint64_t tree;	 /* tree objectid, 0 when not about a tree */
+	uint64_t bytenr; /* logical (or physical, see what) address, 0 when none */
+	bool has_key;
+	struct btk_key key;   /* item key, when has_key */
+	const char *what;     /* what is wrong, e.g. "nlink does not match the names found" */
+	const char *expected; /* what the counterpart says it should be ("" when n/a) */
+	const char *found;    /* what is on disk ("" when n/a) */
+};
+
+typedef void (*btk_check_report_fn)(void *ctx, const struct btk_check_problem *p);
+/* Progress: phase name and a fraction done in [0, 1]. */
+typedef void (*btk_check_progress_fn)(void *ctx, const char *phase, double done);
+
+struct btk_check_opts {
+	bool data_csum;			/* read and verify every data block, every copy */
+	btk_check_report_fn report;	/* may be NULL (problems are only counted) */
+	btk_check_progress_fn progress; /* may be NULL */
+	void *ctx;			/* passed to both callbacks */
+	uint64_t max_reports; /* stop reporting (still counting) past this; 0 = no limit */
+};
+
+/* Totals like btrfs check prints them, plus error counts. */
+struct btk_check_summary {
+	uint64_t errors; /* problems found */
+	uint64_t errors_by_kind[BTK_CHK_KIND_COUNT];
+	uint64_t bytes_used;	      /* sum of extent item sizes (data and metadata) */
+	uint64_t total_csum_bytes;    /* bytes of checksums in csum items (btrfs check counts so) */
+	uint64_t total_tree_bytes;    /* bytes of distinct tree blocks found */
+	uint64_t total_fs_tree_bytes; /* ... of which in subvolume trees */
+	uint64_t total_extent_tree_bytes;
+	uint64_t btree_space_waste;	/* unused bytes in the distinct tree blocks */
+	uint64_t data_bytes_allocated;	/* sum of disk bytes of file extent items (btrfs check's) */
+	uint64_t data_bytes_referenced; /* sum of bytes referenced by file extent items */
+	uint64_t nr_roots;		/* trees walked */
+	uint64_t nr_subvols;		/* fs trees checked (subvolumes, snapshots) */
+	uint64_t nr_inodes;	 /* inodes checked (a subtree snapshots share is checked once) */
+	uint64_t nr_tree_blocks; /* distinct tree blocks */
+	uint64_t nr_extents;	 /* extent items */
+	uint64_t data_blocks_checked;  /* sectors verified by data_csum, counting every copy */
+	uint64_t space_caches_checked; /* v1 space caches loaded and compared */
+};
+
+/* Runs every check on fs. Returns 0 when the check ran (problems, if any, are in
+ * summary->errors; an unreadable tree block is one of them), or -ENOMEM when it could not
+ * finish (btk_errmsg says so). summary is filled in either case. */
+int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
+		  struct btk_check_summary *summary);
+
+/* "super", "chunk", "dev-extent", ... Static strings. */
+const char *btk_check_kind_name(enum btk_check_kind kind);
+
+#endif

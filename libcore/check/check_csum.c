@@ -1,0 +1,328 @@
+/* check_csum.c — the checksum tree: no overlaps, every checksum for data that exists, every
+ * checksummed file extent covered; with data_csum, every data copy read and verified. */
+#include "check/check_priv.h"
+#include "base/csum.h"
+#include "base/error.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define VERIFY_BATCH (1U << 20) /* bytes read per call when verifying data */
+
+static void add_range(struct chk *c, uint64_t start, uint64_t len)
+{
+	struct chk_range *last = c->csums.n ? chk_vec_at(&c->csums, c->csums.n - 1) : NULL;
+
+	if (last && last->start + last->len == start) {
+		last->len += len;
+		return;
+	}
+	struct chk_range *r = chk_vec_push(&c->csums);
+	if (!r) {
+		c->oom = true;
+		return;
+	}
+	r->start = start;
+	r->len = len;
+}
+
+/* Reads [logical, +len) from every copy and compares each sector with its checksum. */
+static void verify_run(struct chk *c, uint64_t logical, uint64_t len, const uint8_t *sums,
+		       uint8_t *buf)
+{
+	uint32_t ss = c->fs->sectorsize;
+
+	while (len) {
+		struct btk_phys ph[8];
+		int n = 0;
+		uint64_t contig = 0;
+		if (btk_map_logical(c->fs, logical, ph, 8, &n, &contig) || !n) {
+			chk_report(c, BTK_CHK_DATA_CSUM, 7, logical, NULL, "a chunk", "none",
+				   "checksummed data at %llu is not mapped",
+				   (unsigned long long)logical);
+			return;
+		}
+		uint64_t chunk = len < VERIFY_BATCH ? len : VERIFY_BATCH;
+		if (contig && contig < chunk)
+			chunk = contig - contig % ss;
+		if (!chunk)
+			chunk = ss;
+		for (int i = 0; i < n; i++) {
+			if (!ph[i].dev)
+				continue;
+			if (btk_dev_read(ph[i].dev, buf, chunk, ph[i].physical)) {
+				chk_report(c, BTK_CHK_DATA_CSUM, 7, logical, NULL, "readable",
+					   "I/O error", "data at %llu copy %d unreadable: %s",
+					   (unsigned long long)logical, i, btk_errmsg());
+				continue;
+			}
+			for (uint64_t o = 0; o < chunk; o += ss) {
+				uint8_t out[BTK_CSUM_MAX];
+				const uint8_t *want = sums + (o / ss) * (size_t)c->fs->csum_size;
+				c->sum->data_blocks_checked++;
+				btk_csum(c->fs->csum_type, buf + o, ss, out);
+				if (memcmp(out, want, (size_t)c->fs->csum_size))
+					chk_report(c, BTK_CHK_DATA_CSUM, 7, logical + o, NULL,
+						   chk_fmt("csum %08x", btk_le32(want)),
+						   chk_fmt("%08x", btk_le32(out)),
+						   "data checksum mismatch at logical %llu copy %d "
+						   "(devid %llu physical %llu)",
+						   (unsigned long long)(logical + o), i,
+						   (unsigned long long)ph[i].devid,
+						   (unsigned long long)(ph[i].physical + o));
+			}
+		}
+		sums += (chunk / ss) * (size_t)c->fs->csum_size;
+		logical += chunk;
+		len -= chunk;
+	}
+}
+
+void chk_csum_leaf(struct chk *c, const struct btk_block *b)
+{
+	uint32_t ss = c->fs->sectorsize, cs = (uint32_t)c->fs->csum_size;
+	uint8_t *buf = NULL;
+
+	if (c->opts->data_csum && !(buf = malloc(VERIFY_BATCH))) {
+		c->oom = true;
+		return;
+	}
+	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
+		struct btk_key k;
+		uint32_t sz = btk_leaf_size(b, (int)i);
+		btk_leaf_key(b, (int)i, &k);
+		if (k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY) {
+			chk_report(c, BTK_CHK_CSUM, 7, b->bytenr, &k, "EXTENT_CSUM items", "",
+				   "unexpected item in the csum tree");
+			continue;
+		}
+		if (!cs || sz % cs || !sz || k.offset % ss) {
+			chk_report(c, BTK_CHK_CSUM, 7, b->bytenr, &k,
+				   chk_fmt("a multiple of %u bytes at an aligned address", cs),
+				   chk_fmt("%u bytes", sz), "csum item malformed");
+			continue;
+		}
+		uint64_t len = (uint64_t)(sz / cs) * ss;
+		if (k.offset < c->csum_prev_end)
+			chk_report(c, BTK_CHK_CSUM, 7, b->bytenr, &k,
+				   chk_fmt("start >= %llu", (unsigned long long)c->csum_prev_end),
+				   chk_fmt("%llu", (unsigned long long)k.offset),
+				   "csum items overlap");
+		if (k.offset + len > c->csum_prev_end)
+			c->csum_prev_end = k.offset + len;
+		c->sum->total_csum_bytes += sz;
+		add_range(c, k.offset, len);
+		if (buf)
+			verify_run(c, k.offset, len, btk_leaf_data(b, (int)i), buf);
+	}
+	free(buf);
+}
+
+static void chk_log_final(struct chk *c);
+
+static int range_cmp(const void *pa, const void *pb)
+{
+	const struct chk_range *a = pa, *b = pb;
+	if (a->start != b->start)
+		return a->start < b->start ? -1 : 1;
+	return a->len < b->len ? -1 : a->len > b->len;
+}
+
+static uint64_t range_key(const void *p)
+{
+	return ((const struct chk_range *)p)->start;
+}
+
+static uint64_t ext_key(const void *p)
+{
+	return ((const struct chk_extent *)p)->bytenr;
+}
+
+/* Every checksum must describe bytes of some data extent. */
+static void csums_in_extents(struct chk *c)
+{
+	for (size_t i = 0; i < c->csums.n; i++) {
+		const struct chk_range *r = chk_vec_at(&c->csums, i);
+		uint64_t pos = r->start, end = r->start + r->len;
+		while (pos < end) {
+			long ei = chk_vec_floor(&c->extents, pos, ext_key);
+			const struct chk_extent *e =
+			    ei >= 0 ? chk_vec_at(&c->extents, (size_t)ei) : NULL;
+			if (e && pos < e->bytenr + e->len && (e->flags & BTRFS_EXTENT_FLAG_DATA)) {
+				pos = e->bytenr + e->len;
+				continue;
+			}
+			/* find where the next data extent starts, to report the gap once */
+			uint64_t next = end;
+			for (size_t j = (size_t)(ei + 1); j < c->extents.n; j++) {
+				const struct chk_extent *x = chk_vec_at(&c->extents, j);
+				if (x->flags & BTRFS_EXTENT_FLAG_DATA) {
+					next = x->bytenr < end ? x->bytenr : end;
+					break;
+				}
+			}
+			if (next <= pos)
+				next = pos + c->fs->sectorsize;
+			chk_report(c, BTK_CHK_CSUM, 7, pos, NULL, "a data extent", "none",
+				   "checksums for [%llu, %llu) where there is no data extent",
+				   (unsigned long long)pos, (unsigned long long)next);
+			pos = next;
+		}
+	}
+}
+
+/* Checksums over prealloc space or NODATASUM data, unless the same bytes are also written
+ * checksummed data of another file extent (sorted need ranges; the lenient rule btrfs check
+ * applies to prealloc extents written through a reflink). */
+static bool covered(const struct chk_vec *v, uint64_t s, uint64_t len);
+
+/* Merges sorted ranges in place into disjoint ones (their union). */
+static void merge_ranges(struct chk_vec *v)
+{
+	size_t out = 0;
+
+	for (size_t i = 0; i < v->n; i++) {
+		const struct chk_range *r = chk_vec_at(v, i);
+		struct chk_range *o = out ? chk_vec_at(v, out - 1) : NULL;
+		if (o && r->start <= o->start + o->len) {
+			if (r->start + r->len > o->start + o->len)
+				o->len = r->start + r->len - o->start;
+			continue;
+		}
+		memmove(chk_vec_at(v, out++), r, sizeof(*r));
+	}
+	v->n = out;
+}
+
+static void csums_forbidden(struct chk *c, struct chk_vec *v, bool lenient)
+{
+	chk_vec_sort(v, range_cmp);
+	for (size_t i = 0; i < v->n; i++) {
+		const struct chk_range *f = chk_vec_at(v, i);
+		if (i && !range_cmp(f, chk_vec_at(v, i - 1)))
+			continue;
+		long ci = chk_vec_floor(&c->csums, f->start + f->len - 1, range_key);
+		const struct chk_range *cr = ci >= 0 ? chk_vec_at(&c->csums, (size_t)ci) : NULL;
+		if (!cr || cr->start + cr->len <= f->start)
+			continue; /* no checksum over it */
+		if (lenient && covered(&c->csum_need, f->start, f->len))
+			continue;
+		chk_report(c, BTK_CHK_CSUM, 7, f->start, NULL, "no checksums", "checksums",
+			   "%s data [%llu, +%llu) has checksums",
+			   lenient ? "prealloc" : "nodatasum", (unsigned long long)f->start,
+			   (unsigned long long)f->len);
+	}
+	chk_vec_free(v);
+}
+
+void chk_csum_final(struct chk *c)
+{
+	size_t out = 0;
+
+	chk_vec_sort(&c->csum_need, range_cmp);
+	for (size_t i = 0; i < c->csum_need.n; i++) {
+		const struct chk_range *r = chk_vec_at(&c->csum_need, i);
+		if (out && !range_cmp(r, chk_vec_at(&c->csum_need, out - 1)))
+			continue; /* the same range, from a snapshot or a reflink */
+		memmove(chk_vec_at(&c->csum_need, out++), r, sizeof(*r));
+		long ci = chk_vec_floor(&c->csums, r->start, range_key);
+		const struct chk_range *cr = ci >= 0 ? chk_vec_at(&c->csums, (size_t)ci) : NULL;
+		if (cr && r->start + r->len <= cr->start + cr->len)
+			continue;
+		chk_report(c, BTK_CHK_CSUM, 7, r->start, NULL, "checksums", "missing",
+			   "data [%llu, +%llu) has no (or partial) checksums",
+			   (unsigned long long)r->start, (unsigned long long)r->len);
+	}
+	c->csum_need.n = out; /* sorted and deduplicated */
+	merge_ranges(&c->csum_need);
+	csums_forbidden(c, &c->csum_forbid, true);
+	csums_forbidden(c, &c->csum_nodsum, false);
+	chk_vec_free(&c->csum_need);
+	if (!c->extent_gap)
+		csums_in_extents(c);
+	chk_log_final(c);
+}
+
+/* Log trees: the root items of the log root tree, and in each log tree the file extents of
+ * logged inodes, whose checksums must be logged too (or already be in the csum tree). */
+void chk_log_leaf(struct chk *c, const struct btk_block *b)
+{
+	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
+		struct btk_key k;
+		const uint8_t *p = btk_leaf_data(b, (int)i);
+		uint32_t sz = btk_leaf_size(b, (int)i);
+		struct chk_range *r;
+		btk_leaf_key(b, (int)i, &k);
+		if (k.type == BTRFS_ROOT_ITEM_KEY && k.objectid == BTRFS_TREE_LOG_OBJECTID &&
+		    sz >= offsetof(struct btrfs_root_item, level) + 1) {
+			struct btk_root *lr = chk_vec_push(&c->log_roots);
+			if (!lr) {
+				c->oom = true;
+				return;
+			}
+			lr->objectid = BTRFS_TREE_LOG_OBJECTID;
+			lr->key_offset = k.offset;
+			lr->bytenr = BTK_GET(struct btrfs_root_item, p, bytenr);
+			lr->generation = BTK_GET(struct btrfs_root_item, p, generation);
+			lr->level = BTK_GET(struct btrfs_root_item, p, level);
+		} else if (k.type == BTRFS_INODE_ITEM_KEY &&
+			   sz >= sizeof(struct btrfs_inode_item)) {
+			c->log_ino = k.objectid;
+			c->log_ino_flags = BTK_GET(struct btrfs_inode_item, p, flags);
+		} else if (k.type == BTRFS_EXTENT_DATA_KEY && k.objectid == c->log_ino &&
+			   sz >= sizeof(struct btrfs_file_extent_item)) {
+			uint8_t type = BTK_GET(struct btrfs_file_extent_item, p, type);
+			uint8_t comp = BTK_GET(struct btrfs_file_extent_item, p, compression);
+			uint64_t db = BTK_GET(struct btrfs_file_extent_item, p, disk_bytenr);
+			if (type != BTRFS_FILE_EXTENT_REG || !db ||
+			    (!comp && (c->log_ino_flags & 1 /* NODATASUM */)))
+				continue;
+			if (!(r = chk_vec_push(&c->log_need))) {
+				c->oom = true;
+				return;
+			}
+			r->start =
+			    comp ? db : db + BTK_GET(struct btrfs_file_extent_item, p, offset);
+			r->len = comp ? BTK_GET(struct btrfs_file_extent_item, p, disk_num_bytes)
+				      : BTK_GET(struct btrfs_file_extent_item, p, num_bytes);
+		} else if (k.type == BTRFS_EXTENT_CSUM_KEY && c->fs->csum_size) {
+			if (!(r = chk_vec_push(&c->log_csums))) {
+				c->oom = true;
+				return;
+			}
+			r->start = k.offset;
+			r->len = (uint64_t)(sz / (uint32_t)c->fs->csum_size) * c->fs->sectorsize;
+		}
+	}
+}
+
+/* True when [s, s+len) is covered by the union of the ranges (sorted by start). */
+static bool covered(const struct chk_vec *v, uint64_t s, uint64_t len)
+{
+	uint64_t pos = s, end = s + len;
+	long i = chk_vec_floor(v, s, range_key);
+
+	for (size_t j = i >= 0 ? (size_t)i : 0; j < v->n && pos < end; j++) {
+		const struct chk_range *r = chk_vec_at(v, j);
+		if (r->start > pos)
+			break;
+		if (r->start + r->len > pos)
+			pos = r->start + r->len;
+	}
+	return pos >= end;
+}
+
+static void chk_log_final(struct chk *c)
+{
+	chk_vec_sort(&c->log_csums, range_cmp);
+	merge_ranges(&c->log_csums);
+	for (size_t i = 0; i < c->log_need.n; i++) {
+		const struct chk_range *r = chk_vec_at(&c->log_need, i);
+		if (covered(&c->log_csums, r->start, r->len) ||
+		    covered(&c->csums, r->start, r->len))
+			continue;
+		chk_report(c, BTK_CHK_CSUM, BTRFS_TREE_LOG_OBJECTID, r->start, NULL, "checksums",
+			   "missing", "logged data [%llu, +%llu) has no checksums in the log",
+			   (unsigned long long)r->start, (unsigned long long)r->len);
+	}
+}

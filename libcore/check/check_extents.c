@@ -1,0 +1,456 @@
+/* check_extents.c — the extent tree against reality.
+ *
+ * While the extent tree is walked, each extent item and each back reference it declares
+ * (inline or keyed) becomes a record. Every tree walked adds the references it actually makes.
+ * At the end both lists are sorted the same way and merged: any difference in the set of
+ * references or in a count is a problem, as is an extent without users, an overlap, or an
+ * extent outside a chunk of its type.
+ */
+#include "check/check_priv.h"
+
+#include <stdlib.h>
+
+static uint64_t ext_key(const void *p)
+{
+	return ((const struct chk_extent *)p)->bytenr;
+}
+
+const struct chk_extent *chk_extent_find(const struct chk *c, uint64_t bytenr)
+{
+	long i = chk_vec_floor(&c->extents, bytenr, ext_key);
+
+	/* duplicates (a corrupt tree) sit next to each other: take the first match */
+	while (i > 0 &&
+	       ((struct chk_extent *)chk_vec_at(&c->extents, (size_t)i - 1))->bytenr == bytenr)
+		i--;
+	if (i < 0)
+		return NULL;
+	const struct chk_extent *e = chk_vec_at(&c->extents, (size_t)i);
+	return e->bytenr == bytenr ? e : NULL;
+}
+
+static void push_declared(struct chk *c, const struct chk_ref *r)
+{
+	struct chk_ref *n = chk_vec_push(&c->declared);
+
+	if (!n) {
+		c->oom = true;
+		return;
+	}
+	*n = *r;
+	if (c->cur_extent_idx >= 0) {
+		struct chk_extent *e = chk_vec_at(&c->extents, (size_t)c->cur_extent_idx);
+		if (e->bytenr == r->bytenr)
+			e->declsum += r->count;
+	}
+}
+
+/* Inline references after the extent item header; returns false on overrun. */
+static bool parse_inline(struct chk *c, uint64_t bytenr, const uint8_t *p, const uint8_t *end)
+{
+	while (p < end) {
+		struct chk_ref r = {.bytenr = bytenr, .count = 1, .type = *p};
+		size_t need;
+		switch (*p) {
+		case BTRFS_TREE_BLOCK_REF_KEY:
+		case BTRFS_SHARED_BLOCK_REF_KEY:
+			need = 9;
+			break;
+		case BTRFS_EXTENT_DATA_REF_KEY:
+			need = 1 + sizeof(struct btrfs_extent_data_ref);
+			break;
+		case BTRFS_SHARED_DATA_REF_KEY:
+			need = 13;
+			break;
+		case 172: /* EXTENT_OWNER_REF (simple quotas): not a reference */
+			need = 9;
+			break;
+		default:
+			return false;
+		}
+		if ((size_t)(end - p) < need)
+			return false;
+		if (*p == BTRFS_TREE_BLOCK_REF_KEY) {
+			r.root = btk_le64(p + 1);
+		} else if (*p == BTRFS_SHARED_BLOCK_REF_KEY) {
+			r.parent = btk_le64(p + 1);
+		} else if (*p == BTRFS_EXTENT_DATA_REF_KEY) {
+			r.root = BTK_GET(struct btrfs_extent_data_ref, p + 1, root);
+			r.ino = BTK_GET(struct btrfs_extent_data_ref, p + 1, objectid);
+			r.off = BTK_GET(struct btrfs_extent_data_ref, p + 1, offset);
+			r.count = BTK_GET(struct btrfs_extent_data_ref, p + 1, count);
+		} else if (*p == BTRFS_SHARED_DATA_REF_KEY) {
+			r.parent = btk_le64(p + 1);
+			r.count = btk_le32(p + 9);
+		}
+		if (*p != 172)
+			push_declared(c, &r);
+		p += need;
+	}
+	return true;
+}
+
+static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+			uint64_t leaf)
+{
+	const uint8_t *end = p + sz;
+	struct chk_extent *e;
+
+	if (sz < sizeof(struct btrfs_extent_item)) {
+		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k,
+			   chk_fmt(">= %zu bytes", sizeof(struct btrfs_extent_item)),
+			   chk_fmt("%u", sz), "extent item too small (old v0 format?)");
+		return;
+	}
+	e = chk_vec_push(&c->extents);
+	if (!e) {
+		c->oom = true;
+		return;
+	}
+	c->cur_extent_idx = (long)c->extents.n - 1;
+	e->bytenr = k->objectid;
+	e->key_type = k->type;
+	e->refs = BTK_GET(struct btrfs_extent_item, p, refs);
+	e->gen = BTK_GET(struct btrfs_extent_item, p, generation);
+	e->flags = BTK_GET(struct btrfs_extent_item, p, flags);
+	e->level = -1;
+	e->len = k->type == BTRFS_METADATA_ITEM_KEY ? c->fs->nodesize : k->offset;
+	p += sizeof(struct btrfs_extent_item);
+	if (k->type == BTRFS_METADATA_ITEM_KEY) {
+		e->level = (int8_t)(k->offset < BTK_MAX_LEVEL ? k->offset : BTK_MAX_LEVEL);
+	} else if (e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) {
+		if ((size_t)(end - p) < sizeof(struct btrfs_tree_block_info)) {
+			chk_report(c, BTK_CHK_EXTENT, 2, leaf, k, "", "",
+				   "tree block extent item lacks its tree block info");
+			return;
+		}
+		e->level = (int8_t)BTK_GET(struct btrfs_tree_block_info, p, level);
+		p += sizeof(struct btrfs_tree_block_info);
+	}
+	if (!parse_inline(c, e->bytenr, p, end))
+		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k, "", "",
+			   "extent item inline references overrun or unknown type");
+	/* parse_inline may have grown `declared`, not `extents`: e is still valid */
+	bool data = e->flags & BTRFS_EXTENT_FLAG_DATA,
+	     tree = e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK;
+	if (data == tree)
+		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k, "DATA or TREE_BLOCK",
+			   chk_fmt("0x%llx", (unsigned long long)e->flags), "extent flags invalid");
+	if (e->gen == 0 || e->gen > c->max_gen)
+		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k,
+			   chk_fmt("(0, %llu]", (unsigned long long)c->max_gen),
+			   chk_fmt("%llu", (unsigned long long)e->gen),
+			   "extent generation invalid");
+	if (e->bytenr % c->fs->sectorsize || e->len % c->fs->sectorsize || !e->len)
+		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k,
+			   chk_fmt("aligned to %u", c->fs->sectorsize),
+			   chk_fmt("[%llu, +%llu)", (unsigned long long)e->bytenr,
+				   (unsigned long long)e->len),
+			   "extent not aligned");
+	if (tree && e->len != c->fs->nodesize)
+		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k, chk_fmt("%u", c->fs->nodesize),
+			   chk_fmt("%llu", (unsigned long long)e->len), "tree block extent length");
+	if (e->bytenr < c->ext_prev_end)
+		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k,
+			   chk_fmt(">= %llu", (unsigned long long)c->ext_prev_end),
+			   chk_fmt("%llu", (unsigned long long)e->bytenr),
+			   "extent overlaps the previous extent");
+	if (e->bytenr + e->len > c->ext_prev_end)
+		c->ext_prev_end = e->bytenr + e->len;
+}
+
+static void keyed_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+		      uint64_t leaf)
+{
+	struct chk_ref r = {.bytenr = k->objectid, .count = 1, .type = k->type};
+
+	switch (k->type) {
+	case BTRFS_TREE_BLOCK_REF_KEY:
+		r.root = k->offset;
+		break;
+	case BTRFS_SHARED_BLOCK_REF_KEY:
+		r.parent = k->offset;
+		break;
+	case BTRFS_EXTENT_DATA_REF_KEY:
+		if (sz < sizeof(struct btrfs_extent_data_ref))
+			goto small;
+		r.root = BTK_GET(struct btrfs_extent_data_ref, p, root);
+		r.ino = BTK_GET(struct btrfs_extent_data_ref, p, objectid);
+		r.off = BTK_GET(struct btrfs_extent_data_ref, p, offset);
+		r.count = BTK_GET(struct btrfs_extent_data_ref, p, count);
+		break;
+	case BTRFS_SHARED_DATA_REF_KEY:
+		if (sz < sizeof(struct btrfs_shared_data_ref))
+			goto small;
+		r.parent = k->offset;
+		r.count = BTK_GET(struct btrfs_shared_data_ref, p, count);
+		break;
+	}
+	if (c->cur_extent_idx < 0 ||
+	    ((struct chk_extent *)chk_vec_at(&c->extents, (size_t)c->cur_extent_idx))->bytenr !=
+		k->objectid)
+		chk_report(c, BTK_CHK_BACKREF, 2, leaf, k, "an extent item before it", "none",
+			   "keyed back reference without extent item");
+	push_declared(c, &r);
+	return;
+small:
+	chk_report(c, BTK_CHK_BACKREF, 2, leaf, k, "", chk_fmt("%u bytes", sz),
+		   "back reference item too small");
+}
+
+void chk_extent_leaf(struct chk *c, const struct btk_block *b)
+{
+	uint32_t n = btk_block_nritems(b);
+
+	for (uint32_t i = 0; i < n && !c->oom; i++) {
+		struct btk_key k;
+		const uint8_t *p = btk_leaf_data(b, (int)i);
+		uint32_t sz = btk_leaf_size(b, (int)i);
+		btk_leaf_key(b, (int)i, &k);
+		switch (k.type) {
+		case BTRFS_EXTENT_ITEM_KEY:
+		case BTRFS_METADATA_ITEM_KEY:
+			extent_item(c, &k, p, sz, b->bytenr);
+			break;
+		case BTRFS_TREE_BLOCK_REF_KEY:
+		case BTRFS_SHARED_BLOCK_REF_KEY:
+		case BTRFS_EXTENT_DATA_REF_KEY:
+		case BTRFS_SHARED_DATA_REF_KEY:
+			keyed_ref(c, &k, p, sz, b->bytenr);
+			break;
+		case BTRFS_BLOCK_GROUP_ITEM_KEY:
+			chk_bg_item(c, &k, p, sz, b->bytenr);
+			break;
+		case BTRFS_EXTENT_REF_V0_KEY:
+			chk_report(c, BTK_CHK_BACKREF, 2, b->bytenr, &k, "", "",
+				   "deprecated v0 back reference");
+			break;
+		default:
+			chk_report(c, BTK_CHK_EXTENT, 2, b->bytenr, &k, "", "",
+				   "unexpected item type %u in the extent tree", k.type);
+		}
+	}
+}
+
+/* Decides each found reference's final form from its parent's FULL_BACKREF flag. */
+static void resolve(struct chk *c)
+{
+	for (size_t i = 0; i < c->found.n; i++) {
+		struct chk_ref *r = chk_vec_at(&c->found, i);
+		if (!r->unresolved)
+			continue;
+		const struct chk_extent *pe = chk_extent_find(c, r->parent);
+		bool full = pe && (pe->flags & BTRFS_BLOCK_FLAG_FULL_BACKREF);
+		r->unresolved = 0;
+		if (full) {
+			r->type = r->type == BTRFS_TREE_BLOCK_REF_KEY ? BTRFS_SHARED_BLOCK_REF_KEY
+								      : BTRFS_SHARED_DATA_REF_KEY;
+			r->root = 0;
+			r->ino = 0;
+			if (r->type == BTRFS_SHARED_DATA_REF_KEY)
+				r->off = 0;
+		} else {
+			r->parent = 0;
+		}
+	}
+}
+
+static int cmp_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+static int ref_cmp(const void *pa, const void *pb)
+{
+	const struct chk_ref *a = pa, *b = pb;
+	int r;
+
+	if ((r = cmp_u64(a->bytenr, b->bytenr)) || (r = cmp_u64(a->type, b->type)) ||
+	    (r = cmp_u64(a->root, b->root)) || (r = cmp_u64(a->parent, b->parent)) ||
+	    (r = cmp_u64(a->ino, b->ino)))
+		return r;
+	if (a->type == BTRFS_EXTENT_DATA_REF_KEY)
+		return cmp_u64(a->off, b->off);
+	return 0;
+}
+
+static const char *ref_name(const struct chk_ref *r)
+{
+	switch (r->type) {
+	case BTRFS_TREE_BLOCK_REF_KEY:
+		return chk_fmt("tree block ref root %llu", (unsigned long long)r->root);
+	case BTRFS_SHARED_BLOCK_REF_KEY:
+		return chk_fmt("shared block ref parent %llu", (unsigned long long)r->parent);
+	case BTRFS_EXTENT_DATA_REF_KEY:
+		return chk_fmt("data ref root %llu inode %llu offset %llu",
+			       (unsigned long long)r->root, (unsigned long long)r->ino,
+			       (unsigned long long)r->off);
+	default:
+		return chk_fmt("shared data ref parent %llu", (unsigned long long)r->parent);
+	}
+}
+
+/* Checks that the extent item a found reference points at exists and fits it. */
+static void found_target(struct chk *c, const struct chk_ref *r, uint64_t *last)
+{
+	if (*last == r->bytenr)
+		return;
+	*last = r->bytenr;
+	struct chk_extent *e = (struct chk_extent *)chk_extent_find(c, r->bytenr);
+	bool tree = r->type == BTRFS_TREE_BLOCK_REF_KEY || r->type == BTRFS_SHARED_BLOCK_REF_KEY;
+	if (!e) {
+		chk_report(c, BTK_CHK_EXTENT, 2, r->bytenr, NULL,
+			   tree ? "METADATA_ITEM or EXTENT_ITEM" : "EXTENT_ITEM", "none",
+			   "%s extent %llu has no extent item", tree ? "tree block" : "data",
+			   (unsigned long long)r->bytenr);
+		return;
+	}
+	e->has_users = true;
+	if (tree && !(e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK))
+		chk_report(c, BTK_CHK_EXTENT, 2, r->bytenr, NULL, "TREE_BLOCK", "DATA",
+			   "tree block %llu has a data extent item", (unsigned long long)r->bytenr);
+	else if (!tree && !(e->flags & BTRFS_EXTENT_FLAG_DATA))
+		chk_report(c, BTK_CHK_EXTENT, 2, r->bytenr, NULL, "DATA", "TREE_BLOCK",
+			   "data extent %llu has a tree block extent item",
+			   (unsigned long long)r->bytenr);
+	else if (tree && e->level >= 0 && (uint64_t)e->level != r->off)
+		chk_report(c, BTK_CHK_EXTENT, 2, r->bytenr, NULL,
+			   chk_fmt("level %llu", (unsigned long long)r->off),
+			   chk_fmt("level %d", e->level), "tree block extent item level");
+	else if (!tree && r->len != e->len)
+		chk_report(c, BTK_CHK_EXTENT, 2, r->bytenr, NULL,
+			   chk_fmt("%llu bytes (file extent)", (unsigned long long)r->len),
+			   chk_fmt("%llu bytes (extent item)", (unsigned long long)e->len),
+			   "data extent length differs from its file extent");
+}
+
+/* Sums the counts of the run of equal references starting at *i; advances *i. */
+static uint64_t run_count(const struct chk_vec *v, size_t *i, const struct chk_ref **first)
+{
+	const struct chk_ref *f = chk_vec_at(v, *i);
+	uint64_t n = 0;
+
+	*first = f;
+	while (*i < v->n && ref_cmp(chk_vec_at(v, *i), f) == 0) {
+		n += ((const struct chk_ref *)chk_vec_at(v, *i))->count;
+		(*i)++;
+	}
+	return n;
+}
+
+static void compare_refs(struct chk *c)
+{
+	size_t i = 0, j = 0;
+	uint64_t last = (uint64_t)-1;
+
+	chk_vec_sort(&c->found, ref_cmp);
+	chk_vec_sort(&c->declared, ref_cmp);
+	while (i < c->found.n || j < c->declared.n) {
+		const struct chk_ref *f = i < c->found.n ? chk_vec_at(&c->found, i) : NULL;
+		const struct chk_ref *d = j < c->declared.n ? chk_vec_at(&c->declared, j) : NULL;
+		int cmp = !f ? 1 : !d ? -1 : ref_cmp(f, d);
+		uint64_t nf = 0, nd = 0;
+		const struct chk_ref *rf = NULL, *rd = NULL, *r;
+		if (cmp <= 0)
+			nf = run_count(&c->found, &i, &rf);
+		if (cmp >= 0)
+			nd = run_count(&c->declared, &j, &rd);
+		if (rf)
+			found_target(c, rf, &last);
+		r = rf ? rf : rd;
+		if (nf == nd)
+			continue;
+		if (!chk_extent_find(c, r->bytenr))
+			continue; /* the missing extent item is reported once, not per reference */
+		if (nf < nd && c->walk_gap)
+			continue; /* its users may be in the unreadable block */
+		const char *what = nd == 0   ? "back reference missing from the extent tree"
+				   : nf == 0 ? "back reference without a user"
+					     : "back reference count wrong";
+		chk_report(c, BTK_CHK_BACKREF, 2, r->bytenr, NULL,
+			   chk_fmt("%s count %llu", ref_name(r), (unsigned long long)nf),
+			   chk_fmt("count %llu", (unsigned long long)nd), "%s: extent %llu", what,
+			   (unsigned long long)r->bytenr);
+	}
+}
+
+static uint64_t bg_key(const void *p)
+{
+	return ((const struct chk_bg *)p)->start;
+}
+
+static void extent_placement(struct chk *c, const struct chk_extent *e)
+{
+	const struct btk_chunk *ch = btk_chunk_find(c->fs, e->bytenr);
+	bool tree = e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK;
+	uint64_t want =
+	    tree ? (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM) : BTRFS_BLOCK_GROUP_DATA;
+
+	if (!ch || e->bytenr + e->len > ch->logical + ch->length || e->bytenr + e->len < e->bytenr)
+		chk_report(c, BTK_CHK_EXTENT, 2, e->bytenr, NULL, "inside one chunk", "outside",
+			   "extent [%llu, +%llu) is not inside a chunk",
+			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
+	else if (!(ch->type & want))
+		chk_report(c, BTK_CHK_EXTENT, 2, e->bytenr, NULL, tree ? "metadata" : "data",
+			   chk_fmt("chunk type 0x%llx", (unsigned long long)ch->type),
+			   "extent [%llu, +%llu) type mismatch with chunk",
+			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
+	long bi = chk_vec_floor(&c->bgs, e->bytenr, bg_key);
+	struct chk_bg *bg = bi >= 0 ? chk_vec_at(&c->bgs, (size_t)bi) : NULL;
+	if (bg && e->bytenr < bg->start + bg->len)
+		bg->found_used += e->len;
+	else if (c->bgs.n)
+		chk_report(c, BTK_CHK_EXTENT, 2, e->bytenr, NULL, "inside a block group", "outside",
+			   "extent [%llu, +%llu) is not inside a block group",
+			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
+}
+
+static void extent_final(struct chk *c, struct chk_extent *e)
+{
+	c->sum->bytes_used += e->len;
+	c->sum->nr_extents++;
+
+	if (e->refs != e->declsum)
+		chk_report(
+		    c, BTK_CHK_BACKREF, 2, e->bytenr, NULL,
+		    chk_fmt("%llu (sum of its back references)", (unsigned long long)e->declsum),
+		    chk_fmt("%llu", (unsigned long long)e->refs),
+		    "extent item reference count wrong: extent %llu",
+		    (unsigned long long)e->bytenr);
+	if (!e->has_users && !c->walk_gap)
+		chk_report(c, BTK_CHK_EXTENT, 2, e->bytenr, NULL, "at least one user", "none",
+			   "extent item without users: [%llu, +%llu)",
+			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
+	extent_placement(c, e);
+}
+
+void chk_extents_final(struct chk *c)
+{
+	if (c->extent_gap) {
+		/* one line instead of one per reference the lost block held */
+		chk_report(
+		    c, BTK_CHK_EXTENT, 2, 0, NULL, "a readable extent tree", "unreadable blocks",
+		    "extent tree incomplete: back references, block group usage and free space "
+		    "were not compared");
+		chk_vec_free(&c->found);
+		chk_vec_free(&c->declared);
+		return;
+	}
+	resolve(c);
+	compare_refs(c);
+	/* the reference lists are the largest records: give the memory back now */
+	chk_vec_free(&c->found);
+	chk_vec_free(&c->declared);
+	for (size_t i = 0; i < c->extents.n; i++)
+		extent_final(c, chk_vec_at(&c->extents, i));
+	for (size_t i = 0; i < c->bgs.n; i++) {
+		const struct chk_bg *bg = chk_vec_at(&c->bgs, i);
+		if (bg->used != bg->found_used)
+			chk_report(
+			    c, BTK_CHK_BLOCK_GROUP, 2, bg->start, NULL,
+			    chk_fmt("%llu (sum of extents)", (unsigned long long)bg->found_used),
+			    chk_fmt("%llu", (unsigned long long)bg->used),
+			    "block group [%llu, +%llu) used bytes wrong",
+			    (unsigned long long)bg->start, (unsigned long long)bg->len);
+	}
+}

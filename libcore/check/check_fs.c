@@ -1,0 +1,773 @@
+/* check_fs.c — fs trees (subvolumes, snapshots, data reloc tree), streamed in key order.
+ *
+ * Items of one inode are contiguous (objectid = inode number), so per-inode facts (nlink
+ * against its names, nbytes against its extents, directory size against its entries) are
+ * checked when the objectid changes, from a small state. Names cross inodes: each DIR_ITEM,
+ * DIR_INDEX and INODE_REF/EXTREF becomes a 40-byte record (no name bytes, a 64-bit hash of the
+ * name), and at the tree's end the sorted records must come in complete triples.
+ */
+#include "check/check_priv.h"
+#include "base/csum.h"
+#include "fs/fs_read.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#define INODE_NODATASUM (1ULL << 0)
+#define INODE_IMMUTABLE (1ULL << 6)
+#define INODE_APPEND	(1ULL << 7)
+#define SRC_DIR_ITEM	1
+#define SRC_DIR_INDEX	2
+#define SRC_REF		4
+
+/* One name, merged from its dir item, dir index and inode ref (a hash table slot). */
+struct chk_name {
+	uint64_t dir, child, hash, idx_dir, idx_ref;
+	uint32_t crc;	    /* btrfs name hash: the DIR_ITEM key offset */
+	uint8_t src, ftype; /* src 0: empty slot */
+};
+
+struct name_tab {
+	struct chk_name *slots;
+	size_t n, cap;
+};
+
+struct chk_ino {
+	uint64_t ino;
+	uint32_t mode;
+};
+
+struct ino_state {
+	uint64_t ino;
+	bool has_item, orphan;
+	uint32_t mode, nlink;
+	uint64_t size, nbytes, flags, leaf;
+	uint64_t names, dirsize, found_bytes, ext_end;
+	bool has_ext;
+	bool partial; /* some of its items lie in a skipped range */
+};
+
+struct chk_fstree {
+	uint64_t tree;
+	struct chk_vec orphans; /* uint64_t, sorted */
+	struct name_tab names;	/* every name of the tree, merged by (dir, child, name) */
+	struct chk_vec inodes;	/* struct chk_ino, in inode order */
+	bool gap;		/* part of the tree was unreadable */
+	bool active;
+	struct ino_state cur;
+	/* Subtrees shared with a subvolume checked before are not walked again; their key
+	 * ranges are kept so that what lies in them is taken as seen (it was checked there). */
+	struct chk_vec skips; /* struct key_range, in key order */
+	bool skip_open;	      /* a range starts at skip_lo and ends at the next item seen */
+	bool after_skip;      /* the next new inode may have items in the skipped range */
+	struct btk_key skip_lo;
+};
+
+struct key_range {
+	struct btk_key lo, hi; /* [lo, hi) */
+};
+
+static uint64_t name_hash64(const uint8_t *name, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ len;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ name[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static uint32_t btrfs_name_hash(const uint8_t *name, size_t len)
+{
+	return btk_crc32c((uint32_t)~1U, name, len);
+}
+
+static uint8_t mode_ftype(uint32_t mode)
+{
+	switch (mode & S_IFMT) {
+	case S_IFREG:
+		return BTRFS_FT_REG_FILE;
+	case S_IFDIR:
+		return BTRFS_FT_DIR;
+	case S_IFCHR:
+		return BTRFS_FT_CHRDEV;
+	case S_IFBLK:
+		return BTRFS_FT_BLKDEV;
+	case S_IFIFO:
+		return BTRFS_FT_FIFO;
+	case S_IFSOCK:
+		return BTRFS_FT_SOCK;
+	case S_IFLNK:
+		return BTRFS_FT_SYMLINK;
+	}
+	return BTRFS_FT_UNKNOWN;
+}
+
+static size_t name_slot(const struct name_tab *t, uint64_t dir, uint64_t child, uint64_t hash)
+{
+	uint64_t h = (dir * 0x9E3779B97F4A7C15ULL) ^ (child * 0xC2B2AE3D27D4EB4FULL) ^ hash;
+
+	/* multiply-shift: the high bits mix every input bit */
+	h = (h ^ (h >> 31)) * 0xD6E8FEB86659FD93ULL;
+	return (size_t)(h >> 32) & (t->cap - 1);
+}
+
+static bool names_grow(struct name_tab *t)
+{
+	size_t ncap = t->cap ? t->cap * 2 : 4096;
+	struct chk_name *ns = calloc(ncap, sizeof(*ns));
+
+	if (!ns)
+		return false;
+	struct name_tab nt = {ns, t->n, ncap};
+	for (size_t i = 0; i < t->cap; i++) {
+		const struct chk_name *o = &t->slots[i];
+		if (!o->src)
+			continue;
+		size_t j = name_slot(&nt, o->dir, o->child, o->hash);
+		while (ns[j].src)
+			j = (j + 1) & (ncap - 1);
+		ns[j] = *o;
+	}
+	free(t->slots);
+	*t = nt;
+	return true;
+}
+
+/* Records one sighting of a name; the three sightings of a healthy name share one slot. */
+static void push_name(struct chk *c, uint64_t dir, uint64_t child, uint64_t index,
+		      const uint8_t *name, size_t len, uint8_t src, uint8_t ftype)
+{
+	struct name_tab *t = &c->fst->names;
+	uint64_t hash = name_hash64(name, len);
+
+	if ((t->n + 1) * 2 > t->cap && !names_grow(t)) {
+		c->oom = true;
+		return;
+	}
+	size_t j = name_slot(t, dir, child, hash);
+	while (t->slots[j].src &&
+	       (t->slots[j].dir != dir || t->slots[j].child != child || t->slots[j].hash != hash))
+		j = (j + 1) & (t->cap - 1);
+	struct chk_name *n = &t->slots[j];
+	if (!n->src) {
+		*n = (struct chk_name){.dir = dir, .child = child, .hash = hash};
+		n->crc = btrfs_name_hash(name, len);
+		t->n++;
+	}
+	n->src |= src;
+	if (src == SRC_DIR_INDEX)
+		n->idx_dir = index;
+	else if (src == SRC_REF)
+		n->idx_ref = index;
+	if (src != SRC_REF)
+		n->ftype = ftype;
+}
+
+static void push_rootref(struct chk *c, uint64_t parent, uint64_t child, uint64_t dirid,
+			 uint64_t seq, const uint8_t *name, size_t len, uint8_t kind)
+{
+	struct chk_rootref *r = chk_vec_push(&c->rootrefs);
+
+	if (!r) {
+		c->oom = true;
+		return;
+	}
+	*r = (struct chk_rootref){parent, child, dirid, seq, name_hash64(name, len), kind};
+}
+
+static int orphan_cb(void *ctx, const struct btk_block *leaf, int slot, const struct btk_key *key,
+		     const uint8_t *data, uint32_t size)
+{
+	struct chk_fstree *t = ctx;
+	uint64_t *p = chk_vec_push(&t->orphans);
+
+	(void)leaf, (void)slot, (void)data, (void)size;
+	if (!p)
+		return -ENOMEM;
+	*p = key->offset;
+	return 0;
+}
+
+static bool has_u64(const struct chk_vec *v, uint64_t x)
+{
+	size_t lo = 0, hi = v->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t m = *(const uint64_t *)chk_vec_at(v, mid);
+		if (m == x)
+			return true;
+		if (m < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+int chk_fs_begin(struct chk *c, const struct btk_root *root)
+{
+	struct chk_fstree *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	t->tree = root->objectid;
+	chk_vec_init(&t->orphans, sizeof(uint64_t));
+	chk_vec_init(&t->inodes, sizeof(struct chk_ino));
+	chk_vec_init(&t->skips, sizeof(struct key_range));
+	/* Orphan items sort last; gather them first so inodes being deleted are judged as such. */
+	int ret = btk_for_each_item(c->fs, root, BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, 0,
+				    orphan_cb, t);
+	if (ret == -ENOMEM) {
+		chk_vec_free(&t->orphans);
+		free(t);
+		return ret;
+	}
+	if (ret < 0 && ret != -ENOENT)
+		t->gap = true; /* unreadable: reported by the walk */
+	c->fst = t;
+	return 0;
+}
+
+static void rep(struct chk *c, enum btk_check_kind kind, uint64_t leaf, const struct btk_key *k,
+		const char *exp, const char *found, const char *what)
+{
+	chk_report(c, kind, c->fst->tree, leaf, k, exp, found, "root %llu: %s",
+		   (unsigned long long)c->fst->tree, what);
+}
+
+static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+		       uint64_t leaf)
+{
+	struct ino_state *s = &c->fst->cur;
+
+	if (sz < sizeof(struct btrfs_inode_item)) {
+		rep(c, BTK_CHK_INODE, leaf, k,
+		    chk_fmt("%zu bytes", sizeof(struct btrfs_inode_item)), chk_fmt("%u", sz),
+		    "inode item too small");
+		return;
+	}
+	s->has_item = true;
+	s->leaf = leaf;
+	s->mode = BTK_GET(struct btrfs_inode_item, p, mode);
+	s->nlink = BTK_GET(struct btrfs_inode_item, p, nlink);
+	s->size = BTK_GET(struct btrfs_inode_item, p, size);
+	s->nbytes = BTK_GET(struct btrfs_inode_item, p, nbytes);
+	s->flags = BTK_GET(struct btrfs_inode_item, p, flags);
+	uint64_t gen = BTK_GET(struct btrfs_inode_item, p, generation);
+	uint64_t transid = BTK_GET(struct btrfs_inode_item, p, transid);
+	uint64_t lim = c->fs->generation + 1;
+	if (gen > lim || transid > lim)
+		rep(c, BTK_CHK_INODE, leaf, k, chk_fmt("<= %llu", (unsigned long long)lim),
+		    chk_fmt("generation %llu transid %llu", (unsigned long long)gen,
+			    (unsigned long long)transid),
+		    "inode generation or transid invalid");
+	if (mode_ftype(s->mode) == BTRFS_FT_UNKNOWN)
+		rep(c, BTK_CHK_INODE, leaf, k, "a file type", chk_fmt("mode 0%o", s->mode),
+		    "inode mode invalid");
+	if (S_ISLNK(s->mode) && (s->flags & (INODE_IMMUTABLE | INODE_APPEND)))
+		rep(c, BTK_CHK_INODE, leaf, k, "no IMMUTABLE/APPEND on a symlink",
+		    chk_fmt("flags 0x%llx", (unsigned long long)s->flags), "odd inode flags");
+	if (S_ISDIR(s->mode) && s->nlink >= 2)
+		rep(c, BTK_CHK_INODE, leaf, k, "1", chk_fmt("%u", s->nlink),
+		    "directory has more than one link");
+	struct chk_ino *ci = chk_vec_push(&c->fst->inodes);
+	if (!ci) {
+		c->oom = true;
+		return;
+	}
+	ci->ino = k->objectid;
+	ci->mode = s->mode;
+}
+
+/* DIR_ITEM, DIR_INDEX and XATTR_ITEM share one layout: entries of header + name + data. */
+static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+			uint64_t leaf)
+{
+	uint32_t off = 0;
+	int n = 0;
+
+	while (off < sz) {
+		const uint8_t *e = p + off;
+		if (sz - off < sizeof(struct btrfs_dir_item)) {
+			rep(c, BTK_CHK_NAME, leaf, k, "", "", "dir entry overruns its item");
+			return;
+		}
+		uint16_t nl = BTK_GET(struct btrfs_dir_item, e, name_len);
+		uint16_t dl = BTK_GET(struct btrfs_dir_item, e, data_len);
+		uint8_t ft = BTK_GET(struct btrfs_dir_item, e, type);
+		uint32_t esz = sizeof(struct btrfs_dir_item) + nl + dl;
+		if (esz > sz - off) {
+			rep(c, BTK_CHK_NAME, leaf, k, "", "", "dir entry overruns its item");
+			return;
+		}
+		const uint8_t *name = e + sizeof(struct btrfs_dir_item);
+		struct btk_key loc;
+		btk_disk_to_key((const struct btk_disk_key *)e, &loc);
+		if (k->type != BTRFS_DIR_INDEX_KEY &&
+		    (uint64_t)btrfs_name_hash(name, nl) != k->offset)
+			rep(c, BTK_CHK_NAME, leaf, k,
+			    chk_fmt("hash 0x%x", btrfs_name_hash(name, nl)),
+			    chk_fmt("0x%llx", (unsigned long long)k->offset),
+			    "name hash does not match the key");
+		if (nl == 0 || nl > BTK_NAME_MAX)
+			rep(c, BTK_CHK_NAME, leaf, k, "1..255", chk_fmt("%u", nl),
+			    "name length invalid");
+		off += esz;
+		n++;
+		if (k->type == BTRFS_XATTR_ITEM_KEY)
+			continue;
+		c->fst->cur.dirsize += nl;
+		if (dl)
+			rep(c, BTK_CHK_NAME, leaf, k, "0", chk_fmt("%u", dl), "dir entry has data");
+		uint8_t src = k->type == BTRFS_DIR_ITEM_KEY ? SRC_DIR_ITEM : SRC_DIR_INDEX;
+		uint64_t idx = k->type == BTRFS_DIR_INDEX_KEY ? k->offset : 0;
+		if (loc.type == BTRFS_INODE_ITEM_KEY)
+			push_name(c, k->objectid, loc.objectid, idx, name, nl, src, ft);
+		else if (loc.type == BTRFS_ROOT_ITEM_KEY)
+			push_rootref(c, c->fst->tree, loc.objectid, k->objectid, idx, name, nl,
+				     src == SRC_DIR_ITEM ? 2 : 3);
+		else
+			rep(c, BTK_CHK_NAME, leaf, k, "INODE_ITEM or ROOT_ITEM location",
+			    chk_fmt("type %u", loc.type), "dir entry location invalid");
+	}
+	if (k->type == BTRFS_DIR_INDEX_KEY && n != 1)
+		rep(c, BTK_CHK_NAME, leaf, k, "1", chk_fmt("%d", n), "dir index entry count");
+}
+
+struct ref_walk {
+	struct chk *c;
+	const struct btk_key *k;
+	uint64_t leaf;
+};
+
+static int inode_ref_entry(void *arg, const struct btk_name_ref *r)
+{
+	struct ref_walk *w = arg;
+	const struct btk_key *k = w->k;
+	const uint8_t *name = (const uint8_t *)r->name;
+
+	if (r->extref && (uint64_t)btk_crc32c((uint32_t)r->parent, name, r->name_len) != k->offset)
+		rep(w->c, BTK_CHK_NAME, w->leaf, k,
+		    chk_fmt("hash 0x%x", btk_crc32c((uint32_t)r->parent, name, r->name_len)),
+		    chk_fmt("0x%llx", (unsigned long long)k->offset),
+		    "inode extref hash does not match the key");
+	w->c->fst->cur.names++;
+	/* the top directory's ".." names itself and has no dir entry */
+	if (!(r->parent == k->objectid && k->objectid == BTK_ROOT_DIRID))
+		push_name(w->c, r->parent, k->objectid, r->index, name, r->name_len, SRC_REF, 0);
+	return 0;
+}
+
+static void inode_refs(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+		       uint64_t leaf)
+{
+	struct ref_walk w = {c, k, leaf};
+
+	/* inode_ref_entry never stops the walk: an error is an entry that overruns the item */
+	if (btk_inode_ref_walk(k, p, sz, inode_ref_entry, &w))
+		rep(c, BTK_CHK_NAME, leaf, k, "", "", "inode ref overruns its item");
+}
+
+/* Records data that must have checksums (need) or must have none (forbid: prealloc space;
+ * nodsum: the data of NODATASUM inodes). */
+static void need_csum(struct chk *c, uint64_t start, uint64_t len, struct chk_vec *v)
+{
+	struct chk_range *r;
+
+	if (!c->leaf_first)
+		return; /* a leaf shared with a tree already checked */
+	r = chk_vec_push(v);
+	if (!r) {
+		c->oom = true;
+		return;
+	}
+	r->start = start;
+	r->len = len;
+}
+
+static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+			uint64_t leaf)
+{
+	struct ino_state *s = &c->fst->cur;
+	const size_t hdr = offsetof(struct btrfs_file_extent_item, disk_bytenr);
+	uint64_t mask = c->fs->sectorsize - 1, len;
+
+	if (sz < hdr) {
+		rep(c, BTK_CHK_FILE_EXTENT, leaf, k, "", chk_fmt("%u bytes", sz),
+		    "file extent item too small");
+		return;
+	}
+	uint8_t type = BTK_GET(struct btrfs_file_extent_item, p, type);
+	uint8_t comp = BTK_GET(struct btrfs_file_extent_item, p, compression);
+	uint64_t ram = BTK_GET(struct btrfs_file_extent_item, p, ram_bytes);
+	if (s->has_ext && s->ext_end > k->offset)
+		rep(c, BTK_CHK_FILE_EXTENT, leaf, k,
+		    chk_fmt("offset >= %llu", (unsigned long long)s->ext_end),
+		    chk_fmt("%llu", (unsigned long long)k->offset), "file extents overlap");
+	else if (!c->no_holes && k->offset > (s->has_ext ? s->ext_end : 0))
+		rep(c, BTK_CHK_FILE_EXTENT, leaf, k,
+		    chk_fmt("an extent at %llu (no-holes is off)",
+			    (unsigned long long)(s->has_ext ? s->ext_end : 0)),
+		    chk_fmt("next at %llu", (unsigned long long)k->offset), "file extent gap");
+	if (type == BTRFS_FILE_EXTENT_INLINE) {
+		uint32_t dlen = sz - (uint32_t)hdr;
+		if (ram == 0 || ram > c->fs->sectorsize)
+			rep(c, BTK_CHK_FILE_EXTENT, leaf, k, chk_fmt("1..%u", c->fs->sectorsize),
+			    chk_fmt("ram bytes %llu", (unsigned long long)ram),
+			    "inline extent size invalid");
+		else if (!comp && dlen != ram)
+			rep(c, BTK_CHK_FILE_EXTENT, leaf, k, chk_fmt("ram bytes %u", dlen),
+			    chk_fmt("%llu", (unsigned long long)ram),
+			    "inline extent ram bytes wrong");
+		if (k->offset != 0)
+			rep(c, BTK_CHK_FILE_EXTENT, leaf, k, "offset 0",
+			    chk_fmt("%llu", (unsigned long long)k->offset),
+			    "inline extent not at the file start");
+		s->found_bytes += ram;
+		len = (ram + mask) & ~mask;
+	} else if (type == BTRFS_FILE_EXTENT_REG || type == BTRFS_FILE_EXTENT_PREALLOC) {
+		if (sz < sizeof(struct btrfs_file_extent_item)) {
+			rep(c, BTK_CHK_FILE_EXTENT, leaf, k,
+			    chk_fmt("%zu bytes", sizeof(struct btrfs_file_extent_item)),
+			    chk_fmt("%u", sz), "file extent item too small");
+			return;
+		}
+		uint64_t db = BTK_GET(struct btrfs_file_extent_item, p, disk_bytenr);
+		uint64_t dnb = BTK_GET(struct btrfs_file_extent_item, p, disk_num_bytes);
+		uint64_t eoff = BTK_GET(struct btrfs_file_extent_item, p, offset);
+		len = BTK_GET(struct btrfs_file_extent_item, p, num_bytes);
+		if (len == 0 || (len & mask) || eoff + len > ram || eoff + len < eoff)
+			rep(c, BTK_CHK_FILE_EXTENT, leaf, k,
+			    chk_fmt("aligned num bytes, offset + num <= ram %llu",
+				    (unsigned long long)ram),
+			    chk_fmt("offset %llu num %llu", (unsigned long long)eoff,
+				    (unsigned long long)len),
+			    "file extent sizes invalid");
+		if (db & mask)
+			rep(c, BTK_CHK_FILE_EXTENT, leaf, k,
+			    chk_fmt("aligned to %u", c->fs->sectorsize),
+			    chk_fmt("disk bytenr %llu", (unsigned long long)db),
+			    "file extent disk bytenr unaligned");
+		if (type == BTRFS_FILE_EXTENT_PREALLOC && comp)
+			rep(c, BTK_CHK_FILE_EXTENT, leaf, k, "no compression",
+			    chk_fmt("compression %u", comp), "compressed prealloc extent");
+		if (comp && (s->flags & INODE_NODATASUM))
+			rep(c, BTK_CHK_FILE_EXTENT, leaf, k, "checksummed data", "NODATASUM inode",
+			    "compressed extent in a nodatasum inode");
+		if (db) {
+			s->found_bytes += len;
+			bool need = type == BTRFS_FILE_EXTENT_REG &&
+				    (comp || !(s->flags & INODE_NODATASUM));
+			need_csum(c, comp ? db : db + eoff, comp ? dnb : len,
+				  need				       ? &c->csum_need
+				  : type == BTRFS_FILE_EXTENT_PREALLOC ? &c->csum_forbid
+								       : &c->csum_nodsum);
+		}
+	} else {
+		rep(c, BTK_CHK_FILE_EXTENT, leaf, k, "inline, regular or prealloc",
+		    chk_fmt("type %u", type), "file extent type invalid");
+		return;
+	}
+	s->has_ext = true;
+	s->ext_end = k->offset + len;
+	if (k->offset & mask)
+		rep(c, BTK_CHK_FILE_EXTENT, leaf, k, chk_fmt("aligned to %u", c->fs->sectorsize),
+		    chk_fmt("%llu", (unsigned long long)k->offset), "file extent offset unaligned");
+}
+
+/* Judges the inode whose items just ended. */
+static void inode_end(struct chk *c)
+{
+	struct chk_fstree *t = c->fst;
+	struct ino_state *s = &t->cur;
+	struct btk_key k = {s->ino, BTRFS_INODE_ITEM_KEY, 0};
+
+	if (!t->active)
+		return;
+	t->active = false;
+	if (s->ino == BTRFS_ORPHAN_OBJECTID)
+		return;
+	if (s->ino == BTRFS_FREE_INO_OBJECTID) {
+		rep(c, BTK_CHK_INODE, 0, &k, "no inode cache", "inode cache items",
+		    "deprecated inode cache present");
+		return;
+	}
+	if (s->ino < BTRFS_FIRST_FREE_OBJECTID || s->ino > BTRFS_LAST_FREE_OBJECTID) {
+		rep(c, BTK_CHK_INODE, 0, &k, "256..2^64-256",
+		    chk_fmt("%llu", (unsigned long long)s->ino), "items with an invalid objectid");
+		return;
+	}
+	if (!s->has_item) {
+		if (!t->gap && !s->partial)
+			rep(c, BTK_CHK_INODE, 0, &k, "an INODE_ITEM", "none",
+			    chk_fmt("inode %llu has items but no inode item",
+				    (unsigned long long)s->ino));
+		return;
+	}
+	c->sum->nr_inodes++;
+	s->orphan = has_u64(&t->orphans, s->ino);
+	if (t->gap || s->orphan || s->partial)
+		return; /* names or extents may legitimately be partial */
+	if (s->nlink == 0)
+		rep(c, BTK_CHK_INODE, s->leaf, &k, "an orphan item", "none",
+		    "inode with nlink 0 has no orphan item");
+	else if (s->nlink != s->names)
+		rep(c, BTK_CHK_INODE, s->leaf, &k,
+		    chk_fmt("nlink %llu (names found)", (unsigned long long)s->names),
+		    chk_fmt("nlink %u", s->nlink), "inode nlink wrong");
+	if (S_ISDIR(s->mode) && s->size != s->dirsize)
+		rep(c, BTK_CHK_INODE, s->leaf, &k,
+		    chk_fmt("size %llu (sum of entry names)", (unsigned long long)s->dirsize),
+		    chk_fmt("size %llu", (unsigned long long)s->size), "directory size wrong");
+	if (!S_ISDIR(s->mode) && s->nbytes != s->found_bytes)
+		rep(c, BTK_CHK_INODE, s->leaf, &k,
+		    chk_fmt("nbytes %llu (sum of extents)", (unsigned long long)s->found_bytes),
+		    chk_fmt("nbytes %llu", (unsigned long long)s->nbytes), "inode nbytes wrong");
+	uint64_t mask = c->fs->sectorsize - 1, end = (s->size + mask) & ~mask;
+	if (!c->no_holes && S_ISREG(s->mode) && (s->has_ext ? s->ext_end : 0) < end)
+		rep(c, BTK_CHK_FILE_EXTENT, s->leaf, &k,
+		    chk_fmt("extents up to %llu (size, no-holes off)", (unsigned long long)end),
+		    chk_fmt("up to %llu", (unsigned long long)(s->has_ext ? s->ext_end : 0)),
+		    "file extents missing before the file end");
+}
+
+static void item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+		 uint64_t leaf)
+{
+	struct chk_fstree *t = c->fst;
+
+	if (!t->active || t->cur.ino != k->objectid) {
+		inode_end(c);
+		memset(&t->cur, 0, sizeof(t->cur));
+		t->cur.ino = k->objectid;
+		t->active = true;
+		/* an inode starting right after a skipped range may have begun inside it */
+		if (t->after_skip && k->type != BTRFS_INODE_ITEM_KEY)
+			t->cur.partial = true;
+		t->after_skip = false;
+	}
+	switch (k->type) {
+	case BTRFS_INODE_ITEM_KEY:
+		inode_item(c, k, p, sz, leaf);
+		break;
+	case BTRFS_INODE_REF_KEY:
+	case BTRFS_INODE_EXTREF_KEY:
+		inode_refs(c, k, p, sz, leaf);
+		break;
+	case BTRFS_DIR_ITEM_KEY:
+	case BTRFS_DIR_INDEX_KEY:
+	case BTRFS_XATTR_ITEM_KEY:
+		dir_entries(c, k, p, sz, leaf);
+		break;
+	case BTRFS_EXTENT_DATA_KEY:
+		file_extent(c, k, p, sz, leaf);
+		break;
+	case BTRFS_ORPHAN_ITEM_KEY:
+	case BTRFS_VERITY_DESC_ITEM_KEY:
+	case BTRFS_VERITY_MERKLE_ITEM_KEY:
+		break;
+	default:
+		rep(c, BTK_CHK_INODE, leaf, k, "", chk_fmt("type %u", k->type),
+		    "unknown item type in a subvolume tree");
+	}
+}
+
+static void close_skip(struct chk *c, const struct btk_key *hi)
+{
+	struct chk_fstree *t = c->fst;
+	struct key_range *r;
+
+	if (!t->skip_open)
+		return;
+	t->skip_open = false;
+	t->after_skip = true;
+	if (!(r = chk_vec_push(&t->skips))) {
+		c->oom = true;
+		return;
+	}
+	r->lo = t->skip_lo;
+	r->hi = *hi;
+}
+
+void chk_fs_skip(struct chk *c, const struct btk_block *node)
+{
+	struct chk_fstree *t = c->fst;
+
+	if (t->skip_open)
+		return; /* consecutive skipped subtrees make one range */
+	btk_node_key(node, 0, &t->skip_lo);
+	t->skip_open = true;
+	if (t->active && t->cur.ino == t->skip_lo.objectid)
+		t->cur.partial = true;
+}
+
+/* True if some skipped range meets the keys (objectid, type, lo..hi). */
+static bool skipped(const struct chk_fstree *t, uint64_t objectid, uint8_t type, uint64_t lo,
+		    uint64_t hi)
+{
+	struct btk_key a = {objectid, type, lo}, b = {objectid, type, hi};
+
+	for (size_t i = 0; i < t->skips.n; i++) {
+		const struct key_range *r = chk_vec_at(&t->skips, i);
+		if (btk_key_cmp(&r->lo, &b) <= 0 && btk_key_cmp(&a, &r->hi) < 0)
+			return true;
+	}
+	return false;
+}
+
+void chk_fs_leaf(struct chk *c, const struct btk_block *b)
+{
+	if (!b) {
+		c->fst->gap = true;
+		return;
+	}
+	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
+		struct btk_key k;
+		btk_leaf_key(b, (int)i, &k);
+		if (c->fst->skip_open)
+			close_skip(c, &k);
+		item(c, &k, btk_leaf_data(b, (int)i), btk_leaf_size(b, (int)i), b->bytenr);
+	}
+}
+
+static const struct chk_ino *ino_find(const struct chk_fstree *t, uint64_t ino)
+{
+	struct chk_ino key = {.ino = ino};
+	size_t lo = 0, hi = t->inodes.n;
+
+	(void)key;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct chk_ino *m = chk_vec_at(&t->inodes, mid);
+		if (m->ino == ino)
+			return m;
+		if (m->ino < ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static const char *src_list(uint8_t src)
+{
+	return chk_fmt("%s%s%s", src & SRC_DIR_ITEM ? "DIR_ITEM " : "",
+		       src & SRC_DIR_INDEX ? "DIR_INDEX " : "", src & SRC_REF ? "INODE_REF" : "");
+}
+
+/* One name: its dir item, dir index and inode ref must all exist and agree. */
+static const struct chk_ino unknown_ino = {0, 0}, unknown_dir = {0, S_IFDIR};
+
+static void name_group(struct chk *c, const struct chk_name *g)
+{
+	const uint8_t all = SRC_DIR_ITEM | SRC_DIR_INDEX | SRC_REF;
+	uint8_t src = g->src, ftype = g->ftype;
+	uint64_t idx_dir = g->idx_dir, idx_ref = g->idx_ref;
+	const struct chk_ino *child = ino_find(c->fst, g->child);
+	const struct chk_ino *dir = ino_find(c->fst, g->dir);
+	bool bad_type = child && ftype && mode_ftype(child->mode) != ftype;
+
+	/* the common case, a healthy name, formats nothing */
+	if (src == all && idx_dir == idx_ref && child && !bad_type && dir && S_ISDIR(dir->mode))
+		return;
+	const struct chk_fstree *t = c->fst;
+	if (t->skips.n) {
+		/* parts in a skipped subtree were seen (and checked) in another subvolume */
+		if (!(src & SRC_DIR_ITEM) && skipped(t, g->dir, BTRFS_DIR_ITEM_KEY, g->crc, g->crc))
+			src |= SRC_DIR_ITEM;
+		if (!(src & SRC_DIR_INDEX) &&
+		    skipped(t, g->dir, BTRFS_DIR_INDEX_KEY, 0, UINT64_MAX))
+			src |= SRC_DIR_INDEX, idx_dir = idx_ref;
+		if (!(src & SRC_REF) &&
+		    (skipped(t, g->child, BTRFS_INODE_REF_KEY, g->dir, g->dir) ||
+		     skipped(t, g->child, BTRFS_INODE_EXTREF_KEY, 0, UINT64_MAX)))
+			src |= SRC_REF, idx_ref = idx_dir;
+		if (!child && skipped(t, g->child, BTRFS_INODE_ITEM_KEY, 0, 0))
+			child = &unknown_ino;
+		if (!dir && skipped(t, g->dir, BTRFS_INODE_ITEM_KEY, 0, 0))
+			dir = &unknown_dir;
+		if (src == all && idx_dir == idx_ref && child && !bad_type && dir &&
+		    S_ISDIR(dir->mode))
+			return;
+	}
+	struct btk_key k = {g->dir, BTRFS_DIR_INDEX_KEY, idx_dir ? idx_dir : idx_ref};
+	char who[96], what[160];
+	snprintf(who, sizeof(who), "name of inode %llu in directory %llu",
+		 (unsigned long long)g->child, (unsigned long long)g->dir);
+	if (src != all) {
+		snprintf(what, sizeof(what), "%s: %s missing", who,
+			 !(src & SRC_DIR_INDEX)	 ? "dir index"
+			 : !(src & SRC_DIR_ITEM) ? "dir item"
+						 : "inode ref");
+		rep(c, BTK_CHK_NAME, 0, &k, "DIR_ITEM DIR_INDEX INODE_REF", src_list(src), what);
+	} else if (idx_dir != idx_ref) {
+		snprintf(what, sizeof(what), "%s: dir index differs", who);
+		rep(c, BTK_CHK_NAME, 0, &k,
+		    chk_fmt("index %llu (inode ref)", (unsigned long long)idx_ref),
+		    chk_fmt("index %llu", (unsigned long long)idx_dir), what);
+	}
+	if (!child && (src & (SRC_DIR_ITEM | SRC_DIR_INDEX))) {
+		snprintf(what, sizeof(what), "%s: points to a missing inode", who);
+		rep(c, BTK_CHK_NAME, 0, &k, "an inode item", "none", what);
+	}
+	if (bad_type) {
+		snprintf(what, sizeof(what), "%s: dir entry type wrong", who);
+		rep(c, BTK_CHK_NAME, 0, &k,
+		    chk_fmt("type %u (inode mode)", mode_ftype(child->mode)),
+		    chk_fmt("type %u", ftype), what);
+	}
+	if (dir && !S_ISDIR(dir->mode)) {
+		snprintf(what, sizeof(what), "%s: parent is not a directory", who);
+		rep(c, BTK_CHK_NAME, 0, &k, "a directory", chk_fmt("mode 0%o", dir->mode), what);
+	} else if (!dir) {
+		snprintf(what, sizeof(what), "%s: directory missing", who);
+		rep(c, BTK_CHK_NAME, 0, &k, "an inode item", "none", what);
+	}
+}
+
+static void names_final(struct chk *c)
+{
+	struct name_tab *t = &c->fst->names;
+
+	for (size_t i = 0; i < t->cap && !c->oom; i++)
+		if (t->slots[i].src)
+			name_group(c, &t->slots[i]);
+}
+
+void chk_fs_end(struct chk *c)
+{
+	struct chk_fstree *t = c->fst;
+
+	inode_end(c);
+	if (t->skip_open) {
+		struct btk_key end = {UINT64_MAX, UINT8_MAX, UINT64_MAX};
+		close_skip(c, &end);
+	}
+	if (!t->gap && !c->oom) {
+		if (!ino_find(t, BTK_ROOT_DIRID) &&
+		    !skipped(t, BTK_ROOT_DIRID, BTRFS_INODE_ITEM_KEY, 0, 0)) {
+			struct btk_key k = {BTK_ROOT_DIRID, BTRFS_INODE_ITEM_KEY, 0};
+			rep(c, BTK_CHK_INODE, 0, &k, "an inode item", "none",
+			    "top directory inode missing");
+		}
+		names_final(c);
+	}
+	chk_vec_free(&t->orphans);
+	free(t->names.slots);
+	chk_vec_free(&t->inodes);
+	for (size_t i = 0; i < t->skips.n && !c->oom; i++) {
+		const struct key_range *r = chk_vec_at(&t->skips, i);
+		struct chk_skip *g = chk_vec_push(&c->skips);
+		if (!g) {
+			c->oom = true;
+			break;
+		}
+		*g = (struct chk_skip){t->tree, r->lo, r->hi};
+	}
+	chk_vec_free(&t->skips);
+	free(t);
+	c->fst = NULL;
+}

@@ -1,0 +1,344 @@
+/* check_fst.c — the free space tree must be exactly the complement of the extents (and of the
+ * superblock stripes) inside each block group. */
+#include "check/check_priv.h"
+
+#include <stdlib.h>
+
+struct fst_info {
+	uint64_t start, len, count, flags;
+};
+
+void chk_fst_push_free(struct chk *c, uint64_t start, uint64_t len)
+{
+	struct chk_range *last = c->fst_free.n ? chk_vec_at(&c->fst_free, c->fst_free.n - 1) : NULL;
+
+	if (last && last->start + last->len == start && !c->fst_barrier) {
+		last->len += len; /* bitmap runs continue across items */
+		return;
+	}
+	struct chk_range *r = chk_vec_push(&c->fst_free);
+	if (!r) {
+		c->oom = true;
+		return;
+	}
+	r->start = start;
+	r->len = len;
+	c->fst_barrier = false;
+}
+
+static void bitmap_runs(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+			uint64_t leaf)
+{
+	uint64_t ss = c->fs->sectorsize, bits = k->offset / ss;
+
+	if (k->offset % ss || (bits + 7) / 8 > sz) {
+		chk_report(c, BTK_CHK_FREE_SPACE, 10, leaf, k,
+			   chk_fmt("%llu bitmap bytes", (unsigned long long)((bits + 7) / 8)),
+			   chk_fmt("%u", sz), "free space bitmap size wrong");
+		return;
+	}
+	for (uint64_t i = 0; i < bits;) {
+		if (!(p[i / 8] & (1U << (i % 8)))) {
+			i++;
+			continue;
+		}
+		uint64_t j = i;
+		while (j < bits && (p[j / 8] & (1U << (j % 8))))
+			j++;
+		chk_fst_push_free(c, k->objectid + i * ss, (j - i) * ss);
+		i = j;
+	}
+}
+
+void chk_fst_leaf(struct chk *c, const struct btk_block *b)
+{
+	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
+		struct btk_key k;
+		const uint8_t *p = btk_leaf_data(b, (int)i);
+		uint32_t sz = btk_leaf_size(b, (int)i);
+		btk_leaf_key(b, (int)i, &k);
+		if (k.type == BTRFS_FREE_SPACE_INFO_KEY) {
+			if (sz < sizeof(struct btrfs_free_space_info)) {
+				chk_report(c, BTK_CHK_FREE_SPACE, 10, b->bytenr, &k, "", "",
+					   "free space info too small");
+				continue;
+			}
+			struct fst_info *fi = chk_vec_push(&c->fst_info);
+			if (!fi) {
+				c->oom = true;
+				return;
+			}
+			fi->start = k.objectid;
+			fi->len = k.offset;
+			fi->count = BTK_GET(struct btrfs_free_space_info, p, extent_count);
+			fi->flags = BTK_GET(struct btrfs_free_space_info, p, flags);
+			c->fst_barrier = true; /* free space never runs across block groups */
+		} else if (k.type == BTRFS_FREE_SPACE_EXTENT_KEY) {
+			chk_fst_push_free(c, k.objectid, k.offset);
+		} else if (k.type == BTRFS_FREE_SPACE_BITMAP_KEY) {
+			bitmap_runs(c, &k, p, sz, b->bytenr);
+		} else {
+			chk_report(c, BTK_CHK_FREE_SPACE, 10, b->bytenr, &k, "", "",
+				   "unexpected item in the free space tree");
+		}
+	}
+}
+
+/* Logical ranges that hold superblock copies: never free, never extents. */
+static int super_ranges(struct chk *c, struct chk_vec *out)
+{
+	for (int d = 0; d < c->fs->ndevs; d++) {
+		const struct btk_fs_dev *fd = &c->fs->devs[d];
+		for (int m = 0; m < BTK_SUPER_MIRRORS; m++) {
+			uint64_t off = btk_super_offset(m), logical;
+			const struct btk_chunk *ch;
+			bool parity = false;
+			if (off + BTK_SUPER_SIZE > fd->total_bytes)
+				continue;
+			if (btk_map_physical(c->fs, fd->devid, off, &logical, &ch, &parity) ||
+			    parity || !ch)
+				continue;
+			struct chk_range *r = chk_vec_push(out);
+			if (!r)
+				return -1;
+			r->start =
+			    ch->logical + (logical - ch->logical) / BTK_STRIPE_LEN * BTK_STRIPE_LEN;
+			r->len = BTK_STRIPE_LEN;
+		}
+	}
+	return 0;
+}
+
+static int range_cmp(const void *pa, const void *pb)
+{
+	const struct chk_range *a = pa, *b = pb;
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+static uint64_t ext_key(const void *p)
+{
+	return ((const struct chk_extent *)p)->bytenr;
+}
+
+static uint64_t range_key(const void *p)
+{
+	return ((const struct chk_range *)p)->start;
+}
+
+/* Used space in a block group, as a stream: extents and super stripes merged in order. */
+struct used_iter {
+	struct chk *c;
+	const struct chk_vec *supers;
+	size_t ei, si;
+	uint64_t end;
+};
+
+/* Next used range starting at or after pos (clipped to the group); false when none. */
+static bool next_used(struct used_iter *it, uint64_t pos, uint64_t *s, uint64_t *e)
+{
+	const struct chk_extent *x = NULL;
+	const struct chk_range *y = NULL;
+
+	while (it->ei < it->c->extents.n) {
+		x = chk_vec_at(&it->c->extents, it->ei);
+		if (x->bytenr + x->len > pos)
+			break;
+		it->ei++;
+		x = NULL;
+	}
+	while (it->si < it->supers->n) {
+		y = chk_vec_at(it->supers, it->si);
+		if (y->start + y->len > pos)
+			break;
+		it->si++;
+		y = NULL;
+	}
+	if (x && x->bytenr >= it->end)
+		x = NULL;
+	if (y && y->start >= it->end)
+		y = NULL;
+	if (!x && !y)
+		return false;
+	if (x && (!y || x->bytenr <= y->start)) {
+		*s = x->bytenr;
+		*e = x->bytenr + x->len;
+	} else {
+		*s = y->start;
+		*e = y->start + y->len;
+	}
+	if (*s < pos)
+		*s = pos;
+	if (*e > it->end)
+		*e = it->end;
+	return true;
+}
+
+/* Free space per the tree, minus the superblock stripes (which the kernel may or may not list
+ * as free: it keeps them out of allocation in memory), as a stream of pieces. */
+struct free_iter {
+	const struct chk_vec *fr, *supers;
+	size_t ai;
+	uint64_t cur, end;
+};
+
+static bool next_free(struct free_iter *it, uint64_t *s, uint64_t *e)
+{
+	while (it->ai < it->fr->n) {
+		const struct chk_range *a = chk_vec_at(it->fr, it->ai);
+		if (a->start >= it->end)
+			return false;
+		uint64_t ps = a->start > it->cur ? a->start : it->cur, pe = a->start + a->len;
+		bool moved = false;
+		if (ps >= pe) {
+			it->ai++;
+			continue;
+		}
+		for (size_t i = 0; i < it->supers->n; i++) {
+			const struct chk_range *y = chk_vec_at(it->supers, i);
+			uint64_t ye = y->start + y->len;
+			if (y->start >= pe || ye <= ps)
+				continue;
+			if (y->start <= ps) {
+				it->cur = ye;
+				moved = true;
+				break;
+			}
+			pe = y->start;
+		}
+		if (moved)
+			continue;
+		*s = ps;
+		*e = pe;
+		it->cur = pe;
+		return true;
+	}
+	return false;
+}
+
+static void fst_mismatch(struct chk *c, const struct chk_bg *bg, uint64_t s, uint64_t e, bool have,
+			 uint64_t as, uint64_t ae)
+{
+	chk_report(
+	    c, BTK_CHK_FREE_SPACE, c->fs_v1 ? 1 : 10, have ? as : s, NULL,
+	    e > s ? chk_fmt("free [%llu, %llu)", (unsigned long long)s, (unsigned long long)e)
+		  : "no more free space",
+	    have ? chk_fmt("free [%llu, %llu)", (unsigned long long)as, (unsigned long long)ae)
+		 : "nothing",
+	    "%s differs from the extents in block group %llu",
+	    c->fs_v1 ? "free space cache" : "free space tree", (unsigned long long)bg->start);
+}
+
+/* Free bytes of a block group according to the extents and superblock stripes. */
+static uint64_t expected_free(struct chk *c, const struct chk_bg *bg, const struct chk_vec *supers)
+{
+	uint64_t end = bg->start + bg->len, pos = bg->start, total = 0, us, ue;
+	long ei = chk_vec_floor(&c->extents, bg->start, ext_key);
+	long si = chk_vec_floor(supers, bg->start, range_key);
+	struct used_iter it = {c, supers, ei >= 0 ? (size_t)ei : 0, si >= 0 ? (size_t)si : 0, end};
+
+	while (pos < end) {
+		if (!next_used(&it, pos, &us, &ue)) {
+			total += end - pos;
+			break;
+		}
+		if (us > pos)
+			total += us - pos;
+		pos = ue > pos ? ue : pos + 1;
+	}
+	return total;
+}
+
+static void bg_free_space(struct chk *c, const struct chk_bg *bg, const struct chk_vec *supers)
+{
+	uint64_t end = bg->start + bg->len, pos = bg->start, count = 0, as, ae;
+	long fi = chk_vec_floor(&c->fst_free, bg->start, range_key);
+	long ei = chk_vec_floor(&c->extents, bg->start, ext_key);
+	struct used_iter it = {c, supers, ei >= 0 ? (size_t)ei : 0, 0, end};
+	struct free_iter fit = {&c->fst_free, supers, fi >= 0 ? (size_t)fi : 0, bg->start, end};
+
+	while (fit.ai < c->fst_free.n &&
+	       ((const struct chk_range *)chk_vec_at(&c->fst_free, fit.ai))->start < bg->start)
+		fit.ai++;
+	uint64_t listed = 0;
+	for (size_t i = fit.ai; i < c->fst_free.n; i++, count++) {
+		const struct chk_range *r = chk_vec_at(&c->fst_free, i);
+		if (r->start >= end)
+			break;
+		listed += r->len;
+	}
+	/* the kernel loads a v1 cache only if its total matches the group's free bytes, and
+	 * rebuilds it otherwise: only a cache it would trust can be wrong */
+	if (c->fs_v1 && listed != expected_free(c, bg, supers))
+		return;
+	while (pos < end) {
+		uint64_t us, ue, fe = end;
+		bool used = next_used(&it, pos, &us, &ue);
+		if (used && us <= pos) {
+			pos = ue > pos ? ue : pos + 1;
+			continue;
+		}
+		if (used)
+			fe = us;
+		/* [pos, fe) should be the next piece of free space */
+		bool have = next_free(&fit, &as, &ae);
+		if (!have || as != pos || ae != fe) {
+			fst_mismatch(c, bg, pos, fe, have, as, ae);
+			return;
+		}
+		pos = fe;
+	}
+	if (next_free(&fit, &as, &ae)) {
+		fst_mismatch(c, bg, 0, 0, true, as, ae);
+		return;
+	}
+	if (c->fs_v1)
+		return; /* v1 caches were only gathered for their block groups; no counts */
+	long ii = chk_vec_floor(&c->fst_info, bg->start, range_key);
+	const struct fst_info *info = ii >= 0 ? chk_vec_at(&c->fst_info, (size_t)ii) : NULL;
+	if (!info || info->start != bg->start || info->len != bg->len)
+		chk_report(c, BTK_CHK_FREE_SPACE, 10, bg->start, NULL, "a FREE_SPACE_INFO item",
+			   "none", "block group %llu has no free space info",
+			   (unsigned long long)bg->start);
+	else if (info->count != count)
+		chk_report(c, BTK_CHK_FREE_SPACE, 10, bg->start, NULL,
+			   chk_fmt("%llu free extents", (unsigned long long)count),
+			   chk_fmt("%llu", (unsigned long long)info->count),
+			   "free space info extent count wrong in block group %llu",
+			   (unsigned long long)bg->start);
+}
+
+/* Compares c->fst_free with the complement of the extents in every block group (v1: only
+ * those whose cache was loaded, listed in c->fst_info). */
+void chk_free_space_compare(struct chk *c)
+{
+	struct chk_vec supers;
+
+	chk_vec_init(&supers, sizeof(struct chk_range));
+	if (super_ranges(c, &supers)) {
+		c->oom = true;
+		chk_vec_free(&supers);
+		return;
+	}
+	chk_vec_sort(&supers, range_cmp);
+	for (size_t i = 0; i < c->bgs.n; i++) {
+		const struct chk_bg *bg = chk_vec_at(&c->bgs, i);
+		if (c->fs_v1) {
+			long ii = chk_vec_floor(&c->fst_info, bg->start, range_key);
+			const struct fst_info *info =
+			    ii >= 0 ? chk_vec_at(&c->fst_info, (size_t)ii) : NULL;
+			if (!info || info->start != bg->start)
+				continue;
+		}
+		bg_free_space(c, bg, &supers);
+	}
+	chk_vec_free(&supers);
+}
+
+void chk_fst_final(struct chk *c)
+{
+	/* log tree blocks are allocated outside the extent tree: the comparison would lie */
+	if (c->has_fst && !btk_le64(c->fs->sb.log_root) && !c->extent_gap)
+		chk_free_space_compare(c);
+	chk_vec_free(&c->fst_free);
+	chk_vec_free(&c->fst_info);
+}

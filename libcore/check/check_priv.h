@@ -1,0 +1,245 @@
+/* check_priv.h — internals of the checker (check*.c only).
+ *
+ * The checker makes one pass over every tree and keeps what must be compared across trees in
+ * growable arrays of fixed-size records (struct chk_vec), sorted and merged at the end. Only
+ * per-tree state of the fs-tree checker (names, inodes) is freed as each tree ends.
+ */
+#ifndef BTK_CHECK_PRIV_H
+#define BTK_CHECK_PRIV_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "check/check.h"
+#include "tree/tree.h"
+
+/* Growable array of fixed-size records. */
+struct chk_vec {
+	uint8_t *data;
+	size_t n, cap, esz;
+};
+void chk_vec_init(struct chk_vec *v, size_t esz);
+void chk_vec_free(struct chk_vec *v);
+/* Appends one zeroed record and returns it, or NULL when out of memory. */
+void *chk_vec_push(struct chk_vec *v);
+static inline void *chk_vec_at(const struct chk_vec *v, size_t i)
+{
+	return v->data + i * v->esz;
+}
+void chk_vec_sort(struct chk_vec *v, int (*cmp)(const void *, const void *));
+/* Index of the last record with key <= want according to keyf, or -1 (records sorted). */
+long chk_vec_floor(const struct chk_vec *v, uint64_t want, uint64_t (*keyf)(const void *));
+
+/* Open-addressing set of nonzero u64 (tree block bytenrs). */
+struct chk_set {
+	uint64_t *slots;
+	size_t n, cap;
+};
+/* Adds x; 1 if new, 0 if present, -ENOMEM. */
+int chk_set_add(struct chk_set *s, uint64_t x);
+bool chk_set_has(const struct chk_set *s, uint64_t x);
+void chk_set_free(struct chk_set *s);
+
+/* A back reference: declared by the extent tree, or found by walking. */
+struct chk_ref {
+	uint64_t bytenr; /* extent start */
+	uint64_t root;	 /* TREE_BLOCK_REF / EXTENT_DATA_REF: root; unresolved: parent's owner */
+	uint64_t parent; /* SHARED_*: parent block; unresolved: parent block */
+	uint64_t ino;	 /* EXTENT_DATA_REF objectid */
+	uint64_t off;	 /* EXTENT_DATA_REF offset; found tree refs: the child's level */
+	uint64_t len;	 /* found data refs: disk_num_bytes of the file extent */
+	uint32_t count;
+	uint8_t type;	    /* BTRFS_*_REF_KEY */
+	uint8_t unresolved; /* found ref still to resolve against the parent's FULL_BACKREF */
+};
+
+/* An extent item. */
+struct chk_extent {
+	uint64_t bytenr, len, refs, gen, flags;
+	uint64_t declsum; /* sum of the counts of its inline and keyed refs */
+	int8_t level;	  /* tree blocks: level from the item; -1 for data */
+	bool has_users;	  /* some found reference points at it */
+	uint8_t key_type;
+};
+
+struct chk_bg {
+	uint64_t start, len, used, flags;
+	uint64_t found_used;
+};
+
+struct chk_dext {
+	uint64_t devid, physical, len, chunk_offset;
+};
+
+struct chk_devitem {
+	uint64_t devid, total_bytes, bytes_used;
+};
+
+struct chk_range {
+	uint64_t start, len;
+};
+
+struct chk_rootitem {
+	uint64_t id, offset, bytenr, gen, flags;
+	uint32_t refs;
+	uint8_t level;
+	bool dropping;			     /* drop_progress set: half-deleted */
+	struct btk_key drop_key;	     /* blocks wholly before it are already freed */
+	uint8_t uuid[16], received_uuid[16]; /* zero when the item is too old to have them */
+	uint8_t drop_level;
+};
+
+/* ROOT_REF (parent -> child) or ROOT_BACKREF (child -> parent), or a dir entry in a parent
+ * tree naming a subvolume (kind 2: dir item, 3: dir index). */
+struct chk_rootref {
+	uint64_t parent, child, dirid, seq, hash;
+	uint8_t kind; /* 0 ROOT_REF, 1 ROOT_BACKREF, 2 DIR_ITEM, 3 DIR_INDEX */
+};
+
+/* One subvolume id listed under a uuid in the uuid tree. */
+struct chk_uuid {
+	uint8_t uuid[16];
+	uint64_t subvol;
+	uint8_t type; /* BTRFS_UUID_KEY_SUBVOL or _RECEIVED_SUBVOL */
+};
+
+/* A qgroup's info item and the counts found for it. */
+struct chk_qinfo {
+	uint64_t id, rfer, excl, found_rfer, found_excl;
+};
+
+/* A key range of a subvolume tree not walked again because another subvolume shares it. */
+struct chk_skip {
+	uint64_t tree;
+	struct btk_key lo, hi;
+};
+
+struct chk_fstree; /* per fs tree state, check_fs.c */
+
+struct chk {
+	struct btk_fs *fs;
+	const struct btk_check_opts *opts;
+	struct btk_check_summary *sum;
+	uint64_t max_gen;  /* highest valid generation (super generation, +1 with a log) */
+	uint64_t reported; /* problems passed to the callback */
+	bool oom;	   /* an allocation failed: abort with -ENOMEM */
+	bool extent_gap;   /* part of the extent tree was unreadable: do not compare with it */
+	bool walk_gap;	   /* part of another tree was unreadable: users may be missing */
+	bool no_holes, skinny, has_fst;
+	/* the tree being walked */
+	uint64_t tree;
+	int tree_class; /* CHK_T_* */
+	const struct chk_rootitem *tree_item;
+	bool leaf_first;	    /* the leaf being checked is seen for the first time */
+	const struct btk_key *drop; /* walking a half-deleted tree: its drop progress */
+	struct chk_set visited;
+	/* records */
+	struct chk_vec found;	     /* struct chk_ref */
+	struct chk_vec declared;     /* struct chk_ref */
+	struct chk_vec extents;	     /* struct chk_extent, in key order */
+	struct chk_vec bgs;	     /* struct chk_bg */
+	struct chk_vec dexts;	     /* struct chk_dext, in key order */
+	struct chk_vec devitems;     /* struct chk_devitem */
+	struct chk_vec csums;	     /* struct chk_range: merged csum coverage */
+	struct chk_vec csum_need;    /* struct chk_range: data that needs checksums */
+	struct chk_vec csum_forbid;  /* struct chk_range: prealloc space: no checksums */
+	struct chk_vec csum_nodsum;  /* struct chk_range: data of NODATASUM inodes: no checksums */
+	struct chk_vec fst_free;     /* struct chk_range: free space per the free space tree */
+	struct chk_vec fst_info;     /* struct chk_range + count: see check_fst.c */
+	struct chk_vec roots;	     /* struct chk_rootitem, in key order */
+	struct chk_vec rootrefs;     /* struct chk_rootref */
+	struct chk_vec root_orphans; /* uint64_t root ids with an orphan item in the root tree */
+	struct chk_vec qrefs;  /* struct chk_range {extent, subvolume} reached while walking */
+	struct chk_vec qinfos; /* struct chk_qinfo */
+	struct chk_vec qrels;  /* struct chk_range {child, parent} qgroup relations */
+	uint64_t qstatus, qstatus_gen; /* qgroup status flags and generation */
+	bool qstatus_seen;
+	bool quota_tree;      /* the quota tree exists: record what subvolumes reach */
+	struct chk_vec skips; /* struct chk_skip, from every fs tree */
+	struct chk_vec uuids; /* struct chk_uuid: entries of the uuid tree */
+	uint64_t csum_prev_end;
+	struct chk_vec log_roots;	 /* struct btk_root: per-subvolume log trees */
+	struct chk_vec log_need;	 /* struct chk_range: logged data that needs checksums */
+	struct chk_vec log_csums;	 /* struct chk_range: checksums in the log trees */
+	uint64_t log_ino, log_ino_flags; /* inode item last seen in a log tree */
+	bool fst_barrier;		 /* next free range starts a new block group */
+	bool fs_v1;			 /* comparing a v1 space cache, not the free space tree */
+	struct chk_vec v1hdr, v1ino, v1ext; /* v1 space cache: headers, inodes, file extents */
+	uint64_t ext_prev_end;	       /* extent tree item order: end of the previous extent item */
+	struct chk_extent *cur_extent; /* extent item whose keyed refs follow (index in extents) */
+	long cur_extent_idx;
+	struct chk_fstree *fst; /* fs tree being checked, or NULL */
+};
+
+enum {
+	CHK_T_OTHER,
+	CHK_T_ROOT,
+	CHK_T_EXTENT,
+	CHK_T_CHUNK,
+	CHK_T_DEV,
+	CHK_T_FS,
+	CHK_T_CSUM,
+	CHK_T_FST,
+	CHK_T_BG,
+	CHK_T_RELOC,
+	CHK_T_LOG,
+	CHK_T_UUID,
+	CHK_T_QUOTA
+};
+
+/* Reports a problem; key may be NULL. expected/found are printf-formatted by the caller. */
+void chk_report(struct chk *c, enum btk_check_kind kind, uint64_t tree, uint64_t bytenr,
+		const struct btk_key *key, const char *expected, const char *found, const char *fmt,
+		...) __attribute__((format(printf, 8, 9)));
+void chk_progress(struct chk *c, const char *phase, double done);
+/* snprintf into a small rotating buffer, for expected/found strings. */
+const char *chk_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static inline bool chk_is_fs_tree(uint64_t id)
+{
+	return id == BTRFS_FS_TREE_OBJECTID || id == BTRFS_DATA_RELOC_TREE_OBJECTID ||
+	       (id >= BTRFS_FIRST_FREE_OBJECTID && id <= BTRFS_LAST_FREE_OBJECTID);
+}
+
+/* check_super.c */
+void chk_supers(struct chk *c);
+void chk_super_totals(struct chk *c);
+/* check_chunks.c */
+void chk_chunk_leaf(struct chk *c, const struct btk_block *b);
+void chk_dev_leaf(struct chk *c, const struct btk_block *b);
+void chk_bg_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+		 uint64_t bytenr);
+void chk_chunks_final(struct chk *c);
+/* check_extents.c */
+void chk_extent_leaf(struct chk *c, const struct btk_block *b);
+void chk_extents_final(struct chk *c);
+const struct chk_extent *chk_extent_find(const struct chk *c, uint64_t bytenr);
+/* check_trees.c */
+int chk_walk_all(struct chk *c);
+/* check_roots.c */
+void chk_root_leaf(struct chk *c, const struct btk_block *b);
+void chk_roots_final(struct chk *c);
+void chk_uuid_leaf(struct chk *c, const struct btk_block *b);
+/* check_qgroup.c */
+void chk_qgroup_block(struct chk *c, const struct btk_block *b);
+void chk_quota_leaf(struct chk *c, const struct btk_block *b);
+void chk_qgroup_final(struct chk *c);
+/* check_fs.c */
+int chk_fs_begin(struct chk *c, const struct btk_root *root);
+void chk_fs_leaf(struct chk *c, const struct btk_block *b);
+void chk_fs_end(struct chk *c);
+/* The walk skips a node of the current fs tree that another subvolume's walk checked. */
+void chk_fs_skip(struct chk *c, const struct btk_block *node);
+/* check_csum.c */
+void chk_csum_leaf(struct chk *c, const struct btk_block *b);
+void chk_csum_final(struct chk *c);
+void chk_log_leaf(struct chk *c, const struct btk_block *b);
+/* check_fst.c */
+void chk_fst_leaf(struct chk *c, const struct btk_block *b);
+void chk_fst_final(struct chk *c);
+void chk_fst_push_free(struct chk *c, uint64_t start, uint64_t len);
+void chk_free_space_compare(struct chk *c);
+/* check_v1cache.c */
+void chk_v1_root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz);
+void chk_v1_final(struct chk *c);
+
+#endif

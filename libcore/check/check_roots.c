@@ -1,0 +1,309 @@
+/* check_roots.c — the root tree: root items, root refs and backrefs, orphaned roots. */
+#include "check/check_priv.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static uint64_t name_hash64(const uint8_t *name, size_t len)
+{
+	/* same hash as check_fs.c's dir entries, so names can be matched */
+	uint64_t h = 0xcbf29ce484222325ULL ^ len;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ name[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+		      uint64_t leaf)
+{
+	if (sz < offsetof(struct btrfs_root_item, level) + 1) {
+		chk_report(c, BTK_CHK_ROOT, 1, leaf, k, "", chk_fmt("%u bytes", sz),
+			   "root item too small");
+		return;
+	}
+	struct chk_rootitem *r = chk_vec_push(&c->roots);
+	if (!r) {
+		c->oom = true;
+		return;
+	}
+	r->id = k->objectid;
+	r->offset = k->offset;
+	r->bytenr = BTK_GET(struct btrfs_root_item, p, bytenr);
+	r->gen = BTK_GET(struct btrfs_root_item, p, generation);
+	r->flags = BTK_GET(struct btrfs_root_item, p, flags);
+	r->refs = BTK_GET(struct btrfs_root_item, p, refs);
+	r->level = BTK_GET(struct btrfs_root_item, p, level);
+	const uint8_t *dp = p + offsetof(struct btrfs_root_item, drop_progress);
+	r->dropping = btk_le64(dp) != 0 || BTK_GET(struct btrfs_root_item, p, drop_level) != 0;
+	btk_disk_to_key((const struct btk_disk_key *)dp, &r->drop_key);
+	r->drop_level = BTK_GET(struct btrfs_root_item, p, drop_level);
+	if (sz >= offsetof(struct btrfs_root_item, received_uuid) + BTK_UUID_SIZE) {
+		memcpy(r->uuid, p + offsetof(struct btrfs_root_item, uuid), BTK_UUID_SIZE);
+		memcpy(r->received_uuid, p + offsetof(struct btrfs_root_item, received_uuid),
+		       BTK_UUID_SIZE);
+	}
+	if (r->gen == 0 || r->gen > c->max_gen)
+		chk_report(c, BTK_CHK_ROOT, 1, leaf, k,
+			   chk_fmt("(0, %llu]", (unsigned long long)c->max_gen),
+			   chk_fmt("%llu", (unsigned long long)r->gen),
+			   "root %llu generation invalid", (unsigned long long)r->id);
+	if (r->level >= BTK_MAX_LEVEL)
+		chk_report(c, BTK_CHK_ROOT, 1, leaf, k, chk_fmt("< %d", BTK_MAX_LEVEL),
+			   chk_fmt("%u", r->level), "root %llu level invalid",
+			   (unsigned long long)r->id);
+}
+
+static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+		     uint64_t leaf)
+{
+	const size_t hdr = sizeof(struct btrfs_root_ref);
+
+	if (sz < hdr || BTK_GET(struct btrfs_root_ref, p, name_len) > sz - hdr) {
+		chk_report(c, BTK_CHK_ROOT, 1, leaf, k, "", chk_fmt("%u bytes", sz),
+			   "root ref item overruns");
+		return;
+	}
+	struct chk_rootref *r = chk_vec_push(&c->rootrefs);
+	if (!r) {
+		c->oom = true;
+		return;
+	}
+	bool fwd = k->type == BTRFS_ROOT_REF_KEY;
+	r->parent = fwd ? k->objectid : k->offset;
+	r->child = fwd ? k->offset : k->objectid;
+	r->dirid = BTK_GET(struct btrfs_root_ref, p, dirid);
+	r->seq = BTK_GET(struct btrfs_root_ref, p, sequence);
+	r->hash = name_hash64(p + hdr, BTK_GET(struct btrfs_root_ref, p, name_len));
+	r->kind = fwd ? 0 : 1;
+}
+
+void chk_root_leaf(struct chk *c, const struct btk_block *b)
+{
+	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
+		struct btk_key k;
+		const uint8_t *p = btk_leaf_data(b, (int)i);
+		uint32_t sz = btk_leaf_size(b, (int)i);
+		btk_leaf_key(b, (int)i, &k);
+		if (k.type == BTRFS_ROOT_ITEM_KEY) {
+			root_item(c, &k, p, sz, b->bytenr);
+		} else if (k.type == BTRFS_ROOT_REF_KEY || k.type == BTRFS_ROOT_BACKREF_KEY) {
+			root_ref(c, &k, p, sz, b->bytenr);
+		} else if (k.type == BTRFS_INODE_ITEM_KEY &&
+			   k.objectid >= BTRFS_FIRST_FREE_OBJECTID &&
+			   sz >= sizeof(struct btrfs_inode_item)) {
+			/* v1 space cache inodes: regular files, mode 0600, as the kernel makes them
+			 */
+			uint32_t mode = BTK_GET(struct btrfs_inode_item, p, mode);
+			if (mode != (S_IFREG | 0600))
+				chk_report(c, BTK_CHK_INODE, 1, b->bytenr, &k, "mode 0100600",
+					   chk_fmt("0%o", mode),
+					   "free space cache inode mode invalid");
+		}
+		chk_v1_root_item(c, &k, p, sz); /* v1 space cache headers, inodes, extents */
+		if (k.type == BTRFS_ORPHAN_ITEM_KEY && k.objectid == BTRFS_ORPHAN_OBJECTID) {
+			uint64_t *o = chk_vec_push(&c->root_orphans);
+			if (!o)
+				c->oom = true;
+			else
+				*o = k.offset;
+		}
+	}
+}
+
+static int rr_cmp(const void *pa, const void *pb)
+{
+	const struct chk_rootref *a = pa, *b = pb;
+	if (a->parent != b->parent)
+		return a->parent < b->parent ? -1 : 1;
+	if (a->child != b->child)
+		return a->child < b->child ? -1 : 1;
+	return (int)a->kind - (int)b->kind;
+}
+
+static const struct chk_rootitem *root_find(const struct chk *c, uint64_t id)
+{
+	for (size_t i = 0; i < c->roots.n; i++) {
+		const struct chk_rootitem *r = chk_vec_at(&c->roots, i);
+		if (r->id == id)
+			return r;
+	}
+	return NULL;
+}
+
+/* One (parent, child) pair: the ROOT_REF, the ROOT_BACKREF and the dir entries in the parent. */
+static void ref_group(struct chk *c, const struct chk_rootref *g, size_t n)
+{
+	const struct chk_rootref *by[4] = {0};
+	struct btk_key k = {g->parent, BTRFS_ROOT_REF_KEY, g->child};
+
+	for (size_t i = 0; i < n; i++)
+		by[g[i].kind] = &g[i];
+	if (!by[0] && !by[1])
+		return; /* a snapshot's copy of a dir entry to a nested subvolume: legal */
+	if (!by[0] || !by[1]) {
+		chk_report(c, BTK_CHK_ROOT, 1, 0, &k, "ROOT_REF and ROOT_BACKREF",
+			   by[0] ? "ROOT_REF only" : "ROOT_BACKREF only",
+			   "subvolume %llu in %llu: root %s missing", (unsigned long long)g->child,
+			   (unsigned long long)g->parent, by[0] ? "backref" : "ref");
+		return;
+	}
+	if (by[0]->dirid != by[1]->dirid || by[0]->seq != by[1]->seq || by[0]->hash != by[1]->hash)
+		chk_report(c, BTK_CHK_ROOT, 1, 0, &k,
+			   chk_fmt("dir %llu index %llu (root ref)",
+				   (unsigned long long)by[0]->dirid,
+				   (unsigned long long)by[0]->seq),
+			   chk_fmt("dir %llu index %llu", (unsigned long long)by[1]->dirid,
+				   (unsigned long long)by[1]->seq),
+			   "subvolume %llu: root backref differs from root ref",
+			   (unsigned long long)g->child);
+	if (!root_find(c, g->child))
+		chk_report(c, BTK_CHK_ROOT, 1, 0, &k, "a root item", "none",
+			   "root ref to missing subvolume %llu", (unsigned long long)g->child);
+	const struct chk_rootitem *pr = root_find(c, g->parent);
+	if (!pr || pr->dropping)
+		return; /* the parent's dir entries were not collected */
+	for (int kind = 2; kind <= 3; kind++) {
+		const struct chk_rootref *d = by[kind];
+		if (!d || d->dirid != by[0]->dirid || d->hash != by[0]->hash ||
+		    (kind == 3 && d->seq != by[0]->seq))
+			chk_report(c, BTK_CHK_ROOT, g->parent, 0, &k,
+				   chk_fmt("%s in dir %llu", kind == 2 ? "DIR_ITEM" : "DIR_INDEX",
+					   (unsigned long long)by[0]->dirid),
+				   d ? "different" : "none",
+				   "subvolume %llu: its dir entry in %llu is missing or differs",
+				   (unsigned long long)g->child, (unsigned long long)g->parent);
+	}
+}
+
+static int u64_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static void uuids_final(struct chk *c);
+
+void chk_roots_final(struct chk *c)
+{
+	uuids_final(c);
+	size_t i = 0;
+
+	chk_vec_sort(&c->rootrefs, rr_cmp);
+	while (i < c->rootrefs.n) {
+		const struct chk_rootref *g = chk_vec_at(&c->rootrefs, i);
+		size_t j = i + 1;
+		while (j < c->rootrefs.n) {
+			const struct chk_rootref *h = chk_vec_at(&c->rootrefs, j);
+			if (h->parent != g->parent || h->child != g->child)
+				break;
+			j++;
+		}
+		ref_group(c, g, j - i);
+		i = j;
+	}
+	chk_vec_sort(&c->root_orphans, u64_cmp);
+	for (i = 0; i < c->roots.n; i++) {
+		const struct chk_rootitem *r = chk_vec_at(&c->roots, i);
+		struct btk_key k = {r->id, BTRFS_ROOT_ITEM_KEY, r->offset};
+		if (r->id < BTRFS_FIRST_FREE_OBJECTID || r->id > BTRFS_LAST_FREE_OBJECTID)
+			continue;
+		if (r->refs == 0 &&
+		    (!c->root_orphans.n || !bsearch(&r->id, c->root_orphans.data, c->root_orphans.n,
+						    sizeof(uint64_t), u64_cmp)))
+			chk_report(c, BTK_CHK_ROOT, 1, 0, &k, "an orphan item", "none",
+				   "deleted subvolume %llu has no orphan item",
+				   (unsigned long long)r->id);
+		if (r->refs == 0)
+			continue;
+		bool linked = false;
+		for (size_t j = 0; j < c->rootrefs.n && !linked; j++) {
+			const struct chk_rootref *rr = chk_vec_at(&c->rootrefs, j);
+			linked = rr->child == r->id && rr->kind == 1;
+		}
+		if (!linked)
+			chk_report(c, BTK_CHK_ROOT, 1, 0, &k, "a ROOT_BACKREF", "none",
+				   "subvolume %llu is not linked from any directory",
+				   (unsigned long long)r->id);
+	}
+}
+
+void chk_uuid_leaf(struct chk *c, const struct btk_block *b)
+{
+	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
+		struct btk_key k;
+		uint32_t sz = btk_leaf_size(b, (int)i);
+		const uint8_t *p = btk_leaf_data(b, (int)i);
+		btk_leaf_key(b, (int)i, &k);
+		/* old mkfs versions gave the uuid tree an inode item and ref: harmless */
+		if (k.type != BTRFS_UUID_KEY_SUBVOL && k.type != BTRFS_UUID_KEY_RECEIVED_SUBVOL)
+			continue;
+		if (sz % 8) {
+			chk_report(c, BTK_CHK_ROOT, BTRFS_UUID_TREE_OBJECTID, b->bytenr, &k,
+				   "a multiple of 8 bytes", chk_fmt("%u", sz), "uuid item size");
+			continue;
+		}
+		for (uint32_t o = 0; o < sz; o += 8) {
+			struct chk_uuid *u = chk_vec_push(&c->uuids);
+			if (!u) {
+				c->oom = true;
+				return;
+			}
+			btk_put64(u->uuid, k.objectid);
+			btk_put64(u->uuid + 8, k.offset);
+			u->subvol = btk_le64(p + o);
+			u->type = k.type;
+		}
+	}
+}
+
+static const char *uuid_str(const uint8_t *u)
+{
+	return chk_fmt("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
+		       u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+		       u[13], u[14], u[15]);
+}
+
+/* Every uuid tree entry names a live subvolume with that uuid (or received uuid); when the
+ * uuid tree is current, every subvolume with a uuid has its entry. */
+static void uuids_final(struct chk *c)
+{
+	static const uint8_t zero[BTK_UUID_SIZE];
+	bool current = btk_le64(c->fs->sb.uuid_tree_generation) == c->fs->generation;
+
+	for (size_t i = 0; i < c->uuids.n; i++) {
+		const struct chk_uuid *u = chk_vec_at(&c->uuids, i);
+		const struct chk_rootitem *r = root_find(c, u->subvol);
+		const uint8_t *want = !r				 ? NULL
+				      : u->type == BTRFS_UUID_KEY_SUBVOL ? r->uuid
+									 : r->received_uuid;
+		if (r && r->refs == 0)
+			continue; /* deleted: the kernel removes its entries when it drops it */
+		if (!want || memcmp(want, u->uuid, BTK_UUID_SIZE))
+			chk_report(c, BTK_CHK_ROOT, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
+				   chk_fmt("subvolume %llu with uuid %s",
+					   (unsigned long long)u->subvol, uuid_str(u->uuid)),
+				   r ? chk_fmt("its uuid %s", uuid_str(want)) : "no such subvolume",
+				   "uuid tree entry does not match a subvolume");
+	}
+	if (!current || !c->uuids.n)
+		return;
+	for (size_t i = 0; i < c->roots.n; i++) {
+		const struct chk_rootitem *r = chk_vec_at(&c->roots, i);
+		bool found = false;
+		if (r->id < BTRFS_FIRST_FREE_OBJECTID || r->id > BTRFS_LAST_FREE_OBJECTID ||
+		    r->refs == 0 || !memcmp(r->uuid, zero, BTK_UUID_SIZE))
+			continue;
+		for (size_t j = 0; j < c->uuids.n && !found; j++) {
+			const struct chk_uuid *u = chk_vec_at(&c->uuids, j);
+			found = u->subvol == r->id && u->type == BTRFS_UUID_KEY_SUBVOL &&
+				!memcmp(u->uuid, r->uuid, BTK_UUID_SIZE);
+		}
+		if (!found)
+			chk_report(c, BTK_CHK_ROOT, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
+				   chk_fmt("an entry for uuid %s", uuid_str(r->uuid)), "none",
+				   "subvolume %llu missing from the uuid tree",
+				   (unsigned long long)r->id);
+	}
+}

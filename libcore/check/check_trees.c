@@ -1,0 +1,445 @@
+/* check_trees.c — one walk over every tree: block sanity, the references each block makes
+ * (to its children, to data extents), and dispatch of leaves to the per-tree checkers.
+ *
+ * A block shared by several trees (snapshots) has its references counted once, at its first
+ * visit. A subtree of a subvolume that an earlier subvolume's walk already checked is not
+ * read again (check_fs.c keeps its key range so that nothing in it is missed as absent),
+ * except when quotas are on: qgroup numbers need every block each subvolume reaches.
+ * Half-deleted snapshots are walked from their drop progress on (walk_dropping).
+ */
+#include "check/check_priv.h"
+#include "base/error.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static int classify(uint64_t id)
+{
+	switch (id) {
+	case BTRFS_ROOT_TREE_OBJECTID:
+		return CHK_T_ROOT;
+	case BTRFS_EXTENT_TREE_OBJECTID:
+		return CHK_T_EXTENT;
+	case BTRFS_CHUNK_TREE_OBJECTID:
+		return CHK_T_CHUNK;
+	case BTRFS_DEV_TREE_OBJECTID:
+		return CHK_T_DEV;
+	case BTRFS_CSUM_TREE_OBJECTID:
+		return CHK_T_CSUM;
+	case BTRFS_FREE_SPACE_TREE_OBJECTID:
+		return CHK_T_FST;
+	case BTRFS_BLOCK_GROUP_TREE_OBJECTID:
+		return CHK_T_BG;
+	case BTRFS_TREE_RELOC_OBJECTID:
+		return CHK_T_RELOC;
+	case BTRFS_TREE_LOG_OBJECTID:
+		return CHK_T_LOG;
+	case BTRFS_UUID_TREE_OBJECTID:
+		return CHK_T_UUID;
+	case BTRFS_QUOTA_TREE_OBJECTID:
+		return CHK_T_QUOTA;
+	}
+	return chk_is_fs_tree(id) ? CHK_T_FS : CHK_T_OTHER;
+}
+
+static void push_ref(struct chk *c, const struct chk_ref *r)
+{
+	struct chk_ref *n = chk_vec_push(&c->found);
+
+	if (!n) {
+		c->oom = true;
+		return;
+	}
+	*n = *r;
+}
+
+/* Unused bytes of a block, for the summary. */
+static uint64_t block_waste(const struct chk *c, const struct btk_block *b)
+{
+	uint32_t n = btk_block_nritems(b), body = c->fs->nodesize - sizeof(struct btk_header);
+
+	if (btk_block_level(b) > 0)
+		return body - (uint64_t)n * sizeof(struct btk_key_ptr);
+	uint64_t used = (uint64_t)n * sizeof(struct btk_item);
+	for (uint32_t i = 0; i < n; i++)
+		used += btk_leaf_size(b, (int)i);
+	return used > body ? 0 : body - used;
+}
+
+/* Leaf item data must be packed from the block end down, each item right below the previous
+ * one (the kernel's tree-checker rule); a gap or overlap means shifted offsets. */
+static void leaf_packing(struct chk *c, const struct btk_block *b)
+{
+	uint32_t n = btk_block_nritems(b);
+	uint64_t want = c->fs->nodesize - sizeof(struct btk_header);
+
+	for (uint32_t i = 0; i < n; i++) {
+		const struct btk_item *it = btk_leaf_item(b, (int)i);
+		uint64_t off = btk_le32(it->offset), end = off + btk_le32(it->size);
+		if (end != want) {
+			struct btk_key k;
+			btk_leaf_key(b, (int)i, &k);
+			chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, b->bytenr, &k,
+				   chk_fmt("item end %llu", (unsigned long long)want),
+				   chk_fmt("%llu", (unsigned long long)end),
+				   "leaf slot %u: item data not packed", i);
+			return;
+		}
+		want = off;
+	}
+}
+
+static void block_sanity(struct chk *c, const struct btk_block *b)
+{
+	uint64_t owner = btk_block_owner(b), gen = btk_block_generation(b);
+	uint64_t end = b->bytenr + c->fs->nodesize - 1;
+
+	if (b->bytenr % c->fs->sectorsize)
+		chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, b->bytenr, NULL,
+			   chk_fmt("aligned to %u", c->fs->sectorsize),
+			   chk_fmt("%llu", (unsigned long long)b->bytenr),
+			   "tree block not aligned");
+	else if (b->bytenr / BTK_STRIPE_LEN != end / BTK_STRIPE_LEN)
+		chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, b->bytenr, NULL, "inside one stripe",
+			   chk_fmt("[%llu, %llu)", (unsigned long long)b->bytenr,
+				   (unsigned long long)end + 1),
+			   "tree block crossing stripe boundary");
+	if (btk_block_level(b) == 0)
+		leaf_packing(c, b);
+	if (gen == 0 || gen > c->max_gen)
+		chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, b->bytenr, NULL,
+			   chk_fmt("(0, %llu]", (unsigned long long)c->max_gen),
+			   chk_fmt("%llu", (unsigned long long)gen),
+			   "tree block generation invalid");
+	bool ok_owner = c->tree_class == CHK_T_FS
+			    ? chk_is_fs_tree(owner) || owner == BTRFS_TREE_RELOC_OBJECTID
+			    : owner == c->tree;
+	if (c->tree_class == CHK_T_RELOC)
+		ok_owner = owner == BTRFS_TREE_RELOC_OBJECTID || chk_is_fs_tree(owner);
+	if (!ok_owner)
+		chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, b->bytenr, NULL,
+			   chk_fmt("%llu", (unsigned long long)c->tree),
+			   chk_fmt("%llu", (unsigned long long)owner), "tree block owner wrong");
+}
+
+/* In a half-deleted tree, child i is already freed when its whole key range lies before the
+ * drop progress key (the next sibling's key is <= it). */
+static bool child_dropped(const struct chk *c, const struct btk_block *b, uint32_t i)
+{
+	struct btk_key next;
+
+	if (i + 1 >= btk_block_nritems(b))
+		return false;
+	btk_node_key(b, (int)i + 1, &next);
+	return btk_key_cmp(&next, c->drop) <= 0;
+}
+
+/* References a block makes: to its children, or from a leaf to data extents. Resolved later
+ * against the block's own FULL_BACKREF flag (check_extents.c). */
+static void block_refs(struct chk *c, const struct btk_block *b)
+{
+	uint32_t n = btk_block_nritems(b);
+	uint64_t owner = btk_block_owner(b);
+	int level = btk_block_level(b);
+
+	if (level > 0) {
+		for (uint32_t i = 0; i < n && !c->oom; i++) {
+			if (c->drop && child_dropped(c, b, i))
+				continue;
+			struct chk_ref r = {.bytenr = btk_node_blockptr(b, (int)i),
+					    .root = owner,
+					    .parent = b->bytenr,
+					    .off = (uint64_t)(level - 1),
+					    .count = 1,
+					    .type = BTRFS_TREE_BLOCK_REF_KEY,
+					    .unresolved = 1};
+			push_ref(c, &r);
+		}
+		return;
+	}
+	/* fs and reloc trees hold files; the root tree holds v1 space cache inodes */
+	if (c->tree_class != CHK_T_FS && c->tree_class != CHK_T_RELOC &&
+	    c->tree_class != CHK_T_ROOT)
+		return;
+	for (uint32_t i = 0; i < n && !c->oom; i++) {
+		struct btk_key k;
+		btk_leaf_key(b, (int)i, &k);
+		if (k.type != BTRFS_EXTENT_DATA_KEY)
+			continue;
+		const uint8_t *p = btk_leaf_data(b, (int)i);
+		uint32_t sz = btk_leaf_size(b, (int)i);
+		if (sz < sizeof(struct btrfs_file_extent_item))
+			continue; /* reported by the fs checker */
+		uint8_t type = BTK_GET(struct btrfs_file_extent_item, p, type);
+		uint64_t db = BTK_GET(struct btrfs_file_extent_item, p, disk_bytenr);
+		if ((type != BTRFS_FILE_EXTENT_REG && type != BTRFS_FILE_EXTENT_PREALLOC) || !db)
+			continue;
+		struct chk_ref r = {
+		    .bytenr = db,
+		    .root = owner,
+		    .parent = b->bytenr,
+		    .ino = k.objectid,
+		    .off = k.offset - BTK_GET(struct btrfs_file_extent_item, p, offset),
+		    .len = BTK_GET(struct btrfs_file_extent_item, p, disk_num_bytes),
+		    .count = 1,
+		    .type = BTRFS_EXTENT_DATA_REF_KEY,
+		    .unresolved = 1,
+		};
+		c->sum->data_bytes_referenced +=
+		    BTK_GET(struct btrfs_file_extent_item, p, num_bytes);
+		c->sum->data_bytes_allocated += r.len;
+		push_ref(c, &r);
+	}
+}
+
+static void leaf_dispatch(struct chk *c, const struct btk_block *b, bool first)
+{
+	if (c->tree_class == CHK_T_FS) {
+		c->leaf_first = first;
+		if (c->fst)
+			chk_fs_leaf(c, b);
+		return;
+	}
+	if (!first)
+		return;
+	switch (c->tree_class) {
+	case CHK_T_LOG:
+		chk_log_leaf(c, b);
+		break;
+	case CHK_T_UUID:
+		chk_uuid_leaf(c, b);
+		break;
+	case CHK_T_QUOTA:
+		chk_quota_leaf(c, b);
+		break;
+	case CHK_T_ROOT:
+		chk_root_leaf(c, b);
+		break;
+	case CHK_T_EXTENT:
+		chk_extent_leaf(c, b);
+		break;
+	case CHK_T_CHUNK:
+		chk_chunk_leaf(c, b);
+		break;
+	case CHK_T_DEV:
+		chk_dev_leaf(c, b);
+		break;
+	case CHK_T_CSUM:
+		chk_csum_leaf(c, b);
+		break;
+	case CHK_T_FST:
+		chk_fst_leaf(c, b);
+		break;
+	case CHK_T_BG:
+		for (uint32_t i = 0; i < btk_block_nritems(b); i++) {
+			struct btk_key k;
+			btk_leaf_key(b, (int)i, &k);
+			if (k.type == BTRFS_BLOCK_GROUP_ITEM_KEY)
+				chk_bg_item(c, &k, btk_leaf_data(b, (int)i),
+					    btk_leaf_size(b, (int)i), b->bytenr);
+		}
+		break;
+	}
+}
+
+static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int depth)
+{
+	struct chk *c = ctx;
+	int first = chk_set_add(&c->visited, b->bytenr);
+
+	(void)fs;
+	(void)depth;
+	if (first < 0) {
+		c->oom = true;
+		return -ENOMEM;
+	}
+	/* log blocks are not counted: btrfs check's totals leave them out too */
+	if (first && c->tree_class != CHK_T_LOG) {
+		c->sum->nr_tree_blocks++;
+		c->sum->total_tree_bytes += c->fs->nodesize;
+		if (c->tree_class == CHK_T_FS)
+			c->sum->total_fs_tree_bytes += c->fs->nodesize;
+		if (c->tree_class == CHK_T_EXTENT)
+			c->sum->total_extent_tree_bytes += c->fs->nodesize;
+		c->sum->btree_space_waste += block_waste(c, b);
+	}
+	if (first) {
+		block_sanity(c, b);
+		if (c->tree_class != CHK_T_LOG)
+			block_refs(c, b);
+	}
+	if (c->fst)
+		chk_qgroup_block(c, b); /* a full walk of a subvolume: what it reaches */
+	if (btk_block_level(b) == 0)
+		leaf_dispatch(c, b, first);
+	else if (!first && (c->tree_class != CHK_T_FS || !c->fst))
+		return BTK_WALK_SKIP; /* seen already, and no inode checks need its leaves */
+	else if (!first && !c->quota_tree) {
+		/* shared with a subvolume checked already (a snapshot): quota accounting aside,
+		 * nothing below needs reading again */
+		chk_fs_skip(c, b);
+		return BTK_WALK_SKIP;
+	}
+	return c->oom ? -ENOMEM : 0;
+}
+
+static int on_error(void *ctx, uint64_t bytenr, int level, int err, const char *msg)
+{
+	struct chk *c = ctx;
+
+	if (err == -ENOMEM) {
+		c->oom = true;
+		return err;
+	}
+	chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, bytenr, NULL, "", "",
+		   "unreadable tree block (level %d): %s", level, msg);
+	/* what the lost block held cannot be compared: avoid a cascade of consequences */
+	if (c->tree_class == CHK_T_EXTENT || c->tree_class == CHK_T_BG)
+		c->extent_gap = true;
+	else if (c->tree_class != CHK_T_LOG)
+		c->walk_gap = true;
+	if (c->fst)
+		chk_fs_leaf(c, NULL); /* a gap: the fs checker must not judge across it */
+	return 0;
+}
+
+static const struct chk_rootitem *root_item(const struct chk *c, const struct btk_root *r)
+{
+	for (size_t i = 0; i < c->roots.n; i++) {
+		const struct chk_rootitem *ri = chk_vec_at(&c->roots, i);
+		if (ri->id == r->objectid && ri->offset == r->key_offset)
+			return ri;
+	}
+	return NULL;
+}
+
+/* Depth-first walk of a half-deleted tree that does not read freed children. Each level's
+ * expected level, generation and first key come from the parent, as in btk_tree_walk. */
+static int walk_dropping(struct chk *c, const struct btk_root *r)
+{
+	struct {
+		struct btk_block *b;
+		uint32_t next;
+	} st[BTK_MAX_LEVEL];
+	struct btk_block_check chk = {.level = r->level, .generation = r->generation};
+	struct btk_block *b;
+	int depth = 0, ret = btk_block_read(c->fs, r->bytenr, &chk, &b);
+
+	if (ret)
+		return on_error(c, r->bytenr, r->level, ret, btk_errmsg());
+	ret = on_block(c, c->fs, b, 0);
+	if (ret || btk_block_level(b) == 0) {
+		btk_block_put(b);
+		return ret == BTK_WALK_SKIP ? 0 : ret;
+	}
+	st[0].b = b;
+	st[0].next = 0;
+	while (depth >= 0 && !ret) {
+		struct btk_block *p = st[depth].b;
+		uint32_t i = st[depth].next++;
+		if (i >= btk_block_nritems(p)) {
+			btk_block_put(p);
+			depth--;
+			continue;
+		}
+		if (child_dropped(c, p, i))
+			continue;
+		struct btk_key k;
+		btk_node_key(p, (int)i, &k);
+		struct btk_block_check cc = {.level = btk_block_level(p) - 1,
+					     .generation = btk_node_gen(p, (int)i),
+					     .first_key = &k};
+		ret = btk_block_read(c->fs, btk_node_blockptr(p, (int)i), &cc, &b);
+		if (ret) {
+			ret =
+			    on_error(c, btk_node_blockptr(p, (int)i), cc.level, ret, btk_errmsg());
+			continue;
+		}
+		ret = on_block(c, c->fs, b, depth + 1);
+		if (ret || btk_block_level(b) == 0 || depth + 1 >= BTK_MAX_LEVEL) {
+			btk_block_put(b);
+			ret = ret == BTK_WALK_SKIP ? 0 : ret;
+			continue;
+		}
+		st[++depth].b = b;
+		st[depth].next = 0;
+	}
+	while (depth >= 0)
+		btk_block_put(st[depth--].b);
+	return ret;
+}
+
+static int walk_root(void *ctx, const struct btk_root *r)
+{
+	static const struct btk_walk_ops ops = {.block = on_block, .on_error = on_error};
+	struct chk *c = ctx;
+	int ret;
+
+	c->tree = r->objectid;
+	c->tree_class = classify(r->objectid);
+	c->tree_item = root_item(c, r);
+	c->quota_tree = false;
+	for (size_t i = 0; i < c->roots.n && !c->quota_tree; i++)
+		c->quota_tree = ((const struct chk_rootitem *)chk_vec_at(&c->roots, i))->id ==
+				BTRFS_QUOTA_TREE_OBJECTID;
+	c->sum->nr_roots++;
+	/* root items are known once the root tree is walked: a fraction of the trees done */
+	chk_progress(c, "trees",
+		     c->roots.n ? (double)c->sum->nr_roots / (double)(c->roots.n + 2) : 0);
+	if (c->tree_class != CHK_T_LOG) {
+		struct chk_ref ref = {.bytenr = r->bytenr,
+				      .root = r->objectid,
+				      .off = (uint64_t)r->level,
+				      .count = 1,
+				      .type = BTRFS_TREE_BLOCK_REF_KEY};
+		/* a reloc tree's root block is FULL_BACKREF and refers to itself as parent */
+		if (c->tree_class == CHK_T_RELOC) {
+			ref.type = BTRFS_SHARED_BLOCK_REF_KEY;
+			ref.parent = r->bytenr;
+			ref.root = 0;
+		}
+		push_ref(c, &ref);
+	}
+	/* a root block already walked as another tree's root: its checks are done (and a crafted
+	 * root tree listing one tree many times must not cost a full walk each time) */
+	bool seen_root = chk_set_has(&c->visited, r->bytenr);
+	if (c->tree_class == CHK_T_FS && !seen_root && !(c->tree_item && c->tree_item->dropping)) {
+		ret = chk_fs_begin(c, r);
+		if (ret)
+			return ret;
+		c->sum->nr_subvols++;
+	}
+	c->drop = NULL;
+	if (c->tree_item && c->tree_item->dropping && c->tree_item->drop_key.objectid) {
+		c->drop = &c->tree_item->drop_key;
+		ret = walk_dropping(c, r);
+		c->drop = NULL;
+	} else {
+		ret = btk_tree_walk(c->fs, r, &ops, c);
+	}
+	if (c->fst)
+		chk_fs_end(c);
+	if (c->oom)
+		return -ENOMEM;
+	return ret == -ENOMEM ? ret : 0;
+}
+
+int chk_walk_all(struct chk *c)
+{
+	int ret = btk_for_each_root(c->fs, walk_root, c);
+
+	/* the log root tree lists one log tree per subvolume with fsync'ed changes */
+	for (size_t i = 0; !ret && i < c->log_roots.n; i++) {
+		struct btk_root r = *(struct btk_root *)chk_vec_at(&c->log_roots, i);
+		c->log_ino = 0;
+		ret = walk_root(c, &r);
+	}
+
+	if (ret && ret != -ENOMEM) {
+		/* the root tree itself could not be iterated: report and go on with what we have */
+		chk_report(c, BTK_CHK_TREE_BLOCK, BTRFS_ROOT_TREE_OBJECTID, 0, NULL, "", "",
+			   "cannot list the trees: %s", btk_errmsg());
+		ret = 0;
+	}
+	return ret;
+}

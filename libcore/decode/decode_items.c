@@ -1,0 +1,317 @@
+/* decode_items.c — inodes, names (inode refs, extrefs, dir items, root refs), file extents,
+ * root items and chunks. Field offsets come from <linux/btrfs_tree.h>. */
+#include <stdio.h>
+
+#include "decode/decode_int.h"
+
+#define OFF(type, field) ((uint16_t)offsetof(type, field))
+#define SZ(type, field)	 ((uint8_t)sizeof(((type *)0)->field))
+#define NUM(label, type, field, brk)                                                               \
+	{                                                                                          \
+		label, OFF(type, field), SZ(type, field), T_U, BTK_FMT_DEC, brk, NULL              \
+	}
+
+#define II struct btrfs_inode_item
+static const struct fdesc inode_fields[] = {
+    NUM("generation", II, generation, 0),
+    NUM("transid", II, transid, 0),
+    NUM("size", II, size, 0),
+    NUM("nbytes", II, nbytes, 1),
+    NUM("block_group", II, block_group, 0),
+    {"mode", OFF(II, mode), 4, T_U, BTK_FMT_OCT, 0, NULL},
+    NUM("links", II, nlink, 0),
+    NUM("uid", II, uid, 0),
+    NUM("gid", II, gid, 0),
+    NUM("rdev", II, rdev, 1),
+    NUM("sequence", II, sequence, 0),
+    {"flags", OFF(II, flags), 8, T_FLAGS, BTK_FMT_HEX, 1, dc_inode_flags},
+    {"atime", OFF(II, atime), 12, T_TIME, 0, 1, NULL},
+    {"ctime", OFF(II, ctime), 12, T_TIME, 0, 1, NULL},
+    {"mtime", OFF(II, mtime), 12, T_TIME, 0, 1, NULL},
+    {"otime", OFF(II, otime), 12, T_TIME, 0, 0, NULL},
+};
+
+void dc_inode_item(struct dcur *c, uint32_t base)
+{
+	if (!dc_need(c, base, sizeof(II), "inode item"))
+		return;
+	DC_TABLE(c, base, inode_fields);
+}
+
+/* Emits a name of len bytes at off, failing if it runs past the item. */
+static bool dc_name(struct dcur *c, const char *label, uint32_t off, uint32_t len)
+{
+	if (!dc_need(c, off, len, label))
+		return false;
+	dc_str(c, label, c->p + off, len);
+	return true;
+}
+
+void dc_inode_ref(struct dcur *c)
+{
+	const size_t hs = sizeof(struct btrfs_inode_ref);
+	uint32_t cur = 0;
+
+	dc_begin(c, "refs", true);
+	while (cur < c->size && !c->failed) {
+		if (!dc_need(c, cur, hs, "inode ref"))
+			return;
+		uint32_t nl = (uint32_t)dc_num(c, cur + OFF(struct btrfs_inode_ref, name_len), 2);
+
+		dc_begin(c, NULL, false);
+		dc_u64(c, "index", btk_le64(c->p + cur));
+		dc_u64(c, "namelen", nl);
+		if (!dc_name(c, "name", cur + hs, nl))
+			return;
+		dc_end(c);
+		cur += hs + nl;
+	}
+	dc_end(c);
+}
+
+void dc_inode_extref(struct dcur *c)
+{
+	typedef struct btrfs_inode_extref X;
+	const size_t hs = sizeof(X);
+	uint32_t cur = 0;
+
+	dc_begin(c, "refs", true);
+	while (cur < c->size && !c->failed) {
+		if (!dc_need(c, cur, hs, "inode extref"))
+			return;
+		uint32_t nl = (uint32_t)dc_num(c, cur + OFF(X, name_len), 2);
+
+		dc_begin(c, NULL, false);
+		dc_u64(c, "index", dc_num(c, cur + OFF(X, index), 8));
+		dc_u64(c, "parent", dc_num(c, cur + OFF(X, parent_objectid), 8));
+		dc_u64(c, "namelen", nl);
+		if (!dc_name(c, "name", cur + hs, nl))
+			return;
+		dc_end(c);
+		cur += hs + nl;
+	}
+	dc_end(c);
+}
+
+static const char *dir_type_name(uint64_t v, char *buf, size_t len)
+{
+	static const char *const names[] = {NULL,   "FILE", "DIR",     "CHRDEV", "BLKDEV",
+					    "FIFO", "SOCK", "SYMLINK", "XATTR"};
+
+	if (v < sizeof(names) / sizeof(names[0]) && names[v])
+		return names[v];
+	snprintf(buf, len, "DIR_ITEM.%u", (unsigned)v);
+	return buf;
+}
+
+#define DI struct btrfs_dir_item
+static const struct fdesc dir_fields[] = {
+    {"location", OFF(DI, location), 17, T_KEY, 0, 0, NULL},
+    {"type", OFF(DI, type), 1, T_ENUM, BTK_FMT_NAME, 1, dir_type_name},
+    NUM("transid", DI, transid, 0),
+    NUM("data_len", DI, data_len, 0),
+    NUM("name_len", DI, name_len, 1),
+};
+
+void dc_dir_item(struct dcur *c)
+{
+	uint32_t cur = 0;
+
+	dc_begin(c, "entries", true);
+	while (cur < c->size && !c->failed) {
+		if (!dc_need(c, cur, sizeof(DI), "dir item"))
+			return;
+		uint32_t nl = (uint32_t)dc_num(c, cur + OFF(DI, name_len), 2);
+		uint32_t dl = (uint32_t)dc_num(c, cur + OFF(DI, data_len), 2);
+
+		dc_begin(c, NULL, false);
+		DC_TABLE(c, cur, dir_fields);
+		if (!dc_name(c, "name", cur + sizeof(DI), nl))
+			return;
+		if (dl) {
+			dc_brk(c);
+			if (!dc_name(c, "data", cur + sizeof(DI) + nl, dl))
+				return;
+		}
+		dc_end(c);
+		cur += sizeof(DI) + nl + dl;
+	}
+	dc_end(c);
+}
+
+static const char *fe_type_name(uint64_t v, char *buf, size_t len)
+{
+	(void)buf;
+	(void)len;
+	switch (v) {
+	case BTRFS_FILE_EXTENT_INLINE:
+		return "inline";
+	case BTRFS_FILE_EXTENT_REG:
+		return "regular";
+	case BTRFS_FILE_EXTENT_PREALLOC:
+		return "prealloc";
+	default:
+		return "unknown";
+	}
+}
+
+static const char *compress_name(uint64_t v, char *buf, size_t len)
+{
+	static const char *const names[] = {"none", "zlib", "lzo", "zstd"};
+
+	if (v < 4)
+		return names[v];
+	snprintf(buf, len, "UNKNOWN.%u", (unsigned)v);
+	return buf;
+}
+
+#define FE struct btrfs_file_extent_item
+static const struct fdesc fe_head[] = {
+    NUM("generation", FE, generation, 0),
+    {"type", OFF(FE, type), 1, T_ENUM, 0, 1, fe_type_name},
+};
+static const struct fdesc fe_tail[] = {
+    {"compression", OFF(FE, compression), 1, T_ENUM, 0, 0, compress_name},
+    NUM("encryption", FE, encryption, 0),
+    NUM("other_encoding", FE, other_encoding, 0),
+};
+static const struct fdesc fe_reg[] = {
+    NUM("disk_bytenr", FE, disk_bytenr, 0), NUM("disk_num_bytes", FE, disk_num_bytes, 1),
+    NUM("offset", FE, offset, 0),	    NUM("num_bytes", FE, num_bytes, 0),
+    NUM("ram_bytes", FE, ram_bytes, 1),
+};
+
+void dc_file_extent(struct dcur *c)
+{
+	const uint32_t inline_start = OFF(FE, disk_bytenr);
+	uint8_t type;
+
+	if (!dc_need(c, 0, inline_start, "file extent"))
+		return;
+	type = c->p[OFF(FE, type)];
+	DC_TABLE(c, 0, fe_head);
+	if (type == BTRFS_FILE_EXTENT_INLINE) {
+		/* The data follows the header; compressed inline data is ram_bytes long once
+		 * decompressed, data_size is what is stored. */
+		dc_u64(c, "data_size", c->size - inline_start);
+		dc_u64(c, "ram_bytes", dc_num(c, OFF(FE, ram_bytes), 8));
+		DC_TABLE(c, 0, fe_tail);
+		return;
+	}
+	if (!dc_need(c, 0, sizeof(FE), "file extent"))
+		return;
+	DC_TABLE(c, 0, fe_reg);
+	DC_TABLE(c, 0, fe_tail);
+}
+
+static const char *root_flags_name(uint64_t v, char *buf, size_t len)
+{
+	(void)buf;
+	(void)len;
+	return (v & BTRFS_ROOT_SUBVOL_RDONLY) ? "RDONLY" : "none";
+}
+
+#define RI struct btrfs_root_item
+static const struct fdesc root_fields[] = {
+    NUM("generation", RI, generation, 0),
+    NUM("root_dirid", RI, root_dirid, 0),
+    NUM("bytenr", RI, bytenr, 0),
+    NUM("byte_limit", RI, byte_limit, 0),
+    NUM("bytes_used", RI, bytes_used, 1),
+    NUM("last_snapshot", RI, last_snapshot, 0),
+    {"flags", OFF(RI, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, root_flags_name},
+    NUM("refs", RI, refs, 1),
+    {"drop_progress", OFF(RI, drop_progress), 17, T_KEY, 0, 0, NULL},
+    NUM("drop_level", RI, drop_level, 1),
+    NUM("level", RI, level, 0),
+};
+static const struct fdesc root_v2[] = {
+    {"uuid", OFF(RI, uuid), 16, T_UUID, 0, 1, NULL},
+    {"parent_uuid", OFF(RI, parent_uuid), 16, T_UUID, 0, 1, NULL},
+    {"received_uuid", OFF(RI, received_uuid), 16, T_UUID, 0, 1, NULL},
+    NUM("ctransid", RI, ctransid, 0),
+    NUM("otransid", RI, otransid, 0),
+    NUM("stransid", RI, stransid, 0),
+    NUM("rtransid", RI, rtransid, 1),
+    {"ctime", OFF(RI, ctime), 12, T_TIME, 0, 1, NULL},
+    {"otime", OFF(RI, otime), 12, T_TIME, 0, 1, NULL},
+    {"stime", OFF(RI, stime), 12, T_TIME, 0, 1, NULL},
+    {"rtime", OFF(RI, rtime), 12, T_TIME, 0, 0, NULL},
+};
+
+void dc_root_item(struct dcur *c)
+{
+	const uint32_t legacy = OFF(RI, generation_v2);
+	uint64_t gen, gen2;
+
+	if (!dc_need(c, 0, legacy, "root item"))
+		return;
+	DC_TABLE(c, 0, root_fields);
+	if (c->size < legacy + 8)
+		return;
+	gen = dc_num(c, OFF(RI, generation), 8);
+	gen2 = dc_num(c, legacy, 8);
+	dc_u64(c, "generation_v2", gen2);
+	dc_brk(c);
+	/* As dump-tree: the v2 fields are only meaningful when generation_v2 matches. */
+	if (c->size >= sizeof(RI) && gen == gen2)
+		DC_TABLE(c, 0, root_v2);
+}
+
+void dc_root_ref(struct dcur *c)
+{
+	typedef struct btrfs_root_ref R;
+	uint32_t nl;
+
+	if (!dc_need(c, 0, sizeof(R), "root ref"))
+		return;
+	nl = (uint32_t)dc_num(c, OFF(R, name_len), 2);
+	dc_u64(c, "dirid", dc_num(c, OFF(R, dirid), 8));
+	dc_u64(c, "sequence", dc_num(c, OFF(R, sequence), 8));
+	dc_u64(c, "name_len", nl);
+	dc_name(c, "name", sizeof(R), nl);
+}
+
+#define CH struct btrfs_chunk
+static const struct fdesc chunk_fields[] = {
+    NUM("length", CH, length, 0),
+    NUM("owner", CH, owner, 0),
+    NUM("stripe_len", CH, stripe_len, 0),
+    {"type", OFF(CH, type), 8, T_FLAGS, BTK_FMT_HEX, 1, dc_bg_flags},
+    NUM("io_align", CH, io_align, 0),
+    NUM("io_width", CH, io_width, 0),
+    NUM("sector_size", CH, sector_size, 1),
+    NUM("num_stripes", CH, num_stripes, 0),
+    NUM("sub_stripes", CH, sub_stripes, 0),
+};
+#define ST struct btrfs_stripe
+static const struct fdesc stripe_fields[] = {
+    NUM("devid", ST, devid, 0),
+    NUM("offset", ST, offset, 1),
+    {"dev_uuid", OFF(ST, dev_uuid), 16, T_UUID, 0, 0, NULL},
+};
+
+void dc_chunk(struct dcur *c, uint32_t base)
+{
+	const uint32_t head = base + OFF(CH, stripe);
+	uint32_t n;
+
+	if (!dc_need(c, base, sizeof(CH), "chunk item"))
+		return;
+	n = (uint32_t)dc_num(c, base + OFF(CH, num_stripes), 2);
+	DC_TABLE(c, base, chunk_fields);
+	if (n == 0) {
+		dc_fail(c, "chunk item has no stripes");
+		return;
+	}
+	if (!dc_need(c, head, (uint64_t)n * sizeof(ST), "chunk stripes"))
+		return;
+	dc_begin(c, "stripes", true);
+	for (uint32_t i = 0; i < n && !c->failed; i++) {
+		dc_begin(c, NULL, false);
+		dc_u64(c, "stripe", i); /* dump-tree's "stripe N" */
+		DC_TABLE(c, head + i * sizeof(ST), stripe_fields);
+		dc_end(c);
+	}
+	dc_end(c);
+}

@@ -1,0 +1,224 @@
+/* fs_read_file.c — directory lookup, path resolution, inode items and file extents. */
+#include "fs/fs_read.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "base/error.h"
+
+struct lookup_ctx {
+	const char *name;
+	size_t len;
+	struct btk_key loc;
+	uint8_t ftype;
+	bool found;
+	uint64_t dir;
+};
+
+/* DIR_ITEM / DIR_INDEX: {dir_item (30 bytes), name, data}... (several on hash collisions). */
+static int dir_entries_cb(void *arg, const struct btk_block *leaf, int slot,
+			  const struct btk_key *k, const uint8_t *d, uint32_t size)
+{
+	struct lookup_ctx *c = arg;
+	uint32_t pos = 0;
+
+	(void)leaf, (void)slot;
+	while (pos < size) {
+		const uint8_t *e = d + pos;
+		uint32_t nlen, dlen;
+
+		if (size - pos < sizeof(struct btrfs_dir_item))
+			goto bad;
+		nlen = BTK_GET(struct btrfs_dir_item, e, name_len);
+		dlen = BTK_GET(struct btrfs_dir_item, e, data_len);
+		pos += sizeof(struct btrfs_dir_item);
+		if (nlen + dlen > size - pos)
+			goto bad;
+		if (nlen == c->len && !memcmp(d + pos, c->name, nlen)) {
+			btk_disk_to_key((const struct btk_disk_key *)e, &c->loc);
+			c->ftype = BTK_GET(struct btrfs_dir_item, e, type);
+			c->found = true;
+			return 1;
+		}
+		pos += nlen + dlen;
+	}
+	return 0;
+bad:
+	return btk_err(EUCLEAN, "directory %llu: %s item (offset %llu) overruns its %u bytes",
+		       (unsigned long long)c->dir,
+		       k->type == BTRFS_DIR_ITEM_KEY ? "DIR_ITEM" : "DIR_INDEX",
+		       (unsigned long long)k->offset, size);
+}
+
+int btk_dir_lookup(struct btk_fs *fs, const struct btk_root *root, uint64_t dir, const char *name,
+		   size_t len, struct btk_key *loc, uint8_t *ftype)
+{
+	struct lookup_ctx c = {.name = name, .len = len, .dir = dir};
+	uint64_t hash = btk_name_hash(name, len);
+	int ret;
+
+	ret = btk_for_each_item(fs, root, dir, BTRFS_DIR_ITEM_KEY, hash, dir_entries_cb, &c);
+	if (ret < 0)
+		return ret;
+	/* The hashed item only holds names with that hash: stop at the first other offset. */
+	if (!c.found) {
+		/* Fallback when the DIR_ITEM is missing or the hash disagrees: every DIR_INDEX. */
+		ret = btk_for_each_item(fs, root, dir, BTRFS_DIR_INDEX_KEY, 0, dir_entries_cb, &c);
+		if (ret < 0)
+			return ret;
+	}
+	if (!c.found)
+		return btk_err(ENOENT, "tree %llu directory %llu: no entry '%.*s'",
+			       (unsigned long long)root->objectid, (unsigned long long)dir,
+			       (int)(len > 255 ? 255 : len), name);
+	*loc = c.loc;
+	if (ftype)
+		*ftype = c.ftype;
+	return 0;
+}
+
+int btk_path_lookup(struct btk_fs *fs, const char *path, uint64_t *root_id, uint64_t *ino)
+{
+	uint64_t rid = BTRFS_FS_TREE_OBJECTID, cur = BTK_ROOT_DIRID;
+	uint8_t ftype = BTRFS_FT_DIR;
+	struct btk_root root;
+	struct btk_key loc;
+	int ret;
+
+	ret = btk_fs_root(fs, rid, &root);
+	while (!ret && *path) {
+		const char *end = strchrnul(path, '/');
+		size_t len = end - path;
+
+		if (len == 0 || (len == 1 && path[0] == '.')) {
+			path = *end ? end + 1 : end;
+			continue;
+		}
+		if (len == 2 && !memcmp(path, "..", 2))
+			return btk_err(EINVAL, "path: '..' is not supported");
+		if (ftype != BTRFS_FT_DIR)
+			return btk_err(ENOTDIR, "path: a component before '%s' is not a directory",
+				       path);
+		ret = btk_dir_lookup(fs, &root, cur, path, len, &loc, &ftype);
+		if (ret)
+			return ret;
+		if (loc.type == BTRFS_ROOT_ITEM_KEY) {
+			rid = loc.objectid;
+			cur = BTK_ROOT_DIRID;
+			ftype = BTRFS_FT_DIR;
+			ret = btk_fs_root(fs, rid, &root);
+		} else if (loc.type == BTRFS_INODE_ITEM_KEY) {
+			cur = loc.objectid;
+		} else {
+			return btk_err(EUCLEAN, "path: entry '%.*s' has location type %u", (int)len,
+				       path, loc.type);
+		}
+		path = *end ? end + 1 : end;
+	}
+	if (ret)
+		return ret;
+	*root_id = rid;
+	*ino = cur;
+	return 0;
+}
+
+int btk_inode_read(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,
+		   struct btk_inode_info *out)
+{
+	struct btk_key key = {ino, BTRFS_INODE_ITEM_KEY, 0};
+	struct btk_path p;
+	const uint8_t *d;
+	uint32_t size;
+	int ret;
+
+	btk_path_init(&p);
+	ret = btk_search(fs, root, &key, &p);
+	if (ret == 1)
+		ret = btk_err(ENOENT, "tree %llu: no inode %llu",
+			      (unsigned long long)root->objectid, (unsigned long long)ino);
+	if (ret)
+		goto out;
+	d = btk_path_data(&p, &size);
+	if (size < sizeof(struct btrfs_inode_item)) {
+		ret = btk_err(EUCLEAN, "tree %llu inode %llu: INODE_ITEM of %u bytes",
+			      (unsigned long long)root->objectid, (unsigned long long)ino, size);
+		goto out;
+	}
+	out->size = BTK_GET(struct btrfs_inode_item, d, size);
+	out->nbytes = BTK_GET(struct btrfs_inode_item, d, nbytes);
+	out->generation = BTK_GET(struct btrfs_inode_item, d, generation);
+	out->transid = BTK_GET(struct btrfs_inode_item, d, transid);
+	out->flags = BTK_GET(struct btrfs_inode_item, d, flags);
+	out->rdev = BTK_GET(struct btrfs_inode_item, d, rdev);
+	out->nlink = BTK_GET(struct btrfs_inode_item, d, nlink);
+	out->uid = BTK_GET(struct btrfs_inode_item, d, uid);
+	out->gid = BTK_GET(struct btrfs_inode_item, d, gid);
+	out->mode = BTK_GET(struct btrfs_inode_item, d, mode);
+out:
+	btk_path_release(&p);
+	return ret;
+}
+
+#define FE_HDR offsetof(struct btrfs_file_extent_item, disk_bytenr)
+
+int btk_file_extent_parse(const uint8_t *d, uint32_t size, uint64_t file_offset,
+			  struct btk_file_extent *fe)
+{
+	memset(fe, 0, sizeof(*fe));
+	if (size < FE_HDR)
+		return btk_err(EUCLEAN, "EXTENT_DATA at file offset %llu: %u bytes, need %zu",
+			       (unsigned long long)file_offset, size, FE_HDR);
+	fe->file_offset = file_offset;
+	fe->generation = BTK_GET(struct btrfs_file_extent_item, d, generation);
+	fe->ram_bytes = BTK_GET(struct btrfs_file_extent_item, d, ram_bytes);
+	fe->compression = BTK_GET(struct btrfs_file_extent_item, d, compression);
+	fe->encryption = BTK_GET(struct btrfs_file_extent_item, d, encryption);
+	fe->other_encoding = BTK_GET(struct btrfs_file_extent_item, d, other_encoding);
+	fe->type = BTK_GET(struct btrfs_file_extent_item, d, type);
+	if (fe->type == BTRFS_FILE_EXTENT_INLINE) {
+		fe->inline_len = size - FE_HDR;
+		fe->inline_data = d + FE_HDR;
+		fe->num_bytes = fe->ram_bytes;
+		return 0;
+	}
+	if (fe->type != BTRFS_FILE_EXTENT_REG && fe->type != BTRFS_FILE_EXTENT_PREALLOC)
+		return btk_err(EUCLEAN, "EXTENT_DATA at file offset %llu: unknown type %u",
+			       (unsigned long long)file_offset, fe->type);
+	if (size < sizeof(struct btrfs_file_extent_item))
+		return btk_err(EUCLEAN, "EXTENT_DATA at file offset %llu: %u bytes, need %zu",
+			       (unsigned long long)file_offset, size,
+			       sizeof(struct btrfs_file_extent_item));
+	fe->disk_bytenr = BTK_GET(struct btrfs_file_extent_item, d, disk_bytenr);
+	fe->disk_num_bytes = BTK_GET(struct btrfs_file_extent_item, d, disk_num_bytes);
+	fe->extent_offset = BTK_GET(struct btrfs_file_extent_item, d, offset);
+	fe->num_bytes = BTK_GET(struct btrfs_file_extent_item, d, num_bytes);
+	return 0;
+}
+
+struct extents_ctx {
+	int (*fn)(void *ctx, const struct btk_file_extent *fe);
+	void *ctx;
+};
+
+static int extent_cb(void *arg, const struct btk_block *leaf, int slot, const struct btk_key *k,
+		     const uint8_t *d, uint32_t size)
+{
+	struct extents_ctx *c = arg;
+	struct btk_file_extent fe;
+	int ret = btk_file_extent_parse(d, size, k->offset, &fe);
+
+	if (ret)
+		return ret;
+	fe.leaf = leaf->bytenr;
+	fe.slot = slot;
+	return c->fn(c->ctx, &fe);
+}
+
+int btk_file_for_each_extent(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,
+			     uint64_t from, int (*fn)(void *ctx, const struct btk_file_extent *fe),
+			     void *ctx)
+{
+	struct extents_ctx c = {fn, ctx};
+
+	return btk_for_each_item(fs, root, ino, BTRFS_EXTENT_DATA_KEY, from, extent_cb, &c);
+}

@@ -1,0 +1,106 @@
+/* fs_subvol.c — creating subvolumes and choosing the default one. */
+#include "base/csum.h"
+#include "base/error.h"
+#include "fs/fs_write.h"
+
+#include <errno.h>
+
+static int root_refs(struct btk_trans *t, const struct btk_subvol_new *s)
+{
+	uint8_t buf[sizeof(struct btrfs_root_ref) + BTK_NAME_MAX];
+	struct btk_key k = {s->parent, BTRFS_ROOT_REF_KEY, s->id};
+	uint32_t len = (uint32_t)sizeof(struct btrfs_root_ref) + s->name_len;
+	int ret;
+
+	BTK_PUT(struct btrfs_root_ref, buf, dirid, s->dir);
+	BTK_PUT(struct btrfs_root_ref, buf, sequence, s->index);
+	BTK_PUT(struct btrfs_root_ref, buf, name_len, s->name_len);
+	memcpy(buf + sizeof(struct btrfs_root_ref), s->name, s->name_len);
+	if ((ret = btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, len)))
+		return ret;
+	k = (struct btk_key){s->id, BTRFS_ROOT_BACKREF_KEY, s->parent};
+	return btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, len);
+}
+
+/* The top directory: an inode whose only name is ".." pointing at itself. */
+static int top_dir(struct btk_trans *t, uint64_t id, const struct btk_inode_attr *a)
+{
+	uint8_t ref[sizeof(struct btrfs_inode_ref) + 2];
+	struct btk_key k = {BTRFS_FIRST_FREE_OBJECTID, BTRFS_INODE_REF_KEY,
+			    BTRFS_FIRST_FREE_OBJECTID};
+	int ret = btk_inode_create(t, id, BTRFS_FIRST_FREE_OBJECTID, a);
+
+	if (ret)
+		return ret;
+	BTK_PUT(struct btrfs_inode_ref, ref, index, 0);
+	BTK_PUT(struct btrfs_inode_ref, ref, name_len, 2);
+	memcpy(ref + sizeof(struct btrfs_inode_ref), "..", 2);
+	return btk_item_insert(t, id, &k, ref, sizeof(ref));
+}
+
+int btk_subvol_create(struct btk_trans *t, const struct btk_subvol_new *s,
+		      const struct btk_inode_attr *a)
+{
+	struct btk_key loc = {s->id, BTRFS_ROOT_ITEM_KEY, UINT64_MAX};
+	struct btk_key uk = {btk_le64(s->uuid), BTRFS_UUID_KEY_SUBVOL, btk_le64(s->uuid + 8)};
+	struct btrfs_root_item *ri;
+	uint8_t idbuf[8];
+	int ret;
+
+	if (s->id < BTRFS_FIRST_FREE_OBJECTID || s->id > BTRFS_LAST_FREE_OBJECTID)
+		return btk_err(EINVAL, "invalid subvolume id %llu", (unsigned long long)s->id);
+	if ((ret = btk_tree_new(t, s->id)) || (ret = top_dir(t, s->id, a)))
+		return ret;
+	ri = btk_tree_root_item(t, s->id);
+	if (!ri)
+		return btk_err(EIO, "subvolume %llu has no root item", (unsigned long long)s->id);
+	BTK_PUT(struct btrfs_root_item, ri, root_dirid, BTRFS_FIRST_FREE_OBJECTID);
+	/* without ROOT_ITEM_INIT the kernel discards flags on load: RDONLY would be lost */
+	BTK_PUT(struct btrfs_inode_item, ri, flags,
+		BTK_GET(struct btrfs_inode_item, ri, flags) | BTK_INODE_ROOT_ITEM_INIT);
+	BTK_PUT(struct btrfs_root_item, ri, flags, s->ro ? BTRFS_ROOT_SUBVOL_RDONLY : 0);
+	BTK_PUT(struct btrfs_root_item, ri, ctransid, btk_trans_id(t));
+	BTK_PUT(struct btrfs_root_item, ri, otransid, btk_trans_id(t));
+	memcpy(ri->uuid, s->uuid, 16);
+	btk_put_time((uint8_t *)&ri->ctime, &a->ctime);
+	btk_put_time((uint8_t *)&ri->otime, &a->otime);
+	if ((ret = btk_dir_link(t, s->parent, s->dir, s->name, s->name_len, &loc, BTRFS_FT_DIR,
+				s->index)))
+		return ret;
+	if ((ret = root_refs(t, s)))
+		return ret;
+	btk_put64(idbuf, s->id);
+	return btk_item_insert(t, BTRFS_UUID_TREE_OBJECTID, &uk, idbuf, sizeof(idbuf));
+}
+
+int btk_subvol_set_default(struct btk_trans *t, uint64_t id)
+{
+	static const char name[] = "default";
+	struct btk_key k = {BTRFS_ROOT_TREE_DIR_OBJECTID, BTRFS_DIR_ITEM_KEY,
+			    btk_crc32c(~1U, name, sizeof(name) - 1)};
+	struct btk_key loc = {id, BTRFS_ROOT_ITEM_KEY, UINT64_MAX};
+	struct btk_path p;
+	uint32_t size;
+	uint8_t *d;
+	int ret;
+
+	btk_path_init(&p);
+	ret = btk_tree_search_write(t, BTRFS_ROOT_TREE_OBJECTID, &k, 0, &p);
+	if (ret == 0) {
+		d = btk_item_ptr(&p, &size);
+		if (size < sizeof(struct btrfs_dir_item))
+			ret = btk_err(EUCLEAN, "root tree \"default\" entry too short");
+		else
+			btk_key_to_disk(
+			    &loc,
+			    (struct btk_disk_key *)(d + offsetof(struct btrfs_dir_item, location)));
+	} else if (ret > 0) {
+		ret = btk_err(ENOENT, "root tree has no \"default\" entry");
+	}
+	btk_wpath_release(&p);
+	if (!ret)
+		btk_put64(btk_trans_fs(t)->sb.incompat_flags,
+			  btk_le64(btk_trans_fs(t)->sb.incompat_flags) |
+			      BTRFS_FEATURE_INCOMPAT_DEFAULT_SUBVOL);
+	return ret;
+}

@@ -1,0 +1,390 @@
+/* fs_write.c — inode, directory entry, back reference, xattr, file extent and csum items. */
+#include "fs/fs_write.h"
+#include "base/csum.h"
+#include "base/error.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define DIR_ITEM_SZ  sizeof(struct btrfs_dir_item)
+#define IREF_SZ	     sizeof(struct btrfs_inode_ref)
+#define EXTREF_SZ    sizeof(struct btrfs_inode_extref)
+#define FE_INLINE_SZ offsetof(struct btrfs_file_extent_item, disk_bytenr)
+
+static uint32_t max_item(const struct btk_fs *fs)
+{
+	return fs->nodesize - (uint32_t)sizeof(struct btk_header) -
+	       (uint32_t)sizeof(struct btk_item);
+}
+
+uint32_t btk_inline_max(const struct btk_fs *fs)
+{
+	return max_item(fs) - (uint32_t)FE_INLINE_SZ;
+}
+
+static uint64_t extref_hash(uint64_t parent, const char *name, size_t len)
+{
+	/* The kernel seeds with the parent id truncated to 32 bits. */
+	return btk_crc32c((uint32_t)parent, name, len);
+}
+
+void btk_put_time(uint8_t *p, const struct btk_time *tm)
+{
+	btk_put64(p + offsetof(struct btrfs_timespec, sec), tm->sec);
+	btk_put32(p + offsetof(struct btrfs_timespec, nsec), tm->nsec);
+}
+
+/* Fields an inode takes from its source: owner, mode, device, flags, times. */
+static void put_attr(uint8_t *it, const struct btk_inode_attr *a)
+{
+	typedef struct btrfs_inode_item I;
+
+	BTK_PUT(I, it, uid, a->uid);
+	BTK_PUT(I, it, gid, a->gid);
+	BTK_PUT(I, it, mode, a->mode);
+	BTK_PUT(I, it, rdev, a->rdev);
+	BTK_PUT(I, it, flags, a->flags);
+	btk_put_time(it + offsetof(I, atime), &a->atime);
+	btk_put_time(it + offsetof(I, ctime), &a->ctime);
+	btk_put_time(it + offsetof(I, mtime), &a->mtime);
+	btk_put_time(it + offsetof(I, otime), &a->otime);
+}
+
+int btk_inode_create(struct btk_trans *t, uint64_t root, uint64_t ino,
+		     const struct btk_inode_attr *a)
+{
+	uint8_t it[sizeof(struct btrfs_inode_item)] = {0};
+	struct btk_key k = {ino, BTRFS_INODE_ITEM_KEY, 0};
+	typedef struct btrfs_inode_item I;
+
+	BTK_PUT(I, it, generation, a->generation ? a->generation : btk_trans_id(t));
+	BTK_PUT(I, it, transid, btk_trans_id(t));
+	BTK_PUT(I, it, size, a->size);
+	BTK_PUT(I, it, nbytes, a->nbytes);
+	BTK_PUT(I, it, nlink, a->nlink);
+	put_attr(it, a);
+	return btk_item_insert(t, root, &k, it, sizeof(it));
+}
+
+/* Finds ino's INODE_ITEM for a change in place. */
+static int inode_item(struct btk_trans *t, uint64_t root, uint64_t ino, struct btk_path *p,
+		      uint8_t **item)
+{
+	struct btk_key k = {ino, BTRFS_INODE_ITEM_KEY, 0};
+	uint32_t size;
+	int ret = btk_tree_search_write(t, root, &k, 0, p);
+
+	if (ret > 0)
+		ret = btk_err(ENOENT, "tree %llu: inode %llu not found", (unsigned long long)root,
+			      (unsigned long long)ino);
+	if (ret)
+		return ret;
+	*item = btk_item_ptr(p, &size);
+	if (size < sizeof(struct btrfs_inode_item))
+		return btk_err(EUCLEAN, "tree %llu: inode %llu item too short",
+			       (unsigned long long)root, (unsigned long long)ino);
+	return 0;
+}
+
+int btk_inode_set_size(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t size,
+		       uint64_t nbytes)
+{
+	struct btk_path p;
+	uint8_t *it;
+	int ret;
+
+	btk_path_init(&p);
+	ret = inode_item(t, root, ino, &p, &it);
+	if (!ret) {
+		BTK_PUT(struct btrfs_inode_item, it, size, size);
+		BTK_PUT(struct btrfs_inode_item, it, nbytes, nbytes);
+	}
+	btk_wpath_release(&p);
+	return ret;
+}
+
+int btk_inode_add_dir_size(struct btk_trans *t, uint64_t root, uint64_t dir, uint64_t delta)
+{
+	struct btk_path p;
+	uint8_t *it;
+	int ret;
+
+	btk_path_init(&p);
+	ret = inode_item(t, root, dir, &p, &it);
+	if (!ret)
+		BTK_PUT(struct btrfs_inode_item, it, size,
+			BTK_GET(struct btrfs_inode_item, it, size) + delta);
+	btk_wpath_release(&p);
+	return ret;
+}
+
+/* Writes one dir_item entry (header, name, data) at dst. */
+static void put_dir_entry(uint8_t *dst, const struct btk_key *loc, uint64_t transid, uint8_t ftype,
+			  const char *name, uint16_t nlen, const void *data, uint16_t dlen)
+{
+	struct btk_disk_key dk;
+
+	memset(dst, 0, DIR_ITEM_SZ);
+	if (loc) {
+		btk_key_to_disk(loc, &dk);
+		memcpy(dst + offsetof(struct btrfs_dir_item, location), &dk, sizeof(dk));
+	}
+	BTK_PUT(struct btrfs_dir_item, dst, transid, transid);
+	BTK_PUT(struct btrfs_dir_item, dst, data_len, dlen);
+	BTK_PUT(struct btrfs_dir_item, dst, name_len, nlen);
+	BTK_PUT(struct btrfs_dir_item, dst, type, ftype);
+	memcpy(dst + DIR_ITEM_SZ, name, nlen);
+	if (dlen)
+		memcpy(dst + DIR_ITEM_SZ + nlen, data, dlen);
+}
+
+/* True when the dir_item entries in item hold `name`. */
+static bool has_name(const uint8_t *item, uint32_t size, const char *name, uint16_t nlen)
+{
+	for (uint32_t pos = 0; pos + DIR_ITEM_SZ <= size;) {
+		uint16_t nl = BTK_GET(struct btrfs_dir_item, item + pos, name_len);
+		uint16_t dl = BTK_GET(struct btrfs_dir_item, item + pos, data_len);
+		if (nl == nlen && pos + DIR_ITEM_SZ + nl <= size &&
+		    !memcmp(item + pos + DIR_ITEM_SZ, name, nlen))
+			return true;
+		pos += (uint32_t)DIR_ITEM_SZ + nl + dl;
+	}
+	return false;
+}
+
+/* Adds an entry to the hashed item at key, creating it or appending on a hash collision. */
+static int hashed_entry_add(struct btk_trans *t, uint64_t root, const struct btk_key *key,
+			    const struct btk_key *loc, uint8_t ftype, const char *name,
+			    uint16_t nlen, const void *data, uint16_t dlen)
+{
+	uint32_t esz = (uint32_t)DIR_ITEM_SZ + nlen + dlen, size;
+	struct btk_path p;
+	uint8_t *item;
+	int ret;
+
+	btk_path_init(&p);
+	ret = btk_tree_search_write(t, root, key, (int)esz, &p);
+	if (ret == 0) {
+		item = btk_item_ptr(&p, &size);
+		if (has_name(item, size, name, nlen))
+			ret = -EEXIST;
+		else if (size + esz > max_item(btk_trans_fs(t)))
+			ret = btk_err(E2BIG, "no room for one more colliding name in one item");
+		else if (!(ret = btk_item_extend(t, &p, esz)))
+			put_dir_entry(btk_item_ptr(&p, &size) + size - esz, loc, btk_trans_id(t),
+				      ftype, name, nlen, data, dlen);
+		btk_wpath_release(&p);
+		return ret;
+	}
+	btk_wpath_release(&p);
+	if (ret < 0)
+		return ret;
+	ret = btk_item_insert_empty(t, root, key, esz, &p);
+	if (!ret)
+		put_dir_entry(btk_item_ptr(&p, &size), loc, btk_trans_id(t), ftype, name, nlen,
+			      data, dlen);
+	btk_wpath_release(&p);
+	return ret;
+}
+
+/* Appends to the item at key (creating it) `len` bytes from src; -EOVERFLOW when the item
+ * would exceed the largest item size. */
+static int append_item(struct btk_trans *t, uint64_t root, const struct btk_key *key,
+		       const uint8_t *src, uint32_t len)
+{
+	struct btk_path p;
+	uint32_t size;
+	int ret;
+
+	btk_path_init(&p);
+	/* Look at the size first: asking the tree for room an item can never get would split
+	 * leaves for nothing. */
+	ret = btk_tree_search_write(t, root, key, 0, &p);
+	if (ret == 0) {
+		btk_item_ptr(&p, &size);
+		btk_wpath_release(&p);
+		if (size + len > max_item(btk_trans_fs(t)))
+			return -EOVERFLOW;
+		ret = btk_tree_search_write(t, root, key, (int)len, &p);
+	}
+	if (ret == 0) {
+		btk_item_ptr(&p, &size);
+		if (!(ret = btk_item_extend(t, &p, len)))
+			memcpy(btk_item_ptr(&p, &size) + size - len, src, len);
+		btk_wpath_release(&p);
+		return ret;
+	}
+	btk_wpath_release(&p);
+	if (ret < 0)
+		return ret;
+	return btk_item_insert(t, root, key, src, len);
+}
+
+static int inode_ref_add(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t dir,
+			 const char *name, uint16_t len, uint64_t index)
+{
+	uint8_t buf[EXTREF_SZ + BTK_NAME_MAX];
+	struct btk_key k = {ino, BTRFS_INODE_REF_KEY, dir};
+	int ret;
+
+	BTK_PUT(struct btrfs_inode_ref, buf, index, index);
+	BTK_PUT(struct btrfs_inode_ref, buf, name_len, len);
+	memcpy(buf + IREF_SZ, name, len);
+	ret = append_item(t, root, &k, buf, (uint32_t)IREF_SZ + len);
+	if (ret != -EOVERFLOW)
+		return ret;
+	/* The parent's names of this inode fill an item: the rest go to extended refs. */
+	k = (struct btk_key){ino, BTRFS_INODE_EXTREF_KEY, extref_hash(dir, name, len)};
+	BTK_PUT(struct btrfs_inode_extref, buf, parent_objectid, dir);
+	BTK_PUT(struct btrfs_inode_extref, buf, index, index);
+	BTK_PUT(struct btrfs_inode_extref, buf, name_len, len);
+	memcpy(buf + EXTREF_SZ, name, len);
+	ret = append_item(t, root, &k, buf, (uint32_t)EXTREF_SZ + len);
+	if (ret == -EOVERFLOW)
+		ret = btk_err(EMLINK, "inode %llu: too many links", (unsigned long long)ino);
+	return ret;
+}
+
+int btk_dir_link(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
+		 const struct btk_key *loc, uint8_t ftype, uint64_t index)
+{
+	struct btk_key k = {dir, BTRFS_DIR_ITEM_KEY, btk_name_hash(name, len)};
+	uint8_t entry[DIR_ITEM_SZ + BTK_NAME_MAX];
+	int ret;
+
+	if (!len || len > BTK_NAME_MAX)
+		return btk_err(ENAMETOOLONG, "name of %u bytes in directory %llu", len,
+			       (unsigned long long)dir);
+	ret = hashed_entry_add(t, root, &k, loc, ftype, name, len, NULL, 0);
+	if (ret == -EEXIST)
+		return btk_err(EEXIST, "directory %llu already has \"%.*s\"",
+			       (unsigned long long)dir, (int)len, name);
+	if (ret)
+		return ret;
+	k = (struct btk_key){dir, BTRFS_DIR_INDEX_KEY, index};
+	put_dir_entry(entry, loc, btk_trans_id(t), ftype, name, len, NULL, 0);
+	ret = btk_item_insert(t, root, &k, entry, (uint32_t)DIR_ITEM_SZ + len);
+	if (!ret && loc->type == BTRFS_INODE_ITEM_KEY)
+		ret = inode_ref_add(t, root, loc->objectid, dir, name, len, index);
+	if (!ret)
+		ret = btk_inode_add_dir_size(t, root, dir, 2ULL * len);
+	return ret;
+}
+
+int btk_xattr_set(struct btk_trans *t, uint64_t root, uint64_t ino, const char *name, uint16_t nlen,
+		  const void *value, uint16_t vlen)
+{
+	struct btk_key k = {ino, BTRFS_XATTR_ITEM_KEY, btk_name_hash(name, nlen)};
+
+	if ((uint32_t)DIR_ITEM_SZ + nlen + vlen > max_item(btk_trans_fs(t)))
+		return btk_err(E2BIG, "inode %llu: xattr %.*s of %u bytes does not fit a leaf",
+			       (unsigned long long)ino, (int)nlen, name, vlen);
+	int ret = hashed_entry_add(t, root, &k, NULL, BTRFS_FT_XATTR, name, nlen, value, vlen);
+	if (ret == -EEXIST)
+		return btk_err(EEXIST, "inode %llu: xattr %.*s set twice", (unsigned long long)ino,
+			       (int)nlen, name);
+	return ret;
+}
+
+static void put_fe_head(uint8_t *fe, uint64_t transid, uint64_t ram, uint8_t comp, uint8_t type)
+{
+	typedef struct btrfs_file_extent_item F;
+
+	BTK_PUT(F, fe, generation, transid);
+	BTK_PUT(F, fe, ram_bytes, ram);
+	BTK_PUT(F, fe, compression, comp);
+	BTK_PUT(F, fe, encryption, 0);
+	BTK_PUT(F, fe, other_encoding, 0);
+	BTK_PUT(F, fe, type, type);
+}
+
+int btk_file_extent_inline(struct btk_trans *t, uint64_t root, uint64_t ino, const void *data,
+			   uint32_t len, uint64_t ram_bytes, int compression)
+{
+	struct btk_key k = {ino, BTRFS_EXTENT_DATA_KEY, 0};
+	struct btk_path p;
+	uint32_t size;
+	int ret;
+
+	if (len > btk_inline_max(btk_trans_fs(t)))
+		return btk_err(E2BIG, "inode %llu: %u bytes do not fit inline",
+			       (unsigned long long)ino, len);
+	btk_path_init(&p);
+	ret = btk_item_insert_empty(t, root, &k, (uint32_t)FE_INLINE_SZ + len, &p);
+	if (!ret) {
+		uint8_t *fe = btk_item_ptr(&p, &size);
+		put_fe_head(fe, btk_trans_id(t), ram_bytes, (uint8_t)compression,
+			    BTRFS_FILE_EXTENT_INLINE);
+		memcpy(fe + FE_INLINE_SZ, data, len);
+	}
+	btk_wpath_release(&p);
+	return ret;
+}
+
+int btk_file_extent_insert(struct btk_trans *t, uint64_t root, uint64_t ino,
+			   const struct btk_file_extent *e)
+{
+	uint8_t fe[sizeof(struct btrfs_file_extent_item)];
+	struct btk_key k = {ino, BTRFS_EXTENT_DATA_KEY, e->file_offset};
+	typedef struct btrfs_file_extent_item F;
+
+	put_fe_head(fe, btk_trans_id(t), e->ram_bytes, e->compression, e->type);
+	BTK_PUT(F, fe, disk_bytenr, e->disk_bytenr);
+	BTK_PUT(F, fe, disk_num_bytes, e->disk_num_bytes);
+	BTK_PUT(F, fe, offset, e->extent_offset);
+	BTK_PUT(F, fe, num_bytes, e->num_bytes);
+	return btk_item_insert(t, root, &k, fe, sizeof(fe));
+}
+
+int btk_csum_insert_sums(struct btk_trans *t, uint64_t bytenr, const uint8_t *sums,
+			 uint64_t nsectors)
+{
+	struct btk_fs *fs = btk_trans_fs(t);
+	uint32_t cs = (uint32_t)fs->csum_size;
+	/* As many sums as leave room for a second item in the leaf, like the kernel. */
+	uint64_t per_item = (max_item(fs) - sizeof(struct btk_item)) / cs - 1;
+
+	while (nsectors) {
+		uint64_t n = nsectors < per_item ? nsectors : per_item;
+		struct btk_key k = {BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, bytenr};
+		int ret =
+		    btk_item_insert(t, BTRFS_CSUM_TREE_OBJECTID, &k, sums, (uint32_t)(n * cs));
+
+		if (ret)
+			return ret;
+		bytenr += n * fs->sectorsize;
+		sums += n * cs;
+		nsectors -= n;
+	}
+	return 0;
+}
+
+int btk_csum_compute(const struct btk_fs *fs, const uint8_t *data, uint64_t len, uint8_t *sums)
+{
+	uint32_t ss = fs->sectorsize, cs = (uint32_t)fs->csum_size;
+	uint8_t sum[BTK_CSUM_MAX];
+
+	if (len % ss)
+		return btk_err(EINVAL, "checksummed length %llu not sector aligned",
+			       (unsigned long long)len);
+	for (uint64_t i = 0; i < len / ss; i++) {
+		btk_csum(fs->csum_type, data + i * ss, ss, sum);
+		memcpy(sums + i * cs, sum, cs);
+	}
+	return 0;
+}
+
+int btk_inode_set_attr(struct btk_trans *t, uint64_t root, uint64_t ino,
+		       const struct btk_inode_attr *a)
+{
+	struct btk_path p;
+	uint8_t *it;
+	int ret;
+
+	btk_path_init(&p);
+	ret = inode_item(t, root, ino, &p, &it);
+	if (!ret)
+		put_attr(it, a);
+	btk_wpath_release(&p);
+	return ret;
+}

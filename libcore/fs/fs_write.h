@@ -1,0 +1,95 @@
+/* fs_write.h — writing files, directories, links and xattrs into an fs tree (layer 8).
+ *
+ * These build the items the kernel would: INODE_ITEM, DIR_ITEM (by name hash, several names
+ * in one item on a collision) + DIR_INDEX (by sequence number) + INODE_REF (or INODE_EXTREF
+ * when the names of one parent no longer fit one item), XATTR_ITEM, EXTENT_DATA, and csum items
+ * for data. They run inside a transaction (trans.h) and return 0 or a negative errno with a
+ * message (btk_errmsg). Callers choose inode numbers and directory indexes, which keeps the
+ * result a pure function of the input (reproducible images).
+ */
+#ifndef BTK_FS_WRITE_H
+#define BTK_FS_WRITE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "fs/fs_read.h"
+#include "trans/trans.h"
+
+struct btk_time {
+	uint64_t sec;
+	uint32_t nsec;
+};
+
+/* Stores a time as a struct btrfs_timespec at p. */
+void btk_put_time(uint8_t *p, const struct btk_time *tm);
+
+struct btk_inode_attr {
+	uint32_t mode, uid, gid, nlink;
+	uint64_t rdev, size, nbytes, flags, generation;
+	struct btk_time atime, mtime, ctime, otime;
+};
+
+/* Inserts the INODE_ITEM of ino. -EEXIST if present. */
+int btk_inode_create(struct btk_trans *t, uint64_t root, uint64_t ino,
+		     const struct btk_inode_attr *a);
+/* Adds delta_size to the directory's i_size and sets size/nbytes of a file: a read-modify-
+ * write of the INODE_ITEM; only the non-negative fields given change. */
+int btk_inode_set_size(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t size,
+		       uint64_t nbytes);
+int btk_inode_add_dir_size(struct btk_trans *t, uint64_t root, uint64_t dir, uint64_t delta);
+
+/* Links ino as `name` in directory dir with DIR_INDEX sequence `index` (2, 3, ... per dir):
+ * DIR_ITEM, DIR_INDEX, INODE_REF/EXTREF, and the directory's i_size grows by 2 * len.
+ * `loc` is the location key of the target: (ino, INODE_ITEM, 0) for an inode, (subvol id,
+ * ROOT_ITEM, -1) for a subvolume (then no INODE_REF is written: the ROOT_REF stands for it).
+ * ftype is BTRFS_FT_*. -EEXIST if dir already has that name. -ENAMETOOLONG past 255 bytes. */
+int btk_dir_link(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
+		 const struct btk_key *loc, uint8_t ftype, uint64_t index);
+
+/* Sets xattr name=value on ino (XATTR_ITEM keyed by name hash). -E2BIG when it cannot fit one
+ * leaf, as the kernel refuses too. */
+int btk_xattr_set(struct btk_trans *t, uint64_t root, uint64_t ino, const char *name, uint16_t nlen,
+		  const void *value, uint16_t vlen);
+
+/* Largest inline extent payload the leaf can take (the kernel also caps by max_inline). */
+uint32_t btk_inline_max(const struct btk_fs *fs);
+
+/* EXTENT_DATA items. Inline: data (compressed if compression != 0, ram_bytes the plain size)
+ * stored in the leaf at file offset 0. Regular/prealloc: a reference to [disk_bytenr,
+ * +disk_len) of which num_bytes from extent_offset are used at file_offset; disk_bytenr 0 is
+ * an explicit hole. */
+int btk_file_extent_inline(struct btk_trans *t, uint64_t root, uint64_t ino, const void *data,
+			   uint32_t len, uint64_t ram_bytes, int compression);
+/* Uses fe's file_offset, type (REG or PREALLOC), compression, disk_bytenr, disk_num_bytes,
+ * extent_offset, num_bytes and ram_bytes (struct from fs_read.h). */
+int btk_file_extent_insert(struct btk_trans *t, uint64_t root, uint64_t ino,
+			   const struct btk_file_extent *fe);
+
+/* Checksums of len bytes (sector multiple) of data into sums (csum_size each). */
+int btk_csum_compute(const struct btk_fs *fs, const uint8_t *data, uint64_t len, uint8_t *sums);
+/* Inserts precomputed checksums of nsectors sectors from logical bytenr as csum items, split
+ * to fit leaves. */
+int btk_csum_insert_sums(struct btk_trans *t, uint64_t bytenr, const uint8_t *sums,
+			 uint64_t nsectors);
+
+/* Rewrites mode, uid, gid, rdev, flags and the four times of an existing inode. */
+int btk_inode_set_attr(struct btk_trans *t, uint64_t root, uint64_t ino,
+		       const struct btk_inode_attr *a);
+
+/* Creates subvolume `id` (a new fs tree with its top directory 256 carrying attributes a)
+ * linked as `name` in directory dir of tree parent with DIR_INDEX `index`: ROOT_ITEM (uuid,
+ * times from a->otime, read-only when ro), ROOT_REF/ROOT_BACKREF and the uuid tree entry. */
+struct btk_subvol_new {
+	uint64_t id, parent, dir, index;
+	const char *name;
+	uint16_t name_len;
+	bool ro;
+	uint8_t uuid[16];
+};
+int btk_subvol_create(struct btk_trans *t, const struct btk_subvol_new *s,
+		      const struct btk_inode_attr *a);
+/* Makes subvolume id the default mounted one (the root tree's "default" entry and the
+ * DEFAULT_SUBVOL feature). */
+int btk_subvol_set_default(struct btk_trans *t, uint64_t id);
+
+#endif

@@ -1,0 +1,606 @@
+/* populate.c — writing a scanned host tree into an fs tree: inodes, names, xattrs, data. */
+#include "fs/populate.h"
+#include "base/compress.h"
+#include "base/csum.h"
+#include "base/error.h"
+#include "fs/fs_write.h"
+#include "base/uuid.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#define MAX_EXTENT	(128ULL << 20) /* the kernel's largest data extent */
+#define PIECE		(1ULL << 20)   /* file data is read and written in pieces of this */
+#define WRITEBACK	(8ULL << 20)   /* dirty tree blocks kept before they are written */
+#define TICK		(64ULL << 20)  /* file data between two progress calls */
+#define XATTR_LIST_MAX_ 65536
+
+struct pop {
+	struct btk_trans *t;
+	struct btk_fs *fs;
+	const struct btk_src_tree *src;
+	const struct btk_populate_opts *o;
+	struct btk_populate_stats *st;
+	uint64_t *dir_index; /* next DIR_INDEX per node (directories) */
+	uint8_t *buf, *zbuf, *sums;
+	uint64_t flags; /* inode flags of the file being written */
+	uint64_t root;	/* tree being written */
+	bool no_holes;	/* NO_HOLES: holes are implicit */
+	uint32_t max_inline;
+	uint64_t prog_done, prog_next; /* progress: file bytes of inodes done, next call at */
+	char path[8192];
+};
+
+static struct btk_time clamp(const struct pop *p, struct timespec ts)
+{
+	struct btk_time t = {(uint64_t)ts.tv_sec, (uint32_t)ts.tv_nsec};
+
+	/* Times before 1970 are negative (stored as two's complement, as the kernel does): they
+	 * are older than any epoch and stay. */
+	if (p->o->epoch_set && ts.tv_sec >= 0 && (uint64_t)ts.tv_sec >= p->o->epoch)
+		t = (struct btk_time){p->o->epoch, 0};
+	return t;
+}
+
+static void make_attr(const struct pop *p, const struct btk_src_inode *in, uint32_t nlink,
+		      uint64_t flags, struct btk_inode_attr *a)
+{
+	const struct stat *st = &in->st;
+
+	memset(a, 0, sizeof(*a));
+	a->mode = st->st_mode;
+	a->uid = st->st_uid;
+	a->gid = st->st_gid;
+	a->nlink = S_ISDIR(st->st_mode) ? 1 : nlink;
+	/* The kernel keeps rdev in its own dev_t encoding: major << 20 | minor. */
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+		a->rdev = ((uint64_t)major(st->st_rdev) << 20) | minor(st->st_rdev);
+	a->flags = flags;
+	a->mtime = clamp(p, st->st_mtim);
+	if (p->o->epoch_set) {
+		a->atime = a->mtime;
+		a->ctime = a->otime = (struct btk_time){p->o->epoch, 0};
+	} else {
+		a->atime = clamp(p, st->st_atim);
+		a->ctime = a->otime = clamp(p, st->st_ctim);
+	}
+}
+
+static uint8_t ftype_of(mode_t m)
+{
+	return S_ISREG(m)    ? BTRFS_FT_REG_FILE
+	       : S_ISDIR(m)  ? BTRFS_FT_DIR
+	       : S_ISLNK(m)  ? BTRFS_FT_SYMLINK
+	       : S_ISCHR(m)  ? BTRFS_FT_CHRDEV
+	       : S_ISBLK(m)  ? BTRFS_FT_BLKDEV
+	       : S_ISFIFO(m) ? BTRFS_FT_FIFO
+	       : S_ISSOCK(m) ? BTRFS_FT_SOCK
+			     : BTRFS_FT_UNKNOWN;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Copies every xattr of the host path, in name order (ACLs are xattrs in the same format).
+ * A value of 64 KiB (XATTR_SIZE_MAX) cannot reach a leaf: refused here, before the 16-bit
+ * length of an xattr item would wrap it to 0 bytes. */
+static int copy_xattrs(struct pop *p, uint64_t ino)
+{
+	char list[XATTR_LIST_MAX_], *names[4096];
+	static uint8_t val[65536];
+	ssize_t len = llistxattr(p->path, list, sizeof(list));
+	int n = 0, ret = 0;
+
+	if (len < 0)
+		return errno == ENOTSUP
+			   ? 0
+			   : btk_err(errno, "%s: cannot list xattrs: %s", p->path, strerror(errno));
+	for (ssize_t i = 0; i < len && n < 4096; i += (ssize_t)strlen(list + i) + 1)
+		names[n++] = list + i;
+	qsort(names, (size_t)n, sizeof(names[0]), cmp_str);
+	for (int i = 0; i < n && !ret; i++) {
+		ssize_t vl = lgetxattr(p->path, names[i], val, sizeof(val));
+		if (vl < 0)
+			return btk_err(errno, "%s: cannot read xattr %s: %s", p->path, names[i],
+				       strerror(errno));
+		if (vl > UINT16_MAX)
+			return btk_err(E2BIG, "%s: xattr %s of %zd bytes does not fit a leaf",
+				       p->path, names[i], vl);
+		ret = btk_xattr_set(p->t, p->root, ino, names[i], (uint16_t)strlen(names[i]), val,
+				    (uint16_t)vl);
+	}
+	return ret;
+}
+
+static int write_symlink(struct pop *p, uint64_t ino, uint64_t *size)
+{
+	char target[4096];
+	ssize_t n = readlink(p->path, target, sizeof(target));
+
+	if (n < 0)
+		return btk_err(errno, "%s: cannot read link: %s", p->path, strerror(errno));
+	if ((size_t)n >= sizeof(target) || (uint32_t)n > btk_inline_max(p->fs))
+		return btk_err(ENAMETOOLONG, "%s: symlink target too long (%zd bytes)", p->path, n);
+	*size = (uint64_t)n;
+	return btk_file_extent_inline(p->t, p->root, ino, target, (uint32_t)n, (uint64_t)n, 0);
+}
+
+static int read_full(int fd, uint8_t *buf, size_t len, uint64_t off, const char *path)
+{
+	while (len) {
+		ssize_t r = pread(fd, buf, len, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return btk_err(errno, "%s: read failed: %s", path, strerror(errno));
+		if (r == 0) { /* the file shrank while we read it: the rest reads as zeros */
+			memset(buf, 0, len);
+			return 0;
+		}
+		buf += r;
+		len -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
+/* Records one data extent's file extent item and statistics. */
+static int add_extent_item(struct pop *p, uint64_t ino, uint64_t off, uint64_t bytenr,
+			   uint64_t disk, uint64_t ram, bool compressed, uint64_t *nbytes)
+{
+	struct btk_file_extent fe = {.file_offset = off,
+				     .type = BTRFS_FILE_EXTENT_REG,
+				     .compression = compressed ? (uint8_t)p->o->compress : 0,
+				     .disk_bytenr = bytenr,
+				     .disk_num_bytes = disk,
+				     .num_bytes = ram,
+				     .ram_bytes = ram};
+
+	*nbytes += ram;
+	p->st->extents++;
+	p->st->compressed_extents += compressed;
+	return btk_file_extent_insert(p->t, p->root, ino, &fe);
+}
+
+/* Progress within a file: at reaches file bytes done (prog_done + offset) */
+static void tick(struct pop *p, uint64_t at)
+{
+	if (!p->o->progress || at < p->prog_next)
+		return;
+	p->prog_next = at + TICK;
+	p->o->progress(p->o->progress_ctx, p->st->names, at);
+}
+
+static int csum_piece(struct pop *p, const uint8_t *data, uint64_t len, uint64_t at)
+{
+	if (p->flags & BTK_INODE_NODATASUM)
+		return 0;
+	return btk_csum_compute(p->fs, data, len,
+				p->sums + at / p->fs->sectorsize * (uint64_t)p->fs->csum_size);
+}
+
+static int insert_sums(struct pop *p, uint64_t bytenr, uint64_t len)
+{
+	if (p->flags & BTK_INODE_NODATASUM)
+		return 0;
+	return btk_csum_insert_sums(p->t, bytenr, p->sums, len / p->fs->sectorsize);
+}
+
+/* Compresses [off, off+len) (len <= 128 KiB) into one extent; *used 0 when it does not
+ * shrink, and the caller stores it plainly. */
+static int write_compressed(struct pop *p, int fd, uint64_t ino, uint64_t off, uint64_t len,
+			    uint64_t *nbytes, uint64_t *used)
+{
+	uint32_t ss = p->fs->sectorsize;
+	uint64_t alen = (len + ss - 1) / ss * ss, disk, bytenr, got;
+	long z;
+	int ret;
+
+	*used = 0;
+	if ((ret = read_full(fd, p->buf, len, off, p->path)))
+		return ret;
+	z = btk_compress(p->o->compress, p->o->compress_level, ss, p->buf, len, p->zbuf,
+			 BTK_MAX_COMPRESSED_IN);
+	if (z <= 0)
+		return 0;
+	disk = ((uint64_t)z + ss - 1) / ss * ss;
+	memset(p->zbuf + z, 0, disk - (uint64_t)z);
+	if ((ret = btk_data_extent_alloc(p->t, disk, disk, p->root, ino, off, &bytenr, &got)) ||
+	    (ret = btk_write_logical(p->fs, bytenr, p->zbuf, disk)) ||
+	    (ret = csum_piece(p, p->zbuf, disk, 0)) || (ret = insert_sums(p, bytenr, disk)))
+		return ret;
+	*used = len;
+	p->st->data_bytes += len;
+	return add_extent_item(p, ino, off, bytenr, disk, alen, true, nbytes);
+}
+
+/* Stores file data from off as one plain extent of up to len bytes (a sector multiple except
+ * at EOF), streamed through a small buffer; a fragmented data space may take less, *used
+ * tells how much. */
+static int write_plain(struct pop *p, int fd, uint64_t ino, uint64_t off, uint64_t len,
+		       uint64_t *nbytes, uint64_t *used)
+{
+	uint32_t ss = p->fs->sectorsize;
+	uint64_t alen = (len + ss - 1) / ss * ss, bytenr, got, keep;
+	int ret = btk_data_extent_alloc(p->t, alen, ss, p->root, ino, off, &bytenr, &got);
+
+	if (ret)
+		return ret;
+	keep = got < len ? got : len;
+	for (uint64_t done = 0; done < got && !ret; done += PIECE) {
+		uint64_t n = got - done < PIECE ? got - done : PIECE;
+		uint64_t fb = keep > done ? (keep - done < n ? keep - done : n) : 0;
+		ret = read_full(fd, p->buf, fb, off + done, p->path);
+		memset(p->buf + fb, 0, n - fb);
+		if (!ret)
+			ret = btk_write_logical(p->fs, bytenr + done, p->buf, n);
+		if (!ret)
+			ret = csum_piece(p, p->buf, n, done);
+		tick(p, p->prog_done + off + (done + n < keep ? done + n : keep));
+	}
+	if (ret || (ret = insert_sums(p, bytenr, got)))
+		return ret;
+	*used = keep;
+	p->st->data_bytes += keep;
+	return add_extent_item(p, ino, off, bytenr, got, got, false, nbytes);
+}
+
+/* As the kernel's btrfs_inode_can_compress: compressed extents need data checksums, so
+ * nodatasum (and nodatacow, which implies it) files are stored plainly. */
+static bool can_compress(const struct pop *p)
+{
+	return p->o->compress &&
+	       !(p->flags & (BTK_INODE_NOCOMPRESS | BTK_INODE_NODATACOW | BTK_INODE_NODATASUM));
+}
+
+static int write_extent(struct pop *p, int fd, uint64_t ino, uint64_t off, uint64_t len,
+			uint64_t *nbytes, uint64_t *used)
+{
+	int ret;
+
+	if (can_compress(p)) {
+		ret = write_compressed(p, fd, ino, off, len, nbytes, used);
+		if (ret || *used)
+			return ret;
+	}
+	return write_plain(p, fd, ino, off, len, nbytes, used);
+}
+
+static int write_hole(struct pop *p, uint64_t ino, uint64_t off, uint64_t len)
+{
+	struct btk_file_extent fe = {
+	    .file_offset = off, .type = BTRFS_FILE_EXTENT_REG, .num_bytes = len, .ram_bytes = len};
+
+	if (p->no_holes || !len)
+		return 0;
+	return btk_file_extent_insert(p->t, p->root, ino, &fe);
+}
+
+/* Small files go inline, as the kernel decides: the whole file within max_inline bytes
+ * (after compression, if that shrinks it) and within one sector. */
+static int try_inline(struct pop *p, int fd, uint64_t ino, uint64_t size, bool *done)
+{
+	uint32_t ss = p->fs->sectorsize, lim = p->max_inline;
+	bool comp = can_compress(p);
+	long z = -1;
+	int ret;
+
+	*done = false;
+	if (size > ss || size > btk_inline_max(p->fs) || (size > lim && !comp))
+		return 0;
+	if ((ret = read_full(fd, p->buf, size, 0, p->path)))
+		return ret;
+	if (comp)
+		z = btk_compress_inline(p->o->compress, p->o->compress_level, ss, p->buf, size,
+					p->zbuf, BTK_MAX_COMPRESSED_IN);
+	if (z > 0 && (uint64_t)z <= lim)
+		ret = btk_file_extent_inline(p->t, p->root, ino, p->zbuf, (uint32_t)z, size,
+					     p->o->compress);
+	else if (size <= lim)
+		ret = btk_file_extent_inline(p->t, p->root, ino, p->buf, (uint32_t)size, size, 0);
+	else
+		return 0;
+	*done = !ret;
+	p->st->inline_files += !ret;
+	return ret;
+}
+
+/* Data islands come from SEEK_DATA/SEEK_HOLE, so sparse files cost only what they hold.
+ * Returns 1 when the file could not be read and skip_unreadable asked to copy it empty. */
+static int write_file(struct pop *p, uint64_t ino, uint64_t size, uint64_t *nbytes)
+{
+	uint32_t ss = p->fs->sectorsize;
+	uint64_t chunk = can_compress(p) ? BTK_MAX_COMPRESSED_IN : MAX_EXTENT, pos = 0;
+	uint64_t end = (size + ss - 1) / ss * ss;
+	bool done;
+	int fd, ret = 0;
+
+	*nbytes = 0;
+	if (!size)
+		return 0;
+	fd = open(p->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 && errno == EACCES && p->o->skip_unreadable) {
+		btk_warn("%s: cannot read: %s (copied empty)", p->path, strerror(errno));
+		return 1; /* skipped */
+	}
+	if (fd < 0)
+		return btk_err(errno, "%s: cannot open: %s", p->path, strerror(errno));
+	/* A file that is one hole (truncate -s) holds no extent, inline or not, as in the
+	 * kernel: only data goes inline. */
+	if (lseek(fd, 0, SEEK_DATA) >= 0 || errno != ENXIO)
+		ret = try_inline(p, fd, ino, size, &done);
+	else
+		done = false;
+	if (done) {
+		*nbytes = size;
+		goto out;
+	}
+	while (!ret && pos < end) {
+		off_t d = lseek(fd, (off_t)pos, SEEK_DATA);
+		uint64_t ds = d < 0 ? end : (uint64_t)d / ss * ss;
+		if (ds > end)
+			ds = end;
+		if ((ret = write_hole(p, ino, pos, ds - pos)) || ds >= end)
+			break;
+		off_t h = lseek(fd, (off_t)ds, SEEK_HOLE);
+		uint64_t de = h < 0 ? end : ((uint64_t)h + ss - 1) / ss * ss;
+		if (de > end)
+			de = end;
+		for (pos = ds; pos < de && !ret;) {
+			uint64_t n = de - pos < chunk ? de - pos : chunk, used = 0;
+			ret = write_extent(p, fd, ino, pos, pos + n > size ? size - pos : n, nbytes,
+					   &used);
+			pos += (used + ss - 1) / ss * ss;
+			tick(p, p->prog_done + (pos < size ? pos : size));
+		}
+		pos = de;
+	}
+out:
+	close(fd);
+	return ret;
+}
+
+/* Creates inode ino (in p->root) for node i and its content. */
+static int create_inode(struct pop *p, uint32_t i, uint64_t ino, uint32_t nlink, uint64_t flags)
+{
+	const struct btk_src_inode *in = &p->src->inodes[p->src->nodes[i].inode];
+	struct btk_inode_attr a;
+	uint64_t size = 0, nbytes = 0;
+	int ret;
+
+	make_attr(p, in, nlink, flags, &a);
+	p->flags = flags;
+	if ((ret = btk_inode_create(p->t, p->root, ino, &a)))
+		return ret;
+	if (S_ISREG(in->st.st_mode)) {
+		ret = write_file(p, ino, (uint64_t)in->st.st_size, &nbytes);
+		size = ret == 1 ? 0 : (uint64_t)in->st.st_size;
+		if (ret == 1)
+			ret = 0;
+		p->prog_done += (uint64_t)in->st.st_size;
+	} else if (S_ISLNK(in->st.st_mode)) {
+		ret = write_symlink(p, ino, &size);
+	}
+	if (!ret && (size || nbytes))
+		ret = btk_inode_set_size(p->t, p->root, ino, size,
+					 S_ISLNK(in->st.st_mode) ? size : nbytes);
+	if (!ret)
+		ret = copy_xattrs(p, ino);
+	p->st->inodes++;
+	return ret;
+}
+
+/* (source inode, root) -> btrfs inode number and name count: a hard link across subvolumes
+ * becomes one inode per subvolume, as btrfs cannot link across them. */
+struct imap {
+	struct ient {
+		uint64_t key, ino;
+		uint32_t names;
+	} * e;
+	size_t cap;
+};
+
+static struct ient *imap_get(struct imap *m, uint32_t in, uint32_t rootord)
+{
+	uint64_t key = ((uint64_t)in << 16 | rootord) + 1;
+	size_t s = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 20) & (m->cap - 1);
+
+	while (m->e[s].key && m->e[s].key != key)
+		s = (s + 1) & (m->cap - 1);
+	m->e[s].key = key;
+	return &m->e[s];
+}
+
+struct layout {
+	uint64_t *root;	 /* per node: tree holding its inode */
+	uint64_t *ino;	 /* per node: its inode number there */
+	uint64_t *flags; /* per node: inode flags */
+	uint8_t *subvol; /* per node: 0, or 1 + BTK_SUBVOL_* bits */
+	uint64_t *next;	 /* per root ordinal: next free inode number */
+	struct imap map;
+};
+
+static uint32_t ordinal(const struct pop *p, uint64_t root)
+{
+	return root == p->o->root ? 0 : (uint32_t)(root - BTRFS_FIRST_FREE_OBJECTID + 1);
+}
+
+#define INHERITED                                                                                  \
+	(BTK_INODE_NODATACOW | BTK_INODE_NODATASUM | BTK_INODE_COMPRESS | BTK_INODE_NOCOMPRESS)
+
+/* Decides, parents first, which tree each node lives in, its flags, and how many names each
+ * inode has in its tree. */
+static void plan_layout(struct pop *p, struct layout *l)
+{
+	const struct btk_src_tree *s = p->src;
+	uint64_t next_subvol = BTRFS_FIRST_FREE_OBJECTID;
+
+	for (int k = 0; k < p->o->nsubvols; k++)
+		l->subvol[p->o->subvols[k].node] = (uint8_t)(1 | p->o->subvols[k].flags << 1);
+	for (int k = 0; k < p->o->niflags; k++)
+		l->flags[p->o->iflags[k].node] |= p->o->iflags[k].flags;
+	l->root[0] = p->o->root;
+	for (uint32_t i = 1; i < s->nnodes; i++) {
+		uint32_t par = s->nodes[i].parent;
+		l->flags[i] |= l->flags[par] & INHERITED;
+		l->root[i] = l->subvol[i] ? next_subvol++ : l->root[par];
+		if (!l->subvol[i])
+			imap_get(&l->map, s->nodes[i].inode, ordinal(p, l->root[i]))->names++;
+	}
+}
+
+static int link_subvol(struct pop *p, struct layout *l, uint32_t i)
+{
+	const struct btk_src_tree *s = p->src;
+	const struct btk_src_node *n = &s->nodes[i];
+	struct btk_subvol_new sv = {.id = l->root[i],
+				    .parent = l->root[n->parent],
+				    .dir = l->ino[n->parent],
+				    .index = p->dir_index[n->parent]++,
+				    .name = n->name,
+				    .name_len = n->name_len,
+				    .ro = (l->subvol[i] >> 1) & BTK_SUBVOL_RO};
+	struct btk_inode_attr a;
+	int ret;
+
+	make_attr(p, &s->inodes[n->inode], 1, l->flags[i], &a);
+	btk_uuid_make(p->o->uuid_seed, "subvol", sv.id, sv.uuid);
+	l->ino[i] = BTRFS_FIRST_FREE_OBJECTID;
+	if ((ret = btk_subvol_create(p->t, &sv, &a)))
+		return ret;
+	p->root = sv.id;
+	if (!(ret = copy_xattrs(p, BTRFS_FIRST_FREE_OBJECTID)) &&
+	    ((l->subvol[i] >> 1) & BTK_SUBVOL_DEFAULT))
+		ret = btk_subvol_set_default(p->t, sv.id);
+	return ret;
+}
+
+static int add_node(struct pop *p, struct layout *l, uint32_t i)
+{
+	const struct btk_src_tree *s = p->src;
+	const struct btk_src_node *n = &s->nodes[i];
+	uint32_t ord = ordinal(p, l->root[i]);
+	struct ient *e = imap_get(&l->map, n->inode, ord);
+	int ret = 0;
+
+	if (l->subvol[i])
+		return link_subvol(p, l, i);
+	p->root = l->root[i];
+	if (!e->ino) {
+		e->ino = l->next[ord]++;
+		if ((ret = create_inode(p, i, e->ino, e->names, l->flags[i])))
+			return ret;
+	}
+	l->ino[i] = e->ino;
+	struct btk_key loc = {e->ino, BTRFS_INODE_ITEM_KEY, 0};
+	return btk_dir_link(p->t, p->root, l->ino[n->parent], n->name, n->name_len, &loc,
+			    ftype_of(s->inodes[n->inode].st.st_mode), p->dir_index[n->parent]++);
+}
+
+static int fill_top(struct pop *p, struct layout *l)
+{
+	struct btk_inode_attr a;
+	int ret;
+
+	l->ino[0] = p->o->top_ino;
+	p->root = p->o->root;
+	make_attr(p, &p->src->inodes[0], 1, l->flags[0], &a);
+	if (!btk_src_path(p->src, 0, p->path, sizeof(p->path)))
+		return btk_err(ENAMETOOLONG, "path too long");
+	ret = btk_inode_set_attr(p->t, p->root, p->o->top_ino, &a);
+	return ret ? ret : copy_xattrs(p, p->o->top_ino);
+}
+
+/* Names the source path in an error of the fs layer ("inode 300: xattr ... does not fit"),
+ * unless the message has it already; a long path keeps its end. */
+static int with_path(const struct pop *p, int ret)
+{
+	const char *msg = btk_errmsg(), *path = p->path;
+	size_t len = strlen(path);
+	char copy[1024];
+
+	if (!ret || !strncmp(msg, path, len < 64 ? len : 64))
+		return ret;
+	snprintf(copy, sizeof(copy), "%s", msg);
+	if (len > 400)
+		return btk_err(-ret, "...%s: %s", path + len - 400, copy);
+	return btk_err(-ret, "%s: %s", path, copy);
+}
+
+static int populate_all(struct pop *p)
+{
+	const struct btk_src_tree *s = p->src;
+	struct layout l = {0};
+	size_t cap = 1024;
+	int ret = 0;
+
+	while (cap < 2 * (size_t)s->nnodes + 2)
+		cap *= 2;
+	l.root = calloc(s->nnodes, sizeof(*l.root));
+	l.ino = calloc(s->nnodes, sizeof(*l.ino));
+	l.flags = calloc(s->nnodes, sizeof(*l.flags));
+	l.subvol = calloc(s->nnodes, 1);
+	l.next = calloc((size_t)p->o->nsubvols + 1, sizeof(*l.next));
+	l.map.e = calloc(cap, sizeof(*l.map.e));
+	l.map.cap = cap;
+	if (!l.root || !l.ino || !l.flags || !l.subvol || !l.next || !l.map.e)
+		ret = btk_err(ENOMEM, "out of memory");
+	if (!ret) {
+		plan_layout(p, &l);
+		l.next[0] = p->o->first_ino;
+		for (int k = 1; k <= p->o->nsubvols; k++)
+			l.next[k] = BTRFS_FIRST_FREE_OBJECTID + 1;
+		ret = with_path(p, fill_top(p, &l));
+	}
+	for (uint32_t i = 1; i < s->nnodes && !ret; i++) {
+		if (!btk_src_path(s, i, p->path, sizeof(p->path)))
+			ret = btk_err(ENAMETOOLONG, "path too long under %s", s->top);
+		else
+			ret = with_path(p, add_node(p, &l, i));
+		if (!ret)
+			ret = btk_trans_writeback(p->t, WRITEBACK);
+		p->st->names++;
+		if (p->o->progress && !(i & 1023))
+			p->o->progress(p->o->progress_ctx, p->st->names, p->prog_done);
+	}
+	if (!ret && p->o->progress)
+		p->o->progress(p->o->progress_ctx, p->st->names, p->prog_done);
+	free(l.root), free(l.ino), free(l.flags), free(l.subvol), free(l.next), free(l.map.e);
+	return ret;
+}
+
+int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,
+		 const struct btk_populate_opts *o, struct btk_populate_stats *st)
+{
+	struct pop p = {
+	    .t = t, .fs = btk_trans_fs(t), .src = src, .o = o, .st = st, .prog_next = TICK};
+	uint64_t maxsums = MAX_EXTENT / btk_trans_fs(t)->sectorsize * BTK_CSUM_MAX;
+	int ret = -ENOMEM;
+
+	memset(st, 0, sizeof(*st));
+	p.no_holes = btk_le64(btk_trans_fs(t)->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
+	p.max_inline = o->max_inline ? o->max_inline : 2048;
+	p.dir_index = malloc(src->nnodes * sizeof(*p.dir_index));
+	p.buf = malloc(PIECE + btk_trans_fs(t)->sectorsize);
+	p.zbuf = malloc(BTK_MAX_COMPRESSED_IN + btk_trans_fs(t)->sectorsize);
+	p.sums = malloc(maxsums);
+	if (p.dir_index && p.buf && p.zbuf && p.sums) {
+		for (uint32_t i = 0; i < src->nnodes; i++)
+			p.dir_index[i] = 2; /* 0 and 1 stand for "." and ".." */
+		ret = populate_all(&p);
+	} else {
+		ret = btk_err(ENOMEM, "out of memory");
+	}
+	free(p.dir_index);
+	free(p.buf);
+	free(p.zbuf);
+	free(p.sums);
+	return ret;
+}

@@ -1,0 +1,99 @@
+/* populate.h — copying a host directory tree into a filesystem tree (mkfs --rootdir, and later
+ * image put -r), through the fs layer.
+ *
+ * The result depends only on the tree's content: names are taken in byte order, inode numbers
+ * and directory indexes are assigned in that order, hard links are found by (st_dev, st_ino)
+ * and counted within the tree, and with a SOURCE_DATE_EPOCH every time is clamped to it
+ * (atime follows mtime; ctime and otime are the epoch), so readdir order, source inode numbers
+ * and ctimes of a copy do not leak in.
+ */
+#ifndef BTK_POPULATE_H
+#define BTK_POPULATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include "trans/trans.h"
+
+/* The scanned source tree: one node per name; nodes sharing an inode share `ino`. */
+struct btk_src_node {
+	char *name; /* owned; NULL for the top */
+	uint16_t name_len;
+	uint32_t parent;		 /* index of the parent node */
+	uint32_t first_child, nchildren; /* children are contiguous, in name order */
+	uint32_t inode;			 /* index into btk_src_tree.inodes */
+};
+
+struct btk_src_inode {
+	struct stat st;
+	uint32_t first_node; /* the node through which it is created */
+	uint32_t names;	     /* hard links within the tree */
+	uint64_t ino;	     /* assigned btrfs inode number */
+	uint64_t flags;	     /* BTRFS_INODE_* to set (nodatacow, nodatasum...) */
+};
+
+struct btk_src_tree {
+	char *top; /* host path of the source directory (owned) */
+	struct btk_src_node *nodes;
+	uint32_t nnodes;
+	struct btk_src_inode *inodes;
+	uint32_t ninodes;
+};
+
+/* Scans dir (lstat, no following of links, no crossing into other filesystems is not
+ * enforced). -ENOTDIR, or the errno of the first unreadable directory with its path in
+ * btk_errmsg (skip_unreadable: warn and leave it empty instead). *out is freed with
+ * btk_src_free. */
+int btk_src_scan(const char *dir, bool skip_unreadable, struct btk_src_tree *out);
+void btk_src_free(struct btk_src_tree *t);
+/* Node index of relpath ("a/b", relative to the top; "" or "." is the top). -ENOENT. */
+int btk_src_lookup(const struct btk_src_tree *t, const char *relpath, uint32_t *node);
+/* Host path of node i into buf (returns buf, or NULL if it does not fit). */
+char *btk_src_path(const struct btk_src_tree *t, uint32_t i, char *buf, size_t len);
+
+#define BTK_SUBVOL_RO	   1 /* read-only subvolume */
+#define BTK_SUBVOL_DEFAULT 2 /* the default subvolume */
+
+/* Which source directories become subvolumes, and inode flags asked for: by node index
+ * (btk_src_lookup). Directory flags nodatacow/nodatasum/compress/nocompress pass to
+ * everything below, as the kernel's inheritance would. */
+struct btk_populate_subvol {
+	uint32_t node;
+	int flags; /* BTK_SUBVOL_* */
+};
+struct btk_populate_iflags {
+	uint32_t node;
+	uint64_t flags; /* BTK_INODE_* */
+};
+
+struct btk_populate_opts {
+	const struct btk_populate_subvol *subvols;
+	int nsubvols;
+	const struct btk_populate_iflags *iflags;
+	int niflags;
+	const uint8_t *uuid_seed; /* fsid when uuids must be reproducible, else NULL */
+	uint64_t root;		  /* fs tree to fill (BTRFS_FS_TREE_OBJECTID) */
+	uint64_t top_ino;	  /* its top directory (256), which must exist */
+	uint64_t first_ino;	  /* first inode number to assign (257) */
+	bool epoch_set;
+	uint64_t epoch; /* SOURCE_DATE_EPOCH */
+	int compress, compress_level;
+	bool skip_unreadable;
+	uint32_t max_inline; /* the kernel's max_inline; 0 = its default, 2048 */
+	/* Called every 1024 names, every 64 MiB of file data and once at the
+	 * end, with the names done and the bytes of regular files done: st_size of each inode
+	 * created (whatever is inline, sparse or compressed), plus the part of the one being
+	 * copied. Only reports: it must not touch the transaction. */
+	void (*progress)(void *ctx, uint64_t names, uint64_t bytes);
+	void *progress_ctx;
+};
+
+struct btk_populate_stats {
+	uint64_t inodes, names, data_bytes, inline_files, extents, compressed_extents;
+};
+
+/* Writes the scanned tree into o->root within t. */
+int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,
+		 const struct btk_populate_opts *o, struct btk_populate_stats *st);
+
+#endif

@@ -1,0 +1,471 @@
+/* alloc.c — range sets, block groups and the tree-block allocator (layer 7).
+ *
+ * Each block group keeps three range sets: free (allocatable now), pinned (freed in this
+ * transaction: the committed trees may still point there) and super (superblock stripes).
+ * Allocation is first fit from the lowest address, so equal inputs give equal images.
+ */
+#include "trans/ctree_int.h"
+#include "base/error.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int rs_reserve(struct btk_rangeset *s, size_t need)
+{
+	struct btk_range *r;
+	size_t cap;
+
+	if (need <= s->cap)
+		return 0;
+	cap = s->cap ? s->cap * 2 : 8;
+	while (cap < need)
+		cap *= 2;
+	r = realloc(s->r, cap * sizeof(*r));
+	if (!r)
+		return btk_err(ENOMEM, "out of memory for a range set of %zu entries", need);
+	s->r = r;
+	s->cap = cap;
+	return 0;
+}
+
+/* Index of the first range ending after `start` (binary search). */
+static size_t rs_first_after(const struct btk_rangeset *s, uint64_t start)
+{
+	size_t lo = 0, hi = s->n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (s->r[mid].start + s->r[mid].len <= start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int btk_rs_add(struct btk_rangeset *s, uint64_t start, uint64_t len)
+{
+	uint64_t end = start + len;
+	size_t i, j;
+
+	if (!len)
+		return 0;
+	/* first range whose end >= start (touching merges too) */
+	i = start ? rs_first_after(s, start - 1) : 0;
+	j = i;
+	while (j < s->n && s->r[j].start <= end) {
+		if (s->r[j].start < start)
+			start = s->r[j].start;
+		if (s->r[j].start + s->r[j].len > end)
+			end = s->r[j].start + s->r[j].len;
+		j++;
+	}
+	if (j == i) {
+		if (rs_reserve(s, s->n + 1))
+			return -ENOMEM;
+		memmove(s->r + i + 1, s->r + i, (s->n - i) * sizeof(*s->r));
+		s->n++;
+	} else if (j > i + 1) {
+		memmove(s->r + i + 1, s->r + j, (s->n - j) * sizeof(*s->r));
+		s->n -= j - i - 1;
+	}
+	s->r[i].start = start;
+	s->r[i].len = end - start;
+	return 0;
+}
+
+int btk_rs_remove(struct btk_rangeset *s, uint64_t start, uint64_t len)
+{
+	uint64_t end = start + len;
+	size_t i = rs_first_after(s, start);
+
+	while (i < s->n && s->r[i].start < end) {
+		struct btk_range *r = &s->r[i];
+		uint64_t rend = r->start + r->len;
+
+		if (r->start < start && rend > end) { /* split in two */
+			if (rs_reserve(s, s->n + 1))
+				return -ENOMEM;
+			r = &s->r[i];
+			memmove(s->r + i + 1, s->r + i, (s->n - i) * sizeof(*s->r));
+			s->n++;
+			r->len = start - r->start;
+			s->r[i + 1].start = end;
+			s->r[i + 1].len = rend - end;
+			return 0;
+		}
+		if (r->start < start) {
+			r->len = start - r->start;
+			i++;
+		} else if (rend > end) {
+			r->len = rend - end;
+			r->start = end;
+			i++;
+		} else {
+			memmove(s->r + i, s->r + i + 1, (s->n - i - 1) * sizeof(*s->r));
+			s->n--;
+		}
+	}
+	return 0;
+}
+
+bool btk_rs_contains(const struct btk_rangeset *s, uint64_t start, uint64_t len)
+{
+	size_t i = rs_first_after(s, start);
+
+	return i < s->n && s->r[i].start <= start && s->r[i].start + s->r[i].len >= start + len;
+}
+
+bool btk_rs_overlaps(const struct btk_rangeset *s, uint64_t start, uint64_t len)
+{
+	size_t i = rs_first_after(s, start);
+
+	return i < s->n && s->r[i].start < start + len;
+}
+
+void btk_rs_free(struct btk_rangeset *s)
+{
+	free(s->r);
+	memset(s, 0, sizeof(*s));
+}
+
+int btk_rs_copy(struct btk_rangeset *dst, const struct btk_rangeset *src)
+{
+	dst->n = 0;
+	if (rs_reserve(dst, src->n))
+		return -ENOMEM;
+	if (src->n)
+		memcpy(dst->r, src->r, src->n * sizeof(*src->r));
+	dst->n = src->n;
+	return 0;
+}
+
+struct btk_bg *btk_bg_find(struct btk_wfs *w, uint64_t bytenr)
+{
+	int lo = 0, hi = w->nbgs;
+
+	while (lo < hi) {
+		int mid = (lo + hi) / 2;
+		struct btk_bg *bg = &w->bgs[mid];
+		if (bytenr < bg->start)
+			hi = mid;
+		else if (bytenr >= bg->start + bg->len)
+			lo = mid + 1;
+		else
+			return bg;
+	}
+	return NULL;
+}
+
+struct btk_bg *btk_bg_add(struct btk_wfs *w, uint64_t start, uint64_t len, uint64_t flags)
+{
+	struct btk_bg *bgs = realloc(w->bgs, (size_t)(w->nbgs + 1) * sizeof(*bgs));
+	int i;
+
+	if (!bgs)
+		return NULL;
+	w->bgs = bgs;
+	for (i = w->nbgs; i > 0 && bgs[i - 1].start > start; i--)
+		bgs[i] = bgs[i - 1];
+	memset(&bgs[i], 0, sizeof(bgs[i]));
+	bgs[i].start = start;
+	bgs[i].len = len;
+	bgs[i].flags = flags;
+	w->nbgs++;
+	return &bgs[i];
+}
+
+/* Logical addresses of the 64 KiB stripe holding physical byte `phys` of stripe `idx`. */
+static int super_logical(const struct btk_chunk *c, int idx, uint64_t phys, uint64_t *logical,
+			 uint64_t *len)
+{
+	uint64_t slen = btk_chunk_stripe_len(c);
+	uint64_t nr, off = phys - c->stripes[idx].offset;
+
+	if (phys < c->stripes[idx].offset || off >= slen)
+		return 0;
+	nr = off / BTK_STRIPE_LEN;
+	*len = BTK_STRIPE_LEN;
+	if (c->type & BTRFS_BLOCK_GROUP_RAID0) {
+		nr = nr * c->num_stripes + (uint64_t)idx;
+	} else if (c->type & BTRFS_BLOCK_GROUP_RAID10) {
+		nr = (nr * c->num_stripes + (uint64_t)idx) / c->sub_stripes;
+	} else if (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK) {
+		int nd = c->num_stripes - ((c->type & BTRFS_BLOCK_GROUP_RAID6) ? 2 : 1);
+		*len = BTK_STRIPE_LEN * (uint64_t)nd;
+	}
+	*logical = c->logical + nr * *len;
+	if (*logical + *len > c->logical + c->length)
+		*len = c->logical + c->length - *logical;
+	return 1;
+}
+
+int btk_bg_exclude_super(struct btk_fs *fs, struct btk_bg *bg, const struct btk_chunk *c)
+{
+	(void)fs;
+	for (int m = 0; m < BTK_SUPER_MIRRORS; m++) {
+		for (int i = 0; i < c->num_stripes; i++) {
+			uint64_t lg, len;
+			if (!super_logical(c, i, btk_super_offset(m), &lg, &len))
+				continue;
+			if (btk_rs_add(&bg->super, lg, len) || btk_rs_remove(&bg->free, lg, len))
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+uint64_t btk_bg_type_for_root(struct btk_wfs *w, uint64_t owner)
+{
+	if (owner == BTRFS_CHUNK_TREE_OBJECTID)
+		return BTRFS_BLOCK_GROUP_SYSTEM;
+	if (w->mixed)
+		return BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_DATA;
+	return BTRFS_BLOCK_GROUP_METADATA;
+}
+
+int btk_refop_add(struct btk_wfs *w, const struct btk_refop *op)
+{
+	if (w->nrefs == w->caprefs) {
+		size_t cap = w->caprefs ? w->caprefs * 2 : 64;
+		struct btk_refop *r = realloc(w->refs, cap * sizeof(*r));
+		if (!r)
+			return btk_err(ENOMEM, "out of memory for %zu reference changes", cap);
+		w->refs = r;
+		w->caprefs = cap;
+	}
+	w->refs[w->nrefs] = *op;
+	w->refs[w->nrefs].seq = w->refseq++;
+	w->nrefs++;
+	w->mods++;
+	return 0;
+}
+
+/* First fit in bg for a nodesize block that does not cross a 64 KiB stripe. */
+static bool bg_find_block(struct btk_bg *bg, uint32_t ns, uint64_t *out)
+{
+	for (size_t i = 0; i < bg->free.n; i++) {
+		uint64_t s = bg->free.r[i].start, e = s + bg->free.r[i].len;
+		uint64_t a = (s + ns - 1) / ns * ns;
+
+		while (a + ns <= e) {
+			uint64_t rel = a - bg->start;
+			if (rel / BTK_STRIPE_LEN == (rel + ns - 1) / BTK_STRIPE_LEN) {
+				*out = a;
+				return true;
+			}
+			a += ns;
+		}
+	}
+	return false;
+}
+
+static int alloc_in_type(struct btk_wfs *w, uint64_t type, uint32_t ns, uint64_t *bytenr)
+{
+	for (int i = 0; i < w->nbgs; i++) {
+		struct btk_bg *bg = &w->bgs[i];
+		if ((bg->flags & BTRFS_BLOCK_GROUP_TYPE_MASK) != type)
+			continue;
+		if (bg_find_block(bg, ns, bytenr))
+			return 0;
+	}
+	return -ENOSPC;
+}
+
+/* The profile used for new chunks of a type: that of the existing block groups. */
+static uint64_t profile_of(struct btk_wfs *w, uint64_t type)
+{
+	for (int i = 0; i < w->nbgs; i++)
+		if ((w->bgs[i].flags & BTRFS_BLOCK_GROUP_TYPE_MASK) == type)
+			return w->bgs[i].flags;
+	return type;
+}
+
+/* Keeps ROOT_ITEM bytes_used (the tree's block bytes) as the kernel does. */
+static void root_used(struct btk_wfs *w, uint64_t owner, int64_t delta)
+{
+	for (int i = 0; i < w->nroots; i++) {
+		struct btk_wroot *wr = w->roots[i];
+		if (wr->objectid != owner || !wr->in_root_tree)
+			continue;
+		uint64_t v = BTK_GET(struct btrfs_root_item, wr->item, bytes_used);
+		BTK_PUT(struct btrfs_root_item, wr->item, bytes_used,
+			delta < 0 && v < (uint64_t)-delta ? 0 : v + (uint64_t)delta);
+		wr->item_dirty = true;
+		return;
+	}
+}
+
+int btk_alloc_tree_block(struct btk_trans *t, uint64_t owner, int level, uint64_t *bytenr)
+{
+	struct btk_wfs *w = t->w;
+	uint32_t ns = t->fs->nodesize;
+	uint64_t type = btk_bg_type_for_root(w, owner), lg;
+	struct btk_refop op = {0};
+	struct btk_bg *bg;
+	int ret = alloc_in_type(w, type, ns, bytenr);
+
+	if (ret == -ENOSPC && !w->in_chunk_alloc) {
+		ret = btk_chunk_alloc(w, profile_of(w, type), &lg);
+		if (!ret)
+			ret = alloc_in_type(w, type, ns, bytenr);
+	}
+	if (ret)
+		return ret == -ENOSPC
+			   ? btk_err(ENOSPC, "no space left for a %s tree block",
+				     type == BTRFS_BLOCK_GROUP_SYSTEM ? "system" : "metadata")
+			   : ret;
+	bg = btk_bg_find(w, *bytenr);
+	if (btk_rs_remove(&bg->free, *bytenr, ns))
+		return -ENOMEM;
+	bg->dirty = true;
+	w->dirtied += ns;
+	root_used(w, owner, ns);
+	op.bytenr = *bytenr;
+	op.num_bytes = ns;
+	op.root = owner;
+	op.level = level;
+	op.delta = 1;
+	return btk_refop_add(w, &op);
+}
+
+int btk_free_tree_block(struct btk_trans *t, uint64_t owner, uint64_t bytenr, int level,
+			uint64_t gen)
+{
+	struct btk_wfs *w = t->w;
+	uint32_t ns = t->fs->nodesize;
+	struct btk_bg *bg = btk_bg_find(w, bytenr);
+	struct btk_refop op = {0};
+
+	if (!bg)
+		return btk_err(EUCLEAN, "tree block %llu of tree %llu is in no block group",
+			       (unsigned long long)bytenr, (unsigned long long)owner);
+	if (gen == t->transid && !btk_rs_overlaps(&w->snap_shared, bytenr, ns)) {
+		/* born and dead in this transaction: nothing on disk refers to it */
+		if (btk_rs_add(&bg->free, bytenr, ns))
+			return -ENOMEM;
+		btk_cache_forget(t->fs->cache, bytenr);
+		bg->dirty = true;
+	}
+	/* otherwise the space is pinned when the last reference goes (trans_refs.c): a block
+	 * shared with a snapshot stays */
+	root_used(w, owner, -(int64_t)ns);
+	op.bytenr = bytenr;
+	op.num_bytes = ns;
+	op.root = owner;
+	op.level = level;
+	op.delta = -1;
+	return btk_refop_add(w, &op);
+}
+
+void btk_bg_unpin_all(struct btk_wfs *w)
+{
+	for (int i = 0; i < w->nbgs; i++) {
+		struct btk_bg *bg = &w->bgs[i];
+		for (size_t j = 0; j < bg->pinned.n; j++)
+			btk_rs_add(&bg->free, bg->pinned.r[j].start, bg->pinned.r[j].len);
+		bg->pinned.n = 0;
+	}
+}
+
+/* ---- loading an existing filesystem ---- */
+
+static int load_bg_items(struct btk_wfs *w, const struct btk_root *root)
+{
+	struct btk_key key = {0, BTRFS_BLOCK_GROUP_ITEM_KEY, 0}, k;
+	struct btk_path p;
+	int ret;
+
+	btk_path_init(&p);
+	ret = btk_search_ge(w->fs, root, &key, &p);
+	while (ret == 0) {
+		uint32_t size;
+		const uint8_t *d = btk_path_data(&p, &size);
+		btk_path_key(&p, &k);
+		if (k.type == BTRFS_BLOCK_GROUP_ITEM_KEY) {
+			struct btk_bg *bg;
+			if (size < sizeof(struct btrfs_block_group_item)) {
+				ret = btk_err(EUCLEAN, "block group item %llu has size %u",
+					      (unsigned long long)k.objectid, size);
+				break;
+			}
+			bg = btk_bg_add(w, k.objectid, k.offset,
+					BTK_GET(struct btrfs_block_group_item, d, flags));
+			if (!bg) {
+				ret = -ENOMEM;
+				break;
+			}
+			bg->used = BTK_GET(struct btrfs_block_group_item, d, used);
+			if (btk_rs_add(&bg->free, bg->start, bg->len)) {
+				ret = -ENOMEM;
+				break;
+			}
+		}
+		ret = btk_next(w->fs, &p);
+	}
+	btk_path_release(&p);
+	return ret < 0 ? ret : 0;
+}
+
+/* Removes every extent of the extent tree from the free sets. */
+static int load_extents(struct btk_wfs *w, const struct btk_root *root)
+{
+	struct btk_key key = {0, 0, 0}, k;
+	struct btk_path p;
+	int ret;
+
+	btk_path_init(&p);
+	ret = btk_search_ge(w->fs, root, &key, &p);
+	while (ret == 0) {
+		uint64_t len = 0;
+		btk_path_key(&p, &k);
+		if (k.type == BTRFS_EXTENT_ITEM_KEY)
+			len = k.offset;
+		else if (k.type == BTRFS_METADATA_ITEM_KEY)
+			len = w->fs->nodesize;
+		if (len) {
+			struct btk_bg *bg = btk_bg_find(w, k.objectid);
+			if (!bg || k.objectid + len > bg->start + bg->len) {
+				ret = btk_err(EUCLEAN, "extent %llu+%llu lies outside block groups",
+					      (unsigned long long)k.objectid,
+					      (unsigned long long)len);
+				break;
+			}
+			if (btk_rs_remove(&bg->free, k.objectid, len)) {
+				ret = -ENOMEM;
+				break;
+			}
+		}
+		ret = btk_next(w->fs, &p);
+	}
+	btk_path_release(&p);
+	return ret < 0 ? ret : 0;
+}
+
+int btk_bg_load(struct btk_wfs *w)
+{
+	struct btk_root ext, bgr;
+	int ret = btk_root_find(w->fs, BTRFS_EXTENT_TREE_OBJECTID, &ext);
+
+	if (ret)
+		return ret;
+	if (w->bgtree) {
+		ret = btk_root_find(w->fs, BTRFS_BLOCK_GROUP_TREE_OBJECTID, &bgr);
+		if (ret)
+			return ret;
+	} else {
+		bgr = ext;
+	}
+	ret = load_bg_items(w, &bgr);
+	if (!ret)
+		ret = load_extents(w, &ext);
+	for (int i = 0; !ret && i < w->nbgs; i++) {
+		const struct btk_chunk *c = btk_chunk_find(w->fs, w->bgs[i].start);
+		if (!c || c->logical != w->bgs[i].start || c->length != w->bgs[i].len)
+			return btk_err(EUCLEAN, "block group %llu has no matching chunk",
+				       (unsigned long long)w->bgs[i].start);
+		ret = btk_bg_exclude_super(w->fs, &w->bgs[i], c);
+	}
+	return ret;
+}

@@ -1,0 +1,93 @@
+/* data_alloc.c — data extents: space from data block groups and their extent records. */
+#include "trans/ctree_int.h"
+#include "base/error.h"
+#include "trans/trans.h"
+
+#include <errno.h>
+
+#define EI_SZ  sizeof(struct btrfs_extent_item)
+#define EDR_SZ sizeof(struct btrfs_extent_data_ref)
+
+static bool is_data_bg(const struct btk_bg *bg)
+{
+	return bg->flags & BTRFS_BLOCK_GROUP_DATA;
+}
+
+/* First free range in a data block group of at least min bytes, cut to want. */
+static bool find_range(struct btk_wfs *w, uint32_t ss, uint64_t want, uint64_t min, uint64_t *start,
+		       uint64_t *len)
+{
+	for (int i = 0; i < w->nbgs; i++) {
+		struct btk_bg *bg = &w->bgs[i];
+		if (!is_data_bg(bg))
+			continue;
+		for (size_t j = 0; j < bg->free.n; j++) {
+			uint64_t s = (bg->free.r[j].start + ss - 1) / ss * ss;
+			uint64_t e = (bg->free.r[j].start + bg->free.r[j].len) / ss * ss;
+			if (e <= s || e - s < min)
+				continue;
+			*start = s;
+			*len = e - s < want ? e - s : want;
+			return true;
+		}
+	}
+	return false;
+}
+
+static uint64_t data_profile(const struct btk_wfs *w)
+{
+	for (int i = 0; i < w->nbgs; i++)
+		if (is_data_bg(&w->bgs[i]))
+			return w->bgs[i].flags;
+	return BTRFS_BLOCK_GROUP_DATA;
+}
+
+static int insert_record(struct btk_trans *t, uint64_t bytenr, uint64_t len, uint64_t root,
+			 uint64_t ino, uint64_t offset)
+{
+	uint8_t item[EI_SZ + 1 + EDR_SZ];
+	struct btk_key k = {bytenr, BTRFS_EXTENT_ITEM_KEY, len};
+	uint8_t *ref = item + EI_SZ + 1;
+
+	BTK_PUT(struct btrfs_extent_item, item, refs, 1);
+	BTK_PUT(struct btrfs_extent_item, item, generation, t->transid);
+	BTK_PUT(struct btrfs_extent_item, item, flags, BTRFS_EXTENT_FLAG_DATA);
+	item[EI_SZ] = BTRFS_EXTENT_DATA_REF_KEY;
+	BTK_PUT(struct btrfs_extent_data_ref, ref, root, root);
+	BTK_PUT(struct btrfs_extent_data_ref, ref, objectid, ino);
+	BTK_PUT(struct btrfs_extent_data_ref, ref, offset, offset);
+	BTK_PUT(struct btrfs_extent_data_ref, ref, count, 1);
+	return btk_item_insert(t, BTRFS_EXTENT_TREE_OBJECTID, &k, item, sizeof(item));
+}
+
+int btk_data_extent_alloc(struct btk_trans *t, uint64_t want, uint64_t min, uint64_t root,
+			  uint64_t ino, uint64_t offset, uint64_t *bytenr, uint64_t *got)
+{
+	struct btk_wfs *w = t->w;
+	uint32_t ss = t->fs->sectorsize;
+	uint64_t start, len, lg;
+	struct btk_bg *bg;
+	int ret;
+
+	if (!want || want % ss || !min || min % ss || min > want)
+		return btk_err(EINVAL,
+			       "data extent of %llu bytes (at least %llu) not sector aligned",
+			       (unsigned long long)want, (unsigned long long)min);
+	if (!find_range(w, ss, want, min, &start, &len)) {
+		ret = btk_chunk_alloc(w, data_profile(w), &lg);
+		if (ret)
+			return ret;
+		if (!find_range(w, ss, want, min, &start, &len))
+			return btk_err(ENOSPC, "no free data space for %llu bytes",
+				       (unsigned long long)min);
+	}
+	bg = btk_bg_find(w, start);
+	if (btk_rs_remove(&bg->free, start, len))
+		return btk_err(ENOMEM, "out of memory");
+	bg->used += len;
+	bg->dirty = true;
+	w->mods++;
+	*bytenr = start;
+	*got = len;
+	return insert_record(t, start, len, root, ino, offset);
+}

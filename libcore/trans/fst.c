@@ -1,0 +1,171 @@
+/* fst.c — the free-space tree (layer 7, commit time).
+ *
+ * For each block group the tree holds FREE_SPACE_INFO (start, len) with the extent count and
+ * FREE_SPACE_EXTENT (start, len) items for every free range: the complement of the extent
+ * records, where superblock stripes count as free (the kernel excludes them separately). At
+ * commit the wanted ranges are compared with the items and only the difference is written, so
+ * repeated commit rounds settle. Bitmaps found on disk are rewritten as extents.
+ */
+#include "trans/ctree_int.h"
+#include "base/error.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define FST BTRFS_FREE_SPACE_TREE_OBJECTID
+
+struct fst_list {
+	struct btk_key *k;
+	size_t n, cap;
+	bool has_info, bitmaps;
+	uint32_t count;
+};
+
+static int list_add(struct fst_list *l, const struct btk_key *k)
+{
+	if (l->n == l->cap) {
+		size_t cap = l->cap ? l->cap * 2 : 32;
+		struct btk_key *nk = realloc(l->k, cap * sizeof(*nk));
+		if (!nk)
+			return btk_err(ENOMEM, "out of memory reading the free-space tree");
+		l->k = nk;
+		l->cap = cap;
+	}
+	l->k[l->n++] = *k;
+	return 0;
+}
+
+/* Collects the info item and every extent/bitmap key of the block group. */
+static int read_existing(struct btk_wfs *w, const struct btk_bg *bg, struct fst_list *l)
+{
+	struct btk_key key = {bg->start, BTRFS_FREE_SPACE_INFO_KEY, bg->len}, k;
+	uint64_t end = bg->start + bg->len;
+	struct btk_path p;
+	int ret = btk_tree_search_cur(w, FST, &key, &p);
+
+	if (ret < 0)
+		goto out;
+	if (ret == 0) {
+		uint32_t size;
+		const uint8_t *d = btk_item_ptr(&p, &size);
+		if (size < sizeof(struct btrfs_free_space_info)) {
+			ret = btk_err(EUCLEAN, "free space info %llu has size %u",
+				      (unsigned long long)bg->start, size);
+			goto out;
+		}
+		l->has_info = true;
+		l->count = BTK_GET(struct btrfs_free_space_info, d, extent_count);
+		ret = btk_wpath_next(w->fs, &p);
+	} else if (p.slots[0] >= (int)btk_block_nritems(p.nodes[0])) {
+		p.slots[0]--;
+		ret = btk_wpath_next(w->fs, &p);
+	} else {
+		ret = 0;
+	}
+	while (ret == 0) {
+		btk_path_key(&p, &k);
+		if (k.objectid >= end)
+			break;
+		if (k.type == BTRFS_FREE_SPACE_BITMAP_KEY)
+			l->bitmaps = true;
+		if (k.type == BTRFS_FREE_SPACE_EXTENT_KEY ||
+		    k.type == BTRFS_FREE_SPACE_BITMAP_KEY) {
+			if ((ret = list_add(l, &k)))
+				break;
+		}
+		ret = btk_wpath_next(w->fs, &p);
+	}
+out:
+	btk_wpath_release(&p);
+	return ret < 0 ? ret : 0;
+}
+
+/* The ranges the tree should list: free, pinned and superblock stripes, merged. */
+static int wanted(const struct btk_bg *bg, struct btk_rangeset *out)
+{
+	int ret = btk_rs_copy(out, &bg->free);
+
+	for (size_t i = 0; !ret && i < bg->pinned.n; i++)
+		ret = btk_rs_add(out, bg->pinned.r[i].start, bg->pinned.r[i].len);
+	for (size_t i = 0; !ret && i < bg->super.n; i++)
+		ret = btk_rs_add(out, bg->super.r[i].start, bg->super.r[i].len);
+	return ret;
+}
+
+static int write_info(struct btk_trans *t, const struct btk_bg *bg, const struct fst_list *l,
+		      uint32_t count)
+{
+	struct btk_key key = {bg->start, BTRFS_FREE_SPACE_INFO_KEY, bg->len};
+	uint8_t d[sizeof(struct btrfs_free_space_info)];
+
+	BTK_PUT(struct btrfs_free_space_info, d, extent_count, count);
+	BTK_PUT(struct btrfs_free_space_info, d, flags, 0);
+	if (!l->has_info)
+		return btk_item_insert(t, FST, &key, d, sizeof(d));
+	if (l->count == count && !l->bitmaps)
+		return 0;
+	return btk_item_update(t, FST, &key, d, sizeof(d));
+}
+
+/* Brings the items of one block group in line with its wanted ranges. */
+static int update_bg(struct btk_trans *t, uint64_t start)
+{
+	struct btk_bg *bg = btk_bg_find(t->w, start);
+	struct btk_rangeset want = {0};
+	struct fst_list l = {0};
+	size_t i = 0, j = 0;
+	int ret;
+
+	if (!bg)
+		return -ENOENT;
+	bg->dirty = false;
+	ret = read_existing(t->w, bg, &l);
+	if (!ret)
+		ret = wanted(bg, &want);
+	/* copy what is needed: the array may move when the tree grows */
+	struct btk_bg copy = *bg;
+	while (!ret && (i < l.n || j < want.n)) {
+		struct btk_key wk = {0, BTRFS_FREE_SPACE_EXTENT_KEY, 0};
+		int c;
+		if (j < want.n) {
+			wk.objectid = want.r[j].start;
+			wk.offset = want.r[j].len;
+		}
+		if (i < l.n && l.k[i].type == BTRFS_FREE_SPACE_BITMAP_KEY)
+			c = -1; /* bitmaps always go */
+		else if (i >= l.n)
+			c = 1;
+		else if (j >= want.n)
+			c = -1;
+		else
+			c = btk_key_cmp(&l.k[i], &wk);
+		if (c < 0) {
+			ret = btk_item_delete(t, FST, &l.k[i++]);
+		} else if (c > 0) {
+			ret = btk_item_insert(t, FST, &wk, NULL, 0);
+			j++;
+		} else {
+			i++;
+			j++;
+		}
+	}
+	if (!ret)
+		ret = write_info(t, &copy, &l, (uint32_t)want.n);
+	btk_rs_free(&want);
+	free(l.k);
+	return ret;
+}
+
+int btk_fst_update(struct btk_trans *t)
+{
+	struct btk_wfs *w = t->w;
+	int ret = 0;
+
+	if (!w->fst)
+		return 0;
+	for (int i = 0; i < w->nbgs && !ret; i++)
+		if (w->bgs[i].dirty)
+			ret = update_bg(t, w->bgs[i].start);
+	return ret;
+}

@@ -1,0 +1,710 @@
+/* mkfs.c — creating a filesystem: validation, then a minimal bootstrap (the in-memory
+ * filesystem object, its chunks and empty trees) after which everything else goes through
+ * the general write path and one commit.
+ */
+#include "trans/mkfs.h"
+#include "tree/cache.h"
+#include "base/csum.h"
+#include "trans/ctree_int.h"
+#include "base/error.h"
+#include "io/io.h"
+#include "base/uuid.h"
+
+#include <blkid/blkid.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SZ_1M (1ULL << 20)
+/* with --shrink: data and metadata chunks of these sizes, and room left in a trimmed
+ * last metadata chunk for the blocks the commit itself writes */
+#define SHRINK_CHUNK	  (128 * SZ_1M)
+#define SHRINK_META_CHUNK (32 * SZ_1M)
+#define SHRINK_META_SLACK (4 * SZ_1M)
+
+static const struct btk_mkfs_feature features[] = {
+    {"mixed-bg", BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS, 0, false, false,
+     "mixed data and metadata block groups"},
+    {"extref", BTRFS_FEATURE_INCOMPAT_EXTENDED_IREF, 0, true, false,
+     "increased hardlink limit per file to 65536"},
+    {"raid56", BTRFS_FEATURE_INCOMPAT_RAID56, 0, false, false, "raid56 extended format"},
+    {"skinny-metadata", BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA, 0, true, false,
+     "reduced-size metadata extent refs"},
+    {"no-holes", BTRFS_FEATURE_INCOMPAT_NO_HOLES, 0, true, false,
+     "no explicit hole extents for files"},
+    {"raid1c34", BTRFS_FEATURE_INCOMPAT_RAID1C34, 0, false, false, "RAID1 with 3 or 4 copies"},
+    {"free-space-tree", 0,
+     BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE | BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE_VALID, true,
+     true, "free space tree (space_cache=v2)"},
+    {"block-group-tree", 0, BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE, false, false,
+     "block group tree to reduce mount time"},
+    {NULL, 0, 0, false, false, NULL},
+};
+
+const struct btk_mkfs_feature *btk_mkfs_features(void)
+{
+	return features;
+}
+
+const struct btk_mkfs_feature *btk_mkfs_feature_find(const char *name)
+{
+	for (const struct btk_mkfs_feature *f = features; f->name; f++)
+		if (!strcasecmp(f->name, name))
+			return f;
+	return NULL;
+}
+
+void btk_mkfs_opts_init(struct btk_mkfs_opts *o)
+{
+	memset(o, 0, sizeof(*o));
+	o->data_profile = o->meta_profile = BTK_PROFILE_DEFAULT;
+	o->csum_type = BTRFS_CSUM_TYPE_CRC32;
+	o->discard = true;
+	o->now = time(NULL);
+}
+
+/* ---- safety probes ---- */
+
+int btk_mkfs_probe(const char *path, bool force)
+{
+	blkid_probe pr;
+	const char *type = NULL, *what = "filesystem";
+	char found[64] = "";
+	int ret;
+
+	if (force)
+		return 0;
+	pr = blkid_new_probe_from_filename(path);
+	if (!pr)
+		return btk_err(EIO, "%s: cannot probe for existing signatures", path);
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
+	blkid_probe_enable_partitions(pr, 1);
+	ret = blkid_do_fullprobe(pr);
+	if (ret == 0) {
+		if (!blkid_probe_lookup_value(pr, "TYPE", &type, NULL)) {
+			snprintf(found, sizeof(found), "%s", type);
+		} else if (!blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL)) {
+			snprintf(found, sizeof(found), "%s", type);
+			what = "partition table";
+		}
+	}
+	blkid_free_probe(pr);
+	if (ret < 0)
+		return btk_err(EIO, "%s: probing for existing signatures failed", path);
+	if (ret == 0)
+		return btk_err(EEXIST, "%s: contains a %s %s (use -f to overwrite)", path,
+			       found[0] ? found : "unknown", what);
+	return 0;
+}
+
+/* True when a loop device is backed by the file at real path rp. */
+static bool loop_backed(const char *rp, char *loopname, size_t len)
+{
+	DIR *d = opendir("/sys/block");
+	struct dirent *e;
+	bool hit = false;
+
+	if (!d)
+		return false;
+	while (!hit && (e = readdir(d))) {
+		char p[300], buf[PATH_MAX + 16];
+		FILE *f;
+		if (strncmp(e->d_name, "loop", 4))
+			continue;
+		snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file", e->d_name);
+		f = fopen(p, "r");
+		if (!f)
+			continue;
+		if (fgets(buf, sizeof(buf), f)) {
+			buf[strcspn(buf, "\n")] = 0;
+			if (!strcmp(buf, rp)) {
+				hit = true;
+				snprintf(loopname, len, "/dev/%s", e->d_name);
+			}
+		}
+		fclose(f);
+	}
+	closedir(d);
+	return hit;
+}
+
+/* True when a mounted filesystem's source is the device with st_rdev rdev. */
+static bool rdev_mounted(dev_t rdev)
+{
+	FILE *f = fopen("/proc/self/mounts", "r");
+	char src[PATH_MAX], rest[4096];
+	bool hit = false;
+
+	if (!f)
+		return false;
+	while (!hit && fscanf(f, "%4095s %4095[^\n]", src, rest) == 2) {
+		struct stat st;
+		if (src[0] == '/' && !stat(src, &st) && S_ISBLK(st.st_mode) && st.st_rdev == rdev)
+			hit = true;
+	}
+	fclose(f);
+	return hit;
+}
+
+int btk_mkfs_check_busy(const char *path)
+{
+	char rp[PATH_MAX], loop[300];
+	struct stat st;
+
+	if (stat(path, &st))
+		return 0; /* does not exist yet */
+	if (S_ISBLK(st.st_mode) && rdev_mounted(st.st_rdev))
+		return btk_err(EBUSY, "%s: is mounted", path);
+	if (S_ISREG(st.st_mode) && realpath(path, rp) && loop_backed(rp, loop, sizeof(loop)))
+		return btk_err(EBUSY, "%s: is in use by %s (mounted or attached)", path, loop);
+	return 0;
+}
+
+/* ---- validation ---- */
+
+static bool pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+struct plan {
+	uint64_t incompat, compat_ro;
+	uint64_t data, meta; /* profile bits */
+	uint32_t nodesize, sectorsize;
+	uint64_t min_size;
+	bool derive_uuids; /* -U given: every other uuid follows from the fsid */
+};
+
+static int check_profile(uint64_t prof, const char *what, int ndevs)
+{
+	const struct btk_raid_attr *ra = btk_raid_attr(prof);
+
+	if (!ra)
+		return btk_err(EINVAL, "invalid %s profile", what);
+	if (ndevs < ra->devs_min)
+		return btk_err(EINVAL,
+			       "unable to create FS with %s profile %s (have %d devices but %d "
+			       "devices are required)",
+			       what, ra->name, ndevs, ra->devs_min);
+	return 0;
+}
+
+static int plan_options(const struct btk_mkfs_opts *o, struct plan *pl)
+{
+	int ret;
+
+	if (o->ndevs < 1 || o->ndevs > 64)
+		return btk_err(EINVAL, "need 1 to 64 devices, got %d", o->ndevs);
+	if (btk_csum_size(o->csum_type) <= 0)
+		return btk_err(EINVAL, "unknown checksum type %d", o->csum_type);
+	pl->sectorsize = o->sectorsize ? o->sectorsize : 4096;
+	pl->nodesize = o->nodesize ? o->nodesize : 16384;
+	if (o->mixed && !o->nodesize)
+		pl->nodesize = pl->sectorsize;
+	if (!pow2(pl->sectorsize) || pl->sectorsize < 4096 || pl->sectorsize > 65536)
+		return btk_err(EINVAL, "invalid sectorsize %u (a power of two, 4K to 64K)",
+			       pl->sectorsize);
+	if (!pow2(pl->nodesize) || pl->nodesize < pl->sectorsize || pl->nodesize > 65536)
+		return btk_err(EINVAL, "invalid nodesize %u (a power of two, sectorsize to 64K)",
+			       pl->nodesize);
+	if (o->mixed && pl->nodesize != pl->sectorsize)
+		return btk_err(EINVAL,
+			       "with mixed block groups nodesize (%u) must equal sectorsize "
+			       "(%u)",
+			       pl->nodesize, pl->sectorsize);
+	if (o->label && strlen(o->label) >= BTK_LABEL_SIZE)
+		return btk_err(EINVAL, "label is longer than %d bytes", BTK_LABEL_SIZE - 1);
+	pl->meta = o->meta_profile != BTK_PROFILE_DEFAULT ? o->meta_profile
+		   : o->mixed				  ? 0
+		   : o->ndevs > 1			  ? BTRFS_BLOCK_GROUP_RAID1
+							  : BTRFS_BLOCK_GROUP_DUP;
+	pl->data = o->data_profile != BTK_PROFILE_DEFAULT ? o->data_profile
+		   : o->mixed				  ? pl->meta
+							  : 0;
+	if ((ret = check_profile(pl->meta, "metadata", o->ndevs)) ||
+	    (ret = check_profile(pl->data, "data", o->ndevs)))
+		return ret;
+	if (o->mixed && pl->meta != pl->data)
+		return btk_err(EINVAL,
+			       "with mixed block groups data and metadata profiles must match");
+	pl->incompat = BTRFS_FEATURE_INCOMPAT_MIXED_BACKREF;
+	for (const struct btk_mkfs_feature *f = features; f->name; f++)
+		if (f->dflt) {
+			pl->incompat |= f->incompat;
+			pl->compat_ro |= f->compat_ro;
+		}
+	pl->incompat = (pl->incompat | o->features_on) & ~o->features_off;
+	pl->compat_ro = (pl->compat_ro | o->ro_on) & ~o->ro_off;
+	pl->incompat |= BTRFS_FEATURE_INCOMPAT_MIXED_BACKREF;
+	if (o->mixed)
+		pl->incompat |= BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS;
+	if (pl->incompat & BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS && !o->mixed)
+		return btk_err(EINVAL, "use -M for mixed block groups");
+	if ((pl->meta | pl->data) & BTRFS_BLOCK_GROUP_RAID56_MASK)
+		pl->incompat |= BTRFS_FEATURE_INCOMPAT_RAID56;
+	if ((pl->meta | pl->data) & (BTRFS_BLOCK_GROUP_RAID1C3 | BTRFS_BLOCK_GROUP_RAID1C4))
+		pl->incompat |= BTRFS_FEATURE_INCOMPAT_RAID1C34;
+	if ((pl->compat_ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE) &&
+	    !(pl->compat_ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE))
+		return btk_err(EINVAL, "block-group-tree needs free-space-tree");
+	/* mkfs.btrfs 6.2's minimum device size (btrfs_min_dev_size) */
+	if (o->mixed) {
+		pl->min_size = 2 * (4 * SZ_1M + ((uint64_t)pl->nodesize << 10));
+	} else {
+		uint64_t ms = (pl->meta & BTRFS_BLOCK_GROUP_DUP) ? 2 : 1;
+		uint64_t ds = (pl->data & BTRFS_BLOCK_GROUP_DUP) ? 2 : 1;
+		pl->min_size = 21 * SZ_1M;
+		pl->min_size +=
+		    ms * ((pl->meta & BTRFS_BLOCK_GROUP_PROFILE_MASK) ? 40 : 16) * SZ_1M;
+		pl->min_size += ds * ((pl->data & BTRFS_BLOCK_GROUP_PROFILE_MASK) ? 64 : 8) * SZ_1M;
+	}
+	return 0;
+}
+
+/* ---- devices ---- */
+
+static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, struct btk_fs *fs)
+{
+	int ret;
+
+	fs->devs = calloc((size_t)o->ndevs, sizeof(*fs->devs));
+	if (!fs->devs)
+		return btk_err(ENOMEM, "out of memory");
+	for (int i = 0; i < o->ndevs; i++) {
+		const char *path = o->paths[i];
+		struct btk_fs_dev *d = &fs->devs[i];
+		struct stat st;
+		bool exists = !stat(path, &st);
+		uint64_t size;
+
+		for (int j = 0; j < i; j++)
+			if (!strcmp(o->paths[j], path))
+				return btk_err(EINVAL, "%s: given twice", path);
+		if (!exists && !o->byte_count)
+			return btk_err(
+			    ENOENT, "%s: does not exist (give -b to create an image file)", path);
+		if ((ret = btk_mkfs_check_busy(path)))
+			return ret;
+		if (exists && (ret = btk_mkfs_probe(path, o->force)))
+			return ret;
+		ret = btk_dev_open(
+		    path, BTK_OPEN_WRITE | BTK_OPEN_EXCL | (exists ? 0 : BTK_OPEN_CREATE), &d->dev);
+		if (ret)
+			return ret == -EBUSY
+				   ? btk_err(EBUSY, "%s: is in use (mounted or held open)", path)
+				   : ret;
+		fs->ndevs = i + 1;
+		d->devid = (uint64_t)i + 1;
+		if (!exists) {
+			/* a new image file gets its full size (sparse) */
+			if (ftruncate(d->dev->fd, (off_t)o->byte_count))
+				return btk_err(errno, "%s: cannot size the new image: %s", path,
+					       strerror(errno));
+			d->dev->size = o->byte_count;
+		}
+		if (o->shrink && d->dev->is_blockdev)
+			return btk_err(EINVAL, "%s: --shrink works on image files only", path);
+		if (exists && o->shrink && o->byte_count > d->dev->size) {
+			/* room to build in; the commit truncates the file to what it needs */
+			if (ftruncate(d->dev->fd, (off_t)o->byte_count))
+				return btk_err(errno, "%s: cannot grow the image: %s", path,
+					       strerror(errno));
+			d->dev->size = o->byte_count;
+		}
+		size = d->dev->size;
+		if (o->byte_count) {
+			if (exists && o->byte_count > size)
+				return btk_err(
+				    EINVAL, "%s: size %llu is larger than the device (%llu)", path,
+				    (unsigned long long)o->byte_count, (unsigned long long)size);
+			size = o->byte_count;
+		}
+		size -= size % pl->sectorsize;
+		if (size < pl->min_size)
+			return btk_err(ENOSPC,
+				       "%s: is too small to make a usable filesystem "
+				       "(minimum size for each device is %llu)",
+				       path, (unsigned long long)pl->min_size);
+		d->total_bytes = size;
+	}
+	return 0;
+}
+
+static void make_uuid(const struct btk_fs *fs, bool derive, const char *tag, uint64_t n, uint8_t *u)
+{
+	btk_uuid_make(derive ? fs->fsid : NULL, tag, n, u);
+}
+
+static void init_super(const struct btk_mkfs_opts *o, const struct plan *pl, struct btk_fs *fs)
+{
+	struct btk_super *sb = &fs->sb;
+	uint64_t total = 0;
+
+	for (int i = 0; i < fs->ndevs; i++)
+		total += fs->devs[i].total_bytes;
+	memcpy(sb->fsid, fs->fsid, BTK_FSID_SIZE);
+	btk_put64(sb->magic, BTK_MAGIC);
+	btk_put64(sb->total_bytes, total);
+	btk_put64(sb->root_dir_objectid, BTRFS_ROOT_TREE_DIR_OBJECTID);
+	btk_put64(sb->num_devices, (uint64_t)fs->ndevs);
+	btk_put32(sb->sectorsize, pl->sectorsize);
+	btk_put32(sb->nodesize, pl->nodesize);
+	btk_put32(sb->leafsize, pl->nodesize);
+	btk_put32(sb->stripesize, pl->sectorsize);
+	btk_put64(sb->incompat_flags, pl->incompat);
+	btk_put64(sb->compat_ro_flags, pl->compat_ro);
+	btk_put16(sb->csum_type, (uint16_t)o->csum_type);
+	if (!(pl->compat_ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE))
+		btk_put64(sb->cache_generation, UINT64_MAX); /* no v1 cache yet: kernel builds it */
+	if (o->label)
+		snprintf(sb->label, sizeof(sb->label), "%s", o->label);
+	fs->nodesize = pl->nodesize;
+	fs->sectorsize = pl->sectorsize;
+	fs->stripesize = pl->sectorsize;
+	fs->csum_type = o->csum_type;
+	fs->csum_size = btk_csum_size(o->csum_type);
+	memcpy(fs->meta_uuid, fs->fsid, BTK_FSID_SIZE);
+}
+
+/* ---- contents ---- */
+
+static void set_time(uint8_t *ts, time_t now)
+{
+	BTK_PUT(struct btrfs_timespec, ts, sec, (uint64_t)now);
+	BTK_PUT(struct btrfs_timespec, ts, nsec, 0);
+}
+
+static int insert_dir_inode(struct btk_trans *t, uint64_t tree, uint64_t ino, uint64_t nbytes,
+			    time_t now)
+{
+	uint8_t ii[sizeof(struct btrfs_inode_item)] = {0};
+	uint8_t ref[sizeof(struct btrfs_inode_ref) + 2];
+	struct btk_key k = {ino, BTRFS_INODE_ITEM_KEY, 0};
+	int ret;
+
+	BTK_PUT(struct btrfs_inode_item, ii, generation, btk_trans_id(t));
+	BTK_PUT(struct btrfs_inode_item, ii, nbytes, nbytes);
+	BTK_PUT(struct btrfs_inode_item, ii, nlink, 1);
+	BTK_PUT(struct btrfs_inode_item, ii, mode, 040755);
+	set_time(ii + offsetof(struct btrfs_inode_item, atime), now);
+	set_time(ii + offsetof(struct btrfs_inode_item, ctime), now);
+	set_time(ii + offsetof(struct btrfs_inode_item, mtime), now);
+	set_time(ii + offsetof(struct btrfs_inode_item, otime), now);
+	if ((ret = btk_item_insert(t, tree, &k, ii, sizeof(ii))))
+		return ret;
+	BTK_PUT(struct btrfs_inode_ref, ref, index, 0);
+	BTK_PUT(struct btrfs_inode_ref, ref, name_len, 2);
+	memcpy(ref + sizeof(struct btrfs_inode_ref), "..", 2);
+	k.type = BTRFS_INODE_REF_KEY;
+	k.offset = ino;
+	return btk_item_insert(t, tree, &k, ref, sizeof(ref));
+}
+
+/* The root tree's directory 6 with "default" naming the FS tree, as mkfs.btrfs has it. */
+static int insert_root_dir(struct btk_trans *t, time_t now)
+{
+	static const char name[] = "default";
+	uint8_t di[sizeof(struct btrfs_dir_item) + sizeof(name) - 1] = {0};
+	uint8_t ref[sizeof(struct btrfs_inode_ref) + sizeof(name) - 1];
+	struct btk_key loc = {BTRFS_FS_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, UINT64_MAX};
+	struct btk_key k = {BTRFS_ROOT_TREE_DIR_OBJECTID, BTRFS_DIR_ITEM_KEY, 0};
+	int ret = insert_dir_inode(t, BTRFS_ROOT_TREE_OBJECTID, BTRFS_ROOT_TREE_DIR_OBJECTID,
+				   t->fs->nodesize, now);
+
+	if (ret)
+		return ret;
+	btk_key_to_disk(&loc, (struct btk_disk_key *)di);
+	BTK_PUT(struct btrfs_dir_item, di, name_len, sizeof(name) - 1);
+	BTK_PUT(struct btrfs_dir_item, di, type, BTRFS_FT_DIR);
+	memcpy(di + sizeof(struct btrfs_dir_item), name, sizeof(name) - 1);
+	k.offset = btk_crc32c((uint32_t)~1U, name, sizeof(name) - 1); /* btrfs name hash */
+	if ((ret = btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, di, sizeof(di))))
+		return ret;
+	BTK_PUT(struct btrfs_inode_ref, ref, index, 0);
+	BTK_PUT(struct btrfs_inode_ref, ref, name_len, sizeof(name) - 1);
+	memcpy(ref + sizeof(struct btrfs_inode_ref), name, sizeof(name) - 1);
+	k.objectid = BTRFS_FS_TREE_OBJECTID;
+	k.type = BTRFS_INODE_REF_KEY;
+	k.offset = BTRFS_ROOT_TREE_DIR_OBJECTID;
+	return btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, ref, sizeof(ref));
+}
+
+static int insert_dev_items(struct btk_trans *t)
+{
+	struct btk_fs *fs = t->fs;
+	int ret = 0;
+
+	for (int i = 0; i < fs->ndevs && !ret; i++) {
+		struct btk_fs_dev *d = &fs->devs[i];
+		uint8_t di[sizeof(struct btrfs_dev_item)] = {0};
+		struct btk_key k = {BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY, d->devid};
+		BTK_PUT(struct btrfs_dev_item, di, devid, d->devid);
+		BTK_PUT(struct btrfs_dev_item, di, total_bytes, d->total_bytes);
+		BTK_PUT(struct btrfs_dev_item, di, bytes_used, d->bytes_used);
+		BTK_PUT(struct btrfs_dev_item, di, io_align, fs->sectorsize);
+		BTK_PUT(struct btrfs_dev_item, di, io_width, fs->sectorsize);
+		BTK_PUT(struct btrfs_dev_item, di, sector_size, fs->sectorsize);
+		memcpy(di + offsetof(struct btrfs_dev_item, uuid), d->uuid, BTK_UUID_SIZE);
+		memcpy(di + offsetof(struct btrfs_dev_item, fsid), fs->fsid, BTK_FSID_SIZE);
+		ret = btk_item_insert(t, BTRFS_CHUNK_TREE_OBJECTID, &k, di, sizeof(di));
+	}
+	return ret;
+}
+
+static int create_trees(struct btk_trans *t, const struct plan *pl, time_t now)
+{
+	static const uint64_t ids[] = {BTRFS_ROOT_TREE_OBJECTID,   BTRFS_CHUNK_TREE_OBJECTID,
+				       BTRFS_EXTENT_TREE_OBJECTID, BTRFS_DEV_TREE_OBJECTID,
+				       BTRFS_FS_TREE_OBJECTID,	   BTRFS_CSUM_TREE_OBJECTID,
+				       BTRFS_UUID_TREE_OBJECTID,   BTRFS_DATA_RELOC_TREE_OBJECTID};
+	struct btrfs_root_item *ri;
+	int ret = 0;
+
+	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]) && !ret; i++)
+		ret = btk_tree_new(t, ids[i]);
+	if (!ret && (pl->compat_ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE))
+		ret = btk_tree_new(t, BTRFS_FREE_SPACE_TREE_OBJECTID);
+	if (!ret && (pl->compat_ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE))
+		ret = btk_tree_new(t, BTRFS_BLOCK_GROUP_TREE_OBJECTID);
+	if (ret)
+		return ret;
+	/* the FS tree: a uuid, creation times and its root directory */
+	ri = btk_tree_root_item(t, BTRFS_FS_TREE_OBJECTID);
+	BTK_PUT(struct btrfs_root_item, ri, root_dirid, BTRFS_FIRST_FREE_OBJECTID);
+	make_uuid(t->fs, pl->derive_uuids, "fs-tree", 0, ri->uuid);
+	set_time((uint8_t *)&ri->ctime, now);
+	set_time((uint8_t *)&ri->otime, now);
+	ri = btk_tree_root_item(t, BTRFS_DATA_RELOC_TREE_OBJECTID);
+	BTK_PUT(struct btrfs_root_item, ri, root_dirid, BTRFS_FIRST_FREE_OBJECTID);
+	return 0;
+}
+
+static int populate(struct btk_trans *t, time_t now)
+{
+	struct btrfs_root_item *ri = btk_tree_root_item(t, BTRFS_FS_TREE_OBJECTID);
+	struct btk_key uk = {btk_le64(ri->uuid), BTRFS_UUID_KEY_SUBVOL, btk_le64(ri->uuid + 8)};
+	uint8_t subvol[8];
+	int ret = insert_dev_items(t);
+
+	if (!ret)
+		ret = insert_dir_inode(t, BTRFS_FS_TREE_OBJECTID, BTRFS_FIRST_FREE_OBJECTID,
+				       t->fs->nodesize, now);
+	if (!ret)
+		ret = insert_dir_inode(t, BTRFS_DATA_RELOC_TREE_OBJECTID, BTRFS_FIRST_FREE_OBJECTID,
+				       0, now);
+	if (!ret)
+		ret = insert_root_dir(t, now);
+	btk_put64(subvol, BTRFS_FS_TREE_OBJECTID);
+	if (!ret)
+		ret = btk_item_insert(t, BTRFS_UUID_TREE_OBJECTID, &uk, subvol, sizeof(subvol));
+	return ret;
+}
+
+static int alloc_chunks(struct btk_wfs *w, const struct btk_mkfs_opts *o, const struct plan *pl,
+			struct btk_mkfs_result *res)
+{
+	uint64_t lg;
+	int ret;
+
+	res->sys_flags = BTRFS_BLOCK_GROUP_SYSTEM | pl->meta;
+	res->meta_flags = BTRFS_BLOCK_GROUP_METADATA | pl->meta;
+	res->data_flags = BTRFS_BLOCK_GROUP_DATA | pl->data;
+	if (o->mixed)
+		res->meta_flags = res->data_flags = res->meta_flags | BTRFS_BLOCK_GROUP_DATA;
+	/* mkfs.btrfs keeps its initial 4 MiB system chunk when the profile is single */
+	if ((ret = btk_chunk_alloc_sized(
+		 w, res->sys_flags, (pl->meta & BTRFS_BLOCK_GROUP_PROFILE_MASK) ? 0 : 4 * SZ_1M,
+		 &lg)))
+		return ret;
+	if (!(pl->meta & BTRFS_BLOCK_GROUP_PROFILE_MASK)) {
+		/* and that chunk carries the fields of its raw construction */
+		struct btk_chunk *c = (struct btk_chunk *)btk_chunk_find(w->fs, lg);
+		c->io_align = c->io_width = pl->sectorsize;
+		c->sub_stripes = 0;
+	}
+	res->sys_bytes = btk_bg_find(w, lg)->len;
+	if ((ret = btk_chunk_alloc(w, res->meta_flags, &lg)))
+		return ret;
+	res->meta_bytes = btk_bg_find(w, lg)->len;
+	if (o->mixed) {
+		res->data_bytes = res->meta_bytes;
+		return 0;
+	}
+	if ((ret = btk_chunk_alloc(w, res->data_flags, &lg)))
+		return ret;
+	res->data_bytes = btk_bg_find(w, lg)->len;
+	return 0;
+}
+
+static void discard_devices(struct btk_fs *fs)
+{
+	for (int i = 0; i < fs->ndevs; i++) {
+		struct btk_dev *d = fs->devs[i].dev;
+		uint64_t range[2] = {0, fs->devs[i].total_bytes};
+		if (d->is_blockdev && d->fd >= 0)
+			(void)ioctl(d->fd, BLKDISCARD, range); /* best effort, like mkfs.btrfs */
+	}
+}
+
+/* Clears old signatures as mkfs.btrfs does: the first MiB (other filesystems' superblocks,
+ * boot sectors), the last 2 MiB (md, GPT backup) and the btrfs mirror places. Runs before the
+ * commit, so it never touches a block of the new filesystem. */
+static int wipe_devices(struct btk_fs *fs)
+{
+	uint8_t *zero = calloc(1, 2 * SZ_1M);
+	int ret = zero ? 0 : btk_err(ENOMEM, "out of memory");
+
+	for (int i = 0; i < fs->ndevs && !ret; i++) {
+		struct btk_dev *d = fs->devs[i].dev;
+		uint64_t end = d->size;
+		ret = btk_dev_write(d, zero, SZ_1M, 0);
+		if (!ret && end >= 4 * SZ_1M)
+			ret = btk_dev_write(d, zero, 2 * SZ_1M, (end - 2 * SZ_1M) & ~4095ULL);
+		for (int m = 1; !ret && m < BTK_SUPER_MIRRORS; m++)
+			if (btk_super_offset(m) + BTK_SUPER_SIZE <= end)
+				ret = btk_dev_write(d, zero, BTK_SUPER_SIZE, btk_super_offset(m));
+	}
+	free(zero);
+	return ret;
+}
+
+static void fill_result(const struct btk_fs *fs, const struct plan *pl, struct btk_mkfs_result *res)
+{
+	memcpy(res->fsid, fs->fsid, BTK_FSID_SIZE);
+	res->nodesize = pl->nodesize;
+	res->sectorsize = pl->sectorsize;
+	res->total_bytes = btk_le64(fs->sb.total_bytes);
+	res->incompat = pl->incompat;
+	res->compat_ro = pl->compat_ro;
+	res->csum_type = fs->csum_type;
+	res->ndevs = fs->ndevs;
+	for (int i = 0; i < fs->ndevs; i++) {
+		res->devs[i].devid = fs->devs[i].devid;
+		res->devs[i].size = fs->devs[i].total_bytes;
+	}
+}
+
+/* After a shrinking commit: image files end where the filesystem does. */
+static int truncate_images(struct btk_fs *fs)
+{
+	for (int i = 0; i < fs->ndevs; i++) {
+		struct btk_dev *d = fs->devs[i].dev;
+		if (!d->is_blockdev && ftruncate(d->fd, (off_t)fs->devs[i].total_bytes))
+			return btk_err(errno, "%s: cannot truncate to %llu bytes: %s", d->path,
+				       (unsigned long long)fs->devs[i].total_bytes,
+				       strerror(errno));
+	}
+	return 0;
+}
+
+static void remove_created(const struct btk_mkfs_opts *o, const bool *existed)
+{
+	for (int i = 0; i < o->ndevs; i++)
+		if (!existed[i])
+			unlink(o->paths[i]);
+}
+
+int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
+{
+	struct btk_fs *fs = NULL;
+	struct btk_wfs *w;
+	struct btk_trans *t = NULL;
+	struct plan pl = {0};
+	bool existed[64] = {false};
+	bool committing = false;
+	int ret = plan_options(o, &pl);
+
+	memset(res, 0, sizeof(*res));
+	if (ret)
+		return ret;
+	for (int i = 0; i < o->ndevs; i++) {
+		struct stat st;
+		existed[i] = !stat(o->paths[i], &st);
+	}
+	fs = calloc(1, sizeof(*fs));
+	w = calloc(1, sizeof(*w));
+	if (!fs || !w) {
+		free(fs);
+		free(w);
+		return btk_err(ENOMEM, "out of memory");
+	}
+	fs->trans = w;
+	fs->release_trans = btk_write_release;
+	w->fs = fs;
+	w->transid = 1;
+	w->skinny = pl.incompat & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
+	w->mixed = o->mixed;
+	w->no_holes = pl.incompat & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
+	w->fst = pl.compat_ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE;
+	w->bgtree = pl.compat_ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE;
+	fs->writable = true;
+	if (o->fsid)
+		memcpy(fs->fsid, o->fsid, BTK_FSID_SIZE);
+	else
+		btk_uuid_make(NULL, NULL, 0, fs->fsid);
+	pl.derive_uuids = o->fsid != NULL;
+	make_uuid(fs, pl.derive_uuids, "chunk-tree", 0, w->chunk_uuid);
+	ret = open_devices(o, &pl, fs);
+	for (int i = 0; !ret && i < fs->ndevs; i++)
+		make_uuid(fs, pl.derive_uuids, "device", fs->devs[i].devid, fs->devs[i].uuid);
+	if (!ret) {
+		init_super(o, &pl, fs);
+		fs->cache = btk_cache_new((uint64_t)(o->cache_mb ? o->cache_mb : 256) << 20);
+		ret = fs->cache ? 0 : btk_err(ENOMEM, "out of memory");
+	}
+	if (!ret)
+		ret = btk_trans_start(fs, &t);
+	if (o->shrink) {
+		w->chunk_cap = SHRINK_CHUNK;
+		w->meta_chunk_cap = SHRINK_META_CHUNK;
+		/* a small tree needs little metadata: a smaller chunk wastes less */
+		if (o->meta_estimate && o->meta_estimate < w->meta_chunk_cap)
+			w->meta_chunk_cap = o->meta_estimate < 4 * SZ_1M
+						? 4 * SZ_1M
+						: (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
+	}
+	w->small_single = true;
+	if (!ret)
+		ret = alloc_chunks(w, o, &pl, res);
+	w->small_single = false;
+	if (!ret)
+		ret = create_trees(t, &pl, o->now);
+	if (!ret)
+		ret = populate(t, o->now);
+	if (!ret) {
+		/* everything so far lives in memory: the first byte is written from here on (a
+		 * fill writes file data and may write tree blocks early, so the wipe goes first) */
+		if (o->discard)
+			discard_devices(fs);
+		ret = wipe_devices(fs);
+	}
+	if (!ret && o->fill)
+		ret = o->fill(o->fill_ctx, t);
+	if (!ret && o->shrink)
+		ret = btk_chunk_trim_tail(t, SHRINK_META_SLACK);
+	if (!ret) {
+		committing = true;
+		ret = btk_trans_commit(t);
+		t = NULL;
+	}
+	if (!ret && o->shrink)
+		ret = truncate_images(fs);
+	if (t)
+		btk_trans_abort(t);
+	if (!ret)
+		fill_result(fs, &pl, res);
+	btk_write_release(fs);
+	btk_fs_close(fs);
+	if (ret && !committing)
+		remove_created(o, existed);
+	return ret;
+}

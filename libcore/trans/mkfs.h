@@ -1,0 +1,101 @@
+/* mkfs.h — creating a new filesystem on one or more devices (bootstrap of the write path).
+ *
+ * btk_mkfs() validates everything (sizes, profiles against the device count, features,
+ * existing signatures through libblkid unless forced, mounted or busy devices) before it
+ * writes a byte. It then builds the filesystem in memory through the write path — chunks,
+ * empty trees, device items, root directories — and commits it: blocks first, a flush, then
+ * the superblocks. Defaults follow mkfs.btrfs 6.2.
+ */
+#ifndef BTK_MKFS_H
+#define BTK_MKFS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <time.h>
+#include "format/format.h"
+
+struct btk_trans;
+
+/* What a block group profile needs (kernel's btrfs_raid_array). */
+struct btk_raid_attr {
+	uint64_t bit; /* BTRFS_BLOCK_GROUP_* profile bit, 0 for single */
+	const char *name;
+	int dev_stripes, devs_min, devs_max, sub_stripes, ncopies, nparity;
+};
+/* The attributes of the profile in flags; NULL if the profile bits are invalid. */
+const struct btk_raid_attr *btk_raid_attr(uint64_t flags);
+/* By name ("single", "dup", "raid0", ..., case-insensitive); NULL if unknown. */
+const struct btk_raid_attr *btk_raid_by_name(const char *name);
+
+/* Features selectable with -O / -R. */
+struct btk_mkfs_feature {
+	const char *name;
+	uint64_t incompat, compat_ro;
+	bool dflt;    /* on by default in mkfs.btrfs 6.2 */
+	bool runtime; /* listed under -R by mkfs.btrfs 6.2 */
+	const char *desc;
+};
+/* The table, terminated by a NULL name. */
+const struct btk_mkfs_feature *btk_mkfs_features(void);
+const struct btk_mkfs_feature *btk_mkfs_feature_find(const char *name);
+
+#define BTK_PROFILE_DEFAULT UINT64_MAX
+
+struct btk_mkfs_opts {
+	const char *const *paths;
+	int ndevs;
+	uint64_t byte_count;	       /* per device; 0 = whole device (required for a new file) */
+	uint32_t nodesize, sectorsize; /* 0 = 16384 / 4096 */
+	uint64_t data_profile, meta_profile; /* profile bits or BTK_PROFILE_DEFAULT */
+	bool mixed;
+	int csum_type;	      /* BTRFS_CSUM_TYPE_* */
+	uint64_t features_on; /* incompat | compat_ro bits asked for; see btk_mkfs_opts_init */
+	uint64_t ro_on;
+	uint64_t features_off; /* incompat bits turned off */
+	uint64_t ro_off;
+	const char *label;   /* NULL = none */
+	const uint8_t *fsid; /* NULL = random */
+	bool force;	     /* overwrite existing signatures */
+	bool discard;	     /* discard block devices first */
+	time_t now;	     /* times written into inodes and root items */
+	uint32_t cache_mb;   /* tree-block cache budget in MiB (0 = 256) */
+	/* End each device (image files only) where its last chunk's data ends: chunks are kept
+	 * small and the last one loses its unused tail; image files are truncated there. */
+	bool shrink;
+	uint64_t meta_estimate; /* with shrink: metadata the fill will need, if known (0) */
+	/* Called inside the creating transaction once the empty filesystem exists (the top
+	 * directory is inode 256 of FS_TREE), e.g. to copy a directory tree in. The devices are
+	 * wiped just before it runs (it writes file data, and tree blocks through
+	 * btk_trans_writeback); nonzero fails mkfs with no superblock written, and image files
+	 * that mkfs created are removed. */
+	int (*fill)(void *ctx, struct btk_trans *t);
+	void *fill_ctx;
+};
+void btk_mkfs_opts_init(struct btk_mkfs_opts *o);
+
+struct btk_mkfs_result {
+	uint8_t fsid[BTK_FSID_SIZE];
+	uint32_t nodesize, sectorsize;
+	uint64_t total_bytes;
+	uint64_t incompat, compat_ro;
+	int csum_type;
+	uint64_t data_flags, meta_flags, sys_flags; /* full block group flags */
+	uint64_t data_bytes, meta_bytes, sys_bytes; /* chunk sizes (logical) */
+	int ndevs;
+	struct {
+		uint64_t devid, size;
+	} devs[64];
+};
+
+/* Creates the filesystem. Errors (nothing written unless the fill or the commit fails):
+ * -EINVAL bad option, -EEXIST a signature found without force, -EBUSY mounted/held device,
+ * -ENOSPC device too small, -EIO. btk_errmsg() names the device and the problem. */
+int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res);
+
+/* Safety probes used by btk_mkfs (exported for tests): 0 when the device holds no known
+ * signature (or force); -EEXIST naming what libblkid found. */
+int btk_mkfs_probe(const char *path, bool force);
+/* 0 unless path is mounted or backs a loop device (-EBUSY). */
+int btk_mkfs_check_busy(const char *path);
+
+#endif

@@ -1,0 +1,520 @@
+/* trans.c — transactions: start, commit (settle queued changes, write blocks, flush, write
+ * superblocks), abort; write-path state of an opened filesystem.
+ */
+#include "trans/ctree_int.h"
+#include "base/csum.h"
+#include "base/error.h"
+#include "volumes/super.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int check_writable(struct btk_fs *fs)
+{
+	uint64_t inc = btk_le64(fs->sb.incompat_flags), ro = btk_le64(fs->sb.compat_ro_flags);
+	const uint64_t known_inc =
+	    BTRFS_FEATURE_INCOMPAT_MIXED_BACKREF | BTRFS_FEATURE_INCOMPAT_DEFAULT_SUBVOL |
+	    BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS | BTRFS_FEATURE_INCOMPAT_COMPRESS_LZO |
+	    BTRFS_FEATURE_INCOMPAT_COMPRESS_ZSTD | BTRFS_FEATURE_INCOMPAT_BIG_METADATA |
+	    BTRFS_FEATURE_INCOMPAT_EXTENDED_IREF | BTRFS_FEATURE_INCOMPAT_RAID56 |
+	    BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA | BTRFS_FEATURE_INCOMPAT_NO_HOLES |
+	    BTRFS_FEATURE_INCOMPAT_METADATA_UUID | BTRFS_FEATURE_INCOMPAT_RAID1C34;
+	const uint64_t known_ro = BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE |
+				  BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE_VALID |
+				  BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE;
+
+	if (!(inc & BTRFS_FEATURE_INCOMPAT_MIXED_BACKREF))
+		return btk_err(EOPNOTSUPP, "old backref format (no mixed-backref): not writable");
+	if (inc & ~known_inc)
+		return btk_err(EOPNOTSUPP, "unknown incompat features %#llx: not writable",
+			       (unsigned long long)(inc & ~known_inc));
+	if (ro & ~known_ro)
+		return btk_err(EOPNOTSUPP, "unknown compat_ro features %#llx: not writable",
+			       (unsigned long long)(ro & ~known_ro));
+	if ((ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE) &&
+	    !(ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE_VALID))
+		return btk_err(EOPNOTSUPP, "free-space tree not marked valid: not writable");
+	if (btk_le64(fs->sb.log_root))
+		return btk_err(EOPNOTSUPP,
+			       "the filesystem has a log tree: mount it once to replay");
+	for (int i = 0; i < fs->ndevs; i++)
+		if (!fs->devs[i].dev)
+			return btk_err(ENODEV, "devid %llu is missing: not writable",
+				       (unsigned long long)fs->devs[i].devid);
+	return 0;
+}
+
+/* Prepares fs->trans for a filesystem read from disk. */
+static int write_init(struct btk_fs *fs)
+{
+	uint64_t inc = btk_le64(fs->sb.incompat_flags), ro = btk_le64(fs->sb.compat_ro_flags);
+	struct btk_wfs *w;
+	struct btk_block *b;
+	int ret = check_writable(fs);
+
+	if (ret)
+		return ret;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return btk_err(ENOMEM, "out of memory");
+	w->fs = fs;
+	w->transid = btk_le64(fs->sb.generation) + 1;
+	w->skinny = inc & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
+	w->mixed = inc & BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS;
+	w->no_holes = inc & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
+	w->fst = ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE;
+	w->bgtree = ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE;
+	fs->trans = w;
+	fs->release_trans = btk_write_release;
+	ret = btk_wblock_read(fs, btk_le64(fs->sb.chunk_root), fs->sb.chunk_root_level, &b);
+	if (!ret) {
+		memcpy(w->chunk_uuid, btk_hdr(b)->chunk_tree_uuid, BTK_UUID_SIZE);
+		btk_block_put(b);
+		ret = btk_bg_load(w);
+	}
+	if (ret)
+		btk_write_release(fs);
+	return ret;
+}
+
+void btk_write_release(struct btk_fs *fs)
+{
+	struct btk_wfs *w = fs ? btk_w(fs) : NULL;
+
+	if (!w)
+		return;
+	for (int i = 0; i < w->nroots; i++)
+		free(w->roots[i]);
+	free(w->roots);
+	for (int i = 0; i < w->nbgs; i++) {
+		btk_rs_free(&w->bgs[i].free);
+		btk_rs_free(&w->bgs[i].pinned);
+		btk_rs_free(&w->bgs[i].super);
+	}
+	free(w->bgs);
+	btk_rs_free(&w->snap_shared);
+	free(w->refs);
+	free(w->new_chunks);
+	free(w);
+	fs->trans = NULL;
+	fs->release_trans = NULL;
+}
+
+int btk_trans_start(struct btk_fs *fs, struct btk_trans **out)
+{
+	struct btk_trans *t;
+	struct btk_wfs *w;
+	int ret;
+
+	if (!fs->writable)
+		return btk_err(EROFS, "filesystem opened read-only");
+	if (!fs->trans && (ret = write_init(fs)))
+		return ret;
+	w = btk_w(fs);
+	if (w->broken)
+		return btk_err(EIO, "an earlier transaction failed; reopen the filesystem");
+	if (w->running)
+		return btk_err(EBUSY, "a transaction is already running");
+	t = calloc(1, sizeof(*t));
+	if (!t)
+		return btk_err(ENOMEM, "out of memory");
+	t->fs = fs;
+	t->w = w;
+	t->transid = w->transid;
+	t->mods_at_start = w->mods;
+	w->running = true;
+	*out = t;
+	return 0;
+}
+
+struct btk_fs *btk_trans_fs(const struct btk_trans *t)
+{
+	return t->fs;
+}
+
+uint64_t btk_trans_id(const struct btk_trans *t)
+{
+	return t->transid;
+}
+
+void btk_trans_abort(struct btk_trans *t)
+{
+	if (!t)
+		return;
+	t->w->broken = true;
+	t->w->running = false;
+	free(t);
+}
+
+/* ---- commit: settle ---- */
+
+static void fill_root_item(struct btk_trans *t, struct btk_wroot *wr)
+{
+	BTK_PUT(struct btrfs_root_item, wr->item, generation, t->transid);
+	BTK_PUT(struct btrfs_root_item, wr->item, bytenr, wr->bytenr);
+	BTK_PUT(struct btrfs_root_item, wr->item, level, wr->level);
+	if (wr->item_size >= offsetof(struct btrfs_root_item, uuid))
+		BTK_PUT(struct btrfs_root_item, wr->item, generation_v2, t->transid);
+}
+
+static int update_root_items(struct btk_trans *t)
+{
+	struct btk_wfs *w = t->w;
+	int ret = 0;
+
+	for (int i = 0; i < w->nroots && !ret; i++) {
+		struct btk_wroot *wr = w->roots[i];
+		if (!wr->in_root_tree || (!wr->item_new && !wr->item_dirty))
+			continue;
+		fill_root_item(t, wr);
+		if (wr->item_new) {
+			wr->item_new = wr->item_dirty = false;
+			ret = btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &wr->item_key, wr->item,
+					      wr->item_size);
+		} else {
+			wr->item_dirty = false;
+			ret = btk_item_update(t, BTRFS_ROOT_TREE_OBJECTID, &wr->item_key, wr->item,
+					      wr->item_size);
+		}
+	}
+	return ret;
+}
+
+/* btk does not account qgroups: when quotas are on, mark them inconsistent so that the
+ * kernel (btrfs quota rescan) and btrfs check know the numbers need a rescan. */
+static int qgroups_inconsistent(struct btk_trans *t)
+{
+	struct btk_key k = {0, BTRFS_QGROUP_STATUS_KEY, 0};
+	uint8_t item[sizeof(struct btrfs_qgroup_status_item)];
+	struct btk_path p;
+	uint32_t size;
+	const uint8_t *d;
+	int ret;
+
+	if (!btk_wroot_get(t->w, BTRFS_QUOTA_TREE_OBJECTID)) {
+		btk_err_clear();
+		return 0; /* no quota tree */
+	}
+	ret = btk_tree_search_cur(t->w, BTRFS_QUOTA_TREE_OBJECTID, &k, &p);
+	if (ret) {
+		btk_wpath_release(&p);
+		return ret < 0 ? ret : 0;
+	}
+	d = btk_item_ptr(&p, &size);
+	if (size < sizeof(item) || (BTK_GET(struct btrfs_qgroup_status_item, d, flags) &
+				    BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT)) {
+		btk_wpath_release(&p);
+		return 0;
+	}
+	memcpy(item, d, sizeof(item));
+	btk_wpath_release(&p);
+	BTK_PUT(struct btrfs_qgroup_status_item, item, flags,
+		BTK_GET(struct btrfs_qgroup_status_item, item, flags) |
+		    BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT);
+	return btk_item_update(t, BTRFS_QUOTA_TREE_OBJECTID, &k, item, sizeof(item));
+}
+
+static int settle(struct btk_trans *t)
+{
+	struct btk_wfs *w = t->w;
+	int ret = qgroups_inconsistent(t);
+
+	for (int round = 0; !ret; round++) {
+		uint64_t before = w->mods;
+		if (round > 100)
+			return btk_err(ELOOP, "commit did not settle after 100 rounds");
+		if (!ret)
+			ret = btk_chunk_write_items(t);
+		if (!ret)
+			ret = btk_chunk_update_dev_items(t);
+		if (!ret)
+			ret = update_root_items(t);
+		if (!ret)
+			ret = btk_run_refs(t);
+		if (!ret)
+			ret = btk_write_bg_items(t);
+		if (!ret)
+			ret = btk_fst_update(t);
+		if (!ret && w->mods == before)
+			break;
+	}
+	for (int i = 0; i < w->nbgs; i++)
+		w->bgs[i].dirty = false;
+	return ret;
+}
+
+/* ---- commit: write ---- */
+
+static int write_block(void *ctx, struct btk_block *b)
+{
+	struct btk_trans *t = ctx;
+	struct btk_fs *fs = t->fs;
+	struct btk_header *h = (struct btk_header *)b->data;
+	uint8_t csum[BTK_CSUM_MAX];
+	struct btk_phys ph[16];
+	int n = 0, ret;
+
+	btk_put64(h->flags, btk_le64(h->flags) | BTK_HEADER_FLAG_WRITTEN);
+	ret = btk_csum(fs->csum_type, b->data + BTK_CSUM_MAX, b->len - BTK_CSUM_MAX, csum);
+	if (ret)
+		return ret;
+	memcpy(h->csum, csum, BTK_CSUM_MAX);
+	{
+		const struct btk_chunk *c = btk_chunk_find(fs, b->bytenr);
+		if (c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK)) {
+			ret = btk_raid56_write(fs, b->bytenr, b->data, b->len);
+			if (!ret)
+				b->dirty = false;
+			return ret;
+		}
+	}
+	ret = btk_map_logical(fs, b->bytenr, ph, 16, &n, NULL);
+	if (ret)
+		return ret;
+	for (int i = 0; i < n && !ret; i++) {
+		if (!ph[i].dev)
+			return btk_err(ENODEV, "tree block %llu: devid %llu is missing",
+				       (unsigned long long)b->bytenr,
+				       (unsigned long long)ph[i].devid);
+		ret = btk_dev_write(ph[i].dev, b->data, b->len, ph[i].physical);
+	}
+	if (!ret)
+		b->dirty = false;
+	return ret;
+}
+
+static int flush_all(struct btk_fs *fs)
+{
+	int ret = 0;
+
+	for (int i = 0; i < fs->ndevs && !ret; i++)
+		if (fs->devs[i].dev)
+			ret = btk_dev_flush(fs->devs[i].dev);
+	return ret;
+}
+
+static int root_info(struct btk_trans *t, uint64_t id, uint64_t *bytenr, uint64_t *gen,
+		     uint8_t *level)
+{
+	struct btk_wroot *wr = btk_wroot_get(t->w, id);
+	struct btk_block *b;
+	int ret;
+
+	*bytenr = *gen = 0;
+	*level = 0;
+	if (!wr) {
+		btk_err_clear();
+		return 0;
+	}
+	ret = btk_wblock_read(t->fs, wr->bytenr, wr->level, &b);
+	if (ret)
+		return ret;
+	*bytenr = wr->bytenr;
+	*gen = btk_block_generation(b);
+	*level = (uint8_t)wr->level;
+	btk_block_put(b);
+	return 0;
+}
+
+static int fill_backup(struct btk_trans *t, struct btk_super *sb)
+{
+	struct btk_root_backup *bk = &sb->super_roots[t->transid % BTK_NUM_BACKUP_ROOTS];
+	uint64_t by, gen;
+	uint8_t lv;
+	int ret;
+
+	memset(bk, 0, sizeof(*bk));
+#define BK(id, f)                                                                                  \
+	do {                                                                                       \
+		if ((ret = root_info(t, id, &by, &gen, &lv)))                                      \
+			return ret;                                                                \
+		btk_put64(bk->f, by);                                                              \
+		btk_put64(bk->f##_gen, gen);                                                       \
+		bk->f##_level = lv;                                                                \
+	} while (0)
+	BK(BTRFS_ROOT_TREE_OBJECTID, tree_root);
+	BK(BTRFS_CHUNK_TREE_OBJECTID, chunk_root);
+	BK(BTRFS_EXTENT_TREE_OBJECTID, extent_root);
+	BK(BTRFS_FS_TREE_OBJECTID, fs_root);
+	BK(BTRFS_DEV_TREE_OBJECTID, dev_root);
+	BK(BTRFS_CSUM_TREE_OBJECTID, csum_root);
+#undef BK
+	btk_put64(bk->total_bytes, btk_le64(sb->total_bytes));
+	btk_put64(bk->bytes_used, btk_le64(sb->bytes_used));
+	btk_put64(bk->num_devices, btk_le64(sb->num_devices));
+	return 0;
+}
+
+/* Updates the in-memory superblock for this commit (everything but the dev item). */
+static int prepare_super(struct btk_trans *t)
+{
+	struct btk_fs *fs = t->fs;
+	struct btk_super *sb = &fs->sb;
+	struct btk_wroot *rt = btk_wroot_get(t->w, BTRFS_ROOT_TREE_OBJECTID);
+	struct btk_wroot *ct = btk_wroot_get(t->w, BTRFS_CHUNK_TREE_OBJECTID);
+	uint64_t used = 0, total = 0, by, gen;
+	uint8_t lv;
+	int ret;
+
+	if (!rt || !ct)
+		return -ENOENT;
+	for (int i = 0; i < t->w->nbgs; i++)
+		used += t->w->bgs[i].used;
+	for (int i = 0; i < fs->ndevs; i++)
+		total += fs->devs[i].total_bytes;
+	btk_put64(sb->generation, t->transid);
+	btk_put64(sb->root, rt->bytenr);
+	sb->root_level = (uint8_t)rt->level;
+	btk_put64(sb->chunk_root, ct->bytenr);
+	sb->chunk_root_level = (uint8_t)ct->level;
+	if ((ret = root_info(t, BTRFS_CHUNK_TREE_OBJECTID, &by, &gen, &lv)))
+		return ret;
+	btk_put64(sb->chunk_root_generation, gen);
+	btk_put64(sb->bytes_used, used);
+	btk_put64(sb->total_bytes, total);
+	btk_put64(sb->num_devices, (uint64_t)fs->ndevs);
+	btk_put64(sb->flags, btk_le64(sb->flags) | BTK_HEADER_FLAG_WRITTEN);
+	/* a v1 space cache no longer matches the block groups: have the kernel rebuild it */
+	if (!t->w->fst)
+		btk_put64(sb->cache_generation, UINT64_MAX);
+	if ((ret = btk_chunk_build_sys_array(fs)))
+		return ret;
+	return fill_backup(t, sb);
+}
+
+static int dev_item_of(struct btk_trans *t, uint64_t devid, uint8_t *out)
+{
+	struct btk_key key = {BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY, devid};
+	struct btk_path p;
+	uint32_t size = 0;
+	int ret = btk_tree_search_cur(t->w, BTRFS_CHUNK_TREE_OBJECTID, &key, &p);
+
+	if (ret == 0) {
+		const uint8_t *d = btk_item_ptr(&p, &size);
+		if (size == sizeof(struct btrfs_dev_item))
+			memcpy(out, d, size);
+	}
+	btk_wpath_release(&p);
+	if (ret < 0)
+		return ret;
+	if (ret || size != sizeof(struct btrfs_dev_item))
+		return btk_err(EUCLEAN, "no valid device item for devid %llu",
+			       (unsigned long long)devid);
+	return 0;
+}
+
+static int write_supers(struct btk_trans *t)
+{
+	struct btk_fs *fs = t->fs;
+	struct btk_super *copy = malloc(sizeof(*copy));
+	int ret = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	for (int i = 0; i < fs->ndevs && !ret; i++) {
+		struct btk_fs_dev *d = &fs->devs[i];
+		*copy = fs->sb;
+		ret = dev_item_of(t, d->devid, copy->dev_item);
+		for (int m = 0; !ret && m < BTK_SUPER_MIRRORS; m++) {
+			uint64_t off = btk_super_offset(m);
+			if (off + BTK_SUPER_SIZE > d->total_bytes)
+				break;
+			btk_put64(copy->bytenr, off);
+			btk_super_csum_fill(copy);
+			ret = btk_dev_write(d->dev, copy, BTK_SUPER_SIZE, off);
+		}
+		if (!ret && i == 0)
+			memcpy(fs->sb.dev_item, copy->dev_item, sizeof(copy->dev_item));
+	}
+	free(copy);
+	return ret;
+}
+
+int btk_trans_writeback(struct btk_trans *t, uint64_t limit)
+{
+	int ret;
+
+	if (t->w->dirtied < limit)
+		return 0;
+	/* queued reference changes become extent-tree blocks that can go out too */
+	if ((ret = btk_run_refs(t)))
+		return ret;
+	t->w->dirtied = 0;
+	return btk_cache_for_each_dirty(t->fs->cache, write_block, t);
+}
+
+int btk_trans_commit(struct btk_trans *t)
+{
+	struct btk_wfs *w = t->w;
+	struct btk_fs *fs = t->fs;
+	int ret;
+
+	/* Nothing changed: writing superblocks of a new generation over trees of the old one
+	 * would break the filesystem (the root tree's generation must match), so do nothing. */
+	if (w->mods == t->mods_at_start && !w->nrefs && !w->nnew_chunks) {
+		w->running = false;
+		free(t);
+		return 0;
+	}
+	ret = settle(t);
+
+	if (!ret)
+		ret = prepare_super(t);
+	if (!ret)
+		ret = btk_cache_for_each_dirty(fs->cache, write_block, t);
+	/* every block must be stable before any superblock points at it */
+	if (!ret)
+		ret = flush_all(fs);
+	if (!ret)
+		ret = write_supers(t);
+	if (!ret)
+		ret = flush_all(fs);
+	if (ret) {
+		w->broken = true;
+		w->running = false;
+		free(t);
+		return ret;
+	}
+	btk_bg_unpin_all(w);
+	w->snap_shared.n = 0; /* committed: sharing is now visible through generations */
+	fs->generation = t->transid;
+	w->transid = t->transid + 1;
+	w->running = false;
+	free(t);
+	return 0;
+}
+
+/* ---- small public helpers ---- */
+
+int btk_tree_new(struct btk_trans *t, uint64_t objectid)
+{
+	return btk_tree_create(t, objectid, NULL);
+}
+
+struct btrfs_root_item *btk_tree_root_item(struct btk_trans *t, uint64_t objectid)
+{
+	struct btk_wroot *wr = btk_wroot_get(t->w, objectid);
+
+	if (!wr || !wr->in_root_tree)
+		return NULL;
+	wr->item_dirty = true;
+	return (struct btrfs_root_item *)wr->item;
+}
+
+void btk_write_stats(struct btk_fs *fs, struct btk_wstats *st)
+{
+	struct btk_wfs *w = btk_w(fs);
+
+	memset(st, 0, sizeof(*st));
+	if (!w)
+		return;
+	st->bgs = (uint64_t)w->nbgs;
+	for (int i = 0; i < w->nbgs; i++) {
+		st->bg_used += w->bgs[i].used;
+		for (size_t j = 0; j < w->bgs[i].pinned.n; j++)
+			st->pinned_bytes += w->bgs[i].pinned.r[j].len;
+		for (size_t j = 0; j < w->bgs[i].free.n; j++)
+			st->free_bytes += w->bgs[i].free.r[j].len;
+	}
+}

@@ -1,0 +1,140 @@
+/* trans.h — the copy-on-write write path (layer 7).
+ *
+ * A transaction changes trees by copy-on-write: every block on a changed path is copied to a
+ * newly allocated block (once per transaction), so the blocks the last committed superblock
+ * reaches are never overwritten. Back references in the extent tree, block group items, the
+ * free-space tree, root items and chunk/dev items follow automatically at commit. The commit
+ * writes every new block to every copy, flushes, and only then writes every superblock copy of
+ * every device, so an interruption at any write leaves either the old or the new filesystem.
+ *
+ * Blocks shared with snapshots are copied as the kernel does: children of a block still used
+ * by another tree get references from it as a parent (FULL_BACKREF), keyed references move
+ * to the copying tree when it was the last user; data extents of shared leaves gain and lose
+ * references the same way. Tree blocks in RAID5/6 chunks update P/Q of their row
+ * (read-modify-write). Relocation trees (a balance in progress) and unknown features are
+ * refused with -EOPNOTSUPP.
+ *
+ * One transaction at a time per filesystem; not thread-safe. After any error inside a
+ * transaction, abort it: the in-memory state is then unusable for writing (fs stays readable
+ * from disk after reopening).
+ */
+#ifndef BTK_TRANS_H
+#define BTK_TRANS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "format/format.h"
+#include "tree/tree.h"
+#include "volumes/volumes.h"
+
+struct btk_trans;
+
+/* Starts a transaction on a filesystem opened with opts.write (or built by mkfs). The first
+ * call loads block groups and free space. *out is freed by commit or abort.
+ * Errors: -EROFS (not writable), -EOPNOTSUPP (a feature the write path cannot keep
+ * consistent: unknown features, old backrefs, a log tree to replay), -ENODEV (a device is
+ * missing), -EIO. A v1 space cache is invalidated (cache_generation -1): the kernel rebuilds
+ * it. */
+int btk_trans_start(struct btk_fs *fs, struct btk_trans **out);
+/* Bounds the memory of a long transaction: once more than `limit` bytes of tree blocks were
+ * made dirty since the last call that wrote, applies queued reference changes and writes
+ * every dirty block, so that the cache may drop them. Safe for the old filesystem: the blocks
+ * written are this transaction's, which no committed root reaches. Call it between changes
+ * (no path held). Errors: -EIO, -ENOSPC, -ENOMEM; the transaction must then be aborted. */
+int btk_trans_writeback(struct btk_trans *t, uint64_t limit);
+/* Writes everything and ends the transaction (t is freed, also on error). A transaction that
+ * changed nothing writes nothing (the generation stays). */
+int btk_trans_commit(struct btk_trans *t);
+/* Drops the transaction without writing; the filesystem object can no longer be written. */
+void btk_trans_abort(struct btk_trans *t);
+uint64_t btk_trans_id(const struct btk_trans *t);
+/* The filesystem a transaction writes to. */
+struct btk_fs *btk_trans_fs(const struct btk_trans *t);
+
+/* Allocates one contiguous data extent of at most `want` and at least `min` bytes (sector
+ * multiples; first fit, so the layout is a function of the allocation sequence) for file data
+ * of (root, ino) at file offset `offset`, and records its EXTENT_ITEM with one
+ * EXTENT_DATA_REF; the block group's used bytes and free space follow. *got is the length.
+ * -ENOSPC when no range of min bytes is free even after allocating a new data chunk. */
+int btk_data_extent_alloc(struct btk_trans *t, uint64_t want, uint64_t min, uint64_t root,
+			  uint64_t ino, uint64_t offset, uint64_t *bytenr, uint64_t *got);
+
+/* Frees the write-path state hanging off fs->trans (btk_fs_close should call it). */
+void btk_write_release(struct btk_fs *fs);
+
+/* ---- items ----
+ * `tree` is a root objectid (BTRFS_ROOT_TREE_OBJECTID, BTRFS_EXTENT_TREE_OBJECTID, 5, ...).
+ * A path returned positioned (btk_tree_search_write, btk_item_insert_empty) points at a leaf
+ * of this transaction whose item data may be changed in place through btk_item_ptr(); release
+ * it with btk_wpath_release() before the next change to the same tree. */
+
+/* Searches key in tree, copying the path for writing. ins_len > 0 guarantees room for an item
+ * of that data size (plus its header) in the leaf; ins_len < 0 lets underfull blocks merge.
+ * Returns 0 found, 1 not found (slot where key would go), negative errno. */
+int btk_tree_search_write(struct btk_trans *t, uint64_t tree, const struct btk_key *key,
+			  int ins_len, struct btk_path *p);
+/* Inserts an item (copying size bytes of data). -EEXIST if the key exists. */
+int btk_item_insert(struct btk_trans *t, uint64_t tree, const struct btk_key *key, const void *data,
+		    uint32_t size);
+/* Inserts a zero-filled item and leaves p at it. -EEXIST if the key exists. */
+int btk_item_insert_empty(struct btk_trans *t, uint64_t tree, const struct btk_key *key,
+			  uint32_t size, struct btk_path *p);
+/* Deletes the item with key. -ENOENT if absent. */
+int btk_item_delete(struct btk_trans *t, uint64_t tree, const struct btk_key *key);
+/* Deletes the item p points at (p found by btk_tree_search_write with ins_len -1); p is
+ * released. */
+int btk_item_delete_at(struct btk_trans *t, uint64_t tree, struct btk_path *p);
+/* Grows the item p points at by `grow` zero bytes at its end (p from a search with
+ * ins_len >= grow). */
+int btk_item_extend(struct btk_trans *t, struct btk_path *p, uint32_t grow);
+/* Shrinks the item p points at to new_size, dropping bytes from its end. */
+int btk_item_truncate(struct btk_trans *t, struct btk_path *p, uint32_t new_size);
+/* Replaces the data of an existing item of the same size, or resizes it. */
+int btk_item_update(struct btk_trans *t, uint64_t tree, const struct btk_key *key, const void *data,
+		    uint32_t size);
+static inline uint8_t *btk_item_ptr(struct btk_path *p, uint32_t *size)
+{
+	struct btk_block *b = p->nodes[0];
+	const struct btk_item *it = btk_leaf_item(b, p->slots[0]);
+
+	if (size)
+		*size = btk_le32(it->size);
+	return b->data + sizeof(struct btk_header) + btk_le32(it->offset);
+}
+void btk_wpath_release(struct btk_path *p);
+
+/* ---- trees ---- */
+/* Creates an empty tree with a default ROOT_ITEM (refs 1); fs trees get their root dir by
+ * the caller. -EEXIST if it exists. */
+int btk_tree_new(struct btk_trans *t, uint64_t objectid);
+/* The ROOT_ITEM bytes the commit will write for tree (mutable until commit: callers set
+ * uuid, times, root_dirid). NULL if the tree is not loaded / has no item. */
+struct btrfs_root_item *btk_tree_root_item(struct btk_trans *t, uint64_t objectid);
+
+/* Snapshots subvolume src as a new tree dst (a subvolume id): dst's root block is a copy of
+ * src's, every block below gains a reference from dst, both root items record this
+ * transaction as last_snapshot, and dst gets its own ROOT_ITEM (new uuid, parent_uuid = src's,
+ * RDONLY if asked, times = now, ROOT_ITEM_INIT set; a source item without ROOT_ITEM_INIT passes
+ * on no flags or byte_limit, as in the kernel) and uuid-tree entry. Changes to src or dst later
+ * in the same transaction copy the shared blocks first, as the kernel does. The caller adds
+ * ROOT_REF, ROOT_BACKREF and the directory entry that name the snapshot (fs layer). */
+int btk_tree_snapshot(struct btk_trans *t, uint64_t src, uint64_t dst, bool readonly, uint64_t now);
+
+/* ---- data extent references ----
+ * Queues delta references to the data extent [bytenr, +num_bytes) from (root, inode, offset)
+ * where offset is the file offset minus the extent offset of the EXTENT_DATA item (or from a
+ * parent block: root 0, parent set). Applied at commit; when the count reaches zero the record
+ * goes and the space is free after the commit. The record itself is created by whoever
+ * allocates the extent (data_alloc.c). */
+int btk_data_ref(struct btk_trans *t, uint64_t bytenr, uint64_t num_bytes, uint64_t root,
+		 uint64_t parent, uint64_t ino, uint64_t offset, int delta);
+/* The key offset of a keyed EXTENT_DATA_REF item (the kernel's hash_extent_data_ref). */
+uint64_t btk_data_ref_hash(uint64_t root, uint64_t ino, uint64_t offset);
+
+/* ---- statistics for tests ---- */
+struct btk_wstats {
+	uint64_t bgs, bg_used, pinned_bytes, free_bytes;
+};
+void btk_write_stats(struct btk_fs *fs, struct btk_wstats *st);
+
+#endif

@@ -1,0 +1,25 @@
+/* cache.h — the tree-block cache (part of layer 6), shared by the read and write paths.
+ *
+ * Blocks are keyed by logical bytenr. The cache holds one reference to each block it keeps
+ * and evicts clean, unreferenced blocks past its byte budget (least recently used first).
+ * Dirty blocks are never evicted: the write path clears `dirty` once a block is on disk.
+ */
+#ifndef BTK_CACHE_H
+#define BTK_CACHE_H
+
+#include "tree/tree.h"
+
+struct btk_block_cache *btk_cache_new(uint64_t budget_bytes);
+void btk_cache_free(struct btk_block_cache *c);
+/* A referenced block if cached (caller puts it), else NULL. */
+struct btk_block *btk_cache_lookup(struct btk_block_cache *c, uint64_t bytenr);
+/* A new zeroed block of len bytes at bytenr, inserted into the cache (replacing any block at
+ * that bytenr) and referenced once for the caller. NULL on allocation failure. */
+struct btk_block *btk_cache_alloc(struct btk_block_cache *c, uint64_t bytenr, uint32_t len);
+/* Drops the cached block at bytenr if any (callers' references stay valid). */
+void btk_cache_forget(struct btk_block_cache *c, uint64_t bytenr);
+/* Calls fn on every dirty block (in bytenr order) — for commit. */
+int btk_cache_for_each_dirty(struct btk_block_cache *c, int (*fn)(void *ctx, struct btk_block *b),
+			     void *ctx);
+
+#endif

@@ -1,0 +1,118 @@
+/* open.c — opening a filesystem: the volumes layer's part, then the cache and the chunk tree
+ * (it is a tree, so its reading belongs here and not to volumes). */
+#include "base/error.h"
+#include "tree/cache.h"
+#include "tree/tree.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct chunk_load {
+	struct btk_chunk **v;
+	int n;
+};
+
+static int chunk_item(struct btk_fs *fs, struct chunk_load *cl, uint64_t logical,
+		      const uint8_t *data, uint32_t size)
+{
+	struct btk_chunk *c, **nv;
+	int ret = btk_chunk_parse(data, size, logical, fs->sectorsize, &c);
+
+	if (ret)
+		return ret;
+	nv = realloc(cl->v, (size_t)(cl->n + 1) * sizeof(*nv));
+	if (!nv) {
+		free(c);
+		return btk_err(ENOMEM, "out of memory");
+	}
+	cl->v = nv;
+	cl->v[cl->n++] = c;
+	return 0;
+}
+
+static int chunk_leaf(void *ctx, struct btk_fs *fs, const struct btk_block *b, int depth)
+{
+	(void)depth;
+	if (btk_block_level(b))
+		return 0;
+	for (int i = 0; i < (int)btk_block_nritems(b); i++) {
+		struct btk_key k;
+		uint32_t size = btk_leaf_size(b, i);
+		const uint8_t *data = btk_leaf_data(b, i);
+		int ret = 0;
+
+		btk_leaf_key(b, i, &k);
+		if (k.type == BTRFS_DEV_ITEM_KEY && size >= sizeof(struct btrfs_dev_item)) {
+			struct btk_fs_dev *d = btk_fs_dev_add(fs, k.offset);
+			if (!d)
+				return btk_err(ENOMEM, "out of memory");
+			btk_fs_dev_fill(d, data);
+		} else if (k.type == BTRFS_CHUNK_ITEM_KEY) {
+			ret = chunk_item(fs, ctx, k.offset, data, size);
+		}
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+static int load_chunk_tree(struct btk_fs *fs)
+{
+	struct btk_walk_ops ops = {.block = chunk_leaf};
+	struct chunk_load cl = {0};
+	struct btk_root r;
+	int ret;
+
+	btk_root_find(fs, BTRFS_CHUNK_TREE_OBJECTID, &r);
+	ret = btk_tree_walk(fs, &r, &ops, &cl);
+	for (int i = 0; i < cl.n; i++) {
+		if (!ret)
+			ret = btk_chunk_map_add(fs, cl.v[i]); /* frees the chunk on failure */
+		else
+			free(cl.v[i]);
+	}
+	free(cl.v);
+	return ret ? ret : btk_chunk_map_check(fs);
+}
+
+int btk_fs_open(const char *const *paths, int n, const struct btk_open_opts *opts,
+		struct btk_fs **out)
+{
+	struct btk_open_opts o = {.super_mirror = -1};
+	struct btk_fs *fs = NULL;
+	int ret;
+
+	if (opts)
+		o = *opts;
+	ret = btk_volumes_open(paths, n, &o, &fs);
+	if (ret)
+		return ret;
+	fs->cache = btk_cache_new(o.cache_mb << 20);
+	if (!fs->cache)
+		ret = btk_err(ENOMEM, "out of memory");
+	if (!ret)
+		ret = load_chunk_tree(fs);
+	if (!ret)
+		ret = btk_volumes_check_missing(fs, &o);
+	if (ret) {
+		char msg[1024];
+		snprintf(msg, sizeof(msg), "%s", btk_errmsg());
+		btk_err(-ret, "%s: %s", paths[0], msg);
+		btk_fs_close(fs);
+		return ret;
+	}
+	*out = fs;
+	return 0;
+}
+
+void btk_fs_close(struct btk_fs *fs)
+{
+	if (!fs)
+		return;
+	if (fs->release_trans)
+		fs->release_trans(fs);
+	btk_cache_free(fs->cache);
+	fs->cache = NULL;
+	btk_volumes_close(fs);
+}

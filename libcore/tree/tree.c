@@ -1,0 +1,448 @@
+/* tree.c — validated tree-block reads with mirror fallback; search and iteration. */
+#include "tree/tree.h"
+#include "tree/cache.h"
+#include "base/csum.h"
+#include "base/error.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define HDR sizeof(struct btk_header)
+
+#define BAD(...) (snprintf(why, whylen, __VA_ARGS__), -EUCLEAN)
+
+static int check_leaf(const uint8_t *data, uint32_t len, uint32_t n, char *why, size_t whylen)
+{
+	const struct btk_item *it = (const struct btk_item *)(data + HDR);
+	uint32_t space = len - HDR, floor = n * sizeof(struct btk_item), end = space;
+	struct btk_key prev = {0}, k;
+
+	if (n > space / sizeof(struct btk_item))
+		return BAD("leaf claims %u items, more than fit", n);
+	for (uint32_t i = 0; i < n; i++) {
+		uint32_t off = btk_le32(it[i].offset), sz = btk_le32(it[i].size);
+
+		if (off < floor || off > space || sz > space - off)
+			return BAD("item %u: data [%u, +%u) outside the leaf data area", i, off,
+				   sz);
+		/* The kernel packs item data back to back from the leaf end; anything else is
+		 * damage (a shifted offset would otherwise decode garbage). */
+		if (off + sz != end)
+			return BAD("item %u: data ends at %u, expected %u", i, off + sz, end);
+		end = off;
+		btk_disk_to_key(&it[i].key, &k);
+		if (i && btk_key_cmp(&prev, &k) >= 0)
+			return BAD("item %u: key (%llu %u %llu) not after the previous key", i,
+				   (unsigned long long)k.objectid, k.type,
+				   (unsigned long long)k.offset);
+		prev = k;
+	}
+	return 0;
+}
+
+static int check_node(const struct btk_fs *fs, const uint8_t *data, uint32_t len, uint32_t n,
+		      char *why, size_t whylen)
+{
+	const struct btk_key_ptr *kp = (const struct btk_key_ptr *)(data + HDR);
+	struct btk_key prev = {0}, k;
+
+	if (n == 0 || n > (len - HDR) / sizeof(struct btk_key_ptr))
+		return BAD("node has an invalid item count %u", n);
+	for (uint32_t i = 0; i < n; i++) {
+		uint64_t ptr = btk_le64(kp[i].blockptr);
+
+		if (!ptr || ptr % fs->sectorsize)
+			return BAD("pointer %u: invalid child bytenr %llu", i,
+				   (unsigned long long)ptr);
+		btk_disk_to_key(&kp[i].key, &k);
+		if (i && btk_key_cmp(&prev, &k) >= 0)
+			return BAD("pointer %u: key (%llu %u %llu) not after the previous key", i,
+				   (unsigned long long)k.objectid, k.type,
+				   (unsigned long long)k.offset);
+		prev = k;
+	}
+	return 0;
+}
+
+int btk_block_check_raw(const struct btk_fs *fs, uint64_t bytenr, const uint8_t *data, char *why,
+			size_t whylen)
+{
+	const struct btk_header *h = (const struct btk_header *)data;
+	uint8_t sum[BTK_CSUM_MAX];
+	uint32_t len = fs->nodesize, n = btk_le32(h->nritems);
+
+	btk_csum(fs->csum_type, data + BTK_CSUM_MAX, len - BTK_CSUM_MAX, sum);
+	if (memcmp(sum, h->csum, (size_t)fs->csum_size))
+		return BAD("checksum mismatch");
+	if (btk_le64(h->bytenr) != bytenr)
+		return BAD("header bytenr %llu, expected %llu",
+			   (unsigned long long)btk_le64(h->bytenr), (unsigned long long)bytenr);
+	if (memcmp(h->fsid, fs->meta_uuid, BTK_FSID_SIZE))
+		return BAD("fsid does not match the filesystem");
+	if (h->level >= BTK_MAX_LEVEL)
+		return BAD("level %u too high", h->level);
+	return h->level ? check_node(fs, data, len, n, why, whylen)
+			: check_leaf(data, len, n, why, whylen);
+}
+
+static int check_expect(const struct btk_block *b, const struct btk_block_check *chk, char *why,
+			size_t whylen)
+{
+	struct btk_key k;
+
+	if (!chk)
+		return 0;
+	if (chk->level >= 0 && btk_block_level(b) != chk->level)
+		return BAD("level %d, expected %d", btk_block_level(b), chk->level);
+	if (chk->generation && btk_block_generation(b) != chk->generation)
+		return BAD("generation %llu, expected %llu (parent transid mismatch)",
+			   (unsigned long long)btk_block_generation(b),
+			   (unsigned long long)chk->generation);
+	if (chk->owner && btk_block_owner(b) != chk->owner)
+		return BAD("owner %llu, expected %llu", (unsigned long long)btk_block_owner(b),
+			   (unsigned long long)chk->owner);
+	if (chk->first_key && btk_block_nritems(b)) {
+		if (btk_block_level(b))
+			btk_node_key(b, 0, &k);
+		else
+			btk_leaf_key(b, 0, &k);
+		if (btk_key_cmp(&k, chk->first_key))
+			return BAD(
+			    "first key (%llu %u %llu), parent says (%llu %u %llu)",
+			    (unsigned long long)k.objectid, k.type, (unsigned long long)k.offset,
+			    (unsigned long long)chk->first_key->objectid, chk->first_key->type,
+			    (unsigned long long)chk->first_key->offset);
+	}
+	return 0;
+}
+
+/* Reads copy `mirror` of len bytes at logical, piece by piece where the range crosses stripe
+ * boundaries (a block may, on old filesystems). Returns -ERANGE when no such copy exists. */
+static int read_copy(struct btk_fs *fs, uint64_t logical, uint8_t *buf, uint32_t len, int mirror)
+{
+	while (len) {
+		struct btk_phys ph[4];
+		uint64_t contig;
+		int n, ret;
+
+		ret = btk_map_logical(fs, logical, ph, 4, &n, &contig);
+		if (ret)
+			return ret;
+		if (mirror >= n)
+			return -ERANGE;
+		if (!ph[mirror].dev)
+			return btk_err(ENODEV, "block %llu: copy %d is on missing device %llu",
+				       (unsigned long long)logical, mirror + 1,
+				       (unsigned long long)ph[mirror].devid);
+		uint32_t part = contig < len ? (uint32_t)contig : len;
+		ret = btk_dev_read(ph[mirror].dev, buf, part, ph[mirror].physical);
+		if (ret)
+			return ret;
+		buf += part;
+		logical += part;
+		len -= part;
+	}
+	return 0;
+}
+
+static int found_cached(struct btk_block *b, const struct btk_block_check *chk,
+			struct btk_block **out)
+{
+	char why[200];
+
+	if (check_expect(b, chk, why, sizeof(why))) {
+		int ret =
+		    btk_err(EUCLEAN, "tree block %llu: %s", (unsigned long long)b->bytenr, why);
+		btk_block_put(b);
+		return ret;
+	}
+	*out = b;
+	return 0;
+}
+
+int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_check *chk,
+		   struct btk_block **out)
+{
+	struct btk_block *b;
+	char why[200] = "no copy";
+	int ret = 0, mirror;
+
+	if (!bytenr || bytenr % fs->sectorsize)
+		return btk_err(EUCLEAN, "tree block %llu: not aligned to sectorsize %u",
+			       (unsigned long long)bytenr, fs->sectorsize);
+	b = btk_cache_lookup(fs->cache, bytenr);
+	if (b)
+		return found_cached(b, chk, out);
+	b = btk_cache_alloc(fs->cache, bytenr, fs->nodesize);
+	if (!b)
+		return btk_err(ENOMEM, "out of memory reading tree block %llu",
+			       (unsigned long long)bytenr);
+	for (mirror = 0; mirror < 4; mirror++) {
+		ret = read_copy(fs, bytenr, b->data, fs->nodesize, mirror);
+		if (ret == -ERANGE || ret == -ENOENT)
+			break;
+		if (ret) {
+			snprintf(why, sizeof(why), "%s", btk_errmsg());
+			continue;
+		}
+		if (btk_block_check_raw(fs, bytenr, b->data, why, sizeof(why)) ||
+		    check_expect(b, chk, why, sizeof(why)))
+			continue;
+		if (mirror)
+			btk_warn("tree block %llu: copy %d used (%s)", (unsigned long long)bytenr,
+				 mirror + 1, why);
+		*out = b;
+		return 0;
+	}
+	btk_cache_forget(fs->cache, bytenr);
+	btk_block_put(b);
+	if (ret == -ENOENT && mirror == 0)
+		return btk_err(ENOENT, "tree block %llu: no chunk maps this address",
+			       (unsigned long long)bytenr);
+	return btk_err(EUCLEAN, "tree block %llu: %s", (unsigned long long)bytenr, why);
+}
+
+/* ---- roots ---- */
+
+static int root_from_item(const uint8_t *data, uint32_t size, struct btk_root *r)
+{
+	if (size < offsetof(struct btrfs_root_item, level) + 1)
+		return -EUCLEAN;
+	r->bytenr = BTK_GET(struct btrfs_root_item, data, bytenr);
+	r->generation = BTK_GET(struct btrfs_root_item, data, generation);
+	r->level = BTK_GET(struct btrfs_root_item, data, level);
+	return r->level < BTK_MAX_LEVEL ? 0 : -EUCLEAN;
+}
+
+static void super_root(const struct btk_fs *fs, uint64_t id, struct btk_root *r)
+{
+	memset(r, 0, sizeof(*r));
+	r->objectid = id;
+	if (id == BTRFS_ROOT_TREE_OBJECTID) {
+		r->bytenr = btk_le64(fs->sb.root);
+		r->level = fs->sb.root_level;
+		r->generation = btk_le64(fs->sb.generation);
+	} else if (id == BTRFS_CHUNK_TREE_OBJECTID) {
+		r->bytenr = btk_le64(fs->sb.chunk_root);
+		r->level = fs->sb.chunk_root_level;
+		r->generation = btk_le64(fs->sb.chunk_root_generation);
+	} else {
+		r->bytenr = btk_le64(fs->sb.log_root);
+		r->level = fs->sb.log_root_level;
+		r->generation = btk_le64(fs->sb.generation) + 1;
+	}
+}
+
+int btk_root_find(struct btk_fs *fs, uint64_t objectid, struct btk_root *out)
+{
+	struct btk_root rt;
+	struct btk_path p;
+	struct btk_key k = {objectid, BTRFS_ROOT_ITEM_KEY, (uint64_t)-1};
+	const uint8_t *data;
+	uint32_t size;
+	int ret;
+
+	if (objectid == BTRFS_ROOT_TREE_OBJECTID || objectid == BTRFS_CHUNK_TREE_OBJECTID ||
+	    objectid == BTRFS_TREE_LOG_OBJECTID) {
+		super_root(fs, objectid, out);
+		if (!out->bytenr)
+			return btk_err(ENOENT, "no log tree");
+		return 0;
+	}
+	super_root(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
+	btk_path_init(&p);
+	ret = btk_search(fs, &rt, &k, &p);
+	if (ret >= 0)
+		ret = btk_prev(fs, &p);
+	if (ret == 0) {
+		btk_path_key(&p, &k);
+		if (k.objectid != objectid || k.type != BTRFS_ROOT_ITEM_KEY)
+			ret = 1;
+	}
+	if (ret == 0) {
+		data = btk_path_data(&p, &size);
+		memset(out, 0, sizeof(*out));
+		out->objectid = objectid;
+		out->key_offset = k.offset;
+		if (root_from_item(data, size, out))
+			ret = btk_err(EUCLEAN, "root item of tree %llu is damaged",
+				      (unsigned long long)objectid);
+	}
+	btk_path_release(&p);
+	if (ret == 1)
+		return btk_err(ENOENT, "tree %llu not found in the root tree",
+			       (unsigned long long)objectid);
+	return ret;
+}
+
+/* ---- search and iteration ---- */
+
+void btk_path_release(struct btk_path *p)
+{
+	for (int i = 0; i < BTK_MAX_LEVEL; i++) {
+		btk_block_put(p->nodes[i]);
+		p->nodes[i] = NULL;
+		p->slots[i] = 0;
+	}
+}
+
+static void set_node(struct btk_path *p, int level, struct btk_block *b, int slot)
+{
+	btk_block_put(p->nodes[level]);
+	p->nodes[level] = b;
+	p->slots[level] = slot;
+}
+
+/* Reads child `slot` of the node at `level` of the path, checked against its pointer. */
+static int read_child(struct btk_fs *fs, const struct btk_block *parent, int slot,
+		      struct btk_block **out)
+{
+	struct btk_key k;
+	struct btk_block_check chk = {.level = btk_block_level(parent) - 1,
+				      .generation = btk_node_gen(parent, slot),
+				      .first_key = &k};
+
+	btk_node_key(parent, slot, &k);
+	return btk_block_read(fs, btk_node_blockptr(parent, slot), &chk, out);
+}
+
+/* Binary search: the first slot whose key is >= key; *exact when equal. */
+static int bin_search(const struct btk_block *b, const struct btk_key *key, int *exact)
+{
+	int lo = 0, hi = (int)btk_block_nritems(b), leaf = btk_block_level(b) == 0;
+	struct btk_key k;
+
+	*exact = 0;
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2, c;
+		if (leaf)
+			btk_leaf_key(b, mid, &k);
+		else
+			btk_node_key(b, mid, &k);
+		c = btk_key_cmp(&k, key);
+		if (c == 0) {
+			*exact = 1;
+			return mid;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int btk_search(struct btk_fs *fs, const struct btk_root *root, const struct btk_key *key,
+	       struct btk_path *p)
+{
+	struct btk_block_check chk = {.level = root->level, .generation = root->generation};
+	struct btk_block *b;
+	int ret, exact, slot;
+
+	btk_path_release(p);
+	ret = btk_block_read(fs, root->bytenr, &chk, &b);
+	if (ret)
+		return ret;
+	for (;;) {
+		int level = btk_block_level(b);
+
+		slot = bin_search(b, key, &exact);
+		if (level == 0) {
+			set_node(p, 0, b, slot);
+			return exact ? 0 : 1;
+		}
+		if (!exact && slot > 0)
+			slot--;
+		set_node(p, level, b, slot);
+		ret = read_child(fs, b, slot, &b);
+		if (ret)
+			return ret;
+	}
+}
+
+/* Moves the path to the first item of the next non-empty leaf. 0, 1 at the end, or error. */
+static int next_leaf(struct btk_fs *fs, struct btk_path *p)
+{
+	int level = 1;
+	struct btk_block *b;
+
+	for (;;) {
+		while (level < BTK_MAX_LEVEL &&
+		       (!p->nodes[level] ||
+			p->slots[level] + 1 >= (int)btk_block_nritems(p->nodes[level])))
+			level++;
+		if (level >= BTK_MAX_LEVEL)
+			return 1;
+		p->slots[level]++;
+		while (level > 0) {
+			int ret = read_child(fs, p->nodes[level], p->slots[level], &b);
+			if (ret)
+				return ret;
+			set_node(p, --level, b, 0);
+		}
+		if (btk_block_nritems(p->nodes[0]))
+			return 0;
+		level = 1; /* an empty leaf below a node is damage; step over it */
+	}
+}
+
+static int prev_leaf(struct btk_fs *fs, struct btk_path *p)
+{
+	int level = 1;
+	struct btk_block *b;
+
+	for (;;) {
+		while (level < BTK_MAX_LEVEL && (!p->nodes[level] || p->slots[level] == 0))
+			level++;
+		if (level >= BTK_MAX_LEVEL)
+			return 1;
+		p->slots[level]--;
+		while (level > 0) {
+			int ret = read_child(fs, p->nodes[level], p->slots[level], &b);
+			if (ret)
+				return ret;
+			level--;
+			set_node(p, level, b, (int)btk_block_nritems(b) - 1);
+		}
+		if (btk_block_nritems(p->nodes[0]))
+			return 0;
+		level = 1;
+	}
+}
+
+int btk_next(struct btk_fs *fs, struct btk_path *p)
+{
+	if (!p->nodes[0])
+		return 1;
+	if (p->slots[0] + 1 < (int)btk_block_nritems(p->nodes[0])) {
+		p->slots[0]++;
+		return 0;
+	}
+	return next_leaf(fs, p);
+}
+
+int btk_prev(struct btk_fs *fs, struct btk_path *p)
+{
+	if (!p->nodes[0])
+		return 1;
+	if (p->slots[0] > 0) {
+		if (p->slots[0] > (int)btk_block_nritems(p->nodes[0]))
+			p->slots[0] = (int)btk_block_nritems(p->nodes[0]);
+		p->slots[0]--;
+		return p->slots[0] >= 0 ? 0 : prev_leaf(fs, p);
+	}
+	return prev_leaf(fs, p);
+}
+
+int btk_search_ge(struct btk_fs *fs, const struct btk_root *root, const struct btk_key *key,
+		  struct btk_path *p)
+{
+	int ret = btk_search(fs, root, key, p);
+
+	if (ret <= 0)
+		return ret;
+	if (p->slots[0] < (int)btk_block_nritems(p->nodes[0]))
+		return 0;
+	return next_leaf(fs, p);
+}

@@ -1,0 +1,181 @@
+/* tree.h — validated tree-block reads, the block cache, search and iteration (layer tree).
+ *
+ * Every block handed out has passed: checksum, fsid (metadata uuid), bytenr, level <
+ * BTK_MAX_LEVEL, nritems fits, item offsets/sizes inside the block and not overlapping the
+ * item array, key order, and the caller's expectations (level, generation, owner, first key)
+ * where given. A copy that fails is reported with btk_warn and the next copy (DUP/RAID1) is
+ * tried. Accessors below may therefore trust the block's internal offsets.
+ */
+#ifndef BTK_TREE_H
+#define BTK_TREE_H
+
+#include <stdbool.h>
+#include "format/format.h"
+#include "volumes/volumes.h"
+
+/* Opens the filesystem on paths[0..n-1]: the volumes (superblocks, members, system chunk
+ * array), then the block cache and the chunk tree. *out is owned by the caller
+ * (btk_fs_close). Errors: -ENOENT (not btrfs), -EUCLEAN (damaged beyond reading), -ENODEV (a
+ * member device is missing: btk_errmsg names the devid), -EIO; the message starts with
+ * paths[0]. */
+int btk_fs_open(const char *const *paths, int n, const struct btk_open_opts *opts,
+		struct btk_fs **out);
+/* Releases the write path's state, the cache, the chunk map and the devices. NULL is fine. */
+void btk_fs_close(struct btk_fs *fs);
+
+struct btk_block {
+	uint64_t bytenr; /* logical address */
+	uint32_t len;	 /* nodesize */
+	int refs;	 /* references held by callers and the cache */
+	uint8_t *data;	 /* len bytes */
+	/* cache bookkeeping */
+	struct btk_block *hnext, *lru_prev, *lru_next;
+	bool dirty;
+};
+
+/* What the reader expects of a block; 0 / -1 fields are not checked. */
+struct btk_block_check {
+	int level;			 /* -1: any */
+	uint64_t generation;		 /* 0: any (the parent pointer's generation otherwise) */
+	uint64_t owner;			 /* 0: any */
+	const struct btk_key *first_key; /* NULL: any (the parent pointer's key otherwise) */
+};
+
+/* Reads and validates the block at logical bytenr. *out holds a reference: btk_block_put it.
+ * Errors: -EUCLEAN (no copy valid: btk_errmsg says why for the last copy), -ENOENT (no chunk),
+ * -EIO. */
+int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_check *chk,
+		   struct btk_block **out);
+void btk_block_get(struct btk_block *b);
+void btk_block_put(struct btk_block *b);
+/* Validates raw block bytes read from bytenr (no expectations); 0 or -EUCLEAN + why. */
+int btk_block_check_raw(const struct btk_fs *fs, uint64_t bytenr, const uint8_t *data, char *why,
+			size_t whylen);
+
+static inline const struct btk_header *btk_hdr(const struct btk_block *b)
+{
+	return (const struct btk_header *)b->data;
+}
+static inline int btk_block_level(const struct btk_block *b)
+{
+	return btk_hdr(b)->level;
+}
+static inline uint32_t btk_block_nritems(const struct btk_block *b)
+{
+	return btk_le32(btk_hdr(b)->nritems);
+}
+static inline uint64_t btk_block_owner(const struct btk_block *b)
+{
+	return btk_le64(btk_hdr(b)->owner);
+}
+static inline uint64_t btk_block_generation(const struct btk_block *b)
+{
+	return btk_le64(btk_hdr(b)->generation);
+}
+static inline uint64_t btk_block_flags(const struct btk_block *b)
+{
+	return btk_le64(btk_hdr(b)->flags);
+}
+/* Leaf item slot: key, data pointer and size (slot < nritems, level 0). */
+static inline const struct btk_item *btk_leaf_item(const struct btk_block *b, int slot)
+{
+	return (const struct btk_item *)(b->data + sizeof(struct btk_header)) + slot;
+}
+static inline void btk_leaf_key(const struct btk_block *b, int slot, struct btk_key *k)
+{
+	btk_disk_to_key(&btk_leaf_item(b, slot)->key, k);
+}
+static inline uint32_t btk_leaf_size(const struct btk_block *b, int slot)
+{
+	return btk_le32(btk_leaf_item(b, slot)->size);
+}
+static inline const uint8_t *btk_leaf_data(const struct btk_block *b, int slot)
+{
+	return b->data + sizeof(struct btk_header) + btk_le32(btk_leaf_item(b, slot)->offset);
+}
+/* Node pointer slot (level > 0). */
+static inline const struct btk_key_ptr *btk_node_ptr(const struct btk_block *b, int slot)
+{
+	return (const struct btk_key_ptr *)(b->data + sizeof(struct btk_header)) + slot;
+}
+static inline void btk_node_key(const struct btk_block *b, int slot, struct btk_key *k)
+{
+	btk_disk_to_key(&btk_node_ptr(b, slot)->key, k);
+}
+static inline uint64_t btk_node_blockptr(const struct btk_block *b, int slot)
+{
+	return btk_le64(btk_node_ptr(b, slot)->blockptr);
+}
+static inline uint64_t btk_node_gen(const struct btk_block *b, int slot)
+{
+	return btk_le64(btk_node_ptr(b, slot)->generation);
+}
+
+/* A tree root: where its top block is. */
+struct btk_root {
+	uint64_t objectid;
+	uint64_t key_offset; /* offset of its ROOT_ITEM key (reloc trees: the subvolume id) */
+	uint64_t bytenr;
+	uint64_t generation;
+	int level;
+};
+
+/* ROOT_TREE and CHUNK_TREE come from the superblock (and BLOCK_GROUP_TREE's root item from the
+ * root tree, like every other); other trees from their ROOT_ITEM in the root tree (the one with
+ * the highest offset for that objectid). -ENOENT if the tree does not exist. */
+int btk_root_find(struct btk_fs *fs, uint64_t objectid, struct btk_root *out);
+
+struct btk_path {
+	struct btk_block *nodes[BTK_MAX_LEVEL];
+	int slots[BTK_MAX_LEVEL];
+};
+
+/* Positions path at key in root. Returns 0 if found; 1 if not, with the leaf slot where key
+ * would go (possibly == nritems; btk_next moves to the next real item); negative on error.
+ * The path holds references: btk_path_release() it, also after an error. */
+int btk_search(struct btk_fs *fs, const struct btk_root *root, const struct btk_key *key,
+	       struct btk_path *p);
+/* Moves to the next / previous item. 0 ok, 1 no more items, negative on error. */
+int btk_next(struct btk_fs *fs, struct btk_path *p);
+int btk_prev(struct btk_fs *fs, struct btk_path *p);
+/* Like btk_search, then btk_next if the slot is past the leaf end: the first item >= key.
+ * Returns 0 positioned, 1 no item >= key, negative on error. */
+int btk_search_ge(struct btk_fs *fs, const struct btk_root *root, const struct btk_key *key,
+		  struct btk_path *p);
+void btk_path_release(struct btk_path *p);
+static inline void btk_path_init(struct btk_path *p)
+{
+	memset(p, 0, sizeof(*p));
+}
+/* The current leaf item of a positioned path. */
+static inline void btk_path_key(const struct btk_path *p, struct btk_key *k)
+{
+	btk_leaf_key(p->nodes[0], p->slots[0], k);
+}
+static inline const uint8_t *btk_path_data(const struct btk_path *p, uint32_t *size)
+{
+	*size = btk_leaf_size(p->nodes[0], p->slots[0]);
+	return btk_leaf_data(p->nodes[0], p->slots[0]);
+}
+
+/* Depth-first pre-order walk of every block of a tree. The callback sees each block once
+ * (blocks reached twice within one tree are reported as an error, as are bad child levels,
+ * which also rules out cycles). Return nonzero from the callback to stop (that value is
+ * returned); return BTK_WALK_SKIP from a node's callback to not descend into it. A child
+ * that fails to read is passed to on_error (if set: its return value decides: 0 continue, else
+ * stop with it) — otherwise the walk stops with the error. */
+#define BTK_WALK_SKIP 0x7fff0001
+struct btk_walk_ops {
+	int (*block)(void *ctx, struct btk_fs *fs, const struct btk_block *b, int depth);
+	int (*on_error)(void *ctx, uint64_t bytenr, int level, int err, const char *msg);
+};
+int btk_tree_walk(struct btk_fs *fs, const struct btk_root *root, const struct btk_walk_ops *ops,
+		  void *ctx);
+
+/* Calls fn for every tree the filesystem has: ROOT_TREE, CHUNK_TREE, then every ROOT_ITEM of
+ * the root tree in key order (extent, dev, fs, csum, quota, uuid, free space, subvolumes,
+ * snapshots, data reloc, reloc trees), then the log tree if the superblock has one. */
+int btk_for_each_root(struct btk_fs *fs, int (*fn)(void *ctx, const struct btk_root *root),
+		      void *ctx);
+
+#endif

@@ -1,0 +1,210 @@
+/* walk.c — whole-tree walks and the list of every tree of a filesystem. */
+#include "tree/tree.h"
+#include "base/error.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+/* Open-addressing set of block numbers seen during one walk: legitimate trees never reach a
+ * block twice, and remembering them bounds the walk on crafted images that try. */
+struct seen {
+	uint64_t *v;
+	size_t cap, n;
+};
+
+static int seen_add(struct seen *s, uint64_t x)
+{
+	if (s->n * 2 >= s->cap) {
+		size_t ncap = s->cap ? s->cap * 2 : 1024;
+		uint64_t *nv = calloc(ncap, sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->v[i]) {
+				size_t j = (s->v[i] * 0x9E3779B97F4A7C15ULL >> 20) & (ncap - 1);
+				while (nv[j])
+					j = (j + 1) & (ncap - 1);
+				nv[j] = s->v[i];
+			}
+		free(s->v);
+		s->v = nv;
+		s->cap = ncap;
+	}
+	size_t j = (x * 0x9E3779B97F4A7C15ULL >> 20) & (s->cap - 1);
+	while (s->v[j]) {
+		if (s->v[j] == x)
+			return 1;
+		j = (j + 1) & (s->cap - 1);
+	}
+	s->v[j] = x;
+	s->n++;
+	return 0;
+}
+
+static int cmp_phys(const void *a, const void *b)
+{
+	const struct btk_phys *x = a, *y = b;
+
+	if (x->dev != y->dev)
+		return x->dev < y->dev ? -1 : 1;
+	return x->physical < y->physical ? -1 : x->physical > y->physical;
+}
+
+/* Asks the kernel to start reading every child of a level-1 node, in as few calls as the
+ * layout allows (children written together lie together): leaves are then read from the page
+ * cache in one sweep instead of one synchronous read each. */
+static void prefetch_children(struct btk_fs *fs, const struct btk_block *b)
+{
+	uint32_t n = btk_block_nritems(b), m = 0;
+	struct btk_phys *v = malloc(n * sizeof(*v));
+
+	if (!v)
+		return;
+	for (uint32_t i = 0; i < n; i++) {
+		int cnt;
+		if (!btk_map_logical(fs, btk_node_blockptr(b, (int)i), &v[m], 1, &cnt, NULL) &&
+		    cnt && v[m].dev)
+			m++;
+	}
+	qsort(v, m, sizeof(*v), cmp_phys);
+	for (uint32_t i = 0; i < m;) {
+		uint32_t j = i + 1;
+		uint64_t end = v[i].physical + fs->nodesize;
+		while (j < m && v[j].dev == v[i].dev && v[j].physical <= end + fs->nodesize &&
+		       v[j].physical >= v[i].physical) {
+			if (v[j].physical + fs->nodesize > end)
+				end = v[j].physical + fs->nodesize;
+			j++;
+		}
+		btk_dev_prefetch(v[i].dev, v[i].physical, end - v[i].physical);
+		i = j;
+	}
+	free(v);
+}
+
+struct frame {
+	struct btk_block *b;
+	int next;
+};
+
+static int child_error(const struct btk_walk_ops *ops, void *ctx, uint64_t bytenr, int level,
+		       int err)
+{
+	if (!ops->on_error)
+		return err;
+	return ops->on_error(ctx, bytenr, level, err, btk_errmsg());
+}
+
+int btk_tree_walk(struct btk_fs *fs, const struct btk_root *root, const struct btk_walk_ops *ops,
+		  void *ctx)
+{
+	struct btk_block_check chk = {.level = root->level, .generation = root->generation};
+	struct frame st[BTK_MAX_LEVEL];
+	struct seen seen = {0};
+	struct btk_block *b;
+	int depth = 0, ret;
+
+	ret = btk_block_read(fs, root->bytenr, &chk, &b);
+	if (ret)
+		return child_error(ops, ctx, root->bytenr, root->level, ret);
+	seen_add(&seen, b->bytenr);
+	ret = ops->block ? ops->block(ctx, fs, b, 0) : 0;
+	if (ret == BTK_WALK_SKIP || btk_block_level(b) == 0 || ret) {
+		btk_block_put(b);
+		free(seen.v);
+		return ret == BTK_WALK_SKIP ? 0 : ret;
+	}
+	st[0] = (struct frame){b, 0};
+	if (btk_block_level(b) == 1)
+		prefetch_children(fs, b);
+	while (depth >= 0 && !ret) {
+		struct frame *f = &st[depth];
+		if (f->next >= (int)btk_block_nritems(f->b)) {
+			btk_block_put(f->b);
+			depth--;
+			continue;
+		}
+		int slot = f->next++;
+		uint64_t ptr = btk_node_blockptr(f->b, slot);
+		struct btk_key k;
+		struct btk_block_check cc = {.level = btk_block_level(f->b) - 1,
+					     .generation = btk_node_gen(f->b, slot),
+					     .first_key = &k};
+		btk_node_key(f->b, slot, &k);
+		int dup = seen_add(&seen, ptr);
+		if (dup) {
+			ret = dup < 0 ? dup
+				      : child_error(ops, ctx, ptr, cc.level,
+						    btk_err(EUCLEAN,
+							    "tree %llu: block %llu reached twice",
+							    (unsigned long long)root->objectid,
+							    (unsigned long long)ptr));
+			continue;
+		}
+		ret = btk_block_read(fs, ptr, &cc, &b);
+		if (ret) {
+			ret = child_error(ops, ctx, ptr, cc.level, ret);
+			continue;
+		}
+		ret = ops->block ? ops->block(ctx, fs, b, depth + 1) : 0;
+		if (ret == BTK_WALK_SKIP || btk_block_level(b) == 0 || ret) {
+			btk_block_put(b);
+			if (ret == BTK_WALK_SKIP)
+				ret = 0;
+			continue;
+		}
+		if (btk_block_level(b) == 1)
+			prefetch_children(fs, b);
+		st[++depth] = (struct frame){b, 0};
+	}
+	while (depth >= 0)
+		btk_block_put(st[depth--].b);
+	free(seen.v);
+	return ret;
+}
+
+int btk_for_each_root(struct btk_fs *fs, int (*fn)(void *ctx, const struct btk_root *root),
+		      void *ctx)
+{
+	struct btk_root r, rt;
+	struct btk_path p;
+	struct btk_key k = {0, BTRFS_ROOT_ITEM_KEY, 0};
+	int ret, stop = 0;
+
+	if ((ret = btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt)) || (ret = fn(ctx, &rt)))
+		return ret;
+	if ((ret = btk_root_find(fs, BTRFS_CHUNK_TREE_OBJECTID, &r)) || (ret = fn(ctx, &r)))
+		return ret;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &rt, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
+		uint32_t size;
+		const uint8_t *data = btk_path_data(&p, &size);
+
+		btk_path_key(&p, &k);
+		if (k.type != BTRFS_ROOT_ITEM_KEY)
+			continue;
+		memset(&r, 0, sizeof(r));
+		r.objectid = k.objectid;
+		r.key_offset = k.offset;
+		if (size < offsetof(struct btrfs_root_item, level) + 1) {
+			btk_warn("root item (%llu ROOT_ITEM %llu) too short: %u bytes",
+				 (unsigned long long)k.objectid, (unsigned long long)k.offset,
+				 size);
+			continue;
+		}
+		r.bytenr = BTK_GET(struct btrfs_root_item, data, bytenr);
+		r.generation = BTK_GET(struct btrfs_root_item, data, generation);
+		r.level = BTK_GET(struct btrfs_root_item, data, level);
+		if ((stop = fn(ctx, &r)))
+			break;
+	}
+	btk_path_release(&p);
+	if (stop)
+		return stop;
+	if (ret < 0)
+		return ret;
+	if (btk_root_find(fs, BTRFS_TREE_LOG_OBJECTID, &r) == 0)
+		return fn(ctx, &r);
+	btk_err_clear();
+	return 0;
+}

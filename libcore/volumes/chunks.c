@@ -1,0 +1,282 @@
+/* chunks.c — chunk items and the logical <-> physical mapping for every profile. */
+#include "volumes/volumes.h"
+#include "base/error.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define CHUNK_SZ  offsetof(struct btrfs_chunk, stripe)
+#define STRIPE_SZ sizeof(struct btrfs_stripe)
+
+static int nparity(uint64_t type)
+{
+	return type & BTRFS_BLOCK_GROUP_RAID6 ? 2 : type & BTRFS_BLOCK_GROUP_RAID5 ? 1 : 0;
+}
+
+uint64_t btk_chunk_data_stripes(uint64_t type, int num_stripes, int sub_stripes)
+{
+	if (type & BTRFS_BLOCK_GROUP_RAID0)
+		return num_stripes > 0 ? (uint64_t)num_stripes : 0;
+	if (type & BTRFS_BLOCK_GROUP_RAID10)
+		return sub_stripes > 0 && num_stripes > 0 ? (uint64_t)(num_stripes / sub_stripes)
+							  : 0;
+	if (type & BTRFS_BLOCK_GROUP_RAID56_MASK)
+		return num_stripes > nparity(type) ? (uint64_t)(num_stripes - nparity(type)) : 0;
+	return 1;
+}
+
+uint64_t btk_chunk_stripe_len(const struct btk_chunk *c)
+{
+	uint64_t ds = btk_chunk_data_stripes(c->type, c->num_stripes, c->sub_stripes);
+
+	return ds ? c->length / ds : 0;
+}
+
+static uint64_t data_stripes(const struct btk_chunk *c)
+{
+	return btk_chunk_data_stripes(c->type, c->num_stripes, c->sub_stripes);
+}
+
+static int chunk_sane(const struct btk_chunk *c, uint32_t sectorsize)
+{
+	uint64_t t = c->type, prof = t & BTRFS_BLOCK_GROUP_PROFILE_MASK;
+
+	if (!c->num_stripes || !c->length || c->length % sectorsize)
+		return 0;
+	if (!c->stripe_len || (c->stripe_len & (c->stripe_len - 1)) || c->stripe_len > (1ULL << 30))
+		return 0;
+	if (!(t & BTRFS_BLOCK_GROUP_TYPE_MASK) || (prof & (prof - 1)))
+		return 0;
+	if ((t & BTRFS_BLOCK_GROUP_RAID10) &&
+	    (c->sub_stripes < 2 || c->num_stripes < c->sub_stripes ||
+	     c->num_stripes % c->sub_stripes))
+		return 0;
+	if ((t & BTRFS_BLOCK_GROUP_RAID56_MASK) && c->num_stripes <= nparity(t))
+		return 0;
+	if ((t & BTRFS_BLOCK_GROUP_DUP) && c->num_stripes != 2)
+		return 0;
+	return c->logical + c->length > c->logical;
+}
+
+int btk_chunk_parse(const uint8_t *item, uint32_t size, uint64_t logical, uint32_t sectorsize,
+		    struct btk_chunk **out)
+{
+	struct btk_chunk *c;
+	uint16_t n;
+
+	if (size < CHUNK_SZ + STRIPE_SZ)
+		return btk_err(EUCLEAN, "chunk %llu: item too short (%u bytes)",
+			       (unsigned long long)logical, size);
+	n = BTK_GET(struct btrfs_chunk, item, num_stripes);
+	if (!n || size < CHUNK_SZ + n * STRIPE_SZ)
+		return btk_err(EUCLEAN, "chunk %llu: %u stripes do not fit its %u bytes",
+			       (unsigned long long)logical, n, size);
+	c = calloc(1, sizeof(*c) + n * sizeof(c->stripes[0]));
+	if (!c)
+		return btk_err(ENOMEM, "out of memory");
+	c->logical = logical;
+	c->length = BTK_GET(struct btrfs_chunk, item, length);
+	c->owner = BTK_GET(struct btrfs_chunk, item, owner);
+	c->stripe_len = BTK_GET(struct btrfs_chunk, item, stripe_len);
+	c->type = BTK_GET(struct btrfs_chunk, item, type);
+	c->io_align = BTK_GET(struct btrfs_chunk, item, io_align);
+	c->io_width = BTK_GET(struct btrfs_chunk, item, io_width);
+	c->sector_size = BTK_GET(struct btrfs_chunk, item, sector_size);
+	c->num_stripes = n;
+	c->sub_stripes = BTK_GET(struct btrfs_chunk, item, sub_stripes);
+	for (int i = 0; i < n; i++) {
+		const uint8_t *s = item + CHUNK_SZ + i * STRIPE_SZ;
+		c->stripes[i].devid = BTK_GET(struct btrfs_stripe, s, devid);
+		c->stripes[i].offset = BTK_GET(struct btrfs_stripe, s, offset);
+		memcpy(c->stripes[i].dev_uuid, s + offsetof(struct btrfs_stripe, dev_uuid),
+		       BTK_UUID_SIZE);
+	}
+	if (!chunk_sane(c, sectorsize)) {
+		int ret = btk_err(EUCLEAN,
+				  "chunk %llu: impossible geometry (length %llu, type 0x%llx, %u "
+				  "stripes, sub_stripes %u, stripe_len %llu)",
+				  (unsigned long long)logical, (unsigned long long)c->length,
+				  (unsigned long long)c->type, n, c->sub_stripes,
+				  (unsigned long long)c->stripe_len);
+		free(c);
+		return ret;
+	}
+	*out = c;
+	return 0;
+}
+
+const struct btk_chunk *btk_chunk_find(const struct btk_fs *fs, uint64_t logical)
+{
+	int lo = 0, hi = fs->nchunks;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		const struct btk_chunk *c = fs->chunks[mid];
+		if (logical < c->logical)
+			hi = mid;
+		else if (logical - c->logical >= c->length)
+			lo = mid + 1;
+		else
+			return c;
+	}
+	return NULL;
+}
+
+static void put_copy(const struct btk_fs *fs, const struct btk_stripe *s, uint64_t phys,
+		     struct btk_phys *out)
+{
+	struct btk_fs_dev *d = btk_fs_dev_find((struct btk_fs *)fs, s->devid);
+
+	out->devid = s->devid;
+	out->physical = s->offset + phys;
+	out->dev = d ? d->dev : NULL;
+}
+
+int btk_map_logical(const struct btk_fs *fs, uint64_t logical, struct btk_phys *out, int max,
+		    int *n, uint64_t *contig)
+{
+	const struct btk_chunk *c = btk_chunk_find(fs, logical);
+	uint64_t off, nr, soff, row, room;
+	int first = 0, count;
+
+	if (!c)
+		return btk_err(ENOENT, "logical %llu is not in any chunk",
+			       (unsigned long long)logical);
+	off = logical - c->logical;
+	nr = off / c->stripe_len;
+	soff = off % c->stripe_len;
+	room = c->stripe_len - soff;
+	if (c->type & BTRFS_BLOCK_GROUP_RAID0) {
+		first = (int)(nr % c->num_stripes);
+		row = nr / c->num_stripes;
+		count = 1;
+	} else if (c->type & BTRFS_BLOCK_GROUP_RAID10) {
+		uint64_t groups = data_stripes(c);
+		first = (int)(nr % groups) * c->sub_stripes;
+		row = nr / groups;
+		count = c->sub_stripes;
+	} else if (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK) {
+		uint64_t nd = data_stripes(c);
+		row = nr / nd;
+		first = (int)((nr % nd + row) % c->num_stripes);
+		count = 1;
+	} else {
+		row = 0;
+		soff = off;
+		room = c->length - off;
+		count = c->num_stripes;
+	}
+	*n = 0;
+	for (int i = 0; i < count && *n < max; i++)
+		put_copy(fs, &c->stripes[first + i], row * c->stripe_len + soff, &out[(*n)++]);
+	if (contig)
+		*contig = room;
+	return 0;
+}
+
+int btk_map_physical(const struct btk_fs *fs, uint64_t devid, uint64_t physical, uint64_t *logical,
+		     const struct btk_chunk **chunk, bool *parity)
+{
+	*parity = false;
+	for (int ci = 0; ci < fs->nchunks; ci++) {
+		const struct btk_chunk *c = fs->chunks[ci];
+		uint64_t per_dev = c->length / data_stripes(c);
+
+		for (int i = 0; i < c->num_stripes; i++) {
+			const struct btk_stripe *s = &c->stripes[i];
+			if (s->devid != devid || physical < s->offset ||
+			    physical - s->offset >= per_dev)
+				continue;
+			uint64_t p = physical - s->offset, row = p / c->stripe_len;
+			uint64_t so = p % c->stripe_len, nr;
+			*chunk = c;
+			if (c->type & BTRFS_BLOCK_GROUP_RAID0)
+				nr = row * c->num_stripes + (uint64_t)i;
+			else if (c->type & BTRFS_BLOCK_GROUP_RAID10)
+				nr = row * data_stripes(c) + (uint64_t)(i / c->sub_stripes);
+			else if (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK) {
+				uint64_t ns = c->num_stripes,
+					 idx = ((uint64_t)i + ns - row % ns) % ns;
+				if (idx >= data_stripes(c)) {
+					*parity = true;
+					*logical = (uint64_t)-1;
+					return 0;
+				}
+				nr = row * data_stripes(c) + idx;
+			} else {
+				*logical = c->logical + p;
+				return 0;
+			}
+			*logical = c->logical + nr * c->stripe_len + so;
+			return 0;
+		}
+	}
+	return -ENOENT;
+}
+
+int btk_read_logical(struct btk_fs *fs, uint64_t logical, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		struct btk_phys ph[4];
+		uint64_t contig;
+		int n, ret = btk_map_logical(fs, logical, ph, 4, &n, &contig);
+
+		if (ret)
+			return ret;
+		size_t part = contig < len ? (size_t)contig : len;
+		ret = -ENODEV;
+		for (int i = 0; i < n && ret; i++)
+			if (ph[i].dev)
+				ret = btk_dev_read(ph[i].dev, p, part, ph[i].physical);
+		if (ret)
+			return ret == -ENODEV ? btk_err(ENODEV,
+							"logical %llu: every copy is on a "
+							"missing device",
+							(unsigned long long)logical)
+					      : ret;
+		p += part;
+		logical += part;
+		len -= part;
+	}
+	return 0;
+}
+
+int btk_write_logical(struct btk_fs *fs, uint64_t logical, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		const struct btk_chunk *c = btk_chunk_find(fs, logical);
+		struct btk_phys ph[4];
+		uint64_t contig;
+		int n, ret;
+
+		if (c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK)) {
+			size_t part = c->logical + c->length - logical < len
+					  ? (size_t)(c->logical + c->length - logical)
+					  : len;
+			if ((ret = btk_raid56_write(fs, logical, p, part)))
+				return ret;
+			p += part, logical += part, len -= part;
+			continue;
+		}
+		ret = btk_map_logical(fs, logical, ph, 4, &n, &contig);
+		if (ret)
+			return ret;
+		size_t part = contig < len ? (size_t)contig : len;
+		for (int i = 0; i < n; i++) {
+			if (!ph[i].dev)
+				return btk_err(ENODEV, "logical %llu: copy on missing device %llu",
+					       (unsigned long long)logical,
+					       (unsigned long long)ph[i].devid);
+			if ((ret = btk_dev_write(ph[i].dev, p, part, ph[i].physical)))
+				return ret;
+		}
+		p += part;
+		logical += part;
+		len -= part;
+	}
+	return 0;
+}

@@ -1,0 +1,136 @@
+/* volumes.h — an opened filesystem: its devices and the chunk map (layer volumes).
+ *
+ * btk_fs_open() reads the superblocks of the given devices, finds the other members of a
+ * multi-device filesystem (libblkid scan by fsid) unless told not to, loads the system chunk
+ * array and then the chunk tree, and sets up the tree-block cache. Logical addresses map to
+ * physical copies for SINGLE, DUP, RAID0/1/10, RAID1C3/C4 and the data stripes of RAID5/6.
+ */
+#ifndef BTK_VOLUMES_H
+#define BTK_VOLUMES_H
+
+#include <stdbool.h>
+#include "format/format.h"
+#include "io/io.h"
+#include "volumes/super.h"
+
+struct btk_stripe {
+	uint64_t devid;
+	uint64_t offset; /* physical byte offset on that device */
+	uint8_t dev_uuid[BTK_UUID_SIZE];
+};
+
+struct btk_chunk {
+	uint64_t logical, length, owner, stripe_len, type;
+	uint32_t io_align, io_width, sector_size;
+	uint16_t num_stripes, sub_stripes;
+	struct btk_stripe stripes[]; /* num_stripes */
+};
+
+struct btk_fs_dev {
+	uint64_t devid;
+	uint8_t uuid[BTK_UUID_SIZE];
+	uint64_t total_bytes, bytes_used; /* from the dev item (chunk tree, else superblock) */
+	struct btk_dev *dev;		  /* NULL when the device is missing */
+	int super_mirror;		  /* which superblock copy was chosen on it */
+};
+
+struct btk_block_cache;
+
+struct btk_fs {
+	struct btk_super sb; /* the chosen superblock (newest valid copy of the first device) */
+	uint32_t nodesize, sectorsize, stripesize;
+	int csum_type, csum_size;
+	uint64_t generation;
+	uint8_t fsid[BTK_FSID_SIZE];
+	uint8_t meta_uuid[BTK_FSID_SIZE]; /* the fsid written into tree blocks */
+	int ndevs;
+	struct btk_fs_dev *devs; /* sorted by devid */
+	int nchunks;
+	struct btk_chunk **chunks; /* sorted by logical */
+	struct btk_block_cache *cache;
+	bool writable;
+	void *trans; /* the write path's state (trans.h) */
+	/* Set by the write path with its state; btk_fs_close calls it, so that this layer needs
+	 * no knowledge of upper ones. */
+	void (*release_trans)(struct btk_fs *fs);
+};
+
+struct btk_open_opts {
+	bool write;	   /* open devices read-write */
+	bool no_scan;	   /* do not look for other member devices */
+	int super_mirror;  /* -1: newest valid; 0..2: use that copy */
+	uint64_t cache_mb; /* tree-block cache budget; 0 = default */
+	bool degraded;	   /* open even when member devices are missing */
+};
+
+/* The volumes part of opening (btk_fs_open in tree.h is the whole): reads the superblocks of
+ * paths[0..n-1], finds other members by libblkid scan unless opts->no_scan, chooses the
+ * superblock and loads the system chunk array. No cache, no chunk tree yet. *out is owned by
+ * the caller (btk_volumes_close, or btk_fs_close once the tree layer completed it).
+ * Errors: -ENOENT (not btrfs), -EUCLEAN, -EINVAL (a device of another filesystem or given
+ * twice), -EIO. */
+int btk_volumes_open(const char *const *paths, int n, const struct btk_open_opts *opts,
+		     struct btk_fs **out);
+/* Frees the chunk map and devices and fs itself (not the cache: btk_fs_close does that). */
+void btk_volumes_close(struct btk_fs *fs);
+/* -ENODEV naming the devids of member devices that were not found, unless opts->degraded
+ * (then a warning). */
+int btk_volumes_check_missing(struct btk_fs *fs, const struct btk_open_opts *opts);
+
+/* The entry for devid, added (sorted by devid) when missing; NULL on ENOMEM. */
+struct btk_fs_dev *btk_fs_dev_add(struct btk_fs *fs, uint64_t devid);
+/* Fills total/used bytes and uuid from a DEV_ITEM (at least sizeof(struct btrfs_dev_item)). */
+void btk_fs_dev_fill(struct btk_fs_dev *d, const uint8_t *item);
+/* Adds c to the chunk map (sorted by logical), replacing a chunk at the same address (the chunk
+ * tree wins over the superblock's copy). Takes c, freeing it on failure (-ENOMEM). */
+int btk_chunk_map_add(struct btk_fs *fs, struct btk_chunk *c);
+/* -EUCLEAN when two chunks of the map overlap. */
+int btk_chunk_map_check(const struct btk_fs *fs);
+
+/* The device with that devid, or NULL. */
+struct btk_fs_dev *btk_fs_dev_find(struct btk_fs *fs, uint64_t devid);
+
+/* The chunk containing logical, or NULL. */
+const struct btk_chunk *btk_chunk_find(const struct btk_fs *fs, uint64_t logical);
+
+struct btk_phys {
+	uint64_t devid;
+	uint64_t physical;
+	struct btk_dev *dev; /* NULL if missing */
+};
+
+/* Maps logical to its physical copies (1 for SINGLE/RAID0/RAID5/6 data, 2 for DUP/RAID1...).
+ * Writes at most max entries to out and their count to *n. *contig (may be NULL) is how many
+ * bytes from logical stay contiguous on every copy. -ENOENT if no chunk holds logical. */
+int btk_map_logical(const struct btk_fs *fs, uint64_t logical, struct btk_phys *out, int max,
+		    int *n, uint64_t *contig);
+
+/* Maps a physical byte on devid back to its logical address. Returns 0 and fills *logical and
+ * *chunk, or -ENOENT when no chunk uses that byte (unallocated), or for RAID5/6 parity
+ * (*logical is then (uint64_t)-1 and *chunk is set, return 0 with *parity = true). */
+int btk_map_physical(const struct btk_fs *fs, uint64_t devid, uint64_t physical, uint64_t *logical,
+		     const struct btk_chunk **chunk, bool *parity);
+
+/* Reads len bytes at a logical address, from the first copy that reads. */
+int btk_read_logical(struct btk_fs *fs, uint64_t logical, void *buf, size_t len);
+
+/* Writes len bytes to every copy of a logical range (data of a newly allocated extent:
+ * nothing committed may live there). In RAID5/6 chunks through btk_raid56_write. */
+int btk_write_logical(struct btk_fs *fs, uint64_t logical, const void *buf, size_t len);
+/* Writes len bytes at a logical address inside one RAID5/6 chunk, updating P/Q of every row
+ * touched (read-modify-write of the other data stripes; raid56.c says what an interruption
+ * leaves). -EINVAL outside one RAID5/6 chunk, -ENODEV when a stripe's device is missing. */
+int btk_raid56_write(struct btk_fs *fs, uint64_t logical, const void *buf, size_t len);
+
+/* How many stripes hold distinct data in one row of a chunk of this profile: the divisor from
+ * chunk length to the bytes each stripe takes on its device (1 for SINGLE, DUP and RAID1*;
+ * 0 when the counts cannot form the profile). */
+uint64_t btk_chunk_data_stripes(uint64_t type, int num_stripes, int sub_stripes);
+/* Bytes each stripe of c takes on its device (its dev extent's length); 0 if c is malformed. */
+uint64_t btk_chunk_stripe_len(const struct btk_chunk *c);
+/* Parses a chunk item (from the sys array or chunk tree) into a new btk_chunk (caller frees).
+ * -EUCLEAN if sizes or counts are impossible. */
+int btk_chunk_parse(const uint8_t *item, uint32_t size, uint64_t logical, uint32_t sectorsize,
+		    struct btk_chunk **out);
+
+#endif

@@ -1,0 +1,124 @@
+/* The checker's containers (check_priv.h) and btk_check_run on a clean image that
+ * mkfs.btrfs --rootdir builds from a directory made here: no problem reported, and the
+ * summary counts the inodes that directory has. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check/check.h"
+#include "check/check_priv.h"
+#include "base/error.h"
+
+#define NFILES 120
+
+static uint64_t key_of(const void *p)
+{
+	return *(const uint64_t *)p;
+}
+
+static void test_vec(void **state)
+{
+	struct chk_vec v;
+
+	(void)state;
+	chk_vec_init(&v, sizeof(uint64_t));
+	assert_int_equal(chk_vec_floor(&v, 5, key_of), -1);
+	for (uint64_t i = 0; i < 1000; i++) {
+		uint64_t *p = chk_vec_push(&v);
+		assert_non_null(p);
+		assert_int_equal(*p, 0); /* pushed records are zeroed */
+		*p = i * 10;
+	}
+	assert_int_equal(v.n, 1000);
+	assert_int_equal(chk_vec_floor(&v, 0, key_of), 0);
+	assert_int_equal(chk_vec_floor(&v, 9, key_of), 0);
+	assert_int_equal(chk_vec_floor(&v, 10, key_of), 1);
+	assert_int_equal(chk_vec_floor(&v, 99999, key_of), 999);
+	chk_vec_free(&v);
+	assert_int_equal(v.n, 0);
+}
+
+static void test_set(void **state)
+{
+	struct chk_set s = {0};
+
+	(void)state;
+	assert_false(chk_set_has(&s, 42));
+	for (uint64_t i = 1; i <= 20000; i++)
+		assert_int_equal(chk_set_add(&s, i * 4096), 1);
+	for (uint64_t i = 1; i <= 20000; i++)
+		assert_int_equal(chk_set_add(&s, i * 4096), 0);
+	assert_true(chk_set_has(&s, 4096 * 777));
+	assert_false(chk_set_has(&s, 4096 * 20001));
+	assert_false(chk_set_has(&s, 4095));
+	assert_int_equal(s.n, 20000);
+	chk_set_free(&s);
+}
+
+static void test_kind_names(void **state)
+{
+	(void)state;
+	assert_string_equal(btk_check_kind_name(BTK_CHK_BACKREF), "backref");
+	assert_string_equal(btk_check_kind_name(BTK_CHK_INODE), "inode");
+	assert_string_equal(btk_check_kind_name(BTK_CHK_KIND_COUNT), "unknown");
+	for (int k = 0; k < BTK_CHK_KIND_COUNT; k++)
+		assert_non_null(btk_check_kind_name((enum btk_check_kind)k));
+}
+
+static void count(void *ctx, const struct btk_check_problem *p)
+{
+	fprintf(stderr, "unexpected problem: %s\n", p->what);
+	(*(int *)ctx)++;
+}
+
+static void test_clean_image(void **state)
+{
+	char dir[] = "/tmp/btk-test-check-XXXXXX", cmd[512], img[64];
+	struct btk_fs *fs;
+	struct btk_check_summary sum;
+	int problems = 0;
+
+	(void)state;
+	if (system("command -v mkfs.btrfs >/dev/null 2>&1"))
+		skip();
+	assert_non_null(mkdtemp(dir));
+	snprintf(cmd, sizeof(cmd),
+		 "set -e; mkdir %s/src; cd %s/src; for i in $(seq 1 %d); do echo $i > f$i; done;"
+		 " mkdir d; ln f1 d/link; head -c 200000 /dev/urandom > d/big;"
+		 " truncate -s 128M %s/img; mkfs.btrfs -q -r %s/src %s/img >/dev/null 2>&1",
+		 dir, dir, NFILES, dir, dir, dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(img, sizeof(img), "%s/img", dir);
+	const char *paths[] = {img};
+	struct btk_open_opts oo = {.super_mirror = -1};
+	assert_int_equal(btk_fs_open(paths, 1, &oo, &fs), 0);
+	struct btk_check_opts co = {.data_csum = true, .report = count, .ctx = &problems};
+	assert_int_equal(btk_check_run(fs, &co, &sum), 0);
+	assert_int_equal(problems, 0);
+	assert_int_equal(sum.errors, 0);
+	/* top dir, d, NFILES files and big (the link is a second name of f1), and the data
+	 * relocation tree's top dir */
+	assert_int_equal(sum.nr_inodes, NFILES + 4);
+	assert_true(sum.bytes_used > 200000);
+	assert_true(sum.data_blocks_checked >= 200000 / 4096);
+	btk_fs_close(fs);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_vec),
+	    cmocka_unit_test(test_set),
+	    cmocka_unit_test(test_kind_names),
+	    cmocka_unit_test(test_clean_image),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
