@@ -123,18 +123,13 @@ static void note_log_root(struct tctx *t, const struct btk_key *k, const uint8_t
 {
 	struct btk_root *r;
 
-	if (k->type != BTRFS_ROOT_ITEM_KEY || size < offsetof(struct btrfs_root_item, level) + 1)
-		return;
-	if (t->nlogs >= MAX_LOG_ROOTS)
+	if (k->type != BTRFS_ROOT_ITEM_KEY || t->nlogs >= MAX_LOG_ROOTS)
 		return;
 	if (!t->logs && !(t->logs = calloc(MAX_LOG_ROOTS, sizeof(*t->logs))))
 		return;
-	r = &t->logs[t->nlogs++];
-	r->objectid = BTRFS_TREE_LOG_OBJECTID;
-	r->key_offset = k->offset;
-	r->bytenr = BTK_GET(struct btrfs_root_item, p, bytenr);
-	r->generation = BTK_GET(struct btrfs_root_item, p, generation);
-	r->level = BTK_GET(struct btrfs_root_item, p, level);
+	r = &t->logs[t->nlogs];
+	if (btk_root_from_item(BTRFS_TREE_LOG_OBJECTID, k->offset, p, size, r) == 0)
+		t->nlogs++;
 }
 
 static void dump_item(struct tctx *t, const struct btk_block *b, int slot)

@@ -120,6 +120,12 @@ struct btk_root {
 	int level;
 };
 
+/* A tree's root from the body of its ROOT_ITEM (objectid, ROOT_ITEM, key_offset): 0, or
+ * -EUCLEAN (no message set) if the item is too short; *r then has only the ids. The level is
+ * not range-checked. */
+int btk_root_from_item(uint64_t objectid, uint64_t key_offset, const uint8_t *data, uint32_t size,
+		       struct btk_root *r);
+
 /* ROOT_TREE and CHUNK_TREE come from the superblock (and BLOCK_GROUP_TREE's root item from the
  * root tree, like every other); other trees from their ROOT_ITEM in the root tree (the one with
  * the highest offset for that objectid). -ENOENT if the tree does not exist. */
