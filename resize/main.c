@@ -5,7 +5,7 @@
  * Parses options (popt), plans and applies through libcore/relocate, prints what it did.
  * Exit status: 0 done, 1 refused or failed, 2 usage.
  */
-#include "../cli/resize_arg.h"
+#include "cli/cli.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "relocate/relocate.h"
@@ -27,36 +27,53 @@ struct opts {
 	const char *size_arg;
 	const char **devs;
 	int ndevs;
-	struct resize_arg arg;
+	struct cli_resize arg;
 };
 
 struct prog {
-	struct timespec start;
+	struct cli_progress line;
+	double start;
 };
-
-static void warn_hook(void *ctx, const char *msg)
-{
-	(void)ctx;
-	fprintf(stderr, "btk-resize: warning: %s\n", msg);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static void on_progress(void *ctx, uint64_t done, uint64_t total)
 {
-	double *t0 = ctx, el = now_s() - *t0, rate = el > 0 ? (double)done / el : 0;
+	struct prog *pr = ctx;
+	double el = cli_now() - pr->start, rate = el > 0 ? (double)done / el : 0;
+	char a[32], b[32], r[32];
 
-	fprintf(stderr, "\r\033[Kmoved %.1f of %.1f MiB, %.1f MiB/s, ETA %.0f s",
-		(double)done / 1048576, (double)total / 1048576, rate / 1048576,
-		rate > 0 ? (double)(total - done) / rate : 0.0);
-	if (done == total)
-		fputc('\n', stderr);
+	cli_progress_draw(&pr->line, done == total, "moved %s of %s, %s/s, ETA %.0f s",
+			  cli_human(done, a, sizeof(a)), cli_human(total, b, sizeof(b)),
+			  cli_human((uint64_t)rate, r, sizeof(r)),
+			  rate > 0 ? (double)(total - done) / rate : 0.0);
+}
+
+/* The size asked for from the device's current size and the largest it can be. */
+static int resize_target(const struct cli_resize *a, uint64_t cur, uint64_t max, uint64_t *out)
+{
+	switch (a->op) {
+	case CLI_RESIZE_MAX:
+		*out = max;
+		return 0;
+	case CLI_RESIZE_SET:
+		*out = a->size;
+		return 0;
+	case CLI_RESIZE_GROW:
+		if (a->size > UINT64_MAX - cur) {
+			cli_err("growing by %" PRIu64 " bytes would overflow", a->size);
+			return -1;
+		}
+		*out = cur + a->size;
+		return 0;
+	case CLI_RESIZE_SHRINK:
+		if (a->size >= cur) {
+			cli_err("cannot shrink by %" PRIu64 " bytes: the device has %" PRIu64,
+				a->size, cur);
+			return -1;
+		}
+		*out = cur - a->size;
+		return 0;
+	}
+	return -1;
 }
 
 /* "-4g" is a size, not an option: take it out of argv before popt sees it. */
@@ -101,20 +118,17 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	    {"quiet", 'q', POPT_ARG_NONE, &o->quiet, 0, "print nothing on success", NULL},
 	    {"fail-after", 0, POPT_ARG_LONG | POPT_ARGFLAG_DOC_HIDDEN, &o->fail_after, 0, NULL,
 	     NULL},
-	    POPT_AUTOHELP POPT_TABLEEND};
+	    CLI_STD_OPTIONS
+	    POPT_TABLEEND};
 	poptContext pc = poptGetContext("btk-resize", argc, argv, table, 0);
 	const char **rest;
-	char why[256];
 	int rc, n = 0;
 
 	o->fail_after = -1;
 	poptSetOtherOptionHelp(pc, "[DEVID:]SIZE DEV...  (SIZE: 20g, +2g, -512m, max)");
-	while ((rc = poptGetNextOpt(pc)) > 0)
-		;
-	if (rc < -1) {
-		fprintf(stderr, "btk-resize: %s: %s\n", poptBadOption(pc, 0), poptStrerror(rc));
+	if ((rc = cli_popt_run(pc))) {
 		poptFreeContext(pc);
-		return 2;
+		return rc;
 	}
 	rest = poptGetArgs(pc);
 	while (rest && rest[n])
@@ -131,34 +145,33 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	}
 	o->ndevs = n;
 	if ((o->minimum || o->print_min) && !o->size_arg && n > 1 &&
-	    !cli_parse_resize_arg(o->devs[0], &o->arg, why, sizeof(why))) {
-		fprintf(stderr, "btk-resize: -M and -P take no size (only DEVID:)\n");
+	    !cli_size_parse(o->devs[0], &o->arg.size)) {
+		cli_err("-M and -P take no size (only DEVID:)");
 		return 2;
 	}
 	if ((o->minimum || o->print_min) && o->size_arg && !is_devid_only(o->size_arg)) {
-		fprintf(stderr, "btk-resize: -M and -P take no size (only DEVID:)\n");
+		cli_err("-M and -P take no size (only DEVID:)");
 		return 2;
 	}
 	if (!o->size_arg && !o->minimum && !o->print_min) {
-		fprintf(stderr, "btk-resize: no size given\n");
+		cli_err("no size given");
 		return 2;
 	}
 	if (!n) {
-		fprintf(stderr, "btk-resize: no device given\n");
+		cli_err("no device given");
 		return 2;
 	}
 	memset(&o->arg, 0, sizeof(o->arg));
-	o->arg.devid = 1;
 	if (o->size_arg && is_devid_only(o->size_arg))
-		o->arg.devid = strtoull(o->size_arg, NULL, 10), o->arg.has_devid = true;
-	else if (o->size_arg && cli_parse_resize_arg(o->size_arg, &o->arg, why, sizeof(why))) {
-		fprintf(stderr, "btk-resize: %s\n", why);
+		o->arg.devid = strtoull(o->size_arg, NULL, 10);
+	else if (o->size_arg && cli_parse_resize_arg(o->size_arg, &o->arg))
+		return 2;
+	if (o->size_arg && is_devid_only(o->size_arg) && !o->arg.devid) {
+		cli_err("devid 0 does not exist");
 		return 2;
 	}
-	if (!o->arg.devid) {
-		fprintf(stderr, "btk-resize: devid 0 does not exist\n");
-		return 2;
-	}
+	if (!o->arg.devid)
+		o->arg.devid = 1;
 	return 0;
 }
 
@@ -220,26 +233,23 @@ static void print_text(const struct opts *o, const struct btk_resize_plan *p)
 static int target_size(const struct opts *o, struct btk_fs *fs, uint64_t *out)
 {
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, o->arg.devid);
-	char why[256];
 
 	if (o->minimum || o->print_min) {
 		*out = 0;
 		return 0;
 	}
 	if (!d) {
-		fprintf(stderr, "btk-resize: no device with devid %" PRIu64 "\n", o->arg.devid);
+		cli_err("no device with devid %" PRIu64 "", o->arg.devid);
 		return 1;
 	}
 	if (!d->dev) {
-		fprintf(stderr, "btk-resize: devid %" PRIu64 " is missing\n", o->arg.devid);
+		cli_err("devid %" PRIu64 " is missing", o->arg.devid);
 		return 1;
 	}
-	if (cli_resize_target(&o->arg, d->total_bytes, d->dev->size, out, why, sizeof(why))) {
-		fprintf(stderr, "btk-resize: %s\n", why);
+	if (resize_target(&o->arg, d->total_bytes, d->dev->size, out))
 		return 2;
-	}
 	if (*out < fs->sectorsize) {
-		fprintf(stderr, "btk-resize: %" PRIu64 " bytes is not a device size\n", *out);
+		cli_err("%" PRIu64 " bytes is not a device size", *out);
 		return 2;
 	}
 	return 0;
@@ -275,37 +285,38 @@ static int run(struct opts *o)
 	struct btk_resize_plan plan;
 	struct btk_fs *fs = NULL;
 	uint64_t size;
-	double t0 = now_s();
+	struct prog pr = {.start = cli_now()};
+
+	cli_progress_start(&pr.line, o->progress);
 	char why[512];
 	int rc;
 
 	for (int i = 0; write && i < o->ndevs; i++)
 		if (resize_in_use(o->devs[i], why, sizeof(why))) {
-			fprintf(stderr, "btk-resize: %s: refusing to resize a mounted filesystem\n",
-				why);
+			cli_err("%s: refusing to resize a mounted filesystem", why);
 			return 1;
 		}
 	if (btk_fs_open(o->devs, o->ndevs, &oo, &fs)) {
-		fprintf(stderr, "btk-resize: %s\n", btk_errmsg());
+		cli_err("%s", btk_errmsg());
 		return 1;
 	}
 	if ((rc = target_size(o, fs, &size)))
 		goto out;
 	rc = 1;
 	if (!o->print_min && btk_resize_refusals(fs, o->force)) {
-		fprintf(stderr, "btk-resize: %s\n", btk_errmsg());
+		cli_err("%s", btk_errmsg());
 		goto out;
 	}
 	if (btk_resize_plan(fs, o->arg.devid, size, &plan)) {
-		fprintf(stderr, "btk-resize: %s\n", btk_errmsg());
+		cli_err("%s", btk_errmsg());
 		goto out;
 	}
 	if (write && o->fail_after >= 0 && wrap_faulty(fs, o->fail_after)) {
-		fprintf(stderr, "btk-resize: %s\n", btk_errmsg());
+		cli_err("%s", btk_errmsg());
 		goto free_plan;
 	}
-	if (write && btk_resize_apply(fs, &plan, o->progress ? on_progress : NULL, &t0)) {
-		fprintf(stderr, "btk-resize: %s\n", btk_errmsg());
+	if (write && btk_resize_apply(fs, &plan, o->progress ? on_progress : NULL, &pr)) {
+		cli_err("%s", btk_errmsg());
 		goto free_plan;
 	}
 	if (o->json)
@@ -325,8 +336,9 @@ int main(int argc, const char **argv)
 	struct opts o = {0};
 	int rc;
 
-	btk_set_warn_hook(warn_hook, NULL);
+	cli_init("btk-resize");
 	rc = parse_args(argc, argv, &o);
+	cli_json_on(o.json);
 	if (!rc)
 		rc = run(&o);
 	for (int i = 0; o.devs && o.devs[i]; i++)
