@@ -101,6 +101,14 @@ struct btk_wfs {
 	 * before any change, and their space is not reused when the source lets go */
 	struct btk_rangeset snap_shared;
 	uint8_t chunk_uuid[BTK_UUID_SIZE]; /* chunk_tree_uuid of every tree block header */
+	/* device ranges new chunks of this transaction must not use (dev_resize.c): stripes
+	 * moved away (the committed filesystem still reads them) and space being cut off */
+	struct btk_devhold *holds;
+	int nholds;
+};
+
+struct btk_devhold {
+	uint64_t devid, start, len;
 };
 
 static inline struct btk_wfs *btk_w(struct btk_fs *fs)
