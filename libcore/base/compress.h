@@ -10,14 +10,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#define BTK_MAX_COMPRESSED_IN (128 * 1024)
+#include "format/format.h" /* BTK_COMPRESS_* values and btk_compression_name() */
 
-/* Values of btrfs_file_extent_item.compression. */
-enum { BTK_COMPRESS_NONE = 0, BTK_COMPRESS_ZLIB = 1, BTK_COMPRESS_LZO = 2, BTK_COMPRESS_ZSTD = 3 };
+#define BTK_MAX_COMPRESSED_IN (128 * 1024)
 
 /* Parses "zlib", "lzo", "zstd", optionally ":LEVEL"; -EINVAL. level 0 = the kernel default. */
 int btk_compress_parse(const char *s, int *type, int *level);
-const char *btk_compress_name(int type);
 
 /* Compresses in[0..len) (len <= BTK_MAX_COMPRESSED_IN) into out (cap bytes) in the on-disk
  * format of `type`. sectorsize is the filesystem's (lzo frames segments by it). Returns the

@@ -158,10 +158,8 @@ static const char *fe_type_name(uint64_t v, char *buf, size_t len)
 
 static const char *compress_name(uint64_t v, char *buf, size_t len)
 {
-	static const char *const names[] = {"none", "zlib", "lzo", "zstd"};
-
-	if (v < 4)
-		return names[v];
+	if (v < BTK_COMPRESS_TYPES)
+		return btk_compression_name((unsigned)v);
 	snprintf(buf, len, "UNKNOWN.%u", (unsigned)v);
 	return buf;
 }

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "format/format.h"
+#include "format/raid.h"
 
 struct id_name {
 	uint64_t id;
@@ -171,26 +172,19 @@ int btk_tree_id_parse(const char *s, uint64_t *id)
 
 const char *btk_profile_name(uint64_t flags)
 {
-	switch (flags & BTRFS_BLOCK_GROUP_PROFILE_MASK) {
-	case 0:
-		return "single";
-	case BTRFS_BLOCK_GROUP_DUP:
-		return "dup";
-	case BTRFS_BLOCK_GROUP_RAID0:
-		return "raid0";
-	case BTRFS_BLOCK_GROUP_RAID1:
-		return "raid1";
-	case BTRFS_BLOCK_GROUP_RAID10:
-		return "raid10";
-	case BTRFS_BLOCK_GROUP_RAID5:
-		return "raid5";
-	case BTRFS_BLOCK_GROUP_RAID6:
-		return "raid6";
-	case BTRFS_BLOCK_GROUP_RAID1C3:
-		return "raid1c3";
-	case BTRFS_BLOCK_GROUP_RAID1C4:
-		return "raid1c4";
-	default:
-		return "unknown";
-	}
+	const struct btk_raid_attr *ra = btk_raid_attr(flags);
+
+	return ra ? ra->name : "unknown";
+}
+
+const char *btk_compression_name(unsigned type)
+{
+	static const char *const names[BTK_COMPRESS_TYPES] = {
+	    [BTK_COMPRESS_NONE] = "none",
+	    [BTK_COMPRESS_ZLIB] = "zlib",
+	    [BTK_COMPRESS_LZO] = "lzo",
+	    [BTK_COMPRESS_ZSTD] = "zstd",
+	};
+
+	return type < BTK_COMPRESS_TYPES ? names[type] : "unknown";
 }
