@@ -104,6 +104,30 @@ const char *btk_objectid_name(uint64_t id)
 	return lookup(objectids, N_ELEM(objectids), id);
 }
 
+/* Tree headings as dump-tree prints them; other trees are file trees (subvolumes). */
+static const struct id_name tree_titles[] = {
+    {BTRFS_ROOT_TREE_OBJECTID, "root tree"},
+    {BTRFS_CHUNK_TREE_OBJECTID, "chunk tree"},
+    {BTRFS_EXTENT_TREE_OBJECTID, "extent tree"},
+    {BTRFS_DEV_TREE_OBJECTID, "device tree"},
+    {BTRFS_FS_TREE_OBJECTID, "fs tree"},
+    {BTRFS_CSUM_TREE_OBJECTID, "checksum tree"},
+    {BTRFS_QUOTA_TREE_OBJECTID, "quota tree"},
+    {BTRFS_UUID_TREE_OBJECTID, "uuid tree"},
+    {BTRFS_FREE_SPACE_TREE_OBJECTID, "free space tree"},
+    {BTRFS_BLOCK_GROUP_TREE_OBJECTID, "block group tree"},
+    {BTRFS_DATA_RELOC_TREE_OBJECTID, "data reloc tree"},
+    {BTRFS_TREE_RELOC_OBJECTID, "tree reloc tree"},
+    {BTRFS_TREE_LOG_OBJECTID, "log tree"},
+};
+
+const char *btk_tree_title(uint64_t id)
+{
+	const char *t = lookup(tree_titles, N_ELEM(tree_titles), id);
+
+	return t ? t : "file tree";
+}
+
 /* Short tree names as users type them (dump-tree -t accepts similar ones). */
 static const struct id_name tree_aliases[] = {
     {BTRFS_ROOT_TREE_OBJECTID, "root"},

@@ -204,6 +204,33 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 	return btk_err(EUCLEAN, "tree block %llu: %s", (unsigned long long)bytenr, why);
 }
 
+uint64_t btk_block_used(const struct btk_block *b)
+{
+	uint32_t nr = btk_block_nritems(b);
+	uint64_t used;
+
+	if (btk_block_level(b))
+		return (uint64_t)nr * sizeof(struct btk_key_ptr);
+	used = (uint64_t)nr * sizeof(struct btk_item);
+	for (uint32_t i = 0; i < nr; i++)
+		used += btk_leaf_size(b, (int)i);
+	return used;
+}
+
+int btk_block_free_space(const struct btk_block *b, uint32_t nodesize)
+{
+	uint32_t nr = btk_block_nritems(b), space = btk_block_space(nodesize);
+	uint32_t lowest = space;
+
+	if (btk_block_level(b))
+		return (int)((uint32_t)(space / sizeof(struct btk_key_ptr)) - nr);
+	for (uint32_t i = 0; i < nr; i++) {
+		uint32_t off = btk_leaf_offset(b, (int)i);
+		lowest = off < lowest ? off : lowest;
+	}
+	return (int)lowest - (int)(nr * sizeof(struct btk_item));
+}
+
 /* ---- roots ---- */
 
 int btk_root_from_item(uint64_t objectid, uint64_t key_offset, const uint8_t *data, uint32_t size,
