@@ -118,8 +118,7 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	    {"quiet", 'q', POPT_ARG_NONE, &o->quiet, 0, "print nothing on success", NULL},
 	    {"fail-after", 0, POPT_ARG_LONG | POPT_ARGFLAG_DOC_HIDDEN, &o->fail_after, 0, NULL,
 	     NULL},
-	    CLI_STD_OPTIONS
-	    POPT_TABLEEND};
+	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc = poptGetContext("btk-resize", argc, argv, table, 0);
 	const char **rest;
 	int rc, n = 0;
@@ -315,8 +314,11 @@ static int run(struct opts *o)
 		cli_err("%s", btk_errmsg());
 		goto free_plan;
 	}
-	if (write && btk_resize_apply(fs, &plan, o->progress ? on_progress : NULL, &pr)) {
+	rc = write ? btk_resize_apply(fs, &plan, o->progress ? on_progress : NULL, &pr) : 0;
+	cli_progress_clear(&pr.line);
+	if (rc) {
 		cli_err("%s", btk_errmsg());
+		rc = 1;
 		goto free_plan;
 	}
 	if (o->json)
