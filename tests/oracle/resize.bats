@@ -30,6 +30,7 @@ setup() {
 
 teardown() {
 	mountpoint -q "$MNT" 2>/dev/null && umount "$MNT"
+	[ -n "${LOOPS+x}" ] && detach
 	true
 }
 
@@ -102,6 +103,7 @@ same_tree() {
 	head -c 10M /dev/urandom >"$MNT/kernel-wrote"
 	sync
 	rm "$MNT/kernel-wrote"
+	touch -r "$SAVED" "$MNT" # the top directory's times as saved, for the next comparison
 	umount "$MNT"
 	[ $rc = 0 ] && [ ! -s "$BATS_TEST_TMPDIR/rsync.out" ] || {
 		echo "the tree differs (rsync $rc):" >&2
@@ -235,13 +237,13 @@ step() {
 	for i in $(seq 0 15); do head -c 16M /dev/urandom >"$MNT/f$i"; done
 	sync
 	btrfs balance start --bg -d "$MNT" >/dev/null 2>&1
-	for i in 1 2 3 4 5; do
-		btrfs balance pause "$MNT" >/dev/null 2>&1
-		btrfs balance status "$MNT" 2>/dev/null | grep -q "is paused" && break
-		btrfs balance status "$MNT" 2>/dev/null | grep -q "No balance" && break
-		sleep 1
+	for i in $(seq 1 50); do
+		btrfs balance pause "$MNT" >/dev/null 2>&1 || true
+		st=$(btrfs balance status "$MNT" 2>&1 || true)
+		case $st in *"is paused"* | *"No balance"*) break ;; esac
+		sleep 0.2
 	done
-	umount "$MNT" || { sleep 5; umount "$MNT"; }
+	umount "$MNT" || { sleep 10; umount "$MNT"; }
 	btrfs inspect-internal dump-tree -t root "$IMG" | grep -q "BALANCE" ||
 		skip "the balance finished before it could be paused"
 	sum=$(sha256sum <"$IMG")
@@ -249,4 +251,70 @@ step() {
 	assert_one_line_error
 	grep -q "balance" "$BTK_ERR"
 	[ "$(sha256sum <"$IMG")" = "$sum" ]
+}
+
+# multi_dev PROFILE: 4 image files, populated, one device shrunk with -M; the others stay
+multi_dev() {
+	local d=$BATS_TEST_TMPDIR/multi i l
+	mkdir -p "$d/saved"
+	for i in 0 1 2 3; do truncate -s 512M "$d/d$i.img"; done
+	mkfs.btrfs -q -f -m "$1" -d "$1" "$d"/d{0,1,2,3}.img >/dev/null 2>&1
+	LOOPS=()
+	for i in 0 1 2 3; do LOOPS+=("$(losetup -f --show "$d/d$i.img")"); done
+	btrfs device scan "${LOOPS[@]}" >/dev/null
+	btrfs check --readonly "${LOOPS[0]}" >/dev/null 2>&1
+	mount "${LOOPS[0]}" "$MNT"
+	bash "$BTK_ROOT/tests/oracle/resize_populate.sh" "$MNT" 60 2 >"$d/populate.log" 2>&1 || true
+	rsync -aHAX --filter='-x btrfs.compression' "$MNT/" "$d/saved/"
+	umount "$MNT"
+	detach
+	# the first device whose shrink moves a stripe (the layout is the kernel's)
+	dv=0
+	for i in 1 2 3 4; do
+		step -n -M $i: "$d"/d*.img
+		grep -q "^would move" "$BTK_OUT" && { dv=$i; break; }
+	done
+	[ $dv != 0 ]
+	step -P $dv: "$d"/d*.img
+	min=$(cat "$BTK_OUT")
+	others=()
+	for i in 0 1 2 3; do [ $i != $((dv - 1)) ] && others+=("$d/d$i.img"); done
+	sizes=$(stat -c %s "${others[@]}")
+	step -M $dv: "$d"/d*.img
+	grep -q "^moved .* stripe" "$BTK_OUT"
+	[ "$(stat -c %s "$d/d$((dv - 1)).img")" = "$min" ]
+	[ "$(stat -c %s "${others[@]}")" = "$sizes" ]
+	for i in 0 1 2 3; do LOOPS+=("$(losetup -f --show "$d/d$i.img")"); done
+	btrfs device scan "${LOOPS[@]}" >/dev/null
+	btrfs check --readonly "${LOOPS[0]}" >"$d/check.out" 2>&1 || { tail "$d/check.out" >&2; false; }
+	mount "${LOOPS[0]}" "$MNT"
+	btrfs filesystem show --raw "$MNT" | grep -q "devid *$dv size $min " || {
+		btrfs filesystem show --raw "$MNT" >&2
+		false
+	}
+	rsync -aHAX --filter='-x btrfs.compression' --checksum --dry-run --itemize-changes \
+		--numeric-ids --delete "$MNT/" "$d/saved/" >"$d/rsync.out" 2>&1
+	head -c 20M /dev/urandom >"$MNT/kernel-wrote"
+	sync
+	umount "$MNT"
+	[ ! -s "$d/rsync.out" ] || { head "$d/rsync.out" >&2; false; }
+	btrfs check --readonly "${LOOPS[0]}" >"$d/check.out" 2>&1 || { tail "$d/check.out" >&2; false; }
+	detach
+}
+
+detach() {
+	local l
+	for l in "${LOOPS[@]}"; do
+		btrfs device scan --forget "$l" >/dev/null 2>&1 || true
+		losetup -d "$l" 2>/dev/null || true
+	done
+	LOOPS=()
+}
+
+@test "4-device RAID1: shrinking one device moves only its stripes; check clean, same tree" {
+	multi_dev raid1
+}
+
+@test "4-device RAID10: shrinking one device moves only its stripes; check clean, same tree" {
+	multi_dev raid10
 }
