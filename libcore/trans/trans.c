@@ -94,6 +94,7 @@ void btk_write_release(struct btk_fs *fs)
 	}
 	free(w->bgs);
 	btk_rs_free(&w->snap_shared);
+	btk_rs_free(&w->dev_reserved);
 	free(w->refs);
 	free(w->new_chunks);
 	free(w);
