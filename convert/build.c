@@ -145,9 +145,9 @@ int conv_place(void *ctx, struct btk_trans *t)
 		c->fs->devs[0].dev = fd;
 	}
 	for (int i = 0; i < nres && !ret; i++)
-		ret = btk_dev_reserve(t, res[i].start, res[i].len);
+		ret = btk_dev_hold(t, 1, res[i].start, res[i].len);
 	for (size_t i = 0; i < s->nused && !ret; i++)
-		ret = btk_dev_reserve(t, s->used[i].start, s->used[i].len);
+		ret = btk_dev_hold(t, 1, s->used[i].start, s->used[i].len);
 	for (size_t i = 0; i < s->nused && !ret; i++)
 		ret = split_reserved(res, nres, s->used[i].start, s->used[i].len, chunk_piece, &k);
 	if (!ret && k.ce)

@@ -73,17 +73,16 @@ uint32_t btk_chunk_to_item(const struct btk_chunk *c, uint8_t *buf)
 	return size;
 }
 
-/* Device space in use: the stripes of every chunk on devid, the first MiB, and what is
- * reserved on the first device. */
+/* Device space in use: the stripes of every chunk on devid, the first MiB and the ranges
+ * held for this transaction. */
 static int dev_used(const struct btk_wfs *w, uint64_t devid, struct btk_rangeset *used)
 {
 	const struct btk_fs *fs = w->fs;
 	int ret = btk_rs_add(used, 0, SZ_1M);
 
-	if (fs->ndevs && devid == fs->devs[0].devid)
-		for (size_t i = 0; !ret && i < w->dev_reserved.n; i++)
-			ret =
-			    btk_rs_add(used, w->dev_reserved.r[i].start, w->dev_reserved.r[i].len);
+	for (int i = 0; !ret && i < w->nholds; i++)
+		if (w->holds[i].devid == devid)
+			ret = btk_rs_add(used, w->holds[i].start, w->holds[i].len);
 
 	for (int i = 0; !ret && i < fs->nchunks; i++) {
 		const struct btk_chunk *c = fs->chunks[i];

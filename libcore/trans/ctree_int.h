@@ -100,10 +100,16 @@ struct btk_wfs {
 	/* blocks of this transaction that a snapshot taken in it now shares: copied again
 	 * before any change, and their space is not reused when the source lets go */
 	struct btk_rangeset snap_shared;
-	/* device bytes (of the first device) no new chunk may take: what another filesystem
-	 * still holds while a filesystem is built over it (inplace.h) */
-	struct btk_rangeset dev_reserved;
 	uint8_t chunk_uuid[BTK_UUID_SIZE]; /* chunk_tree_uuid of every tree block header */
+	/* device ranges new chunks of this transaction must not use (dev_resize.c): stripes
+	 * moved away (the committed filesystem still reads them), space being cut off, and
+	 * what another filesystem still holds while a btrfs is built over it (convert) */
+	struct btk_devhold *holds;
+	int nholds;
+};
+
+struct btk_devhold {
+	uint64_t devid, start, len;
 };
 
 static inline struct btk_wfs *btk_w(struct btk_fs *fs)

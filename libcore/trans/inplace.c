@@ -1,5 +1,5 @@
-/* inplace.c — chunks and data extents at fixed places, and device ranges kept from the
- * allocator, for building a filesystem over another one's blocks (convert). */
+/* inplace.c — chunks and data extents at fixed places, for building a filesystem over another one's
+ * blocks (convert). */
 #include "trans/inplace.h"
 #include "trans/ctree_int.h"
 #include "base/error.h"
@@ -9,11 +9,6 @@
 #include <string.h>
 
 #define SZ_1M (1ULL << 20)
-
-int btk_dev_reserve(struct btk_trans *t, uint64_t start, uint64_t len)
-{
-	return btk_rs_add(&t->w->dev_reserved, start, len) ? btk_err(ENOMEM, "out of memory") : 0;
-}
 
 /* True when [start, +len) of device devid overlaps a stripe of any chunk. */
 static bool phys_taken(const struct btk_fs *fs, uint64_t devid, uint64_t start, uint64_t len)

@@ -3,7 +3,8 @@
  * A conversion keeps the old filesystem's blocks where they are: data chunks are laid over
  * them at chosen places, their data becomes extents recorded at the bytenr that already holds
  * it, and everything the write path allocates on its own (tree blocks, new chunks, copies)
- * must land in what the old filesystem has free. These calls run inside the creating
+ * must land in what the old filesystem has free (btk_dev_hold in trans.h keeps the chunk
+ * allocator off what it uses). These calls run inside the creating
  * transaction (btk_mkfs_opts.place / .fill) and return 0 or a negative errno with btk_err().
  */
 #ifndef BTK_INPLACE_H
@@ -11,10 +12,6 @@
 
 #include <stdint.h>
 #include "trans/trans.h"
-
-/* Keeps new chunks off [start, start+len) of the first device for the rest of the life of
- * this filesystem object (in memory only: nothing is recorded on disk). -ENOMEM. */
-int btk_dev_reserve(struct btk_trans *t, uint64_t start, uint64_t len);
 
 /* Adds a SINGLE chunk of type `flags` (BTRFS_BLOCK_GROUP_DATA, ...) of len bytes at `logical`
  * on the first device at `physical`, with its block group all free. Everything must be

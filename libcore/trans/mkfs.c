@@ -276,6 +276,8 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 {
 	int ret;
 
+	if ((ret = btk_paths_distinct(o->paths, o->ndevs)))
+		return ret;
 	fs->devs = calloc((size_t)o->ndevs, sizeof(*fs->devs));
 	if (!fs->devs)
 		return btk_err(ENOMEM, "out of memory");
@@ -286,9 +288,6 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 		bool exists = !stat(path, &st);
 		uint64_t size;
 
-		for (int j = 0; j < i; j++)
-			if (!strcmp(o->paths[j], path))
-				return btk_err(EINVAL, "%s: given twice", path);
 		if (!exists && !o->byte_count)
 			return btk_err(
 			    ENOENT, "%s: does not exist (give -b to create an image file)", path);
@@ -304,6 +303,10 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 				   : ret;
 		fs->ndevs = i + 1;
 		d->devid = (uint64_t)i + 1;
+		for (int j = 0; j < i; j++) /* two new files by one name ("a", "./a") */
+			if (btk_dev_same(fs->devs[j].dev, d->dev))
+				return btk_err(EINVAL, "'%s' and '%s' are the same device",
+					       o->paths[j], path);
 		if (!exists) {
 			/* a new image file gets its full size (sparse) */
 			if (ftruncate(d->dev->fd, (off_t)o->byte_count))

@@ -51,7 +51,7 @@ static int place(void *ctx, struct btk_trans *t)
 	int *calls = ctx;
 
 	(*calls)++;
-	assert_int_equal(btk_dev_reserve(t, KEEP_AT, KEEP_LEN), 0);
+	assert_int_equal(btk_dev_hold(t, 1, KEEP_AT, KEEP_LEN), 0);
 	/* refused places: inside the first MiB, unaligned, and past the device */
 	assert_int_equal(btk_chunk_add_fixed(t, BTRFS_BLOCK_GROUP_DATA, 0, 0, MiB), -EINVAL);
 	assert_int_equal(btk_chunk_add_fixed(t, BTRFS_BLOCK_GROUP_DATA, DATA_AT + 1, DATA_AT, MiB),
