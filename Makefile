@@ -5,7 +5,7 @@ B        := build
 CC       ?= cc
 PKGS     := blkid popt libzstd zlib lzo2 libxxhash libcrypto libb2
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Ilibcore \
+CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Ilibcore -I. \
             -MMD -MP $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ifeq ($(SANITIZE),1)
@@ -49,9 +49,13 @@ $(B)/bin/btk-%: $$(addprefix $(B)/,$$(subst .c,.o,$$(wildcard $$*/*.c))) $(CLI_O
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/tests/test_%: $$(addprefix $(B)/,$$(subst .c,.o,$$(wildcard tests/unit/*/test_$$*.c))) $(LIB)
+$(B)/tests/test_%: $$(addprefix $(B)/,$$(subst .c,.o,$$(wildcard tests/unit/*/test_$$*.c))) $(CLI_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+# btk-convert reads ext with libext2fs
+$(B)/convert/%.o: CFLAGS += $(shell pkg-config --cflags ext2fs com_err 2>/dev/null)
+$(B)/bin/btk-convert: LDLIBS += $(shell pkg-config --libs ext2fs com_err 2>/dev/null)
 
 # tests/lib/NAME.c: one helper program each (image makers, corruptors), linked with libcore
 $(B)/tests/%: $(B)/tests/lib/%.o $(LIB)
