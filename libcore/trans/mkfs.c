@@ -648,6 +648,7 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	else
 		btk_uuid_make(NULL, NULL, 0, fs->fsid);
 	pl.derive_uuids = o->fsid != NULL;
+	w->uuid_seed = pl.derive_uuids ? fs->fsid : NULL;
 	make_uuid(fs, pl.derive_uuids, "chunk-tree", 0, w->chunk_uuid);
 	ret = open_devices(o, &pl, fs);
 	for (int i = 0; !ret && i < fs->ndevs; i++)
