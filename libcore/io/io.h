@@ -68,8 +68,9 @@ int btk_dev_discard(struct btk_dev *dev, uint64_t off, uint64_t len);
  * file, or written zeroes where neither works. Errors as btk_dev_discard (never -EOPNOTSUPP
  * for files and block devices). */
 int btk_dev_zeroout(struct btk_dev *dev, uint64_t off, uint64_t len);
-/* Sets the size of an image file or memory image (new bytes read as zeroes) and dev->size.
- * -EOPNOTSUPP for block devices, -EROFS read-only. */
+/* Makes an image file or memory image exactly size bytes (extended sparse, reading as
+ * zeroes, or cut) and sets dev->size. -EOPNOTSUPP for block devices (their size is fixed),
+ * -EROFS read-only. */
 int btk_dev_truncate(struct btk_dev *dev, uint64_t size);
 /* Hints that [off, off+len) will be read soon (readahead). Never fails. */
 void btk_dev_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len);

@@ -104,6 +104,14 @@ struct btk_wfs {
 	/* the fsid when new uuids must follow from it (mkfs -U: reproducible images), else
 	 * NULL (random, as for a snapshot of an existing filesystem) */
 	const uint8_t *uuid_seed;
+	/* device ranges new chunks of this transaction must not use (dev_resize.c): stripes
+	 * moved away (the committed filesystem still reads them) and space being cut off */
+	struct btk_devhold *holds;
+	int nholds;
+};
+
+struct btk_devhold {
+	uint64_t devid, start, len;
 };
 
 static inline struct btk_wfs *btk_w(struct btk_fs *fs)
