@@ -118,8 +118,7 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	    {"quiet", 'q', POPT_ARG_NONE, &o->quiet, 0, "print nothing on success", NULL},
 	    {"fail-after", 0, POPT_ARG_LONG | POPT_ARGFLAG_DOC_HIDDEN, &o->fail_after, 0, NULL,
 	     NULL},
-	    CLI_STD_OPTIONS
-	    POPT_TABLEEND};
+	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc = poptGetContext("btk-resize", argc, argv, table, 0);
 	const char **rest;
 	int rc, n = 0;

@@ -76,6 +76,15 @@ int btk_dev_truncate(struct btk_dev *dev, uint64_t size);
 void btk_dev_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len);
 void btk_dev_close(struct btk_dev *dev);
 
+/* Device identity (identity.c): whether two handles are one device, whatever names they were
+ * opened by — the same block device (st_rdev) or the same file (st_dev, st_ino). Wrapped
+ * handles (faults) compare by what they wrap. */
+bool btk_dev_same(const struct btk_dev *a, const struct btk_dev *b);
+/* 0 when no two of the n paths name one device; else -EINVAL, the message naming both
+ * ("'z.img' and './z.img' are the same device"). Paths that do not exist are skipped (a
+ * caller that creates files compares the handles too, with btk_dev_same). */
+int btk_paths_distinct(const char *const *paths, int n);
+
 /* Fault injection for tests: wraps dev (taking ownership); after `allowed` successful
  * changes (writes, discards, zeroouts, truncates) every further change or flush fails with
  * -EIO and is not performed (a crash at that point). Reads and prefetches pass through. */

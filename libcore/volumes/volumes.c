@@ -104,6 +104,13 @@ static int add_dev(struct btk_fs *fs, struct btk_dev *dev, const struct btk_open
 	ret = read_member(dev, o, copies, &best);
 	if (ret)
 		goto out;
+	for (int i = 0; i < fs->ndevs; i++)
+		if (fs->devs[i].dev && btk_dev_same(fs->devs[i].dev, dev)) {
+			ret = must ? btk_err(EINVAL, "'%s' and '%s' are the same device",
+					     fs->devs[i].dev->path, dev->path)
+				   : 0;
+			goto out;
+		}
 	const struct btk_super *sb = &copies[best].sb;
 	uint64_t devid = BTK_GET(struct btrfs_dev_item, sb->dev_item, devid);
 	if (fs->ndevs && memcmp(sb->fsid, fs->fsid, BTK_FSID_SIZE)) {
