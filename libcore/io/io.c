@@ -66,7 +66,15 @@ static void fd_close(struct btk_dev *dev)
 		close(dev->fd);
 }
 
-static const struct btk_dev_ops fd_ops = {fd_pread, fd_pwrite, fd_flush, fd_close};
+static int fd_truncate(struct btk_dev *dev, uint64_t size)
+{
+	if (ftruncate(dev->fd, (off_t)size) < 0)
+		return btk_err(errno, "%s: cannot set the file size to %llu: %s", dev->path,
+			       (unsigned long long)size, strerror(errno));
+	return 0;
+}
+
+static const struct btk_dev_ops fd_ops = {fd_pread, fd_pwrite, fd_flush, fd_close, fd_truncate};
 
 static int dev_size(int fd, const char *path, bool *blk, uint64_t *size)
 {
@@ -169,6 +177,26 @@ void btk_dev_close(struct btk_dev *dev)
 	free(dev);
 }
 
+int btk_dev_truncate(struct btk_dev *dev, uint64_t size)
+{
+	int ret;
+
+	if (dev->is_blockdev) {
+		if (size > dev->size)
+			return btk_err(EINVAL, "%s: the device has only %llu bytes", dev->path,
+				       (unsigned long long)dev->size);
+		return 0;
+	}
+	if (!dev->writable)
+		return btk_err(EROFS, "%s: opened read-only", dev->path);
+	if (!dev->ops->truncate)
+		return btk_err(EOPNOTSUPP, "%s: cannot change its size", dev->path);
+	ret = dev->ops->truncate(dev, size);
+	if (!ret)
+		dev->size = size;
+	return ret;
+}
+
 /* Fault injection: the wrapper forwards to `lower` until the write budget is spent. */
 struct faulty {
 	uint64_t allowed;
@@ -199,6 +227,16 @@ static int faulty_flush(struct btk_dev *dev)
 	return btk_dev_flush(dev->lower);
 }
 
+static int faulty_truncate(struct btk_dev *dev, uint64_t size)
+{
+	struct faulty *f = dev->priv;
+
+	if (!f->allowed)
+		return btk_err(EIO, "%s: injected failure to set the size", dev->path);
+	f->allowed--;
+	return btk_dev_truncate(dev->lower, size);
+}
+
 static void faulty_close(struct btk_dev *dev)
 {
 	btk_dev_close(dev->lower);
@@ -206,7 +244,7 @@ static void faulty_close(struct btk_dev *dev)
 }
 
 static const struct btk_dev_ops faulty_ops = {faulty_pread, faulty_pwrite, faulty_flush,
-					      faulty_close};
+					      faulty_close, faulty_truncate};
 
 int btk_dev_faulty(struct btk_dev *lower, uint64_t allowed, struct btk_dev **out)
 {

@@ -19,6 +19,8 @@ struct btk_dev_ops {
 	int (*pwrite)(struct btk_dev *dev, const void *buf, size_t len, uint64_t off);
 	int (*flush)(struct btk_dev *dev);
 	void (*close)(struct btk_dev *dev);
+	/* Sets the size of an image file (NULL: the backend cannot). */
+	int (*truncate)(struct btk_dev *dev, uint64_t size);
 };
 
 struct btk_io_stats {
@@ -49,6 +51,10 @@ int btk_dev_flush(struct btk_dev *dev);
 /* Hints that [off, off+len) will be read soon (readahead). Never fails. */
 void btk_dev_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len);
 void btk_dev_close(struct btk_dev *dev);
+/* Makes an image file exactly size bytes (extended sparse, or cut). A block device cannot
+ * change: -EINVAL when size exceeds it, else nothing happens. The fault wrapper counts it
+ * as a write. */
+int btk_dev_truncate(struct btk_dev *dev, uint64_t size);
 
 /* Device identity (identity.c): whether two handles are one device, whatever names they were
  * opened by — the same block device (st_rdev) or the same file (st_dev, st_ino). Wrapped

@@ -293,7 +293,7 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 			    ENOENT, "%s: does not exist (give -b to create an image file)", path);
 		if ((ret = btk_mkfs_check_busy(path)))
 			return ret;
-		if (exists && (ret = btk_mkfs_probe(path, o->force)))
+		if (exists && !o->inplace && (ret = btk_mkfs_probe(path, o->force)))
 			return ret;
 		ret = btk_dev_open(
 		    path, BTK_OPEN_WRITE | BTK_OPEN_EXCL | (exists ? 0 : BTK_OPEN_CREATE), &d->dev);
@@ -332,7 +332,7 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 			size = o->byte_count;
 		}
 		size -= size % pl->sectorsize;
-		if (size < pl->min_size)
+		if (size < pl->min_size && !o->inplace)
 			return btk_err(ENOSPC,
 				       "%s: is too small to make a usable filesystem "
 				       "(minimum size for each device is %llu)",
@@ -542,6 +542,13 @@ static int alloc_chunks(struct btk_wfs *w, const struct btk_mkfs_opts *o, const 
 		res->data_bytes = res->meta_bytes;
 		return 0;
 	}
+	for (int i = 0; i < w->nbgs; i++)
+		if (w->bgs[i].flags & BTRFS_BLOCK_GROUP_DATA) {
+			res->data_bytes += w->bgs[i].len; /* laid by the place hook */
+			res->data_flags = w->bgs[i].flags;
+		}
+	if (res->data_bytes)
+		return 0;
 	if ((ret = btk_chunk_alloc(w, res->data_flags, &lg)))
 		return ret;
 	res->data_bytes = btk_bg_find(w, lg)->len;
@@ -718,6 +725,8 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 						: (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
 	}
 	w->small_single = true;
+	if (!ret && o->place)
+		ret = o->place(o->fill_ctx, t);
 	if (!ret)
 		ret = alloc_chunks(w, o, &pl, res);
 	w->small_single = false;
@@ -730,9 +739,10 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	if (!ret) {
 		/* everything so far lives in memory: the first byte is written from here on (a
 		 * fill writes file data and may write tree blocks early, so the wipe goes first) */
-		if (o->discard)
+		if (o->discard && !o->inplace)
 			discard_devices(fs);
-		ret = wipe_devices(fs);
+		if (!o->inplace)
+			ret = wipe_devices(fs);
 	}
 	if (!ret && o->fill)
 		ret = o->fill(o->fill_ctx, t);
@@ -745,6 +755,8 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	}
 	if (!ret && o->shrink)
 		ret = truncate_images(fs);
+	if (!ret && o->after)
+		ret = o->after(o->fill_ctx, fs);
 	if (t)
 		btk_trans_abort(t);
 	if (!ret)
