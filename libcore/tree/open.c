@@ -85,6 +85,31 @@ static int load_chunk_tree(struct btk_fs *fs)
 	return ret ? ret : btk_chunk_map_check(fs);
 }
 
+/* After the volumes: the cache, the chunk tree and the check for missing members. Closes fs
+ * on failure, the message then starting with name. */
+static int finish_open(struct btk_fs *fs, const struct btk_open_opts *o, const char *name,
+		       struct btk_fs **out)
+{
+	int ret = 0;
+
+	fs->cache = btk_cache_new(o->cache_mb << 20);
+	if (!fs->cache)
+		ret = btk_err(ENOMEM, "out of memory");
+	if (!ret)
+		ret = load_chunk_tree(fs);
+	if (!ret)
+		ret = btk_volumes_check_missing(fs, o);
+	if (ret) {
+		char msg[1024];
+		snprintf(msg, sizeof(msg), "%s", btk_errmsg());
+		btk_err(-ret, "%s: %s", name, msg);
+		btk_fs_close(fs);
+		return ret;
+	}
+	*out = fs;
+	return 0;
+}
+
 int btk_fs_open(const char *const *paths, int n, const struct btk_open_opts *opts,
 		struct btk_fs **out)
 {
@@ -95,24 +120,23 @@ int btk_fs_open(const char *const *paths, int n, const struct btk_open_opts *opt
 	if (opts)
 		o = *opts;
 	ret = btk_volumes_open(paths, n, &o, &fs);
-	if (ret)
-		return ret;
-	fs->cache = btk_cache_new(o.cache_mb << 20);
-	if (!fs->cache)
-		ret = btk_err(ENOMEM, "out of memory");
-	if (!ret)
-		ret = load_chunk_tree(fs);
-	if (!ret)
-		ret = btk_volumes_check_missing(fs, &o);
-	if (ret) {
-		char msg[1024];
-		snprintf(msg, sizeof(msg), "%s", btk_errmsg());
-		btk_err(-ret, "%s: %s", paths[0], msg);
-		btk_fs_close(fs);
-		return ret;
-	}
-	*out = fs;
-	return 0;
+	return ret ? ret : finish_open(fs, &o, paths[0], out);
+}
+
+int btk_fs_open_devs(struct btk_dev *const *devs, int n, const struct btk_open_opts *opts,
+		     struct btk_fs **out)
+{
+	struct btk_open_opts o = {.super_mirror = -1};
+	struct btk_fs *fs = NULL;
+	char name[256];
+	int ret;
+
+	if (opts)
+		o = *opts;
+	/* the handle may be closed by the time a message needs its name */
+	snprintf(name, sizeof(name), "%s", n > 0 ? devs[0]->path : "");
+	ret = btk_volumes_open_devs(devs, n, &o, &fs);
+	return ret ? ret : finish_open(fs, &o, name, out);
 }
 
 void btk_fs_close(struct btk_fs *fs)

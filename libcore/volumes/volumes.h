@@ -71,6 +71,11 @@ struct btk_open_opts {
  * twice), -EIO. */
 int btk_volumes_open(const char *const *paths, int n, const struct btk_open_opts *opts,
 		     struct btk_fs **out);
+/* The same on devices already open (any backend: memory images, fault injection). Takes
+ * devs[0..n-1], on failure too: the opened fs closes them, or they are closed before the
+ * error returns. opts->write needs writable handles (-EROFS). A handle given twice: -EINVAL. */
+int btk_volumes_open_devs(struct btk_dev *const *devs, int n, const struct btk_open_opts *opts,
+			  struct btk_fs **out);
 /* Frees the chunk map and devices and fs itself (not the cache: btk_fs_close does that). */
 void btk_volumes_close(struct btk_fs *fs);
 /* -ENODEV naming the devids of member devices that were not found, unless opts->degraded
