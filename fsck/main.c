@@ -41,7 +41,8 @@ static void report_text(const struct btk_check_problem *p)
 {
 	char tb[32];
 
-	printf("ERROR: [%s]", btk_check_kind_name(p->kind));
+	printf("%s: [E%04u %s]", p->info->severity == BTK_SEV_WARN ? "WARNING" : "ERROR",
+	       p->info->code, p->info->name);
 	if (p->tree)
 		printf(" tree %llu", (unsigned long long)p->tree);
 	if (p->bytenr)
@@ -60,8 +61,13 @@ static void report_json(struct out *o, const struct btk_check_problem *p)
 {
 	char tb[32];
 
-	printf("%s\n    {\"kind\": ", o->nerr ? "," : "");
+	printf("%s\n    {\"code\": \"E%04u\", \"name\": ", o->nerr ? "," : "", p->info->code);
+	btk_json_cstr(stdout, p->info->name);
+	printf(", \"kind\": ");
 	btk_json_cstr(stdout, btk_check_kind_name(p->kind));
+	printf(", \"severity\": \"%s\", \"repairable\": %s",
+	       p->info->severity == BTK_SEV_WARN ? "warning" : "error",
+	       p->info->repairable ? "true" : "false");
 	printf(", \"location\": {\"tree\": %llu, \"bytenr\": %llu", (unsigned long long)p->tree,
 	       (unsigned long long)p->bytenr);
 	if (p->has_key) {

@@ -32,7 +32,7 @@ static void bitmap_runs(struct chk *c, const struct btk_key *k, const uint8_t *p
 	uint64_t ss = c->fs->sectorsize, bits = k->offset / ss;
 
 	if (k->offset % ss || (bits + 7) / 8 > sz) {
-		chk_report(c, BTK_CHK_FREE_SPACE, 10, leaf, k,
+		chk_report(c, BTK_P_FS_BITMAP_SIZE, 10, leaf, k,
 			   chk_fmt("%llu bitmap bytes", (unsigned long long)((bits + 7) / 8)),
 			   chk_fmt("%u", sz), "free space bitmap size wrong");
 		return;
@@ -59,7 +59,7 @@ void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 		btk_leaf_key(b, (int)i, &k);
 		if (k.type == BTRFS_FREE_SPACE_INFO_KEY) {
 			if (sz < sizeof(struct btrfs_free_space_info)) {
-				chk_report(c, BTK_CHK_FREE_SPACE, 10, b->bytenr, &k, "", "",
+				chk_report(c, BTK_P_FS_INFO_SIZE, 10, b->bytenr, &k, "", "",
 					   "free space info too small");
 				continue;
 			}
@@ -78,7 +78,7 @@ void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 		} else if (k.type == BTRFS_FREE_SPACE_BITMAP_KEY) {
 			bitmap_runs(c, &k, p, sz, b->bytenr);
 		} else {
-			chk_report(c, BTK_CHK_FREE_SPACE, 10, b->bytenr, &k, "", "",
+			chk_report(c, BTK_P_FS_ITEM_TYPE, 10, b->bytenr, &k, "", "",
 				   "unexpected item in the free space tree");
 		}
 	}
@@ -219,7 +219,7 @@ static void fst_mismatch(struct chk *c, const struct chk_bg *bg, uint64_t s, uin
 			 uint64_t as, uint64_t ae)
 {
 	chk_report(
-	    c, BTK_CHK_FREE_SPACE, c->fs_v1 ? 1 : 10, have ? as : s, NULL,
+	    c, BTK_P_FS_DIFFERS, c->fs_v1 ? 1 : 10, have ? as : s, NULL,
 	    e > s ? chk_fmt("free [%llu, %llu)", (unsigned long long)s, (unsigned long long)e)
 		  : "no more free space",
 	    have ? chk_fmt("free [%llu, %llu)", (unsigned long long)as, (unsigned long long)ae)
@@ -296,11 +296,11 @@ static void bg_free_space(struct chk *c, const struct chk_bg *bg, const struct c
 	long ii = chk_vec_floor(&c->fst_info, bg->start, range_key);
 	const struct fst_info *info = ii >= 0 ? chk_vec_at(&c->fst_info, (size_t)ii) : NULL;
 	if (!info || info->start != bg->start || info->len != bg->len)
-		chk_report(c, BTK_CHK_FREE_SPACE, 10, bg->start, NULL, "a FREE_SPACE_INFO item",
+		chk_report(c, BTK_P_FS_NO_INFO, 10, bg->start, NULL, "a FREE_SPACE_INFO item",
 			   "none", "block group %llu has no free space info",
 			   (unsigned long long)bg->start);
 	else if (info->count != count)
-		chk_report(c, BTK_CHK_FREE_SPACE, 10, bg->start, NULL,
+		chk_report(c, BTK_P_FS_INFO_COUNT, 10, bg->start, NULL,
 			   chk_fmt("%llu free extents", (unsigned long long)count),
 			   chk_fmt("%llu", (unsigned long long)info->count),
 			   "free space info extent count wrong in block group %llu",

@@ -236,3 +236,18 @@ PY
 	[ -n "$caught" ] || skip "the cleaner never stopped half-way here"
 	KERNEL_IMAGE=1 assert_clean "$caught"
 }
+
+@test "problem codes: btk-fsck(8) lists every code of problems.def" {
+	local want=$BATS_TEST_TMPDIR/want.man
+	sh "$BTK_ROOT/scripts/problems-man.sh" >"$want"
+	# the generated section, as it stands in the man page
+	sed -n '/^\.\\" BEGIN PROBLEM CODES/,/^\.\\" END PROBLEM CODES/p' "$BTK_ROOT/man/btk-fsck.8" >"$BATS_TEST_TMPDIR/have.man"
+	diff -u "$want" "$BATS_TEST_TMPDIR/have.man" || {
+		echo "man/btk-fsck.8 is out of date: run scripts/problems-man.sh --update" >&2
+		return 1
+	}
+	local n
+	n=$(grep -c '^BTK_PROBLEM(' "$BTK_ROOT/libcore/check/problems.def")
+	[ "$n" -gt 100 ]
+	[ "$(grep -c '^\.B E[0-9]\{4\} ' "$BTK_ROOT/man/btk-fsck.8")" = "$n" ]
+}
