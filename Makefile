@@ -5,7 +5,7 @@ B        := build
 CC       ?= cc
 PKGS     := blkid popt libzstd zlib lzo2 libxxhash libcrypto libb2
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Ilibcore \
+CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Ilibcore -I. \
             -MMD -MP $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ifeq ($(SANITIZE),1)
@@ -49,7 +49,7 @@ $(B)/bin/btk-%: $$(addprefix $(B)/,$$(subst .c,.o,$$(wildcard $$*/*.c))) $(CLI_O
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
-$(B)/tests/test_%: $$(addprefix $(B)/,$$(subst .c,.o,$$(wildcard tests/unit/*/test_$$*.c))) $(LIB)
+$(B)/tests/test_%: $$(addprefix $(B)/,$$(subst .c,.o,$$(wildcard tests/unit/*/test_$$*.c))) $(CLI_OBJ) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 

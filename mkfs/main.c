@@ -1,6 +1,7 @@
 /* btk-mkfs — create a btrfs filesystem on image files or block devices.
  * Parses options (popt), calls btk_mkfs() and prints a summary; libcore does the rest.
  */
+#include "cli/cli.h"
 #include "base/csum.h"
 #include "base/error.h"
 #include "base/json.h"
@@ -17,65 +18,6 @@
 #include <string.h>
 
 static const char *usage_tail = "DEVICE...";
-
-static int parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	int shift = 0;
-
-	errno = 0;
-	if (!s || !isdigit((unsigned char)*s))
-		return -1;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -1;
-	switch (tolower((unsigned char)*end)) {
-	case 'e':
-		shift += 10; /* fall through */
-	case 'p':
-		shift += 10; /* fall through */
-	case 't':
-		shift += 10; /* fall through */
-	case 'g':
-		shift += 10; /* fall through */
-	case 'm':
-		shift += 10; /* fall through */
-	case 'k':
-		shift += 10;
-		end++;
-		break;
-	case 0:
-		break;
-	default:
-		return -1;
-	}
-	if (*end == 'i' || *end == 'I')
-		end++;
-	if (*end == 'b' || *end == 'B')
-		end++;
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
-static int parse_uuid(const char *s, uint8_t *u)
-{
-	int n = 0;
-
-	for (; *s && n < 32; s++) {
-		if (*s == '-' && (n == 8 || n == 12 || n == 16 || n == 20))
-			continue;
-		if (!isxdigit((unsigned char)*s))
-			return -1;
-		int v =
-		    isdigit((unsigned char)*s) ? *s - '0' : tolower((unsigned char)*s) - 'a' + 10;
-		u[n / 2] = (uint8_t)(n % 2 ? (u[n / 2] | v) : v << 4);
-		n++;
-	}
-	return n == 32 && !*s ? 0 : -1;
-}
 
 static void list_features(bool runtime)
 {
@@ -128,27 +70,6 @@ static int parse_features(const char *arg, bool runtime, struct btk_mkfs_opts *o
 	return ret;
 }
 
-static const char *human(uint64_t v, char *buf, size_t len)
-{
-	static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-	double d = (double)v;
-	int i = 0;
-
-	while (d >= 1024 && i < 6) {
-		d /= 1024;
-		i++;
-	}
-	snprintf(buf, len, i ? "%.2f%s" : "%.0f%s", d, u[i]);
-	return buf;
-}
-
-static void uuid_str(const uint8_t *u, char *out)
-{
-	sprintf(out, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-		u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-		u[14], u[15]);
-}
-
 static void feature_list(const struct btk_mkfs_result *r, bool runtime, char *buf, size_t len)
 {
 	buf[0] = 0;
@@ -182,9 +103,9 @@ static void print_json_rootdir(const struct rootdir *rd)
 static void print_json(const struct btk_mkfs_opts *o, const struct btk_mkfs_result *r,
 		       const struct rootdir *rd)
 {
-	char uuid[40];
+	char uuid[CLI_UUID_STR];
 
-	uuid_str(r->fsid, uuid);
+	cli_uuid_format(r->fsid, uuid);
 	printf("{\"label\": ");
 	btk_json_cstr(stdout, o->label ? o->label : "");
 	printf(", \"uuid\": \"%s\", \"nodesize\": %u, \"sectorsize\": %u, \"size\": %" PRIu64
@@ -236,24 +157,24 @@ static void print_summary(const struct btk_mkfs_opts *o, const struct btk_mkfs_r
 {
 	char uuid[40], h[32], feat[256];
 
-	uuid_str(r->fsid, uuid);
+	cli_uuid_format(r->fsid, uuid);
 	printf("Label:              %s\n", o->label && *o->label ? o->label : "(null)");
 	printf("UUID:               %s\n", uuid);
 	printf("Node size:          %u\n", r->nodesize);
 	printf("Sector size:        %u\n", r->sectorsize);
-	printf("Filesystem size:    %s\n", human(r->total_bytes, h, sizeof(h)));
+	printf("Filesystem size:    %s\n", cli_human(r->total_bytes, h, sizeof(h)));
 	printf("Block group profiles:\n");
 	if (o->mixed) {
 		printf("  Data+Metadata:    %-10s %12s\n", shown(r->data_flags),
-		       human(r->data_bytes, h, sizeof(h)));
+		       cli_human(r->data_bytes, h, sizeof(h)));
 	} else {
 		printf("  Data:             %-10s %12s\n", shown(r->data_flags),
-		       human(r->data_bytes, h, sizeof(h)));
+		       cli_human(r->data_bytes, h, sizeof(h)));
 		printf("  Metadata:         %-10s %12s\n", shown(r->meta_flags),
-		       human(r->meta_bytes, h, sizeof(h)));
+		       cli_human(r->meta_bytes, h, sizeof(h)));
 	}
 	printf("  System:           %-10s %12s\n", shown(r->sys_flags),
-	       human(r->sys_bytes, h, sizeof(h)));
+	       cli_human(r->sys_bytes, h, sizeof(h)));
 	feature_list(r, false, feat, sizeof(feat));
 	printf("Incompat features:  %s\n", feat);
 	feature_list(r, true, feat, sizeof(feat));
@@ -263,7 +184,36 @@ static void print_summary(const struct btk_mkfs_opts *o, const struct btk_mkfs_r
 	printf("Devices:\n   ID        SIZE  PATH\n");
 	for (int i = 0; i < r->ndevs; i++)
 		printf("  %3" PRIu64 " %11s  %s\n", r->devs[i].devid,
-		       human(r->devs[i].size, h, sizeof(h)), o->paths[i]);
+		       cli_human(r->devs[i].size, h, sizeof(h)), o->paths[i]);
+}
+
+/* -n, -s and -b; 0, or -1 after one line naming the option and the value. */
+static int parse_sizes(const char *nodesize, const char *sectorsize, const char *bytes,
+		       struct btk_mkfs_opts *o)
+{
+	uint64_t v;
+
+	if (nodesize) {
+		if (cli_parse_size("-n/--nodesize", nodesize, &v))
+			return -1;
+		if (v > UINT32_MAX) {
+			cli_err("-n/--nodesize: %s is too large", nodesize);
+			return -1;
+		}
+		o->nodesize = (uint32_t)v;
+	}
+	if (sectorsize) {
+		if (cli_parse_size("-s/--sectorsize", sectorsize, &v))
+			return -1;
+		if (v > UINT32_MAX) {
+			cli_err("-s/--sectorsize: %s is too large", sectorsize);
+			return -1;
+		}
+		o->sectorsize = (uint32_t)v;
+	}
+	if (bytes && cli_parse_size("-b/--byte-count", bytes, &o->byte_count))
+		return -1;
+	return 0;
 }
 
 static int parse_profile(const char *arg, const char *what, uint64_t *out)
@@ -332,6 +282,7 @@ int main(int argc, const char **argv)
 	poptContext pc = poptGetContext("btk-mkfs", argc, argv, opts, 0);
 	int ndevs = 0;
 
+	cli_init("btk-mkfs");
 	btk_set_warn_hook(warn_hook, &rd);
 	poptSetOtherOptionHelp(pc, usage_tail);
 	while ((rc = poptGetNextOpt(pc)) > 0)
@@ -371,22 +322,10 @@ int main(int argc, const char **argv)
 	o.mixed = o.mixed || mixed;
 	o.force = force;
 	o.discard = !nodiscard;
-	{
-		uint64_t v;
-		int bad = 0;
-		if (nodesize && !(bad = parse_size(nodesize, &v)))
-			o.nodesize = v > UINT32_MAX ? 0 : (uint32_t)v, bad = v > UINT32_MAX;
-		if (!bad && sectorsize && !(bad = parse_size(sectorsize, &v)))
-			o.sectorsize = v > UINT32_MAX ? 0 : (uint32_t)v, bad = v > UINT32_MAX;
-		if (!bad && bytes)
-			bad = parse_size(bytes, &o.byte_count);
-		if (bad) {
-			fprintf(stderr, "btk-mkfs: invalid size argument\n");
-			rc = 1;
-		}
-	}
+	if (parse_sizes(nodesize, sectorsize, bytes, &o))
+		rc = 1;
 	if (!rc && uuid) {
-		if (parse_uuid(uuid, fsid)) {
+		if (cli_uuid_parse(uuid, fsid)) {
 			fprintf(stderr, "btk-mkfs: invalid UUID '%s'\n", uuid);
 			rc = 1;
 		}

@@ -1,0 +1,100 @@
+/* cli.h — what every btk tool shares: messages, exit codes, size and uuid parsing, the
+ * progress line, --version/--help, the --json error object.
+ *
+ * cli/ is no part of libcore and knows nothing of the on-disk format. It prints (stderr for
+ * messages, stdout only for the --json error object) and may exit (only in --version and
+ * --help handling). Not thread-safe: one tool, one thread, state set once at start-up.
+ */
+#ifndef BTK_CLI_H
+#define BTK_CLI_H
+
+#include <popt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#define BTK_VERSION "0.1"
+
+/* Exit codes of every tool but btk-fsck, which follows fsck(8) (0, 4, 8, 16). */
+enum { CLI_EXIT_OK = 0, CLI_EXIT_ERROR = 1, CLI_EXIT_USAGE = 2 };
+
+/* Sets the name messages start with ("btk-mkfs") and installs cli_warn as libcore's warning
+ * hook. prog must outlive every cli call (a string literal). */
+void cli_init(const char *prog);
+const char *cli_prog(void);
+
+/* Messages, one line each on stderr: "PROG: MSG" and "PROG: warning: MSG". Both flush
+ * stdout first, so that a log read from a pipe keeps the order in which things happened, and
+ * clear the progress line if one is drawn. cli_err also feeds the --json error object (below).
+ */
+void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* --json failure reporting. With cli_json_on(true), the first cli_err (or cli_json_error)
+ * also prints one line {"error": "MSG"} on stdout, so that a jq pipeline sees the failure;
+ * later errors go to stderr only. cli_json_error prints the object without a stderr line.
+ * A tool whose own JSON output is already under way prints its own error field instead and
+ * calls cli_json_on(false) first. */
+void cli_json_on(bool on);
+void cli_json_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* Sizes. A whole decimal number with an optional binary suffix k, m, g, t, p or e (any case,
+ * optionally followed by "i" and/or "b": 4k = 4K = 4KiB = 4096). No fractions, no sign.
+ * cli_size_parse: 0, or -EINVAL (not a size) / -ERANGE (more than 2^64-1 bytes) without
+ * printing. cli_parse_size: the same, and 0 is refused too; on failure it prints one line
+ * naming the option and the value ("btk-mkfs: -b/--byte-count: invalid size '1.5g' (...)",
+ * "... invalid size 0") and returns -1. opt is what the user typed the value for. */
+int cli_size_parse(const char *s, uint64_t *out);
+int cli_parse_size(const char *opt, const char *s, uint64_t *out);
+
+/* A size for people: "1.50GiB", "512B". Returns buf. len >= 16 is always enough. */
+const char *cli_human(uint64_t v, char *buf, size_t len);
+
+/* A resize argument: "[DEVID:](+SIZE|-SIZE|SIZE|max)" as btrfs filesystem resize takes it.
+ * Returns 0, or -1 after printing one line that names the value. The size is not 0 except
+ * with max. Without "DEVID:" devid is 0 (the tool chooses, usually devid 1). */
+enum cli_resize_op { CLI_RESIZE_SET, CLI_RESIZE_GROW, CLI_RESIZE_SHRINK, CLI_RESIZE_MAX };
+struct cli_resize {
+	uint64_t devid; /* 0: none given */
+	enum cli_resize_op op;
+	uint64_t size; /* bytes: the new size (SET), the change (GROW, SHRINK), 0 (MAX) */
+};
+int cli_parse_resize_arg(const char *s, struct cli_resize *r);
+
+/* Positive integer (decimal or 0x hex, the whole string, no sign). true on success. */
+bool cli_parse_u64(const char *s, uint64_t *v);
+
+/* uuids as text: 36 characters, lower-case, dashes after bytes 4, 6, 8 and 10. */
+#define CLI_UUID_STR 37
+void cli_uuid_format(const uint8_t u[16], char out[CLI_UUID_STR]);
+/* 32 hex digits, with or without those four dashes; 0 or -1. */
+int cli_uuid_parse(const char *s, uint8_t u[16]);
+
+/* The progress line on stderr, drawn only when stderr is a terminal (or force) and at most
+ * every 0.1 s. cli_progress_draw prints TEXT (no newline); cli_progress_clear wipes it.
+ * Messages from cli_err/cli_warn clear it first. One line at a time per program. */
+struct cli_progress {
+	bool on;     /* drawing enabled */
+	bool drawn;  /* something is on the line */
+	double last; /* monotonic seconds of the last drawing */
+};
+void cli_progress_start(struct cli_progress *p, bool force);
+/* Draws unless the last drawing is less than 0.1 s old (always when final is true). */
+void cli_progress_draw(struct cli_progress *p, bool final, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void cli_progress_clear(struct cli_progress *p);
+double cli_now(void); /* monotonic seconds */
+
+/* --help/-? and --version/-V for a popt table: put CLI_STD_OPTIONS at the end of it
+ * (before POPT_TABLEEND). --version prints "PROG VERSION" on stdout and exits 0; --help
+ * prints popt's help (usage from poptSetOtherOptionHelp) and exits 0. */
+extern struct poptOption cli_std_table[];
+#define CLI_STD_OPTIONS                                                                            \
+	{NULL, 0, POPT_ARG_INCLUDE_TABLE, cli_std_table, 0, NULL, NULL}, POPT_AUTOHELP
+
+/* Runs popt over every option: 0 when done, or CLI_EXIT_USAGE after printing one line
+ * ("PROG: --bad: unknown option"). */
+int cli_popt_run(poptContext pc);
+
+#endif

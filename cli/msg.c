@@ -1,0 +1,85 @@
+/* msg.c — one-line messages on stderr, in order with stdout, and the --json error object. */
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "base/error.h"
+#include "base/json.h"
+#include "cli.h"
+#include "cli_int.h"
+
+static const char *prog = "btk";
+static bool json_on, json_done;
+
+static void warn_hook(void *ctx, const char *msg)
+{
+	(void)ctx;
+	cli_warn("%s", msg);
+}
+
+void cli_init(const char *name)
+{
+	prog = name;
+	btk_set_warn_hook(warn_hook, NULL);
+}
+
+const char *cli_prog(void)
+{
+	return prog;
+}
+
+static void json_emit(const char *msg)
+{
+	if (!json_on || json_done)
+		return;
+	json_done = true;
+	fputs("{\"error\": ", stdout);
+	btk_json_cstr(stdout, msg);
+	fputs("}\n", stdout);
+	fflush(stdout);
+}
+
+static void vline(const char *kind, const char *fmt, va_list ap)
+{
+	char msg[1024];
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fflush(stdout);
+	cli_progress_clear_active();
+	fprintf(stderr, "%s: %s%s\n", prog, kind, msg);
+	if (!*kind)
+		json_emit(msg);
+}
+
+void cli_err(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vline("", fmt, ap);
+	va_end(ap);
+}
+
+void cli_warn(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vline("warning: ", fmt, ap);
+	va_end(ap);
+}
+
+void cli_json_on(bool on)
+{
+	json_on = on;
+}
+
+void cli_json_error(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	json_emit(msg);
+}

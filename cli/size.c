@@ -1,0 +1,127 @@
+/* size.c — sizes and numbers from the command line, sizes for people. */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+static int suffix_shift(char c)
+{
+	static const char order[] = "kmgtpe";
+	const char *p = c ? strchr(order, tolower((unsigned char)c)) : NULL;
+
+	return p ? 10 * (int)(p - order + 1) : -1;
+}
+
+int cli_size_parse(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	char *end;
+	int shift = 0;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno)
+		return -ERANGE;
+	if (*end) {
+		shift = suffix_shift(*end);
+		if (shift < 0)
+			return -EINVAL;
+		end++;
+		if (*end == 'i' || *end == 'I')
+			end++;
+		if (*end == 'b' || *end == 'B')
+			end++;
+	}
+	if (*end)
+		return -EINVAL;
+	if (shift && v > (UINT64_MAX >> shift))
+		return -ERANGE;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
+int cli_parse_size(const char *opt, const char *s, uint64_t *out)
+{
+	int ret = cli_size_parse(s, out);
+
+	if (ret == -ERANGE)
+		cli_err("%s: size '%s' is too large (at most 16EiB-1)", opt, s);
+	else if (ret)
+		cli_err("%s: invalid size '%s' (a whole number, optionally with a k, m, g, t, p "
+			"or e suffix)",
+			opt, s);
+	else if (!*out)
+		cli_err("%s: invalid size 0", opt);
+	return ret || !*out ? -1 : 0;
+}
+
+const char *cli_human(uint64_t v, char *buf, size_t len)
+{
+	static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double d = (double)v;
+	int i = 0;
+
+	while (d >= 1024 && i < 6) {
+		d /= 1024;
+		i++;
+	}
+	snprintf(buf, len, i ? "%.2f%s" : "%.0f%s", d, u[i]);
+	return buf;
+}
+
+bool cli_parse_u64(const char *s, uint64_t *v)
+{
+	char *end;
+
+	if (!s || !isdigit((unsigned char)*s))
+		return false;
+	errno = 0;
+	*v = strtoull(s, &end, 0);
+	return !errno && !*end;
+}
+
+int cli_parse_resize_arg(const char *s, struct cli_resize *r)
+{
+	const char *colon = strchr(s, ':'), *v = s;
+	int ret;
+
+	memset(r, 0, sizeof(*r));
+	if (colon) {
+		char id[32];
+		size_t n = (size_t)(colon - s);
+		if (!n || n >= sizeof(id)) {
+			cli_err("invalid device id in '%s'", s);
+			return -1;
+		}
+		memcpy(id, s, n);
+		id[n] = 0;
+		if (!cli_parse_u64(id, &r->devid) || !r->devid) {
+			cli_err("invalid device id '%s' in '%s' (a number from 1)", id, s);
+			return -1;
+		}
+		v = colon + 1;
+	}
+	if (!strcmp(v, "max")) {
+		r->op = CLI_RESIZE_MAX;
+		return 0;
+	}
+	r->op = *v == '+' ? CLI_RESIZE_GROW : *v == '-' ? CLI_RESIZE_SHRINK : CLI_RESIZE_SET;
+	if (r->op != CLI_RESIZE_SET)
+		v++;
+	ret = cli_size_parse(v, &r->size);
+	if (ret == -ERANGE) {
+		cli_err("size '%s' is too large (at most 16EiB-1)", s);
+		return -1;
+	}
+	if (ret || !r->size) {
+		cli_err("invalid size '%s' (want [DEVID:][+|-]SIZE or [DEVID:]max; SIZE a whole "
+			"number, not 0, with an optional k, m, g, t, p or e suffix)",
+			s);
+		return -1;
+	}
+	return 0;
+}
