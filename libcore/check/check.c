@@ -34,12 +34,12 @@ const char *btk_check_kind_name(enum btk_check_kind kind)
 }
 
 static const struct btk_check_problem_info problems[BTK_P_COUNT] = {
-#define BTK_PROBLEM(id, code_, name_, kind_, sev, repair, msg)                                      \
-	[BTK_P_##id] = {.code = code_,                                                              \
-			.name = name_,                                                              \
-			.kind = BTK_CHK_##kind_,                                                    \
-			.severity = BTK_SEV_##sev,                                                  \
-			.repairable = repair,                                                       \
+#define BTK_PROBLEM(id, code_, name_, kind_, sev, repair, msg)                                     \
+	[BTK_P_##id] = {.code = code_,                                                             \
+			.name = name_,                                                             \
+			.kind = BTK_CHK_##kind_,                                                   \
+			.severity = BTK_SEV_##sev,                                                 \
+			.repairable = repair,                                                      \
 			.message = msg},
 #include "check/problems.def"
 #undef BTK_PROBLEM

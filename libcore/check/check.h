@@ -52,7 +52,7 @@ enum btk_check_severity {
 /* One row of problems.def. The code (printed E%04u) and name are stable. */
 struct btk_check_problem_info {
 	uint16_t code;
-	const char *name;    /* e.g. "extent-refs" */
+	const char *name; /* e.g. "extent-refs" */
 	enum btk_check_kind kind;
 	enum btk_check_severity severity;
 	bool repairable;     /* a repair could fix it from what is left on disk */
@@ -67,7 +67,7 @@ struct btk_check_problem {
 	enum btk_check_problem_id id;
 	const struct btk_check_problem_info *info; /* the row of id: code, name, severity */
 	enum btk_check_kind kind;		   /* info->kind */
-	uint64_t tree;	 /* tree objectid, 0 when not about a tree */
+	uint64_t tree;				   /* tree objectid, 0 when not about a tree */
 	uint64_t bytenr; /* logical (or physical, see what) address, 0 when none */
 	bool has_key;
 	struct btk_key key;   /* item key, when has_key */

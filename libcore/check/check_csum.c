@@ -92,8 +92,8 @@ void chk_csum_leaf(struct chk *c, const struct btk_block *b)
 		uint32_t sz = btk_leaf_size(b, (int)i);
 		btk_leaf_key(b, (int)i, &k);
 		if (k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY) {
-			chk_report(c, BTK_P_CSUM_ITEM_TYPE, 7, b->bytenr, &k, "EXTENT_CSUM items", "",
-				   "unexpected item in the csum tree");
+			chk_report(c, BTK_P_CSUM_ITEM_TYPE, 7, b->bytenr, &k, "EXTENT_CSUM items",
+				   "", "unexpected item in the csum tree");
 			continue;
 		}
 		if (!cs || sz % cs || !sz || k.offset % ss) {
@@ -207,8 +207,8 @@ static void csums_forbidden(struct chk *c, struct chk_vec *v, bool lenient)
 			continue; /* no checksum over it */
 		if (lenient && covered(&c->csum_need, f->start, f->len))
 			continue;
-		chk_report(c, (lenient ? BTK_P_CSUM_PREALLOC : BTK_P_CSUM_NODATASUM), 7, f->start, NULL, "no checksums", "checksums",
-			   "%s data [%llu, +%llu) has checksums",
+		chk_report(c, (lenient ? BTK_P_CSUM_PREALLOC : BTK_P_CSUM_NODATASUM), 7, f->start,
+			   NULL, "no checksums", "checksums", "%s data [%llu, +%llu) has checksums",
 			   lenient ? "prealloc" : "nodatasum", (unsigned long long)f->start,
 			   (unsigned long long)f->len);
 	}
@@ -321,8 +321,9 @@ static void chk_log_final(struct chk *c)
 		if (covered(&c->log_csums, r->start, r->len) ||
 		    covered(&c->csums, r->start, r->len))
 			continue;
-		chk_report(c, BTK_P_CSUM_LOG_MISSING, BTRFS_TREE_LOG_OBJECTID, r->start, NULL, "checksums",
-			   "missing", "logged data [%llu, +%llu) has no checksums in the log",
+		chk_report(c, BTK_P_CSUM_LOG_MISSING, BTRFS_TREE_LOG_OBJECTID, r->start, NULL,
+			   "checksums", "missing",
+			   "logged data [%llu, +%llu) has no checksums in the log",
 			   (unsigned long long)r->start, (unsigned long long)r->len);
 	}
 }

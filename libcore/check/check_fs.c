@@ -231,8 +231,8 @@ int chk_fs_begin(struct chk *c, const struct btk_root *root)
 	return 0;
 }
 
-static void rep(struct chk *c, enum btk_check_problem_id id, uint64_t leaf,
-		const struct btk_key *k, const char *exp, const char *found, const char *what)
+static void rep(struct chk *c, enum btk_check_problem_id id, uint64_t leaf, const struct btk_key *k,
+		const char *exp, const char *found, const char *what)
 {
 	chk_report(c, id, c->fst->tree, leaf, k, exp, found, "root %llu: %s",
 		   (unsigned long long)c->fst->tree, what);
@@ -321,7 +321,8 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 			continue;
 		c->fst->cur.dirsize += nl;
 		if (dl)
-			rep(c, BTK_P_DIR_DATA, leaf, k, "0", chk_fmt("%u", dl), "dir entry has data");
+			rep(c, BTK_P_DIR_DATA, leaf, k, "0", chk_fmt("%u", dl),
+			    "dir entry has data");
 		uint8_t src = k->type == BTRFS_DIR_ITEM_KEY ? SRC_DIR_ITEM : SRC_DIR_INDEX;
 		uint64_t idx = k->type == BTRFS_DIR_INDEX_KEY ? k->offset : 0;
 		if (loc.type == BTRFS_INODE_ITEM_KEY)
@@ -334,7 +335,8 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 			    chk_fmt("type %u", loc.type), "dir entry location invalid");
 	}
 	if (k->type == BTRFS_DIR_INDEX_KEY && n != 1)
-		rep(c, BTK_P_DIR_INDEX_COUNT, leaf, k, "1", chk_fmt("%d", n), "dir index entry count");
+		rep(c, BTK_P_DIR_INDEX_COUNT, leaf, k, "1", chk_fmt("%d", n),
+		    "dir index entry count");
 }
 
 struct ref_walk {
@@ -455,8 +457,8 @@ static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p
 			rep(c, BTK_P_FE_COMPRESSED_PREALLOC, leaf, k, "no compression",
 			    chk_fmt("compression %u", comp), "compressed prealloc extent");
 		if (comp && (s->flags & INODE_NODATASUM))
-			rep(c, BTK_P_FE_COMPRESSED_NODSUM, leaf, k, "checksummed data", "NODATASUM inode",
-			    "compressed extent in a nodatasum inode");
+			rep(c, BTK_P_FE_COMPRESSED_NODSUM, leaf, k, "checksummed data",
+			    "NODATASUM inode", "compressed extent in a nodatasum inode");
 		if (db) {
 			s->found_bytes += len;
 			bool need = type == BTRFS_FILE_EXTENT_REG &&
@@ -725,7 +727,8 @@ static void name_group(struct chk *c, const struct chk_name *g)
 	}
 	if (dir && !S_ISDIR(dir->mode)) {
 		snprintf(what, sizeof(what), "%s: parent is not a directory", who);
-		rep(c, BTK_P_NAME_PARENT_NOT_DIR, 0, &k, "a directory", chk_fmt("mode 0%o", dir->mode), what);
+		rep(c, BTK_P_NAME_PARENT_NOT_DIR, 0, &k, "a directory",
+		    chk_fmt("mode 0%o", dir->mode), what);
 	} else if (!dir) {
 		snprintf(what, sizeof(what), "%s: directory missing", who);
 		rep(c, BTK_P_NAME_NO_DIR, 0, &k, "an inode item", "none", what);

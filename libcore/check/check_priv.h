@@ -186,7 +186,8 @@ enum {
 	CHK_T_QUOTA
 };
 
-/* Reports problem id (problems.def); key may be NULL. expected/found are printf-formatted by the caller. */
+/* Reports problem id (problems.def); key may be NULL. expected/found are printf-formatted by the
+ * caller. */
 void chk_report(struct chk *c, enum btk_check_problem_id id, uint64_t tree, uint64_t bytenr,
 		const struct btk_key *key, const char *expected, const char *found, const char *fmt,
 		...) __attribute__((format(printf, 8, 9)));

@@ -27,8 +27,8 @@ static void check_copies(struct chk *c, const struct btk_fs_dev *d)
 			   (unsigned long long)d->devid, d->dev->path, m);
 	}
 	if (!copies[0].valid && copies[0].present)
-		chk_report(c, BTK_P_SUPER_PRIMARY_BAD, 0, copies[0].offset, NULL, "valid copy", copies[0].why,
-			   "device %llu (%s): primary superblock is bad",
+		chk_report(c, BTK_P_SUPER_PRIMARY_BAD, 0, copies[0].offset, NULL, "valid copy",
+			   copies[0].why, "device %llu (%s): primary superblock is bad",
 			   (unsigned long long)d->devid, d->dev->path);
 }
 

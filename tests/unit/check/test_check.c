@@ -137,10 +137,8 @@ static void test_clean_image(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_vec),
-	    cmocka_unit_test(test_set),
-	    cmocka_unit_test(test_kind_names),
-	    cmocka_unit_test(test_problem_table),
+	    cmocka_unit_test(test_vec),		cmocka_unit_test(test_set),
+	    cmocka_unit_test(test_kind_names),	cmocka_unit_test(test_problem_table),
 	    cmocka_unit_test(test_clean_image),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
