@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check/check.h"
+#include "cli/cli.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "tree/tree.h"
@@ -204,6 +205,39 @@ static void json_fail(const char *msg)
 static uint64_t cache_mb = 8; /* tree-block cache: the walk reads most blocks once */
 static int cache_arg = 8;
 
+/* A filesystem the kernel writes changes under the checker: refuse it unless forced. A
+ * read-only mount is checked with a warning (the kernel may still replay nothing, so the
+ * image is stable). Returns 0 to go on, or EXIT_OPER. */
+static int mounted_guard(const char **devs, int ndevs, bool force, struct out *o)
+{
+	for (int i = 0; i < ndevs; i++) {
+		char where[256];
+		enum cli_mount_state st = cli_mount_state(devs[i], where, sizeof(where));
+		if (st == CLI_MOUNTED_RO) {
+			if (!o->quiet)
+				fprintf(
+				    stderr,
+				    "btk-fsck: warning: %s is mounted read-only on %s: checking "
+				    "anyway\n",
+				    devs[i], where);
+		} else if (st == CLI_MOUNTED_RW && !force) {
+			if (o->json)
+				json_fail("device mounted read-write");
+			fprintf(stderr,
+				"btk-fsck: %s is mounted read-write on %s: refusing to check a "
+				"filesystem that is changing (unmount it, or --force)\n",
+				devs[i], where);
+			return EXIT_OPER;
+		} else if (st == CLI_MOUNTED_RW && !o->quiet) {
+			fprintf(stderr,
+				"btk-fsck: warning: %s is mounted read-write on %s: --force given, "
+				"results may be wrong\n",
+				devs[i], where);
+		}
+	}
+	return 0;
+}
+
 static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 {
 	struct btk_open_opts oo = {.super_mirror = -1, .cache_mb = cache_mb};
@@ -247,13 +281,17 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 
 int main(int argc, const char **argv)
 {
-	int data_csum = 0, json = 0, progress = 0, quiet = 0, rc;
+	int data_csum = 0, json = 0, progress = 0, quiet = 0, force = 0, readonly = 0, rc;
 	struct poptOption opts[] = {
 	    {"check-data-csum", 0, POPT_ARG_NONE, &data_csum, 0,
 	     "read every data block (every copy) and verify its checksum", NULL},
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "print one JSON object with the errors", NULL},
 	    {"progress", 'p', POPT_ARG_NONE, &progress, 0, "show progress on stderr", NULL},
 	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print only the error count", NULL},
+	    {"force", 0, POPT_ARG_NONE, &force, 0,
+	     "check even a filesystem mounted read-write (results may be wrong)", NULL},
+	    {"readonly", 0, POPT_ARG_NONE, &readonly, 0,
+	     "accepted for btrfs check compatibility: btk-fsck never writes", NULL},
 	    {"cache-mb", 0, POPT_ARG_INT, &cache_arg, 0, "tree-block cache budget (default 8)",
 	     "MIB"},
 	    POPT_AUTOHELP POPT_TABLEEND};
@@ -285,7 +323,10 @@ int main(int argc, const char **argv)
 	struct out o = {.json = json, .quiet = quiet, .last_pct = -1};
 	o.progress = progress || (isatty(2) && !json && !quiet);
 	btk_set_warn_hook(on_warn, &o);
-	rc = run(devs, ndevs, data_csum, &o);
+	(void)readonly;
+	rc = mounted_guard(devs, ndevs, force, &o);
+	if (!rc)
+		rc = run(devs, ndevs, data_csum, &o);
 	poptFreeContext(pc);
 	return rc;
 }
