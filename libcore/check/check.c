@@ -125,47 +125,37 @@ static void chk_init(struct chk *c, struct btk_fs *fs, const struct btk_check_op
 	c->skinny = incompat & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
 	c->has_fst = (compat_ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE) &&
 		     (compat_ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE_VALID);
-	chk_vec_init(&c->found, sizeof(struct chk_ref));
-	chk_vec_init(&c->declared, sizeof(struct chk_ref));
-	chk_vec_init(&c->extents, sizeof(struct chk_extent));
-	chk_vec_init(&c->bgs, sizeof(struct chk_bg));
-	chk_vec_init(&c->dexts, sizeof(struct chk_dext));
-	chk_vec_init(&c->devitems, sizeof(struct chk_devitem));
-	chk_vec_init(&c->csums, sizeof(struct chk_range));
-	chk_vec_init(&c->csum_need, sizeof(struct chk_range));
-	chk_vec_init(&c->csum_forbid, sizeof(struct chk_range));
-	chk_vec_init(&c->csum_nodsum, sizeof(struct chk_range));
-	chk_vec_init(&c->v1hdr, 5 * sizeof(uint64_t));
-	chk_vec_init(&c->v1ino, 3 * sizeof(uint64_t));
-	chk_vec_init(&c->v1ext, 6 * sizeof(uint64_t));
-	chk_vec_init(&c->fst_free, sizeof(struct chk_range));
-	chk_vec_init(&c->fst_info, sizeof(struct chk_range) + 2 * sizeof(uint64_t));
-	chk_vec_init(&c->roots, sizeof(struct chk_rootitem));
-	chk_vec_init(&c->rootrefs, sizeof(struct chk_rootref));
-	chk_vec_init(&c->root_orphans, sizeof(uint64_t));
-	chk_vec_init(&c->log_roots, sizeof(struct btk_root));
-	chk_vec_init(&c->uuids, sizeof(struct chk_uuid));
-	chk_vec_init(&c->skips, sizeof(struct chk_skip));
-	chk_vec_init(&c->qrefs, sizeof(struct chk_range));
-	chk_vec_init(&c->qinfos, sizeof(struct chk_qinfo));
-	chk_vec_init(&c->qrels, sizeof(struct chk_range));
-	chk_vec_init(&c->log_need, sizeof(struct chk_range));
-	chk_vec_init(&c->log_csums, sizeof(struct chk_range));
 	c->cur_extent_idx = -1;
 }
 
 static void chk_free(struct chk *c)
 {
-	struct chk_vec *vs[] = {&c->found,	  &c->declared,	   &c->extents,	    &c->bgs,
-				&c->dexts,	  &c->devitems,	   &c->csums,	    &c->csum_need,
-				&c->fst_free,	  &c->fst_info,	   &c->roots,	    &c->rootrefs,
-				&c->root_orphans, &c->log_roots,   &c->log_need,    &c->log_csums,
-				&c->uuids,	  &c->qrefs,	   &c->qinfos,	    &c->qrels,
-				&c->skips,	  &c->csum_forbid, &c->csum_nodsum, &c->v1hdr,
-				&c->v1ino,	  &c->v1ext};
-
-	for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++)
-		chk_vec_free(vs[i]);
+	btk_vec_free(&c->found);
+	btk_vec_free(&c->declared);
+	btk_vec_free(&c->extents);
+	btk_vec_free(&c->bgs);
+	btk_vec_free(&c->dexts);
+	btk_vec_free(&c->devitems);
+	btk_vec_free(&c->csums);
+	btk_vec_free(&c->csum_need);
+	btk_vec_free(&c->csum_forbid);
+	btk_vec_free(&c->csum_nodsum);
+	btk_vec_free(&c->fst_free);
+	btk_vec_free(&c->fst_info);
+	btk_vec_free(&c->roots);
+	btk_vec_free(&c->rootrefs);
+	btk_vec_free(&c->root_orphans);
+	btk_vec_free(&c->log_roots);
+	btk_vec_free(&c->log_need);
+	btk_vec_free(&c->log_csums);
+	btk_vec_free(&c->uuids);
+	btk_vec_free(&c->qrefs);
+	btk_vec_free(&c->qinfos);
+	btk_vec_free(&c->qrels);
+	btk_vec_free(&c->skips);
+	btk_vec_free(&c->v1hdr);
+	btk_vec_free(&c->v1ino);
+	btk_vec_free(&c->v1ext);
 	chk_set_free(&c->visited);
 }
 

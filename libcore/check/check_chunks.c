@@ -26,7 +26,7 @@ void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 				   chk_fmt("%u", sz), "device item too small");
 			continue;
 		}
-		struct chk_devitem *d = chk_vec_push(&c->devitems);
+		struct chk_devitem *d = btk_vec_push(&c->devitems);
 		if (!d) {
 			c->oom = true;
 			return;
@@ -55,7 +55,7 @@ void chk_dev_leaf(struct chk *c, const struct btk_block *b)
 				   "dev extent item too small");
 			continue;
 		}
-		struct chk_dext *d = chk_vec_push(&c->dexts);
+		struct chk_dext *d = btk_vec_push(&c->dexts);
 		if (!d) {
 			c->oom = true;
 			return;
@@ -75,7 +75,7 @@ void chk_bg_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint3
 			   "block group item too small");
 		return;
 	}
-	struct chk_bg *g = chk_vec_push(&c->bgs);
+	struct chk_bg *g = btk_vec_push(&c->bgs);
 	if (!g) {
 		c->oom = true;
 		return;
@@ -103,14 +103,13 @@ static int dext_cmp(const void *pa, const void *pb)
 static struct chk_dext *dext_find(struct chk *c, uint64_t devid, uint64_t physical)
 {
 	struct chk_dext key = {.devid = devid, .physical = physical};
-	return !c->dexts.n ? NULL
-			   : bsearch(&key, c->dexts.data, c->dexts.n, c->dexts.esz, dext_cmp);
+	return btk_vec_bsearch(&c->dexts, &key, dext_cmp);
 }
 
 static const struct chk_bg *bg_find(struct chk *c, uint64_t start)
 {
 	struct chk_bg key = {.start = start};
-	return !c->bgs.n ? NULL : bsearch(&key, c->bgs.data, c->bgs.n, c->bgs.esz, bg_cmp);
+	return btk_vec_bsearch(&c->bgs, &key, bg_cmp);
 }
 
 static void chunk_vs_rest(struct chk *c, const struct btk_chunk *ch, uint8_t *matched)
@@ -157,7 +156,7 @@ static void chunk_vs_rest(struct chk *c, const struct btk_chunk *ch, uint8_t *ma
 static const struct chk_devitem *devitem_find(const struct chk *c, uint64_t devid)
 {
 	for (size_t i = 0; i < c->devitems.n; i++) {
-		const struct chk_devitem *d = chk_vec_at(&c->devitems, i);
+		const struct chk_devitem *d = btk_vec_at(&c->devitems, i);
 		if (d->devid == devid)
 			return d;
 	}
@@ -170,11 +169,11 @@ static void dev_extents(struct chk *c, const uint8_t *matched)
 	size_t i = 0;
 
 	while (i < c->dexts.n) {
-		const struct chk_dext *first = chk_vec_at(&c->dexts, i);
+		const struct chk_dext *first = btk_vec_at(&c->dexts, i);
 		const struct chk_devitem *di = devitem_find(c, first->devid);
 		uint64_t sum = 0, prev_end = 0, devid = first->devid;
 		for (; i < c->dexts.n; i++) {
-			const struct chk_dext *d = chk_vec_at(&c->dexts, i);
+			const struct chk_dext *d = btk_vec_at(&c->dexts, i);
 			if (d->devid != devid)
 				break;
 			sum += d->len;
@@ -220,12 +219,12 @@ static void dev_extents(struct chk *c, const uint8_t *matched)
 static void devices(struct chk *c)
 {
 	for (size_t i = 0; i < c->devitems.n; i++) {
-		const struct chk_devitem *di = chk_vec_at(&c->devitems, i);
+		const struct chk_devitem *di = btk_vec_at(&c->devitems, i);
 		struct btk_fs_dev *fd = btk_fs_dev_find(c->fs, di->devid);
 		bool has_dexts = false;
 		for (size_t j = 0; j < c->dexts.n && !has_dexts; j++)
 			has_dexts =
-			    ((const struct chk_dext *)chk_vec_at(&c->dexts, j))->devid == di->devid;
+			    ((const struct chk_dext *)btk_vec_at(&c->dexts, j))->devid == di->devid;
 		if (!has_dexts && di->bytes_used)
 			chk_report(c, BTK_P_DEV_BYTES_USED, 3, 0, NULL, "0 (no dev extents)",
 				   chk_fmt("%llu", (unsigned long long)di->bytes_used),
@@ -247,12 +246,12 @@ void chk_chunks_final(struct chk *c)
 		c->oom = true;
 		return;
 	}
-	chk_vec_sort(&c->bgs, bg_cmp);
-	chk_vec_sort(&c->dexts, dext_cmp);
+	btk_vec_sort(&c->bgs, bg_cmp);
+	btk_vec_sort(&c->dexts, dext_cmp);
 	for (int i = 0; i < c->fs->nchunks; i++)
 		chunk_vs_rest(c, c->fs->chunks[i], matched);
 	for (size_t i = 0; i < c->bgs.n; i++) {
-		const struct chk_bg *bg = chk_vec_at(&c->bgs, i);
+		const struct chk_bg *bg = btk_vec_at(&c->bgs, i);
 		const struct btk_chunk *ch = btk_chunk_find(c->fs, bg->start);
 		if (!ch || ch->logical != bg->start)
 			chk_report(c, BTK_P_BG_NO_CHUNK, 2, bg->start, NULL, "a chunk", "none",

@@ -11,13 +11,13 @@
 
 static void add_range(struct chk *c, uint64_t start, uint64_t len)
 {
-	struct chk_range *last = c->csums.n ? chk_vec_at(&c->csums, c->csums.n - 1) : NULL;
+	struct chk_range *last = c->csums.n ? btk_vec_at(&c->csums, c->csums.n - 1) : NULL;
 
 	if (last && last->start + last->len == start) {
 		last->len += len;
 		return;
 	}
-	struct chk_range *r = chk_vec_push(&c->csums);
+	struct chk_range *r = btk_vec_push(&c->csums);
 	if (!r) {
 		c->oom = true;
 		return;
@@ -142,12 +142,12 @@ static uint64_t ext_key(const void *p)
 static void csums_in_extents(struct chk *c)
 {
 	for (size_t i = 0; i < c->csums.n; i++) {
-		const struct chk_range *r = chk_vec_at(&c->csums, i);
+		const struct chk_range *r = btk_vec_at(&c->csums, i);
 		uint64_t pos = r->start, end = r->start + r->len;
 		while (pos < end) {
-			long ei = chk_vec_floor(&c->extents, pos, ext_key);
+			long ei = btk_vec_floor(&c->extents, pos, ext_key);
 			const struct chk_extent *e =
-			    ei >= 0 ? chk_vec_at(&c->extents, (size_t)ei) : NULL;
+			    ei >= 0 ? btk_vec_at(&c->extents, (size_t)ei) : NULL;
 			if (e && pos < e->bytenr + e->len && (e->flags & BTRFS_EXTENT_FLAG_DATA)) {
 				pos = e->bytenr + e->len;
 				continue;
@@ -155,7 +155,7 @@ static void csums_in_extents(struct chk *c)
 			/* find where the next data extent starts, to report the gap once */
 			uint64_t next = end;
 			for (size_t j = (size_t)(ei + 1); j < c->extents.n; j++) {
-				const struct chk_extent *x = chk_vec_at(&c->extents, j);
+				const struct chk_extent *x = btk_vec_at(&c->extents, j);
 				if (x->flags & BTRFS_EXTENT_FLAG_DATA) {
 					next = x->bytenr < end ? x->bytenr : end;
 					break;
@@ -174,35 +174,35 @@ static void csums_in_extents(struct chk *c)
 /* Checksums over prealloc space or NODATASUM data, unless the same bytes are also written
  * checksummed data of another file extent (sorted need ranges; the lenient rule btrfs check
  * applies to prealloc extents written through a reflink). */
-static bool covered(const struct chk_vec *v, uint64_t s, uint64_t len);
+static bool covered(const struct chk_ranges *v, uint64_t s, uint64_t len);
 
 /* Merges sorted ranges in place into disjoint ones (their union). */
-static void merge_ranges(struct chk_vec *v)
+static void merge_ranges(struct chk_ranges *v)
 {
 	size_t out = 0;
 
 	for (size_t i = 0; i < v->n; i++) {
-		const struct chk_range *r = chk_vec_at(v, i);
-		struct chk_range *o = out ? chk_vec_at(v, out - 1) : NULL;
+		const struct chk_range *r = btk_vec_at(v, i);
+		struct chk_range *o = out ? btk_vec_at(v, out - 1) : NULL;
 		if (o && r->start <= o->start + o->len) {
 			if (r->start + r->len > o->start + o->len)
 				o->len = r->start + r->len - o->start;
 			continue;
 		}
-		memmove(chk_vec_at(v, out++), r, sizeof(*r));
+		memmove(btk_vec_at(v, out++), r, sizeof(*r));
 	}
 	v->n = out;
 }
 
-static void csums_forbidden(struct chk *c, struct chk_vec *v, bool lenient)
+static void csums_forbidden(struct chk *c, struct chk_ranges *v, bool lenient)
 {
-	chk_vec_sort(v, range_cmp);
+	btk_vec_sort(v, range_cmp);
 	for (size_t i = 0; i < v->n; i++) {
-		const struct chk_range *f = chk_vec_at(v, i);
-		if (i && !range_cmp(f, chk_vec_at(v, i - 1)))
+		const struct chk_range *f = btk_vec_at(v, i);
+		if (i && !range_cmp(f, btk_vec_at(v, i - 1)))
 			continue;
-		long ci = chk_vec_floor(&c->csums, f->start + f->len - 1, range_key);
-		const struct chk_range *cr = ci >= 0 ? chk_vec_at(&c->csums, (size_t)ci) : NULL;
+		long ci = btk_vec_floor(&c->csums, f->start + f->len - 1, range_key);
+		const struct chk_range *cr = ci >= 0 ? btk_vec_at(&c->csums, (size_t)ci) : NULL;
 		if (!cr || cr->start + cr->len <= f->start)
 			continue; /* no checksum over it */
 		if (lenient && covered(&c->csum_need, f->start, f->len))
@@ -212,21 +212,21 @@ static void csums_forbidden(struct chk *c, struct chk_vec *v, bool lenient)
 			   lenient ? "prealloc" : "nodatasum", (unsigned long long)f->start,
 			   (unsigned long long)f->len);
 	}
-	chk_vec_free(v);
+	btk_vec_free(v);
 }
 
 void chk_csum_final(struct chk *c)
 {
 	size_t out = 0;
 
-	chk_vec_sort(&c->csum_need, range_cmp);
+	btk_vec_sort(&c->csum_need, range_cmp);
 	for (size_t i = 0; i < c->csum_need.n; i++) {
-		const struct chk_range *r = chk_vec_at(&c->csum_need, i);
-		if (out && !range_cmp(r, chk_vec_at(&c->csum_need, out - 1)))
+		const struct chk_range *r = btk_vec_at(&c->csum_need, i);
+		if (out && !range_cmp(r, btk_vec_at(&c->csum_need, out - 1)))
 			continue; /* the same range, from a snapshot or a reflink */
-		memmove(chk_vec_at(&c->csum_need, out++), r, sizeof(*r));
-		long ci = chk_vec_floor(&c->csums, r->start, range_key);
-		const struct chk_range *cr = ci >= 0 ? chk_vec_at(&c->csums, (size_t)ci) : NULL;
+		memmove(btk_vec_at(&c->csum_need, out++), r, sizeof(*r));
+		long ci = btk_vec_floor(&c->csums, r->start, range_key);
+		const struct chk_range *cr = ci >= 0 ? btk_vec_at(&c->csums, (size_t)ci) : NULL;
 		if (cr && r->start + r->len <= cr->start + cr->len)
 			continue;
 		chk_report(c, BTK_P_CSUM_MISSING, 7, r->start, NULL, "checksums", "missing",
@@ -237,7 +237,7 @@ void chk_csum_final(struct chk *c)
 	merge_ranges(&c->csum_need);
 	csums_forbidden(c, &c->csum_forbid, true);
 	csums_forbidden(c, &c->csum_nodsum, false);
-	chk_vec_free(&c->csum_need);
+	btk_vec_free(&c->csum_need);
 	if (!c->extent_gap)
 		csums_in_extents(c);
 	chk_log_final(c);
@@ -255,7 +255,7 @@ void chk_log_leaf(struct chk *c, const struct btk_block *b)
 		btk_leaf_key(b, (int)i, &k);
 		if (k.type == BTRFS_ROOT_ITEM_KEY && k.objectid == BTRFS_TREE_LOG_OBJECTID &&
 		    sz >= offsetof(struct btrfs_root_item, level) + 1) {
-			struct btk_root *lr = chk_vec_push(&c->log_roots);
+			struct btk_root *lr = btk_vec_push(&c->log_roots);
 			if (!lr) {
 				c->oom = true;
 				return;
@@ -277,7 +277,7 @@ void chk_log_leaf(struct chk *c, const struct btk_block *b)
 			if (type != BTRFS_FILE_EXTENT_REG || !db ||
 			    (!comp && (c->log_ino_flags & 1 /* NODATASUM */)))
 				continue;
-			if (!(r = chk_vec_push(&c->log_need))) {
+			if (!(r = btk_vec_push(&c->log_need))) {
 				c->oom = true;
 				return;
 			}
@@ -286,7 +286,7 @@ void chk_log_leaf(struct chk *c, const struct btk_block *b)
 			r->len = comp ? BTK_GET(struct btrfs_file_extent_item, p, disk_num_bytes)
 				      : BTK_GET(struct btrfs_file_extent_item, p, num_bytes);
 		} else if (k.type == BTRFS_EXTENT_CSUM_KEY && c->fs->csum_size) {
-			if (!(r = chk_vec_push(&c->log_csums))) {
+			if (!(r = btk_vec_push(&c->log_csums))) {
 				c->oom = true;
 				return;
 			}
@@ -297,13 +297,13 @@ void chk_log_leaf(struct chk *c, const struct btk_block *b)
 }
 
 /* True when [s, s+len) is covered by the union of the ranges (sorted by start). */
-static bool covered(const struct chk_vec *v, uint64_t s, uint64_t len)
+static bool covered(const struct chk_ranges *v, uint64_t s, uint64_t len)
 {
 	uint64_t pos = s, end = s + len;
-	long i = chk_vec_floor(v, s, range_key);
+	long i = btk_vec_floor(v, s, range_key);
 
 	for (size_t j = i >= 0 ? (size_t)i : 0; j < v->n && pos < end; j++) {
-		const struct chk_range *r = chk_vec_at(v, j);
+		const struct chk_range *r = btk_vec_at(v, j);
 		if (r->start > pos)
 			break;
 		if (r->start + r->len > pos)
@@ -314,10 +314,10 @@ static bool covered(const struct chk_vec *v, uint64_t s, uint64_t len)
 
 static void chk_log_final(struct chk *c)
 {
-	chk_vec_sort(&c->log_csums, range_cmp);
+	btk_vec_sort(&c->log_csums, range_cmp);
 	merge_ranges(&c->log_csums);
 	for (size_t i = 0; i < c->log_need.n; i++) {
-		const struct chk_range *r = chk_vec_at(&c->log_need, i);
+		const struct chk_range *r = btk_vec_at(&c->log_need, i);
 		if (covered(&c->log_csums, r->start, r->len) ||
 		    covered(&c->csums, r->start, r->len))
 			continue;

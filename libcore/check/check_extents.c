@@ -17,21 +17,21 @@ static uint64_t ext_key(const void *p)
 
 const struct chk_extent *chk_extent_find(const struct chk *c, uint64_t bytenr)
 {
-	long i = chk_vec_floor(&c->extents, bytenr, ext_key);
+	long i = btk_vec_floor(&c->extents, bytenr, ext_key);
 
 	/* duplicates (a corrupt tree) sit next to each other: take the first match */
 	while (i > 0 &&
-	       ((struct chk_extent *)chk_vec_at(&c->extents, (size_t)i - 1))->bytenr == bytenr)
+	       ((struct chk_extent *)btk_vec_at(&c->extents, (size_t)i - 1))->bytenr == bytenr)
 		i--;
 	if (i < 0)
 		return NULL;
-	const struct chk_extent *e = chk_vec_at(&c->extents, (size_t)i);
+	const struct chk_extent *e = btk_vec_at(&c->extents, (size_t)i);
 	return e->bytenr == bytenr ? e : NULL;
 }
 
 static void push_declared(struct chk *c, const struct chk_ref *r)
 {
-	struct chk_ref *n = chk_vec_push(&c->declared);
+	struct chk_ref *n = btk_vec_push(&c->declared);
 
 	if (!n) {
 		c->oom = true;
@@ -39,7 +39,7 @@ static void push_declared(struct chk *c, const struct chk_ref *r)
 	}
 	*n = *r;
 	if (c->cur_extent_idx >= 0) {
-		struct chk_extent *e = chk_vec_at(&c->extents, (size_t)c->cur_extent_idx);
+		struct chk_extent *e = btk_vec_at(&c->extents, (size_t)c->cur_extent_idx);
 		if (e->bytenr == r->bytenr)
 			e->declsum += r->count;
 	}
@@ -102,7 +102,7 @@ static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p
 			   chk_fmt("%u", sz), "extent item too small (old v0 format?)");
 		return;
 	}
-	e = chk_vec_push(&c->extents);
+	e = btk_vec_push(&c->extents);
 	if (!e) {
 		c->oom = true;
 		return;
@@ -187,7 +187,7 @@ static void keyed_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 		break;
 	}
 	if (c->cur_extent_idx < 0 ||
-	    ((struct chk_extent *)chk_vec_at(&c->extents, (size_t)c->cur_extent_idx))->bytenr !=
+	    ((struct chk_extent *)btk_vec_at(&c->extents, (size_t)c->cur_extent_idx))->bytenr !=
 		k->objectid)
 		chk_report(c, BTK_P_REF_NO_EXTENT, 2, leaf, k, "an extent item before it", "none",
 			   "keyed back reference without extent item");
@@ -236,7 +236,7 @@ void chk_extent_leaf(struct chk *c, const struct btk_block *b)
 static void resolve(struct chk *c)
 {
 	for (size_t i = 0; i < c->found.n; i++) {
-		struct chk_ref *r = chk_vec_at(&c->found, i);
+		struct chk_ref *r = btk_vec_at(&c->found, i);
 		if (!r->unresolved)
 			continue;
 		const struct chk_extent *pe = chk_extent_find(c, r->parent);
@@ -325,14 +325,14 @@ static void found_target(struct chk *c, const struct chk_ref *r, uint64_t *last)
 }
 
 /* Sums the counts of the run of equal references starting at *i; advances *i. */
-static uint64_t run_count(const struct chk_vec *v, size_t *i, const struct chk_ref **first)
+static uint64_t run_count(const struct chk_refs *v, size_t *i, const struct chk_ref **first)
 {
-	const struct chk_ref *f = chk_vec_at(v, *i);
+	const struct chk_ref *f = btk_vec_at(v, *i);
 	uint64_t n = 0;
 
 	*first = f;
-	while (*i < v->n && ref_cmp(chk_vec_at(v, *i), f) == 0) {
-		n += ((const struct chk_ref *)chk_vec_at(v, *i))->count;
+	while (*i < v->n && ref_cmp(btk_vec_at(v, *i), f) == 0) {
+		n += ((const struct chk_ref *)btk_vec_at(v, *i))->count;
 		(*i)++;
 	}
 	return n;
@@ -343,11 +343,11 @@ static void compare_refs(struct chk *c)
 	size_t i = 0, j = 0;
 	uint64_t last = (uint64_t)-1;
 
-	chk_vec_sort(&c->found, ref_cmp);
-	chk_vec_sort(&c->declared, ref_cmp);
+	btk_vec_sort(&c->found, ref_cmp);
+	btk_vec_sort(&c->declared, ref_cmp);
 	while (i < c->found.n || j < c->declared.n) {
-		const struct chk_ref *f = i < c->found.n ? chk_vec_at(&c->found, i) : NULL;
-		const struct chk_ref *d = j < c->declared.n ? chk_vec_at(&c->declared, j) : NULL;
+		const struct chk_ref *f = i < c->found.n ? btk_vec_at(&c->found, i) : NULL;
+		const struct chk_ref *d = j < c->declared.n ? btk_vec_at(&c->declared, j) : NULL;
 		int cmp = !f ? 1 : !d ? -1 : ref_cmp(f, d);
 		uint64_t nf = 0, nd = 0;
 		const struct chk_ref *rf = NULL, *rd = NULL, *r;
@@ -399,8 +399,8 @@ static void extent_placement(struct chk *c, const struct chk_extent *e)
 			   chk_fmt("chunk type 0x%llx", (unsigned long long)ch->type),
 			   "extent [%llu, +%llu) type mismatch with chunk",
 			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
-	long bi = chk_vec_floor(&c->bgs, e->bytenr, bg_key);
-	struct chk_bg *bg = bi >= 0 ? chk_vec_at(&c->bgs, (size_t)bi) : NULL;
+	long bi = btk_vec_floor(&c->bgs, e->bytenr, bg_key);
+	struct chk_bg *bg = bi >= 0 ? btk_vec_at(&c->bgs, (size_t)bi) : NULL;
 	if (bg && e->bytenr < bg->start + bg->len)
 		bg->found_used += e->len;
 	else if (c->bgs.n)
@@ -437,19 +437,19 @@ void chk_extents_final(struct chk *c)
 		    "unreadable blocks",
 		    "extent tree incomplete: back references, block group usage and free space "
 		    "were not compared");
-		chk_vec_free(&c->found);
-		chk_vec_free(&c->declared);
+		btk_vec_free(&c->found);
+		btk_vec_free(&c->declared);
 		return;
 	}
 	resolve(c);
 	compare_refs(c);
 	/* the reference lists are the largest records: give the memory back now */
-	chk_vec_free(&c->found);
-	chk_vec_free(&c->declared);
+	btk_vec_free(&c->found);
+	btk_vec_free(&c->declared);
 	for (size_t i = 0; i < c->extents.n; i++)
-		extent_final(c, chk_vec_at(&c->extents, i));
+		extent_final(c, btk_vec_at(&c->extents, i));
 	for (size_t i = 0; i < c->bgs.n; i++) {
-		const struct chk_bg *bg = chk_vec_at(&c->bgs, i);
+		const struct chk_bg *bg = btk_vec_at(&c->bgs, i);
 		if (bg->used != bg->found_used)
 			chk_report(
 			    c, BTK_P_BG_USED, 2, bg->start, NULL,

@@ -49,19 +49,22 @@ struct ino_state {
 	bool partial; /* some of its items lie in a skipped range */
 };
 
+BTK_VEC(chk_inos, struct chk_ino);
+BTK_VEC(key_ranges, struct key_range);
+
 struct chk_fstree {
 	uint64_t tree;
-	struct chk_vec orphans; /* uint64_t, sorted */
-	struct name_tab names;	/* every name of the tree, merged by (dir, child, name) */
-	struct chk_vec inodes;	/* struct chk_ino, in inode order */
-	bool gap;		/* part of the tree was unreadable */
+	struct chk_u64s orphans; /* sorted */
+	struct name_tab names;	 /* every name of the tree, merged by (dir, child, name) */
+	struct chk_inos inodes;	 /* in inode order */
+	bool gap;		 /* part of the tree was unreadable */
 	bool active;
 	struct ino_state cur;
 	/* Subtrees shared with a subvolume checked before are not walked again; their key
 	 * ranges are kept so that what lies in them is taken as seen (it was checked there). */
-	struct chk_vec skips; /* struct key_range, in key order */
-	bool skip_open;	      /* a range starts at skip_lo and ends at the next item seen */
-	bool after_skip;      /* the next new inode may have items in the skipped range */
+	struct key_ranges skips; /* in key order */
+	bool skip_open;		 /* a range starts at skip_lo and ends at the next item seen */
+	bool after_skip;	 /* the next new inode may have items in the skipped range */
 	struct btk_key skip_lo;
 };
 
@@ -168,7 +171,7 @@ static void push_name(struct chk *c, uint64_t dir, uint64_t child, uint64_t inde
 static void push_rootref(struct chk *c, uint64_t parent, uint64_t child, uint64_t dirid,
 			 uint64_t seq, const uint8_t *name, size_t len, uint8_t kind)
 {
-	struct chk_rootref *r = chk_vec_push(&c->rootrefs);
+	struct chk_rootref *r = btk_vec_push(&c->rootrefs);
 
 	if (!r) {
 		c->oom = true;
@@ -181,7 +184,7 @@ static int orphan_cb(void *ctx, const struct btk_block *leaf, int slot, const st
 		     const uint8_t *data, uint32_t size)
 {
 	struct chk_fstree *t = ctx;
-	uint64_t *p = chk_vec_push(&t->orphans);
+	uint64_t *p = btk_vec_push(&t->orphans);
 
 	(void)leaf, (void)slot, (void)data, (void)size;
 	if (!p)
@@ -190,13 +193,13 @@ static int orphan_cb(void *ctx, const struct btk_block *leaf, int slot, const st
 	return 0;
 }
 
-static bool has_u64(const struct chk_vec *v, uint64_t x)
+static bool has_u64(const struct chk_u64s *v, uint64_t x)
 {
 	size_t lo = 0, hi = v->n;
 
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		uint64_t m = *(const uint64_t *)chk_vec_at(v, mid);
+		uint64_t m = *btk_vec_at(v, mid);
 		if (m == x)
 			return true;
 		if (m < x)
@@ -214,14 +217,11 @@ int chk_fs_begin(struct chk *c, const struct btk_root *root)
 	if (!t)
 		return -ENOMEM;
 	t->tree = root->objectid;
-	chk_vec_init(&t->orphans, sizeof(uint64_t));
-	chk_vec_init(&t->inodes, sizeof(struct chk_ino));
-	chk_vec_init(&t->skips, sizeof(struct key_range));
 	/* Orphan items sort last; gather them first so inodes being deleted are judged as such. */
 	int ret = btk_for_each_item(c->fs, root, BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, 0,
 				    orphan_cb, t);
 	if (ret == -ENOMEM) {
-		chk_vec_free(&t->orphans);
+		btk_vec_free(&t->orphans);
 		free(t);
 		return ret;
 	}
@@ -273,7 +273,7 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 	if (S_ISDIR(s->mode) && s->nlink >= 2)
 		rep(c, BTK_P_DIR_LINKS, leaf, k, "1", chk_fmt("%u", s->nlink),
 		    "directory has more than one link");
-	struct chk_ino *ci = chk_vec_push(&c->fst->inodes);
+	struct chk_ino *ci = btk_vec_push(&c->fst->inodes);
 	if (!ci) {
 		c->oom = true;
 		return;
@@ -375,13 +375,13 @@ static void inode_refs(struct chk *c, const struct btk_key *k, const uint8_t *p,
 
 /* Records data that must have checksums (need) or must have none (forbid: prealloc space;
  * nodsum: the data of NODATASUM inodes). */
-static void need_csum(struct chk *c, uint64_t start, uint64_t len, struct chk_vec *v)
+static void need_csum(struct chk *c, uint64_t start, uint64_t len, struct chk_ranges *v)
 {
 	struct chk_range *r;
 
 	if (!c->leaf_first)
 		return; /* a leaf shared with a tree already checked */
-	r = chk_vec_push(v);
+	r = btk_vec_push(v);
 	if (!r) {
 		c->oom = true;
 		return;
@@ -586,7 +586,7 @@ static void close_skip(struct chk *c, const struct btk_key *hi)
 		return;
 	t->skip_open = false;
 	t->after_skip = true;
-	if (!(r = chk_vec_push(&t->skips))) {
+	if (!(r = btk_vec_push(&t->skips))) {
 		c->oom = true;
 		return;
 	}
@@ -613,7 +613,7 @@ static bool skipped(const struct chk_fstree *t, uint64_t objectid, uint8_t type,
 	struct btk_key a = {objectid, type, lo}, b = {objectid, type, hi};
 
 	for (size_t i = 0; i < t->skips.n; i++) {
-		const struct key_range *r = chk_vec_at(&t->skips, i);
+		const struct key_range *r = btk_vec_at(&t->skips, i);
 		if (btk_key_cmp(&r->lo, &b) <= 0 && btk_key_cmp(&a, &r->hi) < 0)
 			return true;
 	}
@@ -643,7 +643,7 @@ static const struct chk_ino *ino_find(const struct chk_fstree *t, uint64_t ino)
 	(void)key;
 	while (lo < hi) {
 		size_t mid = lo + (hi - lo) / 2;
-		const struct chk_ino *m = chk_vec_at(&t->inodes, mid);
+		const struct chk_ino *m = btk_vec_at(&t->inodes, mid);
 		if (m->ino == ino)
 			return m;
 		if (m->ino < ino)
@@ -762,19 +762,19 @@ void chk_fs_end(struct chk *c)
 		}
 		names_final(c);
 	}
-	chk_vec_free(&t->orphans);
+	btk_vec_free(&t->orphans);
 	free(t->names.slots);
-	chk_vec_free(&t->inodes);
+	btk_vec_free(&t->inodes);
 	for (size_t i = 0; i < t->skips.n && !c->oom; i++) {
-		const struct key_range *r = chk_vec_at(&t->skips, i);
-		struct chk_skip *g = chk_vec_push(&c->skips);
+		const struct key_range *r = btk_vec_at(&t->skips, i);
+		struct chk_skip *g = btk_vec_push(&c->skips);
 		if (!g) {
 			c->oom = true;
 			break;
 		}
 		*g = (struct chk_skip){t->tree, r->lo, r->hi};
 	}
-	chk_vec_free(&t->skips);
+	btk_vec_free(&t->skips);
 	free(t);
 	c->fst = NULL;
 }

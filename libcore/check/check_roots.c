@@ -23,7 +23,11 @@ static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 			   "root item too small");
 		return;
 	}
-	struct chk_rootitem *r = chk_vec_push(&c->roots);
+	const struct chk_rootitem *prev = c->roots.n ? btk_vec_at(&c->roots, c->roots.n - 1) : NULL;
+	if (prev &&
+	    (prev->id > k->objectid || (prev->id == k->objectid && prev->offset >= k->offset)))
+		c->roots_unsorted = true;
+	struct chk_rootitem *r = btk_vec_push(&c->roots);
 	if (!r) {
 		c->oom = true;
 		return;
@@ -65,7 +69,7 @@ static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, u
 			   "root ref item overruns");
 		return;
 	}
-	struct chk_rootref *r = chk_vec_push(&c->rootrefs);
+	struct chk_rootref *r = btk_vec_push(&c->rootrefs);
 	if (!r) {
 		c->oom = true;
 		return;
@@ -103,7 +107,7 @@ void chk_root_leaf(struct chk *c, const struct btk_block *b)
 		}
 		chk_v1_root_item(c, &k, p, sz); /* v1 space cache headers, inodes, extents */
 		if (k.type == BTRFS_ORPHAN_ITEM_KEY && k.objectid == BTRFS_ORPHAN_OBJECTID) {
-			uint64_t *o = chk_vec_push(&c->root_orphans);
+			uint64_t *o = btk_vec_push(&c->root_orphans);
 			if (!o)
 				c->oom = true;
 			else
@@ -125,7 +129,7 @@ static int rr_cmp(const void *pa, const void *pb)
 static const struct chk_rootitem *root_find(const struct chk *c, uint64_t id)
 {
 	for (size_t i = 0; i < c->roots.n; i++) {
-		const struct chk_rootitem *r = chk_vec_at(&c->roots, i);
+		const struct chk_rootitem *r = btk_vec_at(&c->roots, i);
 		if (r->id == id)
 			return r;
 	}
@@ -190,12 +194,12 @@ void chk_roots_final(struct chk *c)
 	uuids_final(c);
 	size_t i = 0;
 
-	chk_vec_sort(&c->rootrefs, rr_cmp);
+	btk_vec_sort(&c->rootrefs, rr_cmp);
 	while (i < c->rootrefs.n) {
-		const struct chk_rootref *g = chk_vec_at(&c->rootrefs, i);
+		const struct chk_rootref *g = btk_vec_at(&c->rootrefs, i);
 		size_t j = i + 1;
 		while (j < c->rootrefs.n) {
-			const struct chk_rootref *h = chk_vec_at(&c->rootrefs, j);
+			const struct chk_rootref *h = btk_vec_at(&c->rootrefs, j);
 			if (h->parent != g->parent || h->child != g->child)
 				break;
 			j++;
@@ -203,9 +207,9 @@ void chk_roots_final(struct chk *c)
 		ref_group(c, g, j - i);
 		i = j;
 	}
-	chk_vec_sort(&c->root_orphans, u64_cmp);
+	btk_vec_sort(&c->root_orphans, u64_cmp);
 	for (i = 0; i < c->roots.n; i++) {
-		const struct chk_rootitem *r = chk_vec_at(&c->roots, i);
+		const struct chk_rootitem *r = btk_vec_at(&c->roots, i);
 		struct btk_key k = {r->id, BTRFS_ROOT_ITEM_KEY, r->offset};
 		if (r->id < BTRFS_FIRST_FREE_OBJECTID || r->id > BTRFS_LAST_FREE_OBJECTID)
 			continue;
@@ -219,7 +223,7 @@ void chk_roots_final(struct chk *c)
 			continue;
 		bool linked = false;
 		for (size_t j = 0; j < c->rootrefs.n && !linked; j++) {
-			const struct chk_rootref *rr = chk_vec_at(&c->rootrefs, j);
+			const struct chk_rootref *rr = btk_vec_at(&c->rootrefs, j);
 			linked = rr->child == r->id && rr->kind == 1;
 		}
 		if (!linked)
@@ -245,7 +249,7 @@ void chk_uuid_leaf(struct chk *c, const struct btk_block *b)
 			continue;
 		}
 		for (uint32_t o = 0; o < sz; o += 8) {
-			struct chk_uuid *u = chk_vec_push(&c->uuids);
+			struct chk_uuid *u = btk_vec_push(&c->uuids);
 			if (!u) {
 				c->oom = true;
 				return;
@@ -273,7 +277,7 @@ static void uuids_final(struct chk *c)
 	bool current = btk_le64(c->fs->sb.uuid_tree_generation) == c->fs->generation;
 
 	for (size_t i = 0; i < c->uuids.n; i++) {
-		const struct chk_uuid *u = chk_vec_at(&c->uuids, i);
+		const struct chk_uuid *u = btk_vec_at(&c->uuids, i);
 		const struct chk_rootitem *r = root_find(c, u->subvol);
 		const uint8_t *want = !r				 ? NULL
 				      : u->type == BTRFS_UUID_KEY_SUBVOL ? r->uuid
@@ -290,13 +294,13 @@ static void uuids_final(struct chk *c)
 	if (!current || !c->uuids.n)
 		return;
 	for (size_t i = 0; i < c->roots.n; i++) {
-		const struct chk_rootitem *r = chk_vec_at(&c->roots, i);
+		const struct chk_rootitem *r = btk_vec_at(&c->roots, i);
 		bool found = false;
 		if (r->id < BTRFS_FIRST_FREE_OBJECTID || r->id > BTRFS_LAST_FREE_OBJECTID ||
 		    r->refs == 0 || !memcmp(r->uuid, zero, BTK_UUID_SIZE))
 			continue;
 		for (size_t j = 0; j < c->uuids.n && !found; j++) {
-			const struct chk_uuid *u = chk_vec_at(&c->uuids, j);
+			const struct chk_uuid *u = btk_vec_at(&c->uuids, j);
 			found = u->subvol == r->id && u->type == BTRFS_UUID_KEY_SUBVOL &&
 				!memcmp(u->uuid, r->uuid, BTK_UUID_SIZE);
 		}

@@ -81,7 +81,7 @@ void chk_super_totals(struct chk *c)
 	uint64_t total = 0, used_bg = 0;
 
 	for (size_t i = 0; i < c->devitems.n; i++) {
-		const struct chk_devitem *di = chk_vec_at(&c->devitems, i);
+		const struct chk_devitem *di = btk_vec_at(&c->devitems, i);
 		total += di->total_bytes;
 		super_dev_item(c, di);
 		if (di->total_bytes % c->fs->sectorsize)
@@ -107,7 +107,7 @@ void chk_super_totals(struct chk *c)
 			   chk_fmt("%llu", (unsigned long long)btk_le64(sb->total_bytes)),
 			   "superblock total bytes wrong");
 	for (size_t i = 0; i < c->bgs.n; i++)
-		used_bg += ((const struct chk_bg *)chk_vec_at(&c->bgs, i))->found_used;
+		used_bg += ((const struct chk_bg *)btk_vec_at(&c->bgs, i))->found_used;
 	if (c->extents.n && !c->extent_gap && btk_le64(sb->bytes_used) != used_bg)
 		chk_report(c, BTK_P_SUPER_BYTES_USED, 0, 0, NULL,
 			   chk_fmt("%llu (sum of extents)", (unsigned long long)used_bg),

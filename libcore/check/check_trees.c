@@ -44,7 +44,7 @@ static int classify(uint64_t id)
 
 static void push_ref(struct chk *c, const struct chk_ref *r)
 {
-	struct chk_ref *n = chk_vec_push(&c->found);
+	struct chk_ref *n = btk_vec_push(&c->found);
 
 	if (!n) {
 		c->oom = true;
@@ -303,14 +303,47 @@ static int on_error(void *ctx, uint64_t bytenr, int level, int err, const char *
 	return 0;
 }
 
+/* Index of the first root item with key (id, offset) or above; c->roots in key order. */
+static size_t root_lower_bound(const struct chk *c, uint64_t id, uint64_t offset)
+{
+	size_t lo = 0, hi = c->roots.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct chk_rootitem *m = btk_vec_at(&c->roots, mid);
+		if (m->id < id || (m->id == id && m->offset < offset))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The root item of (id, offset), or with any_offset the first of id; NULL when none. Every
+ * tree's walk looks its item up: a binary search, unless a damaged root tree gave its items
+ * out of order. */
+static const struct chk_rootitem *find_root(const struct chk *c, uint64_t id, uint64_t offset,
+					    bool any_offset)
+{
+	const struct chk_rootitem *ri = NULL;
+
+	if (c->roots_unsorted) {
+		for (size_t i = 0; i < c->roots.n; i++) {
+			ri = btk_vec_at(&c->roots, i);
+			if (ri->id == id && (any_offset || ri->offset == offset))
+				return ri;
+		}
+		return NULL;
+	}
+	size_t i = root_lower_bound(c, id, any_offset ? 0 : offset);
+	if (i < c->roots.n)
+		ri = btk_vec_at(&c->roots, i);
+	return ri && ri->id == id && (any_offset || ri->offset == offset) ? ri : NULL;
+}
+
 static const struct chk_rootitem *root_item(const struct chk *c, const struct btk_root *r)
 {
-	for (size_t i = 0; i < c->roots.n; i++) {
-		const struct chk_rootitem *ri = chk_vec_at(&c->roots, i);
-		if (ri->id == r->objectid && ri->offset == r->key_offset)
-			return ri;
-	}
-	return NULL;
+	return find_root(c, r->objectid, r->key_offset, false);
 }
 
 /* Depth-first walk of a half-deleted tree that does not read freed children. Each level's
@@ -378,10 +411,7 @@ static int walk_root(void *ctx, const struct btk_root *r)
 	c->tree = r->objectid;
 	c->tree_class = classify(r->objectid);
 	c->tree_item = root_item(c, r);
-	c->quota_tree = false;
-	for (size_t i = 0; i < c->roots.n && !c->quota_tree; i++)
-		c->quota_tree = ((const struct chk_rootitem *)chk_vec_at(&c->roots, i))->id ==
-				BTRFS_QUOTA_TREE_OBJECTID;
+	c->quota_tree = find_root(c, BTRFS_QUOTA_TREE_OBJECTID, 0, true) != NULL;
 	c->sum->nr_roots++;
 	/* root items are known once the root tree is walked: a fraction of the trees done */
 	chk_progress(c, "trees",
@@ -430,7 +460,7 @@ int chk_walk_all(struct chk *c)
 
 	/* the log root tree lists one log tree per subvolume with fsync'ed changes */
 	for (size_t i = 0; !ret && i < c->log_roots.n; i++) {
-		struct btk_root r = *(struct btk_root *)chk_vec_at(&c->log_roots, i);
+		struct btk_root r = *(struct btk_root *)btk_vec_at(&c->log_roots, i);
 		c->log_ino = 0;
 		ret = walk_root(c, &r);
 	}
