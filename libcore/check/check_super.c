@@ -2,6 +2,9 @@
 #include "check/check_priv.h"
 #include "volumes/super.h"
 
+#include <stddef.h>
+#include <string.h>
+
 #define KNOWN_INCOMPAT	((1ULL << 17) - 1)
 #define KNOWN_COMPAT_RO ((1ULL << 4) - 1)
 
@@ -32,6 +35,51 @@ static void check_copies(struct chk *c, const struct btk_fs_dev *d)
 			   (unsigned long long)d->devid, d->dev->path);
 }
 
+static bool is_pow2(uint64_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+static void geometry(struct chk *c, const char *field, const char *want, uint64_t have)
+{
+	chk_report(c, BTK_P_SUPER_GEOMETRY, 0, 0, NULL, want,
+		   chk_fmt("%llu", (unsigned long long)have), "superblock %s out of range", field);
+}
+
+/* What the kernel (or btrfs check) refuses in the superblock besides what made the copy
+ * invalid already (btk_super_check: sizes, levels, root alignment, checksum). */
+static void super_geometry(struct chk *c)
+{
+	const struct btk_super *sb = &c->fs->sb;
+	uint32_t sec = btk_le32(sb->sectorsize), node = btk_le32(sb->nodesize);
+	uint32_t stripe = btk_le32(sb->stripesize), sys = btk_le32(sb->sys_chunk_array_size);
+	/* one key and one chunk item with one stripe: the least a system chunk array holds */
+	uint32_t sys_min = sizeof(struct btk_disk_key) + sizeof(struct btrfs_chunk);
+	const uint8_t *want_fsid =
+	    btk_le64(sb->incompat_flags) & BTRFS_FEATURE_INCOMPAT_METADATA_UUID ? sb->metadata_uuid
+										: sb->fsid;
+
+	if (!is_pow2(stripe) || (stripe != sec && stripe != 4096))
+		geometry(c, "stripesize", chk_fmt("%u (the sector size)", sec), stripe);
+	if (btk_le32(sb->leafsize) != node)
+		geometry(c, "leafsize", chk_fmt("%u (the node size)", node),
+			 btk_le32(sb->leafsize));
+	if (node % sec)
+		geometry(c, "nodesize", chk_fmt("a multiple of the sector size %u", sec), node);
+	if (sys < sys_min)
+		geometry(c, "sys_chunk_array_size", chk_fmt(">= %u", sys_min), sys);
+	if (!btk_le64(sb->total_bytes))
+		geometry(c, "total_bytes", "> 0", 0);
+	if (btk_le64(sb->bytes_used) < 6ULL * node)
+		geometry(c, "bytes_used", chk_fmt(">= %llu (6 tree blocks)", 6ULL * node),
+			 btk_le64(sb->bytes_used));
+	if (btk_le64(sb->num_devices) > (1ULL << 31))
+		geometry(c, "num_devices", "<= 2^31", btk_le64(sb->num_devices));
+	if (memcmp(sb->dev_item + offsetof(struct btrfs_dev_item, fsid), want_fsid, 16))
+		chk_report(c, BTK_P_SUPER_GEOMETRY, 0, 0, NULL, "the filesystem's fsid", "another",
+			   "superblock device item fsid differs from the filesystem's");
+}
+
 void chk_supers(struct chk *c)
 {
 	const struct btk_super *sb = &c->fs->sb;
@@ -52,6 +100,7 @@ void chk_supers(struct chk *c)
 		chk_report(c, BTK_P_SUPER_COMPAT_RO, 0, 0, NULL, "",
 			   chk_fmt("0x%llx", (unsigned long long)(compat_ro & ~KNOWN_COMPAT_RO)),
 			   "unknown compat_ro feature flags");
+	super_geometry(c);
 	if (btk_le64(sb->flags) & BTK_SUPER_FLAG_ERROR)
 		chk_report(c, BTK_P_SUPER_ERROR_FLAG, 0, 0, NULL, "", "ERROR flag",
 			   "the kernel marked the filesystem as having errors");
