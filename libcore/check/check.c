@@ -157,6 +157,7 @@ static void chk_free(struct chk *c)
 	btk_vec_free(&c->v1ino);
 	btk_vec_free(&c->v1ext);
 	chk_set_free(&c->visited);
+	free(c->copy_buf);
 }
 
 int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,

@@ -191,6 +191,7 @@ struct chk {
 	struct chk_extent *cur_extent; /* extent item whose keyed refs follow (index in extents) */
 	long cur_extent_idx;
 	struct chk_fstree *fst; /* fs tree being checked, or NULL */
+	uint8_t *copy_buf;	/* nodesize bytes: a mirror being compared (check_copies.c) */
 };
 
 enum {
@@ -227,6 +228,9 @@ static inline bool chk_is_fs_tree(uint64_t id)
 /* check_super.c */
 void chk_supers(struct chk *c);
 void chk_super_totals(struct chk *c);
+/* check_copies.c: every mirror of a tree block read the first time it is seen */
+#define BTK_CHK_MAX_COPIES 8
+void chk_block_copies(struct chk *c, const struct btk_block *b);
 /* check_chunks.c */
 void chk_chunk_leaf(struct chk *c, const struct btk_block *b);
 void chk_dev_leaf(struct chk *c, const struct btk_block *b);

@@ -264,6 +264,7 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 		c->sum->btree_space_waste += block_waste(c, b);
 	}
 	if (first) {
+		chk_block_copies(c, b);
 		block_sanity(c, b);
 		if (c->tree_class != CHK_T_LOG)
 			block_refs(c, b);

@@ -381,7 +381,8 @@ static int k_extra_ref(struct btk_fs *fs, const char *n)
 	return k_simple(fs, n, BTRFS_EXTENT_TREE_OBJECTID, &w, NULL, OP_ADD,
 			offsetof(struct btrfs_extent_item, refs), 8, 1);
 }
-static int k_super_devs(struct btk_fs *fs, const char *n)
+/* Applies edit to every valid superblock copy of the first device, checksum fixed. */
+static int super_edit(struct btk_fs *fs, void (*edit)(struct btk_super *sb))
 {
 	struct btk_super_copy copies[BTK_SUPER_MIRRORS];
 	struct btk_dev *dev = fs->devs[0].dev;
@@ -393,14 +394,111 @@ static int k_super_devs(struct btk_fs *fs, const char *n)
 		if (!copies[m].valid)
 			continue;
 		struct btk_super *sb = &copies[m].sb;
-		btk_put64(sb->num_devices, btk_le64(sb->num_devices) + 1);
+		edit(sb);
 		btk_super_csum_fill(sb);
 		int ret = btk_dev_write(dev, sb, sizeof(*sb), copies[m].offset);
 		if (ret)
 			return ret;
 	}
-	printf("%s: superblock num_devices +1 on every valid copy\n", n);
 	return 0;
+}
+static void edit_devs(struct btk_super *sb)
+{
+	btk_put64(sb->num_devices, btk_le64(sb->num_devices) + 1);
+}
+static void edit_stripesize(struct btk_super *sb)
+{
+	btk_put32(sb->stripesize, 3 * btk_le32(sb->sectorsize));
+}
+static void edit_leafsize(struct btk_super *sb)
+{
+	btk_put32(sb->leafsize, 2 * btk_le32(sb->nodesize));
+}
+static int k_super_devs(struct btk_fs *fs, const char *n)
+{
+	int ret = super_edit(fs, edit_devs);
+	if (!ret)
+		printf("%s: superblock num_devices +1 on every valid copy\n", n);
+	return ret;
+}
+static int k_super_stripesize(struct btk_fs *fs, const char *n)
+{
+	int ret = super_edit(fs, edit_stripesize);
+	if (!ret)
+		printf("%s: superblock stripesize = 3 x sectorsize on every valid copy\n", n);
+	return ret;
+}
+static int k_super_leafsize(struct btk_fs *fs, const char *n)
+{
+	int ret = super_edit(fs, edit_leafsize);
+	if (!ret)
+		printf("%s: superblock leafsize = 2 x nodesize on every valid copy\n", n);
+	return ret;
+}
+
+/* Overwrites copy `mirror` (0-based; -1: every copy) of the tree block at bytenr with bytes
+ * that fail its checksum: a media error, not a semantic change. */
+static int smash_block(struct btk_fs *fs, uint64_t bytenr, int mirror, const char *n)
+{
+	struct btk_phys ph[8];
+	int np = 0, ret = btk_map_logical(fs, bytenr, ph, 8, &np, NULL);
+	uint8_t *junk;
+
+	if (ret)
+		return ret;
+	if (mirror >= np)
+		return btk_err(ENOENT, "block %llu has %d copies", (unsigned long long)bytenr, np);
+	junk = malloc(fs->nodesize);
+	if (!junk)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < fs->nodesize; i++)
+		junk[i] = (uint8_t)(i * 131 + 7);
+	for (int i = 0; i < np && !ret; i++) {
+		if ((mirror >= 0 && i != mirror) || !ph[i].dev)
+			continue;
+		ret = btk_dev_write(ph[i].dev, junk, fs->nodesize, ph[i].physical);
+		if (!ret)
+			printf("%s: tree block %llu copy %d (devid %llu physical %llu) smashed\n",
+			       n, (unsigned long long)bytenr, i + 1,
+			       (unsigned long long)ph[i].devid, (unsigned long long)ph[i].physical);
+	}
+	free(junk);
+	return ret;
+}
+/* A leaf of the fs tree (-t): its first leaf (the tree's root when it has one level). */
+static int fs_leaf(struct btk_fs *fs, uint64_t *bytenr)
+{
+	struct btk_root root;
+	struct btk_path p;
+	struct btk_key k = {0, 0, 0};
+	int ret = btk_root_find(fs, fs_tree, &root);
+
+	if (ret)
+		return ret;
+	btk_path_init(&p);
+	ret = btk_search_ge(fs, &root, &k, &p);
+	if (!ret)
+		*bytenr = p.nodes[0]->bytenr;
+	btk_path_release(&p);
+	return ret;
+}
+static int k_copy(struct btk_fs *fs, const char *n, int mirror)
+{
+	uint64_t leaf;
+	int ret = fs_leaf(fs, &leaf);
+	return ret ? ret : smash_block(fs, leaf, mirror, n);
+}
+static int k_copy1(struct btk_fs *fs, const char *n)
+{
+	return k_copy(fs, n, 0);
+}
+static int k_copy2(struct btk_fs *fs, const char *n)
+{
+	return k_copy(fs, n, 1);
+}
+static int k_root_tree(struct btk_fs *fs, const char *n)
+{
+	return smash_block(fs, btk_le64(fs->sb.root), -1, n);
 }
 static int k_root_orphan(struct btk_fs *fs, const char *n)
 {
@@ -804,6 +902,11 @@ static const struct kind kinds[] = {
     {"root-orphan", "a subvolume's root item refs 0 without orphan item", k_root_orphan},
     {"dev-extent", "device item total_bytes below its last dev extent", k_dev_extent},
     {"super-devs", "superblock num_devices + 1", k_super_devs},
+    {"super-stripesize", "superblock stripesize = 3 x sectorsize", k_super_stripesize},
+    {"super-leafsize", "superblock leafsize = 2 x nodesize", k_super_leafsize},
+    {"copy1", "smash copy 1 of the fs tree's first leaf (checksum left bad)", k_copy1},
+    {"copy2", "smash copy 2 of the fs tree's first leaf (checksum left bad)", k_copy2},
+    {"root-tree", "smash every copy of the root tree's root block", k_root_tree},
     {"node-key", "an fs tree node pointer's key differs from its child's first key", k_node_key},
     {"data", "flip one checksummed data byte on the first copy", k_data},
     {"uuid", "a uuid tree entry names a subvolume that does not exist", k_uuid},
