@@ -7,7 +7,9 @@
  * extent outside a chunk of its type.
  */
 #include "check/check_priv.h"
+#include "format/extent_refs.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 static uint64_t ext_key(const void *p)
@@ -45,58 +47,43 @@ static void push_declared(struct chk *c, const struct chk_ref *r)
 	}
 }
 
-/* Inline references after the extent item header; returns false on overrun. */
-static bool parse_inline(struct chk *c, uint64_t bytenr, const uint8_t *p, const uint8_t *end)
+static void push_ref(struct chk *c, uint64_t bytenr, const struct btk_extent_ref *er)
 {
-	while (p < end) {
-		struct chk_ref r = {.bytenr = bytenr, .count = 1, .type = *p};
-		size_t need;
-		switch (*p) {
-		case BTRFS_TREE_BLOCK_REF_KEY:
-		case BTRFS_SHARED_BLOCK_REF_KEY:
-			need = 9;
-			break;
-		case BTRFS_EXTENT_DATA_REF_KEY:
-			need = 1 + sizeof(struct btrfs_extent_data_ref);
-			break;
-		case BTRFS_SHARED_DATA_REF_KEY:
-			need = 13;
-			break;
-		case 172: /* EXTENT_OWNER_REF (simple quotas): not a reference */
-			need = 9;
-			break;
-		default:
-			return false;
-		}
-		if ((size_t)(end - p) < need)
-			return false;
-		if (*p == BTRFS_TREE_BLOCK_REF_KEY) {
-			r.root = btk_le64(p + 1);
-		} else if (*p == BTRFS_SHARED_BLOCK_REF_KEY) {
-			r.parent = btk_le64(p + 1);
-		} else if (*p == BTRFS_EXTENT_DATA_REF_KEY) {
-			r.root = BTK_GET(struct btrfs_extent_data_ref, p + 1, root);
-			r.ino = BTK_GET(struct btrfs_extent_data_ref, p + 1, objectid);
-			r.off = BTK_GET(struct btrfs_extent_data_ref, p + 1, offset);
-			r.count = BTK_GET(struct btrfs_extent_data_ref, p + 1, count);
-		} else if (*p == BTRFS_SHARED_DATA_REF_KEY) {
-			r.parent = btk_le64(p + 1);
-			r.count = btk_le32(p + 9);
-		}
-		if (*p != 172)
-			push_declared(c, &r);
-		p += need;
-	}
-	return true;
+	bool data = er->type == BTRFS_EXTENT_DATA_REF_KEY || er->type == BTRFS_SHARED_DATA_REF_KEY;
+	struct chk_ref r = {.bytenr = bytenr,
+			    .root = er->root,
+			    .parent = er->parent,
+			    .ino = er->objectid,
+			    .off = er->offset,
+			    .count = data ? er->count : 1,
+			    .type = er->type};
+
+	push_declared(c, &r);
+}
+
+/* Inline references after the extent item header; returns false on overrun. */
+static bool parse_inline(struct chk *c, uint64_t bytenr, const uint8_t *p, uint32_t sz,
+			 uint32_t start)
+{
+	struct btk_inline_iter it;
+	struct btk_extent_ref r;
+	int ret;
+
+	btk_inline_iter_init(&it, p, sz, start);
+	while ((ret = btk_inline_next(&it, &r)) == 1)
+		if (r.type != BTRFS_EXTENT_OWNER_REF_KEY) /* simple quotas: not a reference */
+			push_ref(c, bytenr, &r);
+	return ret == 0;
 }
 
 static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 			uint64_t leaf)
 {
-	const uint8_t *end = p + sz;
+	struct btk_extent_head h;
 	struct chk_extent *e;
+	int ret = btk_extent_head_parse(k, p, sz, &h);
 
-	if (sz < sizeof(struct btrfs_extent_item)) {
+	if (ret == -EUCLEAN) {
 		chk_report(c, BTK_P_EXT_TOO_SMALL, 2, leaf, k,
 			   chk_fmt(">= %zu bytes", sizeof(struct btrfs_extent_item)),
 			   chk_fmt("%u", sz), "extent item too small (old v0 format?)");
@@ -110,24 +97,17 @@ static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p
 	c->cur_extent_idx = (long)c->extents.n - 1;
 	e->bytenr = k->objectid;
 	e->key_type = k->type;
-	e->refs = BTK_GET(struct btrfs_extent_item, p, refs);
-	e->gen = BTK_GET(struct btrfs_extent_item, p, generation);
-	e->flags = BTK_GET(struct btrfs_extent_item, p, flags);
-	e->level = -1;
-	e->len = k->type == BTRFS_METADATA_ITEM_KEY ? c->fs->nodesize : k->offset;
-	p += sizeof(struct btrfs_extent_item);
-	if (k->type == BTRFS_METADATA_ITEM_KEY) {
-		e->level = (int8_t)(k->offset < BTK_MAX_LEVEL ? k->offset : BTK_MAX_LEVEL);
-	} else if (e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) {
-		if ((size_t)(end - p) < sizeof(struct btrfs_tree_block_info)) {
-			chk_report(c, BTK_P_EXT_NO_TREE_INFO, 2, leaf, k, "", "",
-				   "tree block extent item lacks its tree block info");
-			return;
-		}
-		e->level = (int8_t)BTK_GET(struct btrfs_tree_block_info, p, level);
-		p += sizeof(struct btrfs_tree_block_info);
+	e->refs = h.refs;
+	e->gen = h.generation;
+	e->flags = h.flags;
+	e->level = (int8_t)h.level;
+	e->len = h.skinny ? c->fs->nodesize : k->offset;
+	if (ret == -ENODATA) {
+		chk_report(c, BTK_P_EXT_NO_TREE_INFO, 2, leaf, k, "", "",
+			   "tree block extent item lacks its tree block info");
+		return;
 	}
-	if (!parse_inline(c, e->bytenr, p, end))
+	if (!parse_inline(c, e->bytenr, p, sz, h.refs_at))
 		chk_report(c, BTK_P_EXT_INLINE_BAD, 2, leaf, k, "", "",
 			   "extent item inline references overrun or unknown type");
 	/* parse_inline may have grown `declared`, not `extents`: e is still valid */
@@ -162,40 +142,19 @@ static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p
 static void keyed_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 		      uint64_t leaf)
 {
-	struct chk_ref r = {.bytenr = k->objectid, .count = 1, .type = k->type};
+	struct btk_extent_ref r;
 
-	switch (k->type) {
-	case BTRFS_TREE_BLOCK_REF_KEY:
-		r.root = k->offset;
-		break;
-	case BTRFS_SHARED_BLOCK_REF_KEY:
-		r.parent = k->offset;
-		break;
-	case BTRFS_EXTENT_DATA_REF_KEY:
-		if (sz < sizeof(struct btrfs_extent_data_ref))
-			goto small;
-		r.root = BTK_GET(struct btrfs_extent_data_ref, p, root);
-		r.ino = BTK_GET(struct btrfs_extent_data_ref, p, objectid);
-		r.off = BTK_GET(struct btrfs_extent_data_ref, p, offset);
-		r.count = BTK_GET(struct btrfs_extent_data_ref, p, count);
-		break;
-	case BTRFS_SHARED_DATA_REF_KEY:
-		if (sz < sizeof(struct btrfs_shared_data_ref))
-			goto small;
-		r.parent = k->offset;
-		r.count = BTK_GET(struct btrfs_shared_data_ref, p, count);
-		break;
+	if (btk_keyed_ref_parse(k, p, sz, &r) < 0) {
+		chk_report(c, BTK_P_REF_TOO_SMALL, 2, leaf, k, "", chk_fmt("%u bytes", sz),
+			   "back reference item too small");
+		return;
 	}
 	if (c->cur_extent_idx < 0 ||
 	    ((struct chk_extent *)btk_vec_at(&c->extents, (size_t)c->cur_extent_idx))->bytenr !=
 		k->objectid)
 		chk_report(c, BTK_P_REF_NO_EXTENT, 2, leaf, k, "an extent item before it", "none",
 			   "keyed back reference without extent item");
-	push_declared(c, &r);
-	return;
-small:
-	chk_report(c, BTK_P_REF_TOO_SMALL, 2, leaf, k, "", chk_fmt("%u bytes", sz),
-		   "back reference item too small");
+	push_ref(c, k->objectid, &r);
 }
 
 void chk_extent_leaf(struct chk *c, const struct btk_block *b)
@@ -367,11 +326,7 @@ static void compare_refs(struct chk *c)
 		const char *what = nd == 0   ? "back reference missing from the extent tree"
 				   : nf == 0 ? "back reference without a user"
 					     : "back reference count wrong";
-		chk_report(c,
-			   (nd == 0   ? BTK_P_REF_MISSING
-			    : nf == 0 ? BTK_P_REF_NO_USER
-				      : BTK_P_REF_WRONG_COUNT),
-			   2, r->bytenr, NULL,
+		chk_report(c, (nd == 0 ? BTK_P_REF_MISSING : nf == 0 ? BTK_P_REF_NO_USER : BTK_P_REF_WRONG_COUNT), 2, r->bytenr, NULL,
 			   chk_fmt("%s count %llu", ref_name(r), (unsigned long long)nf),
 			   chk_fmt("count %llu", (unsigned long long)nd), "%s: extent %llu", what,
 			   (unsigned long long)r->bytenr);
@@ -404,8 +359,8 @@ static void extent_placement(struct chk *c, const struct chk_extent *e)
 	if (bg && e->bytenr < bg->start + bg->len)
 		bg->found_used += e->len;
 	else if (c->bgs.n)
-		chk_report(c, BTK_P_EXT_NO_BG, 2, e->bytenr, NULL, "inside a block group",
-			   "outside", "extent [%llu, +%llu) is not inside a block group",
+		chk_report(c, BTK_P_EXT_NO_BG, 2, e->bytenr, NULL, "inside a block group", "outside",
+			   "extent [%llu, +%llu) is not inside a block group",
 			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
 }
 
@@ -433,8 +388,7 @@ void chk_extents_final(struct chk *c)
 	if (c->extent_gap) {
 		/* one line instead of one per reference the lost block held */
 		chk_report(
-		    c, BTK_P_EXT_TREE_GAP, 2, 0, NULL, "a readable extent tree",
-		    "unreadable blocks",
+		    c, BTK_P_EXT_TREE_GAP, 2, 0, NULL, "a readable extent tree", "unreadable blocks",
 		    "extent tree incomplete: back references, block group usage and free space "
 		    "were not compared");
 		btk_vec_free(&c->found);

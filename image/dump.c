@@ -1,0 +1,161 @@
+/* btk-image dump: options, opening the filesystem, the summary. */
+#include <errno.h>
+#include <fcntl.h>
+#include <popt.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "cli/cli.h"
+#include "image/image.h"
+#include "image_tool.h"
+#include "tree/tree.h"
+
+struct dump_ui {
+	struct cli_progress prog;
+	bool json;
+	uint64_t *skipped;
+	size_t nskipped, cap;
+};
+
+static void on_skipped(void *ctx, uint64_t logical, const char *why)
+{
+	struct dump_ui *ui = ctx;
+
+	cli_warn("block %llu not dumped: %s", (unsigned long long)logical, why);
+	if (ui->nskipped == ui->cap) {
+		size_t nc = ui->cap ? ui->cap * 2 : 16;
+		uint64_t *nv = realloc(ui->skipped, nc * sizeof(*nv));
+		if (!nv)
+			return;
+		ui->skipped = nv, ui->cap = nc;
+	}
+	ui->skipped[ui->nskipped++] = logical;
+}
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct dump_ui *ui = ctx;
+
+	cli_progress_draw(&ui->prog, false, "dumping: %llu of %llu blocks",
+			  (unsigned long long)done, (unsigned long long)total);
+}
+
+static void print_summary(const struct dump_ui *ui, const struct btk_dump_stats *st,
+			  const char *file)
+{
+	char h1[32], h2[32];
+
+	if (!ui->json) {
+		if (strcmp(file, "-"))
+			printf("%s: %llu trees, %llu tree blocks and %llu space-cache bytes "
+			       "(%s) in %s%s\n",
+			       file, (unsigned long long)st->trees, (unsigned long long)st->blocks,
+			       (unsigned long long)st->data_bytes, cli_human(st->bytes_in, h1, 32),
+			       cli_human(st->bytes_out, h2, 32),
+			       st->skipped ? ", some blocks skipped" : "");
+		return;
+	}
+	printf("{\"trees\": %llu, \"blocks\": %llu, \"data_bytes\": %llu, \"bytes\": %llu, "
+	       "\"dump_bytes\": %llu, \"items\": %llu, \"clusters\": %llu, \"names\": %llu, "
+	       "\"skipped\": %llu, \"skipped_blocks\": [",
+	       (unsigned long long)st->trees, (unsigned long long)st->blocks,
+	       (unsigned long long)st->data_bytes, (unsigned long long)st->bytes_in,
+	       (unsigned long long)st->bytes_out, (unsigned long long)st->items,
+	       (unsigned long long)st->clusters, (unsigned long long)st->names,
+	       (unsigned long long)st->skipped);
+	for (size_t i = 0; i < ui->nskipped; i++)
+		printf("%s%llu", i ? ", " : "", (unsigned long long)ui->skipped[i]);
+	printf("]}\n");
+}
+
+int verb_dump(int argc, const char **argv)
+{
+	int level = 0, threads = 0, json = 0, keep_inline = 0, sanitize = 0;
+	struct poptOption opts[] = {
+	    {"compress", 'c', POPT_ARG_INT, &level, 0, "zlib level 0-9 (0: none, the default)",
+	     "LEVEL"},
+	    {"threads", 't', POPT_ARG_INT, &threads, 0, "compression threads (default: CPUs)", "N"},
+	    {"keep-inline", 0, POPT_ARG_NONE, &keep_inline, 0,
+	     "keep inline file data (zeroed by default)", NULL},
+	    {"json", 0, POPT_ARG_NONE, &json, 0, "summary as JSON on stdout", NULL},
+	    CLI_STD_OPTIONS POPT_TABLEEND};
+	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
+	struct dump_ui ui = {0};
+	int rc;
+
+	(void)sanitize;
+	poptSetOtherOptionHelp(pc, "[options] DEV... FILE");
+	if ((rc = cli_popt_run(pc))) {
+		poptFreeContext(pc);
+		return rc;
+	}
+	const char **args = poptGetArgs(pc);
+	int n = 0;
+	while (args && args[n])
+		n++;
+	if (n < 2 || level < 0 || level > 9 || threads < 0 || threads > 32) {
+		if (n < 2)
+			cli_err("give the devices of the filesystem and the dump file");
+		else if (threads < 0 || threads > 32)
+			cli_err("-t/--threads: %d: 1 to 32", threads);
+		else
+			cli_err("-c/--compress: %d: a zlib level 0 to 9", level);
+		poptFreeContext(pc);
+		return CLI_EXIT_USAGE;
+	}
+	cli_json_on(json);
+	ui.json = json;
+	const char *file = args[n - 1];
+	struct btk_open_opts oo = {.super_mirror = -1, .no_scan = n > 2};
+	struct btk_fs *fs = NULL;
+	struct btk_dump_stats st;
+	int fd = -1;
+	if ((rc = btk_fs_open(args, n - 1, &oo, &fs))) {
+		cli_err("%s", btk_errmsg());
+		goto out;
+	}
+	fd = strcmp(file, "-") ? open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
+			       : STDOUT_FILENO;
+	if (fd < 0) {
+		rc = -errno;
+		cli_err("%s: cannot create: %s", file, strerror(errno));
+		goto out;
+	}
+	if (!threads) {
+		long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+		threads = cpus < 1 ? 1 : cpus > 32 ? 32 : (int)cpus;
+	}
+	cli_progress_start(&ui.prog, false);
+	struct btk_dump_opts dopts = {.level = level,
+				      .threads = threads,
+				      .keep_inline = keep_inline,
+				      .skipped = on_skipped,
+				      .progress = on_progress,
+				      .ctx = &ui};
+	rc = btk_image_dump(fs, fd, &dopts, &st);
+	cli_progress_clear(&ui.prog);
+	if (!rc && fd != STDOUT_FILENO && fsync(fd)) {
+		rc = -errno;
+		cli_err("%s: %s", file, strerror(errno));
+	} else if (rc)
+		cli_err("%s", btk_errmsg());
+	if (!rc) {
+		if (fd == STDOUT_FILENO)
+			ui.json = false;
+		print_summary(&ui, &st, file);
+		if (st.skipped) {
+			cli_err("%llu blocks could not be read and are not in the dump",
+				(unsigned long long)st.skipped);
+			rc = 1;
+		}
+	}
+out:
+	if (fd >= 0 && fd != STDOUT_FILENO)
+		close(fd);
+	btk_fs_close(fs);
+	free(ui.skipped);
+	poptFreeContext(pc);
+	return rc ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+}

@@ -1,0 +1,71 @@
+/* btk-image restore: options, the targets, the summary. */
+#include <errno.h>
+#include <fcntl.h>
+#include <popt.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "cli/cli.h"
+#include "image/image.h"
+#include "image_tool.h"
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	cli_progress_draw(ctx, false, "restoring: item %llu of %llu", (unsigned long long)done,
+			  (unsigned long long)total);
+}
+
+int verb_restore(int argc, const char **argv)
+{
+	int multi = 0, json = 0, rc;
+	struct poptOption opts[] = {
+	    {"multi", 'm', POPT_ARG_NONE, &multi, 0,
+	     "one target per original device, profiles kept", NULL},
+	    {"json", 0, POPT_ARG_NONE, &json, 0, "summary as JSON on stdout", NULL},
+	    CLI_STD_OPTIONS POPT_TABLEEND};
+	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
+	struct cli_progress prog;
+
+	poptSetOtherOptionHelp(pc, "[options] FILE DEV...");
+	if ((rc = cli_popt_run(pc))) {
+		poptFreeContext(pc);
+		return rc;
+	}
+	const char **args = poptGetArgs(pc);
+	int n = 0;
+	while (args && args[n])
+		n++;
+	if (n < 2) {
+		cli_err("give the dump file and the target device(s)");
+		poptFreeContext(pc);
+		return CLI_EXIT_USAGE;
+	}
+	cli_json_on(json);
+	int fd = open(args[0], O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		cli_err("%s: cannot open: %s", args[0], strerror(errno));
+		poptFreeContext(pc);
+		return CLI_EXIT_ERROR;
+	}
+	cli_progress_start(&prog, false);
+	struct btk_restore_opts ro = {.multi = multi, .progress = on_progress, .ctx = &prog};
+	struct btk_restore_stats st;
+	rc = btk_image_restore(fd, args[0], args + 1, n - 1, &ro, &st);
+	cli_progress_clear(&prog);
+	close(fd);
+	if (rc)
+		cli_err("%s", btk_errmsg());
+	else if (json)
+		printf("{\"version\": %d, \"items\": %llu, \"bytes\": %llu, \"devices\": %llu, "
+		       "\"chunks\": %llu, \"remapped\": %s}\n",
+		       st.version, (unsigned long long)st.items, (unsigned long long)st.bytes,
+		       (unsigned long long)st.devices, (unsigned long long)st.chunks,
+		       st.remapped ? "true" : "false");
+	else
+		printf("%s: %llu items (%llu bytes) restored onto %llu device%s\n", args[0],
+		       (unsigned long long)st.items, (unsigned long long)st.bytes,
+		       (unsigned long long)st.devices, st.devices == 1 ? "" : "s");
+	poptFreeContext(pc);
+	return rc ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+}

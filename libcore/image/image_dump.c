@@ -1,0 +1,328 @@
+/* image_dump.c — the dump side: find every tree block by walking every root, then store them
+ * in logical order (the chunk tree first, so that readers that look for it early find it)
+ * with unused bytes zeroed. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/csum.h"
+#include "base/error.h"
+#include "image/image.h"
+#include "image/image_int.h"
+#include "image/metadump.h"
+#include "tree/tree.h"
+
+struct u64vec {
+	uint64_t *v;
+	size_t n, cap;
+};
+
+static int vec_push(struct u64vec *v, uint64_t x)
+{
+	if (v->n == v->cap) {
+		size_t nc = v->cap ? v->cap * 2 : 1024;
+		uint64_t *nv = realloc(v->v, nc * sizeof(*nv));
+		if (!nv)
+			return btk_err(ENOMEM, "dump block list");
+		v->v = nv, v->cap = nc;
+	}
+	v->v[v->n++] = x;
+	return 0;
+}
+
+/* Open-addressing set of block numbers (0 is never a tree block). */
+struct u64set {
+	uint64_t *v;
+	size_t cap, n;
+};
+
+static size_t slot_of(uint64_t x, size_t cap)
+{
+	return (size_t)((x * 0x9E3779B97F4A7C15ULL) >> 24) & (cap - 1);
+}
+
+/* 1 if x was there, 0 if added, negative on ENOMEM. */
+static int set_add(struct u64set *s, uint64_t x)
+{
+	if (s->n * 2 >= s->cap) {
+		size_t nc = s->cap ? s->cap * 2 : 4096;
+		uint64_t *nv = calloc(nc, sizeof(*nv));
+		if (!nv)
+			return btk_err(ENOMEM, "dump block set");
+		for (size_t i = 0; i < s->cap; i++)
+			if (s->v[i]) {
+				size_t j = slot_of(s->v[i], nc);
+				while (nv[j])
+					j = (j + 1) & (nc - 1);
+				nv[j] = s->v[i];
+			}
+		free(s->v);
+		s->v = nv, s->cap = nc;
+	}
+	size_t j = slot_of(x, s->cap);
+	while (s->v[j]) {
+		if (s->v[j] == x)
+			return 1;
+		j = (j + 1) & (s->cap - 1);
+	}
+	s->v[j] = x;
+	s->n++;
+	return 0;
+}
+
+struct dump {
+	struct btk_fs *fs;
+	const struct btk_dump_opts *o;
+	struct btk_dump_stats *st;
+	struct u64set seen;
+	struct u64vec chunk_blocks, blocks;
+	struct u64vec data;	/* pairs: logical, length */
+	struct btk_root *roots; /* trees found in root-tree and log-tree leaves */
+	size_t nroots, caproots;
+	uint64_t tree; /* objectid of the tree being walked */
+};
+
+static int queue_root(struct dump *d, uint64_t objectid, const uint8_t *ri, uint32_t size)
+{
+	if (size < offsetof(struct btrfs_root_item, level) + 1)
+		return 0;
+	if (d->nroots == d->caproots) {
+		size_t nc = d->caproots ? d->caproots * 2 : 64;
+		struct btk_root *nr = realloc(d->roots, nc * sizeof(*nr));
+		if (!nr)
+			return btk_err(ENOMEM, "dump root list");
+		d->roots = nr, d->caproots = nc;
+	}
+	struct btk_root *r = &d->roots[d->nroots++];
+	memset(r, 0, sizeof(*r));
+	r->objectid = objectid;
+	r->bytenr = BTK_GET(struct btrfs_root_item, ri, bytenr);
+	r->generation = BTK_GET(struct btrfs_root_item, ri, generation);
+	r->level = BTK_GET(struct btrfs_root_item, ri, level);
+	return 0;
+}
+
+/* Root-tree and log-root-tree leaves name further trees; root-tree leaves also hold the file
+ * extents of v1 space cache inodes, whose data the dump carries as btrfs-image's does. */
+static int scan_leaf(struct dump *d, const struct btk_block *b)
+{
+	int ret;
+
+	for (uint32_t i = 0; i < btk_block_nritems(b); i++) {
+		struct btk_key k;
+		uint32_t size = btk_leaf_size(b, (int)i);
+		const uint8_t *p = btk_leaf_data(b, (int)i);
+
+		btk_leaf_key(b, (int)i, &k);
+		if (k.type == BTRFS_ROOT_ITEM_KEY && k.objectid != BTRFS_ROOT_TREE_OBJECTID &&
+		    k.objectid != BTRFS_CHUNK_TREE_OBJECTID) {
+			if ((ret = queue_root(d, k.objectid, p, size)))
+				return ret;
+		} else if (k.type == BTRFS_EXTENT_DATA_KEY && d->tree == BTRFS_ROOT_TREE_OBJECTID &&
+			   size >= sizeof(struct btrfs_file_extent_item) &&
+			   BTK_GET(struct btrfs_file_extent_item, p, type) ==
+			       BTRFS_FILE_EXTENT_REG) {
+			uint64_t at = BTK_GET(struct btrfs_file_extent_item, p, disk_bytenr);
+			uint64_t len = BTK_GET(struct btrfs_file_extent_item, p, disk_num_bytes);
+			if (at && len && len <= (1ULL << 30) &&
+			    ((ret = vec_push(&d->data, at)) || (ret = vec_push(&d->data, len))))
+				return ret;
+		}
+	}
+	return 0;
+}
+
+static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int depth)
+{
+	struct dump *d = ctx;
+	int ret;
+
+	(void)fs, (void)depth;
+	ret = set_add(&d->seen, b->bytenr);
+	if (ret < 0)
+		return ret;
+	if (ret == 1) /* shared with a tree walked before: so is everything below it */
+		return btk_block_level(b) ? BTK_WALK_SKIP : 0;
+	ret = vec_push(d->tree == BTRFS_CHUNK_TREE_OBJECTID ? &d->chunk_blocks : &d->blocks,
+		       b->bytenr);
+	if (ret)
+		return ret;
+	if (btk_block_level(b) == 0 &&
+	    (d->tree == BTRFS_ROOT_TREE_OBJECTID || d->tree == BTRFS_TREE_LOG_OBJECTID))
+		return scan_leaf(d, b);
+	return 0;
+}
+
+static int on_error(void *ctx, uint64_t bytenr, int level, int err, const char *msg)
+{
+	struct dump *d = ctx;
+
+	(void)level, (void)err;
+	d->st->skipped++;
+	if (d->o->skipped)
+		d->o->skipped(d->o->ctx, bytenr, msg);
+	return 0;
+}
+
+static int walk(struct dump *d, const struct btk_root *r)
+{
+	struct btk_walk_ops ops = {.block = on_block, .on_error = on_error};
+
+	d->tree = r->objectid;
+	d->st->trees++;
+	return btk_tree_walk(d->fs, r, &ops, d);
+}
+
+static int walk_all(struct dump *d)
+{
+	struct btk_root r;
+	int ret;
+
+	if ((ret = btk_root_find(d->fs, BTRFS_CHUNK_TREE_OBJECTID, &r)) || (ret = walk(d, &r)))
+		return ret;
+	if ((ret = btk_root_find(d->fs, BTRFS_ROOT_TREE_OBJECTID, &r)) || (ret = walk(d, &r)))
+		return ret;
+	uint64_t log = btk_le64(d->fs->sb.log_root);
+	if (log) {
+		struct btk_root lr = {.objectid = BTRFS_TREE_LOG_OBJECTID,
+				      .bytenr = log,
+				      .level = d->fs->sb.log_root_level};
+		if ((ret = walk(d, &lr)))
+			return ret;
+	}
+	/* roots queued by the walks above, and those queued while walking them (log trees) */
+	for (size_t i = 0; i < d->nroots; i++) {
+		r = d->roots[i];
+		if (r.objectid == BTRFS_TREE_LOG_OBJECTID && log && r.bytenr == log)
+			continue;
+		if ((ret = walk(d, &r)))
+			return ret;
+	}
+	return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* The block as the dump stores it: bytes no item uses zeroed, then its checksum redone. */
+static void prepare_block(struct dump *d, uint8_t *buf)
+{
+	uint32_t ns = d->fs->nodesize, n = btk_le32(((struct btk_header *)buf)->nritems);
+	uint32_t hdr = sizeof(struct btk_header);
+	uint8_t csum[BTK_CSUM_MAX];
+
+	if (((struct btk_header *)buf)->level) {
+		uint64_t used = hdr + (uint64_t)n * sizeof(struct btk_key_ptr);
+		if (used < ns)
+			memset(buf + used, 0, ns - used);
+	} else {
+		uint64_t items_end = hdr + (uint64_t)n * sizeof(struct btk_item), data_start = ns;
+		for (uint32_t i = 0; i < n; i++) {
+			const struct btk_item *it = (const struct btk_item *)(buf + hdr) + i;
+			uint64_t off = hdr + (uint64_t)btk_le32(it->offset);
+			if (off < data_start)
+				data_start = off;
+		}
+		if (items_end < data_start)
+			memset(buf + items_end, 0, data_start - items_end);
+		btk_image_scrub_leaf(d->fs, buf, d->o->keep_inline, d->o->sanitize, d->st);
+	}
+	btk_csum(d->fs->csum_type, buf + BTK_CSUM_MAX, ns - BTK_CSUM_MAX, csum);
+	memcpy(buf, csum, (size_t)d->fs->csum_size);
+}
+
+static int store_blocks(struct dump *d, struct btk_md_writer *w, const struct u64vec *v,
+			uint64_t *done, uint64_t total)
+{
+	uint8_t *buf = malloc(d->fs->nodesize);
+	int ret = 0;
+
+	if (!buf)
+		return btk_err(ENOMEM, "dump block buffer");
+	for (size_t i = 0; i < v->n && !ret; i++) {
+		struct btk_block *b;
+		if (btk_block_read(d->fs, v->v[i], NULL, &b)) {
+			on_error(d, v->v[i], -1, 0, btk_errmsg());
+			continue;
+		}
+		memcpy(buf, b->data, d->fs->nodesize);
+		btk_block_put(b);
+		prepare_block(d, buf);
+		ret = btk_md_add(w, v->v[i], buf, d->fs->nodesize, true);
+		d->st->blocks++;
+		if (d->o->progress && (++*done & 1023) == 0)
+			d->o->progress(d->o->ctx, *done, total);
+	}
+	free(buf);
+	return ret;
+}
+
+static int store_data(struct dump *d, struct btk_md_writer *w)
+{
+	uint8_t *buf = malloc(BTK_MD_ITEM_MAX_V0);
+	int ret = 0;
+
+	if (!buf)
+		return btk_err(ENOMEM, "dump data buffer");
+	for (size_t i = 0; i + 1 < d->data.n && !ret; i += 2) {
+		uint64_t at = d->data.v[i], len = d->data.v[i + 1];
+		while (len && !ret) {
+			size_t part = len < BTK_MD_ITEM_MAX_V0 ? (size_t)len : BTK_MD_ITEM_MAX_V0;
+			if (btk_read_logical(d->fs, at, buf, part)) {
+				on_error(d, at, -1, 0, btk_errmsg());
+				break;
+			}
+			ret = btk_md_add(w, at, buf, part, true);
+			d->st->data_bytes += part;
+			at += part, len -= part;
+		}
+		d->st->data_ranges++;
+	}
+	free(buf);
+	return ret;
+}
+
+static void dump_free(struct dump *d)
+{
+	free(d->seen.v);
+	free(d->chunk_blocks.v);
+	free(d->blocks.v);
+	free(d->data.v);
+	free(d->roots);
+}
+
+int btk_image_dump(struct btk_fs *fs, int out_fd, const struct btk_dump_opts *opts,
+		   struct btk_dump_stats *st)
+{
+	struct dump d = {.fs = fs, .o = opts, .st = st};
+	struct btk_md_writer *w = NULL;
+	struct btk_md_wstats ws;
+	uint64_t done = 0;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	if ((ret = walk_all(&d)))
+		goto out;
+	qsort(d.chunk_blocks.v, d.chunk_blocks.n, sizeof(uint64_t), cmp_u64);
+	qsort(d.blocks.v, d.blocks.n, sizeof(uint64_t), cmp_u64);
+	if ((ret = btk_md_writer_open(out_fd, opts->level, opts->threads, &w)))
+		goto out;
+	ret = btk_md_add(w, BTK_SUPER_OFFSET, &fs->sb, BTK_SUPER_SIZE, false);
+	if (!ret)
+		ret = store_blocks(&d, w, &d.chunk_blocks, &done, d.chunk_blocks.n + d.blocks.n);
+	if (!ret)
+		ret = store_blocks(&d, w, &d.blocks, &done, d.chunk_blocks.n + d.blocks.n);
+	if (!ret)
+		ret = store_data(&d, w);
+	int fret = btk_md_finish(w, &ws);
+	if (!ret)
+		ret = fret;
+	st->items = ws.items, st->clusters = ws.clusters;
+	st->bytes_in = ws.bytes_in, st->bytes_out = ws.bytes_out;
+out:
+	dump_free(&d);
+	return ret;
+}

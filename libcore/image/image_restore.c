@@ -1,0 +1,401 @@
+/* image_restore.c — the restore side: the chunk map comes from the dump itself (the system
+ * chunk array of its superblock, then the chunk items of the chunk-tree leaves it carries),
+ * every item is written through that map to the target devices, the superblocks last. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "image/image.h"
+#include "image/image_int.h"
+#include "image/metadump.h"
+#include "volumes/super.h"
+
+#define DEV_ITEM_SIZE sizeof(struct btrfs_dev_item)
+
+struct rdev {
+	uint64_t devid;
+	uint8_t item[DEV_ITEM_SIZE];
+};
+
+struct restore {
+	struct btk_md_reader *r;
+	struct btk_super sb;
+	uint32_t nodesize, sectorsize;
+	struct btk_chunk **chunks; /* from the sys array, then the chunk tree (which wins) */
+	size_t nchunks, capchunks;
+	struct rdev *devs;
+	size_t ndevs, capdevs;
+};
+
+static int add_chunk(struct restore *rs, struct btk_chunk *c)
+{
+	for (size_t i = 0; i < rs->nchunks; i++)
+		if (rs->chunks[i]->logical == c->logical) {
+			free(rs->chunks[i]);
+			rs->chunks[i] = c;
+			return 0;
+		}
+	if (rs->nchunks == rs->capchunks) {
+		size_t nc = rs->capchunks ? rs->capchunks * 2 : 64;
+		struct btk_chunk **nv = realloc(rs->chunks, nc * sizeof(*nv));
+		if (!nv) {
+			free(c);
+			return btk_err(ENOMEM, "restore chunk list");
+		}
+		rs->chunks = nv, rs->capchunks = nc;
+	}
+	rs->chunks[rs->nchunks++] = c;
+	return 0;
+}
+
+static int add_dev(struct restore *rs, const uint8_t *item)
+{
+	uint64_t devid = BTK_GET(struct btrfs_dev_item, item, devid);
+
+	for (size_t i = 0; i < rs->ndevs; i++)
+		if (rs->devs[i].devid == devid) {
+			memcpy(rs->devs[i].item, item, DEV_ITEM_SIZE);
+			return 0;
+		}
+	if (rs->ndevs == rs->capdevs) {
+		size_t nc = rs->capdevs ? rs->capdevs * 2 : 8;
+		struct rdev *nv = realloc(rs->devs, nc * sizeof(*nv));
+		if (!nv)
+			return btk_err(ENOMEM, "restore device list");
+		rs->devs = nv, rs->capdevs = nc;
+	}
+	/* kept sorted by devid: targets are given in devid order */
+	size_t at = rs->ndevs;
+	while (at && rs->devs[at - 1].devid > devid) {
+		rs->devs[at] = rs->devs[at - 1];
+		at--;
+	}
+	rs->devs[at].devid = devid;
+	memcpy(rs->devs[at].item, item, DEV_ITEM_SIZE);
+	rs->ndevs++;
+	return 0;
+}
+
+static int find_super(struct restore *rs)
+{
+	char why[160];
+
+	for (size_t i = 0; i < rs->r->nitems; i++) {
+		uint8_t *buf;
+		size_t len;
+		int ret;
+
+		if (rs->r->items[i].logical != BTK_SUPER_OFFSET)
+			continue;
+		if ((ret = btk_md_item_read(rs->r, i, &buf, &len)))
+			return ret;
+		if (len < BTK_SUPER_SIZE) {
+			free(buf);
+			return btk_err(
+			    EUCLEAN, "%s: cluster %u item %u: superblock item of %zu bytes",
+			    rs->r->name, rs->r->items[i].cluster, rs->r->items[i].index, len);
+		}
+		memcpy(&rs->sb, buf, BTK_SUPER_SIZE);
+		free(buf);
+		if (btk_super_check(&rs->sb, BTK_SUPER_OFFSET, why, sizeof(why)))
+			return btk_err(EUCLEAN, "%s: cluster %u item %u: superblock: %s",
+				       rs->r->name, rs->r->items[i].cluster, rs->r->items[i].index,
+				       why);
+		rs->nodesize = btk_le32(rs->sb.nodesize);
+		rs->sectorsize = btk_le32(rs->sb.sectorsize);
+		return 0;
+	}
+	return btk_err(EUCLEAN, "%s: the dump holds no superblock (no item at logical %llu)",
+		       rs->r->name, (unsigned long long)BTK_SUPER_OFFSET);
+}
+
+static int load_sys_array(struct restore *rs)
+{
+	uint32_t size = btk_le32(rs->sb.sys_chunk_array_size), off = 0;
+	const uint8_t *a = rs->sb.sys_chunk_array;
+	const uint32_t head = offsetof(struct btrfs_chunk, stripe);
+	int ret;
+
+	if (size > BTK_SYS_ARRAY_SIZE)
+		return btk_err(EUCLEAN, "%s: superblock system chunk array of %u bytes",
+			       rs->r->name, size);
+	while (off < size) {
+		struct btk_key k;
+		struct btk_chunk *c;
+
+		if (off + sizeof(struct btk_disk_key) + head > size)
+			return btk_err(EUCLEAN, "%s: superblock system chunk array cut short",
+				       rs->r->name);
+		btk_disk_to_key((const struct btk_disk_key *)(a + off), &k);
+		off += sizeof(struct btk_disk_key);
+		uint32_t ns = BTK_GET(struct btrfs_chunk, a + off, num_stripes);
+		uint32_t len = head + ns * (uint32_t)sizeof(struct btrfs_stripe);
+		if (k.type != BTRFS_CHUNK_ITEM_KEY || !ns || off + len > size)
+			return btk_err(EUCLEAN, "%s: superblock system chunk array entry %u is bad",
+				       rs->r->name, off);
+		if ((ret = btk_chunk_parse(a + off, len, k.offset, rs->sectorsize, &c)) ||
+		    (ret = add_chunk(rs, c)))
+			return ret;
+		off += len;
+	}
+	return 0;
+}
+
+static bool in_system_chunk(const struct restore *rs, uint64_t logical, uint64_t len)
+{
+	for (size_t i = 0; i < rs->nchunks; i++) {
+		const struct btk_chunk *c = rs->chunks[i];
+		if ((c->type & BTRFS_BLOCK_GROUP_SYSTEM) && logical < c->logical + c->length &&
+		    c->logical < logical + len)
+			return true;
+	}
+	return false;
+}
+
+/* Chunk and device items of one chunk-tree leaf from the dump. Leaves that are not chunk-tree
+ * leaves of this filesystem are left alone; item bounds are checked, nothing else trusted. */
+static int scan_chunk_leaf(struct restore *rs, const uint8_t *b, uint64_t logical)
+{
+	const struct btk_header *h = (const struct btk_header *)b;
+	const uint8_t *fsid = btk_le64(rs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_METADATA_UUID
+				  ? rs->sb.metadata_uuid
+				  : rs->sb.fsid;
+	uint32_t hdr = sizeof(*h), n = btk_le32(h->nritems);
+	int ret;
+
+	if (btk_le64(h->bytenr) != logical || memcmp(h->fsid, fsid, BTK_FSID_SIZE) ||
+	    btk_le64(h->owner) != BTRFS_CHUNK_TREE_OBJECTID || h->level)
+		return 0;
+	if (n > (rs->nodesize - hdr) / sizeof(struct btk_item))
+		return btk_err(EUCLEAN, "%s: chunk tree leaf %llu: %u items cannot fit",
+			       rs->r->name, (unsigned long long)logical, n);
+	for (uint32_t i = 0; i < n; i++) {
+		const struct btk_item *it = (const struct btk_item *)(b + hdr) + i;
+		uint32_t off = btk_le32(it->offset), size = btk_le32(it->size);
+		struct btk_key k;
+		struct btk_chunk *c;
+
+		if ((uint64_t)off + size > rs->nodesize - hdr)
+			return btk_err(EUCLEAN,
+				       "%s: chunk tree leaf %llu slot %u: item outside the "
+				       "block",
+				       rs->r->name, (unsigned long long)logical, i);
+		btk_disk_to_key(&it->key, &k);
+		const uint8_t *p = b + hdr + off;
+		if (k.type == BTRFS_CHUNK_ITEM_KEY) {
+			if ((ret = btk_chunk_parse(p, size, k.offset, rs->sectorsize, &c)))
+				return btk_err(-ret, "%s: chunk tree leaf %llu slot %u: %s",
+					       rs->r->name, (unsigned long long)logical, i,
+					       btk_errmsg());
+			if ((ret = add_chunk(rs, c)))
+				return ret;
+		} else if (k.type == BTRFS_DEV_ITEM_KEY && size >= DEV_ITEM_SIZE) {
+			if ((ret = add_dev(rs, p)))
+				return ret;
+		}
+	}
+	return 0;
+}
+
+static int load_chunk_tree(struct restore *rs)
+{
+	for (size_t i = 0; i < rs->r->nitems; i++) {
+		const struct btk_md_item *it = &rs->r->items[i];
+		uint8_t *buf;
+		size_t len;
+		int ret;
+
+		if (it->logical == BTK_SUPER_OFFSET || !in_system_chunk(rs, it->logical, 1))
+			continue;
+		if ((ret = btk_md_item_read(rs->r, i, &buf, &len)))
+			return ret;
+		for (size_t o = 0; o + rs->nodesize <= len && !ret; o += rs->nodesize)
+			ret = scan_chunk_leaf(rs, buf + o, it->logical + o);
+		free(buf);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+/* The chunk map of the targets, the dump's own: target i is the i-th devid. */
+static int build_fs(struct restore *rs, const char *const *targets, int n, struct btk_fs **out)
+{
+	struct btk_fs *fs = calloc(1, sizeof(*fs));
+	int ret = 0;
+
+	if (!fs)
+		return btk_err(ENOMEM, "restore state");
+	memcpy(&fs->sb, &rs->sb, sizeof(fs->sb));
+	fs->nodesize = rs->nodesize, fs->sectorsize = rs->sectorsize;
+	fs->stripesize = btk_le32(rs->sb.stripesize);
+	fs->csum_type = btk_le16(rs->sb.csum_type);
+	fs->generation = btk_le64(rs->sb.generation);
+	memcpy(fs->fsid, rs->sb.fsid, BTK_FSID_SIZE);
+	fs->writable = true;
+	for (int i = 0; i < n && !ret; i++) {
+		struct btk_fs_dev *d = btk_fs_dev_add(fs, rs->devs[i].devid);
+		if (!d) {
+			ret = btk_err(ENOMEM, "restore devices");
+			break;
+		}
+		btk_fs_dev_fill(d, rs->devs[i].item);
+		ret = btk_dev_open(targets[i], BTK_OPEN_WRITE | BTK_OPEN_CREATE | BTK_OPEN_EXCL,
+				   &d->dev);
+	}
+	for (size_t i = 0; i < rs->nchunks && !ret; i++) {
+		ret = btk_chunk_map_add(fs, rs->chunks[i]);
+		rs->chunks[i] = NULL;
+	}
+	if (!ret)
+		ret = btk_chunk_map_check(fs);
+	if (ret) {
+		btk_volumes_close(fs);
+		return ret;
+	}
+	*out = fs;
+	return 0;
+}
+
+/* Every stripe must fit its target: regular files grow to the recorded device size, block
+ * devices must already be that large. Nothing is written before this passes. */
+static int size_targets(struct btk_fs *fs)
+{
+	for (int i = 0; i < fs->ndevs; i++) {
+		struct btk_fs_dev *d = &fs->devs[i];
+		uint64_t need = d->total_bytes;
+
+		for (int c = 0; c < fs->nchunks; c++) {
+			const struct btk_chunk *ch = fs->chunks[c];
+			uint64_t sl = btk_chunk_stripe_len(ch);
+			for (int s = 0; s < ch->num_stripes; s++)
+				if (ch->stripes[s].devid == d->devid &&
+				    ch->stripes[s].offset + sl > need)
+					need = ch->stripes[s].offset + sl;
+		}
+		if (d->dev->size >= need)
+			continue;
+		if (d->dev->is_blockdev)
+			return btk_err(ENOSPC,
+				       "%s: %llu bytes, the restored device %llu needs %llu",
+				       d->dev->path, (unsigned long long)d->dev->size,
+				       (unsigned long long)d->devid, (unsigned long long)need);
+		if (ftruncate(d->dev->fd, (off_t)need))
+			return btk_err(errno, "%s: cannot grow to %llu bytes: %s", d->dev->path,
+				       (unsigned long long)need, strerror(errno));
+		d->dev->size = need;
+	}
+	return 0;
+}
+
+static int write_items(struct restore *rs, struct btk_fs *fs, const struct btk_restore_opts *o,
+		       struct btk_restore_stats *st)
+{
+	for (size_t i = 0; i < rs->r->nitems; i++) {
+		const struct btk_md_item *it = &rs->r->items[i];
+		uint8_t *buf;
+		size_t len;
+		int ret;
+
+		if (it->logical == BTK_SUPER_OFFSET)
+			continue;
+		if ((ret = btk_md_item_read(rs->r, i, &buf, &len)))
+			return ret;
+		ret = btk_write_logical(fs, it->logical, buf, len);
+		free(buf);
+		if (ret)
+			return btk_err(-ret, "%s: cluster %u item %u (logical %llu, %zu bytes): %s",
+				       rs->r->name, it->cluster, it->index,
+				       (unsigned long long)it->logical, len,
+				       ret == -ENOENT ? "not inside any chunk of the dump"
+						      : btk_errmsg());
+		st->items++, st->bytes += len;
+		if (o->progress && (i & 255) == 0)
+			o->progress(o->ctx, i, rs->r->nitems);
+	}
+	return 0;
+}
+
+static int write_supers(struct restore *rs, struct btk_fs *fs)
+{
+	static const uint64_t mirror[BTK_SUPER_MIRRORS] = {BTK_SUPER_OFFSET, 64ULL << 20,
+							   256ULL << 30};
+	int ret;
+
+	for (int i = 0; i < fs->ndevs; i++)
+		if ((ret = btk_dev_flush(fs->devs[i].dev)))
+			return ret;
+	for (int i = 0; i < fs->ndevs; i++) {
+		struct btk_super sb = rs->sb;
+		struct btk_dev *dev = fs->devs[i].dev;
+
+		memcpy(sb.dev_item, rs->devs[i].item, DEV_ITEM_SIZE);
+		btk_put64(sb.flags, btk_le64(sb.flags) | BTK_SUPER_FLAG_METADUMP_V2);
+		for (int m = 0; m < BTK_SUPER_MIRRORS; m++) {
+			if (mirror[m] + BTK_SUPER_SIZE > dev->size)
+				break;
+			btk_put64(sb.bytenr, mirror[m]);
+			btk_super_csum_fill(&sb);
+			if ((ret = btk_dev_write(dev, &sb, BTK_SUPER_SIZE, mirror[m])))
+				return ret;
+		}
+		if ((ret = btk_dev_flush(dev)))
+			return ret;
+	}
+	return 0;
+}
+
+static void restore_free(struct restore *rs)
+{
+	for (size_t i = 0; i < rs->nchunks; i++)
+		free(rs->chunks[i]);
+	free(rs->chunks);
+	free(rs->devs);
+	btk_md_reader_close(rs->r);
+}
+
+int btk_image_restore(int dump_fd, const char *dump_name, const char *const *targets, int n,
+		      const struct btk_restore_opts *opts, struct btk_restore_stats *st)
+{
+	struct restore rs = {0};
+	struct btk_fs *fs = NULL;
+	int ret;
+
+	memset(st, 0, sizeof(*st));
+	if ((ret = btk_md_reader_open(dump_fd, dump_name, &rs.r)) || (ret = find_super(&rs)) ||
+	    (ret = load_sys_array(&rs)) || (ret = load_chunk_tree(&rs)))
+		goto out;
+	st->version = rs.r->version;
+	st->chunks = rs.nchunks;
+	uint64_t ndev = btk_le64(rs.sb.num_devices);
+	if (!rs.ndevs && (ret = add_dev(&rs, rs.sb.dev_item)))
+		goto out;
+	if (rs.ndevs != ndev) {
+		ret = btk_err(EUCLEAN, "%s: the superblock counts %llu devices, the chunk tree %zu",
+			      dump_name, (unsigned long long)ndev, rs.ndevs);
+		goto out;
+	}
+	if (ndev > 1 && !opts->multi) {
+		ret =
+		    btk_err(EINVAL,
+			    "%s: a dump of a %llu-device filesystem: restore it with -m onto %llu "
+			    "devices (onto one device is not supported yet)",
+			    dump_name, (unsigned long long)ndev, (unsigned long long)ndev);
+		goto out;
+	}
+	if ((uint64_t)n != ndev) {
+		ret = btk_err(EINVAL, "%s: a dump of a %llu-device filesystem, %d target%s given",
+			      dump_name, (unsigned long long)ndev, n, n == 1 ? "" : "s");
+		goto out;
+	}
+	if ((ret = build_fs(&rs, targets, n, &fs)) || (ret = size_targets(fs)) ||
+	    (ret = write_items(&rs, fs, opts, st)) || (ret = write_supers(&rs, fs)))
+		goto out;
+	st->devices = (uint64_t)n;
+out:
+	btk_volumes_close(fs);
+	restore_free(&rs);
+	return ret;
+}

@@ -1,0 +1,203 @@
+/* metadump_write.c — writing btrfs-image dumps: items gathered into clusters, each item
+ * zlib-compressed on its own, the items of one cluster compressed by a pool of threads. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zlib.h>
+
+#include "base/error.h"
+#include "format/format.h"
+#include "image/metadump.h"
+
+struct md_witem {
+	uint64_t logical;
+	uint8_t *raw; /* BTK_MD_ITEM_MAX_V0 bytes */
+	size_t len;
+	uint8_t *out; /* compressed bytes (or raw when not compressing) */
+	size_t outlen;
+	int err;
+};
+
+struct btk_md_writer {
+	int fd, level, threads;
+	uint64_t off; /* bytes written so far */
+	struct md_witem items[BTK_MD_ITEMS_PER_CLUSTER];
+	uint32_t n; /* items in the cluster, the last one still growing */
+	bool open;  /* items[n-1] may still grow */
+	atomic_uint next;
+	struct btk_md_wstats st;
+};
+
+int btk_md_writer_open(int fd, int level, int threads, struct btk_md_writer **out)
+{
+	struct btk_md_writer *w;
+
+	if (level < 0 || level > 9)
+		return btk_err(EINVAL, "compression level %d: 0 to 9", level);
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return btk_err(ENOMEM, "dump writer");
+	w->fd = fd, w->level = level, w->threads = threads < 1 ? 1 : threads;
+	*out = w;
+	return 0;
+}
+
+static int write_all(struct btk_md_writer *w, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = write(w->fd, p, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return btk_err(n < 0 ? errno : EIO, "writing the dump at offset %llu: %s",
+				       (unsigned long long)w->off,
+				       n < 0 ? strerror(errno) : "short write");
+		p += n, len -= (size_t)n, w->off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static void compress_one(struct btk_md_writer *w, struct md_witem *it)
+{
+	uLongf cap = compressBound(it->len);
+
+	free(it->out);
+	it->out = malloc(cap);
+	if (!it->out) {
+		it->err = -ENOMEM;
+		return;
+	}
+	if (compress2(it->out, &cap, it->raw, it->len, w->level) != Z_OK) {
+		it->err = -EIO;
+		return;
+	}
+	it->outlen = cap;
+}
+
+static void *compress_worker(void *arg)
+{
+	struct btk_md_writer *w = arg;
+	unsigned i;
+
+	while ((i = atomic_fetch_add(&w->next, 1)) < w->n)
+		compress_one(w, &w->items[i]);
+	return NULL;
+}
+
+static int compress_cluster(struct btk_md_writer *w)
+{
+	pthread_t tid[32];
+	int nt = w->threads > 32 ? 32 : w->threads, started = 0;
+
+	atomic_store(&w->next, 0);
+	if (nt > (int)w->n)
+		nt = (int)w->n;
+	for (int i = 1; i < nt; i++)
+		if (pthread_create(&tid[started], NULL, compress_worker, w) == 0)
+			started++;
+	compress_worker(w);
+	for (int i = 0; i < started; i++)
+		pthread_join(tid[i], NULL);
+	for (uint32_t i = 0; i < w->n; i++)
+		if (w->items[i].err)
+			return btk_err(-w->items[i].err,
+				       "compressing the dump item at logical %llu",
+				       (unsigned long long)w->items[i].logical);
+	return 0;
+}
+
+static int flush_cluster(struct btk_md_writer *w)
+{
+	uint8_t idx[BTK_MD_BLOCK];
+	uint64_t start = w->off, end;
+	int ret;
+
+	w->open = false;
+	if (!w->n)
+		return 0;
+	if (w->level) {
+		if ((ret = compress_cluster(w)))
+			return ret;
+	} else {
+		for (uint32_t i = 0; i < w->n; i++)
+			w->items[i].outlen = w->items[i].len;
+	}
+	memset(idx, 0, sizeof(idx));
+	btk_put64(idx, BTK_MD_MAGIC_V0);
+	btk_put64(idx + 8, start);
+	btk_put32(idx + 16, w->n);
+	idx[20] = w->level ? BTK_MD_COMPRESS_ZLIB : BTK_MD_COMPRESS_NONE;
+	for (uint32_t i = 0; i < w->n; i++) {
+		uint8_t *p = idx + BTK_MD_HEADER_SIZE + i * BTK_MD_ITEM_SIZE;
+		btk_put64(p, w->items[i].logical);
+		btk_put32(p + 8, (uint32_t)w->items[i].outlen);
+	}
+	if ((ret = write_all(w, idx, sizeof(idx))))
+		return ret;
+	for (uint32_t i = 0; i < w->n; i++) {
+		struct md_witem *it = &w->items[i];
+		if ((ret = write_all(w, w->level ? it->out : it->raw, it->outlen)))
+			return ret;
+		w->st.bytes_in += it->len;
+		w->st.items++;
+	}
+	end = w->off;
+	if (end % BTK_MD_BLOCK) {
+		static const uint8_t zero[BTK_MD_BLOCK];
+		if ((ret = write_all(w, zero, BTK_MD_BLOCK - end % BTK_MD_BLOCK)))
+			return ret;
+	}
+	w->st.clusters++;
+	w->n = 0;
+	return 0;
+}
+
+int btk_md_add(struct btk_md_writer *w, uint64_t logical, const void *buf, size_t len, bool merge)
+{
+	const uint8_t *p = buf;
+	int ret;
+
+	while (len) {
+		struct md_witem *it = w->n ? &w->items[w->n - 1] : NULL;
+		if (!(merge && w->open && it && it->logical + it->len == logical &&
+		      it->len < BTK_MD_ITEM_MAX_V0)) {
+			if (w->n == BTK_MD_ITEMS_PER_CLUSTER && (ret = flush_cluster(w)))
+				return ret;
+			it = &w->items[w->n];
+			if (!it->raw && !(it->raw = malloc(BTK_MD_ITEM_MAX_V0)))
+				return btk_err(ENOMEM, "dump item buffer");
+			it->logical = logical, it->len = 0, it->err = 0;
+			w->n++;
+			w->open = merge;
+		}
+		size_t part = BTK_MD_ITEM_MAX_V0 - it->len;
+		if (part > len)
+			part = len;
+		memcpy(it->raw + it->len, p, part);
+		it->len += part;
+		p += part, logical += part, len -= part;
+		if (!merge)
+			w->open = false;
+	}
+	return 0;
+}
+
+int btk_md_finish(struct btk_md_writer *w, struct btk_md_wstats *st)
+{
+	int ret = flush_cluster(w);
+
+	w->st.bytes_out = w->off;
+	if (st)
+		*st = w->st;
+	for (uint32_t i = 0; i < BTK_MD_ITEMS_PER_CLUSTER; i++) {
+		free(w->items[i].raw);
+		free(w->items[i].out);
+	}
+	free(w);
+	return ret;
+}

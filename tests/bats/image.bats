@@ -1,0 +1,192 @@
+#!/usr/bin/env bats
+# btk-image dump/restore as a tool, on btk-mkfs --rootdir images (no root needed): restored
+# images pass btrfs check and hold the original's trees item for item (dump-tree, through
+# tests/oracle/image_cmp.py); btrfs-image restores btk's dumps and btk restores btrfs-image's;
+# truncated, corrupt and fuzzed dumps give one line naming the cluster and item, write
+# nothing, and never crash or hang.
+
+load helpers
+
+setup() {
+	require_btk image
+	require_btk mkfs
+	require_btk fsck
+	IMG=$BTK_BUILD/bin/btk-image
+	MKFS=$BTK_BUILD/bin/btk-mkfs
+	CMP=$BTK_ROOT/tests/oracle/image_cmp.py
+	D=$BATS_TEST_TMPDIR
+}
+
+# make_fs NAME NDEV MKFS-OPTIONS...: a populated filesystem on NDEV image files
+make_fs() {
+	local name=$1 n=$2 i src=$BTK_TEST_TMP/image-src
+	shift 2
+	if [ ! -d "$src" ]; then
+		mkdir -p "$src.tmp/a/b" "$src.tmp/d"
+		for i in $(seq 1 300); do head -c $((i * 7)) /dev/urandom >"$src.tmp/a/f$i"; done
+		for i in $(seq 1 40); do head -c $((i * 5000)) /dev/urandom >"$src.tmp/d/g$i"; done
+		ln -s ../d/g1 "$src.tmp/a/b/link"
+		mv "$src.tmp" "$src"
+	fi
+	FS=()
+	for i in $(seq 1 "$n"); do
+		FS+=("$D/$name$i.img")
+		truncate -s 300M "$D/$name$i.img"
+	done
+	"$MKFS" -q -r "$src" "$@" "${FS[@]}"
+}
+
+check_clean() {
+	btk_run 120 btrfs check --readonly "$@"
+	[ "$status" = 0 ] || {
+		show_err
+		cat "$BTK_OUT" >&2
+		return 1
+	}
+}
+
+same_trees() {
+	btk_run 300 python3 "$CMP" "$@"
+	[ "$status" = 0 ] || {
+		cat "$BTK_OUT" >&2
+		show_err
+		return 1
+	}
+}
+
+@test "image: --help lists the verbs; unknown verbs and missing arguments are usage errors" {
+	run "$IMG" --help
+	[ "$status" = 0 ]
+	[[ $output == *dump* && $output == *restore* ]]
+	run "$IMG" frobnicate
+	[ "$status" = 2 ]
+	run "$IMG" dump onlyone
+	[ "$status" = 2 ]
+	run "$IMG" restore --help
+	[ "$status" = 0 ]
+	[[ $output == *--multi* ]]
+}
+
+@test "image: dump and restore, DUP metadata, 16K nodes: btrfs check clean, same trees" {
+	make_fs dup 1 -m dup
+	btk_run 60 "$IMG" dump --json -c 6 "${FS[@]}" "$D/d.img"
+	assert_no_crash
+	[ "$status" = 0 ] || { show_err; return 1; }
+	python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["blocks"] > 20 and j["skipped"] == 0, j' "$BTK_OUT"
+	btk_run 60 "$IMG" restore "$D/d.img" "$D/r.img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	check_clean "$D/r.img"
+	same_trees "${FS[@]}" -- "$D/r.img"
+	btrfs inspect-internal dump-super "$D/r.img" | grep -q METADUMP_V2
+}
+
+@test "image: 4K nodes, xxhash checksums, stored (-c0) dump" {
+	make_fs x 1 -n 4k --csum xxhash
+	btk_run 60 "$IMG" dump "${FS[@]}" "$D/d.img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	btk_run 60 "$IMG" restore "$D/d.img" "$D/r.img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	check_clean "$D/r.img"
+	same_trees "${FS[@]}" -- "$D/r.img"
+}
+
+@test "image: -m restores RAID1, RAID10 and RAID5/6 onto as many devices, profiles kept (btk-fsck clean)" {
+	local spec
+	for spec in "2 raid1 raid1" "4 raid10 raid10" "3 raid1c3 raid5" "4 raid1c4 raid6"; do
+		set -- $spec
+		rm -f "$D"/m*.img "$D"/r*.img "$D/d.img"
+		make_fs m "$1" -m "$2" -d "$3"
+		btk_run 60 "$IMG" dump -c 1 "${FS[@]}" "$D/d.img"
+		[ "$status" = 0 ] || { show_err; return 1; }
+		local tg=() i
+		for i in $(seq 1 "$1"); do tg+=("$D/r$i.img"); done
+		btk_run 60 "$IMG" restore "$D/d.img" "${tg[@]}"
+		[ "$status" != 0 ] # several devices need -m
+		btk_run 60 "$IMG" restore -m "$D/d.img" "${tg[@]}"
+		[ "$status" = 0 ] || { show_err; return 1; }
+		# btrfs check needs loop devices for several devices (tests/oracle/image.bats)
+		btk_run 120 "$BTK_BUILD/bin/btk-fsck" "${tg[@]}"
+		[ "$status" = 0 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+		same_trees "${FS[@]}" -- "${tg[@]}"
+		btrfs inspect-internal dump-tree -t chunk "${tg[0]}" | grep -qi "type .*${2}" ||
+			{ echo "metadata profile $2 lost" >&2; return 1; }
+	done
+}
+
+@test "image: btrfs-image restores btk's dumps, btk restores btrfs-image's (-c0, -c9)" {
+	require_tool btrfs-image
+	make_fs bi 1
+	local c
+	for c in 0 9; do
+		btk_run 60 "$IMG" dump -c $c "${FS[@]}" "$D/btk$c.img"
+		[ "$status" = 0 ] || { show_err; return 1; }
+		rm -f "$D/r.img"
+		btk_run 60 btrfs-image -r "$D/btk$c.img" "$D/r.img"
+		[ "$status" = 0 ] || { show_err; return 1; }
+		check_clean "$D/r.img"
+		same_trees "${FS[@]}" -- "$D/r.img"
+
+		btk_run 60 btrfs-image -c $c "${FS[0]}" "$D/bi$c.img"
+		[ "$status" = 0 ] || { show_err; return 1; }
+		rm -f "$D/r.img"
+		btk_run 60 "$IMG" restore "$D/bi$c.img" "$D/r.img"
+		[ "$status" = 0 ] || { show_err; return 1; }
+		check_clean "$D/r.img"
+		same_trees "${FS[@]}" -- "$D/r.img"
+	done
+	# a stored dump of the same filesystem: btk and btrfs-image write the same bytes
+	cmp "$D/btk0.img" "$D/bi0.img"
+}
+
+@test "image: truncated and corrupt dumps: one line naming cluster and item, nothing written" {
+	make_fs t 1
+	btk_run 60 "$IMG" dump -c 9 "${FS[@]}" "$D/d.img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	local size cut
+	size=$(stat -c %s "$D/d.img")
+	for cut in 100 1024 1500 $((size / 2)) $((size - 1)); do
+		head -c "$cut" "$D/d.img" >"$D/cut.img"
+		rm -f "$D/r.img"
+		btk_run 30 "$IMG" restore "$D/cut.img" "$D/r.img"
+		assert_one_line_error 1
+		grep -qE "cluster [0-9]+|too short" "$BTK_ERR" || { cat "$BTK_ERR" >&2; return 1; }
+		[ ! -s "$D/r.img" ] || { echo "restore of a dump cut at $cut wrote" >&2; return 1; }
+	done
+	# zlib data of the third item damaged
+	cp "$D/d.img" "$D/bad.img"
+	local off
+	off=$(python3 -c 'import struct,sys; b=open(sys.argv[1],"rb").read(1024); s=[struct.unpack_from("<QI",b,21+12*i)[1] for i in range(3)]; print(1024+s[0]+s[1]+4)' "$D/d.img")
+	printf '\xff\xff\xff\xff\xff\xff\xff\xff' | dd of="$D/bad.img" bs=1 seek="$off" conv=notrunc 2>/dev/null
+	rm -f "$D/r.img"
+	btk_run 30 "$IMG" restore "$D/bad.img" "$D/r.img"
+	assert_one_line_error 1
+	grep -qE "cluster 0 item 2" "$BTK_ERR" || { cat "$BTK_ERR" >&2; return 1; }
+	# not a dump at all
+	btk_run 30 "$IMG" restore "${FS[0]}" "$D/r2.img"
+	assert_one_line_error 1
+}
+
+@test "image: fuzzed dumps never crash or hang the restore" {
+	make_fs f 1 -n 4k
+	btk_run 60 "$IMG" dump -c 1 "${FS[@]}" "$D/d.img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	local seed
+	for seed in $(seq 1 30); do
+		python3 - "$D/d.img" "$D/z.img" "$seed" <<'EOF'
+import random, sys
+b = bytearray(open(sys.argv[1], "rb").read())
+r = random.Random(int(sys.argv[3]))
+for _ in range(r.choice([1, 4, 32])):
+    # hit the index blocks often: that is where the lengths live
+    i = r.randrange(0, 1100) if r.random() < 0.5 else r.randrange(len(b))
+    b[i] = r.randrange(256)
+if r.random() < 0.3:
+    b = b[: r.randrange(len(b))]
+open(sys.argv[2], "wb").write(b)
+EOF
+		rm -f "$D/r.img"
+		btk_run 60 "$IMG" restore "$D/z.img" "$D/r.img"
+		assert_no_crash || { echo "seed $seed" >&2; return 1; }
+		[ "$status" = 0 ] || assert_one_line_error 3 || { echo "seed $seed" >&2; return 1; }
+	done
+}

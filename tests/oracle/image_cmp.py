@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Compare the trees of two filesystems as `btrfs inspect-internal dump-tree` prints them:
+an original and its restored metadata image.
+
+Compared: the set of (tree, block) pairs; per (block, slot) the key and item size of leaf
+items and the key, block pointer and generation of node pointers; the decoded fields
+dump-tree prints (parsed by dumptree.py), except those named with --ignore-field.
+--skip-tree OWNER leaves a whole tree out (e.g. the chunk and device trees of a filesystem
+restored onto fewer devices); --skip-type TYPE leaves out items of a key type everywhere.
+Exit status: 0 equal, 1 mismatches, 2 usage or tool failure.
+
+Usage: image_cmp.py [--ignore-field F]... [--skip-tree N]... ORIG_DEV... -- RESTORED_DEV...
+"""
+import argparse
+import os
+import subprocess
+import sys
+
+sys.dont_write_bytecode = True
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import dumptree  # noqa: E402
+
+
+def dump(devs):
+    p = subprocess.run(["btrfs", "inspect-internal", "dump-tree", "--noscan"] + devs,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        sys.stderr.write("image_cmp: dump-tree %s failed: %s\n" % (" ".join(devs), p.stderr.decode(errors="replace")[-400:]))
+        sys.exit(2)
+    return dumptree.parse(p.stdout)
+
+
+def view(d, skip_trees, skip_types, ignore):
+    """{(bytenr, slot): (key, size, blockptr, gen, fields)} and the (tree, bytenr) set."""
+    skip_blocks = set()
+    for tree, blocks in d.trees.items():
+        if tree in skip_trees:
+            skip_blocks |= blocks
+    pairs = set((t, b) for t, bs in d.trees.items() for b in bs if t not in skip_trees)
+    out = {}
+    for (b, slot), e in d.entries.items():
+        if b in skip_blocks or e.key[1] in skip_types:
+            continue
+        fields = {k: v for k, v in e.fields.items() if k not in ignore}
+        out[(b, slot)] = (e.key, e.size, e.blockptr, e.gen, repr(sorted(fields.items())))
+    return pairs, out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--ignore-field", action="append", default=[])
+    ap.add_argument("--skip-tree", action="append", default=[], type=lambda s: int(s, 0))
+    ap.add_argument("--skip-type", action="append", default=[], type=lambda s: int(s, 0))
+    ap.add_argument("--max", type=int, default=20)
+    ap.add_argument("orig", nargs="+")
+    if "--" not in sys.argv:
+        ap.error("separate the original's devices from the restored ones with --")
+    cut = sys.argv.index("--")
+    a = ap.parse_args(sys.argv[1:cut])
+    orig, rest = a.orig, sys.argv[cut + 1:]
+    if not rest:
+        ap.error("give the restored image's devices after --")
+    d1, d2 = dump(orig), dump(rest)
+    p1, v1 = view(d1, set(a.skip_tree), set(a.skip_type), set(a.ignore_field))
+    p2, v2 = view(d2, set(a.skip_tree), set(a.skip_type), set(a.ignore_field))
+    bad = []
+    for t, b in sorted(p1 ^ p2):
+        bad.append("tree %d block %d only in the %s" % (t, b, "original" if (t, b) in p1 else "restored image"))
+    for k in sorted(set(v1) | set(v2)):
+        if v1.get(k) != v2.get(k):
+            bad.append("block %d slot %d: %s != %s" % (k[0], k[1], str(v1.get(k))[:200], str(v2.get(k))[:200]))
+    print("image_cmp: %d tree blocks, %d entries compared" % (len(p1), len(v1)))
+    if d1.problems or d2.problems:
+        print("image_cmp: dump-tree lines not understood: %d / %d" % (len(d1.problems), len(d2.problems)))
+    if not v1:
+        print("image_cmp: nothing compared")
+        return 1
+    if not bad:
+        print("image_cmp: OK: same trees, items and fields")
+        return 0
+    print("image_cmp: %d difference(s)" % len(bad))
+    for line in bad[:a.max]:
+        print("  " + line)
+    return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
