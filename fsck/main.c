@@ -238,9 +238,12 @@ static int mounted_guard(const char **devs, int ndevs, bool force, struct out *o
 	return 0;
 }
 
+/* Where the check starts: superblock copy, backup root, expert root blocks. */
+static struct btk_open_opts open_opts = {.super_mirror = -1};
+
 static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 {
-	struct btk_open_opts oo = {.super_mirror = -1, .cache_mb = cache_mb};
+	struct btk_open_opts oo = open_opts;
 	struct btk_check_summary sum;
 	struct btk_fs *fs = NULL;
 	int ret;
@@ -282,6 +285,8 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 int main(int argc, const char **argv)
 {
 	int data_csum = 0, json = 0, progress = 0, quiet = 0, force = 0, readonly = 0, rc;
+	int backup = 0, super = -1;
+	char *tree_root = NULL, *chunk_root = NULL;
 	struct poptOption opts[] = {
 	    {"check-data-csum", 0, POPT_ARG_NONE, &data_csum, 0,
 	     "read every data block (every copy) and verify its checksum", NULL},
@@ -292,6 +297,13 @@ int main(int argc, const char **argv)
 	     "check even a filesystem mounted read-write (results may be wrong)", NULL},
 	    {"readonly", 0, POPT_ARG_NONE, &readonly, 0,
 	     "accepted for btrfs check compatibility: btk-fsck never writes", NULL},
+	    {"backup", 'b', POPT_ARG_NONE, &backup, 0,
+	     "use the newest backup root set whose root tree reads", NULL},
+	    {"super", 's', POPT_ARG_INT, &super, 0, "use superblock copy N (0, 1 or 2)", "N"},
+	    {"tree-root", 0, POPT_ARG_STRING, &tree_root, 0,
+	     "use the root tree block at BYTENR (experts)", "BYTENR"},
+	    {"chunk-root", 0, POPT_ARG_STRING, &chunk_root, 0,
+	     "use the chunk tree block at BYTENR (experts)", "BYTENR"},
 	    {"cache-mb", 0, POPT_ARG_INT, &cache_arg, 0, "tree-block cache budget (default 8)",
 	     "MIB"},
 	    POPT_AUTOHELP POPT_TABLEEND};
@@ -320,6 +332,22 @@ int main(int argc, const char **argv)
 		return EXIT_USAGE;
 	}
 	cache_mb = (uint64_t)cache_arg;
+	open_opts.cache_mb = cache_mb;
+	open_opts.backup = backup ? BTK_BACKUP_NEWEST : 0;
+	if (super != -1 && (super < 0 || super > 2)) {
+		fprintf(stderr, "btk-fsck: -s/--super: copy %d does not exist (0, 1 or 2)\n",
+			super);
+		poptFreeContext(pc);
+		return EXIT_USAGE;
+	}
+	open_opts.super_mirror = super;
+	if ((tree_root && !cli_parse_u64(tree_root, &open_opts.tree_root)) ||
+	    (chunk_root && !cli_parse_u64(chunk_root, &open_opts.chunk_root))) {
+		fprintf(stderr, "btk-fsck: --tree-root/--chunk-root: not a byte number: %s\n",
+			tree_root && !open_opts.tree_root ? tree_root : chunk_root);
+		poptFreeContext(pc);
+		return EXIT_USAGE;
+	}
 	struct out o = {.json = json, .quiet = quiet, .last_pct = -1};
 	o.progress = progress || (isatty(2) && !json && !quiet);
 	btk_set_warn_hook(on_warn, &o);

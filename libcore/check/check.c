@@ -172,6 +172,10 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 	chk_progress(&c, "superblocks", 0);
 	chk_supers(&c);
 	chk_progress(&c, "trees", 0);
+	if (!chk_root_tree(&c)) {
+		chk_free(&c);
+		return 0;
+	}
 	ret = chk_walk_all(&c);
 	if (ret == 0 && !c.oom) {
 		chk_progress(&c, "chunks", 0);

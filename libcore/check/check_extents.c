@@ -326,7 +326,11 @@ static void compare_refs(struct chk *c)
 		const char *what = nd == 0   ? "back reference missing from the extent tree"
 				   : nf == 0 ? "back reference without a user"
 					     : "back reference count wrong";
-		chk_report(c, (nd == 0 ? BTK_P_REF_MISSING : nf == 0 ? BTK_P_REF_NO_USER : BTK_P_REF_WRONG_COUNT), 2, r->bytenr, NULL,
+		chk_report(c,
+			   (nd == 0   ? BTK_P_REF_MISSING
+			    : nf == 0 ? BTK_P_REF_NO_USER
+				      : BTK_P_REF_WRONG_COUNT),
+			   2, r->bytenr, NULL,
 			   chk_fmt("%s count %llu", ref_name(r), (unsigned long long)nf),
 			   chk_fmt("count %llu", (unsigned long long)nd), "%s: extent %llu", what,
 			   (unsigned long long)r->bytenr);
@@ -359,8 +363,8 @@ static void extent_placement(struct chk *c, const struct chk_extent *e)
 	if (bg && e->bytenr < bg->start + bg->len)
 		bg->found_used += e->len;
 	else if (c->bgs.n)
-		chk_report(c, BTK_P_EXT_NO_BG, 2, e->bytenr, NULL, "inside a block group", "outside",
-			   "extent [%llu, +%llu) is not inside a block group",
+		chk_report(c, BTK_P_EXT_NO_BG, 2, e->bytenr, NULL, "inside a block group",
+			   "outside", "extent [%llu, +%llu) is not inside a block group",
 			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
 }
 
@@ -388,7 +392,8 @@ void chk_extents_final(struct chk *c)
 	if (c->extent_gap) {
 		/* one line instead of one per reference the lost block held */
 		chk_report(
-		    c, BTK_P_EXT_TREE_GAP, 2, 0, NULL, "a readable extent tree", "unreadable blocks",
+		    c, BTK_P_EXT_TREE_GAP, 2, 0, NULL, "a readable extent tree",
+		    "unreadable blocks",
 		    "extent tree incomplete: back references, block group usage and free space "
 		    "were not compared");
 		btk_vec_free(&c->found);

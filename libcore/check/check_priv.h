@@ -228,6 +228,9 @@ static inline bool chk_is_fs_tree(uint64_t id)
 /* check_super.c */
 void chk_supers(struct chk *c);
 void chk_super_totals(struct chk *c);
+/* check_backup.c: false (after one report naming the backup roots that read) when the root
+ * tree does not read */
+bool chk_root_tree(struct chk *c);
 /* check_copies.c: every mirror of a tree block read the first time it is seen */
 #define BTK_CHK_MAX_COPIES 8
 void chk_block_copies(struct chk *c, const struct btk_block *b);
