@@ -238,8 +238,27 @@ static void devices(struct chk *c)
 	}
 }
 
+/* The map is sorted by logical address; the opener kept overlapping chunks for us. */
+static void chunk_overlaps(struct chk *c)
+{
+	for (int i = 1; i < c->fs->nchunks; i++) {
+		const struct btk_chunk *a = c->fs->chunks[i - 1], *b = c->fs->chunks[i];
+		if (a->logical + a->length <= b->logical)
+			continue;
+		struct btk_key k = {BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY,
+				    a->logical};
+		chk_report(c, BTK_P_CHUNK_OVERLAP, BTRFS_CHUNK_TREE_OBJECTID, a->logical, &k,
+			   chk_fmt("end <= %llu (next chunk)", (unsigned long long)b->logical),
+			   chk_fmt("end %llu", (unsigned long long)(a->logical + a->length)),
+			   "chunk [%llu, +%llu) overlaps the chunk at %llu",
+			   (unsigned long long)a->logical, (unsigned long long)a->length,
+			   (unsigned long long)b->logical);
+	}
+}
+
 void chk_chunks_final(struct chk *c)
 {
+	chunk_overlaps(c);
 	uint8_t *matched = calloc(c->dexts.n + 1, 1);
 
 	if (!matched) {

@@ -58,7 +58,7 @@ static int chunk_leaf(void *ctx, struct btk_fs *fs, const struct btk_block *b, i
 	return 0;
 }
 
-static int load_chunk_tree(struct btk_fs *fs)
+static int load_chunk_tree(struct btk_fs *fs, bool overlaps)
 {
 	struct btk_walk_ops ops = {.block = chunk_leaf};
 	struct chunk_load cl = {0};
@@ -74,7 +74,7 @@ static int load_chunk_tree(struct btk_fs *fs)
 			free(cl.v[i]);
 	}
 	free(cl.v);
-	return ret ? ret : btk_chunk_map_check(fs);
+	return ret || overlaps ? ret : btk_chunk_map_check(fs);
 }
 
 /* Backup root slot `slot` replaces the superblock's roots and totals (in memory). The log
@@ -202,7 +202,7 @@ int btk_fs_open(const char *const *paths, int n, const struct btk_open_opts *opt
 	if (!ret && o.chunk_root)
 		ret = use_root_block(fs, o.chunk_root, true);
 	if (!ret)
-		ret = load_chunk_tree(fs);
+		ret = load_chunk_tree(fs, o.chunk_overlaps);
 	if (!ret && o.tree_root)
 		ret = use_root_block(fs, o.tree_root, false);
 	if (!ret)

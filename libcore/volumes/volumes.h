@@ -68,6 +68,9 @@ struct btk_open_opts {
 	 * the root tree's / chunk tree's root block (level and generation from its header). */
 	int backup;
 	uint64_t tree_root, chunk_root;
+	/* keep chunks that overlap the next one (the checker reports them and checks the rest)
+	 * instead of refusing to open */
+	bool chunk_overlaps;
 };
 #define BTK_BACKUP_NEWEST (BTK_NUM_BACKUP_ROOTS + 1)
 

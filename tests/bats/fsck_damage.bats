@@ -129,3 +129,17 @@ PY
 	btk_run 60 "$FSCK" -q --chunk-root nonsense "$BASE"
 	[ "$status" = 16 ]
 }
+
+@test "damage: a chunk overlapping the next is reported (E0204) and the rest checked, not exit 8" {
+	damaged chunk-overlap
+	btk_run 60 "$FSCK" "$IMG"
+	assert_no_crash
+	[ "$status" = 4 ] || {
+		show_err
+		return 1
+	}
+	grep -q '^ERROR: \[E0204 chunk-overlap\] tree 3 .*overlaps the chunk at' "$BTK_OUT"
+	# the rest was checked: the block group and dev extent of the chunk are compared with it
+	grep -q '^ERROR: \[E0203 chunk-bg-differs\]' "$BTK_OUT"
+	grep -q "inodes [1-9]" "$BTK_OUT"
+}

@@ -496,6 +496,27 @@ static int k_copy2(struct btk_fs *fs, const char *n)
 {
 	return k_copy(fs, n, 1);
 }
+/* A data or metadata chunk item with another chunk right after it. */
+static bool match_chunk_next(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
+			     uint32_t sz, int slot, void *arg)
+{
+	(void)slot;
+	(void)arg;
+	if (k->type != BTRFS_CHUNK_ITEM_KEY || sz < sizeof(struct btrfs_chunk))
+		return false;
+	uint64_t len = BTK_GET(struct btrfs_chunk, p, length);
+	uint64_t type = BTK_GET(struct btrfs_chunk, p, type);
+	const struct btk_chunk *next = btk_chunk_find(fs, k->offset + len);
+	return !(type & BTRFS_BLOCK_GROUP_SYSTEM) && next && next->logical == k->offset + len;
+}
+static int k_chunk_overlap(struct btk_fs *fs, const char *n)
+{
+	struct target t;
+	int ret = find_item(fs, BTRFS_CHUNK_TREE_OBJECTID, NULL, match_chunk_next, NULL, &t);
+	if (ret)
+		return ret;
+	return apply(fs, &t, OP_ADD, offsetof(struct btrfs_chunk, length), 8, 1 << 20, n);
+}
 static int k_root_tree(struct btk_fs *fs, const char *n)
 {
 	return smash_block(fs, btk_le64(fs->sb.root), -1, n);
@@ -907,6 +928,7 @@ static const struct kind kinds[] = {
     {"copy1", "smash copy 1 of the fs tree's first leaf (checksum left bad)", k_copy1},
     {"copy2", "smash copy 2 of the fs tree's first leaf (checksum left bad)", k_copy2},
     {"root-tree", "smash every copy of the root tree's root block", k_root_tree},
+    {"chunk-overlap", "a chunk item 1 MiB longer: it overlaps the next chunk", k_chunk_overlap},
     {"node-key", "an fs tree node pointer's key differs from its child's first key", k_node_key},
     {"data", "flip one checksummed data byte on the first copy", k_data},
     {"uuid", "a uuid tree entry names a subvolume that does not exist", k_uuid},
