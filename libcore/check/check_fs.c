@@ -27,6 +27,7 @@ struct chk_name {
 	uint64_t dir, child, hash, idx_dir, idx_ref;
 	uint32_t crc;	    /* btrfs name hash: the DIR_ITEM key offset */
 	uint8_t src, ftype; /* src 0: empty slot */
+	uint8_t dup_index;  /* a second DIR_INDEX of this name and inode (another index) */
 };
 
 struct name_tab {
@@ -159,6 +160,8 @@ static void push_name(struct chk *c, uint64_t dir, uint64_t child, uint64_t inde
 		n->crc = btrfs_name_hash(name, len);
 		t->n++;
 	}
+	if (src == SRC_DIR_INDEX && (n->src & SRC_DIR_INDEX) && n->idx_dir != index)
+		n->dup_index = 1;
 	n->src |= src;
 	if (src == SRC_DIR_INDEX)
 		n->idx_dir = index;
@@ -283,6 +286,22 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 }
 
 /* DIR_ITEM, DIR_INDEX and XATTR_ITEM share one layout: entries of header + name + data. */
+/* Does an entry before offset `end` of the dir item at p have this name? (Entries up to end
+ * were bounds-checked already.) Collisions of the name hash share one item; equal names may
+ * not. */
+static bool same_name_before(const uint8_t *p, uint32_t end, const uint8_t *name, uint16_t nl)
+{
+	for (uint32_t off = 0; off < end;) {
+		const uint8_t *e = p + off;
+		uint16_t l = BTK_GET(struct btrfs_dir_item, e, name_len);
+		if (l == nl && !memcmp(e + sizeof(struct btrfs_dir_item), name, nl))
+			return true;
+		off +=
+		    sizeof(struct btrfs_dir_item) + l + BTK_GET(struct btrfs_dir_item, e, data_len);
+	}
+	return false;
+}
+
 static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 			uint64_t leaf)
 {
@@ -306,6 +325,10 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 		const uint8_t *name = e + sizeof(struct btrfs_dir_item);
 		struct btk_key loc;
 		btk_disk_to_key((const struct btk_disk_key *)e, &loc);
+		if (k->type == BTRFS_DIR_ITEM_KEY && same_name_before(p, off, name, nl))
+			rep(c, BTK_P_NAME_DUPLICATE, leaf, k, "one entry per name",
+			    chk_fmt("'%.*s' twice", nl > 64 ? 64 : nl, (const char *)name),
+			    "two entries with the same name in one dir item");
 		if (k->type != BTRFS_DIR_INDEX_KEY &&
 		    (uint64_t)btrfs_name_hash(name, nl) != k->offset)
 			rep(c, BTK_P_NAME_HASH, leaf, k,
@@ -735,6 +758,66 @@ static void name_group(struct chk *c, const struct chk_name *g)
 	}
 }
 
+struct dir_name {
+	uint64_t dir, hash, child, index;
+};
+BTK_VEC(dir_names, struct dir_name);
+
+static int dir_name_cmp(const void *a, const void *b)
+{
+	const struct dir_name *x = a, *y = b;
+
+	if (x->dir != y->dir)
+		return x->dir < y->dir ? -1 : 1;
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return x->child < y->child ? -1 : x->child > y->child;
+}
+
+static void dup_report(struct chk *c, const struct dir_name *a, uint64_t child2, uint64_t idx2)
+{
+	struct btk_key k = {a->dir, BTRFS_DIR_INDEX_KEY, idx2};
+	char what[160];
+
+	snprintf(what, sizeof(what),
+		 "directory %llu: two entries with the same name (inode %llu index %llu, inode "
+		 "%llu index %llu)",
+		 (unsigned long long)a->dir, (unsigned long long)a->child,
+		 (unsigned long long)a->index, (unsigned long long)child2,
+		 (unsigned long long)idx2);
+	rep(c, BTK_P_NAME_DUPLICATE, 0, &k, "one entry per name", "two", what);
+}
+
+/* Two dir entries with one name in one directory: the same inode under two indexes (seen by
+ * push_name), or two inodes (found by sorting the names by directory and name). */
+static void names_dups(struct chk *c)
+{
+	struct name_tab *t = &c->fst->names;
+	struct dir_names v = {0};
+
+	for (size_t i = 0; i < t->cap; i++) {
+		const struct chk_name *g = &t->slots[i];
+		if (!(g->src & SRC_DIR_INDEX))
+			continue;
+		if (g->dup_index)
+			dup_report(c, &(struct dir_name){g->dir, g->hash, g->child, g->idx_ref},
+				   g->child, g->idx_dir);
+		struct dir_name *d = btk_vec_push(&v);
+		if (!d) {
+			c->oom = true;
+			break;
+		}
+		*d = (struct dir_name){g->dir, g->hash, g->child, g->idx_dir};
+	}
+	btk_vec_sort(&v, dir_name_cmp);
+	for (size_t i = 1; i < v.n && !c->oom; i++) {
+		const struct dir_name *a = btk_vec_at(&v, i - 1), *b = btk_vec_at(&v, i);
+		if (a->dir == b->dir && a->hash == b->hash)
+			dup_report(c, a, b->child, b->index);
+	}
+	btk_vec_free(&v);
+}
+
 static void names_final(struct chk *c)
 {
 	struct name_tab *t = &c->fst->names;
@@ -742,6 +825,8 @@ static void names_final(struct chk *c)
 	for (size_t i = 0; i < t->cap && !c->oom; i++)
 		if (t->slots[i].src)
 			name_group(c, &t->slots[i]);
+	if (!c->oom)
+		names_dups(c);
 }
 
 void chk_fs_end(struct chk *c)

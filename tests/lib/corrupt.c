@@ -733,6 +733,60 @@ static int k_extra_extent(struct btk_fs *fs, const char *n)
 	return ret;
 }
 
+/* The top directory's last DIR_INDEX (pass 1 records its key, pass 2 finds it). */
+static bool match_last_index(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
+			     uint32_t sz, int slot, void *arg)
+{
+	struct btk_key *last = arg;
+	(void)fs, (void)p, (void)sz, (void)slot;
+	if (k->objectid != 256 || k->type != BTRFS_DIR_INDEX_KEY)
+		return false;
+	if (last->type == 0xff)
+		return !btk_key_cmp(k, last + 1);
+	*last = *k;
+	return false;
+}
+static int k_dup_name(struct btk_fs *fs, const char *n)
+{
+	/* a second DIR_INDEX (the next index) naming the same inode by the same name */
+	struct btk_key keys[2] = {{0, 0, 0}, {0, 0, 0}};
+	struct btk_key from = {256, BTRFS_DIR_INDEX_KEY, 0};
+	struct target t;
+	int ret = find_item(fs, fs_tree, &from, match_last_index, keys, &t);
+	if (ret != -ENOENT || keys[0].type != BTRFS_DIR_INDEX_KEY)
+		return ret ? ret : -ENOENT;
+	keys[1] = keys[0];
+	keys[0].type = 0xff;
+	ret = find_item(fs, fs_tree, &from, match_last_index, keys, &t);
+	if (ret)
+		return ret;
+	uint8_t *buf = malloc(fs->nodesize);
+	if (!buf)
+		return -ENOMEM;
+	ret = btk_read_logical(fs, t.bytenr, buf, fs->nodesize);
+	struct btk_key key = t.key;
+	key.offset++;
+	uint32_t size = btk_le32(item_at(buf, t.slot)->size);
+	uint8_t *copy = malloc(size);
+	if (!copy) {
+		free(buf);
+		return -ENOMEM;
+	}
+	if (!ret) {
+		memcpy(copy, item_data(buf, t.slot), size);
+		ret = leaf_insert(fs, buf, t.slot + 1, &key, copy, size);
+	}
+	if (!ret)
+		ret = write_block(fs, t.bytenr, buf);
+	free(copy);
+	free(buf);
+	if (!ret)
+		printf("%s: block %llu: DIR_INDEX (256 96 %llu) copied to index %llu\n", n,
+		       (unsigned long long)t.bytenr, (unsigned long long)t.key.offset,
+		       (unsigned long long)key.offset);
+	return ret;
+}
+
 static int k_nodatasum(struct btk_fs *fs, const char *n)
 {
 	/* a checksummed file claims NODATASUM: its checksums become forbidden */
@@ -928,6 +982,7 @@ static const struct kind kinds[] = {
     {"copy1", "smash copy 1 of the fs tree's first leaf (checksum left bad)", k_copy1},
     {"copy2", "smash copy 2 of the fs tree's first leaf (checksum left bad)", k_copy2},
     {"root-tree", "smash every copy of the root tree's root block", k_root_tree},
+    {"dup-name", "a second dir index entry with the same name in the top directory", k_dup_name},
     {"chunk-overlap", "a chunk item 1 MiB longer: it overlaps the next chunk", k_chunk_overlap},
     {"node-key", "an fs tree node pointer's key differs from its child's first key", k_node_key},
     {"data", "flip one checksummed data byte on the first copy", k_data},

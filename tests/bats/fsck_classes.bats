@@ -1,0 +1,55 @@
+#!/usr/bin/env bats
+# The classes of issue 12 that btk-fsck once got wrong, each on its own image: btk-fsck must
+# give the right verdict (the expected problem code, or clean). Images: mkfs.btrfs -r (no
+# root needed) changed by tests/lib/corrupt.c, or the kernel (skipped without loop devices).
+
+load helpers
+
+FSCK=$BTK_BUILD/bin/btk-fsck
+CORRUPT=$BTK_BUILD/tests/corrupt
+
+# mkfs_base: a clean image with files, in $BASE (mkfs.btrfs -r; extra args to mkfs.btrfs)
+mkfs_base() {
+	require_btk fsck
+	[ -x "$CORRUPT" ] || {
+		echo "corrupt helper not built ($CORRUPT)" >&2
+		return 1
+	}
+	local src=$BATS_TEST_TMPDIR/src
+	BASE=$BATS_TEST_TMPDIR/base.img
+	mkdir -p "$src/d"
+	for i in $(seq 1 100); do echo "file $i" >"$src/d/f$i"; done
+	for i in $(seq 1 20); do echo "top $i" >"$src/t$i"; done
+	head -c 300000 /dev/urandom >"$src/big"
+	truncate -s 256M "$BASE"
+	mkfs.btrfs -q -f "$@" -r "$src" "$BASE" >/dev/null 2>&1
+	btk_run 60 "$FSCK" -q "$BASE"
+	[ "$status" = 0 ]
+}
+
+# found KIND CODE-REGEX: corrupt a copy of $BASE with KIND; btk-fsck exits 4 and reports CODE
+found() {
+	local img=$BATS_TEST_TMPDIR/$1.img
+	cp --sparse=always "$BASE" "$img"
+	run "$CORRUPT" "$1" "$img"
+	[ "$status" = 0 ] || {
+		echo "corrupt $1: $output" >&2
+		return 1
+	}
+	echo "# $output" >&3
+	btk_run 60 "$FSCK" "$img"
+	assert_no_crash
+	local brc=0
+	btrfs check --readonly "$img" >"$BATS_TEST_TMPDIR/btrfs.out" 2>&1 || brc=$?
+	echo "# $1: btrfs check exit $brc" >&3
+	if [ "$status" != 4 ] || ! grep -qE "^ERROR: \[$2" "$BTK_OUT"; then
+		echo "btk-fsck exit $status; wanted 4 and [$2" >&2
+		grep ERROR "$BTK_OUT" | head >&2
+		return 1
+	fi
+}
+
+@test "class: two entries with the same name in one directory (E1217)" {
+	mkfs_base
+	found dup-name 'E1217 name-duplicate\]'
+}
