@@ -7,6 +7,7 @@
  * extent outside a chunk of its type.
  */
 #include "check/check_priv.h"
+#include "trans/trans.h"
 #include "format/extent_refs.h"
 
 #include <errno.h>
@@ -62,17 +63,45 @@ static void push_ref(struct chk *c, uint64_t bytenr, const struct btk_extent_ref
 }
 
 /* Inline references after the extent item header; returns false on overrun. */
+/* The kernel keeps inline references sorted: by type, then within a type by a sequence value
+ * that never grows (the root or parent; for EXTENT_DATA_REF the data ref hash). Its tree
+ * checker refuses a leaf that breaks it. Simple-quota owner refs come first and are exempt. */
+static uint64_t ref_seq(const struct btk_extent_ref *r)
+{
+	switch (r->type) {
+	case BTRFS_EXTENT_DATA_REF_KEY:
+		return btk_data_ref_hash(r->root, r->objectid, r->offset);
+	case BTRFS_TREE_BLOCK_REF_KEY:
+		return r->root;
+	default:
+		return r->parent;
+	}
+}
+
+/* Parses the inline refs; false when they overrun. *order_ok: false when out of order. */
 static bool parse_inline(struct chk *c, uint64_t bytenr, const uint8_t *p, uint32_t sz,
-			 uint32_t start)
+			 uint32_t start, bool *order_ok)
 {
 	struct btk_inline_iter it;
 	struct btk_extent_ref r;
+	uint8_t last_type = 0;
+	uint64_t last_seq = UINT64_MAX;
 	int ret;
 
+	*order_ok = true;
 	btk_inline_iter_init(&it, p, sz, start);
-	while ((ret = btk_inline_next(&it, &r)) == 1)
-		if (r.type != BTRFS_EXTENT_OWNER_REF_KEY) /* simple quotas: not a reference */
-			push_ref(c, bytenr, &r);
+	while ((ret = btk_inline_next(&it, &r)) == 1) {
+		if (r.type == BTRFS_EXTENT_OWNER_REF_KEY)
+			continue; /* simple quotas: not a reference */
+		uint64_t seq = ref_seq(&r);
+		if (r.type < last_type || (r.type == last_type && seq > last_seq))
+			*order_ok = false;
+		if (r.type != last_type)
+			last_seq = UINT64_MAX;
+		last_type = r.type;
+		last_seq = seq < last_seq ? seq : last_seq;
+		push_ref(c, bytenr, &r);
+	}
 	return ret == 0;
 }
 
@@ -107,9 +136,14 @@ static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p
 			   "tree block extent item lacks its tree block info");
 		return;
 	}
-	if (!parse_inline(c, e->bytenr, p, sz, h.refs_at))
+	bool order_ok;
+	if (!parse_inline(c, e->bytenr, p, sz, h.refs_at, &order_ok))
 		chk_report(c, BTK_P_EXT_INLINE_BAD, 2, leaf, k, "", "",
 			   "extent item inline references overrun or unknown type");
+	else if (!order_ok)
+		chk_report(c, BTK_P_EXT_INLINE_ORDER, 2, leaf, k,
+			   "by type, then by root, parent or hash, descending", "out of order",
+			   "extent item inline references not in the kernel's order");
 	/* parse_inline may have grown `declared`, not `extents`: e is still valid */
 	bool data = e->flags & BTRFS_EXTENT_FLAG_DATA,
 	     tree = e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK;

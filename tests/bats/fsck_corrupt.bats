@@ -204,3 +204,7 @@ PY
 @test "corrupt: v1 space cache entry (page checksum fixed)" {
 	BASE_V1=1 corrupt_case cache-entry '\[E0904 fst-differs\]'
 }
+
+@test "corrupt: inline back references out of the kernel's order (btrfs check 6.2 misses it)" {
+	corrupt_case inline-order '\[E0720 extent-inline-order\]'
+}

@@ -18,6 +18,7 @@
 
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/extent_refs.h"
 #include "volumes/super.h"
 #include "tree/tree.h"
 #include "volumes/volumes.h"
@@ -787,6 +788,58 @@ static int k_dup_name(struct btk_fs *fs, const char *n)
 	return ret;
 }
 
+/* An extent item whose first two inline refs have one type (and differ): where they are. */
+struct ref_pair {
+	uint32_t at0, at1, len;
+};
+static bool match_ref_pair(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
+			   uint32_t sz, int slot, void *arg)
+{
+	struct ref_pair *rp = arg;
+	struct btk_extent_head h;
+	struct btk_inline_iter it;
+	struct btk_extent_ref a, b;
+	(void)fs, (void)slot;
+	if ((k->type != BTRFS_EXTENT_ITEM_KEY && k->type != BTRFS_METADATA_ITEM_KEY) ||
+	    btk_extent_head_parse(k, p, sz, &h))
+		return false;
+	btk_inline_iter_init(&it, p, sz, h.refs_at);
+	if (btk_inline_next(&it, &a) != 1)
+		return false;
+	rp->at0 = it.at;
+	rp->len = it.len;
+	if (btk_inline_next(&it, &b) != 1 || a.type != b.type ||
+	    a.type == BTRFS_EXTENT_OWNER_REF_KEY)
+		return false;
+	rp->at1 = it.at;
+	return memcmp(p + rp->at0, p + rp->at1, rp->len) != 0;
+}
+static int k_inline_order(struct btk_fs *fs, const char *n)
+{
+	struct ref_pair rp;
+	struct target t;
+	int ret = find_item(fs, BTRFS_EXTENT_TREE_OBJECTID, NULL, match_ref_pair, &rp, &t);
+	if (ret)
+		return ret;
+	uint8_t *buf = malloc(fs->nodesize), tmp[64];
+	if (!buf)
+		return -ENOMEM;
+	ret = btk_read_logical(fs, t.bytenr, buf, fs->nodesize);
+	if (!ret && rp.len <= sizeof(tmp)) {
+		uint8_t *d = item_data(buf, t.slot);
+		memcpy(tmp, d + rp.at0, rp.len);
+		memcpy(d + rp.at0, d + rp.at1, rp.len);
+		memcpy(d + rp.at1, tmp, rp.len);
+		ret = write_block(fs, t.bytenr, buf);
+	}
+	free(buf);
+	if (!ret)
+		printf("%s: extent item (%llu %u %llu): its first two inline refs swapped\n", n,
+		       (unsigned long long)t.key.objectid, t.key.type,
+		       (unsigned long long)t.key.offset);
+	return ret;
+}
+
 static int k_nodatasum(struct btk_fs *fs, const char *n)
 {
 	/* a checksummed file claims NODATASUM: its checksums become forbidden */
@@ -982,6 +1035,7 @@ static const struct kind kinds[] = {
     {"copy1", "smash copy 1 of the fs tree's first leaf (checksum left bad)", k_copy1},
     {"copy2", "smash copy 2 of the fs tree's first leaf (checksum left bad)", k_copy2},
     {"root-tree", "smash every copy of the root tree's root block", k_root_tree},
+    {"inline-order", "swap the first two inline refs (one type) of an extent item", k_inline_order},
     {"dup-name", "a second dir index entry with the same name in the top directory", k_dup_name},
     {"chunk-overlap", "a chunk item 1 MiB longer: it overlaps the next chunk", k_chunk_overlap},
     {"node-key", "an fs tree node pointer's key differs from its child's first key", k_node_key},
