@@ -46,6 +46,35 @@ static void bitmap_runs(struct chk *c, const struct btk_key *k, const uint8_t *p
 	}
 }
 
+/* A free space extent or bitmap must lie in the block group of the FREE_SPACE_INFO before it
+ * (keys sort so) and be of the kind that info's flags say: bitmaps with USING_BITMAPS,
+ * extents without. */
+static void fst_entry_vs_info(struct chk *c, const struct btk_key *k, uint64_t leaf)
+{
+	const struct chk_fst_info *fi =
+	    c->fst_info.n ? btk_vec_at(&c->fst_info, c->fst_info.n - 1) : NULL;
+	bool bitmap = k->type == BTRFS_FREE_SPACE_BITMAP_KEY;
+
+	if (!fi || k->objectid < fi->start || k->objectid >= fi->start + fi->len ||
+	    k->offset > fi->start + fi->len - k->objectid) {
+		chk_report(c, BTK_P_FS_OUTSIDE, 10, leaf, k,
+			   fi ? chk_fmt("inside [%llu, +%llu)", (unsigned long long)fi->start,
+					(unsigned long long)fi->len)
+			      : "a FREE_SPACE_INFO before it",
+			   chk_fmt("[%llu, +%llu)", (unsigned long long)k->objectid,
+				   (unsigned long long)k->offset),
+			   "free space %s outside its block group", bitmap ? "bitmap" : "extent");
+		return;
+	}
+	if (bitmap != !!(fi->flags & BTRFS_FREE_SPACE_USING_BITMAPS))
+		chk_report(c, BTK_P_FS_INFO_FLAGS, 10, leaf, k,
+			   bitmap ? "extents (USING_BITMAPS clear)" : "bitmaps (USING_BITMAPS set)",
+			   bitmap ? "a bitmap" : "an extent",
+			   "free space %s in block group %llu whose info says %s",
+			   bitmap ? "bitmap" : "extent", (unsigned long long)fi->start,
+			   bitmap ? "extents" : "bitmaps");
+}
+
 void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 {
 	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
@@ -70,8 +99,10 @@ void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 			fi->flags = BTK_GET(struct btrfs_free_space_info, p, flags);
 			c->fst_barrier = true; /* free space never runs across block groups */
 		} else if (k.type == BTRFS_FREE_SPACE_EXTENT_KEY) {
+			fst_entry_vs_info(c, &k, b->bytenr);
 			chk_fst_push_free(c, k.objectid, k.offset);
 		} else if (k.type == BTRFS_FREE_SPACE_BITMAP_KEY) {
+			fst_entry_vs_info(c, &k, b->bytenr);
 			bitmap_runs(c, &k, p, sz, b->bytenr);
 		} else {
 			chk_report(c, BTK_P_FS_ITEM_TYPE, 10, b->bytenr, &k, "", "",

@@ -53,3 +53,14 @@ found() {
 	mkfs_base
 	found dup-name 'E1217 name-duplicate\]'
 }
+
+@test "class: free space tree entries that do not match the extents" {
+	mkfs_base
+	# used space recorded free (past the group's end here), a free range missing, a wrong
+	# count in FREE_SPACE_INFO, extents under an info that says bitmaps
+	found fst-grow 'E0908 fst-outside\]'
+	grep -q '^ERROR: \[E0904 fst-differs\]' "$BTK_OUT"
+	found fst-drop 'E0904 fst-differs\]'
+	found fst-count 'E0906 fst-info-count\]'
+	found fst-flags 'E0907 fst-info-flags\]'
+}

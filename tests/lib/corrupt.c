@@ -329,6 +329,47 @@ static int k_free_space(struct btk_fs *fs, const char *n)
 	int ret = find_item(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, NULL, match_free, NULL, &t);
 	return ret ? ret : apply(fs, &t, OP_KEYOFF, 0, 0, -(int64_t)fs->sectorsize, n);
 }
+static int k_fst_grow(struct btk_fs *fs, const char *n)
+{
+	/* a free extent a sector longer: used space (or the next group) recorded free */
+	struct target t;
+	int ret = find_item(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, NULL, match_free, NULL, &t);
+	return ret ? ret : apply(fs, &t, OP_KEYOFF, 0, 0, (int64_t)fs->sectorsize, n);
+}
+static int k_fst_drop(struct btk_fs *fs, const char *n)
+{
+	/* a free range missing */
+	struct target t;
+	int ret = find_item(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, NULL, match_free, NULL, &t);
+	return ret ? ret : apply(fs, &t, OP_DELETE, 0, 0, 0, n);
+}
+static bool match_fst_info(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
+			   uint32_t sz, int slot, void *arg)
+{
+	(void)slot, (void)arg;
+	/* a live group's info with extents (not bitmaps) and at least one of them */
+	return k->type == BTRFS_FREE_SPACE_INFO_KEY && sz >= sizeof(struct btrfs_free_space_info) &&
+	       btk_chunk_find(fs, k->objectid) &&
+	       BTK_GET(struct btrfs_free_space_info, p, extent_count) > 0 &&
+	       !(BTK_GET(struct btrfs_free_space_info, p, flags) & BTRFS_FREE_SPACE_USING_BITMAPS);
+}
+static int k_fst_count(struct btk_fs *fs, const char *n)
+{
+	struct target t;
+	int ret = find_item(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, NULL, match_fst_info, NULL, &t);
+	return ret ? ret
+		   : apply(fs, &t, OP_ADD, offsetof(struct btrfs_free_space_info, extent_count), 4,
+			   1, n);
+}
+static int k_fst_flags(struct btk_fs *fs, const char *n)
+{
+	/* USING_BITMAPS set over a group that lists extents: bitmaps and extents mixed */
+	struct target t;
+	int ret = find_item(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, NULL, match_fst_info, NULL, &t);
+	return ret ? ret
+		   : apply(fs, &t, OP_ADD, offsetof(struct btrfs_free_space_info, flags), 4,
+			   BTRFS_FREE_SPACE_USING_BITMAPS, n);
+}
 static int k_csum(struct btk_fs *fs, const char *n)
 {
 	struct want w = {.type = BTRFS_EXTENT_CSUM_KEY, .not_first = true, .file_extent_type = -1};
@@ -1025,6 +1066,10 @@ static const struct kind kinds[] = {
     {"backref", "a data extent's inline ref names another inode", k_backref},
     {"bg-used", "a block group's used + 4096", k_bg_used},
     {"free-space", "a free space extent 4096 shorter", k_free_space},
+    {"fst-grow", "a free space extent 4096 longer (used space recorded free)", k_fst_grow},
+    {"fst-drop", "delete a free space extent (a free range missing)", k_fst_drop},
+    {"fst-count", "a FREE_SPACE_INFO extent count + 1", k_fst_count},
+    {"fst-flags", "USING_BITMAPS set in a FREE_SPACE_INFO whose group lists extents", k_fst_flags},
     {"csum", "delete a csum item", k_csum},
     {"root-backref", "a ROOT_BACKREF's sequence + 7", k_root_backref},
     {"root-orphan", "a subvolume's root item refs 0 without orphan item", k_root_orphan},
