@@ -138,9 +138,27 @@ static uint64_t ext_key(const void *p)
 	return ((const struct chk_extent *)p)->bytenr;
 }
 
-/* Every checksum must describe bytes of some data extent. */
+static bool covered(const struct chk_ranges *v, uint64_t s, uint64_t len);
+static void merge_ranges(struct chk_ranges *v);
+
+/* Every checksum must describe bytes of some data extent, or data that a log tree's file
+ * extents use: until the log is replayed its extents have no extent items, and the log's
+ * items are their references. */
 static void csums_in_extents(struct chk *c)
 {
+	struct chk_ranges logged = {0};
+
+	for (size_t i = 0; i < c->log_need.n; i++) {
+		struct chk_range *r = btk_vec_push(&logged);
+		if (!r) {
+			c->oom = true;
+			btk_vec_free(&logged);
+			return;
+		}
+		*r = *btk_vec_at(&c->log_need, i);
+	}
+	btk_vec_sort(&logged, range_cmp);
+	merge_ranges(&logged);
 	for (size_t i = 0; i < c->csums.n; i++) {
 		const struct chk_range *r = btk_vec_at(&c->csums, i);
 		uint64_t pos = r->start, end = r->start + r->len;
@@ -163,12 +181,17 @@ static void csums_in_extents(struct chk *c)
 			}
 			if (next <= pos)
 				next = pos + c->fs->sectorsize;
+			if (logged.n && covered(&logged, pos, next - pos)) {
+				pos = next;
+				continue;
+			}
 			chk_report(c, BTK_P_CSUM_NO_EXTENT, 7, pos, NULL, "a data extent", "none",
 				   "checksums for [%llu, %llu) where there is no data extent",
 				   (unsigned long long)pos, (unsigned long long)next);
 			pos = next;
 		}
 	}
+	btk_vec_free(&logged);
 }
 
 /* Checksums over prealloc space or NODATASUM data, unless the same bytes are also written

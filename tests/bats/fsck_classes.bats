@@ -64,3 +64,29 @@ found() {
 	found fst-count 'E0906 fst-info-count\]'
 	found fst-flags 'E0907 fst-info-flags\]'
 }
+
+@test "class: checksums of data that only a log tree's file extents use are clean" {
+	require_loop
+	require_btk fsck
+	oracle_image logtree-small -L -C small
+	local img=$BATS_TEST_TMPDIR/log.img
+	cp --sparse=always "${IMG_DEVS[0]}" "$img"
+	local lr
+	lr=$(btrfs inspect-internal dump-super "$img" | awk '$1 == "log_root" { print $2 }')
+	[ "${lr:-0}" != 0 ] || skip "the kernel committed before the copy: no log tree to test"
+	run "$CORRUPT" log-csum "$img"
+	[ "$status" = 0 ] || {
+		echo "corrupt log-csum: $output" >&2
+		return 1
+	}
+	echo "# $output" >&3
+	# the reference agrees the state is valid
+	btrfs check --readonly "$img" >"$BATS_TEST_TMPDIR/btrfs.out" 2>&1
+	btk_run 60 "$FSCK" --check-data-csum "$img"
+	assert_no_crash
+	[ "$status" = 0 ] || {
+		show_err
+		grep ERROR "$BTK_OUT" >&2
+		return 1
+	}
+}

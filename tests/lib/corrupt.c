@@ -881,6 +881,88 @@ static int k_inline_order(struct btk_fs *fs, const char *n)
 	return ret;
 }
 
+/* First item of a subvolume's log tree at or after key: *out gets its bytes. */
+static int log_item(struct btk_fs *fs, const struct btk_key *key, struct btk_key *found,
+		    uint8_t *out, uint32_t *size)
+{
+	struct btk_root lrt, lr = {.objectid = BTRFS_TREE_LOG_OBJECTID};
+	struct btk_path p;
+	struct btk_key k = {BTRFS_TREE_LOG_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0};
+	uint32_t sz;
+	int ret = btk_root_find(fs, BTRFS_TREE_LOG_OBJECTID, &lrt);
+
+	if (ret)
+		return ret;
+	btk_path_init(&p);
+	ret = btk_search_ge(fs, &lrt, &k, &p);
+	const uint8_t *d = ret ? NULL : btk_path_data(&p, &sz);
+	if (d) {
+		btk_path_key(&p, &k);
+		if (k.type != BTRFS_ROOT_ITEM_KEY || sz < sizeof(struct btrfs_root_item))
+			ret = -ENOENT;
+		lr.bytenr = BTK_GET(struct btrfs_root_item, d, bytenr);
+		lr.generation = BTK_GET(struct btrfs_root_item, d, generation);
+		lr.level = BTK_GET(struct btrfs_root_item, d, level);
+	}
+	btk_path_release(&p);
+	if (ret)
+		return ret < 0 ? ret : -ENOENT;
+	btk_path_init(&p);
+	ret = btk_search_ge(fs, &lr, key, &p);
+	if (!ret) {
+		d = btk_path_data(&p, &sz);
+		btk_path_key(&p, found);
+		if (found->type != key->type || sz > *size)
+			ret = -ENOENT;
+		else
+			memcpy(out, d, sz), *size = sz;
+	}
+	btk_path_release(&p);
+	return ret < 0 ? ret : ret ? -ENOENT : 0;
+}
+static int k_log_csum(struct btk_fs *fs, const char *n)
+{
+	/* the log's checksums of a logged extent also in the csum tree: data that only the
+	 * log's file extents use has checksums (valid until the log is replayed) */
+	struct btk_key from = {BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, 0}, key;
+	uint8_t item[4096];
+	uint32_t size = sizeof(item);
+	int ret = log_item(fs, &from, &key, item, &size);
+	if (ret)
+		return ret;
+	struct btk_root cr;
+	struct btk_path p;
+	if ((ret = btk_root_find(fs, BTRFS_CSUM_TREE_OBJECTID, &cr)))
+		return ret;
+	btk_path_init(&p);
+	ret = btk_search(fs, &cr, &key, &p);
+	if (ret == 0) {
+		btk_path_release(&p);
+		return btk_err(EEXIST, "the csum tree has that item already");
+	}
+	if (ret < 0) {
+		btk_path_release(&p);
+		return ret;
+	}
+	uint64_t leaf = p.nodes[0]->bytenr;
+	int slot = p.slots[0];
+	btk_path_release(&p);
+	uint8_t *buf = malloc(fs->nodesize);
+	if (!buf)
+		return -ENOMEM;
+	ret = btk_read_logical(fs, leaf, buf, fs->nodesize);
+	if (!ret)
+		ret = leaf_insert(fs, buf, slot, &key, item, size);
+	if (!ret)
+		ret = write_block(fs, leaf, buf);
+	free(buf);
+	if (!ret)
+		printf("%s: log csum item (%llu %u %llu) copied into the csum tree leaf %llu\n", n,
+		       (unsigned long long)key.objectid, key.type, (unsigned long long)key.offset,
+		       (unsigned long long)leaf);
+	return ret;
+}
+
 static int k_nodatasum(struct btk_fs *fs, const char *n)
 {
 	/* a checksummed file claims NODATASUM: its checksums become forbidden */
@@ -1081,6 +1163,7 @@ static const struct kind kinds[] = {
     {"copy2", "smash copy 2 of the fs tree's first leaf (checksum left bad)", k_copy2},
     {"root-tree", "smash every copy of the root tree's root block", k_root_tree},
     {"inline-order", "swap the first two inline refs (one type) of an extent item", k_inline_order},
+    {"log-csum", "copy a log tree's checksums of a logged extent into the csum tree", k_log_csum},
     {"dup-name", "a second dir index entry with the same name in the top directory", k_dup_name},
     {"chunk-overlap", "a chunk item 1 MiB longer: it overlaps the next chunk", k_chunk_overlap},
     {"node-key", "an fs tree node pointer's key differs from its child's first key", k_node_key},
