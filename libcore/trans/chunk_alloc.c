@@ -73,10 +73,16 @@ uint32_t btk_chunk_to_item(const struct btk_chunk *c, uint8_t *buf)
 	return size;
 }
 
-/* Device space in use: the stripes of every chunk on devid, and the first MiB. */
-static int dev_used(const struct btk_fs *fs, uint64_t devid, struct btk_rangeset *used)
+/* Device space in use: the stripes of every chunk on devid, the first MiB and the ranges
+ * held for this transaction. */
+static int dev_used(const struct btk_wfs *w, uint64_t devid, struct btk_rangeset *used)
 {
+	const struct btk_fs *fs = w->fs;
 	int ret = btk_rs_add(used, 0, SZ_1M);
+
+	for (int i = 0; !ret && i < w->nholds; i++)
+		if (w->holds[i].devid == devid)
+			ret = btk_rs_add(used, w->holds[i].start, w->holds[i].len);
 
 	for (int i = 0; !ret && i < fs->nchunks; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
@@ -213,7 +219,7 @@ static uint64_t next_logical(const struct btk_fs *fs)
 	return end;
 }
 
-static int add_chunk(struct btk_wfs *w, struct btk_chunk *c)
+int btk_chunk_add(struct btk_wfs *w, struct btk_chunk *c)
 {
 	struct btk_fs *fs = w->fs;
 	struct btk_chunk **nv = realloc(fs->chunks, (size_t)(fs->nchunks + 1) * sizeof(*nv));
@@ -340,7 +346,7 @@ int btk_chunk_alloc_sized(struct btk_wfs *w, uint64_t flags, uint64_t stripe, ui
 		if (!fs->devs[i].dev)
 			continue;
 		ds[n].d = &fs->devs[i];
-		if ((ret = dev_used(fs, fs->devs[i].devid, &ds[n].used)))
+		if ((ret = dev_used(w, fs->devs[i].devid, &ds[n].used)))
 			goto out;
 		ds[n].hole = largest_hole(&ds[n].used, fs->devs[i].total_bytes);
 		n++;
@@ -373,7 +379,7 @@ int btk_chunk_alloc_sized(struct btk_wfs *w, uint64_t flags, uint64_t stripe, ui
 	for (int i = 0; i < c->num_stripes; i++)
 		btk_fs_dev_find(fs, c->stripes[i].devid)->bytes_used += btk_chunk_stripe_len(c);
 	*logical = c->logical;
-	ret = add_chunk(w, c);
+	ret = btk_chunk_add(w, c);
 out:
 	for (int i = 0; i < n; i++)
 		btk_rs_free(&ds[i].used);
