@@ -188,7 +188,7 @@ static uint64_t next_logical(const struct btk_fs *fs)
 	return end;
 }
 
-static int add_chunk(struct btk_wfs *w, struct btk_chunk *c)
+int btk_chunk_add(struct btk_wfs *w, struct btk_chunk *c)
 {
 	struct btk_fs *fs = w->fs;
 	struct btk_chunk **nv = realloc(fs->chunks, (size_t)(fs->nchunks + 1) * sizeof(*nv));
@@ -348,7 +348,7 @@ int btk_chunk_alloc_sized(struct btk_wfs *w, uint64_t flags, uint64_t stripe, ui
 	for (int i = 0; i < c->num_stripes; i++)
 		btk_fs_dev_find(fs, c->stripes[i].devid)->bytes_used += btk_chunk_stripe_len(c);
 	*logical = c->logical;
-	ret = add_chunk(w, c);
+	ret = btk_chunk_add(w, c);
 out:
 	for (int i = 0; i < n; i++)
 		btk_rs_free(&ds[i].used);

@@ -16,6 +16,7 @@
 #include "format/raid.h" /* profiles: btk_raid_attr(), btk_raid_by_name() */
 
 struct btk_trans;
+struct btk_fs;
 
 /* Features selectable with -O / -R. */
 struct btk_mkfs_feature {
@@ -60,6 +61,22 @@ struct btk_mkfs_opts {
 	 * that mkfs created are removed. */
 	int (*fill)(void *ctx, struct btk_trans *t);
 	void *fill_ctx;
+	/* File data the fill writes at the least (logical bytes, before the profile's copies;
+	 * 0 = unknown). When it cannot fit in the devices' raw space, btk_mkfs fails with
+	 * -ENOSPC before the first write, so an old filesystem there stays intact. A fill that
+	 * passes this count can still run out of space later (metadata, compression that does
+	 * not pay): then the devices are already wiped. */
+	uint64_t fill_min_data;
+	/* Building over another filesystem that must survive until the superblocks are written
+	 * (convert): no signature probe, no discard, no wipe, no minimum size. `place` runs in the
+	 * creating transaction before mkfs allocates its first chunks, to lay chunks at fixed
+	 * places and keep device ranges from the allocator (trans/inplace.h); when it made a data
+	 * chunk, mkfs makes none. `after` runs once the commit is on disk, with the devices still
+	 * open (fs->devs[i].dev), e.g. to erase the old filesystem's signature. Both get fill_ctx;
+	 * nonzero from either fails mkfs (from `after`, with the new filesystem complete). */
+	bool inplace;
+	int (*place)(void *ctx, struct btk_trans *t);
+	int (*after)(void *ctx, struct btk_fs *fs);
 };
 void btk_mkfs_opts_init(struct btk_mkfs_opts *o);
 
