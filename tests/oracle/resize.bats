@@ -190,7 +190,7 @@ step() {
 		cp --sparse=always "$BATS_TEST_TMPDIR/orig.img" "$IMG"
 		btk_run 120 "$RESIZE" --fail-after $n -M "$IMG"
 		assert_no_crash
-		[ "$status" = 0 ] && done=1
+		[ "$status" = 0 ] && done=1 && cp "$BTK_OUT" "$BATS_TEST_TMPDIR/final.out"
 		check_clean "$IMG" || { echo "after $n writes" >&2; false; }
 		sz=$(sb_field "$IMG" total_bytes)
 		case $sz in
@@ -205,6 +205,9 @@ step() {
 		n=$((n + 1))
 	done
 	[ $done = 1 ]
+	# the run cut data chunk tails (round 0) and moved stripes (round 1): both were cut short
+	grep -q "^cut data chunk" "$BATS_TEST_TMPDIR/final.out"
+	grep -q "^moved " "$BATS_TEST_TMPDIR/final.out"
 	[ $seen_old -gt 0 ] && [ $seen_new -gt 0 ]
 	size_is "$IMG" "$new"
 	echo "# $n write budgets tried, $seen_old old, $seen_new new" >&3
