@@ -9,6 +9,26 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+int btk_fs_dev_forget(struct btk_fs *fs, uint64_t devid)
+{
+	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
+
+	if (!d)
+		return btk_err(ENOENT, "devid %llu: no such device", (unsigned long long)devid);
+	if (d->dev)
+		return btk_err(EBUSY, "devid %llu is open", (unsigned long long)devid);
+	for (int i = 0; i < fs->nchunks; i++)
+		for (int s = 0; s < fs->chunks[i]->num_stripes; s++)
+			if (fs->chunks[i]->stripes[s].devid == devid)
+				return btk_err(EBUSY, "devid %llu still holds chunk %llu",
+					       (unsigned long long)devid,
+					       (unsigned long long)fs->chunks[i]->logical);
+	int at = (int)(d - fs->devs);
+	memmove(d, d + 1, (size_t)(fs->ndevs - at - 1) * sizeof(*d));
+	fs->ndevs--;
+	return 0;
+}
+
 struct btk_fs_dev *btk_fs_dev_find(struct btk_fs *fs, uint64_t devid)
 {
 	int lo = 0, hi = fs->ndevs;
