@@ -551,6 +551,48 @@ static int alloc_chunks(struct btk_wfs *w, const struct btk_mkfs_opts *o, const 
 	return 0;
 }
 
+/* Raw device bytes that logical bytes of a profile take. */
+static uint64_t raw_of(uint64_t logical, uint64_t flags, int ndevs)
+{
+	const struct btk_raid_attr *ra = btk_raid_attr(flags);
+
+	if (!ra)
+		return logical;
+	if (ra->nparity && ndevs > ra->nparity)
+		return logical / (uint64_t)(ndevs - ra->nparity) * (uint64_t)ndevs;
+	return logical * (uint64_t)ra->ncopies;
+}
+
+static double mib(uint64_t v)
+{
+	return (double)v / (double)SZ_1M;
+}
+
+/* Before the first write: the fill's data, in the data profile's copies, must fit in what
+ * the system and metadata chunks leave of the devices (the first MiB of each is reserved). */
+static int check_fill_fits(const struct btk_fs *fs, const struct btk_mkfs_opts *o,
+			   const struct btk_mkfs_result *res)
+{
+	uint64_t raw = 0, taken, need;
+
+	if (!o->fill_min_data)
+		return 0;
+	for (int i = 0; i < fs->ndevs; i++)
+		raw += fs->devs[i].total_bytes > SZ_1M ? fs->devs[i].total_bytes - SZ_1M : 0;
+	taken = raw_of(res->sys_bytes, res->sys_flags, fs->ndevs);
+	if (!o->mixed)
+		taken += raw_of(res->meta_bytes, res->meta_flags, fs->ndevs);
+	need = raw_of(o->fill_min_data, res->data_flags, fs->ndevs);
+	if (taken + need <= raw)
+		return 0;
+	return btk_err(ENOSPC,
+		       "the source needs at least %.1f MiB of device space (%.1f MiB of file data "
+		       "in the data profile's copies, %.1f MiB of system and metadata chunks); the "
+		       "device%s hold%s %.1f MiB: nothing was written",
+		       mib(need + taken), mib(need), mib(taken), fs->ndevs > 1 ? "s" : "",
+		       fs->ndevs > 1 ? "" : "s", mib(raw));
+}
+
 static void discard_devices(struct btk_fs *fs)
 {
 	for (int i = 0; i < fs->ndevs; i++) {
@@ -689,6 +731,8 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 		ret = create_trees(t, &pl, o->now);
 	if (!ret)
 		ret = populate(t, o->now);
+	if (!ret)
+		ret = check_fill_fits(fs, o, res);
 	if (!ret) {
 		/* everything so far lives in memory: the first byte is written from here on (a
 		 * fill writes file data and may write tree blocks early, so the wipe goes first) */

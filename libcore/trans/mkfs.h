@@ -71,6 +71,12 @@ struct btk_mkfs_opts {
 	 * that mkfs created are removed. */
 	int (*fill)(void *ctx, struct btk_trans *t);
 	void *fill_ctx;
+	/* File data the fill writes at the least (logical bytes, before the profile's copies;
+	 * 0 = unknown). When it cannot fit in the devices' raw space, btk_mkfs fails with
+	 * -ENOSPC before the first write, so an old filesystem there stays intact. A fill that
+	 * passes this count can still run out of space later (metadata, compression that does
+	 * not pay): then the devices are already wiped. */
+	uint64_t fill_min_data;
 	/* Building over another filesystem that must survive until the superblocks are written
 	 * (convert): no signature probe, no discard, no wipe, no minimum size. `place` runs in the
 	 * creating transaction before mkfs allocates its first chunks, to lay chunks at fixed

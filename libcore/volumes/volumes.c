@@ -6,49 +6,96 @@
 
 #include <blkid.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 
-struct btk_fs_dev *btk_fs_dev_find(struct btk_fs *fs, uint64_t devid)
+/* Index of the first device with devid or above. */
+static int dev_lower_bound(const struct btk_fs *fs, uint64_t devid)
 {
 	int lo = 0, hi = fs->ndevs;
 
 	while (lo < hi) {
 		int mid = lo + (hi - lo) / 2;
-		if (fs->devs[mid].devid == devid)
-			return &fs->devs[mid];
 		if (fs->devs[mid].devid < devid)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	return NULL;
+	return lo;
 }
 
-static int cmp_dev(const void *a, const void *b)
+struct btk_fs_dev *btk_fs_dev_find(struct btk_fs *fs, uint64_t devid)
 {
-	uint64_t x = ((const struct btk_fs_dev *)a)->devid,
-		 y = ((const struct btk_fs_dev *)b)->devid;
-	return x < y ? -1 : x > y;
+	int i = dev_lower_bound(fs, devid);
+	return i < fs->ndevs && fs->devs[i].devid == devid ? &fs->devs[i] : NULL;
 }
 
-/* Adds (or completes) the entry for devid; keeps the array sorted. */
-struct btk_fs_dev *btk_fs_dev_add(struct btk_fs *fs, uint64_t devid)
+/* Inserts a new entry for devid at index i (its sorted place); NULL on ENOMEM. Entries
+ * normally arrive in devid order (the chunk tree's key order): then nothing moves. */
+static struct btk_fs_dev *dev_insert(struct btk_fs *fs, int i, uint64_t devid)
 {
-	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid), *nv;
+	struct btk_fs_dev *nv;
 
-	if (d)
-		return d;
+	if (fs->ndevs >= INT_MAX - 1)
+		return NULL;
 	nv = realloc(fs->devs, (size_t)(fs->ndevs + 1) * sizeof(*nv));
 	if (!nv)
 		return NULL;
 	fs->devs = nv;
-	memset(&fs->devs[fs->ndevs], 0, sizeof(*nv));
-	fs->devs[fs->ndevs].devid = devid;
-	fs->devs[fs->ndevs].super_mirror = -1;
+	memmove(&nv[i + 1], &nv[i], (size_t)(fs->ndevs - i) * sizeof(*nv));
+	memset(&nv[i], 0, sizeof(*nv));
+	nv[i].devid = devid;
+	nv[i].super_mirror = -1;
 	fs->ndevs++;
-	qsort(fs->devs, (size_t)fs->ndevs, sizeof(*nv), cmp_dev);
-	return btk_fs_dev_find(fs, devid);
+	return &nv[i];
+}
+
+struct btk_fs_dev *btk_fs_dev_add(struct btk_fs *fs, uint64_t devid)
+{
+	int i = dev_lower_bound(fs, devid);
+
+	if (i < fs->ndevs && fs->devs[i].devid == devid)
+		return &fs->devs[i];
+	return dev_insert(fs, i, devid);
+}
+
+/* Orders pointers into one array by devid, equal devids by their place in the array. */
+static int cmp_dev_slot(const void *a, const void *b)
+{
+	const struct btk_fs_dev *x = *(const struct btk_fs_dev *const *)a,
+				*y = *(const struct btk_fs_dev *const *)b;
+	if (x->devid != y->devid)
+		return x->devid < y->devid ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+int btk_fs_dev_fill_all(struct btk_fs *fs, const struct btk_fs_dev *items, int n)
+{
+	const struct btk_fs_dev **order = n > 0 ? malloc((size_t)n * sizeof(*order)) : NULL;
+
+	if (n <= 0)
+		return 0;
+	if (!order)
+		return btk_err(ENOMEM, "out of memory loading %d devices", n);
+	for (int i = 0; i < n; i++)
+		order[i] = &items[i];
+	qsort(order, (size_t)n, sizeof(*order), cmp_dev_slot);
+	for (int i = 0; i < n; i++) {
+		const struct btk_fs_dev *it = order[i];
+		if (i + 1 < n && order[i + 1]->devid == it->devid)
+			continue; /* a later item for the same device wins */
+		struct btk_fs_dev *d = btk_fs_dev_add(fs, it->devid);
+		if (!d) {
+			free(order);
+			return btk_err(ENOMEM, "out of memory loading %d devices", n);
+		}
+		d->total_bytes = it->total_bytes;
+		d->bytes_used = it->bytes_used;
+		memcpy(d->uuid, it->uuid, BTK_UUID_SIZE);
+	}
+	free(order);
+	return 0;
 }
 
 void btk_fs_dev_fill(struct btk_fs_dev *d, const uint8_t *item)
@@ -185,31 +232,101 @@ static void scan_members(struct btk_fs *fs, const struct btk_open_opts *o)
 	btk_err_clear();
 }
 
-static int cmp_chunk(const void *a, const void *b)
+/* Index of the first chunk at logical or above. */
+static int chunk_lower_bound(const struct btk_fs *fs, uint64_t logical)
 {
-	uint64_t x = (*(struct btk_chunk *const *)a)->logical;
-	uint64_t y = (*(struct btk_chunk *const *)b)->logical;
+	int lo = 0, hi = fs->nchunks;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (fs->chunks[mid]->logical < logical)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int btk_chunk_map_add(struct btk_fs *fs, struct btk_chunk *c)
+{
+	int i = chunk_lower_bound(fs, c->logical);
+
+	if (i < fs->nchunks && fs->chunks[i]->logical == c->logical) {
+		free(fs->chunks[i]);
+		fs->chunks[i] = c;
+		return 0;
+	}
+	struct btk_chunk **nv = fs->nchunks < INT_MAX
+				    ? realloc(fs->chunks, (size_t)(fs->nchunks + 1) * sizeof(*nv))
+				    : NULL;
+	if (!nv) {
+		int ret = btk_err(ENOMEM, "out of memory adding chunk %llu",
+				  (unsigned long long)c->logical);
+		free(c);
+		return ret;
+	}
+	fs->chunks = nv;
+	memmove(&nv[i + 1], &nv[i], (size_t)(fs->nchunks - i) * sizeof(*nv));
+	nv[i] = c;
+	fs->nchunks++;
+	return 0;
+}
+
+/* Orders pointers into one array of chunks by logical, equal addresses by their place. */
+static int cmp_chunk_slot(const void *a, const void *b)
+{
+	struct btk_chunk *const *x = *(struct btk_chunk *const *const *)a;
+	struct btk_chunk *const *y = *(struct btk_chunk *const *const *)b;
+	if ((*x)->logical != (*y)->logical)
+		return (*x)->logical < (*y)->logical ? -1 : 1;
 	return x < y ? -1 : x > y;
 }
 
-/* Adds a chunk, replacing one at the same logical address (the chunk tree wins over the
- * superblock's copy). Keeps the array sorted and rejects overlaps. */
-int btk_chunk_map_add(struct btk_fs *fs, struct btk_chunk *c)
+static void free_chunks(struct btk_chunk **v, int n)
 {
-	for (int i = 0; i < fs->nchunks; i++)
-		if (fs->chunks[i]->logical == c->logical) {
-			free(fs->chunks[i]);
-			fs->chunks[i] = c;
-			return 0;
-		}
-	struct btk_chunk **nv = realloc(fs->chunks, (size_t)(fs->nchunks + 1) * sizeof(*nv));
-	if (!nv) {
-		free(c);
-		return btk_err(ENOMEM, "out of memory");
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+}
+
+int btk_chunk_map_add_all(struct btk_fs *fs, struct btk_chunk **v, int n)
+{
+	if (n <= 0)
+		return 0;
+	if (n > INT_MAX - fs->nchunks) {
+		free_chunks(v, n);
+		return btk_err(ENOMEM, "too many chunks (%d)", n);
 	}
-	fs->chunks = nv;
-	fs->chunks[fs->nchunks++] = c;
-	qsort(fs->chunks, (size_t)fs->nchunks, sizeof(*nv), cmp_chunk);
+	struct btk_chunk ***order = malloc((size_t)n * sizeof(*order));
+	struct btk_chunk **merged = malloc((size_t)(fs->nchunks + n) * sizeof(*merged));
+	if (!order || !merged) {
+		free(order);
+		free(merged);
+		free_chunks(v, n);
+		return btk_err(ENOMEM, "out of memory loading %d chunks", n);
+	}
+	for (int i = 0; i < n; i++)
+		order[i] = &v[i];
+	qsort(order, (size_t)n, sizeof(*order), cmp_chunk_slot);
+	/* one merge of two sorted lists; at an address in both, the new chunk replaces the old */
+	int m = 0, j = 0;
+	for (int i = 0; i < n; i++) {
+		struct btk_chunk *c = *order[i];
+		if (i + 1 < n && (*order[i + 1])->logical == c->logical) {
+			free(c); /* a later chunk at the same address wins */
+			continue;
+		}
+		while (j < fs->nchunks && fs->chunks[j]->logical < c->logical)
+			merged[m++] = fs->chunks[j++];
+		if (j < fs->nchunks && fs->chunks[j]->logical == c->logical)
+			free(fs->chunks[j++]);
+		merged[m++] = c;
+	}
+	while (j < fs->nchunks)
+		merged[m++] = fs->chunks[j++];
+	free(order);
+	free(fs->chunks);
+	fs->chunks = merged;
+	fs->nchunks = m;
 	return 0;
 }
 

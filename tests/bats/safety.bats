@@ -98,3 +98,28 @@ refused_same() {
 	grep -q "same device" "$BTK_ERR" || { show_err; false; }
 	[ "$before" = "$after" ]
 }
+
+@test "mkfs --rootdir that cannot fit is refused before the first write" {
+	mkdir "$D/src"
+	head -c 100M /dev/zero >"$D/src/a"
+	head -c 100M /dev/zero >"$D/src/b"
+	truncate -s 150M "$D/old.img"
+	"$MKFS" -q -L old "$D/old.img"
+	local before
+	before=$(sha "$D/old.img")
+	btk_run 120 "$MKFS" -f -r "$D/src" "$D/old.img"
+	assert_no_crash
+	[ "$status" -eq 1 ] || { show_err; false; }
+	[ "$(wc -l <"$BTK_ERR")" -eq 1 ] || { show_err; false; }
+	grep -q "needs at least .* MiB.* nothing was written" "$BTK_ERR" || { show_err; false; }
+	[ "$(sha "$D/old.img")" = "$before" ]
+	btk_run 60 "$FSCK" "$D/old.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	if command -v btrfs >/dev/null; then
+		btrfs check --readonly "$D/old.img" >/dev/null 2>&1
+	fi
+	# the same source fits when the image is large enough
+	truncate -s 400M "$D/big.img"
+	btk_run 120 "$MKFS" -q -r "$D/src" "$D/big.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+}
