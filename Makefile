@@ -53,6 +53,10 @@ $(B)/tests/test_%: $$(addprefix $(B)/,$$(subst .c,.o,$$(wildcard tests/unit/*/te
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
 
+# btk-convert reads ext with libext2fs
+$(B)/convert/%.o: CFLAGS += $(shell pkg-config --cflags ext2fs com_err 2>/dev/null)
+$(B)/bin/btk-convert: LDLIBS += $(shell pkg-config --libs ext2fs com_err 2>/dev/null)
+
 # tests/lib/NAME.c: one helper program each (image makers, corruptors), linked with libcore
 $(B)/tests/%: $(B)/tests/lib/%.o $(LIB)
 	@mkdir -p $(dir $@)

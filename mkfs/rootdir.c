@@ -231,6 +231,9 @@ struct src_totals {
 	 * extent and checksum items, xattrs unknown (256 bytes an inode), 1.5x for leaves not
 	 * full; it sizes the metadata chunks of a shrunk image (too low costs one more chunk) */
 	uint64_t meta_estimate;
+	/* file data the copy writes at the least: regular files too large to go inline, each
+	 * inode once, what they hold (sparse files count their blocks); 0 with compression */
+	uint64_t data_min;
 };
 
 static void src_totals(const struct btk_src_tree *s, struct src_totals *t)
@@ -238,6 +241,7 @@ static void src_totals(const struct btk_src_tree *s, struct src_totals *t)
 	uint64_t blocks = 0, meta = 1 << 20;
 
 	t->file_bytes = 0;
+	t->data_min = 0;
 	for (uint32_t i = 0; i < s->nnodes; i++)
 		meta += 400 + 3 * (uint64_t)s->nodes[i].name_len;
 	for (uint32_t i = 0; i < s->ninodes; i++) {
@@ -246,6 +250,11 @@ static void src_totals(const struct btk_src_tree *s, struct src_totals *t)
 		if (!S_ISREG(s->inodes[i].st.st_mode))
 			continue;
 		t->file_bytes += size;
+		if (size > 4096) {
+			uint64_t held = (uint64_t)s->inodes[i].st.st_blocks * 512;
+			uint64_t up = (size + 4095) & ~4095ULL;
+			t->data_min += held < up ? held & ~4095ULL : up;
+		}
 		blocks += (size + 4095) & ~4095ULL;
 		meta += size <= 2048 ? size + 100 : 200 + size / 4096 * 4 + size / (1 << 20) * 100;
 	}
@@ -313,6 +322,7 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 	 * paths being filled, whatever the size of the tree */
 	o->cache_mb = 16;
 	plan_shrink(&tot, o, a->shrink);
+	o->fill_min_data = rd->po.compress ? 0 : tot.data_min;
 	o->fill = fill;
 	o->fill_ctx = rd;
 	return 0;

@@ -25,11 +25,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "format/extent_refs.h"
 #include "tree/tree.h"
-
-#ifndef BTRFS_EXTENT_OWNER_REF_KEY
-#define BTRFS_EXTENT_OWNER_REF_KEY 172
-#endif
 
 /* An extent item of the extent tree. */
 struct btk_extent {
@@ -41,17 +38,7 @@ struct btk_extent {
 	uint64_t key_offset;		  /* the item's key offset (length or level) */
 };
 
-/* One back reference, inline or keyed. */
-struct btk_extent_ref {
-	uint8_t type;	   /* BTRFS_TREE_BLOCK_REF_KEY, _SHARED_BLOCK_REF_KEY, _EXTENT_DATA_REF_KEY,
-			      _SHARED_DATA_REF_KEY, BTRFS_EXTENT_OWNER_REF_KEY */
-	bool inline_ref;   /* inside the extent item (else a keyed item) */
-	uint64_t root;	   /* TREE_BLOCK_REF, EXTENT_DATA_REF, EXTENT_OWNER_REF */
-	uint64_t parent;   /* SHARED_BLOCK_REF, SHARED_DATA_REF */
-	uint64_t objectid; /* EXTENT_DATA_REF: inode */
-	uint64_t offset;   /* EXTENT_DATA_REF: file offset - extent offset */
-	uint32_t count;	   /* data refs: how many EXTENT_DATA items it stands for */
-};
+/* One back reference, inline or keyed: struct btk_extent_ref (format/extent_refs.h). */
 
 /* Finds the extent item covering logical. 0, or -ENOENT (no extent item holds it: free space
  * or no extent tree entry), -EUCLEAN (malformed item), read errors. */
@@ -131,8 +118,5 @@ int btk_block_roots(struct btk_backref *br, uint64_t bytenr, const uint64_t **ro
 
 /* The tree root by id, cached by the session. */
 int btk_backref_root(struct btk_backref *br, uint64_t root_id, struct btk_root *out);
-
-/* Name of a compression type ("zlib", "lzo", "zstd", "none"; "unknown" otherwise). */
-const char *btk_compression_name(uint8_t c);
 
 #endif

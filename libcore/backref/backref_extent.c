@@ -6,9 +6,7 @@
 
 #include "base/error.h"
 
-#define EXTENT_HDR   sizeof(struct btrfs_extent_item)	  /* refs, generation, flags */
-#define TB_INFO_SIZE sizeof(struct btrfs_tree_block_info) /* key + level, non-skinny */
-#define BACK_STEPS   (1u << 20) /* items stepped over looking back for an extent item */
+#define BACK_STEPS (1u << 20) /* items stepped over looking back for an extent item */
 
 static int extent_root(struct btk_fs *fs, struct btk_root *r)
 {
@@ -22,30 +20,27 @@ static int extent_root(struct btk_fs *fs, struct btk_root *r)
 static int parse_extent(const struct btk_fs *fs, const struct btk_key *k, const uint8_t *d,
 			uint32_t size, struct btk_extent *ext)
 {
+	struct btk_extent_head h;
+	int ret = btk_extent_head_parse(k, d, size, &h);
+
 	memset(ext, 0, sizeof(*ext));
 	ext->start = k->objectid;
 	ext->key_type = k->type;
 	ext->key_offset = k->offset;
-	if (size < EXTENT_HDR)
+	if (ret == -EUCLEAN)
 		return btk_err(EUCLEAN, "extent item (%llu %u %llu): %u bytes, need %zu",
 			       (unsigned long long)k->objectid, k->type,
-			       (unsigned long long)k->offset, size, EXTENT_HDR);
-	ext->refs = BTK_GET(struct btrfs_extent_item, d, refs);
-	ext->generation = BTK_GET(struct btrfs_extent_item, d, generation);
-	ext->flags = BTK_GET(struct btrfs_extent_item, d, flags);
-	if (k->type == BTRFS_METADATA_ITEM_KEY) {
-		ext->skinny = true;
-		ext->len = fs->nodesize;
-		ext->level = k->offset < BTK_MAX_LEVEL ? (int)k->offset : BTK_MAX_LEVEL;
-	} else {
-		ext->len = k->offset;
-		if (ext->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) {
-			if (size < EXTENT_HDR + TB_INFO_SIZE)
-				return btk_err(EUCLEAN, "extent item %llu: tree block info missing",
-					       (unsigned long long)k->objectid);
-			ext->level = d[EXTENT_HDR + offsetof(struct btrfs_tree_block_info, level)];
-		}
-	}
+			       (unsigned long long)k->offset, size,
+			       sizeof(struct btrfs_extent_item));
+	if (ret)
+		return btk_err(EUCLEAN, "extent item %llu: tree block info missing",
+			       (unsigned long long)k->objectid);
+	ext->refs = h.refs;
+	ext->generation = h.generation;
+	ext->flags = h.flags;
+	ext->skinny = h.skinny;
+	ext->len = h.skinny ? fs->nodesize : k->offset;
+	ext->level = h.level < 0 ? 0 : h.level;
 	if ((ext->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) && ext->level >= BTK_MAX_LEVEL)
 		return btk_err(EUCLEAN, "extent item %llu: tree block level %d",
 			       (unsigned long long)k->objectid, ext->level);
@@ -97,79 +92,30 @@ out:
 	return ret;
 }
 
-/* Size of an inline ref of that type (type byte included), 0 if unknown. */
-static uint32_t inline_ref_size(uint8_t type)
-{
-	switch (type) {
-	case BTRFS_TREE_BLOCK_REF_KEY:
-	case BTRFS_SHARED_BLOCK_REF_KEY:
-	case BTRFS_EXTENT_OWNER_REF_KEY:
-		return sizeof(struct btrfs_extent_inline_ref);
-	case BTRFS_SHARED_DATA_REF_KEY:
-		return sizeof(struct btrfs_extent_inline_ref) +
-		       sizeof(struct btrfs_shared_data_ref);
-	case BTRFS_EXTENT_DATA_REF_KEY:
-		return 1 + sizeof(struct btrfs_extent_data_ref);
-	}
-	return 0;
-}
-
-static void parse_data_ref(const uint8_t *d, struct btk_extent_ref *r)
-{
-	r->root = BTK_GET(struct btrfs_extent_data_ref, d, root);
-	r->objectid = BTK_GET(struct btrfs_extent_data_ref, d, objectid);
-	r->offset = BTK_GET(struct btrfs_extent_data_ref, d, offset);
-	r->count = BTK_GET(struct btrfs_extent_data_ref, d, count);
-}
-
-static void parse_inline_ref(const uint8_t *d, struct btk_extent_ref *r)
-{
-	uint64_t off = btk_le64(d + 1);
-
-	memset(r, 0, sizeof(*r));
-	r->type = d[0];
-	r->inline_ref = true;
-	switch (r->type) {
-	case BTRFS_TREE_BLOCK_REF_KEY:
-	case BTRFS_EXTENT_OWNER_REF_KEY:
-		r->root = off;
-		break;
-	case BTRFS_SHARED_BLOCK_REF_KEY:
-		r->parent = off;
-		break;
-	case BTRFS_SHARED_DATA_REF_KEY:
-		r->parent = off;
-		r->count = btk_le32(d + sizeof(struct btrfs_extent_inline_ref));
-		break;
-	case BTRFS_EXTENT_DATA_REF_KEY:
-		parse_data_ref(d + 1, r);
-		break;
-	}
-}
-
+/* The inline refs of the extent item ext found at d. */
 static int inline_refs(const struct btk_extent *ext, const uint8_t *d, uint32_t size,
 		       int (*fn)(void *ctx, const struct btk_extent_ref *ref), void *ctx)
 {
-	uint32_t pos = EXTENT_HDR;
+	struct btk_key k = {ext->start, ext->key_type, ext->key_offset};
+	struct btk_inline_iter it;
+	struct btk_extent_head h;
 	struct btk_extent_ref r;
+	int ret;
 
-	if (!ext->skinny && (ext->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK))
-		pos += TB_INFO_SIZE;
-	while (pos < size) {
-		uint32_t len = inline_ref_size(d[pos]);
-		if (!len)
-			return btk_err(EUCLEAN,
-				       "extent %llu: unknown inline ref type %u at byte %u",
-				       (unsigned long long)ext->start, d[pos], pos);
-		if (len > size - pos)
-			return btk_err(EUCLEAN, "extent %llu: inline ref overruns the item",
-				       (unsigned long long)ext->start);
-		parse_inline_ref(d + pos, &r);
-		int ret = fn(ctx, &r);
+	if (btk_extent_head_parse(&k, d, size, &h) == -EUCLEAN)
+		return 0; /* no room for inline refs (lookup reported the item) */
+	btk_inline_iter_init(&it, d, size, h.refs_at);
+	while ((ret = btk_inline_next(&it, &r)) == 1) {
+		ret = fn(ctx, &r);
 		if (ret)
 			return ret;
-		pos += len;
 	}
+	if (ret == -ENOENT)
+		return btk_err(EUCLEAN, "extent %llu: unknown inline ref type %u at byte %u",
+			       (unsigned long long)ext->start, d[it.at], it.at);
+	if (ret)
+		return btk_err(EUCLEAN, "extent %llu: inline ref overruns the item",
+			       (unsigned long long)ext->start);
 	return 0;
 }
 
@@ -177,31 +123,12 @@ static int inline_refs(const struct btk_extent *ext, const uint8_t *d, uint32_t 
 static int keyed_ref(const struct btk_key *k, const uint8_t *d, uint32_t size,
 		     struct btk_extent_ref *r)
 {
-	memset(r, 0, sizeof(*r));
-	r->type = k->type;
-	switch (k->type) {
-	case BTRFS_TREE_BLOCK_REF_KEY:
-		r->root = k->offset;
-		return 0;
-	case BTRFS_SHARED_BLOCK_REF_KEY:
-		r->parent = k->offset;
-		return 0;
-	case BTRFS_EXTENT_DATA_REF_KEY:
-		if (size < sizeof(struct btrfs_extent_data_ref))
-			break;
-		parse_data_ref(d, r);
-		return 0;
-	case BTRFS_SHARED_DATA_REF_KEY:
-		if (size < sizeof(struct btrfs_shared_data_ref))
-			break;
-		r->parent = k->offset;
-		r->count = btk_le32(d);
-		return 0;
-	default:
-		return 1;
-	}
-	return btk_err(EUCLEAN, "extent %llu: keyed ref type %u of %u bytes",
-		       (unsigned long long)k->objectid, k->type, size);
+	int ret = btk_keyed_ref_parse(k, d, size, r);
+
+	if (ret < 0)
+		return btk_err(EUCLEAN, "extent %llu: keyed ref type %u of %u bytes",
+			       (unsigned long long)k->objectid, k->type, size);
+	return ret;
 }
 
 int btk_extent_for_each_ref(struct btk_fs *fs, const struct btk_extent *ext,
@@ -252,11 +179,4 @@ int btk_extent_for_each_ref(struct btk_fs *fs, const struct btk_extent *ext,
 out:
 	btk_path_release(&p);
 	return ret ? ret : err;
-}
-
-const char *btk_compression_name(uint8_t c)
-{
-	static const char *const names[] = {"none", "zlib", "lzo", "zstd"};
-
-	return c < 4 ? names[c] : "unknown";
 }

@@ -5,13 +5,15 @@
 #include <blake2.h>
 #include <errno.h>
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 #include <xxhash.h>
 
 static uint32_t crc_table[8][256];
 static bool crc_hw;
-static bool crc_ready;
+/* the tables are set up once, before any thread reads them */
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static void crc_init(void)
 {
@@ -28,7 +30,6 @@ static void crc_init(void)
 #if defined(__x86_64__)
 	crc_hw = __builtin_cpu_supports("sse4.2");
 #endif
-	crc_ready = true;
 }
 
 static uint32_t crc_sw(uint32_t crc, const uint8_t *p, size_t len)
@@ -69,8 +70,7 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw_run(uint32_t crc, const
 
 uint32_t btk_crc32c(uint32_t seed, const void *data, size_t len)
 {
-	if (!crc_ready)
-		crc_init();
+	pthread_once(&crc_once, crc_init);
 #if defined(__x86_64__)
 	if (crc_hw)
 		return crc_hw_run(seed, data, len);
@@ -132,4 +132,28 @@ int btk_csum(int type, const void *data, size_t len, uint8_t out[BTK_CSUM_MAX])
 		return blake2b(out, data, NULL, 32, len, 0) ? -EINVAL : 0;
 	}
 	return -EINVAL;
+}
+
+uint32_t btk_name_hash(const void *name, size_t len)
+{
+	return btk_crc32c(~1U, name, len);
+}
+
+uint32_t btk_extref_hash(uint64_t parent, const void *name, size_t len)
+{
+	return btk_crc32c((uint32_t)parent, name, len);
+}
+
+uint64_t btk_data_ref_hash(uint64_t root, uint64_t ino, uint64_t offset)
+{
+	uint8_t le[8];
+	uint32_t high, low;
+
+	btk_put64(le, root);
+	high = btk_crc32c(~0U, le, 8);
+	btk_put64(le, ino);
+	low = btk_crc32c(~0U, le, 8);
+	btk_put64(le, offset);
+	low = btk_crc32c(low, le, 8);
+	return ((uint64_t)high << 31) ^ (uint64_t)low;
 }

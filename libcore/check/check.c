@@ -33,6 +33,25 @@ const char *btk_check_kind_name(enum btk_check_kind kind)
 	return kind_names[kind];
 }
 
+static const struct btk_check_problem_info problems[BTK_P_COUNT] = {
+#define BTK_PROBLEM(id, code_, name_, kind_, sev, repair, msg)                                     \
+	[BTK_P_##id] = {.code = code_,                                                             \
+			.name = name_,                                                             \
+			.kind = BTK_CHK_##kind_,                                                   \
+			.severity = BTK_SEV_##sev,                                                 \
+			.repairable = repair,                                                      \
+			.message = msg},
+#include "check/problems.def"
+#undef BTK_PROBLEM
+};
+
+const struct btk_check_problem_info *btk_check_problem_info(enum btk_check_problem_id id)
+{
+	if ((unsigned)id >= BTK_P_COUNT)
+		return NULL;
+	return &problems[id];
+}
+
 const char *chk_fmt(const char *fmt, ...)
 {
 	/* A few rotating buffers: a report takes at most two (expected, found). */
@@ -47,16 +66,20 @@ const char *chk_fmt(const char *fmt, ...)
 	return b;
 }
 
-void chk_report(struct chk *c, enum btk_check_kind kind, uint64_t tree, uint64_t bytenr,
+void chk_report(struct chk *c, enum btk_check_problem_id id, uint64_t tree, uint64_t bytenr,
 		const struct btk_key *key, const char *expected, const char *found, const char *fmt,
 		...)
 {
+	const struct btk_check_problem_info *info = btk_check_problem_info(id);
 	char what[512];
 	va_list ap;
 
-	c->sum->errors++;
-	if ((unsigned)kind < BTK_CHK_KIND_COUNT)
-		c->sum->errors_by_kind[kind]++;
+	if (info->severity == BTK_SEV_WARN) {
+		c->sum->warnings++;
+	} else {
+		c->sum->errors++;
+		c->sum->errors_by_kind[info->kind]++;
+	}
 	if (!c->opts->report)
 		return;
 	if (c->opts->max_reports && c->reported >= c->opts->max_reports)
@@ -66,7 +89,9 @@ void chk_report(struct chk *c, enum btk_check_kind kind, uint64_t tree, uint64_t
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	struct btk_check_problem p = {
-	    .kind = kind,
+	    .id = id,
+	    .info = info,
+	    .kind = info->kind,
 	    .tree = tree,
 	    .bytenr = bytenr,
 	    .has_key = key != NULL,
@@ -100,48 +125,39 @@ static void chk_init(struct chk *c, struct btk_fs *fs, const struct btk_check_op
 	c->skinny = incompat & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
 	c->has_fst = (compat_ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE) &&
 		     (compat_ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE_VALID);
-	chk_vec_init(&c->found, sizeof(struct chk_ref));
-	chk_vec_init(&c->declared, sizeof(struct chk_ref));
-	chk_vec_init(&c->extents, sizeof(struct chk_extent));
-	chk_vec_init(&c->bgs, sizeof(struct chk_bg));
-	chk_vec_init(&c->dexts, sizeof(struct chk_dext));
-	chk_vec_init(&c->devitems, sizeof(struct chk_devitem));
-	chk_vec_init(&c->csums, sizeof(struct chk_range));
-	chk_vec_init(&c->csum_need, sizeof(struct chk_range));
-	chk_vec_init(&c->csum_forbid, sizeof(struct chk_range));
-	chk_vec_init(&c->csum_nodsum, sizeof(struct chk_range));
-	chk_vec_init(&c->v1hdr, 5 * sizeof(uint64_t));
-	chk_vec_init(&c->v1ino, 3 * sizeof(uint64_t));
-	chk_vec_init(&c->v1ext, 6 * sizeof(uint64_t));
-	chk_vec_init(&c->fst_free, sizeof(struct chk_range));
-	chk_vec_init(&c->fst_info, sizeof(struct chk_range) + 2 * sizeof(uint64_t));
-	chk_vec_init(&c->roots, sizeof(struct chk_rootitem));
-	chk_vec_init(&c->rootrefs, sizeof(struct chk_rootref));
-	chk_vec_init(&c->root_orphans, sizeof(uint64_t));
-	chk_vec_init(&c->log_roots, sizeof(struct btk_root));
-	chk_vec_init(&c->uuids, sizeof(struct chk_uuid));
-	chk_vec_init(&c->skips, sizeof(struct chk_skip));
-	chk_vec_init(&c->qrefs, sizeof(struct chk_range));
-	chk_vec_init(&c->qinfos, sizeof(struct chk_qinfo));
-	chk_vec_init(&c->qrels, sizeof(struct chk_range));
-	chk_vec_init(&c->log_need, sizeof(struct chk_range));
-	chk_vec_init(&c->log_csums, sizeof(struct chk_range));
 	c->cur_extent_idx = -1;
 }
 
 static void chk_free(struct chk *c)
 {
-	struct chk_vec *vs[] = {&c->found,	  &c->declared,	   &c->extents,	    &c->bgs,
-				&c->dexts,	  &c->devitems,	   &c->csums,	    &c->csum_need,
-				&c->fst_free,	  &c->fst_info,	   &c->roots,	    &c->rootrefs,
-				&c->root_orphans, &c->log_roots,   &c->log_need,    &c->log_csums,
-				&c->uuids,	  &c->qrefs,	   &c->qinfos,	    &c->qrels,
-				&c->skips,	  &c->csum_forbid, &c->csum_nodsum, &c->v1hdr,
-				&c->v1ino,	  &c->v1ext};
-
-	for (size_t i = 0; i < sizeof(vs) / sizeof(vs[0]); i++)
-		chk_vec_free(vs[i]);
+	btk_vec_free(&c->found);
+	btk_vec_free(&c->declared);
+	btk_vec_free(&c->extents);
+	btk_vec_free(&c->bgs);
+	btk_vec_free(&c->dexts);
+	btk_vec_free(&c->devitems);
+	btk_vec_free(&c->csums);
+	btk_vec_free(&c->csum_need);
+	btk_vec_free(&c->csum_forbid);
+	btk_vec_free(&c->csum_nodsum);
+	btk_vec_free(&c->fst_free);
+	btk_vec_free(&c->fst_info);
+	btk_vec_free(&c->roots);
+	btk_vec_free(&c->rootrefs);
+	btk_vec_free(&c->root_orphans);
+	btk_vec_free(&c->log_roots);
+	btk_vec_free(&c->log_need);
+	btk_vec_free(&c->log_csums);
+	btk_vec_free(&c->uuids);
+	btk_vec_free(&c->qrefs);
+	btk_vec_free(&c->qinfos);
+	btk_vec_free(&c->qrels);
+	btk_vec_free(&c->skips);
+	btk_vec_free(&c->v1hdr);
+	btk_vec_free(&c->v1ino);
+	btk_vec_free(&c->v1ext);
 	chk_set_free(&c->visited);
+	free(c->copy_buf);
 }
 
 int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
@@ -156,6 +172,10 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 	chk_progress(&c, "superblocks", 0);
 	chk_supers(&c);
 	chk_progress(&c, "trees", 0);
+	if (!chk_root_tree(&c)) {
+		chk_free(&c);
+		return 0;
+	}
 	ret = chk_walk_all(&c);
 	if (ret == 0 && !c.oom) {
 		chk_progress(&c, "chunks", 0);

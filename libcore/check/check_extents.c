@@ -7,7 +7,10 @@
  * extent outside a chunk of its type.
  */
 #include "check/check_priv.h"
+#include "trans/trans.h"
+#include "format/extent_refs.h"
 
+#include <errno.h>
 #include <stdlib.h>
 
 static uint64_t ext_key(const void *p)
@@ -17,21 +20,21 @@ static uint64_t ext_key(const void *p)
 
 const struct chk_extent *chk_extent_find(const struct chk *c, uint64_t bytenr)
 {
-	long i = chk_vec_floor(&c->extents, bytenr, ext_key);
+	long i = btk_vec_floor(&c->extents, bytenr, ext_key);
 
 	/* duplicates (a corrupt tree) sit next to each other: take the first match */
 	while (i > 0 &&
-	       ((struct chk_extent *)chk_vec_at(&c->extents, (size_t)i - 1))->bytenr == bytenr)
+	       ((struct chk_extent *)btk_vec_at(&c->extents, (size_t)i - 1))->bytenr == bytenr)
 		i--;
 	if (i < 0)
 		return NULL;
-	const struct chk_extent *e = chk_vec_at(&c->extents, (size_t)i);
+	const struct chk_extent *e = btk_vec_at(&c->extents, (size_t)i);
 	return e->bytenr == bytenr ? e : NULL;
 }
 
 static void push_declared(struct chk *c, const struct chk_ref *r)
 {
-	struct chk_ref *n = chk_vec_push(&c->declared);
+	struct chk_ref *n = btk_vec_push(&c->declared);
 
 	if (!n) {
 		c->oom = true;
@@ -39,70 +42,83 @@ static void push_declared(struct chk *c, const struct chk_ref *r)
 	}
 	*n = *r;
 	if (c->cur_extent_idx >= 0) {
-		struct chk_extent *e = chk_vec_at(&c->extents, (size_t)c->cur_extent_idx);
+		struct chk_extent *e = btk_vec_at(&c->extents, (size_t)c->cur_extent_idx);
 		if (e->bytenr == r->bytenr)
 			e->declsum += r->count;
 	}
 }
 
-/* Inline references after the extent item header; returns false on overrun. */
-static bool parse_inline(struct chk *c, uint64_t bytenr, const uint8_t *p, const uint8_t *end)
+static void push_ref(struct chk *c, uint64_t bytenr, const struct btk_extent_ref *er)
 {
-	while (p < end) {
-		struct chk_ref r = {.bytenr = bytenr, .count = 1, .type = *p};
-		size_t need;
-		switch (*p) {
-		case BTRFS_TREE_BLOCK_REF_KEY:
-		case BTRFS_SHARED_BLOCK_REF_KEY:
-			need = 9;
-			break;
-		case BTRFS_EXTENT_DATA_REF_KEY:
-			need = 1 + sizeof(struct btrfs_extent_data_ref);
-			break;
-		case BTRFS_SHARED_DATA_REF_KEY:
-			need = 13;
-			break;
-		case 172: /* EXTENT_OWNER_REF (simple quotas): not a reference */
-			need = 9;
-			break;
-		default:
-			return false;
-		}
-		if ((size_t)(end - p) < need)
-			return false;
-		if (*p == BTRFS_TREE_BLOCK_REF_KEY) {
-			r.root = btk_le64(p + 1);
-		} else if (*p == BTRFS_SHARED_BLOCK_REF_KEY) {
-			r.parent = btk_le64(p + 1);
-		} else if (*p == BTRFS_EXTENT_DATA_REF_KEY) {
-			r.root = BTK_GET(struct btrfs_extent_data_ref, p + 1, root);
-			r.ino = BTK_GET(struct btrfs_extent_data_ref, p + 1, objectid);
-			r.off = BTK_GET(struct btrfs_extent_data_ref, p + 1, offset);
-			r.count = BTK_GET(struct btrfs_extent_data_ref, p + 1, count);
-		} else if (*p == BTRFS_SHARED_DATA_REF_KEY) {
-			r.parent = btk_le64(p + 1);
-			r.count = btk_le32(p + 9);
-		}
-		if (*p != 172)
-			push_declared(c, &r);
-		p += need;
+	bool data = er->type == BTRFS_EXTENT_DATA_REF_KEY || er->type == BTRFS_SHARED_DATA_REF_KEY;
+	struct chk_ref r = {.bytenr = bytenr,
+			    .root = er->root,
+			    .parent = er->parent,
+			    .ino = er->objectid,
+			    .off = er->offset,
+			    .count = data ? er->count : 1,
+			    .type = er->type};
+
+	push_declared(c, &r);
+}
+
+/* Inline references after the extent item header; returns false on overrun. */
+/* The kernel keeps inline references sorted: by type, then within a type by a sequence value
+ * that never grows (the root or parent; for EXTENT_DATA_REF the data ref hash). Its tree
+ * checker refuses a leaf that breaks it. Simple-quota owner refs come first and are exempt. */
+static uint64_t ref_seq(const struct btk_extent_ref *r)
+{
+	switch (r->type) {
+	case BTRFS_EXTENT_DATA_REF_KEY:
+		return btk_data_ref_hash(r->root, r->objectid, r->offset);
+	case BTRFS_TREE_BLOCK_REF_KEY:
+		return r->root;
+	default:
+		return r->parent;
 	}
-	return true;
+}
+
+/* Parses the inline refs; false when they overrun. *order_ok: false when out of order. */
+static bool parse_inline(struct chk *c, uint64_t bytenr, const uint8_t *p, uint32_t sz,
+			 uint32_t start, bool *order_ok)
+{
+	struct btk_inline_iter it;
+	struct btk_extent_ref r;
+	uint8_t last_type = 0;
+	uint64_t last_seq = UINT64_MAX;
+	int ret;
+
+	*order_ok = true;
+	btk_inline_iter_init(&it, p, sz, start);
+	while ((ret = btk_inline_next(&it, &r)) == 1) {
+		if (r.type == BTRFS_EXTENT_OWNER_REF_KEY)
+			continue; /* simple quotas: not a reference */
+		uint64_t seq = ref_seq(&r);
+		if (r.type < last_type || (r.type == last_type && seq > last_seq))
+			*order_ok = false;
+		if (r.type != last_type)
+			last_seq = UINT64_MAX;
+		last_type = r.type;
+		last_seq = seq < last_seq ? seq : last_seq;
+		push_ref(c, bytenr, &r);
+	}
+	return ret == 0;
 }
 
 static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 			uint64_t leaf)
 {
-	const uint8_t *end = p + sz;
+	struct btk_extent_head h;
 	struct chk_extent *e;
+	int ret = btk_extent_head_parse(k, p, sz, &h);
 
-	if (sz < sizeof(struct btrfs_extent_item)) {
-		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k,
+	if (ret == -EUCLEAN) {
+		chk_report(c, BTK_P_EXT_TOO_SMALL, 2, leaf, k,
 			   chk_fmt(">= %zu bytes", sizeof(struct btrfs_extent_item)),
 			   chk_fmt("%u", sz), "extent item too small (old v0 format?)");
 		return;
 	}
-	e = chk_vec_push(&c->extents);
+	e = btk_vec_push(&c->extents);
 	if (!e) {
 		c->oom = true;
 		return;
@@ -110,48 +126,46 @@ static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p
 	c->cur_extent_idx = (long)c->extents.n - 1;
 	e->bytenr = k->objectid;
 	e->key_type = k->type;
-	e->refs = BTK_GET(struct btrfs_extent_item, p, refs);
-	e->gen = BTK_GET(struct btrfs_extent_item, p, generation);
-	e->flags = BTK_GET(struct btrfs_extent_item, p, flags);
-	e->level = -1;
-	e->len = k->type == BTRFS_METADATA_ITEM_KEY ? c->fs->nodesize : k->offset;
-	p += sizeof(struct btrfs_extent_item);
-	if (k->type == BTRFS_METADATA_ITEM_KEY) {
-		e->level = (int8_t)(k->offset < BTK_MAX_LEVEL ? k->offset : BTK_MAX_LEVEL);
-	} else if (e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) {
-		if ((size_t)(end - p) < sizeof(struct btrfs_tree_block_info)) {
-			chk_report(c, BTK_CHK_EXTENT, 2, leaf, k, "", "",
-				   "tree block extent item lacks its tree block info");
-			return;
-		}
-		e->level = (int8_t)BTK_GET(struct btrfs_tree_block_info, p, level);
-		p += sizeof(struct btrfs_tree_block_info);
+	e->refs = h.refs;
+	e->gen = h.generation;
+	e->flags = h.flags;
+	e->level = (int8_t)h.level;
+	e->len = h.skinny ? c->fs->nodesize : k->offset;
+	if (ret == -ENODATA) {
+		chk_report(c, BTK_P_EXT_NO_TREE_INFO, 2, leaf, k, "", "",
+			   "tree block extent item lacks its tree block info");
+		return;
 	}
-	if (!parse_inline(c, e->bytenr, p, end))
-		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k, "", "",
+	bool order_ok;
+	if (!parse_inline(c, e->bytenr, p, sz, h.refs_at, &order_ok))
+		chk_report(c, BTK_P_EXT_INLINE_BAD, 2, leaf, k, "", "",
 			   "extent item inline references overrun or unknown type");
+	else if (!order_ok)
+		chk_report(c, BTK_P_EXT_INLINE_ORDER, 2, leaf, k,
+			   "by type, then by root, parent or hash, descending", "out of order",
+			   "extent item inline references not in the kernel's order");
 	/* parse_inline may have grown `declared`, not `extents`: e is still valid */
 	bool data = e->flags & BTRFS_EXTENT_FLAG_DATA,
 	     tree = e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK;
 	if (data == tree)
-		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k, "DATA or TREE_BLOCK",
+		chk_report(c, BTK_P_EXT_FLAGS, 2, leaf, k, "DATA or TREE_BLOCK",
 			   chk_fmt("0x%llx", (unsigned long long)e->flags), "extent flags invalid");
 	if (e->gen == 0 || e->gen > c->max_gen)
-		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k,
+		chk_report(c, BTK_P_EXT_GENERATION, 2, leaf, k,
 			   chk_fmt("(0, %llu]", (unsigned long long)c->max_gen),
 			   chk_fmt("%llu", (unsigned long long)e->gen),
 			   "extent generation invalid");
 	if (e->bytenr % c->fs->sectorsize || e->len % c->fs->sectorsize || !e->len)
-		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k,
+		chk_report(c, BTK_P_EXT_ALIGN, 2, leaf, k,
 			   chk_fmt("aligned to %u", c->fs->sectorsize),
 			   chk_fmt("[%llu, +%llu)", (unsigned long long)e->bytenr,
 				   (unsigned long long)e->len),
 			   "extent not aligned");
 	if (tree && e->len != c->fs->nodesize)
-		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k, chk_fmt("%u", c->fs->nodesize),
+		chk_report(c, BTK_P_EXT_TB_LENGTH, 2, leaf, k, chk_fmt("%u", c->fs->nodesize),
 			   chk_fmt("%llu", (unsigned long long)e->len), "tree block extent length");
 	if (e->bytenr < c->ext_prev_end)
-		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k,
+		chk_report(c, BTK_P_EXT_OVERLAP, 2, leaf, k,
 			   chk_fmt(">= %llu", (unsigned long long)c->ext_prev_end),
 			   chk_fmt("%llu", (unsigned long long)e->bytenr),
 			   "extent overlaps the previous extent");
@@ -162,40 +176,19 @@ static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p
 static void keyed_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 		      uint64_t leaf)
 {
-	struct chk_ref r = {.bytenr = k->objectid, .count = 1, .type = k->type};
+	struct btk_extent_ref r;
 
-	switch (k->type) {
-	case BTRFS_TREE_BLOCK_REF_KEY:
-		r.root = k->offset;
-		break;
-	case BTRFS_SHARED_BLOCK_REF_KEY:
-		r.parent = k->offset;
-		break;
-	case BTRFS_EXTENT_DATA_REF_KEY:
-		if (sz < sizeof(struct btrfs_extent_data_ref))
-			goto small;
-		r.root = BTK_GET(struct btrfs_extent_data_ref, p, root);
-		r.ino = BTK_GET(struct btrfs_extent_data_ref, p, objectid);
-		r.off = BTK_GET(struct btrfs_extent_data_ref, p, offset);
-		r.count = BTK_GET(struct btrfs_extent_data_ref, p, count);
-		break;
-	case BTRFS_SHARED_DATA_REF_KEY:
-		if (sz < sizeof(struct btrfs_shared_data_ref))
-			goto small;
-		r.parent = k->offset;
-		r.count = BTK_GET(struct btrfs_shared_data_ref, p, count);
-		break;
+	if (btk_keyed_ref_parse(k, p, sz, &r) < 0) {
+		chk_report(c, BTK_P_REF_TOO_SMALL, 2, leaf, k, "", chk_fmt("%u bytes", sz),
+			   "back reference item too small");
+		return;
 	}
 	if (c->cur_extent_idx < 0 ||
-	    ((struct chk_extent *)chk_vec_at(&c->extents, (size_t)c->cur_extent_idx))->bytenr !=
+	    ((struct chk_extent *)btk_vec_at(&c->extents, (size_t)c->cur_extent_idx))->bytenr !=
 		k->objectid)
-		chk_report(c, BTK_CHK_BACKREF, 2, leaf, k, "an extent item before it", "none",
+		chk_report(c, BTK_P_REF_NO_EXTENT, 2, leaf, k, "an extent item before it", "none",
 			   "keyed back reference without extent item");
-	push_declared(c, &r);
-	return;
-small:
-	chk_report(c, BTK_CHK_BACKREF, 2, leaf, k, "", chk_fmt("%u bytes", sz),
-		   "back reference item too small");
+	push_ref(c, k->objectid, &r);
 }
 
 void chk_extent_leaf(struct chk *c, const struct btk_block *b)
@@ -222,11 +215,11 @@ void chk_extent_leaf(struct chk *c, const struct btk_block *b)
 			chk_bg_item(c, &k, p, sz, b->bytenr);
 			break;
 		case BTRFS_EXTENT_REF_V0_KEY:
-			chk_report(c, BTK_CHK_BACKREF, 2, b->bytenr, &k, "", "",
+			chk_report(c, BTK_P_REF_V0, 2, b->bytenr, &k, "", "",
 				   "deprecated v0 back reference");
 			break;
 		default:
-			chk_report(c, BTK_CHK_EXTENT, 2, b->bytenr, &k, "", "",
+			chk_report(c, BTK_P_EXT_ITEM_TYPE, 2, b->bytenr, &k, "", "",
 				   "unexpected item type %u in the extent tree", k.type);
 		}
 	}
@@ -236,7 +229,7 @@ void chk_extent_leaf(struct chk *c, const struct btk_block *b)
 static void resolve(struct chk *c)
 {
 	for (size_t i = 0; i < c->found.n; i++) {
-		struct chk_ref *r = chk_vec_at(&c->found, i);
+		struct chk_ref *r = btk_vec_at(&c->found, i);
 		if (!r->unresolved)
 			continue;
 		const struct chk_extent *pe = chk_extent_find(c, r->parent);
@@ -299,7 +292,7 @@ static void found_target(struct chk *c, const struct chk_ref *r, uint64_t *last)
 	struct chk_extent *e = (struct chk_extent *)chk_extent_find(c, r->bytenr);
 	bool tree = r->type == BTRFS_TREE_BLOCK_REF_KEY || r->type == BTRFS_SHARED_BLOCK_REF_KEY;
 	if (!e) {
-		chk_report(c, BTK_CHK_EXTENT, 2, r->bytenr, NULL,
+		chk_report(c, BTK_P_EXT_MISSING, 2, r->bytenr, NULL,
 			   tree ? "METADATA_ITEM or EXTENT_ITEM" : "EXTENT_ITEM", "none",
 			   "%s extent %llu has no extent item", tree ? "tree block" : "data",
 			   (unsigned long long)r->bytenr);
@@ -307,32 +300,32 @@ static void found_target(struct chk *c, const struct chk_ref *r, uint64_t *last)
 	}
 	e->has_users = true;
 	if (tree && !(e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK))
-		chk_report(c, BTK_CHK_EXTENT, 2, r->bytenr, NULL, "TREE_BLOCK", "DATA",
+		chk_report(c, BTK_P_EXT_TB_IS_DATA, 2, r->bytenr, NULL, "TREE_BLOCK", "DATA",
 			   "tree block %llu has a data extent item", (unsigned long long)r->bytenr);
 	else if (!tree && !(e->flags & BTRFS_EXTENT_FLAG_DATA))
-		chk_report(c, BTK_CHK_EXTENT, 2, r->bytenr, NULL, "DATA", "TREE_BLOCK",
+		chk_report(c, BTK_P_EXT_DATA_IS_TB, 2, r->bytenr, NULL, "DATA", "TREE_BLOCK",
 			   "data extent %llu has a tree block extent item",
 			   (unsigned long long)r->bytenr);
 	else if (tree && e->level >= 0 && (uint64_t)e->level != r->off)
-		chk_report(c, BTK_CHK_EXTENT, 2, r->bytenr, NULL,
+		chk_report(c, BTK_P_EXT_TB_LEVEL, 2, r->bytenr, NULL,
 			   chk_fmt("level %llu", (unsigned long long)r->off),
 			   chk_fmt("level %d", e->level), "tree block extent item level");
 	else if (!tree && r->len != e->len)
-		chk_report(c, BTK_CHK_EXTENT, 2, r->bytenr, NULL,
+		chk_report(c, BTK_P_EXT_DATA_LENGTH, 2, r->bytenr, NULL,
 			   chk_fmt("%llu bytes (file extent)", (unsigned long long)r->len),
 			   chk_fmt("%llu bytes (extent item)", (unsigned long long)e->len),
 			   "data extent length differs from its file extent");
 }
 
 /* Sums the counts of the run of equal references starting at *i; advances *i. */
-static uint64_t run_count(const struct chk_vec *v, size_t *i, const struct chk_ref **first)
+static uint64_t run_count(const struct chk_refs *v, size_t *i, const struct chk_ref **first)
 {
-	const struct chk_ref *f = chk_vec_at(v, *i);
+	const struct chk_ref *f = btk_vec_at(v, *i);
 	uint64_t n = 0;
 
 	*first = f;
-	while (*i < v->n && ref_cmp(chk_vec_at(v, *i), f) == 0) {
-		n += ((const struct chk_ref *)chk_vec_at(v, *i))->count;
+	while (*i < v->n && ref_cmp(btk_vec_at(v, *i), f) == 0) {
+		n += ((const struct chk_ref *)btk_vec_at(v, *i))->count;
 		(*i)++;
 	}
 	return n;
@@ -343,11 +336,11 @@ static void compare_refs(struct chk *c)
 	size_t i = 0, j = 0;
 	uint64_t last = (uint64_t)-1;
 
-	chk_vec_sort(&c->found, ref_cmp);
-	chk_vec_sort(&c->declared, ref_cmp);
+	btk_vec_sort(&c->found, ref_cmp);
+	btk_vec_sort(&c->declared, ref_cmp);
 	while (i < c->found.n || j < c->declared.n) {
-		const struct chk_ref *f = i < c->found.n ? chk_vec_at(&c->found, i) : NULL;
-		const struct chk_ref *d = j < c->declared.n ? chk_vec_at(&c->declared, j) : NULL;
+		const struct chk_ref *f = i < c->found.n ? btk_vec_at(&c->found, i) : NULL;
+		const struct chk_ref *d = j < c->declared.n ? btk_vec_at(&c->declared, j) : NULL;
 		int cmp = !f ? 1 : !d ? -1 : ref_cmp(f, d);
 		uint64_t nf = 0, nd = 0;
 		const struct chk_ref *rf = NULL, *rd = NULL, *r;
@@ -367,7 +360,11 @@ static void compare_refs(struct chk *c)
 		const char *what = nd == 0   ? "back reference missing from the extent tree"
 				   : nf == 0 ? "back reference without a user"
 					     : "back reference count wrong";
-		chk_report(c, BTK_CHK_BACKREF, 2, r->bytenr, NULL,
+		chk_report(c,
+			   (nd == 0   ? BTK_P_REF_MISSING
+			    : nf == 0 ? BTK_P_REF_NO_USER
+				      : BTK_P_REF_WRONG_COUNT),
+			   2, r->bytenr, NULL,
 			   chk_fmt("%s count %llu", ref_name(r), (unsigned long long)nf),
 			   chk_fmt("count %llu", (unsigned long long)nd), "%s: extent %llu", what,
 			   (unsigned long long)r->bytenr);
@@ -387,21 +384,21 @@ static void extent_placement(struct chk *c, const struct chk_extent *e)
 	    tree ? (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM) : BTRFS_BLOCK_GROUP_DATA;
 
 	if (!ch || e->bytenr + e->len > ch->logical + ch->length || e->bytenr + e->len < e->bytenr)
-		chk_report(c, BTK_CHK_EXTENT, 2, e->bytenr, NULL, "inside one chunk", "outside",
+		chk_report(c, BTK_P_EXT_NO_CHUNK, 2, e->bytenr, NULL, "inside one chunk", "outside",
 			   "extent [%llu, +%llu) is not inside a chunk",
 			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
 	else if (!(ch->type & want))
-		chk_report(c, BTK_CHK_EXTENT, 2, e->bytenr, NULL, tree ? "metadata" : "data",
+		chk_report(c, BTK_P_EXT_CHUNK_TYPE, 2, e->bytenr, NULL, tree ? "metadata" : "data",
 			   chk_fmt("chunk type 0x%llx", (unsigned long long)ch->type),
 			   "extent [%llu, +%llu) type mismatch with chunk",
 			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
-	long bi = chk_vec_floor(&c->bgs, e->bytenr, bg_key);
-	struct chk_bg *bg = bi >= 0 ? chk_vec_at(&c->bgs, (size_t)bi) : NULL;
+	long bi = btk_vec_floor(&c->bgs, e->bytenr, bg_key);
+	struct chk_bg *bg = bi >= 0 ? btk_vec_at(&c->bgs, (size_t)bi) : NULL;
 	if (bg && e->bytenr < bg->start + bg->len)
 		bg->found_used += e->len;
 	else if (c->bgs.n)
-		chk_report(c, BTK_CHK_EXTENT, 2, e->bytenr, NULL, "inside a block group", "outside",
-			   "extent [%llu, +%llu) is not inside a block group",
+		chk_report(c, BTK_P_EXT_NO_BG, 2, e->bytenr, NULL, "inside a block group",
+			   "outside", "extent [%llu, +%llu) is not inside a block group",
 			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
 }
 
@@ -412,13 +409,13 @@ static void extent_final(struct chk *c, struct chk_extent *e)
 
 	if (e->refs != e->declsum)
 		chk_report(
-		    c, BTK_CHK_BACKREF, 2, e->bytenr, NULL,
+		    c, BTK_P_REF_COUNT, 2, e->bytenr, NULL,
 		    chk_fmt("%llu (sum of its back references)", (unsigned long long)e->declsum),
 		    chk_fmt("%llu", (unsigned long long)e->refs),
 		    "extent item reference count wrong: extent %llu",
 		    (unsigned long long)e->bytenr);
 	if (!e->has_users && !c->walk_gap)
-		chk_report(c, BTK_CHK_EXTENT, 2, e->bytenr, NULL, "at least one user", "none",
+		chk_report(c, BTK_P_EXT_NO_USERS, 2, e->bytenr, NULL, "at least one user", "none",
 			   "extent item without users: [%llu, +%llu)",
 			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
 	extent_placement(c, e);
@@ -429,25 +426,26 @@ void chk_extents_final(struct chk *c)
 	if (c->extent_gap) {
 		/* one line instead of one per reference the lost block held */
 		chk_report(
-		    c, BTK_CHK_EXTENT, 2, 0, NULL, "a readable extent tree", "unreadable blocks",
+		    c, BTK_P_EXT_TREE_GAP, 2, 0, NULL, "a readable extent tree",
+		    "unreadable blocks",
 		    "extent tree incomplete: back references, block group usage and free space "
 		    "were not compared");
-		chk_vec_free(&c->found);
-		chk_vec_free(&c->declared);
+		btk_vec_free(&c->found);
+		btk_vec_free(&c->declared);
 		return;
 	}
 	resolve(c);
 	compare_refs(c);
 	/* the reference lists are the largest records: give the memory back now */
-	chk_vec_free(&c->found);
-	chk_vec_free(&c->declared);
+	btk_vec_free(&c->found);
+	btk_vec_free(&c->declared);
 	for (size_t i = 0; i < c->extents.n; i++)
-		extent_final(c, chk_vec_at(&c->extents, i));
+		extent_final(c, btk_vec_at(&c->extents, i));
 	for (size_t i = 0; i < c->bgs.n; i++) {
-		const struct chk_bg *bg = chk_vec_at(&c->bgs, i);
+		const struct chk_bg *bg = btk_vec_at(&c->bgs, i);
 		if (bg->used != bg->found_used)
 			chk_report(
-			    c, BTK_CHK_BLOCK_GROUP, 2, bg->start, NULL,
+			    c, BTK_P_BG_USED, 2, bg->start, NULL,
 			    chk_fmt("%llu (sum of extents)", (unsigned long long)bg->found_used),
 			    chk_fmt("%llu", (unsigned long long)bg->used),
 			    "block group [%llu, +%llu) used bytes wrong",

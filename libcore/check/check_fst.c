@@ -4,19 +4,15 @@
 
 #include <stdlib.h>
 
-struct fst_info {
-	uint64_t start, len, count, flags;
-};
-
 void chk_fst_push_free(struct chk *c, uint64_t start, uint64_t len)
 {
-	struct chk_range *last = c->fst_free.n ? chk_vec_at(&c->fst_free, c->fst_free.n - 1) : NULL;
+	struct chk_range *last = c->fst_free.n ? btk_vec_at(&c->fst_free, c->fst_free.n - 1) : NULL;
 
 	if (last && last->start + last->len == start && !c->fst_barrier) {
 		last->len += len; /* bitmap runs continue across items */
 		return;
 	}
-	struct chk_range *r = chk_vec_push(&c->fst_free);
+	struct chk_range *r = btk_vec_push(&c->fst_free);
 	if (!r) {
 		c->oom = true;
 		return;
@@ -32,7 +28,7 @@ static void bitmap_runs(struct chk *c, const struct btk_key *k, const uint8_t *p
 	uint64_t ss = c->fs->sectorsize, bits = k->offset / ss;
 
 	if (k->offset % ss || (bits + 7) / 8 > sz) {
-		chk_report(c, BTK_CHK_FREE_SPACE, 10, leaf, k,
+		chk_report(c, BTK_P_FS_BITMAP_SIZE, 10, leaf, k,
 			   chk_fmt("%llu bitmap bytes", (unsigned long long)((bits + 7) / 8)),
 			   chk_fmt("%u", sz), "free space bitmap size wrong");
 		return;
@@ -50,6 +46,35 @@ static void bitmap_runs(struct chk *c, const struct btk_key *k, const uint8_t *p
 	}
 }
 
+/* A free space extent or bitmap must lie in the block group of the FREE_SPACE_INFO before it
+ * (keys sort so) and be of the kind that info's flags say: bitmaps with USING_BITMAPS,
+ * extents without. */
+static void fst_entry_vs_info(struct chk *c, const struct btk_key *k, uint64_t leaf)
+{
+	const struct chk_fst_info *fi =
+	    c->fst_info.n ? btk_vec_at(&c->fst_info, c->fst_info.n - 1) : NULL;
+	bool bitmap = k->type == BTRFS_FREE_SPACE_BITMAP_KEY;
+
+	if (!fi || k->objectid < fi->start || k->objectid >= fi->start + fi->len ||
+	    k->offset > fi->start + fi->len - k->objectid) {
+		chk_report(c, BTK_P_FS_OUTSIDE, 10, leaf, k,
+			   fi ? chk_fmt("inside [%llu, +%llu)", (unsigned long long)fi->start,
+					(unsigned long long)fi->len)
+			      : "a FREE_SPACE_INFO before it",
+			   chk_fmt("[%llu, +%llu)", (unsigned long long)k->objectid,
+				   (unsigned long long)k->offset),
+			   "free space %s outside its block group", bitmap ? "bitmap" : "extent");
+		return;
+	}
+	if (bitmap != !!(fi->flags & BTRFS_FREE_SPACE_USING_BITMAPS))
+		chk_report(c, BTK_P_FS_INFO_FLAGS, 10, leaf, k,
+			   bitmap ? "extents (USING_BITMAPS clear)" : "bitmaps (USING_BITMAPS set)",
+			   bitmap ? "a bitmap" : "an extent",
+			   "free space %s in block group %llu whose info says %s",
+			   bitmap ? "bitmap" : "extent", (unsigned long long)fi->start,
+			   bitmap ? "extents" : "bitmaps");
+}
+
 void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 {
 	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
@@ -59,11 +84,11 @@ void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 		btk_leaf_key(b, (int)i, &k);
 		if (k.type == BTRFS_FREE_SPACE_INFO_KEY) {
 			if (sz < sizeof(struct btrfs_free_space_info)) {
-				chk_report(c, BTK_CHK_FREE_SPACE, 10, b->bytenr, &k, "", "",
+				chk_report(c, BTK_P_FS_INFO_SIZE, 10, b->bytenr, &k, "", "",
 					   "free space info too small");
 				continue;
 			}
-			struct fst_info *fi = chk_vec_push(&c->fst_info);
+			struct chk_fst_info *fi = btk_vec_push(&c->fst_info);
 			if (!fi) {
 				c->oom = true;
 				return;
@@ -74,18 +99,20 @@ void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 			fi->flags = BTK_GET(struct btrfs_free_space_info, p, flags);
 			c->fst_barrier = true; /* free space never runs across block groups */
 		} else if (k.type == BTRFS_FREE_SPACE_EXTENT_KEY) {
+			fst_entry_vs_info(c, &k, b->bytenr);
 			chk_fst_push_free(c, k.objectid, k.offset);
 		} else if (k.type == BTRFS_FREE_SPACE_BITMAP_KEY) {
+			fst_entry_vs_info(c, &k, b->bytenr);
 			bitmap_runs(c, &k, p, sz, b->bytenr);
 		} else {
-			chk_report(c, BTK_CHK_FREE_SPACE, 10, b->bytenr, &k, "", "",
+			chk_report(c, BTK_P_FS_ITEM_TYPE, 10, b->bytenr, &k, "", "",
 				   "unexpected item in the free space tree");
 		}
 	}
 }
 
 /* Logical ranges that hold superblock copies: never free, never extents. */
-static int super_ranges(struct chk *c, struct chk_vec *out)
+static int super_ranges(struct chk *c, struct chk_ranges *out)
 {
 	for (int d = 0; d < c->fs->ndevs; d++) {
 		const struct btk_fs_dev *fd = &c->fs->devs[d];
@@ -98,7 +125,7 @@ static int super_ranges(struct chk *c, struct chk_vec *out)
 			if (btk_map_physical(c->fs, fd->devid, off, &logical, &ch, &parity) ||
 			    parity || !ch)
 				continue;
-			struct chk_range *r = chk_vec_push(out);
+			struct chk_range *r = btk_vec_push(out);
 			if (!r)
 				return -1;
 			r->start =
@@ -128,7 +155,7 @@ static uint64_t range_key(const void *p)
 /* Used space in a block group, as a stream: extents and super stripes merged in order. */
 struct used_iter {
 	struct chk *c;
-	const struct chk_vec *supers;
+	const struct chk_ranges *supers;
 	size_t ei, si;
 	uint64_t end;
 };
@@ -140,14 +167,14 @@ static bool next_used(struct used_iter *it, uint64_t pos, uint64_t *s, uint64_t 
 	const struct chk_range *y = NULL;
 
 	while (it->ei < it->c->extents.n) {
-		x = chk_vec_at(&it->c->extents, it->ei);
+		x = btk_vec_at(&it->c->extents, it->ei);
 		if (x->bytenr + x->len > pos)
 			break;
 		it->ei++;
 		x = NULL;
 	}
 	while (it->si < it->supers->n) {
-		y = chk_vec_at(it->supers, it->si);
+		y = btk_vec_at(it->supers, it->si);
 		if (y->start + y->len > pos)
 			break;
 		it->si++;
@@ -176,7 +203,7 @@ static bool next_used(struct used_iter *it, uint64_t pos, uint64_t *s, uint64_t 
 /* Free space per the tree, minus the superblock stripes (which the kernel may or may not list
  * as free: it keeps them out of allocation in memory), as a stream of pieces. */
 struct free_iter {
-	const struct chk_vec *fr, *supers;
+	const struct chk_ranges *fr, *supers;
 	size_t ai;
 	uint64_t cur, end;
 };
@@ -184,7 +211,7 @@ struct free_iter {
 static bool next_free(struct free_iter *it, uint64_t *s, uint64_t *e)
 {
 	while (it->ai < it->fr->n) {
-		const struct chk_range *a = chk_vec_at(it->fr, it->ai);
+		const struct chk_range *a = btk_vec_at(it->fr, it->ai);
 		if (a->start >= it->end)
 			return false;
 		uint64_t ps = a->start > it->cur ? a->start : it->cur, pe = a->start + a->len;
@@ -194,7 +221,7 @@ static bool next_free(struct free_iter *it, uint64_t *s, uint64_t *e)
 			continue;
 		}
 		for (size_t i = 0; i < it->supers->n; i++) {
-			const struct chk_range *y = chk_vec_at(it->supers, i);
+			const struct chk_range *y = btk_vec_at(it->supers, i);
 			uint64_t ye = y->start + y->len;
 			if (y->start >= pe || ye <= ps)
 				continue;
@@ -219,7 +246,7 @@ static void fst_mismatch(struct chk *c, const struct chk_bg *bg, uint64_t s, uin
 			 uint64_t as, uint64_t ae)
 {
 	chk_report(
-	    c, BTK_CHK_FREE_SPACE, c->fs_v1 ? 1 : 10, have ? as : s, NULL,
+	    c, BTK_P_FS_DIFFERS, c->fs_v1 ? 1 : 10, have ? as : s, NULL,
 	    e > s ? chk_fmt("free [%llu, %llu)", (unsigned long long)s, (unsigned long long)e)
 		  : "no more free space",
 	    have ? chk_fmt("free [%llu, %llu)", (unsigned long long)as, (unsigned long long)ae)
@@ -229,11 +256,12 @@ static void fst_mismatch(struct chk *c, const struct chk_bg *bg, uint64_t s, uin
 }
 
 /* Free bytes of a block group according to the extents and superblock stripes. */
-static uint64_t expected_free(struct chk *c, const struct chk_bg *bg, const struct chk_vec *supers)
+static uint64_t expected_free(struct chk *c, const struct chk_bg *bg,
+			      const struct chk_ranges *supers)
 {
 	uint64_t end = bg->start + bg->len, pos = bg->start, total = 0, us, ue;
-	long ei = chk_vec_floor(&c->extents, bg->start, ext_key);
-	long si = chk_vec_floor(supers, bg->start, range_key);
+	long ei = btk_vec_floor(&c->extents, bg->start, ext_key);
+	long si = btk_vec_floor(supers, bg->start, range_key);
 	struct used_iter it = {c, supers, ei >= 0 ? (size_t)ei : 0, si >= 0 ? (size_t)si : 0, end};
 
 	while (pos < end) {
@@ -248,20 +276,20 @@ static uint64_t expected_free(struct chk *c, const struct chk_bg *bg, const stru
 	return total;
 }
 
-static void bg_free_space(struct chk *c, const struct chk_bg *bg, const struct chk_vec *supers)
+static void bg_free_space(struct chk *c, const struct chk_bg *bg, const struct chk_ranges *supers)
 {
 	uint64_t end = bg->start + bg->len, pos = bg->start, count = 0, as, ae;
-	long fi = chk_vec_floor(&c->fst_free, bg->start, range_key);
-	long ei = chk_vec_floor(&c->extents, bg->start, ext_key);
+	long fi = btk_vec_floor(&c->fst_free, bg->start, range_key);
+	long ei = btk_vec_floor(&c->extents, bg->start, ext_key);
 	struct used_iter it = {c, supers, ei >= 0 ? (size_t)ei : 0, 0, end};
 	struct free_iter fit = {&c->fst_free, supers, fi >= 0 ? (size_t)fi : 0, bg->start, end};
 
 	while (fit.ai < c->fst_free.n &&
-	       ((const struct chk_range *)chk_vec_at(&c->fst_free, fit.ai))->start < bg->start)
+	       ((const struct chk_range *)btk_vec_at(&c->fst_free, fit.ai))->start < bg->start)
 		fit.ai++;
 	uint64_t listed = 0;
 	for (size_t i = fit.ai; i < c->fst_free.n; i++, count++) {
-		const struct chk_range *r = chk_vec_at(&c->fst_free, i);
+		const struct chk_range *r = btk_vec_at(&c->fst_free, i);
 		if (r->start >= end)
 			break;
 		listed += r->len;
@@ -293,14 +321,14 @@ static void bg_free_space(struct chk *c, const struct chk_bg *bg, const struct c
 	}
 	if (c->fs_v1)
 		return; /* v1 caches were only gathered for their block groups; no counts */
-	long ii = chk_vec_floor(&c->fst_info, bg->start, range_key);
-	const struct fst_info *info = ii >= 0 ? chk_vec_at(&c->fst_info, (size_t)ii) : NULL;
+	long ii = btk_vec_floor(&c->fst_info, bg->start, range_key);
+	const struct chk_fst_info *info = ii >= 0 ? btk_vec_at(&c->fst_info, (size_t)ii) : NULL;
 	if (!info || info->start != bg->start || info->len != bg->len)
-		chk_report(c, BTK_CHK_FREE_SPACE, 10, bg->start, NULL, "a FREE_SPACE_INFO item",
+		chk_report(c, BTK_P_FS_NO_INFO, 10, bg->start, NULL, "a FREE_SPACE_INFO item",
 			   "none", "block group %llu has no free space info",
 			   (unsigned long long)bg->start);
 	else if (info->count != count)
-		chk_report(c, BTK_CHK_FREE_SPACE, 10, bg->start, NULL,
+		chk_report(c, BTK_P_FS_INFO_COUNT, 10, bg->start, NULL,
 			   chk_fmt("%llu free extents", (unsigned long long)count),
 			   chk_fmt("%llu", (unsigned long long)info->count),
 			   "free space info extent count wrong in block group %llu",
@@ -311,27 +339,26 @@ static void bg_free_space(struct chk *c, const struct chk_bg *bg, const struct c
  * those whose cache was loaded, listed in c->fst_info). */
 void chk_free_space_compare(struct chk *c)
 {
-	struct chk_vec supers;
+	struct chk_ranges supers = {0};
 
-	chk_vec_init(&supers, sizeof(struct chk_range));
 	if (super_ranges(c, &supers)) {
 		c->oom = true;
-		chk_vec_free(&supers);
+		btk_vec_free(&supers);
 		return;
 	}
-	chk_vec_sort(&supers, range_cmp);
+	btk_vec_sort(&supers, range_cmp);
 	for (size_t i = 0; i < c->bgs.n; i++) {
-		const struct chk_bg *bg = chk_vec_at(&c->bgs, i);
+		const struct chk_bg *bg = btk_vec_at(&c->bgs, i);
 		if (c->fs_v1) {
-			long ii = chk_vec_floor(&c->fst_info, bg->start, range_key);
-			const struct fst_info *info =
-			    ii >= 0 ? chk_vec_at(&c->fst_info, (size_t)ii) : NULL;
+			long ii = btk_vec_floor(&c->fst_info, bg->start, range_key);
+			const struct chk_fst_info *info =
+			    ii >= 0 ? btk_vec_at(&c->fst_info, (size_t)ii) : NULL;
 			if (!info || info->start != bg->start)
 				continue;
 		}
 		bg_free_space(c, bg, &supers);
 	}
-	chk_vec_free(&supers);
+	btk_vec_free(&supers);
 }
 
 void chk_fst_final(struct chk *c)
@@ -339,6 +366,6 @@ void chk_fst_final(struct chk *c)
 	/* log tree blocks are allocated outside the extent tree: the comparison would lie */
 	if (c->has_fst && !btk_le64(c->fs->sb.log_root) && !c->extent_gap)
 		chk_free_space_compare(c);
-	chk_vec_free(&c->fst_free);
-	chk_vec_free(&c->fst_info);
+	btk_vec_free(&c->fst_free);
+	btk_vec_free(&c->fst_info);
 }

@@ -1,7 +1,7 @@
 /* check_priv.h — internals of the checker (check*.c only).
  *
  * The checker makes one pass over every tree and keeps what must be compared across trees in
- * growable arrays of fixed-size records (struct chk_vec), sorted and merged at the end. Only
+ * typed growable arrays (base/vec.h), sorted and merged at the end. Only
  * per-tree state of the fs-tree checker (names, inodes) is freed as each tree ends.
  */
 #ifndef BTK_CHECK_PRIV_H
@@ -10,24 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "check/check.h"
+#include "base/vec.h"
 #include "tree/tree.h"
-
-/* Growable array of fixed-size records. */
-struct chk_vec {
-	uint8_t *data;
-	size_t n, cap, esz;
-};
-void chk_vec_init(struct chk_vec *v, size_t esz);
-void chk_vec_free(struct chk_vec *v);
-/* Appends one zeroed record and returns it, or NULL when out of memory. */
-void *chk_vec_push(struct chk_vec *v);
-static inline void *chk_vec_at(const struct chk_vec *v, size_t i)
-{
-	return v->data + i * v->esz;
-}
-void chk_vec_sort(struct chk_vec *v, int (*cmp)(const void *, const void *));
-/* Index of the last record with key <= want according to keyf, or -1 (records sorted). */
-long chk_vec_floor(const struct chk_vec *v, uint64_t want, uint64_t (*keyf)(const void *));
 
 /* Open-addressing set of nonzero u64 (tree block bytenrs). */
 struct chk_set {
@@ -113,6 +97,41 @@ struct chk_skip {
 	struct btk_key lo, hi;
 };
 
+/* A FREE_SPACE_INFO item (check_fst.c), or a block group whose v1 cache was loaded
+ * (check_v1cache.c: count and flags zero). */
+struct chk_fst_info {
+	uint64_t start, len, count, flags;
+};
+
+/* v1 space cache: a free space header, an inode of a cache file, a file extent of one. */
+struct chk_v1hdr {
+	uint64_t bg, ino, gen, entries, bitmaps;
+};
+struct chk_v1ino {
+	uint64_t ino, gen, size;
+};
+struct chk_v1ext {
+	uint64_t ino, foff, disk, doff, len, prealloc;
+};
+
+BTK_VEC(chk_refs, struct chk_ref);
+BTK_VEC(chk_extents, struct chk_extent);
+BTK_VEC(chk_bgs, struct chk_bg);
+BTK_VEC(chk_dexts, struct chk_dext);
+BTK_VEC(chk_devitems, struct chk_devitem);
+BTK_VEC(chk_ranges, struct chk_range);
+BTK_VEC(chk_fst_infos, struct chk_fst_info);
+BTK_VEC(chk_rootitems, struct chk_rootitem);
+BTK_VEC(chk_rootrefs, struct chk_rootref);
+BTK_VEC(chk_u64s, uint64_t);
+BTK_VEC(chk_log_roots, struct btk_root);
+BTK_VEC(chk_uuids, struct chk_uuid);
+BTK_VEC(chk_qinfos, struct chk_qinfo);
+BTK_VEC(chk_skips, struct chk_skip);
+BTK_VEC(chk_v1hdrs, struct chk_v1hdr);
+BTK_VEC(chk_v1inos, struct chk_v1ino);
+BTK_VEC(chk_v1exts, struct chk_v1ext);
+
 struct chk_fstree; /* per fs tree state, check_fs.c */
 
 struct chk {
@@ -133,41 +152,46 @@ struct chk {
 	const struct btk_key *drop; /* walking a half-deleted tree: its drop progress */
 	struct chk_set visited;
 	/* records */
-	struct chk_vec found;	     /* struct chk_ref */
-	struct chk_vec declared;     /* struct chk_ref */
-	struct chk_vec extents;	     /* struct chk_extent, in key order */
-	struct chk_vec bgs;	     /* struct chk_bg */
-	struct chk_vec dexts;	     /* struct chk_dext, in key order */
-	struct chk_vec devitems;     /* struct chk_devitem */
-	struct chk_vec csums;	     /* struct chk_range: merged csum coverage */
-	struct chk_vec csum_need;    /* struct chk_range: data that needs checksums */
-	struct chk_vec csum_forbid;  /* struct chk_range: prealloc space: no checksums */
-	struct chk_vec csum_nodsum;  /* struct chk_range: data of NODATASUM inodes: no checksums */
-	struct chk_vec fst_free;     /* struct chk_range: free space per the free space tree */
-	struct chk_vec fst_info;     /* struct chk_range + count: see check_fst.c */
-	struct chk_vec roots;	     /* struct chk_rootitem, in key order */
-	struct chk_vec rootrefs;     /* struct chk_rootref */
-	struct chk_vec root_orphans; /* uint64_t root ids with an orphan item in the root tree */
-	struct chk_vec qrefs;  /* struct chk_range {extent, subvolume} reached while walking */
-	struct chk_vec qinfos; /* struct chk_qinfo */
-	struct chk_vec qrels;  /* struct chk_range {child, parent} qgroup relations */
+	struct chk_refs found;	       /* struct chk_ref */
+	struct chk_refs declared;      /* struct chk_ref */
+	struct chk_extents extents;    /* struct chk_extent, in key order */
+	struct chk_bgs bgs;	       /* struct chk_bg */
+	struct chk_dexts dexts;	       /* struct chk_dext, in key order */
+	struct chk_devitems devitems;  /* struct chk_devitem */
+	struct chk_ranges csums;       /* struct chk_range: merged csum coverage */
+	struct chk_ranges csum_need;   /* struct chk_range: data that needs checksums */
+	struct chk_ranges csum_forbid; /* struct chk_range: prealloc space: no checksums */
+	struct chk_ranges
+	    csum_nodsum;	    /* struct chk_range: data of NODATASUM inodes: no checksums */
+	struct chk_ranges fst_free; /* struct chk_range: free space per the free space tree */
+	struct chk_fst_infos fst_info; /* struct chk_fst_info: see check_fst.c */
+	struct chk_rootitems roots;    /* struct chk_rootitem, in key order */
+	bool roots_unsorted;	       /* a damaged root tree gave its items out of order */
+	struct chk_rootrefs rootrefs;  /* struct chk_rootref */
+	struct chk_u64s root_orphans;  /* uint64_t root ids with an orphan item in the root tree */
+	struct chk_ranges qrefs;  /* struct chk_range {extent, subvolume} reached while walking */
+	struct chk_qinfos qinfos; /* struct chk_qinfo */
+	struct chk_ranges qrels;  /* struct chk_range {child, parent} qgroup relations */
 	uint64_t qstatus, qstatus_gen; /* qgroup status flags and generation */
 	bool qstatus_seen;
-	bool quota_tree;      /* the quota tree exists: record what subvolumes reach */
-	struct chk_vec skips; /* struct chk_skip, from every fs tree */
-	struct chk_vec uuids; /* struct chk_uuid: entries of the uuid tree */
+	bool quota_tree;	/* the quota tree exists: record what subvolumes reach */
+	struct chk_skips skips; /* struct chk_skip, from every fs tree */
+	struct chk_uuids uuids; /* struct chk_uuid: entries of the uuid tree */
 	uint64_t csum_prev_end;
-	struct chk_vec log_roots;	 /* struct btk_root: per-subvolume log trees */
-	struct chk_vec log_need;	 /* struct chk_range: logged data that needs checksums */
-	struct chk_vec log_csums;	 /* struct chk_range: checksums in the log trees */
+	struct chk_log_roots log_roots;	 /* struct btk_root: per-subvolume log trees */
+	struct chk_ranges log_need;	 /* struct chk_range: logged data that needs checksums */
+	struct chk_ranges log_csums;	 /* struct chk_range: checksums in the log trees */
 	uint64_t log_ino, log_ino_flags; /* inode item last seen in a log tree */
 	bool fst_barrier;		 /* next free range starts a new block group */
 	bool fs_v1;			 /* comparing a v1 space cache, not the free space tree */
-	struct chk_vec v1hdr, v1ino, v1ext; /* v1 space cache: headers, inodes, file extents */
+	struct chk_v1hdrs v1hdr;
+	struct chk_v1inos v1ino;
+	struct chk_v1exts v1ext;       /* v1 space cache: headers, inodes, file extents */
 	uint64_t ext_prev_end;	       /* extent tree item order: end of the previous extent item */
 	struct chk_extent *cur_extent; /* extent item whose keyed refs follow (index in extents) */
 	long cur_extent_idx;
 	struct chk_fstree *fst; /* fs tree being checked, or NULL */
+	uint8_t *copy_buf;	/* nodesize bytes: a mirror being compared (check_copies.c) */
 };
 
 enum {
@@ -186,8 +210,9 @@ enum {
 	CHK_T_QUOTA
 };
 
-/* Reports a problem; key may be NULL. expected/found are printf-formatted by the caller. */
-void chk_report(struct chk *c, enum btk_check_kind kind, uint64_t tree, uint64_t bytenr,
+/* Reports problem id (problems.def); key may be NULL. expected/found are printf-formatted by the
+ * caller. */
+void chk_report(struct chk *c, enum btk_check_problem_id id, uint64_t tree, uint64_t bytenr,
 		const struct btk_key *key, const char *expected, const char *found, const char *fmt,
 		...) __attribute__((format(printf, 8, 9)));
 void chk_progress(struct chk *c, const char *phase, double done);
@@ -203,6 +228,12 @@ static inline bool chk_is_fs_tree(uint64_t id)
 /* check_super.c */
 void chk_supers(struct chk *c);
 void chk_super_totals(struct chk *c);
+/* check_backup.c: false (after one report naming the backup roots that read) when the root
+ * tree does not read */
+bool chk_root_tree(struct chk *c);
+/* check_copies.c: every mirror of a tree block read the first time it is seen */
+#define BTK_CHK_MAX_COPIES 8
+void chk_block_copies(struct chk *c, const struct btk_block *b);
 /* check_chunks.c */
 void chk_chunk_leaf(struct chk *c, const struct btk_block *b);
 void chk_dev_leaf(struct chk *c, const struct btk_block *b);

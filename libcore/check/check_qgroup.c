@@ -16,7 +16,7 @@
 
 static void push_qref(struct chk *c, uint64_t bytenr, uint64_t root)
 {
-	struct chk_range *r = chk_vec_push(&c->qrefs);
+	struct chk_range *r = btk_vec_push(&c->qrefs);
 
 	if (!r) {
 		c->oom = true;
@@ -61,7 +61,7 @@ void chk_quota_leaf(struct chk *c, const struct btk_block *b)
 			c->qstatus_seen = true;
 		} else if (k.type == BTRFS_QGROUP_INFO_KEY &&
 			   sz >= sizeof(struct btrfs_qgroup_info_item)) {
-			struct chk_qinfo *q = chk_vec_push(&c->qinfos);
+			struct chk_qinfo *q = btk_vec_push(&c->qinfos);
 			if (!q) {
 				c->oom = true;
 				return;
@@ -71,7 +71,7 @@ void chk_quota_leaf(struct chk *c, const struct btk_block *b)
 			q->excl = BTK_GET(struct btrfs_qgroup_info_item, p, excl);
 		} else if (k.type == BTRFS_QGROUP_RELATION_KEY &&
 			   QGROUP_LEVEL(k.offset) > QGROUP_LEVEL(k.objectid)) {
-			struct chk_range *r = chk_vec_push(&c->qrels);
+			struct chk_range *r = btk_vec_push(&c->qrels);
 			if (!r) {
 				c->oom = true;
 				return;
@@ -107,7 +107,7 @@ static int u64_cmp(const void *a, const void *b)
 static long qinfo_index(const struct chk *c, uint64_t id)
 {
 	for (size_t i = 0; i < c->qinfos.n; i++)
-		if (((const struct chk_qinfo *)chk_vec_at(&c->qinfos, i))->id == id)
+		if (((const struct chk_qinfo *)btk_vec_at(&c->qinfos, i))->id == id)
 			return (long)i;
 	return -1;
 }
@@ -122,7 +122,7 @@ static bool membership_build(struct chk *c, struct membership *m)
 	if (!m->subs)
 		return false;
 	for (size_t i = 0; i < c->roots.n; i++) {
-		const struct chk_rootitem *r = chk_vec_at(&c->roots, i);
+		const struct chk_rootitem *r = btk_vec_at(&c->roots, i);
 		if (chk_is_fs_tree(r->id) && r->id != BTRFS_DATA_RELOC_TREE_OBJECTID)
 			m->subs[m->nsub++] = r->id;
 	}
@@ -141,7 +141,7 @@ static bool membership_build(struct chk *c, struct membership *m)
 				if (gi >= 0)
 					m->member[(size_t)gi * m->nsub + j] = 1;
 				for (size_t r = 0; r < c->qrels.n && n < MAX_UP; r++) {
-					const struct chk_range *rel = chk_vec_at(&c->qrels, r);
+					const struct chk_range *rel = btk_vec_at(&c->qrels, r);
 					bool seen = false;
 					if (rel->start != up[done])
 						continue;
@@ -174,7 +174,7 @@ static bool quotas_judgeable(const struct chk *c)
 	     (BTRFS_QGROUP_STATUS_FLAG_RESCAN | BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT)))
 		return false;
 	for (size_t i = 0; i < c->roots.n; i++) {
-		const struct chk_rootitem *r = chk_vec_at(&c->roots, i);
+		const struct chk_rootitem *r = btk_vec_at(&c->roots, i);
 		if (chk_is_fs_tree(r->id) && r->dropping)
 			return false; /* deletion under way: the kernel adjusts as it drops */
 	}
@@ -187,11 +187,11 @@ static void account(struct chk *c, const struct membership *m, uint64_t size, si
 		    size_t to)
 {
 	for (size_t i = 0; i < c->qinfos.n; i++) {
-		struct chk_qinfo *q = chk_vec_at(&c->qinfos, i);
+		struct chk_qinfo *q = btk_vec_at(&c->qinfos, i);
 		size_t in = 0, n = 0;
 		uint64_t prev = 0;
 		for (size_t j = from; j < to; j++) {
-			uint64_t root = ((const struct chk_range *)chk_vec_at(&c->qrefs, j))->len;
+			uint64_t root = ((const struct chk_range *)btk_vec_at(&c->qrefs, j))->len;
 			if (j > from && root == prev)
 				continue;
 			prev = root;
@@ -216,23 +216,23 @@ void chk_qgroup_final(struct chk *c)
 		c->oom = true;
 		goto out;
 	}
-	chk_vec_sort(&c->qrefs, qref_cmp);
+	btk_vec_sort(&c->qrefs, qref_cmp);
 	for (size_t i = 0; i < c->qrefs.n;) {
-		uint64_t bytenr = ((const struct chk_range *)chk_vec_at(&c->qrefs, i))->start;
+		uint64_t bytenr = ((const struct chk_range *)btk_vec_at(&c->qrefs, i))->start;
 		size_t from = i;
 		while (i < c->qrefs.n &&
-		       ((const struct chk_range *)chk_vec_at(&c->qrefs, i))->start == bytenr)
+		       ((const struct chk_range *)btk_vec_at(&c->qrefs, i))->start == bytenr)
 			i++;
 		const struct chk_extent *e = chk_extent_find(c, bytenr);
 		if (e) /* missing extents are reported elsewhere */
 			account(c, &m, e->len, from, i);
 	}
 	for (size_t i = 0; i < c->qinfos.n; i++) {
-		const struct chk_qinfo *q = chk_vec_at(&c->qinfos, i);
+		const struct chk_qinfo *q = btk_vec_at(&c->qinfos, i);
 		struct btk_key k = {0, BTRFS_QGROUP_INFO_KEY, q->id};
 		if (q->rfer == q->found_rfer && q->excl == q->found_excl)
 			continue;
-		chk_report(c, BTK_CHK_ROOT, BTRFS_QUOTA_TREE_OBJECTID, 0, &k,
+		chk_report(c, BTK_P_QGROUP_COUNTS, BTRFS_QUOTA_TREE_OBJECTID, 0, &k,
 			   chk_fmt("referenced %llu exclusive %llu",
 				   (unsigned long long)q->found_rfer,
 				   (unsigned long long)q->found_excl),
@@ -244,5 +244,5 @@ void chk_qgroup_final(struct chk *c)
 out:
 	free(m.subs);
 	free(m.member);
-	chk_vec_free(&c->qrefs);
+	btk_vec_free(&c->qrefs);
 }

@@ -1,5 +1,6 @@
 /* check_roots.c — the root tree: root items, root refs and backrefs, orphaned roots. */
 #include "check/check_priv.h"
+#include "format/root_item.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,39 +19,41 @@ static uint64_t name_hash64(const uint8_t *name, size_t len)
 static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 		      uint64_t leaf)
 {
-	if (sz < offsetof(struct btrfs_root_item, level) + 1) {
-		chk_report(c, BTK_CHK_ROOT, 1, leaf, k, "", chk_fmt("%u bytes", sz),
+	struct btk_root_item ri;
+
+	if (btk_root_item_parse(p, sz, &ri)) {
+		chk_report(c, BTK_P_ROOT_ITEM_SIZE, 1, leaf, k, "", chk_fmt("%u bytes", sz),
 			   "root item too small");
 		return;
 	}
-	struct chk_rootitem *r = chk_vec_push(&c->roots);
+	const struct chk_rootitem *prev = c->roots.n ? btk_vec_at(&c->roots, c->roots.n - 1) : NULL;
+	if (prev &&
+	    (prev->id > k->objectid || (prev->id == k->objectid && prev->offset >= k->offset)))
+		c->roots_unsorted = true;
+	struct chk_rootitem *r = btk_vec_push(&c->roots);
 	if (!r) {
 		c->oom = true;
 		return;
 	}
 	r->id = k->objectid;
 	r->offset = k->offset;
-	r->bytenr = BTK_GET(struct btrfs_root_item, p, bytenr);
-	r->gen = BTK_GET(struct btrfs_root_item, p, generation);
-	r->flags = BTK_GET(struct btrfs_root_item, p, flags);
-	r->refs = BTK_GET(struct btrfs_root_item, p, refs);
-	r->level = BTK_GET(struct btrfs_root_item, p, level);
-	const uint8_t *dp = p + offsetof(struct btrfs_root_item, drop_progress);
-	r->dropping = btk_le64(dp) != 0 || BTK_GET(struct btrfs_root_item, p, drop_level) != 0;
-	btk_disk_to_key((const struct btk_disk_key *)dp, &r->drop_key);
-	r->drop_level = BTK_GET(struct btrfs_root_item, p, drop_level);
-	if (sz >= offsetof(struct btrfs_root_item, received_uuid) + BTK_UUID_SIZE) {
-		memcpy(r->uuid, p + offsetof(struct btrfs_root_item, uuid), BTK_UUID_SIZE);
-		memcpy(r->received_uuid, p + offsetof(struct btrfs_root_item, received_uuid),
-		       BTK_UUID_SIZE);
-	}
+	r->bytenr = ri.bytenr;
+	r->gen = ri.generation;
+	r->flags = ri.flags;
+	r->refs = ri.refs;
+	r->level = ri.level;
+	r->dropping = ri.drop_progress.objectid != 0 || ri.drop_level != 0;
+	r->drop_key = ri.drop_progress;
+	r->drop_level = ri.drop_level;
+	memcpy(r->uuid, ri.uuid, BTK_UUID_SIZE);
+	memcpy(r->received_uuid, ri.received_uuid, BTK_UUID_SIZE);
 	if (r->gen == 0 || r->gen > c->max_gen)
-		chk_report(c, BTK_CHK_ROOT, 1, leaf, k,
+		chk_report(c, BTK_P_ROOT_GENERATION, 1, leaf, k,
 			   chk_fmt("(0, %llu]", (unsigned long long)c->max_gen),
 			   chk_fmt("%llu", (unsigned long long)r->gen),
 			   "root %llu generation invalid", (unsigned long long)r->id);
 	if (r->level >= BTK_MAX_LEVEL)
-		chk_report(c, BTK_CHK_ROOT, 1, leaf, k, chk_fmt("< %d", BTK_MAX_LEVEL),
+		chk_report(c, BTK_P_ROOT_LEVEL, 1, leaf, k, chk_fmt("< %d", BTK_MAX_LEVEL),
 			   chk_fmt("%u", r->level), "root %llu level invalid",
 			   (unsigned long long)r->id);
 }
@@ -61,11 +64,11 @@ static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, u
 	const size_t hdr = sizeof(struct btrfs_root_ref);
 
 	if (sz < hdr || BTK_GET(struct btrfs_root_ref, p, name_len) > sz - hdr) {
-		chk_report(c, BTK_CHK_ROOT, 1, leaf, k, "", chk_fmt("%u bytes", sz),
+		chk_report(c, BTK_P_ROOT_REF_SIZE, 1, leaf, k, "", chk_fmt("%u bytes", sz),
 			   "root ref item overruns");
 		return;
 	}
-	struct chk_rootref *r = chk_vec_push(&c->rootrefs);
+	struct chk_rootref *r = btk_vec_push(&c->rootrefs);
 	if (!r) {
 		c->oom = true;
 		return;
@@ -97,13 +100,13 @@ void chk_root_leaf(struct chk *c, const struct btk_block *b)
 			 */
 			uint32_t mode = BTK_GET(struct btrfs_inode_item, p, mode);
 			if (mode != (S_IFREG | 0600))
-				chk_report(c, BTK_CHK_INODE, 1, b->bytenr, &k, "mode 0100600",
+				chk_report(c, BTK_P_CACHE_MODE, 1, b->bytenr, &k, "mode 0100600",
 					   chk_fmt("0%o", mode),
 					   "free space cache inode mode invalid");
 		}
 		chk_v1_root_item(c, &k, p, sz); /* v1 space cache headers, inodes, extents */
 		if (k.type == BTRFS_ORPHAN_ITEM_KEY && k.objectid == BTRFS_ORPHAN_OBJECTID) {
-			uint64_t *o = chk_vec_push(&c->root_orphans);
+			uint64_t *o = btk_vec_push(&c->root_orphans);
 			if (!o)
 				c->oom = true;
 			else
@@ -125,7 +128,7 @@ static int rr_cmp(const void *pa, const void *pb)
 static const struct chk_rootitem *root_find(const struct chk *c, uint64_t id)
 {
 	for (size_t i = 0; i < c->roots.n; i++) {
-		const struct chk_rootitem *r = chk_vec_at(&c->roots, i);
+		const struct chk_rootitem *r = btk_vec_at(&c->roots, i);
 		if (r->id == id)
 			return r;
 	}
@@ -143,14 +146,14 @@ static void ref_group(struct chk *c, const struct chk_rootref *g, size_t n)
 	if (!by[0] && !by[1])
 		return; /* a snapshot's copy of a dir entry to a nested subvolume: legal */
 	if (!by[0] || !by[1]) {
-		chk_report(c, BTK_CHK_ROOT, 1, 0, &k, "ROOT_REF and ROOT_BACKREF",
+		chk_report(c, BTK_P_ROOT_REF_MISSING, 1, 0, &k, "ROOT_REF and ROOT_BACKREF",
 			   by[0] ? "ROOT_REF only" : "ROOT_BACKREF only",
 			   "subvolume %llu in %llu: root %s missing", (unsigned long long)g->child,
 			   (unsigned long long)g->parent, by[0] ? "backref" : "ref");
 		return;
 	}
 	if (by[0]->dirid != by[1]->dirid || by[0]->seq != by[1]->seq || by[0]->hash != by[1]->hash)
-		chk_report(c, BTK_CHK_ROOT, 1, 0, &k,
+		chk_report(c, BTK_P_ROOT_BACKREF, 1, 0, &k,
 			   chk_fmt("dir %llu index %llu (root ref)",
 				   (unsigned long long)by[0]->dirid,
 				   (unsigned long long)by[0]->seq),
@@ -159,7 +162,7 @@ static void ref_group(struct chk *c, const struct chk_rootref *g, size_t n)
 			   "subvolume %llu: root backref differs from root ref",
 			   (unsigned long long)g->child);
 	if (!root_find(c, g->child))
-		chk_report(c, BTK_CHK_ROOT, 1, 0, &k, "a root item", "none",
+		chk_report(c, BTK_P_ROOT_REF_DANGLING, 1, 0, &k, "a root item", "none",
 			   "root ref to missing subvolume %llu", (unsigned long long)g->child);
 	const struct chk_rootitem *pr = root_find(c, g->parent);
 	if (!pr || pr->dropping)
@@ -168,7 +171,7 @@ static void ref_group(struct chk *c, const struct chk_rootref *g, size_t n)
 		const struct chk_rootref *d = by[kind];
 		if (!d || d->dirid != by[0]->dirid || d->hash != by[0]->hash ||
 		    (kind == 3 && d->seq != by[0]->seq))
-			chk_report(c, BTK_CHK_ROOT, g->parent, 0, &k,
+			chk_report(c, BTK_P_ROOT_DIR_ENTRY, g->parent, 0, &k,
 				   chk_fmt("%s in dir %llu", kind == 2 ? "DIR_ITEM" : "DIR_INDEX",
 					   (unsigned long long)by[0]->dirid),
 				   d ? "different" : "none",
@@ -190,12 +193,12 @@ void chk_roots_final(struct chk *c)
 	uuids_final(c);
 	size_t i = 0;
 
-	chk_vec_sort(&c->rootrefs, rr_cmp);
+	btk_vec_sort(&c->rootrefs, rr_cmp);
 	while (i < c->rootrefs.n) {
-		const struct chk_rootref *g = chk_vec_at(&c->rootrefs, i);
+		const struct chk_rootref *g = btk_vec_at(&c->rootrefs, i);
 		size_t j = i + 1;
 		while (j < c->rootrefs.n) {
-			const struct chk_rootref *h = chk_vec_at(&c->rootrefs, j);
+			const struct chk_rootref *h = btk_vec_at(&c->rootrefs, j);
 			if (h->parent != g->parent || h->child != g->child)
 				break;
 			j++;
@@ -203,27 +206,27 @@ void chk_roots_final(struct chk *c)
 		ref_group(c, g, j - i);
 		i = j;
 	}
-	chk_vec_sort(&c->root_orphans, u64_cmp);
+	btk_vec_sort(&c->root_orphans, u64_cmp);
 	for (i = 0; i < c->roots.n; i++) {
-		const struct chk_rootitem *r = chk_vec_at(&c->roots, i);
+		const struct chk_rootitem *r = btk_vec_at(&c->roots, i);
 		struct btk_key k = {r->id, BTRFS_ROOT_ITEM_KEY, r->offset};
 		if (r->id < BTRFS_FIRST_FREE_OBJECTID || r->id > BTRFS_LAST_FREE_OBJECTID)
 			continue;
 		if (r->refs == 0 &&
 		    (!c->root_orphans.n || !bsearch(&r->id, c->root_orphans.data, c->root_orphans.n,
 						    sizeof(uint64_t), u64_cmp)))
-			chk_report(c, BTK_CHK_ROOT, 1, 0, &k, "an orphan item", "none",
+			chk_report(c, BTK_P_ROOT_NO_ORPHAN, 1, 0, &k, "an orphan item", "none",
 				   "deleted subvolume %llu has no orphan item",
 				   (unsigned long long)r->id);
 		if (r->refs == 0)
 			continue;
 		bool linked = false;
 		for (size_t j = 0; j < c->rootrefs.n && !linked; j++) {
-			const struct chk_rootref *rr = chk_vec_at(&c->rootrefs, j);
+			const struct chk_rootref *rr = btk_vec_at(&c->rootrefs, j);
 			linked = rr->child == r->id && rr->kind == 1;
 		}
 		if (!linked)
-			chk_report(c, BTK_CHK_ROOT, 1, 0, &k, "a ROOT_BACKREF", "none",
+			chk_report(c, BTK_P_ROOT_UNLINKED, 1, 0, &k, "a ROOT_BACKREF", "none",
 				   "subvolume %llu is not linked from any directory",
 				   (unsigned long long)r->id);
 	}
@@ -240,12 +243,12 @@ void chk_uuid_leaf(struct chk *c, const struct btk_block *b)
 		if (k.type != BTRFS_UUID_KEY_SUBVOL && k.type != BTRFS_UUID_KEY_RECEIVED_SUBVOL)
 			continue;
 		if (sz % 8) {
-			chk_report(c, BTK_CHK_ROOT, BTRFS_UUID_TREE_OBJECTID, b->bytenr, &k,
+			chk_report(c, BTK_P_UUID_SIZE, BTRFS_UUID_TREE_OBJECTID, b->bytenr, &k,
 				   "a multiple of 8 bytes", chk_fmt("%u", sz), "uuid item size");
 			continue;
 		}
 		for (uint32_t o = 0; o < sz; o += 8) {
-			struct chk_uuid *u = chk_vec_push(&c->uuids);
+			struct chk_uuid *u = btk_vec_push(&c->uuids);
 			if (!u) {
 				c->oom = true;
 				return;
@@ -273,7 +276,7 @@ static void uuids_final(struct chk *c)
 	bool current = btk_le64(c->fs->sb.uuid_tree_generation) == c->fs->generation;
 
 	for (size_t i = 0; i < c->uuids.n; i++) {
-		const struct chk_uuid *u = chk_vec_at(&c->uuids, i);
+		const struct chk_uuid *u = btk_vec_at(&c->uuids, i);
 		const struct chk_rootitem *r = root_find(c, u->subvol);
 		const uint8_t *want = !r				 ? NULL
 				      : u->type == BTRFS_UUID_KEY_SUBVOL ? r->uuid
@@ -281,7 +284,7 @@ static void uuids_final(struct chk *c)
 		if (r && r->refs == 0)
 			continue; /* deleted: the kernel removes its entries when it drops it */
 		if (!want || memcmp(want, u->uuid, BTK_UUID_SIZE))
-			chk_report(c, BTK_CHK_ROOT, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
+			chk_report(c, BTK_P_UUID_STALE, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
 				   chk_fmt("subvolume %llu with uuid %s",
 					   (unsigned long long)u->subvol, uuid_str(u->uuid)),
 				   r ? chk_fmt("its uuid %s", uuid_str(want)) : "no such subvolume",
@@ -290,18 +293,18 @@ static void uuids_final(struct chk *c)
 	if (!current || !c->uuids.n)
 		return;
 	for (size_t i = 0; i < c->roots.n; i++) {
-		const struct chk_rootitem *r = chk_vec_at(&c->roots, i);
+		const struct chk_rootitem *r = btk_vec_at(&c->roots, i);
 		bool found = false;
 		if (r->id < BTRFS_FIRST_FREE_OBJECTID || r->id > BTRFS_LAST_FREE_OBJECTID ||
 		    r->refs == 0 || !memcmp(r->uuid, zero, BTK_UUID_SIZE))
 			continue;
 		for (size_t j = 0; j < c->uuids.n && !found; j++) {
-			const struct chk_uuid *u = chk_vec_at(&c->uuids, j);
+			const struct chk_uuid *u = btk_vec_at(&c->uuids, j);
 			found = u->subvol == r->id && u->type == BTRFS_UUID_KEY_SUBVOL &&
 				!memcmp(u->uuid, r->uuid, BTK_UUID_SIZE);
 		}
 		if (!found)
-			chk_report(c, BTK_CHK_ROOT, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
+			chk_report(c, BTK_P_UUID_MISSING, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
 				   chk_fmt("an entry for uuid %s", uuid_str(r->uuid)), "none",
 				   "subvolume %llu missing from the uuid tree",
 				   (unsigned long long)r->id);

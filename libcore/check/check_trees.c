@@ -44,7 +44,7 @@ static int classify(uint64_t id)
 
 static void push_ref(struct chk *c, const struct chk_ref *r)
 {
-	struct chk_ref *n = chk_vec_push(&c->found);
+	struct chk_ref *n = btk_vec_push(&c->found);
 
 	if (!n) {
 		c->oom = true;
@@ -79,7 +79,7 @@ static void leaf_packing(struct chk *c, const struct btk_block *b)
 		if (end != want) {
 			struct btk_key k;
 			btk_leaf_key(b, (int)i, &k);
-			chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, b->bytenr, &k,
+			chk_report(c, BTK_P_TB_NOT_PACKED, c->tree, b->bytenr, &k,
 				   chk_fmt("item end %llu", (unsigned long long)want),
 				   chk_fmt("%llu", (unsigned long long)end),
 				   "leaf slot %u: item data not packed", i);
@@ -95,19 +95,19 @@ static void block_sanity(struct chk *c, const struct btk_block *b)
 	uint64_t end = b->bytenr + c->fs->nodesize - 1;
 
 	if (b->bytenr % c->fs->sectorsize)
-		chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, b->bytenr, NULL,
+		chk_report(c, BTK_P_TB_ALIGN, c->tree, b->bytenr, NULL,
 			   chk_fmt("aligned to %u", c->fs->sectorsize),
 			   chk_fmt("%llu", (unsigned long long)b->bytenr),
 			   "tree block not aligned");
 	else if (b->bytenr / BTK_STRIPE_LEN != end / BTK_STRIPE_LEN)
-		chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, b->bytenr, NULL, "inside one stripe",
+		chk_report(c, BTK_P_TB_STRIPE, c->tree, b->bytenr, NULL, "inside one stripe",
 			   chk_fmt("[%llu, %llu)", (unsigned long long)b->bytenr,
 				   (unsigned long long)end + 1),
 			   "tree block crossing stripe boundary");
 	if (btk_block_level(b) == 0)
 		leaf_packing(c, b);
 	if (gen == 0 || gen > c->max_gen)
-		chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, b->bytenr, NULL,
+		chk_report(c, BTK_P_TB_GENERATION, c->tree, b->bytenr, NULL,
 			   chk_fmt("(0, %llu]", (unsigned long long)c->max_gen),
 			   chk_fmt("%llu", (unsigned long long)gen),
 			   "tree block generation invalid");
@@ -117,7 +117,7 @@ static void block_sanity(struct chk *c, const struct btk_block *b)
 	if (c->tree_class == CHK_T_RELOC)
 		ok_owner = owner == BTRFS_TREE_RELOC_OBJECTID || chk_is_fs_tree(owner);
 	if (!ok_owner)
-		chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, b->bytenr, NULL,
+		chk_report(c, BTK_P_TB_OWNER, c->tree, b->bytenr, NULL,
 			   chk_fmt("%llu", (unsigned long long)c->tree),
 			   chk_fmt("%llu", (unsigned long long)owner), "tree block owner wrong");
 }
@@ -264,6 +264,7 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 		c->sum->btree_space_waste += block_waste(c, b);
 	}
 	if (first) {
+		chk_block_copies(c, b);
 		block_sanity(c, b);
 		if (c->tree_class != CHK_T_LOG)
 			block_refs(c, b);
@@ -291,7 +292,7 @@ static int on_error(void *ctx, uint64_t bytenr, int level, int err, const char *
 		c->oom = true;
 		return err;
 	}
-	chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, bytenr, NULL, "", "",
+	chk_report(c, BTK_P_TB_UNREADABLE, c->tree, bytenr, NULL, "", "",
 		   "unreadable tree block (level %d): %s", level, msg);
 	/* what the lost block held cannot be compared: avoid a cascade of consequences */
 	if (c->tree_class == CHK_T_EXTENT || c->tree_class == CHK_T_BG)
@@ -303,14 +304,47 @@ static int on_error(void *ctx, uint64_t bytenr, int level, int err, const char *
 	return 0;
 }
 
+/* Index of the first root item with key (id, offset) or above; c->roots in key order. */
+static size_t root_lower_bound(const struct chk *c, uint64_t id, uint64_t offset)
+{
+	size_t lo = 0, hi = c->roots.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct chk_rootitem *m = btk_vec_at(&c->roots, mid);
+		if (m->id < id || (m->id == id && m->offset < offset))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+/* The root item of (id, offset), or with any_offset the first of id; NULL when none. Every
+ * tree's walk looks its item up: a binary search, unless a damaged root tree gave its items
+ * out of order. */
+static const struct chk_rootitem *find_root(const struct chk *c, uint64_t id, uint64_t offset,
+					    bool any_offset)
+{
+	const struct chk_rootitem *ri = NULL;
+
+	if (c->roots_unsorted) {
+		for (size_t i = 0; i < c->roots.n; i++) {
+			ri = btk_vec_at(&c->roots, i);
+			if (ri->id == id && (any_offset || ri->offset == offset))
+				return ri;
+		}
+		return NULL;
+	}
+	size_t i = root_lower_bound(c, id, any_offset ? 0 : offset);
+	if (i < c->roots.n)
+		ri = btk_vec_at(&c->roots, i);
+	return ri && ri->id == id && (any_offset || ri->offset == offset) ? ri : NULL;
+}
+
 static const struct chk_rootitem *root_item(const struct chk *c, const struct btk_root *r)
 {
-	for (size_t i = 0; i < c->roots.n; i++) {
-		const struct chk_rootitem *ri = chk_vec_at(&c->roots, i);
-		if (ri->id == r->objectid && ri->offset == r->key_offset)
-			return ri;
-	}
-	return NULL;
+	return find_root(c, r->objectid, r->key_offset, false);
 }
 
 /* Depth-first walk of a half-deleted tree that does not read freed children. Each level's
@@ -378,10 +412,7 @@ static int walk_root(void *ctx, const struct btk_root *r)
 	c->tree = r->objectid;
 	c->tree_class = classify(r->objectid);
 	c->tree_item = root_item(c, r);
-	c->quota_tree = false;
-	for (size_t i = 0; i < c->roots.n && !c->quota_tree; i++)
-		c->quota_tree = ((const struct chk_rootitem *)chk_vec_at(&c->roots, i))->id ==
-				BTRFS_QUOTA_TREE_OBJECTID;
+	c->quota_tree = find_root(c, BTRFS_QUOTA_TREE_OBJECTID, 0, true) != NULL;
 	c->sum->nr_roots++;
 	/* root items are known once the root tree is walked: a fraction of the trees done */
 	chk_progress(c, "trees",
@@ -430,14 +461,14 @@ int chk_walk_all(struct chk *c)
 
 	/* the log root tree lists one log tree per subvolume with fsync'ed changes */
 	for (size_t i = 0; !ret && i < c->log_roots.n; i++) {
-		struct btk_root r = *(struct btk_root *)chk_vec_at(&c->log_roots, i);
+		struct btk_root r = *(struct btk_root *)btk_vec_at(&c->log_roots, i);
 		c->log_ino = 0;
 		ret = walk_root(c, &r);
 	}
 
 	if (ret && ret != -ENOMEM) {
 		/* the root tree itself could not be iterated: report and go on with what we have */
-		chk_report(c, BTK_CHK_TREE_BLOCK, BTRFS_ROOT_TREE_OBJECTID, 0, NULL, "", "",
+		chk_report(c, BTK_P_TB_ROOTS, BTRFS_ROOT_TREE_OBJECTID, 0, NULL, "", "",
 			   "cannot list the trees: %s", btk_errmsg());
 		ret = 0;
 	}

@@ -1,63 +1,9 @@
-/* check_util.c — compact containers of the checker: growable record arrays and a u64 set. */
+/* check_util.c — a compact u64 set for the checker. */
 #include "check/check_priv.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-void chk_vec_init(struct chk_vec *v, size_t esz)
-{
-	memset(v, 0, sizeof(*v));
-	v->esz = esz;
-}
-
-void chk_vec_free(struct chk_vec *v)
-{
-	free(v->data);
-	v->data = NULL;
-	v->n = v->cap = 0;
-}
-
-void *chk_vec_push(struct chk_vec *v)
-{
-	if (v->n == v->cap) {
-		/* grow by half: fewer wasted bytes than doubling on large arrays */
-		size_t ncap = v->cap < 64 ? 64 : v->cap + v->cap / 2;
-		if (ncap > SIZE_MAX / v->esz)
-			return NULL;
-		uint8_t *nd = realloc(v->data, ncap * v->esz);
-		if (!nd)
-			return NULL;
-		v->data = nd;
-		v->cap = ncap;
-	}
-	void *p = v->data + v->n * v->esz;
-	memset(p, 0, v->esz);
-	v->n++;
-	return p;
-}
-
-void chk_vec_sort(struct chk_vec *v, int (*cmp)(const void *, const void *))
-{
-	if (v->n > 1)
-		qsort(v->data, v->n, v->esz, cmp);
-}
-
-long chk_vec_floor(const struct chk_vec *v, uint64_t want, uint64_t (*keyf)(const void *))
-{
-	long lo = 0, hi = (long)v->n - 1, best = -1;
-
-	while (lo <= hi) {
-		long mid = lo + (hi - lo) / 2;
-		if (keyf(chk_vec_at(v, (size_t)mid)) <= want) {
-			best = mid;
-			lo = mid + 1;
-		} else {
-			hi = mid - 1;
-		}
-	}
-	return best;
-}
 
 static size_t set_slot(uint64_t x, size_t cap)
 {

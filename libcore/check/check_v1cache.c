@@ -18,21 +18,11 @@
 #define ENTRY_EXTENT 1
 #define ENTRY_BITMAP 2
 
-struct v1hdr {
-	uint64_t bg, ino, gen, entries, bitmaps;
-};
-struct v1ino {
-	uint64_t ino, gen, size;
-};
-struct v1ext {
-	uint64_t ino, foff, disk, doff, len, prealloc;
-};
-
 void chk_v1_root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz)
 {
 	if (k->objectid == BTRFS_FREE_SPACE_OBJECTID && k->type == 0 &&
 	    sz >= sizeof(struct btrfs_free_space_header)) {
-		struct v1hdr *h = chk_vec_push(&c->v1hdr);
+		struct chk_v1hdr *h = btk_vec_push(&c->v1hdr);
 		if (!h)
 			goto oom;
 		struct btk_key loc;
@@ -46,7 +36,7 @@ void chk_v1_root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 		   k->objectid > BTRFS_LAST_FREE_OBJECTID) {
 		return;
 	} else if (k->type == BTRFS_INODE_ITEM_KEY && sz >= sizeof(struct btrfs_inode_item)) {
-		struct v1ino *i = chk_vec_push(&c->v1ino);
+		struct chk_v1ino *i = btk_vec_push(&c->v1ino);
 		if (!i)
 			goto oom;
 		i->ino = k->objectid;
@@ -57,7 +47,7 @@ void chk_v1_root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 		uint8_t type = BTK_GET(struct btrfs_file_extent_item, p, type);
 		if (type != BTRFS_FILE_EXTENT_REG && type != BTRFS_FILE_EXTENT_PREALLOC)
 			return;
-		struct v1ext *e = chk_vec_push(&c->v1ext);
+		struct chk_v1ext *e = btk_vec_push(&c->v1ext);
 		if (!e)
 			goto oom;
 		e->ino = k->objectid;
@@ -72,14 +62,58 @@ oom:
 	c->oom = true;
 }
 
-static const struct v1ino *find_ino(const struct chk *c, uint64_t ino)
+static int cmp_u64(uint64_t a, uint64_t b)
 {
-	for (size_t i = 0; i < c->v1ino.n; i++) {
-		const struct v1ino *x = chk_vec_at(&c->v1ino, i);
-		if (x->ino == ino)
-			return x;
-	}
-	return NULL;
+	return a < b ? -1 : a > b;
+}
+
+/* Orders of the three record arrays, so that each block group finds its header, inode and
+ * extents by binary search; the later keys only make the order of duplicates (a damaged
+ * root tree) deterministic. */
+static int hdr_cmp(const void *pa, const void *pb)
+{
+	const struct chk_v1hdr *a = pa, *b = pb;
+	int r = cmp_u64(a->bg, b->bg);
+	if (!r)
+		r = cmp_u64(a->ino, b->ino);
+	return r ? r : cmp_u64(a->gen, b->gen);
+}
+
+static int ino_cmp(const void *pa, const void *pb)
+{
+	const struct chk_v1ino *a = pa, *b = pb;
+	int r = cmp_u64(a->ino, b->ino);
+	return r			 ? r
+	       : cmp_u64(a->gen, b->gen) ? cmp_u64(a->gen, b->gen)
+					 : cmp_u64(a->size, b->size);
+}
+
+static int ext_cmp(const void *pa, const void *pb)
+{
+	const struct chk_v1ext *a = pa, *b = pb;
+	int r = cmp_u64(a->ino, b->ino);
+	return r ? r : cmp_u64(a->foff, b->foff);
+}
+
+/* Keys of the first field of each record (bg, ino), for btk_vec_floor. */
+static uint64_t first_u64(const void *p)
+{
+	return *(const uint64_t *)p;
+}
+
+/* Index of the first record whose first field is >= want in a vector sorted by it. */
+#define FIRST_AT_LEAST(v, want) ((size_t)((want) ? btk_vec_floor((v), (want)-1, first_u64) + 1 : 0))
+
+static const struct chk_v1hdr *find_hdr(const struct chk *c, uint64_t bg)
+{
+	size_t i = FIRST_AT_LEAST(&c->v1hdr, bg);
+	return i < c->v1hdr.n && c->v1hdr.data[i].bg == bg ? btk_vec_at(&c->v1hdr, i) : NULL;
+}
+
+static const struct chk_v1ino *find_ino(const struct chk *c, uint64_t ino)
+{
+	size_t i = FIRST_AT_LEAST(&c->v1ino, ino);
+	return i < c->v1ino.n && c->v1ino.data[i].ino == ino ? btk_vec_at(&c->v1ino, i) : NULL;
 }
 
 /* Reads the cache file of inode ino (size bytes) through its file extents; holes and
@@ -87,9 +121,11 @@ static const struct v1ino *find_ino(const struct chk *c, uint64_t ino)
 static int read_file(struct chk *c, uint64_t ino, uint8_t *buf, uint64_t size)
 {
 	memset(buf, 0, size);
-	for (size_t i = 0; i < c->v1ext.n; i++) {
-		const struct v1ext *e = chk_vec_at(&c->v1ext, i);
-		if (e->ino != ino || !e->disk || e->prealloc || e->foff >= size)
+	for (size_t i = FIRST_AT_LEAST(&c->v1ext, ino); i < c->v1ext.n; i++) {
+		const struct chk_v1ext *e = btk_vec_at(&c->v1ext, i);
+		if (e->ino != ino)
+			break;
+		if (!e->disk || e->prealloc || e->foff >= size)
 			continue;
 		uint64_t n = e->len < size - e->foff ? e->len : size - e->foff;
 		int ret = btk_read_logical(c->fs, e->disk + e->doff, buf + e->foff, n);
@@ -107,8 +143,8 @@ static int range_cmp(const void *pa, const void *pb)
 
 /* Parses a loaded cache into free ranges (appended to out); false when the kernel would
  * reject the cache (bad page checksum, generation, or layout). */
-static bool parse_cache(struct chk *c, const struct v1hdr *h, const uint8_t *buf, uint64_t size,
-			struct chk_vec *out)
+static bool parse_cache(struct chk *c, const struct chk_v1hdr *h, const uint8_t *buf, uint64_t size,
+			struct chk_ranges *out)
 {
 	uint64_t pages = (size + CACHE_PAGE - 1) / CACHE_PAGE, pos, nbitmaps = 0;
 	uint64_t hdr = pages * 4 + 8;
@@ -141,7 +177,7 @@ static bool parse_cache(struct chk *c, const struct v1hdr *h, const uint8_t *buf
 		}
 		if (type != ENTRY_EXTENT)
 			return false;
-		struct chk_range *r = chk_vec_push(out);
+		struct chk_range *r = btk_vec_push(out);
 		if (!r) {
 			c->oom = true;
 			return false;
@@ -165,7 +201,7 @@ static bool parse_cache(struct chk *c, const struct v1hdr *h, const uint8_t *buf
 			uint64_t j = i;
 			while (j < CACHE_PAGE * 8 && (bits[j / 8] & (1U << (j % 8))))
 				j++;
-			struct chk_range *r = chk_vec_push(out);
+			struct chk_range *r = btk_vec_push(out);
 			if (!r) {
 				c->oom = true;
 				return false;
@@ -182,19 +218,16 @@ static bool parse_cache(struct chk *c, const struct v1hdr *h, const uint8_t *buf
  * block group in c->fst_info. */
 static void load_caches(struct chk *c)
 {
-	struct chk_vec ranges;
+	struct chk_ranges ranges = {0};
 	uint8_t *buf = NULL;
 
-	chk_vec_init(&ranges, sizeof(struct chk_range));
+	btk_vec_sort(&c->v1hdr, hdr_cmp);
+	btk_vec_sort(&c->v1ino, ino_cmp);
+	btk_vec_sort(&c->v1ext, ext_cmp);
 	for (size_t i = 0; i < c->bgs.n && !c->oom; i++) {
-		const struct chk_bg *bg = chk_vec_at(&c->bgs, i);
-		const struct v1hdr *h = NULL;
-		for (size_t j = 0; j < c->v1hdr.n && !h; j++) {
-			const struct v1hdr *x = chk_vec_at(&c->v1hdr, j);
-			if (x->bg == bg->start)
-				h = x;
-		}
-		const struct v1ino *ino = h ? find_ino(c, h->ino) : NULL;
+		const struct chk_bg *bg = btk_vec_at(&c->bgs, i);
+		const struct chk_v1hdr *h = find_hdr(c, bg->start);
+		const struct chk_v1ino *ino = h ? find_ino(c, h->ino) : NULL;
 		if (!ino || ino->gen != h->gen || !ino->size || ino->size > MAX_CACHE)
 			continue;
 		uint8_t *nb = realloc(buf, ino->size);
@@ -207,13 +240,13 @@ static void load_caches(struct chk *c)
 		if (read_file(c, ino->ino, buf, ino->size) ||
 		    !parse_cache(c, h, buf, ino->size, &ranges))
 			continue;
-		chk_vec_sort(&ranges, range_cmp);
+		btk_vec_sort(&ranges, range_cmp);
 		c->fst_barrier = true;
 		for (size_t r = 0; r < ranges.n; r++) {
-			const struct chk_range *x = chk_vec_at(&ranges, r);
+			const struct chk_range *x = btk_vec_at(&ranges, r);
 			chk_fst_push_free(c, x->start, x->len);
 		}
-		struct chk_range *info = chk_vec_push(&c->fst_info);
+		struct chk_fst_info *info = btk_vec_push(&c->fst_info);
 		if (!info) {
 			c->oom = true;
 			break;
@@ -223,7 +256,7 @@ static void load_caches(struct chk *c)
 		c->sum->space_caches_checked++;
 	}
 	free(buf);
-	chk_vec_free(&ranges);
+	btk_vec_free(&ranges);
 }
 
 void chk_v1_final(struct chk *c)
@@ -240,9 +273,9 @@ void chk_v1_final(struct chk *c)
 			chk_free_space_compare(c);
 		c->fs_v1 = false;
 	}
-	chk_vec_free(&c->fst_free);
-	chk_vec_free(&c->fst_info);
-	chk_vec_free(&c->v1hdr);
-	chk_vec_free(&c->v1ino);
-	chk_vec_free(&c->v1ext);
+	btk_vec_free(&c->fst_free);
+	btk_vec_free(&c->fst_info);
+	btk_vec_free(&c->v1hdr);
+	btk_vec_free(&c->v1ino);
+	btk_vec_free(&c->v1ext);
 }

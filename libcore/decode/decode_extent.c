@@ -1,13 +1,11 @@
 /* decode_extent.c — extent and metadata items with their inline refs, keyed back references,
  * checksum items. */
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 
 #include "decode/decode_int.h"
-
-#ifndef BTRFS_EXTENT_OWNER_REF_KEY
-#define BTRFS_EXTENT_OWNER_REF_KEY 172
-#endif
+#include "format/extent_refs.h"
 
 static const char *extent_flags_name(uint64_t v, char *buf, size_t len)
 {
@@ -29,45 +27,27 @@ static const struct fdesc data_ref_fields[] = {
     {"count", offsetof(EDR, count), 4, T_U, 0, 0, NULL},
 };
 
-/* Size of an inline ref of that type (type byte included), 0 if the type is not one. */
-static uint32_t inline_ref_size(uint8_t type)
+/* One inline ref (its size already checked). */
+static void inline_ref(struct dcur *c, uint32_t cur, const struct btk_extent_ref *r)
 {
-	switch (type) {
-	case BTRFS_TREE_BLOCK_REF_KEY:
-	case BTRFS_SHARED_BLOCK_REF_KEY:
-	case BTRFS_EXTENT_OWNER_REF_KEY:
-		return 9;
-	case BTRFS_EXTENT_DATA_REF_KEY:
-		return 1 + sizeof(EDR);
-	case BTRFS_SHARED_DATA_REF_KEY:
-		return 9 + sizeof(struct btrfs_shared_data_ref);
-	default:
-		return 0;
-	}
-}
-
-/* One inline ref at cur (its size already checked). */
-static void inline_ref(struct dcur *c, uint32_t cur, uint8_t type)
-{
-	uint64_t off = btk_le64(c->p + cur + 1);
+	const char *name = btk_key_type_name(r->type);
 
 	dc_begin(c, NULL, false);
-	dc_str(c, "type", (const uint8_t *)btk_key_type_name(type),
-	       strlen(btk_key_type_name(type)));
-	switch (type) {
+	dc_str(c, "type", (const uint8_t *)name, strlen(name));
+	switch (r->type) {
 	case BTRFS_TREE_BLOCK_REF_KEY:
 	case BTRFS_EXTENT_OWNER_REF_KEY:
-		dc_u64f(c, "root", off, BTK_FMT_OBJID);
+		dc_u64f(c, "root", r->root, BTK_FMT_OBJID);
 		break;
 	case BTRFS_SHARED_BLOCK_REF_KEY:
-		dc_u64(c, "parent", off);
+		dc_u64(c, "parent", r->parent);
 		break;
 	case BTRFS_EXTENT_DATA_REF_KEY:
 		DC_TABLE(c, cur + 1, data_ref_fields);
 		break;
 	case BTRFS_SHARED_DATA_REF_KEY:
-		dc_u64(c, "parent", off);
-		dc_u64(c, "count", btk_le32(c->p + cur + 9));
+		dc_u64(c, "parent", r->parent);
+		dc_u64(c, "count", r->count);
 		break;
 	}
 	dc_end(c);
@@ -76,20 +56,20 @@ static void inline_ref(struct dcur *c, uint32_t cur, uint8_t type)
 
 static void inline_refs(struct dcur *c, uint32_t cur)
 {
-	dc_begin(c, "inline_refs", true);
-	while (cur < c->size && !c->failed) {
-		uint8_t type = c->p[cur];
-		uint32_t len = inline_ref_size(type);
+	struct btk_inline_iter it;
+	struct btk_extent_ref r;
+	int ret = 0;
 
-		if (!len) {
-			dc_fail(c, "bad inline ref type %u at offset %u", type, cur);
-			return;
-		}
-		if (!dc_need(c, cur, len, "inline ref"))
-			return;
-		inline_ref(c, cur, type);
-		cur += len;
+	dc_begin(c, "inline_refs", true);
+	btk_inline_iter_init(&it, c->p, c->size, cur);
+	while (!c->failed && (ret = btk_inline_next(&it, &r)) == 1)
+		inline_ref(c, it.at, &r);
+	if (!c->failed && ret == -ENOENT) {
+		dc_fail(c, "bad inline ref type %u at offset %u", c->p[it.at], it.at);
+		return;
 	}
+	if (!c->failed && ret < 0 && !dc_need(c, it.at, it.len, "inline ref"))
+		return;
 	dc_end(c);
 }
 
@@ -102,31 +82,30 @@ static const struct fdesc extent_fields[] = {
 
 void dc_extent_item(struct dcur *c, bool metadata)
 {
-	uint32_t cur = sizeof(EI);
-	uint64_t flags;
-	struct btk_key k;
+	struct btk_key k = {0, metadata ? BTRFS_METADATA_ITEM_KEY : BTRFS_EXTENT_ITEM_KEY, 0};
+	struct btk_extent_head h;
+	int ret;
 
 	if (!dc_need(c, 0, sizeof(EI), metadata ? "metadata item" : "extent item"))
 		return;
-	flags = btk_le64(c->p + offsetof(EI, flags));
+	ret = btk_extent_head_parse(&k, c->p, c->size, &h);
 	DC_TABLE(c, 0, extent_fields);
 	if (metadata) {
 		dc_begin(c, "tree_block", false);
 		dc_u64(c, "level", c->key ? c->key->offset : 0);
 		dc_end(c);
 		dc_brk(c);
-	} else if (flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) {
-		if (!dc_need(c, cur, sizeof(struct btrfs_tree_block_info), "tree block info"))
-			return;
-		btk_disk_to_key((const struct btk_disk_key *)(c->p + cur), &k);
+	} else if (ret == -ENODATA) {
+		dc_need(c, sizeof(EI), sizeof(struct btrfs_tree_block_info), "tree block info");
+		return;
+	} else if (h.has_info) {
 		dc_begin(c, "tree_block", false);
-		dc_key(c, "key", &k);
-		dc_u64(c, "level", c->p[cur + sizeof(struct btk_disk_key)]);
+		dc_key(c, "key", &h.info_key);
+		dc_u64(c, "level", (uint64_t)h.level);
 		dc_end(c);
 		dc_brk(c);
-		cur += sizeof(struct btrfs_tree_block_info);
 	}
-	inline_refs(c, cur);
+	inline_refs(c, h.refs_at);
 }
 
 void dc_csum(struct dcur *c)

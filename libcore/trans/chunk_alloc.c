@@ -17,37 +17,6 @@
 
 #define SZ_1M (1ULL << 20)
 
-static const struct btk_raid_attr raid_table[] = {
-    /* bit, name, dev_stripes, devs_min, devs_max, sub_stripes, ncopies, nparity */
-    {0, "single", 1, 1, 1, 1, 1, 0},
-    {BTRFS_BLOCK_GROUP_DUP, "dup", 2, 1, 1, 1, 2, 0},
-    {BTRFS_BLOCK_GROUP_RAID0, "raid0", 1, 1, 0, 1, 1, 0},
-    {BTRFS_BLOCK_GROUP_RAID1, "raid1", 1, 2, 2, 1, 2, 0},
-    {BTRFS_BLOCK_GROUP_RAID1C3, "raid1c3", 1, 3, 3, 1, 3, 0},
-    {BTRFS_BLOCK_GROUP_RAID1C4, "raid1c4", 1, 4, 4, 1, 4, 0},
-    {BTRFS_BLOCK_GROUP_RAID10, "raid10", 1, 2, 0, 2, 2, 0},
-    {BTRFS_BLOCK_GROUP_RAID5, "raid5", 1, 2, 0, 1, 1, 1},
-    {BTRFS_BLOCK_GROUP_RAID6, "raid6", 1, 3, 0, 1, 1, 2},
-};
-
-const struct btk_raid_attr *btk_raid_attr(uint64_t flags)
-{
-	uint64_t prof = flags & BTRFS_BLOCK_GROUP_PROFILE_MASK;
-
-	for (size_t i = 0; i < sizeof(raid_table) / sizeof(raid_table[0]); i++)
-		if (raid_table[i].bit == prof)
-			return &raid_table[i];
-	return NULL;
-}
-
-const struct btk_raid_attr *btk_raid_by_name(const char *name)
-{
-	for (size_t i = 0; i < sizeof(raid_table) / sizeof(raid_table[0]); i++)
-		if (!strcasecmp(raid_table[i].name, name))
-			return &raid_table[i];
-	return NULL;
-}
-
 uint32_t btk_chunk_to_item(const struct btk_chunk *c, uint8_t *buf)
 {
 	uint32_t size = (uint32_t)(sizeof(struct btrfs_chunk) +
@@ -73,10 +42,16 @@ uint32_t btk_chunk_to_item(const struct btk_chunk *c, uint8_t *buf)
 	return size;
 }
 
-/* Device space in use: the stripes of every chunk on devid, and the first MiB. */
-static int dev_used(const struct btk_fs *fs, uint64_t devid, struct btk_rangeset *used)
+/* Device space in use: the stripes of every chunk on devid, the first MiB and the ranges
+ * held for this transaction. */
+static int dev_used(const struct btk_wfs *w, uint64_t devid, struct btk_rangeset *used)
 {
+	const struct btk_fs *fs = w->fs;
 	int ret = btk_rs_add(used, 0, SZ_1M);
+
+	for (int i = 0; !ret && i < w->nholds; i++)
+		if (w->holds[i].devid == devid)
+			ret = btk_rs_add(used, w->holds[i].start, w->holds[i].len);
 
 	for (int i = 0; !ret && i < fs->nchunks; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
@@ -213,7 +188,7 @@ static uint64_t next_logical(const struct btk_fs *fs)
 	return end;
 }
 
-static int add_chunk(struct btk_wfs *w, struct btk_chunk *c)
+int btk_chunk_add(struct btk_wfs *w, struct btk_chunk *c)
 {
 	struct btk_fs *fs = w->fs;
 	struct btk_chunk **nv = realloc(fs->chunks, (size_t)(fs->nchunks + 1) * sizeof(*nv));
@@ -277,7 +252,7 @@ static int place(struct btk_wfs *w, uint64_t flags, struct ctl *ct, struct devsp
 	}
 	c->logical = next_logical(w->fs);
 	c->num_stripes = (uint16_t)ct->num_stripes;
-	c->sub_stripes = (flags & BTRFS_BLOCK_GROUP_RAID10) ? 2 : 1;
+	c->sub_stripes = (uint16_t)btk_raid_attr(flags)->sub_stripes;
 	c->type = flags;
 	c->owner = BTRFS_EXTENT_TREE_OBJECTID;
 	c->stripe_len = BTK_STRIPE_LEN;
@@ -340,7 +315,7 @@ int btk_chunk_alloc_sized(struct btk_wfs *w, uint64_t flags, uint64_t stripe, ui
 		if (!fs->devs[i].dev)
 			continue;
 		ds[n].d = &fs->devs[i];
-		if ((ret = dev_used(fs, fs->devs[i].devid, &ds[n].used)))
+		if ((ret = dev_used(w, fs->devs[i].devid, &ds[n].used)))
 			goto out;
 		ds[n].hole = largest_hole(&ds[n].used, fs->devs[i].total_bytes);
 		n++;
@@ -373,7 +348,7 @@ int btk_chunk_alloc_sized(struct btk_wfs *w, uint64_t flags, uint64_t stripe, ui
 	for (int i = 0; i < c->num_stripes; i++)
 		btk_fs_dev_find(fs, c->stripes[i].devid)->bytes_used += btk_chunk_stripe_len(c);
 	*logical = c->logical;
-	ret = add_chunk(w, c);
+	ret = btk_chunk_add(w, c);
 out:
 	for (int i = 0; i < n; i++)
 		btk_rs_free(&ds[i].used);

@@ -101,6 +101,18 @@ struct btk_wfs {
 	 * before any change, and their space is not reused when the source lets go */
 	struct btk_rangeset snap_shared;
 	uint8_t chunk_uuid[BTK_UUID_SIZE]; /* chunk_tree_uuid of every tree block header */
+	/* the fsid when new uuids must follow from it (mkfs -U: reproducible images), else
+	 * NULL (random, as for a snapshot of an existing filesystem) */
+	const uint8_t *uuid_seed;
+	/* device ranges new chunks of this transaction must not use (dev_resize.c): stripes
+	 * moved away (the committed filesystem still reads them), space being cut off, and
+	 * what another filesystem still holds while a btrfs is built over it (convert) */
+	struct btk_devhold *holds;
+	int nholds;
+};
+
+struct btk_devhold {
+	uint64_t devid, start, len;
 };
 
 static inline struct btk_wfs *btk_w(struct btk_fs *fs)
@@ -133,7 +145,15 @@ int btk_bg_load(struct btk_wfs *w);
 void btk_bg_unpin_all(struct btk_wfs *w);
 uint64_t btk_bg_type_for_root(struct btk_wfs *w, uint64_t owner);
 
+/* ---- data_alloc.c ---- */
+/* Inserts the EXTENT_ITEM of a new data extent with one EXTENT_DATA_REF. */
+int btk_data_record_insert(struct btk_trans *t, uint64_t bytenr, uint64_t len, uint64_t root,
+			   uint64_t ino, uint64_t offset);
+
 /* ---- chunk_alloc.c ---- */
+/* Adds chunk c (taking ownership) to the chunk map with its block group, all free; its items
+ * are written at commit. */
+int btk_chunk_add(struct btk_wfs *w, struct btk_chunk *c);
 /* Allocates a new chunk and block group of `flags` (type | profile) in memory; its items are
  * written at commit. *logical receives the start. -ENOSPC when the devices cannot hold it. */
 int btk_chunk_alloc(struct btk_wfs *w, uint64_t flags, uint64_t *logical);

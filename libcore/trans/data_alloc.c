@@ -42,8 +42,8 @@ static uint64_t data_profile(const struct btk_wfs *w)
 	return BTRFS_BLOCK_GROUP_DATA;
 }
 
-static int insert_record(struct btk_trans *t, uint64_t bytenr, uint64_t len, uint64_t root,
-			 uint64_t ino, uint64_t offset)
+int btk_data_record_insert(struct btk_trans *t, uint64_t bytenr, uint64_t len, uint64_t root,
+			   uint64_t ino, uint64_t offset)
 {
 	uint8_t item[EI_SZ + 1 + EDR_SZ];
 	struct btk_key k = {bytenr, BTRFS_EXTENT_ITEM_KEY, len};
@@ -89,5 +89,5 @@ int btk_data_extent_alloc(struct btk_trans *t, uint64_t want, uint64_t min, uint
 	w->mods++;
 	*bytenr = start;
 	*got = len;
-	return insert_record(t, start, len, root, ino, offset);
+	return btk_data_record_insert(t, start, len, root, ino, offset);
 }

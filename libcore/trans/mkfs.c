@@ -15,11 +15,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -276,6 +274,8 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 {
 	int ret;
 
+	if ((ret = btk_paths_distinct(o->paths, o->ndevs)))
+		return ret;
 	fs->devs = calloc((size_t)o->ndevs, sizeof(*fs->devs));
 	if (!fs->devs)
 		return btk_err(ENOMEM, "out of memory");
@@ -286,15 +286,12 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 		bool exists = !stat(path, &st);
 		uint64_t size;
 
-		for (int j = 0; j < i; j++)
-			if (!strcmp(o->paths[j], path))
-				return btk_err(EINVAL, "%s: given twice", path);
 		if (!exists && !o->byte_count)
 			return btk_err(
 			    ENOENT, "%s: does not exist (give -b to create an image file)", path);
 		if ((ret = btk_mkfs_check_busy(path)))
 			return ret;
-		if (exists && (ret = btk_mkfs_probe(path, o->force)))
+		if (exists && !o->inplace && (ret = btk_mkfs_probe(path, o->force)))
 			return ret;
 		ret = btk_dev_open(
 		    path, BTK_OPEN_WRITE | BTK_OPEN_EXCL | (exists ? 0 : BTK_OPEN_CREATE), &d->dev);
@@ -304,21 +301,23 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 				   : ret;
 		fs->ndevs = i + 1;
 		d->devid = (uint64_t)i + 1;
+		for (int j = 0; j < i; j++) /* two new files by one name ("a", "./a") */
+			if (btk_dev_same(fs->devs[j].dev, d->dev))
+				return btk_err(EINVAL, "'%s' and '%s' are the same device",
+					       o->paths[j], path);
 		if (!exists) {
 			/* a new image file gets its full size (sparse) */
-			if (ftruncate(d->dev->fd, (off_t)o->byte_count))
-				return btk_err(errno, "%s: cannot size the new image: %s", path,
-					       strerror(errno));
-			d->dev->size = o->byte_count;
+			if ((ret = btk_dev_truncate(d->dev, o->byte_count)))
+				return btk_err(-ret, "%s: cannot size the new image: %s", path,
+					       strerror(-ret));
 		}
 		if (o->shrink && d->dev->is_blockdev)
 			return btk_err(EINVAL, "%s: --shrink works on image files only", path);
 		if (exists && o->shrink && o->byte_count > d->dev->size) {
 			/* room to build in; the commit truncates the file to what it needs */
-			if (ftruncate(d->dev->fd, (off_t)o->byte_count))
-				return btk_err(errno, "%s: cannot grow the image: %s", path,
-					       strerror(errno));
-			d->dev->size = o->byte_count;
+			if ((ret = btk_dev_truncate(d->dev, o->byte_count)))
+				return btk_err(-ret, "%s: cannot grow the image: %s", path,
+					       strerror(-ret));
 		}
 		size = d->dev->size;
 		if (o->byte_count) {
@@ -329,7 +328,7 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 			size = o->byte_count;
 		}
 		size -= size % pl->sectorsize;
-		if (size < pl->min_size)
+		if (size < pl->min_size && !o->inplace)
 			return btk_err(ENOSPC,
 				       "%s: is too small to make a usable filesystem "
 				       "(minimum size for each device is %llu)",
@@ -426,7 +425,7 @@ static int insert_root_dir(struct btk_trans *t, time_t now)
 	BTK_PUT(struct btrfs_dir_item, di, name_len, sizeof(name) - 1);
 	BTK_PUT(struct btrfs_dir_item, di, type, BTRFS_FT_DIR);
 	memcpy(di + sizeof(struct btrfs_dir_item), name, sizeof(name) - 1);
-	k.offset = btk_crc32c((uint32_t)~1U, name, sizeof(name) - 1); /* btrfs name hash */
+	k.offset = btk_name_hash(name, sizeof(name) - 1);
 	if ((ret = btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, di, sizeof(di))))
 		return ret;
 	BTK_PUT(struct btrfs_inode_ref, ref, index, 0);
@@ -539,19 +538,68 @@ static int alloc_chunks(struct btk_wfs *w, const struct btk_mkfs_opts *o, const 
 		res->data_bytes = res->meta_bytes;
 		return 0;
 	}
+	for (int i = 0; i < w->nbgs; i++)
+		if (w->bgs[i].flags & BTRFS_BLOCK_GROUP_DATA) {
+			res->data_bytes += w->bgs[i].len; /* laid by the place hook */
+			res->data_flags = w->bgs[i].flags;
+		}
+	if (res->data_bytes)
+		return 0;
 	if ((ret = btk_chunk_alloc(w, res->data_flags, &lg)))
 		return ret;
 	res->data_bytes = btk_bg_find(w, lg)->len;
 	return 0;
 }
 
+/* Raw device bytes that logical bytes of a profile take. */
+static uint64_t raw_of(uint64_t logical, uint64_t flags, int ndevs)
+{
+	const struct btk_raid_attr *ra = btk_raid_attr(flags);
+
+	if (!ra)
+		return logical;
+	if (ra->nparity && ndevs > ra->nparity)
+		return logical / (uint64_t)(ndevs - ra->nparity) * (uint64_t)ndevs;
+	return logical * (uint64_t)ra->ncopies;
+}
+
+static double mib(uint64_t v)
+{
+	return (double)v / (double)SZ_1M;
+}
+
+/* Before the first write: the fill's data, in the data profile's copies, must fit in what
+ * the system and metadata chunks leave of the devices (the first MiB of each is reserved). */
+static int check_fill_fits(const struct btk_fs *fs, const struct btk_mkfs_opts *o,
+			   const struct btk_mkfs_result *res)
+{
+	uint64_t raw = 0, taken, need;
+
+	if (!o->fill_min_data)
+		return 0;
+	for (int i = 0; i < fs->ndevs; i++)
+		raw += fs->devs[i].total_bytes > SZ_1M ? fs->devs[i].total_bytes - SZ_1M : 0;
+	taken = raw_of(res->sys_bytes, res->sys_flags, fs->ndevs);
+	if (!o->mixed)
+		taken += raw_of(res->meta_bytes, res->meta_flags, fs->ndevs);
+	need = raw_of(o->fill_min_data, res->data_flags, fs->ndevs);
+	if (taken + need <= raw)
+		return 0;
+	return btk_err(ENOSPC,
+		       "the source needs at least %.1f MiB of device space (%.1f MiB of file data "
+		       "in the data profile's copies, %.1f MiB of system and metadata chunks); the "
+		       "device%s hold%s %.1f MiB: nothing was written",
+		       mib(need + taken), mib(need), mib(taken), fs->ndevs > 1 ? "s" : "",
+		       fs->ndevs > 1 ? "" : "s", mib(raw));
+}
+
 static void discard_devices(struct btk_fs *fs)
 {
 	for (int i = 0; i < fs->ndevs; i++) {
 		struct btk_dev *d = fs->devs[i].dev;
-		uint64_t range[2] = {0, fs->devs[i].total_bytes};
-		if (d->is_blockdev && d->fd >= 0)
-			(void)ioctl(d->fd, BLKDISCARD, range); /* best effort, like mkfs.btrfs */
+		/* best effort, like mkfs.btrfs; files keep their bytes until the wipe */
+		if (d->is_blockdev && btk_dev_discard(d, 0, fs->devs[i].total_bytes))
+			btk_err_clear();
 	}
 }
 
@@ -598,10 +646,10 @@ static int truncate_images(struct btk_fs *fs)
 {
 	for (int i = 0; i < fs->ndevs; i++) {
 		struct btk_dev *d = fs->devs[i].dev;
-		if (!d->is_blockdev && ftruncate(d->fd, (off_t)fs->devs[i].total_bytes))
-			return btk_err(errno, "%s: cannot truncate to %llu bytes: %s", d->path,
-				       (unsigned long long)fs->devs[i].total_bytes,
-				       strerror(errno));
+		int ret = d->is_blockdev ? 0 : btk_dev_truncate(d, fs->devs[i].total_bytes);
+		if (ret)
+			return btk_err(-ret, "%s: cannot truncate to %llu bytes: %s", d->path,
+				       (unsigned long long)fs->devs[i].total_bytes, strerror(-ret));
 	}
 	return 0;
 }
@@ -652,6 +700,7 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	else
 		btk_uuid_make(NULL, NULL, 0, fs->fsid);
 	pl.derive_uuids = o->fsid != NULL;
+	w->uuid_seed = pl.derive_uuids ? fs->fsid : NULL;
 	make_uuid(fs, pl.derive_uuids, "chunk-tree", 0, w->chunk_uuid);
 	ret = open_devices(o, &pl, fs);
 	for (int i = 0; !ret && i < fs->ndevs; i++)
@@ -672,7 +721,18 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 						? 4 * SZ_1M
 						: (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
 	}
+	if (o->inplace && o->meta_estimate) {
+		/* the old filesystem's free space is all there is: metadata chunks of what the
+		 * fill needs, not of mkfs's sizes, leave the rest to data */
+		w->chunk_cap = 1024 * SZ_1M;
+		w->meta_chunk_cap = o->meta_estimate < 4 * SZ_1M ? 4 * SZ_1M
+				    : o->meta_estimate > 256 * SZ_1M
+					? 256 * SZ_1M
+					: (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
+	}
 	w->small_single = true;
+	if (!ret && o->place)
+		ret = o->place(o->fill_ctx, t);
 	if (!ret)
 		ret = alloc_chunks(w, o, &pl, res);
 	w->small_single = false;
@@ -680,12 +740,15 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 		ret = create_trees(t, &pl, o->now);
 	if (!ret)
 		ret = populate(t, o->now);
+	if (!ret)
+		ret = check_fill_fits(fs, o, res);
 	if (!ret) {
 		/* everything so far lives in memory: the first byte is written from here on (a
 		 * fill writes file data and may write tree blocks early, so the wipe goes first) */
-		if (o->discard)
+		if (o->discard && !o->inplace)
 			discard_devices(fs);
-		ret = wipe_devices(fs);
+		if (!o->inplace)
+			ret = wipe_devices(fs);
 	}
 	if (!ret && o->fill)
 		ret = o->fill(o->fill_ctx, t);
@@ -698,6 +761,8 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	}
 	if (!ret && o->shrink)
 		ret = truncate_images(fs);
+	if (!ret && o->after)
+		ret = o->after(o->fill_ctx, fs);
 	if (t)
 		btk_trans_abort(t);
 	if (!ret)

@@ -13,19 +13,10 @@
 #include <stdint.h>
 #include <time.h>
 #include "format/format.h"
+#include "format/raid.h" /* profiles: btk_raid_attr(), btk_raid_by_name() */
 
 struct btk_trans;
-
-/* What a block group profile needs (kernel's btrfs_raid_array). */
-struct btk_raid_attr {
-	uint64_t bit; /* BTRFS_BLOCK_GROUP_* profile bit, 0 for single */
-	const char *name;
-	int dev_stripes, devs_min, devs_max, sub_stripes, ncopies, nparity;
-};
-/* The attributes of the profile in flags; NULL if the profile bits are invalid. */
-const struct btk_raid_attr *btk_raid_attr(uint64_t flags);
-/* By name ("single", "dup", "raid0", ..., case-insensitive); NULL if unknown. */
-const struct btk_raid_attr *btk_raid_by_name(const char *name);
+struct btk_fs;
 
 /* Features selectable with -O / -R. */
 struct btk_mkfs_feature {
@@ -62,7 +53,8 @@ struct btk_mkfs_opts {
 	/* End each device (image files only) where its last chunk's data ends: chunks are kept
 	 * small and the last one loses its unused tail; image files are truncated there. */
 	bool shrink;
-	uint64_t meta_estimate; /* with shrink: metadata the fill will need, if known (0) */
+	uint64_t
+	    meta_estimate; /* with shrink or inplace: metadata the fill will need (0: unknown) */
 	/* Called inside the creating transaction once the empty filesystem exists (the top
 	 * directory is inode 256 of FS_TREE), e.g. to copy a directory tree in. The devices are
 	 * wiped just before it runs (it writes file data, and tree blocks through
@@ -70,6 +62,22 @@ struct btk_mkfs_opts {
 	 * that mkfs created are removed. */
 	int (*fill)(void *ctx, struct btk_trans *t);
 	void *fill_ctx;
+	/* File data the fill writes at the least (logical bytes, before the profile's copies;
+	 * 0 = unknown). When it cannot fit in the devices' raw space, btk_mkfs fails with
+	 * -ENOSPC before the first write, so an old filesystem there stays intact. A fill that
+	 * passes this count can still run out of space later (metadata, compression that does
+	 * not pay): then the devices are already wiped. */
+	uint64_t fill_min_data;
+	/* Building over another filesystem that must survive until the superblocks are written
+	 * (convert): no signature probe, no discard, no wipe, no minimum size. `place` runs in the
+	 * creating transaction before mkfs allocates its first chunks, to lay chunks at fixed
+	 * places and keep device ranges from the allocator (trans/inplace.h); when it made a data
+	 * chunk, mkfs makes none. `after` runs once the commit is on disk, with the devices still
+	 * open (fs->devs[i].dev), e.g. to erase the old filesystem's signature. Both get fill_ctx;
+	 * nonzero from either fails mkfs (from `after`, with the new filesystem complete). */
+	bool inplace;
+	int (*place)(void *ctx, struct btk_trans *t);
+	int (*after)(void *ctx, struct btk_fs *fs);
 };
 void btk_mkfs_opts_init(struct btk_mkfs_opts *o);
 

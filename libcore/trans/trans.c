@@ -96,6 +96,7 @@ void btk_write_release(struct btk_fs *fs)
 	btk_rs_free(&w->snap_shared);
 	free(w->refs);
 	free(w->new_chunks);
+	free(w->holds);
 	free(w);
 	fs->trans = NULL;
 	fs->release_trans = NULL;
@@ -477,6 +478,7 @@ int btk_trans_commit(struct btk_trans *t)
 		return ret;
 	}
 	btk_bg_unpin_all(w);
+	w->nholds = 0;	      /* held device ranges are the committed filesystem's no more */
 	w->snap_shared.n = 0; /* committed: sharing is now visible through generations */
 	fs->generation = t->transid;
 	w->transid = t->transid + 1;

@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "format/format.h"
+#include "base/csum.h" /* btk_data_ref_hash() */
 #include "tree/tree.h"
 #include "volumes/volumes.h"
 
@@ -135,8 +136,23 @@ int btk_tree_snapshot(struct btk_trans *t, uint64_t src, uint64_t dst, bool read
  * allocates the extent (data_alloc.c). */
 int btk_data_ref(struct btk_trans *t, uint64_t bytenr, uint64_t num_bytes, uint64_t root,
 		 uint64_t parent, uint64_t ino, uint64_t offset, int delta);
-/* The key offset of a keyed EXTENT_DATA_REF item (the kernel's hash_extent_data_ref). */
-uint64_t btk_data_ref_hash(uint64_t root, uint64_t ino, uint64_t offset);
+/* The key offset of a keyed EXTENT_DATA_REF item: btk_data_ref_hash() (base/csum.h). */
+
+/* ---- device size and stripe placement (dev_resize.c; resize and relocation) ---- */
+/* Sets the size of device devid (its DEV_ITEM total_bytes now; the superblock's total_bytes
+ * and each copy's dev_item at commit). The caller makes sure every dev extent ends inside it
+ * and, when growing, that the device is that large. -ENOENT for an unknown devid. */
+int btk_dev_set_size(struct btk_trans *t, uint64_t devid, uint64_t bytes);
+/* Keeps new chunks of this transaction out of [start, start+len) of devid (until the commit
+ * or abort). -ENOMEM. */
+int btk_dev_hold(struct btk_trans *t, uint64_t devid, uint64_t start, uint64_t len);
+/* Points stripe `stripe` of the committed chunk at logical to physical offset `to` on the same
+ * device: the chunk item, the dev extent (re-keyed), the in-memory chunk map (this
+ * transaction's blocks are written there) and, at commit, the superblock's system chunk array.
+ * The caller has already copied the stripe's bytes to `to` (unallocated space); the old place
+ * is held until the commit, so the committed filesystem stays readable at every write.
+ * -ENOENT no such stripe, -EINVAL a chunk of this transaction, -EUCLEAN items disagree. */
+int btk_chunk_stripe_move(struct btk_trans *t, uint64_t logical, int stripe, uint64_t to);
 
 /* ---- statistics for tests ---- */
 struct btk_wstats {

@@ -12,6 +12,7 @@
  * disk (or released at once if it was born in this transaction).
  */
 #include "trans/ctree_int.h"
+#include "format/extent_refs.h"
 #include "base/csum.h"
 #include "base/error.h"
 
@@ -19,10 +20,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define EI_SZ	   ((uint32_t)sizeof(struct btrfs_extent_item))
-#define TBI_SZ	   ((uint32_t)sizeof(struct btrfs_tree_block_info))
-#define EDR_SZ	   ((uint32_t)sizeof(struct btrfs_extent_data_ref))
-#define MAX_INLINE 29 /* largest inline reference */
+#define EI_SZ  ((uint32_t)sizeof(struct btrfs_extent_item))
+#define TBI_SZ ((uint32_t)sizeof(struct btrfs_tree_block_info))
 
 static int cmp_refop(const void *a, const void *b)
 {
@@ -48,40 +47,11 @@ static int bg_account(struct btk_wfs *w, uint64_t bytenr, uint64_t len, bool add
 	return 0;
 }
 
-uint64_t btk_data_ref_hash(uint64_t root, uint64_t ino, uint64_t offset)
-{
-	uint8_t le[8];
-	uint32_t high, low;
-
-	btk_put64(le, root);
-	high = btk_crc32c(~0U, le, 8);
-	btk_put64(le, ino);
-	low = btk_crc32c(~0U, le, 8);
-	btk_put64(le, offset);
-	low = btk_crc32c(low, le, 8);
-	return ((uint64_t)high << 31) ^ (uint64_t)low;
-}
-
 static uint8_t ref_type(const struct btk_refop *op)
 {
 	if (op->data)
 		return op->parent ? BTRFS_SHARED_DATA_REF_KEY : BTRFS_EXTENT_DATA_REF_KEY;
 	return op->parent ? BTRFS_SHARED_BLOCK_REF_KEY : BTRFS_TREE_BLOCK_REF_KEY;
-}
-
-static int inline_size(uint8_t type)
-{
-	switch (type) {
-	case BTRFS_TREE_BLOCK_REF_KEY:
-	case BTRFS_SHARED_BLOCK_REF_KEY:
-		return 9;
-	case BTRFS_EXTENT_DATA_REF_KEY:
-		return 1 + (int)EDR_SZ;
-	case BTRFS_SHARED_DATA_REF_KEY:
-		return 13;
-	default:
-		return -1;
-	}
 }
 
 /* The ordering value of a reference within its type. */
@@ -116,12 +86,13 @@ static int rec_find(struct btk_trans *t, const struct btk_refop *op, struct rec 
 		k.type = BTRFS_METADATA_ITEM_KEY;
 		k.offset = (uint64_t)op->level;
 	}
-	ret = btk_tree_search_write(t, BTRFS_EXTENT_TREE_OBJECTID, &k, MAX_INLINE, &r->p);
+	ret = btk_tree_search_write(t, BTRFS_EXTENT_TREE_OBJECTID, &k, BTK_INLINE_REF_MAX, &r->p);
 	if (ret == 1 && !op->data && t->w->skinny) { /* a filesystem may mix both forms */
 		btk_wpath_release(&r->p);
 		k.type = BTRFS_EXTENT_ITEM_KEY;
 		k.offset = op->num_bytes;
-		ret = btk_tree_search_write(t, BTRFS_EXTENT_TREE_OBJECTID, &k, MAX_INLINE, &r->p);
+		ret = btk_tree_search_write(t, BTRFS_EXTENT_TREE_OBJECTID, &k, BTK_INLINE_REF_MAX,
+					    &r->p);
 		if (ret == 1) { /* insert in the preferred form */
 			btk_wpath_release(&r->p);
 			k.type = BTRFS_METADATA_ITEM_KEY;
@@ -147,75 +118,54 @@ static int inline_find(const uint8_t *d, uint32_t size, uint32_t hdr, const stru
 		       uint32_t *pos)
 {
 	uint8_t want = ref_type(op);
-	uint64_t order = op_order(op);
-	uint32_t p = hdr;
+	uint64_t order = op_order(op), o;
+	struct btk_inline_iter it;
+	struct btk_extent_ref r;
+	int ret;
 
-	while (p < size) {
-		uint8_t type = d[p];
-		int sz = inline_size(type);
-		uint64_t o;
-		if (sz < 0 || p + (uint32_t)sz > size)
-			return btk_err(EUCLEAN, "extent record: bad inline reference type %u",
-				       type);
-		if (want < type)
+	btk_inline_iter_init(&it, d, size, hdr);
+	while ((ret = btk_inline_next(&it, &r)) == 1) {
+		if (want < r.type)
 			break;
-		if (want > type) {
-			p += (uint32_t)sz;
+		if (want > r.type)
 			continue;
-		}
-		if (type == BTRFS_EXTENT_DATA_REF_KEY) {
-			const uint8_t *dr = d + p + 1;
-			uint64_t r = BTK_GET(struct btrfs_extent_data_ref, dr, root);
-			uint64_t i = BTK_GET(struct btrfs_extent_data_ref, dr, objectid);
-			uint64_t f = BTK_GET(struct btrfs_extent_data_ref, dr, offset);
-			if (r == op->root && i == op->ino && f == op->offset) {
-				*pos = p;
-				return 1;
-			}
-			o = btk_data_ref_hash(r, i, f);
+		if (r.type == BTRFS_EXTENT_DATA_REF_KEY) {
+			if (r.root == op->root && r.objectid == op->ino && r.offset == op->offset)
+				break;
+			o = btk_data_ref_hash(r.root, r.objectid, r.offset);
 		} else {
-			o = btk_le64(d + p + 1);
-			if (o == order) {
-				*pos = p;
-				return 1;
-			}
+			o = r.type == BTRFS_TREE_BLOCK_REF_KEY ? r.root : r.parent;
+			if (o == order)
+				break;
 		}
-		if (o < order)
+		if (o < order) {
+			ret = 0;
 			break;
-		p += (uint32_t)sz;
+		}
 	}
-	*pos = p;
-	return 0;
+	if (ret < 0)
+		return btk_err(EUCLEAN, "extent record: bad inline reference type %u", d[it.at]);
+	*pos = it.at;
+	return ret == 1 && r.type == want;
 }
 
+/* Writes op's inline reference at `at`, with count for data refs. */
 static void write_inline(uint8_t *at, const struct btk_refop *op, uint32_t count)
 {
-	at[0] = ref_type(op);
-	switch (at[0]) {
-	case BTRFS_TREE_BLOCK_REF_KEY:
-		btk_put64(at + 1, op->root);
-		break;
-	case BTRFS_SHARED_BLOCK_REF_KEY:
-		btk_put64(at + 1, op->parent);
-		break;
-	case BTRFS_SHARED_DATA_REF_KEY:
-		btk_put64(at + 1, op->parent);
-		btk_put32(at + 9, count);
-		break;
-	default:
-		BTK_PUT(struct btrfs_extent_data_ref, at + 1, root, op->root);
-		BTK_PUT(struct btrfs_extent_data_ref, at + 1, objectid, op->ino);
-		BTK_PUT(struct btrfs_extent_data_ref, at + 1, offset, op->offset);
-		BTK_PUT(struct btrfs_extent_data_ref, at + 1, count, count);
-	}
+	struct btk_extent_ref r = {.type = ref_type(op),
+				   .root = op->root,
+				   .parent = op->parent,
+				   .objectid = op->ino,
+				   .offset = op->offset,
+				   .count = count};
+
+	btk_inline_ref_write(at, &r);
 }
 
 /* Count field of a data reference (inline at `at` with its type byte, or keyed item data). */
 static uint8_t *count_ptr(uint8_t type, uint8_t *at, bool keyed)
 {
-	if (type == BTRFS_SHARED_DATA_REF_KEY)
-		return keyed ? at : at + 9;
-	return (keyed ? at : at + 1) + offsetof(struct btrfs_extent_data_ref, count);
+	return at + btk_ref_count_offset(type, keyed);
 }
 
 /* ---- keyed references ---- */
@@ -254,6 +204,7 @@ static int keyed_apply(struct btk_trans *t, const struct btk_refop *op, int delt
 {
 	uint8_t type = ref_type(op);
 	struct btk_key k = {op->bytenr, type, op_order(op)};
+	struct btk_extent_ref kr;
 	struct btk_path p;
 	int ret;
 
@@ -272,26 +223,23 @@ static int keyed_apply(struct btk_trans *t, const struct btk_refop *op, int delt
 					       (unsigned long long)op_order(op));
 			if (type == BTRFS_TREE_BLOCK_REF_KEY || type == BTRFS_SHARED_BLOCK_REF_KEY)
 				return btk_item_insert(t, BTRFS_EXTENT_TREE_OBJECTID, &k, NULL, 0);
-			size = type == BTRFS_SHARED_DATA_REF_KEY ? 4 : EDR_SZ;
+			size = btk_keyed_ref_size(type);
 			ret = btk_item_insert_empty(t, BTRFS_EXTENT_TREE_OBJECTID, &k, size, &p);
 			if (ret)
 				return ret;
 			d = btk_item_ptr(&p, NULL);
-			if (type == BTRFS_SHARED_DATA_REF_KEY) {
-				btk_put32(d, (uint32_t)delta);
-			} else {
-				uint8_t tmp[1 + EDR_SZ];
-				write_inline(tmp, op, (uint32_t)delta);
-				memcpy(d, tmp + 1, EDR_SZ);
-			}
+			/* a keyed body is the inline one without its type byte and, for a shared
+			 * ref, without the parent (which is the key offset) */
+			uint8_t tmp[BTK_INLINE_REF_MAX];
+			write_inline(tmp, op, (uint32_t)delta);
+			memcpy(d, tmp + btk_inline_ref_size(type) - size, size);
 			btk_wpath_release(&p);
 			return 0;
 		}
 		d = btk_item_ptr(&p, &size);
 		if (type == BTRFS_EXTENT_DATA_REF_KEY &&
-		    (size < EDR_SZ || BTK_GET(struct btrfs_extent_data_ref, d, root) != op->root ||
-		     BTK_GET(struct btrfs_extent_data_ref, d, objectid) != op->ino ||
-		     BTK_GET(struct btrfs_extent_data_ref, d, offset) != op->offset)) {
+		    (btk_keyed_ref_parse(&k, d, size, &kr) || kr.root != op->root ||
+		     kr.objectid != op->ino || kr.offset != op->offset)) {
 			btk_wpath_release(&p); /* hash collision: the next offset */
 			continue;
 		}
@@ -303,7 +251,7 @@ static int keyed_apply(struct btk_trans *t, const struct btk_refop *op, int delt
 			}
 			return btk_item_delete_at(t, BTRFS_EXTENT_TREE_OBJECTID, &p);
 		}
-		if (size < (type == BTRFS_SHARED_DATA_REF_KEY ? 4u : EDR_SZ)) {
+		if (size < btk_keyed_ref_size(type)) {
 			btk_wpath_release(&p);
 			return btk_err(EUCLEAN, "extent %llu: short data reference item",
 				       (unsigned long long)op->bytenr);
@@ -332,7 +280,7 @@ static int keyed_apply(struct btk_trans *t, const struct btk_refop *op, int delt
 static int new_tree_record(struct btk_trans *t, const struct btk_refop *op, struct rec *r)
 {
 	struct btk_wfs *w = t->w;
-	uint32_t size = r->hdr + (uint32_t)inline_size(ref_type(op));
+	uint32_t size = r->hdr + btk_inline_ref_size(ref_type(op));
 	uint8_t *d;
 	int ret;
 
@@ -399,7 +347,7 @@ static int drop_record(struct btk_trans *t, const struct btk_refop *op, struct r
 static int apply(struct btk_trans *t, const struct btk_refop *op)
 {
 	struct rec r;
-	uint32_t size, pos = 0, isz = (uint32_t)inline_size(ref_type(op));
+	uint32_t size, pos = 0, isz = btk_inline_ref_size(ref_type(op));
 	uint8_t *d;
 	uint64_t refs, gen;
 	int found, ret = rec_find(t, op, &r);

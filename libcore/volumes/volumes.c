@@ -6,8 +6,30 @@
 
 #include <blkid.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+/* Index of the first device with devid or above. */
+static int dev_lower_bound(const struct btk_fs *fs, uint64_t devid)
+{
+	int lo = 0, hi = fs->ndevs;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (fs->devs[mid].devid < devid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+struct btk_fs_dev *btk_fs_dev_find(struct btk_fs *fs, uint64_t devid)
+{
+	int i = dev_lower_bound(fs, devid);
+	return i < fs->ndevs && fs->devs[i].devid == devid ? &fs->devs[i] : NULL;
+}
 
 int btk_fs_dev_forget(struct btk_fs *fs, uint64_t devid)
 {
@@ -29,46 +51,71 @@ int btk_fs_dev_forget(struct btk_fs *fs, uint64_t devid)
 	return 0;
 }
 
-struct btk_fs_dev *btk_fs_dev_find(struct btk_fs *fs, uint64_t devid)
+/* Inserts a new entry for devid at index i (its sorted place); NULL on ENOMEM. Entries
+ * normally arrive in devid order (the chunk tree's key order): then nothing moves. */
+static struct btk_fs_dev *dev_insert(struct btk_fs *fs, int i, uint64_t devid)
 {
-	int lo = 0, hi = fs->ndevs;
+	struct btk_fs_dev *nv;
 
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (fs->devs[mid].devid == devid)
-			return &fs->devs[mid];
-		if (fs->devs[mid].devid < devid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-static int cmp_dev(const void *a, const void *b)
-{
-	uint64_t x = ((const struct btk_fs_dev *)a)->devid,
-		 y = ((const struct btk_fs_dev *)b)->devid;
-	return x < y ? -1 : x > y;
-}
-
-/* Adds (or completes) the entry for devid; keeps the array sorted. */
-struct btk_fs_dev *btk_fs_dev_add(struct btk_fs *fs, uint64_t devid)
-{
-	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid), *nv;
-
-	if (d)
-		return d;
+	if (fs->ndevs >= INT_MAX - 1)
+		return NULL;
 	nv = realloc(fs->devs, (size_t)(fs->ndevs + 1) * sizeof(*nv));
 	if (!nv)
 		return NULL;
 	fs->devs = nv;
-	memset(&fs->devs[fs->ndevs], 0, sizeof(*nv));
-	fs->devs[fs->ndevs].devid = devid;
-	fs->devs[fs->ndevs].super_mirror = -1;
+	memmove(&nv[i + 1], &nv[i], (size_t)(fs->ndevs - i) * sizeof(*nv));
+	memset(&nv[i], 0, sizeof(*nv));
+	nv[i].devid = devid;
+	nv[i].super_mirror = -1;
 	fs->ndevs++;
-	qsort(fs->devs, (size_t)fs->ndevs, sizeof(*nv), cmp_dev);
-	return btk_fs_dev_find(fs, devid);
+	return &nv[i];
+}
+
+struct btk_fs_dev *btk_fs_dev_add(struct btk_fs *fs, uint64_t devid)
+{
+	int i = dev_lower_bound(fs, devid);
+
+	if (i < fs->ndevs && fs->devs[i].devid == devid)
+		return &fs->devs[i];
+	return dev_insert(fs, i, devid);
+}
+
+/* Orders pointers into one array by devid, equal devids by their place in the array. */
+static int cmp_dev_slot(const void *a, const void *b)
+{
+	const struct btk_fs_dev *x = *(const struct btk_fs_dev *const *)a,
+				*y = *(const struct btk_fs_dev *const *)b;
+	if (x->devid != y->devid)
+		return x->devid < y->devid ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+int btk_fs_dev_fill_all(struct btk_fs *fs, const struct btk_fs_dev *items, int n)
+{
+	const struct btk_fs_dev **order = n > 0 ? malloc((size_t)n * sizeof(*order)) : NULL;
+
+	if (n <= 0)
+		return 0;
+	if (!order)
+		return btk_err(ENOMEM, "out of memory loading %d devices", n);
+	for (int i = 0; i < n; i++)
+		order[i] = &items[i];
+	qsort(order, (size_t)n, sizeof(*order), cmp_dev_slot);
+	for (int i = 0; i < n; i++) {
+		const struct btk_fs_dev *it = order[i];
+		if (i + 1 < n && order[i + 1]->devid == it->devid)
+			continue; /* a later item for the same device wins */
+		struct btk_fs_dev *d = btk_fs_dev_add(fs, it->devid);
+		if (!d) {
+			free(order);
+			return btk_err(ENOMEM, "out of memory loading %d devices", n);
+		}
+		d->total_bytes = it->total_bytes;
+		d->bytes_used = it->bytes_used;
+		memcpy(d->uuid, it->uuid, BTK_UUID_SIZE);
+	}
+	free(order);
+	return 0;
 }
 
 void btk_fs_dev_fill(struct btk_fs_dev *d, const uint8_t *item)
@@ -78,61 +125,68 @@ void btk_fs_dev_fill(struct btk_fs_dev *d, const uint8_t *item)
 	memcpy(d->uuid, item + offsetof(struct btrfs_dev_item, uuid), BTK_UUID_SIZE);
 }
 
-/* Opens one device and reads its superblocks; *best is the chosen copy's index. */
-static int open_member(const char *path, const struct btk_open_opts *o, struct btk_dev **dev,
+/* Reads the superblocks of dev; *best is the chosen copy's index. */
+static int read_member(struct btk_dev *dev, const struct btk_open_opts *o,
 		       struct btk_super_copy *copies, int *best)
 {
-	int ret = btk_dev_open(path, o->write ? BTK_OPEN_WRITE | BTK_OPEN_EXCL : 0, dev);
+	int ret = btk_super_read_all(dev, copies);
 
-	if (ret)
-		return ret;
-	ret = btk_super_read_all(*dev, copies);
 	if (ret >= 0 && o->super_mirror >= 0) {
 		if (o->super_mirror >= BTK_SUPER_MIRRORS || !copies[o->super_mirror].valid)
 			ret = btk_err(
-			    EUCLEAN, "%s: superblock copy %d is not valid%s%s", path,
+			    EUCLEAN, "%s: superblock copy %d is not valid%s%s", dev->path,
 			    o->super_mirror, o->super_mirror < BTK_SUPER_MIRRORS ? ": " : "",
 			    o->super_mirror < BTK_SUPER_MIRRORS ? copies[o->super_mirror].why : "");
 		else
 			ret = o->super_mirror;
 	}
-	if (ret < 0) {
-		btk_dev_close(*dev);
-		*dev = NULL;
+	if (ret < 0)
 		return ret;
-	}
 	if (ret > 0 && o->super_mirror < 0)
-		btk_warn("%s: primary superblock %s (%s); using the copy at %llu", path,
+		btk_warn("%s: primary superblock %s (%s); using the copy at %llu", dev->path,
 			 copies[0].present ? "invalid" : "missing", copies[0].why,
 			 (unsigned long long)copies[ret].offset);
 	*best = ret;
 	return 0;
 }
 
-/* Adds a device to fs if its superblock belongs to the filesystem; *added tells. */
-static int add_member(struct btk_fs *fs, const char *path, const struct btk_open_opts *o, bool must,
-		      bool *added)
+/* Adds dev to fs if its superblock belongs to the filesystem; *added tells. Takes dev: it
+ * belongs to fs when added, and is closed otherwise. */
+static int add_dev(struct btk_fs *fs, struct btk_dev *dev, const struct btk_open_opts *o, bool must,
+		   bool *added)
 {
 	struct btk_super_copy *copies = malloc(sizeof(*copies) * BTK_SUPER_MIRRORS);
-	struct btk_dev *dev = NULL;
 	struct btk_fs_dev *d;
 	int best, ret;
 
 	*added = false;
-	if (!copies)
-		return btk_err(ENOMEM, "out of memory");
-	ret = open_member(path, o, &dev, copies, &best);
+	if (!copies) {
+		ret = btk_err(ENOMEM, "out of memory");
+		goto out;
+	}
+	if (o->write && !dev->writable) {
+		ret = btk_err(EROFS, "%s: opened read-only", dev->path);
+		goto out;
+	}
+	ret = read_member(dev, o, copies, &best);
 	if (ret)
 		goto out;
+	for (int i = 0; i < fs->ndevs; i++)
+		if (fs->devs[i].dev && btk_dev_same(fs->devs[i].dev, dev)) {
+			ret = must ? btk_err(EINVAL, "'%s' and '%s' are the same device",
+					     fs->devs[i].dev->path, dev->path)
+				   : 0;
+			goto out;
+		}
 	const struct btk_super *sb = &copies[best].sb;
 	uint64_t devid = BTK_GET(struct btrfs_dev_item, sb->dev_item, devid);
 	if (fs->ndevs && memcmp(sb->fsid, fs->fsid, BTK_FSID_SIZE)) {
-		ret = must ? btk_err(EINVAL, "%s: belongs to another filesystem", path) : 0;
+		ret = must ? btk_err(EINVAL, "%s: belongs to another filesystem", dev->path) : 0;
 		goto out;
 	}
 	d = btk_fs_dev_find(fs, devid);
 	if (d && d->dev) {
-		ret = must ? btk_err(EINVAL, "%s: devid %llu given twice (also %s)", path,
+		ret = must ? btk_err(EINVAL, "%s: devid %llu given twice (also %s)", dev->path,
 				     (unsigned long long)devid, d->dev->path)
 			   : 0;
 		goto out;
@@ -155,6 +209,17 @@ out:
 	btk_dev_close(dev);
 	free(copies);
 	return ret;
+}
+
+/* Opens path and adds it as add_dev does. */
+static int add_member(struct btk_fs *fs, const char *path, const struct btk_open_opts *o, bool must,
+		      bool *added)
+{
+	struct btk_dev *dev;
+	int ret = btk_dev_open(path, o->write ? BTK_OPEN_WRITE | BTK_OPEN_EXCL : 0, &dev);
+
+	*added = false;
+	return ret ? ret : add_dev(fs, dev, o, must, added);
 }
 
 static int count_present(const struct btk_fs *fs)
@@ -187,31 +252,101 @@ static void scan_members(struct btk_fs *fs, const struct btk_open_opts *o)
 	btk_err_clear();
 }
 
-static int cmp_chunk(const void *a, const void *b)
+/* Index of the first chunk at logical or above. */
+static int chunk_lower_bound(const struct btk_fs *fs, uint64_t logical)
 {
-	uint64_t x = (*(struct btk_chunk *const *)a)->logical;
-	uint64_t y = (*(struct btk_chunk *const *)b)->logical;
+	int lo = 0, hi = fs->nchunks;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (fs->chunks[mid]->logical < logical)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int btk_chunk_map_add(struct btk_fs *fs, struct btk_chunk *c)
+{
+	int i = chunk_lower_bound(fs, c->logical);
+
+	if (i < fs->nchunks && fs->chunks[i]->logical == c->logical) {
+		free(fs->chunks[i]);
+		fs->chunks[i] = c;
+		return 0;
+	}
+	struct btk_chunk **nv = fs->nchunks < INT_MAX
+				    ? realloc(fs->chunks, (size_t)(fs->nchunks + 1) * sizeof(*nv))
+				    : NULL;
+	if (!nv) {
+		int ret = btk_err(ENOMEM, "out of memory adding chunk %llu",
+				  (unsigned long long)c->logical);
+		free(c);
+		return ret;
+	}
+	fs->chunks = nv;
+	memmove(&nv[i + 1], &nv[i], (size_t)(fs->nchunks - i) * sizeof(*nv));
+	nv[i] = c;
+	fs->nchunks++;
+	return 0;
+}
+
+/* Orders pointers into one array of chunks by logical, equal addresses by their place. */
+static int cmp_chunk_slot(const void *a, const void *b)
+{
+	struct btk_chunk *const *x = *(struct btk_chunk *const *const *)a;
+	struct btk_chunk *const *y = *(struct btk_chunk *const *const *)b;
+	if ((*x)->logical != (*y)->logical)
+		return (*x)->logical < (*y)->logical ? -1 : 1;
 	return x < y ? -1 : x > y;
 }
 
-/* Adds a chunk, replacing one at the same logical address (the chunk tree wins over the
- * superblock's copy). Keeps the array sorted and rejects overlaps. */
-int btk_chunk_map_add(struct btk_fs *fs, struct btk_chunk *c)
+static void free_chunks(struct btk_chunk **v, int n)
 {
-	for (int i = 0; i < fs->nchunks; i++)
-		if (fs->chunks[i]->logical == c->logical) {
-			free(fs->chunks[i]);
-			fs->chunks[i] = c;
-			return 0;
-		}
-	struct btk_chunk **nv = realloc(fs->chunks, (size_t)(fs->nchunks + 1) * sizeof(*nv));
-	if (!nv) {
-		free(c);
-		return btk_err(ENOMEM, "out of memory");
+	for (int i = 0; i < n; i++)
+		free(v[i]);
+}
+
+int btk_chunk_map_add_all(struct btk_fs *fs, struct btk_chunk **v, int n)
+{
+	if (n <= 0)
+		return 0;
+	if (n > INT_MAX - fs->nchunks) {
+		free_chunks(v, n);
+		return btk_err(ENOMEM, "too many chunks (%d)", n);
 	}
-	fs->chunks = nv;
-	fs->chunks[fs->nchunks++] = c;
-	qsort(fs->chunks, (size_t)fs->nchunks, sizeof(*nv), cmp_chunk);
+	struct btk_chunk ***order = malloc((size_t)n * sizeof(*order));
+	struct btk_chunk **merged = malloc((size_t)(fs->nchunks + n) * sizeof(*merged));
+	if (!order || !merged) {
+		free(order);
+		free(merged);
+		free_chunks(v, n);
+		return btk_err(ENOMEM, "out of memory loading %d chunks", n);
+	}
+	for (int i = 0; i < n; i++)
+		order[i] = &v[i];
+	qsort(order, (size_t)n, sizeof(*order), cmp_chunk_slot);
+	/* one merge of two sorted lists; at an address in both, the new chunk replaces the old */
+	int m = 0, j = 0;
+	for (int i = 0; i < n; i++) {
+		struct btk_chunk *c = *order[i];
+		if (i + 1 < n && (*order[i + 1])->logical == c->logical) {
+			free(c); /* a later chunk at the same address wins */
+			continue;
+		}
+		while (j < fs->nchunks && fs->chunks[j]->logical < c->logical)
+			merged[m++] = fs->chunks[j++];
+		if (j < fs->nchunks && fs->chunks[j]->logical == c->logical)
+			free(fs->chunks[j++]);
+		merged[m++] = c;
+	}
+	while (j < fs->nchunks)
+		merged[m++] = fs->chunks[j++];
+	free(order);
+	free(fs->chunks);
+	fs->chunks = merged;
+	fs->nchunks = m;
 	return 0;
 }
 
@@ -302,24 +437,28 @@ static int setup(struct btk_fs *fs)
 	return load_sys_array(fs);
 }
 
-int btk_volumes_open(const char *const *paths, int n, const struct btk_open_opts *opts,
-		     struct btk_fs **out)
+/* The members given, then the scan, then the superblock's settings and sys array. Takes
+ * devs[0..n-1] (or, without devs, opens paths[0..n-1]). */
+static int volumes_open(const char *const *paths, struct btk_dev *const *devs, int n,
+			const struct btk_open_opts *opts, struct btk_fs **out)
 {
 	struct btk_open_opts o = {.super_mirror = -1};
-	struct btk_fs *fs;
+	struct btk_fs *fs = calloc(1, sizeof(*fs));
 	bool added;
-	int ret = 0;
+	int ret = fs ? 0 : btk_err(ENOMEM, "out of memory");
+	int i;
 
 	if (opts)
 		o = *opts;
-	if (n < 1)
-		return btk_err(EINVAL, "no device given");
-	fs = calloc(1, sizeof(*fs));
-	if (!fs)
-		return btk_err(ENOMEM, "out of memory");
-	fs->writable = o.write;
-	for (int i = 0; i < n && !ret; i++)
-		ret = add_member(fs, paths[i], &o, true, &added);
+	if (!ret && n < 1)
+		ret = btk_err(EINVAL, "no device given");
+	if (fs)
+		fs->writable = o.write;
+	for (i = 0; i < n && !ret; i++)
+		ret = devs ? add_dev(fs, devs[i], &o, true, &added)
+			   : add_member(fs, paths[i], &o, true, &added);
+	for (; devs && i < n; i++)
+		btk_dev_close(devs[i]); /* after an error: the handles not yet added */
 	if (!ret && (uint64_t)count_present(fs) < btk_le64(fs->sb.num_devices) && !o.no_scan)
 		scan_members(fs, &o);
 	if (!ret)
@@ -330,6 +469,35 @@ int btk_volumes_open(const char *const *paths, int n, const struct btk_open_opts
 	}
 	*out = fs;
 	return 0;
+}
+
+int btk_volumes_open(const char *const *paths, int n, const struct btk_open_opts *opts,
+		     struct btk_fs **out)
+{
+	return volumes_open(paths, NULL, n, opts, out);
+}
+
+static bool seen_before(struct btk_dev *const *devs, int i)
+{
+	for (int j = 0; j < i; j++)
+		if (devs[j] == devs[i])
+			return true;
+	return false;
+}
+
+int btk_volumes_open_devs(struct btk_dev *const *devs, int n, const struct btk_open_opts *opts,
+			  struct btk_fs **out)
+{
+	for (int i = 0; i < n; i++) {
+		if (!seen_before(devs, i))
+			continue;
+		int ret = btk_err(EINVAL, "%s: the same handle given twice", devs[i]->path);
+		for (int k = 0; k < n; k++)
+			if (!seen_before(devs, k))
+				btk_dev_close(devs[k]);
+		return ret;
+	}
+	return volumes_open(NULL, devs, n, opts, out);
 }
 
 void btk_volumes_close(struct btk_fs *fs)

@@ -1,4 +1,4 @@
-/* The checker's containers (check_priv.h) and btk_check_run on a clean image that
+/* The checker's u64 set (check_priv.h) and btk_check_run on a clean image that
  * mkfs.btrfs --rootdir builds from a directory made here: no problem reported, and the
  * summary counts the inodes that directory has. */
 #include <setjmp.h>
@@ -16,33 +16,6 @@
 #include "base/error.h"
 
 #define NFILES 120
-
-static uint64_t key_of(const void *p)
-{
-	return *(const uint64_t *)p;
-}
-
-static void test_vec(void **state)
-{
-	struct chk_vec v;
-
-	(void)state;
-	chk_vec_init(&v, sizeof(uint64_t));
-	assert_int_equal(chk_vec_floor(&v, 5, key_of), -1);
-	for (uint64_t i = 0; i < 1000; i++) {
-		uint64_t *p = chk_vec_push(&v);
-		assert_non_null(p);
-		assert_int_equal(*p, 0); /* pushed records are zeroed */
-		*p = i * 10;
-	}
-	assert_int_equal(v.n, 1000);
-	assert_int_equal(chk_vec_floor(&v, 0, key_of), 0);
-	assert_int_equal(chk_vec_floor(&v, 9, key_of), 0);
-	assert_int_equal(chk_vec_floor(&v, 10, key_of), 1);
-	assert_int_equal(chk_vec_floor(&v, 99999, key_of), 999);
-	chk_vec_free(&v);
-	assert_int_equal(v.n, 0);
-}
 
 static void test_set(void **state)
 {
@@ -69,6 +42,28 @@ static void test_kind_names(void **state)
 	assert_string_equal(btk_check_kind_name(BTK_CHK_KIND_COUNT), "unknown");
 	for (int k = 0; k < BTK_CHK_KIND_COUNT; k++)
 		assert_non_null(btk_check_kind_name((enum btk_check_kind)k));
+}
+
+/* The table of problems: codes unique, in their kind's hundred, every row filled in. */
+static void test_problem_table(void **state)
+{
+	(void)state;
+	assert_null(btk_check_problem_info(BTK_P_COUNT));
+	for (int i = 0; i < BTK_P_COUNT; i++) {
+		const struct btk_check_problem_info *a = btk_check_problem_info(i);
+		assert_non_null(a);
+		assert_true(a->code > 0 && a->code < 10000);
+		assert_int_equal(a->code / 100, (unsigned)a->kind + 1);
+		assert_true(a->name && *a->name && a->message && *a->message);
+		assert_true(a->severity == BTK_SEV_ERR || a->severity == BTK_SEV_WARN);
+		for (int j = 0; j < i; j++) {
+			const struct btk_check_problem_info *b = btk_check_problem_info(j);
+			assert_int_not_equal(a->code, b->code);
+			assert_string_not_equal(a->name, b->name);
+		}
+	}
+	assert_int_equal(btk_check_problem_info(BTK_P_INODE_NLINK)->code, 1111);
+	assert_string_equal(btk_check_problem_info(BTK_P_REF_COUNT)->name, "extent-refs");
 }
 
 static void count(void *ctx, const struct btk_check_problem *p)
@@ -115,9 +110,9 @@ static void test_clean_image(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_vec),
 	    cmocka_unit_test(test_set),
 	    cmocka_unit_test(test_kind_names),
+	    cmocka_unit_test(test_problem_table),
 	    cmocka_unit_test(test_clean_image),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,879 @@
+/* build.c — the btrfs side of a conversion, run inside btk_mkfs's one transaction.
+ *
+ * Layout (decided in conv_place): data chunks lie over the blocks ext uses, logical ==
+ * physical, cut around the ranges btrfs keeps for itself (the first MiB, 64 KiB at each
+ * superblock mirror); every byte ext uses is kept from the chunk allocator, so system and
+ * metadata chunks, and anything else the write path allocates, land in ext's free blocks.
+ *
+ * Content (conv_fill): every used ext block becomes part of a data extent referenced by
+ * ext2_saved/image at its own offset — in place, or, inside the reserved ranges, a copy in
+ * free space. Files reference pieces of those same extents, so their data is shared and
+ * never moves. Nothing ext uses is written before the superblock: a power cut before it
+ * leaves the ext filesystem as it was.
+ */
+#include "build.h"
+#include "base/error.h"
+#include "base/uuid.h"
+#include "fs/fs_write.h"
+#include "io/io.h"
+#include "trans/inplace.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#define SZ_64K	    (64ULL << 10)
+#define SZ_1M	    (1ULL << 20)
+#define CHUNK_SPLIT (1ULL << 30)   /* data chunks end at multiples of 1 GiB */
+#define MAX_EXTENT  (128ULL << 20) /* btrfs's largest data extent */
+#define CHUNK_GAP   SZ_1M	   /* used runs closer than this share a chunk */
+#define IO_PIECE    SZ_1M
+
+static uint64_t down(uint64_t v, uint64_t a)
+{
+	return v / a * a;
+}
+static uint64_t up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) / a * a;
+}
+static uint64_t min64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+/* The reserved range holding byte b, or NULL. */
+static const struct ext_range *reserved_at(const struct ext_range *r, int nr, uint64_t b)
+{
+	for (int i = 0; i < nr; i++)
+		if (b >= r[i].start && b < r[i].start + r[i].len)
+			return &r[i];
+	return NULL;
+}
+
+/* Where the next reserved range starts at or after b (or UINT64_MAX). */
+static uint64_t next_reserved(const struct ext_range *r, int nr, uint64_t b)
+{
+	uint64_t best = UINT64_MAX;
+
+	for (int i = 0; i < nr; i++)
+		if (r[i].start >= b && r[i].start < best)
+			best = r[i].start;
+	return best;
+}
+
+/* Calls fn for the pieces of [start, +len) cut at reserved ranges, with in = inside one. */
+static int split_reserved(const struct ext_range *r, int nr, uint64_t start, uint64_t len,
+			  int (*fn)(void *ctx, uint64_t s, uint64_t l, bool in), void *ctx)
+{
+	uint64_t end = start + len;
+	int ret = 0;
+
+	while (start < end && !ret) {
+		const struct ext_range *in = reserved_at(r, nr, start);
+		uint64_t stop = in ? in->start + in->len : next_reserved(r, nr, start);
+		stop = min64(stop, end);
+		ret = fn(ctx, start, stop - start, in != NULL);
+		start = stop;
+	}
+	return ret;
+}
+
+/* ---- layout ---- */
+
+struct chunker {
+	struct btk_trans *t;
+	uint64_t limit;	 /* device end usable for chunks */
+	uint64_t cs, ce; /* chunk being grown */
+	const struct ext_range *res;
+	int nres;
+};
+
+static int emit_chunk(struct chunker *k)
+{
+	int ret = 0;
+
+	for (uint64_t s = k->cs; s < k->ce && !ret;) {
+		uint64_t e = min64(down(s, CHUNK_SPLIT) + CHUNK_SPLIT, k->ce);
+		ret = btk_chunk_add_fixed(k->t, BTRFS_BLOCK_GROUP_DATA, s, s, e - s);
+		s = e;
+	}
+	k->cs = k->ce = 0;
+	return ret;
+}
+
+static int chunk_piece(void *ctx, uint64_t s, uint64_t l, bool in)
+{
+	struct chunker *k = ctx;
+	uint64_t e;
+	int ret;
+
+	if (in)
+		return 0; /* copied aside; its chunk-free place stays reserved */
+	e = min64(up(s + l, SZ_64K), k->limit);
+	s = down(s, SZ_64K);
+	/* rounding outward never reaches into a reserved range: they are 64 KiB aligned */
+	if (k->ce && s <= k->ce + CHUNK_GAP && next_reserved(k->res, k->nres, k->ce) >= e) {
+		if (e > k->ce)
+			k->ce = e;
+		return 0;
+	}
+	if (k->ce && (ret = emit_chunk(k)))
+		return ret;
+	k->cs = s;
+	k->ce = e;
+	return 0;
+}
+
+int conv_place(void *ctx, struct btk_trans *t)
+{
+	struct conv *c = ctx;
+	struct ext_src *s = c->src;
+	struct ext_range res[3];
+	int nres = ext_btrfs_reserved(s->size, res), ret = 0;
+	uint64_t copy = 0, lg;
+	struct chunker k = {t, down(s->size, btk_trans_fs(t)->sectorsize), 0, 0, res, nres};
+
+	c->t = t;
+	c->fs = btk_trans_fs(t);
+	if (c->o->fault_writes) {
+		struct btk_dev *fd;
+		if ((ret = btk_dev_faulty(c->fs->devs[0].dev, c->o->fault_writes, &fd)))
+			return ret;
+		c->fs->devs[0].dev = fd;
+	}
+	for (int i = 0; i < nres && !ret; i++)
+		ret = btk_dev_hold(t, 1, res[i].start, res[i].len);
+	for (size_t i = 0; i < s->nused && !ret; i++)
+		ret = btk_dev_hold(t, 1, s->used[i].start, s->used[i].len);
+	for (size_t i = 0; i < s->nused && !ret; i++)
+		ret = split_reserved(res, nres, s->used[i].start, s->used[i].len, chunk_piece, &k);
+	if (!ret && k.ce)
+		ret = emit_chunk(&k);
+	/* room for the copies of what ext has where btrfs needs the space */
+	for (int i = 0; i < nres && !ret; i++)
+		for (size_t j = 0; j < s->nused; j++) {
+			uint64_t a = s->used[j].start, b = a + s->used[j].len;
+			uint64_t lo = a > res[i].start ? a : res[i].start;
+			uint64_t hi = min64(b, res[i].start + res[i].len);
+			copy += hi > lo ? hi - lo : 0;
+		}
+	if (!ret && copy)
+		ret = btk_chunk_alloc_size(t, BTRFS_BLOCK_GROUP_DATA, up(copy, SZ_1M), &lg);
+	return ret;
+}
+
+/* ---- the image's extents ---- */
+
+static int add_rec(struct conv *c, uint64_t orig, uint64_t bytenr, uint64_t len)
+{
+	if (c->nrecs == c->caprecs) {
+		size_t nc = c->caprecs ? c->caprecs * 2 : 256;
+		struct conv_rec *r = realloc(c->recs, nc * sizeof(*r));
+		if (!r)
+			return btk_err(ENOMEM, "out of memory");
+		c->recs = r;
+		c->caprecs = nc;
+	}
+	c->recs[c->nrecs++] = (struct conv_rec){orig, bytenr, len};
+	return 0;
+}
+
+static int rec_in_place(void *ctx, uint64_t s, uint64_t l, bool in)
+{
+	struct conv *c = ctx;
+	int ret = 0;
+
+	if (in)
+		return 0;
+	for (uint64_t e = s + l; s < e && !ret;) {
+		uint64_t n = min64(down(s, MAX_EXTENT) + MAX_EXTENT, e) - s;
+		ret = btk_data_extent_fixed(c->t, s, n, CONV_IMAGE_SUBVOL, CONV_IMAGE_INO, s);
+		if (!ret)
+			ret = add_rec(c, s, s, n);
+		s += n;
+	}
+	return ret;
+}
+
+/* Copies ext bytes that lie where btrfs needs the space into new extents in free space. */
+static int rec_copy(void *ctx, uint64_t s, uint64_t l, bool in)
+{
+	struct conv *c = ctx;
+	struct btk_dev *dev = c->fs->devs[0].dev;
+	int ret = 0;
+
+	if (!in)
+		return 0;
+	while (l && !ret) {
+		uint64_t bytenr, got;
+		ret = btk_data_extent_alloc(c->t, l, c->fs->sectorsize, CONV_IMAGE_SUBVOL,
+					    CONV_IMAGE_INO, s, &bytenr, &got);
+		for (uint64_t d = 0; !ret && d < got; d += IO_PIECE) {
+			size_t n = (size_t)min64(IO_PIECE, got - d);
+			ret = btk_dev_read(dev, c->buf, n, s + d);
+			if (!ret)
+				ret = btk_write_logical(c->fs, bytenr + d, c->buf, n);
+		}
+		if (!ret)
+			ret = add_rec(c, s, bytenr, got);
+		c->copied_bytes += ret ? 0 : got;
+		s += got;
+		l -= got;
+	}
+	return ret;
+}
+
+static int cmp_rec(const void *a, const void *b)
+{
+	const struct conv_rec *x = a, *y = b;
+	return x->orig < y->orig ? -1 : x->orig > y->orig;
+}
+
+/* Checksums of every record, read from where its data now is. */
+static int rec_sums(struct conv *c)
+{
+	uint32_t ss = c->fs->sectorsize, cs = (uint32_t)c->fs->csum_size;
+	int ret = 0;
+
+	for (size_t i = 0; i < c->nrecs && !ret; i++) {
+		const struct conv_rec *r = &c->recs[i];
+		for (uint64_t d = 0; d < r->len && !ret; d += IO_PIECE) {
+			size_t n = (size_t)min64(IO_PIECE, r->len - d);
+			ret = btk_read_logical(c->fs, r->bytenr + d, c->buf, n);
+			if (!ret)
+				ret = btk_csum_compute(c->fs, c->buf, n, c->sums + d / ss * cs);
+		}
+		if (!ret)
+			ret = btk_csum_insert_sums(c->t, r->bytenr, c->sums, r->len / ss);
+	}
+	return ret;
+}
+
+static int make_records(struct conv *c)
+{
+	struct ext_src *s = c->src;
+	struct ext_range res[3];
+	int nres = ext_btrfs_reserved(s->size, res), ret = 0;
+
+	/* every block in place first: then only free ext blocks are left for the copies */
+	for (size_t i = 0; i < s->nused && !ret; i++)
+		ret = split_reserved(res, nres, s->used[i].start, s->used[i].len, rec_in_place, c);
+	for (size_t i = 0; i < s->nused && !ret; i++)
+		ret = split_reserved(res, nres, s->used[i].start, s->used[i].len, rec_copy, c);
+	if (ret)
+		return ret;
+	qsort(c->recs, c->nrecs, sizeof(*c->recs), cmp_rec);
+	return c->o->no_datasum ? 0 : rec_sums(c);
+}
+
+static int make_image(struct conv *c, const struct btk_inode_attr *top)
+{
+	struct btk_subvol_new sv = {.id = CONV_IMAGE_SUBVOL,
+				    .parent = BTRFS_FS_TREE_OBJECTID,
+				    .dir = BTK_ROOT_DIRID,
+				    .index = c->root_next_index,
+				    .name = "ext2_saved",
+				    .name_len = 10,
+				    .ro = true};
+	struct btk_inode_attr a = *top;
+	struct btk_key loc = {CONV_IMAGE_INO, BTRFS_INODE_ITEM_KEY, 0};
+	int ret;
+
+	btk_uuid_make(NULL, NULL, 0, sv.uuid);
+	a.mode = S_IFDIR | 0755;
+	a.nlink = 1;
+	if ((ret = btk_subvol_create(c->t, &sv, &a)))
+		return ret;
+	a.mode = S_IFREG | 0600;
+	a.size = c->src->size;
+	a.nbytes = 0;
+	for (size_t i = 0; i < c->nrecs; i++)
+		a.nbytes += c->recs[i].len;
+	a.flags = BTK_INODE_READONLY | (c->o->no_datasum ? BTK_INODE_NODATASUM : 0);
+	a.uid = a.gid = 0;
+	if ((ret = btk_inode_create(c->t, CONV_IMAGE_SUBVOL, CONV_IMAGE_INO, &a)))
+		return ret;
+	for (size_t i = 0; i < c->nrecs && !ret; i++) {
+		const struct conv_rec *r = &c->recs[i];
+		struct btk_file_extent fe = {.file_offset = r->orig,
+					     .type = BTRFS_FILE_EXTENT_REG,
+					     .disk_bytenr = r->bytenr,
+					     .disk_num_bytes = r->len,
+					     .num_bytes = r->len,
+					     .ram_bytes = r->len};
+		ret = btk_file_extent_insert(c->t, CONV_IMAGE_SUBVOL, CONV_IMAGE_INO, &fe);
+	}
+	if (!ret)
+		ret = btk_dir_link(c->t, CONV_IMAGE_SUBVOL, BTK_ROOT_DIRID, "image", 5, &loc,
+				   BTRFS_FT_REG_FILE, 2);
+	return ret;
+}
+
+/* ---- files ---- */
+
+/* Index of the record holding ext byte b, or -1. */
+static ssize_t rec_find(const struct conv *c, uint64_t b)
+{
+	size_t lo = 0, hi = c->nrecs;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		const struct conv_rec *r = &c->recs[mid];
+		if (b < r->orig)
+			hi = mid;
+		else if (b >= r->orig + r->len)
+			lo = mid + 1;
+		else
+			return (ssize_t)mid;
+	}
+	return -1;
+}
+
+/* File bytes [fo, +len) are ext bytes from phys: file extent items over the records. */
+static int map_run(struct conv *c, uint64_t ino, uint64_t fo, uint64_t phys, uint64_t len,
+		   bool prealloc, uint64_t *nbytes)
+{
+	int ret = 0;
+
+	while (len && !ret) {
+		ssize_t i = rec_find(c, phys);
+		const struct conv_rec *r;
+		uint64_t off, n;
+		if (i < 0)
+			return btk_err(
+			    EUCLEAN, "ext inode %llu: block at byte %llu is not marked used",
+			    (unsigned long long)(ino - CONV_INO_OFFSET), (unsigned long long)phys);
+		r = &c->recs[i];
+		off = phys - r->orig;
+		n = min64(len, r->len - off);
+		struct btk_file_extent fe = {.file_offset = fo,
+					     .type = prealloc ? BTRFS_FILE_EXTENT_PREALLOC
+							      : BTRFS_FILE_EXTENT_REG,
+					     .disk_bytenr = r->bytenr,
+					     .disk_num_bytes = r->len,
+					     .extent_offset = off,
+					     .num_bytes = n,
+					     .ram_bytes = r->len};
+		ret = btk_file_extent_insert(c->t, BTRFS_FS_TREE_OBJECTID, ino, &fe);
+		if (!ret)
+			ret = btk_data_ref(c->t, r->bytenr, r->len, BTRFS_FS_TREE_OBJECTID, 0, ino,
+					   fo - off, 1);
+		*nbytes += n;
+		c->extents++;
+		fo += n;
+		phys += n;
+		len -= n;
+	}
+	return ret;
+}
+
+struct run {
+	uint64_t lblk, pblk, len; /* blocks */
+	bool uninit;
+};
+
+struct runs {
+	struct run *r;
+	size_t n, cap;
+};
+
+static int runs_add(struct runs *rs, uint64_t lblk, uint64_t pblk, uint64_t len, bool uninit)
+{
+	struct run *last = rs->n ? &rs->r[rs->n - 1] : NULL;
+
+	if (last && last->lblk + last->len == lblk && last->pblk + last->len == pblk &&
+	    last->uninit == uninit) {
+		last->len += len;
+		return 0;
+	}
+	if (rs->n == rs->cap) {
+		size_t nc = rs->cap ? rs->cap * 2 : 16;
+		struct run *r = realloc(rs->r, nc * sizeof(*r));
+		if (!r)
+			return btk_err(ENOMEM, "out of memory");
+		rs->r = r;
+		rs->cap = nc;
+	}
+	rs->r[rs->n++] = (struct run){lblk, pblk, len, uninit};
+	return 0;
+}
+
+static int extent_runs(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, struct runs *rs)
+{
+	ext2_extent_handle_t h;
+	struct ext2fs_extent ex;
+	errcode_t err = ext2fs_extent_open2(c->src->e, eino, in, &h);
+	int op = EXT2_EXTENT_ROOT, ret = 0;
+
+	if (err)
+		return btk_err(EIO, "ext inode %u: extent tree: %s", eino, error_message(err));
+	while (!ret) {
+		err = ext2fs_extent_get(h, op, &ex);
+		op = EXT2_EXTENT_NEXT;
+		if (err == EXT2_ET_EXTENT_NO_NEXT || err == EXT2_ET_NO_CURRENT_NODE)
+			break;
+		if (err) {
+			ret =
+			    btk_err(EIO, "ext inode %u: extent tree: %s", eino, error_message(err));
+			break;
+		}
+		if (!(ex.e_flags & EXT2_EXTENT_FLAGS_LEAF) ||
+		    (ex.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT))
+			continue;
+		ret = runs_add(rs, ex.e_lblk, ex.e_pblk, ex.e_len,
+			       ex.e_flags & EXT2_EXTENT_FLAGS_UNINIT);
+	}
+	ext2fs_extent_free(h);
+	return ret;
+}
+
+struct blk_ctx {
+	struct runs *rs;
+	int ret;
+};
+
+static int block_cb(ext2_filsys e, blk64_t *blocknr, e2_blkcnt_t blockcnt, blk64_t ref_blk,
+		    int ref_offset, void *priv)
+{
+	struct blk_ctx *b = priv;
+
+	(void)e;
+	(void)ref_blk;
+	(void)ref_offset;
+	if (blockcnt < 0)
+		return 0;
+	b->ret = runs_add(b->rs, (uint64_t)blockcnt, *blocknr, 1, false);
+	return b->ret ? BLOCK_ABORT : 0;
+}
+
+static int map_runs(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, struct runs *rs)
+{
+	struct blk_ctx b = {rs, 0};
+	errcode_t err;
+
+	if (in->i_flags & EXT4_EXTENTS_FL)
+		return extent_runs(c, eino, in, rs);
+	err = ext2fs_block_iterate3(c->src->e, eino, BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY,
+				    NULL, block_cb, &b);
+	if (err && !b.ret)
+		return btk_err(EIO, "ext inode %u: block map: %s", eino, error_message(err));
+	return b.ret;
+}
+
+/* Reads the whole content of a small file or a symlink target through libext2fs (inline
+ * data, fast symlinks and blocks alike); *len is the size. */
+static int read_small(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, uint64_t size,
+		      uint8_t *buf, uint64_t cap)
+{
+	ext2_file_t f;
+	unsigned int got = 0;
+	errcode_t err;
+
+	if (size > cap)
+		return btk_err(EFBIG, "ext inode %u: %llu bytes is too large here", eino,
+			       (unsigned long long)size);
+	if (LINUX_S_ISLNK(in->i_mode) && ext2fs_is_fast_symlink(in)) {
+		memcpy(buf, in->i_block, size);
+		return 0;
+	}
+	err = ext2fs_file_open2(c->src->e, eino, in, 0, &f);
+	if (!err) {
+		err = ext2fs_file_read(f, buf, (unsigned int)size, &got);
+		ext2fs_file_close(f);
+	}
+	if (!err && got != size)
+		err = EXT2_ET_SHORT_READ;
+	if (err)
+		return btk_err(EIO, "ext inode %u: reading: %s", eino, error_message(err));
+	return 0;
+}
+
+/* A file's data stored in a new extent (inline_data files too large, or -n). */
+static int write_new_extent(struct conv *c, uint64_t ino, const uint8_t *data, uint64_t size,
+			    uint64_t *nbytes)
+{
+	uint32_t ss = c->fs->sectorsize;
+	uint64_t alen = up(size, ss), bytenr, got;
+	uint8_t *sums = c->sums;
+	int ret =
+	    btk_data_extent_alloc(c->t, alen, alen, BTRFS_FS_TREE_OBJECTID, ino, 0, &bytenr, &got);
+	uint8_t *pad;
+
+	if (ret)
+		return ret;
+	pad = calloc(1, alen);
+	if (!pad)
+		return btk_err(ENOMEM, "out of memory");
+	memcpy(pad, data, size);
+	ret = btk_write_logical(c->fs, bytenr, pad, alen);
+	if (!ret && !c->o->no_datasum && !(ret = btk_csum_compute(c->fs, pad, alen, sums)))
+		ret = btk_csum_insert_sums(c->t, bytenr, sums, alen / ss);
+	free(pad);
+	if (!ret) {
+		struct btk_file_extent fe = {.type = BTRFS_FILE_EXTENT_REG,
+					     .disk_bytenr = bytenr,
+					     .disk_num_bytes = alen,
+					     .num_bytes = alen,
+					     .ram_bytes = alen};
+		ret = btk_file_extent_insert(c->t, BTRFS_FS_TREE_OBJECTID, ino, &fe);
+	}
+	*nbytes += alen;
+	return ret;
+}
+
+static int file_data(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, uint64_t ino,
+		     uint64_t size, uint64_t *nbytes)
+{
+	uint32_t bs = c->src->blocksize;
+	uint64_t end = up(size, bs);
+	struct runs rs = {0};
+	int ret;
+
+	if (in->i_flags & EXT4_INLINE_DATA_FL) {
+		if (!size)
+			return 0;
+		if ((ret = read_small(c, eino, in, size, c->buf, IO_PIECE)))
+			return ret;
+		if (!c->o->no_inline && size <= 2048 && size <= btk_inline_max(c->fs)) {
+			*nbytes += size;
+			c->inline_files++;
+			return btk_file_extent_inline(c->t, BTRFS_FS_TREE_OBJECTID, ino, c->buf,
+						      (uint32_t)size, size, 0);
+		}
+		return write_new_extent(c, ino, c->buf, size, nbytes);
+	}
+	if ((ret = map_runs(c, eino, in, &rs)))
+		goto out;
+	for (size_t i = 0; i < rs.n && !ret; i++) {
+		const struct run *r = &rs.r[i];
+		uint64_t fo = r->lblk * bs, len = r->len * bs;
+		/* written blocks past EOF are ext's business (the image keeps them); fallocated
+		 * ones stay preallocated as the kernel keeps them */
+		if (!r->uninit) {
+			if (fo >= end)
+				continue;
+			len = min64(len, end - fo);
+		}
+		ret = map_run(c, ino, fo, r->pblk * bs, len, r->uninit, nbytes);
+	}
+out:
+	free(rs.r);
+	return ret;
+}
+
+static uint8_t ftype_of(uint16_t mode)
+{
+	switch (mode & LINUX_S_IFMT) {
+	case LINUX_S_IFREG:
+		return BTRFS_FT_REG_FILE;
+	case LINUX_S_IFDIR:
+		return BTRFS_FT_DIR;
+	case LINUX_S_IFCHR:
+		return BTRFS_FT_CHRDEV;
+	case LINUX_S_IFBLK:
+		return BTRFS_FT_BLKDEV;
+	case LINUX_S_IFIFO:
+		return BTRFS_FT_FIFO;
+	case LINUX_S_IFSOCK:
+		return BTRFS_FT_SOCK;
+	case LINUX_S_IFLNK:
+		return BTRFS_FT_SYMLINK;
+	}
+	return BTRFS_FT_UNKNOWN;
+}
+
+/* ext time (32-bit seconds, and in the large inode 2 epoch bits and 30 bits of ns). */
+static struct btk_time ext_time(uint32_t sec, const uint32_t *extra)
+{
+	struct btk_time t = {(uint64_t)(int64_t)(int32_t)sec, 0};
+
+	if (extra) {
+		t.sec += (uint64_t)(*extra & 3) << 32;
+		t.nsec = *extra >> 2;
+		if (t.nsec > 999999999)
+			t.nsec = 0;
+	}
+	return t;
+}
+
+#define HAS_FIELD(li, isz, f)                                                                      \
+	((isz) > EXT2_GOOD_OLD_INODE_SIZE &&                                                       \
+	 offsetof(struct ext2_inode_large, f) + sizeof((li)->f) <=                                 \
+	     EXT2_GOOD_OLD_INODE_SIZE + (size_t)(li)->i_extra_isize)
+
+static void make_attr(struct conv *c, const struct ext2_inode_large *li, struct btk_inode_attr *a)
+{
+	const struct ext2_inode *in = (const struct ext2_inode *)li;
+	int isz = EXT2_INODE_SIZE(c->src->e->super);
+	static const struct {
+		uint32_t ext;
+		uint64_t btrfs;
+	} fl[] = {{EXT2_IMMUTABLE_FL, BTK_INODE_IMMUTABLE}, {EXT2_APPEND_FL, BTK_INODE_APPEND},
+		  {EXT2_NODUMP_FL, BTK_INODE_NODUMP},	    {EXT2_NOATIME_FL, BTK_INODE_NOATIME},
+		  {EXT2_SYNC_FL, BTK_INODE_SYNC},	    {EXT2_DIRSYNC_FL, BTK_INODE_DIRSYNC}};
+
+	memset(a, 0, sizeof(*a));
+	a->mode = in->i_mode;
+	a->uid = inode_uid(*in);
+	a->gid = inode_gid(*in);
+	a->nlink = LINUX_S_ISDIR(in->i_mode) ? 1 : in->i_links_count;
+	a->atime =
+	    ext_time(in->i_atime, HAS_FIELD(li, isz, i_atime_extra) ? &li->i_atime_extra : NULL);
+	a->mtime =
+	    ext_time(in->i_mtime, HAS_FIELD(li, isz, i_mtime_extra) ? &li->i_mtime_extra : NULL);
+	a->ctime =
+	    ext_time(in->i_ctime, HAS_FIELD(li, isz, i_ctime_extra) ? &li->i_ctime_extra : NULL);
+	if (HAS_FIELD(li, isz, i_crtime))
+		a->otime = ext_time(
+		    li->i_crtime, HAS_FIELD(li, isz, i_crtime_extra) ? &li->i_crtime_extra : NULL);
+	for (size_t i = 0; i < sizeof(fl) / sizeof(fl[0]); i++)
+		if (in->i_flags & fl[i].ext)
+			a->flags |= fl[i].btrfs;
+	if (c->o->no_datasum && (LINUX_S_ISREG(in->i_mode) || LINUX_S_ISDIR(in->i_mode)))
+		a->flags |= BTK_INODE_NODATASUM;
+	if (LINUX_S_ISCHR(in->i_mode) || LINUX_S_ISBLK(in->i_mode)) {
+		uint32_t maj, min;
+		if (in->i_block[0]) { /* old 16-bit encoding */
+			maj = (in->i_block[0] >> 8) & 0xff;
+			min = in->i_block[0] & 0xff;
+		} else {
+			uint32_t d = in->i_block[1];
+			maj = (d & 0xfff00) >> 8;
+			min = (d & 0xff) | ((d >> 12) & 0xfff00);
+		}
+		a->rdev = ((uint64_t)maj << 20) | min; /* the kernel's own dev_t, as btrfs keeps */
+	}
+}
+
+struct xctx {
+	struct conv *c;
+	struct ext2_xattr_handle *h;
+	uint64_t ino;
+	int ret;
+};
+
+static int store_xattr(struct xctx *x, const char *name, size_t nlen, const void *value,
+		       size_t vlen)
+{
+	if (nlen > 255 || vlen > UINT16_MAX)
+		return btk_err(E2BIG, "ext inode %llu: xattr %s of %zu bytes does not fit btrfs",
+			       (unsigned long long)(x->ino - CONV_INO_OFFSET), name, vlen);
+	return btk_xattr_set(x->c->t, BTRFS_FS_TREE_OBJECTID, x->ino, name, (uint16_t)nlen, value,
+			     (uint16_t)vlen);
+}
+
+static int xattr_cb(char *name, char *raw, size_t rawlen, void *data)
+{
+	struct xctx *x = data;
+	size_t nlen = strlen(name), vlen;
+	void *value;
+	errcode_t err;
+
+	(void)raw;
+	(void)rawlen;
+	if (!strcmp(name, "system.data"))
+		return 0; /* ext4's inline data, not an attribute */
+	/* the iterator hands out stored bytes; _get turns ext's ACL format into the
+	 * system.posix_acl_* xattr format the kernel and btrfs use */
+	if ((err = ext2fs_xattr_get(x->h, name, &value, &vlen))) {
+		x->ret = btk_err(EIO, "ext inode %llu: xattr %s: %s",
+				 (unsigned long long)(x->ino - CONV_INO_OFFSET), name,
+				 error_message(err));
+		return XATTR_ABORT;
+	}
+	x->ret = store_xattr(x, name, nlen, value, vlen);
+	ext2fs_free_mem(&value);
+	return x->ret ? XATTR_ABORT : 0;
+}
+
+static int copy_xattrs(struct conv *c, ext2_ino_t eino, uint64_t ino)
+{
+	struct ext2_xattr_handle *h;
+	struct xctx x = {c, NULL, ino, 0};
+	errcode_t err;
+
+	if (c->o->no_xattr)
+		return 0;
+	if ((err = ext2fs_xattrs_open(c->src->e, eino, &h)))
+		return btk_err(EIO, "ext inode %u: xattrs: %s", eino, error_message(err));
+	x.h = h;
+	err = ext2fs_xattrs_read(h);
+	if (!err)
+		err = ext2fs_xattrs_iterate(h, xattr_cb, &x);
+	ext2fs_xattrs_close(&h);
+	if (x.ret)
+		return x.ret;
+	if (err)
+		return btk_err(EIO, "ext inode %u: xattrs: %s", eino, error_message(err));
+	return 0;
+}
+
+static int queue_dir(struct conv *c, ext2_ino_t eino)
+{
+	if (c->qlen == c->qcap) {
+		size_t nc = c->qcap ? c->qcap * 2 : 64;
+		uint32_t *q = realloc(c->queue, nc * sizeof(*q));
+		if (!q)
+			return btk_err(ENOMEM, "out of memory");
+		c->queue = q;
+		c->qcap = nc;
+	}
+	c->queue[c->qlen++] = eino;
+	return 0;
+}
+
+/* Creates the btrfs inode of ext inode eino with everything but its names. */
+static int create_inode(struct conv *c, ext2_ino_t eino, bool top)
+{
+	struct ext2_inode_large li;
+	struct ext2_inode *in = (struct ext2_inode *)&li;
+	struct btk_inode_attr a;
+	uint64_t ino = eino + CONV_INO_OFFSET, size, nbytes = 0;
+	errcode_t err;
+	int ret;
+
+	memset(&li, 0, sizeof(li));
+	err = ext2fs_read_inode_full(c->src->e, eino, in, sizeof(li));
+	if (err)
+		return btk_err(EIO, "ext inode %u: %s", eino, error_message(err));
+	make_attr(c, &li, &a);
+	size = EXT2_I_SIZE(in);
+	c->ftype[eino] = ftype_of(in->i_mode);
+	if (top)
+		ret = btk_inode_set_attr(c->t, BTRFS_FS_TREE_OBJECTID, ino, &a);
+	else
+		ret = btk_inode_create(c->t, BTRFS_FS_TREE_OBJECTID, ino, &a);
+	if (ret)
+		return ret;
+	if (LINUX_S_ISREG(in->i_mode)) {
+		ret = file_data(c, eino, in, ino, size, &nbytes);
+		if (!ret)
+			ret = btk_inode_set_size(c->t, BTRFS_FS_TREE_OBJECTID, ino, size, nbytes);
+	} else if (LINUX_S_ISLNK(in->i_mode)) {
+		if (!size || size >= 4096 || size > btk_inline_max(c->fs))
+			return btk_err(EUCLEAN, "ext inode %u: symlink of %llu bytes", eino,
+				       (unsigned long long)size);
+		ret = read_small(c, eino, in, size, c->buf, IO_PIECE);
+		if (!ret)
+			ret = btk_file_extent_inline(c->t, BTRFS_FS_TREE_OBJECTID, ino, c->buf,
+						     (uint32_t)size, size, 0);
+		if (!ret)
+			ret = btk_inode_set_size(c->t, BTRFS_FS_TREE_OBJECTID, ino, size, size);
+	} else if (LINUX_S_ISDIR(in->i_mode)) {
+		ret = queue_dir(c, eino);
+	}
+	if (!ret)
+		ret = copy_xattrs(c, eino, ino);
+	c->inodes++;
+	return ret;
+}
+
+struct dctx {
+	struct conv *c;
+	ext2_ino_t dir;
+	uint64_t index;
+	int ret;
+};
+
+static int dirent_cb(ext2_ino_t dir, int entry, struct ext2_dir_entry *d, int offset, int blocksize,
+		     char *buf, void *priv)
+{
+	struct dctx *x = priv;
+	struct conv *c = x->c;
+	ext2_ino_t eino = d->inode;
+	int nlen = ext2fs_dirent_name_len(d);
+	struct btk_key loc = {eino + CONV_INO_OFFSET, BTRFS_INODE_ITEM_KEY, 0};
+
+	(void)dir;
+	(void)offset;
+	(void)blocksize;
+	(void)buf;
+	/* inline_data directories pass ".." as an ordinary entry */
+	if (entry == DIRENT_DOT_FILE || entry == DIRENT_DOT_DOT_FILE || !eino ||
+	    (nlen == 1 && d->name[0] == '.') || (nlen == 2 && !memcmp(d->name, "..", 2)))
+		return 0;
+	if (eino > c->src->e->super->s_inodes_count || eino < EXT2_FIRST_INO(c->src->e->super)) {
+		x->ret = btk_err(EUCLEAN, "ext directory %u: entry %.*s names inode %u", x->dir,
+				 nlen, d->name, eino);
+		return DIRENT_ABORT;
+	}
+	if (!c->ftype[eino] && (x->ret = create_inode(c, eino, false)))
+		return DIRENT_ABORT;
+	x->ret = btk_dir_link(c->t, BTRFS_FS_TREE_OBJECTID, x->dir + CONV_INO_OFFSET, d->name,
+			      (uint16_t)nlen, &loc, c->ftype[eino], x->index++);
+	c->names++;
+	if (!x->ret && c->o->progress && !(c->names & 1023))
+		c->o->progress(c->o->progress_ctx, c->inodes, c->src->inodes);
+	if (!x->ret)
+		x->ret = btk_trans_writeback(c->t, 64ULL << 20);
+	return x->ret ? DIRENT_ABORT : 0;
+}
+
+static int walk_tree(struct conv *c)
+{
+	int ret = create_inode(c, EXT2_ROOT_INO, true);
+
+	while (!ret && c->qhead < c->qlen) {
+		struct dctx x = {c, c->queue[c->qhead++], 2, 0};
+		errcode_t err = ext2fs_dir_iterate2(c->src->e, x.dir, 0, NULL, dirent_cb, &x);
+		if (x.ret)
+			return x.ret;
+		if (err)
+			return btk_err(EIO, "ext directory %u: %s", x.dir, error_message(err));
+		if (x.dir == EXT2_ROOT_INO)
+			c->root_next_index = x.index;
+	}
+	return ret;
+}
+
+int conv_fill(void *ctx, struct btk_trans *t)
+{
+	struct conv *c = ctx;
+	uint32_t ncs = (uint32_t)(MAX_EXTENT / c->fs->sectorsize * (uint64_t)c->fs->csum_size);
+	struct btk_inode_attr top;
+	int ret;
+
+	c->t = t;
+	c->buf = malloc(IO_PIECE);
+	c->sums = malloc(ncs > IO_PIECE ? ncs : IO_PIECE);
+	c->ftype = calloc((size_t)c->src->e->super->s_inodes_count + 1, 1);
+	if (!c->buf || !c->sums || !c->ftype)
+		return btk_err(ENOMEM, "out of memory");
+	if ((ret = make_records(c)) || (ret = walk_tree(c)))
+		return ret;
+	{
+		struct ext2_inode_large li;
+		memset(&li, 0, sizeof(li));
+		ext2fs_read_inode_full(c->src->e, EXT2_ROOT_INO, (struct ext2_inode *)&li,
+				       sizeof(li));
+		make_attr(c, &li, &top);
+	}
+	ret = make_image(c, &top);
+	if (!ret && c->o->progress)
+		c->o->progress(c->o->progress_ctx, c->inodes, c->src->inodes);
+	return ret;
+}
+
+/* The btrfs superblock is on disk: erase ext's, so nothing mistakes the device for ext
+ * (rollback restores it from the image). */
+int conv_after(void *ctx, struct btk_fs *fs)
+{
+	uint8_t zero[1024] = {0};
+	int ret;
+
+	(void)ctx;
+	ret = btk_dev_write(fs->devs[0].dev, zero, sizeof(zero), 1024);
+	return ret ? ret : btk_dev_flush(fs->devs[0].dev);
+}
+
+void conv_free(struct conv *c)
+{
+	free(c->recs);
+	free(c->buf);
+	free(c->sums);
+	free(c->ftype);
+	free(c->queue);
+}

@@ -1,0 +1,56 @@
+/* vec.c — storage behind the typed vectors of vec.h. */
+#include "base/vec.h"
+
+#include <errno.h>
+#include <string.h>
+
+int btk_vec_reserve_(void *datap, size_t *cap, size_t want, size_t esz)
+{
+	void *data;
+
+	if (want <= *cap)
+		return 0;
+	if (want > SIZE_MAX / esz)
+		return -ENOMEM;
+	memcpy(&data, datap, sizeof(data));
+	void *nd = realloc(data, want * esz);
+	if (!nd)
+		return -ENOMEM;
+	memcpy(datap, &nd, sizeof(nd));
+	*cap = want;
+	return 0;
+}
+
+void *btk_vec_grow_(void *datap, size_t *n, size_t *cap, size_t esz)
+{
+	uint8_t *data;
+
+	if (*n == *cap) {
+		/* grow by half: fewer wasted bytes than doubling on large arrays */
+		size_t ncap = *cap < 64 ? 64 : *cap + *cap / 2;
+		if (ncap < *cap || btk_vec_reserve_(datap, cap, ncap, esz))
+			return NULL;
+	}
+	memcpy(&data, datap, sizeof(data));
+	uint8_t *p = data + *n * esz;
+	memset(p, 0, esz);
+	(*n)++;
+	return p;
+}
+
+long btk_vec_floor_(const void *data, size_t n, size_t esz, uint64_t want,
+		    uint64_t (*keyf)(const void *))
+{
+	long lo = 0, hi = (long)n - 1, best = -1;
+
+	while (lo <= hi) {
+		long mid = lo + (hi - lo) / 2;
+		if (keyf((const uint8_t *)data + (size_t)mid * esz) <= want) {
+			best = mid;
+			lo = mid + 1;
+		} else {
+			hi = mid - 1;
+		}
+	}
+	return best;
+}

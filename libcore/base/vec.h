@@ -1,0 +1,51 @@
+/* vec.h — typed growable arrays.
+ *
+ * BTK_VEC(name, T) declares `struct name { T *data; size_t n, cap; }`. A zeroed struct is an
+ * empty vector. The element size always comes from the element type, and btk_vec_push returns
+ * a T *, so a record of another type cannot be pushed without a compiler error. The vector
+ * owns data; btk_vec_free releases it. Pointers into data are valid until the next push.
+ */
+#ifndef BTK_VEC_H
+#define BTK_VEC_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+
+#define BTK_VEC(name, T)                                                                           \
+	struct name {                                                                              \
+		T *data;                                                                           \
+		size_t n, cap;                                                                     \
+	}
+
+/* Appends one zeroed element and returns it, or NULL when out of memory (the vector is
+ * unchanged then). */
+#define btk_vec_push(v)                                                                            \
+	((__typeof__((v)->data))btk_vec_grow_(&(v)->data, &(v)->n, &(v)->cap, sizeof(*(v)->data)))
+/* Makes room for at least want elements in all; 0 or -ENOMEM. */
+#define btk_vec_reserve(v, want) btk_vec_reserve_(&(v)->data, &(v)->cap, (want), sizeof(*(v)->data))
+#define btk_vec_at(v, i)	 (&(v)->data[(i)])
+#define btk_vec_free(v)                                                                            \
+	do {                                                                                       \
+		free((v)->data);                                                                   \
+		(v)->data = NULL;                                                                  \
+		(v)->n = (v)->cap = 0;                                                             \
+	} while (0)
+#define btk_vec_sort(v, cmp)                                                                       \
+	((v)->n > 1 ? qsort((v)->data, (v)->n, sizeof(*(v)->data), (cmp)) : (void)0)
+/* The element equal to *key by cmp, or NULL (elements sorted by cmp). */
+#define btk_vec_bsearch(v, key, cmp)                                                               \
+	((__typeof__((v)->data))((v)->n ? bsearch((key), (v)->data, (v)->n, sizeof(*(v)->data),    \
+						  (cmp))                                           \
+					: NULL))
+/* Index of the last element with keyf(element) <= want, or -1 (elements sorted by keyf). */
+#define btk_vec_floor(v, want, keyf)                                                               \
+	btk_vec_floor_((v)->data, (v)->n, sizeof(*(v)->data), (want), (keyf))
+
+/* Implementations behind the macros: datap points at the vector's data pointer. */
+void *btk_vec_grow_(void *datap, size_t *n, size_t *cap, size_t esz);
+int btk_vec_reserve_(void *datap, size_t *cap, size_t want, size_t esz);
+long btk_vec_floor_(const void *data, size_t n, size_t esz, uint64_t want,
+		    uint64_t (*keyf)(const void *));
+
+#endif

@@ -1,0 +1,50 @@
+/* identity.c — whether two names or handles are one device. Two paths can name one device
+ * (a symlink, a hard link, "./x" and "x", /dev/sdb and its /dev/disk/by-id name); a
+ * filesystem that counted it twice would be broken, so callers compare identities, never
+ * names. */
+#include "io/io.h"
+#include "base/error.h"
+
+#include <errno.h>
+#include <sys/stat.h>
+
+/* Block devices are one device when their device numbers match (two device nodes for one
+ * disk); anything else when it is the same inode of the same filesystem. */
+static bool same_stat(const struct stat *a, const struct stat *b)
+{
+	if (S_ISBLK(a->st_mode) || S_ISBLK(b->st_mode))
+		return S_ISBLK(a->st_mode) && S_ISBLK(b->st_mode) && a->st_rdev == b->st_rdev;
+	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
+}
+
+static const struct btk_dev *bottom(const struct btk_dev *d)
+{
+	for (int depth = 0; d && d->fd < 0 && d->lower && depth < 16; depth++)
+		d = d->lower;
+	return d;
+}
+
+bool btk_dev_same(const struct btk_dev *a, const struct btk_dev *b)
+{
+	struct stat sa, sb;
+
+	a = bottom(a), b = bottom(b);
+	if (!a || !b || a->fd < 0 || b->fd < 0)
+		return a == b && a;
+	return !fstat(a->fd, &sa) && !fstat(b->fd, &sb) && same_stat(&sa, &sb);
+}
+
+int btk_paths_distinct(const char *const *paths, int n)
+{
+	struct stat si, sj;
+
+	for (int i = 1; i < n; i++) {
+		if (stat(paths[i], &si))
+			continue;
+		for (int j = 0; j < i; j++)
+			if (!stat(paths[j], &sj) && same_stat(&si, &sj))
+				return btk_err(EINVAL, "'%s' and '%s' are the same device",
+					       paths[j], paths[i]);
+	}
+	return 0;
+}

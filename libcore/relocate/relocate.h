@@ -1,0 +1,62 @@
+/* relocate.h — resizing one device of an opened filesystem (layer relocate).
+ *
+ * Growing changes the device item and the superblock totals only. Shrinking first moves every
+ * chunk stripe of the device that lies past the new end into unallocated space below it
+ * (whole stripes, physically: copy, then point the chunk item, dev extent and system chunk
+ * array at the copy in one transaction), then sets the size. Moves run in rounds: a place a
+ * stripe left is reused only after the commit that left it, so every write leaves the old or
+ * the new filesystem. The plan is a pure function of the device layout: the minimum it
+ * reports is exactly what a shrink to the minimum reaches.
+ *
+ * Planning (btk_resize_plan) only reads; btk_resize_apply writes (fs opened with write).
+ */
+#ifndef BTK_RELOCATE_H
+#define BTK_RELOCATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "volumes/volumes.h"
+
+struct btk_resize_move {
+	uint64_t logical; /* the chunk */
+	uint64_t type;	  /* its block group flags */
+	int stripe;	  /* index in the chunk item */
+	uint64_t from, to, len;
+	int round; /* moves of one round share a transaction */
+};
+
+struct btk_resize_plan {
+	uint64_t devid;
+	uint64_t old_size; /* the device's size in its dev item */
+	uint64_t new_size;
+	uint64_t minimum;     /* the smallest size this device can be shrunk to */
+	uint64_t alloc_end;   /* where its last dev extent ends now */
+	uint64_t allocated;   /* bytes of its dev extents: the minimum is at least 1 MiB more */
+	uint64_t bytes_moved; /* sum of the moves' lengths */
+	struct btk_resize_move *moves;
+	int nmoves, rounds;
+};
+
+/* What stops a write: returns 0, or -EBUSY (a balance or relocation in progress),
+ * -EOPNOTSUPP (a log tree to replay), -EEXIST (ext2_saved: a rollback image a resize would
+ * break; skipped with force) with a message saying what to do. */
+int btk_resize_refusals(struct btk_fs *fs, bool force);
+
+/* Plans resizing devid to `size` bytes (rounded down to the sector size); size 0 asks for the
+ * minimum. Fills *plan (free with btk_resize_plan_free). Errors: -ENOENT unknown devid,
+ * -ENOSPC size below the minimum (the message says the minimum), -EINVAL size too small to
+ * hold a superblock, -ENOMEM. */
+int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk_resize_plan *plan);
+void btk_resize_plan_free(struct btk_resize_plan *plan);
+
+/* Called after each stripe copied: bytes done of total. */
+typedef void (*btk_resize_progress_fn)(void *ctx, uint64_t done, uint64_t total);
+
+/* Carries out a plan made on this fs (opened for writing, nothing changed since): the image
+ * file is extended first when growing and cut last when shrinking (after the commit).
+ * Errors from the write path; an interrupted apply leaves the old or the new filesystem
+ * (or one between rounds, at the old size). */
+int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
+		     btk_resize_progress_fn progress, void *ctx);
+
+#endif

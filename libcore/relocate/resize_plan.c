@@ -1,0 +1,256 @@
+/* resize_plan.c — which stripes move where when a device shrinks, and its minimum size.
+ *
+ * The planner repeats one step: take the stripe that ends last on the device and move it to
+ * the lowest hole below its start that holds it (64 KiB aligned, from 1 MiB on, never over a
+ * superblock mirror: the kernel would write its superblock into the moved data). A place left
+ * by a move is not used before the round's commit. The last end only falls, so shrinking to
+ * T works exactly when T is at least where the steps get stuck, which is the minimum.
+ */
+#include "relocate/relocate.h"
+#include "base/error.h"
+#include "relocate/relocate_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SZ_1M	  (1ULL << 20)
+#define ALIGN	  BTK_STRIPE_LEN
+#define MAX_MOVES 1000000
+
+static uint64_t align_up(uint64_t v)
+{
+	return (v + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+static int cmp_range(const void *a, const void *b)
+{
+	const struct rl_range *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* The first superblock mirror (past the first MiB) overlapping [p, p+len), or 0. */
+static uint64_t mirror_in(uint64_t p, uint64_t len)
+{
+	for (int m = 1; m < BTK_SUPER_MIRRORS; m++) {
+		uint64_t o = btk_super_offset(m);
+		if (o < p + len && p < o + BTK_SUPER_SIZE)
+			return o;
+	}
+	return 0;
+}
+
+/* Lowest aligned place for len bytes in [1 MiB, limit) outside busy (sorted). */
+static bool lowest_hole(const struct rl_range *busy, int n, uint64_t len, uint64_t limit,
+			uint64_t *out)
+{
+	uint64_t pos = SZ_1M;
+
+	for (int i = 0; i <= n && pos < limit; i++) {
+		uint64_t gap_end = i < n && busy[i].start < limit ? busy[i].start : limit;
+		uint64_t p = align_up(pos), m;
+
+		while (p + len <= gap_end) {
+			if (!(m = mirror_in(p, len))) {
+				*out = p;
+				return true;
+			}
+			p = align_up(m + BTK_SUPER_SIZE);
+		}
+		if (i < n && busy[i].start + busy[i].len > pos)
+			pos = busy[i].start + busy[i].len;
+	}
+	return false;
+}
+
+static int add_range(struct rl_ranges *r, uint64_t start, uint64_t len)
+{
+	if (r->n == r->cap) {
+		int cap = r->cap ? 2 * r->cap : 16;
+		struct rl_range *nv = realloc(r->v, (size_t)cap * sizeof(*nv));
+		if (!nv)
+			return btk_err(ENOMEM, "out of memory");
+		r->v = nv, r->cap = cap;
+	}
+	r->v[r->n++] = (struct rl_range){start, len};
+	return 0;
+}
+
+int rl_layout_load(const struct btk_fs *fs, uint64_t devid, struct rl_layout *l)
+{
+	memset(l, 0, sizeof(*l));
+	for (int i = 0; i < fs->nchunks; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		uint64_t sl = btk_chunk_stripe_len(c);
+		for (int j = 0; j < c->num_stripes; j++) {
+			struct rl_slot *ns;
+			if (c->stripes[j].devid != devid)
+				continue;
+			if (!sl)
+				return btk_err(EUCLEAN, "chunk %llu has no valid stripe length",
+					       (unsigned long long)c->logical);
+			ns = realloc(l->s, (size_t)(l->n + 1) * sizeof(*ns));
+			if (!ns)
+				return btk_err(ENOMEM, "out of memory");
+			l->s = ns;
+			l->s[l->n++] =
+			    (struct rl_slot){c->logical, c->type, j, c->stripes[j].offset, sl};
+		}
+	}
+	return 0;
+}
+
+uint64_t rl_layout_end(const struct rl_layout *l)
+{
+	uint64_t end = SZ_1M;
+
+	for (int i = 0; i < l->n; i++)
+		if (l->s[i].off + l->s[i].len > end)
+			end = l->s[i].off + l->s[i].len;
+	return end;
+}
+
+/* Index of the stripe ending last (ties: the later chunk), or -1. */
+static int last_slot(const struct rl_layout *l)
+{
+	int best = -1;
+
+	for (int i = 0; i < l->n; i++) {
+		uint64_t e = l->s[i].off + l->s[i].len;
+		if (best < 0 || e > l->s[best].off + l->s[best].len ||
+		    (e == l->s[best].off + l->s[best].len && l->s[i].logical > l->s[best].logical))
+			best = i;
+	}
+	return best;
+}
+
+/* One step's hole for slot i: everything placed now and everything left this round is busy. */
+static int step_hole(const struct rl_layout *l, const struct rl_ranges *held, int i, bool *found,
+		     uint64_t *to)
+{
+	struct rl_ranges busy = {0};
+	int ret = 0;
+
+	for (int k = 0; k < l->n && !ret; k++)
+		ret = add_range(&busy, l->s[k].off, l->s[k].len);
+	for (int k = 0; k < held->n && !ret; k++)
+		ret = add_range(&busy, held->v[k].start, held->v[k].len);
+	if (!ret) {
+		qsort(busy.v, (size_t)busy.n, sizeof(*busy.v), cmp_range);
+		*found = lowest_hole(busy.v, busy.n, l->s[i].len, l->s[i].off, to);
+	}
+	free(busy.v);
+	return ret;
+}
+
+static int record(struct btk_resize_plan *p, const struct rl_slot *s, uint64_t to, int round)
+{
+	struct btk_resize_move *nm;
+
+	if (p->nmoves >= MAX_MOVES)
+		return btk_err(E2BIG, "more than %d stripe moves", MAX_MOVES);
+	nm = realloc(p->moves, (size_t)(p->nmoves + 1) * sizeof(*nm));
+	if (!nm)
+		return btk_err(ENOMEM, "out of memory");
+	p->moves = nm;
+	p->moves[p->nmoves++] =
+	    (struct btk_resize_move){s->logical, s->type, s->stripe, s->off, to, s->len, round};
+	p->bytes_moved += s->len;
+	if (round + 1 > p->rounds)
+		p->rounds = round + 1;
+	return 0;
+}
+
+int rl_compact(struct rl_layout *l, uint64_t target, struct btk_resize_plan *p)
+{
+	struct rl_ranges held = {0};
+	int round = 0, moved = 0, ret = 0;
+
+	while (!ret) {
+		int i = last_slot(l);
+		bool found = false;
+		uint64_t to = 0;
+
+		if (i < 0 || l->s[i].off + l->s[i].len <= target)
+			break;
+		ret = step_hole(l, &held, i, &found, &to);
+		if (ret)
+			break;
+		if (found) {
+			if (p)
+				ret = record(p, &l->s[i], to, round);
+			if (!ret)
+				ret = add_range(&held, l->s[i].off, l->s[i].len);
+			l->s[i].off = to;
+			moved++;
+		} else if (moved) {
+			round++, moved = 0,
+				 held.n = 0; /* the places left are free after a commit */
+		} else {
+			break;
+		}
+	}
+	free(held.v);
+	return ret;
+}
+
+void btk_resize_plan_free(struct btk_resize_plan *plan)
+{
+	free(plan->moves);
+	memset(plan, 0, sizeof(*plan));
+}
+
+static int minimum_of(const struct btk_fs *fs, uint64_t devid, uint64_t *min)
+{
+	struct rl_layout l;
+	int ret = rl_layout_load(fs, devid, &l);
+
+	if (!ret)
+		ret = rl_compact(&l, 0, NULL);
+	if (!ret)
+		*min = rl_layout_end(&l);
+	free(l.s);
+	return ret;
+}
+
+int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk_resize_plan *plan)
+{
+	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
+	struct rl_layout l;
+	int ret;
+
+	memset(plan, 0, sizeof(*plan));
+	if (!d)
+		return btk_err(ENOENT, "no device with devid %llu", (unsigned long long)devid);
+	if (!d->dev)
+		return btk_err(ENODEV, "devid %llu is missing", (unsigned long long)devid);
+	plan->devid = devid;
+	plan->old_size = d->total_bytes;
+	if ((ret = minimum_of(fs, devid, &plan->minimum)) || (ret = rl_layout_load(fs, devid, &l)))
+		return ret;
+	plan->alloc_end = rl_layout_end(&l);
+	for (int i = 0; i < l.n; i++)
+		plan->allocated += l.s[i].len;
+	plan->new_size = size ? size / fs->sectorsize * fs->sectorsize : plan->minimum;
+	if (plan->new_size < plan->minimum)
+		ret = btk_err(ENOSPC,
+			      "devid %llu cannot shrink to %llu bytes: its minimum is %llu bytes "
+			      "(chunks move only whole for now)",
+			      (unsigned long long)devid, (unsigned long long)plan->new_size,
+			      (unsigned long long)plan->minimum);
+	else if (d->dev->is_blockdev && plan->new_size > d->dev->size)
+		ret =
+		    btk_err(EINVAL, "devid %llu: %s has only %llu bytes", (unsigned long long)devid,
+			    d->dev->path, (unsigned long long)d->dev->size);
+	else if (plan->new_size < plan->alloc_end)
+		ret = rl_compact(&l, plan->new_size, plan);
+	if (!ret && rl_layout_end(&l) > plan->new_size)
+		ret = btk_err(EUCLEAN, "devid %llu: the plan ends at %llu, past %llu",
+			      (unsigned long long)devid, (unsigned long long)rl_layout_end(&l),
+			      (unsigned long long)plan->new_size);
+	free(l.s);
+	if (ret)
+		btk_resize_plan_free(plan);
+	return ret;
+}

@@ -1,0 +1,103 @@
+/* inplace.c — chunks and data extents at fixed places, for building a filesystem over another one's
+ * blocks (convert). */
+#include "trans/inplace.h"
+#include "trans/ctree_int.h"
+#include "base/error.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SZ_1M (1ULL << 20)
+
+/* True when [start, +len) of device devid overlaps a stripe of any chunk. */
+static bool phys_taken(const struct btk_fs *fs, uint64_t devid, uint64_t start, uint64_t len)
+{
+	for (int i = 0; i < fs->nchunks; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		uint64_t sl = btk_chunk_stripe_len(c);
+		for (int j = 0; j < c->num_stripes; j++)
+			if (c->stripes[j].devid == devid && c->stripes[j].offset < start + len &&
+			    start < c->stripes[j].offset + sl)
+				return true;
+	}
+	return false;
+}
+
+static bool logical_taken(const struct btk_fs *fs, uint64_t start, uint64_t len)
+{
+	for (int i = 0; i < fs->nchunks; i++)
+		if (fs->chunks[i]->logical < start + len &&
+		    start < fs->chunks[i]->logical + fs->chunks[i]->length)
+			return true;
+	return false;
+}
+
+int btk_chunk_add_fixed(struct btk_trans *t, uint64_t flags, uint64_t logical, uint64_t physical,
+			uint64_t len)
+{
+	struct btk_fs *fs = t->fs;
+	struct btk_fs_dev *d = fs->ndevs ? &fs->devs[0] : NULL;
+	uint32_t ss = fs->sectorsize;
+	struct btk_chunk *c;
+	int ret;
+
+	if (!d || !len || logical % ss || physical % ss || len % ss || physical < SZ_1M ||
+	    physical + len > d->total_bytes || (flags & BTRFS_BLOCK_GROUP_PROFILE_MASK))
+		return btk_err(EINVAL, "chunk [%llu, +%llu) at physical %llu: not a valid place",
+			       (unsigned long long)logical, (unsigned long long)len,
+			       (unsigned long long)physical);
+	if (logical_taken(fs, logical, len) || phys_taken(fs, d->devid, physical, len))
+		return btk_err(EINVAL, "chunk [%llu, +%llu) at physical %llu overlaps a chunk",
+			       (unsigned long long)logical, (unsigned long long)len,
+			       (unsigned long long)physical);
+	c = calloc(1, sizeof(*c) + sizeof(c->stripes[0]));
+	if (!c)
+		return btk_err(ENOMEM, "out of memory for a chunk");
+	c->logical = logical;
+	c->length = len;
+	c->owner = BTRFS_EXTENT_TREE_OBJECTID;
+	c->stripe_len = BTK_STRIPE_LEN;
+	c->type = flags;
+	c->io_align = c->io_width = BTK_STRIPE_LEN;
+	c->sector_size = ss;
+	c->num_stripes = 1;
+	c->sub_stripes = 1;
+	c->stripes[0].devid = d->devid;
+	c->stripes[0].offset = physical;
+	memcpy(c->stripes[0].dev_uuid, d->uuid, BTK_UUID_SIZE);
+	d->bytes_used += len;
+	ret = btk_chunk_add(t->w, c);
+	return ret == -ENOMEM ? btk_err(ENOMEM, "out of memory adding a chunk") : ret;
+}
+
+int btk_chunk_alloc_size(struct btk_trans *t, uint64_t flags, uint64_t size, uint64_t *logical)
+{
+	if (!size || size % BTK_STRIPE_LEN)
+		return btk_err(EINVAL, "chunk stripe of %llu bytes is not a multiple of 64 KiB",
+			       (unsigned long long)size);
+	return btk_chunk_alloc_sized(t->w, flags, size, logical);
+}
+
+int btk_data_extent_fixed(struct btk_trans *t, uint64_t bytenr, uint64_t len, uint64_t root,
+			  uint64_t ino, uint64_t offset)
+{
+	struct btk_bg *bg = btk_bg_find(t->w, bytenr);
+	uint32_t ss = t->fs->sectorsize;
+
+	if (!len || bytenr % ss || len % ss)
+		return btk_err(EINVAL, "data extent [%llu, +%llu) not sector aligned",
+			       (unsigned long long)bytenr, (unsigned long long)len);
+	if (!bg || !(bg->flags & BTRFS_BLOCK_GROUP_DATA) || bytenr + len > bg->start + bg->len)
+		return btk_err(ENOENT, "no data block group holds [%llu, +%llu)",
+			       (unsigned long long)bytenr, (unsigned long long)len);
+	if (!btk_rs_contains(&bg->free, bytenr, len))
+		return btk_err(EEXIST, "data extent [%llu, +%llu) is not free",
+			       (unsigned long long)bytenr, (unsigned long long)len);
+	if (btk_rs_remove(&bg->free, bytenr, len))
+		return btk_err(ENOMEM, "out of memory");
+	bg->used += len;
+	bg->dirty = true;
+	t->w->mods++;
+	return btk_data_record_insert(t, bytenr, len, root, ino, offset);
+}

@@ -1,0 +1,357 @@
+/* btk-resize — grow or shrink one device of an unmounted btrfs filesystem.
+ *
+ * btk-resize [options] [DEVID:]SIZE DEV...   SIZE: 20g, +2g, -512m, max
+ * btk-resize -M|-P [DEVID:] DEV...
+ * Parses options (popt), plans and applies through libcore/relocate, prints what it did.
+ * Exit status: 0 done, 1 refused or failed, 2 usage.
+ */
+#include "cli/cli.h"
+#include "base/error.h"
+#include "base/json.h"
+#include "relocate/relocate.h"
+#include "resize.h"
+#include "tree/tree.h"
+
+#include <ctype.h>
+#include <inttypes.h>
+#include <popt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+struct opts {
+	int minimum, print_min, dry_run, progress, json, force, quiet;
+	long fail_after; /* hidden: stop writing after N writes per device (power-cut tests) */
+	const char *size_arg;
+	const char **devs;
+	int ndevs;
+	struct cli_resize arg;
+};
+
+struct prog {
+	struct cli_progress line;
+	double start;
+};
+
+static void on_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct prog *pr = ctx;
+	double el = cli_now() - pr->start, rate = el > 0 ? (double)done / el : 0;
+	char a[32], b[32], r[32];
+
+	cli_progress_draw(&pr->line, done == total, "moved %s of %s, %s/s, ETA %.0f s",
+			  cli_human(done, a, sizeof(a)), cli_human(total, b, sizeof(b)),
+			  cli_human((uint64_t)rate, r, sizeof(r)),
+			  rate > 0 ? (double)(total - done) / rate : 0.0);
+}
+
+/* The size asked for from the device's current size and the largest it can be. */
+static int resize_target(const struct cli_resize *a, uint64_t cur, uint64_t max, uint64_t *out)
+{
+	switch (a->op) {
+	case CLI_RESIZE_MAX:
+		*out = max;
+		return 0;
+	case CLI_RESIZE_SET:
+		*out = a->size;
+		return 0;
+	case CLI_RESIZE_GROW:
+		if (a->size > UINT64_MAX - cur) {
+			cli_err("growing by %" PRIu64 " bytes would overflow", a->size);
+			return -1;
+		}
+		*out = cur + a->size;
+		return 0;
+	case CLI_RESIZE_SHRINK:
+		if (a->size >= cur) {
+			cli_err("cannot shrink by %" PRIu64 " bytes: the device has %" PRIu64,
+				a->size, cur);
+			return -1;
+		}
+		*out = cur - a->size;
+		return 0;
+	}
+	return -1;
+}
+
+/* "-4g" is a size, not an option: take it out of argv before popt sees it. */
+static const char *take_negative_size(int *argc, const char **argv)
+{
+	for (int i = 1; i < *argc; i++) {
+		if (!strcmp(argv[i], "--"))
+			break;
+		if (argv[i][0] == '-' && isdigit((unsigned char)argv[i][1])) {
+			const char *s = argv[i];
+			memmove(argv + i, argv + i + 1, (size_t)(*argc - i) * sizeof(*argv));
+			(*argc)--;
+			return s;
+		}
+	}
+	return NULL;
+}
+
+/* "2:" alone names the device for -M / -P. */
+static bool is_devid_only(const char *s)
+{
+	size_t n = strlen(s);
+
+	return n >= 2 && s[n - 1] == ':' && strspn(s, "0123456789") == n - 1;
+}
+
+static int parse_args(int argc, const char **argv, struct opts *o)
+{
+	const char *neg = take_negative_size(&argc, argv);
+	struct poptOption table[] = {
+	    {"minimum", 'M', POPT_ARG_NONE, &o->minimum, 0,
+	     "shrink the device as far as its chunks allow", NULL},
+	    {"print-minimum", 'P', POPT_ARG_NONE, &o->print_min, 0,
+	     "print the size -M would reach, write nothing", NULL},
+	    {"dry-run", 'n', POPT_ARG_NONE, &o->dry_run, 0, "say what would move, write nothing",
+	     NULL},
+	    {"progress", 'p', POPT_ARG_NONE, &o->progress, 0, "show bytes moved, rate and ETA",
+	     NULL},
+	    {"json", 0, POPT_ARG_NONE, &o->json, 0, "print the result as JSON", NULL},
+	    {"force", 'f', POPT_ARG_NONE, &o->force, 0,
+	     "resize even with a converted filesystem's image (ext2_saved)", NULL},
+	    {"quiet", 'q', POPT_ARG_NONE, &o->quiet, 0, "print nothing on success", NULL},
+	    {"fail-after", 0, POPT_ARG_LONG | POPT_ARGFLAG_DOC_HIDDEN, &o->fail_after, 0, NULL,
+	     NULL},
+	    CLI_STD_OPTIONS POPT_TABLEEND};
+	poptContext pc = poptGetContext("btk-resize", argc, argv, table, 0);
+	const char **rest;
+	int rc, n = 0;
+
+	o->fail_after = -1;
+	poptSetOtherOptionHelp(pc, "[DEVID:]SIZE DEV...  (SIZE: 20g, +2g, -512m, max)");
+	if ((rc = cli_popt_run(pc))) {
+		poptFreeContext(pc);
+		return rc;
+	}
+	rest = poptGetArgs(pc);
+	while (rest && rest[n])
+		n++;
+	o->devs = calloc((size_t)n + 1, sizeof(*o->devs));
+	for (int i = 0; i < n; i++)
+		o->devs[i] = strdup(rest[i]);
+	poptFreeContext(pc);
+	o->size_arg = neg;
+	if (!o->size_arg && n && (!(o->minimum || o->print_min) || is_devid_only(o->devs[0]))) {
+		o->size_arg = o->devs[0];
+		memmove(o->devs, o->devs + 1, (size_t)n * sizeof(*o->devs));
+		n--;
+	}
+	o->ndevs = n;
+	if ((o->minimum || o->print_min) && !o->size_arg && n > 1 &&
+	    !cli_size_parse(o->devs[0], &o->arg.size)) {
+		cli_err("-M and -P take no size (only DEVID:)");
+		return 2;
+	}
+	if ((o->minimum || o->print_min) && o->size_arg && !is_devid_only(o->size_arg)) {
+		cli_err("-M and -P take no size (only DEVID:)");
+		return 2;
+	}
+	if (!o->size_arg && !o->minimum && !o->print_min) {
+		cli_err("no size given");
+		return 2;
+	}
+	if (!n) {
+		cli_err("no device given");
+		return 2;
+	}
+	memset(&o->arg, 0, sizeof(o->arg));
+	if (o->size_arg && is_devid_only(o->size_arg))
+		o->arg.devid = strtoull(o->size_arg, NULL, 10);
+	else if (o->size_arg && cli_parse_resize_arg(o->size_arg, &o->arg))
+		return 2;
+	if (o->size_arg && is_devid_only(o->size_arg) && !o->arg.devid) {
+		cli_err("devid 0 does not exist");
+		return 2;
+	}
+	if (!o->arg.devid)
+		o->arg.devid = 1;
+	return 0;
+}
+
+static void print_json(const struct opts *o, const struct btk_resize_plan *p)
+{
+	printf("{\"devid\": %" PRIu64 ", \"minimum\": %" PRIu64 ", \"allocated\": %" PRIu64
+	       ", \"allocated_end\": %" PRIu64,
+	       p->devid, p->minimum, p->allocated, p->alloc_end);
+	if (!o->print_min) {
+		printf(", \"old_size\": %" PRIu64 ", \"new_size\": %" PRIu64
+		       ", \"dry_run\": %s, \"bytes_moved\": %" PRIu64 ", \"rounds\": %d, "
+		       "\"moves\": [",
+		       p->old_size, p->new_size, o->dry_run ? "true" : "false", p->bytes_moved,
+		       p->rounds);
+		for (int i = 0; i < p->nmoves; i++) {
+			const struct btk_resize_move *m = &p->moves[i];
+			printf("%s{\"chunk\": %" PRIu64 ", \"stripe\": %d, \"from\": %" PRIu64
+			       ", \"to\": %" PRIu64 ", \"length\": %" PRIu64 ", \"round\": %d}",
+			       i ? ", " : "", m->logical, m->stripe, m->from, m->to, m->len,
+			       m->round);
+		}
+		printf("]");
+	}
+	printf("}\n");
+}
+
+static const char *kind(uint64_t type)
+{
+	return (type & BTRFS_BLOCK_GROUP_SYSTEM) ? "system"
+	       : (type & BTRFS_BLOCK_GROUP_METADATA)
+		   ? ((type & BTRFS_BLOCK_GROUP_DATA) ? "mixed" : "metadata")
+		   : "data";
+}
+
+static void print_text(const struct opts *o, const struct btk_resize_plan *p)
+{
+	const char *verb = o->dry_run ? "would move" : "moved";
+
+	if (o->print_min) {
+		printf("%" PRIu64 "\n", p->minimum);
+		return;
+	}
+	if (o->quiet && !o->dry_run)
+		return;
+	for (int i = 0; i < p->nmoves; i++) {
+		const struct btk_resize_move *m = &p->moves[i];
+		printf("%s %s chunk %" PRIu64 " stripe %d: %" PRIu64 " bytes from %" PRIu64
+		       " to %" PRIu64 "\n",
+		       verb, kind(m->type), m->logical, m->stripe, m->len, m->from, m->to);
+	}
+	if (o->dry_run)
+		printf("devid %" PRIu64 ": minimum %" PRIu64 " bytes: %" PRIu64
+		       " bytes of chunk stripes, 1 MiB reserved, %" PRIu64
+		       " bytes of holes too small for a whole stripe (chunks are not emptied)\n",
+		       p->devid, p->minimum, p->allocated, p->minimum - p->allocated - (1 << 20));
+	if (p->new_size == p->old_size)
+		printf("devid %" PRIu64 ": size stays %" PRIu64 " bytes\n", p->devid, p->new_size);
+	else
+		printf("devid %" PRIu64 ": %s from %" PRIu64 " to %" PRIu64
+		       " bytes (%d stripe(s), %" PRIu64 " bytes moved)\n",
+		       p->devid, o->dry_run ? "would resize" : "resized", p->old_size, p->new_size,
+		       p->nmoves, p->bytes_moved);
+}
+
+/* The size asked for, from the argument and the device. */
+static int target_size(const struct opts *o, struct btk_fs *fs, uint64_t *out)
+{
+	struct btk_fs_dev *d = btk_fs_dev_find(fs, o->arg.devid);
+
+	if (o->minimum || o->print_min) {
+		*out = 0;
+		return 0;
+	}
+	if (!d) {
+		cli_err("no device with devid %" PRIu64 "", o->arg.devid);
+		return 1;
+	}
+	if (!d->dev) {
+		cli_err("devid %" PRIu64 " is missing", o->arg.devid);
+		return 1;
+	}
+	if (resize_target(&o->arg, d->total_bytes, d->dev->size, out))
+		return 2;
+	if (*out < fs->sectorsize) {
+		cli_err("%" PRIu64 " bytes is not a device size", *out);
+		return 2;
+	}
+	return 0;
+}
+
+static bool all_files(const struct opts *o)
+{
+	for (int i = 0; i < o->ndevs; i++) {
+		struct stat st;
+		if (stat(o->devs[i], &st) || !S_ISREG(st.st_mode))
+			return false;
+	}
+	return true;
+}
+
+static int wrap_faulty(struct btk_fs *fs, long n)
+{
+	for (int i = 0; i < fs->ndevs; i++) {
+		struct btk_dev *fd;
+		if (!fs->devs[i].dev)
+			continue;
+		if (btk_dev_faulty(fs->devs[i].dev, (uint64_t)n, &fd))
+			return -1;
+		fs->devs[i].dev = fd;
+	}
+	return 0;
+}
+
+static int run(struct opts *o)
+{
+	bool write = !o->dry_run && !o->print_min;
+	struct btk_open_opts oo = {.write = write, .super_mirror = -1, .no_scan = all_files(o)};
+	struct btk_resize_plan plan;
+	struct btk_fs *fs = NULL;
+	uint64_t size;
+	struct prog pr = {.start = cli_now()};
+
+	cli_progress_start(&pr.line, o->progress);
+	char why[512];
+	int rc;
+
+	for (int i = 0; write && i < o->ndevs; i++)
+		if (resize_in_use(o->devs[i], why, sizeof(why))) {
+			cli_err("%s: refusing to resize a mounted filesystem", why);
+			return 1;
+		}
+	if (btk_fs_open(o->devs, o->ndevs, &oo, &fs)) {
+		cli_err("%s", btk_errmsg());
+		return 1;
+	}
+	if ((rc = target_size(o, fs, &size)))
+		goto out;
+	rc = 1;
+	if (!o->print_min && btk_resize_refusals(fs, o->force)) {
+		cli_err("%s", btk_errmsg());
+		goto out;
+	}
+	if (btk_resize_plan(fs, o->arg.devid, size, &plan)) {
+		cli_err("%s", btk_errmsg());
+		goto out;
+	}
+	if (write && o->fail_after >= 0 && wrap_faulty(fs, o->fail_after)) {
+		cli_err("%s", btk_errmsg());
+		goto free_plan;
+	}
+	rc = write ? btk_resize_apply(fs, &plan, o->progress ? on_progress : NULL, &pr) : 0;
+	cli_progress_clear(&pr.line);
+	if (rc) {
+		cli_err("%s", btk_errmsg());
+		rc = 1;
+		goto free_plan;
+	}
+	if (o->json)
+		print_json(o, &plan);
+	else
+		print_text(o, &plan);
+	rc = 0;
+free_plan:
+	btk_resize_plan_free(&plan);
+out:
+	btk_fs_close(fs);
+	return rc;
+}
+
+int main(int argc, const char **argv)
+{
+	struct opts o = {0};
+	int rc;
+
+	cli_init("btk-resize");
+	rc = parse_args(argc, argv, &o);
+	cli_json_on(o.json);
+	if (!rc)
+		rc = run(&o);
+	for (int i = 0; o.devs && o.devs[i]; i++)
+		free((void *)o.devs[i]);
+	free(o.devs);
+	return rc;
+}

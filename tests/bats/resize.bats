@@ -1,0 +1,152 @@
+#!/usr/bin/env bats
+# btk-resize without the kernel: growing (+N, absolute, max, DEVID:), shrinking into
+# unallocated space, -P agreeing with -M, --dry-run and --json writing nothing, the size
+# argument's syntax, and refusals leaving the image byte for byte unchanged. Every result
+# passes btrfs check and has the superblock and file sizes asked for.
+
+load helpers
+
+RESIZE=$BTK_BUILD/bin/btk-resize
+
+setup() {
+	require_btk resize
+	require_tool mkfs.btrfs
+	IMG=$BATS_TEST_TMPDIR/a.img
+	truncate -s 512M "$IMG"
+	mkfs.btrfs -q -f "$IMG" >/dev/null 2>&1
+}
+
+sb_total() {
+	btrfs inspect-internal dump-super "$1" | awk '$1 == "total_bytes" { print $2 }'
+}
+sb_dev_total() {
+	btrfs inspect-internal dump-super "$1" | awk '$1 == "dev_item.total_bytes" { print $2 }'
+}
+file_size() {
+	stat -c %s "$1"
+}
+assert_check_clean() {
+	btrfs check --readonly "$1" >"$BATS_TEST_TMPDIR/check.out" 2>&1 || {
+		tail -20 "$BATS_TEST_TMPDIR/check.out" >&2
+		return 1
+	}
+}
+# size_is IMG BYTES: superblock total, its dev item and the file all say BYTES
+size_is() {
+	[ "$(sb_total "$1")" = "$2" ] || { echo "total_bytes $(sb_total "$1") != $2" >&2; return 1; }
+	[ "$(sb_dev_total "$1")" = "$2" ] || { echo "dev_item $(sb_dev_total "$1") != $2" >&2; return 1; }
+	[ "$(file_size "$1")" = "$2" ] || { echo "file $(file_size "$1") != $2" >&2; return 1; }
+}
+
+@test "grow: +N, absolute, DEVID:, max; sparse file; btrfs check clean" {
+	btk_run 60 "$RESIZE" +512m "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	size_is "$IMG" $((1024 << 20))
+	assert_check_clean "$IMG"
+	# sparse: the grown part takes no space
+	[ "$(du -k "$IMG" | cut -f1)" -lt 65536 ]
+	btk_run 60 "$RESIZE" 1:2G "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	size_is "$IMG" $((2048 << 20))
+	assert_check_clean "$IMG"
+	truncate -s 3G "$IMG"
+	btk_run 60 "$RESIZE" max "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	size_is "$IMG" $((3072 << 20))
+	assert_check_clean "$IMG"
+	# the generation moved on once per resize, nothing else was rewritten
+	btrfs inspect-internal dump-super "$IMG" | grep -q "^generation"
+}
+
+@test "shrink into unallocated space: -P equals what -M reaches; -N and absolute" {
+	btk_run 60 "$RESIZE" -P "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	min=$(cat "$BTK_OUT")
+	[ "$min" -gt $((1 << 20)) ] && [ "$min" -lt $((512 << 20)) ]
+	btk_run 60 "$RESIZE" -100m "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	size_is "$IMG" $((412 << 20))
+	assert_check_clean "$IMG"
+	btk_run 60 "$RESIZE" 300m "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	size_is "$IMG" $((300 << 20))
+	assert_check_clean "$IMG"
+	btk_run 60 "$RESIZE" -M "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	size_is "$IMG" "$min"
+	assert_check_clean "$IMG"
+	btk_run 60 "$RESIZE" -P --json "$IMG"
+	grep -q "\"minimum\": $min" "$BTK_OUT"
+	# and it grows again
+	btk_run 60 "$RESIZE" +64m "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	size_is "$IMG" $((min + (64 << 20)))
+	assert_check_clean "$IMG"
+}
+
+@test "--dry-run and -P write nothing; --json says the plan" {
+	sum=$(sha256sum <"$IMG")
+	btk_run 60 "$RESIZE" -n 300m "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	grep -q "would resize from 536870912 to 314572800" "$BTK_OUT"
+	btk_run 60 "$RESIZE" -n --json 1:+1g "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	grep -q '"new_size": 1610612736' "$BTK_OUT"
+	grep -q '"dry_run": true' "$BTK_OUT"
+	btk_run 60 "$RESIZE" -P "$IMG"
+	[ "$status" = 0 ]
+	[ "$(sha256sum <"$IMG")" = "$sum" ]
+	[ "$(file_size "$IMG")" = $((512 << 20)) ]
+}
+
+@test "refusals: bad sizes, bad devid, below the minimum (says it); image unchanged" {
+	sum=$(sha256sum <"$IMG")
+	for arg in 12x +0 -0 1:2:3g x:1g 0:1g "" +g 99999999999999999999 -600m 100; do
+		btk_run 30 "$RESIZE" "$arg" "$IMG"
+		assert_one_line_error || { echo "argument '$arg'" >&2; false; }
+	done
+	btk_run 30 "$RESIZE" 2:1g "$IMG"
+	assert_one_line_error
+	grep -q "no device with devid 2" "$BTK_ERR"
+	btk_run 30 "$RESIZE" -P "$IMG"
+	min=$(cat "$BTK_OUT")
+	btk_run 30 "$RESIZE" $((min - (1 << 20))) "$IMG"
+	assert_one_line_error
+	grep -q "minimum is $min bytes" "$BTK_ERR"
+	btk_run 30 "$RESIZE" "$IMG"
+	[ "$status" = 2 ]
+	btk_run 30 "$RESIZE" -M 1g "$IMG"
+	[ "$status" = 2 ]
+	[ "$(sha256sum <"$IMG")" = "$sum" ]
+}
+
+@test "sizes are rounded down to the sector size; suffixes k m g t, any case, with iB" {
+	btk_run 60 "$RESIZE" 400000001 "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	size_is "$IMG" $((400000001 / 4096 * 4096))
+	for s in 300M 300mib 307200K 307200kb; do
+		btk_run 60 "$RESIZE" "$s" "$IMG"
+		[ "$status" = 0 ] || { show_err; false; }
+		size_is "$IMG" $((300 << 20))
+	done
+	assert_check_clean "$IMG"
+}
+
+@test "ext2_saved (a converted filesystem) is refused unless --force, which says so" {
+	require_tool btrfs-convert
+	require_tool mkfs.ext4
+	rm -f "$IMG"
+	truncate -s 256M "$IMG"
+	mkfs.ext4 -q -F -b 4096 "$IMG" >/dev/null 2>&1
+	btrfs-convert "$IMG" >/dev/null 2>&1 || skip "btrfs-convert failed"
+	sum=$(sha256sum <"$IMG")
+	btk_run 60 "$RESIZE" +64m "$IMG"
+	assert_one_line_error
+	grep -q "ext2_saved" "$BTK_ERR"
+	[ "$(sha256sum <"$IMG")" = "$sum" ]
+	btk_run 60 "$RESIZE" -f +64m "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	grep -q "warning: --force" "$BTK_ERR"
+	size_is "$IMG" $((320 << 20))
+	assert_check_clean "$IMG"
+}

@@ -1,0 +1,101 @@
+/* Typed vectors (base/vec.h): pushes are zeroed and keep their order, the element size is the
+ * type's (records wider than a pointer survive growth intact), floor and bsearch find what
+ * sorting put in place, free empties. */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cmocka.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/vec.h"
+
+BTK_VEC(u64s, uint64_t);
+
+struct rec {
+	uint64_t key, a, b, c;
+	uint8_t tag;
+};
+BTK_VEC(recs, struct rec);
+
+static uint64_t key_of(const void *p)
+{
+	return *(const uint64_t *)p;
+}
+
+static int rec_cmp(const void *pa, const void *pb)
+{
+	const struct rec *a = pa, *b = pb;
+	return a->key < b->key ? -1 : a->key > b->key;
+}
+
+static void test_u64(void **state)
+{
+	struct u64s v = {0};
+
+	(void)state;
+	assert_int_equal(btk_vec_floor(&v, 5, key_of), -1);
+	for (uint64_t i = 0; i < 1000; i++) {
+		uint64_t *p = btk_vec_push(&v);
+		assert_non_null(p);
+		assert_int_equal(*p, 0); /* pushed records are zeroed */
+		*p = i * 10;
+	}
+	assert_int_equal(v.n, 1000);
+	assert_int_equal(btk_vec_floor(&v, 0, key_of), 0);
+	assert_int_equal(btk_vec_floor(&v, 9, key_of), 0);
+	assert_int_equal(btk_vec_floor(&v, 10, key_of), 1);
+	assert_int_equal(btk_vec_floor(&v, 99999, key_of), 999);
+	btk_vec_free(&v);
+	assert_int_equal(v.n, 0);
+	assert_null(v.data);
+}
+
+static void test_records(void **state)
+{
+	struct recs v = {0};
+	const uint64_t n = 5000;
+
+	(void)state;
+	assert_int_equal(btk_vec_reserve(&v, 10), 0);
+	assert_true(v.cap >= 10);
+	/* keys in a scrambled order, each record carrying values derived from its key */
+	for (uint64_t i = 0; i < n; i++) {
+		struct rec *r = btk_vec_push(&v);
+		assert_non_null(r);
+		assert_int_equal(r->key | r->a | r->b | r->c | r->tag, 0);
+		r->key = (i * 7919) % n;
+		r->a = r->key + 1;
+		r->b = r->key * 3;
+		r->c = ~r->key;
+		r->tag = (uint8_t)r->key;
+	}
+	btk_vec_sort(&v, rec_cmp);
+	for (uint64_t i = 0; i < n; i++) {
+		const struct rec *r = btk_vec_at(&v, i);
+		assert_int_equal(r->key, i);
+		assert_int_equal(r->a, i + 1);
+		assert_int_equal(r->b, i * 3);
+		assert_int_equal(r->c, ~i);
+		assert_int_equal(r->tag, (uint8_t)i);
+	}
+	struct rec want = {.key = 4321};
+	struct rec *got = btk_vec_bsearch(&v, &want, rec_cmp);
+	assert_non_null(got);
+	assert_int_equal(got->b, 4321 * 3);
+	want.key = n;
+	assert_null(btk_vec_bsearch(&v, &want, rec_cmp));
+	assert_int_equal(btk_vec_floor(&v, n + 100, key_of), (long)n - 1);
+	btk_vec_free(&v);
+	assert_null(btk_vec_bsearch(&v, &want, rec_cmp));
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+	    cmocka_unit_test(test_u64),
+	    cmocka_unit_test(test_records),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
