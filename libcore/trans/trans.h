@@ -104,6 +104,13 @@ static inline uint8_t *btk_item_ptr(struct btk_path *p, uint32_t *size)
 }
 void btk_wpath_release(struct btk_path *p);
 
+/* ---- chunks ---- */
+/* Serializes a chunk item; returns its size. buf must hold the largest item. */
+uint32_t btk_chunk_to_item(const struct btk_chunk *c, uint8_t *buf);
+/* Rebuilds the superblock's system chunk array (fs->sb) from the chunk map. -ENOSPC when the
+ * system chunks do not fit in it. */
+int btk_chunk_build_sys_array(struct btk_fs *fs);
+
 /* ---- trees ---- */
 /* Creates an empty tree with a default ROOT_ITEM (refs 1); fs trees get their root dir by
  * the caller. -EEXIST if it exists. */
