@@ -144,10 +144,10 @@ int conv_place(void *ctx, struct btk_trans *t)
 			return ret;
 		c->fs->devs[0].dev = fd;
 	}
+	/* the data chunks below cover every used block outside these ranges, so holding them
+	 * keeps the chunk allocator off everything ext uses */
 	for (int i = 0; i < nres && !ret; i++)
 		ret = btk_dev_hold(t, 1, res[i].start, res[i].len);
-	for (size_t i = 0; i < s->nused && !ret; i++)
-		ret = btk_dev_hold(t, 1, s->used[i].start, s->used[i].len);
 	for (size_t i = 0; i < s->nused && !ret; i++)
 		ret = split_reserved(res, nres, s->used[i].start, s->used[i].len, chunk_piece, &k);
 	if (!ret && k.ce)
@@ -791,7 +791,9 @@ static int dirent_cb(ext2_ino_t dir, int entry, struct ext2_dir_entry *d, int of
 	(void)offset;
 	(void)blocksize;
 	(void)buf;
-	if (entry == DIRENT_DOT_FILE || entry == DIRENT_DOT_DOT_FILE || !eino)
+	/* inline_data directories pass ".." as an ordinary entry */
+	if (entry == DIRENT_DOT_FILE || entry == DIRENT_DOT_DOT_FILE || !eino ||
+	    (nlen == 1 && d->name[0] == '.') || (nlen == 2 && !memcmp(d->name, "..", 2)))
 		return 0;
 	if (eino > c->src->e->super->s_inodes_count || eino < EXT2_FIRST_INO(c->src->e->super)) {
 		x->ret = btk_err(EUCLEAN, "ext directory %u: entry %.*s names inode %u", x->dir,

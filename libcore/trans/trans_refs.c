@@ -563,7 +563,7 @@ int btk_block_child_refs(struct btk_trans *t, uint64_t root, const struct btk_bl
 	return ret;
 }
 
-static uint64_t bg_tree(struct btk_wfs *w)
+uint64_t btk_bg_item_tree(struct btk_wfs *w)
 {
 	return w->bgtree ? BTRFS_BLOCK_GROUP_TREE_OBJECTID : BTRFS_EXTENT_TREE_OBJECTID;
 }
@@ -590,12 +590,12 @@ static int write_bg_item(struct btk_trans *t, struct btk_bg *bg)
 		uint64_t start = bg->start;
 		/* the insert may allocate a chunk and move the block group array */
 		bg->item_new = false;
-		ret = btk_item_insert(t, bg_tree(t->w), &key, want, sizeof(want));
+		ret = btk_item_insert(t, btk_bg_item_tree(t->w), &key, want, sizeof(want));
 		if (ret && (bg = btk_bg_find(t->w, start)))
 			bg->item_new = true;
 		return ret;
 	}
-	ret = btk_tree_search_cur(t->w, bg_tree(t->w), &key, &p);
+	ret = btk_tree_search_cur(t->w, btk_bg_item_tree(t->w), &key, &p);
 	if (ret == 0) {
 		d = btk_item_ptr(&p, &size);
 		ret = size == sizeof(want) && !memcmp(d, want, sizeof(want)) ? 2 : 0;
@@ -606,7 +606,7 @@ static int write_bg_item(struct btk_trans *t, struct btk_bg *bg)
 	if (ret == 1)
 		return btk_err(EUCLEAN, "block group item %llu is missing",
 			       (unsigned long long)bg->start);
-	return btk_item_update(t, bg_tree(t->w), &key, want, sizeof(want));
+	return btk_item_update(t, btk_bg_item_tree(t->w), &key, want, sizeof(want));
 }
 
 int btk_write_bg_items(struct btk_trans *t)
