@@ -130,7 +130,8 @@ static int read_copy(struct btk_fs *fs, uint64_t logical, uint8_t *buf, uint32_t
 		if (ret)
 			return ret;
 		if (mirror >= n)
-			return -ERANGE;
+			return btk_err(ERANGE, "logical %llu has %d copies, no copy %d",
+				       (unsigned long long)logical, n, mirror);
 		if (!ph[mirror].dev)
 			return btk_err(ENODEV, "block %llu: copy %d is on missing device %llu",
 				       (unsigned long long)logical, mirror + 1,
@@ -208,11 +209,11 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 static int root_from_item(const uint8_t *data, uint32_t size, struct btk_root *r)
 {
 	if (size < offsetof(struct btrfs_root_item, level) + 1)
-		return -EUCLEAN;
+		return btk_err(EUCLEAN, "root item of %u bytes is too small", size);
 	r->bytenr = BTK_GET(struct btrfs_root_item, data, bytenr);
 	r->generation = BTK_GET(struct btrfs_root_item, data, generation);
 	r->level = BTK_GET(struct btrfs_root_item, data, level);
-	return r->level < BTK_MAX_LEVEL ? 0 : -EUCLEAN;
+	return r->level < BTK_MAX_LEVEL ? 0 : btk_err(EUCLEAN, "root level %u", r->level);
 }
 
 static void super_root(const struct btk_fs *fs, uint64_t id, struct btk_root *r)
