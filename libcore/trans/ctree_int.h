@@ -159,12 +159,8 @@ int btk_chunk_add(struct btk_wfs *w, struct btk_chunk *c);
 int btk_chunk_alloc(struct btk_wfs *w, uint64_t flags, uint64_t *logical);
 /* The same with a fixed stripe size (0: computed). */
 int btk_chunk_alloc_sized(struct btk_wfs *w, uint64_t flags, uint64_t stripe, uint64_t *logical);
-/* Serializes a chunk item; returns its size. buf must hold the largest item. */
-uint32_t btk_chunk_to_item(const struct btk_chunk *c, uint8_t *buf);
 /* Writes chunk items, dev extents and dev items of new chunks (commit). */
 int btk_chunk_write_items(struct btk_trans *t);
-/* Rebuilds the superblock's system chunk array from the chunk map. */
-int btk_chunk_build_sys_array(struct btk_fs *fs);
 /* Updates the DEV_ITEM of every device in the chunk tree when bytes_used changed. */
 int btk_chunk_update_dev_items(struct btk_trans *t);
 

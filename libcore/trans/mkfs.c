@@ -425,7 +425,7 @@ static int insert_root_dir(struct btk_trans *t, time_t now)
 	BTK_PUT(struct btrfs_dir_item, di, name_len, sizeof(name) - 1);
 	BTK_PUT(struct btrfs_dir_item, di, type, BTRFS_FT_DIR);
 	memcpy(di + sizeof(struct btrfs_dir_item), name, sizeof(name) - 1);
-	k.offset = btk_crc32c((uint32_t)~1U, name, sizeof(name) - 1); /* btrfs name hash */
+	k.offset = btk_name_hash(name, sizeof(name) - 1);
 	if ((ret = btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, di, sizeof(di))))
 		return ret;
 	BTK_PUT(struct btrfs_inode_ref, ref, index, 0);
@@ -720,6 +720,15 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 			w->meta_chunk_cap = o->meta_estimate < 4 * SZ_1M
 						? 4 * SZ_1M
 						: (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
+	}
+	if (o->inplace && o->meta_estimate) {
+		/* the old filesystem's free space is all there is: metadata chunks of what the
+		 * fill needs, not of mkfs's sizes, leave the rest to data */
+		w->chunk_cap = 1024 * SZ_1M;
+		w->meta_chunk_cap = o->meta_estimate < 4 * SZ_1M ? 4 * SZ_1M
+				    : o->meta_estimate > 256 * SZ_1M
+					? 256 * SZ_1M
+					: (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
 	}
 	w->small_single = true;
 	if (!ret && o->place)

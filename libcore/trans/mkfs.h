@@ -13,20 +13,10 @@
 #include <stdint.h>
 #include <time.h>
 #include "format/format.h"
+#include "format/raid.h" /* profiles: btk_raid_attr(), btk_raid_by_name() */
 
 struct btk_trans;
 struct btk_fs;
-
-/* What a block group profile needs (kernel's btrfs_raid_array). */
-struct btk_raid_attr {
-	uint64_t bit; /* BTRFS_BLOCK_GROUP_* profile bit, 0 for single */
-	const char *name;
-	int dev_stripes, devs_min, devs_max, sub_stripes, ncopies, nparity;
-};
-/* The attributes of the profile in flags; NULL if the profile bits are invalid. */
-const struct btk_raid_attr *btk_raid_attr(uint64_t flags);
-/* By name ("single", "dup", "raid0", ..., case-insensitive); NULL if unknown. */
-const struct btk_raid_attr *btk_raid_by_name(const char *name);
 
 /* Features selectable with -O / -R. */
 struct btk_mkfs_feature {
@@ -63,7 +53,8 @@ struct btk_mkfs_opts {
 	/* End each device (image files only) where its last chunk's data ends: chunks are kept
 	 * small and the last one loses its unused tail; image files are truncated there. */
 	bool shrink;
-	uint64_t meta_estimate; /* with shrink: metadata the fill will need, if known (0) */
+	uint64_t
+	    meta_estimate; /* with shrink or inplace: metadata the fill will need (0: unknown) */
 	/* Called inside the creating transaction once the empty filesystem exists (the top
 	 * directory is inode 256 of FS_TREE), e.g. to copy a directory tree in. The devices are
 	 * wiped just before it runs (it writes file data, and tree blocks through

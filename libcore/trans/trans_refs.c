@@ -47,20 +47,6 @@ static int bg_account(struct btk_wfs *w, uint64_t bytenr, uint64_t len, bool add
 	return 0;
 }
 
-uint64_t btk_data_ref_hash(uint64_t root, uint64_t ino, uint64_t offset)
-{
-	uint8_t le[8];
-	uint32_t high, low;
-
-	btk_put64(le, root);
-	high = btk_crc32c(~0U, le, 8);
-	btk_put64(le, ino);
-	low = btk_crc32c(~0U, le, 8);
-	btk_put64(le, offset);
-	low = btk_crc32c(low, le, 8);
-	return ((uint64_t)high << 31) ^ (uint64_t)low;
-}
-
 static uint8_t ref_type(const struct btk_refop *op)
 {
 	if (op->data)

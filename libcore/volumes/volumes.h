@@ -61,7 +61,18 @@ struct btk_open_opts {
 	int super_mirror;  /* -1: newest valid; 0..2: use that copy */
 	uint64_t cache_mb; /* tree-block cache budget; 0 = default */
 	bool degraded;	   /* open even when member devices are missing */
+	/* Expert overrides of the superblock's roots, applied in memory only (tree/open.c):
+	 * backup 0 keeps the superblock's, 1..4 uses backup root slot backup-1 (its tree and
+	 * chunk roots, generation, bytes used, total bytes, devices; no log), BTK_BACKUP_NEWEST
+	 * the newest slot whose root tree reads. tree_root / chunk_root (0: keep) then replace
+	 * the root tree's / chunk tree's root block (level and generation from its header). */
+	int backup;
+	uint64_t tree_root, chunk_root;
+	/* keep chunks that overlap the next one (the checker reports them and checks the rest)
+	 * instead of refusing to open */
+	bool chunk_overlaps;
 };
+#define BTK_BACKUP_NEWEST (BTK_NUM_BACKUP_ROOTS + 1)
 
 /* The volumes part of opening (btk_fs_open in tree.h is the whole): reads the superblocks of
  * paths[0..n-1], finds other members by libblkid scan unless opts->no_scan, chooses the
@@ -102,6 +113,11 @@ int btk_chunk_map_add(struct btk_fs *fs, struct btk_chunk *c);
 int btk_chunk_map_add_all(struct btk_fs *fs, struct btk_chunk **v, int n);
 /* -EUCLEAN when two chunks of the map overlap. */
 int btk_chunk_map_check(const struct btk_fs *fs);
+
+/* Forgets a member device that has no handle (a missing one) and that no chunk of the map
+ * uses, so that the rest can be written (a filesystem moved onto fewer devices).
+ * -EBUSY when a chunk still has a stripe on it or it is open, -ENOENT when unknown. */
+int btk_fs_dev_forget(struct btk_fs *fs, uint64_t devid);
 
 /* The device with that devid, or NULL. */
 struct btk_fs_dev *btk_fs_dev_find(struct btk_fs *fs, uint64_t devid);
