@@ -167,6 +167,7 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 	struct chk c;
 	int ret;
 
+	btk_err_clear(); /* a failure below names its own cause, never an earlier one */
 	memset(sum, 0, sizeof(*sum));
 	chk_init(&c, fs, opts ? opts : &none, sum);
 	chk_progress(&c, "superblocks", 0);

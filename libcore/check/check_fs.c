@@ -8,6 +8,7 @@
  */
 #include "check/check_priv.h"
 #include "base/csum.h"
+#include "base/error.h"
 #include "fs/fs_read.h"
 
 #include <errno.h>
@@ -183,7 +184,7 @@ static int orphan_cb(void *ctx, const struct btk_block *leaf, int slot, const st
 
 	(void)leaf, (void)slot, (void)data, (void)size;
 	if (!p)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	*p = key->offset;
 	return 0;
 }
@@ -210,7 +211,7 @@ int chk_fs_begin(struct chk *c, const struct btk_root *root)
 	struct chk_fstree *t = calloc(1, sizeof(*t));
 
 	if (!t)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	t->tree = root->objectid;
 	/* Orphan items sort last; gather them first so inodes being deleted are judged as such. */
 	int ret = btk_for_each_item(c->fs, root, BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, 0,
