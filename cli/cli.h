@@ -86,6 +86,17 @@ void cli_progress_draw(struct cli_progress *p, bool final, const char *fmt, ...)
 void cli_progress_clear(struct cli_progress *p);
 double cli_now(void); /* monotonic seconds */
 
+/* Whether path (a block device or an image file) is in use by a mounted filesystem: mounted
+ * itself, another device of the same mounted btrfs, or the backing file of a mounted loop
+ * device. where (may be NULL) gets the mount point. A rw mount wins over a ro one. */
+enum cli_mount_state {
+	CLI_NOT_MOUNTED,
+	CLI_MOUNT_UNKNOWN, /* /proc/self/mountinfo unreadable */
+	CLI_MOUNTED_RO,
+	CLI_MOUNTED_RW
+};
+enum cli_mount_state cli_mount_state(const char *path, char *where, size_t len);
+
 /* --help/-? and --version/-V for a popt table: put CLI_STD_OPTIONS at the end of it
  * (before POPT_TABLEEND). --version prints "PROG VERSION" on stdout and exits 0; --help
  * prints popt's help (usage from poptSetOtherOptionHelp) and exits 0. */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "check/check.h"
+#include "cli/cli.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "tree/tree.h"
@@ -41,7 +42,8 @@ static void report_text(const struct btk_check_problem *p)
 {
 	char tb[32];
 
-	printf("ERROR: [%s]", btk_check_kind_name(p->kind));
+	printf("%s: [E%04u %s]", p->info->severity == BTK_SEV_WARN ? "WARNING" : "ERROR",
+	       p->info->code, p->info->name);
 	if (p->tree)
 		printf(" tree %llu", (unsigned long long)p->tree);
 	if (p->bytenr)
@@ -60,8 +62,13 @@ static void report_json(struct out *o, const struct btk_check_problem *p)
 {
 	char tb[32];
 
-	printf("%s\n    {\"kind\": ", o->nerr ? "," : "");
+	printf("%s\n    {\"code\": \"E%04u\", \"name\": ", o->nerr ? "," : "", p->info->code);
+	btk_json_cstr(stdout, p->info->name);
+	printf(", \"kind\": ");
 	btk_json_cstr(stdout, btk_check_kind_name(p->kind));
+	printf(", \"severity\": \"%s\", \"repairable\": %s",
+	       p->info->severity == BTK_SEV_WARN ? "warning" : "error",
+	       p->info->repairable ? "true" : "false");
 	printf(", \"location\": {\"tree\": %llu, \"bytenr\": %llu", (unsigned long long)p->tree,
 	       (unsigned long long)p->bytenr);
 	if (p->has_key) {
@@ -198,9 +205,45 @@ static void json_fail(const char *msg)
 static uint64_t cache_mb = 8; /* tree-block cache: the walk reads most blocks once */
 static int cache_arg = 8;
 
+/* A filesystem the kernel writes changes under the checker: refuse it unless forced. A
+ * read-only mount is checked with a warning (the kernel may still replay nothing, so the
+ * image is stable). Returns 0 to go on, or EXIT_OPER. */
+static int mounted_guard(const char **devs, int ndevs, bool force, struct out *o)
+{
+	for (int i = 0; i < ndevs; i++) {
+		char where[256];
+		enum cli_mount_state st = cli_mount_state(devs[i], where, sizeof(where));
+		if (st == CLI_MOUNTED_RO) {
+			if (!o->quiet)
+				fprintf(
+				    stderr,
+				    "btk-fsck: warning: %s is mounted read-only on %s: checking "
+				    "anyway\n",
+				    devs[i], where);
+		} else if (st == CLI_MOUNTED_RW && !force) {
+			if (o->json)
+				json_fail("device mounted read-write");
+			fprintf(stderr,
+				"btk-fsck: %s is mounted read-write on %s: refusing to check a "
+				"filesystem that is changing (unmount it, or --force)\n",
+				devs[i], where);
+			return EXIT_OPER;
+		} else if (st == CLI_MOUNTED_RW && !o->quiet) {
+			fprintf(stderr,
+				"btk-fsck: warning: %s is mounted read-write on %s: --force given, "
+				"results may be wrong\n",
+				devs[i], where);
+		}
+	}
+	return 0;
+}
+
+/* Where the check starts: superblock copy, backup root, expert root blocks. */
+static struct btk_open_opts open_opts = {.super_mirror = -1, .chunk_overlaps = true};
+
 static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 {
-	struct btk_open_opts oo = {.super_mirror = -1, .cache_mb = cache_mb};
+	struct btk_open_opts oo = open_opts;
 	struct btk_check_summary sum;
 	struct btk_fs *fs = NULL;
 	int ret;
@@ -241,13 +284,26 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 
 int main(int argc, const char **argv)
 {
-	int data_csum = 0, json = 0, progress = 0, quiet = 0, rc;
+	int data_csum = 0, json = 0, progress = 0, quiet = 0, force = 0, readonly = 0, rc;
+	int backup = 0, super = -1;
+	char *tree_root = NULL, *chunk_root = NULL;
 	struct poptOption opts[] = {
 	    {"check-data-csum", 0, POPT_ARG_NONE, &data_csum, 0,
 	     "read every data block (every copy) and verify its checksum", NULL},
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "print one JSON object with the errors", NULL},
 	    {"progress", 'p', POPT_ARG_NONE, &progress, 0, "show progress on stderr", NULL},
 	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print only the error count", NULL},
+	    {"force", 0, POPT_ARG_NONE, &force, 0,
+	     "check even a filesystem mounted read-write (results may be wrong)", NULL},
+	    {"readonly", 0, POPT_ARG_NONE, &readonly, 0,
+	     "accepted for btrfs check compatibility: btk-fsck never writes", NULL},
+	    {"backup", 'b', POPT_ARG_NONE, &backup, 0,
+	     "use the newest backup root set whose root tree reads", NULL},
+	    {"super", 's', POPT_ARG_INT, &super, 0, "use superblock copy N (0, 1 or 2)", "N"},
+	    {"tree-root", 0, POPT_ARG_STRING, &tree_root, 0,
+	     "use the root tree block at BYTENR (experts)", "BYTENR"},
+	    {"chunk-root", 0, POPT_ARG_STRING, &chunk_root, 0,
+	     "use the chunk tree block at BYTENR (experts)", "BYTENR"},
 	    {"cache-mb", 0, POPT_ARG_INT, &cache_arg, 0, "tree-block cache budget (default 8)",
 	     "MIB"},
 	    POPT_AUTOHELP POPT_TABLEEND};
@@ -276,10 +332,29 @@ int main(int argc, const char **argv)
 		return EXIT_USAGE;
 	}
 	cache_mb = (uint64_t)cache_arg;
+	open_opts.cache_mb = cache_mb;
+	open_opts.backup = backup ? BTK_BACKUP_NEWEST : 0;
+	if (super != -1 && (super < 0 || super > 2)) {
+		fprintf(stderr, "btk-fsck: -s/--super: copy %d does not exist (0, 1 or 2)\n",
+			super);
+		poptFreeContext(pc);
+		return EXIT_USAGE;
+	}
+	open_opts.super_mirror = super;
+	if ((tree_root && !cli_parse_u64(tree_root, &open_opts.tree_root)) ||
+	    (chunk_root && !cli_parse_u64(chunk_root, &open_opts.chunk_root))) {
+		fprintf(stderr, "btk-fsck: --tree-root/--chunk-root: not a byte number: %s\n",
+			tree_root && !open_opts.tree_root ? tree_root : chunk_root);
+		poptFreeContext(pc);
+		return EXIT_USAGE;
+	}
 	struct out o = {.json = json, .quiet = quiet, .last_pct = -1};
 	o.progress = progress || (isatty(2) && !json && !quiet);
 	btk_set_warn_hook(on_warn, &o);
-	rc = run(devs, ndevs, data_csum, &o);
+	(void)readonly;
+	rc = mounted_guard(devs, ndevs, force, &o);
+	if (!rc)
+		rc = run(devs, ndevs, data_csum, &o);
 	poptFreeContext(pc);
 	return rc;
 }

@@ -5,13 +5,15 @@
 #include <blake2.h>
 #include <errno.h>
 #include <openssl/sha.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <string.h>
 #include <xxhash.h>
 
 static uint32_t crc_table[8][256];
 static bool crc_hw;
-static bool crc_ready;
+/* the tables are set up once, before any thread reads them */
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static void crc_init(void)
 {
@@ -28,7 +30,6 @@ static void crc_init(void)
 #if defined(__x86_64__)
 	crc_hw = __builtin_cpu_supports("sse4.2");
 #endif
-	crc_ready = true;
 }
 
 static uint32_t crc_sw(uint32_t crc, const uint8_t *p, size_t len)
@@ -69,8 +70,7 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw_run(uint32_t crc, const
 
 uint32_t btk_crc32c(uint32_t seed, const void *data, size_t len)
 {
-	if (!crc_ready)
-		crc_init();
+	pthread_once(&crc_once, crc_init);
 #if defined(__x86_64__)
 	if (crc_hw)
 		return crc_hw_run(seed, data, len);

@@ -33,6 +33,25 @@ const char *btk_check_kind_name(enum btk_check_kind kind)
 	return kind_names[kind];
 }
 
+static const struct btk_check_problem_info problems[BTK_P_COUNT] = {
+#define BTK_PROBLEM(id, code_, name_, kind_, sev, repair, msg)                                     \
+	[BTK_P_##id] = {.code = code_,                                                             \
+			.name = name_,                                                             \
+			.kind = BTK_CHK_##kind_,                                                   \
+			.severity = BTK_SEV_##sev,                                                 \
+			.repairable = repair,                                                      \
+			.message = msg},
+#include "check/problems.def"
+#undef BTK_PROBLEM
+};
+
+const struct btk_check_problem_info *btk_check_problem_info(enum btk_check_problem_id id)
+{
+	if ((unsigned)id >= BTK_P_COUNT)
+		return NULL;
+	return &problems[id];
+}
+
 const char *chk_fmt(const char *fmt, ...)
 {
 	/* A few rotating buffers: a report takes at most two (expected, found). */
@@ -47,16 +66,20 @@ const char *chk_fmt(const char *fmt, ...)
 	return b;
 }
 
-void chk_report(struct chk *c, enum btk_check_kind kind, uint64_t tree, uint64_t bytenr,
+void chk_report(struct chk *c, enum btk_check_problem_id id, uint64_t tree, uint64_t bytenr,
 		const struct btk_key *key, const char *expected, const char *found, const char *fmt,
 		...)
 {
+	const struct btk_check_problem_info *info = btk_check_problem_info(id);
 	char what[512];
 	va_list ap;
 
-	c->sum->errors++;
-	if ((unsigned)kind < BTK_CHK_KIND_COUNT)
-		c->sum->errors_by_kind[kind]++;
+	if (info->severity == BTK_SEV_WARN) {
+		c->sum->warnings++;
+	} else {
+		c->sum->errors++;
+		c->sum->errors_by_kind[info->kind]++;
+	}
 	if (!c->opts->report)
 		return;
 	if (c->opts->max_reports && c->reported >= c->opts->max_reports)
@@ -66,7 +89,9 @@ void chk_report(struct chk *c, enum btk_check_kind kind, uint64_t tree, uint64_t
 	vsnprintf(what, sizeof(what), fmt, ap);
 	va_end(ap);
 	struct btk_check_problem p = {
-	    .kind = kind,
+	    .id = id,
+	    .info = info,
+	    .kind = info->kind,
 	    .tree = tree,
 	    .bytenr = bytenr,
 	    .has_key = key != NULL,
@@ -132,6 +157,7 @@ static void chk_free(struct chk *c)
 	btk_vec_free(&c->v1ino);
 	btk_vec_free(&c->v1ext);
 	chk_set_free(&c->visited);
+	free(c->copy_buf);
 }
 
 int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
@@ -146,6 +172,10 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 	chk_progress(&c, "superblocks", 0);
 	chk_supers(&c);
 	chk_progress(&c, "trees", 0);
+	if (!chk_root_tree(&c)) {
+		chk_free(&c);
+		return 0;
+	}
 	ret = chk_walk_all(&c);
 	if (ret == 0 && !c.oom) {
 		chk_progress(&c, "chunks", 0);

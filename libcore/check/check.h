@@ -36,10 +36,38 @@ enum btk_check_kind {
 	BTK_CHK_KIND_COUNT
 };
 
+/* Every problem the checker can report, from check/problems.def: BTK_P_<ID>. */
+enum btk_check_problem_id {
+#define BTK_PROBLEM(id, code, name, kind, sev, repair, msg) BTK_P_##id,
+#include "check/problems.def"
+#undef BTK_PROBLEM
+	BTK_P_COUNT
+};
+
+enum btk_check_severity {
+	BTK_SEV_ERR, /* an error: the filesystem is not clean */
+	BTK_SEV_WARN /* worth saying, but not an error */
+};
+
+/* One row of problems.def. The code (printed E%04u) and name are stable. */
+struct btk_check_problem_info {
+	uint16_t code;
+	const char *name; /* e.g. "extent-refs" */
+	enum btk_check_kind kind;
+	enum btk_check_severity severity;
+	bool repairable;     /* a repair could fix it from what is left on disk */
+	const char *message; /* one-line description */
+};
+
+/* The row of id, or NULL when id is out of range. Static storage. */
+const struct btk_check_problem_info *btk_check_problem_info(enum btk_check_problem_id id);
+
 /* One problem. Strings point into storage valid only during the callback. */
 struct btk_check_problem {
-	enum btk_check_kind kind;
-	uint64_t tree;	 /* tree objectid, 0 when not about a tree */
+	enum btk_check_problem_id id;
+	const struct btk_check_problem_info *info; /* the row of id: code, name, severity */
+	enum btk_check_kind kind;		   /* info->kind */
+	uint64_t tree;				   /* tree objectid, 0 when not about a tree */
 	uint64_t bytenr; /* logical (or physical, see what) address, 0 when none */
 	bool has_key;
 	struct btk_key key;   /* item key, when has_key */
@@ -62,7 +90,8 @@ struct btk_check_opts {
 
 /* Totals like btrfs check prints them, plus error counts. */
 struct btk_check_summary {
-	uint64_t errors; /* problems found */
+	uint64_t errors;   /* problems of severity BTK_SEV_ERR found */
+	uint64_t warnings; /* problems of severity BTK_SEV_WARN found */
 	uint64_t errors_by_kind[BTK_CHK_KIND_COUNT];
 	uint64_t bytes_used;	      /* sum of extent item sizes (data and metadata) */
 	uint64_t total_csum_bytes;    /* bytes of checksums in csum items (btrfs check counts so) */

@@ -13,7 +13,7 @@ void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 		if (k.type == BTRFS_CHUNK_ITEM_KEY) {
 			struct btk_chunk *ch = NULL;
 			if (btk_chunk_parse(p, sz, k.offset, c->fs->sectorsize, &ch))
-				chk_report(c, BTK_CHK_CHUNK, 3, b->bytenr, &k, "", "",
+				chk_report(c, BTK_P_CHUNK_INVALID, 3, b->bytenr, &k, "", "",
 					   "invalid chunk item");
 			free(ch);
 			continue;
@@ -21,7 +21,7 @@ void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 		if (k.type != BTRFS_DEV_ITEM_KEY)
 			continue;
 		if (sz < sizeof(struct btrfs_dev_item)) {
-			chk_report(c, BTK_CHK_DEVICE, 3, b->bytenr, &k,
+			chk_report(c, BTK_P_DEV_ITEM_SIZE, 3, b->bytenr, &k,
 				   chk_fmt("%zu bytes", sizeof(struct btrfs_dev_item)),
 				   chk_fmt("%u", sz), "device item too small");
 			continue;
@@ -35,7 +35,7 @@ void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 		d->total_bytes = BTK_GET(struct btrfs_dev_item, p, total_bytes);
 		d->bytes_used = BTK_GET(struct btrfs_dev_item, p, bytes_used);
 		if (d->devid != k.offset)
-			chk_report(c, BTK_CHK_DEVICE, 3, b->bytenr, &k,
+			chk_report(c, BTK_P_DEV_ITEM_DEVID, 3, b->bytenr, &k,
 				   chk_fmt("%llu", (unsigned long long)k.offset),
 				   chk_fmt("%llu", (unsigned long long)d->devid),
 				   "device item devid differs from its key");
@@ -51,7 +51,7 @@ void chk_dev_leaf(struct chk *c, const struct btk_block *b)
 			continue;
 		const uint8_t *p = btk_leaf_data(b, (int)i);
 		if (btk_leaf_size(b, (int)i) < sizeof(struct btrfs_dev_extent)) {
-			chk_report(c, BTK_CHK_DEV_EXTENT, 4, b->bytenr, &k, "", "",
+			chk_report(c, BTK_P_DEXT_TOO_SMALL, 4, b->bytenr, &k, "", "",
 				   "dev extent item too small");
 			continue;
 		}
@@ -71,7 +71,7 @@ void chk_bg_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint3
 		 uint64_t bytenr)
 {
 	if (sz < sizeof(struct btrfs_block_group_item)) {
-		chk_report(c, BTK_CHK_BLOCK_GROUP, 0, bytenr, k, "", "",
+		chk_report(c, BTK_P_BG_TOO_SMALL, 0, bytenr, k, "", "",
 			   "block group item too small");
 		return;
 	}
@@ -118,11 +118,11 @@ static void chunk_vs_rest(struct chk *c, const struct btk_chunk *ch, uint8_t *ma
 	uint64_t ssz = btk_chunk_stripe_len(ch);
 
 	if (!bg)
-		chk_report(c, BTK_CHK_CHUNK, 3, ch->logical, NULL, "a block group item", "none",
+		chk_report(c, BTK_P_CHUNK_NO_BG, 3, ch->logical, NULL, "a block group item", "none",
 			   "chunk [%llu, +%llu) has no block group",
 			   (unsigned long long)ch->logical, (unsigned long long)ch->length);
 	else if (bg->len != ch->length || bg->flags != ch->type)
-		chk_report(c, BTK_CHK_CHUNK, 3, ch->logical, NULL,
+		chk_report(c, BTK_P_CHUNK_BG_DIFFERS, 3, ch->logical, NULL,
 			   chk_fmt("length %llu flags 0x%llx (chunk)",
 				   (unsigned long long)ch->length, (unsigned long long)ch->type),
 			   chk_fmt("length %llu flags 0x%llx", (unsigned long long)bg->len,
@@ -134,7 +134,7 @@ static void chunk_vs_rest(struct chk *c, const struct btk_chunk *ch, uint8_t *ma
 		struct chk_dext *d = dext_find(c, st->devid, st->offset);
 		if (!d) {
 			chk_report(
-			    c, BTK_CHK_DEV_EXTENT, 4, st->offset, NULL, "a dev extent", "none",
+			    c, BTK_P_DEXT_MISSING, 4, st->offset, NULL, "a dev extent", "none",
 			    "chunk %llu stripe %d (devid %llu physical %llu) has no dev extent",
 			    (unsigned long long)ch->logical, s, (unsigned long long)st->devid,
 			    (unsigned long long)st->offset);
@@ -143,7 +143,7 @@ static void chunk_vs_rest(struct chk *c, const struct btk_chunk *ch, uint8_t *ma
 		matched[d - (struct chk_dext *)c->dexts.data] = 1;
 		if (d->chunk_offset != ch->logical || d->len != ssz)
 			chk_report(
-			    c, BTK_CHK_DEV_EXTENT, 4, st->offset, NULL,
+			    c, BTK_P_DEXT_DIFFERS, 4, st->offset, NULL,
 			    chk_fmt("chunk %llu length %llu", (unsigned long long)ch->logical,
 				    (unsigned long long)ssz),
 			    chk_fmt("chunk %llu length %llu", (unsigned long long)d->chunk_offset,
@@ -179,13 +179,13 @@ static void dev_extents(struct chk *c, const uint8_t *matched)
 			sum += d->len;
 			if (!matched[i])
 				chk_report(
-				    c, BTK_CHK_DEV_EXTENT, 4, d->physical, NULL, "a chunk stripe",
+				    c, BTK_P_DEXT_NO_CHUNK, 4, d->physical, NULL, "a chunk stripe",
 				    "none",
 				    "dev extent devid %llu physical %llu len %llu has no chunk",
 				    (unsigned long long)devid, (unsigned long long)d->physical,
 				    (unsigned long long)d->len);
 			if (d->physical < prev_end)
-				chk_report(c, BTK_CHK_DEV_EXTENT, 4, d->physical, NULL,
+				chk_report(c, BTK_P_DEXT_OVERLAP, 4, d->physical, NULL,
 					   chk_fmt(">= %llu", (unsigned long long)prev_end),
 					   chk_fmt("%llu", (unsigned long long)d->physical),
 					   "dev extents overlap on devid %llu",
@@ -195,7 +195,7 @@ static void dev_extents(struct chk *c, const uint8_t *matched)
 			if (di && (d->physical + d->len > di->total_bytes ||
 				   d->physical + d->len < d->physical))
 				chk_report(
-				    c, BTK_CHK_DEV_EXTENT, 4, d->physical, NULL,
+				    c, BTK_P_DEXT_BEYOND, 4, d->physical, NULL,
 				    chk_fmt("end <= %llu (device size)",
 					    (unsigned long long)di->total_bytes),
 				    chk_fmt("end %llu", (unsigned long long)(d->physical + d->len)),
@@ -205,11 +205,11 @@ static void dev_extents(struct chk *c, const uint8_t *matched)
 				    (unsigned long long)d->len);
 		}
 		if (!di)
-			chk_report(c, BTK_CHK_DEVICE, 3, 0, NULL, "a device item", "none",
+			chk_report(c, BTK_P_DEV_NO_ITEM, 3, 0, NULL, "a device item", "none",
 				   "dev extents on devid %llu, which has no device item",
 				   (unsigned long long)devid);
 		else if (di->bytes_used != sum)
-			chk_report(c, BTK_CHK_DEVICE, 3, 0, NULL,
+			chk_report(c, BTK_P_DEV_BYTES_USED, 3, 0, NULL,
 				   chk_fmt("%llu (sum of dev extents)", (unsigned long long)sum),
 				   chk_fmt("%llu", (unsigned long long)di->bytes_used),
 				   "device %llu bytes used wrong", (unsigned long long)devid);
@@ -226,11 +226,11 @@ static void devices(struct chk *c)
 			has_dexts =
 			    ((const struct chk_dext *)btk_vec_at(&c->dexts, j))->devid == di->devid;
 		if (!has_dexts && di->bytes_used)
-			chk_report(c, BTK_CHK_DEVICE, 3, 0, NULL, "0 (no dev extents)",
+			chk_report(c, BTK_P_DEV_BYTES_USED, 3, 0, NULL, "0 (no dev extents)",
 				   chk_fmt("%llu", (unsigned long long)di->bytes_used),
 				   "device %llu bytes used wrong", (unsigned long long)di->devid);
 		if (fd && fd->dev && fd->dev->size < di->total_bytes)
-			chk_report(c, BTK_CHK_DEVICE, 3, 0, NULL,
+			chk_report(c, BTK_P_DEV_SMALLER, 3, 0, NULL,
 				   chk_fmt(">= %llu", (unsigned long long)di->total_bytes),
 				   chk_fmt("%llu", (unsigned long long)fd->dev->size),
 				   "device %llu (%s) is smaller than its device item says",
@@ -238,8 +238,27 @@ static void devices(struct chk *c)
 	}
 }
 
+/* The map is sorted by logical address; the opener kept overlapping chunks for us. */
+static void chunk_overlaps(struct chk *c)
+{
+	for (int i = 1; i < c->fs->nchunks; i++) {
+		const struct btk_chunk *a = c->fs->chunks[i - 1], *b = c->fs->chunks[i];
+		if (a->logical + a->length <= b->logical)
+			continue;
+		struct btk_key k = {BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY,
+				    a->logical};
+		chk_report(c, BTK_P_CHUNK_OVERLAP, BTRFS_CHUNK_TREE_OBJECTID, a->logical, &k,
+			   chk_fmt("end <= %llu (next chunk)", (unsigned long long)b->logical),
+			   chk_fmt("end %llu", (unsigned long long)(a->logical + a->length)),
+			   "chunk [%llu, +%llu) overlaps the chunk at %llu",
+			   (unsigned long long)a->logical, (unsigned long long)a->length,
+			   (unsigned long long)b->logical);
+	}
+}
+
 void chk_chunks_final(struct chk *c)
 {
+	chunk_overlaps(c);
 	uint8_t *matched = calloc(c->dexts.n + 1, 1);
 
 	if (!matched) {
@@ -254,7 +273,7 @@ void chk_chunks_final(struct chk *c)
 		const struct chk_bg *bg = btk_vec_at(&c->bgs, i);
 		const struct btk_chunk *ch = btk_chunk_find(c->fs, bg->start);
 		if (!ch || ch->logical != bg->start)
-			chk_report(c, BTK_CHK_BLOCK_GROUP, 2, bg->start, NULL, "a chunk", "none",
+			chk_report(c, BTK_P_BG_NO_CHUNK, 2, bg->start, NULL, "a chunk", "none",
 				   "block group [%llu, +%llu) has no chunk",
 				   (unsigned long long)bg->start, (unsigned long long)bg->len);
 	}

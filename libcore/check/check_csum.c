@@ -37,7 +37,7 @@ static void verify_run(struct chk *c, uint64_t logical, uint64_t len, const uint
 		int n = 0;
 		uint64_t contig = 0;
 		if (btk_map_logical(c->fs, logical, ph, 8, &n, &contig) || !n) {
-			chk_report(c, BTK_CHK_DATA_CSUM, 7, logical, NULL, "a chunk", "none",
+			chk_report(c, BTK_P_DATA_UNMAPPED, 7, logical, NULL, "a chunk", "none",
 				   "checksummed data at %llu is not mapped",
 				   (unsigned long long)logical);
 			return;
@@ -51,7 +51,7 @@ static void verify_run(struct chk *c, uint64_t logical, uint64_t len, const uint
 			if (!ph[i].dev)
 				continue;
 			if (btk_dev_read(ph[i].dev, buf, chunk, ph[i].physical)) {
-				chk_report(c, BTK_CHK_DATA_CSUM, 7, logical, NULL, "readable",
+				chk_report(c, BTK_P_DATA_UNREADABLE, 7, logical, NULL, "readable",
 					   "I/O error", "data at %llu copy %d unreadable: %s",
 					   (unsigned long long)logical, i, btk_errmsg());
 				continue;
@@ -62,7 +62,7 @@ static void verify_run(struct chk *c, uint64_t logical, uint64_t len, const uint
 				c->sum->data_blocks_checked++;
 				btk_csum(c->fs->csum_type, buf + o, ss, out);
 				if (memcmp(out, want, (size_t)c->fs->csum_size))
-					chk_report(c, BTK_CHK_DATA_CSUM, 7, logical + o, NULL,
+					chk_report(c, BTK_P_DATA_MISMATCH, 7, logical + o, NULL,
 						   chk_fmt("csum %08x", btk_le32(want)),
 						   chk_fmt("%08x", btk_le32(out)),
 						   "data checksum mismatch at logical %llu copy %d "
@@ -92,19 +92,19 @@ void chk_csum_leaf(struct chk *c, const struct btk_block *b)
 		uint32_t sz = btk_leaf_size(b, (int)i);
 		btk_leaf_key(b, (int)i, &k);
 		if (k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY) {
-			chk_report(c, BTK_CHK_CSUM, 7, b->bytenr, &k, "EXTENT_CSUM items", "",
-				   "unexpected item in the csum tree");
+			chk_report(c, BTK_P_CSUM_ITEM_TYPE, 7, b->bytenr, &k, "EXTENT_CSUM items",
+				   "", "unexpected item in the csum tree");
 			continue;
 		}
 		if (!cs || sz % cs || !sz || k.offset % ss) {
-			chk_report(c, BTK_CHK_CSUM, 7, b->bytenr, &k,
+			chk_report(c, BTK_P_CSUM_MALFORMED, 7, b->bytenr, &k,
 				   chk_fmt("a multiple of %u bytes at an aligned address", cs),
 				   chk_fmt("%u bytes", sz), "csum item malformed");
 			continue;
 		}
 		uint64_t len = (uint64_t)(sz / cs) * ss;
 		if (k.offset < c->csum_prev_end)
-			chk_report(c, BTK_CHK_CSUM, 7, b->bytenr, &k,
+			chk_report(c, BTK_P_CSUM_OVERLAP, 7, b->bytenr, &k,
 				   chk_fmt("start >= %llu", (unsigned long long)c->csum_prev_end),
 				   chk_fmt("%llu", (unsigned long long)k.offset),
 				   "csum items overlap");
@@ -138,9 +138,27 @@ static uint64_t ext_key(const void *p)
 	return ((const struct chk_extent *)p)->bytenr;
 }
 
-/* Every checksum must describe bytes of some data extent. */
+static bool covered(const struct chk_ranges *v, uint64_t s, uint64_t len);
+static void merge_ranges(struct chk_ranges *v);
+
+/* Every checksum must describe bytes of some data extent, or data that a log tree's file
+ * extents use: until the log is replayed its extents have no extent items, and the log's
+ * items are their references. */
 static void csums_in_extents(struct chk *c)
 {
+	struct chk_ranges logged = {0};
+
+	for (size_t i = 0; i < c->log_need.n; i++) {
+		struct chk_range *r = btk_vec_push(&logged);
+		if (!r) {
+			c->oom = true;
+			btk_vec_free(&logged);
+			return;
+		}
+		*r = *btk_vec_at(&c->log_need, i);
+	}
+	btk_vec_sort(&logged, range_cmp);
+	merge_ranges(&logged);
 	for (size_t i = 0; i < c->csums.n; i++) {
 		const struct chk_range *r = btk_vec_at(&c->csums, i);
 		uint64_t pos = r->start, end = r->start + r->len;
@@ -163,12 +181,17 @@ static void csums_in_extents(struct chk *c)
 			}
 			if (next <= pos)
 				next = pos + c->fs->sectorsize;
-			chk_report(c, BTK_CHK_CSUM, 7, pos, NULL, "a data extent", "none",
+			if (logged.n && covered(&logged, pos, next - pos)) {
+				pos = next;
+				continue;
+			}
+			chk_report(c, BTK_P_CSUM_NO_EXTENT, 7, pos, NULL, "a data extent", "none",
 				   "checksums for [%llu, %llu) where there is no data extent",
 				   (unsigned long long)pos, (unsigned long long)next);
 			pos = next;
 		}
 	}
+	btk_vec_free(&logged);
 }
 
 /* Checksums over prealloc space or NODATASUM data, unless the same bytes are also written
@@ -207,8 +230,8 @@ static void csums_forbidden(struct chk *c, struct chk_ranges *v, bool lenient)
 			continue; /* no checksum over it */
 		if (lenient && covered(&c->csum_need, f->start, f->len))
 			continue;
-		chk_report(c, BTK_CHK_CSUM, 7, f->start, NULL, "no checksums", "checksums",
-			   "%s data [%llu, +%llu) has checksums",
+		chk_report(c, (lenient ? BTK_P_CSUM_PREALLOC : BTK_P_CSUM_NODATASUM), 7, f->start,
+			   NULL, "no checksums", "checksums", "%s data [%llu, +%llu) has checksums",
 			   lenient ? "prealloc" : "nodatasum", (unsigned long long)f->start,
 			   (unsigned long long)f->len);
 	}
@@ -229,7 +252,7 @@ void chk_csum_final(struct chk *c)
 		const struct chk_range *cr = ci >= 0 ? btk_vec_at(&c->csums, (size_t)ci) : NULL;
 		if (cr && r->start + r->len <= cr->start + cr->len)
 			continue;
-		chk_report(c, BTK_CHK_CSUM, 7, r->start, NULL, "checksums", "missing",
+		chk_report(c, BTK_P_CSUM_MISSING, 7, r->start, NULL, "checksums", "missing",
 			   "data [%llu, +%llu) has no (or partial) checksums",
 			   (unsigned long long)r->start, (unsigned long long)r->len);
 	}
@@ -321,8 +344,9 @@ static void chk_log_final(struct chk *c)
 		if (covered(&c->log_csums, r->start, r->len) ||
 		    covered(&c->csums, r->start, r->len))
 			continue;
-		chk_report(c, BTK_CHK_CSUM, BTRFS_TREE_LOG_OBJECTID, r->start, NULL, "checksums",
-			   "missing", "logged data [%llu, +%llu) has no checksums in the log",
+		chk_report(c, BTK_P_CSUM_LOG_MISSING, BTRFS_TREE_LOG_OBJECTID, r->start, NULL,
+			   "checksums", "missing",
+			   "logged data [%llu, +%llu) has no checksums in the log",
 			   (unsigned long long)r->start, (unsigned long long)r->len);
 	}
 }

@@ -7,6 +7,7 @@
  * extent outside a chunk of its type.
  */
 #include "check/check_priv.h"
+#include "trans/trans.h"
 #include "format/extent_refs.h"
 
 #include <errno.h>
@@ -62,17 +63,45 @@ static void push_ref(struct chk *c, uint64_t bytenr, const struct btk_extent_ref
 }
 
 /* Inline references after the extent item header; returns false on overrun. */
+/* The kernel keeps inline references sorted: by type, then within a type by a sequence value
+ * that never grows (the root or parent; for EXTENT_DATA_REF the data ref hash). Its tree
+ * checker refuses a leaf that breaks it. Simple-quota owner refs come first and are exempt. */
+static uint64_t ref_seq(const struct btk_extent_ref *r)
+{
+	switch (r->type) {
+	case BTRFS_EXTENT_DATA_REF_KEY:
+		return btk_data_ref_hash(r->root, r->objectid, r->offset);
+	case BTRFS_TREE_BLOCK_REF_KEY:
+		return r->root;
+	default:
+		return r->parent;
+	}
+}
+
+/* Parses the inline refs; false when they overrun. *order_ok: false when out of order. */
 static bool parse_inline(struct chk *c, uint64_t bytenr, const uint8_t *p, uint32_t sz,
-			 uint32_t start)
+			 uint32_t start, bool *order_ok)
 {
 	struct btk_inline_iter it;
 	struct btk_extent_ref r;
+	uint8_t last_type = 0;
+	uint64_t last_seq = UINT64_MAX;
 	int ret;
 
+	*order_ok = true;
 	btk_inline_iter_init(&it, p, sz, start);
-	while ((ret = btk_inline_next(&it, &r)) == 1)
-		if (r.type != BTRFS_EXTENT_OWNER_REF_KEY) /* simple quotas: not a reference */
-			push_ref(c, bytenr, &r);
+	while ((ret = btk_inline_next(&it, &r)) == 1) {
+		if (r.type == BTRFS_EXTENT_OWNER_REF_KEY)
+			continue; /* simple quotas: not a reference */
+		uint64_t seq = ref_seq(&r);
+		if (r.type < last_type || (r.type == last_type && seq > last_seq))
+			*order_ok = false;
+		if (r.type != last_type)
+			last_seq = UINT64_MAX;
+		last_type = r.type;
+		last_seq = seq < last_seq ? seq : last_seq;
+		push_ref(c, bytenr, &r);
+	}
 	return ret == 0;
 }
 
@@ -84,7 +113,7 @@ static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p
 	int ret = btk_extent_head_parse(k, p, sz, &h);
 
 	if (ret == -EUCLEAN) {
-		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k,
+		chk_report(c, BTK_P_EXT_TOO_SMALL, 2, leaf, k,
 			   chk_fmt(">= %zu bytes", sizeof(struct btrfs_extent_item)),
 			   chk_fmt("%u", sz), "extent item too small (old v0 format?)");
 		return;
@@ -103,35 +132,40 @@ static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p
 	e->level = (int8_t)h.level;
 	e->len = h.skinny ? c->fs->nodesize : k->offset;
 	if (ret == -ENODATA) {
-		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k, "", "",
+		chk_report(c, BTK_P_EXT_NO_TREE_INFO, 2, leaf, k, "", "",
 			   "tree block extent item lacks its tree block info");
 		return;
 	}
-	if (!parse_inline(c, e->bytenr, p, sz, h.refs_at))
-		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k, "", "",
+	bool order_ok;
+	if (!parse_inline(c, e->bytenr, p, sz, h.refs_at, &order_ok))
+		chk_report(c, BTK_P_EXT_INLINE_BAD, 2, leaf, k, "", "",
 			   "extent item inline references overrun or unknown type");
+	else if (!order_ok)
+		chk_report(c, BTK_P_EXT_INLINE_ORDER, 2, leaf, k,
+			   "by type, then by root, parent or hash, descending", "out of order",
+			   "extent item inline references not in the kernel's order");
 	/* parse_inline may have grown `declared`, not `extents`: e is still valid */
 	bool data = e->flags & BTRFS_EXTENT_FLAG_DATA,
 	     tree = e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK;
 	if (data == tree)
-		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k, "DATA or TREE_BLOCK",
+		chk_report(c, BTK_P_EXT_FLAGS, 2, leaf, k, "DATA or TREE_BLOCK",
 			   chk_fmt("0x%llx", (unsigned long long)e->flags), "extent flags invalid");
 	if (e->gen == 0 || e->gen > c->max_gen)
-		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k,
+		chk_report(c, BTK_P_EXT_GENERATION, 2, leaf, k,
 			   chk_fmt("(0, %llu]", (unsigned long long)c->max_gen),
 			   chk_fmt("%llu", (unsigned long long)e->gen),
 			   "extent generation invalid");
 	if (e->bytenr % c->fs->sectorsize || e->len % c->fs->sectorsize || !e->len)
-		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k,
+		chk_report(c, BTK_P_EXT_ALIGN, 2, leaf, k,
 			   chk_fmt("aligned to %u", c->fs->sectorsize),
 			   chk_fmt("[%llu, +%llu)", (unsigned long long)e->bytenr,
 				   (unsigned long long)e->len),
 			   "extent not aligned");
 	if (tree && e->len != c->fs->nodesize)
-		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k, chk_fmt("%u", c->fs->nodesize),
+		chk_report(c, BTK_P_EXT_TB_LENGTH, 2, leaf, k, chk_fmt("%u", c->fs->nodesize),
 			   chk_fmt("%llu", (unsigned long long)e->len), "tree block extent length");
 	if (e->bytenr < c->ext_prev_end)
-		chk_report(c, BTK_CHK_EXTENT, 2, leaf, k,
+		chk_report(c, BTK_P_EXT_OVERLAP, 2, leaf, k,
 			   chk_fmt(">= %llu", (unsigned long long)c->ext_prev_end),
 			   chk_fmt("%llu", (unsigned long long)e->bytenr),
 			   "extent overlaps the previous extent");
@@ -145,14 +179,14 @@ static void keyed_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 	struct btk_extent_ref r;
 
 	if (btk_keyed_ref_parse(k, p, sz, &r) < 0) {
-		chk_report(c, BTK_CHK_BACKREF, 2, leaf, k, "", chk_fmt("%u bytes", sz),
+		chk_report(c, BTK_P_REF_TOO_SMALL, 2, leaf, k, "", chk_fmt("%u bytes", sz),
 			   "back reference item too small");
 		return;
 	}
 	if (c->cur_extent_idx < 0 ||
 	    ((struct chk_extent *)btk_vec_at(&c->extents, (size_t)c->cur_extent_idx))->bytenr !=
 		k->objectid)
-		chk_report(c, BTK_CHK_BACKREF, 2, leaf, k, "an extent item before it", "none",
+		chk_report(c, BTK_P_REF_NO_EXTENT, 2, leaf, k, "an extent item before it", "none",
 			   "keyed back reference without extent item");
 	push_ref(c, k->objectid, &r);
 }
@@ -181,11 +215,11 @@ void chk_extent_leaf(struct chk *c, const struct btk_block *b)
 			chk_bg_item(c, &k, p, sz, b->bytenr);
 			break;
 		case BTRFS_EXTENT_REF_V0_KEY:
-			chk_report(c, BTK_CHK_BACKREF, 2, b->bytenr, &k, "", "",
+			chk_report(c, BTK_P_REF_V0, 2, b->bytenr, &k, "", "",
 				   "deprecated v0 back reference");
 			break;
 		default:
-			chk_report(c, BTK_CHK_EXTENT, 2, b->bytenr, &k, "", "",
+			chk_report(c, BTK_P_EXT_ITEM_TYPE, 2, b->bytenr, &k, "", "",
 				   "unexpected item type %u in the extent tree", k.type);
 		}
 	}
@@ -258,7 +292,7 @@ static void found_target(struct chk *c, const struct chk_ref *r, uint64_t *last)
 	struct chk_extent *e = (struct chk_extent *)chk_extent_find(c, r->bytenr);
 	bool tree = r->type == BTRFS_TREE_BLOCK_REF_KEY || r->type == BTRFS_SHARED_BLOCK_REF_KEY;
 	if (!e) {
-		chk_report(c, BTK_CHK_EXTENT, 2, r->bytenr, NULL,
+		chk_report(c, BTK_P_EXT_MISSING, 2, r->bytenr, NULL,
 			   tree ? "METADATA_ITEM or EXTENT_ITEM" : "EXTENT_ITEM", "none",
 			   "%s extent %llu has no extent item", tree ? "tree block" : "data",
 			   (unsigned long long)r->bytenr);
@@ -266,18 +300,18 @@ static void found_target(struct chk *c, const struct chk_ref *r, uint64_t *last)
 	}
 	e->has_users = true;
 	if (tree && !(e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK))
-		chk_report(c, BTK_CHK_EXTENT, 2, r->bytenr, NULL, "TREE_BLOCK", "DATA",
+		chk_report(c, BTK_P_EXT_TB_IS_DATA, 2, r->bytenr, NULL, "TREE_BLOCK", "DATA",
 			   "tree block %llu has a data extent item", (unsigned long long)r->bytenr);
 	else if (!tree && !(e->flags & BTRFS_EXTENT_FLAG_DATA))
-		chk_report(c, BTK_CHK_EXTENT, 2, r->bytenr, NULL, "DATA", "TREE_BLOCK",
+		chk_report(c, BTK_P_EXT_DATA_IS_TB, 2, r->bytenr, NULL, "DATA", "TREE_BLOCK",
 			   "data extent %llu has a tree block extent item",
 			   (unsigned long long)r->bytenr);
 	else if (tree && e->level >= 0 && (uint64_t)e->level != r->off)
-		chk_report(c, BTK_CHK_EXTENT, 2, r->bytenr, NULL,
+		chk_report(c, BTK_P_EXT_TB_LEVEL, 2, r->bytenr, NULL,
 			   chk_fmt("level %llu", (unsigned long long)r->off),
 			   chk_fmt("level %d", e->level), "tree block extent item level");
 	else if (!tree && r->len != e->len)
-		chk_report(c, BTK_CHK_EXTENT, 2, r->bytenr, NULL,
+		chk_report(c, BTK_P_EXT_DATA_LENGTH, 2, r->bytenr, NULL,
 			   chk_fmt("%llu bytes (file extent)", (unsigned long long)r->len),
 			   chk_fmt("%llu bytes (extent item)", (unsigned long long)e->len),
 			   "data extent length differs from its file extent");
@@ -326,7 +360,11 @@ static void compare_refs(struct chk *c)
 		const char *what = nd == 0   ? "back reference missing from the extent tree"
 				   : nf == 0 ? "back reference without a user"
 					     : "back reference count wrong";
-		chk_report(c, BTK_CHK_BACKREF, 2, r->bytenr, NULL,
+		chk_report(c,
+			   (nd == 0   ? BTK_P_REF_MISSING
+			    : nf == 0 ? BTK_P_REF_NO_USER
+				      : BTK_P_REF_WRONG_COUNT),
+			   2, r->bytenr, NULL,
 			   chk_fmt("%s count %llu", ref_name(r), (unsigned long long)nf),
 			   chk_fmt("count %llu", (unsigned long long)nd), "%s: extent %llu", what,
 			   (unsigned long long)r->bytenr);
@@ -346,11 +384,11 @@ static void extent_placement(struct chk *c, const struct chk_extent *e)
 	    tree ? (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM) : BTRFS_BLOCK_GROUP_DATA;
 
 	if (!ch || e->bytenr + e->len > ch->logical + ch->length || e->bytenr + e->len < e->bytenr)
-		chk_report(c, BTK_CHK_EXTENT, 2, e->bytenr, NULL, "inside one chunk", "outside",
+		chk_report(c, BTK_P_EXT_NO_CHUNK, 2, e->bytenr, NULL, "inside one chunk", "outside",
 			   "extent [%llu, +%llu) is not inside a chunk",
 			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
 	else if (!(ch->type & want))
-		chk_report(c, BTK_CHK_EXTENT, 2, e->bytenr, NULL, tree ? "metadata" : "data",
+		chk_report(c, BTK_P_EXT_CHUNK_TYPE, 2, e->bytenr, NULL, tree ? "metadata" : "data",
 			   chk_fmt("chunk type 0x%llx", (unsigned long long)ch->type),
 			   "extent [%llu, +%llu) type mismatch with chunk",
 			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
@@ -359,8 +397,8 @@ static void extent_placement(struct chk *c, const struct chk_extent *e)
 	if (bg && e->bytenr < bg->start + bg->len)
 		bg->found_used += e->len;
 	else if (c->bgs.n)
-		chk_report(c, BTK_CHK_EXTENT, 2, e->bytenr, NULL, "inside a block group", "outside",
-			   "extent [%llu, +%llu) is not inside a block group",
+		chk_report(c, BTK_P_EXT_NO_BG, 2, e->bytenr, NULL, "inside a block group",
+			   "outside", "extent [%llu, +%llu) is not inside a block group",
 			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
 }
 
@@ -371,13 +409,13 @@ static void extent_final(struct chk *c, struct chk_extent *e)
 
 	if (e->refs != e->declsum)
 		chk_report(
-		    c, BTK_CHK_BACKREF, 2, e->bytenr, NULL,
+		    c, BTK_P_REF_COUNT, 2, e->bytenr, NULL,
 		    chk_fmt("%llu (sum of its back references)", (unsigned long long)e->declsum),
 		    chk_fmt("%llu", (unsigned long long)e->refs),
 		    "extent item reference count wrong: extent %llu",
 		    (unsigned long long)e->bytenr);
 	if (!e->has_users && !c->walk_gap)
-		chk_report(c, BTK_CHK_EXTENT, 2, e->bytenr, NULL, "at least one user", "none",
+		chk_report(c, BTK_P_EXT_NO_USERS, 2, e->bytenr, NULL, "at least one user", "none",
 			   "extent item without users: [%llu, +%llu)",
 			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
 	extent_placement(c, e);
@@ -388,7 +426,8 @@ void chk_extents_final(struct chk *c)
 	if (c->extent_gap) {
 		/* one line instead of one per reference the lost block held */
 		chk_report(
-		    c, BTK_CHK_EXTENT, 2, 0, NULL, "a readable extent tree", "unreadable blocks",
+		    c, BTK_P_EXT_TREE_GAP, 2, 0, NULL, "a readable extent tree",
+		    "unreadable blocks",
 		    "extent tree incomplete: back references, block group usage and free space "
 		    "were not compared");
 		btk_vec_free(&c->found);
@@ -406,7 +445,7 @@ void chk_extents_final(struct chk *c)
 		const struct chk_bg *bg = btk_vec_at(&c->bgs, i);
 		if (bg->used != bg->found_used)
 			chk_report(
-			    c, BTK_CHK_BLOCK_GROUP, 2, bg->start, NULL,
+			    c, BTK_P_BG_USED, 2, bg->start, NULL,
 			    chk_fmt("%llu (sum of extents)", (unsigned long long)bg->found_used),
 			    chk_fmt("%llu", (unsigned long long)bg->used),
 			    "block group [%llu, +%llu) used bytes wrong",

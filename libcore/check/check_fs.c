@@ -27,6 +27,7 @@ struct chk_name {
 	uint64_t dir, child, hash, idx_dir, idx_ref;
 	uint32_t crc;	    /* btrfs name hash: the DIR_ITEM key offset */
 	uint8_t src, ftype; /* src 0: empty slot */
+	uint8_t dup_index;  /* a second DIR_INDEX of this name and inode (another index) */
 };
 
 struct name_tab {
@@ -159,6 +160,8 @@ static void push_name(struct chk *c, uint64_t dir, uint64_t child, uint64_t inde
 		n->crc = btrfs_name_hash(name, len);
 		t->n++;
 	}
+	if (src == SRC_DIR_INDEX && (n->src & SRC_DIR_INDEX) && n->idx_dir != index)
+		n->dup_index = 1;
 	n->src |= src;
 	if (src == SRC_DIR_INDEX)
 		n->idx_dir = index;
@@ -231,10 +234,10 @@ int chk_fs_begin(struct chk *c, const struct btk_root *root)
 	return 0;
 }
 
-static void rep(struct chk *c, enum btk_check_kind kind, uint64_t leaf, const struct btk_key *k,
+static void rep(struct chk *c, enum btk_check_problem_id id, uint64_t leaf, const struct btk_key *k,
 		const char *exp, const char *found, const char *what)
 {
-	chk_report(c, kind, c->fst->tree, leaf, k, exp, found, "root %llu: %s",
+	chk_report(c, id, c->fst->tree, leaf, k, exp, found, "root %llu: %s",
 		   (unsigned long long)c->fst->tree, what);
 }
 
@@ -244,7 +247,7 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 	struct ino_state *s = &c->fst->cur;
 
 	if (sz < sizeof(struct btrfs_inode_item)) {
-		rep(c, BTK_CHK_INODE, leaf, k,
+		rep(c, BTK_P_INODE_SIZE, leaf, k,
 		    chk_fmt("%zu bytes", sizeof(struct btrfs_inode_item)), chk_fmt("%u", sz),
 		    "inode item too small");
 		return;
@@ -260,18 +263,18 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 	uint64_t transid = BTK_GET(struct btrfs_inode_item, p, transid);
 	uint64_t lim = c->fs->generation + 1;
 	if (gen > lim || transid > lim)
-		rep(c, BTK_CHK_INODE, leaf, k, chk_fmt("<= %llu", (unsigned long long)lim),
+		rep(c, BTK_P_INODE_GENERATION, leaf, k, chk_fmt("<= %llu", (unsigned long long)lim),
 		    chk_fmt("generation %llu transid %llu", (unsigned long long)gen,
 			    (unsigned long long)transid),
 		    "inode generation or transid invalid");
 	if (mode_ftype(s->mode) == BTRFS_FT_UNKNOWN)
-		rep(c, BTK_CHK_INODE, leaf, k, "a file type", chk_fmt("mode 0%o", s->mode),
+		rep(c, BTK_P_INODE_MODE, leaf, k, "a file type", chk_fmt("mode 0%o", s->mode),
 		    "inode mode invalid");
 	if (S_ISLNK(s->mode) && (s->flags & (INODE_IMMUTABLE | INODE_APPEND)))
-		rep(c, BTK_CHK_INODE, leaf, k, "no IMMUTABLE/APPEND on a symlink",
+		rep(c, BTK_P_INODE_FLAGS, leaf, k, "no IMMUTABLE/APPEND on a symlink",
 		    chk_fmt("flags 0x%llx", (unsigned long long)s->flags), "odd inode flags");
 	if (S_ISDIR(s->mode) && s->nlink >= 2)
-		rep(c, BTK_CHK_INODE, leaf, k, "1", chk_fmt("%u", s->nlink),
+		rep(c, BTK_P_DIR_LINKS, leaf, k, "1", chk_fmt("%u", s->nlink),
 		    "directory has more than one link");
 	struct chk_ino *ci = btk_vec_push(&c->fst->inodes);
 	if (!ci) {
@@ -283,6 +286,22 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 }
 
 /* DIR_ITEM, DIR_INDEX and XATTR_ITEM share one layout: entries of header + name + data. */
+/* Does an entry before offset `end` of the dir item at p have this name? (Entries up to end
+ * were bounds-checked already.) Collisions of the name hash share one item; equal names may
+ * not. */
+static bool same_name_before(const uint8_t *p, uint32_t end, const uint8_t *name, uint16_t nl)
+{
+	for (uint32_t off = 0; off < end;) {
+		const uint8_t *e = p + off;
+		uint16_t l = BTK_GET(struct btrfs_dir_item, e, name_len);
+		if (l == nl && !memcmp(e + sizeof(struct btrfs_dir_item), name, nl))
+			return true;
+		off +=
+		    sizeof(struct btrfs_dir_item) + l + BTK_GET(struct btrfs_dir_item, e, data_len);
+	}
+	return false;
+}
+
 static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 			uint64_t leaf)
 {
@@ -292,7 +311,7 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 	while (off < sz) {
 		const uint8_t *e = p + off;
 		if (sz - off < sizeof(struct btrfs_dir_item)) {
-			rep(c, BTK_CHK_NAME, leaf, k, "", "", "dir entry overruns its item");
+			rep(c, BTK_P_DIR_OVERRUN, leaf, k, "", "", "dir entry overruns its item");
 			return;
 		}
 		uint16_t nl = BTK_GET(struct btrfs_dir_item, e, name_len);
@@ -300,20 +319,24 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 		uint8_t ft = BTK_GET(struct btrfs_dir_item, e, type);
 		uint32_t esz = sizeof(struct btrfs_dir_item) + nl + dl;
 		if (esz > sz - off) {
-			rep(c, BTK_CHK_NAME, leaf, k, "", "", "dir entry overruns its item");
+			rep(c, BTK_P_DIR_OVERRUN, leaf, k, "", "", "dir entry overruns its item");
 			return;
 		}
 		const uint8_t *name = e + sizeof(struct btrfs_dir_item);
 		struct btk_key loc;
 		btk_disk_to_key((const struct btk_disk_key *)e, &loc);
+		if (k->type == BTRFS_DIR_ITEM_KEY && same_name_before(p, off, name, nl))
+			rep(c, BTK_P_NAME_DUPLICATE, leaf, k, "one entry per name",
+			    chk_fmt("'%.*s' twice", nl > 64 ? 64 : nl, (const char *)name),
+			    "two entries with the same name in one dir item");
 		if (k->type != BTRFS_DIR_INDEX_KEY &&
 		    (uint64_t)btrfs_name_hash(name, nl) != k->offset)
-			rep(c, BTK_CHK_NAME, leaf, k,
+			rep(c, BTK_P_NAME_HASH, leaf, k,
 			    chk_fmt("hash 0x%x", btrfs_name_hash(name, nl)),
 			    chk_fmt("0x%llx", (unsigned long long)k->offset),
 			    "name hash does not match the key");
 		if (nl == 0 || nl > BTK_NAME_MAX)
-			rep(c, BTK_CHK_NAME, leaf, k, "1..255", chk_fmt("%u", nl),
+			rep(c, BTK_P_NAME_LEN, leaf, k, "1..255", chk_fmt("%u", nl),
 			    "name length invalid");
 		off += esz;
 		n++;
@@ -321,7 +344,8 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 			continue;
 		c->fst->cur.dirsize += nl;
 		if (dl)
-			rep(c, BTK_CHK_NAME, leaf, k, "0", chk_fmt("%u", dl), "dir entry has data");
+			rep(c, BTK_P_DIR_DATA, leaf, k, "0", chk_fmt("%u", dl),
+			    "dir entry has data");
 		uint8_t src = k->type == BTRFS_DIR_ITEM_KEY ? SRC_DIR_ITEM : SRC_DIR_INDEX;
 		uint64_t idx = k->type == BTRFS_DIR_INDEX_KEY ? k->offset : 0;
 		if (loc.type == BTRFS_INODE_ITEM_KEY)
@@ -330,11 +354,12 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 			push_rootref(c, c->fst->tree, loc.objectid, k->objectid, idx, name, nl,
 				     src == SRC_DIR_ITEM ? 2 : 3);
 		else
-			rep(c, BTK_CHK_NAME, leaf, k, "INODE_ITEM or ROOT_ITEM location",
+			rep(c, BTK_P_DIR_LOCATION, leaf, k, "INODE_ITEM or ROOT_ITEM location",
 			    chk_fmt("type %u", loc.type), "dir entry location invalid");
 	}
 	if (k->type == BTRFS_DIR_INDEX_KEY && n != 1)
-		rep(c, BTK_CHK_NAME, leaf, k, "1", chk_fmt("%d", n), "dir index entry count");
+		rep(c, BTK_P_DIR_INDEX_COUNT, leaf, k, "1", chk_fmt("%d", n),
+		    "dir index entry count");
 }
 
 struct ref_walk {
@@ -350,7 +375,7 @@ static int inode_ref_entry(void *arg, const struct btk_name_ref *r)
 	const uint8_t *name = (const uint8_t *)r->name;
 
 	if (r->extref && (uint64_t)btk_crc32c((uint32_t)r->parent, name, r->name_len) != k->offset)
-		rep(w->c, BTK_CHK_NAME, w->leaf, k,
+		rep(w->c, BTK_P_EXTREF_HASH, w->leaf, k,
 		    chk_fmt("hash 0x%x", btk_crc32c((uint32_t)r->parent, name, r->name_len)),
 		    chk_fmt("0x%llx", (unsigned long long)k->offset),
 		    "inode extref hash does not match the key");
@@ -368,7 +393,7 @@ static void inode_refs(struct chk *c, const struct btk_key *k, const uint8_t *p,
 
 	/* inode_ref_entry never stops the walk: an error is an entry that overruns the item */
 	if (btk_inode_ref_walk(k, p, sz, inode_ref_entry, &w))
-		rep(c, BTK_CHK_NAME, leaf, k, "", "", "inode ref overruns its item");
+		rep(c, BTK_P_REF_OVERRUN, leaf, k, "", "", "inode ref overruns its item");
 }
 
 /* Records data that must have checksums (need) or must have none (forbid: prealloc space;
@@ -396,7 +421,7 @@ static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p
 	uint64_t mask = c->fs->sectorsize - 1, len;
 
 	if (sz < hdr) {
-		rep(c, BTK_CHK_FILE_EXTENT, leaf, k, "", chk_fmt("%u bytes", sz),
+		rep(c, BTK_P_FE_SIZE, leaf, k, "", chk_fmt("%u bytes", sz),
 		    "file extent item too small");
 		return;
 	}
@@ -404,33 +429,33 @@ static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p
 	uint8_t comp = BTK_GET(struct btrfs_file_extent_item, p, compression);
 	uint64_t ram = BTK_GET(struct btrfs_file_extent_item, p, ram_bytes);
 	if (s->has_ext && s->ext_end > k->offset)
-		rep(c, BTK_CHK_FILE_EXTENT, leaf, k,
+		rep(c, BTK_P_FE_OVERLAP, leaf, k,
 		    chk_fmt("offset >= %llu", (unsigned long long)s->ext_end),
 		    chk_fmt("%llu", (unsigned long long)k->offset), "file extents overlap");
 	else if (!c->no_holes && k->offset > (s->has_ext ? s->ext_end : 0))
-		rep(c, BTK_CHK_FILE_EXTENT, leaf, k,
+		rep(c, BTK_P_FE_GAP, leaf, k,
 		    chk_fmt("an extent at %llu (no-holes is off)",
 			    (unsigned long long)(s->has_ext ? s->ext_end : 0)),
 		    chk_fmt("next at %llu", (unsigned long long)k->offset), "file extent gap");
 	if (type == BTRFS_FILE_EXTENT_INLINE) {
 		uint32_t dlen = sz - (uint32_t)hdr;
 		if (ram == 0 || ram > c->fs->sectorsize)
-			rep(c, BTK_CHK_FILE_EXTENT, leaf, k, chk_fmt("1..%u", c->fs->sectorsize),
+			rep(c, BTK_P_FE_INLINE_SIZE, leaf, k, chk_fmt("1..%u", c->fs->sectorsize),
 			    chk_fmt("ram bytes %llu", (unsigned long long)ram),
 			    "inline extent size invalid");
 		else if (!comp && dlen != ram)
-			rep(c, BTK_CHK_FILE_EXTENT, leaf, k, chk_fmt("ram bytes %u", dlen),
+			rep(c, BTK_P_FE_INLINE_RAM, leaf, k, chk_fmt("ram bytes %u", dlen),
 			    chk_fmt("%llu", (unsigned long long)ram),
 			    "inline extent ram bytes wrong");
 		if (k->offset != 0)
-			rep(c, BTK_CHK_FILE_EXTENT, leaf, k, "offset 0",
+			rep(c, BTK_P_FE_INLINE_OFFSET, leaf, k, "offset 0",
 			    chk_fmt("%llu", (unsigned long long)k->offset),
 			    "inline extent not at the file start");
 		s->found_bytes += ram;
 		len = (ram + mask) & ~mask;
 	} else if (type == BTRFS_FILE_EXTENT_REG || type == BTRFS_FILE_EXTENT_PREALLOC) {
 		if (sz < sizeof(struct btrfs_file_extent_item)) {
-			rep(c, BTK_CHK_FILE_EXTENT, leaf, k,
+			rep(c, BTK_P_FE_SIZE, leaf, k,
 			    chk_fmt("%zu bytes", sizeof(struct btrfs_file_extent_item)),
 			    chk_fmt("%u", sz), "file extent item too small");
 			return;
@@ -440,23 +465,23 @@ static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p
 		uint64_t eoff = BTK_GET(struct btrfs_file_extent_item, p, offset);
 		len = BTK_GET(struct btrfs_file_extent_item, p, num_bytes);
 		if (len == 0 || (len & mask) || eoff + len > ram || eoff + len < eoff)
-			rep(c, BTK_CHK_FILE_EXTENT, leaf, k,
+			rep(c, BTK_P_FE_SIZES, leaf, k,
 			    chk_fmt("aligned num bytes, offset + num <= ram %llu",
 				    (unsigned long long)ram),
 			    chk_fmt("offset %llu num %llu", (unsigned long long)eoff,
 				    (unsigned long long)len),
 			    "file extent sizes invalid");
 		if (db & mask)
-			rep(c, BTK_CHK_FILE_EXTENT, leaf, k,
+			rep(c, BTK_P_FE_DISK_ALIGN, leaf, k,
 			    chk_fmt("aligned to %u", c->fs->sectorsize),
 			    chk_fmt("disk bytenr %llu", (unsigned long long)db),
 			    "file extent disk bytenr unaligned");
 		if (type == BTRFS_FILE_EXTENT_PREALLOC && comp)
-			rep(c, BTK_CHK_FILE_EXTENT, leaf, k, "no compression",
+			rep(c, BTK_P_FE_COMPRESSED_PREALLOC, leaf, k, "no compression",
 			    chk_fmt("compression %u", comp), "compressed prealloc extent");
 		if (comp && (s->flags & INODE_NODATASUM))
-			rep(c, BTK_CHK_FILE_EXTENT, leaf, k, "checksummed data", "NODATASUM inode",
-			    "compressed extent in a nodatasum inode");
+			rep(c, BTK_P_FE_COMPRESSED_NODSUM, leaf, k, "checksummed data",
+			    "NODATASUM inode", "compressed extent in a nodatasum inode");
 		if (db) {
 			s->found_bytes += len;
 			bool need = type == BTRFS_FILE_EXTENT_REG &&
@@ -467,14 +492,14 @@ static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p
 								       : &c->csum_nodsum);
 		}
 	} else {
-		rep(c, BTK_CHK_FILE_EXTENT, leaf, k, "inline, regular or prealloc",
+		rep(c, BTK_P_FE_TYPE, leaf, k, "inline, regular or prealloc",
 		    chk_fmt("type %u", type), "file extent type invalid");
 		return;
 	}
 	s->has_ext = true;
 	s->ext_end = k->offset + len;
 	if (k->offset & mask)
-		rep(c, BTK_CHK_FILE_EXTENT, leaf, k, chk_fmt("aligned to %u", c->fs->sectorsize),
+		rep(c, BTK_P_FE_OFFSET_ALIGN, leaf, k, chk_fmt("aligned to %u", c->fs->sectorsize),
 		    chk_fmt("%llu", (unsigned long long)k->offset), "file extent offset unaligned");
 }
 
@@ -491,18 +516,18 @@ static void inode_end(struct chk *c)
 	if (s->ino == BTRFS_ORPHAN_OBJECTID)
 		return;
 	if (s->ino == BTRFS_FREE_INO_OBJECTID) {
-		rep(c, BTK_CHK_INODE, 0, &k, "no inode cache", "inode cache items",
+		rep(c, BTK_P_INODE_CACHE, 0, &k, "no inode cache", "inode cache items",
 		    "deprecated inode cache present");
 		return;
 	}
 	if (s->ino < BTRFS_FIRST_FREE_OBJECTID || s->ino > BTRFS_LAST_FREE_OBJECTID) {
-		rep(c, BTK_CHK_INODE, 0, &k, "256..2^64-256",
+		rep(c, BTK_P_INODE_BAD_OBJECTID, 0, &k, "256..2^64-256",
 		    chk_fmt("%llu", (unsigned long long)s->ino), "items with an invalid objectid");
 		return;
 	}
 	if (!s->has_item) {
 		if (!t->gap && !s->partial)
-			rep(c, BTK_CHK_INODE, 0, &k, "an INODE_ITEM", "none",
+			rep(c, BTK_P_INODE_MISSING, 0, &k, "an INODE_ITEM", "none",
 			    chk_fmt("inode %llu has items but no inode item",
 				    (unsigned long long)s->ino));
 		return;
@@ -512,23 +537,23 @@ static void inode_end(struct chk *c)
 	if (t->gap || s->orphan || s->partial)
 		return; /* names or extents may legitimately be partial */
 	if (s->nlink == 0)
-		rep(c, BTK_CHK_INODE, s->leaf, &k, "an orphan item", "none",
+		rep(c, BTK_P_INODE_NO_ORPHAN, s->leaf, &k, "an orphan item", "none",
 		    "inode with nlink 0 has no orphan item");
 	else if (s->nlink != s->names)
-		rep(c, BTK_CHK_INODE, s->leaf, &k,
+		rep(c, BTK_P_INODE_NLINK, s->leaf, &k,
 		    chk_fmt("nlink %llu (names found)", (unsigned long long)s->names),
 		    chk_fmt("nlink %u", s->nlink), "inode nlink wrong");
 	if (S_ISDIR(s->mode) && s->size != s->dirsize)
-		rep(c, BTK_CHK_INODE, s->leaf, &k,
+		rep(c, BTK_P_DIR_ISIZE, s->leaf, &k,
 		    chk_fmt("size %llu (sum of entry names)", (unsigned long long)s->dirsize),
 		    chk_fmt("size %llu", (unsigned long long)s->size), "directory size wrong");
 	if (!S_ISDIR(s->mode) && s->nbytes != s->found_bytes)
-		rep(c, BTK_CHK_INODE, s->leaf, &k,
+		rep(c, BTK_P_INODE_NBYTES, s->leaf, &k,
 		    chk_fmt("nbytes %llu (sum of extents)", (unsigned long long)s->found_bytes),
 		    chk_fmt("nbytes %llu", (unsigned long long)s->nbytes), "inode nbytes wrong");
 	uint64_t mask = c->fs->sectorsize - 1, end = (s->size + mask) & ~mask;
 	if (!c->no_holes && S_ISREG(s->mode) && (s->has_ext ? s->ext_end : 0) < end)
-		rep(c, BTK_CHK_FILE_EXTENT, s->leaf, &k,
+		rep(c, BTK_P_FE_MISSING_END, s->leaf, &k,
 		    chk_fmt("extents up to %llu (size, no-holes off)", (unsigned long long)end),
 		    chk_fmt("up to %llu", (unsigned long long)(s->has_ext ? s->ext_end : 0)),
 		    "file extents missing before the file end");
@@ -570,7 +595,7 @@ static void item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint3
 	case BTRFS_VERITY_MERKLE_ITEM_KEY:
 		break;
 	default:
-		rep(c, BTK_CHK_INODE, leaf, k, "", chk_fmt("type %u", k->type),
+		rep(c, BTK_P_INODE_ITEM_TYPE, leaf, k, "", chk_fmt("type %u", k->type),
 		    "unknown item type in a subvolume tree");
 	}
 }
@@ -702,30 +727,95 @@ static void name_group(struct chk *c, const struct chk_name *g)
 			 !(src & SRC_DIR_INDEX)	 ? "dir index"
 			 : !(src & SRC_DIR_ITEM) ? "dir item"
 						 : "inode ref");
-		rep(c, BTK_CHK_NAME, 0, &k, "DIR_ITEM DIR_INDEX INODE_REF", src_list(src), what);
+		rep(c,
+		    !(src & SRC_DIR_INDEX)  ? BTK_P_NAME_MISSING_INDEX
+		    : !(src & SRC_DIR_ITEM) ? BTK_P_NAME_MISSING_ITEM
+					    : BTK_P_NAME_MISSING_REF,
+		    0, &k, "DIR_ITEM DIR_INDEX INODE_REF", src_list(src), what);
 	} else if (idx_dir != idx_ref) {
 		snprintf(what, sizeof(what), "%s: dir index differs", who);
-		rep(c, BTK_CHK_NAME, 0, &k,
+		rep(c, BTK_P_NAME_INDEX_DIFFERS, 0, &k,
 		    chk_fmt("index %llu (inode ref)", (unsigned long long)idx_ref),
 		    chk_fmt("index %llu", (unsigned long long)idx_dir), what);
 	}
 	if (!child && (src & (SRC_DIR_ITEM | SRC_DIR_INDEX))) {
 		snprintf(what, sizeof(what), "%s: points to a missing inode", who);
-		rep(c, BTK_CHK_NAME, 0, &k, "an inode item", "none", what);
+		rep(c, BTK_P_NAME_NO_INODE, 0, &k, "an inode item", "none", what);
 	}
 	if (bad_type) {
 		snprintf(what, sizeof(what), "%s: dir entry type wrong", who);
-		rep(c, BTK_CHK_NAME, 0, &k,
+		rep(c, BTK_P_NAME_TYPE, 0, &k,
 		    chk_fmt("type %u (inode mode)", mode_ftype(child->mode)),
 		    chk_fmt("type %u", ftype), what);
 	}
 	if (dir && !S_ISDIR(dir->mode)) {
 		snprintf(what, sizeof(what), "%s: parent is not a directory", who);
-		rep(c, BTK_CHK_NAME, 0, &k, "a directory", chk_fmt("mode 0%o", dir->mode), what);
+		rep(c, BTK_P_NAME_PARENT_NOT_DIR, 0, &k, "a directory",
+		    chk_fmt("mode 0%o", dir->mode), what);
 	} else if (!dir) {
 		snprintf(what, sizeof(what), "%s: directory missing", who);
-		rep(c, BTK_CHK_NAME, 0, &k, "an inode item", "none", what);
+		rep(c, BTK_P_NAME_NO_DIR, 0, &k, "an inode item", "none", what);
 	}
+}
+
+struct dir_name {
+	uint64_t dir, hash, child, index;
+};
+BTK_VEC(dir_names, struct dir_name);
+
+static int dir_name_cmp(const void *a, const void *b)
+{
+	const struct dir_name *x = a, *y = b;
+
+	if (x->dir != y->dir)
+		return x->dir < y->dir ? -1 : 1;
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return x->child < y->child ? -1 : x->child > y->child;
+}
+
+static void dup_report(struct chk *c, const struct dir_name *a, uint64_t child2, uint64_t idx2)
+{
+	struct btk_key k = {a->dir, BTRFS_DIR_INDEX_KEY, idx2};
+	char what[160];
+
+	snprintf(what, sizeof(what),
+		 "directory %llu: two entries with the same name (inode %llu index %llu, inode "
+		 "%llu index %llu)",
+		 (unsigned long long)a->dir, (unsigned long long)a->child,
+		 (unsigned long long)a->index, (unsigned long long)child2,
+		 (unsigned long long)idx2);
+	rep(c, BTK_P_NAME_DUPLICATE, 0, &k, "one entry per name", "two", what);
+}
+
+/* Two dir entries with one name in one directory: the same inode under two indexes (seen by
+ * push_name), or two inodes (found by sorting the names by directory and name). */
+static void names_dups(struct chk *c)
+{
+	struct name_tab *t = &c->fst->names;
+	struct dir_names v = {0};
+
+	for (size_t i = 0; i < t->cap; i++) {
+		const struct chk_name *g = &t->slots[i];
+		if (!(g->src & SRC_DIR_INDEX))
+			continue;
+		if (g->dup_index)
+			dup_report(c, &(struct dir_name){g->dir, g->hash, g->child, g->idx_ref},
+				   g->child, g->idx_dir);
+		struct dir_name *d = btk_vec_push(&v);
+		if (!d) {
+			c->oom = true;
+			break;
+		}
+		*d = (struct dir_name){g->dir, g->hash, g->child, g->idx_dir};
+	}
+	btk_vec_sort(&v, dir_name_cmp);
+	for (size_t i = 1; i < v.n && !c->oom; i++) {
+		const struct dir_name *a = btk_vec_at(&v, i - 1), *b = btk_vec_at(&v, i);
+		if (a->dir == b->dir && a->hash == b->hash)
+			dup_report(c, a, b->child, b->index);
+	}
+	btk_vec_free(&v);
 }
 
 static void names_final(struct chk *c)
@@ -735,6 +825,8 @@ static void names_final(struct chk *c)
 	for (size_t i = 0; i < t->cap && !c->oom; i++)
 		if (t->slots[i].src)
 			name_group(c, &t->slots[i]);
+	if (!c->oom)
+		names_dups(c);
 }
 
 void chk_fs_end(struct chk *c)
@@ -750,7 +842,7 @@ void chk_fs_end(struct chk *c)
 		if (!ino_find(t, BTK_ROOT_DIRID) &&
 		    !skipped(t, BTK_ROOT_DIRID, BTRFS_INODE_ITEM_KEY, 0, 0)) {
 			struct btk_key k = {BTK_ROOT_DIRID, BTRFS_INODE_ITEM_KEY, 0};
-			rep(c, BTK_CHK_INODE, 0, &k, "an inode item", "none",
+			rep(c, BTK_P_TOP_DIR_MISSING, 0, &k, "an inode item", "none",
 			    "top directory inode missing");
 		}
 		names_final(c);

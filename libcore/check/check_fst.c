@@ -28,7 +28,7 @@ static void bitmap_runs(struct chk *c, const struct btk_key *k, const uint8_t *p
 	uint64_t ss = c->fs->sectorsize, bits = k->offset / ss;
 
 	if (k->offset % ss || (bits + 7) / 8 > sz) {
-		chk_report(c, BTK_CHK_FREE_SPACE, 10, leaf, k,
+		chk_report(c, BTK_P_FS_BITMAP_SIZE, 10, leaf, k,
 			   chk_fmt("%llu bitmap bytes", (unsigned long long)((bits + 7) / 8)),
 			   chk_fmt("%u", sz), "free space bitmap size wrong");
 		return;
@@ -46,6 +46,35 @@ static void bitmap_runs(struct chk *c, const struct btk_key *k, const uint8_t *p
 	}
 }
 
+/* A free space extent or bitmap must lie in the block group of the FREE_SPACE_INFO before it
+ * (keys sort so) and be of the kind that info's flags say: bitmaps with USING_BITMAPS,
+ * extents without. */
+static void fst_entry_vs_info(struct chk *c, const struct btk_key *k, uint64_t leaf)
+{
+	const struct chk_fst_info *fi =
+	    c->fst_info.n ? btk_vec_at(&c->fst_info, c->fst_info.n - 1) : NULL;
+	bool bitmap = k->type == BTRFS_FREE_SPACE_BITMAP_KEY;
+
+	if (!fi || k->objectid < fi->start || k->objectid >= fi->start + fi->len ||
+	    k->offset > fi->start + fi->len - k->objectid) {
+		chk_report(c, BTK_P_FS_OUTSIDE, 10, leaf, k,
+			   fi ? chk_fmt("inside [%llu, +%llu)", (unsigned long long)fi->start,
+					(unsigned long long)fi->len)
+			      : "a FREE_SPACE_INFO before it",
+			   chk_fmt("[%llu, +%llu)", (unsigned long long)k->objectid,
+				   (unsigned long long)k->offset),
+			   "free space %s outside its block group", bitmap ? "bitmap" : "extent");
+		return;
+	}
+	if (bitmap != !!(fi->flags & BTRFS_FREE_SPACE_USING_BITMAPS))
+		chk_report(c, BTK_P_FS_INFO_FLAGS, 10, leaf, k,
+			   bitmap ? "extents (USING_BITMAPS clear)" : "bitmaps (USING_BITMAPS set)",
+			   bitmap ? "a bitmap" : "an extent",
+			   "free space %s in block group %llu whose info says %s",
+			   bitmap ? "bitmap" : "extent", (unsigned long long)fi->start,
+			   bitmap ? "extents" : "bitmaps");
+}
+
 void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 {
 	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
@@ -55,7 +84,7 @@ void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 		btk_leaf_key(b, (int)i, &k);
 		if (k.type == BTRFS_FREE_SPACE_INFO_KEY) {
 			if (sz < sizeof(struct btrfs_free_space_info)) {
-				chk_report(c, BTK_CHK_FREE_SPACE, 10, b->bytenr, &k, "", "",
+				chk_report(c, BTK_P_FS_INFO_SIZE, 10, b->bytenr, &k, "", "",
 					   "free space info too small");
 				continue;
 			}
@@ -70,11 +99,13 @@ void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 			fi->flags = BTK_GET(struct btrfs_free_space_info, p, flags);
 			c->fst_barrier = true; /* free space never runs across block groups */
 		} else if (k.type == BTRFS_FREE_SPACE_EXTENT_KEY) {
+			fst_entry_vs_info(c, &k, b->bytenr);
 			chk_fst_push_free(c, k.objectid, k.offset);
 		} else if (k.type == BTRFS_FREE_SPACE_BITMAP_KEY) {
+			fst_entry_vs_info(c, &k, b->bytenr);
 			bitmap_runs(c, &k, p, sz, b->bytenr);
 		} else {
-			chk_report(c, BTK_CHK_FREE_SPACE, 10, b->bytenr, &k, "", "",
+			chk_report(c, BTK_P_FS_ITEM_TYPE, 10, b->bytenr, &k, "", "",
 				   "unexpected item in the free space tree");
 		}
 	}
@@ -215,7 +246,7 @@ static void fst_mismatch(struct chk *c, const struct chk_bg *bg, uint64_t s, uin
 			 uint64_t as, uint64_t ae)
 {
 	chk_report(
-	    c, BTK_CHK_FREE_SPACE, c->fs_v1 ? 1 : 10, have ? as : s, NULL,
+	    c, BTK_P_FS_DIFFERS, c->fs_v1 ? 1 : 10, have ? as : s, NULL,
 	    e > s ? chk_fmt("free [%llu, %llu)", (unsigned long long)s, (unsigned long long)e)
 		  : "no more free space",
 	    have ? chk_fmt("free [%llu, %llu)", (unsigned long long)as, (unsigned long long)ae)
@@ -293,11 +324,11 @@ static void bg_free_space(struct chk *c, const struct chk_bg *bg, const struct c
 	long ii = btk_vec_floor(&c->fst_info, bg->start, range_key);
 	const struct chk_fst_info *info = ii >= 0 ? btk_vec_at(&c->fst_info, (size_t)ii) : NULL;
 	if (!info || info->start != bg->start || info->len != bg->len)
-		chk_report(c, BTK_CHK_FREE_SPACE, 10, bg->start, NULL, "a FREE_SPACE_INFO item",
+		chk_report(c, BTK_P_FS_NO_INFO, 10, bg->start, NULL, "a FREE_SPACE_INFO item",
 			   "none", "block group %llu has no free space info",
 			   (unsigned long long)bg->start);
 	else if (info->count != count)
-		chk_report(c, BTK_CHK_FREE_SPACE, 10, bg->start, NULL,
+		chk_report(c, BTK_P_FS_INFO_COUNT, 10, bg->start, NULL,
 			   chk_fmt("%llu free extents", (unsigned long long)count),
 			   chk_fmt("%llu", (unsigned long long)info->count),
 			   "free space info extent count wrong in block group %llu",

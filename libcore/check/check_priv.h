@@ -191,6 +191,7 @@ struct chk {
 	struct chk_extent *cur_extent; /* extent item whose keyed refs follow (index in extents) */
 	long cur_extent_idx;
 	struct chk_fstree *fst; /* fs tree being checked, or NULL */
+	uint8_t *copy_buf;	/* nodesize bytes: a mirror being compared (check_copies.c) */
 };
 
 enum {
@@ -209,8 +210,9 @@ enum {
 	CHK_T_QUOTA
 };
 
-/* Reports a problem; key may be NULL. expected/found are printf-formatted by the caller. */
-void chk_report(struct chk *c, enum btk_check_kind kind, uint64_t tree, uint64_t bytenr,
+/* Reports problem id (problems.def); key may be NULL. expected/found are printf-formatted by the
+ * caller. */
+void chk_report(struct chk *c, enum btk_check_problem_id id, uint64_t tree, uint64_t bytenr,
 		const struct btk_key *key, const char *expected, const char *found, const char *fmt,
 		...) __attribute__((format(printf, 8, 9)));
 void chk_progress(struct chk *c, const char *phase, double done);
@@ -226,6 +228,12 @@ static inline bool chk_is_fs_tree(uint64_t id)
 /* check_super.c */
 void chk_supers(struct chk *c);
 void chk_super_totals(struct chk *c);
+/* check_backup.c: false (after one report naming the backup roots that read) when the root
+ * tree does not read */
+bool chk_root_tree(struct chk *c);
+/* check_copies.c: every mirror of a tree block read the first time it is seen */
+#define BTK_CHK_MAX_COPIES 8
+void chk_block_copies(struct chk *c, const struct btk_block *b);
 /* check_chunks.c */
 void chk_chunk_leaf(struct chk *c, const struct btk_block *b);
 void chk_dev_leaf(struct chk *c, const struct btk_block *b);

@@ -232,7 +232,7 @@ void chk_qgroup_final(struct chk *c)
 		struct btk_key k = {0, BTRFS_QGROUP_INFO_KEY, q->id};
 		if (q->rfer == q->found_rfer && q->excl == q->found_excl)
 			continue;
-		chk_report(c, BTK_CHK_ROOT, BTRFS_QUOTA_TREE_OBJECTID, 0, &k,
+		chk_report(c, BTK_P_QGROUP_COUNTS, BTRFS_QUOTA_TREE_OBJECTID, 0, &k,
 			   chk_fmt("referenced %llu exclusive %llu",
 				   (unsigned long long)q->found_rfer,
 				   (unsigned long long)q->found_excl),

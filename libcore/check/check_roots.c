@@ -19,7 +19,7 @@ static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 		      uint64_t leaf)
 {
 	if (sz < offsetof(struct btrfs_root_item, level) + 1) {
-		chk_report(c, BTK_CHK_ROOT, 1, leaf, k, "", chk_fmt("%u bytes", sz),
+		chk_report(c, BTK_P_ROOT_ITEM_SIZE, 1, leaf, k, "", chk_fmt("%u bytes", sz),
 			   "root item too small");
 		return;
 	}
@@ -49,12 +49,12 @@ static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 		       BTK_UUID_SIZE);
 	}
 	if (r->gen == 0 || r->gen > c->max_gen)
-		chk_report(c, BTK_CHK_ROOT, 1, leaf, k,
+		chk_report(c, BTK_P_ROOT_GENERATION, 1, leaf, k,
 			   chk_fmt("(0, %llu]", (unsigned long long)c->max_gen),
 			   chk_fmt("%llu", (unsigned long long)r->gen),
 			   "root %llu generation invalid", (unsigned long long)r->id);
 	if (r->level >= BTK_MAX_LEVEL)
-		chk_report(c, BTK_CHK_ROOT, 1, leaf, k, chk_fmt("< %d", BTK_MAX_LEVEL),
+		chk_report(c, BTK_P_ROOT_LEVEL, 1, leaf, k, chk_fmt("< %d", BTK_MAX_LEVEL),
 			   chk_fmt("%u", r->level), "root %llu level invalid",
 			   (unsigned long long)r->id);
 }
@@ -65,7 +65,7 @@ static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, u
 	const size_t hdr = sizeof(struct btrfs_root_ref);
 
 	if (sz < hdr || BTK_GET(struct btrfs_root_ref, p, name_len) > sz - hdr) {
-		chk_report(c, BTK_CHK_ROOT, 1, leaf, k, "", chk_fmt("%u bytes", sz),
+		chk_report(c, BTK_P_ROOT_REF_SIZE, 1, leaf, k, "", chk_fmt("%u bytes", sz),
 			   "root ref item overruns");
 		return;
 	}
@@ -101,7 +101,7 @@ void chk_root_leaf(struct chk *c, const struct btk_block *b)
 			 */
 			uint32_t mode = BTK_GET(struct btrfs_inode_item, p, mode);
 			if (mode != (S_IFREG | 0600))
-				chk_report(c, BTK_CHK_INODE, 1, b->bytenr, &k, "mode 0100600",
+				chk_report(c, BTK_P_CACHE_MODE, 1, b->bytenr, &k, "mode 0100600",
 					   chk_fmt("0%o", mode),
 					   "free space cache inode mode invalid");
 		}
@@ -147,14 +147,14 @@ static void ref_group(struct chk *c, const struct chk_rootref *g, size_t n)
 	if (!by[0] && !by[1])
 		return; /* a snapshot's copy of a dir entry to a nested subvolume: legal */
 	if (!by[0] || !by[1]) {
-		chk_report(c, BTK_CHK_ROOT, 1, 0, &k, "ROOT_REF and ROOT_BACKREF",
+		chk_report(c, BTK_P_ROOT_REF_MISSING, 1, 0, &k, "ROOT_REF and ROOT_BACKREF",
 			   by[0] ? "ROOT_REF only" : "ROOT_BACKREF only",
 			   "subvolume %llu in %llu: root %s missing", (unsigned long long)g->child,
 			   (unsigned long long)g->parent, by[0] ? "backref" : "ref");
 		return;
 	}
 	if (by[0]->dirid != by[1]->dirid || by[0]->seq != by[1]->seq || by[0]->hash != by[1]->hash)
-		chk_report(c, BTK_CHK_ROOT, 1, 0, &k,
+		chk_report(c, BTK_P_ROOT_BACKREF, 1, 0, &k,
 			   chk_fmt("dir %llu index %llu (root ref)",
 				   (unsigned long long)by[0]->dirid,
 				   (unsigned long long)by[0]->seq),
@@ -163,7 +163,7 @@ static void ref_group(struct chk *c, const struct chk_rootref *g, size_t n)
 			   "subvolume %llu: root backref differs from root ref",
 			   (unsigned long long)g->child);
 	if (!root_find(c, g->child))
-		chk_report(c, BTK_CHK_ROOT, 1, 0, &k, "a root item", "none",
+		chk_report(c, BTK_P_ROOT_REF_DANGLING, 1, 0, &k, "a root item", "none",
 			   "root ref to missing subvolume %llu", (unsigned long long)g->child);
 	const struct chk_rootitem *pr = root_find(c, g->parent);
 	if (!pr || pr->dropping)
@@ -172,7 +172,7 @@ static void ref_group(struct chk *c, const struct chk_rootref *g, size_t n)
 		const struct chk_rootref *d = by[kind];
 		if (!d || d->dirid != by[0]->dirid || d->hash != by[0]->hash ||
 		    (kind == 3 && d->seq != by[0]->seq))
-			chk_report(c, BTK_CHK_ROOT, g->parent, 0, &k,
+			chk_report(c, BTK_P_ROOT_DIR_ENTRY, g->parent, 0, &k,
 				   chk_fmt("%s in dir %llu", kind == 2 ? "DIR_ITEM" : "DIR_INDEX",
 					   (unsigned long long)by[0]->dirid),
 				   d ? "different" : "none",
@@ -216,7 +216,7 @@ void chk_roots_final(struct chk *c)
 		if (r->refs == 0 &&
 		    (!c->root_orphans.n || !bsearch(&r->id, c->root_orphans.data, c->root_orphans.n,
 						    sizeof(uint64_t), u64_cmp)))
-			chk_report(c, BTK_CHK_ROOT, 1, 0, &k, "an orphan item", "none",
+			chk_report(c, BTK_P_ROOT_NO_ORPHAN, 1, 0, &k, "an orphan item", "none",
 				   "deleted subvolume %llu has no orphan item",
 				   (unsigned long long)r->id);
 		if (r->refs == 0)
@@ -227,7 +227,7 @@ void chk_roots_final(struct chk *c)
 			linked = rr->child == r->id && rr->kind == 1;
 		}
 		if (!linked)
-			chk_report(c, BTK_CHK_ROOT, 1, 0, &k, "a ROOT_BACKREF", "none",
+			chk_report(c, BTK_P_ROOT_UNLINKED, 1, 0, &k, "a ROOT_BACKREF", "none",
 				   "subvolume %llu is not linked from any directory",
 				   (unsigned long long)r->id);
 	}
@@ -244,7 +244,7 @@ void chk_uuid_leaf(struct chk *c, const struct btk_block *b)
 		if (k.type != BTRFS_UUID_KEY_SUBVOL && k.type != BTRFS_UUID_KEY_RECEIVED_SUBVOL)
 			continue;
 		if (sz % 8) {
-			chk_report(c, BTK_CHK_ROOT, BTRFS_UUID_TREE_OBJECTID, b->bytenr, &k,
+			chk_report(c, BTK_P_UUID_SIZE, BTRFS_UUID_TREE_OBJECTID, b->bytenr, &k,
 				   "a multiple of 8 bytes", chk_fmt("%u", sz), "uuid item size");
 			continue;
 		}
@@ -285,7 +285,7 @@ static void uuids_final(struct chk *c)
 		if (r && r->refs == 0)
 			continue; /* deleted: the kernel removes its entries when it drops it */
 		if (!want || memcmp(want, u->uuid, BTK_UUID_SIZE))
-			chk_report(c, BTK_CHK_ROOT, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
+			chk_report(c, BTK_P_UUID_STALE, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
 				   chk_fmt("subvolume %llu with uuid %s",
 					   (unsigned long long)u->subvol, uuid_str(u->uuid)),
 				   r ? chk_fmt("its uuid %s", uuid_str(want)) : "no such subvolume",
@@ -305,7 +305,7 @@ static void uuids_final(struct chk *c)
 				!memcmp(u->uuid, r->uuid, BTK_UUID_SIZE);
 		}
 		if (!found)
-			chk_report(c, BTK_CHK_ROOT, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
+			chk_report(c, BTK_P_UUID_MISSING, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
 				   chk_fmt("an entry for uuid %s", uuid_str(r->uuid)), "none",
 				   "subvolume %llu missing from the uuid tree",
 				   (unsigned long long)r->id);

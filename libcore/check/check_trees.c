@@ -79,7 +79,7 @@ static void leaf_packing(struct chk *c, const struct btk_block *b)
 		if (end != want) {
 			struct btk_key k;
 			btk_leaf_key(b, (int)i, &k);
-			chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, b->bytenr, &k,
+			chk_report(c, BTK_P_TB_NOT_PACKED, c->tree, b->bytenr, &k,
 				   chk_fmt("item end %llu", (unsigned long long)want),
 				   chk_fmt("%llu", (unsigned long long)end),
 				   "leaf slot %u: item data not packed", i);
@@ -95,19 +95,19 @@ static void block_sanity(struct chk *c, const struct btk_block *b)
 	uint64_t end = b->bytenr + c->fs->nodesize - 1;
 
 	if (b->bytenr % c->fs->sectorsize)
-		chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, b->bytenr, NULL,
+		chk_report(c, BTK_P_TB_ALIGN, c->tree, b->bytenr, NULL,
 			   chk_fmt("aligned to %u", c->fs->sectorsize),
 			   chk_fmt("%llu", (unsigned long long)b->bytenr),
 			   "tree block not aligned");
 	else if (b->bytenr / BTK_STRIPE_LEN != end / BTK_STRIPE_LEN)
-		chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, b->bytenr, NULL, "inside one stripe",
+		chk_report(c, BTK_P_TB_STRIPE, c->tree, b->bytenr, NULL, "inside one stripe",
 			   chk_fmt("[%llu, %llu)", (unsigned long long)b->bytenr,
 				   (unsigned long long)end + 1),
 			   "tree block crossing stripe boundary");
 	if (btk_block_level(b) == 0)
 		leaf_packing(c, b);
 	if (gen == 0 || gen > c->max_gen)
-		chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, b->bytenr, NULL,
+		chk_report(c, BTK_P_TB_GENERATION, c->tree, b->bytenr, NULL,
 			   chk_fmt("(0, %llu]", (unsigned long long)c->max_gen),
 			   chk_fmt("%llu", (unsigned long long)gen),
 			   "tree block generation invalid");
@@ -117,7 +117,7 @@ static void block_sanity(struct chk *c, const struct btk_block *b)
 	if (c->tree_class == CHK_T_RELOC)
 		ok_owner = owner == BTRFS_TREE_RELOC_OBJECTID || chk_is_fs_tree(owner);
 	if (!ok_owner)
-		chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, b->bytenr, NULL,
+		chk_report(c, BTK_P_TB_OWNER, c->tree, b->bytenr, NULL,
 			   chk_fmt("%llu", (unsigned long long)c->tree),
 			   chk_fmt("%llu", (unsigned long long)owner), "tree block owner wrong");
 }
@@ -264,6 +264,7 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 		c->sum->btree_space_waste += block_waste(c, b);
 	}
 	if (first) {
+		chk_block_copies(c, b);
 		block_sanity(c, b);
 		if (c->tree_class != CHK_T_LOG)
 			block_refs(c, b);
@@ -291,7 +292,7 @@ static int on_error(void *ctx, uint64_t bytenr, int level, int err, const char *
 		c->oom = true;
 		return err;
 	}
-	chk_report(c, BTK_CHK_TREE_BLOCK, c->tree, bytenr, NULL, "", "",
+	chk_report(c, BTK_P_TB_UNREADABLE, c->tree, bytenr, NULL, "", "",
 		   "unreadable tree block (level %d): %s", level, msg);
 	/* what the lost block held cannot be compared: avoid a cascade of consequences */
 	if (c->tree_class == CHK_T_EXTENT || c->tree_class == CHK_T_BG)
@@ -467,7 +468,7 @@ int chk_walk_all(struct chk *c)
 
 	if (ret && ret != -ENOMEM) {
 		/* the root tree itself could not be iterated: report and go on with what we have */
-		chk_report(c, BTK_CHK_TREE_BLOCK, BTRFS_ROOT_TREE_OBJECTID, 0, NULL, "", "",
+		chk_report(c, BTK_P_TB_ROOTS, BTRFS_ROOT_TREE_OBJECTID, 0, NULL, "", "",
 			   "cannot list the trees: %s", btk_errmsg());
 		ret = 0;
 	}

@@ -266,6 +266,7 @@ static int size_targets(struct btk_fs *fs)
 	for (int i = 0; i < fs->ndevs; i++) {
 		struct btk_fs_dev *d = &fs->devs[i];
 		uint64_t need = d->total_bytes;
+		int ret;
 
 		for (int c = 0; c < fs->nchunks; c++) {
 			const struct btk_chunk *ch = fs->chunks[c];
@@ -282,10 +283,9 @@ static int size_targets(struct btk_fs *fs)
 				       "%s: %llu bytes, the restored device %llu needs %llu",
 				       d->dev->path, (unsigned long long)d->dev->size,
 				       (unsigned long long)d->devid, (unsigned long long)need);
-		if (ftruncate(d->dev->fd, (off_t)need))
-			return btk_err(errno, "%s: cannot grow to %llu bytes: %s", d->dev->path,
-				       (unsigned long long)need, strerror(errno));
-		d->dev->size = need;
+		if ((ret = btk_dev_truncate(d->dev, need)))
+			return btk_err(-ret, "%s: cannot grow to %llu bytes: %s", d->dev->path,
+				       (unsigned long long)need, strerror(-ret));
 	}
 	return 0;
 }

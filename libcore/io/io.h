@@ -1,8 +1,9 @@
 /* io.h — device handles (layer 2).
  *
- * A device is an image file or a block device behind an ops table, so tests can swap in a
- * fault-injecting backend. Reads and writes are all-or-nothing: a short transfer is an error
- * (-EIO, with the device and range in btk_errmsg()). Every handle counts calls and bytes.
+ * A device is an image file, a block device or a buffer in memory behind an ops table, so
+ * tests can swap in a fault-injecting backend; nothing above this layer touches a file
+ * descriptor. Reads and writes are all-or-nothing: a short transfer is an error (-EIO, with
+ * the device and range in btk_errmsg()). Every handle counts calls and bytes.
  */
 #ifndef BTK_IO_H
 #define BTK_IO_H
@@ -13,18 +14,28 @@
 
 struct btk_dev;
 
+/* Backends implement these; callers use the btk_dev_* functions below, which check the
+ * handle's mode and bounds first (so ops may assume a writable handle and a range inside the
+ * device for everything but pwrite) and count the calls. */
 struct btk_dev_ops {
 	/* Transfer exactly len bytes at off; 0 or negative errno. */
 	int (*pread)(struct btk_dev *dev, void *buf, size_t len, uint64_t off);
 	int (*pwrite)(struct btk_dev *dev, const void *buf, size_t len, uint64_t off);
 	int (*flush)(struct btk_dev *dev);
-	void (*close)(struct btk_dev *dev);
-	/* Sets the size of an image file (NULL: the backend cannot). */
+	/* The range's old contents may go (later reads give zeroes or the old bytes). */
+	int (*discard)(struct btk_dev *dev, uint64_t off, uint64_t len);
+	/* Later reads of the range give zeroes. */
+	int (*zeroout)(struct btk_dev *dev, uint64_t off, uint64_t len);
+	/* Sets the size (new bytes read as zeroes); the caller then updates dev->size. */
 	int (*truncate)(struct btk_dev *dev, uint64_t size);
+	/* A readahead hint; may be NULL. */
+	void (*prefetch)(struct btk_dev *dev, uint64_t off, uint64_t len);
+	void (*close)(struct btk_dev *dev);
 };
 
 struct btk_io_stats {
 	uint64_t reads, read_bytes, writes, write_bytes, flushes;
+	uint64_t discards, zeroouts, truncates; /* calls (not counted in writes) */
 };
 
 struct btk_dev {
@@ -46,15 +57,24 @@ struct btk_dev {
 /* Opens path; *out is owned by the caller and freed with btk_dev_close(). */
 int btk_dev_open(const char *path, int flags, struct btk_dev **out);
 int btk_dev_read(struct btk_dev *dev, void *buf, size_t len, uint64_t off);
+/* A write past the end grows an image file or a writable memory image (and dev->size). */
 int btk_dev_write(struct btk_dev *dev, const void *buf, size_t len, uint64_t off);
 int btk_dev_flush(struct btk_dev *dev);
+/* Discard (TRIM) of [off, off+len), which must lie inside the device: BLKDISCARD on block
+ * devices, a punched hole in files. Afterwards the range reads as zeroes or as its old bytes.
+ * -EROFS read-only, -EINVAL outside the device, -EOPNOTSUPP when the device cannot. */
+int btk_dev_discard(struct btk_dev *dev, uint64_t off, uint64_t len);
+/* Zeroes [off, off+len), which must lie inside the device: BLKZEROOUT, a zeroed range of a
+ * file, or written zeroes where neither works. Errors as btk_dev_discard (never -EOPNOTSUPP
+ * for files and block devices). */
+int btk_dev_zeroout(struct btk_dev *dev, uint64_t off, uint64_t len);
+/* Makes an image file or memory image exactly size bytes (extended sparse, reading as
+ * zeroes, or cut) and sets dev->size. -EOPNOTSUPP for block devices (their size is fixed),
+ * -EROFS read-only. */
+int btk_dev_truncate(struct btk_dev *dev, uint64_t size);
 /* Hints that [off, off+len) will be read soon (readahead). Never fails. */
 void btk_dev_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len);
 void btk_dev_close(struct btk_dev *dev);
-/* Makes an image file exactly size bytes (extended sparse, or cut). A block device cannot
- * change: -EINVAL when size exceeds it, else nothing happens. The fault wrapper counts it
- * as a write. */
-int btk_dev_truncate(struct btk_dev *dev, uint64_t size);
 
 /* Device identity (identity.c): whether two handles are one device, whatever names they were
  * opened by — the same block device (st_rdev) or the same file (st_dev, st_ino). Wrapped
@@ -65,8 +85,22 @@ bool btk_dev_same(const struct btk_dev *a, const struct btk_dev *b);
  * caller that creates files compares the handles too, with btk_dev_same). */
 int btk_paths_distinct(const char *const *paths, int n);
 
-/* Fault injection for tests: wraps dev (taking ownership); after `allowed` successful writes
- * every further write fails with -EIO and is not performed (a crash at that point). */
+/* Fault injection for tests: wraps dev (taking ownership); after `allowed` successful
+ * changes (writes, discards, zeroouts, truncates) every further change or flush fails with
+ * -EIO and is not performed (a crash at that point). Reads and prefetches pass through. */
 int btk_dev_faulty(struct btk_dev *dev, uint64_t allowed, struct btk_dev **out);
+
+/* A memory image named name (for messages) of len bytes at buf. The handle takes buf, which
+ * must come from malloc (NULL with len 0: an empty image), and frees it on close. When
+ * writable, writes past the end and btk_dev_truncate grow it (up to BTK_MEM_MAX bytes; more
+ * is -EFBIG); discard and zeroout zero the range. -ENOMEM (buf is freed then too). */
+#define BTK_MEM_MAX (1ULL << 36)
+int btk_dev_mem_open(const char *name, void *buf, size_t len, bool writable, struct btk_dev **out);
+/* A read-only memory image over the caller's buffer, which must outlive the handle and is
+ * never written or freed by it (no copy: for fuzzing). */
+int btk_dev_mem_view(const char *name, const void *buf, size_t len, struct btk_dev **out);
+/* The current bytes of a memory image and their count in *len (NULL for other backends);
+ * valid until the next change or the close. */
+const void *btk_dev_mem_buf(const struct btk_dev *dev, size_t *len);
 
 #endif

@@ -101,6 +101,9 @@ struct btk_wfs {
 	 * before any change, and their space is not reused when the source lets go */
 	struct btk_rangeset snap_shared;
 	uint8_t chunk_uuid[BTK_UUID_SIZE]; /* chunk_tree_uuid of every tree block header */
+	/* the fsid when new uuids must follow from it (mkfs -U: reproducible images), else
+	 * NULL (random, as for a snapshot of an existing filesystem) */
+	const uint8_t *uuid_seed;
 	/* device ranges new chunks of this transaction must not use (dev_resize.c): stripes
 	 * moved away (the committed filesystem still reads them), space being cut off, and
 	 * what another filesystem still holds while a btrfs is built over it (convert) */

@@ -15,11 +15,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -309,19 +307,17 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 					       o->paths[j], path);
 		if (!exists) {
 			/* a new image file gets its full size (sparse) */
-			if (ftruncate(d->dev->fd, (off_t)o->byte_count))
-				return btk_err(errno, "%s: cannot size the new image: %s", path,
-					       strerror(errno));
-			d->dev->size = o->byte_count;
+			if ((ret = btk_dev_truncate(d->dev, o->byte_count)))
+				return btk_err(-ret, "%s: cannot size the new image: %s", path,
+					       strerror(-ret));
 		}
 		if (o->shrink && d->dev->is_blockdev)
 			return btk_err(EINVAL, "%s: --shrink works on image files only", path);
 		if (exists && o->shrink && o->byte_count > d->dev->size) {
 			/* room to build in; the commit truncates the file to what it needs */
-			if (ftruncate(d->dev->fd, (off_t)o->byte_count))
-				return btk_err(errno, "%s: cannot grow the image: %s", path,
-					       strerror(errno));
-			d->dev->size = o->byte_count;
+			if ((ret = btk_dev_truncate(d->dev, o->byte_count)))
+				return btk_err(-ret, "%s: cannot grow the image: %s", path,
+					       strerror(-ret));
 		}
 		size = d->dev->size;
 		if (o->byte_count) {
@@ -639,9 +635,9 @@ static void discard_devices(struct btk_fs *fs)
 {
 	for (int i = 0; i < fs->ndevs; i++) {
 		struct btk_dev *d = fs->devs[i].dev;
-		uint64_t range[2] = {0, fs->devs[i].total_bytes};
-		if (d->is_blockdev && d->fd >= 0)
-			(void)ioctl(d->fd, BLKDISCARD, range); /* best effort, like mkfs.btrfs */
+		/* best effort, like mkfs.btrfs; files keep their bytes until the wipe */
+		if (d->is_blockdev && btk_dev_discard(d, 0, fs->devs[i].total_bytes))
+			btk_err_clear();
 	}
 }
 
@@ -706,10 +702,10 @@ static int truncate_images(struct btk_fs *fs)
 {
 	for (int i = 0; i < fs->ndevs; i++) {
 		struct btk_dev *d = fs->devs[i].dev;
-		if (!d->is_blockdev && ftruncate(d->fd, (off_t)fs->devs[i].total_bytes))
-			return btk_err(errno, "%s: cannot truncate to %llu bytes: %s", d->path,
-				       (unsigned long long)fs->devs[i].total_bytes,
-				       strerror(errno));
+		int ret = d->is_blockdev ? 0 : btk_dev_truncate(d, fs->devs[i].total_bytes);
+		if (ret)
+			return btk_err(-ret, "%s: cannot truncate to %llu bytes: %s", d->path,
+				       (unsigned long long)fs->devs[i].total_bytes, strerror(-ret));
 	}
 	return 0;
 }
@@ -760,6 +756,7 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	else
 		btk_uuid_make(NULL, NULL, 0, fs->fsid);
 	pl.derive_uuids = o->fsid != NULL;
+	w->uuid_seed = pl.derive_uuids ? fs->fsid : NULL;
 	make_uuid(fs, pl.derive_uuids, "chunk-tree", 0, w->chunk_uuid);
 	ret = open_devices(o, &pl, fs);
 	for (int i = 0; !ret && i < fs->ndevs; i++)
@@ -779,6 +776,15 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 			w->meta_chunk_cap = o->meta_estimate < 4 * SZ_1M
 						? 4 * SZ_1M
 						: (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
+	}
+	if (o->inplace && o->meta_estimate) {
+		/* the old filesystem's free space is all there is: metadata chunks of what the
+		 * fill needs, not of mkfs's sizes, leave the rest to data */
+		w->chunk_cap = 1024 * SZ_1M;
+		w->meta_chunk_cap = o->meta_estimate < 4 * SZ_1M ? 4 * SZ_1M
+				    : o->meta_estimate > 256 * SZ_1M
+					? 256 * SZ_1M
+					: (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
 	}
 	w->small_single = true;
 	if (!ret && o->place)

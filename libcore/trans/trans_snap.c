@@ -5,12 +5,11 @@
  */
 #include "trans/ctree_int.h"
 #include "base/error.h"
+#include "base/uuid.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* Marks every block of this transaction reachable from the source's root (not the root
  * itself, which the snapshot copies) as shared. Only blocks of this transaction are visited:
@@ -35,20 +34,6 @@ static int mark_shared(struct btk_trans *t, uint64_t bytenr, int level, int dept
 		ret = mark_shared(t, btk_node_blockptr(b, (int)i), level - 1, depth + 1);
 	btk_block_put(b);
 	return ret;
-}
-
-static void new_uuid(uint8_t *u)
-{
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-	ssize_t r = fd >= 0 ? read(fd, u, BTK_UUID_SIZE) : -1;
-
-	if (fd >= 0)
-		close(fd);
-	if (r != BTK_UUID_SIZE)
-		for (int i = 0; i < BTK_UUID_SIZE; i++)
-			u[i] = (uint8_t)(rand() >> 3);
-	u[6] = (uint8_t)((u[6] & 0x0f) | 0x40);
-	u[8] = (uint8_t)((u[8] & 0x3f) | 0x80);
 }
 
 static void set_time(uint8_t *item, size_t off, uint64_t sec)
@@ -81,7 +66,8 @@ static void snap_item(struct btk_trans *t, const struct btk_wroot *src, struct b
 	BTK_PUT(R, dst->item, last_snapshot, t->transid);
 	memset(dst->item + offsetof(R, drop_progress), 0, sizeof(struct btrfs_disk_key) + 1);
 	memcpy(dst->item + offsetof(R, parent_uuid), src->item + offsetof(R, uuid), BTK_UUID_SIZE);
-	new_uuid(dst->item + offsetof(R, uuid));
+	/* as populate names subvolumes: one uuid per tree id when derived */
+	btk_uuid_make(t->w->uuid_seed, "subvol", dst->objectid, dst->item + offsetof(R, uuid));
 	memset(dst->item + offsetof(R, received_uuid), 0, BTK_UUID_SIZE);
 	BTK_PUT(R, dst->item, ctransid, t->transid);
 	BTK_PUT(R, dst->item, otransid, t->transid);

@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* The chunk tree's chunks and dev items, gathered by the walk and then added to the map and
  * the device list in one sort each (one by one costs n^2 on a tree out of key order). */
@@ -62,7 +63,7 @@ static int chunk_leaf(void *ctx, struct btk_fs *fs, const struct btk_block *b, i
 	return 0;
 }
 
-static int load_chunk_tree(struct btk_fs *fs)
+static int load_chunk_tree(struct btk_fs *fs, bool overlaps)
 {
 	struct btk_walk_ops ops = {.block = chunk_leaf};
 	struct chunk_load cl = {0};
@@ -82,7 +83,139 @@ static int load_chunk_tree(struct btk_fs *fs)
 	}
 	btk_vec_free(&cl.chunks);
 	btk_vec_free(&cl.devs);
-	return ret ? ret : btk_chunk_map_check(fs);
+	return ret || overlaps ? ret : btk_chunk_map_check(fs);
+}
+
+/* Backup root slot `slot` replaces the superblock's roots and totals (in memory). The log
+ * belongs to a later transaction than any backup: it is dropped. */
+static int use_backup(struct btk_fs *fs, int slot)
+{
+	const struct btk_root_backup *b = &fs->sb.super_roots[slot];
+
+	if (!btk_le64(b->tree_root) || !btk_le64(b->chunk_root))
+		return btk_err(ENOENT, "backup root %d is empty", slot);
+	if (b->tree_root_level >= BTK_MAX_LEVEL || b->chunk_root_level >= BTK_MAX_LEVEL)
+		return btk_err(EUCLEAN, "backup root %d: level out of range", slot);
+	memcpy(fs->sb.root, b->tree_root, 8);
+	fs->sb.root_level = b->tree_root_level;
+	memcpy(fs->sb.generation, b->tree_root_gen, 8);
+	memcpy(fs->sb.chunk_root, b->chunk_root, 8);
+	fs->sb.chunk_root_level = b->chunk_root_level;
+	memcpy(fs->sb.chunk_root_generation, b->chunk_root_gen, 8);
+	memcpy(fs->sb.total_bytes, b->total_bytes, 8);
+	memcpy(fs->sb.bytes_used, b->bytes_used, 8);
+	memcpy(fs->sb.num_devices, b->num_devices, 8);
+	memset(fs->sb.log_root, 0, 8);
+	fs->sb.log_root_level = 0;
+	fs->generation = btk_le64(b->tree_root_gen);
+	return 0;
+}
+
+/* An expert's root block: level and generation come from its own header. */
+static int use_root_block(struct btk_fs *fs, uint64_t bytenr, bool chunk)
+{
+	struct btk_header h;
+	int ret = btk_read_logical(fs, bytenr, &h, sizeof(h));
+
+	if (ret)
+		return ret;
+	if (btk_le64(h.bytenr) != bytenr || h.level >= BTK_MAX_LEVEL)
+		return btk_err(EUCLEAN, "%llu is not a tree block (header bytenr %llu level %u)",
+			       (unsigned long long)bytenr, (unsigned long long)btk_le64(h.bytenr),
+			       h.level);
+	if (chunk) {
+		btk_put64(fs->sb.chunk_root, bytenr);
+		fs->sb.chunk_root_level = h.level;
+		memcpy(fs->sb.chunk_root_generation, h.generation, 8);
+	} else {
+		btk_put64(fs->sb.root, bytenr);
+		fs->sb.root_level = h.level;
+		memcpy(fs->sb.generation, h.generation, 8);
+		memset(fs->sb.log_root, 0, 8);
+		fs->generation = btk_le64(h.generation);
+	}
+	return 0;
+}
+
+/* Does the root tree's root block read and validate? */
+static bool root_tree_reads(struct btk_fs *fs)
+{
+	struct btk_block_check chk = {.level = fs->sb.root_level,
+				      .generation = btk_le64(fs->sb.generation)};
+	struct btk_block *b;
+
+	if (btk_block_read(fs, btk_le64(fs->sb.root), &chk, &b))
+		return false;
+	btk_block_put(b);
+	return true;
+}
+
+/* -b: the backup slots newest first; the first whose root tree reads is opened. */
+static int open_newest_backup(const char *const *paths, int n, const struct btk_open_opts *o,
+			      struct btk_fs **out)
+{
+	struct btk_root_backup slots[BTK_NUM_BACKUP_ROOTS];
+	struct btk_fs *fs = NULL;
+	bool tried[BTK_NUM_BACKUP_ROOTS] = {false};
+	int ret = btk_volumes_open(paths, n, o, &fs);
+
+	if (ret)
+		return ret;
+	memcpy(slots, fs->sb.super_roots, sizeof(slots));
+	btk_volumes_close(fs);
+	ret = btk_err(ENOENT, "no backup root reads");
+	for (int k = 0; k < BTK_NUM_BACKUP_ROOTS; k++) {
+		int best = -1;
+		for (int i = 0; i < BTK_NUM_BACKUP_ROOTS; i++)
+			if (!tried[i] && btk_le64(slots[i].tree_root) &&
+			    (best < 0 || btk_le64(slots[i].tree_root_gen) >
+					     btk_le64(slots[best].tree_root_gen)))
+				best = i;
+		if (best < 0)
+			break;
+		tried[best] = true;
+		struct btk_open_opts oo = *o;
+		oo.backup = best + 1;
+		if (btk_fs_open(paths, n, &oo, &fs))
+			continue;
+		if (root_tree_reads(fs)) {
+			*out = fs;
+			return 0;
+		}
+		btk_fs_close(fs);
+	}
+	return btk_err(ENOENT, "no backup root's root tree reads");
+}
+
+/* After the volumes: the cache, the chunk tree and the check for missing members. Closes fs
+ * on failure, the message then starting with name. */
+static int finish_open(struct btk_fs *fs, const struct btk_open_opts *o, const char *name,
+		       struct btk_fs **out)
+{
+	int ret = 0;
+
+	fs->cache = btk_cache_new(o->cache_mb << 20);
+	if (!fs->cache)
+		ret = btk_err(ENOMEM, "out of memory");
+	if (!ret && o->backup)
+		ret = use_backup(fs, o->backup - 1);
+	if (!ret && o->chunk_root)
+		ret = use_root_block(fs, o->chunk_root, true);
+	if (!ret)
+		ret = load_chunk_tree(fs, o->chunk_overlaps);
+	if (!ret && o->tree_root)
+		ret = use_root_block(fs, o->tree_root, false);
+	if (!ret)
+		ret = btk_volumes_check_missing(fs, o);
+	if (ret) {
+		char msg[1024];
+		snprintf(msg, sizeof(msg), "%s", btk_errmsg());
+		btk_err(-ret, "%s: %s", name, msg);
+		btk_fs_close(fs);
+		return ret;
+	}
+	*out = fs;
+	return 0;
 }
 
 int btk_fs_open(const char *const *paths, int n, const struct btk_open_opts *opts,
@@ -94,25 +227,33 @@ int btk_fs_open(const char *const *paths, int n, const struct btk_open_opts *opt
 
 	if (opts)
 		o = *opts;
+	if (o.backup == BTK_BACKUP_NEWEST)
+		return open_newest_backup(paths, n, &o, out);
+	if (o.backup < 0 || o.backup > BTK_NUM_BACKUP_ROOTS)
+		return btk_err(EINVAL, "backup root %d out of range", o.backup - 1);
 	ret = btk_volumes_open(paths, n, &o, &fs);
-	if (ret)
-		return ret;
-	fs->cache = btk_cache_new(o.cache_mb << 20);
-	if (!fs->cache)
-		ret = btk_err(ENOMEM, "out of memory");
-	if (!ret)
-		ret = load_chunk_tree(fs);
-	if (!ret)
-		ret = btk_volumes_check_missing(fs, &o);
-	if (ret) {
-		char msg[1024];
-		snprintf(msg, sizeof(msg), "%s", btk_errmsg());
-		btk_err(-ret, "%s: %s", paths[0], msg);
-		btk_fs_close(fs);
-		return ret;
+	return ret ? ret : finish_open(fs, &o, paths[0], out);
+}
+
+int btk_fs_open_devs(struct btk_dev *const *devs, int n, const struct btk_open_opts *opts,
+		     struct btk_fs **out)
+{
+	struct btk_open_opts o = {.super_mirror = -1};
+	struct btk_fs *fs = NULL;
+	char name[256];
+	int ret;
+
+	if (opts)
+		o = *opts;
+	if (o.backup < 0 || o.backup > BTK_NUM_BACKUP_ROOTS) {
+		for (int i = 0; i < n; i++)
+			btk_dev_close(devs[i]);
+		return btk_err(EINVAL, "backup root %d: not with open devices", o.backup - 1);
 	}
-	*out = fs;
-	return 0;
+	/* the handle may be closed by the time a message needs its name */
+	snprintf(name, sizeof(name), "%s", n > 0 ? devs[0]->path : "");
+	ret = btk_volumes_open_devs(devs, n, &o, &fs);
+	return ret ? ret : finish_open(fs, &o, name, out);
 }
 
 void btk_fs_close(struct btk_fs *fs)

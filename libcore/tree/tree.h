@@ -20,6 +20,11 @@
  * paths[0]. */
 int btk_fs_open(const char *const *paths, int n, const struct btk_open_opts *opts,
 		struct btk_fs **out);
+/* The same on devices already open (btk_dev_open, btk_dev_mem_open, btk_dev_faulty...): takes
+ * devs[0..n-1], on failure too (they are closed then). The message starts with devs[0]'s
+ * name. -EROFS when opts->write and a handle is read-only. */
+int btk_fs_open_devs(struct btk_dev *const *devs, int n, const struct btk_open_opts *opts,
+		     struct btk_fs **out);
 /* Releases the write path's state, the cache, the chunk map and the devices. NULL is fine. */
 void btk_fs_close(struct btk_fs *fs);
 

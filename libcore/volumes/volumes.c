@@ -105,68 +105,68 @@ void btk_fs_dev_fill(struct btk_fs_dev *d, const uint8_t *item)
 	memcpy(d->uuid, item + offsetof(struct btrfs_dev_item, uuid), BTK_UUID_SIZE);
 }
 
-/* Opens one device and reads its superblocks; *best is the chosen copy's index. */
-static int open_member(const char *path, const struct btk_open_opts *o, struct btk_dev **dev,
+/* Reads the superblocks of dev; *best is the chosen copy's index. */
+static int read_member(struct btk_dev *dev, const struct btk_open_opts *o,
 		       struct btk_super_copy *copies, int *best)
 {
-	int ret = btk_dev_open(path, o->write ? BTK_OPEN_WRITE | BTK_OPEN_EXCL : 0, dev);
+	int ret = btk_super_read_all(dev, copies);
 
-	if (ret)
-		return ret;
-	ret = btk_super_read_all(*dev, copies);
 	if (ret >= 0 && o->super_mirror >= 0) {
 		if (o->super_mirror >= BTK_SUPER_MIRRORS || !copies[o->super_mirror].valid)
 			ret = btk_err(
-			    EUCLEAN, "%s: superblock copy %d is not valid%s%s", path,
+			    EUCLEAN, "%s: superblock copy %d is not valid%s%s", dev->path,
 			    o->super_mirror, o->super_mirror < BTK_SUPER_MIRRORS ? ": " : "",
 			    o->super_mirror < BTK_SUPER_MIRRORS ? copies[o->super_mirror].why : "");
 		else
 			ret = o->super_mirror;
 	}
-	if (ret < 0) {
-		btk_dev_close(*dev);
-		*dev = NULL;
+	if (ret < 0)
 		return ret;
-	}
 	if (ret > 0 && o->super_mirror < 0)
-		btk_warn("%s: primary superblock %s (%s); using the copy at %llu", path,
+		btk_warn("%s: primary superblock %s (%s); using the copy at %llu", dev->path,
 			 copies[0].present ? "invalid" : "missing", copies[0].why,
 			 (unsigned long long)copies[ret].offset);
 	*best = ret;
 	return 0;
 }
 
-/* Adds a device to fs if its superblock belongs to the filesystem; *added tells. */
-static int add_member(struct btk_fs *fs, const char *path, const struct btk_open_opts *o, bool must,
-		      bool *added)
+/* Adds dev to fs if its superblock belongs to the filesystem; *added tells. Takes dev: it
+ * belongs to fs when added, and is closed otherwise. */
+static int add_dev(struct btk_fs *fs, struct btk_dev *dev, const struct btk_open_opts *o, bool must,
+		   bool *added)
 {
 	struct btk_super_copy *copies = malloc(sizeof(*copies) * BTK_SUPER_MIRRORS);
-	struct btk_dev *dev = NULL;
 	struct btk_fs_dev *d;
 	int best, ret;
 
 	*added = false;
-	if (!copies)
-		return btk_err(ENOMEM, "out of memory");
-	ret = open_member(path, o, &dev, copies, &best);
+	if (!copies) {
+		ret = btk_err(ENOMEM, "out of memory");
+		goto out;
+	}
+	if (o->write && !dev->writable) {
+		ret = btk_err(EROFS, "%s: opened read-only", dev->path);
+		goto out;
+	}
+	ret = read_member(dev, o, copies, &best);
 	if (ret)
 		goto out;
 	for (int i = 0; i < fs->ndevs; i++)
 		if (fs->devs[i].dev && btk_dev_same(fs->devs[i].dev, dev)) {
 			ret = must ? btk_err(EINVAL, "'%s' and '%s' are the same device",
-					     fs->devs[i].dev->path, path)
+					     fs->devs[i].dev->path, dev->path)
 				   : 0;
 			goto out;
 		}
 	const struct btk_super *sb = &copies[best].sb;
 	uint64_t devid = BTK_GET(struct btrfs_dev_item, sb->dev_item, devid);
 	if (fs->ndevs && memcmp(sb->fsid, fs->fsid, BTK_FSID_SIZE)) {
-		ret = must ? btk_err(EINVAL, "%s: belongs to another filesystem", path) : 0;
+		ret = must ? btk_err(EINVAL, "%s: belongs to another filesystem", dev->path) : 0;
 		goto out;
 	}
 	d = btk_fs_dev_find(fs, devid);
 	if (d && d->dev) {
-		ret = must ? btk_err(EINVAL, "%s: devid %llu given twice (also %s)", path,
+		ret = must ? btk_err(EINVAL, "%s: devid %llu given twice (also %s)", dev->path,
 				     (unsigned long long)devid, d->dev->path)
 			   : 0;
 		goto out;
@@ -189,6 +189,17 @@ out:
 	btk_dev_close(dev);
 	free(copies);
 	return ret;
+}
+
+/* Opens path and adds it as add_dev does. */
+static int add_member(struct btk_fs *fs, const char *path, const struct btk_open_opts *o, bool must,
+		      bool *added)
+{
+	struct btk_dev *dev;
+	int ret = btk_dev_open(path, o->write ? BTK_OPEN_WRITE | BTK_OPEN_EXCL : 0, &dev);
+
+	*added = false;
+	return ret ? ret : add_dev(fs, dev, o, must, added);
 }
 
 static int count_present(const struct btk_fs *fs)
@@ -406,24 +417,28 @@ static int setup(struct btk_fs *fs)
 	return load_sys_array(fs);
 }
 
-int btk_volumes_open(const char *const *paths, int n, const struct btk_open_opts *opts,
-		     struct btk_fs **out)
+/* The members given, then the scan, then the superblock's settings and sys array. Takes
+ * devs[0..n-1] (or, without devs, opens paths[0..n-1]). */
+static int volumes_open(const char *const *paths, struct btk_dev *const *devs, int n,
+			const struct btk_open_opts *opts, struct btk_fs **out)
 {
 	struct btk_open_opts o = {.super_mirror = -1};
-	struct btk_fs *fs;
+	struct btk_fs *fs = calloc(1, sizeof(*fs));
 	bool added;
-	int ret = 0;
+	int ret = fs ? 0 : btk_err(ENOMEM, "out of memory");
+	int i;
 
 	if (opts)
 		o = *opts;
-	if (n < 1)
-		return btk_err(EINVAL, "no device given");
-	fs = calloc(1, sizeof(*fs));
-	if (!fs)
-		return btk_err(ENOMEM, "out of memory");
-	fs->writable = o.write;
-	for (int i = 0; i < n && !ret; i++)
-		ret = add_member(fs, paths[i], &o, true, &added);
+	if (!ret && n < 1)
+		ret = btk_err(EINVAL, "no device given");
+	if (fs)
+		fs->writable = o.write;
+	for (i = 0; i < n && !ret; i++)
+		ret = devs ? add_dev(fs, devs[i], &o, true, &added)
+			   : add_member(fs, paths[i], &o, true, &added);
+	for (; devs && i < n; i++)
+		btk_dev_close(devs[i]); /* after an error: the handles not yet added */
 	if (!ret && (uint64_t)count_present(fs) < btk_le64(fs->sb.num_devices) && !o.no_scan)
 		scan_members(fs, &o);
 	if (!ret)
@@ -434,6 +449,35 @@ int btk_volumes_open(const char *const *paths, int n, const struct btk_open_opts
 	}
 	*out = fs;
 	return 0;
+}
+
+int btk_volumes_open(const char *const *paths, int n, const struct btk_open_opts *opts,
+		     struct btk_fs **out)
+{
+	return volumes_open(paths, NULL, n, opts, out);
+}
+
+static bool seen_before(struct btk_dev *const *devs, int i)
+{
+	for (int j = 0; j < i; j++)
+		if (devs[j] == devs[i])
+			return true;
+	return false;
+}
+
+int btk_volumes_open_devs(struct btk_dev *const *devs, int n, const struct btk_open_opts *opts,
+			  struct btk_fs **out)
+{
+	for (int i = 0; i < n; i++) {
+		if (!seen_before(devs, i))
+			continue;
+		int ret = btk_err(EINVAL, "%s: the same handle given twice", devs[i]->path);
+		for (int k = 0; k < n; k++)
+			if (!seen_before(devs, k))
+				btk_dev_close(devs[k]);
+		return ret;
+	}
+	return volumes_open(NULL, devs, n, opts, out);
 }
 
 void btk_volumes_close(struct btk_fs *fs)

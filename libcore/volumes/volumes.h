@@ -61,7 +61,18 @@ struct btk_open_opts {
 	int super_mirror;  /* -1: newest valid; 0..2: use that copy */
 	uint64_t cache_mb; /* tree-block cache budget; 0 = default */
 	bool degraded;	   /* open even when member devices are missing */
+	/* Expert overrides of the superblock's roots, applied in memory only (tree/open.c):
+	 * backup 0 keeps the superblock's, 1..4 uses backup root slot backup-1 (its tree and
+	 * chunk roots, generation, bytes used, total bytes, devices; no log), BTK_BACKUP_NEWEST
+	 * the newest slot whose root tree reads. tree_root / chunk_root (0: keep) then replace
+	 * the root tree's / chunk tree's root block (level and generation from its header). */
+	int backup;
+	uint64_t tree_root, chunk_root;
+	/* keep chunks that overlap the next one (the checker reports them and checks the rest)
+	 * instead of refusing to open */
+	bool chunk_overlaps;
 };
+#define BTK_BACKUP_NEWEST (BTK_NUM_BACKUP_ROOTS + 1)
 
 /* The volumes part of opening (btk_fs_open in tree.h is the whole): reads the superblocks of
  * paths[0..n-1], finds other members by libblkid scan unless opts->no_scan, chooses the
@@ -71,6 +82,11 @@ struct btk_open_opts {
  * twice), -EIO. */
 int btk_volumes_open(const char *const *paths, int n, const struct btk_open_opts *opts,
 		     struct btk_fs **out);
+/* The same on devices already open (any backend: memory images, fault injection). Takes
+ * devs[0..n-1], on failure too: the opened fs closes them, or they are closed before the
+ * error returns. opts->write needs writable handles (-EROFS). A handle given twice: -EINVAL. */
+int btk_volumes_open_devs(struct btk_dev *const *devs, int n, const struct btk_open_opts *opts,
+			  struct btk_fs **out);
 /* Frees the chunk map and devices and fs itself (not the cache: btk_fs_close does that). */
 void btk_volumes_close(struct btk_fs *fs);
 /* -ENODEV naming the devids of member devices that were not found, unless opts->degraded

@@ -236,3 +236,52 @@ PY
 	[ -n "$caught" ] || skip "the cleaner never stopped half-way here"
 	KERNEL_IMAGE=1 assert_clean "$caught"
 }
+
+@test "problem codes: btk-fsck(8) lists every code of problems.def" {
+	local want=$BATS_TEST_TMPDIR/want.man
+	sh "$BTK_ROOT/scripts/problems-man.sh" >"$want"
+	# the generated section, as it stands in the man page
+	sed -n '/^\.\\" BEGIN PROBLEM CODES/,/^\.\\" END PROBLEM CODES/p' "$BTK_ROOT/man/btk-fsck.8" >"$BATS_TEST_TMPDIR/have.man"
+	diff -u "$want" "$BATS_TEST_TMPDIR/have.man" || {
+		echo "man/btk-fsck.8 is out of date: run scripts/problems-man.sh --update" >&2
+		return 1
+	}
+	local n
+	n=$(grep -c '^BTK_PROBLEM(' "$BTK_ROOT/libcore/check/problems.def")
+	[ "$n" -gt 100 ]
+	[ "$(grep -c '^\.B E[0-9]\{4\} ' "$BTK_ROOT/man/btk-fsck.8")" = "$n" ]
+}
+
+@test "mounted: read-write refused (exit 8) unless --force; read-only checked with a warning" {
+	require_loop
+	require_btk fsck
+	mkfs_image
+	local mnt=$BATS_TEST_TMPDIR/mnt r=$BATS_TEST_TMPDIR/r
+	mkdir -p "$mnt" "$r"
+	btrfs check --readonly "$IMG" >/dev/null 2>&1
+	mount -o loop "$IMG" "$mnt"
+	# nothing below may fail before the umount: record, then judge
+	{
+		timeout 60 "$FSCK" "$IMG" >"$r/rw.out" 2>"$r/rw.err"
+		echo $? >"$r/rw.rc"
+		timeout 60 "$FSCK" --json "$IMG" >"$r/json.out" 2>/dev/null
+		echo $? >"$r/json.rc"
+		timeout 60 "$FSCK" --force "$IMG" >/dev/null 2>"$r/force.err"
+		echo $? >"$r/force.rc"
+		mount -o remount,ro "$mnt"
+		timeout 60 "$FSCK" --readonly "$IMG" >/dev/null 2>"$r/ro.err"
+		echo $? >"$r/ro.rc"
+	} || true
+	umount "$mnt"
+	[ "$(cat "$r/rw.rc")" = 8 ]
+	grep -q "mounted read-write" "$r/rw.err"
+	[ "$(cat "$r/json.rc")" = 8 ]
+	python3 -c 'import json,sys; assert json.load(open(sys.argv[1]))["result"] == "not checked"' "$r/json.out"
+	[ "$(cat "$r/force.rc")" = 0 ]
+	grep -q "force" "$r/force.err"
+	[ "$(cat "$r/ro.rc")" = 0 ]
+	grep -q "mounted read-only" "$r/ro.err"
+	btk_run 60 "$FSCK" --readonly "$IMG"
+	[ "$status" = 0 ]
+	! grep -q "mounted" "$BTK_ERR"
+}

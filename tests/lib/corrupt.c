@@ -18,6 +18,7 @@
 
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/extent_refs.h"
 #include "volumes/super.h"
 #include "tree/tree.h"
 #include "volumes/volumes.h"
@@ -328,6 +329,47 @@ static int k_free_space(struct btk_fs *fs, const char *n)
 	int ret = find_item(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, NULL, match_free, NULL, &t);
 	return ret ? ret : apply(fs, &t, OP_KEYOFF, 0, 0, -(int64_t)fs->sectorsize, n);
 }
+static int k_fst_grow(struct btk_fs *fs, const char *n)
+{
+	/* a free extent a sector longer: used space (or the next group) recorded free */
+	struct target t;
+	int ret = find_item(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, NULL, match_free, NULL, &t);
+	return ret ? ret : apply(fs, &t, OP_KEYOFF, 0, 0, (int64_t)fs->sectorsize, n);
+}
+static int k_fst_drop(struct btk_fs *fs, const char *n)
+{
+	/* a free range missing */
+	struct target t;
+	int ret = find_item(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, NULL, match_free, NULL, &t);
+	return ret ? ret : apply(fs, &t, OP_DELETE, 0, 0, 0, n);
+}
+static bool match_fst_info(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
+			   uint32_t sz, int slot, void *arg)
+{
+	(void)slot, (void)arg;
+	/* a live group's info with extents (not bitmaps) and at least one of them */
+	return k->type == BTRFS_FREE_SPACE_INFO_KEY && sz >= sizeof(struct btrfs_free_space_info) &&
+	       btk_chunk_find(fs, k->objectid) &&
+	       BTK_GET(struct btrfs_free_space_info, p, extent_count) > 0 &&
+	       !(BTK_GET(struct btrfs_free_space_info, p, flags) & BTRFS_FREE_SPACE_USING_BITMAPS);
+}
+static int k_fst_count(struct btk_fs *fs, const char *n)
+{
+	struct target t;
+	int ret = find_item(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, NULL, match_fst_info, NULL, &t);
+	return ret ? ret
+		   : apply(fs, &t, OP_ADD, offsetof(struct btrfs_free_space_info, extent_count), 4,
+			   1, n);
+}
+static int k_fst_flags(struct btk_fs *fs, const char *n)
+{
+	/* USING_BITMAPS set over a group that lists extents: bitmaps and extents mixed */
+	struct target t;
+	int ret = find_item(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, NULL, match_fst_info, NULL, &t);
+	return ret ? ret
+		   : apply(fs, &t, OP_ADD, offsetof(struct btrfs_free_space_info, flags), 4,
+			   BTRFS_FREE_SPACE_USING_BITMAPS, n);
+}
 static int k_csum(struct btk_fs *fs, const char *n)
 {
 	struct want w = {.type = BTRFS_EXTENT_CSUM_KEY, .not_first = true, .file_extent_type = -1};
@@ -381,7 +423,8 @@ static int k_extra_ref(struct btk_fs *fs, const char *n)
 	return k_simple(fs, n, BTRFS_EXTENT_TREE_OBJECTID, &w, NULL, OP_ADD,
 			offsetof(struct btrfs_extent_item, refs), 8, 1);
 }
-static int k_super_devs(struct btk_fs *fs, const char *n)
+/* Applies edit to every valid superblock copy of the first device, checksum fixed. */
+static int super_edit(struct btk_fs *fs, void (*edit)(struct btk_super *sb))
 {
 	struct btk_super_copy copies[BTK_SUPER_MIRRORS];
 	struct btk_dev *dev = fs->devs[0].dev;
@@ -393,14 +436,132 @@ static int k_super_devs(struct btk_fs *fs, const char *n)
 		if (!copies[m].valid)
 			continue;
 		struct btk_super *sb = &copies[m].sb;
-		btk_put64(sb->num_devices, btk_le64(sb->num_devices) + 1);
+		edit(sb);
 		btk_super_csum_fill(sb);
 		int ret = btk_dev_write(dev, sb, sizeof(*sb), copies[m].offset);
 		if (ret)
 			return ret;
 	}
-	printf("%s: superblock num_devices +1 on every valid copy\n", n);
 	return 0;
+}
+static void edit_devs(struct btk_super *sb)
+{
+	btk_put64(sb->num_devices, btk_le64(sb->num_devices) + 1);
+}
+static void edit_stripesize(struct btk_super *sb)
+{
+	btk_put32(sb->stripesize, 3 * btk_le32(sb->sectorsize));
+}
+static void edit_leafsize(struct btk_super *sb)
+{
+	btk_put32(sb->leafsize, 2 * btk_le32(sb->nodesize));
+}
+static int k_super_devs(struct btk_fs *fs, const char *n)
+{
+	int ret = super_edit(fs, edit_devs);
+	if (!ret)
+		printf("%s: superblock num_devices +1 on every valid copy\n", n);
+	return ret;
+}
+static int k_super_stripesize(struct btk_fs *fs, const char *n)
+{
+	int ret = super_edit(fs, edit_stripesize);
+	if (!ret)
+		printf("%s: superblock stripesize = 3 x sectorsize on every valid copy\n", n);
+	return ret;
+}
+static int k_super_leafsize(struct btk_fs *fs, const char *n)
+{
+	int ret = super_edit(fs, edit_leafsize);
+	if (!ret)
+		printf("%s: superblock leafsize = 2 x nodesize on every valid copy\n", n);
+	return ret;
+}
+
+/* Overwrites copy `mirror` (0-based; -1: every copy) of the tree block at bytenr with bytes
+ * that fail its checksum: a media error, not a semantic change. */
+static int smash_block(struct btk_fs *fs, uint64_t bytenr, int mirror, const char *n)
+{
+	struct btk_phys ph[8];
+	int np = 0, ret = btk_map_logical(fs, bytenr, ph, 8, &np, NULL);
+	uint8_t *junk;
+
+	if (ret)
+		return ret;
+	if (mirror >= np)
+		return btk_err(ENOENT, "block %llu has %d copies", (unsigned long long)bytenr, np);
+	junk = malloc(fs->nodesize);
+	if (!junk)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < fs->nodesize; i++)
+		junk[i] = (uint8_t)(i * 131 + 7);
+	for (int i = 0; i < np && !ret; i++) {
+		if ((mirror >= 0 && i != mirror) || !ph[i].dev)
+			continue;
+		ret = btk_dev_write(ph[i].dev, junk, fs->nodesize, ph[i].physical);
+		if (!ret)
+			printf("%s: tree block %llu copy %d (devid %llu physical %llu) smashed\n",
+			       n, (unsigned long long)bytenr, i + 1,
+			       (unsigned long long)ph[i].devid, (unsigned long long)ph[i].physical);
+	}
+	free(junk);
+	return ret;
+}
+/* A leaf of the fs tree (-t): its first leaf (the tree's root when it has one level). */
+static int fs_leaf(struct btk_fs *fs, uint64_t *bytenr)
+{
+	struct btk_root root;
+	struct btk_path p;
+	struct btk_key k = {0, 0, 0};
+	int ret = btk_root_find(fs, fs_tree, &root);
+
+	if (ret)
+		return ret;
+	btk_path_init(&p);
+	ret = btk_search_ge(fs, &root, &k, &p);
+	if (!ret)
+		*bytenr = p.nodes[0]->bytenr;
+	btk_path_release(&p);
+	return ret;
+}
+static int k_copy(struct btk_fs *fs, const char *n, int mirror)
+{
+	uint64_t leaf;
+	int ret = fs_leaf(fs, &leaf);
+	return ret ? ret : smash_block(fs, leaf, mirror, n);
+}
+static int k_copy1(struct btk_fs *fs, const char *n)
+{
+	return k_copy(fs, n, 0);
+}
+static int k_copy2(struct btk_fs *fs, const char *n)
+{
+	return k_copy(fs, n, 1);
+}
+/* A data or metadata chunk item with another chunk right after it. */
+static bool match_chunk_next(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
+			     uint32_t sz, int slot, void *arg)
+{
+	(void)slot;
+	(void)arg;
+	if (k->type != BTRFS_CHUNK_ITEM_KEY || sz < sizeof(struct btrfs_chunk))
+		return false;
+	uint64_t len = BTK_GET(struct btrfs_chunk, p, length);
+	uint64_t type = BTK_GET(struct btrfs_chunk, p, type);
+	const struct btk_chunk *next = btk_chunk_find(fs, k->offset + len);
+	return !(type & BTRFS_BLOCK_GROUP_SYSTEM) && next && next->logical == k->offset + len;
+}
+static int k_chunk_overlap(struct btk_fs *fs, const char *n)
+{
+	struct target t;
+	int ret = find_item(fs, BTRFS_CHUNK_TREE_OBJECTID, NULL, match_chunk_next, NULL, &t);
+	if (ret)
+		return ret;
+	return apply(fs, &t, OP_ADD, offsetof(struct btrfs_chunk, length), 8, 1 << 20, n);
+}
+static int k_root_tree(struct btk_fs *fs, const char *n)
+{
+	return smash_block(fs, btk_le64(fs->sb.root), -1, n);
 }
 static int k_root_orphan(struct btk_fs *fs, const char *n)
 {
@@ -614,6 +775,194 @@ static int k_extra_extent(struct btk_fs *fs, const char *n)
 	return ret;
 }
 
+/* The top directory's last DIR_INDEX (pass 1 records its key, pass 2 finds it). */
+static bool match_last_index(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
+			     uint32_t sz, int slot, void *arg)
+{
+	struct btk_key *last = arg;
+	(void)fs, (void)p, (void)sz, (void)slot;
+	if (k->objectid != 256 || k->type != BTRFS_DIR_INDEX_KEY)
+		return false;
+	if (last->type == 0xff)
+		return !btk_key_cmp(k, last + 1);
+	*last = *k;
+	return false;
+}
+static int k_dup_name(struct btk_fs *fs, const char *n)
+{
+	/* a second DIR_INDEX (the next index) naming the same inode by the same name */
+	struct btk_key keys[2] = {{0, 0, 0}, {0, 0, 0}};
+	struct btk_key from = {256, BTRFS_DIR_INDEX_KEY, 0};
+	struct target t;
+	int ret = find_item(fs, fs_tree, &from, match_last_index, keys, &t);
+	if (ret != -ENOENT || keys[0].type != BTRFS_DIR_INDEX_KEY)
+		return ret ? ret : -ENOENT;
+	keys[1] = keys[0];
+	keys[0].type = 0xff;
+	ret = find_item(fs, fs_tree, &from, match_last_index, keys, &t);
+	if (ret)
+		return ret;
+	uint8_t *buf = malloc(fs->nodesize);
+	if (!buf)
+		return -ENOMEM;
+	ret = btk_read_logical(fs, t.bytenr, buf, fs->nodesize);
+	struct btk_key key = t.key;
+	key.offset++;
+	uint32_t size = btk_le32(item_at(buf, t.slot)->size);
+	uint8_t *copy = malloc(size);
+	if (!copy) {
+		free(buf);
+		return -ENOMEM;
+	}
+	if (!ret) {
+		memcpy(copy, item_data(buf, t.slot), size);
+		ret = leaf_insert(fs, buf, t.slot + 1, &key, copy, size);
+	}
+	if (!ret)
+		ret = write_block(fs, t.bytenr, buf);
+	free(copy);
+	free(buf);
+	if (!ret)
+		printf("%s: block %llu: DIR_INDEX (256 96 %llu) copied to index %llu\n", n,
+		       (unsigned long long)t.bytenr, (unsigned long long)t.key.offset,
+		       (unsigned long long)key.offset);
+	return ret;
+}
+
+/* An extent item whose first two inline refs have one type (and differ): where they are. */
+struct ref_pair {
+	uint32_t at0, at1, len;
+};
+static bool match_ref_pair(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
+			   uint32_t sz, int slot, void *arg)
+{
+	struct ref_pair *rp = arg;
+	struct btk_extent_head h;
+	struct btk_inline_iter it;
+	struct btk_extent_ref a, b;
+	(void)fs, (void)slot;
+	if ((k->type != BTRFS_EXTENT_ITEM_KEY && k->type != BTRFS_METADATA_ITEM_KEY) ||
+	    btk_extent_head_parse(k, p, sz, &h))
+		return false;
+	btk_inline_iter_init(&it, p, sz, h.refs_at);
+	if (btk_inline_next(&it, &a) != 1)
+		return false;
+	rp->at0 = it.at;
+	rp->len = it.len;
+	if (btk_inline_next(&it, &b) != 1 || a.type != b.type ||
+	    a.type == BTRFS_EXTENT_OWNER_REF_KEY)
+		return false;
+	rp->at1 = it.at;
+	return memcmp(p + rp->at0, p + rp->at1, rp->len) != 0;
+}
+static int k_inline_order(struct btk_fs *fs, const char *n)
+{
+	struct ref_pair rp;
+	struct target t;
+	int ret = find_item(fs, BTRFS_EXTENT_TREE_OBJECTID, NULL, match_ref_pair, &rp, &t);
+	if (ret)
+		return ret;
+	uint8_t *buf = malloc(fs->nodesize), tmp[64];
+	if (!buf)
+		return -ENOMEM;
+	ret = btk_read_logical(fs, t.bytenr, buf, fs->nodesize);
+	if (!ret && rp.len <= sizeof(tmp)) {
+		uint8_t *d = item_data(buf, t.slot);
+		memcpy(tmp, d + rp.at0, rp.len);
+		memcpy(d + rp.at0, d + rp.at1, rp.len);
+		memcpy(d + rp.at1, tmp, rp.len);
+		ret = write_block(fs, t.bytenr, buf);
+	}
+	free(buf);
+	if (!ret)
+		printf("%s: extent item (%llu %u %llu): its first two inline refs swapped\n", n,
+		       (unsigned long long)t.key.objectid, t.key.type,
+		       (unsigned long long)t.key.offset);
+	return ret;
+}
+
+/* First item of a subvolume's log tree at or after key: *out gets its bytes. */
+static int log_item(struct btk_fs *fs, const struct btk_key *key, struct btk_key *found,
+		    uint8_t *out, uint32_t *size)
+{
+	struct btk_root lrt, lr = {.objectid = BTRFS_TREE_LOG_OBJECTID};
+	struct btk_path p;
+	struct btk_key k = {BTRFS_TREE_LOG_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0};
+	uint32_t sz;
+	int ret = btk_root_find(fs, BTRFS_TREE_LOG_OBJECTID, &lrt);
+
+	if (ret)
+		return ret;
+	btk_path_init(&p);
+	ret = btk_search_ge(fs, &lrt, &k, &p);
+	const uint8_t *d = ret ? NULL : btk_path_data(&p, &sz);
+	if (d) {
+		btk_path_key(&p, &k);
+		if (k.type != BTRFS_ROOT_ITEM_KEY || sz < sizeof(struct btrfs_root_item))
+			ret = -ENOENT;
+		lr.bytenr = BTK_GET(struct btrfs_root_item, d, bytenr);
+		lr.generation = BTK_GET(struct btrfs_root_item, d, generation);
+		lr.level = BTK_GET(struct btrfs_root_item, d, level);
+	}
+	btk_path_release(&p);
+	if (ret)
+		return ret < 0 ? ret : -ENOENT;
+	btk_path_init(&p);
+	ret = btk_search_ge(fs, &lr, key, &p);
+	if (!ret) {
+		d = btk_path_data(&p, &sz);
+		btk_path_key(&p, found);
+		if (found->type != key->type || sz > *size)
+			ret = -ENOENT;
+		else
+			memcpy(out, d, sz), *size = sz;
+	}
+	btk_path_release(&p);
+	return ret < 0 ? ret : ret ? -ENOENT : 0;
+}
+static int k_log_csum(struct btk_fs *fs, const char *n)
+{
+	/* the log's checksums of a logged extent also in the csum tree: data that only the
+	 * log's file extents use has checksums (valid until the log is replayed) */
+	struct btk_key from = {BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, 0}, key;
+	uint8_t item[4096];
+	uint32_t size = sizeof(item);
+	int ret = log_item(fs, &from, &key, item, &size);
+	if (ret)
+		return ret;
+	struct btk_root cr;
+	struct btk_path p;
+	if ((ret = btk_root_find(fs, BTRFS_CSUM_TREE_OBJECTID, &cr)))
+		return ret;
+	btk_path_init(&p);
+	ret = btk_search(fs, &cr, &key, &p);
+	if (ret == 0) {
+		btk_path_release(&p);
+		return btk_err(EEXIST, "the csum tree has that item already");
+	}
+	if (ret < 0) {
+		btk_path_release(&p);
+		return ret;
+	}
+	uint64_t leaf = p.nodes[0]->bytenr;
+	int slot = p.slots[0];
+	btk_path_release(&p);
+	uint8_t *buf = malloc(fs->nodesize);
+	if (!buf)
+		return -ENOMEM;
+	ret = btk_read_logical(fs, leaf, buf, fs->nodesize);
+	if (!ret)
+		ret = leaf_insert(fs, buf, slot, &key, item, size);
+	if (!ret)
+		ret = write_block(fs, leaf, buf);
+	free(buf);
+	if (!ret)
+		printf("%s: log csum item (%llu %u %llu) copied into the csum tree leaf %llu\n", n,
+		       (unsigned long long)key.objectid, key.type, (unsigned long long)key.offset,
+		       (unsigned long long)leaf);
+	return ret;
+}
+
 static int k_nodatasum(struct btk_fs *fs, const char *n)
 {
 	/* a checksummed file claims NODATASUM: its checksums become forbidden */
@@ -799,11 +1148,24 @@ static const struct kind kinds[] = {
     {"backref", "a data extent's inline ref names another inode", k_backref},
     {"bg-used", "a block group's used + 4096", k_bg_used},
     {"free-space", "a free space extent 4096 shorter", k_free_space},
+    {"fst-grow", "a free space extent 4096 longer (used space recorded free)", k_fst_grow},
+    {"fst-drop", "delete a free space extent (a free range missing)", k_fst_drop},
+    {"fst-count", "a FREE_SPACE_INFO extent count + 1", k_fst_count},
+    {"fst-flags", "USING_BITMAPS set in a FREE_SPACE_INFO whose group lists extents", k_fst_flags},
     {"csum", "delete a csum item", k_csum},
     {"root-backref", "a ROOT_BACKREF's sequence + 7", k_root_backref},
     {"root-orphan", "a subvolume's root item refs 0 without orphan item", k_root_orphan},
     {"dev-extent", "device item total_bytes below its last dev extent", k_dev_extent},
     {"super-devs", "superblock num_devices + 1", k_super_devs},
+    {"super-stripesize", "superblock stripesize = 3 x sectorsize", k_super_stripesize},
+    {"super-leafsize", "superblock leafsize = 2 x nodesize", k_super_leafsize},
+    {"copy1", "smash copy 1 of the fs tree's first leaf (checksum left bad)", k_copy1},
+    {"copy2", "smash copy 2 of the fs tree's first leaf (checksum left bad)", k_copy2},
+    {"root-tree", "smash every copy of the root tree's root block", k_root_tree},
+    {"inline-order", "swap the first two inline refs (one type) of an extent item", k_inline_order},
+    {"log-csum", "copy a log tree's checksums of a logged extent into the csum tree", k_log_csum},
+    {"dup-name", "a second dir index entry with the same name in the top directory", k_dup_name},
+    {"chunk-overlap", "a chunk item 1 MiB longer: it overlaps the next chunk", k_chunk_overlap},
     {"node-key", "an fs tree node pointer's key differs from its child's first key", k_node_key},
     {"data", "flip one checksummed data byte on the first copy", k_data},
     {"uuid", "a uuid tree entry names a subvolume that does not exist", k_uuid},

@@ -44,6 +44,28 @@ static void test_kind_names(void **state)
 		assert_non_null(btk_check_kind_name((enum btk_check_kind)k));
 }
 
+/* The table of problems: codes unique, in their kind's hundred, every row filled in. */
+static void test_problem_table(void **state)
+{
+	(void)state;
+	assert_null(btk_check_problem_info(BTK_P_COUNT));
+	for (int i = 0; i < BTK_P_COUNT; i++) {
+		const struct btk_check_problem_info *a = btk_check_problem_info(i);
+		assert_non_null(a);
+		assert_true(a->code > 0 && a->code < 10000);
+		assert_int_equal(a->code / 100, (unsigned)a->kind + 1);
+		assert_true(a->name && *a->name && a->message && *a->message);
+		assert_true(a->severity == BTK_SEV_ERR || a->severity == BTK_SEV_WARN);
+		for (int j = 0; j < i; j++) {
+			const struct btk_check_problem_info *b = btk_check_problem_info(j);
+			assert_int_not_equal(a->code, b->code);
+			assert_string_not_equal(a->name, b->name);
+		}
+	}
+	assert_int_equal(btk_check_problem_info(BTK_P_INODE_NLINK)->code, 1111);
+	assert_string_equal(btk_check_problem_info(BTK_P_REF_COUNT)->name, "extent-refs");
+}
+
 static void count(void *ctx, const struct btk_check_problem *p)
 {
 	fprintf(stderr, "unexpected problem: %s\n", p->what);
@@ -90,6 +112,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_set),
 	    cmocka_unit_test(test_kind_names),
+	    cmocka_unit_test(test_problem_table),
 	    cmocka_unit_test(test_clean_image),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,111 @@
+/* faulty.c — fault injection: forwards to the wrapped device until the budget of changes is
+ * spent, then fails every change as a power cut would leave it: not performed. Discards,
+ * zeroouts and truncates change the device, so they spend the budget like writes. */
+#include "io/io.h"
+#include "base/error.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct faulty {
+	uint64_t allowed;
+};
+
+/* 0 and one change spent, or -EIO when none is left. */
+static int spend(struct btk_dev *dev, const char *what, uint64_t off)
+{
+	struct faulty *f = dev->priv;
+
+	if (!f->allowed)
+		return btk_err(EIO, "%s: injected %s failure at %llu", dev->path, what,
+			       (unsigned long long)off);
+	f->allowed--;
+	return 0;
+}
+
+static int faulty_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
+{
+	return btk_dev_read(dev->lower, buf, len, off);
+}
+
+static int faulty_pwrite(struct btk_dev *dev, const void *buf, size_t len, uint64_t off)
+{
+	int ret = spend(dev, "write", off);
+
+	return ret ? ret : btk_dev_write(dev->lower, buf, len, off);
+}
+
+static int faulty_flush(struct btk_dev *dev)
+{
+	struct faulty *f = dev->priv;
+
+	if (!f->allowed)
+		return btk_err(EIO, "%s: injected flush failure", dev->path);
+	return btk_dev_flush(dev->lower);
+}
+
+static int faulty_discard(struct btk_dev *dev, uint64_t off, uint64_t len)
+{
+	int ret = spend(dev, "discard", off);
+
+	return ret ? ret : btk_dev_discard(dev->lower, off, len);
+}
+
+static int faulty_zeroout(struct btk_dev *dev, uint64_t off, uint64_t len)
+{
+	int ret = spend(dev, "zeroout", off);
+
+	return ret ? ret : btk_dev_zeroout(dev->lower, off, len);
+}
+
+static int faulty_truncate(struct btk_dev *dev, uint64_t size)
+{
+	int ret = spend(dev, "truncate", size);
+
+	return ret ? ret : btk_dev_truncate(dev->lower, size);
+}
+
+static void faulty_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len)
+{
+	btk_dev_prefetch(dev->lower, off, len);
+}
+
+static void faulty_close(struct btk_dev *dev)
+{
+	btk_dev_close(dev->lower);
+	free(dev->priv);
+}
+
+static const struct btk_dev_ops faulty_ops = {
+    .pread = faulty_pread,
+    .pwrite = faulty_pwrite,
+    .flush = faulty_flush,
+    .discard = faulty_discard,
+    .zeroout = faulty_zeroout,
+    .truncate = faulty_truncate,
+    .prefetch = faulty_prefetch,
+    .close = faulty_close,
+};
+
+int btk_dev_faulty(struct btk_dev *lower, uint64_t allowed, struct btk_dev **out)
+{
+	struct btk_dev *dev = calloc(1, sizeof(*dev));
+	struct faulty *f = calloc(1, sizeof(*f));
+
+	if (!dev || !f || !(dev->path = strdup(lower->path))) {
+		free(dev);
+		free(f);
+		return btk_err(ENOMEM, "out of memory");
+	}
+	f->allowed = allowed;
+	dev->ops = &faulty_ops;
+	dev->fd = -1;
+	dev->size = lower->size;
+	dev->writable = lower->writable;
+	dev->is_blockdev = lower->is_blockdev;
+	dev->priv = f;
+	dev->lower = lower;
+	*out = dev;
+	return 0;
+}

@@ -1,0 +1,227 @@
+/* file.c — the backend for image files and block devices (a file descriptor). */
+#include "io/io.h"
+#include "base/error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ZERO_CHUNK (1U << 20)
+
+static int fd_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t r = pread(dev->fd, p, len, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return btk_err(errno, "%s: read of %zu bytes at %llu failed: %s", dev->path,
+				       len, (unsigned long long)off, strerror(errno));
+		if (r == 0)
+			return btk_err(
+			    EIO, "%s: read at %llu is past the end of the device (%llu bytes)",
+			    dev->path, (unsigned long long)off, (unsigned long long)dev->size);
+		p += r;
+		off += (uint64_t)r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+static int fd_pwrite(struct btk_dev *dev, const void *buf, size_t len, uint64_t off)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t r = pwrite(dev->fd, p, len, (off_t)off);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return btk_err(r < 0 ? errno : EIO,
+				       "%s: write of %zu bytes at %llu failed: %s", dev->path, len,
+				       (unsigned long long)off,
+				       r < 0 ? strerror(errno) : "short write");
+		p += r;
+		off += (uint64_t)r;
+		len -= (size_t)r;
+	}
+	return 0;
+}
+
+static int fd_flush(struct btk_dev *dev)
+{
+	if (fsync(dev->fd) < 0)
+		return btk_err(errno, "%s: flush failed: %s", dev->path, strerror(errno));
+	return 0;
+}
+
+static bool unsupported(int e)
+{
+	return e == EOPNOTSUPP || e == ENOTTY || e == ENOSYS;
+}
+
+/* BLKDISCARD / BLKZEROOUT take {start, length}; 0 or the errno. */
+static int blk_range(struct btk_dev *dev, unsigned long req, uint64_t off, uint64_t len)
+{
+	uint64_t range[2] = {off, len};
+
+	return ioctl(dev->fd, req, range) < 0 ? errno : 0;
+}
+
+/* fallocate with mode on the range; 0 or the errno. */
+static int falloc(struct btk_dev *dev, int mode, uint64_t off, uint64_t len)
+{
+	return fallocate(dev->fd, mode, (off_t)off, (off_t)len) < 0 ? errno : 0;
+}
+
+static int fd_discard(struct btk_dev *dev, uint64_t off, uint64_t len)
+{
+	int e;
+
+	if (dev->is_blockdev)
+		e = blk_range(dev, BLKDISCARD, off, len);
+	else
+		e = falloc(dev, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len);
+	if (!e)
+		return 0;
+	return btk_err(unsupported(e) ? EOPNOTSUPP : e,
+		       "%s: discard of %llu bytes at %llu failed: %s", dev->path,
+		       (unsigned long long)len, (unsigned long long)off, strerror(e));
+}
+
+/* Where the device cannot zero a range itself. */
+static int write_zeroes(struct btk_dev *dev, uint64_t off, uint64_t len)
+{
+	uint8_t *zero = calloc(1, ZERO_CHUNK);
+	int ret = zero ? 0 : btk_err(ENOMEM, "out of memory");
+
+	while (!ret && len) {
+		size_t n = len < ZERO_CHUNK ? (size_t)len : ZERO_CHUNK;
+		ret = fd_pwrite(dev, zero, n, off);
+		off += n;
+		len -= n;
+	}
+	free(zero);
+	return ret;
+}
+
+static int fd_zeroout(struct btk_dev *dev, uint64_t off, uint64_t len)
+{
+	int e;
+
+	if (dev->is_blockdev) {
+		e = blk_range(dev, BLKZEROOUT, off, len);
+	} else {
+		e = falloc(dev, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, off, len);
+		if (unsupported(e))
+			e = falloc(dev, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, off, len);
+	}
+	/* EINVAL: a range the device's sectors do not align with */
+	if (unsupported(e) || e == EINVAL)
+		return write_zeroes(dev, off, len);
+	if (e)
+		return btk_err(e, "%s: zeroing %llu bytes at %llu failed: %s", dev->path,
+			       (unsigned long long)len, (unsigned long long)off, strerror(e));
+	return 0;
+}
+
+static int fd_truncate(struct btk_dev *dev, uint64_t size)
+{
+	int e = size > (uint64_t)INT64_MAX ? EFBIG : 0;
+
+	if (!e && ftruncate(dev->fd, (off_t)size) < 0)
+		e = errno;
+	if (e)
+		return btk_err(e, "%s: cannot set the size to %llu bytes: %s", dev->path,
+			       (unsigned long long)size, strerror(e));
+	return 0;
+}
+
+static void fd_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len)
+{
+	(void)posix_fadvise(dev->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
+}
+
+static void fd_close(struct btk_dev *dev)
+{
+	if (dev->fd >= 0)
+		close(dev->fd);
+}
+
+static const struct btk_dev_ops fd_ops = {
+    .pread = fd_pread,
+    .pwrite = fd_pwrite,
+    .flush = fd_flush,
+    .discard = fd_discard,
+    .zeroout = fd_zeroout,
+    .truncate = fd_truncate,
+    .prefetch = fd_prefetch,
+    .close = fd_close,
+};
+
+static int dev_size(int fd, const char *path, bool *blk, uint64_t *size)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return btk_err(errno, "%s: stat failed: %s", path, strerror(errno));
+	*blk = S_ISBLK(st.st_mode);
+	if (*blk) {
+		if (ioctl(fd, BLKGETSIZE64, size) < 0)
+			return btk_err(errno, "%s: cannot get device size: %s", path,
+				       strerror(errno));
+		return 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		return btk_err(EINVAL, "%s: not a regular file or block device", path);
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+int btk_dev_open(const char *path, int flags, struct btk_dev **out)
+{
+	int oflags = O_CLOEXEC | ((flags & BTK_OPEN_WRITE) ? O_RDWR : O_RDONLY);
+	struct btk_dev *dev;
+	int fd, ret;
+
+	if ((flags & BTK_OPEN_WRITE) && (flags & BTK_OPEN_CREATE))
+		oflags |= O_CREAT;
+	fd = open(path, oflags, 0644);
+	if (fd < 0)
+		return btk_err(errno, "%s: cannot open: %s", path, strerror(errno));
+	dev = calloc(1, sizeof(*dev));
+	if (!dev || !(dev->path = strdup(path))) {
+		free(dev);
+		close(fd);
+		return btk_err(ENOMEM, "%s: out of memory", path);
+	}
+	dev->fd = fd;
+	dev->ops = &fd_ops;
+	dev->writable = flags & BTK_OPEN_WRITE;
+	ret = dev_size(fd, path, &dev->is_blockdev, &dev->size);
+	if (!ret && dev->is_blockdev && (flags & BTK_OPEN_EXCL)) {
+		/* Reopening with O_EXCL fails with EBUSY when the kernel holds the device. */
+		int xfd = open(path, oflags | O_EXCL);
+		if (xfd < 0)
+			ret = btk_err(errno, "%s: device is in use (mounted or held): %s", path,
+				      strerror(errno));
+		else {
+			close(fd);
+			dev->fd = xfd;
+		}
+	}
+	if (ret) {
+		btk_dev_close(dev);
+		return ret;
+	}
+	*out = dev;
+	return 0;
+}
