@@ -65,7 +65,7 @@ struct btk_mkfs_opts {
 	bool shrink;
 	uint64_t
 	    meta_estimate; /* with shrink or inplace: metadata the fill will need (0: unknown) */
-	uint64_t slack; /* with shrink: unallocated bytes kept past each last chunk */
+	uint64_t slack;	   /* with shrink: unallocated bytes kept past each last chunk */
 	/* Called inside the creating transaction once the empty filesystem exists (the top
 	 * directory is inode 256 of FS_TREE), e.g. to copy a directory tree in. The devices are
 	 * wiped just before it runs (it writes file data, and tree blocks through
