@@ -1,5 +1,6 @@
 /* check.c — the checker's driver: phases, reporting, summary. */
 #include "check/check_priv.h"
+#include "backref/backref.h"
 #include "base/error.h"
 
 #include <errno.h>
@@ -158,6 +159,7 @@ static void chk_free(struct chk *c)
 	btk_vec_free(&c->v1ext);
 	chk_set_free(&c->visited);
 	free(c->copy_buf);
+	btk_backref_free(c->br);
 }
 
 int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
