@@ -171,11 +171,15 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 
 	memset(sum, 0, sizeof(*sum));
 	chk_init(&c, fs, opts ? opts : &none, sum);
+	/* see leaves that are safe but not in the kernel's layout, and report that ourselves */
+	bool lax = fs->read_safety_only;
+	fs->read_safety_only = true;
 	chk_progress(&c, "superblocks", 0);
 	chk_supers(&c);
 	chk_progress(&c, "trees", 0);
 	if (!chk_root_tree(&c)) {
 		chk_free(&c);
+		fs->read_safety_only = lax;
 		return 0;
 	}
 	ret = chk_walk_all(&c);
@@ -199,5 +203,6 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 	if (c.oom && !ret)
 		ret = btk_err(ENOMEM, "check: out of memory");
 	chk_free(&c);
+	fs->read_safety_only = lax;
 	return ret;
 }

@@ -163,3 +163,13 @@ PY
 	[ -n "$theirs" ]
 	grep -qF "$theirs" "$BTK_OUT"
 }
+
+@test "damage: a leaf safe to parse but not packed as the kernel packs it is read and reported (E0601), not unreadable" {
+	damaged leaf-gap
+	btk_run 60 "$FSCK" "$IMG"
+	assert_no_crash
+	[ "$status" = 4 ]
+	grep -q '^ERROR: \[E0601 tb-not-packed\] tree 5 .*item data not packed' "$BTK_OUT"
+	# the leaf's items were checked: nothing else is wrong, nothing unreadable
+	[ "$(grep -c '^ERROR' "$BTK_OUT")" = 1 ]
+}

@@ -963,6 +963,39 @@ static int k_log_csum(struct btk_fs *fs, const char *n)
 	return ret;
 }
 
+static int k_leaf_gap(struct btk_fs *fs, const char *n)
+{
+	/* the fs tree's first leaf: its last item's data moved 8 bytes lower (offset with it),
+	 * so nothing decodes differently but the data is no longer packed: a layout problem */
+	uint64_t leaf;
+	int ret = fs_leaf(fs, &leaf);
+	if (ret)
+		return ret;
+	uint8_t *buf = malloc(fs->nodesize);
+	if (!buf)
+		return -ENOMEM;
+	ret = btk_read_logical(fs, leaf, buf, fs->nodesize);
+	uint32_t nr = btk_le32(((struct btk_header *)buf)->nritems);
+	uint32_t floor = nr * sizeof(struct btk_item);
+	if (!ret && nr) {
+		struct btk_item *it = item_at(buf, (int)nr - 1);
+		uint32_t off = btk_le32(it->offset), sz = btk_le32(it->size);
+		if (off < floor + 8) {
+			ret = btk_err(ENOSPC, "no free space below the last item");
+		} else {
+			uint8_t *data0 = buf + sizeof(struct btk_header);
+			memmove(data0 + off - 8, data0 + off, sz);
+			btk_put32(it->offset, off - 8);
+			ret = write_block(fs, leaf, buf);
+		}
+	}
+	free(buf);
+	if (!ret)
+		printf("%s: leaf %llu: item %u data moved 8 bytes down (a gap above it)\n", n,
+		       (unsigned long long)leaf, nr - 1);
+	return ret;
+}
+
 static int k_nodatasum(struct btk_fs *fs, const char *n)
 {
 	/* a checksummed file claims NODATASUM: its checksums become forbidden */
@@ -1164,6 +1197,8 @@ static const struct kind kinds[] = {
     {"root-tree", "smash every copy of the root tree's root block", k_root_tree},
     {"inline-order", "swap the first two inline refs (one type) of an extent item", k_inline_order},
     {"log-csum", "copy a log tree's checksums of a logged extent into the csum tree", k_log_csum},
+    {"leaf-gap", "a gap in a leaf's item data (contents intact): not the kernel's layout",
+     k_leaf_gap},
     {"dup-name", "a second dir index entry with the same name in the top directory", k_dup_name},
     {"chunk-overlap", "a chunk item 1 MiB longer: it overlaps the next chunk", k_chunk_overlap},
     {"node-key", "an fs tree node pointer's key differs from its child's first key", k_node_key},
