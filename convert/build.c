@@ -791,7 +791,9 @@ static int dirent_cb(ext2_ino_t dir, int entry, struct ext2_dir_entry *d, int of
 	(void)offset;
 	(void)blocksize;
 	(void)buf;
-	if (entry == DIRENT_DOT_FILE || entry == DIRENT_DOT_DOT_FILE || !eino)
+	/* inline_data directories pass ".." as an ordinary entry */
+	if (entry == DIRENT_DOT_FILE || entry == DIRENT_DOT_DOT_FILE || !eino ||
+	    (nlen == 1 && d->name[0] == '.') || (nlen == 2 && !memcmp(d->name, "..", 2)))
 		return 0;
 	if (eino > c->src->e->super->s_inodes_count || eino < EXT2_FIRST_INO(c->src->e->super)) {
 		x->ret = btk_err(EUCLEAN, "ext directory %u: entry %.*s names inode %u", x->dir,

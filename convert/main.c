@@ -116,16 +116,22 @@ static void uuid_str(const uint8_t *u, char *out)
 		u[14], u[15]);
 }
 
-/* A rough upper bound of the btrfs metadata a conversion writes: inodes, names, extents and
- * checksums, doubled for DUP, plus the system chunk. */
+/* A rough upper bound of the btrfs metadata a conversion writes (one copy): inodes, names,
+ * extents and checksums, half again for partly filled leaves, and room for the commit. */
 static uint64_t metadata_estimate(const struct ext_src *s, int csum_size, bool no_datasum)
 {
 	uint64_t per_inode = 160 + 2 * 60 + 120; /* inode item, two dir items, ref, extent */
 	uint64_t sums = no_datasum ? 0 : s->used_bytes / 4096 * (uint64_t)csum_size;
 	uint64_t extents = s->used_bytes / (128ULL << 20) * 100 + s->inodes * 60;
-	uint64_t m = (s->inodes * per_inode + sums + extents) * 3 / 2;
 
-	return 2 * (m + (8ULL << 20)) + 2 * (8ULL << 20);
+	return (s->inodes * per_inode + sums + extents) * 3 / 2 + (4ULL << 20);
+}
+
+/* What the conversion takes from ext's free space: metadata twice (DUP), the system chunk
+ * twice, and the copies of what lies where btrfs keeps its superblocks. */
+static uint64_t space_needed(uint64_t meta)
+{
+	return 2 * meta + 2 * (8ULL << 20) + (1ULL << 20) + (128ULL << 10);
 }
 
 static uint64_t free_bytes(const struct ext_src *s)
@@ -248,7 +254,8 @@ int main(int argc, const char **argv)
 		fprintf(stderr, "btk-convert: %s\n", btk_errmsg());
 		return 1;
 	}
-	need = metadata_estimate(&src, btk_csum_size(mo.csum_type), no_datasum);
+	mo.meta_estimate = metadata_estimate(&src, btk_csum_size(mo.csum_type), no_datasum);
+	need = space_needed(mo.meta_estimate);
 	if (need > free_bytes(&src)) {
 		fprintf(stderr,
 			"btk-convert: %s: not enough free space: the btrfs metadata needs about "

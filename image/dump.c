@@ -77,6 +77,8 @@ int verb_dump(int argc, const char **argv)
 	    {"compress", 'c', POPT_ARG_INT, &level, 0, "zlib level 0-9 (0: none, the default)",
 	     "LEVEL"},
 	    {"threads", 't', POPT_ARG_INT, &threads, 0, "compression threads (default: CPUs)", "N"},
+	    {"sanitize", 's', POPT_ARG_NONE, &sanitize, 0,
+	     "replace names (same length and hash), zero xattr values, symlinks, csums", NULL},
 	    {"keep-inline", 0, POPT_ARG_NONE, &keep_inline, 0,
 	     "keep inline file data (zeroed by default)", NULL},
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "summary as JSON on stdout", NULL},
@@ -85,7 +87,6 @@ int verb_dump(int argc, const char **argv)
 	struct dump_ui ui = {0};
 	int rc;
 
-	(void)sanitize;
 	poptSetOtherOptionHelp(pc, "[options] DEV... FILE");
 	if ((rc = cli_popt_run(pc))) {
 		poptFreeContext(pc);
@@ -131,6 +132,7 @@ int verb_dump(int argc, const char **argv)
 	struct btk_dump_opts dopts = {.level = level,
 				      .threads = threads,
 				      .keep_inline = keep_inline,
+				      .sanitize = sanitize,
 				      .skipped = on_skipped,
 				      .progress = on_progress,
 				      .ctx = &ui};

@@ -176,7 +176,9 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 
 static void print_json(const struct opts *o, const struct btk_resize_plan *p)
 {
-	printf("{\"devid\": %" PRIu64 ", \"minimum\": %" PRIu64, p->devid, p->minimum);
+	printf("{\"devid\": %" PRIu64 ", \"minimum\": %" PRIu64 ", \"allocated\": %" PRIu64
+	       ", \"allocated_end\": %" PRIu64,
+	       p->devid, p->minimum, p->allocated, p->alloc_end);
 	if (!o->print_min) {
 		printf(", \"old_size\": %" PRIu64 ", \"new_size\": %" PRIu64
 		       ", \"dry_run\": %s, \"bytes_moved\": %" PRIu64 ", \"rounds\": %d, "
@@ -219,6 +221,11 @@ static void print_text(const struct opts *o, const struct btk_resize_plan *p)
 		       " to %" PRIu64 "\n",
 		       verb, kind(m->type), m->logical, m->stripe, m->len, m->from, m->to);
 	}
+	if (o->dry_run)
+		printf("devid %" PRIu64 ": minimum %" PRIu64 " bytes: %" PRIu64
+		       " bytes of chunk stripes, 1 MiB reserved, %" PRIu64
+		       " bytes of holes too small for a whole stripe (chunks are not emptied)\n",
+		       p->devid, p->minimum, p->allocated, p->minimum - p->allocated - (1 << 20));
 	if (p->new_size == p->old_size)
 		printf("devid %" PRIu64 ": size stays %" PRIu64 " bytes\n", p->devid, p->new_size);
 	else
@@ -314,8 +321,11 @@ static int run(struct opts *o)
 		cli_err("%s", btk_errmsg());
 		goto free_plan;
 	}
-	if (write && btk_resize_apply(fs, &plan, o->progress ? on_progress : NULL, &pr)) {
+	rc = write ? btk_resize_apply(fs, &plan, o->progress ? on_progress : NULL, &pr) : 0;
+	cli_progress_clear(&pr.line);
+	if (rc) {
 		cli_err("%s", btk_errmsg());
+		rc = 1;
 		goto free_plan;
 	}
 	if (o->json)

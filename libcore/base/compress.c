@@ -1,5 +1,6 @@
 /* compress.c — zlib, lzo and zstd in the byte layouts btrfs stores on disk. */
 #include "base/compress.h"
+#include "base/error.h"
 #include "format/format.h"
 
 #include <errno.h>
@@ -195,34 +196,72 @@ static int zstd_unpack(const uint8_t *in, size_t len, uint8_t *out, size_t outle
 	return 0;
 }
 
+/* The most compressed bytes lzo1x may need for n input bytes: the bound of a segment. */
+static size_t lzo_worst(size_t n)
+{
+	return n + n / 16 + 64 + 3;
+}
+
+/* lzo framing, as the kernel writes it: a 4-byte total length (header included), then
+ * segments of a 4-byte length and a payload; each segment holds at most one sector of data
+ * (the last may hold less), and a segment header that would cross a sector boundary starts
+ * the next sector instead (the rest is padding). Every segment must decode completely within
+ * one sector: a segment that fails part way, is longer than lzo's bound for a sector, or
+ * expands beyond a sector is corrupt (-EUCLEAN), never truncated or zero-filled. */
 static int lzo_unpack(uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t *out,
 		      size_t outlen)
 {
 	size_t pos = LZO_HDR, done = 0, total;
+	uint8_t *sector;
+	int ret = 0;
 
+	if (sectorsize < 4096 || sectorsize > BTK_LZO_MAX_SECTOR || (sectorsize & (sectorsize - 1)))
+		return btk_err(EINVAL, "lzo: sector size %u not supported", sectorsize);
 	if (len < LZO_HDR || lzo_init() != LZO_E_OK)
-		return -EUCLEAN;
+		return btk_err(EUCLEAN, "lzo: %zu bytes hold no header", len);
 	total = btk_le32(in);
 	if (total > len || total < LZO_HDR)
-		return -EUCLEAN;
+		return btk_err(EUCLEAN, "lzo: total length %zu outside the %zu bytes stored", total,
+			       len);
+	sector = malloc(sectorsize);
+	if (!sector)
+		return btk_err(ENOMEM, "lzo: out of memory");
 	while (pos < total && done < outlen) {
 		size_t room = sectorsize - pos % sectorsize;
-		if (room < LZO_HDR)
-			pos += room;
-		if (pos + LZO_HDR > total)
-			return -EUCLEAN;
-		size_t slen = btk_le32(in + pos);
+		if (room < LZO_HDR) {
+			pos += room; /* padding: the header starts the next sector */
+			continue;
+		}
+		if (total - pos < LZO_HDR) {
+			ret = btk_err(EUCLEAN, "lzo: segment header at %zu cut by the total %zu",
+				      pos, total);
+			break;
+		}
+		size_t slen = btk_le32(in + pos), at = pos;
 		pos += LZO_HDR;
-		if (slen > total - pos)
-			return -EUCLEAN;
-		lzo_uint got = outlen - done < 4096 ? outlen - done : 4096;
-		uint8_t tmp[4096];
-		if (lzo1x_decompress_safe(in + pos, slen, tmp, &got, NULL) != LZO_E_OK && got == 0)
-			return -EUCLEAN;
-		memcpy(out + done, tmp, got);
-		done += got;
+		if (!slen || slen > lzo_worst(sectorsize) || slen > total - pos) {
+			ret = btk_err(EUCLEAN,
+				      "lzo: segment at %zu has length %zu (at most %zu, %zu left)",
+				      at, slen, lzo_worst(sectorsize), total - pos);
+			break;
+		}
+		lzo_uint got = sectorsize;
+		int r = lzo1x_decompress_safe(in + pos, slen, sector, &got, NULL);
+		if (r != LZO_E_OK) {
+			ret =
+			    btk_err(EUCLEAN, "lzo: segment at %zu does not decode%s (lzo error %d)",
+				    at, r == LZO_E_OUTPUT_OVERRUN ? " within one sector" : "", r);
+			break;
+		}
+		/* data past outlen (ram_bytes) is not read, as in the kernel */
+		size_t n = got < outlen - done ? got : outlen - done;
+		memcpy(out + done, sector, n);
+		done += n;
 		pos += slen;
 	}
+	free(sector);
+	if (ret)
+		return ret;
 	memset(out + done, 0, outlen - done);
 	return 0;
 }

@@ -11,6 +11,8 @@
 #include <stdint.h>
 
 #define BTK_MAX_COMPRESSED_IN (128 * 1024)
+/* The largest sector size lzo framing is decoded for (btrfs's largest sector). */
+#define BTK_LZO_MAX_SECTOR (64 * 1024)
 
 /* Values of btrfs_file_extent_item.compression. */
 enum { BTK_COMPRESS_NONE = 0, BTK_COMPRESS_ZLIB = 1, BTK_COMPRESS_LZO = 2, BTK_COMPRESS_ZSTD = 3 };
@@ -31,8 +33,11 @@ long btk_compress_inline(int type, int level, uint32_t sectorsize, const uint8_t
 			 uint8_t *out, size_t cap);
 
 /* Decompresses an extent into out (exactly outlen bytes are expected: the extent's ram_bytes;
- * shorter output is zero-filled as the kernel does). Returns 0, -EUCLEAN for corrupt input,
- * -EINVAL for an unknown type. Never reads past in+len or writes past out+outlen. */
+ * a stream that ends early is zero-filled as the kernel does, output past outlen is dropped).
+ * Returns 0, -EUCLEAN for corrupt input (lzo: bad framing, or a segment that does not decode
+ * whole into one sector), -EINVAL for an unknown type or an lzo sector size other than a
+ * power of two from 4 KiB to BTK_LZO_MAX_SECTOR, -ENOMEM; with a message. Never reads past
+ * in+len or writes past out+outlen. */
 int btk_decompress(int type, uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t *out,
 		   size_t outlen);
 

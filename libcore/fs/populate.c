@@ -88,34 +88,84 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* The xattr names of the host path (*list malloc'd, caller frees; NULL when none): the size
+ * asked first, the list read into that much, again if it grew in between. The kernel lists
+ * at most XATTR_LIST_MAX (64 KiB) of names: a file with more cannot be copied whole, an error
+ * naming it. Returns the list's length or -errno. */
+static ssize_t list_xattrs(const char *path, char **list)
+{
+	*list = NULL;
+	for (int tries = 0; tries < 8; tries++) {
+		ssize_t want = llistxattr(path, NULL, 0), len;
+		if (want <= 0)
+			return !want || errno == ENOTSUP
+				   ? 0
+				   : btk_err(errno, "%s: cannot list xattrs: %s", path,
+					     strerror(errno));
+		char *buf = malloc((size_t)want);
+		if (!buf)
+			return btk_err(ENOMEM, "%s: out of memory listing %zd bytes of xattr names",
+				       path, want);
+		len = llistxattr(path, buf, (size_t)want);
+		if (len > 0) {
+			*list = buf;
+			return len;
+		}
+		free(buf);
+		if (!len)
+			return 0;
+		if (errno == E2BIG)
+			return btk_err(
+			    E2BIG,
+			    "%s: its xattr names take %zd bytes, more than the kernel lists "
+			    "(%d): they cannot be copied",
+			    path, want, XATTR_LIST_MAX_);
+		if (errno != ERANGE) /* ERANGE: a name was added since the size was asked */
+			return btk_err(errno, "%s: cannot list xattrs: %s", path, strerror(errno));
+	}
+	return btk_err(EAGAIN, "%s: xattrs keep changing while they are listed", path);
+}
+
 /* Copies every xattr of the host path, in name order (ACLs are xattrs in the same format).
  * A value of 64 KiB (XATTR_SIZE_MAX) cannot reach a leaf: refused here, before the 16-bit
- * length of an xattr item would wrap it to 0 bytes. */
+ * length of an xattr item would wrap it to 0 bytes. Values are read into p->buf (PIECE bytes,
+ * more than the largest value the kernel keeps). */
 static int copy_xattrs(struct pop *p, uint64_t ino)
 {
-	char list[XATTR_LIST_MAX_], *names[4096];
-	static uint8_t val[65536];
-	ssize_t len = llistxattr(p->path, list, sizeof(list));
-	int n = 0, ret = 0;
+	char *list, **names = NULL;
+	ssize_t len = list_xattrs(p->path, &list);
+	size_t n = 0;
+	int ret = 0;
 
-	if (len < 0)
-		return errno == ENOTSUP
-			   ? 0
-			   : btk_err(errno, "%s: cannot list xattrs: %s", p->path, strerror(errno));
-	for (ssize_t i = 0; i < len && n < 4096; i += (ssize_t)strlen(list + i) + 1)
-		names[n++] = list + i;
-	qsort(names, (size_t)n, sizeof(names[0]), cmp_str);
-	for (int i = 0; i < n && !ret; i++) {
-		ssize_t vl = lgetxattr(p->path, names[i], val, sizeof(val));
-		if (vl < 0)
-			return btk_err(errno, "%s: cannot read xattr %s: %s", p->path, names[i],
-				       strerror(errno));
-		if (vl > UINT16_MAX)
-			return btk_err(E2BIG, "%s: xattr %s of %zd bytes does not fit a leaf",
-				       p->path, names[i], vl);
-		ret = btk_xattr_set(p->t, p->root, ino, names[i], (uint16_t)strlen(names[i]), val,
-				    (uint16_t)vl);
+	if (len <= 0)
+		return (int)len;
+	list[len - 1] = 0; /* the kernel ends every name with a NUL; never read past the list */
+	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(list + i) + 1)
+		n++;
+	names = malloc(n * sizeof(*names));
+	if (!names) {
+		free(list);
+		return btk_err(ENOMEM, "%s: out of memory for %zu xattr names", p->path, n);
 	}
+	n = 0;
+	for (ssize_t i = 0; i < len; i += (ssize_t)strlen(list + i) + 1)
+		names[n++] = list + i;
+	qsort(names, n, sizeof(names[0]), cmp_str);
+	for (size_t i = 0; i < n && !ret; i++) {
+		size_t nl = strlen(names[i]);
+		ssize_t vl = lgetxattr(p->path, names[i], p->buf, PIECE);
+		if (vl < 0)
+			ret = btk_err(errno, "%s: cannot read xattr %s: %s", p->path, names[i],
+				      strerror(errno));
+		else if (vl > UINT16_MAX || nl > UINT16_MAX)
+			ret = btk_err(E2BIG, "%s: xattr %s of %zd bytes does not fit a leaf",
+				      p->path, names[i], vl);
+		else
+			ret = btk_xattr_set(p->t, p->root, ino, names[i], (uint16_t)nl, p->buf,
+					    (uint16_t)vl);
+	}
+	free(names);
+	free(list);
 	return ret;
 }
 

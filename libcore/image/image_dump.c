@@ -80,6 +80,7 @@ struct dump {
 	struct btk_root *roots; /* trees found in root-tree and log-tree leaves */
 	size_t nroots, caproots;
 	uint64_t tree; /* objectid of the tree being walked */
+	struct btk_sanitizer san;
 };
 
 static int queue_root(struct dump *d, uint64_t objectid, const uint8_t *ri, uint32_t size)
@@ -228,7 +229,8 @@ static void prepare_block(struct dump *d, uint8_t *buf)
 		}
 		if (items_end < data_start)
 			memset(buf + items_end, 0, data_start - items_end);
-		btk_image_scrub_leaf(d->fs, buf, d->o->keep_inline, d->o->sanitize, d->st);
+		btk_image_scrub_leaf(d->fs, buf, d->o->keep_inline, d->o->sanitize ? &d->san : NULL,
+				     d->st);
 	}
 	btk_csum(d->fs->csum_type, buf + BTK_CSUM_MAX, ns - BTK_CSUM_MAX, csum);
 	memcpy(buf, csum, (size_t)d->fs->csum_size);
@@ -304,6 +306,8 @@ int btk_image_dump(struct btk_fs *fs, int out_fd, const struct btk_dump_opts *op
 	int ret;
 
 	memset(st, 0, sizeof(*st));
+	if (opts->sanitize && btk_sanitizer_init(&d.san))
+		return btk_err(EIO, "no random key for sanitising names");
 	if ((ret = walk_all(&d)))
 		goto out;
 	qsort(d.chunk_blocks.v, d.chunk_blocks.n, sizeof(uint64_t), cmp_u64);

@@ -31,6 +31,7 @@ struct btk_resize_plan {
 	uint64_t new_size;
 	uint64_t minimum;     /* the smallest size this device can be shrunk to */
 	uint64_t alloc_end;   /* where its last dev extent ends now */
+	uint64_t allocated;   /* bytes of its dev extents: the minimum is at least 1 MiB more */
 	uint64_t bytes_moved; /* sum of the moves' lengths */
 	struct btk_resize_move *moves;
 	int nmoves, rounds;

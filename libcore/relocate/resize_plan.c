@@ -230,6 +230,8 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 	if ((ret = minimum_of(fs, devid, &plan->minimum)) || (ret = rl_layout_load(fs, devid, &l)))
 		return ret;
 	plan->alloc_end = rl_layout_end(&l);
+	for (int i = 0; i < l.n; i++)
+		plan->allocated += l.s[i].len;
 	plan->new_size = size ? size / fs->sectorsize * fs->sectorsize : plan->minimum;
 	if (plan->new_size < plan->minimum)
 		ret = btk_err(ENOSPC,

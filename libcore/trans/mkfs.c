@@ -721,6 +721,15 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 						? 4 * SZ_1M
 						: (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
 	}
+	if (o->inplace && o->meta_estimate) {
+		/* the old filesystem's free space is all there is: metadata chunks of what the
+		 * fill needs, not of mkfs's sizes, leave the rest to data */
+		w->chunk_cap = 1024 * SZ_1M;
+		w->meta_chunk_cap = o->meta_estimate < 4 * SZ_1M ? 4 * SZ_1M
+				    : o->meta_estimate > 256 * SZ_1M
+					? 256 * SZ_1M
+					: (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
+	}
 	w->small_single = true;
 	if (!ret && o->place)
 		ret = o->place(o->fill_ctx, t);

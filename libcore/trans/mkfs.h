@@ -63,7 +63,8 @@ struct btk_mkfs_opts {
 	/* End each device (image files only) where its last chunk's data ends: chunks are kept
 	 * small and the last one loses its unused tail; image files are truncated there. */
 	bool shrink;
-	uint64_t meta_estimate; /* with shrink: metadata the fill will need, if known (0) */
+	uint64_t
+	    meta_estimate; /* with shrink or inplace: metadata the fill will need (0: unknown) */
 	/* Called inside the creating transaction once the empty filesystem exists (the top
 	 * directory is inode 256 of FS_TREE), e.g. to copy a directory tree in. The devices are
 	 * wiped just before it runs (it writes file data, and tree blocks through

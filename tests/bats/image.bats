@@ -26,6 +26,8 @@ make_fs() {
 		for i in $(seq 1 300); do head -c $((i * 7)) /dev/urandom >"$src.tmp/a/f$i"; done
 		for i in $(seq 1 40); do head -c $((i * 5000)) /dev/urandom >"$src.tmp/d/g$i"; done
 		ln -s ../d/g1 "$src.tmp/a/b/link"
+		mkdir "$src.tmp/n"
+		for i in $(seq 5 5 255); do : >"$src.tmp/n/$(printf "%${i}s" | tr ' ' q)"; done
 		mv "$src.tmp" "$src"
 	fi
 	FS=()
@@ -189,4 +191,15 @@ EOF
 		assert_no_crash || { echo "seed $seed" >&2; return 1; }
 		[ "$status" = 0 ] || assert_one_line_error 3 || { echo "seed $seed" >&2; return 1; }
 	done
+}
+
+@test "image: -s sanitises: no original name in the dump or the restored image, check clean" {
+	make_fs s 1
+	btk_run 60 "$IMG" dump -s --json "${FS[@]}" "$D/d.img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	python3 -c 'import json,sys; j=json.load(open(sys.argv[1])); assert j["names"] > 300, j' "$BTK_OUT"
+	btk_run 60 "$IMG" restore "$D/d.img" "$D/r.img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	check_clean "$D/r.img"
+	same_trees --sanitized --absent "$D/d.img" --absent "$D/r.img" "${FS[@]}" -- "$D/r.img"
 }

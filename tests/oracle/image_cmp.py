@@ -15,6 +15,7 @@ import argparse
 import os
 import subprocess
 import sys
+import tempfile
 
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -30,7 +31,39 @@ def dump(devs):
     return dumptree.parse(p.stdout)
 
 
-def view(d, skip_trees, skip_types, ignore):
+NAME_KEYS = ("name", "data")
+
+
+def strip_names(fields):
+    """A copy of fields without names and xattr values (what -s replaces)."""
+    out = {}
+    for k, v in fields.items():
+        if k in NAME_KEYS:
+            continue
+        if isinstance(v, list):
+            v = [{a: b for a, b in x.items() if a not in NAME_KEYS} if isinstance(x, dict) else x for x in v]
+        out[k] = v
+    return out
+
+
+def names_of(d):
+    """Every name longer than 4 bytes (shorter ones have no same-hash twin and are kept)."""
+    names, xattrs = set(), []
+    for e in d.entries.values():
+        if e.key[1] == 24:
+            xattrs += [x.get("name", b"") for x in e.fields.get("entries", []) if isinstance(x, dict)]
+        n = e.fields.get("name")
+        if isinstance(n, bytes):
+            names.add(n)
+        lists = [v for k, v in e.fields.items() if k in ("entries", "refs") and isinstance(v, list)]
+        for x in [x for lst in lists for x in lst]:
+            if isinstance(x, dict) and isinstance(x.get("name"), bytes) and e.key[1] != 24:
+                names.add(x["name"])
+    # xattr names are kept: a file name that is part of one cannot be looked for
+    return set(n for n in names if len(n) > 4 and n != b"default" and not any(n in x for x in xattrs))
+
+
+def view(d, skip_trees, skip_types, ignore, sanitized=False):
     """{(bytenr, slot): (key, size, blockptr, gen, fields)} and the (tree, bytenr) set."""
     skip_blocks = set()
     for tree, blocks in d.trees.items():
@@ -42,6 +75,8 @@ def view(d, skip_trees, skip_types, ignore):
         if b in skip_blocks or e.key[1] in skip_types:
             continue
         fields = {k: v for k, v in e.fields.items() if k not in ignore}
+        if sanitized:
+            fields = strip_names(fields)
         out[(b, slot)] = (e.key, e.size, e.blockptr, e.gen, repr(sorted(fields.items())))
     return pairs, out
 
@@ -52,6 +87,9 @@ def main():
     ap.add_argument("--skip-tree", action="append", default=[], type=lambda s: int(s, 0))
     ap.add_argument("--skip-type", action="append", default=[], type=lambda s: int(s, 0))
     ap.add_argument("--max", type=int, default=20)
+    ap.add_argument("--sanitized", action="store_true", help="names and xattr values may differ")
+    ap.add_argument("--absent", action="append", default=[],
+                    help="FILE that must not contain any of the original's names (repeatable)")
     ap.add_argument("orig", nargs="+")
     if "--" not in sys.argv:
         ap.error("separate the original's devices from the restored ones with --")
@@ -61,9 +99,28 @@ def main():
     if not rest:
         ap.error("give the restored image's devices after --")
     d1, d2 = dump(orig), dump(rest)
-    p1, v1 = view(d1, set(a.skip_tree), set(a.skip_type), set(a.ignore_field))
-    p2, v2 = view(d2, set(a.skip_tree), set(a.skip_type), set(a.ignore_field))
+    p1, v1 = view(d1, set(a.skip_tree), set(a.skip_type), set(a.ignore_field), a.sanitized)
+    p2, v2 = view(d2, set(a.skip_tree), set(a.skip_type), set(a.ignore_field), a.sanitized)
     bad = []
+    if a.absent:
+        names = names_of(d1)
+        print("image_cmp: %d names of more than 4 bytes looked for" % len(names))
+        if not names:
+            bad.append("the original has no names to look for")
+        pats = [n for n in names if b"\n" not in n and b"\0" not in n]
+        with tempfile.NamedTemporaryFile() as pf:
+            pf.write(b"".join(n + b"\n" for n in pats))
+            pf.flush()
+            for f in a.absent:
+                # grep -F: one pass over the file for every name (Aho-Corasick)
+                p = subprocess.run(["grep", "-a", "-o", "-F", "-f", pf.name, f], stdout=subprocess.PIPE)
+                found = sorted(set(p.stdout.split(b"\n")) & names)
+                if found:
+                    bad.append("%s still holds %d original names, e.g. %r" % (f, len(found), found[:5]))
+        if a.sanitized:
+            kept = names & names_of(d2)
+            if kept:
+                bad.append("the restored trees still hold %d original names, e.g. %r" % (len(kept), sorted(kept)[:5]))
     for t, b in sorted(p1 ^ p2):
         bad.append("tree %d block %d only in the %s" % (t, b, "original" if (t, b) in p1 else "restored image"))
     for k in sorted(set(v1) | set(v2)):

@@ -9,7 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <lzo/lzo1x.h>
+
 #include "base/compress.h"
+#include "base/error.h"
 
 #define LEN BTK_MAX_COMPRESSED_IN
 
@@ -89,6 +92,111 @@ static void test_damaged(void **state)
 	free(back);
 }
 
+/* lzo framing written here as the kernel writes it, with seg bytes of input per segment (the
+ * kernel: one sector), so that segments of any size can be made. Returns the total. */
+static size_t lzo_frame(uint32_t sectorsize, size_t seg, const uint8_t *in, size_t len,
+			uint8_t *out)
+{
+	static uint8_t wrk[LZO1X_1_MEM_COMPRESS];
+	size_t pos = 4;
+
+	assert_int_equal(lzo_init(), LZO_E_OK);
+	for (size_t done = 0; done < len; done += seg) {
+		size_t n = len - done < seg ? len - done : seg;
+		if (sectorsize - pos % sectorsize < 4) {
+			memset(out + pos, 0, sectorsize - pos % sectorsize);
+			pos += sectorsize - pos % sectorsize;
+		}
+		lzo_uint slen = 0;
+		assert_int_equal(lzo1x_1_compress(in + done, n, out + pos + 4, &slen, wrk),
+				 LZO_E_OK);
+		out[pos] = (uint8_t)slen, out[pos + 1] = (uint8_t)(slen >> 8);
+		out[pos + 2] = (uint8_t)(slen >> 16), out[pos + 3] = 0;
+		pos += 4 + slen;
+	}
+	out[0] = (uint8_t)pos, out[1] = (uint8_t)(pos >> 8), out[2] = (uint8_t)(pos >> 16);
+	out[3] = 0;
+	return pos;
+}
+
+/* Segments larger than 4 KiB (16K and 64K sectors: one sector per segment) decode whole. */
+static void test_lzo_big_segments(void **state)
+{
+	uint8_t *in = malloc(LEN), *z = malloc(2 * LEN), *back = malloc(LEN);
+	static const uint32_t sizes[] = {4096, 16384, 65536};
+	(void)state;
+
+	fill_text(in, LEN);
+	for (int k = 0; k < 3; k++) {
+		uint32_t ss = sizes[k];
+		size_t n = lzo_frame(ss, ss, in, LEN, z);
+		memset(back, 0xee, LEN);
+		assert_int_equal(btk_decompress(BTK_COMPRESS_LZO, ss, z, n, back, LEN), 0);
+		assert_memory_equal(back, in, LEN);
+		/* a shorter ram_bytes takes the start; a longer one is zero-filled */
+		memset(back, 0xee, LEN);
+		assert_int_equal(btk_decompress(BTK_COMPRESS_LZO, ss, z, n, back, 70000), 0);
+		assert_memory_equal(back, in, 70000);
+		n = lzo_frame(ss, ss, in, 100000, z);
+		memset(back, 0xee, LEN);
+		assert_int_equal(btk_decompress(BTK_COMPRESS_LZO, ss, z, n, back, LEN), 0);
+		assert_memory_equal(back, in, 100000);
+		for (size_t i = 100000; i < LEN; i++)
+			assert_int_equal(back[i], 0);
+	}
+	free(in);
+	free(z);
+	free(back);
+}
+
+/* Corrupt framing is an error, not output cut and zero-filled. */
+static void test_lzo_corrupt(void **state)
+{
+	uint8_t *in = malloc(LEN), *z = malloc(2 * LEN), *back = malloc(LEN);
+	size_t n;
+	(void)state;
+
+	fill_text(in, LEN);
+	/* a segment holding two sectors of data */
+	n = lzo_frame(4096, 8192, in, LEN, z);
+	assert_int_equal(btk_decompress(BTK_COMPRESS_LZO, 4096, z, n, back, LEN), -EUCLEAN);
+	assert_non_null(strstr(btk_errmsg(), "within one sector"));
+	/* a segment length beyond lzo's bound for one sector (the data itself is fine) */
+	n = lzo_frame(4096, 4096, in, 4096, z);
+	memset(z + n, 0, 5000);
+	z[4] = (uint8_t)(4096 + 256 + 68), z[5] = (uint8_t)((4096 + 256 + 68) >> 8);
+	n += 5000;
+	z[0] = (uint8_t)n, z[1] = (uint8_t)(n >> 8);
+	assert_int_equal(btk_decompress(BTK_COMPRESS_LZO, 4096, z, n, back, 4096), -EUCLEAN);
+	assert_non_null(strstr(btk_errmsg(), "has length"));
+	/* a segment cut short: its first part decodes, then the input ends */
+	n = lzo_frame(65536, 65536, in, 65536, z);
+	size_t half = (n - 8) / 2;
+	z[4] = (uint8_t)half, z[5] = (uint8_t)(half >> 8), z[6] = 0;
+	z[0] = (uint8_t)(8 + half), z[1] = (uint8_t)((8 + half) >> 8), z[2] = 0;
+	assert_int_equal(btk_decompress(BTK_COMPRESS_LZO, 65536, z, 8 + half, back, 65536),
+			 -EUCLEAN);
+	assert_non_null(strstr(btk_errmsg(), "does not decode"));
+	/* a segment length running past the total */
+	n = lzo_frame(4096, 4096, in, 20000, z);
+	z[4] = 0xff, z[5] = 0xff;
+	assert_int_equal(btk_decompress(BTK_COMPRESS_LZO, 4096, z, n, back, 20000), -EUCLEAN);
+	/* a zero-length segment, a header cut by the total */
+	n = lzo_frame(4096, 4096, in, 20000, z);
+	z[4] = z[5] = z[6] = z[7] = 0;
+	assert_int_equal(btk_decompress(BTK_COMPRESS_LZO, 4096, z, n, back, 20000), -EUCLEAN);
+	n = lzo_frame(4096, 4096, in, 20000, z);
+	z[n] = 1, z[n + 1] = 0;
+	z[0] = (uint8_t)(n + 2), z[1] = (uint8_t)((n + 2) >> 8);
+	assert_int_equal(btk_decompress(BTK_COMPRESS_LZO, 4096, z, n + 2, back, 24576), -EUCLEAN);
+	/* sector sizes lzo framing cannot have */
+	assert_int_equal(btk_decompress(BTK_COMPRESS_LZO, 131072, z, n, back, 20000), -EINVAL);
+	assert_int_equal(btk_decompress(BTK_COMPRESS_LZO, 6144, z, n, back, 20000), -EINVAL);
+	free(in);
+	free(z);
+	free(back);
+}
+
 static void test_parse(void **state)
 {
 	int t, l;
@@ -107,10 +215,9 @@ static void test_parse(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_roundtrip),
-	    cmocka_unit_test(test_incompressible),
-	    cmocka_unit_test(test_damaged),
-	    cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_roundtrip),	cmocka_unit_test(test_incompressible),
+	    cmocka_unit_test(test_damaged),	cmocka_unit_test(test_lzo_big_segments),
+	    cmocka_unit_test(test_lzo_corrupt), cmocka_unit_test(test_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

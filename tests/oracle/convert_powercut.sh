@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# convert_powercut.sh CONVERT EXT_IMAGE WORKDIR — power cuts during btk-convert and during its
+# rollback: for every N, the write path stops after write N (BTK_CONVERT_FAULT_WRITES, the
+# fault-injecting io backend), and the device must then be either the ext filesystem (e2fsck
+# -fn clean, every block it uses identical to before) or a complete btrfs (btrfs check clean,
+# and the ext image inside it intact: a rollback from there restores it exactly). Prints one
+# line per state kind and "powercut: N states ok" at the end; exit 1 at the first bad state.
+set -u
+conv=$1 orig=$2 w=$3
+here=$(dirname "$0")
+img=$w/pc.img
+
+ext_intact() { # the ext filesystem as it was
+	e2fsck -fn "$1" >/dev/null 2>&1 && python3 "$here/ext_used_diff.py" "$orig" "$1" >/dev/null
+}
+btrfs_complete() {
+	btrfs check --readonly "$1" >/dev/null 2>&1
+}
+# a btrfs state must roll back to the exact ext filesystem
+rollback_exact() {
+	cp --sparse=always "$1" "$w/rb.img" && "$conv" -r "$w/rb.img" >/dev/null 2>&1 && ext_intact "$w/rb.img"
+}
+
+states=0 ext=0 btr=0
+for phase in convert rollback; do
+	n=0
+	while :; do
+		n=$((n + 1))
+		if [ "$phase" = convert ]; then
+			cp --sparse=always "$orig" "$img"
+			BTK_CONVERT_FAULT_WRITES=$n "$conv" --no-progress "$img" >/dev/null 2>&1
+		else
+			cp --sparse=always "$w/converted.img" "$img"
+			BTK_CONVERT_FAULT_WRITES=$n "$conv" -r "$img" >/dev/null 2>&1
+		fi
+		rc=$?
+		states=$((states + 1))
+		if ext_intact "$img"; then
+			ext=$((ext + 1))
+		elif btrfs_complete "$img" && rollback_exact "$img"; then
+			btr=$((btr + 1))
+		else
+			echo "powercut: $phase stopped after write $n: neither the ext nor a complete btrfs" >&2
+			cp "$img" "$w/bad-$phase-$n.img"
+			exit 1
+		fi
+		if [ "$rc" -eq 0 ]; then
+			[ "$phase" = convert ] && cp --sparse=always "$img" "$w/converted.img"
+			echo "powercut: $phase: $n writes, every stop checked"
+			break
+		fi
+		[ "$n" -lt 100000 ] || { echo "powercut: $phase never finished" >&2; exit 1; }
+	done
+done
+echo "powercut: $states states ok ($ext ext, $btr btrfs)"

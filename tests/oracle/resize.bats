@@ -1,0 +1,320 @@
+#!/usr/bin/env bats
+# btk-resize against the kernel: images populated through a loop mount
+# (tests/oracle/resize_populate.sh: snapshots of snapshots, a read-only one, reflinks, zstd,
+# prealloc, hard links, xattrs, data spread by deleting every other file, metadata and system
+# chunks at the end of the device) are shrunk below the end of their chunks (DUP metadata and
+# system stripes and data stripes move), grown, set to an absolute size and shrunk with -M.
+# After each step: btrfs check clean, superblock and file sizes as asked, the kernel sees the
+# same tree (rsync --checksum against a copy saved before), used bytes unchanged, and the
+# kernel writes and btrfs check stays clean. Then a power cut at every write of a shrink, and
+# the refusals that need the kernel (mounted, log tree, balance in progress).
+
+load ../bats/helpers
+
+RESIZE=$BTK_BUILD/bin/btk-resize
+
+setup_file() {
+	[ "$(id -u)" = 0 ] || return 0
+	export ORC=$BTK_TEST_TMP/resize-oracle
+	mkdir -p "$ORC"
+}
+
+setup() {
+	require_loop
+	require_btk resize
+	require_tool rsync
+	require_tool setfattr
+	MNT=$BATS_TEST_TMPDIR/mnt
+	mkdir -p "$MNT"
+}
+
+teardown() {
+	mountpoint -q "$MNT" 2>/dev/null && umount "$MNT"
+	[ -n "${LOOPS+x}" ] && detach
+	true
+}
+
+# make_image NAME SIZE FILL_MB: a populated image and its saved tree (built once per run)
+make_image() {
+	local d=$ORC/$1
+	(
+		flock 9
+		[ -e "$d/done" ] && exit 0
+		rm -rf "$d"
+		mkdir -p "$d/mnt" "$d/saved"
+		truncate -s "$2" "$d/img"
+		mkfs.btrfs -q -f "$d/img" >/dev/null 2>&1
+		btrfs check --readonly "$d/img" >/dev/null 2>&1 || exit 1
+		mount -o loop "$d/img" "$d/mnt" || exit 1
+		bash "$BTK_ROOT/tests/oracle/resize_populate.sh" "$d/mnt" $3 >"$d/populate.log" 2>&1
+		local rc=$?
+		[ $rc = 0 ] && rsync -aHAX --filter='-x btrfs.compression' "$d/mnt/" "$d/saved/"
+		data_used "$d/mnt" >"$d/used"
+		umount "$d/mnt"
+		[ $rc = 0 ] && touch "$d/done"
+	) 9>"$ORC/.lock.$1"
+	[ -e "$ORC/$1/done" ] || {
+		echo "building image $1 failed" >&2
+		tail "$ORC/$1/populate.log" >&2
+		return 1
+	}
+	IMG=$BATS_TEST_TMPDIR/$1.img
+	cp --sparse=always "$ORC/$1/img" "$IMG"
+	SAVED=$ORC/$1/saved
+	USED=$(cat "$ORC/$1/used")
+}
+
+# data bytes used (shared extents count once): must not grow when extents move
+data_used() {
+	btrfs filesystem usage -b "$1" | sed -n 's/^Data,[^:]*: Size:[0-9]*, Used:\([0-9]*\).*/\1/p'
+}
+
+sb_field() {
+	btrfs inspect-internal dump-super "$1" | awk -v f="$2" '$1 == f { print $2 }'
+}
+
+# size_is IMG BYTES
+size_is() {
+	[ "$(sb_field "$1" total_bytes)" = "$2" ] &&
+		[ "$(sb_field "$1" dev_item.total_bytes)" = "$2" ] &&
+		[ "$(stat -c %s "$1")" = "$2" ] || {
+		echo "sizes: super $(sb_field "$1" total_bytes) dev_item" \
+			"$(sb_field "$1" dev_item.total_bytes) file $(stat -c %s "$1"), want $2" >&2
+		return 1
+	}
+}
+
+check_clean() {
+	btrfs check --readonly "$1" >"$BATS_TEST_TMPDIR/check.out" 2>&1 || {
+		echo "btrfs check fails on $1:" >&2
+		tail -20 "$BATS_TEST_TMPDIR/check.out" >&2
+		return 1
+	}
+}
+
+# same_tree IMG: mounted by the kernel, the tree equals the saved copy and the used bytes
+# did not grow (shared extents stay shared); then the kernel writes and deletes a file
+same_tree() {
+	mount -o loop "$1" "$MNT"
+	rsync -aHAX --filter='-x btrfs.compression' --checksum --dry-run --itemize-changes \
+		--numeric-ids --delete "$MNT/" "$SAVED/" >"$BATS_TEST_TMPDIR/rsync.out" 2>&1
+	local rc=$? used
+	used=$(data_used "$MNT")
+	head -c 10M /dev/urandom >"$MNT/kernel-wrote"
+	sync
+	rm "$MNT/kernel-wrote"
+	touch -r "$SAVED" "$MNT" # the top directory's times as saved, for the next comparison
+	umount "$MNT"
+	[ $rc = 0 ] && [ ! -s "$BATS_TEST_TMPDIR/rsync.out" ] || {
+		echo "the tree differs (rsync $rc):" >&2
+		head -20 "$BATS_TEST_TMPDIR/rsync.out" >&2
+		return 1
+	}
+	[ "$used" = "$USED" ] || {
+		echo "used bytes $used, were $USED" >&2
+		return 1
+	}
+	check_clean "$1"
+}
+
+step() {
+	btk_run 300 "$RESIZE" "$@"
+	[ "$status" = 0 ] || {
+		show_err
+		return 1
+	}
+}
+
+@test "shrink below the allocated end (stripes move), grow, absolute, -M = -P: same tree" {
+	make_image big 1G 96
+	step -P "$IMG"
+	min=$(cat "$BTK_OUT")
+	[ "$min" -lt $((900 << 20)) ]
+	# halfway between the minimum and the end of the chunks: some stripes must move
+	end=$(btrfs inspect-internal dump-tree -t dev "$IMG" | awk '/DEV_EXTENT/ { o = $6 + 0 }
+		/length/ { if (o + $NF > e) e = o + $NF } END { print e }')
+	target=$(((min + end) / 2 / 4096 * 4096))
+	[ "$target" -lt "$end" ]
+	step "$target" "$IMG"
+	grep -q "^moved " "$BTK_OUT"
+	size_is "$IMG" "$target"
+	check_clean "$IMG"
+	same_tree "$IMG"
+	step +256m "$IMG"
+	size_is "$IMG" $((target + (256 << 20)))
+	check_clean "$IMG"
+	same_tree "$IMG"
+	step 1:900m "$IMG"
+	size_is "$IMG" $((900 << 20))
+	same_tree "$IMG"
+	step -P "$IMG"
+	min2=$(cat "$BTK_OUT")
+	step -M "$IMG"
+	size_is "$IMG" "$min2"
+	check_clean "$IMG"
+	same_tree "$IMG"
+	step -P "$IMG"
+	[ "$(cat "$BTK_OUT")" = "$min2" ]
+}
+
+@test "DUP metadata and system stripes move, and the sys_chunk_array follows" {
+	make_image big 1G 96
+	step -M "$IMG"
+	grep -q "^moved system chunk" "$BTK_OUT"
+	grep -q "^moved metadata chunk .* stripe 0" "$BTK_OUT"
+	grep -q "^moved metadata chunk .* stripe 1" "$BTK_OUT"
+	# the superblock's copy of the system chunk agrees with the chunk tree
+	sys=$(btrfs inspect-internal dump-super -f "$IMG" | awk '/backup_roots/ { exit }
+		/ key / { f = 0 } /type SYSTEM/ { f = 1 } f && /stripe [0-9]+ devid/' |
+		grep -oE 'stripe [0-9]+ devid [0-9]+ offset [0-9]+' | sort)
+	tree=$(btrfs inspect-internal dump-tree -t chunk "$IMG" |
+		awk '/ key / { f = 0 } /type SYSTEM/ { f = 1 } f && /stripe [0-9]+ devid/' |
+		grep -oE 'stripe [0-9]+ devid [0-9]+ offset [0-9]+' | sort)
+	[ -n "$sys" ] && [ "$sys" = "$tree" ]
+	check_clean "$IMG"
+	same_tree "$IMG"
+}
+
+@test "power cut at every write of a shrink: old or new filesystem, same content" {
+	make_image small 512M "40 1"
+	cp --sparse=always "$IMG" "$BATS_TEST_TMPDIR/orig.img"
+	old=$(stat -c %s "$IMG")
+	step -P "$IMG"
+	new=$(cat "$BTK_OUT")
+	[ "$new" -lt "$old" ]
+	n=0 done=0 seen_old=0 seen_new=0
+	while [ $done = 0 ] && [ $n -lt 400 ]; do
+		cp --sparse=always "$BATS_TEST_TMPDIR/orig.img" "$IMG"
+		btk_run 120 "$RESIZE" --fail-after $n -M "$IMG"
+		assert_no_crash
+		[ "$status" = 0 ] && done=1
+		check_clean "$IMG" || { echo "after $n writes" >&2; false; }
+		sz=$(sb_field "$IMG" total_bytes)
+		case $sz in
+		"$old") seen_old=$((seen_old + 1)) ;;
+		"$new") seen_new=$((seen_new + 1)) ;;
+		*) echo "after $n writes: size $sz, neither $old nor $new" >&2; false ;;
+		esac
+		# the content, through the kernel, on every fourth state and the last
+		if [ $((n % 4)) = 0 ] || [ $done = 1 ]; then
+			same_tree "$IMG" || { echo "after $n writes" >&2; false; }
+		fi
+		n=$((n + 1))
+	done
+	[ $done = 1 ]
+	[ $seen_old -gt 0 ] && [ $seen_new -gt 0 ]
+	size_is "$IMG" "$new"
+	echo "# $n write budgets tried, $seen_old old, $seen_new new" >&3
+}
+
+@test "refused while mounted; image unchanged after unmount" {
+	make_image small 512M "40 1"
+	mount -o loop,ro "$IMG" "$MNT"
+	btk_run 60 "$RESIZE" -M "$IMG"
+	assert_one_line_error
+	grep -q "mounted" "$BTK_ERR"
+	umount "$MNT"
+	cmp -s "$IMG" "$ORC/small/img"
+}
+
+@test "refused with a log tree to replay (says how); image unchanged" {
+	oracle_image logtree -C small -L -s 512M
+	IMG=$BATS_TEST_TMPDIR/log.img
+	cp --sparse=always "${IMG_DEVS[0]}" "$IMG"
+	sum=$(sha256sum <"$IMG")
+	btk_run 60 "$RESIZE" +64m "$IMG"
+	assert_one_line_error
+	grep -q "log tree" "$BTK_ERR"
+	grep -q "mount" "$BTK_ERR"
+	[ "$(sha256sum <"$IMG")" = "$sum" ]
+}
+
+@test "refused with a paused balance; image unchanged" {
+	IMG=$BATS_TEST_TMPDIR/bal.img
+	truncate -s 1G "$IMG"
+	mkfs.btrfs -q -f "$IMG" >/dev/null 2>&1
+	mount -o loop "$IMG" "$MNT"
+	for i in $(seq 0 15); do head -c 16M /dev/urandom >"$MNT/f$i"; done
+	sync
+	btrfs balance start --bg -d "$MNT" >/dev/null 2>&1
+	for i in $(seq 1 50); do
+		btrfs balance pause "$MNT" >/dev/null 2>&1 || true
+		st=$(btrfs balance status "$MNT" 2>&1 || true)
+		case $st in *"is paused"* | *"No balance"*) break ;; esac
+		sleep 0.2
+	done
+	umount "$MNT" || { sleep 10; umount "$MNT"; }
+	btrfs inspect-internal dump-tree -t root "$IMG" | grep -q "BALANCE" ||
+		skip "the balance finished before it could be paused"
+	sum=$(sha256sum <"$IMG")
+	btk_run 60 "$RESIZE" +64m "$IMG"
+	assert_one_line_error
+	grep -q "balance" "$BTK_ERR"
+	[ "$(sha256sum <"$IMG")" = "$sum" ]
+}
+
+# multi_dev PROFILE: 4 image files, populated, one device shrunk with -M; the others stay
+multi_dev() {
+	local d=$BATS_TEST_TMPDIR/multi i l
+	mkdir -p "$d/saved"
+	for i in 0 1 2 3; do truncate -s 512M "$d/d$i.img"; done
+	mkfs.btrfs -q -f -m "$1" -d "$1" "$d"/d{0,1,2,3}.img >/dev/null 2>&1
+	LOOPS=()
+	for i in 0 1 2 3; do LOOPS+=("$(losetup -f --show "$d/d$i.img")"); done
+	btrfs device scan "${LOOPS[@]}" >/dev/null
+	btrfs check --readonly "${LOOPS[0]}" >/dev/null 2>&1
+	mount "${LOOPS[0]}" "$MNT"
+	bash "$BTK_ROOT/tests/oracle/resize_populate.sh" "$MNT" 60 2 >"$d/populate.log" 2>&1 || true
+	rsync -aHAX --filter='-x btrfs.compression' "$MNT/" "$d/saved/"
+	umount "$MNT"
+	detach
+	# the first device whose shrink moves a stripe (the layout is the kernel's)
+	dv=0
+	for i in 1 2 3 4; do
+		step -n -M $i: "$d"/d*.img
+		grep -q "^would move" "$BTK_OUT" && { dv=$i; break; }
+	done
+	[ $dv != 0 ]
+	step -P $dv: "$d"/d*.img
+	min=$(cat "$BTK_OUT")
+	others=()
+	for i in 0 1 2 3; do [ $i != $((dv - 1)) ] && others+=("$d/d$i.img"); done
+	sizes=$(stat -c %s "${others[@]}")
+	step -M $dv: "$d"/d*.img
+	grep -q "^moved .* stripe" "$BTK_OUT"
+	[ "$(stat -c %s "$d/d$((dv - 1)).img")" = "$min" ]
+	[ "$(stat -c %s "${others[@]}")" = "$sizes" ]
+	for i in 0 1 2 3; do LOOPS+=("$(losetup -f --show "$d/d$i.img")"); done
+	btrfs device scan "${LOOPS[@]}" >/dev/null
+	btrfs check --readonly "${LOOPS[0]}" >"$d/check.out" 2>&1 || { tail "$d/check.out" >&2; false; }
+	mount "${LOOPS[0]}" "$MNT"
+	btrfs filesystem show --raw "$MNT" | grep -q "devid *$dv size $min " || {
+		btrfs filesystem show --raw "$MNT" >&2
+		false
+	}
+	rsync -aHAX --filter='-x btrfs.compression' --checksum --dry-run --itemize-changes \
+		--numeric-ids --delete "$MNT/" "$d/saved/" >"$d/rsync.out" 2>&1
+	head -c 20M /dev/urandom >"$MNT/kernel-wrote"
+	sync
+	umount "$MNT"
+	[ ! -s "$d/rsync.out" ] || { head "$d/rsync.out" >&2; false; }
+	btrfs check --readonly "${LOOPS[0]}" >"$d/check.out" 2>&1 || { tail "$d/check.out" >&2; false; }
+	detach
+}
+
+detach() {
+	local l
+	for l in "${LOOPS[@]}"; do
+		btrfs device scan --forget "$l" >/dev/null 2>&1 || true
+		losetup -d "$l" 2>/dev/null || true
+	done
+	LOOPS=()
+}
+
+@test "4-device RAID1: shrinking one device moves only its stripes; check clean, same tree" {
+	multi_dev raid1
+}
+
+@test "4-device RAID10: shrinking one device moves only its stripes; check clean, same tree" {
+	multi_dev raid10
+}
