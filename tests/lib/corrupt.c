@@ -709,6 +709,7 @@ static int leaf_insert(struct btk_fs *fs, uint8_t *buf, int pos, const struct bt
 struct gap {
 	uint64_t prev_end, gen;
 	bool have;
+	int skip; /* gaps to pass over first (their leaves were full) */
 };
 
 /* A data extent item followed (in the same leaf) by a free sector before the next extent. */
@@ -724,7 +725,7 @@ static bool match_gap(struct btk_fs *fs, const struct btk_key *k, const uint8_t 
 	bool hit = ch && (ch->type & BTRFS_BLOCK_GROUP_DATA) && slot > 0 &&
 		   g->prev_end + fs->sectorsize <= ch->logical + ch->length &&
 		   k->objectid >= g->prev_end + fs->sectorsize;
-	if (hit)
+	if (hit && g->skip-- <= 0)
 		return true;
 	g->have = k->type == BTRFS_EXTENT_ITEM_KEY && sz >= sizeof(struct btrfs_extent_item) &&
 		  (BTK_GET(struct btrfs_extent_item, p, flags) & BTRFS_EXTENT_FLAG_DATA);
@@ -734,14 +735,13 @@ static bool match_gap(struct btk_fs *fs, const struct btk_key *k, const uint8_t 
 	return false;
 }
 
-static int k_extra_extent(struct btk_fs *fs, const char *n)
+/* Inserts an extent item (one data ref) for the free sector of gap g, found in leaf t. */
+static int insert_extent(struct btk_fs *fs, const struct gap *gp, const struct target *tp,
+			 const char *n)
 {
-	/* an extent item (with one data ref) for a free sector that nothing uses */
-	struct gap g = {0};
-	struct target t;
-	int ret = find_item(fs, BTRFS_EXTENT_TREE_OBJECTID, NULL, match_gap, &g, &t);
-	if (ret)
-		return ret;
+	struct gap g = *gp;
+	struct target t = *tp;
+	int ret;
 	uint8_t item[sizeof(struct btrfs_extent_item) + 1 + sizeof(struct btrfs_extent_data_ref)];
 	memset(item, 0, sizeof(item));
 	BTK_PUT(struct btrfs_extent_item, item, refs, 1);
@@ -776,6 +776,22 @@ static int k_extra_extent(struct btk_fs *fs, const char *n)
 		printf("%s: block %llu slot %d: inserted EXTENT_ITEM (%llu %u %llu)\n", n,
 		       (unsigned long long)t.bytenr, pos, (unsigned long long)key.objectid,
 		       key.type, (unsigned long long)key.offset);
+	return ret;
+}
+
+static int k_extra_extent(struct btk_fs *fs, const char *n)
+{
+	/* an extent item (with one data ref) for a free sector that nothing uses; a gap whose
+	 * leaf is full is passed over for the next one */
+	int ret = -ENOSPC;
+
+	for (int skip = 0; ret == -ENOSPC && skip < 50; skip++) {
+		struct gap g = {.skip = skip};
+		struct target t;
+		ret = find_item(fs, BTRFS_EXTENT_TREE_OBJECTID, NULL, match_gap, &g, &t);
+		if (!ret)
+			ret = insert_extent(fs, &g, &t, n);
+	}
 	return ret;
 }
 
