@@ -144,10 +144,10 @@ int conv_place(void *ctx, struct btk_trans *t)
 			return ret;
 		c->fs->devs[0].dev = fd;
 	}
+	/* the data chunks below cover every used block outside these ranges, so holding them
+	 * keeps the chunk allocator off everything ext uses */
 	for (int i = 0; i < nres && !ret; i++)
 		ret = btk_dev_hold(t, 1, res[i].start, res[i].len);
-	for (size_t i = 0; i < s->nused && !ret; i++)
-		ret = btk_dev_hold(t, 1, s->used[i].start, s->used[i].len);
 	for (size_t i = 0; i < s->nused && !ret; i++)
 		ret = split_reserved(res, nres, s->used[i].start, s->used[i].len, chunk_piece, &k);
 	if (!ret && k.ce)

@@ -68,7 +68,7 @@ static int super_dev(const char *path, bool all, bool json)
 				  copies[i].offset, copies[i].why);
 			ret = 1;
 			/* without the magic there is nothing worth decoding */
-			if (btk_le64(copies[i].sb.magic) != BTK_MAGIC)
+			if (!btk_super_magic_ok(&copies[i].sb))
 				continue;
 		}
 		print_copy(path, &copies[i], json);

@@ -16,15 +16,16 @@
 
 int btk_compress_parse(const char *s, int *type, int *level)
 {
-	static const char *const names[] = {"zlib", "lzo", "zstd"};
 	const char *colon = strchr(s, ':');
 	size_t n = colon ? (size_t)(colon - s) : strlen(s);
 
 	*level = 0;
 	*type = -1;
-	for (int i = 0; i < 3; i++)
-		if (strlen(names[i]) == n && !strncmp(s, names[i], n))
-			*type = i + 1;
+	for (int i = BTK_COMPRESS_NONE + 1; i < BTK_COMPRESS_TYPES; i++) {
+		const char *name = btk_compression_name((unsigned)i);
+		if (strlen(name) == n && !strncmp(s, name, n))
+			*type = i;
+	}
 	if (*type < 0)
 		return -EINVAL;
 	if (colon) {
@@ -36,12 +37,6 @@ int btk_compress_parse(const char *s, int *type, int *level)
 		*level = (int)v;
 	}
 	return 0;
-}
-
-const char *btk_compress_name(int type)
-{
-	static const char *const names[] = {"none", "zlib", "lzo", "zstd"};
-	return type >= 0 && type < 4 ? names[type] : "unknown";
 }
 
 static long zlib_pack(int level, const uint8_t *in, size_t len, uint8_t *out, size_t cap)

@@ -133,3 +133,27 @@ int btk_csum(int type, const void *data, size_t len, uint8_t out[BTK_CSUM_MAX])
 	}
 	return -EINVAL;
 }
+
+uint32_t btk_name_hash(const void *name, size_t len)
+{
+	return btk_crc32c(~1U, name, len);
+}
+
+uint32_t btk_extref_hash(uint64_t parent, const void *name, size_t len)
+{
+	return btk_crc32c((uint32_t)parent, name, len);
+}
+
+uint64_t btk_data_ref_hash(uint64_t root, uint64_t ino, uint64_t offset)
+{
+	uint8_t le[8];
+	uint32_t high, low;
+
+	btk_put64(le, root);
+	high = btk_crc32c(~0U, le, 8);
+	btk_put64(le, ino);
+	low = btk_crc32c(~0U, le, 8);
+	btk_put64(le, offset);
+	low = btk_crc32c(low, le, 8);
+	return ((uint64_t)high << 31) ^ (uint64_t)low;
+}

@@ -1,6 +1,7 @@
 /* check_csum.c — the checksum tree: no overlaps, every checksum for data that exists, every
  * checksummed file extent covered; with data_csum, every data copy read and verified. */
 #include "check/check_priv.h"
+#include "format/root_item.h"
 #include "base/csum.h"
 #include "base/error.h"
 
@@ -275,17 +276,13 @@ void chk_log_leaf(struct chk *c, const struct btk_block *b)
 		struct chk_range *r;
 		btk_leaf_key(b, (int)i, &k);
 		if (k.type == BTRFS_ROOT_ITEM_KEY && k.objectid == BTRFS_TREE_LOG_OBJECTID &&
-		    sz >= offsetof(struct btrfs_root_item, level) + 1) {
+		    sz >= BTK_ROOT_ITEM_V0_SIZE) {
 			struct btk_root *lr = btk_vec_push(&c->log_roots);
 			if (!lr) {
 				c->oom = true;
 				return;
 			}
-			lr->objectid = BTRFS_TREE_LOG_OBJECTID;
-			lr->key_offset = k.offset;
-			lr->bytenr = BTK_GET(struct btrfs_root_item, p, bytenr);
-			lr->generation = BTK_GET(struct btrfs_root_item, p, generation);
-			lr->level = BTK_GET(struct btrfs_root_item, p, level);
+			btk_root_from_item(BTRFS_TREE_LOG_OBJECTID, k.offset, p, sz, lr);
 		} else if (k.type == BTRFS_INODE_ITEM_KEY &&
 			   sz >= sizeof(struct btrfs_inode_item)) {
 			c->log_ino = k.objectid;

@@ -341,8 +341,3 @@ int btk_subvol_path(struct btk_fs *fs, uint64_t root_id, char **out)
 	free(r);
 	return ret;
 }
-
-uint32_t btk_name_hash(const char *name, size_t len)
-{
-	return btk_crc32c(~1U, name, len);
-}

@@ -22,12 +22,6 @@ uint32_t btk_inline_max(const struct btk_fs *fs)
 	return max_item(fs) - (uint32_t)FE_INLINE_SZ;
 }
 
-static uint64_t extref_hash(uint64_t parent, const char *name, size_t len)
-{
-	/* The kernel seeds with the parent id truncated to 32 bits. */
-	return btk_crc32c((uint32_t)parent, name, len);
-}
-
 void btk_put_time(uint8_t *p, const struct btk_time *tm)
 {
 	btk_put64(p + offsetof(struct btrfs_timespec, sec), tm->sec);
@@ -234,7 +228,7 @@ static int inode_ref_add(struct btk_trans *t, uint64_t root, uint64_t ino, uint6
 	if (ret != -EOVERFLOW)
 		return ret;
 	/* The parent's names of this inode fill an item: the rest go to extended refs. */
-	k = (struct btk_key){ino, BTRFS_INODE_EXTREF_KEY, extref_hash(dir, name, len)};
+	k = (struct btk_key){ino, BTRFS_INODE_EXTREF_KEY, btk_extref_hash(dir, name, len)};
 	BTK_PUT(struct btrfs_inode_extref, buf, parent_objectid, dir);
 	BTK_PUT(struct btrfs_inode_extref, buf, index, index);
 	BTK_PUT(struct btrfs_inode_extref, buf, name_len, len);

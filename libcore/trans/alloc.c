@@ -192,8 +192,8 @@ static int super_logical(const struct btk_chunk *c, int idx, uint64_t phys, uint
 	} else if (c->type & BTRFS_BLOCK_GROUP_RAID10) {
 		nr = (nr * c->num_stripes + (uint64_t)idx) / c->sub_stripes;
 	} else if (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK) {
-		int nd = c->num_stripes - ((c->type & BTRFS_BLOCK_GROUP_RAID6) ? 2 : 1);
-		*len = BTK_STRIPE_LEN * (uint64_t)nd;
+		*len = BTK_STRIPE_LEN *
+		       btk_chunk_data_stripes(c->type, c->num_stripes, c->sub_stripes);
 	}
 	*logical = c->logical + nr * *len;
 	if (*logical + *len > c->logical + c->length)

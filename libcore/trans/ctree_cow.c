@@ -2,6 +2,7 @@
  * prepares a path for a change (splitting full blocks on the way down).
  */
 #include "trans/ctree_int.h"
+#include "format/root_item.h"
 #include "base/error.h"
 
 #include <errno.h>
@@ -148,8 +149,7 @@ static int wroot_load_item(struct btk_wfs *w, struct btk_wroot *wr)
 	{
 		uint32_t size = btk_leaf_size(p.nodes[0], p.slots[0]);
 		const uint8_t *d = btk_leaf_data(p.nodes[0], p.slots[0]);
-		if (size < offsetof(struct btrfs_root_item, generation_v2) ||
-		    size > sizeof(wr->item)) {
+		if (size < BTK_ROOT_ITEM_V0_SIZE || size > sizeof(wr->item)) {
 			ret = btk_err(EUCLEAN, "root item of tree %llu has size %u",
 				      (unsigned long long)wr->objectid, size);
 			goto out;

@@ -1,6 +1,7 @@
 /* tree.c — validated tree-block reads with mirror fallback; search and iteration. */
 #include "tree/tree.h"
 #include "tree/cache.h"
+#include "format/root_item.h"
 #include "base/csum.h"
 #include "base/error.h"
 
@@ -205,16 +206,49 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 	return btk_err(EUCLEAN, "tree block %llu: %s", (unsigned long long)bytenr, why);
 }
 
+uint64_t btk_block_used(const struct btk_block *b)
+{
+	uint32_t nr = btk_block_nritems(b);
+	uint64_t used;
+
+	if (btk_block_level(b))
+		return (uint64_t)nr * sizeof(struct btk_key_ptr);
+	used = (uint64_t)nr * sizeof(struct btk_item);
+	for (uint32_t i = 0; i < nr; i++)
+		used += btk_leaf_size(b, (int)i);
+	return used;
+}
+
+int btk_block_free_space(const struct btk_block *b, uint32_t nodesize)
+{
+	uint32_t nr = btk_block_nritems(b), space = btk_block_space(nodesize);
+	uint32_t lowest = space;
+
+	if (btk_block_level(b))
+		return (int)((uint32_t)(space / sizeof(struct btk_key_ptr)) - nr);
+	for (uint32_t i = 0; i < nr; i++) {
+		uint32_t off = btk_leaf_offset(b, (int)i);
+		lowest = off < lowest ? off : lowest;
+	}
+	return (int)lowest - (int)(nr * sizeof(struct btk_item));
+}
+
 /* ---- roots ---- */
 
-static int root_from_item(const uint8_t *data, uint32_t size, struct btk_root *r)
+int btk_root_from_item(uint64_t objectid, uint64_t key_offset, const uint8_t *data, uint32_t size,
+		       struct btk_root *r)
 {
-	if (size < offsetof(struct btrfs_root_item, level) + 1)
+	struct btk_root_item ri;
+
+	memset(r, 0, sizeof(*r));
+	r->objectid = objectid;
+	r->key_offset = key_offset;
+	if (btk_root_item_parse(data, size, &ri))
 		return -EUCLEAN;
-	r->bytenr = BTK_GET(struct btrfs_root_item, data, bytenr);
-	r->generation = BTK_GET(struct btrfs_root_item, data, generation);
-	r->level = BTK_GET(struct btrfs_root_item, data, level);
-	return r->level < BTK_MAX_LEVEL ? 0 : -EUCLEAN;
+	r->bytenr = ri.bytenr;
+	r->generation = ri.generation;
+	r->level = ri.level;
+	return 0;
 }
 
 static void super_root(const struct btk_fs *fs, uint64_t id, struct btk_root *r)
@@ -264,10 +298,8 @@ int btk_root_find(struct btk_fs *fs, uint64_t objectid, struct btk_root *out)
 	}
 	if (ret == 0) {
 		data = btk_path_data(&p, &size);
-		memset(out, 0, sizeof(*out));
-		out->objectid = objectid;
-		out->key_offset = k.offset;
-		if (root_from_item(data, size, out))
+		if (btk_root_from_item(objectid, k.offset, data, size, out) ||
+		    out->level >= BTK_MAX_LEVEL)
 			ret = btk_err(EUCLEAN, "root item of tree %llu is damaged",
 				      (unsigned long long)objectid);
 	}

@@ -118,6 +118,11 @@ int btk_chunk_map_add_all(struct btk_fs *fs, struct btk_chunk **v, int n);
 /* -EUCLEAN when two chunks of the map overlap. */
 int btk_chunk_map_check(const struct btk_fs *fs);
 
+/* Forgets a member device that has no handle (a missing one) and that no chunk of the map
+ * uses, so that the rest can be written (a filesystem moved onto fewer devices).
+ * -EBUSY when a chunk still has a stripe on it or it is open, -ENOENT when unknown. */
+int btk_fs_dev_forget(struct btk_fs *fs, uint64_t devid);
+
 /* The device with that devid, or NULL. */
 struct btk_fs_dev *btk_fs_dev_find(struct btk_fs *fs, uint64_t devid);
 
