@@ -221,5 +221,11 @@ int btk_write_bg_items(struct btk_trans *t);
 
 /* ---- fst.c ---- */
 int btk_fst_update(struct btk_trans *t);
+/* Deletes the FREE_SPACE_INFO (start, len) and every extent/bitmap item of that block group
+ * (before its length changes; the commit writes them anew for a dirty block group). */
+int btk_fst_drop_bg(struct btk_trans *t, uint64_t start, uint64_t len);
+
+/* ---- trans_refs.c: the tree holding block group items ---- */
+uint64_t btk_bg_item_tree(struct btk_wfs *w);
 
 #endif

@@ -154,6 +154,13 @@ int btk_dev_hold(struct btk_trans *t, uint64_t devid, uint64_t start, uint64_t l
  * -ENOENT no such stripe, -EINVAL a chunk of this transaction, -EUCLEAN items disagree. */
 int btk_chunk_stripe_move(struct btk_trans *t, uint64_t logical, int stripe, uint64_t to);
 
+/* Cuts the free tail off a committed SINGLE or DUP chunk: its length becomes new_len (a
+ * sector multiple, > 0) in the chunk item, its dev extents, its block group item and
+ * free-space tree entries (re-keyed) and the chunk map; the device space past it becomes
+ * unallocated after the commit (held until then). -EBUSY when anything in the tail is used,
+ * -EINVAL for other profiles or lengths, -ENOENT no such chunk. */
+int btk_chunk_shrink(struct btk_trans *t, uint64_t logical, uint64_t new_len);
+
 /* ---- statistics for tests ---- */
 struct btk_wstats {
 	uint64_t bgs, bg_used, pinned_bytes, free_bytes;

@@ -291,28 +291,27 @@ static int new_tree_record(struct btk_trans *t, const struct btk_refop *op, stru
 	if (ret)
 		return ret;
 	d = btk_item_ptr(&r->p, NULL);
-	BTK_PUT(struct btrfs_extent_item, d, refs, 1);
-	BTK_PUT(struct btrfs_extent_item, d, generation, t->transid);
-	BTK_PUT(struct btrfs_extent_item, d, flags, BTRFS_EXTENT_FLAG_TREE_BLOCK | op->set_flags);
-	if (r->hdr > EI_SZ) {
+	struct btk_extent_head h = {.refs = 1,
+				    .generation = t->transid,
+				    .flags = BTRFS_EXTENT_FLAG_TREE_BLOCK | op->set_flags,
+				    .has_info = r->hdr > EI_SZ,
+				    .level = op->level};
+	if (h.has_info) {
 		/* the block's first key as it is now; nothing reads it back but tools print it */
 		struct btk_block *b = NULL;
-		struct btk_key fk = {0, 0, 0};
-		struct btrfs_tree_block_info *tbi = (void *)(d + EI_SZ);
 		/* a writeback may have let the block leave the cache */
 		if (btk_wblock_read(t->fs, op->bytenr, op->level, &b))
 			b = NULL, btk_err_clear();
 		if (b && btk_block_nritems(b)) {
 			if (btk_block_level(b))
-				btk_node_key(b, 0, &fk);
+				btk_node_key(b, 0, &h.info_key);
 			else
-				btk_leaf_key(b, 0, &fk);
+				btk_leaf_key(b, 0, &h.info_key);
 		}
 		if (b)
 			btk_block_put(b);
-		btk_key_to_disk(&fk, (struct btk_disk_key *)&tbi->key);
-		tbi->level = (uint8_t)op->level;
 	}
+	btk_extent_head_write(d, &h);
 	write_inline(d + r->hdr, op, 1);
 	btk_wpath_release(&r->p);
 	return bg_account(w, op->bytenr, op->num_bytes, true);
@@ -564,7 +563,7 @@ int btk_block_child_refs(struct btk_trans *t, uint64_t root, const struct btk_bl
 	return ret;
 }
 
-static uint64_t bg_tree(struct btk_wfs *w)
+uint64_t btk_bg_item_tree(struct btk_wfs *w)
 {
 	return w->bgtree ? BTRFS_BLOCK_GROUP_TREE_OBJECTID : BTRFS_EXTENT_TREE_OBJECTID;
 }
@@ -591,12 +590,12 @@ static int write_bg_item(struct btk_trans *t, struct btk_bg *bg)
 		uint64_t start = bg->start;
 		/* the insert may allocate a chunk and move the block group array */
 		bg->item_new = false;
-		ret = btk_item_insert(t, bg_tree(t->w), &key, want, sizeof(want));
+		ret = btk_item_insert(t, btk_bg_item_tree(t->w), &key, want, sizeof(want));
 		if (ret && (bg = btk_bg_find(t->w, start)))
 			bg->item_new = true;
 		return ret;
 	}
-	ret = btk_tree_search_cur(t->w, bg_tree(t->w), &key, &p);
+	ret = btk_tree_search_cur(t->w, btk_bg_item_tree(t->w), &key, &p);
 	if (ret == 0) {
 		d = btk_item_ptr(&p, &size);
 		ret = size == sizeof(want) && !memcmp(d, want, sizeof(want)) ? 2 : 0;
@@ -607,7 +606,7 @@ static int write_bg_item(struct btk_trans *t, struct btk_bg *bg)
 	if (ret == 1)
 		return btk_err(EUCLEAN, "block group item %llu is missing",
 			       (unsigned long long)bg->start);
-	return btk_item_update(t, bg_tree(t->w), &key, want, sizeof(want));
+	return btk_item_update(t, btk_bg_item_tree(t->w), &key, want, sizeof(want));
 }
 
 int btk_write_bg_items(struct btk_trans *t)
