@@ -90,3 +90,27 @@ setup() {
 	run "$B/btk-owner" -f "$D/list" "$D/i.img"
 	[ "$status" -eq 0 ] && [[ "$output" == *"path=/n"* ]]
 }
+
+@test "btk-debug(8) jq examples: only leaf items, right sizes; super --all shows a zeroed copy" {
+	mkdir "$D/s" "$D/s/d"
+	for i in $(seq 1 400); do echo "$i" >"$D/s/d/file-with-a-long-name-$i"; done
+	head -c 5000 /dev/zero >"$D/s/big"
+	"$B/btk-mkfs" -q -r "$D/s" "$D/disk.img"
+	# the FS_TREE has a node level here, so node pointers are in the JSON too
+	"$B/btk-debug" tree --tree fs --json "$D/disk.img" | jq -e -s 'any(has("size") | not)'
+	local sizes
+	sizes=$("$B/btk-debug" tree --tree fs --json "$D/disk.img" |
+		jq -c 'select(has("size") and .key.type == "INODE_ITEM" and
+		       (.data.mode / 4096 | floor) == 8) | {inode: .key.objectid, size: .data.size}')
+	[ "$(wc -l <<<"$sizes")" -eq 401 ]
+	grep -q '"size":5000}' <<<"$sizes"
+	"$B/btk-debug" tree --json "$D/disk.img" | jq -r 'select(has("size")) | .key.type' |
+		sort | uniq -c >"$D/counts"
+	grep -q ' 401 INODE_ITEM$' "$D/counts" || grep -q 'INODE_ITEM' "$D/counts"
+	! grep -q ' null$' "$D/counts"
+	# a zeroed primary superblock is still listed by --all, marked invalid
+	dd if=/dev/zero of="$D/disk.img" bs=4096 seek=16 count=1 conv=notrunc status=none
+	run "$B/btk-debug" super --all --json "$D/disk.img"
+	[ "$(grep -c '"mirror":0' <<<"$output")" -eq 1 ]
+	grep '"mirror":0' <<<"$output" | jq -e '.valid == false'
+}
