@@ -1,62 +1,32 @@
 /* btk-convert — convert an ext2/3/4 filesystem to btrfs in place, keeping the ext filesystem
- * as ext2_saved/image; --rollback returns to it. Parses options, calls libcore through
- * build.c / rollback.c, prints. */
+ * as ext2_saved/image; --rollback returns to it. Parses options, checks, calls btk_mkfs with
+ * the hooks of build.c (or rollback.c), prints through report.c. */
 #include "build.h"
 #include "ext.h"
+#include "report.h"
 #include "rollback.h"
 #include "base/csum.h"
 #include "base/error.h"
-#include "base/json.h"
+#include "cli/cli.h"
 #include "trans/mkfs.h"
 
-#include <ctype.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <popt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-static int parse_uuid(const char *s, uint8_t *u)
-{
-	int n = 0;
+struct args {
+	char *csum, *features, *label, *uuid, *nodesize;
+	int copy_label, no_datasum, no_inline, no_xattr, progress, no_progress, json, dry, rb,
+	    force;
+};
 
-	for (; *s && n < 32; s++) {
-		if (*s == '-' && (n == 8 || n == 12 || n == 16 || n == 20))
-			continue;
-		if (!isxdigit((unsigned char)*s))
-			return -1;
-		int v =
-		    isdigit((unsigned char)*s) ? *s - '0' : tolower((unsigned char)*s) - 'a' + 10;
-		u[n / 2] = (uint8_t)(n % 2 ? (u[n / 2] | v) : v << 4);
-		n++;
-	}
-	return n == 32 && !*s ? 0 : -1;
-}
-
-static int parse_nodesize(const char *s, uint32_t *out)
-{
-	char *end;
-	unsigned long v = strtoul(s, &end, 10);
-
-	if (end == s)
-		return -1;
-	if (*end == 'k' || *end == 'K') {
-		v <<= 10;
-		end++;
-	}
-	if (*end || v > 65536)
-		return -1;
-	*out = (uint32_t)v;
-	return 0;
-}
-
+/* "a,^b" into the mkfs feature masks; "list-all" prints the table (returns 1). */
 static int parse_features(const char *arg, struct btk_mkfs_opts *o)
 {
 	char *dup = strdup(arg), *save = NULL;
-	int ret = 0;
+	int ret = dup ? 0 : -1;
 
 	for (char *tok = dup ? strtok_r(dup, ",", &save) : NULL; tok && !ret;
 	     tok = strtok_r(NULL, ",", &save)) {
@@ -72,48 +42,18 @@ static int parse_features(const char *arg, struct btk_mkfs_opts *o)
 		}
 		f = btk_mkfs_feature_find(tok + off);
 		if (!f || !strcmp(f->name, "mixed-bg")) {
-			fprintf(stderr, "btk-convert: unknown feature '%s' (see -O list-all)\n",
-				tok + off);
+			cli_err("-O: unknown feature '%s' (see -O list-all)", tok + off);
 			ret = -1;
 			break;
 		}
-		if (off) {
-			o->features_off |= f->incompat;
-			o->ro_off |= f->compat_ro;
-		} else {
-			o->features_on |= f->incompat;
-			o->ro_on |= f->compat_ro;
-		}
+		o->features_on = off ? o->features_on & ~f->incompat : o->features_on | f->incompat;
+		o->ro_on = off ? o->ro_on & ~f->compat_ro : o->ro_on | f->compat_ro;
+		o->features_off =
+		    off ? o->features_off | f->incompat : o->features_off & ~f->incompat;
+		o->ro_off = off ? o->ro_off | f->compat_ro : o->ro_off & ~f->compat_ro;
 	}
 	free(dup);
-	return dup ? ret : -1;
-}
-
-struct progress {
-	bool on;
-	time_t start;
-};
-
-static void show_progress(void *ctx, uint64_t done, uint64_t total)
-{
-	struct progress *p = ctx;
-	double el = difftime(time(NULL), p->start);
-	double rate = el > 0 ? (double)done / el : 0;
-
-	if (!p->on)
-		return;
-	if (rate > 0 && total > done)
-		fprintf(stderr, "\rinodes %" PRIu64 "/%" PRIu64 "  %.0f/s  ETA %.0fs   ", done,
-			total, rate, (double)(total - done) / rate);
-	else
-		fprintf(stderr, "\rinodes %" PRIu64 "/%" PRIu64 "   ", done, total);
-}
-
-static void uuid_str(const uint8_t *u, char *out)
-{
-	sprintf(out, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-		u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13],
-		u[14], u[15]);
+	return ret;
 }
 
 /* A rough upper bound of the btrfs metadata a conversion writes (one copy): inodes, names,
@@ -134,194 +74,182 @@ static uint64_t space_needed(uint64_t meta)
 	return 2 * meta + 2 * (8ULL << 20) + (1ULL << 20) + (128ULL << 10);
 }
 
-static uint64_t free_bytes(const struct ext_src *s)
+/* The mkfs options the arguments ask for; usage errors before anything is opened. */
+static int plan_args(const struct args *a, struct btk_mkfs_opts *mo, uint8_t fsid[16])
 {
-	return s->size - s->used_bytes;
-}
-
-static void print_plan(const struct ext_src *s, uint64_t need, bool json)
-{
-	if (json) {
-		printf("{\"device\": ");
-		btk_json_cstr(stdout, s->path);
-		printf(", \"dry_run\": true, \"ext_size\": %" PRIu64 ", \"block_size\": %u"
-		       ", \"used_bytes\": %" PRIu64 ", \"free_bytes\": %" PRIu64
-		       ", \"inodes\": %" PRIu64 ", \"metadata_estimate\": %" PRIu64
-		       ", \"features\": ",
-		       s->size, s->blocksize, s->used_bytes, free_bytes(s), s->inodes, need);
-		btk_json_cstr(stdout, s->features);
-		printf("}\n");
-		return;
+	if (a->csum && btk_csum_parse(a->csum, &mo->csum_type)) {
+		cli_err("--csum: unknown checksum type '%s'", a->csum);
+		return CLI_EXIT_USAGE;
 	}
-	printf("ext filesystem:   %s, %" PRIu64 " bytes, %u-byte blocks\n", s->path, s->size,
-	       s->blocksize);
-	printf("features:         %s\n", s->features);
-	printf("used / free:      %" PRIu64 " / %" PRIu64 " bytes, %" PRIu64 " inodes\n",
-	       s->used_bytes, free_bytes(s), s->inodes);
-	printf("btrfs metadata:   at most about %" PRIu64 " bytes needed\n", need);
-	printf("dry run: nothing written\n");
-}
-
-static int do_rollback(const char *dev, bool dry, bool json, uint64_t fault)
-{
-	struct rollback_result r;
-	int ret = rollback(dev, dry, fault, &r);
-
-	if (ret) {
-		fprintf(stderr, "btk-convert: %s\n", btk_errmsg());
-		return 1;
+	if (a->nodesize) {
+		uint64_t ns;
+		if (cli_parse_size("-N/--nodesize", a->nodesize, &ns))
+			return CLI_EXIT_USAGE;
+		if (ns > 65536) {
+			cli_err("-N/--nodesize: %s is larger than 64KiB", a->nodesize);
+			return CLI_EXIT_USAGE;
+		}
+		mo->nodesize = (uint32_t)ns;
 	}
-	if (json)
-		printf("{\"device\": \"%s\", \"rollback\": %s, \"ext_size\": %" PRIu64
-		       ", \"restored_bytes\": %" PRIu64 ", \"in_place_bytes\": %" PRIu64 "}\n",
-		       dev, dry ? "\"checked\"" : "\"done\"", r.ext_size, r.restored, r.in_place);
-	else
-		printf("%s: %s: ext filesystem of %" PRIu64 " bytes (%" PRIu64
-		       " bytes restored, %" PRIu64 " in place)\n",
-		       dev, dry ? "rollback possible" : "rolled back", r.ext_size, r.restored,
-		       r.in_place);
+	if (a->uuid && strcmp(a->uuid, "new") && strcmp(a->uuid, "copy")) {
+		if (cli_uuid_parse(a->uuid, fsid)) {
+			cli_err("--uuid: invalid value '%s' (new, copy or a UUID)", a->uuid);
+			return CLI_EXIT_USAGE;
+		}
+		mo->fsid = fsid;
+	}
+	if (a->features && parse_features(a->features, mo))
+		return CLI_EXIT_USAGE;
+	mo->ndevs = 1;
+	mo->inplace = true;
+	mo->discard = false;
+	mo->place = conv_place;
+	mo->fill = conv_fill;
+	mo->after = conv_after;
 	return 0;
+}
+
+/* What follows from the ext filesystem: size, block size, label, uuid, the estimate. */
+static void plan_ext(const struct args *a, const struct ext_src *src, struct btk_mkfs_opts *mo,
+		     uint8_t fsid[16], char label[17])
+{
+	if (a->uuid && !strcmp(a->uuid, "copy")) {
+		memcpy(fsid, src->e->super->s_uuid, 16);
+		mo->fsid = fsid;
+	}
+	if (a->copy_label) {
+		memcpy(label, src->e->super->s_volume_name, 16);
+		label[16] = 0;
+		mo->label = label;
+	} else if (a->label) {
+		mo->label = a->label;
+	}
+	mo->byte_count = src->size;
+	mo->sectorsize = src->blocksize;
+	mo->meta_estimate = metadata_estimate(src, btk_csum_size(mo->csum_type), a->no_datasum);
+}
+
+static int run_convert(const struct args *a, const char *dev, uint64_t fault)
+{
+	struct btk_mkfs_opts mo;
+	struct btk_mkfs_result res;
+	struct conv_opts co = {0};
+	struct cli_progress pg;
+	struct ext_src src;
+	struct conv c = {0};
+	const char *paths[1] = {dev};
+	uint8_t fsid[16];
+	char label[17];
+	uint64_t need;
+	int ret;
+
+	btk_mkfs_opts_init(&mo);
+	if (a->features && !strcmp(a->features, "list-all"))
+		return parse_features(a->features, &mo) > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
+	if ((ret = plan_args(a, &mo, fsid)))
+		return ret;
+	if (ext_open(dev, a->force, &src)) {
+		cli_err("%s", btk_errmsg());
+		return CLI_EXIT_ERROR;
+	}
+	plan_ext(a, &src, &mo, fsid, label);
+	mo.paths = paths;
+	need = space_needed(mo.meta_estimate);
+	if (need > src.size - src.used_bytes) {
+		cli_err("%s: not enough free space: the btrfs metadata needs about %" PRIu64
+			" bytes, ext has %" PRIu64 " free",
+			dev, need, src.size - src.used_bytes);
+		ret = CLI_EXIT_ERROR;
+		goto out;
+	}
+	if (a->dry) {
+		report_plan(&src, need, a->json);
+		goto out;
+	}
+	co.no_datasum = a->no_datasum;
+	co.no_inline = a->no_inline;
+	co.no_xattr = a->no_xattr;
+	co.fault_writes = fault;
+	cli_progress_start(&pg, a->progress);
+	if (a->no_progress || a->json)
+		pg.on = false;
+	co.progress = pg.on ? report_progress : NULL;
+	co.progress_ctx = &pg;
+	c.src = &src;
+	c.o = &co;
+	mo.fill_ctx = &c;
+	ret = btk_mkfs(&mo, &res);
+	cli_progress_clear(&pg);
+	if (ret) {
+		cli_err("%s", btk_errmsg());
+		ret = CLI_EXIT_ERROR;
+	} else {
+		report_done(&src, &c, &res, a->json);
+	}
+	conv_free(&c);
+out:
+	ext_close(&src);
+	return ret;
 }
 
 int main(int argc, const char **argv)
 {
-	char *csum = NULL, *features = NULL, *label = NULL, *uuid = NULL, *nodesize = NULL;
-	int copy_label = 0, no_datasum = 0, no_inline = 0, no_xattr = 0, progress = 0;
-	int no_progress = 0, json = 0, dry = 0, rb = 0, force = 0, rc;
+	struct args a = {0};
 	struct poptOption opts[] = {
-	    {"csum", 0, POPT_ARG_STRING, &csum, 0, "crc32c, xxhash, sha256 or blake2", "TYPE"},
-	    {"checksum", 0, POPT_ARG_STRING | POPT_ARGFLAG_DOC_HIDDEN, &csum, 0, NULL, NULL},
-	    {"nodesize", 'N', POPT_ARG_STRING, &nodesize, 0, "tree block size", "SIZE"},
-	    {"features", 'O', POPT_ARG_STRING, &features, 0, "btrfs features (list-all)", "LIST"},
-	    {"copy-label", 'L', POPT_ARG_NONE, &copy_label, 0, "use the ext label", NULL},
-	    {"label", 'l', POPT_ARG_STRING, &label, 0, "set the label", "LABEL"},
-	    {"uuid", 0, POPT_ARG_STRING, &uuid, 0, "new, copy or a UUID", "SPEC"},
-	    {"no-datasum", 'd', POPT_ARG_NONE, &no_datasum, 0, "no data checksums", NULL},
-	    {"no-inline", 'n', POPT_ARG_NONE, &no_inline, 0, "no inline files", NULL},
-	    {"no-xattr", 'i', POPT_ARG_NONE, &no_xattr, 0, "ignore xattrs and ACLs", NULL},
-	    {"progress", 'p', POPT_ARG_NONE, &progress, 0, "show progress", NULL},
-	    {"no-progress", 0, POPT_ARG_NONE, &no_progress, 0, "no progress", NULL},
-	    {"json", 0, POPT_ARG_NONE, &json, 0, "print a JSON summary", NULL},
-	    {"dry-run", 0, POPT_ARG_NONE, &dry, 0, "check and estimate, write nothing", NULL},
-	    {"rollback", 'r', POPT_ARG_NONE, &rb, 0, "return to the ext filesystem", NULL},
-	    {"force", 'f', POPT_ARG_NONE, &force, 0, "convert an unclean ext filesystem", NULL},
-	    POPT_AUTOHELP POPT_TABLEEND};
+	    {"csum", 0, POPT_ARG_STRING, &a.csum, 0, "crc32c, xxhash, sha256 or blake2", "TYPE"},
+	    {"checksum", 0, POPT_ARG_STRING | POPT_ARGFLAG_DOC_HIDDEN, &a.csum, 0, NULL, NULL},
+	    {"nodesize", 'N', POPT_ARG_STRING, &a.nodesize, 0, "tree block size", "SIZE"},
+	    {"features", 'O', POPT_ARG_STRING, &a.features, 0, "btrfs features (list-all)", "LIST"},
+	    {"copy-label", 'L', POPT_ARG_NONE, &a.copy_label, 0, "use the ext label", NULL},
+	    {"label", 'l', POPT_ARG_STRING, &a.label, 0, "set the label", "LABEL"},
+	    {"uuid", 0, POPT_ARG_STRING, &a.uuid, 0, "new, copy or a UUID", "SPEC"},
+	    {"no-datasum", 'd', POPT_ARG_NONE, &a.no_datasum, 0, "no data checksums", NULL},
+	    {"no-inline", 'n', POPT_ARG_NONE, &a.no_inline, 0, "no inline files", NULL},
+	    {"no-xattr", 'i', POPT_ARG_NONE, &a.no_xattr, 0, "ignore xattrs and ACLs", NULL},
+	    {"progress", 'p', POPT_ARG_NONE, &a.progress, 0, "show progress", NULL},
+	    {"no-progress", 0, POPT_ARG_NONE, &a.no_progress, 0, "no progress", NULL},
+	    {"json", 0, POPT_ARG_NONE, &a.json, 0, "print a JSON summary", NULL},
+	    {"dry-run", 0, POPT_ARG_NONE, &a.dry, 0, "check and estimate, write nothing", NULL},
+	    {"rollback", 'r', POPT_ARG_NONE, &a.rb, 0, "return to the ext filesystem", NULL},
+	    {"force", 'f', POPT_ARG_NONE, &a.force, 0, "convert an unclean ext filesystem", NULL},
+	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc = poptGetContext("btk-convert", argc, argv, opts, 0);
-	struct btk_mkfs_opts mo;
-	struct btk_mkfs_result res;
-	struct conv_opts co = {0};
-	struct ext_src src;
-	struct conv c = {0};
-	struct progress pg = {false, time(NULL)};
 	const char *dev, *fe = getenv("BTK_CONVERT_FAULT_WRITES");
-	const char *paths[1];
-	uint8_t fsid[16];
-	uint64_t need;
-	int ret;
+	uint64_t fault = 0;
+	int rc;
 
+	cli_init("btk-convert");
 	poptSetOtherOptionHelp(pc, "[OPTIONS] DEVICE");
-	btk_mkfs_opts_init(&mo);
-	while ((rc = poptGetNextOpt(pc)) > 0)
-		;
-	if (rc < -1) {
-		fprintf(stderr, "btk-convert: %s: %s\n", poptBadOption(pc, 0), poptStrerror(rc));
-		return 2;
-	}
-	if (features && (rc = parse_features(features, &mo)))
-		return rc > 0 ? 0 : 2;
+	if ((rc = cli_popt_run(pc)))
+		goto out;
+	cli_json_on(a.json);
 	dev = poptGetArg(pc);
+	if (!dev && a.features && !strcmp(a.features, "list-all")) {
+		rc = run_convert(&a, "", 0);
+		goto out;
+	}
 	if (!dev || poptPeekArg(pc)) {
 		poptPrintUsage(pc, stderr, 0);
-		return 2;
+		rc = CLI_EXIT_USAGE;
+		goto out;
 	}
-	/* tests only: a power cut after this many writes */
-	co.fault_writes = fe ? strtoull(fe, NULL, 10) : 0;
-	if (rb)
-		return do_rollback(dev, dry, json, co.fault_writes);
-	if (csum && btk_csum_parse(csum, &mo.csum_type)) {
-		fprintf(stderr, "btk-convert: unknown checksum type '%s'\n", csum);
-		return 2;
+	/* tests only: a power cut after this many writes (the fault-injecting io backend) */
+	if (fe && !cli_parse_u64(fe, &fault)) {
+		cli_err("BTK_CONVERT_FAULT_WRITES: not a number");
+		rc = CLI_EXIT_USAGE;
+		goto out;
 	}
-	if (nodesize && parse_nodesize(nodesize, &mo.nodesize)) {
-		fprintf(stderr, "btk-convert: invalid node size '%s'\n", nodesize);
-		return 2;
-	}
-	if (uuid && strcmp(uuid, "new") && strcmp(uuid, "copy") && parse_uuid(uuid, fsid)) {
-		fprintf(stderr, "btk-convert: invalid --uuid '%s' (new, copy or a UUID)\n", uuid);
-		return 2;
-	}
-	if ((ret = ext_open(dev, force, &src))) {
-		fprintf(stderr, "btk-convert: %s\n", btk_errmsg());
-		return 1;
-	}
-	mo.meta_estimate = metadata_estimate(&src, btk_csum_size(mo.csum_type), no_datasum);
-	need = space_needed(mo.meta_estimate);
-	if (need > free_bytes(&src)) {
-		fprintf(stderr,
-			"btk-convert: %s: not enough free space: the btrfs metadata needs about "
-			"%" PRIu64 " bytes, ext has %" PRIu64 " free\n",
-			dev, need, free_bytes(&src));
-		ext_close(&src);
-		return 1;
-	}
-	if (dry) {
-		print_plan(&src, need, json);
-		ext_close(&src);
-		return 0;
-	}
-	if (uuid && !strcmp(uuid, "copy"))
-		memcpy(fsid, src.e->super->s_uuid, 16);
-	if (uuid && strcmp(uuid, "new"))
-		mo.fsid = fsid;
-	if (copy_label) {
-		static char l[17];
-		memcpy(l, src.e->super->s_volume_name, 16);
-		mo.label = l;
-	} else if (label) {
-		mo.label = label;
-	}
-	paths[0] = dev;
-	mo.paths = paths;
-	mo.ndevs = 1;
-	mo.byte_count = src.size;
-	mo.sectorsize = src.blocksize;
-	mo.inplace = true;
-	mo.discard = false;
-	mo.place = conv_place;
-	mo.fill = conv_fill;
-	mo.after = conv_after;
-	mo.fill_ctx = &c;
-	co.no_datasum = no_datasum;
-	co.no_inline = no_inline;
-	co.no_xattr = no_xattr;
-	pg.on = !no_progress && (progress || isatty(2)) && !json;
-	co.progress = show_progress;
-	co.progress_ctx = &pg;
-	c.src = &src;
-	c.o = &co;
-	ret = btk_mkfs(&mo, &res);
-	if (pg.on)
-		fprintf(stderr, "\n");
-	if (ret) {
-		fprintf(stderr, "btk-convert: %s\n", btk_errmsg());
-	} else {
-		char u[40];
-		uuid_str(res.fsid, u);
-		if (json)
-			printf("{\"device\": \"%s\", \"uuid\": \"%s\", \"ext_size\": %" PRIu64
-			       ", \"inodes\": %" PRIu64 ", \"names\": %" PRIu64
-			       ", \"extents\": %" PRIu64 ", \"inline_files\": %" PRIu64
-			       ", \"copied_bytes\": %" PRIu64
-			       ", \"csum\": \"%s\", \"nodesize\": %u}\n",
-			       dev, u, src.size, c.inodes, c.names, c.extents, c.inline_files,
-			       c.copied_bytes, btk_csum_name(res.csum_type), res.nodesize);
+	if (a.rb) {
+		struct rollback_result r;
+		rc = rollback(dev, a.dry, fault, &r) ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+		if (rc)
+			cli_err("%s", btk_errmsg());
 		else
-			printf("%s: converted to btrfs %s: %" PRIu64 " inodes, %" PRIu64
-			       " names, %" PRIu64 " extents; ext kept as ext2_saved/image\n",
-			       dev, u, c.inodes, c.names, c.extents);
+			report_rollback(dev, &r, a.dry, a.json);
+	} else {
+		rc = run_convert(&a, dev, fault);
 	}
-	conv_free(&c);
-	ext_close(&src);
+out:
 	poptFreeContext(pc);
-	return ret ? 1 : 0;
+	return rc;
 }

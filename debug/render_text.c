@@ -80,14 +80,8 @@ void text_key(FILE *o, const struct btk_key *k)
 {
 	char buf[96];
 	const char *tn = btk_key_type_name(k->type);
-	bool plain = tn && k->objectid >= 256 && k->objectid < (uint64_t)-256 &&
-		     k->offset != (uint64_t)-1 && k->type != BTRFS_CHUNK_ITEM_KEY &&
-		     k->type != BTRFS_QGROUP_RELATION_KEY && k->type != BTRFS_QGROUP_INFO_KEY &&
-		     k->type != BTRFS_QGROUP_LIMIT_KEY && k->type != BTRFS_UUID_KEY_SUBVOL &&
-		     k->type != BTRFS_UUID_KEY_RECEIVED_SUBVOL &&
-		     k->type != BTRFS_PERSISTENT_ITEM_KEY;
 
-	if (!plain) {
+	if (!btk_key_format_plain(k)) {
 		fputs_unlocked(btk_key_format(k, buf, sizeof(buf)), o);
 		return;
 	}

@@ -32,14 +32,12 @@ static int stat_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, i
 		s->cur.levels = btk_block_level(b) + 1;
 	if (btk_block_level(b)) {
 		s->cur.nodes++;
-		s->cur.used_node += (uint64_t)nr * sizeof(struct btk_key_ptr);
+		s->cur.used_node += btk_block_used(b);
 		return 0;
 	}
 	s->cur.leaves++;
 	s->cur.items += nr;
-	s->cur.used_leaf += (uint64_t)nr * sizeof(struct btk_item);
-	for (uint32_t i = 0; i < nr; i++)
-		s->cur.used_leaf += btk_leaf_size(b, (int)i);
+	s->cur.used_leaf += btk_block_used(b);
 	return 0;
 }
 
@@ -62,7 +60,7 @@ static double pct(uint64_t used, uint64_t blocks, uint32_t space)
 
 static void print_stat(struct sctx *s, const struct tstat *t, const char *name)
 {
-	uint32_t space = s->fs->nodesize - sizeof(struct btk_header);
+	uint32_t space = btk_block_space(s->fs->nodesize);
 	uint64_t blocks = t->nodes + t->leaves, bytes = blocks * s->fs->nodesize;
 	double fill = pct(t->used_node + t->used_leaf, blocks, space);
 	double lfill = pct(t->used_leaf, t->leaves, space),

@@ -7,6 +7,7 @@
 #include "debug.h"
 #include "base/error.h"
 #include "tree/tree.h"
+#include "volumes/super.h"
 
 #define MAX_LOG_ROOTS 4096
 
@@ -64,32 +65,27 @@ static void json_head(struct tctx *t, const struct btk_block *b, int slot, const
 static void text_header(const struct btk_block *b, uint32_t nodesize)
 {
 	const struct btk_header *h = btk_hdr(b);
-	uint32_t nr = btk_block_nritems(b), space = nodesize - sizeof(*h);
-	uint64_t flags = btk_block_flags(b), low = flags & 3;
+	uint32_t nr = btk_block_nritems(b);
+	uint64_t flags = btk_block_flags(b);
+	uint64_t low = flags & (BTK_HEADER_FLAG_WRITTEN | BTK_HEADER_FLAG_RELOC);
+	int space = btk_block_free_space(b, nodesize);
 	char ob[32], u1[37], u2[37];
 	const char *kind = btk_block_level(b) ? "node" : "leaf";
 
 	if (btk_block_level(b)) {
 		printf("node %" PRIu64 " level %d items %u free space %u generation %" PRIu64
 		       " owner %s\n",
-		       b->bytenr, btk_block_level(b), nr,
-		       (uint32_t)(space / sizeof(struct btk_key_ptr)) - nr, btk_block_generation(b),
+		       b->bytenr, btk_block_level(b), nr, (unsigned)space, btk_block_generation(b),
 		       btk_objectid_str(btk_block_owner(b), 0, ob, sizeof(ob)));
 	} else {
-		uint32_t lowest = space;
-
-		for (uint32_t i = 0; i < nr; i++) {
-			uint32_t off = btk_le32(btk_leaf_item(b, (int)i)->offset);
-			lowest = off < lowest ? off : lowest;
-		}
 		printf("leaf %" PRIu64 " items %u free space %d generation %" PRIu64 " owner %s\n",
-		       b->bytenr, nr, (int)lowest - (int)(nr * sizeof(struct btk_item)),
-		       btk_block_generation(b),
+		       b->bytenr, nr, space, btk_block_generation(b),
 		       btk_objectid_str(btk_block_owner(b), 0, ob, sizeof(ob)));
 	}
 	printf("%s %" PRIu64 " flags 0x%" PRIx64 "(%s%s%s) backref revision %d\n", kind, b->bytenr,
-	       low, (low & 1) ? "WRITTEN" : "", low == 3 ? "|" : "", (low & 2) ? "RELOC" : "",
-	       (int)(flags >> BTK_BACKREF_REV_SHIFT));
+	       low, (low & BTK_HEADER_FLAG_WRITTEN) ? "WRITTEN" : "",
+	       low == (BTK_HEADER_FLAG_WRITTEN | BTK_HEADER_FLAG_RELOC) ? "|" : "",
+	       (low & BTK_HEADER_FLAG_RELOC) ? "RELOC" : "", (int)(flags >> BTK_BACKREF_REV_SHIFT));
 	uuid_format(h->fsid, u1);
 	uuid_format(h->chunk_tree_uuid, u2);
 	printf("fs uuid %s\nchunk uuid %s\n", u1, u2);
@@ -123,18 +119,13 @@ static void note_log_root(struct tctx *t, const struct btk_key *k, const uint8_t
 {
 	struct btk_root *r;
 
-	if (k->type != BTRFS_ROOT_ITEM_KEY || size < offsetof(struct btrfs_root_item, level) + 1)
-		return;
-	if (t->nlogs >= MAX_LOG_ROOTS)
+	if (k->type != BTRFS_ROOT_ITEM_KEY || t->nlogs >= MAX_LOG_ROOTS)
 		return;
 	if (!t->logs && !(t->logs = calloc(MAX_LOG_ROOTS, sizeof(*t->logs))))
 		return;
-	r = &t->logs[t->nlogs++];
-	r->objectid = BTRFS_TREE_LOG_OBJECTID;
-	r->key_offset = k->offset;
-	r->bytenr = BTK_GET(struct btrfs_root_item, p, bytenr);
-	r->generation = BTK_GET(struct btrfs_root_item, p, generation);
-	r->level = BTK_GET(struct btrfs_root_item, p, level);
+	r = &t->logs[t->nlogs];
+	if (btk_root_from_item(BTRFS_TREE_LOG_OBJECTID, k->offset, p, size, r) == 0)
+		t->nlogs++;
 }
 
 static void dump_item(struct tctx *t, const struct btk_block *b, int slot)
@@ -162,7 +153,7 @@ static void dump_item(struct tctx *t, const struct btk_block *b, int slot)
 		fputs_unlocked(" key ", stdout);
 		text_key(stdout, &k);
 		fputs_unlocked(" itemoff ", stdout);
-		put_u64(stdout, btk_le32(btk_leaf_item(b, slot)->offset));
+		put_u64(stdout, btk_leaf_offset(b, slot));
 		fputs_unlocked(" itemsize ", stdout);
 		put_u64(stdout, size);
 		putc_unlocked('\n', stdout);
@@ -208,40 +199,6 @@ static int walk_error(void *ctx, uint64_t bytenr, int level, int err, const char
 	return 0; /* go on with the rest of the tree */
 }
 
-static const char *tree_title(const struct btk_root *r)
-{
-	switch (r->objectid) {
-	case BTRFS_ROOT_TREE_OBJECTID:
-		return "root tree";
-	case BTRFS_CHUNK_TREE_OBJECTID:
-		return "chunk tree";
-	case BTRFS_EXTENT_TREE_OBJECTID:
-		return "extent tree";
-	case BTRFS_DEV_TREE_OBJECTID:
-		return "device tree";
-	case BTRFS_FS_TREE_OBJECTID:
-		return "fs tree";
-	case BTRFS_CSUM_TREE_OBJECTID:
-		return "checksum tree";
-	case BTRFS_QUOTA_TREE_OBJECTID:
-		return "quota tree";
-	case BTRFS_UUID_TREE_OBJECTID:
-		return "uuid tree";
-	case BTRFS_FREE_SPACE_TREE_OBJECTID:
-		return "free space tree";
-	case BTRFS_BLOCK_GROUP_TREE_OBJECTID:
-		return "block group tree";
-	case BTRFS_DATA_RELOC_TREE_OBJECTID:
-		return "data reloc tree";
-	case BTRFS_TREE_RELOC_OBJECTID:
-		return "tree reloc tree";
-	case BTRFS_TREE_LOG_OBJECTID:
-		return "log tree";
-	default:
-		return "file tree";
-	}
-}
-
 static int walk_root(struct tctx *t, const struct btk_root *r)
 {
 	struct btk_walk_ops ops = {.block = walk_block, .on_error = walk_error};
@@ -253,11 +210,12 @@ static int walk_root(struct tctx *t, const struct btk_root *r)
 	if (!t->json) {
 		if (r->objectid == BTRFS_ROOT_TREE_OBJECTID ||
 		    r->objectid == BTRFS_CHUNK_TREE_OBJECTID)
-			printf("%s\n", tree_title(r));
+			printf("%s\n", btk_tree_title(r->objectid));
 		else if (r->objectid == BTRFS_TREE_LOG_OBJECTID && t->logs != (void *)-1)
 			printf("log root tree\n"); /* the superblock's, listing subvolume logs */
 		else
-			printf("%s key %s \n", tree_title(r), btk_key_format(&k, kb, sizeof(kb)));
+			printf("%s key %s \n", btk_tree_title(r->objectid),
+			       btk_key_format(&k, kb, sizeof(kb)));
 	}
 	ret = btk_tree_walk(t->fs, r, &ops, t);
 	if (ret < 0) {
@@ -359,7 +317,7 @@ static void footer(const struct btk_fs *fs)
 
 	uuid_format(fs->fsid, u);
 	printf("total bytes %" PRIu64 "\nbytes used %" PRIu64 "\nuuid %s\n",
-	       btk_le64(fs->sb.total_bytes), btk_le64(fs->sb.bytes_used), u);
+	       btk_super_total_bytes(&fs->sb), btk_super_bytes_used(&fs->sb), u);
 }
 
 int cmd_tree(const char *const *devs, int n, const char *tree, const char *block, bool json)

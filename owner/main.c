@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "cli/cli.h"
 #include "owner.h"
+#include "volumes/super.h"
 
 #define MAX_DEVS 64
 
@@ -194,7 +195,7 @@ static int open_fs(struct owner_ctx *c, const char **devs, int ndev)
 		return 1;
 	}
 	if (!c->o.devid)
-		c->o.devid = BTK_GET(struct btrfs_dev_item, c->fs->sb.dev_item, devid);
+		c->o.devid = btk_super_devid(&c->fs->sb);
 	else if (c->o.physical && !btk_fs_dev_find(c->fs, c->o.devid)) {
 		owner_err("--devid %llu: the filesystem has no such device (it has %d)",
 			  (unsigned long long)c->o.devid, c->fs->ndevs);

@@ -192,6 +192,12 @@ static void print_json(const struct opts *o, const struct btk_resize_plan *p)
 			       i ? ", " : "", m->logical, m->stripe, m->from, m->to, m->len,
 			       m->round);
 		}
+		printf("], \"bytes_cut\": %" PRIu64 ", \"cuts\": [", p->bytes_cut);
+		for (int i = 0; i < p->ncuts; i++)
+			printf("%s{\"chunk\": %" PRIu64 ", \"from\": %" PRIu64 ", \"to\": %" PRIu64
+			       "}",
+			       i ? ", " : "", p->cuts[i].logical, p->cuts[i].from_len,
+			       p->cuts[i].to_len);
 		printf("]");
 	}
 	printf("}\n");
@@ -215,6 +221,10 @@ static void print_text(const struct opts *o, const struct btk_resize_plan *p)
 	}
 	if (o->quiet && !o->dry_run)
 		return;
+	for (int i = 0; i < p->ncuts; i++)
+		printf("%s data chunk %" PRIu64 " from %" PRIu64 " to %" PRIu64 " bytes\n",
+		       o->dry_run ? "would cut" : "cut", p->cuts[i].logical, p->cuts[i].from_len,
+		       p->cuts[i].to_len);
 	for (int i = 0; i < p->nmoves; i++) {
 		const struct btk_resize_move *m = &p->moves[i];
 		printf("%s %s chunk %" PRIu64 " stripe %d: %" PRIu64 " bytes from %" PRIu64
@@ -222,10 +232,11 @@ static void print_text(const struct opts *o, const struct btk_resize_plan *p)
 		       verb, kind(m->type), m->logical, m->stripe, m->len, m->from, m->to);
 	}
 	if (o->dry_run)
-		printf("devid %" PRIu64 ": minimum %" PRIu64 " bytes: %" PRIu64
-		       " bytes of chunk stripes, 1 MiB reserved, %" PRIu64
-		       " bytes of holes too small for a whole stripe (chunks are not emptied)\n",
-		       p->devid, p->minimum, p->allocated, p->minimum - p->allocated - (1 << 20));
+		printf("devid %" PRIu64 ": minimum %" PRIu64
+		       " bytes; its chunk stripes take %" PRIu64
+		       " bytes and the first MiB is reserved; stripes move whole and data chunks "
+		       "lose only their free tails (chunks are not emptied yet)\n",
+		       p->devid, p->minimum, p->allocated);
 	if (p->new_size == p->old_size)
 		printf("devid %" PRIu64 ": size stays %" PRIu64 " bytes\n", p->devid, p->new_size);
 	else

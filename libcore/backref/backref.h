@@ -119,7 +119,4 @@ int btk_block_roots(struct btk_backref *br, uint64_t bytenr, const uint64_t **ro
 /* The tree root by id, cached by the session. */
 int btk_backref_root(struct btk_backref *br, uint64_t root_id, struct btk_root *out);
 
-/* Name of a compression type ("zlib", "lzo", "zstd", "none"; "unknown" otherwise). */
-const char *btk_compression_name(uint8_t c);
-
 #endif

@@ -180,10 +180,3 @@ out:
 	btk_path_release(&p);
 	return ret ? ret : err;
 }
-
-const char *btk_compression_name(uint8_t c)
-{
-	static const char *const names[] = {"none", "zlib", "lzo", "zstd"};
-
-	return c < 4 ? names[c] : "unknown";
-}

@@ -10,16 +10,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "format/format.h" /* BTK_COMPRESS_* values and btk_compression_name() */
+
 #define BTK_MAX_COMPRESSED_IN (128 * 1024)
 /* The largest sector size lzo framing is decoded for (btrfs's largest sector). */
 #define BTK_LZO_MAX_SECTOR (64 * 1024)
 
-/* Values of btrfs_file_extent_item.compression. */
-enum { BTK_COMPRESS_NONE = 0, BTK_COMPRESS_ZLIB = 1, BTK_COMPRESS_LZO = 2, BTK_COMPRESS_ZSTD = 3 };
-
 /* Parses "zlib", "lzo", "zstd", optionally ":LEVEL"; -EINVAL. level 0 = the kernel default. */
 int btk_compress_parse(const char *s, int *type, int *level);
-const char *btk_compress_name(int type);
 
 /* Compresses in[0..len) (len <= BTK_MAX_COMPRESSED_IN) into out (cap bytes) in the on-disk
  * format of `type`. sectorsize is the filesystem's (lzo frames segments by it). Returns the

@@ -1,6 +1,7 @@
 /* check_csum.c — the checksum tree: no overlaps, every checksum for data that exists, every
  * checksummed file extent covered; with data_csum, every data copy read and verified. */
 #include "check/check_priv.h"
+#include "format/root_item.h"
 #include "base/csum.h"
 #include "base/error.h"
 
@@ -51,9 +52,14 @@ static void verify_run(struct chk *c, uint64_t logical, uint64_t len, const uint
 			if (!ph[i].dev)
 				continue;
 			if (btk_dev_read(ph[i].dev, buf, chunk, ph[i].physical)) {
-				chk_report(c, BTK_P_DATA_UNREADABLE, 7, logical, NULL, "readable",
-					   "I/O error", "data at %llu copy %d unreadable: %s",
-					   (unsigned long long)logical, i, btk_errmsg());
+				chk_report(
+				    c, BTK_P_DATA_UNREADABLE, 7, logical, NULL, "readable",
+				    "I/O error",
+				    "data at %llu mirror %d of %d (devid %llu physical %llu) "
+				    "unreadable: %s",
+				    (unsigned long long)logical, i + 1, n,
+				    (unsigned long long)ph[i].devid,
+				    (unsigned long long)ph[i].physical, btk_errmsg());
 				continue;
 			}
 			for (uint64_t o = 0; o < chunk; o += ss) {
@@ -62,14 +68,7 @@ static void verify_run(struct chk *c, uint64_t logical, uint64_t len, const uint
 				c->sum->data_blocks_checked++;
 				btk_csum(c->fs->csum_type, buf + o, ss, out);
 				if (memcmp(out, want, (size_t)c->fs->csum_size))
-					chk_report(c, BTK_P_DATA_MISMATCH, 7, logical + o, NULL,
-						   chk_fmt("csum %08x", btk_le32(want)),
-						   chk_fmt("%08x", btk_le32(out)),
-						   "data checksum mismatch at logical %llu copy %d "
-						   "(devid %llu physical %llu)",
-						   (unsigned long long)(logical + o), i,
-						   (unsigned long long)ph[i].devid,
-						   (unsigned long long)(ph[i].physical + o));
+					chk_data_mismatch(c, logical, ph, n, i, o, want, out);
 			}
 		}
 		sums += (chunk / ss) * (size_t)c->fs->csum_size;
@@ -277,17 +276,13 @@ void chk_log_leaf(struct chk *c, const struct btk_block *b)
 		struct chk_range *r;
 		btk_leaf_key(b, (int)i, &k);
 		if (k.type == BTRFS_ROOT_ITEM_KEY && k.objectid == BTRFS_TREE_LOG_OBJECTID &&
-		    sz >= offsetof(struct btrfs_root_item, level) + 1) {
+		    sz >= BTK_ROOT_ITEM_V0_SIZE) {
 			struct btk_root *lr = btk_vec_push(&c->log_roots);
 			if (!lr) {
 				c->oom = true;
 				return;
 			}
-			lr->objectid = BTRFS_TREE_LOG_OBJECTID;
-			lr->key_offset = k.offset;
-			lr->bytenr = BTK_GET(struct btrfs_root_item, p, bytenr);
-			lr->generation = BTK_GET(struct btrfs_root_item, p, generation);
-			lr->level = BTK_GET(struct btrfs_root_item, p, level);
+			btk_root_from_item(BTRFS_TREE_LOG_OBJECTID, k.offset, p, sz, lr);
 		} else if (k.type == BTRFS_INODE_ITEM_KEY &&
 			   sz >= sizeof(struct btrfs_inode_item)) {
 			c->log_ino = k.objectid;

@@ -1,5 +1,6 @@
 /* check_roots.c — the root tree: root items, root refs and backrefs, orphaned roots. */
 #include "check/check_priv.h"
+#include "format/root_item.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,9 @@ static uint64_t name_hash64(const uint8_t *name, size_t len)
 static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 		      uint64_t leaf)
 {
-	if (sz < offsetof(struct btrfs_root_item, level) + 1) {
+	struct btk_root_item ri;
+
+	if (btk_root_item_parse(p, sz, &ri)) {
 		chk_report(c, BTK_P_ROOT_ITEM_SIZE, 1, leaf, k, "", chk_fmt("%u bytes", sz),
 			   "root item too small");
 		return;
@@ -34,20 +37,16 @@ static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 	}
 	r->id = k->objectid;
 	r->offset = k->offset;
-	r->bytenr = BTK_GET(struct btrfs_root_item, p, bytenr);
-	r->gen = BTK_GET(struct btrfs_root_item, p, generation);
-	r->flags = BTK_GET(struct btrfs_root_item, p, flags);
-	r->refs = BTK_GET(struct btrfs_root_item, p, refs);
-	r->level = BTK_GET(struct btrfs_root_item, p, level);
-	const uint8_t *dp = p + offsetof(struct btrfs_root_item, drop_progress);
-	r->dropping = btk_le64(dp) != 0 || BTK_GET(struct btrfs_root_item, p, drop_level) != 0;
-	btk_disk_to_key((const struct btk_disk_key *)dp, &r->drop_key);
-	r->drop_level = BTK_GET(struct btrfs_root_item, p, drop_level);
-	if (sz >= offsetof(struct btrfs_root_item, received_uuid) + BTK_UUID_SIZE) {
-		memcpy(r->uuid, p + offsetof(struct btrfs_root_item, uuid), BTK_UUID_SIZE);
-		memcpy(r->received_uuid, p + offsetof(struct btrfs_root_item, received_uuid),
-		       BTK_UUID_SIZE);
-	}
+	r->bytenr = ri.bytenr;
+	r->gen = ri.generation;
+	r->flags = ri.flags;
+	r->refs = ri.refs;
+	r->level = ri.level;
+	r->dropping = ri.drop_progress.objectid != 0 || ri.drop_level != 0;
+	r->drop_key = ri.drop_progress;
+	r->drop_level = ri.drop_level;
+	memcpy(r->uuid, ri.uuid, BTK_UUID_SIZE);
+	memcpy(r->received_uuid, ri.received_uuid, BTK_UUID_SIZE);
 	if (r->gen == 0 || r->gen > c->max_gen)
 		chk_report(c, BTK_P_ROOT_GENERATION, 1, leaf, k,
 			   chk_fmt("(0, %llu]", (unsigned long long)c->max_gen),

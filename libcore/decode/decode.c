@@ -297,6 +297,16 @@ const char *btk_key_format(const struct btk_key *k, char *buf, size_t len)
 	return buf;
 }
 
+bool btk_key_format_plain(const struct btk_key *k)
+{
+	/* object ids below 256 and near -1 have names; these types format their offset */
+	return btk_key_type_name(k->type) && k->objectid >= 256 && k->objectid < (uint64_t)-256 &&
+	       k->offset != (uint64_t)-1 && k->type != BTRFS_CHUNK_ITEM_KEY &&
+	       k->type != BTRFS_QGROUP_RELATION_KEY && k->type != BTRFS_QGROUP_INFO_KEY &&
+	       k->type != BTRFS_QGROUP_LIMIT_KEY && k->type != BTRFS_UUID_KEY_SUBVOL &&
+	       k->type != BTRFS_UUID_KEY_RECEIVED_SUBVOL && k->type != BTRFS_PERSISTENT_ITEM_KEY;
+}
+
 /* Appends name to buf with a '|' separator. */
 static void add_name(char *buf, size_t len, const char *name)
 {

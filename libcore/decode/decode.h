@@ -164,6 +164,9 @@ const char *btk_key_type_str(uint64_t objectid, uint8_t type, char *buf, size_t 
 /* Formats a key as dump-tree does: "(FS_TREE ROOT_ITEM 0)", "(256 INODE_ITEM 0)",
  * "(0/5 QGROUP_INFO 0/5)" ... Returns buf; needs about 80 bytes. */
 const char *btk_key_format(const struct btk_key *k, char *buf, size_t len);
+/* True when btk_key_format would print k as "(OBJECTID TYPE OFFSET)" with a named type and
+ * both numbers in decimal, so that a fast printer may write it directly. */
+bool btk_key_format_plain(const struct btk_key *k);
 
 /* Object id as dump-tree prints it in a key of that type (DEV_ITEMS, FIRST_CHUNK_TREE, 0/5,
  * 0x..., names of trees, -1, or the number). Returns buf (at least 32 bytes). */

@@ -3,6 +3,7 @@
 #include <stdio.h>
 
 #include "decode/decode_int.h"
+#include "format/root_item.h"
 
 #define OFF(type, field) ((uint16_t)offsetof(type, field))
 #define SZ(type, field)	 ((uint8_t)sizeof(((type *)0)->field))
@@ -157,10 +158,8 @@ static const char *fe_type_name(uint64_t v, char *buf, size_t len)
 
 static const char *compress_name(uint64_t v, char *buf, size_t len)
 {
-	static const char *const names[] = {"none", "zlib", "lzo", "zstd"};
-
-	if (v < 4)
-		return names[v];
+	if (v < BTK_COMPRESS_TYPES)
+		return btk_compression_name((unsigned)v);
 	snprintf(buf, len, "UNKNOWN.%u", (unsigned)v);
 	return buf;
 }
@@ -241,20 +240,18 @@ static const struct fdesc root_v2[] = {
 
 void dc_root_item(struct dcur *c)
 {
-	const uint32_t legacy = OFF(RI, generation_v2);
-	uint64_t gen, gen2;
+	struct btk_root_item ri;
 
-	if (!dc_need(c, 0, legacy, "root item"))
+	if (!dc_need(c, 0, BTK_ROOT_ITEM_V0_SIZE, "root item"))
 		return;
+	btk_root_item_parse(c->p, c->size, &ri);
 	DC_TABLE(c, 0, root_fields);
-	if (c->size < legacy + 8)
+	if (c->size < BTK_ROOT_ITEM_V0_SIZE + 8)
 		return;
-	gen = dc_num(c, OFF(RI, generation), 8);
-	gen2 = dc_num(c, legacy, 8);
-	dc_u64(c, "generation_v2", gen2);
+	dc_u64(c, "generation_v2", ri.generation_v2);
 	dc_brk(c);
-	/* As dump-tree: the v2 fields are only meaningful when generation_v2 matches. */
-	if (c->size >= sizeof(RI) && gen == gen2)
+	/* As dump-tree: the v2 fields only when generation_v2 says they are valid. */
+	if (ri.v2)
 		DC_TABLE(c, 0, root_v2);
 }
 

@@ -270,8 +270,18 @@ const char *btk_key_type_name(uint8_t type);
 /* Tree / object id names as dump-tree prints them ("ROOT_TREE", "FS_TREE", ...); NULL if
  * the id has no name. Static strings. */
 const char *btk_objectid_name(uint64_t id);
+/* Heading of a tree in dumps ("root tree", "fs tree", ...; "file tree" for subvolumes).
+ * Static string. */
+const char *btk_tree_title(uint64_t id);
 /* Parse a tree name ("fs", "FS_TREE", "extent", "5") into an object id; -EINVAL if unknown. */
 int btk_tree_id_parse(const char *s, uint64_t *id);
+/* Values of btrfs_file_extent_item.compression. */
+enum { BTK_COMPRESS_NONE = 0, BTK_COMPRESS_ZLIB = 1, BTK_COMPRESS_LZO = 2, BTK_COMPRESS_ZSTD = 3 };
+#define BTK_COMPRESS_TYPES 4 /* values below it are known */
+
+/* Name of a compression type ("none", "zlib", "lzo", "zstd"; "unknown" otherwise). Static. */
+const char *btk_compression_name(unsigned type);
+
 /* Block group profile name ("single", "dup", "raid1", ...) of a flags word. Static string. */
 const char *btk_profile_name(uint64_t bg_flags);
 

@@ -6,6 +6,7 @@
 #include <strings.h>
 
 #include "format/format.h"
+#include "format/raid.h"
 
 struct id_name {
 	uint64_t id;
@@ -103,6 +104,30 @@ const char *btk_objectid_name(uint64_t id)
 	return lookup(objectids, N_ELEM(objectids), id);
 }
 
+/* Tree headings as dump-tree prints them; other trees are file trees (subvolumes). */
+static const struct id_name tree_titles[] = {
+    {BTRFS_ROOT_TREE_OBJECTID, "root tree"},
+    {BTRFS_CHUNK_TREE_OBJECTID, "chunk tree"},
+    {BTRFS_EXTENT_TREE_OBJECTID, "extent tree"},
+    {BTRFS_DEV_TREE_OBJECTID, "device tree"},
+    {BTRFS_FS_TREE_OBJECTID, "fs tree"},
+    {BTRFS_CSUM_TREE_OBJECTID, "checksum tree"},
+    {BTRFS_QUOTA_TREE_OBJECTID, "quota tree"},
+    {BTRFS_UUID_TREE_OBJECTID, "uuid tree"},
+    {BTRFS_FREE_SPACE_TREE_OBJECTID, "free space tree"},
+    {BTRFS_BLOCK_GROUP_TREE_OBJECTID, "block group tree"},
+    {BTRFS_DATA_RELOC_TREE_OBJECTID, "data reloc tree"},
+    {BTRFS_TREE_RELOC_OBJECTID, "tree reloc tree"},
+    {BTRFS_TREE_LOG_OBJECTID, "log tree"},
+};
+
+const char *btk_tree_title(uint64_t id)
+{
+	const char *t = lookup(tree_titles, N_ELEM(tree_titles), id);
+
+	return t ? t : "file tree";
+}
+
 /* Short tree names as users type them (dump-tree -t accepts similar ones). */
 static const struct id_name tree_aliases[] = {
     {BTRFS_ROOT_TREE_OBJECTID, "root"},
@@ -171,26 +196,19 @@ int btk_tree_id_parse(const char *s, uint64_t *id)
 
 const char *btk_profile_name(uint64_t flags)
 {
-	switch (flags & BTRFS_BLOCK_GROUP_PROFILE_MASK) {
-	case 0:
-		return "single";
-	case BTRFS_BLOCK_GROUP_DUP:
-		return "dup";
-	case BTRFS_BLOCK_GROUP_RAID0:
-		return "raid0";
-	case BTRFS_BLOCK_GROUP_RAID1:
-		return "raid1";
-	case BTRFS_BLOCK_GROUP_RAID10:
-		return "raid10";
-	case BTRFS_BLOCK_GROUP_RAID5:
-		return "raid5";
-	case BTRFS_BLOCK_GROUP_RAID6:
-		return "raid6";
-	case BTRFS_BLOCK_GROUP_RAID1C3:
-		return "raid1c3";
-	case BTRFS_BLOCK_GROUP_RAID1C4:
-		return "raid1c4";
-	default:
-		return "unknown";
-	}
+	const struct btk_raid_attr *ra = btk_raid_attr(flags);
+
+	return ra ? ra->name : "unknown";
+}
+
+const char *btk_compression_name(unsigned type)
+{
+	static const char *const names[BTK_COMPRESS_TYPES] = {
+	    [BTK_COMPRESS_NONE] = "none",
+	    [BTK_COMPRESS_ZLIB] = "zlib",
+	    [BTK_COMPRESS_LZO] = "lzo",
+	    [BTK_COMPRESS_ZSTD] = "zstd",
+	};
+
+	return type < BTK_COMPRESS_TYPES ? names[type] : "unknown";
 }

@@ -23,6 +23,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include "base/csum.h" /* btk_name_hash() */
 #include "tree/tree.h"
 
 #define BTK_PATH_MAX_DEPTH 4096	  /* directory levels (and subvolume nesting) followed */
@@ -136,8 +137,5 @@ int btk_file_extent_parse(const uint8_t *data, uint32_t size, uint64_t file_offs
 int btk_file_for_each_extent(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,
 			     uint64_t from, int (*fn)(void *ctx, const struct btk_file_extent *fe),
 			     void *ctx);
-
-/* btrfs's name hash for DIR_ITEM keys: crc32c seeded with ~1, no final inversion. */
-uint32_t btk_name_hash(const char *name, size_t len);
 
 #endif

@@ -77,7 +77,7 @@ int btk_subvol_set_default(struct btk_trans *t, uint64_t id)
 {
 	static const char name[] = "default";
 	struct btk_key k = {BTRFS_ROOT_TREE_DIR_OBJECTID, BTRFS_DIR_ITEM_KEY,
-			    btk_crc32c(~1U, name, sizeof(name) - 1)};
+			    btk_name_hash(name, sizeof(name) - 1)};
 	struct btk_key loc = {id, BTRFS_ROOT_ITEM_KEY, UINT64_MAX};
 	struct btk_path p;
 	uint32_t size;

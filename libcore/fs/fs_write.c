@@ -22,12 +22,6 @@ uint32_t btk_inline_max(const struct btk_fs *fs)
 	return max_item(fs) - (uint32_t)FE_INLINE_SZ;
 }
 
-static uint64_t extref_hash(uint64_t parent, const char *name, size_t len)
-{
-	/* The kernel seeds with the parent id truncated to 32 bits. */
-	return btk_crc32c((uint32_t)parent, name, len);
-}
-
 void btk_put_time(uint8_t *p, const struct btk_time *tm)
 {
 	btk_put64(p + offsetof(struct btrfs_timespec, sec), tm->sec);
@@ -167,7 +161,7 @@ static int hashed_entry_add(struct btk_trans *t, uint64_t root, const struct btk
 	if (ret == 0) {
 		item = btk_item_ptr(&p, &size);
 		if (has_name(item, size, name, nlen))
-			ret = -EEXIST;
+			ret = btk_err(EEXIST, "%.*s: exists already", (int)nlen, name);
 		else if (size + esz > max_item(btk_trans_fs(t)))
 			ret = btk_err(E2BIG, "no room for one more colliding name in one item");
 		else if (!(ret = btk_item_extend(t, &p, esz)))
@@ -204,7 +198,10 @@ static int append_item(struct btk_trans *t, uint64_t root, const struct btk_key 
 		btk_item_ptr(&p, &size);
 		btk_wpath_release(&p);
 		if (size + len > max_item(btk_trans_fs(t)))
-			return -EOVERFLOW;
+			return btk_err(EOVERFLOW,
+				       "item (%llu %u %llu) of %u bytes cannot grow by %u",
+				       (unsigned long long)key->objectid, key->type,
+				       (unsigned long long)key->offset, size, len);
 		ret = btk_tree_search_write(t, root, key, (int)len, &p);
 	}
 	if (ret == 0) {
@@ -234,7 +231,7 @@ static int inode_ref_add(struct btk_trans *t, uint64_t root, uint64_t ino, uint6
 	if (ret != -EOVERFLOW)
 		return ret;
 	/* The parent's names of this inode fill an item: the rest go to extended refs. */
-	k = (struct btk_key){ino, BTRFS_INODE_EXTREF_KEY, extref_hash(dir, name, len)};
+	k = (struct btk_key){ino, BTRFS_INODE_EXTREF_KEY, btk_extref_hash(dir, name, len)};
 	BTK_PUT(struct btrfs_inode_extref, buf, parent_objectid, dir);
 	BTK_PUT(struct btrfs_inode_extref, buf, index, index);
 	BTK_PUT(struct btrfs_inode_extref, buf, name_len, len);

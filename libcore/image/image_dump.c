@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "format/root_item.h"
 #include "base/csum.h"
 #include "base/error.h"
 #include "image/image.h"
@@ -85,7 +86,7 @@ struct dump {
 
 static int queue_root(struct dump *d, uint64_t objectid, const uint8_t *ri, uint32_t size)
 {
-	if (size < offsetof(struct btrfs_root_item, level) + 1)
+	if (size < BTK_ROOT_ITEM_V0_SIZE)
 		return 0;
 	if (d->nroots == d->caproots) {
 		size_t nc = d->caproots ? d->caproots * 2 : 64;
@@ -94,12 +95,7 @@ static int queue_root(struct dump *d, uint64_t objectid, const uint8_t *ri, uint
 			return btk_err(ENOMEM, "dump root list");
 		d->roots = nr, d->caproots = nc;
 	}
-	struct btk_root *r = &d->roots[d->nroots++];
-	memset(r, 0, sizeof(*r));
-	r->objectid = objectid;
-	r->bytenr = BTK_GET(struct btrfs_root_item, ri, bytenr);
-	r->generation = BTK_GET(struct btrfs_root_item, ri, generation);
-	r->level = BTK_GET(struct btrfs_root_item, ri, level);
+	btk_root_from_item(objectid, 0, ri, size, &d->roots[d->nroots++]);
 	return 0;
 }
 

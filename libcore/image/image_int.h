@@ -26,4 +26,17 @@ void btk_sanitize_name(const struct btk_sanitizer *s, uint8_t *name, uint32_t le
 void btk_image_scrub_leaf(const struct btk_fs *fs, uint8_t *leaf, bool keep_inline,
 			  const struct btk_sanitizer *san, struct btk_dump_stats *st);
 
+/* image_remap.c: turns chunks[0..n) into the one-device layout on devid (SINGLE, or DUP on
+ * one device), choosing physical offsets; the device's size and bytes in use come back. */
+int btk_image_remap_plan(struct btk_chunk **chunks, size_t n, uint64_t devid,
+			 const uint8_t uuid[16], uint64_t *dev_size, uint64_t *dev_used);
+/* Rewrites one tree block of the dump (nodesize bytes at logical) for fs's remapped chunk map:
+ * chunk-tree leaves take the new chunk items, block-group items lose their profile bits, and
+ * the checksum is redone. Other blocks are left as they are. */
+int btk_image_remap_block(const struct btk_fs *fs, uint8_t *b, uint64_t logical);
+/* image_fixup.c: on the restored target, drops the device items of the devids in gone, sets
+ * devid's size and use, and rebuilds the device extents from the chunk map (a transaction). */
+int btk_image_fixup_devices(const char *target, uint64_t devid, const uint64_t *gone, size_t ngone,
+			    uint64_t size, uint64_t used);
+
 #endif

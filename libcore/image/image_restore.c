@@ -6,10 +6,12 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/csum.h"
 #include "base/error.h"
 #include "image/image.h"
 #include "image/image_int.h"
 #include "image/metadump.h"
+#include "trans/trans.h"
 #include "volumes/super.h"
 
 #define DEV_ITEM_SIZE sizeof(struct btrfs_dev_item)
@@ -232,6 +234,12 @@ static int build_fs(struct restore *rs, const char *const *targets, int n, struc
 	fs->nodesize = rs->nodesize, fs->sectorsize = rs->sectorsize;
 	fs->stripesize = btk_le32(rs->sb.stripesize);
 	fs->csum_type = btk_le16(rs->sb.csum_type);
+	fs->csum_size = btk_csum_size(fs->csum_type);
+	memcpy(fs->meta_uuid,
+	       btk_le64(rs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_METADATA_UUID
+		   ? rs->sb.metadata_uuid
+		   : rs->sb.fsid,
+	       BTK_FSID_SIZE);
 	fs->generation = btk_le64(rs->sb.generation);
 	memcpy(fs->fsid, rs->sb.fsid, BTK_FSID_SIZE);
 	fs->writable = true;
@@ -291,7 +299,7 @@ static int size_targets(struct btk_fs *fs)
 }
 
 static int write_items(struct restore *rs, struct btk_fs *fs, const struct btk_restore_opts *o,
-		       struct btk_restore_stats *st)
+		       bool remap, struct btk_restore_stats *st)
 {
 	for (size_t i = 0; i < rs->r->nitems; i++) {
 		const struct btk_md_item *it = &rs->r->items[i];
@@ -303,7 +311,11 @@ static int write_items(struct restore *rs, struct btk_fs *fs, const struct btk_r
 			continue;
 		if ((ret = btk_md_item_read(rs->r, i, &buf, &len)))
 			return ret;
-		ret = btk_write_logical(fs, it->logical, buf, len);
+		for (size_t off = 0; remap && len % rs->nodesize == 0 && off < len && !ret;
+		     off += rs->nodesize)
+			ret = btk_image_remap_block(fs, buf + off, it->logical + off);
+		if (!ret)
+			ret = btk_write_logical(fs, it->logical, buf, len);
 		free(buf);
 		if (ret)
 			return btk_err(-ret, "%s: cluster %u item %u (logical %llu, %zu bytes): %s",
@@ -356,6 +368,61 @@ static void restore_free(struct restore *rs)
 	btk_md_reader_close(rs->r);
 }
 
+/* A multi-device dump onto one device: the chunk map remapped (image_remap.c), the items
+ * written through it with chunk-tree leaves rewritten, then the device items and extents
+ * redone by a transaction on the result. */
+static int restore_onto_one(struct restore *rs, const char *target,
+			    const struct btk_restore_opts *o, struct btk_restore_stats *st)
+{
+	uint64_t devid = BTK_GET(struct btrfs_dev_item, rs->sb.dev_item, devid), size, used;
+	uint64_t *gone = calloc(rs->ndevs + 1, sizeof(*gone));
+	struct btk_fs *fs = NULL;
+	size_t ngone = 0, keep = rs->ndevs;
+	int ret;
+
+	if (!gone)
+		return btk_err(ENOMEM, "restore devices");
+	for (size_t i = 0; i < rs->ndevs; i++)
+		if (rs->devs[i].devid == devid)
+			keep = i;
+		else
+			gone[ngone++] = rs->devs[i].devid;
+	if (keep == rs->ndevs) {
+		free(gone);
+		return btk_err(EUCLEAN, "%s: the superblock's devid %llu has no device item",
+			       rs->r->name, (unsigned long long)devid);
+	}
+	ret = btk_image_remap_plan(rs->chunks, rs->nchunks, devid,
+				   rs->sb.dev_item + offsetof(struct btrfs_dev_item, uuid), &size,
+				   &used);
+	if (!ret) {
+		rs->devs[0] = rs->devs[keep];
+		rs->ndevs = 1;
+		BTK_PUT(struct btrfs_dev_item, rs->devs[0].item, total_bytes, size);
+		BTK_PUT(struct btrfs_dev_item, rs->devs[0].item, bytes_used, used);
+		ret = build_fs(rs, &target, 1, &fs);
+	}
+	if (!ret && !(ret = btk_chunk_build_sys_array(fs))) {
+		memcpy(rs->sb.sys_chunk_array, fs->sb.sys_chunk_array, BTK_SYS_ARRAY_SIZE);
+		memcpy(rs->sb.sys_chunk_array_size, fs->sb.sys_chunk_array_size, 4);
+		btk_put64(rs->sb.num_devices, 1);
+		btk_put64(rs->sb.total_bytes, size);
+	}
+	if (!ret)
+		ret = size_targets(fs);
+	if (!ret)
+		ret = write_items(rs, fs, o, true, st);
+	if (!ret)
+		ret = write_supers(rs, fs);
+	btk_volumes_close(fs);
+	if (!ret)
+		ret = btk_image_fixup_devices(target, devid, gone, ngone, size, used);
+	free(gone);
+	st->devices = 1;
+	st->remapped = true;
+	return ret;
+}
+
 int btk_image_restore(int dump_fd, const char *dump_name, const char *const *targets, int n,
 		      const struct btk_restore_opts *opts, struct btk_restore_stats *st)
 {
@@ -377,21 +444,21 @@ int btk_image_restore(int dump_fd, const char *dump_name, const char *const *tar
 			      dump_name, (unsigned long long)ndev, rs.ndevs);
 		goto out;
 	}
-	if (ndev > 1 && !opts->multi) {
-		ret =
-		    btk_err(EINVAL,
-			    "%s: a dump of a %llu-device filesystem: restore it with -m onto %llu "
-			    "devices (onto one device is not supported yet)",
-			    dump_name, (unsigned long long)ndev, (unsigned long long)ndev);
+	if (n > 1 && !opts->multi) {
+		ret = btk_err(EINVAL, "%d targets: restoring onto several devices takes -m", n);
 		goto out;
 	}
-	if ((uint64_t)n != ndev) {
+	if ((uint64_t)n != ndev && !(n == 1 && !opts->multi)) {
 		ret = btk_err(EINVAL, "%s: a dump of a %llu-device filesystem, %d target%s given",
 			      dump_name, (unsigned long long)ndev, n, n == 1 ? "" : "s");
 		goto out;
 	}
+	if (ndev > 1 && n == 1) {
+		ret = restore_onto_one(&rs, targets[0], opts, st);
+		goto out;
+	}
 	if ((ret = build_fs(&rs, targets, n, &fs)) || (ret = size_targets(fs)) ||
-	    (ret = write_items(&rs, fs, opts, st)) || (ret = write_supers(&rs, fs)))
+	    (ret = write_items(&rs, fs, opts, false, st)) || (ret = write_supers(&rs, fs)))
 		goto out;
 	st->devices = (uint64_t)n;
 out:

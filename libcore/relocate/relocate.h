@@ -25,6 +25,11 @@ struct btk_resize_move {
 	int round; /* moves of one round share a transaction */
 };
 
+/* The free tail of a data chunk cut off (round 0, before any move). */
+struct btk_resize_cut {
+	uint64_t logical, from_len, to_len;
+};
+
 struct btk_resize_plan {
 	uint64_t devid;
 	uint64_t old_size; /* the device's size in its dev item */
@@ -35,6 +40,9 @@ struct btk_resize_plan {
 	uint64_t bytes_moved; /* sum of the moves' lengths */
 	struct btk_resize_move *moves;
 	int nmoves, rounds;
+	struct btk_resize_cut *cuts; /* only when moving whole stripes cannot reach the size */
+	int ncuts;
+	uint64_t bytes_cut;
 };
 
 /* What stops a write: returns 0, or -EBUSY (a balance or relocation in progress),

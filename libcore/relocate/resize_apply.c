@@ -1,10 +1,11 @@
 /* resize_apply.c — carrying out a resize plan: copy stripes, commit per round, set the size.
  *
- * Each round: every stripe of the round is copied to its new place (unallocated space of the
- * committed filesystem), then one transaction points the chunk items, dev extents and the
- * system chunk array there; the whole device is held so that no new chunk of the
- * transaction takes a place the plan counts on. The size is set in the last round's
- * transaction. An image file grows before the first write and is cut after the last commit.
+ * Round 0 cuts the free tails of data chunks when the plan has cuts. Each round: every stripe of
+ * the round is copied to its new place (unallocated space of the committed filesystem), then one
+ * transaction points the chunk items, dev extents and the system chunk array there; the whole
+ * device is held so that no new chunk of the transaction takes a place the plan counts on. The size
+ * is set in the last round's transaction. An image file grows before the first write and is cut
+ * after the last commit.
  */
 #include "relocate/relocate.h"
 #include "base/error.h"
@@ -52,6 +53,8 @@ static int run_round(struct btk_fs *fs, const struct btk_resize_plan *plan, int 
 	if ((ret = btk_trans_start(fs, &t)))
 		return ret;
 	ret = btk_dev_hold(t, plan->devid, 0, span);
+	for (int i = 0; round == 0 && i < plan->ncuts && !ret; i++)
+		ret = btk_chunk_shrink(t, plan->cuts[i].logical, plan->cuts[i].to_len);
 	for (int i = 0; i < plan->nmoves && !ret; i++)
 		if (plan->moves[i].round == round)
 			ret = btk_chunk_stripe_move(t, plan->moves[i].logical,
@@ -79,7 +82,7 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 	if (d->total_bytes != plan->old_size)
 		return btk_err(EINVAL, "the plan was made for another state of devid %llu",
 			       (unsigned long long)plan->devid);
-	if (plan->new_size == plan->old_size && !plan->nmoves)
+	if (plan->new_size == plan->old_size && !plan->nmoves && !plan->ncuts)
 		return 0;
 	if (plan->new_size > d->dev->size && (ret = btk_dev_truncate(d->dev, plan->new_size)))
 		return ret;

@@ -162,10 +162,10 @@ static int record(struct btk_resize_plan *p, const struct rl_slot *s, uint64_t t
 	return 0;
 }
 
-int rl_compact(struct rl_layout *l, uint64_t target, struct btk_resize_plan *p)
+int rl_compact(struct rl_layout *l, uint64_t target, int round, struct btk_resize_plan *p)
 {
 	struct rl_ranges held = {0};
-	int round = 0, moved = 0, ret = 0;
+	int moved = 0, ret = 0;
 
 	while (!ret) {
 		int i = last_slot(l);
@@ -198,25 +198,70 @@ int rl_compact(struct rl_layout *l, uint64_t target, struct btk_resize_plan *p)
 void btk_resize_plan_free(struct btk_resize_plan *plan)
 {
 	free(plan->moves);
+	free(plan->cuts);
 	memset(plan, 0, sizeof(*plan));
 }
 
-static int minimum_of(const struct btk_fs *fs, uint64_t devid, uint64_t *min)
+/* Records a cut of chunk c to len (once per chunk: DUP has both stripes here). */
+static int add_cut(struct btk_resize_plan *p, const struct btk_chunk *c, uint64_t len)
 {
+	struct btk_resize_cut *nc;
+
+	for (int k = 0; k < p->ncuts; k++)
+		if (p->cuts[k].logical == c->logical)
+			return 0;
+	nc = realloc(p->cuts, (size_t)(p->ncuts + 1) * sizeof(*nc));
+	if (!nc)
+		return btk_err(ENOMEM, "out of memory");
+	p->cuts = nc;
+	p->cuts[p->ncuts++] = (struct btk_resize_cut){c->logical, c->length, len};
+	p->bytes_cut += c->length - len;
+	p->rounds = 1;
+	return 0;
+}
+
+/* Cuts every cuttable chunk of the layout to its last extent, recording the cuts in p. */
+static int apply_cuts(struct btk_fs *fs, struct rl_layout *l, struct btk_resize_plan *p)
+{
+	for (int i = 0; i < l->n; i++) {
+		const struct btk_chunk *c = btk_chunk_find(fs, l->s[i].logical);
+		uint64_t len;
+		int ret;
+		if (!c || !rl_cuttable(c))
+			continue;
+		if ((ret = rl_cut_length(fs, c, &len)))
+			return ret;
+		if (len >= l->s[i].len)
+			continue;
+		if ((ret = add_cut(p, c, len)))
+			return ret;
+		l->s[i].len = len;
+	}
+	return 0;
+}
+
+/* Where compaction gets stuck, with or without cuts. */
+static int stuck_end(struct btk_fs *fs, uint64_t devid, bool cut, uint64_t *end)
+{
+	struct btk_resize_plan scratch = {0};
 	struct rl_layout l;
 	int ret = rl_layout_load(fs, devid, &l);
 
+	if (!ret && cut)
+		ret = apply_cuts(fs, &l, &scratch);
 	if (!ret)
-		ret = rl_compact(&l, 0, NULL);
+		ret = rl_compact(&l, 0, 0, NULL);
 	if (!ret)
-		*min = rl_layout_end(&l);
+		*end = rl_layout_end(&l);
 	free(l.s);
+	btk_resize_plan_free(&scratch);
 	return ret;
 }
 
 int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk_resize_plan *plan)
 {
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
+	uint64_t whole = 0, with_cuts = 0;
 	struct rl_layout l;
 	int ret;
 
@@ -225,10 +270,12 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 		return btk_err(ENOENT, "no device with devid %llu", (unsigned long long)devid);
 	if (!d->dev)
 		return btk_err(ENODEV, "devid %llu is missing", (unsigned long long)devid);
+	if ((ret = stuck_end(fs, devid, false, &whole)) ||
+	    (ret = stuck_end(fs, devid, true, &with_cuts)) || (ret = rl_layout_load(fs, devid, &l)))
+		return ret;
 	plan->devid = devid;
 	plan->old_size = d->total_bytes;
-	if ((ret = minimum_of(fs, devid, &plan->minimum)) || (ret = rl_layout_load(fs, devid, &l)))
-		return ret;
+	plan->minimum = with_cuts < whole ? with_cuts : whole;
 	plan->alloc_end = rl_layout_end(&l);
 	for (int i = 0; i < l.n; i++)
 		plan->allocated += l.s[i].len;
@@ -236,15 +283,20 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 	if (plan->new_size < plan->minimum)
 		ret = btk_err(ENOSPC,
 			      "devid %llu cannot shrink to %llu bytes: its minimum is %llu bytes "
-			      "(chunks move only whole for now)",
+			      "(chunks are moved whole and data chunks cut, not emptied, for now)",
 			      (unsigned long long)devid, (unsigned long long)plan->new_size,
 			      (unsigned long long)plan->minimum);
 	else if (d->dev->is_blockdev && plan->new_size > d->dev->size)
 		ret =
 		    btk_err(EINVAL, "devid %llu: %s has only %llu bytes", (unsigned long long)devid,
 			    d->dev->path, (unsigned long long)d->dev->size);
-	else if (plan->new_size < plan->alloc_end)
-		ret = rl_compact(&l, plan->new_size, plan);
+	else if (plan->new_size < plan->alloc_end) {
+		/* cuts only when whole stripes cannot get there: they use up the chunks' room */
+		if (plan->new_size < whole)
+			ret = apply_cuts(fs, &l, plan);
+		if (!ret)
+			ret = rl_compact(&l, plan->new_size, plan->ncuts ? 1 : 0, plan);
+	}
 	if (!ret && rl_layout_end(&l) > plan->new_size)
 		ret = btk_err(EUCLEAN, "devid %llu: the plan ends at %llu, past %llu",
 			      (unsigned long long)devid, (unsigned long long)rl_layout_end(&l),

@@ -17,37 +17,6 @@
 
 #define SZ_1M (1ULL << 20)
 
-static const struct btk_raid_attr raid_table[] = {
-    /* bit, name, dev_stripes, devs_min, devs_max, sub_stripes, ncopies, nparity */
-    {0, "single", 1, 1, 1, 1, 1, 0},
-    {BTRFS_BLOCK_GROUP_DUP, "dup", 2, 1, 1, 1, 2, 0},
-    {BTRFS_BLOCK_GROUP_RAID0, "raid0", 1, 1, 0, 1, 1, 0},
-    {BTRFS_BLOCK_GROUP_RAID1, "raid1", 1, 2, 2, 1, 2, 0},
-    {BTRFS_BLOCK_GROUP_RAID1C3, "raid1c3", 1, 3, 3, 1, 3, 0},
-    {BTRFS_BLOCK_GROUP_RAID1C4, "raid1c4", 1, 4, 4, 1, 4, 0},
-    {BTRFS_BLOCK_GROUP_RAID10, "raid10", 1, 2, 0, 2, 2, 0},
-    {BTRFS_BLOCK_GROUP_RAID5, "raid5", 1, 2, 0, 1, 1, 1},
-    {BTRFS_BLOCK_GROUP_RAID6, "raid6", 1, 3, 0, 1, 1, 2},
-};
-
-const struct btk_raid_attr *btk_raid_attr(uint64_t flags)
-{
-	uint64_t prof = flags & BTRFS_BLOCK_GROUP_PROFILE_MASK;
-
-	for (size_t i = 0; i < sizeof(raid_table) / sizeof(raid_table[0]); i++)
-		if (raid_table[i].bit == prof)
-			return &raid_table[i];
-	return NULL;
-}
-
-const struct btk_raid_attr *btk_raid_by_name(const char *name)
-{
-	for (size_t i = 0; i < sizeof(raid_table) / sizeof(raid_table[0]); i++)
-		if (!strcasecmp(raid_table[i].name, name))
-			return &raid_table[i];
-	return NULL;
-}
-
 uint32_t btk_chunk_to_item(const struct btk_chunk *c, uint8_t *buf)
 {
 	uint32_t size = (uint32_t)(sizeof(struct btrfs_chunk) +
@@ -244,7 +213,7 @@ int btk_chunk_add(struct btk_wfs *w, struct btk_chunk *c)
 	bg->item_new = true;
 	bg->dirty = true;
 	if (btk_rs_add(&bg->free, c->logical, c->length))
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	w->mods++;
 	return btk_bg_exclude_super(fs, bg, c);
 }
@@ -279,11 +248,12 @@ static int place(struct btk_wfs *w, uint64_t flags, struct ctl *ct, struct devsp
 	}
 	if (k < ndev) {
 		free(c);
-		return -ENOSPC;
+		return btk_err(ENOSPC, "a new chunk needs %d devices with room, %d have it", ndev,
+			       k);
 	}
 	c->logical = next_logical(w->fs);
 	c->num_stripes = (uint16_t)ct->num_stripes;
-	c->sub_stripes = (flags & BTRFS_BLOCK_GROUP_RAID10) ? 2 : 1;
+	c->sub_stripes = (uint16_t)btk_raid_attr(flags)->sub_stripes;
 	c->type = flags;
 	c->owner = BTRFS_EXTENT_TREE_OBJECTID;
 	c->stripe_len = BTK_STRIPE_LEN;
@@ -315,7 +285,8 @@ static int try_alloc(struct btk_wfs *w, uint64_t flags, struct ctl *ct, struct d
 		} else if (max_avail / (uint64_t)per >= BTK_STRIPE_LEN) {
 			ct->stripe = max_avail / (uint64_t)per / BTK_STRIPE_LEN * BTK_STRIPE_LEN;
 		} else {
-			return -ENOSPC;
+			return btk_err(ENOSPC, "no device has room for a new chunk of type 0x%llx",
+				       (unsigned long long)flags);
 		}
 	}
 	ret = place(w, flags, ct, ds, n, out);
@@ -341,7 +312,7 @@ int btk_chunk_alloc_sized(struct btk_wfs *w, uint64_t flags, uint64_t stripe, ui
 			       (unsigned long long)flags);
 	ds = calloc((size_t)fs->ndevs, sizeof(*ds));
 	if (!ds)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	for (int i = 0; i < fs->ndevs; i++) {
 		if (!fs->devs[i].dev)
 			continue;

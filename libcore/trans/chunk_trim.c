@@ -125,7 +125,7 @@ static int trim_chunk(struct btk_wfs *w, struct btk_chunk *c, uint64_t slack)
 		return 0;
 	if (btk_rs_remove(&bg->free, bg->start + keep, c->length - keep) ||
 	    btk_rs_remove(&bg->super, bg->start + keep, c->length - keep))
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	c->length = bg->len = keep;
 	bg->dirty = true;
 	for (int i = 0; i < c->num_stripes; i++)

@@ -159,12 +159,8 @@ int btk_chunk_add(struct btk_wfs *w, struct btk_chunk *c);
 int btk_chunk_alloc(struct btk_wfs *w, uint64_t flags, uint64_t *logical);
 /* The same with a fixed stripe size (0: computed). */
 int btk_chunk_alloc_sized(struct btk_wfs *w, uint64_t flags, uint64_t stripe, uint64_t *logical);
-/* Serializes a chunk item; returns its size. buf must hold the largest item. */
-uint32_t btk_chunk_to_item(const struct btk_chunk *c, uint8_t *buf);
 /* Writes chunk items, dev extents and dev items of new chunks (commit). */
 int btk_chunk_write_items(struct btk_trans *t);
-/* Rebuilds the superblock's system chunk array from the chunk map. */
-int btk_chunk_build_sys_array(struct btk_fs *fs);
 /* Updates the DEV_ITEM of every device in the chunk tree when bytes_used changed. */
 int btk_chunk_update_dev_items(struct btk_trans *t);
 
@@ -225,5 +221,11 @@ int btk_write_bg_items(struct btk_trans *t);
 
 /* ---- fst.c ---- */
 int btk_fst_update(struct btk_trans *t);
+/* Deletes the FREE_SPACE_INFO (start, len) and every extent/bitmap item of that block group
+ * (before its length changes; the commit writes them anew for a dirty block group). */
+int btk_fst_drop_bg(struct btk_trans *t, uint64_t start, uint64_t len);
+
+/* ---- trans_refs.c: the tree holding block group items ---- */
+uint64_t btk_bg_item_tree(struct btk_wfs *w);
 
 #endif

@@ -132,3 +132,109 @@ int btk_chunk_stripe_move(struct btk_trans *t, uint64_t logical, int stripe, uin
 		c->stripes[stripe].offset = to; /* the commit's writes and sys array follow */
 	return ret;
 }
+
+/* Patches a u64 field of an item in place (same size). */
+static int patch_u64(struct btk_trans *t, uint64_t tree, const struct btk_key *key, size_t at,
+		     uint64_t v)
+{
+	uint8_t *item = NULL;
+	struct btk_path p;
+	uint32_t size = 0;
+	int ret = btk_tree_search_cur(t->w, tree, key, &p);
+
+	if (ret == 0) {
+		const uint8_t *d = btk_item_ptr(&p, &size);
+		if (size >= at + 8 && (item = malloc(size)))
+			memcpy(item, d, size);
+	}
+	btk_wpath_release(&p);
+	if (ret < 0)
+		return ret;
+	if (!item)
+		return ret || size < at + 8
+			   ? btk_err(EUCLEAN, "tree %llu: item (%llu %u %llu) missing or short",
+				     (unsigned long long)tree, (unsigned long long)key->objectid,
+				     key->type, (unsigned long long)key->offset)
+			   : btk_err(ENOMEM, "out of memory");
+	btk_put64(item + at, v);
+	ret = btk_item_update(t, tree, key, item, size);
+	free(item);
+	return ret;
+}
+
+/* True when [start, start+len) of bg is free (superblock stripes count as free). */
+static int tail_free(const struct btk_bg *bg, uint64_t start, uint64_t len, bool *ok)
+{
+	struct btk_rangeset u = {0};
+	int ret = btk_rs_copy(&u, &bg->free);
+
+	for (size_t i = 0; !ret && i < bg->super.n; i++)
+		ret = btk_rs_add(&u, bg->super.r[i].start, bg->super.r[i].len);
+	*ok = !ret && btk_rs_contains(&u, start, len);
+	btk_rs_free(&u);
+	return ret;
+}
+
+int btk_chunk_shrink(struct btk_trans *t, uint64_t logical, uint64_t new_len)
+{
+	struct btk_chunk *c = chunk_at(t->fs, logical);
+	struct btk_key ck = {BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY, logical};
+	struct btk_key bk = {logical, BTRFS_BLOCK_GROUP_ITEM_KEY, 0};
+	struct btk_bg *bg = btk_bg_find(t->w, logical);
+	uint64_t old_len;
+	bool ok = false;
+	int ret;
+
+	if (!c || !bg || bg->start != logical)
+		return btk_err(ENOENT, "no chunk at %llu", (unsigned long long)logical);
+	if (c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK & ~BTRFS_BLOCK_GROUP_DUP)
+		return btk_err(EINVAL, "chunk %llu: only SINGLE and DUP chunks can be cut",
+			       (unsigned long long)logical);
+	old_len = c->length;
+	if (!new_len || new_len >= old_len || new_len % t->fs->sectorsize)
+		return btk_err(EINVAL, "chunk %llu: cannot cut %llu bytes to %llu",
+			       (unsigned long long)logical, (unsigned long long)old_len,
+			       (unsigned long long)new_len);
+	for (int i = 0; i < t->w->nnew_chunks; i++)
+		if (t->w->new_chunks[i] == logical)
+			return btk_err(EINVAL, "chunk %llu is new in this transaction",
+				       (unsigned long long)logical);
+	if ((ret = tail_free(bg, logical + new_len, old_len - new_len, &ok)))
+		return ret;
+	if (!ok || bg->pinned.n)
+		return btk_err(EBUSY, "chunk %llu: its tail past %llu is in use",
+			       (unsigned long long)logical, (unsigned long long)new_len);
+	/* the committed filesystem still has the tail: no new chunk there before the commit */
+	for (int i = 0; i < c->num_stripes && !ret; i++)
+		ret = btk_dev_hold(t, c->stripes[i].devid, c->stripes[i].offset + new_len,
+				   old_len - new_len);
+	/* items keyed by the length go and come back with the new one */
+	bk.offset = old_len;
+	if (!ret)
+		ret = btk_item_delete(t, btk_bg_item_tree(t->w), &bk);
+	if (!ret && t->w->fst)
+		ret = btk_fst_drop_bg(t, logical, old_len);
+	if (!ret)
+		ret = patch_u64(t, BTRFS_CHUNK_TREE_OBJECTID, &ck,
+				offsetof(struct btrfs_chunk, length), new_len);
+	for (int i = 0; i < c->num_stripes && !ret; i++) {
+		struct btk_key dk = {c->stripes[i].devid, BTRFS_DEV_EXTENT_KEY,
+				     c->stripes[i].offset};
+		ret = patch_u64(t, BTRFS_DEV_TREE_OBJECTID, &dk,
+				offsetof(struct btrfs_dev_extent, length), new_len);
+	}
+	if (ret)
+		return ret;
+	bg = btk_bg_find(t->w, logical); /* item changes may have moved the array */
+	if (!bg || btk_rs_remove(&bg->free, logical + new_len, old_len - new_len) ||
+	    btk_rs_remove(&bg->super, logical + new_len, old_len - new_len))
+		return btk_err(ENOMEM, "out of memory");
+	bg->len = new_len;
+	bg->item_new = true;
+	bg->dirty = true;
+	c->length = new_len;
+	for (int i = 0; i < c->num_stripes; i++)
+		btk_fs_dev_find(t->fs, c->stripes[i].devid)->bytes_used -= old_len - new_len;
+	t->w->mods++;
+	return 0;
+}

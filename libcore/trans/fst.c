@@ -118,7 +118,8 @@ static int update_bg(struct btk_trans *t, uint64_t start)
 	int ret;
 
 	if (!bg)
-		return -ENOENT;
+		return btk_err(ENOENT, "free space tree: no block group at %llu",
+			       (unsigned long long)start);
 	bg->dirty = false;
 	ret = read_existing(t->w, bg, &l);
 	if (!ret)
@@ -167,5 +168,20 @@ int btk_fst_update(struct btk_trans *t)
 	for (int i = 0; i < w->nbgs && !ret; i++)
 		if (w->bgs[i].dirty)
 			ret = update_bg(t, w->bgs[i].start);
+	return ret;
+}
+
+int btk_fst_drop_bg(struct btk_trans *t, uint64_t start, uint64_t len)
+{
+	struct btk_bg probe = {.start = start, .len = len};
+	struct btk_key info = {start, BTRFS_FREE_SPACE_INFO_KEY, len};
+	struct fst_list l = {0};
+	int ret = read_existing(t->w, &probe, &l);
+
+	for (size_t i = 0; !ret && i < l.n; i++)
+		ret = btk_item_delete(t, FST, &l.k[i]);
+	if (!ret && l.has_info)
+		ret = btk_item_delete(t, FST, &info);
+	free(l.k);
 	return ret;
 }

@@ -430,7 +430,7 @@ static int insert_root_dir(struct btk_trans *t, time_t now)
 	BTK_PUT(struct btrfs_dir_item, di, name_len, sizeof(name) - 1);
 	BTK_PUT(struct btrfs_dir_item, di, type, BTRFS_FT_DIR);
 	memcpy(di + sizeof(struct btrfs_dir_item), name, sizeof(name) - 1);
-	k.offset = btk_crc32c((uint32_t)~1U, name, sizeof(name) - 1); /* btrfs name hash */
+	k.offset = btk_name_hash(name, sizeof(name) - 1);
 	if ((ret = btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, di, sizeof(di))))
 		return ret;
 	BTK_PUT(struct btrfs_inode_ref, ref, index, 0);

@@ -13,20 +13,10 @@
 #include <stdint.h>
 #include <time.h>
 #include "format/format.h"
+#include "format/raid.h" /* profiles: btk_raid_attr(), btk_raid_by_name() */
 
 struct btk_trans;
 struct btk_fs;
-
-/* What a block group profile needs (kernel's btrfs_raid_array). */
-struct btk_raid_attr {
-	uint64_t bit; /* BTRFS_BLOCK_GROUP_* profile bit, 0 for single */
-	const char *name;
-	int dev_stripes, devs_min, devs_max, sub_stripes, ncopies, nparity;
-};
-/* The attributes of the profile in flags; NULL if the profile bits are invalid. */
-const struct btk_raid_attr *btk_raid_attr(uint64_t flags);
-/* By name ("single", "dup", "raid0", ..., case-insensitive); NULL if unknown. */
-const struct btk_raid_attr *btk_raid_by_name(const char *name);
 
 /* Features selectable with -O / -R. */
 struct btk_mkfs_feature {

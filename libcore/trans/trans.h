@@ -24,6 +24,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "format/format.h"
+#include "base/csum.h" /* btk_data_ref_hash() */
 #include "tree/tree.h"
 #include "volumes/volumes.h"
 
@@ -103,6 +104,13 @@ static inline uint8_t *btk_item_ptr(struct btk_path *p, uint32_t *size)
 }
 void btk_wpath_release(struct btk_path *p);
 
+/* ---- chunks ---- */
+/* Serializes a chunk item; returns its size. buf must hold the largest item. */
+uint32_t btk_chunk_to_item(const struct btk_chunk *c, uint8_t *buf);
+/* Rebuilds the superblock's system chunk array (fs->sb) from the chunk map. -ENOSPC when the
+ * system chunks do not fit in it. */
+int btk_chunk_build_sys_array(struct btk_fs *fs);
+
 /* ---- trees ---- */
 /* Creates an empty tree with a default ROOT_ITEM (refs 1); fs trees get their root dir by
  * the caller. -EEXIST if it exists. */
@@ -128,8 +136,7 @@ int btk_tree_snapshot(struct btk_trans *t, uint64_t src, uint64_t dst, bool read
  * allocates the extent (data_alloc.c). */
 int btk_data_ref(struct btk_trans *t, uint64_t bytenr, uint64_t num_bytes, uint64_t root,
 		 uint64_t parent, uint64_t ino, uint64_t offset, int delta);
-/* The key offset of a keyed EXTENT_DATA_REF item (the kernel's hash_extent_data_ref). */
-uint64_t btk_data_ref_hash(uint64_t root, uint64_t ino, uint64_t offset);
+/* The key offset of a keyed EXTENT_DATA_REF item: btk_data_ref_hash() (base/csum.h). */
 
 /* ---- device size and stripe placement (dev_resize.c; resize and relocation) ---- */
 /* Sets the size of device devid (its DEV_ITEM total_bytes now; the superblock's total_bytes
@@ -146,6 +153,13 @@ int btk_dev_hold(struct btk_trans *t, uint64_t devid, uint64_t start, uint64_t l
  * is held until the commit, so the committed filesystem stays readable at every write.
  * -ENOENT no such stripe, -EINVAL a chunk of this transaction, -EUCLEAN items disagree. */
 int btk_chunk_stripe_move(struct btk_trans *t, uint64_t logical, int stripe, uint64_t to);
+
+/* Cuts the free tail off a committed SINGLE or DUP chunk: its length becomes new_len (a
+ * sector multiple, > 0) in the chunk item, its dev extents, its block group item and
+ * free-space tree entries (re-keyed) and the chunk map; the device space past it becomes
+ * unallocated after the commit (held until then). -EBUSY when anything in the tail is used,
+ * -EINVAL for other profiles or lengths, -ENOENT no such chunk. */
+int btk_chunk_shrink(struct btk_trans *t, uint64_t logical, uint64_t new_len);
 
 /* ---- statistics for tests ---- */
 struct btk_wstats {

@@ -47,20 +47,6 @@ static int bg_account(struct btk_wfs *w, uint64_t bytenr, uint64_t len, bool add
 	return 0;
 }
 
-uint64_t btk_data_ref_hash(uint64_t root, uint64_t ino, uint64_t offset)
-{
-	uint8_t le[8];
-	uint32_t high, low;
-
-	btk_put64(le, root);
-	high = btk_crc32c(~0U, le, 8);
-	btk_put64(le, ino);
-	low = btk_crc32c(~0U, le, 8);
-	btk_put64(le, offset);
-	low = btk_crc32c(low, le, 8);
-	return ((uint64_t)high << 31) ^ (uint64_t)low;
-}
-
 static uint8_t ref_type(const struct btk_refop *op)
 {
 	if (op->data)
@@ -578,7 +564,7 @@ int btk_block_child_refs(struct btk_trans *t, uint64_t root, const struct btk_bl
 	return ret;
 }
 
-static uint64_t bg_tree(struct btk_wfs *w)
+uint64_t btk_bg_item_tree(struct btk_wfs *w)
 {
 	return w->bgtree ? BTRFS_BLOCK_GROUP_TREE_OBJECTID : BTRFS_EXTENT_TREE_OBJECTID;
 }
@@ -605,12 +591,12 @@ static int write_bg_item(struct btk_trans *t, struct btk_bg *bg)
 		uint64_t start = bg->start;
 		/* the insert may allocate a chunk and move the block group array */
 		bg->item_new = false;
-		ret = btk_item_insert(t, bg_tree(t->w), &key, want, sizeof(want));
+		ret = btk_item_insert(t, btk_bg_item_tree(t->w), &key, want, sizeof(want));
 		if (ret && (bg = btk_bg_find(t->w, start)))
 			bg->item_new = true;
 		return ret;
 	}
-	ret = btk_tree_search_cur(t->w, bg_tree(t->w), &key, &p);
+	ret = btk_tree_search_cur(t->w, btk_bg_item_tree(t->w), &key, &p);
 	if (ret == 0) {
 		d = btk_item_ptr(&p, &size);
 		ret = size == sizeof(want) && !memcmp(d, want, sizeof(want)) ? 2 : 0;
@@ -621,7 +607,7 @@ static int write_bg_item(struct btk_trans *t, struct btk_bg *bg)
 	if (ret == 1)
 		return btk_err(EUCLEAN, "block group item %llu is missing",
 			       (unsigned long long)bg->start);
-	return btk_item_update(t, bg_tree(t->w), &key, want, sizeof(want));
+	return btk_item_update(t, btk_bg_item_tree(t->w), &key, want, sizeof(want));
 }
 
 int btk_write_bg_items(struct btk_trans *t)

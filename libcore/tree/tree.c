@@ -1,6 +1,7 @@
 /* tree.c — validated tree-block reads with mirror fallback; search and iteration. */
 #include "tree/tree.h"
 #include "tree/cache.h"
+#include "format/root_item.h"
 #include "base/csum.h"
 #include "base/error.h"
 
@@ -12,7 +13,8 @@
 
 #define BAD(...) (snprintf(why, whylen, __VA_ARGS__), -EUCLEAN)
 
-static int check_leaf(const uint8_t *data, uint32_t len, uint32_t n, char *why, size_t whylen)
+static int check_leaf(const uint8_t *data, uint32_t len, uint32_t n, bool lax, char *why,
+		      size_t whylen)
 {
 	const struct btk_item *it = (const struct btk_item *)(data + HDR);
 	uint32_t space = len - HDR, floor = n * sizeof(struct btk_item), end = space;
@@ -27,8 +29,9 @@ static int check_leaf(const uint8_t *data, uint32_t len, uint32_t n, char *why, 
 			return BAD("item %u: data [%u, +%u) outside the leaf data area", i, off,
 				   sz);
 		/* The kernel packs item data back to back from the leaf end; anything else is
-		 * damage (a shifted offset would otherwise decode garbage). */
-		if (off + sz != end)
+		 * damage (a shifted offset would otherwise decode garbage). The safety-only mode
+		 * leaves that to its caller: every item is still inside the leaf. */
+		if (!lax && off + sz != end)
 			return BAD("item %u: data ends at %u, expected %u", i, off + sz, end);
 		end = off;
 		btk_disk_to_key(&it[i].key, &k);
@@ -52,7 +55,7 @@ static int check_node(const struct btk_fs *fs, const uint8_t *data, uint32_t len
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t ptr = btk_le64(kp[i].blockptr);
 
-		if (!ptr || ptr % fs->sectorsize)
+		if (!ptr || (ptr % fs->sectorsize && !fs->read_safety_only))
 			return BAD("pointer %u: invalid child bytenr %llu", i,
 				   (unsigned long long)ptr);
 		btk_disk_to_key(&kp[i].key, &k);
@@ -83,7 +86,7 @@ int btk_block_check_raw(const struct btk_fs *fs, uint64_t bytenr, const uint8_t 
 	if (h->level >= BTK_MAX_LEVEL)
 		return BAD("level %u too high", h->level);
 	return h->level ? check_node(fs, data, len, n, why, whylen)
-			: check_leaf(data, len, n, why, whylen);
+			: check_leaf(data, len, n, fs->read_safety_only, why, whylen);
 }
 
 static int check_expect(const struct btk_block *b, const struct btk_block_check *chk, char *why,
@@ -130,7 +133,8 @@ static int read_copy(struct btk_fs *fs, uint64_t logical, uint8_t *buf, uint32_t
 		if (ret)
 			return ret;
 		if (mirror >= n)
-			return -ERANGE;
+			return btk_err(ERANGE, "logical %llu has %d copies, no copy %d",
+				       (unsigned long long)logical, n, mirror);
 		if (!ph[mirror].dev)
 			return btk_err(ENODEV, "block %llu: copy %d is on missing device %llu",
 				       (unsigned long long)logical, mirror + 1,
@@ -203,16 +207,50 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 	return btk_err(EUCLEAN, "tree block %llu: %s", (unsigned long long)bytenr, why);
 }
 
+uint64_t btk_block_used(const struct btk_block *b)
+{
+	uint32_t nr = btk_block_nritems(b);
+	uint64_t used;
+
+	if (btk_block_level(b))
+		return (uint64_t)nr * sizeof(struct btk_key_ptr);
+	used = (uint64_t)nr * sizeof(struct btk_item);
+	for (uint32_t i = 0; i < nr; i++)
+		used += btk_leaf_size(b, (int)i);
+	return used;
+}
+
+int btk_block_free_space(const struct btk_block *b, uint32_t nodesize)
+{
+	uint32_t nr = btk_block_nritems(b), space = btk_block_space(nodesize);
+	uint32_t lowest = space;
+
+	if (btk_block_level(b))
+		return (int)((uint32_t)(space / sizeof(struct btk_key_ptr)) - nr);
+	for (uint32_t i = 0; i < nr; i++) {
+		uint32_t off = btk_leaf_offset(b, (int)i);
+		lowest = off < lowest ? off : lowest;
+	}
+	return (int)lowest - (int)(nr * sizeof(struct btk_item));
+}
+
 /* ---- roots ---- */
 
-static int root_from_item(const uint8_t *data, uint32_t size, struct btk_root *r)
+int btk_root_from_item(uint64_t objectid, uint64_t key_offset, const uint8_t *data, uint32_t size,
+		       struct btk_root *r)
 {
-	if (size < offsetof(struct btrfs_root_item, level) + 1)
-		return -EUCLEAN;
-	r->bytenr = BTK_GET(struct btrfs_root_item, data, bytenr);
-	r->generation = BTK_GET(struct btrfs_root_item, data, generation);
-	r->level = BTK_GET(struct btrfs_root_item, data, level);
-	return r->level < BTK_MAX_LEVEL ? 0 : -EUCLEAN;
+	struct btk_root_item ri;
+
+	memset(r, 0, sizeof(*r));
+	r->objectid = objectid;
+	r->key_offset = key_offset;
+	if (btk_root_item_parse(data, size, &ri))
+		return btk_err(EUCLEAN, "root item of tree %llu (%u bytes) is malformed",
+			       (unsigned long long)objectid, size);
+	r->bytenr = ri.bytenr;
+	r->generation = ri.generation;
+	r->level = ri.level;
+	return 0;
 }
 
 static void super_root(const struct btk_fs *fs, uint64_t id, struct btk_root *r)
@@ -262,10 +300,8 @@ int btk_root_find(struct btk_fs *fs, uint64_t objectid, struct btk_root *out)
 	}
 	if (ret == 0) {
 		data = btk_path_data(&p, &size);
-		memset(out, 0, sizeof(*out));
-		out->objectid = objectid;
-		out->key_offset = k.offset;
-		if (root_from_item(data, size, out))
+		if (btk_root_from_item(objectid, k.offset, data, size, out) ||
+		    out->level >= BTK_MAX_LEVEL)
 			ret = btk_err(EUCLEAN, "root item of tree %llu is damaged",
 				      (unsigned long long)objectid);
 	}

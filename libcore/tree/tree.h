@@ -94,10 +94,26 @@ static inline uint32_t btk_leaf_size(const struct btk_block *b, int slot)
 {
 	return btk_le32(btk_leaf_item(b, slot)->size);
 }
+/* Where the item's data starts, counted from the end of the header. */
+static inline uint32_t btk_leaf_offset(const struct btk_block *b, int slot)
+{
+	return btk_le32(btk_leaf_item(b, slot)->offset);
+}
 static inline const uint8_t *btk_leaf_data(const struct btk_block *b, int slot)
 {
-	return b->data + sizeof(struct btk_header) + btk_le32(btk_leaf_item(b, slot)->offset);
+	return b->data + sizeof(struct btk_header) + btk_leaf_offset(b, slot);
 }
+/* Bytes of a block of nodesize bytes past its header. */
+static inline uint32_t btk_block_space(uint32_t nodesize)
+{
+	return nodesize - (uint32_t)sizeof(struct btk_header);
+}
+/* Bytes in use past the header: a node's pointers; a leaf's item array and item data. */
+uint64_t btk_block_used(const struct btk_block *b);
+/* Unused bytes of a block of nodesize bytes: for a leaf, between the item array and the
+ * lowest item data (negative when they overlap); for a node, pointer slots left (as unsigned
+ * when more are used than fit). As dump-tree prints them. */
+int btk_block_free_space(const struct btk_block *b, uint32_t nodesize);
 /* Node pointer slot (level > 0). */
 static inline const struct btk_key_ptr *btk_node_ptr(const struct btk_block *b, int slot)
 {
@@ -124,6 +140,12 @@ struct btk_root {
 	uint64_t generation;
 	int level;
 };
+
+/* A tree's root from the body of its ROOT_ITEM (objectid, ROOT_ITEM, key_offset): 0, or
+ * -EUCLEAN (no message set) if the item is too short; *r then has only the ids. The level is
+ * not range-checked. */
+int btk_root_from_item(uint64_t objectid, uint64_t key_offset, const uint8_t *data, uint32_t size,
+		       struct btk_root *r);
 
 /* ROOT_TREE and CHUNK_TREE come from the superblock (and BLOCK_GROUP_TREE's root item from the
  * root tree, like every other); other trees from their ROOT_ITEM in the root tree (the one with

@@ -18,7 +18,7 @@ static int seen_add(struct seen *s, uint64_t x)
 		size_t ncap = s->cap ? s->cap * 2 : 1024;
 		uint64_t *nv = calloc(ncap, sizeof(*nv));
 		if (!nv)
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 		for (size_t i = 0; i < s->cap; i++)
 			if (s->v[i]) {
 				size_t j = (s->v[i] * 0x9E3779B97F4A7C15ULL >> 20) & (ncap - 1);
@@ -183,18 +183,12 @@ int btk_for_each_root(struct btk_fs *fs, int (*fn)(void *ctx, const struct btk_r
 		btk_path_key(&p, &k);
 		if (k.type != BTRFS_ROOT_ITEM_KEY)
 			continue;
-		memset(&r, 0, sizeof(r));
-		r.objectid = k.objectid;
-		r.key_offset = k.offset;
-		if (size < offsetof(struct btrfs_root_item, level) + 1) {
+		if (btk_root_from_item(k.objectid, k.offset, data, size, &r)) {
 			btk_warn("root item (%llu ROOT_ITEM %llu) too short: %u bytes",
 				 (unsigned long long)k.objectid, (unsigned long long)k.offset,
 				 size);
 			continue;
 		}
-		r.bytenr = BTK_GET(struct btrfs_root_item, data, bytenr);
-		r.generation = BTK_GET(struct btrfs_root_item, data, generation);
-		r.level = BTK_GET(struct btrfs_root_item, data, level);
 		if ((stop = fn(ctx, &r)))
 			break;
 	}

@@ -1,5 +1,6 @@
 /* chunks.c — chunk items and the logical <-> physical mapping for every profile. */
 #include "volumes/volumes.h"
+#include "format/raid.h"
 #include "base/error.h"
 
 #include <errno.h>
@@ -10,7 +11,9 @@
 
 static int nparity(uint64_t type)
 {
-	return type & BTRFS_BLOCK_GROUP_RAID6 ? 2 : type & BTRFS_BLOCK_GROUP_RAID5 ? 1 : 0;
+	const struct btk_raid_attr *ra = btk_raid_attr(type);
+
+	return ra ? ra->nparity : 0;
 }
 
 uint64_t btk_chunk_data_stripes(uint64_t type, int num_stripes, int sub_stripes)
@@ -211,7 +214,8 @@ int btk_map_physical(const struct btk_fs *fs, uint64_t devid, uint64_t physical,
 			return 0;
 		}
 	}
-	return -ENOENT;
+	return btk_err(ENOENT, "devid %llu physical %llu: in no chunk", (unsigned long long)devid,
+		       (unsigned long long)physical);
 }
 
 int btk_read_logical(struct btk_fs *fs, uint64_t logical, void *buf, size_t len)

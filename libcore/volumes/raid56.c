@@ -29,7 +29,8 @@ static struct btk_dev *stripe_dev(struct btk_fs *fs, const struct btk_stripe *s)
 static int raid56_piece(struct btk_fs *fs, const struct btk_chunk *c, uint64_t logical,
 			const uint8_t *buf, uint32_t len)
 {
-	int num = c->num_stripes, np = (c->type & BTRFS_BLOCK_GROUP_RAID6) ? 2 : 1, nd = num - np;
+	int num = c->num_stripes;
+	int nd = (int)btk_chunk_data_stripes(c->type, num, c->sub_stripes), np = num - nd;
 	uint64_t off = logical - c->logical, nr = off / BTK_STRIPE_LEN;
 	uint64_t soff = off % BTK_STRIPE_LEN, row = nr / (uint64_t)nd;
 	int di = (int)(nr % (uint64_t)nd), ret = 0;

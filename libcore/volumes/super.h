@@ -24,6 +24,25 @@ int btk_super_read_all(struct btk_dev *dev, struct btk_super_copy copies[BTK_SUP
  * why (size whylen). Checks magic, checksum, bytenr, sector/node sizes, levels, array size. */
 int btk_super_check(const struct btk_super *sb, uint64_t offset, char *why, size_t whylen);
 
+/* Fields of a superblock in host order. */
+static inline bool btk_super_magic_ok(const struct btk_super *sb)
+{
+	return btk_le64(sb->magic) == BTK_MAGIC;
+}
+static inline uint64_t btk_super_total_bytes(const struct btk_super *sb)
+{
+	return btk_le64(sb->total_bytes);
+}
+static inline uint64_t btk_super_bytes_used(const struct btk_super *sb)
+{
+	return btk_le64(sb->bytes_used);
+}
+/* The id of the device this copy was read from (its dev_item). */
+static inline uint64_t btk_super_devid(const struct btk_super *sb)
+{
+	return BTK_GET(struct btrfs_dev_item, sb->dev_item, devid);
+}
+
 /* Computes and stores the checksum of sb (for writers). */
 void btk_super_csum_fill(struct btk_super *sb);
 

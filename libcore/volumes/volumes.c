@@ -31,6 +31,26 @@ struct btk_fs_dev *btk_fs_dev_find(struct btk_fs *fs, uint64_t devid)
 	return i < fs->ndevs && fs->devs[i].devid == devid ? &fs->devs[i] : NULL;
 }
 
+int btk_fs_dev_forget(struct btk_fs *fs, uint64_t devid)
+{
+	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
+
+	if (!d)
+		return btk_err(ENOENT, "devid %llu: no such device", (unsigned long long)devid);
+	if (d->dev)
+		return btk_err(EBUSY, "devid %llu is open", (unsigned long long)devid);
+	for (int i = 0; i < fs->nchunks; i++)
+		for (int s = 0; s < fs->chunks[i]->num_stripes; s++)
+			if (fs->chunks[i]->stripes[s].devid == devid)
+				return btk_err(EBUSY, "devid %llu still holds chunk %llu",
+					       (unsigned long long)devid,
+					       (unsigned long long)fs->chunks[i]->logical);
+	int at = (int)(d - fs->devs);
+	memmove(d, d + 1, (size_t)(fs->ndevs - at - 1) * sizeof(*d));
+	fs->ndevs--;
+	return 0;
+}
+
 /* Inserts a new entry for devid at index i (its sorted place); NULL on ENOMEM. Entries
  * normally arrive in devid order (the chunk tree's key order): then nothing moves. */
 static struct btk_fs_dev *dev_insert(struct btk_fs *fs, int i, uint64_t devid)
@@ -454,6 +474,7 @@ static int volumes_open(const char *const *paths, struct btk_dev *const *devs, i
 int btk_volumes_open(const char *const *paths, int n, const struct btk_open_opts *opts,
 		     struct btk_fs **out)
 {
+	btk_err_clear(); /* a failure below names its own cause, never an earlier one */
 	return volumes_open(paths, NULL, n, opts, out);
 }
 
@@ -468,6 +489,7 @@ static bool seen_before(struct btk_dev *const *devs, int i)
 int btk_volumes_open_devs(struct btk_dev *const *devs, int n, const struct btk_open_opts *opts,
 			  struct btk_fs **out)
 {
+	btk_err_clear(); /* a failure below names its own cause, never an earlier one */
 	for (int i = 0; i < n; i++) {
 		if (!seen_before(devs, i))
 			continue;

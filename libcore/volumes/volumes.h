@@ -49,6 +49,10 @@ struct btk_fs {
 	struct btk_chunk **chunks; /* sorted by logical */
 	struct btk_block_cache *cache;
 	bool writable;
+	/* Tree reads require only safety (bounds, key order), not the kernel's canonical layout
+	 * (item data packed from the leaf end, aligned child pointers): the checker sets it to see
+	 * and report such blocks itself. */
+	bool read_safety_only;
 	void *trans; /* the write path's state (trans.h) */
 	/* Set by the write path with its state; btk_fs_close calls it, so that this layer needs
 	 * no knowledge of upper ones. */
@@ -113,6 +117,11 @@ int btk_chunk_map_add(struct btk_fs *fs, struct btk_chunk *c);
 int btk_chunk_map_add_all(struct btk_fs *fs, struct btk_chunk **v, int n);
 /* -EUCLEAN when two chunks of the map overlap. */
 int btk_chunk_map_check(const struct btk_fs *fs);
+
+/* Forgets a member device that has no handle (a missing one) and that no chunk of the map
+ * uses, so that the rest can be written (a filesystem moved onto fewer devices).
+ * -EBUSY when a chunk still has a stripe on it or it is open, -ENOENT when unknown. */
+int btk_fs_dev_forget(struct btk_fs *fs, uint64_t devid);
 
 /* The device with that devid, or NULL. */
 struct btk_fs_dev *btk_fs_dev_find(struct btk_fs *fs, uint64_t devid);

@@ -92,7 +92,7 @@ same_trees() {
 	same_trees "${FS[@]}" -- "$D/r.img"
 }
 
-@test "image: -m restores RAID1, RAID10 and RAID5/6 onto as many devices, profiles kept (btk-fsck clean)" {
+@test "image: RAID1, RAID10, RAID5/6 dumps: -m onto as many devices (profiles kept), or onto one" {
 	local spec
 	for spec in "2 raid1 raid1" "4 raid10 raid10" "3 raid1c3 raid5" "4 raid1c4 raid6"; do
 		set -- $spec
@@ -102,8 +102,20 @@ same_trees() {
 		[ "$status" = 0 ] || { show_err; return 1; }
 		local tg=() i
 		for i in $(seq 1 "$1"); do tg+=("$D/r$i.img"); done
+		# onto one device: chunks become SINGLE (btrfs-image's default), the trees that
+		# hold files are unchanged; the fixup transaction rewrites root, extent, chunk,
+		# device and free-space tree blocks
+		rm -f "$D/one.img"
+		btk_run 60 "$IMG" restore --json "$D/d.img" "$D/one.img"
+		[ "$status" = 0 ] || { show_err; return 1; }
+		grep -q '"remapped": true' "$BTK_OUT"
+		check_clean "$D/one.img"
+		same_trees --skip-tree 1 --skip-tree 2 --skip-tree 3 --skip-tree 4 --skip-tree 10 \
+			--skip-tree 11 "${FS[@]}" -- "$D/one.img"
+		btrfs inspect-internal dump-tree -t chunk "$D/one.img" | grep -c "num_stripes 1 " >/dev/null
+		! btrfs inspect-internal dump-tree -t chunk "$D/one.img" | grep -qiE "RAID|devid [2-9]"
 		btk_run 60 "$IMG" restore "$D/d.img" "${tg[@]}"
-		[ "$status" != 0 ] # several devices need -m
+		[ "$status" != 0 ] # several targets need -m
 		btk_run 60 "$IMG" restore -m "$D/d.img" "${tg[@]}"
 		[ "$status" = 0 ] || { show_err; return 1; }
 		# btrfs check needs loop devices for several devices (tests/oracle/image.bats)

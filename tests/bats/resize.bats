@@ -150,3 +150,33 @@ size_is() {
 	size_is "$IMG" $((320 << 20))
 	assert_check_clean "$IMG"
 }
+
+# shrink_grow_ok MKFS-ARGS...: -M reaches -P, then +128m; btrfs check clean after each
+shrink_grow_ok() {
+	rm -f "$IMG"
+	truncate -s 512M "$IMG"
+	mkfs.btrfs -q -f "$@" "$IMG" >/dev/null 2>&1 || skip "mkfs.btrfs $* failed"
+	btk_run 60 "$RESIZE" -P "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	min=$(cat "$BTK_OUT")
+	btk_run 60 "$RESIZE" -M "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	size_is "$IMG" "$min"
+	assert_check_clean "$IMG"
+	btk_run 60 "$RESIZE" +128m "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	size_is "$IMG" $((min + (128 << 20)))
+	assert_check_clean "$IMG"
+}
+
+@test "mixed block groups: -M = -P, grow; check clean" {
+	shrink_grow_ok -M
+}
+
+@test "64K nodes: -M = -P, grow; check clean" {
+	shrink_grow_ok -n 65536
+}
+
+@test "4K nodes, single metadata, v1 space cache: -M = -P, grow; check clean" {
+	shrink_grow_ok -n 4096 -m single -R ^free-space-tree
+}

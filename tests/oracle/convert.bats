@@ -160,7 +160,7 @@ refused() {
 	before=$(sha256sum <"$D/d.img")
 	btk_run 60 "$CONV" --dry-run --json "$D/d.img"
 	[ "$status" -eq 0 ] || { show_err; false; }
-	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["dry_run"] and d["metadata_estimate"] > 0 and "extent" in d["features"]' "$BTK_OUT"
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["dry_run"] and d["space_needed"] > 0 and "extent" in d["features"]' "$BTK_OUT"
 	[ "$(sha256sum <"$D/d.img")" = "$before" ]
 	btk_run 60 "$CONV" --json -L --csum xxhash -N 8192 "$D/d.img"
 	[ "$status" -eq 0 ] || { show_err; false; }

@@ -1,0 +1,140 @@
+/* image_fixup.c — the second half of restoring a multi-device dump onto one device: with the
+ * chunk map already single-device (image_remap.c), a transaction drops the other devices'
+ * items, sizes the remaining one and replaces every device extent by those of the new map. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "image/image_int.h"
+#include "trans/trans.h"
+#include "tree/tree.h"
+
+static int drop_dev_extents(struct btk_fs *fs, struct btk_trans *t, uint8_t chunk_uuid[16])
+{
+	struct btk_root dr;
+	struct btk_path p;
+	struct btk_key k = {0, BTRFS_DEV_EXTENT_KEY, 0}, *keys = NULL;
+	size_t n = 0, cap = 0;
+	int ret;
+
+	if ((ret = btk_root_find(fs, BTRFS_DEV_TREE_OBJECTID, &dr)))
+		return ret;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &dr, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
+		uint32_t size;
+		const uint8_t *d = btk_path_data(&p, &size);
+		btk_path_key(&p, &k);
+		if (k.type != BTRFS_DEV_EXTENT_KEY)
+			continue;
+		if (size >= sizeof(struct btrfs_dev_extent))
+			memcpy(chunk_uuid, d + offsetof(struct btrfs_dev_extent, chunk_tree_uuid),
+			       16);
+		if (n == cap) {
+			size_t nc = cap ? cap * 2 : 256;
+			struct btk_key *nk = realloc(keys, nc * sizeof(*nk));
+			if (!nk) {
+				ret = btk_err(ENOMEM, "device extents");
+				break;
+			}
+			keys = nk, cap = nc;
+		}
+		keys[n++] = k;
+	}
+	btk_path_release(&p);
+	if (ret > 0)
+		ret = 0;
+	for (size_t i = 0; i < n && !ret; i++)
+		ret = btk_item_delete(t, BTRFS_DEV_TREE_OBJECTID, &keys[i]);
+	free(keys);
+	return ret;
+}
+
+static int add_dev_extents(struct btk_fs *fs, struct btk_trans *t, const uint8_t chunk_uuid[16])
+{
+	int ret = 0;
+
+	for (int i = 0; i < fs->nchunks && !ret; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		for (int s = 0; s < c->num_stripes && !ret; s++) {
+			uint8_t de[sizeof(struct btrfs_dev_extent)] = {0};
+			struct btk_key k = {c->stripes[s].devid, BTRFS_DEV_EXTENT_KEY,
+					    c->stripes[s].offset};
+			BTK_PUT(struct btrfs_dev_extent, de, chunk_tree, BTRFS_CHUNK_TREE_OBJECTID);
+			BTK_PUT(struct btrfs_dev_extent, de, chunk_objectid,
+				BTRFS_FIRST_CHUNK_TREE_OBJECTID);
+			BTK_PUT(struct btrfs_dev_extent, de, chunk_offset, c->logical);
+			BTK_PUT(struct btrfs_dev_extent, de, length, btk_chunk_stripe_len(c));
+			memcpy(de + offsetof(struct btrfs_dev_extent, chunk_tree_uuid), chunk_uuid,
+			       16);
+			ret = btk_item_insert(t, BTRFS_DEV_TREE_OBJECTID, &k, de, sizeof(de));
+		}
+	}
+	return ret;
+}
+
+static int fix_dev_items(struct btk_trans *t, const uint64_t *gone, size_t ngone, uint64_t devid,
+			 uint64_t size, uint64_t used)
+{
+	struct btk_key k = {BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY, devid};
+	struct btk_path p;
+	uint32_t isz;
+	int ret;
+
+	for (size_t i = 0; i < ngone; i++) {
+		struct btk_key g = {BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY, gone[i]};
+		if ((ret = btk_item_delete(t, BTRFS_CHUNK_TREE_OBJECTID, &g)) && ret != -ENOENT)
+			return ret;
+	}
+	btk_path_init(&p);
+	ret = btk_tree_search_write(t, BTRFS_CHUNK_TREE_OBJECTID, &k, 0, &p);
+	if (ret == 0) {
+		uint8_t *d = btk_item_ptr(&p, &isz);
+		if (isz >= sizeof(struct btrfs_dev_item)) {
+			BTK_PUT(struct btrfs_dev_item, d, total_bytes, size);
+			BTK_PUT(struct btrfs_dev_item, d, bytes_used, used);
+		}
+	} else if (ret > 0)
+		ret = btk_err(EUCLEAN, "no device item for devid %llu", (unsigned long long)devid);
+	btk_wpath_release(&p);
+	return ret;
+}
+
+int btk_image_fixup_devices(const char *target, uint64_t devid, const uint64_t *gone, size_t ngone,
+			    uint64_t size, uint64_t used)
+{
+	const char *paths[1] = {target};
+	struct btk_open_opts oo = {
+	    .write = true, .no_scan = true, .degraded = true, .super_mirror = -1};
+	struct btk_fs *fs = NULL;
+	struct btk_trans *t = NULL;
+	uint8_t chunk_uuid[16] = {0};
+	int ret;
+
+	if ((ret = btk_fs_open(paths, 1, &oo, &fs)))
+		return ret;
+	for (size_t i = 0; i < ngone && !ret; i++)
+		if (btk_fs_dev_find(fs, gone[i]))
+			ret = btk_fs_dev_forget(fs, gone[i]);
+	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
+	if (!ret && d) {
+		d->total_bytes = size;
+		d->bytes_used = used;
+	}
+	if (!ret)
+		ret = btk_trans_start(fs, &t);
+	if (!ret)
+		ret = fix_dev_items(t, gone, ngone, devid, size, used);
+	if (!ret)
+		ret = drop_dev_extents(fs, t, chunk_uuid);
+	if (!ret)
+		ret = add_dev_extents(fs, t, chunk_uuid);
+	if (t) {
+		if (ret)
+			btk_trans_abort(t);
+		else
+			ret = btk_trans_commit(t);
+	}
+	btk_fs_close(fs);
+	return ret;
+}
