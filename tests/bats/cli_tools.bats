@@ -114,3 +114,20 @@ setup() {
 	[ "$(grep -c '"mirror":0' <<<"$output")" -eq 1 ]
 	grep '"mirror":0' <<<"$output" | jq -e '.valid == false'
 }
+
+@test "btk-owner: an unreadable tree block still has its owner, from the extent item" {
+	mkdir "$D/s"
+	seq 1 5000 >"$D/s/n"
+	"$B/btk-mkfs" -q -m single -r "$D/s" "$D/c.img"
+	local blk phys
+	blk=$("$B/btk-debug" tree --tree fs --json "$D/c.img" | jq -s '.[0].block')
+	phys=$("$B/btk-debug" tree --tree CHUNK_TREE --json "$D/c.img" |
+		jq -s --argjson b "$blk" '.[] | select(.key.type == "CHUNK_ITEM" and
+			.key.offset <= $b and $b < .key.offset + .data.length) |
+			.data.stripes[0].offset + ($b - .key.offset)')
+	dd if=/dev/zero of="$D/c.img" bs=4096 seek=$((phys / 4096)) count=4 conv=notrunc status=none
+	btk_run 30 "$B/btk-owner" --logical "$D/c.img" "$blk"
+	[ "$status" -eq 1 ] || { show_err; false; }
+	grep -q "^$blk metadata .*root=5 " "$BTK_OUT" || { cat "$BTK_OUT"; false; }
+	grep -q "does not read.*extent item" "$BTK_ERR" || { show_err; false; }
+}
