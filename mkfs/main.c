@@ -5,6 +5,7 @@
 #include "base/csum.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "format/raid.h"
 #include "trans/mkfs.h"
 #include "rootdir.h"
 #include "volumes/super.h"

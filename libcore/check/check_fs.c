@@ -9,6 +9,7 @@
 #include "check/check_priv.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/inode_item.h"
 #include "fs/fs_read.h"
 
 #include <errno.h>
@@ -238,8 +239,9 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 		       uint64_t leaf)
 {
 	struct ino_state *s = &c->fst->cur;
+	struct btk_inode_info ii;
 
-	if (sz < sizeof(struct btrfs_inode_item)) {
+	if (btk_inode_item_parse(p, sz, &ii)) {
 		rep(c, BTK_P_INODE_SIZE, leaf, k,
 		    chk_fmt("%zu bytes", sizeof(struct btrfs_inode_item)), chk_fmt("%u", sz),
 		    "inode item too small");
@@ -247,13 +249,12 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 	}
 	s->has_item = true;
 	s->leaf = leaf;
-	s->mode = BTK_GET(struct btrfs_inode_item, p, mode);
-	s->nlink = BTK_GET(struct btrfs_inode_item, p, nlink);
-	s->size = BTK_GET(struct btrfs_inode_item, p, size);
-	s->nbytes = BTK_GET(struct btrfs_inode_item, p, nbytes);
-	s->flags = BTK_GET(struct btrfs_inode_item, p, flags);
-	uint64_t gen = BTK_GET(struct btrfs_inode_item, p, generation);
-	uint64_t transid = BTK_GET(struct btrfs_inode_item, p, transid);
+	s->mode = ii.mode;
+	s->nlink = ii.nlink;
+	s->size = ii.size;
+	s->nbytes = ii.nbytes;
+	s->flags = ii.flags;
+	uint64_t gen = ii.generation, transid = ii.transid;
 	uint64_t lim = c->fs->generation + 1;
 	if (gen > lim || transid > lim)
 		rep(c, BTK_P_INODE_GENERATION, leaf, k, chk_fmt("<= %llu", (unsigned long long)lim),
