@@ -247,7 +247,7 @@ int main(int argc, const char **argv)
 	int skip_unreadable = 0, shrink = 0;
 	const char **subvols = NULL, **iflags = NULL;
 	struct rootdir rd = {0};
-	int mixed = 0, force = 0, quiet = 0, nodiscard = 0, json = 0, version = 0, rc;
+	int mixed = 0, force = 0, quiet = 0, nodiscard = 0, json = 0, rc;
 	uint8_t fsid[16];
 	struct btk_mkfs_opts o;
 	struct btk_mkfs_result res;
@@ -269,7 +269,6 @@ int main(int argc, const char **argv)
 	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print nothing on success", NULL},
 	    {"nodiscard", 'K', POPT_ARG_NONE, &nodiscard, 0, "do not discard block devices", NULL},
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "print the result as JSON", NULL},
-	    {"version", 'V', POPT_ARG_NONE, &version, 0, "print the version", NULL},
 	    {"rootdir", 'r', POPT_ARG_STRING, &rootdir, 0,
 	     "copy this directory into the filesystem", "DIR"},
 	    {"compress", 0, POPT_ARG_STRING, &compress, 0, "compress --rootdir data",
@@ -285,25 +284,18 @@ int main(int argc, const char **argv)
 	     "end the image file where the --rootdir copy ends", NULL},
 	    {"slack", 0, POPT_ARG_STRING, &slack, 0,
 	     "with --shrink: keep SIZE unallocated past the last chunk, room to write", "SIZE"},
-	    POPT_AUTOHELP POPT_TABLEEND};
+	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc = poptGetContext("btk-mkfs", argc, argv, opts, 0);
 	int ndevs = 0;
 
 	cli_init("btk-mkfs");
 	btk_set_warn_hook(warn_hook, &rd);
 	poptSetOtherOptionHelp(pc, usage_tail);
-	while ((rc = poptGetNextOpt(pc)) > 0)
-		;
-	if (rc < -1) {
-		fprintf(stderr, "btk-mkfs: %s: %s\n", poptBadOption(pc, 0), poptStrerror(rc));
-		rc = 2;
+	for (int i = 1; i < argc; i++) /* before anything can fail: errors as JSON too */
+		if (!strcmp(argv[i], "--json"))
+			cli_json_on(true);
+	if ((rc = cli_popt_run(pc)))
 		goto out;
-	}
-	if (version) {
-		printf("btk-mkfs 0.1\n");
-		rc = 0;
-		goto out;
-	}
 	btk_mkfs_opts_init(&o);
 	rc = 0;
 	if (features)
@@ -368,8 +360,10 @@ int main(int argc, const char **argv)
 			rc = 1;
 		}
 	}
+	if (rc) /* the error is on stderr: the same for jq */
+		cli_json_error("btk-mkfs failed (see standard error)");
 	if (!rc && btk_mkfs(&o, &res) < 0) {
-		fprintf(stderr, "btk-mkfs: %s\n", btk_errmsg());
+		cli_err("%s", btk_errmsg());
 		rc = 1;
 	} else if (!rc && json) {
 		print_json(&o, &res, &rd);

@@ -289,6 +289,11 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 		if (!exists && !o->byte_count)
 			return btk_err(
 			    ENOENT, "%s: does not exist (give -b to create an image file)", path);
+		if (exists && S_ISDIR(st.st_mode))
+			return btk_err(EISDIR,
+				       "%s: is a directory (give an image file or a block "
+				       "device)",
+				       path);
 		if ((ret = btk_mkfs_check_busy(path)))
 			return ret;
 		if (exists && !o->inplace && (ret = btk_mkfs_probe(path, o->force)))
