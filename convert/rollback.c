@@ -6,6 +6,7 @@
 #include "fs/fs_read.h"
 #include "io/io.h"
 #include "tree/tree.h"
+#include "trans/mkfs.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -129,9 +130,9 @@ static int open_scan(const char *path, struct scan *s)
 	struct btk_inode_info info;
 	struct btk_root root;
 	uint64_t rid, ino;
-	int ret = btk_fs_open(paths, 1, &oo, &s->fs);
+	int ret = btk_mkfs_check_busy(path);
 
-	if (ret)
+	if (ret || (ret = btk_fs_open(paths, 1, &oo, &s->fs)))
 		return ret;
 	ret = btk_path_lookup(s->fs, "/ext2_saved/image", &rid, &ino);
 	if (ret == -ENOENT)

@@ -145,13 +145,19 @@ refused() {
 	refused "$D/z.img" "not an ext2/3/4 filesystem"
 }
 
-@test "convert: a mounted ext filesystem is refused" {
+@test "convert: a mounted ext filesystem is refused, and so is the rollback of a mounted btrfs" {
 	require_loop
 	mkdir -p "$D/s" && echo x >"$D/s/f"
 	mke2fs -q -F -b 4096 -t ext4 -d "$D/s" "$D/m.img" 64M
 	mount -o loop,ro "$D/m.img" "$ME"
 	refused "$D/m.img" "in use\|mounted"
 	umount "$ME"
+	# and a mounted btrfs is not rolled back
+	btk_run 60 "$CONV" "$D/m.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	mount -o loop,ro "$D/m.img" "$MB"
+	refused "$D/m.img" "in use\|mounted" -r
+	umount "$MB"
 }
 
 @test "convert: --dry-run writes nothing and reports the plan; --json" {
