@@ -5,6 +5,7 @@
 #include "base/csum.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "format/raid.h"
 #include "trans/mkfs.h"
 #include "rootdir.h"
 #include "volumes/super.h"
@@ -122,7 +123,7 @@ static void print_json(const struct btk_mkfs_opts *o, const struct btk_mkfs_resu
 	for (const struct btk_mkfs_feature *f = btk_mkfs_features(); f->name; f++)
 		if ((r->incompat & f->incompat) || (r->compat_ro & f->compat_ro))
 			printf("%s\"%s\"", n++ ? ", " : "", f->name);
-	printf("], \"devices\": [");
+	printf("], \"unallocated\": %" PRIu64 ", \"devices\": [", r->unallocated);
 	for (int i = 0; i < r->ndevs; i++) {
 		printf("%s{\"devid\": %" PRIu64 ", \"size\": %" PRIu64 ", \"path\": ",
 		       i ? ", " : "", r->devs[i].devid, r->devs[i].size);
@@ -180,6 +181,10 @@ static void print_summary(const struct btk_mkfs_opts *o, const struct btk_mkfs_r
 	feature_list(r, true, feat, sizeof(feat));
 	printf("Runtime features:   %s\n", feat);
 	printf("Checksum:           %s\n", btk_csum_name(r->csum_type));
+	printf("Unallocated:        %s%s\n", cli_human(r->unallocated, h, sizeof(h)),
+	       o->shrink && r->unallocated < (64ULL << 20)
+		   ? " (shrunk: little room to write after mounting; --slack SIZE keeps some)"
+		   : "");
 	printf("Number of devices:  %d\n", r->ndevs);
 	printf("Devices:\n   ID        SIZE  PATH\n");
 	for (int i = 0; i < r->ndevs; i++)
@@ -238,7 +243,7 @@ int main(int argc, const char **argv)
 {
 	char *label = NULL, *uuid = NULL, *meta = NULL, *data = NULL, *csum = NULL;
 	char *nodesize = NULL, *sectorsize = NULL, *bytes = NULL;
-	char *features = NULL, *runtime = NULL, *rootdir = NULL, *compress = NULL;
+	char *features = NULL, *runtime = NULL, *rootdir = NULL, *compress = NULL, *slack = NULL;
 	int skip_unreadable = 0, shrink = 0;
 	const char **subvols = NULL, **iflags = NULL;
 	struct rootdir rd = {0};
@@ -278,6 +283,8 @@ int main(int argc, const char **argv)
 	     "warn about unreadable source directories instead of failing", NULL},
 	    {"shrink", 0, POPT_ARG_NONE, &shrink, 0,
 	     "end the image file where the --rootdir copy ends", NULL},
+	    {"slack", 0, POPT_ARG_STRING, &slack, 0,
+	     "with --shrink: keep SIZE unallocated past the last chunk, room to write", "SIZE"},
 	    POPT_AUTOHELP POPT_TABLEEND};
 	poptContext pc = poptGetContext("btk-mkfs", argc, argv, opts, 0);
 	int ndevs = 0;
@@ -339,11 +346,14 @@ int main(int argc, const char **argv)
 		rc = -parse_profile(meta, "metadata", &o.meta_profile);
 	if (!rc && data)
 		rc = -parse_profile(data, "data", &o.data_profile);
-	if (!rc && (compress || skip_unreadable || subvols || iflags || shrink) && !rootdir) {
-		fprintf(stderr, "btk-mkfs: --compress, --subvol, --inode-flags, "
-				"--skip-unreadable and --shrink need --rootdir\n");
+	if (!rc && (compress || skip_unreadable || subvols || iflags || shrink || slack) &&
+	    !rootdir) {
+		cli_err("--compress, --subvol, --inode-flags, --skip-unreadable, --shrink and "
+			"--slack need --rootdir");
 		rc = 1;
 	}
+	if (!rc && slack && cli_parse_size("--slack", slack, &o.slack))
+		rc = 1;
 	if (!rc && rootdir) {
 		struct rootdir_args ra = {.dir = rootdir,
 					  .compress = compress,
@@ -353,6 +363,10 @@ int main(int argc, const char **argv)
 					  .shrink = shrink,
 					  .quiet = quiet};
 		rc = rootdir_prepare(&rd, &o, &ra);
+		if (!rc && slack && !o.shrink) {
+			cli_err("--slack needs --shrink (or a new image file without -b)");
+			rc = 1;
+		}
 	}
 	if (!rc && btk_mkfs(&o, &res) < 0) {
 		fprintf(stderr, "btk-mkfs: %s\n", btk_errmsg());
@@ -367,7 +381,7 @@ out:
 	poptFreeContext(pc);
 	free(label), free(uuid), free(meta), free(data), free(csum);
 	free(nodesize), free(sectorsize), free(bytes), free(features), free(runtime);
-	free(rootdir), free(compress);
+	free(rootdir), free(compress), free(slack);
 	for (int k = 0; subvols && subvols[k]; k++)
 		free((char *)subvols[k]);
 	for (int k = 0; iflags && iflags[k]; k++)

@@ -1,5 +1,6 @@
 /* check.c — the checker's driver: phases, reporting, summary. */
 #include "check/check_priv.h"
+#include "backref/backref.h"
 #include "base/error.h"
 
 #include <errno.h>
@@ -158,6 +159,7 @@ static void chk_free(struct chk *c)
 	btk_vec_free(&c->v1ext);
 	chk_set_free(&c->visited);
 	free(c->copy_buf);
+	btk_backref_free(c->br);
 }
 
 int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
@@ -167,13 +169,18 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 	struct chk c;
 	int ret;
 
+	btk_err_clear(); /* a failure below names its own cause, never an earlier one */
 	memset(sum, 0, sizeof(*sum));
 	chk_init(&c, fs, opts ? opts : &none, sum);
+	/* see leaves that are safe but not in the kernel's layout, and report that ourselves */
+	bool lax = fs->read_safety_only;
+	fs->read_safety_only = true;
 	chk_progress(&c, "superblocks", 0);
 	chk_supers(&c);
 	chk_progress(&c, "trees", 0);
 	if (!chk_root_tree(&c)) {
 		chk_free(&c);
+		fs->read_safety_only = lax;
 		return 0;
 	}
 	ret = chk_walk_all(&c);
@@ -197,5 +204,6 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 	if (c.oom && !ret)
 		ret = btk_err(ENOMEM, "check: out of memory");
 	chk_free(&c);
+	fs->read_safety_only = lax;
 	return ret;
 }

@@ -52,9 +52,14 @@ static void verify_run(struct chk *c, uint64_t logical, uint64_t len, const uint
 			if (!ph[i].dev)
 				continue;
 			if (btk_dev_read(ph[i].dev, buf, chunk, ph[i].physical)) {
-				chk_report(c, BTK_P_DATA_UNREADABLE, 7, logical, NULL, "readable",
-					   "I/O error", "data at %llu copy %d unreadable: %s",
-					   (unsigned long long)logical, i, btk_errmsg());
+				chk_report(
+				    c, BTK_P_DATA_UNREADABLE, 7, logical, NULL, "readable",
+				    "I/O error",
+				    "data at %llu mirror %d of %d (devid %llu physical %llu) "
+				    "unreadable: %s",
+				    (unsigned long long)logical, i + 1, n,
+				    (unsigned long long)ph[i].devid,
+				    (unsigned long long)ph[i].physical, btk_errmsg());
 				continue;
 			}
 			for (uint64_t o = 0; o < chunk; o += ss) {
@@ -63,14 +68,7 @@ static void verify_run(struct chk *c, uint64_t logical, uint64_t len, const uint
 				c->sum->data_blocks_checked++;
 				btk_csum(c->fs->csum_type, buf + o, ss, out);
 				if (memcmp(out, want, (size_t)c->fs->csum_size))
-					chk_report(c, BTK_P_DATA_MISMATCH, 7, logical + o, NULL,
-						   chk_fmt("csum %08x", btk_le32(want)),
-						   chk_fmt("%08x", btk_le32(out)),
-						   "data checksum mismatch at logical %llu copy %d "
-						   "(devid %llu physical %llu)",
-						   (unsigned long long)(logical + o), i,
-						   (unsigned long long)ph[i].devid,
-						   (unsigned long long)(ph[i].physical + o));
+					chk_data_mismatch(c, logical, ph, n, i, o, want, out);
 			}
 		}
 		sums += (chunk / ss) * (size_t)c->fs->csum_size;

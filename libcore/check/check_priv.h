@@ -133,6 +133,7 @@ BTK_VEC(chk_v1inos, struct chk_v1ino);
 BTK_VEC(chk_v1exts, struct chk_v1ext);
 
 struct chk_fstree; /* per fs tree state, check_fs.c */
+struct btk_backref;
 
 struct chk {
 	struct btk_fs *fs;
@@ -191,6 +192,7 @@ struct chk {
 	struct chk_extent *cur_extent; /* extent item whose keyed refs follow (index in extents) */
 	long cur_extent_idx;
 	struct chk_fstree *fst; /* fs tree being checked, or NULL */
+	struct btk_backref *br; /* back reference session for data error owners, or NULL */
 	uint8_t *copy_buf;	/* nodesize bytes: a mirror being compared (check_copies.c) */
 };
 
@@ -231,6 +233,10 @@ void chk_super_totals(struct chk *c);
 /* check_backup.c: false (after one report naming the backup roots that read) when the root
  * tree does not read */
 bool chk_root_tree(struct chk *c);
+/* check_dataerr.c: a data sector at logical+off failed its checksum on mirror `mirror` of
+ * the n in ph: reported with both checksums, the good mirrors and the owning files */
+void chk_data_mismatch(struct chk *c, uint64_t logical, const struct btk_phys *ph, int n,
+		       int mirror, uint64_t off, const uint8_t *want, const uint8_t *found);
 /* check_copies.c: every mirror of a tree block read the first time it is seen */
 #define BTK_CHK_MAX_COPIES 8
 void chk_block_copies(struct chk *c, const struct btk_block *b);

@@ -13,7 +13,8 @@
 
 #define BAD(...) (snprintf(why, whylen, __VA_ARGS__), -EUCLEAN)
 
-static int check_leaf(const uint8_t *data, uint32_t len, uint32_t n, char *why, size_t whylen)
+static int check_leaf(const uint8_t *data, uint32_t len, uint32_t n, bool lax, char *why,
+		      size_t whylen)
 {
 	const struct btk_item *it = (const struct btk_item *)(data + HDR);
 	uint32_t space = len - HDR, floor = n * sizeof(struct btk_item), end = space;
@@ -28,8 +29,9 @@ static int check_leaf(const uint8_t *data, uint32_t len, uint32_t n, char *why, 
 			return BAD("item %u: data [%u, +%u) outside the leaf data area", i, off,
 				   sz);
 		/* The kernel packs item data back to back from the leaf end; anything else is
-		 * damage (a shifted offset would otherwise decode garbage). */
-		if (off + sz != end)
+		 * damage (a shifted offset would otherwise decode garbage). The safety-only mode
+		 * leaves that to its caller: every item is still inside the leaf. */
+		if (!lax && off + sz != end)
 			return BAD("item %u: data ends at %u, expected %u", i, off + sz, end);
 		end = off;
 		btk_disk_to_key(&it[i].key, &k);
@@ -53,7 +55,7 @@ static int check_node(const struct btk_fs *fs, const uint8_t *data, uint32_t len
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t ptr = btk_le64(kp[i].blockptr);
 
-		if (!ptr || ptr % fs->sectorsize)
+		if (!ptr || (ptr % fs->sectorsize && !fs->read_safety_only))
 			return BAD("pointer %u: invalid child bytenr %llu", i,
 				   (unsigned long long)ptr);
 		btk_disk_to_key(&kp[i].key, &k);
@@ -84,7 +86,7 @@ int btk_block_check_raw(const struct btk_fs *fs, uint64_t bytenr, const uint8_t 
 	if (h->level >= BTK_MAX_LEVEL)
 		return BAD("level %u too high", h->level);
 	return h->level ? check_node(fs, data, len, n, why, whylen)
-			: check_leaf(data, len, n, why, whylen);
+			: check_leaf(data, len, n, fs->read_safety_only, why, whylen);
 }
 
 static int check_expect(const struct btk_block *b, const struct btk_block_check *chk, char *why,
@@ -131,7 +133,8 @@ static int read_copy(struct btk_fs *fs, uint64_t logical, uint8_t *buf, uint32_t
 		if (ret)
 			return ret;
 		if (mirror >= n)
-			return -ERANGE;
+			return btk_err(ERANGE, "logical %llu has %d copies, no copy %d",
+				       (unsigned long long)logical, n, mirror);
 		if (!ph[mirror].dev)
 			return btk_err(ENODEV, "block %llu: copy %d is on missing device %llu",
 				       (unsigned long long)logical, mirror + 1,
@@ -242,7 +245,8 @@ int btk_root_from_item(uint64_t objectid, uint64_t key_offset, const uint8_t *da
 	r->objectid = objectid;
 	r->key_offset = key_offset;
 	if (btk_root_item_parse(data, size, &ri))
-		return -EUCLEAN;
+		return btk_err(EUCLEAN, "root item of tree %llu (%u bytes) is malformed",
+			       (unsigned long long)objectid, size);
 	r->bytenr = ri.bytenr;
 	r->generation = ri.generation;
 	r->level = ri.level;

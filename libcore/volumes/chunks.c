@@ -214,7 +214,8 @@ int btk_map_physical(const struct btk_fs *fs, uint64_t devid, uint64_t physical,
 			return 0;
 		}
 	}
-	return -ENOENT;
+	return btk_err(ENOENT, "devid %llu physical %llu: in no chunk", (unsigned long long)devid,
+		       (unsigned long long)physical);
 }
 
 int btk_read_logical(struct btk_fs *fs, uint64_t logical, void *buf, size_t len)

@@ -49,6 +49,10 @@ struct btk_fs {
 	struct btk_chunk **chunks; /* sorted by logical */
 	struct btk_block_cache *cache;
 	bool writable;
+	/* Tree reads require only safety (bounds, key order), not the kernel's canonical layout
+	 * (item data packed from the leaf end, aligned child pointers): the checker sets it to see
+	 * and report such blocks itself. */
+	bool read_safety_only;
 	void *trans; /* the write path's state (trans.h) */
 	/* Set by the write path with its state; btk_fs_close calls it, so that this layer needs
 	 * no knowledge of upper ones. */

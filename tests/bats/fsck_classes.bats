@@ -93,3 +93,31 @@ found() {
 		return 1
 	}
 }
+
+@test "class: a directory on the orphan list with its entries partly dropped is clean" {
+	require_btk fsck
+	local src=$BATS_TEST_TMPDIR/osrc img=$BATS_TEST_TMPDIR/orphan-dir.img
+	# the first subdirectory holds one file: the corruptor removes the file, unlinks the
+	# directory and drops half of its entry
+	mkdir -p "$src/a" "$src/b"
+	echo only >"$src/a/only"
+	for i in $(seq 1 30); do echo "$i" >"$src/b/f$i"; done
+	truncate -s 256M "$img"
+	mkfs.btrfs -q -f -r "$src" "$img" >/dev/null 2>&1
+	run "$CORRUPT" orphan-dir "$img"
+	[ "$status" = 0 ] || {
+		echo "corrupt orphan-dir: $output" >&2
+		return 1
+	}
+	# the reference calls this state valid (an rmdir whose entries are still being dropped)
+	btrfs check --readonly "$img" >"$BATS_TEST_TMPDIR/btrfs.out" 2>&1 || {
+		tail -5 "$BATS_TEST_TMPDIR/btrfs.out" >&2
+		return 1
+	}
+	btk_run 60 "$FSCK" "$img"
+	assert_no_crash
+	[ "$status" = 0 ] || {
+		grep ERROR "$BTK_OUT" >&2
+		return 1
+	}
+}

@@ -143,3 +143,33 @@ PY
 	grep -q '^ERROR: \[E0203 chunk-bg-differs\]' "$BTK_OUT"
 	grep -q "inodes [1-9]" "$BTK_OUT"
 }
+
+@test "damage: a data checksum error names the mirror, the good copy and the owning file, as btrfs check prints it" {
+	require_btk fsck
+	local src=$BATS_TEST_TMPDIR/dsrc img=$BATS_TEST_TMPDIR/data.img
+	mkdir -p "$src/sub"
+	head -c 300000 /dev/urandom >"$src/sub/big"
+	truncate -s 256M "$img"
+	mkfs.btrfs -q -f -d dup -m dup -r "$src" "$img" >/dev/null 2>&1
+	run "$CORRUPT" data "$img"
+	[ "$status" = 0 ]
+	btk_run 120 "$FSCK" --check-data-csum "$img"
+	assert_no_crash
+	[ "$status" = 4 ]
+	grep -E '^ERROR: \[E1503 data-csum\] .*\(mirror 1 of 2: devid 1 physical [0-9]+\); good copy on mirror 2; subvolume / \(root 5\) path /sub/big offset [0-9]+' "$BTK_OUT"
+	# btrfs check's line for the same block appears verbatim in ours
+	local theirs
+	theirs=$(btrfs check --readonly --check-data-csum "$img" 2>&1 | grep -m1 -E '^mirror [0-9]+ bytenr [0-9]+ csum 0x[0-9a-f]+ expected csum 0x[0-9a-f]+$')
+	[ -n "$theirs" ]
+	grep -qF "$theirs" "$BTK_OUT"
+}
+
+@test "damage: a leaf safe to parse but not packed as the kernel packs it is read and reported (E0601), not unreadable" {
+	damaged leaf-gap
+	btk_run 60 "$FSCK" "$IMG"
+	assert_no_crash
+	[ "$status" = 4 ]
+	grep -q '^ERROR: \[E0601 tb-not-packed\] tree 5 .*item data not packed' "$BTK_OUT"
+	# the leaf's items were checked: nothing else is wrong, nothing unreadable
+	[ "$(grep -c '^ERROR' "$BTK_OUT")" = 1 ]
+}

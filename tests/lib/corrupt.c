@@ -19,7 +19,9 @@
 #include "base/csum.h"
 #include "base/error.h"
 #include "format/extent_refs.h"
+#include "fs/fs_read.h"
 #include "volumes/super.h"
+#include "tree/cache.h"
 #include "tree/tree.h"
 #include "volumes/volumes.h"
 
@@ -83,6 +85,8 @@ static int write_block(struct btk_fs *fs, uint64_t bytenr, uint8_t *buf)
 		if (ret)
 			return ret;
 	}
+	/* later searches of a kind that changes several items must see this version */
+	btk_cache_forget(fs->cache, bytenr);
 	return 0;
 }
 
@@ -705,6 +709,7 @@ static int leaf_insert(struct btk_fs *fs, uint8_t *buf, int pos, const struct bt
 struct gap {
 	uint64_t prev_end, gen;
 	bool have;
+	int skip; /* gaps to pass over first (their leaves were full) */
 };
 
 /* A data extent item followed (in the same leaf) by a free sector before the next extent. */
@@ -720,7 +725,7 @@ static bool match_gap(struct btk_fs *fs, const struct btk_key *k, const uint8_t 
 	bool hit = ch && (ch->type & BTRFS_BLOCK_GROUP_DATA) && slot > 0 &&
 		   g->prev_end + fs->sectorsize <= ch->logical + ch->length &&
 		   k->objectid >= g->prev_end + fs->sectorsize;
-	if (hit)
+	if (hit && g->skip-- <= 0)
 		return true;
 	g->have = k->type == BTRFS_EXTENT_ITEM_KEY && sz >= sizeof(struct btrfs_extent_item) &&
 		  (BTK_GET(struct btrfs_extent_item, p, flags) & BTRFS_EXTENT_FLAG_DATA);
@@ -730,14 +735,13 @@ static bool match_gap(struct btk_fs *fs, const struct btk_key *k, const uint8_t 
 	return false;
 }
 
-static int k_extra_extent(struct btk_fs *fs, const char *n)
+/* Inserts an extent item (one data ref) for the free sector of gap g, found in leaf t. */
+static int insert_extent(struct btk_fs *fs, const struct gap *gp, const struct target *tp,
+			 const char *n)
 {
-	/* an extent item (with one data ref) for a free sector that nothing uses */
-	struct gap g = {0};
-	struct target t;
-	int ret = find_item(fs, BTRFS_EXTENT_TREE_OBJECTID, NULL, match_gap, &g, &t);
-	if (ret)
-		return ret;
+	struct gap g = *gp;
+	struct target t = *tp;
+	int ret;
 	uint8_t item[sizeof(struct btrfs_extent_item) + 1 + sizeof(struct btrfs_extent_data_ref)];
 	memset(item, 0, sizeof(item));
 	BTK_PUT(struct btrfs_extent_item, item, refs, 1);
@@ -772,6 +776,22 @@ static int k_extra_extent(struct btk_fs *fs, const char *n)
 		printf("%s: block %llu slot %d: inserted EXTENT_ITEM (%llu %u %llu)\n", n,
 		       (unsigned long long)t.bytenr, pos, (unsigned long long)key.objectid,
 		       key.type, (unsigned long long)key.offset);
+	return ret;
+}
+
+static int k_extra_extent(struct btk_fs *fs, const char *n)
+{
+	/* an extent item (with one data ref) for a free sector that nothing uses; a gap whose
+	 * leaf is full is passed over for the next one */
+	int ret = -ENOSPC;
+
+	for (int skip = 0; ret == -ENOSPC && skip < 50; skip++) {
+		struct gap g = {.skip = skip};
+		struct target t;
+		ret = find_item(fs, BTRFS_EXTENT_TREE_OBJECTID, NULL, match_gap, &g, &t);
+		if (!ret)
+			ret = insert_extent(fs, &g, &t, n);
+	}
 	return ret;
 }
 
@@ -961,6 +981,195 @@ static int k_log_csum(struct btk_fs *fs, const char *n)
 		       (unsigned long long)key.objectid, key.type, (unsigned long long)key.offset,
 		       (unsigned long long)leaf);
 	return ret;
+}
+
+static int k_leaf_gap(struct btk_fs *fs, const char *n)
+{
+	/* the fs tree's first leaf: its last item's data moved 8 bytes lower (offset with it),
+	 * so nothing decodes differently but the data is no longer packed: a layout problem */
+	uint64_t leaf;
+	int ret = fs_leaf(fs, &leaf);
+	if (ret)
+		return ret;
+	uint8_t *buf = malloc(fs->nodesize);
+	if (!buf)
+		return -ENOMEM;
+	ret = btk_read_logical(fs, leaf, buf, fs->nodesize);
+	uint32_t nr = btk_le32(((struct btk_header *)buf)->nritems);
+	uint32_t floor = nr * sizeof(struct btk_item);
+	if (!ret && nr) {
+		struct btk_item *it = item_at(buf, (int)nr - 1);
+		uint32_t off = btk_le32(it->offset), sz = btk_le32(it->size);
+		if (off < floor + 8) {
+			ret = btk_err(ENOSPC, "no free space below the last item");
+		} else {
+			uint8_t *data0 = buf + sizeof(struct btk_header);
+			memmove(data0 + off - 8, data0 + off, sz);
+			btk_put32(it->offset, off - 8);
+			ret = write_block(fs, leaf, buf);
+		}
+	}
+	free(buf);
+	if (!ret)
+		printf("%s: leaf %llu: item %u data moved 8 bytes down (a gap above it)\n", n,
+		       (unsigned long long)leaf, nr - 1);
+	return ret;
+}
+
+/* Inserts an empty item with key into tree `tree` (a leaf with room, not at slot 0). */
+static int insert_empty(struct btk_fs *fs, uint64_t tree, const struct btk_key *key)
+{
+	struct btk_root r;
+	struct btk_path p;
+	int ret = btk_root_find(fs, tree, &r);
+
+	if (ret)
+		return ret;
+	btk_path_init(&p);
+	ret = btk_search(fs, &r, key, &p);
+	uint64_t leaf = ret == 1 ? p.nodes[0]->bytenr : 0;
+	int slot = p.slots[0];
+	btk_path_release(&p);
+	if (ret != 1)
+		return ret < 0 ? ret : -EEXIST;
+	uint8_t *buf = malloc(fs->nodesize);
+	if (!buf)
+		return -ENOMEM;
+	ret = btk_read_logical(fs, leaf, buf, fs->nodesize);
+	if (!ret)
+		ret = leaf_insert(fs, buf, slot, key, NULL, 0);
+	if (!ret)
+		ret = write_block(fs, leaf, buf);
+	free(buf);
+	return ret;
+}
+
+/* Every item of objectid `ino` of the fs tree (types lo..hi), and exact keys. */
+struct obj_items {
+	uint64_t ino;
+	uint8_t lo, hi;
+};
+static bool match_obj(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+		      int slot, void *arg)
+{
+	const struct obj_items *o = arg;
+	(void)fs, (void)p, (void)sz, (void)slot;
+	return k->objectid == o->ino && k->type >= o->lo && k->type <= o->hi;
+}
+/* Deletes the items of ino with types lo..hi; how many. */
+static int drop_items(struct btk_fs *fs, uint64_t ino, uint8_t lo, uint8_t hi, const char *n)
+{
+	struct obj_items o = {ino, lo, hi};
+	struct btk_key from = {ino, lo, 0};
+	struct target t;
+	int count = 0;
+	while (count < 1000 && !find_item(fs, fs_tree, &from, match_obj, &o, &t) &&
+	       !apply(fs, &t, OP_DELETE, 0, 0, 0, n))
+		count++;
+	return count;
+}
+struct dir_pick {
+	uint64_t dir, child, parent_index, child_index;
+	uint32_t name_hash;
+	uint16_t name_len;
+};
+/* The first DIR_INDEX of a directory other than the top one (use an image whose first
+ * subdirectory holds one file). */
+static bool match_lone_entry(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
+			     uint32_t sz, int slot, void *arg)
+{
+	struct dir_pick *d = arg;
+	(void)fs, (void)slot;
+	if (k->type != BTRFS_DIR_INDEX_KEY || k->objectid <= 256 ||
+	    sz < sizeof(struct btrfs_dir_item))
+		return false;
+	struct btk_key loc;
+	btk_disk_to_key((const struct btk_disk_key *)p, &loc);
+	if (loc.type != BTRFS_INODE_ITEM_KEY)
+		return false;
+	d->dir = k->objectid;
+	d->child = loc.objectid;
+	d->child_index = k->offset;
+	d->name_len = BTK_GET(struct btrfs_dir_item, p, name_len);
+	return true;
+}
+static int k_orphan_dir(struct btk_fs *fs, const char *n)
+{
+	/* a directory being deleted (unlinked, nlink 0, on the orphan list) whose child is gone
+	 * already while the dir's own entry for it is partly dropped (its DIR_INDEX): the state
+	 * an interrupted removal leaves; btrfs check passes it */
+	struct dir_pick d = {0};
+	struct btk_key from = {257, 0, 0};
+	struct target t;
+	int ret = find_item(fs, fs_tree, &from, match_lone_entry, &d, &t);
+	if (ret)
+		return ret;
+	/* the child: every item */
+	if (!drop_items(fs, d.child, 0, 255, n))
+		return -ENOENT;
+	/* the dir's index entry for it: dropped first by a truncation (highest keys first) */
+	drop_items(fs, d.dir, BTRFS_DIR_INDEX_KEY, BTRFS_DIR_INDEX_KEY, n);
+	/* the dir's name in the top directory and its inode ref: unlinked */
+	struct btk_key ref = {d.dir, BTRFS_INODE_REF_KEY, 256};
+	struct want w = {.type = BTRFS_INODE_REF_KEY, .objectid = d.dir, .file_extent_type = -1};
+	if ((ret = find_item(fs, fs_tree, &ref, match_want, &w, &t)))
+		return ret;
+	uint8_t rb[sizeof(struct btrfs_inode_ref) + 255];
+	struct btk_path p;
+	struct btk_root root;
+	btk_root_find(fs, fs_tree, &root);
+	btk_path_init(&p);
+	ret = btk_search(fs, &root, &ref, &p);
+	uint32_t rsz = 0;
+	if (ret == 0) {
+		const uint8_t *rd = btk_path_data(&p, &rsz);
+		memcpy(rb, rd, rsz < sizeof(rb) ? rsz : sizeof(rb));
+	}
+	btk_path_release(&p);
+	if (ret)
+		return ret < 0 ? ret : -ENOENT;
+	uint64_t pidx = BTK_GET(struct btrfs_inode_ref, rb, index);
+	uint16_t nl = BTK_GET(struct btrfs_inode_ref, rb, name_len);
+	const uint8_t *name = rb + sizeof(struct btrfs_inode_ref);
+	struct btk_key k1 = {256, BTRFS_DIR_ITEM_KEY, btk_name_hash((const char *)name, nl)};
+	struct btk_key k2 = {256, BTRFS_DIR_INDEX_KEY, pidx};
+	struct btk_key *ks[] = {&ref, &k1, &k2};
+	for (int i = 0; i < 3; i++) {
+		struct want wk = {
+		    .type = ks[i]->type, .objectid = ks[i]->objectid, .file_extent_type = -1};
+		struct btk_key fk = *ks[i];
+		/* exact key: search from it, first match of its type and objectid */
+		if ((ret = find_item(fs, fs_tree, &fk, match_want, &wk, &t)))
+			return ret;
+		if (btk_key_cmp(&t.key, ks[i]))
+			return btk_err(ENOENT, "key not found");
+		if ((ret = apply(fs, &t, OP_DELETE, 0, 0, 0, n)))
+			return ret;
+	}
+	/* the top directory's size loses the name twice; the dir: nlink 0, orphan item */
+	struct want wt = {.type = BTRFS_INODE_ITEM_KEY, .objectid = 256, .file_extent_type = -1};
+	if ((ret = find_item(fs, fs_tree, &from256, match_want, &wt, &t)) ||
+	    (ret = apply(fs, &t, OP_ADD, offsetof(struct btrfs_inode_item, size), 8,
+			 -2 * (int64_t)nl, n)))
+		return ret;
+	struct btk_key dk = {d.dir, 0, 0};
+	struct want wd = {.type = BTRFS_INODE_ITEM_KEY, .objectid = d.dir, .file_extent_type = -1};
+	if ((ret = find_item(fs, fs_tree, &dk, match_want, &wd, &t)) ||
+	    (ret = apply(fs, &t, OP_ADD, offsetof(struct btrfs_inode_item, nlink), 4, -1, n)))
+		return ret;
+	/* rmdir leaves the size 0 (the entries left are being dropped) */
+	wd.nth = 0;
+	if ((ret = find_item(fs, fs_tree, &dk, match_want, &wd, &t)) ||
+	    (ret = apply(fs, &t, OP_ADD, offsetof(struct btrfs_inode_item, size), 8,
+			 -2 * (int64_t)d.name_len, n)))
+		return ret;
+	struct btk_key ok = {BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, d.dir};
+	if ((ret = insert_empty(fs, fs_tree, &ok)))
+		return ret;
+	printf("%s: directory %llu unlinked, nlink 0, orphan item; child %llu gone, its dir "
+	       "index dropped, its dir item kept\n",
+	       n, (unsigned long long)d.dir, (unsigned long long)d.child);
+	return 0;
 }
 
 static int k_nodatasum(struct btk_fs *fs, const char *n)
@@ -1164,6 +1373,10 @@ static const struct kind kinds[] = {
     {"root-tree", "smash every copy of the root tree's root block", k_root_tree},
     {"inline-order", "swap the first two inline refs (one type) of an extent item", k_inline_order},
     {"log-csum", "copy a log tree's checksums of a logged extent into the csum tree", k_log_csum},
+    {"leaf-gap", "a gap in a leaf's item data (contents intact): not the kernel's layout",
+     k_leaf_gap},
+    {"orphan-dir", "an unlinked directory on the orphan list, its entries partly dropped",
+     k_orphan_dir},
     {"dup-name", "a second dir index entry with the same name in the top directory", k_dup_name},
     {"chunk-overlap", "a chunk item 1 MiB longer: it overlaps the next chunk", k_chunk_overlap},
     {"node-key", "an fs tree node pointer's key differs from its child's first key", k_node_key},
