@@ -16,22 +16,85 @@
 
 #define COPY_BUF (8ULL << 20)
 
-static int copy_stripe(struct btk_dev *dev, const struct btk_resize_move *m, uint8_t *buf,
-		       uint64_t *done, uint64_t total, btk_resize_progress_fn progress, void *ctx)
+static int copy_range(struct btk_dev *dev, uint64_t from, uint64_t to, uint64_t len, uint8_t *buf)
 {
-	for (uint64_t k = 0; k < m->len;) {
-		size_t n = (size_t)(m->len - k < COPY_BUF ? m->len - k : COPY_BUF);
-		int ret = btk_dev_read(dev, buf, n, m->from + k);
+	for (uint64_t k = 0; k < len;) {
+		size_t n = (size_t)(len - k < COPY_BUF ? len - k : COPY_BUF);
+		int ret = btk_dev_read(dev, buf, n, from + k);
 		if (!ret)
-			ret = btk_dev_write(dev, buf, n, m->to + k);
+			ret = btk_dev_write(dev, buf, n, to + k);
 		if (ret)
 			return ret;
 		k += n;
-		*done += n;
-		if (progress)
-			progress(ctx, *done, total);
 	}
 	return 0;
+}
+
+/* A SINGLE or DUP stripe holds the chunk byte for byte: only its extents need copying (free
+ * space is never read). Copies the extent records' ranges of [start, start+len), merged. */
+static int copy_used(struct btk_fs *fs, struct btk_dev *dev, const struct btk_resize_move *m,
+		     uint64_t start, uint8_t *buf)
+{
+	struct btk_key k = {start, 0, 0}, f;
+	uint64_t end = start + m->len, run_s = 0, run_e = 0;
+	struct btk_root rt;
+	struct btk_path p;
+	int ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &rt);
+
+	if (ret)
+		return ret;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &rt, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
+		uint64_t s, e;
+		btk_path_key(&p, &f);
+		if (f.objectid >= end)
+			break;
+		if (f.type != BTRFS_EXTENT_ITEM_KEY && f.type != BTRFS_METADATA_ITEM_KEY)
+			continue;
+		s = f.objectid;
+		e = s + (f.type == BTRFS_EXTENT_ITEM_KEY ? f.offset : fs->nodesize);
+		if (s < start || e > end || e <= s) {
+			ret = btk_err(EUCLEAN, "extent %llu-%llu outside chunk %llu+%llu",
+				      (unsigned long long)s, (unsigned long long)e,
+				      (unsigned long long)start, (unsigned long long)m->len);
+			break;
+		}
+		if (run_e && s <= run_e) {
+			if (e > run_e)
+				run_e = e;
+			continue;
+		}
+		if (run_e && (ret = copy_range(dev, m->from + (run_s - start),
+					       m->to + (run_s - start), run_e - run_s, buf)))
+			break;
+		run_s = s, run_e = e;
+	}
+	btk_path_release(&p);
+	if (ret < 0)
+		return ret;
+	if (run_e)
+		ret = copy_range(dev, m->from + (run_s - start), m->to + (run_s - start),
+				 run_e - run_s, buf);
+	return ret;
+}
+
+static int copy_stripe(struct btk_fs *fs, struct btk_dev *dev, const struct btk_resize_move *m,
+		       uint8_t *buf, uint64_t *done, uint64_t total,
+		       btk_resize_progress_fn progress, void *ctx)
+{
+	const struct btk_chunk *c = btk_chunk_find(fs, m->logical);
+	int ret;
+
+	if (!c || c->logical != m->logical)
+		return btk_err(ENOENT, "no chunk at %llu", (unsigned long long)m->logical);
+	if (!(c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK & ~BTRFS_BLOCK_GROUP_DUP))
+		ret = copy_used(fs, dev, m, c->logical, buf);
+	else
+		ret = copy_range(dev, m->from, m->to, m->len, buf);
+	*done += m->len;
+	if (!ret && progress)
+		progress(ctx, *done, total);
+	return ret;
 }
 
 static int run_round(struct btk_fs *fs, const struct btk_resize_plan *plan, int round, bool last,
@@ -45,8 +108,8 @@ static int run_round(struct btk_fs *fs, const struct btk_resize_plan *plan, int 
 	for (int i = 0; i < plan->nmoves; i++) {
 		if (plan->moves[i].round != round)
 			continue;
-		ret = copy_stripe(d->dev, &plan->moves[i], buf, done, plan->bytes_moved, progress,
-				  ctx);
+		ret = copy_stripe(fs, d->dev, &plan->moves[i], buf, done, plan->bytes_moved,
+				  progress, ctx);
 		if (ret)
 			return ret;
 	}
