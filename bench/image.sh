@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# bench/image.sh — btk-image against btrfs-image, in one run, on a large kernel-populated image.
+# Issue 15 asks: `btk-image dump -c9` at most 0.5x the time of `btrfs-image -c9` with a dump
+# no larger, and `btk-image restore` at most 0.5x the time of `btrfs-image -r` (of the same
+# dump, btrfs-image's own). Prints both dump sizes, the medians and the ratios.
+#
+# Usage: bench/image.sh [-B] [-r REPS] [-n NFILES] [-s SIZE] [-S SNAPSHOTS] [IMG]
+#   -B only builds the image. Defaults: 3 repetitions and the image of bench/owner.sh
+#   (100000 files, 2 snapshots, 4G sparse, /tmp/btk-bench-images/owner.img), built once and
+#   reused while its parameters (IMG.params) match. BTK_BUILD selects the build folder.
+source "$(dirname "$0")/common.sh"
+
+nfiles=100000
+size=4G
+snaps=2
+reps=3
+build_only=0
+while getopts "Br:n:s:S:h" opt; do
+	case $opt in
+	B) build_only=1 ;;
+	r) reps=$OPTARG ;;
+	n) nfiles=$OPTARG ;;
+	s) size=$OPTARG ;;
+	S) snaps=$OPTARG ;;
+	*)
+		sed -n '2,10s/^# \{0,1\}//p' "$0"
+		exit 2
+		;;
+	esac
+done
+shift $((OPTIND - 1))
+img=${1:-/tmp/btk-bench-images/owner.img}
+
+btk=$BTK_BUILD/bin/btk-image
+[ -x "$btk" ] || [ "$build_only" = 1 ] || bench_die "$btk not built (run: make)"
+command -v btrfs-image >/dev/null || bench_die "btrfs-image (btrfs-progs) not installed"
+bench_init
+bench_image "$img" "$nfiles" "$snaps" "$size"
+[ "$build_only" = 1 ] && exit 0
+
+t=$BENCH_TMP
+echo "image: $img ($(cat "$img.params")), $(du -h "$img" | cut -f1) allocated; $(nproc) CPUs"
+
+bench_compare "$reps" "btk-image dump -c9" "$btk" dump -c 9 "$img" "$t/btk.img" -- \
+	"btrfs-image -c9" btrfs-image -c 9 "$img" "$t/bi.img" || bench_die "dump failed"
+dump_btk=${BC_WALL[0]} dump_bi=${BC_WALL[1]}
+size_btk=$(stat -c %s "$t/btk.img") size_bi=$(stat -c %s "$t/bi.img")
+
+# each restore onto a new file (removing the last one is part of the timed command)
+fresh='rm -f "$1" && shift && exec "$@"'
+bench_compare "$reps" "btk-image restore" bash -c "$fresh" _ "$t/r1.img" "$btk" restore "$t/bi.img" "$t/r1.img" -- \
+	"btrfs-image -r" bash -c "$fresh" _ "$t/r2.img" btrfs-image -r "$t/bi.img" "$t/r2.img" ||
+	bench_die "restore failed"
+rest_btk=${BC_WALL[0]} rest_bi=${BC_WALL[1]}
+btrfs check --readonly "$t/r1.img" >/dev/null 2>&1 || bench_die "btk's restore is not clean"
+
+echo "dump sizes: btk $size_btk bytes, btrfs-image $size_bi bytes" \
+	"(btk/btrfs-image $(bench_ratio "$size_btk" "$size_bi"))"
+echo "dump -c9: btk ${dump_btk}s, btrfs-image ${dump_bi}s, ratio $(bench_ratio "$dump_btk" "$dump_bi") (goal <= 0.5, no larger)"
+echo "restore:  btk ${rest_btk}s, btrfs-image ${rest_bi}s, ratio $(bench_ratio "$rest_btk" "$rest_bi") (goal <= 0.5)"
