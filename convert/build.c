@@ -29,7 +29,7 @@
 #define CHUNK_SPLIT (1ULL << 30)   /* data chunks end at multiples of 1 GiB */
 #define MAX_EXTENT  (128ULL << 20) /* btrfs's largest data extent */
 #define CHUNK_GAP   SZ_1M	   /* used runs closer than this share a chunk */
-#define IO_PIECE    SZ_1M
+#define IO_PIECE    (256ULL << 10) /* reads and writes of data, in pieces */
 
 static uint64_t down(uint64_t v, uint64_t a)
 {
@@ -838,7 +838,7 @@ int conv_fill(void *ctx, struct btk_trans *t)
 
 	c->t = t;
 	c->buf = malloc(IO_PIECE);
-	c->sums = malloc(ncs > IO_PIECE ? ncs : IO_PIECE);
+	c->sums = malloc(ncs); /* the checksums of one record, the largest extent */
 	c->ftype = calloc((size_t)c->src->e->super->s_inodes_count + 1, 1);
 	if (!c->buf || !c->sums || !c->ftype)
 		return btk_err(ENOMEM, "out of memory");

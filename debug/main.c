@@ -20,61 +20,81 @@
 
 #include "debug.h"
 #include "base/error.h"
+#include "cli/cli.h"
 
 static void usage(FILE *out)
 {
 	fputs("usage: btk-debug super [--all] [--json] DEV...\n"
 	      "       btk-debug tree [--tree ID|NAME] [--block BYTENR] [--json] DEV...\n"
-	      "       btk-debug stats [--json] DEV...\n",
+	      "       btk-debug stats [--json] DEV...\n"
+	      "       btk-debug COMMAND --help; btk-debug --version\n",
 	      out);
 }
 
 void debug_err(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
-	fputs("btk-debug: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static void warn_hook(void *ctx, const char *msg)
-{
-	(void)ctx;
-	fprintf(stderr, "btk-debug: warning: %s\n", msg);
+	cli_err("%s", msg);
 }
 
 int main(int argc, const char **argv)
 {
 	int all = 0, json = 0, rc, n = 0;
 	char *tree = NULL, *block = NULL;
-	const char *cmd, *devs[64];
-	struct poptOption opts[] = {
-	    {"all", 'a', POPT_ARG_NONE, &all, 0, "every superblock mirror (super)", NULL},
-	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output", NULL},
-	    {"tree", 't', POPT_ARG_STRING, &tree, 0, "only this tree (tree)", "ID|NAME"},
-	    {"block", 'b', POPT_ARG_STRING, &block, 0, "only this block (tree)", "BYTENR"},
-	    POPT_AUTOHELP POPT_TABLEEND,
+	const char *cmd, *devs[64], *sub_argv[256];
+	char name[32];
+	struct poptOption super_opts[] = {
+	    {"all", 'a', POPT_ARG_NONE, &all, 0, "every superblock copy, valid or not", NULL},
+	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output, one line per copy", NULL},
+	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
+	struct poptOption tree_opts[] = {
+	    {"tree", 't', POPT_ARG_STRING, &tree, 0, "only this tree", "ID|NAME"},
+	    {"block", 'b', POPT_ARG_STRING, &block, 0, "only this block", "BYTENR"},
+	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output, one line per item", NULL},
+	    CLI_STD_OPTIONS POPT_TABLEEND,
+	};
+	struct poptOption stats_opts[] = {
+	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output", NULL},
+	    CLI_STD_OPTIONS POPT_TABLEEND,
+	};
+	struct poptOption *opts;
 	poptContext pc;
 
-	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help")) {
+	cli_init("btk-debug");
+	if (argc >= 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
+		printf("btk-debug %s\n", BTK_VERSION);
+		return 0;
+	}
+	if (argc < 2 || !strcmp(argv[1], "-h") || !strcmp(argv[1], "--help") ||
+	    !strcmp(argv[1], "-?")) {
 		usage(argc < 2 ? stderr : stdout);
 		return argc < 2 ? 2 : 0;
 	}
 	cmd = argv[1];
-	if (strcmp(cmd, "super") && strcmp(cmd, "tree") && strcmp(cmd, "stats")) {
-		debug_err("unknown command '%s'", cmd);
+	opts = !strcmp(cmd, "super")   ? super_opts
+	       : !strcmp(cmd, "tree")  ? tree_opts
+	       : !strcmp(cmd, "stats") ? stats_opts
+				       : NULL;
+	if (!opts || argc > 255) {
+		debug_err(opts ? "too many arguments" : "unknown command '%s'", cmd);
 		usage(stderr);
 		return 2;
 	}
-	pc = poptGetContext("btk-debug", argc - 1, argv + 1, opts, 0);
-	while ((rc = poptGetNextOpt(pc)) > 0)
-		;
-	if (rc < -1) {
-		debug_err("%s: %s", poptBadOption(pc, 0), poptStrerror(rc));
+	/* popt names the program by argv[0] in --help: "btk-debug tree" */
+	snprintf(name, sizeof(name), "btk-debug %s", cmd);
+	sub_argv[0] = name;
+	for (int i = 2; i < argc; i++)
+		sub_argv[i - 1] = argv[i];
+	sub_argv[argc - 1] = NULL;
+	pc = poptGetContext(name, argc - 1, sub_argv, opts, 0);
+	poptSetOtherOptionHelp(pc, "[OPTION...] DEV...");
+	if (cli_popt_run(pc)) {
 		poptFreeContext(pc);
 		return 2;
 	}
@@ -86,12 +106,12 @@ int main(int argc, const char **argv)
 		}
 		devs[n++] = a;
 	}
-	if (n == 0 || (strcmp(cmd, "super") && all) || (strcmp(cmd, "tree") && (tree || block))) {
-		usage(stderr);
+	if (n == 0) {
+		debug_err("%s: no device given", cmd);
+		poptPrintUsage(pc, stderr, 0);
 		poptFreeContext(pc);
 		return 2;
 	}
-	btk_set_warn_hook(warn_hook, NULL);
 	if (!strcmp(cmd, "super"))
 		rc = cmd_super(devs, n, all, json);
 	else if (!strcmp(cmd, "tree"))

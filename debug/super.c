@@ -40,7 +40,8 @@ static void print_copy(const char *path, const struct btk_super_copy *c, bool js
 	putchar('\n');
 }
 
-/* One device: the chosen copy, or with all every copy the device is large enough to hold. */
+/* One device: the chosen copy, or with all every copy the device is large enough to hold,
+ * valid or not (a zeroed copy decodes as zeros, after its INVALID line). */
 static int super_dev(const char *path, bool all, bool json)
 {
 	struct btk_super_copy copies[BTK_SUPER_MIRRORS];
@@ -66,10 +67,7 @@ static int super_dev(const char *path, bool all, bool json)
 		if (all && !copies[i].valid) {
 			debug_err("%s: superblock mirror %d at %" PRIu64 ": %s", path, i,
 				  copies[i].offset, copies[i].why);
-			ret = 1;
-			/* without the magic there is nothing worth decoding */
-			if (!btk_super_magic_ok(&copies[i].sb))
-				continue;
+			ret = 1; /* still shown: --all prints every copy as it is on disk */
 		}
 		print_copy(path, &copies[i], json);
 	}

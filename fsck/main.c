@@ -306,8 +306,12 @@ int main(int argc, const char **argv)
 	     "use the chunk tree block at BYTENR (experts)", "BYTENR"},
 	    {"cache-mb", 0, POPT_ARG_INT, &cache_arg, 0, "tree-block cache budget (default 8)",
 	     "MIB"},
-	    POPT_AUTOHELP POPT_TABLEEND};
+	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc = poptGetContext("btk-fsck", argc, argv, opts, 0);
+
+	cli_init("btk-fsck");
+	/* stdout line by line: piped, reports and stderr messages stay in the order they happen */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	poptSetOtherOptionHelp(pc, "[OPTIONS] DEV...");
 	while ((rc = poptGetNextOpt(pc)) > 0)

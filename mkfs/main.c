@@ -5,6 +5,7 @@
 #include "base/csum.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "format/raid.h"
 #include "trans/mkfs.h"
 #include "rootdir.h"
 #include "volumes/super.h"
@@ -122,7 +123,7 @@ static void print_json(const struct btk_mkfs_opts *o, const struct btk_mkfs_resu
 	for (const struct btk_mkfs_feature *f = btk_mkfs_features(); f->name; f++)
 		if ((r->incompat & f->incompat) || (r->compat_ro & f->compat_ro))
 			printf("%s\"%s\"", n++ ? ", " : "", f->name);
-	printf("], \"devices\": [");
+	printf("], \"unallocated\": %" PRIu64 ", \"devices\": [", r->unallocated);
 	for (int i = 0; i < r->ndevs; i++) {
 		printf("%s{\"devid\": %" PRIu64 ", \"size\": %" PRIu64 ", \"path\": ",
 		       i ? ", " : "", r->devs[i].devid, r->devs[i].size);
@@ -180,6 +181,10 @@ static void print_summary(const struct btk_mkfs_opts *o, const struct btk_mkfs_r
 	feature_list(r, true, feat, sizeof(feat));
 	printf("Runtime features:   %s\n", feat);
 	printf("Checksum:           %s\n", btk_csum_name(r->csum_type));
+	printf("Unallocated:        %s%s\n", cli_human(r->unallocated, h, sizeof(h)),
+	       o->shrink && r->unallocated < (64ULL << 20)
+		   ? " (shrunk: little room to write after mounting; --slack SIZE keeps some)"
+		   : "");
 	printf("Number of devices:  %d\n", r->ndevs);
 	printf("Devices:\n   ID        SIZE  PATH\n");
 	for (int i = 0; i < r->ndevs; i++)
@@ -238,11 +243,11 @@ int main(int argc, const char **argv)
 {
 	char *label = NULL, *uuid = NULL, *meta = NULL, *data = NULL, *csum = NULL;
 	char *nodesize = NULL, *sectorsize = NULL, *bytes = NULL;
-	char *features = NULL, *runtime = NULL, *rootdir = NULL, *compress = NULL;
+	char *features = NULL, *runtime = NULL, *rootdir = NULL, *compress = NULL, *slack = NULL;
 	int skip_unreadable = 0, shrink = 0;
 	const char **subvols = NULL, **iflags = NULL;
 	struct rootdir rd = {0};
-	int mixed = 0, force = 0, quiet = 0, nodiscard = 0, json = 0, version = 0, rc;
+	int mixed = 0, force = 0, quiet = 0, nodiscard = 0, json = 0, rc;
 	uint8_t fsid[16];
 	struct btk_mkfs_opts o;
 	struct btk_mkfs_result res;
@@ -264,7 +269,6 @@ int main(int argc, const char **argv)
 	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print nothing on success", NULL},
 	    {"nodiscard", 'K', POPT_ARG_NONE, &nodiscard, 0, "do not discard block devices", NULL},
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "print the result as JSON", NULL},
-	    {"version", 'V', POPT_ARG_NONE, &version, 0, "print the version", NULL},
 	    {"rootdir", 'r', POPT_ARG_STRING, &rootdir, 0,
 	     "copy this directory into the filesystem", "DIR"},
 	    {"compress", 0, POPT_ARG_STRING, &compress, 0, "compress --rootdir data",
@@ -278,25 +282,20 @@ int main(int argc, const char **argv)
 	     "warn about unreadable source directories instead of failing", NULL},
 	    {"shrink", 0, POPT_ARG_NONE, &shrink, 0,
 	     "end the image file where the --rootdir copy ends", NULL},
-	    POPT_AUTOHELP POPT_TABLEEND};
+	    {"slack", 0, POPT_ARG_STRING, &slack, 0,
+	     "with --shrink: keep SIZE unallocated past the last chunk, room to write", "SIZE"},
+	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc = poptGetContext("btk-mkfs", argc, argv, opts, 0);
 	int ndevs = 0;
 
 	cli_init("btk-mkfs");
 	btk_set_warn_hook(warn_hook, &rd);
 	poptSetOtherOptionHelp(pc, usage_tail);
-	while ((rc = poptGetNextOpt(pc)) > 0)
-		;
-	if (rc < -1) {
-		fprintf(stderr, "btk-mkfs: %s: %s\n", poptBadOption(pc, 0), poptStrerror(rc));
-		rc = 2;
+	for (int i = 1; i < argc; i++) /* before anything can fail: errors as JSON too */
+		if (!strcmp(argv[i], "--json"))
+			cli_json_on(true);
+	if ((rc = cli_popt_run(pc)))
 		goto out;
-	}
-	if (version) {
-		printf("btk-mkfs 0.1\n");
-		rc = 0;
-		goto out;
-	}
 	btk_mkfs_opts_init(&o);
 	rc = 0;
 	if (features)
@@ -339,11 +338,14 @@ int main(int argc, const char **argv)
 		rc = -parse_profile(meta, "metadata", &o.meta_profile);
 	if (!rc && data)
 		rc = -parse_profile(data, "data", &o.data_profile);
-	if (!rc && (compress || skip_unreadable || subvols || iflags || shrink) && !rootdir) {
-		fprintf(stderr, "btk-mkfs: --compress, --subvol, --inode-flags, "
-				"--skip-unreadable and --shrink need --rootdir\n");
+	if (!rc && (compress || skip_unreadable || subvols || iflags || shrink || slack) &&
+	    !rootdir) {
+		cli_err("--compress, --subvol, --inode-flags, --skip-unreadable, --shrink and "
+			"--slack need --rootdir");
 		rc = 1;
 	}
+	if (!rc && slack && cli_parse_size("--slack", slack, &o.slack))
+		rc = 1;
 	if (!rc && rootdir) {
 		struct rootdir_args ra = {.dir = rootdir,
 					  .compress = compress,
@@ -353,9 +355,15 @@ int main(int argc, const char **argv)
 					  .shrink = shrink,
 					  .quiet = quiet};
 		rc = rootdir_prepare(&rd, &o, &ra);
+		if (!rc && slack && !o.shrink) {
+			cli_err("--slack needs --shrink (or a new image file without -b)");
+			rc = 1;
+		}
 	}
+	if (rc) /* the error is on stderr: the same for jq */
+		cli_json_error("btk-mkfs failed (see standard error)");
 	if (!rc && btk_mkfs(&o, &res) < 0) {
-		fprintf(stderr, "btk-mkfs: %s\n", btk_errmsg());
+		cli_err("%s", btk_errmsg());
 		rc = 1;
 	} else if (!rc && json) {
 		print_json(&o, &res, &rd);
@@ -367,7 +375,7 @@ out:
 	poptFreeContext(pc);
 	free(label), free(uuid), free(meta), free(data), free(csum);
 	free(nodesize), free(sectorsize), free(bytes), free(features), free(runtime);
-	free(rootdir), free(compress);
+	free(rootdir), free(compress), free(slack);
 	for (int k = 0; subvols && subvols[k]; k++)
 		free((char *)subvols[k]);
 	for (int k = 0; iflags && iflags[k]; k++)

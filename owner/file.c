@@ -6,6 +6,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "owner.h"
+#include "cli/cli.h"
 
 #define MAX_COPIES 8
 
@@ -180,6 +181,7 @@ int cmd_file(struct owner_ctx *c, const char *path)
 		owner_err("%s: %s", path, btk_errmsg());
 		return ret;
 	}
+	cli_json_on(false); /* errors from here on are extent-level, on stderr */
 	if (c->o.json) {
 		printf("{\"file\":");
 		btk_json_cstr(stdout, path);

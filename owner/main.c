@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 
 #include "base/error.h"
+#include "cli/cli.h"
 #include "owner.h"
 #include "volumes/super.h"
 
@@ -18,26 +19,20 @@ static void usage(FILE *out)
 {
 	fputs("usage: btk-owner [--logical] [--devid N] [--block-size N] [--json] [--scan] "
 	      "DEV... ADDRESS...\n"
-	      "       btk-owner [options] -f FILE|- DEV...\n"
+	      "       btk-owner [options] -f|--addresses FILE|- DEV...\n"
 	      "       btk-owner [--json] --file PATH DEV...\n",
 	      out);
 }
 
 void owner_err(const char *fmt, ...)
 {
+	char msg[1024];
 	va_list ap;
 
-	fputs("btk-owner: ", stderr);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-}
-
-static void warn_hook(void *ctx, const char *msg)
-{
-	(void)ctx;
-	owner_err("warning: %s", msg);
+	cli_err("%s", msg);
 }
 
 /* Decimal or 0x hex, the whole string. */
@@ -105,6 +100,7 @@ static int read_list(const char *name, struct qlist *l)
 
 static int run_backref(struct owner_ctx *c, struct qlist *l)
 {
+	cli_json_on(false); /* the output's own JSON carries errors from here on */
 	print_begin(c);
 	for (size_t i = 0; i < l->n; i++) {
 		struct query *q = &l->q[i];
@@ -139,6 +135,7 @@ static int run_scan(struct owner_ctx *c, struct qlist *l)
 	if (m && res[0].nerrors)
 		owner_err("scan: %d block(s) could not be read; first: %s", res[0].nerrors,
 			  res[0].error ? res[0].error : "?");
+	cli_json_on(false); /* the output's own JSON carries errors from here on */
 	print_begin(c);
 	for (size_t i = 0, j = 0; i < l->n; i++) {
 		struct query *q = &l->q[i];
@@ -165,6 +162,11 @@ static int split_args(poptContext pc, const char **devs, int *ndev, struct qlist
 	uint64_t v;
 
 	for (const char *a; (a = poptGetArg(pc));) {
+		if (*ndev && !l->n && !parse_u64(a, &v) && stat(a, &st)) {
+			owner_err("'%s' is neither an address (a number) nor a device: %s", a,
+				  strerror(errno));
+			return 2;
+		}
 		if (l->n || (parse_u64(a, &v) && stat(a, &st))) {
 			if (!parse_u64(a, &v)) {
 				owner_err("not an address: '%s'", a);
@@ -220,19 +222,22 @@ int main(int argc, const char **argv)
 	    {"block-size", 'b', POPT_ARG_STRING, &bs_s, 0, "addresses are block numbers", "N"},
 	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output", NULL},
 	    {"scan", 's', POPT_ARG_NONE, &scan, 0, "walk every tree, not back references", NULL},
-	    {NULL, 'f', POPT_ARG_STRING, &list, 0, "addresses from FILE (- stdin)", "FILE"},
+	    {"addresses", 'f', POPT_ARG_STRING, &list, 0,
+	     "addresses from FILE, one a line (- stdin)", "FILE"},
 	    {"file", 0, POPT_ARG_STRING, &file, 0, "extents of PATH (from the top level)", "PATH"},
-	    POPT_AUTOHELP POPT_TABLEEND,
+	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
-	poptContext pc = poptGetContext("btk-owner", argc, argv, opts, 0);
+	poptContext pc;
 
-	while ((rc = poptGetNextOpt(pc)) > 0)
-		;
-	if (rc < -1) {
-		owner_err("%s: %s", poptBadOption(pc, 0), poptStrerror(rc));
-		rc = 2;
+	cli_init("btk-owner");
+	pc = poptGetContext("btk-owner", argc, argv, opts, 0);
+	poptSetOtherOptionHelp(pc, "[OPTION...] DEV... ADDRESS... | -f FILE DEV... | --file PATH "
+				   "DEV...");
+	for (int i = 1; i < argc; i++) /* before anything can fail: errors as JSON too */
+		if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j"))
+			cli_json_on(true);
+	if ((rc = cli_popt_run(pc)))
 		goto out;
-	}
 	rc = 2;
 	if (argc < 2) {
 		usage(stderr);
@@ -254,7 +259,6 @@ int main(int argc, const char **argv)
 	}
 	if (list && (rc = read_list(list, &l)))
 		goto out;
-	btk_set_warn_hook(warn_hook, NULL);
 	rc = open_fs(&c, devs, ndev);
 	if (rc)
 		goto out;

@@ -30,7 +30,7 @@ int br_add_data(struct btk_owner *o, const struct btk_data_owner *d, size_t *cap
 		size_t nc = *cap ? *cap * 2 : 8;
 		struct btk_data_owner *nv = realloc(o->data, nc * sizeof(*nv));
 		if (!nv)
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 		o->data = nv, *cap = nc;
 	}
 	o->data[o->ndata++] = *d;
@@ -43,7 +43,7 @@ int br_add_tree(struct btk_owner *o, uint64_t root, int level, int found, size_t
 		size_t nc = *cap ? *cap * 2 : 8;
 		struct btk_tree_owner *nv = realloc(o->tree, nc * sizeof(*nv));
 		if (!nv)
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 		o->tree = nv, *cap = nc;
 	}
 	o->tree[o->ntree++] = (struct btk_tree_owner){root, level, (uint8_t)found};
@@ -150,7 +150,7 @@ static int add_item(struct data_walk *w, const struct btk_key *k, const struct b
 	for (size_t i = 0; i < n; i++) {
 		d.root = roots[i];
 		if (br_add_data(w->o, &d, &w->cap))
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -275,7 +275,7 @@ static int metadata_owners(struct btk_backref *br, struct btk_owner *o)
 		return ret;
 	for (size_t i = 0; i < n; i++)
 		if (br_add_tree(o, roots[i], o->ext.level, BTK_FOUND_BACKREF, &cap))
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 	br_read_keys(br->fs, o, o->ext.start, o->ext.level);
 	return 0;
 }

@@ -23,7 +23,7 @@ static int map_grow(struct br_map *m)
 	struct br_slot *ns = calloc(ncap, sizeof(*ns));
 
 	if (!ns)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	for (size_t i = 0; i < m->cap; i++) {
 		if (!m->slots[i].used)
 			continue;
@@ -81,7 +81,7 @@ int br_u64_push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
 		size_t nc = *cap ? *cap * 2 : 8;
 		uint64_t *nv = realloc(*v, nc * sizeof(**v));
 		if (!nv)
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 		*v = nv, *cap = nc;
 	}
 	(*v)[(*n)++] = x;
@@ -115,7 +115,7 @@ int btk_backref_new(struct btk_fs *fs, struct btk_backref **out)
 	struct btk_backref *br = calloc(1, sizeof(*br));
 
 	if (!br)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	br->fs = fs;
 	*out = br;
 	return 0;
@@ -150,7 +150,7 @@ int btk_backref_root(struct btk_backref *br, uint64_t id, struct btk_root *out)
 			size_t nc = br->caprootv ? br->caprootv * 2 : 16;
 			struct br_rootc *nv = realloc(br->rootv, nc * sizeof(*nv));
 			if (!nv)
-				return -ENOMEM;
+				return btk_err(ENOMEM, "out of memory");
 			br->rootv = nv, br->caprootv = nc;
 		}
 		br->rootv[br->nrootv] = c;
@@ -180,7 +180,7 @@ static int block_entry(struct btk_backref *br, uint64_t bytenr, size_t *idx)
 		size_t nc = br->capblocks ? br->capblocks * 2 : 256;
 		struct br_block *nv = realloc(br->blocks, nc * sizeof(*nv));
 		if (!nv)
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 		br->blocks = nv, br->capblocks = nc;
 	}
 	memset(&br->blocks[br->nblocks], 0, sizeof(br->blocks[0]));
@@ -267,7 +267,7 @@ static int add_parent_roots(struct roots_walk *w, uint64_t parent)
 		note_err(w, ret);
 	for (size_t i = 0; i < pe->nroots; i++)
 		if (br_u64_push(&w->roots, &w->n, &w->cap, pe->roots[i]))
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 	return 0;
 }
 

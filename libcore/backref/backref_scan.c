@@ -78,7 +78,7 @@ static int scan_file_extent(struct scan_ctx *c, const struct btk_block *b, uint3
 		d.root = c->root;
 		d.found = BTK_FOUND_SCAN;
 		if (br_add_data(&c->out[qi], &d, &c->res[qi].dcap))
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 	}
 	return 0;
 }
@@ -95,7 +95,7 @@ static int scan_block(void *arg, struct btk_fs *fs, const struct btk_block *b, i
 		c->res[qi].block = b->bytenr;
 		c->res[qi].level = level;
 		if (br_add_tree(&c->out[qi], c->root, level, BTK_FOUND_SCAN, &c->res[qi].tcap))
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 	}
 	if (level || !c->files)
 		return 0;
@@ -125,7 +125,7 @@ static int collect_root(void *arg, const struct btk_root *root)
 		size_t nc = c->caproots ? c->caproots * 2 : 32;
 		struct btk_root *nv = realloc(c->roots, nc * sizeof(*nv));
 		if (!nv)
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 		c->roots = nv, c->caproots = nc;
 	}
 	c->roots[c->nroots++] = *root;

@@ -54,7 +54,7 @@ static long zstd_pack(int level, const uint8_t *in, size_t len, uint8_t *out, si
 	size_t r;
 
 	if (!cx)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	ZSTD_CCtx_setParameter(cx, ZSTD_c_compressionLevel, level ? level : 3);
 	ZSTD_CCtx_setParameter(cx, ZSTD_c_windowLog, ZSTD_BTRFS_WINDOWLOG);
 	r = ZSTD_compress2(cx, out, cap, in, len);
@@ -71,7 +71,7 @@ static long lzo_pack(uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t
 	size_t pos = LZO_HDR;
 
 	if (lzo_init() != LZO_E_OK || sectorsize > 4096 * 16)
-		return -EINVAL;
+		return btk_err(EINVAL, "lzo: sector size %u not supported", sectorsize);
 	for (size_t done = 0; done < len;) {
 		size_t chunk = len - done < 4096 ? len - done : 4096;
 		lzo_uint slen = sizeof(seg);
@@ -107,7 +107,7 @@ static long compress_raw(int type, int level, uint32_t sectorsize, const uint8_t
 	case BTK_COMPRESS_ZSTD:
 		return zstd_pack(level, in, len, out, cap);
 	}
-	return -EINVAL;
+	return btk_err(EINVAL, "unknown compression type %d", type);
 }
 
 long btk_compress_inline(int type, int level, uint32_t sectorsize, const uint8_t *in, size_t len,
@@ -116,7 +116,8 @@ long btk_compress_inline(int type, int level, uint32_t sectorsize, const uint8_t
 	long r;
 
 	if (!len || len > sectorsize || !sectorsize)
-		return -EINVAL;
+		return btk_err(EINVAL, "inline compression of %zu bytes (sector %u)", len,
+			       sectorsize);
 	r = compress_raw(type, level, sectorsize, in, len, out, cap);
 	return r < 0 || (size_t)r >= len ? -E2BIG : r;
 }
@@ -127,7 +128,7 @@ long btk_compress(int type, int level, uint32_t sectorsize, const uint8_t *in, s
 	long r;
 
 	if (!len || len > BTK_MAX_COMPRESSED_IN || !sectorsize)
-		return -EINVAL;
+		return btk_err(EINVAL, "compression of %zu bytes (sector %u)", len, sectorsize);
 	switch (type) {
 	case BTK_COMPRESS_ZLIB:
 		r = zlib_pack(level, in, len, out, cap);
@@ -139,7 +140,7 @@ long btk_compress(int type, int level, uint32_t sectorsize, const uint8_t *in, s
 		r = zstd_pack(level, in, len, out, cap);
 		break;
 	default:
-		return -EINVAL;
+		return btk_err(EINVAL, "unknown compression type %d", type);
 	}
 	if (r < 0)
 		return r;
@@ -155,7 +156,7 @@ static int zlib_unpack(const uint8_t *in, size_t len, uint8_t *out, size_t outle
 	int r;
 
 	if (inflateInit(&z) != Z_OK)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	z.next_in = (Bytef *)in;
 	z.avail_in = (uInt)len;
 	z.next_out = out;
@@ -163,7 +164,7 @@ static int zlib_unpack(const uint8_t *in, size_t len, uint8_t *out, size_t outle
 	r = inflate(&z, Z_FINISH);
 	inflateEnd(&z);
 	if (r != Z_STREAM_END && r != Z_OK && !(r == Z_BUF_ERROR && z.avail_out == 0))
-		return -EUCLEAN;
+		return btk_err(EUCLEAN, "zlib: stream does not inflate (error %d)", r);
 	memset(z.next_out, 0, z.avail_out);
 	return 0;
 }
@@ -176,7 +177,7 @@ static int zstd_unpack(const uint8_t *in, size_t len, uint8_t *out, size_t outle
 	size_t r = 1;
 
 	if (!dx)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	ZSTD_DCtx_setParameter(dx, ZSTD_d_windowLogMax, ZSTD_BTRFS_WINDOWLOG);
 	while (ob.pos < ob.size && r != 0) {
 		size_t before = ib.pos + ob.pos;
@@ -186,7 +187,7 @@ static int zstd_unpack(const uint8_t *in, size_t len, uint8_t *out, size_t outle
 	}
 	ZSTD_freeDCtx(dx);
 	if (ZSTD_isError(r))
-		return -EUCLEAN;
+		return btk_err(EUCLEAN, "zstd: %s", ZSTD_getErrorName(r));
 	memset(out + ob.pos, 0, outlen - ob.pos);
 	return 0;
 }
@@ -268,9 +269,9 @@ int btk_decompress(int type, uint32_t sectorsize, const uint8_t *in, size_t len,
 	case BTK_COMPRESS_ZLIB:
 		return zlib_unpack(in, len, out, outlen);
 	case BTK_COMPRESS_LZO:
-		return sectorsize ? lzo_unpack(sectorsize, in, len, out, outlen) : -EINVAL;
+		return lzo_unpack(sectorsize, in, len, out, outlen);
 	case BTK_COMPRESS_ZSTD:
 		return zstd_unpack(in, len, out, outlen);
 	}
-	return -EINVAL;
+	return btk_err(EINVAL, "unknown compression type %d", type);
 }

@@ -1,5 +1,6 @@
 /* csum.c — crc32c (SSE4.2 when the CPU has it), xxhash64, sha256, blake2b-256. */
 #include "base/csum.h"
+#include "base/error.h"
 #include "format/format.h"
 
 #include <blake2.h>
@@ -112,7 +113,7 @@ int btk_csum_parse(const char *name, int *type)
 			*type = tab[i].type;
 			return 0;
 		}
-	return -EINVAL;
+	return btk_err(EINVAL, "unknown checksum type '%s'", name);
 }
 
 int btk_csum(int type, const void *data, size_t len, uint8_t out[BTK_CSUM_MAX])
@@ -129,9 +130,9 @@ int btk_csum(int type, const void *data, size_t len, uint8_t out[BTK_CSUM_MAX])
 		SHA256(data, len, out);
 		return 0;
 	case BTRFS_CSUM_TYPE_BLAKE2:
-		return blake2b(out, data, NULL, 32, len, 0) ? -EINVAL : 0;
+		return blake2b(out, data, NULL, 32, len, 0) ? btk_err(EINVAL, "blake2b failed") : 0;
 	}
-	return -EINVAL;
+	return btk_err(EINVAL, "unknown checksum type %d", type);
 }
 
 uint32_t btk_name_hash(const void *name, size_t len)

@@ -14,7 +14,9 @@
  * reads naturally. errnum must be positive. */
 int btk_err(int errnum, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The last recorded message of this thread; never NULL (empty when none). Valid until the next
- * btk_err call on this thread. */
+ * btk_err call on this thread. Every failing path records its own message; the entry points
+ * (opening, btk_trans_start, btk_populate, btk_check_run) also clear it when they start, so
+ * that a message never outlives the call it belongs to. */
 const char *btk_errmsg(void);
 /* Clears the recorded message. */
 void btk_err_clear(void);

@@ -1,5 +1,6 @@
 /* vec.c — storage behind the typed vectors of vec.h. */
 #include "base/vec.h"
+#include "base/error.h"
 
 #include <errno.h>
 #include <string.h>
@@ -11,11 +12,11 @@ int btk_vec_reserve_(void *datap, size_t *cap, size_t want, size_t esz)
 	if (want <= *cap)
 		return 0;
 	if (want > SIZE_MAX / esz)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	memcpy(&data, datap, sizeof(data));
 	void *nd = realloc(data, want * esz);
 	if (!nd)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	memcpy(datap, &nd, sizeof(nd));
 	*cap = want;
 	return 0;

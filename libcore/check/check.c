@@ -169,6 +169,7 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 	struct chk c;
 	int ret;
 
+	btk_err_clear(); /* a failure below names its own cause, never an earlier one */
 	memset(sum, 0, sizeof(*sum));
 	chk_init(&c, fs, opts ? opts : &none, sum);
 	/* see leaves that are safe but not in the kernel's layout, and report that ourselves */

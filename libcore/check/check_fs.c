@@ -8,6 +8,8 @@
  */
 #include "check/check_priv.h"
 #include "base/csum.h"
+#include "base/error.h"
+#include "format/inode_item.h"
 #include "fs/fs_read.h"
 
 #include <errno.h>
@@ -183,7 +185,7 @@ static int orphan_cb(void *ctx, const struct btk_block *leaf, int slot, const st
 
 	(void)leaf, (void)slot, (void)data, (void)size;
 	if (!p)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	*p = key->offset;
 	return 0;
 }
@@ -210,7 +212,7 @@ int chk_fs_begin(struct chk *c, const struct btk_root *root)
 	struct chk_fstree *t = calloc(1, sizeof(*t));
 
 	if (!t)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	t->tree = root->objectid;
 	/* Orphan items sort last; gather them first so inodes being deleted are judged as such. */
 	int ret = btk_for_each_item(c->fs, root, BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, 0,
@@ -237,8 +239,9 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 		       uint64_t leaf)
 {
 	struct ino_state *s = &c->fst->cur;
+	struct btk_inode_info ii;
 
-	if (sz < sizeof(struct btrfs_inode_item)) {
+	if (btk_inode_item_parse(p, sz, &ii)) {
 		rep(c, BTK_P_INODE_SIZE, leaf, k,
 		    chk_fmt("%zu bytes", sizeof(struct btrfs_inode_item)), chk_fmt("%u", sz),
 		    "inode item too small");
@@ -246,13 +249,12 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 	}
 	s->has_item = true;
 	s->leaf = leaf;
-	s->mode = BTK_GET(struct btrfs_inode_item, p, mode);
-	s->nlink = BTK_GET(struct btrfs_inode_item, p, nlink);
-	s->size = BTK_GET(struct btrfs_inode_item, p, size);
-	s->nbytes = BTK_GET(struct btrfs_inode_item, p, nbytes);
-	s->flags = BTK_GET(struct btrfs_inode_item, p, flags);
-	uint64_t gen = BTK_GET(struct btrfs_inode_item, p, generation);
-	uint64_t transid = BTK_GET(struct btrfs_inode_item, p, transid);
+	s->mode = ii.mode;
+	s->nlink = ii.nlink;
+	s->size = ii.size;
+	s->nbytes = ii.nbytes;
+	s->flags = ii.flags;
+	uint64_t gen = ii.generation, transid = ii.transid;
 	uint64_t lim = c->fs->generation + 1;
 	if (gen > lim || transid > lim)
 		rep(c, BTK_P_INODE_GENERATION, leaf, k, chk_fmt("<= %llu", (unsigned long long)lim),

@@ -251,7 +251,7 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 	(void)depth;
 	if (first < 0) {
 		c->oom = true;
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	}
 	/* log blocks are not counted: btrfs check's totals leave them out too */
 	if (first && c->tree_class != CHK_T_LOG) {
@@ -451,7 +451,7 @@ static int walk_root(void *ctx, const struct btk_root *r)
 	if (c->fst)
 		chk_fs_end(c);
 	if (c->oom)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	return ret == -ENOMEM ? ret : 0;
 }
 

@@ -1,5 +1,6 @@
 /* check_util.c — a compact u64 set for the checker. */
 #include "check/check_priv.h"
+#include "base/error.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -16,7 +17,7 @@ static int set_grow(struct chk_set *s)
 	uint64_t *ns = calloc(ncap, sizeof(*ns));
 
 	if (!ns)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	for (size_t i = 0; i < s->cap; i++) {
 		if (!s->slots[i])
 			continue;
@@ -34,7 +35,7 @@ static int set_grow(struct chk_set *s)
 int chk_set_add(struct chk_set *s, uint64_t x)
 {
 	if ((s->n + 1) * 2 > s->cap && set_grow(s))
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	size_t j = set_slot(x, s->cap);
 	while (s->slots[j]) {
 		if (s->slots[j] == x)

@@ -42,6 +42,18 @@ int btk_extent_head_parse(const struct btk_key *k, const uint8_t *d, uint32_t si
 	return 0;
 }
 
+uint32_t btk_extent_head_write(uint8_t *d, const struct btk_extent_head *h)
+{
+	BTK_PUT(struct btrfs_extent_item, d, refs, h->refs);
+	BTK_PUT(struct btrfs_extent_item, d, generation, h->generation);
+	BTK_PUT(struct btrfs_extent_item, d, flags, h->flags);
+	if (!h->has_info)
+		return EI_SZ;
+	btk_key_to_disk(&h->info_key, (struct btk_disk_key *)(d + EI_SZ));
+	d[EI_SZ + offsetof(struct btrfs_tree_block_info, level)] = (uint8_t)h->level;
+	return EI_SZ + TBI_SZ;
+}
+
 uint32_t btk_inline_ref_size(uint8_t type)
 {
 	switch (type) {

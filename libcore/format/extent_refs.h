@@ -44,6 +44,10 @@ struct btk_extent_head {
 int btk_extent_head_parse(const struct btk_key *k, const uint8_t *d, uint32_t size,
 			  struct btk_extent_head *h);
 
+/* Writes h's refs, generation and flags and, with h->has_info, the tree_block_info (info_key,
+ * level) at d. Returns where the inline references go (the header's size). */
+uint32_t btk_extent_head_write(uint8_t *d, const struct btk_extent_head *h);
+
 /* One back reference, inline or keyed. */
 struct btk_extent_ref {
 	uint8_t type;	   /* BTRFS_TREE_BLOCK_REF_KEY, _SHARED_BLOCK_REF_KEY, _EXTENT_DATA_REF_KEY,

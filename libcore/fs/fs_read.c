@@ -204,13 +204,13 @@ int btk_dir_path(struct btk_fs *fs, const struct btk_root *root, uint64_t ino, c
 	int ret;
 
 	if (!r)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	rpath_init(r);
 	ret = rpath_push_dir(fs, root, ino, r);
 	if (!ret) {
 		*out = strdup(r->buf + r->start);
 		if (!*out)
-			ret = -ENOMEM;
+			ret = btk_err(ENOMEM, "out of memory");
 	}
 	free(r);
 	return ret;
@@ -251,7 +251,7 @@ int btk_inode_paths(struct btk_fs *fs, const struct btk_root *root, uint64_t ino
 		return fn(ctx, "");
 	c = malloc(sizeof(*c));
 	if (!c)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	c->fs = fs, c->root = root, c->ino = ino, c->fn = fn, c->ctx = ctx;
 	ret = btk_inode_for_each_name(fs, root, ino, paths_cb, c);
 	free(c);
@@ -328,7 +328,7 @@ int btk_subvol_path(struct btk_fs *fs, uint64_t root_id, char **out)
 	int ret;
 
 	if (!r)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	rpath_init(r);
 	ret = subvol_rpath(fs, root_id, r);
 	if (!ret && !r->buf[r->start])
@@ -336,7 +336,7 @@ int btk_subvol_path(struct btk_fs *fs, uint64_t root_id, char **out)
 	if (!ret) {
 		*out = strdup(r->buf + r->start);
 		if (!*out)
-			ret = -ENOMEM;
+			ret = btk_err(ENOMEM, "out of memory");
 	}
 	free(r);
 	return ret;

@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "base/csum.h" /* btk_name_hash() */
+#include "format/inode_item.h"
 #include "tree/tree.h"
 
 #define BTK_PATH_MAX_DEPTH 4096	  /* directory levels (and subvolume nesting) followed */
@@ -99,11 +100,7 @@ int btk_dir_lookup(struct btk_fs *fs, const struct btk_root *root, uint64_t dir,
  * refused (-EINVAL). -ENOTDIR when a middle component is not a directory. */
 int btk_path_lookup(struct btk_fs *fs, const char *path, uint64_t *root_id, uint64_t *ino);
 
-/* The fields of an inode item that tools show. */
-struct btk_inode_info {
-	uint64_t size, nbytes, generation, transid, flags, rdev;
-	uint32_t nlink, uid, gid, mode;
-};
+/* The fields of an inode item that tools show: struct btk_inode_info (format/inode_item.h). */
 int btk_inode_read(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,
 		   struct btk_inode_info *out);
 

@@ -139,21 +139,9 @@ int btk_inode_read(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,
 	if (ret)
 		goto out;
 	d = btk_path_data(&p, &size);
-	if (size < sizeof(struct btrfs_inode_item)) {
+	if (btk_inode_item_parse(d, size, out))
 		ret = btk_err(EUCLEAN, "tree %llu inode %llu: INODE_ITEM of %u bytes",
 			      (unsigned long long)root->objectid, (unsigned long long)ino, size);
-		goto out;
-	}
-	out->size = BTK_GET(struct btrfs_inode_item, d, size);
-	out->nbytes = BTK_GET(struct btrfs_inode_item, d, nbytes);
-	out->generation = BTK_GET(struct btrfs_inode_item, d, generation);
-	out->transid = BTK_GET(struct btrfs_inode_item, d, transid);
-	out->flags = BTK_GET(struct btrfs_inode_item, d, flags);
-	out->rdev = BTK_GET(struct btrfs_inode_item, d, rdev);
-	out->nlink = BTK_GET(struct btrfs_inode_item, d, nlink);
-	out->uid = BTK_GET(struct btrfs_inode_item, d, uid);
-	out->gid = BTK_GET(struct btrfs_inode_item, d, gid);
-	out->mode = BTK_GET(struct btrfs_inode_item, d, mode);
 out:
 	btk_path_release(&p);
 	return ret;

@@ -161,7 +161,7 @@ static int hashed_entry_add(struct btk_trans *t, uint64_t root, const struct btk
 	if (ret == 0) {
 		item = btk_item_ptr(&p, &size);
 		if (has_name(item, size, name, nlen))
-			ret = -EEXIST;
+			ret = btk_err(EEXIST, "%.*s: exists already", (int)nlen, name);
 		else if (size + esz > max_item(btk_trans_fs(t)))
 			ret = btk_err(E2BIG, "no room for one more colliding name in one item");
 		else if (!(ret = btk_item_extend(t, &p, esz)))
@@ -198,7 +198,10 @@ static int append_item(struct btk_trans *t, uint64_t root, const struct btk_key 
 		btk_item_ptr(&p, &size);
 		btk_wpath_release(&p);
 		if (size + len > max_item(btk_trans_fs(t)))
-			return -EOVERFLOW;
+			return btk_err(EOVERFLOW,
+				       "item (%llu %u %llu) of %u bytes cannot grow by %u",
+				       (unsigned long long)key->objectid, key->type,
+				       (unsigned long long)key->offset, size, len);
 		ret = btk_tree_search_write(t, root, key, (int)len, &p);
 	}
 	if (ret == 0) {

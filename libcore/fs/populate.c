@@ -634,6 +634,7 @@ int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,
 	uint64_t maxsums = MAX_EXTENT / btk_trans_fs(t)->sectorsize * BTK_CSUM_MAX;
 	int ret = -ENOMEM;
 
+	btk_err_clear(); /* a failure below names its own cause, never an earlier one */
 	memset(st, 0, sizeof(*st));
 	p.no_holes = btk_le64(btk_trans_fs(t)->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
 	p.max_inline = o->max_inline ? o->max_inline : 2048;

@@ -52,7 +52,7 @@ static int hl_find_or_add(struct hl_map *m, dev_t d, ino_t i, uint32_t idx, uint
 		struct hl_map nm = {calloc(m->cap ? m->cap * 2 : 1024, sizeof(*m->e)),
 				    m->cap ? m->cap * 2 : 1024, 0};
 		if (!nm.e)
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 		for (size_t k = 0; k < m->cap; k++)
 			if (m->e[k].used) {
 				size_t s = hl_slot(&nm, m->e[k].dev, m->e[k].ino);
@@ -135,7 +135,7 @@ static int read_dir(struct scan *s, uint32_t di)
 static int stat_node(struct scan *s, uint32_t i)
 {
 	struct stat st;
-	uint32_t found;
+	uint32_t found = 0;
 	int ret;
 
 	if (lstat(s->path, &st) < 0)

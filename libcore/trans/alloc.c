@@ -63,7 +63,7 @@ int btk_rs_add(struct btk_rangeset *s, uint64_t start, uint64_t len)
 	}
 	if (j == i) {
 		if (rs_reserve(s, s->n + 1))
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 		memmove(s->r + i + 1, s->r + i, (s->n - i) * sizeof(*s->r));
 		s->n++;
 	} else if (j > i + 1) {
@@ -86,7 +86,7 @@ int btk_rs_remove(struct btk_rangeset *s, uint64_t start, uint64_t len)
 
 		if (r->start < start && rend > end) { /* split in two */
 			if (rs_reserve(s, s->n + 1))
-				return -ENOMEM;
+				return btk_err(ENOMEM, "out of memory");
 			r = &s->r[i];
 			memmove(s->r + i + 1, s->r + i, (s->n - i) * sizeof(*s->r));
 			s->n++;
@@ -134,7 +134,7 @@ int btk_rs_copy(struct btk_rangeset *dst, const struct btk_rangeset *src)
 {
 	dst->n = 0;
 	if (rs_reserve(dst, src->n))
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	if (src->n)
 		memcpy(dst->r, src->r, src->n * sizeof(*src->r));
 	dst->n = src->n;
@@ -210,7 +210,7 @@ int btk_bg_exclude_super(struct btk_fs *fs, struct btk_bg *bg, const struct btk_
 			if (!super_logical(c, i, btk_super_offset(m), &lg, &len))
 				continue;
 			if (btk_rs_add(&bg->super, lg, len) || btk_rs_remove(&bg->free, lg, len))
-				return -ENOMEM;
+				return btk_err(ENOMEM, "out of memory");
 		}
 	}
 	return 0;
@@ -270,7 +270,8 @@ static int alloc_in_type(struct btk_wfs *w, uint64_t type, uint32_t ns, uint64_t
 		if (bg_find_block(bg, ns, bytenr))
 			return 0;
 	}
-	return -ENOSPC;
+	return btk_err(ENOSPC, "no room for %u bytes in block groups of type 0x%llx", ns,
+		       (unsigned long long)type);
 }
 
 /* The profile used for new chunks of a type: that of the existing block groups. */
@@ -318,7 +319,7 @@ int btk_alloc_tree_block(struct btk_trans *t, uint64_t owner, int level, uint64_
 			   : ret;
 	bg = btk_bg_find(w, *bytenr);
 	if (btk_rs_remove(&bg->free, *bytenr, ns))
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	bg->dirty = true;
 	w->dirtied += ns;
 	root_used(w, owner, ns);
@@ -344,7 +345,7 @@ int btk_free_tree_block(struct btk_trans *t, uint64_t owner, uint64_t bytenr, in
 	if (gen == t->transid && !btk_rs_overlaps(&w->snap_shared, bytenr, ns)) {
 		/* born and dead in this transaction: nothing on disk refers to it */
 		if (btk_rs_add(&bg->free, bytenr, ns))
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 		btk_cache_forget(t->fs->cache, bytenr);
 		bg->dirty = true;
 	}
@@ -393,12 +394,12 @@ static int load_bg_items(struct btk_wfs *w, const struct btk_root *root)
 			bg = btk_bg_add(w, k.objectid, k.offset,
 					BTK_GET(struct btrfs_block_group_item, d, flags));
 			if (!bg) {
-				ret = -ENOMEM;
+				ret = btk_err(ENOMEM, "out of memory");
 				break;
 			}
 			bg->used = BTK_GET(struct btrfs_block_group_item, d, used);
 			if (btk_rs_add(&bg->free, bg->start, bg->len)) {
-				ret = -ENOMEM;
+				ret = btk_err(ENOMEM, "out of memory");
 				break;
 			}
 		}
@@ -433,7 +434,7 @@ static int load_extents(struct btk_wfs *w, const struct btk_root *root)
 				break;
 			}
 			if (btk_rs_remove(&bg->free, k.objectid, len)) {
-				ret = -ENOMEM;
+				ret = btk_err(ENOMEM, "out of memory");
 				break;
 			}
 		}

@@ -213,7 +213,7 @@ int btk_chunk_add(struct btk_wfs *w, struct btk_chunk *c)
 	bg->item_new = true;
 	bg->dirty = true;
 	if (btk_rs_add(&bg->free, c->logical, c->length))
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	w->mods++;
 	return btk_bg_exclude_super(fs, bg, c);
 }
@@ -248,7 +248,8 @@ static int place(struct btk_wfs *w, uint64_t flags, struct ctl *ct, struct devsp
 	}
 	if (k < ndev) {
 		free(c);
-		return -ENOSPC;
+		return btk_err(ENOSPC, "a new chunk needs %d devices with room, %d have it", ndev,
+			       k);
 	}
 	c->logical = next_logical(w->fs);
 	c->num_stripes = (uint16_t)ct->num_stripes;
@@ -284,7 +285,8 @@ static int try_alloc(struct btk_wfs *w, uint64_t flags, struct ctl *ct, struct d
 		} else if (max_avail / (uint64_t)per >= BTK_STRIPE_LEN) {
 			ct->stripe = max_avail / (uint64_t)per / BTK_STRIPE_LEN * BTK_STRIPE_LEN;
 		} else {
-			return -ENOSPC;
+			return btk_err(ENOSPC, "no device has room for a new chunk of type 0x%llx",
+				       (unsigned long long)flags);
 		}
 	}
 	ret = place(w, flags, ct, ds, n, out);
@@ -310,7 +312,7 @@ int btk_chunk_alloc_sized(struct btk_wfs *w, uint64_t flags, uint64_t stripe, ui
 			       (unsigned long long)flags);
 	ds = calloc((size_t)fs->ndevs, sizeof(*ds));
 	if (!ds)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	for (int i = 0; i < fs->ndevs; i++) {
 		if (!fs->devs[i].dev)
 			continue;

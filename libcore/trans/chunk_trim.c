@@ -9,6 +9,7 @@
 #include "base/error.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 #define SZ_1M (1ULL << 20)
 
@@ -68,6 +69,41 @@ static struct btk_chunk *last_chunk(struct btk_fs *fs, uint64_t devid, uint64_t 
 	return last;
 }
 
+/* A DUP chunk's two stripes lie one after the other on the device: once the stripes are
+ * shortened, the upper one moves down to end the gap between them, with the bytes already
+ * written to it (file data, early tree blocks). The destination starts below the source, so
+ * an ascending copy never overwrites what it has still to read. Nothing points at the
+ * physical place yet: the superblocks come last. */
+static int close_dup_gap(struct btk_fs *fs, struct btk_chunk *c, uint64_t old_sl, uint64_t keep)
+{
+	struct btk_stripe *lo = &c->stripes[0], *hi = &c->stripes[1];
+	struct btk_fs_dev *d;
+	uint64_t to;
+	uint8_t *buf;
+	int ret = 0;
+
+	if (!(c->type & BTRFS_BLOCK_GROUP_DUP) || c->num_stripes != 2 || lo->devid != hi->devid)
+		return 0;
+	if (lo->offset > hi->offset)
+		lo = &c->stripes[1], hi = &c->stripes[0];
+	if (hi->offset != lo->offset + old_sl || !(d = btk_fs_dev_find(fs, hi->devid)) || !d->dev)
+		return 0;
+	to = lo->offset + keep;
+	buf = malloc(SZ_1M);
+	if (!buf)
+		return btk_err(ENOMEM, "out of memory");
+	for (uint64_t done = 0; done < keep && !ret; done += SZ_1M) {
+		size_t n = (size_t)(keep - done < SZ_1M ? keep - done : SZ_1M);
+		ret = btk_dev_read(d->dev, buf, n, hi->offset + done);
+		if (!ret)
+			ret = btk_dev_write(d->dev, buf, n, to + done);
+	}
+	free(buf);
+	if (!ret)
+		hi->offset = to;
+	return ret;
+}
+
 static int trim_chunk(struct btk_wfs *w, struct btk_chunk *c, uint64_t slack)
 {
 	struct btk_bg *bg = btk_bg_find(w, c->logical);
@@ -89,12 +125,12 @@ static int trim_chunk(struct btk_wfs *w, struct btk_chunk *c, uint64_t slack)
 		return 0;
 	if (btk_rs_remove(&bg->free, bg->start + keep, c->length - keep) ||
 	    btk_rs_remove(&bg->super, bg->start + keep, c->length - keep))
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	c->length = bg->len = keep;
 	bg->dirty = true;
 	for (int i = 0; i < c->num_stripes; i++)
 		btk_fs_dev_find(w->fs, c->stripes[i].devid)->bytes_used -= old_sl - keep;
-	return 0;
+	return close_dup_gap(w->fs, c, old_sl, keep);
 }
 
 int btk_chunk_trim_tail(struct btk_trans *t, uint64_t meta_slack)

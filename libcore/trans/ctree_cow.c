@@ -127,7 +127,8 @@ static int wroot_load_item(struct btk_wfs *w, struct btk_wroot *wr)
 	int ret;
 
 	if (!rt)
-		return -ENOENT;
+		return btk_err(ENOENT, "no root tree to load root %llu from",
+			       (unsigned long long)wr->objectid);
 	btk_path_init(&p);
 	ret = search_slot(NULL, w, rt, &key, 0, false, &p);
 	if (ret >= 0 && p.slots[0] >= (int)btk_block_nritems(p.nodes[0])) {
@@ -140,12 +141,14 @@ static int wroot_load_item(struct btk_wfs *w, struct btk_wroot *wr)
 	}
 	if (ret < 0)
 		goto out;
-	ret = -ENOENT;
-	if (p.slots[0] >= (int)btk_block_nritems(p.nodes[0]))
+	if (p.slots[0] < (int)btk_block_nritems(p.nodes[0]))
+		btk_leaf_key(p.nodes[0], p.slots[0], &k);
+	if (p.slots[0] >= (int)btk_block_nritems(p.nodes[0]) || k.objectid != wr->objectid ||
+	    k.type != BTRFS_ROOT_ITEM_KEY) {
+		ret =
+		    btk_err(ENOENT, "tree %llu has no root item", (unsigned long long)wr->objectid);
 		goto out;
-	btk_leaf_key(p.nodes[0], p.slots[0], &k);
-	if (k.objectid != wr->objectid || k.type != BTRFS_ROOT_ITEM_KEY)
-		goto out;
+	}
 	{
 		uint32_t size = btk_leaf_size(p.nodes[0], p.slots[0]);
 		const uint8_t *d = btk_leaf_data(p.nodes[0], p.slots[0]);
@@ -212,7 +215,7 @@ int btk_tree_create(struct btk_trans *t, uint64_t objectid, struct btk_wroot **o
 		return btk_err(EEXIST, "tree %llu exists", (unsigned long long)objectid);
 	wr = wroot_add(w, objectid);
 	if (!wr)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	if (objectid != BTRFS_ROOT_TREE_OBJECTID && objectid != BTRFS_CHUNK_TREE_OBJECTID) {
 		wr->in_root_tree = true;
 		wr->item_new = true;
@@ -233,7 +236,7 @@ int btk_tree_create(struct btk_trans *t, uint64_t objectid, struct btk_wroot **o
 		return ret;
 	b = btk_cache_alloc(t->fs->cache, bytenr, t->fs->nodesize);
 	if (!b)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	btk_block_init(t->fs, b, objectid, 0, t->transid);
 	b->dirty = true;
 	btk_block_put(b);
@@ -328,7 +331,7 @@ static int cow_block(struct btk_trans *t, struct btk_wroot *wr, struct btk_path 
 		return ret;
 	nb = btk_cache_alloc(t->fs->cache, bytenr, t->fs->nodesize);
 	if (!nb)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	memcpy(nb->data, b->data, t->fs->nodesize);
 	h = (struct btk_header *)nb->data;
 	btk_put64(h->bytenr, bytenr);
@@ -418,7 +421,7 @@ static int new_block(struct btk_trans *t, struct btk_wroot *wr, int level, struc
 		return ret;
 	*out = btk_cache_alloc(t->fs->cache, bytenr, t->fs->nodesize);
 	if (!*out)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	btk_block_init(t->fs, *out, wr->objectid, level, t->transid);
 	(*out)->dirty = true;
 	t->w->mods++;
@@ -529,7 +532,7 @@ static int split_leaf(struct btk_trans *t, struct btk_wroot *wr, struct btk_path
 	struct btk_key rk;
 
 	if (!v)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	vm = virtual_sizes(b, slot, found, need, v);
 	/* First try to make room by moving items into a sibling (no new block). */
 	if (wr->level > 0) {

@@ -300,7 +300,8 @@ int btk_item_delete_at(struct btk_trans *t, uint64_t tree, struct btk_path *p)
 
 	if (!wr) {
 		btk_wpath_release(p);
-		return -ENOENT;
+		return btk_err(ENOENT, "tree %llu is not open for writing",
+			       (unsigned long long)tree);
 	}
 	end = data_end(t->fs, b);
 	off = btk_le32(item_at(b, slot)->offset);

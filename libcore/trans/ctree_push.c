@@ -240,7 +240,7 @@ int btk_leaf_push(struct btk_trans *t, struct btk_wroot *wr, struct btk_path *p,
 		scratch = malloc(cap);
 		if (!scratch) {
 			btk_block_put(s);
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 		}
 		ret = right ? push_right(t, wr, p, s, &pl, tgt, vm, scratch)
 			    : push_left(t, wr, p, s, &pl, tgt, scratch);

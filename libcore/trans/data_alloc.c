@@ -1,12 +1,10 @@
 /* data_alloc.c — data extents: space from data block groups and their extent records. */
 #include "trans/ctree_int.h"
+#include "format/extent_refs.h"
 #include "base/error.h"
 #include "trans/trans.h"
 
 #include <errno.h>
-
-#define EI_SZ  sizeof(struct btrfs_extent_item)
-#define EDR_SZ sizeof(struct btrfs_extent_data_ref)
 
 static bool is_data_bg(const struct btk_bg *bg)
 {
@@ -45,19 +43,19 @@ static uint64_t data_profile(const struct btk_wfs *w)
 int btk_data_record_insert(struct btk_trans *t, uint64_t bytenr, uint64_t len, uint64_t root,
 			   uint64_t ino, uint64_t offset)
 {
-	uint8_t item[EI_SZ + 1 + EDR_SZ];
+	struct btk_extent_head h = {
+	    .refs = 1, .generation = t->transid, .flags = BTRFS_EXTENT_FLAG_DATA};
+	struct btk_extent_ref r = {.type = BTRFS_EXTENT_DATA_REF_KEY,
+				   .root = root,
+				   .objectid = ino,
+				   .offset = offset,
+				   .count = 1};
+	uint8_t item[sizeof(struct btrfs_extent_item) + BTK_INLINE_REF_MAX];
 	struct btk_key k = {bytenr, BTRFS_EXTENT_ITEM_KEY, len};
-	uint8_t *ref = item + EI_SZ + 1;
+	uint32_t n = btk_extent_head_write(item, &h);
 
-	BTK_PUT(struct btrfs_extent_item, item, refs, 1);
-	BTK_PUT(struct btrfs_extent_item, item, generation, t->transid);
-	BTK_PUT(struct btrfs_extent_item, item, flags, BTRFS_EXTENT_FLAG_DATA);
-	item[EI_SZ] = BTRFS_EXTENT_DATA_REF_KEY;
-	BTK_PUT(struct btrfs_extent_data_ref, ref, root, root);
-	BTK_PUT(struct btrfs_extent_data_ref, ref, objectid, ino);
-	BTK_PUT(struct btrfs_extent_data_ref, ref, offset, offset);
-	BTK_PUT(struct btrfs_extent_data_ref, ref, count, 1);
-	return btk_item_insert(t, BTRFS_EXTENT_TREE_OBJECTID, &k, item, sizeof(item));
+	n += btk_inline_ref_write(item + n, &r);
+	return btk_item_insert(t, BTRFS_EXTENT_TREE_OBJECTID, &k, item, n);
 }
 
 int btk_data_extent_alloc(struct btk_trans *t, uint64_t want, uint64_t min, uint64_t root,

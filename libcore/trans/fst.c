@@ -118,7 +118,8 @@ static int update_bg(struct btk_trans *t, uint64_t start)
 	int ret;
 
 	if (!bg)
-		return -ENOENT;
+		return btk_err(ENOENT, "free space tree: no block group at %llu",
+			       (unsigned long long)start);
 	bg->dirty = false;
 	ret = read_existing(t->w, bg, &l);
 	if (!ret)

@@ -289,6 +289,11 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 		if (!exists && !o->byte_count)
 			return btk_err(
 			    ENOENT, "%s: does not exist (give -b to create an image file)", path);
+		if (exists && S_ISDIR(st.st_mode))
+			return btk_err(EISDIR,
+				       "%s: is a directory (give an image file or a block "
+				       "device)",
+				       path);
 		if ((ret = btk_mkfs_check_busy(path)))
 			return ret;
 		if (exists && !o->inplace && (ret = btk_mkfs_probe(path, o->force)))
@@ -593,6 +598,44 @@ static int check_fill_fits(const struct btk_fs *fs, const struct btk_mkfs_opts *
 		       fs->ndevs > 1 ? "" : "s", mib(raw));
 }
 
+/* Free metadata a shrunk image keeps for the kernel's first transactions after mounting (the
+ * uuid tree, orphan cleanup, the first file written): the kernel holds back a global reserve
+ * of some 20 tree-block insertions (nodesize * 16 each) and refuses ordinary reservations
+ * that would eat into it, so a metadata chunk filled to the brim makes every write, and the
+ * uuid scan at mount, fail with ENOSPC. 64 insertions' worth covers the reserve with room. */
+static uint64_t kernel_meta_room(uint32_t nodesize)
+{
+	return (uint64_t)nodesize * 16 * 64;
+}
+
+/* After the fill of a shrinking mkfs: trims the last chunks; when the free metadata is then
+ * below room, the devices get room for one more metadata chunk that makes up the difference,
+ * placed after everything else, and end where it ends. */
+static int shrink_devices(struct btk_trans *t, uint64_t meta_flags, uint64_t room)
+{
+	struct btk_wfs *w = t->w;
+	uint64_t free_bytes = 0, lg, want;
+	int ret = btk_chunk_trim_tail(t, room > SHRINK_META_SLACK ? room : SHRINK_META_SLACK);
+
+	for (int i = 0; !ret && i < w->nbgs; i++)
+		if (w->bgs[i].flags & BTRFS_BLOCK_GROUP_METADATA)
+			free_bytes += w->bgs[i].len - w->bgs[i].used;
+	if (ret || free_bytes >= room)
+		return ret;
+	want = (room - free_bytes + SZ_1M - 1) / SZ_1M * SZ_1M;
+	for (int i = 0; i < t->fs->ndevs; i++) /* image files only: they grow as written */
+		t->fs->devs[i].total_bytes += 2 * want + SZ_1M;
+	ret = btk_chunk_alloc_sized(w, meta_flags, want, &lg);
+	return ret ? ret : btk_chunk_trim_tail(t, want);
+}
+
+/* --slack: room to write after mounting, past the last chunk of each (image) device. */
+static void add_slack(struct btk_fs *fs, uint64_t slack)
+{
+	for (int i = 0; i < fs->ndevs; i++)
+		fs->devs[i].total_bytes += slack / 4096 * 4096;
+}
+
 static void discard_devices(struct btk_fs *fs)
 {
 	for (int i = 0; i < fs->ndevs; i++) {
@@ -625,7 +668,8 @@ static int wipe_devices(struct btk_fs *fs)
 	return ret;
 }
 
-static void fill_result(const struct btk_fs *fs, const struct plan *pl, struct btk_mkfs_result *res)
+static void fill_result(const struct btk_fs *fs, const struct plan *pl, bool shrunk,
+			struct btk_mkfs_result *res)
 {
 	memcpy(res->fsid, fs->fsid, BTK_FSID_SIZE);
 	res->nodesize = pl->nodesize;
@@ -634,7 +678,27 @@ static void fill_result(const struct btk_fs *fs, const struct plan *pl, struct b
 	res->incompat = pl->incompat;
 	res->compat_ro = pl->compat_ro;
 	res->csum_type = fs->csum_type;
+	/* a shrunk image's chunks changed after they were made (trimmed, one added): report
+	 * what is on disk, every chunk at its final length */
+	if (shrunk)
+		res->data_bytes = res->meta_bytes = res->sys_bytes = 0;
+	for (int i = 0; i < fs->nchunks && shrunk; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		if (c->type & BTRFS_BLOCK_GROUP_SYSTEM)
+			res->sys_bytes += c->length;
+		else if (c->type & BTRFS_BLOCK_GROUP_METADATA)
+			res->meta_bytes += c->length;
+		else
+			res->data_bytes += c->length;
+	}
+	if (shrunk && res->data_flags == res->meta_flags) /* mixed: one kind of chunk */
+		res->data_bytes = res->meta_bytes = res->meta_bytes + res->data_bytes;
 	res->ndevs = fs->ndevs;
+	res->unallocated = 0;
+	for (int i = 0; i < fs->ndevs; i++)
+		if (fs->devs[i].total_bytes > fs->devs[i].bytes_used + SZ_1M)
+			res->unallocated +=
+			    fs->devs[i].total_bytes - fs->devs[i].bytes_used - SZ_1M;
 	for (int i = 0; i < fs->ndevs; i++) {
 		res->devs[i].devid = fs->devs[i].devid;
 		res->devs[i].size = fs->devs[i].total_bytes;
@@ -753,7 +817,9 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	if (!ret && o->fill)
 		ret = o->fill(o->fill_ctx, t);
 	if (!ret && o->shrink)
-		ret = btk_chunk_trim_tail(t, SHRINK_META_SLACK);
+		ret = shrink_devices(t, res->meta_flags, kernel_meta_room(pl.nodesize));
+	if (!ret && o->shrink)
+		add_slack(fs, o->slack);
 	if (!ret) {
 		committing = true;
 		ret = btk_trans_commit(t);
@@ -766,7 +832,7 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	if (t)
 		btk_trans_abort(t);
 	if (!ret)
-		fill_result(fs, &pl, res);
+		fill_result(fs, &pl, o->shrink, res);
 	btk_write_release(fs);
 	btk_fs_close(fs);
 	if (ret && !committing)

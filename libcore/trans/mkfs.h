@@ -55,6 +55,7 @@ struct btk_mkfs_opts {
 	bool shrink;
 	uint64_t
 	    meta_estimate; /* with shrink or inplace: metadata the fill will need (0: unknown) */
+	uint64_t slack;	   /* with shrink: unallocated bytes kept past each last chunk */
 	/* Called inside the creating transaction once the empty filesystem exists (the top
 	 * directory is inode 256 of FS_TREE), e.g. to copy a directory tree in. The devices are
 	 * wiped just before it runs (it writes file data, and tree blocks through
@@ -88,7 +89,8 @@ struct btk_mkfs_result {
 	uint64_t incompat, compat_ro;
 	int csum_type;
 	uint64_t data_flags, meta_flags, sys_flags; /* full block group flags */
-	uint64_t data_bytes, meta_bytes, sys_bytes; /* chunk sizes (logical) */
+	uint64_t data_bytes, meta_bytes, sys_bytes; /* all chunks of each kind, as on disk */
+	uint64_t unallocated; /* device bytes outside every chunk, all devices */
 	int ndevs;
 	struct {
 		uint64_t devid, size;

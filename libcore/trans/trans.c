@@ -108,6 +108,7 @@ int btk_trans_start(struct btk_fs *fs, struct btk_trans **out)
 	struct btk_wfs *w;
 	int ret;
 
+	btk_err_clear(); /* a failure below names its own cause, never an earlier one */
 	if (!fs->writable)
 		return btk_err(EROFS, "filesystem opened read-only");
 	if (!fs->trans && (ret = write_init(fs)))
@@ -359,7 +360,7 @@ static int prepare_super(struct btk_trans *t)
 	int ret;
 
 	if (!rt || !ct)
-		return -ENOENT;
+		return btk_err(ENOENT, "commit: the root or chunk tree is not open");
 	for (int i = 0; i < t->w->nbgs; i++)
 		used += t->w->bgs[i].used;
 	for (int i = 0; i < fs->ndevs; i++)
@@ -412,7 +413,7 @@ static int write_supers(struct btk_trans *t)
 	int ret = 0;
 
 	if (!copy)
-		return -ENOMEM;
+		return btk_err(ENOMEM, "out of memory");
 	for (int i = 0; i < fs->ndevs && !ret; i++) {
 		struct btk_fs_dev *d = &fs->devs[i];
 		*copy = fs->sb;

@@ -291,28 +291,27 @@ static int new_tree_record(struct btk_trans *t, const struct btk_refop *op, stru
 	if (ret)
 		return ret;
 	d = btk_item_ptr(&r->p, NULL);
-	BTK_PUT(struct btrfs_extent_item, d, refs, 1);
-	BTK_PUT(struct btrfs_extent_item, d, generation, t->transid);
-	BTK_PUT(struct btrfs_extent_item, d, flags, BTRFS_EXTENT_FLAG_TREE_BLOCK | op->set_flags);
-	if (r->hdr > EI_SZ) {
+	struct btk_extent_head h = {.refs = 1,
+				    .generation = t->transid,
+				    .flags = BTRFS_EXTENT_FLAG_TREE_BLOCK | op->set_flags,
+				    .has_info = r->hdr > EI_SZ,
+				    .level = op->level};
+	if (h.has_info) {
 		/* the block's first key as it is now; nothing reads it back but tools print it */
 		struct btk_block *b = NULL;
-		struct btk_key fk = {0, 0, 0};
-		struct btrfs_tree_block_info *tbi = (void *)(d + EI_SZ);
 		/* a writeback may have let the block leave the cache */
 		if (btk_wblock_read(t->fs, op->bytenr, op->level, &b))
 			b = NULL, btk_err_clear();
 		if (b && btk_block_nritems(b)) {
 			if (btk_block_level(b))
-				btk_node_key(b, 0, &fk);
+				btk_node_key(b, 0, &h.info_key);
 			else
-				btk_leaf_key(b, 0, &fk);
+				btk_leaf_key(b, 0, &h.info_key);
 		}
 		if (b)
 			btk_block_put(b);
-		btk_key_to_disk(&fk, (struct btk_disk_key *)&tbi->key);
-		tbi->level = (uint8_t)op->level;
 	}
+	btk_extent_head_write(d, &h);
 	write_inline(d + r->hdr, op, 1);
 	btk_wpath_release(&r->p);
 	return bg_account(w, op->bytenr, op->num_bytes, true);

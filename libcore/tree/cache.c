@@ -1,5 +1,6 @@
 /* cache.c — tree-block cache: a hash table on bytenr with an LRU list for eviction. */
 #include "tree/cache.h"
+#include "base/error.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -183,7 +184,7 @@ int btk_cache_for_each_dirty(struct btk_block_cache *c, int (*fn)(void *ctx, str
 			struct btk_block **nv = realloc(v, cap * sizeof(*v));
 			if (!nv) {
 				free(v);
-				return -ENOMEM;
+				return btk_err(ENOMEM, "out of memory");
 			}
 			v = nv;
 		}

@@ -133,7 +133,8 @@ static int read_copy(struct btk_fs *fs, uint64_t logical, uint8_t *buf, uint32_t
 		if (ret)
 			return ret;
 		if (mirror >= n)
-			return -ERANGE;
+			return btk_err(ERANGE, "logical %llu has %d copies, no copy %d",
+				       (unsigned long long)logical, n, mirror);
 		if (!ph[mirror].dev)
 			return btk_err(ENODEV, "block %llu: copy %d is on missing device %llu",
 				       (unsigned long long)logical, mirror + 1,
@@ -244,7 +245,8 @@ int btk_root_from_item(uint64_t objectid, uint64_t key_offset, const uint8_t *da
 	r->objectid = objectid;
 	r->key_offset = key_offset;
 	if (btk_root_item_parse(data, size, &ri))
-		return -EUCLEAN;
+		return btk_err(EUCLEAN, "root item of tree %llu (%u bytes) is malformed",
+			       (unsigned long long)objectid, size);
 	r->bytenr = ri.bytenr;
 	r->generation = ri.generation;
 	r->level = ri.level;

@@ -18,7 +18,7 @@ static int seen_add(struct seen *s, uint64_t x)
 		size_t ncap = s->cap ? s->cap * 2 : 1024;
 		uint64_t *nv = calloc(ncap, sizeof(*nv));
 		if (!nv)
-			return -ENOMEM;
+			return btk_err(ENOMEM, "out of memory");
 		for (size_t i = 0; i < s->cap; i++)
 			if (s->v[i]) {
 				size_t j = (s->v[i] * 0x9E3779B97F4A7C15ULL >> 20) & (ncap - 1);

@@ -40,25 +40,49 @@ static uint64_t data_stripes(const struct btk_chunk *c)
 	return btk_chunk_data_stripes(c->type, c->num_stripes, c->sub_stripes);
 }
 
-static int chunk_sane(const struct btk_chunk *c, uint32_t sectorsize)
+/* Whether num_stripes (and sub_stripes) can form the profile: the profiles with a fixed device
+ * count (single, DUP, RAID1*) need exactly that many stripes, the others at least their
+ * minimum; RAID10 pairs them. */
+static bool stripes_fit(const struct btk_chunk *c, const struct btk_raid_attr *ra)
 {
-	uint64_t t = c->type, prof = t & BTRFS_BLOCK_GROUP_PROFILE_MASK;
+	if (ra->devs_max)
+		return c->num_stripes == ra->dev_stripes * ra->devs_max;
+	if (c->num_stripes < ra->dev_stripes * ra->devs_min)
+		return false;
+	return !(c->type & BTRFS_BLOCK_GROUP_RAID10) ||
+	       (c->sub_stripes == ra->sub_stripes && c->num_stripes % c->sub_stripes == 0);
+}
 
-	if (!c->num_stripes || !c->length || c->length % sectorsize)
-		return 0;
-	if (!c->stripe_len || (c->stripe_len & (c->stripe_len - 1)) || c->stripe_len > (1ULL << 30))
-		return 0;
-	if (!(t & BTRFS_BLOCK_GROUP_TYPE_MASK) || (prof & (prof - 1)))
-		return 0;
-	if ((t & BTRFS_BLOCK_GROUP_RAID10) &&
-	    (c->sub_stripes < 2 || c->num_stripes < c->sub_stripes ||
-	     c->num_stripes % c->sub_stripes))
-		return 0;
-	if ((t & BTRFS_BLOCK_GROUP_RAID56_MASK) && c->num_stripes <= nparity(t))
-		return 0;
-	if ((t & BTRFS_BLOCK_GROUP_DUP) && c->num_stripes != 2)
-		return 0;
-	return c->logical + c->length > c->logical;
+/* Why a chunk item is impossible, by the kernel's rules for chunk items (its tree-checker),
+ * or NULL. Not here: data and metadata mixed only with MIXED_GROUPS (needs the features) and
+ * the item's sector_size equal to the filesystem's (a field nothing here reads). */
+static const char *chunk_invalid(const struct btk_chunk *c, uint32_t sectorsize)
+{
+	uint64_t t = c->type;
+	const struct btk_raid_attr *ra = btk_raid_attr(t);
+
+	if (!sectorsize || c->logical % sectorsize)
+		return "address not sector aligned";
+	if (!c->length || c->length % sectorsize)
+		return "length zero or not sector aligned";
+	if (c->logical + c->length < c->logical)
+		return "wraps the address space";
+	if (c->stripe_len != BTK_STRIPE_LEN)
+		return "stripe_len is not 64 KiB";
+	if (c->length / BTK_STRIPE_LEN >= UINT32_MAX)
+		return "longer than 2^32 stripes";
+	if (t & ~(BTRFS_BLOCK_GROUP_TYPE_MASK | BTRFS_BLOCK_GROUP_PROFILE_MASK))
+		return "unknown type bits";
+	if (!ra)
+		return "more than one profile bit";
+	if (!(t & BTRFS_BLOCK_GROUP_TYPE_MASK))
+		return "neither data, metadata nor system";
+	if ((t & BTRFS_BLOCK_GROUP_SYSTEM) &&
+	    (t & ~BTRFS_BLOCK_GROUP_SYSTEM & BTRFS_BLOCK_GROUP_TYPE_MASK))
+		return "system chunk also data or metadata";
+	if (!stripes_fit(c, ra))
+		return "stripe count impossible for its profile";
+	return NULL;
 }
 
 int btk_chunk_parse(const uint8_t *item, uint32_t size, uint64_t logical, uint32_t sectorsize,
@@ -94,13 +118,15 @@ int btk_chunk_parse(const uint8_t *item, uint32_t size, uint64_t logical, uint32
 		memcpy(c->stripes[i].dev_uuid, s + offsetof(struct btrfs_stripe, dev_uuid),
 		       BTK_UUID_SIZE);
 	}
-	if (!chunk_sane(c, sectorsize)) {
-		int ret = btk_err(EUCLEAN,
-				  "chunk %llu: impossible geometry (length %llu, type 0x%llx, %u "
-				  "stripes, sub_stripes %u, stripe_len %llu)",
-				  (unsigned long long)logical, (unsigned long long)c->length,
-				  (unsigned long long)c->type, n, c->sub_stripes,
-				  (unsigned long long)c->stripe_len);
+	const char *why = chunk_invalid(c, sectorsize);
+	if (why) {
+		int ret =
+		    btk_err(EUCLEAN,
+			    "chunk %llu: %s (length %llu, type 0x%llx, %u stripes, sub_stripes "
+			    "%u, stripe_len %llu, sector_size %u)",
+			    (unsigned long long)logical, why, (unsigned long long)c->length,
+			    (unsigned long long)c->type, n, c->sub_stripes,
+			    (unsigned long long)c->stripe_len, c->sector_size);
 		free(c);
 		return ret;
 	}
@@ -214,7 +240,8 @@ int btk_map_physical(const struct btk_fs *fs, uint64_t devid, uint64_t physical,
 			return 0;
 		}
 	}
-	return -ENOENT;
+	return btk_err(ENOENT, "devid %llu physical %llu: in no chunk", (unsigned long long)devid,
+		       (unsigned long long)physical);
 }
 
 int btk_read_logical(struct btk_fs *fs, uint64_t logical, void *buf, size_t len)

@@ -474,6 +474,7 @@ static int volumes_open(const char *const *paths, struct btk_dev *const *devs, i
 int btk_volumes_open(const char *const *paths, int n, const struct btk_open_opts *opts,
 		     struct btk_fs **out)
 {
+	btk_err_clear(); /* a failure below names its own cause, never an earlier one */
 	return volumes_open(paths, NULL, n, opts, out);
 }
 
@@ -488,6 +489,7 @@ static bool seen_before(struct btk_dev *const *devs, int i)
 int btk_volumes_open_devs(struct btk_dev *const *devs, int n, const struct btk_open_opts *opts,
 			  struct btk_fs **out)
 {
+	btk_err_clear(); /* a failure below names its own cause, never an earlier one */
 	for (int i = 0; i < n; i++) {
 		if (!seen_before(devs, i))
 			continue;

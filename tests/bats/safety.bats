@@ -123,3 +123,79 @@ refused_same() {
 	btk_run 120 "$MKFS" -q -r "$D/src" "$D/big.img"
 	[ "$status" -eq 0 ] || { show_err; false; }
 }
+
+# chunk_field IMG TYPE FIELD: FIELD of the CHUNK_ITEMs whose type_str is TYPE, one a line
+chunks() {
+	"$BTK_DEBUG" tree --tree CHUNK_TREE --json "$1" |
+		jq -c "select(.key.type == \"CHUNK_ITEM\" and .data.type_str == \"$2\") | .data"
+}
+
+@test "mkfs --shrink: the summary and --json report the chunk sizes on disk" {
+	mkdir "$D/src"
+	head -c 65M /dev/urandom >"$D/src/f"
+	btk_run 120 "$MKFS" --shrink -r "$D/src" "$D/s.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	local len
+	len=$(chunks "$D/s.img" "DATA" | jq -s 'map(.length) | add')
+	[ "$len" -lt $((128 << 20)) ]
+	local shown
+	shown=$(awk '$1 == "Data:" { print $3 }' "$BTK_OUT")
+	[ "$shown" = "$(awk -v l="$len" 'BEGIN { printf "%.2fMiB", l / 1048576 }')" ] ||
+		{ cat "$BTK_OUT" >&2; false; }
+	btk_run 120 "$MKFS" --json --shrink -r "$D/src" -f "$D/s.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	len=$(chunks "$D/s.img" "DATA" | jq -s 'map(.length) | add')
+	[ "$(jq .profiles.data.bytes "$BTK_OUT")" = "$len" ]
+	local meta
+	meta=$(chunks "$D/s.img" "METADATA|DUP" | jq -s 'map(.length) | add')
+	[ "$(jq .profiles.metadata.bytes "$BTK_OUT")" = "$meta" ]
+}
+
+@test "mkfs --shrink -d dup: no hole between the two data stripes; the file ends at the second" {
+	mkdir "$D/src"
+	head -c 65M /dev/urandom >"$D/src/f"
+	btk_run 120 "$MKFS" --shrink -d dup -r "$D/src" "$D/d.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	local c
+	c=$(chunks "$D/d.img" "DATA|DUP")
+	[ "$(jq -s length <<<"$c")" -eq 1 ]
+	local len lo hi
+	len=$(jq .length <<<"$c")
+	lo=$(jq '[.stripes[].offset] | min' <<<"$c")
+	hi=$(jq '[.stripes[].offset] | max' <<<"$c")
+	[ "$len" -lt $((128 << 20)) ]
+	[ "$hi" -eq $((lo + len)) ] || { echo "stripes at $lo and $hi, length $len" >&2; false; }
+	# the file ends where the last dev extent ends (past the data: the metadata room)
+	local end
+	end=$("$BTK_DEBUG" tree --tree CHUNK_TREE --json "$D/d.img" |
+		jq -s '[.[] | select(.key.type == "CHUNK_ITEM") | .data as $c |
+			$c.stripes[] | .offset + $c.length] | max')
+	[ "$(stat -c %s "$D/d.img")" -eq "$end" ]
+	[ "$end" -lt $((hi + len + (64 << 20))) ]
+	btk_run 120 "$FSCK" --check-data-csum "$D/d.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	if command -v btrfs >/dev/null; then
+		btrfs check --readonly --check-data-csum "$D/d.img" >/dev/null 2>&1
+	fi
+}
+
+@test "mkfs: an image without room to write says so; --slack keeps unallocated space" {
+	mkdir "$D/src"
+	echo hello >"$D/src/a"
+	btk_run 60 "$MKFS" -r "$D/src" "$D/n.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	grep -q "^Unallocated: *0B (shrunk: little room to write.*--slack" "$BTK_OUT" ||
+		{ cat "$BTK_OUT" >&2; false; }
+	local plain
+	plain=$(stat -c %s "$D/n.img")
+	btk_run 60 "$MKFS" --json -r "$D/src" --slack 100M "$D/m.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	[ "$(jq .unallocated "$BTK_OUT")" -eq $((100 << 20)) ]
+	[ "$(stat -c %s "$D/m.img")" -eq $((plain + (100 << 20))) ]
+	btk_run 60 "$FSCK" "$D/m.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	btk_run 60 "$MKFS" -r "$D/src" --slack 0 "$D/z.img"
+	[ "$status" -eq 1 ] && grep -q "invalid size 0" "$BTK_ERR" && [ ! -e "$D/z.img" ]
+	btk_run 60 "$MKFS" -b 1G --slack 1M "$D/z.img"
+	[ "$status" -eq 1 ] && [ ! -e "$D/z.img" ]
+}

@@ -301,6 +301,40 @@ static void test_write_reads_back(void **state)
 	assert_int_equal(btk_inline_ref_write(d, &unknown), 0);
 }
 
+/* The header writer against the hand-built layout and the reader. */
+static void test_head_write(void **state)
+{
+	struct btk_extent_head h = {.refs = 3,
+				    .generation = 8,
+				    .flags = BTRFS_EXTENT_FLAG_TREE_BLOCK,
+				    .has_info = true,
+				    .info_key = {256, BTRFS_DIR_ITEM_KEY, 77},
+				    .level = 1},
+			       back;
+	struct btk_key k = {1 << 22, BTRFS_EXTENT_ITEM_KEY, 16384};
+	struct buf want = {0};
+	uint8_t d[64];
+	(void)state;
+
+	head(&want, 3, 8, BTRFS_EXTENT_FLAG_TREE_BLOCK);
+	put64(&want, 256);
+	put8(&want, BTRFS_DIR_ITEM_KEY);
+	put64(&want, 77);
+	put8(&want, 1);
+	memset(d, 0xee, sizeof(d));
+	assert_int_equal(btk_extent_head_write(d, &h), want.n);
+	assert_memory_equal(d, want.d, want.n);
+	assert_int_equal(d[want.n], 0xee); /* nothing past it */
+	assert_int_equal(btk_extent_head_parse(&k, d, want.n, &back), 0);
+	assert_int_equal(back.refs_at, want.n);
+	assert_int_equal(back.info_key.offset, 77);
+
+	h.has_info = false;
+	h.flags = BTRFS_EXTENT_FLAG_DATA;
+	assert_int_equal(btk_extent_head_write(d, &h), 24);
+	assert_int_equal(btk_le64(d + 16), BTRFS_EXTENT_FLAG_DATA);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -310,6 +344,7 @@ int main(void)
 	    cmocka_unit_test(test_truncated_and_unknown),
 	    cmocka_unit_test(test_keyed),
 	    cmocka_unit_test(test_write_reads_back),
+	    cmocka_unit_test(test_head_write),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

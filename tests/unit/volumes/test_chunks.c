@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/error.h"
 #include "volumes/volumes.h"
 
 #define K64 65536ULL
@@ -205,12 +206,101 @@ static void test_parse_rejects(void **state)
 	assert_int_equal(btk_chunk_parse(item, sizeof(item), (uint64_t)-4096, 4096, &c), -EUCLEAN);
 }
 
+/* A chunk item of n stripes with the given type, stripe_len and sub_stripes; parses or not. */
+static int parse_one(uint64_t logical, uint64_t len, uint64_t type, int n, int sub,
+		     uint64_t stripe_len)
+{
+	uint8_t item[offsetof(struct btrfs_chunk, stripe) + 8 * sizeof(struct btrfs_stripe)];
+	struct btk_chunk *c = NULL;
+
+	assert_true(n <= 8);
+	memset(item, 0, sizeof(item));
+	BTK_PUT(struct btrfs_chunk, item, length, len);
+	BTK_PUT(struct btrfs_chunk, item, stripe_len, stripe_len);
+	BTK_PUT(struct btrfs_chunk, item, type, type);
+	BTK_PUT(struct btrfs_chunk, item, num_stripes, (uint16_t)n);
+	BTK_PUT(struct btrfs_chunk, item, sub_stripes, (uint16_t)sub);
+	BTK_PUT(struct btrfs_chunk, item, sector_size, 4096);
+	int ret = btk_chunk_parse(item,
+				  (uint32_t)(offsetof(struct btrfs_chunk, stripe) +
+					     (size_t)n * sizeof(struct btrfs_stripe)),
+				  logical, 4096, &c);
+	free(c);
+	return ret;
+}
+
+/* The kernel's rules for chunk items: stripe_len is 64 KiB, the stripe count fits the
+ * profile, one profile bit and at least one type bit, aligned address and length. */
+static void test_parse_kernel_rules(void **state)
+{
+	const uint64_t D = BTRFS_BLOCK_GROUP_DATA, M = BTRFS_BLOCK_GROUP_METADATA,
+		       S = BTRFS_BLOCK_GROUP_SYSTEM;
+	(void)state;
+
+	/* stripe_len: only 64 KiB, not any power of two */
+	assert_int_equal(parse_one(0, MiB, D, 1, 0, K64), 0);
+	assert_int_equal(parse_one(0, MiB, D, 1, 0, 1), -EUCLEAN);
+	assert_int_equal(parse_one(0, MiB, D, 1, 0, 4096), -EUCLEAN);
+	assert_int_equal(parse_one(0, MiB, D, 1, 0, 1ULL << 30), -EUCLEAN);
+	/* stripe counts per profile: accepted, and the ones around them refused */
+	static const struct {
+		uint64_t prof;
+		int sub, ok[3], bad[3];
+	} prof[] = {
+	    {0, 0, {1, 1, 1}, {2, 3, 4}},
+	    {BTRFS_BLOCK_GROUP_DUP, 0, {2, 2, 2}, {1, 3, 4}},
+	    {BTRFS_BLOCK_GROUP_RAID0, 0, {1, 2, 7}, {0, 0, 0}},
+	    {BTRFS_BLOCK_GROUP_RAID1, 0, {2, 2, 2}, {1, 3, 4}},
+	    {BTRFS_BLOCK_GROUP_RAID1C3, 0, {3, 3, 3}, {1, 2, 4}},
+	    {BTRFS_BLOCK_GROUP_RAID1C4, 0, {4, 4, 4}, {1, 3, 5}},
+	    {BTRFS_BLOCK_GROUP_RAID10, 2, {2, 4, 8}, {1, 3, 5}},
+	    {BTRFS_BLOCK_GROUP_RAID5, 0, {2, 3, 8}, {1, 1, 1}},
+	    {BTRFS_BLOCK_GROUP_RAID6, 0, {3, 4, 8}, {1, 2, 2}},
+	};
+	for (size_t i = 0; i < sizeof(prof) / sizeof(prof[0]); i++)
+		for (int j = 0; j < 3; j++) {
+			if (parse_one(0, 12 * MiB, D | prof[i].prof, prof[i].ok[j], prof[i].sub,
+				      K64))
+				fail_msg("profile 0x%llx, %d stripes refused",
+					 (unsigned long long)prof[i].prof, prof[i].ok[j]);
+			if (prof[i].bad[j] &&
+			    parse_one(0, 12 * MiB, D | prof[i].prof, prof[i].bad[j], prof[i].sub,
+				      K64) != -EUCLEAN)
+				fail_msg("profile 0x%llx, %d stripes accepted",
+					 (unsigned long long)prof[i].prof, prof[i].bad[j]);
+		}
+	/* RAID10 pairs stripes: sub_stripes 2, nothing else */
+	assert_int_equal(parse_one(0, 12 * MiB, D | BTRFS_BLOCK_GROUP_RAID10, 4, 1, K64), -EUCLEAN);
+	assert_int_equal(parse_one(0, 12 * MiB, D | BTRFS_BLOCK_GROUP_RAID10, 4, 4, K64), -EUCLEAN);
+	/* type: one profile bit at most, one type bit at least, system alone, no unknown bit */
+	assert_int_equal(
+	    parse_one(0, MiB, D | BTRFS_BLOCK_GROUP_RAID1 | BTRFS_BLOCK_GROUP_DUP, 2, 0, K64),
+	    -EUCLEAN);
+	assert_int_equal(parse_one(0, MiB, BTRFS_BLOCK_GROUP_DUP, 2, 0, K64), -EUCLEAN);
+	assert_int_equal(parse_one(0, MiB, S | M, 1, 0, K64), -EUCLEAN);
+	assert_int_equal(parse_one(0, MiB, D | M, 1, 0, K64), 0); /* mixed block groups */
+	assert_int_equal(parse_one(0, MiB, S, 1, 0, K64), 0);
+	assert_int_equal(parse_one(0, MiB, D | (1ULL << 20), 1, 0, K64), -EUCLEAN);
+	/* address and length: sector aligned, length not zero */
+	assert_int_equal(parse_one(4096, MiB, D, 1, 0, K64), 0);
+	assert_int_equal(parse_one(512, MiB, D, 1, 0, K64), -EUCLEAN);
+	assert_int_equal(parse_one(0, MiB + 512, D, 1, 0, K64), -EUCLEAN);
+	assert_int_equal(parse_one(0, 0, D, 1, 0, K64), -EUCLEAN);
+	assert_non_null(strstr(btk_errmsg(), "length"));
+	assert_int_equal(parse_one(0, MiB, D, 1, 0, 4096), -EUCLEAN);
+	assert_non_null(strstr(btk_errmsg(), "stripe_len is not 64 KiB"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_raid0),	   cmocka_unit_test(test_raid10),
-	    cmocka_unit_test(test_raid5_rotation), cmocka_unit_test(test_mirrors),
-	    cmocka_unit_test(test_outside),	   cmocka_unit_test(test_parse_rejects),
+	    cmocka_unit_test(test_raid0),
+	    cmocka_unit_test(test_raid10),
+	    cmocka_unit_test(test_raid5_rotation),
+	    cmocka_unit_test(test_mirrors),
+	    cmocka_unit_test(test_outside),
+	    cmocka_unit_test(test_parse_rejects),
+	    cmocka_unit_test(test_parse_kernel_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

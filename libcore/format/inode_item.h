@@ -1,0 +1,20 @@
+/* inode_item.h — the INODE_ITEM (struct btrfs_inode_item, 160 bytes) in host order (layer 0).
+ * Pure function: no message is set. */
+#ifndef BTK_FORMAT_INODE_ITEM_H
+#define BTK_FORMAT_INODE_ITEM_H
+
+#include <stdint.h>
+
+#include "format/format.h"
+
+/* The fields of an inode item that tools and the checker use. */
+struct btk_inode_info {
+	uint64_t size, nbytes, generation, transid, flags, rdev;
+	uint32_t nlink, uid, gid, mode;
+};
+
+/* Parses an INODE_ITEM's body: 0, or -EUCLEAN when it is shorter than the item (out not
+ * filled). */
+int btk_inode_item_parse(const uint8_t *d, uint32_t size, struct btk_inode_info *out);
+
+#endif
