@@ -785,7 +785,7 @@ static int k_extra_extent(struct btk_fs *fs, const char *n)
 	 * leaf is full is passed over for the next one */
 	int ret = -ENOSPC;
 
-	for (int skip = 0; ret == -ENOSPC && skip < 50; skip++) {
+	for (int skip = 0; ret == -ENOSPC && skip < 2000; skip++) {
 		struct gap g = {.skip = skip};
 		struct target t;
 		ret = find_item(fs, BTRFS_EXTENT_TREE_OBJECTID, NULL, match_gap, &g, &t);
