@@ -67,9 +67,12 @@ parse_tap() {
 run_file() {
 	local label=$1 out=$BTK_TEST_TMP/tap.out rc
 	shift
+	local t0=$SECONDS
 	echo "== $label"
 	timeout -k 10 "$per_file_timeout" "$@" >"$out" 2>"$BTK_TEST_TMP/tap.err"
 	rc=$?
+	# the time per file shows where make check's 20-minute budget goes
+	echo "   ($((SECONDS - t0)) s)"
 	if ! parse_tap "$out" "$label"; then
 		failed=$((failed + 1))
 		failures+=("$label: ran no test (exit $rc)")
