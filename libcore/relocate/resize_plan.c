@@ -199,6 +199,7 @@ void btk_resize_plan_free(struct btk_resize_plan *plan)
 {
 	free(plan->moves);
 	free(plan->cuts);
+	free(plan->empties);
 	memset(plan, 0, sizeof(*plan));
 }
 
@@ -258,10 +259,32 @@ static int stuck_end(struct btk_fs *fs, uint64_t devid, bool cut, uint64_t *end)
 	return ret;
 }
 
+/* The logical part of a plan: the chunks past new_size, to be emptied and removed. */
+static int plan_empties(struct btk_fs *fs, struct btk_resize_plan *plan)
+{
+	struct rl_check chk;
+	int ret = rl_logical_check(fs, plan->devid, plan->new_size, &chk);
+
+	if (ret)
+		return ret;
+	if (!chk.fits) {
+		free(chk.chunks);
+		return btk_err(ENOSPC,
+			       "devid %llu: the chunks below %llu cannot take what lies "
+			       "past it",
+			       (unsigned long long)plan->devid, (unsigned long long)plan->new_size);
+	}
+	plan->empties = chk.chunks;
+	plan->nempty = chk.n;
+	plan->bytes_relocated = chk.bytes;
+	plan->rounds = 1;
+	return 0;
+}
+
 int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk_resize_plan *plan)
 {
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
-	uint64_t whole = 0, with_cuts = 0;
+	uint64_t whole = 0, with_cuts = 0, logical = 0, physical;
 	struct rl_layout l;
 	int ret;
 
@@ -271,11 +294,14 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 	if (!d->dev)
 		return btk_err(ENODEV, "devid %llu is missing", (unsigned long long)devid);
 	if ((ret = stuck_end(fs, devid, false, &whole)) ||
-	    (ret = stuck_end(fs, devid, true, &with_cuts)) || (ret = rl_layout_load(fs, devid, &l)))
+	    (ret = stuck_end(fs, devid, true, &with_cuts)) ||
+	    (ret = rl_logical_minimum(fs, devid, &logical)) ||
+	    (ret = rl_layout_load(fs, devid, &l)))
 		return ret;
 	plan->devid = devid;
 	plan->old_size = d->total_bytes;
-	plan->minimum = with_cuts < whole ? with_cuts : whole;
+	physical = with_cuts < whole ? with_cuts : whole;
+	plan->minimum = logical && logical < physical ? logical : physical;
 	plan->alloc_end = rl_layout_end(&l);
 	for (int i = 0; i < l.n; i++)
 		plan->allocated += l.s[i].len;
@@ -283,14 +309,20 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 	if (plan->new_size < plan->minimum)
 		ret = btk_err(ENOSPC,
 			      "devid %llu cannot shrink to %llu bytes: its minimum is %llu bytes "
-			      "(chunks are moved whole and data chunks cut, not emptied, for now)",
+			      "(what the chunks that stay can take; no new chunks are made)",
 			      (unsigned long long)devid, (unsigned long long)plan->new_size,
 			      (unsigned long long)plan->minimum);
 	else if (d->dev->is_blockdev && plan->new_size > d->dev->size)
 		ret =
 		    btk_err(EINVAL, "devid %llu: %s has only %llu bytes", (unsigned long long)devid,
 			    d->dev->path, (unsigned long long)d->dev->size);
-	else if (plan->new_size < plan->alloc_end) {
+	else if (plan->new_size < physical) {
+		ret = plan_empties(fs, plan);
+		free(l.s);
+		if (ret)
+			btk_resize_plan_free(plan);
+		return ret;
+	} else if (plan->new_size < plan->alloc_end) {
 		/* cuts only when whole stripes cannot get there: they use up the chunks' room */
 		if (plan->new_size < whole)
 			ret = apply_cuts(fs, &l, plan);
