@@ -54,10 +54,19 @@ static int used_ranges(struct btk_fs *fs, uint64_t start, uint64_t end, struct r
 	return ret < 0 ? ret : 0;
 }
 
-static bool on_past(const struct btk_chunk *c, uint64_t devid, uint64_t size)
+/* True when a stripe of c on devid ends past size: where the layout (the device after the
+ * planned stripe moves) puts it, or where the chunk map has it. */
+static bool on_past(const struct btk_chunk *c, const struct rl_layout *l, uint64_t devid,
+		    uint64_t size)
 {
 	uint64_t sl = btk_chunk_stripe_len(c);
 
+	if (l) {
+		for (int i = 0; i < l->n; i++)
+			if (l->s[i].logical == c->logical && l->s[i].off + l->s[i].len > size)
+				return true;
+		return false;
+	}
 	for (int i = 0; i < c->num_stripes; i++)
 		if (c->stripes[i].devid == devid && c->stripes[i].offset + sl > size)
 			return true;
@@ -167,7 +176,8 @@ static bool first_fit(struct rl_ranges *fr, uint64_t len, uint32_t ss)
 	return false;
 }
 
-int rl_logical_check(struct btk_fs *fs, uint64_t devid, uint64_t size, struct rl_check *out)
+int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t size,
+		     struct rl_check *out)
 {
 	struct rl_ranges dfree = {0}, edata = {0}, tmp = {0};
 	uint64_t efree_meta[2] = {0, 0}, eused_meta[2] = {0, 0}, all_meta[2] = {0, 0};
@@ -178,7 +188,7 @@ int rl_logical_check(struct btk_fs *fs, uint64_t devid, uint64_t size, struct rl
 	for (int i = 0; i < fs->nchunks && !ret; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
 		uint64_t cl = class_of(c->type), u;
-		bool past = on_past(c, devid, size);
+		bool past = on_past(c, l, devid, size);
 		int mi = (cl & BTRFS_BLOCK_GROUP_SYSTEM) ? 1 : 0;
 		if (past) {
 			uint64_t *nv = realloc(out->chunks, (size_t)(out->n + 1) * sizeof(*nv));
@@ -232,7 +242,7 @@ int rl_logical_check(struct btk_fs *fs, uint64_t devid, uint64_t size, struct rl
 	return ret;
 }
 
-int rl_logical_minimum(struct btk_fs *fs, uint64_t devid, uint64_t *min)
+int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t *min)
 {
 	uint64_t at = UINT64_MAX;
 	int ret = 0;
@@ -242,18 +252,14 @@ int rl_logical_minimum(struct btk_fs *fs, uint64_t devid, uint64_t *min)
 		uint64_t next = 0;
 		struct rl_check chk;
 		/* the next lower stripe end on the device: the size that empties one more */
-		for (int i = 0; i < fs->nchunks; i++) {
-			const struct btk_chunk *c = fs->chunks[i];
-			uint64_t sl = btk_chunk_stripe_len(c);
-			for (int j = 0; j < c->num_stripes; j++) {
-				uint64_t e = c->stripes[j].offset + sl;
-				if (c->stripes[j].devid == devid && e < at && e > next)
-					next = e;
-			}
+		for (int i = 0; i < l->n; i++) {
+			uint64_t e = l->s[i].off + l->s[i].len;
+			if (e < at && e > next)
+				next = e;
 		}
 		if (!next)
 			break;
-		if ((ret = rl_logical_check(fs, devid, next, &chk)))
+		if ((ret = rl_logical_check(fs, l, devid, next, &chk)))
 			break;
 		free(chk.chunks);
 		if (!chk.fits)

@@ -66,9 +66,12 @@ struct rl_check {
 	bool fits;	/* the kept chunks hold what they hold, as the apply allocates */
 	uint64_t bytes; /* bytes of extents to move */
 };
-int rl_logical_check(struct btk_fs *fs, uint64_t devid, uint64_t size, struct rl_check *out);
-/* The smallest end of a stripe on devid that emptying the chunks past it reaches (0: none). */
-int rl_logical_minimum(struct btk_fs *fs, uint64_t devid, uint64_t *min);
+/* l: the stripes of devid where planned moves put them (NULL: where they are). */
+int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t size,
+		     struct rl_check *out);
+/* The smallest stripe end of layout l (devid's stripes after the planned moves) that emptying
+ * the chunks past it reaches (0: none). */
+int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t *min);
 
 /* Moves every extent out of the chunks, one transaction per pass, until they are empty.
  * -EAGAIN when passes stop finding less (the message says how many are left), -ENOSPC when

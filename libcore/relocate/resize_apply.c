@@ -173,19 +173,18 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 			       (unsigned long long)plan->devid);
 	if (plan->new_size == plan->old_size && !plan->nmoves && !plan->ncuts && !plan->nempty)
 		return 0;
-	if (plan->nempty) {
-		ret = run_logical(fs, plan, progress, ctx);
-		if (!ret && !d->dev->is_blockdev && d->dev->size > plan->new_size)
-			ret = btk_dev_truncate(d->dev, plan->new_size);
-		return ret;
-	}
+
 	if (plan->new_size > d->dev->size && (ret = btk_dev_truncate(d->dev, plan->new_size)))
 		return ret;
 	if (!(buf = malloc(COPY_BUF)))
 		return btk_err(ENOMEM, "out of memory");
-	for (int r = 0; r < rounds && !ret; r++)
-		ret = run_round(fs, plan, r, r == rounds - 1, buf, &done, progress, ctx);
+	for (int r = 0; r < rounds && !ret && (plan->nmoves + plan->ncuts || !plan->nempty); r++)
+		ret = run_round(fs, plan, r, r == rounds - 1 && !plan->nempty, buf, &done, progress,
+				ctx);
 	free(buf);
+	/* what whole stripes could not get below the size is emptied, then the size set */
+	if (!ret && plan->nempty)
+		ret = run_logical(fs, plan, progress, ctx);
 	if (!ret && !d->dev->is_blockdev && d->dev->size > plan->new_size)
 		ret = btk_dev_truncate(d->dev, plan->new_size);
 	return ret;

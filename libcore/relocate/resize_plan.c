@@ -259,11 +259,11 @@ static int stuck_end(struct btk_fs *fs, uint64_t devid, bool cut, uint64_t *end)
 	return ret;
 }
 
-/* The logical part of a plan: the chunks past new_size, to be emptied and removed. */
-static int plan_empties(struct btk_fs *fs, struct btk_resize_plan *plan)
+/* The logical part of a plan: the chunks past new_size in layout l, to be emptied. */
+static int plan_empties(struct btk_fs *fs, const struct rl_layout *l, struct btk_resize_plan *plan)
 {
 	struct rl_check chk;
-	int ret = rl_logical_check(fs, plan->devid, plan->new_size, &chk);
+	int ret = rl_logical_check(fs, l, plan->devid, plan->new_size, &chk);
 
 	if (ret)
 		return ret;
@@ -277,8 +277,22 @@ static int plan_empties(struct btk_fs *fs, struct btk_resize_plan *plan)
 	plan->empties = chk.chunks;
 	plan->nempty = chk.n;
 	plan->bytes_relocated = chk.bytes;
-	plan->rounds = 1;
 	return 0;
+}
+
+/* Where the stripes of devid are once every whole-stripe move is made, and the smallest size
+ * emptying chunks reaches from there. */
+static int logical_min(struct btk_fs *fs, uint64_t devid, uint64_t *min)
+{
+	struct rl_layout l;
+	int ret = rl_layout_load(fs, devid, &l);
+
+	if (!ret)
+		ret = rl_compact(&l, 0, 0, NULL);
+	if (!ret)
+		ret = rl_logical_minimum(fs, &l, devid, min);
+	free(l.s);
+	return ret;
 }
 
 int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk_resize_plan *plan)
@@ -295,8 +309,7 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 		return btk_err(ENODEV, "devid %llu is missing", (unsigned long long)devid);
 	if ((ret = stuck_end(fs, devid, false, &whole)) ||
 	    (ret = stuck_end(fs, devid, true, &with_cuts)) ||
-	    (ret = rl_logical_minimum(fs, devid, &logical)) ||
-	    (ret = rl_layout_load(fs, devid, &l)))
+	    (ret = logical_min(fs, devid, &logical)) || (ret = rl_layout_load(fs, devid, &l)))
 		return ret;
 	plan->devid = devid;
 	plan->old_size = d->total_bytes;
@@ -317,9 +330,14 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 		    btk_err(EINVAL, "devid %llu: %s has only %llu bytes", (unsigned long long)devid,
 			    d->dev->path, (unsigned long long)d->dev->size);
 	else if (plan->new_size < physical) {
-		ret = plan_empties(fs, plan);
+		/* every whole-stripe move first (cheap), then the chunks still past go */
+		ret = rl_compact(&l, 0, 0, plan);
+		if (!ret)
+			ret = plan_empties(fs, &l, plan);
 		free(l.s);
-		if (ret)
+		if (!ret)
+			plan->rounds = plan->rounds ? plan->rounds : 1;
+		else
 			btk_resize_plan_free(plan);
 		return ret;
 	} else if (plan->new_size < plan->alloc_end) {
