@@ -97,7 +97,10 @@ struct img_entry {
 	struct img_node node;
 	uint64_t subvol; /* nonzero: this is the top directory of that subvolume */
 	bool readonly;	 /* ... and the subvolume is read-only */
-	int depth;	 /* 0: where the walk started */
+	/* an entry a snapshot kept of a subvolume nested in its source (no ROOT_REF): shown,
+	 * as the kernel does, as an empty directory (mode 0755, owner 0, times 0 here) */
+	bool stub;
+	int depth; /* 0: where the walk started */
 };
 
 #define IMG_WALK_SKIP 0x7fff0002 /* from entry(): do not descend into this directory */

@@ -2,7 +2,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/sysmacros.h>
 
 #include "base/json.h"
 #include "cli/cli.h"
@@ -36,8 +35,8 @@ static void print_json(struct ls *l, const struct img_entry *e)
 	       img_type_name(i->mode), i->mode & 07777, i->nlink, i->uid, i->gid,
 	       (unsigned long long)i->size, (unsigned long long)i->nbytes);
 	if (S_ISCHR(i->mode) || S_ISBLK(i->mode))
-		printf(", \"rdev\": {\"major\": %u, \"minor\": %u}", major(i->rdev),
-		       minor(i->rdev));
+		printf(", \"rdev\": {\"major\": %u, \"minor\": %u}", btk_rdev_major(i->rdev),
+		       btk_rdev_minor(i->rdev));
 	json_time("atime", &i->atime);
 	json_time("mtime", &i->mtime);
 	json_time("ctime", &i->ctime);
@@ -65,7 +64,8 @@ static void print_long(struct ls *l, const struct img_entry *e, const char *name
 	img_mode_str(i->mode, mode);
 	img_time_str(&i->mtime, when);
 	if (S_ISCHR(i->mode) || S_ISBLK(i->mode))
-		snprintf(size, sizeof(size), "%u, %u", major(i->rdev), minor(i->rdev));
+		snprintf(size, sizeof(size), "%u, %u", btk_rdev_major(i->rdev),
+			 btk_rdev_minor(i->rdev));
 	else
 		snprintf(size, sizeof(size), "%llu", (unsigned long long)i->size);
 	printf("%8llu %s %3u %5u %5u %10s %s %s", (unsigned long long)e->node.ino, mode, i->nlink,

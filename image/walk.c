@@ -62,17 +62,31 @@ static const char *last_name(const char *path)
 	return s && s[1] ? s + 1 : path;
 }
 
-/* Fills e (path taken) for inode ino of tree subvol (0: the parent's tree `root`). */
+/* Fills e (path taken) for entry de of directory dir in tree root. */
 static int load(struct walk *w, struct img_entry *e, char *path, const struct btk_root *root,
-		uint64_t subvol, uint64_t ino)
+		uint64_t dir, const struct btk_dir_entry *de)
 {
 	struct btk_fs *fs = w->c->fs;
+	uint64_t subvol = de->subvol;
 	int ret;
 
 	memset(e, 0, sizeof(*e));
 	e->path = path;
 	e->name = last_name(path);
-	e->node.ino = ino;
+	e->node.ino = de->ino;
+	if (subvol) {
+		ret = btk_subvol_ref_check(fs, root->objectid, subvol, dir, de->name, de->name_len);
+		if (ret == -ENOENT) {
+			e->stub = true;
+			e->node.root = *root;
+			e->node.root_id = root->objectid;
+			e->node.info.mode = S_IFDIR | 0755;
+			e->node.info.nlink = 1;
+			return 0;
+		}
+		if (ret)
+			return ret;
+	}
 	if (subvol) {
 		e->subvol = subvol;
 		e->node.root_id = subvol;
@@ -85,7 +99,7 @@ static int load(struct walk *w, struct img_entry *e, char *path, const struct bt
 		ret = 0;
 	}
 	if (!ret)
-		ret = btk_inode_read(fs, &e->node.root, ino, &e->node.info);
+		ret = btk_inode_read(fs, &e->node.root, e->node.ino, &e->node.info);
 	return ret;
 }
 
@@ -107,7 +121,7 @@ static int kid_cb(void *arg, const struct btk_dir_entry *de)
 		}
 		f->kids = nv, f->cap = nc;
 	}
-	ret = load(w, &f->kids[f->n], path, &f->e.node.root, de->subvol, de->ino);
+	ret = load(w, &f->kids[f->n], path, &f->e.node.root, f->e.node.ino, de);
 	if (ret) {
 		ret = bad(w, path, btk_errmsg());
 		free(path);
@@ -243,7 +257,7 @@ int img_walk(struct img_cmd *c, const char *path, const struct img_walk_ops *ops
 			ret = 0;
 			continue;
 		}
-		if (ret || !ops->recurse || !S_ISDIR(k->node.info.mode))
+		if (ret || !ops->recurse || !S_ISDIR(k->node.info.mode) || k->stub)
 			continue;
 		struct img_entry moved = *k;
 		k->path = NULL; /* the frame below owns it now */

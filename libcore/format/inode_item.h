@@ -20,6 +20,16 @@ struct btk_inode_info {
 	struct btk_timespec atime, ctime, mtime, otime;
 };
 
+/* A device node's numbers: the kernel stores its own dev_t, major << 20 | minor. */
+static inline uint32_t btk_rdev_major(uint64_t rdev)
+{
+	return (uint32_t)(rdev >> 20) & 0xfff;
+}
+static inline uint32_t btk_rdev_minor(uint64_t rdev)
+{
+	return (uint32_t)rdev & 0xfffff;
+}
+
 /* Parses an INODE_ITEM's body: 0, or -EUCLEAN when it is shorter than the item (out not
  * filled). */
 int btk_inode_item_parse(const uint8_t *d, uint32_t size, struct btk_inode_info *out);

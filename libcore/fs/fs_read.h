@@ -158,6 +158,12 @@ int btk_dir_for_each(struct btk_fs *fs, const struct btk_root *root, uint64_t di
 /* The ROOT_ITEM of subvolume / snapshot id (the one with the highest key offset). */
 struct btk_root_item;
 int btk_subvol_item(struct btk_fs *fs, uint64_t id, struct btk_root_item *out);
+/* Whether the entry `name` of directory dir in tree parent leading to subvolume child is
+ * linked by a ROOT_REF (parent, child) naming that directory and name. A snapshot keeps
+ * the entries of the subvolumes nested in its source without such a reference; the kernel
+ * shows them as empty directories. 0 linked, -ENOENT not (no message), other errors. */
+int btk_subvol_ref_check(struct btk_fs *fs, uint64_t parent, uint64_t child, uint64_t dir,
+			 const char *name, size_t len);
 /* Whether subvolume id is read-only (its ROOT_ITEM's flag). */
 int btk_subvol_readonly(struct btk_fs *fs, uint64_t id, bool *ro);
 

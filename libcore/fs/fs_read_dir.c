@@ -103,6 +103,47 @@ int btk_subvol_item(struct btk_fs *fs, uint64_t id, struct btk_root_item *out)
 	return ret;
 }
 
+struct ref_check {
+	uint64_t child, dir;
+	const char *name;
+	size_t len;
+	bool found;
+};
+
+static int root_ref_cb(void *arg, const struct btk_block *leaf, int slot, const struct btk_key *k,
+		       const uint8_t *d, uint32_t size)
+{
+	struct ref_check *r = arg;
+	const uint32_t hdr = sizeof(struct btrfs_root_ref);
+
+	(void)leaf, (void)slot;
+	if (k->offset != r->child)
+		return 1;
+	if (size < hdr || BTK_GET(struct btrfs_root_ref, d, name_len) > size - hdr)
+		return btk_err(EUCLEAN, "ROOT_REF %llu -> %llu: %u bytes",
+			       (unsigned long long)k->objectid, (unsigned long long)k->offset,
+			       size);
+	r->found = BTK_GET(struct btrfs_root_ref, d, dirid) == r->dir &&
+		   BTK_GET(struct btrfs_root_ref, d, name_len) == r->len &&
+		   !memcmp(d + hdr, r->name, r->len);
+	return 1;
+}
+
+int btk_subvol_ref_check(struct btk_fs *fs, uint64_t parent, uint64_t child, uint64_t dir,
+			 const char *name, size_t len)
+{
+	struct ref_check r = {child, dir, name, len, false};
+	struct btk_root rt;
+	int ret = btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
+
+	if (!ret)
+		ret =
+		    btk_for_each_item(fs, &rt, parent, BTRFS_ROOT_REF_KEY, child, root_ref_cb, &r);
+	if (ret < 0)
+		return ret;
+	return r.found ? 0 : -ENOENT;
+}
+
 int btk_subvol_readonly(struct btk_fs *fs, uint64_t id, bool *ro)
 {
 	struct btk_root_item ri;

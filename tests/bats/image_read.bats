@@ -121,3 +121,76 @@ PY
 	[ "$status" = 2 ]
 	[ "$(sha256sum <"$D/b.img")" = "$sum" ]
 }
+
+@test "stat and getfattr show every inode field, xattrs and extents" {
+	require_tool setfattr
+	require_tool getfattr
+	require_tool python3
+	local s=$D/xsrc
+	mkdir -p "$s"
+	echo v >"$s/f"
+	setfattr -n user.text -v hello "$s/f"
+	setfattr -n user.bin -v 0x00ff01 "$s/f"
+	setfattr -n user.empty "$s/f"
+	"$MKFS" -q --rootdir "$s" -b 256m "$D/x.img"
+	local e
+	for e in "" "-e hex" "-e base64"; do
+		btk_run 20 "$IMG" getfattr -d $e "$D/x.img" /f
+		[ "$status" = 0 ]
+		diff <(tail -n +2 "$BTK_OUT") <(getfattr -d $e "$s/f" 2>/dev/null | tail -n +2)
+	done
+	btk_run 20 "$IMG" getfattr -n user.text "$D/x.img" /f
+	grep -qx 'user.text="hello"' "$BTK_OUT"
+	btk_run 20 "$IMG" getfattr -n user.none "$D/x.img" /f
+	assert_one_line_error 1
+	btk_run 20 "$IMG" stat --json "$D/x.img" /f
+	[ "$status" = 0 ]
+	python3 - "$BTK_OUT" "$s/f" <<'PY'
+import json, os, sys
+d = json.load(open(sys.argv[1])); st = os.lstat(sys.argv[2])
+assert d["size"] == st.st_size and d["mode"] == st.st_mode and d["nlink"] == 1, d
+assert d["mtime"]["sec"] * 10**9 + d["mtime"]["nsec"] == st.st_mtime_ns
+assert {x["name"]: x["value"] for x in d["xattrs"]} == {"user.text": "hello", "user.bin": "\x00\udcff\x01", "user.empty": ""}, d["xattrs"]
+assert [x["type"] for x in d["extents"]] == ["inline"] and d["errors"] is False
+PY
+	btk_run 20 "$IMG" stat "$D/x.img" /f
+	grep -q '^  Mode: 0644 (-rw-r--r--)  Links: 1' "$BTK_OUT" || grep -q 'Mode: 0644' "$BTK_OUT"
+}
+
+@test "get -r copies a tree as it is: modes, times in ns, xattrs, ACLs, hard links, holes" {
+	require_tool rsync
+	require_tool setfacl
+	local s=$D/gsrc
+	cp -a "$SRC" "$s"
+	mkdir "$s/acl"
+	setfacl -d -m u:1000:rw "$s/acl"
+	setfacl -m u:1000:r "$s/d/inline"
+	setfattr -n user.dir -v onadir "$s/acl"
+	mkfifo "$s/fifo"
+	chmod 555 "$s/d/e"
+	for alg in none zstd; do
+		rm -rf "$D/out"
+		"$MKFS" -q --rootdir "$s" -b 256m $([ $alg = none ] || echo --compress $alg) "$D/g.img"
+		btk_run 60 "$IMG" get -r "$D/g.img" / "$D/out"
+		[ "$status" = 0 ] || { show_err; false; }
+		# rsync names every difference of content, mode, times, xattrs, ACLs, hard links
+		[ -z "$(rsync -naHAXc --itemize-changes "$s/" "$D/out/")" ]
+		[ "$(stat -c %b "$D/out/d/sparse")" -le 32 ] # 5 MiB of hole stays a hole
+		[ "$(stat -c %h "$D/out/d/hard")" = 2 ]
+		[ "$(stat -c %i "$D/out/d/hard")" = "$(stat -c %i "$D/out/d/text")" ]
+		rm -f "$D/g.img"
+	done
+	# one file, into an existing directory; refusing to overwrite without -f
+	mkdir "$D/one"
+	"$MKFS" -q --rootdir "$s" -b 256m "$D/g.img"
+	btk_run 20 "$IMG" get "$D/g.img" /d/random "$D/one"
+	[ "$status" = 0 ]
+	cmp "$D/one/random" "$s/d/random"
+	btk_run 20 "$IMG" get "$D/g.img" /d/random "$D/one"
+	[ "$status" = 1 ]
+	btk_run 20 "$IMG" get -f "$D/g.img" /d/random "$D/one"
+	[ "$status" = 0 ]
+	btk_run 20 "$IMG" get "$D/g.img" /d "$D/one"
+	assert_one_line_error 1
+	grep -q 'is a directory' "$BTK_ERR"
+}
