@@ -105,6 +105,7 @@ static int plan_args(const struct args *a, struct btk_mkfs_opts *mo, uint8_t fsi
 	mo->discard = false;
 	mo->place = conv_place;
 	mo->fill = conv_fill;
+	mo->cache_mb = CONV_CACHE_MB;
 	mo->after = conv_after;
 	return 0;
 }

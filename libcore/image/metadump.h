@@ -58,6 +58,7 @@ struct btk_md_reader {
 	uint32_t nclusters;
 	size_t nitems;
 	struct btk_md_item *items; /* in file order */
+	struct libdeflate_decompressor *dec;
 };
 /* Reads and validates the whole index of the dump in fd (name for messages): every cluster's
  * magic, offset, item count and compression, and every item's bytes inside the file.

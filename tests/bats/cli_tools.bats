@@ -89,6 +89,13 @@ setup() {
 	[ "$status" -eq 0 ] && [[ "$output" == *"path=/n"* ]]
 	run "$B/btk-owner" -f "$D/list" "$D/i.img"
 	[ "$status" -eq 0 ] && [[ "$output" == *"path=/n"* ]]
+	# --file is a path inside the filesystem: given a list of addresses, the error says so
+	cd "$D"
+	btk_run 30 "$B/btk-owner" --file list i.img
+	[ "$status" -eq 1 ] && [ "$(wc -l <"$BTK_ERR")" -eq 1 ] || { show_err; false; }
+	grep -q "no entry.*use -f/--addresses" "$BTK_ERR" || { show_err; false; }
+	btk_run 30 "$B/btk-owner" --file /nothing i.img
+	[ "$status" -eq 1 ] && ! grep -q "addresses" "$BTK_ERR"
 }
 
 @test "btk-debug(8) jq examples: only leaf items, right sizes; super --all shows a zeroed copy" {
