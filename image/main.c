@@ -6,15 +6,12 @@
 
 #include "cli/cli.h"
 #include "image_tool.h"
-#include "wops.h"
 
 static const struct verb verbs[] = {
     {"dump", "[options] DEV... FILE", "write a metadata dump of a filesystem (FILE - : stdout)",
      verb_dump},
     {"restore", "[options] FILE DEV...", "restore a dump (btk-image's or btrfs-image's)",
      verb_restore},
-    {"put", "[-r] [-f] IMG SRC PATH", "copy a host file or tree into the image", verb_put},
-    {"mkdir", "[-p] IMG PATH", "make a directory", verb_mkdir},
 };
 
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))

@@ -118,8 +118,8 @@ static int make_room(struct wops *w, int force, uint64_t root, uint64_t dir, con
 	return 0;
 }
 
-static int do_put(struct wops *w, const char *img, const char *src, const char *path, int recursive,
-		  int force, const char *comp)
+static int do_put(struct wops *w, const char *src, const char *path, int recursive,
+		  const char *comp)
 {
 	struct btk_src_tree s;
 	struct btk_populate_opts o = {0};
@@ -134,24 +134,24 @@ static int do_put(struct wops *w, const char *img, const char *src, const char *
 
 	if (comp && btk_compress_parse(comp, &o.compress, &o.compress_level)) {
 		cli_err("--compress: %s", btk_errmsg());
-		return CLI_EXIT_USAGE;
+		return img_done(&w->c, CLI_EXIT_USAGE);
 	}
 	if (btk_src_scan_any(src, false, &s)) {
 		cli_err("%s", btk_errmsg());
-		return CLI_EXIT_ERROR;
+		return img_done(&w->c, CLI_EXIT_ERROR);
 	}
 	if (S_ISDIR(s.inodes[0].st.st_mode) && !recursive) {
 		cli_err("%s: is a directory (-r copies trees)", src);
 		btk_src_free(&s);
-		return CLI_EXIT_ERROR;
+		return img_done(&w->c, CLI_EXIT_ERROR);
 	}
-	if ((rc = wops_open(w, img))) {
+	if ((rc = wops_open(w))) {
 		btk_src_free(&s);
-		return rc;
+		return img_done(&w->c, rc);
 	}
 	if ((rc = target(w, src, path, full, sizeof(full))) ||
 	    (rc = wops_parent(w, full, buf, sizeof(buf), &root, &dir, &name, &nlen)) ||
-	    (rc = space_check(w, &s)) || (rc = make_room(w, force, root, dir, name, nlen, full)))
+	    (rc = space_check(w, &s)) || (rc = make_room(w, w->force, root, dir, name, nlen, full)))
 		goto out;
 	rc = CLI_EXIT_ERROR;
 	if (btk_fs_next_ino(w->t, root, &ino) || btk_dir_next_index(w->t, root, dir, &index) ||
@@ -204,25 +204,18 @@ out:
 int verb_put(int argc, const char **argv)
 {
 	struct wops w = {0};
-	int recursive = 0, force = 0, rc, n;
+	int recursive = 0, rc;
 	char *comp = NULL;
-	const char **args;
-	poptContext pc;
-	struct poptOption opts[] = {
-	    {"recursive", 'r', POPT_ARG_NONE, &recursive, 0, "copy a directory and all below it",
-	     NULL},
-	    {"force", 'f', POPT_ARG_NONE, &force, 0, "replace an existing file", NULL},
-	    {"compress", 0, POPT_ARG_STRING, &comp, 0, "compress data: zlib, lzo or zstd[:LEVEL]",
-	     "ALG[:LEVEL]"},
-	    WOPS_OPTIONS(&w),
-	    CLI_STD_OPTIONS POPT_TABLEEND};
+	struct poptOption opts[] = {{"recursive", 'r', POPT_ARG_NONE, &recursive, 0,
+				     "copy a directory and all below it", NULL},
+				    {"compress", 0, POPT_ARG_STRING, &comp, 0,
+				     "compress data: zlib, lzo or zstd[:LEVEL]", "ALG[:LEVEL]"},
+				    WOPS_OPTIONS(&w),
+				    CLI_STD_OPTIONS POPT_TABLEEND};
 
-	if ((rc = wops_parse(argc, argv, opts, "[options] IMG SRC PATH", 3, 3, &args, &n, &pc)))
-		goto out;
-	rc = do_put(&w, args[0], args[1], args[2], recursive, force, comp);
-out:
-	poptFreeContext(pc);
-	return rc;
+	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG SRC PATH", 3, 3)))
+		return img_done(&w.c, rc);
+	return do_put(&w, w.c.args[1], w.c.args[2], recursive, comp);
 }
 
 /* Creates directory name in dir. */
@@ -288,13 +281,12 @@ static int mkdir_parents(struct wops *w, const char *path, uint32_t mode, uint64
 int verb_mkdir(int argc, const char **argv)
 {
 	struct wops w = {0};
-	int parents = 0, rc, n;
-	char *mode_s = NULL, buf[4096], extra[64];
-	const char **args, *name;
+	int parents = 0, rc;
+	char *mode_s = NULL, buf[4096], path[4096], extra[64];
+	const char *name;
 	uint16_t nlen;
 	uint64_t root, dir, ino, made = 0;
 	unsigned long mode = 0755;
-	poptContext pc;
 	struct poptOption opts[] = {{"parents", 'p', POPT_ARG_NONE, &parents, 0,
 				     "make missing parents too; an existing directory is no error",
 				     NULL},
@@ -303,30 +295,29 @@ int verb_mkdir(int argc, const char **argv)
 				    WOPS_OPTIONS(&w),
 				    CLI_STD_OPTIONS POPT_TABLEEND};
 
-	if ((rc = wops_parse(argc, argv, opts, "[options] IMG PATH", 2, 2, &args, &n, &pc)))
-		goto out;
+	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG PATH", 2, 2)))
+		return img_done(&w.c, rc);
+	snprintf(path, sizeof(path), "%s", w.c.args[1]);
 	if (mode_s) {
 		char *end;
 		mode = strtoul(mode_s, &end, 8);
 		if (*end || mode > 07777) {
 			cli_err("--mode: '%s' is not an octal mode", mode_s);
-			rc = CLI_EXIT_USAGE;
-			goto out;
+			return img_done(&w.c, CLI_EXIT_USAGE);
 		}
 	}
-	if (args[1][0] != '/') {
-		cli_err("%s: paths inside the image start with /", args[1]);
-		rc = CLI_EXIT_USAGE;
-		goto out;
+	if (path[0] != '/') {
+		cli_err("%s: paths inside the image start with /", path);
+		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
-	if ((rc = wops_open(&w, args[0])))
-		goto out;
+	if ((rc = wops_open(&w)))
+		return img_done(&w.c, rc);
 	btk_err_clear();
 	if (parents) {
-		rc = mkdir_parents(&w, args[1], (uint32_t)mode, &made);
-	} else if (!(rc = wops_parent(&w, args[1], buf, sizeof(buf), &root, &dir, &name, &nlen))) {
+		rc = mkdir_parents(&w, path, (uint32_t)mode, &made);
+	} else if (!(rc = wops_parent(&w, path, buf, sizeof(buf), &root, &dir, &name, &nlen))) {
 		if (mkdir_one(&w, root, dir, name, nlen, (uint32_t)mode, &ino)) {
-			cli_err("%s: %s", args[1], btk_errmsg());
+			cli_err("%s: %s", path, btk_errmsg());
 			rc = CLI_EXIT_ERROR;
 		}
 		made = 1;
@@ -334,8 +325,6 @@ int verb_mkdir(int argc, const char **argv)
 	rc = wops_finish(&w, rc);
 	snprintf(extra, sizeof(extra), ", \"created\": %llu", (unsigned long long)made);
 	if (!rc)
-		wops_done(&w, "mkdir", args[1], "", extra);
-out:
-	poptFreeContext(pc);
+		wops_done(&w, "mkdir", path, "", extra);
 	return rc;
 }

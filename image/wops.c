@@ -11,44 +11,16 @@
 #include "tree/tree.h"
 #include "wops.h"
 
-static struct poptOption table[6];
-
-struct poptOption *wops_table(struct wops *w)
+int wops_parse(struct wops *w, int argc, const char **argv, struct poptOption *opts,
+	       const char *usage, int min, int max)
 {
-	struct poptOption t[] = {
-	    {"device", 0, POPT_ARG_ARGV, &w->devices, 0,
-	     "another device of the filesystem (repeat; default: found by scanning)", "DEV"},
-	    {"force", 0, POPT_ARG_NONE, &w->force, 0, "write into a read-only subvolume too", NULL},
-	    {"json", 0, POPT_ARG_NONE, &w->json, 0, "print the summary as JSON", NULL},
-	    {"progress", 0, POPT_ARG_NONE, &w->progress, 0,
-	     "show progress even when stderr is not a terminal", NULL},
-	    {"fail-after", 0, POPT_ARG_LONG | POPT_ARGFLAG_DOC_HIDDEN, &w->fail_after, 0, NULL,
-	     NULL},
-	    POPT_TABLEEND};
+	int rc;
 
 	w->fail_after = -1;
-	memcpy(table, t, sizeof(t));
-	return table;
-}
-
-int wops_parse(int argc, const char **argv, struct poptOption *opts, const char *usage, int min,
-	       int max, const char ***args, int *nargs, poptContext *pc)
-{
-	int rc, n = 0;
-
-	*pc = poptGetContext(argv[0], argc, argv, opts, 0);
-	poptSetOtherOptionHelp(*pc, usage);
-	if ((rc = cli_popt_run(*pc)))
-		return rc;
-	*args = poptGetArgs(*pc);
-	while (*args && (*args)[n])
-		n++;
-	if (n < min || n > max) {
-		cli_err("expected %s", usage);
-		return CLI_EXIT_USAGE;
-	}
-	*nargs = n;
-	return 0;
+	rc = img_parse(&w->c, argc, argv, opts, usage, min, max);
+	w->json = w->c.json;
+	w->force = w->c.force;
+	return rc;
 }
 
 static void set_now(struct wops *w)
@@ -67,39 +39,16 @@ static void set_now(struct wops *w)
 	w->now = (struct btk_time){(uint64_t)ts.tv_sec, (uint32_t)ts.tv_nsec};
 }
 
-static int refuse_mounted(const char *path)
+int wops_open(struct wops *w)
 {
-	char where[512] = "";
-	enum cli_mount_state s = cli_mount_state(path, where, sizeof(where));
-
-	if (s == CLI_MOUNTED_RO || s == CLI_MOUNTED_RW) {
-		cli_err("%s: is mounted%s%s: unmount it first", path, *where ? " on " : "", where);
-		return CLI_EXIT_ERROR;
-	}
-	return 0;
-}
-
-int wops_open(struct wops *w, const char *img)
-{
-	const char *paths[64];
-	int n = 0, ret;
-	struct btk_open_opts oo = {.write = true, .super_mirror = -1};
+	int rc;
 
 	set_now(w);
-	paths[n++] = img;
-	for (int i = 0; w->devices && w->devices[i] && n < 64; i++)
-		paths[n++] = w->devices[i];
-	oo.no_scan = n > 1;
-	for (int i = 0; i < n; i++)
-		if ((ret = refuse_mounted(paths[i])))
-			return ret;
-	if (btk_fs_open(paths, n, &oo, &w->fs)) {
-		cli_err("%s", btk_errmsg());
-		return CLI_EXIT_ERROR;
-	}
-	for (int i = 0; i < w->fs->ndevs; i++)
-		if (w->fs->devs[i].dev && (ret = refuse_mounted(w->fs->devs[i].dev->path)))
-			goto fail;
+	if (w->fail_after < 0)
+		w->fail_after = -1;
+	if ((rc = img_open(&w->c, true)))
+		return rc;
+	w->fs = w->c.fs;
 	if (btk_fs_write_refusals(w->fs))
 		goto err;
 	for (int i = 0; w->fail_after >= 0 && i < w->fs->ndevs; i++) {
@@ -117,12 +66,8 @@ int wops_open(struct wops *w, const char *img)
 	cli_progress_start(&w->line, w->progress);
 	return 0;
 err:
-	cli_err("%s: %s", img, btk_errmsg());
-	ret = CLI_EXIT_ERROR;
-fail:
-	btk_fs_close(w->fs);
-	w->fs = NULL;
-	return ret;
+	cli_err("%s: %s", w->c.img, btk_errmsg());
+	return CLI_EXIT_ERROR;
 }
 
 int wops_finish(struct wops *w, int rc)
@@ -136,9 +81,8 @@ int wops_finish(struct wops *w, int rc)
 	}
 	w->t = NULL;
 	w->generation = w->fs ? w->fs->generation : 0;
-	btk_fs_close(w->fs);
 	w->fs = NULL;
-	return rc;
+	return img_done(&w->c, rc);
 }
 
 /* Reports a libcore failure on path. */

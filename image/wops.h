@@ -8,14 +8,13 @@
 #include <stdint.h>
 
 #include "cli/cli.h"
+#include "fileops.h"
 #include "fs/fs_edit.h"
 
 struct wops {
-	/* options every writing verb takes */
-	const char **devices; /* --device (popt argv) */
-	int json, force, progress;
+	struct img_cmd c; /* options, IMG, the open filesystem (fileops.h) */
+	int progress;
 	long fail_after; /* tests: a power cut after this many writes */
-	/* the open filesystem and its transaction */
 	struct btk_fs *fs;
 	struct btk_trans *t;
 	struct btk_time now;
@@ -23,24 +22,34 @@ struct wops {
 	uint64_t epoch;
 	struct cli_progress line;
 	uint64_t generation; /* after the commit */
+	int json, force;     /* copies of c's, after parsing */
 };
 
-/* The popt table of the common options (include it with POPT_ARG_INCLUDE_TABLE). */
-struct poptOption *wops_table(struct wops *w);
+/* The options every writing verb takes: --device, --json, -f/--force (also: write into a
+ * read-only subvolume), --progress, and the tests' hidden --fail-after. */
 #define WOPS_OPTIONS(w)                                                                            \
+	IMG_OPT_DEVICE(&(w)->c), IMG_OPT_JSON(&(w)->c), IMG_OPT_FORCE(&(w)->c),                    \
+	    {"progress",                                                                           \
+	     0,                                                                                    \
+	     POPT_ARG_NONE,                                                                        \
+	     &(w)->progress,                                                                       \
+	     0,                                                                                    \
+	     "show progress even when stderr is not a terminal",                                   \
+	     NULL},                                                                                \
 	{                                                                                          \
-		NULL, 0, POPT_ARG_INCLUDE_TABLE, wops_table(w), 0, "Common options:", NULL         \
+		"fail-after", 0, POPT_ARG_LONG | POPT_ARGFLAG_DOC_HIDDEN, &(w)->fail_after, 0,     \
+		    NULL, NULL                                                                     \
 	}
 
-/* Parses argv with opts, leaving the positional arguments in *args (count *nargs, which must
- * be between min and max): 0, or an exit code after a message. */
-int wops_parse(int argc, const char **argv, struct poptOption *opts, const char *usage, int min,
-	       int max, const char ***args, int *nargs, poptContext *pc);
+/* Parses argv (img_parse) with min..max positional arguments, IMG first. 0 or an exit code. */
+int wops_parse(struct wops *w, int argc, const char **argv, struct poptOption *opts,
+	       const char *usage, int min, int max);
 
-/* Opens img (and --device) for writing and starts the transaction: refuses a mounted device,
+/* Opens IMG (and --device) for writing and starts the transaction: refuses a mounted device,
  * a log tree, a balance. 0 or an exit code after a message. */
-int wops_open(struct wops *w, const char *img);
-/* Commits (on rc 0) or drops the transaction, closes; returns the exit code. */
+int wops_open(struct wops *w);
+/* Commits (on rc 0) or drops the transaction, closes everything (img_done); returns the exit
+ * code. */
 int wops_finish(struct wops *w, int rc);
 
 /* Where path is: 0 with (root, ino, is_dir); an exit code after a message otherwise. */
@@ -57,17 +66,5 @@ int wops_writable(struct wops *w, uint64_t root, const char *path);
  * a JSON fragment (", \"k\": v") or "". */
 void wops_done(struct wops *w, const char *verb, const char *path, const char *msg,
 	       const char *extra);
-
-int verb_put(int argc, const char **argv);
-int verb_mkdir(int argc, const char **argv);
-int verb_rm(int argc, const char **argv);
-int verb_mv(int argc, const char **argv);
-int verb_ln(int argc, const char **argv);
-int verb_chmod(int argc, const char **argv);
-int verb_chown(int argc, const char **argv);
-int verb_touch(int argc, const char **argv);
-int verb_setfattr(int argc, const char **argv);
-int verb_snapshot(int argc, const char **argv);
-int verb_subvol(int argc, const char **argv);
 
 #endif

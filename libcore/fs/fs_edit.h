@@ -122,5 +122,3 @@ int btk_subvol_parent(struct btk_trans *t, uint64_t id, uint64_t *parent, uint64
 /* 0 when file operations may write; -EOPNOTSUPP naming why not: a balance in progress
  * (a balance item or relocation trees), a log tree that needs replay. */
 int btk_fs_write_refusals(struct btk_fs *fs);
-/* Whether subvolume id is read-only (ROOT_SUBVOL_RDONLY). */
-int btk_subvol_readonly(struct btk_fs *fs, uint64_t id, bool *ro);

@@ -41,27 +41,3 @@ int btk_fs_write_refusals(struct btk_fs *fs)
 					   "(btrfs balance) first");
 	return 0;
 }
-
-int btk_subvol_readonly(struct btk_fs *fs, uint64_t id, bool *ro)
-{
-	struct btk_root rt;
-	struct btk_key k = {id, BTRFS_ROOT_ITEM_KEY, 0}, f;
-	struct btk_path p;
-	uint32_t size;
-	int ret = btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
-
-	*ro = false;
-	if (ret || id == BTRFS_FS_TREE_OBJECTID)
-		return ret;
-	btk_path_init(&p);
-	ret = btk_search_ge(fs, &rt, &k, &p);
-	if (ret == 0) {
-		const uint8_t *d = btk_path_data(&p, &size);
-		btk_path_key(&p, &f);
-		if (f.objectid == id && f.type == BTRFS_ROOT_ITEM_KEY &&
-		    size >= offsetof(struct btrfs_root_item, flags) + 8)
-			*ro = BTK_GET(struct btrfs_root_item, d, flags) & BTRFS_ROOT_SUBVOL_RDONLY;
-	}
-	btk_path_release(&p);
-	return ret < 0 ? ret : 0;
-}
