@@ -27,6 +27,11 @@ TESTLIB_SRC := $(wildcard tests/lib/*.c)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(B)/%.o)
 TESTTOOLS := $(TESTLIB_SRC:tests/lib/%.c=$(B)/tests/%)
 
+# build on every core unless -j was given: make check and make demo on CI's 2 cores
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
+
 .PHONY: all deps check-deps check demo install clean format layers
 all: deps $(LIB) $(BINS) $(UNITS) $(TESTTOOLS)
 

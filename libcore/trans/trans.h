@@ -103,6 +103,18 @@ static inline uint8_t *btk_item_ptr(struct btk_path *p, uint32_t *size)
 	return b->data + sizeof(struct btk_header) + btk_le32(it->offset);
 }
 void btk_wpath_release(struct btk_path *p);
+/* Read-only search of the tree as this transaction has it so far (nothing is copied); walk
+ * on with btk_tree_read_next (0, 1 at the end, negative errno); release with
+ * btk_wpath_release before the next change. Returns as btk_tree_search_write. */
+int btk_tree_search_read(struct btk_trans *t, uint64_t tree, const struct btk_key *key,
+			 struct btk_path *p);
+int btk_tree_read_next(struct btk_trans *t, struct btk_path *p);
+/* Copies the block at `bytenr` and every block above it on the path of key (the block's first
+ * key) into this transaction, as a change below it would (relocation: the copies land in
+ * block groups that are not read-only). Returns 0, or 1 when that path of tree reaches
+ * another block at `level` (nothing copied), or a negative errno. */
+int btk_tree_cow_block(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
+		       uint64_t bytenr);
 
 /* ---- chunks ---- */
 /* Serializes a chunk item; returns its size. buf must hold the largest item. */
@@ -160,6 +172,20 @@ int btk_chunk_stripe_move(struct btk_trans *t, uint64_t logical, int stripe, uin
  * unallocated after the commit (held until then). -EBUSY when anything in the tail is used,
  * -EINVAL for other profiles or lengths, -ENOENT no such chunk. */
 int btk_chunk_shrink(struct btk_trans *t, uint64_t logical, uint64_t new_len);
+
+/* ---- emptying block groups (relocation; chunk_remove.c) ---- */
+/* Marks the block group at logical read-only for the write path (until cleared or the fs is
+ * closed): no tree block or data extent is allocated in it any more. -ENOENT. */
+int btk_bg_set_readonly(struct btk_trans *t, uint64_t logical, bool ro);
+/* Bytes the block group at logical holds in extents, and bytes freed in this transaction
+ * (pinned until the commit). -ENOENT. */
+int btk_bg_usage(struct btk_trans *t, uint64_t logical, uint64_t *used, uint64_t *pinned);
+/* Removes the empty committed chunk at logical: its chunk item, dev extents, block group item
+ * and free-space tree entries, the chunk map entry and (at commit) the system chunk array
+ * entry; device bytes_used drop. The device ranges stay held until the commit, and the logical
+ * addresses are never given out again. -EBUSY when anything in it is used or pinned, -EINVAL a
+ * chunk of this transaction, -ENOENT no such chunk. */
+int btk_chunk_remove(struct btk_trans *t, uint64_t logical);
 
 /* ---- statistics for tests ---- */
 struct btk_wstats {
