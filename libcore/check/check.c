@@ -159,6 +159,7 @@ static void chk_free(struct chk *c)
 	btk_vec_free(&c->v1ext);
 	chk_set_free(&c->visited);
 	free(c->copy_buf);
+	btk_vec_free(&c->copies);
 	btk_backref_free(c->br);
 }
 

@@ -193,6 +193,7 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 		if (btk_block_check_raw(fs, bytenr, b->data, why, sizeof(why)) ||
 		    check_expect(b, chk, why, sizeof(why)))
 			continue;
+		b->mirror = mirror;
 		if (mirror)
 			btk_warn("tree block %llu: copy %d used (%s)", (unsigned long long)bytenr,
 				 mirror + 1, why);

@@ -33,6 +33,7 @@ struct btk_block {
 	uint32_t len;	 /* nodesize */
 	int refs;	 /* references held by callers and the cache */
 	uint8_t *data;	 /* len bytes */
+	int mirror;	 /* 0-based copy the bytes were read from (earlier copies failed) */
 	/* cache bookkeeping */
 	struct btk_block *hnext, *lru_prev, *lru_next;
 	bool dirty;
