@@ -19,8 +19,8 @@
 #include <string.h>
 
 #define COPY_BATCH 65536       /* records kept before their copies are read */
-#define RUN_MAX (4U << 20)     /* bytes per read of neighbouring copies */
-#define RUN_GAP (64U << 10)    /* unused bytes a run may read over to stay one read */
+#define RUN_MAX	   (4U << 20)  /* bytes per read of neighbouring copies */
+#define RUN_GAP	   (64U << 10) /* unused bytes a run may read over to stay one read */
 
 /* One copy to read: record index and copy number, where it lies. */
 struct chk_copy_at {
@@ -72,8 +72,8 @@ static void check_rejected(struct chk *c, const struct btk_block *b, const struc
 			continue; /* a missing device is reported once, not per block */
 		if (btk_dev_read(ph[i].dev, c->copy_buf, c->fs->nodesize, ph[i].physical))
 			why = chk_fmt("unreadable: %s", btk_errmsg());
-		else if (!(why = copy_fault(c->fs, c->copy_buf, b->bytenr,
-					    btk_block_generation(b), b->data)))
+		else if (!(why = copy_fault(c->fs, c->copy_buf, b->bytenr, btk_block_generation(b),
+					    b->data)))
 			why = "rejected by the reader";
 		report_bad(c, c->tree, b->bytenr, btk_block_level(b), i, n, &ph[i], why);
 	}
@@ -136,9 +136,9 @@ static struct chk_copy_at *locate(struct chk *c, size_t *count)
 			continue; /* mapped when the block was read: cannot change */
 		for (int j = r->first; j < n; j++)
 			if (ph[j].dev)
-				v[m++] = (struct chk_copy_at){ph[j].dev, ph[j].physical,
-							      ph[j].devid,  (uint32_t)i,
-							      (uint8_t)j,   (uint8_t)n};
+				v[m++] =
+				    (struct chk_copy_at){ph[j].dev,   ph[j].physical, ph[j].devid,
+							 (uint32_t)i, (uint8_t)j,     (uint8_t)n};
 	}
 	qsort(v, m, sizeof(*v), at_cmp);
 	*count = m;
@@ -152,12 +152,11 @@ static void verify_run(struct chk *c, const struct chk_copy_at *v, size_t k, con
 {
 	for (size_t i = 0; i < k; i++) {
 		const struct chk_copy *r = btk_vec_at(&c->copies, v[i].rec);
-		const char *why =
-		    buf ? copy_fault(c->fs, buf + (v[i].physical - v[0].physical), r->bytenr,
-				     r->gen, r->csum)
-			: chk_fmt("unreadable: %s", err);
-		struct btk_phys ph = {.dev = v[i].dev, .devid = v[i].devid,
-				      .physical = v[i].physical};
+		const char *why = buf ? copy_fault(c->fs, buf + (v[i].physical - v[0].physical),
+						   r->bytenr, r->gen, r->csum)
+				      : chk_fmt("unreadable: %s", err);
+		struct btk_phys ph = {
+		    .dev = v[i].dev, .devid = v[i].devid, .physical = v[i].physical};
 		if (why)
 			report_bad(c, r->tree, r->bytenr, r->level, v[i].mirror, v[i].n, &ph, why);
 	}
@@ -182,7 +181,8 @@ void chk_copies_flush(struct chk *c)
 		size_t j = i + 1;
 		uint64_t end = v[i].physical + ns;
 		while (j < m && v[j].dev == v[i].dev && v[j].physical >= end &&
-		       v[j].physical <= end + RUN_GAP && v[j].physical + ns - v[i].physical <= RUN_MAX)
+		       v[j].physical <= end + RUN_GAP &&
+		       v[j].physical + ns - v[i].physical <= RUN_MAX)
 			end = v[j++].physical + ns;
 		if (btk_dev_read(v[i].dev, buf, end - v[i].physical, v[i].physical)) {
 			/* one read of the run failed: try each copy alone, to name the bad ones */
