@@ -137,6 +137,8 @@ int verb_cat(int argc, const char **argv);
 int verb_getfattr(int argc, const char **argv);
 int verb_get(int argc, const char **argv);
 
-/* ---- write verbs (filewrite): put.c, mkdir.c, rm.c, ... ---- */
+/* ---- write verbs (filewrite): put.c, ops_*.c; shared: wops.h ---- */
+int verb_put(int argc, const char **argv);
+int verb_mkdir(int argc, const char **argv);
 
 #endif

@@ -12,6 +12,8 @@ const struct verb img_file_verbs[] = {
     {"getfattr", "[-n NAME | -d] IMG PATH", "extended attributes, like getfattr(1)", verb_getfattr},
     {"get", "[-r] [-f] IMG PATH DEST", "copy files or trees out, as they are", verb_get},
     /* write verbs */
+    {"put", "[-r] [-f] IMG SRC PATH", "copy a host file or tree into the image", verb_put},
+    {"mkdir", "[-p] IMG PATH", "make a directory", verb_mkdir},
 };
 
 const size_t img_file_nverbs = sizeof(img_file_verbs) / sizeof(img_file_verbs[0]);
