@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/resize.sh — `btk-resize` shrinking offline against the kernel shrinking online (mount +
 # btrfs filesystem resize + umount), in one run, on two images (issue 14): the kernel-populated
-# image with snapshots of bench/fsck.sh (200,000 files, 2 read-only snapshots, 4 GiB) and the
+# image with snapshots of bench/common.sh (50,000 files, 2 read-only snapshots, 2 GiB) and the
 # large generated tree of bench/rootdir.sh put into a 5 GiB image by `btk-mkfs --rootdir`.
 # Each is shrunk to 60 % of its size (or to btk's minimum when that is larger, which the kernel
 # is asked for too), each tool on a fresh copy; then the bytes btk moved are copied with dd on
@@ -9,7 +9,7 @@
 # kernel's; both results must pass btrfs check.
 #
 # Usage: bench/resize.sh [-B] [IMG]
-#   -B only builds the images. IMG defaults to /tmp/btk-bench-images/fsck.img.
+#   -B only builds the images. IMG defaults to /tmp/btk-bench-images/resize.img.
 #   BTK_BUILD selects the build folder; BENCH_TREES where the generated tree is cached.
 source "$(dirname "$0")/common.sh"
 
@@ -24,13 +24,13 @@ while getopts "Bh" opt; do
 	esac
 done
 shift $((OPTIND - 1))
-img=${1:-/tmp/btk-bench-images/fsck.img}
+img=${1:-/tmp/btk-bench-images/resize.img}
 TREES=${BENCH_TREES:-/tmp/btk-bench-images}
 btk=$BTK_BUILD/bin/btk-resize
 mkfs=$BTK_BUILD/bin/btk-mkfs
 [ -x "$btk" ] && [ -x "$mkfs" ] || bench_die "build btk-resize and btk-mkfs first (make all)"
 bench_init
-bench_image "$img" 200000 2 4G
+bench_image "$img" 50000 2 2G
 [ -d "$TREES/rootdir-200k" ] || BENCH_TREES=$TREES bash "$(dirname "$0")/rootdir.sh" -B -t big ||
 	bench_die "generating the tree failed"
 rimg=$TREES/resize-rootdir.img
