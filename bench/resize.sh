@@ -2,7 +2,8 @@
 # bench/resize.sh — `btk-resize` shrinking offline against the kernel shrinking online (mount +
 # btrfs filesystem resize + umount), in one run, on two images (issue 14): the kernel-populated
 # image with snapshots of bench/common.sh (50,000 files, 2 read-only snapshots, 2 GiB) and the
-# large generated tree of bench/rootdir.sh put into a 5 GiB image by `btk-mkfs --rootdir`.
+# large generated tree of bench/rootdir.sh put into a 5 GiB image by `btk-mkfs --rootdir`, and
+# a 4 GiB kernel-populated image of 8 MiB files with every other one deleted and a snapshot.
 # Each is shrunk to 60 % of its size (or to btk's minimum when that is larger, which the kernel
 # is asked for too), each tool on a fresh copy; then the bytes btk moved are copied with dd on
 # the same disk for the rate they could move at. Issue 14 asks for no more wall time than the
@@ -40,6 +41,28 @@ if [ "$(cat "$rimg.params" 2>/dev/null)" != "v1 5G" ]; then
 	"$mkfs" -q -f --rootdir "$TREES/rootdir-200k" "$rimg" >/dev/null || bench_die "btk-mkfs failed"
 	echo "v1 5G" >"$rimg.params"
 fi
+# a spread image: 8 MiB files over 3 GiB of a 4 GiB device, every other one deleted, a
+# snapshot sharing the rest: shrinking it means emptying chunks
+simg=$TREES/resize-spread.img
+if [ "$(cat "$simg.params" 2>/dev/null)" != "v1 4G 360x8M" ]; then
+	rm -f "$simg" "$simg.params"
+	truncate -s 4G "$simg"
+	mkfs.btrfs -q -f "$simg" >/dev/null || bench_die "mkfs.btrfs failed"
+	BENCH_MNT=$BENCH_TMP/mnt
+	mkdir -p "$BENCH_MNT"
+	BENCH_LOOP=$(losetup --find --show "$simg") || bench_die "losetup failed"
+	mount "$BENCH_LOOP" "$BENCH_MNT" || bench_die "mount failed"
+	btrfs -q subvolume create "$BENCH_MNT/sv" >/dev/null || bench_die "subvolume create failed"
+	for i in $(seq 1 360); do head -c 8M /dev/urandom >"$BENCH_MNT/sv/f$i"; done
+	sync
+	for i in $(seq 1 2 360); do rm "$BENCH_MNT/sv/f$i"; done
+	btrfs -q subvolume snapshot -r "$BENCH_MNT/sv" "$BENCH_MNT/snap" >/dev/null
+	sync
+	umount "$BENCH_MNT" && BENCH_MNT=""
+	losetup -d "$BENCH_LOOP" && BENCH_LOOP=""
+	btrfs check --readonly "$simg" >/dev/null 2>&1 || bench_die "btrfs check failed on $simg"
+	echo "v1 4G 360x8M" >"$simg.params"
+fi
 [ "$build_only" = 1 ] && exit 0
 
 work=$BENCH_TMP/work.img
@@ -52,7 +75,7 @@ one() {
 	size=$(stat -c %s "$src")
 	min=$("$btk" -P "$src") || bench_die "btk-resize -P failed on $src"
 	target=$((size * 6 / 10 / 4096 * 4096))
-	[ "$target" -lt "$min" ] && target=$(((min + (64 << 20) - 1) / (64 << 20) * (64 << 20)))
+	[ "$target" -lt "$min" ] && target=$min
 	echo "image: $src, $((size >> 20)) MiB, btk minimum $((min >> 20)) MiB, target $((target >> 20)) MiB"
 	local t0 t1 ok=0
 	# the kernel needs room to relocate: where it refuses, both are asked for 256 MiB more
@@ -95,3 +118,4 @@ print(p["bytes_moved"] + p.get("bytes_relocated", 0))' "$BENCH_TMP/plan.json")
 
 one "$img"
 one "$rimg"
+one "$simg"
