@@ -81,9 +81,7 @@ int main(int argc, const char **argv)
 	for (int i = 2; i < argc; i++)
 		sub_argv[i - 1] = argv[i];
 	sub_argv[argc - 1] = NULL;
-	for (int i = 1; i < argc - 1; i++) /* before anything can fail: errors as JSON too */
-		if (!strcmp(sub_argv[i], "--json") || !strcmp(sub_argv[i], "-j"))
-			cli_json_on(true);
+	cli_json_argv(argc - 1, sub_argv); /* before anything can fail: errors as JSON too */
 	pc = poptGetContext(name, argc - 1, sub_argv, opts, 0);
 	poptSetOtherOptionHelp(pc, "[OPTION...] DEV...");
 	if (cli_popt_run(pc)) {

@@ -284,9 +284,7 @@ int main(int argc, const char **argv)
 
 	cli_init("btk-mkfs");
 	poptSetOtherOptionHelp(pc, usage_tail);
-	for (int i = 1; i < argc; i++) /* before anything can fail: errors as JSON too */
-		if (!strcmp(argv[i], "--json"))
-			cli_json_on(true);
+	cli_json_argv(argc, argv); /* before anything can fail: errors as JSON too */
 	if ((rc = cli_popt_run(pc)))
 		goto out;
 	btk_mkfs_opts_init(&o);

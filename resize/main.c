@@ -368,6 +368,7 @@ int main(int argc, const char **argv)
 	int rc;
 
 	cli_init("btk-resize");
+	cli_json_argv(argc, argv); /* usage errors as JSON too */
 	rc = parse_args(argc, argv, &o);
 	cli_json_on(o.json);
 	if (!rc)

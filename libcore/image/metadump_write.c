@@ -27,6 +27,7 @@ struct md_witem {
 
 struct btk_md_writer {
 	int fd, level, threads;
+	uint64_t magic;
 	struct libdeflate_compressor *cmp[MD_MAX_THREADS]; /* one per thread: not shareable */
 	uint64_t off;					   /* bytes written so far */
 	struct md_witem items[BTK_MD_ITEMS_PER_CLUSTER];
@@ -44,7 +45,7 @@ static int ld_level(int level)
 	return level >= 9 ? 10 : level;
 }
 
-int btk_md_writer_open(int fd, int level, int threads, struct btk_md_writer **out)
+int btk_md_writer_open(int fd, int version, int level, int threads, struct btk_md_writer **out)
 {
 	struct btk_md_writer *w;
 
@@ -53,7 +54,7 @@ int btk_md_writer_open(int fd, int level, int threads, struct btk_md_writer **ou
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return btk_err(ENOMEM, "dump writer");
-	w->fd = fd, w->level = level;
+	w->fd = fd, w->level = level, w->magic = version ? BTK_MD_MAGIC_V1 : BTK_MD_MAGIC_V0;
 	w->threads = threads < 1 ? 1 : threads > MD_MAX_THREADS ? MD_MAX_THREADS : threads;
 	for (int i = 0; level && i < w->threads; i++)
 		if (!(w->cmp[i] = libdeflate_alloc_compressor(ld_level(level)))) {
@@ -153,7 +154,7 @@ static int flush_cluster(struct btk_md_writer *w)
 			w->items[i].outlen = w->items[i].len;
 	}
 	memset(idx, 0, sizeof(idx));
-	btk_put64(idx, BTK_MD_MAGIC_V0);
+	btk_put64(idx, w->magic);
 	btk_put64(idx + 8, start);
 	btk_put32(idx + 16, w->n);
 	idx[20] = w->level ? BTK_MD_COMPRESS_ZLIB : BTK_MD_COMPRESS_NONE;
