@@ -238,6 +238,7 @@ int main(int argc, const char **argv)
 	int rc;
 
 	cli_init("btk-convert");
+	cli_json_argv(argc, argv); /* usage errors as JSON too */
 	poptSetOtherOptionHelp(pc, "[OPTIONS] DEVICE");
 	if ((rc = cli_popt_run(pc)))
 		goto out;
@@ -248,7 +249,10 @@ int main(int argc, const char **argv)
 		goto out;
 	}
 	if (!dev || poptPeekArg(pc)) {
-		poptPrintUsage(pc, stderr, 0);
+		if (dev)
+			cli_err("one device only: '%s' (see --help)", poptPeekArg(pc));
+		else
+			cli_err("no device given (see --help)");
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}

@@ -19,5 +19,11 @@ int btk_inode_item_parse(const uint8_t *d, uint32_t size, struct btk_inode_info 
 	out->uid = BTK_GET(II, d, uid);
 	out->gid = BTK_GET(II, d, gid);
 	out->mode = BTK_GET(II, d, mode);
+	out->block_group = BTK_GET(II, d, block_group);
+	out->sequence = BTK_GET(II, d, sequence);
+	out->atime = (struct btk_timespec){BTK_GET(II, d, atime.sec), BTK_GET(II, d, atime.nsec)};
+	out->ctime = (struct btk_timespec){BTK_GET(II, d, ctime.sec), BTK_GET(II, d, ctime.nsec)};
+	out->mtime = (struct btk_timespec){BTK_GET(II, d, mtime.sec), BTK_GET(II, d, mtime.nsec)};
+	out->otime = (struct btk_timespec){BTK_GET(II, d, otime.sec), BTK_GET(II, d, otime.nsec)};
 	return 0;
 }

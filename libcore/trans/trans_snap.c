@@ -106,6 +106,9 @@ int btk_tree_snapshot(struct btk_trans *t, uint64_t src, uint64_t dst, bool read
 	if ((ret = btk_tree_create(t, dst, &d)))
 		return ret;
 	bytenr = d->bytenr;
+	/* as the kernel keys a snapshot's root item: by the transaction that made it, which its
+	 * drop uses to tell the blocks it owns from those it shares with the source */
+	d->item_key.offset = t->transid;
 	snap_item(t, s, d, readonly, now);
 	if ((ret = btk_wblock_read(t->fs, s->bytenr, s->level, &b)))
 		return ret;

@@ -3,7 +3,7 @@
 # is the full one, by hand): ext2 and ext4 with every feature made by mke2fs -d from the
 # generated tree (plus post-2038 times with ns, creation times and unwritten extents set with
 # debugfs), checked end to end by convert_check.sh: btrfs check, the kernel mount against the
-# ext mount (tree_cmp.py), ext2_saved/image under e2fsck, kernel writes, an exact rollback.
+# ext mount (convert_tree_cmp.py), ext2_saved/image under e2fsck, kernel writes, an exact rollback.
 # Power cuts at sampled writes of a conversion and of a rollback (every write by hand) leave
 # the ext or a complete btrfs. A 98 %-full ext4 and refusals change no byte.
 

@@ -3,7 +3,7 @@
 # 13): mke2fs -d SRC (size $EXT_SIZE, default 256M) plus what mke2fs cannot make (a post-2038
 # mtime with ns, a creation time, unwritten extents); --dry-run's estimate; the conversion;
 # btrfs check; the metadata used within the estimate and the chunks within the space the dry
-# run named; both kernel mounts compared by tree_cmp.py (names, modes, owners, ns times,
+# run named; both kernel mounts compared by convert_tree_cmp.py (names, modes, owners, ns times,
 # xattrs, ACLs, content, holes, hard links); e2fsck -fn on ext2_saved/image; kernel writes and
 # deletes, btrfs check again; the rollback: e2fsck -fn, 0 used blocks differ, the same tree.
 # Prints "convert_check NAME: ok ..." with figures; exit 1 at the first failure. Root.
@@ -57,7 +57,7 @@ read -r nmeta chunks < <(btrfs inspect-internal dump-tree -t chunk "$img" | awk 
 
 mount -o loop,ro "$orig" "$me" || fail "mount ext"
 mount -o loop,ro "$img" "$mb" || fail "mount btrfs"
-out=$(python3 "$here/tree_cmp.py" --skip ext2_saved "$me" "$mb") || fail "kernel trees differ: $out"
+out=$(python3 "$here/convert_tree_cmp.py" --skip ext2_saved "$me" "$mb") || fail "kernel trees differ: $out"
 paths=$(echo "$out" | tail -1)
 e2fsck -fn "$mb/ext2_saved/image" >/dev/null 2>&1 || fail "e2fsck on ext2_saved/image"
 python3 "$here/ext_used_diff.py" "$orig" "$mb/ext2_saved/image" >/dev/null || fail "image blocks differ"
@@ -76,7 +76,7 @@ t3=$(date +%s.%N)
 e2fsck -fn "$img" >/dev/null 2>&1 || fail "e2fsck after the rollback"
 diff=$(python3 "$here/ext_used_diff.py" "$orig" "$img") || fail "after the rollback: $diff"
 mount -o loop,ro "$img" "$mb" || fail "mount the rolled-back ext"
-out=$(python3 "$here/tree_cmp.py" "$me" "$mb") || fail "the rolled-back tree differs: $out"
+out=$(python3 "$here/convert_tree_cmp.py" "$me" "$mb") || fail "the rolled-back tree differs: $out"
 umount "$mb"
 umount "$me"
 printf 'convert_check %s: ok; %s; metadata used %s of estimate %s; chunks %s of %s needed; convert %.2fs, rollback %.2fs; %s\n' \
