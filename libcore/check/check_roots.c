@@ -1,5 +1,6 @@
 /* check_roots.c — the root tree: root items, root refs and backrefs, orphaned roots. */
 #include "check/check_priv.h"
+#include "format/inode_item.h"
 #include "format/root_item.h"
 
 #include <stdlib.h>
@@ -88,6 +89,7 @@ void chk_root_leaf(struct chk *c, const struct btk_block *b)
 		struct btk_key k;
 		const uint8_t *p = btk_leaf_data(b, (int)i);
 		uint32_t sz = btk_leaf_size(b, (int)i);
+		struct btk_inode_info ii;
 		btk_leaf_key(b, (int)i, &k);
 		if (k.type == BTRFS_ROOT_ITEM_KEY) {
 			root_item(c, &k, p, sz, b->bytenr);
@@ -95,13 +97,12 @@ void chk_root_leaf(struct chk *c, const struct btk_block *b)
 			root_ref(c, &k, p, sz, b->bytenr);
 		} else if (k.type == BTRFS_INODE_ITEM_KEY &&
 			   k.objectid >= BTRFS_FIRST_FREE_OBJECTID &&
-			   sz >= sizeof(struct btrfs_inode_item)) {
+			   !btk_inode_item_parse(p, sz, &ii)) {
 			/* v1 space cache inodes: regular files, mode 0600, as the kernel makes them
 			 */
-			uint32_t mode = BTK_GET(struct btrfs_inode_item, p, mode);
-			if (mode != (S_IFREG | 0600))
+			if (ii.mode != (S_IFREG | 0600))
 				chk_report(c, BTK_P_CACHE_MODE, 1, b->bytenr, &k, "mode 0100600",
-					   chk_fmt("0%o", mode),
+					   chk_fmt("0%o", ii.mode),
 					   "free space cache inode mode invalid");
 		}
 		chk_v1_root_item(c, &k, p, sz); /* v1 space cache headers, inodes, extents */
