@@ -808,7 +808,7 @@ static int dirent_cb(ext2_ino_t dir, int entry, struct ext2_dir_entry *d, int of
 	if (!x->ret && c->o->progress && !(c->names & 1023))
 		c->o->progress(c->o->progress_ctx, c->inodes, c->src->inodes);
 	if (!x->ret)
-		x->ret = btk_trans_writeback(c->t, 64ULL << 20);
+		x->ret = btk_trans_writeback(c->t, CONV_WRITEBACK);
 	return x->ret ? DIRENT_ABORT : 0;
 }
 

@@ -105,6 +105,7 @@ static int plan_args(const struct args *a, struct btk_mkfs_opts *mo, uint8_t fsi
 	mo->discard = false;
 	mo->place = conv_place;
 	mo->fill = conv_fill;
+	mo->cache_mb = CONV_CACHE_MB;
 	mo->after = conv_after;
 	return 0;
 }
@@ -219,6 +220,7 @@ int main(int argc, const char **argv)
 	int rc;
 
 	cli_init("btk-convert");
+	cli_json_argv(argc, argv); /* usage errors as JSON too */
 	poptSetOtherOptionHelp(pc, "[OPTIONS] DEVICE");
 	if ((rc = cli_popt_run(pc)))
 		goto out;
@@ -229,7 +231,10 @@ int main(int argc, const char **argv)
 		goto out;
 	}
 	if (!dev || poptPeekArg(pc)) {
-		poptPrintUsage(pc, stderr, 0);
+		if (dev)
+			cli_err("one device only: '%s' (see --help)", poptPeekArg(pc));
+		else
+			cli_err("no device given (see --help)");
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}

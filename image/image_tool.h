@@ -13,4 +13,9 @@ struct verb {
 int verb_dump(int argc, const char **argv);
 int verb_restore(int argc, const char **argv);
 
+/* The file operations (fileverbs.c; fileops.h says how to add one). */
+#include <stddef.h>
+extern const struct verb img_file_verbs[];
+extern const size_t img_file_nverbs;
+
 #endif

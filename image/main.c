@@ -1,6 +1,6 @@
-/* btk-image — metadata dumps in btrfs-image's format (dump, restore); later file operations
- * on unmounted images. One verb per command, looked up in the table below; each verb parses
- * its own options. Exit status: 0 done, 1 error, 2 usage. */
+/* btk-image — metadata dumps in btrfs-image's format (dump, restore) and file operations on
+ * unmounted images (ls, get, put, ...: fileverbs.c). One verb per command, looked up in the
+ * tables; each verb parses its own options. Exit status: 0 done, 1 error, 2 usage. */
 #include <stdio.h>
 #include <string.h>
 
@@ -14,12 +14,29 @@ static const struct verb verbs[] = {
      verb_restore},
 };
 
+#define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
+
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: btk-image VERB [options] ARGS...\n\nverbs:\n");
-	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+	fprintf(out, "usage: btk-image VERB [options] ARGS...\n\nmetadata dumps:\n");
+	for (size_t i = 0; i < NVERBS; i++)
 		fprintf(out, "  %-8s %-24s %s\n", verbs[i].name, verbs[i].args, verbs[i].summary);
+	fprintf(out, "\nfile operations (PATH from the top-level subvolume):\n");
+	for (size_t i = 0; i < img_file_nverbs; i++)
+		fprintf(out, "  %-8s %-24s %s\n", img_file_verbs[i].name, img_file_verbs[i].args,
+			img_file_verbs[i].summary);
 	fprintf(out, "\n'btk-image VERB --help' lists a verb's options.\n");
+}
+
+static const struct verb *find_verb(const char *name)
+{
+	for (size_t i = 0; i < NVERBS; i++)
+		if (!strcmp(name, verbs[i].name))
+			return &verbs[i];
+	for (size_t i = 0; i < img_file_nverbs; i++)
+		if (!strcmp(name, img_file_verbs[i].name))
+			return &img_file_verbs[i];
+	return NULL;
 }
 
 int main(int argc, const char **argv)
@@ -37,13 +54,13 @@ int main(int argc, const char **argv)
 		printf("btk-image %s\n", BTK_VERSION);
 		return CLI_EXIT_OK;
 	}
-	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
-		if (!strcmp(argv[1], verbs[i].name)) {
-			char name[64];
-			snprintf(name, sizeof(name), "btk-image %s", verbs[i].name);
-			argv[1] = name;
-			return verbs[i].run(argc - 1, argv + 1);
-		}
+	const struct verb *v = find_verb(argv[1]);
+	if (v) {
+		char name[64];
+		snprintf(name, sizeof(name), "btk-image %s", v->name);
+		argv[1] = name;
+		return v->run(argc - 1, argv + 1);
+	}
 	cli_err("%s: unknown verb (btk-image --help lists them)", argv[1]);
 	return CLI_EXIT_USAGE;
 }

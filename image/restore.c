@@ -25,6 +25,8 @@ int verb_restore(int argc, const char **argv)
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "summary as JSON on stdout", NULL},
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
+
+	cli_json_argv(argc, argv); /* usage errors as JSON too */
 	struct cli_progress prog;
 
 	poptSetOtherOptionHelp(pc, "[options] FILE DEV...");

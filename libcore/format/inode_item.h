@@ -10,8 +10,10 @@
 /* A struct btrfs_timespec. */
 struct btk_time {
 	uint64_t sec;
-	uint32_t nsec;
+	uint32_t nsec; /* as stored: not checked to be below 1e9 */
 };
+/* The same type under the name a parallel change gave it; new code says struct btk_time. */
+#define btk_timespec btk_time
 
 /* Stores / loads a time as a struct btrfs_timespec (12 bytes) at p. */
 void btk_put_time(uint8_t *p, const struct btk_time *tm);
@@ -23,6 +25,16 @@ struct btk_inode_info {
 	uint32_t nlink, uid, gid, mode;
 	struct btk_time atime, ctime, mtime, otime;
 };
+
+/* A device node's numbers: the kernel stores its own dev_t, major << 20 | minor. */
+static inline uint32_t btk_rdev_major(uint64_t rdev)
+{
+	return (uint32_t)(rdev >> 20) & 0xfff;
+}
+static inline uint32_t btk_rdev_minor(uint64_t rdev)
+{
+	return (uint32_t)rdev & 0xfffff;
+}
 
 /* Parses an INODE_ITEM's body: 0, or -EUCLEAN when it is shorter than the item (out not
  * filled). */

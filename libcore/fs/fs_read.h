@@ -117,4 +117,80 @@ int btk_file_for_each_extent(struct btk_fs *fs, const struct btk_root *root, uin
 			     uint64_t from, int (*fn)(void *ctx, const struct btk_file_extent *fe),
 			     void *ctx);
 
+/* ---- directories, subvolume items, xattrs (fs_read_dir.c) ---- */
+
+/* One directory entry (a DIR_INDEX item's entry). */
+struct btk_dir_entry {
+	uint64_t index;	    /* DIR_INDEX sequence number (its key offset) */
+	struct btk_key loc; /* INODE_ITEM key of an inode here, or ROOT_ITEM key of a subvolume */
+	uint64_t transid;
+	uint8_t type;	  /* BTRFS_FT_* */
+	const char *name; /* name_len bytes, not NUL-terminated, inside the leaf */
+	uint16_t name_len;
+	/* where the entry leads: subvol 0 and inode ino of this tree, or the top directory
+	 * (BTK_ROOT_DIRID) of subvolume subvol */
+	uint64_t subvol, ino;
+};
+
+/* Calls fn for every entry of directory dir in index (creation) order. -EUCLEAN when an entry
+ * overruns its item (the entries before it have been passed). fn may search other trees. */
+int btk_dir_for_each(struct btk_fs *fs, const struct btk_root *root, uint64_t dir,
+		     int (*fn)(void *ctx, const struct btk_dir_entry *e), void *ctx);
+
+/* The ROOT_ITEM of subvolume / snapshot id (the one with the highest key offset). */
+struct btk_root_item;
+int btk_subvol_item(struct btk_fs *fs, uint64_t id, struct btk_root_item *out);
+/* Whether the entry `name` of directory dir in tree parent leading to subvolume child is
+ * linked by a ROOT_REF (parent, child) naming that directory and name. A snapshot keeps
+ * the entries of the subvolumes nested in its source without such a reference; the kernel
+ * shows them as empty directories. 0 linked, -ENOENT not (no message), other errors. */
+int btk_subvol_ref_check(struct btk_fs *fs, uint64_t parent, uint64_t child, uint64_t dir,
+			 const char *name, size_t len);
+/* Whether subvolume id is read-only (its ROOT_ITEM's flag). */
+int btk_subvol_readonly(struct btk_fs *fs, uint64_t id, bool *ro);
+
+/* Calls fn for every extended attribute of inode ino (XATTR_ITEM entries, in name-hash order).
+ * name and value point into the leaf, valid during the call. -EUCLEAN when an entry overruns
+ * its item. */
+typedef int (*btk_xattr_fn)(void *ctx, const char *name, uint16_t name_len, const uint8_t *value,
+			    uint16_t value_len);
+int btk_xattr_for_each(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,
+		       btk_xattr_fn fn, void *ctx);
+
+/* The value of xattr name of inode ino: *value malloc'ed (owned by the caller; not
+ * NUL-terminated), *len its length. -ENODATA when the inode has no such attribute. */
+int btk_xattr_get(struct btk_fs *fs, const struct btk_root *root, uint64_t ino, const char *name,
+		  size_t name_len, uint8_t **value, size_t *len);
+
+/* ---- file data (fs_read_data.c) ---- */
+
+/* What btk_file_read passes on, in file order, covering [0, size) with no gap or overlap. */
+struct btk_file_read_ops {
+	/* len bytes of file data at file offset off; data NULL: a hole or prealloc range (reads
+	 * as zeros). Return 0 to go on; anything else stops the read and is returned. */
+	int (*data)(void *ctx, uint64_t off, const uint8_t *data, size_t len);
+	/* [off, off+len) could not be read (unreadable or corrupt extent, checksum mismatch,
+	 * bad compressed stream): why says what. NULL, or a nonzero return: the read stops with
+	 * -EIO / that value. 0: go on; the range is then passed to data() as a hole. */
+	int (*bad)(void *ctx, uint64_t off, uint64_t len, const char *why);
+};
+
+/* Reads bytes [off, off+len) of file ino whose inode is ii (the range is cut at ii->size; len
+ * UINT64_MAX: to the end): inline, regular (data
+ * checksums verified unless the inode has NODATASUM), compressed (zlib, lzo, zstd), prealloc
+ * and hole extents, reflinked extents (an extent_offset into a shared extent). Memory is
+ * bounded by the largest extent (128 KiB compressed, or one chunk of 1 MiB at a time for
+ * uncompressed extents). Errors: those of the extent tree walk (-EUCLEAN, -EIO), -ENOMEM,
+ * ops' return values. */
+int btk_file_read(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,
+		  const struct btk_inode_info *ii, uint64_t off, uint64_t len,
+		  const struct btk_file_read_ops *ops, void *ctx);
+
+/* Bytes [off, off+len) of file ino into buf (holes as zeros); *got the count (less than len
+ * at the end of the file). For symlink targets and small reads; -EIO (with the reason) for an
+ * unreadable range. */
+int btk_file_pread(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,
+		   const struct btk_inode_info *ii, uint8_t *buf, size_t len, uint64_t off,
+		   size_t *got);
+
 #endif

@@ -311,7 +311,10 @@ static int write_items(struct restore *rs, struct btk_fs *fs, const struct btk_r
 			continue;
 		if ((ret = btk_md_item_read(rs->r, i, &buf, &len)))
 			return ret;
-		for (size_t off = 0; remap && len % rs->nodesize == 0 && off < len && !ret;
+		const struct btk_chunk *c = btk_chunk_find(fs, it->logical);
+		bool meta =
+		    c && (c->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM));
+		for (size_t off = 0; remap && meta && len % rs->nodesize == 0 && off < len && !ret;
 		     off += rs->nodesize)
 			ret = btk_image_remap_block(fs, buf + off, it->logical + off);
 		if (!ret)
@@ -344,7 +347,9 @@ static int write_supers(struct restore *rs, struct btk_fs *fs)
 		struct btk_dev *dev = fs->devs[i].dev;
 
 		memcpy(sb.dev_item, rs->devs[i].item, DEV_ITEM_SIZE);
-		btk_put64(sb.flags, btk_le64(sb.flags) | BTK_SUPER_FLAG_METADUMP_V2);
+		/* a v1 dump carries the file data: what it restores is a filesystem like any */
+		if (rs->r->version == 0)
+			btk_put64(sb.flags, btk_le64(sb.flags) | BTK_SUPER_FLAG_METADUMP_V2);
 		for (int m = 0; m < BTK_SUPER_MIRRORS; m++) {
 			if (mirror[m] + BTK_SUPER_SIZE > dev->size)
 				break;

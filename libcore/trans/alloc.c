@@ -265,7 +265,7 @@ static int alloc_in_type(struct btk_wfs *w, uint64_t type, uint32_t ns, uint64_t
 {
 	for (int i = 0; i < w->nbgs; i++) {
 		struct btk_bg *bg = &w->bgs[i];
-		if ((bg->flags & BTRFS_BLOCK_GROUP_TYPE_MASK) != type)
+		if ((bg->flags & BTRFS_BLOCK_GROUP_TYPE_MASK) != type || bg->ro)
 			continue;
 		if (bg_find_block(bg, ns, bytenr))
 			return 0;

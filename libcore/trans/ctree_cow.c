@@ -738,3 +738,60 @@ int btk_new_block(struct btk_trans *t, struct btk_wroot *wr, int level, struct b
 {
 	return new_block(t, wr, level, out);
 }
+
+/* Walks from the root towards key down to `level` (copying on the way when cow); the block
+ * reached is p->nodes[level]. */
+static int descend_to(struct btk_trans *t, struct btk_wroot *wr, const struct btk_key *key,
+		      int level, bool cow, struct btk_path *p)
+{
+	struct btk_fs *fs = t->fs;
+	int l = wr->level, ret, slot;
+
+	btk_path_init(p);
+	if ((ret = btk_wblock_read(fs, wr->bytenr, l, &p->nodes[l])))
+		return ret;
+	if (cow && (ret = cow_block(t, wr, p, l)))
+		return ret;
+	while (l > level) {
+		bin_search(p->nodes[l], key, &slot);
+		p->slots[l] = slot;
+		if ((ret = read_child(fs, t, wr, p, l, cow)))
+			return ret;
+		l--;
+	}
+	return 0;
+}
+
+int btk_tree_cow_block(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
+		       uint64_t bytenr)
+{
+	struct btk_wroot *wr = btk_wroot_get(t->w, tree);
+	struct btk_path p;
+	int ret;
+
+	if (!wr)
+		return btk_err(ENOENT, "tree %llu not found", (unsigned long long)tree);
+	if (level < 0 || level > wr->level)
+		return 1;
+	/* look first: a path that does not reach the block is not copied for nothing */
+	ret = descend_to(t, wr, key, level, false, &p);
+	if (!ret && p.nodes[level]->bytenr != bytenr)
+		ret = 1;
+	btk_wpath_release(&p);
+	if (ret)
+		return ret;
+	ret = descend_to(t, wr, key, level, true, &p);
+	btk_wpath_release(&p);
+	return ret;
+}
+
+int btk_tree_search_read(struct btk_trans *t, uint64_t tree, const struct btk_key *key,
+			 struct btk_path *p)
+{
+	return btk_tree_search_cur(t->w, tree, key, p);
+}
+
+int btk_tree_read_next(struct btk_trans *t, struct btk_path *p)
+{
+	return btk_wpath_next(t->fs, p);
+}

@@ -47,6 +47,7 @@ struct btk_bg {
 	struct btk_rangeset pinned; /* freed this transaction, reusable after commit */
 	struct btk_rangeset super;  /* superblock stripes: never allocated, free in the FST */
 	bool item_new;		    /* no BLOCK_GROUP_ITEM on disk yet */
+	bool ro;		    /* being emptied (relocation): nothing is allocated in it */
 	bool dirty;		    /* item and free-space tree need a look at commit */
 };
 
@@ -126,6 +127,9 @@ struct btk_wfs {
 	 * what another filesystem still holds while a btrfs is built over it (convert) */
 	struct btk_devhold *holds;
 	int nholds;
+	/* new chunks start at or past this logical address: a removed chunk's addresses are
+	 * not used again (cached blocks and the committed chunk tree still name them) */
+	uint64_t logical_floor;
 };
 
 struct btk_devhold {

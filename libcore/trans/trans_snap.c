@@ -90,6 +90,17 @@ int btk_tree_snapshot(struct btk_trans *t, uint64_t src, uint64_t dst, bool read
 	if (btk_wroot_get(w, dst))
 		return btk_err(EEXIST, "tree %llu exists", (unsigned long long)dst);
 	btk_err_clear();
+	/* as the kernel, the source's root is copied into this transaction first: its root item
+	 * changes (last_snapshot), and a root item's generation must be its root block's */
+	{
+		struct btk_key k0 = {0, 0, 0};
+		struct btk_path p;
+		ret = btk_tree_search_write(t, src, &k0, 0, &p);
+		btk_wpath_release(&p);
+		if (ret < 0)
+			return ret;
+		s = btk_wroot_get(w, src);
+	}
 	if ((ret = mark_shared(t, s->bytenr, s->level, 0)))
 		return ret;
 	struct btk_root_item sri;
@@ -100,6 +111,9 @@ int btk_tree_snapshot(struct btk_trans *t, uint64_t src, uint64_t dst, bool read
 	if ((ret = btk_tree_create(t, dst, &d)))
 		return ret;
 	bytenr = d->bytenr;
+	/* as the kernel keys a snapshot's root item: by the transaction that made it, which its
+	 * drop uses to tell the blocks it owns from those it shares with the source */
+	d->item_key.offset = t->transid;
 	snap_item(t, s, d, readonly, now);
 	if ((ret = btk_wblock_read(t->fs, s->bytenr, s->level, &b)))
 		return ret;

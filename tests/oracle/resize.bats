@@ -324,3 +324,91 @@ detach() {
 @test "4-device RAID10: shrinking one device moves only its stripes; check clean, same tree" {
 	multi_dev raid10
 }
+
+# spread_image: a kernel-populated image whose last data chunk can be emptied into the free
+# space that deleting every other file left in the chunk before it; with a snapshot, a reflink
+# and small files (its saved tree in $SAVED, data used in $USED)
+spread_image() {
+	local d=$ORC/spread
+	(
+		flock 9
+		[ -e "$d/done" ] && exit 0
+		rm -rf "$d"
+		mkdir -p "$d/mnt" "$d/saved"
+		truncate -s 1G "$d/img"
+		mkfs.btrfs -q -f "$d/img" >/dev/null 2>&1
+		btrfs check --readonly "$d/img" >/dev/null 2>&1 || exit 1
+		mount -o loop "$d/img" "$d/mnt" || exit 1
+		(
+			set -e
+			for i in $(seq 1 60); do head -c 3M /dev/urandom >"$d/mnt/f$i"; done
+			sync
+			for i in $(seq 1 2 60); do rm "$d/mnt/f$i"; done
+			btrfs subvolume snapshot "$d/mnt" "$d/mnt/snap" >/dev/null
+			btrfs subvolume snapshot -r "$d/mnt" "$d/mnt/snap.ro" >/dev/null
+			cp --reflink=always "$d/mnt/f2" "$d/mnt/f2.reflink"
+			mkdir "$d/mnt/small"
+			for i in $(seq 1 300); do echo "$i" >"$d/mnt/small/s$i"; done
+			sync
+		) >"$d/populate.log" 2>&1
+		local rc=$?
+		[ $rc = 0 ] && rsync -aHAX "$d/mnt/" "$d/saved/"
+		data_used "$d/mnt" >"$d/used"
+		umount "$d/mnt"
+		[ $rc = 0 ] && touch "$d/done"
+	) 9>"$ORC/.lock.spread"
+	[ -e "$ORC/spread/done" ] || return 1
+	IMG=$BATS_TEST_TMPDIR/spread.img
+	cp --sparse=always "$ORC/spread/img" "$IMG"
+	SAVED=$ORC/spread/saved
+	USED=$(cat "$ORC/spread/used")
+}
+
+@test "chunks past the size are emptied: extents move, snapshots and reflinks stay shared" {
+	spread_image
+	# whole stripes cannot get below the end of the second data chunk: the last one is emptied
+	step -n -M "$IMG"
+	grep -q "^would empty and remove chunk" "$BTK_OUT"
+	step -P "$IMG"
+	min=$(cat "$BTK_OUT")
+	step -M "$IMG"
+	grep -q "^emptied and removed chunk" "$BTK_OUT"
+	size_is "$IMG" "$min"
+	btrfs check --readonly --check-data-csum "$IMG" >"$BATS_TEST_TMPDIR/check.out" 2>&1 || {
+		tail "$BATS_TEST_TMPDIR/check.out" >&2
+		false
+	}
+	same_tree "$IMG"
+	step -P "$IMG"
+	[ "$(cat "$BTK_OUT")" = "$min" ]
+}
+
+@test "power cut at sampled writes of an emptying shrink: old or new filesystem" {
+	spread_image
+	cp --sparse=always "$IMG" "$BATS_TEST_TMPDIR/orig.img"
+	old=$(stat -c %s "$IMG")
+	step -P "$IMG"
+	new=$(cat "$BTK_OUT")
+	n=0 done=0 seen_old=0 seen_new=0
+	while [ $done = 0 ] && [ $n -lt 400 ]; do
+		cp --sparse=always "$BATS_TEST_TMPDIR/orig.img" "$IMG"
+		btk_run 120 "$RESIZE" --fail-after $n -M "$IMG"
+		assert_no_crash
+		[ "$status" = 0 ] && done=1
+		check_clean "$IMG" || { echo "after $n writes" >&2; false; }
+		sz=$(sb_field "$IMG" total_bytes)
+		case $sz in
+		"$old") seen_old=$((seen_old + 1)) ;;
+		"$new") seen_new=$((seen_new + 1)) ;;
+		*) echo "after $n writes: size $sz, neither $old nor $new" >&2; false ;;
+		esac
+		if [ $((n % 9)) = 0 ] || [ $done = 1 ]; then
+			same_tree "$IMG" || { echo "after $n writes" >&2; false; }
+		fi
+		n=$((n + 3))
+	done
+	[ $done = 1 ]
+	[ $seen_old -gt 0 ]
+	size_is "$IMG" "$new"
+	echo "# $n write budgets tried (every third), $seen_old old, $seen_new new" >&3
+}

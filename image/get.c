@@ -1,0 +1,409 @@
+/* get.c — btk-image get [-r] [-f] IMG PATH DEST: files, directories, subvolumes and snapshots
+ * copied out as they are (modes, owners as root, times in ns, xattrs and ACLs, hard links,
+ * holes, symlinks, device nodes and fifos). What does not read is listed and skipped; the exit
+ * status is then 1. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "base/error.h"
+#include "cli/cli.h"
+#include "fileops.h"
+#include "fs/fs_read.h"
+
+/* (tree, inode) of a file with several names -> where its first copy went */
+struct link {
+	uint64_t root, ino;
+	char *host;
+};
+
+struct get {
+	struct img_cmd *c;
+	int force;
+	bool root; /* running as root: owners, devices, trusted.* and security.* xattrs */
+	const char *dest;
+	size_t skip; /* bytes of an image path that the destination replaces */
+	struct cli_progress prog;
+	uint64_t files, bytes, skipped, xattrs_left, xattrs_unsupported;
+	struct link *links;
+	size_t nlinks, cap; /* open addressing, cap a power of two */
+	/* the file being written */
+	int fd;
+	const char *cur;
+};
+
+static int skipped(struct get *g, const char *path, const char *fmt, const char *why)
+{
+	cli_warn(fmt, path, why);
+	g->skipped++;
+	return 0;
+}
+
+static char *host_path(struct get *g, const char *path)
+{
+	const char *rel = path + g->skip;
+	size_t dl = strlen(g->dest), rl = strlen(rel);
+	char *h = malloc(dl + rl + 1);
+
+	if (h) {
+		memcpy(h, g->dest, dl);
+		memcpy(h + dl, rel, rl + 1);
+	}
+	return h;
+}
+
+static size_t link_slot(const struct get *g, uint64_t root, uint64_t ino)
+{
+	size_t i = (size_t)((ino * 0x9e3779b97f4a7c15ULL) ^ (root * 0xff51afd7ed558ccdULL));
+
+	for (i &= g->cap - 1; g->links[i].host; i = (i + 1) & (g->cap - 1))
+		if (g->links[i].root == root && g->links[i].ino == ino)
+			break;
+	return i;
+}
+
+static const char *link_find(const struct get *g, uint64_t root, uint64_t ino)
+{
+	return g->cap ? g->links[link_slot(g, root, ino)].host : NULL;
+}
+
+static int link_add(struct get *g, uint64_t root, uint64_t ino, const char *host)
+{
+	if ((g->nlinks + 1) * 2 > g->cap) {
+		size_t nc = g->cap ? g->cap * 2 : 1024;
+		struct link *old = g->links;
+		size_t oc = g->cap;
+		if (!(g->links = calloc(nc, sizeof(*g->links)))) {
+			g->links = old;
+			return -ENOMEM;
+		}
+		g->cap = nc;
+		for (size_t i = 0; i < oc; i++)
+			if (old[i].host)
+				g->links[link_slot(g, old[i].root, old[i].ino)] = old[i];
+		free(old);
+	}
+	struct link *l = &g->links[link_slot(g, root, ino)];
+	if (!(l->host = strdup(host)))
+		return -ENOMEM;
+	l->root = root, l->ino = ino;
+	g->nlinks++;
+	return 0;
+}
+
+/* ---- metadata ---- */
+
+struct xa {
+	struct get *g;
+	const char *host, *path;
+	int fd; /* -1: by path (not following a symlink) */
+};
+
+static bool needs_root(const char *name, size_t len)
+{
+	return (len > 8 && !memcmp(name, "trusted.", 8)) ||
+	       (len > 9 && !memcmp(name, "security.", 9));
+}
+
+static int xattr_cb(void *ctx, const char *name, uint16_t nlen, const uint8_t *v, uint16_t vlen)
+{
+	struct xa *x = ctx;
+	char n[256];
+	int r;
+
+	snprintf(n, sizeof(n), "%.*s", (int)nlen, name);
+	if (!x->g->root && needs_root(name, nlen)) {
+		x->g->xattrs_left++;
+		return 0;
+	}
+	r = x->fd >= 0 ? fsetxattr(x->fd, n, v, vlen, 0) : lsetxattr(x->host, n, v, vlen, 0);
+	if (r) {
+		if (errno == ENOTSUP) { /* the destination has no such namespace (btrfs.*) */
+			x->g->xattrs_unsupported++;
+			return 0;
+		}
+		if (!x->g->root && errno == EPERM) {
+			x->g->xattrs_left++; /* user.* on a symlink or device, for instance */
+			return 0;
+		}
+		char why[300];
+		snprintf(why, sizeof(why), "%s: %s", n, strerror(errno));
+		skipped(x->g, x->path, "%s: xattr %s not copied", why);
+	}
+	return 0;
+}
+
+/* Owner, mode, xattrs (ACLs with them: after the mode, which they adjust), then the times. */
+static void set_meta(struct get *g, const struct img_entry *e, const char *host, int fd)
+{
+	const struct btk_inode_info *i = &e->node.info;
+	struct timespec ts[2] = {{(time_t)i->atime.sec, i->atime.nsec},
+				 {(time_t)i->mtime.sec, i->mtime.nsec}};
+	bool lnk = S_ISLNK(i->mode);
+	struct xa x = {g, host, e->path, fd};
+	int r;
+
+	if (g->root) {
+		r = fd >= 0 ? fchown(fd, i->uid, i->gid) : lchown(host, i->uid, i->gid);
+		if (r)
+			skipped(g, e->path, "%s: owner not set: %s", strerror(errno));
+	}
+	if (!lnk) {
+		r = fd >= 0 ? fchmod(fd, i->mode & 07777) : chmod(host, i->mode & 07777);
+		if (r)
+			skipped(g, e->path, "%s: mode not set: %s", strerror(errno));
+	}
+	if (!e->stub && btk_xattr_for_each(g->c->fs, &e->node.root, e->node.ino, xattr_cb, &x))
+		skipped(g, e->path, "%s: xattrs: %s", btk_errmsg());
+	if (e->stub)
+		return; /* the kernel's stand-in has no times of its own */
+	r = fd >= 0 ? futimens(fd, ts) : utimensat(AT_FDCWD, host, ts, AT_SYMLINK_NOFOLLOW);
+	if (r)
+		skipped(g, e->path, "%s: times not set: %s", strerror(errno));
+}
+
+/* ---- file data ---- */
+
+static int data_cb(void *ctx, uint64_t off, const uint8_t *data, size_t len)
+{
+	struct get *g = ctx;
+
+	if (!data)
+		return 0; /* a hole stays a hole: ftruncate sets the size at the end */
+	while (len) {
+		ssize_t n = pwrite(g->fd, data, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		data += n, off += (uint64_t)n, len -= (size_t)n;
+		g->bytes += (uint64_t)n;
+	}
+	cli_progress_draw(&g->prog, false, "get: %llu files, %llu MiB",
+			  (unsigned long long)g->files, (unsigned long long)(g->bytes >> 20));
+	return 0;
+}
+
+static int bad_cb(void *ctx, uint64_t off, uint64_t len, const char *why)
+{
+	struct get *g = ctx;
+	char msg[512];
+
+	snprintf(msg, sizeof(msg), "bytes %llu..%llu: %s", (unsigned long long)off,
+		 (unsigned long long)(off + len), why);
+	skipped(g, g->cur, "%s: %s (left a hole)", msg);
+	return 0;
+}
+
+/* An existing destination is replaced with -f only. */
+static int make_room(struct get *g, const char *host, const char *path)
+{
+	struct stat st;
+
+	if (lstat(host, &st))
+		return 0;
+	if (!g->force)
+		return skipped(g, path, "%s: %s exists (-f replaces it)", host), 1;
+	if (S_ISDIR(st.st_mode))
+		return skipped(g, path, "%s: %s is a directory", host), 1;
+	if (unlink(host))
+		return skipped(g, path, "%s: cannot replace it: %s", strerror(errno)), 1;
+	return 0;
+}
+
+static void get_file(struct get *g, const struct img_entry *e, const char *host)
+{
+	static const struct btk_file_read_ops ops = {data_cb, bad_cb};
+	const struct btk_inode_info *i = &e->node.info;
+	const char *first = i->nlink > 1 ? link_find(g, e->node.root_id, e->node.ino) : NULL;
+	int ret;
+
+	if (make_room(g, host, e->path))
+		return;
+	if (first) {
+		if (link(first, host))
+			skipped(g, e->path, "%s: hard link not made: %s", strerror(errno));
+		return;
+	}
+	g->fd = open(host, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (g->fd < 0) {
+		skipped(g, e->path, "%s: %s", strerror(errno));
+		return;
+	}
+	g->cur = e->path;
+	g->files++;
+	ret = btk_file_read(g->c->fs, &e->node.root, e->node.ino, i, 0, UINT64_MAX, &ops, g);
+	if (ret)
+		skipped(g, e->path, "%s: %s",
+			ret == -EUCLEAN || ret == -EIO ? btk_errmsg() : strerror(-ret));
+	if (ftruncate(g->fd, (off_t)i->size))
+		skipped(g, e->path, "%s: size not set: %s", strerror(errno));
+	set_meta(g, e, host, g->fd);
+	if (close(g->fd))
+		skipped(g, e->path, "%s: %s", strerror(errno));
+	g->fd = -1;
+	if (i->nlink > 1 && link_add(g, e->node.root_id, e->node.ino, host))
+		skipped(g, e->path, "%s: %s", "out of memory (hard links)");
+}
+
+static void get_symlink(struct get *g, const struct img_entry *e, const char *host)
+{
+	char *t;
+
+	if (make_room(g, host, e->path))
+		return;
+	if (!(t = img_symlink_target(g->c, &e->node, e->path))) {
+		g->skipped++;
+		return;
+	}
+	if (symlink(t, host))
+		skipped(g, e->path, "%s: %s", strerror(errno));
+	else
+		set_meta(g, e, host, -1);
+	free(t);
+}
+
+static void get_special(struct get *g, const struct img_entry *e, const char *host)
+{
+	const struct btk_inode_info *i = &e->node.info;
+	dev_t dev = makedev(btk_rdev_major(i->rdev), btk_rdev_minor(i->rdev));
+
+	if (make_room(g, host, e->path))
+		return;
+	if ((S_ISCHR(i->mode) || S_ISBLK(i->mode)) && !g->root) {
+		skipped(g, e->path, "%s: %s", "device node not made (needs root)");
+		return;
+	}
+	if (mknod(host, (i->mode & S_IFMT) | 0600, S_ISCHR(i->mode) || S_ISBLK(i->mode) ? dev : 0))
+		skipped(g, e->path, "%s: %s", strerror(errno));
+	else
+		set_meta(g, e, host, -1);
+}
+
+static int on_entry(void *ctx, const struct img_entry *e)
+{
+	struct get *g = ctx;
+	uint32_t mode = e->node.info.mode;
+	struct stat st;
+	char *host;
+
+	if (e->depth == 0) /* the walk's paths are normalized: "/" or "/a/b" */
+		g->skip = strcmp(e->path, "/") ? strlen(e->path) : 0;
+	host = host_path(g, e->path);
+
+	if (!host)
+		return cli_err("out of memory"), CLI_EXIT_ERROR;
+	if (S_ISDIR(mode)) {
+		if (mkdir(host, 0700) &&
+		    !(errno == EEXIST && !stat(host, &st) && S_ISDIR(st.st_mode))) {
+			skipped(g, e->path, "%s: %s", strerror(errno));
+			free(host);
+			return IMG_WALK_SKIP;
+		}
+	} else if (S_ISREG(mode)) {
+		get_file(g, e, host);
+	} else if (S_ISLNK(mode)) {
+		get_symlink(g, e, host);
+	} else if (S_ISCHR(mode) || S_ISBLK(mode) || S_ISFIFO(mode) || S_ISSOCK(mode)) {
+		get_special(g, e, host);
+	} else {
+		skipped(g, e->path, "%s: %s", "unknown file type");
+	}
+	free(host);
+	return 0;
+}
+
+static int on_dir_done(void *ctx, const struct img_entry *e)
+{
+	struct get *g = ctx;
+	char *host = host_path(g, e->path);
+
+	if (!host)
+		return cli_err("out of memory"), CLI_EXIT_ERROR;
+	set_meta(g, e, host, -1);
+	free(host);
+	return 0;
+}
+
+static int on_bad(void *ctx, const char *path, const char *why)
+{
+	return skipped(ctx, path, "%s: not copied: %s", why);
+}
+
+/* DEST: an existing directory receives PATH under its own name (the top's contents for "/"),
+ * anything else is the name of the copy. */
+static char *choose_dest(const char *path, const char *dest)
+{
+	const char *end = path + strlen(path), *name;
+	struct stat st;
+	char *d;
+
+	while (end > path && end[-1] == '/')
+		end--;
+	for (name = end; name > path && name[-1] != '/'; name--)
+		;
+	if (stat(dest, &st) || !S_ISDIR(st.st_mode) || name == end)
+		return strdup(dest);
+	if (asprintf(&d, "%s/%.*s", dest, (int)(end - name), name) < 0)
+		return NULL;
+	return d;
+}
+
+int verb_get(int argc, const char **argv)
+{
+	struct img_cmd c = {0};
+	struct get g = {.c = &c, .fd = -1, .root = geteuid() == 0};
+	int rec = 0;
+	struct poptOption opts[] = {
+	    {"recursive", 'r', POPT_ARG_NONE, &rec, 0, "directories with everything below", NULL},
+	    {"force", 'f', POPT_ARG_NONE, &g.force, 0, "replace existing files at DEST", NULL},
+	    IMG_OPT_DEVICE(&c),
+	    CLI_STD_OPTIONS POPT_TABLEEND};
+	int rc = img_parse(&c, argc, argv, opts, "[-r] [-f] IMG PATH DEST", 3, 3);
+	struct img_node n;
+	char *dest = NULL;
+
+	if (!rc)
+		rc = img_open(&c, false);
+	if (!rc)
+		rc = img_lookup(&c, c.args[1], &n);
+	if (rc)
+		return img_done(&c, rc);
+	if (S_ISDIR(n.info.mode) && !rec) {
+		cli_err("%s: %s: is a directory (-r copies it)", c.img, c.args[1]);
+		return img_done(&c, CLI_EXIT_ERROR);
+	}
+	if (!(dest = choose_dest(c.args[1], c.args[2]))) {
+		cli_err("out of memory");
+		return img_done(&c, CLI_EXIT_ERROR);
+	}
+	g.dest = dest;
+	struct img_walk_ops ops = {
+	    .entry = on_entry, .dir_done = on_dir_done, .bad = on_bad, .recurse = true};
+	cli_progress_start(&g.prog, false);
+	rc = img_walk(&c, c.args[1], &ops, &g);
+	cli_progress_clear(&g.prog);
+	if (g.xattrs_left)
+		cli_warn("%llu xattrs (trusted., security., or on symlinks and devices) need root; "
+			 "not copied",
+			 (unsigned long long)g.xattrs_left);
+	if (g.xattrs_unsupported)
+		cli_warn("%llu xattrs not copied: the destination does not support them (btrfs.* "
+			 "properties, for instance)",
+			 (unsigned long long)g.xattrs_unsupported);
+	if (!rc && g.skipped) {
+		cli_err("%llu problems: what is listed above was skipped or is incomplete",
+			(unsigned long long)g.skipped);
+		rc = CLI_EXIT_ERROR;
+	}
+	for (size_t i = 0; i < g.cap; i++)
+		free(g.links[i].host);
+	free(g.links);
+	free(dest);
+	return img_done(&c, rc);
+}

@@ -1,0 +1,159 @@
+/* ls.c — btk-image ls [-l] [-R] [--json] IMG [PATH]: a directory's entries, or one entry. */
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/json.h"
+#include "cli/cli.h"
+#include "fileops.h"
+
+struct ls {
+	struct img_cmd *c;
+	int lng, rec;
+	bool first; /* nothing printed yet (text: blank lines between -R sections; JSON: commas) */
+	int failed;
+};
+
+static void json_time(const char *name, const struct btk_time *t)
+{
+	printf(", \"%s\": {\"sec\": %llu, \"nsec\": %u}", name, (unsigned long long)t->sec,
+	       t->nsec);
+}
+
+static void print_json(struct ls *l, const struct img_entry *e)
+{
+	const struct btk_inode_info *i = &e->node.info;
+
+	printf("%s\n    {\"path\": ", l->first ? "" : ",");
+	l->first = false;
+	btk_json_cstr(stdout, e->path);
+	printf(", \"name\": ");
+	btk_json_cstr(stdout, e->name);
+	printf(", \"tree\": %llu, \"ino\": %llu, \"type\": \"%s\", \"mode\": %u, \"nlink\": %u, "
+	       "\"uid\": %u, \"gid\": %u, \"size\": %llu, \"nbytes\": %llu",
+	       (unsigned long long)e->node.root_id, (unsigned long long)e->node.ino,
+	       img_type_name(i->mode), i->mode & 07777, i->nlink, i->uid, i->gid,
+	       (unsigned long long)i->size, (unsigned long long)i->nbytes);
+	if (S_ISCHR(i->mode) || S_ISBLK(i->mode))
+		printf(", \"rdev\": {\"major\": %u, \"minor\": %u}", btk_rdev_major(i->rdev),
+		       btk_rdev_minor(i->rdev));
+	json_time("atime", &i->atime);
+	json_time("mtime", &i->mtime);
+	json_time("ctime", &i->ctime);
+	json_time("otime", &i->otime);
+	if (e->subvol)
+		printf(", \"subvolume\": %llu, \"readonly\": %s", (unsigned long long)e->subvol,
+		       e->readonly ? "true" : "false");
+	if (S_ISLNK(i->mode)) {
+		char *t = img_symlink_target(l->c, &e->node, e->path);
+		printf(", \"target\": ");
+		if (t)
+			btk_json_cstr(stdout, t);
+		else
+			printf("null"), l->failed = 1;
+		free(t);
+	}
+	printf("}");
+}
+
+static void print_long(struct ls *l, const struct img_entry *e, const char *name)
+{
+	const struct btk_inode_info *i = &e->node.info;
+	char mode[11], when[48], size[32];
+
+	img_mode_str(i->mode, mode);
+	img_time_str(&i->mtime, when);
+	if (S_ISCHR(i->mode) || S_ISBLK(i->mode))
+		snprintf(size, sizeof(size), "%u, %u", btk_rdev_major(i->rdev),
+			 btk_rdev_minor(i->rdev));
+	else
+		snprintf(size, sizeof(size), "%llu", (unsigned long long)i->size);
+	printf("%8llu %s %3u %5u %5u %10s %s %s", (unsigned long long)e->node.ino, mode, i->nlink,
+	       i->uid, i->gid, size, when, name);
+	if (S_ISLNK(i->mode)) {
+		char *t = img_symlink_target(l->c, &e->node, e->path);
+		if (t)
+			printf(" -> %s", t);
+		else
+			l->failed = 1;
+		free(t);
+	}
+	if (e->subvol)
+		printf("  [subvolume %llu%s]", (unsigned long long)e->subvol,
+		       e->readonly ? ", read-only" : "");
+	putchar('\n');
+}
+
+static void print_one(struct ls *l, const struct img_entry *e, const char *name)
+{
+	if (l->c->json)
+		print_json(l, e);
+	else if (l->lng)
+		print_long(l, e, name);
+	else
+		printf("%s\n", name);
+}
+
+static int on_entry(void *ctx, const struct img_entry *e)
+{
+	struct ls *l = ctx;
+
+	if (e->depth == 0 && !S_ISDIR(e->node.info.mode))
+		print_one(l, e, e->path);
+	return 0;
+}
+
+static int on_list(void *ctx, const struct img_entry *dir, const struct img_entry *kids, size_t n)
+{
+	struct ls *l = ctx;
+
+	if (l->rec && !l->c->json) {
+		printf("%s%s:\n", l->first ? "" : "\n", dir->path);
+		l->first = false;
+	}
+	for (size_t i = 0; i < n; i++)
+		print_one(l, &kids[i], kids[i].name);
+	return 0;
+}
+
+static int on_bad(void *ctx, const char *path, const char *why)
+{
+	struct ls *l = ctx;
+
+	cli_err("%s: %s: %s", l->c->img, path, why);
+	l->failed = 1;
+	return 0;
+}
+
+int verb_ls(int argc, const char **argv)
+{
+	struct img_cmd c = {0};
+	struct ls l = {.c = &c, .first = true};
+	struct poptOption opts[] = {
+	    {"long", 'l', POPT_ARG_NONE, &l.lng, 0,
+	     "inode, mode, links, owner, group, size, mtime (UTC, ns), subvolume marks", NULL},
+	    {"recursive", 'R', POPT_ARG_NONE, &l.rec, 0, "list subdirectories (and subvolumes)",
+	     NULL},
+	    IMG_OPT_DEVICE(&c),
+	    IMG_OPT_JSON(&c),
+	    CLI_STD_OPTIONS POPT_TABLEEND};
+	int rc = img_parse(&c, argc, argv, opts, "[-l] [-R] [--json] IMG [PATH]", 1, 2);
+
+	if (!rc)
+		rc = img_open(&c, false);
+	if (rc)
+		return img_done(&c, rc);
+	const char *path = c.nargs > 1 ? c.args[1] : "/";
+	struct img_walk_ops ops = {
+	    .entry = on_entry, .list = on_list, .bad = on_bad, .recurse = l.rec};
+	if (c.json) {
+		cli_json_on(false); /* errors go to stderr; the output says "errors" */
+		printf("{\"path\": ");
+		btk_json_cstr(stdout, path);
+		printf(", \"entries\": [");
+	}
+	rc = img_walk(&c, path, &ops, &l);
+	if (c.json)
+		printf("\n  ], \"errors\": %s}\n", rc || l.failed ? "true" : "false");
+	return img_done(&c, rc || l.failed ? CLI_EXIT_ERROR : CLI_EXIT_OK);
+}

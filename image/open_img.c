@@ -1,0 +1,139 @@
+/* open_img.c — what every file verb shares: options, opening IMG, resolving a path. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/error.h"
+#include "cli/cli.h"
+#include "fileops.h"
+#include "fs/fs_read.h"
+
+#define IMG_MAX_DEVS 64
+#define IMG_NAME_MAX 255 /* bytes of one name (BTRFS_NAME_LEN) */
+
+int img_parse(struct img_cmd *c, int argc, const char **argv, struct poptOption *opts,
+	      const char *usage, int min_args, int max_args)
+{
+	int rc;
+
+	c->verb = argv[0];
+	cli_init(c->verb);	   /* messages start with "btk-image VERB" */
+	cli_json_argv(argc, argv); /* before anything can fail: errors as JSON too */
+	c->pc = poptGetContext(c->verb, argc, argv, opts, 0);
+	poptSetOtherOptionHelp(c->pc, usage);
+	if ((rc = cli_popt_run(c->pc)))
+		return rc;
+	c->args = poptGetArgs(c->pc);
+	c->nargs = 0;
+	while (c->args && c->args[c->nargs])
+		c->nargs++;
+	if (c->nargs < min_args || (max_args >= 0 && c->nargs > max_args)) {
+		cli_err("usage: %s %s", c->verb, usage);
+		return CLI_EXIT_USAGE;
+	}
+	c->img = c->nargs ? c->args[0] : NULL;
+	return 0;
+}
+
+/* A mounted device is refused for writing; reading one mounted read-write may see stale or
+ * half-written metadata, which is worth a warning. */
+static int check_mounted(const char *path, bool write)
+{
+	char where[4096] = "";
+	enum cli_mount_state st = cli_mount_state(path, where, sizeof(where));
+
+	if (st == CLI_MOUNTED_RW || st == CLI_MOUNTED_RO) {
+		if (write) {
+			cli_err("%s: mounted on %s; unmount it first", path, where);
+			return CLI_EXIT_ERROR;
+		}
+		if (st == CLI_MOUNTED_RW)
+			cli_warn("%s: mounted read-write on %s: what is read may be stale", path,
+				 where);
+	} else if (st == CLI_MOUNT_UNKNOWN && write) {
+		cli_err("%s: cannot tell whether it is mounted (/proc/self/mountinfo unreadable)",
+			path);
+		return CLI_EXIT_ERROR;
+	}
+	return 0;
+}
+
+int img_open(struct img_cmd *c, bool write)
+{
+	const char *paths[IMG_MAX_DEVS];
+	struct btk_open_opts oo = {.super_mirror = -1, .write = write};
+	int n = 0;
+
+	paths[n++] = c->img;
+	for (char **d = c->devices; d && *d; d++) {
+		if (n == IMG_MAX_DEVS) {
+			cli_err("more than %d devices", IMG_MAX_DEVS);
+			return CLI_EXIT_USAGE;
+		}
+		paths[n++] = *d;
+	}
+	for (int i = 0; i < n; i++)
+		if (check_mounted(paths[i], write))
+			return CLI_EXIT_ERROR;
+	if (btk_fs_open(paths, n, &oo, &c->fs)) {
+		cli_err("%s", btk_errmsg());
+		return CLI_EXIT_ERROR;
+	}
+	c->write = write;
+	return 0;
+}
+
+int img_done(struct img_cmd *c, int rc)
+{
+	if (c->fs)
+		btk_fs_close(c->fs);
+	c->fs = NULL;
+	if (c->pc)
+		poptFreeContext(c->pc);
+	c->pc = NULL;
+	if (c->devices) {
+		for (char **d = c->devices; *d; d++)
+			free(*d);
+		free(c->devices);
+		c->devices = NULL;
+	}
+	return rc;
+}
+
+/* One line for a lookup failure: the errno's words, and the library's detail when it says
+ * more than that (a damaged tree). */
+static int lookup_err(struct img_cmd *c, const char *path, int err)
+{
+	if (err == -ENOENT || err == -ENOTDIR || err == -ENAMETOOLONG)
+		cli_err("%s: %s: %s", c->img, path, strerror(-err));
+	else
+		cli_err("%s: %s: %s", c->img, path, btk_errmsg());
+	return CLI_EXIT_ERROR;
+}
+
+int img_lookup(struct img_cmd *c, const char *path, struct img_node *out)
+{
+	const char *p = path;
+	size_t len = strlen(path);
+	int ret;
+
+	while (*p) { /* btk_path_lookup takes any length; a name over 255 bytes exists nowhere */
+		size_t n = strcspn(p, "/");
+		if (n > IMG_NAME_MAX)
+			return lookup_err(c, path, -ENAMETOOLONG);
+		p += n + (p[n] == '/');
+	}
+	memset(out, 0, sizeof(*out));
+	ret = btk_path_lookup(c->fs, path, &out->root_id, &out->ino);
+	if (!ret)
+		ret = btk_fs_root(c->fs, out->root_id, &out->root);
+	if (!ret)
+		ret = btk_inode_read(c->fs, &out->root, out->ino, &out->info);
+	if (ret)
+		return lookup_err(c, path, ret);
+	/* "file/" names a directory that is not one */
+	if (len && path[len - 1] == '/' && !S_ISDIR(out->info.mode))
+		return lookup_err(c, path, -ENOTDIR);
+	return 0;
+}

@@ -1,0 +1,80 @@
+/* show.c — modes, types, times and symlink targets as ls and stat print them. */
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "base/error.h"
+#include "cli/cli.h"
+#include "fileops.h"
+#include "fs/fs_read.h"
+
+#define SYMLINK_MAX 4096 /* PATH_MAX: the kernel's limit for a target */
+
+void img_mode_str(uint32_t m, char out[11])
+{
+	static const char types[] = "?pc?d?b?-?l?s???";
+	const char *rwx = "rwxrwxrwx";
+
+	out[0] = types[(m >> 12) & 15];
+	for (int i = 0; i < 9; i++)
+		out[1 + i] = (m & (0400 >> i)) ? rwx[i] : '-';
+	if (m & S_ISUID)
+		out[3] = (m & S_IXUSR) ? 's' : 'S';
+	if (m & S_ISGID)
+		out[6] = (m & S_IXGRP) ? 's' : 'S';
+	if (m & S_ISVTX)
+		out[9] = (m & S_IXOTH) ? 't' : 'T';
+	out[10] = 0;
+}
+
+const char *img_type_name(uint32_t m)
+{
+	switch (m & S_IFMT) {
+	case S_IFREG:
+		return "file";
+	case S_IFDIR:
+		return "dir";
+	case S_IFLNK:
+		return "symlink";
+	case S_IFCHR:
+		return "chardev";
+	case S_IFBLK:
+		return "blockdev";
+	case S_IFIFO:
+		return "fifo";
+	case S_IFSOCK:
+		return "socket";
+	}
+	return "unknown";
+}
+
+void img_time_str(const struct btk_time *t, char out[48])
+{
+	time_t s = (time_t)t->sec;
+	struct tm tm;
+
+	if ((int64_t)t->sec < 0 || !gmtime_r(&s, &tm)) {
+		snprintf(out, 48, "@%lld.%09u", (long long)t->sec, t->nsec);
+		return;
+	}
+	size_t n = strftime(out, 48, "%Y-%m-%d %H:%M:%S", &tm);
+	snprintf(out + n, 48 - n, ".%09u", t->nsec);
+}
+
+char *img_symlink_target(struct img_cmd *c, const struct img_node *n, const char *path)
+{
+	size_t len = n->info.size > SYMLINK_MAX ? SYMLINK_MAX : (size_t)n->info.size, got = 0;
+	char *t = malloc(len + 1);
+
+	if (!t) {
+		cli_err("out of memory");
+		return NULL;
+	}
+	if (btk_file_pread(c->fs, &n->root, n->ino, &n->info, (uint8_t *)t, len, 0, &got)) {
+		cli_err("%s: %s: symlink target: %s", c->img, path, btk_errmsg());
+		free(t);
+		return NULL;
+	}
+	t[got] = 0;
+	return t;
+}

@@ -1,0 +1,225 @@
+/* fs_read_dir.c — directory entries, subvolume root items and xattrs (see fs_read.h). */
+#include "fs/fs_read.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/csum.h"
+#include "base/error.h"
+#include "format/root_item.h"
+
+/* DIR_INDEX and XATTR_ITEM share one layout: {dir_item, name, data}... */
+struct dir_walk {
+	int (*entry)(struct dir_walk *w, const uint8_t *e, const char *name, uint16_t nlen,
+		     const uint8_t *data, uint16_t dlen, const struct btk_key *k);
+	uint64_t ino;
+	void *fn, *ctx;
+};
+
+static int dir_items_cb(void *arg, const struct btk_block *leaf, int slot, const struct btk_key *k,
+			const uint8_t *d, uint32_t size)
+{
+	struct dir_walk *w = arg;
+	uint32_t pos = 0;
+
+	(void)leaf, (void)slot;
+	while (pos < size) {
+		const uint8_t *e = d + pos;
+		uint32_t nlen, dlen;
+		int ret;
+
+		if (size - pos < sizeof(struct btrfs_dir_item))
+			goto bad;
+		nlen = BTK_GET(struct btrfs_dir_item, e, name_len);
+		dlen = BTK_GET(struct btrfs_dir_item, e, data_len);
+		pos += sizeof(struct btrfs_dir_item);
+		if (nlen + dlen > size - pos)
+			goto bad;
+		ret = w->entry(w, e, (const char *)d + pos, nlen, d + pos + nlen, dlen, k);
+		if (ret)
+			return ret;
+		pos += nlen + dlen;
+	}
+	return 0;
+bad:
+	return btk_err(EUCLEAN, "inode %llu: %s item (offset %llu) overruns its %u bytes",
+		       (unsigned long long)w->ino,
+		       k->type == BTRFS_XATTR_ITEM_KEY ? "XATTR_ITEM" : "DIR_INDEX",
+		       (unsigned long long)k->offset, size);
+}
+
+static int dir_entry(struct dir_walk *w, const uint8_t *e, const char *name, uint16_t nlen,
+		     const uint8_t *data, uint16_t dlen, const struct btk_key *k)
+{
+	int (*fn)(void *, const struct btk_dir_entry *) = w->fn;
+	struct btk_dir_entry de = {.index = k->offset, .name = name, .name_len = nlen};
+
+	(void)data, (void)dlen;
+	btk_disk_to_key((const struct btk_disk_key *)e, &de.loc);
+	de.transid = BTK_GET(struct btrfs_dir_item, e, transid);
+	de.type = BTK_GET(struct btrfs_dir_item, e, type);
+	if (de.loc.type == BTRFS_ROOT_ITEM_KEY)
+		de.subvol = de.loc.objectid, de.ino = BTK_ROOT_DIRID;
+	else if (de.loc.type == BTRFS_INODE_ITEM_KEY)
+		de.ino = de.loc.objectid;
+	else
+		return btk_err(EUCLEAN, "directory %llu: entry '%.*s' has location type %u",
+			       (unsigned long long)w->ino, (int)nlen, name, de.loc.type);
+	return fn(w->ctx, &de);
+}
+
+int btk_dir_for_each(struct btk_fs *fs, const struct btk_root *root, uint64_t dir,
+		     int (*fn)(void *ctx, const struct btk_dir_entry *e), void *ctx)
+{
+	struct dir_walk w = {dir_entry, dir, (void *)fn, ctx};
+
+	return btk_for_each_item(fs, root, dir, BTRFS_DIR_INDEX_KEY, 0, dir_items_cb, &w);
+}
+
+static int root_item_cb(void *arg, const struct btk_block *leaf, int slot, const struct btk_key *k,
+			const uint8_t *d, uint32_t size)
+{
+	struct btk_root_item *ri = arg;
+
+	(void)leaf, (void)slot;
+	if (btk_root_item_parse(d, size, ri))
+		return btk_err(EUCLEAN, "ROOT_ITEM of tree %llu: %u bytes",
+			       (unsigned long long)k->objectid, size);
+	return 0; /* the last one (highest offset) stays */
+}
+
+int btk_subvol_item(struct btk_fs *fs, uint64_t id, struct btk_root_item *out)
+{
+	struct btk_root rt;
+	int ret = btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
+
+	if (ret)
+		return ret;
+	memset(out, 0, sizeof(*out));
+	ret = btk_for_each_item(fs, &rt, id, BTRFS_ROOT_ITEM_KEY, 0, root_item_cb, out);
+	if (!ret && !out->bytenr)
+		ret = btk_err(ENOENT, "tree %llu: no root item", (unsigned long long)id);
+	return ret;
+}
+
+struct ref_check {
+	uint64_t child, dir;
+	const char *name;
+	size_t len;
+	bool found;
+};
+
+static int root_ref_cb(void *arg, const struct btk_block *leaf, int slot, const struct btk_key *k,
+		       const uint8_t *d, uint32_t size)
+{
+	struct ref_check *r = arg;
+	const uint32_t hdr = sizeof(struct btrfs_root_ref);
+
+	(void)leaf, (void)slot;
+	if (k->offset != r->child)
+		return 1;
+	if (size < hdr || BTK_GET(struct btrfs_root_ref, d, name_len) > size - hdr)
+		return btk_err(EUCLEAN, "ROOT_REF %llu -> %llu: %u bytes",
+			       (unsigned long long)k->objectid, (unsigned long long)k->offset,
+			       size);
+	r->found = BTK_GET(struct btrfs_root_ref, d, dirid) == r->dir &&
+		   BTK_GET(struct btrfs_root_ref, d, name_len) == r->len &&
+		   !memcmp(d + hdr, r->name, r->len);
+	return 1;
+}
+
+int btk_subvol_ref_check(struct btk_fs *fs, uint64_t parent, uint64_t child, uint64_t dir,
+			 const char *name, size_t len)
+{
+	struct ref_check r = {child, dir, name, len, false};
+	struct btk_root rt;
+	int ret = btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
+
+	if (!ret)
+		ret =
+		    btk_for_each_item(fs, &rt, parent, BTRFS_ROOT_REF_KEY, child, root_ref_cb, &r);
+	if (ret < 0)
+		return ret;
+	return r.found ? 0 : -ENOENT;
+}
+
+int btk_subvol_readonly(struct btk_fs *fs, uint64_t id, bool *ro)
+{
+	struct btk_root_item ri;
+	int ret = btk_subvol_item(fs, id, &ri);
+
+	if (!ret)
+		*ro = !!(ri.flags & BTRFS_ROOT_SUBVOL_RDONLY);
+	return ret;
+}
+
+static int xattr_entry(struct dir_walk *w, const uint8_t *e, const char *name, uint16_t nlen,
+		       const uint8_t *data, uint16_t dlen, const struct btk_key *k)
+{
+	btk_xattr_fn fn = (btk_xattr_fn)w->fn;
+
+	(void)e, (void)k;
+	return fn(w->ctx, name, nlen, data, dlen);
+}
+
+int btk_xattr_for_each(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,
+		       btk_xattr_fn fn, void *ctx)
+{
+	struct dir_walk w = {xattr_entry, ino, (void *)fn, ctx};
+
+	return btk_for_each_item(fs, root, ino, BTRFS_XATTR_ITEM_KEY, 0, dir_items_cb, &w);
+}
+
+struct xattr_get {
+	const char *name;
+	size_t len;
+	uint8_t *value;
+	size_t vlen;
+	bool found;
+};
+
+static int xattr_get_cb(void *arg, const char *name, uint16_t nlen, const uint8_t *v, uint16_t vlen)
+{
+	struct xattr_get *g = arg;
+
+	if (nlen != g->len || memcmp(name, g->name, nlen))
+		return 0;
+	g->value = malloc(vlen ? vlen : 1);
+	if (!g->value)
+		return btk_err(ENOMEM, "xattr value of %u bytes", vlen);
+	memcpy(g->value, v, vlen);
+	g->vlen = vlen;
+	g->found = true;
+	return 1;
+}
+
+/* Only the item with the name's hash can hold it; its offset is that hash. */
+static int xattr_hash_cb(void *arg, const struct btk_block *leaf, int slot, const struct btk_key *k,
+			 const uint8_t *d, uint32_t size)
+{
+	struct dir_walk *w = arg;
+	struct xattr_get *g = w->ctx;
+
+	if (k->offset != btk_name_hash(g->name, g->len))
+		return 1;
+	return dir_items_cb(arg, leaf, slot, k, d, size);
+}
+
+int btk_xattr_get(struct btk_fs *fs, const struct btk_root *root, uint64_t ino, const char *name,
+		  size_t name_len, uint8_t **value, size_t *len)
+{
+	struct xattr_get g = {.name = name, .len = name_len};
+	struct dir_walk w = {xattr_entry, ino, (void *)xattr_get_cb, &g};
+	int ret = btk_for_each_item(fs, root, ino, BTRFS_XATTR_ITEM_KEY,
+				    btk_name_hash(name, name_len), xattr_hash_cb, &w);
+
+	if (ret < 0)
+		return ret;
+	if (!g.found)
+		return btk_err(ENODATA, "inode %llu: no xattr '%.*s'", (unsigned long long)ino,
+			       (int)(name_len > 255 ? 255 : name_len), name);
+	*value = g.value;
+	*len = g.vlen;
+	return 0;
+}
