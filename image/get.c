@@ -29,7 +29,7 @@ struct get {
 	const char *dest;
 	size_t skip; /* bytes of an image path that the destination replaces */
 	struct cli_progress prog;
-	uint64_t files, bytes, skipped, xattrs_left;
+	uint64_t files, bytes, skipped, xattrs_left, xattrs_unsupported;
 	struct link *links;
 	size_t nlinks, cap; /* open addressing, cap a power of two */
 	/* the file being written */
@@ -123,7 +123,11 @@ static int xattr_cb(void *ctx, const char *name, uint16_t nlen, const uint8_t *v
 	}
 	r = x->fd >= 0 ? fsetxattr(x->fd, n, v, vlen, 0) : lsetxattr(x->host, n, v, vlen, 0);
 	if (r) {
-		if (!x->g->root && (errno == EPERM || errno == ENOTSUP)) {
+		if (errno == ENOTSUP) { /* the destination has no such namespace (btrfs.*) */
+			x->g->xattrs_unsupported++;
+			return 0;
+		}
+		if (!x->g->root && errno == EPERM) {
 			x->g->xattrs_left++; /* user.* on a symlink or device, for instance */
 			return 0;
 		}
@@ -301,8 +305,6 @@ static int on_entry(void *ctx, const struct img_entry *e)
 			free(host);
 			return IMG_WALK_SKIP;
 		}
-		if (e->stub)
-			set_meta(g, e, host, -1);
 	} else if (S_ISREG(mode)) {
 		get_file(g, e, host);
 	} else if (S_ISLNK(mode)) {
@@ -390,6 +392,10 @@ int verb_get(int argc, const char **argv)
 		cli_warn("%llu xattrs (trusted., security., or on symlinks and devices) need root; "
 			 "not copied",
 			 (unsigned long long)g.xattrs_left);
+	if (g.xattrs_unsupported)
+		cli_warn("%llu xattrs not copied: the destination does not support them (btrfs.* "
+			 "properties, for instance)",
+			 (unsigned long long)g.xattrs_unsupported);
 	if (!rc && g.skipped) {
 		cli_err("%llu problems: what is listed above was skipped or is incomplete",
 			(unsigned long long)g.skipped);

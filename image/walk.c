@@ -80,6 +80,7 @@ static int load(struct walk *w, struct img_entry *e, char *path, const struct bt
 			e->stub = true;
 			e->node.root = *root;
 			e->node.root_id = root->objectid;
+			e->node.ino = 2; /* the inode number the kernel gives it */
 			e->node.info.mode = S_IFDIR | 0755;
 			e->node.info.nlink = 1;
 			return 0;
@@ -142,6 +143,8 @@ static int read_kids(struct walk *w, struct frame *f)
 
 	w->fill = f;
 	w->err = 0;
+	if (f->e.stub) /* the kernel's empty stand-in: nothing to read */
+		return w->ops->list ? w->ops->list(w->ctx, &f->e, NULL, 0) : 0;
 	ret = btk_dir_for_each(w->c->fs, &f->e.node.root, f->e.node.ino, kid_cb, w);
 	if (w->err)
 		return w->err;
@@ -165,7 +168,7 @@ static int push(struct walk *w, struct img_entry *e)
 {
 	int ret;
 
-	for (size_t i = 0; i < w->depth; i++)
+	for (size_t i = 0; i < w->depth && !e->stub; i++)
 		if (w->stack[i].e.node.root_id == e->node.root_id &&
 		    w->stack[i].e.node.ino == e->node.ino) {
 			ret = bad(w, e->path, "directory loop: an entry leads to an ancestor");
@@ -257,7 +260,7 @@ int img_walk(struct img_cmd *c, const char *path, const struct img_walk_ops *ops
 			ret = 0;
 			continue;
 		}
-		if (ret || !ops->recurse || !S_ISDIR(k->node.info.mode) || k->stub)
+		if (ret || !ops->recurse || !S_ISDIR(k->node.info.mode))
 			continue;
 		struct img_entry moved = *k;
 		k->path = NULL; /* the frame below owns it now */

@@ -49,6 +49,9 @@ int btk_trans_commit(struct btk_trans *t);
 /* Drops the transaction without writing; the filesystem object can no longer be written. */
 void btk_trans_abort(struct btk_trans *t);
 uint64_t btk_trans_id(const struct btk_trans *t);
+/* New subvolume and snapshot uuids of this transaction follow from seed (16 bytes that must
+ * outlive it, the fsid for reproducible images) instead of being random; NULL: random. */
+void btk_trans_derive_uuids(struct btk_trans *t, const uint8_t *seed);
 /* The filesystem a transaction writes to. */
 struct btk_fs *btk_trans_fs(const struct btk_trans *t);
 
@@ -116,6 +119,19 @@ int btk_tree_read_next(struct btk_trans *t, struct btk_path *p);
 int btk_tree_cow_block(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
 		       uint64_t bytenr);
 
+/* Reads, as the transaction sees the tree now (its own changes included, nothing copied for
+ * writing), the first item with key >= *key (btk_item_next) or the last with key <= *key
+ * (btk_item_prev): 0 with *key set, up to cap bytes of its data copied to buf (may be NULL)
+ * and its size in *size (may be NULL); 1 when there is none; negative errno. */
+int btk_item_next(struct btk_trans *t, uint64_t tree, struct btk_key *key, void *buf, uint32_t cap,
+		  uint32_t *size);
+int btk_item_prev(struct btk_trans *t, uint64_t tree, struct btk_key *key, void *buf, uint32_t cap,
+		  uint32_t *size);
+
+/* Drops the data checksums of [start, +len) (sector aligned), cutting csum items that reach
+ * past either end. Freeing a data extent (its last reference) does this by itself. */
+int btk_csum_delete(struct btk_trans *t, uint64_t start, uint64_t len);
+
 /* ---- chunks ---- */
 /* Serializes a chunk item; returns its size. buf must hold the largest item. */
 uint32_t btk_chunk_to_item(const struct btk_chunk *c, uint8_t *buf);
@@ -139,6 +155,16 @@ struct btrfs_root_item *btk_tree_root_item(struct btk_trans *t, uint64_t objecti
  * in the same transaction copy the shared blocks first, as the kernel does. The caller adds
  * ROOT_REF, ROOT_BACKREF and the directory entry that name the snapshot (fs layer). */
 int btk_tree_snapshot(struct btk_trans *t, uint64_t src, uint64_t dst, bool readonly, uint64_t now);
+
+/* Deletes subvolume tree id whole, now: blocks only it uses are freed with the data extents
+ * of their leaves (the space is free after the commit), blocks shared with snapshots lose its
+ * reference (those it owns first take references from themselves, FULL_BACKREF, as in the
+ * kernel), and its ROOT_ITEM goes. The caller removes its names first (ROOT_REF/BACKREF,
+ * directory entry, uuid tree). Bounded memory: dirty blocks are written back on the way;
+ * progress (may be NULL) sees the count of blocks freed. -EBUSY if the tree was changed in
+ * this transaction. */
+int btk_tree_drop(struct btk_trans *t, uint64_t id, void (*progress)(void *ctx, uint64_t blocks),
+		  void *ctx);
 
 /* ---- data extent references ----
  * Queues delta references to the data extent [bytenr, +num_bytes) from (root, inode, offset)
