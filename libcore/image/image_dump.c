@@ -239,6 +239,8 @@ static void merge_data(struct dump *d, uint64_t *total)
 	size_t n = d->data.n / 2, out = 0;
 	uint64_t *v = d->data.v;
 
+	if (!n)
+		return;
 	qsort(v, n, 2 * sizeof(uint64_t), cmp_u64); /* by the first of each pair */
 	for (size_t i = 0; i < n; i++) {
 		uint64_t at = v[2 * i], end = at + v[2 * i + 1];
