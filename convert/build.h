@@ -39,6 +39,7 @@ struct conv {
 	uint32_t *queue; /* directories still to read */
 	size_t qhead, qlen, qcap;
 	uint64_t root_next_index;
+	uint64_t new_data; /* bytes of new data extents the count found (inline_data files) */
 	/* results */
 	uint64_t inodes, names, extents, copied_bytes, inline_files;
 };

@@ -168,6 +168,37 @@ static int read_checked(struct reader *r, uint64_t logical, uint8_t *buf, size_t
 	return 1;
 }
 
+/* A step that did not read whole, again sector by sector, so that only the sectors no copy
+ * holds intact are lost (consecutive ones reported as one range). */
+static int by_sector(struct reader *r, uint64_t from, uint64_t logical, uint64_t n)
+{
+	uint32_t ss = r->fs->sectorsize;
+	char why[BAD_WHY_SIZE], first_why[BAD_WHY_SIZE];
+	uint64_t bad_from = 0, bad_len = 0;
+	int ret = 0;
+
+	while (!ret && n) {
+		uint64_t a0 = logical / ss * ss, part = ss - (logical - a0);
+		if (part > n)
+			part = n;
+		if (read_checked(r, a0, r->buf, ss, why)) {
+			if (!bad_len)
+				bad_from = from, memcpy(first_why, why, sizeof(why));
+			bad_len += part;
+		} else {
+			if (bad_len)
+				ret = bad(r, bad_from, bad_len, first_why);
+			bad_len = 0;
+			if (!ret)
+				ret = emit(r, from, r->buf + (logical - a0), part);
+		}
+		from += part, logical += part, n -= part;
+	}
+	if (!ret && bad_len)
+		ret = bad(r, bad_from, bad_len, first_why);
+	return ret;
+}
+
 /* File bytes [from, to) of a plain extent: read in steps, sector-aligned on disk. */
 static int plain_extent(struct reader *r, const struct btk_file_extent *fe, uint64_t from,
 			uint64_t to)
@@ -184,7 +215,7 @@ static int plain_extent(struct reader *r, const struct btk_file_extent *fe, uint
 		int ret;
 
 		if (read_checked(r, a0, r->buf, a1 - a0, why))
-			ret = bad(r, from, n, why);
+			ret = by_sector(r, from, logical, n);
 		else
 			ret = emit(r, from, r->buf + (logical - a0), n);
 		if (ret)

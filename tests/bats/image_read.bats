@@ -194,3 +194,30 @@ PY
 	assert_one_line_error 1
 	grep -q 'is a directory' "$BTK_ERR"
 }
+
+@test "get on a damaged image copies what reads, names what it skipped, exits 1" {
+	require_btk owner
+	require_tool python3
+	local s=$D/dsrc phys
+	mkdir -p "$s/ok" "$s/bad"
+	head -c 1000000 /dev/urandom >"$s/bad/file"
+	for i in $(seq 1 20); do head -c 5000 /dev/urandom >"$s/ok/f$i"; done
+	"$MKFS" -q --rootdir "$s" -b 256m "$D/d.img"
+	# overwrite 4 KiB of the file's data at 64 KiB in: its checksum no longer matches
+	phys=$("$BTK_BUILD/bin/btk-owner" --json --file /bad/file "$D/d.img" |
+		python3 -c 'import json,sys; print(json.load(sys.stdin)["extents"][0]["pieces"][0]["copies"][0]["physical"])')
+	dd if=/dev/zero of="$D/d.img" bs=4096 seek=$(((phys + 65536) / 4096)) count=1 conv=notrunc status=none
+	btk_run 60 "$IMG" get -r "$D/d.img" / "$D/out"
+	assert_no_crash
+	[ "$status" = 1 ]
+	grep -q '/bad/file: bytes 65536\.\.69632: checksum mismatch' "$BTK_ERR"
+	grep -q '1 problems' "$BTK_ERR"
+	for i in $(seq 1 20); do cmp "$s/ok/f$i" "$D/out/ok/f$i"; done
+	# everything but the bad 4 KiB is there; that range is a hole
+	cmp -n 65536 "$s/bad/file" "$D/out/bad/file"
+	cmp -i 69632 "$s/bad/file" "$D/out/bad/file"
+	[ "$(head -c 69632 "$D/out/bad/file" | tail -c 4096 | tr -d '\0' | wc -c)" = 0 ]
+	btk_run 20 "$IMG" cat "$D/d.img" /bad/file
+	assert_one_line_error 1
+	grep -q 'checksum mismatch' "$BTK_ERR"
+}
