@@ -69,6 +69,7 @@ struct chk_fstree {
 	struct chk_u64s orphans; /* sorted */
 	struct name_tab names; /* names not yet found whole and consistent, by (dir, child, name) */
 	struct dir_seen dirseen; /* names of the directory whose dir indexes are being read */
+	struct chk_ino last_dir; /* the directory name_whole found last (names come in runs) */
 	struct chk_inos inodes;	 /* in inode order */
 	bool gap;		 /* part of the tree was unreadable */
 	bool active;
@@ -247,15 +248,29 @@ static void names_del(struct name_tab *t, size_t j)
 /* A name whose three items are in, agree, and whose inode and directory exist as they
  * should is done with: forgetting it keeps the table to the names still open (those whose
  * parts lie far apart in key order), not every name of the tree. */
-static bool name_whole(const struct chk *c, const struct chk_name *n)
+static bool name_whole(struct chk *c, const struct chk_name *n)
 {
+	struct chk_fstree *t = c->fst;
+
 	if (n->src != (SRC_DIR_ITEM | SRC_DIR_INDEX | SRC_REF) || n->dup_index ||
 	    n->idx_dir != n->idx_ref)
 		return false;
-	const struct chk_ino *child = ino_find(c->fst, n->child);
-	const struct chk_ino *dir = ino_find(c->fst, n->dir);
-	return child && dir && S_ISDIR(dir->mode) &&
-	       (!n->ftype || mode_ftype(child->mode) == n->ftype);
+	uint32_t cmode;
+	if (t->cur.ino == n->child && t->cur.has_item) {
+		cmode = t->cur.mode; /* the common case: the child's own inode ref came last */
+	} else {
+		const struct chk_ino *child = ino_find(t, n->child);
+		if (!child)
+			return false;
+		cmode = child->mode;
+	}
+	if (t->last_dir.ino != n->dir) {
+		const struct chk_ino *dir = ino_find(t, n->dir);
+		if (!dir)
+			return false;
+		t->last_dir = *dir;
+	}
+	return S_ISDIR(t->last_dir.mode) && (!n->ftype || mode_ftype(cmode) == n->ftype);
 }
 
 static void push_name(struct chk *c, uint64_t dir, uint64_t child, uint64_t index,
