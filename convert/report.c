@@ -73,7 +73,7 @@ void report_rollback(const char *dev, const struct rollback_result *r, bool dry,
 		return;
 	}
 	printf("%s: %s: ext filesystem of %" PRIu64 " bytes (%" PRIu64 " bytes restored, %" PRIu64
-	       " never moved)\n",
+	       " bytes never moved)\n",
 	       dev, dry ? "rollback possible (dry run, nothing written)" : "rolled back",
 	       r->ext_size, r->restored, r->in_place);
 }

@@ -140,5 +140,14 @@ int verb_get(int argc, const char **argv);
 /* ---- write verbs (filewrite): put.c, ops_*.c; shared: wops.h ---- */
 int verb_put(int argc, const char **argv);
 int verb_mkdir(int argc, const char **argv);
+int verb_rm(int argc, const char **argv);
+int verb_mv(int argc, const char **argv);
+int verb_ln(int argc, const char **argv);
+int verb_chmod(int argc, const char **argv);
+int verb_chown(int argc, const char **argv);
+int verb_touch(int argc, const char **argv);
+int verb_setfattr(int argc, const char **argv);
+int verb_snapshot(int argc, const char **argv);
+int verb_subvol(int argc, const char **argv);
 
 #endif

@@ -161,8 +161,8 @@ static void print_summary(const struct btk_mkfs_opts *o, const struct btk_mkfs_r
 	cli_uuid_format(r->fsid, uuid);
 	printf("Label:              %s\n", o->label && *o->label ? o->label : "(null)");
 	printf("UUID:               %s\n", uuid);
-	printf("Node size:          %u\n", r->nodesize);
-	printf("Sector size:        %u\n", r->sectorsize);
+	printf("Node size:          %s\n", cli_human(r->nodesize, h, sizeof(h)));
+	printf("Sector size:        %s\n", cli_human(r->sectorsize, h, sizeof(h)));
 	printf("Filesystem size:    %s\n", cli_human(r->total_bytes, h, sizeof(h)));
 	printf("Block group profiles:\n");
 	if (o->mixed) {

@@ -8,8 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define VERIFY_BATCH (1U << 20) /* bytes read per call when verifying data */
-
 static void add_range(struct chk *c, uint64_t start, uint64_t len)
 {
 	struct chk_range *last = c->csums.n ? btk_vec_at(&c->csums, c->csums.n - 1) : NULL;
@@ -27,65 +25,9 @@ static void add_range(struct chk *c, uint64_t start, uint64_t len)
 	r->len = len;
 }
 
-/* Reads [logical, +len) from every copy and compares each sector with its checksum. */
-static void verify_run(struct chk *c, uint64_t logical, uint64_t len, const uint8_t *sums,
-		       uint8_t *buf)
-{
-	uint32_t ss = c->fs->sectorsize;
-
-	while (len) {
-		struct btk_phys ph[8];
-		int n = 0;
-		uint64_t contig = 0;
-		if (btk_map_logical(c->fs, logical, ph, 8, &n, &contig) || !n) {
-			chk_report(c, BTK_P_DATA_UNMAPPED, 7, logical, NULL, "a chunk", "none",
-				   "checksummed data at %llu is not mapped",
-				   (unsigned long long)logical);
-			return;
-		}
-		uint64_t chunk = len < VERIFY_BATCH ? len : VERIFY_BATCH;
-		if (contig && contig < chunk)
-			chunk = contig - contig % ss;
-		if (!chunk)
-			chunk = ss;
-		for (int i = 0; i < n; i++) {
-			if (!ph[i].dev)
-				continue;
-			if (btk_dev_read(ph[i].dev, buf, chunk, ph[i].physical)) {
-				chk_report(
-				    c, BTK_P_DATA_UNREADABLE, 7, logical, NULL, "readable",
-				    "I/O error",
-				    "data at %llu mirror %d of %d (devid %llu physical %llu) "
-				    "unreadable: %s",
-				    (unsigned long long)logical, i + 1, n,
-				    (unsigned long long)ph[i].devid,
-				    (unsigned long long)ph[i].physical, btk_errmsg());
-				continue;
-			}
-			for (uint64_t o = 0; o < chunk; o += ss) {
-				uint8_t out[BTK_CSUM_MAX];
-				const uint8_t *want = sums + (o / ss) * (size_t)c->fs->csum_size;
-				c->sum->data_blocks_checked++;
-				btk_csum(c->fs->csum_type, buf + o, ss, out);
-				if (memcmp(out, want, (size_t)c->fs->csum_size))
-					chk_data_mismatch(c, logical, ph, n, i, o, want, out);
-			}
-		}
-		sums += (chunk / ss) * (size_t)c->fs->csum_size;
-		logical += chunk;
-		len -= chunk;
-	}
-}
-
 void chk_csum_leaf(struct chk *c, const struct btk_block *b)
 {
 	uint32_t ss = c->fs->sectorsize, cs = (uint32_t)c->fs->csum_size;
-	uint8_t *buf = NULL;
-
-	if (c->opts->data_csum && !(buf = malloc(VERIFY_BATCH))) {
-		c->oom = true;
-		return;
-	}
 	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
 		struct btk_key k;
 		uint32_t sz = btk_leaf_size(b, (int)i);
@@ -111,10 +53,9 @@ void chk_csum_leaf(struct chk *c, const struct btk_block *b)
 			c->csum_prev_end = k.offset + len;
 		c->sum->total_csum_bytes += sz;
 		add_range(c, k.offset, len);
-		if (buf)
-			verify_run(c, k.offset, len, btk_leaf_data(b, (int)i), buf);
+		if (c->opts->data_csum)
+			chk_dv_add(c, k.offset, len, btk_leaf_data(b, (int)i));
 	}
-	free(buf);
 }
 
 static void chk_log_final(struct chk *c);

@@ -292,8 +292,26 @@ static int on_error(void *ctx, uint64_t bytenr, int level, int err, const char *
 		c->oom = true;
 		return err;
 	}
-	chk_report(c, BTK_P_TB_UNREADABLE, c->tree, bytenr, NULL, "", "",
-		   "unreadable tree block (level %d): %s", level, msg);
+	enum btk_check_problem_id id = BTK_P_TB_UNREADABLE;
+	if (err == -EUCLEAN)
+		switch (btk_block_last_fault()) {
+		case BTK_BF_LEVEL:
+			id = BTK_P_TB_LEVEL;
+			break;
+		case BTK_BF_FIRST_KEY:
+			id = BTK_P_TB_FIRST_KEY;
+			break;
+		case BTK_BF_GENERATION:
+			id = BTK_P_TB_TRANSID;
+			break;
+		case BTK_BF_OWNER:
+			id = BTK_P_TB_OWNER;
+			break;
+		default:
+			break;
+		}
+	chk_report(c, id, c->tree, bytenr, NULL, "", "", "unreadable tree block (level %d): %s",
+		   level, msg);
 	/* what the lost block held cannot be compared: avoid a cascade of consequences */
 	if (c->tree_class == CHK_T_EXTENT || c->tree_class == CHK_T_BG)
 		c->extent_gap = true;
@@ -465,6 +483,7 @@ int chk_walk_all(struct chk *c)
 		c->log_ino = 0;
 		ret = walk_root(c, &r);
 	}
+	chk_copies_flush(c);
 
 	if (ret && ret != -ENOMEM) {
 		/* the root tree itself could not be iterated: report and go on with what we have */

@@ -111,6 +111,11 @@ int btk_xattr_replace(struct btk_trans *t, uint64_t root, uint64_t ino, const ch
  * the default subvolume (-EPERM), one holding other subvolumes (-ENOTEMPTY). */
 int btk_subvol_delete(struct btk_trans *t, uint64_t id, const struct btk_time *now,
 		      void (*progress)(void *ctx, uint64_t blocks), void *ctx);
+/* Names tree id (a snapshot made with btk_tree_snapshot) as name in directory dir of tree
+ * parent: the directory entry (next index), ROOT_REF and ROOT_BACKREF; the directory's mtime
+ * and ctime become now. */
+int btk_subvol_link(struct btk_trans *t, uint64_t parent, uint64_t dir, const char *name,
+		    uint16_t len, uint64_t id, const struct btk_time *now);
 /* The subvolume that holds subvolume id (its ROOT_BACKREF): parent tree, directory, index,
  * name (copied to name[256]). -ENOENT for the top level or an unlinked tree. */
 int btk_subvol_parent(struct btk_trans *t, uint64_t id, uint64_t *parent, uint64_t *dir,

@@ -138,3 +138,34 @@ int btk_subvol_delete(struct btk_trans *t, uint64_t id, const struct btk_time *n
 	}
 	return btk_tree_drop(t, id, progress, ctx);
 }
+
+int btk_subvol_link(struct btk_trans *t, uint64_t parent, uint64_t dir, const char *name,
+		    uint16_t len, uint64_t id, const struct btk_time *now)
+{
+	uint8_t buf[RREF_SZ + BTK_NAME_MAX];
+	struct btk_key loc = {id, BTRFS_ROOT_ITEM_KEY, UINT64_MAX}, k;
+	struct btk_inode_change c = {.mtime = now, .ctime = now};
+	struct btk_dentry d;
+	uint64_t index;
+	int ret;
+
+	if (!len || len > BTK_NAME_MAX)
+		return btk_err(ENAMETOOLONG, "name of %u bytes", len);
+	ret = btk_dir_find(t, parent, dir, name, len, &d);
+	if (ret != -ENOENT)
+		return ret ? ret : btk_err(EEXIST, "%.*s: exists", (int)len, name);
+	btk_err_clear();
+	if ((ret = btk_dir_next_index(t, parent, dir, &index)) ||
+	    (ret = btk_dir_link(t, parent, dir, name, len, &loc, BTRFS_FT_DIR, index)) ||
+	    (ret = btk_inode_change(t, parent, dir, &c, NULL)))
+		return ret;
+	BTK_PUT(struct btrfs_root_ref, buf, dirid, dir);
+	BTK_PUT(struct btrfs_root_ref, buf, sequence, index);
+	BTK_PUT(struct btrfs_root_ref, buf, name_len, len);
+	memcpy(buf + RREF_SZ, name, len);
+	k = (struct btk_key){parent, BTRFS_ROOT_REF_KEY, id};
+	if ((ret = btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, RREF_SZ + len)))
+		return ret;
+	k = (struct btk_key){id, BTRFS_ROOT_BACKREF_KEY, parent};
+	return btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, RREF_SZ + len);
+}

@@ -56,6 +56,9 @@ struct btk_restore_stats {
  * must be large enough (checked before anything is written). The superblocks are written
  * last, after a flush; those of a v0 dump (metadata only) are marked as a restored metadump
  * (BTRFS_SUPER_FLAG_METADUMP_V2), those of a v1 dump (with --data) are not.
+ * A multi-device dump with a log tree does not go onto one device: -EOPNOTSUPP
+ * before anything is written (the device fixup is a transaction, which needs the log
+ * replayed first); -m restores it.
  * Errors: -EUCLEAN naming the cluster and item of a corrupt dump, -EINVAL for targets that do
  * not fit the dump, -ENOSPC for a target too small, -EIO. */
 int btk_image_restore(int dump_fd, const char *dump_name, const char *const *targets, int n,

@@ -387,6 +387,16 @@ static int restore_onto_one(struct restore *rs, const char *target,
 
 	if (!gone)
 		return btk_err(ENOMEM, "restore devices");
+	/* The fixup is a transaction: it would need the log replayed first (log blocks are not
+	 * in the extent tree, and the log must be one generation newer than the superblock). */
+	if (btk_le64(rs->sb.log_root)) {
+		free(gone);
+		return btk_err(EOPNOTSUPP,
+			       "%s: the filesystem has a log tree (fsynced changes not yet "
+			       "committed): onto one device only after the original was mounted "
+			       "once to replay it; -m restores it onto %zu devices as it is",
+			       rs->r->name, rs->ndevs);
+	}
 	for (size_t i = 0; i < rs->ndevs; i++)
 		if (rs->devs[i].devid == devid)
 			keep = i;

@@ -8,6 +8,7 @@
 #include "trans/ctree_int.h"
 #include "base/error.h"
 #include "io/io.h"
+#include "base/units.h"
 #include "base/uuid.h"
 
 #include <blkid/blkid.h>
@@ -272,6 +273,7 @@ static int plan_options(const struct btk_mkfs_opts *o, struct plan *pl)
 
 static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, struct btk_fs *fs)
 {
+	char h1[16], h2[16];
 	int ret;
 
 	if ((ret = btk_paths_distinct(o->paths, o->ndevs)))
@@ -328,16 +330,21 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 		if (o->byte_count) {
 			if (exists && o->byte_count > size)
 				return btk_err(
-				    EINVAL, "%s: size %llu is larger than the device (%llu)", path,
-				    (unsigned long long)o->byte_count, (unsigned long long)size);
+				    EINVAL,
+				    "%s: size %s (%llu bytes) is larger than the device (%s)", path,
+				    btk_human(o->byte_count, h1, sizeof(h1)),
+				    (unsigned long long)o->byte_count,
+				    btk_human(size, h2, sizeof(h2)));
 			size = o->byte_count;
 		}
 		size -= size % pl->sectorsize;
 		if (size < pl->min_size && !o->inplace)
 			return btk_err(ENOSPC,
 				       "%s: is too small to make a usable filesystem "
-				       "(minimum size for each device is %llu)",
-				       path, (unsigned long long)pl->min_size);
+				       "(%s; the minimum size for each device is %s, %llu bytes)",
+				       path, btk_human(size, h1, sizeof(h1)),
+				       btk_human(pl->min_size, h2, sizeof(h2)),
+				       (unsigned long long)pl->min_size);
 		d->total_bytes = size;
 	}
 	return 0;

@@ -98,6 +98,17 @@ int btk_tree_snapshot(struct btk_trans *t, uint64_t src, uint64_t dst, bool read
 	if (btk_wroot_get(w, dst))
 		return btk_err(EEXIST, "tree %llu exists", (unsigned long long)dst);
 	btk_err_clear();
+	/* as the kernel, the source's root is copied into this transaction first: its root item
+	 * changes (last_snapshot), and a root item's generation must be its root block's */
+	{
+		struct btk_key k0 = {0, 0, 0};
+		struct btk_path p;
+		ret = btk_tree_search_write(t, src, &k0, 0, &p);
+		btk_wpath_release(&p);
+		if (ret < 0)
+			return ret;
+		s = btk_wroot_get(w, src);
+	}
 	if ((ret = mark_shared(t, s->bytenr, s->level, 0)))
 		return ret;
 	BTK_PUT(struct btrfs_root_item, s->item, last_snapshot, t->transid);

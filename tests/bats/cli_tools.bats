@@ -136,6 +136,24 @@ json_fails() {
 	done
 }
 
+@test "sizes are printed with units: mkfs summary and size errors" {
+	"$B/btk-mkfs" -b 300M "$D/u.img" >"$D/sum"
+	local line n=0
+	while IFS= read -r line; do
+		n=$((n + 1))
+		[[ "$line" =~ [0-9](B|KiB|MiB|GiB|TiB)( |$) ]] || { echo "no unit: $line" >&2; false; }
+	done < <(grep -E '^(Node size|Sector size|Filesystem size|  Data|  Metadata|  System|Unallocated):' "$D/sum")
+	[ "$n" -eq 7 ] || { cat "$D/sum" >&2; false; }
+	grep -qE '^ +1 +300\.00MiB ' "$D/sum"
+	truncate -s 100M "$D/small.img"
+	btk_run 30 "$B/btk-mkfs" "$D/small.img"
+	[ "$status" -eq 1 ] && grep -q '100.00MiB; the minimum size for each device is [0-9.]*MiB, [0-9]* bytes' "$BTK_ERR" ||
+		{ show_err; false; }
+	btk_run 30 "$B/btk-mkfs" -b 200M "$D/small.img"
+	[ "$status" -eq 1 ] && grep -q 'size 200.00MiB (209715200 bytes) is larger than the device (100.00MiB)' "$BTK_ERR" ||
+		{ show_err; false; }
+}
+
 @test "output order: stdout comes before later stderr when both go to one pipe" {
 	btk_run 30 sh -c "\"$B/btk-fsck\" \"$D/missing.img\" 2>&1"
 	[ "$(head -1 "$BTK_OUT")" = "Checking filesystem on $D/missing.img" ] || { cat "$BTK_OUT"; false; }

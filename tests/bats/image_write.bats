@@ -122,3 +122,74 @@ unchanged() {
 	grep -q "no space" "$BTK_ERR"
 	[ "$before" = "$(sha256sum <"$D/small.img")" ]
 }
+
+ok() {
+	btk_run 120 "$IMG" "$@"
+	assert_no_crash
+	[ "$status" = 0 ] || {
+		show_err
+		return 1
+	}
+}
+
+@test "ln, ln -s, chmod, chown, touch, setfattr, mv, rm, rm -r keep the image clean" {
+	make_src
+	ok put -r "$D/fs.img" "$D/src" /s
+	ok ln "$D/fs.img" /s/a/small /s/hard2
+	ok ln -s "$D/fs.img" ../target /s/sym2
+	ok chmod "$D/fs.img" 600 /s/a/small
+	ok chown "$D/fs.img" 12:34 /s/a/small
+	ok touch -d "2020-01-02 03:04:05.5" "$D/fs.img" /s/a/small
+	ok touch "$D/fs.img" /s/new
+	ok setfattr -n user.a -v 0x4142 "$D/fs.img" /s/a/small
+	ok setfattr -n user.a -v hello "$D/fs.img" /s/a/small
+	clean
+	ok stat --json "$D/fs.img" /s/a/small
+	grep -q '"nlink": 3' "$BTK_OUT"
+	grep -q '"uid": 12' "$BTK_OUT"
+	ok getfattr -n user.a "$D/fs.img" /s/a/small
+	grep -q hello "$BTK_OUT"
+	ok setfattr -x user.a "$D/fs.img" /s/a/small
+	ok mv "$D/fs.img" /s/a/b /s/b2
+	ok mv "$D/fs.img" /s/new /s/sparse # replaces a file, as rename(2)
+	clean
+	unchanged "$IMG" mv "$D/fs.img" /s/b2 /s/b2/below
+	unchanged "$IMG" rm "$D/fs.img" /s/a
+	unchanged "$IMG" rm "$D/fs.img" /s/none
+	unchanged "$IMG" ln "$D/fs.img" /s/a /s/dirlink
+	unchanged "$IMG" chmod "$D/fs.img" 644 /s/none
+	ok rm "$D/fs.img" /s/a/small
+	ok stat --json "$D/fs.img" /s/hard2
+	grep -q '"nlink": 2' "$BTK_OUT"
+	ok rm -r "$D/fs.img" /s
+	clean
+	ok ls "$D/fs.img" /
+	! grep -qw s "$BTK_OUT"
+}
+
+@test "subvol create, snapshot [-r], subvol default and delete of shared trees stay clean" {
+	mkdir -p "$D/many"
+	for i in $(seq 1 1500); do echo "$i" >"$D/many/f$i"; done
+	head -c 200000 /dev/urandom >"$D/many/data"
+	ok subvol create "$D/fs.img" /sv
+	ok put -r "$D/fs.img" "$D/many" /sv/m
+	ok snapshot "$D/fs.img" /sv /snap
+	ok snapshot -r "$D/fs.img" /sv /ro
+	unchanged "$IMG" put "$D/fs.img" "$D/many/f1" /ro/x
+	unchanged "$IMG" subvol delete "$D/fs.img" /sv/m
+	unchanged "$IMG" snapshot "$D/fs.img" /sv/m /x
+	ok put --force "$D/fs.img" "$D/many/f1" /ro/forced
+	# changes on both sides of the sharing, then each tree goes
+	ok rm -r "$D/fs.img" /snap/m
+	ok put -r "$D/fs.img" "$D/many" /sv/m2
+	clean
+	ok subvol default "$D/fs.img" /snap
+	unchanged "$IMG" subvol delete "$D/fs.img" /snap
+	ok subvol default "$D/fs.img" /
+	ok subvol delete "$D/fs.img" /sv
+	clean
+	ok subvol delete --json "$D/fs.img" /ro
+	grep -q '"action": "delete"' "$BTK_OUT"
+	ok subvol delete "$D/fs.img" /snap
+	clean
+}

@@ -29,7 +29,7 @@ teardown() {
 	true
 }
 
-sha() { sha256sum "$1" | cut -d' ' -f1; }
+sha() { sha256_of "$1"; }
 
 # refused_same IMG SHA A B ARGS...: btk-mkfs -f ARGS exits 1 with one line saying "same
 # device" that names A and B, and IMG still has the sha256 SHA
@@ -102,12 +102,12 @@ refused_same() {
 	mm=$(stat -c '%t %T' "$loop")
 	mknod "$D/alias" b $((0x${mm% *})) $((0x${mm#* }))
 	local before
-	before=$(sha256sum "$loop" | cut -d' ' -f1)
+	before=$(sha256_of "$loop")
 	btk_run 60 "$MKFS" -f -m raid1 -d raid1 "$loop" "$D/alias"
 	local st=$status
 	sync
 	local after
-	after=$(sha256sum "$loop" | cut -d' ' -f1)
+	after=$(sha256_of "$loop")
 	[ "$st" -eq 1 ] || { show_err; false; }
 	grep -q "same device" "$BTK_ERR" || { show_err; false; }
 	[ "$before" = "$after" ]

@@ -215,3 +215,21 @@ single_case() {
 	btk_run 300 btrfs check --readonly "$D/r.img"
 	[ "$status" = 0 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
 }
+
+@test "image oracle: a log tree on 2 devices: -m keeps it; onto one device refused, nothing written" {
+	oracle_image logtree2 -L -n 2 -s 256M -m raid1 -d raid1 -C small
+	btk_run 300 "$IMG" dump -c 1 "${IMG_DEVS[@]}" "$D/d.img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	# the device fixup of a one-device restore is a transaction: it needs the log replayed
+	btk_run 300 "$IMG" restore "$D/d.img" "$D/one.img"
+	assert_one_line_error 1
+	grep -q "log tree" "$BTK_ERR"
+	[ ! -s "$D/one.img" ]
+	btk_run 300 "$IMG" restore -m "$D/d.img" "$D/r1.img" "$D/r2.img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	same_trees "${IMG_DEVS[@]}" -- "$D/r1.img" "$D/r2.img"
+	btrfs inspect-internal dump-tree "$D/r1.img" | grep -q "^log root tree"
+	attach "$D/r1.img" "$D/r2.img"
+	btk_run 300 btrfs check --readonly "${LOOPS[0]}"
+	[ "$status" = 0 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+}

@@ -341,14 +341,17 @@ spread_image() {
 		mount -o loop "$d/img" "$d/mnt" || exit 1
 		(
 			set -e
-			for i in $(seq 1 60); do head -c 3M /dev/urandom >"$d/mnt/f$i"; done
+			# no subvolume inside another: the kernel makes up the times of their
+			# placeholder directories in snapshots, which no saved copy can match
+			btrfs subvolume create "$d/mnt/sv" >/dev/null
+			for i in $(seq 1 60); do head -c 3M /dev/urandom >"$d/mnt/sv/f$i"; done
 			sync
-			for i in $(seq 1 2 60); do rm "$d/mnt/f$i"; done
-			btrfs subvolume snapshot "$d/mnt" "$d/mnt/snap" >/dev/null
-			btrfs subvolume snapshot -r "$d/mnt" "$d/mnt/snap.ro" >/dev/null
-			cp --reflink=always "$d/mnt/f2" "$d/mnt/f2.reflink"
-			mkdir "$d/mnt/small"
-			for i in $(seq 1 300); do echo "$i" >"$d/mnt/small/s$i"; done
+			for i in $(seq 1 2 60); do rm "$d/mnt/sv/f$i"; done
+			cp --reflink=always "$d/mnt/sv/f2" "$d/mnt/sv/f2.reflink"
+			mkdir "$d/mnt/sv/small"
+			for i in $(seq 1 300); do echo "$i" >"$d/mnt/sv/small/s$i"; done
+			btrfs subvolume snapshot "$d/mnt/sv" "$d/mnt/snap" >/dev/null
+			btrfs subvolume snapshot -r "$d/mnt/snap" "$d/mnt/snap.ro" >/dev/null
 			sync
 		) >"$d/populate.log" 2>&1
 		local rc=$?
@@ -379,8 +382,9 @@ spread_image() {
 		false
 	}
 	same_tree "$IMG"
+	# the packed chunks may now allow more (a free tail to cut): never less
 	step -P "$IMG"
-	[ "$(cat "$BTK_OUT")" = "$min" ]
+	[ "$(cat "$BTK_OUT")" -le "$min" ]
 }
 
 @test "power cut at sampled writes of an emptying shrink: old or new filesystem" {
@@ -411,4 +415,71 @@ spread_image() {
 	[ $seen_old -gt 0 ]
 	size_is "$IMG" "$new"
 	echo "# $n write budgets tried (every third), $seen_old old, $seen_new new" >&3
+}
+
+# meta_image: a kernel-populated image whose last chunk is a DUP metadata chunk (small files
+# written after the data, most deleted again, a snapshot sharing the rest)
+meta_image() {
+	local d=$ORC/meta
+	(
+		flock 9
+		[ -e "$d/done" ] && exit 0
+		rm -rf "$d"
+		mkdir -p "$d/mnt" "$d/saved"
+		truncate -s 1G "$d/img"
+		mkfs.btrfs -q -f "$d/img" >/dev/null 2>&1
+		btrfs check --readonly "$d/img" >/dev/null 2>&1 || exit 1
+		mount -o loop "$d/img" "$d/mnt" || exit 1
+		(
+			set -e
+			head -c 100M /dev/urandom >"$d/mnt/big"
+			sync
+			python3 - "$d/mnt" <<'PY'
+import os, sys
+for i in range(40000):
+    p = os.path.join(sys.argv[1], "d%03d" % (i % 100))
+    os.makedirs(p, exist_ok=True)
+    with open(os.path.join(p, "f%06d" % i), "wb") as f:
+        f.write(os.urandom(1500))
+PY
+			sync
+			btrfs subvolume snapshot "$d/mnt" "$d/mnt/snap" >/dev/null
+			python3 - "$d/mnt" <<'PY'
+import os, sys
+for i in range(40000):
+    if i % 10:
+        for top in ("", "snap"):
+            os.remove(os.path.join(sys.argv[1], top, "d%03d" % (i % 100), "f%06d" % i))
+PY
+			sync
+		) >"$d/populate.log" 2>&1
+		local rc=$?
+		[ $rc = 0 ] && rsync -aHAX "$d/mnt/" "$d/saved/"
+		data_used "$d/mnt" >"$d/used"
+		umount "$d/mnt"
+		[ $rc = 0 ] && touch "$d/done"
+	) 9>"$ORC/.lock.meta"
+	[ -e "$ORC/meta/done" ] || return 1
+	IMG=$BATS_TEST_TMPDIR/meta.img
+	cp --sparse=always "$ORC/meta/img" "$IMG"
+	SAVED=$ORC/meta/saved
+	USED=$(cat "$ORC/meta/used")
+}
+
+@test "a metadata chunk past the size is emptied: tree blocks move, shared ones included" {
+	meta_image
+	step --json -n -M "$IMG"
+	chunk=""
+	for c in $(grep -oE '"emptied": \[[0-9, ]+' "$BTK_OUT" | grep -oE '[0-9]+'); do
+		btrfs inspect-internal dump-tree -t chunk "$IMG" |
+			grep -A3 "CHUNK_ITEM $c)" | grep -q "type METADATA" && chunk=$c
+	done
+	[ -n "$chunk" ]
+	step -P "$IMG"
+	min=$(cat "$BTK_OUT")
+	step -M "$IMG"
+	size_is "$IMG" "$min"
+	check_clean "$IMG"
+	! btrfs inspect-internal dump-tree -t chunk "$IMG" | grep -q "CHUNK_ITEM $chunk)"
+	same_tree "$IMG"
 }
