@@ -54,6 +54,7 @@ read -r nmeta chunks < <(btrfs inspect-internal dump-tree -t chunk "$img" | awk 
 	END { print n + 0, c + 0 }')
 [ "$used" -le "$est" ] || fail "metadata used $used > estimate $est"
 [ "$nmeta" -eq 1 ] || fail "$nmeta metadata chunks: the estimate's chunk did not hold it"
+[ "$chunks" -le "$need" ] || fail "system and metadata chunks $chunks > the $need the dry run named"
 
 mount -o loop,ro "$orig" "$me" || fail "mount ext"
 mount -o loop,ro "$img" "$mb" || fail "mount btrfs"
