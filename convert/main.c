@@ -213,7 +213,7 @@ out:
 
 int main(int argc, const char **argv)
 {
-	struct args a = {0};
+	static struct args a; /* popt's strings in it stay reachable on every way out */
 	struct poptOption opts[] = {
 	    {"csum", 0, POPT_ARG_STRING, &a.csum, 0, "crc32c, xxhash, sha256 or blake2", "TYPE"},
 	    {"checksum", 0, POPT_ARG_STRING | POPT_ARGFLAG_DOC_HIDDEN, &a.csum, 0, NULL, NULL},

@@ -123,10 +123,9 @@ struct img_walk_ops {
 int img_walk(struct img_cmd *c, const char *path, const struct img_walk_ops *ops, void *ctx);
 
 /* ---- showing inodes (show.c) ---- */
-void img_mode_str(uint32_t mode, char out[11]); /* "drwxr-xr-x" */
-const char *img_type_name(uint32_t mode);	/* "file", "dir", "symlink", ... */
-void img_time_str(const struct btk_timespec *t,
-		  char out[48]); /* "2026-12-03 15:04:05.123456789" UTC */
+void img_mode_str(uint32_t mode, char out[11]);		   /* "drwxr-xr-x" */
+const char *img_type_name(uint32_t mode);		   /* "file", "dir", "symlink", ... */
+void img_time_str(const struct btk_time *t, char out[48]); /* "2026-12-03 15:04:05.123456789" UTC */
 /* A symlink's target, malloc'ed (NUL-terminated); NULL after one line on failure. */
 char *img_symlink_target(struct img_cmd *c, const struct img_node *n, const char *path);
 

@@ -136,14 +136,19 @@ int verb_subvol(int argc, const char **argv)
 	if ((rc = wops_parse(&w, argc, argv, opts, "[options] create|delete|default IMG PATH", 3,
 			     3)))
 		return img_done(&w.c, rc);
-	/* img_parse took the first argument for IMG: here it is the action */
-	snprintf(what, sizeof(what), "%s", w.c.args[0]);
+	/* img_parse took the first argument for IMG: here it is the action (IMG first works
+	 * too) */
+	int ai = 0;
+	if (strcmp(w.c.args[0], "create") && strcmp(w.c.args[0], "delete") &&
+	    strcmp(w.c.args[0], "default"))
+		ai = 1;
+	snprintf(what, sizeof(what), "%s", w.c.args[ai]);
 	snprintf(path, sizeof(path), "%s", w.c.args[2]);
 	if (strcmp(what, "create") && strcmp(what, "delete") && strcmp(what, "default")) {
 		cli_err("%s: not create, delete or default", what);
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
-	w.c.img = w.c.args[1];
+	w.c.img = w.c.args[1 - ai];
 	if ((rc = wops_open(&w)))
 		return wops_finish(&w, rc);
 	if (!strcmp(what, "create")) {

@@ -72,7 +72,13 @@ err:
 
 int wops_finish(struct wops *w, int rc)
 {
+	struct btk_root q;
+
 	cli_progress_clear(&w->line);
+	/* btk does not count quota groups: the commit marks them inconsistent */
+	if (w->t && !rc && !btk_root_find(w->fs, BTRFS_QUOTA_TREE_OBJECTID, &q))
+		cli_warn("quotas are on: marked for rescan (btrfs quota rescan after mounting)");
+	btk_err_clear();
 	if (w->t && !rc && btk_trans_commit(w->t)) {
 		cli_err("commit failed: %s", btk_errmsg());
 		rc = CLI_EXIT_ERROR;

@@ -25,6 +25,7 @@ struct opts {
 	int minimum, print_min, dry_run, progress, json, force, quiet;
 	long fail_after; /* hidden: stop writing after N writes per device (power-cut tests) */
 	const char *size_arg;
+	char *size_copy; /* size_arg when it came from devs: freed by main */
 	const char **devs;
 	int ndevs;
 	struct cli_resize arg;
@@ -138,7 +139,7 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	poptFreeContext(pc);
 	o->size_arg = neg;
 	if (!o->size_arg && n && (!(o->minimum || o->print_min) || is_devid_only(o->devs[0]))) {
-		o->size_arg = o->devs[0];
+		o->size_arg = o->size_copy = (char *)o->devs[0];
 		memmove(o->devs, o->devs + 1, (size_t)n * sizeof(*o->devs));
 		n--;
 	}
@@ -376,5 +377,6 @@ int main(int argc, const char **argv)
 	for (int i = 0; o.devs && o.devs[i]; i++)
 		free((void *)o.devs[i]);
 	free(o.devs);
+	free(o.size_copy);
 	return rc;
 }

@@ -1,6 +1,8 @@
 /* check_csum.c — the checksum tree: no overlaps, every checksum for data that exists, every
  * checksummed file extent covered; with data_csum, every data copy read and verified. */
 #include "check/check_priv.h"
+#include "format/file_extent.h"
+#include "format/inode_item.h"
 #include "format/root_item.h"
 #include "base/csum.h"
 #include "base/error.h"
@@ -215,6 +217,8 @@ void chk_log_leaf(struct chk *c, const struct btk_block *b)
 		const uint8_t *p = btk_leaf_data(b, (int)i);
 		uint32_t sz = btk_leaf_size(b, (int)i);
 		struct chk_range *r;
+		struct btk_inode_info ii;
+		struct btk_file_extent fe;
 		btk_leaf_key(b, (int)i, &k);
 		if (k.type == BTRFS_ROOT_ITEM_KEY && k.objectid == BTRFS_TREE_LOG_OBJECTID &&
 		    sz >= BTK_ROOT_ITEM_V0_SIZE) {
@@ -224,26 +228,22 @@ void chk_log_leaf(struct chk *c, const struct btk_block *b)
 				return;
 			}
 			btk_root_from_item(BTRFS_TREE_LOG_OBJECTID, k.offset, p, sz, lr);
-		} else if (k.type == BTRFS_INODE_ITEM_KEY &&
-			   sz >= sizeof(struct btrfs_inode_item)) {
+		} else if (k.type == BTRFS_INODE_ITEM_KEY && !btk_inode_item_parse(p, sz, &ii)) {
 			c->log_ino = k.objectid;
-			c->log_ino_flags = BTK_GET(struct btrfs_inode_item, p, flags);
+			c->log_ino_flags = ii.flags;
 		} else if (k.type == BTRFS_EXTENT_DATA_KEY && k.objectid == c->log_ino &&
-			   sz >= sizeof(struct btrfs_file_extent_item)) {
-			uint8_t type = BTK_GET(struct btrfs_file_extent_item, p, type);
-			uint8_t comp = BTK_GET(struct btrfs_file_extent_item, p, compression);
-			uint64_t db = BTK_GET(struct btrfs_file_extent_item, p, disk_bytenr);
-			if (type != BTRFS_FILE_EXTENT_REG || !db ||
-			    (!comp && (c->log_ino_flags & 1 /* NODATASUM */)))
+			   btk_file_extent_item_parse(p, sz, k.offset, &fe) == BTK_FE_WHOLE) {
+			uint8_t comp = fe.compression;
+			uint64_t db = fe.disk_bytenr;
+			if (fe.type != BTRFS_FILE_EXTENT_REG || !db ||
+			    (!comp && (c->log_ino_flags & BTK_INODE_NODATASUM)))
 				continue;
 			if (!(r = btk_vec_push(&c->log_need))) {
 				c->oom = true;
 				return;
 			}
-			r->start =
-			    comp ? db : db + BTK_GET(struct btrfs_file_extent_item, p, offset);
-			r->len = comp ? BTK_GET(struct btrfs_file_extent_item, p, disk_num_bytes)
-				      : BTK_GET(struct btrfs_file_extent_item, p, num_bytes);
+			r->start = comp ? db : db + fe.extent_offset;
+			r->len = comp ? fe.disk_num_bytes : fe.num_bytes;
 		} else if (k.type == BTRFS_EXTENT_CSUM_KEY && c->fs->csum_size) {
 			if (!(r = btk_vec_push(&c->log_csums))) {
 				c->oom = true;

@@ -9,6 +9,7 @@
 #include "check/check_priv.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/file_extent.h"
 #include "format/inode_item.h"
 #include "fs/fs_read.h"
 
@@ -411,17 +412,17 @@ static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p
 			uint64_t leaf)
 {
 	struct ino_state *s = &c->fst->cur;
-	const size_t hdr = offsetof(struct btrfs_file_extent_item, disk_bytenr);
 	uint64_t mask = c->fs->sectorsize - 1, len;
+	struct btk_file_extent fe;
+	enum btk_fe_fault fault = btk_file_extent_item_parse(p, sz, k->offset, &fe);
 
-	if (sz < hdr) {
+	if (fault == BTK_FE_SHORT_HEAD) {
 		rep(c, BTK_P_FE_SIZE, leaf, k, "", chk_fmt("%u bytes", sz),
 		    "file extent item too small");
 		return;
 	}
-	uint8_t type = BTK_GET(struct btrfs_file_extent_item, p, type);
-	uint8_t comp = BTK_GET(struct btrfs_file_extent_item, p, compression);
-	uint64_t ram = BTK_GET(struct btrfs_file_extent_item, p, ram_bytes);
+	uint8_t type = fe.type, comp = fe.compression;
+	uint64_t ram = fe.ram_bytes;
 	if (s->has_ext && s->ext_end > k->offset)
 		rep(c, BTK_P_FE_OVERLAP, leaf, k,
 		    chk_fmt("offset >= %llu", (unsigned long long)s->ext_end),
@@ -432,7 +433,7 @@ static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p
 			    (unsigned long long)(s->has_ext ? s->ext_end : 0)),
 		    chk_fmt("next at %llu", (unsigned long long)k->offset), "file extent gap");
 	if (type == BTRFS_FILE_EXTENT_INLINE) {
-		uint32_t dlen = sz - (uint32_t)hdr;
+		uint32_t dlen = fe.inline_len;
 		if (ram == 0 || ram > c->fs->sectorsize)
 			rep(c, BTK_P_FE_INLINE_SIZE, leaf, k, chk_fmt("1..%u", c->fs->sectorsize),
 			    chk_fmt("ram bytes %llu", (unsigned long long)ram),
@@ -448,16 +449,14 @@ static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p
 		s->found_bytes += ram;
 		len = (ram + mask) & ~mask;
 	} else if (type == BTRFS_FILE_EXTENT_REG || type == BTRFS_FILE_EXTENT_PREALLOC) {
-		if (sz < sizeof(struct btrfs_file_extent_item)) {
+		if (fault == BTK_FE_SHORT_BODY) {
 			rep(c, BTK_P_FE_SIZE, leaf, k,
 			    chk_fmt("%zu bytes", sizeof(struct btrfs_file_extent_item)),
 			    chk_fmt("%u", sz), "file extent item too small");
 			return;
 		}
-		uint64_t db = BTK_GET(struct btrfs_file_extent_item, p, disk_bytenr);
-		uint64_t dnb = BTK_GET(struct btrfs_file_extent_item, p, disk_num_bytes);
-		uint64_t eoff = BTK_GET(struct btrfs_file_extent_item, p, offset);
-		len = BTK_GET(struct btrfs_file_extent_item, p, num_bytes);
+		uint64_t db = fe.disk_bytenr, dnb = fe.disk_num_bytes, eoff = fe.extent_offset;
+		len = fe.num_bytes;
 		if (len == 0 || (len & mask) || eoff + len > ram || eoff + len < eoff)
 			rep(c, BTK_P_FE_SIZES, leaf, k,
 			    chk_fmt("aligned num bytes, offset + num <= ram %llu",

@@ -10,18 +10,25 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "check/check.h"
+#include "base/u64set.h"
 #include "base/vec.h"
 #include "tree/tree.h"
 
-/* Open-addressing set of nonzero u64 (tree block bytenrs). */
-struct chk_set {
-	uint64_t *slots;
-	size_t n, cap;
-};
+/* The set of tree blocks visited: struct btk_u64set (base/u64set.h) by its old name. */
+#define chk_set btk_u64set
 /* Adds x; 1 if new, 0 if present, -ENOMEM. */
-int chk_set_add(struct chk_set *s, uint64_t x);
-bool chk_set_has(const struct chk_set *s, uint64_t x);
-void chk_set_free(struct chk_set *s);
+static inline int chk_set_add(struct chk_set *s, uint64_t x)
+{
+	return btk_u64set_add(s, x);
+}
+static inline bool chk_set_has(const struct chk_set *s, uint64_t x)
+{
+	return btk_u64set_has(s, x);
+}
+static inline void chk_set_free(struct chk_set *s)
+{
+	btk_u64set_free(s);
+}
 
 /* A back reference: declared by the extent tree, or found by walking. */
 struct chk_ref {

@@ -39,6 +39,9 @@ int btk_image_dump(struct btk_fs *fs, int out_fd, const struct btk_dump_opts *op
 
 struct btk_restore_opts {
 	bool multi; /* -m: one target per original device, the chunk tree kept as it is */
+	/* tests: every target behind the fault-injecting backend, fault_writes changes each */
+	bool fault;
+	uint64_t fault_writes;
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *ctx;
 };
@@ -53,14 +56,18 @@ struct btk_restore_stats {
  * A dump of a one-device filesystem goes onto one target at the original offsets; with
  * opts->multi, a dump of an N-device filesystem goes onto N targets (in devid order), every
  * profile kept. Regular-file targets grow to the device size the dump records; block devices
- * must be large enough (checked before anything is written). The superblocks are written
- * last, after a flush; those of a v0 dump (metadata only) are marked as a restored metadump
- * (BTRFS_SUPER_FLAG_METADUMP_V2), those of a v1 dump (with --data) are not.
- * A multi-device dump with a log tree does not go onto one device: -EOPNOTSUPP
- * before anything is written (the device fixup is a transaction, which needs the log
- * replayed first); -m restores it.
- * Errors: -EUCLEAN naming the cluster and item of a corrupt dump, -EINVAL for targets that do
- * not fit the dump, -ENOSPC for a target too small, -EIO. */
+ * must be large enough (checked before anything is written).
+ * Power cuts: the targets' superblock copies are zeroed (and flushed) before the first item is
+ * written; the superblocks are written last, after a flush, the primary first; onto one device
+ * with the device fixup, the superblock before the fixup goes to the second copy only and the
+ * fixup's commit writes the primary. So a cut leaves either no primary superblock (not a
+ * filesystem: restore again) or the complete restored filesystem (devices of at least 64 MiB
+ * + 4 KiB; smaller ones take the primary before the fixup). Those of a v0 dump (metadata only) are
+ * marked as a restored metadump (BTRFS_SUPER_FLAG_METADUMP_V2), those of a v1 dump (with --data)
+ * are not. A multi-device dump with a log tree does not go onto one device: -EOPNOTSUPP before
+ * anything is written (the device fixup is a transaction, which needs the log replayed first); -m
+ * restores it. Errors: -EUCLEAN naming the cluster and item of a corrupt dump, -EINVAL for targets
+ * that do not fit the dump, -ENOSPC for a target too small, -EIO. */
 int btk_image_restore(int dump_fd, const char *dump_name, const char *const *targets, int n,
 		      const struct btk_restore_opts *opts, struct btk_restore_stats *st);
 

@@ -8,6 +8,7 @@
 #include "format/root_item.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "base/u64set.h"
 #include "image/image.h"
 #include "image/image_int.h"
 #include "image/metadump.h"
@@ -31,51 +32,11 @@ static int vec_push(struct u64vec *v, uint64_t x)
 	return 0;
 }
 
-/* Open-addressing set of block numbers (0 is never a tree block). */
-struct u64set {
-	uint64_t *v;
-	size_t cap, n;
-};
-
-static size_t slot_of(uint64_t x, size_t cap)
-{
-	return (size_t)((x * 0x9E3779B97F4A7C15ULL) >> 24) & (cap - 1);
-}
-
-/* 1 if x was there, 0 if added, negative on ENOMEM. */
-static int set_add(struct u64set *s, uint64_t x)
-{
-	if (s->n * 2 >= s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 4096;
-		uint64_t *nv = calloc(nc, sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "dump block set");
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->v[i]) {
-				size_t j = slot_of(s->v[i], nc);
-				while (nv[j])
-					j = (j + 1) & (nc - 1);
-				nv[j] = s->v[i];
-			}
-		free(s->v);
-		s->v = nv, s->cap = nc;
-	}
-	size_t j = slot_of(x, s->cap);
-	while (s->v[j]) {
-		if (s->v[j] == x)
-			return 1;
-		j = (j + 1) & (s->cap - 1);
-	}
-	s->v[j] = x;
-	s->n++;
-	return 0;
-}
-
 struct dump {
 	struct btk_fs *fs;
 	const struct btk_dump_opts *o;
 	struct btk_dump_stats *st;
-	struct u64set seen;
+	struct btk_u64set seen;
 	struct u64vec chunk_blocks, blocks;
 	struct u64vec data;	/* pairs: logical, length */
 	struct btk_root *roots; /* trees found in root-tree and log-tree leaves */
@@ -148,10 +109,10 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 	int ret;
 
 	(void)fs, (void)depth;
-	ret = set_add(&d->seen, b->bytenr);
+	ret = btk_u64set_add(&d->seen, b->bytenr);
 	if (ret < 0)
 		return ret;
-	if (ret == 1) /* shared with a tree walked before: so is everything below it */
+	if (ret == 0) /* shared with a tree walked before: so is everything below it */
 		return btk_block_level(b) ? BTK_WALK_SKIP : 0;
 	ret = vec_push(d->tree == BTRFS_CHUNK_TREE_OBJECTID ? &d->chunk_blocks : &d->blocks,
 		       b->bytenr);
@@ -278,6 +239,8 @@ static void merge_data(struct dump *d, uint64_t *total)
 	size_t n = d->data.n / 2, out = 0;
 	uint64_t *v = d->data.v;
 
+	if (!n)
+		return;
 	qsort(v, n, 2 * sizeof(uint64_t), cmp_u64); /* by the first of each pair */
 	for (size_t i = 0; i < n; i++) {
 		uint64_t at = v[2 * i], end = at + v[2 * i + 1];
@@ -325,7 +288,7 @@ static int store_data(struct dump *d, struct btk_md_writer *w, uint64_t *done, u
 
 static void dump_free(struct dump *d)
 {
-	free(d->seen.v);
+	btk_u64set_free(&d->seen);
 	free(d->chunk_blocks.v);
 	free(d->blocks.v);
 	free(d->data.v);

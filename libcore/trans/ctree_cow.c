@@ -162,8 +162,10 @@ static int wroot_load_item(struct btk_wfs *w, struct btk_wroot *wr)
 	}
 	wr->item_key = k;
 	wr->in_root_tree = true;
-	wr->bytenr = BTK_GET(struct btrfs_root_item, wr->item, bytenr);
-	wr->level = BTK_GET(struct btrfs_root_item, wr->item, level);
+	struct btk_root_item ri;
+	wroot_item(wr, &ri);
+	wr->bytenr = ri.bytenr;
+	wr->level = ri.level;
 	ret = wr->level < BTK_MAX_LEVEL ? 0
 					: btk_err(EUCLEAN, "tree %llu has level %d",
 						  (unsigned long long)wr->objectid, wr->level);
@@ -223,13 +225,16 @@ int btk_tree_create(struct btk_trans *t, uint64_t objectid, struct btk_wroot **o
 		wr->item_key.type = BTRFS_ROOT_ITEM_KEY;
 		wr->item_key.offset = 0;
 		wr->item_size = sizeof(struct btrfs_root_item);
-		BTK_PUT(struct btrfs_root_item, wr->item, refs, 1);
 		/* an inode item inside the root item: kernel and progs mark it a directory */
-		BTK_PUT(struct btrfs_inode_item, wr->item, generation, 1);
-		BTK_PUT(struct btrfs_inode_item, wr->item, size, 3);
-		BTK_PUT(struct btrfs_inode_item, wr->item, nlink, 1);
-		BTK_PUT(struct btrfs_inode_item, wr->item, nbytes, t->fs->nodesize);
-		BTK_PUT(struct btrfs_inode_item, wr->item, mode, 040755);
+		struct btk_root_item ri = {
+		    .refs = 1,
+		    .inode = {.generation = 1,
+			      .size = 3,
+			      .nlink = 1,
+			      .nbytes = t->fs->nodesize,
+			      .mode = 040755},
+		};
+		wroot_item_set(wr, &ri);
 	}
 	ret = btk_alloc_tree_block(t, objectid, 0, &bytenr);
 	if (ret)

@@ -14,8 +14,10 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include "tree/cache.h"
 #include "format/format.h"
+#include "format/root_item.h"
 #include "trans/trans.h"
 #include "tree/tree.h"
 #include "volumes/volumes.h"
@@ -61,6 +63,21 @@ struct btk_wroot {
 	uint8_t item[sizeof(struct btrfs_root_item)];
 	uint32_t item_size; /* size of the on-disk item (older items are shorter) */
 };
+
+/* wr's ROOT_ITEM decoded (zeroed when wr has none), and written back (marked dirty; nothing
+ * is written when wr has none). Loaded items are at least BTK_ROOT_ITEM_V0_SIZE. */
+static inline void wroot_item(const struct btk_wroot *wr, struct btk_root_item *ri)
+{
+	if (btk_root_item_parse(wr->item, wr->item_size, ri))
+		memset(ri, 0, sizeof(*ri));
+}
+static inline void wroot_item_set(struct btk_wroot *wr, const struct btk_root_item *ri)
+{
+	if (wr->item_size < BTK_ROOT_ITEM_V0_SIZE)
+		return;
+	btk_root_item_write(wr->item, wr->item_size, ri);
+	wr->item_dirty = true;
+}
 
 /* A queued change of one extent's back reference. A tree block reference is keyed by its
  * root (parent 0) or, for blocks shared through a FULL_BACKREF parent, by that parent; a data

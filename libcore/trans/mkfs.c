@@ -388,28 +388,24 @@ static void init_super(const struct btk_mkfs_opts *o, const struct plan *pl, str
 
 /* ---- contents ---- */
 
-static void set_time(uint8_t *ts, time_t now)
-{
-	BTK_PUT(struct btrfs_timespec, ts, sec, (uint64_t)now);
-	BTK_PUT(struct btrfs_timespec, ts, nsec, 0);
-}
-
 static int insert_dir_inode(struct btk_trans *t, uint64_t tree, uint64_t ino, uint64_t nbytes,
 			    time_t now)
 {
 	uint8_t ii[sizeof(struct btrfs_inode_item)] = {0};
 	uint8_t ref[sizeof(struct btrfs_inode_ref) + 2];
 	struct btk_key k = {ino, BTRFS_INODE_ITEM_KEY, 0};
+	struct btk_time tm = {.sec = (uint64_t)now};
+	struct btk_inode_info in = {.generation = btk_trans_id(t),
+				    .nbytes = nbytes,
+				    .nlink = 1,
+				    .mode = 040755,
+				    .atime = tm,
+				    .ctime = tm,
+				    .mtime = tm,
+				    .otime = tm};
 	int ret;
 
-	BTK_PUT(struct btrfs_inode_item, ii, generation, btk_trans_id(t));
-	BTK_PUT(struct btrfs_inode_item, ii, nbytes, nbytes);
-	BTK_PUT(struct btrfs_inode_item, ii, nlink, 1);
-	BTK_PUT(struct btrfs_inode_item, ii, mode, 040755);
-	set_time(ii + offsetof(struct btrfs_inode_item, atime), now);
-	set_time(ii + offsetof(struct btrfs_inode_item, ctime), now);
-	set_time(ii + offsetof(struct btrfs_inode_item, mtime), now);
-	set_time(ii + offsetof(struct btrfs_inode_item, otime), now);
+	btk_inode_item_write(ii, &in);
 	if ((ret = btk_item_insert(t, tree, &k, ii, sizeof(ii))))
 		return ret;
 	BTK_PUT(struct btrfs_inode_ref, ref, index, 0);
@@ -477,7 +473,8 @@ static int create_trees(struct btk_trans *t, const struct plan *pl, time_t now)
 				       BTRFS_EXTENT_TREE_OBJECTID, BTRFS_DEV_TREE_OBJECTID,
 				       BTRFS_FS_TREE_OBJECTID,	   BTRFS_CSUM_TREE_OBJECTID,
 				       BTRFS_UUID_TREE_OBJECTID,   BTRFS_DATA_RELOC_TREE_OBJECTID};
-	struct btrfs_root_item *ri;
+	struct btk_root_item ri;
+	struct btk_wroot *wr;
 	int ret = 0;
 
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]) && !ret; i++)
@@ -489,13 +486,16 @@ static int create_trees(struct btk_trans *t, const struct plan *pl, time_t now)
 	if (ret)
 		return ret;
 	/* the FS tree: a uuid, creation times and its root directory */
-	ri = btk_tree_root_item(t, BTRFS_FS_TREE_OBJECTID);
-	BTK_PUT(struct btrfs_root_item, ri, root_dirid, BTRFS_FIRST_FREE_OBJECTID);
-	make_uuid(t->fs, pl->derive_uuids, "fs-tree", 0, ri->uuid);
-	set_time((uint8_t *)&ri->ctime, now);
-	set_time((uint8_t *)&ri->otime, now);
-	ri = btk_tree_root_item(t, BTRFS_DATA_RELOC_TREE_OBJECTID);
-	BTK_PUT(struct btrfs_root_item, ri, root_dirid, BTRFS_FIRST_FREE_OBJECTID);
+	wr = btk_wroot_get(t->w, BTRFS_FS_TREE_OBJECTID);
+	wroot_item(wr, &ri);
+	ri.root_dirid = BTRFS_FIRST_FREE_OBJECTID;
+	make_uuid(t->fs, pl->derive_uuids, "fs-tree", 0, ri.uuid);
+	ri.ctime = ri.otime = (struct btk_time){.sec = (uint64_t)now};
+	wroot_item_set(wr, &ri);
+	wr = btk_wroot_get(t->w, BTRFS_DATA_RELOC_TREE_OBJECTID);
+	wroot_item(wr, &ri);
+	ri.root_dirid = BTRFS_FIRST_FREE_OBJECTID;
+	wroot_item_set(wr, &ri);
 	return 0;
 }
 

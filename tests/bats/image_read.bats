@@ -221,3 +221,27 @@ PY
 	assert_one_line_error 1
 	grep -q 'checksum mismatch' "$BTK_ERR"
 }
+
+@test "two devices: --device names the other; a RAID1 copy that fails its checksum is read from the other" {
+	require_btk owner
+	require_tool python3
+	"$MKFS" -q -d raid1 -m raid1 --rootdir "$SRC" -b 256m "$D/r1.img" "$D/r2.img"
+	btk_run 20 "$IMG" ls "$D/r1.img" /d
+	assert_one_line_error 1
+	grep -q 'devid 2' "$BTK_ERR"
+	local phys
+	phys=$("$BTK_BUILD/bin/btk-owner" --json --file /d/random "$D/r1.img" "$D/r2.img" |
+		python3 -c 'import json,sys
+for c in json.load(sys.stdin)["extents"][0]["pieces"][0]["copies"]:
+    if c["devid"] == 1: print(c["physical"])')
+	# that is where copy 1 of the file's data lies; then spoil 3 of its sectors
+	cmp <(dd if="$D/r1.img" bs=4096 skip=$((phys / 4096)) count=16 status=none) \
+		<(head -c 65536 "$SRC/d/random")
+	dd if=/dev/zero of="$D/r1.img" bs=4096 seek=$((phys / 4096 + 2)) count=3 conv=notrunc status=none
+	btk_run 20 "$IMG" cat --device "$D/r2.img" "$D/r1.img" /d/random
+	[ "$status" = 0 ] || { show_err; false; }
+	cmp "$BTK_OUT" "$SRC/d/random"
+	btk_run 20 "$IMG" get --device "$D/r2.img" "$D/r1.img" /d/random "$D/copy"
+	[ "$status" = 0 ]
+	cmp "$D/copy" "$SRC/d/random"
+}

@@ -721,7 +721,8 @@ static int leaf_insert(struct btk_fs *fs, uint8_t *buf, int pos, const struct bt
 	btk_key_to_disk(key, &it->key);
 	btk_put32(it->offset, top - size);
 	btk_put32(it->size, size);
-	memcpy(data0 + top - size, data, size);
+	if (size) /* an empty item may come with no data pointer */
+		memcpy(data0 + top - size, data, size);
 	btk_put32(h->nritems, n + 1);
 	return 0;
 }
