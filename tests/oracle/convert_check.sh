@@ -5,7 +5,8 @@
 # btrfs check; the metadata used within the estimate and the chunks within the space the dry
 # run named; both kernel mounts compared by convert_tree_cmp.py (names, modes, owners, ns times,
 # xattrs, ACLs, content, holes, hard links); e2fsck -fn on ext2_saved/image; kernel writes and
-# deletes, btrfs check again; the rollback: e2fsck -fn, 0 used blocks differ, the same tree.
+# deletes, btrfs check again; the rollback: e2fsck -fn, 0 used blocks differ (and, with
+# ROLLBACK_TREE_CMP=1, the same tree through the kernel).
 # Prints "convert_check NAME: ok ..." with figures; exit 1 at the first failure. Root.
 set -u
 conv=$1 src=$2 w=$3 name=$4
@@ -54,6 +55,7 @@ read -r nmeta chunks < <(btrfs inspect-internal dump-tree -t chunk "$img" | awk 
 	END { print n + 0, c + 0 }')
 [ "$used" -le "$est" ] || fail "metadata used $used > estimate $est"
 [ "$nmeta" -eq 1 ] || fail "$nmeta metadata chunks: the estimate's chunk did not hold it"
+[ "$chunks" -le "$need" ] || fail "system and metadata chunks $chunks > the $need the dry run named"
 
 mount -o loop,ro "$orig" "$me" || fail "mount ext"
 mount -o loop,ro "$img" "$mb" || fail "mount btrfs"
@@ -75,9 +77,12 @@ t2=$(date +%s.%N)
 t3=$(date +%s.%N)
 e2fsck -fn "$img" >/dev/null 2>&1 || fail "e2fsck after the rollback"
 diff=$(python3 "$here/ext_used_diff.py" "$orig" "$img") || fail "after the rollback: $diff"
-mount -o loop,ro "$img" "$mb" || fail "mount the rolled-back ext"
-out=$(python3 "$here/convert_tree_cmp.py" "$me" "$mb") || fail "the rolled-back tree differs: $out"
-umount "$mb"
+# identical used blocks and a clean e2fsck already mean the same tree; the matrix looks anyway
+if [ -n "${ROLLBACK_TREE_CMP:-}" ]; then
+	mount -o loop,ro "$img" "$mb" || fail "mount the rolled-back ext"
+	out=$(python3 "$here/convert_tree_cmp.py" "$me" "$mb") || fail "the rolled-back tree differs: $out"
+	umount "$mb"
+fi
 umount "$me"
 printf 'convert_check %s: ok; %s; metadata used %s of estimate %s; chunks %s of %s needed; convert %.2fs, rollback %.2fs; %s\n' \
 	"$name" "$paths" "$used" "$est" "$chunks" "$need" "$(echo "$t1 - $t0" | bc)" "$(echo "$t3 - $t2" | bc)" "$diff"

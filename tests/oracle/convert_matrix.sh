@@ -37,6 +37,7 @@ if [ -n "$quick" ]; then
 else
 	export EXT_SIZE=8G
 fi
+export ROLLBACK_TREE_CMP=1
 for v in "ext2:-t ext2" "ext3:-t ext3" "ext4:-t ext4" \
 	"ext4-all:-t ext4 -O 64bit,metadata_csum,huge_file,inline_data" \
 	"ext4-every:-t ext4 -O 64bit,metadata_csum,metadata_csum_seed,huge_file,inline_data,large_dir,orphan_file"; do

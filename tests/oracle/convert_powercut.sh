@@ -5,7 +5,7 @@
 # -fn clean, every block it uses identical to before) or a complete btrfs (btrfs check clean,
 # and the ext image inside it intact: a rollback from there restores it exactly). Prints one
 # line per state kind and "powercut: N states ok" at the end; exit 1 at the first bad state.
-# PC_STEP=K (default 1: every write) checks every K-th write, then every one of the last K+12
+# PC_STEP=K (default 1: every write) checks every K-th write, then every one of the last 12
 # (the superblocks and the final flushes are always among them).
 set -u
 conv=$1 orig=$2 w=$3
@@ -28,10 +28,10 @@ states=0 ext=0 btr=0
 for phase in convert rollback; do
 	n=0 last=0
 	while :; do
-		# sampled: K-th writes until one run finishes, then back over the last K+12 writes
+		# sampled: K-th writes until one run finishes, then back over the last 12 writes
 		if [ "$last" -gt 0 ]; then
 			n=$((n + 1))
-			[ "$n" -lt "$last" ] || { echo "powercut: $phase: $last writes, sampled every $step and the last $((step + 12))"; break; }
+			[ "$n" -lt "$last" ] || { echo "powercut: $phase: $last writes, sampled every $step and the last 12"; break; }
 		elif [ "$step" -gt 1 ] && [ "$n" -gt 0 ]; then
 			n=$((n + step))
 		else
@@ -62,7 +62,7 @@ for phase in convert rollback; do
 				break
 			fi
 			last=$n
-			n=$((n - step - 12))
+			n=$((n - 13))
 			[ "$n" -ge 0 ] || n=0
 		fi
 		[ "$n" -lt 100000 ] || { echo "powercut: $phase never finished" >&2; exit 1; }
