@@ -355,6 +355,9 @@ static int run(struct opts *o)
 		print_json(o, &plan);
 	else
 		print_text(o, &plan);
+	if (write && (plan.nempty || plan.nmoves || plan.ncuts) && btk_resize_quotas_on(fs))
+		cli_warn("quotas are on: their numbers are marked for a rescan (mount, then "
+			 "btrfs quota rescan)");
 	rc = 0;
 free_plan:
 	btk_resize_plan_free(&plan);

@@ -59,6 +59,9 @@ struct btk_resize_plan {
  * break; skipped with force) with a message saying what to do. */
 int btk_resize_refusals(struct btk_fs *fs, bool force);
 
+/* True when quotas are enabled (the write path then marks their numbers for a rescan). */
+bool btk_resize_quotas_on(struct btk_fs *fs);
+
 /* Plans resizing devid to `size` bytes (rounded down to the sector size); size 0 asks for the
  * minimum. Fills *plan (free with btk_resize_plan_free). Errors: -ENOENT unknown devid,
  * -ENOSPC size below the minimum (the message says the minimum), -EINVAL size too small to
