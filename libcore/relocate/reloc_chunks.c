@@ -97,7 +97,8 @@ static int set_levels(struct btk_fs *fs, struct item *v, int n)
 			return ret;
 		v[i].level = ext.flags & BTRFS_EXTENT_FLAG_TREE_BLOCK ? ext.level : -1;
 	}
-	qsort(v, (size_t)n, sizeof(*v), cmp_item);
+	if (n > 1) /* v may be NULL when there is nothing to move */
+		qsort(v, (size_t)n, sizeof(*v), cmp_item);
 	return 0;
 }
 
