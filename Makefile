@@ -3,7 +3,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 B        := build
 CC       ?= cc
-PKGS     := blkid popt libzstd zlib lzo2 libxxhash libcrypto libb2
+PKGS     := blkid popt libzstd zlib lzo2 libxxhash libcrypto libb2 libdeflate
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Ilibcore -I. \
             -MMD -MP $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -26,6 +26,11 @@ UNITS    := $(foreach s,$(UNIT_SRC),$(B)/tests/$(basename $(notdir $(s))))
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(B)/%.o)
 TESTTOOLS := $(TESTLIB_SRC:tests/lib/%.c=$(B)/tests/%)
+
+# build on every core unless -j was given: make check and make demo on CI's 2 cores
+ifeq ($(filter -j%,$(MAKEFLAGS)),)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
+endif
 
 .PHONY: all deps check-deps check demo install clean format layers
 all: deps $(LIB) $(BINS) $(UNITS) $(TESTTOOLS)

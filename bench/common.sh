@@ -15,6 +15,7 @@
 #                                   time and the largest peak RSS of each command; sets
 #                                   BC_WALL[i], BC_CPU[i], BC_RSS[i] (MiB), in the order given
 #   bench_ratio A B                 prints A/B with 2 decimals (or n/a)
+#   bench_data_addrs IMG N          prints N random byte addresses inside data extents of IMG
 
 set -u
 
@@ -240,4 +241,29 @@ bench_compare() {
 bench_ratio() {
 	awk -v a="$1" -v b="$2" 'BEGIN {
 		if (a == "n/a" || b == "n/a" || b + 0 == 0) print "n/a"; else printf "%.2f\n", a / b }'
+}
+
+# bench_data_addrs IMG N — N random bytes inside data extents (seeded), from the extent tree as
+# btrfs-progs prints it; fails when there are none.
+bench_data_addrs() {
+	btrfs inspect-internal dump-tree -t extent "$1" 2>/dev/null | python3 -c '
+import random, re, sys
+n = int(sys.argv[1])
+ext = []
+prev = None
+for line in sys.stdin:
+    m = re.search(r"key \((\d+) EXTENT_ITEM (\d+)\)", line)
+    if m:
+        prev = (int(m.group(1)), int(m.group(2)))
+        continue
+    if prev and "flags DATA" in line:
+        ext.append(prev)
+    prev = None
+if not ext:
+    sys.exit(1)
+rnd = random.Random(20261203)
+for _ in range(n):
+    s, l = rnd.choice(ext)
+    print(s + rnd.randrange(l))
+' "$2"
 }

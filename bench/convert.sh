@@ -52,11 +52,17 @@ for l in btrfs-convert btk-convert; do
 	printf '%-16s %8s %8s %13s   %s\n' "$l" "$(med "${walls[$l]}")" "$(med "${cpus[$l]}")" \
 		"$(awk -v k="${rss[$l]:-0}" 'BEGIN { printf "%.1f", k / 1024 }')" "${walls[$l]}"
 done
-echo "ratio wall btrfs-convert/btk-convert: $(bench_ratio "$(med "${walls[btrfs-convert]}")" "$(med "${walls[btk-convert]}")")"
+ratio=$(bench_ratio "$(med "${walls[btrfs-convert]}")" "$(med "${walls[btk-convert]}")")
+echo "ratio wall btrfs-convert/btk-convert: $ratio"
+# peak RSS is /usr/bin/time's "Maximum resident set size" (%M), the largest of the rounds
+rssr=$(bench_ratio "${rss[btk-convert]:-n/a}" "${rss[btrfs-convert]:-n/a}")
+echo "ratio peak RSS btk-convert/btrfs-convert: $rssr"
+ok=$(awk -v w="$ratio" -v m="$rssr" 'BEGIN { print (w != "n/a" && m != "n/a" && w >= 2 && m <= 1) ? "yes" : "no" }')
+echo "issue 13 target (wall ratio >= 2.00, RSS ratio <= 1.00) met: $ok"
 # rollback of each tool's own result (the last round's btk result is in work.img)
 bench_time btk-rollback "$BTK" -r "$BENCH_TMP/work.img" || bench_die "btk rollback failed"
-echo "btk-convert --rollback: ${BT_WALL}s"
+echo "btk-convert --rollback: ${BT_WALL}s, peak RSS $(awk -v k="$BT_RSS" 'BEGIN { printf "%.1f", k / 1024 }') MiB"
 cp --sparse=always "$BENCH_TMP/orig.img" "$BENCH_TMP/work.img"
 btrfs-convert "$BENCH_TMP/work.img" >/dev/null 2>&1
 bench_time btrfs-rollback btrfs-convert -r "$BENCH_TMP/work.img" || bench_die "btrfs-convert -r failed"
-echo "btrfs-convert -r: ${BT_WALL}s"
+echo "btrfs-convert -r: ${BT_WALL}s, peak RSS $(awk -v k="$BT_RSS" 'BEGIN { printf "%.1f", k / 1024 }') MiB"

@@ -41,24 +41,7 @@ bench_image "$img" "$nfiles" "$snaps" "$size"
 
 # random bytes inside data extents, from the extent tree as btrfs-progs prints it
 addrs=$BENCH_TMP/addrs
-btrfs inspect-internal dump-tree -t extent "$img" 2>/dev/null | python3 -c '
-import random, re, sys
-n = int(sys.argv[1])
-ext = []
-prev = None
-for line in sys.stdin:
-    m = re.search(r"key \((\d+) EXTENT_ITEM (\d+)\)", line)
-    if m:
-        prev = (int(m.group(1)), int(m.group(2)))
-        continue
-    if prev and "flags DATA" in line:
-        ext.append(prev)
-    prev = None
-rnd = random.Random(20261203)
-for _ in range(n):
-    s, l = rnd.choice(ext)
-    print(s + rnd.randrange(l))
-' "$naddr" >"$addrs" || bench_die "no data extents found"
+bench_data_addrs "$img" "$naddr" >"$addrs" || bench_die "no data extents found"
 echo "image: $img ($(cat "$img.params")), $(du -h "$img" | cut -f1) allocated;" \
 	"$(wc -l <"$addrs") random data addresses"
 

@@ -37,6 +37,9 @@ void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
  * A tool whose own JSON output is already under way prints its own error field instead and
  * calls cli_json_on(false) first. */
 void cli_json_on(bool on);
+/* Turns the object on when "--json" is among argv[1..argc-1] (before a "--"), so that a usage
+ * error found while parsing the options is a JSON object too. Returns whether it did. */
+bool cli_json_argv(int argc, const char *const *argv);
 void cli_json_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Sizes. A whole decimal number with an optional binary suffix k, m, g, t, p or e (any case,

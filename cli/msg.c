@@ -1,6 +1,7 @@
 /* msg.c — one-line messages on stderr, in order with stdout, and the --json error object. */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base/error.h"
 #include "base/json.h"
@@ -71,6 +72,16 @@ void cli_warn(const char *fmt, ...)
 void cli_json_on(bool on)
 {
 	json_on = on;
+}
+
+bool cli_json_argv(int argc, const char *const *argv)
+{
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		if (!strcmp(argv[i], "--json")) {
+			json_on = true;
+			return true;
+		}
+	return false;
 }
 
 void cli_json_error(const char *fmt, ...)

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/units.h"
 #include "cli.h"
 
 static int suffix_shift(char c)
@@ -61,16 +62,7 @@ int cli_parse_size(const char *opt, const char *s, uint64_t *out)
 
 const char *cli_human(uint64_t v, char *buf, size_t len)
 {
-	static const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-	double d = (double)v;
-	int i = 0;
-
-	while (d >= 1024 && i < 6) {
-		d /= 1024;
-		i++;
-	}
-	snprintf(buf, len, i ? "%.2f%s" : "%.0f%s", d, u[i]);
-	return buf;
+	return btk_human(v, buf, len);
 }
 
 bool cli_parse_u64(const char *s, uint64_t *v)

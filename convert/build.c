@@ -12,6 +12,7 @@
  * leaves the ext filesystem as it was.
  */
 #include "build.h"
+#include "runs.h"
 #include "base/error.h"
 #include "base/uuid.h"
 #include "fs/fs_write.h"
@@ -152,14 +153,9 @@ int conv_place(void *ctx, struct btk_trans *t)
 		ret = split_reserved(res, nres, s->used[i].start, s->used[i].len, chunk_piece, &k);
 	if (!ret && k.ce)
 		ret = emit_chunk(&k);
-	/* room for the copies of what ext has where btrfs needs the space */
-	for (int i = 0; i < nres && !ret; i++)
-		for (size_t j = 0; j < s->nused; j++) {
-			uint64_t a = s->used[j].start, b = a + s->used[j].len;
-			uint64_t lo = a > res[i].start ? a : res[i].start;
-			uint64_t hi = min64(b, res[i].start + res[i].len);
-			copy += hi > lo ? hi - lo : 0;
-		}
+	/* room for the copies of what ext has where btrfs needs the space, and for the files
+	 * that become new extents: the size the free-space check counted */
+	copy = ext_reserved_used(s) + c->new_data;
 	if (!ret && copy)
 		ret = btk_chunk_alloc_size(t, BTRFS_BLOCK_GROUP_DATA, up(copy, SZ_1M), &lg);
 	return ret;
@@ -275,8 +271,8 @@ static int make_image(struct conv *c, const struct btk_inode_attr *top)
 				    .parent = BTRFS_FS_TREE_OBJECTID,
 				    .dir = BTK_ROOT_DIRID,
 				    .index = c->root_next_index,
-				    .name = "ext2_saved",
-				    .name_len = 10,
+				    .name = c->src->saved,
+				    .name_len = (uint16_t)strlen(c->src->saved),
 				    .ro = true};
 	struct btk_inode_attr a = *top;
 	struct btk_key loc = {CONV_IMAGE_INO, BTRFS_INODE_ITEM_KEY, 0};
@@ -370,99 +366,6 @@ static int map_run(struct conv *c, uint64_t ino, uint64_t fo, uint64_t phys, uin
 	return ret;
 }
 
-struct run {
-	uint64_t lblk, pblk, len; /* blocks */
-	bool uninit;
-};
-
-struct runs {
-	struct run *r;
-	size_t n, cap;
-};
-
-static int runs_add(struct runs *rs, uint64_t lblk, uint64_t pblk, uint64_t len, bool uninit)
-{
-	struct run *last = rs->n ? &rs->r[rs->n - 1] : NULL;
-
-	if (last && last->lblk + last->len == lblk && last->pblk + last->len == pblk &&
-	    last->uninit == uninit) {
-		last->len += len;
-		return 0;
-	}
-	if (rs->n == rs->cap) {
-		size_t nc = rs->cap ? rs->cap * 2 : 16;
-		struct run *r = realloc(rs->r, nc * sizeof(*r));
-		if (!r)
-			return btk_err(ENOMEM, "out of memory");
-		rs->r = r;
-		rs->cap = nc;
-	}
-	rs->r[rs->n++] = (struct run){lblk, pblk, len, uninit};
-	return 0;
-}
-
-static int extent_runs(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, struct runs *rs)
-{
-	ext2_extent_handle_t h;
-	struct ext2fs_extent ex;
-	errcode_t err = ext2fs_extent_open2(c->src->e, eino, in, &h);
-	int op = EXT2_EXTENT_ROOT, ret = 0;
-
-	if (err)
-		return btk_err(EIO, "ext inode %u: extent tree: %s", eino, error_message(err));
-	while (!ret) {
-		err = ext2fs_extent_get(h, op, &ex);
-		op = EXT2_EXTENT_NEXT;
-		if (err == EXT2_ET_EXTENT_NO_NEXT || err == EXT2_ET_NO_CURRENT_NODE)
-			break;
-		if (err) {
-			ret =
-			    btk_err(EIO, "ext inode %u: extent tree: %s", eino, error_message(err));
-			break;
-		}
-		if (!(ex.e_flags & EXT2_EXTENT_FLAGS_LEAF) ||
-		    (ex.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT))
-			continue;
-		ret = runs_add(rs, ex.e_lblk, ex.e_pblk, ex.e_len,
-			       ex.e_flags & EXT2_EXTENT_FLAGS_UNINIT);
-	}
-	ext2fs_extent_free(h);
-	return ret;
-}
-
-struct blk_ctx {
-	struct runs *rs;
-	int ret;
-};
-
-static int block_cb(ext2_filsys e, blk64_t *blocknr, e2_blkcnt_t blockcnt, blk64_t ref_blk,
-		    int ref_offset, void *priv)
-{
-	struct blk_ctx *b = priv;
-
-	(void)e;
-	(void)ref_blk;
-	(void)ref_offset;
-	if (blockcnt < 0)
-		return 0;
-	b->ret = runs_add(b->rs, (uint64_t)blockcnt, *blocknr, 1, false);
-	return b->ret ? BLOCK_ABORT : 0;
-}
-
-static int map_runs(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, struct runs *rs)
-{
-	struct blk_ctx b = {rs, 0};
-	errcode_t err;
-
-	if (in->i_flags & EXT4_EXTENTS_FL)
-		return extent_runs(c, eino, in, rs);
-	err = ext2fs_block_iterate3(c->src->e, eino, BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY,
-				    NULL, block_cb, &b);
-	if (err && !b.ret)
-		return btk_err(EIO, "ext inode %u: block map: %s", eino, error_message(err));
-	return b.ret;
-}
-
 /* Reads the whole content of a small file or a symlink target through libext2fs (inline
  * data, fast symlinks and blocks alike); *len is the size. */
 static int read_small(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, uint64_t size,
@@ -545,7 +448,7 @@ static int file_data(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, uin
 		}
 		return write_new_extent(c, ino, c->buf, size, nbytes);
 	}
-	if ((ret = map_runs(c, eino, in, &rs)))
+	if ((ret = ext_runs(c->src->e, eino, in, &rs)))
 		goto out;
 	for (size_t i = 0; i < rs.n && !ret; i++) {
 		const struct run *r = &rs.r[i];
@@ -808,7 +711,7 @@ static int dirent_cb(ext2_ino_t dir, int entry, struct ext2_dir_entry *d, int of
 	if (!x->ret && c->o->progress && !(c->names & 1023))
 		c->o->progress(c->o->progress_ctx, c->inodes, c->src->inodes);
 	if (!x->ret)
-		x->ret = btk_trans_writeback(c->t, 64ULL << 20);
+		x->ret = btk_trans_writeback(c->t, CONV_WRITEBACK);
 	return x->ret ? DIRENT_ABORT : 0;
 }
 

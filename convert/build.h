@@ -10,6 +10,11 @@
 #define CONV_IMAGE_SUBVOL 256ULL /* ext2_saved */
 #define CONV_IMAGE_INO	  257ULL /* ext2_saved/image */
 #define CONV_INO_OFFSET	  254ULL /* btrfs inode = ext inode + 254: ext's root 2 becomes 256 */
+/* Memory: the tree blocks a conversion keeps cached, and the dirty ones it lets pile up before
+ * writing them (into ext's free space, so early writes are safe), small enough that the peak
+ * stays below btrfs-convert's on the bench (issue 13). */
+#define CONV_CACHE_MB  4
+#define CONV_WRITEBACK (2ULL << 20)
 
 struct conv_opts {
 	bool no_datasum, no_inline, no_xattr;
@@ -34,6 +39,7 @@ struct conv {
 	uint32_t *queue; /* directories still to read */
 	size_t qhead, qlen, qcap;
 	uint64_t root_next_index;
+	uint64_t new_data; /* bytes of new data extents the count found (inline_data files) */
 	/* results */
 	uint64_t inodes, names, extents, copied_bytes, inline_files;
 };

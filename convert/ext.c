@@ -27,6 +27,22 @@ int ext_btrfs_reserved(uint64_t size, struct ext_range out[3])
 	return n;
 }
 
+uint64_t ext_reserved_used(const struct ext_src *s)
+{
+	struct ext_range res[3];
+	int nres = ext_btrfs_reserved(s->size, res);
+	uint64_t copy = 0;
+
+	for (int i = 0; i < nres; i++)
+		for (size_t j = 0; j < s->nused; j++) {
+			uint64_t a = s->used[j].start, b = a + s->used[j].len;
+			uint64_t lo = a > res[i].start ? a : res[i].start;
+			uint64_t hi = b < res[i].start + res[i].len ? b : res[i].start + res[i].len;
+			copy += hi > lo ? hi - lo : 0;
+		}
+	return copy;
+}
+
 static int e2err(errcode_t err, const char *path, const char *what)
 {
 	return btk_err(EIO, "%s: %s: %s", path, what, error_message(err));
@@ -130,6 +146,29 @@ static int scan_used(struct ext_src *s)
 	return 0;
 }
 
+/* The first of ext2_saved, ext2_saved.1, ... that the ext root directory does not hold. */
+static int pick_saved_name(struct ext_src *s)
+{
+	for (int i = 0; i < 100; i++) {
+		ext2_ino_t ino;
+		errcode_t err;
+		if (i)
+			snprintf(s->saved, sizeof(s->saved), "ext2_saved.%d", i);
+		else
+			snprintf(s->saved, sizeof(s->saved), "ext2_saved");
+		err =
+		    ext2fs_lookup(s->e, EXT2_ROOT_INO, s->saved, (int)strlen(s->saved), NULL, &ino);
+		if (err == EXT2_ET_FILE_NOT_FOUND)
+			return 0;
+		if (err)
+			return e2err(err, s->path, "reading the root directory");
+	}
+	return btk_err(EEXIST,
+		       "%s: the ext root holds ext2_saved and ext2_saved.1 to .99: rename "
+		       "one of them",
+		       s->path);
+}
+
 int ext_open(const char *path, bool force, struct ext_src *s)
 {
 	struct ext2_super_block *sb;
@@ -168,6 +207,16 @@ int ext_open(const char *path, bool force, struct ext_src *s)
 			      path);
 		goto fail;
 	}
+	/* orphans (on the old list or in the orphan file) are inodes the kernel still has to
+	 * finish deleting; e2fsck does it */
+	if (!force && (sb->s_last_orphan || ext2fs_has_feature_orphan_present(sb))) {
+		ret =
+		    btk_err(EUCLEAN,
+			    "%s: orphan inodes are waiting to be deleted: run e2fsck -f first (or "
+			    "--force)",
+			    path);
+		goto fail;
+	}
 	if (s->blocksize != 4096) {
 		ret = btk_err(EOPNOTSUPP,
 			      "%s: block size %u: btrfs maps ext blocks 1:1 only with 4096-byte "
@@ -179,7 +228,7 @@ int ext_open(const char *path, bool force, struct ext_src *s)
 		ret = e2err(err, path, "reading the bitmaps");
 		goto fail;
 	}
-	if ((ret = scan_used(s)))
+	if ((ret = scan_used(s)) || (ret = pick_saved_name(s)))
 		goto fail;
 	return 0;
 fail:

@@ -21,6 +21,8 @@ struct ext_src {
 	uint64_t used_bytes;
 	uint64_t inodes;    /* inodes in use (s_inodes_count - s_free_inodes_count) */
 	char features[256]; /* "has_journal extent 64bit ..." for reports */
+	char saved[16];	    /* the image's subvolume: "ext2_saved", or "ext2_saved.N" when the
+			     * ext root has an entry of that name (rollback finds it by id) */
 };
 
 /* Opens path read-only and checks that it can be converted; 0, or -errno with a one-line
@@ -32,5 +34,8 @@ void ext_close(struct ext_src *src);
 /* The ranges btrfs keeps for itself on a device of `size` bytes: the first MiB and the 64 KiB
  * at each superblock mirror (64 MiB, 256 GiB). Returns how many (at most 3). */
 int ext_btrfs_reserved(uint64_t size, struct ext_range out[3]);
+
+/* Bytes ext uses inside those ranges: what the conversion copies aside. */
+uint64_t ext_reserved_used(const struct ext_src *src);
 
 #endif

@@ -2,6 +2,7 @@
  * as ext2_saved/image; --rollback returns to it. Parses options, checks, calls btk_mkfs with
  * the hooks of build.c (or rollback.c), prints through report.c. */
 #include "build.h"
+#include "count.h"
 #include "ext.h"
 #include "report.h"
 #include "rollback.h"
@@ -15,6 +16,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#define SZ_1M (1ULL << 20)
 
 struct args {
 	char *csum, *features, *label, *uuid, *nodesize;
@@ -56,22 +59,14 @@ static int parse_features(const char *arg, struct btk_mkfs_opts *o)
 	return ret;
 }
 
-/* A rough upper bound of the btrfs metadata a conversion writes (one copy): inodes, names,
- * extents and checksums, half again for partly filled leaves, and room for the commit. */
-static uint64_t metadata_estimate(const struct ext_src *s, int csum_size, bool no_datasum)
+/* What the conversion allocates from ext's free space, exactly as btk_mkfs and conv_place
+ * will: a metadata chunk of the estimate (4 MiB at least) and the 8 MiB system chunk, both
+ * twice (DUP), and one data chunk for the copies and the new extents. */
+static uint64_t space_needed(uint64_t meta, uint64_t data)
 {
-	uint64_t per_inode = 160 + 2 * 60 + 120; /* inode item, two dir items, ref, extent */
-	uint64_t sums = no_datasum ? 0 : s->used_bytes / 4096 * (uint64_t)csum_size;
-	uint64_t extents = s->used_bytes / (128ULL << 20) * 100 + s->inodes * 60;
+	uint64_t mchunk = meta < (4ULL << 20) ? 4ULL << 20 : (meta + SZ_1M - 1) / SZ_1M * SZ_1M;
 
-	return (s->inodes * per_inode + sums + extents) * 3 / 2 + (4ULL << 20);
-}
-
-/* What the conversion takes from ext's free space: metadata twice (DUP), the system chunk
- * twice, and the copies of what lies where btrfs keeps its superblocks. */
-static uint64_t space_needed(uint64_t meta)
-{
-	return 2 * meta + 2 * (8ULL << 20) + (1ULL << 20) + (128ULL << 10);
+	return 2 * mchunk + 2 * (8ULL << 20) + (data + SZ_1M - 1) / SZ_1M * SZ_1M;
 }
 
 /* The mkfs options the arguments ask for; usage errors before anything is opened. */
@@ -105,6 +100,7 @@ static int plan_args(const struct args *a, struct btk_mkfs_opts *mo, uint8_t fsi
 	mo->discard = false;
 	mo->place = conv_place;
 	mo->fill = conv_fill;
+	mo->cache_mb = CONV_CACHE_MB;
 	mo->after = conv_after;
 	return 0;
 }
@@ -126,7 +122,24 @@ static void plan_ext(const struct args *a, const struct ext_src *src, struct btk
 	}
 	mo->byte_count = src->size;
 	mo->sectorsize = src->blocksize;
-	mo->meta_estimate = metadata_estimate(src, btk_csum_size(mo->csum_type), a->no_datasum);
+}
+
+/* Counts the content, estimates the metadata; *need is the free space the conversion takes. */
+static int plan_space(const struct args *a, struct ext_src *src, struct btk_mkfs_opts *mo,
+		      struct ext_need *n, uint64_t *need)
+{
+	struct ext_count_opts co = {.nodesize = mo->nodesize ? mo->nodesize : 16384,
+				    .no_inline = a->no_inline,
+				    .no_xattr = a->no_xattr,
+				    .no_datasum = a->no_datasum};
+	int ret = ext_count(src, &co, n);
+
+	if (ret)
+		return ret;
+	mo->meta_estimate =
+	    btk_meta_estimate(&n->m, co.nodesize, (uint32_t)btk_csum_size(mo->csum_type));
+	*need = space_needed(mo->meta_estimate, ext_reserved_used(src) + n->new_data);
+	return 0;
 }
 
 static int run_convert(const struct args *a, const char *dev, uint64_t fault)
@@ -136,6 +149,7 @@ static int run_convert(const struct args *a, const char *dev, uint64_t fault)
 	struct conv_opts co = {0};
 	struct cli_progress pg;
 	struct ext_src src;
+	struct ext_need need_n;
 	struct conv c = {0};
 	const char *paths[1] = {dev};
 	uint8_t fsid[16];
@@ -154,7 +168,11 @@ static int run_convert(const struct args *a, const char *dev, uint64_t fault)
 	}
 	plan_ext(a, &src, &mo, fsid, label);
 	mo.paths = paths;
-	need = space_needed(mo.meta_estimate);
+	if (plan_space(a, &src, &mo, &need_n, &need)) {
+		cli_err("%s", btk_errmsg());
+		ret = CLI_EXIT_ERROR;
+		goto out;
+	}
 	if (need > src.size - src.used_bytes) {
 		cli_err("%s: not enough free space: the btrfs metadata needs about %" PRIu64
 			" bytes, ext has %" PRIu64 " free",
@@ -163,7 +181,7 @@ static int run_convert(const struct args *a, const char *dev, uint64_t fault)
 		goto out;
 	}
 	if (a->dry) {
-		report_plan(&src, need, a->json);
+		report_plan(&src, need, mo.meta_estimate, a->json);
 		goto out;
 	}
 	co.no_datasum = a->no_datasum;
@@ -177,6 +195,7 @@ static int run_convert(const struct args *a, const char *dev, uint64_t fault)
 	co.progress_ctx = &pg;
 	c.src = &src;
 	c.o = &co;
+	c.new_data = need_n.new_data;
 	mo.fill_ctx = &c;
 	ret = btk_mkfs(&mo, &res);
 	cli_progress_clear(&pg);
@@ -194,7 +213,7 @@ out:
 
 int main(int argc, const char **argv)
 {
-	struct args a = {0};
+	static struct args a; /* popt's strings in it stay reachable on every way out */
 	struct poptOption opts[] = {
 	    {"csum", 0, POPT_ARG_STRING, &a.csum, 0, "crc32c, xxhash, sha256 or blake2", "TYPE"},
 	    {"checksum", 0, POPT_ARG_STRING | POPT_ARGFLAG_DOC_HIDDEN, &a.csum, 0, NULL, NULL},
@@ -219,6 +238,7 @@ int main(int argc, const char **argv)
 	int rc;
 
 	cli_init("btk-convert");
+	cli_json_argv(argc, argv); /* usage errors as JSON too */
 	poptSetOtherOptionHelp(pc, "[OPTIONS] DEVICE");
 	if ((rc = cli_popt_run(pc)))
 		goto out;
@@ -229,7 +249,10 @@ int main(int argc, const char **argv)
 		goto out;
 	}
 	if (!dev || poptPeekArg(pc)) {
-		poptPrintUsage(pc, stderr, 0);
+		if (dev)
+			cli_err("one device only: '%s' (see --help)", poptPeekArg(pc));
+		else
+			cli_err("no device given (see --help)");
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}

@@ -9,7 +9,7 @@
 #include "rollback.h"
 #include "trans/mkfs.h"
 
-void report_plan(const struct ext_src *s, uint64_t need, bool json);
+void report_plan(const struct ext_src *s, uint64_t need, uint64_t meta, bool json);
 void report_done(const struct ext_src *s, const struct conv *c, const struct btk_mkfs_result *r,
 		 bool json);
 void report_rollback(const char *dev, const struct rollback_result *r, bool dry, bool json);

@@ -129,19 +129,28 @@ static int open_scan(const char *path, struct scan *s)
 	struct btk_open_opts oo = {.super_mirror = -1, .no_scan = true};
 	struct btk_inode_info info;
 	struct btk_root root;
-	uint64_t rid, ino;
+	struct btk_key loc;
+	char *name = NULL;
+	uint8_t ft;
 	int ret = btk_mkfs_check_busy(path);
 
 	if (ret || (ret = btk_fs_open(paths, 1, &oo, &s->fs)))
 		return ret;
-	ret = btk_path_lookup(s->fs, "/ext2_saved/image", &rid, &ino);
+	/* by id, not by path: the subvolume may have been renamed, or named ext2_saved.N because
+	 * the ext root had an ext2_saved (a back reference exists while it is linked) */
+	ret = btk_subvol_path(s->fs, CONV_IMAGE_SUBVOL, &name);
+	free(name);
+	if (!ret)
+		ret = btk_fs_root(s->fs, CONV_IMAGE_SUBVOL, &root);
+	if (!ret)
+		ret = btk_dir_lookup(s->fs, &root, BTK_ROOT_DIRID, "image", 5, &loc, &ft);
+	if (!ret && (loc.type != BTRFS_INODE_ITEM_KEY || loc.objectid != CONV_IMAGE_INO))
+		ret = -ENOENT;
 	if (ret == -ENOENT)
 		return btk_err(ENOENT, "%s: ext2_saved/image is gone: nothing to roll back to",
 			       path);
 	if (!ret)
-		ret = btk_fs_root(s->fs, rid, &root);
-	if (!ret)
-		ret = btk_inode_read(s->fs, &root, ino, &info);
+		ret = btk_inode_read(s->fs, &root, CONV_IMAGE_INO, &info);
 	if (ret)
 		return ret;
 	if (info.transid != info.generation)
@@ -156,7 +165,7 @@ static int open_scan(const char *path, struct scan *s)
 		return btk_err(EUCLEAN, "%s: ext2_saved/image has an impossible size %llu", path,
 			       (unsigned long long)s->size);
 	s->nres = ext_btrfs_reserved(s->size, s->res);
-	return btk_file_for_each_extent(s->fs, &root, ino, 0, check_extent, s);
+	return btk_file_for_each_extent(s->fs, &root, CONV_IMAGE_INO, 0, check_extent, s);
 }
 
 static int write_range(struct btk_dev *d, const uint8_t *buf, uint64_t off, uint64_t len)

@@ -65,7 +65,5 @@ int cmd_stats(const char *const *devs, int n, bool json);
 
 /* Opens the filesystem; prints a one-line error naming the device on failure. */
 int debug_open(const char *const *devs, int n, struct btk_fs **fs);
-/* "btk-debug: " + message on stderr. */
-void debug_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

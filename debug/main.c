@@ -31,17 +31,6 @@ static void usage(FILE *out)
 	      out);
 }
 
-void debug_err(const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	cli_err("%s", msg);
-}
-
 int main(int argc, const char **argv)
 {
 	int all = 0, json = 0, rc, n = 0;
@@ -82,9 +71,9 @@ int main(int argc, const char **argv)
 	       : !strcmp(cmd, "stats") ? stats_opts
 				       : NULL;
 	if (!opts || argc > 255) {
-		debug_err(opts ? "too many arguments" : "unknown command '%s'", cmd);
-		usage(stderr);
-		return 2;
+		cli_err(opts ? "too many arguments" : "unknown command '%s' (see btk-debug --help)",
+			cmd);
+		return CLI_EXIT_USAGE;
 	}
 	/* popt names the program by argv[0] in --help: "btk-debug tree" */
 	snprintf(name, sizeof(name), "btk-debug %s", cmd);
@@ -92,25 +81,25 @@ int main(int argc, const char **argv)
 	for (int i = 2; i < argc; i++)
 		sub_argv[i - 1] = argv[i];
 	sub_argv[argc - 1] = NULL;
+	cli_json_argv(argc - 1, sub_argv); /* before anything can fail: errors as JSON too */
 	pc = poptGetContext(name, argc - 1, sub_argv, opts, 0);
 	poptSetOtherOptionHelp(pc, "[OPTION...] DEV...");
 	if (cli_popt_run(pc)) {
 		poptFreeContext(pc);
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	for (const char *a; (a = poptGetArg(pc));) {
 		if (n == (int)(sizeof(devs) / sizeof(devs[0]))) {
-			debug_err("too many devices");
+			cli_err("too many devices");
 			poptFreeContext(pc);
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 		devs[n++] = a;
 	}
 	if (n == 0) {
-		debug_err("%s: no device given", cmd);
-		poptPrintUsage(pc, stderr, 0);
+		cli_err("%s: no device given (see btk-debug %s --help)", cmd, cmd);
 		poptFreeContext(pc);
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	if (!strcmp(cmd, "super"))
 		rc = cmd_super(devs, n, all, json);

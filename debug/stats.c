@@ -3,6 +3,7 @@
 #include <inttypes.h>
 
 #include "debug.h"
+#include "cli/cli.h"
 #include "base/error.h"
 #include "tree/tree.h"
 
@@ -46,9 +47,9 @@ static int stat_error(void *ctx, uint64_t bytenr, int level, int err, const char
 	struct sctx *s = ctx;
 	char ob[32];
 
-	debug_err("%s: tree %s: block %" PRIu64 " (level %d): %s", s->dev,
-		  btk_objectid_str(s->cur.id, 0, ob, sizeof(ob)), bytenr, level,
-		  msg && msg[0] ? msg : strerror(-err));
+	cli_err("%s: tree %s: block %" PRIu64 " (level %d): %s", s->dev,
+		btk_objectid_str(s->cur.id, 0, ob, sizeof(ob)), bytenr, level,
+		msg && msg[0] ? msg : strerror(-err));
 	s->cur.errors++;
 	return 0;
 }
@@ -118,16 +119,16 @@ int cmd_stats(const char *const *devs, int n, bool json)
 	int ret;
 
 	if (debug_open(devs, n, &s.fs))
-		return 1;
+		return CLI_EXIT_ERROR;
 	if (!json)
 		printf("%-20s %6s %10s %10s %10s %14s %7s %7s %7s\n", "tree", "levels", "nodes",
 		       "leaves", "items", "bytes", "fill", "leaf", "node");
 	ret = btk_for_each_root(s.fs, stat_root, &s);
 	print_stat(&s, &s.total, "total");
 	if (ret)
-		debug_err("%s: cannot list the trees: %s", s.dev, btk_errmsg());
+		cli_err("%s: cannot list the trees: %s", s.dev, btk_errmsg());
 	if (fflush(stdout) || ferror(stdout)) {
-		debug_err("writing the output failed: %s", strerror(errno));
+		cli_err("writing the output failed: %s", strerror(errno));
 		ret = 1;
 	}
 	btk_fs_close(s.fs);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "debug.h"
+#include "cli/cli.h"
 #include "base/error.h"
 #include "io/io.h"
 #include "volumes/super.h"
@@ -49,30 +50,30 @@ static int super_dev(const char *path, bool all, bool json)
 	int best, ret = 0;
 
 	if (btk_dev_open(path, 0, &dev)) {
-		debug_err("%s", btk_errmsg());
-		return 1;
+		cli_err("%s", btk_errmsg());
+		return CLI_EXIT_ERROR;
 	}
 	best = btk_super_read_all(dev, copies);
 	if (best < 0 && !all) {
-		debug_err("%s", btk_errmsg());
+		cli_err("%s", btk_errmsg());
 		btk_dev_close(dev);
-		return 1;
+		return CLI_EXIT_ERROR;
 	}
 	if (best > 0 && copies[0].present && !copies[0].valid)
-		debug_err("warning: %s: primary superblock invalid (%s); using mirror %d", path,
-			  copies[0].why, best);
+		cli_warn("%s: primary superblock invalid (%s); using mirror %d", path,
+			 copies[0].why, best);
 	for (int i = 0; i < BTK_SUPER_MIRRORS; i++) {
 		if (!copies[i].present || (!all && i != best))
 			continue;
 		if (all && !copies[i].valid) {
-			debug_err("%s: superblock mirror %d at %" PRIu64 ": %s", path, i,
-				  copies[i].offset, copies[i].why);
+			cli_err("%s: superblock mirror %d at %" PRIu64 ": %s", path, i,
+				copies[i].offset, copies[i].why);
 			ret = 1; /* still shown: --all prints every copy as it is on disk */
 		}
 		print_copy(path, &copies[i], json);
 	}
 	if (best < 0)
-		debug_err("%s", btk_errmsg());
+		cli_err("%s", btk_errmsg());
 	btk_dev_close(dev);
 	return best < 0 ? 1 : ret;
 }
@@ -84,7 +85,7 @@ int cmd_super(const char *const *devs, int n, bool all, bool json)
 	for (int i = 0; i < n; i++)
 		ret |= super_dev(devs[i], all, json);
 	if (fflush(stdout) || ferror(stdout)) {
-		debug_err("writing the output failed: %s", strerror(errno));
+		cli_err("writing the output failed: %s", strerror(errno));
 		ret = 1;
 	}
 	return ret;

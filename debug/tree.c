@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "debug.h"
+#include "cli/cli.h"
 #include "base/error.h"
 #include "tree/tree.h"
 #include "volumes/super.h"
@@ -38,11 +39,11 @@ int debug_open(const char *const *devs, int n, struct btk_fs **fs)
 
 		/* name the device when libcore's message does not */
 		if (m[0] && strstr(m, devs[0]))
-			debug_err("%s", m);
+			cli_err("%s", m);
 		else if (m[0])
-			debug_err("%s: %s", devs[0], m);
+			cli_err("%s: %s", devs[0], m);
 		else
-			debug_err("%s: cannot open: %s", devs[0], strerror(-ret));
+			cli_err("%s: cannot open: %s", devs[0], strerror(-ret));
 	}
 	return ret;
 }
@@ -192,9 +193,9 @@ static int walk_error(void *ctx, uint64_t bytenr, int level, int err, const char
 	char ob[32];
 
 	fflush(stdout);
-	debug_err("%s: tree %s: block %" PRIu64 " (level %d): %s", t->dev,
-		  btk_objectid_str(t->tree, 0, ob, sizeof(ob)), bytenr, level,
-		  msg && msg[0] ? msg : strerror(-err));
+	cli_err("%s: tree %s: block %" PRIu64 " (level %d): %s", t->dev,
+		btk_objectid_str(t->tree, 0, ob, sizeof(ob)), bytenr, level,
+		msg && msg[0] ? msg : strerror(-err));
 	t->errors++;
 	return 0; /* go on with the rest of the tree */
 }
@@ -255,18 +256,18 @@ static int dump_one_block(struct tctx *t, const char *block, const char *tree)
 	errno = 0;
 	bytenr = strtoull(block, &end, 0);
 	if (errno || !*block || *end) {
-		debug_err("invalid block number '%s'", block);
-		return 2;
+		cli_err("invalid block number '%s'", block);
+		return CLI_EXIT_USAGE;
 	}
 	if (btk_block_read(t->fs, bytenr, &chk, &b)) {
-		debug_err("%s: block %" PRIu64 ": %s", t->dev, bytenr, btk_errmsg());
-		return 1;
+		cli_err("%s: block %" PRIu64 ": %s", t->dev, bytenr, btk_errmsg());
+		return CLI_EXIT_ERROR;
 	}
 	t->tree = btk_block_owner(b);
 	if (tree && btk_tree_id_parse(tree, &t->tree)) {
 		btk_block_put(b);
-		debug_err("unknown tree '%s'", tree);
-		return 2;
+		cli_err("unknown tree '%s'", tree);
+		return CLI_EXIT_USAGE;
 	}
 	dump_block(t, b);
 	btk_block_put(b);
@@ -283,14 +284,14 @@ static int dump_tree(struct tctx *t, const char *tree, const char *block)
 		return dump_one_block(t, block, tree);
 	if (tree) {
 		if (btk_tree_id_parse(tree, &id)) {
-			debug_err("unknown tree '%s'", tree);
-			return 2;
+			cli_err("unknown tree '%s'", tree);
+			return CLI_EXIT_USAGE;
 		}
 		ret = btk_root_find(t->fs, id, &r);
 		if (ret) {
-			debug_err("%s: tree %s: %s", t->dev, tree,
-				  ret == -ENOENT ? "no such tree" : btk_errmsg());
-			return 1;
+			cli_err("%s: tree %s: %s", t->dev, tree,
+				ret == -ENOENT ? "no such tree" : btk_errmsg());
+			return CLI_EXIT_ERROR;
 		}
 		ret = each_root(t, &r);
 	} else {
@@ -298,14 +299,14 @@ static int dump_tree(struct tctx *t, const char *tree, const char *block)
 	}
 	if (ret) {
 		fflush(stdout);
-		debug_err("%s: cannot list the trees: %s", t->dev, btk_errmsg());
-		return 1;
+		cli_err("%s: cannot list the trees: %s", t->dev, btk_errmsg());
+		return CLI_EXIT_ERROR;
 	}
 	if (t->bad_items) {
 		fflush(stdout);
-		debug_err("%s: %d malformed item(s), the first at block %" PRIu64 " slot %d "
-			  "(see its \"error\" field)",
-			  t->dev, t->bad_items, t->bad_block, t->bad_slot);
+		cli_err("%s: %d malformed item(s), the first at block %" PRIu64 " slot %d "
+			"(see its \"error\" field)",
+			t->dev, t->bad_items, t->bad_block, t->bad_slot);
 	}
 	return t->errors || t->bad_items ? 1 : 0;
 }
@@ -328,7 +329,7 @@ int cmd_tree(const char *const *devs, int n, const char *tree, const char *block
 
 	setvbuf(stdout, obuf, _IOFBF, sizeof(obuf));
 	if (debug_open(devs, n, &t.fs))
-		return 1;
+		return CLI_EXIT_ERROR;
 	render_init(&t.r, &t.s, stdout, json);
 	t.env.sectorsize = t.fs->sectorsize;
 	t.env.csum_size = t.fs->csum_size;
@@ -336,7 +337,7 @@ int cmd_tree(const char *const *devs, int n, const char *tree, const char *block
 	if (!json && !tree && !block && ret != 2)
 		footer(t.fs);
 	if (fflush(stdout) || ferror(stdout)) {
-		debug_err("writing the output failed: %s", strerror(errno));
+		cli_err("writing the output failed: %s", strerror(errno));
 		ret = 1;
 	}
 	btk_fs_close(t.fs);

@@ -3,6 +3,7 @@
  * Exit status follows fsck(8): 0 clean, 4 errors found, 8 could not check, 16 usage.
  */
 #include <popt.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,6 +203,24 @@ static void json_fail(const char *msg)
 	printf(",\n  \"errors\": []\n}\n");
 }
 
+/* A usage error: one line on stderr and, with --json anywhere on the command line, the
+ * "not checked" object on stdout (the same shape as every other --json failure). */
+static bool json_argv;
+static void usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void usage_err(const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (json_argv)
+		json_fail(msg);
+	fflush(stdout);
+	fprintf(stderr, "btk-fsck: %s\n", msg);
+}
+
 static uint64_t cache_mb = 8; /* tree-block cache: the walk reads most blocks once */
 static int cache_arg = 8;
 
@@ -266,6 +285,11 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 		fputs("\r\033[K", stderr);
 	if (o->json) {
 		summary_json(fs, &sum);
+		if (ret) { /* the check stopped: say why, as every --json failure does */
+			printf("  \"error\": ");
+			btk_json_cstr(stdout, btk_errmsg());
+			printf(",\n");
+		}
 		printf("  \"result\": \"%s\"\n}\n", ret		 ? "not checked"
 						    : sum.errors ? "errors"
 								 : "clean");
@@ -286,7 +310,8 @@ int main(int argc, const char **argv)
 {
 	int data_csum = 0, json = 0, progress = 0, quiet = 0, force = 0, readonly = 0, rc;
 	int backup = 0, super = -1;
-	char *tree_root = NULL, *chunk_root = NULL;
+	/* popt's copies: static, so that every way out leaves them reachable (no leak report) */
+	static char *tree_root, *chunk_root;
 	struct poptOption opts[] = {
 	    {"check-data-csum", 0, POPT_ARG_NONE, &data_csum, 0,
 	     "read every data block (every copy) and verify its checksum", NULL},
@@ -313,11 +338,13 @@ int main(int argc, const char **argv)
 	/* stdout line by line: piped, reports and stderr messages stay in the order they happen */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
+	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
+		json_argv = json_argv || !strcmp(argv[i], "--json");
 	poptSetOtherOptionHelp(pc, "[OPTIONS] DEV...");
 	while ((rc = poptGetNextOpt(pc)) > 0)
 		;
 	if (rc < -1) {
-		fprintf(stderr, "btk-fsck: %s: %s\n", poptBadOption(pc, 0), poptStrerror(rc));
+		usage_err("%s: %s", poptBadOption(pc, 0), poptStrerror(rc));
 		poptFreeContext(pc);
 		return EXIT_USAGE;
 	}
@@ -326,12 +353,12 @@ int main(int argc, const char **argv)
 	while (devs && devs[ndevs])
 		ndevs++;
 	if (!ndevs) {
-		poptPrintUsage(pc, stderr, 0);
+		usage_err("no device given (see --help)");
 		poptFreeContext(pc);
 		return EXIT_USAGE;
 	}
 	if (cache_arg < 1) {
-		fprintf(stderr, "btk-fsck: --cache-mb must be at least 1\n");
+		usage_err("--cache-mb must be at least 1");
 		poptFreeContext(pc);
 		return EXIT_USAGE;
 	}
@@ -339,16 +366,15 @@ int main(int argc, const char **argv)
 	open_opts.cache_mb = cache_mb;
 	open_opts.backup = backup ? BTK_BACKUP_NEWEST : 0;
 	if (super != -1 && (super < 0 || super > 2)) {
-		fprintf(stderr, "btk-fsck: -s/--super: copy %d does not exist (0, 1 or 2)\n",
-			super);
+		usage_err("-s/--super: copy %d does not exist (0, 1 or 2)", super);
 		poptFreeContext(pc);
 		return EXIT_USAGE;
 	}
 	open_opts.super_mirror = super;
 	if ((tree_root && !cli_parse_u64(tree_root, &open_opts.tree_root)) ||
 	    (chunk_root && !cli_parse_u64(chunk_root, &open_opts.chunk_root))) {
-		fprintf(stderr, "btk-fsck: --tree-root/--chunk-root: not a byte number: %s\n",
-			tree_root && !open_opts.tree_root ? tree_root : chunk_root);
+		usage_err("--tree-root/--chunk-root: not a byte number: %s",
+			  tree_root && !open_opts.tree_root ? tree_root : chunk_root);
 		poptFreeContext(pc);
 		return EXIT_USAGE;
 	}

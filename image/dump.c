@@ -38,8 +38,10 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	struct dump_ui *ui = ctx;
 
-	cli_progress_draw(&ui->prog, false, "dumping: %llu of %llu blocks",
-			  (unsigned long long)done, (unsigned long long)total);
+	char h1[32], h2[32];
+
+	cli_progress_draw(&ui->prog, false, "dumping: %s of %s", cli_human(done, h1, sizeof(h1)),
+			  cli_human(total, h2, sizeof(h2)));
 }
 
 static void print_summary(const struct dump_ui *ui, const struct btk_dump_stats *st,
@@ -49,7 +51,7 @@ static void print_summary(const struct dump_ui *ui, const struct btk_dump_stats 
 
 	if (!ui->json) {
 		if (strcmp(file, "-"))
-			printf("%s: %llu trees, %llu tree blocks and %llu space-cache bytes "
+			printf("%s: %llu trees, %llu tree blocks and %llu data bytes "
 			       "(%s) in %s%s\n",
 			       file, (unsigned long long)st->trees, (unsigned long long)st->blocks,
 			       (unsigned long long)st->data_bytes, cli_human(st->bytes_in, h1, 32),
@@ -72,18 +74,22 @@ static void print_summary(const struct dump_ui *ui, const struct btk_dump_stats 
 
 int verb_dump(int argc, const char **argv)
 {
-	int level = 0, threads = 0, json = 0, keep_inline = 0, sanitize = 0;
+	int level = 0, threads = 0, json = 0, keep_inline = 0, sanitize = 0, data = 0;
 	struct poptOption opts[] = {
 	    {"compress", 'c', POPT_ARG_INT, &level, 0, "zlib level 0-9 (0: none, the default)",
 	     "LEVEL"},
 	    {"threads", 't', POPT_ARG_INT, &threads, 0, "compression threads (default: CPUs)", "N"},
 	    {"sanitize", 's', POPT_ARG_NONE, &sanitize, 0,
 	     "replace names (same length and hash), zero xattr values, symlinks, csums", NULL},
+	    {"data", 'd', POPT_ARG_NONE, &data, 0,
+	     "file data too (a v1 dump; restores a complete filesystem)", NULL},
 	    {"keep-inline", 0, POPT_ARG_NONE, &keep_inline, 0,
 	     "keep inline file data (zeroed by default)", NULL},
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "summary as JSON on stdout", NULL},
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
+
+	cli_json_argv(argc, argv); /* usage errors as JSON too */
 	struct dump_ui ui = {0};
 	int rc;
 
@@ -96,8 +102,10 @@ int verb_dump(int argc, const char **argv)
 	int n = 0;
 	while (args && args[n])
 		n++;
-	if (n < 2 || level < 0 || level > 9 || threads < 0 || threads > 32) {
-		if (n < 2)
+	if (n < 2 || level < 0 || level > 9 || threads < 0 || threads > 32 || (data && sanitize)) {
+		if (data && sanitize)
+			cli_err("--data and -s/--sanitize: a sanitised dump carries no file data");
+		else if (n < 2)
 			cli_err("give the devices of the filesystem and the dump file");
 		else if (threads < 0 || threads > 32)
 			cli_err("-t/--threads: %d: 1 to 32", threads);
@@ -133,6 +141,7 @@ int verb_dump(int argc, const char **argv)
 				      .threads = threads,
 				      .keep_inline = keep_inline,
 				      .sanitize = sanitize,
+				      .data = data,
 				      .skipped = on_skipped,
 				      .progress = on_progress,
 				      .ctx = &ui};

@@ -123,10 +123,9 @@ struct img_walk_ops {
 int img_walk(struct img_cmd *c, const char *path, const struct img_walk_ops *ops, void *ctx);
 
 /* ---- showing inodes (show.c) ---- */
-void img_mode_str(uint32_t mode, char out[11]); /* "drwxr-xr-x" */
-const char *img_type_name(uint32_t mode);	/* "file", "dir", "symlink", ... */
-void img_time_str(const struct btk_timespec *t,
-		  char out[48]); /* "2026-12-03 15:04:05.123456789" UTC */
+void img_mode_str(uint32_t mode, char out[11]);		   /* "drwxr-xr-x" */
+const char *img_type_name(uint32_t mode);		   /* "file", "dir", "symlink", ... */
+void img_time_str(const struct btk_time *t, char out[48]); /* "2026-12-03 15:04:05.123456789" UTC */
 /* A symlink's target, malloc'ed (NUL-terminated); NULL after one line on failure. */
 char *img_symlink_target(struct img_cmd *c, const struct img_node *n, const char *path);
 
@@ -137,6 +136,17 @@ int verb_cat(int argc, const char **argv);
 int verb_getfattr(int argc, const char **argv);
 int verb_get(int argc, const char **argv);
 
-/* ---- write verbs (filewrite): put.c, mkdir.c, rm.c, ... ---- */
+/* ---- write verbs (filewrite): put.c, ops_*.c; shared: wops.h ---- */
+int verb_put(int argc, const char **argv);
+int verb_mkdir(int argc, const char **argv);
+int verb_rm(int argc, const char **argv);
+int verb_mv(int argc, const char **argv);
+int verb_ln(int argc, const char **argv);
+int verb_chmod(int argc, const char **argv);
+int verb_chown(int argc, const char **argv);
+int verb_touch(int argc, const char **argv);
+int verb_setfattr(int argc, const char **argv);
+int verb_snapshot(int argc, const char **argv);
+int verb_subvol(int argc, const char **argv);
 
 #endif

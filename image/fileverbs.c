@@ -12,6 +12,18 @@ const struct verb img_file_verbs[] = {
     {"getfattr", "[-n NAME | -d] IMG PATH", "extended attributes, like getfattr(1)", verb_getfattr},
     {"get", "[-r] [-f] IMG PATH DEST", "copy files or trees out, as they are", verb_get},
     /* write verbs */
+    {"put", "[-r] [-f] IMG SRC PATH", "copy a host file or tree into the image", verb_put},
+    {"mkdir", "[-p] IMG PATH", "make a directory", verb_mkdir},
+    {"rm", "[-r] IMG PATH", "remove a file, or a tree with -r", verb_rm},
+    {"mv", "IMG SRC DST", "rename or move (replacing like rename(2))", verb_mv},
+    {"ln", "[-s] IMG TARGET PATH", "hard or symbolic link", verb_ln},
+    {"chmod", "IMG MODE PATH", "set permission bits (octal)", verb_chmod},
+    {"chown", "IMG UID[:GID] PATH", "set owner and group (numbers)", verb_chown},
+    {"touch", "[-d TIME] IMG PATH", "set times, or make an empty file", verb_touch},
+    {"setfattr", "-n NAME [-v VALUE] | -x NAME IMG PATH", "set or remove an xattr", verb_setfattr},
+    {"snapshot", "[-r] IMG SUBVOL PATH", "snapshot a subvolume", verb_snapshot},
+    {"subvol", "create|delete|default IMG PATH", "make, delete or choose the default subvolume",
+     verb_subvol},
 };
 
 const size_t img_file_nverbs = sizeof(img_file_verbs) / sizeof(img_file_verbs[0]);

@@ -14,7 +14,7 @@ struct ls {
 	int failed;
 };
 
-static void json_time(const char *name, const struct btk_timespec *t)
+static void json_time(const char *name, const struct btk_time *t)
 {
 	printf(", \"%s\": {\"sec\": %llu, \"nsec\": %u}", name, (unsigned long long)t->sec,
 	       t->nsec);

@@ -18,12 +18,8 @@ int img_parse(struct img_cmd *c, int argc, const char **argv, struct poptOption 
 	int rc;
 
 	c->verb = argv[0];
-	cli_init(c->verb);	       /* messages start with "btk-image VERB" */
-	for (int i = 1; i < argc; i++) /* before anything can fail: errors as JSON too */
-		if (!strcmp(argv[i], "--json"))
-			cli_json_on(true);
-		else if (!strcmp(argv[i], "--"))
-			break;
+	cli_init(c->verb);	   /* messages start with "btk-image VERB" */
+	cli_json_argv(argc, argv); /* before anything can fail: errors as JSON too */
 	c->pc = poptGetContext(c->verb, argc, argv, opts, 0);
 	poptSetOtherOptionHelp(c->pc, usage);
 	if ((rc = cli_popt_run(c->pc)))

@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <popt.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -25,6 +26,8 @@ int verb_restore(int argc, const char **argv)
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "summary as JSON on stdout", NULL},
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
+
+	cli_json_argv(argc, argv); /* usage errors as JSON too */
 	struct cli_progress prog;
 
 	poptSetOtherOptionHelp(pc, "[options] FILE DEV...");
@@ -42,6 +45,14 @@ int verb_restore(int argc, const char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	cli_json_on(json);
+	struct btk_restore_opts ro = {.multi = multi, .progress = on_progress, .ctx = &prog};
+	/* tests only: a power cut after this many changes to each target */
+	const char *fe = getenv("BTK_IMAGE_FAULT_WRITES");
+	if (fe && !(ro.fault = cli_parse_u64(fe, &ro.fault_writes))) {
+		cli_err("BTK_IMAGE_FAULT_WRITES: not a number");
+		poptFreeContext(pc);
+		return CLI_EXIT_USAGE;
+	}
 	int fd = open(args[0], O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		cli_err("%s: cannot open: %s", args[0], strerror(errno));
@@ -49,7 +60,6 @@ int verb_restore(int argc, const char **argv)
 		return CLI_EXIT_ERROR;
 	}
 	cli_progress_start(&prog, false);
-	struct btk_restore_opts ro = {.multi = multi, .progress = on_progress, .ctx = &prog};
 	struct btk_restore_stats st;
 	rc = btk_image_restore(fd, args[0], args + 1, n - 1, &ro, &st);
 	cli_progress_clear(&prog);

@@ -48,7 +48,7 @@ const char *img_type_name(uint32_t m)
 	return "unknown";
 }
 
-void img_time_str(const struct btk_timespec *t, char out[48])
+void img_time_str(const struct btk_time *t, char out[48])
 {
 	time_t s = (time_t)t->sec;
 	struct tm tm;

@@ -102,7 +102,7 @@ static int extent_cb(void *ctx, const struct btk_file_extent *fe)
 	return 0;
 }
 
-static void show_time(const char *label, const struct btk_timespec *t, bool json)
+static void show_time(const char *label, const struct btk_time *t, bool json)
 {
 	char s[48];
 

@@ -46,8 +46,8 @@ static int parse_features(const char *arg, bool runtime, struct btk_mkfs_opts *o
 		}
 		f = btk_mkfs_feature_find(tok + off);
 		if (!f) {
-			fprintf(stderr, "btk-mkfs: unknown feature '%s' (see -%c list-all)\n",
-				tok + off, runtime ? 'R' : 'O');
+			cli_err("unknown feature '%s' (see -%c list-all)", tok + off,
+				runtime ? 'R' : 'O');
 			ret = -1;
 			break;
 		}
@@ -161,8 +161,8 @@ static void print_summary(const struct btk_mkfs_opts *o, const struct btk_mkfs_r
 	cli_uuid_format(r->fsid, uuid);
 	printf("Label:              %s\n", o->label && *o->label ? o->label : "(null)");
 	printf("UUID:               %s\n", uuid);
-	printf("Node size:          %u\n", r->nodesize);
-	printf("Sector size:        %u\n", r->sectorsize);
+	printf("Node size:          %s\n", cli_human(r->nodesize, h, sizeof(h)));
+	printf("Sector size:        %s\n", cli_human(r->sectorsize, h, sizeof(h)));
 	printf("Filesystem size:    %s\n", cli_human(r->total_bytes, h, sizeof(h)));
 	printf("Block group profiles:\n");
 	if (o->mixed) {
@@ -226,17 +226,11 @@ static int parse_profile(const char *arg, const char *what, uint64_t *out)
 	const struct btk_raid_attr *ra = btk_raid_by_name(arg);
 
 	if (!ra) {
-		fprintf(stderr, "btk-mkfs: unknown %s profile '%s'\n", what, arg);
+		cli_err("unknown %s profile '%s'", what, arg);
 		return -1;
 	}
 	*out = ra->bit;
 	return 0;
-}
-
-static void warn_hook(void *ctx, const char *msg)
-{
-	rootdir_progress_clear(ctx);
-	fprintf(stderr, "btk-mkfs: warning: %s\n", msg);
 }
 
 int main(int argc, const char **argv)
@@ -289,11 +283,8 @@ int main(int argc, const char **argv)
 	int ndevs = 0;
 
 	cli_init("btk-mkfs");
-	btk_set_warn_hook(warn_hook, &rd);
 	poptSetOtherOptionHelp(pc, usage_tail);
-	for (int i = 1; i < argc; i++) /* before anything can fail: errors as JSON too */
-		if (!strcmp(argv[i], "--json"))
-			cli_json_on(true);
+	cli_json_argv(argc, argv); /* before anything can fail: errors as JSON too */
 	if ((rc = cli_popt_run(pc)))
 		goto out;
 	btk_mkfs_opts_init(&o);
@@ -310,8 +301,7 @@ int main(int argc, const char **argv)
 	while (devs && devs[ndevs])
 		ndevs++;
 	if (!ndevs) {
-		fprintf(stderr, "btk-mkfs: no device given\n");
-		poptPrintUsage(pc, stderr, 0);
+		cli_err("no device given (see --help)");
 		rc = 2;
 		goto out;
 	}
@@ -325,13 +315,13 @@ int main(int argc, const char **argv)
 		rc = 1;
 	if (!rc && uuid) {
 		if (cli_uuid_parse(uuid, fsid)) {
-			fprintf(stderr, "btk-mkfs: invalid UUID '%s'\n", uuid);
+			cli_err("-U/--uuid: invalid UUID '%s'", uuid);
 			rc = 1;
 		}
 		o.fsid = fsid;
 	}
 	if (!rc && csum && btk_csum_parse(csum, &o.csum_type)) {
-		fprintf(stderr, "btk-mkfs: unknown checksum type '%s'\n", csum);
+		cli_err("--csum: unknown checksum type '%s'", csum);
 		rc = 1;
 	}
 	if (!rc && meta)

@@ -2,6 +2,7 @@
 #include "rootdir.h"
 #include "base/compress.h"
 #include "base/error.h"
+#include "cli/cli.h"
 
 #include <errno.h>
 #include <string.h>
@@ -10,16 +11,6 @@
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
-
-#define REDRAW 0.1 /* seconds between two drawings of the progress line, at least */
-
-static double now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 /* v with thousands separators: 12,345 */
 static const char *commas(uint64_t v, char *buf, size_t len)
@@ -90,33 +81,22 @@ static void progress_format(const struct rootdir_progress *pg, double elapsed, c
 		snprintf(buf + o, len - o, "  ETA %s", duration(left, eta, sizeof(eta)));
 }
 
-static void progress_draw(struct rootdir *rd, double now)
+/* final: draw now, however recent the last drawing is */
+static void progress_draw(struct rootdir *rd, double elapsed, bool final)
 {
 	char line[160];
 
-	progress_format(&rd->pg, now - rd->pg.start, line, sizeof(line));
-	fprintf(stderr, "\r%s\033[K", line);
-	fflush(stderr);
-	rd->pg.drawn = true;
-	rd->pg.last_draw = now;
+	progress_format(&rd->pg, elapsed, line, sizeof(line));
+	cli_progress_draw(&rd->pg.bar, final, "%s", line);
 }
 
 static void progress(void *ctx, uint64_t names, uint64_t bytes)
 {
 	struct rootdir *rd = ctx;
-	double now = now_mono();
 
 	rd->pg.names = names;
 	rd->pg.bytes = bytes;
-	if (!rd->pg.drawn || now - rd->pg.last_draw >= REDRAW)
-		progress_draw(rd, now);
-}
-
-void rootdir_progress_clear(struct rootdir *rd)
-{
-	if (rd->pg.drawn)
-		fputs("\r\033[K", stderr);
-	rd->pg.drawn = false;
+	progress_draw(rd, cli_now() - rd->pg.start, false);
 }
 
 static int fill(void *ctx, struct btk_trans *t)
@@ -124,14 +104,16 @@ static int fill(void *ctx, struct btk_trans *t)
 	struct rootdir *rd = ctx;
 	int ret;
 
-	rd->pg.start = now_mono();
+	rd->pg.start = cli_now();
 	ret = btk_populate(t, &rd->src, &rd->po, &rd->st);
-	rd->elapsed = now_mono() - rd->pg.start;
+	rd->elapsed = cli_now() - rd->pg.start;
 	if (rd->po.progress && !ret) /* the last state, whenever the last drawing was */
-		progress_draw(rd, rd->pg.start + rd->elapsed);
-	if (rd->pg.drawn)
+		progress_draw(rd, rd->elapsed, true);
+	if (rd->pg.bar.drawn) { /* the last drawing stays on its line */
 		fputc('\n', stderr);
-	rd->pg.drawn = false;
+		rd->pg.bar.drawn = false;
+	}
+	cli_progress_clear(&rd->pg.bar);
 	return ret;
 }
 
@@ -146,8 +128,7 @@ static int read_epoch(struct rootdir *rd, struct btk_mkfs_opts *o)
 	errno = 0;
 	unsigned long long v = strtoull(e, &end, 10);
 	if (errno || *end || *e == '-') {
-		fprintf(stderr, "btk-mkfs: SOURCE_DATE_EPOCH is not a number of seconds: '%s'\n",
-			e);
+		cli_err("SOURCE_DATE_EPOCH is not a number of seconds: '%s'", e);
 		return 1;
 	}
 	rd->po.epoch_set = true;
@@ -177,19 +158,17 @@ static int parse_subvol(struct rootdir *rd, const char *arg)
 			path = arg + strlen(kinds[k].prefix);
 		}
 	if (rd->po.nsubvols >= 64)
-		return fprintf(stderr, "btk-mkfs: at most 64 --subvol\n"), 1;
+		return cli_err("at most 64 --subvol"), 1;
 	if (btk_src_lookup(&rd->src, path, &node) || node == 0 ||
 	    !S_ISDIR(rd->src.inodes[rd->src.nodes[node].inode].st.st_mode))
-		return fprintf(stderr, "btk-mkfs: --subvol %s: not a directory below %s\n", path,
-			       rd->src.top),
-		       1;
+		return cli_err("--subvol %s: not a directory below %s", path, rd->src.top), 1;
 	for (int k = 0; k < rd->po.nsubvols; k++)
 		if (rd->subvols[k].node == node)
-			return fprintf(stderr, "btk-mkfs: --subvol %s given twice\n", path), 1;
+			return cli_err("--subvol %s given twice", path), 1;
 	for (int k = 0; k < rd->po.nsubvols; k++)
 		if ((sv->flags | rd->subvols[k].flags) & BTK_SUBVOL_DEFAULT &&
 		    sv->flags & rd->subvols[k].flags & BTK_SUBVOL_DEFAULT)
-			return fprintf(stderr, "btk-mkfs: only one default subvolume\n"), 1;
+			return cli_err("only one default subvolume"), 1;
 	sv->node = node;
 	rd->po.nsubvols++;
 	return 0;
@@ -203,8 +182,7 @@ static int parse_iflags(struct rootdir *rd, const char *arg)
 	char buf[256];
 
 	if (!colon || (size_t)(colon - arg) >= sizeof(buf) || rd->po.niflags >= 64)
-		return fprintf(stderr, "btk-mkfs: --inode-flags wants FLAGS:PATH, got '%s'\n", arg),
-		       1;
+		return cli_err("--inode-flags wants FLAGS:PATH, got '%s'", arg), 1;
 	memcpy(buf, arg, (size_t)(colon - arg));
 	buf[colon - arg] = 0;
 	f->flags = 0;
@@ -214,10 +192,10 @@ static int parse_iflags(struct rootdir *rd, const char *arg)
 		else if (!strcmp(tok, "nodatasum"))
 			f->flags |= BTK_INODE_NODATASUM;
 		else
-			return fprintf(stderr, "btk-mkfs: unknown inode flag '%s'\n", tok), 1;
+			return cli_err("unknown inode flag '%s'", tok), 1;
 	}
 	if (btk_src_lookup(&rd->src, colon + 1, &f->node))
-		return fprintf(stderr, "btk-mkfs: --inode-flags: %s\n", btk_errmsg()), 1;
+		return cli_err("--inode-flags: %s", btk_errmsg()), 1;
 	rd->po.niflags++;
 	return 0;
 }
@@ -290,15 +268,14 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 	rd->po.first_ino = BTRFS_FIRST_FREE_OBJECTID + 1;
 	rd->po.skip_unreadable = skip_unreadable;
 	if (compress && btk_compress_parse(compress, &rd->po.compress, &rd->po.compress_level)) {
-		fprintf(stderr,
-			"btk-mkfs: unknown compression '%s' (zlib[:1-9], lzo, zstd[:1-15])\n",
+		cli_err("--compress: unknown compression '%s' (zlib[:1-9], lzo, zstd[:1-15])",
 			compress);
 		return 1;
 	}
 	if (read_epoch(rd, o))
 		return 1;
 	if (btk_src_scan(dir, skip_unreadable, &rd->src)) {
-		fprintf(stderr, "btk-mkfs: %s\n", btk_errmsg());
+		cli_err("%s", btk_errmsg());
 		return 1;
 	}
 	rd->scanned = true;
@@ -314,7 +291,8 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 	rd->po.subvols = rd->subvols;
 	rd->po.iflags = rd->iflags;
 	rd->po.uuid_seed = o->fsid;
-	if (isatty(2) && !a->quiet) {
+	cli_progress_start(&rd->pg.bar, false);
+	if (rd->pg.bar.on && !a->quiet) {
 		rd->po.progress = progress;
 		rd->po.progress_ctx = rd;
 	}

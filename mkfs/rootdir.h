@@ -6,13 +6,14 @@
 #include <stdbool.h>
 #include "trans/mkfs.h"
 #include "fs/populate.h"
+#include "cli/cli.h"
 
-/* The progress line: totals from the scan, the latest report, monotonic times in seconds. */
+/* The progress line (cli_progress): totals from the scan, the latest report. */
 struct rootdir_progress {
 	uint64_t total_names, total_bytes; /* names below the top; st_size of regular inodes */
 	uint64_t names, bytes;
-	double start, last_draw;
-	bool drawn; /* something is on the line */
+	double start;		 /* monotonic seconds */
+	struct cli_progress bar; /* on a terminal only */
 };
 
 struct rootdir {
@@ -37,7 +38,5 @@ struct rootdir_args {
 };
 int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct rootdir_args *a);
 void rootdir_free(struct rootdir *rd);
-/* Clears the progress line, if one is shown, before another message goes to stderr. */
-void rootdir_progress_clear(struct rootdir *rd);
 
 #endif

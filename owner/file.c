@@ -1,4 +1,5 @@
 /* file.c — --file PATH: the extents of one file with their logical and physical places. */
+#include <sys/stat.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,7 +179,15 @@ int cmd_file(struct owner_ctx *c, const char *path)
 	if (!ret)
 		ret = btk_inode_read(c->fs, &root, w.ino, &ii);
 	if (ret) {
-		owner_err("%s: %s", path, btk_errmsg());
+		struct stat st;
+		/* --file names a path inside the filesystem; a list of addresses is -f/--addresses
+		 */
+		bool list = ret == -ENOENT && !stat(path, &st) && S_ISREG(st.st_mode);
+		owner_err("%s: %s%s", path, btk_errmsg(),
+			  list
+			      ? " (--file is a path inside the filesystem; for a file of addresses "
+				"use -f/--addresses)"
+			      : "");
 		return ret;
 	}
 	cli_json_on(false); /* errors from here on are extent-level, on stderr */

@@ -268,6 +268,7 @@ int main(int argc, const char **argv)
 		rc = ((scan ? run_scan(&c, &l) : run_backref(&c, &l)) || c.failures) ? 1 : 0;
 out:
 	pcache_free(&c);
+	btk_phys_index_free(c.phys);
 	btk_backref_free(c.br);
 	if (c.fs)
 		btk_fs_close(c.fs);

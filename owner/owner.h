@@ -46,6 +46,8 @@ struct owner_ctx {
 	int failures;
 	/* path caches */
 	struct pcache *pc;
+	/* physical -> logical for many addresses (built at the first physical query) */
+	struct btk_phys_index *phys;
 };
 
 /* query.c */

@@ -41,7 +41,9 @@ static void locate_physical(struct owner_ctx *c, struct query *q)
 			return;
 		}
 	}
-	ret = btk_map_physical(c->fs, q->devid, q->address, &logical, &chunk, &parity);
+	ret = c->phys ? 0 : btk_phys_index_build(c->fs, &c->phys);
+	if (!ret)
+		ret = btk_phys_index_map(c->phys, q->devid, q->address, &logical, &chunk, &parity);
 	if (ret == -ENOENT) {
 		q->kind = Q_UNALLOC;
 		return;

@@ -25,6 +25,7 @@ struct opts {
 	int minimum, print_min, dry_run, progress, json, force, quiet;
 	long fail_after; /* hidden: stop writing after N writes per device (power-cut tests) */
 	const char *size_arg;
+	char *size_copy; /* size_arg when it came from devs: freed by main */
 	const char **devs;
 	int ndevs;
 	struct cli_resize arg;
@@ -138,7 +139,7 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	poptFreeContext(pc);
 	o->size_arg = neg;
 	if (!o->size_arg && n && (!(o->minimum || o->print_min) || is_devid_only(o->devs[0]))) {
-		o->size_arg = o->devs[0];
+		o->size_arg = o->size_copy = (char *)o->devs[0];
 		memmove(o->devs, o->devs + 1, (size_t)n * sizeof(*o->devs));
 		n--;
 	}
@@ -198,6 +199,9 @@ static void print_json(const struct opts *o, const struct btk_resize_plan *p)
 			       "}",
 			       i ? ", " : "", p->cuts[i].logical, p->cuts[i].from_len,
 			       p->cuts[i].to_len);
+		printf("], \"bytes_relocated\": %" PRIu64 ", \"emptied\": [", p->bytes_relocated);
+		for (int i = 0; i < p->nempty; i++)
+			printf("%s%" PRIu64, i ? ", " : "", p->empties[i]);
 		printf("]");
 	}
 	printf("}\n");
@@ -231,11 +235,19 @@ static void print_text(const struct opts *o, const struct btk_resize_plan *p)
 		       " to %" PRIu64 "\n",
 		       verb, kind(m->type), m->logical, m->stripe, m->len, m->from, m->to);
 	}
+	for (int i = 0; i < p->nempty; i++)
+		printf("%s chunk %" PRIu64 "\n",
+		       o->dry_run ? "would empty and remove" : "emptied and removed",
+		       p->empties[i]);
+	if (p->nempty)
+		printf("%s %" PRIu64 " bytes of extents into the chunks that stay\n",
+		       o->dry_run ? "would relocate" : "relocated", p->bytes_relocated);
 	if (o->dry_run)
 		printf("devid %" PRIu64 ": minimum %" PRIu64
 		       " bytes; its chunk stripes take %" PRIu64
-		       " bytes and the first MiB is reserved; stripes move whole and data chunks "
-		       "lose only their free tails (chunks are not emptied yet)\n",
+		       " bytes and the first MiB is reserved; stripes move whole, data chunks "
+		       "lose their free tails, or chunks past the size are emptied into the free "
+		       "space of those that stay (no new chunks are made for it)\n",
 		       p->devid, p->minimum, p->allocated);
 	if (p->new_size == p->old_size)
 		printf("devid %" PRIu64 ": size stays %" PRIu64 " bytes\n", p->devid, p->new_size);
@@ -343,6 +355,9 @@ static int run(struct opts *o)
 		print_json(o, &plan);
 	else
 		print_text(o, &plan);
+	if (write && (plan.nempty || plan.nmoves || plan.ncuts) && btk_resize_quotas_on(fs))
+		cli_warn("quotas are on: their numbers are marked for a rescan (mount, then "
+			 "btrfs quota rescan)");
 	rc = 0;
 free_plan:
 	btk_resize_plan_free(&plan);
@@ -357,6 +372,7 @@ int main(int argc, const char **argv)
 	int rc;
 
 	cli_init("btk-resize");
+	cli_json_argv(argc, argv); /* usage errors as JSON too */
 	rc = parse_args(argc, argv, &o);
 	cli_json_on(o.json);
 	if (!rc)
@@ -364,5 +380,6 @@ int main(int argc, const char **argv)
 	for (int i = 0; o.devs && o.devs[i]; i++)
 		free((void *)o.devs[i]);
 	free(o.devs);
+	free(o.size_copy);
 	return rc;
 }

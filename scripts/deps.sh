@@ -2,7 +2,8 @@
 # Installs the Debian packages btk needs that are missing. Usage: deps.sh build|check
 set -u
 build_pkgs="gcc make pkg-config libblkid-dev libpopt-dev libzstd-dev zlib1g-dev liblzo2-dev
- libxxhash-dev libssl-dev libb2-dev libcmocka-dev libext2fs-dev libacl1-dev libattr1-dev"
+ libxxhash-dev libssl-dev libb2-dev libcmocka-dev libext2fs-dev libacl1-dev libattr1-dev
+ libdeflate-dev"
 check_pkgs="bats btrfs-progs e2fsprogs acl attr rsync xz-utils python3 util-linux coreutils
  clang libclang-rt-14-dev"
 want=$build_pkgs

@@ -158,7 +158,9 @@ static void chk_free(struct chk *c)
 	btk_vec_free(&c->v1ino);
 	btk_vec_free(&c->v1ext);
 	chk_set_free(&c->visited);
+	chk_dv_finish(c, false);
 	free(c->copy_buf);
+	btk_vec_free(&c->copies);
 	btk_backref_free(c->br);
 }
 
@@ -184,6 +186,7 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 		return 0;
 	}
 	ret = chk_walk_all(&c);
+	chk_dv_finish(&c, ret == 0 && !c.oom);
 	if (ret == 0 && !c.oom) {
 		chk_progress(&c, "chunks", 0);
 		chk_chunks_final(&c);

@@ -1,14 +1,14 @@
 /* check_csum.c — the checksum tree: no overlaps, every checksum for data that exists, every
  * checksummed file extent covered; with data_csum, every data copy read and verified. */
 #include "check/check_priv.h"
+#include "format/file_extent.h"
+#include "format/inode_item.h"
 #include "format/root_item.h"
 #include "base/csum.h"
 #include "base/error.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-#define VERIFY_BATCH (1U << 20) /* bytes read per call when verifying data */
 
 static void add_range(struct chk *c, uint64_t start, uint64_t len)
 {
@@ -27,65 +27,9 @@ static void add_range(struct chk *c, uint64_t start, uint64_t len)
 	r->len = len;
 }
 
-/* Reads [logical, +len) from every copy and compares each sector with its checksum. */
-static void verify_run(struct chk *c, uint64_t logical, uint64_t len, const uint8_t *sums,
-		       uint8_t *buf)
-{
-	uint32_t ss = c->fs->sectorsize;
-
-	while (len) {
-		struct btk_phys ph[8];
-		int n = 0;
-		uint64_t contig = 0;
-		if (btk_map_logical(c->fs, logical, ph, 8, &n, &contig) || !n) {
-			chk_report(c, BTK_P_DATA_UNMAPPED, 7, logical, NULL, "a chunk", "none",
-				   "checksummed data at %llu is not mapped",
-				   (unsigned long long)logical);
-			return;
-		}
-		uint64_t chunk = len < VERIFY_BATCH ? len : VERIFY_BATCH;
-		if (contig && contig < chunk)
-			chunk = contig - contig % ss;
-		if (!chunk)
-			chunk = ss;
-		for (int i = 0; i < n; i++) {
-			if (!ph[i].dev)
-				continue;
-			if (btk_dev_read(ph[i].dev, buf, chunk, ph[i].physical)) {
-				chk_report(
-				    c, BTK_P_DATA_UNREADABLE, 7, logical, NULL, "readable",
-				    "I/O error",
-				    "data at %llu mirror %d of %d (devid %llu physical %llu) "
-				    "unreadable: %s",
-				    (unsigned long long)logical, i + 1, n,
-				    (unsigned long long)ph[i].devid,
-				    (unsigned long long)ph[i].physical, btk_errmsg());
-				continue;
-			}
-			for (uint64_t o = 0; o < chunk; o += ss) {
-				uint8_t out[BTK_CSUM_MAX];
-				const uint8_t *want = sums + (o / ss) * (size_t)c->fs->csum_size;
-				c->sum->data_blocks_checked++;
-				btk_csum(c->fs->csum_type, buf + o, ss, out);
-				if (memcmp(out, want, (size_t)c->fs->csum_size))
-					chk_data_mismatch(c, logical, ph, n, i, o, want, out);
-			}
-		}
-		sums += (chunk / ss) * (size_t)c->fs->csum_size;
-		logical += chunk;
-		len -= chunk;
-	}
-}
-
 void chk_csum_leaf(struct chk *c, const struct btk_block *b)
 {
 	uint32_t ss = c->fs->sectorsize, cs = (uint32_t)c->fs->csum_size;
-	uint8_t *buf = NULL;
-
-	if (c->opts->data_csum && !(buf = malloc(VERIFY_BATCH))) {
-		c->oom = true;
-		return;
-	}
 	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
 		struct btk_key k;
 		uint32_t sz = btk_leaf_size(b, (int)i);
@@ -111,10 +55,9 @@ void chk_csum_leaf(struct chk *c, const struct btk_block *b)
 			c->csum_prev_end = k.offset + len;
 		c->sum->total_csum_bytes += sz;
 		add_range(c, k.offset, len);
-		if (buf)
-			verify_run(c, k.offset, len, btk_leaf_data(b, (int)i), buf);
+		if (c->opts->data_csum)
+			chk_dv_add(c, k.offset, len, btk_leaf_data(b, (int)i));
 	}
-	free(buf);
 }
 
 static void chk_log_final(struct chk *c);
@@ -274,6 +217,8 @@ void chk_log_leaf(struct chk *c, const struct btk_block *b)
 		const uint8_t *p = btk_leaf_data(b, (int)i);
 		uint32_t sz = btk_leaf_size(b, (int)i);
 		struct chk_range *r;
+		struct btk_inode_info ii;
+		struct btk_file_extent fe;
 		btk_leaf_key(b, (int)i, &k);
 		if (k.type == BTRFS_ROOT_ITEM_KEY && k.objectid == BTRFS_TREE_LOG_OBJECTID &&
 		    sz >= BTK_ROOT_ITEM_V0_SIZE) {
@@ -283,26 +228,22 @@ void chk_log_leaf(struct chk *c, const struct btk_block *b)
 				return;
 			}
 			btk_root_from_item(BTRFS_TREE_LOG_OBJECTID, k.offset, p, sz, lr);
-		} else if (k.type == BTRFS_INODE_ITEM_KEY &&
-			   sz >= sizeof(struct btrfs_inode_item)) {
+		} else if (k.type == BTRFS_INODE_ITEM_KEY && !btk_inode_item_parse(p, sz, &ii)) {
 			c->log_ino = k.objectid;
-			c->log_ino_flags = BTK_GET(struct btrfs_inode_item, p, flags);
+			c->log_ino_flags = ii.flags;
 		} else if (k.type == BTRFS_EXTENT_DATA_KEY && k.objectid == c->log_ino &&
-			   sz >= sizeof(struct btrfs_file_extent_item)) {
-			uint8_t type = BTK_GET(struct btrfs_file_extent_item, p, type);
-			uint8_t comp = BTK_GET(struct btrfs_file_extent_item, p, compression);
-			uint64_t db = BTK_GET(struct btrfs_file_extent_item, p, disk_bytenr);
-			if (type != BTRFS_FILE_EXTENT_REG || !db ||
-			    (!comp && (c->log_ino_flags & 1 /* NODATASUM */)))
+			   btk_file_extent_item_parse(p, sz, k.offset, &fe) == BTK_FE_WHOLE) {
+			uint8_t comp = fe.compression;
+			uint64_t db = fe.disk_bytenr;
+			if (fe.type != BTRFS_FILE_EXTENT_REG || !db ||
+			    (!comp && (c->log_ino_flags & BTK_INODE_NODATASUM)))
 				continue;
 			if (!(r = btk_vec_push(&c->log_need))) {
 				c->oom = true;
 				return;
 			}
-			r->start =
-			    comp ? db : db + BTK_GET(struct btrfs_file_extent_item, p, offset);
-			r->len = comp ? BTK_GET(struct btrfs_file_extent_item, p, disk_num_bytes)
-				      : BTK_GET(struct btrfs_file_extent_item, p, num_bytes);
+			r->start = comp ? db : db + fe.extent_offset;
+			r->len = comp ? fe.disk_num_bytes : fe.num_bytes;
 		} else if (k.type == BTRFS_EXTENT_CSUM_KEY && c->fs->csum_size) {
 			if (!(r = btk_vec_push(&c->log_csums))) {
 				c->oom = true;

@@ -9,6 +9,7 @@
 #include "check/check_priv.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/file_extent.h"
 #include "format/inode_item.h"
 #include "fs/fs_read.h"
 
@@ -39,6 +40,18 @@ struct chk_ino {
 	uint32_t mode;
 };
 
+/* The names met in the dir indexes of one directory (they lie together in key order): two
+ * entries with one name are found there, so the names table need not keep healthy names. */
+struct dir_seen_slot {
+	uint64_t hash, child, index; /* hash 0: empty */
+};
+struct dir_seen {
+	uint64_t dir;
+	struct dir_seen_slot *slots;
+	size_t n, cap;
+	size_t *used; /* slots to clear at the next directory */
+};
+
 struct ino_state {
 	uint64_t ino;
 	bool has_item, orphan;
@@ -55,7 +68,9 @@ BTK_VEC(key_ranges, struct key_range);
 struct chk_fstree {
 	uint64_t tree;
 	struct chk_u64s orphans; /* sorted */
-	struct name_tab names;	 /* every name of the tree, merged by (dir, child, name) */
+	struct name_tab names; /* names not yet found whole and consistent, by (dir, child, name) */
+	struct dir_seen dirseen; /* names of the directory whose dir indexes are being read */
+	struct chk_ino last_dir; /* the directory name_whole found last (names come in runs) */
 	struct chk_inos inodes;	 /* in inode order */
 	bool gap;		 /* part of the tree was unreadable */
 	bool active;
@@ -134,6 +149,131 @@ static bool names_grow(struct name_tab *t)
 }
 
 /* Records one sighting of a name; the three sightings of a healthy name share one slot. */
+static const struct chk_ino *ino_find(const struct chk_fstree *t, uint64_t ino);
+static void rep(struct chk *c, enum btk_check_problem_id id, uint64_t leaf, const struct btk_key *k,
+		const char *expected, const char *found, const char *what);
+
+static void dup_report(struct chk *c, uint64_t dir, const struct dir_seen_slot *a, uint64_t child,
+		       uint64_t index)
+{
+	struct btk_key k = {dir, BTRFS_DIR_INDEX_KEY, index};
+	char what[160];
+
+	snprintf(what, sizeof(what),
+		 "directory %llu: two entries with the same name (inode %llu index %llu, inode "
+		 "%llu index %llu)",
+		 (unsigned long long)dir, (unsigned long long)a->child,
+		 (unsigned long long)a->index, (unsigned long long)child,
+		 (unsigned long long)index);
+	rep(c, BTK_P_NAME_DUPLICATE, 0, &k, "one entry per name", "two", what);
+}
+
+static size_t seen_slot(const struct dir_seen *d, uint64_t hash)
+{
+	return (size_t)((hash * 0x9E3779B97F4A7C15ULL) >> 20) & (d->cap - 1);
+}
+
+static bool seen_grow(struct dir_seen *d)
+{
+	size_t ncap = d->cap ? d->cap * 2 : 64;
+	struct dir_seen_slot *ns = calloc(ncap, sizeof(*ns));
+	size_t *nu = malloc(ncap / 2 * sizeof(*nu));
+	struct dir_seen nd = {d->dir, ns, 0, ncap, nu};
+
+	if (!ns || !nu) {
+		free(ns);
+		free(nu);
+		return false;
+	}
+	for (size_t i = 0; i < d->n; i++) {
+		const struct dir_seen_slot *o = &d->slots[d->used[i]];
+		size_t j = seen_slot(&nd, o->hash);
+		while (ns[j].hash)
+			j = (j + 1) & (ncap - 1);
+		ns[j] = *o;
+		nu[nd.n++] = j;
+	}
+	free(d->slots);
+	free(d->used);
+	*d = nd;
+	return true;
+}
+
+/* A dir index entry of dir: a second entry with its name is a duplicate (one inode under two
+ * indexes, or two inodes under one name). */
+static void dir_seen_add(struct chk *c, uint64_t dir, const uint8_t *name, size_t len,
+			 uint64_t child, uint64_t index)
+{
+	struct dir_seen *d = &c->fst->dirseen;
+	uint64_t hash = name_hash64(name, len) | 1; /* never 0, the empty mark */
+
+	if (d->dir != dir) {
+		for (size_t i = 0; i < d->n; i++)
+			d->slots[d->used[i]].hash = 0;
+		d->n = 0;
+		d->dir = dir;
+	}
+	if ((d->n + 1) * 2 > d->cap && !seen_grow(d)) {
+		c->oom = true;
+		return;
+	}
+	size_t j = seen_slot(d, hash);
+	for (; d->slots[j].hash; j = (j + 1) & (d->cap - 1))
+		if (d->slots[j].hash == hash) {
+			dup_report(c, dir, &d->slots[j], child, index);
+			return;
+		}
+	d->slots[j] = (struct dir_seen_slot){hash, child, index};
+	d->used[d->n++] = j;
+}
+
+/* Backward-shift deletion of slot j (linear probing keeps working without tombstones). */
+static void names_del(struct name_tab *t, size_t j)
+{
+	size_t mask = t->cap - 1, i = j;
+
+	for (size_t k = (i + 1) & mask; t->slots[k].src; k = (k + 1) & mask) {
+		const struct chk_name *o = &t->slots[k];
+		size_t home = name_slot(t, o->dir, o->child, o->hash);
+		/* o may move to i when its home does not lie in (i, k] */
+		bool stays = i <= k ? (home > i && home <= k) : (home > i || home <= k);
+		if (stays)
+			continue;
+		t->slots[i] = *o;
+		i = k;
+	}
+	memset(&t->slots[i], 0, sizeof(t->slots[i]));
+	t->n--;
+}
+
+/* A name whose three items are in, agree, and whose inode and directory exist as they
+ * should is done with: forgetting it keeps the table to the names still open (those whose
+ * parts lie far apart in key order), not every name of the tree. */
+static bool name_whole(struct chk *c, const struct chk_name *n)
+{
+	struct chk_fstree *t = c->fst;
+
+	if (n->src != (SRC_DIR_ITEM | SRC_DIR_INDEX | SRC_REF) || n->dup_index ||
+	    n->idx_dir != n->idx_ref)
+		return false;
+	uint32_t cmode;
+	if (t->cur.ino == n->child && t->cur.has_item) {
+		cmode = t->cur.mode; /* the common case: the child's own inode ref came last */
+	} else {
+		const struct chk_ino *child = ino_find(t, n->child);
+		if (!child)
+			return false;
+		cmode = child->mode;
+	}
+	if (t->last_dir.ino != n->dir) {
+		const struct chk_ino *dir = ino_find(t, n->dir);
+		if (!dir)
+			return false;
+		t->last_dir = *dir;
+	}
+	return S_ISDIR(t->last_dir.mode) && (!n->ftype || mode_ftype(cmode) == n->ftype);
+}
+
 static void push_name(struct chk *c, uint64_t dir, uint64_t child, uint64_t index,
 		      const uint8_t *name, size_t len, uint8_t src, uint8_t ftype)
 {
@@ -163,6 +303,8 @@ static void push_name(struct chk *c, uint64_t dir, uint64_t child, uint64_t inde
 		n->idx_ref = index;
 	if (src != SRC_REF)
 		n->ftype = ftype;
+	if (name_whole(c, n))
+		names_del(t, j);
 }
 
 static void push_rootref(struct chk *c, uint64_t parent, uint64_t child, uint64_t dirid,
@@ -342,6 +484,8 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 			    "dir entry has data");
 		uint8_t src = k->type == BTRFS_DIR_ITEM_KEY ? SRC_DIR_ITEM : SRC_DIR_INDEX;
 		uint64_t idx = k->type == BTRFS_DIR_INDEX_KEY ? k->offset : 0;
+		if (loc.type == BTRFS_INODE_ITEM_KEY && src == SRC_DIR_INDEX)
+			dir_seen_add(c, k->objectid, name, nl, loc.objectid, idx);
 		if (loc.type == BTRFS_INODE_ITEM_KEY)
 			push_name(c, k->objectid, loc.objectid, idx, name, nl, src, ft);
 		else if (loc.type == BTRFS_ROOT_ITEM_KEY)
@@ -411,17 +555,17 @@ static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p
 			uint64_t leaf)
 {
 	struct ino_state *s = &c->fst->cur;
-	const size_t hdr = offsetof(struct btrfs_file_extent_item, disk_bytenr);
 	uint64_t mask = c->fs->sectorsize - 1, len;
+	struct btk_file_extent fe;
+	enum btk_fe_fault fault = btk_file_extent_item_parse(p, sz, k->offset, &fe);
 
-	if (sz < hdr) {
+	if (fault == BTK_FE_SHORT_HEAD) {
 		rep(c, BTK_P_FE_SIZE, leaf, k, "", chk_fmt("%u bytes", sz),
 		    "file extent item too small");
 		return;
 	}
-	uint8_t type = BTK_GET(struct btrfs_file_extent_item, p, type);
-	uint8_t comp = BTK_GET(struct btrfs_file_extent_item, p, compression);
-	uint64_t ram = BTK_GET(struct btrfs_file_extent_item, p, ram_bytes);
+	uint8_t type = fe.type, comp = fe.compression;
+	uint64_t ram = fe.ram_bytes;
 	if (s->has_ext && s->ext_end > k->offset)
 		rep(c, BTK_P_FE_OVERLAP, leaf, k,
 		    chk_fmt("offset >= %llu", (unsigned long long)s->ext_end),
@@ -432,7 +576,7 @@ static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p
 			    (unsigned long long)(s->has_ext ? s->ext_end : 0)),
 		    chk_fmt("next at %llu", (unsigned long long)k->offset), "file extent gap");
 	if (type == BTRFS_FILE_EXTENT_INLINE) {
-		uint32_t dlen = sz - (uint32_t)hdr;
+		uint32_t dlen = fe.inline_len;
 		if (ram == 0 || ram > c->fs->sectorsize)
 			rep(c, BTK_P_FE_INLINE_SIZE, leaf, k, chk_fmt("1..%u", c->fs->sectorsize),
 			    chk_fmt("ram bytes %llu", (unsigned long long)ram),
@@ -448,16 +592,14 @@ static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p
 		s->found_bytes += ram;
 		len = (ram + mask) & ~mask;
 	} else if (type == BTRFS_FILE_EXTENT_REG || type == BTRFS_FILE_EXTENT_PREALLOC) {
-		if (sz < sizeof(struct btrfs_file_extent_item)) {
+		if (fault == BTK_FE_SHORT_BODY) {
 			rep(c, BTK_P_FE_SIZE, leaf, k,
 			    chk_fmt("%zu bytes", sizeof(struct btrfs_file_extent_item)),
 			    chk_fmt("%u", sz), "file extent item too small");
 			return;
 		}
-		uint64_t db = BTK_GET(struct btrfs_file_extent_item, p, disk_bytenr);
-		uint64_t dnb = BTK_GET(struct btrfs_file_extent_item, p, disk_num_bytes);
-		uint64_t eoff = BTK_GET(struct btrfs_file_extent_item, p, offset);
-		len = BTK_GET(struct btrfs_file_extent_item, p, num_bytes);
+		uint64_t db = fe.disk_bytenr, dnb = fe.disk_num_bytes, eoff = fe.extent_offset;
+		len = fe.num_bytes;
 		if (len == 0 || (len & mask) || eoff + len > ram || eoff + len < eoff)
 			rep(c, BTK_P_FE_SIZES, leaf, k,
 			    chk_fmt("aligned num bytes, offset + num <= ram %llu",
@@ -756,66 +898,6 @@ static void name_group(struct chk *c, const struct chk_name *g)
 	}
 }
 
-struct dir_name {
-	uint64_t dir, hash, child, index;
-};
-BTK_VEC(dir_names, struct dir_name);
-
-static int dir_name_cmp(const void *a, const void *b)
-{
-	const struct dir_name *x = a, *y = b;
-
-	if (x->dir != y->dir)
-		return x->dir < y->dir ? -1 : 1;
-	if (x->hash != y->hash)
-		return x->hash < y->hash ? -1 : 1;
-	return x->child < y->child ? -1 : x->child > y->child;
-}
-
-static void dup_report(struct chk *c, const struct dir_name *a, uint64_t child2, uint64_t idx2)
-{
-	struct btk_key k = {a->dir, BTRFS_DIR_INDEX_KEY, idx2};
-	char what[160];
-
-	snprintf(what, sizeof(what),
-		 "directory %llu: two entries with the same name (inode %llu index %llu, inode "
-		 "%llu index %llu)",
-		 (unsigned long long)a->dir, (unsigned long long)a->child,
-		 (unsigned long long)a->index, (unsigned long long)child2,
-		 (unsigned long long)idx2);
-	rep(c, BTK_P_NAME_DUPLICATE, 0, &k, "one entry per name", "two", what);
-}
-
-/* Two dir entries with one name in one directory: the same inode under two indexes (seen by
- * push_name), or two inodes (found by sorting the names by directory and name). */
-static void names_dups(struct chk *c)
-{
-	struct name_tab *t = &c->fst->names;
-	struct dir_names v = {0};
-
-	for (size_t i = 0; i < t->cap; i++) {
-		const struct chk_name *g = &t->slots[i];
-		if (!(g->src & SRC_DIR_INDEX))
-			continue;
-		if (g->dup_index)
-			dup_report(c, &(struct dir_name){g->dir, g->hash, g->child, g->idx_ref},
-				   g->child, g->idx_dir);
-		struct dir_name *d = btk_vec_push(&v);
-		if (!d) {
-			c->oom = true;
-			break;
-		}
-		*d = (struct dir_name){g->dir, g->hash, g->child, g->idx_dir};
-	}
-	btk_vec_sort(&v, dir_name_cmp);
-	for (size_t i = 1; i < v.n && !c->oom; i++) {
-		const struct dir_name *a = btk_vec_at(&v, i - 1), *b = btk_vec_at(&v, i);
-		if (a->dir == b->dir && a->hash == b->hash)
-			dup_report(c, a, b->child, b->index);
-	}
-	btk_vec_free(&v);
-}
-
 static void names_final(struct chk *c)
 {
 	struct name_tab *t = &c->fst->names;
@@ -823,8 +905,6 @@ static void names_final(struct chk *c)
 	for (size_t i = 0; i < t->cap && !c->oom; i++)
 		if (t->slots[i].src)
 			name_group(c, &t->slots[i]);
-	if (!c->oom)
-		names_dups(c);
 }
 
 void chk_fs_end(struct chk *c)
@@ -847,6 +927,8 @@ void chk_fs_end(struct chk *c)
 	}
 	btk_vec_free(&t->orphans);
 	free(t->names.slots);
+	free(t->dirseen.slots);
+	free(t->dirseen.used);
 	btk_vec_free(&t->inodes);
 	for (size_t i = 0; i < t->skips.n && !c->oom; i++) {
 		const struct key_range *r = btk_vec_at(&t->skips, i);

@@ -10,18 +10,25 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "check/check.h"
+#include "base/u64set.h"
 #include "base/vec.h"
 #include "tree/tree.h"
 
-/* Open-addressing set of nonzero u64 (tree block bytenrs). */
-struct chk_set {
-	uint64_t *slots;
-	size_t n, cap;
-};
+/* The set of tree blocks visited: struct btk_u64set (base/u64set.h) by its old name. */
+#define chk_set btk_u64set
 /* Adds x; 1 if new, 0 if present, -ENOMEM. */
-int chk_set_add(struct chk_set *s, uint64_t x);
-bool chk_set_has(const struct chk_set *s, uint64_t x);
-void chk_set_free(struct chk_set *s);
+static inline int chk_set_add(struct chk_set *s, uint64_t x)
+{
+	return btk_u64set_add(s, x);
+}
+static inline bool chk_set_has(const struct chk_set *s, uint64_t x)
+{
+	return btk_u64set_has(s, x);
+}
+static inline void chk_set_free(struct chk_set *s)
+{
+	btk_u64set_free(s);
+}
 
 /* A back reference: declared by the extent tree, or found by walking. */
 struct chk_ref {
@@ -114,6 +121,15 @@ struct chk_v1ext {
 	uint64_t ino, foff, disk, doff, len, prealloc;
 };
 
+/* A tree block whose later copies are still to be compared with it (check_copies.c). */
+struct chk_copy {
+	uint64_t bytenr, gen, tree;
+	uint8_t csum[8]; /* start of the good copy's stored checksum */
+	int8_t level;
+	uint8_t first; /* first 0-based copy still to verify */
+};
+
+BTK_VEC(chk_copies, struct chk_copy);
 BTK_VEC(chk_refs, struct chk_ref);
 BTK_VEC(chk_extents, struct chk_extent);
 BTK_VEC(chk_bgs, struct chk_bg);
@@ -133,6 +149,7 @@ BTK_VEC(chk_v1inos, struct chk_v1ino);
 BTK_VEC(chk_v1exts, struct chk_v1ext);
 
 struct chk_fstree; /* per fs tree state, check_fs.c */
+struct chk_dv;	   /* data verification threads, check_dverify.c */
 struct btk_backref;
 
 struct chk {
@@ -191,9 +208,11 @@ struct chk {
 	uint64_t ext_prev_end;	       /* extent tree item order: end of the previous extent item */
 	struct chk_extent *cur_extent; /* extent item whose keyed refs follow (index in extents) */
 	long cur_extent_idx;
-	struct chk_fstree *fst; /* fs tree being checked, or NULL */
-	struct btk_backref *br; /* back reference session for data error owners, or NULL */
-	uint8_t *copy_buf;	/* nodesize bytes: a mirror being compared (check_copies.c) */
+	struct chk_fstree *fst;	  /* fs tree being checked, or NULL */
+	struct btk_backref *br;	  /* back reference session for data error owners, or NULL */
+	uint8_t *copy_buf;	  /* nodesize bytes: a mirror being compared (check_copies.c) */
+	struct chk_copies copies; /* blocks whose other copies are still to read */
+	struct chk_dv *dv;	  /* data_csum: verification under way, or NULL */
 };
 
 enum {
@@ -240,6 +259,12 @@ void chk_data_mismatch(struct chk *c, uint64_t logical, const struct btk_phys *p
 /* check_copies.c: every mirror of a tree block read the first time it is seen */
 #define BTK_CHK_MAX_COPIES 8
 void chk_block_copies(struct chk *c, const struct btk_block *b);
+/* reads and compares the copies still pending (at most a batch is kept) */
+void chk_copies_flush(struct chk *c);
+/* check_dverify.c: queue [logical, +len) with its checksums (copied) for verification of
+ * every copy; finish waits for the workers and, with report, reports what they found */
+void chk_dv_add(struct chk *c, uint64_t logical, uint64_t len, const uint8_t *sums);
+void chk_dv_finish(struct chk *c, bool report);
 /* check_chunks.c */
 void chk_chunk_leaf(struct chk *c, const struct btk_block *b);
 void chk_dev_leaf(struct chk *c, const struct btk_block *b);

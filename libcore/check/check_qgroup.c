@@ -8,6 +8,7 @@
  * no subvolume is half-deleted.
  */
 #include "check/check_priv.h"
+#include "format/file_extent.h"
 
 #include <stdlib.h>
 
@@ -36,14 +37,13 @@ void chk_qgroup_block(struct chk *c, const struct btk_block *b)
 	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
 		struct btk_key k;
 		btk_leaf_key(b, (int)i, &k);
+		struct btk_file_extent fe;
 		if (k.type != BTRFS_EXTENT_DATA_KEY ||
-		    btk_leaf_size(b, (int)i) < sizeof(struct btrfs_file_extent_item))
+		    btk_file_extent_item_parse(btk_leaf_data(b, (int)i), btk_leaf_size(b, (int)i),
+					       k.offset, &fe) != BTK_FE_WHOLE)
 			continue;
-		const uint8_t *p = btk_leaf_data(b, (int)i);
-		uint8_t type = BTK_GET(struct btrfs_file_extent_item, p, type);
-		uint64_t db = BTK_GET(struct btrfs_file_extent_item, p, disk_bytenr);
-		if ((type == BTRFS_FILE_EXTENT_REG || type == BTRFS_FILE_EXTENT_PREALLOC) && db)
-			push_qref(c, db, c->tree);
+		if (fe.type != BTRFS_FILE_EXTENT_INLINE && fe.disk_bytenr)
+			push_qref(c, fe.disk_bytenr, c->tree);
 	}
 }
 

@@ -1,5 +1,6 @@
 /* check_roots.c — the root tree: root items, root refs and backrefs, orphaned roots. */
 #include "check/check_priv.h"
+#include "format/inode_item.h"
 #include "format/root_item.h"
 
 #include <stdlib.h>
@@ -88,6 +89,7 @@ void chk_root_leaf(struct chk *c, const struct btk_block *b)
 		struct btk_key k;
 		const uint8_t *p = btk_leaf_data(b, (int)i);
 		uint32_t sz = btk_leaf_size(b, (int)i);
+		struct btk_inode_info ii;
 		btk_leaf_key(b, (int)i, &k);
 		if (k.type == BTRFS_ROOT_ITEM_KEY) {
 			root_item(c, &k, p, sz, b->bytenr);
@@ -95,13 +97,12 @@ void chk_root_leaf(struct chk *c, const struct btk_block *b)
 			root_ref(c, &k, p, sz, b->bytenr);
 		} else if (k.type == BTRFS_INODE_ITEM_KEY &&
 			   k.objectid >= BTRFS_FIRST_FREE_OBJECTID &&
-			   sz >= sizeof(struct btrfs_inode_item)) {
+			   !btk_inode_item_parse(p, sz, &ii)) {
 			/* v1 space cache inodes: regular files, mode 0600, as the kernel makes them
 			 */
-			uint32_t mode = BTK_GET(struct btrfs_inode_item, p, mode);
-			if (mode != (S_IFREG | 0600))
+			if (ii.mode != (S_IFREG | 0600))
 				chk_report(c, BTK_P_CACHE_MODE, 1, b->bytenr, &k, "mode 0100600",
-					   chk_fmt("0%o", mode),
+					   chk_fmt("0%o", ii.mode),
 					   "free space cache inode mode invalid");
 		}
 		chk_v1_root_item(c, &k, p, sz); /* v1 space cache headers, inodes, extents */
@@ -125,18 +126,127 @@ static int rr_cmp(const void *pa, const void *pb)
 	return (int)a->kind - (int)b->kind;
 }
 
-static const struct chk_rootitem *root_find(const struct chk *c, uint64_t id)
+/* The final passes look root items, back references and uuid entries up many times (per
+ * subvolume: thousands of snapshots made them quadratic): sorted views built once. A view
+ * that could not be allocated is NULL, and its lookups scan as before. */
+struct id_pos {
+	uint64_t id;
+	size_t pos; /* in c->roots: equal ids keep their order, the first is found first */
+};
+
+struct views {
+	struct id_pos *roots;
+	const struct chk_uuid **uuids; /* subvolume entries, by (subvolume, uuid) */
+	size_t nuuids;
+	struct btk_u64set linked; /* children of a ROOT_BACKREF */
+	bool have_linked;
+};
+
+static int id_pos_cmp(const void *a, const void *b)
 {
-	for (size_t i = 0; i < c->roots.n; i++) {
-		const struct chk_rootitem *r = btk_vec_at(&c->roots, i);
-		if (r->id == id)
-			return r;
+	const struct id_pos *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->pos < y->pos ? -1 : x->pos > y->pos;
+}
+
+static int uuid_entry_cmp(const void *a, const void *b)
+{
+	const struct chk_uuid *x = *(const struct chk_uuid *const *)a;
+	const struct chk_uuid *y = *(const struct chk_uuid *const *)b;
+
+	if (x->subvol != y->subvol)
+		return x->subvol < y->subvol ? -1 : 1;
+	return memcmp(x->uuid, y->uuid, BTK_UUID_SIZE);
+}
+
+static void views_build(struct chk *c, struct views *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->roots = c->roots.n ? malloc(c->roots.n * sizeof(*v->roots)) : NULL;
+	if (v->roots) {
+		for (size_t i = 0; i < c->roots.n; i++)
+			v->roots[i] = (struct id_pos){btk_vec_at(&c->roots, i)->id, i};
+		qsort(v->roots, c->roots.n, sizeof(*v->roots), id_pos_cmp);
 	}
-	return NULL;
+	v->uuids = c->uuids.n ? malloc(c->uuids.n * sizeof(*v->uuids)) : NULL;
+	for (size_t i = 0; v->uuids && i < c->uuids.n; i++)
+		if (btk_vec_at(&c->uuids, i)->type == BTRFS_UUID_KEY_SUBVOL)
+			v->uuids[v->nuuids++] = btk_vec_at(&c->uuids, i);
+	if (v->uuids)
+		qsort(v->uuids, v->nuuids, sizeof(*v->uuids), uuid_entry_cmp);
+	v->have_linked = true;
+	for (size_t i = 0; i < c->rootrefs.n && v->have_linked; i++) {
+		const struct chk_rootref *rr = btk_vec_at(&c->rootrefs, i);
+		if (rr->kind == 1 && btk_u64set_add(&v->linked, rr->child) < 0)
+			v->have_linked = false;
+	}
+}
+
+static void views_free(struct views *v)
+{
+	free(v->roots);
+	free(v->uuids);
+	btk_u64set_free(&v->linked);
+}
+
+static const struct chk_rootitem *root_find(const struct chk *c, const struct views *v, uint64_t id)
+{
+	if (!v->roots) {
+		for (size_t i = 0; i < c->roots.n; i++) {
+			const struct chk_rootitem *r = btk_vec_at(&c->roots, i);
+			if (r->id == id)
+				return r;
+		}
+		return NULL;
+	}
+	size_t lo = 0, hi = c->roots.n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (v->roots[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < c->roots.n && v->roots[lo].id == id ? btk_vec_at(&c->roots, v->roots[lo].pos)
+							: NULL;
+}
+
+static bool root_linked(const struct chk *c, const struct views *v, uint64_t id)
+{
+	if (v->have_linked)
+		return btk_u64set_has(&v->linked, id);
+	for (size_t j = 0; j < c->rootrefs.n; j++) {
+		const struct chk_rootref *rr = btk_vec_at(&c->rootrefs, j);
+		if (rr->child == id && rr->kind == 1)
+			return true;
+	}
+	return false;
+}
+
+/* Whether the uuid tree has the subvolume entry (uuid -> id). */
+static bool uuid_listed(const struct chk *c, const struct views *v, uint64_t id,
+			const uint8_t *uuid)
+{
+	if (!v->uuids) {
+		for (size_t j = 0; j < c->uuids.n; j++) {
+			const struct chk_uuid *u = btk_vec_at(&c->uuids, j);
+			if (u->subvol == id && u->type == BTRFS_UUID_KEY_SUBVOL &&
+			    !memcmp(u->uuid, uuid, BTK_UUID_SIZE))
+				return true;
+		}
+		return false;
+	}
+	struct chk_uuid want = {.subvol = id};
+	const struct chk_uuid *key = &want;
+	memcpy(want.uuid, uuid, BTK_UUID_SIZE);
+	return v->nuuids &&
+	       bsearch(&key, v->uuids, v->nuuids, sizeof(*v->uuids), uuid_entry_cmp) != NULL;
 }
 
 /* One (parent, child) pair: the ROOT_REF, the ROOT_BACKREF and the dir entries in the parent. */
-static void ref_group(struct chk *c, const struct chk_rootref *g, size_t n)
+static void ref_group(struct chk *c, const struct views *v, const struct chk_rootref *g, size_t n)
 {
 	const struct chk_rootref *by[4] = {0};
 	struct btk_key k = {g->parent, BTRFS_ROOT_REF_KEY, g->child};
@@ -161,10 +271,10 @@ static void ref_group(struct chk *c, const struct chk_rootref *g, size_t n)
 				   (unsigned long long)by[1]->seq),
 			   "subvolume %llu: root backref differs from root ref",
 			   (unsigned long long)g->child);
-	if (!root_find(c, g->child))
+	if (!root_find(c, v, g->child))
 		chk_report(c, BTK_P_ROOT_REF_DANGLING, 1, 0, &k, "a root item", "none",
 			   "root ref to missing subvolume %llu", (unsigned long long)g->child);
-	const struct chk_rootitem *pr = root_find(c, g->parent);
+	const struct chk_rootitem *pr = root_find(c, v, g->parent);
 	if (!pr || pr->dropping)
 		return; /* the parent's dir entries were not collected */
 	for (int kind = 2; kind <= 3; kind++) {
@@ -186,13 +296,15 @@ static int u64_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-static void uuids_final(struct chk *c);
+static void uuids_final(struct chk *c, const struct views *v);
 
 void chk_roots_final(struct chk *c)
 {
-	uuids_final(c);
+	struct views v;
 	size_t i = 0;
 
+	views_build(c, &v);
+	uuids_final(c, &v);
 	btk_vec_sort(&c->rootrefs, rr_cmp);
 	while (i < c->rootrefs.n) {
 		const struct chk_rootref *g = btk_vec_at(&c->rootrefs, i);
@@ -203,7 +315,7 @@ void chk_roots_final(struct chk *c)
 				break;
 			j++;
 		}
-		ref_group(c, g, j - i);
+		ref_group(c, &v, g, j - i);
 		i = j;
 	}
 	btk_vec_sort(&c->root_orphans, u64_cmp);
@@ -220,16 +332,12 @@ void chk_roots_final(struct chk *c)
 				   (unsigned long long)r->id);
 		if (r->refs == 0)
 			continue;
-		bool linked = false;
-		for (size_t j = 0; j < c->rootrefs.n && !linked; j++) {
-			const struct chk_rootref *rr = btk_vec_at(&c->rootrefs, j);
-			linked = rr->child == r->id && rr->kind == 1;
-		}
-		if (!linked)
+		if (!root_linked(c, &v, r->id))
 			chk_report(c, BTK_P_ROOT_UNLINKED, 1, 0, &k, "a ROOT_BACKREF", "none",
 				   "subvolume %llu is not linked from any directory",
 				   (unsigned long long)r->id);
 	}
+	views_free(&v);
 }
 
 void chk_uuid_leaf(struct chk *c, const struct btk_block *b)
@@ -270,14 +378,14 @@ static const char *uuid_str(const uint8_t *u)
 
 /* Every uuid tree entry names a live subvolume with that uuid (or received uuid); when the
  * uuid tree is current, every subvolume with a uuid has its entry. */
-static void uuids_final(struct chk *c)
+static void uuids_final(struct chk *c, const struct views *v)
 {
 	static const uint8_t zero[BTK_UUID_SIZE];
 	bool current = btk_le64(c->fs->sb.uuid_tree_generation) == c->fs->generation;
 
 	for (size_t i = 0; i < c->uuids.n; i++) {
 		const struct chk_uuid *u = btk_vec_at(&c->uuids, i);
-		const struct chk_rootitem *r = root_find(c, u->subvol);
+		const struct chk_rootitem *r = root_find(c, v, u->subvol);
 		const uint8_t *want = !r				 ? NULL
 				      : u->type == BTRFS_UUID_KEY_SUBVOL ? r->uuid
 									 : r->received_uuid;
@@ -294,16 +402,10 @@ static void uuids_final(struct chk *c)
 		return;
 	for (size_t i = 0; i < c->roots.n; i++) {
 		const struct chk_rootitem *r = btk_vec_at(&c->roots, i);
-		bool found = false;
 		if (r->id < BTRFS_FIRST_FREE_OBJECTID || r->id > BTRFS_LAST_FREE_OBJECTID ||
 		    r->refs == 0 || !memcmp(r->uuid, zero, BTK_UUID_SIZE))
 			continue;
-		for (size_t j = 0; j < c->uuids.n && !found; j++) {
-			const struct chk_uuid *u = btk_vec_at(&c->uuids, j);
-			found = u->subvol == r->id && u->type == BTRFS_UUID_KEY_SUBVOL &&
-				!memcmp(u->uuid, r->uuid, BTK_UUID_SIZE);
-		}
-		if (!found)
+		if (!uuid_listed(c, v, r->id, r->uuid))
 			chk_report(c, BTK_P_UUID_MISSING, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
 				   chk_fmt("an entry for uuid %s", uuid_str(r->uuid)), "none",
 				   "subvolume %llu missing from the uuid tree",

@@ -8,6 +8,7 @@
  * Half-deleted snapshots are walked from their drop progress on (walk_dropping).
  */
 #include "check/check_priv.h"
+#include "format/file_extent.h"
 #include "base/error.h"
 
 #include <errno.h>
@@ -166,27 +167,24 @@ static void block_refs(struct chk *c, const struct btk_block *b)
 		btk_leaf_key(b, (int)i, &k);
 		if (k.type != BTRFS_EXTENT_DATA_KEY)
 			continue;
-		const uint8_t *p = btk_leaf_data(b, (int)i);
-		uint32_t sz = btk_leaf_size(b, (int)i);
-		if (sz < sizeof(struct btrfs_file_extent_item))
-			continue; /* reported by the fs checker */
-		uint8_t type = BTK_GET(struct btrfs_file_extent_item, p, type);
-		uint64_t db = BTK_GET(struct btrfs_file_extent_item, p, disk_bytenr);
-		if ((type != BTRFS_FILE_EXTENT_REG && type != BTRFS_FILE_EXTENT_PREALLOC) || !db)
+		struct btk_file_extent fe;
+		/* a short or odd item is reported by the fs checker */
+		if (btk_file_extent_item_parse(btk_leaf_data(b, (int)i), btk_leaf_size(b, (int)i),
+					       k.offset, &fe) != BTK_FE_WHOLE ||
+		    fe.type == BTRFS_FILE_EXTENT_INLINE || !fe.disk_bytenr)
 			continue;
 		struct chk_ref r = {
-		    .bytenr = db,
+		    .bytenr = fe.disk_bytenr,
 		    .root = owner,
 		    .parent = b->bytenr,
 		    .ino = k.objectid,
-		    .off = k.offset - BTK_GET(struct btrfs_file_extent_item, p, offset),
-		    .len = BTK_GET(struct btrfs_file_extent_item, p, disk_num_bytes),
+		    .off = k.offset - fe.extent_offset,
+		    .len = fe.disk_num_bytes,
 		    .count = 1,
 		    .type = BTRFS_EXTENT_DATA_REF_KEY,
 		    .unresolved = 1,
 		};
-		c->sum->data_bytes_referenced +=
-		    BTK_GET(struct btrfs_file_extent_item, p, num_bytes);
+		c->sum->data_bytes_referenced += fe.num_bytes;
 		c->sum->data_bytes_allocated += r.len;
 		push_ref(c, &r);
 	}
@@ -292,8 +290,26 @@ static int on_error(void *ctx, uint64_t bytenr, int level, int err, const char *
 		c->oom = true;
 		return err;
 	}
-	chk_report(c, BTK_P_TB_UNREADABLE, c->tree, bytenr, NULL, "", "",
-		   "unreadable tree block (level %d): %s", level, msg);
+	enum btk_check_problem_id id = BTK_P_TB_UNREADABLE;
+	if (err == -EUCLEAN)
+		switch (btk_block_last_fault()) {
+		case BTK_BF_LEVEL:
+			id = BTK_P_TB_LEVEL;
+			break;
+		case BTK_BF_FIRST_KEY:
+			id = BTK_P_TB_FIRST_KEY;
+			break;
+		case BTK_BF_GENERATION:
+			id = BTK_P_TB_TRANSID;
+			break;
+		case BTK_BF_OWNER:
+			id = BTK_P_TB_OWNER;
+			break;
+		default:
+			break;
+		}
+	chk_report(c, id, c->tree, bytenr, NULL, "", "", "unreadable tree block (level %d): %s",
+		   level, msg);
 	/* what the lost block held cannot be compared: avoid a cascade of consequences */
 	if (c->tree_class == CHK_T_EXTENT || c->tree_class == CHK_T_BG)
 		c->extent_gap = true;
@@ -465,6 +481,7 @@ int chk_walk_all(struct chk *c)
 		c->log_ino = 0;
 		ret = walk_root(c, &r);
 	}
+	chk_copies_flush(c);
 
 	if (ret && ret != -ENOMEM) {
 		/* the root tree itself could not be iterated: report and go on with what we have */

@@ -8,6 +8,8 @@
  */
 #include "check/check_priv.h"
 #include "base/csum.h"
+#include "format/file_extent.h"
+#include "format/inode_item.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +22,9 @@
 
 void chk_v1_root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz)
 {
+	struct btk_inode_info ii;
+	struct btk_file_extent fe;
+
 	if (k->objectid == BTRFS_FREE_SPACE_OBJECTID && k->type == 0 &&
 	    sz >= sizeof(struct btrfs_free_space_header)) {
 		struct chk_v1hdr *h = btk_vec_push(&c->v1hdr);
@@ -35,27 +40,26 @@ void chk_v1_root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 	} else if (k->objectid < BTRFS_FIRST_FREE_OBJECTID ||
 		   k->objectid > BTRFS_LAST_FREE_OBJECTID) {
 		return;
-	} else if (k->type == BTRFS_INODE_ITEM_KEY && sz >= sizeof(struct btrfs_inode_item)) {
+	} else if (k->type == BTRFS_INODE_ITEM_KEY && !btk_inode_item_parse(p, sz, &ii)) {
 		struct chk_v1ino *i = btk_vec_push(&c->v1ino);
 		if (!i)
 			goto oom;
 		i->ino = k->objectid;
-		i->gen = BTK_GET(struct btrfs_inode_item, p, generation);
-		i->size = BTK_GET(struct btrfs_inode_item, p, size);
+		i->gen = ii.generation;
+		i->size = ii.size;
 	} else if (k->type == BTRFS_EXTENT_DATA_KEY &&
-		   sz >= sizeof(struct btrfs_file_extent_item)) {
-		uint8_t type = BTK_GET(struct btrfs_file_extent_item, p, type);
-		if (type != BTRFS_FILE_EXTENT_REG && type != BTRFS_FILE_EXTENT_PREALLOC)
+		   btk_file_extent_item_parse(p, sz, k->offset, &fe) == BTK_FE_WHOLE) {
+		if (fe.type == BTRFS_FILE_EXTENT_INLINE)
 			return;
 		struct chk_v1ext *e = btk_vec_push(&c->v1ext);
 		if (!e)
 			goto oom;
 		e->ino = k->objectid;
 		e->foff = k->offset;
-		e->disk = BTK_GET(struct btrfs_file_extent_item, p, disk_bytenr);
-		e->doff = BTK_GET(struct btrfs_file_extent_item, p, offset);
-		e->len = BTK_GET(struct btrfs_file_extent_item, p, num_bytes);
-		e->prealloc = type == BTRFS_FILE_EXTENT_PREALLOC;
+		e->disk = fe.disk_bytenr;
+		e->doff = fe.extent_offset;
+		e->len = fe.num_bytes;
+		e->prealloc = fe.type == BTRFS_FILE_EXTENT_PREALLOC;
 	}
 	return;
 oom:

@@ -1,5 +1,5 @@
-/* inode_item.h — the INODE_ITEM (struct btrfs_inode_item, 160 bytes) in host order (layer 0).
- * Pure function: no message is set. */
+/* inode_item.h — the INODE_ITEM (struct btrfs_inode_item, 160 bytes) in host order (layer 0),
+ * and the timespec inside it and the root item. Pure functions: no message is set. */
 #ifndef BTK_FORMAT_INODE_ITEM_H
 #define BTK_FORMAT_INODE_ITEM_H
 
@@ -7,17 +7,23 @@
 
 #include "format/format.h"
 
-struct btk_timespec {
+/* A struct btrfs_timespec. */
+struct btk_time {
 	uint64_t sec;
 	uint32_t nsec; /* as stored: not checked to be below 1e9 */
 };
+/* The same type under the name a parallel change gave it; new code says struct btk_time. */
+#define btk_timespec btk_time
 
-/* Every field of an inode item (the reserved words aside). */
+/* Stores / loads a time as a struct btrfs_timespec (12 bytes) at p. */
+void btk_put_time(uint8_t *p, const struct btk_time *tm);
+struct btk_time btk_get_time(const uint8_t *p);
+
+/* Every field of an inode item but the reserved ones. */
 struct btk_inode_info {
-	uint64_t size, nbytes, generation, transid, flags, rdev;
+	uint64_t size, nbytes, generation, transid, flags, rdev, block_group, sequence;
 	uint32_t nlink, uid, gid, mode;
-	uint64_t block_group, sequence;
-	struct btk_timespec atime, ctime, mtime, otime;
+	struct btk_time atime, ctime, mtime, otime;
 };
 
 /* A device node's numbers: the kernel stores its own dev_t, major << 20 | minor. */
@@ -33,5 +39,10 @@ static inline uint32_t btk_rdev_minor(uint64_t rdev)
 /* Parses an INODE_ITEM's body: 0, or -EUCLEAN when it is shorter than the item (out not
  * filled). */
 int btk_inode_item_parse(const uint8_t *d, uint32_t size, struct btk_inode_info *out);
+
+/* Writes every field of *in into the sizeof(struct btrfs_inode_item) bytes at d; the reserved
+ * bytes are left as they are (zero them for a new item). Parsing and writing back an item
+ * changes nothing. */
+void btk_inode_item_write(uint8_t *d, const struct btk_inode_info *in);
 
 #endif

@@ -17,6 +17,7 @@ int btk_root_item_parse(const uint8_t *d, uint32_t size, struct btk_root_item *r
 	if (size < BTK_ROOT_ITEM_V0_SIZE)
 		return -EUCLEAN;
 	memset(ri, 0, sizeof(*ri));
+	btk_inode_item_parse(d + offsetof(RI, inode), sizeof(struct btrfs_inode_item), &ri->inode);
 	ri->generation = BTK_GET(RI, d, generation);
 	ri->root_dirid = BTK_GET(RI, d, root_dirid);
 	ri->bytenr = BTK_GET(RI, d, bytenr);
@@ -45,6 +46,55 @@ int btk_root_item_parse(const uint8_t *d, uint32_t size, struct btk_root_item *r
 		ri->stransid = BTK_GET(RI, d, stransid);
 	if (HAS(rtransid))
 		ri->rtransid = BTK_GET(RI, d, rtransid);
+	if (HAS(ctime))
+		ri->ctime = btk_get_time(d + offsetof(RI, ctime));
+	if (HAS(otime))
+		ri->otime = btk_get_time(d + offsetof(RI, otime));
+	if (HAS(stime))
+		ri->stime = btk_get_time(d + offsetof(RI, stime));
+	if (HAS(rtime))
+		ri->rtime = btk_get_time(d + offsetof(RI, rtime));
 	ri->v2 = size >= sizeof(RI) && ri->generation_v2 == ri->generation;
 	return 0;
+}
+
+void btk_root_item_write(uint8_t *d, uint32_t size, const struct btk_root_item *ri)
+{
+	btk_inode_item_write(d + offsetof(RI, inode), &ri->inode);
+	BTK_PUT(RI, d, generation, ri->generation);
+	BTK_PUT(RI, d, root_dirid, ri->root_dirid);
+	BTK_PUT(RI, d, bytenr, ri->bytenr);
+	BTK_PUT(RI, d, byte_limit, ri->byte_limit);
+	BTK_PUT(RI, d, bytes_used, ri->bytes_used);
+	BTK_PUT(RI, d, last_snapshot, ri->last_snapshot);
+	BTK_PUT(RI, d, flags, ri->flags);
+	BTK_PUT(RI, d, refs, ri->refs);
+	btk_key_to_disk(&ri->drop_progress,
+			(struct btk_disk_key *)(d + offsetof(RI, drop_progress)));
+	BTK_PUT(RI, d, drop_level, ri->drop_level);
+	BTK_PUT(RI, d, level, ri->level);
+	if (HAS(generation_v2))
+		BTK_PUT(RI, d, generation_v2, ri->generation_v2);
+	if (HAS(uuid))
+		memcpy(d + offsetof(RI, uuid), ri->uuid, BTK_UUID_SIZE);
+	if (HAS(parent_uuid))
+		memcpy(d + offsetof(RI, parent_uuid), ri->parent_uuid, BTK_UUID_SIZE);
+	if (HAS(received_uuid))
+		memcpy(d + offsetof(RI, received_uuid), ri->received_uuid, BTK_UUID_SIZE);
+	if (HAS(ctransid))
+		BTK_PUT(RI, d, ctransid, ri->ctransid);
+	if (HAS(otransid))
+		BTK_PUT(RI, d, otransid, ri->otransid);
+	if (HAS(stransid))
+		BTK_PUT(RI, d, stransid, ri->stransid);
+	if (HAS(rtransid))
+		BTK_PUT(RI, d, rtransid, ri->rtransid);
+	if (HAS(ctime))
+		btk_put_time(d + offsetof(RI, ctime), &ri->ctime);
+	if (HAS(otime))
+		btk_put_time(d + offsetof(RI, otime), &ri->otime);
+	if (HAS(stime))
+		btk_put_time(d + offsetof(RI, stime), &ri->stime);
+	if (HAS(rtime))
+		btk_put_time(d + offsetof(RI, rtime), &ri->rtime);
 }

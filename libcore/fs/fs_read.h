@@ -24,6 +24,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "base/csum.h" /* btk_name_hash() */
+#include "format/file_extent.h"
 #include "format/inode_item.h"
 #include "tree/tree.h"
 
@@ -104,28 +105,9 @@ int btk_path_lookup(struct btk_fs *fs, const char *path, uint64_t *root_id, uint
 int btk_inode_read(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,
 		   struct btk_inode_info *out);
 
-/* A decoded EXTENT_DATA item. */
-struct btk_file_extent {
-	uint64_t file_offset; /* key offset: where this extent starts in the file */
-	uint64_t num_bytes;   /* bytes of file it covers (inline: ram_bytes) */
-	uint64_t ram_bytes;   /* decoded size of the whole extent */
-	uint64_t generation;
-	uint8_t type;	     /* BTRFS_FILE_EXTENT_INLINE / REG / PREALLOC */
-	uint8_t compression; /* 0 none, 1 zlib, 2 lzo, 3 zstd */
-	uint8_t encryption;
-	uint16_t other_encoding;
-	/* REG / PREALLOC only (0 for inline): disk_bytenr 0 is a hole */
-	uint64_t disk_bytenr, disk_num_bytes, extent_offset;
-	/* inline only: bytes stored in the item, and where they are in it */
-	uint32_t inline_len;
-	const uint8_t *inline_data; /* inside the leaf passed to the parser */
-	/* where the item lives (filled by btk_file_for_each_extent) */
-	uint64_t leaf;
-	int slot;
-};
-
-/* Decodes an EXTENT_DATA item of size bytes at key offset `file_offset`; -EUCLEAN if too
- * short or with an unknown type. */
+/* Decodes an EXTENT_DATA item of size bytes at key offset `file_offset` into *fe (struct
+ * btk_file_extent, format/file_extent.h); -EUCLEAN (message set) if too short or with an
+ * unknown type. */
 int btk_file_extent_parse(const uint8_t *data, uint32_t size, uint64_t file_offset,
 			  struct btk_file_extent *fe);
 

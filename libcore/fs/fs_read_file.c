@@ -147,40 +147,24 @@ out:
 	return ret;
 }
 
-#define FE_HDR offsetof(struct btrfs_file_extent_item, disk_bytenr)
-
 int btk_file_extent_parse(const uint8_t *d, uint32_t size, uint64_t file_offset,
 			  struct btk_file_extent *fe)
 {
-	memset(fe, 0, sizeof(*fe));
-	if (size < FE_HDR)
-		return btk_err(EUCLEAN, "EXTENT_DATA at file offset %llu: %u bytes, need %zu",
-			       (unsigned long long)file_offset, size, FE_HDR);
-	fe->file_offset = file_offset;
-	fe->generation = BTK_GET(struct btrfs_file_extent_item, d, generation);
-	fe->ram_bytes = BTK_GET(struct btrfs_file_extent_item, d, ram_bytes);
-	fe->compression = BTK_GET(struct btrfs_file_extent_item, d, compression);
-	fe->encryption = BTK_GET(struct btrfs_file_extent_item, d, encryption);
-	fe->other_encoding = BTK_GET(struct btrfs_file_extent_item, d, other_encoding);
-	fe->type = BTK_GET(struct btrfs_file_extent_item, d, type);
-	if (fe->type == BTRFS_FILE_EXTENT_INLINE) {
-		fe->inline_len = size - FE_HDR;
-		fe->inline_data = d + FE_HDR;
-		fe->num_bytes = fe->ram_bytes;
+	switch (btk_file_extent_item_parse(d, size, file_offset, fe)) {
+	case BTK_FE_WHOLE:
 		return 0;
-	}
-	if (fe->type != BTRFS_FILE_EXTENT_REG && fe->type != BTRFS_FILE_EXTENT_PREALLOC)
+	case BTK_FE_SHORT_HEAD:
+		return btk_err(EUCLEAN, "EXTENT_DATA at file offset %llu: %u bytes, need %u",
+			       (unsigned long long)file_offset, size, BTK_FILE_EXTENT_HDR_SIZE);
+	case BTK_FE_BAD_TYPE:
 		return btk_err(EUCLEAN, "EXTENT_DATA at file offset %llu: unknown type %u",
 			       (unsigned long long)file_offset, fe->type);
-	if (size < sizeof(struct btrfs_file_extent_item))
-		return btk_err(EUCLEAN, "EXTENT_DATA at file offset %llu: %u bytes, need %zu",
-			       (unsigned long long)file_offset, size,
-			       sizeof(struct btrfs_file_extent_item));
-	fe->disk_bytenr = BTK_GET(struct btrfs_file_extent_item, d, disk_bytenr);
-	fe->disk_num_bytes = BTK_GET(struct btrfs_file_extent_item, d, disk_num_bytes);
-	fe->extent_offset = BTK_GET(struct btrfs_file_extent_item, d, offset);
-	fe->num_bytes = BTK_GET(struct btrfs_file_extent_item, d, num_bytes);
-	return 0;
+	case BTK_FE_SHORT_BODY:
+		break;
+	}
+	return btk_err(EUCLEAN, "EXTENT_DATA at file offset %llu: %u bytes, need %zu",
+		       (unsigned long long)file_offset, size,
+		       sizeof(struct btrfs_file_extent_item));
 }
 
 struct extents_ctx {

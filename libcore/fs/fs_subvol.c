@@ -1,6 +1,7 @@
 /* fs_subvol.c — creating subvolumes and choosing the default one. */
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/root_item.h"
 #include "fs/fs_write.h"
 
 #include <errno.h>
@@ -43,7 +44,8 @@ int btk_subvol_create(struct btk_trans *t, const struct btk_subvol_new *s,
 {
 	struct btk_key loc = {s->id, BTRFS_ROOT_ITEM_KEY, UINT64_MAX};
 	struct btk_key uk = {btk_le64(s->uuid), BTRFS_UUID_KEY_SUBVOL, btk_le64(s->uuid + 8)};
-	struct btrfs_root_item *ri;
+	struct btrfs_root_item *item;
+	struct btk_root_item ri;
 	uint8_t idbuf[8];
 	int ret;
 
@@ -51,19 +53,18 @@ int btk_subvol_create(struct btk_trans *t, const struct btk_subvol_new *s,
 		return btk_err(EINVAL, "invalid subvolume id %llu", (unsigned long long)s->id);
 	if ((ret = btk_tree_new(t, s->id)) || (ret = top_dir(t, s->id, a)))
 		return ret;
-	ri = btk_tree_root_item(t, s->id);
-	if (!ri)
+	item = btk_tree_root_item(t, s->id); /* a new tree: a whole item */
+	if (!item || btk_root_item_parse((uint8_t *)item, sizeof(*item), &ri))
 		return btk_err(EIO, "subvolume %llu has no root item", (unsigned long long)s->id);
-	BTK_PUT(struct btrfs_root_item, ri, root_dirid, BTRFS_FIRST_FREE_OBJECTID);
+	ri.root_dirid = BTRFS_FIRST_FREE_OBJECTID;
 	/* without ROOT_ITEM_INIT the kernel discards flags on load: RDONLY would be lost */
-	BTK_PUT(struct btrfs_inode_item, ri, flags,
-		BTK_GET(struct btrfs_inode_item, ri, flags) | BTK_INODE_ROOT_ITEM_INIT);
-	BTK_PUT(struct btrfs_root_item, ri, flags, s->ro ? BTRFS_ROOT_SUBVOL_RDONLY : 0);
-	BTK_PUT(struct btrfs_root_item, ri, ctransid, btk_trans_id(t));
-	BTK_PUT(struct btrfs_root_item, ri, otransid, btk_trans_id(t));
-	memcpy(ri->uuid, s->uuid, 16);
-	btk_put_time((uint8_t *)&ri->ctime, &a->ctime);
-	btk_put_time((uint8_t *)&ri->otime, &a->otime);
+	ri.inode.flags |= BTK_INODE_ROOT_ITEM_INIT;
+	ri.flags = s->ro ? BTRFS_ROOT_SUBVOL_RDONLY : 0;
+	ri.ctransid = ri.otransid = btk_trans_id(t);
+	memcpy(ri.uuid, s->uuid, BTK_UUID_SIZE);
+	ri.ctime = a->ctime;
+	ri.otime = a->otime;
+	btk_root_item_write((uint8_t *)item, sizeof(*item), &ri);
 	if ((ret = btk_dir_link(t, s->parent, s->dir, s->name, s->name_len, &loc, BTRFS_FT_DIR,
 				s->index)))
 		return ret;

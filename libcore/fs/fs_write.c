@@ -22,26 +22,18 @@ uint32_t btk_inline_max(const struct btk_fs *fs)
 	return max_item(fs) - (uint32_t)FE_INLINE_SZ;
 }
 
-void btk_put_time(uint8_t *p, const struct btk_time *tm)
-{
-	btk_put64(p + offsetof(struct btrfs_timespec, sec), tm->sec);
-	btk_put32(p + offsetof(struct btrfs_timespec, nsec), tm->nsec);
-}
-
 /* Fields an inode takes from its source: owner, mode, device, flags, times. */
-static void put_attr(uint8_t *it, const struct btk_inode_attr *a)
+static void put_attr(struct btk_inode_info *in, const struct btk_inode_attr *a)
 {
-	typedef struct btrfs_inode_item I;
-
-	BTK_PUT(I, it, uid, a->uid);
-	BTK_PUT(I, it, gid, a->gid);
-	BTK_PUT(I, it, mode, a->mode);
-	BTK_PUT(I, it, rdev, a->rdev);
-	BTK_PUT(I, it, flags, a->flags);
-	btk_put_time(it + offsetof(I, atime), &a->atime);
-	btk_put_time(it + offsetof(I, ctime), &a->ctime);
-	btk_put_time(it + offsetof(I, mtime), &a->mtime);
-	btk_put_time(it + offsetof(I, otime), &a->otime);
+	in->uid = a->uid;
+	in->gid = a->gid;
+	in->mode = a->mode;
+	in->rdev = a->rdev;
+	in->flags = a->flags;
+	in->atime = a->atime;
+	in->ctime = a->ctime;
+	in->mtime = a->mtime;
+	in->otime = a->otime;
 }
 
 int btk_inode_create(struct btk_trans *t, uint64_t root, uint64_t ino,
@@ -49,20 +41,22 @@ int btk_inode_create(struct btk_trans *t, uint64_t root, uint64_t ino,
 {
 	uint8_t it[sizeof(struct btrfs_inode_item)] = {0};
 	struct btk_key k = {ino, BTRFS_INODE_ITEM_KEY, 0};
-	typedef struct btrfs_inode_item I;
+	struct btk_inode_info in = {
+	    .generation = a->generation ? a->generation : btk_trans_id(t),
+	    .transid = btk_trans_id(t),
+	    .size = a->size,
+	    .nbytes = a->nbytes,
+	    .nlink = a->nlink,
+	};
 
-	BTK_PUT(I, it, generation, a->generation ? a->generation : btk_trans_id(t));
-	BTK_PUT(I, it, transid, btk_trans_id(t));
-	BTK_PUT(I, it, size, a->size);
-	BTK_PUT(I, it, nbytes, a->nbytes);
-	BTK_PUT(I, it, nlink, a->nlink);
-	put_attr(it, a);
+	put_attr(&in, a);
+	btk_inode_item_write(it, &in);
 	return btk_item_insert(t, root, &k, it, sizeof(it));
 }
 
-/* Finds ino's INODE_ITEM for a change in place. */
+/* Finds ino's INODE_ITEM for a change in place: *item, decoded in *in. */
 static int inode_item(struct btk_trans *t, uint64_t root, uint64_t ino, struct btk_path *p,
-		      uint8_t **item)
+		      uint8_t **item, struct btk_inode_info *in)
 {
 	struct btk_key k = {ino, BTRFS_INODE_ITEM_KEY, 0};
 	uint32_t size;
@@ -74,7 +68,7 @@ static int inode_item(struct btk_trans *t, uint64_t root, uint64_t ino, struct b
 	if (ret)
 		return ret;
 	*item = btk_item_ptr(p, &size);
-	if (size < sizeof(struct btrfs_inode_item))
+	if (btk_inode_item_parse(*item, size, in))
 		return btk_err(EUCLEAN, "tree %llu: inode %llu item too short",
 			       (unsigned long long)root, (unsigned long long)ino);
 	return 0;
@@ -84,14 +78,16 @@ int btk_inode_set_size(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_
 		       uint64_t nbytes)
 {
 	struct btk_path p;
+	struct btk_inode_info in;
 	uint8_t *it;
 	int ret;
 
 	btk_path_init(&p);
-	ret = inode_item(t, root, ino, &p, &it);
+	ret = inode_item(t, root, ino, &p, &it, &in);
 	if (!ret) {
-		BTK_PUT(struct btrfs_inode_item, it, size, size);
-		BTK_PUT(struct btrfs_inode_item, it, nbytes, nbytes);
+		in.size = size;
+		in.nbytes = nbytes;
+		btk_inode_item_write(it, &in);
 	}
 	btk_wpath_release(&p);
 	return ret;
@@ -100,14 +96,16 @@ int btk_inode_set_size(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_
 int btk_inode_add_dir_size(struct btk_trans *t, uint64_t root, uint64_t dir, uint64_t delta)
 {
 	struct btk_path p;
+	struct btk_inode_info in;
 	uint8_t *it;
 	int ret;
 
 	btk_path_init(&p);
-	ret = inode_item(t, root, dir, &p, &it);
-	if (!ret)
-		BTK_PUT(struct btrfs_inode_item, it, size,
-			BTK_GET(struct btrfs_inode_item, it, size) + delta);
+	ret = inode_item(t, root, dir, &p, &it, &in);
+	if (!ret) {
+		in.size += delta;
+		btk_inode_item_write(it, &in);
+	}
 	btk_wpath_release(&p);
 	return ret;
 }
@@ -375,13 +373,16 @@ int btk_inode_set_attr(struct btk_trans *t, uint64_t root, uint64_t ino,
 		       const struct btk_inode_attr *a)
 {
 	struct btk_path p;
+	struct btk_inode_info in;
 	uint8_t *it;
 	int ret;
 
 	btk_path_init(&p);
-	ret = inode_item(t, root, ino, &p, &it);
-	if (!ret)
-		put_attr(it, a);
+	ret = inode_item(t, root, ino, &p, &it, &in);
+	if (!ret) {
+		put_attr(&in, a);
+		btk_inode_item_write(it, &in);
+	}
 	btk_wpath_release(&p);
 	return ret;
 }

@@ -15,14 +15,7 @@
 #include "fs/fs_read.h"
 #include "trans/trans.h"
 
-struct btk_time {
-	uint64_t sec;
-	uint32_t nsec;
-};
-
-/* Stores a time as a struct btrfs_timespec at p. */
-void btk_put_time(uint8_t *p, const struct btk_time *tm);
-
+/* struct btk_time and btk_put_time: format/inode_item.h. */
 struct btk_inode_attr {
 	uint32_t mode, uid, gid, nlink;
 	uint64_t rdev, size, nbytes, flags, generation;

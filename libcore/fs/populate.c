@@ -33,6 +33,7 @@ struct pop {
 	bool no_holes;	/* NO_HOLES: holes are implicit */
 	uint32_t max_inline;
 	uint64_t prog_done, prog_next; /* progress: file bytes of inodes done, next call at */
+	uint64_t inline_compressed;    /* compressed inline extents written */
 	char path[8192];
 };
 
@@ -350,10 +351,11 @@ static int try_inline(struct pop *p, int fd, uint64_t ino, uint64_t size, bool *
 	if (comp)
 		z = btk_compress_inline(p->o->compress, p->o->compress_level, ss, p->buf, size,
 					p->zbuf, BTK_MAX_COMPRESSED_IN);
-	if (z > 0 && (uint64_t)z <= lim)
+	if (z > 0 && (uint64_t)z <= lim) {
 		ret = btk_file_extent_inline(p->t, p->root, ino, p->zbuf, (uint32_t)z, size,
 					     p->o->compress);
-	else if (size <= lim)
+		p->inline_compressed++;
+	} else if (size <= lim)
 		ret = btk_file_extent_inline(p->t, p->root, ino, p->buf, (uint32_t)size, size, 0);
 	else
 		return 0;
@@ -564,6 +566,16 @@ static int fill_top(struct pop *p, struct layout *l)
 	make_attr(p, &p->src->inodes[0], 1, l->flags[0], &a);
 	if (!btk_src_path(p->src, 0, p->path, sizeof(p->path)))
 		return btk_err(ENAMETOOLONG, "path too long");
+	if (p->o->link_dir) {
+		/* put: a new inode; its attributes, content and xattrs as every other's */
+		struct btk_key loc = {p->o->top_ino, BTRFS_INODE_ITEM_KEY, 0};
+		ret = create_inode(p, 0, p->o->top_ino, 1, l->flags[0]);
+		p->st->names++;
+		return ret ? ret
+			   : btk_dir_link(p->t, p->root, p->o->link_dir, p->o->link_name,
+					  p->o->link_len, &loc,
+					  ftype_of(p->src->inodes[0].st.st_mode), p->o->link_index);
+	}
 	ret = btk_inode_set_attr(p->t, p->root, p->o->top_ino, &a);
 	return ret ? ret : copy_xattrs(p, p->o->top_ino);
 }
@@ -648,6 +660,15 @@ int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,
 		ret = populate_all(&p);
 	} else {
 		ret = btk_err(ENOMEM, "out of memory");
+	}
+	/* as the kernel marks a filesystem that holds lzo or zstd extents */
+	if (!ret && st->compressed_extents + p.inline_compressed &&
+	    (o->compress == BTK_COMPRESS_LZO || o->compress == BTK_COMPRESS_ZSTD)) {
+		struct btk_super *sb = &btk_trans_fs(t)->sb;
+		btk_put64(sb->incompat_flags, btk_le64(sb->incompat_flags) |
+						  (o->compress == BTK_COMPRESS_LZO
+						       ? BTRFS_FEATURE_INCOMPAT_COMPRESS_LZO
+						       : BTRFS_FEATURE_INCOMPAT_COMPRESS_ZSTD));
 	}
 	free(p.dir_index);
 	free(p.buf);

@@ -40,6 +40,9 @@ struct btk_src_tree {
 	uint32_t ninodes;
 };
 
+/* As btk_src_scan, but path may also be a single file, symlink or special file (a tree of one
+ * node). */
+int btk_src_scan_any(const char *path, bool skip_unreadable, struct btk_src_tree *out);
 /* Scans dir (lstat, no following of links, no crossing into other filesystems is not
  * enforced). -ENOTDIR, or the errno of the first unreadable directory with its path in
  * btk_errmsg (skip_unreadable: warn and leave it empty instead). *out is freed with
@@ -74,7 +77,13 @@ struct btk_populate_opts {
 	const uint8_t *uuid_seed; /* fsid when uuids must be reproducible, else NULL */
 	uint64_t root;		  /* fs tree to fill (BTRFS_FS_TREE_OBJECTID) */
 	uint64_t top_ino;	  /* its top directory (256), which must exist */
-	uint64_t first_ino;	  /* first inode number to assign (257) */
+	/* put: when link_dir is set, the source's top becomes a new inode top_ino (file or
+	 * directory) named link_name in directory link_dir with DIR_INDEX link_index, instead of
+	 * giving its attributes to an existing top_ino */
+	uint64_t link_dir, link_index;
+	const char *link_name;
+	uint16_t link_len;
+	uint64_t first_ino; /* first inode number to assign (257) */
 	bool epoch_set;
 	uint64_t epoch; /* SOURCE_DATE_EPOCH */
 	int compress, compress_level;

@@ -199,7 +199,7 @@ static int scan_all(struct scan *s, struct btk_src_tree *out)
 	return 0;
 }
 
-int btk_src_scan(const char *dir, bool skip_unreadable, struct btk_src_tree *out)
+static int scan(const char *dir, bool skip_unreadable, bool any, struct btk_src_tree *out)
 {
 	struct scan *s = calloc(1, sizeof(*s));
 	struct btk_src_node *top;
@@ -223,7 +223,7 @@ int btk_src_scan(const char *dir, bool skip_unreadable, struct btk_src_tree *out
 	}
 	memset(top, 0, sizeof(*top));
 	ret = scan_all(s, out);
-	if (!ret && !S_ISDIR(INODES(s)[0].st.st_mode))
+	if (!ret && !any && !S_ISDIR(INODES(s)[0].st.st_mode))
 		ret = btk_err(ENOTDIR, "%s: not a directory", dir);
 out:
 	out->nodes = NODES(s);
@@ -278,4 +278,14 @@ int btk_src_lookup(const struct btk_src_tree *t, const char *relpath, uint32_t *
 	}
 	*node = cur;
 	return 0;
+}
+
+int btk_src_scan(const char *dir, bool skip_unreadable, struct btk_src_tree *out)
+{
+	return scan(dir, skip_unreadable, false, out);
+}
+
+int btk_src_scan_any(const char *path, bool skip_unreadable, struct btk_src_tree *out)
+{
+	return scan(path, skip_unreadable, true, out);
 }

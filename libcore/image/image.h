@@ -13,9 +13,10 @@ struct btk_dump_opts {
 	int threads;	  /* compression threads, >= 1 */
 	bool keep_inline; /* keep inline file data (zeroed otherwise, as btrfs-image does) */
 	bool sanitize;	  /* -s: names, symlink targets, xattr values, csums (sanitize.c) */
+	bool data;	  /* --data: file contents too (a v1 dump: restores a complete image) */
 	/* Called for every block or range that could not be read and is not in the dump. */
 	void (*skipped)(void *ctx, uint64_t logical, const char *why);
-	/* Called now and then with blocks done and the total (for a progress bar). */
+	/* Called now and then with bytes stored and the total to store (for a progress bar). */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *ctx;
 };
@@ -30,12 +31,17 @@ struct btk_dump_stats {
  * tree, the chunk tree, every tree the root tree names and the log trees (found by walking,
  * not from the extent tree, so a damaged extent tree still dumps), and the v1 space cache.
  * Blocks are stored in logical order with unused space zeroed and their checksum redone.
- * Unreadable blocks are skipped (opts->skipped hears of each); st counts them. */
+ * With opts->data (not with sanitize: -EINVAL) the dump is a v1 one and also carries every
+ * extent that a file extent item of any tree (log trees too) refers to, inline data kept.
+ * Unreadable blocks and ranges are skipped (opts->skipped hears of each); st counts them. */
 int btk_image_dump(struct btk_fs *fs, int out_fd, const struct btk_dump_opts *opts,
 		   struct btk_dump_stats *st);
 
 struct btk_restore_opts {
 	bool multi; /* -m: one target per original device, the chunk tree kept as it is */
+	/* tests: every target behind the fault-injecting backend, fault_writes changes each */
+	bool fault;
+	uint64_t fault_writes;
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *ctx;
 };
@@ -50,10 +56,18 @@ struct btk_restore_stats {
  * A dump of a one-device filesystem goes onto one target at the original offsets; with
  * opts->multi, a dump of an N-device filesystem goes onto N targets (in devid order), every
  * profile kept. Regular-file targets grow to the device size the dump records; block devices
- * must be large enough (checked before anything is written). The superblocks, marked as a
- * restored metadump (BTRFS_SUPER_FLAG_METADUMP_V2), are written last, after a flush.
- * Errors: -EUCLEAN naming the cluster and item of a corrupt dump, -EINVAL for targets that do
- * not fit the dump, -ENOSPC for a target too small, -EIO. */
+ * must be large enough (checked before anything is written).
+ * Power cuts: the targets' superblock copies are zeroed (and flushed) before the first item is
+ * written; the superblocks are written last, after a flush, the primary first; onto one device
+ * with the device fixup, the superblock before the fixup goes to the second copy only and the
+ * fixup's commit writes the primary. So a cut leaves either no primary superblock (not a
+ * filesystem: restore again) or the complete restored filesystem (devices of at least 64 MiB
+ * + 4 KiB; smaller ones take the primary before the fixup). Those of a v0 dump (metadata only) are
+ * marked as a restored metadump (BTRFS_SUPER_FLAG_METADUMP_V2), those of a v1 dump (with --data)
+ * are not. A multi-device dump with a log tree does not go onto one device: -EOPNOTSUPP before
+ * anything is written (the device fixup is a transaction, which needs the log replayed first); -m
+ * restores it. Errors: -EUCLEAN naming the cluster and item of a corrupt dump, -EINVAL for targets
+ * that do not fit the dump, -ENOSPC for a target too small, -EIO. */
 int btk_image_restore(int dump_fd, const char *dump_name, const char *const *targets, int n,
 		      const struct btk_restore_opts *opts, struct btk_restore_stats *st);
 

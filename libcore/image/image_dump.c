@@ -8,6 +8,7 @@
 #include "format/root_item.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "base/u64set.h"
 #include "image/image.h"
 #include "image/image_int.h"
 #include "image/metadump.h"
@@ -31,51 +32,11 @@ static int vec_push(struct u64vec *v, uint64_t x)
 	return 0;
 }
 
-/* Open-addressing set of block numbers (0 is never a tree block). */
-struct u64set {
-	uint64_t *v;
-	size_t cap, n;
-};
-
-static size_t slot_of(uint64_t x, size_t cap)
-{
-	return (size_t)((x * 0x9E3779B97F4A7C15ULL) >> 24) & (cap - 1);
-}
-
-/* 1 if x was there, 0 if added, negative on ENOMEM. */
-static int set_add(struct u64set *s, uint64_t x)
-{
-	if (s->n * 2 >= s->cap) {
-		size_t nc = s->cap ? s->cap * 2 : 4096;
-		uint64_t *nv = calloc(nc, sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "dump block set");
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->v[i]) {
-				size_t j = slot_of(s->v[i], nc);
-				while (nv[j])
-					j = (j + 1) & (nc - 1);
-				nv[j] = s->v[i];
-			}
-		free(s->v);
-		s->v = nv, s->cap = nc;
-	}
-	size_t j = slot_of(x, s->cap);
-	while (s->v[j]) {
-		if (s->v[j] == x)
-			return 1;
-		j = (j + 1) & (s->cap - 1);
-	}
-	s->v[j] = x;
-	s->n++;
-	return 0;
-}
-
 struct dump {
 	struct btk_fs *fs;
 	const struct btk_dump_opts *o;
 	struct btk_dump_stats *st;
-	struct u64set seen;
+	struct btk_u64set seen;
 	struct u64vec chunk_blocks, blocks;
 	struct u64vec data;	/* pairs: logical, length */
 	struct btk_root *roots; /* trees found in root-tree and log-tree leaves */
@@ -99,8 +60,26 @@ static int queue_root(struct dump *d, uint64_t objectid, const uint8_t *ri, uint
 	return 0;
 }
 
+/* The disk range of a regular file extent item, if it names one. */
+static int push_extent(struct dump *d, const uint8_t *p, uint32_t size)
+{
+	int ret;
+
+	if (size < sizeof(struct btrfs_file_extent_item) ||
+	    BTK_GET(struct btrfs_file_extent_item, p, type) != BTRFS_FILE_EXTENT_REG)
+		return 0;
+	uint64_t at = BTK_GET(struct btrfs_file_extent_item, p, disk_bytenr);
+	uint64_t len = BTK_GET(struct btrfs_file_extent_item, p, disk_num_bytes);
+	/* an extent is at most 128 MiB; more is a damaged item, not worth a huge read */
+	if (at && len && len <= (1ULL << 30) &&
+	    ((ret = vec_push(&d->data, at)) || (ret = vec_push(&d->data, len))))
+		return ret;
+	return 0;
+}
+
 /* Root-tree and log-root-tree leaves name further trees; root-tree leaves also hold the file
- * extents of v1 space cache inodes, whose data the dump carries as btrfs-image's does. */
+ * extents of v1 space cache inodes, whose data the dump carries as btrfs-image's does; with
+ * --data, the file extents of every tree. */
 static int scan_leaf(struct dump *d, const struct btk_block *b)
 {
 	int ret;
@@ -115,14 +94,9 @@ static int scan_leaf(struct dump *d, const struct btk_block *b)
 		    k.objectid != BTRFS_CHUNK_TREE_OBJECTID) {
 			if ((ret = queue_root(d, k.objectid, p, size)))
 				return ret;
-		} else if (k.type == BTRFS_EXTENT_DATA_KEY && d->tree == BTRFS_ROOT_TREE_OBJECTID &&
-			   size >= sizeof(struct btrfs_file_extent_item) &&
-			   BTK_GET(struct btrfs_file_extent_item, p, type) ==
-			       BTRFS_FILE_EXTENT_REG) {
-			uint64_t at = BTK_GET(struct btrfs_file_extent_item, p, disk_bytenr);
-			uint64_t len = BTK_GET(struct btrfs_file_extent_item, p, disk_num_bytes);
-			if (at && len && len <= (1ULL << 30) &&
-			    ((ret = vec_push(&d->data, at)) || (ret = vec_push(&d->data, len))))
+		} else if (k.type == BTRFS_EXTENT_DATA_KEY &&
+			   (d->o->data || d->tree == BTRFS_ROOT_TREE_OBJECTID)) {
+			if ((ret = push_extent(d, p, size)))
 				return ret;
 		}
 	}
@@ -135,17 +109,17 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 	int ret;
 
 	(void)fs, (void)depth;
-	ret = set_add(&d->seen, b->bytenr);
+	ret = btk_u64set_add(&d->seen, b->bytenr);
 	if (ret < 0)
 		return ret;
-	if (ret == 1) /* shared with a tree walked before: so is everything below it */
+	if (ret == 0) /* shared with a tree walked before: so is everything below it */
 		return btk_block_level(b) ? BTK_WALK_SKIP : 0;
 	ret = vec_push(d->tree == BTRFS_CHUNK_TREE_OBJECTID ? &d->chunk_blocks : &d->blocks,
 		       b->bytenr);
 	if (ret)
 		return ret;
-	if (btk_block_level(b) == 0 &&
-	    (d->tree == BTRFS_ROOT_TREE_OBJECTID || d->tree == BTRFS_TREE_LOG_OBJECTID))
+	if (btk_block_level(b) == 0 && (d->o->data || d->tree == BTRFS_ROOT_TREE_OBJECTID ||
+					d->tree == BTRFS_TREE_LOG_OBJECTID))
 		return scan_leaf(d, b);
 	return 0;
 }
@@ -225,8 +199,8 @@ static void prepare_block(struct dump *d, uint8_t *buf)
 		}
 		if (items_end < data_start)
 			memset(buf + items_end, 0, data_start - items_end);
-		btk_image_scrub_leaf(d->fs, buf, d->o->keep_inline, d->o->sanitize ? &d->san : NULL,
-				     d->st);
+		btk_image_scrub_leaf(d->fs, buf, d->o->keep_inline || d->o->data,
+				     d->o->sanitize ? &d->san : NULL, d->st);
 	}
 	btk_csum(d->fs->csum_type, buf + BTK_CSUM_MAX, ns - BTK_CSUM_MAX, csum);
 	memcpy(buf, csum, (size_t)d->fs->csum_size);
@@ -251,14 +225,40 @@ static int store_blocks(struct dump *d, struct btk_md_writer *w, const struct u6
 		prepare_block(d, buf);
 		ret = btk_md_add(w, v->v[i], buf, d->fs->nodesize, true);
 		d->st->blocks++;
-		if (d->o->progress && (++*done & 1023) == 0)
+		*done += d->fs->nodesize;
+		if (d->o->progress && (d->st->blocks & 255) == 0)
 			d->o->progress(d->o->ctx, *done, total);
 	}
 	free(buf);
 	return ret;
 }
 
-static int store_data(struct dump *d, struct btk_md_writer *w)
+/* Sorts the (logical, length) pairs and merges the overlapping ones (shared extents). */
+static void merge_data(struct dump *d, uint64_t *total)
+{
+	size_t n = d->data.n / 2, out = 0;
+	uint64_t *v = d->data.v;
+
+	if (!n)
+		return;
+	qsort(v, n, 2 * sizeof(uint64_t), cmp_u64); /* by the first of each pair */
+	for (size_t i = 0; i < n; i++) {
+		uint64_t at = v[2 * i], end = at + v[2 * i + 1];
+		if (out && at <= v[2 * out - 2] + v[2 * out - 1]) {
+			uint64_t oend = v[2 * out - 2] + v[2 * out - 1];
+			if (end > oend)
+				v[2 * out - 1] = end - v[2 * out - 2];
+			continue;
+		}
+		v[2 * out] = at, v[2 * out + 1] = end - at;
+		out++;
+	}
+	d->data.n = 2 * out;
+	for (size_t i = 0; i < out; i++)
+		*total += v[2 * i + 1];
+}
+
+static int store_data(struct dump *d, struct btk_md_writer *w, uint64_t *done, uint64_t total)
 {
 	uint8_t *buf = malloc(BTK_MD_ITEM_MAX_V0);
 	int ret = 0;
@@ -276,6 +276,9 @@ static int store_data(struct dump *d, struct btk_md_writer *w)
 			ret = btk_md_add(w, at, buf, part, true);
 			d->st->data_bytes += part;
 			at += part, len -= part;
+			*done += part;
+			if (d->o->progress)
+				d->o->progress(d->o->ctx, *done, total);
 		}
 		d->st->data_ranges++;
 	}
@@ -285,7 +288,7 @@ static int store_data(struct dump *d, struct btk_md_writer *w)
 
 static void dump_free(struct dump *d)
 {
-	free(d->seen.v);
+	btk_u64set_free(&d->seen);
 	free(d->chunk_blocks.v);
 	free(d->blocks.v);
 	free(d->data.v);
@@ -298,25 +301,29 @@ int btk_image_dump(struct btk_fs *fs, int out_fd, const struct btk_dump_opts *op
 	struct dump d = {.fs = fs, .o = opts, .st = st};
 	struct btk_md_writer *w = NULL;
 	struct btk_md_wstats ws;
-	uint64_t done = 0;
+	uint64_t done = 0, total;
 	int ret;
 
 	memset(st, 0, sizeof(*st));
+	if (opts->data && opts->sanitize)
+		return btk_err(EINVAL, "a sanitised dump cannot carry file data");
 	if (opts->sanitize && btk_sanitizer_init(&d.san))
 		return btk_err(EIO, "no random key for sanitising names");
 	if ((ret = walk_all(&d)))
 		goto out;
 	qsort(d.chunk_blocks.v, d.chunk_blocks.n, sizeof(uint64_t), cmp_u64);
 	qsort(d.blocks.v, d.blocks.n, sizeof(uint64_t), cmp_u64);
-	if ((ret = btk_md_writer_open(out_fd, opts->level, opts->threads, &w)))
+	total = (uint64_t)(d.chunk_blocks.n + d.blocks.n) * fs->nodesize;
+	merge_data(&d, &total);
+	if ((ret = btk_md_writer_open(out_fd, opts->data ? 1 : 0, opts->level, opts->threads, &w)))
 		goto out;
 	ret = btk_md_add(w, BTK_SUPER_OFFSET, &fs->sb, BTK_SUPER_SIZE, false);
 	if (!ret)
-		ret = store_blocks(&d, w, &d.chunk_blocks, &done, d.chunk_blocks.n + d.blocks.n);
+		ret = store_blocks(&d, w, &d.chunk_blocks, &done, total);
 	if (!ret)
-		ret = store_blocks(&d, w, &d.blocks, &done, d.chunk_blocks.n + d.blocks.n);
+		ret = store_blocks(&d, w, &d.blocks, &done, total);
 	if (!ret)
-		ret = store_data(&d, w);
+		ret = store_data(&d, w, &done, total);
 	int fret = btk_md_finish(w, &ws);
 	if (!ret)
 		ret = fret;

@@ -100,18 +100,17 @@ static int fix_dev_items(struct btk_trans *t, const uint64_t *gone, size_t ngone
 	return ret;
 }
 
-int btk_image_fixup_devices(const char *target, uint64_t devid, const uint64_t *gone, size_t ngone,
-			    uint64_t size, uint64_t used)
+int btk_image_fixup_devices(struct btk_dev *dev, int super_mirror, uint64_t devid,
+			    const uint64_t *gone, size_t ngone, uint64_t size, uint64_t used)
 {
-	const char *paths[1] = {target};
 	struct btk_open_opts oo = {
-	    .write = true, .no_scan = true, .degraded = true, .super_mirror = -1};
+	    .write = true, .no_scan = true, .degraded = true, .super_mirror = super_mirror};
 	struct btk_fs *fs = NULL;
 	struct btk_trans *t = NULL;
 	uint8_t chunk_uuid[16] = {0};
 	int ret;
 
-	if ((ret = btk_fs_open(paths, 1, &oo, &fs)))
+	if ((ret = btk_fs_open_devs(&dev, 1, &oo, &fs)))
 		return ret;
 	for (size_t i = 0; i < ngone && !ret; i++)
 		if (btk_fs_dev_find(fs, gone[i]))

@@ -34,9 +34,11 @@ int btk_image_remap_plan(struct btk_chunk **chunks, size_t n, uint64_t devid,
  * chunk-tree leaves take the new chunk items, block-group items lose their profile bits, and
  * the checksum is redone. Other blocks are left as they are. */
 int btk_image_remap_block(const struct btk_fs *fs, uint8_t *b, uint64_t logical);
-/* image_fixup.c: on the restored target, drops the device items of the devids in gone, sets
- * devid's size and use, and rebuilds the device extents from the chunk map (a transaction). */
-int btk_image_fixup_devices(const char *target, uint64_t devid, const uint64_t *gone, size_t ngone,
-			    uint64_t size, uint64_t used);
+/* image_fixup.c: on the restored target dev (taken, closed on return), opened from its
+ * superblock copy super_mirror (-1: the best), drops the device items of the devids in gone,
+ * sets devid's size and use, and rebuilds the device extents from the chunk map (one
+ * transaction, whose commit writes every superblock copy). */
+int btk_image_fixup_devices(struct btk_dev *dev, int super_mirror, uint64_t devid,
+			    const uint64_t *gone, size_t ngone, uint64_t size, uint64_t used);
 
 #endif

@@ -223,7 +223,8 @@ static int load_chunk_tree(struct restore *rs)
 }
 
 /* The chunk map of the targets, the dump's own: target i is the i-th devid. */
-static int build_fs(struct restore *rs, const char *const *targets, int n, struct btk_fs **out)
+static int build_fs(struct restore *rs, const char *const *targets, int n,
+		    const struct btk_restore_opts *o, struct btk_fs **out)
 {
 	struct btk_fs *fs = calloc(1, sizeof(*fs));
 	int ret = 0;
@@ -252,6 +253,13 @@ static int build_fs(struct restore *rs, const char *const *targets, int n, struc
 		btk_fs_dev_fill(d, rs->devs[i].item);
 		ret = btk_dev_open(targets[i], BTK_OPEN_WRITE | BTK_OPEN_CREATE | BTK_OPEN_EXCL,
 				   &d->dev);
+		if (!ret && o->fault) {
+			struct btk_dev *fd;
+			if ((ret = btk_dev_faulty(d->dev, o->fault_writes, &fd)))
+				d->dev = NULL;
+			else
+				d->dev = fd;
+		}
 	}
 	for (size_t i = 0; i < rs->nchunks && !ret; i++) {
 		ret = btk_chunk_map_add(fs, rs->chunks[i]);
@@ -311,7 +319,10 @@ static int write_items(struct restore *rs, struct btk_fs *fs, const struct btk_r
 			continue;
 		if ((ret = btk_md_item_read(rs->r, i, &buf, &len)))
 			return ret;
-		for (size_t off = 0; remap && len % rs->nodesize == 0 && off < len && !ret;
+		const struct btk_chunk *c = btk_chunk_find(fs, it->logical);
+		bool meta =
+		    c && (c->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM));
+		for (size_t off = 0; remap && meta && len % rs->nodesize == 0 && off < len && !ret;
 		     off += rs->nodesize)
 			ret = btk_image_remap_block(fs, buf + off, it->logical + off);
 		if (!ret)
@@ -330,10 +341,31 @@ static int write_items(struct restore *rs, struct btk_fs *fs, const struct btk_r
 	return 0;
 }
 
-static int write_supers(struct restore *rs, struct btk_fs *fs)
+/* Before the first item: whatever superblocks the targets held go, so that until the new ones
+ * are written a target is no filesystem (rather than an old one over new trees). */
+static int clear_supers(struct btk_fs *fs)
 {
-	static const uint64_t mirror[BTK_SUPER_MIRRORS] = {BTK_SUPER_OFFSET, 64ULL << 20,
-							   256ULL << 30};
+	static const uint8_t zero[BTK_SUPER_SIZE];
+	int ret;
+
+	for (int i = 0; i < fs->ndevs; i++) {
+		struct btk_dev *dev = fs->devs[i].dev;
+		for (int m = 0; m < BTK_SUPER_MIRRORS; m++) {
+			uint64_t off = btk_super_offset(m);
+			if (off + BTK_SUPER_SIZE > dev->size)
+				break;
+			if ((ret = btk_dev_write(dev, zero, BTK_SUPER_SIZE, off)))
+				return ret;
+		}
+		if ((ret = btk_dev_flush(dev)))
+			return ret;
+	}
+	return 0;
+}
+
+/* Every copy that fits (only >= 0: that one copy alone, when it fits), the primary first. */
+static int write_supers(struct restore *rs, struct btk_fs *fs, int only)
+{
 	int ret;
 
 	for (int i = 0; i < fs->ndevs; i++)
@@ -344,13 +376,18 @@ static int write_supers(struct restore *rs, struct btk_fs *fs)
 		struct btk_dev *dev = fs->devs[i].dev;
 
 		memcpy(sb.dev_item, rs->devs[i].item, DEV_ITEM_SIZE);
-		btk_put64(sb.flags, btk_le64(sb.flags) | BTK_SUPER_FLAG_METADUMP_V2);
+		/* a v1 dump carries the file data: what it restores is a filesystem like any */
+		if (rs->r->version == 0)
+			btk_put64(sb.flags, btk_le64(sb.flags) | BTK_SUPER_FLAG_METADUMP_V2);
 		for (int m = 0; m < BTK_SUPER_MIRRORS; m++) {
-			if (mirror[m] + BTK_SUPER_SIZE > dev->size)
+			uint64_t off = btk_super_offset(m);
+			if (off + BTK_SUPER_SIZE > dev->size)
 				break;
-			btk_put64(sb.bytenr, mirror[m]);
+			if (only >= 0 && m != only)
+				continue;
+			btk_put64(sb.bytenr, off);
 			btk_super_csum_fill(&sb);
-			if ((ret = btk_dev_write(dev, &sb, BTK_SUPER_SIZE, mirror[m])))
+			if ((ret = btk_dev_write(dev, &sb, BTK_SUPER_SIZE, off)))
 				return ret;
 		}
 		if ((ret = btk_dev_flush(dev)))
@@ -382,6 +419,16 @@ static int restore_onto_one(struct restore *rs, const char *target,
 
 	if (!gone)
 		return btk_err(ENOMEM, "restore devices");
+	/* The fixup is a transaction: it would need the log replayed first (log blocks are not
+	 * in the extent tree, and the log must be one generation newer than the superblock). */
+	if (btk_le64(rs->sb.log_root)) {
+		free(gone);
+		return btk_err(EOPNOTSUPP,
+			       "%s: the filesystem has a log tree (fsynced changes not yet "
+			       "committed): onto one device only after the original was mounted "
+			       "once to replay it; -m restores it onto %zu devices as it is",
+			       rs->r->name, rs->ndevs);
+	}
 	for (size_t i = 0; i < rs->ndevs; i++)
 		if (rs->devs[i].devid == devid)
 			keep = i;
@@ -400,7 +447,7 @@ static int restore_onto_one(struct restore *rs, const char *target,
 		rs->ndevs = 1;
 		BTK_PUT(struct btrfs_dev_item, rs->devs[0].item, total_bytes, size);
 		BTK_PUT(struct btrfs_dev_item, rs->devs[0].item, bytes_used, used);
-		ret = build_fs(rs, &target, 1, &fs);
+		ret = build_fs(rs, &target, 1, o, &fs);
 	}
 	if (!ret && !(ret = btk_chunk_build_sys_array(fs))) {
 		memcpy(rs->sb.sys_chunk_array, fs->sb.sys_chunk_array, BTK_SYS_ARRAY_SIZE);
@@ -411,12 +458,22 @@ static int restore_onto_one(struct restore *rs, const char *target,
 	if (!ret)
 		ret = size_targets(fs);
 	if (!ret)
-		ret = write_items(rs, fs, o, true, st);
+		ret = clear_supers(fs);
 	if (!ret)
-		ret = write_supers(rs, fs);
+		ret = write_items(rs, fs, o, true, st);
+	/* the state before the fixup is no filesystem yet: its superblock in the second copy
+	 * only, where the fixup reads it; the fixup's commit writes the primary */
+	int mirror = fs && btk_super_offset(1) + BTK_SUPER_SIZE <= fs->devs[0].dev->size ? 1 : -1;
+	if (!ret)
+		ret = write_supers(rs, fs, mirror);
+	struct btk_dev *dev = NULL;
+	if (!ret) {
+		dev = fs->devs[0].dev;
+		fs->devs[0].dev = NULL;
+	}
 	btk_volumes_close(fs);
 	if (!ret)
-		ret = btk_image_fixup_devices(target, devid, gone, ngone, size, used);
+		ret = btk_image_fixup_devices(dev, mirror, devid, gone, ngone, size, used);
 	free(gone);
 	st->devices = 1;
 	st->remapped = true;
@@ -457,8 +514,9 @@ int btk_image_restore(int dump_fd, const char *dump_name, const char *const *tar
 		ret = restore_onto_one(&rs, targets[0], opts, st);
 		goto out;
 	}
-	if ((ret = build_fs(&rs, targets, n, &fs)) || (ret = size_targets(fs)) ||
-	    (ret = write_items(&rs, fs, opts, false, st)) || (ret = write_supers(&rs, fs)))
+	if ((ret = build_fs(&rs, targets, n, opts, &fs)) || (ret = size_targets(fs)) ||
+	    (ret = clear_supers(fs)) || (ret = write_items(&rs, fs, opts, false, st)) ||
+	    (ret = write_supers(&rs, fs, -1)))
 		goto out;
 	st->devices = (uint64_t)n;
 out:

@@ -31,10 +31,11 @@ struct btk_md_writer;
 struct btk_md_wstats {
 	uint64_t items, clusters, bytes_in, bytes_out;
 };
-/* Writes a dump to fd (sequentially, from its current position, which counts as offset 0).
+/* Writes a dump to fd (sequentially, from its current position, which counts as offset 0),
+ * of format version 0 or 1 (the magic; items stay at most BTK_MD_ITEM_MAX_V0 bytes in both).
  * level 0 stores items as they are, 1..9 zlib-compresses each; threads (>= 1) compress the
  * items of one cluster in parallel. *out is owned by the caller: btk_md_finish frees it. */
-int btk_md_writer_open(int fd, int level, int threads, struct btk_md_writer **out);
+int btk_md_writer_open(int fd, int version, int level, int threads, struct btk_md_writer **out);
 /* Appends len bytes at logical to the dump (copied). Adjacent ranges merge into one item of at
  * most BTK_MD_ITEM_MAX_V0 bytes; `merge` false starts a new item (the superblock). */
 int btk_md_add(struct btk_md_writer *w, uint64_t logical, const void *buf, size_t len, bool merge);
@@ -58,6 +59,7 @@ struct btk_md_reader {
 	uint32_t nclusters;
 	size_t nitems;
 	struct btk_md_item *items; /* in file order */
+	struct libdeflate_decompressor *dec;
 };
 /* Reads and validates the whole index of the dump in fd (name for messages): every cluster's
  * magic, offset, item count and compression, and every item's bytes inside the file.

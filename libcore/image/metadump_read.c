@@ -1,10 +1,12 @@
 /* metadump_read.c — reading btrfs-image dumps: the index of every cluster validated up front,
- * items decompressed on demand with a bounded output size. */
+ * items decompressed on demand with a bounded output size: v0 items (at most 256 KiB) by
+ * libdeflate in one call, v1 items (up to 256 MiB) by zlib's streaming inflate. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <libdeflate.h>
 #include <zlib.h>
 
 #include "base/error.h"
@@ -101,21 +103,25 @@ int btk_md_reader_open(int fd, const char *name, struct btk_md_reader **out)
 	if (!r)
 		return btk_err(ENOMEM, "dump reader");
 	r->fd = fd, r->name = name;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+	if (!(r->dec = libdeflate_alloc_decompressor())) {
 		free(r);
+		return btk_err(ENOMEM, "dump decompressor");
+	}
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		btk_md_reader_close(r);
 		return btk_err(EINVAL, "%s: not a regular file (restore reads the dump twice)",
 			       name);
 	}
 	r->file_size = (uint64_t)st.st_size;
 	if (r->file_size < BTK_MD_BLOCK || pread_all(fd, idx, BTK_MD_BLOCK, 0)) {
-		free(r);
+		btk_md_reader_close(r);
 		return btk_err(EUCLEAN, "%s: %llu bytes, too short for a dump", name,
 			       (unsigned long long)st.st_size);
 	}
 	if (btk_le64(idx) == BTK_MD_MAGIC_V1)
 		r->version = 1;
 	else if (btk_le64(idx) != BTK_MD_MAGIC_V0) {
-		free(r);
+		btk_md_reader_close(r);
 		return btk_err(EUCLEAN, "%s: not a btrfs-image dump (magic %016llx)", name,
 			       (unsigned long long)btk_le64(idx));
 	}
@@ -149,8 +155,31 @@ void btk_md_reader_close(struct btk_md_reader *r)
 {
 	if (!r)
 		return;
+	if (r->dec)
+		libdeflate_free_decompressor(r->dec);
 	free(r->items);
 	free(r);
+}
+
+static int inflate_v0(const struct btk_md_reader *r, const struct btk_md_item *it,
+		      const uint8_t *in, uint8_t **buf, size_t *len)
+{
+	uint8_t *out = malloc(BTK_MD_ITEM_MAX_V0);
+	enum libdeflate_result lr;
+
+	if (!out)
+		return btk_err(ENOMEM, "dump item buffer");
+	lr = libdeflate_zlib_decompress(r->dec, in, it->size, out, BTK_MD_ITEM_MAX_V0, len);
+	if (lr != LIBDEFLATE_SUCCESS) {
+		free(out);
+		return btk_err(EUCLEAN, "%s: cluster %u item %u (logical %llu): %s", r->name,
+			       it->cluster, it->index, (unsigned long long)it->logical,
+			       lr == LIBDEFLATE_INSUFFICIENT_SPACE
+				   ? "decompresses to more than an item may hold"
+				   : "zlib data corrupt or cut short");
+	}
+	*buf = out;
+	return 0;
 }
 
 static int inflate_item(const struct btk_md_reader *r, const struct btk_md_item *it,
@@ -227,7 +256,7 @@ int btk_md_item_read(struct btk_md_reader *r, size_t i, uint8_t **buf, size_t *l
 		*buf = raw, *len = it->size;
 		return 0;
 	}
-	ret = inflate_item(r, it, raw, buf, len);
+	ret = r->version ? inflate_item(r, it, raw, buf, len) : inflate_v0(r, it, raw, buf, len);
 	free(raw);
 	return ret;
 }

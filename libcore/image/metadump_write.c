@@ -1,12 +1,14 @@
 /* metadump_write.c — writing btrfs-image dumps: items gathered into clusters, each item
- * zlib-compressed on its own, the items of one cluster compressed by a pool of threads. */
+ * compressed on its own into a zlib-format stream, the items of one cluster compressed by a
+ * pool of threads. libdeflate writes the streams: several times faster than zlib at the same
+ * ratio, and any zlib reader (btrfs-image's among them) takes them. */
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <zlib.h>
+#include <libdeflate.h>
 
 #include "base/error.h"
 #include "format/format.h"
@@ -21,9 +23,13 @@ struct md_witem {
 	int err;
 };
 
+#define MD_MAX_THREADS 32
+
 struct btk_md_writer {
 	int fd, level, threads;
-	uint64_t off; /* bytes written so far */
+	uint64_t magic;
+	struct libdeflate_compressor *cmp[MD_MAX_THREADS]; /* one per thread: not shareable */
+	uint64_t off;					   /* bytes written so far */
 	struct md_witem items[BTK_MD_ITEMS_PER_CLUSTER];
 	uint32_t n; /* items in the cluster, the last one still growing */
 	bool open;  /* items[n-1] may still grow */
@@ -31,7 +37,15 @@ struct btk_md_writer {
 	struct btk_md_wstats st;
 };
 
-int btk_md_writer_open(int fd, int level, int threads, struct btk_md_writer **out)
+/* zlib's levels 1..8 and libdeflate's compare in ratio; libdeflate's 9 comes out a little larger
+ * than zlib's 9 on tree blocks, so 9 takes its 10 (near-optimal parsing): smaller than zlib 9
+ * and still faster. */
+static int ld_level(int level)
+{
+	return level >= 9 ? 10 : level;
+}
+
+int btk_md_writer_open(int fd, int version, int level, int threads, struct btk_md_writer **out)
 {
 	struct btk_md_writer *w;
 
@@ -40,7 +54,15 @@ int btk_md_writer_open(int fd, int level, int threads, struct btk_md_writer **ou
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return btk_err(ENOMEM, "dump writer");
-	w->fd = fd, w->level = level, w->threads = threads < 1 ? 1 : threads;
+	w->fd = fd, w->level = level, w->magic = version ? BTK_MD_MAGIC_V1 : BTK_MD_MAGIC_V0;
+	w->threads = threads < 1 ? 1 : threads > MD_MAX_THREADS ? MD_MAX_THREADS : threads;
+	for (int i = 0; level && i < w->threads; i++)
+		if (!(w->cmp[i] = libdeflate_alloc_compressor(ld_level(level)))) {
+			for (int j = 0; j < i; j++)
+				libdeflate_free_compressor(w->cmp[j]);
+			free(w);
+			return btk_err(ENOMEM, "dump compressor");
+		}
 	*out = w;
 	return 0;
 }
@@ -62,45 +84,49 @@ static int write_all(struct btk_md_writer *w, const void *buf, size_t len)
 	return 0;
 }
 
-static void compress_one(struct btk_md_writer *w, struct md_witem *it)
+static void compress_one(struct libdeflate_compressor *c, struct md_witem *it)
 {
-	uLongf cap = compressBound(it->len);
+	size_t cap = libdeflate_zlib_compress_bound(c, BTK_MD_ITEM_MAX_V0); /* of a full item */
 
-	free(it->out);
-	it->out = malloc(cap);
-	if (!it->out) {
+	if (!it->out && !(it->out = malloc(cap))) {
 		it->err = -ENOMEM;
 		return;
 	}
-	if (compress2(it->out, &cap, it->raw, it->len, w->level) != Z_OK) {
+	it->outlen = libdeflate_zlib_compress(c, it->raw, it->len, it->out, cap);
+	if (!it->outlen)
 		it->err = -EIO;
-		return;
-	}
-	it->outlen = cap;
 }
+
+struct md_worker {
+	struct btk_md_writer *w;
+	struct libdeflate_compressor *c;
+};
 
 static void *compress_worker(void *arg)
 {
-	struct btk_md_writer *w = arg;
+	struct md_worker *mw = arg;
 	unsigned i;
 
-	while ((i = atomic_fetch_add(&w->next, 1)) < w->n)
-		compress_one(w, &w->items[i]);
+	while ((i = atomic_fetch_add(&mw->w->next, 1)) < mw->w->n)
+		compress_one(mw->c, &mw->w->items[i]);
 	return NULL;
 }
 
 static int compress_cluster(struct btk_md_writer *w)
 {
-	pthread_t tid[32];
-	int nt = w->threads > 32 ? 32 : w->threads, started = 0;
+	pthread_t tid[MD_MAX_THREADS];
+	struct md_worker mw[MD_MAX_THREADS];
+	int nt = w->threads, started = 0;
 
 	atomic_store(&w->next, 0);
 	if (nt > (int)w->n)
 		nt = (int)w->n;
+	for (int i = 0; i < nt; i++)
+		mw[i].w = w, mw[i].c = w->cmp[i];
 	for (int i = 1; i < nt; i++)
-		if (pthread_create(&tid[started], NULL, compress_worker, w) == 0)
+		if (pthread_create(&tid[started], NULL, compress_worker, &mw[i]) == 0)
 			started++;
-	compress_worker(w);
+	compress_worker(&mw[0]);
 	for (int i = 0; i < started; i++)
 		pthread_join(tid[i], NULL);
 	for (uint32_t i = 0; i < w->n; i++)
@@ -128,7 +154,7 @@ static int flush_cluster(struct btk_md_writer *w)
 			w->items[i].outlen = w->items[i].len;
 	}
 	memset(idx, 0, sizeof(idx));
-	btk_put64(idx, BTK_MD_MAGIC_V0);
+	btk_put64(idx, w->magic);
 	btk_put64(idx + 8, start);
 	btk_put32(idx + 16, w->n);
 	idx[20] = w->level ? BTK_MD_COMPRESS_ZLIB : BTK_MD_COMPRESS_NONE;
@@ -198,6 +224,9 @@ int btk_md_finish(struct btk_md_writer *w, struct btk_md_wstats *st)
 		free(w->items[i].raw);
 		free(w->items[i].out);
 	}
+	for (int i = 0; i < w->threads; i++)
+		if (w->cmp[i])
+			libdeflate_free_compressor(w->cmp[i]);
 	free(w);
 	return ret;
 }

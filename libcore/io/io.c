@@ -26,8 +26,9 @@ int btk_dev_read(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
 		return btk_err(EIO, "%s: read of %zu bytes at %llu is past the end (%llu bytes)",
 			       dev->path, len, (unsigned long long)off,
 			       (unsigned long long)dev->size);
-	dev->stats.reads++;
-	dev->stats.read_bytes += len;
+	/* reads may come from several threads at once (the checker's data verification) */
+	__atomic_add_fetch(&dev->stats.reads, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&dev->stats.read_bytes, len, __ATOMIC_RELAXED);
 	return dev->ops->pread(dev, buf, len, off);
 }
 

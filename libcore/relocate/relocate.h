@@ -8,6 +8,10 @@
  * the new filesystem. The plan is a pure function of the device layout: the minimum it
  * reports is exactly what a shrink to the minimum reaches.
  *
+ * When whole stripes cannot get below the size, the chunks past it are emptied instead: each
+ * extent in them is copied into the free space of the chunks that stay and every reference
+ * is rewritten through the back references (relocate_int.h, reloc_*.c), then they go.
+ *
  * Planning (btk_resize_plan) only reads; btk_resize_apply writes (fs opened with write).
  */
 #ifndef BTK_RELOCATE_H
@@ -43,12 +47,20 @@ struct btk_resize_plan {
 	struct btk_resize_cut *cuts; /* only when moving whole stripes cannot reach the size */
 	int ncuts;
 	uint64_t bytes_cut;
+	/* chunks emptied logically (their extents moved into the chunks that stay, every
+	 * reference rewritten) and removed, when moving and cutting cannot reach the size */
+	uint64_t *empties;
+	int nempty;
+	uint64_t bytes_relocated;
 };
 
 /* What stops a write: returns 0, or -EBUSY (a balance or relocation in progress),
  * -EOPNOTSUPP (a log tree to replay), -EEXIST (ext2_saved: a rollback image a resize would
  * break; skipped with force) with a message saying what to do. */
 int btk_resize_refusals(struct btk_fs *fs, bool force);
+
+/* True when quotas are enabled (the write path then marks their numbers for a rescan). */
+bool btk_resize_quotas_on(struct btk_fs *fs);
 
 /* Plans resizing devid to `size` bytes (rounded down to the sector size); size 0 asks for the
  * minimum. Fills *plan (free with btk_resize_plan_free). Errors: -ENOENT unknown devid,

@@ -4,6 +4,7 @@
 #define BTK_RELOCATE_INT_H
 
 #include "relocate/relocate.h"
+#include "backref/backref.h"
 
 /* One chunk stripe on the device being resized. */
 struct rl_slot {
@@ -37,5 +38,56 @@ int rl_compact(struct rl_layout *l, uint64_t target, int round, struct btk_resiz
 /* Chunks whose free tail may be cut (SINGLE/DUP data), and the length they can be cut to. */
 bool rl_cuttable(const struct btk_chunk *c);
 int rl_cut_length(struct btk_fs *fs, const struct btk_chunk *c, uint64_t *len);
+
+/* ---- logical relocation (reloc_*.c) ---- */
+struct btk_trans;
+struct btk_backref;
+struct btk_extent;
+
+/* Chunks to empty, and the device range new chunks must keep out of meanwhile. */
+struct rl_empty {
+	const uint64_t *chunks;
+	int n;
+	uint64_t devid, hold_start, hold_len;
+	btk_resize_progress_fn progress;
+	void *ctx;
+	uint64_t total; /* bytes to move, for progress */
+};
+
+struct rl_stats {
+	uint64_t bytes, tree_blocks, tree_copies, data_extents, data_users;
+	int passes;
+};
+
+/* Shrinking devid to size by emptying every chunk with a stripe past it. */
+struct rl_check {
+	uint64_t *chunks; /* those chunks (caller frees) */
+	int n;
+	bool fits;	/* the kept chunks hold what they hold, as the apply allocates */
+	uint64_t bytes; /* bytes of extents to move */
+};
+/* l: the stripes of devid where planned moves put them (NULL: where they are). */
+int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t size,
+		     struct rl_check *out);
+/* The smallest stripe end of layout l (devid's stripes after the planned moves) that emptying
+ * the chunks past it reaches (0: none). */
+int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t *min);
+
+/* Moves every extent out of the chunks, one transaction per pass, until they are empty.
+ * -EAGAIN when passes stop finding less (the message says how many are left), -ENOSPC when
+ * the rest of the filesystem has no room; either way the committed state is consistent. */
+int rl_empty_chunks(struct btk_fs *fs, const struct rl_empty *e, struct rl_stats *st);
+/* Removes the (empty, committed) chunks in transaction t. */
+int rl_remove_chunks(struct btk_trans *t, const struct rl_empty *e);
+
+/* Copies the tree block in every tree reaching it; *copies counts the trees. */
+int rl_move_tree_block(struct btk_trans *t, struct btk_backref *br, uint64_t bytenr, int level,
+		       int *copies);
+/* Moves a data extent: one copy, every user's item re-pointed, checksums moved; buf holds at
+ * least 4 MiB. *users counts the items. */
+int rl_move_data_extent(struct btk_trans *t, struct btk_backref *br, const struct btk_extent *ext,
+			uint8_t *buf, int *users);
+/* Moves the checksums of [from, from+len) to start at `to`. */
+int rl_csum_move(struct btk_trans *t, uint64_t from, uint64_t to, uint64_t len);
 
 #endif

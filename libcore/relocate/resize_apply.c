@@ -9,6 +9,7 @@
  */
 #include "relocate/relocate.h"
 #include "base/error.h"
+#include "relocate/relocate_int.h"
 #include "trans/trans.h"
 
 #include <errno.h>
@@ -131,6 +132,31 @@ static int run_round(struct btk_fs *fs, const struct btk_resize_plan *plan, int 
 	return btk_trans_commit(t);
 }
 
+/* Empties the planned chunks (a transaction per pass), then removes them and sets the size in
+ * one last transaction. */
+static int run_logical(struct btk_fs *fs, const struct btk_resize_plan *plan,
+		       btk_resize_progress_fn progress, void *ctx)
+{
+	uint64_t span = plan->old_size > plan->new_size ? plan->old_size : plan->new_size;
+	struct rl_empty e = {
+	    plan->empties,	   plan->nempty, plan->devid, plan->new_size,
+	    span - plan->new_size, progress,	 ctx,	      plan->bytes_relocated};
+	struct rl_stats st = {0};
+	struct btk_trans *t;
+	int ret = rl_empty_chunks(fs, &e, &st);
+
+	if (ret || (ret = btk_trans_start(fs, &t)))
+		return ret;
+	ret = rl_remove_chunks(t, &e);
+	if (!ret)
+		ret = btk_dev_set_size(t, plan->devid, plan->new_size);
+	if (ret) {
+		btk_trans_abort(t);
+		return ret;
+	}
+	return btk_trans_commit(t);
+}
+
 int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 		     btk_resize_progress_fn progress, void *ctx)
 {
@@ -145,15 +171,20 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 	if (d->total_bytes != plan->old_size)
 		return btk_err(EINVAL, "the plan was made for another state of devid %llu",
 			       (unsigned long long)plan->devid);
-	if (plan->new_size == plan->old_size && !plan->nmoves && !plan->ncuts)
+	if (plan->new_size == plan->old_size && !plan->nmoves && !plan->ncuts && !plan->nempty)
 		return 0;
+
 	if (plan->new_size > d->dev->size && (ret = btk_dev_truncate(d->dev, plan->new_size)))
 		return ret;
 	if (!(buf = malloc(COPY_BUF)))
 		return btk_err(ENOMEM, "out of memory");
-	for (int r = 0; r < rounds && !ret; r++)
-		ret = run_round(fs, plan, r, r == rounds - 1, buf, &done, progress, ctx);
+	for (int r = 0; r < rounds && !ret && (plan->nmoves + plan->ncuts || !plan->nempty); r++)
+		ret = run_round(fs, plan, r, r == rounds - 1 && !plan->nempty, buf, &done, progress,
+				ctx);
 	free(buf);
+	/* what whole stripes could not get below the size is emptied, then the size set */
+	if (!ret && plan->nempty)
+		ret = run_logical(fs, plan, progress, ctx);
 	if (!ret && !d->dev->is_blockdev && d->dev->size > plan->new_size)
 		ret = btk_dev_truncate(d->dev, plan->new_size);
 	return ret;

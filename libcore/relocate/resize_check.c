@@ -65,3 +65,12 @@ int btk_resize_refusals(struct btk_fs *fs, bool force)
 	}
 	return 0;
 }
+
+bool btk_resize_quotas_on(struct btk_fs *fs)
+{
+	struct btk_root rt;
+	bool on = btk_root_find(fs, BTRFS_QUOTA_TREE_OBJECTID, &rt) == 0;
+
+	btk_err_clear();
+	return on;
+}

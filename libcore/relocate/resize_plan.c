@@ -199,6 +199,7 @@ void btk_resize_plan_free(struct btk_resize_plan *plan)
 {
 	free(plan->moves);
 	free(plan->cuts);
+	free(plan->empties);
 	memset(plan, 0, sizeof(*plan));
 }
 
@@ -258,10 +259,46 @@ static int stuck_end(struct btk_fs *fs, uint64_t devid, bool cut, uint64_t *end)
 	return ret;
 }
 
+/* The logical part of a plan: the chunks past new_size in layout l, to be emptied. */
+static int plan_empties(struct btk_fs *fs, const struct rl_layout *l, struct btk_resize_plan *plan)
+{
+	struct rl_check chk;
+	int ret = rl_logical_check(fs, l, plan->devid, plan->new_size, &chk);
+
+	if (ret)
+		return ret;
+	if (!chk.fits) {
+		free(chk.chunks);
+		return btk_err(ENOSPC,
+			       "devid %llu: the chunks below %llu cannot take what lies "
+			       "past it",
+			       (unsigned long long)plan->devid, (unsigned long long)plan->new_size);
+	}
+	plan->empties = chk.chunks;
+	plan->nempty = chk.n;
+	plan->bytes_relocated = chk.bytes;
+	return 0;
+}
+
+/* Where the stripes of devid are once every whole-stripe move is made, and the smallest size
+ * emptying chunks reaches from there. */
+static int logical_min(struct btk_fs *fs, uint64_t devid, uint64_t *min)
+{
+	struct rl_layout l;
+	int ret = rl_layout_load(fs, devid, &l);
+
+	if (!ret)
+		ret = rl_compact(&l, 0, 0, NULL);
+	if (!ret)
+		ret = rl_logical_minimum(fs, &l, devid, min);
+	free(l.s);
+	return ret;
+}
+
 int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk_resize_plan *plan)
 {
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
-	uint64_t whole = 0, with_cuts = 0;
+	uint64_t whole = 0, with_cuts = 0, logical = 0, physical;
 	struct rl_layout l;
 	int ret;
 
@@ -271,11 +308,13 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 	if (!d->dev)
 		return btk_err(ENODEV, "devid %llu is missing", (unsigned long long)devid);
 	if ((ret = stuck_end(fs, devid, false, &whole)) ||
-	    (ret = stuck_end(fs, devid, true, &with_cuts)) || (ret = rl_layout_load(fs, devid, &l)))
+	    (ret = stuck_end(fs, devid, true, &with_cuts)) ||
+	    (ret = logical_min(fs, devid, &logical)) || (ret = rl_layout_load(fs, devid, &l)))
 		return ret;
 	plan->devid = devid;
 	plan->old_size = d->total_bytes;
-	plan->minimum = with_cuts < whole ? with_cuts : whole;
+	physical = with_cuts < whole ? with_cuts : whole;
+	plan->minimum = logical && logical < physical ? logical : physical;
 	plan->alloc_end = rl_layout_end(&l);
 	for (int i = 0; i < l.n; i++)
 		plan->allocated += l.s[i].len;
@@ -283,14 +322,25 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 	if (plan->new_size < plan->minimum)
 		ret = btk_err(ENOSPC,
 			      "devid %llu cannot shrink to %llu bytes: its minimum is %llu bytes "
-			      "(chunks are moved whole and data chunks cut, not emptied, for now)",
+			      "(what the chunks that stay can take; no new chunks are made)",
 			      (unsigned long long)devid, (unsigned long long)plan->new_size,
 			      (unsigned long long)plan->minimum);
 	else if (d->dev->is_blockdev && plan->new_size > d->dev->size)
 		ret =
 		    btk_err(EINVAL, "devid %llu: %s has only %llu bytes", (unsigned long long)devid,
 			    d->dev->path, (unsigned long long)d->dev->size);
-	else if (plan->new_size < plan->alloc_end) {
+	else if (plan->new_size < physical) {
+		/* every whole-stripe move first (cheap), then the chunks still past go */
+		ret = rl_compact(&l, 0, 0, plan);
+		if (!ret)
+			ret = plan_empties(fs, &l, plan);
+		free(l.s);
+		if (!ret)
+			plan->rounds = plan->rounds ? plan->rounds : 1;
+		else
+			btk_resize_plan_free(plan);
+		return ret;
+	} else if (plan->new_size < plan->alloc_end) {
 		/* cuts only when whole stripes cannot get there: they use up the chunks' room */
 		if (plan->new_size < whole)
 			ret = apply_cuts(fs, &l, plan);

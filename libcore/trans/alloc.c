@@ -265,7 +265,7 @@ static int alloc_in_type(struct btk_wfs *w, uint64_t type, uint32_t ns, uint64_t
 {
 	for (int i = 0; i < w->nbgs; i++) {
 		struct btk_bg *bg = &w->bgs[i];
-		if ((bg->flags & BTRFS_BLOCK_GROUP_TYPE_MASK) != type)
+		if ((bg->flags & BTRFS_BLOCK_GROUP_TYPE_MASK) != type || bg->ro)
 			continue;
 		if (bg_find_block(bg, ns, bytenr))
 			return 0;
@@ -290,9 +290,12 @@ static void root_used(struct btk_wfs *w, uint64_t owner, int64_t delta)
 		struct btk_wroot *wr = w->roots[i];
 		if (wr->objectid != owner || !wr->in_root_tree)
 			continue;
-		uint64_t v = BTK_GET(struct btrfs_root_item, wr->item, bytes_used);
-		BTK_PUT(struct btrfs_root_item, wr->item, bytes_used,
-			delta < 0 && v < (uint64_t)-delta ? 0 : v + (uint64_t)delta);
+		struct btk_root_item ri;
+		wroot_item(wr, &ri);
+		ri.bytes_used = delta < 0 && ri.bytes_used < (uint64_t)-delta
+				    ? 0
+				    : ri.bytes_used + (uint64_t)delta;
+		wroot_item_set(wr, &ri);
 		wr->item_dirty = true;
 		return;
 	}

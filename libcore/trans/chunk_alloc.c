@@ -180,7 +180,8 @@ static int cmp_space(const void *a, const void *b)
 
 static uint64_t next_logical(const struct btk_fs *fs)
 {
-	uint64_t end = SZ_1M;
+	const struct btk_wfs *w = btk_w((struct btk_fs *)fs);
+	uint64_t end = w && w->logical_floor > SZ_1M ? w->logical_floor : SZ_1M;
 
 	for (int i = 0; i < fs->nchunks; i++)
 		if (fs->chunks[i]->logical + fs->chunks[i]->length > end)

@@ -162,8 +162,10 @@ static int wroot_load_item(struct btk_wfs *w, struct btk_wroot *wr)
 	}
 	wr->item_key = k;
 	wr->in_root_tree = true;
-	wr->bytenr = BTK_GET(struct btrfs_root_item, wr->item, bytenr);
-	wr->level = BTK_GET(struct btrfs_root_item, wr->item, level);
+	struct btk_root_item ri;
+	wroot_item(wr, &ri);
+	wr->bytenr = ri.bytenr;
+	wr->level = ri.level;
 	ret = wr->level < BTK_MAX_LEVEL ? 0
 					: btk_err(EUCLEAN, "tree %llu has level %d",
 						  (unsigned long long)wr->objectid, wr->level);
@@ -223,13 +225,16 @@ int btk_tree_create(struct btk_trans *t, uint64_t objectid, struct btk_wroot **o
 		wr->item_key.type = BTRFS_ROOT_ITEM_KEY;
 		wr->item_key.offset = 0;
 		wr->item_size = sizeof(struct btrfs_root_item);
-		BTK_PUT(struct btrfs_root_item, wr->item, refs, 1);
 		/* an inode item inside the root item: kernel and progs mark it a directory */
-		BTK_PUT(struct btrfs_inode_item, wr->item, generation, 1);
-		BTK_PUT(struct btrfs_inode_item, wr->item, size, 3);
-		BTK_PUT(struct btrfs_inode_item, wr->item, nlink, 1);
-		BTK_PUT(struct btrfs_inode_item, wr->item, nbytes, t->fs->nodesize);
-		BTK_PUT(struct btrfs_inode_item, wr->item, mode, 040755);
+		struct btk_root_item ri = {
+		    .refs = 1,
+		    .inode = {.generation = 1,
+			      .size = 3,
+			      .nlink = 1,
+			      .nbytes = t->fs->nodesize,
+			      .mode = 040755},
+		};
+		wroot_item_set(wr, &ri);
 	}
 	ret = btk_alloc_tree_block(t, objectid, 0, &bytenr);
 	if (ret)
@@ -732,4 +737,61 @@ int btk_cow_at(struct btk_trans *t, struct btk_wroot *wr, struct btk_path *p, in
 int btk_new_block(struct btk_trans *t, struct btk_wroot *wr, int level, struct btk_block **out)
 {
 	return new_block(t, wr, level, out);
+}
+
+/* Walks from the root towards key down to `level` (copying on the way when cow); the block
+ * reached is p->nodes[level]. */
+static int descend_to(struct btk_trans *t, struct btk_wroot *wr, const struct btk_key *key,
+		      int level, bool cow, struct btk_path *p)
+{
+	struct btk_fs *fs = t->fs;
+	int l = wr->level, ret, slot;
+
+	btk_path_init(p);
+	if ((ret = btk_wblock_read(fs, wr->bytenr, l, &p->nodes[l])))
+		return ret;
+	if (cow && (ret = cow_block(t, wr, p, l)))
+		return ret;
+	while (l > level) {
+		bin_search(p->nodes[l], key, &slot);
+		p->slots[l] = slot;
+		if ((ret = read_child(fs, t, wr, p, l, cow)))
+			return ret;
+		l--;
+	}
+	return 0;
+}
+
+int btk_tree_cow_block(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
+		       uint64_t bytenr)
+{
+	struct btk_wroot *wr = btk_wroot_get(t->w, tree);
+	struct btk_path p;
+	int ret;
+
+	if (!wr)
+		return btk_err(ENOENT, "tree %llu not found", (unsigned long long)tree);
+	if (level < 0 || level > wr->level)
+		return 1;
+	/* look first: a path that does not reach the block is not copied for nothing */
+	ret = descend_to(t, wr, key, level, false, &p);
+	if (!ret && p.nodes[level]->bytenr != bytenr)
+		ret = 1;
+	btk_wpath_release(&p);
+	if (ret)
+		return ret;
+	ret = descend_to(t, wr, key, level, true, &p);
+	btk_wpath_release(&p);
+	return ret;
+}
+
+int btk_tree_search_read(struct btk_trans *t, uint64_t tree, const struct btk_key *key,
+			 struct btk_path *p)
+{
+	return btk_tree_search_cur(t->w, tree, key, p);
+}
+
+int btk_tree_read_next(struct btk_trans *t, struct btk_path *p)
+{
+	return btk_wpath_next(t->fs, p);
 }

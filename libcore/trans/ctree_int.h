@@ -14,8 +14,10 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 #include "tree/cache.h"
 #include "format/format.h"
+#include "format/root_item.h"
 #include "trans/trans.h"
 #include "tree/tree.h"
 #include "volumes/volumes.h"
@@ -45,6 +47,7 @@ struct btk_bg {
 	struct btk_rangeset pinned; /* freed this transaction, reusable after commit */
 	struct btk_rangeset super;  /* superblock stripes: never allocated, free in the FST */
 	bool item_new;		    /* no BLOCK_GROUP_ITEM on disk yet */
+	bool ro;		    /* being emptied (relocation): nothing is allocated in it */
 	bool dirty;		    /* item and free-space tree need a look at commit */
 };
 
@@ -60,6 +63,21 @@ struct btk_wroot {
 	uint8_t item[sizeof(struct btrfs_root_item)];
 	uint32_t item_size; /* size of the on-disk item (older items are shorter) */
 };
+
+/* wr's ROOT_ITEM decoded (zeroed when wr has none), and written back (marked dirty; nothing
+ * is written when wr has none). Loaded items are at least BTK_ROOT_ITEM_V0_SIZE. */
+static inline void wroot_item(const struct btk_wroot *wr, struct btk_root_item *ri)
+{
+	if (btk_root_item_parse(wr->item, wr->item_size, ri))
+		memset(ri, 0, sizeof(*ri));
+}
+static inline void wroot_item_set(struct btk_wroot *wr, const struct btk_root_item *ri)
+{
+	if (wr->item_size < BTK_ROOT_ITEM_V0_SIZE)
+		return;
+	btk_root_item_write(wr->item, wr->item_size, ri);
+	wr->item_dirty = true;
+}
 
 /* A queued change of one extent's back reference. A tree block reference is keyed by its
  * root (parent 0) or, for blocks shared through a FULL_BACKREF parent, by that parent; a data
@@ -109,6 +127,9 @@ struct btk_wfs {
 	 * what another filesystem still holds while a btrfs is built over it (convert) */
 	struct btk_devhold *holds;
 	int nholds;
+	/* new chunks start at or past this logical address: a removed chunk's addresses are
+	 * not used again (cached blocks and the committed chunk tree still name them) */
+	uint64_t logical_floor;
 };
 
 struct btk_devhold {

@@ -17,7 +17,7 @@ static bool find_range(struct btk_wfs *w, uint32_t ss, uint64_t want, uint64_t m
 {
 	for (int i = 0; i < w->nbgs; i++) {
 		struct btk_bg *bg = &w->bgs[i];
-		if (!is_data_bg(bg))
+		if (!is_data_bg(bg) || bg->ro)
 			continue;
 		for (size_t j = 0; j < bg->free.n; j++) {
 			uint64_t s = (bg->free.r[j].start + ss - 1) / ss * ss;

@@ -8,6 +8,7 @@
 #include "trans/ctree_int.h"
 #include "base/error.h"
 #include "io/io.h"
+#include "base/units.h"
 #include "base/uuid.h"
 
 #include <blkid/blkid.h>
@@ -272,6 +273,7 @@ static int plan_options(const struct btk_mkfs_opts *o, struct plan *pl)
 
 static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, struct btk_fs *fs)
 {
+	char h1[16], h2[16];
 	int ret;
 
 	if ((ret = btk_paths_distinct(o->paths, o->ndevs)))
@@ -328,16 +330,21 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, st
 		if (o->byte_count) {
 			if (exists && o->byte_count > size)
 				return btk_err(
-				    EINVAL, "%s: size %llu is larger than the device (%llu)", path,
-				    (unsigned long long)o->byte_count, (unsigned long long)size);
+				    EINVAL,
+				    "%s: size %s (%llu bytes) is larger than the device (%s)", path,
+				    btk_human(o->byte_count, h1, sizeof(h1)),
+				    (unsigned long long)o->byte_count,
+				    btk_human(size, h2, sizeof(h2)));
 			size = o->byte_count;
 		}
 		size -= size % pl->sectorsize;
 		if (size < pl->min_size && !o->inplace)
 			return btk_err(ENOSPC,
 				       "%s: is too small to make a usable filesystem "
-				       "(minimum size for each device is %llu)",
-				       path, (unsigned long long)pl->min_size);
+				       "(%s; the minimum size for each device is %s, %llu bytes)",
+				       path, btk_human(size, h1, sizeof(h1)),
+				       btk_human(pl->min_size, h2, sizeof(h2)),
+				       (unsigned long long)pl->min_size);
 		d->total_bytes = size;
 	}
 	return 0;
@@ -381,28 +388,24 @@ static void init_super(const struct btk_mkfs_opts *o, const struct plan *pl, str
 
 /* ---- contents ---- */
 
-static void set_time(uint8_t *ts, time_t now)
-{
-	BTK_PUT(struct btrfs_timespec, ts, sec, (uint64_t)now);
-	BTK_PUT(struct btrfs_timespec, ts, nsec, 0);
-}
-
 static int insert_dir_inode(struct btk_trans *t, uint64_t tree, uint64_t ino, uint64_t nbytes,
 			    time_t now)
 {
 	uint8_t ii[sizeof(struct btrfs_inode_item)] = {0};
 	uint8_t ref[sizeof(struct btrfs_inode_ref) + 2];
 	struct btk_key k = {ino, BTRFS_INODE_ITEM_KEY, 0};
+	struct btk_time tm = {.sec = (uint64_t)now};
+	struct btk_inode_info in = {.generation = btk_trans_id(t),
+				    .nbytes = nbytes,
+				    .nlink = 1,
+				    .mode = 040755,
+				    .atime = tm,
+				    .ctime = tm,
+				    .mtime = tm,
+				    .otime = tm};
 	int ret;
 
-	BTK_PUT(struct btrfs_inode_item, ii, generation, btk_trans_id(t));
-	BTK_PUT(struct btrfs_inode_item, ii, nbytes, nbytes);
-	BTK_PUT(struct btrfs_inode_item, ii, nlink, 1);
-	BTK_PUT(struct btrfs_inode_item, ii, mode, 040755);
-	set_time(ii + offsetof(struct btrfs_inode_item, atime), now);
-	set_time(ii + offsetof(struct btrfs_inode_item, ctime), now);
-	set_time(ii + offsetof(struct btrfs_inode_item, mtime), now);
-	set_time(ii + offsetof(struct btrfs_inode_item, otime), now);
+	btk_inode_item_write(ii, &in);
 	if ((ret = btk_item_insert(t, tree, &k, ii, sizeof(ii))))
 		return ret;
 	BTK_PUT(struct btrfs_inode_ref, ref, index, 0);
@@ -470,7 +473,8 @@ static int create_trees(struct btk_trans *t, const struct plan *pl, time_t now)
 				       BTRFS_EXTENT_TREE_OBJECTID, BTRFS_DEV_TREE_OBJECTID,
 				       BTRFS_FS_TREE_OBJECTID,	   BTRFS_CSUM_TREE_OBJECTID,
 				       BTRFS_UUID_TREE_OBJECTID,   BTRFS_DATA_RELOC_TREE_OBJECTID};
-	struct btrfs_root_item *ri;
+	struct btk_root_item ri;
+	struct btk_wroot *wr;
 	int ret = 0;
 
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]) && !ret; i++)
@@ -482,13 +486,16 @@ static int create_trees(struct btk_trans *t, const struct plan *pl, time_t now)
 	if (ret)
 		return ret;
 	/* the FS tree: a uuid, creation times and its root directory */
-	ri = btk_tree_root_item(t, BTRFS_FS_TREE_OBJECTID);
-	BTK_PUT(struct btrfs_root_item, ri, root_dirid, BTRFS_FIRST_FREE_OBJECTID);
-	make_uuid(t->fs, pl->derive_uuids, "fs-tree", 0, ri->uuid);
-	set_time((uint8_t *)&ri->ctime, now);
-	set_time((uint8_t *)&ri->otime, now);
-	ri = btk_tree_root_item(t, BTRFS_DATA_RELOC_TREE_OBJECTID);
-	BTK_PUT(struct btrfs_root_item, ri, root_dirid, BTRFS_FIRST_FREE_OBJECTID);
+	wr = btk_wroot_get(t->w, BTRFS_FS_TREE_OBJECTID);
+	wroot_item(wr, &ri);
+	ri.root_dirid = BTRFS_FIRST_FREE_OBJECTID;
+	make_uuid(t->fs, pl->derive_uuids, "fs-tree", 0, ri.uuid);
+	ri.ctime = ri.otime = (struct btk_time){.sec = (uint64_t)now};
+	wroot_item_set(wr, &ri);
+	wr = btk_wroot_get(t->w, BTRFS_DATA_RELOC_TREE_OBJECTID);
+	wroot_item(wr, &ri);
+	ri.root_dirid = BTRFS_FIRST_FREE_OBJECTID;
+	wroot_item_set(wr, &ri);
 	return 0;
 }
 

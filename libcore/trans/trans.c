@@ -153,11 +153,13 @@ void btk_trans_abort(struct btk_trans *t)
 
 static void fill_root_item(struct btk_trans *t, struct btk_wroot *wr)
 {
-	BTK_PUT(struct btrfs_root_item, wr->item, generation, t->transid);
-	BTK_PUT(struct btrfs_root_item, wr->item, bytenr, wr->bytenr);
-	BTK_PUT(struct btrfs_root_item, wr->item, level, wr->level);
-	if (wr->item_size >= offsetof(struct btrfs_root_item, uuid))
-		BTK_PUT(struct btrfs_root_item, wr->item, generation_v2, t->transid);
+	struct btk_root_item ri;
+
+	wroot_item(wr, &ri);
+	ri.generation = ri.generation_v2 = t->transid; /* v2 only where the item holds it */
+	ri.bytenr = wr->bytenr;
+	ri.level = (uint8_t)wr->level;
+	wroot_item_set(wr, &ri);
 }
 
 static int update_root_items(struct btk_trans *t)

@@ -49,6 +49,9 @@ int btk_trans_commit(struct btk_trans *t);
 /* Drops the transaction without writing; the filesystem object can no longer be written. */
 void btk_trans_abort(struct btk_trans *t);
 uint64_t btk_trans_id(const struct btk_trans *t);
+/* New subvolume and snapshot uuids of this transaction follow from seed (16 bytes that must
+ * outlive it, the fsid for reproducible images) instead of being random; NULL: random. */
+void btk_trans_derive_uuids(struct btk_trans *t, const uint8_t *seed);
 /* The filesystem a transaction writes to. */
 struct btk_fs *btk_trans_fs(const struct btk_trans *t);
 
@@ -103,6 +106,31 @@ static inline uint8_t *btk_item_ptr(struct btk_path *p, uint32_t *size)
 	return b->data + sizeof(struct btk_header) + btk_le32(it->offset);
 }
 void btk_wpath_release(struct btk_path *p);
+/* Read-only search of the tree as this transaction has it so far (nothing is copied); walk
+ * on with btk_tree_read_next (0, 1 at the end, negative errno); release with
+ * btk_wpath_release before the next change. Returns as btk_tree_search_write. */
+int btk_tree_search_read(struct btk_trans *t, uint64_t tree, const struct btk_key *key,
+			 struct btk_path *p);
+int btk_tree_read_next(struct btk_trans *t, struct btk_path *p);
+/* Copies the block at `bytenr` and every block above it on the path of key (the block's first
+ * key) into this transaction, as a change below it would (relocation: the copies land in
+ * block groups that are not read-only). Returns 0, or 1 when that path of tree reaches
+ * another block at `level` (nothing copied), or a negative errno. */
+int btk_tree_cow_block(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
+		       uint64_t bytenr);
+
+/* Reads, as the transaction sees the tree now (its own changes included, nothing copied for
+ * writing), the first item with key >= *key (btk_item_next) or the last with key <= *key
+ * (btk_item_prev): 0 with *key set, up to cap bytes of its data copied to buf (may be NULL)
+ * and its size in *size (may be NULL); 1 when there is none; negative errno. */
+int btk_item_next(struct btk_trans *t, uint64_t tree, struct btk_key *key, void *buf, uint32_t cap,
+		  uint32_t *size);
+int btk_item_prev(struct btk_trans *t, uint64_t tree, struct btk_key *key, void *buf, uint32_t cap,
+		  uint32_t *size);
+
+/* Drops the data checksums of [start, +len) (sector aligned), cutting csum items that reach
+ * past either end. Freeing a data extent (its last reference) does this by itself. */
+int btk_csum_delete(struct btk_trans *t, uint64_t start, uint64_t len);
 
 /* ---- chunks ---- */
 /* Serializes a chunk item; returns its size. buf must hold the largest item. */
@@ -127,6 +155,16 @@ struct btrfs_root_item *btk_tree_root_item(struct btk_trans *t, uint64_t objecti
  * in the same transaction copy the shared blocks first, as the kernel does. The caller adds
  * ROOT_REF, ROOT_BACKREF and the directory entry that name the snapshot (fs layer). */
 int btk_tree_snapshot(struct btk_trans *t, uint64_t src, uint64_t dst, bool readonly, uint64_t now);
+
+/* Deletes subvolume tree id whole, now: blocks only it uses are freed with the data extents
+ * of their leaves (the space is free after the commit), blocks shared with snapshots lose its
+ * reference (those it owns first take references from themselves, FULL_BACKREF, as in the
+ * kernel), and its ROOT_ITEM goes. The caller removes its names first (ROOT_REF/BACKREF,
+ * directory entry, uuid tree). Bounded memory: dirty blocks are written back on the way;
+ * progress (may be NULL) sees the count of blocks freed. -EBUSY if the tree was changed in
+ * this transaction. */
+int btk_tree_drop(struct btk_trans *t, uint64_t id, void (*progress)(void *ctx, uint64_t blocks),
+		  void *ctx);
 
 /* ---- data extent references ----
  * Queues delta references to the data extent [bytenr, +num_bytes) from (root, inode, offset)
@@ -160,6 +198,20 @@ int btk_chunk_stripe_move(struct btk_trans *t, uint64_t logical, int stripe, uin
  * unallocated after the commit (held until then). -EBUSY when anything in the tail is used,
  * -EINVAL for other profiles or lengths, -ENOENT no such chunk. */
 int btk_chunk_shrink(struct btk_trans *t, uint64_t logical, uint64_t new_len);
+
+/* ---- emptying block groups (relocation; chunk_remove.c) ---- */
+/* Marks the block group at logical read-only for the write path (until cleared or the fs is
+ * closed): no tree block or data extent is allocated in it any more. -ENOENT. */
+int btk_bg_set_readonly(struct btk_trans *t, uint64_t logical, bool ro);
+/* Bytes the block group at logical holds in extents, and bytes freed in this transaction
+ * (pinned until the commit). -ENOENT. */
+int btk_bg_usage(struct btk_trans *t, uint64_t logical, uint64_t *used, uint64_t *pinned);
+/* Removes the empty committed chunk at logical: its chunk item, dev extents, block group item
+ * and free-space tree entries, the chunk map entry and (at commit) the system chunk array
+ * entry; device bytes_used drop. The device ranges stay held until the commit, and the logical
+ * addresses are never given out again. -EBUSY when anything in it is used or pinned, -EINVAL a
+ * chunk of this transaction, -ENOENT no such chunk. */
+int btk_chunk_remove(struct btk_trans *t, uint64_t logical);
 
 /* ---- statistics for tests ---- */
 struct btk_wstats {

@@ -326,6 +326,9 @@ static int drop_record(struct btk_trans *t, const struct btk_refop *op, struct r
 	if (ret)
 		return ret;
 	ret = bg_account(t->w, op->bytenr, op->num_bytes, false);
+	/* freed data takes its checksums with it, as in the kernel */
+	if (!ret && op->data)
+		ret = btk_csum_delete(t, op->bytenr, op->num_bytes);
 	bg = btk_bg_find(t->w, op->bytenr);
 	if (ret || !bg)
 		return ret;

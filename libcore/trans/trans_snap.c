@@ -36,47 +36,39 @@ static int mark_shared(struct btk_trans *t, uint64_t bytenr, int level, int dept
 	return ret;
 }
 
-static void set_time(uint8_t *item, size_t off, uint64_t sec)
-{
-	BTK_PUT(struct btrfs_timespec, item + off, sec, sec);
-	BTK_PUT(struct btrfs_timespec, item + off, nsec, 0);
-}
-
 /* The snapshot's ROOT_ITEM: the source's, with its own identity. */
 static void snap_item(struct btk_trans *t, const struct btk_wroot *src, struct btk_wroot *dst,
 		      bool readonly, uint64_t now)
 {
-	typedef struct btrfs_root_item R;
-	typedef struct btrfs_inode_item I;
-	uint64_t iflags = BTK_GET(I, src->item, flags);
-	uint64_t flags = BTK_GET(R, src->item, flags) & ~(uint64_t)BTRFS_ROOT_SUBVOL_RDONLY;
+	struct btk_root_item ri;
 
+	wroot_item(src, &ri);
 	memcpy(dst->item, src->item, sizeof(dst->item));
 	memset(dst->item + src->item_size, 0, sizeof(dst->item) - src->item_size);
-	dst->item_size = sizeof(R);
+	dst->item_size = sizeof(struct btrfs_root_item);
 	/* as the kernel: flags and byte_limit of an item without ROOT_ITEM_INIT are not valid;
 	 * the mark must be set, or the kernel drops RDONLY when it loads the snapshot */
-	if (!(iflags & BTK_INODE_ROOT_ITEM_INIT)) {
-		flags = 0;
-		BTK_PUT(R, dst->item, byte_limit, 0);
+	ri.flags &= ~(uint64_t)BTRFS_ROOT_SUBVOL_RDONLY;
+	if (!(ri.inode.flags & BTK_INODE_ROOT_ITEM_INIT)) {
+		ri.flags = 0;
+		ri.byte_limit = 0;
 	}
-	BTK_PUT(I, dst->item, flags, iflags | BTK_INODE_ROOT_ITEM_INIT);
-	BTK_PUT(R, dst->item, flags, flags | (readonly ? BTRFS_ROOT_SUBVOL_RDONLY : 0));
-	BTK_PUT(R, dst->item, refs, 1);
-	BTK_PUT(R, dst->item, last_snapshot, t->transid);
-	memset(dst->item + offsetof(R, drop_progress), 0, sizeof(struct btrfs_disk_key) + 1);
-	memcpy(dst->item + offsetof(R, parent_uuid), src->item + offsetof(R, uuid), BTK_UUID_SIZE);
+	ri.inode.flags |= BTK_INODE_ROOT_ITEM_INIT;
+	if (readonly)
+		ri.flags |= BTRFS_ROOT_SUBVOL_RDONLY;
+	ri.refs = 1;
+	ri.last_snapshot = t->transid;
+	ri.drop_progress = (struct btk_key){0};
+	ri.drop_level = 0;
+	memcpy(ri.parent_uuid, ri.uuid, BTK_UUID_SIZE);
 	/* as populate names subvolumes: one uuid per tree id when derived */
-	btk_uuid_make(t->w->uuid_seed, "subvol", dst->objectid, dst->item + offsetof(R, uuid));
-	memset(dst->item + offsetof(R, received_uuid), 0, BTK_UUID_SIZE);
-	BTK_PUT(R, dst->item, ctransid, t->transid);
-	BTK_PUT(R, dst->item, otransid, t->transid);
-	BTK_PUT(R, dst->item, stransid, 0);
-	BTK_PUT(R, dst->item, rtransid, 0);
-	set_time(dst->item, offsetof(R, ctime), now);
-	set_time(dst->item, offsetof(R, otime), now);
-	set_time(dst->item, offsetof(R, stime), 0);
-	set_time(dst->item, offsetof(R, rtime), 0);
+	btk_uuid_make(t->w->uuid_seed, "subvol", dst->objectid, ri.uuid);
+	memset(ri.received_uuid, 0, BTK_UUID_SIZE);
+	ri.ctransid = ri.otransid = t->transid;
+	ri.stransid = ri.rtransid = 0;
+	ri.ctime = ri.otime = (struct btk_time){.sec = now};
+	ri.stime = ri.rtime = (struct btk_time){0};
+	wroot_item_set(dst, &ri);
 }
 
 int btk_tree_snapshot(struct btk_trans *t, uint64_t src, uint64_t dst, bool readonly, uint64_t now)
@@ -98,14 +90,30 @@ int btk_tree_snapshot(struct btk_trans *t, uint64_t src, uint64_t dst, bool read
 	if (btk_wroot_get(w, dst))
 		return btk_err(EEXIST, "tree %llu exists", (unsigned long long)dst);
 	btk_err_clear();
+	/* as the kernel, the source's root is copied into this transaction first: its root item
+	 * changes (last_snapshot), and a root item's generation must be its root block's */
+	{
+		struct btk_key k0 = {0, 0, 0};
+		struct btk_path p;
+		ret = btk_tree_search_write(t, src, &k0, 0, &p);
+		btk_wpath_release(&p);
+		if (ret < 0)
+			return ret;
+		s = btk_wroot_get(w, src);
+	}
 	if ((ret = mark_shared(t, s->bytenr, s->level, 0)))
 		return ret;
-	BTK_PUT(struct btrfs_root_item, s->item, last_snapshot, t->transid);
-	s->item_dirty = true;
+	struct btk_root_item sri;
+	wroot_item(s, &sri);
+	sri.last_snapshot = t->transid;
+	wroot_item_set(s, &sri);
 	/* the new tree and its root: a copy of the source's root block */
 	if ((ret = btk_tree_create(t, dst, &d)))
 		return ret;
 	bytenr = d->bytenr;
+	/* as the kernel keys a snapshot's root item: by the transaction that made it, which its
+	 * drop uses to tell the blocks it owns from those it shares with the source */
+	d->item_key.offset = t->transid;
 	snap_item(t, s, d, readonly, now);
 	if ((ret = btk_wblock_read(t->fs, s->bytenr, s->level, &b)))
 		return ret;

@@ -89,6 +89,15 @@ int btk_block_check_raw(const struct btk_fs *fs, uint64_t bytenr, const uint8_t 
 			: check_leaf(data, len, n, fs->read_safety_only, why, whylen);
 }
 
+static __thread enum btk_block_fault last_fault;
+
+enum btk_block_fault btk_block_last_fault(void)
+{
+	return last_fault;
+}
+
+#define FAULT(kind, ...) (last_fault = (kind), BAD(__VA_ARGS__))
+
 static int check_expect(const struct btk_block *b, const struct btk_block_check *chk, char *why,
 			size_t whylen)
 {
@@ -97,21 +106,24 @@ static int check_expect(const struct btk_block *b, const struct btk_block_check 
 	if (!chk)
 		return 0;
 	if (chk->level >= 0 && btk_block_level(b) != chk->level)
-		return BAD("level %d, expected %d", btk_block_level(b), chk->level);
+		return FAULT(BTK_BF_LEVEL, "level %d, expected %d", btk_block_level(b), chk->level);
 	if (chk->generation && btk_block_generation(b) != chk->generation)
-		return BAD("generation %llu, expected %llu (parent transid mismatch)",
-			   (unsigned long long)btk_block_generation(b),
-			   (unsigned long long)chk->generation);
+		return FAULT(BTK_BF_GENERATION,
+			     "generation %llu, expected %llu (parent transid mismatch)",
+			     (unsigned long long)btk_block_generation(b),
+			     (unsigned long long)chk->generation);
 	if (chk->owner && btk_block_owner(b) != chk->owner)
-		return BAD("owner %llu, expected %llu", (unsigned long long)btk_block_owner(b),
-			   (unsigned long long)chk->owner);
+		return FAULT(BTK_BF_OWNER, "owner %llu, expected %llu",
+			     (unsigned long long)btk_block_owner(b),
+			     (unsigned long long)chk->owner);
 	if (chk->first_key && btk_block_nritems(b)) {
 		if (btk_block_level(b))
 			btk_node_key(b, 0, &k);
 		else
 			btk_leaf_key(b, 0, &k);
 		if (btk_key_cmp(&k, chk->first_key))
-			return BAD(
+			return FAULT(
+			    BTK_BF_FIRST_KEY,
 			    "first key (%llu %u %llu), parent says (%llu %u %llu)",
 			    (unsigned long long)k.objectid, k.type, (unsigned long long)k.offset,
 			    (unsigned long long)chk->first_key->objectid, chk->first_key->type,
@@ -172,6 +184,7 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 	char why[200] = "no copy";
 	int ret = 0, mirror;
 
+	last_fault = BTK_BF_CONTENT;
 	if (!bytenr || bytenr % fs->sectorsize)
 		return btk_err(EUCLEAN, "tree block %llu: not aligned to sectorsize %u",
 			       (unsigned long long)bytenr, fs->sectorsize);
@@ -184,15 +197,21 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 			       (unsigned long long)bytenr);
 	for (mirror = 0; mirror < 4; mirror++) {
 		ret = read_copy(fs, bytenr, b->data, fs->nodesize, mirror);
-		if (ret == -ERANGE || ret == -ENOENT)
+		if (ret == -ERANGE || ret == -ENOENT) {
+			if (!mirror)
+				last_fault = BTK_BF_IO;
 			break;
+		}
 		if (ret) {
+			last_fault = BTK_BF_IO;
 			snprintf(why, sizeof(why), "%s", btk_errmsg());
 			continue;
 		}
+		last_fault = BTK_BF_CONTENT;
 		if (btk_block_check_raw(fs, bytenr, b->data, why, sizeof(why)) ||
 		    check_expect(b, chk, why, sizeof(why)))
 			continue;
+		b->mirror = mirror;
 		if (mirror)
 			btk_warn("tree block %llu: copy %d used (%s)", (unsigned long long)bytenr,
 				 mirror + 1, why);

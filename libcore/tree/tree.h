@@ -33,6 +33,7 @@ struct btk_block {
 	uint32_t len;	 /* nodesize */
 	int refs;	 /* references held by callers and the cache */
 	uint8_t *data;	 /* len bytes */
+	int mirror;	 /* 0-based copy the bytes were read from (earlier copies failed) */
 	/* cache bookkeeping */
 	struct btk_block *hnext, *lru_prev, *lru_next;
 	bool dirty;
@@ -51,6 +52,18 @@ struct btk_block_check {
  * -EIO. */
 int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_check *chk,
 		   struct btk_block **out);
+/* Why the calling thread's last failed btk_block_read rejected the block (for its last copy
+ * tried): the checker reports each kind under its own code. */
+enum btk_block_fault {
+	BTK_BF_NONE,
+	BTK_BF_IO,	   /* the copy did not read, or no chunk maps it */
+	BTK_BF_CONTENT,	   /* checksum, header or layout */
+	BTK_BF_LEVEL,	   /* level differs from the parent's expectation */
+	BTK_BF_GENERATION, /* generation differs from the parent pointer's (parent transid) */
+	BTK_BF_OWNER,	   /* owner differs from the expected tree */
+	BTK_BF_FIRST_KEY,  /* first key differs from the parent pointer's key */
+};
+enum btk_block_fault btk_block_last_fault(void);
 void btk_block_get(struct btk_block *b);
 void btk_block_put(struct btk_block *b);
 /* Validates raw block bytes read from bytenr (no expectations); 0 or -EUCLEAN + why. */

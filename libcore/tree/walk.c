@@ -1,45 +1,10 @@
 /* walk.c — whole-tree walks and the list of every tree of a filesystem. */
 #include "tree/tree.h"
 #include "base/error.h"
+#include "base/u64set.h"
 
 #include <errno.h>
 #include <stdlib.h>
-
-/* Open-addressing set of block numbers seen during one walk: legitimate trees never reach a
- * block twice, and remembering them bounds the walk on crafted images that try. */
-struct seen {
-	uint64_t *v;
-	size_t cap, n;
-};
-
-static int seen_add(struct seen *s, uint64_t x)
-{
-	if (s->n * 2 >= s->cap) {
-		size_t ncap = s->cap ? s->cap * 2 : 1024;
-		uint64_t *nv = calloc(ncap, sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "out of memory");
-		for (size_t i = 0; i < s->cap; i++)
-			if (s->v[i]) {
-				size_t j = (s->v[i] * 0x9E3779B97F4A7C15ULL >> 20) & (ncap - 1);
-				while (nv[j])
-					j = (j + 1) & (ncap - 1);
-				nv[j] = s->v[i];
-			}
-		free(s->v);
-		s->v = nv;
-		s->cap = ncap;
-	}
-	size_t j = (x * 0x9E3779B97F4A7C15ULL >> 20) & (s->cap - 1);
-	while (s->v[j]) {
-		if (s->v[j] == x)
-			return 1;
-		j = (j + 1) & (s->cap - 1);
-	}
-	s->v[j] = x;
-	s->n++;
-	return 0;
-}
 
 static int cmp_phys(const void *a, const void *b)
 {
@@ -100,18 +65,20 @@ int btk_tree_walk(struct btk_fs *fs, const struct btk_root *root, const struct b
 {
 	struct btk_block_check chk = {.level = root->level, .generation = root->generation};
 	struct frame st[BTK_MAX_LEVEL];
-	struct seen seen = {0};
+	/* legitimate trees never reach a block twice; remembering the blocks bounds the walk on
+	 * crafted images that try */
+	struct btk_u64set seen = {0};
 	struct btk_block *b;
 	int depth = 0, ret;
 
 	ret = btk_block_read(fs, root->bytenr, &chk, &b);
 	if (ret)
 		return child_error(ops, ctx, root->bytenr, root->level, ret);
-	seen_add(&seen, b->bytenr);
+	btk_u64set_add(&seen, b->bytenr);
 	ret = ops->block ? ops->block(ctx, fs, b, 0) : 0;
 	if (ret == BTK_WALK_SKIP || btk_block_level(b) == 0 || ret) {
 		btk_block_put(b);
-		free(seen.v);
+		btk_u64set_free(&seen);
 		return ret == BTK_WALK_SKIP ? 0 : ret;
 	}
 	st[0] = (struct frame){b, 0};
@@ -131,14 +98,14 @@ int btk_tree_walk(struct btk_fs *fs, const struct btk_root *root, const struct b
 					     .generation = btk_node_gen(f->b, slot),
 					     .first_key = &k};
 		btk_node_key(f->b, slot, &k);
-		int dup = seen_add(&seen, ptr);
-		if (dup) {
-			ret = dup < 0 ? dup
-				      : child_error(ops, ctx, ptr, cc.level,
-						    btk_err(EUCLEAN,
-							    "tree %llu: block %llu reached twice",
-							    (unsigned long long)root->objectid,
-							    (unsigned long long)ptr));
+		int added = btk_u64set_add(&seen, ptr);
+		if (added <= 0) {
+			ret = added < 0 ? added
+					: child_error(ops, ctx, ptr, cc.level,
+						      btk_err(EUCLEAN,
+							      "tree %llu: block %llu reached twice",
+							      (unsigned long long)root->objectid,
+							      (unsigned long long)ptr));
 			continue;
 		}
 		ret = btk_block_read(fs, ptr, &cc, &b);
@@ -159,7 +126,7 @@ int btk_tree_walk(struct btk_fs *fs, const struct btk_root *root, const struct b
 	}
 	while (depth >= 0)
 		btk_block_put(st[depth--].b);
-	free(seen.v);
+	btk_u64set_free(&seen);
 	return ret;
 }
 

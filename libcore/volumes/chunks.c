@@ -203,6 +203,38 @@ int btk_map_logical(const struct btk_fs *fs, uint64_t logical, struct btk_phys *
 	return 0;
 }
 
+/* The logical address of byte p of stripe i of c (p < the stripe's length on its device). */
+static void stripe_to_logical(const struct btk_chunk *c, int i, uint64_t p, uint64_t *logical,
+			      bool *parity)
+{
+	uint64_t row = p / c->stripe_len, so = p % c->stripe_len, nr;
+
+	*parity = false;
+	if (c->type & BTRFS_BLOCK_GROUP_RAID0) {
+		nr = row * c->num_stripes + (uint64_t)i;
+	} else if (c->type & BTRFS_BLOCK_GROUP_RAID10) {
+		nr = row * data_stripes(c) + (uint64_t)(i / c->sub_stripes);
+	} else if (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK) {
+		uint64_t ns = c->num_stripes, idx = ((uint64_t)i + ns - row % ns) % ns;
+		if (idx >= data_stripes(c)) {
+			*parity = true;
+			*logical = (uint64_t)-1;
+			return;
+		}
+		nr = row * data_stripes(c) + idx;
+	} else {
+		*logical = c->logical + p;
+		return;
+	}
+	*logical = c->logical + nr * c->stripe_len + so;
+}
+
+static int not_mapped(uint64_t devid, uint64_t physical)
+{
+	return btk_err(ENOENT, "devid %llu physical %llu: in no chunk", (unsigned long long)devid,
+		       (unsigned long long)physical);
+}
+
 int btk_map_physical(const struct btk_fs *fs, uint64_t devid, uint64_t physical, uint64_t *logical,
 		     const struct btk_chunk **chunk, bool *parity)
 {
@@ -216,32 +248,114 @@ int btk_map_physical(const struct btk_fs *fs, uint64_t devid, uint64_t physical,
 			if (s->devid != devid || physical < s->offset ||
 			    physical - s->offset >= per_dev)
 				continue;
-			uint64_t p = physical - s->offset, row = p / c->stripe_len;
-			uint64_t so = p % c->stripe_len, nr;
 			*chunk = c;
-			if (c->type & BTRFS_BLOCK_GROUP_RAID0)
-				nr = row * c->num_stripes + (uint64_t)i;
-			else if (c->type & BTRFS_BLOCK_GROUP_RAID10)
-				nr = row * data_stripes(c) + (uint64_t)(i / c->sub_stripes);
-			else if (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK) {
-				uint64_t ns = c->num_stripes,
-					 idx = ((uint64_t)i + ns - row % ns) % ns;
-				if (idx >= data_stripes(c)) {
-					*parity = true;
-					*logical = (uint64_t)-1;
-					return 0;
-				}
-				nr = row * data_stripes(c) + idx;
-			} else {
-				*logical = c->logical + p;
-				return 0;
-			}
-			*logical = c->logical + nr * c->stripe_len + so;
+			stripe_to_logical(c, i, physical - s->offset, logical, parity);
 			return 0;
 		}
 	}
-	return btk_err(ENOENT, "devid %llu physical %llu: in no chunk", (unsigned long long)devid,
-		       (unsigned long long)physical);
+	return not_mapped(devid, physical);
+}
+
+/* One stripe of one chunk: [start, end) on device devid; chunk is the index in the map. */
+struct phys_ent {
+	uint64_t devid, start, len, end; /* end: start + len, at most UINT64_MAX */
+	uint64_t reach; /* the largest end of this and every earlier entry of the device */
+	const struct btk_chunk *c;
+	int chunk, stripe;
+};
+
+struct btk_phys_index {
+	size_t n;
+	struct phys_ent e[];
+};
+
+static int cmp_phys_ent(const void *a, const void *b)
+{
+	const struct phys_ent *x = a, *y = b;
+
+	if (x->devid != y->devid)
+		return x->devid < y->devid ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	if (x->chunk != y->chunk)
+		return x->chunk < y->chunk ? -1 : 1;
+	return x->stripe - y->stripe;
+}
+
+int btk_phys_index_build(const struct btk_fs *fs, struct btk_phys_index **out)
+{
+	size_t n = 0;
+
+	*out = NULL;
+	for (int ci = 0; ci < fs->nchunks; ci++)
+		n += (size_t)fs->chunks[ci]->num_stripes;
+	struct btk_phys_index *x = malloc(sizeof(*x) + n * sizeof(x->e[0]));
+	if (!x)
+		return btk_err(ENOMEM, "out of memory indexing %zu chunk stripes", n);
+	x->n = 0;
+	for (int ci = 0; ci < fs->nchunks; ci++) {
+		const struct btk_chunk *c = fs->chunks[ci];
+		uint64_t ds = data_stripes(c), per_dev = ds ? c->length / ds : 0;
+		for (int i = 0; i < c->num_stripes; i++) {
+			const struct btk_stripe *s = &c->stripes[i];
+			uint64_t end =
+			    s->offset + per_dev < s->offset ? UINT64_MAX : s->offset + per_dev;
+			if (per_dev)
+				x->e[x->n++] = (struct phys_ent){.devid = s->devid,
+								 .start = s->offset,
+								 .len = per_dev,
+								 .end = end,
+								 .c = c,
+								 .chunk = ci,
+								 .stripe = i};
+		}
+	}
+	qsort(x->e, x->n, sizeof(x->e[0]), cmp_phys_ent);
+	for (size_t i = 0; i < x->n; i++) {
+		struct phys_ent *e = &x->e[i];
+		e->reach = e->end;
+		if (i && e[-1].devid == e->devid && e[-1].reach > e->reach)
+			e->reach = e[-1].reach;
+	}
+	*out = x;
+	return 0;
+}
+
+void btk_phys_index_free(struct btk_phys_index *x)
+{
+	free(x);
+}
+
+int btk_phys_index_map(const struct btk_phys_index *x, uint64_t devid, uint64_t physical,
+		       uint64_t *logical, const struct btk_chunk **chunk, bool *parity)
+{
+	size_t lo = 0, hi = x->n;
+	const struct phys_ent *best = NULL;
+
+	*parity = false;
+	while (lo < hi) { /* lo: the first entry past (devid, physical) */
+		size_t mid = lo + (hi - lo) / 2;
+		const struct phys_ent *e = &x->e[mid];
+		if (e->devid < devid || (e->devid == devid && e->start <= physical))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* back over the entries that may still cover physical: one in a valid map, where the
+	 * stripes of a device do not overlap; as btk_map_physical, the first chunk wins */
+	for (size_t i = lo; i-- > 0 && x->e[i].devid == devid &&
+			    (x->e[i].reach > physical || x->e[i].reach == UINT64_MAX);) {
+		const struct phys_ent *e = &x->e[i];
+		if (physical - e->start < e->len &&
+		    (!best || e->chunk < best->chunk ||
+		     (e->chunk == best->chunk && e->stripe < best->stripe)))
+			best = e;
+	}
+	if (!best)
+		return not_mapped(devid, physical);
+	*chunk = best->c;
+	stripe_to_logical(best->c, best->stripe, physical - best->start, logical, parity);
+	return 0;
 }
 
 int btk_read_logical(struct btk_fs *fs, uint64_t logical, void *buf, size_t len)

@@ -146,6 +146,15 @@ int btk_map_logical(const struct btk_fs *fs, uint64_t logical, struct btk_phys *
  * (*logical is then (uint64_t)-1 and *chunk is set, return 0 with *parity = true). */
 int btk_map_physical(const struct btk_fs *fs, uint64_t devid, uint64_t physical, uint64_t *logical,
 		     const struct btk_chunk **chunk, bool *parity);
+/* The same lookup in O(log n) for many addresses: an index of every chunk stripe of fs's map
+ * as it is when built, sorted by device and offset. It points into the map: build it again
+ * after the map changes, free it before the map is. 0 or -ENOMEM; *out is the caller's
+ * (btk_phys_index_free). btk_map_physical itself scans the map (no state, one lookup). */
+struct btk_phys_index;
+int btk_phys_index_build(const struct btk_fs *fs, struct btk_phys_index **out);
+int btk_phys_index_map(const struct btk_phys_index *x, uint64_t devid, uint64_t physical,
+		       uint64_t *logical, const struct btk_chunk **chunk, bool *parity);
+void btk_phys_index_free(struct btk_phys_index *x);
 
 /* Reads len bytes at a logical address, from the first copy that reads. */
 int btk_read_logical(struct btk_fs *fs, uint64_t logical, void *buf, size_t len);

@@ -54,6 +54,17 @@ setup() {
 	[ "$status" -eq 2 ] && [ "$(wc -l <"$BTK_ERR")" -eq 1 ] && grep -q "'abc'" "$BTK_ERR"
 }
 
+# json_fails STATUS CMD...: CMD exits STATUS and its stdout is JSON with a non-empty "error"
+json_fails() {
+	local want=$1
+	shift
+	btk_run 60 "$@"
+	assert_no_crash || return 1
+	[ "$status" -eq "$want" ] || { show_err; return 1; }
+	jq -e -s 'map(select(has("error"))) | length == 1 and (.[0].error | type == "string" and length > 0)' \
+		"$BTK_OUT" >/dev/null || { show_err; echo "stdout:" >&2; cat "$BTK_OUT" >&2; return 1; }
+}
+
 @test "--json: a failure is a JSON object with an error field on stdout" {
 	mkdir "$D/adir"
 	btk_run 30 "$B/btk-mkfs" --json "$D/adir"
@@ -61,6 +72,8 @@ setup() {
 	jq -e '.error | test("is a directory")' "$BTK_OUT"
 	btk_run 30 "$B/btk-mkfs" --json -b 1.5g "$D/x.img"
 	jq -e '.error | test("1.5g")' "$BTK_OUT"
+	btk_run 30 "$B/btk-mkfs" --json -U nonsense "$D/x.img"
+	jq -e '.error | test("nonsense")' "$BTK_OUT"
 	truncate -s 200M "$D/i.img"
 	"$B/btk-mkfs" -q "$D/i.img"
 	btk_run 30 "$B/btk-owner" --json "$D/i.img" abc
@@ -69,6 +82,76 @@ setup() {
 	[ "$status" -eq 1 ] && jq -e '.error | test("no/such|no entry")' "$BTK_OUT"
 	btk_run 30 "$B/btk-fsck" --json "$D/nothing.img"
 	[ "$status" -eq 8 ] && jq -e '.error' "$BTK_OUT"
+}
+
+@test "--json: every tool, each command: a failure and a usage error print an error object" {
+	local no=$D/nothing.img
+	json_fails 1 "$B/btk-mkfs" --json -b 300M "$D/adir/x.img"
+	json_fails 2 "$B/btk-mkfs" --json --bogus "$D/x.img"
+	json_fails 8 "$B/btk-fsck" --json "$no"
+	json_fails 16 "$B/btk-fsck" --json --cache-mb 0 "$no"
+	json_fails 16 "$B/btk-fsck" --json --bogus "$no"
+	jq -e '.result == "not checked" and .errors == []' "$BTK_OUT"
+	json_fails 1 "$B/btk-owner" --json "$no" 4096
+	json_fails 2 "$B/btk-owner" --json --bogus "$no" 4096
+	local c
+	for c in super tree stats; do
+		json_fails 1 "$B/btk-debug" "$c" --json "$no"
+		json_fails 2 "$B/btk-debug" "$c" --json --bogus "$no"
+	done
+	json_fails 2 "$B/btk-debug" "$c" --json
+	if [ -x "$B/btk-resize" ]; then
+		json_fails 1 "$B/btk-resize" --json +1g "$no"
+		json_fails 2 "$B/btk-resize" --json 1.5q "$no"
+	fi
+	if [ -x "$B/btk-convert" ]; then
+		json_fails 1 "$B/btk-convert" --json "$no"
+		json_fails 2 "$B/btk-convert" --json --bogus "$no"
+		json_fails 2 "$B/btk-convert" --json
+	fi
+	if [ -x "$B/btk-image" ]; then
+		json_fails 1 "$B/btk-image" dump --json "$no" "$D/x.dump"
+		json_fails 1 "$B/btk-image" restore --json "$D/no.dump" "$D/r.img"
+		# every verb that takes --json, today's and later ones
+		local v
+		for v in $("$B/btk-image" --help | awk '/^  [a-z]+ / { print $1 }'); do
+			"$B/btk-image" "$v" --help | grep -q -- --json || continue
+			json_fails 2 "$B/btk-image" "$v" --json --bogus "$no"
+		done
+	fi
+}
+
+@test "--json: the man page of every tool with --json has a JSON section: shape, error, units" {
+	local t p sec
+	for t in "$B"/btk-*; do
+		t=${t##*/}
+		p=$BTK_ROOT/man/$t.8
+		"$B/$t" --help 2>/dev/null | grep -q -- --json ||
+			grep -q -- '--json' "$p" || continue
+		# the section (.SH or .SS) whose title has JSON, up to the next .SH
+		sec=$(awk '/^\.S[HS] .*JSON/ { on = 1; print; next } on && /^\.SH / { on = 0 } on' "$p")
+		[ -n "$sec" ] || { echo "$t(8): no JSON section" >&2; false; }
+		grep -q 'error' <<<"$sec" || { echo "$t(8): JSON section does not say how a failure looks" >&2; false; }
+		grep -qi 'bytes' <<<"$sec" || { echo "$t(8): JSON section does not give the units" >&2; false; }
+	done
+}
+
+@test "sizes are printed with units: mkfs summary and size errors" {
+	"$B/btk-mkfs" -b 300M "$D/u.img" >"$D/sum"
+	local line n=0
+	while IFS= read -r line; do
+		n=$((n + 1))
+		[[ "$line" =~ [0-9](B|KiB|MiB|GiB|TiB)( |$) ]] || { echo "no unit: $line" >&2; false; }
+	done < <(grep -E '^(Node size|Sector size|Filesystem size|  Data|  Metadata|  System|Unallocated):' "$D/sum")
+	[ "$n" -eq 7 ] || { cat "$D/sum" >&2; false; }
+	grep -qE '^ +1 +300\.00MiB ' "$D/sum"
+	truncate -s 100M "$D/small.img"
+	btk_run 30 "$B/btk-mkfs" "$D/small.img"
+	[ "$status" -eq 1 ] && grep -q '100.00MiB; the minimum size for each device is [0-9.]*MiB, [0-9]* bytes' "$BTK_ERR" ||
+		{ show_err; false; }
+	btk_run 30 "$B/btk-mkfs" -b 200M "$D/small.img"
+	[ "$status" -eq 1 ] && grep -q 'size 200.00MiB (209715200 bytes) is larger than the device (100.00MiB)' "$BTK_ERR" ||
+		{ show_err; false; }
 }
 
 @test "output order: stdout comes before later stderr when both go to one pipe" {
@@ -89,6 +172,13 @@ setup() {
 	[ "$status" -eq 0 ] && [[ "$output" == *"path=/n"* ]]
 	run "$B/btk-owner" -f "$D/list" "$D/i.img"
 	[ "$status" -eq 0 ] && [[ "$output" == *"path=/n"* ]]
+	# --file is a path inside the filesystem: given a list of addresses, the error says so
+	cd "$D"
+	btk_run 30 "$B/btk-owner" --file list i.img
+	[ "$status" -eq 1 ] && [ "$(wc -l <"$BTK_ERR")" -eq 1 ] || { show_err; false; }
+	grep -q "no entry.*use -f/--addresses" "$BTK_ERR" || { show_err; false; }
+	btk_run 30 "$B/btk-owner" --file /nothing i.img
+	[ "$status" -eq 1 ] && ! grep -q "addresses" "$BTK_ERR"
 }
 
 @test "btk-debug(8) jq examples: only leaf items, right sizes; super --all shows a zeroed copy" {

@@ -4,11 +4,9 @@
 
 load helpers
 
-setup() {
-	local t
-	for t in mkfs fsck owner debug; do require_btk $t; done
-	D=$BATS_TEST_TMPDIR
-	# a PATH with every tool of this machine but btrfs-progs, where any user can read it
+# a PATH with every tool of this machine but btrfs-progs, where any user can read it; made
+# once for the file
+setup_file() {
 	NOBTRFS=$(mktemp -d /tmp/btk-nobtrfs-XXXXXX)
 	local d f n
 	for d in /usr/local/bin /usr/bin /usr/sbin /bin /sbin; do
@@ -19,11 +17,18 @@ setup() {
 		done
 	done
 	chmod 755 "$NOBTRFS"
+	export NOBTRFS
 }
 
-teardown() {
+teardown_file() {
 	[ -n "${NOBTRFS:-}" ] && rm -rf "$NOBTRFS"
 	true
+}
+
+setup() {
+	local t
+	for t in mkfs fsck owner debug; do require_btk $t; done
+	D=$BATS_TEST_TMPDIR
 }
 
 check_demo_output() {

@@ -1,7 +1,10 @@
 #!/usr/bin/env bats
 # The documentation's examples run as written: the README's console session (each "$ " line,
-# in order, in one scratch dir, with build/bin first on PATH) and btk-mkfs(8)'s EXAMPLES
-# (those that need no block device). jq examples of btk-debug(8) are run in cli_tools.bats.
+# in order, in one scratch dir, with build/bin first on PATH), and every example block marked
+# ".\" test-example" in a man page or "<!-- test-example -->" in the README, found by
+# scripts/doc-examples.sh (which also fails on an unmarked block of an EXAMPLES section).
+# Examples marked root need block devices: as root, a loop device over a scratch image stands
+# in for each /dev/sdX name and a scratch directory for /mnt; otherwise that test skips.
 
 load helpers
 
@@ -10,6 +13,7 @@ setup() {
 	require_btk debug
 	D=$BATS_TEST_TMPDIR
 	export PATH="$BTK_BUILD/bin:$PATH"
+	DOCS=("$BTK_ROOT"/man/*.[78] "$BTK_ROOT/README.md")
 }
 
 @test "README: the console session runs as written" {
@@ -28,15 +32,129 @@ setup() {
 	done <"$D/session.sh"
 }
 
-@test "btk-mkfs(8): the EXAMPLES run as written (image files)" {
-	sed -n '/^\.SH EXAMPLES/,/^\.SH/p' "$BTK_ROOT/man/btk-mkfs.8" |
-		grep '^btk-mkfs' | grep -v '/dev/' | sed 's/\\-/-/g' >"$D/ex.sh"
-	[ "$(wc -l <"$D/ex.sh")" -ge 3 ]
-	cd "$D"
-	local line
-	while IFS= read -r line; do
-		rm -f ./*.img img
-		bash -e -c "$line" >"$D/out" 2>&1 ||
-			{ echo "btk-mkfs(8) example failed: $line" >&2; cat "$D/out" >&2; false; }
-	done <"$D/ex.sh"
+@test "docs: every example block of a man page's EXAMPLES is marked, every page has some" {
+	run "$BTK_ROOT/scripts/doc-examples.sh" "$D/ex" "${DOCS[@]}"
+	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
+	local p
+	for p in "$BTK_ROOT"/man/btk-*.8; do
+		grep -q "^man/${p##*/}:" <(sed "s|^$BTK_ROOT/||" "$D"/ex/*.where) ||
+			{ echo "${p##*/} has no runnable example" >&2; false; }
+	done
+	grep -q '^README.md:' <(sed "s|^$BTK_ROOT/||" "$D"/ex/*.where)
+	# the extractor does see an unmarked example
+	printf '.SH EXAMPLES\n.nf\nbtk-fsck x.img\n.fi\n' >"$D/bad.8"
+	run "$BTK_ROOT/scripts/doc-examples.sh" "$D/ex2" "$D/bad.8"
+	[ "$status" -eq 1 ] && [[ "$output" == *"bad.8:2: example not marked"* ]]
+}
+
+# a small sample directory for the examples' setups
+make_sample() {
+	mkdir -p "$1/sub"
+	seq 1 3000 >"$1/numbers.txt"
+	echo hello >"$1/sub/hello.txt"
+	head -c 200000 /dev/urandom >"$1/sub/data.bin"
+	ln -s numbers.txt "$1/link"
+}
+
+# run_examples MODE: every example of MODE (plain or root), one scratch dir per document, in
+# the document's order; setup first, then the block as one bash script (errexit, pipefail)
+run_examples() {
+	local mode=$1 ex=$D/ex n=0 w doc dir s
+	"$BTK_ROOT/scripts/doc-examples.sh" "$ex" "${DOCS[@]}" >/dev/null
+	make_sample "$D/sample"
+	for s in "$ex"/*.sh; do
+		s=${s%.sh}
+		[ "$(cat "$s.mode")" = "$mode" ] || continue
+		w=$(sed "s|^$BTK_ROOT/||" "$s.where")
+		doc=${w%%:*}
+		dir=$D/run/${doc//\//_}
+		mkdir -p "$dir"
+		cp "$s.sh" "$dir/example.sh"
+		cp "$s.setup" "$dir/setup.sh"
+		if [ "$mode" = root ]; then
+			stand_in "$dir" || return 1
+		fi
+		n=$((n + 1))
+		(cd "$dir" && SAMPLE=$D/sample bash -e -o pipefail setup.sh) >"$D/out" 2>&1 ||
+			{ echo "$w: setup failed: $(cat "$s.setup")" >&2; cat "$D/out" >&2; return 1; }
+		(cd "$dir" && SAMPLE=$D/sample bash -e -o pipefail "$D/preamble.sh" example.sh) \
+			>"$D/out" 2>&1 ||
+			{ echo "$w: example failed:" >&2; cat "$s.sh" >&2; echo "--- output:" >&2; cat "$D/out" >&2; return 1; }
+	done
+	echo "$n $mode examples ran" >&3
+	[ "$n" -ge 1 ]
+}
+
+@test "docs: the examples on image files run as written" {
+	require_tool jq
+	printf 'source "$1"\n' >"$D/preamble.sh"
+	run_examples plain
+}
+
+# stand_in DIR: replace each /dev/sdX name of DIR's setup.sh and example.sh by a loop device
+# over a fresh sparse image (one per name and document) and /mnt by DIR/mnt; fails when a
+# device name of this machine is left
+stand_in() {
+	local dir=$1 name img loop f
+	for name in $(grep -ohE '/dev/sd[a-zA-Z][0-9]*' "$dir/setup.sh" "$dir/example.sh" | sort -u); do
+		if [ ! -e "$dir/dev.$(basename "$name")" ]; then
+			img=$dir/$(basename "$name").img
+			truncate -s 1G "$img"
+			loop=$(losetup -f --show "$img") || return 1
+			echo "$loop" >>"$D/loops"
+			echo "$loop" >"$dir/dev.$(basename "$name")"
+		fi
+		loop=$(cat "$dir/dev.$(basename "$name")")
+		for f in "$dir/setup.sh" "$dir/example.sh"; do
+			sed -i -E "s#$name([^0-9]|\$)#$loop\\1#g" "$f"
+		done
+	done
+	mkdir -p "$dir/mnt"
+	for f in "$dir/setup.sh" "$dir/example.sh"; do
+		sed -i -E "s#(^|[ ;])/mnt([/ ;]|\$)#\\1$dir/mnt\\2#g" "$f"
+		if grep -qE '/dev/(sd|vd|hd|xvd|nvme|mmcblk)' "$f"; then
+			echo "a device of this machine is left in $f:" >&2
+			cat "$f" >&2
+			return 1
+		fi
+	done
+}
+
+teardown() {
+	# unmount and detach only what these tests attached (their scratch dir, their loops)
+	local m l
+	for m in $(awk -v d="$D/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r); do
+		umount "$m" 2>/dev/null || umount -l "$m"
+	done
+	if [ -f "$D/loops" ]; then
+		while read -r l; do losetup -d "$l" 2>/dev/null || true; done <"$D/loops"
+	fi
+	true
+}
+
+@test "docs: the examples on block devices run as written (root, loop devices)" {
+	require_loop
+	require_tool jq
+	"$BTK_ROOT/scripts/doc-examples.sh" "$D/ex" "${DOCS[@]}" >/dev/null
+	local s
+	for s in $(grep -l root "$D"/ex/*.mode); do
+		s=${s%.mode}
+		# what the examples call beyond btk and coreutils
+		if grep -qw badblocks "$s.sh"; then require_tool badblocks; fi
+		if grep -qw mkfs.ext4 "$s.setup"; then require_tool mkfs.ext4; fi
+		# a mount comes only after btrfs check --readonly says the filesystem is clean
+		if grep -qw mount "$s.sh"; then require_tool btrfs; fi
+	done
+	cat >"$D/preamble.sh" <<'EOF'
+mount() {
+	local dev=${*: -2:1}
+	if [ "$(blkid -o value -s TYPE "$dev")" = btrfs ]; then
+		btrfs check --readonly "$dev" >/dev/null 2>&1 ||
+			{ echo "not mounting $dev: btrfs check --readonly is not clean" >&2; return 1; }
+	fi
+	command mount "$@"
+}
+source "$1"
+EOF
+	run_examples root
 }

@@ -128,7 +128,15 @@ corrupt_case() {
 }
 
 @test "corrupt: node pointer key differs from the child's first key" {
-	corrupt_case node-key '\[E0606 tb-unreadable\].*first key'
+	corrupt_case node-key '\[E0613 tb-first-key\].*first key'
+}
+
+@test "corrupt: node pointer generation one less than the child's (parent transid)" {
+	corrupt_case node-gen '\[E0615 tb-transid\].*parent transid'
+}
+
+@test "corrupt: fs tree root item level one more than its root block's" {
+	corrupt_case root-level '\[E0614 tb-level\].*level'
 }
 
 @test "corrupt: flipped data byte: clean without --check-data-csum, found with it" {

@@ -8,6 +8,7 @@
 #   assert_no_crash          no signal, no timeout, no sanitizer report
 #   assert_one_line_error    non-zero exit below 128 with a short error on stderr
 #   oracle_image NAME MKIMG-OPTIONS...   build (once per run) and set IMG_DEVS=(paths)
+#   sha256_of FILE           the file's SHA-256 in hex
 
 BTK_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 BTK_BUILD=${BTK_BUILD:-build}
@@ -45,6 +46,16 @@ require_btk() {
 		echo "btk-$1 not built in $BTK_BUILD/bin" >&2
 		return 1
 	}
+}
+
+# openssl's SHA-256 is about ten times faster than sha256sum's: hashing images before and after
+# a refusal is most of the time of some test files
+sha256_of() {
+	if command -v openssl >/dev/null 2>&1; then
+		openssl dgst -sha256 -r "$1" | cut -d' ' -f1
+	else
+		sha256sum "$1" | cut -d' ' -f1
+	fi
 }
 
 btk_run() {

@@ -12,14 +12,30 @@ setup() {
 	D=$BATS_TEST_TMPDIR
 }
 
-sha() { sha256sum "$1" | cut -d' ' -f1; }
+# Images are as small as btk-mkfs takes (125 MiB a device): each refusal would otherwise
+# have made a filesystem, and hashing them is most of this file's time.
+SMALL=128M
 
-# refused_same IMG A B ARGS...: btk-mkfs -f ARGS exits 1 with one line saying "same device"
-# that names A and B, and IMG keeps its bytes
+# the 65 MiB sources of the --shrink tests, made once for the file
+setup_file() {
+	mkdir -p "$BATS_FILE_TMPDIR/src65"
+	head -c 65M /dev/urandom >"$BATS_FILE_TMPDIR/src65/f"
+}
+
+teardown() {
+	if [ -f "$D/loop" ]; then
+		losetup -d "$(cat "$D/loop")" 2>/dev/null || true
+	fi
+	true
+}
+
+sha() { sha256_of "$1"; }
+
+# refused_same IMG SHA A B ARGS...: btk-mkfs -f ARGS exits 1 with one line saying "same
+# device" that names A and B, and IMG still has the sha256 SHA
 refused_same() {
-	local img=$1 x=$2 y=$3 before
-	shift 3
-	before=$(sha "$img")
+	local img=$1 before=$2 x=$3 y=$4
+	shift 4
 	btk_run 60 "$MKFS" -f "$@"
 	assert_no_crash
 	[ "$status" -eq 1 ] || { show_err; return 1; }
@@ -33,20 +49,21 @@ refused_same() {
 }
 
 @test "mkfs: one image under two names is refused, nothing written" {
-	truncate -s 300M "$D/z.img"
+	truncate -s $SMALL "$D/z.img"
 	"$MKFS" -q -L old "$D/z.img"
 	ln -s z.img "$D/sym.img"
 	ln "$D/z.img" "$D/hard.img"
 	cd "$D"
-	local up=../"$(basename "$D")"/z.img
-	refused_same z.img z.img ./z.img -m raid1 -d raid1 z.img ./z.img
-	refused_same z.img z.img "$D/z.img" -m raid1 -d raid1 z.img "$D/z.img"
-	refused_same z.img z.img sym.img -m raid1 -d raid1 z.img sym.img
-	refused_same z.img hard.img z.img -m raid1 -d raid1 hard.img z.img
-	refused_same z.img z.img "$up" -d raid1c3 -m raid1c3 z.img "$D/other.img" "$up"
+	local up=../"$(basename "$D")"/z.img h
+	h=$(sha z.img)
+	refused_same z.img "$h" z.img ./z.img -m raid1 -d raid1 z.img ./z.img
+	refused_same z.img "$h" z.img "$D/z.img" -m raid1 -d raid1 z.img "$D/z.img"
+	refused_same z.img "$h" z.img sym.img -m raid1 -d raid1 z.img sym.img
+	refused_same z.img "$h" hard.img z.img -m raid1 -d raid1 hard.img z.img
+	refused_same z.img "$h" z.img "$up" -d raid1c3 -m raid1c3 z.img "$D/other.img" "$up"
 	[ ! -e "$D/other.img" ] # not created either
-	truncate -s 300M "$D/other.img"
-	refused_same z.img z.img "$up" -d raid1c3 -m raid1c3 z.img other.img "$up"
+	truncate -s $SMALL "$D/other.img"
+	refused_same z.img "$h" z.img "$up" -d raid1c3 -m raid1c3 z.img other.img "$up"
 	# the old filesystem is still there and clean
 	btk_run 60 "$FSCK" z.img
 	[ "$status" -eq 0 ] || { show_err; false; }
@@ -61,7 +78,7 @@ refused_same() {
 }
 
 @test "fsck, owner: one device under two names is refused" {
-	truncate -s 300M "$D/a.img" "$D/b.img"
+	truncate -s $SMALL "$D/a.img" "$D/b.img"
 	"$MKFS" -q -m raid1 -d raid1 "$D/a.img" "$D/b.img"
 	ln -s a.img "$D/a2.img"
 	btk_run 60 "$FSCK" "$D/a.img" "$D/a2.img"
@@ -77,23 +94,20 @@ refused_same() {
 
 @test "mkfs: a block device under a second device node is refused, nothing written" {
 	require_loop
-	truncate -s 300M "$D/blk.img"
+	truncate -s $SMALL "$D/blk.img"
 	local loop
 	loop=$(losetup -f --show "$D/blk.img")
-	# shellcheck disable=SC2064
-	trap "losetup -d $loop" EXIT
+	echo "$loop" >"$D/loop" # teardown detaches it, whatever happens
 	local mm
 	mm=$(stat -c '%t %T' "$loop")
 	mknod "$D/alias" b $((0x${mm% *})) $((0x${mm#* }))
 	local before
-	before=$(sha256sum "$loop" | cut -d' ' -f1)
+	before=$(sha256_of "$loop")
 	btk_run 60 "$MKFS" -f -m raid1 -d raid1 "$loop" "$D/alias"
 	local st=$status
 	sync
 	local after
-	after=$(sha256sum "$loop" | cut -d' ' -f1)
-	losetup -d "$loop"
-	trap - EXIT
+	after=$(sha256_of "$loop")
 	[ "$st" -eq 1 ] || { show_err; false; }
 	grep -q "same device" "$BTK_ERR" || { show_err; false; }
 	[ "$before" = "$after" ]
@@ -101,9 +115,10 @@ refused_same() {
 
 @test "mkfs --rootdir that cannot fit is refused before the first write" {
 	mkdir "$D/src"
-	head -c 100M /dev/zero >"$D/src/a"
-	head -c 100M /dev/zero >"$D/src/b"
-	truncate -s 150M "$D/old.img"
+	# more file data than the whole device holds
+	head -c 70M /dev/zero >"$D/src/a"
+	head -c 70M /dev/zero >"$D/src/b"
+	truncate -s $SMALL "$D/old.img"
 	"$MKFS" -q -L old "$D/old.img"
 	local before
 	before=$(sha "$D/old.img")
@@ -119,7 +134,7 @@ refused_same() {
 		btrfs check --readonly "$D/old.img" >/dev/null 2>&1
 	fi
 	# the same source fits when the image is large enough
-	truncate -s 400M "$D/big.img"
+	truncate -s 256M "$D/big.img"
 	btk_run 120 "$MKFS" -q -r "$D/src" "$D/big.img"
 	[ "$status" -eq 0 ] || { show_err; false; }
 }
@@ -131,9 +146,8 @@ chunks() {
 }
 
 @test "mkfs --shrink: the summary and --json report the chunk sizes on disk" {
-	mkdir "$D/src"
-	head -c 65M /dev/urandom >"$D/src/f"
-	btk_run 120 "$MKFS" --shrink -r "$D/src" "$D/s.img"
+	local src=$BATS_FILE_TMPDIR/src65
+	btk_run 120 "$MKFS" --shrink -r "$src" "$D/s.img"
 	[ "$status" -eq 0 ] || { show_err; false; }
 	local len
 	len=$(chunks "$D/s.img" "DATA" | jq -s 'map(.length) | add')
@@ -142,7 +156,7 @@ chunks() {
 	shown=$(awk '$1 == "Data:" { print $3 }' "$BTK_OUT")
 	[ "$shown" = "$(awk -v l="$len" 'BEGIN { printf "%.2fMiB", l / 1048576 }')" ] ||
 		{ cat "$BTK_OUT" >&2; false; }
-	btk_run 120 "$MKFS" --json --shrink -r "$D/src" -f "$D/s.img"
+	btk_run 120 "$MKFS" --json --shrink -r "$src" -f "$D/s.img"
 	[ "$status" -eq 0 ] || { show_err; false; }
 	len=$(chunks "$D/s.img" "DATA" | jq -s 'map(.length) | add')
 	[ "$(jq .profiles.data.bytes "$BTK_OUT")" = "$len" ]
@@ -152,9 +166,7 @@ chunks() {
 }
 
 @test "mkfs --shrink -d dup: no hole between the two data stripes; the file ends at the second" {
-	mkdir "$D/src"
-	head -c 65M /dev/urandom >"$D/src/f"
-	btk_run 120 "$MKFS" --shrink -d dup -r "$D/src" "$D/d.img"
+	btk_run 120 "$MKFS" --shrink -d dup -r "$BATS_FILE_TMPDIR/src65" "$D/d.img"
 	[ "$status" -eq 0 ] || { show_err; false; }
 	local c
 	c=$(chunks "$D/d.img" "DATA|DUP")

@@ -10,7 +10,7 @@ command -v clang >/dev/null 2>&1 || {
 	exit 1
 }
 mkdir -p "$out"
-pkgs="blkid popt libzstd zlib lzo2 libxxhash libcrypto libb2"
+pkgs="blkid popt libzstd zlib lzo2 libxxhash libcrypto libb2 libdeflate"
 flags="-O1 -g -std=gnu11 -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -I$top/libcore -I$top
  -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined $(pkg-config --cflags $pkgs)"
 for t in "$top"/tests/fuzz/fuzz_*.c; do

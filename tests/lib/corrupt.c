@@ -576,8 +576,9 @@ static int k_root_orphan(struct btk_fs *fs, const char *n)
 			offsetof(struct btrfs_root_item, refs), 4, -1);
 }
 
-/* A node pointer's key no longer equals its child's first key (level/key consistency). */
-static int k_node_key(struct btk_fs *fs, const char *n)
+/* A node pointer's key no longer equals its child's first key (gen: its generation no
+ * longer equals the child's: parent transid mismatch). */
+static int node_ptr(struct btk_fs *fs, const char *n, bool gen)
 {
 	struct btk_root root;
 	struct btk_path p;
@@ -603,15 +604,34 @@ static int k_node_key(struct btk_fs *fs, const char *n)
 	if (!ret) {
 		struct btk_key_ptr *kp =
 		    (struct btk_key_ptr *)(buf + sizeof(struct btk_header)) + 1;
-		btk_put64(kp->key.offset, btk_le64(kp->key.offset) + 1);
+		if (gen)
+			btk_put64(kp->generation, btk_le64(kp->generation) - 1);
+		else
+			btk_put64(kp->key.offset, btk_le64(kp->key.offset) + 1);
 		ret = write_block(fs, t.bytenr, buf);
 	}
 	free(buf);
 	if (!ret)
-		printf("%s: node %llu slot 1 key (%llu %u %llu): offset + 1\n", n,
+		printf("%s: node %llu slot 1 key (%llu %u %llu): %s\n", n,
 		       (unsigned long long)t.bytenr, (unsigned long long)t.key.objectid, t.key.type,
-		       (unsigned long long)t.key.offset);
+		       (unsigned long long)t.key.offset, gen ? "generation - 1" : "offset + 1");
 	return ret;
+}
+static int k_node_key(struct btk_fs *fs, const char *n)
+{
+	return node_ptr(fs, n, false);
+}
+static int k_node_gen(struct btk_fs *fs, const char *n)
+{
+	return node_ptr(fs, n, true);
+}
+/* The fs tree's root item says one level more than its root block has. */
+static int k_root_level(struct btk_fs *fs, const char *n)
+{
+	struct want w = {.type = BTRFS_ROOT_ITEM_KEY, .file_extent_type = -1};
+	struct btk_key from = {fs_tree, BTRFS_ROOT_ITEM_KEY, 0};
+	return k_simple(fs, n, BTRFS_ROOT_TREE_OBJECTID, &w, &from, OP_ADD,
+			offsetof(struct btrfs_root_item, level), 1, 1);
 }
 
 static bool match_csum_item(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
@@ -701,7 +721,8 @@ static int leaf_insert(struct btk_fs *fs, uint8_t *buf, int pos, const struct bt
 	btk_key_to_disk(key, &it->key);
 	btk_put32(it->offset, top - size);
 	btk_put32(it->size, size);
-	memcpy(data0 + top - size, data, size);
+	if (size) /* an empty item may come with no data pointer */
+		memcpy(data0 + top - size, data, size);
 	btk_put32(h->nritems, n + 1);
 	return 0;
 }
@@ -1380,6 +1401,8 @@ static const struct kind kinds[] = {
     {"dup-name", "a second dir index entry with the same name in the top directory", k_dup_name},
     {"chunk-overlap", "a chunk item 1 MiB longer: it overlaps the next chunk", k_chunk_overlap},
     {"node-key", "an fs tree node pointer's key differs from its child's first key", k_node_key},
+    {"node-gen", "an fs tree node pointer's generation is one less than its child's", k_node_gen},
+    {"root-level", "the fs tree's root item level is one more than its root block's", k_root_level},
     {"data", "flip one checksummed data byte on the first copy", k_data},
     {"uuid", "a uuid tree entry names a subvolume that does not exist", k_uuid},
     {"qgroup", "a qgroup's referenced bytes + 4096", k_qgroup},

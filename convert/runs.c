@@ -1,0 +1,89 @@
+/* runs.c — an ext file's block runs through libext2fs: extent trees and block maps alike. */
+#include "runs.h"
+#include "base/error.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+static int runs_add(struct runs *rs, uint64_t lblk, uint64_t pblk, uint64_t len, bool uninit)
+{
+	struct run *last = rs->n ? &rs->r[rs->n - 1] : NULL;
+
+	if (last && last->lblk + last->len == lblk && last->pblk + last->len == pblk &&
+	    last->uninit == uninit) {
+		last->len += len;
+		return 0;
+	}
+	if (rs->n == rs->cap) {
+		size_t nc = rs->cap ? rs->cap * 2 : 16;
+		struct run *r = realloc(rs->r, nc * sizeof(*r));
+		if (!r)
+			return btk_err(ENOMEM, "out of memory");
+		rs->r = r;
+		rs->cap = nc;
+	}
+	rs->r[rs->n++] = (struct run){lblk, pblk, len, uninit};
+	return 0;
+}
+
+static int extent_runs(ext2_filsys e, ext2_ino_t eino, struct ext2_inode *in, struct runs *rs)
+{
+	ext2_extent_handle_t h;
+	struct ext2fs_extent ex;
+	errcode_t err = ext2fs_extent_open2(e, eino, in, &h);
+	int op = EXT2_EXTENT_ROOT, ret = 0;
+
+	if (err)
+		return btk_err(EIO, "ext inode %u: extent tree: %s", eino, error_message(err));
+	while (!ret) {
+		err = ext2fs_extent_get(h, op, &ex);
+		op = EXT2_EXTENT_NEXT;
+		if (err == EXT2_ET_EXTENT_NO_NEXT || err == EXT2_ET_NO_CURRENT_NODE)
+			break;
+		if (err) {
+			ret =
+			    btk_err(EIO, "ext inode %u: extent tree: %s", eino, error_message(err));
+			break;
+		}
+		if (!(ex.e_flags & EXT2_EXTENT_FLAGS_LEAF) ||
+		    (ex.e_flags & EXT2_EXTENT_FLAGS_SECOND_VISIT))
+			continue;
+		ret = runs_add(rs, ex.e_lblk, ex.e_pblk, ex.e_len,
+			       ex.e_flags & EXT2_EXTENT_FLAGS_UNINIT);
+	}
+	ext2fs_extent_free(h);
+	return ret;
+}
+
+struct blk_ctx {
+	struct runs *rs;
+	int ret;
+};
+
+static int block_cb(ext2_filsys e, blk64_t *blocknr, e2_blkcnt_t blockcnt, blk64_t ref_blk,
+		    int ref_offset, void *priv)
+{
+	struct blk_ctx *b = priv;
+
+	(void)e;
+	(void)ref_blk;
+	(void)ref_offset;
+	if (blockcnt < 0)
+		return 0;
+	b->ret = runs_add(b->rs, (uint64_t)blockcnt, *blocknr, 1, false);
+	return b->ret ? BLOCK_ABORT : 0;
+}
+
+int ext_runs(ext2_filsys e, ext2_ino_t eino, struct ext2_inode *in, struct runs *rs)
+{
+	struct blk_ctx b = {rs, 0};
+	errcode_t err;
+
+	if (in->i_flags & EXT4_EXTENTS_FL)
+		return extent_runs(e, eino, in, rs);
+	err = ext2fs_block_iterate3(e, eino, BLOCK_FLAG_READ_ONLY | BLOCK_FLAG_DATA_ONLY, NULL,
+				    block_cb, &b);
+	if (err && !b.ret)
+		return btk_err(EIO, "ext inode %u: block map: %s", eino, error_message(err));
+	return b.ret;
+}

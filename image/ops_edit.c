@@ -1,0 +1,449 @@
+/* btk-image rm, mv, ln, chmod, chown, touch, setfattr: one transaction each. */
+#include <errno.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "base/error.h"
+#include "wops.h"
+
+#define PATH_BUF 4096
+
+/* "VERB: PATH: why" from the library's message. */
+static int failed(const char *path)
+{
+	cli_err("%s: %s", path, btk_errmsg());
+	return CLI_EXIT_ERROR;
+}
+
+/* A copy of argument i (the context goes with img_done). */
+static void arg(struct wops *w, int i, char *out)
+{
+	snprintf(out, PATH_BUF, "%s", w->c.args[i]);
+}
+
+/* PATH, or PATH/basename(from) when PATH is an existing directory (mv, ln): into out. */
+static int into_dir(struct wops *w, const char *from, const char *path, char *out)
+{
+	uint64_t root, ino;
+	bool is_dir;
+	char tmp[PATH_BUF];
+
+	snprintf(out, PATH_BUF, "%s", path);
+	btk_err_clear();
+	if (btk_path_lookup(w->fs, path, &root, &ino) ||
+	    wops_lookup(w, path, &root, &ino, &is_dir) || !is_dir)
+		return 0;
+	snprintf(tmp, sizeof(tmp), "%s", from);
+	const char *b = basename(tmp);
+	if ((size_t)snprintf(out, PATH_BUF, "%s%s%s", path,
+			     path[strlen(path) - 1] == '/' ? "" : "/", b) >= PATH_BUF) {
+		cli_err("path too long");
+		return CLI_EXIT_ERROR;
+	}
+	return 0;
+}
+
+int verb_rm(int argc, const char **argv)
+{
+	struct wops w = {0};
+	int recursive = 0, rc;
+	char path[PATH_BUF], buf[PATH_BUF], extra[64];
+	const char *name;
+	uint16_t len;
+	uint64_t root, dir, removed = 1;
+	struct poptOption opts[] = {{"recursive", 'r', POPT_ARG_NONE, &recursive, 0,
+				     "remove a directory and all below it", NULL},
+				    WOPS_OPTIONS(&w),
+				    CLI_STD_OPTIONS POPT_TABLEEND};
+
+	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG PATH", 2, 2)))
+		return img_done(&w.c, rc);
+	arg(&w, 1, path);
+	if ((rc = wops_open(&w)) ||
+	    (rc = wops_parent(&w, path, buf, sizeof(buf), &root, &dir, &name, &len)))
+		return wops_finish(&w, rc);
+	{
+		struct btk_dentry d;
+		int ret = btk_dir_find(w.t, root, dir, name, len, &d);
+		if (ret == -ENOENT) {
+			cli_err("%s: no such file or directory", path);
+			rc = CLI_EXIT_ERROR;
+		} else if (ret) {
+			rc = failed(path);
+		} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY) {
+			cli_err("%s: is a subvolume (subvol delete removes it)", path);
+			rc = CLI_EXIT_ERROR;
+		} else if (d.ftype == BTRFS_FT_DIR && !recursive) {
+			cli_err("%s: is a directory (-r removes it and all below)", path);
+			rc = CLI_EXIT_ERROR;
+		}
+	}
+	if (!rc && recursive && btk_fs_unlink_tree(w.t, root, dir, name, len, &w.now, &removed))
+		rc = failed(path);
+	else if (!rc && !recursive && btk_fs_unlink(w.t, root, dir, name, len, &w.now))
+		rc = failed(path);
+	rc = wops_finish(&w, rc);
+	snprintf(extra, sizeof(extra), ", \"removed\": %llu", (unsigned long long)removed);
+	if (!rc)
+		wops_done(&w, "rm", path, "", extra);
+	return rc;
+}
+
+int verb_mv(int argc, const char **argv)
+{
+	struct wops w = {0};
+	int rc;
+	char src[PATH_BUF], dst0[PATH_BUF], dst[PATH_BUF], b1[PATH_BUF], b2[PATH_BUF];
+	const char *sn, *dn;
+	uint16_t sl, dl;
+	uint64_t sroot, sdir, droot, ddir;
+	struct poptOption opts[] = {WOPS_OPTIONS(&w), CLI_STD_OPTIONS POPT_TABLEEND};
+
+	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG SRC DST", 3, 3)))
+		return img_done(&w.c, rc);
+	arg(&w, 1, src);
+	arg(&w, 2, dst0);
+	if ((rc = wops_open(&w)) || (rc = into_dir(&w, src, dst0, dst)) ||
+	    (rc = wops_parent(&w, src, b1, sizeof(b1), &sroot, &sdir, &sn, &sl)) ||
+	    (rc = wops_parent(&w, dst, b2, sizeof(b2), &droot, &ddir, &dn, &dl)))
+		return wops_finish(&w, rc);
+	if (sroot != droot) {
+		cli_err("%s, %s: in different subvolumes (no rename across them)", src, dst);
+		rc = CLI_EXIT_ERROR;
+	} else if (btk_fs_rename(w.t, sroot, sdir, sn, sl, ddir, dn, dl, &w.now)) {
+		rc = failed(src);
+	}
+	rc = wops_finish(&w, rc);
+	if (!rc)
+		wops_done(&w, "mv", dst, "", "");
+	return rc;
+}
+
+int verb_ln(int argc, const char **argv)
+{
+	struct wops w = {0};
+	int symbolic = 0, rc;
+	char target[PATH_BUF], path0[PATH_BUF], path[PATH_BUF], buf[PATH_BUF];
+	const char *name;
+	uint16_t len;
+	uint64_t root, dir, troot, tino, ino;
+	bool is_dir;
+	struct poptOption opts[] = {{"symbolic", 's', POPT_ARG_NONE, &symbolic, 0,
+				     "make a symbolic link holding TARGET (any text)", NULL},
+				    WOPS_OPTIONS(&w),
+				    CLI_STD_OPTIONS POPT_TABLEEND};
+
+	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG TARGET PATH", 3, 3)))
+		return img_done(&w.c, rc);
+	arg(&w, 1, target);
+	arg(&w, 2, path0);
+	if ((rc = wops_open(&w)) || (rc = into_dir(&w, target, path0, path)) ||
+	    (rc = wops_parent(&w, path, buf, sizeof(buf), &root, &dir, &name, &len)))
+		return wops_finish(&w, rc);
+	if (symbolic) {
+		struct btk_inode_attr a = {.mode = S_IFLNK | 0777,
+					   .atime = w.now,
+					   .mtime = w.now,
+					   .ctime = w.now,
+					   .otime = w.now};
+		if (!*target) {
+			cli_err("an empty symlink target");
+			rc = CLI_EXIT_ERROR;
+		} else if (btk_fs_create(w.t, root, dir, name, len, &a, target,
+					 (uint32_t)strlen(target), &ino)) {
+			rc = failed(path);
+		}
+	} else if (!(rc = wops_lookup(&w, target, &troot, &tino, &is_dir))) {
+		if (troot != root) {
+			cli_err("%s, %s: in different subvolumes (no hard link across them)",
+				target, path);
+			rc = CLI_EXIT_ERROR;
+		} else if (btk_fs_link(w.t, root, tino, dir, name, len, &w.now)) {
+			rc = failed(path);
+		}
+	}
+	rc = wops_finish(&w, rc);
+	if (!rc)
+		wops_done(&w, "ln", path, "", "");
+	return rc;
+}
+
+/* chmod, chown, touch of an existing inode: c applied to PATH with ctime now. */
+static int change(struct wops *w, const char *path, struct btk_inode_change *c)
+{
+	uint64_t root, ino;
+	bool is_dir;
+	int rc = wops_lookup(w, path, &root, &ino, &is_dir);
+
+	if (!rc)
+		rc = wops_writable(w, root, path);
+	c->ctime = &w->now;
+	if (!rc && btk_inode_change(w->t, root, ino, c, NULL))
+		rc = failed(path);
+	return rc;
+}
+
+int verb_chmod(int argc, const char **argv)
+{
+	struct wops w = {0};
+	char path[PATH_BUF], *end;
+	struct btk_inode_change c = {.set_mode = true};
+	unsigned long mode;
+	int rc;
+	struct poptOption opts[] = {WOPS_OPTIONS(&w), CLI_STD_OPTIONS POPT_TABLEEND};
+
+	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG MODE PATH", 3, 3)))
+		return img_done(&w.c, rc);
+	mode = strtoul(w.c.args[1], &end, 8);
+	if (*end || !*w.c.args[1] || mode > 07777) {
+		cli_err("%s: not an octal mode (0000-7777)", w.c.args[1]);
+		return img_done(&w.c, CLI_EXIT_USAGE);
+	}
+	c.mode = (uint32_t)mode;
+	arg(&w, 2, path);
+	if (!(rc = wops_open(&w)))
+		rc = change(&w, path, &c);
+	rc = wops_finish(&w, rc);
+	if (!rc)
+		wops_done(&w, "chmod", path, "", "");
+	return rc;
+}
+
+int verb_chown(int argc, const char **argv)
+{
+	struct wops w = {0};
+	char path[PATH_BUF], spec[64], *colon;
+	struct btk_inode_change c = {0};
+	uint64_t v;
+	int rc;
+	struct poptOption opts[] = {WOPS_OPTIONS(&w), CLI_STD_OPTIONS POPT_TABLEEND};
+
+	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG UID[:GID] PATH", 3, 3)))
+		return img_done(&w.c, rc);
+	snprintf(spec, sizeof(spec), "%s", w.c.args[1]);
+	colon = strchr(spec, ':');
+	if (colon)
+		*colon = 0;
+	if (*spec) {
+		if (!cli_parse_u64(spec, &v) && strcmp(spec, "0"))
+			goto bad;
+		c.set_uid = true;
+		c.uid = strcmp(spec, "0") ? (uint32_t)v : 0;
+		if (v > UINT32_MAX)
+			goto bad;
+	}
+	if (colon && colon[1]) {
+		if (!cli_parse_u64(colon + 1, &v) && strcmp(colon + 1, "0"))
+			goto bad;
+		c.set_gid = true;
+		c.gid = strcmp(colon + 1, "0") ? (uint32_t)v : 0;
+		if (v > UINT32_MAX)
+			goto bad;
+	}
+	if (!c.set_uid && !c.set_gid)
+		goto bad;
+	arg(&w, 2, path);
+	if (!(rc = wops_open(&w)))
+		rc = change(&w, path, &c);
+	rc = wops_finish(&w, rc);
+	if (!rc)
+		wops_done(&w, "chown", path, "", "");
+	return rc;
+bad:
+	cli_err("%s: not UID, UID:GID or :GID (numbers)", w.c.args[1]);
+	return img_done(&w.c, CLI_EXIT_USAGE);
+}
+
+/* touch -d: "@SECONDS[.FRACTION]" or "YYYY-MM-DD[ T]HH:MM[:SS[.FRACTION]]" (UTC). */
+static int parse_time(const char *s, struct btk_time *out)
+{
+	struct tm tm = {0};
+	const char *rest = NULL;
+	char *end;
+
+	if (s[0] == '@') {
+		unsigned long long sec = strtoull(s + 1, &end, 10);
+		if (end == s + 1)
+			return -1;
+		out->sec = sec;
+		rest = end;
+	} else {
+		const char *fmts[] = {"%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M",
+				      "%Y-%m-%dT%H:%M", "%Y-%m-%d"};
+		for (size_t i = 0; i < sizeof(fmts) / sizeof(fmts[0]) && !rest; i++) {
+			memset(&tm, 0, sizeof(tm));
+			rest = strptime(s, fmts[i], &tm);
+		}
+		if (!rest)
+			return -1;
+		time_t t = timegm(&tm);
+		if (t < 0)
+			return -1;
+		out->sec = (uint64_t)t;
+	}
+	out->nsec = 0;
+	if (*rest == '.') {
+		uint32_t ns = 0, scale = 100000000;
+		for (rest++; *rest >= '0' && *rest <= '9'; rest++, scale /= 10)
+			ns += scale ? (uint32_t)(*rest - '0') * scale : 0;
+		out->nsec = ns;
+	}
+	return *rest ? -1 : 0;
+}
+
+int verb_touch(int argc, const char **argv)
+{
+	struct wops w = {0};
+	char path[PATH_BUF], buf[PATH_BUF], *date = NULL;
+	const char *name;
+	uint16_t len;
+	uint64_t root, dir, ino;
+	struct btk_time tm;
+	int rc;
+	struct poptOption opts[] = {
+	    {"date", 'd', POPT_ARG_STRING, &date, 0,
+	     "the time to set: @SECONDS[.NS] or YYYY-MM-DD[ HH:MM[:SS[.NS]]] (UTC)", "TIME"},
+	    WOPS_OPTIONS(&w),
+	    CLI_STD_OPTIONS POPT_TABLEEND};
+
+	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG PATH", 2, 2)))
+		return img_done(&w.c, rc);
+	if (date && parse_time(date, &tm)) {
+		cli_err("-d: '%s' is not @SECONDS or YYYY-MM-DD[ HH:MM[:SS[.NS]]]", date);
+		return img_done(&w.c, CLI_EXIT_USAGE);
+	}
+	arg(&w, 1, path);
+	if ((rc = wops_open(&w)) ||
+	    (rc = wops_parent(&w, path, buf, sizeof(buf), &root, &dir, &name, &len)))
+		return wops_finish(&w, rc);
+	if (!date)
+		tm = w.now;
+	{
+		struct btk_dentry d;
+		int ret = btk_dir_find(w.t, root, dir, name, len, &d);
+		if (ret == 0 && d.loc.type == BTRFS_ROOT_ITEM_KEY) {
+			root = d.loc.objectid;
+			d.loc.objectid = BTK_ROOT_DIRID;
+		}
+		if (ret == 0) {
+			struct btk_inode_change c = {.atime = &tm, .mtime = &tm, .ctime = &w.now};
+			if (btk_inode_change(w.t, root, d.loc.objectid, &c, NULL))
+				rc = failed(path);
+		} else if (ret == -ENOENT) {
+			struct btk_inode_attr a = {.mode = S_IFREG | 0644,
+						   .atime = tm,
+						   .mtime = tm,
+						   .ctime = w.now,
+						   .otime = w.now};
+			if (btk_fs_create(w.t, root, dir, name, len, &a, NULL, 0, &ino))
+				rc = failed(path);
+		} else {
+			rc = failed(path);
+		}
+	}
+	rc = wops_finish(&w, rc);
+	if (!rc)
+		wops_done(&w, "touch", path, "", "");
+	return rc;
+}
+
+/* setfattr values: 0x... hex, 0s... base64, "quoted" or plain text. Returns the length or
+ * -1. */
+static int b64(int ch)
+{
+	const char *t = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	const char *p = ch ? strchr(t, ch) : NULL;
+	return p ? (int)(p - t) : -1;
+}
+
+static long decode_value(const char *s, uint8_t *out, size_t cap)
+{
+	size_t n = 0, l = strlen(s);
+
+	if (!strncmp(s, "0x", 2) || !strncmp(s, "0X", 2)) {
+		if ((l - 2) % 2)
+			return -1;
+		for (size_t i = 2; i < l; i += 2) {
+			unsigned v;
+			if (n >= cap || sscanf(s + i, "%2x", &v) != 1)
+				return -1;
+			out[n++] = (uint8_t)v;
+		}
+		return (long)n;
+	}
+	if (!strncmp(s, "0s", 2) || !strncmp(s, "0S", 2)) {
+		uint32_t acc = 0;
+		int bits = 0;
+		for (size_t i = 2; i < l && s[i] != '='; i++) {
+			int v = b64(s[i]);
+			if (v < 0)
+				return -1;
+			acc = acc << 6 | (uint32_t)v;
+			if ((bits += 6) >= 8) {
+				if (n >= cap)
+					return -1;
+				bits -= 8;
+				out[n++] = (uint8_t)(acc >> bits);
+			}
+		}
+		return (long)n;
+	}
+	if (l >= 2 && s[0] == '"' && s[l - 1] == '"')
+		s++, l -= 2;
+	if (l > cap)
+		return -1;
+	memcpy(out, s, l);
+	return (long)l;
+}
+
+int verb_setfattr(int argc, const char **argv)
+{
+	struct wops w = {0};
+	char path[PATH_BUF], *name = NULL, *value = NULL, *remove = NULL;
+	static uint8_t val[65536];
+	long vlen = 0;
+	uint64_t root, ino;
+	bool is_dir;
+	int rc;
+	struct poptOption opts[] = {
+	    {"name", 'n', POPT_ARG_STRING, &name, 0, "the attribute to set", "NAME"},
+	    {"value", 'v', POPT_ARG_STRING, &value, 0,
+	     "its value: text, \"text\", 0xHEX or 0sBASE64 (default: empty)", "VALUE"},
+	    {"remove", 'x', POPT_ARG_STRING, &remove, 0, "remove the attribute", "NAME"},
+	    WOPS_OPTIONS(&w),
+	    CLI_STD_OPTIONS POPT_TABLEEND};
+
+	if ((rc = wops_parse(&w, argc, argv, opts,
+			     "[options] IMG (-n NAME [-v VALUE] | -x NAME) PATH", 2, 2)))
+		return img_done(&w.c, rc);
+	if (!name == !remove) {
+		cli_err("give -n NAME (to set) or -x NAME (to remove)");
+		return img_done(&w.c, CLI_EXIT_USAGE);
+	}
+	const char *n = name ? name : remove;
+	if (!*n || strlen(n) > 255 || !strchr(n, '.')) {
+		cli_err("%s: not an attribute name (namespace.name, up to 255 bytes)", n);
+		return img_done(&w.c, CLI_EXIT_USAGE);
+	}
+	if (value && (vlen = decode_value(value, val, sizeof(val) - 1)) < 0) {
+		cli_err("-v: cannot decode '%s'", value);
+		return img_done(&w.c, CLI_EXIT_USAGE);
+	}
+	arg(&w, 1, path);
+	if ((rc = wops_open(&w)) || (rc = wops_lookup(&w, path, &root, &ino, &is_dir)) ||
+	    (rc = wops_writable(&w, root, path)))
+		return wops_finish(&w, rc);
+	struct btk_inode_change c = {.ctime = &w.now};
+	int ret =
+	    remove ? btk_xattr_remove(w.t, root, ino, n, (uint16_t)strlen(n))
+		   : btk_xattr_replace(w.t, root, ino, n, (uint16_t)strlen(n), val, (uint16_t)vlen);
+	if (ret || btk_inode_change(w.t, root, ino, &c, NULL))
+		rc = failed(path);
+	rc = wops_finish(&w, rc);
+	if (!rc)
+		wops_done(&w, "setfattr", path, "", "");
+	return rc;
+}

@@ -1,0 +1,330 @@
+/* btk-image put and mkdir: copying host files and trees in (through the fs layer's populate,
+ * as mkfs --rootdir), making directories. */
+#include <errno.h>
+#include <libgen.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "base/compress.h"
+#include "base/error.h"
+#include "fs/populate.h"
+#include "tree/tree.h"
+#include "wops.h"
+
+struct put_ui {
+	struct wops *w;
+	uint64_t names, bytes;
+};
+
+static void on_progress(void *ctx, uint64_t names, uint64_t bytes)
+{
+	struct put_ui *ui = ctx;
+	char h[32];
+
+	cli_progress_draw(&ui->w->line, false, "put: %llu names, %s", (unsigned long long)names,
+			  cli_human(bytes, h, sizeof(h)));
+}
+
+/* Data the source needs at most (allocated blocks, not apparent sizes: holes cost nothing). */
+static uint64_t data_need(const struct btk_src_tree *s)
+{
+	uint64_t need = 0;
+
+	for (uint32_t i = 0; i < s->ninodes; i++)
+		if (S_ISREG(s->inodes[i].st.st_mode)) {
+			uint64_t b = (uint64_t)s->inodes[i].st.st_blocks * 512;
+			uint64_t sz = (uint64_t)s->inodes[i].st.st_size;
+			need += b < sz ? b : sz;
+		}
+	return need;
+}
+
+/* Refuses, before anything is written, a tree that cannot fit the free space. */
+static int space_check(struct wops *w, const struct btk_src_tree *s)
+{
+	struct btk_wstats st;
+	uint64_t unalloc = 0, need = data_need(s);
+	char h1[32], h2[32];
+
+	btk_write_stats(w->fs, &st);
+	for (int i = 0; i < w->fs->ndevs; i++)
+		if (w->fs->devs[i].total_bytes > w->fs->devs[i].bytes_used)
+			unalloc += w->fs->devs[i].total_bytes - w->fs->devs[i].bytes_used;
+	if (need > st.free_bytes + unalloc) {
+		cli_err("no space left: the source holds %s of data, the filesystem has %s free",
+			cli_human(need, h1, 32), cli_human(st.free_bytes + unalloc, h2, 32));
+		return CLI_EXIT_ERROR;
+	}
+	return 0;
+}
+
+/* Where SRC goes: PATH itself, or PATH/basename(SRC) when PATH is a directory. */
+static int target(struct wops *w, const char *src, const char *path, char *buf, size_t len)
+{
+	uint64_t root, ino;
+	bool is_dir;
+	char tmp[4096];
+
+	snprintf(buf, len, "%s", path);
+	btk_err_clear();
+	if (btk_path_lookup(w->fs, path, &root, &ino) == 0 &&
+	    !wops_lookup(w, path, &root, &ino, &is_dir) && is_dir) {
+		snprintf(tmp, sizeof(tmp), "%s", src);
+		size_t l = strlen(tmp);
+		while (l > 1 && tmp[l - 1] == '/')
+			tmp[--l] = 0;
+		const char *b = basename(tmp);
+		if (!strcmp(b, "/") || !strcmp(b, ".") || !strcmp(b, "..")) {
+			cli_err("%s: give the name to create in %s", src, path);
+			return CLI_EXIT_ERROR;
+		}
+		if ((size_t)snprintf(buf, len, "%s%s%s", path,
+				     path[strlen(path) - 1] == '/' ? "" : "/", b) >= len) {
+			cli_err("path too long");
+			return CLI_EXIT_ERROR;
+		}
+	}
+	return 0;
+}
+
+/* An existing file at the target is replaced with -f; anything else there is refused. */
+static int make_room(struct wops *w, int force, uint64_t root, uint64_t dir, const char *name,
+		     uint16_t len, const char *path)
+{
+	struct btk_dentry d;
+	int ret = btk_dir_find(w->t, root, dir, name, len, &d);
+
+	if (ret == -ENOENT) {
+		btk_err_clear();
+		return 0;
+	}
+	if (ret) {
+		cli_err("%s: %s", path, btk_errmsg());
+		return CLI_EXIT_ERROR;
+	}
+	if (d.ftype == BTRFS_FT_DIR) {
+		cli_err("%s: exists and is a directory", path);
+		return CLI_EXIT_ERROR;
+	}
+	if (!force) {
+		cli_err("%s: exists (-f replaces it)", path);
+		return CLI_EXIT_ERROR;
+	}
+	if (btk_fs_unlink(w->t, root, dir, name, len, &w->now)) {
+		cli_err("%s: %s", path, btk_errmsg());
+		return CLI_EXIT_ERROR;
+	}
+	return 0;
+}
+
+static int do_put(struct wops *w, const char *src, const char *path, int recursive,
+		  const char *comp)
+{
+	struct btk_src_tree s;
+	struct btk_populate_opts o = {0};
+	struct btk_populate_stats st;
+	struct btk_populate_iflags inh = {0, 0};
+	struct put_ui ui = {w, 0, 0};
+	char full[4096], buf[4096], msg[4400], extra[256];
+	const char *name;
+	uint16_t nlen;
+	uint64_t root, dir, ino, index;
+	int rc;
+
+	if (comp && btk_compress_parse(comp, &o.compress, &o.compress_level)) {
+		cli_err("--compress: %s", btk_errmsg());
+		return img_done(&w->c, CLI_EXIT_USAGE);
+	}
+	if (btk_src_scan_any(src, false, &s)) {
+		cli_err("%s", btk_errmsg());
+		return img_done(&w->c, CLI_EXIT_ERROR);
+	}
+	if (S_ISDIR(s.inodes[0].st.st_mode) && !recursive) {
+		cli_err("%s: is a directory (-r copies trees)", src);
+		btk_src_free(&s);
+		return img_done(&w->c, CLI_EXIT_ERROR);
+	}
+	if ((rc = wops_open(w))) {
+		btk_src_free(&s);
+		return img_done(&w->c, rc);
+	}
+	if ((rc = target(w, src, path, full, sizeof(full))) ||
+	    (rc = wops_parent(w, full, buf, sizeof(buf), &root, &dir, &name, &nlen)) ||
+	    (rc = space_check(w, &s)) || (rc = make_room(w, w->force, root, dir, name, nlen, full)))
+		goto out;
+	rc = CLI_EXIT_ERROR;
+	if (btk_fs_next_ino(w->t, root, &ino) || btk_dir_next_index(w->t, root, dir, &index) ||
+	    btk_dir_inherit_flags(w->t, root, dir, &inh.flags)) {
+		cli_err("%s: %s", full, btk_errmsg());
+		goto out;
+	}
+	o.root = root;
+	o.top_ino = ino;
+	o.first_ino = ino + 1;
+	o.link_dir = dir;
+	o.link_index = index;
+	o.link_name = name;
+	o.link_len = nlen;
+	o.iflags = &inh;
+	o.niflags = inh.flags ? 1 : 0;
+	o.epoch_set = w->epoch_set;
+	o.epoch = w->epoch;
+	o.uuid_seed = w->epoch_set ? w->fs->fsid : NULL;
+	o.progress = on_progress;
+	o.progress_ctx = &ui;
+	if (btk_populate(w->t, &s, &o, &st)) {
+		cli_err("%s", btk_errmsg());
+		goto out;
+	}
+	{
+		struct btk_inode_change c = {.mtime = &w->now, .ctime = &w->now};
+		if (btk_inode_change(w->t, root, dir, &c, NULL)) {
+			cli_err("%s: %s", full, btk_errmsg());
+			goto out;
+		}
+	}
+	rc = 0;
+	snprintf(extra, sizeof(extra),
+		 ", \"inodes\": %llu, \"names\": %llu, \"data_bytes\": %llu, \"extents\": %llu, "
+		 "\"compressed_extents\": %llu, \"inline_files\": %llu",
+		 (unsigned long long)st.inodes, (unsigned long long)st.names,
+		 (unsigned long long)st.data_bytes, (unsigned long long)st.extents,
+		 (unsigned long long)st.compressed_extents, (unsigned long long)st.inline_files);
+	snprintf(msg, sizeof(msg), "%s: %llu inodes, %llu bytes of data", full,
+		 (unsigned long long)st.inodes, (unsigned long long)st.data_bytes);
+out:
+	btk_src_free(&s);
+	rc = wops_finish(w, rc);
+	if (!rc)
+		wops_done(w, "put", full, msg, extra);
+	return rc;
+}
+
+int verb_put(int argc, const char **argv)
+{
+	struct wops w = {0};
+	int recursive = 0, rc;
+	char *comp = NULL;
+	struct poptOption opts[] = {{"recursive", 'r', POPT_ARG_NONE, &recursive, 0,
+				     "copy a directory and all below it", NULL},
+				    {"compress", 0, POPT_ARG_STRING, &comp, 0,
+				     "compress data: zlib, lzo or zstd[:LEVEL]", "ALG[:LEVEL]"},
+				    WOPS_OPTIONS(&w),
+				    CLI_STD_OPTIONS POPT_TABLEEND};
+
+	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG SRC PATH", 3, 3)))
+		return img_done(&w.c, rc);
+	return do_put(&w, w.c.args[1], w.c.args[2], recursive, comp);
+}
+
+/* Creates directory name in dir. */
+static int mkdir_one(struct wops *w, uint64_t root, uint64_t dir, const char *name, uint16_t len,
+		     uint32_t mode, uint64_t *ino)
+{
+	struct btk_inode_attr a = {.mode = S_IFDIR | (mode & 07777),
+				   .atime = w->now,
+				   .mtime = w->now,
+				   .ctime = w->now,
+				   .otime = w->now};
+
+	return btk_fs_create(w->t, root, dir, name, len, &a, NULL, 0, ino);
+}
+
+/* mkdir -p: every missing component, entering existing directories and subvolumes. */
+static int mkdir_parents(struct wops *w, const char *path, uint32_t mode, uint64_t *made)
+{
+	char buf[4096], *save = NULL;
+	uint64_t root, dir;
+	bool is_dir;
+	int rc = wops_lookup(w, "/", &root, &dir, &is_dir);
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *c = strtok_r(buf, "/", &save); !rc && c; c = strtok_r(NULL, "/", &save)) {
+		struct btk_dentry d;
+		uint16_t len = (uint16_t)strlen(c);
+		if (!strcmp(c, "."))
+			continue;
+		if (strlen(c) > BTK_NAME_MAX || !strcmp(c, "..")) {
+			cli_err("%s: %s: not a name to create", path, c);
+			return CLI_EXIT_ERROR;
+		}
+		int ret = btk_dir_find(w->t, root, dir, c, len, &d);
+		if (ret == 0 && d.loc.type == BTRFS_ROOT_ITEM_KEY) {
+			root = d.loc.objectid;
+			dir = BTK_ROOT_DIRID;
+			continue;
+		}
+		if (ret == 0 && d.ftype == BTRFS_FT_DIR) {
+			dir = d.loc.objectid;
+			continue;
+		}
+		if (ret == 0) {
+			cli_err("%s: %s exists and is not a directory", path, c);
+			return CLI_EXIT_ERROR;
+		}
+		if (ret != -ENOENT) {
+			cli_err("%s: %s", path, btk_errmsg());
+			return CLI_EXIT_ERROR;
+		}
+		if ((rc = wops_writable(w, root, path)))
+			break;
+		if (mkdir_one(w, root, dir, c, len, mode, &dir)) {
+			cli_err("%s: %s", path, btk_errmsg());
+			return CLI_EXIT_ERROR;
+		}
+		++*made;
+	}
+	return rc;
+}
+
+int verb_mkdir(int argc, const char **argv)
+{
+	struct wops w = {0};
+	int parents = 0, rc;
+	char *mode_s = NULL, buf[4096], path[4096], extra[64];
+	const char *name;
+	uint16_t nlen;
+	uint64_t root, dir, ino, made = 0;
+	unsigned long mode = 0755;
+	struct poptOption opts[] = {{"parents", 'p', POPT_ARG_NONE, &parents, 0,
+				     "make missing parents too; an existing directory is no error",
+				     NULL},
+				    {"mode", 'm', POPT_ARG_STRING, &mode_s, 0,
+				     "permission bits (octal, default 755)", "MODE"},
+				    WOPS_OPTIONS(&w),
+				    CLI_STD_OPTIONS POPT_TABLEEND};
+
+	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG PATH", 2, 2)))
+		return img_done(&w.c, rc);
+	snprintf(path, sizeof(path), "%s", w.c.args[1]);
+	if (mode_s) {
+		char *end;
+		mode = strtoul(mode_s, &end, 8);
+		if (*end || mode > 07777) {
+			cli_err("--mode: '%s' is not an octal mode", mode_s);
+			return img_done(&w.c, CLI_EXIT_USAGE);
+		}
+	}
+	if (path[0] != '/') {
+		cli_err("%s: paths inside the image start with /", path);
+		return img_done(&w.c, CLI_EXIT_USAGE);
+	}
+	if ((rc = wops_open(&w)))
+		return img_done(&w.c, rc);
+	btk_err_clear();
+	if (parents) {
+		rc = mkdir_parents(&w, path, (uint32_t)mode, &made);
+	} else if (!(rc = wops_parent(&w, path, buf, sizeof(buf), &root, &dir, &name, &nlen))) {
+		if (mkdir_one(&w, root, dir, name, nlen, (uint32_t)mode, &ino)) {
+			cli_err("%s: %s", path, btk_errmsg());
+			rc = CLI_EXIT_ERROR;
+		}
+		made = 1;
+	}
+	rc = wops_finish(&w, rc);
+	snprintf(extra, sizeof(extra), ", \"created\": %llu", (unsigned long long)made);
+	if (!rc)
+		wops_done(&w, "mkdir", path, "", extra);
+	return rc;
+}

@@ -1,0 +1,205 @@
+/* wops.c — opening an image for one file operation, resolving its paths, committing. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "base/error.h"
+#include "base/json.h"
+#include "io/io.h"
+#include "tree/tree.h"
+#include "wops.h"
+
+int wops_parse(struct wops *w, int argc, const char **argv, struct poptOption *opts,
+	       const char *usage, int min, int max)
+{
+	int rc;
+
+	w->fail_after = -1;
+	rc = img_parse(&w->c, argc, argv, opts, usage, min, max);
+	w->json = w->c.json;
+	w->force = w->c.force;
+	return rc;
+}
+
+static void set_now(struct wops *w)
+{
+	const char *e = getenv("SOURCE_DATE_EPOCH");
+	struct timespec ts;
+	uint64_t v;
+
+	if (e && *e && cli_parse_u64(e, &v)) {
+		w->epoch_set = true;
+		w->epoch = v;
+		w->now = (struct btk_time){v, 0};
+		return;
+	}
+	clock_gettime(CLOCK_REALTIME, &ts);
+	w->now = (struct btk_time){(uint64_t)ts.tv_sec, (uint32_t)ts.tv_nsec};
+}
+
+int wops_open(struct wops *w)
+{
+	int rc;
+
+	set_now(w);
+	if (w->fail_after < 0)
+		w->fail_after = -1;
+	if ((rc = img_open(&w->c, true)))
+		return rc;
+	w->fs = w->c.fs;
+	if (btk_fs_write_refusals(w->fs))
+		goto err;
+	for (int i = 0; w->fail_after >= 0 && i < w->fs->ndevs; i++) {
+		struct btk_dev *fd;
+		if (!w->fs->devs[i].dev)
+			continue;
+		if (btk_dev_faulty(w->fs->devs[i].dev, (uint64_t)w->fail_after, &fd))
+			goto err;
+		w->fs->devs[i].dev = fd;
+	}
+	if (btk_trans_start(w->fs, &w->t))
+		goto err;
+	if (w->epoch_set)
+		btk_trans_derive_uuids(w->t, w->fs->fsid);
+	cli_progress_start(&w->line, w->progress);
+	return 0;
+err:
+	cli_err("%s: %s", w->c.img, btk_errmsg());
+	return CLI_EXIT_ERROR;
+}
+
+int wops_finish(struct wops *w, int rc)
+{
+	struct btk_root q;
+
+	cli_progress_clear(&w->line);
+	/* btk does not count quota groups: the commit marks them inconsistent */
+	if (w->t && !rc && !btk_root_find(w->fs, BTRFS_QUOTA_TREE_OBJECTID, &q))
+		cli_warn("quotas are on: marked for rescan (btrfs quota rescan after mounting)");
+	btk_err_clear();
+	if (w->t && !rc && btk_trans_commit(w->t)) {
+		cli_err("commit failed: %s", btk_errmsg());
+		rc = CLI_EXIT_ERROR;
+	} else if (w->t && rc) {
+		btk_trans_abort(w->t);
+	}
+	w->t = NULL;
+	w->generation = w->fs ? w->fs->generation : 0;
+	w->fs = NULL;
+	return img_done(&w->c, rc);
+}
+
+/* Reports a libcore failure on path. */
+static int fail(const char *path)
+{
+	const char *m = btk_errmsg();
+
+	if (path && *m && !strstr(m, path))
+		cli_err("%s: %s", path, m);
+	else
+		cli_err("%s", *m ? m : "failed");
+	return CLI_EXIT_ERROR;
+}
+
+int wops_lookup(struct wops *w, const char *path, uint64_t *root, uint64_t *ino, bool *is_dir)
+{
+	struct btk_inode_info in;
+	struct btk_root r;
+	int ret;
+
+	if (path[0] != '/') {
+		cli_err("%s: paths inside the image start with /", path);
+		return CLI_EXIT_USAGE;
+	}
+	btk_err_clear();
+	ret = btk_path_lookup(w->fs, path, root, ino);
+	if (ret == -ENOENT) {
+		cli_err("%s: no such file or directory", path);
+		return CLI_EXIT_ERROR;
+	}
+	if (ret == -ENOTDIR) {
+		cli_err("%s: a component of the path is not a directory", path);
+		return CLI_EXIT_ERROR;
+	}
+	if (ret || (ret = btk_fs_root(w->fs, *root, &r)) ||
+	    (ret = btk_inode_read(w->fs, &r, *ino, &in)))
+		return fail(path);
+	if (is_dir)
+		*is_dir = S_ISDIR(in.mode);
+	return 0;
+}
+
+int wops_writable(struct wops *w, uint64_t root, const char *path)
+{
+	bool ro;
+
+	if (btk_subvol_readonly(w->fs, root, &ro))
+		return fail(path);
+	if (ro && !w->force) {
+		cli_err("%s: in a read-only subvolume (--force writes anyway)", path);
+		return CLI_EXIT_ERROR;
+	}
+	return 0;
+}
+
+int wops_parent(struct wops *w, const char *path, char *buf, size_t len, uint64_t *root,
+		uint64_t *dir, const char **name, uint16_t *nlen)
+{
+	size_t l = strlen(path);
+	bool is_dir;
+	char *slash;
+	int rc;
+
+	if (path[0] != '/') {
+		cli_err("%s: paths inside the image start with /", path);
+		return CLI_EXIT_USAGE;
+	}
+	if (l >= len) {
+		cli_err("path too long");
+		return CLI_EXIT_ERROR;
+	}
+	memcpy(buf, path, l + 1);
+	while (l > 1 && buf[l - 1] == '/')
+		buf[--l] = 0;
+	slash = strrchr(buf, '/');
+	if (!slash[1] || !strcmp(slash + 1, ".") || !strcmp(slash + 1, "..")) {
+		cli_err("%s: not a name to create or change", path);
+		return CLI_EXIT_ERROR;
+	}
+	if (strlen(slash + 1) > BTK_NAME_MAX) {
+		cli_err("%s: name longer than %d bytes", path, BTK_NAME_MAX);
+		return CLI_EXIT_ERROR;
+	}
+	*name = slash + 1;
+	*nlen = (uint16_t)strlen(slash + 1);
+	if (slash == buf) {
+		rc = wops_lookup(w, "/", root, dir, &is_dir);
+	} else {
+		*slash = 0;
+		rc = wops_lookup(w, buf, root, dir, &is_dir);
+		if (!rc && !is_dir) {
+			cli_err("%s: not a directory", buf);
+			rc = CLI_EXIT_ERROR;
+		}
+		*slash = '/';
+	}
+	return rc ? rc : wops_writable(w, *root, path);
+}
+
+void wops_done(struct wops *w, const char *verb, const char *path, const char *msg,
+	       const char *extra)
+{
+	if (!w->json) {
+		if (msg && *msg)
+			printf("%s\n", msg);
+		return;
+	}
+	printf("{\"verb\": ");
+	btk_json_cstr(stdout, verb);
+	printf(", \"path\": ");
+	btk_json_cstr(stdout, path);
+	printf(", \"generation\": %llu%s}\n", (unsigned long long)w->generation,
+	       extra ? extra : "");
+}

@@ -1,0 +1,327 @@
+/* check_dverify.c — --check-data-csum: every copy of checksummed data read and verified.
+ *
+ * Reading the data is the whole cost, so it must not wait for the tree walk nor the walk for
+ * it. The csum tree's leaves (walked before the subvolumes) give runs of checksummed data;
+ * neighbouring runs that stay contiguous on every copy are merged into jobs of up to JOB_MAX
+ * bytes, queued to worker threads (one per core, at most MAX_THREADS) that read each copy
+ * sequentially and checksum its sectors while the walk goes on. At most INFLIGHT bytes are
+ * queued, which bounds memory. Mismatches and read errors are kept and reported by the
+ * calling thread when the walk is over (chk_dv_finish), in address order: reporting looks up
+ * owners through back references, which only the walking thread may do.
+ */
+#include "check/check_priv.h"
+#include "base/csum.h"
+#include "base/error.h"
+#include "io/io.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define JOB_MAX	    (4U << 20)
+#define PIECE	    (256U << 10) /* bytes per read */
+#define INFLIGHT    (64U << 20)
+#define MAX_THREADS 4
+
+struct dv_job {
+	struct dv_job *next;
+	uint64_t logical, len;
+	int n;
+	struct btk_phys ph[BTK_CHK_MAX_COPIES];
+	uint8_t *sums; /* checksums of the job's sectors, in order */
+};
+
+/* A sector that failed its checksum on one copy, or a copy that did not read (err set). */
+struct dv_bad {
+	uint64_t logical, off; /* job start and the sector's offset in it */
+	int n, mirror;
+	struct btk_phys ph[BTK_CHK_MAX_COPIES]; /* the job's copies at logical */
+	uint8_t want[BTK_CSUM_MAX], found[BTK_CSUM_MAX];
+	char *err;
+};
+
+struct chk_dv {
+	const struct btk_fs *fs;
+	pthread_mutex_t mu;
+	pthread_cond_t work, space;
+	struct dv_job *head, *tail;
+	uint64_t inflight, sectors;
+	bool done, oom;
+	struct dv_bad *bad;
+	size_t nbad, capbad;
+	struct dv_job *pending; /* being extended by the walking thread */
+	pthread_t tid[MAX_THREADS];
+	uint8_t *buf[MAX_THREADS];
+	int nthreads;
+};
+
+struct dv_arg {
+	struct chk_dv *dv;
+	uint8_t *buf;
+};
+
+static void add_bad(struct chk_dv *dv, const struct dv_bad *b)
+{
+	if (dv->nbad == dv->capbad) {
+		size_t cap = dv->capbad ? dv->capbad * 2 : 64;
+		struct dv_bad *v = realloc(dv->bad, cap * sizeof(*v));
+		if (!v) {
+			dv->oom = true;
+			free(b->err);
+			return;
+		}
+		dv->bad = v;
+		dv->capbad = cap;
+	}
+	dv->bad[dv->nbad++] = *b;
+}
+
+/* Verifies every copy of job j, reading PIECE bytes at a time into buf (a piece stays in the
+ * core's cache between the read and the checksums); returns sectors checked. Problems are
+ * added under the lock. */
+static uint64_t verify_job(struct chk_dv *dv, const struct dv_job *j, uint8_t *buf)
+{
+	uint32_t ss = dv->fs->sectorsize, cs = (uint32_t)dv->fs->csum_size;
+	uint64_t count = 0;
+
+	for (int i = 0; i < j->n; i++) {
+		if (!j->ph[i].dev)
+			continue;
+		for (uint64_t p = 0; p < j->len; p += PIECE) {
+			uint64_t plen = j->len - p < PIECE ? j->len - p : PIECE;
+			struct dv_bad b = {.logical = j->logical, .off = p, .n = j->n, .mirror = i};
+			memcpy(b.ph, j->ph, sizeof(b.ph));
+			if (btk_dev_read(j->ph[i].dev, buf, plen, j->ph[i].physical + p)) {
+				b.err = strdup(btk_errmsg());
+				pthread_mutex_lock(&dv->mu);
+				add_bad(dv, &b);
+				pthread_mutex_unlock(&dv->mu);
+				continue;
+			}
+			for (uint64_t o = 0; o < plen; o += ss) {
+				const uint8_t *want = j->sums + ((p + o) / ss) * cs;
+				count++;
+				btk_csum(dv->fs->csum_type, buf + o, ss, b.found);
+				if (!memcmp(b.found, want, cs))
+					continue;
+				b.off = p + o;
+				memcpy(b.want, want, cs);
+				pthread_mutex_lock(&dv->mu);
+				add_bad(dv, &b);
+				pthread_mutex_unlock(&dv->mu);
+			}
+		}
+	}
+	return count;
+}
+
+static void *worker(void *arg)
+{
+	struct dv_arg *a = arg;
+	struct chk_dv *dv = a->dv;
+	uint8_t *buf = a->buf;
+
+	free(a);
+	for (;;) {
+		pthread_mutex_lock(&dv->mu);
+		while (!dv->head && !dv->done)
+			pthread_cond_wait(&dv->work, &dv->mu);
+		struct dv_job *j = dv->head;
+		if (!j) {
+			pthread_mutex_unlock(&dv->mu);
+			return NULL;
+		}
+		dv->head = j->next;
+		if (!dv->head)
+			dv->tail = NULL;
+		pthread_mutex_unlock(&dv->mu);
+
+		uint64_t n = verify_job(dv, j, buf);
+
+		pthread_mutex_lock(&dv->mu);
+		dv->sectors += n;
+		dv->inflight -= j->len;
+		pthread_cond_signal(&dv->space);
+		pthread_mutex_unlock(&dv->mu);
+		free(j->sums);
+		free(j);
+	}
+}
+
+static int start(struct chk *c)
+{
+	struct chk_dv *dv = calloc(1, sizeof(*dv));
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int want = cpus < 1 ? 1 : cpus > MAX_THREADS ? MAX_THREADS : (int)cpus;
+
+	if (!dv)
+		return -ENOMEM;
+	dv->fs = c->fs;
+	pthread_mutex_init(&dv->mu, NULL);
+	pthread_cond_init(&dv->work, NULL);
+	pthread_cond_init(&dv->space, NULL);
+	c->dv = dv;
+	for (int i = 0; i < want; i++) {
+		struct dv_arg *a = malloc(sizeof(*a));
+		uint8_t *buf = malloc(PIECE);
+		if (!a || !buf) {
+			free(a);
+			free(buf);
+			break;
+		}
+		*a = (struct dv_arg){dv, buf};
+		if (pthread_create(&dv->tid[dv->nthreads], NULL, worker, a)) {
+			free(a);
+			free(buf);
+			break;
+		}
+		dv->buf[dv->nthreads++] = buf;
+	}
+	return dv->nthreads ? 0 : -ENOMEM;
+}
+
+static void submit(struct chk_dv *dv)
+{
+	struct dv_job *j = dv->pending;
+
+	if (!j)
+		return;
+	dv->pending = NULL;
+	pthread_mutex_lock(&dv->mu);
+	while (dv->inflight && dv->inflight + j->len > INFLIGHT)
+		pthread_cond_wait(&dv->space, &dv->mu);
+	dv->inflight += j->len;
+	if (dv->tail)
+		dv->tail->next = j;
+	else
+		dv->head = j;
+	dv->tail = j;
+	pthread_cond_signal(&dv->work);
+	pthread_mutex_unlock(&dv->mu);
+}
+
+/* Whether piece [logical, +len) at ph continues the pending job on every copy. */
+static bool extends(const struct dv_job *j, uint64_t logical, uint64_t len,
+		    const struct btk_phys *ph, int n)
+{
+	if (!j || j->logical + j->len != logical || j->n != n || j->len + len > JOB_MAX)
+		return false;
+	for (int i = 0; i < n; i++)
+		if (j->ph[i].dev != ph[i].dev || j->ph[i].physical + j->len != ph[i].physical)
+			return false;
+	return true;
+}
+
+void chk_dv_add(struct chk *c, uint64_t logical, uint64_t len, const uint8_t *sums)
+{
+	uint32_t ss = c->fs->sectorsize, cs = (uint32_t)c->fs->csum_size;
+
+	if (!c->dv && start(c)) {
+		c->oom = true;
+		return;
+	}
+	while (len) {
+		struct btk_phys ph[BTK_CHK_MAX_COPIES];
+		int n = 0;
+		uint64_t contig = 0;
+		if (btk_map_logical(c->fs, logical, ph, BTK_CHK_MAX_COPIES, &n, &contig) || !n) {
+			chk_report(c, BTK_P_DATA_UNMAPPED, 7, logical, NULL, "a chunk", "none",
+				   "checksummed data at %llu is not mapped",
+				   (unsigned long long)logical);
+			return;
+		}
+		uint64_t piece = len < JOB_MAX ? len : JOB_MAX;
+		if (contig && contig < piece)
+			piece = contig - contig % ss;
+		if (!piece)
+			piece = ss;
+		if (!extends(c->dv->pending, logical, piece, ph, n)) {
+			submit(c->dv);
+			struct dv_job *j = calloc(1, sizeof(*j));
+			if (!j || !(j->sums = malloc((size_t)(JOB_MAX / ss) * cs))) {
+				free(j);
+				c->oom = true;
+				return;
+			}
+			j->logical = logical;
+			j->n = n;
+			memcpy(j->ph, ph, sizeof(j->ph));
+			c->dv->pending = j;
+		}
+		struct dv_job *j = c->dv->pending;
+		memcpy(j->sums + (j->len / ss) * cs, sums, (size_t)(piece / ss) * cs);
+		j->len += piece;
+		sums += (piece / ss) * cs;
+		logical += piece;
+		len -= piece;
+	}
+}
+
+static int bad_cmp(const void *pa, const void *pb)
+{
+	const struct dv_bad *a = pa, *b = pb;
+	uint64_t x = a->logical + a->off, y = b->logical + b->off;
+
+	if (x != y)
+		return x < y ? -1 : 1;
+	return (a->mirror > b->mirror) - (a->mirror < b->mirror);
+}
+
+/* Stops the workers after the queue is empty. */
+static void stop(struct chk_dv *dv)
+{
+	pthread_mutex_lock(&dv->mu);
+	dv->done = true;
+	pthread_cond_broadcast(&dv->work);
+	pthread_mutex_unlock(&dv->mu);
+	for (int i = 0; i < dv->nthreads; i++) {
+		pthread_join(dv->tid[i], NULL);
+		free(dv->buf[i]);
+	}
+	dv->nthreads = 0;
+}
+
+void chk_dv_finish(struct chk *c, bool report)
+{
+	struct chk_dv *dv = c->dv;
+
+	if (!dv)
+		return;
+	if (report)
+		submit(dv);
+	else if (dv->pending) {
+		free(dv->pending->sums);
+		free(dv->pending);
+		dv->pending = NULL;
+	}
+	stop(dv);
+	c->sum->data_blocks_checked += dv->sectors;
+	if (dv->oom)
+		c->oom = true;
+	if (dv->nbad)
+		qsort(dv->bad, dv->nbad, sizeof(*dv->bad), bad_cmp);
+	for (size_t i = 0; i < dv->nbad; i++) {
+		const struct dv_bad *b = &dv->bad[i];
+		if (report && b->err)
+			chk_report(c, BTK_P_DATA_UNREADABLE, 7, b->logical + b->off, NULL,
+				   "readable", "I/O error",
+				   "data at %llu mirror %d of %d (devid %llu physical %llu) "
+				   "unreadable: %s",
+				   (unsigned long long)(b->logical + b->off), b->mirror + 1, b->n,
+				   (unsigned long long)b->ph[b->mirror].devid,
+				   (unsigned long long)(b->ph[b->mirror].physical + b->off),
+				   b->err);
+		else if (report)
+			chk_data_mismatch(c, b->logical, b->ph, b->n, b->mirror, b->off, b->want,
+					  b->found);
+		free(b->err);
+	}
+	free(dv->bad);
+	pthread_mutex_destroy(&dv->mu);
+	pthread_cond_destroy(&dv->work);
+	pthread_cond_destroy(&dv->space);
+	free(dv);
+	c->dv = NULL;
+}

@@ -1,0 +1,129 @@
+/* fs_edit.h — changing a filesystem that exists: free numbers, looking names up as the running
+ * transaction sees them, unlinking, links, renames, inode attribute changes, xattr removal,
+ * deleting inodes with their data, subvolume deletion (layer fs).
+ *
+ * Everything reads the transaction's current state (trans.h btk_item_next/prev), so a run of
+ * changes in one transaction sees its own earlier changes. Errors are negative errno values
+ * with a message (btk_errmsg): -ENOENT a name or inode absent, -EEXIST a name present,
+ * -ENOTEMPTY a directory not empty, -EUCLEAN a malformed item, and the write path's errors.
+ * Times are the caller's (SOURCE_DATE_EPOCH or the clock): nothing here reads the clock.
+ */
+#ifndef BTK_FS_EDIT_H
+#define BTK_FS_EDIT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "fs/fs_write.h"
+
+/* The item at exactly key in tree, copied into a malloc'd buffer of nodesize bytes (*out,
+ * the caller frees it): 0, 1 when absent, negative errno. */
+int btk_fs_item_get(struct btk_trans *t, uint64_t tree, const struct btk_key *key, uint8_t **out,
+		    uint32_t *size);
+
+/* One past the highest inode number used in tree root (at least 257). -EOVERFLOW when none
+ * is left. */
+int btk_fs_next_ino(struct btk_trans *t, uint64_t root, uint64_t *ino);
+/* One past the highest DIR_INDEX of directory dir (at least 2). */
+int btk_dir_next_index(struct btk_trans *t, uint64_t root, uint64_t dir, uint64_t *index);
+/* One past the highest tree id in the root tree among subvolume ids (at least 256). */
+int btk_fs_next_subvol_id(struct btk_trans *t, uint64_t *id);
+
+/* A directory entry as found. */
+struct btk_dentry {
+	struct btk_key loc; /* INODE_ITEM key, or (subvol id, ROOT_ITEM, -1) */
+	uint8_t ftype;	    /* BTRFS_FT_* */
+};
+/* Looks name up in dir: 0 and *out, -ENOENT. */
+int btk_dir_find(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
+		 struct btk_dentry *out);
+/* The first entry of dir by index (its name copied to name[256], NUL-terminated, *len set):
+ * 0, 1 when the directory is empty. */
+int btk_dir_first(struct btk_trans *t, uint64_t root, uint64_t dir, char *name, uint16_t *len,
+		  struct btk_dentry *out);
+/* The inode's item as it is now. */
+int btk_inode_get(struct btk_trans *t, uint64_t root, uint64_t ino, struct btk_inode_info *out);
+/* The directory an inode's first name is in (INODE_REF, else INODE_EXTREF); the top
+ * directory (its own parent) gives itself. */
+int btk_inode_parent(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t *parent);
+
+/* A change of an inode's attributes; NULL / false fields stay. The transid becomes this
+ * transaction's. *after (may be NULL) gets the result. */
+struct btk_inode_change {
+	int nlink_delta;
+	bool set_mode, set_uid, set_gid;
+	uint32_t mode, uid, gid; /* mode: the permission bits (07777) only */
+	const struct btk_time *atime, *mtime, *ctime;
+};
+int btk_inode_change(struct btk_trans *t, uint64_t root, uint64_t ino,
+		     const struct btk_inode_change *c, struct btk_inode_info *after);
+
+/* Removes name from dir: DIR_ITEM entry, DIR_INDEX, and for an inode its INODE_REF or
+ * INODE_EXTREF entry; the directory's size shrinks by 2 * len and its mtime and ctime become
+ * now. The target itself is not touched (*out says what it was). For a subvolume entry the
+ * index comes from `index` (its ROOT_REF sequence; the caller removes the ROOT_REFs). */
+int btk_dir_unlink(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
+		   uint64_t index, const struct btk_time *now, struct btk_dentry *out);
+/* Links an inode as name in dir with the next index (btk_dir_link), setting the directory's
+ * mtime and ctime to now. */
+int btk_dir_add(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
+		const struct btk_dentry *d, const struct btk_time *now);
+
+/* Creates a new inode (the next free number, *ino) with attributes a (nlink is set to 1; the
+ * inode takes the nodatacow/nodatasum/compress/nocompress flags of dir, as the kernel's
+ * inheritance does) named name in dir. A symlink gets target (tlen bytes, inline) as its
+ * content and size. */
+int btk_fs_create(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
+		  const struct btk_inode_attr *a, const char *target, uint32_t tlen, uint64_t *ino);
+/* The inheritable flags of directory dir (to pass on to what is created in it). */
+int btk_dir_inherit_flags(struct btk_trans *t, uint64_t root, uint64_t dir, uint64_t *flags);
+
+/* Deletes every item of inode ino (inode, names, xattrs, file extents: the data references
+ * go, and data no longer referenced is freed with its checksums after the commit). */
+int btk_inode_delete(struct btk_trans *t, uint64_t root, uint64_t ino);
+
+/* unlink(2)/rmdir(2): removes name from dir; a directory must be empty; an inode whose last
+ * name goes is deleted. A subvolume entry is refused (-EISDIR). */
+int btk_fs_unlink(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
+		  const struct btk_time *now);
+/* rm -r: name and everything below it, in bounded memory (a stack of directory levels).
+ * A subvolume inside is refused (-EBUSY, nothing of it removed). *removed counts names. */
+int btk_fs_unlink_tree(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name,
+		       uint16_t len, const struct btk_time *now, uint64_t *removed);
+/* rename(2) inside one tree: a target that exists is replaced (a directory only by a
+ * directory, and only when empty: -ENOTEMPTY, -EISDIR, -ENOTDIR); a directory cannot move
+ * below itself (-EINVAL). Subvolume entries are refused (-EXDEV). */
+int btk_fs_rename(struct btk_trans *t, uint64_t root, uint64_t sdir, const char *sname,
+		  uint16_t slen, uint64_t ddir, const char *dname, uint16_t dlen,
+		  const struct btk_time *now);
+/* link(2): another name for inode ino (not a directory: -EPERM). */
+int btk_fs_link(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t dir, const char *name,
+		uint16_t len, const struct btk_time *now);
+
+/* Removes xattr name of ino; -ENODATA when absent. */
+int btk_xattr_remove(struct btk_trans *t, uint64_t root, uint64_t ino, const char *name,
+		     uint16_t len);
+/* Sets or replaces xattr name of ino. */
+int btk_xattr_replace(struct btk_trans *t, uint64_t root, uint64_t ino, const char *name,
+		      uint16_t nlen, const void *value, uint16_t vlen);
+
+/* Deletes subvolume id (named `name` in directory dir of tree parent): its directory entry,
+ * ROOT_REF/ROOT_BACKREF, uuid tree entries, then the whole tree (btk_tree_drop). Refused:
+ * the default subvolume (-EPERM), one holding other subvolumes (-ENOTEMPTY). */
+int btk_subvol_delete(struct btk_trans *t, uint64_t id, const struct btk_time *now,
+		      void (*progress)(void *ctx, uint64_t blocks), void *ctx);
+/* Names tree id (a snapshot made with btk_tree_snapshot) as name in directory dir of tree
+ * parent: the directory entry (next index), ROOT_REF and ROOT_BACKREF; the directory's mtime
+ * and ctime become now. */
+int btk_subvol_link(struct btk_trans *t, uint64_t parent, uint64_t dir, const char *name,
+		    uint16_t len, uint64_t id, const struct btk_time *now);
+/* The subvolume that holds subvolume id (its ROOT_BACKREF): parent tree, directory, index,
+ * name (copied to name[256]). -ENOENT for the top level or an unlinked tree. */
+int btk_subvol_parent(struct btk_trans *t, uint64_t id, uint64_t *parent, uint64_t *dir,
+		      uint64_t *index, char *name, uint16_t *len);
+
+#endif
+
+/* ---- before a transaction: what refuses writing (committed state) ---- */
+/* 0 when file operations may write; -EOPNOTSUPP naming why not: a balance in progress
+ * (a balance item or relocation trees), a log tree that needs replay. */
+int btk_fs_write_refusals(struct btk_fs *fs);

@@ -1,0 +1,181 @@
+/* reloc_chunks.c — emptying chunks logically: every extent in them is moved elsewhere.
+ *
+ * Each pass reads the committed extent tree for the extents still in the chunks, moves them in
+ * one transaction (tree blocks from the highest level down, then data) and commits; the chunks
+ * are read-only for the write path all along, so nothing new lands in them, and new chunks keep
+ * out of the held device range (the space a shrink gives up). A pass that leaves something
+ * behind (a block reached again through a tree copied meanwhile) is followed by another; the
+ * chunks are empty when a pass finds nothing. Every pass is one copy-on-write transaction:
+ * an interruption leaves the last committed state.
+ */
+#include "base/error.h"
+#include "relocate/relocate_int.h"
+#include "trans/trans.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define MAX_PASSES  8
+#define BUF_BYTES   (4ULL << 20)
+#define DIRTY_LIMIT (64ULL << 20)
+
+struct item {
+	uint64_t bytenr;
+	int level; /* -1: data */
+};
+
+static int cmp_item(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+
+	if (x->level != y->level)
+		return x->level > y->level ? -1 : 1;
+	return x->bytenr < y->bytenr ? -1 : x->bytenr > y->bytenr;
+}
+
+/* The extents of the committed extent tree inside [start, start+len). */
+static int list_extents(struct btk_fs *fs, uint64_t start, uint64_t len, struct item **v, int *n,
+			int *cap)
+{
+	struct btk_key k = {start, 0, 0}, f;
+	struct btk_root rt;
+	struct btk_path p;
+	int ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &rt);
+
+	if (ret)
+		return ret;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &rt, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
+		btk_path_key(&p, &f);
+		if (f.objectid >= start + len)
+			break;
+		if (f.type != BTRFS_EXTENT_ITEM_KEY && f.type != BTRFS_METADATA_ITEM_KEY)
+			continue;
+		if (*n == *cap) {
+			int nc = *cap ? 2 * *cap : 256;
+			struct item *nv = realloc(*v, (size_t)nc * sizeof(*nv));
+			if (!nv) {
+				ret = btk_err(ENOMEM, "out of memory");
+				break;
+			}
+			*v = nv, *cap = nc;
+		}
+		(*v)[(*n)++] = (struct item){f.objectid, 0};
+	}
+	btk_path_release(&p);
+	return ret < 0 ? ret : 0;
+}
+
+static int move_one(struct btk_trans *t, struct btk_backref *br, uint64_t bytenr, uint8_t *buf,
+		    struct rl_stats *st)
+{
+	struct btk_extent ext;
+	int ret = btk_extent_lookup(btk_trans_fs(t), bytenr, &ext), users = 0;
+
+	if (ret)
+		return ret;
+	if (ext.flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) {
+		ret = rl_move_tree_block(t, br, bytenr, ext.level, &users);
+		st->tree_blocks++;
+		st->tree_copies += (uint64_t)users;
+	} else {
+		ret = rl_move_data_extent(t, br, &ext, buf, &users);
+		st->data_extents++;
+		st->data_users += (uint64_t)users;
+	}
+	st->bytes += ext.len;
+	return ret;
+}
+
+/* Levels first: upper tree blocks move before the blocks below them. */
+static int set_levels(struct btk_fs *fs, struct item *v, int n)
+{
+	for (int i = 0; i < n; i++) {
+		struct btk_extent ext;
+		int ret = btk_extent_lookup(fs, v[i].bytenr, &ext);
+		if (ret)
+			return ret;
+		v[i].level = ext.flags & BTRFS_EXTENT_FLAG_TREE_BLOCK ? ext.level : -1;
+	}
+	if (n > 1) /* v may be NULL when there is nothing to move */
+		qsort(v, (size_t)n, sizeof(*v), cmp_item);
+	return 0;
+}
+
+static int prepare(struct btk_trans *t, const struct rl_empty *e)
+{
+	int ret = 0;
+
+	if (e->hold_len)
+		ret = btk_dev_hold(t, e->devid, e->hold_start, e->hold_len);
+	for (int i = 0; i < e->n && !ret; i++)
+		ret = btk_bg_set_readonly(t, e->chunks[i], true);
+	return ret;
+}
+
+/* One pass: moves what the committed extent tree still has in the chunks; *found says how
+ * many extents that was. */
+static int pass(struct btk_fs *fs, const struct rl_empty *e, uint8_t *buf, struct rl_stats *st,
+		int *found)
+{
+	struct item *v = NULL;
+	int n = 0, cap = 0, ret = 0;
+	struct btk_backref *br = NULL;
+	struct btk_trans *t = NULL;
+
+	for (int i = 0; i < e->n && !ret; i++) {
+		const struct btk_chunk *c = btk_chunk_find(fs, e->chunks[i]);
+		ret = c ? list_extents(fs, c->logical, c->length, &v, &n, &cap)
+			: btk_err(ENOENT, "no chunk at %llu", (unsigned long long)e->chunks[i]);
+	}
+	if (!ret)
+		ret = set_levels(fs, v, n);
+	*found = n;
+	if (ret || !n) {
+		free(v);
+		return ret;
+	}
+	if (!(ret = btk_backref_new(fs, &br)) && !(ret = btk_trans_start(fs, &t)))
+		ret = prepare(t, e);
+	for (int i = 0; i < n && !ret; i++) {
+		ret = move_one(t, br, v[i].bytenr, buf, st);
+		if (!ret)
+			ret = btk_trans_writeback(t, DIRTY_LIMIT);
+		if (!ret && e->progress)
+			e->progress(e->ctx, st->bytes, e->total);
+	}
+	if (t && ret)
+		btk_trans_abort(t);
+	else if (t)
+		ret = btk_trans_commit(t);
+	btk_backref_free(br);
+	free(v);
+	return ret;
+}
+
+int rl_empty_chunks(struct btk_fs *fs, const struct rl_empty *e, struct rl_stats *st)
+{
+	uint8_t *buf = malloc(BUF_BYTES);
+	int ret = 0, found = 1;
+
+	if (!buf)
+		return btk_err(ENOMEM, "out of memory");
+	for (int p = 0; p < MAX_PASSES && found && !ret; p++) {
+		ret = pass(fs, e, buf, st, &found);
+		st->passes++;
+	}
+	free(buf);
+	if (!ret && found)
+		ret = btk_err(EAGAIN, "chunks still hold %d extents after %d passes", found,
+			      MAX_PASSES);
+	return ret;
+}
+
+int rl_remove_chunks(struct btk_trans *t, const struct rl_empty *e)
+{
+	int ret = prepare(t, e);
+
+	for (int i = 0; i < e->n && !ret; i++)
+		ret = btk_chunk_remove(t, e->chunks[i]);
+	return ret;
+}

@@ -1,0 +1,270 @@
+/* reloc_plan.c — whether emptying the chunks past a size works, and the smallest size it
+ * reaches.
+ *
+ * Shrinking to T by relocation empties every chunk with a stripe on the device past T into the
+ * chunks that stay. The check is the apply's own allocation, replayed: data extents go in
+ * address order into the first free range that holds them (first fit over the kept data block
+ * groups, as the write path allocates), so fragmented free space is judged as it is. Tree
+ * blocks need no contiguity; a pass copies every block it changes at most once, so the kept
+ * metadata block groups must hold the emptied tree blocks plus a copy of every tree block of
+ * the filesystem and a margin. New chunks are never counted on, so the result is exact: what
+ * the plan accepts, the apply carries out. Mixed block groups are not emptied this way.
+ */
+#include "base/error.h"
+#include "relocate/relocate_int.h"
+#include "tree/tree.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define META_MARGIN (4ULL << 20)
+
+/* Extents of the committed extent tree in [start, end) as (start, len) ranges. */
+static int used_ranges(struct btk_fs *fs, uint64_t start, uint64_t end, struct rl_ranges *out)
+{
+	struct btk_key k = {start, 0, 0}, f;
+	struct btk_root rt;
+	struct btk_path p;
+	int ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &rt);
+
+	if (ret)
+		return ret;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &rt, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
+		uint64_t len;
+		btk_path_key(&p, &f);
+		if (f.objectid >= end)
+			break;
+		if (f.type != BTRFS_EXTENT_ITEM_KEY && f.type != BTRFS_METADATA_ITEM_KEY)
+			continue;
+		len = f.type == BTRFS_EXTENT_ITEM_KEY ? f.offset : fs->nodesize;
+		if (out->n == out->cap) {
+			int cap = out->cap ? 2 * out->cap : 64;
+			struct rl_range *nv = realloc(out->v, (size_t)cap * sizeof(*nv));
+			if (!nv) {
+				ret = btk_err(ENOMEM, "out of memory");
+				break;
+			}
+			out->v = nv, out->cap = cap;
+		}
+		out->v[out->n++] = (struct rl_range){f.objectid, len};
+	}
+	btk_path_release(&p);
+	return ret < 0 ? ret : 0;
+}
+
+/* True when a stripe of c on devid ends past size: where the layout (the device after the
+ * planned stripe moves) puts it, or where the chunk map has it. */
+static bool on_past(const struct btk_chunk *c, const struct rl_layout *l, uint64_t devid,
+		    uint64_t size)
+{
+	uint64_t sl = btk_chunk_stripe_len(c);
+
+	if (l) {
+		for (int i = 0; i < l->n; i++)
+			if (l->s[i].logical == c->logical && l->s[i].off + l->s[i].len > size)
+				return true;
+		return false;
+	}
+	for (int i = 0; i < c->num_stripes; i++)
+		if (c->stripes[i].devid == devid && c->stripes[i].offset + sl > size)
+			return true;
+	return false;
+}
+
+static uint64_t class_of(uint64_t type)
+{
+	return type &
+	       (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM);
+}
+
+static uint64_t sum(const struct rl_ranges *r)
+{
+	uint64_t s = 0;
+
+	for (int i = 0; i < r->n; i++)
+		s += r->v[i].len;
+	return s;
+}
+
+/* Removes [start, start+len) from the sorted ranges. */
+static int cut_out(struct rl_ranges *r, uint64_t start, uint64_t len)
+{
+	uint64_t end = start + len;
+
+	for (int i = 0; i < r->n; i++) {
+		uint64_t s = r->v[i].start, e = s + r->v[i].len;
+		if (e <= start || s >= end)
+			continue;
+		if (s < start && e > end) {
+			struct rl_range *nv = realloc(r->v, (size_t)(r->n + 1) * sizeof(*nv));
+			if (!nv)
+				return btk_err(ENOMEM, "out of memory");
+			r->v = nv;
+			memmove(&r->v[i + 2], &r->v[i + 1], (size_t)(r->n - i - 1) * sizeof(*nv));
+			r->v[i + 1] = (struct rl_range){end, e - end};
+			r->v[i].len = start - s;
+			r->n++, r->cap = r->n;
+			return 0;
+		}
+		if (s < start)
+			r->v[i].len = start - s;
+		else if (e > end)
+			r->v[i] = (struct rl_range){end, e - end};
+		else
+			r->v[i].len = 0;
+	}
+	return 0;
+}
+
+/* Free ranges of chunk c: its length minus extents and superblock mirrors' stripes (all
+ * mirrors counted, whatever the profile: a little pessimistic, never optimistic). */
+static int free_ranges(struct btk_fs *fs, const struct btk_chunk *c, struct rl_ranges *out)
+{
+	struct rl_ranges u = {0};
+	uint64_t pos = c->logical, end = c->logical + c->length;
+	int ret = used_ranges(fs, c->logical, end, &u);
+
+	for (int i = 0; i <= u.n && !ret; i++) {
+		uint64_t s = i < u.n ? u.v[i].start : end;
+		if (s > pos) {
+			if (out->n == out->cap) {
+				int cap = out->cap ? 2 * out->cap : 64;
+				struct rl_range *nv = realloc(out->v, (size_t)cap * sizeof(*nv));
+				if (!nv) {
+					ret = btk_err(ENOMEM, "out of memory");
+					break;
+				}
+				out->v = nv, out->cap = cap;
+			}
+			out->v[out->n++] = (struct rl_range){pos, s - pos};
+		}
+		if (i < u.n && u.v[i].start + u.v[i].len > pos)
+			pos = u.v[i].start + u.v[i].len;
+	}
+	free(u.v);
+	/* superblock stripes: the write path never allocates there */
+	for (int i = 0; i < c->num_stripes && !ret; i++)
+		for (int m = 0; m < BTK_SUPER_MIRRORS && !ret; m++) {
+			const struct btk_chunk *hc = NULL;
+			uint64_t lg = 0, w = (uint64_t)BTK_STRIPE_LEN * 6;
+			bool parity = false;
+			if (btk_map_physical(fs, c->stripes[i].devid, btk_super_offset(m), &lg, &hc,
+					     &parity) ||
+			    hc != c || parity) {
+				btk_err_clear();
+				continue;
+			}
+			lg = lg / BTK_STRIPE_LEN * BTK_STRIPE_LEN;
+			ret = cut_out(out, lg > w ? lg - w : 0, 2 * w);
+		}
+	return ret;
+}
+
+/* First fit of len bytes (sector aligned) in ranges; consumes it. */
+static bool first_fit(struct rl_ranges *fr, uint64_t len, uint32_t ss)
+{
+	for (int i = 0; i < fr->n; i++) {
+		uint64_t s = (fr->v[i].start + ss - 1) / ss * ss, e = fr->v[i].start + fr->v[i].len;
+		if (s + len > e)
+			continue;
+		fr->v[i].len = e - (s + len);
+		fr->v[i].start = s + len;
+		return true;
+	}
+	return false;
+}
+
+int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t size,
+		     struct rl_check *out)
+{
+	struct rl_ranges dfree = {0}, edata = {0}, tmp = {0};
+	uint64_t efree_meta[2] = {0, 0}, eused_meta[2] = {0, 0}, all_meta[2] = {0, 0};
+	int ret = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->fits = true;
+	for (int i = 0; i < fs->nchunks && !ret; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		uint64_t cl = class_of(c->type), u;
+		bool past = on_past(c, l, devid, size);
+		int mi = (cl & BTRFS_BLOCK_GROUP_SYSTEM) ? 1 : 0;
+		if (past) {
+			uint64_t *nv = realloc(out->chunks, (size_t)(out->n + 1) * sizeof(*nv));
+			if (!nv) {
+				ret = btk_err(ENOMEM, "out of memory");
+				break;
+			}
+			out->chunks = nv;
+			out->chunks[out->n++] = c->logical;
+		}
+		if (cl == (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA)) {
+			if (past)
+				out->fits = false; /* mixed: not emptied this way */
+			continue;
+		}
+		if (cl == BTRFS_BLOCK_GROUP_DATA) {
+			ret = past ? used_ranges(fs, c->logical, c->logical + c->length, &edata)
+				   : free_ranges(fs, c, &dfree);
+			continue;
+		}
+		tmp.n = 0;
+		if ((ret = used_ranges(fs, c->logical, c->logical + c->length, &tmp)))
+			break;
+		u = sum(&tmp);
+		all_meta[mi] += u;
+		if (past)
+			eused_meta[mi] += u;
+		else
+			efree_meta[mi] +=
+			    c->length > u + (1ULL << 20) ? c->length - u - (1ULL << 20) : 0;
+	}
+	for (int i = 0; i < edata.n && !ret && out->fits; i++) {
+		out->bytes += edata.v[i].len;
+		if (!first_fit(&dfree, edata.v[i].len, fs->sectorsize))
+			out->fits = false;
+	}
+	for (int mi = 0; mi < 2 && !ret; mi++) {
+		out->bytes += eused_meta[mi];
+		/* metadata always: moving data copies the leaves that point at it */
+		bool need = mi == 0 ? out->n > 0 : eused_meta[mi] > 0;
+		if (need && eused_meta[mi] + all_meta[mi] + META_MARGIN > efree_meta[mi])
+			out->fits = false;
+	}
+	free(dfree.v);
+	free(edata.v);
+	free(tmp.v);
+	if (ret) {
+		free(out->chunks);
+		out->chunks = NULL;
+	}
+	return ret;
+}
+
+int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t *min)
+{
+	uint64_t at = UINT64_MAX;
+	int ret = 0;
+
+	*min = 0;
+	for (;;) {
+		uint64_t next = 0;
+		struct rl_check chk;
+		/* the next lower stripe end on the device: the size that empties one more */
+		for (int i = 0; i < l->n; i++) {
+			uint64_t e = l->s[i].off + l->s[i].len;
+			if (e < at && e > next)
+				next = e;
+		}
+		if (!next)
+			break;
+		if ((ret = rl_logical_check(fs, l, devid, next, &chk)))
+			break;
+		free(chk.chunks);
+		if (!chk.fits)
+			break;
+		*min = at = next;
+	}
+	return ret;
+}

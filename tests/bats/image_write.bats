@@ -1,0 +1,195 @@
+#!/usr/bin/env bats
+# btk-image's writing verbs on btk-mkfs images (no root): after each change btrfs check and
+# btk-fsck are clean and btk's own reads show the change; refusals write nothing (sha256).
+
+load helpers
+
+setup() {
+	require_btk image
+	require_btk mkfs
+	require_btk fsck
+	require_tool btrfs
+	IMG=$BTK_BUILD/bin/btk-image
+	MKFS=$BTK_BUILD/bin/btk-mkfs
+	FSCK=$BTK_BUILD/bin/btk-fsck
+	DBG=$BTK_BUILD/bin/btk-debug
+	D=$BATS_TEST_TMPDIR
+	export SOURCE_DATE_EPOCH=1700000000
+	mkdir -p "$D/top/keep"
+	echo old >"$D/top/keep/file"
+	truncate -s 128M "$D/fs.img"
+	"$MKFS" -q -r "$D/top" "$D/fs.img"
+}
+
+# a small source tree with what --rootdir copies: data, holes, links, xattrs
+make_src() {
+	mkdir -p "$D/src/a/b" "$D/src/e"
+	echo hello >"$D/src/a/small"
+	head -c 300000 /dev/urandom >"$D/src/a/b/big"
+	truncate -s 1M "$D/src/sparse"
+	printf x | dd of="$D/src/sparse" bs=1 seek=500000 conv=notrunc 2>/dev/null
+	ln "$D/src/a/small" "$D/src/a/hard"
+	ln -s small "$D/src/a/sym"
+	setfattr -n user.k -v v "$D/src/a/small" 2>/dev/null || true
+}
+
+clean() {
+	btrfs check --readonly "$D/fs.img" >"$D/check.out" 2>&1 || {
+		tail -20 "$D/check.out" >&2
+		return 1
+	}
+	btk_run 120 "$FSCK" --check-data-csum "$D/fs.img"
+	assert_no_crash
+	[ "$status" = 0 ] || {
+		show_err
+		cat "$BTK_OUT" >&2
+		return 1
+	}
+}
+
+# unchanged CMD...: the command fails with a short error and the image keeps its bytes
+unchanged() {
+	local before after
+	before=$(sha256sum <"$D/fs.img")
+	btk_run 60 "$@"
+	assert_one_line_error
+	after=$(sha256sum <"$D/fs.img")
+	[ "$before" = "$after" ] || {
+		echo "FAIL: the image changed" >&2
+		return 1
+	}
+}
+
+@test "put -r copies a tree (data, holes, hard links, symlinks, xattrs); put of a file" {
+	make_src
+	btk_run 60 "$IMG" put -r "$D/fs.img" "$D/src" /dst
+	assert_no_crash
+	[ "$status" = 0 ] || { show_err; return 1; }
+	clean
+	btk_run 60 "$IMG" put --json "$D/fs.img" "$D/src/a/b/big" /keep
+	[ "$status" = 0 ] || { show_err; return 1; }
+	grep -q '"path": "/keep/big"' "$BTK_OUT"
+	clean
+	# -f replaces a file; without it the existing name is refused
+	unchanged "$IMG" put "$D/fs.img" "$D/src/a/small" /keep/big
+	btk_run 60 "$IMG" put -f "$D/fs.img" "$D/src/a/small" /keep/big
+	[ "$status" = 0 ] || { show_err; return 1; }
+	clean
+}
+
+@test "put --compress zstd and lzo mark the feature and stay clean" {
+	make_src
+	head -c 400000 /dev/zero | tr '\0' a >"$D/src/e/text"
+	btk_run 60 "$IMG" put -r --compress zstd:3 "$D/fs.img" "$D/src" /z
+	[ "$status" = 0 ] || { show_err; return 1; }
+	btk_run 60 "$IMG" put -r --compress lzo "$D/fs.img" "$D/src" /l
+	[ "$status" = 0 ] || { show_err; return 1; }
+	"$DBG" super "$D/fs.img" | grep -q COMPRESS_ZSTD
+	"$DBG" super "$D/fs.img" | grep -q COMPRESS_LZO
+	clean
+}
+
+@test "mkdir and mkdir -p" {
+	btk_run 60 "$IMG" mkdir "$D/fs.img" /one
+	[ "$status" = 0 ] || { show_err; return 1; }
+	btk_run 60 "$IMG" mkdir -p "$D/fs.img" /one/two/three
+	[ "$status" = 0 ] || { show_err; return 1; }
+	btk_run 60 "$IMG" mkdir -p "$D/fs.img" /one/two
+	[ "$status" = 0 ] || { show_err; return 1; }
+	clean
+	unchanged "$IMG" mkdir "$D/fs.img" /one
+	unchanged "$IMG" mkdir "$D/fs.img" /missing/dir
+	unchanged "$IMG" mkdir "$D/fs.img" /keep/file/x
+	unchanged "$IMG" mkdir "$D/fs.img" "/$(printf '%256s' | tr ' ' n)"
+	unchanged "$IMG" mkdir -p "$D/fs.img" /keep/file/x
+}
+
+@test "put refuses bad input and writes nothing" {
+	make_src
+	unchanged "$IMG" put "$D/fs.img" "$D/src" /d
+	unchanged "$IMG" put -r "$D/fs.img" "$D/nonexistent" /d
+	unchanged "$IMG" put "$D/fs.img" "$D/src/a/small" /no/such/dir/x
+	unchanged "$IMG" put "$D/fs.img" "$D/src/a/small" /keep/file/x
+	unchanged "$IMG" put "$D/fs.img" "$D/src/a/small" "/$(printf '%256s' | tr ' ' n)"
+	unchanged "$IMG" put -r "$D/fs.img" "$D/src" /keep/file
+	# more data than the filesystem holds
+	truncate -s 120M "$D/small.img"
+	"$MKFS" -q "$D/small.img"
+	fallocate -l 150M "$D/huge"
+	before=$(sha256sum <"$D/small.img")
+	btk_run 60 "$IMG" put "$D/small.img" "$D/huge" /huge
+	assert_one_line_error
+	grep -q "no space" "$BTK_ERR"
+	[ "$before" = "$(sha256sum <"$D/small.img")" ]
+}
+
+ok() {
+	btk_run 120 "$IMG" "$@"
+	assert_no_crash
+	[ "$status" = 0 ] || {
+		show_err
+		return 1
+	}
+}
+
+@test "ln, ln -s, chmod, chown, touch, setfattr, mv, rm, rm -r keep the image clean" {
+	make_src
+	ok put -r "$D/fs.img" "$D/src" /s
+	ok ln "$D/fs.img" /s/a/small /s/hard2
+	ok ln -s "$D/fs.img" ../target /s/sym2
+	ok chmod "$D/fs.img" 600 /s/a/small
+	ok chown "$D/fs.img" 12:34 /s/a/small
+	ok touch -d "2020-01-02 03:04:05.5" "$D/fs.img" /s/a/small
+	ok touch "$D/fs.img" /s/new
+	ok setfattr -n user.a -v 0x4142 "$D/fs.img" /s/a/small
+	ok setfattr -n user.a -v hello "$D/fs.img" /s/a/small
+	clean
+	ok stat --json "$D/fs.img" /s/a/small
+	grep -q '"nlink": 3' "$BTK_OUT"
+	grep -q '"uid": 12' "$BTK_OUT"
+	ok getfattr -n user.a "$D/fs.img" /s/a/small
+	grep -q hello "$BTK_OUT"
+	ok setfattr -x user.a "$D/fs.img" /s/a/small
+	ok mv "$D/fs.img" /s/a/b /s/b2
+	ok mv "$D/fs.img" /s/new /s/sparse # replaces a file, as rename(2)
+	clean
+	unchanged "$IMG" mv "$D/fs.img" /s/b2 /s/b2/below
+	unchanged "$IMG" rm "$D/fs.img" /s/a
+	unchanged "$IMG" rm "$D/fs.img" /s/none
+	unchanged "$IMG" ln "$D/fs.img" /s/a /s/dirlink
+	unchanged "$IMG" chmod "$D/fs.img" 644 /s/none
+	ok rm "$D/fs.img" /s/a/small
+	ok stat --json "$D/fs.img" /s/hard2
+	grep -q '"nlink": 2' "$BTK_OUT"
+	ok rm -r "$D/fs.img" /s
+	clean
+	ok ls "$D/fs.img" /
+	! grep -qw s "$BTK_OUT"
+}
+
+@test "subvol create, snapshot [-r], subvol default and delete of shared trees stay clean" {
+	mkdir -p "$D/many"
+	for i in $(seq 1 1500); do echo "$i" >"$D/many/f$i"; done
+	head -c 200000 /dev/urandom >"$D/many/data"
+	ok subvol create "$D/fs.img" /sv
+	ok put -r "$D/fs.img" "$D/many" /sv/m
+	ok snapshot "$D/fs.img" /sv /snap
+	ok snapshot -r "$D/fs.img" /sv /ro
+	unchanged "$IMG" put "$D/fs.img" "$D/many/f1" /ro/x
+	unchanged "$IMG" subvol delete "$D/fs.img" /sv/m
+	unchanged "$IMG" snapshot "$D/fs.img" /sv/m /x
+	ok put --force "$D/fs.img" "$D/many/f1" /ro/forced
+	# changes on both sides of the sharing, then each tree goes
+	ok rm -r "$D/fs.img" /snap/m
+	ok put -r "$D/fs.img" "$D/many" /sv/m2
+	clean
+	ok subvol default "$D/fs.img" /snap
+	unchanged "$IMG" subvol delete "$D/fs.img" /snap
+	ok subvol default "$D/fs.img" /
+	ok subvol delete "$D/fs.img" /sv
+	clean
+	ok subvol delete --json "$D/fs.img" /ro
+	grep -q '"action": "delete"' "$BTK_OUT"
+	ok subvol delete "$D/fs.img" /snap
+	clean
+}

@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""convert_tree_cmp.py A B [--skip NAME]...: two mounted trees hold exactly the same files.
+
+Compared for every path (lstat, not following links): type and mode, uid, gid, atime, mtime
+and ctime in nanoseconds, birth time (statx, when both report one), size and link count of
+non-directories, symlink targets, device numbers, every xattr (system.posix_acl_* included)
+byte for byte, file content (sha256) and the data/hole layout (SEEK_DATA/SEEK_HOLE), and
+hard links (which paths share an inode). NAME (a top-level entry of B, e.g. ext2_saved) is
+left out. Prints the first differences; exit 0 when none."""
+import hashlib
+import os
+import subprocess
+import sys
+
+
+def birth_times(top):
+    """path -> birth seconds, from stat(1) %W (python's os.stat has no btime on Linux)."""
+    out = {}
+    p = subprocess.run(["find", top, "-print0"], capture_output=True, check=True)
+    paths = [x for x in p.stdout.split(b"\0") if x]
+    for i in range(0, len(paths), 500):
+        r = subprocess.run(["stat", "--printf", "%W\\0%n\\0"] + [x.decode("utf-8", "surrogateescape") for x in paths[i:i + 500]],
+                           capture_output=True, check=True)
+        f = r.stdout.split(b"\0")
+        for j in range(0, len(f) - 1, 2):
+            out[os.path.relpath(f[j + 1], top.encode())] = f[j]
+    return out
+
+
+def layout(path):
+    """the data ranges of a file, as SEEK_DATA/SEEK_HOLE report them"""
+    out = []
+    with open(path, "rb") as fh:
+        fd = fh.fileno()
+        end = os.fstat(fd).st_size
+        pos = 0
+        while pos < end:
+            try:
+                d = os.lseek(fd, pos, os.SEEK_DATA)
+            except OSError:
+                break
+            h = os.lseek(fd, d, os.SEEK_HOLE)
+            out.append((d, h))
+            pos = h
+    return out
+
+
+def digest(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def scan(top, skip):
+    info, inodes = {}, {}
+    for dirpath, dirs, files in os.walk(top.encode()):
+        rel_dir = os.path.relpath(dirpath, top.encode())
+        if rel_dir == b".":
+            dirs[:] = [d for d in dirs if d not in skip]
+            files = [f for f in files if f not in skip]
+        for name in [b"."] + dirs + files if rel_dir == b"." else dirs + files:
+            p = os.path.join(dirpath, name) if name != b"." else dirpath
+            rel = os.path.normpath(os.path.join(rel_dir, name))
+            st = os.lstat(p)
+            rec = {"mode": oct(st.st_mode), "uid": st.st_uid, "gid": st.st_gid,
+                   "atime": st.st_atime_ns, "mtime": st.st_mtime_ns, "ctime": st.st_ctime_ns}
+            xa = {}
+            for x in os.listxattr(p, follow_symlinks=False):
+                xa[x] = os.getxattr(p, x, follow_symlinks=False)
+            rec["xattrs"] = xa
+            if not os.path.isdir(p) or os.path.islink(p):
+                rec["size"], rec["nlink"] = st.st_size, st.st_nlink
+                inodes.setdefault(st.st_ino, []).append(rel)
+            if os.path.islink(p):
+                rec["target"] = os.readlink(p)
+            elif os.path.isfile(p):
+                rec["sha256"], rec["layout"] = digest(p), layout(p)
+            elif not os.path.isdir(p):
+                rec["rdev"] = st.st_rdev
+            info[rel] = rec
+    links = sorted(sorted(v) for v in inodes.values() if len(v) > 1)
+    return info, links
+
+
+def main():
+    args = sys.argv[1:]
+    skip = set()
+    while "--skip" in args:
+        i = args.index("--skip")
+        skip.add(args[i + 1].encode())
+        del args[i:i + 2]
+    a, b = args
+    ia, la = scan(a, set())
+    ib, lb = scan(b, skip)
+    bta, btb = birth_times(a), birth_times(b)
+    bad = []
+    for p in sorted(set(ia) | set(ib)):
+        if p not in ia or p not in ib:
+            bad.append("%r only in %s" % (p, a if p in ia else b))
+            continue
+        for k in sorted(set(ia[p]) | set(ib[p])):
+            if ia[p].get(k) != ib[p].get(k):
+                bad.append("%r %s: %r != %r" % (p, k, ia[p].get(k), ib[p].get(k)))
+        x, y = bta.get(p), btb.get(p)
+        if x and y and x != b"0" and y != b"0" and x != y:
+            bad.append("%r birth time: %s != %s" % (p, x, y))
+    if la != lb:
+        bad.append("hard link groups differ: %d vs %d groups" % (len(la), len(lb)))
+    for line in bad[:20]:
+        print(line)
+    print("convert_tree_cmp: %d paths, %d hard-link groups, %d differences" % (len(ia), len(la), len(bad)))
+    sys.exit(1 if bad else 0)
+
+
+main()
