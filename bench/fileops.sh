@@ -60,8 +60,10 @@ RSS_B=0 RSS_K=0
 for ((r = -1; r < REPS; r++)); do # r = -1: warm-up
 	rm -rf "$OUT_BTK" "$OUT_KERNEL"
 	bench_time btk-get "$BTK_IMAGE" get -r "$IMG" / "$OUT_BTK" || bench_die "btk-image get failed"
+	bench_log "round $r: btk-image get -r: $BT_WALL s, $BT_RSS KiB"
 	[ "$r" -ge 0 ] && WB+=("$BT_WALL") && [ "$BT_RSS" != n/a ] && [ "$BT_RSS" -gt "$RSS_B" ] && RSS_B=$BT_RSS
 	bench_time kernel-get bash -c kernel_get || bench_die "mount + cp -a failed"
+	bench_log "round $r: mount + cp -a + umount: $BT_WALL s, $BT_RSS KiB"
 	[ "$r" -ge 0 ] && WK+=("$BT_WALL") && [ "$BT_RSS" != n/a ] && [ "$BT_RSS" -gt "$RSS_K" ] && RSS_K=$BT_RSS
 done
 MB=$(printf '%s\n' "${WB[@]}" | bench_median)
