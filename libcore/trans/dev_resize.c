@@ -75,16 +75,14 @@ static int move_dev_extent(struct btk_trans *t, uint64_t devid, uint64_t from, u
 	return ret ? ret : btk_item_insert(t, BTRFS_DEV_TREE_OBJECTID, &nk, de, sizeof(de));
 }
 
-/* Patches the offset of stripe i in the chunk item. */
-static int move_chunk_item(struct btk_trans *t, const struct btk_chunk *c, int i, uint64_t to)
+/* Patches a u64 field of an item in place (same size). */
+static int patch_u64(struct btk_trans *t, uint64_t tree, const struct btk_key *key, size_t at,
+		     uint64_t v)
 {
-	struct btk_key key = {BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY, c->logical};
-	size_t at = offsetof(struct btrfs_chunk, stripe) + (size_t)i * sizeof(struct btrfs_stripe) +
-		    offsetof(struct btrfs_stripe, offset);
 	uint8_t *item = NULL;
 	struct btk_path p;
 	uint32_t size = 0;
-	int ret = btk_tree_search_cur(t->w, BTRFS_CHUNK_TREE_OBJECTID, &key, &p);
+	int ret = btk_tree_search_cur(t->w, tree, key, &p);
 
 	if (ret == 0) {
 		const uint8_t *d = btk_item_ptr(&p, &size);
@@ -96,12 +94,27 @@ static int move_chunk_item(struct btk_trans *t, const struct btk_chunk *c, int i
 		return ret;
 	if (!item)
 		return ret || size < at + 8
-			   ? btk_err(EUCLEAN, "no chunk item for chunk %llu with stripe %d",
-				     (unsigned long long)c->logical, i)
+			   ? btk_err(EUCLEAN, "tree %llu: item (%llu %u %llu) missing or short",
+				     (unsigned long long)tree, (unsigned long long)key->objectid,
+				     key->type, (unsigned long long)key->offset)
 			   : btk_err(ENOMEM, "out of memory");
-	btk_put64(item + at, to);
-	ret = btk_item_update(t, BTRFS_CHUNK_TREE_OBJECTID, &key, item, size);
+	btk_put64(item + at, v);
+	ret = btk_item_update(t, tree, key, item, size);
 	free(item);
+	return ret;
+}
+
+/* Patches the offset of stripe i in the chunk item. */
+static int move_chunk_item(struct btk_trans *t, const struct btk_chunk *c, int i, uint64_t to)
+{
+	struct btk_key key = {BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY, c->logical};
+	size_t at = offsetof(struct btrfs_chunk, stripe) + (size_t)i * sizeof(struct btrfs_stripe) +
+		    offsetof(struct btrfs_stripe, offset);
+	int ret = patch_u64(t, BTRFS_CHUNK_TREE_OBJECTID, &key, at, to);
+
+	if (ret == -EUCLEAN)
+		return btk_err(EUCLEAN, "no chunk item for chunk %llu with stripe %d",
+			       (unsigned long long)c->logical, i);
 	return ret;
 }
 
@@ -130,35 +143,6 @@ int btk_chunk_stripe_move(struct btk_trans *t, uint64_t logical, int stripe, uin
 		ret = move_chunk_item(t, c, stripe, to);
 	if (!ret)
 		c->stripes[stripe].offset = to; /* the commit's writes and sys array follow */
-	return ret;
-}
-
-/* Patches a u64 field of an item in place (same size). */
-static int patch_u64(struct btk_trans *t, uint64_t tree, const struct btk_key *key, size_t at,
-		     uint64_t v)
-{
-	uint8_t *item = NULL;
-	struct btk_path p;
-	uint32_t size = 0;
-	int ret = btk_tree_search_cur(t->w, tree, key, &p);
-
-	if (ret == 0) {
-		const uint8_t *d = btk_item_ptr(&p, &size);
-		if (size >= at + 8 && (item = malloc(size)))
-			memcpy(item, d, size);
-	}
-	btk_wpath_release(&p);
-	if (ret < 0)
-		return ret;
-	if (!item)
-		return ret || size < at + 8
-			   ? btk_err(EUCLEAN, "tree %llu: item (%llu %u %llu) missing or short",
-				     (unsigned long long)tree, (unsigned long long)key->objectid,
-				     key->type, (unsigned long long)key->offset)
-			   : btk_err(ENOMEM, "out of memory");
-	btk_put64(item + at, v);
-	ret = btk_item_update(t, tree, key, item, size);
-	free(item);
 	return ret;
 }
 
