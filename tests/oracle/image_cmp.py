@@ -115,6 +115,15 @@ def main():
                 # grep -F: one pass over the file for every name (Aho-Corasick)
                 p = subprocess.run(["grep", "-a", "-o", "-F", "-f", pf.name, f], stdout=subprocess.PIPE)
                 found = sorted(set(p.stdout.split(b"\n")) & names)
+                if a.sanitized and found:
+                    # a random new name may hold an original one by chance (a 5-byte name in
+                    # a 10-byte one about once in a hundred runs); that is no leak
+                    new = names_of(d2) - names
+                    chance = [n for n in found if any(n in x for x in new)]
+                    if chance:
+                        print("image_cmp: %d original names found only inside new names, by chance: %r"
+                              % (len(chance), chance[:5]))
+                    found = [n for n in found if n not in chance]
                 if found:
                     bad.append("%s still holds %d original names, e.g. %r" % (f, len(found), found[:5]))
         if a.sanitized:
