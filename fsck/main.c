@@ -23,7 +23,8 @@
 #define EXIT_USAGE  16
 
 struct out {
-	bool json, quiet, progress;
+	bool json, quiet;
+	struct cli_progress line; /* the shared progress line (cli/), on a terminal only */
 	uint64_t nerr;
 	int last_pct;
 	const char *last_phase;
@@ -91,8 +92,7 @@ static void on_problem(void *ctx, const struct btk_check_problem *p)
 {
 	struct out *o = ctx;
 
-	if (o->progress)
-		fputs("\r\033[K", stderr);
+	cli_progress_clear(&o->line);
 	if (o->json)
 		report_json(o, p);
 	else if (!o->quiet)
@@ -104,26 +104,32 @@ static void on_progress(void *ctx, const char *phase, double done)
 {
 	struct out *o = ctx;
 	int pct = (int)(done * 100);
+	bool new_phase = phase != o->last_phase;
 
-	if (!o->progress || (phase == o->last_phase && pct == o->last_pct))
+	if (!o->line.on || (!new_phase && pct == o->last_pct))
 		return;
 	o->last_phase = phase;
 	o->last_pct = pct;
+	if (!strcmp(phase, "done")) {
+		cli_progress_clear(&o->line);
+		return;
+	}
+	/* a new phase is drawn at once, so that a short phase is seen by its name */
 	if (pct > 0 && pct < 100)
-		fprintf(stderr, "\r\033[Kchecking %s... %d%%", phase, pct);
+		cli_progress_draw(&o->line, new_phase, "checking %s... %d%%", phase, pct);
 	else
-		fprintf(stderr, "\r\033[Kchecking %s...", phase);
-	if (!strcmp(phase, "done"))
-		fputs("\r\033[K", stderr);
-	fflush(stderr);
+		cli_progress_draw(&o->line, new_phase, "checking %s...", phase);
 }
 
 static void on_warn(void *ctx, const char *msg)
 {
 	struct out *o = ctx;
 
-	if (!o->quiet)
-		fprintf(stderr, "warning: %s\n", msg);
+	if (o->quiet)
+		return;
+	cli_progress_clear(&o->line);
+	fflush(stdout);
+	fprintf(stderr, "warning: %s\n", msg);
 }
 
 static void uuid_str(const uint8_t *u, char *buf)
@@ -281,8 +287,7 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 	if (o->json)
 		printf("{\n  \"errors\": [");
 	ret = btk_check_run(fs, &co, &sum);
-	if (o->progress)
-		fputs("\r\033[K", stderr);
+	cli_progress_clear(&o->line);
 	if (o->json) {
 		summary_json(fs, &sum);
 		if (ret) { /* the check stopped: say why, as every --json failure does */
@@ -379,7 +384,10 @@ int main(int argc, const char **argv)
 		return EXIT_USAGE;
 	}
 	struct out o = {.json = json, .quiet = quiet, .last_pct = -1};
-	o.progress = progress || (isatty(2) && !json && !quiet);
+	/* the progress line: on a terminal unless -q, or with -p; never with --json */
+	cli_progress_start(&o.line, progress);
+	if (json || (quiet && !progress))
+		o.line.on = false;
 	btk_set_warn_hook(on_warn, &o);
 	(void)readonly;
 	rc = mounted_guard(devs, ndevs, force, &o);
