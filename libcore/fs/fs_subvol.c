@@ -1,6 +1,7 @@
 /* fs_subvol.c — creating subvolumes and choosing the default one. */
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/dir_item.h"
 #include "format/root_item.h"
 #include "fs/fs_write.h"
 
@@ -33,10 +34,7 @@ static int top_dir(struct btk_trans *t, uint64_t id, const struct btk_inode_attr
 
 	if (ret)
 		return ret;
-	BTK_PUT(struct btrfs_inode_ref, ref, index, 0);
-	BTK_PUT(struct btrfs_inode_ref, ref, name_len, 2);
-	memcpy(ref + sizeof(struct btrfs_inode_ref), "..", 2);
-	return btk_item_insert(t, id, &k, ref, sizeof(ref));
+	return btk_item_insert(t, id, &k, ref, btk_ref_ent_write(ref, false, 0, 0, "..", 2));
 }
 
 int btk_subvol_create(struct btk_trans *t, const struct btk_subvol_new *s,
