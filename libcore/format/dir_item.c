@@ -47,3 +47,13 @@ uint32_t btk_ref_ent_write(uint8_t *dst, bool extref, uint64_t parent, uint64_t 
 	memcpy(dst + hdr, name, len);
 	return hdr + len;
 }
+
+uint32_t btk_root_ref_write(uint8_t *dst, uint64_t dirid, uint64_t sequence, const char *name,
+			    uint16_t len)
+{
+	BTK_PUT(struct btrfs_root_ref, dst, dirid, dirid);
+	BTK_PUT(struct btrfs_root_ref, dst, sequence, sequence);
+	BTK_PUT(struct btrfs_root_ref, dst, name_len, len);
+	memcpy(dst + BTK_ROOT_REF_HEAD, name, len);
+	return BTK_ROOT_REF_HEAD + len;
+}

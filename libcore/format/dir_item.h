@@ -5,7 +5,8 @@
  * data_len bytes of data (an xattr's value; nothing for directory entries). A DIR_ITEM or
  * XATTR_ITEM holds more than one entry when names collide in the hash.
  * INODE_REF bodies are a run of {index u64, name_len u16, name}; INODE_EXTREF bodies a run of
- * {parent u64, index u64, name_len u16, name}.
+ * {parent u64, index u64, name_len u16, name}. ROOT_REF and ROOT_BACKREF bodies hold one
+ * {dirid u64, sequence u64, name_len u16, name}.
  * The walks below trust nothing in the item: every length is checked against the item's size.
  * Pure functions over caller-owned bytes: nothing is allocated and no message is set.
  */
@@ -21,6 +22,7 @@
 #define BTK_DIR_ENTRY_HEAD    ((uint32_t)sizeof(struct btrfs_dir_item))
 #define BTK_INODE_REF_HEAD    ((uint32_t)sizeof(struct btrfs_inode_ref))
 #define BTK_INODE_EXTREF_HEAD ((uint32_t)offsetof(struct btrfs_inode_extref, name))
+#define BTK_ROOT_REF_HEAD     ((uint32_t)sizeof(struct btrfs_root_ref))
 
 /* One entry of a DIR_ITEM, DIR_INDEX or XATTR_ITEM. */
 struct btk_dir_ent {
@@ -158,5 +160,31 @@ static inline int btk_ref_next(struct btk_ref_iter *it, struct btk_ref_ent *r)
  * INODE_EXTREF entry at dst. Returns its size: the head and len bytes of name. */
 uint32_t btk_ref_ent_write(uint8_t *dst, bool extref, uint64_t parent, uint64_t index,
 			   const char *name, uint16_t len);
+
+/* A ROOT_REF (parent, ROOT_REF, child) or ROOT_BACKREF (child, ROOT_BACKREF, parent) body. */
+struct btk_root_ref_ent {
+	uint64_t dirid;	   /* the directory in the parent that holds the subvolume's entry */
+	uint64_t sequence; /* that entry's DIR_INDEX offset */
+	const char *name;
+	uint16_t name_len;
+};
+
+/* 0, or -EUCLEAN when the size bytes at d are shorter than the header and the name. */
+static inline int btk_root_ref_parse(const uint8_t *d, uint32_t size, struct btk_root_ref_ent *r)
+{
+	if (size < BTK_ROOT_REF_HEAD)
+		return -EUCLEAN;
+	r->name_len = BTK_GET(struct btrfs_root_ref, d, name_len);
+	if (r->name_len > size - BTK_ROOT_REF_HEAD)
+		return -EUCLEAN;
+	r->dirid = BTK_GET(struct btrfs_root_ref, d, dirid);
+	r->sequence = BTK_GET(struct btrfs_root_ref, d, sequence);
+	r->name = (const char *)d + BTK_ROOT_REF_HEAD;
+	return 0;
+}
+
+/* Writes a ROOT_REF / ROOT_BACKREF body at dst; returns its size (head and name). */
+uint32_t btk_root_ref_write(uint8_t *dst, uint64_t dirid, uint64_t sequence, const char *name,
+			    uint16_t len);
 
 #endif

@@ -259,18 +259,15 @@ static int root_backref_cb(void *arg, const struct btk_block *leaf, int slot,
 			   const struct btk_key *k, const uint8_t *d, uint32_t size)
 {
 	struct backref_ctx *b = arg;
-	uint16_t len;
+	struct btk_root_ref_ent r;
 
 	(void)leaf, (void)slot;
-	if (size < sizeof(struct btrfs_root_ref))
-		goto bad;
-	len = BTK_GET(struct btrfs_root_ref, d, name_len);
-	if (len > size - sizeof(struct btrfs_root_ref))
+	if (btk_root_ref_parse(d, size, &r))
 		goto bad;
 	b->parent = k->offset;
-	b->dirid = BTK_GET(struct btrfs_root_ref, d, dirid);
-	b->len = len > BTK_NAME_MAX ? BTK_NAME_MAX : len;
-	memcpy(b->name, d + sizeof(struct btrfs_root_ref), b->len);
+	b->dirid = r.dirid;
+	b->len = r.name_len > BTK_NAME_MAX ? BTK_NAME_MAX : r.name_len;
+	memcpy(b->name, r.name, b->len);
 	b->found = true;
 	return 1;
 bad:

@@ -101,18 +101,16 @@ static int root_ref_cb(void *arg, const struct btk_block *leaf, int slot, const 
 		       const uint8_t *d, uint32_t size)
 {
 	struct ref_check *r = arg;
-	const uint32_t hdr = sizeof(struct btrfs_root_ref);
+	struct btk_root_ref_ent e;
 
 	(void)leaf, (void)slot;
 	if (k->offset != r->child)
 		return 1;
-	if (size < hdr || BTK_GET(struct btrfs_root_ref, d, name_len) > size - hdr)
+	if (btk_root_ref_parse(d, size, &e))
 		return btk_err(EUCLEAN, "ROOT_REF %llu -> %llu: %u bytes",
 			       (unsigned long long)k->objectid, (unsigned long long)k->offset,
 			       size);
-	r->found = BTK_GET(struct btrfs_root_ref, d, dirid) == r->dir &&
-		   BTK_GET(struct btrfs_root_ref, d, name_len) == r->len &&
-		   !memcmp(d + hdr, r->name, r->len);
+	r->found = e.dirid == r->dir && e.name_len == r->len && !memcmp(e.name, r->name, r->len);
 	return 1;
 }
 

@@ -11,13 +11,9 @@ static int root_refs(struct btk_trans *t, const struct btk_subvol_new *s)
 {
 	uint8_t buf[sizeof(struct btrfs_root_ref) + BTK_NAME_MAX];
 	struct btk_key k = {s->parent, BTRFS_ROOT_REF_KEY, s->id};
-	uint32_t len = (uint32_t)sizeof(struct btrfs_root_ref) + s->name_len;
+	uint32_t len = btk_root_ref_write(buf, s->dir, s->index, s->name, s->name_len);
 	int ret;
 
-	BTK_PUT(struct btrfs_root_ref, buf, dirid, s->dir);
-	BTK_PUT(struct btrfs_root_ref, buf, sequence, s->index);
-	BTK_PUT(struct btrfs_root_ref, buf, name_len, s->name_len);
-	memcpy(buf + sizeof(struct btrfs_root_ref), s->name, s->name_len);
 	if ((ret = btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, len)))
 		return ret;
 	k = (struct btk_key){s->id, BTRFS_ROOT_BACKREF_KEY, s->parent};

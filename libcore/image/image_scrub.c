@@ -46,7 +46,7 @@ static void ref_names(const struct btk_sanitizer *san, const struct btk_key *k, 
 static void sanitize_item(const struct btk_sanitizer *san, uint64_t owner, const struct btk_key *k,
 			  uint8_t *p, uint32_t size, struct btk_dump_stats *st)
 {
-	const uint32_t hdr = sizeof(struct btrfs_root_ref);
+	struct btk_root_ref_ent r;
 
 	switch (k->type) {
 	case BTRFS_DIR_ITEM_KEY:
@@ -67,11 +67,9 @@ static void sanitize_item(const struct btk_sanitizer *san, uint64_t owner, const
 	case BTRFS_ROOT_REF_KEY:
 	case BTRFS_ROOT_BACKREF_KEY:
 		/* one name an item; bytes after it, in a damaged item, are read as more */
-		for (uint32_t off = 0, nl; size - off >= hdr; off += hdr + nl) {
-			nl = BTK_GET(struct btrfs_root_ref, p + off, name_len);
-			if (nl > size - off - hdr)
-				break;
-			btk_sanitize_name(san, p + off + hdr, nl);
+		for (uint32_t off = 0; !btk_root_ref_parse(p + off, size - off, &r);
+		     off += BTK_ROOT_REF_HEAD + r.name_len) {
+			btk_sanitize_name(san, p + off + BTK_ROOT_REF_HEAD, r.name_len);
 			st->names++;
 		}
 		break;

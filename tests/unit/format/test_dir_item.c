@@ -145,12 +145,31 @@ static void test_ref_walk(void **state)
 	}
 }
 
+static void test_root_ref(void **state)
+{
+	uint8_t d[64];
+	struct btk_root_ref_ent r = {0};
+	uint32_t n = btk_root_ref_write(d, 256, 9, "snap", 4);
+	(void)state;
+
+	assert_int_equal(n, 18 + 4);
+	assert_int_equal(btk_root_ref_parse(d, n, &r), 0);
+	assert_int_equal(r.dirid, 256);
+	assert_int_equal(r.sequence, 9);
+	assert_int_equal(r.name_len, 4);
+	assert_memory_equal(r.name, "snap", 4);
+	assert_int_equal(btk_root_ref_parse(d, n + 3, &r), 0); /* longer is fine */
+	for (uint32_t cut = 0; cut < n; cut++)
+		assert_int_equal(btk_root_ref_parse(d, cut, &r), -EUCLEAN);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_dir_walk),
 	    cmocka_unit_test(test_dir_cuts),
 	    cmocka_unit_test(test_ref_walk),
+	    cmocka_unit_test(test_root_ref),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
