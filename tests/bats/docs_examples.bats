@@ -186,3 +186,14 @@ source "$1"
 EOF
 	run_examples root
 }
+
+@test "docs: btk.7 and the README name every tool, none as in development or to come later" {
+	local p t
+	for p in "$BTK_ROOT"/man/btk-*.8; do
+		t=$(basename "$p" .8)
+		grep -q "^\.BR $t (8)" "$BTK_ROOT/man/btk.7" || { echo "btk.7 does not name $t" >&2; false; }
+		grep -q "^| \`$t\` | \*\*" "$BTK_ROOT/README.md" || { echo "README's table lacks $t" >&2; false; }
+	done
+	! grep -niE 'in development|in later steps|comes? later|\(later\)' "$BTK_ROOT/man/btk.7" \
+		"$BTK_ROOT/README.md"
+}
