@@ -2,6 +2,7 @@
  *
  * Exit status follows fsck(8): 0 clean, 4 errors found, 8 could not check, 16 usage.
  */
+#include <malloc.h>
 #include <popt.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -314,6 +315,12 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 int main(int argc, const char **argv)
 {
 	int data_csum = 0, json = 0, progress = 0, quiet = 0, force = 0, readonly = 0, rc;
+#ifdef M_MMAP_THRESHOLD
+	/* The checker's records are large growing arrays: mapped, they grow in place (mremap)
+	 * and go back to the system when freed. glibc's threshold otherwise rises with the first
+	 * large free, and the heap keeps every outgrown copy (10 MiB of 110 at 2M files). */
+	mallopt(M_MMAP_THRESHOLD, 256 << 10);
+#endif
 	int backup = 0, super = -1;
 	/* popt's copies: static, so that every way out leaves them reachable (no leak report) */
 	static char *tree_root, *chunk_root;

@@ -8,6 +8,7 @@
 #include "check/check_fs_priv.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/dir_item.h"
 #include "format/file_extent.h"
 #include "format/inode_item.h"
 #include "fs/fs_read.h"
@@ -205,46 +206,37 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 	chk_ino_add(c, k->objectid, s->mode);
 }
 
-/* DIR_ITEM, DIR_INDEX and XATTR_ITEM share one layout: entries of header + name + data. */
+/* DIR_ITEM, DIR_INDEX and XATTR_ITEM share one layout (format/dir_item.h). */
 /* Does an entry before offset `end` of the dir item at p have this name? (Entries up to end
  * were bounds-checked already.) Collisions of the name hash share one item; equal names may
  * not. */
 static bool same_name_before(const uint8_t *p, uint32_t end, const uint8_t *name, uint16_t nl)
 {
-	for (uint32_t off = 0; off < end;) {
-		const uint8_t *e = p + off;
-		uint16_t l = BTK_GET(struct btrfs_dir_item, e, name_len);
-		if (l == nl && !memcmp(e + sizeof(struct btrfs_dir_item), name, nl))
+	struct btk_dir_iter it;
+	struct btk_dir_ent e;
+
+	btk_dir_iter_init(&it, p, end);
+	while (btk_dir_next(&it, &e) > 0)
+		if (e.name_len == nl && !memcmp(e.name, name, nl))
 			return true;
-		off +=
-		    sizeof(struct btrfs_dir_item) + l + BTK_GET(struct btrfs_dir_item, e, data_len);
-	}
 	return false;
 }
 
 static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 			uint64_t leaf)
 {
-	uint32_t off = 0;
-	int n = 0;
+	struct btk_dir_iter it;
+	struct btk_dir_ent e;
+	int n = 0, ret;
 
-	while (off < sz) {
-		const uint8_t *e = p + off;
-		if (sz - off < sizeof(struct btrfs_dir_item)) {
-			rep(c, BTK_P_DIR_OVERRUN, leaf, k, "", "", "dir entry overruns its item");
-			return;
-		}
-		uint16_t nl = BTK_GET(struct btrfs_dir_item, e, name_len);
-		uint16_t dl = BTK_GET(struct btrfs_dir_item, e, data_len);
-		uint8_t ft = BTK_GET(struct btrfs_dir_item, e, type);
-		uint32_t esz = sizeof(struct btrfs_dir_item) + nl + dl;
-		if (esz > sz - off) {
-			rep(c, BTK_P_DIR_OVERRUN, leaf, k, "", "", "dir entry overruns its item");
-			return;
-		}
-		const uint8_t *name = e + sizeof(struct btrfs_dir_item);
+	btk_dir_iter_init(&it, p, sz);
+	while ((ret = btk_dir_next(&it, &e)) > 0) {
+		uint16_t nl = e.name_len, dl = e.data_len;
+		uint8_t ft = e.type;
+		uint32_t off = it.at;
+		const uint8_t *name = (const uint8_t *)e.name;
 		struct btk_key loc;
-		btk_disk_to_key((const struct btk_disk_key *)e, &loc);
+		btk_dir_ent_location(&e, &loc);
 		if (k->type == BTRFS_DIR_ITEM_KEY && same_name_before(p, off, name, nl))
 			rep(c, BTK_P_NAME_DUPLICATE, leaf, k, "one entry per name",
 			    chk_fmt("'%.*s' twice", nl > 64 ? 64 : nl, (const char *)name),
@@ -258,7 +250,6 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 		if (nl == 0 || nl > BTK_NAME_MAX)
 			rep(c, BTK_P_NAME_LEN, leaf, k, "1..255", chk_fmt("%u", nl),
 			    "name length invalid");
-		off += esz;
 		n++;
 		if (k->type == BTRFS_XATTR_ITEM_KEY)
 			continue;
@@ -278,6 +269,10 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 		else
 			rep(c, BTK_P_DIR_LOCATION, leaf, k, "INODE_ITEM or ROOT_ITEM location",
 			    chk_fmt("type %u", loc.type), "dir entry location invalid");
+	}
+	if (ret < 0) {
+		rep(c, BTK_P_DIR_OVERRUN, leaf, k, "", "", "dir entry overruns its item");
+		return;
 	}
 	if (k->type == BTRFS_DIR_INDEX_KEY && n != 1)
 		rep(c, BTK_P_DIR_INDEX_COUNT, leaf, k, "1", chk_fmt("%d", n),

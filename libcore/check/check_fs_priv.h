@@ -60,13 +60,14 @@ struct name_dtab {
 };
 
 /* Inode modes of the tree, in inode order: runs of consecutive inode numbers over one array of
- * modes (4 bytes per inode). Inodes out of order (a damaged tree) go to `extra`. */
+ * 16-bit modes (type and permissions: 2 bytes per inode). Inodes out of order (a damaged tree)
+ * and modes with higher bits set go to `extra`. */
 struct ino_run {
 	uint64_t start;
 	uint32_t count, at;
 };
 BTK_VEC(ino_runs, struct ino_run);
-BTK_VEC(chk_u32s, uint32_t);
+BTK_VEC(chk_u16s, uint16_t);
 struct chk_ino {
 	uint64_t ino;
 	uint32_t mode;
@@ -74,7 +75,7 @@ struct chk_ino {
 BTK_VEC(chk_inos, struct chk_ino);
 struct ino_table {
 	struct ino_runs runs;
-	struct chk_u32s modes;
+	struct chk_u16s modes;
 	struct chk_inos extra;
 	bool extra_sorted;
 };

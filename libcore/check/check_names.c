@@ -34,8 +34,9 @@ void chk_ino_add(struct chk *c, uint64_t ino, uint32_t mode)
 	struct ino_table *it = &c->fst->inodes;
 	struct ino_run *last = it->runs.n ? btk_vec_at(&it->runs, it->runs.n - 1) : NULL;
 
-	if (last && (ino < last->start || ino - last->start < last->count)) {
-		/* out of order (a damaged tree) */
+	if ((last && (ino < last->start || ino - last->start < last->count)) || mode > UINT16_MAX) {
+		/* out of order (a damaged tree), or bits above the type and permissions: kept
+		 * whole, and the next inode starts a new run */
 		struct chk_ino *e = btk_vec_push(&it->extra);
 		if (!e) {
 			c->oom = true;
@@ -56,12 +57,12 @@ void chk_ino_add(struct chk *c, uint64_t ino, uint32_t mode)
 		}
 		*last = (struct ino_run){ino, 0, (uint32_t)it->modes.n};
 	}
-	uint32_t *m = btk_vec_push(&it->modes);
+	uint16_t *m = btk_vec_push(&it->modes);
 	if (!m) {
 		c->oom = true;
 		return;
 	}
-	*m = mode;
+	*m = (uint16_t)mode;
 	last->count++;
 }
 
