@@ -10,8 +10,9 @@ setup() {
 	command -v cc >/dev/null || skip "no C compiler"
 	T=$BATS_TEST_TMPDIR
 	echo 'int main(void){return 0;}' >"$T/probe.c"
-	cc -fsanitize=thread -o "$T/probe" "$T/probe.c" 2>/dev/null && "$T/probe" ||
+	if ! { cc -fsanitize=thread -o "$T/probe" "$T/probe.c" 2>/dev/null && "$T/probe"; }; then
 		skip "cc has no working -fsanitize=thread (libtsan)"
+	fi
 }
 
 @test "tsan: crc32c first used from 8 threads at once: no data race, right sums" {
