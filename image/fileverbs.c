@@ -18,7 +18,7 @@ const struct verb img_file_verbs[] = {
     {"mv", "IMG SRC DST", "rename or move (replacing like rename(2))", verb_mv},
     {"ln", "[-s] IMG TARGET PATH", "hard or symbolic link", verb_ln},
     {"chmod", "IMG MODE PATH", "set permission bits (octal)", verb_chmod},
-    {"chown", "IMG UID[:GID] PATH", "set owner and group (numbers)", verb_chown},
+    {"chown", "IMG OWNER[:GROUP] PATH", "set owner and group (names or numbers)", verb_chown},
     {"touch", "[-d TIME] IMG PATH", "set times, or make an empty file", verb_touch},
     {"setfattr", "-n NAME [-v VALUE] | -x NAME IMG PATH", "set or remove an xattr", verb_setfattr},
     {"snapshot", "[-r] IMG SUBVOL PATH", "snapshot a subvolume", verb_snapshot},

@@ -1,6 +1,8 @@
 /* btk-image rm, mv, ln, chmod, chown, touch, setfattr: one transaction each. */
 #include <errno.h>
+#include <grp.h>
 #include <libgen.h>
+#include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -110,7 +112,18 @@ int verb_mv(int argc, const char **argv)
 	    (rc = wops_parent(&w, src, b1, sizeof(b1), &sroot, &sdir, &sn, &sl)) ||
 	    (rc = wops_parent(&w, dst, b2, sizeof(b2), &droot, &ddir, &dn, &dl)))
 		return wops_finish(&w, rc);
-	if (sroot != droot) {
+	struct btk_dentry d;
+	int ret = btk_dir_find(w.t, sroot, sdir, sn, sl, &d);
+	if (ret == -ENOENT) {
+		cli_err("%s: no such file or directory", src);
+		rc = CLI_EXIT_ERROR;
+	} else if (ret) {
+		rc = failed(src);
+	} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY) {
+		/* a subvolume's name may move to any other subvolume, as the kernel allows */
+		if (btk_subvol_move(w.t, d.loc.objectid, droot, ddir, dn, dl, &w.now))
+			rc = failed(src);
+	} else if (sroot != droot) {
 		cli_err("%s, %s: in different subvolumes (no rename across them)", src, dst);
 		rc = CLI_EXIT_ERROR;
 	} else if (btk_fs_rename(w.t, sroot, sdir, sn, sl, ddir, dn, dl, &w.now)) {
@@ -212,39 +225,78 @@ int verb_chmod(int argc, const char **argv)
 	return rc;
 }
 
+/* An owner or group as chown(1) takes it: a number (never looked up), or a name resolved on
+ * this host (the image's own /etc is not read). "+N" is a number too. */
+static int id_of(const char *s, bool group, uint32_t *id, uint32_t *login_gid)
+{
+	uint64_t v;
+
+	if (*s == '+')
+		s++;
+	if (!strcmp(s, "0") || (cli_parse_u64(s, &v) && v <= UINT32_MAX)) {
+		*id = strcmp(s, "0") ? (uint32_t)v : 0;
+		struct passwd *p = login_gid ? getpwuid((uid_t)*id) : NULL;
+		if (p)
+			*login_gid = (uint32_t)p->pw_gid;
+		return 0;
+	}
+	if (group) {
+		struct group *g = getgrnam(s);
+		if (!g)
+			return -1;
+		*id = (uint32_t)g->gr_gid;
+	} else {
+		struct passwd *p = getpwnam(s);
+		if (!p)
+			return -1;
+		*id = (uint32_t)p->pw_uid;
+		if (login_gid)
+			*login_gid = (uint32_t)p->pw_gid;
+	}
+	return 0;
+}
+
 int verb_chown(int argc, const char **argv)
 {
 	struct wops w = {0};
-	char path[PATH_BUF], spec[64], *colon;
+	char path[PATH_BUF], spec[256], *colon;
 	struct btk_inode_change c = {0};
-	uint64_t v;
+	uint32_t login_gid = UINT32_MAX;
 	int rc;
 	struct poptOption opts[] = {WOPS_OPTIONS(&w), CLI_STD_OPTIONS POPT_TABLEEND};
 
-	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG UID[:GID] PATH", 3, 3)))
+	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG OWNER[:GROUP] PATH", 3, 3)))
 		return img_done(&w.c, rc);
 	snprintf(spec, sizeof(spec), "%s", w.c.args[1]);
 	colon = strchr(spec, ':');
 	if (colon)
 		*colon = 0;
 	if (*spec) {
-		if (!cli_parse_u64(spec, &v) && strcmp(spec, "0"))
-			goto bad;
+		if (id_of(spec, false, &c.uid, &login_gid)) {
+			cli_err("%s: no such user (on this host), and not a number", spec);
+			return img_done(&w.c, CLI_EXIT_USAGE);
+		}
 		c.set_uid = true;
-		c.uid = strcmp(spec, "0") ? (uint32_t)v : 0;
-		if (v > UINT32_MAX)
-			goto bad;
 	}
 	if (colon && colon[1]) {
-		if (!cli_parse_u64(colon + 1, &v) && strcmp(colon + 1, "0"))
-			goto bad;
+		if (id_of(colon + 1, true, &c.gid, NULL)) {
+			cli_err("%s: no such group (on this host), and not a number", colon + 1);
+			return img_done(&w.c, CLI_EXIT_USAGE);
+		}
 		c.set_gid = true;
-		c.gid = strcmp(colon + 1, "0") ? (uint32_t)v : 0;
-		if (v > UINT32_MAX)
-			goto bad;
+	} else if (colon && *spec) { /* "OWNER:": the owner's login group, as chown(1) */
+		if (login_gid == UINT32_MAX) {
+			cli_err("%s: user %u has no login group on this host (give OWNER:GROUP)",
+				w.c.args[1], c.uid);
+			return img_done(&w.c, CLI_EXIT_USAGE);
+		}
+		c.gid = login_gid;
+		c.set_gid = true;
 	}
-	if (!c.set_uid && !c.set_gid)
-		goto bad;
+	if (!c.set_uid && !c.set_gid) {
+		cli_err("%s: not OWNER, OWNER:GROUP, OWNER: or :GROUP", w.c.args[1]);
+		return img_done(&w.c, CLI_EXIT_USAGE);
+	}
 	arg(&w, 2, path);
 	if (!(rc = wops_open(&w)))
 		rc = change(&w, path, &c);
@@ -252,21 +304,20 @@ int verb_chown(int argc, const char **argv)
 	if (!rc)
 		wops_done(&w, "chown", path, "", "");
 	return rc;
-bad:
-	cli_err("%s: not UID, UID:GID or :GID (numbers)", w.c.args[1]);
-	return img_done(&w.c, CLI_EXIT_USAGE);
 }
 
-/* touch -d: "@SECONDS[.FRACTION]" or "YYYY-MM-DD[ T]HH:MM[:SS[.FRACTION]]" (UTC). */
+/* touch -d, as touch(1) reads it: "@SECONDS[.FRACTION]", or "YYYY-MM-DD[ T]HH:MM[:SS[.FRACTION]]"
+ * in local time (TZ), or UTC with a "Z" or " UTC" suffix. */
 static int parse_time(const char *s, struct btk_time *out)
 {
 	struct tm tm = {0};
 	const char *rest = NULL;
 	char *end;
+	bool utc = false;
 
 	if (s[0] == '@') {
 		unsigned long long sec = strtoull(s + 1, &end, 10);
-		if (end == s + 1)
+		if (end == s + 1 || s[1] == '-')
 			return -1;
 		out->sec = sec;
 		rest = end;
@@ -279,19 +330,29 @@ static int parse_time(const char *s, struct btk_time *out)
 		}
 		if (!rest)
 			return -1;
-		time_t t = timegm(&tm);
-		if (t < 0)
-			return -1;
-		out->sec = (uint64_t)t;
 	}
 	out->nsec = 0;
 	if (*rest == '.') {
 		uint32_t ns = 0, scale = 100000000;
-		for (rest++; *rest >= '0' && *rest <= '9'; rest++, scale /= 10)
+		const char *digits = ++rest;
+		for (; *rest >= '0' && *rest <= '9'; rest++, scale /= 10)
 			ns += scale ? (uint32_t)(*rest - '0') * scale : 0;
+		if (rest == digits)
+			return -1;
 		out->nsec = ns;
 	}
-	return *rest ? -1 : 0;
+	if (s[0] == '@')
+		return *rest ? -1 : 0;
+	if (!strcmp(rest, "Z") || !strcmp(rest, " UTC") || !strcmp(rest, " Z"))
+		utc = true;
+	else if (*rest)
+		return -1;
+	tm.tm_isdst = -1; /* mktime decides whether summer time applies */
+	time_t t = utc ? timegm(&tm) : mktime(&tm);
+	if (t == (time_t)-1 || t < 0)
+		return -1;
+	out->sec = (uint64_t)t;
+	return 0;
 }
 
 int verb_touch(int argc, const char **argv)
@@ -303,16 +364,17 @@ int verb_touch(int argc, const char **argv)
 	uint64_t root, dir, ino;
 	struct btk_time tm;
 	int rc;
-	struct poptOption opts[] = {
-	    {"date", 'd', POPT_ARG_STRING, &date, 0,
-	     "the time to set: @SECONDS[.NS] or YYYY-MM-DD[ HH:MM[:SS[.NS]]] (UTC)", "TIME"},
-	    WOPS_OPTIONS(&w),
-	    CLI_STD_OPTIONS POPT_TABLEEND};
+	struct poptOption opts[] = {{"date", 'd', POPT_ARG_STRING, &date, 0,
+				     "the time to set: @SECONDS[.NS] or YYYY-MM-DD[ "
+				     "HH:MM[:SS[.NS]]] (local time; UTC with Z)",
+				     "TIME"},
+				    WOPS_OPTIONS(&w),
+				    CLI_STD_OPTIONS POPT_TABLEEND};
 
 	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG PATH", 2, 2)))
 		return img_done(&w.c, rc);
 	if (date && parse_time(date, &tm)) {
-		cli_err("-d: '%s' is not @SECONDS or YYYY-MM-DD[ HH:MM[:SS[.NS]]]", date);
+		cli_err("-d: '%s' is not @SECONDS[.NS] or YYYY-MM-DD[ HH:MM[:SS[.NS]]][Z]", date);
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
 	arg(&w, 1, path);

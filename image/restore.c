@@ -2,11 +2,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <popt.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/error.h"
+#include "io/io.h"
 #include "cli/cli.h"
 #include "image/image.h"
 #include "image_tool.h"
@@ -15,6 +18,44 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	cli_progress_draw(ctx, false, "restoring: item %llu of %llu", (unsigned long long)done,
 			  (unsigned long long)total);
+}
+
+/* The directory holding path p (the leading part, or ".") and its last component. */
+static const char *split_dir(const char *p, char *dir, size_t len)
+{
+	const char *slash = strrchr(p, '/');
+
+	if (!slash) {
+		snprintf(dir, len, ".");
+		return p;
+	}
+	snprintf(dir, len, "%.*s", slash == p ? 1 : (int)(slash - p), p);
+	return slash + 1;
+}
+
+/* A target named twice would get two devices' stripes on one file: refuse it before any write.
+ * Existing files and devices compare by identity; names of files still to be made compare by
+ * their directory's identity and their last component. */
+static int targets_distinct(const char **t, int n)
+{
+	struct stat a, b;
+	char da[4096], db[4096];
+
+	if (btk_paths_distinct(t, n))
+		return -1;
+	for (int i = 1; i < n; i++)
+		for (int j = 0; j < i; j++) {
+			if (!stat(t[i], &a) || !stat(t[j], &b))
+				continue;
+			const char *na = split_dir(t[i], da, sizeof(da));
+			const char *nb = split_dir(t[j], db, sizeof(db));
+			if (!strcmp(na, nb) && !stat(da, &a) && !stat(db, &b) &&
+			    a.st_dev == b.st_dev && a.st_ino == b.st_ino) {
+				btk_err(EINVAL, "'%s' and '%s' are the same device", t[j], t[i]);
+				return -1;
+			}
+		}
+	return 0;
 }
 
 int verb_restore(int argc, const char **argv)
@@ -45,6 +86,11 @@ int verb_restore(int argc, const char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	cli_json_on(json);
+	if (targets_distinct(args + 1, n - 1)) {
+		cli_err("%s", btk_errmsg());
+		poptFreeContext(pc);
+		return CLI_EXIT_ERROR;
+	}
 	struct btk_restore_opts ro = {.multi = multi, .progress = on_progress, .ctx = &prog};
 	/* tests only: a power cut after this many changes to each target */
 	const char *fe = getenv("BTK_IMAGE_FAULT_WRITES");

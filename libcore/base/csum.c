@@ -16,6 +16,10 @@ static bool crc_hw;
 /* the tables are set up once, before any thread reads them */
 static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
+#if defined(__x86_64__)
+static void lane_shift_init(void);
+#endif
+
 static void crc_init(void)
 {
 	for (uint32_t i = 0; i < 256; i++) {
@@ -30,6 +34,8 @@ static void crc_init(void)
 			    (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 0xff];
 #if defined(__x86_64__)
 	crc_hw = __builtin_cpu_supports("sse4.2");
+	if (crc_hw)
+		lane_shift_init();
 #endif
 }
 
@@ -50,22 +56,68 @@ static uint32_t crc_sw(uint32_t crc, const uint8_t *p, size_t len)
 }
 
 #if defined(__x86_64__)
+/* The crc32 instruction takes 3 cycles but can start one every cycle: three independent runs
+ * over three neighbouring lanes of LANE bytes go 3x as fast as one. The lanes are then joined
+ * by linearity: crc(c, A B) = crc(c, A) advanced over |B| zero bytes, xor crc(0, B); advancing
+ * a crc over LANE zero bytes is linear in its 32 bits, so four 256-entry tables do it. */
+#define LANE 1360 /* 3 lanes = 4080 bytes: a 4 KiB sector is one round and 16 bytes */
+static uint32_t lane_shift[4][256];
+
+__attribute__((target("sse4.2"))) static uint64_t crc_hw_serial(uint64_t c, const uint8_t *p,
+								size_t n)
+{
+	for (; n >= 8; p += 8, n -= 8) {
+		uint64_t v;
+		memcpy(&v, p, 8);
+		c = __builtin_ia32_crc32di(c, v);
+	}
+	for (; n; p++, n--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *p);
+	return c;
+}
+
+static void lane_shift_init(void)
+{
+	static const uint8_t zero[LANE];
+	uint32_t bit[32];
+
+	for (int i = 0; i < 32; i++)
+		bit[i] = (uint32_t)crc_hw_serial(1u << i, zero, LANE);
+	for (int t = 0; t < 4; t++)
+		for (uint32_t b = 0; b < 256; b++) {
+			uint32_t v = 0;
+			for (int j = 0; j < 8; j++)
+				if (b & (1u << j))
+					v ^= bit[8 * t + j];
+			lane_shift[t][b] = v;
+		}
+}
+
+static uint32_t lane_advance(uint32_t c)
+{
+	return lane_shift[0][c & 0xff] ^ lane_shift[1][(c >> 8) & 0xff] ^
+	       lane_shift[2][(c >> 16) & 0xff] ^ lane_shift[3][c >> 24];
+}
+
 __attribute__((target("sse4.2"))) static uint32_t crc_hw_run(uint32_t crc, const uint8_t *p,
 							     size_t len)
 {
 	uint64_t c = crc;
 
-	while (len >= 8) {
-		uint64_t v;
-		memcpy(&v, p, 8);
-		c = __builtin_ia32_crc32di(c, v);
-		p += 8;
-		len -= 8;
+	for (; len >= 3 * LANE; p += 3 * LANE, len -= 3 * LANE) {
+		uint64_t a = c, b = 0, d = 0;
+		for (size_t i = 0; i < LANE; i += 8) {
+			uint64_t x, y, z;
+			memcpy(&x, p + i, 8);
+			memcpy(&y, p + LANE + i, 8);
+			memcpy(&z, p + 2 * LANE + i, 8);
+			a = __builtin_ia32_crc32di(a, x);
+			b = __builtin_ia32_crc32di(b, y);
+			d = __builtin_ia32_crc32di(d, z);
+		}
+		c = lane_advance(lane_advance((uint32_t)a) ^ (uint32_t)b) ^ (uint32_t)d;
 	}
-	crc = (uint32_t)c;
-	while (len--)
-		crc = __builtin_ia32_crc32qi(crc, *p++);
-	return crc;
+	return (uint32_t)crc_hw_serial(c, p, len);
 }
 #endif
 

@@ -184,7 +184,12 @@ void chk_copies_flush(struct chk *c)
 		       v[j].physical <= end + RUN_GAP &&
 		       v[j].physical + ns - v[i].physical <= RUN_MAX)
 			end = v[j++].physical + ns;
-		if (btk_dev_read(v[i].dev, buf, end - v[i].physical, v[i].physical)) {
+		struct btk_view view;
+		if (!btk_dev_view(v[i].dev, v[i].physical, end - v[i].physical, &view)) {
+			/* in place: no copy of the run (most of a warm read's cost) */
+			verify_run(c, &v[i], j - i, view.data, NULL);
+			btk_dev_unview(&view);
+		} else if (btk_dev_read(v[i].dev, buf, end - v[i].physical, v[i].physical)) {
 			/* one read of the run failed: try each copy alone, to name the bad ones */
 			for (size_t x = i; x < j; x++) {
 				int bad = btk_dev_read(v[x].dev, buf, ns, v[x].physical);

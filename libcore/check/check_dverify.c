@@ -4,8 +4,11 @@
  * it. The csum tree's leaves (walked before the subvolumes) give runs of checksummed data;
  * neighbouring runs that stay contiguous on every copy are merged into jobs of up to JOB_MAX
  * bytes, queued to worker threads (one per core, at most MAX_THREADS) that read each copy
- * sequentially and checksum its sectors while the walk goes on. At most INFLIGHT bytes are
- * queued, which bounds memory. Mismatches and read errors are kept and reported by the
+ * sequentially and checksum its sectors while the walk goes on. A queued job holds only its
+ * checksums (4 bytes per 4 KiB sector with crc32c), so the queue is bounded by their memory,
+ * QUEUE_MEM, not by the data: on most filesystems the whole csum tree is queued at once and
+ * the workers verify the data while the walk goes on through the trees after it, instead of
+ * holding the walk back. Mismatches and read errors are kept and reported by the
  * calling thread when the walk is over (chk_dv_finish), in address order: reporting looks up
  * owners through back references, which only the walking thread may do.
  */
@@ -22,7 +25,7 @@
 
 #define JOB_MAX	    (4U << 20)
 #define PIECE	    (256U << 10) /* bytes per read */
-#define INFLIGHT    (64U << 20)
+#define QUEUE_MEM   (32U << 20)	 /* bytes of queued jobs and their checksums */
 #define MAX_THREADS 4
 
 struct dv_job {
@@ -31,6 +34,7 @@ struct dv_job {
 	int n;
 	struct btk_phys ph[BTK_CHK_MAX_COPIES];
 	uint8_t *sums; /* checksums of the job's sectors, in order */
+	size_t cap;    /* bytes allocated at sums */
 };
 
 /* A sector that failed its checksum on one copy, or a copy that did not read (err set). */
@@ -47,7 +51,7 @@ struct chk_dv {
 	pthread_mutex_t mu;
 	pthread_cond_t work, space;
 	struct dv_job *head, *tail;
-	uint64_t inflight, sectors;
+	uint64_t queued, sectors; /* queued: memory of queued jobs (job_mem) */
 	bool done, oom;
 	struct dv_bad *bad;
 	size_t nbad, capbad;
@@ -61,6 +65,11 @@ struct dv_arg {
 	struct chk_dv *dv;
 	uint8_t *buf;
 };
+
+static uint64_t job_mem(const struct dv_job *j)
+{
+	return sizeof(*j) + j->cap;
+}
 
 static void add_bad(struct chk_dv *dv, const struct dv_bad *b)
 {
@@ -78,43 +87,72 @@ static void add_bad(struct chk_dv *dv, const struct dv_bad *b)
 	dv->bad[dv->nbad++] = *b;
 }
 
-/* Verifies every copy of job j, reading PIECE bytes at a time into buf (a piece stays in the
- * core's cache between the read and the checksums); returns sectors checked. Problems are
- * added under the lock. */
-static uint64_t verify_job(struct chk_dv *dv, const struct dv_job *j, uint8_t *buf)
+/* Checksums the sectors [p, p+plen) of copy i of job j, which are at data; returns sectors
+ * checked. Mismatches are added under the lock. */
+static uint64_t verify_sectors(struct chk_dv *dv, const struct dv_job *j, int i,
+			       const uint8_t *data, uint64_t p, uint64_t plen)
 {
 	uint32_t ss = dv->fs->sectorsize, cs = (uint32_t)dv->fs->csum_size;
 	uint64_t count = 0;
+	struct dv_bad b = {.logical = j->logical, .n = j->n, .mirror = i};
+
+	for (uint64_t o = 0; o < plen; o += ss) {
+		const uint8_t *want = j->sums + ((p + o) / ss) * cs;
+		count++;
+		btk_csum(dv->fs->csum_type, data + o, ss, b.found);
+		if (!memcmp(b.found, want, cs))
+			continue;
+		memcpy(b.ph, j->ph, sizeof(b.ph));
+		b.off = p + o;
+		memcpy(b.want, want, cs);
+		pthread_mutex_lock(&dv->mu);
+		add_bad(dv, &b);
+		pthread_mutex_unlock(&dv->mu);
+	}
+	return count;
+}
+
+/* Verifies every copy of job j; returns sectors checked. A copy is seen in place where the
+ * device allows (no copy of the bytes: on a warm page cache the copy into buf was most of the
+ * cost), else read PIECE bytes at a time into buf (a piece stays in the core's cache between
+ * the read and the checksums), which also says precisely what did not read. */
+static uint64_t verify_job(struct chk_dv *dv, const struct dv_job *j, uint8_t *buf)
+{
+	uint64_t count = 0;
 
 	for (int i = 0; i < j->n; i++) {
+		struct btk_view v;
 		if (!j->ph[i].dev)
 			continue;
+		if (!btk_dev_view(j->ph[i].dev, j->ph[i].physical, j->len, &v)) {
+			count += verify_sectors(dv, j, i, v.data, 0, j->len);
+			btk_dev_unview(&v);
+			continue;
+		}
 		for (uint64_t p = 0; p < j->len; p += PIECE) {
 			uint64_t plen = j->len - p < PIECE ? j->len - p : PIECE;
-			struct dv_bad b = {.logical = j->logical, .off = p, .n = j->n, .mirror = i};
-			memcpy(b.ph, j->ph, sizeof(b.ph));
-			if (btk_dev_read(j->ph[i].dev, buf, plen, j->ph[i].physical + p)) {
-				b.err = strdup(btk_errmsg());
-				pthread_mutex_lock(&dv->mu);
-				add_bad(dv, &b);
-				pthread_mutex_unlock(&dv->mu);
+			if (!btk_dev_read(j->ph[i].dev, buf, plen, j->ph[i].physical + p)) {
+				count += verify_sectors(dv, j, i, buf, p, plen);
 				continue;
 			}
-			for (uint64_t o = 0; o < plen; o += ss) {
-				const uint8_t *want = j->sums + ((p + o) / ss) * cs;
-				count++;
-				btk_csum(dv->fs->csum_type, buf + o, ss, b.found);
-				if (!memcmp(b.found, want, cs))
-					continue;
-				b.off = p + o;
-				memcpy(b.want, want, cs);
-				pthread_mutex_lock(&dv->mu);
-				add_bad(dv, &b);
-				pthread_mutex_unlock(&dv->mu);
-			}
+			struct dv_bad b = {.logical = j->logical, .off = p, .n = j->n, .mirror = i};
+			memcpy(b.ph, j->ph, sizeof(b.ph));
+			b.err = strdup(btk_errmsg());
+			pthread_mutex_lock(&dv->mu);
+			add_bad(dv, &b);
+			pthread_mutex_unlock(&dv->mu);
 		}
 	}
 	return count;
+}
+
+/* Asks the devices to read job j's copies ahead (the worker that takes it next then finds
+ * them in the page cache). */
+static void prefetch_job(const struct dv_job *j)
+{
+	for (int i = 0; i < j->n; i++)
+		if (j->ph[i].dev)
+			btk_dev_prefetch(j->ph[i].dev, j->ph[i].physical, j->len);
 }
 
 static void *worker(void *arg)
@@ -136,13 +174,19 @@ static void *worker(void *arg)
 		dv->head = j->next;
 		if (!dv->head)
 			dv->tail = NULL;
+		/* the next job's copies, taken while the lock is held (it may be freed after) */
+		struct dv_job ahead = {0};
+		if (dv->head)
+			ahead = *dv->head;
 		pthread_mutex_unlock(&dv->mu);
+		if (ahead.len)
+			prefetch_job(&ahead);
 
 		uint64_t n = verify_job(dv, j, buf);
 
 		pthread_mutex_lock(&dv->mu);
 		dv->sectors += n;
-		dv->inflight -= j->len;
+		dv->queued -= job_mem(j);
 		pthread_cond_signal(&dv->space);
 		pthread_mutex_unlock(&dv->mu);
 		free(j->sums);
@@ -190,9 +234,9 @@ static void submit(struct chk_dv *dv)
 		return;
 	dv->pending = NULL;
 	pthread_mutex_lock(&dv->mu);
-	while (dv->inflight && dv->inflight + j->len > INFLIGHT)
+	while (dv->queued && dv->queued + job_mem(j) > QUEUE_MEM)
 		pthread_cond_wait(&dv->space, &dv->mu);
-	dv->inflight += j->len;
+	dv->queued += job_mem(j);
 	if (dv->tail)
 		dv->tail->next = j;
 	else
@@ -240,8 +284,7 @@ void chk_dv_add(struct chk *c, uint64_t logical, uint64_t len, const uint8_t *su
 		if (!extends(c->dv->pending, logical, piece, ph, n)) {
 			submit(c->dv);
 			struct dv_job *j = calloc(1, sizeof(*j));
-			if (!j || !(j->sums = malloc((size_t)(JOB_MAX / ss) * cs))) {
-				free(j);
+			if (!j) {
 				c->oom = true;
 				return;
 			}
@@ -251,7 +294,21 @@ void chk_dv_add(struct chk *c, uint64_t logical, uint64_t len, const uint8_t *su
 			c->dv->pending = j;
 		}
 		struct dv_job *j = c->dv->pending;
-		memcpy(j->sums + (j->len / ss) * cs, sums, (size_t)(piece / ss) * cs);
+		size_t have = (size_t)(j->len / ss) * cs, add = (size_t)(piece / ss) * cs;
+		if (have + add > j->cap) {
+			/* grow by doubling: a job of one small file costs a few bytes, not 4 KiB */
+			size_t cap = j->cap ? j->cap * 2 : 64;
+			while (cap < have + add)
+				cap *= 2;
+			uint8_t *ns = realloc(j->sums, cap);
+			if (!ns) {
+				c->oom = true;
+				return;
+			}
+			j->sums = ns;
+			j->cap = cap;
+		}
+		memcpy(j->sums + have, sums, add);
 		j->len += piece;
 		sums += (piece / ss) * cs;
 		logical += piece;

@@ -41,6 +41,7 @@ static void push_declared(struct chk *c, const struct chk_ref *r)
 		return;
 	}
 	*n = *r;
+	c->declared_sorted = false; /* an extent tree walked again (a damaged root tree) */
 	if (c->cur_extent_idx >= 0) {
 		struct chk_extent *e = btk_vec_at(&c->extents, (size_t)c->cur_extent_idx);
 		if (e->bytenr == r->bytenr)
@@ -127,7 +128,6 @@ static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p
 	e->bytenr = k->objectid;
 	e->key_type = k->type;
 	e->refs = h.refs;
-	e->gen = h.generation;
 	e->flags = h.flags;
 	e->level = (int8_t)h.level;
 	e->len = h.skinny ? c->fs->nodesize : k->offset;
@@ -150,10 +150,10 @@ static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p
 	if (data == tree)
 		chk_report(c, BTK_P_EXT_FLAGS, 2, leaf, k, "DATA or TREE_BLOCK",
 			   chk_fmt("0x%llx", (unsigned long long)e->flags), "extent flags invalid");
-	if (e->gen == 0 || e->gen > c->max_gen)
+	if (h.generation == 0 || h.generation > c->max_gen)
 		chk_report(c, BTK_P_EXT_GENERATION, 2, leaf, k,
 			   chk_fmt("(0, %llu]", (unsigned long long)c->max_gen),
-			   chk_fmt("%llu", (unsigned long long)e->gen),
+			   chk_fmt("%llu", (unsigned long long)h.generation),
 			   "extent generation invalid");
 	if (e->bytenr % c->fs->sectorsize || e->len % c->fs->sectorsize || !e->len)
 		chk_report(c, BTK_P_EXT_ALIGN, 2, leaf, k,
@@ -225,27 +225,30 @@ void chk_extent_leaf(struct chk *c, const struct btk_block *b)
 	}
 }
 
-/* Decides each found reference's final form from its parent's FULL_BACKREF flag. */
+/* Decides a found reference's final form from its parent's FULL_BACKREF flag. */
+static void resolve_one(struct chk *c, struct chk_ref *r)
+{
+	if (!r->unresolved)
+		return;
+	const struct chk_extent *pe = chk_extent_find(c, r->parent);
+	bool full = pe && (pe->flags & BTRFS_BLOCK_FLAG_FULL_BACKREF);
+	r->unresolved = 0;
+	if (full) {
+		r->type = r->type == BTRFS_TREE_BLOCK_REF_KEY ? BTRFS_SHARED_BLOCK_REF_KEY
+							      : BTRFS_SHARED_DATA_REF_KEY;
+		r->root = 0;
+		r->ino = 0;
+		if (r->type == BTRFS_SHARED_DATA_REF_KEY)
+			r->off = 0;
+	} else {
+		r->parent = 0;
+	}
+}
+
 static void resolve(struct chk *c)
 {
-	for (size_t i = 0; i < c->found.n; i++) {
-		struct chk_ref *r = btk_vec_at(&c->found, i);
-		if (!r->unresolved)
-			continue;
-		const struct chk_extent *pe = chk_extent_find(c, r->parent);
-		bool full = pe && (pe->flags & BTRFS_BLOCK_FLAG_FULL_BACKREF);
-		r->unresolved = 0;
-		if (full) {
-			r->type = r->type == BTRFS_TREE_BLOCK_REF_KEY ? BTRFS_SHARED_BLOCK_REF_KEY
-								      : BTRFS_SHARED_DATA_REF_KEY;
-			r->root = 0;
-			r->ino = 0;
-			if (r->type == BTRFS_SHARED_DATA_REF_KEY)
-				r->off = 0;
-		} else {
-			r->parent = 0;
-		}
-	}
+	for (size_t i = 0; i < c->found.n; i++)
+		resolve_one(c, btk_vec_at(&c->found, i));
 }
 
 static int cmp_u64(uint64_t a, uint64_t b)
@@ -283,21 +286,14 @@ static const char *ref_name(const struct chk_ref *r)
 	}
 }
 
-/* Checks that the extent item a found reference points at exists and fits it. */
-static void found_target(struct chk *c, const struct chk_ref *r, uint64_t *last)
+/* Checks that the extent item e a found reference points at fits it (once per extent: the
+ * first user). */
+static void found_fits(struct chk *c, const struct chk_ref *r, struct chk_extent *e)
 {
-	if (*last == r->bytenr)
-		return;
-	*last = r->bytenr;
-	struct chk_extent *e = (struct chk_extent *)chk_extent_find(c, r->bytenr);
 	bool tree = r->type == BTRFS_TREE_BLOCK_REF_KEY || r->type == BTRFS_SHARED_BLOCK_REF_KEY;
-	if (!e) {
-		chk_report(c, BTK_P_EXT_MISSING, 2, r->bytenr, NULL,
-			   tree ? "METADATA_ITEM or EXTENT_ITEM" : "EXTENT_ITEM", "none",
-			   "%s extent %llu has no extent item", tree ? "tree block" : "data",
-			   (unsigned long long)r->bytenr);
+
+	if (e->has_users)
 		return;
-	}
 	e->has_users = true;
 	if (tree && !(e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK))
 		chk_report(c, BTK_P_EXT_TB_IS_DATA, 2, r->bytenr, NULL, "TREE_BLOCK", "DATA",
@@ -317,17 +313,71 @@ static void found_target(struct chk *c, const struct chk_ref *r, uint64_t *last)
 			   "data extent length differs from its file extent");
 }
 
-/* Sums the counts of the run of equal references starting at *i; advances *i. */
-static uint64_t run_count(const struct chk_refs *v, size_t *i, const struct chk_ref **first)
+/* Checks that the extent item a found reference points at exists and fits it. */
+static void found_target(struct chk *c, const struct chk_ref *r, uint64_t *last)
+{
+	if (*last == r->bytenr)
+		return;
+	*last = r->bytenr;
+	struct chk_extent *e = (struct chk_extent *)chk_extent_find(c, r->bytenr);
+	bool tree = r->type == BTRFS_TREE_BLOCK_REF_KEY || r->type == BTRFS_SHARED_BLOCK_REF_KEY;
+	if (!e) {
+		chk_report(c, BTK_P_EXT_MISSING, 2, r->bytenr, NULL,
+			   tree ? "METADATA_ITEM or EXTENT_ITEM" : "EXTENT_ITEM", "none",
+			   "%s extent %llu has no extent item", tree ? "tree block" : "data",
+			   (unsigned long long)r->bytenr);
+		return;
+	}
+	found_fits(c, r, e);
+}
+
+void chk_extents_walked(struct chk *c)
+{
+	if (c->extent_gap || c->oom)
+		return;
+	btk_vec_sort(&c->declared, ref_cmp);
+	c->declared_sorted = true;
+}
+
+/* With the extent tree walked, a found reference that matches a declared one (the common case)
+ * is only counted there: the found list keeps what differs, and what came before. */
+void chk_found_ref(struct chk *c, const struct chk_ref *r)
+{
+	if (c->declared_sorted && !c->extent_gap) {
+		struct chk_ref k = *r;
+		resolve_one(c, &k);
+		struct chk_ref *d = btk_vec_bsearch(&c->declared, &k, ref_cmp);
+		struct chk_extent *e = d ? (struct chk_extent *)chk_extent_find(c, k.bytenr) : NULL;
+		if (e) {
+			found_fits(c, &k, e);
+			d->found += k.count;
+			return;
+		}
+	}
+	struct chk_ref *n = btk_vec_push(&c->found);
+	if (!n) {
+		c->oom = true;
+		return;
+	}
+	*n = *r;
+}
+
+/* Sums the counts of the run of equal references starting at *i; advances *i. *found (may be
+ * NULL) gets the sum of their found counts (declared references). */
+static uint64_t run_count(const struct chk_refs *v, size_t *i, const struct chk_ref **first,
+			  uint64_t *found)
 {
 	const struct chk_ref *f = btk_vec_at(v, *i);
-	uint64_t n = 0;
+	uint64_t n = 0, nf = 0;
 
 	*first = f;
 	while (*i < v->n && ref_cmp(btk_vec_at(v, *i), f) == 0) {
 		n += ((const struct chk_ref *)btk_vec_at(v, *i))->count;
+		nf += ((const struct chk_ref *)btk_vec_at(v, *i))->found;
 		(*i)++;
 	}
+	if (found)
+		*found = nf;
 	return n;
 }
 
@@ -337,17 +387,19 @@ static void compare_refs(struct chk *c)
 	uint64_t last = (uint64_t)-1;
 
 	btk_vec_sort(&c->found, ref_cmp);
-	btk_vec_sort(&c->declared, ref_cmp);
+	if (!c->declared_sorted)
+		btk_vec_sort(&c->declared, ref_cmp);
 	while (i < c->found.n || j < c->declared.n) {
 		const struct chk_ref *f = i < c->found.n ? btk_vec_at(&c->found, i) : NULL;
 		const struct chk_ref *d = j < c->declared.n ? btk_vec_at(&c->declared, j) : NULL;
 		int cmp = !f ? 1 : !d ? -1 : ref_cmp(f, d);
-		uint64_t nf = 0, nd = 0;
+		uint64_t nf = 0, nd = 0, nfd = 0;
 		const struct chk_ref *rf = NULL, *rd = NULL, *r;
 		if (cmp <= 0)
-			nf = run_count(&c->found, &i, &rf);
+			nf = run_count(&c->found, &i, &rf, NULL);
 		if (cmp >= 0)
-			nd = run_count(&c->declared, &j, &rd);
+			nd = run_count(&c->declared, &j, &rd, &nfd);
+		nf += nfd;
 		if (rf)
 			found_target(c, rf, &last);
 		r = rf ? rf : rd;
@@ -357,6 +409,8 @@ static void compare_refs(struct chk *c)
 			continue; /* the missing extent item is reported once, not per reference */
 		if (nf < nd && c->walk_gap)
 			continue; /* its users may be in the unreadable block */
+		if (!nf && btk_u64set_has(&c->log_users, r->bytenr))
+			continue; /* used by a log tree, which counts until it is replayed */
 		const char *what = nd == 0   ? "back reference missing from the extent tree"
 				   : nf == 0 ? "back reference without a user"
 					     : "back reference count wrong";
@@ -414,7 +468,7 @@ static void extent_final(struct chk *c, struct chk_extent *e)
 		    chk_fmt("%llu", (unsigned long long)e->refs),
 		    "extent item reference count wrong: extent %llu",
 		    (unsigned long long)e->bytenr);
-	if (!e->has_users && !c->walk_gap)
+	if (!e->has_users && !c->walk_gap && !btk_u64set_has(&c->log_users, e->bytenr))
 		chk_report(c, BTK_P_EXT_NO_USERS, 2, e->bytenr, NULL, "at least one user", "none",
 			   "extent item without users: [%llu, +%llu)",
 			   (unsigned long long)e->bytenr, (unsigned long long)e->len);

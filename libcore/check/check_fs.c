@@ -2,13 +2,13 @@
  *
  * Items of one inode are contiguous (objectid = inode number), so per-inode facts (nlink
  * against its names, nbytes against its extents, directory size against its entries) are
- * checked when the objectid changes, from a small state. Names cross inodes: each DIR_ITEM,
- * DIR_INDEX and INODE_REF/EXTREF becomes a 40-byte record (no name bytes, a 64-bit hash of the
- * name), and at the tree's end the sorted records must come in complete triples.
+ * checked when the objectid changes, from a small state. Names cross inodes: check_names.c
+ * matches a directory's entries with its children's inode refs.
  */
-#include "check/check_priv.h"
+#include "check/check_fs_priv.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/dir_item.h"
 #include "format/file_extent.h"
 #include "format/inode_item.h"
 #include "fs/fs_read.h"
@@ -18,140 +18,11 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#define SRC_DIR_ITEM  1
-#define SRC_DIR_INDEX 2
-#define SRC_REF	      4
-
-/* One name, merged from its dir item, dir index and inode ref (a hash table slot). */
-struct chk_name {
-	uint64_t dir, child, hash, idx_dir, idx_ref;
-	uint32_t crc;	    /* btrfs name hash: the DIR_ITEM key offset */
-	uint8_t src, ftype; /* src 0: empty slot */
-	uint8_t dup_index;  /* a second DIR_INDEX of this name and inode (another index) */
-};
-
-struct name_tab {
-	struct chk_name *slots;
-	size_t n, cap;
-};
-
-struct chk_ino {
-	uint64_t ino;
-	uint32_t mode;
-};
-
-/* The names met in the dir indexes of one directory (they lie together in key order): two
- * entries with one name are found there, so the names table need not keep healthy names. */
-struct dir_seen_slot {
-	uint64_t hash, child, index; /* hash 0: empty */
-};
-struct dir_seen {
-	uint64_t dir;
-	struct dir_seen_slot *slots;
-	size_t n, cap;
-	size_t *used; /* slots to clear at the next directory */
-};
-
-struct ino_state {
-	uint64_t ino;
-	bool has_item, orphan;
-	uint32_t mode, nlink;
-	uint64_t size, nbytes, flags, leaf;
-	uint64_t names, dirsize, found_bytes, ext_end;
-	bool has_ext;
-	bool partial; /* some of its items lie in a skipped range */
-};
-
-BTK_VEC(chk_inos, struct chk_ino);
-BTK_VEC(key_ranges, struct key_range);
-
-struct chk_fstree {
-	uint64_t tree;
-	struct chk_u64s orphans; /* sorted */
-	struct name_tab names; /* names not yet found whole and consistent, by (dir, child, name) */
-	struct dir_seen dirseen; /* names of the directory whose dir indexes are being read */
-	struct chk_ino last_dir; /* the directory name_whole found last (names come in runs) */
-	struct chk_inos inodes;	 /* in inode order */
-	bool gap;		 /* part of the tree was unreadable */
-	bool active;
-	struct ino_state cur;
-	/* Subtrees shared with a subvolume checked before are not walked again; their key
-	 * ranges are kept so that what lies in them is taken as seen (it was checked there). */
-	struct key_ranges skips; /* in key order */
-	bool skip_open;		 /* a range starts at skip_lo and ends at the next item seen */
-	bool after_skip;	 /* the next new inode may have items in the skipped range */
-	struct btk_key skip_lo;
-};
-
-struct key_range {
-	struct btk_key lo, hi; /* [lo, hi) */
-};
-
-static uint64_t name_hash64(const uint8_t *name, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL ^ len;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ name[i]) * 0x100000001b3ULL;
-	return h;
-}
-
-static uint8_t mode_ftype(uint32_t mode)
-{
-	switch (mode & S_IFMT) {
-	case S_IFREG:
-		return BTRFS_FT_REG_FILE;
-	case S_IFDIR:
-		return BTRFS_FT_DIR;
-	case S_IFCHR:
-		return BTRFS_FT_CHRDEV;
-	case S_IFBLK:
-		return BTRFS_FT_BLKDEV;
-	case S_IFIFO:
-		return BTRFS_FT_FIFO;
-	case S_IFSOCK:
-		return BTRFS_FT_SOCK;
-	case S_IFLNK:
-		return BTRFS_FT_SYMLINK;
-	}
-	return BTRFS_FT_UNKNOWN;
-}
-
-static size_t name_slot(const struct name_tab *t, uint64_t dir, uint64_t child, uint64_t hash)
-{
-	uint64_t h = (dir * 0x9E3779B97F4A7C15ULL) ^ (child * 0xC2B2AE3D27D4EB4FULL) ^ hash;
-
-	/* multiply-shift: the high bits mix every input bit */
-	h = (h ^ (h >> 31)) * 0xD6E8FEB86659FD93ULL;
-	return (size_t)(h >> 32) & (t->cap - 1);
-}
-
-static bool names_grow(struct name_tab *t)
-{
-	size_t ncap = t->cap ? t->cap * 2 : 4096;
-	struct chk_name *ns = calloc(ncap, sizeof(*ns));
-
-	if (!ns)
-		return false;
-	struct name_tab nt = {ns, t->n, ncap};
-	for (size_t i = 0; i < t->cap; i++) {
-		const struct chk_name *o = &t->slots[i];
-		if (!o->src)
-			continue;
-		size_t j = name_slot(&nt, o->dir, o->child, o->hash);
-		while (ns[j].src)
-			j = (j + 1) & (ncap - 1);
-		ns[j] = *o;
-	}
-	free(t->slots);
-	*t = nt;
-	return true;
-}
-
-/* Records one sighting of a name; the three sightings of a healthy name share one slot. */
-static const struct chk_ino *ino_find(const struct chk_fstree *t, uint64_t ino);
 static void rep(struct chk *c, enum btk_check_problem_id id, uint64_t leaf, const struct btk_key *k,
-		const char *expected, const char *found, const char *what);
+		const char *expected, const char *found, const char *what)
+{
+	chk_fs_rep(c, id, leaf, k, expected, found, what);
+}
 
 static void dup_report(struct chk *c, uint64_t dir, const struct dir_seen_slot *a, uint64_t child,
 		       uint64_t index)
@@ -205,7 +76,7 @@ static void dir_seen_add(struct chk *c, uint64_t dir, const uint8_t *name, size_
 			 uint64_t child, uint64_t index)
 {
 	struct dir_seen *d = &c->fst->dirseen;
-	uint64_t hash = name_hash64(name, len) | 1; /* never 0, the empty mark */
+	uint64_t hash = chk_name_hash64(name, len) | 1; /* never 0, the empty mark */
 
 	if (d->dir != dir) {
 		for (size_t i = 0; i < d->n; i++)
@@ -227,86 +98,6 @@ static void dir_seen_add(struct chk *c, uint64_t dir, const uint8_t *name, size_
 	d->used[d->n++] = j;
 }
 
-/* Backward-shift deletion of slot j (linear probing keeps working without tombstones). */
-static void names_del(struct name_tab *t, size_t j)
-{
-	size_t mask = t->cap - 1, i = j;
-
-	for (size_t k = (i + 1) & mask; t->slots[k].src; k = (k + 1) & mask) {
-		const struct chk_name *o = &t->slots[k];
-		size_t home = name_slot(t, o->dir, o->child, o->hash);
-		/* o may move to i when its home does not lie in (i, k] */
-		bool stays = i <= k ? (home > i && home <= k) : (home > i || home <= k);
-		if (stays)
-			continue;
-		t->slots[i] = *o;
-		i = k;
-	}
-	memset(&t->slots[i], 0, sizeof(t->slots[i]));
-	t->n--;
-}
-
-/* A name whose three items are in, agree, and whose inode and directory exist as they
- * should is done with: forgetting it keeps the table to the names still open (those whose
- * parts lie far apart in key order), not every name of the tree. */
-static bool name_whole(struct chk *c, const struct chk_name *n)
-{
-	struct chk_fstree *t = c->fst;
-
-	if (n->src != (SRC_DIR_ITEM | SRC_DIR_INDEX | SRC_REF) || n->dup_index ||
-	    n->idx_dir != n->idx_ref)
-		return false;
-	uint32_t cmode;
-	if (t->cur.ino == n->child && t->cur.has_item) {
-		cmode = t->cur.mode; /* the common case: the child's own inode ref came last */
-	} else {
-		const struct chk_ino *child = ino_find(t, n->child);
-		if (!child)
-			return false;
-		cmode = child->mode;
-	}
-	if (t->last_dir.ino != n->dir) {
-		const struct chk_ino *dir = ino_find(t, n->dir);
-		if (!dir)
-			return false;
-		t->last_dir = *dir;
-	}
-	return S_ISDIR(t->last_dir.mode) && (!n->ftype || mode_ftype(cmode) == n->ftype);
-}
-
-static void push_name(struct chk *c, uint64_t dir, uint64_t child, uint64_t index,
-		      const uint8_t *name, size_t len, uint8_t src, uint8_t ftype)
-{
-	struct name_tab *t = &c->fst->names;
-	uint64_t hash = name_hash64(name, len);
-
-	if ((t->n + 1) * 2 > t->cap && !names_grow(t)) {
-		c->oom = true;
-		return;
-	}
-	size_t j = name_slot(t, dir, child, hash);
-	while (t->slots[j].src &&
-	       (t->slots[j].dir != dir || t->slots[j].child != child || t->slots[j].hash != hash))
-		j = (j + 1) & (t->cap - 1);
-	struct chk_name *n = &t->slots[j];
-	if (!n->src) {
-		*n = (struct chk_name){.dir = dir, .child = child, .hash = hash};
-		n->crc = btk_name_hash(name, len);
-		t->n++;
-	}
-	if (src == SRC_DIR_INDEX && (n->src & SRC_DIR_INDEX) && n->idx_dir != index)
-		n->dup_index = 1;
-	n->src |= src;
-	if (src == SRC_DIR_INDEX)
-		n->idx_dir = index;
-	else if (src == SRC_REF)
-		n->idx_ref = index;
-	if (src != SRC_REF)
-		n->ftype = ftype;
-	if (name_whole(c, n))
-		names_del(t, j);
-}
-
 static void push_rootref(struct chk *c, uint64_t parent, uint64_t child, uint64_t dirid,
 			 uint64_t seq, const uint8_t *name, size_t len, uint8_t kind)
 {
@@ -316,7 +107,7 @@ static void push_rootref(struct chk *c, uint64_t parent, uint64_t child, uint64_
 		c->oom = true;
 		return;
 	}
-	*r = (struct chk_rootref){parent, child, dirid, seq, name_hash64(name, len), kind};
+	*r = (struct chk_rootref){parent, child, dirid, seq, chk_name_hash64(name, len), kind};
 }
 
 static int orphan_cb(void *ctx, const struct btk_block *leaf, int slot, const struct btk_key *key,
@@ -332,7 +123,7 @@ static int orphan_cb(void *ctx, const struct btk_block *leaf, int slot, const st
 	return 0;
 }
 
-static bool has_u64(const struct chk_u64s *v, uint64_t x)
+bool chk_has_u64(const struct chk_u64s *v, uint64_t x)
 {
 	size_t lo = 0, hi = v->n;
 
@@ -370,7 +161,7 @@ int chk_fs_begin(struct chk *c, const struct btk_root *root)
 	return 0;
 }
 
-static void rep(struct chk *c, enum btk_check_problem_id id, uint64_t leaf, const struct btk_key *k,
+void chk_fs_rep(struct chk *c, enum btk_check_problem_id id, uint64_t leaf, const struct btk_key *k,
 		const char *exp, const char *found, const char *what)
 {
 	chk_report(c, id, c->fst->tree, leaf, k, exp, found, "root %llu: %s",
@@ -403,7 +194,7 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 		    chk_fmt("generation %llu transid %llu", (unsigned long long)gen,
 			    (unsigned long long)transid),
 		    "inode generation or transid invalid");
-	if (mode_ftype(s->mode) == BTRFS_FT_UNKNOWN)
+	if (chk_mode_ftype(s->mode) == BTRFS_FT_UNKNOWN)
 		rep(c, BTK_P_INODE_MODE, leaf, k, "a file type", chk_fmt("mode 0%o", s->mode),
 		    "inode mode invalid");
 	if (S_ISLNK(s->mode) && (s->flags & (BTK_INODE_IMMUTABLE | BTK_INODE_APPEND)))
@@ -412,55 +203,40 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 	if (S_ISDIR(s->mode) && s->nlink >= 2)
 		rep(c, BTK_P_DIR_LINKS, leaf, k, "1", chk_fmt("%u", s->nlink),
 		    "directory has more than one link");
-	struct chk_ino *ci = btk_vec_push(&c->fst->inodes);
-	if (!ci) {
-		c->oom = true;
-		return;
-	}
-	ci->ino = k->objectid;
-	ci->mode = s->mode;
+	chk_ino_add(c, k->objectid, s->mode);
 }
 
-/* DIR_ITEM, DIR_INDEX and XATTR_ITEM share one layout: entries of header + name + data. */
+/* DIR_ITEM, DIR_INDEX and XATTR_ITEM share one layout (format/dir_item.h). */
 /* Does an entry before offset `end` of the dir item at p have this name? (Entries up to end
  * were bounds-checked already.) Collisions of the name hash share one item; equal names may
  * not. */
 static bool same_name_before(const uint8_t *p, uint32_t end, const uint8_t *name, uint16_t nl)
 {
-	for (uint32_t off = 0; off < end;) {
-		const uint8_t *e = p + off;
-		uint16_t l = BTK_GET(struct btrfs_dir_item, e, name_len);
-		if (l == nl && !memcmp(e + sizeof(struct btrfs_dir_item), name, nl))
+	struct btk_dir_iter it;
+	struct btk_dir_ent e;
+
+	btk_dir_iter_init(&it, p, end);
+	while (btk_dir_next(&it, &e) > 0)
+		if (e.name_len == nl && !memcmp(e.name, name, nl))
 			return true;
-		off +=
-		    sizeof(struct btrfs_dir_item) + l + BTK_GET(struct btrfs_dir_item, e, data_len);
-	}
 	return false;
 }
 
 static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 			uint64_t leaf)
 {
-	uint32_t off = 0;
-	int n = 0;
+	struct btk_dir_iter it;
+	struct btk_dir_ent e;
+	int n = 0, ret;
 
-	while (off < sz) {
-		const uint8_t *e = p + off;
-		if (sz - off < sizeof(struct btrfs_dir_item)) {
-			rep(c, BTK_P_DIR_OVERRUN, leaf, k, "", "", "dir entry overruns its item");
-			return;
-		}
-		uint16_t nl = BTK_GET(struct btrfs_dir_item, e, name_len);
-		uint16_t dl = BTK_GET(struct btrfs_dir_item, e, data_len);
-		uint8_t ft = BTK_GET(struct btrfs_dir_item, e, type);
-		uint32_t esz = sizeof(struct btrfs_dir_item) + nl + dl;
-		if (esz > sz - off) {
-			rep(c, BTK_P_DIR_OVERRUN, leaf, k, "", "", "dir entry overruns its item");
-			return;
-		}
-		const uint8_t *name = e + sizeof(struct btrfs_dir_item);
+	btk_dir_iter_init(&it, p, sz);
+	while ((ret = btk_dir_next(&it, &e)) > 0) {
+		uint16_t nl = e.name_len, dl = e.data_len;
+		uint8_t ft = e.type;
+		uint32_t off = it.at;
+		const uint8_t *name = (const uint8_t *)e.name;
 		struct btk_key loc;
-		btk_disk_to_key((const struct btk_disk_key *)e, &loc);
+		btk_dir_ent_location(&e, &loc);
 		if (k->type == BTRFS_DIR_ITEM_KEY && same_name_before(p, off, name, nl))
 			rep(c, BTK_P_NAME_DUPLICATE, leaf, k, "one entry per name",
 			    chk_fmt("'%.*s' twice", nl > 64 ? 64 : nl, (const char *)name),
@@ -474,7 +250,6 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 		if (nl == 0 || nl > BTK_NAME_MAX)
 			rep(c, BTK_P_NAME_LEN, leaf, k, "1..255", chk_fmt("%u", nl),
 			    "name length invalid");
-		off += esz;
 		n++;
 		if (k->type == BTRFS_XATTR_ITEM_KEY)
 			continue;
@@ -487,13 +262,17 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 		if (loc.type == BTRFS_INODE_ITEM_KEY && src == SRC_DIR_INDEX)
 			dir_seen_add(c, k->objectid, name, nl, loc.objectid, idx);
 		if (loc.type == BTRFS_INODE_ITEM_KEY)
-			push_name(c, k->objectid, loc.objectid, idx, name, nl, src, ft);
+			chk_name_entry(c, k->objectid, loc.objectid, idx, name, nl, src, ft);
 		else if (loc.type == BTRFS_ROOT_ITEM_KEY)
 			push_rootref(c, c->fst->tree, loc.objectid, k->objectid, idx, name, nl,
 				     src == SRC_DIR_ITEM ? 2 : 3);
 		else
 			rep(c, BTK_P_DIR_LOCATION, leaf, k, "INODE_ITEM or ROOT_ITEM location",
 			    chk_fmt("type %u", loc.type), "dir entry location invalid");
+	}
+	if (ret < 0) {
+		rep(c, BTK_P_DIR_OVERRUN, leaf, k, "", "", "dir entry overruns its item");
+		return;
 	}
 	if (k->type == BTRFS_DIR_INDEX_KEY && n != 1)
 		rep(c, BTK_P_DIR_INDEX_COUNT, leaf, k, "1", chk_fmt("%d", n),
@@ -520,7 +299,7 @@ static int inode_ref_entry(void *arg, const struct btk_name_ref *r)
 	w->c->fst->cur.names++;
 	/* the top directory's ".." names itself and has no dir entry */
 	if (!(r->parent == k->objectid && k->objectid == BTK_ROOT_DIRID))
-		push_name(w->c, r->parent, k->objectid, r->index, name, r->name_len, SRC_REF, 0);
+		chk_name_ref(w->c, r->parent, k->objectid, r->index, name, r->name_len);
 	return 0;
 }
 
@@ -649,6 +428,7 @@ static void inode_end(struct chk *c)
 	if (!t->active)
 		return;
 	t->active = false;
+	chk_names_inode_end(c, s->ino);
 	if (s->ino == BTRFS_ORPHAN_OBJECTID)
 		return;
 	if (s->ino == BTRFS_FREE_INO_OBJECTID) {
@@ -669,7 +449,7 @@ static void inode_end(struct chk *c)
 		return;
 	}
 	c->sum->nr_inodes++;
-	s->orphan = has_u64(&t->orphans, s->ino);
+	s->orphan = chk_has_u64(&t->orphans, s->ino);
 	if (t->gap || s->orphan || s->partial)
 		return; /* names or extents may legitimately be partial */
 	if (s->nlink == 0)
@@ -765,8 +545,7 @@ void chk_fs_skip(struct chk *c, const struct btk_block *node)
 		t->cur.partial = true;
 }
 
-/* True if some skipped range meets the keys (objectid, type, lo..hi). */
-static bool skipped(const struct chk_fstree *t, uint64_t objectid, uint8_t type, uint64_t lo,
+bool chk_fs_skipped(const struct chk_fstree *t, uint64_t objectid, uint8_t type, uint64_t lo,
 		    uint64_t hi)
 {
 	struct btk_key a = {objectid, type, lo}, b = {objectid, type, hi};
@@ -794,119 +573,6 @@ void chk_fs_leaf(struct chk *c, const struct btk_block *b)
 	}
 }
 
-static const struct chk_ino *ino_find(const struct chk_fstree *t, uint64_t ino)
-{
-	struct chk_ino key = {.ino = ino};
-	size_t lo = 0, hi = t->inodes.n;
-
-	(void)key;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		const struct chk_ino *m = btk_vec_at(&t->inodes, mid);
-		if (m->ino == ino)
-			return m;
-		if (m->ino < ino)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return NULL;
-}
-
-static const char *src_list(uint8_t src)
-{
-	return chk_fmt("%s%s%s", src & SRC_DIR_ITEM ? "DIR_ITEM " : "",
-		       src & SRC_DIR_INDEX ? "DIR_INDEX " : "", src & SRC_REF ? "INODE_REF" : "");
-}
-
-/* One name: its dir item, dir index and inode ref must all exist and agree. */
-static const struct chk_ino unknown_ino = {0, 0}, unknown_dir = {0, S_IFDIR};
-
-static void name_group(struct chk *c, const struct chk_name *g)
-{
-	const uint8_t all = SRC_DIR_ITEM | SRC_DIR_INDEX | SRC_REF;
-	uint8_t src = g->src, ftype = g->ftype;
-	uint64_t idx_dir = g->idx_dir, idx_ref = g->idx_ref;
-	const struct chk_ino *child = ino_find(c->fst, g->child);
-	const struct chk_ino *dir = ino_find(c->fst, g->dir);
-	bool bad_type = child && ftype && mode_ftype(child->mode) != ftype;
-
-	/* the common case, a healthy name, formats nothing */
-	if (src == all && idx_dir == idx_ref && child && !bad_type && dir && S_ISDIR(dir->mode))
-		return;
-	const struct chk_fstree *t = c->fst;
-	/* a directory on the orphan list is being removed: what is left of its own entries is
-	 * being dropped (an inode that still names it as its parent is another matter) */
-	if (!(src & SRC_REF) && has_u64(&t->orphans, g->dir))
-		return;
-	if (t->skips.n) {
-		/* parts in a skipped subtree were seen (and checked) in another subvolume */
-		if (!(src & SRC_DIR_ITEM) && skipped(t, g->dir, BTRFS_DIR_ITEM_KEY, g->crc, g->crc))
-			src |= SRC_DIR_ITEM;
-		if (!(src & SRC_DIR_INDEX) &&
-		    skipped(t, g->dir, BTRFS_DIR_INDEX_KEY, 0, UINT64_MAX))
-			src |= SRC_DIR_INDEX, idx_dir = idx_ref;
-		if (!(src & SRC_REF) &&
-		    (skipped(t, g->child, BTRFS_INODE_REF_KEY, g->dir, g->dir) ||
-		     skipped(t, g->child, BTRFS_INODE_EXTREF_KEY, 0, UINT64_MAX)))
-			src |= SRC_REF, idx_ref = idx_dir;
-		if (!child && skipped(t, g->child, BTRFS_INODE_ITEM_KEY, 0, 0))
-			child = &unknown_ino;
-		if (!dir && skipped(t, g->dir, BTRFS_INODE_ITEM_KEY, 0, 0))
-			dir = &unknown_dir;
-		if (src == all && idx_dir == idx_ref && child && !bad_type && dir &&
-		    S_ISDIR(dir->mode))
-			return;
-	}
-	struct btk_key k = {g->dir, BTRFS_DIR_INDEX_KEY, idx_dir ? idx_dir : idx_ref};
-	char who[96], what[160];
-	snprintf(who, sizeof(who), "name of inode %llu in directory %llu",
-		 (unsigned long long)g->child, (unsigned long long)g->dir);
-	if (src != all) {
-		snprintf(what, sizeof(what), "%s: %s missing", who,
-			 !(src & SRC_DIR_INDEX)	 ? "dir index"
-			 : !(src & SRC_DIR_ITEM) ? "dir item"
-						 : "inode ref");
-		rep(c,
-		    !(src & SRC_DIR_INDEX)  ? BTK_P_NAME_MISSING_INDEX
-		    : !(src & SRC_DIR_ITEM) ? BTK_P_NAME_MISSING_ITEM
-					    : BTK_P_NAME_MISSING_REF,
-		    0, &k, "DIR_ITEM DIR_INDEX INODE_REF", src_list(src), what);
-	} else if (idx_dir != idx_ref) {
-		snprintf(what, sizeof(what), "%s: dir index differs", who);
-		rep(c, BTK_P_NAME_INDEX_DIFFERS, 0, &k,
-		    chk_fmt("index %llu (inode ref)", (unsigned long long)idx_ref),
-		    chk_fmt("index %llu", (unsigned long long)idx_dir), what);
-	}
-	if (!child && (src & (SRC_DIR_ITEM | SRC_DIR_INDEX))) {
-		snprintf(what, sizeof(what), "%s: points to a missing inode", who);
-		rep(c, BTK_P_NAME_NO_INODE, 0, &k, "an inode item", "none", what);
-	}
-	if (bad_type) {
-		snprintf(what, sizeof(what), "%s: dir entry type wrong", who);
-		rep(c, BTK_P_NAME_TYPE, 0, &k,
-		    chk_fmt("type %u (inode mode)", mode_ftype(child->mode)),
-		    chk_fmt("type %u", ftype), what);
-	}
-	if (dir && !S_ISDIR(dir->mode)) {
-		snprintf(what, sizeof(what), "%s: parent is not a directory", who);
-		rep(c, BTK_P_NAME_PARENT_NOT_DIR, 0, &k, "a directory",
-		    chk_fmt("mode 0%o", dir->mode), what);
-	} else if (!dir) {
-		snprintf(what, sizeof(what), "%s: directory missing", who);
-		rep(c, BTK_P_NAME_NO_DIR, 0, &k, "an inode item", "none", what);
-	}
-}
-
-static void names_final(struct chk *c)
-{
-	struct name_tab *t = &c->fst->names;
-
-	for (size_t i = 0; i < t->cap && !c->oom; i++)
-		if (t->slots[i].src)
-			name_group(c, &t->slots[i]);
-}
-
 void chk_fs_end(struct chk *c)
 {
 	struct chk_fstree *t = c->fst;
@@ -916,20 +582,19 @@ void chk_fs_end(struct chk *c)
 		struct btk_key end = {UINT64_MAX, UINT8_MAX, UINT64_MAX};
 		close_skip(c, &end);
 	}
+	uint32_t mode;
 	if (!t->gap && !c->oom) {
-		if (!ino_find(t, BTK_ROOT_DIRID) &&
-		    !skipped(t, BTK_ROOT_DIRID, BTRFS_INODE_ITEM_KEY, 0, 0)) {
+		if (!chk_ino_mode(t, BTK_ROOT_DIRID, &mode) &&
+		    !chk_fs_skipped(t, BTK_ROOT_DIRID, BTRFS_INODE_ITEM_KEY, 0, 0)) {
 			struct btk_key k = {BTK_ROOT_DIRID, BTRFS_INODE_ITEM_KEY, 0};
 			rep(c, BTK_P_TOP_DIR_MISSING, 0, &k, "an inode item", "none",
 			    "top directory inode missing");
 		}
-		names_final(c);
 	}
+	chk_names_final(c, !t->gap && !c->oom);
 	btk_vec_free(&t->orphans);
-	free(t->names.slots);
 	free(t->dirseen.slots);
 	free(t->dirseen.used);
-	btk_vec_free(&t->inodes);
 	for (size_t i = 0; i < t->skips.n && !c->oom; i++) {
 		const struct key_range *r = btk_vec_at(&t->skips, i);
 		struct chk_skip *g = btk_vec_push(&c->skips);

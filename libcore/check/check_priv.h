@@ -37,7 +37,10 @@ struct chk_ref {
 	uint64_t parent; /* SHARED_*: parent block; unresolved: parent block */
 	uint64_t ino;	 /* EXTENT_DATA_REF objectid */
 	uint64_t off;	 /* EXTENT_DATA_REF offset; found tree refs: the child's level */
-	uint64_t len;	 /* found data refs: disk_num_bytes of the file extent */
+	union {
+		uint64_t len;	/* found data refs: disk_num_bytes of the file extent */
+		uint64_t found; /* declared refs: the count of found refs matched with it */
+	};
 	uint32_t count;
 	uint8_t type;	    /* BTRFS_*_REF_KEY */
 	uint8_t unresolved; /* found ref still to resolve against the parent's FULL_BACKREF */
@@ -45,10 +48,10 @@ struct chk_ref {
 
 /* An extent item. */
 struct chk_extent {
-	uint64_t bytenr, len, refs, gen, flags;
-	uint64_t declsum; /* sum of the counts of its inline and keyed refs */
-	int8_t level;	  /* tree blocks: level from the item; -1 for data */
-	bool has_users;	  /* some found reference points at it */
+	uint64_t bytenr, len, refs, flags; /* the generation is checked when read */
+	uint64_t declsum;		   /* sum of the counts of its inline and keyed refs */
+	int8_t level;			   /* tree blocks: level from the item; -1 for data */
+	bool has_users;			   /* some found reference points at it */
 	uint8_t key_type;
 };
 
@@ -170,11 +173,12 @@ struct chk {
 	const struct btk_key *drop; /* walking a half-deleted tree: its drop progress */
 	struct chk_set visited;
 	/* records */
-	struct chk_refs found;	       /* struct chk_ref */
-	struct chk_refs declared;      /* struct chk_ref */
-	struct chk_extents extents;    /* struct chk_extent, in key order */
-	struct chk_bgs bgs;	       /* struct chk_bg */
-	struct chk_dexts dexts;	       /* struct chk_dext, in key order */
+	struct chk_refs found;	    /* struct chk_ref: those not matched at once (chk_found_ref) */
+	struct chk_refs declared;   /* struct chk_ref */
+	bool declared_sorted;	    /* declared is complete and sorted: found refs count in it */
+	struct chk_extents extents; /* struct chk_extent, in key order */
+	struct chk_bgs bgs;	    /* struct chk_bg */
+	struct chk_dexts dexts;	    /* struct chk_dext, in key order */
 	struct chk_devitems devitems;  /* struct chk_devitem */
 	struct chk_ranges csums;       /* struct chk_range: merged csum coverage */
 	struct chk_ranges csum_need;   /* struct chk_range: data that needs checksums */
@@ -196,9 +200,12 @@ struct chk {
 	struct chk_skips skips; /* struct chk_skip, from every fs tree */
 	struct chk_uuids uuids; /* struct chk_uuid: entries of the uuid tree */
 	uint64_t csum_prev_end;
-	struct chk_log_roots log_roots;	 /* struct btk_root: per-subvolume log trees */
-	struct chk_ranges log_need;	 /* struct chk_range: logged data that needs checksums */
-	struct chk_ranges log_csums;	 /* struct chk_range: checksums in the log trees */
+	struct chk_log_roots log_roots; /* struct btk_root: per-subvolume log trees */
+	struct chk_ranges log_need;	/* struct chk_range: logged data that needs checksums */
+	struct chk_ranges log_csums;	/* struct chk_range: checksums in the log trees */
+	/* disk_bytenr of every data extent a log tree's file extents use: until the log is
+	 * replayed they are users of those extents, which the extent tree does not list */
+	struct btk_u64set log_users;
 	uint64_t log_ino, log_ino_flags; /* inode item last seen in a log tree */
 	bool fst_barrier;		 /* next free range starts a new block group */
 	bool fs_v1;			 /* comparing a v1 space cache, not the free space tree */
@@ -274,6 +281,11 @@ void chk_chunks_final(struct chk *c);
 /* check_extents.c */
 void chk_extent_leaf(struct chk *c, const struct btk_block *b);
 void chk_extents_final(struct chk *c);
+/* The extent tree has been walked: its references are sorted, so that a reference found from
+ * now on is counted in the declared one it matches instead of being kept. */
+void chk_extents_walked(struct chk *c);
+/* A reference some block makes (found by walking). */
+void chk_found_ref(struct chk *c, const struct chk_ref *r);
 const struct chk_extent *chk_extent_find(const struct chk *c, uint64_t bytenr);
 /* check_trees.c */
 int chk_walk_all(struct chk *c);

@@ -1,5 +1,6 @@
 /* check_roots.c — the root tree: root items, root refs and backrefs, orphaned roots. */
 #include "check/check_priv.h"
+#include "format/dir_item.h"
 #include "format/inode_item.h"
 #include "format/root_item.h"
 
@@ -62,9 +63,9 @@ static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 		     uint64_t leaf)
 {
-	const size_t hdr = sizeof(struct btrfs_root_ref);
+	struct btk_root_ref_ent e;
 
-	if (sz < hdr || BTK_GET(struct btrfs_root_ref, p, name_len) > sz - hdr) {
+	if (btk_root_ref_parse(p, sz, &e)) {
 		chk_report(c, BTK_P_ROOT_REF_SIZE, 1, leaf, k, "", chk_fmt("%u bytes", sz),
 			   "root ref item overruns");
 		return;
@@ -77,9 +78,9 @@ static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, u
 	bool fwd = k->type == BTRFS_ROOT_REF_KEY;
 	r->parent = fwd ? k->objectid : k->offset;
 	r->child = fwd ? k->offset : k->objectid;
-	r->dirid = BTK_GET(struct btrfs_root_ref, p, dirid);
-	r->seq = BTK_GET(struct btrfs_root_ref, p, sequence);
-	r->hash = name_hash64(p + hdr, BTK_GET(struct btrfs_root_ref, p, name_len));
+	r->dirid = e.dirid;
+	r->seq = e.sequence;
+	r->hash = name_hash64((const uint8_t *)e.name, e.name_len);
 	r->kind = fwd ? 0 : 1;
 }
 

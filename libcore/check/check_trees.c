@@ -45,13 +45,7 @@ static int classify(uint64_t id)
 
 static void push_ref(struct chk *c, const struct chk_ref *r)
 {
-	struct chk_ref *n = btk_vec_push(&c->found);
-
-	if (!n) {
-		c->oom = true;
-		return;
-	}
-	*n = *r;
+	chk_found_ref(c, r);
 }
 
 /* Unused bytes of a block, for the summary. */
@@ -466,6 +460,8 @@ static int walk_root(void *ctx, const struct btk_root *r)
 	}
 	if (c->fst)
 		chk_fs_end(c);
+	if (c->tree_class == CHK_T_EXTENT)
+		chk_extents_walked(c);
 	if (c->oom)
 		return btk_err(ENOMEM, "out of memory");
 	return ret == -ENOMEM ? ret : 0;

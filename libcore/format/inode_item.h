@@ -12,8 +12,6 @@ struct btk_time {
 	uint64_t sec;
 	uint32_t nsec; /* as stored: not checked to be below 1e9 */
 };
-/* The same type under the name a parallel change gave it; new code says struct btk_time. */
-#define btk_timespec btk_time
 
 /* Stores / loads a time as a struct btrfs_timespec (12 bytes) at p. */
 void btk_put_time(uint8_t *p, const struct btk_time *tm);

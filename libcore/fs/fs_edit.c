@@ -2,14 +2,13 @@
 #include "fs/fs_edit.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/dir_item.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
-#define DIR_ITEM_SZ ((uint32_t)sizeof(struct btrfs_dir_item))
-#define IREF_SZ	    ((uint32_t)sizeof(struct btrfs_inode_ref))
-#define EXTREF_SZ   ((uint32_t)offsetof(struct btrfs_inode_extref, name))
+#define EXTREF_SZ BTK_INODE_EXTREF_HEAD
 
 /* The item at exactly key, copied into a malloc'd buffer of nodesize bytes (*out, caller
  * frees): 0, 1 absent, negative errno. */
@@ -84,28 +83,47 @@ int btk_dir_next_index(struct btk_trans *t, uint64_t root, uint64_t dir, uint64_
 	return 0;
 }
 
-/* Decodes the dir_item entry at d + pos of an item of size bytes: its length, or 0 when it
- * runs past the item. */
-static uint32_t dentry_at(const uint8_t *d, uint32_t size, uint32_t pos, struct btk_dentry *out,
-			  const char **name, uint16_t *nlen)
+/* Finds the entry naming `name` in the item at key (DIR_ITEM, DIR_INDEX, XATTR_ITEM; INODE_REF;
+ * INODE_EXTREF of `parent`): 1 and what the entry says (index, de, each if not NULL) and where
+ * it is (*at, *el bytes); 0 none; -EUCLEAN an entry before it overruns the item. */
+static int find_entry(const struct btk_key *key, const uint8_t *d, uint32_t size, const char *name,
+		      uint16_t len, uint64_t parent, uint64_t *index, struct btk_dentry *de,
+		      uint32_t *at, uint32_t *el)
 {
-	const uint8_t *e = d + pos;
-	uint32_t len;
+	uint32_t from, to;
+	int ret;
 
-	if (size - pos < DIR_ITEM_SZ)
-		return 0;
-	*nlen = BTK_GET(struct btrfs_dir_item, e, name_len);
-	len = DIR_ITEM_SZ + *nlen + BTK_GET(struct btrfs_dir_item, e, data_len);
-	if (len > size - pos)
-		return 0;
-	if (out) {
-		btk_disk_to_key(
-		    (const struct btk_disk_key *)(e + offsetof(struct btrfs_dir_item, location)),
-		    &out->loc);
-		out->ftype = BTK_GET(struct btrfs_dir_item, e, type);
+	if (key->type == BTRFS_INODE_REF_KEY || key->type == BTRFS_INODE_EXTREF_KEY) {
+		struct btk_ref_iter it;
+		struct btk_ref_ent r;
+		btk_ref_iter_init(&it, key, d, size);
+		while ((ret = btk_ref_next(&it, &r)) > 0)
+			if (r.name_len == len && !memcmp(r.name, name, len) &&
+			    (key->type == BTRFS_INODE_REF_KEY || r.parent == parent))
+				break;
+		if (ret <= 0)
+			return ret;
+		if (index)
+			*index = r.index;
+		from = it.at, to = it.next;
+	} else {
+		struct btk_dir_iter it;
+		struct btk_dir_ent e;
+		btk_dir_iter_init(&it, d, size);
+		while ((ret = btk_dir_next(&it, &e)) > 0)
+			if (e.name_len == len && !memcmp(e.name, name, len))
+				break;
+		if (ret <= 0)
+			return ret;
+		if (de) {
+			btk_dir_ent_location(&e, &de->loc);
+			de->ftype = e.type;
+		}
+		from = it.at, to = it.next;
 	}
-	*name = (const char *)e + DIR_ITEM_SZ;
-	return len;
+	if (at)
+		*at = from, *el = to - from;
+	return 1;
 }
 
 int btk_dir_find(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
@@ -118,23 +136,13 @@ int btk_dir_find(struct btk_trans *t, uint64_t root, uint64_t dir, const char *n
 
 	if (ret < 0)
 		return ret;
-	for (uint32_t pos = 0, el; ret == 0 && pos < size; pos += el) {
-		const char *n;
-		uint16_t nl;
-		el = dentry_at(d, size, pos, out, &n, &nl);
-		if (!el) {
-			free(d);
-			return btk_err(EUCLEAN, "directory %llu: bad entry",
-				       (unsigned long long)dir);
-		}
-		if (nl == len && !memcmp(n, name, len)) {
-			free(d);
-			return 0;
-		}
-	}
-	if (ret == 0)
-		free(d);
-	return -ENOENT;
+	if (ret == 1)
+		return -ENOENT;
+	ret = find_entry(&k, d, size, name, len, 0, NULL, out, NULL, NULL);
+	free(d);
+	if (ret < 0)
+		return btk_err(EUCLEAN, "directory %llu: bad entry", (unsigned long long)dir);
+	return ret ? 0 : -ENOENT;
 }
 
 int btk_dir_first(struct btk_trans *t, uint64_t root, uint64_t dir, char *name, uint16_t *len,
@@ -143,7 +151,8 @@ int btk_dir_first(struct btk_trans *t, uint64_t root, uint64_t dir, char *name, 
 	struct btk_key k = {dir, BTRFS_DIR_INDEX_KEY, 0};
 	uint32_t cap = btk_trans_fs(t)->nodesize, size;
 	uint8_t *d = malloc(cap);
-	const char *n = NULL;
+	struct btk_dir_iter it;
+	struct btk_dir_ent e;
 	int ret;
 
 	if (!d)
@@ -151,14 +160,22 @@ int btk_dir_first(struct btk_trans *t, uint64_t root, uint64_t dir, char *name, 
 	ret = btk_item_next(t, root, &k, d, cap, &size);
 	if (ret == 0 && (k.objectid != dir || k.type != BTRFS_DIR_INDEX_KEY))
 		ret = 1;
-	if (ret == 0 &&
-	    (size > cap || !dentry_at(d, size, 0, out, &n, len) || !*len || *len > BTK_NAME_MAX))
+	if (ret)
+		goto out;
+	btk_dir_iter_init(&it, d, size > cap ? 0 : size); /* a longer item: not read whole */
+	if (btk_dir_next(&it, &e) != 1 || !e.name_len || e.name_len > BTK_NAME_MAX) {
 		ret = btk_err(EUCLEAN, "directory %llu: bad index entry %llu",
 			      (unsigned long long)dir, (unsigned long long)k.offset);
-	if (ret == 0) {
-		memcpy(name, n, *len);
-		name[*len] = 0;
+		goto out;
 	}
+	if (out) {
+		btk_dir_ent_location(&e, &out->loc);
+		out->ftype = e.type;
+	}
+	*len = e.name_len;
+	memcpy(name, e.name, *len);
+	name[*len] = 0;
+out:
 	free(d);
 	return ret;
 }
@@ -185,7 +202,9 @@ int btk_inode_get(struct btk_trans *t, uint64_t root, uint64_t ino, struct btk_i
 int btk_inode_parent(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t *parent)
 {
 	struct btk_key k = {ino, BTRFS_INODE_REF_KEY, 0};
-	uint8_t buf[EXTREF_SZ];
+	uint8_t buf[EXTREF_SZ + BTK_NAME_MAX]; /* the first reference whole */
+	struct btk_ref_iter it;
+	struct btk_ref_ent r;
 	uint32_t size;
 	int ret = btk_item_next(t, root, &k, buf, sizeof(buf), &size);
 
@@ -195,10 +214,12 @@ int btk_inode_parent(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t 
 		*parent = k.offset;
 		return 0;
 	}
-	if (ret == 0 && k.objectid == ino && k.type == BTRFS_INODE_EXTREF_KEY &&
-	    size >= EXTREF_SZ) {
-		*parent = BTK_GET(struct btrfs_inode_extref, buf, parent_objectid);
-		return 0;
+	if (ret == 0 && k.objectid == ino && k.type == BTRFS_INODE_EXTREF_KEY) {
+		btk_ref_iter_init(&it, &k, buf, size < sizeof(buf) ? size : (uint32_t)sizeof(buf));
+		if (btk_ref_next(&it, &r) == 1) {
+			*parent = r.parent;
+			return 0;
+		}
 	}
 	return btk_err(ENOENT, "tree %llu: inode %llu has no name", (unsigned long long)root,
 		       (unsigned long long)ino);
@@ -257,44 +278,13 @@ out:
 
 /* ---- cutting one entry out of a multi-entry item ---- */
 
-enum kind { K_DIR, K_IREF, K_EXTREF };
-
-/* Length of the entry at pos (0 when malformed); *match when it is name (and parent). */
-static uint32_t entry_len(enum kind kd, const uint8_t *d, uint32_t size, uint32_t pos,
-			  const char *name, uint16_t len, uint64_t parent, bool *match,
-			  uint64_t *index, struct btk_dentry *de)
-{
-	const uint8_t *e = d + pos;
-	uint32_t hdr = kd == K_IREF ? IREF_SZ : EXTREF_SZ, el;
-	uint16_t nl;
-
-	if (kd == K_DIR) {
-		const char *n;
-		el = dentry_at(d, size, pos, de, &n, &nl);
-		*match = el && nl == len && !memcmp(n, name, len);
-		return el;
-	}
-	if (size - pos < hdr)
-		return 0;
-	nl = kd == K_IREF ? BTK_GET(struct btrfs_inode_ref, e, name_len)
-			  : BTK_GET(struct btrfs_inode_extref, e, name_len);
-	if (nl > size - pos - hdr)
-		return 0;
-	*match = nl == len && !memcmp(e + hdr, name, len) &&
-		 (kd == K_IREF || BTK_GET(struct btrfs_inode_extref, e, parent_objectid) == parent);
-	*index = kd == K_IREF ? BTK_GET(struct btrfs_inode_ref, e, index)
-			      : BTK_GET(struct btrfs_inode_extref, e, index);
-	return hdr + nl;
-}
-
 /* Removes the entry naming `name` from the item at key: 0, -ENOENT absent. */
-static int cut_entry(struct btk_trans *t, uint64_t root, const struct btk_key *key, enum kind kd,
+static int cut_entry(struct btk_trans *t, uint64_t root, const struct btk_key *key,
 		     const char *name, uint16_t len, uint64_t parent, uint64_t *index,
 		     struct btk_dentry *de)
 {
 	struct btk_path p;
 	uint32_t size, pos = 0, el = 0;
-	bool match = false;
 	uint8_t *d;
 	int ret = btk_tree_search_write(t, root, key, -1, &p);
 
@@ -303,20 +293,14 @@ static int cut_entry(struct btk_trans *t, uint64_t root, const struct btk_key *k
 		return ret < 0 ? ret : -ENOENT;
 	}
 	d = btk_item_ptr(&p, &size);
-	for (; pos < size; pos += el) {
-		el = entry_len(kd, d, size, pos, name, len, parent, &match, index, de);
-		if (!el) {
-			btk_wpath_release(&p);
-			return btk_err(EUCLEAN, "tree %llu: bad entry in item (%llu %u %llu)",
-				       (unsigned long long)root, (unsigned long long)key->objectid,
-				       key->type, (unsigned long long)key->offset);
-		}
-		if (match)
-			break;
-	}
-	if (!match) {
+	ret = find_entry(key, d, size, name, len, parent, index, de, &pos, &el);
+	if (ret <= 0) {
 		btk_wpath_release(&p);
-		return -ENOENT;
+		if (ret == 0)
+			return -ENOENT;
+		return btk_err(EUCLEAN, "tree %llu: bad entry in item (%llu %u %llu)",
+			       (unsigned long long)root, (unsigned long long)key->objectid,
+			       key->type, (unsigned long long)key->offset);
 	}
 	if (el == size)
 		return btk_item_delete_at(t, root, &p);
@@ -341,7 +325,7 @@ int btk_dir_unlink(struct btk_trans *t, uint64_t root, uint64_t dir, const char 
 	struct btk_key k = {dir, BTRFS_DIR_ITEM_KEY, btk_name_hash(name, len)};
 	struct btk_dentry de;
 	uint64_t idx = 0;
-	int ret = cut_entry(t, root, &k, K_DIR, name, len, 0, &idx, &de);
+	int ret = cut_entry(t, root, &k, name, len, 0, &idx, &de);
 
 	if (ret == -ENOENT)
 		return btk_err(ENOENT, "directory %llu has no \"%.*s\"", (unsigned long long)dir,
@@ -350,11 +334,11 @@ int btk_dir_unlink(struct btk_trans *t, uint64_t root, uint64_t dir, const char 
 		return ret;
 	if (de.loc.type == BTRFS_INODE_ITEM_KEY) {
 		k = (struct btk_key){de.loc.objectid, BTRFS_INODE_REF_KEY, dir};
-		ret = cut_entry(t, root, &k, K_IREF, name, len, dir, &index, NULL);
+		ret = cut_entry(t, root, &k, name, len, dir, &index, NULL);
 		if (ret == -ENOENT) {
 			k = (struct btk_key){de.loc.objectid, BTRFS_INODE_EXTREF_KEY,
 					     btk_extref_hash(dir, name, len)};
-			ret = cut_entry(t, root, &k, K_EXTREF, name, len, dir, &index, NULL);
+			ret = cut_entry(t, root, &k, name, len, dir, &index, NULL);
 		}
 		if (ret == -ENOENT)
 			ret = btk_err(EUCLEAN, "inode %llu has no back reference for \"%.*s\"",
@@ -386,7 +370,7 @@ int btk_xattr_remove(struct btk_trans *t, uint64_t root, uint64_t ino, const cha
 {
 	struct btk_key k = {ino, BTRFS_XATTR_ITEM_KEY, btk_name_hash(name, len)};
 	uint64_t idx;
-	int ret = cut_entry(t, root, &k, K_DIR, name, len, 0, &idx, NULL);
+	int ret = cut_entry(t, root, &k, name, len, 0, &idx, NULL);
 
 	if (ret == -ENOENT)
 		return btk_err(ENODATA, "inode %llu has no xattr %.*s", (unsigned long long)ino,

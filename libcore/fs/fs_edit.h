@@ -86,7 +86,7 @@ int btk_inode_delete(struct btk_trans *t, uint64_t root, uint64_t ino);
 int btk_fs_unlink(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
 		  const struct btk_time *now);
 /* rm -r: name and everything below it, in bounded memory (a stack of directory levels).
- * A subvolume inside is refused (-EBUSY, nothing of it removed). *removed counts names. */
+ * A subvolume inside is refused (-EPERM, nothing of it removed). *removed counts names. */
 int btk_fs_unlink_tree(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name,
 		       uint16_t len, const struct btk_time *now, uint64_t *removed);
 /* rename(2) inside one tree: a target that exists is replaced (a directory only by a
@@ -116,6 +116,13 @@ int btk_subvol_delete(struct btk_trans *t, uint64_t id, const struct btk_time *n
  * and ctime become now. */
 int btk_subvol_link(struct btk_trans *t, uint64_t parent, uint64_t dir, const char *name,
 		    uint16_t len, uint64_t id, const struct btk_time *now);
+/* mv of a subvolume: subvolume id, wherever it is named now, becomes name dname in directory
+ * ddir of tree droot (any subvolume but id and those inside it: -EINVAL): the old directory
+ * entry and ROOT_REF/ROOT_BACKREF go, new ones come (btk_subvol_link). An existing target is
+ * replaced only when it is an empty plain directory (-ENOTEMPTY, -ENOTDIR, -EEXIST for a
+ * subvolume). The subvolume's own tree is not changed. */
+int btk_subvol_move(struct btk_trans *t, uint64_t id, uint64_t droot, uint64_t ddir,
+		    const char *dname, uint16_t dlen, const struct btk_time *now);
 /* The subvolume that holds subvolume id (its ROOT_BACKREF): parent tree, directory, index,
  * name (copied to name[256]). -ENOENT for the top level or an unlinked tree. */
 int btk_subvol_parent(struct btk_trans *t, uint64_t id, uint64_t *parent, uint64_t *dir,

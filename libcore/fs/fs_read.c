@@ -7,6 +7,7 @@
 
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/dir_item.h"
 
 int btk_for_each_item(struct btk_fs *fs, const struct btk_root *root, uint64_t objectid,
 		      uint8_t type, uint64_t from, btk_item_fn fn, void *ctx)
@@ -53,37 +54,25 @@ int btk_inode_ref_walk(const struct btk_key *k, const uint8_t *d, uint32_t size,
 		       void *ctx)
 {
 	bool ext = k->type == BTRFS_INODE_EXTREF_KEY;
-	uint32_t hdr =
-	    ext ? offsetof(struct btrfs_inode_extref, name) : sizeof(struct btrfs_inode_ref);
-	uint32_t pos = 0;
+	struct btk_ref_iter it;
+	struct btk_ref_ent e;
+	int ret;
 
-	while (pos < size) {
-		const uint8_t *e = d + pos;
-		struct btk_name_ref r = {.parent = k->offset, .extref = ext};
-		if (size - pos < hdr)
-			goto bad;
-		if (ext) {
-			r.parent = BTK_GET(struct btrfs_inode_extref, e, parent_objectid);
-			r.index = BTK_GET(struct btrfs_inode_extref, e, index);
-			r.name_len = BTK_GET(struct btrfs_inode_extref, e, name_len);
-		} else {
-			r.index = BTK_GET(struct btrfs_inode_ref, e, index);
-			r.name_len = BTK_GET(struct btrfs_inode_ref, e, name_len);
-		}
-		pos += hdr;
-		if (r.name_len > size - pos)
-			goto bad;
-		r.name = (const char *)d + pos;
-		pos += r.name_len;
-		int ret = fn(ctx, &r);
-		if (ret)
+	btk_ref_iter_init(&it, k, d, size);
+	while ((ret = btk_ref_next(&it, &e)) > 0) {
+		struct btk_name_ref r = {.parent = e.parent,
+					 .index = e.index,
+					 .name = e.name,
+					 .name_len = e.name_len,
+					 .extref = ext};
+		if ((ret = fn(ctx, &r)))
 			return ret;
 	}
+	if (ret < 0)
+		return btk_err(EUCLEAN, "inode %llu: %s item (%s %llu) overruns its %u bytes",
+			       (unsigned long long)k->objectid, ext ? "INODE_EXTREF" : "INODE_REF",
+			       ext ? "hash" : "parent", (unsigned long long)k->offset, size);
 	return 0;
-bad:
-	return btk_err(EUCLEAN, "inode %llu: %s item (%s %llu) overruns its %u bytes",
-		       (unsigned long long)k->objectid, ext ? "INODE_EXTREF" : "INODE_REF",
-		       ext ? "hash" : "parent", (unsigned long long)k->offset, size);
 }
 
 struct names_ctx {
@@ -270,18 +259,15 @@ static int root_backref_cb(void *arg, const struct btk_block *leaf, int slot,
 			   const struct btk_key *k, const uint8_t *d, uint32_t size)
 {
 	struct backref_ctx *b = arg;
-	uint16_t len;
+	struct btk_root_ref_ent r;
 
 	(void)leaf, (void)slot;
-	if (size < sizeof(struct btrfs_root_ref))
-		goto bad;
-	len = BTK_GET(struct btrfs_root_ref, d, name_len);
-	if (len > size - sizeof(struct btrfs_root_ref))
+	if (btk_root_ref_parse(d, size, &r))
 		goto bad;
 	b->parent = k->offset;
-	b->dirid = BTK_GET(struct btrfs_root_ref, d, dirid);
-	b->len = len > BTK_NAME_MAX ? BTK_NAME_MAX : len;
-	memcpy(b->name, d + sizeof(struct btrfs_root_ref), b->len);
+	b->dirid = r.dirid;
+	b->len = r.name_len > BTK_NAME_MAX ? BTK_NAME_MAX : r.name_len;
+	memcpy(b->name, r.name, b->len);
 	b->found = true;
 	return 1;
 bad:

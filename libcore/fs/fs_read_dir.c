@@ -7,12 +7,12 @@
 
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/dir_item.h"
 #include "format/root_item.h"
 
-/* DIR_INDEX and XATTR_ITEM share one layout: {dir_item, name, data}... */
+/* DIR_INDEX and XATTR_ITEM share one layout (format/dir_item.h). */
 struct dir_walk {
-	int (*entry)(struct dir_walk *w, const uint8_t *e, const char *name, uint16_t nlen,
-		     const uint8_t *data, uint16_t dlen, const struct btk_key *k);
+	int (*entry)(struct dir_walk *w, const struct btk_dir_ent *e, const struct btk_key *k);
 	uint64_t ino;
 	void *fn, *ctx;
 };
@@ -21,51 +21,38 @@ static int dir_items_cb(void *arg, const struct btk_block *leaf, int slot, const
 			const uint8_t *d, uint32_t size)
 {
 	struct dir_walk *w = arg;
-	uint32_t pos = 0;
+	struct btk_dir_iter it;
+	struct btk_dir_ent e;
+	int ret;
 
 	(void)leaf, (void)slot;
-	while (pos < size) {
-		const uint8_t *e = d + pos;
-		uint32_t nlen, dlen;
-		int ret;
-
-		if (size - pos < sizeof(struct btrfs_dir_item))
-			goto bad;
-		nlen = BTK_GET(struct btrfs_dir_item, e, name_len);
-		dlen = BTK_GET(struct btrfs_dir_item, e, data_len);
-		pos += sizeof(struct btrfs_dir_item);
-		if (nlen + dlen > size - pos)
-			goto bad;
-		ret = w->entry(w, e, (const char *)d + pos, nlen, d + pos + nlen, dlen, k);
-		if (ret)
+	btk_dir_iter_init(&it, d, size);
+	while ((ret = btk_dir_next(&it, &e)) > 0)
+		if ((ret = w->entry(w, &e, k)))
 			return ret;
-		pos += nlen + dlen;
-	}
+	if (ret < 0)
+		return btk_err(EUCLEAN, "inode %llu: %s item (offset %llu) overruns its %u bytes",
+			       (unsigned long long)w->ino,
+			       k->type == BTRFS_XATTR_ITEM_KEY ? "XATTR_ITEM" : "DIR_INDEX",
+			       (unsigned long long)k->offset, size);
 	return 0;
-bad:
-	return btk_err(EUCLEAN, "inode %llu: %s item (offset %llu) overruns its %u bytes",
-		       (unsigned long long)w->ino,
-		       k->type == BTRFS_XATTR_ITEM_KEY ? "XATTR_ITEM" : "DIR_INDEX",
-		       (unsigned long long)k->offset, size);
 }
 
-static int dir_entry(struct dir_walk *w, const uint8_t *e, const char *name, uint16_t nlen,
-		     const uint8_t *data, uint16_t dlen, const struct btk_key *k)
+static int dir_entry(struct dir_walk *w, const struct btk_dir_ent *e, const struct btk_key *k)
 {
 	int (*fn)(void *, const struct btk_dir_entry *) = w->fn;
-	struct btk_dir_entry de = {.index = k->offset, .name = name, .name_len = nlen};
+	struct btk_dir_entry de = {.index = k->offset, .name = e->name, .name_len = e->name_len};
 
-	(void)data, (void)dlen;
-	btk_disk_to_key((const struct btk_disk_key *)e, &de.loc);
-	de.transid = BTK_GET(struct btrfs_dir_item, e, transid);
-	de.type = BTK_GET(struct btrfs_dir_item, e, type);
+	btk_dir_ent_location(e, &de.loc);
+	de.transid = btk_dir_ent_transid(e);
+	de.type = e->type;
 	if (de.loc.type == BTRFS_ROOT_ITEM_KEY)
 		de.subvol = de.loc.objectid, de.ino = BTK_ROOT_DIRID;
 	else if (de.loc.type == BTRFS_INODE_ITEM_KEY)
 		de.ino = de.loc.objectid;
 	else
 		return btk_err(EUCLEAN, "directory %llu: entry '%.*s' has location type %u",
-			       (unsigned long long)w->ino, (int)nlen, name, de.loc.type);
+			       (unsigned long long)w->ino, (int)e->name_len, e->name, de.loc.type);
 	return fn(w->ctx, &de);
 }
 
@@ -114,18 +101,16 @@ static int root_ref_cb(void *arg, const struct btk_block *leaf, int slot, const 
 		       const uint8_t *d, uint32_t size)
 {
 	struct ref_check *r = arg;
-	const uint32_t hdr = sizeof(struct btrfs_root_ref);
+	struct btk_root_ref_ent e;
 
 	(void)leaf, (void)slot;
 	if (k->offset != r->child)
 		return 1;
-	if (size < hdr || BTK_GET(struct btrfs_root_ref, d, name_len) > size - hdr)
+	if (btk_root_ref_parse(d, size, &e))
 		return btk_err(EUCLEAN, "ROOT_REF %llu -> %llu: %u bytes",
 			       (unsigned long long)k->objectid, (unsigned long long)k->offset,
 			       size);
-	r->found = BTK_GET(struct btrfs_root_ref, d, dirid) == r->dir &&
-		   BTK_GET(struct btrfs_root_ref, d, name_len) == r->len &&
-		   !memcmp(d + hdr, r->name, r->len);
+	r->found = e.dirid == r->dir && e.name_len == r->len && !memcmp(e.name, r->name, r->len);
 	return 1;
 }
 
@@ -154,13 +139,12 @@ int btk_subvol_readonly(struct btk_fs *fs, uint64_t id, bool *ro)
 	return ret;
 }
 
-static int xattr_entry(struct dir_walk *w, const uint8_t *e, const char *name, uint16_t nlen,
-		       const uint8_t *data, uint16_t dlen, const struct btk_key *k)
+static int xattr_entry(struct dir_walk *w, const struct btk_dir_ent *e, const struct btk_key *k)
 {
 	btk_xattr_fn fn = (btk_xattr_fn)w->fn;
 
-	(void)e, (void)k;
-	return fn(w->ctx, name, nlen, data, dlen);
+	(void)k;
+	return fn(w->ctx, e->name, e->name_len, e->data, e->data_len);
 }
 
 int btk_xattr_for_each(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "format/dir_item.h"
 
 struct lookup_ctx {
 	const char *name;
@@ -15,39 +16,32 @@ struct lookup_ctx {
 	uint64_t dir;
 };
 
-/* DIR_ITEM / DIR_INDEX: {dir_item (30 bytes), name, data}... (several on hash collisions). */
+/* DIR_ITEM / DIR_INDEX entries (several on hash collisions): the one with c's name. */
 static int dir_entries_cb(void *arg, const struct btk_block *leaf, int slot,
 			  const struct btk_key *k, const uint8_t *d, uint32_t size)
 {
 	struct lookup_ctx *c = arg;
-	uint32_t pos = 0;
+	struct btk_dir_iter it;
+	struct btk_dir_ent e;
+	int ret;
 
 	(void)leaf, (void)slot;
-	while (pos < size) {
-		const uint8_t *e = d + pos;
-		uint32_t nlen, dlen;
-
-		if (size - pos < sizeof(struct btrfs_dir_item))
-			goto bad;
-		nlen = BTK_GET(struct btrfs_dir_item, e, name_len);
-		dlen = BTK_GET(struct btrfs_dir_item, e, data_len);
-		pos += sizeof(struct btrfs_dir_item);
-		if (nlen + dlen > size - pos)
-			goto bad;
-		if (nlen == c->len && !memcmp(d + pos, c->name, nlen)) {
-			btk_disk_to_key((const struct btk_disk_key *)e, &c->loc);
-			c->ftype = BTK_GET(struct btrfs_dir_item, e, type);
+	btk_dir_iter_init(&it, d, size);
+	while ((ret = btk_dir_next(&it, &e)) > 0) {
+		if (e.name_len == c->len && !memcmp(e.name, c->name, e.name_len)) {
+			btk_dir_ent_location(&e, &c->loc);
+			c->ftype = e.type;
 			c->found = true;
 			return 1;
 		}
-		pos += nlen + dlen;
 	}
+	if (ret < 0)
+		return btk_err(EUCLEAN,
+			       "directory %llu: %s item (offset %llu) overruns its %u bytes",
+			       (unsigned long long)c->dir,
+			       k->type == BTRFS_DIR_ITEM_KEY ? "DIR_ITEM" : "DIR_INDEX",
+			       (unsigned long long)k->offset, size);
 	return 0;
-bad:
-	return btk_err(EUCLEAN, "directory %llu: %s item (offset %llu) overruns its %u bytes",
-		       (unsigned long long)c->dir,
-		       k->type == BTRFS_DIR_ITEM_KEY ? "DIR_ITEM" : "DIR_INDEX",
-		       (unsigned long long)k->offset, size);
 }
 
 int btk_dir_lookup(struct btk_fs *fs, const struct btk_root *root, uint64_t dir, const char *name,

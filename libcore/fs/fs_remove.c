@@ -4,6 +4,7 @@
 #include "base/error.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 
@@ -93,6 +94,25 @@ struct level {
 	char name[BTK_NAME_MAX + 1];
 };
 
+/* The refusal of rm -r meeting a subvolume, as the kernel refuses rmdir of a subvolume's
+ * top (EPERM without user_subvol_rm_allowed); the path is relative to the directory the
+ * tree hangs from. */
+static int subvol_inside(const struct level *st, size_t n, const char *name)
+{
+	char rel[1024];
+	size_t l = 0;
+
+	rel[0] = 0;
+	for (size_t i = 0; i < n && l < sizeof(rel); i++)
+		l += (size_t)snprintf(rel + l, sizeof(rel) - l, "%s/", st[i].name);
+	if (l < sizeof(rel))
+		snprintf(rel + l, sizeof(rel) - l, "%s", name);
+	return btk_err(EPERM,
+		       "%s: is a subvolume: rm -r does not delete subvolumes (subvol delete "
+		       "does); nothing removed",
+		       rel);
+}
+
 int btk_fs_unlink_tree(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name,
 		       uint16_t len, const struct btk_time *now, uint64_t *removed)
 {
@@ -138,7 +158,7 @@ int btk_fs_unlink_tree(struct btk_trans *t, uint64_t root, uint64_t dir, const c
 				break;
 			cur = l->dir;
 		} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY) {
-			ret = btk_err(EBUSY, "%s: is a subvolume (subvol delete removes it)", cn);
+			ret = subvol_inside(st, n, cn);
 			break;
 		} else if (d.ftype == BTRFS_FT_DIR) {
 			st[n].dir = cur;

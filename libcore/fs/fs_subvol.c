@@ -1,6 +1,7 @@
 /* fs_subvol.c — creating subvolumes and choosing the default one. */
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/dir_item.h"
 #include "format/root_item.h"
 #include "fs/fs_write.h"
 
@@ -10,13 +11,9 @@ static int root_refs(struct btk_trans *t, const struct btk_subvol_new *s)
 {
 	uint8_t buf[sizeof(struct btrfs_root_ref) + BTK_NAME_MAX];
 	struct btk_key k = {s->parent, BTRFS_ROOT_REF_KEY, s->id};
-	uint32_t len = (uint32_t)sizeof(struct btrfs_root_ref) + s->name_len;
+	uint32_t len = btk_root_ref_write(buf, s->dir, s->index, s->name, s->name_len);
 	int ret;
 
-	BTK_PUT(struct btrfs_root_ref, buf, dirid, s->dir);
-	BTK_PUT(struct btrfs_root_ref, buf, sequence, s->index);
-	BTK_PUT(struct btrfs_root_ref, buf, name_len, s->name_len);
-	memcpy(buf + sizeof(struct btrfs_root_ref), s->name, s->name_len);
 	if ((ret = btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, len)))
 		return ret;
 	k = (struct btk_key){s->id, BTRFS_ROOT_BACKREF_KEY, s->parent};
@@ -33,10 +30,7 @@ static int top_dir(struct btk_trans *t, uint64_t id, const struct btk_inode_attr
 
 	if (ret)
 		return ret;
-	BTK_PUT(struct btrfs_inode_ref, ref, index, 0);
-	BTK_PUT(struct btrfs_inode_ref, ref, name_len, 2);
-	memcpy(ref + sizeof(struct btrfs_inode_ref), "..", 2);
-	return btk_item_insert(t, id, &k, ref, sizeof(ref));
+	return btk_item_insert(t, id, &k, ref, btk_ref_ent_write(ref, false, 0, 0, "..", 2));
 }
 
 int btk_subvol_create(struct btk_trans *t, const struct btk_subvol_new *s,
@@ -88,13 +82,15 @@ int btk_subvol_set_default(struct btk_trans *t, uint64_t id)
 	btk_path_init(&p);
 	ret = btk_tree_search_write(t, BTRFS_ROOT_TREE_OBJECTID, &k, 0, &p);
 	if (ret == 0) {
+		struct btk_dir_iter it;
+		struct btk_dir_ent e;
+
 		d = btk_item_ptr(&p, &size);
-		if (size < sizeof(struct btrfs_dir_item))
+		btk_dir_iter_init(&it, d, size);
+		if (btk_dir_next(&it, &e) != 1)
 			ret = btk_err(EUCLEAN, "root tree \"default\" entry too short");
 		else
-			btk_key_to_disk(
-			    &loc,
-			    (struct btk_disk_key *)(d + offsetof(struct btrfs_dir_item, location)));
+			btk_dir_ent_set_location(d + it.at, &loc);
 	} else if (ret > 0) {
 		ret = btk_err(ENOENT, "root tree has no \"default\" entry");
 	}

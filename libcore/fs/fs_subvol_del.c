@@ -2,17 +2,19 @@
 #include "fs/fs_edit.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/dir_item.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-#define RREF_SZ ((uint32_t)sizeof(struct btrfs_root_ref))
+#define RREF_SZ BTK_ROOT_REF_HEAD
 
 int btk_subvol_parent(struct btk_trans *t, uint64_t id, uint64_t *parent, uint64_t *dir,
 		      uint64_t *index, char *name, uint16_t *len)
 {
 	struct btk_key k = {id, BTRFS_ROOT_BACKREF_KEY, 0};
 	uint8_t buf[RREF_SZ + BTK_NAME_MAX];
+	struct btk_root_ref_ent r;
 	uint32_t size;
 	int ret = btk_item_next(t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, sizeof(buf), &size);
 
@@ -20,14 +22,15 @@ int btk_subvol_parent(struct btk_trans *t, uint64_t id, uint64_t *parent, uint64
 		return ret;
 	if (ret || k.objectid != id || k.type != BTRFS_ROOT_BACKREF_KEY)
 		return btk_err(ENOENT, "subvolume %llu has no parent", (unsigned long long)id);
-	*len = BTK_GET(struct btrfs_root_ref, buf, name_len);
-	if (size < RREF_SZ || *len > size - RREF_SZ || *len > BTK_NAME_MAX || !*len)
+	if (btk_root_ref_parse(buf, size > sizeof(buf) ? (uint32_t)sizeof(buf) : size, &r) ||
+	    r.name_len > BTK_NAME_MAX || !r.name_len)
 		return btk_err(EUCLEAN, "subvolume %llu: bad root back reference",
 			       (unsigned long long)id);
 	*parent = k.offset;
-	*dir = BTK_GET(struct btrfs_root_ref, buf, dirid);
-	*index = BTK_GET(struct btrfs_root_ref, buf, sequence);
-	memcpy(name, buf + RREF_SZ, *len);
+	*dir = r.dirid;
+	*index = r.sequence;
+	*len = r.name_len;
+	memcpy(name, r.name, *len);
 	name[*len] = 0;
 	return 0;
 }
@@ -72,6 +75,8 @@ static int default_id(struct btk_trans *t, uint64_t *id)
 	static const char name[] = "default";
 	struct btk_key k = {BTRFS_ROOT_TREE_DIR_OBJECTID, BTRFS_DIR_ITEM_KEY,
 			    btk_name_hash(name, sizeof(name) - 1)};
+	struct btk_dir_iter it;
+	struct btk_dir_ent e;
 	uint8_t *d;
 	uint32_t size;
 	int ret = btk_fs_item_get(t, BTRFS_ROOT_TREE_OBJECTID, &k, &d, &size);
@@ -79,11 +84,10 @@ static int default_id(struct btk_trans *t, uint64_t *id)
 	*id = BTRFS_FS_TREE_OBJECTID;
 	if (ret)
 		return ret < 0 ? ret : 0;
-	if (size >= sizeof(struct btrfs_dir_item)) {
+	btk_dir_iter_init(&it, d, size);
+	if (btk_dir_next(&it, &e) == 1) {
 		struct btk_key loc;
-		btk_disk_to_key(
-		    (const struct btk_disk_key *)(d + offsetof(struct btrfs_dir_item, location)),
-		    &loc);
+		btk_dir_ent_location(&e, &loc);
 		*id = loc.objectid;
 	}
 	free(d);
@@ -159,13 +163,10 @@ int btk_subvol_link(struct btk_trans *t, uint64_t parent, uint64_t dir, const ch
 	    (ret = btk_dir_link(t, parent, dir, name, len, &loc, BTRFS_FT_DIR, index)) ||
 	    (ret = btk_inode_change(t, parent, dir, &c, NULL)))
 		return ret;
-	BTK_PUT(struct btrfs_root_ref, buf, dirid, dir);
-	BTK_PUT(struct btrfs_root_ref, buf, sequence, index);
-	BTK_PUT(struct btrfs_root_ref, buf, name_len, len);
-	memcpy(buf + RREF_SZ, name, len);
+	uint32_t rlen = btk_root_ref_write(buf, dir, index, name, len);
 	k = (struct btk_key){parent, BTRFS_ROOT_REF_KEY, id};
-	if ((ret = btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, RREF_SZ + len)))
+	if ((ret = btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, rlen)))
 		return ret;
 	k = (struct btk_key){id, BTRFS_ROOT_BACKREF_KEY, parent};
-	return btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, RREF_SZ + len);
+	return btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, rlen);
 }

@@ -2,13 +2,13 @@
 #include "fs/fs_write.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/dir_item.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
-#define DIR_ITEM_SZ  sizeof(struct btrfs_dir_item)
-#define IREF_SZ	     sizeof(struct btrfs_inode_ref)
-#define EXTREF_SZ    sizeof(struct btrfs_inode_extref)
+#define DIR_ITEM_SZ  BTK_DIR_ENTRY_HEAD
+#define EXTREF_SZ    BTK_INODE_EXTREF_HEAD
 #define FE_INLINE_SZ offsetof(struct btrfs_file_extent_item, disk_bytenr)
 
 static uint32_t max_item(const struct btk_fs *fs)
@@ -110,40 +110,6 @@ int btk_inode_add_dir_size(struct btk_trans *t, uint64_t root, uint64_t dir, uin
 	return ret;
 }
 
-/* Writes one dir_item entry (header, name, data) at dst. */
-static void put_dir_entry(uint8_t *dst, const struct btk_key *loc, uint64_t transid, uint8_t ftype,
-			  const char *name, uint16_t nlen, const void *data, uint16_t dlen)
-{
-	struct btk_disk_key dk;
-
-	memset(dst, 0, DIR_ITEM_SZ);
-	if (loc) {
-		btk_key_to_disk(loc, &dk);
-		memcpy(dst + offsetof(struct btrfs_dir_item, location), &dk, sizeof(dk));
-	}
-	BTK_PUT(struct btrfs_dir_item, dst, transid, transid);
-	BTK_PUT(struct btrfs_dir_item, dst, data_len, dlen);
-	BTK_PUT(struct btrfs_dir_item, dst, name_len, nlen);
-	BTK_PUT(struct btrfs_dir_item, dst, type, ftype);
-	memcpy(dst + DIR_ITEM_SZ, name, nlen);
-	if (dlen)
-		memcpy(dst + DIR_ITEM_SZ + nlen, data, dlen);
-}
-
-/* True when the dir_item entries in item hold `name`. */
-static bool has_name(const uint8_t *item, uint32_t size, const char *name, uint16_t nlen)
-{
-	for (uint32_t pos = 0; pos + DIR_ITEM_SZ <= size;) {
-		uint16_t nl = BTK_GET(struct btrfs_dir_item, item + pos, name_len);
-		uint16_t dl = BTK_GET(struct btrfs_dir_item, item + pos, data_len);
-		if (nl == nlen && pos + DIR_ITEM_SZ + nl <= size &&
-		    !memcmp(item + pos + DIR_ITEM_SZ, name, nlen))
-			return true;
-		pos += (uint32_t)DIR_ITEM_SZ + nl + dl;
-	}
-	return false;
-}
-
 /* Adds an entry to the hashed item at key, creating it or appending on a hash collision. */
 static int hashed_entry_add(struct btk_trans *t, uint64_t root, const struct btk_key *key,
 			    const struct btk_key *loc, uint8_t ftype, const char *name,
@@ -158,13 +124,13 @@ static int hashed_entry_add(struct btk_trans *t, uint64_t root, const struct btk
 	ret = btk_tree_search_write(t, root, key, (int)esz, &p);
 	if (ret == 0) {
 		item = btk_item_ptr(&p, &size);
-		if (has_name(item, size, name, nlen))
+		if (btk_dir_item_has_name(item, size, name, nlen))
 			ret = btk_err(EEXIST, "%.*s: exists already", (int)nlen, name);
 		else if (size + esz > max_item(btk_trans_fs(t)))
 			ret = btk_err(E2BIG, "no room for one more colliding name in one item");
 		else if (!(ret = btk_item_extend(t, &p, esz)))
-			put_dir_entry(btk_item_ptr(&p, &size) + size - esz, loc, btk_trans_id(t),
-				      ftype, name, nlen, data, dlen);
+			btk_dir_ent_write(btk_item_ptr(&p, &size) + size - esz, loc,
+					  btk_trans_id(t), ftype, name, nlen, data, dlen);
 		btk_wpath_release(&p);
 		return ret;
 	}
@@ -173,8 +139,8 @@ static int hashed_entry_add(struct btk_trans *t, uint64_t root, const struct btk
 		return ret;
 	ret = btk_item_insert_empty(t, root, key, esz, &p);
 	if (!ret)
-		put_dir_entry(btk_item_ptr(&p, &size), loc, btk_trans_id(t), ftype, name, nlen,
-			      data, dlen);
+		btk_dir_ent_write(btk_item_ptr(&p, &size), loc, btk_trans_id(t), ftype, name, nlen,
+				  data, dlen);
 	btk_wpath_release(&p);
 	return ret;
 }
@@ -222,19 +188,12 @@ static int inode_ref_add(struct btk_trans *t, uint64_t root, uint64_t ino, uint6
 	struct btk_key k = {ino, BTRFS_INODE_REF_KEY, dir};
 	int ret;
 
-	BTK_PUT(struct btrfs_inode_ref, buf, index, index);
-	BTK_PUT(struct btrfs_inode_ref, buf, name_len, len);
-	memcpy(buf + IREF_SZ, name, len);
-	ret = append_item(t, root, &k, buf, (uint32_t)IREF_SZ + len);
+	ret = append_item(t, root, &k, buf, btk_ref_ent_write(buf, false, dir, index, name, len));
 	if (ret != -EOVERFLOW)
 		return ret;
 	/* The parent's names of this inode fill an item: the rest go to extended refs. */
 	k = (struct btk_key){ino, BTRFS_INODE_EXTREF_KEY, btk_extref_hash(dir, name, len)};
-	BTK_PUT(struct btrfs_inode_extref, buf, parent_objectid, dir);
-	BTK_PUT(struct btrfs_inode_extref, buf, index, index);
-	BTK_PUT(struct btrfs_inode_extref, buf, name_len, len);
-	memcpy(buf + EXTREF_SZ, name, len);
-	ret = append_item(t, root, &k, buf, (uint32_t)EXTREF_SZ + len);
+	ret = append_item(t, root, &k, buf, btk_ref_ent_write(buf, true, dir, index, name, len));
 	if (ret == -EOVERFLOW)
 		ret = btk_err(EMLINK, "inode %llu: too many links", (unsigned long long)ino);
 	return ret;
@@ -257,7 +216,7 @@ int btk_dir_link(struct btk_trans *t, uint64_t root, uint64_t dir, const char *n
 	if (ret)
 		return ret;
 	k = (struct btk_key){dir, BTRFS_DIR_INDEX_KEY, index};
-	put_dir_entry(entry, loc, btk_trans_id(t), ftype, name, len, NULL, 0);
+	btk_dir_ent_write(entry, loc, btk_trans_id(t), ftype, name, len, NULL, 0);
 	ret = btk_item_insert(t, root, &k, entry, (uint32_t)DIR_ITEM_SZ + len);
 	if (!ret && loc->type == BTRFS_INODE_ITEM_KEY)
 		ret = inode_ref_add(t, root, loc->objectid, dir, name, len, index);

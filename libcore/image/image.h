@@ -64,10 +64,11 @@ struct btk_restore_stats {
  * filesystem: restore again) or the complete restored filesystem (devices of at least 64 MiB
  * + 4 KiB; smaller ones take the primary before the fixup). Those of a v0 dump (metadata only) are
  * marked as a restored metadump (BTRFS_SUPER_FLAG_METADUMP_V2), those of a v1 dump (with --data)
- * are not. A multi-device dump with a log tree does not go onto one device: -EOPNOTSUPP before
- * anything is written (the device fixup is a transaction, which needs the log replayed first); -m
- * restores it. Errors: -EUCLEAN naming the cluster and item of a corrupt dump, -EINVAL for targets
- * that do not fit the dump, -ENOSPC for a target too small, -EIO. */
+ * are not. A log tree goes onto one device too: kept out of the fixup's allocations and stamped
+ * one generation past its commit, then named by every superblock copy again (a cut before that
+ * leaves the committed filesystem without the log). Errors: -EUCLEAN naming the cluster and item of
+ * a corrupt dump, -EINVAL for targets that do not fit the dump, -ENOSPC for a target too small,
+ * -EIO. */
 int btk_image_restore(int dump_fd, const char *dump_name, const char *const *targets, int n,
 		      const struct btk_restore_opts *opts, struct btk_restore_stats *st);
 

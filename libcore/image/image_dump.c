@@ -9,26 +9,27 @@
 #include "base/csum.h"
 #include "base/error.h"
 #include "base/u64set.h"
+#include "base/vec.h"
 #include "image/image.h"
 #include "image/image_int.h"
 #include "image/metadump.h"
 #include "tree/tree.h"
 
-struct u64vec {
-	uint64_t *v;
-	size_t n, cap;
+BTK_VEC(u64vec, uint64_t);
+/* A disk range of file data the dump carries. */
+struct drange {
+	uint64_t at, len;
 };
+BTK_VEC(drange_vec, struct drange);
+BTK_VEC(root_vec, struct btk_root);
 
-static int vec_push(struct u64vec *v, uint64_t x)
+static int push_block(struct u64vec *v, uint64_t bytenr)
 {
-	if (v->n == v->cap) {
-		size_t nc = v->cap ? v->cap * 2 : 1024;
-		uint64_t *nv = realloc(v->v, nc * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "dump block list");
-		v->v = nv, v->cap = nc;
-	}
-	v->v[v->n++] = x;
+	uint64_t *x = btk_vec_push(v);
+
+	if (!x)
+		return btk_err(ENOMEM, "dump block list");
+	*x = bytenr;
 	return 0;
 }
 
@@ -38,10 +39,9 @@ struct dump {
 	struct btk_dump_stats *st;
 	struct btk_u64set seen;
 	struct u64vec chunk_blocks, blocks;
-	struct u64vec data;	/* pairs: logical, length */
-	struct btk_root *roots; /* trees found in root-tree and log-tree leaves */
-	size_t nroots, caproots;
-	uint64_t tree; /* objectid of the tree being walked */
+	struct drange_vec data;
+	struct root_vec roots; /* trees found in root-tree and log-tree leaves */
+	uint64_t tree;	       /* objectid of the tree being walked */
 	struct btk_sanitizer san;
 };
 
@@ -49,21 +49,18 @@ static int queue_root(struct dump *d, uint64_t objectid, const uint8_t *ri, uint
 {
 	if (size < BTK_ROOT_ITEM_V0_SIZE)
 		return 0;
-	if (d->nroots == d->caproots) {
-		size_t nc = d->caproots ? d->caproots * 2 : 64;
-		struct btk_root *nr = realloc(d->roots, nc * sizeof(*nr));
-		if (!nr)
-			return btk_err(ENOMEM, "dump root list");
-		d->roots = nr, d->caproots = nc;
-	}
-	btk_root_from_item(objectid, 0, ri, size, &d->roots[d->nroots++]);
+	struct btk_root *r = btk_vec_push(&d->roots);
+
+	if (!r)
+		return btk_err(ENOMEM, "dump root list");
+	btk_root_from_item(objectid, 0, ri, size, r);
 	return 0;
 }
 
 /* The disk range of a regular file extent item, if it names one. */
 static int push_extent(struct dump *d, const uint8_t *p, uint32_t size)
 {
-	int ret;
+	struct drange *r;
 
 	if (size < sizeof(struct btrfs_file_extent_item) ||
 	    BTK_GET(struct btrfs_file_extent_item, p, type) != BTRFS_FILE_EXTENT_REG)
@@ -71,9 +68,11 @@ static int push_extent(struct dump *d, const uint8_t *p, uint32_t size)
 	uint64_t at = BTK_GET(struct btrfs_file_extent_item, p, disk_bytenr);
 	uint64_t len = BTK_GET(struct btrfs_file_extent_item, p, disk_num_bytes);
 	/* an extent is at most 128 MiB; more is a damaged item, not worth a huge read */
-	if (at && len && len <= (1ULL << 30) &&
-	    ((ret = vec_push(&d->data, at)) || (ret = vec_push(&d->data, len))))
-		return ret;
+	if (!at || !len || len > (1ULL << 30))
+		return 0;
+	if (!(r = btk_vec_push(&d->data)))
+		return btk_err(ENOMEM, "dump data list");
+	r->at = at, r->len = len;
 	return 0;
 }
 
@@ -114,8 +113,8 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 		return ret;
 	if (ret == 0) /* shared with a tree walked before: so is everything below it */
 		return btk_block_level(b) ? BTK_WALK_SKIP : 0;
-	ret = vec_push(d->tree == BTRFS_CHUNK_TREE_OBJECTID ? &d->chunk_blocks : &d->blocks,
-		       b->bytenr);
+	ret = push_block(d->tree == BTRFS_CHUNK_TREE_OBJECTID ? &d->chunk_blocks : &d->blocks,
+			 b->bytenr);
 	if (ret)
 		return ret;
 	if (btk_block_level(b) == 0 && (d->o->data || d->tree == BTRFS_ROOT_TREE_OBJECTID ||
@@ -162,8 +161,8 @@ static int walk_all(struct dump *d)
 			return ret;
 	}
 	/* roots queued by the walks above, and those queued while walking them (log trees) */
-	for (size_t i = 0; i < d->nroots; i++) {
-		r = d->roots[i];
+	for (size_t i = 0; i < d->roots.n; i++) {
+		r = d->roots.data[i];
 		if (r.objectid == BTRFS_TREE_LOG_OBJECTID && log && r.bytenr == log)
 			continue;
 		if ((ret = walk(d, &r)))
@@ -176,6 +175,11 @@ static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
 	return x < y ? -1 : x > y;
+}
+
+static int cmp_drange(const void *a, const void *b)
+{
+	return cmp_u64(&((const struct drange *)a)->at, &((const struct drange *)b)->at);
 }
 
 /* The block as the dump stores it: bytes no item uses zeroed, then its checksum redone. */
@@ -216,14 +220,14 @@ static int store_blocks(struct dump *d, struct btk_md_writer *w, const struct u6
 		return btk_err(ENOMEM, "dump block buffer");
 	for (size_t i = 0; i < v->n && !ret; i++) {
 		struct btk_block *b;
-		if (btk_block_read(d->fs, v->v[i], NULL, &b)) {
-			on_error(d, v->v[i], -1, 0, btk_errmsg());
+		if (btk_block_read(d->fs, v->data[i], NULL, &b)) {
+			on_error(d, v->data[i], -1, 0, btk_errmsg());
 			continue;
 		}
 		memcpy(buf, b->data, d->fs->nodesize);
 		btk_block_put(b);
 		prepare_block(d, buf);
-		ret = btk_md_add(w, v->v[i], buf, d->fs->nodesize, true);
+		ret = btk_md_add(w, v->data[i], buf, d->fs->nodesize, true);
 		d->st->blocks++;
 		*done += d->fs->nodesize;
 		if (d->o->progress && (d->st->blocks & 255) == 0)
@@ -233,29 +237,25 @@ static int store_blocks(struct dump *d, struct btk_md_writer *w, const struct u6
 	return ret;
 }
 
-/* Sorts the (logical, length) pairs and merges the overlapping ones (shared extents). */
+/* Sorts the data ranges and merges the overlapping ones (shared extents). */
 static void merge_data(struct dump *d, uint64_t *total)
 {
-	size_t n = d->data.n / 2, out = 0;
-	uint64_t *v = d->data.v;
+	struct drange *v = d->data.data;
+	size_t out = 0;
 
-	if (!n)
-		return;
-	qsort(v, n, 2 * sizeof(uint64_t), cmp_u64); /* by the first of each pair */
-	for (size_t i = 0; i < n; i++) {
-		uint64_t at = v[2 * i], end = at + v[2 * i + 1];
-		if (out && at <= v[2 * out - 2] + v[2 * out - 1]) {
-			uint64_t oend = v[2 * out - 2] + v[2 * out - 1];
-			if (end > oend)
-				v[2 * out - 1] = end - v[2 * out - 2];
+	btk_vec_sort(&d->data, cmp_drange);
+	for (size_t i = 0; i < d->data.n; i++) {
+		uint64_t end = v[i].at + v[i].len;
+		if (out && v[i].at <= v[out - 1].at + v[out - 1].len) {
+			if (end > v[out - 1].at + v[out - 1].len)
+				v[out - 1].len = end - v[out - 1].at;
 			continue;
 		}
-		v[2 * out] = at, v[2 * out + 1] = end - at;
-		out++;
+		v[out++] = v[i];
 	}
-	d->data.n = 2 * out;
+	d->data.n = out;
 	for (size_t i = 0; i < out; i++)
-		*total += v[2 * i + 1];
+		*total += v[i].len;
 }
 
 static int store_data(struct dump *d, struct btk_md_writer *w, uint64_t *done, uint64_t total)
@@ -265,8 +265,8 @@ static int store_data(struct dump *d, struct btk_md_writer *w, uint64_t *done, u
 
 	if (!buf)
 		return btk_err(ENOMEM, "dump data buffer");
-	for (size_t i = 0; i + 1 < d->data.n && !ret; i += 2) {
-		uint64_t at = d->data.v[i], len = d->data.v[i + 1];
+	for (size_t i = 0; i < d->data.n && !ret; i++) {
+		uint64_t at = d->data.data[i].at, len = d->data.data[i].len;
 		while (len && !ret) {
 			size_t part = len < BTK_MD_ITEM_MAX_V0 ? (size_t)len : BTK_MD_ITEM_MAX_V0;
 			if (btk_read_logical(d->fs, at, buf, part)) {
@@ -289,10 +289,10 @@ static int store_data(struct dump *d, struct btk_md_writer *w, uint64_t *done, u
 static void dump_free(struct dump *d)
 {
 	btk_u64set_free(&d->seen);
-	free(d->chunk_blocks.v);
-	free(d->blocks.v);
-	free(d->data.v);
-	free(d->roots);
+	btk_vec_free(&d->chunk_blocks);
+	btk_vec_free(&d->blocks);
+	btk_vec_free(&d->data);
+	btk_vec_free(&d->roots);
 }
 
 int btk_image_dump(struct btk_fs *fs, int out_fd, const struct btk_dump_opts *opts,
@@ -311,8 +311,8 @@ int btk_image_dump(struct btk_fs *fs, int out_fd, const struct btk_dump_opts *op
 		return btk_err(EIO, "no random key for sanitising names");
 	if ((ret = walk_all(&d)))
 		goto out;
-	qsort(d.chunk_blocks.v, d.chunk_blocks.n, sizeof(uint64_t), cmp_u64);
-	qsort(d.blocks.v, d.blocks.n, sizeof(uint64_t), cmp_u64);
+	btk_vec_sort(&d.chunk_blocks, cmp_u64); /* no qsort on an empty (NULL) vector */
+	btk_vec_sort(&d.blocks, cmp_u64);
 	total = (uint64_t)(d.chunk_blocks.n + d.blocks.n) * fs->nodesize;
 	merge_data(&d, &total);
 	if ((ret = btk_md_writer_open(out_fd, opts->data ? 1 : 0, opts->level, opts->threads, &w)))

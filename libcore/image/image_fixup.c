@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "volumes/super.h"
 #include "image/image_int.h"
 #include "trans/trans.h"
 #include "tree/tree.h"
@@ -100,8 +101,35 @@ static int fix_dev_items(struct btk_trans *t, const uint64_t *gone, size_t ngone
 	return ret;
 }
 
+/* After the fixup's commit: the log stamped one generation past it, then every superblock copy
+ * names it again (flushed before and after: a cut in between leaves the committed filesystem
+ * without the log, which the kernel mounts as it is). */
+static int put_log_back(struct btk_fs *fs, const struct btk_image_log *log)
+{
+	struct btk_dev *dev = fs->devs[0].dev;
+	uint64_t gen = btk_le64(fs->sb.generation) + 1;
+	int ret = btk_image_log_stamp(fs, log->blocks, log->n, gen);
+
+	if (ret || (ret = btk_dev_flush(dev)))
+		return ret;
+	for (int m = 0; m < BTK_SUPER_MIRRORS; m++) {
+		uint64_t off = btk_super_offset(m);
+		struct btk_super sb = fs->sb;
+		if (off + BTK_SUPER_SIZE > dev->size)
+			break;
+		btk_put64(sb.log_root, log->root);
+		sb.log_root_level = (uint8_t)log->level;
+		btk_put64(sb.bytenr, off);
+		btk_super_csum_fill(&sb);
+		if ((ret = btk_dev_write(dev, &sb, BTK_SUPER_SIZE, off)))
+			return ret;
+	}
+	return btk_dev_flush(dev);
+}
+
 int btk_image_fixup_devices(struct btk_dev *dev, int super_mirror, uint64_t devid,
-			    const uint64_t *gone, size_t ngone, uint64_t size, uint64_t used)
+			    const uint64_t *gone, size_t ngone, uint64_t size, uint64_t used,
+			    const struct btk_image_log *log)
 {
 	struct btk_open_opts oo = {
 	    .write = true, .no_scan = true, .degraded = true, .super_mirror = super_mirror};
@@ -122,6 +150,10 @@ int btk_image_fixup_devices(struct btk_dev *dev, int super_mirror, uint64_t devi
 	}
 	if (!ret)
 		ret = btk_trans_start(fs, &t);
+	for (size_t i = 0; !ret && log->root && i < log->n; i++)
+		if ((ret = btk_trans_keep_out(t, log->blocks[i], fs->nodesize)))
+			ret = btk_err(-ret, "log tree block %llu: %s",
+				      (unsigned long long)log->blocks[i], btk_errmsg());
 	if (!ret)
 		ret = fix_dev_items(t, gone, ngone, devid, size, used);
 	if (!ret)
@@ -134,6 +166,8 @@ int btk_image_fixup_devices(struct btk_dev *dev, int super_mirror, uint64_t devi
 		else
 			ret = btk_trans_commit(t);
 	}
+	if (!ret && log->root)
+		ret = put_log_back(fs, log);
 	btk_fs_close(fs);
 	return ret;
 }

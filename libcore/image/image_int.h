@@ -38,7 +38,21 @@ int btk_image_remap_block(const struct btk_fs *fs, uint8_t *b, uint64_t logical)
  * superblock copy super_mirror (-1: the best), drops the device items of the devids in gone,
  * sets devid's size and use, and rebuilds the device extents from the chunk map (one
  * transaction, whose commit writes every superblock copy). */
+struct btk_image_log {
+	uint64_t root; /* the log root tree's block, 0: no log */
+	int level;
+	uint64_t *blocks; /* every block of the log (btk_image_log_blocks) */
+	size_t n;
+};
 int btk_image_fixup_devices(struct btk_dev *dev, int super_mirror, uint64_t devid,
-			    const uint64_t *gone, size_t ngone, uint64_t size, uint64_t used);
+			    const uint64_t *gone, size_t ngone, uint64_t size, uint64_t used,
+			    const struct btk_image_log *log);
+/* image_log.c: lists every block of the log whose root tree is at root (level) in *out
+ * (malloc'd, the caller frees), read through fs; -EUCLEAN for a block that is not what its
+ * parent says. */
+int btk_image_log_blocks(struct btk_fs *fs, uint64_t root, int level, uint64_t **out, size_t *n);
+/* Rewrites the log's blocks with generation gen in their headers, pointers and root items
+ * (checksums redone). */
+int btk_image_log_stamp(struct btk_fs *fs, const uint64_t *blocks, size_t n, uint64_t gen);
 
 #endif

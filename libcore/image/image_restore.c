@@ -415,20 +415,12 @@ static int restore_onto_one(struct restore *rs, const char *target,
 	uint64_t *gone = calloc(rs->ndevs + 1, sizeof(*gone));
 	struct btk_fs *fs = NULL;
 	size_t ngone = 0, keep = rs->ndevs;
+	struct btk_image_log log = {.root = btk_le64(rs->sb.log_root),
+				    .level = rs->sb.log_root_level};
 	int ret;
 
 	if (!gone)
 		return btk_err(ENOMEM, "restore devices");
-	/* The fixup is a transaction: it would need the log replayed first (log blocks are not
-	 * in the extent tree, and the log must be one generation newer than the superblock). */
-	if (btk_le64(rs->sb.log_root)) {
-		free(gone);
-		return btk_err(EOPNOTSUPP,
-			       "%s: the filesystem has a log tree (fsynced changes not yet "
-			       "committed): onto one device only after the original was mounted "
-			       "once to replay it; -m restores it onto %zu devices as it is",
-			       rs->r->name, rs->ndevs);
-	}
 	for (size_t i = 0; i < rs->ndevs; i++)
 		if (rs->devs[i].devid == devid)
 			keep = i;
@@ -461,6 +453,13 @@ static int restore_onto_one(struct restore *rs, const char *target,
 		ret = clear_supers(fs);
 	if (!ret)
 		ret = write_items(rs, fs, o, true, st);
+	/* a log goes through the fixup unseen (image_log.c): listed, hidden from the superblock
+	 * the fixup reads, kept out of its allocations, stamped and named again after it */
+	if (!ret && log.root) {
+		ret = btk_image_log_blocks(fs, log.root, log.level, &log.blocks, &log.n);
+		btk_put64(rs->sb.log_root, 0);
+		rs->sb.log_root_level = 0;
+	}
 	/* the state before the fixup is no filesystem yet: its superblock in the second copy
 	 * only, where the fixup reads it; the fixup's commit writes the primary */
 	int mirror = fs && btk_super_offset(1) + BTK_SUPER_SIZE <= fs->devs[0].dev->size ? 1 : -1;
@@ -473,8 +472,9 @@ static int restore_onto_one(struct restore *rs, const char *target,
 	}
 	btk_volumes_close(fs);
 	if (!ret)
-		ret = btk_image_fixup_devices(dev, mirror, devid, gone, ngone, size, used);
+		ret = btk_image_fixup_devices(dev, mirror, devid, gone, ngone, size, used, &log);
 	free(gone);
+	free(log.blocks);
 	st->devices = 1;
 	st->remapped = true;
 	return ret;

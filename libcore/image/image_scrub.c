@@ -2,40 +2,51 @@
  * metadata (inline extents), and with sanitising the names and values that identify files. */
 #include <string.h>
 
+#include "format/dir_item.h"
 #include "format/format.h"
 #include "image/image_int.h"
 
-/* Names packed in one item: each entry is `head` bytes with the name length at `lenoff`
- * (u16), then the name, then (dir items) data_len bytes of value. */
-static void names_in_item(const struct btk_sanitizer *san, uint8_t *p, uint32_t size, uint32_t head,
-			  uint32_t lenoff, bool dir, bool xattr, struct btk_dump_stats *st)
+/* The names of a DIR_ITEM or DIR_INDEX become random ones; an XATTR_ITEM keeps its names
+ * (they say what, not whose) and loses its values. ACLs (system.) hold ids and modes the
+ * kernel parses and are kept; other values become bytes 0x01, not zeros, so that tools
+ * printing them as strings still print all of them. An entry that overruns its item ends the
+ * walk. */
+static void dir_names(const struct btk_sanitizer *san, uint8_t *p, uint32_t size, bool xattr,
+		      struct btk_dump_stats *st)
 {
-	uint32_t off = 0;
+	struct btk_dir_iter it;
+	struct btk_dir_ent e;
 
-	while (off + head <= size) {
-		uint32_t nlen = btk_le16(p + off + lenoff);
-		uint32_t dlen = dir ? BTK_GET(struct btrfs_dir_item, p + off, data_len) : 0;
-		if ((uint64_t)off + head + nlen + dlen > size)
-			return;
-		uint8_t *name = p + off + head;
-		/* xattr names say what, not whose: only values go. ACLs (system.) hold ids and
-		 * modes the kernel parses and are kept; others become bytes 0x01, not zeros, so
-		 * that tools printing them as strings still print all of them. */
-		if (xattr) {
-			if (nlen < 7 || memcmp(name, "system.", 7))
-				memset(name + nlen, 1, dlen);
-		} else {
-			btk_sanitize_name(san, name, nlen);
+	btk_dir_iter_init(&it, p, size);
+	while (btk_dir_next(&it, &e) > 0) {
+		uint8_t *name = p + (e.name - (const char *)p);
+		if (!xattr) {
+			btk_sanitize_name(san, name, e.name_len);
 			st->names++;
+		} else if (e.name_len < 7 || memcmp(name, "system.", 7)) {
+			memset(name + e.name_len, 1, e.data_len);
 		}
-		off += head + nlen + dlen;
+	}
+}
+
+/* The names of an INODE_REF or INODE_EXTREF become random ones. */
+static void ref_names(const struct btk_sanitizer *san, const struct btk_key *k, uint8_t *p,
+		      uint32_t size, struct btk_dump_stats *st)
+{
+	struct btk_ref_iter it;
+	struct btk_ref_ent r;
+
+	btk_ref_iter_init(&it, k, p, size);
+	while (btk_ref_next(&it, &r) > 0) {
+		btk_sanitize_name(san, p + (r.name - (const char *)p), r.name_len);
+		st->names++;
 	}
 }
 
 static void sanitize_item(const struct btk_sanitizer *san, uint64_t owner, const struct btk_key *k,
 			  uint8_t *p, uint32_t size, struct btk_dump_stats *st)
 {
-	const uint32_t dir_head = sizeof(struct btrfs_dir_item);
+	struct btk_root_ref_ent r;
 
 	switch (k->type) {
 	case BTRFS_DIR_ITEM_KEY:
@@ -44,25 +55,23 @@ static void sanitize_item(const struct btk_sanitizer *san, uint64_t owner, const
 		if (owner == BTRFS_ROOT_TREE_OBJECTID &&
 		    k->objectid == BTRFS_ROOT_TREE_DIR_OBJECTID)
 			return;
-		names_in_item(san, p, size, dir_head, offsetof(struct btrfs_dir_item, name_len),
-			      true, false, st);
+		dir_names(san, p, size, false, st);
 		break;
 	case BTRFS_XATTR_ITEM_KEY:
-		names_in_item(san, p, size, dir_head, offsetof(struct btrfs_dir_item, name_len),
-			      true, true, st);
+		dir_names(san, p, size, true, st);
 		break;
 	case BTRFS_INODE_REF_KEY:
-		names_in_item(san, p, size, sizeof(struct btrfs_inode_ref),
-			      offsetof(struct btrfs_inode_ref, name_len), false, false, st);
-		break;
 	case BTRFS_INODE_EXTREF_KEY:
-		names_in_item(san, p, size, sizeof(struct btrfs_inode_extref),
-			      offsetof(struct btrfs_inode_extref, name_len), false, false, st);
+		ref_names(san, k, p, size, st);
 		break;
 	case BTRFS_ROOT_REF_KEY:
 	case BTRFS_ROOT_BACKREF_KEY:
-		names_in_item(san, p, size, sizeof(struct btrfs_root_ref),
-			      offsetof(struct btrfs_root_ref, name_len), false, false, st);
+		/* one name an item; bytes after it, in a damaged item, are read as more */
+		for (uint32_t off = 0; !btk_root_ref_parse(p + off, size - off, &r);
+		     off += BTK_ROOT_REF_HEAD + r.name_len) {
+			btk_sanitize_name(san, p + off + BTK_ROOT_REF_HEAD, r.name_len);
+			st->names++;
+		}
 		break;
 	case BTRFS_EXTENT_CSUM_KEY:
 		memset(p, 0, size);

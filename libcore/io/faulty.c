@@ -71,6 +71,12 @@ static void faulty_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len)
 	btk_dev_prefetch(dev->lower, off, len);
 }
 
+/* Reads pass through, views too. */
+static int faulty_view(struct btk_dev *dev, uint64_t off, size_t len, struct btk_view *v)
+{
+	return btk_dev_view(dev->lower, off, len, v);
+}
+
 static void faulty_close(struct btk_dev *dev)
 {
 	btk_dev_close(dev->lower);
@@ -85,6 +91,7 @@ static const struct btk_dev_ops faulty_ops = {
     .zeroout = faulty_zeroout,
     .truncate = faulty_truncate,
     .prefetch = faulty_prefetch,
+    .view = faulty_view,
     .close = faulty_close,
 };
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -150,6 +151,36 @@ static void fd_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len)
 	(void)posix_fadvise(dev->fd, (off_t)off, (off_t)len, POSIX_FADV_WILLNEED);
 }
 
+/* Maps the pages holding the range and faults them all in now (MADV_POPULATE_READ fails
+ * where touching a page would raise SIGBUS: an I/O error, or a file cut short meanwhile). */
+static int fd_view(struct btk_dev *dev, uint64_t off, size_t len, struct btk_view *v)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), start = off - off % page;
+	size_t maplen = len + (size_t)(off - start);
+	void *m;
+
+	if (!len)
+		return btk_err(EINVAL, "%s: empty view", dev->path);
+	m = mmap(NULL, maplen, PROT_READ, MAP_SHARED, dev->fd, (off_t)start);
+	if (m == MAP_FAILED)
+		return btk_err(errno == ENOMEM ? ENOMEM : EOPNOTSUPP,
+			       "%s: cannot map %zu bytes at %llu: %s", dev->path, len,
+			       (unsigned long long)off, strerror(errno));
+	if (madvise(m, maplen, MADV_POPULATE_READ) < 0) {
+		int e = errno;
+		munmap(m, maplen);
+		return btk_err(e == EINVAL   ? EOPNOTSUPP
+			       : e == ENOMEM ? ENOMEM
+					     : EIO,
+			       "%s: %zu bytes at %llu do not map: %s", dev->path, len,
+			       (unsigned long long)off, strerror(e));
+	}
+	v->data = (const uint8_t *)m + (off - start);
+	v->map = m;
+	v->maplen = maplen;
+	return 0;
+}
+
 static void fd_close(struct btk_dev *dev)
 {
 	if (dev->fd >= 0)
@@ -164,6 +195,7 @@ static const struct btk_dev_ops fd_ops = {
     .zeroout = fd_zeroout,
     .truncate = fd_truncate,
     .prefetch = fd_prefetch,
+    .view = fd_view,
     .close = fd_close,
 };
 

@@ -4,6 +4,8 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
 
 /* -EINVAL unless [off, off+len) lies inside the device. */
 static int in_device(const struct btk_dev *dev, uint64_t off, uint64_t len, const char *what)
@@ -115,4 +117,28 @@ void btk_dev_close(struct btk_dev *dev)
 		dev->ops->close(dev);
 	free(dev->path);
 	free(dev);
+}
+
+int btk_dev_view(struct btk_dev *dev, uint64_t off, size_t len, struct btk_view *v)
+{
+	int ret = in_device(dev, off, len, "view");
+
+	memset(v, 0, sizeof(*v));
+	if (ret)
+		return ret;
+	if (!dev->ops->view)
+		return btk_err(EOPNOTSUPP, "%s: no views of this device", dev->path);
+	__atomic_add_fetch(&dev->stats.reads, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&dev->stats.read_bytes, len, __ATOMIC_RELAXED);
+	ret = dev->ops->view(dev, off, len, v);
+	if (ret)
+		memset(v, 0, sizeof(*v));
+	return ret;
+}
+
+void btk_dev_unview(struct btk_view *v)
+{
+	if (v->map)
+		munmap(v->map, v->maplen);
+	memset(v, 0, sizeof(*v));
 }

@@ -14,6 +14,13 @@
 
 struct btk_dev;
 
+/* Device bytes seen in place (btk_dev_view): data points at them until btk_dev_unview. */
+struct btk_view {
+	const uint8_t *data;
+	void *map; /* the backend's mapping to undo, or NULL */
+	size_t maplen;
+};
+
 /* Backends implement these; callers use the btk_dev_* functions below, which check the
  * handle's mode and bounds first (so ops may assume a writable handle and a range inside the
  * device for everything but pwrite) and count the calls. */
@@ -30,6 +37,8 @@ struct btk_dev_ops {
 	int (*truncate)(struct btk_dev *dev, uint64_t size);
 	/* A readahead hint; may be NULL. */
 	void (*prefetch)(struct btk_dev *dev, uint64_t off, uint64_t len);
+	/* Points v at the bytes without copying them (btk_dev_view); may be NULL. */
+	int (*view)(struct btk_dev *dev, uint64_t off, size_t len, struct btk_view *v);
 	void (*close)(struct btk_dev *dev);
 };
 
@@ -76,6 +85,17 @@ int btk_dev_truncate(struct btk_dev *dev, uint64_t size);
 void btk_dev_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len);
 void btk_dev_close(struct btk_dev *dev);
 
+/* A read-only view of [off, off+len) without a copy: an image file or block device is mapped
+ * (mmap, every page faulted in before this returns, so an unreadable page is an error here
+ * and never a SIGBUS later), a memory image is pointed into. Counted as a read. The bytes are
+ * valid until btk_dev_unview(v) and are the device's current ones (a write to the range
+ * meanwhile shows through). Any error — -EOPNOTSUPP (the backend cannot, or the kernel has no
+ * MADV_POPULATE_READ), -EIO (a page did not read), -EINVAL (outside the device), -ENOMEM —
+ * means: read the range with btk_dev_read instead, which says precisely what failed. */
+int btk_dev_view(struct btk_dev *dev, uint64_t off, size_t len, struct btk_view *v);
+/* Releases a view filled by btk_dev_view (a zeroed view is a no-op). */
+void btk_dev_unview(struct btk_view *v);
+
 /* Device identity (identity.c): whether two handles are one device, whatever names they were
  * opened by — the same block device (st_rdev) or the same file (st_dev, st_ino). Wrapped
  * handles (faults) compare by what they wrap. */
@@ -90,6 +110,14 @@ int btk_paths_distinct(const char *const *paths, int n);
  * -EIO and is not performed (a crash at that point). Reads and prefetches pass through. */
 int btk_dev_faulty(struct btk_dev *dev, uint64_t allowed, struct btk_dev **out);
 
+/* Undo log (undo.c): wraps dev (taking ownership); before a range is first changed its old
+ * bytes are kept (zero runs as marks, the rest in an unlinked temporary file), so that
+ * btk_dev_undo_rollback can put back every byte the handle changed and cut a grown image
+ * file to its old size. Costs a read of each range before its write. -ENOMEM. */
+int btk_dev_undo(struct btk_dev *dev, struct btk_dev **out);
+/* Restores what the undo-logged handle changed, newest change first, and flushes; the log is
+ * then empty. -EINVAL for a handle that is not undo-logged; an io error leaves the rest. */
+int btk_dev_undo_rollback(struct btk_dev *dev);
 /* A memory image named name (for messages) of len bytes at buf. The handle takes buf, which
  * must come from malloc (NULL with len 0: an empty image), and frees it on close. When
  * writable, writes past the end and btk_dev_truncate grow it (up to BTK_MEM_MAX bytes; more

@@ -23,6 +23,17 @@ static int mem_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+static int mem_view(struct btk_dev *dev, uint64_t off, size_t len, struct btk_view *v)
+{
+	struct mem *m = dev->priv;
+
+	if (off > m->len || len > m->len - off)
+		return btk_err(EIO, "%s: view of %zu bytes at %llu is past the end", dev->path, len,
+			       (unsigned long long)off);
+	v->data = m->buf + off;
+	return 0;
+}
+
 /* Sets the length, growing the buffer geometrically; new bytes are zero. */
 static int mem_resize(struct btk_dev *dev, uint64_t len)
 {
@@ -96,6 +107,7 @@ static const struct btk_dev_ops mem_ops = {
     .discard = mem_zero,
     .zeroout = mem_zero,
     .truncate = mem_truncate,
+    .view = mem_view,
     .close = mem_close,
 };
 

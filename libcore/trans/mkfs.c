@@ -3,6 +3,7 @@
  * the general write path and one commit.
  */
 #include "trans/mkfs.h"
+#include "format/dir_item.h"
 #include "tree/cache.h"
 #include "base/csum.h"
 #include "trans/ctree_int.h"
@@ -408,19 +409,16 @@ static int insert_dir_inode(struct btk_trans *t, uint64_t tree, uint64_t ino, ui
 	btk_inode_item_write(ii, &in);
 	if ((ret = btk_item_insert(t, tree, &k, ii, sizeof(ii))))
 		return ret;
-	BTK_PUT(struct btrfs_inode_ref, ref, index, 0);
-	BTK_PUT(struct btrfs_inode_ref, ref, name_len, 2);
-	memcpy(ref + sizeof(struct btrfs_inode_ref), "..", 2);
 	k.type = BTRFS_INODE_REF_KEY;
 	k.offset = ino;
-	return btk_item_insert(t, tree, &k, ref, sizeof(ref));
+	return btk_item_insert(t, tree, &k, ref, btk_ref_ent_write(ref, false, ino, 0, "..", 2));
 }
 
 /* The root tree's directory 6 with "default" naming the FS tree, as mkfs.btrfs has it. */
 static int insert_root_dir(struct btk_trans *t, time_t now)
 {
 	static const char name[] = "default";
-	uint8_t di[sizeof(struct btrfs_dir_item) + sizeof(name) - 1] = {0};
+	uint8_t di[sizeof(struct btrfs_dir_item) + sizeof(name) - 1];
 	uint8_t ref[sizeof(struct btrfs_inode_ref) + sizeof(name) - 1];
 	struct btk_key loc = {BTRFS_FS_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, UINT64_MAX};
 	struct btk_key k = {BTRFS_ROOT_TREE_DIR_OBJECTID, BTRFS_DIR_ITEM_KEY, 0};
@@ -429,16 +427,11 @@ static int insert_root_dir(struct btk_trans *t, time_t now)
 
 	if (ret)
 		return ret;
-	btk_key_to_disk(&loc, (struct btk_disk_key *)di);
-	BTK_PUT(struct btrfs_dir_item, di, name_len, sizeof(name) - 1);
-	BTK_PUT(struct btrfs_dir_item, di, type, BTRFS_FT_DIR);
-	memcpy(di + sizeof(struct btrfs_dir_item), name, sizeof(name) - 1);
+	btk_dir_ent_write(di, &loc, 0, BTRFS_FT_DIR, name, sizeof(name) - 1, NULL, 0);
 	k.offset = btk_name_hash(name, sizeof(name) - 1);
 	if ((ret = btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, di, sizeof(di))))
 		return ret;
-	BTK_PUT(struct btrfs_inode_ref, ref, index, 0);
-	BTK_PUT(struct btrfs_inode_ref, ref, name_len, sizeof(name) - 1);
-	memcpy(ref + sizeof(struct btrfs_inode_ref), name, sizeof(name) - 1);
+	btk_ref_ent_write(ref, false, BTRFS_ROOT_TREE_DIR_OBJECTID, 0, name, sizeof(name) - 1);
 	k.objectid = BTRFS_FS_TREE_OBJECTID;
 	k.type = BTRFS_INODE_REF_KEY;
 	k.offset = BTRFS_ROOT_TREE_DIR_OBJECTID;

@@ -52,6 +52,11 @@ uint64_t btk_trans_id(const struct btk_trans *t);
 /* New subvolume and snapshot uuids of this transaction follow from seed (16 bytes that must
  * outlive it, the fsid for reproducible images) instead of being random; NULL: random. */
 void btk_trans_derive_uuids(struct btk_trans *t, const uint8_t *seed);
+/* Keeps [logical, logical + len) out of every allocation until the filesystem is closed, while
+ * the free-space tree still lists it as free: blocks the extent tree does not know of (a log
+ * tree's, which the kernel pins while it replays the log). Call it before anything is
+ * allocated. -ENOENT outside one block group, -EEXIST when any of it is in use. */
+int btk_trans_keep_out(struct btk_trans *t, uint64_t logical, uint64_t len);
 /* The filesystem a transaction writes to. */
 struct btk_fs *btk_trans_fs(const struct btk_trans *t);
 

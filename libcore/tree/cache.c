@@ -137,12 +137,13 @@ void btk_cache_forget(struct btk_block_cache *c, uint64_t bytenr)
 		}
 }
 
-struct btk_block *btk_cache_alloc(struct btk_block_cache *c, uint64_t bytenr, uint32_t len)
+static struct btk_block *cache_new(struct btk_block_cache *c, uint64_t bytenr, uint32_t len,
+				   bool zero)
 {
 	struct btk_block *b = calloc(1, sizeof(*b));
 	size_t s;
 
-	if (!b || !(b->data = calloc(1, len))) {
+	if (!b || !(b->data = zero ? calloc(1, len) : malloc(len))) {
 		free(b);
 		return NULL;
 	}
@@ -160,6 +161,16 @@ struct btk_block *btk_cache_alloc(struct btk_block_cache *c, uint64_t bytenr, ui
 	c->bytes += len;
 	evict(c);
 	return b;
+}
+
+struct btk_block *btk_cache_alloc(struct btk_block_cache *c, uint64_t bytenr, uint32_t len)
+{
+	return cache_new(c, bytenr, len, true);
+}
+
+struct btk_block *btk_cache_alloc_raw(struct btk_block_cache *c, uint64_t bytenr, uint32_t len)
+{
+	return cache_new(c, bytenr, len, false);
 }
 
 static int cmp_bytenr(const void *a, const void *b)

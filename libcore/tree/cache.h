@@ -16,6 +16,9 @@ struct btk_block *btk_cache_lookup(struct btk_block_cache *c, uint64_t bytenr);
 /* A new zeroed block of len bytes at bytenr, inserted into the cache (replacing any block at
  * that bytenr) and referenced once for the caller. NULL on allocation failure. */
 struct btk_block *btk_cache_alloc(struct btk_block_cache *c, uint64_t bytenr, uint32_t len);
+/* The same with the data left unset, for a reader that fills all len bytes before the block
+ * is used (zeroing 16 KiB per block read was a measurable part of a tree walk). */
+struct btk_block *btk_cache_alloc_raw(struct btk_block_cache *c, uint64_t bytenr, uint32_t len);
 /* Drops the cached block at bytenr if any (callers' references stay valid). */
 void btk_cache_forget(struct btk_block_cache *c, uint64_t bytenr);
 /* Calls fn on every dirty block (in bytenr order) — for commit. */

@@ -191,7 +191,7 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 	b = btk_cache_lookup(fs->cache, bytenr);
 	if (b)
 		return found_cached(b, chk, out);
-	b = btk_cache_alloc(fs->cache, bytenr, fs->nodesize);
+	b = btk_cache_alloc_raw(fs->cache, bytenr, fs->nodesize);
 	if (!b)
 		return btk_err(ENOMEM, "out of memory reading tree block %llu",
 			       (unsigned long long)bytenr);

@@ -22,6 +22,26 @@ setup() {
 	done
 }
 
+@test "the later tools too: --version, -V, and --help with their own usage" {
+	local t
+	for t in convert resize image; do
+		require_btk $t
+		run "$B/btk-$t" --version
+		[ "$status" -eq 0 ] && [[ "$output" == "btk-$t "[0-9]* ]] || { echo "$t: $output"; false; }
+		run "$B/btk-$t" -V
+		[ "$status" -eq 0 ] && [[ "$output" == "btk-$t "[0-9]* ]] || { echo "$t: $output"; false; }
+		run "$B/btk-$t" --help
+		[ "$status" -eq 0 ] && [[ "$output" == *"btk-$t"* && "$output" == *"--json"* ]] ||
+			{ echo "$t: $output"; false; }
+	done
+	# each btk-image verb has its own usage
+	local v
+	for v in ls cat put restore; do
+		run "$B/btk-image" "$v" --help
+		[ "$status" -eq 0 ] && [[ "$output" == *"Usage: btk-image $v"* ]] || { echo "$v: $output"; false; }
+	done
+}
+
 @test "--help: each tool and each btk-debug command has its own usage" {
 	run "$B/btk-debug" tree --help
 	[ "$status" -eq 0 ]

@@ -36,11 +36,21 @@ setup() {
 	run "$BTK_ROOT/scripts/doc-examples.sh" "$D/ex" "${DOCS[@]}"
 	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
 	local p
-	for p in "$BTK_ROOT"/man/btk-*.8; do
+	for p in "$BTK_ROOT"/man/btk-*.8 "$BTK_ROOT"/man/btk.7; do
 		grep -q "^man/${p##*/}:" <(sed "s|^$BTK_ROOT/||" "$D"/ex/*.where) ||
 			{ echo "${p##*/} has no runnable example" >&2; false; }
 	done
 	grep -q '^README.md:' <(sed "s|^$BTK_ROOT/||" "$D"/ex/*.where)
+	# the README's runnable examples show every tool at work
+	local w t readme=()
+	for w in "$D"/ex/*.where; do
+		grep -q "README.md:" "$w" && readme+=("${w%.where}.sh")
+	done
+	for p in "$BTK_ROOT"/man/btk-*.8; do
+		t=$(basename "$p" .8)
+		grep -qE "(^|[ (|;&])$t " "${readme[@]}" ||
+			{ echo "no runnable README example runs $t" >&2; false; }
+	done
 	# the extractor does see an unmarked example
 	printf '.SH EXAMPLES\n.nf\nbtk-fsck x.img\n.fi\n' >"$D/bad.8"
 	run "$BTK_ROOT/scripts/doc-examples.sh" "$D/ex2" "$D/bad.8"
@@ -80,15 +90,33 @@ run_examples() {
 		(cd "$dir" && SAMPLE=$D/sample bash -e -o pipefail "$D/preamble.sh" example.sh) \
 			>"$D/out" 2>&1 ||
 			{ echo "$w: example failed:" >&2; cat "$s.sh" >&2; echo "--- output:" >&2; cat "$D/out" >&2; return 1; }
+		owned_by "$dir" "$w" || return 1
 	done
 	echo "$n $mode examples ran" >&3
 	[ "$n" -ge 1 ]
+}
+
+# owned_by DIR WHERE: a btk-owner line of DIR's example.sh whose comment says "owned by PATH"
+# (a literal address) must say so: run again, every line of its answer names PATH
+owned_by() {
+	local dir=$1 w=$2 line cmd path
+	while IFS= read -r line; do
+		path=${line##*owned by }
+		path=${path%%[ ,;)]*}
+		cmd=${line%%#*}
+		(cd "$dir" && bash -e -o pipefail -c "$cmd") >"$D/owned" 2>&1 &&
+			[ -s "$D/owned" ] && ! grep -vqF "path=$path" "$D/owned" ||
+			{ echo "$w: not owned by $path: $cmd" >&2; cat "$D/owned" >&2; return 1; }
+		echo "$cmd: owned by $path" >>"$D/owned.log"
+	done < <(grep -E '^btk-owner .*# .*owned by /' "$dir/example.sh")
 }
 
 @test "docs: the examples on image files run as written" {
 	require_tool jq
 	printf 'source "$1"\n' >"$D/preamble.sh"
 	run_examples plain
+	# the README's literal addresses were checked against the files they name
+	[ "$(grep -c 'owned by' "$D/owned.log")" -ge 2 ]
 }
 
 # stand_in DIR: replace each /dev/sdX name of DIR's setup.sh and example.sh by a loop device
@@ -157,4 +185,15 @@ mount() {
 source "$1"
 EOF
 	run_examples root
+}
+
+@test "docs: btk.7 and the README name every tool, none as in development or to come later" {
+	local p t
+	for p in "$BTK_ROOT"/man/btk-*.8; do
+		t=$(basename "$p" .8)
+		grep -q "^\.BR $t (8)" "$BTK_ROOT/man/btk.7" || { echo "btk.7 does not name $t" >&2; false; }
+		grep -q "^| \`$t\` | \*\*" "$BTK_ROOT/README.md" || { echo "README's table lacks $t" >&2; false; }
+	done
+	! grep -niE 'in development|in later steps|comes? later|\(later\)' "$BTK_ROOT/man/btk.7" \
+		"$BTK_ROOT/README.md"
 }

@@ -85,3 +85,40 @@ setup() {
 	[ $done = 1 ] && [ $kept -gt 3 ]
 	echo "# $n write budgets tried (every third), $kept with the subvolume, $gone without" >&3
 }
+
+@test "power cut at each write of mv of a subvolume across subvolumes: old place or new, always clean" {
+	mkdir -p "$D/top/sv/d" "$D/top/other"
+	for i in $(seq 1 50); do head -c $((i * 13)) /dev/urandom >"$D/top/sv/d/f$i"; done
+	truncate -s 128M "$D/orig.img"
+	"$MKFS" -q -r "$D/top" --subvol sv "$D/orig.img"
+	"$IMG" subvol create "$D/orig.img" /sv/inner >/dev/null
+	"$IMG" put -r "$D/orig.img" "$D/top/sv/d" /sv/inner/d >/dev/null
+	"$IMG" subvol create "$D/orig.img" /dest >/dev/null
+	n=0 done=0 old=0 new=0
+	while [ $done = 0 ] && [ $n -lt 500 ]; do
+		cp --sparse=always "$D/orig.img" "$D/fs.img"
+		btk_run 60 "$IMG" mv --fail-after $n "$D/fs.img" /sv/inner /dest/moved
+		assert_no_crash
+		[ "$status" = 0 ] && done=1
+		btrfs check --readonly "$D/fs.img" >"$D/check.out" 2>&1 || {
+			echo "after $n writes: btrfs check fails" >&2
+			tail -15 "$D/check.out" >&2
+			false
+		}
+		btk_run 60 "$IMG" ls "$D/fs.img" /sv/inner/d
+		if [ "$status" = 0 ]; then
+			[ "$(grep -c . "$BTK_OUT")" = 50 ] || { echo "after $n writes: partial" >&2; false; }
+			btk_run 60 "$IMG" ls "$D/fs.img" /dest/moved
+			[ "$status" != 0 ] || { echo "after $n writes: in both places" >&2; false; }
+			old=$((old + 1))
+		else
+			btk_run 60 "$IMG" ls "$D/fs.img" /dest/moved/d
+			[ "$status" = 0 ] || { echo "after $n writes: in neither place" >&2; false; }
+			[ "$(grep -c . "$BTK_OUT")" = 50 ] || { echo "after $n writes: partial" >&2; false; }
+			new=$((new + 1))
+		fi
+		n=$((n + 1))
+	done
+	[ $done = 1 ] && [ $old -gt 3 ]
+	echo "# $n write budgets tried (each), $old in the old place, $new in the new" >&3
+}

@@ -193,3 +193,73 @@ ok() {
 	ok subvol delete "$D/fs.img" /snap
 	clean
 }
+
+@test "mv of a subvolume (within and across subvolumes); rm -r through a subvolume refuses" {
+	ok subvol create "$D/fs.img" /sv
+	ok subvol create "$D/fs.img" /sv/inner
+	ok mkdir -p "$D/fs.img" /d/empty
+	ok snapshot -r "$D/fs.img" /sv /ro
+	ok mv "$D/fs.img" /sv /d/sv2        # rename and move to another directory
+	ok mv "$D/fs.img" /d/sv2/inner /keep # into a directory of another subvolume
+	ok mv "$D/fs.img" /ro /ro-renamed    # a read-only snapshot's name is not inside it
+	ok mv "$D/fs.img" /keep/inner /d/empty # into an existing directory, as mv(1)
+	clean
+	ok ls -l "$D/fs.img" /d
+	grep -q 'sv2' "$BTK_OUT"
+	ok ls -l "$D/fs.img" /d/empty
+	grep -q 'inner' "$BTK_OUT"
+	ok ls -l "$D/fs.img" /keep
+	! grep -q 'inner' "$BTK_OUT"
+	unchanged "$IMG" mv "$D/fs.img" /d/sv2 /d/sv2/below   # into itself
+	unchanged "$IMG" mv "$D/fs.img" /d /d/empty/x        # a directory holding it, into it
+	unchanged "$IMG" mv "$D/fs.img" /d/sv2 /keep/file    # onto a file
+	# rm -r of a directory holding a subvolume: refused as a whole, naming the subvolume
+	unchanged "$IMG" rm -r "$D/fs.img" /d
+	grep -Eq 'd/(sv2|empty/inner): is a subvolume: rm -r does not delete subvolumes' "$BTK_ERR"
+	ok subvol delete "$D/fs.img" /d/empty/inner
+	ok subvol delete "$D/fs.img" /d/sv2
+	ok rm -r "$D/fs.img" /d
+	clean
+}
+
+@test "chown takes names or numbers; touch -d takes local time (TZ), UTC with Z, and @EPOCH" {
+	ok chown "$D/fs.img" daemon:daemon /keep/file
+	ok stat --json "$D/fs.img" /keep/file
+	grep -q "\"uid\": $(id -u daemon)," "$BTK_OUT"
+	grep -q "\"gid\": $(getent group daemon | cut -d: -f3)," "$BTK_OUT"
+	ok chown "$D/fs.img" 1234:+5678 /keep/file
+	ok stat --json "$D/fs.img" /keep/file
+	grep -q '"uid": 1234,' "$BTK_OUT"
+	grep -q '"gid": 5678,' "$BTK_OUT"
+	ok chown "$D/fs.img" :0 /keep/file
+	unchanged "$IMG" chown "$D/fs.img" no-such-user-btk /keep/file
+	unchanged "$IMG" chown "$D/fs.img" :no-such-group-btk /keep/file
+	TZ=JST-9 ok touch -d '2020-01-01 09:00:00.5' "$D/fs.img" /keep/file
+	ok stat --json "$D/fs.img" /keep/file
+	grep -q '"mtime": {"sec": 1577836800, "nsec": 500000000' "$BTK_OUT"
+	TZ=JST-9 ok touch -d '2020-01-01T00:00Z' "$D/fs.img" /keep/file
+	ok stat --json "$D/fs.img" /keep/file
+	grep -q '"mtime": {"sec": 1577836800, "nsec": 0' "$BTK_OUT"
+	ok touch -d @1000000000.25 "$D/fs.img" /keep/file
+	ok stat --json "$D/fs.img" /keep/file
+	grep -q '"atime": {"sec": 1000000000, "nsec": 250000000' "$BTK_OUT"
+	unchanged "$IMG" touch -d '2020-01-01 bogus' "$D/fs.img" /keep/file
+	unchanged "$IMG" touch -d '@' "$D/fs.img" /keep/file
+	clean
+}
+
+@test "put that runs out of space midway (the up-front free-space check passed): the image byte-identical" {
+	# 120M: the up-front check (free plus unallocated bytes) passes, and a data chunk is
+	# found missing only once data is being written; every byte written must go back
+	head -c 50M /dev/urandom >"$D/big"
+	truncate -s 120M "$D/small.img"
+	"$MKFS" -q "$D/small.img"
+	before=$(sha256sum <"$D/small.img")
+	btk_run 120 "$IMG" put "$D/small.img" "$D/big" /big
+	assert_one_line_error
+	grep -q "no device space" "$BTK_ERR"
+	[ "$before" = "$(sha256sum <"$D/small.img")" ] || {
+		echo "FAIL: the failed put left bytes behind" >&2
+		return 1
+	}
+}

@@ -113,6 +113,46 @@ refused_same() {
 	[ "$before" = "$after" ]
 }
 
+@test "resize, image, debug: one device under two names is refused, nothing written" {
+	local b=$BTK_BUILD/bin t
+	for t in resize image debug; do require_btk $t; done
+	truncate -s $SMALL "$D/a.img" "$D/b.img"
+	"$MKFS" -q -m raid1 -d raid1 "$D/a.img" "$D/b.img"
+	"$b/btk-image" dump "$D/a.img" "$D/b.img" "$D/ab.dump" >/dev/null
+	ln -s a.img "$D/a2.img"
+	cd "$D"
+	local h
+	h=$(sha a.img)
+	# refused CMD...: exit 1, one line naming both names, a.img unchanged
+	refused() {
+		btk_run 60 "$@"
+		assert_no_crash
+		[ "$status" -eq 1 ] && [ "$(wc -l <"$BTK_ERR")" -eq 1 ] &&
+			grep -q "'a.img' and '[^']*a2.img' are the same device" "$BTK_ERR" ||
+			{ show_err; return 1; }
+		[ "$(sha a.img)" = "$h" ] || { echo "a.img changed: $*" >&2; return 1; }
+	}
+	refused "$b/btk-resize" +64m a.img a2.img
+	refused "$b/btk-resize" -n 1:-8m a.img a2.img
+	refused "$b/btk-image" dump a.img a2.img x.dump
+	[ ! -e x.dump ]
+	refused "$b/btk-image" restore -m ab.dump a.img a2.img
+	refused "$b/btk-image" restore -m ab.dump a.img "$D/a2.img"
+	refused "$b/btk-image" ls --device a2.img a.img /
+	refused "$b/btk-image" mkdir --device a2.img a.img /x
+	refused "$b/btk-debug" tree a.img a2.img
+	# a restore target still to be made, named twice: refused, not made
+	btk_run 60 "$b/btk-image" restore -m ab.dump new.img ./new.img
+	[ "$status" -eq 1 ] && grep -q "same device" "$BTK_ERR" && [ ! -e new.img ] || { show_err; false; }
+	btk_run 60 "$b/btk-image" restore -m ab.dump new.img "$D/new.img"
+	[ "$status" -eq 1 ] && grep -q "same device" "$BTK_ERR" && [ ! -e new.img ] || { show_err; false; }
+	# two real targets still restore, and the old pair still checks clean
+	btk_run 60 "$b/btk-image" restore -m ab.dump r1.img r2.img
+	[ "$status" -eq 0 ] || { show_err; false; }
+	btk_run 60 "$FSCK" a.img b.img
+	[ "$status" -eq 0 ] || { show_err; false; }
+}
+
 @test "mkfs --rootdir that cannot fit is refused before the first write" {
 	mkdir "$D/src"
 	# more file data than the whole device holds

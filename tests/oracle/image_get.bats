@@ -6,47 +6,14 @@
 # content, data/hole maps, hard links); ls -R and cat agree with it too.
 
 load ../bats/helpers
+load image_lib
 
-setup() {
-	require_loop
-	require_btk image
-	require_tool mkfs.btrfs
-	require_tool setfacl
-	require_tool python3
-	IMG_TOOL=$BTK_BUILD/bin/btk-image
-	D=$BATS_TEST_TMPDIR
-	MNT=$D/mnt
-	mkdir -p "$MNT"
-	LOOP=
-}
-
-teardown() {
-	mountpoint -q "$MNT" 2>/dev/null && umount "$MNT"
-	[ -n "$LOOP" ] && losetup -d "$LOOP"
-	true
-}
-
-# attach IMG [MOUNT-OPTIONS]: a loop device of our own, mounted on $MNT
-attach() {
-	LOOP=$(losetup -f --show "$1")
-	mount ${2:+-o "$2"} "$LOOP" "$MNT"
-}
-
-detach() {
-	umount "$MNT"
-	losetup -d "$LOOP"
-	LOOP=
-}
+setup() { image_lib_setup; }
+teardown() { image_lib_teardown; }
 
 @test "get -r of the top, a subvolume, a snapshot and a read-only snapshot equals the kernel's view" {
 	local img=$D/fs.img p
-	truncate -s 1G "$img"
-	mkfs.btrfs -q -f "$img" >/dev/null
-	btrfs check --readonly "$img" >/dev/null 2>&1
-	attach "$img"
-	bash "$BTK_ROOT/tests/oracle/get_populate.sh" "$MNT" >"$D/populate.log" 2>&1 ||
-		{ cat "$D/populate.log" >&2; false; }
-	detach
+	populated_image "$img"
 	btrfs check --readonly "$img" >"$D/check.log" 2>&1 || { cat "$D/check.log" >&2; false; }
 	for p in / /sub /snap /snap-ro; do
 		btk_run 300 "$IMG_TOOL" get -r "$img" "$p" "$D/out$(echo "$p" | tr / _)"

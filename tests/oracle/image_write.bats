@@ -7,83 +7,16 @@
 # writes, snapshots and deletes on the result, and btrfs check stays clean.
 
 load ../bats/helpers
+load image_lib
 
-setup() {
-	require_loop
-	require_btk image
-	require_tool mkfs.btrfs
-	require_tool setfacl
-	require_tool python3
-	IMG_TOOL=$BTK_BUILD/bin/btk-image
-	MAN=$BTK_ROOT/tests/oracle/manifest.py
-	D=$BATS_TEST_TMPDIR
-	MNT=$D/mnt
-	mkdir -p "$MNT"
-	LOOP=
-}
-
-teardown() {
-	mountpoint -q "$MNT" 2>/dev/null && umount "$MNT"
-	[ -n "$LOOP" ] && losetup -d "$LOOP"
-	true
-}
-
-attach() {
-	LOOP=$(losetup -f --show "$1")
-	mount ${2:+-o "$2"} "$LOOP" "$MNT"
-}
-
-detach() {
-	umount "$MNT"
-	losetup -d "$LOOP"
-	LOOP=
-}
-
-check_clean() {
-	btrfs check --readonly "$IMAGE" >"$D/check.log" 2>&1 || {
-		echo "btrfs check fails after: $*" >&2
-		tail -20 "$D/check.log" >&2
-		return 1
-	}
-}
-
-# step REGEX VERB ARGS...: runs btk-image VERB IMAGE ARGS; btrfs check is clean; the kernel's
-# view changed, and only at paths matching REGEX
-step() {
-	local allowed=$1 verb=$2 bad
-	shift 2
-	btk_run 300 "$IMG_TOOL" "$verb" "$IMAGE" "$@"
-	assert_no_crash
-	[ "$status" = 0 ] || { show_err; return 1; }
-	check_clean "$verb $*"
-	attach "$IMAGE" ro
-	python3 "$MAN" "$MNT" >"$D/after"
-	detach
-	diff "$D/before" "$D/after" | grep '^[<>]' | cut -d' ' -f2 | sort -u >"$D/changed" || true
-	[ -s "$D/changed" ] || { echo "$verb $*: the kernel sees no change" >&2; return 1; }
-	bad=$(grep -Ev "^($allowed)" "$D/changed" || true)
-	[ -z "$bad" ] || {
-		echo "$verb $*: unexpected changes at:" >&2
-		echo "$bad" | head -20 >&2
-		return 1
-	}
-	mv "$D/after" "$D/before"
-}
+setup() { image_lib_setup; }
+teardown() { image_lib_teardown; }
 
 @test "each write verb on a kernel-made image: btrfs check clean, the kernel sees exactly the change; the kernel writes on" {
 	IMAGE=$D/fs.img
-	truncate -s 1G "$IMAGE"
-	mkfs.btrfs -q -f "$IMAGE" >/dev/null
-	attach "$IMAGE"
-	bash "$BTK_ROOT/tests/oracle/get_populate.sh" "$MNT" >"$D/populate.log" 2>&1 ||
-		{ cat "$D/populate.log" >&2; false; }
-	btrfs quota enable "$MNT"
-	btrfs quota rescan -w "$MNT" >/dev/null
-	detach
+	populated_image "$IMAGE"
 	check_clean populate
-	attach "$IMAGE" ro
-	python3 "$MAN" "$MNT" >"$D/before"
-	detach
+	manifest_before
 
 	# a source tree for put: data, holes, links, xattrs, an ACL
 	S=$D/src
@@ -123,6 +56,8 @@ step() {
 	step '/subnew' put -r "$S/a" /subnew/a
 	step '/snap2' snapshot /sub /snap2
 	step '/snap3' snapshot -r /subnew /snap3
+	step '/sub/nested|/subnew/nested' mv /sub/nested /subnew/nested # a subvolume, across
+	step '/snap3|/plain/x/snap3' mv /snap3 /plain/x                  # a read-only snapshot
 	step '/snap' subvol delete /snap
 	step '/snap2/moved|/snap2/g1.link' rm -r /snap2/moved # g1.link: one link fewer
 	btk_run 60 "$IMG_TOOL" subvol default "$IMAGE" /subnew
@@ -144,12 +79,92 @@ step() {
 	cp -a "$S" "$MNT/new/kernel-copy"
 	echo more >>"$MNT/new/a/f5"
 	rm -rf "$MNT/zst/a"
-	btrfs subvolume snapshot "$MNT/snap3" "$MNT/kernel-snap" >/dev/null
+	btrfs subvolume snapshot "$MNT/plain/x/snap3" "$MNT/kernel-snap" >/dev/null
 	echo k >"$MNT/kernel-snap/k"
 	btrfs subvolume delete "$MNT/snap2" >/dev/null
+	btrfs filesystem sync "$MNT" # a commit wakes the cleaner: no wait for the 30 s one
 	btrfs subvolume sync "$MNT" >/dev/null
 	btrfs quota rescan -w "$MNT" >/dev/null
 	sync -f "$MNT"
 	detach
 	check_clean "the kernel's writes"
+}
+
+# profile_case NAME NDEV scan|device MKFS-ARGS...: a kernel-made filesystem of NDEV devices
+# (mkfs.btrfs MKFS-ARGS, populated through a mount); btk-image finds the other devices by
+# libblkid scan or is given them with --device; each write verb is one step (btrfs check
+# clean, the kernel sees exactly the change). For RAID5/6 the result is then mounted degraded
+# with one device (RAID6: two) missing: what reads through parity equals the full view. Then
+# the kernel writes and btrfs check stays clean.
+profile_case() {
+	local name=$1 ndev=$2 naming=$3 i l lost
+	shift 3
+	DEVS=()
+	for i in $(seq 1 "$ndev"); do
+		truncate -s 320M "$D/$name$i.img"
+		DEVS+=("$D/$name$i.img")
+	done
+	mkfs.btrfs -q -f "$@" "${DEVS[@]}" >"$D/mkfs.log" 2>&1 || { cat "$D/mkfs.log" >&2; return 1; }
+	loops_up
+	TARGET=("${LOOPS[0]}")
+	if [ "$naming" = device ]; then
+		for l in "${LOOPS[@]:1}"; do TARGET=(--device "$l" "${TARGET[@]}"); done
+	fi
+	check_clean "mkfs $name"
+	view_up
+	mkdir -p "$MNT/a/b"
+	for i in $(seq 1 60); do head -c $((i * 1777)) /dev/urandom >"$MNT/a/f$i"; done
+	head -c 2000000 /dev/urandom >"$MNT/a/b/big"
+	btrfs subvolume create "$MNT/sv" >/dev/null
+	cp -a "$MNT/a" "$MNT/sv/copy"
+	btrfs subvolume snapshot "$MNT/sv" "$MNT/snap" >/dev/null
+	view_down
+	check_clean "populate $name"
+	manifest_before
+	step '/new' put -r "$S" /new
+	step '/m' mkdir -p /m/n
+	step '/a/f1|/m/n/f1.link' ln /a/f1 /m/n/f1.link
+	step '/a/b|/m/b' mv /a/b /m/b
+	step '/sv|/m/sv' mv /sv /m/sv
+	step '/snap2' snapshot /m/sv /snap2
+	step '/new/a|/new/c/hard' rm -r /new/a # hard: one link fewer
+	step '/snap' subvol delete /snap
+	if [ "$name" = raid5 ] || [ "$name" = raid6 ]; then
+		lost=1
+		[ "$name" = raid6 ] && lost=2
+		for l in "${LOOPS[@]}"; do btrfs device scan --forget "$l" >/dev/null 2>&1; done
+		btrfs device scan "${LOOPS[0]}" "${LOOPS[@]:$((lost + 1))}" >/dev/null
+		mount -o degraded,ro "${LOOPS[0]}" "$MNT"
+		python3 "$MAN" "$MNT" >"$D/degraded"
+		umount "$MNT"
+		btrfs device scan "${LOOPS[@]}" >/dev/null
+		diff "$D/before" "$D/degraded" >&2 || {
+			echo "$name: read with $lost devices missing differs" >&2
+			return 1
+		}
+	fi
+	view_up
+	cp -a "$S" "$MNT/m/kernel-copy"
+	rm -rf "$MNT/m/b"
+	echo k >"$MNT/snap2/k"
+	btrfs subvolume delete "$MNT/m/sv" >/dev/null
+	btrfs filesystem sync "$MNT" # a commit wakes the cleaner: no wait for the 30 s one
+	btrfs subvolume sync "$MNT" >/dev/null
+	sync -f "$MNT"
+	view_down
+	check_clean "the kernel's writes on $name"
+	loops_down
+	rm -f "${DEVS[@]}"
+	echo "# $name ($ndev devices, $*): clean after every verb" >&3
+}
+
+@test "write verbs on RAID5 (4K nodes), RAID6 (64K nodes) and RAID0/RAID1 (64K nodes), 2-4 devices" {
+	S=$D/src
+	mkdir -p "$S/a" "$S/c"
+	for i in $(seq 1 40); do head -c $((i * 997)) /dev/urandom >"$S/a/g$i"; done
+	head -c 1500000 /dev/urandom >"$S/c/big"
+	ln "$S/a/g1" "$S/c/hard"
+	profile_case raid5 3 device -m raid5 -d raid5 -n 4k
+	profile_case raid6 4 scan -m raid6 -d raid6 -n 64k
+	profile_case raid0 2 device -m raid1 -d raid0 -n 64k
 }

@@ -7,7 +7,7 @@
 #   -c CSUM      crc32c|xxhash|sha256|blake2        -N SIZE   nodesize (4k, 16k, 64k)
 #   -O FEATURES  mkfs -O list (e.g. ^no-holes)      -R FEATURES mkfs -R list
 #   -M           mixed block groups                 -o OPTS   extra mount options
-#   -C CONTENT   none|small|many|rich (rich)        -L        leave a log tree: the
+#   -C CONTENT   none|small|many|rich|get (rich)    -L        leave a log tree: the
 #                image is a copy taken after fsync, before the transaction commit
 # Needs root and loop devices. Mounts only after `btrfs check --readonly` is clean.
 set -eu

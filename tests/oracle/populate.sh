@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # populate.sh MNT CONTENT — fill a mounted btrfs with test content through the kernel.
-# CONTENT: none | small | many | rich. "rich" exercises every on-disk structure the
+# CONTENT: none | small | many | rich | get (btk-image's get_populate.sh, quotas on).
+# "rich" exercises every on-disk structure the
 # oracle matrix cares about: thousands of files, deep directories, extrefs (hardlinks
 # past the inline ref space), xattrs and ACLs, symlinks, fifos, device nodes, sockets,
 # sparse files, prealloc, zlib/lzo/zstd compression, reflinks, subvolumes, read-only
@@ -241,6 +242,11 @@ none) ;;
 small) small_content ;;
 many) many_files "$mnt/many" 3000 1 ;;
 rich) rich_content ;;
+get) # the btk-image oracle's content (image_get.bats, image_write.bats), quotas on
+	bash "$(dirname "$0")/get_populate.sh" "$mnt"
+	btrfs quota enable "$mnt"
+	btrfs quota rescan -w "$mnt" >/dev/null
+	;;
 *)
 	echo "populate: unknown content '$content'" >&2
 	exit 2

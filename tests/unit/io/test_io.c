@@ -93,6 +93,53 @@ static void test_file_ops(void **state)
 	free(got);
 }
 
+/* Views show the device's bytes in place, at unaligned offsets too, on an image file, a
+ * memory image and through the fault injector; ranges past the end are refused. */
+static void view_eq(struct btk_dev *dev, const uint8_t *want, uint64_t off, size_t len)
+{
+	struct btk_view v;
+
+	assert_int_equal(btk_dev_view(dev, off, len, &v), 0);
+	assert_memory_equal(v.data, want + off, len);
+	btk_dev_unview(&v);
+	assert_null(v.data);
+}
+
+static void test_view(void **state)
+{
+	char path[] = "/tmp/btk-test-io-view-XXXXXX";
+	int fd = mkstemp(path);
+	uint8_t *buf = malloc(MiB), *copy = malloc(MiB);
+	struct btk_dev *dev, *mem, *faulty;
+	struct btk_view v;
+	(void)state;
+
+	assert_true(fd >= 0);
+	close(fd);
+	pattern(buf, MiB, 11);
+	memcpy(copy, buf, MiB);
+	assert_int_equal(btk_dev_open(path, BTK_OPEN_WRITE, &dev), 0);
+	assert_int_equal(btk_dev_write(dev, buf, MiB, 0), 0);
+	uint64_t reads = dev->stats.reads;
+	view_eq(dev, buf, 0, MiB);
+	view_eq(dev, buf, 4097, 70000);
+	view_eq(dev, buf, MiB - 1, 1);
+	assert_int_equal(dev->stats.reads, reads + 3);
+	assert_int_equal(btk_dev_view(dev, MiB - 4096, 8192, &v), -EINVAL);
+	assert_null(v.data);
+	assert_int_equal(btk_dev_faulty(dev, 0, &faulty), 0);
+	view_eq(faulty, buf, 123, 4096);
+	btk_dev_close(faulty);
+
+	assert_int_equal(btk_dev_mem_open("mem", copy, MiB, false, &mem), 0);
+	view_eq(mem, buf, 0, MiB);
+	view_eq(mem, buf, 5, 17);
+	assert_int_equal(btk_dev_view(mem, MiB, 1, &v), -EINVAL);
+	btk_dev_close(mem);
+	unlink(path);
+	free(buf);
+}
+
 static void test_mem(void **state)
 {
 	uint8_t *img = malloc(8192), got[8192], data[3000];
@@ -298,8 +345,11 @@ static void test_blockdev_truncate(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_file_ops),	  cmocka_unit_test(test_mem),
-	    cmocka_unit_test(test_faulty_budget), cmocka_unit_test(test_blockdev_truncate),
+	    cmocka_unit_test(test_file_ops),
+	    cmocka_unit_test(test_view),
+	    cmocka_unit_test(test_mem),
+	    cmocka_unit_test(test_faulty_budget),
+	    cmocka_unit_test(test_blockdev_truncate),
 	    cmocka_unit_test(test_blockdev_ops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,81 @@
+#!/usr/bin/env bats
+# btk-fsck's progress line (cli/'s shared one): drawn on a terminal (a pty from script(1)),
+# phase by phase, redrawn in place and wiped before the summary and before each problem line;
+# never with --json (not even with -p), nor with -q, nor when stderr is not a terminal (unless
+# -p). It never changes what goes to stdout. No root needed: images from btk-mkfs.
+
+load helpers
+
+setup() {
+	require_btk fsck
+	require_btk mkfs
+	require_tool script
+	FSCK=$BTK_BUILD/bin/btk-fsck
+	D=$BATS_TEST_TMPDIR
+	mkdir -p "$D/src/sub"
+	seq 1 3000 >"$D/src/numbers.txt"
+	head -c 300000 /dev/urandom >"$D/src/sub/data.bin"
+	"$BTK_BUILD/bin/btk-mkfs" -q -r "$D/src" "$D/d.img"
+}
+
+# on_pty OUT CMD...: runs CMD with stdout to $D/stdout and stderr on a pseudo-terminal; OUT
+# gets what the terminal showed. BOTH=1: stdout on the terminal too.
+on_pty() {
+	local out=$1
+	shift
+	printf '%q ' "$@" >"$D/cmd.sh"
+	[ -n "${BOTH:-}" ] || printf '>%q\n' "$D/stdout" >>"$D/cmd.sh"
+	status=0
+	timeout -k 5 120 script -qec "bash $(printf %q "$D/cmd.sh")" /dev/null >"$out" \
+		</dev/null || status=$?
+}
+
+@test "on a terminal: every phase drawn in place, the line wiped at the end, stdout unchanged" {
+	on_pty "$D/pty" "$FSCK" "$D/d.img"
+	[ "$status" -eq 0 ] || { cat -A "$D/pty" >&2; false; }
+	cat -A "$D/pty" >&2
+	# one drawing per phase, each "\rchecking PHASE...\e[K"
+	local p
+	for p in superblocks trees extents csums; do
+		grep -q $'\rchecking '"$p"$'\\.\\.\\.[^\r]*\e\\[K' "$D/pty"
+	done
+	# no newline on the terminal: the line is redrawn, then wiped (the last bytes \r\e[K)
+	[ "$(grep -c . "$D/pty")" -eq 1 ]
+	[ "$(tail -c 4 "$D/pty" | od -An -tx1 | tr -d ' \n')" = 0d1b5b4b ]
+	# stdout is what a pipe gets
+	btk_run 60 "$FSCK" "$D/d.img"
+	cmp "$D/stdout" "$BTK_OUT"
+}
+
+@test "stdout on the terminal too: each report and summary line starts on a wiped line" {
+	cp "$D/d.img" "$D/c.img"
+	"$BTK_BUILD/tests/corrupt" nlink "$D/c.img" >/dev/null
+	BOTH=1 on_pty "$D/pty" "$FSCK" "$D/c.img"
+	[ "$status" -eq 4 ] || { cat -A "$D/pty" >&2; false; }
+	cat -A "$D/pty" >&2
+	# the terminal, with each progress drawing and its wipe taken out, reads as the piped output
+	tr -d '\r' <"$D/pty" | sed -E 's/checking [a-z ]+\.\.\.( [0-9]+%)?\x1b\[K//g; s/\x1b\[K//g' \
+		>"$D/seen"
+	btk_run 60 "$FSCK" "$D/c.img"
+	[ "$status" -eq 4 ]
+	diff "$BTK_OUT" "$D/seen"
+	grep -q $'\r\e\\[KERROR: \\[E1111 nlink\\]' "$D/pty"
+	grep -q $'\r\e\\[KUUID: ' "$D/pty"
+}
+
+@test "never with --json (even -p), nor -q, nor when stderr is not a terminal" {
+	on_pty "$D/pty" "$FSCK" --json "$D/d.img"
+	[ "$status" -eq 0 ] && [ ! -s "$D/pty" ] || { cat -A "$D/pty" >&2; false; }
+	jq -e '.result == "clean"' "$D/stdout" >/dev/null
+	on_pty "$D/pty" "$FSCK" -p --json "$D/d.img"
+	[ "$status" -eq 0 ] && [ ! -s "$D/pty" ] || { cat -A "$D/pty" >&2; false; }
+	jq -e '.result == "clean"' "$D/stdout" >/dev/null
+	on_pty "$D/pty" "$FSCK" -q "$D/d.img"
+	[ "$status" -eq 0 ] && [ ! -s "$D/pty" ] && [ ! -s "$D/stdout" ] ||
+		{ cat -A "$D/pty" >&2; false; }
+	btk_run 60 "$FSCK" "$D/d.img"
+	[ "$status" -eq 0 ] && [ ! -s "$BTK_ERR" ] || { cat -A "$BTK_ERR" >&2; false; }
+	# -p asks for it on a pipe
+	btk_run 60 "$FSCK" -p "$D/d.img"
+	[ "$status" -eq 0 ] && grep -q $'\rchecking trees\\.\\.\\.' "$BTK_ERR"
+}
