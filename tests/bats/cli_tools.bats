@@ -240,4 +240,22 @@ json_fails() {
 	[ "$status" -eq 1 ] || { show_err; false; }
 	grep -q "^$blk metadata .*root=5 " "$BTK_OUT" || { cat "$BTK_OUT"; false; }
 	grep -q "does not read.*extent item" "$BTK_ERR" || { show_err; false; }
+	# a leaf below the root: its first key cannot be read to find its parent, the extent
+	# item still names the tree
+	for i in $(seq 1 300); do echo "$i" >"$D/s/file-with-a-long-name-$i"; done
+	"$B/btk-mkfs" -q -m single -r "$D/s" "$D/l.img"
+	blk=$("$B/btk-debug" tree --tree fs --json "$D/l.img" | jq -s '[.[] | select(.level == 0)][1].block')
+	[ "$("$B/btk-debug" tree --tree fs --json "$D/l.img" | jq -s '.[0].level')" -ge 1 ]
+	phys=$("$B/btk-debug" tree --tree CHUNK_TREE --json "$D/l.img" |
+		jq -s --argjson b "$blk" '.[] | select(.key.type == "CHUNK_ITEM" and
+			.key.offset <= $b and $b < .key.offset + .data.length) |
+			.data.stripes[0].offset + ($b - .key.offset)')
+	dd if=/dev/zero of="$D/l.img" bs=4096 seek=$((phys / 4096)) count=4 conv=notrunc status=none
+	btk_run 30 "$B/btk-owner" --logical "$D/l.img" "$blk"
+	[ "$status" -eq 1 ] || { show_err; false; }
+	grep -q "^$blk metadata .*root=5 level=0" "$BTK_OUT" || { cat "$BTK_OUT"; false; }
+	grep -q "does not read.*extent item" "$BTK_ERR" || { show_err; false; }
+	btk_run 30 "$B/btk-owner" --logical --json "$D/l.img" "$blk"
+	jq -e '.queries[0].owners == [{"root": 5, "level": 0, "found": "backref"}] and
+		(.queries[0].error | test("checksum"))' "$BTK_OUT" || { cat "$BTK_OUT"; false; }
 }
