@@ -65,6 +65,13 @@ check_demo_output() {
 	btk_run 300 env PATH="$NOBTRFS" BTK_BUILD="$BTK_BUILD" "$BTK_ROOT/scripts/demo.sh"
 	[ "$status" -eq 0 ] || { show_err; false; }
 	check_demo_output || { cat "$BTK_OUT" >&2; false; }
+	# the README's quick start says what the demo does: the tools it names are those it runs
+	local said ran
+	said=$(awk '/^## Quick start/ { on = 1 } on && /^make check/ { exit } on' "$BTK_ROOT/README.md" |
+		grep -oE 'btk-[a-z]+' | sort -u)
+	ran=$(grep -oE '^\$ btk-[a-z]+' "$BTK_OUT" | cut -c3- | sort -u)
+	[ -n "$said" ] && [ "$said" = "$ran" ] ||
+		{ echo "README quick start names: $said; the demo runs: $ran" >&2; false; }
 }
 
 @test "demo: runs as an unprivileged user" {

@@ -225,4 +225,8 @@ EOF
 	done
 	! grep -niE 'in development|in later steps|comes? later|\(later\)' "$BTK_ROOT/man/btk.7" \
 		"$BTK_ROOT/README.md"
+	# and say how to reach the tools: build/bin on PATH, or make install
+	grep -qF 'export PATH=$PWD/build/bin:$PATH' "$BTK_ROOT/README.md"
+	grep -q 'make install' "$BTK_ROOT/README.md"
+	grep -q 'build/bin' "$BTK_ROOT/man/btk.7"
 }
