@@ -21,10 +21,11 @@ void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 		}
 		if (k.type != BTRFS_DEV_ITEM_KEY)
 			continue;
-		if (sz < sizeof(struct btrfs_dev_item)) {
+		struct btk_dev_item_ent di;
+		if (btk_dev_item_parse(p, sz, &di)) {
 			chk_report(c, BTK_P_DEV_ITEM_SIZE, 3, b->bytenr, &k,
-				   chk_fmt("%zu bytes", sizeof(struct btrfs_dev_item)),
-				   chk_fmt("%u", sz), "device item too small");
+				   chk_fmt("%u bytes", BTK_DEV_ITEM_SIZE), chk_fmt("%u", sz),
+				   "device item too small");
 			continue;
 		}
 		struct chk_devitem *d = btk_vec_push(&c->devitems);
@@ -32,9 +33,9 @@ void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 			c->oom = true;
 			return;
 		}
-		d->devid = BTK_GET(struct btrfs_dev_item, p, devid);
-		d->total_bytes = BTK_GET(struct btrfs_dev_item, p, total_bytes);
-		d->bytes_used = BTK_GET(struct btrfs_dev_item, p, bytes_used);
+		d->devid = di.devid;
+		d->total_bytes = di.total_bytes;
+		d->bytes_used = di.bytes_used;
 		if (d->devid != k.offset)
 			chk_report(c, BTK_P_DEV_ITEM_DEVID, 3, b->bytenr, &k,
 				   chk_fmt("%llu", (unsigned long long)k.offset),

@@ -50,6 +50,26 @@ static inline void btk_dev_extent_write(uint8_t *d, uint64_t chunk_offset, uint6
 	       BTK_UUID_SIZE);
 }
 
+struct btk_dev_item_ent {
+	uint64_t devid, total_bytes, bytes_used;
+	const uint8_t *uuid; /* BTK_UUID_SIZE bytes in the item: the device's */
+	const uint8_t *fsid; /* BTK_FSID_SIZE bytes: the filesystem's */
+};
+
+/* 0, or -EUCLEAN when the size bytes at d are shorter than a dev item (a superblock's copy
+ * is always whole: pass BTK_DEV_ITEM_SIZE). */
+static inline int btk_dev_item_parse(const uint8_t *d, uint32_t size, struct btk_dev_item_ent *e)
+{
+	if (size < BTK_DEV_ITEM_SIZE)
+		return -EUCLEAN;
+	e->devid = BTK_GET(struct btrfs_dev_item, d, devid);
+	e->total_bytes = BTK_GET(struct btrfs_dev_item, d, total_bytes);
+	e->bytes_used = BTK_GET(struct btrfs_dev_item, d, bytes_used);
+	e->uuid = d + offsetof(struct btrfs_dev_item, uuid);
+	e->fsid = d + offsetof(struct btrfs_dev_item, fsid);
+	return 0;
+}
+
 /* Writes a new device's DEV_ITEM (BTK_DEV_ITEM_SIZE bytes) at d: io_align, io_width and
  * sector_size are the filesystem's sector size, everything not named here zero. */
 static inline void btk_dev_item_write(uint8_t *d, uint64_t devid, uint64_t total_bytes,

@@ -425,8 +425,9 @@ int btk_chunk_update_dev_items(struct btk_trans *t)
 		}
 		memcpy(item, cur, sizeof(item));
 		btk_wpath_release(&p);
-		if (BTK_GET(struct btrfs_dev_item, item, bytes_used) == d->bytes_used &&
-		    BTK_GET(struct btrfs_dev_item, item, total_bytes) == d->total_bytes)
+		struct btk_dev_item_ent e;
+		btk_dev_item_parse(item, sizeof(item), &e);
+		if (e.bytes_used == d->bytes_used && e.total_bytes == d->total_bytes)
 			continue;
 		btk_dev_item_set_sizes(item, d->total_bytes, d->bytes_used);
 		ret = btk_item_update(t, BTRFS_CHUNK_TREE_OBJECTID, &key, item, sizeof(item));
