@@ -1,5 +1,6 @@
 /* check_chunks.c — chunks, block groups, dev extents and device items against each other. */
 #include "check/check_priv.h"
+#include "format/dev_items.h"
 
 #include <stdlib.h>
 
@@ -20,10 +21,11 @@ void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 		}
 		if (k.type != BTRFS_DEV_ITEM_KEY)
 			continue;
-		if (sz < sizeof(struct btrfs_dev_item)) {
+		struct btk_dev_item_ent di;
+		if (btk_dev_item_parse(p, sz, &di)) {
 			chk_report(c, BTK_P_DEV_ITEM_SIZE, 3, b->bytenr, &k,
-				   chk_fmt("%zu bytes", sizeof(struct btrfs_dev_item)),
-				   chk_fmt("%u", sz), "device item too small");
+				   chk_fmt("%u bytes", BTK_DEV_ITEM_SIZE), chk_fmt("%u", sz),
+				   "device item too small");
 			continue;
 		}
 		struct chk_devitem *d = btk_vec_push(&c->devitems);
@@ -31,9 +33,9 @@ void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 			c->oom = true;
 			return;
 		}
-		d->devid = BTK_GET(struct btrfs_dev_item, p, devid);
-		d->total_bytes = BTK_GET(struct btrfs_dev_item, p, total_bytes);
-		d->bytes_used = BTK_GET(struct btrfs_dev_item, p, bytes_used);
+		d->devid = di.devid;
+		d->total_bytes = di.total_bytes;
+		d->bytes_used = di.bytes_used;
 		if (d->devid != k.offset)
 			chk_report(c, BTK_P_DEV_ITEM_DEVID, 3, b->bytenr, &k,
 				   chk_fmt("%llu", (unsigned long long)k.offset),
@@ -50,7 +52,8 @@ void chk_dev_leaf(struct chk *c, const struct btk_block *b)
 		if (k.type != BTRFS_DEV_EXTENT_KEY)
 			continue;
 		const uint8_t *p = btk_leaf_data(b, (int)i);
-		if (btk_leaf_size(b, (int)i) < sizeof(struct btrfs_dev_extent)) {
+		struct btk_dev_extent_ent de;
+		if (btk_dev_extent_parse(p, btk_leaf_size(b, (int)i), &de)) {
 			chk_report(c, BTK_P_DEXT_TOO_SMALL, 4, b->bytenr, &k, "", "",
 				   "dev extent item too small");
 			continue;
@@ -62,8 +65,8 @@ void chk_dev_leaf(struct chk *c, const struct btk_block *b)
 		}
 		d->devid = k.objectid;
 		d->physical = k.offset;
-		d->len = BTK_GET(struct btrfs_dev_extent, p, length);
-		d->chunk_offset = BTK_GET(struct btrfs_dev_extent, p, chunk_offset);
+		d->len = de.length;
+		d->chunk_offset = de.chunk_offset;
 	}
 }
 

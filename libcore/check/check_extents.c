@@ -130,7 +130,7 @@ static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p
 	e->refs = h.refs;
 	e->flags = h.flags;
 	e->level = (int8_t)h.level;
-	e->len = h.skinny ? c->fs->nodesize : k->offset;
+	e->len = btk_extent_key_len(k, c->fs->nodesize);
 	if (ret == -ENODATA) {
 		chk_report(c, BTK_P_EXT_NO_TREE_INFO, 2, leaf, k, "", "",
 			   "tree block extent item lacks its tree block info");

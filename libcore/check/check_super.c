@@ -1,5 +1,6 @@
 /* check_super.c — superblock copies on every device, and the totals they claim. */
 #include "check/check_priv.h"
+#include "format/dev_items.h"
 #include "volumes/super.h"
 
 #include <stddef.h>
@@ -75,7 +76,9 @@ static void super_geometry(struct chk *c)
 			 btk_le64(sb->bytes_used));
 	if (btk_le64(sb->num_devices) > (1ULL << 31))
 		geometry(c, "num_devices", "<= 2^31", btk_le64(sb->num_devices));
-	if (memcmp(sb->dev_item + offsetof(struct btrfs_dev_item, fsid), want_fsid, 16))
+	struct btk_dev_item_ent sdi;
+	btk_dev_item_parse(sb->dev_item, BTK_DEV_ITEM_SIZE, &sdi);
+	if (memcmp(sdi.fsid, want_fsid, BTK_FSID_SIZE))
 		chk_report(c, BTK_P_SUPER_GEOMETRY, 0, 0, NULL, "the filesystem's fsid", "another",
 			   "superblock device item fsid differs from the filesystem's");
 }
@@ -108,13 +111,14 @@ void chk_supers(struct chk *c)
 
 static void super_dev_item(struct chk *c, const struct chk_devitem *di)
 {
-	const uint8_t *sdi = c->fs->sb.dev_item;
-	uint64_t devid = BTK_GET(struct btrfs_dev_item, sdi, devid);
+	struct btk_dev_item_ent sdi;
 
+	btk_dev_item_parse(c->fs->sb.dev_item, BTK_DEV_ITEM_SIZE, &sdi);
+	uint64_t devid = sdi.devid;
 	if (devid != di->devid)
 		return;
-	uint64_t tb = BTK_GET(struct btrfs_dev_item, sdi, total_bytes);
-	uint64_t bu = BTK_GET(struct btrfs_dev_item, sdi, bytes_used);
+	uint64_t tb = sdi.total_bytes;
+	uint64_t bu = sdi.bytes_used;
 	if (tb != di->total_bytes || bu != di->bytes_used)
 		chk_report(
 		    c, BTK_P_SUPER_DEV_ITEM, 0, 0, NULL,

@@ -8,17 +8,16 @@
 
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/dev_items.h"
 #include "image/image.h"
 #include "image/image_int.h"
 #include "image/metadump.h"
 #include "trans/trans.h"
 #include "volumes/super.h"
 
-#define DEV_ITEM_SIZE sizeof(struct btrfs_dev_item)
-
 struct rdev {
 	uint64_t devid;
-	uint8_t item[DEV_ITEM_SIZE];
+	uint8_t item[BTK_DEV_ITEM_SIZE];
 };
 
 struct restore {
@@ -54,11 +53,15 @@ static int add_chunk(struct restore *rs, struct btk_chunk *c)
 
 static int add_dev(struct restore *rs, const uint8_t *item)
 {
-	uint64_t devid = BTK_GET(struct btrfs_dev_item, item, devid);
+	struct btk_dev_item_ent e;
+	uint64_t devid;
+
+	btk_dev_item_parse(item, BTK_DEV_ITEM_SIZE, &e); /* a whole item: the caller checked */
+	devid = e.devid;
 
 	for (size_t i = 0; i < rs->ndevs; i++)
 		if (rs->devs[i].devid == devid) {
-			memcpy(rs->devs[i].item, item, DEV_ITEM_SIZE);
+			memcpy(rs->devs[i].item, item, BTK_DEV_ITEM_SIZE);
 			return 0;
 		}
 	if (rs->ndevs == rs->capdevs) {
@@ -75,7 +78,7 @@ static int add_dev(struct restore *rs, const uint8_t *item)
 		at--;
 	}
 	rs->devs[at].devid = devid;
-	memcpy(rs->devs[at].item, item, DEV_ITEM_SIZE);
+	memcpy(rs->devs[at].item, item, BTK_DEV_ITEM_SIZE);
 	rs->ndevs++;
 	return 0;
 }
@@ -193,7 +196,7 @@ static int scan_chunk_leaf(struct restore *rs, const uint8_t *b, uint64_t logica
 					       btk_errmsg());
 			if ((ret = add_chunk(rs, c)))
 				return ret;
-		} else if (k.type == BTRFS_DEV_ITEM_KEY && size >= DEV_ITEM_SIZE) {
+		} else if (k.type == BTRFS_DEV_ITEM_KEY && size >= BTK_DEV_ITEM_SIZE) {
 			if ((ret = add_dev(rs, p)))
 				return ret;
 		}
@@ -375,7 +378,7 @@ static int write_supers(struct restore *rs, struct btk_fs *fs, int only)
 		struct btk_super sb = rs->sb;
 		struct btk_dev *dev = fs->devs[i].dev;
 
-		memcpy(sb.dev_item, rs->devs[i].item, DEV_ITEM_SIZE);
+		memcpy(sb.dev_item, rs->devs[i].item, BTK_DEV_ITEM_SIZE);
 		/* a v1 dump carries the file data: what it restores is a filesystem like any */
 		if (rs->r->version == 0)
 			btk_put64(sb.flags, btk_le64(sb.flags) | BTK_SUPER_FLAG_METADUMP_V2);
@@ -411,7 +414,8 @@ static void restore_free(struct restore *rs)
 static int restore_onto_one(struct restore *rs, const char *target,
 			    const struct btk_restore_opts *o, struct btk_restore_stats *st)
 {
-	uint64_t devid = BTK_GET(struct btrfs_dev_item, rs->sb.dev_item, devid), size, used;
+	struct btk_dev_item_ent sdi;
+	uint64_t devid, size, used;
 	uint64_t *gone = calloc(rs->ndevs + 1, sizeof(*gone));
 	struct btk_fs *fs = NULL;
 	size_t ngone = 0, keep = rs->ndevs;
@@ -419,6 +423,8 @@ static int restore_onto_one(struct restore *rs, const char *target,
 				    .level = rs->sb.log_root_level};
 	int ret;
 
+	btk_dev_item_parse(rs->sb.dev_item, BTK_DEV_ITEM_SIZE, &sdi);
+	devid = sdi.devid;
 	if (!gone)
 		return btk_err(ENOMEM, "restore devices");
 	for (size_t i = 0; i < rs->ndevs; i++)
@@ -431,14 +437,11 @@ static int restore_onto_one(struct restore *rs, const char *target,
 		return btk_err(EUCLEAN, "%s: the superblock's devid %llu has no device item",
 			       rs->r->name, (unsigned long long)devid);
 	}
-	ret = btk_image_remap_plan(rs->chunks, rs->nchunks, devid,
-				   rs->sb.dev_item + offsetof(struct btrfs_dev_item, uuid), &size,
-				   &used);
+	ret = btk_image_remap_plan(rs->chunks, rs->nchunks, devid, sdi.uuid, &size, &used);
 	if (!ret) {
 		rs->devs[0] = rs->devs[keep];
 		rs->ndevs = 1;
-		BTK_PUT(struct btrfs_dev_item, rs->devs[0].item, total_bytes, size);
-		BTK_PUT(struct btrfs_dev_item, rs->devs[0].item, bytes_used, used);
+		btk_dev_item_set_sizes(rs->devs[0].item, size, used);
 		ret = build_fs(rs, &target, 1, o, &fs);
 	}
 	if (!ret && !(ret = btk_chunk_build_sys_array(fs))) {

@@ -39,6 +39,12 @@ int rl_compact(struct rl_layout *l, uint64_t target, int round, struct btk_resiz
 bool rl_cuttable(const struct btk_chunk *c);
 int rl_cut_length(struct btk_fs *fs, const struct btk_chunk *c, uint64_t *len);
 
+/* Calls fn(ctx, bytenr, len) for each extent record (EXTENT_ITEM, METADATA_ITEM) of the
+ * committed extent tree that starts in [start, end), in address order. fn returns 0 or a
+ * negative errno, which stops the walk and is returned; 0 at the end. */
+int rl_extents_each(struct btk_fs *fs, uint64_t start, uint64_t end,
+		    int (*fn)(void *ctx, uint64_t bytenr, uint64_t len), void *ctx);
+
 /* ---- logical relocation (reloc_*.c) ---- */
 struct btk_trans;
 struct btk_backref;

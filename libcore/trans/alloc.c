@@ -6,6 +6,7 @@
  */
 #include "trans/ctree_int.h"
 #include "base/error.h"
+#include "format/extent_refs.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -437,13 +438,9 @@ static int load_extents(struct btk_wfs *w, const struct btk_root *root)
 	btk_path_init(&p);
 	ret = btk_search_ge(w->fs, root, &key, &p);
 	while (ret == 0) {
-		uint64_t len = 0;
+		uint64_t len;
 		btk_path_key(&p, &k);
-		if (k.type == BTRFS_EXTENT_ITEM_KEY)
-			len = k.offset;
-		else if (k.type == BTRFS_METADATA_ITEM_KEY)
-			len = w->fs->nodesize;
-		if (len) {
+		if ((len = btk_extent_key_len(&k, w->fs->nodesize))) {
 			struct btk_bg *bg = btk_bg_find(w, k.objectid);
 			if (!bg || k.objectid + len > bg->start + bg->len) {
 				ret = btk_err(EUCLEAN, "extent %llu+%llu lies outside block groups",

@@ -3,6 +3,7 @@
 #include "volumes/volumes.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/dev_items.h"
 
 #include <blkid.h>
 #include <errno.h>
@@ -120,9 +121,12 @@ int btk_fs_dev_fill_all(struct btk_fs *fs, const struct btk_fs_dev *items, int n
 
 void btk_fs_dev_fill(struct btk_fs_dev *d, const uint8_t *item)
 {
-	d->total_bytes = BTK_GET(struct btrfs_dev_item, item, total_bytes);
-	d->bytes_used = BTK_GET(struct btrfs_dev_item, item, bytes_used);
-	memcpy(d->uuid, item + offsetof(struct btrfs_dev_item, uuid), BTK_UUID_SIZE);
+	struct btk_dev_item_ent e;
+
+	btk_dev_item_parse(item, BTK_DEV_ITEM_SIZE, &e); /* callers pass a whole item */
+	d->total_bytes = e.total_bytes;
+	d->bytes_used = e.bytes_used;
+	memcpy(d->uuid, e.uuid, BTK_UUID_SIZE);
 }
 
 /* Reads the superblocks of dev; *best is the chosen copy's index. */
@@ -179,7 +183,9 @@ static int add_dev(struct btk_fs *fs, struct btk_dev *dev, const struct btk_open
 			goto out;
 		}
 	const struct btk_super *sb = &copies[best].sb;
-	uint64_t devid = BTK_GET(struct btrfs_dev_item, sb->dev_item, devid);
+	struct btk_dev_item_ent sdi;
+	btk_dev_item_parse(sb->dev_item, BTK_DEV_ITEM_SIZE, &sdi);
+	uint64_t devid = sdi.devid;
 	if (fs->ndevs && memcmp(sb->fsid, fs->fsid, BTK_FSID_SIZE)) {
 		ret = must ? btk_err(EINVAL, "%s: belongs to another filesystem", dev->path) : 0;
 		goto out;
