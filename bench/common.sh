@@ -16,6 +16,14 @@
 #                                   BC_WALL[i], BC_CPU[i], BC_RSS[i] (MiB), in the order given
 #   bench_ratio A B                 prints A/B with 2 decimals (or n/a)
 #   bench_data_addrs IMG N          prints N random byte addresses inside data extents of IMG
+#   bench_opts SPEC USAGE "$@"      the options of a script: SPEC is words "x=VAR" (flag -x
+#                                   sets VAR=1) and "x:VAR" (-x ARG sets VAR=ARG)
+#   bench_btk_image SRC IMG SIZE PARAMS
+#                                   IMG made by btk-mkfs --rootdir SRC on a sparse file of
+#                                   SIZE, clean for btrfs check; kept while IMG.params is PARAMS
+#   bench_keep NAME / bench_kept NAME / bench_forget NAME
+#                                   collect the figures of bench_time runs under NAME; the
+#                                   median wall and CPU, the largest RSS and the list of walls
 
 set -u
 
@@ -266,4 +274,72 @@ for _ in range(n):
     s, l = rnd.choice(ext)
     print(s + rnd.randrange(l))
 ' "$2"
+}
+
+# bench_opts SPEC USAGE ARGS... — parses a script's options with getopts; an unknown option
+# stops the script with "usage: SCRIPT USAGE".
+bench_opts() {
+	local spec=$1 usage=$2 optstr="" w opt OPTIND=1 OPTARG
+	local -A var=() arg=()
+	shift 2
+	for w in $spec; do
+		var[${w:0:1}]=${w:2}
+		if [ "${w:1:1}" = : ]; then
+			arg[${w:0:1}]=1
+			optstr+="${w:0:1}:"
+		else
+			optstr+=${w:0:1}
+		fi
+	done
+	while getopts "$optstr" opt; do
+		[ -n "${var[$opt]:-}" ] || bench_die "usage: $0 $usage"
+		if [ -n "${arg[$opt]:-}" ]; then
+			printf -v "${var[$opt]}" '%s' "$OPTARG"
+		else
+			printf -v "${var[$opt]}" 1
+		fi
+	done
+}
+
+# bench_btk_image SRC IMG SIZE PARAMS — IMG made by `btk-mkfs --rootdir SRC` on a fresh sparse
+# file of SIZE and checked clean by btrfs check; rebuilt only when IMG.params is not PARAMS.
+bench_btk_image() {
+	local src=$1 img=$2 size=$3 params=$4
+	if [ -f "$img" ] && [ "$(cat "$img.params" 2>/dev/null)" = "$params" ]; then
+		return 0
+	fi
+	rm -f "$img" "$img.params"
+	truncate -s "$size" "$img" || bench_die "cannot create $img"
+	echo "btk-mkfs --rootdir $src ..." >&2
+	"$BTK_BUILD/bin/btk-mkfs" -q -f --rootdir "$src" "$img" >/dev/null ||
+		bench_die "btk-mkfs --rootdir $src failed"
+	btrfs check --readonly "$img" >/dev/null 2>&1 || bench_die "btrfs check: $img not clean"
+	echo "$params" >"$img.params"
+}
+
+# bench_keep NAME — adds the figures of the last bench_time run to the runs kept as NAME.
+# bench_kept NAME — sets BK_WALL_MEDIAN, BK_CPU_MEDIAN (empty without CPU figures),
+# BK_RSS_MIB (the largest, 0.0 without RSS figures) and BK_RUNS (each wall, a space after each).
+# bench_forget NAME — drops them.
+declare -gA BK_WALLS=() BK_CPUS=() BK_RSS=()
+bench_keep() {
+	BK_WALLS[$1]+="$BT_WALL "
+	BK_CPUS[$1]+="$BT_CPU "
+	if [ "$BT_RSS" != n/a ] && [ "$BT_RSS" -gt "${BK_RSS[$1]:-0}" ]; then
+		BK_RSS[$1]=$BT_RSS
+	fi
+}
+
+# shellcheck disable=SC2034 # BK_*: read by the caller
+bench_kept() {
+	BK_RUNS=${BK_WALLS[$1]:-}
+	# shellcheck disable=SC2086 # split the list of run times
+	BK_WALL_MEDIAN=$(printf '%s\n' $BK_RUNS | bench_median)
+	# shellcheck disable=SC2086
+	BK_CPU_MEDIAN=$(printf '%s\n' ${BK_CPUS[$1]:-} | grep -v n/a | bench_median)
+	BK_RSS_MIB=$(awk -v k="${BK_RSS[$1]:-0}" 'BEGIN { printf "%.1f", k / 1024 }')
+}
+
+bench_forget() {
+	unset "BK_WALLS[$1]" "BK_CPUS[$1]" "BK_RSS[$1]"
 }

@@ -19,15 +19,7 @@ REPS=3
 NFILES=200000
 IMG=/tmp/btk-bench-images/fileops.img
 ONLY_BUILD=0
-while getopts r:n:i:B opt; do
-	case $opt in
-	r) REPS=$OPTARG ;;
-	n) NFILES=$OPTARG ;;
-	i) IMG=$OPTARG ;;
-	B) ONLY_BUILD=1 ;;
-	*) bench_die "usage: $0 [-r REPS] [-n NFILES] [-i IMG] [-B]" ;;
-	esac
-done
+bench_opts "r:REPS n:NFILES i:IMG B=ONLY_BUILD" "[-r REPS] [-n NFILES] [-i IMG] [-B]" "$@"
 BTK_IMAGE=$BTK_BUILD/bin/btk-image
 [ -x "$BTK_IMAGE" ] || bench_die "$BTK_IMAGE missing: run make"
 
@@ -55,22 +47,22 @@ kernel_get() {
 export -f kernel_get
 export IMG OUT_KERNEL BENCH_MNT
 
-declare -a WB=() WK=()
-RSS_B=0 RSS_K=0
 for ((r = -1; r < REPS; r++)); do # r = -1: warm-up
 	rm -rf "$OUT_BTK" "$OUT_KERNEL"
 	bench_time btk-get "$BTK_IMAGE" get -r "$IMG" / "$OUT_BTK" || bench_die "btk-image get failed"
 	bench_log "round $r: btk-image get -r: $BT_WALL s, $BT_RSS KiB"
-	[ "$r" -ge 0 ] && WB+=("$BT_WALL") && [ "$BT_RSS" != n/a ] && [ "$BT_RSS" -gt "$RSS_B" ] && RSS_B=$BT_RSS
+	[ "$r" -lt 0 ] || bench_keep btk
 	bench_time kernel-get bash -c kernel_get || bench_die "mount + cp -a failed"
 	bench_log "round $r: mount + cp -a + umount: $BT_WALL s, $BT_RSS KiB"
-	[ "$r" -ge 0 ] && WK+=("$BT_WALL") && [ "$BT_RSS" != n/a ] && [ "$BT_RSS" -gt "$RSS_K" ] && RSS_K=$BT_RSS
+	[ "$r" -lt 0 ] || bench_keep kernel
 done
-MB=$(printf '%s\n' "${WB[@]}" | bench_median)
-MK=$(printf '%s\n' "${WK[@]}" | bench_median)
 printf '%-34s %8s %13s   %s\n' command "wall(s)" "peakRSS(MiB)" "wall of each run(s)"
-printf '%-34s %8s %13s   %s\n' "btk-image get -r" "$MB" "$(awk -v k=$RSS_B 'BEGIN{printf "%.1f", k/1024}')" "${WB[*]}"
-printf '%-34s %8s %13s   %s\n' "mount -o ro + cp -a + umount" "$MK" "$(awk -v k=$RSS_K 'BEGIN{printf "%.1f", k/1024}')" "${WK[*]}"
+bench_kept btk
+MB=$BK_WALL_MEDIAN
+printf '%-34s %8s %13s   %s\n' "btk-image get -r" "$MB" "$BK_RSS_MIB" "${BK_RUNS% }"
+bench_kept kernel
+MK=$BK_WALL_MEDIAN
+printf '%-34s %8s %13s   %s\n' "mount -o ro + cp -a + umount" "$MK" "$BK_RSS_MIB" "${BK_RUNS% }"
 echo "wall ratio (mount+cp -a) / btk-image get: $(bench_ratio "$MK" "$MB") (requirement: >= 1.00)"
 files=$(find "$OUT_BTK" -type f | wc -l)
 bytes=$(du -sb "$OUT_BTK" | cut -f1)

@@ -16,14 +16,7 @@ source "$(dirname "$0")/common.sh"
 REPS=3
 WHICH=both
 ONLY_BUILD=0
-while getopts Br:t: opt; do
-	case $opt in
-	B) ONLY_BUILD=1 ;;
-	r) REPS=$OPTARG ;;
-	t) WHICH=$OPTARG ;;
-	*) bench_die "usage: $0 [-B] [-r REPS] [-t kernel|rootdir|both]" ;;
-	esac
-done
+bench_opts "B=ONLY_BUILD r:REPS t:WHICH" "[-B] [-r REPS] [-t kernel|rootdir|both]" "$@"
 TREES=${BENCH_TREES:-/tmp/btk-bench-images}
 FSCK=$BTK_BUILD/bin/btk-fsck
 [ -x "$FSCK" ] || bench_die "$FSCK not built"
@@ -40,13 +33,7 @@ if [ "$WHICH" != kernel ]; then
 	if [ ! -f "$src.params" ]; then
 		"$(dirname "$0")/rootdir.sh" -B -t big || bench_die "generating $src failed"
 	fi
-	want="$(cat "$src.params")"
-	if [ ! -f "$img" ] || [ "$(cat "$img.params" 2>/dev/null)" != "$want" ]; then
-		rm -f "$img"
-		truncate -s 8G "$img"
-		"$BTK_BUILD/bin/btk-mkfs" -q -f --rootdir "$src" "$img" || bench_die "btk-mkfs failed"
-		echo "$want" >"$img.params"
-	fi
+	bench_btk_image "$src" "$img" 8G "$(cat "$src.params")"
 	imgs+=("$img")
 fi
 [ "$ONLY_BUILD" = 1 ] && exit 0

@@ -16,14 +16,7 @@ source "$(dirname "$0")/common.sh"
 REPS=1
 SIZES="20000 200000 2000000"
 ONLY_BUILD=0
-while getopts Br:n: opt; do
-	case $opt in
-	B) ONLY_BUILD=1 ;;
-	r) REPS=$OPTARG ;;
-	n) SIZES=$OPTARG ;;
-	*) bench_die "usage: $0 [-B] [-r REPS] [-n SIZES]" ;;
-	esac
-done
+bench_opts "B=ONLY_BUILD r:REPS n:SIZES" "[-B] [-r REPS] [-n SIZES]" "$@"
 TREES=${BENCH_TREES:-/tmp/btk-bench-images}
 GEN_VERSION="scale-v1"
 
@@ -68,15 +61,7 @@ sc_image() {
 		sc_generate "$tree" "$n" || bench_die "generating $tree failed"
 		echo "$GEN_VERSION $n" >"$tree.params"
 	fi
-	if [ "$(cat "$img.params" 2>/dev/null)" != "$GEN_VERSION $n" ]; then
-		rm -f "$img"
-		truncate -s 64G "$img"
-		echo "btk-mkfs --rootdir $tree ..." >&2
-		"$BTK_BUILD/bin/btk-mkfs" -q -f --rootdir "$tree" "$img" >/dev/null ||
-			bench_die "btk-mkfs --rootdir $tree failed"
-		btrfs check --readonly "$img" >/dev/null 2>&1 || bench_die "btrfs check: $img not clean"
-		echo "$GEN_VERSION $n" >"$img.params"
-	fi
+	bench_btk_image "$tree" "$img" 64G "$GEN_VERSION $n"
 }
 
 command -v btrfs >/dev/null || bench_die "btrfs-progs not installed"

@@ -21,15 +21,7 @@ REPS=3
 IMGSIZE=8G
 WHICH=both
 ONLY_BUILD=0
-while getopts r:s:t:B opt; do
-	case $opt in
-	r) REPS=$OPTARG ;;
-	s) IMGSIZE=$OPTARG ;;
-	t) WHICH=$OPTARG ;;
-	B) ONLY_BUILD=1 ;;
-	*) bench_die "usage: $0 [-r REPS] [-s IMGSIZE] [-t big|small|both] [-B]" ;;
-	esac
-done
+bench_opts "r:REPS s:IMGSIZE t:WHICH B=ONLY_BUILD" "[-r REPS] [-s IMGSIZE] [-t big|small|both] [-B]" "$@"
 TREES=${BENCH_TREES:-/tmp/btk-bench-images}
 BTK=$BTK_BUILD/bin/btk-mkfs
 
@@ -166,7 +158,8 @@ rd_check() {
 rd_bench() {
 	local name=$1 src=$2 extra=${3:-}
 	local ip=$BENCH_TMP/progs.img ib=$BENCH_TMP/btk.img r
-	local wp="" wb="" cp="" cb="" rp=0 rb=0
+	bench_forget progs
+	bench_forget btk
 	echo
 	echo "== $name: $(find "$src" -type f | wc -l) regular files, $(du -sh --apparent-size "$src" |
 		cut -f1) apparent, image file $IMGSIZE ${extra:+(extra: $extra)}"
@@ -175,25 +168,17 @@ rd_bench() {
 		rd_fresh "$ip"
 		# shellcheck disable=SC2086 # extra holds zero or one option
 		bench_time "progs-$r" mkfs.btrfs -f $extra --rootdir "$src" "$ip" || return 1
-		[ "$r" = 0 ] || { wp+="$BT_WALL " cp+="$BT_CPU "; }
-		[ "$BT_RSS" = n/a ] || [ "$BT_RSS" -le "$rp" ] || rp=$BT_RSS
+		[ "$r" = 0 ] || bench_keep progs
 		rd_fresh "$ib"
 		# shellcheck disable=SC2086
 		bench_time "btk-$r" "$BTK" -f $extra --rootdir "$src" "$ib" || return 1
-		[ "$r" = 0 ] || { wb+="$BT_WALL " cb+="$BT_CPU "; }
-		[ "$BT_RSS" = n/a ] || [ "$BT_RSS" -le "$rb" ] || rb=$BT_RSS
+		[ "$r" = 0 ] || bench_keep btk
 	done
-	local mwp mwb mcp mcb mrp mrb
-	# shellcheck disable=SC2086
-	mwp=$(printf '%s\n' $wp | bench_median)
-	# shellcheck disable=SC2086
-	mwb=$(printf '%s\n' $wb | bench_median)
-	# shellcheck disable=SC2086
-	mcp=$(printf '%s\n' $cp | grep -v n/a | bench_median)
-	# shellcheck disable=SC2086
-	mcb=$(printf '%s\n' $cb | grep -v n/a | bench_median)
-	mrp=$(awk -v k="$rp" 'BEGIN { printf "%.1f", k / 1024 }')
-	mrb=$(awk -v k="$rb" 'BEGIN { printf "%.1f", k / 1024 }')
+	local mwp mwb mcp mcb mrp mrb wp wb
+	bench_kept progs
+	mwp=$BK_WALL_MEDIAN mcp=$BK_CPU_MEDIAN mrp=$BK_RSS_MIB wp=$BK_RUNS
+	bench_kept btk
+	mwb=$BK_WALL_MEDIAN mcb=$BK_CPU_MEDIAN mrb=$BK_RSS_MIB wb=$BK_RUNS
 	printf '%-24s %8s %8s %13s   %s\n' command "wall(s)" "cpu(s)" "peakRSS(MiB)" \
 		"wall of each run(s), after one warm-up"
 	printf '%-24s %8s %8s %13s   %s\n' "mkfs.btrfs $extra" "$mwp" "${mcp:-n/a}" "$mrp" "$wp"

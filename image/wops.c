@@ -59,6 +59,16 @@ int wops_open(struct wops *w)
 			goto err;
 		w->fs->devs[i].dev = fd;
 	}
+	/* every byte changed before the commit can be put back: a failed operation leaves
+	 * the image as it was, free space included */
+	for (int i = 0; i < w->fs->ndevs; i++) {
+		struct btk_dev *ud;
+		if (!w->fs->devs[i].dev)
+			continue;
+		if (btk_dev_undo(w->fs->devs[i].dev, &ud))
+			goto err;
+		w->fs->devs[i].dev = ud;
+	}
 	if (btk_trans_start(w->fs, &w->t))
 		goto err;
 	if (w->epoch_set)
@@ -68,6 +78,20 @@ int wops_open(struct wops *w)
 err:
 	cli_err("%s: %s", w->c.img, btk_errmsg());
 	return CLI_EXIT_ERROR;
+}
+
+/* A failed operation: the bytes it wrote go back (the filesystem was right without that,
+ * copy-on-write never touches what is committed; now it is the same bytes too). */
+static void rollback(struct wops *w)
+{
+	for (int i = 0; i < w->fs->ndevs; i++) {
+		struct btk_dev *d = w->fs->devs[i].dev;
+		if (d && d->writable && btk_dev_undo_rollback(d) && d->stats.writes)
+			cli_warn(
+			    "%s: the bytes written before the failure could not all be put back "
+			    "(the filesystem is unchanged; its free space is not): %s",
+			    d->path, btk_errmsg());
+	}
 }
 
 int wops_finish(struct wops *w, int rc)
@@ -85,6 +109,8 @@ int wops_finish(struct wops *w, int rc)
 	} else if (w->t && rc) {
 		btk_trans_abort(w->t);
 	}
+	if (rc && w->fs)
+		rollback(w);
 	w->t = NULL;
 	w->generation = w->fs ? w->fs->generation : 0;
 	w->fs = NULL;

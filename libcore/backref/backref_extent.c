@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "format/extent_refs.h"
 
 #define BACK_STEPS (1u << 20) /* items stepped over looking back for an extent item */
 
@@ -39,7 +40,7 @@ static int parse_extent(const struct btk_fs *fs, const struct btk_key *k, const 
 	ext->generation = h.generation;
 	ext->flags = h.flags;
 	ext->skinny = h.skinny;
-	ext->len = h.skinny ? fs->nodesize : k->offset;
+	ext->len = btk_extent_key_len(k, fs->nodesize);
 	ext->level = h.level < 0 ? 0 : h.level;
 	if ((ext->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) && ext->level >= BTK_MAX_LEVEL)
 		return btk_err(EUCLEAN, "extent item %llu: tree block level %d",

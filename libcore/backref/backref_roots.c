@@ -214,9 +214,10 @@ static void note_err(struct roots_walk *w, int err)
 }
 
 /* The node at level+1 of tree `root` that points to block bytenr (whose first key is key),
- * found the way the kernel resolves an indirect ref: search the root for that key. */
+ * found the way the kernel resolves an indirect ref: search the root for that key. *unread:
+ * the block itself does not read, so its first key is unknown. */
 static int find_parent(struct btk_fs *fs, const struct btk_root *root, uint64_t bytenr, int level,
-		       uint64_t *parent)
+		       uint64_t *parent, bool *unread)
 {
 	struct btk_block_check chk = {.level = level};
 	struct btk_block *b;
@@ -225,8 +226,10 @@ static int find_parent(struct btk_fs *fs, const struct btk_root *root, uint64_t 
 	int ret;
 
 	ret = btk_block_read(fs, bytenr, &chk, &b);
-	if (ret)
+	if (ret) {
+		*unread = true;
 		return ret;
+	}
 	if (btk_block_nritems(b) == 0) {
 		btk_block_put(b);
 		return btk_err(EUCLEAN, "block %llu: empty, but not the root of tree %llu",
@@ -276,6 +279,7 @@ static int tree_ref_cb(void *arg, const struct btk_extent_ref *ref)
 	struct roots_walk *w = arg;
 	struct btk_root root;
 	uint64_t parent = 0;
+	bool unread = false;
 	int ret;
 
 	if (ref->type == BTRFS_SHARED_BLOCK_REF_KEY)
@@ -292,9 +296,13 @@ static int tree_ref_cb(void *arg, const struct btk_extent_ref *ref)
 			      (unsigned long long)w->bytenr, w->level,
 			      (unsigned long long)ref->root, root.level);
 	if (!ret)
-		ret = find_parent(w->br->fs, &root, w->bytenr, w->level, &parent);
+		ret = find_parent(w->br->fs, &root, w->bytenr, w->level, &parent, &unread);
 	if (ret) {
 		note_err(w, ret);
+		/* a block that does not read cannot lead to the snapshots sharing it, but its
+		 * extent item still names the tree that refers to it: that owner is known */
+		if (unread)
+			return br_u64_push(&w->roots, &w->n, &w->cap, ref->root);
 		return ret == -ENOMEM ? ret : 0;
 	}
 	return add_parent_roots(w, parent);

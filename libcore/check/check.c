@@ -149,6 +149,7 @@ static void chk_free(struct chk *c)
 	btk_vec_free(&c->log_roots);
 	btk_vec_free(&c->log_need);
 	btk_vec_free(&c->log_csums);
+	btk_u64set_free(&c->log_users);
 	btk_vec_free(&c->uuids);
 	btk_vec_free(&c->qrefs);
 	btk_vec_free(&c->qinfos);

@@ -1,5 +1,6 @@
 /* check_chunks.c — chunks, block groups, dev extents and device items against each other. */
 #include "check/check_priv.h"
+#include "format/dev_items.h"
 
 #include <stdlib.h>
 
@@ -50,7 +51,8 @@ void chk_dev_leaf(struct chk *c, const struct btk_block *b)
 		if (k.type != BTRFS_DEV_EXTENT_KEY)
 			continue;
 		const uint8_t *p = btk_leaf_data(b, (int)i);
-		if (btk_leaf_size(b, (int)i) < sizeof(struct btrfs_dev_extent)) {
+		struct btk_dev_extent_ent de;
+		if (btk_dev_extent_parse(p, btk_leaf_size(b, (int)i), &de)) {
 			chk_report(c, BTK_P_DEXT_TOO_SMALL, 4, b->bytenr, &k, "", "",
 				   "dev extent item too small");
 			continue;
@@ -62,8 +64,8 @@ void chk_dev_leaf(struct chk *c, const struct btk_block *b)
 		}
 		d->devid = k.objectid;
 		d->physical = k.offset;
-		d->len = BTK_GET(struct btrfs_dev_extent, p, length);
-		d->chunk_offset = BTK_GET(struct btrfs_dev_extent, p, chunk_offset);
+		d->len = de.length;
+		d->chunk_offset = de.chunk_offset;
 	}
 }
 

@@ -235,6 +235,11 @@ void chk_log_leaf(struct chk *c, const struct btk_block *b)
 			   btk_file_extent_item_parse(p, sz, k.offset, &fe) == BTK_FE_WHOLE) {
 			uint8_t comp = fe.compression;
 			uint64_t db = fe.disk_bytenr;
+			if (fe.type != BTRFS_FILE_EXTENT_INLINE && db &&
+			    btk_u64set_add(&c->log_users, db) < 0) {
+				c->oom = true;
+				return;
+			}
 			if (fe.type != BTRFS_FILE_EXTENT_REG || !db ||
 			    (!comp && (c->log_ino_flags & BTK_INODE_NODATASUM)))
 				continue;

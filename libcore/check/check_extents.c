@@ -130,7 +130,7 @@ static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p
 	e->refs = h.refs;
 	e->flags = h.flags;
 	e->level = (int8_t)h.level;
-	e->len = h.skinny ? c->fs->nodesize : k->offset;
+	e->len = btk_extent_key_len(k, c->fs->nodesize);
 	if (ret == -ENODATA) {
 		chk_report(c, BTK_P_EXT_NO_TREE_INFO, 2, leaf, k, "", "",
 			   "tree block extent item lacks its tree block info");
@@ -409,6 +409,8 @@ static void compare_refs(struct chk *c)
 			continue; /* the missing extent item is reported once, not per reference */
 		if (nf < nd && c->walk_gap)
 			continue; /* its users may be in the unreadable block */
+		if (!nf && btk_u64set_has(&c->log_users, r->bytenr))
+			continue; /* used by a log tree, which counts until it is replayed */
 		const char *what = nd == 0   ? "back reference missing from the extent tree"
 				   : nf == 0 ? "back reference without a user"
 					     : "back reference count wrong";
@@ -466,7 +468,7 @@ static void extent_final(struct chk *c, struct chk_extent *e)
 		    chk_fmt("%llu", (unsigned long long)e->refs),
 		    "extent item reference count wrong: extent %llu",
 		    (unsigned long long)e->bytenr);
-	if (!e->has_users && !c->walk_gap)
+	if (!e->has_users && !c->walk_gap && !btk_u64set_has(&c->log_users, e->bytenr))
 		chk_report(c, BTK_P_EXT_NO_USERS, 2, e->bytenr, NULL, "at least one user", "none",
 			   "extent item without users: [%llu, +%llu)",
 			   (unsigned long long)e->bytenr, (unsigned long long)e->len);

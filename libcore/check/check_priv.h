@@ -200,9 +200,12 @@ struct chk {
 	struct chk_skips skips; /* struct chk_skip, from every fs tree */
 	struct chk_uuids uuids; /* struct chk_uuid: entries of the uuid tree */
 	uint64_t csum_prev_end;
-	struct chk_log_roots log_roots;	 /* struct btk_root: per-subvolume log trees */
-	struct chk_ranges log_need;	 /* struct chk_range: logged data that needs checksums */
-	struct chk_ranges log_csums;	 /* struct chk_range: checksums in the log trees */
+	struct chk_log_roots log_roots; /* struct btk_root: per-subvolume log trees */
+	struct chk_ranges log_need;	/* struct chk_range: logged data that needs checksums */
+	struct chk_ranges log_csums;	/* struct chk_range: checksums in the log trees */
+	/* disk_bytenr of every data extent a log tree's file extents use: until the log is
+	 * replayed they are users of those extents, which the extent tree does not list */
+	struct btk_u64set log_users;
 	uint64_t log_ino, log_ino_flags; /* inode item last seen in a log tree */
 	bool fst_barrier;		 /* next free range starts a new block group */
 	bool fs_v1;			 /* comparing a v1 space cache, not the free space tree */

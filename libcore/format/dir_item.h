@@ -87,6 +87,14 @@ static inline void btk_dir_ent_location(const struct btk_dir_ent *e, struct btk_
 	    loc);
 }
 
+/* Rewrites, in place, the location key of the entry whose header is at head (a subvolume's
+ * "default" entry pointed at another root). */
+static inline void btk_dir_ent_set_location(uint8_t *head, const struct btk_key *loc)
+{
+	btk_key_to_disk(loc,
+			(struct btk_disk_key *)(head + offsetof(struct btrfs_dir_item, location)));
+}
+
 static inline uint64_t btk_dir_ent_transid(const struct btk_dir_ent *e)
 {
 	return BTK_GET(struct btrfs_dir_item, e->head, transid);

@@ -86,6 +86,15 @@ static inline void btk_inline_iter_init(struct btk_inline_iter *it, const uint8_
  * After an error the iterator stays on the bad reference. */
 int btk_inline_next(struct btk_inline_iter *it, struct btk_extent_ref *r);
 
+/* The length of the extent an extent tree key stands for: an EXTENT_ITEM's offset, the node
+ * size for a skinny METADATA_ITEM (whose offset is the level); 0 for any other key. */
+static inline uint64_t btk_extent_key_len(const struct btk_key *k, uint32_t nodesize)
+{
+	if (k->type == BTRFS_EXTENT_ITEM_KEY)
+		return k->offset;
+	return k->type == BTRFS_METADATA_ITEM_KEY ? nodesize : 0;
+}
+
 /* Size of a keyed reference item's body of that type (0 for tree block refs, which have none). */
 uint32_t btk_keyed_ref_size(uint8_t type);
 

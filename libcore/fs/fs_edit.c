@@ -202,7 +202,9 @@ int btk_inode_get(struct btk_trans *t, uint64_t root, uint64_t ino, struct btk_i
 int btk_inode_parent(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t *parent)
 {
 	struct btk_key k = {ino, BTRFS_INODE_REF_KEY, 0};
-	uint8_t buf[EXTREF_SZ];
+	uint8_t buf[EXTREF_SZ + BTK_NAME_MAX]; /* the first reference whole */
+	struct btk_ref_iter it;
+	struct btk_ref_ent r;
 	uint32_t size;
 	int ret = btk_item_next(t, root, &k, buf, sizeof(buf), &size);
 
@@ -212,10 +214,12 @@ int btk_inode_parent(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t 
 		*parent = k.offset;
 		return 0;
 	}
-	if (ret == 0 && k.objectid == ino && k.type == BTRFS_INODE_EXTREF_KEY &&
-	    size >= EXTREF_SZ) {
-		*parent = BTK_GET(struct btrfs_inode_extref, buf, parent_objectid);
-		return 0;
+	if (ret == 0 && k.objectid == ino && k.type == BTRFS_INODE_EXTREF_KEY) {
+		btk_ref_iter_init(&it, &k, buf, size < sizeof(buf) ? size : (uint32_t)sizeof(buf));
+		if (btk_ref_next(&it, &r) == 1) {
+			*parent = r.parent;
+			return 0;
+		}
 	}
 	return btk_err(ENOENT, "tree %llu: inode %llu has no name", (unsigned long long)root,
 		       (unsigned long long)ino);

@@ -82,13 +82,15 @@ int btk_subvol_set_default(struct btk_trans *t, uint64_t id)
 	btk_path_init(&p);
 	ret = btk_tree_search_write(t, BTRFS_ROOT_TREE_OBJECTID, &k, 0, &p);
 	if (ret == 0) {
+		struct btk_dir_iter it;
+		struct btk_dir_ent e;
+
 		d = btk_item_ptr(&p, &size);
-		if (size < sizeof(struct btrfs_dir_item))
+		btk_dir_iter_init(&it, d, size);
+		if (btk_dir_next(&it, &e) != 1)
 			ret = btk_err(EUCLEAN, "root tree \"default\" entry too short");
 		else
-			btk_key_to_disk(
-			    &loc,
-			    (struct btk_disk_key *)(d + offsetof(struct btrfs_dir_item, location)));
+			btk_dir_ent_set_location(d + it.at, &loc);
 	} else if (ret > 0) {
 		ret = btk_err(ENOENT, "root tree has no \"default\" entry");
 	}

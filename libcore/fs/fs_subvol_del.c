@@ -75,6 +75,8 @@ static int default_id(struct btk_trans *t, uint64_t *id)
 	static const char name[] = "default";
 	struct btk_key k = {BTRFS_ROOT_TREE_DIR_OBJECTID, BTRFS_DIR_ITEM_KEY,
 			    btk_name_hash(name, sizeof(name) - 1)};
+	struct btk_dir_iter it;
+	struct btk_dir_ent e;
 	uint8_t *d;
 	uint32_t size;
 	int ret = btk_fs_item_get(t, BTRFS_ROOT_TREE_OBJECTID, &k, &d, &size);
@@ -82,11 +84,10 @@ static int default_id(struct btk_trans *t, uint64_t *id)
 	*id = BTRFS_FS_TREE_OBJECTID;
 	if (ret)
 		return ret < 0 ? ret : 0;
-	if (size >= sizeof(struct btrfs_dir_item)) {
+	btk_dir_iter_init(&it, d, size);
+	if (btk_dir_next(&it, &e) == 1) {
 		struct btk_key loc;
-		btk_disk_to_key(
-		    (const struct btk_disk_key *)(d + offsetof(struct btrfs_dir_item, location)),
-		    &loc);
+		btk_dir_ent_location(&e, &loc);
 		*id = loc.objectid;
 	}
 	free(d);

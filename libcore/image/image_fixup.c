@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "format/dev_items.h"
 #include "volumes/super.h"
 #include "image/image_int.h"
 #include "trans/trans.h"
@@ -23,14 +24,14 @@ static int drop_dev_extents(struct btk_fs *fs, struct btk_trans *t, uint8_t chun
 		return ret;
 	btk_path_init(&p);
 	for (ret = btk_search_ge(fs, &dr, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
+		struct btk_dev_extent_ent e;
 		uint32_t size;
 		const uint8_t *d = btk_path_data(&p, &size);
 		btk_path_key(&p, &k);
 		if (k.type != BTRFS_DEV_EXTENT_KEY)
 			continue;
-		if (size >= sizeof(struct btrfs_dev_extent))
-			memcpy(chunk_uuid, d + offsetof(struct btrfs_dev_extent, chunk_tree_uuid),
-			       16);
+		if (!btk_dev_extent_parse(d, size, &e))
+			memcpy(chunk_uuid, e.chunk_tree_uuid, BTK_UUID_SIZE);
 		if (n == cap) {
 			size_t nc = cap ? cap * 2 : 256;
 			struct btk_key *nk = realloc(keys, nc * sizeof(*nk));
@@ -58,16 +59,10 @@ static int add_dev_extents(struct btk_fs *fs, struct btk_trans *t, const uint8_t
 	for (int i = 0; i < fs->nchunks && !ret; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
 		for (int s = 0; s < c->num_stripes && !ret; s++) {
-			uint8_t de[sizeof(struct btrfs_dev_extent)] = {0};
+			uint8_t de[BTK_DEV_EXTENT_SIZE];
 			struct btk_key k = {c->stripes[s].devid, BTRFS_DEV_EXTENT_KEY,
 					    c->stripes[s].offset};
-			BTK_PUT(struct btrfs_dev_extent, de, chunk_tree, BTRFS_CHUNK_TREE_OBJECTID);
-			BTK_PUT(struct btrfs_dev_extent, de, chunk_objectid,
-				BTRFS_FIRST_CHUNK_TREE_OBJECTID);
-			BTK_PUT(struct btrfs_dev_extent, de, chunk_offset, c->logical);
-			BTK_PUT(struct btrfs_dev_extent, de, length, btk_chunk_stripe_len(c));
-			memcpy(de + offsetof(struct btrfs_dev_extent, chunk_tree_uuid), chunk_uuid,
-			       16);
+			btk_dev_extent_write(de, c->logical, btk_chunk_stripe_len(c), chunk_uuid);
 			ret = btk_item_insert(t, BTRFS_DEV_TREE_OBJECTID, &k, de, sizeof(de));
 		}
 	}
@@ -91,10 +86,8 @@ static int fix_dev_items(struct btk_trans *t, const uint64_t *gone, size_t ngone
 	ret = btk_tree_search_write(t, BTRFS_CHUNK_TREE_OBJECTID, &k, 0, &p);
 	if (ret == 0) {
 		uint8_t *d = btk_item_ptr(&p, &isz);
-		if (isz >= sizeof(struct btrfs_dev_item)) {
-			BTK_PUT(struct btrfs_dev_item, d, total_bytes, size);
-			BTK_PUT(struct btrfs_dev_item, d, bytes_used, used);
-		}
+		if (isz >= BTK_DEV_ITEM_SIZE)
+			btk_dev_item_set_sizes(d, size, used);
 	} else if (ret > 0)
 		ret = btk_err(EUCLEAN, "no device item for devid %llu", (unsigned long long)devid);
 	btk_wpath_release(&p);

@@ -8,6 +8,7 @@
 
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/dev_items.h"
 #include "image/image.h"
 #include "image/image_int.h"
 #include "image/metadump.h"
@@ -437,8 +438,7 @@ static int restore_onto_one(struct restore *rs, const char *target,
 	if (!ret) {
 		rs->devs[0] = rs->devs[keep];
 		rs->ndevs = 1;
-		BTK_PUT(struct btrfs_dev_item, rs->devs[0].item, total_bytes, size);
-		BTK_PUT(struct btrfs_dev_item, rs->devs[0].item, bytes_used, used);
+		btk_dev_item_set_sizes(rs->devs[0].item, size, used);
 		ret = build_fs(rs, &target, 1, o, &fs);
 	}
 	if (!ret && !(ret = btk_chunk_build_sys_array(fs))) {

@@ -110,6 +110,14 @@ int btk_paths_distinct(const char *const *paths, int n);
  * -EIO and is not performed (a crash at that point). Reads and prefetches pass through. */
 int btk_dev_faulty(struct btk_dev *dev, uint64_t allowed, struct btk_dev **out);
 
+/* Undo log (undo.c): wraps dev (taking ownership); before a range is first changed its old
+ * bytes are kept (zero runs as marks, the rest in an unlinked temporary file), so that
+ * btk_dev_undo_rollback can put back every byte the handle changed and cut a grown image
+ * file to its old size. Costs a read of each range before its write. -ENOMEM. */
+int btk_dev_undo(struct btk_dev *dev, struct btk_dev **out);
+/* Restores what the undo-logged handle changed, newest change first, and flushes; the log is
+ * then empty. -EINVAL for a handle that is not undo-logged; an io error leaves the rest. */
+int btk_dev_undo_rollback(struct btk_dev *dev);
 /* A memory image named name (for messages) of len bytes at buf. The handle takes buf, which
  * must come from malloc (NULL with len 0: an empty image), and frees it on close. When
  * writable, writes past the end and btk_dev_truncate grow it (up to BTK_MEM_MAX bytes; more

@@ -33,37 +33,36 @@ static int cmp_item(const void *a, const void *b)
 	return x->bytenr < y->bytenr ? -1 : x->bytenr > y->bytenr;
 }
 
+struct items {
+	struct item *v;
+	int n, cap;
+};
+
+static int add_item(void *ctx, uint64_t bytenr, uint64_t len)
+{
+	struct items *it = ctx;
+
+	(void)len;
+	if (it->n == it->cap) {
+		int nc = it->cap ? 2 * it->cap : 256;
+		struct item *nv = realloc(it->v, (size_t)nc * sizeof(*nv));
+		if (!nv)
+			return btk_err(ENOMEM, "out of memory");
+		it->v = nv, it->cap = nc;
+	}
+	it->v[it->n++] = (struct item){bytenr, 0};
+	return 0;
+}
+
 /* The extents of the committed extent tree inside [start, start+len). */
 static int list_extents(struct btk_fs *fs, uint64_t start, uint64_t len, struct item **v, int *n,
 			int *cap)
 {
-	struct btk_key k = {start, 0, 0}, f;
-	struct btk_root rt;
-	struct btk_path p;
-	int ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &rt);
+	struct items it = {*v, *n, *cap};
+	int ret = rl_extents_each(fs, start, start + len, add_item, &it);
 
-	if (ret)
-		return ret;
-	btk_path_init(&p);
-	for (ret = btk_search_ge(fs, &rt, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
-		btk_path_key(&p, &f);
-		if (f.objectid >= start + len)
-			break;
-		if (f.type != BTRFS_EXTENT_ITEM_KEY && f.type != BTRFS_METADATA_ITEM_KEY)
-			continue;
-		if (*n == *cap) {
-			int nc = *cap ? 2 * *cap : 256;
-			struct item *nv = realloc(*v, (size_t)nc * sizeof(*nv));
-			if (!nv) {
-				ret = btk_err(ENOMEM, "out of memory");
-				break;
-			}
-			*v = nv, *cap = nc;
-		}
-		(*v)[(*n)++] = (struct item){f.objectid, 0};
-	}
-	btk_path_release(&p);
-	return ret < 0 ? ret : 0;
+	*v = it.v, *n = it.n, *cap = it.cap;
+	return ret;
 }
 
 static int move_one(struct btk_trans *t, struct btk_backref *br, uint64_t bytenr, uint8_t *buf,

@@ -11,6 +11,7 @@
  * the plan accepts, the apply carries out. Mixed block groups are not emptied this way.
  */
 #include "base/error.h"
+#include "format/extent_refs.h"
 #include "relocate/relocate_int.h"
 #include "tree/tree.h"
 
@@ -20,8 +21,8 @@
 
 #define META_MARGIN (4ULL << 20)
 
-/* Extents of the committed extent tree in [start, end) as (start, len) ranges. */
-static int used_ranges(struct btk_fs *fs, uint64_t start, uint64_t end, struct rl_ranges *out)
+int rl_extents_each(struct btk_fs *fs, uint64_t start, uint64_t end,
+		    int (*fn)(void *ctx, uint64_t bytenr, uint64_t len), void *ctx)
 {
 	struct btk_key k = {start, 0, 0}, f;
 	struct btk_root rt;
@@ -36,22 +37,33 @@ static int used_ranges(struct btk_fs *fs, uint64_t start, uint64_t end, struct r
 		btk_path_key(&p, &f);
 		if (f.objectid >= end)
 			break;
-		if (f.type != BTRFS_EXTENT_ITEM_KEY && f.type != BTRFS_METADATA_ITEM_KEY)
-			continue;
-		len = f.type == BTRFS_EXTENT_ITEM_KEY ? f.offset : fs->nodesize;
-		if (out->n == out->cap) {
-			int cap = out->cap ? 2 * out->cap : 64;
-			struct rl_range *nv = realloc(out->v, (size_t)cap * sizeof(*nv));
-			if (!nv) {
-				ret = btk_err(ENOMEM, "out of memory");
-				break;
-			}
-			out->v = nv, out->cap = cap;
-		}
-		out->v[out->n++] = (struct rl_range){f.objectid, len};
+		if ((len = btk_extent_key_len(&f, fs->nodesize)) &&
+		    (ret = fn(ctx, f.objectid, len)))
+			break;
 	}
 	btk_path_release(&p);
 	return ret < 0 ? ret : 0;
+}
+
+static int add_range(void *ctx, uint64_t start, uint64_t len)
+{
+	struct rl_ranges *out = ctx;
+
+	if (out->n == out->cap) {
+		int cap = out->cap ? 2 * out->cap : 64;
+		struct rl_range *nv = realloc(out->v, (size_t)cap * sizeof(*nv));
+		if (!nv)
+			return btk_err(ENOMEM, "out of memory");
+		out->v = nv, out->cap = cap;
+	}
+	out->v[out->n++] = (struct rl_range){start, len};
+	return 0;
+}
+
+/* Extents of the committed extent tree in [start, end) as (start, len) ranges. */
+static int used_ranges(struct btk_fs *fs, uint64_t start, uint64_t end, struct rl_ranges *out)
+{
+	return rl_extents_each(fs, start, end, add_range, out);
 }
 
 /* True when a stripe of c on devid ends past size: where the layout (the device after the

@@ -1,11 +1,10 @@
 /* reloc_tree.c — moving one tree block out of a block group being emptied.
  *
- * Every tree that reaches the block (found through its back references) copies it, with the
- * path above it, as a change below it would: the write path's copy-on-write then puts the copy
- * outside the read-only block group, points the parent (or the root item, or the superblock)
- * at it and keeps every back reference, FULL_BACKREF ones included. A block shared by several
- * trees gets one copy per tree (the kernel's relocation keeps such blocks shared through
- * relocation trees; this costs metadata space in snapshots, never correctness).
+ * A block of a tree that snapshots may share (the fs tree, subvolumes) is copied once and
+ * every parent re-pointed (trans: btk_tree_block_relocate), so sharing stays as it was, as
+ * the kernel's relocation keeps it. Any other tree has one root: it copies the block with the
+ * path above it, as a change below it would (the write path's copy-on-write puts the copy
+ * outside the read-only block group and points the parent, root item or superblock at it).
  */
 #include "base/error.h"
 #include "relocate/relocate_int.h"
@@ -21,6 +20,7 @@ int rl_move_tree_block(struct btk_trans *t, struct btk_backref *br, uint64_t byt
 	struct btk_key key = {0, 0, 0};
 	const uint64_t *roots = NULL;
 	struct btk_block *b;
+	uint64_t owner;
 	size_t n = 0;
 	int ret = btk_block_read(fs, bytenr, &chk, &b);
 
@@ -32,7 +32,15 @@ int rl_move_tree_block(struct btk_trans *t, struct btk_backref *br, uint64_t byt
 		else
 			btk_leaf_key(b, 0, &key);
 	}
+	owner = btk_block_owner(b);
 	btk_block_put(b);
+	if (owner == BTRFS_FS_TREE_OBJECTID ||
+	    (owner >= BTRFS_FIRST_FREE_OBJECTID && owner <= BTRFS_LAST_FREE_OBJECTID)) {
+		ret = btk_tree_block_relocate(t, bytenr, level);
+		if (!ret)
+			(*copies)++;
+		return ret;
+	}
 	ret = btk_block_roots(br, bytenr, &roots, &n);
 	if (ret < 0 && !n)
 		return ret;

@@ -39,6 +39,12 @@ int rl_compact(struct rl_layout *l, uint64_t target, int round, struct btk_resiz
 bool rl_cuttable(const struct btk_chunk *c);
 int rl_cut_length(struct btk_fs *fs, const struct btk_chunk *c, uint64_t *len);
 
+/* Calls fn(ctx, bytenr, len) for each extent record (EXTENT_ITEM, METADATA_ITEM) of the
+ * committed extent tree that starts in [start, end), in address order. fn returns 0 or a
+ * negative errno, which stops the walk and is returned; 0 at the end. */
+int rl_extents_each(struct btk_fs *fs, uint64_t start, uint64_t end,
+		    int (*fn)(void *ctx, uint64_t bytenr, uint64_t len), void *ctx);
+
 /* ---- logical relocation (reloc_*.c) ---- */
 struct btk_trans;
 struct btk_backref;
@@ -80,11 +86,12 @@ int rl_empty_chunks(struct btk_fs *fs, const struct rl_empty *e, struct rl_stats
 /* Removes the (empty, committed) chunks in transaction t. */
 int rl_remove_chunks(struct btk_trans *t, const struct rl_empty *e);
 
-/* Copies the tree block in every tree reaching it; *copies counts the trees. */
+/* Moves the tree block: one copy for the trees that may share it (fs trees), else a copy in
+ * every tree reaching it; *copies counts the copies. */
 int rl_move_tree_block(struct btk_trans *t, struct btk_backref *br, uint64_t bytenr, int level,
 		       int *copies);
-/* Moves a data extent: one copy, every user's item re-pointed, checksums moved; buf holds at
- * least 4 MiB. *users counts the items. */
+/* Moves a data extent: one copy, checksums moved, every user's item re-pointed (each leaf
+ * changed once); buf holds at least 4 MiB. *users counts the items. */
 int rl_move_data_extent(struct btk_trans *t, struct btk_backref *br, const struct btk_extent *ext,
 			uint8_t *buf, int *users);
 /* Moves the checksums of [from, from+len) to start at `to`. */

@@ -31,52 +31,51 @@ static int copy_range(struct btk_dev *dev, uint64_t from, uint64_t to, uint64_t 
 	return 0;
 }
 
+/* Copying one stripe's extents: the run of touching or overlapping extents not yet copied. */
+struct copy_run {
+	struct btk_dev *dev;
+	const struct btk_resize_move *m;
+	uint64_t start, run_s, run_e;
+	uint8_t *buf;
+};
+
+static int copy_run_flush(struct copy_run *r)
+{
+	return r->run_e ? copy_range(r->dev, r->m->from + (r->run_s - r->start),
+				     r->m->to + (r->run_s - r->start), r->run_e - r->run_s, r->buf)
+			: 0;
+}
+
+static int copy_extent(void *ctx, uint64_t s, uint64_t len)
+{
+	struct copy_run *r = ctx;
+	uint64_t e = s + len, end = r->start + r->m->len;
+	int ret;
+
+	if (s < r->start || e > end || e <= s)
+		return btk_err(EUCLEAN, "extent %llu-%llu outside chunk %llu+%llu",
+			       (unsigned long long)s, (unsigned long long)e,
+			       (unsigned long long)r->start, (unsigned long long)r->m->len);
+	if (r->run_e && s <= r->run_e) {
+		if (e > r->run_e)
+			r->run_e = e;
+		return 0;
+	}
+	if ((ret = copy_run_flush(r)))
+		return ret;
+	r->run_s = s, r->run_e = e;
+	return 0;
+}
+
 /* A SINGLE or DUP stripe holds the chunk byte for byte: only its extents need copying (free
  * space is never read). Copies the extent records' ranges of [start, start+len), merged. */
 static int copy_used(struct btk_fs *fs, struct btk_dev *dev, const struct btk_resize_move *m,
 		     uint64_t start, uint8_t *buf)
 {
-	struct btk_key k = {start, 0, 0}, f;
-	uint64_t end = start + m->len, run_s = 0, run_e = 0;
-	struct btk_root rt;
-	struct btk_path p;
-	int ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &rt);
+	struct copy_run r = {dev, m, start, 0, 0, buf};
+	int ret = rl_extents_each(fs, start, start + m->len, copy_extent, &r);
 
-	if (ret)
-		return ret;
-	btk_path_init(&p);
-	for (ret = btk_search_ge(fs, &rt, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
-		uint64_t s, e;
-		btk_path_key(&p, &f);
-		if (f.objectid >= end)
-			break;
-		if (f.type != BTRFS_EXTENT_ITEM_KEY && f.type != BTRFS_METADATA_ITEM_KEY)
-			continue;
-		s = f.objectid;
-		e = s + (f.type == BTRFS_EXTENT_ITEM_KEY ? f.offset : fs->nodesize);
-		if (s < start || e > end || e <= s) {
-			ret = btk_err(EUCLEAN, "extent %llu-%llu outside chunk %llu+%llu",
-				      (unsigned long long)s, (unsigned long long)e,
-				      (unsigned long long)start, (unsigned long long)m->len);
-			break;
-		}
-		if (run_e && s <= run_e) {
-			if (e > run_e)
-				run_e = e;
-			continue;
-		}
-		if (run_e && (ret = copy_range(dev, m->from + (run_s - start),
-					       m->to + (run_s - start), run_e - run_s, buf)))
-			break;
-		run_s = s, run_e = e;
-	}
-	btk_path_release(&p);
-	if (ret < 0)
-		return ret;
-	if (run_e)
-		ret = copy_range(dev, m->from + (run_s - start), m->to + (run_s - start),
-				 run_e - run_s, buf);
-	return ret;
+	return ret ? ret : copy_run_flush(&r);
 }
 
 static int copy_stripe(struct btk_fs *fs, struct btk_dev *dev, const struct btk_resize_move *m,

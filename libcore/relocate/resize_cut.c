@@ -5,6 +5,7 @@
  * kernel needs to mount and write at all.
  */
 #include "base/error.h"
+#include "format/extent_refs.h"
 #include "relocate/relocate_int.h"
 #include "tree/tree.h"
 
@@ -38,8 +39,8 @@ static int last_extent_end(struct btk_fs *fs, uint64_t start, uint64_t end, uint
 		btk_path_key(&p, &f);
 		if (f.objectid < start)
 			break;
-		if (f.type == BTRFS_EXTENT_ITEM_KEY || f.type == BTRFS_METADATA_ITEM_KEY) {
-			uint64_t len = f.type == BTRFS_EXTENT_ITEM_KEY ? f.offset : fs->nodesize;
+		uint64_t len = btk_extent_key_len(&f, fs->nodesize);
+		if (len) {
 			*out = f.objectid + len;
 			if (*out > end || *out < f.objectid)
 				ret = btk_err(EUCLEAN, "extent %llu+%llu crosses chunk end %llu",

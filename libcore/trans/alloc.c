@@ -6,6 +6,7 @@
  */
 #include "trans/ctree_int.h"
 #include "base/error.h"
+#include "format/extent_refs.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -301,12 +302,11 @@ static void root_used(struct btk_wfs *w, uint64_t owner, int64_t delta)
 	}
 }
 
-int btk_alloc_tree_block(struct btk_trans *t, uint64_t owner, int level, uint64_t *bytenr)
+static int alloc_tree_space(struct btk_trans *t, uint64_t owner, uint64_t *bytenr)
 {
 	struct btk_wfs *w = t->w;
 	uint32_t ns = t->fs->nodesize;
 	uint64_t type = btk_bg_type_for_root(w, owner), lg;
-	struct btk_refop op = {0};
 	struct btk_bg *bg;
 	int ret = alloc_in_type(w, type, ns, bytenr);
 
@@ -325,9 +325,25 @@ int btk_alloc_tree_block(struct btk_trans *t, uint64_t owner, int level, uint64_
 		return btk_err(ENOMEM, "out of memory");
 	bg->dirty = true;
 	w->dirtied += ns;
-	root_used(w, owner, ns);
+	return 0;
+}
+
+int btk_alloc_tree_space(struct btk_trans *t, uint64_t owner, uint64_t *bytenr)
+{
+	return alloc_tree_space(t, owner, bytenr);
+}
+
+int btk_alloc_tree_block(struct btk_trans *t, uint64_t owner, int level, uint64_t *bytenr)
+{
+	struct btk_wfs *w = t->w;
+	struct btk_refop op = {0};
+	int ret = alloc_tree_space(t, owner, bytenr);
+
+	if (ret)
+		return ret;
+	root_used(w, owner, t->fs->nodesize);
 	op.bytenr = *bytenr;
-	op.num_bytes = ns;
+	op.num_bytes = t->fs->nodesize;
 	op.root = owner;
 	op.level = level;
 	op.delta = 1;
@@ -422,13 +438,9 @@ static int load_extents(struct btk_wfs *w, const struct btk_root *root)
 	btk_path_init(&p);
 	ret = btk_search_ge(w->fs, root, &key, &p);
 	while (ret == 0) {
-		uint64_t len = 0;
+		uint64_t len;
 		btk_path_key(&p, &k);
-		if (k.type == BTRFS_EXTENT_ITEM_KEY)
-			len = k.offset;
-		else if (k.type == BTRFS_METADATA_ITEM_KEY)
-			len = w->fs->nodesize;
-		if (len) {
+		if ((len = btk_extent_key_len(&k, w->fs->nodesize))) {
 			struct btk_bg *bg = btk_bg_find(w, k.objectid);
 			if (!bg || k.objectid + len > bg->start + bg->len) {
 				ret = btk_err(EUCLEAN, "extent %llu+%llu lies outside block groups",

@@ -9,6 +9,7 @@
  */
 #include "trans/ctree_int.h"
 #include "base/error.h"
+#include "format/dev_items.h"
 #include "trans/mkfs.h"
 
 #include <errno.h>
@@ -372,16 +373,10 @@ static int write_chunk(struct btk_trans *t, const struct btk_chunk *c)
 		return btk_err(EINVAL, "chunk with %d stripes", c->num_stripes);
 	ret = btk_item_insert(t, BTRFS_CHUNK_TREE_OBJECTID, &key, buf, btk_chunk_to_item(c, buf));
 	for (int i = 0; !ret && i < c->num_stripes; i++) {
-		uint8_t de[sizeof(struct btrfs_dev_extent)];
+		uint8_t de[BTK_DEV_EXTENT_SIZE];
 		struct btk_key dk = {c->stripes[i].devid, BTRFS_DEV_EXTENT_KEY,
 				     c->stripes[i].offset};
-		BTK_PUT(struct btrfs_dev_extent, de, chunk_tree, BTRFS_CHUNK_TREE_OBJECTID);
-		BTK_PUT(struct btrfs_dev_extent, de, chunk_objectid,
-			BTRFS_FIRST_CHUNK_TREE_OBJECTID);
-		BTK_PUT(struct btrfs_dev_extent, de, chunk_offset, c->logical);
-		BTK_PUT(struct btrfs_dev_extent, de, length, sl);
-		memcpy(de + offsetof(struct btrfs_dev_extent, chunk_tree_uuid), t->w->chunk_uuid,
-		       BTK_UUID_SIZE);
+		btk_dev_extent_write(de, c->logical, sl, t->w->chunk_uuid);
 		ret = btk_item_insert(t, BTRFS_DEV_TREE_OBJECTID, &dk, de, sizeof(de));
 	}
 	return ret;
@@ -410,7 +405,7 @@ int btk_chunk_update_dev_items(struct btk_trans *t)
 	for (int i = 0; i < fs->ndevs && !ret; i++) {
 		struct btk_fs_dev *d = &fs->devs[i];
 		struct btk_key key = {BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY, d->devid};
-		uint8_t item[sizeof(struct btrfs_dev_item)];
+		uint8_t item[BTK_DEV_ITEM_SIZE];
 		struct btk_path p;
 		uint32_t size;
 		const uint8_t *cur;
@@ -433,8 +428,7 @@ int btk_chunk_update_dev_items(struct btk_trans *t)
 		if (BTK_GET(struct btrfs_dev_item, item, bytes_used) == d->bytes_used &&
 		    BTK_GET(struct btrfs_dev_item, item, total_bytes) == d->total_bytes)
 			continue;
-		BTK_PUT(struct btrfs_dev_item, item, bytes_used, d->bytes_used);
-		BTK_PUT(struct btrfs_dev_item, item, total_bytes, d->total_bytes);
+		btk_dev_item_set_sizes(item, d->total_bytes, d->bytes_used);
 		ret = btk_item_update(t, BTRFS_CHUNK_TREE_OBJECTID, &key, item, sizeof(item));
 	}
 	return ret;

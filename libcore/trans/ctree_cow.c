@@ -762,6 +762,12 @@ static int descend_to(struct btk_trans *t, struct btk_wroot *wr, const struct bt
 	return 0;
 }
 
+int btk_tree_descend(struct btk_trans *t, struct btk_wroot *wr, const struct btk_key *key,
+		     int level, struct btk_path *p)
+{
+	return descend_to(t, wr, key, level, false, p);
+}
+
 int btk_tree_cow_block(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
 		       uint64_t bytenr)
 {

@@ -118,6 +118,9 @@ struct btk_wfs {
 	/* blocks of this transaction that a snapshot taken in it now shares: copied again
 	 * before any change, and their space is not reused when the source lets go */
 	struct btk_rangeset snap_shared;
+	/* tree blocks a relocation copied in this transaction (block_move.c), keeping the
+	 * generation of the block they replace: later moves change them in place */
+	struct btk_rangeset relocated;
 	uint8_t chunk_uuid[BTK_UUID_SIZE]; /* chunk_tree_uuid of every tree block header */
 	/* the fsid when new uuids must follow from it (mkfs -U: reproducible images), else
 	 * NULL (random, as for a snapshot of an existing filesystem) */
@@ -156,6 +159,8 @@ struct btk_bg *btk_bg_add(struct btk_wfs *w, uint64_t start, uint64_t len, uint6
 int btk_bg_exclude_super(struct btk_fs *fs, struct btk_bg *bg, const struct btk_chunk *c);
 /* Allocates one tree block for root `owner` at `level`; queues its +1 ref. */
 int btk_alloc_tree_block(struct btk_trans *t, uint64_t owner, int level, uint64_t *bytenr);
+/* The same without the reference (the caller queues the block's references itself). */
+int btk_alloc_tree_space(struct btk_trans *t, uint64_t owner, uint64_t *bytenr);
 /* Frees a tree block: pinned if committed before, reusable at once if born in this trans. */
 int btk_free_tree_block(struct btk_trans *t, uint64_t owner, uint64_t bytenr, int level,
 			uint64_t gen);
@@ -212,6 +217,10 @@ int btk_tree_search_cur(struct btk_wfs *w, uint64_t tree, const struct btk_key *
 int btk_wpath_next(struct btk_fs *fs, struct btk_path *p);
 int btk_cow_at(struct btk_trans *t, struct btk_wroot *wr, struct btk_path *p, int level);
 int btk_new_block(struct btk_trans *t, struct btk_wroot *wr, int level, struct btk_block **out);
+/* Read-only walk from wr's current root towards key down to `level` (p->nodes[level] is the
+ * block reached, p->slots[level + 1] its slot in the parent). */
+int btk_tree_descend(struct btk_trans *t, struct btk_wroot *wr, const struct btk_key *key,
+		     int level, struct btk_path *p);
 
 /* ---- ctree_push.c ---- */
 /* Makes room in the full leaf p->nodes[0] for a change at p->slots[0] by moving items into a

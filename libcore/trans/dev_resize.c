@@ -9,6 +9,7 @@
  */
 #include "trans/ctree_int.h"
 #include "base/error.h"
+#include "format/dev_items.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -53,7 +54,8 @@ static int move_dev_extent(struct btk_trans *t, uint64_t devid, uint64_t from, u
 {
 	struct btk_key old = {devid, BTRFS_DEV_EXTENT_KEY, from},
 		       nk = {devid, BTRFS_DEV_EXTENT_KEY, to};
-	uint8_t de[sizeof(struct btrfs_dev_extent)];
+	uint8_t de[BTK_DEV_EXTENT_SIZE];
+	struct btk_dev_extent_ent e;
 	struct btk_path p;
 	uint32_t size = 0;
 	int ret = btk_tree_search_cur(t->w, BTRFS_DEV_TREE_OBJECTID, &old, &p);
@@ -66,8 +68,8 @@ static int move_dev_extent(struct btk_trans *t, uint64_t devid, uint64_t from, u
 	btk_wpath_release(&p);
 	if (ret < 0)
 		return ret;
-	if (ret || size != sizeof(de) ||
-	    BTK_GET(struct btrfs_dev_extent, de, chunk_offset) != logical)
+	if (ret || size != sizeof(de) || btk_dev_extent_parse(de, size, &e) ||
+	    e.chunk_offset != logical)
 		return btk_err(EUCLEAN, "devid %llu: no dev extent at %llu for chunk %llu",
 			       (unsigned long long)devid, (unsigned long long)from,
 			       (unsigned long long)logical);

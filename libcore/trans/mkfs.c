@@ -8,6 +8,7 @@
 #include "base/csum.h"
 #include "trans/ctree_int.h"
 #include "base/error.h"
+#include "format/dev_items.h"
 #include "io/io.h"
 #include "base/units.h"
 #include "base/uuid.h"
@@ -445,16 +446,10 @@ static int insert_dev_items(struct btk_trans *t)
 
 	for (int i = 0; i < fs->ndevs && !ret; i++) {
 		struct btk_fs_dev *d = &fs->devs[i];
-		uint8_t di[sizeof(struct btrfs_dev_item)] = {0};
+		uint8_t di[BTK_DEV_ITEM_SIZE];
 		struct btk_key k = {BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY, d->devid};
-		BTK_PUT(struct btrfs_dev_item, di, devid, d->devid);
-		BTK_PUT(struct btrfs_dev_item, di, total_bytes, d->total_bytes);
-		BTK_PUT(struct btrfs_dev_item, di, bytes_used, d->bytes_used);
-		BTK_PUT(struct btrfs_dev_item, di, io_align, fs->sectorsize);
-		BTK_PUT(struct btrfs_dev_item, di, io_width, fs->sectorsize);
-		BTK_PUT(struct btrfs_dev_item, di, sector_size, fs->sectorsize);
-		memcpy(di + offsetof(struct btrfs_dev_item, uuid), d->uuid, BTK_UUID_SIZE);
-		memcpy(di + offsetof(struct btrfs_dev_item, fsid), fs->fsid, BTK_FSID_SIZE);
+		btk_dev_item_write(di, d->devid, d->total_bytes, d->bytes_used, fs->sectorsize,
+				   d->uuid, fs->fsid);
 		ret = btk_item_insert(t, BTRFS_CHUNK_TREE_OBJECTID, &k, di, sizeof(di));
 	}
 	return ret;

@@ -94,6 +94,7 @@ void btk_write_release(struct btk_fs *fs)
 	}
 	free(w->bgs);
 	btk_rs_free(&w->snap_shared);
+	btk_rs_free(&w->relocated);
 	free(w->refs);
 	free(w->new_chunks);
 	free(w->holds);
@@ -483,6 +484,7 @@ int btk_trans_commit(struct btk_trans *t)
 	btk_bg_unpin_all(w);
 	w->nholds = 0;	      /* held device ranges are the committed filesystem's no more */
 	w->snap_shared.n = 0; /* committed: sharing is now visible through generations */
+	w->relocated.n = 0;
 	fs->generation = t->transid;
 	w->transid = t->transid + 1;
 	w->running = false;

@@ -124,6 +124,23 @@ int btk_tree_read_next(struct btk_trans *t, struct btk_path *p);
 int btk_tree_cow_block(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
 		       uint64_t bytenr);
 
+/* Relocation keeping what snapshots share (block_move.c). The tree block at bytenr (a tree
+ * that snapshots may share) is copied once to a block group that is not read-only; every
+ * parent pointing at it is changed once the same way (in place when this transaction made it,
+ * else copied, up to the root nodes, which their trees copy), and its back references follow:
+ * one copy however many trees reach it. -EUCLEAN when the references and the trees disagree
+ * (nothing committed is touched; abort). */
+int btk_tree_block_relocate(struct btk_trans *t, uint64_t bytenr, int level);
+/* Moving a data extent: btk_data_extent_alloc_move allocates the new extent of len bytes
+ * (*to; its record holds a placeholder reference); the caller copies the bytes and moves the
+ * checksums (before: the old extent and its sums go once its last user lets go); then
+ * btk_data_extent_repoint points every file extent item using `from` at `to`, changing each
+ * leaf once as above, the references moving to the new extent and the placeholder going.
+ * *items counts the items changed. */
+int btk_data_extent_alloc_move(struct btk_trans *t, uint64_t len, uint64_t *to);
+int btk_data_extent_repoint(struct btk_trans *t, uint64_t from, uint64_t to, uint64_t len,
+			    int *items);
+
 /* Reads, as the transaction sees the tree now (its own changes included, nothing copied for
  * writing), the first item with key >= *key (btk_item_next) or the last with key <= *key
  * (btk_item_prev): 0 with *key set, up to cap bytes of its data copied to buf (may be NULL)

@@ -341,6 +341,12 @@ static int drop_record(struct btk_trans *t, const struct btk_refop *op, struct r
 		ret = btk_rs_remove(&t->w->snap_shared, op->bytenr, op->num_bytes);
 		return ret ? ret : btk_rs_add(&bg->free, op->bytenr, op->num_bytes);
 	}
+	/* a relocated copy keeps an older generation: its freeing did not give it back */
+	if (!op->data && btk_rs_overlaps(&t->w->relocated, op->bytenr, op->num_bytes)) {
+		btk_cache_forget(t->fs->cache, op->bytenr);
+		ret = btk_rs_remove(&t->w->relocated, op->bytenr, op->num_bytes);
+		return ret ? ret : btk_rs_add(&bg->free, op->bytenr, op->num_bytes);
+	}
 	if (op->data && !btk_rs_contains(&bg->free, op->bytenr, op->num_bytes))
 		return btk_rs_add(&bg->free, op->bytenr, op->num_bytes);
 	return 0;

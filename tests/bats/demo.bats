@@ -1,6 +1,8 @@
 #!/usr/bin/env bats
-# make demo's script: runs with no btrfs-progs on PATH, as root and as an unprivileged user,
-# and shows btk-mkfs (reproducible), btk-fsck, btk-owner (both ways) and btk-debug at work.
+# make demo: runs with no btrfs-progs on PATH, as root and as an unprivileged user, and shows
+# btk-mkfs (reproducible), btk-fsck, btk-owner (both ways) and btk-debug at work. The script
+# in this tree, then `make demo` (and `make install`) in a fresh clone, which holds only what
+# is committed: a clone of HEAD, so that uncommitted changes are not in it.
 
 load helpers
 
@@ -18,10 +20,25 @@ setup_file() {
 	done
 	chmod 755 "$NOBTRFS"
 	export NOBTRFS
+	# the fresh clone, where any user can read it, with a copy of this run's build: the
+	# clone's files are dated before the build so that make rebuilds nothing (a clone that
+	# builds itself from nothing: the BTK_ORACLE_FULL test below)
+	CLONE=$(mktemp -d /tmp/btk-democlone-XXXXXX)
+	chmod 755 "$CLONE"
+	export CLONE
+	B=$(basename "$BTK_BUILD")
+	export B
+	# a tree that is no git checkout (a release tarball) has nothing to clone
+	git -C "$BTK_ROOT" rev-parse --verify -q HEAD >/dev/null 2>&1 || return 0
+	git clone -q "$BTK_ROOT" "$CLONE/btk" || return 1
+	(cd "$CLONE/btk" && git ls-files -z | xargs -0 touch -h -d 2000-01-01) || return 1
+	cp -a "$BTK_BUILD" "$CLONE/btk/$B" || return 1
+	chmod -R a+rX "$CLONE"
 }
 
 teardown_file() {
 	[ -n "${NOBTRFS:-}" ] && rm -rf "$NOBTRFS"
+	[ -n "${CLONE:-}" ] && rm -rf "$CLONE"
 	true
 }
 
@@ -50,6 +67,13 @@ check_demo_output() {
 	btk_run 300 env PATH="$NOBTRFS" BTK_BUILD="$BTK_BUILD" "$BTK_ROOT/scripts/demo.sh"
 	[ "$status" -eq 0 ] || { show_err; false; }
 	check_demo_output || { cat "$BTK_OUT" >&2; false; }
+	# the README's quick start says what the demo does: the tools it names are those it runs
+	local said ran
+	said=$(awk '/^## Quick start/ { on = 1 } on && /^make check/ { exit } on' "$BTK_ROOT/README.md" |
+		grep -oE 'btk-[a-z]+' | sort -u)
+	ran=$(grep -oE '^\$ btk-[a-z]+' "$BTK_OUT" | cut -c3- | sort -u)
+	[ -n "$said" ] && [ "$said" = "$ran" ] ||
+		{ echo "README quick start names: $said; the demo runs: $ran" >&2; false; }
 }
 
 @test "demo: runs as an unprivileged user" {
@@ -62,4 +86,69 @@ check_demo_output() {
 	[ "$status" -eq 0 ] || { show_err; false; }
 	check_demo_output || { cat "$BTK_OUT" >&2; false; }
 	grep -q 'as user nobody' "$BTK_OUT"
+}
+
+# a fresh clone needs a git checkout to clone
+require_clone() {
+	[ -d "$CLONE/btk" ] || skip "$BTK_ROOT is not a git checkout: no fresh clone to make"
+}
+
+# the binaries make demo needs, as make names them in the clone
+clone_bins() {
+	local t
+	for t in mkfs fsck owner debug; do echo "$B/bin/btk-$t"; done
+}
+
+@test "make demo: a fresh clone runs it without btrfs-progs on PATH, as root" {
+	require_clone
+	cd "$CLONE/btk"
+	# the copied build is current: make demo shows the tools, it does not rebuild them
+	make -q B="$B" $(clone_bins) || { echo "make would rebuild the copied $B" >&2; false; }
+	btk_run 300 env PATH="$NOBTRFS" make -s demo B="$B"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	check_demo_output || { cat "$BTK_OUT" >&2; false; }
+	# and make install puts the tools and man pages where the README says
+	btk_run 120 env PATH="$NOBTRFS" make -s install B="$B" PREFIX=/usr/local DESTDIR="$D/stage"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	local t
+	for t in mkfs fsck owner debug convert resize image; do
+		"$D/stage/usr/local/bin/btk-$t" --version | grep -q "^btk-$t "
+		[ -f "$D/stage/usr/local/share/man/man8/btk-$t.8" ]
+	done
+	[ -f "$D/stage/usr/local/share/man/man7/btk.7" ]
+}
+
+@test "make demo: a fresh clone runs it without btrfs-progs on PATH, as an unprivileged user" {
+	require_root
+	require_tool setpriv
+	require_clone
+	cd "$CLONE/btk"
+	make -q B="$B" $(clone_bins) || { echo "make would rebuild the copied $B" >&2; false; }
+	btk_run 300 setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		env PATH="$NOBTRFS" HOME=/tmp TMPDIR=/tmp make -s demo B="$B"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	check_demo_output || { cat "$BTK_OUT" >&2; false; }
+	grep -q 'as user nobody' "$BTK_OUT"
+}
+
+@test "make demo: a fresh clone that an unprivileged user builds from nothing" {
+	[ -n "${BTK_ORACLE_FULL:-}" ] || skip "slow (a whole build): BTK_ORACLE_FULL=1 runs it"
+	require_root
+	require_tool setpriv
+	require_clone
+	local c
+	c=$(mktemp -d /tmp/btk-demobuild-XXXXXX)
+	echo "$c" >"$D/buildclone"
+	git clone -q "$BTK_ROOT" "$c/btk"
+	chown -R nobody:nogroup "$c"
+	btk_run 900 setpriv --reuid=nobody --regid=nogroup --clear-groups \
+		env -C "$c/btk" PATH="$NOBTRFS" HOME=/tmp TMPDIR=/tmp make -s demo
+	[ "$status" -eq 0 ] || { show_err; false; }
+	check_demo_output || { cat "$BTK_OUT" >&2; false; }
+	grep -q 'as user nobody' "$BTK_OUT"
+}
+
+teardown() {
+	if [ -f "$D/buildclone" ]; then rm -rf "$(cat "$D/buildclone")"; fi
+	true
 }

@@ -2,7 +2,8 @@
 # The documentation's examples run as written: the README's console session (each "$ " line,
 # in order, in one scratch dir, with build/bin first on PATH), and every example block marked
 # ".\" test-example" in a man page or "<!-- test-example -->" in the README, found by
-# scripts/doc-examples.sh (which also fails on an unmarked block of an EXAMPLES section).
+# scripts/doc-examples.sh. Every other block is marked "no-test: REASON" (a format, a make
+# target): the extractor fails on an unmarked block, so that no example escapes the test.
 # Examples marked root need block devices: as root, a loop device over a scratch image stands
 # in for each /dev/sdX name and a scratch directory for /mnt; otherwise that test skips.
 
@@ -32,7 +33,7 @@ setup() {
 	done <"$D/session.sh"
 }
 
-@test "docs: every example block of a man page's EXAMPLES is marked, every page has some" {
+@test "docs: every block of the man pages and the README is marked, every page has examples" {
 	run "$BTK_ROOT/scripts/doc-examples.sh" "$D/ex" "${DOCS[@]}"
 	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
 	local p
@@ -51,10 +52,38 @@ setup() {
 		grep -qE "(^|[ (|;&])$t " "${readme[@]}" ||
 			{ echo "no runnable README example runs $t" >&2; false; }
 	done
-	# the extractor does see an unmarked example
+	# the blocks not run say why (scripts/doc-examples.sh's header has the marks)
+	echo "blocks not run, with their reasons:" >&3
+	sed "s|^$BTK_ROOT/|  |" "$D/ex/untested" >&3
+	! grep -qE ':[0-9]+: *$' "$D/ex/untested"
+}
+
+@test "docs: the extractor refuses an unmarked block, a mark without reason or block" {
+	local x=$BTK_ROOT/scripts/doc-examples.sh
+	# an unmarked block of a man page, in any section, and of the README
 	printf '.SH EXAMPLES\n.nf\nbtk-fsck x.img\n.fi\n' >"$D/bad.8"
-	run "$BTK_ROOT/scripts/doc-examples.sh" "$D/ex2" "$D/bad.8"
-	[ "$status" -eq 1 ] && [[ "$output" == *"bad.8:2: example not marked"* ]]
+	run "$x" "$D/e1" "$D/bad.8"
+	[ "$status" -eq 1 ] && [[ "$output" == *"bad.8:2: block not marked"* ]]
+	printf '.SH OUTPUT\n.EX\nfound 1 error\n.EE\n' >"$D/out.8"
+	run "$x" "$D/e2" "$D/out.8"
+	[ "$status" -eq 1 ] && [[ "$output" == *"out.8:2: block not marked"* ]]
+	printf '# x\n\n```sh\nmake demo\n```\n' >"$D/bad.md"
+	run "$x" "$D/e3" "$D/bad.md"
+	[ "$status" -eq 1 ] && [[ "$output" == *"bad.md:3: block not marked"* ]]
+	# no-test needs a reason; a mark needs its block right after it
+	printf '<!-- no-test -->\n```\nN passed\n```\n' >"$D/noreason.md"
+	run "$x" "$D/e4" "$D/noreason.md"
+	[ "$status" -eq 1 ] && [[ "$output" == *"no-test mark without a reason"* ]]
+	printf '.\\" test-example\ntext between\n.nf\nbtk-fsck x.img\n.fi\n' >"$D/lost.8"
+	run "$x" "$D/e5" "$D/lost.8"
+	[ "$status" -eq 1 ] && [[ "$output" == *"lost.8:1: mark without a block after it"* ]]
+	# marked blocks pass: a no-test one is listed with its reason and not extracted, a
+	# console session needs no mark
+	printf '<!-- no-test: a format -->\n```\nN passed\n```\n```console\n$ ls\n```\n<!-- test-example -->\n```sh\nbtk-fsck x.img\n```\n' >"$D/good.md"
+	run "$x" "$D/e6" "$D/good.md"
+	[ "$status" -eq 0 ] && [ "$output" = 1 ] || { echo "$output" >&2; false; }
+	grep -qx "$D/good.md:1: a format" "$D/e6/untested"
+	[ "$(cat "$D/e6/001.sh")" = "btk-fsck x.img" ]
 }
 
 # a small sample directory for the examples' setups
@@ -185,4 +214,19 @@ mount() {
 source "$1"
 EOF
 	run_examples root
+}
+
+@test "docs: btk.7 and the README name every tool, none as in development or to come later" {
+	local p t
+	for p in "$BTK_ROOT"/man/btk-*.8; do
+		t=$(basename "$p" .8)
+		grep -q "^\.BR $t (8)" "$BTK_ROOT/man/btk.7" || { echo "btk.7 does not name $t" >&2; false; }
+		grep -q "^| \`$t\` | \*\*" "$BTK_ROOT/README.md" || { echo "README's table lacks $t" >&2; false; }
+	done
+	! grep -niE 'in development|in later steps|comes? later|\(later\)' "$BTK_ROOT/man/btk.7" \
+		"$BTK_ROOT/README.md"
+	# and say how to reach the tools: build/bin on PATH, or make install
+	grep -qF 'export PATH=$PWD/build/bin:$PATH' "$BTK_ROOT/README.md"
+	grep -q 'make install' "$BTK_ROOT/README.md"
+	grep -q 'build/bin' "$BTK_ROOT/man/btk.7"
 }

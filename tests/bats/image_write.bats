@@ -247,3 +247,19 @@ ok() {
 	unchanged "$IMG" touch -d '@' "$D/fs.img" /keep/file
 	clean
 }
+
+@test "put that runs out of space midway (the up-front free-space check passed): the image byte-identical" {
+	# 120M: the up-front check (free plus unallocated bytes) passes, and a data chunk is
+	# found missing only once data is being written; every byte written must go back
+	head -c 50M /dev/urandom >"$D/big"
+	truncate -s 120M "$D/small.img"
+	"$MKFS" -q "$D/small.img"
+	before=$(sha256sum <"$D/small.img")
+	btk_run 120 "$IMG" put "$D/small.img" "$D/big" /big
+	assert_one_line_error
+	grep -q "no device space" "$BTK_ERR"
+	[ "$before" = "$(sha256sum <"$D/small.img")" ] || {
+		echo "FAIL: the failed put left bytes behind" >&2
+		return 1
+	}
+}

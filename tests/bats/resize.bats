@@ -62,7 +62,8 @@ size_is() {
 	btk_run 60 "$RESIZE" -P "$IMG"
 	[ "$status" = 0 ] || { show_err; false; }
 	min=$(cat "$BTK_OUT")
-	[ "$min" -gt $((1 << 20)) ] && [ "$min" -lt $((512 << 20)) ]
+	[ "$min" -gt $((1 << 20)) ]
+	[ "$min" -lt $((512 << 20)) ]
 	btk_run 60 "$RESIZE" -100m "$IMG"
 	[ "$status" = 0 ] || { show_err; false; }
 	size_is "$IMG" $((412 << 20))

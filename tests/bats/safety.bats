@@ -1,6 +1,42 @@
 #!/usr/bin/env bats
 # Issue 11's data-safety fixes: a mistyped command writes nothing. Each refusal is checked by
 # the bytes (sha256 before and after) or by btrfs check on the old filesystem.
+#
+# Where each of issue 11's numbered items is tested (file: test names):
+#  1 one device, two names     safety.bats: "mkfs: one image under two names ...", "mkfs: a new
+#                              image file named twice ...", "fsck, owner: one device under two
+#                              names ...", "mkfs: a block device under a second device node
+#                              ..." (root), "resize, image, debug: one device under two names ..."
+#  2 --rootdir cannot fit      safety.bats: "mkfs --rootdir that cannot fit is refused before the
+#                              first write" (and that btk-mkfs(8) names the later failures)
+#  3 --shrink summary          safety.bats: "mkfs --shrink: the summary and --json report the
+#                              chunk sizes on disk"
+#  4 --shrink DUP hole         safety.bats: "mkfs --shrink -d dup: no hole between the two data
+#                              stripes ..."
+#  5 make demo                 demo.bats: every test (the script, make demo and make install in
+#                              a fresh clone, no btrfs-progs on PATH, root and nobody; the
+#                              README's quick start names the tools it runs; BTK_ORACLE_FULL=1:
+#                              a clone that nobody builds from nothing)
+#  6 README, btk.7, examples   docs_examples.bats: every test (console session, every marked
+#                              example run, every block marked, no "in development")
+#  7 --version, --help         cli_tools.bats: "every tool answers --version and -V", "the later
+#                              tools too ...", "--help: each tool and each btk-debug command has
+#                              its own usage" (btk-fsck(8) has --cache-mb)
+#  8 one-line errors, units    cli_tools.bats: "errors: one line naming what is wrong", "sizes
+#                              are printed with units ..."
+#  9 --json failures           cli_tools.bats: "--json: a failure is a JSON object ...", "--json:
+#                              every tool, each command ...", "--json: the man page of every tool
+#                              with --json has a JSON section ..."
+# 10 stdout before stderr      cli_tools.bats: "output order: stdout comes before later stderr
+#                              when both go to one pipe"
+# 11 super --all, jq examples  cli_tools.bats: "btk-debug(8) jq examples: ...; super --all shows a
+#                              zeroed copy"; docs_examples.bats runs btk-debug(8)'s examples
+# 12 btk-owner                 cli_tools.bats: "btk-owner: an unreadable tree block still has its
+#                              owner ..." (a root and a leaf below it), "btk-owner -f is
+#                              --addresses (not --file)"
+# 13 no free space, --slack    safety.bats: "mkfs: an image without room to write says so;
+#                              --slack keeps unallocated space"; tests/oracle/shrink_room.bats:
+#                              "shrink --slack: room for data after mounting" (kernel)
 
 load helpers
 
@@ -167,6 +203,8 @@ refused_same() {
 	[ "$status" -eq 1 ] || { show_err; false; }
 	[ "$(wc -l <"$BTK_ERR")" -eq 1 ] || { show_err; false; }
 	grep -q "needs at least .* MiB.* nothing was written" "$BTK_ERR" || { show_err; false; }
+	# what can only be found during the copy, the man page says
+	grep -q 'only be found during the copy' "$BTK_ROOT/man/btk-mkfs.8"
 	[ "$(sha "$D/old.img")" = "$before" ]
 	btk_run 60 "$FSCK" "$D/old.img"
 	[ "$status" -eq 0 ] || { show_err; false; }

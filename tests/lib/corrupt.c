@@ -19,6 +19,7 @@
 #include "base/csum.h"
 #include "base/error.h"
 #include "format/extent_refs.h"
+#include "format/file_extent.h"
 #include "fs/fs_read.h"
 #include "volumes/super.h"
 #include "tree/cache.h"
@@ -924,7 +925,7 @@ static int k_inline_order(struct btk_fs *fs, const char *n)
 
 /* First item of a subvolume's log tree at or after key: *out gets its bytes. */
 static int log_item(struct btk_fs *fs, const struct btk_key *key, struct btk_key *found,
-		    uint8_t *out, uint32_t *size)
+		    uint8_t *out, uint32_t *size, uint64_t *subvol)
 {
 	struct btk_root lrt, lr = {.objectid = BTRFS_TREE_LOG_OBJECTID};
 	struct btk_path p;
@@ -944,6 +945,8 @@ static int log_item(struct btk_fs *fs, const struct btk_key *key, struct btk_key
 		lr.bytenr = BTK_GET(struct btrfs_root_item, d, bytenr);
 		lr.generation = BTK_GET(struct btrfs_root_item, d, generation);
 		lr.level = BTK_GET(struct btrfs_root_item, d, level);
+		if (subvol)
+			*subvol = k.offset;
 	}
 	btk_path_release(&p);
 	if (ret)
@@ -968,7 +971,7 @@ static int k_log_csum(struct btk_fs *fs, const char *n)
 	struct btk_key from = {BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, 0}, key;
 	uint8_t item[4096];
 	uint32_t size = sizeof(item);
-	int ret = log_item(fs, &from, &key, item, &size);
+	int ret = log_item(fs, &from, &key, item, &size, NULL);
 	if (ret)
 		return ret;
 	struct btk_root cr;
@@ -1002,6 +1005,117 @@ static int k_log_csum(struct btk_fs *fs, const char *n)
 		       (unsigned long long)key.objectid, key.type, (unsigned long long)key.offset,
 		       (unsigned long long)leaf);
 	return ret;
+}
+
+static uint64_t super_used_delta;
+static void edit_bytes_used(struct btk_super *sb)
+{
+	btk_put64(sb->bytes_used, btk_le64(sb->bytes_used) + super_used_delta);
+}
+
+struct bg_at {
+	uint64_t bytenr;
+};
+static bool match_bg_at(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+			int slot, void *arg)
+{
+	const struct bg_at *a = arg;
+	(void)fs, (void)p, (void)sz, (void)slot;
+	return k->type == BTRFS_BLOCK_GROUP_ITEM_KEY && k->objectid <= a->bytenr &&
+	       a->bytenr < k->objectid + k->offset;
+}
+
+/* The first regular file extent with data of the first log tree (inodes 256-100000). */
+static int log_file_extent(struct btk_fs *fs, struct btk_key *key, struct btk_file_extent *fe,
+			   uint64_t *subvol)
+{
+	uint8_t item[256];
+
+	for (uint64_t ino = 256; ino < 100000; ino++) {
+		struct btk_key from = {ino, BTRFS_EXTENT_DATA_KEY, 0};
+		uint32_t size = sizeof(item);
+		key->objectid = 0;
+		int ret = log_item(fs, &from, key, item, &size, subvol);
+		if (ret == -ENOENT && key->objectid > ino)
+			ino = key->objectid - 1; /* the next inode with items */
+		if (ret == -ENOENT)
+			continue;
+		if (ret)
+			return ret;
+		if (key->objectid == ino &&
+		    btk_file_extent_item_parse(item, size, key->offset, fe) == BTK_FE_WHOLE &&
+		    fe->type == BTRFS_FILE_EXTENT_REG && fe->disk_bytenr)
+			return 0;
+	}
+	return -ENOENT;
+}
+
+static int k_log_extent(struct btk_fs *fs, const char *n)
+{
+	/* an extent item (one data ref, as the log's file extent names it) for data that only a
+	 * log tree's file extent uses, with the block group's and the superblock's used bytes
+	 * grown to match and the log's checksums in the csum tree: the state of an extent
+	 * whose only user is logged, valid until the log is replayed */
+	struct btk_key fk;
+	struct btk_file_extent fe;
+	uint64_t subvol = 0;
+	int ret = log_file_extent(fs, &fk, &fe, &subvol);
+	if (ret)
+		return ret;
+	uint8_t item[sizeof(struct btrfs_extent_item) + 1 + sizeof(struct btrfs_extent_data_ref)];
+	memset(item, 0, sizeof(item));
+	BTK_PUT(struct btrfs_extent_item, item, refs, 1);
+	BTK_PUT(struct btrfs_extent_item, item, generation, fs->generation);
+	BTK_PUT(struct btrfs_extent_item, item, flags, BTRFS_EXTENT_FLAG_DATA);
+	uint8_t *r = item + sizeof(struct btrfs_extent_item);
+	r[0] = BTRFS_EXTENT_DATA_REF_KEY;
+	BTK_PUT(struct btrfs_extent_data_ref, r + 1, root, subvol);
+	BTK_PUT(struct btrfs_extent_data_ref, r + 1, objectid, fk.objectid);
+	BTK_PUT(struct btrfs_extent_data_ref, r + 1, offset, fk.offset - fe.extent_offset);
+	BTK_PUT(struct btrfs_extent_data_ref, r + 1, count, 1);
+	struct btk_key key = {fe.disk_bytenr, BTRFS_EXTENT_ITEM_KEY, fe.disk_num_bytes};
+	struct btk_root er;
+	struct btk_path p;
+	if ((ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &er)))
+		return ret;
+	btk_path_init(&p);
+	ret = btk_search(fs, &er, &key, &p);
+	if (ret <= 0) {
+		btk_path_release(&p);
+		return ret ? ret : btk_err(EEXIST, "the extent tree has that item already");
+	}
+	uint64_t leaf = p.nodes[0]->bytenr;
+	int slot = p.slots[0];
+	btk_path_release(&p);
+	uint8_t *buf = malloc(fs->nodesize);
+	if (!buf)
+		return -ENOMEM;
+	ret = btk_read_logical(fs, leaf, buf, fs->nodesize);
+	if (!ret)
+		ret = leaf_insert(fs, buf, slot, &key, item, sizeof(item));
+	if (!ret)
+		ret = write_block(fs, leaf, buf);
+	free(buf);
+	struct bg_at at = {fe.disk_bytenr};
+	struct target t;
+	uint64_t bgt = btk_le64(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE
+			   ? BTRFS_BLOCK_GROUP_TREE_OBJECTID
+			   : BTRFS_EXTENT_TREE_OBJECTID;
+	if (!ret)
+		ret = find_item(fs, bgt, NULL, match_bg_at, &at, &t);
+	if (!ret)
+		ret = apply(fs, &t, OP_ADD, offsetof(struct btrfs_block_group_item, used), 8,
+			    (int64_t)fe.disk_num_bytes, n);
+	super_used_delta = fe.disk_num_bytes;
+	if (!ret)
+		ret = super_edit(fs, edit_bytes_used);
+	if (!ret)
+		printf("%s: extent item (%llu %u %llu) for root %llu inode %llu offset %llu of the "
+		       "log\n",
+		       n, (unsigned long long)key.objectid, key.type,
+		       (unsigned long long)key.offset, (unsigned long long)subvol,
+		       (unsigned long long)fk.objectid, (unsigned long long)fk.offset);
+	return ret ? ret : k_log_csum(fs, n);
 }
 
 static int k_leaf_gap(struct btk_fs *fs, const char *n)
@@ -1394,6 +1508,8 @@ static const struct kind kinds[] = {
     {"root-tree", "smash every copy of the root tree's root block", k_root_tree},
     {"inline-order", "swap the first two inline refs (one type) of an extent item", k_inline_order},
     {"log-csum", "copy a log tree's checksums of a logged extent into the csum tree", k_log_csum},
+    {"log-extent", "an extent item for data only a log tree uses (and its checksums)",
+     k_log_extent},
     {"leaf-gap", "a gap in a leaf's item data (contents intact): not the kernel's layout",
      k_leaf_gap},
     {"orphan-dir", "an unlinked directory on the orphan list, its entries partly dropped",

@@ -1,0 +1,205 @@
+#!/usr/bin/env bats
+# btk-resize -M on layouts resize.bats does not cover: single-device DUP data, mixed block
+# groups, 4K and 64K nodes, and logical emptying (extents moved, not whole stripes) of one
+# device of a 4-device RAID1 and RAID10 set. Each image is populated through the kernel
+# (files written, every other one deleted so chunks are half used, a snapshot, a reflink,
+# small inline files), then: -P, -M reaching exactly that, the device size in the superblock
+# and the file size as asked, btrfs check clean, the kernel lists the same files with the
+# same sha256, writes, and btrfs check stays clean.
+
+load ../bats/helpers
+
+RESIZE=$BTK_BUILD/bin/btk-resize
+
+setup() {
+	require_loop
+	require_btk resize
+	MNT=$BATS_TEST_TMPDIR/mnt
+	D=$BATS_TEST_TMPDIR
+	mkdir -p "$MNT"
+	LOOPS=()
+}
+
+teardown() {
+	mountpoint -q "$MNT" 2>/dev/null && umount "$MNT"
+	detach
+	true
+}
+
+detach() {
+	local l
+	for l in "${LOOPS[@]}"; do
+		btrfs device scan --forget "$l" >/dev/null 2>&1 || true
+		losetup -d "$l" 2>/dev/null || true
+	done
+	LOOPS=()
+}
+
+step() {
+	btk_run 300 "$RESIZE" "$@"
+	[ "$status" = 0 ] || {
+		show_err
+		return 1
+	}
+}
+
+# attach IMG...: loop devices for the images, scanned as one filesystem; DEV is the first
+attach() {
+	local i
+	for i in "$@"; do LOOPS+=("$(losetup -f --show "$i")"); done
+	btrfs device scan "${LOOPS[@]}" >/dev/null 2>&1 || true
+	DEV=${LOOPS[0]}
+}
+
+check_clean() {
+	btrfs check --readonly "$DEV" >"$D/check.out" 2>&1 || {
+		echo "btrfs check fails:" >&2
+		tail -20 "$D/check.out" >&2
+		return 1
+	}
+}
+
+# manifest DIR: every name with its type and size, and every file's sha256
+manifest() {
+	(
+		cd "$1" && find . -printf '%p %y %s\n' | LC_ALL=C sort &&
+			find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+	)
+}
+
+# populate: through the kernel at $MNT (sizes fit a 256 MiB device or a set of them)
+populate() {
+	local i
+	mkdir "$MNT/data" "$MNT/small"
+	for i in $(seq 1 24); do head -c 2M /dev/urandom >"$MNT/data/f$i"; done
+	sync
+	for i in $(seq 1 2 24); do rm "$MNT/data/f$i"; done
+	cp --reflink=always "$MNT/data/f2" "$MNT/data/f2.reflink"
+	for i in $(seq 1 400); do head -c $((i * 7)) /dev/urandom >"$MNT/small/s$i"; done
+	btrfs subvolume snapshot "$MNT" "$MNT/snap" >/dev/null
+	echo changed >"$MNT/small/s1"
+	sync
+}
+
+# profile_case EXPECT MKFS_OPTS...: one 256 MiB device; EXPECT a line -M must print
+# (a regex, or "" for none)
+profile_case() {
+	local expect=$1
+	shift
+	truncate -s 256M "$D/img"
+	mkfs.btrfs -q -f "$@" "$D/img" >/dev/null 2>&1
+	attach "$D/img"
+	check_clean
+	mount "$DEV" "$MNT"
+	populate
+	manifest "$MNT" >"$D/before"
+	umount "$MNT"
+	detach
+	shrink_and_verify "$expect" 1 "$D/img"
+}
+
+# shrink_and_verify EXPECT DEVID IMG...: -P, -M, and the checks of every step
+shrink_and_verify() {
+	local expect=$1 devid=$2 i others=() sizes
+	shift 2
+	local img=${*:$devid:1}
+	for i in "$@"; do [ "$i" != "$img" ] && others+=("$i"); done
+	[ ${#others[@]} = 0 ] || sizes=$(stat -c %s "${others[@]}")
+	step -P "$devid:" "$@"
+	min=$(cat "$BTK_OUT")
+	[ "$min" -lt "$(stat -c %s "$img")" ]
+	step -M "$devid:" "$@"
+	[ -z "$expect" ] || grep -qE "$expect" "$BTK_OUT" || {
+		cat "$BTK_OUT" >&2
+		false
+	}
+	[ "$(stat -c %s "$img")" = "$min" ]
+	[ ${#others[@]} = 0 ] || [ "$(stat -c %s "${others[@]}")" = "$sizes" ]
+	attach "$@"
+	check_clean
+	mount "$DEV" "$MNT"
+	btrfs filesystem show --raw "$MNT" | grep -qE "devid +$devid size $min " || {
+		btrfs filesystem show --raw "$MNT" >&2
+		false
+	}
+	manifest "$MNT" >"$D/after"
+	wrote=1
+	if head -c 1000 /dev/urandom 2>/dev/null >"$MNT/kernel-wrote-inline"; then
+		head -c 4M /dev/urandom 2>/dev/null >"$MNT/kernel-wrote" ||
+			[ "$(df --output=avail -B1 "$MNT" | tail -1)" -lt $((4 << 20)) ]
+	else
+		wrote=0
+		btrfs filesystem usage -b "$MNT" >"$D/usage"
+	fi
+	sync
+	umount "$MNT"
+	diff "$D/before" "$D/after" >&2
+	check_clean
+	detach
+	# -P on the result: nothing below what -M reached is left out of -P's count
+	step -P "$devid:" "$@"
+	[ "$(cat "$BTK_OUT")" -le "$min" ]
+	[ $wrote = 1 ] || [ -z "${NO_WRITE_KNOWN:-}" ] || skip "$NO_WRITE_KNOWN"
+	[ $wrote = 1 ] || {
+		echo "the kernel cannot write after -M:" >&2
+		cat "$D/usage" >&2
+		false
+	}
+}
+
+@test "single-device DUP data and metadata: -M = -P, same files, kernel writes" {
+	profile_case "" -d dup -m dup
+}
+
+@test "mixed block groups: -M = -P, same files, kernel writes" {
+	profile_case "" -M
+}
+
+@test "4K nodes: -M = -P, same files, kernel writes" {
+	profile_case "" -n 4096
+}
+
+@test "64K nodes: -M = -P, same files, kernel writes" {
+	# every check above the kernel's write passes; the write itself fails today
+	NO_WRITE_KNOWN="known defect: with 64K nodes -M leaves less free metadata than the \
+kernel reserves (global reserve ~22 MiB of 32), so it cannot create a file (issue 14)"
+	profile_case "" -n 65536
+}
+
+# multi_empty PROFILE: 4 devices, data written and every other file deleted, one device
+# shrunk with -M so far that its chunks are emptied (extents move), not only moved whole
+multi_empty() {
+	local i imgs=()
+	for i in 0 1 2 3; do
+		truncate -s 320M "$D/d$i.img"
+		imgs+=("$D/d$i.img")
+	done
+	mkfs.btrfs -q -f -m "$1" -d "$1" "${imgs[@]}" >/dev/null 2>&1
+	attach "${imgs[@]}"
+	check_clean
+	mount "$DEV" "$MNT"
+	populate
+	# the device fills: the free space is inside chunks, none is unallocated for a stripe
+	for i in $(seq 1 200); do head -c 4M /dev/urandom >"$MNT/data/fill$i" 2>/dev/null || break; done
+	sync
+	for i in $(seq 1 2 200); do rm -f "$MNT/data/fill$i"; done
+	sync
+	manifest "$MNT" >"$D/before"
+	umount "$MNT"
+	detach
+	dv=0
+	for i in 1 2 3 4; do
+		step -n -M $i: "${imgs[@]}"
+		grep -q "^would empty and remove chunk" "$BTK_OUT" && { dv=$i; break; }
+	done
+	[ $dv != 0 ] || { cat "$BTK_OUT" >&2; false; }
+	shrink_and_verify "^emptied and removed chunk" $dv "${imgs[@]}"
+}
+
+@test "4-device RAID1: one device shrunk by emptying chunks; check clean, same files" {
+	multi_empty raid1
+}
+
+@test "4-device RAID10: one device shrunk by emptying chunks; check clean, same files" {
+	multi_empty raid10
+}
