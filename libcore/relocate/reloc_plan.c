@@ -7,12 +7,15 @@
  * groups, as the write path allocates), so fragmented free space is judged as it is. Tree
  * blocks need no contiguity; a pass copies every block it changes at most once, so the kept
  * metadata block groups must hold the emptied tree blocks plus a copy of every tree block of
- * the filesystem and a margin. New chunks are never counted on, so the result is exact: what
- * the plan accepts, the apply carries out. Mixed block groups are not emptied this way.
+ * the filesystem and a margin, and afterwards leave the kernel the free metadata it needs to
+ * write after mounting (or what it had, when that was less). New chunks are never counted on, so
+ * the result is exact: what the plan accepts, the apply carries out. Mixed block groups are not
+ * emptied this way.
  */
 #include "base/error.h"
 #include "format/extent_refs.h"
 #include "relocate/relocate_int.h"
+#include "trans/trans.h"
 #include "tree/tree.h"
 
 #include <errno.h>
@@ -155,6 +158,12 @@ static int free_ranges(struct btk_fs *fs, const struct btk_chunk *c, struct rl_r
 	return ret;
 }
 
+/* Free bytes of metadata chunk c holding u bytes, less a MiB the allocator may not reach. */
+static uint64_t chunk_room(const struct btk_chunk *c, uint64_t u)
+{
+	return c->length > u + (1ULL << 20) ? c->length - u - (1ULL << 20) : 0;
+}
+
 /* First fit of len bytes (sector aligned) in ranges; consumes it. */
 static bool first_fit(struct rl_ranges *fr, uint64_t len, uint32_t ss)
 {
@@ -174,6 +183,7 @@ int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devi
 {
 	struct rl_ranges dfree = {0}, edata = {0}, tmp = {0};
 	uint64_t efree_meta[2] = {0, 0}, eused_meta[2] = {0, 0}, all_meta[2] = {0, 0};
+	uint64_t free_before = 0, room = btk_kernel_meta_room(fs->nodesize), keep;
 	int ret = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -210,8 +220,9 @@ int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devi
 		if (past)
 			eused_meta[mi] += u;
 		else
-			efree_meta[mi] +=
-			    c->length > u + (1ULL << 20) ? c->length - u - (1ULL << 20) : 0;
+			efree_meta[mi] += chunk_room(c, u);
+		if (!mi)
+			free_before += chunk_room(c, u);
 	}
 	for (int i = 0; i < edata.n && !ret && out->fits; i++) {
 		out->bytes += edata.v[i].len;
@@ -225,6 +236,10 @@ int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devi
 		if (need && eused_meta[mi] + all_meta[mi] + META_MARGIN > efree_meta[mi])
 			out->fits = false;
 	}
+	/* what the kernel needs to write after mounting, or at least what it had */
+	keep = room < free_before ? room : free_before;
+	if (out->n && eused_meta[0] + keep > efree_meta[0])
+		out->fits = false;
 	free(dfree.v);
 	free(edata.v);
 	free(tmp.v);

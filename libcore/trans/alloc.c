@@ -485,3 +485,13 @@ int btk_bg_load(struct btk_wfs *w)
 	}
 	return ret;
 }
+
+/* The kernel holds back a global reserve of some 20 tree-block insertions (nodesize * 16
+ * each) and refuses ordinary reservations that would eat into it, so a metadata chunk filled
+ * to the brim makes every write, and the uuid scan at mount, fail with ENOSPC. 64 insertions'
+ * worth covers the reserve with room for the first transactions (uuid tree, orphan cleanup,
+ * the first file written). */
+uint64_t btk_kernel_meta_room(uint32_t nodesize)
+{
+	return (uint64_t)nodesize * 16 * 64;
+}

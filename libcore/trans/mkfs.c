@@ -593,16 +593,6 @@ static int check_fill_fits(const struct btk_fs *fs, const struct btk_mkfs_opts *
 		       fs->ndevs > 1 ? "" : "s", mib(raw));
 }
 
-/* Free metadata a shrunk image keeps for the kernel's first transactions after mounting (the
- * uuid tree, orphan cleanup, the first file written): the kernel holds back a global reserve
- * of some 20 tree-block insertions (nodesize * 16 each) and refuses ordinary reservations
- * that would eat into it, so a metadata chunk filled to the brim makes every write, and the
- * uuid scan at mount, fail with ENOSPC. 64 insertions' worth covers the reserve with room. */
-static uint64_t kernel_meta_room(uint32_t nodesize)
-{
-	return (uint64_t)nodesize * 16 * 64;
-}
-
 /* After the fill of a shrinking mkfs: trims the last chunks; when the free metadata is then
  * below room, the devices get room for one more metadata chunk that makes up the difference,
  * placed after everything else, and end where it ends. */
@@ -812,7 +802,7 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	if (!ret && o->fill)
 		ret = o->fill(o->fill_ctx, t);
 	if (!ret && o->shrink)
-		ret = shrink_devices(t, res->meta_flags, kernel_meta_room(pl.nodesize));
+		ret = shrink_devices(t, res->meta_flags, btk_kernel_meta_room(pl.nodesize));
 	if (!ret && o->shrink)
 		add_slack(fs, o->slack);
 	if (!ret) {

@@ -124,6 +124,10 @@ int btk_tree_read_next(struct btk_trans *t, struct btk_path *p);
 int btk_tree_cow_block(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
 		       uint64_t bytenr);
 
+/* Free metadata (bytes, logical) a filesystem needs so that the kernel can mount it and write:
+ * what a shrinking mkfs leaves and what a shrink keeps (alloc.c). */
+uint64_t btk_kernel_meta_room(uint32_t nodesize);
+
 /* Relocation keeping what snapshots share (block_move.c). The tree block at bytenr (a tree
  * that snapshots may share) is copied once to a block group that is not read-only; every
  * parent pointing at it is changed once the same way (in place when this transaction made it,

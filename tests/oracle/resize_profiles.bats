@@ -139,7 +139,6 @@ shrink_and_verify() {
 	# -P on the result: nothing below what -M reached is left out of -P's count
 	step -P "$devid:" "$@"
 	[ "$(cat "$BTK_OUT")" -le "$min" ]
-	[ $wrote = 1 ] || [ -z "${NO_WRITE_KNOWN:-}" ] || skip "$NO_WRITE_KNOWN"
 	[ $wrote = 1 ] || {
 		echo "the kernel cannot write after -M:" >&2
 		cat "$D/usage" >&2
@@ -160,9 +159,7 @@ shrink_and_verify() {
 }
 
 @test "64K nodes: -M = -P, same files, kernel writes" {
-	# every check above the kernel's write passes; the write itself fails today
-	NO_WRITE_KNOWN="known defect: with 64K nodes -M leaves less free metadata than the \
-kernel reserves (global reserve ~22 MiB of 32), so it cannot create a file (issue 14)"
+	# the kernel's global reserve is ~22 MiB here: -M must keep a second metadata chunk
 	profile_case "" -n 65536
 }
 
