@@ -4,8 +4,9 @@
 # no larger, and `btk-image restore` at most 0.5x the time of `btrfs-image -r` (of the same
 # dump, btrfs-image's own). Prints both dump sizes, the medians and the ratios.
 #
-# Usage: bench/image.sh [-B] [-r REPS] [-n NFILES] [-s SIZE] [-S SNAPSHOTS] [IMG]
-#   -B only builds the image. Defaults: 3 repetitions and the image of bench/owner.sh
+# Usage: bench/image.sh [-B] [-r REPS] [-t THREADS] [-n NFILES] [-s SIZE] [-S SNAPSHOTS] [IMG]
+#   -B only builds the image. -t N gives both dumps -t N (default: neither gets -t, and both
+#   then use one compression thread per CPU). Defaults: 3 repetitions and the image of bench/owner.sh
 #   (100000 files, 2 snapshots, 4G sparse, /tmp/btk-bench-images/owner.img), built once and
 #   reused while its parameters (IMG.params) match. BTK_BUILD selects the build folder.
 source "$(dirname "$0")/common.sh"
@@ -15,15 +16,17 @@ size=4G
 snaps=2
 reps=3
 build_only=0
-while getopts "Br:n:s:S:h" opt; do
+topt=()
+while getopts "Br:t:n:s:S:h" opt; do
 	case $opt in
 	B) build_only=1 ;;
 	r) reps=$OPTARG ;;
+	t) topt=(-t "$OPTARG") ;;
 	n) nfiles=$OPTARG ;;
 	s) size=$OPTARG ;;
 	S) snaps=$OPTARG ;;
 	*)
-		sed -n '2,10s/^# \{0,1\}//p' "$0"
+		sed -n '2,11s/^# \{0,1\}//p' "$0"
 		exit 2
 		;;
 	esac
@@ -41,9 +44,9 @@ bench_image "$img" "$nfiles" "$snaps" "$size"
 t=$BENCH_TMP
 echo "image: $img ($(cat "$img.params")), $(du -h "$img" | cut -f1) allocated; $(nproc) CPUs"
 
-bench_compare "$reps" "btk-image dump -c9" "$btk" dump -c 9 "$img" "$t/btk.img" -- \
-	"btrfs-image -c9" btrfs-image -c 9 "$img" "$t/bi.img" || bench_die "dump failed"
-dump_btk=${BC_WALL[0]} dump_bi=${BC_WALL[1]}
+bench_compare "$reps" "btk-image dump -c9${topt[*]:+ ${topt[*]}}" "$btk" dump -c 9 "${topt[@]}" "$img" "$t/btk.img" -- \
+	"btrfs-image -c9${topt[*]:+ ${topt[*]}}" btrfs-image -c 9 "${topt[@]}" "$img" "$t/bi.img" || bench_die "dump failed"
+dump_btk=${BC_WALL[0]} dump_bi=${BC_WALL[1]} cpu_btk=${BC_CPU[0]} cpu_bi=${BC_CPU[1]}
 size_btk=$(stat -c %s "$t/btk.img") size_bi=$(stat -c %s "$t/bi.img")
 
 # each restore onto a new file (removing the last one is part of the timed command)
@@ -57,4 +60,6 @@ btrfs check --readonly "$t/r1.img" >/dev/null 2>&1 || bench_die "btk's restore i
 echo "dump sizes: btk $size_btk bytes, btrfs-image $size_bi bytes" \
 	"(btk/btrfs-image $(bench_ratio "$size_btk" "$size_bi"))"
 echo "dump -c9: btk ${dump_btk}s, btrfs-image ${dump_bi}s, ratio $(bench_ratio "$dump_btk" "$dump_bi") (goal <= 0.5, no larger)"
+[ "$cpu_btk" = n/a ] || echo "dump -c9 CPU: btk ${cpu_btk}s, btrfs-image ${cpu_bi}s, ratio $(bench_ratio "$cpu_btk" "$cpu_bi")"
+echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "restore:  btk ${rest_btk}s, btrfs-image ${rest_bi}s, ratio $(bench_ratio "$rest_btk" "$rest_bi") (goal <= 0.5)"

@@ -34,7 +34,8 @@ struct btk_md_wstats {
 /* Writes a dump to fd (sequentially, from its current position, which counts as offset 0),
  * of format version 0 or 1 (the magic; items stay at most BTK_MD_ITEM_MAX_V0 bytes in both).
  * level 0 stores items as they are, 1..9 zlib-compresses each; threads (>= 1) compress the
- * items of one cluster in parallel. *out is owned by the caller: btk_md_finish frees it. */
+ * items in parallel, a cluster while the caller adds to the next. *out is owned by the caller:
+ * btk_md_finish frees it. */
 int btk_md_writer_open(int fd, int version, int level, int threads, struct btk_md_writer **out);
 /* Appends len bytes at logical to the dump (copied). Adjacent ranges merge into one item of at
  * most BTK_MD_ITEM_MAX_V0 bytes; `merge` false starts a new item (the superblock). */

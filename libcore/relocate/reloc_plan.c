@@ -48,19 +48,10 @@ int rl_extents_each(struct btk_fs *fs, uint64_t start, uint64_t end,
 	return ret < 0 ? ret : 0;
 }
 
+/* rl_range_add as an rl_extents_each callback */
 static int add_range(void *ctx, uint64_t start, uint64_t len)
 {
-	struct rl_ranges *out = ctx;
-
-	if (out->n == out->cap) {
-		int cap = out->cap ? 2 * out->cap : 64;
-		struct rl_range *nv = realloc(out->v, (size_t)cap * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "out of memory");
-		out->v = nv, out->cap = cap;
-	}
-	out->v[out->n++] = (struct rl_range){start, len};
-	return 0;
+	return rl_range_add(ctx, start, len);
 }
 
 /* Extents of the committed extent tree in [start, end) as (start, len) ranges. */
@@ -143,18 +134,8 @@ static int free_ranges(struct btk_fs *fs, const struct btk_chunk *c, const struc
 
 	for (int i = 0; i <= u->n && !ret; i++) {
 		uint64_t s = i < u->n ? u->v[i].start : end;
-		if (s > pos) {
-			if (out->n == out->cap) {
-				int cap = out->cap ? 2 * out->cap : 64;
-				struct rl_range *nv = realloc(out->v, (size_t)cap * sizeof(*nv));
-				if (!nv) {
-					ret = btk_err(ENOMEM, "out of memory");
-					break;
-				}
-				out->v = nv, out->cap = cap;
-			}
-			out->v[out->n++] = (struct rl_range){pos, s - pos};
-		}
+		if (s > pos && (ret = rl_range_add(out, pos, s - pos)))
+			break;
 		if (i < u->n && u->v[i].start + u->v[i].len > pos)
 			pos = u->v[i].start + u->v[i].len;
 	}
@@ -271,17 +252,11 @@ static int usage_load(struct btk_fs *fs, struct usage *u)
 
 static int append(struct rl_ranges *to, const struct rl_ranges *from)
 {
-	if (to->n + from->n > to->cap) {
-		int cap = to->n + from->n > 2 * to->cap ? to->n + from->n : 2 * to->cap;
-		struct rl_range *nv = realloc(to->v, (size_t)cap * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "out of memory");
-		to->v = nv, to->cap = cap;
-	}
-	if (from->n)
-		memcpy(&to->v[to->n], from->v, (size_t)from->n * sizeof(*from->v));
-	to->n += from->n;
-	return 0;
+	int ret = 0;
+
+	for (int i = 0; i < from->n && !ret; i++)
+		ret = rl_range_add(to, from->v[i].start, from->v[i].len);
+	return ret;
 }
 
 static int check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t size,

@@ -25,6 +25,8 @@ struct rl_ranges {
 	struct rl_range *v;
 	int n, cap;
 };
+/* Appends (start, len); 0 or -ENOMEM (with a message). */
+int rl_range_add(struct rl_ranges *r, uint64_t start, uint64_t len);
 
 /* The stripes of every chunk on devid (caller frees l->s). */
 int rl_layout_load(const struct btk_fs *fs, uint64_t devid, struct rl_layout *l);

@@ -64,7 +64,7 @@ static bool lowest_hole(const struct rl_range *busy, int n, uint64_t len, uint64
 	return false;
 }
 
-static int add_range(struct rl_ranges *r, uint64_t start, uint64_t len)
+int rl_range_add(struct rl_ranges *r, uint64_t start, uint64_t len)
 {
 	if (r->n == r->cap) {
 		int cap = r->cap ? 2 * r->cap : 16;
@@ -133,9 +133,9 @@ static int step_hole(const struct rl_layout *l, const struct rl_ranges *held, in
 	int ret = 0;
 
 	for (int k = 0; k < l->n && !ret; k++)
-		ret = add_range(&busy, l->s[k].off, l->s[k].len);
+		ret = rl_range_add(&busy, l->s[k].off, l->s[k].len);
 	for (int k = 0; k < held->n && !ret; k++)
-		ret = add_range(&busy, held->v[k].start, held->v[k].len);
+		ret = rl_range_add(&busy, held->v[k].start, held->v[k].len);
 	if (!ret) {
 		qsort(busy.v, (size_t)busy.n, sizeof(*busy.v), cmp_range);
 		*found = lowest_hole(busy.v, busy.n, l->s[i].len, l->s[i].off, to);
@@ -181,7 +181,7 @@ int rl_compact(struct rl_layout *l, uint64_t target, int round, struct btk_resiz
 			if (p)
 				ret = record(p, &l->s[i], to, round);
 			if (!ret)
-				ret = add_range(&held, l->s[i].off, l->s[i].len);
+				ret = rl_range_add(&held, l->s[i].off, l->s[i].len);
 			l->s[i].off = to;
 			moved++;
 		} else if (moved) {
