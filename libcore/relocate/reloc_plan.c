@@ -126,20 +126,19 @@ static int cut_out(struct rl_ranges *r, uint64_t start, uint64_t len)
 
 /* Free ranges of chunk c: its length minus extents and superblock mirrors' stripes (all
  * mirrors counted, whatever the profile: a little pessimistic, never optimistic). */
-static int free_ranges(struct btk_fs *fs, const struct btk_chunk *c, struct rl_ranges *out)
+static int free_ranges(struct btk_fs *fs, const struct btk_chunk *c, const struct rl_ranges *u,
+		       struct rl_ranges *out)
 {
-	struct rl_ranges u = {0};
 	uint64_t pos = c->logical, end = c->logical + c->length;
-	int ret = used_ranges(fs, c->logical, end, &u);
+	int ret = 0;
 
-	for (int i = 0; i <= u.n && !ret; i++) {
-		uint64_t s = i < u.n ? u.v[i].start : end;
+	for (int i = 0; i <= u->n && !ret; i++) {
+		uint64_t s = i < u->n ? u->v[i].start : end;
 		if (s > pos && (ret = rl_range_add(out, pos, s - pos)))
 			break;
-		if (i < u.n && u.v[i].start + u.v[i].len > pos)
-			pos = u.v[i].start + u.v[i].len;
+		if (i < u->n && u->v[i].start + u->v[i].len > pos)
+			pos = u->v[i].start + u->v[i].len;
 	}
-	free(u.v);
 	/* superblock stripes: the write path never allocates there */
 	for (int i = 0; i < c->num_stripes && !ret; i++)
 		for (int m = 0; m < BTK_SUPER_MIRRORS && !ret; m++) {
@@ -164,24 +163,106 @@ static uint64_t chunk_room(const struct btk_chunk *c, uint64_t u)
 	return c->length > u + (1ULL << 20) ? c->length - u - (1ULL << 20) : 0;
 }
 
-/* First fit of len bytes (sector aligned) in ranges; consumes it. */
-static bool first_fit(struct rl_ranges *fr, uint64_t len, uint32_t ss)
+/* First fit over free ranges in O(log n) per extent: a tree over the ranges, in address
+ * order, whose nodes hold the largest free length below them (the plain scan from the lowest
+ * range was quadratic in the extents of a fragmented filesystem). */
+struct fit {
+	struct rl_ranges *r;
+	uint64_t *mx;
+	int size; /* leaves: a power of two >= r->n */
+};
+
+static void fit_set(struct fit *f, int i)
 {
-	for (int i = 0; i < fr->n; i++) {
-		uint64_t s = (fr->v[i].start + ss - 1) / ss * ss, e = fr->v[i].start + fr->v[i].len;
-		if (s + len > e)
-			continue;
-		fr->v[i].len = e - (s + len);
-		fr->v[i].start = s + len;
-		return true;
-	}
-	return false;
+	int node = f->size + i;
+
+	f->mx[node] = i < f->r->n ? f->r->v[i].len : 0;
+	for (node /= 2; node; node /= 2)
+		f->mx[node] =
+		    f->mx[2 * node] > f->mx[2 * node + 1] ? f->mx[2 * node] : f->mx[2 * node + 1];
 }
 
-int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t size,
-		     struct rl_check *out)
+/* Aligns every range to ss (the write path allocates sectors) and builds the tree. */
+static int fit_init(struct fit *f, struct rl_ranges *r, uint32_t ss)
 {
-	struct rl_ranges dfree = {0}, edata = {0}, tmp = {0};
+	f->r = r;
+	f->size = 1;
+	while (f->size < r->n)
+		f->size *= 2;
+	f->mx = calloc(2 * (size_t)f->size, sizeof(*f->mx));
+	if (!f->mx)
+		return btk_err(ENOMEM, "out of memory");
+	for (int i = 0; i < r->n; i++) {
+		uint64_t s = (r->v[i].start + ss - 1) / ss * ss, e = r->v[i].start + r->v[i].len;
+		r->v[i] = (struct rl_range){s, e > s ? e - s : 0};
+	}
+	for (int i = 0; i < f->size; i++)
+		fit_set(f, i);
+	return 0;
+}
+
+/* The lowest range holding len (a multiple of the sector size) gives it up; false if none. */
+static bool first_fit(struct fit *f, uint64_t len)
+{
+	int node = 1;
+
+	if (!f->size || f->mx[1] < len)
+		return false;
+	while (node < f->size)
+		node = f->mx[2 * node] >= len ? 2 * node : 2 * node + 1;
+	node -= f->size;
+	f->r->v[node].start += len;
+	f->r->v[node].len -= len;
+	fit_set(f, node);
+	return true;
+}
+
+/* The extents of every chunk (by its index in fs->chunks), read once: the search for the
+ * minimum checks one size per stripe end, and reading the extent tree for each was
+ * quadratic in the size of the filesystem. */
+struct usage {
+	struct rl_ranges *used;
+	int n;
+};
+
+static void usage_free(struct usage *u)
+{
+	for (int i = 0; i < u->n; i++)
+		free(u->used[i].v);
+	free(u->used);
+	u->used = NULL, u->n = 0;
+}
+
+static int usage_load(struct btk_fs *fs, struct usage *u)
+{
+	int ret = 0;
+
+	u->n = 0;
+	u->used = calloc(fs->nchunks ? (size_t)fs->nchunks : 1, sizeof(*u->used));
+	if (!u->used)
+		return btk_err(ENOMEM, "out of memory");
+	for (; u->n < fs->nchunks && !ret; u->n++) {
+		const struct btk_chunk *c = fs->chunks[u->n];
+		ret = used_ranges(fs, c->logical, c->logical + c->length, &u->used[u->n]);
+	}
+	if (ret)
+		usage_free(u);
+	return ret;
+}
+
+static int append(struct rl_ranges *to, const struct rl_ranges *from)
+{
+	int ret = 0;
+
+	for (int i = 0; i < from->n && !ret; i++)
+		ret = rl_range_add(to, from->v[i].start, from->v[i].len);
+	return ret;
+}
+
+static int check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t size,
+		 const struct usage *use, struct rl_check *out)
+{
+	struct rl_ranges dfree = {0}, edata = {0};
 	uint64_t efree_meta[2] = {0, 0}, eused_meta[2] = {0, 0}, all_meta[2] = {0, 0};
 	uint64_t free_before = 0, room = btk_kernel_meta_room(fs->nodesize), keep;
 	int ret = 0;
@@ -208,14 +289,11 @@ int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devi
 			continue;
 		}
 		if (cl == BTRFS_BLOCK_GROUP_DATA) {
-			ret = past ? used_ranges(fs, c->logical, c->logical + c->length, &edata)
-				   : free_ranges(fs, c, &dfree);
+			ret = past ? append(&edata, &use->used[i])
+				   : free_ranges(fs, c, &use->used[i], &dfree);
 			continue;
 		}
-		tmp.n = 0;
-		if ((ret = used_ranges(fs, c->logical, c->logical + c->length, &tmp)))
-			break;
-		u = sum(&tmp);
+		u = sum(&use->used[i]);
 		all_meta[mi] += u;
 		if (past)
 			eused_meta[mi] += u;
@@ -224,11 +302,17 @@ int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devi
 		if (!mi)
 			free_before += chunk_room(c, u);
 	}
+	struct fit fit = {0};
+	if (!ret)
+		ret = fit_init(&fit, &dfree, fs->sectorsize);
 	for (int i = 0; i < edata.n && !ret && out->fits; i++) {
+		uint64_t len =
+		    (edata.v[i].len + fs->sectorsize - 1) / fs->sectorsize * fs->sectorsize;
 		out->bytes += edata.v[i].len;
-		if (!first_fit(&dfree, edata.v[i].len, fs->sectorsize))
+		if (!first_fit(&fit, len))
 			out->fits = false;
 	}
+	free(fit.mx);
 	for (int mi = 0; mi < 2 && !ret; mi++) {
 		out->bytes += eused_meta[mi];
 		/* metadata always: moving data copies the leaves that point at it */
@@ -242,7 +326,6 @@ int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devi
 		out->fits = false;
 	free(dfree.v);
 	free(edata.v);
-	free(tmp.v);
 	if (ret) {
 		free(out->chunks);
 		out->chunks = NULL;
@@ -250,13 +333,27 @@ int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devi
 	return ret;
 }
 
+int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t size,
+		     struct rl_check *out)
+{
+	struct usage use;
+	int ret = usage_load(fs, &use);
+
+	if (ret)
+		return ret;
+	ret = check(fs, l, devid, size, &use, out);
+	usage_free(&use);
+	return ret;
+}
+
 int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t *min)
 {
 	uint64_t at = UINT64_MAX;
-	int ret = 0;
+	struct usage use;
+	int ret = usage_load(fs, &use);
 
 	*min = 0;
-	for (;;) {
+	while (!ret) {
 		uint64_t next = 0;
 		struct rl_check chk;
 		/* the next lower stripe end on the device: the size that empties one more */
@@ -267,12 +364,13 @@ int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t de
 		}
 		if (!next)
 			break;
-		if ((ret = rl_logical_check(fs, l, devid, next, &chk)))
+		if ((ret = check(fs, l, devid, next, &use, &chk)))
 			break;
 		free(chk.chunks);
 		if (!chk.fits)
 			break;
 		*min = at = next;
 	}
+	usage_free(&use);
 	return ret;
 }
