@@ -32,8 +32,13 @@ ifeq ($(filter -j%,$(MAKEFLAGS)),)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 endif
 
-.PHONY: all deps check-deps check demo install clean format layers
-all: deps $(LIB) $(BINS) $(UNITS) $(TESTTOOLS)
+.PHONY: all build deps check-deps check demo install clean format layers
+# Packages are installed first, on their own, and the build runs in a second make: the
+# pkg-config flags above are read when make starts, so a fresh machine must have the -dev
+# packages before that make starts (and apt-get must not run twice at once under -j).
+all: deps
+	@$(MAKE) --no-print-directory build
+build: $(LIB) $(BINS) $(UNITS) $(TESTTOOLS)
 
 deps:
 	@scripts/deps.sh build
@@ -71,10 +76,12 @@ $(B)/tests/%: $(B)/tests/lib/%.o $(LIB)
 layers: $(LIB)
 	@scripts/layers.sh $(B)
 
-check: check-deps all layers
+check: check-deps
+	@$(MAKE) --no-print-directory build layers
 	@BTK_BUILD=$(B) tests/run.sh
 
-demo: deps all
+demo: deps
+	@$(MAKE) --no-print-directory build
 	@BTK_BUILD=$(B) scripts/demo.sh
 
 install: all

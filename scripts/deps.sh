@@ -7,6 +7,8 @@ build_pkgs="gcc make pkg-config libblkid-dev libpopt-dev libzstd-dev zlib1g-dev 
 check_pkgs="bats btrfs-progs e2fsprogs acl attr rsync xz-utils python3 util-linux coreutils
  clang libclang-rt-14-dev"
 want=$build_pkgs
+# one installer at a time, however many makes ask
+exec 9>"${TMPDIR:-/tmp}/btk-deps.lock" && flock 9
 [ "${1:-build}" = check ] && want="$build_pkgs $check_pkgs"
 missing=""
 for p in $want; do
