@@ -28,7 +28,7 @@ TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(B)/%.o)
 TESTTOOLS := $(TESTLIB_SRC:tests/lib/%.c=$(B)/tests/%)
 
 # build on every core unless -j was given: make check and make demo on CI's 2 cores
-ifeq ($(filter -j%,$(MAKEFLAGS)),)
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
 MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
 endif
 
