@@ -10,7 +10,7 @@ const struct verb img_file_verbs[] = {
     {"stat", "[--json] IMG PATH", "every field of an inode, its xattrs and extents", verb_stat},
     {"cat", "IMG PATH", "a file's content on stdout", verb_cat},
     {"getfattr", "[-n NAME | -d] IMG PATH", "extended attributes, like getfattr(1)", verb_getfattr},
-    {"get", "[-r] [-f] IMG PATH DEST", "copy files or trees out, as they are", verb_get},
+    {"get", "[-r] [-f] [--json] IMG PATH DEST", "copy files or trees out, as they are", verb_get},
     /* write verbs */
     {"put", "[-r] [-f] IMG SRC PATH", "copy a host file or tree into the image", verb_put},
     {"mkdir", "[-p] IMG PATH", "make a directory", verb_mkdir},

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "cli/cli.h"
 #include "fileops.h"
 #include "fs/fs_read.h"
@@ -29,7 +30,7 @@ struct get {
 	const char *dest;
 	size_t skip; /* bytes of an image path that the destination replaces */
 	struct cli_progress prog;
-	uint64_t files, bytes, skipped, xattrs_left, xattrs_unsupported;
+	uint64_t files, dirs, others, links_made, bytes, skipped, xattrs_left, xattrs_unsupported;
 	struct link *links;
 	size_t nlinks, cap; /* open addressing, cap a power of two */
 	/* the file being written */
@@ -228,6 +229,8 @@ static void get_file(struct get *g, const struct img_entry *e, const char *host)
 	if (first) {
 		if (link(first, host))
 			skipped(g, e->path, "%s: hard link not made: %s", strerror(errno));
+		else
+			g->links_made++;
 		return;
 	}
 	g->fd = open(host, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -261,10 +264,12 @@ static void get_symlink(struct get *g, const struct img_entry *e, const char *ho
 		g->skipped++;
 		return;
 	}
-	if (symlink(t, host))
+	if (symlink(t, host)) {
 		skipped(g, e->path, "%s: %s", strerror(errno));
-	else
+	} else {
+		g->others++;
 		set_meta(g, e, host, -1);
+	}
 	free(t);
 }
 
@@ -279,10 +284,13 @@ static void get_special(struct get *g, const struct img_entry *e, const char *ho
 		skipped(g, e->path, "%s: %s", "device node not made (needs root)");
 		return;
 	}
-	if (mknod(host, (i->mode & S_IFMT) | 0600, S_ISCHR(i->mode) || S_ISBLK(i->mode) ? dev : 0))
+	if (mknod(host, (i->mode & S_IFMT) | 0600,
+		  S_ISCHR(i->mode) || S_ISBLK(i->mode) ? dev : 0)) {
 		skipped(g, e->path, "%s: %s", strerror(errno));
-	else
+	} else {
+		g->others++;
 		set_meta(g, e, host, -1);
+	}
 }
 
 static int on_entry(void *ctx, const struct img_entry *e)
@@ -305,6 +313,7 @@ static int on_entry(void *ctx, const struct img_entry *e)
 			free(host);
 			return IMG_WALK_SKIP;
 		}
+		g->dirs++;
 	} else if (S_ISREG(mode)) {
 		get_file(g, e, host);
 	} else if (S_ISLNK(mode)) {
@@ -335,6 +344,22 @@ static int on_bad(void *ctx, const char *path, const char *why)
 	return skipped(ctx, path, "%s: not copied: %s", why);
 }
 
+/* --json: one object on stdout, also when something was skipped (exit status 1) */
+static void print_summary(const struct get *g, const char *path, const char *dest, int rc)
+{
+	printf("{\"verb\": \"get\", \"path\": ");
+	btk_json_cstr(stdout, path);
+	printf(", \"dest\": ");
+	btk_json_cstr(stdout, dest);
+	printf(", \"files\": %llu, \"hard_links\": %llu, \"dirs\": %llu, \"others\": %llu, "
+	       "\"bytes\": %llu, \"problems\": %llu, \"xattrs_not_copied\": %llu, "
+	       "\"errors\": %s}\n",
+	       (unsigned long long)g->files, (unsigned long long)g->links_made,
+	       (unsigned long long)g->dirs, (unsigned long long)g->others,
+	       (unsigned long long)g->bytes, (unsigned long long)g->skipped,
+	       (unsigned long long)(g->xattrs_left + g->xattrs_unsupported), rc ? "true" : "false");
+}
+
 /* DEST: an existing directory receives PATH under its own name (the top's contents for "/"),
  * anything else is the name of the copy. */
 static char *choose_dest(const char *path, const char *dest)
@@ -358,13 +383,17 @@ int verb_get(int argc, const char **argv)
 {
 	struct img_cmd c = {0};
 	struct get g = {.c = &c, .fd = -1, .root = geteuid() == 0};
-	int rec = 0;
+	int rec = 0, progress = 0;
 	struct poptOption opts[] = {
 	    {"recursive", 'r', POPT_ARG_NONE, &rec, 0, "directories with everything below", NULL},
 	    {"force", 'f', POPT_ARG_NONE, &g.force, 0, "replace existing files at DEST", NULL},
+	    {"progress", 0, POPT_ARG_NONE, &progress, 0,
+	     "show progress even when stderr is not a terminal", NULL},
 	    IMG_OPT_DEVICE(&c),
+	    IMG_OPT_JSON(&c),
 	    CLI_STD_OPTIONS POPT_TABLEEND};
-	int rc = img_parse(&c, argc, argv, opts, "[-r] [-f] IMG PATH DEST", 3, 3);
+	int rc =
+	    img_parse(&c, argc, argv, opts, "[-r] [-f] [--progress] [--json] IMG PATH DEST", 3, 3);
 	struct img_node n;
 	char *dest = NULL;
 
@@ -385,7 +414,9 @@ int verb_get(int argc, const char **argv)
 	g.dest = dest;
 	struct img_walk_ops ops = {
 	    .entry = on_entry, .dir_done = on_dir_done, .bad = on_bad, .recurse = true};
-	cli_progress_start(&g.prog, false);
+	if (c.json)
+		cli_json_on(false); /* from here on the summary says "problems" */
+	cli_progress_start(&g.prog, progress);
 	rc = img_walk(&c, c.args[1], &ops, &g);
 	cli_progress_clear(&g.prog);
 	if (g.xattrs_left)
@@ -401,6 +432,8 @@ int verb_get(int argc, const char **argv)
 			(unsigned long long)g.skipped);
 		rc = CLI_EXIT_ERROR;
 	}
+	if (c.json)
+		print_summary(&g, c.args[1], dest, rc);
 	for (size_t i = 0; i < g.cap; i++)
 		free(g.links[i].host);
 	free(g.links);

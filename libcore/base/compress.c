@@ -63,17 +63,18 @@ static long zstd_pack(int level, const uint8_t *in, size_t len, uint8_t *out, si
 }
 
 /* lzo: a 4-byte total length, then per input sector a 4-byte segment length and the segment;
- * a segment header never straddles a sector boundary (zero padding instead). */
+ * a segment header never straddles a sector boundary (zero padding instead). One segment per
+ * sector, as the kernel writes them: 64 KiB segments on 64 KiB sectors. */
 static long lzo_pack(uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t *out, size_t cap)
 {
 	static __thread uint8_t wrk[LZO1X_1_MEM_COMPRESS];
-	uint8_t seg[4096 + 4096 / 16 + 64 + 3];
+	static __thread uint8_t seg[BTK_LZO_MAX_SECTOR + BTK_LZO_MAX_SECTOR / 16 + 64 + 3];
 	size_t pos = LZO_HDR;
 
-	if (lzo_init() != LZO_E_OK || sectorsize > 4096 * 16)
+	if (lzo_init() != LZO_E_OK || sectorsize < 4096 || sectorsize > BTK_LZO_MAX_SECTOR)
 		return btk_err(EINVAL, "lzo: sector size %u not supported", sectorsize);
 	for (size_t done = 0; done < len;) {
-		size_t chunk = len - done < 4096 ? len - done : 4096;
+		size_t chunk = len - done < sectorsize ? len - done : sectorsize;
 		lzo_uint slen = sizeof(seg);
 		size_t room = sectorsize - pos % sectorsize;
 

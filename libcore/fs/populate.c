@@ -401,7 +401,9 @@ static int write_file(struct pop *p, uint64_t ino, uint64_t size, uint64_t *nbyt
 			ds = end;
 		if ((ret = write_hole(p, ino, pos, ds - pos)) || ds >= end)
 			break;
-		off_t h = lseek(fd, (off_t)ds, SEEK_HOLE);
+		/* the hole after the data itself: from ds, rounded down to a sector larger
+		 * than the host's blocks, SEEK_HOLE could answer ds (no progress) */
+		off_t h = lseek(fd, d, SEEK_HOLE);
 		uint64_t de = h < 0 ? end : ((uint64_t)h + ss - 1) / ss * ss;
 		if (de > end)
 			de = end;

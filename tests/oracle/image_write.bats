@@ -168,3 +168,159 @@ profile_case() {
 	profile_case raid6 4 scan -m raid6 -d raid6 -n 64k
 	profile_case raid0 2 device -m raid1 -d raid0 -n 64k
 }
+
+@test "write verbs on RAID10, RAID1C3/RAID1C4 and DUP data, with xxhash, sha256 and blake2 checksums, 8K-32K nodes" {
+	S=$D/src
+	mkdir -p "$S/a" "$S/c"
+	for i in $(seq 1 40); do head -c $((i * 997)) /dev/urandom >"$S/a/g$i"; done
+	head -c 1500000 /dev/urandom >"$S/c/big"
+	ln "$S/a/g1" "$S/c/hard"
+	profile_case raid10 4 scan -m raid10 -d raid10 --csum xxhash -n 8k
+	profile_case raid1c3 4 device -m raid1c4 -d raid1c3 --csum sha256 -n 32k
+	profile_case dup 1 device -m dup -d dup --csum blake2 -n 16k
+}
+
+# refused VERB ARGS...: btk-image VERB IMAGE ARGS fails with one line, the image unchanged
+refused() {
+	local verb=$1 before
+	shift
+	before=$(sha256_of "$IMAGE")
+	btk_run 60 "$IMG_TOOL" "$verb" "$IMAGE" "$@"
+	assert_one_line_error
+	[ "$before" = "$(sha256_of "$IMAGE")" ] || {
+		echo "$verb $*: the image changed" >&2
+		return 1
+	}
+}
+
+# a source tree for the refusal tests
+small_src() {
+	S=$D/src
+	mkdir -p "$S/a"
+	for i in $(seq 1 20); do head -c $((i * 500)) /dev/urandom >"$S/a/f$i"; done
+}
+
+@test "a mounted device is refused for every write verb (nothing written); reading it warns" {
+	IMAGE=$D/fs.img
+	small_src
+	truncate -s 320M "$IMAGE"
+	mkfs.btrfs -q -f "$IMAGE" >/dev/null 2>&1
+	attach "$IMAGE"
+	cp -a "$S" "$MNT/d"
+	btrfs subvolume create "$MNT/sv" >/dev/null
+	sync -f "$MNT"
+	# the kernel holds it read-write: btk-image is given the loop device and the file
+	for tgt in "$LOOP" "$IMAGE"; do
+		before=$(sha256_of "$IMAGE")
+		for cmd in "put -r $S /new" "mkdir /m" "rm -r /d" "mv /d /e" "ln -s x /l" \
+			"chmod 600 /d/a/f1" "touch /d/a/f1" "setfattr -n user.a -v b /d" \
+			"snapshot /sv /snap" "subvol create /sv2" "subvol delete /sv" "subvol default /sv"; do
+			set -- $cmd
+			btk_run 60 "$IMG_TOOL" "$1" "$tgt" "${@:2}"
+			assert_one_line_error
+			grep -q "mounted on $MNT" "$BTK_ERR" || { show_err; false; }
+		done
+		[ "$before" = "$(sha256_of "$IMAGE")" ]
+	done
+	btk_run 60 "$IMG_TOOL" ls "$LOOP" /d/a
+	[ "$status" = 0 ]
+	grep -q "mounted read-write" "$BTK_ERR"
+	detach
+	check_clean "the refusals"
+}
+
+@test "a log tree that needs replay is refused with one line (how to replay it), nothing written" {
+	oracle_image logtree -C small -L -s 512M
+	IMAGE=$D/log.img
+	cp --sparse=always "${IMG_DEVS[0]}" "$IMAGE"
+	btrfs inspect-internal dump-super "$IMAGE" | grep -Eq '^log_root[[:space:]]+[1-9]'
+	small_src
+	refused put -r "$S" /new
+	grep -q "log tree" "$BTK_ERR"
+	grep -q "mount" "$BTK_ERR"
+	refused mkdir /m
+	refused rm -r /logged
+	refused snapshot / /snap
+	refused subvol create /sv
+	# reading is fine: what the last commit holds
+	btk_run 60 "$IMG_TOOL" ls "$IMAGE" /
+	[ "$status" = 0 ]
+}
+
+@test "a balance in progress is refused with one line, nothing written" {
+	IMAGE=$D/bal.img
+	truncate -s 512M "$IMAGE"
+	mkfs.btrfs -q -f "$IMAGE" >/dev/null 2>&1
+	attach "$IMAGE"
+	# several data chunks: a pause stops the balance after the first
+	for i in $(seq 0 7); do head -c 16M /dev/urandom >"$MNT/f$i"; done
+	sync
+	btrfs balance start --bg -d "$MNT" >/dev/null 2>&1
+	for i in $(seq 1 50); do
+		btrfs balance pause "$MNT" >/dev/null 2>&1 || true
+		st=$(btrfs balance status "$MNT" 2>&1 || true)
+		case $st in *"is paused"* | *"No balance"*) break ;; esac
+		sleep 0.2
+	done
+	umount "$MNT" || { sleep 10; umount "$MNT"; }
+	losetup -d "$LOOP"
+	LOOP=
+	btrfs inspect-internal dump-tree -t root "$IMAGE" | grep -q "BALANCE" ||
+		skip "the balance finished before it could be paused"
+	small_src
+	refused put -r "$S" /new
+	grep -q "balance" "$BTK_ERR"
+	refused rm /f0
+	refused mkdir /m
+	refused subvol create /sv
+}
+
+@test "a v1 space cache is invalidated by each write verb; the kernel rebuilds it and btrfs check stays clean" {
+	IMAGE=$D/v1.img
+	small_src
+	truncate -s 512M "$IMAGE"
+	mkfs.btrfs -q -f -R ^free-space-tree "$IMAGE" >/dev/null 2>&1
+	attach "$IMAGE" space_cache=v1
+	cp -a "$S" "$MNT/d"
+	head -c 20M /dev/urandom >"$MNT/big"
+	detach
+	sb() { btrfs inspect-internal dump-super "$IMAGE" | awk -v f="$1" '$1 == f {print $2}'; }
+	[ "$(sb cache_generation)" = "$(sb generation)" ] # the kernel wrote a v1 cache
+	btrfs inspect-internal dump-tree -t root "$IMAGE" | grep -q 'FREE_SPACE' ||
+		btrfs inspect-internal dump-tree -t 1 "$IMAGE" | grep -q 'FREE_SPACE'
+	manifest_before
+	step '/new' put -r "$S" /new
+	[ "$(sb cache_generation)" = 18446744073709551615 ] # no longer to be trusted
+	step '/big' rm /big
+	step '/d/a' rm -r /d/a
+	step '/sv' subvol create /sv
+	# the kernel writes with the cache on: it rebuilds it; btrfs check (which then checks the
+	# v1 cache against the extent tree) stays clean
+	attach "$IMAGE" space_cache=v1
+	cp -a "$S" "$MNT/sv/k"
+	head -c 8M /dev/urandom >"$MNT/k2"
+	sync -f "$MNT"
+	detach
+	[ "$(sb cache_generation)" = "$(sb generation)" ]
+	check_clean "the kernel's writes with a rebuilt v1 cache"
+}
+
+@test "quotas on: a write verb says so and marks them for rescan; after the kernel's rescan btrfs check is clean" {
+	IMAGE=$D/fs.img
+	populated_image "$IMAGE"
+	btrfs inspect-internal dump-tree -t quota "$IMAGE" | grep -q 'QGROUP_STATUS' 
+	btrfs inspect-internal dump-tree -t quota "$IMAGE" | grep -A2 'QGROUP_STATUS' >"$D/status-before"
+	! grep -q 'INCONSISTENT' "$D/status-before"
+	btk_run 60 "$IMG_TOOL" mkdir "$IMAGE" /q
+	[ "$status" = 0 ] || { show_err; false; }
+	grep -q "quotas are on: marked for rescan" "$BTK_ERR"
+	btrfs inspect-internal dump-tree -t quota "$IMAGE" | grep -A2 'QGROUP_STATUS' | grep -q 'INCONSISTENT'
+	check_clean "mkdir with quotas"
+	attach "$IMAGE"
+	btrfs quota rescan -w "$MNT" >/dev/null
+	[ -d "$MNT/q" ]
+	detach
+	btrfs inspect-internal dump-tree -t quota "$IMAGE" | grep -A2 'QGROUP_STATUS' >"$D/status-after"
+	! grep -q 'INCONSISTENT' "$D/status-after"
+	check_clean "the kernel's rescan"
+}

@@ -149,6 +149,41 @@ static void test_lzo_big_segments(void **state)
 	free(back);
 }
 
+/* btk's lzo frames, parsed here and decoded with liblzo itself: one segment per sector, as the
+ * kernel writes them (64 KiB segments on 64 KiB sectors), headers never across a sector. */
+static void test_lzo_pack_segments(void **state)
+{
+	uint8_t *in = malloc(LEN), *z = malloc(2 * LEN), *back = malloc(LEN);
+	static const uint32_t sizes[] = {4096, 16384, 65536};
+	(void)state;
+
+	fill_text(in, LEN);
+	for (int k = 0; k < 3; k++) {
+		uint32_t ss = sizes[k];
+		long n = btk_compress(BTK_COMPRESS_LZO, 0, ss, in, LEN, z, 2 * LEN);
+		size_t pos = 4, done = 0, segs = 0;
+		assert_true(n > 0);
+		assert_int_equal(z[0] | z[1] << 8 | z[2] << 16 | (uint32_t)z[3] << 24, n);
+		while (pos < (size_t)n) {
+			if (ss - pos % ss < 4)
+				pos += ss - pos % ss; /* padding before a sector boundary */
+			uint32_t sl = z[pos] | z[pos + 1] << 8 | z[pos + 2] << 16;
+			lzo_uint out = ss;
+			assert_int_equal(
+			    lzo1x_decompress_safe(z + pos + 4, sl, back + done, &out, NULL),
+			    LZO_E_OK);
+			assert_int_equal(out, LEN - done < ss ? LEN - done : ss);
+			done += out, pos += 4 + sl, segs++;
+		}
+		assert_int_equal(pos, (size_t)n);
+		assert_int_equal(segs, LEN / ss);
+		assert_memory_equal(back, in, LEN);
+	}
+	free(in);
+	free(z);
+	free(back);
+}
+
 /* Corrupt framing is an error, not output cut and zero-filled. */
 static void test_lzo_corrupt(void **state)
 {
@@ -215,9 +250,10 @@ static void test_parse(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_roundtrip),	cmocka_unit_test(test_incompressible),
-	    cmocka_unit_test(test_damaged),	cmocka_unit_test(test_lzo_big_segments),
-	    cmocka_unit_test(test_lzo_corrupt), cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_roundtrip),	      cmocka_unit_test(test_incompressible),
+	    cmocka_unit_test(test_damaged),	      cmocka_unit_test(test_lzo_big_segments),
+	    cmocka_unit_test(test_lzo_corrupt),	      cmocka_unit_test(test_parse),
+	    cmocka_unit_test(test_lzo_pack_segments),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
