@@ -194,7 +194,10 @@ static int cow_sibling(struct btk_trans *t, struct btk_wroot *wr, struct btk_pat
 static int del_ptr(struct btk_trans *t, struct btk_wroot *wr, struct btk_path *p, int level);
 
 /* A root node with one child hands the root over to that child; an empty root node becomes
- * an empty leaf. */
+ * an empty leaf. The child is copied first (when not already of this transaction), as the
+ * kernel does: the root item records this transaction as the root block's generation, and a
+ * child committed earlier would then fail the parent-transid check (btrfs check: "parent
+ * transid verify failed"; the kernel refuses the tree). */
 static int shrink_root(struct btk_trans *t, struct btk_wroot *wr, struct btk_block *r)
 {
 	int ret = 0;
@@ -215,7 +218,10 @@ static int shrink_root(struct btk_trans *t, struct btk_wroot *wr, struct btk_blo
 			}
 			break;
 		}
-		ret = btk_wblock_read(t->fs, btk_node_blockptr(r, 0), wr->level - 1, &c);
+		struct btk_path rp; /* r as the parent cow_sibling updates; owns nothing */
+		btk_path_init(&rp);
+		rp.nodes[wr->level] = r;
+		ret = cow_sibling(t, wr, &rp, wr->level - 1, 0, &c);
 		if (!ret)
 			ret = free_block(t, wr, r);
 		if (ret)

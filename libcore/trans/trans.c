@@ -220,10 +220,46 @@ static int qgroups_inconsistent(struct btk_trans *t)
 	return btk_item_update(t, BTRFS_QUOTA_TREE_OBJECTID, &k, item, sizeof(item));
 }
 
+/* A v1 space cache (no free-space tree) no longer matches the block groups. The superblock's
+ * cache_generation of -1 (at commit) makes the kernel rebuild every cache at its next mount,
+ * but btrfs check reads each cache whose header generation still equals its inode's: so each
+ * header's generation becomes 0, which both of them take as "stale, not to be loaded". Once
+ * per cache: a header already at 0 is left alone. */
+static int v1_caches_stale(struct btk_trans *t)
+{
+	struct btk_key k = {BTRFS_FREE_SPACE_OBJECTID, 0, 0};
+	uint8_t item[sizeof(struct btrfs_free_space_header)];
+	uint32_t size;
+	int ret;
+
+	if (t->w->fst || !btk_le64(t->fs->sb.cache_generation))
+		return 0;
+	for (;;) {
+		ret = btk_item_next(t, BTRFS_ROOT_TREE_OBJECTID, &k, item, sizeof(item), &size);
+		if (ret)
+			return ret < 0 ? ret : 0;
+		if (k.objectid != BTRFS_FREE_SPACE_OBJECTID || k.type != 0)
+			return 0;
+		if (size == sizeof(item) &&
+		    BTK_GET(struct btrfs_free_space_header, item, generation)) {
+			BTK_PUT(struct btrfs_free_space_header, item, generation, 0);
+			if ((ret = btk_item_update(t, BTRFS_ROOT_TREE_OBJECTID, &k, item,
+						   sizeof(item))))
+				return ret;
+		}
+		if (k.offset == UINT64_MAX)
+			return 0;
+		k.offset++;
+	}
+}
+
 static int settle(struct btk_trans *t)
 {
 	struct btk_wfs *w = t->w;
 	int ret = qgroups_inconsistent(t);
+
+	if (!ret)
+		ret = v1_caches_stale(t);
 
 	for (int round = 0; !ret; round++) {
 		uint64_t before = w->mods;

@@ -203,3 +203,30 @@ PY
 	done
 	check_clean "$img" "the write verbs"
 }
+
+@test "options: mkdir -m MODE; setfattr values as text, \"quoted\", 0x hex, 0s base64; getfattr -m RE" {
+	local img=$D/o.img
+	"$MKFS" -q -b 256m -r "$S" "$img"
+	ok mkdir -m 0710 "$img" /m
+	ok mkdir -p -m 0700 "$img" /m/n/o
+	ok stat --json "$img" /m
+	grep -q '"mode": 16840,' "$BTK_OUT" # S_IFDIR | 0710
+	ok stat --json "$img" /m/n/o
+	grep -q '"mode": 16832,' "$BTK_OUT" # S_IFDIR | 0700
+	ok setfattr -n user.text -v plain "$img" /small
+	ok setfattr -n user.quoted -v '"with space"' "$img" /small
+	ok setfattr -n user.hex -v 0x00ff41 "$img" /small
+	ok setfattr -n user.b64 -v 0sAP9B "$img" /small
+	ok setfattr -n trusted.t -v secret "$img" /small
+	ok getfattr -d -e hex "$img" /small
+	grep -qx 'user.text=0x706c61696e' "$BTK_OUT"
+	grep -qx 'user.quoted=0x77697468207370616365' "$BTK_OUT"
+	grep -qx 'user.hex=0x00ff41' "$BTK_OUT"
+	grep -qx 'user.b64=0x00ff41' "$BTK_OUT"
+	! grep -q trusted "$BTK_OUT" # -d alone: ^user\. as getfattr(1)
+	ok getfattr -d -m - "$img" /small
+	grep -qx 'trusted.t="secret"' "$BTK_OUT"
+	ok getfattr -d -m '^trusted' "$img" /small
+	[ "$(grep -c = "$BTK_OUT")" = 1 ]
+	check_clean "$img" "mkdir -m, setfattr"
+}
