@@ -15,6 +15,8 @@ setup_file() {
 	# a smaller sparse file than the generator's 5 GiB: both mounts read it whole for rsync
 	rm -f "$SRC/sparse-5g"
 	truncate -s 200M "$SRC/sparse"
+	# 9,000 names of 240 bytes: e2fsck -fD makes /longnames a two-level htree (convert_check.sh)
+	python3 -c 'import os, sys; os.mkdir(sys.argv[1]); [open(os.path.join(sys.argv[1], "%05d-" % i + "n" * 234), "w").close() for i in range(9000)]' "$SRC/longnames"
 	for off in 0 100 199; do
 		printf 'island at %s MiB' "$off" | dd of="$SRC/sparse" bs=1M seek="$off" conv=notrunc status=none
 	done
