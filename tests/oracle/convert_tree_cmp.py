@@ -62,11 +62,20 @@ def inode_flags(path):
     return hex(int.from_bytes(buf[:4], "little") & COMMON_FLAGS)
 
 
-def digest(path):
+def digest(path, segments):
+    """sha256 of the data segments (holes read as zeros by definition; the layout and the
+    size are compared apart): a 2 GiB preallocated file is not read as 2 GiB of zeros"""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
+        for start, end in segments:
+            fh.seek(start)
+            left = end - start
+            while left:
+                chunk = fh.read(min(left, 1 << 20))
+                if not chunk:
+                    break
+                h.update(chunk)
+                left -= len(chunk)
     return h.hexdigest()
 
 
@@ -95,7 +104,8 @@ def scan(top, skip):
             if os.path.islink(p):
                 rec["target"] = os.readlink(p)
             elif os.path.isfile(p):
-                rec["sha256"], rec["layout"] = digest(p), layout(p)
+                rec["layout"] = layout(p)
+                rec["sha256"] = digest(p, rec["layout"])
             elif not os.path.isdir(p):
                 rec["rdev"] = st.st_rdev
             info[rel] = rec
