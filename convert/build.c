@@ -15,6 +15,7 @@
 #include "runs.h"
 #include "base/error.h"
 #include "base/uuid.h"
+#include "format/inode_item.h"
 #include "fs/fs_write.h"
 #include "io/io.h"
 #include "trans/inplace.h"
@@ -497,27 +498,6 @@ out:
 	return ret;
 }
 
-static uint8_t ftype_of(uint16_t mode)
-{
-	switch (mode & LINUX_S_IFMT) {
-	case LINUX_S_IFREG:
-		return BTRFS_FT_REG_FILE;
-	case LINUX_S_IFDIR:
-		return BTRFS_FT_DIR;
-	case LINUX_S_IFCHR:
-		return BTRFS_FT_CHRDEV;
-	case LINUX_S_IFBLK:
-		return BTRFS_FT_BLKDEV;
-	case LINUX_S_IFIFO:
-		return BTRFS_FT_FIFO;
-	case LINUX_S_IFSOCK:
-		return BTRFS_FT_SOCK;
-	case LINUX_S_IFLNK:
-		return BTRFS_FT_SYMLINK;
-	}
-	return BTRFS_FT_UNKNOWN;
-}
-
 /* ext time (32-bit seconds, and in the large inode 2 epoch bits and 30 bits of ns). */
 static struct btk_time ext_time(uint32_t sec, const uint32_t *extra)
 {
@@ -674,7 +654,7 @@ static int create_inode(struct conv *c, ext2_ino_t eino, bool top)
 		return btk_err(EIO, "ext inode %u: %s", eino, error_message(err));
 	make_attr(c, &li, &a);
 	size = EXT2_I_SIZE(in);
-	c->ftype[eino] = ftype_of(in->i_mode);
+	c->ftype[eino] = btk_mode_ftype(in->i_mode);
 	if (top)
 		ret = btk_inode_set_attr(c->t, BTRFS_FS_TREE_OBJECTID, ino, &a);
 	else
