@@ -106,6 +106,10 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw_run(uint32_t crc, const
 
 	for (; len >= 3 * LANE; p += 3 * LANE, len -= 3 * LANE) {
 		uint64_t a = c, b = 0, d = 0;
+		/* the next round's bytes: the hardware prefetcher stops at page boundaries, and
+		 * bytes from memory arrive 2-3x slower than the crc instruction takes them */
+		for (size_t i = 3 * LANE; i < 6 * LANE && i < len; i += 64)
+			__builtin_prefetch(p + i);
 		for (size_t i = 0; i < LANE; i += 8) {
 			uint64_t x, y, z;
 			memcpy(&x, p + i, 8);
