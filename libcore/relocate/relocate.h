@@ -29,9 +29,9 @@ struct btk_resize_move {
 	int round; /* moves of one round share a transaction */
 };
 
-/* The free tail of a data chunk cut off (round 0, before any move). */
+/* The free tail of a chunk cut off (round 0, before any move). */
 struct btk_resize_cut {
-	uint64_t logical, from_len, to_len;
+	uint64_t logical, type, from_len, to_len;
 };
 
 struct btk_resize_plan {
@@ -52,7 +52,18 @@ struct btk_resize_plan {
 	uint64_t *empties;
 	int nempty;
 	uint64_t bytes_relocated;
+	/* compaction: the chunks are emptied and removed first, then the stripes move (into the
+	 * room they left) */
+	bool empty_first;
 };
+
+/* The least devid can hold whatever its chunks: the bytes of the extents on it (shared ones
+ * once), by kind; the free metadata a shrink leaves the kernel to mount and write (its global
+ * reserve and 64 insertions, in every copy on this device); the reserved first MiB. */
+struct btk_resize_floor {
+	uint64_t data, metadata, system, kernel_room, reserved, total;
+};
+int btk_resize_floor(struct btk_fs *fs, uint64_t devid, struct btk_resize_floor *f);
 
 /* What stops a write: returns 0, or -EBUSY (a balance or relocation in progress),
  * -EOPNOTSUPP (a log tree to replay), -EEXIST (ext2_saved: a rollback image a resize would

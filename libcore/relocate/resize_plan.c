@@ -215,7 +215,7 @@ static int add_cut(struct btk_resize_plan *p, const struct btk_chunk *c, uint64_
 	if (!nc)
 		return btk_err(ENOMEM, "out of memory");
 	p->cuts = nc;
-	p->cuts[p->ncuts++] = (struct btk_resize_cut){c->logical, c->length, len};
+	p->cuts[p->ncuts++] = (struct btk_resize_cut){c->logical, c->type, c->length, len};
 	p->bytes_cut += c->length - len;
 	p->rounds = 1;
 	return 0;
@@ -298,7 +298,7 @@ static int logical_min(struct btk_fs *fs, uint64_t devid, uint64_t *min)
 int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk_resize_plan *plan)
 {
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
-	uint64_t whole = 0, with_cuts = 0, logical = 0, physical;
+	uint64_t whole = 0, with_cuts = 0, logical = 0, compacted = 0, physical;
 	struct rl_layout l;
 	int ret;
 
@@ -309,12 +309,16 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 		return btk_err(ENODEV, "devid %llu is missing", (unsigned long long)devid);
 	if ((ret = stuck_end(fs, devid, false, &whole)) ||
 	    (ret = stuck_end(fs, devid, true, &with_cuts)) ||
-	    (ret = logical_min(fs, devid, &logical)) || (ret = rl_layout_load(fs, devid, &l)))
+	    (ret = logical_min(fs, devid, &logical)) ||
+	    (ret = rl_compact_empty(fs, devid, 0, NULL, &compacted)) ||
+	    (ret = rl_layout_load(fs, devid, &l)))
 		return ret;
 	plan->devid = devid;
 	plan->old_size = d->total_bytes;
 	physical = with_cuts < whole ? with_cuts : whole;
 	plan->minimum = logical && logical < physical ? logical : physical;
+	if (compacted && compacted < plan->minimum)
+		plan->minimum = compacted;
 	plan->alloc_end = rl_layout_end(&l);
 	for (int i = 0; i < l.n; i++)
 		plan->allocated += l.s[i].len;
@@ -329,7 +333,14 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 		ret =
 		    btk_err(EINVAL, "devid %llu: %s has only %llu bytes", (unsigned long long)devid,
 			    d->dev->path, (unsigned long long)d->dev->size);
-	else if (plan->new_size < physical) {
+	else if (plan->new_size < physical && (!logical || plan->new_size < logical)) {
+		/* only compaction gets there: chunks emptied, then stripes moved into their room */
+		free(l.s);
+		ret = rl_compact_empty(fs, devid, plan->new_size, plan, &compacted);
+		if (ret)
+			btk_resize_plan_free(plan);
+		return ret;
+	} else if (plan->new_size < physical) {
 		/* every whole-stripe move first (cheap), then the chunks still past go */
 		ret = rl_compact(&l, 0, 0, plan);
 		if (!ret)
