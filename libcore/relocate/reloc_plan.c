@@ -261,6 +261,15 @@ int rl_check_set(struct btk_fs *fs, const bool *gone, const struct rl_usage *use
 
 	memset(out, 0, sizeof(*out));
 	out->fits = true;
+	/* every kind of chunk keeps one: without a data chunk the kernel could write no data
+	 * until it has room for a new one, which a shrink to the minimum leaves it none of */
+	for (int i = 0; i < fs->nchunks && out->fits; i++) {
+		bool kept = false;
+		for (int j = 0; j < fs->nchunks && !kept; j++)
+			kept = !gone[j] &&
+			       class_of(fs->chunks[j]->type) == class_of(fs->chunks[i]->type);
+		out->fits = kept;
+	}
 	for (int i = 0; i < fs->nchunks && !ret; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
 		uint64_t cl = class_of(c->type), u;
@@ -354,11 +363,11 @@ int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devi
 	return ret;
 }
 
-int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t *min)
+int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid,
+		       const struct rl_usage *use, uint64_t *min)
 {
 	uint64_t at = UINT64_MAX;
-	struct rl_usage use;
-	int ret = rl_usage_load(fs, &use);
+	int ret = 0;
 
 	*min = 0;
 	while (!ret) {
@@ -372,13 +381,12 @@ int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t de
 		}
 		if (!next)
 			break;
-		if ((ret = check(fs, l, devid, next, &use, &chk)))
+		if ((ret = check(fs, l, devid, next, use, &chk)))
 			break;
 		free(chk.chunks);
 		if (!chk.fits)
 			break;
 		*min = at = next;
 	}
-	rl_usage_free(&use);
 	return ret;
 }

@@ -94,15 +94,17 @@ int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devi
 		     struct rl_check *out);
 /* The smallest stripe end of layout l (devid's stripes after the planned moves) that emptying
  * the chunks past it reaches (0: none). */
-int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t *min);
+int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid,
+		       const struct rl_usage *use, uint64_t *min);
 
 /* Compaction (resize_compact.c): chunks are emptied one by one, from the one whose stripe
  * ends last on the device down (the first whose extents the others take), and after each the
  * remaining stripes are moved whole into the room the emptied ones left. With target 0: *end
  * is the smallest end a step reaches (0: none). Else the first step ending at or below target
- * goes into p (empties, then moves in rounds; p->empty_first), or -ENOSPC. */
-int rl_compact_empty(struct btk_fs *fs, uint64_t devid, uint64_t target, struct btk_resize_plan *p,
-		     uint64_t *end);
+ * goes into p (empties, then moves in rounds; p->empty_first), or -ENOSPC. use: the extents
+ * (rl_usage_load). */
+int rl_compact_empty(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
+		     struct btk_resize_plan *p, uint64_t *end);
 
 /* Moves every extent out of the chunks, one transaction per pass, until they are empty.
  * -EAGAIN when passes stop finding less (the message says how many are left), -ENOSPC when

@@ -100,11 +100,10 @@ static int record_empties(struct btk_fs *fs, const bool *gone, const struct rl_u
 	return 0;
 }
 
-int rl_compact_empty(struct btk_fs *fs, uint64_t devid, uint64_t target, struct btk_resize_plan *p,
-		     uint64_t *end)
+int rl_compact_empty(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
+		     struct btk_resize_plan *p, uint64_t *end)
 {
 	struct rl_layout l0, l = {0};
-	struct rl_usage use = {0};
 	bool *gone = calloc((size_t)fs->nchunks + 1, sizeof(*gone));
 	int ret = gone ? rl_layout_load(fs, devid, &l0) : btk_err(ENOMEM, "out of memory");
 	int checks = 0, steps = 0;
@@ -116,7 +115,6 @@ int rl_compact_empty(struct btk_fs *fs, uint64_t devid, uint64_t target, struct 
 		free(gone);
 		return ret;
 	}
-	ret = rl_usage_load(fs, &use);
 	while (!ret) {
 		int pick;
 		uint64_t e;
@@ -130,13 +128,13 @@ int rl_compact_empty(struct btk_fs *fs, uint64_t devid, uint64_t target, struct 
 			/* this step reaches it: the same moves, stopped at the target */
 			free(l.s);
 			l.s = NULL;
-			if (!(ret = record_empties(fs, gone, &use, p)))
+			if (!(ret = record_empties(fs, gone, use, p)))
 				ret = compact_rest(fs, &l0, gone, target, p, &l);
 			if (!ret && !p->rounds)
 				p->rounds = 1;
 			break;
 		}
-		if ((ret = next_chunk(fs, &l, gone, &use, &checks, &pick)))
+		if ((ret = next_chunk(fs, &l, gone, use, &checks, &pick)))
 			break;
 		if (pick < 0) {
 			if (target)
@@ -152,6 +150,5 @@ int rl_compact_empty(struct btk_fs *fs, uint64_t devid, uint64_t target, struct 
 	free(l.s);
 	free(l0.s);
 	free(gone);
-	rl_usage_free(&use);
 	return ret;
 }

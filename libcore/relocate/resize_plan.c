@@ -282,7 +282,7 @@ static int plan_empties(struct btk_fs *fs, const struct rl_layout *l, struct btk
 
 /* Where the stripes of devid are once every whole-stripe move is made, and the smallest size
  * emptying chunks reaches from there. */
-static int logical_min(struct btk_fs *fs, uint64_t devid, uint64_t *min)
+static int logical_min(struct btk_fs *fs, uint64_t devid, const struct rl_usage *use, uint64_t *min)
 {
 	struct rl_layout l;
 	int ret = rl_layout_load(fs, devid, &l);
@@ -290,7 +290,7 @@ static int logical_min(struct btk_fs *fs, uint64_t devid, uint64_t *min)
 	if (!ret)
 		ret = rl_compact(&l, 0, 0, NULL);
 	if (!ret)
-		ret = rl_logical_minimum(fs, &l, devid, min);
+		ret = rl_logical_minimum(fs, &l, devid, use, min);
 	free(l.s);
 	return ret;
 }
@@ -299,6 +299,7 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 {
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
 	uint64_t whole = 0, with_cuts = 0, logical = 0, compacted = 0, physical;
+	struct rl_usage use = {0};
 	struct rl_layout l;
 	int ret;
 
@@ -308,11 +309,15 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 	if (!d->dev)
 		return btk_err(ENODEV, "devid %llu is missing", (unsigned long long)devid);
 	if ((ret = stuck_end(fs, devid, false, &whole)) ||
-	    (ret = stuck_end(fs, devid, true, &with_cuts)) ||
-	    (ret = logical_min(fs, devid, &logical)) ||
-	    (ret = rl_compact_empty(fs, devid, 0, NULL, &compacted)) ||
-	    (ret = rl_layout_load(fs, devid, &l)))
+	    (ret = stuck_end(fs, devid, true, &with_cuts)) || (ret = rl_usage_load(fs, &use)))
 		return ret;
+	/* the extents are read once for both searches */
+	if ((ret = logical_min(fs, devid, &use, &logical)) ||
+	    (ret = rl_compact_empty(fs, devid, 0, &use, NULL, &compacted)) ||
+	    (ret = rl_layout_load(fs, devid, &l))) {
+		rl_usage_free(&use);
+		return ret;
+	}
 	plan->devid = devid;
 	plan->old_size = d->total_bytes;
 	physical = with_cuts < whole ? with_cuts : whole;
@@ -336,12 +341,14 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 	else if (plan->new_size < physical && (!logical || plan->new_size < logical)) {
 		/* only compaction gets there: chunks emptied, then stripes moved into their room */
 		free(l.s);
-		ret = rl_compact_empty(fs, devid, plan->new_size, plan, &compacted);
+		ret = rl_compact_empty(fs, devid, plan->new_size, &use, plan, &compacted);
+		rl_usage_free(&use);
 		if (ret)
 			btk_resize_plan_free(plan);
 		return ret;
 	} else if (plan->new_size < physical) {
 		/* every whole-stripe move first (cheap), then the chunks still past go */
+		rl_usage_free(&use);
 		ret = rl_compact(&l, 0, 0, plan);
 		if (!ret)
 			ret = plan_empties(fs, &l, plan);
@@ -358,6 +365,7 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 		if (!ret)
 			ret = rl_compact(&l, plan->new_size, plan->ncuts ? 1 : 0, plan);
 	}
+	rl_usage_free(&use);
 	if (!ret && rl_layout_end(&l) > plan->new_size)
 		ret = btk_err(EUCLEAN, "devid %llu: the plan ends at %llu, past %llu",
 			      (unsigned long long)devid, (unsigned long long)rl_layout_end(&l),
