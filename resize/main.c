@@ -366,7 +366,9 @@ static int run(struct opts *o)
 		cli_err("%s", btk_errmsg());
 		goto out;
 	}
-	if (btk_resize_plan(fs, o->arg.devid, size, &plan)) {
+	/* the minimum is searched for only where it is printed or needed */
+	if (btk_resize_plan(fs, o->arg.devid, size,
+			    o->minimum || o->print_min || o->dry_run || o->json, &plan)) {
 		cli_err("%s", btk_errmsg());
 		goto out;
 	}

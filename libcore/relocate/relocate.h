@@ -74,10 +74,12 @@ int btk_resize_refusals(struct btk_fs *fs, bool force);
 bool btk_resize_quotas_on(struct btk_fs *fs);
 
 /* Plans resizing devid to `size` bytes (rounded down to the sector size); size 0 asks for the
- * minimum. Fills *plan (free with btk_resize_plan_free). Errors: -ENOENT unknown devid,
- * -ENOSPC size below the minimum (the message says the minimum), -EINVAL size too small to
- * hold a superblock, -ENOMEM. */
-int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk_resize_plan *plan);
+ * minimum. Without find_minimum, a size at or past the allocated end (nothing moves) skips the
+ * search for the minimum, which reads every extent: plan->minimum is then 0. Fills *plan (free
+ * with btk_resize_plan_free). Errors: -ENOENT unknown devid, -ENOSPC size below the minimum
+ * (the message says the minimum), -EINVAL size too small to hold a superblock, -ENOMEM. */
+int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, bool find_minimum,
+		    struct btk_resize_plan *plan);
 void btk_resize_plan_free(struct btk_resize_plan *plan);
 
 /* Called after each stripe copied: bytes done of total. */

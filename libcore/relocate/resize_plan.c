@@ -295,7 +295,36 @@ static int logical_min(struct btk_fs *fs, uint64_t devid, const struct rl_usage 
 	return ret;
 }
 
-int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk_resize_plan *plan)
+/* A size at or past the allocated end moves nothing: the plan is the size alone, without the
+ * search for the minimum (which reads every extent). */
+static int size_only(struct btk_fs *fs, struct btk_fs_dev *d, uint64_t size,
+		     struct btk_resize_plan *plan, bool *done)
+{
+	struct rl_layout l;
+	int ret = rl_layout_load(fs, d->devid, &l);
+
+	*done = false;
+	if (ret)
+		return ret;
+	plan->alloc_end = rl_layout_end(&l);
+	for (int i = 0; i < l.n; i++)
+		plan->allocated += l.s[i].len;
+	free(l.s);
+	if (size / fs->sectorsize * fs->sectorsize < plan->alloc_end)
+		return 0;
+	*done = true;
+	plan->devid = d->devid;
+	plan->old_size = d->total_bytes;
+	plan->new_size = size / fs->sectorsize * fs->sectorsize;
+	if (d->dev->is_blockdev && plan->new_size > d->dev->size)
+		return btk_err(EINVAL, "devid %llu: %s has only %llu bytes",
+			       (unsigned long long)d->devid, d->dev->path,
+			       (unsigned long long)d->dev->size);
+	return 0;
+}
+
+int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, bool find_minimum,
+		    struct btk_resize_plan *plan)
 {
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
 	uint64_t whole = 0, with_cuts = 0, logical = 0, compacted = 0, physical;
@@ -308,6 +337,16 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 		return btk_err(ENOENT, "no device with devid %llu", (unsigned long long)devid);
 	if (!d->dev)
 		return btk_err(ENODEV, "devid %llu is missing", (unsigned long long)devid);
+	if (size && !find_minimum) {
+		bool done;
+		ret = size_only(fs, d, size, plan, &done);
+		if (ret || done) {
+			if (ret)
+				btk_resize_plan_free(plan);
+			return ret;
+		}
+		memset(plan, 0, sizeof(*plan));
+	}
 	if ((ret = stuck_end(fs, devid, false, &whole)) ||
 	    (ret = stuck_end(fs, devid, true, &with_cuts)) || (ret = rl_usage_load(fs, &use)))
 		return ret;
