@@ -661,7 +661,6 @@ compact_image() {
 	step -P "$IMG"
 	min=$(cat "$BTK_OUT")
 	step -M "$IMG"
-	cat "$BTK_OUT" >&3
 	grep -q "^emptied and removed chunk" "$BTK_OUT"
 	grep -q "then stripes move into the room they leave" "$BTK_OUT"
 	grep -q "^moved data chunk" "$BTK_OUT"
