@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # bench/image.sh — btk-image against btrfs-image, in one run, on a large kernel-populated image.
 # Issue 15 asks: `btk-image dump -c9` at most 0.5x the time of `btrfs-image -c9` with a dump
-# no larger, and `btk-image restore` at most 0.5x the time of `btrfs-image -r` (of the same
-# dump, btrfs-image's own). Prints both dump sizes, the medians and the ratios.
+# no larger, `btk-image restore` at most 0.5x the time of `btrfs-image -r` (of the same
+# dump, btrfs-image's own), and a sanitised dump (-s) at most 2x a plain one (at -c9, and at
+# -c0 where compression hides nothing). Prints the dump sizes, the medians and the ratios.
 #
 # Usage: bench/image.sh [-B] [-r REPS] [-t THREADS] [-n NFILES] [-s SIZE] [-S SNAPSHOTS] [IMG]
 #   -B only builds the image. -t N gives both dumps -t N (default: neither gets -t, and both
@@ -42,6 +43,7 @@ bench_image "$img" "$nfiles" "$snaps" "$size"
 [ "$build_only" = 1 ] && exit 0
 
 t=$BENCH_TMP
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 echo "image: $img ($(cat "$img.params")), $(du -h "$img" | cut -f1) allocated; $(nproc) CPUs"
 
 bench_compare "$reps" "btk-image dump -c9${topt[*]:+ ${topt[*]}}" "$btk" dump -c 9 "${topt[@]}" "$img" "$t/btk.img" -- \
@@ -54,12 +56,25 @@ fresh='rm -f "$1" && shift && exec "$@"'
 bench_compare "$reps" "btk-image restore" bash -c "$fresh" _ "$t/r1.img" "$btk" restore "$t/bi.img" "$t/r1.img" -- \
 	"btrfs-image -r" bash -c "$fresh" _ "$t/r2.img" btrfs-image -r "$t/bi.img" "$t/r2.img" ||
 	bench_die "restore failed"
-rest_btk=${BC_WALL[0]} rest_bi=${BC_WALL[1]}
+rest_btk=${BC_WALL[0]} rest_bi=${BC_WALL[1]} rcpu_btk=${BC_CPU[0]} rcpu_bi=${BC_CPU[1]}
 btrfs check --readonly "$t/r1.img" >/dev/null 2>&1 || bench_die "btk's restore is not clean"
+rm -f "$t/r1.img" "$t/r2.img"
+
+# the cost of -s: sanitised against plain, at -c9 and stored (-c0)
+bench_compare "$reps" "btk-image dump -s -c9" "$btk" dump -s -c 9 "${topt[@]}" "$img" "$t/s9.img" -- \
+	"btk-image dump -c9" "$btk" dump -c 9 "${topt[@]}" "$img" "$t/p9.img" -- \
+	"btk-image dump -s -c0" "$btk" dump -s "$img" "$t/s0.img" -- \
+	"btk-image dump -c0" "$btk" dump "$img" "$t/p0.img" || bench_die "sanitised dump failed"
+san9=${BC_WALL[0]} plain9=${BC_WALL[1]} san0=${BC_WALL[2]} plain0=${BC_WALL[3]}
+scpu9=${BC_CPU[0]} pcpu9=${BC_CPU[1]} scpu0=${BC_CPU[2]} pcpu0=${BC_CPU[3]}
 
 echo "dump sizes: btk $size_btk bytes, btrfs-image $size_bi bytes" \
 	"(btk/btrfs-image $(bench_ratio "$size_btk" "$size_bi"))"
 echo "dump -c9: btk ${dump_btk}s, btrfs-image ${dump_bi}s, ratio $(bench_ratio "$dump_btk" "$dump_bi") (goal <= 0.5, no larger)"
 [ "$cpu_btk" = n/a ] || echo "dump -c9 CPU: btk ${cpu_btk}s, btrfs-image ${cpu_bi}s, ratio $(bench_ratio "$cpu_btk" "$cpu_bi")"
-echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "restore:  btk ${rest_btk}s, btrfs-image ${rest_bi}s, ratio $(bench_ratio "$rest_btk" "$rest_bi") (goal <= 0.5)"
+[ "$rcpu_btk" = n/a ] || echo "restore CPU: btk ${rcpu_btk}s, btrfs-image ${rcpu_bi}s, ratio $(bench_ratio "$rcpu_btk" "$rcpu_bi")"
+echo "-s -c9: ${san9}s vs plain ${plain9}s, ratio $(bench_ratio "$san9" "$plain9") (goal <= 2; CPU $(bench_ratio "$scpu9" "$pcpu9"))"
+echo "-s -c0: ${san0}s vs plain ${plain0}s, ratio $(bench_ratio "$san0" "$plain0") (goal <= 2; CPU $(bench_ratio "$scpu0" "$pcpu0"))"
+echo "sanitised dump sizes: -c9 $(stat -c %s "$t/s9.img") bytes (plain $(stat -c %s "$t/p9.img")), -c0 $(stat -c %s "$t/s0.img")"
+echo "load average at the start: $load0; at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

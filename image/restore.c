@@ -106,6 +106,7 @@ int verb_restore(int argc, const char **argv)
 		return CLI_EXIT_ERROR;
 	}
 	cli_progress_start(&prog, false);
+	prog.on = prog.on && !json; /* a script reads the JSON: no progress line */
 	struct btk_restore_stats st;
 	rc = btk_image_restore(fd, args[0], args + 1, n - 1, &ro, &st);
 	cli_progress_clear(&prog);

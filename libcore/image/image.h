@@ -16,7 +16,8 @@ struct btk_dump_opts {
 	bool data;	  /* --data: file contents too (a v1 dump: restores a complete image) */
 	/* Called for every block or range that could not be read and is not in the dump. */
 	void (*skipped)(void *ctx, uint64_t logical, const char *why);
-	/* Called now and then with bytes stored and the total to store (for a progress bar). */
+	/* Called now and then with bytes stored and the total to store (for a progress bar);
+	 * total 0 while the trees are walked to find the blocks (done: their bytes so far). */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *ctx;
 };

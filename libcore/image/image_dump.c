@@ -117,6 +117,9 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 			 b->bytenr);
 	if (ret)
 		return ret;
+	size_t found = d->chunk_blocks.n + d->blocks.n;
+	if (d->o->progress && (found & 15) == 1)
+		d->o->progress(d->o->ctx, (uint64_t)found * d->fs->nodesize, 0);
 	if (btk_block_level(b) == 0 && (d->o->data || d->tree == BTRFS_ROOT_TREE_OBJECTID ||
 					d->tree == BTRFS_TREE_LOG_OBJECTID))
 		return scan_leaf(d, b);
@@ -230,7 +233,8 @@ static int store_blocks(struct dump *d, struct btk_md_writer *w, const struct u6
 		ret = btk_md_add(w, v->data[i], buf, d->fs->nodesize, true);
 		d->st->blocks++;
 		*done += d->fs->nodesize;
-		if (d->o->progress && (d->st->blocks & 255) == 0)
+		/* the callee draws at most every 0.1 s; the first call draws at once */
+		if (d->o->progress && (d->st->blocks & 15) == 1)
 			d->o->progress(d->o->ctx, *done, total);
 	}
 	free(buf);

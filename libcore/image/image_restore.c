@@ -2,6 +2,8 @@
  * chunk array of its superblock, then the chunk items of the chunk-tree leaves it carries),
  * every item is written through that map to the target devices, the superblocks last. */
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -309,38 +311,109 @@ static int size_targets(struct btk_fs *fs)
 	return 0;
 }
 
+/* Writing the items: threads read and decompress them at once (each with its own scratch),
+ * one at a time writes (RAID5/6 stripes are read, changed and written back: two writers in
+ * one stripe would lose a change). */
+struct writer {
+	struct restore *rs;
+	struct btk_fs *fs;
+	const struct btk_restore_opts *o;
+	bool remap;
+	struct btk_restore_stats *st;
+	pthread_mutex_t take, write;
+	size_t next; /* the next item to take */
+	int err;     /* the first error, its message in msg */
+	char msg[1024];
+};
+
+static void writer_fail(struct writer *w, int ret)
+{
+	pthread_mutex_lock(&w->take);
+	if (!w->err) {
+		w->err = ret;
+		snprintf(w->msg, sizeof(w->msg), "%s", btk_errmsg());
+	}
+	pthread_mutex_unlock(&w->take);
+}
+
+static int write_one(struct writer *w, size_t i, struct btk_md_scratch *s)
+{
+	struct restore *rs = w->rs;
+	const struct btk_md_item *it = &rs->r->items[i];
+	const uint8_t *data;
+	size_t len;
+	int ret;
+
+	if ((ret = btk_md_item_read_into(rs->r, i, s, &data, &len)))
+		return ret;
+	uint8_t *buf = (uint8_t *)data; /* the scratch's own bytes */
+	const struct btk_chunk *c = btk_chunk_find(w->fs, it->logical);
+	bool meta = c && (c->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM));
+	for (size_t off = 0; w->remap && meta && len % rs->nodesize == 0 && off < len && !ret;
+	     off += rs->nodesize)
+		ret = btk_image_remap_block(w->fs, buf + off, it->logical + off);
+	pthread_mutex_lock(&w->write);
+	if (!ret)
+		ret = btk_write_logical(w->fs, it->logical, buf, len);
+	if (!ret) {
+		w->st->items++, w->st->bytes += len;
+		if (w->o->progress) /* the callee draws at most every 0.1 s */
+			w->o->progress(w->o->ctx, w->st->items, rs->r->nitems);
+	}
+	pthread_mutex_unlock(&w->write);
+	if (ret)
+		return btk_err(-ret, "%s: cluster %u item %u (logical %llu, %zu bytes): %s",
+			       rs->r->name, it->cluster, it->index, (unsigned long long)it->logical,
+			       len,
+			       ret == -ENOENT ? "not inside any chunk of the dump" : btk_errmsg());
+	return 0;
+}
+
+static void *writer_thread(void *arg)
+{
+	struct writer *w = arg;
+	struct btk_md_scratch s = {0};
+
+	for (;;) {
+		pthread_mutex_lock(&w->take);
+		while (w->next < w->rs->r->nitems &&
+		       w->rs->r->items[w->next].logical == BTK_SUPER_OFFSET)
+			w->next++;
+		size_t i = w->next++;
+		bool stop = w->err || i >= w->rs->r->nitems;
+		pthread_mutex_unlock(&w->take);
+		if (stop)
+			break;
+		int ret = write_one(w, i, &s);
+		if (ret)
+			writer_fail(w, ret);
+	}
+	btk_md_scratch_free(&s);
+	return NULL;
+}
+
+/* Threads: one per CPU (at most 8); one with fault injection, whose write counts must not
+ * depend on timing. */
 static int write_items(struct restore *rs, struct btk_fs *fs, const struct btk_restore_opts *o,
 		       bool remap, struct btk_restore_stats *st)
 {
-	for (size_t i = 0; i < rs->r->nitems; i++) {
-		const struct btk_md_item *it = &rs->r->items[i];
-		uint8_t *buf;
-		size_t len;
-		int ret;
+	struct writer w = {.rs = rs, .fs = fs, .o = o, .remap = remap, .st = st};
+	pthread_t tid[8];
+	long cpus = o->fault ? 1 : sysconf(_SC_NPROCESSORS_ONLN);
+	int nt = cpus < 1 ? 1 : cpus > 8 ? 8 : (int)cpus, started = 0;
 
-		if (it->logical == BTK_SUPER_OFFSET)
-			continue;
-		if ((ret = btk_md_item_read(rs->r, i, &buf, &len)))
-			return ret;
-		const struct btk_chunk *c = btk_chunk_find(fs, it->logical);
-		bool meta =
-		    c && (c->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM));
-		for (size_t off = 0; remap && meta && len % rs->nodesize == 0 && off < len && !ret;
-		     off += rs->nodesize)
-			ret = btk_image_remap_block(fs, buf + off, it->logical + off);
-		if (!ret)
-			ret = btk_write_logical(fs, it->logical, buf, len);
-		free(buf);
-		if (ret)
-			return btk_err(-ret, "%s: cluster %u item %u (logical %llu, %zu bytes): %s",
-				       rs->r->name, it->cluster, it->index,
-				       (unsigned long long)it->logical, len,
-				       ret == -ENOENT ? "not inside any chunk of the dump"
-						      : btk_errmsg());
-		st->items++, st->bytes += len;
-		if (o->progress && (i & 255) == 0)
-			o->progress(o->ctx, i, rs->r->nitems);
-	}
+	pthread_mutex_init(&w.take, NULL);
+	pthread_mutex_init(&w.write, NULL);
+	for (int t = 1; t < nt; t++)
+		if (!pthread_create(&tid[started], NULL, writer_thread, &w))
+			started++;
+	writer_thread(&w); /* the caller is one of them */
+	for (int t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+	pthread_mutex_destroy(&w.take);
+	pthread_mutex_destroy(&w.write);
+	if (w.err)
+		return btk_err(-w.err, "%s", w.msg);
 	return 0;
 }
 

@@ -72,5 +72,17 @@ void btk_md_reader_close(struct btk_md_reader *r);
  * -EUCLEAN naming cluster and item when the bytes do not decompress or exceed the format's
  * item size, -EIO on read errors. */
 int btk_md_item_read(struct btk_md_reader *r, size_t i, uint8_t **buf, size_t *len);
+/* Buffers and a decompressor that btk_md_item_read_into reuses from item to item: no
+ * allocation per item, and one scratch per thread lets threads read items at once. */
+struct btk_md_scratch {
+	uint8_t *raw, *out;
+	size_t rawcap, outcap;
+	struct libdeflate_decompressor *dec;
+};
+/* As btk_md_item_read, the bytes in s (valid until its next use); s starts zeroed and is
+ * freed by btk_md_scratch_free. Safe from several threads, each with its own scratch. */
+int btk_md_item_read_into(const struct btk_md_reader *r, size_t i, struct btk_md_scratch *s,
+			  const uint8_t **buf, size_t *len);
+void btk_md_scratch_free(struct btk_md_scratch *s);
 
 #endif

@@ -161,59 +161,71 @@ void btk_md_reader_close(struct btk_md_reader *r)
 	free(r);
 }
 
-static int inflate_v0(const struct btk_md_reader *r, const struct btk_md_item *it,
-		      const uint8_t *in, uint8_t **buf, size_t *len)
+/* Makes *buf hold at least need bytes. */
+static int grow(uint8_t **buf, size_t *cap, size_t need)
 {
-	uint8_t *out = malloc(BTK_MD_ITEM_MAX_V0);
-	enum libdeflate_result lr;
+	uint8_t *p;
 
-	if (!out)
+	if (*cap >= need)
+		return 0;
+	if (!(p = realloc(*buf, need)))
 		return btk_err(ENOMEM, "dump item buffer");
-	lr = libdeflate_zlib_decompress(r->dec, in, it->size, out, BTK_MD_ITEM_MAX_V0, len);
-	if (lr != LIBDEFLATE_SUCCESS) {
-		free(out);
-		return btk_err(EUCLEAN, "%s: cluster %u item %u (logical %llu): %s", r->name,
-			       it->cluster, it->index, (unsigned long long)it->logical,
-			       lr == LIBDEFLATE_INSUFFICIENT_SPACE
-				   ? "decompresses to more than an item may hold"
-				   : "zlib data corrupt or cut short");
-	}
-	*buf = out;
+	*buf = p, *cap = need;
 	return 0;
 }
 
-static int inflate_item(const struct btk_md_reader *r, const struct btk_md_item *it,
-			const uint8_t *in, uint8_t **buf, size_t *len)
+static int corrupt(const struct btk_md_reader *r, const struct btk_md_item *it, const char *why)
 {
-	size_t cap = r->version ? BTK_MD_ITEM_MAX_V1 : BTK_MD_ITEM_MAX_V0;
-	size_t have = 64 * 1024 < cap ? 64 * 1024 : cap;
-	uint8_t *out = malloc(have);
-	z_stream zs;
-	int zr;
+	return btk_err(EUCLEAN, "%s: cluster %u item %u (logical %llu): %s", r->name, it->cluster,
+		       it->index, (unsigned long long)it->logical, why);
+}
 
-	if (!out)
-		return btk_err(ENOMEM, "dump item buffer");
+/* v0 items (at most 256 KiB) in one call of libdeflate. */
+static int inflate_v0(const struct btk_md_reader *r, const struct btk_md_item *it,
+		      struct btk_md_scratch *s, size_t *len)
+{
+	enum libdeflate_result lr;
+	int ret;
+
+	if ((ret = grow(&s->out, &s->outcap, BTK_MD_ITEM_MAX_V0)))
+		return ret;
+	if (!s->dec && !(s->dec = libdeflate_alloc_decompressor()))
+		return btk_err(ENOMEM, "dump decompressor");
+	lr = libdeflate_zlib_decompress(s->dec, s->raw, it->size, s->out, BTK_MD_ITEM_MAX_V0, len);
+	if (lr != LIBDEFLATE_SUCCESS)
+		return corrupt(r, it,
+			       lr == LIBDEFLATE_INSUFFICIENT_SPACE
+				   ? "decompresses to more than an item may hold"
+				   : "zlib data corrupt or cut short");
+	return 0;
+}
+
+/* v1 items (up to 256 MiB) by zlib's streaming inflate, the buffer grown as they need. */
+static int inflate_v1(const struct btk_md_reader *r, const struct btk_md_item *it,
+		      struct btk_md_scratch *s, size_t *len)
+{
+	size_t cap = BTK_MD_ITEM_MAX_V1;
+	z_stream zs;
+	int zr, ret;
+
+	if ((ret = grow(&s->out, &s->outcap, 64 * 1024)))
+		return ret;
 	memset(&zs, 0, sizeof(zs));
-	if (inflateInit(&zs) != Z_OK) {
-		free(out);
+	if (inflateInit(&zs) != Z_OK)
 		return btk_err(ENOMEM, "zlib");
-	}
-	zs.next_in = (Bytef *)in, zs.avail_in = it->size;
-	zs.next_out = out, zs.avail_out = (uInt)have;
+	zs.next_in = s->raw, zs.avail_in = it->size;
+	zs.next_out = s->out, zs.avail_out = (uInt)s->outcap;
 	for (;;) {
 		zr = inflate(&zs, Z_NO_FLUSH);
 		if (zr == Z_STREAM_END)
 			break;
-		if (zr == Z_OK && zs.avail_out == 0 && have < cap) {
-			size_t nh = have * 2 < cap ? have * 2 : cap;
-			uint8_t *no = realloc(out, nh);
-			if (!no) {
+		if (zr == Z_OK && zs.avail_out == 0 && s->outcap < cap) {
+			size_t have = s->outcap, nh = have * 2 < cap ? have * 2 : cap;
+			if (grow(&s->out, &s->outcap, nh)) {
 				zr = Z_MEM_ERROR;
 				break;
 			}
-			out = no;
-			zs.next_out = out + have, zs.avail_out = (uInt)(nh - have);
-			have = nh;
+			zs.next_out = s->out + have, zs.avail_out = (uInt)(s->outcap - have);
 			continue;
 		}
 		if (zr == Z_OK && zs.avail_out == 0)
@@ -225,38 +237,59 @@ static int inflate_item(const struct btk_md_reader *r, const struct btk_md_item 
 	}
 	*len = zs.total_out;
 	inflateEnd(&zs);
-	if (zr != Z_STREAM_END) {
-		free(out);
-		return btk_err(EUCLEAN, "%s: cluster %u item %u (logical %llu): %s", r->name,
-			       it->cluster, it->index, (unsigned long long)it->logical,
+	if (zr != Z_STREAM_END)
+		return corrupt(r, it,
 			       zr == Z_BUF_ERROR   ? "decompresses to more than an item may hold"
 			       : zr == Z_MEM_ERROR ? "out of memory"
 						   : "zlib data corrupt or cut short");
-	}
-	*buf = out;
 	return 0;
 }
 
-int btk_md_item_read(struct btk_md_reader *r, size_t i, uint8_t **buf, size_t *len)
+int btk_md_item_read_into(const struct btk_md_reader *r, size_t i, struct btk_md_scratch *s,
+			  const uint8_t **buf, size_t *len)
 {
 	const struct btk_md_item *it = &r->items[i];
-	uint8_t *raw = malloc(it->size);
 	int ret;
 
-	if (!raw)
-		return btk_err(ENOMEM, "dump item buffer");
-	if ((ret = pread_all(r->fd, raw, it->size, it->file_off))) {
-		free(raw);
+	if ((ret = grow(&s->raw, &s->rawcap, it->size)))
+		return ret;
+	if ((ret = pread_all(r->fd, s->raw, it->size, it->file_off)))
 		return btk_err(ret == -ENODATA ? EUCLEAN : -ret,
 			       "%s: cluster %u item %u: reading %u bytes at offset %llu failed",
 			       r->name, it->cluster, it->index, it->size,
 			       (unsigned long long)it->file_off);
-	}
 	if (it->compress == BTK_MD_COMPRESS_NONE) {
-		*buf = raw, *len = it->size;
+		*buf = s->raw, *len = it->size;
 		return 0;
 	}
-	ret = r->version ? inflate_item(r, it, raw, buf, len) : inflate_v0(r, it, raw, buf, len);
-	free(raw);
+	ret = r->version ? inflate_v1(r, it, s, len) : inflate_v0(r, it, s, len);
+	*buf = s->out;
+	return ret;
+}
+
+void btk_md_scratch_free(struct btk_md_scratch *s)
+{
+	if (s->dec)
+		libdeflate_free_decompressor(s->dec);
+	free(s->raw);
+	free(s->out);
+	memset(s, 0, sizeof(*s));
+}
+
+int btk_md_item_read(struct btk_md_reader *r, size_t i, uint8_t **buf, size_t *len)
+{
+	struct btk_md_scratch s = {.dec = r->dec};
+	const uint8_t *p;
+	int ret = btk_md_item_read_into(r, i, &s, &p, len);
+
+	if (!ret) { /* the buffer holding the bytes goes to the caller */
+		*buf = p == s.raw ? s.raw : s.out;
+		if (p == s.raw)
+			s.raw = NULL;
+		else
+			s.out = NULL;
+	}
+	s.dec = NULL; /* the reader's */
+	btk_md_scratch_free(&s);
 	return ret;
 }

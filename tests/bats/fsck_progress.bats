@@ -18,20 +18,8 @@ setup() {
 	"$BTK_BUILD/bin/btk-mkfs" -q -r "$D/src" "$D/d.img"
 }
 
-# on_pty OUT CMD...: runs CMD with stdout to $D/stdout and stderr on a pseudo-terminal; OUT
-# gets what the terminal showed. BOTH=1: stdout on the terminal too.
-on_pty() {
-	local out=$1
-	shift
-	printf '%q ' "$@" >"$D/cmd.sh"
-	[ -n "${BOTH:-}" ] || printf '>%q\n' "$D/stdout" >>"$D/cmd.sh"
-	status=0
-	timeout -k 5 120 script -qec "bash $(printf %q "$D/cmd.sh")" /dev/null >"$out" \
-		</dev/null || status=$?
-}
-
 @test "on a terminal: every phase drawn in place, the line wiped at the end, stdout unchanged" {
-	on_pty "$D/pty" "$FSCK" "$D/d.img"
+	btk_pty "$D/pty" "$FSCK" "$D/d.img"
 	[ "$status" -eq 0 ] || { cat -A "$D/pty" >&2; false; }
 	cat -A "$D/pty" >&2
 	# one drawing per phase, each "\rchecking PHASE...\e[K"
@@ -50,7 +38,7 @@ on_pty() {
 @test "stdout on the terminal too: each report and summary line starts on a wiped line" {
 	cp "$D/d.img" "$D/c.img"
 	"$BTK_BUILD/tests/corrupt" nlink "$D/c.img" >/dev/null
-	BOTH=1 on_pty "$D/pty" "$FSCK" "$D/c.img"
+	BOTH=1 btk_pty "$D/pty" "$FSCK" "$D/c.img"
 	[ "$status" -eq 4 ] || { cat -A "$D/pty" >&2; false; }
 	cat -A "$D/pty" >&2
 	# the terminal, with each progress drawing and its wipe taken out, reads as the piped output
@@ -64,13 +52,13 @@ on_pty() {
 }
 
 @test "never with --json (even -p), nor -q, nor when stderr is not a terminal" {
-	on_pty "$D/pty" "$FSCK" --json "$D/d.img"
+	btk_pty "$D/pty" "$FSCK" --json "$D/d.img"
 	[ "$status" -eq 0 ] && [ ! -s "$D/pty" ] || { cat -A "$D/pty" >&2; false; }
 	jq -e '.result == "clean"' "$D/stdout" >/dev/null
-	on_pty "$D/pty" "$FSCK" -p --json "$D/d.img"
+	btk_pty "$D/pty" "$FSCK" -p --json "$D/d.img"
 	[ "$status" -eq 0 ] && [ ! -s "$D/pty" ] || { cat -A "$D/pty" >&2; false; }
 	jq -e '.result == "clean"' "$D/stdout" >/dev/null
-	on_pty "$D/pty" "$FSCK" -q "$D/d.img"
+	btk_pty "$D/pty" "$FSCK" -q "$D/d.img"
 	[ "$status" -eq 0 ] && [ ! -s "$D/pty" ] && [ ! -s "$D/stdout" ] ||
 		{ cat -A "$D/pty" >&2; false; }
 	btk_run 60 "$FSCK" "$D/d.img"

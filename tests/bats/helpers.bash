@@ -68,6 +68,19 @@ btk_run() {
 	BTK_CMD="$*"
 }
 
+# btk_pty OUT CMD...: runs CMD with stderr on a pseudo-terminal (script(1)) and stdout to
+# $BATS_TEST_TMPDIR/stdout (BOTH=1: on the terminal too); OUT gets what the terminal showed,
+# status CMD's exit status. Tests of progress lines use it (require_tool script).
+btk_pty() {
+	local out=$1 cmd=$BATS_TEST_TMPDIR/pty-cmd.sh
+	shift
+	printf '%q ' "$@" >"$cmd"
+	[ -n "${BOTH:-}" ] || printf '>%q\n' "$BATS_TEST_TMPDIR/stdout" >>"$cmd"
+	status=0
+	timeout -k 5 120 script -qec "bash $(printf %q "$cmd")" /dev/null >"$out" \
+		</dev/null || status=$?
+}
+
 show_err() {
 	echo "command: $BTK_CMD" >&2
 	echo "exit status: $status" >&2
@@ -123,12 +136,14 @@ oracle_image() {
 	}
 }
 
-# The btrfs-progs corpus beside the repository (CI has shared/ next to its clone); prints its
+# The btrfs-progs corpus beside the repository (CI has shared/ next to its clone; a git
+# worktree elsewhere finds it beside the main checkout); prints its
 # folder, or fails when it is not there.
 corpus_src() {
 	local d
 	for d in "$BTK_ROOT/../shared/corpus/btrfs-progs-fsck" \
-		"$(git -C "$BTK_ROOT" rev-parse --show-toplevel 2>/dev/null)/../shared/corpus/btrfs-progs-fsck"; do
+		"$(git -C "$BTK_ROOT" rev-parse --show-toplevel 2>/dev/null)/../shared/corpus/btrfs-progs-fsck" \
+		"$(git -C "$BTK_ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null)/../../shared/corpus/btrfs-progs-fsck"; do
 		[ -f "$d/MANIFEST.tsv" ] && {
 			echo "$d"
 			return 0

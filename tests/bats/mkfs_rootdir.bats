@@ -54,18 +54,6 @@ print(r["names"], r["inodes"], r["file_bytes"], r["data_bytes"], r["extents"],
 EOF
 }
 
-# under_pty OUT CMD...: runs CMD with stderr on a pseudo-terminal (stdout to $D/stdout) and
-# leaves what the terminal showed in OUT
-under_pty() {
-	local out=$1
-	shift
-	printf '%q ' "$@" >"$D/cmd.sh"
-	printf '>%q\n' "$D/stdout" >>"$D/cmd.sh"
-	status=0
-	timeout -k 5 120 script -qec "bash $(printf %q "$D/cmd.sh")" /dev/null >"$out" \
-		</dev/null || status=$?
-}
-
 @test "--json: rootdir counts names, inodes, bytes, extents of the source; path escaped" {
 	local s=$D/$'src "q\\b\tt'
 	make_tree "$s"
@@ -110,7 +98,7 @@ EOF
 	local names total_mib
 	names=$(find "$s" -mindepth 1 | wc -l)
 	total_mib=$(($(find "$s" -type f -printf '%i %s\n' | sort -u | awk '{ b += $2 } END { print b }') >> 20))
-	under_pty "$D/pty" "$MKFS" --json -b 1G --rootdir "$s" "$D/p.img"
+	btk_pty "$D/pty" "$MKFS" --json -b 1G --rootdir "$s" "$D/p.img"
 	[ "$status" -eq 0 ] || { cat -A "$D/pty" >&2; false; }
 	cat -A "$D/pty" >&2
 	# the terminal turns the final \n into \r\n; nothing follows it
@@ -129,7 +117,7 @@ EOF
 	require_tool script
 	mkdir -p "$D/e/sub"
 	(cd "$D/e/sub" && touch f{1..1500})
-	under_pty "$D/pty" "$MKFS" -b 300M --rootdir "$D/e" "$D/e.img"
+	btk_pty "$D/pty" "$MKFS" -b 300M --rootdir "$D/e" "$D/e.img"
 	[ "$status" -eq 0 ] || { cat -A "$D/pty" >&2; false; }
 	cat -A "$D/pty" >&2
 	last=$(tr -d '\n' <"$D/pty" | tr '\r' '\n' | sed 's/\x1b\[K$//' | grep . | tail -n 1)
@@ -144,7 +132,7 @@ EOF
 	[ "$status" -eq 0 ] || { show_err; false; }
 	[ ! -s "$BTK_ERR" ] || { cat -A "$BTK_ERR" >&2; false; }
 	grep -q '^Label:' "$BTK_OUT"
-	under_pty "$D/pty" "$MKFS" -q -b 300M --rootdir "$s" "$D/q2.img"
+	btk_pty "$D/pty" "$MKFS" -q -b 300M --rootdir "$s" "$D/q2.img"
 	[ "$status" -eq 0 ] || { cat -A "$D/pty" >&2; false; }
 	[ ! -s "$D/pty" ] || { cat -A "$D/pty" >&2; false; }
 	[ ! -s "$D/stdout" ]
@@ -156,7 +144,7 @@ EOF
 	make_tree "$s"
 	head -c 70M /dev/zero >"$s/big"
 	export SOURCE_DATE_EPOCH=1700000000
-	under_pty "$D/pty" "$MKFS" -U $UUID -b 1G --rootdir "$s" "$D/r1.img"
+	btk_pty "$D/pty" "$MKFS" -U $UUID -b 1G --rootdir "$s" "$D/r1.img"
 	[ "$status" -eq 0 ] || { cat -A "$D/pty" >&2; false; }
 	grep -q 'names' "$D/pty"
 	btk_run 120 "$MKFS" -U $UUID -b 1G --rootdir "$s" "$D/r2.img"

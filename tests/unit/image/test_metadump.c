@@ -93,6 +93,20 @@ static uint8_t *write_dump(int level, int threads, size_t *size)
 		free(p);
 	}
 	assert_int_equal(next, NBLK);
+	/* one reused scratch (as each restore thread has), items in reverse order: the same
+	 * bytes as the allocating read */
+	struct btk_md_scratch sc = {0};
+	for (size_t i = r->nitems; i-- > 0;) {
+		uint8_t *p;
+		const uint8_t *q;
+		size_t len, qlen;
+		assert_int_equal(btk_md_item_read(r, i, &p, &len), 0);
+		assert_int_equal(btk_md_item_read_into(r, i, &sc, &q, &qlen), 0);
+		assert_int_equal(qlen, len);
+		assert_memory_equal(q, p, len);
+		free(p);
+	}
+	btk_md_scratch_free(&sc);
 	btk_md_reader_close(r);
 	fclose(f);
 	return all;
