@@ -217,6 +217,7 @@ single_case() {
 }
 
 @test "image oracle: SINGLE metadata and data, 32K nodes" {
+	full_only
 	single_case single-32k -m single -d single -N 32768 -C rich
 }
 
