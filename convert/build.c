@@ -15,6 +15,7 @@
 #include "runs.h"
 #include "base/error.h"
 #include "base/uuid.h"
+#include "format/inode_item.h"
 #include "fs/fs_write.h"
 #include "io/io.h"
 #include "trans/inplace.h"
@@ -248,6 +249,29 @@ static int rec_sums(struct conv *c)
 	return ret;
 }
 
+static uint64_t cut_key(const void *p)
+{
+	return *(const uint64_t *)p;
+}
+
+/* split_reserved over the pieces of [start, +len) cut at the unwritten extents' edges. */
+static int split_cuts(struct conv *c, const struct ext_range *res, int nres, uint64_t start,
+		      uint64_t len, int (*fn)(void *ctx, uint64_t s, uint64_t l, bool in))
+{
+	const struct ext_cuts *k = &c->src->cuts;
+	uint64_t end = start + len;
+	size_t i = (size_t)(btk_vec_floor(k, start, cut_key) + 1);
+	int ret = 0;
+
+	for (; i < k->n && k->data[i] < end && !ret; i++) {
+		if (k->data[i] <= start)
+			continue;
+		ret = split_reserved(res, nres, start, k->data[i] - start, fn, c);
+		start = k->data[i];
+	}
+	return ret ? ret : split_reserved(res, nres, start, end - start, fn, c);
+}
+
 static int make_records(struct conv *c)
 {
 	struct ext_src *s = c->src;
@@ -256,9 +280,9 @@ static int make_records(struct conv *c)
 
 	/* every block in place first: then only free ext blocks are left for the copies */
 	for (size_t i = 0; i < s->nused && !ret; i++)
-		ret = split_reserved(res, nres, s->used[i].start, s->used[i].len, rec_in_place, c);
+		ret = split_cuts(c, res, nres, s->used[i].start, s->used[i].len, rec_in_place);
 	for (size_t i = 0; i < s->nused && !ret; i++)
-		ret = split_reserved(res, nres, s->used[i].start, s->used[i].len, rec_copy, c);
+		ret = split_cuts(c, res, nres, s->used[i].start, s->used[i].len, rec_copy);
 	if (ret)
 		return ret;
 	qsort(c->recs, c->nrecs, sizeof(*c->recs), cmp_rec);
@@ -345,6 +369,13 @@ static int map_run(struct conv *c, uint64_t ino, uint64_t fo, uint64_t phys, uin
 		r = &c->recs[i];
 		off = phys - r->orig;
 		n = min64(len, r->len - off);
+		/* make_records cut the records at the unwritten extents' edges */
+		if (prealloc && (off || n != r->len))
+			return btk_err(EUCLEAN,
+				       "ext inode %llu: unwritten extent at byte %llu does not "
+				       "cover whole image extents",
+				       (unsigned long long)(ino - CONV_INO_OFFSET),
+				       (unsigned long long)phys);
 		struct btk_file_extent fe = {.file_offset = fo,
 					     .type = prealloc ? BTRFS_FILE_EXTENT_PREALLOC
 							      : BTRFS_FILE_EXTENT_REG,
@@ -465,27 +496,6 @@ static int file_data(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, uin
 out:
 	free(rs.r);
 	return ret;
-}
-
-static uint8_t ftype_of(uint16_t mode)
-{
-	switch (mode & LINUX_S_IFMT) {
-	case LINUX_S_IFREG:
-		return BTRFS_FT_REG_FILE;
-	case LINUX_S_IFDIR:
-		return BTRFS_FT_DIR;
-	case LINUX_S_IFCHR:
-		return BTRFS_FT_CHRDEV;
-	case LINUX_S_IFBLK:
-		return BTRFS_FT_BLKDEV;
-	case LINUX_S_IFIFO:
-		return BTRFS_FT_FIFO;
-	case LINUX_S_IFSOCK:
-		return BTRFS_FT_SOCK;
-	case LINUX_S_IFLNK:
-		return BTRFS_FT_SYMLINK;
-	}
-	return BTRFS_FT_UNKNOWN;
 }
 
 /* ext time (32-bit seconds, and in the large inode 2 epoch bits and 30 bits of ns). */
@@ -644,7 +654,7 @@ static int create_inode(struct conv *c, ext2_ino_t eino, bool top)
 		return btk_err(EIO, "ext inode %u: %s", eino, error_message(err));
 	make_attr(c, &li, &a);
 	size = EXT2_I_SIZE(in);
-	c->ftype[eino] = ftype_of(in->i_mode);
+	c->ftype[eino] = btk_mode_ftype(in->i_mode);
 	if (top)
 		ret = btk_inode_set_attr(c->t, BTRFS_FS_TREE_OBJECTID, ino, &a);
 	else

@@ -243,4 +243,5 @@ void ext_close(struct ext_src *s)
 	free(s->used);
 	s->used = NULL;
 	s->nused = 0;
+	btk_vec_free(&s->cuts);
 }

@@ -175,11 +175,17 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	return 0;
 }
 
-static void print_json(const struct opts *o, const struct btk_resize_plan *p)
+static void print_json(const struct opts *o, const struct btk_resize_plan *p,
+		       const struct btk_resize_floor *f)
 {
 	printf("{\"devid\": %" PRIu64 ", \"minimum\": %" PRIu64 ", \"allocated\": %" PRIu64
 	       ", \"allocated_end\": %" PRIu64,
 	       p->devid, p->minimum, p->allocated, p->alloc_end);
+	if (f)
+		printf(", \"floor\": {\"data\": %" PRIu64 ", \"metadata\": %" PRIu64
+		       ", \"system\": %" PRIu64 ", \"kernel_room\": %" PRIu64
+		       ", \"reserved\": %" PRIu64 ", \"total\": %" PRIu64 "}",
+		       f->data, f->metadata, f->system, f->kernel_room, f->reserved, f->total);
 	if (!o->print_min) {
 		printf(", \"old_size\": %" PRIu64 ", \"new_size\": %" PRIu64
 		       ", \"dry_run\": %s, \"bytes_moved\": %" PRIu64 ", \"rounds\": %d, "
@@ -215,7 +221,38 @@ static const char *kind(uint64_t type)
 		   : "data";
 }
 
-static void print_text(const struct opts *o, const struct btk_resize_plan *p)
+/* The chunks emptied (in the order of the work: before the stripe moves when compacting). */
+static void print_empties(const struct opts *o, const struct btk_resize_plan *p)
+{
+	for (int i = 0; i < p->nempty; i++)
+		printf("%s chunk %" PRIu64 "\n",
+		       o->dry_run ? "would empty and remove" : "emptied and removed",
+		       p->empties[i]);
+	if (p->nempty)
+		printf("%s %" PRIu64 " bytes of extents into the chunks that stay%s\n",
+		       o->dry_run ? "would relocate" : "relocated", p->bytes_relocated,
+		       p->empty_first ? " (then stripes move into the room they leave)" : "");
+}
+
+/* How close the minimum is to what the device must hold, and why not closer. */
+static void print_floor(const struct btk_resize_plan *p, const struct btk_resize_floor *f)
+{
+	char m[32], t[32], d[32], me[32], sy[32], k[32], g[32];
+	uint64_t gap = p->minimum > f->total ? p->minimum - f->total : 0;
+
+	printf("devid %" PRIu64 ": minimum %" PRIu64 " bytes (%s); it must hold %s: data %s, "
+	       "metadata %s, system %s, free metadata for the kernel %s, the first MiB; %s "
+	       "(%.1f%%) above that: free space inside the chunks that stay (cut only past their "
+	       "last extent, never split, no smaller chunks made) and holes between them\n",
+	       p->devid, p->minimum, cli_human(p->minimum, m, sizeof(m)),
+	       cli_human(f->total, t, sizeof(t)), cli_human(f->data, d, sizeof(d)),
+	       cli_human(f->metadata, me, sizeof(me)), cli_human(f->system, sy, sizeof(sy)),
+	       cli_human(f->kernel_room, k, sizeof(k)), cli_human(gap, g, sizeof(g)),
+	       f->total ? 100.0 * (double)gap / (double)f->total : 0.0);
+}
+
+static void print_text(const struct opts *o, const struct btk_resize_plan *p,
+		       const struct btk_resize_floor *f)
 {
 	const char *verb = o->dry_run ? "would move" : "moved";
 
@@ -226,29 +263,21 @@ static void print_text(const struct opts *o, const struct btk_resize_plan *p)
 	if (o->quiet && !o->dry_run)
 		return;
 	for (int i = 0; i < p->ncuts; i++)
-		printf("%s data chunk %" PRIu64 " from %" PRIu64 " to %" PRIu64 " bytes\n",
-		       o->dry_run ? "would cut" : "cut", p->cuts[i].logical, p->cuts[i].from_len,
-		       p->cuts[i].to_len);
+		printf("%s %s chunk %" PRIu64 " from %" PRIu64 " to %" PRIu64 " bytes\n",
+		       o->dry_run ? "would cut" : "cut", kind(p->cuts[i].type), p->cuts[i].logical,
+		       p->cuts[i].from_len, p->cuts[i].to_len);
+	if (p->empty_first)
+		print_empties(o, p);
 	for (int i = 0; i < p->nmoves; i++) {
 		const struct btk_resize_move *m = &p->moves[i];
 		printf("%s %s chunk %" PRIu64 " stripe %d: %" PRIu64 " bytes from %" PRIu64
 		       " to %" PRIu64 "\n",
 		       verb, kind(m->type), m->logical, m->stripe, m->len, m->from, m->to);
 	}
-	for (int i = 0; i < p->nempty; i++)
-		printf("%s chunk %" PRIu64 "\n",
-		       o->dry_run ? "would empty and remove" : "emptied and removed",
-		       p->empties[i]);
-	if (p->nempty)
-		printf("%s %" PRIu64 " bytes of extents into the chunks that stay\n",
-		       o->dry_run ? "would relocate" : "relocated", p->bytes_relocated);
-	if (o->dry_run)
-		printf("devid %" PRIu64 ": minimum %" PRIu64
-		       " bytes; its chunk stripes take %" PRIu64
-		       " bytes and the first MiB is reserved; stripes move whole, data chunks "
-		       "lose their free tails, or chunks past the size are emptied into the free "
-		       "space of those that stay (no new chunks are made for it)\n",
-		       p->devid, p->minimum, p->allocated);
+	if (!p->empty_first)
+		print_empties(o, p);
+	if (o->dry_run && f)
+		print_floor(p, f);
 	if (p->new_size == p->old_size)
 		printf("devid %" PRIu64 ": size stays %" PRIu64 " bytes\n", p->devid, p->new_size);
 	else
@@ -312,6 +341,7 @@ static int run(struct opts *o)
 	bool write = !o->dry_run && !o->print_min;
 	struct btk_open_opts oo = {.write = write, .super_mirror = -1, .no_scan = all_files(o)};
 	struct btk_resize_plan plan;
+	struct btk_resize_floor floor = {0};
 	struct btk_fs *fs = NULL;
 	uint64_t size;
 	struct prog pr = {.start = cli_now()};
@@ -336,7 +366,9 @@ static int run(struct opts *o)
 		cli_err("%s", btk_errmsg());
 		goto out;
 	}
-	if (btk_resize_plan(fs, o->arg.devid, size, &plan)) {
+	/* the minimum is searched for only where it is printed or needed */
+	if (btk_resize_plan(fs, o->arg.devid, size,
+			    o->minimum || o->print_min || o->dry_run || o->json, &plan)) {
 		cli_err("%s", btk_errmsg());
 		goto out;
 	}
@@ -351,10 +383,16 @@ static int run(struct opts *o)
 		rc = 1;
 		goto free_plan;
 	}
+	/* what the minimum is made of: only where it is printed (it reads every extent) */
+	if ((o->dry_run || o->json) && btk_resize_floor(fs, plan.devid, &floor)) {
+		cli_err("%s", btk_errmsg());
+		rc = 1;
+		goto free_plan;
+	}
 	if (o->json)
-		print_json(o, &plan);
+		print_json(o, &plan, &floor);
 	else
-		print_text(o, &plan);
+		print_text(o, &plan, o->dry_run ? &floor : NULL);
 	if (write && (plan.nempty || plan.nmoves || plan.ncuts) && btk_resize_quotas_on(fs))
 		cli_warn("quotas are on: their numbers are marked for a rescan (mount, then "
 			 "btrfs quota rescan)");

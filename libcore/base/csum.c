@@ -1,9 +1,9 @@
 /* csum.c — crc32c (SSE4.2 when the CPU has it), xxhash64, sha256, blake2b-256. */
 #include "base/csum.h"
+#include "base/blake2b.h"
 #include "base/error.h"
 #include "format/format.h"
 
-#include <blake2.h>
 #include <errno.h>
 #include <openssl/sha.h>
 #include <pthread.h>
@@ -106,6 +106,10 @@ __attribute__((target("sse4.2"))) static uint32_t crc_hw_run(uint32_t crc, const
 
 	for (; len >= 3 * LANE; p += 3 * LANE, len -= 3 * LANE) {
 		uint64_t a = c, b = 0, d = 0;
+		/* the next round's bytes: the hardware prefetcher stops at page boundaries, and
+		 * bytes from memory arrive 2-3x slower than the crc instruction takes them */
+		for (size_t i = 3 * LANE; i < 6 * LANE && i < len; i += 64)
+			__builtin_prefetch(p + i);
 		for (size_t i = 0; i < LANE; i += 8) {
 			uint64_t x, y, z;
 			memcpy(&x, p + i, 8);
@@ -182,7 +186,8 @@ int btk_csum(int type, const void *data, size_t len, uint8_t out[BTK_CSUM_MAX])
 		SHA256(data, len, out);
 		return 0;
 	case BTRFS_CSUM_TYPE_BLAKE2:
-		return blake2b(out, data, NULL, 32, len, 0) ? btk_err(EINVAL, "blake2b failed") : 0;
+		btk_blake2b_256(data, len, out);
+		return 0;
 	}
 	return btk_err(EINVAL, "unknown checksum type %d", type);
 }

@@ -160,8 +160,8 @@ static void chk_free(struct chk *c)
 	btk_vec_free(&c->v1ext);
 	chk_set_free(&c->visited);
 	chk_dv_finish(c, false);
+	chk_copies_finish(c, false);
 	free(c->copy_buf);
-	btk_vec_free(&c->copies);
 	btk_backref_free(c->br);
 }
 

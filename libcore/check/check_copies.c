@@ -9,17 +9,23 @@
  * is checked for its own checksum, its header's address and generation and the good copy's
  * checksum (equal checksums of a checked block stand for equal contents). A copy that
  * differs is bad. Copies are numbered 1..N in chunk stripe order, as btrfs numbers mirrors.
+ *
+ * The walk is the checker's critical path (the data checksums run on other threads), so a
+ * batch is read and compared by a thread of its own while the walk fills the next: at most
+ * two batches exist. What the thread finds is reported by the walking thread when it joins
+ * it (at the next batch or at the walk's end): only that thread may report.
  */
 #include "check/check_priv.h"
 #include "base/csum.h"
 #include "base/error.h"
 #include "io/io.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define COPY_BATCH 65536       /* records kept before their copies are read */
-#define RUN_MAX	   (4U << 20)  /* bytes per read of neighbouring copies */
+#define COPY_BATCH 8192	       /* records kept before their copies are read */
+#define RUN_MAX	   (1U << 20)  /* bytes per read of neighbouring copies */
 #define RUN_GAP	   (64U << 10) /* unused bytes a run may read over to stay one read */
 
 /* One copy to read: record index and copy number, where it lies. */
@@ -28,6 +34,26 @@ struct chk_copy_at {
 	uint64_t physical, devid;
 	uint32_t rec;
 	uint8_t mirror, n;
+};
+
+/* A copy found bad by a batch's thread, reported when it is joined. */
+struct chk_copy_bad {
+	uint32_t rec;
+	uint8_t mirror, n;
+	uint64_t devid, physical;
+	char *why;
+};
+
+/* One batch of records whose copies a thread reads and compares. */
+struct chk_copy_batch {
+	const struct btk_fs *fs;
+	struct chk_copies recs;
+	struct chk_copy_at *v;
+	size_t m;
+	struct chk_copy_bad *bad;
+	size_t nbad, capbad;
+	bool oom, threaded;
+	pthread_t tid;
 };
 
 static void report_bad(struct chk *c, uint64_t tree, uint64_t bytenr, int level, int i, int n,
@@ -120,16 +146,17 @@ static int at_cmp(const void *pa, const void *pb)
 	return a->physical < b->physical ? -1 : a->physical > b->physical;
 }
 
-/* Where every copy still to verify lies, sorted by device and offset; NULL on no memory. */
-static struct chk_copy_at *locate(struct chk *c, size_t *count)
+/* Where every copy of recs still to verify lies, sorted by device and offset; NULL on no
+ * memory. */
+static struct chk_copy_at *locate(struct chk *c, const struct chk_copies *recs, size_t *count)
 {
-	struct chk_copy_at *v = malloc(c->copies.n * (BTK_CHK_MAX_COPIES - 1) * sizeof(*v));
+	struct chk_copy_at *v = malloc(recs->n * (BTK_CHK_MAX_COPIES - 1) * sizeof(*v));
 	size_t m = 0;
 
 	if (!v)
 		return NULL;
-	for (size_t i = 0; i < c->copies.n; i++) {
-		const struct chk_copy *r = btk_vec_at(&c->copies, i);
+	for (size_t i = 0; i < recs->n; i++) {
+		const struct chk_copy *r = btk_vec_at(recs, i);
 		struct btk_phys ph[BTK_CHK_MAX_COPIES];
 		int n = 0;
 		if (btk_map_logical(c->fs, r->bytenr, ph, BTK_CHK_MAX_COPIES, &n, NULL))
@@ -145,62 +172,135 @@ static struct chk_copy_at *locate(struct chk *c, size_t *count)
 	return v;
 }
 
+static void add_bad(struct chk_copy_batch *b, const struct chk_copy_at *at, const char *why)
+{
+	if (b->nbad == b->capbad) {
+		size_t cap = b->capbad ? b->capbad * 2 : 16;
+		struct chk_copy_bad *v = realloc(b->bad, cap * sizeof(*v));
+		if (!v) {
+			b->oom = true;
+			return;
+		}
+		b->bad = v;
+		b->capbad = cap;
+	}
+	char *w = strdup(why);
+	if (!w) {
+		b->oom = true;
+		return;
+	}
+	b->bad[b->nbad++] = (struct chk_copy_bad){.rec = at->rec,
+						  .mirror = at->mirror,
+						  .n = at->n,
+						  .devid = at->devid,
+						  .physical = at->physical,
+						  .why = w};
+}
+
 /* Verifies the copies v[0..k) that lie in buf, which starts at v[0].physical (NULL: the
  * read failed with message err). */
-static void verify_run(struct chk *c, const struct chk_copy_at *v, size_t k, const uint8_t *buf,
-		       const char *err)
+static void verify_run(struct chk_copy_batch *b, const struct chk_copy_at *v, size_t k,
+		       const uint8_t *buf, const char *err)
 {
 	for (size_t i = 0; i < k; i++) {
-		const struct chk_copy *r = btk_vec_at(&c->copies, v[i].rec);
-		const char *why = buf ? copy_fault(c->fs, buf + (v[i].physical - v[0].physical),
+		const struct chk_copy *r = btk_vec_at(&b->recs, v[i].rec);
+		const char *why = buf ? copy_fault(b->fs, buf + (v[i].physical - v[0].physical),
 						   r->bytenr, r->gen, r->csum)
 				      : chk_fmt("unreadable: %s", err);
-		struct btk_phys ph = {
-		    .dev = v[i].dev, .devid = v[i].devid, .physical = v[i].physical};
 		if (why)
-			report_bad(c, r->tree, r->bytenr, r->level, v[i].mirror, v[i].n, &ph, why);
+			add_bad(b, &v[i], why);
 	}
+}
+
+/* Reads and compares every copy of batch b (its thread, or the caller's). */
+static void *verify_batch(void *arg)
+{
+	struct chk_copy_batch *b = arg;
+	struct chk_copy_at *v = b->v;
+	uint32_t ns = b->fs->nodesize;
+	uint8_t *buf = malloc(RUN_MAX);
+
+	if (!buf) {
+		b->oom = true;
+		return NULL;
+	}
+	for (size_t i = 0; i < b->m;) {
+		size_t j = i + 1;
+		uint64_t end = v[i].physical + ns;
+		while (j < b->m && v[j].dev == v[i].dev && v[j].physical >= end &&
+		       v[j].physical <= end + RUN_GAP &&
+		       v[j].physical + ns - v[i].physical <= RUN_MAX)
+			end = v[j++].physical + ns;
+		/* read, not mapped: see verify_job in check_dverify.c */
+		if (btk_dev_read(v[i].dev, buf, end - v[i].physical, v[i].physical)) {
+			/* one read of the run failed: try each copy alone, to name the bad ones */
+			for (size_t x = i; x < j; x++) {
+				int bad = btk_dev_read(v[x].dev, buf, ns, v[x].physical);
+				verify_run(b, &v[x], 1, bad ? NULL : buf, btk_errmsg());
+			}
+		} else
+			verify_run(b, &v[i], j - i, buf, NULL);
+		i = j;
+	}
+	free(buf);
+	return NULL;
+}
+
+/* Waits for the batch under way, reports what it found (with report) and frees it. */
+static void join_batch(struct chk *c, bool report)
+{
+	struct chk_copy_batch *b = c->copy_batch;
+
+	if (!b)
+		return;
+	c->copy_batch = NULL;
+	if (b->threaded)
+		pthread_join(b->tid, NULL);
+	for (size_t i = 0; i < b->nbad; i++) {
+		const struct chk_copy_bad *x = &b->bad[i];
+		const struct chk_copy *r = btk_vec_at(&b->recs, x->rec);
+		struct btk_phys ph = {.dev = NULL, .devid = x->devid, .physical = x->physical};
+		if (report)
+			report_bad(c, r->tree, r->bytenr, r->level, x->mirror, x->n, &ph, x->why);
+		free(x->why);
+	}
+	if (b->oom)
+		c->oom = true;
+	free(b->bad);
+	free(b->v);
+	btk_vec_free(&b->recs);
+	free(b);
 }
 
 void chk_copies_flush(struct chk *c)
 {
-	uint32_t ns = c->fs->nodesize;
-	size_t m = 0;
-	struct chk_copy_at *v;
-	uint8_t *buf;
+	struct chk_copy_batch *b;
 
 	if (!c->copies.n)
 		return;
-	v = locate(c, &m);
-	buf = malloc(RUN_MAX);
-	if (!v || !buf) {
+	join_batch(c, true);
+	if (!(b = calloc(1, sizeof(*b)))) {
 		c->oom = true;
-		goto out;
+		c->copies.n = 0;
+		return;
 	}
-	for (size_t i = 0; i < m;) {
-		size_t j = i + 1;
-		uint64_t end = v[i].physical + ns;
-		while (j < m && v[j].dev == v[i].dev && v[j].physical >= end &&
-		       v[j].physical <= end + RUN_GAP &&
-		       v[j].physical + ns - v[i].physical <= RUN_MAX)
-			end = v[j++].physical + ns;
-		struct btk_view view;
-		if (!btk_dev_view(v[i].dev, v[i].physical, end - v[i].physical, &view)) {
-			/* in place: no copy of the run (most of a warm read's cost) */
-			verify_run(c, &v[i], j - i, view.data, NULL);
-			btk_dev_unview(&view);
-		} else if (btk_dev_read(v[i].dev, buf, end - v[i].physical, v[i].physical)) {
-			/* one read of the run failed: try each copy alone, to name the bad ones */
-			for (size_t x = i; x < j; x++) {
-				int bad = btk_dev_read(v[x].dev, buf, ns, v[x].physical);
-				verify_run(c, &v[x], 1, bad ? NULL : buf, btk_errmsg());
-			}
-		} else
-			verify_run(c, &v[i], j - i, buf, NULL);
-		i = j;
+	b->fs = c->fs;
+	b->recs = c->copies; /* the walk fills a new vector meanwhile */
+	memset(&c->copies, 0, sizeof(c->copies));
+	c->copy_batch = b;
+	if (!(b->v = locate(c, &b->recs, &b->m))) {
+		b->oom = true;
+		return;
 	}
-out:
-	free(buf);
-	free(v);
-	c->copies.n = 0;
+	b->threaded = !pthread_create(&b->tid, NULL, verify_batch, b);
+	if (!b->threaded)
+		verify_batch(b);
+}
+
+void chk_copies_finish(struct chk *c, bool report)
+{
+	if (report)
+		chk_copies_flush(c);
+	join_batch(c, report);
+	btk_vec_free(&c->copies);
 }

@@ -194,7 +194,7 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 		    chk_fmt("generation %llu transid %llu", (unsigned long long)gen,
 			    (unsigned long long)transid),
 		    "inode generation or transid invalid");
-	if (chk_mode_ftype(s->mode) == BTRFS_FT_UNKNOWN)
+	if (btk_mode_ftype(s->mode) == BTRFS_FT_UNKNOWN)
 		rep(c, BTK_P_INODE_MODE, leaf, k, "a file type", chk_fmt("mode 0%o", s->mode),
 		    "inode mode invalid");
 	if (S_ISLNK(s->mode) && (s->flags & (BTK_INODE_IMMUTABLE | BTK_INODE_APPEND)))

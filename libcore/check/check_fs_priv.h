@@ -5,6 +5,7 @@
 #define BTK_CHECK_FS_PRIV_H
 
 #include "check/check_priv.h"
+#include "format/inode_item.h"
 
 #include <sys/stat.h>
 
@@ -133,27 +134,6 @@ static inline uint64_t chk_name_hash64(const uint8_t *name, size_t len)
 	for (size_t i = 0; i < len; i++)
 		h = (h ^ name[i]) * 0x100000001b3ULL;
 	return h;
-}
-
-static inline uint8_t chk_mode_ftype(uint32_t mode)
-{
-	switch (mode & S_IFMT) {
-	case S_IFREG:
-		return BTRFS_FT_REG_FILE;
-	case S_IFDIR:
-		return BTRFS_FT_DIR;
-	case S_IFCHR:
-		return BTRFS_FT_CHRDEV;
-	case S_IFBLK:
-		return BTRFS_FT_BLKDEV;
-	case S_IFIFO:
-		return BTRFS_FT_FIFO;
-	case S_IFSOCK:
-		return BTRFS_FT_SOCK;
-	case S_IFLNK:
-		return BTRFS_FT_SYMLINK;
-	}
-	return BTRFS_FT_UNKNOWN;
 }
 
 /* check_fs.c */

@@ -466,7 +466,7 @@ static void judge(struct chk *c, const struct chk_name *n)
 			goto bad;
 		t->last_dir = (struct chk_ino){n->dir, dmode};
 	}
-	if (S_ISDIR(t->last_dir.mode) && (!n->ftype || chk_mode_ftype(cmode) == n->ftype))
+	if (S_ISDIR(t->last_dir.mode) && (!n->ftype || btk_mode_ftype(cmode) == n->ftype))
 		return;
 bad:
 	to_bad(c, n);
@@ -580,7 +580,7 @@ static void name_group(struct chk *c, const struct chk_name *g)
 	uint64_t idx_dir = g->idx_dir, idx_ref = g->idx_ref;
 	uint32_t cmode = 0, dmode = 0;
 	bool child = chk_ino_mode(t, g->child, &cmode), dir = chk_ino_mode(t, g->dir, &dmode);
-	bool bad_type = child && ftype && chk_mode_ftype(cmode) != ftype;
+	bool bad_type = child && ftype && btk_mode_ftype(cmode) != ftype;
 	uint32_t crc = (uint32_t)(g->hash >> 32);
 
 	/* kept only for a second dir index, which is reported by itself */
@@ -636,7 +636,7 @@ static void name_group(struct chk *c, const struct chk_name *g)
 	if (bad_type) {
 		snprintf(what, sizeof(what), "%s: dir entry type wrong", who);
 		chk_fs_rep(c, BTK_P_NAME_TYPE, 0, &k,
-			   chk_fmt("type %u (inode mode)", chk_mode_ftype(cmode)),
+			   chk_fmt("type %u (inode mode)", btk_mode_ftype(cmode)),
 			   chk_fmt("type %u", ftype), what);
 	}
 	if (dir && !S_ISDIR(dmode)) {

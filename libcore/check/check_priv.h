@@ -133,6 +133,7 @@ struct chk_copy {
 };
 
 BTK_VEC(chk_copies, struct chk_copy);
+struct chk_copy_batch;
 BTK_VEC(chk_refs, struct chk_ref);
 BTK_VEC(chk_extents, struct chk_extent);
 BTK_VEC(chk_bgs, struct chk_bg);
@@ -219,7 +220,8 @@ struct chk {
 	struct btk_backref *br;	  /* back reference session for data error owners, or NULL */
 	uint8_t *copy_buf;	  /* nodesize bytes: a mirror being compared (check_copies.c) */
 	struct chk_copies copies; /* blocks whose other copies are still to read */
-	struct chk_dv *dv;	  /* data_csum: verification under way, or NULL */
+	struct chk_copy_batch *copy_batch; /* copies being read by a thread, or NULL */
+	struct chk_dv *dv;		   /* data_csum: verification under way, or NULL */
 };
 
 enum {
@@ -266,8 +268,11 @@ void chk_data_mismatch(struct chk *c, uint64_t logical, const struct btk_phys *p
 /* check_copies.c: every mirror of a tree block read the first time it is seen */
 #define BTK_CHK_MAX_COPIES 8
 void chk_block_copies(struct chk *c, const struct btk_block *b);
-/* reads and compares the copies still pending (at most a batch is kept) */
+/* starts reading and comparing the copies still pending on a thread of their own, after
+ * reporting what the batch before found (at most a batch is kept and one under way) */
 void chk_copies_flush(struct chk *c);
+/* waits for every pending copy to be compared; with report, reports what was found */
+void chk_copies_finish(struct chk *c, bool report);
 /* check_dverify.c: queue [logical, +len) with its checksums (copied) for verification of
  * every copy; finish waits for the workers and, with report, reports what they found */
 void chk_dv_add(struct chk *c, uint64_t logical, uint64_t len, const uint8_t *sums);

@@ -477,7 +477,7 @@ int chk_walk_all(struct chk *c)
 		c->log_ino = 0;
 		ret = walk_root(c, &r);
 	}
-	chk_copies_flush(c);
+	chk_copies_finish(c, true);
 
 	if (ret && ret != -ENOMEM) {
 		/* the root tree itself could not be iterated: report and go on with what we have */

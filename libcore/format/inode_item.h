@@ -34,6 +34,29 @@ static inline uint32_t btk_rdev_minor(uint64_t rdev)
 	return (uint32_t)rdev & 0xfffff;
 }
 
+/* The directory entry type (BTRFS_FT_*) of an inode of this mode (S_IF* bits, the same on
+ * disk as in Linux): BTRFS_FT_UNKNOWN for no known type. */
+static inline uint8_t btk_mode_ftype(uint32_t mode)
+{
+	switch (mode & 0170000) {
+	case 0100000:
+		return BTRFS_FT_REG_FILE;
+	case 0040000:
+		return BTRFS_FT_DIR;
+	case 0020000:
+		return BTRFS_FT_CHRDEV;
+	case 0060000:
+		return BTRFS_FT_BLKDEV;
+	case 0010000:
+		return BTRFS_FT_FIFO;
+	case 0140000:
+		return BTRFS_FT_SOCK;
+	case 0120000:
+		return BTRFS_FT_SYMLINK;
+	}
+	return BTRFS_FT_UNKNOWN;
+}
+
 /* Parses an INODE_ITEM's body: 0, or -EUCLEAN when it is shorter than the item (out not
  * filled). */
 int btk_inode_item_parse(const uint8_t *d, uint32_t size, struct btk_inode_info *out);

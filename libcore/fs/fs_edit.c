@@ -3,6 +3,7 @@
 #include "base/csum.h"
 #include "base/error.h"
 #include "format/dir_item.h"
+#include "format/inode_item.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -401,18 +402,6 @@ int btk_dir_inherit_flags(struct btk_trans *t, uint64_t root, uint64_t dir, uint
 	return ret;
 }
 
-static uint8_t ftype_of(uint32_t m)
-{
-	return S_ISREG(m)    ? BTRFS_FT_REG_FILE
-	       : S_ISDIR(m)  ? BTRFS_FT_DIR
-	       : S_ISLNK(m)  ? BTRFS_FT_SYMLINK
-	       : S_ISCHR(m)  ? BTRFS_FT_CHRDEV
-	       : S_ISBLK(m)  ? BTRFS_FT_BLKDEV
-	       : S_ISFIFO(m) ? BTRFS_FT_FIFO
-	       : S_ISSOCK(m) ? BTRFS_FT_SOCK
-			     : BTRFS_FT_UNKNOWN;
-}
-
 int btk_fs_create(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
 		  const struct btk_inode_attr *a, const char *target, uint32_t tlen, uint64_t *ino)
 {
@@ -444,6 +433,6 @@ int btk_fs_create(struct btk_trans *t, uint64_t root, uint64_t dir, const char *
 	    (ret = btk_file_extent_inline(t, root, *ino, target, tlen, tlen, 0)))
 		return ret;
 	d.loc = (struct btk_key){*ino, BTRFS_INODE_ITEM_KEY, 0};
-	d.ftype = ftype_of(at.mode);
+	d.ftype = btk_mode_ftype(at.mode);
 	return btk_dir_add(t, root, dir, name, len, &d, &at.ctime);
 }

@@ -2,6 +2,7 @@
 #include "fs/fs_edit.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/inode_item.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -253,12 +254,7 @@ int btk_fs_link(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t dir, 
 		return ret;
 	if (S_ISDIR(in.mode))
 		return btk_err(EPERM, "hard links to directories are not allowed");
-	d.ftype = S_ISREG(in.mode)    ? BTRFS_FT_REG_FILE
-		  : S_ISLNK(in.mode)  ? BTRFS_FT_SYMLINK
-		  : S_ISCHR(in.mode)  ? BTRFS_FT_CHRDEV
-		  : S_ISBLK(in.mode)  ? BTRFS_FT_BLKDEV
-		  : S_ISFIFO(in.mode) ? BTRFS_FT_FIFO
-				      : BTRFS_FT_SOCK;
+	d.ftype = btk_mode_ftype(in.mode);
 	if ((ret = btk_dir_add(t, root, dir, name, len, &d, now)))
 		return ret;
 	return btk_inode_change(t, root, ino, &c, NULL);

@@ -3,6 +3,7 @@
 #include "base/compress.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "format/inode_item.h"
 #include "fs/fs_write.h"
 #include "base/uuid.h"
 
@@ -70,18 +71,6 @@ static void make_attr(const struct pop *p, const struct btk_src_inode *in, uint3
 		a->atime = clamp(p, st->st_atim);
 		a->ctime = a->otime = clamp(p, st->st_ctim);
 	}
-}
-
-static uint8_t ftype_of(mode_t m)
-{
-	return S_ISREG(m)    ? BTRFS_FT_REG_FILE
-	       : S_ISDIR(m)  ? BTRFS_FT_DIR
-	       : S_ISLNK(m)  ? BTRFS_FT_SYMLINK
-	       : S_ISCHR(m)  ? BTRFS_FT_CHRDEV
-	       : S_ISBLK(m)  ? BTRFS_FT_BLKDEV
-	       : S_ISFIFO(m) ? BTRFS_FT_FIFO
-	       : S_ISSOCK(m) ? BTRFS_FT_SOCK
-			     : BTRFS_FT_UNKNOWN;
 }
 
 static int cmp_str(const void *a, const void *b)
@@ -553,7 +542,8 @@ static int add_node(struct pop *p, struct layout *l, uint32_t i)
 	l->ino[i] = e->ino;
 	struct btk_key loc = {e->ino, BTRFS_INODE_ITEM_KEY, 0};
 	return btk_dir_link(p->t, p->root, l->ino[n->parent], n->name, n->name_len, &loc,
-			    ftype_of(s->inodes[n->inode].st.st_mode), p->dir_index[n->parent]++);
+			    btk_mode_ftype(s->inodes[n->inode].st.st_mode),
+			    p->dir_index[n->parent]++);
 }
 
 static int fill_top(struct pop *p, struct layout *l)
@@ -574,7 +564,8 @@ static int fill_top(struct pop *p, struct layout *l)
 		return ret ? ret
 			   : btk_dir_link(p->t, p->root, p->o->link_dir, p->o->link_name,
 					  p->o->link_len, &loc,
-					  ftype_of(p->src->inodes[0].st.st_mode), p->o->link_index);
+					  btk_mode_ftype(p->src->inodes[0].st.st_mode),
+					  p->o->link_index);
 	}
 	ret = btk_inode_set_attr(p->t, p->root, p->o->top_ino, &a);
 	return ret ? ret : copy_xattrs(p, p->o->top_ino);

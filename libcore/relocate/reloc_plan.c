@@ -217,15 +217,7 @@ static bool first_fit(struct fit *f, uint64_t len)
 	return true;
 }
 
-/* The extents of every chunk (by its index in fs->chunks), read once: the search for the
- * minimum checks one size per stripe end, and reading the extent tree for each was
- * quadratic in the size of the filesystem. */
-struct usage {
-	struct rl_ranges *used;
-	int n;
-};
-
-static void usage_free(struct usage *u)
+void rl_usage_free(struct rl_usage *u)
 {
 	for (int i = 0; i < u->n; i++)
 		free(u->used[i].v);
@@ -233,7 +225,7 @@ static void usage_free(struct usage *u)
 	u->used = NULL, u->n = 0;
 }
 
-static int usage_load(struct btk_fs *fs, struct usage *u)
+int rl_usage_load(struct btk_fs *fs, struct rl_usage *u)
 {
 	int ret = 0;
 
@@ -246,7 +238,7 @@ static int usage_load(struct btk_fs *fs, struct usage *u)
 		ret = used_ranges(fs, c->logical, c->logical + c->length, &u->used[u->n]);
 	}
 	if (ret)
-		usage_free(u);
+		rl_usage_free(u);
 	return ret;
 }
 
@@ -259,8 +251,8 @@ static int append(struct rl_ranges *to, const struct rl_ranges *from)
 	return ret;
 }
 
-static int check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t size,
-		 const struct usage *use, struct rl_check *out)
+int rl_check_set(struct btk_fs *fs, const bool *gone, const struct rl_usage *use,
+		 struct rl_check *out)
 {
 	struct rl_ranges dfree = {0}, edata = {0};
 	uint64_t efree_meta[2] = {0, 0}, eused_meta[2] = {0, 0}, all_meta[2] = {0, 0};
@@ -269,10 +261,19 @@ static int check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, u
 
 	memset(out, 0, sizeof(*out));
 	out->fits = true;
+	/* every kind of chunk keeps one: without a data chunk the kernel could write no data
+	 * until it has room for a new one, which a shrink to the minimum leaves it none of */
+	for (int i = 0; i < fs->nchunks && out->fits; i++) {
+		bool kept = false;
+		for (int j = 0; j < fs->nchunks && !kept; j++)
+			kept = !gone[j] &&
+			       class_of(fs->chunks[j]->type) == class_of(fs->chunks[i]->type);
+		out->fits = kept;
+	}
 	for (int i = 0; i < fs->nchunks && !ret; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
 		uint64_t cl = class_of(c->type), u;
-		bool past = on_past(c, l, devid, size);
+		bool past = gone[i];
 		int mi = (cl & BTRFS_BLOCK_GROUP_SYSTEM) ? 1 : 0;
 		if (past) {
 			uint64_t *nv = realloc(out->chunks, (size_t)(out->n + 1) * sizeof(*nv));
@@ -333,24 +334,40 @@ static int check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, u
 	return ret;
 }
 
+/* rl_check_set for the chunks with a stripe past size */
+static int check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t size,
+		 const struct rl_usage *use, struct rl_check *out)
+{
+	bool *gone = calloc(fs->nchunks ? (size_t)fs->nchunks : 1, sizeof(*gone));
+	int ret;
+
+	if (!gone)
+		return btk_err(ENOMEM, "out of memory");
+	for (int i = 0; i < fs->nchunks; i++)
+		gone[i] = on_past(fs->chunks[i], l, devid, size);
+	ret = rl_check_set(fs, gone, use, out);
+	free(gone);
+	return ret;
+}
+
 int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t size,
 		     struct rl_check *out)
 {
-	struct usage use;
-	int ret = usage_load(fs, &use);
+	struct rl_usage use;
+	int ret = rl_usage_load(fs, &use);
 
 	if (ret)
 		return ret;
 	ret = check(fs, l, devid, size, &use, out);
-	usage_free(&use);
+	rl_usage_free(&use);
 	return ret;
 }
 
-int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t *min)
+int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid,
+		       const struct rl_usage *use, uint64_t *min)
 {
 	uint64_t at = UINT64_MAX;
-	struct usage use;
-	int ret = usage_load(fs, &use);
+	int ret = 0;
 
 	*min = 0;
 	while (!ret) {
@@ -364,13 +381,12 @@ int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t de
 		}
 		if (!next)
 			break;
-		if ((ret = check(fs, l, devid, next, &use, &chk)))
+		if ((ret = check(fs, l, devid, next, use, &chk)))
 			break;
 		free(chk.chunks);
 		if (!chk.fits)
 			break;
 		*min = at = next;
 	}
-	usage_free(&use);
 	return ret;
 }

@@ -29,9 +29,9 @@ struct btk_resize_move {
 	int round; /* moves of one round share a transaction */
 };
 
-/* The free tail of a data chunk cut off (round 0, before any move). */
+/* The free tail of a chunk cut off (round 0, before any move). */
 struct btk_resize_cut {
-	uint64_t logical, from_len, to_len;
+	uint64_t logical, type, from_len, to_len;
 };
 
 struct btk_resize_plan {
@@ -52,7 +52,18 @@ struct btk_resize_plan {
 	uint64_t *empties;
 	int nempty;
 	uint64_t bytes_relocated;
+	/* compaction: the chunks are emptied and removed first, then the stripes move (into the
+	 * room they left) */
+	bool empty_first;
 };
+
+/* The least devid can hold whatever its chunks: the bytes of the extents on it (shared ones
+ * once), by kind; the free metadata a shrink leaves the kernel to mount and write (its global
+ * reserve and 64 insertions, in every copy on this device); the reserved first MiB. */
+struct btk_resize_floor {
+	uint64_t data, metadata, system, kernel_room, reserved, total;
+};
+int btk_resize_floor(struct btk_fs *fs, uint64_t devid, struct btk_resize_floor *f);
 
 /* What stops a write: returns 0, or -EBUSY (a balance or relocation in progress),
  * -EOPNOTSUPP (a log tree to replay), -EEXIST (ext2_saved: a rollback image a resize would
@@ -63,10 +74,12 @@ int btk_resize_refusals(struct btk_fs *fs, bool force);
 bool btk_resize_quotas_on(struct btk_fs *fs);
 
 /* Plans resizing devid to `size` bytes (rounded down to the sector size); size 0 asks for the
- * minimum. Fills *plan (free with btk_resize_plan_free). Errors: -ENOENT unknown devid,
- * -ENOSPC size below the minimum (the message says the minimum), -EINVAL size too small to
- * hold a superblock, -ENOMEM. */
-int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk_resize_plan *plan);
+ * minimum. Without find_minimum, a size at or past the allocated end (nothing moves) skips the
+ * search for the minimum, which reads every extent: plan->minimum is then 0. Fills *plan (free
+ * with btk_resize_plan_free). Errors: -ENOENT unknown devid, -ENOSPC size below the minimum
+ * (the message says the minimum), -EINVAL size too small to hold a superblock, -ENOMEM. */
+int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, bool find_minimum,
+		    struct btk_resize_plan *plan);
 void btk_resize_plan_free(struct btk_resize_plan *plan);
 
 /* Called after each stripe copied: bytes done of total. */

@@ -37,9 +37,12 @@ uint64_t rl_layout_end(const struct rl_layout *l);
  * round `round`. */
 int rl_compact(struct rl_layout *l, uint64_t target, int round, struct btk_resize_plan *p);
 
-/* Chunks whose free tail may be cut (SINGLE/DUP data), and the length they can be cut to. */
+/* Chunks whose free tail may be cut (SINGLE/DUP data and metadata), and the length they can be
+ * cut to. */
 bool rl_cuttable(const struct btk_chunk *c);
 int rl_cut_length(struct btk_fs *fs, const struct btk_chunk *c, uint64_t *len);
+/* Free metadata a cut leaves the kernel: its global reserve and 64 insertions beyond it. */
+int rl_meta_keep(struct btk_fs *fs, uint64_t *keep);
 
 /* Calls fn(ctx, bytenr, len) for each extent record (EXTENT_ITEM, METADATA_ITEM) of the
  * committed extent tree that starts in [start, end), in address order. fn returns 0 or a
@@ -74,12 +77,34 @@ struct rl_check {
 	bool fits;	/* the kept chunks hold what they hold, as the apply allocates */
 	uint64_t bytes; /* bytes of extents to move */
 };
+/* The extents of every chunk (by its index in fs->chunks), read once: a search for the
+ * minimum checks many sets of chunks, and reading the extent tree for each was quadratic in
+ * the size of the filesystem. */
+struct rl_usage {
+	struct rl_ranges *used;
+	int n;
+};
+int rl_usage_load(struct btk_fs *fs, struct rl_usage *u);
+void rl_usage_free(struct rl_usage *u);
+/* Whether emptying the chunks marked in gone (by index in fs->chunks) fits into the others. */
+int rl_check_set(struct btk_fs *fs, const bool *gone, const struct rl_usage *use,
+		 struct rl_check *out);
 /* l: the stripes of devid where planned moves put them (NULL: where they are). */
 int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t size,
 		     struct rl_check *out);
 /* The smallest stripe end of layout l (devid's stripes after the planned moves) that emptying
  * the chunks past it reaches (0: none). */
-int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t *min);
+int rl_logical_minimum(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid,
+		       const struct rl_usage *use, uint64_t *min);
+
+/* Compaction (resize_compact.c): chunks are emptied one by one, from the one whose stripe
+ * ends last on the device down (the first whose extents the others take), and after each the
+ * remaining stripes are moved whole into the room the emptied ones left. With target 0: *end
+ * is the smallest end a step reaches (0: none). Else the first step ending at or below target
+ * goes into p (empties, then moves in rounds; p->empty_first), or -ENOSPC. use: the extents
+ * (rl_usage_load). */
+int rl_compact_empty(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
+		     struct btk_resize_plan *p, uint64_t *end);
 
 /* Moves every extent out of the chunks, one transaction per pass, until they are empty.
  * -EAGAIN when passes stop finding less (the message says how many are left), -ENOSPC when

@@ -108,8 +108,10 @@ static int run_round(struct btk_fs *fs, const struct btk_resize_plan *plan, int 
 	for (int i = 0; i < plan->nmoves; i++) {
 		if (plan->moves[i].round != round)
 			continue;
-		ret = copy_stripe(fs, d->dev, &plan->moves[i], buf, done, plan->bytes_moved,
-				  progress, ctx);
+		ret =
+		    copy_stripe(fs, d->dev, &plan->moves[i], buf, done,
+				plan->bytes_moved + (plan->empty_first ? plan->bytes_relocated : 0),
+				progress, ctx);
 		if (ret)
 			return ret;
 	}
@@ -132,14 +134,20 @@ static int run_round(struct btk_fs *fs, const struct btk_resize_plan *plan, int 
 }
 
 /* Empties the planned chunks (a transaction per pass), then removes them and sets the size in
- * one last transaction. */
+ * one last transaction. Before stripe moves (compaction), the whole device is held: the moves
+ * count on every unallocated place, and the kept chunks take what moves (as planned); the
+ * size is then left to the last round. */
 static int run_logical(struct btk_fs *fs, const struct btk_resize_plan *plan,
 		       btk_resize_progress_fn progress, void *ctx)
 {
 	uint64_t span = plan->old_size > plan->new_size ? plan->old_size : plan->new_size;
+	bool moves_after = plan->empty_first && plan->nmoves;
+	uint64_t hold = moves_after ? 0 : plan->new_size;
 	struct rl_empty e = {
-	    plan->empties,	   plan->nempty, plan->devid, plan->new_size,
-	    span - plan->new_size, progress,	 ctx,	      plan->bytes_relocated};
+	    plan->empties, plan->nempty,
+	    plan->devid,   hold,
+	    span - hold,   progress,
+	    ctx,	   plan->bytes_relocated + (moves_after ? plan->bytes_moved : 0)};
 	struct rl_stats st = {0};
 	struct btk_trans *t;
 	int ret = rl_empty_chunks(fs, &e, &st);
@@ -147,7 +155,7 @@ static int run_logical(struct btk_fs *fs, const struct btk_resize_plan *plan,
 	if (ret || (ret = btk_trans_start(fs, &t)))
 		return ret;
 	ret = rl_remove_chunks(t, &e);
-	if (!ret)
+	if (!ret && !moves_after)
 		ret = btk_dev_set_size(t, plan->devid, plan->new_size);
 	if (ret) {
 		btk_trans_abort(t);
@@ -175,14 +183,20 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 
 	if (plan->new_size > d->dev->size && (ret = btk_dev_truncate(d->dev, plan->new_size)))
 		return ret;
+	/* compaction: the chunks are emptied and removed first, the stripes move into their room */
+	if (plan->empty_first && plan->nempty) {
+		ret = run_logical(fs, plan, progress, ctx);
+		done = plan->bytes_relocated;
+	}
 	if (!(buf = malloc(COPY_BUF)))
 		return btk_err(ENOMEM, "out of memory");
 	for (int r = 0; r < rounds && !ret && (plan->nmoves + plan->ncuts || !plan->nempty); r++)
-		ret = run_round(fs, plan, r, r == rounds - 1 && !plan->nempty, buf, &done, progress,
-				ctx);
+		ret =
+		    run_round(fs, plan, r, r == rounds - 1 && (!plan->nempty || plan->empty_first),
+			      buf, &done, progress, ctx);
 	free(buf);
 	/* what whole stripes could not get below the size is emptied, then the size set */
-	if (!ret && plan->nempty)
+	if (!ret && plan->nempty && !plan->empty_first)
 		ret = run_logical(fs, plan, progress, ctx);
 	if (!ret && !d->dev->is_blockdev && d->dev->size > plan->new_size)
 		ret = btk_dev_truncate(d->dev, plan->new_size);

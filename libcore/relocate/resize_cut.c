@@ -1,22 +1,72 @@
-/* resize_cut.c — how far the free tail of a data chunk can be cut (the end of its last
- * extent, from the extent tree, rounded up to 1 MiB).
+/* resize_cut.c — how far the free tail of a chunk can be cut: the end of its last extent, from
+ * the extent tree, rounded up to 1 MiB.
  *
- * Only SINGLE and DUP data chunks are cut: a metadata chunk keeps its free space, which the
- * kernel needs to mount and write at all.
+ * SINGLE and DUP data and metadata chunks are cut (not mixed or system ones). A metadata chunk
+ * keeps, past its last tree block, the free metadata the kernel needs to mount and write:
+ * its global reserve, which it sizes as the bytes of the extent, checksum and free-space trees
+ * (at most 512 MiB), and 64 tree-block insertions beyond it (btk_kernel_meta_room).
  */
 #include "base/error.h"
 #include "format/extent_refs.h"
+#include "format/root_item.h"
 #include "relocate/relocate_int.h"
+#include "trans/trans.h"
 #include "tree/tree.h"
 
 #include <errno.h>
 
-#define SZ_1M (1ULL << 20)
+#define SZ_1M	    (1ULL << 20)
+#define RESERVE_CAP (512ULL << 20)
 
 bool rl_cuttable(const struct btk_chunk *c)
 {
-	return (c->type & BTRFS_BLOCK_GROUP_DATA) && !(c->type & BTRFS_BLOCK_GROUP_METADATA) &&
+	uint64_t kind = c->type & (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA |
+				   BTRFS_BLOCK_GROUP_SYSTEM);
+
+	return (kind == BTRFS_BLOCK_GROUP_DATA || kind == BTRFS_BLOCK_GROUP_METADATA) &&
 	       !(c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK & ~BTRFS_BLOCK_GROUP_DUP);
+}
+
+/* bytes_used of tree objectid's ROOT_ITEM (0 when it has none) */
+static int tree_bytes(struct btk_fs *fs, uint64_t objectid, uint64_t *out)
+{
+	struct btk_key k = {objectid, BTRFS_ROOT_ITEM_KEY, 0}, f;
+	struct btk_root rt;
+	struct btk_path p;
+	int ret = btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
+
+	*out = 0;
+	if (ret)
+		return ret;
+	btk_path_init(&p);
+	ret = btk_search_ge(fs, &rt, &k, &p);
+	if (ret == 0) {
+		struct btk_root_item ri;
+		uint32_t size = 0;
+		const uint8_t *d = btk_path_data(&p, &size);
+		btk_path_key(&p, &f);
+		if (f.objectid == objectid && f.type == BTRFS_ROOT_ITEM_KEY && d &&
+		    !btk_root_item_parse(d, size, &ri))
+			*out = ri.bytes_used;
+	}
+	btk_path_release(&p);
+	return ret < 0 ? ret : 0;
+}
+
+int rl_meta_keep(struct btk_fs *fs, uint64_t *keep)
+{
+	static const uint64_t trees[] = {BTRFS_EXTENT_TREE_OBJECTID, BTRFS_CSUM_TREE_OBJECTID,
+					 BTRFS_FREE_SPACE_TREE_OBJECTID};
+	uint64_t rsv = 0, b;
+
+	for (unsigned i = 0; i < sizeof(trees) / sizeof(trees[0]); i++) {
+		int ret = tree_bytes(fs, trees[i], &b);
+		if (ret)
+			return ret;
+		rsv += b;
+	}
+	*keep = (rsv < RESERVE_CAP ? rsv : RESERVE_CAP) + btk_kernel_meta_room(fs->nodesize);
+	return 0;
 }
 
 /* End of the last extent record inside [start, end), or start when there is none. */
@@ -55,12 +105,14 @@ static int last_extent_end(struct btk_fs *fs, uint64_t start, uint64_t end, uint
 
 int rl_cut_length(struct btk_fs *fs, const struct btk_chunk *c, uint64_t *len)
 {
-	uint64_t end;
+	uint64_t end, keep = 0;
 	int ret = last_extent_end(fs, c->logical, c->logical + c->length, &end);
 
+	if (!ret && (c->type & BTRFS_BLOCK_GROUP_METADATA))
+		ret = rl_meta_keep(fs, &keep);
 	if (ret)
 		return ret;
-	*len = (end - c->logical + SZ_1M - 1) / SZ_1M * SZ_1M;
+	*len = (end - c->logical + keep + SZ_1M - 1) / SZ_1M * SZ_1M;
 	if (*len < SZ_1M)
 		*len = SZ_1M;
 	if (*len > c->length)

@@ -215,7 +215,7 @@ static int add_cut(struct btk_resize_plan *p, const struct btk_chunk *c, uint64_
 	if (!nc)
 		return btk_err(ENOMEM, "out of memory");
 	p->cuts = nc;
-	p->cuts[p->ncuts++] = (struct btk_resize_cut){c->logical, c->length, len};
+	p->cuts[p->ncuts++] = (struct btk_resize_cut){c->logical, c->type, c->length, len};
 	p->bytes_cut += c->length - len;
 	p->rounds = 1;
 	return 0;
@@ -282,7 +282,7 @@ static int plan_empties(struct btk_fs *fs, const struct rl_layout *l, struct btk
 
 /* Where the stripes of devid are once every whole-stripe move is made, and the smallest size
  * emptying chunks reaches from there. */
-static int logical_min(struct btk_fs *fs, uint64_t devid, uint64_t *min)
+static int logical_min(struct btk_fs *fs, uint64_t devid, const struct rl_usage *use, uint64_t *min)
 {
 	struct rl_layout l;
 	int ret = rl_layout_load(fs, devid, &l);
@@ -290,15 +290,45 @@ static int logical_min(struct btk_fs *fs, uint64_t devid, uint64_t *min)
 	if (!ret)
 		ret = rl_compact(&l, 0, 0, NULL);
 	if (!ret)
-		ret = rl_logical_minimum(fs, &l, devid, min);
+		ret = rl_logical_minimum(fs, &l, devid, use, min);
 	free(l.s);
 	return ret;
 }
 
-int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk_resize_plan *plan)
+/* A size at or past the allocated end moves nothing: the plan is the size alone, without the
+ * search for the minimum (which reads every extent). */
+static int size_only(struct btk_fs *fs, struct btk_fs_dev *d, uint64_t size,
+		     struct btk_resize_plan *plan, bool *done)
+{
+	struct rl_layout l;
+	int ret = rl_layout_load(fs, d->devid, &l);
+
+	*done = false;
+	if (ret)
+		return ret;
+	plan->alloc_end = rl_layout_end(&l);
+	for (int i = 0; i < l.n; i++)
+		plan->allocated += l.s[i].len;
+	free(l.s);
+	if (size / fs->sectorsize * fs->sectorsize < plan->alloc_end)
+		return 0;
+	*done = true;
+	plan->devid = d->devid;
+	plan->old_size = d->total_bytes;
+	plan->new_size = size / fs->sectorsize * fs->sectorsize;
+	if (d->dev->is_blockdev && plan->new_size > d->dev->size)
+		return btk_err(EINVAL, "devid %llu: %s has only %llu bytes",
+			       (unsigned long long)d->devid, d->dev->path,
+			       (unsigned long long)d->dev->size);
+	return 0;
+}
+
+int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, bool find_minimum,
+		    struct btk_resize_plan *plan)
 {
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
-	uint64_t whole = 0, with_cuts = 0, logical = 0, physical;
+	uint64_t whole = 0, with_cuts = 0, logical = 0, compacted = 0, physical;
+	struct rl_usage use = {0};
 	struct rl_layout l;
 	int ret;
 
@@ -307,14 +337,32 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 		return btk_err(ENOENT, "no device with devid %llu", (unsigned long long)devid);
 	if (!d->dev)
 		return btk_err(ENODEV, "devid %llu is missing", (unsigned long long)devid);
+	if (size && !find_minimum) {
+		bool done;
+		ret = size_only(fs, d, size, plan, &done);
+		if (ret || done) {
+			if (ret)
+				btk_resize_plan_free(plan);
+			return ret;
+		}
+		memset(plan, 0, sizeof(*plan));
+	}
 	if ((ret = stuck_end(fs, devid, false, &whole)) ||
-	    (ret = stuck_end(fs, devid, true, &with_cuts)) ||
-	    (ret = logical_min(fs, devid, &logical)) || (ret = rl_layout_load(fs, devid, &l)))
+	    (ret = stuck_end(fs, devid, true, &with_cuts)) || (ret = rl_usage_load(fs, &use)))
 		return ret;
+	/* the extents are read once for both searches */
+	if ((ret = logical_min(fs, devid, &use, &logical)) ||
+	    (ret = rl_compact_empty(fs, devid, 0, &use, NULL, &compacted)) ||
+	    (ret = rl_layout_load(fs, devid, &l))) {
+		rl_usage_free(&use);
+		return ret;
+	}
 	plan->devid = devid;
 	plan->old_size = d->total_bytes;
 	physical = with_cuts < whole ? with_cuts : whole;
 	plan->minimum = logical && logical < physical ? logical : physical;
+	if (compacted && compacted < plan->minimum)
+		plan->minimum = compacted;
 	plan->alloc_end = rl_layout_end(&l);
 	for (int i = 0; i < l.n; i++)
 		plan->allocated += l.s[i].len;
@@ -329,8 +377,17 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 		ret =
 		    btk_err(EINVAL, "devid %llu: %s has only %llu bytes", (unsigned long long)devid,
 			    d->dev->path, (unsigned long long)d->dev->size);
-	else if (plan->new_size < physical) {
+	else if (plan->new_size < physical && (!logical || plan->new_size < logical)) {
+		/* only compaction gets there: chunks emptied, then stripes moved into their room */
+		free(l.s);
+		ret = rl_compact_empty(fs, devid, plan->new_size, &use, plan, &compacted);
+		rl_usage_free(&use);
+		if (ret)
+			btk_resize_plan_free(plan);
+		return ret;
+	} else if (plan->new_size < physical) {
 		/* every whole-stripe move first (cheap), then the chunks still past go */
+		rl_usage_free(&use);
 		ret = rl_compact(&l, 0, 0, plan);
 		if (!ret)
 			ret = plan_empties(fs, &l, plan);
@@ -347,6 +404,7 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, struct btk
 		if (!ret)
 			ret = rl_compact(&l, plan->new_size, plan->ncuts ? 1 : 0, plan);
 	}
+	rl_usage_free(&use);
 	if (!ret && rl_layout_end(&l) > plan->new_size)
 		ret = btk_err(EUCLEAN, "devid %llu: the plan ends at %llu, past %llu",
 			      (unsigned long long)devid, (unsigned long long)rl_layout_end(&l),

@@ -703,6 +703,26 @@ int btk_tree_search_cur(struct btk_wfs *w, uint64_t tree, const struct btk_key *
 	return search_slot(NULL, w, wr, key, 0, false, p);
 }
 
+/* Reads the blocks below p->nodes[level] along p->slots[level] down to the leaf, entering each
+ * child at its first slot, or at its last when `last`. */
+static int wpath_descend(struct btk_fs *fs, struct btk_path *p, int level, bool last)
+{
+	while (level > 0) {
+		struct btk_block *c;
+		int ret = btk_wblock_read(fs, btk_node_blockptr(p->nodes[level], p->slots[level]),
+					  level - 1, &c);
+		if (ret)
+			return ret;
+		btk_block_put(p->nodes[level - 1]);
+		p->nodes[level - 1] = c;
+		if (btk_block_nritems(c) == 0)
+			return btk_err(EUCLEAN, "tree block %llu is empty",
+				       (unsigned long long)c->bytenr);
+		p->slots[--level] = last ? (int)btk_block_nritems(c) - 1 : 0;
+	}
+	return 0;
+}
+
 /* Next item of a read-only path of the current state: 0, 1 at the end, negative errno. */
 int btk_wpath_next(struct btk_fs *fs, struct btk_path *p)
 {
@@ -715,17 +735,21 @@ int btk_wpath_next(struct btk_fs *fs, struct btk_path *p)
 		level++;
 		p->slots[level]++;
 	}
-	while (level > 0) {
-		struct btk_block *c;
-		int ret = btk_wblock_read(fs, btk_node_blockptr(p->nodes[level], p->slots[level]),
-					  level - 1, &c);
-		if (ret)
-			return ret;
-		btk_block_put(p->nodes[level - 1]);
-		p->nodes[level - 1] = c;
-		p->slots[--level] = 0;
+	return wpath_descend(fs, p, level, false);
+}
+
+/* Previous item of a read-only path of the current state: 0, 1 at the start, negative errno. */
+int btk_wpath_prev(struct btk_fs *fs, struct btk_path *p)
+{
+	int level = 0;
+
+	while (p->slots[level] == 0) {
+		if (level + 1 >= BTK_MAX_LEVEL || !p->nodes[level + 1])
+			return 1;
+		level++;
 	}
-	return 0;
+	p->slots[level]--;
+	return wpath_descend(fs, p, level, true);
 }
 
 /* Exposed to ctree_items.c */

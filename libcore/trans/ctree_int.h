@@ -215,6 +215,7 @@ int btk_tree_search_need(struct btk_trans *t, uint64_t tree, const struct btk_ke
 int btk_tree_search_cur(struct btk_wfs *w, uint64_t tree, const struct btk_key *key,
 			struct btk_path *p);
 int btk_wpath_next(struct btk_fs *fs, struct btk_path *p);
+int btk_wpath_prev(struct btk_fs *fs, struct btk_path *p);
 int btk_cow_at(struct btk_trans *t, struct btk_wroot *wr, struct btk_path *p, int level);
 int btk_new_block(struct btk_trans *t, struct btk_wroot *wr, int level, struct btk_block **out);
 /* Read-only walk from wr's current root towards key down to `level` (p->nodes[level] is the

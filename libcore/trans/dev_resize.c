@@ -212,6 +212,13 @@ int btk_chunk_shrink(struct btk_trans *t, uint64_t logical, uint64_t new_len)
 	if (ret)
 		return ret;
 	bg = btk_bg_find(t->w, logical); /* item changes may have moved the array */
+	/* a metadata chunk: the tree blocks the changes above copied must not lie in the tail */
+	if (bg && (ret = tail_free(bg, logical + new_len, old_len - new_len, &ok)))
+		return ret;
+	if (bg && !ok)
+		return btk_err(EBUSY,
+			       "chunk %llu: tree blocks written while cutting it lie past %llu",
+			       (unsigned long long)logical, (unsigned long long)new_len);
 	if (!bg || btk_rs_remove(&bg->free, logical + new_len, old_len - new_len) ||
 	    btk_rs_remove(&bg->super, logical + new_len, old_len - new_len))
 		return btk_err(ENOMEM, "out of memory");

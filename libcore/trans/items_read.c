@@ -37,33 +37,6 @@ int btk_item_next(struct btk_trans *t, uint64_t tree, struct btk_key *key, void 
 	return ret;
 }
 
-/* Steps a read-only path to the previous item: 0, 1 at the start, negative errno. */
-static int path_prev(struct btk_fs *fs, struct btk_path *p)
-{
-	int level = 0;
-
-	while (p->slots[level] == 0) {
-		if (level + 1 >= BTK_MAX_LEVEL || !p->nodes[level + 1])
-			return 1;
-		level++;
-	}
-	p->slots[level]--;
-	while (level > 0) {
-		struct btk_block *c;
-		int ret = btk_wblock_read(fs, btk_node_blockptr(p->nodes[level], p->slots[level]),
-					  level - 1, &c);
-		if (ret)
-			return ret;
-		btk_block_put(p->nodes[level - 1]);
-		p->nodes[level - 1] = c;
-		p->slots[--level] = (int)btk_block_nritems(c) - 1;
-		if (p->slots[level] < 0)
-			return btk_err(EUCLEAN, "tree block %llu is empty",
-				       (unsigned long long)c->bytenr);
-	}
-	return 0;
-}
-
 int btk_item_prev(struct btk_trans *t, uint64_t tree, struct btk_key *key, void *buf, uint32_t cap,
 		  uint32_t *size)
 {
@@ -71,7 +44,7 @@ int btk_item_prev(struct btk_trans *t, uint64_t tree, struct btk_key *key, void 
 	int ret = btk_tree_search_cur(t->w, tree, key, &p);
 
 	if (ret == 1)
-		ret = path_prev(t->fs, &p);
+		ret = btk_wpath_prev(t->fs, &p);
 	if (ret == 0)
 		take(&p, key, buf, cap, size);
 	btk_wpath_release(&p);

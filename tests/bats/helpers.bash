@@ -136,12 +136,14 @@ oracle_image() {
 	}
 }
 
-# The btrfs-progs corpus beside the repository (CI has shared/ next to its clone); prints its
+# The btrfs-progs corpus beside the repository (CI has shared/ next to its clone; a git
+# worktree elsewhere finds it beside the main checkout); prints its
 # folder, or fails when it is not there.
 corpus_src() {
 	local d
 	for d in "$BTK_ROOT/../shared/corpus/btrfs-progs-fsck" \
-		"$(git -C "$BTK_ROOT" rev-parse --show-toplevel 2>/dev/null)/../shared/corpus/btrfs-progs-fsck"; do
+		"$(git -C "$BTK_ROOT" rev-parse --show-toplevel 2>/dev/null)/../shared/corpus/btrfs-progs-fsck" \
+		"$(git -C "$BTK_ROOT" rev-parse --path-format=absolute --git-common-dir 2>/dev/null)/../../shared/corpus/btrfs-progs-fsck"; do
 		[ -f "$d/MANIFEST.tsv" ] && {
 			echo "$d"
 			return 0

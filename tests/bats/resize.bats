@@ -100,6 +100,26 @@ size_is() {
 	[ "$(file_size "$IMG")" = $((512 << 20)) ]
 }
 
+@test "-n and --json say how far the minimum is above what the device must hold" {
+	btk_run 60 "$RESIZE" -P --json "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	# the floor's parts add up, the minimum is not below it, and the metadata and the kernel's
+	# room are there (DUP: two copies of each)
+	python3 - "$BTK_OUT" <<'PY'
+import json, sys
+p = json.load(open(sys.argv[1]))
+f = p["floor"]
+assert f["total"] == f["data"] + f["metadata"] + f["system"] + f["kernel_room"] + f["reserved"], f
+assert f["reserved"] == 1 << 20, f
+assert f["metadata"] > 0 and f["system"] > 0, f
+assert f["kernel_room"] >= 2 * (16 << 20), f
+assert p["minimum"] >= f["total"], p
+PY
+	btk_run 60 "$RESIZE" -n -M "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	grep -qE "^devid 1: minimum [0-9]+ bytes .*it must hold .* above that: free space inside" "$BTK_OUT"
+}
+
 @test "refusals: bad sizes, bad devid, below the minimum (says it); image unchanged" {
 	sum=$(sha256sum <"$IMG")
 	for arg in 12x +0 -0 1:2:3g x:1g 0:1g "" +g 99999999999999999999 -600m 100; do
@@ -149,6 +169,14 @@ size_is() {
 	[ "$status" = 0 ] || { show_err; false; }
 	grep -q "warning: --force" "$BTK_ERR"
 	size_is "$IMG" $((320 << 20))
+	assert_check_clean "$IMG"
+	# and shrunk to the minimum with --force: -M reaches what -P says
+	btk_run 60 "$RESIZE" -P "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	min=$(cat "$BTK_OUT")
+	btk_run 120 "$RESIZE" -f -M "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	size_is "$IMG" "$min"
 	assert_check_clean "$IMG"
 }
 

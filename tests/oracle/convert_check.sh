@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # convert_check.sh CONVERT SRC WORKDIR NAME MKE2FS-ARGS... — one ext flavor end to end (issue
 # 13): mke2fs -d SRC (size $EXT_SIZE, default 256M) plus what mke2fs cannot make (a post-2038
-# mtime with ns, a creation time, unwritten extents); --dry-run's estimate; the conversion;
+# mtime with ns, a creation time, unwritten extents inside and past i_size, htree directories
+# made by e2fsck -fD (two levels when SRC/longnames holds 9,000 long names), the six inode flags
+# btrfs has, 32-bit uid/gid, trusted. and security. xattrs, a 4095-byte symlink); the source
+# must hold inline_data files when the feature is on; --dry-run's estimate; the conversion;
 # btrfs check; the metadata used within the estimate and the chunks within the space the dry
 # run named; both kernel mounts compared by convert_tree_cmp.py (names, modes, owners, ns times,
 # xattrs, ACLs, content, holes, hard links); e2fsck -fn on ext2_saved/image; kernel writes and
-# deletes, btrfs check again; the rollback: e2fsck -fn, 0 used blocks differ (and, with
+# deletes, btrfs check again; unwritten extents are prealloc extents (filefrag: as many
+# unwritten extents on both mounts); the rollback: e2fsck -fn, 0 used blocks differ (and, with
 # ROLLBACK_TREE_CMP=1, the same tree through the kernel).
 # Prints "convert_check NAME: ok ..." with figures; exit 1 at the first failure. Root.
 set -u
@@ -32,10 +36,51 @@ debugfs -w -f - "$img" >/dev/null 2>&1 <<-'EOF2'
 	sif /size-2047 atime 23000101000000
 	sif /size-2047 atime_extra 999999999
 EOF2
-if dumpe2fs -h "$img" 2>/dev/null | grep -q 'features:.*extent'; then
-	debugfs -w -R "fallocate /size-65536 16 40" "$img" >/dev/null 2>&1 || fail "fallocate failed"
-fi
+features=$(dumpe2fs -h "$img" 2>/dev/null | grep '^Filesystem features:')
+# flags OR'ed into PATH's inode flags (debugfs sets them whole)
+flags() {
+	local f
+	f=$(debugfs -R "stat $1" "$img" 2>/dev/null | sed -n 's/.*Flags: \(0x[0-9a-f]*\).*/\1/p')
+	printf 'sif %s flags 0x%x\n' "$1" $((${f:-0} | $2))
+}
+head -c 4096 /dev/urandom >"$w/$name.pre" && truncate -s 1M "$w/$name.pre"
+{
+	# the flags btrfs has: sync 0x8, immutable 0x10, append 0x20, nodump 0x40, noatime 0x80,
+	# dirsync 0x10000 (none of these paths is written or deleted below)
+	flags /size-0 0x8
+	flags /size-2048 0x10
+	flags /size-2049 0x20
+	flags /size-4095 0xc0
+	flags /deep 0x10000
+	echo "sif /size-2048 uid 100000"
+	echo "sif /size-2048 gid 200000"
+	echo "ea_set /size-2048 trusted.t trusted-value"
+	echo "ea_set /size-2048 security.s security-value"
+	echo "symlink /long4095 $(head -c 4095 /dev/zero | tr '\0' L)"
+	if [[ $features == *extent* ]]; then
+		# unwritten extents past i_size, and inside it after a written block
+		echo "fallocate /size-65536 16 40"
+		echo "write $w/$name.pre prealloc"
+		echo "fallocate /prealloc 0 255"
+		echo "sif /prealloc size 1048576"
+	fi
+} | debugfs -w -f - "$img" >/dev/null 2>&1 || fail "debugfs failed"
+rm -f "$w/$name.pre"
+# mke2fs -d makes linear directories; e2fsck -D indexes them (htree)
+e2fsck -fyD "$img" >/dev/null 2>&1
+[ $? -le 1 ] || fail "e2fsck -fyD failed"
 e2fsck -fn "$img" >/dev/null 2>&1 || fail "the source ext is not clean"
+# the hard cases must be there, or the comparison below proves nothing about them
+[ "$(debugfs -R "stat /long4095" "$img" 2>/dev/null | grep -c 'Size: 4095')" -eq 1 ] || fail "no 4095-byte symlink"
+debugfs -R "htree /many" "$img" 2>/dev/null | grep -q 'Indirect levels' || fail "/many is not an htree directory"
+if [ -d "$src/longnames" ]; then
+	debugfs -R "htree /longnames" "$img" 2>/dev/null | grep -q 'Indirect levels: 1' ||
+		fail "/longnames is not a two-level htree"
+fi
+if [[ $features == *inline_data* ]]; then
+	debugfs -R "stat /size-1" "$img" 2>/dev/null | grep -q 'Size of inline data' || fail "/size-1 is not inline data"
+	debugfs -R "stat /deep" "$img" 2>/dev/null | grep -q 'Size of inline data' || fail "/deep is not an inline directory"
+fi
 cp --sparse=always "$img" "$orig"
 
 dry=$("$conv" --dry-run --json "$img") || fail "--dry-run failed"
@@ -62,6 +107,13 @@ mount -o loop,ro "$img" "$mb" || fail "mount btrfs"
 out=$(python3 "$here/convert_tree_cmp.py" --skip ext2_saved "$me" "$mb") || fail "kernel trees differ: $out"
 paths=$(echo "$out" | tail -1)
 e2fsck -fn "$mb/ext2_saved/image" >/dev/null 2>&1 || fail "e2fsck on ext2_saved/image"
+if [[ $features == *extent* ]]; then
+	for f in prealloc size-65536; do
+		ue=$(filefrag -v "$me/$f" | grep -c unwritten)
+		ub=$(filefrag -v "$mb/$f" | grep -c unwritten)
+		[ "$ue" -gt 0 ] && [ "$ub" -eq "$ue" ] || fail "/$f: $ue unwritten extents in ext, $ub in btrfs"
+	done
+fi
 python3 "$here/ext_used_diff.py" "$orig" "$mb/ext2_saved/image" >/dev/null || fail "image blocks differ"
 umount "$mb"
 

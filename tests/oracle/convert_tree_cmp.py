@@ -4,9 +4,11 @@
 Compared for every path (lstat, not following links): type and mode, uid, gid, atime, mtime
 and ctime in nanoseconds, birth time (statx, when both report one), size and link count of
 non-directories, symlink targets, device numbers, every xattr (system.posix_acl_* included)
-byte for byte, file content (sha256) and the data/hole layout (SEEK_DATA/SEEK_HOLE), and
-hard links (which paths share an inode). NAME (a top-level entry of B, e.g. ext2_saved) is
+byte for byte, file content (sha256) and the data/hole layout (SEEK_DATA/SEEK_HOLE), the
+inode flags both filesystems have (FS_IOC_GETFLAGS: sync, immutable, append, nodump, noatime,
+dirsync) of files and directories, and hard links (which paths share an inode). NAME (a top-level entry of B, e.g. ext2_saved) is
 left out. Prints the first differences; exit 0 when none."""
+import fcntl
 import hashlib
 import os
 import subprocess
@@ -45,11 +47,35 @@ def layout(path):
     return out
 
 
-def digest(path):
+FS_IOC_GETFLAGS = 0x80086601
+# sync, immutable, append, nodump, noatime, dirsync: the rest (extents, htree, inline data...)
+# are one filesystem's own
+COMMON_FLAGS = 0x8 | 0x10 | 0x20 | 0x40 | 0x80 | 0x10000
+
+
+def inode_flags(path):
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_NOFOLLOW)
+    try:
+        buf = fcntl.ioctl(fd, FS_IOC_GETFLAGS, bytes(8))
+    finally:
+        os.close(fd)
+    return hex(int.from_bytes(buf[:4], "little") & COMMON_FLAGS)
+
+
+def digest(path, segments):
+    """sha256 of the data segments (holes read as zeros by definition; the layout and the
+    size are compared apart): a 2 GiB preallocated file is not read as 2 GiB of zeros"""
     h = hashlib.sha256()
     with open(path, "rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            h.update(chunk)
+        for start, end in segments:
+            fh.seek(start)
+            left = end - start
+            while left:
+                chunk = fh.read(min(left, 1 << 20))
+                if not chunk:
+                    break
+                h.update(chunk)
+                left -= len(chunk)
     return h.hexdigest()
 
 
@@ -70,13 +96,16 @@ def scan(top, skip):
             for x in os.listxattr(p, follow_symlinks=False):
                 xa[x] = os.getxattr(p, x, follow_symlinks=False)
             rec["xattrs"] = xa
+            if os.path.isdir(p) and not os.path.islink(p) or os.path.isfile(p) and not os.path.islink(p):
+                rec["flags"] = inode_flags(p)
             if not os.path.isdir(p) or os.path.islink(p):
                 rec["size"], rec["nlink"] = st.st_size, st.st_nlink
                 inodes.setdefault(st.st_ino, []).append(rel)
             if os.path.islink(p):
                 rec["target"] = os.readlink(p)
             elif os.path.isfile(p):
-                rec["sha256"], rec["layout"] = digest(p), layout(p)
+                rec["layout"] = layout(p)
+                rec["sha256"] = digest(p, rec["layout"])
             elif not os.path.isdir(p):
                 rec["rdev"] = st.st_rdev
             info[rel] = rec

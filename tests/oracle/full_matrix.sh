@@ -1,26 +1,36 @@
 #!/usr/bin/env bash
-# full_matrix.sh [--btk PATH] [--keep] [--only REGEX] — the whole oracle matrix of issue 2:
-# every profile on 1-4 image files, each checksum, nodesize 4K/16K/64K, with and without
-# no-holes and the free-space tree (v1 cache), mixed block groups, compression, a log tree;
-# kernel-populated rich content. For each image: `btk-debug tree --json` against
-# `btrfs inspect-internal dump-tree` (tests/oracle/dumptree_cmp.py). Prints one line per
-# image and a final `N passed, N failed`. Needs root and loop devices; ~10-15 min.
+# full_matrix.sh [--btk PATH] [--fsck] [--lock FILE] [--keep] [--only REGEX] — the whole
+# oracle matrix of issue 2: every profile on 1-4 image files, each checksum, nodesize
+# 4K/16K/64K, with and without no-holes and the free-space tree (v1 cache), mixed block
+# groups, compression, a log tree; kernel-populated rich content. For each image:
+# `btk-debug tree --json` against `btrfs inspect-internal dump-tree`
+# (tests/oracle/dumptree_cmp.py); with --fsck instead the verdicts of
+# `btk-fsck --check-data-csum` and `btrfs check --readonly --check-data-csum` (issue 12: no
+# false alarm, no miss). --lock FILE: each step that attaches loop devices runs under
+# `flock FILE` (shared machines). Prints one line per image and a final `N passed, N failed`.
+# Needs root and loop devices; ~10-15 min.
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
-btk=${BTK_BUILD:-$root/build}/bin/btk-debug
-keep=0 only=""
+btk="" keep=0 only="" fsck=0 lock=""
 while [ $# -gt 0 ]; do
 	case $1 in
 	--btk) btk=$2; shift ;;
+	--fsck) fsck=1 ;;
+	--lock) lock=$2; shift ;;
 	--keep) keep=1 ;;
 	--only) only=$2; shift ;;
-	*) sed -n '2,7p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,11p' "$0" >&2; exit 2 ;;
 	esac
 	shift
 done
+[ -n "$btk" ] || btk=${BTK_BUILD:-$root/build}/bin/btk-$([ $fsck = 1 ] && echo fsck || echo debug)
 [ "$(id -u)" = 0 ] || { echo "full_matrix: needs root" >&2; exit 2; }
 [ -x "$btk" ] || { echo "full_matrix: $btk not built" >&2; exit 2; }
+# locked CMD...: CMD under the kernel lock when --lock was given
+locked() {
+	if [ -n "$lock" ]; then flock "$lock" "$@"; else "$@"; fi
+}
 
 tmp=$(mktemp -d /tmp/btk-matrix-XXXXXX)
 [ $keep = 1 ] || trap 'rm -rf "$tmp"' EXIT
@@ -62,6 +72,9 @@ many-64k-sha256 ;.                             ;-N 65536 -c sha256 -n 3 -m raid1
 EOF
 }
 
+# shellcheck source=tests/oracle/fsck_verdict.bash
+source "$here/fsck_verdict.bash"
+
 passed=0 failed=0
 start=$(date +%s)
 printf '%-17s %-8s %s\n' image result detail | tee "$log"
@@ -71,7 +84,7 @@ while IFS=';' read -r name expect opts; do
 	[ -n "$only" ] && ! [[ $name =~ $only ]] && continue
 	dir=$tmp/$name
 	# shellcheck disable=SC2086
-	if ! mapfile -t devs < <(bash "$here/mkimg.sh" $opts "$dir" 2>"$tmp/$name.mkimg.err") || [ ${#devs[@]} = 0 ]; then
+	if ! mapfile -t devs < <(locked bash "$here/mkimg.sh" $opts "$dir" 2>"$tmp/$name.mkimg.err") || [ ${#devs[@]} = 0 ]; then
 		printf '%-17s %-8s %s\n' "$name" FAIL "image build failed: $(tail -1 "$tmp/$name.mkimg.err")" | tee -a "$log"
 		failed=$((failed + 1))
 		continue
@@ -80,6 +93,11 @@ while IFS=';' read -r name expect opts; do
 	if ! grep -qaE -- "$expect" "$tmp/$name.dump"; then
 		printf '%-17s %-8s %s\n' "$name" FAIL "image lacks /$expect/" | tee -a "$log"
 		failed=$((failed + 1))
+		continue
+	fi
+	if [ $fsck = 1 ]; then
+		fsck_case "$name" "${devs[@]}"
+		[ $keep = 1 ] || rm -f "$dir"/*.img "$tmp/$name.dump"
 		continue
 	fi
 	rc=0

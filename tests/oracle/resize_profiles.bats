@@ -5,7 +5,8 @@
 # (files written, every other one deleted so chunks are half used, a snapshot, a reflink,
 # small inline files), then: -P, -M reaching exactly that, the device size in the superblock
 # and the file size as asked, btrfs check clean, the kernel lists the same files with the
-# same sha256, writes, and btrfs check stays clean.
+# same sha256, the data bytes used are unchanged (shared extents stay shared), the kernel
+# writes, and btrfs check stays clean.
 
 load ../bats/helpers
 
@@ -18,6 +19,8 @@ setup() {
 	D=$BATS_TEST_TMPDIR
 	mkdir -p "$MNT"
 	LOOPS=()
+	MOPTS=defaults # mount options of every mount
+	QUOTA=0	       # 1: quotas enabled before populating
 }
 
 teardown() {
@@ -59,6 +62,12 @@ check_clean() {
 	}
 }
 
+# data_used MNT: data bytes used (shared extents once; empty with mixed block groups, whose
+# total also counts tree blocks): moving extents must not grow it
+data_used() {
+	btrfs filesystem usage -b "$1" | sed -n 's/^Data,[^:]*: Size:[0-9]*, Used:\([0-9]*\).*/\1/p'
+}
+
 # manifest DIR: every name with its type and size, and every file's sha256
 manifest() {
 	(
@@ -90,11 +99,18 @@ profile_case() {
 	mkfs.btrfs -q -f "$@" "$D/img" >/dev/null 2>&1
 	attach "$D/img"
 	check_clean
-	mount "$DEV" "$MNT"
+	mount -o "$MOPTS" "$DEV" "$MNT"
+	if [ $QUOTA = 1 ]; then
+		btrfs quota enable "$MNT"
+		btrfs qgroup create 1/0 "$MNT"
+	fi
 	populate
+	[ $QUOTA = 0 ] || btrfs quota rescan -w "$MNT" >/dev/null
 	manifest "$MNT" >"$D/before"
+	data_used "$MNT" >"$D/used"
 	umount "$MNT"
 	detach
+	[ -s "$D/used" ] || [[ " $* " == *" -M "* ]]
 	shrink_and_verify "$expect" 1 "$D/img"
 }
 
@@ -109,6 +125,7 @@ shrink_and_verify() {
 	min=$(cat "$BTK_OUT")
 	[ "$min" -lt "$(stat -c %s "$img")" ]
 	step -M "$devid:" "$@"
+	cp "$BTK_ERR" "$D/M.err"
 	[ -z "$expect" ] || grep -qE "$expect" "$BTK_OUT" || {
 		cat "$BTK_OUT" >&2
 		false
@@ -117,12 +134,13 @@ shrink_and_verify() {
 	[ ${#others[@]} = 0 ] || [ "$(stat -c %s "${others[@]}")" = "$sizes" ]
 	attach "$@"
 	check_clean
-	mount "$DEV" "$MNT"
+	mount -o "$MOPTS" "$DEV" "$MNT"
 	btrfs filesystem show --raw "$MNT" | grep -qE "devid +$devid size $min " || {
 		btrfs filesystem show --raw "$MNT" >&2
 		false
 	}
 	manifest "$MNT" >"$D/after"
+	data_used "$MNT" >"$D/used.after"
 	wrote=1
 	if head -c 1000 /dev/urandom 2>/dev/null >"$MNT/kernel-wrote-inline"; then
 		head -c 4M /dev/urandom 2>/dev/null >"$MNT/kernel-wrote" ||
@@ -134,6 +152,8 @@ shrink_and_verify() {
 	sync
 	umount "$MNT"
 	diff "$D/before" "$D/after" >&2
+	# shared extents stay shared: the data used did not grow
+	diff "$D/used" "$D/used.after" >&2
 	check_clean
 	detach
 	# -P on the result: nothing below what -M reached is left out of -P's count
@@ -152,6 +172,69 @@ shrink_and_verify() {
 
 @test "mixed block groups: -M = -P, same files, kernel writes" {
 	profile_case "" -M
+}
+
+# qgroup_flags IMG: the flags of the qgroup status item, as dump-tree prints them
+qgroup_flags() {
+	btrfs inspect-internal dump-tree -t quota "$1" | awk '/QGROUP_STATUS/ { f = 1 } f && /flags/ {
+		for (i = 1; i <= NF; i++) if ($i == "flags") { print $(i + 1); exit } }'
+}
+
+@test "quotas: marked inconsistent with a message; the kernel's rescan clears it; check clean" {
+	QUOTA=1
+	profile_case ""
+	grep -q "quotas are on: their numbers are marked for a rescan" "$D/M.err"
+	flags=$(qgroup_flags "$D/img")
+	[[ $flags == *INCONSISTENT* ]] || { echo "qgroup status flags: $flags" >&2; false; }
+	attach "$D/img"
+	check_clean
+	mount "$DEV" "$MNT"
+	btrfs quota rescan -w "$MNT" >/dev/null
+	umount "$MNT"
+	check_clean
+	detach
+	flags=$(qgroup_flags "$D/img")
+	[[ $flags != *INCONSISTENT* ]] || { echo "after the rescan: $flags" >&2; false; }
+}
+
+@test "v1 space cache (kernel-written): invalidated by the shrink; the kernel rebuilds it" {
+	MOPTS=space_cache=v1
+	# the kernel wrote a v1 cache: the superblock names its generation (it caches only block
+	# groups of 100 MiB or more: a 1 GiB device has such data chunks)
+	profile_case_v1() {
+		truncate -s 1G "$D/img"
+		mkfs.btrfs -q -f -R ^free-space-tree "$D/img" >/dev/null 2>&1
+		attach "$D/img"
+		mount -o "$MOPTS" "$DEV" "$MNT"
+		populate
+		manifest "$MNT" >"$D/before"
+		data_used "$MNT" >"$D/used"
+		umount "$MNT"
+		detach
+	}
+	profile_case_v1
+	gen=$(btrfs inspect-internal dump-super "$D/img" | awk '$1 == "cache_generation" { print $2 }')
+	[ "$gen" -gt 0 ] && [ "$gen" != 18446744073709551615 ]
+	btrfs inspect-internal dump-tree -t root "$D/img" | grep -q "FREE_SPACE"
+	step -P "$D/img"
+	min=$(cat "$BTK_OUT")
+	step -M "$D/img"
+	[ "$(stat -c %s "$D/img")" = "$min" ]
+	gen=$(btrfs inspect-internal dump-super "$D/img" | awk '$1 == "cache_generation" { print $2 }')
+	[ "$gen" = 18446744073709551615 ]
+	attach "$D/img"
+	check_clean
+	mount -o "$MOPTS" "$DEV" "$MNT"
+	manifest "$MNT" >"$D/after"
+	echo x >"$MNT/kernel-wrote"
+	sync
+	umount "$MNT"
+	diff "$D/before" "$D/after" >&2
+	check_clean
+	detach
+	# the kernel wrote a new cache at its generation
+	gen=$(btrfs inspect-internal dump-super "$D/img" | awk '$1 == "cache_generation" { print $2 }')
+	[ "$gen" != 18446744073709551615 ]
 }
 
 @test "4K nodes: -M = -P, same files, kernel writes" {
@@ -182,8 +265,10 @@ multi_empty() {
 	for i in $(seq 1 2 200); do rm -f "$MNT/data/fill$i"; done
 	sync
 	manifest "$MNT" >"$D/before"
+	data_used "$MNT" >"$D/used"
 	umount "$MNT"
 	detach
+	[ -s "$D/used" ]
 	dv=0
 	for i in 1 2 3 4; do
 		step -n -M $i: "${imgs[@]}"

@@ -1,0 +1,54 @@
+/* resize_floor.c — the least a device can shrink to whatever the chunks: the bytes of the
+ * extents it holds, the free metadata the kernel needs, and the reserved first MiB. The
+ * minimum is reported against it (how close -M gets, and what the rest is).
+ *
+ * A chunk's extents lie on this device in proportion to its stripes here: a stripe holds
+ * stripe_len / length of the chunk (for DUP and mirrors, each copy the whole chunk; for
+ * striped profiles its share; parity likewise).
+ */
+#include "base/error.h"
+#include "relocate/relocate_int.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#define SZ_1M (1ULL << 20)
+
+int btk_resize_floor(struct btk_fs *fs, uint64_t devid, struct btk_resize_floor *f)
+{
+	struct rl_usage use;
+	uint64_t keep = 0, meta_share = 0;
+	int ret = rl_usage_load(fs, &use);
+
+	*f = (struct btk_resize_floor){.reserved = SZ_1M};
+	if (ret)
+		return ret;
+	for (int i = 0; i < fs->nchunks; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		uint64_t sl = btk_chunk_stripe_len(c), used = 0, on;
+		int k = 0;
+		for (int j = 0; j < c->num_stripes; j++)
+			k += c->stripes[j].devid == devid;
+		if (!k || !c->length)
+			continue;
+		for (int j = 0; j < use.used[i].n; j++)
+			used += use.used[i].v[j].len;
+		/* used * (k * sl) / length without overflow: extents are below 2^48 */
+		on = (uint64_t)((unsigned __int128)used * k * sl / c->length);
+		if (c->type & BTRFS_BLOCK_GROUP_DATA && !(c->type & BTRFS_BLOCK_GROUP_METADATA))
+			f->data += on;
+		else if (c->type & BTRFS_BLOCK_GROUP_SYSTEM)
+			f->system += on;
+		else
+			f->metadata += on;
+		/* the kernel's room is kept in each copy of the metadata */
+		if ((c->type & BTRFS_BLOCK_GROUP_METADATA) && !meta_share)
+			meta_share = (uint64_t)k * sl * 1024 / c->length;
+	}
+	rl_usage_free(&use);
+	if ((ret = rl_meta_keep(fs, &keep)))
+		return ret;
+	f->kernel_room = keep * meta_share / 1024;
+	f->total = f->reserved + f->data + f->metadata + f->system + f->kernel_room;
+	return 0;
+}
