@@ -263,12 +263,20 @@ int rl_check_set(struct btk_fs *fs, const bool *gone, const struct rl_usage *use
 	out->fits = true;
 	/* every kind of chunk keeps one: without a data chunk the kernel could write no data
 	 * until it has room for a new one, which a shrink to the minimum leaves it none of */
-	for (int i = 0; i < fs->nchunks && out->fits; i++) {
-		bool kept = false;
-		for (int j = 0; j < fs->nchunks && !kept; j++)
-			kept = !gone[j] &&
-			       class_of(fs->chunks[j]->type) == class_of(fs->chunks[i]->type);
-		out->fits = kept;
+	{
+		/* by class bits (data 1, system 2, metadata 4): chunks seen, chunks kept */
+		bool seen[8] = {0}, kept[8] = {0};
+		for (int i = 0; i < fs->nchunks; i++) {
+			uint64_t cl = class_of(fs->chunks[i]->type);
+			int k = (cl & BTRFS_BLOCK_GROUP_DATA ? 1 : 0) |
+				(cl & BTRFS_BLOCK_GROUP_SYSTEM ? 2 : 0) |
+				(cl & BTRFS_BLOCK_GROUP_METADATA ? 4 : 0);
+			seen[k] = true;
+			kept[k] |= !gone[i];
+		}
+		for (int k = 0; k < 8; k++)
+			if (seen[k] && !kept[k])
+				out->fits = false;
 	}
 	for (int i = 0; i < fs->nchunks && !ret; i++) {
 		const struct btk_chunk *c = fs->chunks[i];

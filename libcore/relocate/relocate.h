@@ -8,9 +8,12 @@
  * the new filesystem. The plan is a pure function of the device layout: the minimum it
  * reports is exactly what a shrink to the minimum reaches.
  *
- * When whole stripes cannot get below the size, the chunks past it are emptied instead: each
- * extent in them is copied into the free space of the chunks that stay and every reference
- * is rewritten through the back references (relocate_int.h, reloc_*.c), then they go.
+ * When whole stripes cannot get below the size, the free tails of SINGLE/DUP data and
+ * metadata chunks are cut (resize_cut.c; metadata keeps the kernel's reserve), or the chunks
+ * past it are emptied instead: each extent in them is copied into the free space of the
+ * chunks that stay and every reference is rewritten through the back references
+ * (relocate_int.h, reloc_*.c), then they go. When neither reaches it, chunks are emptied so
+ * that the stripes past the size can move into the room they leave (resize_compact.c).
  *
  * Planning (btk_resize_plan) only reads; btk_resize_apply writes (fs opened with write).
  */

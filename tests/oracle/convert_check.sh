@@ -106,6 +106,10 @@ mount -o loop,ro "$orig" "$me" || fail "mount ext"
 mount -o loop,ro "$img" "$mb" || fail "mount btrfs"
 out=$(python3 "$here/convert_tree_cmp.py" --skip ext2_saved "$me" "$mb") || fail "kernel trees differ: $out"
 paths=$(echo "$out" | tail -1)
+# the flags were there to compare (lsattr letters: i immutable, a append, D dirsync)
+for f in size-2048:i size-2049:a deep:D; do
+	lsattr -d "$mb/${f%:*}" | awk '{ print $1 }' | grep -q "${f#*:}" || fail "/${f%:*} lacks flag ${f#*:} in btrfs"
+done
 e2fsck -fn "$mb/ext2_saved/image" >/dev/null 2>&1 || fail "e2fsck on ext2_saved/image"
 if [[ $features == *extent* ]]; then
 	for f in prealloc size-65536; do
