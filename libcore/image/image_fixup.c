@@ -124,8 +124,12 @@ int btk_image_fixup_devices(struct btk_dev *dev, int super_mirror, uint64_t devi
 			    const uint64_t *gone, size_t ngone, uint64_t size, uint64_t used,
 			    const struct btk_image_log *log)
 {
-	struct btk_open_opts oo = {
-	    .write = true, .no_scan = true, .degraded = true, .super_mirror = super_mirror};
+	struct btk_open_opts oo = {.write = true,
+				   .no_scan = true,
+				   .degraded = true,
+				   .forget_missing =
+				       true, /* a first item of a chunk-tree leaf may name one */
+				   .super_mirror = super_mirror};
 	struct btk_fs *fs = NULL;
 	struct btk_trans *t = NULL;
 	uint8_t chunk_uuid[16] = {0};

@@ -422,7 +422,8 @@ int btk_volumes_check_missing(struct btk_fs *fs, const struct btk_open_opts *o)
 	if (!missing)
 		return 0;
 	if (o->degraded) {
-		btk_warn("missing device(s): devid %s", buf);
+		if (!o->forget_missing)
+			btk_warn("missing device(s): devid %s", buf);
 		return 0;
 	}
 	return btk_err(ENODEV, "missing device(s): devid %s (give every member device)", buf);

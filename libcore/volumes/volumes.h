@@ -60,11 +60,12 @@ struct btk_fs {
 };
 
 struct btk_open_opts {
-	bool write;	   /* open devices read-write */
-	bool no_scan;	   /* do not look for other member devices */
-	int super_mirror;  /* -1: newest valid; 0..2: use that copy */
-	uint64_t cache_mb; /* tree-block cache budget; 0 = default */
-	bool degraded;	   /* open even when member devices are missing */
+	bool write;	     /* open devices read-write */
+	bool no_scan;	     /* do not look for other member devices */
+	int super_mirror;    /* -1: newest valid; 0..2: use that copy */
+	uint64_t cache_mb;   /* tree-block cache budget; 0 = default */
+	bool degraded;	     /* open even when member devices are missing */
+	bool forget_missing; /* with degraded: no warning (the caller drops those devices) */
 	/* Expert overrides of the superblock's roots, applied in memory only (tree/open.c):
 	 * backup 0 keeps the superblock's, 1..4 uses backup root slot backup-1 (its tree and
 	 * chunk roots, generation, bytes used, total bytes, devices; no log), BTK_BACKUP_NEWEST
