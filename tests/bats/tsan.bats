@@ -19,8 +19,8 @@ setup() {
 	cd "$BTK_ROOT"
 	# shellcheck disable=SC2046 # pkg-config prints several words
 	cc -std=gnu11 -O1 -g -fsanitize=thread -D_GNU_SOURCE -Ilibcore -I. \
-		tests/unit/base/test_csum_threads.c libcore/base/csum.c libcore/base/error.c \
-		-o "$T/csum_threads" -lcmocka $(pkg-config --libs libb2 libcrypto libxxhash) -lpthread
+		tests/unit/base/test_csum_threads.c libcore/base/csum.c libcore/base/blake2b.c libcore/base/error.c \
+		-o "$T/csum_threads" -lcmocka $(pkg-config --libs libcrypto libxxhash) -lpthread
 	TSAN_OPTIONS=exitcode=66 run "$T/csum_threads"
 	echo "$output"
 	[ "$status" -eq 0 ]
