@@ -254,7 +254,7 @@ small_src() {
 	attach "$IMAGE"
 	# several data chunks: a pause stops the balance after the first
 	for i in $(seq 0 7); do head -c 16M /dev/urandom >"$MNT/f$i"; done
-	sync
+	sync -f "$MNT"
 	btrfs balance start --bg -d "$MNT" >/dev/null 2>&1
 	for i in $(seq 1 50); do
 		btrfs balance pause "$MNT" >/dev/null 2>&1 || true

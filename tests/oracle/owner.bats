@@ -64,7 +64,7 @@ oracle() {
 	btrfs -q subvolume create "$OWN_MNT/sv"
 	mkdir "$OWN_MNT/sv/dir"
 	head -c 500000 /dev/urandom >"$OWN_MNT/sv/dir/victim"
-	sync
+	sync -f "$OWN_MNT"
 	local ino
 	ino=$(stat -c %i "$OWN_MNT/sv/dir/victim")
 	btrfs -q subvolume delete "$OWN_MNT/sv"

@@ -122,7 +122,7 @@ EOF
 	btrfs filesystem sync "$mnt"
 done
 btrfs filesystem sync "$mnt"
-sync
+sync -f "$mnt"
 python3 "$here/owner_oracle.py" record "$mnt" "$out" "$naddr" "$nfiles" "$seed"
 umount "$mnt"
 btrfs check --readonly "${loops[0]}" >"$out/check-after.log" 2>&1 || {

@@ -165,13 +165,14 @@ ref_fanout() {
 # free space in many small pieces: the free-space tree switches to bitmaps
 fragment_free_space() {
 	python3 - "$mnt/frag" <<'EOF2'
-import os, sys
+import os, subprocess, sys
 d = sys.argv[1]
 os.makedirs(d, exist_ok=True)
 for i in range(2400):
     with open(os.path.join(d, "f%04d" % i), "wb") as f:
         f.write(os.urandom(4096))
-os.sync()
+# this filesystem only (os.sync would also flush every other test's scratch images)
+subprocess.run(["sync", "-f", d], check=True)
 for i in range(0, 2400, 2):
     os.unlink(os.path.join(d, "f%04d" % i))
 EOF2

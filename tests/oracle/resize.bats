@@ -131,7 +131,7 @@ same_tree() {
 	head -c 1000 /dev/urandom >"$MNT/kernel-wrote-inline"
 	head -c 4M /dev/urandom 2>/dev/null >"$MNT/kernel-wrote" ||
 		[ "$(df --output=avail -B1 "$MNT" | tail -1)" -lt $((4 << 20)) ]
-	sync
+	sync -f "$MNT"
 	rm -f "$MNT/kernel-wrote" "$MNT/kernel-wrote-inline"
 	touch -r "$SAVED" "$MNT" # the top directory's times as saved, for the next comparison
 	umount "$MNT"
@@ -281,7 +281,7 @@ step() {
 	mount -o loop "$IMG" "$MNT"
 	# three data chunks: a pause stops the balance after the first
 	for i in $(seq 0 7); do head -c 16M /dev/urandom >"$MNT/f$i"; done
-	sync
+	sync -f "$MNT"
 	btrfs balance start --bg -d "$MNT" >/dev/null 2>&1
 	for i in $(seq 1 50); do
 		btrfs balance pause "$MNT" >/dev/null 2>&1 || true
@@ -344,7 +344,7 @@ multi_dev() {
 	[ -n "$used" ]
 	[ "$(data_used "$MNT")" = "$used" ] || { echo "data used $(data_used "$MNT"), was $used" >&2; false; }
 	head -c 20M /dev/urandom >"$MNT/kernel-wrote"
-	sync
+	sync -f "$MNT"
 	umount "$MNT"
 	[ ! -s "$d/rsync.out" ] || { head "$d/rsync.out" >&2; false; }
 	btrfs check --readonly "${LOOPS[0]}" >"$d/check.out" 2>&1 || { tail "$d/check.out" >&2; false; }
@@ -388,14 +388,14 @@ spread_image() {
 			# placeholder directories in snapshots, which no saved copy can match
 			btrfs subvolume create "$d/mnt/sv" >/dev/null
 			for i in $(seq 1 60); do head -c 3M /dev/urandom >"$d/mnt/sv/f$i"; done
-			sync
+			sync -f "$d/mnt"
 			for i in $(seq 1 2 60); do rm "$d/mnt/sv/f$i"; done
 			cp --reflink=always "$d/mnt/sv/f2" "$d/mnt/sv/f2.reflink"
 			mkdir "$d/mnt/sv/small"
 			for i in $(seq 1 300); do echo "$i" >"$d/mnt/sv/small/s$i"; done
 			btrfs subvolume snapshot "$d/mnt/sv" "$d/mnt/snap" >/dev/null
 			btrfs subvolume snapshot -r "$d/mnt/snap" "$d/mnt/snap.ro" >/dev/null
-			sync
+			sync -f "$d/mnt"
 		) >"$d/populate.log" 2>&1
 		local rc=$?
 		[ $rc = 0 ] && rsync -aHAX "$d/mnt/" "$d/saved/"
@@ -480,7 +480,7 @@ meta_image() {
 		(
 			set -e
 			head -c 100M /dev/urandom >"$d/mnt/big"
-			sync
+			sync -f "$d/mnt"
 			btrfs subvolume create "$d/mnt/sv" >/dev/null
 			python3 - "$d/mnt/sv" <<'PY'
 import os, sys

@@ -10,9 +10,9 @@ mnt=$1
 rnd() { head -c "$1" /dev/urandom; }
 mkdir -p "$mnt/fill" "$mnt/spread" "$mnt/meta"
 fill=${2:-96} spread=${3:-4}
-for i in 0 1 2; do rnd "${fill}M" >"$mnt/fill/big$i"; sync; done
+for i in 0 1 2; do rnd "${fill}M" >"$mnt/fill/big$i"; sync -f "$mnt"; done
 for i in $(seq 0 19); do rnd "${spread}M" >"$mnt/spread/f$i"; done
-sync
+sync -f "$mnt"
 python3 - "$mnt/meta" <<'PY'
 import os, random, sys
 rnd = random.Random(7)
@@ -36,15 +36,15 @@ cp --reflink=always "$mnt/spread/f3" "$mnt/spread/f3.reflink"
 btrfs subvolume create "$mnt/sv" >/dev/null
 rnd 2M >"$mnt/sv/inside"
 cp --reflink=always "$mnt/spread/f5" "$mnt/sv/f5.reflink"
-sync
+sync -f "$mnt"
 btrfs subvolume snapshot "$mnt/sv" "$mnt/sv.snap" >/dev/null
 echo changed >"$mnt/sv.snap/new-in-snap"
 btrfs subvolume snapshot -r "$mnt/sv.snap" "$mnt/sv.snap.ro" >/dev/null
-sync
+sync -f "$mnt"
 # metadata and system chunks to the end of the device
 btrfs balance start -f -m -s "$mnt" >/dev/null 2>&1 || [ "${fill}" -lt 96 ] # small images may lack room
 rm -f "$mnt/fill/big"*
 for i in $(seq 0 2 19); do rm -f "$mnt/spread/f$i"; done
-sync
+sync -f "$mnt"
 btrfs balance start -dusage=0 "$mnt" >/dev/null 2>&1 || true
-sync
+sync -f "$mnt"

@@ -880,7 +880,7 @@ def mutate(seed, mnt, log, roomy):
             attempt(op, lambda: os.mkdir(np))
         elif op == "symlink":
             attempt(op, lambda: os.symlink(b"t" * r.randint(1, 3000), np))
-    os.sync()
+    subprocess.run(["sync", "-f", mnt], check=True)  # this filesystem only
     if roomy and r.random() < 0.2:
         sh("btrfs", "balance", "start", "--full-balance", mnt)
     if r.random() < 0.2:
