@@ -128,9 +128,18 @@ int btk_subvol_move(struct btk_trans *t, uint64_t id, uint64_t droot, uint64_t d
 int btk_subvol_parent(struct btk_trans *t, uint64_t id, uint64_t *parent, uint64_t *dir,
 		      uint64_t *index, char *name, uint16_t *len);
 
-#endif
-
 /* ---- before a transaction: what refuses writing (committed state) ---- */
-/* 0 when file operations may write; -EOPNOTSUPP naming why not: a balance in progress
- * (a balance item or relocation trees), a log tree that needs replay. */
+/* Work the kernel left unfinished on disk, resumed or cleaned up at its next mount; the
+ * first found in this order. */
+enum btk_unfinished {
+	BTK_UNFINISHED_NONE,
+	BTK_UNFINISHED_BALANCE,	    /* a balance item (paused or interrupted balance) */
+	BTK_UNFINISHED_RELOC_TREES, /* relocation trees, no balance item (a shrink's) */
+	BTK_UNFINISHED_RELOC_INODE, /* a data relocation inode left in the data reloc tree */
+};
+int btk_fs_unfinished(struct btk_fs *fs, enum btk_unfinished *what);
+/* 0 when file operations may write; -EOPNOTSUPP naming why not: a balance in progress,
+ * relocation trees left, a log tree that needs replay. */
 int btk_fs_write_refusals(struct btk_fs *fs);
+
+#endif

@@ -68,7 +68,8 @@ struct btk_resize_floor {
 };
 int btk_resize_floor(struct btk_fs *fs, uint64_t devid, struct btk_resize_floor *f);
 
-/* What stops a write: returns 0, or -EBUSY (a balance or relocation in progress),
+/* What stops a write: returns 0, or -EBUSY (a balance in progress, or what an interrupted
+ * relocation left: relocation trees, a data relocation inode),
  * -EOPNOTSUPP (a log tree to replay), -EEXIST (ext2_saved: a rollback image a resize would
  * break; skipped with force) with a message saying what to do. */
 int btk_resize_refusals(struct btk_fs *fs, bool force);

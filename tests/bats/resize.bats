@@ -141,6 +141,58 @@ PY
 	[ "$(sha256sum <"$IMG")" = "$sum" ]
 }
 
+# corpus_image NAME: a btrfs-progs corpus image, unpacked to IMG at its raw size
+corpus_image() {
+	local src size
+	src=$(corpus_src) || skip "corpus not found (../shared/corpus/btrfs-progs-fsck)"
+	size=$(awk -F'\t' -v n="$1" '$1 == n { print $4 }' "$src/MANIFEST.tsv")
+	[ -n "$size" ]
+	rm -f "$IMG"
+	xz -dc "$src/$1.raw.xz" | cp --sparse=always /dev/stdin "$IMG"
+	truncate -s "$size" "$IMG"
+}
+
+# An interrupted relocation without a balance item (a crash in a kernel shrink) is what the
+# kernel finishes when it next opens the filesystem: relocation trees (merged into their
+# trees) or a data relocation inode (dropped by the orphan cleanup of the data reloc tree).
+# Both images pass btrfs check: the refusal is about the state, not damage.
+@test "relocation trees without a balance item are refused (says what to do); image unchanged" {
+	# relocation trees the kernel wrote while balancing (btrfs-progs' corpus), of a subvolume
+	# and of the data reloc tree, with the balance item deleted
+	for name in tree_reloc_for_fs_tree tree_reloc_for_data_reloc; do
+		corpus_image "020-extent-ref-cases__$name"
+		"$BTK_BUILD/tests/corrupt" no-balance "$IMG" >/dev/null
+		btrfs inspect-internal dump-tree -t root "$IMG" >"$BATS_TEST_TMPDIR/root.txt"
+		! grep -q "BALANCE" "$BATS_TEST_TMPDIR/root.txt"
+		grep -q "TREE_RELOC ROOT_ITEM" "$BATS_TEST_TMPDIR/root.txt"
+		assert_check_clean "$IMG"
+		sum=$(sha256sum <"$IMG")
+		for arg in +64m -M "-n 100m"; do
+			btk_run 30 "$RESIZE" $arg "$IMG"
+			assert_one_line_error
+			[ "$status" = 1 ]
+			grep -q "relocation trees (no balance item): .* the kernel finishes it" "$BTK_ERR"
+		done
+		[ "$(sha256sum <"$IMG")" = "$sum" ]
+	done
+}
+
+@test "a data relocation inode left alone (a relocation stopped early) is refused; image unchanged" {
+	# the data reloc tree's inode and its orphan item, before the relocation moved anything
+	# (128 MiB: the hashes take the time)
+	rm -f "$IMG"
+	truncate -s 128M "$IMG"
+	mkfs.btrfs -q -f "$IMG" >/dev/null 2>&1
+	"$BTK_BUILD/tests/corrupt" reloc-inode "$IMG" >/dev/null
+	assert_check_clean "$IMG"
+	sum=$(sha256sum <"$IMG")
+	btk_run 30 "$RESIZE" -32m "$IMG"
+	assert_one_line_error
+	[ "$status" = 1 ]
+	grep -q "data inode in the data reloc tree: .* the kernel drops it" "$BTK_ERR"
+	[ "$(sha256sum <"$IMG")" = "$sum" ]
+}
+
 @test "sizes are rounded down to the sector size; suffixes k m g t, any case, with iB" {
 	btk_run 60 "$RESIZE" 400000001 "$IMG"
 	[ "$status" = 0 ] || { show_err; false; }

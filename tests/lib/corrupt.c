@@ -1,4 +1,5 @@
-/* corrupt — inject ONE semantic corruption into a clean btrfs image, for btk-fsck tests.
+/* corrupt — inject ONE semantic corruption into a clean btrfs image, for btk-fsck tests (or one
+ * state a crash leaves, for the refusals of btk-resize: no-balance, reloc-inode).
  *
  *   corrupt [-t SUBVOL_ID] KIND IMG...   (corrupt --list prints the kinds)
  *
@@ -1499,6 +1500,78 @@ static int k_cache_entry(struct btk_fs *fs, const char *n)
 	return ret;
 }
 
+/* ---- what an interrupted relocation leaves (refusal tests of btk-resize) ---- */
+
+/* Deletes the balance item: what is left looks like a relocation a crash stopped in a shrink
+ * (btrfs filesystem resize relocates without a balance item). */
+static int k_no_balance(struct btk_fs *fs, const char *n)
+{
+	struct want w = {.type = BTRFS_TEMPORARY_ITEM_KEY,
+			 .objectid = BTRFS_BALANCE_OBJECTID,
+			 .not_first = true,
+			 .file_extent_type = -1};
+	struct btk_key from = {BTRFS_BALANCE_OBJECTID, 0, 0};
+	return k_simple(fs, n, BTRFS_ROOT_TREE_OBJECTID, &w, &from, OP_DELETE, 0, 0, 0);
+}
+
+/* Inserts (key, data) into the leaf image after every smaller key. */
+static int leaf_insert_sorted(struct btk_fs *fs, uint8_t *buf, const struct btk_key *key,
+			      const uint8_t *data, uint32_t size)
+{
+	int pos = 0, nr = (int)btk_le32(((struct btk_header *)buf)->nritems);
+
+	for (; pos < nr; pos++) {
+		struct btk_key k;
+		btk_disk_to_key(&item_at(buf, pos)->key, &k);
+		if (btk_key_cmp(&k, key) > 0)
+			break;
+	}
+	return leaf_insert(fs, buf, pos, key, data, size);
+}
+
+/* The data relocation inode a relocation creates first (the kernel's: regular, mode 0600, no
+ * links, NOCOMPRESS|PREALLOC) and the orphan item naming it, as a relocation stopped before
+ * it moved any data leaves them: inode 257 of the data reloc tree, whose root is one leaf. */
+static int k_reloc_inode(struct btk_fs *fs, const char *n)
+{
+	struct want w = {.type = BTRFS_INODE_ITEM_KEY,
+			 .objectid = BTRFS_FIRST_FREE_OBJECTID,
+			 .file_extent_type = -1};
+	uint8_t ii[sizeof(struct btrfs_inode_item)] = {0};
+	struct btk_key ik = {BTRFS_FIRST_FREE_OBJECTID + 1, BTRFS_INODE_ITEM_KEY, 0};
+	struct btk_key ok = {BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, ik.objectid};
+	struct btk_root rt;
+	struct target t;
+	uint8_t *buf;
+	int ret = find_item(fs, BTRFS_DATA_RELOC_TREE_OBJECTID, &from256, match_want, &w, &t);
+
+	if (!ret)
+		ret = btk_root_find(fs, BTRFS_DATA_RELOC_TREE_OBJECTID, &rt);
+	if (ret)
+		return ret;
+	if (rt.bytenr != t.bytenr)
+		return btk_err(ENOSPC, "the data reloc tree is more than one leaf");
+	BTK_PUT(struct btrfs_inode_item, ii, generation, 1);
+	BTK_PUT(struct btrfs_inode_item, ii, transid, btk_le64(fs->sb.generation));
+	BTK_PUT(struct btrfs_inode_item, ii, mode, 0100600);
+	BTK_PUT(struct btrfs_inode_item, ii, sequence, 1);
+	BTK_PUT(struct btrfs_inode_item, ii, flags, BTK_INODE_NOCOMPRESS | BTK_INODE_PREALLOC);
+	if (!(buf = malloc(fs->nodesize)))
+		return -ENOMEM;
+	ret = btk_read_logical(fs, t.bytenr, buf, fs->nodesize);
+	if (!ret)
+		ret = leaf_insert_sorted(fs, buf, &ik, ii, sizeof(ii));
+	if (!ret)
+		ret = leaf_insert_sorted(fs, buf, &ok, NULL, 0);
+	if (!ret)
+		ret = write_block(fs, t.bytenr, buf);
+	free(buf);
+	if (!ret)
+		printf("%s: block %llu: inserted data reloc inode %llu and its orphan item\n", n,
+		       (unsigned long long)t.bytenr, (unsigned long long)ik.objectid);
+	return ret;
+}
+
 static const struct kind kinds[] = {
     {"nlink", "a regular file's nlink + 1", k_nlink},
     {"nbytes", "a regular file's nbytes + 4096", k_nbytes},
@@ -1550,6 +1623,10 @@ static const struct kind kinds[] = {
     {"nodatasum", "a checksummed file gets the NODATASUM flag", k_nodatasum},
     {"fuzz", "overwrite random bytes of a random tree block (CORRUPT_SEED)", k_fuzz},
     {"cache-entry", "a v1 space cache entry moved one sector (page checksum fixed)", k_cache_entry},
+    {"no-balance", "delete the balance item (relocation left as a crash in a shrink leaves it)",
+     k_no_balance},
+    {"reloc-inode", "a data reloc inode and its orphan item (a relocation stopped early)",
+     k_reloc_inode},
 };
 
 int main(int argc, char **argv)

@@ -1,0 +1,82 @@
+#!/usr/bin/env bats
+# btk-convert without the kernel: power cuts at sampled writes of a conversion and of a
+# rollback (tests/oracle/convert_powercut.sh: e2fsck, btrfs check), refusals that change no
+# byte, --dry-run and --json. The kernel's view of converted images is tests/oracle/convert.bats.
+
+load helpers
+load convert_lib
+
+setup() {
+	conv_setup
+}
+
+@test "convert: a power cut at sampled writes (all the last ones) of a conversion or a rollback leaves the ext or a complete btrfs" {
+	require_root
+	mkdir -p "$D/pc"
+	head -c 300000 /dev/urandom >"$D/pc/data"
+	mkdir "$D/pc/dir" && echo hi >"$D/pc/dir/f" && ln "$D/pc/dir/f" "$D/pc/link"
+	mke2fs -q -F -t ext4 -b 4096 -d "$D/pc" "$D/p.img" 128M
+	PC_STEP=8 run "$BTK_ROOT/tests/oracle/convert_powercut.sh" "$CONV" "$D/p.img" "$D"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"states ok"* ]]
+}
+
+@test "convert: refusals change nothing" {
+	mkdir -p "$D/s" && echo x >"$D/s/f"
+	mk() { rm -f "$D/r.img"; mke2fs -q -F -b "${B:-4096}" -d "$D/s" "$@" "$D/r.img" 32M; }
+	mk -t ext4 && debugfs -w -R "feature needs_recovery" "$D/r.img" >/dev/null 2>&1
+	refused "$D/r.img" "journal needs recovery"
+	mk -t ext4 && debugfs -w -R "ssv state 0" "$D/r.img" >/dev/null 2>&1
+	refused "$D/r.img" "not cleanly unmounted"
+	mk -t ext4 && debugfs -w -R "ssv state 3" "$D/r.img" >/dev/null 2>&1
+	refused "$D/r.img" "marked with errors"
+	btk_run 60 "$CONV" --no-progress --force "$D/r.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	run btrfs check --readonly "$D/r.img"
+	[ "$status" -eq 0 ]
+	mk -t ext4 -O orphan_file && debugfs -w -R "feature orphan_present" "$D/r.img" >/dev/null 2>&1
+	refused "$D/r.img" "orphan inodes are waiting"
+	mk -t ext4 && debugfs -w -R "ssv last_orphan 12" "$D/r.img" >/dev/null 2>&1
+	refused "$D/r.img" "orphan inodes are waiting"
+	for f in encrypt casefold verity; do
+		mk -t ext4 -O "$f"
+		refused "$D/r.img" "ext feature $f"
+	done
+	mk -t ext4 -O bigalloc -C 16384
+	refused "$D/r.img" "ext feature bigalloc"
+	for b in 1024 2048; do
+		B=$b mk -t ext4
+		refused "$D/r.img" "block size $b"
+	done
+	# what a btrfs leaf of 4 KiB cannot hold: a long xattr, a long symlink target
+	mkdir -p "$D/s2" && echo y >"$D/s2/f"
+	setfattr -n user.long -v "$(head -c 3990 /dev/zero | tr '\0' x)" "$D/s2/f"
+	rm -f "$D/r.img" && mke2fs -q -F -b 4096 -t ext4 -d "$D/s2" "$D/r.img" 32M
+	refused "$D/r.img" "an xattr of .* bytes does not fit a btrfs leaf of 4096" -N 4096
+	rm -rf "$D/s2" && mkdir -p "$D/s2" && ln -s "$(head -c 4000 /dev/zero | tr '\0' y)" "$D/s2/l"
+	rm -f "$D/r.img" && mke2fs -q -F -b 4096 -t ext4 -d "$D/s2" "$D/r.img" 32M
+	refused "$D/r.img" "a symlink target of 4000 bytes does not fit" -N 4096
+	# nearly full: the btrfs metadata cannot fit, and the message says how much it needs
+	rm -rf "$D/full" && mkdir "$D/full" && head -c 24M /dev/urandom >"$D/full/big"
+	rm -f "$D/r.img" && mke2fs -q -F -b 4096 -m 0 -t ext4 -d "$D/full" "$D/r.img" 32M
+	refused "$D/r.img" "not enough free space: the btrfs metadata needs about [0-9]* bytes"
+	# not ext at all
+	head -c 8M /dev/zero >"$D/z.img"
+	refused "$D/z.img" "not an ext2/3/4 filesystem"
+}
+
+@test "convert: --dry-run writes nothing and reports the plan; --json" {
+	mkdir -p "$D/s" && echo x >"$D/s/f"
+	mke2fs -q -F -b 4096 -t ext4 -d "$D/s" "$D/d.img" 64M
+	before=$(sha256sum <"$D/d.img")
+	btk_run 60 "$CONV" --dry-run --json "$D/d.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["dry_run"] and d["space_needed"] > 0 and "extent" in d["features"]' "$BTK_OUT"
+	[ "$(sha256sum <"$D/d.img")" = "$before" ]
+	btk_run 60 "$CONV" --json -L --csum xxhash -N 8192 "$D/d.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["csum"].startswith("xxhash") and d["nodesize"] == 8192' "$BTK_OUT"
+	run btrfs check --readonly "$D/d.img"
+	[ "$status" -eq 0 ]
+}
