@@ -251,7 +251,16 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 			rep(c, BTK_P_NAME_LEN, leaf, k, "1..255", chk_fmt("%u", nl),
 			    "name length invalid");
 		n++;
-		if (k->type == BTRFS_XATTR_ITEM_KEY)
+		/* the kernel's leaf checks: a name has a file type (1..7), an xattr FT_XATTR */
+		bool xattr = k->type == BTRFS_XATTR_ITEM_KEY;
+		if (xattr ? ft != BTRFS_FT_XATTR
+			  : (ft == BTRFS_FT_UNKNOWN || ft >= BTRFS_FT_XATTR)) {
+			rep(c, BTK_P_DIR_TYPE, leaf, k, xattr ? "type 8 (xattr)" : "type 1..7",
+			    chk_fmt("type %u", ft), "dir entry type invalid");
+			/* reported: the name is not judged again for it */
+			ft = BTRFS_FT_UNKNOWN;
+		}
+		if (xattr)
 			continue;
 		c->fst->cur.dirsize += nl;
 		if (dl)

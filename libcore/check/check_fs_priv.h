@@ -23,11 +23,15 @@ struct chk_name {
 	uint64_t dir, child;
 	uint64_t hash; /* high 32 bits: btrfs name hash (the DIR_ITEM key offset); low: FNV-1a */
 	uint64_t idx_dir, idx_ref;
-	uint8_t src, ftype; /* SRC_* seen; dir entry file type */
+	uint8_t src, ftype; /* SRC_* seen; dir entry file type (CHK_FT_*) */
 	uint8_t dup_index;  /* a second DIR_INDEX of this name and inode (another index) */
 	uint8_t matched;    /* the other side was found (check_names.c) */
 };
 BTK_VEC(chk_names, struct chk_name);
+/* chk_name.ftype besides the on-disk types: unknown (an invalid type, reported with its item,
+ * or no dir side seen yet), and the dir item's and the dir index's types disagree */
+#define CHK_FT_UNKNOWN BTRFS_FT_UNKNOWN
+#define CHK_FT_DIFFERS 0xff
 
 /* One side of a name waiting for the inode that holds the other side: 35 bytes. A dir side
  * (src DIR_ITEM/DIR_INDEX, idx from the dir index) waits for its child, an inode ref (src REF,

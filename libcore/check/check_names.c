@@ -206,7 +206,9 @@ void chk_name_entry(struct chk *c, uint64_t dir, uint64_t child, uint64_t index,
 	n->src |= src;
 	if (src == SRC_DIR_INDEX)
 		n->idx_dir = index;
-	n->ftype = ftype;
+	/* the dir item and the dir index each carry the type: both must be the inode's */
+	if (ftype != CHK_FT_UNKNOWN)
+		n->ftype = n->ftype == CHK_FT_UNKNOWN || n->ftype == ftype ? ftype : CHK_FT_DIFFERS;
 }
 
 void chk_name_ref(struct chk *c, uint64_t dir, uint64_t child, uint64_t index, const uint8_t *name,
@@ -466,7 +468,8 @@ static void judge(struct chk *c, const struct chk_name *n)
 			goto bad;
 		t->last_dir = (struct chk_ino){n->dir, dmode};
 	}
-	if (S_ISDIR(t->last_dir.mode) && (!n->ftype || btk_mode_ftype(cmode) == n->ftype))
+	if (S_ISDIR(t->last_dir.mode) &&
+	    (n->ftype == CHK_FT_UNKNOWN || btk_mode_ftype(cmode) == n->ftype))
 		return;
 bad:
 	to_bad(c, n);
@@ -580,7 +583,7 @@ static void name_group(struct chk *c, const struct chk_name *g)
 	uint64_t idx_dir = g->idx_dir, idx_ref = g->idx_ref;
 	uint32_t cmode = 0, dmode = 0;
 	bool child = chk_ino_mode(t, g->child, &cmode), dir = chk_ino_mode(t, g->dir, &dmode);
-	bool bad_type = child && ftype && btk_mode_ftype(cmode) != ftype;
+	bool bad_type = child && ftype != CHK_FT_UNKNOWN && btk_mode_ftype(cmode) != ftype;
 	uint32_t crc = (uint32_t)(g->hash >> 32);
 
 	/* kept only for a second dir index, which is reported by itself */
@@ -637,7 +640,9 @@ static void name_group(struct chk *c, const struct chk_name *g)
 		snprintf(what, sizeof(what), "%s: dir entry type wrong", who);
 		chk_fs_rep(c, BTK_P_NAME_TYPE, 0, &k,
 			   chk_fmt("type %u (inode mode)", btk_mode_ftype(cmode)),
-			   chk_fmt("type %u", ftype), what);
+			   ftype == CHK_FT_DIFFERS ? "dir item and dir index types differ"
+						   : chk_fmt("type %u", ftype),
+			   what);
 	}
 	if (dir && !S_ISDIR(dmode)) {
 		snprintf(what, sizeof(what), "%s: parent is not a directory", who);

@@ -54,6 +54,16 @@ found() {
 	found dup-name 'E1217 name-duplicate\]'
 }
 
+@test "class: a dir entry type the kernel refuses, and a dir item and dir index that disagree (E1218, E1214)" {
+	mkfs_base
+	# the type 0 (unknown) of a regular file's dir index: found by a differential run of
+	# btrfs check and btk-fsck over the fuzz corpus (btrfs check: filetype mismatch)
+	found dir-type 'E1218 dir-type\]'
+	# a valid type that is not the inode's, on the dir item only (the dir index is right)
+	found dir-type-differs 'E1214 name-type\]'
+	grep -q 'dir item and dir index types differ' "$BTK_OUT"
+}
+
 @test "class: free space tree entries that do not match the extents" {
 	mkfs_base
 	# used space recorded free (past the group's end here), a free range missing, a wrong

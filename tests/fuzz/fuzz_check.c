@@ -8,6 +8,10 @@
  * (flags & 2); then the filesystem is opened, checked (data checksums too when flags & 4 of
  * the first record) and a few addresses are resolved by btk_owner_lookup. The bytes changed
  * are put back after the run. Nothing may crash, hang, leak or read out of bounds.
+ *
+ * With BTK_FUZZ_WRITE=FILE an input is not checked: the mutated image is written to FILE, for
+ * comparing btk-fsck's verdict with btrfs check's on the same bytes (by hand: run the target
+ * on one corpus file, then both checkers on FILE).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -190,6 +194,17 @@ static void owners(struct btk_fs *fs)
 	btk_backref_free(br);
 }
 
+static void write_image(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+
+	if (fd < 0 || pwrite(fd, image, image_len, 0) != (ssize_t)image_len) {
+		fprintf(stderr, "fuzz_check: cannot write %s\n", path);
+		exit(2);
+	}
+	close(fd);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct btk_fs *fs;
@@ -198,7 +213,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!image)
 		load();
 	int flags = mutate(data, size);
-	if (!open_image(&fs)) {
+	const char *out = getenv("BTK_FUZZ_WRITE");
+	if (out) {
+		write_image(out);
+	} else if (!open_image(&fs)) {
 		struct btk_check_opts co = {.data_csum = flags & 4, .max_reports = 100};
 		btk_check_run(fs, &co, &sum);
 		owners(fs);

@@ -179,6 +179,7 @@ struct want {
 	int file_extent_type; /* -1 any */
 	uint64_t min_nbytes;  /* INODE_ITEM: at least this many bytes of extents */
 	int nth;	      /* skip this many matches first */
+	uint8_t dir_ftype;    /* DIR_ITEM/DIR_INDEX: of this file type (0: any) */
 };
 
 static bool match_want(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p, uint32_t sz,
@@ -201,6 +202,9 @@ static bool match_want(struct btk_fs *fs, const struct btk_key *k, const uint8_t
 		    (w->min_nbytes && BTK_GET(struct btrfs_inode_item, p, flags)))
 			return false;
 	}
+	if (w->dir_ftype && (sz < sizeof(struct btrfs_dir_item) ||
+			     BTK_GET(struct btrfs_dir_item, p, type) != w->dir_ftype))
+		return false;
 	if (w->data_extent &&
 	    (sz < sizeof(struct btrfs_extent_item) ||
 	     !(BTK_GET(struct btrfs_extent_item, p, flags) & BTRFS_EXTENT_FLAG_DATA)))
@@ -294,6 +298,22 @@ static int k_name_hash(struct btk_fs *fs, const char *n)
 	/* hashes are sparse: +1 keeps the key order and lands on no other name */
 	struct want w = {.type = BTRFS_DIR_ITEM_KEY, .not_first = true, .file_extent_type = -1};
 	return k_simple(fs, n, fs_tree, &w, &from256, OP_KEYOFF, 0, 0, 1);
+}
+static int k_dir_type(struct btk_fs *fs, const char *n)
+{
+	/* a regular file's dir index gets type 0 (unknown): the kernel refuses the leaf */
+	struct want w = {
+	    .type = BTRFS_DIR_INDEX_KEY, .file_extent_type = -1, .dir_ftype = BTRFS_FT_REG_FILE};
+	return k_simple(fs, n, fs_tree, &w, &from256, OP_ADD, offsetof(struct btrfs_dir_item, type),
+			1, -BTRFS_FT_REG_FILE);
+}
+static int k_dir_type_differs(struct btk_fs *fs, const char *n)
+{
+	/* a regular file's dir item says symlink (a valid type), its dir index still file */
+	struct want w = {
+	    .type = BTRFS_DIR_ITEM_KEY, .file_extent_type = -1, .dir_ftype = BTRFS_FT_REG_FILE};
+	return k_simple(fs, n, fs_tree, &w, &from256, OP_ADD, offsetof(struct btrfs_dir_item, type),
+			1, BTRFS_FT_SYMLINK - BTRFS_FT_REG_FILE);
 }
 static int k_extent_refs(struct btk_fs *fs, const char *n)
 {
@@ -1558,6 +1578,9 @@ static const struct kind kinds[] = {
     {"dir-isize", "a directory's size + 2", k_dir_isize},
     {"dir-index", "delete a DIR_INDEX item", k_dir_index},
     {"name-hash", "a DIR_ITEM key offset (name hash) + 1", k_name_hash},
+    {"dir-type", "a regular file's DIR_INDEX type 0 (unknown)", k_dir_type},
+    {"dir-type-differs", "a regular file's DIR_ITEM type symlink, its DIR_INDEX still file",
+     k_dir_type_differs},
     {"inline-ram", "an inline extent's ram_bytes + 1", k_inline_ram},
     {"file-overlap", "move a file extent back one sector over its predecessor", k_overlap},
     {"extent-refs", "a data extent item's refs + 1", k_extent_refs},

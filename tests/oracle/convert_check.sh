@@ -5,17 +5,20 @@
 # made by e2fsck -fD (two levels when SRC/longnames holds 9,000 long names), the six inode flags
 # btrfs has, 32-bit uid/gid, trusted. and security. xattrs, a 4095-byte symlink); the source
 # must hold inline_data files when the feature is on; --dry-run's estimate; the conversion;
-# btrfs check; the metadata used within the estimate and the chunks within the space the dry
-# run named; both kernel mounts compared by convert_tree_cmp.py (names, modes, owners, ns times,
-# xattrs, ACLs, content, holes, hard links); e2fsck -fn on ext2_saved/image; kernel writes and
-# deletes, btrfs check again; unwritten extents are prealloc extents (filefrag: as many
-# unwritten extents on both mounts); the rollback: e2fsck -fn, 0 used blocks differ (and, with
-# ROLLBACK_TREE_CMP=1, the same tree through the kernel).
+# btrfs check and btk-fsck (BTK_FSCK, default beside CONVERT: both clean); the metadata used
+# within the estimate and the chunks within the space the dry run named; both kernel mounts
+# compared by convert_tree_cmp.py (names, modes, owners, ns times, xattrs, ACLs, content, holes,
+# hard links); e2fsck -fn on ext2_saved/image; kernel writes and deletes, both checkers again;
+# unwritten extents are prealloc extents (filefrag: as many unwritten extents on both mounts);
+# the rollback: e2fsck -fn, 0 used blocks differ (and, with ROLLBACK_TREE_CMP=1, the same tree
+# through the kernel).
 # Prints "convert_check NAME: ok ..." with figures; exit 1 at the first failure. Root.
 set -u
 conv=$1 src=$2 w=$3 name=$4
 shift 4
 here=$(cd "$(dirname "$0")" && pwd)
+# btk-fsck must agree with btrfs check on every image made here (issue 12: no false alarm)
+fsck=${BTK_FSCK:-$(dirname "$conv")/btk-fsck}
 img=$w/$name.img orig=$w/$name.orig me=$w/$name.me mb=$w/$name.mb
 mkdir -p "$me" "$mb"
 cleanup() {
@@ -89,6 +92,7 @@ t0=$(date +%s.%N)
 "$conv" --no-progress "$img" >/dev/null || fail "conversion failed"
 t1=$(date +%s.%N)
 btrfs check --readonly "$img" >/dev/null 2>&1 || fail "btrfs check after the conversion"
+"$fsck" -q "$img" >/dev/null 2>&1 || fail "btk-fsck after the conversion (btrfs check is clean: a false alarm)"
 
 # what the conversion took from the free space against what the dry run said
 ns=$(btrfs inspect-internal dump-super "$img" | awk '/^nodesize/ { print $2 }')
@@ -127,6 +131,7 @@ cp -a "$src/links" "$mb/links2" && rm -rf "$mb/many" "$mb/size-1000000" && echo 
 	head -c 5000000 /dev/urandom >"$mb/new" || fail "kernel writes failed"
 umount "$mb"
 btrfs check --readonly "$img" >/dev/null 2>&1 || fail "btrfs check after kernel writes"
+"$fsck" -q "$img" >/dev/null 2>&1 || fail "btk-fsck after kernel writes (btrfs check is clean: a false alarm)"
 
 t2=$(date +%s.%N)
 "$conv" -r "$img" >/dev/null || fail "rollback failed"

@@ -11,7 +11,9 @@ btrfs_check() {
 		btrfs check --readonly --check-data-csum "$1"
 		return
 	fi
-	[ -n "$lock" ] && { exec 8>"$lock" && flock 8; }
+	if [ -n "$lock" ]; then
+		exec 8>"$lock" && flock 8 || return 8 # never attach without the lock
+	fi
 	local loops=() l rc=0
 	for l in "$@"; do
 		loops+=("$(losetup -f --show "$l")") || { rc=8; break; }
