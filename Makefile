@@ -27,17 +27,18 @@ TESTLIB_SRC := $(wildcard tests/lib/*.c)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(B)/%.o)
 TESTTOOLS := $(TESTLIB_SRC:tests/lib/%.c=$(B)/tests/%)
 
-# build on every core unless -j was given: make check and make demo on CI's 2 cores
-ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
-MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 2)
-endif
+# The build sub-makes of all, check and demo use every core unless -j was given (CI has 2).
+# Given on their command line, not added to MAKEFLAGS here: make 4.3 turning on parallel jobs
+# after it has read the makefile (and run its $(shell) calls) is fragile, and a plain
+# `make layers` or `make build/bin/btk-mkfs` needs no jobs at all.
+JOBS     := $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 2))
 
 .PHONY: all build deps check-deps check demo install clean format layers
 # Packages are installed first, on their own, and the build runs in a second make: the
 # pkg-config flags above are read when make starts, so a fresh machine must have the -dev
 # packages before that make starts (and apt-get must not run twice at once under -j).
 all: deps
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) $(JOBS) --no-print-directory build
 build: $(LIB) $(BINS) $(UNITS) $(TESTTOOLS)
 
 deps:
@@ -77,11 +78,11 @@ layers: $(LIB)
 	@scripts/layers.sh $(B)
 
 check: check-deps
-	@$(MAKE) --no-print-directory build layers
+	@$(MAKE) $(JOBS) --no-print-directory build layers
 	@BTK_BUILD=$(B) tests/run.sh
 
 demo: deps
-	@$(MAKE) --no-print-directory build
+	@$(MAKE) $(JOBS) --no-print-directory build
 	@BTK_BUILD=$(B) scripts/demo.sh
 
 install: all
