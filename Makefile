@@ -31,7 +31,9 @@ TESTTOOLS := $(TESTLIB_SRC:tests/lib/%.c=$(B)/tests/%)
 # Given on their command line, not added to MAKEFLAGS here: make 4.3 turning on parallel jobs
 # after it has read the makefile (and run its $(shell) calls) is fragile, and a plain
 # `make layers` or `make build/bin/btk-mkfs` needs no jobs at all.
-JOBS     := $(if $(filter -j%,$(MAKEFLAGS)),,-j$(shell nproc 2>/dev/null || echo 2))
+# (expanded in the recipe: make 4.3 shows -j in MAKEFLAGS only there, not while parsing)
+NPROC    := $(shell nproc 2>/dev/null || echo 2)
+JOBS      = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))
 
 .PHONY: all build deps check-deps check demo install clean format layers
 # Packages are installed first, on their own, and the build runs in a second make: the
