@@ -133,6 +133,7 @@ int btk_subvol_parent(struct btk_trans *t, uint64_t id, uint64_t *parent, uint64
  * first found in this order. */
 enum btk_unfinished {
 	BTK_UNFINISHED_NONE,
+	BTK_UNFINISHED_LOG,	    /* a log tree (fsync'd writes) to replay at mount */
 	BTK_UNFINISHED_BALANCE,	    /* a balance item (paused or interrupted balance) */
 	BTK_UNFINISHED_RELOC_TREES, /* relocation trees, no balance item (a shrink's) */
 	BTK_UNFINISHED_RELOC_INODE, /* a data relocation inode left in the data reloc tree */

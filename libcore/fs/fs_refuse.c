@@ -47,6 +47,10 @@ int btk_fs_unfinished(struct btk_fs *fs, enum btk_unfinished *what)
 	int ret;
 
 	*what = BTK_UNFINISHED_NONE;
+	if (btk_le64(fs->sb.log_root)) {
+		*what = BTK_UNFINISHED_LOG;
+		return 0;
+	}
 	if ((ret = tree_has(fs, BTRFS_ROOT_TREE_OBJECTID, &balance, true, &yes)) || yes) {
 		*what = yes ? BTK_UNFINISHED_BALANCE : *what;
 		return ret;
@@ -65,11 +69,11 @@ int btk_fs_write_refusals(struct btk_fs *fs)
 	enum btk_unfinished what;
 	int ret;
 
-	if (btk_le64(fs->sb.log_root))
-		return btk_err(EOPNOTSUPP, "the filesystem has a log tree to replay: mount it once "
-					   "(or btrfs rescue zero-log) first");
 	if ((ret = btk_fs_unfinished(fs, &what)))
 		return ret;
+	if (what == BTK_UNFINISHED_LOG)
+		return btk_err(EOPNOTSUPP, "the filesystem has a log tree to replay: mount it once "
+					   "(or btrfs rescue zero-log) first");
 	/* a leftover relocation inode does not concern file operations: its extents are its
 	 * own, and the kernel frees them at mount whatever else changed */
 	if (what == BTK_UNFINISHED_BALANCE)

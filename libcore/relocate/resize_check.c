@@ -14,12 +14,12 @@ int btk_resize_refusals(struct btk_fs *fs, bool force)
 	uint64_t root, ino;
 	int ret;
 
-	if (btk_le64(fs->sb.log_root))
-		return btk_err(EOPNOTSUPP, "the filesystem has a log tree to replay: mount it once "
-					   "(and unmount), or drop it with btrfs rescue zero-log");
 	if ((ret = btk_fs_unfinished(fs, &what)))
 		return ret;
 	switch (what) {
+	case BTK_UNFINISHED_LOG:
+		return btk_err(EOPNOTSUPP, "the filesystem has a log tree to replay: mount it once "
+					   "(and unmount), or drop it with btrfs rescue zero-log");
 	case BTK_UNFINISHED_BALANCE:
 		return btk_err(EBUSY, "a balance is in progress: mount the filesystem to finish it "
 				      "(or btrfs balance cancel) first");
