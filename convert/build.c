@@ -316,8 +316,14 @@ static int make_image(struct conv *c, const struct btk_inode_attr *top)
 	a.uid = a.gid = 0;
 	if ((ret = btk_inode_create(c->t, CONV_IMAGE_SUBVOL, CONV_IMAGE_INO, &a)))
 		return ret;
+	/* records in image order (rec_find searches them); the ext blocks not kept between
+	 * them are holes */
 	for (size_t i = 0; i < c->nrecs && !ret; i++) {
 		const struct conv_rec *r = &c->recs[i];
+		uint64_t prev = i ? c->recs[i - 1].orig + c->recs[i - 1].len : 0;
+		ret = btk_file_hole(c->t, CONV_IMAGE_SUBVOL, CONV_IMAGE_INO, prev, r->orig - prev);
+		if (ret)
+			break;
 		struct btk_file_extent fe = {.file_offset = r->orig,
 					     .type = BTRFS_FILE_EXTENT_REG,
 					     .disk_bytenr = r->bytenr,
@@ -325,6 +331,12 @@ static int make_image(struct conv *c, const struct btk_inode_attr *top)
 					     .num_bytes = r->len,
 					     .ram_bytes = r->len};
 		ret = btk_file_extent_insert(c->t, CONV_IMAGE_SUBVOL, CONV_IMAGE_INO, &fe);
+	}
+	if (!ret) {
+		uint64_t last =
+		    c->nrecs ? c->recs[c->nrecs - 1].orig + c->recs[c->nrecs - 1].len : 0;
+		ret = btk_file_hole(c->t, CONV_IMAGE_SUBVOL, CONV_IMAGE_INO, last,
+				    up(c->src->size, c->fs->sectorsize) - last);
 	}
 	if (!ret)
 		ret = btk_dir_link(c->t, CONV_IMAGE_SUBVOL, BTK_ROOT_DIRID, "image", 5, &loc,
@@ -462,7 +474,7 @@ static int file_data(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, uin
 		     uint64_t size, uint64_t *nbytes)
 {
 	uint32_t bs = c->src->blocksize;
-	uint64_t end = up(size, bs);
+	uint64_t end = up(size, bs), pos = 0;
 	struct runs rs = {0};
 	int ret;
 
@@ -481,6 +493,7 @@ static int file_data(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, uin
 	}
 	if ((ret = ext_runs(c->src->e, eino, in, &rs)))
 		goto out;
+	/* the runs come in file order; holes below the size become items without NO_HOLES */
 	for (size_t i = 0; i < rs.n && !ret; i++) {
 		const struct run *r = &rs.r[i];
 		uint64_t fo = r->lblk * bs, len = r->len * bs;
@@ -491,8 +504,15 @@ static int file_data(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, uin
 				continue;
 			len = min64(len, end - fo);
 		}
-		ret = map_run(c, ino, fo, r->pblk * bs, len, r->uninit, nbytes);
+		if (pos < fo && pos < end)
+			ret = btk_file_hole(c->t, BTRFS_FS_TREE_OBJECTID, ino, pos,
+					    min64(fo, end) - pos);
+		if (!ret)
+			ret = map_run(c, ino, fo, r->pblk * bs, len, r->uninit, nbytes);
+		pos = fo + len > pos ? fo + len : pos;
 	}
+	if (!ret && pos < end)
+		ret = btk_file_hole(c->t, BTRFS_FS_TREE_OBJECTID, ino, pos, end - pos);
 out:
 	free(rs.r);
 	return ret;

@@ -290,6 +290,16 @@ int btk_file_extent_insert(struct btk_trans *t, uint64_t root, uint64_t ino,
 	return btk_item_insert(t, root, &k, fe, sizeof(fe));
 }
 
+int btk_file_hole(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t off, uint64_t len)
+{
+	struct btk_file_extent fe = {
+	    .file_offset = off, .type = BTRFS_FILE_EXTENT_REG, .num_bytes = len, .ram_bytes = len};
+
+	if (!len || btk_le64(btk_trans_fs(t)->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_NO_HOLES)
+		return 0;
+	return btk_file_extent_insert(t, root, ino, &fe);
+}
+
 int btk_csum_insert_sums(struct btk_trans *t, uint64_t bytenr, const uint8_t *sums,
 			 uint64_t nsectors)
 {

@@ -57,6 +57,10 @@ int btk_file_extent_inline(struct btk_trans *t, uint64_t root, uint64_t ino, con
  * extent_offset, num_bytes and ram_bytes (struct from fs_read.h). */
 int btk_file_extent_insert(struct btk_trans *t, uint64_t root, uint64_t ino,
 			   const struct btk_file_extent *fe);
+/* The hole [off, +len) of ino, for writers that place a file's extents in order: without
+ * NO_HOLES every hole below the size (rounded up to a sector) is an explicit REG item with
+ * disk_bytenr 0, and checkers report a gap; with NO_HOLES, or len 0, nothing is written. */
+int btk_file_hole(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t off, uint64_t len);
 
 /* Checksums of len bytes (sector multiple) of data into sums (csum_size each). */
 int btk_csum_compute(const struct btk_fs *fs, const uint8_t *data, uint64_t len, uint8_t *sums);

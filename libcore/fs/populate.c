@@ -31,7 +31,6 @@ struct pop {
 	uint8_t *buf, *zbuf, *sums;
 	uint64_t flags; /* inode flags of the file being written */
 	uint64_t root;	/* tree being written */
-	bool no_holes;	/* NO_HOLES: holes are implicit */
 	uint32_t max_inline;
 	uint64_t prog_done, prog_next; /* progress: file bytes of inodes done, next call at */
 	uint64_t inline_compressed;    /* compressed inline extents written */
@@ -313,16 +312,6 @@ static int write_extent(struct pop *p, int fd, uint64_t ino, uint64_t off, uint6
 	return write_plain(p, fd, ino, off, len, nbytes, used);
 }
 
-static int write_hole(struct pop *p, uint64_t ino, uint64_t off, uint64_t len)
-{
-	struct btk_file_extent fe = {
-	    .file_offset = off, .type = BTRFS_FILE_EXTENT_REG, .num_bytes = len, .ram_bytes = len};
-
-	if (p->no_holes || !len)
-		return 0;
-	return btk_file_extent_insert(p->t, p->root, ino, &fe);
-}
-
 /* Small files go inline, as the kernel decides: the whole file within max_inline bytes
  * (after compression, if that shrinks it) and within one sector. */
 static int try_inline(struct pop *p, int fd, uint64_t ino, uint64_t size, bool *done)
@@ -388,7 +377,7 @@ static int write_file(struct pop *p, uint64_t ino, uint64_t size, uint64_t *nbyt
 		uint64_t ds = d < 0 ? end : (uint64_t)d / ss * ss;
 		if (ds > end)
 			ds = end;
-		if ((ret = write_hole(p, ino, pos, ds - pos)) || ds >= end)
+		if ((ret = btk_file_hole(p->t, p->root, ino, pos, ds - pos)) || ds >= end)
 			break;
 		/* the hole after the data itself: from ds, rounded down to a sector larger
 		 * than the host's blocks, SEEK_HOLE could answer ds (no progress) */
@@ -641,7 +630,6 @@ int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,
 
 	btk_err_clear(); /* a failure below names its own cause, never an earlier one */
 	memset(st, 0, sizeof(*st));
-	p.no_holes = btk_le64(btk_trans_fs(t)->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
 	p.max_inline = o->max_inline ? o->max_inline : 2048;
 	p.dir_index = malloc(src->nnodes * sizeof(*p.dir_index));
 	p.buf = malloc(PIECE + btk_trans_fs(t)->sectorsize);

@@ -80,3 +80,33 @@ setup() {
 	run btrfs check --readonly "$D/d.img"
 	[ "$status" -eq 0 ]
 }
+
+@test "convert: -O ^no-holes writes every hole below the size as an item (files and ext2_saved/image); both checkers clean; content and rollback exact" {
+	mkdir -p "$D/s"
+	truncate -s 10M "$D/s/allhole"
+	printf x >"$D/s/tail" && truncate -s 1M "$D/s/tail"
+	dd if=/dev/urandom of="$D/s/mid" bs=4k count=2 seek=5 status=none && truncate -s 100k "$D/s/mid"
+	dd if=/dev/urandom of="$D/s/two" bs=4k count=1 status=none
+	dd if=/dev/urandom of="$D/s/two" bs=4k count=1 seek=100 conv=notrunc status=none
+	head -c 5000 /dev/urandom >"$D/s/small"
+	mke2fs -q -F -b 4096 -t ext4 -d "$D/s" "$D/h.img" 128M
+	cp --sparse=always "$D/h.img" "$D/h.orig"
+	btk_run 120 "$CONV" --no-progress -O ^no-holes "$D/h.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	run btrfs check --readonly "$D/h.img"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	btk_run 120 "$BTK_BUILD/bin/btk-fsck" "$D/h.img"
+	[ "$status" -eq 0 ] || { cat "$BTK_OUT"; show_err; false; }
+	# explicit holes (disk byte 0): allhole, tail, mid (two), two, and the image's gaps
+	holes=$(btrfs inspect-internal dump-tree -t 5 "$D/h.img" | grep -c 'disk byte 0 ')
+	[ "$holes" -ge 5 ] || { echo "$holes hole items in the fs tree"; false; }
+	[ "$(btrfs inspect-internal dump-tree -t 256 "$D/h.img" | grep -c 'disk byte 0 ')" -ge 1 ]
+	btk_run 120 "$BTK_BUILD/bin/btk-image" get -r "$D/h.img" / "$D/out"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	for f in allhole tail mid two small; do cmp "$D/s/$f" "$D/out/$f"; done
+	btk_run 120 "$CONV" -r "$D/h.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	run e2fsck -fn "$D/h.img"
+	[ "$status" -eq 0 ] || { echo "$output"; false; }
+	python3 "$BTK_ROOT/tests/oracle/ext_used_diff.py" "$D/h.orig" "$D/h.img"
+}

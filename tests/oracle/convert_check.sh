@@ -12,6 +12,7 @@
 # unwritten extents are prealloc extents (filefrag: as many unwritten extents on both mounts);
 # the rollback: e2fsck -fn, 0 used blocks differ (and, with ROLLBACK_TREE_CMP=1, the same tree
 # through the kernel).
+# CONVERT_ARGS: more btk-convert options for the conversion (e.g. "-O ^no-holes").
 # Prints "convert_check NAME: ok ..." with figures; exit 1 at the first failure. Root.
 set -u
 conv=$1 src=$2 w=$3 name=$4
@@ -86,10 +87,12 @@ if [[ $features == *inline_data* ]]; then
 fi
 cp --sparse=always "$img" "$orig"
 
-dry=$("$conv" --dry-run --json "$img") || fail "--dry-run failed"
+# shellcheck disable=SC2086 # options, split on purpose
+dry=$("$conv" --dry-run --json ${CONVERT_ARGS:-} "$img") || fail "--dry-run failed"
 read -r need est < <(python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d["space_needed"], d["metadata_estimate"])' "$dry")
 t0=$(date +%s.%N)
-"$conv" --no-progress "$img" >/dev/null || fail "conversion failed"
+# shellcheck disable=SC2086
+"$conv" --no-progress ${CONVERT_ARGS:-} "$img" >/dev/null || fail "conversion failed"
 t1=$(date +%s.%N)
 btrfs check --readonly "$img" >/dev/null 2>&1 || fail "btrfs check after the conversion"
 "$fsck" -q "$img" >/dev/null 2>&1 || fail "btk-fsck after the conversion (btrfs check is clean: a false alarm)"
