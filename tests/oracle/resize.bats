@@ -302,7 +302,7 @@ step() {
 # multi_dev PROFILE: 4 image files, populated, one device shrunk with -M; the others stay
 multi_dev() {
 	local d=$BATS_TEST_TMPDIR/multi i l
-	mkdir -p "$d/saved"
+	rm -rf "$d" && mkdir -p "$d/saved"
 	for i in 0 1 2 3; do truncate -s 512M "$d/d$i.img"; done
 	mkfs.btrfs -q -f -m "$1" -d "$1" "$d"/d{0,1,2,3}.img >/dev/null 2>&1
 	LOOPS=()
@@ -366,6 +366,11 @@ detach() {
 
 @test "4-device RAID10: shrinking one device moves only its stripes; check clean, same tree" {
 	multi_dev raid10
+}
+
+@test "4-device RAID5 and RAID6: shrinking one device moves only its stripes; check clean, same tree" {
+	multi_dev raid5
+	multi_dev raid6
 }
 
 # spread_image: a kernel-populated image whose last data chunk can be emptied into the free

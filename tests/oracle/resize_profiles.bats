@@ -285,3 +285,8 @@ multi_empty() {
 @test "4-device RAID10: one device shrunk by emptying chunks; check clean, same files" {
 	multi_empty raid10
 }
+
+@test "4-device RAID5 and RAID6: one device shrunk by emptying chunks (extents written with parity); check clean, same files" {
+	multi_empty raid5
+	multi_empty raid6
+}
