@@ -1,8 +1,8 @@
 /* test_trans_model.h — what the copy-on-write engine's unit tests share (header only: each
- * tests/unit/LAYER/test_*.c is its own program; test_trans.c needs no kernel, and
- * test_trans_kernel.c, which mounts, runs in the kernel lane of tests/run.sh): a model of the
- * items of tree TTREE and the invariant checker, which reads the committed filesystem in the
- * image file `img` from disk. Include after <cmocka.h>. */
+ * tests/unit/LAYER/test_*.c is its own program; test_cow.c needs no kernel, and test_trans.c,
+ * which mounts, runs in the kernel lane of tests/run.sh): a model of the items of tree TTREE
+ * and the invariant checker, which reads the committed filesystem in the image file `img`
+ * from disk. Include after <cmocka.h>. */
 #ifndef BTK_TEST_TRANS_MODEL_H
 #define BTK_TEST_TRANS_MODEL_H
 
