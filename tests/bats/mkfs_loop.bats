@@ -58,7 +58,7 @@ refused_unchanged() {
 	before=$(sha256_of "$loop")
 	btk_run 60 "$MKFS" -f -m raid1 -d raid1 "$loop" "$D/alias"
 	local st=$status
-	sync
+	sync "$loop" # its writes, if any, on the device before hashing it
 	local after
 	after=$(sha256_of "$loop")
 	[ "$st" -eq 1 ] || { show_err; false; }

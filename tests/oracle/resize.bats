@@ -488,18 +488,18 @@ meta_image() {
 			sync -f "$d/mnt"
 			btrfs subvolume create "$d/mnt/sv" >/dev/null
 			python3 - "$d/mnt/sv" <<'PY'
-import os, sys
+import os, subprocess, sys
 for i in range(20000):
     p = os.path.join(sys.argv[1], "d%03d" % (i % 100))
     os.makedirs(p, exist_ok=True)
     with open(os.path.join(p, "f%06d" % i), "wb") as f:
         f.write(os.urandom(1500 if i % 7 else 9000))
-os.sync()
+subprocess.run(["sync", "-f", sys.argv[1]], check=True)
 for i in range(20000):
     if i % 4:
         os.remove(os.path.join(sys.argv[1], "d%03d" % (i % 100), "f%06d" % i))
 PY
-			sync
+			sync -f "$d/mnt"
 			btrfs subvolume snapshot "$d/mnt/sv" "$d/mnt/s1" >/dev/null
 			btrfs subvolume snapshot "$d/mnt/s1" "$d/mnt/s2" >/dev/null
 			btrfs subvolume snapshot -r "$d/mnt/s2" "$d/mnt/s3ro" >/dev/null
@@ -507,7 +507,7 @@ PY
 				echo "$i" >"$d/mnt/sv/d0$(printf %02d $i)/new"
 				echo "$i" >"$d/mnt/s1/d0$(printf %02d $((99 - i)))/new1"
 			done
-			sync
+			sync -f "$d/mnt"
 		) >"$d/populate.log" 2>&1
 		local rc=$?
 		[ $rc = 0 ] && rsync -aHAX "$d/mnt/" "$d/saved/"
@@ -635,16 +635,16 @@ compact_image() {
 			set -e
 			btrfs subvolume create "$d/mnt/sv" >/dev/null
 			for i in $(seq 1 79); do head -c 3M /dev/urandom >"$d/mnt/sv/f$i"; done
-			sync
+			sync -f "$d/mnt"
 			fallocate -l 100M "$d/mnt/sv/prealloc"
 			head -c 1M /dev/urandom | dd of="$d/mnt/sv/prealloc" bs=1M seek=50 conv=notrunc status=none
-			sync
+			sync -f "$d/mnt"
 			for i in $(seq 1 2 79); do rm "$d/mnt/sv/f$i"; done
 			cp --reflink=always "$d/mnt/sv/f2" "$d/mnt/sv/f2.reflink"
 			mkdir "$d/mnt/sv/small"
 			for i in $(seq 1 200); do echo "$i" >"$d/mnt/sv/small/s$i"; done
 			btrfs subvolume snapshot -r "$d/mnt/sv" "$d/mnt/snap.ro" >/dev/null
-			sync
+			sync -f "$d/mnt"
 		) >"$d/populate.log" 2>&1
 		local rc=$?
 		[ $rc = 0 ] && rsync -aHAX "$d/mnt/" "$d/saved/"

@@ -81,13 +81,13 @@ populate() {
 	local i
 	mkdir "$MNT/data" "$MNT/small"
 	for i in $(seq 1 24); do head -c 2M /dev/urandom >"$MNT/data/f$i"; done
-	sync
+	sync -f "$MNT"
 	for i in $(seq 1 2 24); do rm "$MNT/data/f$i"; done
 	cp --reflink=always "$MNT/data/f2" "$MNT/data/f2.reflink"
 	for i in $(seq 1 400); do head -c $((i * 7)) /dev/urandom >"$MNT/small/s$i"; done
 	btrfs subvolume snapshot "$MNT" "$MNT/snap" >/dev/null
 	echo changed >"$MNT/small/s1"
-	sync
+	sync -f "$MNT"
 }
 
 # profile_case EXPECT MKFS_OPTS...: one 256 MiB device; EXPECT a line -M must print
@@ -149,7 +149,7 @@ shrink_and_verify() {
 		wrote=0
 		btrfs filesystem usage -b "$MNT" >"$D/usage"
 	fi
-	sync
+	sync -f "$MNT"
 	umount "$MNT"
 	diff "$D/before" "$D/after" >&2
 	# shared extents stay shared: the data used did not grow
@@ -227,7 +227,7 @@ qgroup_flags() {
 	mount -o "$MOPTS" "$DEV" "$MNT"
 	manifest "$MNT" >"$D/after"
 	echo x >"$MNT/kernel-wrote"
-	sync
+	sync -f "$MNT"
 	umount "$MNT"
 	diff "$D/before" "$D/after" >&2
 	check_clean
@@ -261,9 +261,9 @@ multi_empty() {
 	populate
 	# the device fills: the free space is inside chunks, none is unallocated for a stripe
 	for i in $(seq 1 200); do head -c 4M /dev/urandom >"$MNT/data/fill$i" 2>/dev/null || break; done
-	sync
+	sync -f "$MNT"
 	for i in $(seq 1 2 200); do rm -f "$MNT/data/fill$i"; done
-	sync
+	sync -f "$MNT"
 	manifest "$MNT" >"$D/before"
 	data_used "$MNT" >"$D/used"
 	umount "$MNT"

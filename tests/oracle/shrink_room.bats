@@ -36,7 +36,7 @@ clean() { btrfs check --readonly "$1" >/dev/null 2>&1; }
 		mkdir "$MNT/new-dir"
 		echo small >"$MNT/new-dir/small"
 		rm -rf "$MNT/dir"
-		sync
+		sync -f "$MNT"
 		umount "$MNT"
 		clean "$D/s$n.img"
 	done
@@ -50,7 +50,7 @@ clean() { btrfs check --readonly "$1" >/dev/null 2>&1; }
 	clean "$D/w.img"
 	mount -o loop "$D/w.img" "$MNT"
 	head -c 48M /dev/urandom >"$MNT/big"
-	sync
+	sync -f "$MNT"
 	umount "$MNT"
 	clean "$D/w.img"
 }

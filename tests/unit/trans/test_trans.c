@@ -177,10 +177,10 @@ static void test_kernel_snapshot(void **state)
 		 "test -e %s/btk-900399 -a -e %s/snap/btk-910399 -a -e %s/snap/btk-920299; "
 		 "test -e %s/btk-930000 -a ! -e %s/btk-910000; cat %s/snap/d/data* | md5sum -c "
 		 "--quiet %s.md5; cat %s/d/data* | md5sum -c --quiet %s.md5; "
-		 "btrfs subvolume delete %s/snap >/dev/null; sync; umount %s; "
+		 "btrfs subvolume delete %s/snap >/dev/null; sync -f %s; umount %s; "
 		 "btrfs check --readonly %s >> %s.log 2>&1",
-		 img, img, img, mnt, mnt, mnt, mnt, mnt, mnt, mnt, img, mnt, img, mnt, mnt, img,
-		 img);
+		 img, img, img, mnt, mnt, mnt, mnt, mnt, mnt, mnt, img, mnt, img, mnt, mnt, mnt,
+		 img, img);
 	int rc = system(cmd);
 	if (rc) {
 		snprintf(cmd, sizeof(cmd), "grep -v '^\\[' %s.log | tail -20 >&2", img);
