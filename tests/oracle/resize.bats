@@ -6,8 +6,9 @@
 # system stripes and data stripes move), grown, set to an absolute size and shrunk with -M.
 # After each step: btrfs check clean, superblock and file sizes as asked, the kernel sees the
 # same tree (rsync --checksum against a copy saved before), used bytes unchanged, and the
-# kernel writes and btrfs check stays clean. Then a power cut at every write of a shrink, and
-# the refusals that need the kernel (mounted, log tree, balance in progress).
+# kernel writes and btrfs check stays clean. Then a power cut at every other write of a shrink
+# and at each of its last ones (every write with BTK_ORACLE_FULL=1), and the refusals that
+# need the kernel (mounted, log tree, balance in progress).
 
 load ../bats/helpers
 
@@ -209,47 +210,72 @@ step() {
 	same_tree "$IMG"
 }
 
-@test "power cut at every write of a shrink: old or new filesystem, same content" {
+# cut_at N: the shrink stopped after N writes (a run that completes sets done, keeps its image as
+# $FINAL and its output as final.out); old or new size, checksums verified, and the kernel
+# compares the tree once per generation reached and for a completed run
+cut_at() {
+	local n=$1 ok=0 sz gen
+	cp --sparse=always "$ORIG" "$IMG"
+	btk_run 120 "$RESIZE" --fail-after "$n" -M "$IMG"
+	assert_no_crash
+	if [ "$status" = 0 ]; then
+		ok=1
+		if [ $done = 0 ]; then
+			done=1
+			cp "$BTK_OUT" "$BATS_TEST_TMPDIR/final.out"
+			FINAL=$CUT_DIR/final.img
+			cp --sparse=always "$IMG" "$FINAL"
+		fi
+	fi
+	# every reachable block and data extent is intact (checksums, data included) ...
+	check_data "$IMG" || { echo "after $n writes" >&2; return 1; }
+	sz=$(sb_field "$IMG" total_bytes)
+	case $sz in
+	"$old") seen_old=$((seen_old + 1)) ;;
+	"$new") seen_new=$((seen_new + 1)) ;;
+	*) echo "after $n writes: size $sz, neither $old nor $new" >&2; return 1 ;;
+	esac
+	# ... so a state whose superblock names trees already seen has their content: the
+	# kernel compares it once per generation reached, and for a completed run
+	gen=$(sb_field "$IMG" generation)
+	if [ -z "${seen_gen[$gen]:-}" ] || [ $ok = 1 ]; then
+		same_tree "$IMG" || { echo "after $n writes" >&2; return 1; }
+		seen_gen[$gen]=1
+	fi
+	tried=$((tried + 1))
+}
+
+# every other write budget, then each one between the last cut sampled and the first run that
+# completed, so the last writes are all cut (every budget with BTK_ORACLE_FULL=1)
+@test "power cut at every other write of a shrink and at each of its last: old or new filesystem, same content" {
 	make_image small 512M "40 1"
 	power_cut_setup
 	old=$(stat -c %s "$IMG")
 	step -P "$IMG"
 	new=$(cat "$BTK_OUT")
 	[ "$new" -lt "$old" ]
-	n=0 done=0 seen_old=0 seen_new=0
+	local every=2 n=0 m
+	[ "${BTK_ORACLE_FULL:-0}" = 1 ] && every=1
+	done=0 seen_old=0 seen_new=0 tried=0
 	declare -A seen_gen=()
 	while [ $done = 0 ] && [ $n -lt 400 ]; do
-		cp --sparse=always "$ORIG" "$IMG"
-		btk_run 120 "$RESIZE" --fail-after $n -M "$IMG"
-		assert_no_crash
-		[ "$status" = 0 ] && done=1 && cp "$BTK_OUT" "$BATS_TEST_TMPDIR/final.out"
-		# every reachable block and data extent is intact (checksums, data included) ...
-		check_data "$IMG" || { echo "after $n writes" >&2; false; }
-		sz=$(sb_field "$IMG" total_bytes)
-		case $sz in
-		"$old") seen_old=$((seen_old + 1)) ;;
-		"$new") seen_new=$((seen_new + 1)) ;;
-		*) echo "after $n writes: size $sz, neither $old nor $new" >&2; false ;;
-		esac
-		# ... so a state whose superblock names trees already seen has their content: the
-		# kernel compares it once per generation reached, and the last
-		gen=$(sb_field "$IMG" generation)
-		if [ -z "${seen_gen[$gen]:-}" ] || [ $done = 1 ]; then
-			same_tree "$IMG" || { echo "after $n writes" >&2; false; }
-			seen_gen[$gen]=1
-		fi
-		n=$((n + 1))
+		cut_at $n
+		n=$((n + every))
 	done
 	[ $done = 1 ]
+	n=$((n - every)) # the first budget that completed
+	for ((m = n - every + 1; m < n; m++)); do
+		cut_at $m
+	done
 	# the run cut data chunk tails (round 0) and moved stripes (round 1): both were cut short
 	grep -q "^cut data chunk" "$BATS_TEST_TMPDIR/final.out"
 	grep -q "^moved " "$BATS_TEST_TMPDIR/final.out"
 	[ $seen_old -gt 0 ]
 	[ $seen_new -gt 0 ]
-	size_is "$IMG" "$new"
+	size_is "$FINAL" "$new"
 	# the kernel saw the old trees, the new ones and at least one commit between
 	[ ${#seen_gen[@]} -ge 3 ]
-	echo "# $n write budgets tried, $seen_old old, $seen_new new, ${#seen_gen[@]} generations" >&3
+	echo "# $tried write budgets tried (up to $n, every ${every}th and the last), $seen_old old, $seen_new new, ${#seen_gen[@]} generations" >&3
 }
 
 @test "refused while mounted; image unchanged after unmount" {
