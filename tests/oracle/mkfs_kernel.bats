@@ -71,10 +71,16 @@ cycle() {
 	cycle 2 -d raid0 -m raid1
 	cycle 2 -d dup -m dup --csum xxhash
 }
-@test "three and four devices: raid1c3, raid1c4, raid10, raid5, raid6" {
+@test "three and four devices: raid1c3, raid1c4, raid10" {
 	cycle 3 -d raid1c3 -m raid1c3
 	cycle 4 -d raid1c4 -m raid1c4 -n 4096
 	cycle 4 -d raid10 -m raid10
+}
+# RAID5 and RAID6 data in btk's chunks are written by the kernel in the next test too, and
+# RAID1 and RAID1C3 metadata and sha256 are cycled above
+@test "three and four devices: raid5 data with raid1 metadata, raid6 data with raid1c3 metadata" {
+	[ -n "${BTK_ORACLE_FULL:-}" ] ||
+		skip "slow: BTK_ORACLE_FULL=1 runs it (raid5/raid6 data, raid1/raid1c3 metadata and sha256 are cycled in other tests)"
 	cycle 3 -d raid5 -m raid1
 	cycle 4 -d raid6 -m raid1c3 --csum sha256
 }
