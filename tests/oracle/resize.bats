@@ -275,7 +275,7 @@ cut_at() {
 	size_is "$FINAL" "$new"
 	# the kernel saw the old trees, the new ones and at least one commit between
 	[ ${#seen_gen[@]} -ge 3 ]
-	echo "# $tried write budgets tried (up to $n, every ${every}th and the last), $seen_old old, $seen_new new, ${#seen_gen[@]} generations" >&3
+	echo "# $tried write budgets tried (up to $n: 1 in $every and the last ones), $seen_old old, $seen_new new, ${#seen_gen[@]} generations" >&3
 }
 
 @test "refused while mounted; image unchanged after unmount" {
