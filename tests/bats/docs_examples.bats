@@ -4,10 +4,11 @@
 # ".\" test-example" in a man page or "<!-- test-example -->" in the README, found by
 # scripts/doc-examples.sh. Every other block is marked "no-test: REASON" (a format, a make
 # target): the extractor fails on an unmarked block, so that no example escapes the test.
-# Examples marked root need block devices: as root, a loop device over a scratch image stands
-# in for each /dev/sdX name and a scratch directory for /mnt; otherwise that test skips.
+# Examples marked root need block devices: docs_examples_root.bats runs them (tests/run.sh's
+# kernel lane); docs_lib.bash has what both files share.
 
 load helpers
+load docs_lib
 
 setup() {
 	require_btk mkfs
@@ -86,134 +87,12 @@ setup() {
 	[ "$(cat "$D/e6/001.sh")" = "btk-fsck x.img" ]
 }
 
-# a small sample directory for the examples' setups
-make_sample() {
-	mkdir -p "$1/sub"
-	seq 1 3000 >"$1/numbers.txt"
-	echo hello >"$1/sub/hello.txt"
-	head -c 200000 /dev/urandom >"$1/sub/data.bin"
-	ln -s numbers.txt "$1/link"
-}
-
-# run_examples MODE: every example of MODE (plain or root), one scratch dir per document, in
-# the document's order; setup first, then the block as one bash script (errexit, pipefail)
-run_examples() {
-	local mode=$1 ex=$D/ex n=0 w doc dir s
-	"$BTK_ROOT/scripts/doc-examples.sh" "$ex" "${DOCS[@]}" >/dev/null
-	make_sample "$D/sample"
-	for s in "$ex"/*.sh; do
-		s=${s%.sh}
-		[ "$(cat "$s.mode")" = "$mode" ] || continue
-		w=$(sed "s|^$BTK_ROOT/||" "$s.where")
-		doc=${w%%:*}
-		dir=$D/run/${doc//\//_}
-		mkdir -p "$dir"
-		cp "$s.sh" "$dir/example.sh"
-		cp "$s.setup" "$dir/setup.sh"
-		if [ "$mode" = root ]; then
-			stand_in "$dir" || return 1
-		fi
-		n=$((n + 1))
-		(cd "$dir" && SAMPLE=$D/sample bash -e -o pipefail setup.sh) >"$D/out" 2>&1 ||
-			{ echo "$w: setup failed: $(cat "$s.setup")" >&2; cat "$D/out" >&2; return 1; }
-		(cd "$dir" && SAMPLE=$D/sample bash -e -o pipefail "$D/preamble.sh" example.sh) \
-			>"$D/out" 2>&1 ||
-			{ echo "$w: example failed:" >&2; cat "$s.sh" >&2; echo "--- output:" >&2; cat "$D/out" >&2; return 1; }
-		owned_by "$dir" "$w" || return 1
-	done
-	echo "$n $mode examples ran" >&3
-	[ "$n" -ge 1 ]
-}
-
-# owned_by DIR WHERE: a btk-owner line of DIR's example.sh whose comment says "owned by PATH"
-# (a literal address) must say so: run again, every line of its answer names PATH
-owned_by() {
-	local dir=$1 w=$2 line cmd path
-	while IFS= read -r line; do
-		path=${line##*owned by }
-		path=${path%%[ ,;)]*}
-		cmd=${line%%#*}
-		(cd "$dir" && bash -e -o pipefail -c "$cmd") >"$D/owned" 2>&1 &&
-			[ -s "$D/owned" ] && ! grep -vqF "path=$path" "$D/owned" ||
-			{ echo "$w: not owned by $path: $cmd" >&2; cat "$D/owned" >&2; return 1; }
-		echo "$cmd: owned by $path" >>"$D/owned.log"
-	done < <(grep -E '^btk-owner .*# .*owned by /' "$dir/example.sh")
-}
-
 @test "docs: the examples on image files run as written" {
 	require_tool jq
 	printf 'source "$1"\n' >"$D/preamble.sh"
 	run_examples plain
 	# the README's literal addresses were checked against the files they name
 	[ "$(grep -c 'owned by' "$D/owned.log")" -ge 2 ]
-}
-
-# stand_in DIR: replace each /dev/sdX name of DIR's setup.sh and example.sh by a loop device
-# over a fresh sparse image (one per name and document) and /mnt by DIR/mnt; fails when a
-# device name of this machine is left
-stand_in() {
-	local dir=$1 name img loop f
-	for name in $(grep -ohE '/dev/sd[a-zA-Z][0-9]*' "$dir/setup.sh" "$dir/example.sh" | sort -u); do
-		if [ ! -e "$dir/dev.$(basename "$name")" ]; then
-			img=$dir/$(basename "$name").img
-			truncate -s 1G "$img"
-			loop=$(losetup -f --show "$img") || return 1
-			echo "$loop" >>"$D/loops"
-			echo "$loop" >"$dir/dev.$(basename "$name")"
-		fi
-		loop=$(cat "$dir/dev.$(basename "$name")")
-		for f in "$dir/setup.sh" "$dir/example.sh"; do
-			sed -i -E "s#$name([^0-9]|\$)#$loop\\1#g" "$f"
-		done
-	done
-	mkdir -p "$dir/mnt"
-	for f in "$dir/setup.sh" "$dir/example.sh"; do
-		sed -i -E "s#(^|[ ;])/mnt([/ ;]|\$)#\\1$dir/mnt\\2#g" "$f"
-		if grep -qE '/dev/(sd|vd|hd|xvd|nvme|mmcblk)' "$f"; then
-			echo "a device of this machine is left in $f:" >&2
-			cat "$f" >&2
-			return 1
-		fi
-	done
-}
-
-teardown() {
-	# unmount and detach only what these tests attached (their scratch dir, their loops)
-	local m l
-	for m in $(awk -v d="$D/" 'index($2, d) == 1 { print $2 }' /proc/mounts | sort -r); do
-		umount "$m" 2>/dev/null || umount -l "$m"
-	done
-	if [ -f "$D/loops" ]; then
-		while read -r l; do losetup -d "$l" 2>/dev/null || true; done <"$D/loops"
-	fi
-	true
-}
-
-@test "docs: the examples on block devices run as written (root, loop devices)" {
-	require_loop
-	require_tool jq
-	"$BTK_ROOT/scripts/doc-examples.sh" "$D/ex" "${DOCS[@]}" >/dev/null
-	local s
-	for s in $(grep -l root "$D"/ex/*.mode); do
-		s=${s%.mode}
-		# what the examples call beyond btk and coreutils
-		if grep -qw badblocks "$s.sh"; then require_tool badblocks; fi
-		if grep -qw mkfs.ext4 "$s.setup"; then require_tool mkfs.ext4; fi
-		# a mount comes only after btrfs check --readonly says the filesystem is clean
-		if grep -qw mount "$s.sh"; then require_tool btrfs; fi
-	done
-	cat >"$D/preamble.sh" <<'EOF'
-mount() {
-	local dev=${*: -2:1}
-	if [ "$(blkid -o value -s TYPE "$dev")" = btrfs ]; then
-		btrfs check --readonly "$dev" >/dev/null 2>&1 ||
-			{ echo "not mounting $dev: btrfs check --readonly is not clean" >&2; return 1; }
-	fi
-	command mount "$@"
-}
-source "$1"
-EOF
-	run_examples root
 }
 
 @test "docs: btk.7 and the README name every tool, none as in development or to come later" {

@@ -5,8 +5,9 @@
 # Where each of issue 11's numbered items is tested (file: test names):
 #  1 one device, two names     safety.bats: "mkfs: one image under two names ...", "mkfs: a new
 #                              image file named twice ...", "fsck, owner: one device under two
-#                              names ...", "mkfs: a block device under a second device node
-#                              ..." (root), "resize, image, debug: one device under two names ..."
+#                              names ...", "resize, image, debug: one device under two names
+#                              ..."; mkfs_loop.bats: "mkfs: a block device under a second device
+#                              node ..." (root)
 #  2 --rootdir cannot fit      safety.bats: "mkfs --rootdir that cannot fit is refused before the
 #                              first write" (and that btk-mkfs(8) names the later failures)
 #  3 --shrink summary          safety.bats: "mkfs --shrink: the summary and --json report the
@@ -17,8 +18,9 @@
 #                              a fresh clone, no btrfs-progs on PATH, root and nobody; the
 #                              README's quick start names the tools it runs; BTK_ORACLE_FULL=1:
 #                              a clone that nobody builds from nothing)
-#  6 README, btk.7, examples   docs_examples.bats: every test (console session, every marked
-#                              example run, every block marked, no "in development")
+#  6 README, btk.7, examples   docs_examples.bats and docs_examples_root.bats: every test (console
+#                              session, every marked example run, every block marked, no "in
+#                              development")
 #  7 --version, --help         cli_tools.bats: "every tool answers --version and -V", "the later
 #                              tools too ...", "--help: each tool and each btk-debug command has
 #                              its own usage" (btk-fsck(8) has --cache-mb)
@@ -56,13 +58,6 @@ SMALL=128M
 setup_file() {
 	mkdir -p "$BATS_FILE_TMPDIR/src65"
 	head -c 65M /dev/urandom >"$BATS_FILE_TMPDIR/src65/f"
-}
-
-teardown() {
-	if [ -f "$D/loop" ]; then
-		losetup -d "$(cat "$D/loop")" 2>/dev/null || true
-	fi
-	true
 }
 
 sha() { sha256_of "$1"; }
@@ -126,27 +121,6 @@ refused_same() {
 	# both real devices still open fine
 	btk_run 60 "$FSCK" "$D/a.img" "$D/b.img"
 	[ "$status" -eq 0 ] || { show_err; false; }
-}
-
-@test "mkfs: a block device under a second device node is refused, nothing written" {
-	require_loop
-	truncate -s $SMALL "$D/blk.img"
-	local loop
-	loop=$(losetup -f --show "$D/blk.img")
-	echo "$loop" >"$D/loop" # teardown detaches it, whatever happens
-	local mm
-	mm=$(stat -c '%t %T' "$loop")
-	mknod "$D/alias" b $((0x${mm% *})) $((0x${mm#* }))
-	local before
-	before=$(sha256_of "$loop")
-	btk_run 60 "$MKFS" -f -m raid1 -d raid1 "$loop" "$D/alias"
-	local st=$status
-	sync
-	local after
-	after=$(sha256_of "$loop")
-	[ "$st" -eq 1 ] || { show_err; false; }
-	grep -q "same device" "$BTK_ERR" || { show_err; false; }
-	[ "$before" = "$after" ]
 }
 
 @test "resize, image, debug: one device under two names is refused, nothing written" {

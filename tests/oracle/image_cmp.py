@@ -12,7 +12,10 @@ Exit status: 0 equal, 1 mismatches, 2 usage or tool failure.
 Usage: image_cmp.py [--ignore-field F]... [--skip-tree N]... ORIG_DEV... -- RESTORED_DEV...
 """
 import argparse
+import hashlib
 import os
+import pickle
+import stat
 import subprocess
 import sys
 import tempfile
@@ -20,6 +23,37 @@ import tempfile
 sys.dont_write_bytecode = True
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import dumptree  # noqa: E402
+
+
+def cache_path(devs):
+    """Where the parsed dump of devs is kept within one test run ($BTK_TEST_TMP), or None.
+    An original is compared with several restored images, and parsing its dump takes
+    seconds; the key is every device's identity, size and times (a write changes them)."""
+    top = os.environ.get("BTK_TEST_TMP")
+    if not top:
+        return None
+    ident = [os.path.getmtime(dumptree.__file__)]
+    for dev in devs:
+        st = os.stat(dev)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        ident.append((os.path.realpath(dev), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns,
+                      st.st_ctime_ns))
+    return os.path.join(top, "image_cmp-cache", hashlib.sha256(repr(ident).encode()).hexdigest())
+
+
+def dump_cached(devs):
+    path = cache_path(devs)
+    if path and os.path.exists(path):
+        with open(path, "rb") as f:
+            return pickle.load(f)
+    d = dump(devs)
+    if path:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=os.path.dirname(path), delete=False) as f:
+            pickle.dump(d, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(f.name, path)
+    return d
 
 
 def dump(devs):
@@ -98,7 +132,7 @@ def main():
     orig, rest = a.orig, sys.argv[cut + 1:]
     if not rest:
         ap.error("give the restored image's devices after --")
-    d1, d2 = dump(orig), dump(rest)
+    d1, d2 = dump_cached(orig), dump(rest)
     p1, v1 = view(d1, set(a.skip_tree), set(a.skip_type), set(a.ignore_field), a.sanitized)
     p2, v2 = view(d2, set(a.skip_tree), set(a.skip_type), set(a.ignore_field), a.sanitized)
     bad = []
