@@ -116,6 +116,10 @@ int btk_subvol_delete(struct btk_trans *t, uint64_t id, const struct btk_time *n
  * and ctime become now. */
 int btk_subvol_link(struct btk_trans *t, uint64_t parent, uint64_t dir, const char *name,
 		    uint16_t len, uint64_t id, const struct btk_time *now);
+/* The reverse: subvolume id's entry name (index) in directory dir of tree parent, as
+ * btk_subvol_parent gives them, goes with ROOT_REF and ROOT_BACKREF; the tree stays. */
+int btk_subvol_unlink(struct btk_trans *t, uint64_t id, uint64_t parent, uint64_t dir,
+		      const char *name, uint16_t len, uint64_t index, const struct btk_time *now);
 /* mv of a subvolume: subvolume id, wherever it is named now, becomes name dname in directory
  * ddir of tree droot (any subvolume but id and those inside it: -EINVAL): the old directory
  * entry and ROOT_REF/ROOT_BACKREF go, new ones come (btk_subvol_link). An existing target is

@@ -125,13 +125,7 @@ int btk_subvol_delete(struct btk_trans *t, uint64_t id, const struct btk_time *n
 		return ret;
 	if (ret || k.objectid != id || k.type != BTRFS_ROOT_ITEM_KEY)
 		return btk_err(ENOENT, "subvolume %llu has no root item", (unsigned long long)id);
-	if ((ret = btk_dir_unlink(t, parent, dir, name, len, index, now, NULL)))
-		return ret;
-	k = (struct btk_key){parent, BTRFS_ROOT_REF_KEY, id};
-	if ((ret = btk_item_delete(t, BTRFS_ROOT_TREE_OBJECTID, &k)))
-		return ret;
-	k = (struct btk_key){id, BTRFS_ROOT_BACKREF_KEY, parent};
-	if ((ret = btk_item_delete(t, BTRFS_ROOT_TREE_OBJECTID, &k)))
+	if ((ret = btk_subvol_unlink(t, id, parent, dir, name, len, index, now)))
 		return ret;
 	if (size >= offsetof(struct btrfs_root_item, received_uuid) + 16) {
 		if ((ret = uuid_drop(t, item + offsetof(struct btrfs_root_item, uuid),
@@ -141,6 +135,18 @@ int btk_subvol_delete(struct btk_trans *t, uint64_t id, const struct btk_time *n
 			return ret;
 	}
 	return btk_tree_drop(t, id, progress, ctx);
+}
+
+int btk_subvol_unlink(struct btk_trans *t, uint64_t id, uint64_t parent, uint64_t dir,
+		      const char *name, uint16_t len, uint64_t index, const struct btk_time *now)
+{
+	struct btk_key k = {parent, BTRFS_ROOT_REF_KEY, id};
+	int ret = btk_dir_unlink(t, parent, dir, name, len, index, now, NULL);
+
+	if (ret || (ret = btk_item_delete(t, BTRFS_ROOT_TREE_OBJECTID, &k)))
+		return ret;
+	k = (struct btk_key){id, BTRFS_ROOT_BACKREF_KEY, parent};
+	return btk_item_delete(t, BTRFS_ROOT_TREE_OBJECTID, &k);
 }
 
 int btk_subvol_link(struct btk_trans *t, uint64_t parent, uint64_t dir, const char *name,

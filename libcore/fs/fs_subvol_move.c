@@ -54,7 +54,6 @@ int btk_subvol_move(struct btk_trans *t, uint64_t id, uint64_t droot, uint64_t d
 	uint64_t parent, dir, index;
 	char name[BTK_NAME_MAX + 1];
 	uint16_t len;
-	struct btk_key k;
 	int ret;
 
 	if (!dlen || dlen > BTK_NAME_MAX)
@@ -66,13 +65,7 @@ int btk_subvol_move(struct btk_trans *t, uint64_t id, uint64_t droot, uint64_t d
 	if ((ret = inside(t, droot, id)) != 0)
 		return ret < 0 ? ret : btk_err(EINVAL, "cannot move a subvolume into itself");
 	if ((ret = clear_target(t, droot, ddir, dname, dlen, now)) ||
-	    (ret = btk_dir_unlink(t, parent, dir, name, len, index, now, NULL)))
-		return ret;
-	k = (struct btk_key){parent, BTRFS_ROOT_REF_KEY, id};
-	if ((ret = btk_item_delete(t, BTRFS_ROOT_TREE_OBJECTID, &k)))
-		return ret;
-	k = (struct btk_key){id, BTRFS_ROOT_BACKREF_KEY, parent};
-	if ((ret = btk_item_delete(t, BTRFS_ROOT_TREE_OBJECTID, &k)))
+	    (ret = btk_subvol_unlink(t, id, parent, dir, name, len, index, now)))
 		return ret;
 	return btk_subvol_link(t, droot, ddir, dname, dlen, id, now);
 }

@@ -4,8 +4,8 @@
  * the round is copied to its new place (unallocated space of the committed filesystem), then one
  * transaction points the chunk items, dev extents and the system chunk array there; the whole
  * device is held so that no new chunk of the transaction takes a place the plan counts on. The size
- * is set in the last round's transaction. An image file grows before the first write and is cut
- * after the last commit.
+ * is set in the last round's transaction. An image file grows in that transaction, once nothing
+ * in it can refuse (a refusal leaves the file as it was), and is cut after the last commit.
  */
 #include "relocate/relocate.h"
 #include "base/error.h"
@@ -97,6 +97,13 @@ static int copy_stripe(struct btk_fs *fs, struct btk_dev *dev, const struct btk_
 	return ret;
 }
 
+/* The image file reaches the new size before the commit that sets it (no-op when it is large
+ * enough, e.g. a shrink). */
+static int grow_file(struct btk_fs_dev *d, uint64_t size)
+{
+	return size > d->dev->size ? btk_dev_truncate(d->dev, size) : 0;
+}
+
 static int run_round(struct btk_fs *fs, const struct btk_resize_plan *plan, int round, bool last,
 		     uint8_t *buf, uint64_t *done, btk_resize_progress_fn progress, void *ctx)
 {
@@ -126,6 +133,8 @@ static int run_round(struct btk_fs *fs, const struct btk_resize_plan *plan, int 
 						    plan->moves[i].stripe, plan->moves[i].to);
 	if (!ret && last)
 		ret = btk_dev_set_size(t, plan->devid, plan->new_size);
+	if (!ret && last)
+		ret = grow_file(d, plan->new_size);
 	if (ret) {
 		btk_trans_abort(t);
 		return ret;
@@ -157,6 +166,8 @@ static int run_logical(struct btk_fs *fs, const struct btk_resize_plan *plan,
 	ret = rl_remove_chunks(t, &e);
 	if (!ret && !moves_after)
 		ret = btk_dev_set_size(t, plan->devid, plan->new_size);
+	if (!ret && !moves_after)
+		ret = grow_file(btk_fs_dev_find(fs, plan->devid), plan->new_size);
 	if (ret) {
 		btk_trans_abort(t);
 		return ret;
@@ -181,8 +192,6 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 	if (plan->new_size == plan->old_size && !plan->nmoves && !plan->ncuts && !plan->nempty)
 		return 0;
 
-	if (plan->new_size > d->dev->size && (ret = btk_dev_truncate(d->dev, plan->new_size)))
-		return ret;
 	/* compaction: the chunks are emptied and removed first, the stripes move into their room */
 	if (plan->empty_first && plan->nempty) {
 		ret = run_logical(fs, plan, progress, ctx);

@@ -459,6 +459,26 @@ static int load_extents(struct btk_wfs *w, const struct btk_root *root)
 	return ret < 0 ? ret : 0;
 }
 
+/* A block group's item counts the bytes its extents hold (what btrfs check compares too).
+ * When they differ, an extent record is missing or the count is wrong: a writer that frees,
+ * allocates or moves by the extent tree would lose data or make the count worse, so nothing
+ * is written until the filesystem is repaired. Called with free = the group less its
+ * extents (before the superblock stripes are taken out). */
+static int used_agrees(const struct btk_bg *bg)
+{
+	uint64_t held = bg->len;
+
+	for (size_t i = 0; i < bg->free.n; i++)
+		held -= bg->free.r[i].len;
+	if (held == bg->used)
+		return 0;
+	return btk_err(EUCLEAN,
+		       "block group %llu: its item counts %llu bytes used, its extents hold %llu: "
+		       "repair the filesystem (btrfs check) before writing to it",
+		       (unsigned long long)bg->start, (unsigned long long)bg->used,
+		       (unsigned long long)held);
+}
+
 int btk_bg_load(struct btk_wfs *w)
 {
 	struct btk_root ext, bgr;
@@ -481,6 +501,8 @@ int btk_bg_load(struct btk_wfs *w)
 		if (!c || c->logical != w->bgs[i].start || c->length != w->bgs[i].len)
 			return btk_err(EUCLEAN, "block group %llu has no matching chunk",
 				       (unsigned long long)w->bgs[i].start);
+		if ((ret = used_agrees(&w->bgs[i])))
+			return ret;
 		ret = btk_bg_exclude_super(w->fs, &w->bgs[i], c);
 	}
 	return ret;
