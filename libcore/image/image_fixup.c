@@ -137,6 +137,7 @@ int btk_image_fixup_devices(struct btk_dev *dev, int super_mirror, uint64_t devi
 
 	if ((ret = btk_fs_open_devs(&dev, 1, &oo, &fs)))
 		return ret;
+	fs->write_damaged_usage = true;
 	for (size_t i = 0; i < ngone && !ret; i++)
 		if (btk_fs_dev_find(fs, gone[i]))
 			ret = btk_fs_dev_forget(fs, gone[i]);

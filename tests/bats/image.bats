@@ -127,6 +127,28 @@ same_trees() {
 	done
 }
 
+# A forensic copy keeps the damage: writers refuse a filesystem whose block group usage
+# disagrees with its extents, but restoring a multi-device dump onto one device rewrites
+# device items through the write path, and must still give the damaged filesystem back.
+@test "image: a damaged multi-device filesystem (block group used wrong) restores onto one device, damage kept" {
+	truncate -s 256M "$D/a.img" "$D/b.img"
+	mkfs.btrfs -q -f -d raid1 -m raid1 "$D/a.img" "$D/b.img" >/dev/null 2>&1
+	"$BTK_BUILD/tests/corrupt" bg-used "$D/a.img" "$D/b.img" >"$D/corrupt.out"
+	bg=$(sed -n 's/.*key (\([0-9]*\) 192 .*/\1/p' "$D/corrupt.out")
+	[ -n "$bg" ]
+	btk_run 60 "$IMG" dump "$D/a.img" "$D/b.img" "$D/d.dump"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	btk_run 60 "$IMG" restore "$D/d.dump" "$D/one.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	run btrfs check --readonly "$D/one.img"
+	[ "$status" -ne 0 ]
+	echo "$output" | grep -q "block group \[$bg .* used .* but extent items used"
+	# and a writer still refuses the restored copy
+	btk_run 60 "$IMG" mkdir "$D/one.img" /x
+	[ "$status" -eq 1 ]
+	grep -q "its item counts" "$BTK_ERR"
+}
+
 @test "image: btrfs-image restores btk's dumps, btk restores btrfs-image's (-c0, -c9)" {
 	require_tool btrfs-image
 	make_fs bi 1
