@@ -34,16 +34,27 @@ for d in libcore/*/; do
 done
 
 # Includes: "folder/header.h" names the folder it comes from.
-while IFS=: read -r file _ inc; do
-	from=${file#libcore/}; from=${from%%/*}
-	to=${inc#*\"}; to=${to%%/*}
-	[ "$from" = "$to" ] && continue
-	hdr=${inc#*/}; hdr=${hdr%\"*}
-	case "$hdr" in *_int.h | *_priv.h) say "$file includes $to/$hdr, private to libcore/$to" ;; esac
-	rf=$(rank_of "$from"); rt=$(rank_of "$to")
-	[ -z "$rt" ] && continue
-	[ "$rt" -ge "$rf" ] && say "$file (libcore/$from, rank $rf) includes $to/$hdr (rank $rt)"
-done < <(grep -Hn '^#include "[a-z0-9_]*/' libcore/*/*.[ch] 2>/dev/null)
+grep -Hn '^#include "[a-z0-9_]*/' libcore/*/*.[ch] 2>/dev/null | awk -v ranks="$ranks" '
+	BEGIN {
+		n = split(ranks, line, "\n")
+		for (i = 1; i <= n; i++) { split(line[i], f, " "); rank[f[2]] = f[1] }
+	}
+	{
+		file = substr($0, 1, index($0, ":") - 1)
+		from = file; sub("^libcore/", "", from); sub("/.*", "", from)
+		inc = substr($0, index($0, "\"") + 1); sub("\".*", "", inc)
+		to = inc; sub("/.*", "", to); hdr = inc; sub("^[^/]*/", "", hdr)
+		if (from == to) next
+		if (hdr ~ /_(int|priv)\.h$/) {
+			printf "layers: %s includes %s/%s, private to libcore/%s\n", file, to, hdr, to
+			bad = 1
+		}
+		if (!(to in rank) || rank[to] < rank[from]) next
+		printf "layers: %s (libcore/%s, rank %s) includes %s/%s (rank %s)\n", file, from,
+			rank[from], to, hdr, rank[to]
+		bad = 1
+	}
+	END { exit bad }' || fail=1
 
 # Tools, cli and tests reach libcore through public headers only.
 while IFS=: read -r file _ inc; do
