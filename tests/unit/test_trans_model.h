@@ -389,15 +389,54 @@ static inline int fs_check(void)
 {
 	char cmd[512];
 
-	/* first the shells of system() still running (same process group, see main) */
-	signal(SIGTERM, SIG_IGN);
-	kill(0, SIGTERM);
-	usleep(200 * 1000);
 	snprintf(cmd, sizeof(cmd),
 		 "btrfs check --readonly %s >%s.log 2>&1 || "
 		 "(grep -v '^\\[' %s.log | tail -15 >&2; false)",
 		 img, img, img);
 	return system(cmd);
+}
+
+/* cmocka group setup and teardown: img names a fresh empty file for the run */
+static inline int setup(void **state)
+{
+	int fd;
+	(void)state;
+
+	snprintf(img, sizeof(img), "/tmp/btk-test-trans-XXXXXX");
+	fd = mkstemp(img);
+	if (fd < 0)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+static inline int teardown(void **state)
+{
+	(void)state;
+	unlink(img);
+	return 0;
+}
+
+/* Killed in the middle (a timeout's SIGTERM, ^C): stop the shells system() still runs (the
+ * same process group, see catch_signals), run cleanup (a shell command), leave. */
+static inline void stop_and_exit(int sig, const char *cleanup)
+{
+	signal(SIGTERM, SIG_IGN);
+	kill(0, SIGTERM);
+	usleep(200 * 1000);
+	if (img[0] && system(cleanup) < 0)
+		_exit(128 + sig);
+	_exit(128 + sig);
+}
+
+/* A process group of its own, so that stop_and_exit stops the shells it started, and only
+ * them; handler calls stop_and_exit. */
+static inline void catch_signals(void (*handler)(int))
+{
+	setpgid(0, 0);
+	signal(SIGTERM, handler);
+	signal(SIGINT, handler);
+	signal(SIGHUP, handler);
 }
 
 #endif

@@ -544,48 +544,19 @@ static void test_leaf_fill(void **state)
 	}
 }
 
-static int teardown(void **state)
-{
-	(void)state;
-	unlink(img);
-	return 0;
-}
-
-static int setup(void **state)
-{
-	int fd;
-	(void)state;
-
-	snprintf(img, sizeof(img), "/tmp/btk-test-trans-XXXXXX");
-	fd = mkstemp(img);
-	if (fd < 0)
-		return -1;
-	close(fd);
-	return 0;
-}
-
-/* Killed in the middle (a timeout's SIGTERM, ^C): leave no image behind. */
+/* leave no image behind */
 static void on_signal(int sig)
 {
 	char cmd[512];
 
-	/* first the shells of system() still running (same process group, see main) */
-	signal(SIGTERM, SIG_IGN);
-	kill(0, SIGTERM);
-	usleep(200 * 1000);
 	snprintf(cmd, sizeof(cmd), "rm -f %s %s.*", img, img);
-	if (img[0] && system(cmd) < 0)
-		_exit(128 + sig);
-	_exit(128 + sig);
+	stop_and_exit(sig, cmd);
 }
 
 /* The tests on kernel-made images are in test_trans.c (tests/run.sh's kernel lane). */
 int main(void)
 {
-	setpgid(0, 0); /* so that on_signal can stop the shells it started, and only them */
-	signal(SIGTERM, on_signal);
-	signal(SIGINT, on_signal);
-	signal(SIGHUP, on_signal);
+	catch_signals(on_signal);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_mkfs_invariants), cmocka_unit_test(test_root_shrink_cow),
 	    cmocka_unit_test(test_torture),	    cmocka_unit_test(test_crash),

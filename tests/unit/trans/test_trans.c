@@ -449,50 +449,21 @@ static void test_crash_shared(void **state)
 	assert_true(outcomes[0] > 0 && outcomes[1] > 0);
 	unlink(base);
 }
-static int teardown(void **state)
-{
-	(void)state;
-	unlink(img);
-	return 0;
-}
-
-static int setup(void **state)
-{
-	int fd;
-	(void)state;
-
-	snprintf(img, sizeof(img), "/tmp/btk-test-trans-XXXXXX");
-	fd = mkstemp(img);
-	if (fd < 0)
-		return -1;
-	close(fd);
-	return 0;
-}
-
-/* Killed in the middle (a timeout's SIGTERM, ^C): leave no loop mount or image behind. */
+/* leave no loop mount or image behind */
 static void on_signal(int sig)
 {
 	char cmd[512];
 
-	/* first the shells of system() still running (same process group, see main) */
-	signal(SIGTERM, SIG_IGN);
-	kill(0, SIGTERM);
-	usleep(200 * 1000);
 	snprintf(cmd, sizeof(cmd),
 		 "umount %s.mnt 2>/dev/null; umount %s.*.mnt 2>/dev/null; "
 		 "rmdir %s.mnt %s.*.mnt 2>/dev/null; rm -f %s %s.*",
 		 img, img, img, img, img, img);
-	if (img[0] && system(cmd) < 0)
-		_exit(128 + sig);
-	_exit(128 + sig);
+	stop_and_exit(sig, cmd);
 }
 
 int main(void)
 {
-	setpgid(0, 0); /* so that on_signal can stop the shells it started, and only them */
-	signal(SIGTERM, on_signal);
-	signal(SIGINT, on_signal);
-	signal(SIGHUP, on_signal);
+	catch_signals(on_signal);
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_kernel_image), cmocka_unit_test(test_kernel_snapshot),
 	    cmocka_unit_test(test_fs_files),	 cmocka_unit_test(test_btk_snapshot),
