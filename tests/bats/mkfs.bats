@@ -4,6 +4,7 @@
 # device bytes unchanged. No root needed (refusals of loop devices: mkfs_loop.bats).
 
 load helpers
+load mkfs_lib
 
 setup() {
 	require_btk mkfs
@@ -19,21 +20,6 @@ check_clean() {
 	run btrfs check --readonly "$@"
 	[ "$status" -eq 0 ] || { echo "$output" >&2; return 1; }
 	[[ "$output" == *"no error found"* ]]
-}
-
-sha() { sha256_of "$1"; }
-
-# refused_unchanged IMG ARGS...: btk-mkfs ARGS exits 1 with one line and leaves IMG alone (its
-# sha256 stays $H, which the caller took once: hashing is most of this file's time)
-refused_unchanged() {
-	local img=$1 before=$H
-	shift
-	[ -n "$before" ] || return 1
-	btk_run 60 "$MKFS" "$@"
-	assert_no_crash
-	[ "$status" -eq 1 ] || { show_err; return 1; }
-	[ "$(wc -l <"$BTK_ERR")" -eq 1 ] || { show_err; return 1; }
-	[ "$(sha "$img")" = "$before" ]
 }
 
 @test "default filesystem: btrfs check is clean, defaults as mkfs.btrfs 6.2" {

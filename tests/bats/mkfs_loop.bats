@@ -5,6 +5,7 @@
 # after. The other refusals: mkfs.bats and safety.bats.
 
 load helpers
+load mkfs_lib
 
 setup() {
 	require_btk mkfs
@@ -17,21 +18,6 @@ teardown() {
 		losetup -d "$(cat "$D/loop")" 2>/dev/null || true
 	fi
 	true
-}
-
-sha() { sha256_of "$1"; }
-
-# refused_unchanged IMG ARGS...: btk-mkfs ARGS exits 1 with one line and leaves IMG alone (its
-# sha256 stays $H, which the caller took once)
-refused_unchanged() {
-	local img=$1 before=$H
-	shift
-	[ -n "$before" ] || return 1
-	btk_run 60 "$MKFS" "$@"
-	assert_no_crash
-	[ "$status" -eq 1 ] || { show_err; return 1; }
-	[ "$(wc -l <"$BTK_ERR")" -eq 1 ] || { show_err; return 1; }
-	[ "$(sha "$img")" = "$before" ]
 }
 
 @test "an image attached to a loop device is refused" {
