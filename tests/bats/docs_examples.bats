@@ -11,11 +11,7 @@ load helpers
 load docs_lib
 
 setup() {
-	require_btk mkfs
-	require_btk debug
-	D=$BATS_TEST_TMPDIR
-	export PATH="$BTK_BUILD/bin:$PATH"
-	DOCS=("$BTK_ROOT"/man/*.[78] "$BTK_ROOT/README.md")
+	docs_setup
 }
 
 @test "README: the console session runs as written" {

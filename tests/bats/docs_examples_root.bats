@@ -8,11 +8,7 @@ load helpers
 load docs_lib
 
 setup() {
-	require_btk mkfs
-	require_btk debug
-	D=$BATS_TEST_TMPDIR
-	export PATH="$BTK_BUILD/bin:$PATH"
-	DOCS=("$BTK_ROOT"/man/*.[78] "$BTK_ROOT/README.md")
+	docs_setup
 }
 
 # stand_in DIR: replace each /dev/sdX name of DIR's setup.sh and example.sh by a loop device

@@ -54,3 +54,12 @@ owned_by() {
 		echo "$cmd: owned by $path" >>"$D/owned.log"
 	done < <(grep -E '^btk-owner .*# .*owned by /' "$dir/example.sh")
 }
+
+# docs_setup: the tools first on PATH, D a scratch dir, DOCS the documents with examples
+docs_setup() {
+	require_btk mkfs
+	require_btk debug
+	D=$BATS_TEST_TMPDIR
+	export PATH="$BTK_BUILD/bin:$PATH"
+	DOCS=("$BTK_ROOT"/man/*.[78] "$BTK_ROOT/README.md")
+}
