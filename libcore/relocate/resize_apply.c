@@ -97,11 +97,16 @@ static int copy_stripe(struct btk_fs *fs, struct btk_dev *dev, const struct btk_
 	return ret;
 }
 
-/* The image file reaches the new size before the commit that sets it (no-op when it is large
- * enough, e.g. a shrink). */
-static int grow_file(struct btk_fs_dev *d, uint64_t size)
+/* The device's new size, in the transaction that commits it; an image file smaller than that
+ * grows here, after everything else in the transaction could refuse. */
+static int set_size(struct btk_trans *t, struct btk_fs *fs, const struct btk_resize_plan *plan)
 {
-	return size > d->dev->size ? btk_dev_truncate(d->dev, size) : 0;
+	struct btk_dev *dev = btk_fs_dev_find(fs, plan->devid)->dev;
+	int ret = btk_dev_set_size(t, plan->devid, plan->new_size);
+
+	if (!ret && plan->new_size > dev->size)
+		ret = btk_dev_truncate(dev, plan->new_size);
+	return ret;
 }
 
 static int run_round(struct btk_fs *fs, const struct btk_resize_plan *plan, int round, bool last,
@@ -132,9 +137,7 @@ static int run_round(struct btk_fs *fs, const struct btk_resize_plan *plan, int 
 			ret = btk_chunk_stripe_move(t, plan->moves[i].logical,
 						    plan->moves[i].stripe, plan->moves[i].to);
 	if (!ret && last)
-		ret = btk_dev_set_size(t, plan->devid, plan->new_size);
-	if (!ret && last)
-		ret = grow_file(d, plan->new_size);
+		ret = set_size(t, fs, plan);
 	if (ret) {
 		btk_trans_abort(t);
 		return ret;
@@ -165,9 +168,7 @@ static int run_logical(struct btk_fs *fs, const struct btk_resize_plan *plan,
 		return ret;
 	ret = rl_remove_chunks(t, &e);
 	if (!ret && !moves_after)
-		ret = btk_dev_set_size(t, plan->devid, plan->new_size);
-	if (!ret && !moves_after)
-		ret = grow_file(btk_fs_dev_find(fs, plan->devid), plan->new_size);
+		ret = set_size(t, fs, plan);
 	if (ret) {
 		btk_trans_abort(t);
 		return ret;
