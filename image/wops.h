@@ -15,6 +15,7 @@ struct wops {
 	struct img_cmd c; /* options, IMG, the open filesystem (fileops.h) */
 	int progress;
 	struct btk_fs *fs;
+	struct btk_wfs *wfs; /* the write path's state of fs */
 	struct btk_trans *t;
 	struct btk_time now;
 	bool epoch_set;
