@@ -567,7 +567,8 @@ int btk_block_child_refs(struct btk_trans *t, uint64_t root, const struct btk_bl
 			op.num_bytes = BTK_GET(struct btrfs_file_extent_item, fe, disk_num_bytes);
 			op.data = true;
 			op.ino = k.objectid;
-			op.offset = k.offset - BTK_GET(struct btrfs_file_extent_item, fe, offset);
+			op.offset = btk_data_ref_offset(
+			    k.offset, BTK_GET(struct btrfs_file_extent_item, fe, offset));
 		}
 		ret = btk_refop_add(t->w, &op);
 	}
