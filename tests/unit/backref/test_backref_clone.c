@@ -6,6 +6,7 @@
  *     offset is the same negative number, one EXTENT_DATA_REF with count 2; and at 1M (0..128K:
  *     a clone to a higher offset),
  *   by c at 512K (512K..640K: file offset = extent offset),
+ *   by z at 0 (256K..320K), whose leaf holds no other item of E (made after 150 fillers),
  *   then a snapshot, after which root 5 changes a's leaf (its references to E become shared
  *   ones, SHARED_DATA_REF from the snapshot's leaf) and the snapshot's d (empty in root 5)
  *   gets E's 896K..960K at 0 (a keyed ref of the snapshot with a wrapped offset).
@@ -28,14 +29,15 @@
 #include "fs/fs_edit.h"
 #include "fs/fs_read.h"
 #include "fs/fs_write.h"
+#include "relocate/relocate_int.h"
 #include "../test_image.h"
 
 #define K    1024ULL
 #define M    (1024ULL * 1024)
 #define ELEN M
 
-enum { A, B, C, D, NFILES };
-static const char *const names[NFILES] = {"a", "b", "c", "d"};
+enum { A, B, C, D, Z, NFILES };
+static const char *const names[NFILES] = {"a", "b", "c", "d", "z"};
 
 struct use {
 	int file;
@@ -47,7 +49,7 @@ static const struct use uses[] = {
     {A, 4 * M, 0, M},	      {A, 64 * K, 512 * K, 64 * K},
     {B, 0, 512 * K, 256 * K}, {B, 256 * K, 768 * K, 256 * K},
     {B, M, 0, 128 * K},	      {C, 512 * K, 512 * K, 128 * K},
-    {D, 0, 896 * K, 64 * K},
+    {D, 0, 896 * K, 64 * K},  {Z, 0, 256 * K, 64 * K},
 };
 #define NUSES (sizeof(uses) / sizeof(uses[0]))
 
@@ -134,18 +136,20 @@ static int setup(void **state)
 
 	fs = test_open_image(img, true, 0);
 	assert_int_equal(btk_trans_start(fs, &t), 0);
-	for (int f = A; f < NFILES; f++) /* d stays empty in root 5 */
+	for (int f = A; f < Z; f++) /* d stays empty in root 5 */
 		ino[f] = create(t, 5, names[f]);
 	for (int i = 0; i < 150; i++) { /* fillers: more leaves */
 		snprintf(name, sizeof(name), "filler%03d", i);
 		create(t, 5, name);
 	}
+	ino[Z] = create(t, 5, names[Z]); /* in a leaf of its own, far from the others */
 	write_extent(t, fs);
 	for (size_t i = 0; i < NUSES; i++)
 		if (uses[i].file != D)
 			add_use(t, 5, &uses[i], i == 0);
-	for (int f = A; f <= C; f++)
-		set_sizes(t, 5, f);
+	for (int f = A; f < NFILES; f++)
+		if (f != D)
+			set_sizes(t, 5, f);
 	assert_int_equal(btk_trans_commit(t), 0);
 
 	assert_int_equal(btk_trans_start(fs, &t), 0);
@@ -284,11 +288,10 @@ static const uint64_t probes[] = {0,	       100,	    64 * K + 5, 500 * K, 512 * 
 				  800 * K,     896 * K + 1, 959 * K,	960 * K, M - 1};
 #define NPROBES (sizeof(probes) / sizeof(probes[0]))
 
-static void test_owners_backref(void **state)
+static void owners_backref(void)
 {
 	struct btk_fs *fs = test_open_image(img, false, 0);
 	struct btk_backref *br;
-	(void)state;
 
 	assert_int_equal(btk_backref_new(fs, &br), 0);
 	for (size_t i = 0; i < NPROBES; i++) {
@@ -299,6 +302,12 @@ static void test_owners_backref(void **state)
 	}
 	btk_backref_free(br);
 	test_close_image(fs);
+}
+
+static void test_owners_backref(void **state)
+{
+	(void)state;
+	owners_backref();
 }
 
 /* Scan mode walks the trees instead of the references: the same answers. */
@@ -322,13 +331,58 @@ static void test_owners_scan(void **state)
 	test_close_image(fs);
 }
 
+static int find_at_4m(void *ctx, const struct btk_file_extent *fe)
+{
+	if (fe->file_offset == 4 * M)
+		*(uint64_t *)ctx = fe->disk_bytenr;
+	return 0;
+}
+
+/* Relocation empties E's chunk: every item using E, found through the same references, must
+ * point at the copy (the chunk is empty, btrfs check agrees) and own the same bytes. */
+static void test_owners_after_relocation(void **state)
+{
+	struct btk_fs *fs = test_open_image(img, true, 0);
+	const struct btk_chunk *c = btk_chunk_find(fs, ext_start);
+	struct rl_stats st = {0};
+	static uint8_t data[ELEN];
+	struct btk_root r;
+	uint64_t chunk, chunk_len, moved = 0;
+	(void)state;
+
+	assert_non_null(c);
+	chunk = c->logical;
+	chunk_len = c->length;
+	struct rl_empty e = {.chunks = &chunk, .n = 1, .devid = 1};
+	if (rl_empty_chunks(fs, &e, &st))
+		fail_msg("emptying chunk %llu: %s", (unsigned long long)chunk, btk_errmsg());
+	assert_int_equal(st.data_extents, 1);
+	/* the leaves holding a's, b's, c's and d's items belong to one root each since the last
+	 * transaction (root 5 copied a's, the snapshot c's and d's): 6 items in root 5, 7 in the
+	 * snapshot; z's leaf is shared and rewritten once */
+	assert_int_equal(st.data_users, 6 + 7 + 1);
+	test_close_image(fs);
+	test_image_consistent(state);
+
+	fs = test_open_image(img, false, 0);
+	assert_int_equal(btk_fs_root(fs, 5, &r), 0);
+	assert_int_equal(btk_file_for_each_extent(fs, &r, ino[A], 0, find_at_4m, &moved), 0);
+	assert_true(moved && (moved < chunk || moved >= chunk + chunk_len));
+	assert_int_equal(btk_read_logical(fs, moved, data, ELEN), 0);
+	for (size_t i = 0; i < ELEN; i++)
+		if (data[i] != (uint8_t)(i * 13 + i / 4096))
+			fail_msg("byte %zu of the moved extent differs", i);
+	test_close_image(fs);
+	ext_start = moved;
+	owners_backref();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_image_consistent),
-	    cmocka_unit_test(test_refs_present),
-	    cmocka_unit_test(test_owners_backref),
-	    cmocka_unit_test(test_owners_scan),
+	    cmocka_unit_test(test_image_consistent),	    cmocka_unit_test(test_refs_present),
+	    cmocka_unit_test(test_owners_backref),	    cmocka_unit_test(test_owners_scan),
+	    cmocka_unit_test(test_owners_after_relocation), /* changes the image: last */
 	};
 
 	if (system("command -v mkfs.btrfs >/dev/null && command -v btrfs >/dev/null")) {
