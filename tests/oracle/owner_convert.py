@@ -3,10 +3,11 @@
 
 extents EXTIMG SRC OUT.json   (before the conversion) every regular file of SRC: its extents as
                               debugfs shows them in EXTIMG: [[file block, ext block, count]]
-check BTK IMG MAP.json [--scan]
+check BTK IMG MAP.json [--scan] [--also SNAPSHOT]...
                               after the conversion: sampled blocks of every extent (first, middle,
                               last) as device addresses; btk-owner must name exactly the file at
-                              its offset and /ext2_saved/image at the address (a converted
+                              its offset (and its copy in each snapshot of the top level named by
+                              --also) and /ext2_saved/image at the address (a converted
                               filesystem keeps the ext data where it was, and the image maps the
                               device one to one). Prints figures; exit 1 on any mismatch.
 """
@@ -48,12 +49,20 @@ def cmd_extents(img, src, out):
           (len(files), sum(1 for e in files.values() if e), sum(len(e) for e in files.values())))
 
 
+# what a conversion keeps out of the chunks (btrfs-convert(8)): the first MiB and 64 KiB at each
+# superblock mirror; ext data there is copied elsewhere, the device range stays unmapped
+RESERVED = [(0, 1 << 20), (64 << 20, 64 << 10), (256 << 30, 64 << 10)]
+
+
 def samples(exts):
-    """(device address, file offset) of the first, middle and last block of each extent."""
+    """(device address, file offset) of the first, middle and last block of each extent,
+    outside the reserved ranges."""
     for lo, pa, n in exts:
         for i in sorted({0, n // 2, n - 1}):
             skew = (lo + i) * 37 % BS
-            yield (pa + i) * BS + skew, (lo + i) * BS + skew
+            a = (pa + i) * BS + skew
+            if not any(s <= a < s + ln for s, ln in RESERVED):
+                yield a, (lo + i) * BS + skew
 
 
 def owners(q):
@@ -61,7 +70,7 @@ def owners(q):
                   for o in q["owners"] if "inode" in o)
 
 
-def cmd_check(btk, img, mapf, scan):
+def cmd_check(btk, img, mapf, scan, snaps):
     with open(mapf) as f:
         files = json.load(f)
     todo = [(path, a, off) for path, exts in sorted(files.items()) for a, off in samples(exts)]
@@ -75,7 +84,8 @@ def cmd_check(btk, img, mapf, scan):
                          (len(queries), len(todo), p.returncode))
     bad_files, agree, report = set(), 0, []
     for (path, a, off), q in zip(todo, queries):
-        want = sorted([("/", (path,), off), ("/ext2_saved", ("/ext2_saved/image",), a)])
+        want = sorted([("/", (path,), off), ("/ext2_saved", ("/ext2_saved/image",), a)] +
+                      [(sv, (sv + path,), off) for sv in snaps])
         got = owners(q)
         if q["address"] == a and q["kind"] == "data" and got == want:
             agree += 1
@@ -96,8 +106,12 @@ def main():
     a = sys.argv[1:]
     if len(a) == 4 and a[0] == "extents":
         cmd_extents(a[1], a[2], a[3])
-    elif len(a) in (4, 5) and a[0] == "check" and a[4:] in ([], ["--scan"]):
-        sys.exit(cmd_check(a[1], a[2], a[3], a[4:] == ["--scan"]))
+    elif len(a) >= 4 and a[0] == "check":
+        scan = "--scan" in a[4:]
+        rest = [x for x in a[4:] if x != "--scan"]
+        if len(rest) % 2 or any(x != "--also" for x in rest[::2]):
+            sys.exit(__doc__)
+        sys.exit(cmd_check(a[1], a[2], a[3], scan, rest[1::2]))
     else:
         sys.exit(__doc__)
 
