@@ -135,7 +135,7 @@ static int setup(void **state)
 		return -1;
 
 	fs = test_open_image(img, true, 0);
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	for (int f = A; f < Z; f++) /* d stays empty in root 5 */
 		ino[f] = create(t, 5, names[f]);
 	for (int i = 0; i < 150; i++) { /* fillers: more leaves */
@@ -152,13 +152,13 @@ static int setup(void **state)
 			set_sizes(t, 5, f);
 	assert_int_equal(btk_trans_commit(t), 0);
 
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	assert_int_equal(btk_fs_next_subvol_id(t, &snap_id), 0);
 	assert_int_equal(btk_tree_snapshot(t, 5, snap_id, false, now.sec), 0);
 	assert_int_equal(btk_subvol_link(t, 5, 256, "snap", 4, snap_id, &now), 0);
 	assert_int_equal(btk_trans_commit(t), 0);
 
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	/* root 5, the leaves' owner, changes a's leaf: the snapshot keeps the old one, whose
 	 * references become shared (parent) ones */
 	struct btk_time later = {now.sec + 60, 0};
@@ -353,7 +353,7 @@ static void test_owners_after_relocation(void **state)
 	assert_non_null(c);
 	chunk = c->logical;
 	chunk_len = c->length;
-	struct rl_empty e = {.chunks = &chunk, .n = 1, .devid = 1};
+	struct rl_empty e = {.chunks = &chunk, .n = 1, .devid = 1, .w = test_w(fs)};
 	if (rl_empty_chunks(fs, &e, &st))
 		fail_msg("emptying chunk %llu: %s", (unsigned long long)chunk, btk_errmsg());
 	assert_int_equal(st.data_extents, 1);

@@ -115,7 +115,7 @@ static void test_inline_count_with_keyed_refs(void **state)
 	(void)state;
 
 	memset(data, 0x6b, sizeof(data));
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	for (int i = 0; i < NFILES; i++) {
 		snprintf(name, sizeof(name), "f%02d", i);
 		assert_int_equal(btk_fs_create(t, 5, 256, name, 3, &a, NULL, 0, &ino[i]), 0);
@@ -138,7 +138,7 @@ static void test_inline_count_with_keyed_refs(void **state)
 	/* the extent's second 4 KiB at 4K in the first file: file offset - extent offset is 0
 	 * again, the same (inline) reference counts 2 */
 	fs = test_open_image(img, true, 0);
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	item(t, ino[0], 4096, 4096, 4096);
 	assert_int_equal(btk_data_ref(t, ext_start, ELEN, 5, 0, ino[0], 0, 1), 0);
 	assert_int_equal(btk_inode_set_size(t, 5, ino[0], ELEN, ELEN), 0);
@@ -149,7 +149,7 @@ static void test_inline_count_with_keyed_refs(void **state)
 
 	/* and back: 2 -> 1 */
 	fs = test_open_image(img, true, 0);
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	assert_int_equal(
 	    btk_item_delete(t, 5, &(struct btk_key){ino[0], BTRFS_EXTENT_DATA_KEY, 4096}), 0);
 	assert_int_equal(btk_data_ref(t, ext_start, ELEN, 5, 0, ino[0], 0, -1), 0);
