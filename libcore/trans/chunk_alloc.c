@@ -10,7 +10,7 @@
 #include "trans/ctree_int.h"
 #include "base/error.h"
 #include "format/dev_items.h"
-#include "trans/mkfs.h"
+#include "format/raid.h"
 
 #include <errno.h>
 #include <stdlib.h>

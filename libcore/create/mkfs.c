@@ -2,7 +2,7 @@
  * filesystem object, its chunks and empty trees) after which everything else goes through
  * the general write path and one commit.
  */
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
 #include "format/dir_item.h"
 #include "tree/cache.h"
 #include "base/csum.h"

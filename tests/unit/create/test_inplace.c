@@ -18,8 +18,8 @@
 
 #include "base/error.h"
 #include "fs/fs_write.h"
-#include "trans/inplace.h"
-#include "trans/mkfs.h"
+#include "create/inplace.h"
+#include "create/mkfs.h"
 #include "volumes/volumes.h"
 #include "../test_image.h"
 

@@ -1,6 +1,6 @@
 /* inplace.c — chunks and data extents at fixed places, for building a filesystem over another one's
  * blocks (convert). */
-#include "trans/inplace.h"
+#include "create/inplace.h"
 #include "trans/ctree_int.h"
 #include "base/error.h"
 
