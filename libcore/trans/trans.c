@@ -131,6 +131,35 @@ int btk_trans_start(struct btk_fs *fs, struct btk_trans **out)
 	return 0;
 }
 
+int btk_trans_start_new(struct btk_fs *fs, const uint8_t chunk_uuid[BTK_UUID_SIZE],
+			const uint8_t *seed, struct btk_trans **out)
+{
+	uint64_t inc = btk_le64(fs->sb.incompat_flags), ro = btk_le64(fs->sb.compat_ro_flags);
+	struct btk_wfs *w;
+	int ret;
+
+	if (fs->trans)
+		return btk_err(EBUSY, "the filesystem already has write state");
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return btk_err(ENOMEM, "out of memory");
+	w->fs = fs;
+	w->transid = 1;
+	w->skinny = inc & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
+	w->mixed = inc & BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS;
+	w->no_holes = inc & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
+	w->fst = ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE;
+	w->bgtree = ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE;
+	w->uuid_seed = seed;
+	memcpy(w->chunk_uuid, chunk_uuid, BTK_UUID_SIZE);
+	fs->trans = w;
+	fs->release_trans = btk_write_release;
+	ret = btk_trans_start(fs, out);
+	if (ret)
+		btk_write_release(fs);
+	return ret;
+}
+
 struct btk_fs *btk_trans_fs(const struct btk_trans *t)
 {
 	return t->fs;
