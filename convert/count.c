@@ -2,13 +2,14 @@
 #include "count.h"
 #include "runs.h"
 #include "base/error.h"
+#include "format/format.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_EXTENT   (128ULL << 20) /* as in build.c: records end at multiples of it */
-#define INLINE_LIMIT 2048	    /* as in build.c: larger inline_data files become extents */
+#define MAX_EXTENT   BTK_MAX_EXTENT_SIZE /* as in build.c: records end at multiples of it */
+#define INLINE_LIMIT 2048 /* as in build.c: larger inline_data files become extents */
 
 struct counter {
 	struct ext_src *s;
