@@ -45,21 +45,19 @@ static int check_writable(struct btk_fs *fs)
 	return 0;
 }
 
-/* Prepares fs->trans for a filesystem read from disk. */
-static int write_init(struct btk_fs *fs)
+/* Hangs new write-path state off fs: the features from its superblock, the next transaction
+ * id. NULL when out of memory (message set). */
+static struct btk_wfs *wfs_new(struct btk_fs *fs, uint64_t transid)
 {
 	uint64_t inc = btk_le64(fs->sb.incompat_flags), ro = btk_le64(fs->sb.compat_ro_flags);
-	struct btk_wfs *w;
-	struct btk_block *b;
-	int ret = check_writable(fs);
+	struct btk_wfs *w = calloc(1, sizeof(*w));
 
-	if (ret)
-		return ret;
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return btk_err(ENOMEM, "out of memory");
+	if (!w) {
+		btk_err(ENOMEM, "out of memory");
+		return NULL;
+	}
 	w->fs = fs;
-	w->transid = btk_le64(fs->sb.generation) + 1;
+	w->transid = transid;
 	w->skinny = inc & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
 	w->mixed = inc & BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS;
 	w->no_holes = inc & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
@@ -67,6 +65,20 @@ static int write_init(struct btk_fs *fs)
 	w->bgtree = ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE;
 	fs->trans = w;
 	fs->release_trans = btk_write_release;
+	return w;
+}
+
+/* Prepares fs->trans for a filesystem read from disk. */
+static int write_init(struct btk_fs *fs)
+{
+	struct btk_wfs *w;
+	struct btk_block *b;
+	int ret = check_writable(fs);
+
+	if (ret)
+		return ret;
+	if (!(w = wfs_new(fs, btk_le64(fs->sb.generation) + 1)))
+		return -ENOMEM;
 	ret = btk_wblock_read(fs, btk_le64(fs->sb.chunk_root), fs->sb.chunk_root_level, &b);
 	if (!ret) {
 		memcpy(w->chunk_uuid, btk_hdr(b)->chunk_tree_uuid, BTK_UUID_SIZE);
@@ -134,26 +146,15 @@ int btk_trans_start(struct btk_fs *fs, struct btk_trans **out)
 int btk_trans_start_new(struct btk_fs *fs, const uint8_t chunk_uuid[BTK_UUID_SIZE],
 			const uint8_t *seed, struct btk_trans **out)
 {
-	uint64_t inc = btk_le64(fs->sb.incompat_flags), ro = btk_le64(fs->sb.compat_ro_flags);
 	struct btk_wfs *w;
 	int ret;
 
 	if (fs->trans)
 		return btk_err(EBUSY, "the filesystem already has write state");
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return btk_err(ENOMEM, "out of memory");
-	w->fs = fs;
-	w->transid = 1;
-	w->skinny = inc & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
-	w->mixed = inc & BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS;
-	w->no_holes = inc & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
-	w->fst = ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE;
-	w->bgtree = ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE;
+	if (!(w = wfs_new(fs, 1)))
+		return -ENOMEM;
 	w->uuid_seed = seed;
 	memcpy(w->chunk_uuid, chunk_uuid, BTK_UUID_SIZE);
-	fs->trans = w;
-	fs->release_trans = btk_write_release;
 	ret = btk_trans_start(fs, out);
 	if (ret)
 		btk_write_release(fs);
