@@ -243,5 +243,4 @@ void ext_close(struct ext_src *s)
 	free(s->used);
 	s->used = NULL;
 	s->nused = 0;
-	btk_vec_free(&s->cuts);
 }

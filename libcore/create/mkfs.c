@@ -775,6 +775,7 @@ static bool plan_geometry(const struct btk_mkfs_opts *o, const struct plan *pl, 
 int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 {
 	struct btk_fs *fs = NULL;
+	struct btk_wfs *w = NULL;
 	struct btk_trans *t = NULL;
 	struct btk_geometry geo;
 	struct plan pl = {0};
@@ -809,7 +810,9 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 		ret = fs->cache ? 0 : btk_err(ENOMEM, "out of memory");
 	}
 	if (!ret)
-		ret = btk_trans_start_new(fs, chunk_uuid, pl.derive_uuids ? fs->fsid : NULL, &t);
+		ret = btk_write_new(fs, chunk_uuid, pl.derive_uuids ? fs->fsid : NULL, &w);
+	if (!ret)
+		ret = btk_trans_start(w, &t);
 	if (!ret && plan_geometry(o, &pl, btk_le64(fs->sb.total_bytes), true, &geo))
 		btk_trans_set_geometry(t, &geo);
 	if (!ret && o->place)
@@ -853,7 +856,7 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 		btk_trans_abort(t);
 	if (!ret)
 		fill_result(fs, &pl, o->shrink, res);
-	btk_write_release(fs);
+	btk_write_close(w);
 	btk_fs_close(fs);
 	if (ret && !committing)
 		remove_created(o, existed);
