@@ -75,7 +75,7 @@ int verb_rm(int argc, const char **argv)
 			rc = CLI_EXIT_ERROR;
 		} else if (ret) {
 			rc = failed(path);
-		} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY) {
+		} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY && !d.stub) {
 			cli_err("%s: is a subvolume (subvol delete removes it)", path);
 			rc = CLI_EXIT_ERROR;
 		} else if (d.ftype == BTRFS_FT_DIR && !recursive) {
@@ -119,7 +119,7 @@ int verb_mv(int argc, const char **argv)
 		rc = CLI_EXIT_ERROR;
 	} else if (ret) {
 		rc = failed(src);
-	} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY) {
+	} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY && !d.stub) {
 		/* a subvolume's name may move to any other subvolume, as the kernel allows */
 		if (btk_subvol_move(w.t, d.loc.objectid, droot, ddir, dn, dl, &w.now))
 			rc = failed(src);
@@ -192,7 +192,7 @@ static int change(struct wops *w, const char *path, struct btk_inode_change *c)
 	int rc = wops_lookup(w, path, &root, &ino, &is_dir);
 
 	if (!rc)
-		rc = wops_writable(w, root, path);
+		rc = wops_changeable(w, root, ino, path);
 	c->ctime = &w->now;
 	if (!rc && btk_inode_change(w->t, root, ino, c, NULL))
 		rc = failed(path);
@@ -386,13 +386,16 @@ int verb_touch(int argc, const char **argv)
 	{
 		struct btk_dentry d;
 		int ret = btk_dir_find(w.t, root, dir, name, len, &d);
-		if (ret == 0 && d.loc.type == BTRFS_ROOT_ITEM_KEY) {
-			root = d.loc.objectid;
-			d.loc.objectid = BTK_ROOT_DIRID;
-		}
 		if (ret == 0) {
 			struct btk_inode_change c = {.atime = &tm, .mtime = &tm, .ctime = &w.now};
-			if (btk_inode_change(w.t, root, d.loc.objectid, &c, NULL))
+			if (d.stub) {
+				d.loc.objectid = BTK_STUB_INO;
+			} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY) {
+				root = d.loc.objectid;
+				d.loc.objectid = BTK_ROOT_DIRID;
+			}
+			if (!(rc = wops_changeable(&w, root, d.loc.objectid, path)) &&
+			    btk_inode_change(w.t, root, d.loc.objectid, &c, NULL))
 				rc = failed(path);
 		} else if (ret == -ENOENT) {
 			struct btk_inode_attr a = {.mode = S_IFREG | 0644,
@@ -496,7 +499,7 @@ int verb_setfattr(int argc, const char **argv)
 	}
 	arg(&w, 1, path);
 	if ((rc = wops_open(&w)) || (rc = wops_lookup(&w, path, &root, &ino, &is_dir)) ||
-	    (rc = wops_writable(&w, root, path)))
+	    (rc = wops_changeable(&w, root, ino, path)))
 		return wops_finish(&w, rc);
 	struct btk_inode_change c = {.ctime = &w.now};
 	int ret =

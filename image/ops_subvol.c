@@ -23,7 +23,12 @@ static int subvol_at(struct wops *w, const char *path, uint64_t *id)
 	bool is_dir;
 	int rc = wops_lookup(w, path, id, &ino, &is_dir);
 
-	if (!rc && ino != BTK_ROOT_DIRID) {
+	if (!rc && ino == BTK_STUB_INO) {
+		cli_err("%s: not a subvolume but a snapshot's placeholder of one (an empty "
+			"directory; rm -r removes it)",
+			path);
+		rc = CLI_EXIT_ERROR;
+	} else if (!rc && ino != BTK_ROOT_DIRID) {
 		cli_err("%s: not a subvolume", path);
 		rc = CLI_EXIT_ERROR;
 	}

@@ -250,6 +250,10 @@ static int mkdir_parents(struct wops *w, const char *path, uint32_t mode, uint64
 			return CLI_EXIT_ERROR;
 		}
 		int ret = btk_dir_find(w->t, root, dir, c, len, &d);
+		if (ret == 0 && d.stub) { /* an empty directory; making anything in it fails */
+			dir = BTK_STUB_INO;
+			continue;
+		}
 		if (ret == 0 && d.loc.type == BTRFS_ROOT_ITEM_KEY) {
 			root = d.loc.objectid;
 			dir = BTK_ROOT_DIRID;

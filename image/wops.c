@@ -211,7 +211,25 @@ int wops_parent(struct wops *w, const char *path, char *buf, size_t len, uint64_
 		}
 		*slash = '/';
 	}
+	if (!rc && *dir == BTK_STUB_INO) {
+		cli_err("%s: its directory is a snapshot's placeholder of a subvolume (an empty "
+			"directory in which nothing can be created)",
+			path);
+		rc = CLI_EXIT_ERROR;
+	}
 	return rc ? rc : wops_writable(w, *root, path);
+}
+
+int wops_changeable(struct wops *w, uint64_t root, uint64_t ino, const char *path)
+{
+	if (ino == BTK_STUB_INO) {
+		cli_err(
+		    "%s: is a snapshot's placeholder of a subvolume (an empty directory with no "
+		    "inode to change)",
+		    path);
+		return CLI_EXIT_ERROR;
+	}
+	return wops_writable(w, root, path);
 }
 
 void wops_done(struct wops *w, const char *verb, const char *path, const char *msg,

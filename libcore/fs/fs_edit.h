@@ -32,6 +32,10 @@ int btk_fs_next_subvol_id(struct btk_trans *t, uint64_t *id);
 struct btk_dentry {
 	struct btk_key loc; /* INODE_ITEM key, or (subvol id, ROOT_ITEM, -1) */
 	uint8_t ftype;	    /* BTRFS_FT_* */
+	/* a subvolume entry that no ROOT_REF (root, subvol) naming this directory and name links:
+	 * a snapshot's placeholder (fs_read.h BTK_STUB_INO), an empty directory for every verb;
+	 * the subvolume loc names is elsewhere and no business of this entry */
+	bool stub;
 };
 /* Looks name up in dir: 0 and *out, -ENOENT. */
 int btk_dir_find(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
@@ -82,7 +86,8 @@ int btk_dir_inherit_flags(struct btk_trans *t, uint64_t root, uint64_t dir, uint
 int btk_inode_delete(struct btk_trans *t, uint64_t root, uint64_t ino);
 
 /* unlink(2)/rmdir(2): removes name from dir; a directory must be empty; an inode whose last
- * name goes is deleted. A subvolume entry is refused (-EISDIR). */
+ * name goes is deleted. A subvolume entry is refused (-EISDIR); a placeholder (an empty
+ * directory) goes as the kernel's rmdir removes it, its subvolume untouched. */
 int btk_fs_unlink(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
 		  const struct btk_time *now);
 /* rm -r: name and everything below it, in bounded memory (a stack of directory levels).

@@ -263,3 +263,59 @@ ok() {
 		return 1
 	}
 }
+
+@test "a snapshot's placeholder of a nested subvolume is an empty directory for every verb; its subvolume is untouched" {
+	echo data >"$D/f"
+	ok subvol create "$D/fs.img" /inner
+	ok put "$D/fs.img" "$D/f" /inner/f
+	ok subvol create "$D/fs.img" /keep/sv
+	ok snapshot "$D/fs.img" / /snap     # /snap/inner: a placeholder (no ROOT_REF from /snap)
+	ok snapshot "$D/fs.img" /snap /snap2 # a snapshot of a snapshot: /snap2/inner too
+	for p in /snap/inner /snap2/inner /snap/inner/ /snap//inner/.; do
+		ok stat --json "$D/fs.img" "$p"
+		grep -q '"ino": 2,' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+		ok ls "$D/fs.img" "$p"
+		[ ! -s "$BTK_OUT" ] || { cat "$BTK_OUT" >&2; return 1; }
+	done
+	# nothing below it, nothing made in it, nothing of it changed; no verb reaches /inner
+	unchanged "$IMG" subvol delete "$D/fs.img" /snap/inner
+	grep -q "placeholder" "$BTK_ERR"
+	unchanged "$IMG" subvol delete "$D/fs.img" /snap2/inner/
+	unchanged "$IMG" snapshot "$D/fs.img" /snap/inner /x
+	unchanged "$IMG" subvol default "$D/fs.img" /snap/inner
+	unchanged "$IMG" mkdir "$D/fs.img" /snap/inner/x
+	unchanged "$IMG" mkdir -p "$D/fs.img" /snap/inner/x/y
+	unchanged "$IMG" touch "$D/fs.img" /snap/inner/x
+	unchanged "$IMG" put "$D/fs.img" "$D/f" /snap/inner/
+	unchanged "$IMG" put "$D/fs.img" "$D/f" /snap/inner/f
+	unchanged "$IMG" subvol create "$D/fs.img" /snap/inner/sv
+	unchanged "$IMG" snapshot "$D/fs.img" /inner /snap/inner/s
+	unchanged "$IMG" ln -s x "$D/fs.img" /snap/inner/l
+	unchanged "$IMG" ln "$D/fs.img" /keep/file /snap/inner/l
+	unchanged "$IMG" ln "$D/fs.img" /snap/inner /snap/l
+	unchanged "$IMG" mv "$D/fs.img" /snap/inner /snap/moved
+	unchanged "$IMG" mv "$D/fs.img" /snap/keep /snap/inner/keep
+	unchanged "$IMG" chmod "$D/fs.img" 700 /snap/inner
+	unchanged "$IMG" touch "$D/fs.img" /snap/inner
+	unchanged "$IMG" setfattr -n user.a -v 1 "$D/fs.img" /snap/inner
+	unchanged "$IMG" rm "$D/fs.img" /snap/inner
+	ok cat "$D/fs.img" /inner/f
+	[ "$(cat "$BTK_OUT")" = data ]
+	# the subvolume itself, reached through its real name only, and moved into the snapshot
+	ok mv "$D/fs.img" /inner /snap/inner2
+	ok stat --json "$D/fs.img" /snap/inner2
+	grep -q '"ino": 256,' "$BTK_OUT"
+	ok stat --json "$D/fs.img" /snap/inner
+	grep -q '"ino": 2,' "$BTK_OUT"
+	clean
+	# rm -r removes the placeholder's entry only (rmdir in the kernel), also inside a tree
+	ok rm -r "$D/fs.img" /snap/inner
+	ok mkdir "$D/fs.img" /snap2/d
+	unchanged "$IMG" mv "$D/fs.img" /snap2/d /snap2/inner # into it, as mv(1): EPERM
+	ok rm -r "$D/fs.img" /snap/keep # a file and the placeholder of /keep/sv
+	ok stat "$D/fs.img" /keep/sv
+	ok subvol delete "$D/fs.img" /snap2
+	ok cat "$D/fs.img" /snap/inner2/f
+	[ "$(cat "$BTK_OUT")" = data ]
+	clean
+}
