@@ -125,6 +125,8 @@ static int subvol_delete(struct wops *w, const char *path, uint64_t *id)
 	}
 	if (!rc)
 		rc = wops_parent(w, path, buf, sizeof(buf), &root, &dir, &name, &len);
+	if (!rc)
+		rc = wops_guard(w, *id, 0, true, "subvol delete", path);
 	if (!rc && btk_subvol_delete(w->t, *id, &w->now, on_drop, w))
 		rc = failed(path);
 	return rc;

@@ -111,6 +111,8 @@ static int make_room(struct wops *w, int force, uint64_t root, uint64_t dir, con
 		cli_err("%s: exists (-f replaces it)", path);
 		return CLI_EXIT_ERROR;
 	}
+	if ((ret = wops_guard(w, root, d.loc.objectid, false, "put -f", path)))
+		return ret;
 	if (btk_fs_unlink(w->t, root, dir, name, len, &w->now)) {
 		cli_err("%s: %s", path, btk_errmsg());
 		return CLI_EXIT_ERROR;

@@ -220,7 +220,14 @@ int wops_parent(struct wops *w, const char *path, char *buf, size_t len, uint64_
 	return rc ? rc : wops_writable(w, *root, path);
 }
 
-int wops_changeable(struct wops *w, uint64_t root, uint64_t ino, const char *path)
+int wops_guard(struct wops *w, uint64_t root, uint64_t ino, bool tree, const char *what,
+	       const char *path)
+{
+	btk_err_clear();
+	return btk_convert_guard(w->fs, root, ino, tree, w->force, what) ? fail(path) : 0;
+}
+
+int wops_changeable(struct wops *w, uint64_t root, uint64_t ino, const char *what, const char *path)
 {
 	if (ino == BTK_STUB_INO) {
 		cli_err(
@@ -229,7 +236,7 @@ int wops_changeable(struct wops *w, uint64_t root, uint64_t ino, const char *pat
 		    path);
 		return CLI_EXIT_ERROR;
 	}
-	return wops_writable(w, root, path);
+	return wops_writable(w, root, path) ?: wops_guard(w, root, ino, false, what, path);
 }
 
 void wops_done(struct wops *w, const char *verb, const char *path, const char *msg,

@@ -138,6 +138,17 @@ int btk_subvol_parent(struct btk_trans *t, uint64_t id, uint64_t *parent, uint64
 		      uint64_t *index, char *name, uint16_t *len);
 
 /* ---- before a transaction: what refuses writing (committed state) ---- */
+/* Whether the filesystem holds the image a conversion keeps for its rollback (format.h
+ * BTK_CONVERT_*): 1 (and with path, its subvolume's path, malloc'd, or NULL when unlinked),
+ * 0, or a read error. */
+int btk_convert_image(struct btk_fs *fs, char **path);
+/* The one guard of every writer before a change that ends the chance of a rollback: `what`
+ * (a verb, for the message) is about to delete or change inode ino of tree root, with tree
+ * everything below directory ino too (ino 0: the whole subvolume; root 0: the whole
+ * filesystem, as a resize). When that reaches the conversion's image: -EPERM naming it, or
+ * with force a warning (btk_warn) and 0. Renaming the subvolume is harmless (found by id). */
+int btk_convert_guard(struct btk_fs *fs, uint64_t root, uint64_t ino, bool tree, bool force,
+		      const char *what);
 /* Work the kernel left unfinished on disk, resumed or cleaned up at its next mount; the
  * first found in this order. */
 enum btk_unfinished {

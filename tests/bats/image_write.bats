@@ -319,3 +319,50 @@ ok() {
 	[ "$(cat "$BTK_OUT")" = data ]
 	clean
 }
+
+@test "a converted filesystem's rollback image: every verb that would delete or change it demands --force, by id, under any name" {
+	require_tool mkfs.ext4
+	require_btk convert
+	truncate -s 256M "$D/ext.img"
+	mkfs.ext4 -q -F -b 4096 "$D/ext.img" >/dev/null 2>&1
+	imgs=(btk)
+	"$BTK_BUILD/bin/btk-convert" --no-progress "$D/ext.img" >/dev/null
+	mv "$D/ext.img" "$D/btk.img"
+	if command -v btrfs-convert >/dev/null; then # its ext2_saved is not read-only
+		truncate -s 256M "$D/ext.img"
+		mkfs.ext4 -q -F -b 4096 "$D/ext.img" >/dev/null 2>&1
+		btrfs-convert "$D/ext.img" >/dev/null 2>&1 && mv "$D/ext.img" "$D/progs.img" && imgs+=(progs)
+	fi
+	echo x >"$D/x"
+	for k in "${imgs[@]}"; do
+		cp "$D/$k.img" "$D/fs.img"
+		ok put "$D/fs.img" "$D/x" /x
+		[ "$k" = btk ] || ok put "$D/fs.img" "$D/x" /ext2_saved/other
+		for n in ext2_saved renamed; do
+			for cmd in "subvol delete /$n" "rm /$n/image" "rm -r /$n/image" "mv /$n/image /$n/i2" \
+				"mv /$n/other /$n/image" "chmod 600 /$n/image" "chown 1:1 /$n/image" "touch /$n/image" \
+				"ln /$n/image /$n/l" "setfattr -n user.a -v 1 /$n/image"; do
+				set -- $cmd
+				# without --force (and the read-only btk-convert subvolume made writable by
+				# it) the guard itself refuses
+				unchanged "$IMG" "$1" "$D/fs.img" "${@:2}"
+				[ "$k" = btk ] || grep -q "holds the image of a converted filesystem: $1.* would end the chance of a rollback" "$BTK_ERR" || { show_err; false; }
+			done
+			# harmless: the name (both rollbacks find it by id), another file there
+			[ "$n" = renamed ] || ok mv "$D/fs.img" "/$n" /renamed
+		done
+		[ "$k" = btk ] || ok rm "$D/fs.img" /renamed/other
+		ok stat "$D/fs.img" /renamed/image
+		before=$(sha256sum <"$D/fs.img")
+		btk_run 60 "$BTK_BUILD/bin/btk-resize" +16m "$D/fs.img"
+		assert_one_line_error
+		grep -q "renamed holds the image of a converted filesystem" "$BTK_ERR"
+		[ "$(sha256sum <"$D/fs.img")" = "$before" ]
+		clean
+		# --force does it, and says what it ends
+		ok put -f "$D/fs.img" "$D/x" /renamed/image
+		grep -q "warning: --force: put -f although renamed holds the image" "$BTK_ERR"
+		ok subvol delete -f "$D/fs.img" /renamed
+		clean
+	done
+}
