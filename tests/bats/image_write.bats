@@ -323,13 +323,13 @@ ok() {
 @test "a converted filesystem's rollback image: every verb that would delete or change it demands --force, by id, under any name" {
 	require_tool mkfs.ext4
 	require_btk convert
-	truncate -s 256M "$D/ext.img"
+	truncate -s 64M "$D/ext.img"
 	mkfs.ext4 -q -F -b 4096 "$D/ext.img" >/dev/null 2>&1
 	imgs=(btk)
 	"$BTK_BUILD/bin/btk-convert" --no-progress "$D/ext.img" >/dev/null
 	mv "$D/ext.img" "$D/btk.img"
 	if command -v btrfs-convert >/dev/null; then # its ext2_saved is not read-only
-		truncate -s 256M "$D/ext.img"
+		truncate -s 64M "$D/ext.img"
 		mkfs.ext4 -q -F -b 4096 "$D/ext.img" >/dev/null 2>&1
 		btrfs-convert "$D/ext.img" >/dev/null 2>&1 && mv "$D/ext.img" "$D/progs.img" && imgs+=(progs)
 	fi
@@ -339,9 +339,11 @@ ok() {
 		ok put "$D/fs.img" "$D/x" /x
 		[ "$k" = btk ] || ok put "$D/fs.img" "$D/x" /ext2_saved/other
 		for n in ext2_saved renamed; do
-			for cmd in "subvol delete /$n" "rm /$n/image" "rm -r /$n/image" "mv /$n/image /$n/i2" \
-				"mv /$n/other /$n/image" "chmod 600 /$n/image" "chown 1:1 /$n/image" "touch /$n/image" \
-				"ln /$n/image /$n/l" "setfattr -n user.a -v 1 /$n/image"; do
+			cmds=("subvol delete /$n" "rm /$n/image" "mv /$n/image /$n/i2")
+			[ "$n" = renamed ] || cmds+=("rm -r /$n/image" "mv /$n/other /$n/image" \
+				"chmod 600 /$n/image" "chown 1:1 /$n/image" "touch /$n/image" \
+				"ln /$n/image /$n/l" "setfattr -n user.a -v 1 /$n/image")
+			for cmd in "${cmds[@]}"; do
 				set -- $cmd
 				# without --force (and the read-only btk-convert subvolume made writable by
 				# it) the guard itself refuses
