@@ -1,7 +1,7 @@
 #!/usr/bin/env bats
-# Power cuts during btk-image put -r (fault-injecting io backend, --fail-after N): the image
-# after each of many sampled write budgets passes btrfs check and holds either none of the
-# new tree or all of it (copied back out with get -r and compared).
+# Power cuts during btk-image writes (fault-injecting io backend, BTK_FAULT=fail:N): the image
+# after each of many sampled write budgets, and after each of the last writes, passes btrfs
+# check and holds the old state or the new one, whole.
 
 load helpers
 
@@ -24,7 +24,7 @@ fs_tree() {
 # tree is the old one or the completed put's (fs_tree); counts none/all
 cut_state() {
 	cp --sparse=always "$D/orig.img" "$D/fs.img"
-	btk_run 60 "$IMG" put -r --fail-after "$1" "$D/fs.img" "$D/src" /new
+	BTK_FAULT=fail:$1 btk_run 60 "$IMG" put -r "$D/fs.img" "$D/src" /new
 	assert_no_crash
 	last_status=$status
 	btrfs check --readonly "$D/fs.img" >"$D/check.out" 2>&1 || {
@@ -75,7 +75,7 @@ cut_state() {
 	while [ $((hi - lo)) -gt 1 ]; do
 		mid=$(((lo + hi) / 2))
 		cp --sparse=always "$D/orig.img" "$D/fs.img"
-		if "$IMG" put -r --fail-after $mid "$D/fs.img" "$D/src" /new >/dev/null 2>&1; then
+		if BTK_FAULT=fail:$mid "$IMG" put -r "$D/fs.img" "$D/src" /new >/dev/null 2>&1; then
 			hi=$mid
 		else
 			lo=$mid
@@ -102,7 +102,7 @@ cut_state() {
 	n=0 done=0 gone=0 kept=0
 	while [ $done = 0 ] && [ $n -lt 1500 ]; do
 		cp --sparse=always "$D/orig.img" "$D/fs.img"
-		btk_run 60 "$IMG" subvol delete --fail-after $n "$D/fs.img" /sv
+		BTK_FAULT=fail:$n btk_run 60 "$IMG" subvol delete "$D/fs.img" /sv
 		assert_no_crash
 		[ "$status" = 0 ] && done=1
 		btrfs check --readonly "$D/fs.img" >"$D/check.out" 2>&1 || {
@@ -135,7 +135,7 @@ cut_state() {
 	n=0 done=0 old=0 new=0
 	while [ $done = 0 ] && [ $n -lt 500 ]; do
 		cp --sparse=always "$D/orig.img" "$D/fs.img"
-		btk_run 60 "$IMG" mv --fail-after $n "$D/fs.img" /sv/inner /dest/moved
+		BTK_FAULT=fail:$n btk_run 60 "$IMG" mv "$D/fs.img" /sv/inner /dest/moved
 		assert_no_crash
 		[ "$status" = 0 ] && done=1
 		btrfs check --readonly "$D/fs.img" >"$D/check.out" 2>&1 || {
