@@ -185,40 +185,16 @@ static int dev_extents(const char *img, struct dext *v, int max)
 	return n;
 }
 
-/* End of the last extent record of the extent tree inside [start, start+len) (dump-tree). */
-static uint64_t last_extent_end(const char *img, uint64_t start, uint64_t len, uint32_t nodesize)
-{
-	char cmd[256], line[512];
-	unsigned long long obj, off;
-	char type[32];
-	uint64_t end = start;
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "btrfs inspect-internal dump-tree -t 2 %s", img);
-	f = popen(cmd, "r");
-	assert_non_null(f);
-	while (fgets(line, sizeof(line), f)) {
-		char *k = strstr(line, "key (");
-		if (!k || sscanf(k, "key (%llu %31s %llu)", &obj, type, &off) != 3)
-			continue;
-		uint64_t e = !strcmp(type, "EXTENT_ITEM")     ? obj + off
-			     : !strcmp(type, "METADATA_ITEM") ? obj + nodesize
-							      : 0;
-		if (e && obj >= start && obj < start + len && e > end)
-			end = e;
-	}
-	pclose(f);
-	return end;
-}
-
-/* Bytes of the extent records of the extent tree inside [start, start+len) (dump-tree). */
-static uint64_t extent_bytes(const char *img, uint64_t start, uint64_t len, uint32_t nodesize)
+/* The extent records of the extent tree inside [start, start+len) (dump-tree): where the last
+ * one ends (start if none) and how many bytes they hold. */
+static void extents_in(const char *img, uint64_t start, uint64_t len, uint32_t nodesize,
+		       uint64_t *end, uint64_t *bytes)
 {
 	char cmd[256], line[512], type[32];
 	unsigned long long obj, off;
-	uint64_t sum = 0;
 	FILE *f;
 
+	*end = start, *bytes = 0;
 	snprintf(cmd, sizeof(cmd), "btrfs inspect-internal dump-tree -t 2 %s", img);
 	f = popen(cmd, "r");
 	assert_non_null(f);
@@ -227,12 +203,14 @@ static uint64_t extent_bytes(const char *img, uint64_t start, uint64_t len, uint
 		if (!k || sscanf(k, "key (%llu %31s %llu)", &obj, type, &off) != 3 || obj < start ||
 		    obj >= start + len)
 			continue;
-		sum += !strcmp(type, "EXTENT_ITEM")	? off
-		       : !strcmp(type, "METADATA_ITEM") ? nodesize
-							: 0;
+		uint64_t n = !strcmp(type, "EXTENT_ITEM")     ? off
+			     : !strcmp(type, "METADATA_ITEM") ? nodesize
+							      : 0;
+		*bytes += n;
+		if (n && obj + n > *end)
+			*end = obj + n;
 	}
 	pclose(f);
-	return sum;
 }
 
 static bool covers_mirror(uint64_t p, uint64_t len)
@@ -261,7 +239,8 @@ static void replay(const char *img, const struct btk_resize_plan *p, struct dext
 {
 	for (int c = 0; c < p->ncuts; c++) {
 		const struct btk_resize_cut *cut = &p->cuts[c];
-		uint64_t keep = last_extent_end(img, cut->logical, cut->from_len, nodesize);
+		uint64_t keep, bytes;
+		extents_in(img, cut->logical, cut->from_len, nodesize, &keep, &bytes);
 		assert_true(cut->to_len < cut->from_len);
 		assert_true(cut->to_len % M == 0);
 		assert_true(cut->logical + cut->to_len >= keep); /* the last extent stays */
@@ -334,9 +313,11 @@ static void check_image(const char *img, struct btk_resize_plan *out)
 	assert_int_equal(p.alloc_end, end);
 	assert_int_equal(p.new_size, p.minimum);
 	/* every stripe keeps its chunk's extents (a DUP chunk's twice) past the first MiB */
-	uint64_t held = 0;
-	for (int i = 0; i < n; i++)
-		held += extent_bytes(img, v[i].chunk, v[i].len, fs->nodesize);
+	uint64_t held = 0, last, bytes;
+	for (int i = 0; i < n; i++) {
+		extents_in(img, v[i].chunk, v[i].len, fs->nodesize, &last, &bytes);
+		held += bytes;
+	}
 	assert_true(held > 0);
 	assert_true(p.minimum >= M + held);
 	assert_true(p.minimum <= end);
