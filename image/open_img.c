@@ -62,7 +62,7 @@ static int check_mounted(const char *path, bool write)
 int img_open(struct img_cmd *c, bool write)
 {
 	const char *paths[IMG_MAX_DEVS];
-	struct btk_open_opts oo = {.super_mirror = -1, .write = write};
+	struct btk_open_opts oo = {.super_mirror = -1, .write = write, .short_ok = c->force};
 	int n = 0;
 
 	paths[n++] = c->img;

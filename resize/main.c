@@ -339,7 +339,8 @@ static int wrap_faulty(struct btk_fs *fs, long n)
 static int run(struct opts *o)
 {
 	bool write = !o->dry_run && !o->print_min;
-	struct btk_open_opts oo = {.write = write, .super_mirror = -1, .no_scan = all_files(o)};
+	struct btk_open_opts oo = {
+	    .write = write, .super_mirror = -1, .no_scan = all_files(o), .short_ok = o->force};
 	struct btk_resize_plan plan;
 	struct btk_resize_floor floor = {0};
 	struct btk_fs *fs = NULL;
