@@ -19,10 +19,19 @@
 /* Exit codes of every tool but btk-fsck, which follows fsck(8) (0, 4, 8, 16). */
 enum { CLI_EXIT_OK = 0, CLI_EXIT_ERROR = 1, CLI_EXIT_USAGE = 2 };
 
-/* Sets the name messages start with ("btk-mkfs") and installs cli_warn as libcore's warning
- * hook. prog must outlive every cli call (a string literal). */
+/* Sets the name messages start with ("btk-mkfs"), installs cli_warn as libcore's warning
+ * hook and registers the check of stdout at exit (below). prog must outlive every cli call (a
+ * string literal). */
 void cli_init(const char *prog);
 const char *cli_prog(void);
+
+/* Standard output that could not be written (`> /dev/full`, a full disk) is a failure: at
+ * exit stdout is flushed and closed, and on any write error one line ("PROG: writing standard
+ * output failed: No space left on device") goes to stderr and the process exits with the
+ * operational-error code: CLI_EXIT_ERROR, or what cli_output_fail_code set (btk-fsck: 8).
+ * cli_stdout_check flushes now: 0, or -1 after that line (printed once per process). */
+void cli_output_fail_code(int code);
+int cli_stdout_check(void);
 
 /* Messages, one line each on stderr: "PROG: MSG" and "PROG: warning: MSG". Both flush
  * stdout first, so that a log read from a pipe keeps the order in which things happened, and

@@ -4,5 +4,7 @@
 
 /* Clears the progress line that is drawn now, if any (before a message). */
 void cli_progress_clear_active(void);
+/* Registers the check of stdout at exit (output.c); cli_init calls it. */
+void cli_output_at_exit(void);
 
 #endif

@@ -91,9 +91,7 @@ int cmd_super(const char *const *devs, int n, bool all, bool json)
 
 	for (int i = 0; i < n; i++)
 		ret |= super_dev(devs[i], all, json);
-	if (fflush(stdout) || ferror(stdout)) {
-		cli_err("writing the output failed: %s", strerror(errno));
+	if (cli_stdout_check())
 		ret = 1;
-	}
 	return ret;
 }

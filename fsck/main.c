@@ -351,6 +351,7 @@ int main(int argc, const char **argv)
 	poptContext pc = poptGetContext("btk-fsck", argc, argv, opts, 0);
 
 	cli_init("btk-fsck");
+	cli_output_fail_code(EXIT_OPER); /* a report that cannot be written: not checked */
 	/* stdout line by line: piped, reports and stderr messages stay in the order they happen */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
