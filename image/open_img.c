@@ -76,6 +76,8 @@ int img_open(struct img_cmd *c, bool write)
 	for (int i = 0; i < n; i++)
 		if (check_mounted(paths[i], write))
 			return CLI_EXIT_ERROR;
+	if (write)
+		cli_interrupt_writer(paths, n);
 	if (btk_fs_open(paths, n, &oo, &c->fs)) {
 		cli_err("%s", btk_errmsg());
 		return CLI_EXIT_ERROR;

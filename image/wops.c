@@ -49,6 +49,7 @@ int wops_open(struct wops *w)
 	if ((rc = img_open(&w->c, true)))
 		return rc;
 	w->fs = w->c.fs;
+	cli_interrupt_after("%s has the change (its commit is on disk)", w->c.img);
 	if (btk_fs_write_refusals(w->fs))
 		goto err;
 	for (int i = 0; w->fail_after >= 0 && i < w->fs->ndevs; i++) {
