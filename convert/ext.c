@@ -10,20 +10,20 @@
 #include <string.h>
 
 #define SZ_64K (64ULL << 10)
-#define SZ_1M  (1ULL << 20)
 
 int ext_btrfs_reserved(uint64_t size, struct ext_range out[3])
 {
-	static const uint64_t at[3] = {0, 64 * SZ_1M, 256ULL << 30};
-	static const uint64_t len[3] = {SZ_1M, SZ_64K, SZ_64K};
 	int n = 0;
 
-	for (int i = 0; i < 3; i++)
-		if (at[i] < size) {
-			out[n].start = at[i];
-			out[n].len = at[i] + len[i] > size ? size - at[i] : len[i];
+	/* the first MiB (the primary superblock in it), then 64 KiB at each mirror */
+	for (int i = 0; i < BTK_SUPER_MIRRORS; i++) {
+		uint64_t at = i ? btk_super_offset(i) : 0, len = i ? SZ_64K : BTK_DEV_RESERVED;
+		if (at < size) {
+			out[n].start = at;
+			out[n].len = at + len > size ? size - at : len;
 			n++;
 		}
+	}
 	return n;
 }
 
@@ -243,5 +243,4 @@ void ext_close(struct ext_src *s)
 	free(s->used);
 	s->used = NULL;
 	s->nused = 0;
-	btk_vec_free(&s->cuts);
 }

@@ -47,7 +47,7 @@ static int space_check(struct wops *w, const struct btk_src_tree *s)
 	uint64_t unalloc = 0, need = data_need(s);
 	char h1[32], h2[32];
 
-	btk_write_stats(w->fs, &st);
+	btk_write_stats(w->wfs, &st);
 	for (int i = 0; i < w->fs->ndevs; i++)
 		if (w->fs->devs[i].total_bytes > w->fs->devs[i].bytes_used)
 			unalloc += w->fs->devs[i].total_bytes - w->fs->devs[i].bytes_used;

@@ -70,7 +70,7 @@ int wops_open(struct wops *w)
 			goto err;
 		w->fs->devs[i].dev = ud;
 	}
-	if (btk_trans_start(w->fs, &w->t))
+	if (btk_write_open(w->fs, 0, &w->wfs) || btk_trans_start(w->wfs, &w->t))
 		goto err;
 	if (w->epoch_set)
 		btk_trans_derive_uuids(w->t, w->fs->fsid);
@@ -113,6 +113,8 @@ int wops_finish(struct wops *w, int rc)
 	if (rc && w->fs)
 		rollback(w);
 	w->t = NULL;
+	btk_write_close(w->wfs);
+	w->wfs = NULL;
 	w->generation = w->fs ? w->fs->generation : 0;
 	w->fs = NULL;
 	return img_done(&w->c, rc);

@@ -16,6 +16,7 @@ struct wops {
 	int progress;
 	long fail_after; /* tests: a power cut after this many writes */
 	struct btk_fs *fs;
+	struct btk_wfs *wfs; /* the write path's state of fs */
 	struct btk_trans *t;
 	struct btk_time now;
 	bool epoch_set;

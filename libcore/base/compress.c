@@ -12,7 +12,7 @@
 
 /* The kernel decompresses zstd with a 128 KiB window at most. */
 #define ZSTD_BTRFS_WINDOWLOG 17
-#define LZO_HDR		     4
+#define LZO_HDR		     BTK_LZO_LEN_SIZE
 
 int btk_compress_parse(const char *s, int *type, int *level)
 {
@@ -62,9 +62,8 @@ static long zstd_pack(int level, const uint8_t *in, size_t len, uint8_t *out, si
 	return ZSTD_isError(r) ? -E2BIG : (long)r;
 }
 
-/* lzo: a 4-byte total length, then per input sector a 4-byte segment length and the segment;
- * a segment header never straddles a sector boundary (zero padding instead). One segment per
- * sector, as the kernel writes them: 64 KiB segments on 64 KiB sectors. */
+/* lzo framing as format.h describes it: one segment per sector, as the kernel writes them
+ * (64 KiB segments on 64 KiB sectors). */
 static long lzo_pack(uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t *out, size_t cap)
 {
 	static __thread uint8_t wrk[LZO1X_1_MEM_COMPRESS];
@@ -76,16 +75,14 @@ static long lzo_pack(uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t
 	for (size_t done = 0; done < len;) {
 		size_t chunk = len - done < sectorsize ? len - done : sectorsize;
 		lzo_uint slen = sizeof(seg);
-		size_t room = sectorsize - pos % sectorsize;
+		size_t at = btk_lzo_seg_start(pos, sectorsize);
 
 		if (lzo1x_1_compress(in + done, chunk, seg, &slen, wrk) != LZO_E_OK)
 			return -E2BIG;
-		if (room < LZO_HDR) {
-			if (pos + room > cap)
-				return -E2BIG;
-			memset(out + pos, 0, room);
-			pos += room;
-		}
+		if (at > cap)
+			return -E2BIG;
+		memset(out + pos, 0, at - pos); /* padding: the header starts the next sector */
+		pos = at;
 		if (pos + LZO_HDR + slen > cap)
 			return -E2BIG;
 		btk_put32(out + pos, (uint32_t)slen);
@@ -199,10 +196,8 @@ static size_t lzo_worst(size_t n)
 	return n + n / 16 + 64 + 3;
 }
 
-/* lzo framing, as the kernel writes it: a 4-byte total length (header included), then
- * segments of a 4-byte length and a payload; each segment holds at most one sector of data
- * (the last may hold less), and a segment header that would cross a sector boundary starts
- * the next sector instead (the rest is padding). Every segment must decode completely within
+/* lzo framing (format.h): each segment holds at most one sector of data (the last may hold
+ * less). Every segment must decode completely within
  * one sector: a segment that fails part way, is longer than lzo's bound for a sector, or
  * expands beyond a sector is corrupt (-EUCLEAN), never truncated or zero-filled. */
 static int lzo_unpack(uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t *out,
@@ -224,9 +219,9 @@ static int lzo_unpack(uint32_t sectorsize, const uint8_t *in, size_t len, uint8_
 	if (!sector)
 		return btk_err(ENOMEM, "lzo: out of memory");
 	while (pos < total && done < outlen) {
-		size_t room = sectorsize - pos % sectorsize;
-		if (room < LZO_HDR) {
-			pos += room; /* padding: the header starts the next sector */
+		size_t start = btk_lzo_seg_start(pos, sectorsize);
+		if (start != pos) {
+			pos = start; /* padding: the header starts the next sector */
 			continue;
 		}
 		if (total - pos < LZO_HDR) {

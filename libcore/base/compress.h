@@ -10,11 +10,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "format/format.h" /* BTK_COMPRESS_* values and btk_compression_name() */
+#include "format/format.h" /* BTK_COMPRESS_*, BTK_MAX_COMPRESSED_IN, the lzo framing */
 
-#define BTK_MAX_COMPRESSED_IN (128 * 1024)
 /* The largest sector size lzo framing is decoded for (btrfs's largest sector). */
-#define BTK_LZO_MAX_SECTOR (64 * 1024)
+#define BTK_LZO_MAX_SECTOR BTK_MAX_SECTORSIZE
 
 /* Parses "zlib", "lzo", "zstd", optionally ":LEVEL"; -EINVAL. level 0 = the kernel default. */
 int btk_compress_parse(const char *s, int *type, int *level);

@@ -194,12 +194,12 @@ int btk_csum(int type, const void *data, size_t len, uint8_t out[BTK_CSUM_MAX])
 
 uint32_t btk_name_hash(const void *name, size_t len)
 {
-	return btk_crc32c(~1U, name, len);
+	return btk_crc32c(BTK_NAME_HASH_SEED, name, len);
 }
 
 uint32_t btk_extref_hash(uint64_t parent, const void *name, size_t len)
 {
-	return btk_crc32c((uint32_t)parent, name, len);
+	return btk_crc32c(btk_extref_hash_seed(parent), name, len);
 }
 
 uint64_t btk_data_ref_hash(uint64_t root, uint64_t ino, uint64_t offset)
@@ -208,10 +208,10 @@ uint64_t btk_data_ref_hash(uint64_t root, uint64_t ino, uint64_t offset)
 	uint32_t high, low;
 
 	btk_put64(le, root);
-	high = btk_crc32c(~0U, le, 8);
+	high = btk_crc32c(BTK_DATA_REF_HASH_SEED, le, 8);
 	btk_put64(le, ino);
-	low = btk_crc32c(~0U, le, 8);
+	low = btk_crc32c(BTK_DATA_REF_HASH_SEED, le, 8);
 	btk_put64(le, offset);
 	low = btk_crc32c(low, le, 8);
-	return ((uint64_t)high << 31) ^ (uint64_t)low;
+	return btk_data_ref_hash_join(high, low);
 }

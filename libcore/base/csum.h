@@ -20,11 +20,11 @@ int btk_csum(int type, const void *data, size_t len, uint8_t out[BTK_CSUM_MAX]);
  * is the caller's business). */
 uint32_t btk_crc32c(uint32_t seed, const void *data, size_t len);
 
-/* The hashes btrfs puts in key offsets. They live here, beside crc32c, and not in format/
- * (rank 0, which calls nothing): they are crc32c with btrfs's seeds.
- * Name hash of DIR_ITEM and XATTR_ITEM keys: crc32c seeded with ~1, no final inversion. */
+/* The hashes btrfs puts in key offsets, as format.h defines them (seeds and composition);
+ * computed here, beside crc32c (format, rank 0, calls nothing).
+ * Name hash of DIR_ITEM and XATTR_ITEM keys. */
 uint32_t btk_name_hash(const void *name, size_t len);
-/* INODE_EXTREF key offset: crc32c of the name seeded with the parent id's low 32 bits. */
+/* INODE_EXTREF key offset of a name under parent. */
 uint32_t btk_extref_hash(uint64_t parent, const void *name, size_t len);
 /* EXTENT_DATA_REF key offset of (root, inode, file offset - extent offset). */
 uint64_t btk_data_ref_hash(uint64_t root, uint64_t ino, uint64_t offset);

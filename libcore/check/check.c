@@ -176,14 +176,13 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 	memset(sum, 0, sizeof(*sum));
 	chk_init(&c, fs, opts ? opts : &none, sum);
 	/* see leaves that are safe but not in the kernel's layout, and report that ourselves */
-	bool lax = fs->read_safety_only;
-	fs->read_safety_only = true;
+	enum btk_read_mode mode = btk_tree_read_mode(fs, BTK_READ_SAFETY_ONLY);
 	chk_progress(&c, "superblocks", 0);
 	chk_supers(&c);
 	chk_progress(&c, "trees", 0);
 	if (!chk_root_tree(&c)) {
 		chk_free(&c);
-		fs->read_safety_only = lax;
+		btk_tree_read_mode(fs, mode);
 		return 0;
 	}
 	ret = chk_walk_all(&c);
@@ -208,6 +207,6 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 	if (c.oom && !ret)
 		ret = btk_err(ENOMEM, "check: out of memory");
 	chk_free(&c);
-	fs->read_safety_only = lax;
+	btk_tree_read_mode(fs, mode);
 	return ret;
 }

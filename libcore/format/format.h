@@ -28,6 +28,20 @@
 #define BTK_STRIPE_LEN	     65536ULL
 #define BTK_NAME_MAX	     255
 
+/* Sector and node sizes btrfs allows: powers of two, sectors of 4 KiB to 64 KiB, nodes of a
+ * sector to 64 KiB. */
+#define BTK_MIN_SECTORSIZE 4096
+#define BTK_MAX_SECTORSIZE 65536
+#define BTK_MAX_NODESIZE   65536
+/* The largest data extent the kernel makes: file extents are cut at it. */
+#define BTK_MAX_EXTENT_SIZE (128ULL << 20)
+/* The most file bytes one compressed extent holds (its ram_bytes; the kernel's
+ * BTRFS_MAX_UNCOMPRESSED). */
+#define BTK_MAX_COMPRESSED_IN (128 * 1024)
+/* The bytes at the start of every device that btrfs never allocates (boot loaders, the
+ * primary superblock at BTK_SUPER_OFFSET). */
+#define BTK_DEV_RESERVED 0x100000ULL
+
 /* Superblock flags (not in the uapi headers). */
 #define BTK_SUPER_FLAG_ERROR		(1ULL << 2)
 #define BTK_SUPER_FLAG_SEEDING		(1ULL << 32)
@@ -158,13 +172,7 @@ struct btk_key_ptr {
 	uint8_t generation[8];
 } __attribute__((packed));
 
-_Static_assert(sizeof(struct btk_super) == BTK_SUPER_SIZE, "superblock size");
-_Static_assert(sizeof(struct btk_root_backup) == 168, "backup root size");
-_Static_assert(sizeof(struct btk_header) == 101, "header size");
-_Static_assert(sizeof(struct btk_item) == 25, "item size");
-_Static_assert(sizeof(struct btk_key_ptr) == 33, "key ptr size");
-_Static_assert(offsetof(struct btk_super, sys_chunk_array) == 0x32b, "sys array offset");
-_Static_assert(offsetof(struct btk_super, dev_item) == 0xc9, "dev item offset");
+/* Sizes and field offsets of the structures above: checked at compile time in ondisk.c. */
 
 /* A key in host order. Keys sort by objectid, then type, then offset. */
 struct btk_key {
@@ -258,10 +266,41 @@ static inline int btk_key_cmp(const struct btk_key *a, const struct btk_key *b)
 	return 0;
 }
 
-/* Byte offset of superblock mirror i (0, 1, 2). */
+/* Byte offset of superblock mirror i (0, 1, 2): 64 KiB, 64 MiB, 256 GiB. */
 static inline uint64_t btk_super_offset(int mirror)
 {
 	return mirror == 0 ? BTK_SUPER_OFFSET : (16384ULL << (12 * mirror));
+}
+
+/* Hashes in key offsets: crc32c (Castagnoli, reflected) started from a seed, without the
+ * final inversion; base/csum.c computes them (format calls nothing).
+ * DIR_ITEM and XATTR_ITEM key offset: the name's crc32c seeded with BTK_NAME_HASH_SEED. */
+#define BTK_NAME_HASH_SEED (~1U)
+/* INODE_EXTREF key offset: the name's crc32c seeded with the parent inode's low 32 bits. */
+static inline uint32_t btk_extref_hash_seed(uint64_t parent)
+{
+	return (uint32_t)parent;
+}
+/* EXTENT_DATA_REF key offset: high = crc32c of the root id, low = crc32c of the inode number
+ * continued with the file offset (each as 8 little-endian bytes, both seeded with
+ * BTK_DATA_REF_HASH_SEED); the offset is high << 31 ^ low. */
+#define BTK_DATA_REF_HASH_SEED (~0U)
+static inline uint64_t btk_data_ref_hash_join(uint32_t high, uint32_t low)
+{
+	return ((uint64_t)high << 31) ^ (uint64_t)low;
+}
+
+/* lzo framing of a compressed extent: a BTK_LZO_LEN_SIZE little-endian total length (itself
+ * included), then per sector of input one segment: its BTK_LZO_LEN_SIZE length and the lzo1x
+ * stream. A segment header never straddles a sector boundary: when fewer bytes than a header
+ * remain in the sector, they are zero padding and the header starts the next sector. */
+#define BTK_LZO_LEN_SIZE 4
+/* Where the segment header due at byte pos of a frame starts. */
+static inline size_t btk_lzo_seg_start(size_t pos, uint32_t sectorsize)
+{
+	size_t room = sectorsize - pos % sectorsize;
+
+	return room < BTK_LZO_LEN_SIZE ? pos + room : pos;
 }
 
 /* Names as the kernel spells them without BTRFS_ and _KEY (e.g. "INODE_ITEM"); NULL if

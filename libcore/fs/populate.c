@@ -15,10 +15,9 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#define MAX_EXTENT	(128ULL << 20) /* the kernel's largest data extent */
-#define PIECE		(1ULL << 20)   /* file data is read and written in pieces of this */
-#define WRITEBACK	(8ULL << 20)   /* dirty tree blocks kept before they are written */
-#define TICK		(64ULL << 20)  /* file data between two progress calls */
+#define PIECE		(1ULL << 20)  /* file data is read and written in pieces of this */
+#define WRITEBACK	(8ULL << 20)  /* dirty tree blocks kept before they are written */
+#define TICK		(64ULL << 20) /* file data between two progress calls */
 #define XATTR_LIST_MAX_ 65536
 
 struct pop {
@@ -347,7 +346,7 @@ static int try_inline(struct pop *p, int fd, uint64_t ino, uint64_t size, bool *
 static int write_file(struct pop *p, uint64_t ino, uint64_t size, uint64_t *nbytes)
 {
 	uint32_t ss = p->fs->sectorsize;
-	uint64_t chunk = can_compress(p) ? BTK_MAX_COMPRESSED_IN : MAX_EXTENT, pos = 0;
+	uint64_t chunk = can_compress(p) ? BTK_MAX_COMPRESSED_IN : BTK_MAX_EXTENT_SIZE, pos = 0;
 	uint64_t end = (size + ss - 1) / ss * ss;
 	bool done;
 	int fd, ret = 0;
@@ -625,7 +624,7 @@ int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,
 {
 	struct pop p = {
 	    .t = t, .fs = btk_trans_fs(t), .src = src, .o = o, .st = st, .prog_next = TICK};
-	uint64_t maxsums = MAX_EXTENT / btk_trans_fs(t)->sectorsize * BTK_CSUM_MAX;
+	uint64_t maxsums = BTK_MAX_EXTENT_SIZE / btk_trans_fs(t)->sectorsize * BTK_CSUM_MAX;
 	int ret = -ENOMEM;
 
 	btk_err_clear(); /* a failure below names its own cause, never an earlier one */

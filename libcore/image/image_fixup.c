@@ -132,13 +132,13 @@ int btk_image_fixup_devices(struct btk_dev *dev, int super_mirror, uint64_t devi
 				       true, /* a first item of a chunk-tree leaf may name one */
 				   .super_mirror = super_mirror};
 	struct btk_fs *fs = NULL;
+	struct btk_wfs *w = NULL;
 	struct btk_trans *t = NULL;
 	uint8_t chunk_uuid[16] = {0};
 	int ret;
 
 	if ((ret = btk_fs_open_devs(&dev, 1, &oo, &fs)))
 		return ret;
-	fs->write_damaged_usage = true;
 	for (size_t i = 0; i < ngone && !ret; i++)
 		if (btk_fs_dev_find(fs, gone[i]))
 			ret = btk_fs_dev_forget(fs, gone[i]);
@@ -147,8 +147,8 @@ int btk_image_fixup_devices(struct btk_dev *dev, int super_mirror, uint64_t devi
 		d->total_bytes = size;
 		d->bytes_used = used;
 	}
-	if (!ret)
-		ret = btk_trans_start(fs, &t);
+	if (!ret && !(ret = btk_write_open(fs, BTK_WRITE_DAMAGED_USAGE, &w)))
+		ret = btk_trans_start(w, &t);
 	for (size_t i = 0; !ret && log->root && i < log->n; i++)
 		if ((ret = btk_trans_keep_out(t, log->blocks[i], fs->nodesize)))
 			ret = btk_err(-ret, "log tree block %llu: %s",
@@ -167,6 +167,7 @@ int btk_image_fixup_devices(struct btk_dev *dev, int super_mirror, uint64_t devi
 	}
 	if (!ret && log->root)
 		ret = put_log_back(fs, log);
+	btk_write_close(w);
 	btk_fs_close(fs);
 	return ret;
 }

@@ -28,9 +28,8 @@ static bool overlaps(const struct range *v, size_t n, uint64_t s, uint64_t e)
 
 static bool holds_super(uint64_t s, uint64_t e)
 {
-	static const uint64_t mirror[] = {BTK_SUPER_OFFSET, 64ULL << 20, 256ULL << 30};
-	for (int i = 0; i < 3; i++)
-		if (mirror[i] < e && s < mirror[i] + BTK_SUPER_SIZE)
+	for (int i = 0; i < BTK_SUPER_MIRRORS; i++)
+		if (btk_super_offset(i) < e && s < btk_super_offset(i) + BTK_SUPER_SIZE)
 			return true;
 	return false;
 }

@@ -134,7 +134,7 @@ static int pass(struct btk_fs *fs, const struct rl_empty *e, uint8_t *buf, struc
 		free(v);
 		return ret;
 	}
-	if (!(ret = btk_backref_new(fs, &br)) && !(ret = btk_trans_start(fs, &t)))
+	if (!(ret = btk_backref_new(fs, &br)) && !(ret = btk_trans_start(e->w, &t)))
 		ret = prepare(t, e);
 	for (int i = 0; i < n && !ret; i++) {
 		ret = move_one(t, br, v[i].bytenr, buf, st);

@@ -94,7 +94,8 @@ typedef void (*btk_resize_progress_fn)(void *ctx, uint64_t done, uint64_t total)
  * whose size stays still cuts an image file longer than the device's size (only that tail,
  * past the device's end: a shrink stopped before its cut); block devices are never cut.
  * Errors from the write path; an interrupted apply leaves the old or the new filesystem
- * (or one between rounds, at the old size). */
+ * (or one between rounds, at the old size). It opens and closes the write path's state of fs
+ * itself (btk_write_open): one call per opened filesystem. */
 int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 		     btk_resize_progress_fn progress, void *ctx);
 

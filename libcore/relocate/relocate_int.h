@@ -62,7 +62,8 @@ struct rl_empty {
 	uint64_t devid, hold_start, hold_len;
 	btk_resize_progress_fn progress;
 	void *ctx;
-	uint64_t total; /* bytes to move, for progress */
+	uint64_t total;	   /* bytes to move, for progress */
+	struct btk_wfs *w; /* the write path's state of the filesystem */
 };
 
 struct rl_stats {

@@ -109,8 +109,9 @@ static int set_size(struct btk_trans *t, struct btk_fs *fs, const struct btk_res
 	return ret;
 }
 
-static int run_round(struct btk_fs *fs, const struct btk_resize_plan *plan, int round, bool last,
-		     uint8_t *buf, uint64_t *done, btk_resize_progress_fn progress, void *ctx)
+static int run_round(struct btk_wfs *w, struct btk_fs *fs, const struct btk_resize_plan *plan,
+		     int round, bool last, uint8_t *buf, uint64_t *done,
+		     btk_resize_progress_fn progress, void *ctx)
 {
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, plan->devid);
 	uint64_t span = plan->old_size > plan->new_size ? plan->old_size : plan->new_size;
@@ -127,7 +128,7 @@ static int run_round(struct btk_fs *fs, const struct btk_resize_plan *plan, int 
 		if (ret)
 			return ret;
 	}
-	if ((ret = btk_trans_start(fs, &t)))
+	if ((ret = btk_trans_start(w, &t)))
 		return ret;
 	ret = btk_dev_hold(t, plan->devid, 0, span);
 	for (int i = 0; round == 0 && i < plan->ncuts && !ret; i++)
@@ -149,22 +150,26 @@ static int run_round(struct btk_fs *fs, const struct btk_resize_plan *plan, int 
  * one last transaction. Before stripe moves (compaction), the whole device is held: the moves
  * count on every unallocated place, and the kept chunks take what moves (as planned); the
  * size is then left to the last round. */
-static int run_logical(struct btk_fs *fs, const struct btk_resize_plan *plan,
+static int run_logical(struct btk_wfs *w, struct btk_fs *fs, const struct btk_resize_plan *plan,
 		       btk_resize_progress_fn progress, void *ctx)
 {
 	uint64_t span = plan->old_size > plan->new_size ? plan->old_size : plan->new_size;
 	bool moves_after = plan->empty_first && plan->nmoves;
 	uint64_t hold = moves_after ? 0 : plan->new_size;
-	struct rl_empty e = {
-	    plan->empties, plan->nempty,
-	    plan->devid,   hold,
-	    span - hold,   progress,
-	    ctx,	   plan->bytes_relocated + (moves_after ? plan->bytes_moved : 0)};
+	struct rl_empty e = {plan->empties,
+			     plan->nempty,
+			     plan->devid,
+			     hold,
+			     span - hold,
+			     progress,
+			     ctx,
+			     plan->bytes_relocated + (moves_after ? plan->bytes_moved : 0),
+			     w};
 	struct rl_stats st = {0};
 	struct btk_trans *t;
 	int ret = rl_empty_chunks(fs, &e, &st);
 
-	if (ret || (ret = btk_trans_start(fs, &t)))
+	if (ret || (ret = btk_trans_start(w, &t)))
 		return ret;
 	ret = rl_remove_chunks(t, &e);
 	if (!ret && !moves_after)
@@ -182,6 +187,7 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, plan->devid);
 	int rounds = plan->rounds ? plan->rounds : 1, ret = 0;
 	uint64_t done = 0;
+	struct btk_wfs *w;
 	uint8_t *buf;
 
 	if (!d || !d->dev)
@@ -197,21 +203,26 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 			   ? 0
 			   : btk_dev_truncate(d->dev, plan->new_size);
 
+	if ((ret = btk_write_open(fs, 0, &w)))
+		return ret;
 	/* compaction: the chunks are emptied and removed first, the stripes move into their room */
 	if (plan->empty_first && plan->nempty) {
-		ret = run_logical(fs, plan, progress, ctx);
+		ret = run_logical(w, fs, plan, progress, ctx);
 		done = plan->bytes_relocated;
 	}
-	if (!(buf = malloc(COPY_BUF)))
+	if (!(buf = malloc(COPY_BUF))) {
+		btk_write_close(w);
 		return btk_err(ENOMEM, "out of memory");
+	}
 	for (int r = 0; r < rounds && !ret && (plan->nmoves + plan->ncuts || !plan->nempty); r++)
-		ret =
-		    run_round(fs, plan, r, r == rounds - 1 && (!plan->nempty || plan->empty_first),
-			      buf, &done, progress, ctx);
+		ret = run_round(w, fs, plan, r,
+				r == rounds - 1 && (!plan->nempty || plan->empty_first), buf, &done,
+				progress, ctx);
 	free(buf);
 	/* what whole stripes could not get below the size is emptied, then the size set */
 	if (!ret && plan->nempty && !plan->empty_first)
-		ret = run_logical(fs, plan, progress, ctx);
+		ret = run_logical(w, fs, plan, progress, ctx);
+	btk_write_close(w);
 	if (!ret && !d->dev->is_blockdev && d->dev->size > plan->new_size)
 		ret = btk_dev_truncate(d->dev, plan->new_size);
 	return ret;

@@ -501,7 +501,7 @@ int btk_bg_load(struct btk_wfs *w)
 		if (!c || c->logical != w->bgs[i].start || c->length != w->bgs[i].len)
 			return btk_err(EUCLEAN, "block group %llu has no matching chunk",
 				       (unsigned long long)w->bgs[i].start);
-		if (!w->fs->write_damaged_usage && (ret = used_agrees(&w->bgs[i])))
+		if (!w->damaged_usage && (ret = used_agrees(&w->bgs[i])))
 			return ret;
 		ret = btk_bg_exclude_super(w->fs, &w->bgs[i], c);
 	}

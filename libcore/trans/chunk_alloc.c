@@ -179,10 +179,10 @@ static int cmp_space(const void *a, const void *b)
 	return x->d->devid < y->d->devid ? -1 : x->d->devid > y->d->devid;
 }
 
-static uint64_t next_logical(const struct btk_fs *fs)
+static uint64_t next_logical(const struct btk_wfs *w)
 {
-	const struct btk_wfs *w = btk_w((struct btk_fs *)fs);
-	uint64_t end = w && w->logical_floor > SZ_1M ? w->logical_floor : SZ_1M;
+	const struct btk_fs *fs = w->fs;
+	uint64_t end = w->logical_floor > SZ_1M ? w->logical_floor : SZ_1M;
 
 	for (int i = 0; i < fs->nchunks; i++)
 		if (fs->chunks[i]->logical + fs->chunks[i]->length > end)
@@ -253,7 +253,7 @@ static int place(struct btk_wfs *w, uint64_t flags, struct ctl *ct, struct devsp
 		return btk_err(ENOSPC, "a new chunk needs %d devices with room, %d have it", ndev,
 			       k);
 	}
-	c->logical = next_logical(w->fs);
+	c->logical = next_logical(w);
 	c->num_stripes = (uint16_t)ct->num_stripes;
 	c->sub_stripes = (uint16_t)btk_raid_attr(flags)->sub_stripes;
 	c->type = flags;

@@ -57,14 +57,14 @@ void btk_node_set_ptr(struct btk_block *b, int slot, const struct btk_key *k, ui
 	btk_put64(kp->generation, gen);
 }
 
-void btk_block_init(struct btk_fs *fs, struct btk_block *b, uint64_t owner, int level,
+void btk_block_init(const struct btk_wfs *w, struct btk_block *b, uint64_t owner, int level,
 		    uint64_t transid)
 {
 	struct btk_header *h = (struct btk_header *)b->data;
 
 	memset(b->data, 0, b->len);
-	memcpy(h->fsid, fs->meta_uuid, BTK_FSID_SIZE);
-	memcpy(h->chunk_tree_uuid, btk_w(fs)->chunk_uuid, BTK_UUID_SIZE);
+	memcpy(h->fsid, w->fs->meta_uuid, BTK_FSID_SIZE);
+	memcpy(h->chunk_tree_uuid, w->chunk_uuid, BTK_UUID_SIZE);
 	btk_put64(h->bytenr, b->bytenr);
 	btk_put64(h->flags, (uint64_t)BTK_MIXED_BACKREF_REV << BTK_BACKREF_REV_SHIFT);
 	btk_put64(h->generation, transid);
@@ -242,7 +242,7 @@ int btk_tree_create(struct btk_trans *t, uint64_t objectid, struct btk_wroot **o
 	b = btk_cache_alloc(t->fs->cache, bytenr, t->fs->nodesize);
 	if (!b)
 		return btk_err(ENOMEM, "out of memory");
-	btk_block_init(t->fs, b, objectid, 0, t->transid);
+	btk_block_init(t->w, b, objectid, 0, t->transid);
 	b->dirty = true;
 	btk_block_put(b);
 	wr->bytenr = bytenr;
@@ -427,7 +427,7 @@ static int new_block(struct btk_trans *t, struct btk_wroot *wr, int level, struc
 	*out = btk_cache_alloc(t->fs->cache, bytenr, t->fs->nodesize);
 	if (!*out)
 		return btk_err(ENOMEM, "out of memory");
-	btk_block_init(t->fs, *out, wr->objectid, level, t->transid);
+	btk_block_init(t->w, *out, wr->objectid, level, t->transid);
 	(*out)->dirty = true;
 	t->w->mods++;
 	return 0;

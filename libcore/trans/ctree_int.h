@@ -99,6 +99,7 @@ struct btk_wfs {
 	uint64_t transid; /* the running (or next) transaction */
 	bool running, broken;
 	bool skinny, fst, bgtree, mixed, no_holes;
+	bool damaged_usage; /* BTK_WRITE_DAMAGED_USAGE */
 	struct btk_wroot **roots;
 	int nroots;
 	struct btk_bg *bgs; /* sorted by start */
@@ -138,11 +139,6 @@ struct btk_wfs {
 struct btk_devhold {
 	uint64_t devid, start, len;
 };
-
-static inline struct btk_wfs *btk_w(struct btk_fs *fs)
-{
-	return (struct btk_wfs *)fs->trans;
-}
 
 struct btk_trans {
 	struct btk_fs *fs;
@@ -204,7 +200,7 @@ int btk_wblock_read(struct btk_fs *fs, uint64_t bytenr, int level, struct btk_bl
  * for trees other than ROOT_TREE and CHUNK_TREE. */
 int btk_tree_create(struct btk_trans *t, uint64_t objectid, struct btk_wroot **out);
 /* Initializes a fresh tree block header. */
-void btk_block_init(struct btk_fs *fs, struct btk_block *b, uint64_t owner, int level,
+void btk_block_init(const struct btk_wfs *w, struct btk_block *b, uint64_t owner, int level,
 		    uint64_t transid);
 uint32_t btk_leaf_free(const struct btk_fs *fs, const struct btk_block *b);
 uint32_t btk_node_max(const struct btk_fs *fs);

@@ -732,8 +732,6 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 		free(w);
 		return btk_err(ENOMEM, "out of memory");
 	}
-	fs->trans = w;
-	fs->release_trans = btk_write_release;
 	w->fs = fs;
 	w->transid = 1;
 	w->skinny = pl.incompat & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
@@ -758,7 +756,7 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 		ret = fs->cache ? 0 : btk_err(ENOMEM, "out of memory");
 	}
 	if (!ret)
-		ret = btk_trans_start(fs, &t);
+		ret = btk_trans_start(w, &t);
 	if (o->shrink) {
 		w->chunk_cap = SHRINK_CHUNK;
 		w->meta_chunk_cap = SHRINK_META_CHUNK;
@@ -816,7 +814,7 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 		btk_trans_abort(t);
 	if (!ret)
 		fill_result(fs, &pl, res);
-	btk_write_release(fs);
+	btk_write_close(w);
 	btk_fs_close(fs);
 	if (ret && !committing)
 		remove_created(o, existed);

@@ -46,15 +46,18 @@ static int check_writable(struct btk_fs *fs)
 	return 0;
 }
 
-/* Prepares fs->trans for a filesystem read from disk. */
-static int write_init(struct btk_fs *fs)
+int btk_write_open(struct btk_fs *fs, unsigned flags, struct btk_wfs **out)
 {
 	uint64_t inc = btk_le64(fs->sb.incompat_flags), ro = btk_le64(fs->sb.compat_ro_flags);
 	struct btk_wfs *w;
 	struct btk_block *b;
-	int ret = check_writable(fs);
+	int ret;
 
-	if (ret)
+	*out = NULL;
+	btk_err_clear(); /* a failure below names its own cause, never an earlier one */
+	if (!fs->writable)
+		return btk_err(EROFS, "filesystem opened read-only");
+	if ((ret = check_writable(fs)))
 		return ret;
 	w = calloc(1, sizeof(*w));
 	if (!w)
@@ -66,8 +69,7 @@ static int write_init(struct btk_fs *fs)
 	w->no_holes = inc & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
 	w->fst = ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE;
 	w->bgtree = ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE;
-	fs->trans = w;
-	fs->release_trans = btk_write_release;
+	w->damaged_usage = flags & BTK_WRITE_DAMAGED_USAGE;
 	ret = btk_wblock_read(fs, btk_le64(fs->sb.chunk_root), fs->sb.chunk_root_level, &b);
 	if (!ret) {
 		memcpy(w->chunk_uuid, btk_hdr(b)->chunk_tree_uuid, BTK_UUID_SIZE);
@@ -75,14 +77,14 @@ static int write_init(struct btk_fs *fs)
 		ret = btk_bg_load(w);
 	}
 	if (ret)
-		btk_write_release(fs);
+		btk_write_close(w);
+	else
+		*out = w;
 	return ret;
 }
 
-void btk_write_release(struct btk_fs *fs)
+void btk_write_close(struct btk_wfs *w)
 {
-	struct btk_wfs *w = fs ? btk_w(fs) : NULL;
-
 	if (!w)
 		return;
 	for (int i = 0; i < w->nroots; i++)
@@ -100,22 +102,13 @@ void btk_write_release(struct btk_fs *fs)
 	free(w->new_chunks);
 	free(w->holds);
 	free(w);
-	fs->trans = NULL;
-	fs->release_trans = NULL;
 }
 
-int btk_trans_start(struct btk_fs *fs, struct btk_trans **out)
+int btk_trans_start(struct btk_wfs *w, struct btk_trans **out)
 {
 	struct btk_trans *t;
-	struct btk_wfs *w;
-	int ret;
 
 	btk_err_clear(); /* a failure below names its own cause, never an earlier one */
-	if (!fs->writable)
-		return btk_err(EROFS, "filesystem opened read-only");
-	if (!fs->trans && (ret = write_init(fs)))
-		return ret;
-	w = btk_w(fs);
 	if (w->broken)
 		return btk_err(EIO, "an earlier transaction failed; reopen the filesystem");
 	if (w->running)
@@ -123,7 +116,7 @@ int btk_trans_start(struct btk_fs *fs, struct btk_trans **out)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return btk_err(ENOMEM, "out of memory");
-	t->fs = fs;
+	t->fs = w->fs;
 	t->w = w;
 	t->transid = w->transid;
 	t->mods_at_start = w->mods;
@@ -572,9 +565,8 @@ struct btrfs_root_item *btk_tree_root_item(struct btk_trans *t, uint64_t objecti
 	return (struct btrfs_root_item *)wr->item;
 }
 
-void btk_write_stats(struct btk_fs *fs, struct btk_wstats *st)
+void btk_write_stats(const struct btk_wfs *w, struct btk_wstats *st)
 {
-	struct btk_wfs *w = btk_w(fs);
 
 	memset(st, 0, sizeof(*st));
 	if (!w)

@@ -29,14 +29,27 @@
 #include "volumes/volumes.h"
 
 struct btk_trans;
+struct btk_wfs;
 
-/* Starts a transaction on a filesystem opened with opts.write (or built by mkfs). The first
- * call loads block groups and free space. *out is freed by commit or abort.
+/* The write path's state of a filesystem opened with opts.write: block groups and free space
+ * (loaded here), roots, queued reference changes, what earlier transactions left pinned or
+ * held. It lives beside fs, not in it: open it once per opened filesystem, keep it across
+ * that filesystem's transactions, and close it before the filesystem (btk_fs_close).
  * Errors: -EROFS (not writable), -EOPNOTSUPP (a feature the write path cannot keep
  * consistent: unknown features, old backrefs, a log tree to replay), -ENODEV (a device is
- * missing), -EIO. A v1 space cache is invalidated (cache_generation -1): the kernel rebuilds
- * it. */
-int btk_trans_start(struct btk_fs *fs, struct btk_trans **out);
+ * missing), -EUCLEAN (block group usage disagrees with the extents), -EIO, -ENOMEM. */
+int btk_write_open(struct btk_fs *fs, unsigned flags, struct btk_wfs **out);
+/* flags: write although block group usage disagrees with the extents (a damaged extent
+ * tree otherwise refused): image restore's fixups copy a filesystem as it is, damage and
+ * all, and touch only device items and dev extents. */
+#define BTK_WRITE_DAMAGED_USAGE (1u << 0)
+/* Frees w (NULL is fine); a running transaction must have ended. */
+void btk_write_close(struct btk_wfs *w);
+
+/* Starts a transaction. *out is freed by commit or abort. -EIO after an earlier transaction
+ * failed, -EBUSY while one runs. A v1 space cache is invalidated (cache_generation -1): the
+ * kernel rebuilds it. */
+int btk_trans_start(struct btk_wfs *w, struct btk_trans **out);
 /* Bounds the memory of a long transaction: once more than `limit` bytes of tree blocks were
  * made dirty since the last call that wrote, applies queued reference changes and writes
  * every dirty block, so that the cache may drop them. Safe for the old filesystem: the blocks
@@ -71,9 +84,6 @@ struct btk_fs *btk_trans_fs(const struct btk_trans *t);
  * -ENOSPC when no range of min bytes is free even after allocating a new data chunk. */
 int btk_data_extent_alloc(struct btk_trans *t, uint64_t want, uint64_t min, uint64_t root,
 			  uint64_t ino, uint64_t offset, uint64_t *bytenr, uint64_t *got);
-
-/* Frees the write-path state hanging off fs->trans (btk_fs_close should call it). */
-void btk_write_release(struct btk_fs *fs);
 
 /* ---- items ----
  * `tree` is a root objectid (BTRFS_ROOT_TREE_OBJECTID, BTRFS_EXTENT_TREE_OBJECTID, 5, ...).
@@ -247,6 +257,6 @@ int btk_chunk_remove(struct btk_trans *t, uint64_t logical);
 struct btk_wstats {
 	uint64_t bgs, bg_used, pinned_bytes, free_bytes;
 };
-void btk_write_stats(struct btk_fs *fs, struct btk_wstats *st);
+void btk_write_stats(const struct btk_wfs *w, struct btk_wstats *st);
 
 #endif

@@ -9,8 +9,23 @@ struct btk_block_cache {
 	struct btk_block **buckets;
 	size_t nbuckets, count;
 	uint64_t bytes, budget;
-	struct btk_block lru; /* sentinel: lru.lru_next is the most recently used */
+	struct btk_block lru;	 /* sentinel: lru.lru_next is the most recently used */
+	enum btk_read_mode mode; /* how blocks read into it were validated */
 };
+
+enum btk_read_mode btk_cache_read_mode(const struct btk_block_cache *c)
+{
+	return c ? c->mode : BTK_READ_KERNEL;
+}
+
+enum btk_read_mode btk_tree_read_mode(struct btk_fs *fs, enum btk_read_mode mode)
+{
+	enum btk_read_mode old = btk_cache_read_mode(fs->cache);
+
+	if (fs->cache)
+		fs->cache->mode = mode;
+	return old;
+}
 
 static size_t slot_of(const struct btk_block_cache *c, uint64_t bytenr)
 {

@@ -10,6 +10,8 @@
 #include "tree/tree.h"
 
 struct btk_block_cache *btk_cache_new(uint64_t budget_bytes);
+/* The read mode kept with the cache (btk_tree_read_mode); BTK_READ_KERNEL for NULL. */
+enum btk_read_mode btk_cache_read_mode(const struct btk_block_cache *c);
 void btk_cache_free(struct btk_block_cache *c);
 /* A referenced block if cached (caller puts it), else NULL. */
 struct btk_block *btk_cache_lookup(struct btk_block_cache *c, uint64_t bytenr);

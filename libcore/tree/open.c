@@ -260,8 +260,6 @@ void btk_fs_close(struct btk_fs *fs)
 {
 	if (!fs)
 		return;
-	if (fs->release_trans)
-		fs->release_trans(fs);
 	btk_cache_free(fs->cache);
 	fs->cache = NULL;
 	btk_volumes_close(fs);

@@ -45,7 +45,7 @@ static int check_leaf(const uint8_t *data, uint32_t len, uint32_t n, bool lax, c
 }
 
 static int check_node(const struct btk_fs *fs, const uint8_t *data, uint32_t len, uint32_t n,
-		      char *why, size_t whylen)
+		      bool lax, char *why, size_t whylen)
 {
 	const struct btk_key_ptr *kp = (const struct btk_key_ptr *)(data + HDR);
 	struct btk_key prev = {0}, k;
@@ -55,7 +55,7 @@ static int check_node(const struct btk_fs *fs, const uint8_t *data, uint32_t len
 	for (uint32_t i = 0; i < n; i++) {
 		uint64_t ptr = btk_le64(kp[i].blockptr);
 
-		if (!ptr || (ptr % fs->sectorsize && !fs->read_safety_only))
+		if (!ptr || (ptr % fs->sectorsize && !lax))
 			return BAD("pointer %u: invalid child bytenr %llu", i,
 				   (unsigned long long)ptr);
 		btk_disk_to_key(&kp[i].key, &k);
@@ -74,6 +74,7 @@ int btk_block_check_raw(const struct btk_fs *fs, uint64_t bytenr, const uint8_t 
 	const struct btk_header *h = (const struct btk_header *)data;
 	uint8_t sum[BTK_CSUM_MAX];
 	uint32_t len = fs->nodesize, n = btk_le32(h->nritems);
+	bool lax = btk_cache_read_mode(fs->cache) == BTK_READ_SAFETY_ONLY;
 
 	btk_csum(fs->csum_type, data + BTK_CSUM_MAX, len - BTK_CSUM_MAX, sum);
 	if (memcmp(sum, h->csum, (size_t)fs->csum_size))
@@ -85,8 +86,8 @@ int btk_block_check_raw(const struct btk_fs *fs, uint64_t bytenr, const uint8_t 
 		return BAD("fsid does not match the filesystem");
 	if (h->level >= BTK_MAX_LEVEL)
 		return BAD("level %u too high", h->level);
-	return h->level ? check_node(fs, data, len, n, why, whylen)
-			: check_leaf(data, len, n, fs->read_safety_only, why, whylen);
+	return h->level ? check_node(fs, data, len, n, lax, why, whylen)
+			: check_leaf(data, len, n, lax, why, whylen);
 }
 
 static __thread enum btk_block_fault last_fault;

@@ -40,6 +40,15 @@ struct btk_block {
 };
 
 /* What the reader expects of a block; 0 / -1 fields are not checked. */
+/* How strictly tree blocks of a filesystem are validated when read. BTK_READ_KERNEL: what
+ * reading safely needs (bounds, key order) and the kernel's canonical layout (item data packed
+ * back to back from the leaf end, sector-aligned child pointers). BTK_READ_SAFETY_ONLY: only
+ * the former, for the checker, which sees and reports such blocks itself. */
+enum btk_read_mode { BTK_READ_KERNEL = 0, BTK_READ_SAFETY_ONLY };
+/* Sets the mode of fs's later reads (the tree layer keeps it with fs's block cache; blocks
+ * already cached stay) and returns the mode before. */
+enum btk_read_mode btk_tree_read_mode(struct btk_fs *fs, enum btk_read_mode mode);
+
 struct btk_block_check {
 	int level;			 /* -1: any */
 	uint64_t generation;		 /* 0: any (the parent pointer's generation otherwise) */

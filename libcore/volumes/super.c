@@ -29,9 +29,9 @@ int btk_super_check(const struct btk_super *sb, uint64_t offset, char *why, size
 	if (btk_le64(sb->bytenr) != offset)
 		return BAD("bytenr %llu does not match its offset %llu",
 			   (unsigned long long)btk_le64(sb->bytenr), (unsigned long long)offset);
-	if (!is_pow2(secsz) || secsz < 4096 || secsz > 65536)
+	if (!is_pow2(secsz) || secsz < BTK_MIN_SECTORSIZE || secsz > BTK_MAX_SECTORSIZE)
 		return BAD("invalid sectorsize %u", secsz);
-	if (!is_pow2(nodesz) || nodesz < secsz || nodesz > 65536)
+	if (!is_pow2(nodesz) || nodesz < secsz || nodesz > BTK_MAX_NODESIZE)
 		return BAD("invalid nodesize %u", nodesz);
 	if (sb->root_level >= BTK_MAX_LEVEL || sb->chunk_root_level >= BTK_MAX_LEVEL ||
 	    sb->log_root_level >= BTK_MAX_LEVEL)

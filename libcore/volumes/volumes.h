@@ -52,18 +52,6 @@ struct btk_fs {
 	int devs_cap, chunks_cap;
 	struct btk_block_cache *cache;
 	bool writable;
-	/* Tree reads require only safety (bounds, key order), not the kernel's canonical layout
-	 * (item data packed from the leaf end, aligned child pointers): the checker sets it to see
-	 * and report such blocks itself. */
-	bool read_safety_only;
-	/* The write path writes although block group usage disagrees with the extents (a damaged
-	 * extent tree it otherwise refuses, trans/alloc.c): restore's fixups copy a filesystem as
-	 * it is, damage and all, and touch only device items and dev extents. */
-	bool write_damaged_usage;
-	void *trans; /* the write path's state (trans.h) */
-	/* Set by the write path with its state; btk_fs_close calls it, so that this layer needs
-	 * no knowledge of upper ones. */
-	void (*release_trans)(struct btk_fs *fs);
 };
 
 struct btk_open_opts {

@@ -8,6 +8,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "../test_image.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -118,7 +120,8 @@ static int make_fs(void **state)
 	close(fd);
 	btk_mkfs_opts_init(&o);
 	o.paths = paths, o.ndevs = 1, o.force = true;
-	if (btk_mkfs(&o, &res) || btk_fs_open(paths, 1, &oo, &fs) || btk_trans_start(fs, &t))
+	if (btk_mkfs(&o, &res) || btk_fs_open(paths, 1, &oo, &fs) ||
+	    btk_trans_start(test_w(fs), &t))
 		return -1;
 	assert_int_equal(btk_inode_create(t, 5, 257, &a), 0);
 	plain_at = put_data(t, fs, plain, sizeof(plain), 0);
@@ -142,8 +145,7 @@ static int make_fs(void **state)
 	extent(t, 102400, BTRFS_FILE_EXTENT_REG, BTK_COMPRESS_ZSTD, zstd_at, zl, 0, 4096,
 	       1ULL << 40);
 	assert_int_equal(btk_trans_commit(t), 0);
-	btk_write_release(fs);
-	btk_fs_close(fs);
+	test_close_image(fs);
 	return 0;
 }
 
@@ -171,7 +173,7 @@ static void read_file(struct got *g)
 	g->buf = malloc(SIZE);
 	memset(g->buf, 0xee, SIZE); /* every byte must be passed on */
 	assert_int_equal(btk_file_read(fs, &root, 257, &ii, 0, UINT64_MAX, &ops, g), 0);
-	btk_fs_close(fs);
+	test_close_image(fs);
 }
 
 static void check_good_parts(const struct got *g, bool sector_lost)
@@ -219,7 +221,7 @@ static void test_bad_sector(void **state)
 	memset(bad, 0, sizeof(bad));
 	assert_int_equal(btk_fs_open(paths, 1, &oo, &fs), 0);
 	assert_int_equal(btk_write_logical(fs, plain_at + 3 * SS, bad, SS), 0);
-	btk_fs_close(fs);
+	test_close_image(fs);
 	read_file(&g);
 	check_good_parts(&g, true);
 	/* the piece at 0 uses sectors 1-2 only: intact; the whole use at 28K loses sector 3 */

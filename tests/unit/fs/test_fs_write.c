@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "../test_image.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,7 +58,7 @@ static struct btk_trans *begin(struct btk_fs **fs)
 	struct btk_trans *t;
 
 	assert_int_equal(btk_fs_open(paths, 1, &o, fs), 0);
-	assert_int_equal(btk_trans_start(*fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(*fs), &t), 0);
 	return t;
 }
 
@@ -102,7 +104,7 @@ static void test_overflow_costs_nothing(void **state)
 		btk_wpath_release(&p);
 	}
 	assert_int_equal(btk_trans_commit(t), 0);
-	btk_fs_close(fs);
+	test_close_image(fs);
 	if (!system("command -v btrfs >/dev/null"))
 		check_extents();
 }
@@ -146,7 +148,7 @@ static void test_links_and_data(void **state)
 	assert_int_equal(btk_file_extent_insert(t, 5, 300, &fe), 0);
 	assert_int_equal(btk_inode_set_size(t, 5, 300, got, got), 0);
 	assert_int_equal(btk_trans_commit(t), 0);
-	btk_fs_close(fs);
+	test_close_image(fs);
 	if (!system("command -v btrfs >/dev/null"))
 		check_clean();
 }

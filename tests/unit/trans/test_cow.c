@@ -56,7 +56,7 @@ static void commit_and_check(struct btk_fs **fs, struct btk_trans **t, const str
 		test_close_image(*fs);
 		*fs = open_rw();
 	}
-	assert_int_equal(btk_trans_start(*fs, t), 0);
+	assert_int_equal(btk_trans_start(test_w(*fs), t), 0);
 }
 
 /* ---- tests ---- */
@@ -78,7 +78,7 @@ static void test_root_shrink_cow(void **state)
 
 	make_image(NULL, 256ULL << 20);
 	fs = open_rw();
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	assert_int_equal(btk_tree_new(t, TTREE), 0);
 	for (size_t i = 0; i < 80; i++) {
 		struct btk_key k = key_of(i);
@@ -87,10 +87,10 @@ static void test_root_shrink_cow(void **state)
 	}
 	assert_int_equal(btk_trans_commit(t), 0);
 	/* an unrelated commit: the first leaf is two transactions old */
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	assert_int_equal(btk_tree_new(t, TTREE + 1), 0);
 	assert_int_equal(btk_trans_commit(t), 0);
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	{
 		struct btk_key k = key_of(0);
 		btk_path_init(&p);
@@ -139,7 +139,7 @@ static void test_torture(void **state)
 
 	make_image(NULL, 4ULL << 30);
 	fs = open_rw();
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	assert_int_equal(btk_tree_new(t, TTREE), 0);
 	for (size_t i = 0; i < n; i++)
 		perm[i] = i;
@@ -245,7 +245,7 @@ static int crash_commit(uint64_t allowed, struct model *m)
 
 	assert_int_equal(btk_dev_faulty(fs->devs[0].dev, allowed, &fd), 0);
 	fs->devs[0].dev = fd;
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	for (size_t i = 0; i < m->n; i++) {
 		struct btk_key k = key_of(i);
 		if (i % 3 == 0) {
@@ -272,7 +272,7 @@ static void test_crash(void **state)
 
 	make_image(NULL, 1ULL << 30);
 	fs = open_rw();
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	assert_int_equal(btk_tree_new(t, TTREE), 0);
 	for (size_t i = 0; i < m.n; i++)
 		assert_int_equal(put(t, &m, i, 40 + i % 50, (uint32_t)i), 0);
@@ -292,7 +292,7 @@ static void test_crash(void **state)
 		struct btk_fs *ro;
 		assert_int_equal(btk_fs_open(paths, 1, &o, &ro), 0);
 		uint64_t gen = btk_le64(ro->sb.generation);
-		btk_fs_close(ro);
+		test_close_image(ro);
 		struct model nm = {m.n, malloc(m.n), malloc(m.n * 2), malloc(m.n * 4)};
 		memcpy(nm.present, m.present, m.n);
 		memcpy(nm.size, m.size, m.n * 2);
@@ -373,7 +373,7 @@ static void count_data_refs(uint64_t bytenr, uint64_t *refs, uint64_t *inl, uint
 		}
 	}
 	btk_path_release(&p);
-	btk_fs_close(fs);
+	test_close_image(fs);
 }
 
 static void test_data_refs(void **state)
@@ -386,8 +386,8 @@ static void test_data_refs(void **state)
 
 	make_image(NULL, 1ULL << 30);
 	fs = open_rw();
-	assert_int_equal(btk_trans_start(fs, &t), 0);
-	btk_write_stats(fs, &before);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
+	btk_write_stats(test_w(fs), &before);
 	assert_int_equal(btk_data_extent_alloc(t, 1 << 20, 1 << 20, 5, 300, 0, &bytenr, &got), 0);
 	for (int i = 1; i < 150; i++)
 		assert_int_equal(btk_data_ref(t, bytenr, got, 5 + (i % 3 ? 0 : 251), 0,
@@ -405,7 +405,7 @@ static void test_data_refs(void **state)
 	assert_int_equal(sum, 156);
 	assert_true(inl > 0 && keyed > 0 && inl + keyed == 155);
 	/* drop them all, in another order */
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	for (int i = 149; i >= 0; i--) /* i = 0 is the reference the allocation made */
 		assert_int_equal(btk_data_ref(t, bytenr, got, 5 + (i % 3 || !i ? 0 : 251), 0,
 					      300 + (uint64_t)i, (uint64_t)i * 4096, -1),
@@ -416,7 +416,7 @@ static void test_data_refs(void **state)
 				 0);
 	if (btk_trans_commit(t))
 		fail_msg("commit: %s", btk_errmsg());
-	btk_write_stats(fs, &after);
+	btk_write_stats(test_w(fs), &after);
 	test_close_image(fs);
 	count_data_refs(bytenr, &refs, &inl, &keyed, &sum);
 	assert_int_equal(refs + inl + keyed, 0); /* the record and every keyed item are gone */
@@ -438,14 +438,14 @@ static void test_chunk_growth(void **state)
 
 	make_image(NULL, 1ULL << 30); /* a 51 MiB DUP metadata chunk */
 	fs = open_rw();
-	assert_int_equal(btk_trans_start(fs, &t), 0);
-	btk_write_stats(fs, &st0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
+	btk_write_stats(test_w(fs), &st0);
 	assert_int_equal(btk_tree_new(t, TTREE), 0);
 	for (size_t i = 0; i < m.n; i++)
 		if (put(t, &m, i, 900, (uint32_t)i))
 			fail_msg("insert %zu: %s", i, btk_errmsg());
 	assert_int_equal(btk_trans_commit(t), 0);
-	btk_write_stats(fs, &st1);
+	btk_write_stats(test_w(fs), &st1);
 	test_close_image(fs);
 	fprintf(stderr, "chunk growth: %llu -> %llu block groups\n", (unsigned long long)st0.bgs,
 		(unsigned long long)st1.bgs);
@@ -494,7 +494,7 @@ static void count_fill(uint64_t *leaves, uint64_t *least)
 	cap = fs->nodesize - sizeof(struct btk_header);
 	assert_int_equal(btk_root_find(fs, TTREE, &r), 0);
 	assert_int_equal(btk_tree_walk(fs, &r, &ops, &f), 0);
-	btk_fs_close(fs);
+	test_close_image(fs);
 	*leaves = f.leaves;
 	*least = (f.bytes + cap - 1) / cap;
 }
@@ -517,7 +517,7 @@ static void test_leaf_fill(void **state)
 
 		make_image(NULL, 1ULL << 30);
 		fs = open_rw();
-		assert_int_equal(btk_trans_start(fs, &t), 0);
+		assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 		assert_int_equal(btk_tree_new(t, TTREE), 0);
 		for (size_t i = 0; i < n; i++) {
 			size_t x = order == 0 ? i : order == 1 ? n - 1 - i : mix(i ^ 0xf111) % n;

@@ -53,7 +53,7 @@ static void test_kernel_image(void **state)
 		skip();
 	}
 	fs = open_rw();
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	assert_int_equal(btk_tree_new(t, TTREE), 0);
 	for (size_t i = 0; i < m.n; i++)
 		assert_int_equal(put(t, &m, i, 30 + (uint32_t)(i % 200), (uint32_t)i), 0);
@@ -128,7 +128,7 @@ static void count_shared(uint64_t *full, uint64_t *shared)
 				(*shared)++;
 	}
 	btk_path_release(&p);
-	btk_fs_close(fs);
+	test_close_image(fs);
 }
 
 static void test_kernel_snapshot(void **state)
@@ -156,7 +156,7 @@ static void test_kernel_snapshot(void **state)
 		skip();
 	}
 	fs = open_rw();
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	if (add_files(t, BTRFS_FS_TREE_OBJECTID, 900000, 400) || add_files(t, 256, 910000, 400))
 		fail_msg("add files: %s", btk_errmsg());
 	assert_int_equal(btk_trans_commit(t), 0);
@@ -167,7 +167,7 @@ static void test_kernel_snapshot(void **state)
 			(unsigned long long)full0, (unsigned long long)shared0);
 		assert_true(full0 > 0 && shared0 > 0); /* the shared paths were taken */
 	}
-	assert_int_equal(btk_trans_start(fs, &t), 0); /* a second round on the new state */
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0); /* a second round on the new state */
 	if (add_files(t, 256, 920000, 300) || add_files(t, BTRFS_FS_TREE_OBJECTID, 930000, 300))
 		fail_msg("add files: %s", btk_errmsg());
 	assert_int_equal(btk_trans_commit(t), 0);
@@ -252,7 +252,7 @@ static void test_fs_files(void **state)
 	a.mode = 0100644;
 	a.nlink = 1;
 	for (int phase = 0; phase < 3; phase++) {
-		assert_int_equal(btk_trans_start(fs, &t), 0);
+		assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 		for (int j = 0; j < n; j++) {
 			int i = (int)(mix((uint64_t)j * 31 + (uint64_t)phase) % (uint64_t)n);
 			uint64_t ino = 1000 + (uint64_t)i;
@@ -347,7 +347,7 @@ static void test_btk_snapshot(void **state)
 		skip();
 	}
 	fs = open_rw();
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	if (add_files(t, 256, 800000, 300)) /* a: before the snapshot */
 		fail_msg("a: %s", btk_errmsg());
 	if (btk_tree_snapshot(t, 256, 300, false, 1700000000))
@@ -356,7 +356,7 @@ static void test_btk_snapshot(void **state)
 	    name_subvol(t, 5, 256, 300, "btksnap", 1000))
 		fail_msg("b/c: %s", btk_errmsg());
 	assert_int_equal(btk_trans_commit(t), 0);
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	if (add_files(t, 300, 830000, 300) || add_files(t, 256, 840000, 300)) /* d, e */
 		fail_msg("d/e: %s", btk_errmsg());
 	assert_int_equal(btk_trans_commit(t), 0);
@@ -417,7 +417,7 @@ static void test_crash_shared(void **state)
 		fs = open_rw();
 		assert_int_equal(btk_dev_faulty(fs->devs[0].dev, allowed, &fd), 0);
 		fs->devs[0].dev = fd;
-		assert_int_equal(btk_trans_start(fs, &t), 0);
+		assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 		if (add_files(t, 256, 950000, 6) || add_files(t, 5, 960000, 6))
 			fail_msg("add: %s", btk_errmsg());
 		int ret = btk_trans_commit(t);
@@ -436,7 +436,7 @@ static void test_crash_shared(void **state)
 		btk_path_init(&p);
 		int found = btk_search(ro, &r, &k, &p) == 0;
 		btk_path_release(&p);
-		btk_fs_close(ro);
+		test_close_image(ro);
 		outcomes[found]++;
 		if (ret == 0) {
 			assert_true(found);

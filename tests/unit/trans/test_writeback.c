@@ -91,7 +91,7 @@ static void verify(const uint8_t *present)
 		btk_path_release(&p);
 	}
 	assert_int_equal(found, expect);
-	btk_fs_close(fs);
+	test_close_image(fs);
 }
 
 static void test_writeback(void **state)
@@ -103,7 +103,7 @@ static void test_writeback(void **state)
 	(void)state;
 
 	fs = test_open_image(img, true, 1); /* a 1 MiB cache: the tree cannot stay in memory */
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	assert_int_equal(btk_tree_new(t, TTREE), 0);
 	for (uint32_t i = 0; i < NKEYS; i++) {
 		struct btk_key k = key_of(i);
@@ -131,7 +131,7 @@ static void test_writeback(void **state)
 		struct btk_fs *ro = test_open_image(img, false, 0);
 		struct btk_root r;
 		assert_int_equal(btk_root_find(ro, TTREE, &r), -ENOENT);
-		btk_fs_close(ro);
+		test_close_image(ro);
 		assert_int_equal(fs_check(), 0);
 	}
 	assert_int_equal(btk_trans_commit(t), 0);
@@ -150,15 +150,15 @@ static void test_empty_commit(void **state)
 	struct btk_trans *t;
 	(void)state;
 
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	assert_int_equal(btk_trans_commit(t), 0);
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	assert_int_equal(btk_trans_commit(t), 0);
 	test_close_image(fs);
 	assert_int_equal(fs_check(), 0);
 	fs = test_open_image(img, false, 0);
 	assert_int_equal(fs->generation, gen);
-	btk_fs_close(fs);
+	test_close_image(fs);
 }
 
 static int setup(void **state)

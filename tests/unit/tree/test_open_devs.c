@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <cmocka.h>
+
+#include "../test_image.h"
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -182,9 +184,9 @@ static void test_walk_in_memory(void **state)
 	assert_int_equal(ffs->devs[0].dev->stats.reads > 0, 1);
 	assert_int_equal(mfs->devs[0].dev->stats.reads, ffs->devs[0].dev->stats.reads);
 	assert_string_equal(mfs->devs[0].dev->path, "mem.img");
-	btk_fs_close(ffs);
-	btk_fs_close(mfs);
-	btk_fs_close(vfs);
+	test_close_image(ffs);
+	test_close_image(mfs);
+	test_close_image(vfs);
 }
 
 static void add_items(struct btk_trans *t, int n, uint8_t seed)
@@ -230,18 +232,17 @@ static void test_write_in_memory(void **state)
 	size_t len;
 	(void)state;
 
-	assert_int_equal(btk_trans_start(fs, &t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 	assert_int_equal(btk_tree_new(t, TTREE), 0);
 	add_items(t, 500, 7);
 	assert_int_equal(btk_trans_commit(t), 0);
 	assert_true(fs->devs[0].dev->stats.writes > 0);
 	after = snapshot_bytes(fs, &len);
-	btk_write_release(fs);
-	btk_fs_close(fs);
+	test_close_image(fs);
 	assert_int_equal(len, image_len);
 	fs = open_mem(after, len, false);
 	assert_int_equal(ttree_items(fs), 500);
-	btk_fs_close(fs);
+	test_close_image(fs);
 }
 
 /* Power cuts in memory: a commit stopped after each of its writes leaves a filesystem that
@@ -262,7 +263,7 @@ static void test_power_cut_in_memory(void **state)
 
 		assert_int_equal(btk_dev_faulty(fs->devs[0].dev, n ? n : UINT64_MAX, &f), 0);
 		fs->devs[0].dev = f;
-		assert_int_equal(btk_trans_start(fs, &t), 0);
+		assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
 		assert_int_equal(btk_tree_new(t, TTREE), 0);
 		add_items(t, 200, 9);
 		ret = btk_trans_commit(t);
@@ -272,8 +273,7 @@ static void test_power_cut_in_memory(void **state)
 			assert_true(total > 3);
 		}
 		after = n ? snapshot_bytes(fs, &len) : NULL;
-		btk_write_release(fs);
-		btk_fs_close(fs);
+		test_close_image(fs);
 		if (!n)
 			continue;
 		/* the last write is followed by a flush, which fails when the budget is spent */
@@ -284,7 +284,7 @@ static void test_power_cut_in_memory(void **state)
 		assert_true(n < total || items == 200);
 		olds += items == -1;
 		news += items == 200;
-		btk_fs_close(fs);
+		test_close_image(fs);
 	}
 	assert_true(olds > 0 && news > 0);
 }
