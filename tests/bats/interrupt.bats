@@ -211,3 +211,27 @@ changes() {
 	grep -Eq "^btk-image put: interrupted(: .*t.img is unchanged| after a commit: .*t.img has the change)" "$D/err"
 	check_clean "$D/t.img"
 }
+
+@test "restore: SIGINT at the first, middle and last changes: unchanged, incomplete (said), or restored" {
+	local total n
+	"$B/btk-mkfs" -q -b 256m "$D/src.img"
+	"$B/btk-image" mkdir "$D/src.img" /d
+	"$B/btk-image" dump "$D/src.img" "$D/src.dump" >/dev/null
+	truncate -s 256M "$D/orig.img"
+	total=$(changes "$B/btk-image" restore "$D/src.dump" "$D/w.img")
+	[ "$total" -gt 3 ]
+	for n in 1 2 $((total / 2)) $((total - 1)) $total; do
+		run_at $n "$B/btk-image" restore "$D/src.dump" "$D/w.img"
+		[ $st = 130 ] && [ "$(wc -l <"$D/err")" = 1 ] || { echo "n=$n exit $st" >&2; cat "$D/err" >&2; return 1; }
+		if grep -Eq "^btk-image( restore)?: interrupted: .*w.img is unchanged" "$D/err"; then
+			cmp -s "$D/w.img" "$D/orig.img"
+		elif grep -Eq "^btk-image( restore)?: interrupted: .*w.img holds no complete filesystem: the restore did not finish" "$D/err"; then
+			"$B/btk-image" restore "$D/src.dump" "$D/w.img" >/dev/null && check_clean "$D/w.img"
+		elif grep -Eq "^btk-image( restore)?: interrupted after a commit: .*w.img holds the restored filesystem" "$D/err"; then
+			check_clean "$D/w.img"
+		else
+			echo "n=$n: $(cat "$D/err")" >&2
+			return 1
+		fi
+	done
+}
