@@ -86,15 +86,18 @@ static void set_text(char *dst, const char *fmt, va_list ap)
 	sigprocmask(SIG_SETMASK, &old, NULL);
 }
 
-static void set(char *dst, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void set(char *dst, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	set_text(dst, fmt, ap);
-	va_end(ap);
-}
+/* The three setters of the texts: printf formats, copied with the signals held. */
+#define TEXT_SETTER(fn, dst)                                                                       \
+	void fn(const char *fmt, ...)                                                              \
+	{                                                                                          \
+		va_list ap;                                                                        \
+		va_start(ap, fmt);                                                                 \
+		set_text(dst, fmt, ap);                                                            \
+		va_end(ap);                                                                        \
+	}
+TEXT_SETTER(cli_interrupt_untouched, untouched)
+TEXT_SETTER(cli_interrupt_before, before)
+TEXT_SETTER(cli_interrupt_after, after)
 
 void cli_interrupt_writer(const char *const *names, int n)
 {
@@ -109,9 +112,9 @@ void cli_interrupt_writer(const char *const *names, int n)
 					 : i == n - 1 ? " and "
 						      : ", ",
 					 names[i]);
-	set(untouched, "%s %s unchanged", list, n > 1 ? "are" : "is");
-	set(before, "%s %s unchanged", list, n > 1 ? "are" : "is");
-	set(after, "%s %s the filesystem as committed", list, n > 1 ? "hold" : "holds");
+	cli_interrupt_untouched("%s %s unchanged", list, n > 1 ? "are" : "is");
+	cli_interrupt_before("%s %s unchanged", list, n > 1 ? "are" : "is");
+	cli_interrupt_after("%s %s the filesystem as committed", list, n > 1 ? "hold" : "holds");
 	if (installed)
 		return;
 	installed = 1;
@@ -128,31 +131,4 @@ void cli_interrupt_writer(const char *const *names, int n)
 		sigint_at = *end ? 0 : v;
 	}
 	btk_dev_set_change_hook(change_hook);
-}
-
-void cli_interrupt_untouched(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	set_text(untouched, fmt, ap);
-	va_end(ap);
-}
-
-void cli_interrupt_before(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	set_text(before, fmt, ap);
-	va_end(ap);
-}
-
-void cli_interrupt_after(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	set_text(after, fmt, ap);
-	va_end(ap);
 }
