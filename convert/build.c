@@ -140,12 +140,6 @@ int conv_place(void *ctx, struct btk_trans *t)
 
 	c->t = t;
 	c->fs = btk_trans_fs(t);
-	if (c->o->fault_writes) {
-		struct btk_dev *fd;
-		if ((ret = btk_dev_faulty(c->fs->devs[0].dev, c->o->fault_writes, &fd)))
-			return ret;
-		c->fs->devs[0].dev = fd;
-	}
 	/* the data chunks below cover every used block outside these ranges, so holding them
 	 * keeps the chunk allocator off everything ext uses */
 	for (int i = 0; i < nres && !ret; i++)

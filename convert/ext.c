@@ -178,7 +178,7 @@ int ext_open(const char *path, bool force, struct ext_src *s)
 
 	memset(s, 0, sizeof(*s));
 	s->path = path;
-	if ((ret = btk_mkfs_check_busy(path)))
+	if ((ret = btk_dev_refuse_in_use(path)))
 		return ret;
 	err = ext2fs_check_if_mounted(path, &mflags);
 	if (!err && (mflags & EXT2_MF_MOUNTED))
