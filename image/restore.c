@@ -119,7 +119,7 @@ int verb_restore(int argc, const char **argv)
 	}
 	cli_interrupt_writer(args + 1, n - 1);
 	cli_interrupt_before("%s hold%s no complete filesystem: the restore did not finish (run it "
-			     "again)",
+			     "again with -f)",
 			     n > 2 ? "the targets" : args[1], n > 2 ? "" : "s");
 	cli_interrupt_after("%s hold%s the restored filesystem", n > 2 ? "the targets" : args[1],
 			    n > 2 ? "" : "s");

@@ -225,8 +225,8 @@ changes() {
 		[ $st = 130 ] && [ "$(wc -l <"$D/err")" = 1 ] || { echo "n=$n exit $st" >&2; cat "$D/err" >&2; return 1; }
 		if grep -Eq "^btk-image( restore)?: interrupted: .*w.img is unchanged" "$D/err"; then
 			cmp -s "$D/w.img" "$D/orig.img"
-		elif grep -Eq "^btk-image( restore)?: interrupted: .*w.img holds no complete filesystem: the restore did not finish" "$D/err"; then
-			"$B/btk-image" restore "$D/src.dump" "$D/w.img" >/dev/null && check_clean "$D/w.img"
+		elif grep -Eq "^btk-image( restore)?: interrupted: .*w.img holds no complete filesystem: the restore did not finish \(run it again with -f\)" "$D/err"; then
+			"$B/btk-image" restore -f "$D/src.dump" "$D/w.img" >/dev/null && check_clean "$D/w.img"
 		elif grep -Eq "^btk-image( restore)?: interrupted after a commit: .*w.img holds the restored filesystem" "$D/err"; then
 			check_clean "$D/w.img"
 		else
