@@ -4,6 +4,7 @@
 #include "base/error.h"
 #include "format/dir_item.h"
 #include "format/inode_item.h"
+#include "format/extent_refs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -38,7 +39,10 @@ int btk_inode_delete(struct btk_trans *t, uint64_t root, uint64_t ino)
 		 * references first */
 		ret = btk_data_ref(
 		    t, bytenr, BTK_GET(struct btrfs_file_extent_item, fe, disk_num_bytes), root, 0,
-		    ino, k.offset - BTK_GET(struct btrfs_file_extent_item, fe, offset), -1);
+		    ino,
+		    btk_data_ref_offset(k.offset,
+					BTK_GET(struct btrfs_file_extent_item, fe, offset)),
+		    -1);
 		if (ret)
 			return ret;
 	}
