@@ -200,6 +200,12 @@ static int run_convert(const struct args *a, const char *dev, const struct btk_d
 	c.o = &co;
 	c.new_data = need_n.new_data;
 	mo.fill_ctx = &c;
+	/* before the commit the ext filesystem is untouched (the conversion writes only into its
+	 * free space); the commit makes the device btrfs, then the ext superblock is erased */
+	cli_interrupt_writer(&dev, 1);
+	cli_interrupt_before("%s is unchanged: still the ext filesystem", dev);
+	cli_interrupt_after("%s is converted to btrfs (the ext superblock may not be erased yet)",
+			    dev);
 	ret = btk_mkfs(&mo, &res);
 	cli_progress_clear(&pg);
 	if (ret) {

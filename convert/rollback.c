@@ -3,6 +3,7 @@
 #include "build.h"
 #include "ext.h"
 #include "base/error.h"
+#include "cli/cli.h"
 #include "fs/fs_read.h"
 #include "io/io.h"
 #include "tree/tree.h"
@@ -198,6 +199,11 @@ int rollback(const char *path, bool dry_run, const struct btk_dev_opts *dopts,
 	btk_fs_close(s.fs);
 	if (ret || dry_run)
 		goto out;
+	/* until the primary superblock is overwritten the device is the btrfs filesystem */
+	cli_interrupt_writer(&path, 1);
+	cli_interrupt_before("%s is still the btrfs filesystem: the rollback did not finish (run "
+			     "btk-convert --rollback %s again)",
+			     path, path);
 	wo.write = true;
 	wo.create = false;
 	ret = btk_dev_open_opts(path, &wo, &d);
@@ -215,6 +221,8 @@ int rollback(const char *path, bool dry_run, const struct btk_dev_opts *dopts,
 		ret = btk_dev_flush(d);
 	if (!ret)
 		ret = write_range(d, bufs[0] + SUPER_AT, SUPER_AT, SUPER_SIZE);
+	if (!ret)
+		cli_interrupt_before("%s is the ext filesystem again", path);
 	if (!ret)
 		ret = btk_dev_flush(d);
 out:

@@ -579,8 +579,7 @@ static int wipe_devices(struct btk_fs *fs)
 	return ret;
 }
 
-static void fill_result(const struct btk_fs *fs, const struct plan *pl, bool shrunk,
-			struct btk_mkfs_result *res)
+static void fill_result(const struct btk_fs *fs, const struct plan *pl, struct btk_mkfs_result *res)
 {
 	memcpy(res->fsid, fs->fsid, BTK_FSID_SIZE);
 	res->nodesize = pl->nodesize;
@@ -589,11 +588,10 @@ static void fill_result(const struct btk_fs *fs, const struct plan *pl, bool shr
 	res->incompat = pl->incompat;
 	res->compat_ro = pl->compat_ro;
 	res->csum_type = fs->csum_type;
-	/* a shrunk image's chunks changed after they were made (trimmed, one added): report
-	 * what is on disk, every chunk at its final length */
-	if (shrunk)
-		res->data_bytes = res->meta_bytes = res->sys_bytes = 0;
-	for (int i = 0; i < fs->nchunks && shrunk; i++) {
+	/* what is on disk: every chunk of the final map at its final length (--rootdir adds
+	 * chunks as it fills them, --shrink trims them after they were made) */
+	res->data_bytes = res->meta_bytes = res->sys_bytes = 0;
+	for (int i = 0; i < fs->nchunks; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
 		if (c->type & BTRFS_BLOCK_GROUP_SYSTEM)
 			res->sys_bytes += c->length;
@@ -602,7 +600,7 @@ static void fill_result(const struct btk_fs *fs, const struct plan *pl, bool shr
 		else
 			res->data_bytes += c->length;
 	}
-	if (shrunk && res->data_flags == res->meta_flags) /* mixed: one kind of chunk */
+	if (res->data_flags == res->meta_flags) /* mixed: one kind of chunk */
 		res->data_bytes = res->meta_bytes = res->meta_bytes + res->data_bytes;
 	res->ndevs = fs->ndevs;
 	res->unallocated = 0;
@@ -769,7 +767,7 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	if (t)
 		btk_trans_abort(t);
 	if (!ret)
-		fill_result(fs, &pl, o->shrink, res);
+		fill_result(fs, &pl, res);
 	btk_write_close(w);
 	btk_fs_close(fs);
 	if (ret && !committing)

@@ -64,6 +64,11 @@ struct btk_dev {
 #define BTK_OPEN_CREATE 2 /* create the file if missing (with WRITE) */
 #define BTK_OPEN_EXCL	4 /* O_EXCL on block devices: fail if mounted or held */
 
+/* Tests: fn runs before every change (write, discard, zeroout, truncate) of any handle, so
+ * that a test can interrupt a tool at a chosen write (cli's BTK_TEST_SIGINT_AT). One hook per
+ * process; NULL (the default) for none. */
+void btk_dev_set_change_hook(void (*fn)(void));
+
 /* Opens path; *out is owned by the caller and freed with btk_dev_close(). */
 int btk_dev_open(const char *path, int flags, struct btk_dev **out);
 int btk_dev_read(struct btk_dev *dev, void *buf, size_t len, uint64_t off);
