@@ -12,6 +12,7 @@
  * leaves the ext filesystem as it was.
  */
 #include "build.h"
+#include "links.h"
 #include "runs.h"
 #include "base/error.h"
 #include "base/uuid.h"
@@ -501,7 +502,8 @@ static struct btk_time ext_time(uint32_t sec, const uint32_t *extra)
 	 offsetof(struct ext2_inode_large, f) + sizeof((li)->f) <=                                 \
 	     EXT2_GOOD_OLD_INODE_SIZE + (size_t)(li)->i_extra_isize)
 
-static void make_attr(struct conv *c, const struct ext2_inode_large *li, struct btk_inode_attr *a)
+static void make_attr(struct conv *c, ext2_ino_t eino, const struct ext2_inode_large *li,
+		      struct btk_inode_attr *a)
 {
 	const struct ext2_inode *in = (const struct ext2_inode *)li;
 	int isz = EXT2_INODE_SIZE(c->src->e->super);
@@ -516,7 +518,8 @@ static void make_attr(struct conv *c, const struct ext2_inode_large *li, struct 
 	a->mode = in->i_mode;
 	a->uid = inode_uid(*in);
 	a->gid = inode_gid(*in);
-	a->nlink = LINUX_S_ISDIR(in->i_mode) ? 1 : in->i_links_count;
+	/* the names that reach it where ext's count differs (ext_links_check, --force) */
+	a->nlink = LINUX_S_ISDIR(in->i_mode) ? 1 : ext_links_nlink(c->src, eino, in->i_links_count);
 	a->atime =
 	    ext_time(in->i_atime, HAS_FIELD(li, isz, i_atime_extra) ? &li->i_atime_extra : NULL);
 	a->mtime =
@@ -636,7 +639,7 @@ static int create_inode(struct conv *c, ext2_ino_t eino, bool top)
 	err = ext2fs_read_inode_full(c->src->e, eino, in, sizeof(li));
 	if (err)
 		return btk_err(EIO, "ext inode %u: %s", eino, error_message(err));
-	make_attr(c, &li, &a);
+	make_attr(c, eino, &li, &a);
 	size = EXT2_I_SIZE(in);
 	c->ftype[eino] = btk_mode_ftype(in->i_mode);
 	if (top)
@@ -688,9 +691,7 @@ static int dirent_cb(ext2_ino_t dir, int entry, struct ext2_dir_entry *d, int of
 	(void)offset;
 	(void)blocksize;
 	(void)buf;
-	/* inline_data directories pass ".." as an ordinary entry */
-	if (entry == DIRENT_DOT_FILE || entry == DIRENT_DOT_DOT_FILE || !eino ||
-	    (nlen == 1 && d->name[0] == '.') || (nlen == 2 && !memcmp(d->name, "..", 2)))
+	if (!ext_dirent_is_name(entry, d))
 		return 0;
 	if (eino > c->src->e->super->s_inodes_count || eino < EXT2_FIRST_INO(c->src->e->super)) {
 		x->ret = btk_err(EUCLEAN, "ext directory %u: entry %.*s names inode %u", x->dir,
@@ -746,7 +747,7 @@ int conv_fill(void *ctx, struct btk_trans *t)
 		memset(&li, 0, sizeof(li));
 		ext2fs_read_inode_full(c->src->e, EXT2_ROOT_INO, (struct ext2_inode *)&li,
 				       sizeof(li));
-		make_attr(c, &li, &top);
+		make_attr(c, EXT2_ROOT_INO, &li, &top);
 	}
 	ret = make_image(c, &top);
 	if (!ret && c->o->progress)

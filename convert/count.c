@@ -1,5 +1,6 @@
 /* count.c — counting what the conversion will create, from one scan of the inode table. */
 #include "count.h"
+#include "links.h"
 #include "runs.h"
 #include "base/error.h"
 #include "format/format.h"
@@ -184,6 +185,10 @@ int ext_count(struct ext_src *s, const struct ext_count_opts *o, struct ext_need
 	memset(n, 0, sizeof(*n));
 	if (!li)
 		return btk_err(ENOMEM, "out of memory");
+	if ((ret = ext_links_start(s))) {
+		free(li);
+		return ret;
+	}
 	if ((err = ext2fs_open_inode_scan(e, 0, &scan))) {
 		free(li);
 		return btk_err(EIO, "%s: inode table: %s", s->path, error_message(err));
@@ -197,7 +202,10 @@ int ext_count(struct ext_src *s, const struct ext_count_opts *o, struct ext_need
 		if (!k.ino)
 			break;
 		if ((k.ino != EXT2_ROOT_INO && k.ino < EXT2_FIRST_INO(e->super)) ||
-		    !li->i_links_count || !ext2fs_test_inode_bitmap2(e->inode_map, k.ino))
+		    !ext2fs_test_inode_bitmap2(e->inode_map, k.ino))
+			continue;
+		ext_links_note(s, k.ino, (struct ext2_inode *)li);
+		if (!li->i_links_count)
 			continue;
 		ret = count_inode(&k, li);
 	}

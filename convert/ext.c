@@ -243,4 +243,7 @@ void ext_close(struct ext_src *s)
 	free(s->used);
 	s->used = NULL;
 	s->nused = 0;
+	free(s->links);
+	s->links = NULL;
+	btk_vec_free(&s->fixes);
 }

@@ -3,6 +3,8 @@
 #ifndef CONVERT_EXT_H
 #define CONVERT_EXT_H
 
+#include "base/vec.h"
+
 #include <ext2fs/ext2fs.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -10,6 +12,12 @@
 struct ext_range {
 	uint64_t start, len; /* bytes */
 };
+
+/* an inode whose link count is not the number of names that reach it (links.c) */
+struct ext_link_fix {
+	uint32_t ino, count, names;
+};
+BTK_VEC(ext_link_fixes, struct ext_link_fix);
 
 struct ext_src {
 	ext2_filsys e;
@@ -21,8 +29,12 @@ struct ext_src {
 	uint64_t used_bytes;
 	uint64_t inodes;    /* inodes in use (s_inodes_count - s_free_inodes_count) */
 	char features[256]; /* "has_journal extent 64bit ..." for reports */
-	char saved[16];	    /* the image's subvolume: "ext2_saved", or "ext2_saved.N" when the
-			     * ext root has an entry of that name (rollback finds it by id) */
+	/* links.c: per inode, what is left of a file's link count, or a mark (directories, the
+	 * inodes below); from ext_count until ext_links_check */
+	uint16_t *links;
+	struct ext_link_fixes fixes; /* sorted by ino: the counts the conversion mends (-f) */
+	char saved[16]; /* the image's subvolume: "ext2_saved", or "ext2_saved.N" when the
+			 * ext root has an entry of that name (rollback finds it by id) */
 };
 
 /* Opens path read-only and checks that it can be converted; 0, or -errno with a one-line
