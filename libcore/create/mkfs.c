@@ -185,7 +185,9 @@ static int plan_options(const struct btk_mkfs_opts *o, struct plan *pl)
 
 /* ---- devices ---- */
 
-static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, const bool *existed,
+/* Opens the devices (existed[i] false for each image file this call made, which a failure
+ * later removes). */
+static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, bool *existed,
 			struct btk_fs *fs)
 {
 	struct btk_dev_opts dopts = o->dev;
@@ -193,6 +195,8 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, co
 	char h1[16], h2[16];
 	int ret = btk_paths_distinct(o->paths, o->ndevs);
 
+	for (int i = 0; i < o->ndevs; i++)
+		existed[i] = true; /* until the open says it made the file */
 	for (int i = 0; !ret && i < o->ndevs; i++) {
 		struct stat st;
 		if (stat(o->paths[i], &st) && !o->byte_count)
@@ -217,6 +221,8 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, co
 	dopts.no_clobber = !o->inplace && !o->force;
 	/* in use, locked, probed, opened exclusively, wrapped: or none of them */
 	ret = btk_devs_open(o->paths, o->ndevs, &dopts, devs);
+	for (int i = 0; i < o->ndevs; i++) /* the open removed what it made if it failed */
+		existed[i] = ret || !devs[i]->created;
 	for (int i = 0; !ret && i < o->ndevs; i++) {
 		fs->devs[i].dev = devs[i];
 		fs->devs[i].devid = (uint64_t)i + 1;
@@ -699,10 +705,6 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	memset(res, 0, sizeof(*res));
 	if (ret)
 		return ret;
-	for (int i = 0; i < o->ndevs; i++) {
-		struct stat st;
-		existed[i] = !stat(o->paths[i], &st);
-	}
 	fs = calloc(1, sizeof(*fs));
 	if (!fs)
 		return btk_err(ENOMEM, "out of memory");
