@@ -66,7 +66,12 @@ done < <(grep -Hn '^#include "[a-z0-9_]*/[a-z0-9_]*_\(int\|priv\)\.h"' $(ls -d *
 # Symbols: every undefined symbol of a layer's object must be defined in a lower layer. One
 # nm and one awk over all objects (a process per symbol took a minute).
 if [ -d "$B/libcore" ]; then
-	objs=("$B"/libcore/*/*.o)
+	# only objects whose source still exists (a moved file leaves a stale .o in a build dir)
+	objs=()
+	for o in "$B"/libcore/*/*.o; do
+		src=${o#"$B"/}
+		[ -f "${src%.o}.c" ] && objs+=("$o")
+	done
 	{
 		nm -A --defined-only -g "${objs[@]}" | sed 's/^/D /'
 		nm -A -u "${objs[@]}" | sed 's/^/U /'

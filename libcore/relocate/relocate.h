@@ -70,8 +70,9 @@ int btk_resize_floor(struct btk_fs *fs, uint64_t devid, struct btk_resize_floor 
 
 /* What stops a write: returns 0, or -EBUSY (a balance in progress, or what an interrupted
  * relocation left: relocation trees, a data relocation inode),
- * -EOPNOTSUPP (a log tree to replay), -EEXIST (ext2_saved: a rollback image a resize would
- * break; skipped with force) with a message saying what to do. */
+ * -EOPNOTSUPP (a log tree to replay), -EPERM (a conversion's rollback image, wherever its
+ * subvolume is named: a resize would break it; with force a warning, btk_convert_guard) with
+ * a message saying what to do. */
 int btk_resize_refusals(struct btk_fs *fs, bool force);
 
 /* True when quotas are enabled (the write path then marks their numbers for a rescan). */
@@ -90,7 +91,9 @@ void btk_resize_plan_free(struct btk_resize_plan *plan);
 typedef void (*btk_resize_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 /* Carries out a plan made on this fs (opened for writing, nothing changed since): the image
- * file is extended first when growing and cut last when shrinking (after the commit).
+ * file is extended first when growing and cut last when shrinking (after the commit). A plan
+ * whose size stays still cuts an image file longer than the device's size (only that tail,
+ * past the device's end: a shrink stopped before its cut); block devices are never cut.
  * Errors from the write path; an interrupted apply leaves the old or the new filesystem
  * (or one between rounds, at the old size). It opens and closes the write path's state of fs
  * itself (btk_write_open): one call per opened filesystem. */
