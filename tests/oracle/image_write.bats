@@ -386,3 +386,35 @@ small_src() {
 	detach
 	diff "$D/kernel.list" "$D/btk.list" >&2
 }
+
+@test "subvol create and snapshot: btrfs subvolume show and qgroup show accept them, with quotas on and off" {
+	IMAGE=$D/fs.img
+	truncate -s 256M "$IMAGE"
+	mkfs.btrfs -q -f "$IMAGE" >/dev/null 2>&1
+	for q in off on; do
+		attach "$IMAGE"
+		[ $q = off ] || btrfs quota enable "$MNT"
+		btrfs subvolume create "$MNT/k$q" >/dev/null
+		echo data >"$MNT/k$q/f"
+		detach
+		for cmd in "subvol create /s$q" "snapshot /k$q /snap$q" "snapshot -r /s$q /ro$q"; do
+			set -- $cmd
+			btk_run 60 "$IMG_TOOL" "$1" "$IMAGE" "${@:2}"
+			[ "$status" = 0 ] || { show_err; false; }
+		done
+		check_clean "subvolumes with quotas $q"
+		attach "$IMAGE"
+		for s in "s$q" "snap$q" "ro$q"; do
+			btrfs subvolume show "$MNT/$s" >"$D/show" 2>&1 || { cat "$D/show" >&2; false; }
+			[ $q = off ] || grep -q "Quota group:.*0/" "$D/show" || { cat "$D/show" >&2; false; }
+		done
+		if [ $q = on ]; then
+			btrfs quota rescan -w "$MNT" >/dev/null
+			btrfs qgroup show "$MNT" >"$D/qg"
+			for s in "s$q" "snap$q" "ro$q"; do grep -q " $s\$" "$D/qg" || { cat "$D/qg" >&2; false; }; done
+		fi
+		btrfs subvolume delete "$MNT/snap$q" >/dev/null
+		detach
+		check_clean "the kernel's rescan and delete, quotas $q"
+	done
+}
