@@ -231,6 +231,7 @@ static int add_member(struct btk_fs *fs, const char *path, const struct btk_open
 
 	d.write = o->write;
 	d.create = false;
+	d.wait = d.wait && must; /* a scanned device may be another filesystem's: never wait */
 	ret = btk_dev_open_opts(path, &d, &dev);
 
 	*added = false;
