@@ -18,8 +18,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SZ_1M (1ULL << 20)
-
 struct args {
 	char *csum, *features, *label, *uuid, *nodesize;
 	int copy_label, no_datasum, no_inline, no_xattr, progress, no_progress, json, dry, rb,
@@ -58,16 +56,6 @@ static int parse_features(const char *arg, struct btk_mkfs_opts *o)
 	}
 	free(dup);
 	return ret;
-}
-
-/* What the conversion allocates from ext's free space, exactly as btk_mkfs and conv_place
- * will: a metadata chunk of the estimate (4 MiB at least) and the 8 MiB system chunk, both
- * twice (DUP), and one data chunk for the copies and the new extents. */
-static uint64_t space_needed(uint64_t meta, uint64_t data)
-{
-	uint64_t mchunk = meta < (4ULL << 20) ? 4ULL << 20 : (meta + SZ_1M - 1) / SZ_1M * SZ_1M;
-
-	return 2 * mchunk + 2 * (8ULL << 20) + (data + SZ_1M - 1) / SZ_1M * SZ_1M;
 }
 
 /* The mkfs options the arguments ask for; usage errors before anything is opened. */
@@ -141,7 +129,9 @@ static int plan_space(const struct args *a, struct ext_src *src, struct btk_mkfs
 		return ret;
 	mo->meta_estimate =
 	    btk_meta_estimate(&n->m, co.nodesize, (uint32_t)btk_csum_size(mo->csum_type));
-	*need = space_needed(mo->meta_estimate, ext_reserved_used(src) + n->new_data);
+	/* what the conversion allocates from ext's free space, as btk_mkfs and conv_place will */
+	*need =
+	    btk_inplace_space_needed(mo->meta_estimate, src->layout.reserved_used + n->new_data);
 	return 0;
 }
 

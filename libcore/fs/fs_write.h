@@ -1,4 +1,4 @@
-/* fs_write.h — writing files, directories, links and xattrs into an fs tree (layer 8).
+/* fs_write.h — writing files, directories, links and xattrs into an fs tree (layer 6).
  *
  * These build the items the kernel would: INODE_ITEM, DIR_ITEM (by name hash, several names
  * in one item on a collision) + DIR_INDEX (by sequence number) + INODE_REF (or INODE_EXTREF

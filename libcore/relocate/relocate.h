@@ -1,4 +1,4 @@
-/* relocate.h — resizing one device of an opened filesystem (layer relocate).
+/* relocate.h — resizing one device of an opened filesystem (layer 8).
  *
  * Growing changes the device item and the superblock totals only. Shrinking first moves every
  * chunk stripe of the device that lies past the new end into unallocated space below it

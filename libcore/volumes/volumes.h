@@ -1,4 +1,4 @@
-/* volumes.h — an opened filesystem: its devices and the chunk map (layer volumes).
+/* volumes.h — an opened filesystem: its devices and the chunk map (layer 3).
  *
  * btk_fs_open() reads the superblocks of the given devices, finds the other members of a
  * multi-device filesystem (libblkid scan by fsid) unless told not to, loads the system chunk

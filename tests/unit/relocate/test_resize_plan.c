@@ -315,13 +315,34 @@ static void check_image(const char *img, struct btk_resize_plan *out)
 	assert_int_equal(p.alloc_end, end);
 	assert_int_equal(p.new_size, p.minimum);
 	/* every stripe keeps its chunk's extents (a DUP chunk's twice) past the first MiB */
-	uint64_t held = 0, last, bytes;
+	uint64_t held = 0, bytes;
 	for (int i = 0; i < n; i++) {
+		uint64_t last;
 		extents_in(img, v[i].chunk, v[i].len, fs->nodesize, &last, &bytes);
 		held += bytes;
 	}
 	assert_true(held > 0);
 	assert_true(p.minimum >= M + held);
+	/* the floor -M reports against: what the device must hold is within the minimum, its
+	 * data what dump-tree's data extents are, and the kernel's free metadata no more than
+	 * the metadata chunks have free (dump-tree's block group items) */
+	struct btk_resize_floor fl;
+	uint64_t data = 0, meta_free = 0, last;
+	assert_int_equal(btk_resize_floor(fs, 1, &fl), 0);
+	for (int i = 0; i < n; i++) {
+		const struct btk_chunk *c = btk_chunk_find(fs, v[i].chunk);
+		assert_non_null(c);
+		extents_in(img, v[i].chunk, v[i].len, fs->nodesize, &last, &bytes);
+		if ((c->type & BTRFS_BLOCK_GROUP_DATA) && !(c->type & BTRFS_BLOCK_GROUP_METADATA))
+			data += bytes;
+		else if (c->type & BTRFS_BLOCK_GROUP_METADATA)
+			meta_free += v[i].len - bytes;
+	}
+	assert_int_equal(fl.data, data);
+	assert_true(fl.kernel_room <= meta_free);
+	if (fl.total > p.minimum)
+		fail_msg("minimum %llu below what the device must hold, %llu",
+			 (unsigned long long)p.minimum, (unsigned long long)fl.total);
 	assert_true(p.minimum <= end);
 	assert_int_equal(p.minimum % fs->sectorsize, 0);
 	replay(img, &p, v, n, fs->nodesize);
