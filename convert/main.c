@@ -130,6 +130,9 @@ static int plan_space(const struct args *a, struct ext_src *src, struct btk_mkfs
 		ret = ext_links_check(src, a->force, lr);
 	if (ret)
 		return ret;
+	/* ext_count took the names from the link counts: the ones -f mends are what they get */
+	for (size_t i = 0; i < src->fixes.n; i++)
+		n->m.names = n->m.names + src->fixes.data[i].names - src->fixes.data[i].count;
 	mo->meta_estimate =
 	    btk_meta_estimate(&n->m, co.nodesize, (uint32_t)btk_csum_size(mo->csum_type));
 	/* what the conversion allocates from ext's free space, as btk_mkfs and conv_place will */
