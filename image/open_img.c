@@ -112,3 +112,10 @@ int img_lookup(struct img_cmd *c, const char *path, struct img_node *out)
 		return lookup_err(c, path, -ENOTDIR);
 	return 0;
 }
+
+int img_open_path(struct img_cmd *c, struct img_node *out)
+{
+	int rc = img_open(c, false);
+
+	return rc ? rc : img_lookup(c, c->args[1], out);
+}
