@@ -142,5 +142,7 @@ void cli_interrupt_after(const char *fmt, ...) __attribute__((format(printf, 1, 
 /* Runs popt over every option: 0 when done, or CLI_EXIT_USAGE after printing one line
  * ("PROG: --bad: unknown option"). */
 int cli_popt_run(poptContext pc);
+/* The arguments left after the options (*args NULL when none) and their count. */
+int cli_popt_args(poptContext pc, const char ***args);
 
 #endif

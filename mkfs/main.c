@@ -299,9 +299,7 @@ int main(int argc, const char **argv)
 		rc = rc > 0 ? 0 : 1;
 		goto out;
 	}
-	devs = poptGetArgs(pc);
-	while (devs && devs[ndevs])
-		ndevs++;
+	ndevs = cli_popt_args(pc, &devs);
 	if (!ndevs) {
 		cli_err("no device given (see --help)");
 		rc = 2;
