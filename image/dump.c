@@ -11,6 +11,7 @@
 #include "image/image.h"
 #include "image_tool.h"
 #include "tree/tree.h"
+#include "base/vec.h"
 
 struct dump_ui {
 	struct cli_progress prog;
@@ -25,14 +26,9 @@ static void on_skipped(void *ctx, uint64_t logical, const char *why)
 	struct dump_ui *ui = ctx;
 
 	cli_warn("block %llu not dumped: %s", (unsigned long long)logical, why);
-	if (ui->nskipped == ui->cap) {
-		size_t nc = ui->cap ? ui->cap * 2 : 16;
-		uint64_t *nv = realloc(ui->skipped, nc * sizeof(*nv));
-		if (!nv)
-			return;
-		ui->skipped = nv, ui->cap = nc;
-	}
-	ui->skipped[ui->nskipped++] = logical;
+	uint64_t *slot = btk_array_push(ui->skipped, ui->nskipped, ui->cap);
+	if (slot)
+		*slot = logical;
 }
 
 static void on_progress(void *ctx, uint64_t done, uint64_t total)

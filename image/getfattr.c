@@ -10,6 +10,7 @@
 #include "cli/cli.h"
 #include "fileops.h"
 #include "fs/fs_read.h"
+#include "base/vec.h"
 
 enum enc { ENC_AUTO, ENC_TEXT, ENC_HEX, ENC_BASE64 };
 
@@ -92,13 +93,8 @@ static int dump_cb(void *ctx, const char *name, uint16_t nlen, const uint8_t *v,
 	struct attrs *a = ctx;
 	struct attr *x;
 
-	if (a->n == a->cap) {
-		size_t nc = a->cap ? a->cap * 2 : 16;
-		struct attr *nv = realloc(a->v, nc * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "xattr list");
-		a->v = nv, a->cap = nc;
-	}
+	if (btk_array_room(a->v, a->n, a->cap))
+		return btk_err(ENOMEM, "xattr list");
 	x = &a->v[a->n];
 	snprintf(x->name, sizeof(x->name), "%.*s", (int)nlen, name);
 	if (regexec(&a->g->re, x->name, 0, NULL, 0))

@@ -12,6 +12,7 @@
 #include "cli/cli.h"
 #include "owner.h"
 #include "volumes/super.h"
+#include "base/vec.h"
 
 #define MAX_DEVS 64
 
@@ -54,15 +55,11 @@ struct qlist {
 
 static int qlist_add(struct qlist *l, uint64_t input)
 {
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 64;
-		struct query *nv = realloc(l->q, nc * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		l->q = nv, l->cap = nc;
-	}
-	memset(&l->q[l->n], 0, sizeof(l->q[0]));
-	l->q[l->n++].input = input;
+	struct query *q = btk_array_push(l->q, l->n, l->cap);
+
+	if (!q)
+		return -ENOMEM;
+	q->input = input;
 	return 0;
 }
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/vec.h"
 
 struct scan_q {
 	uint64_t logical;
@@ -121,14 +122,10 @@ static int collect_root(void *arg, const struct btk_root *root)
 {
 	struct scan_ctx *c = arg;
 
-	if (c->nroots == c->caproots) {
-		size_t nc = c->caproots ? c->caproots * 2 : 32;
-		struct btk_root *nv = realloc(c->roots, nc * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "out of memory");
-		c->roots = nv, c->caproots = nc;
-	}
-	c->roots[c->nroots++] = *root;
+	struct btk_root *slot = btk_array_push(c->roots, c->nroots, c->caproots);
+	if (!slot)
+		return btk_err(ENOMEM, "out of memory");
+	*slot = *root;
 	return 0;
 }
 

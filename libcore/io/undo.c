@@ -5,6 +5,7 @@
  * filesystem anyway; the log is what makes it the same bytes (sha256), free space included. */
 #include "io/io.h"
 #include "base/error.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -42,15 +43,10 @@ static int add_rec(struct undo *u, uint64_t off, uint64_t len, uint64_t at)
 		last->len += len;
 		return 0;
 	}
-	if (u->n == u->cap) {
-		size_t cap = u->cap ? u->cap * 2 : 256;
-		struct undo_rec *r = realloc(u->recs, cap * sizeof(*r));
-		if (!r)
-			return btk_err(ENOMEM, "out of memory (undo log)");
-		u->recs = r;
-		u->cap = cap;
-	}
-	u->recs[u->n++] = (struct undo_rec){off, len, at};
+	struct undo_rec *slot = btk_array_push(u->recs, u->n, u->cap);
+	if (!slot)
+		return btk_err(ENOMEM, "out of memory (undo log)");
+	*slot = (struct undo_rec){off, len, at};
 	return 0;
 }
 
