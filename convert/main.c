@@ -232,15 +232,14 @@ int main(int argc, const char **argv)
 	    {"rollback", 'r', POPT_ARG_NONE, &a.rb, 0, "return to the ext filesystem", NULL},
 	    {"force", 'f', POPT_ARG_NONE, &a.force, 0, "convert an unclean ext filesystem", NULL},
 	    CLI_STD_OPTIONS POPT_TABLEEND};
-	poptContext pc = poptGetContext("btk-convert", argc, argv, opts, 0);
+	poptContext pc;
 	const char *dev, *fe = getenv("BTK_CONVERT_FAULT_WRITES");
 	uint64_t fault = 0;
 	int rc;
 
 	cli_init("btk-convert");
 	cli_json_argv(argc, argv); /* usage errors as JSON too */
-	poptSetOtherOptionHelp(pc, "[OPTIONS] DEVICE");
-	if ((rc = cli_popt_run(pc)))
+	if ((rc = cli_popt_start(&pc, "btk-convert", argc, argv, opts, "[OPTIONS] DEVICE")))
 		goto out;
 	cli_json_on(a.json);
 	dev = poptGetArg(pc);

@@ -73,7 +73,7 @@ static int read_list(const char *name, struct qlist *l)
 
 	if (!f) {
 		owner_err("%s: %s", name, strerror(errno));
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	while (!ret && fgets(line, sizeof(line), f)) {
 		char *s = line + strspn(line, " \t"), *e;
@@ -162,20 +162,20 @@ static int split_args(poptContext pc, const char **devs, int *ndev, struct qlist
 		if (*ndev && !l->n && !parse_u64(a, &v) && stat(a, &st)) {
 			owner_err("'%s' is neither an address (a number) nor a device: %s", a,
 				  strerror(errno));
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 		if (l->n || (parse_u64(a, &v) && stat(a, &st))) {
 			if (!parse_u64(a, &v)) {
 				owner_err("not an address: '%s'", a);
-				return 2;
+				return CLI_EXIT_USAGE;
 			}
 			if (qlist_add(l, v))
-				return 1;
+				return CLI_EXIT_ERROR;
 			continue;
 		}
 		if (*ndev == MAX_DEVS) {
 			owner_err("too many devices");
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 		devs[(*ndev)++] = a;
 	}
@@ -189,18 +189,18 @@ static int open_fs(struct owner_ctx *c, const char **devs, int ndev)
 
 	if (ret) {
 		owner_err("%s", btk_errmsg());
-		return 1;
+		return CLI_EXIT_ERROR;
 	}
 	if (!c->o.devid)
 		c->o.devid = btk_super_devid(&c->fs->sb);
 	else if (c->o.physical && !btk_fs_dev_find(c->fs, c->o.devid)) {
 		owner_err("--devid %llu: the filesystem has no such device (it has %d)",
 			  (unsigned long long)c->o.devid, c->fs->ndevs);
-		return 1;
+		return CLI_EXIT_ERROR;
 	}
 	if (btk_backref_new(c->fs, &c->br) || pcache_new(c)) {
 		owner_err("out of memory");
-		return 1;
+		return CLI_EXIT_ERROR;
 	}
 	return 0;
 }
@@ -235,7 +235,7 @@ int main(int argc, const char **argv)
 			cli_json_on(true);
 	if ((rc = cli_popt_run(pc)))
 		goto out;
-	rc = 2;
+	rc = CLI_EXIT_USAGE;
 	if (argc < 2) {
 		usage(stderr);
 		goto out;
@@ -243,7 +243,7 @@ int main(int argc, const char **argv)
 	rc = split_args(pc, devs, &ndev, &l);
 	if (rc)
 		goto out;
-	rc = 2;
+	rc = CLI_EXIT_USAGE;
 	c.o.json = json, c.o.scan = scan, c.o.physical = !logical, c.o.block_size = 1;
 	if ((devid_s && (!parse_u64(devid_s, &c.o.devid) || !c.o.devid)) ||
 	    (bs_s && (!parse_u64(bs_s, &v) || !(c.o.block_size = v)))) {
@@ -260,9 +260,11 @@ int main(int argc, const char **argv)
 	if (rc)
 		goto out;
 	if (file)
-		rc = cmd_file(&c, file) ? 1 : 0;
+		rc = cmd_file(&c, file) ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 	else
-		rc = ((scan ? run_scan(&c, &l) : run_backref(&c, &l)) || c.failures) ? 1 : 0;
+		rc = ((scan ? run_scan(&c, &l) : run_backref(&c, &l)) || c.failures)
+			 ? CLI_EXIT_ERROR
+			 : CLI_EXIT_OK;
 out:
 	pcache_free(&c);
 	btk_phys_index_free(c.phys);
