@@ -40,19 +40,15 @@ static int cmp_q(const void *a, const void *b)
 	return x->logical < y->logical ? -1 : x->logical > y->logical;
 }
 
+static uint64_t q_logical(const void *q)
+{
+	return ((const struct scan_q *)q)->logical;
+}
+
 /* First query with logical >= x. */
 static size_t lower_bound(const struct scan_ctx *c, uint64_t x)
 {
-	size_t lo = 0, hi = c->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->q[mid].logical < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return btk_array_lower_bound(c->q, c->n, x, q_logical);
 }
 
 static int scan_file_extent(struct scan_ctx *c, const struct btk_block *b, uint32_t slot)

@@ -49,6 +49,25 @@
 #define btk_vec_floor(v, want, keyf)                                                               \
 	btk_vec_floor_((v)->data, (v)->n, sizeof(*(v)->data), (want), (keyf))
 
+/* Index of the first of n elements with keyf(element) >= want, or n (elements sorted by keyf);
+ * inline, so that a known keyf costs no call. */
+static inline size_t btk_lower_bound(const void *data, size_t n, size_t esz, uint64_t want,
+				     uint64_t (*keyf)(const void *))
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (keyf((const char *)data + mid * esz) < want)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+#define btk_array_lower_bound(arr, n, want, keyf)                                                  \
+	btk_lower_bound((arr), (n), sizeof(*(arr)), (want), (keyf))
+
 /* Implementations behind the macros: datap points at the vector's data pointer. */
 void *btk_vec_grow_(void *datap, size_t *n, size_t *cap, size_t esz);
 int btk_vec_reserve_(void *datap, size_t *cap, size_t want, size_t esz);
