@@ -97,22 +97,13 @@ static const struct btk_dev_ops faulty_ops = {
 
 int btk_dev_faulty(struct btk_dev *lower, uint64_t allowed, struct btk_dev **out)
 {
-	struct btk_dev *dev = calloc(1, sizeof(*dev));
 	struct faulty *f = calloc(1, sizeof(*f));
+	int ret;
 
-	if (!dev || !f || !(dev->path = strdup(lower->path))) {
-		free(dev);
-		free(f);
+	if (!f)
 		return btk_err(ENOMEM, "out of memory");
-	}
 	f->allowed = allowed;
-	dev->ops = &faulty_ops;
-	dev->fd = -1;
-	dev->size = lower->size;
-	dev->writable = lower->writable;
-	dev->is_blockdev = lower->is_blockdev;
-	dev->priv = f;
-	dev->lower = lower;
-	*out = dev;
-	return 0;
+	if ((ret = btk_dev_stack(lower, &faulty_ops, f, out)))
+		free(f);
+	return ret;
 }

@@ -63,6 +63,11 @@ struct btk_dev {
 #define BTK_OPEN_CREATE 2 /* create the file if missing (with WRITE) */
 #define BTK_OPEN_EXCL	4 /* O_EXCL on block devices: fail if mounted or held */
 
+/* For stacking backends: a new handle over lower with the backend's ops and priv, taking
+ * lower's path, size and flags (closing it is the backend's close). 0 or -ENOMEM. */
+int btk_dev_stack(struct btk_dev *lower, const struct btk_dev_ops *ops, void *priv,
+		  struct btk_dev **out);
+
 /* Opens path; *out is owned by the caller and freed with btk_dev_close(). */
 int btk_dev_open(const char *path, int flags, struct btk_dev **out);
 int btk_dev_read(struct btk_dev *dev, void *buf, size_t len, uint64_t off);

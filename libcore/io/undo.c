@@ -152,26 +152,19 @@ static const struct btk_dev_ops undo_ops = {
 
 int btk_dev_undo(struct btk_dev *lower, struct btk_dev **out)
 {
-	struct btk_dev *dev = calloc(1, sizeof(*dev));
 	struct undo *u = calloc(1, sizeof(*u));
+	int ret;
 
-	if (!dev || !u || !(u->buf = malloc(UNDO_PIECE)) || !(dev->path = strdup(lower->path))) {
-		if (u)
-			free(u->buf);
-		free(dev);
+	if (!u || !(u->buf = malloc(UNDO_PIECE))) {
 		free(u);
 		return btk_err(ENOMEM, "out of memory");
 	}
 	u->orig_size = lower->size;
-	dev->ops = &undo_ops;
-	dev->fd = -1;
-	dev->size = lower->size;
-	dev->writable = lower->writable;
-	dev->is_blockdev = lower->is_blockdev;
-	dev->priv = u;
-	dev->lower = lower;
-	*out = dev;
-	return 0;
+	if ((ret = btk_dev_stack(lower, &undo_ops, u, out))) {
+		free(u->buf);
+		free(u);
+	}
+	return ret;
 }
 
 int btk_dev_undo_rollback(struct btk_dev *dev)
