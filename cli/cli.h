@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "io/io.h"
+
 #define BTK_VERSION "0.1"
 
 /* Exit codes of every tool but btk-fsck, which follows fsck(8) (0, 4, 8, 16). */
@@ -93,16 +95,16 @@ void cli_progress_draw(struct cli_progress *p, bool final, const char *fmt, ...)
 void cli_progress_clear(struct cli_progress *p);
 double cli_now(void); /* monotonic seconds */
 
-/* Whether path (a block device or an image file) is in use by a mounted filesystem: mounted
- * itself, another device of the same mounted btrfs, or the backing file of a mounted loop
- * device. where (may be NULL) gets the mount point. A rw mount wins over a ro one. */
-enum cli_mount_state {
-	CLI_NOT_MOUNTED,
-	CLI_MOUNT_UNKNOWN, /* /proc/self/mountinfo unreadable */
-	CLI_MOUNTED_RO,
-	CLI_MOUNTED_RW
-};
-enum cli_mount_state cli_mount_state(const char *path, char *where, size_t len);
+/* What writers share (devopts.c): put CLI_WRITE_OPTIONS in a writer's popt table for --wait;
+ * cli_dev_opts then fills o->wait and o->fault (the tests' switch: the environment variable
+ * BTK_FAULT=fail:N or stop:N, a power cut after N changes to each device; io.h). Returns 0, or
+ * -1 after printing one line (a malformed BTK_FAULT: a usage error). */
+extern struct poptOption cli_write_table[];
+#define CLI_WRITE_OPTIONS                                                                          \
+	{                                                                                          \
+		NULL, 0, POPT_ARG_INCLUDE_TABLE, cli_write_table, 0, NULL, NULL                    \
+	}
+int cli_dev_opts(struct btk_dev_opts *o);
 
 /* --help/-? and --version/-V for a popt table: put CLI_STD_OPTIONS at the end of it
  * (before POPT_TABLEEND). --version prints "PROG VERSION" on stdout and exits 0; --help

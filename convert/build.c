@@ -140,12 +140,6 @@ int conv_place(void *ctx, struct btk_trans *t)
 
 	c->t = t;
 	c->fs = btk_trans_fs(t);
-	if (c->o->fault_writes) {
-		struct btk_dev *fd;
-		if ((ret = btk_dev_faulty(c->fs->devs[0].dev, c->o->fault_writes, &fd)))
-			return ret;
-		c->fs->devs[0].dev = fd;
-	}
 	/* the data chunks below cover every used block outside these ranges, so holding them
 	 * keeps the chunk allocator off everything ext uses */
 	for (int i = 0; i < nres && !ret; i++)
@@ -249,29 +243,6 @@ static int rec_sums(struct conv *c)
 	return ret;
 }
 
-static uint64_t cut_key(const void *p)
-{
-	return *(const uint64_t *)p;
-}
-
-/* split_reserved over the pieces of [start, +len) cut at the unwritten extents' edges. */
-static int split_cuts(struct conv *c, const struct ext_range *res, int nres, uint64_t start,
-		      uint64_t len, int (*fn)(void *ctx, uint64_t s, uint64_t l, bool in))
-{
-	const struct ext_cuts *k = &c->src->cuts;
-	uint64_t end = start + len;
-	size_t i = (size_t)(btk_vec_floor(k, start, cut_key) + 1);
-	int ret = 0;
-
-	for (; i < k->n && k->data[i] < end && !ret; i++) {
-		if (k->data[i] <= start)
-			continue;
-		ret = split_reserved(res, nres, start, k->data[i] - start, fn, c);
-		start = k->data[i];
-	}
-	return ret ? ret : split_reserved(res, nres, start, end - start, fn, c);
-}
-
 static int make_records(struct conv *c)
 {
 	struct ext_src *s = c->src;
@@ -280,9 +251,9 @@ static int make_records(struct conv *c)
 
 	/* every block in place first: then only free ext blocks are left for the copies */
 	for (size_t i = 0; i < s->nused && !ret; i++)
-		ret = split_cuts(c, res, nres, s->used[i].start, s->used[i].len, rec_in_place);
+		ret = split_reserved(res, nres, s->used[i].start, s->used[i].len, rec_in_place, c);
 	for (size_t i = 0; i < s->nused && !ret; i++)
-		ret = split_cuts(c, res, nres, s->used[i].start, s->used[i].len, rec_copy);
+		ret = split_reserved(res, nres, s->used[i].start, s->used[i].len, rec_copy, c);
 	if (ret)
 		return ret;
 	qsort(c->recs, c->nrecs, sizeof(*c->recs), cmp_rec);
@@ -366,7 +337,7 @@ static ssize_t rec_find(const struct conv *c, uint64_t b)
 
 /* File bytes [fo, +len) are ext bytes from phys: file extent items over the records. */
 static int map_run(struct conv *c, uint64_t ino, uint64_t fo, uint64_t phys, uint64_t len,
-		   bool prealloc, uint64_t *nbytes)
+		   uint64_t *nbytes)
 {
 	int ret = 0;
 
@@ -381,16 +352,8 @@ static int map_run(struct conv *c, uint64_t ino, uint64_t fo, uint64_t phys, uin
 		r = &c->recs[i];
 		off = phys - r->orig;
 		n = min64(len, r->len - off);
-		/* make_records cut the records at the unwritten extents' edges */
-		if (prealloc && (off || n != r->len))
-			return btk_err(EUCLEAN,
-				       "ext inode %llu: unwritten extent at byte %llu does not "
-				       "cover whole image extents",
-				       (unsigned long long)(ino - CONV_INO_OFFSET),
-				       (unsigned long long)phys);
 		struct btk_file_extent fe = {.file_offset = fo,
-					     .type = prealloc ? BTRFS_FILE_EXTENT_PREALLOC
-							      : BTRFS_FILE_EXTENT_REG,
+					     .type = BTRFS_FILE_EXTENT_REG,
 					     .disk_bytenr = r->bytenr,
 					     .disk_num_bytes = r->len,
 					     .extent_offset = off,
@@ -497,18 +460,20 @@ static int file_data(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, uin
 	for (size_t i = 0; i < rs.n && !ret; i++) {
 		const struct run *r = &rs.r[i];
 		uint64_t fo = r->lblk * bs, len = r->len * bs;
-		/* written blocks past EOF are ext's business (the image keeps them); fallocated
-		 * ones stay preallocated as the kernel keeps them */
-		if (!r->uninit) {
-			if (fo >= end)
-				continue;
-			len = min64(len, end - fo);
-		}
+		/* blocks past EOF are ext's business (the image keeps them). Unwritten extents
+		 * read as zeroes: holes here (as btrfs-convert makes them), their blocks kept by
+		 * the image alone. A prealloc extent sharing them with the image could never be
+		 * written in place (the kernel COWs a shared extent), and once the kernel splits
+		 * it, btrfs check misreads the image's checksums under its pieces ("Missing
+		 * extent item ... for disk_bytenr", issue 23). */
+		if (r->uninit || fo >= end)
+			continue;
+		len = min64(len, end - fo);
 		if (pos < fo && pos < end)
 			ret = btk_file_hole(c->t, BTRFS_FS_TREE_OBJECTID, ino, pos,
 					    min64(fo, end) - pos);
 		if (!ret)
-			ret = map_run(c, ino, fo, r->pblk * bs, len, r->uninit, nbytes);
+			ret = map_run(c, ino, fo, r->pblk * bs, len, nbytes);
 		pos = fo + len > pos ? fo + len : pos;
 	}
 	if (!ret && pos < end)

@@ -18,7 +18,6 @@
 
 struct conv_opts {
 	bool no_datasum, no_inline, no_xattr;
-	uint64_t fault_writes; /* tests: stop after this many writes (0: never) */
 	void (*progress)(void *ctx, uint64_t inodes, uint64_t total);
 	void *progress_ctx;
 };

@@ -90,22 +90,6 @@ static uint64_t run_pieces(const struct ext_src *s, uint64_t start, uint64_t len
 	return n;
 }
 
-/* The edges of an unwritten extent, where the image's extents must end. */
-static int add_cuts(struct ext_src *s, uint64_t a, uint64_t b)
-{
-	if (btk_vec_reserve(&s->cuts, s->cuts.n + 2))
-		return btk_err(ENOMEM, "out of memory");
-	*btk_vec_push(&s->cuts) = a; /* cannot fail after the reserve */
-	*btk_vec_push(&s->cuts) = b;
-	return 0;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static int count_file(struct counter *k, struct ext2_inode *in)
 {
 	struct ext_need *n = k->n;
@@ -131,9 +115,8 @@ static int count_file(struct counter *k, struct ext2_inode *in)
 	for (size_t i = 0; i < rs.n && !ret; i++) {
 		uint64_t start = rs.r[i].pblk * k->s->blocksize,
 			 len = rs.r[i].len * k->s->blocksize;
+		/* an unwritten run becomes a hole: at most one item, counted as its pieces */
 		n->m.file_extents += run_pieces(k->s, start, len);
-		if (rs.r[i].uninit)
-			ret = add_cuts(k->s, start, start + len);
 	}
 	free(rs.r);
 	return ret;
@@ -171,10 +154,9 @@ static void count_image(struct counter *k)
 {
 	struct ext_src *s = k->s;
 	struct btk_meta_counts *m = &k->n->m;
-	/* records: every used run cut at MAX_EXTENT multiples, at the 3 reserved ranges and at
-	 * the edges of unwritten extents, and the copies, in at most one piece per block */
-	uint64_t recs =
-	    s->nused + s->used_bytes / MAX_EXTENT + s->cuts.n + 6 + (1ULL << 20) / 4096 + 32;
+	/* records: every used run cut at MAX_EXTENT multiples and at the 3 reserved ranges,
+	 * and the copies, in at most one piece per block */
+	uint64_t recs = s->nused + s->used_bytes / MAX_EXTENT + 6 + (1ULL << 20) / 4096 + 32;
 
 	m->inodes += 2; /* the subvolume's directory and the image */
 	m->names += 2;
@@ -200,7 +182,6 @@ int ext_count(struct ext_src *s, const struct ext_count_opts *o, struct ext_need
 	int ret = 0;
 
 	memset(n, 0, sizeof(*n));
-	s->cuts.n = 0;
 	if (!li)
 		return btk_err(ENOMEM, "out of memory");
 	if ((err = ext2fs_open_inode_scan(e, 0, &scan))) {
@@ -224,7 +205,6 @@ int ext_count(struct ext_src *s, const struct ext_count_opts *o, struct ext_need
 	free(li);
 	if (ret)
 		return ret;
-	btk_vec_sort(&s->cuts, cmp_u64);
 	/* the names fill the directories that hold them, less 8 bytes of each entry's header */
 	k.dir_bytes = k.dir_bytes > 8 * n->m.names ? k.dir_bytes - 8 * n->m.names : 0;
 	n->m.name_bytes = n->m.names * 255 < k.dir_bytes ? n->m.names * 255 : k.dir_bytes;

@@ -174,7 +174,7 @@ int ext_open(const char *path, bool force, struct ext_src *s)
 
 	memset(s, 0, sizeof(*s));
 	s->path = path;
-	if ((ret = btk_mkfs_check_busy(path)))
+	if ((ret = btk_dev_refuse_in_use(path)))
 		return ret;
 	err = ext2fs_check_if_mounted(path, &mflags);
 	if (!err && (mflags & EXT2_MF_MOUNTED))
@@ -239,5 +239,4 @@ void ext_close(struct ext_src *s)
 	free(s->used);
 	s->used = NULL;
 	s->nused = 0;
-	btk_vec_free(&s->cuts);
 }

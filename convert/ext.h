@@ -3,8 +3,6 @@
 #ifndef CONVERT_EXT_H
 #define CONVERT_EXT_H
 
-#include "base/vec.h"
-
 #include <ext2fs/ext2fs.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -12,8 +10,6 @@
 struct ext_range {
 	uint64_t start, len; /* bytes */
 };
-
-BTK_VEC(ext_cuts, uint64_t);
 
 struct ext_src {
 	ext2_filsys e;
@@ -25,13 +21,8 @@ struct ext_src {
 	uint64_t used_bytes;
 	uint64_t inodes;    /* inodes in use (s_inodes_count - s_free_inodes_count) */
 	char features[256]; /* "has_journal extent 64bit ..." for reports */
-	/* bytes where an image extent must end (besides MAX_EXTENT multiples and the reserved
-	 * ranges): both edges of every ext4 unwritten extent, so that each btrfs prealloc extent
-	 * covers whole data extents (btrfs check looks a prealloc range's data extent up by its
-	 * exact start and length). Filled by ext_count, sorted. */
-	struct ext_cuts cuts;
-	char saved[16]; /* the image's subvolume: "ext2_saved", or "ext2_saved.N" when the
-			 * ext root has an entry of that name (rollback finds it by id) */
+	char saved[16];	    /* the image's subvolume: "ext2_saved", or "ext2_saved.N" when the
+			     * ext root has an entry of that name (rollback finds it by id) */
 };
 
 /* Opens path read-only and checks that it can be converted; 0, or -errno with a one-line

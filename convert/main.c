@@ -142,8 +142,9 @@ static int plan_space(const struct args *a, struct ext_src *src, struct btk_mkfs
 	return 0;
 }
 
-static int run_convert(const struct args *a, const char *dev, uint64_t fault)
+static int run_convert(const struct args *a, const char *dev, const struct btk_dev_opts *d)
 {
+	struct btk_lock *hold = NULL;
 	struct btk_mkfs_opts mo;
 	struct btk_mkfs_result res;
 	struct conv_opts co = {0};
@@ -162,8 +163,10 @@ static int run_convert(const struct args *a, const char *dev, uint64_t fault)
 		return parse_features(a->features, &mo) > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 	if ((ret = plan_args(a, &mo, fsid)))
 		return ret;
-	if (ext_open(dev, a->force, &src)) {
+	/* the writer's lock before the source is read: held to the last write */
+	if ((!a->dry && btk_lock_take(dev, d->wait, &hold)) || ext_open(dev, a->force, &src)) {
 		cli_err("%s", btk_errmsg());
+		btk_lock_drop(hold);
 		return CLI_EXIT_ERROR;
 	}
 	plan_ext(a, &src, &mo, fsid, label);
@@ -187,7 +190,7 @@ static int run_convert(const struct args *a, const char *dev, uint64_t fault)
 	co.no_datasum = a->no_datasum;
 	co.no_inline = a->no_inline;
 	co.no_xattr = a->no_xattr;
-	co.fault_writes = fault;
+	mo.dev = *d;
 	cli_progress_start(&pg, a->progress);
 	if (a->no_progress || a->json)
 		pg.on = false;
@@ -208,6 +211,7 @@ static int run_convert(const struct args *a, const char *dev, uint64_t fault)
 	conv_free(&c);
 out:
 	ext_close(&src);
+	btk_lock_drop(hold);
 	return ret;
 }
 
@@ -231,10 +235,11 @@ int main(int argc, const char **argv)
 	    {"dry-run", 0, POPT_ARG_NONE, &a.dry, 0, "check and estimate, write nothing", NULL},
 	    {"rollback", 'r', POPT_ARG_NONE, &a.rb, 0, "return to the ext filesystem", NULL},
 	    {"force", 'f', POPT_ARG_NONE, &a.force, 0, "convert an unclean ext filesystem", NULL},
+	    CLI_WRITE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc;
-	const char *dev, *fe = getenv("BTK_CONVERT_FAULT_WRITES");
-	uint64_t fault = 0;
+	struct btk_dev_opts dopts = {0};
+	const char *dev;
 	int rc;
 
 	cli_init("btk-convert");
@@ -244,7 +249,7 @@ int main(int argc, const char **argv)
 	cli_json_on(a.json);
 	dev = poptGetArg(pc);
 	if (!dev && a.features && !strcmp(a.features, "list-all")) {
-		rc = run_convert(&a, "", 0);
+		rc = run_convert(&a, "", &dopts);
 		goto out;
 	}
 	if (!dev || poptPeekArg(pc)) {
@@ -255,21 +260,19 @@ int main(int argc, const char **argv)
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
-	/* tests only: a power cut after this many writes (the fault-injecting io backend) */
-	if (fe && !cli_parse_u64(fe, &fault)) {
-		cli_err("BTK_CONVERT_FAULT_WRITES: not a number");
+	if (cli_dev_opts(&dopts)) {
 		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
 	if (a.rb) {
 		struct rollback_result r;
-		rc = rollback(dev, a.dry, fault, &r) ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+		rc = rollback(dev, a.dry, &dopts, &r) ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 		if (rc)
 			cli_err("%s", btk_errmsg());
 		else
 			report_rollback(dev, &r, a.dry, a.json);
 	} else {
-		rc = run_convert(&a, dev, fault);
+		rc = run_convert(&a, dev, &dopts);
 	}
 out:
 	poptFreeContext(pc);

@@ -128,7 +128,7 @@ static int open_scan(const char *path, struct scan *s)
 	struct btk_key loc;
 	char *name = NULL;
 	uint8_t ft;
-	int ret = btk_mkfs_check_busy(path);
+	int ret = btk_dev_refuse_in_use(path);
 
 	if (ret || (ret = btk_fs_open(paths, 1, &oo, &s->fs)))
 		return ret;
@@ -169,12 +169,18 @@ static int write_range(struct btk_dev *d, const uint8_t *buf, uint64_t off, uint
 	return len ? btk_dev_write(d, buf, len, off) : 0;
 }
 
-int rollback(const char *path, bool dry_run, uint64_t fault_writes, struct rollback_result *res)
+int rollback(const char *path, bool dry_run, const struct btk_dev_opts *dopts,
+	     struct rollback_result *res)
 {
 	struct scan s = {0};
 	uint8_t *bufs[3] = {NULL, NULL, NULL};
+	struct btk_dev_opts wo = *dopts;
+	struct btk_lock *hold = NULL;
 	struct btk_dev *d = NULL;
-	int ret = open_scan(path, &s);
+	int ret = dry_run ? 0 : btk_lock_take(path, dopts->wait, &hold);
+
+	if (!ret)
+		ret = open_scan(path, &s);
 
 	memset(res, 0, sizeof(*res));
 	if (!ret)
@@ -188,12 +194,9 @@ int rollback(const char *path, bool dry_run, uint64_t fault_writes, struct rollb
 	btk_fs_close(s.fs);
 	if (ret || dry_run)
 		goto out;
-	ret = btk_dev_open(path, BTK_OPEN_WRITE | BTK_OPEN_EXCL, &d);
-	if (!ret && fault_writes) {
-		struct btk_dev *fd;
-		ret = btk_dev_faulty(d, fault_writes, &fd);
-		d = ret ? d : fd;
-	}
+	wo.write = true;
+	wo.create = false;
+	ret = btk_dev_open_opts(path, &wo, &d);
 	/* mirrors first, then the first MiB around the primary superblock, which goes last */
 	for (int i = 1; !ret && i < s.nres; i++)
 		ret = write_range(d, bufs[i], s.res[i].start, s.res[i].len);
@@ -213,6 +216,7 @@ int rollback(const char *path, bool dry_run, uint64_t fault_writes, struct rollb
 out:
 	if (d)
 		btk_dev_close(d);
+	btk_lock_drop(hold);
 	for (int i = 0; i < 3; i++)
 		free(bufs[i]);
 	free(s.p);

@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "io/io.h"
+
 struct rollback_result {
 	uint64_t ext_size; /* bytes of the ext filesystem */
 	uint64_t restored; /* bytes copied back into place */
@@ -16,7 +18,9 @@ struct rollback_result {
  * copied aside: the superblock mirrors' ranges, the first MiB, and last the 4 KiB holding
  * the btrfs superblock, so that an interruption leaves the btrfs, which a second rollback
  * can finish. Refuses (nothing written) with -ENOENT (no image), -EUCLEAN (the image was
- * changed or moved). dry_run checks only. fault_writes: tests stop after that many writes. */
-int rollback(const char *path, bool dry_run, uint64_t fault_writes, struct rollback_result *res);
+ * changed or moved). dry_run checks only. d: the open path's options (--wait, faults); the
+ * writer's lock is taken before the filesystem is read. */
+int rollback(const char *path, bool dry_run, const struct btk_dev_opts *d,
+	     struct rollback_result *res);
 
 #endif

@@ -238,15 +238,15 @@ static int mounted_guard(const char **devs, int ndevs, bool force, struct out *o
 {
 	for (int i = 0; i < ndevs; i++) {
 		char where[256];
-		enum cli_mount_state st = cli_mount_state(devs[i], where, sizeof(where));
-		if (st == CLI_MOUNTED_RO) {
+		enum btk_use st = btk_dev_in_use(devs[i], where, sizeof(where));
+		if (st == BTK_USE_MOUNTED_RO) {
 			if (!o->quiet)
 				fprintf(
 				    stderr,
 				    "btk-fsck: warning: %s is mounted read-only on %s: checking "
 				    "anyway\n",
 				    devs[i], where);
-		} else if (st == CLI_MOUNTED_RW && !force) {
+		} else if (st == BTK_USE_MOUNTED_RW && !force) {
 			if (o->json)
 				json_fail("device mounted read-write");
 			fprintf(stderr,
@@ -254,7 +254,7 @@ static int mounted_guard(const char **devs, int ndevs, bool force, struct out *o
 				"filesystem that is changing (unmount it, or --force)\n",
 				devs[i], where);
 			return EXIT_OPER;
-		} else if (st == CLI_MOUNTED_RW && !o->quiet) {
+		} else if (st == BTK_USE_MOUNTED_RW && !o->quiet) {
 			fprintf(stderr,
 				"btk-fsck: warning: %s is mounted read-write on %s: --force given, "
 				"results may be wrong\n",

@@ -129,11 +129,23 @@ int verb_dump(int argc, const char **argv)
 		cli_err("%s", btk_errmsg());
 		goto out;
 	}
-	fd = strcmp(file, "-") ? open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)
-			       : STDOUT_FILENO;
+	/* not truncated before it is known to be none of the devices (any name of one) */
+	fd = strcmp(file, "-") ? open(file, O_WRONLY | O_CREAT | O_CLOEXEC, 0644) : STDOUT_FILENO;
 	if (fd < 0) {
 		rc = -errno;
 		cli_err("%s: cannot create: %s", file, strerror(errno));
+		goto out;
+	}
+	for (int i = 0; i < fs->ndevs; i++)
+		if (fs->devs[i].dev && btk_dev_is_fd(fs->devs[i].dev, fd)) {
+			rc = -EINVAL;
+			cli_err("%s: is %s, a device of the filesystem: give another dump file",
+				file, fs->devs[i].dev->path);
+			goto out;
+		}
+	if (fd != STDOUT_FILENO && ftruncate(fd, 0)) {
+		rc = -errno;
+		cli_err("%s: cannot truncate: %s", file, strerror(errno));
 		goto out;
 	}
 	if (!threads) {

@@ -41,6 +41,8 @@ struct img_cmd {
 	poptContext pc;
 	struct btk_fs *fs; /* img_open */
 	bool write;	   /* opened for writing */
+	/* the open path's options for writing (--wait, faults, undo): set before img_open */
+	struct btk_dev_opts dev;
 };
 
 #define IMG_OPT_DEVICE(c)                                                                          \

@@ -34,33 +34,11 @@ int img_parse(struct img_cmd *c, int argc, const char **argv, struct poptOption 
 	return 0;
 }
 
-/* A mounted device is refused for writing; reading one mounted read-write may see stale or
- * half-written metadata, which is worth a warning. */
-static int check_mounted(const char *path, bool write)
-{
-	char where[4096] = "";
-	enum cli_mount_state st = cli_mount_state(path, where, sizeof(where));
-
-	if (st == CLI_MOUNTED_RW || st == CLI_MOUNTED_RO) {
-		if (write) {
-			cli_err("%s: mounted on %s; unmount it first", path, where);
-			return CLI_EXIT_ERROR;
-		}
-		if (st == CLI_MOUNTED_RW)
-			cli_warn("%s: mounted read-write on %s: what is read may be stale", path,
-				 where);
-	} else if (st == CLI_MOUNT_UNKNOWN && write) {
-		cli_err("%s: cannot tell whether it is mounted (/proc/self/mountinfo unreadable)",
-			path);
-		return CLI_EXIT_ERROR;
-	}
-	return 0;
-}
-
 int img_open(struct img_cmd *c, bool write)
 {
 	const char *paths[IMG_MAX_DEVS];
-	struct btk_open_opts oo = {.super_mirror = -1, .write = write};
+	/* libcore's open refuses a device in use for writing and warns a reader of a mount */
+	struct btk_open_opts oo = {.super_mirror = -1, .write = write, .dev = c->dev};
 	int n = 0;
 
 	paths[n++] = c->img;
@@ -71,9 +49,6 @@ int img_open(struct img_cmd *c, bool write)
 		}
 		paths[n++] = *d;
 	}
-	for (int i = 0; i < n; i++)
-		if (check_mounted(paths[i], write))
-			return CLI_EXIT_ERROR;
 	if (btk_fs_open(paths, n, &oo, &c->fs)) {
 		cli_err("%s", btk_errmsg());
 		return CLI_EXIT_ERROR;

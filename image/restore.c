@@ -58,13 +58,26 @@ static int targets_distinct(const char **t, int n)
 	return 0;
 }
 
+/* The dump must not be one of the targets (by device and inode, whatever the names). */
+static int dump_not_target(const char *dump, const char **t, int n)
+{
+	for (int i = 0; i < n; i++)
+		if (btk_paths_same(dump, t[i]))
+			return btk_err(EINVAL, "'%s' is the dump and '%s' a target: the same file",
+				       dump, t[i]);
+	return 0;
+}
+
 int verb_restore(int argc, const char **argv)
 {
-	int multi = 0, json = 0, rc;
+	int multi = 0, json = 0, force = 0, rc;
 	struct poptOption opts[] = {
 	    {"multi", 'm', POPT_ARG_NONE, &multi, 0,
 	     "one target per original device, profiles kept", NULL},
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "summary as JSON on stdout", NULL},
+	    {"force", 'f', POPT_ARG_NONE, &force, 0,
+	     "restore over a filesystem or partition table found on a target", NULL},
+	    CLI_WRITE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc;
 
@@ -85,19 +98,18 @@ int verb_restore(int argc, const char **argv)
 		return CLI_EXIT_USAGE;
 	}
 	cli_json_on(json);
-	if (targets_distinct(args + 1, n - 1)) {
+	if (targets_distinct(args + 1, n - 1) || dump_not_target(args[0], args + 1, n - 1)) {
 		cli_err("%s", btk_errmsg());
 		poptFreeContext(pc);
 		return CLI_EXIT_ERROR;
 	}
 	struct btk_restore_opts ro = {.multi = multi, .progress = on_progress, .ctx = &prog};
-	/* tests only: a power cut after this many changes to each target */
-	const char *fe = getenv("BTK_IMAGE_FAULT_WRITES");
-	if (fe && !(ro.fault = cli_parse_u64(fe, &ro.fault_writes))) {
-		cli_err("BTK_IMAGE_FAULT_WRITES: not a number");
+	if (cli_dev_opts(&ro.dev)) {
 		poptFreeContext(pc);
 		return CLI_EXIT_USAGE;
 	}
+	/* as mkfs: a target in use is refused, one holding a filesystem too unless -f */
+	ro.dev.no_clobber = !force;
 	int fd = open(args[0], O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		cli_err("%s: cannot open: %s", args[0], strerror(errno));

@@ -16,7 +16,6 @@ int wops_parse(struct wops *w, int argc, const char **argv, struct poptOption *o
 {
 	int rc;
 
-	w->fail_after = -1;
 	rc = img_parse(&w->c, argc, argv, opts, usage, min, max);
 	w->json = w->c.json;
 	w->force = w->c.force;
@@ -44,31 +43,16 @@ int wops_open(struct wops *w)
 	int rc;
 
 	set_now(w);
-	if (w->fail_after < 0)
-		w->fail_after = -1;
+	if (cli_dev_opts(&w->c.dev))
+		return CLI_EXIT_USAGE;
+	/* every byte changed before the commit can be put back: a failed operation leaves
+	 * the image as it was, free space included */
+	w->c.dev.undo = true;
 	if ((rc = img_open(&w->c, true)))
 		return rc;
 	w->fs = w->c.fs;
 	if (btk_fs_write_refusals(w->fs))
 		goto err;
-	for (int i = 0; w->fail_after >= 0 && i < w->fs->ndevs; i++) {
-		struct btk_dev *fd;
-		if (!w->fs->devs[i].dev)
-			continue;
-		if (btk_dev_faulty(w->fs->devs[i].dev, (uint64_t)w->fail_after, &fd))
-			goto err;
-		w->fs->devs[i].dev = fd;
-	}
-	/* every byte changed before the commit can be put back: a failed operation leaves
-	 * the image as it was, free space included */
-	for (int i = 0; i < w->fs->ndevs; i++) {
-		struct btk_dev *ud;
-		if (!w->fs->devs[i].dev)
-			continue;
-		if (btk_dev_undo(w->fs->devs[i].dev, &ud))
-			goto err;
-		w->fs->devs[i].dev = ud;
-	}
 	if (btk_write_open(w->fs, 0, &w->wfs) || btk_trans_start(w->wfs, &w->t))
 		goto err;
 	if (w->epoch_set)

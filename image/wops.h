@@ -14,7 +14,6 @@
 struct wops {
 	struct img_cmd c; /* options, IMG, the open filesystem (fileops.h) */
 	int progress;
-	long fail_after; /* tests: a power cut after this many writes */
 	struct btk_fs *fs;
 	struct btk_wfs *wfs; /* the write path's state of fs */
 	struct btk_trans *t;
@@ -27,7 +26,7 @@ struct wops {
 };
 
 /* The options every writing verb takes: --device, --json, -f/--force (also: write into a
- * read-only subvolume), --progress, and the tests' hidden --fail-after. */
+ * read-only subvolume), --progress, --wait (CLI_WRITE_OPTIONS). */
 #define WOPS_OPTIONS(w)                                                                            \
 	IMG_OPT_DEVICE(&(w)->c), IMG_OPT_JSON(&(w)->c), IMG_OPT_FORCE(&(w)->c),                    \
 	    {"progress",                                                                           \
@@ -37,10 +36,7 @@ struct wops {
 	     0,                                                                                    \
 	     "show progress even when stderr is not a terminal",                                   \
 	     NULL},                                                                                \
-	{                                                                                          \
-		"fail-after", 0, POPT_ARG_LONG | POPT_ARGFLAG_DOC_HIDDEN, &(w)->fail_after, 0,     \
-		    NULL, NULL                                                                     \
-	}
+	    CLI_WRITE_OPTIONS
 
 /* Parses argv (img_parse) with min..max positional arguments, IMG first. 0 or an exit code. */
 int wops_parse(struct wops *w, int argc, const char **argv, struct poptOption *opts,

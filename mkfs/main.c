@@ -260,6 +260,7 @@ int main(int argc, const char **argv)
 	    {"checksum", 0, POPT_ARG_STRING | POPT_ARGFLAG_DOC_HIDDEN, &csum, 0, NULL, NULL},
 	    {"byte-count", 'b', POPT_ARG_STRING, &bytes, 0, "size of each device", "SIZE"},
 	    {"force", 'f', POPT_ARG_NONE, &force, 0, "overwrite existing signatures", NULL},
+	    CLI_WRITE_OPTIONS,
 	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print nothing on success", NULL},
 	    {"nodiscard", 'K', POPT_ARG_NONE, &nodiscard, 0, "do not discard block devices", NULL},
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "print the result as JSON", NULL},
@@ -310,6 +311,10 @@ int main(int argc, const char **argv)
 	o.mixed = o.mixed || mixed;
 	o.force = force;
 	o.discard = !nodiscard;
+	if (cli_dev_opts(&o.dev)) { /* --wait, BTK_FAULT: libcore's open path applies them */
+		rc = 2;
+		goto out;
+	}
 	if (parse_sizes(nodesize, sectorsize, bytes, &o))
 		rc = CLI_EXIT_ERROR;
 	if (!rc && uuid) {

@@ -9,7 +9,6 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "relocate/relocate.h"
-#include "resize.h"
 #include "tree/tree.h"
 
 #include <ctype.h>
@@ -23,7 +22,6 @@
 
 struct opts {
 	int minimum, print_min, dry_run, progress, json, force, quiet;
-	long fail_after; /* hidden: stop writing after N writes per device (power-cut tests) */
 	const char *size_arg;
 	char *size_copy; /* size_arg when it came from devs: freed by main */
 	const char **devs;
@@ -117,14 +115,12 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	    {"force", 'f', POPT_ARG_NONE, &o->force, 0,
 	     "resize even with a converted filesystem's image (ext2_saved)", NULL},
 	    {"quiet", 'q', POPT_ARG_NONE, &o->quiet, 0, "print nothing on success", NULL},
-	    {"fail-after", 0, POPT_ARG_LONG | POPT_ARGFLAG_DOC_HIDDEN, &o->fail_after, 0, NULL,
-	     NULL},
+	    CLI_WRITE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc;
 	const char **rest;
 	int rc, n = 0;
 
-	o->fail_after = -1;
 	if ((rc = cli_popt_start(&pc, "btk-resize", argc, argv, table,
 				 "[DEVID:]SIZE DEV...  (SIZE: 20g, +2g, -512m, max)"))) {
 		poptFreeContext(pc);
@@ -323,19 +319,6 @@ static bool all_files(const struct opts *o)
 	return true;
 }
 
-static int wrap_faulty(struct btk_fs *fs, long n)
-{
-	for (int i = 0; i < fs->ndevs; i++) {
-		struct btk_dev *fd;
-		if (!fs->devs[i].dev)
-			continue;
-		if (btk_dev_faulty(fs->devs[i].dev, (uint64_t)n, &fd))
-			return -1;
-		fs->devs[i].dev = fd;
-	}
-	return 0;
-}
-
 static int run(struct opts *o)
 {
 	bool write = !o->dry_run && !o->print_min;
@@ -347,14 +330,11 @@ static int run(struct opts *o)
 	struct prog pr = {.start = cli_now()};
 
 	cli_progress_start(&pr.line, o->progress);
-	char why[512];
 	int rc;
 
-	for (int i = 0; write && i < o->ndevs; i++)
-		if (resize_in_use(o->devs[i], why, sizeof(why))) {
-			cli_err("%s: refusing to resize a mounted filesystem", why);
-			return 1;
-		}
+	/* writing: in use refused, locked, faults as BTK_FAULT says (libcore's open path) */
+	if (cli_dev_opts(&oo.dev))
+		return CLI_EXIT_USAGE;
 	if (btk_fs_open(o->devs, o->ndevs, &oo, &fs)) {
 		cli_err("%s", btk_errmsg());
 		return 1;
@@ -371,10 +351,6 @@ static int run(struct opts *o)
 			    o->minimum || o->print_min || o->dry_run || o->json, &plan)) {
 		cli_err("%s", btk_errmsg());
 		goto out;
-	}
-	if (write && o->fail_after >= 0 && wrap_faulty(fs, o->fail_after)) {
-		cli_err("%s", btk_errmsg());
-		goto free_plan;
 	}
 	rc = write ? btk_resize_apply(fs, &plan, o->progress ? on_progress : NULL, &pr) : 0;
 	cli_progress_clear(&pr.line);

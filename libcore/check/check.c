@@ -1,4 +1,4 @@
-/* check.c — the checker's driver: phases, reporting, summary. */
+/* check.c — the checker's driver: state, phases in order, summary (reporting: check_report.c). */
 #include "check/check_priv.h"
 #include "backref/backref.h"
 #include "base/error.h"
@@ -8,108 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static const char *const kind_names[BTK_CHK_KIND_COUNT] = {
-    [BTK_CHK_SUPER] = "super",
-    [BTK_CHK_CHUNK] = "chunk",
-    [BTK_CHK_DEV_EXTENT] = "dev-extent",
-    [BTK_CHK_DEVICE] = "device",
-    [BTK_CHK_BLOCK_GROUP] = "block-group",
-    [BTK_CHK_TREE_BLOCK] = "tree-block",
-    [BTK_CHK_EXTENT] = "extent",
-    [BTK_CHK_BACKREF] = "backref",
-    [BTK_CHK_FREE_SPACE] = "free-space",
-    [BTK_CHK_ROOT] = "root",
-    [BTK_CHK_INODE] = "inode",
-    [BTK_CHK_NAME] = "name",
-    [BTK_CHK_FILE_EXTENT] = "file-extent",
-    [BTK_CHK_CSUM] = "csum",
-    [BTK_CHK_DATA_CSUM] = "data-csum",
-};
-
-const char *btk_check_kind_name(enum btk_check_kind kind)
-{
-	if ((unsigned)kind >= BTK_CHK_KIND_COUNT)
-		return "unknown";
-	return kind_names[kind];
-}
-
-static const struct btk_check_problem_info problems[BTK_P_COUNT] = {
-#define BTK_PROBLEM(id, code_, name_, kind_, sev, repair, msg)                                     \
-	[BTK_P_##id] = {.code = code_,                                                             \
-			.name = name_,                                                             \
-			.kind = BTK_CHK_##kind_,                                                   \
-			.severity = BTK_SEV_##sev,                                                 \
-			.repairable = repair,                                                      \
-			.message = msg},
-#include "check/problems.def"
-#undef BTK_PROBLEM
-};
-
-const struct btk_check_problem_info *btk_check_problem_info(enum btk_check_problem_id id)
-{
-	if ((unsigned)id >= BTK_P_COUNT)
-		return NULL;
-	return &problems[id];
-}
-
-const char *chk_fmt(const char *fmt, ...)
-{
-	/* A few rotating buffers: a report takes at most two (expected, found). */
-	static __thread char bufs[4][256];
-	static __thread int next;
-	char *b = bufs[next++ & 3];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(b, sizeof(bufs[0]), fmt, ap);
-	va_end(ap);
-	return b;
-}
-
-void chk_report(struct chk *c, enum btk_check_problem_id id, uint64_t tree, uint64_t bytenr,
-		const struct btk_key *key, const char *expected, const char *found, const char *fmt,
-		...)
-{
-	const struct btk_check_problem_info *info = btk_check_problem_info(id);
-	char what[512];
-	va_list ap;
-
-	if (info->severity == BTK_SEV_WARN) {
-		c->sum->warnings++;
-	} else {
-		c->sum->errors++;
-		c->sum->errors_by_kind[info->kind]++;
-	}
-	if (!c->opts->report)
-		return;
-	if (c->opts->max_reports && c->reported >= c->opts->max_reports)
-		return;
-	c->reported++;
-	va_start(ap, fmt);
-	vsnprintf(what, sizeof(what), fmt, ap);
-	va_end(ap);
-	struct btk_check_problem p = {
-	    .id = id,
-	    .info = info,
-	    .kind = info->kind,
-	    .tree = tree,
-	    .bytenr = bytenr,
-	    .has_key = key != NULL,
-	    .what = what,
-	    .expected = expected ? expected : "",
-	    .found = found ? found : "",
-	};
-	if (key)
-		p.key = *key;
-	c->opts->report(c->opts->ctx, &p);
-}
-
-void chk_progress(struct chk *c, const char *phase, double done)
-{
-	if (c->opts->progress)
-		c->opts->progress(c->opts->ctx, phase, done);
-}
 
 static void chk_init(struct chk *c, struct btk_fs *fs, const struct btk_check_opts *opts,
 		     struct btk_check_summary *sum)

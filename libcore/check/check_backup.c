@@ -43,21 +43,15 @@ bool chk_root_tree(struct chk *c)
 		if (!br || b->tree_root_level >= BTK_MAX_LEVEL ||
 		    !reads(c->fs, br, b->tree_root_level, bg, NULL, 0))
 			continue;
-		int k = snprintf(list + used, sizeof(list) - used,
-				 "%sslot %d (generation %llu, tree root %llu)", used ? ", " : "", i,
-				 (unsigned long long)bg, (unsigned long long)br);
-		if (k < 0 || (size_t)k >= sizeof(list) - used)
-			break;
-		used += (size_t)k;
+		if (used && used + 2 < sizeof(list))
+			used += chk_part(list + used, sizeof(list) - used, CHK_PART_LIST_SEP);
+		used += chk_part(list + used, sizeof(list) - used, CHK_PART_BACKUP_SLOT, CHK_I(i),
+				 CHK_U(bg), CHK_U(br));
 	}
-	chk_report(c, BTK_P_ROOT_TREE_UNREADABLE, BTRFS_ROOT_TREE_OBJECTID, root, NULL,
-		   "a readable root tree", why,
-		   "root tree block %llu (level %u, generation %llu) unreadable: nothing else can "
-		   "be checked; backup roots that read: %s",
-		   (unsigned long long)root, sb->root_level, (unsigned long long)gen,
-		   used ? list : "none");
+	chk_rep(c, used ? CHK_M_ROOT_TREE_UNREADABLE : CHK_M_ROOT_TREE_UNREADABLE_NO_BACKUP,
+		BTRFS_ROOT_TREE_OBJECTID, root, NULL, CHK_U(root), CHK_U(sb->root_level),
+		CHK_U(gen), CHK_S(why), CHK_S(list));
 	if (used)
-		chk_report(c, BTK_P_ROOT_TREE_BACKUP, BTRFS_ROOT_TREE_OBJECTID, root, NULL, "", "",
-			   "check with the newest backup root: btk-fsck -b");
+		chk_rep(c, CHK_M_ROOT_TREE_BACKUP, BTRFS_ROOT_TREE_OBJECTID, root, NULL);
 	return false;
 }

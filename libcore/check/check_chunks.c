@@ -14,8 +14,7 @@ void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 		if (k.type == BTRFS_CHUNK_ITEM_KEY) {
 			struct btk_chunk *ch = NULL;
 			if (btk_chunk_parse(p, sz, k.offset, c->fs->sectorsize, &ch))
-				chk_report(c, BTK_P_CHUNK_INVALID, 3, b->bytenr, &k, "", "",
-					   "invalid chunk item");
+				chk_rep(c, CHK_M_CHUNK_INVALID, 3, b->bytenr, &k);
 			free(ch);
 			continue;
 		}
@@ -23,9 +22,8 @@ void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 			continue;
 		struct btk_dev_item_ent di;
 		if (btk_dev_item_parse(p, sz, &di)) {
-			chk_report(c, BTK_P_DEV_ITEM_SIZE, 3, b->bytenr, &k,
-				   chk_fmt("%u bytes", BTK_DEV_ITEM_SIZE), chk_fmt("%u", sz),
-				   "device item too small");
+			chk_rep(c, CHK_M_DEV_ITEM_SIZE, 3, b->bytenr, &k, CHK_U(BTK_DEV_ITEM_SIZE),
+				CHK_U(sz));
 			continue;
 		}
 		struct chk_devitem *d = btk_vec_push(&c->devitems);
@@ -37,10 +35,8 @@ void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 		d->total_bytes = di.total_bytes;
 		d->bytes_used = di.bytes_used;
 		if (d->devid != k.offset)
-			chk_report(c, BTK_P_DEV_ITEM_DEVID, 3, b->bytenr, &k,
-				   chk_fmt("%llu", (unsigned long long)k.offset),
-				   chk_fmt("%llu", (unsigned long long)d->devid),
-				   "device item devid differs from its key");
+			chk_rep(c, CHK_M_DEV_ITEM_DEVID, 3, b->bytenr, &k, CHK_U(k.offset),
+				CHK_U(d->devid));
 	}
 }
 
@@ -54,8 +50,7 @@ void chk_dev_leaf(struct chk *c, const struct btk_block *b)
 		const uint8_t *p = btk_leaf_data(b, (int)i);
 		struct btk_dev_extent_ent de;
 		if (btk_dev_extent_parse(p, btk_leaf_size(b, (int)i), &de)) {
-			chk_report(c, BTK_P_DEXT_TOO_SMALL, 4, b->bytenr, &k, "", "",
-				   "dev extent item too small");
+			chk_rep(c, CHK_M_DEXT_TOO_SMALL, 4, b->bytenr, &k);
 			continue;
 		}
 		struct chk_dext *d = btk_vec_push(&c->dexts);
@@ -74,8 +69,7 @@ void chk_bg_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint3
 		 uint64_t bytenr)
 {
 	if (sz < sizeof(struct btrfs_block_group_item)) {
-		chk_report(c, BTK_P_BG_TOO_SMALL, 0, bytenr, k, "", "",
-			   "block group item too small");
+		chk_rep(c, CHK_M_BG_TOO_SMALL, 0, bytenr, k);
 		return;
 	}
 	struct chk_bg *g = btk_vec_push(&c->bgs);
@@ -121,38 +115,24 @@ static void chunk_vs_rest(struct chk *c, const struct btk_chunk *ch, uint8_t *ma
 	uint64_t ssz = btk_chunk_stripe_len(ch);
 
 	if (!bg)
-		chk_report(c, BTK_P_CHUNK_NO_BG, 3, ch->logical, NULL, "a block group item", "none",
-			   "chunk [%llu, +%llu) has no block group",
-			   (unsigned long long)ch->logical, (unsigned long long)ch->length);
+		chk_rep(c, CHK_M_CHUNK_NO_BG, 3, ch->logical, NULL, CHK_U(ch->logical),
+			CHK_U(ch->length));
 	else if (bg->len != ch->length || bg->flags != ch->type)
-		chk_report(c, BTK_P_CHUNK_BG_DIFFERS, 3, ch->logical, NULL,
-			   chk_fmt("length %llu flags 0x%llx (chunk)",
-				   (unsigned long long)ch->length, (unsigned long long)ch->type),
-			   chk_fmt("length %llu flags 0x%llx", (unsigned long long)bg->len,
-				   (unsigned long long)bg->flags),
-			   "block group %llu differs from its chunk",
-			   (unsigned long long)ch->logical);
+		chk_rep(c, CHK_M_CHUNK_BG_DIFFERS, 3, ch->logical, NULL, CHK_U(ch->logical),
+			CHK_U(ch->length), CHK_U(ch->type), CHK_U(bg->len), CHK_U(bg->flags));
 	for (int s = 0; s < ch->num_stripes; s++) {
 		const struct btk_stripe *st = &ch->stripes[s];
 		struct chk_dext *d = dext_find(c, st->devid, st->offset);
 		if (!d) {
-			chk_report(
-			    c, BTK_P_DEXT_MISSING, 4, st->offset, NULL, "a dev extent", "none",
-			    "chunk %llu stripe %d (devid %llu physical %llu) has no dev extent",
-			    (unsigned long long)ch->logical, s, (unsigned long long)st->devid,
-			    (unsigned long long)st->offset);
+			chk_rep(c, CHK_M_DEXT_MISSING, 4, st->offset, NULL, CHK_U(ch->logical),
+				CHK_I(s), CHK_U(st->devid), CHK_U(st->offset));
 			continue;
 		}
 		matched[d - (struct chk_dext *)c->dexts.data] = 1;
 		if (d->chunk_offset != ch->logical || d->len != ssz)
-			chk_report(
-			    c, BTK_P_DEXT_DIFFERS, 4, st->offset, NULL,
-			    chk_fmt("chunk %llu length %llu", (unsigned long long)ch->logical,
-				    (unsigned long long)ssz),
-			    chk_fmt("chunk %llu length %llu", (unsigned long long)d->chunk_offset,
-				    (unsigned long long)d->len),
-			    "dev extent (devid %llu physical %llu) differs from its chunk",
-			    (unsigned long long)st->devid, (unsigned long long)st->offset);
+			chk_rep(c, CHK_M_DEXT_DIFFERS, 4, st->offset, NULL, CHK_U(st->devid),
+				CHK_U(st->offset), CHK_U(ch->logical), CHK_U(ssz),
+				CHK_U(d->chunk_offset), CHK_U(d->len));
 	}
 }
 
@@ -181,41 +161,24 @@ static void dev_extents(struct chk *c, const uint8_t *matched)
 				break;
 			sum += d->len;
 			if (!matched[i])
-				chk_report(
-				    c, BTK_P_DEXT_NO_CHUNK, 4, d->physical, NULL, "a chunk stripe",
-				    "none",
-				    "dev extent devid %llu physical %llu len %llu has no chunk",
-				    (unsigned long long)devid, (unsigned long long)d->physical,
-				    (unsigned long long)d->len);
+				chk_rep(c, CHK_M_DEXT_NO_CHUNK, 4, d->physical, NULL, CHK_U(devid),
+					CHK_U(d->physical), CHK_U(d->len));
 			if (d->physical < prev_end)
-				chk_report(c, BTK_P_DEXT_OVERLAP, 4, d->physical, NULL,
-					   chk_fmt(">= %llu", (unsigned long long)prev_end),
-					   chk_fmt("%llu", (unsigned long long)d->physical),
-					   "dev extents overlap on devid %llu",
-					   (unsigned long long)devid);
+				chk_rep(c, CHK_M_DEXT_OVERLAP, 4, d->physical, NULL, CHK_U(devid),
+					CHK_U(prev_end), CHK_U(d->physical));
 			if (d->physical + d->len > prev_end)
 				prev_end = d->physical + d->len;
 			if (di && (d->physical + d->len > di->total_bytes ||
 				   d->physical + d->len < d->physical))
-				chk_report(
-				    c, BTK_P_DEXT_BEYOND, 4, d->physical, NULL,
-				    chk_fmt("end <= %llu (device size)",
-					    (unsigned long long)di->total_bytes),
-				    chk_fmt("end %llu", (unsigned long long)(d->physical + d->len)),
-				    "dev extent devid %llu physical %llu len %llu is beyond the "
-				    "device end",
-				    (unsigned long long)devid, (unsigned long long)d->physical,
-				    (unsigned long long)d->len);
+				chk_rep(c, CHK_M_DEXT_BEYOND, 4, d->physical, NULL, CHK_U(devid),
+					CHK_U(d->physical), CHK_U(d->len), CHK_U(di->total_bytes),
+					CHK_U((d->physical + d->len)));
 		}
 		if (!di)
-			chk_report(c, BTK_P_DEV_NO_ITEM, 3, 0, NULL, "a device item", "none",
-				   "dev extents on devid %llu, which has no device item",
-				   (unsigned long long)devid);
+			chk_rep(c, CHK_M_DEV_NO_ITEM, 3, 0, NULL, CHK_U(devid));
 		else if (di->bytes_used != sum)
-			chk_report(c, BTK_P_DEV_BYTES_USED, 3, 0, NULL,
-				   chk_fmt("%llu (sum of dev extents)", (unsigned long long)sum),
-				   chk_fmt("%llu", (unsigned long long)di->bytes_used),
-				   "device %llu bytes used wrong", (unsigned long long)devid);
+			chk_rep(c, CHK_M_DEV_BYTES_USED, 3, 0, NULL, CHK_U(devid), CHK_U(sum),
+				CHK_U(di->bytes_used));
 	}
 }
 
@@ -229,15 +192,11 @@ static void devices(struct chk *c)
 			has_dexts =
 			    ((const struct chk_dext *)btk_vec_at(&c->dexts, j))->devid == di->devid;
 		if (!has_dexts && di->bytes_used)
-			chk_report(c, BTK_P_DEV_BYTES_USED, 3, 0, NULL, "0 (no dev extents)",
-				   chk_fmt("%llu", (unsigned long long)di->bytes_used),
-				   "device %llu bytes used wrong", (unsigned long long)di->devid);
+			chk_rep(c, CHK_M_DEV_BYTES_USED_NONE, 3, 0, NULL, CHK_U(di->devid),
+				CHK_U(di->bytes_used));
 		if (fd && fd->dev && fd->dev->size < di->total_bytes)
-			chk_report(c, BTK_P_DEV_SMALLER, 3, 0, NULL,
-				   chk_fmt(">= %llu", (unsigned long long)di->total_bytes),
-				   chk_fmt("%llu", (unsigned long long)fd->dev->size),
-				   "device %llu (%s) is smaller than its device item says",
-				   (unsigned long long)di->devid, fd->dev->path);
+			chk_rep(c, CHK_M_DEV_SMALLER, 3, 0, NULL, CHK_U(di->devid),
+				CHK_S(fd->dev->path), CHK_U(di->total_bytes), CHK_U(fd->dev->size));
 	}
 }
 
@@ -250,12 +209,9 @@ static void chunk_overlaps(struct chk *c)
 			continue;
 		struct btk_key k = {BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY,
 				    a->logical};
-		chk_report(c, BTK_P_CHUNK_OVERLAP, BTRFS_CHUNK_TREE_OBJECTID, a->logical, &k,
-			   chk_fmt("end <= %llu (next chunk)", (unsigned long long)b->logical),
-			   chk_fmt("end %llu", (unsigned long long)(a->logical + a->length)),
-			   "chunk [%llu, +%llu) overlaps the chunk at %llu",
-			   (unsigned long long)a->logical, (unsigned long long)a->length,
-			   (unsigned long long)b->logical);
+		chk_rep(c, CHK_M_CHUNK_OVERLAP, BTRFS_CHUNK_TREE_OBJECTID, a->logical, &k,
+			CHK_U(a->logical), CHK_U(a->length), CHK_U(b->logical),
+			CHK_U((a->logical + a->length)));
 	}
 }
 
@@ -276,9 +232,8 @@ void chk_chunks_final(struct chk *c)
 		const struct chk_bg *bg = btk_vec_at(&c->bgs, i);
 		const struct btk_chunk *ch = btk_chunk_find(c->fs, bg->start);
 		if (!ch || ch->logical != bg->start)
-			chk_report(c, BTK_P_BG_NO_CHUNK, 2, bg->start, NULL, "a chunk", "none",
-				   "block group [%llu, +%llu) has no chunk",
-				   (unsigned long long)bg->start, (unsigned long long)bg->len);
+			chk_rep(c, CHK_M_BG_NO_CHUNK, 2, bg->start, NULL, CHK_U(bg->start),
+				CHK_U(bg->len));
 	}
 	dev_extents(c, matched);
 	devices(c);

@@ -59,33 +59,35 @@ struct chk_copy_batch {
 static void report_bad(struct chk *c, uint64_t tree, uint64_t bytenr, int level, int i, int n,
 		       const struct btk_phys *ph, const char *why)
 {
-	chk_report(c, BTK_P_TB_COPY_BAD, tree, bytenr, NULL, "a copy equal to the good one", why,
-		   "tree %llu level %d block %llu: copy %d of %d (devid %llu physical %llu) is "
-		   "bad",
-		   (unsigned long long)tree, level, (unsigned long long)bytenr, i + 1, n,
-		   (unsigned long long)ph->devid, (unsigned long long)ph->physical);
+	chk_rep(c, CHK_M_TB_COPY_BAD, tree, bytenr, NULL, CHK_U(tree), CHK_I(level), CHK_U(bytenr),
+		CHK_I(i + 1), CHK_I(n), CHK_U(ph->devid), CHK_U(ph->physical), CHK_S(why));
 }
 
-/* Why copy buf of block bytenr is not the good one (generation gen, stored checksum csum);
- * NULL when it is. */
+/* Why copy buf of block bytenr is not the good one (generation gen, stored checksum csum),
+ * rendered into why[len]; NULL when it is. */
 static const char *copy_fault(const struct btk_fs *fs, const uint8_t *buf, uint64_t bytenr,
-			      uint64_t gen, const uint8_t *csum)
+			      uint64_t gen, const uint8_t *csum, char *why, size_t len)
 {
+	enum chk_part_id part;
+	uint64_t val = 0;
+
 	const struct btk_header *h = (const struct btk_header *)buf;
 	size_t cmp = fs->csum_size < 8 ? (size_t)fs->csum_size : 8;
 	uint8_t sum[BTK_CSUM_MAX];
 
 	btk_csum(fs->csum_type, buf + BTK_CSUM_MAX, fs->nodesize - BTK_CSUM_MAX, sum);
 	if (memcmp(sum, buf, (size_t)fs->csum_size))
-		return "checksum mismatch";
-	if (btk_le64(h->bytenr) != bytenr)
-		return chk_fmt("header bytenr %llu", (unsigned long long)btk_le64(h->bytenr));
-	if (btk_le64(h->generation) != gen)
-		return chk_fmt("stale: generation %llu",
-			       (unsigned long long)btk_le64(h->generation));
-	if (memcmp(buf, csum, cmp))
-		return "contents differ from the good copy";
-	return NULL;
+		part = CHK_PART_COPY_CSUM;
+	else if (btk_le64(h->bytenr) != bytenr)
+		part = CHK_PART_COPY_BYTENR, val = btk_le64(h->bytenr);
+	else if (btk_le64(h->generation) != gen)
+		part = CHK_PART_COPY_STALE, val = btk_le64(h->generation);
+	else if (memcmp(buf, csum, cmp))
+		part = CHK_PART_COPY_DIFFERS;
+	else
+		return NULL;
+	chk_part(why, len, part, CHK_U(val));
+	return why;
 }
 
 /* Copies the reader tried and rejected before the one it returned: read and say why. */
@@ -93,14 +95,14 @@ static void check_rejected(struct chk *c, const struct btk_block *b, const struc
 			   int n)
 {
 	for (int i = 0; i < b->mirror && i < n; i++) {
-		const char *why;
+		char why[CHK_TEXT_MAX];
 		if (!ph[i].dev)
 			continue; /* a missing device is reported once, not per block */
 		if (btk_dev_read(ph[i].dev, c->copy_buf, c->fs->nodesize, ph[i].physical))
-			why = chk_fmt("unreadable: %s", btk_errmsg());
-		else if (!(why = copy_fault(c->fs, c->copy_buf, b->bytenr, btk_block_generation(b),
-					    b->data)))
-			why = "rejected by the reader";
+			chk_part(why, sizeof(why), CHK_PART_COPY_UNREADABLE, CHK_S(btk_errmsg()));
+		else if (!copy_fault(c->fs, c->copy_buf, b->bytenr, btk_block_generation(b),
+				     b->data, why, sizeof(why)))
+			chk_part(why, sizeof(why), CHK_PART_COPY_REJECTED);
 		report_bad(c, c->tree, b->bytenr, btk_block_level(b), i, n, &ph[i], why);
 	}
 }
@@ -204,11 +206,13 @@ static void verify_run(struct chk_copy_batch *b, const struct chk_copy_at *v, si
 {
 	for (size_t i = 0; i < k; i++) {
 		const struct chk_copy *r = btk_vec_at(&b->recs, v[i].rec);
-		const char *why = buf ? copy_fault(b->fs, buf + (v[i].physical - v[0].physical),
-						   r->bytenr, r->gen, r->csum)
-				      : chk_fmt("unreadable: %s", err);
-		if (why)
-			add_bad(b, &v[i], why);
+		char why[CHK_TEXT_MAX];
+		if (!buf)
+			chk_part(why, sizeof(why), CHK_PART_COPY_UNREADABLE, CHK_S(err));
+		else if (!copy_fault(b->fs, buf + (v[i].physical - v[0].physical), r->bytenr,
+				     r->gen, r->csum, why, sizeof(why)))
+			continue;
+		add_bad(b, &v[i], why);
 	}
 }
 

@@ -35,22 +35,17 @@ void chk_csum_leaf(struct chk *c, const struct btk_block *b)
 		uint32_t sz = btk_leaf_size(b, (int)i);
 		btk_leaf_key(b, (int)i, &k);
 		if (k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY) {
-			chk_report(c, BTK_P_CSUM_ITEM_TYPE, 7, b->bytenr, &k, "EXTENT_CSUM items",
-				   "", "unexpected item in the csum tree");
+			chk_rep(c, CHK_M_CSUM_ITEM_TYPE, 7, b->bytenr, &k);
 			continue;
 		}
 		if (!cs || sz % cs || !sz || k.offset % ss) {
-			chk_report(c, BTK_P_CSUM_MALFORMED, 7, b->bytenr, &k,
-				   chk_fmt("a multiple of %u bytes at an aligned address", cs),
-				   chk_fmt("%u bytes", sz), "csum item malformed");
+			chk_rep(c, CHK_M_CSUM_MALFORMED, 7, b->bytenr, &k, CHK_U(cs), CHK_U(sz));
 			continue;
 		}
 		uint64_t len = (uint64_t)(sz / cs) * ss;
 		if (k.offset < c->csum_prev_end)
-			chk_report(c, BTK_P_CSUM_OVERLAP, 7, b->bytenr, &k,
-				   chk_fmt("start >= %llu", (unsigned long long)c->csum_prev_end),
-				   chk_fmt("%llu", (unsigned long long)k.offset),
-				   "csum items overlap");
+			chk_rep(c, CHK_M_CSUM_OVERLAP, 7, b->bytenr, &k, CHK_U(c->csum_prev_end),
+				CHK_U(k.offset));
 		if (k.offset + len > c->csum_prev_end)
 			c->csum_prev_end = k.offset + len;
 		c->sum->total_csum_bytes += sz;
@@ -127,9 +122,7 @@ static void csums_in_extents(struct chk *c)
 				pos = next;
 				continue;
 			}
-			chk_report(c, BTK_P_CSUM_NO_EXTENT, 7, pos, NULL, "a data extent", "none",
-				   "checksums for [%llu, %llu) where there is no data extent",
-				   (unsigned long long)pos, (unsigned long long)next);
+			chk_rep(c, CHK_M_CSUM_NO_EXTENT, 7, pos, NULL, CHK_U(pos), CHK_U(next));
 			pos = next;
 		}
 	}
@@ -172,10 +165,8 @@ static void csums_forbidden(struct chk *c, struct chk_ranges *v, bool lenient)
 			continue; /* no checksum over it */
 		if (lenient && covered(&c->csum_need, f->start, f->len))
 			continue;
-		chk_report(c, (lenient ? BTK_P_CSUM_PREALLOC : BTK_P_CSUM_NODATASUM), 7, f->start,
-			   NULL, "no checksums", "checksums", "%s data [%llu, +%llu) has checksums",
-			   lenient ? "prealloc" : "nodatasum", (unsigned long long)f->start,
-			   (unsigned long long)f->len);
+		chk_rep(c, lenient ? CHK_M_CSUM_PREALLOC : CHK_M_CSUM_NODATASUM, 7, f->start, NULL,
+			CHK_U(f->start), CHK_U(f->len));
 	}
 	btk_vec_free(v);
 }
@@ -194,9 +185,7 @@ void chk_csum_final(struct chk *c)
 		const struct chk_range *cr = ci >= 0 ? btk_vec_at(&c->csums, (size_t)ci) : NULL;
 		if (cr && r->start + r->len <= cr->start + cr->len)
 			continue;
-		chk_report(c, BTK_P_CSUM_MISSING, 7, r->start, NULL, "checksums", "missing",
-			   "data [%llu, +%llu) has no (or partial) checksums",
-			   (unsigned long long)r->start, (unsigned long long)r->len);
+		chk_rep(c, CHK_M_CSUM_MISSING, 7, r->start, NULL, CHK_U(r->start), CHK_U(r->len));
 	}
 	c->csum_need.n = out; /* sorted and deduplicated */
 	merge_ranges(&c->csum_need);
@@ -285,9 +274,7 @@ static void chk_log_final(struct chk *c)
 		if (covered(&c->log_csums, r->start, r->len) ||
 		    covered(&c->csums, r->start, r->len))
 			continue;
-		chk_report(c, BTK_P_CSUM_LOG_MISSING, BTRFS_TREE_LOG_OBJECTID, r->start, NULL,
-			   "checksums", "missing",
-			   "logged data [%llu, +%llu) has no checksums in the log",
-			   (unsigned long long)r->start, (unsigned long long)r->len);
+		chk_rep(c, CHK_M_CSUM_LOG_MISSING, BTRFS_TREE_LOG_OBJECTID, r->start, NULL,
+			CHK_U(r->start), CHK_U(r->len));
 	}
 }

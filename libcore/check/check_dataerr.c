@@ -24,16 +24,19 @@ static void csum_hex(const uint8_t *sum, int size, char *out)
 		out += sprintf(out, "%02x", sum[i]);
 }
 
-/* Mirrors other than `bad` whose sector at logical verifies: "mirror 2", "none". */
+/* Mirrors other than `bad` whose sector at logical verifies, said in out[len]: "good copy on
+ * mirror 2", "no good copy". */
 static const char *good_mirrors(struct chk *c, const struct btk_phys *ph, int n, int bad,
-				uint64_t off, const uint8_t *want)
+				uint64_t off, const uint8_t *want, char *out, size_t len)
 {
-	char list[64] = "";
+	char list[64] = "", item[32];
 	size_t used = 0;
 	uint8_t *sec = malloc(c->fs->sectorsize);
 
-	if (!sec)
-		return "unknown";
+	if (!sec) {
+		chk_part(out, len, CHK_PART_GOOD_UNKNOWN);
+		return out;
+	}
 	for (int j = 0; j < n; j++) {
 		uint8_t out[BTK_CSUM_MAX];
 		if (j == bad || !ph[j].dev ||
@@ -42,12 +45,19 @@ static const char *good_mirrors(struct chk *c, const struct btk_phys *ph, int n,
 		btk_csum(c->fs->csum_type, sec, c->fs->sectorsize, out);
 		if (memcmp(out, want, (size_t)c->fs->csum_size))
 			continue;
-		int k = snprintf(list + used, sizeof(list) - used, "%s%d", used ? ", " : "", j + 1);
-		if (k > 0 && (size_t)k < sizeof(list) - used)
-			used += (size_t)k;
+		size_t k = used ? chk_part(item, sizeof(item), CHK_PART_LIST_SEP) : 0;
+		k += chk_part(item + k, sizeof(item) - k, CHK_PART_MIRROR, CHK_I(j + 1));
+		if (k < sizeof(list) - used) {
+			memcpy(list + used, item, k + 1);
+			used += k;
+		}
 	}
 	free(sec);
-	return used ? chk_fmt("good copy on mirror %s", list) : "no good copy";
+	if (used)
+		chk_part(out, len, CHK_PART_GOOD_MIRRORS, CHK_S(list));
+	else
+		chk_part(out, len, CHK_PART_NO_GOOD_COPY);
+	return out;
 }
 
 struct path_acc {
@@ -79,34 +89,36 @@ static void owners(struct chk *c, uint64_t logical, char *out, size_t len)
 		return;
 	memset(&o, 0, sizeof(o));
 	if (btk_owner_lookup(c->br, logical, &o) || !o.ndata) {
-		snprintf(out, len, "no owner found");
+		chk_part(out, len, CHK_PART_NO_OWNER);
 		btk_owner_release(&o);
 		return;
 	}
 	for (size_t i = 0; i < o.ndata && i < MAX_OWNERS; i++) {
 		const struct btk_data_owner *d = &o.data[i];
 		struct btk_root root;
-		char *sv = NULL, path[256] = "?";
+		char *sv = NULL, path[256], item[CHK_TEXT_MAX];
 		struct path_acc a = {path, sizeof(path), 0, 0};
+		chk_part(path, sizeof(path), CHK_PART_UNKNOWN);
 		btk_subvol_path(c->fs, d->root, &sv);
 		if (!btk_backref_root(c->br, d->root, &root)) {
 			path[0] = 0;
 			btk_inode_paths(c->fs, &root, d->inode, add_path, &a);
 			if (!a.paths)
-				snprintf(path, sizeof(path), "(inode %llu, no name)",
-					 (unsigned long long)d->inode);
+				chk_part(path, sizeof(path), CHK_PART_NO_NAME, CHK_U(d->inode));
 		}
-		int k = snprintf(out + used, len - used,
-				 "%ssubvolume %s (root %llu) path %s offset %llu", i ? "; " : "",
-				 sv ? sv : "?", (unsigned long long)d->root, path,
-				 (unsigned long long)d->offset);
+		/* an owner is said whole or not at all */
+		size_t k = i ? chk_part(item, sizeof(item), CHK_PART_OWNER_SEP) : 0;
+		k += chk_part(item + k, sizeof(item) - k, CHK_PART_OWNER,
+			      CHK_S(sv ? sv : chk_part_text(CHK_PART_UNKNOWN)), CHK_U(d->root),
+			      CHK_S(path), CHK_U(d->offset));
 		free(sv);
-		if (k < 0 || (size_t)k >= len - used)
+		if (k >= len - used)
 			break;
-		used += (size_t)k;
+		memcpy(out + used, item, k + 1);
+		used += k;
 	}
 	if (o.ndata > MAX_OWNERS && used < len)
-		snprintf(out + used, len - used, "; and %zu more", o.ndata - MAX_OWNERS);
+		chk_part(out + used, len - used, CHK_PART_OWNERS_MORE, CHK_U(o.ndata - MAX_OWNERS));
 	btk_owner_release(&o);
 }
 
@@ -114,6 +126,7 @@ void chk_data_mismatch(struct chk *c, uint64_t logical, const struct btk_phys *p
 		       int mirror, uint64_t off, const uint8_t *want, const uint8_t *found)
 {
 	char exp[2 + 2 * BTK_CSUM_MAX + 1], got[2 + 2 * BTK_CSUM_MAX + 1], who[400];
+	char good[CHK_TEXT_MAX];
 
 	csum_hex(want, c->fs->csum_size, exp);
 	csum_hex(found, c->fs->csum_size, got);
@@ -121,12 +134,8 @@ void chk_data_mismatch(struct chk *c, uint64_t logical, const struct btk_phys *p
 		owners(c, logical + off, who, sizeof(who));
 	else
 		who[0] = 0; /* counted only: spare the reads */
-	chk_report(c, BTK_P_DATA_MISMATCH, BTRFS_CSUM_TREE_OBJECTID, logical + off, NULL,
-		   chk_fmt("csum %s", exp), chk_fmt("csum %s", got),
-		   "mirror %d bytenr %llu csum %s expected csum %s (mirror %d of %d: devid %llu "
-		   "physical %llu); %s; %s",
-		   mirror + 1, (unsigned long long)(logical + off), got, exp, mirror + 1, n,
-		   (unsigned long long)ph[mirror].devid,
-		   (unsigned long long)(ph[mirror].physical + off),
-		   good_mirrors(c, ph, n, mirror, off, want), who);
+	chk_rep(c, CHK_M_DATA_MISMATCH, BTRFS_CSUM_TREE_OBJECTID, logical + off, NULL,
+		CHK_I(mirror + 1), CHK_U((logical + off)), CHK_S(got), CHK_S(exp), CHK_I(n),
+		CHK_U(ph[mirror].devid), CHK_U((ph[mirror].physical + off)),
+		CHK_S(good_mirrors(c, ph, n, mirror, off, want, good, sizeof(good))), CHK_S(who));
 }

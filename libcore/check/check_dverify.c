@@ -268,9 +268,7 @@ void chk_dv_add(struct chk *c, uint64_t logical, uint64_t len, const uint8_t *su
 		int n = 0;
 		uint64_t contig = 0;
 		if (btk_map_logical(c->fs, logical, ph, BTK_CHK_MAX_COPIES, &n, &contig) || !n) {
-			chk_report(c, BTK_P_DATA_UNMAPPED, 7, logical, NULL, "a chunk", "none",
-				   "checksummed data at %llu is not mapped",
-				   (unsigned long long)logical);
+			chk_rep(c, CHK_M_DATA_UNMAPPED, 7, logical, NULL, CHK_U(logical));
 			return;
 		}
 		uint64_t piece = len < JOB_MAX ? len : JOB_MAX;
@@ -359,14 +357,10 @@ void chk_dv_finish(struct chk *c, bool report)
 	for (size_t i = 0; i < dv->nbad; i++) {
 		const struct dv_bad *b = &dv->bad[i];
 		if (report && b->err)
-			chk_report(c, BTK_P_DATA_UNREADABLE, 7, b->logical + b->off, NULL,
-				   "readable", "I/O error",
-				   "data at %llu mirror %d of %d (devid %llu physical %llu) "
-				   "unreadable: %s",
-				   (unsigned long long)(b->logical + b->off), b->mirror + 1, b->n,
-				   (unsigned long long)b->ph[b->mirror].devid,
-				   (unsigned long long)(b->ph[b->mirror].physical + b->off),
-				   b->err);
+			chk_rep(c, CHK_M_DATA_UNREADABLE, 7, b->logical + b->off, NULL,
+				CHK_U((b->logical + b->off)), CHK_I(b->mirror + 1), CHK_I(b->n),
+				CHK_U(b->ph[b->mirror].devid),
+				CHK_U((b->ph[b->mirror].physical + b->off)), CHK_S(b->err));
 		else if (report)
 			chk_data_mismatch(c, b->logical, b->ph, b->n, b->mirror, b->off, b->want,
 					  b->found);

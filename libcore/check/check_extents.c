@@ -114,9 +114,8 @@ static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p
 	int ret = btk_extent_head_parse(k, p, sz, &h);
 
 	if (ret == -EUCLEAN) {
-		chk_report(c, BTK_P_EXT_TOO_SMALL, 2, leaf, k,
-			   chk_fmt(">= %zu bytes", sizeof(struct btrfs_extent_item)),
-			   chk_fmt("%u", sz), "extent item too small (old v0 format?)");
+		chk_rep(c, CHK_M_EXT_TOO_SMALL, 2, leaf, k, CHK_U(sizeof(struct btrfs_extent_item)),
+			CHK_U(sz));
 		return;
 	}
 	e = btk_vec_push(&c->extents);
@@ -132,43 +131,29 @@ static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p
 	e->level = (int8_t)h.level;
 	e->len = btk_extent_key_len(k, c->fs->nodesize);
 	if (ret == -ENODATA) {
-		chk_report(c, BTK_P_EXT_NO_TREE_INFO, 2, leaf, k, "", "",
-			   "tree block extent item lacks its tree block info");
+		chk_rep(c, CHK_M_EXT_NO_TREE_INFO, 2, leaf, k);
 		return;
 	}
 	bool order_ok;
 	if (!parse_inline(c, e->bytenr, p, sz, h.refs_at, &order_ok))
-		chk_report(c, BTK_P_EXT_INLINE_BAD, 2, leaf, k, "", "",
-			   "extent item inline references overrun or unknown type");
+		chk_rep(c, CHK_M_EXT_INLINE_BAD, 2, leaf, k);
 	else if (!order_ok)
-		chk_report(c, BTK_P_EXT_INLINE_ORDER, 2, leaf, k,
-			   "by type, then by root, parent or hash, descending", "out of order",
-			   "extent item inline references not in the kernel's order");
+		chk_rep(c, CHK_M_EXT_INLINE_ORDER, 2, leaf, k);
 	/* parse_inline may have grown `declared`, not `extents`: e is still valid */
 	bool data = e->flags & BTRFS_EXTENT_FLAG_DATA,
 	     tree = e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK;
 	if (data == tree)
-		chk_report(c, BTK_P_EXT_FLAGS, 2, leaf, k, "DATA or TREE_BLOCK",
-			   chk_fmt("0x%llx", (unsigned long long)e->flags), "extent flags invalid");
+		chk_rep(c, CHK_M_EXT_FLAGS, 2, leaf, k, CHK_U(e->flags));
 	if (h.generation == 0 || h.generation > c->max_gen)
-		chk_report(c, BTK_P_EXT_GENERATION, 2, leaf, k,
-			   chk_fmt("(0, %llu]", (unsigned long long)c->max_gen),
-			   chk_fmt("%llu", (unsigned long long)h.generation),
-			   "extent generation invalid");
+		chk_rep(c, CHK_M_EXT_GENERATION, 2, leaf, k, CHK_U(c->max_gen),
+			CHK_U(h.generation));
 	if (e->bytenr % c->fs->sectorsize || e->len % c->fs->sectorsize || !e->len)
-		chk_report(c, BTK_P_EXT_ALIGN, 2, leaf, k,
-			   chk_fmt("aligned to %u", c->fs->sectorsize),
-			   chk_fmt("[%llu, +%llu)", (unsigned long long)e->bytenr,
-				   (unsigned long long)e->len),
-			   "extent not aligned");
+		chk_rep(c, CHK_M_EXT_ALIGN, 2, leaf, k, CHK_U(c->fs->sectorsize), CHK_U(e->bytenr),
+			CHK_U(e->len));
 	if (tree && e->len != c->fs->nodesize)
-		chk_report(c, BTK_P_EXT_TB_LENGTH, 2, leaf, k, chk_fmt("%u", c->fs->nodesize),
-			   chk_fmt("%llu", (unsigned long long)e->len), "tree block extent length");
+		chk_rep(c, CHK_M_EXT_TB_LENGTH, 2, leaf, k, CHK_U(c->fs->nodesize), CHK_U(e->len));
 	if (e->bytenr < c->ext_prev_end)
-		chk_report(c, BTK_P_EXT_OVERLAP, 2, leaf, k,
-			   chk_fmt(">= %llu", (unsigned long long)c->ext_prev_end),
-			   chk_fmt("%llu", (unsigned long long)e->bytenr),
-			   "extent overlaps the previous extent");
+		chk_rep(c, CHK_M_EXT_OVERLAP, 2, leaf, k, CHK_U(c->ext_prev_end), CHK_U(e->bytenr));
 	if (e->bytenr + e->len > c->ext_prev_end)
 		c->ext_prev_end = e->bytenr + e->len;
 }
@@ -179,15 +164,13 @@ static void keyed_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 	struct btk_extent_ref r;
 
 	if (btk_keyed_ref_parse(k, p, sz, &r) < 0) {
-		chk_report(c, BTK_P_REF_TOO_SMALL, 2, leaf, k, "", chk_fmt("%u bytes", sz),
-			   "back reference item too small");
+		chk_rep(c, CHK_M_REF_TOO_SMALL, 2, leaf, k, CHK_U(sz));
 		return;
 	}
 	if (c->cur_extent_idx < 0 ||
 	    ((struct chk_extent *)btk_vec_at(&c->extents, (size_t)c->cur_extent_idx))->bytenr !=
 		k->objectid)
-		chk_report(c, BTK_P_REF_NO_EXTENT, 2, leaf, k, "an extent item before it", "none",
-			   "keyed back reference without extent item");
+		chk_rep(c, CHK_M_REF_NO_EXTENT, 2, leaf, k);
 	push_ref(c, k->objectid, &r);
 }
 
@@ -215,12 +198,10 @@ void chk_extent_leaf(struct chk *c, const struct btk_block *b)
 			chk_bg_item(c, &k, p, sz, b->bytenr);
 			break;
 		case BTRFS_EXTENT_REF_V0_KEY:
-			chk_report(c, BTK_P_REF_V0, 2, b->bytenr, &k, "", "",
-				   "deprecated v0 back reference");
+			chk_rep(c, CHK_M_REF_V0, 2, b->bytenr, &k);
 			break;
 		default:
-			chk_report(c, BTK_P_EXT_ITEM_TYPE, 2, b->bytenr, &k, "", "",
-				   "unexpected item type %u in the extent tree", k.type);
+			chk_rep(c, CHK_M_EXT_ITEM_TYPE, 2, b->bytenr, &k, CHK_U(k.type));
 		}
 	}
 }
@@ -270,20 +251,24 @@ static int ref_cmp(const void *pa, const void *pb)
 	return 0;
 }
 
-static const char *ref_name(const struct chk_ref *r)
+/* Names reference r in buf[len]. */
+static const char *ref_name(const struct chk_ref *r, char *buf, size_t len)
 {
 	switch (r->type) {
 	case BTRFS_TREE_BLOCK_REF_KEY:
-		return chk_fmt("tree block ref root %llu", (unsigned long long)r->root);
+		chk_part(buf, len, CHK_PART_REF_TREE, CHK_U(r->root));
+		break;
 	case BTRFS_SHARED_BLOCK_REF_KEY:
-		return chk_fmt("shared block ref parent %llu", (unsigned long long)r->parent);
+		chk_part(buf, len, CHK_PART_REF_SHARED_TREE, CHK_U(r->parent));
+		break;
 	case BTRFS_EXTENT_DATA_REF_KEY:
-		return chk_fmt("data ref root %llu inode %llu offset %llu",
-			       (unsigned long long)r->root, (unsigned long long)r->ino,
-			       (unsigned long long)r->off);
+		chk_part(buf, len, CHK_PART_REF_DATA, CHK_U(r->root), CHK_U(r->ino), CHK_U(r->off));
+		break;
 	default:
-		return chk_fmt("shared data ref parent %llu", (unsigned long long)r->parent);
+		chk_part(buf, len, CHK_PART_REF_SHARED_DATA, CHK_U(r->parent));
+		break;
 	}
+	return buf;
 }
 
 /* Checks that the extent item e a found reference points at fits it (once per extent: the
@@ -296,21 +281,13 @@ static void found_fits(struct chk *c, const struct chk_ref *r, struct chk_extent
 		return;
 	e->has_users = true;
 	if (tree && !(e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK))
-		chk_report(c, BTK_P_EXT_TB_IS_DATA, 2, r->bytenr, NULL, "TREE_BLOCK", "DATA",
-			   "tree block %llu has a data extent item", (unsigned long long)r->bytenr);
+		chk_rep(c, CHK_M_EXT_TB_IS_DATA, 2, r->bytenr, NULL, CHK_U(r->bytenr));
 	else if (!tree && !(e->flags & BTRFS_EXTENT_FLAG_DATA))
-		chk_report(c, BTK_P_EXT_DATA_IS_TB, 2, r->bytenr, NULL, "DATA", "TREE_BLOCK",
-			   "data extent %llu has a tree block extent item",
-			   (unsigned long long)r->bytenr);
+		chk_rep(c, CHK_M_EXT_DATA_IS_TB, 2, r->bytenr, NULL, CHK_U(r->bytenr));
 	else if (tree && e->level >= 0 && (uint64_t)e->level != r->off)
-		chk_report(c, BTK_P_EXT_TB_LEVEL, 2, r->bytenr, NULL,
-			   chk_fmt("level %llu", (unsigned long long)r->off),
-			   chk_fmt("level %d", e->level), "tree block extent item level");
+		chk_rep(c, CHK_M_EXT_TB_LEVEL, 2, r->bytenr, NULL, CHK_U(r->off), CHK_I(e->level));
 	else if (!tree && r->len != e->len)
-		chk_report(c, BTK_P_EXT_DATA_LENGTH, 2, r->bytenr, NULL,
-			   chk_fmt("%llu bytes (file extent)", (unsigned long long)r->len),
-			   chk_fmt("%llu bytes (extent item)", (unsigned long long)e->len),
-			   "data extent length differs from its file extent");
+		chk_rep(c, CHK_M_EXT_DATA_LENGTH, 2, r->bytenr, NULL, CHK_U(r->len), CHK_U(e->len));
 }
 
 /* Checks that the extent item a found reference points at exists and fits it. */
@@ -322,10 +299,8 @@ static void found_target(struct chk *c, const struct chk_ref *r, uint64_t *last)
 	struct chk_extent *e = (struct chk_extent *)chk_extent_find(c, r->bytenr);
 	bool tree = r->type == BTRFS_TREE_BLOCK_REF_KEY || r->type == BTRFS_SHARED_BLOCK_REF_KEY;
 	if (!e) {
-		chk_report(c, BTK_P_EXT_MISSING, 2, r->bytenr, NULL,
-			   tree ? "METADATA_ITEM or EXTENT_ITEM" : "EXTENT_ITEM", "none",
-			   "%s extent %llu has no extent item", tree ? "tree block" : "data",
-			   (unsigned long long)r->bytenr);
+		chk_rep(c, tree ? CHK_M_EXT_MISSING_TREE : CHK_M_EXT_MISSING_DATA, 2, r->bytenr,
+			NULL, CHK_U(r->bytenr));
 		return;
 	}
 	found_fits(c, r, e);
@@ -411,17 +386,13 @@ static void compare_refs(struct chk *c)
 			continue; /* its users may be in the unreadable block */
 		if (!nf && btk_u64set_has(&c->log_users, r->bytenr))
 			continue; /* used by a log tree, which counts until it is replayed */
-		const char *what = nd == 0   ? "back reference missing from the extent tree"
-				   : nf == 0 ? "back reference without a user"
-					     : "back reference count wrong";
-		chk_report(c,
-			   (nd == 0   ? BTK_P_REF_MISSING
-			    : nf == 0 ? BTK_P_REF_NO_USER
-				      : BTK_P_REF_WRONG_COUNT),
-			   2, r->bytenr, NULL,
-			   chk_fmt("%s count %llu", ref_name(r), (unsigned long long)nf),
-			   chk_fmt("count %llu", (unsigned long long)nd), "%s: extent %llu", what,
-			   (unsigned long long)r->bytenr);
+		char name[CHK_TEXT_MAX];
+		chk_rep(c,
+			nd == 0	  ? CHK_M_REF_MISSING
+			: nf == 0 ? CHK_M_REF_NO_USER
+				  : CHK_M_REF_WRONG_COUNT,
+			2, r->bytenr, NULL, CHK_U(r->bytenr),
+			CHK_S(ref_name(r, name, sizeof(name))), CHK_U(nf), CHK_U(nd));
 	}
 }
 
@@ -438,22 +409,16 @@ static void extent_placement(struct chk *c, const struct chk_extent *e)
 	    tree ? (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM) : BTRFS_BLOCK_GROUP_DATA;
 
 	if (!ch || e->bytenr + e->len > ch->logical + ch->length || e->bytenr + e->len < e->bytenr)
-		chk_report(c, BTK_P_EXT_NO_CHUNK, 2, e->bytenr, NULL, "inside one chunk", "outside",
-			   "extent [%llu, +%llu) is not inside a chunk",
-			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
+		chk_rep(c, CHK_M_EXT_NO_CHUNK, 2, e->bytenr, NULL, CHK_U(e->bytenr), CHK_U(e->len));
 	else if (!(ch->type & want))
-		chk_report(c, BTK_P_EXT_CHUNK_TYPE, 2, e->bytenr, NULL, tree ? "metadata" : "data",
-			   chk_fmt("chunk type 0x%llx", (unsigned long long)ch->type),
-			   "extent [%llu, +%llu) type mismatch with chunk",
-			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
+		chk_rep(c, tree ? CHK_M_EXT_CHUNK_TYPE_TREE : CHK_M_EXT_CHUNK_TYPE_DATA, 2,
+			e->bytenr, NULL, CHK_U(e->bytenr), CHK_U(e->len), CHK_U(ch->type));
 	long bi = btk_vec_floor(&c->bgs, e->bytenr, bg_key);
 	struct chk_bg *bg = bi >= 0 ? btk_vec_at(&c->bgs, (size_t)bi) : NULL;
 	if (bg && e->bytenr < bg->start + bg->len)
 		bg->found_used += e->len;
 	else if (c->bgs.n)
-		chk_report(c, BTK_P_EXT_NO_BG, 2, e->bytenr, NULL, "inside a block group",
-			   "outside", "extent [%llu, +%llu) is not inside a block group",
-			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
+		chk_rep(c, CHK_M_EXT_NO_BG, 2, e->bytenr, NULL, CHK_U(e->bytenr), CHK_U(e->len));
 }
 
 static void extent_final(struct chk *c, struct chk_extent *e)
@@ -462,16 +427,10 @@ static void extent_final(struct chk *c, struct chk_extent *e)
 	c->sum->nr_extents++;
 
 	if (e->refs != e->declsum)
-		chk_report(
-		    c, BTK_P_REF_COUNT, 2, e->bytenr, NULL,
-		    chk_fmt("%llu (sum of its back references)", (unsigned long long)e->declsum),
-		    chk_fmt("%llu", (unsigned long long)e->refs),
-		    "extent item reference count wrong: extent %llu",
-		    (unsigned long long)e->bytenr);
+		chk_rep(c, CHK_M_REF_COUNT, 2, e->bytenr, NULL, CHK_U(e->bytenr), CHK_U(e->declsum),
+			CHK_U(e->refs));
 	if (!e->has_users && !c->walk_gap && !btk_u64set_has(&c->log_users, e->bytenr))
-		chk_report(c, BTK_P_EXT_NO_USERS, 2, e->bytenr, NULL, "at least one user", "none",
-			   "extent item without users: [%llu, +%llu)",
-			   (unsigned long long)e->bytenr, (unsigned long long)e->len);
+		chk_rep(c, CHK_M_EXT_NO_USERS, 2, e->bytenr, NULL, CHK_U(e->bytenr), CHK_U(e->len));
 	extent_placement(c, e);
 }
 
@@ -479,11 +438,7 @@ void chk_extents_final(struct chk *c)
 {
 	if (c->extent_gap) {
 		/* one line instead of one per reference the lost block held */
-		chk_report(
-		    c, BTK_P_EXT_TREE_GAP, 2, 0, NULL, "a readable extent tree",
-		    "unreadable blocks",
-		    "extent tree incomplete: back references, block group usage and free space "
-		    "were not compared");
+		chk_rep(c, CHK_M_EXT_TREE_GAP, 2, 0, NULL);
 		btk_vec_free(&c->found);
 		btk_vec_free(&c->declared);
 		return;
@@ -498,11 +453,7 @@ void chk_extents_final(struct chk *c)
 	for (size_t i = 0; i < c->bgs.n; i++) {
 		const struct chk_bg *bg = btk_vec_at(&c->bgs, i);
 		if (bg->used != bg->found_used)
-			chk_report(
-			    c, BTK_P_BG_USED, 2, bg->start, NULL,
-			    chk_fmt("%llu (sum of extents)", (unsigned long long)bg->found_used),
-			    chk_fmt("%llu", (unsigned long long)bg->used),
-			    "block group [%llu, +%llu) used bytes wrong",
-			    (unsigned long long)bg->start, (unsigned long long)bg->len);
+			chk_rep(c, CHK_M_BG_USED, 2, bg->start, NULL, CHK_U(bg->start),
+				CHK_U(bg->len), CHK_U(bg->found_used), CHK_U(bg->used));
 	}
 }

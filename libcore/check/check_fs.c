@@ -18,25 +18,13 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-static void rep(struct chk *c, enum btk_check_problem_id id, uint64_t leaf, const struct btk_key *k,
-		const char *expected, const char *found, const char *what)
-{
-	chk_fs_rep(c, id, leaf, k, expected, found, what);
-}
-
 static void dup_report(struct chk *c, uint64_t dir, const struct dir_seen_slot *a, uint64_t child,
 		       uint64_t index)
 {
 	struct btk_key k = {dir, BTRFS_DIR_INDEX_KEY, index};
-	char what[160];
 
-	snprintf(what, sizeof(what),
-		 "directory %llu: two entries with the same name (inode %llu index %llu, inode "
-		 "%llu index %llu)",
-		 (unsigned long long)dir, (unsigned long long)a->child,
-		 (unsigned long long)a->index, (unsigned long long)child,
-		 (unsigned long long)index);
-	rep(c, BTK_P_NAME_DUPLICATE, 0, &k, "one entry per name", "two", what);
+	chk_fs_rep(c, CHK_M_NAME_DUPLICATE, 0, &k, CHK_U(dir), CHK_U(a->child), CHK_U(a->index),
+		   CHK_U(child), CHK_U(index));
 }
 
 static size_t seen_slot(const struct dir_seen *d, uint64_t hash)
@@ -161,13 +149,6 @@ int chk_fs_begin(struct chk *c, const struct btk_root *root)
 	return 0;
 }
 
-void chk_fs_rep(struct chk *c, enum btk_check_problem_id id, uint64_t leaf, const struct btk_key *k,
-		const char *exp, const char *found, const char *what)
-{
-	chk_report(c, id, c->fst->tree, leaf, k, exp, found, "root %llu: %s",
-		   (unsigned long long)c->fst->tree, what);
-}
-
 static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 		       uint64_t leaf)
 {
@@ -175,9 +156,8 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 	struct btk_inode_info ii;
 
 	if (btk_inode_item_parse(p, sz, &ii)) {
-		rep(c, BTK_P_INODE_SIZE, leaf, k,
-		    chk_fmt("%zu bytes", sizeof(struct btrfs_inode_item)), chk_fmt("%u", sz),
-		    "inode item too small");
+		chk_fs_rep(c, CHK_M_INODE_SIZE, leaf, k, CHK_U(sizeof(struct btrfs_inode_item)),
+			   CHK_U(sz));
 		return;
 	}
 	s->has_item = true;
@@ -190,19 +170,14 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 	uint64_t gen = ii.generation, transid = ii.transid;
 	uint64_t lim = c->fs->generation + 1;
 	if (gen > lim || transid > lim)
-		rep(c, BTK_P_INODE_GENERATION, leaf, k, chk_fmt("<= %llu", (unsigned long long)lim),
-		    chk_fmt("generation %llu transid %llu", (unsigned long long)gen,
-			    (unsigned long long)transid),
-		    "inode generation or transid invalid");
+		chk_fs_rep(c, CHK_M_INODE_GENERATION, leaf, k, CHK_U(lim), CHK_U(gen),
+			   CHK_U(transid));
 	if (btk_mode_ftype(s->mode) == BTRFS_FT_UNKNOWN)
-		rep(c, BTK_P_INODE_MODE, leaf, k, "a file type", chk_fmt("mode 0%o", s->mode),
-		    "inode mode invalid");
+		chk_fs_rep(c, CHK_M_INODE_MODE, leaf, k, CHK_U(s->mode));
 	if (S_ISLNK(s->mode) && (s->flags & (BTK_INODE_IMMUTABLE | BTK_INODE_APPEND)))
-		rep(c, BTK_P_INODE_FLAGS, leaf, k, "no IMMUTABLE/APPEND on a symlink",
-		    chk_fmt("flags 0x%llx", (unsigned long long)s->flags), "odd inode flags");
+		chk_fs_rep(c, CHK_M_INODE_FLAGS, leaf, k, CHK_U(s->flags));
 	if (S_ISDIR(s->mode) && s->nlink >= 2)
-		rep(c, BTK_P_DIR_LINKS, leaf, k, "1", chk_fmt("%u", s->nlink),
-		    "directory has more than one link");
+		chk_fs_rep(c, CHK_M_DIR_LINKS, leaf, k, CHK_U(s->nlink));
 	chk_ino_add(c, k->objectid, s->mode);
 }
 
@@ -238,25 +213,21 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 		struct btk_key loc;
 		btk_dir_ent_location(&e, &loc);
 		if (k->type == BTRFS_DIR_ITEM_KEY && same_name_before(p, off, name, nl))
-			rep(c, BTK_P_NAME_DUPLICATE, leaf, k, "one entry per name",
-			    chk_fmt("'%.*s' twice", nl > 64 ? 64 : nl, (const char *)name),
-			    "two entries with the same name in one dir item");
+			chk_fs_rep(c, CHK_M_NAME_DUPLICATE_ITEM, leaf, k,
+				   CHK_SN(name, nl > 64 ? 64 : nl));
 		if (k->type != BTRFS_DIR_INDEX_KEY &&
 		    (uint64_t)btk_name_hash(name, nl) != k->offset)
-			rep(c, BTK_P_NAME_HASH, leaf, k,
-			    chk_fmt("hash 0x%x", btk_name_hash(name, nl)),
-			    chk_fmt("0x%llx", (unsigned long long)k->offset),
-			    "name hash does not match the key");
+			chk_fs_rep(c, CHK_M_NAME_HASH, leaf, k, CHK_U(btk_name_hash(name, nl)),
+				   CHK_U(k->offset));
 		if (nl == 0 || nl > BTK_NAME_MAX)
-			rep(c, BTK_P_NAME_LEN, leaf, k, "1..255", chk_fmt("%u", nl),
-			    "name length invalid");
+			chk_fs_rep(c, CHK_M_NAME_LEN, leaf, k, CHK_U(nl));
 		n++;
 		/* the kernel's leaf checks: a name has a file type (1..7), an xattr FT_XATTR */
 		bool xattr = k->type == BTRFS_XATTR_ITEM_KEY;
 		if (xattr ? ft != BTRFS_FT_XATTR
 			  : (ft == BTRFS_FT_UNKNOWN || ft >= BTRFS_FT_XATTR)) {
-			rep(c, BTK_P_DIR_TYPE, leaf, k, xattr ? "type 8 (xattr)" : "type 1..7",
-			    chk_fmt("type %u", ft), "dir entry type invalid");
+			chk_fs_rep(c, xattr ? CHK_M_DIR_TYPE_XATTR : CHK_M_DIR_TYPE, leaf, k,
+				   CHK_U(ft));
 			/* reported: the name is not judged again for it */
 			ft = BTRFS_FT_UNKNOWN;
 		}
@@ -264,8 +235,7 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 			continue;
 		c->fst->cur.dirsize += nl;
 		if (dl)
-			rep(c, BTK_P_DIR_DATA, leaf, k, "0", chk_fmt("%u", dl),
-			    "dir entry has data");
+			chk_fs_rep(c, CHK_M_DIR_DATA, leaf, k, CHK_U(dl));
 		uint8_t src = k->type == BTRFS_DIR_ITEM_KEY ? SRC_DIR_ITEM : SRC_DIR_INDEX;
 		uint64_t idx = k->type == BTRFS_DIR_INDEX_KEY ? k->offset : 0;
 		if (loc.type == BTRFS_INODE_ITEM_KEY && src == SRC_DIR_INDEX)
@@ -276,16 +246,14 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 			push_rootref(c, c->fst->tree, loc.objectid, k->objectid, idx, name, nl,
 				     src == SRC_DIR_ITEM ? 2 : 3);
 		else
-			rep(c, BTK_P_DIR_LOCATION, leaf, k, "INODE_ITEM or ROOT_ITEM location",
-			    chk_fmt("type %u", loc.type), "dir entry location invalid");
+			chk_fs_rep(c, CHK_M_DIR_LOCATION, leaf, k, CHK_U(loc.type));
 	}
 	if (ret < 0) {
-		rep(c, BTK_P_DIR_OVERRUN, leaf, k, "", "", "dir entry overruns its item");
+		chk_fs_rep(c, CHK_M_DIR_OVERRUN, leaf, k);
 		return;
 	}
 	if (k->type == BTRFS_DIR_INDEX_KEY && n != 1)
-		rep(c, BTK_P_DIR_INDEX_COUNT, leaf, k, "1", chk_fmt("%d", n),
-		    "dir index entry count");
+		chk_fs_rep(c, CHK_M_DIR_INDEX_COUNT, leaf, k, CHK_I(n));
 }
 
 struct ref_walk {
@@ -301,10 +269,8 @@ static int inode_ref_entry(void *arg, const struct btk_name_ref *r)
 	const uint8_t *name = (const uint8_t *)r->name;
 
 	if (r->extref && (uint64_t)btk_extref_hash(r->parent, name, r->name_len) != k->offset)
-		rep(w->c, BTK_P_EXTREF_HASH, w->leaf, k,
-		    chk_fmt("hash 0x%x", btk_extref_hash(r->parent, name, r->name_len)),
-		    chk_fmt("0x%llx", (unsigned long long)k->offset),
-		    "inode extref hash does not match the key");
+		chk_fs_rep(w->c, CHK_M_EXTREF_HASH, w->leaf, k,
+			   CHK_U(btk_extref_hash(r->parent, name, r->name_len)), CHK_U(k->offset));
 	w->c->fst->cur.names++;
 	/* the top directory's ".." names itself and has no dir entry */
 	if (!(r->parent == k->objectid && k->objectid == BTK_ROOT_DIRID))
@@ -319,7 +285,7 @@ static void inode_refs(struct chk *c, const struct btk_key *k, const uint8_t *p,
 
 	/* inode_ref_entry never stops the walk: an error is an entry that overruns the item */
 	if (btk_inode_ref_walk(k, p, sz, inode_ref_entry, &w))
-		rep(c, BTK_P_REF_OVERRUN, leaf, k, "", "", "inode ref overruns its item");
+		chk_fs_rep(c, CHK_M_REF_OVERRUN, leaf, k);
 }
 
 /* Records data that must have checksums (need) or must have none (forbid: prealloc space;
@@ -348,64 +314,44 @@ static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p
 	enum btk_fe_fault fault = btk_file_extent_item_parse(p, sz, k->offset, &fe);
 
 	if (fault == BTK_FE_SHORT_HEAD) {
-		rep(c, BTK_P_FE_SIZE, leaf, k, "", chk_fmt("%u bytes", sz),
-		    "file extent item too small");
+		chk_fs_rep(c, CHK_M_FE_SIZE_HEAD, leaf, k, CHK_U(sz));
 		return;
 	}
 	uint8_t type = fe.type, comp = fe.compression;
 	uint64_t ram = fe.ram_bytes;
 	if (s->has_ext && s->ext_end > k->offset)
-		rep(c, BTK_P_FE_OVERLAP, leaf, k,
-		    chk_fmt("offset >= %llu", (unsigned long long)s->ext_end),
-		    chk_fmt("%llu", (unsigned long long)k->offset), "file extents overlap");
+		chk_fs_rep(c, CHK_M_FE_OVERLAP, leaf, k, CHK_U(s->ext_end), CHK_U(k->offset));
 	else if (!c->no_holes && k->offset > (s->has_ext ? s->ext_end : 0))
-		rep(c, BTK_P_FE_GAP, leaf, k,
-		    chk_fmt("an extent at %llu (no-holes is off)",
-			    (unsigned long long)(s->has_ext ? s->ext_end : 0)),
-		    chk_fmt("next at %llu", (unsigned long long)k->offset), "file extent gap");
+		chk_fs_rep(c, CHK_M_FE_GAP, leaf, k, CHK_U((s->has_ext ? s->ext_end : 0)),
+			   CHK_U(k->offset));
 	if (type == BTRFS_FILE_EXTENT_INLINE) {
 		uint32_t dlen = fe.inline_len;
 		if (ram == 0 || ram > c->fs->sectorsize)
-			rep(c, BTK_P_FE_INLINE_SIZE, leaf, k, chk_fmt("1..%u", c->fs->sectorsize),
-			    chk_fmt("ram bytes %llu", (unsigned long long)ram),
-			    "inline extent size invalid");
+			chk_fs_rep(c, CHK_M_FE_INLINE_SIZE, leaf, k, CHK_U(c->fs->sectorsize),
+				   CHK_U(ram));
 		else if (!comp && dlen != ram)
-			rep(c, BTK_P_FE_INLINE_RAM, leaf, k, chk_fmt("ram bytes %u", dlen),
-			    chk_fmt("%llu", (unsigned long long)ram),
-			    "inline extent ram bytes wrong");
+			chk_fs_rep(c, CHK_M_FE_INLINE_RAM, leaf, k, CHK_U(dlen), CHK_U(ram));
 		if (k->offset != 0)
-			rep(c, BTK_P_FE_INLINE_OFFSET, leaf, k, "offset 0",
-			    chk_fmt("%llu", (unsigned long long)k->offset),
-			    "inline extent not at the file start");
+			chk_fs_rep(c, CHK_M_FE_INLINE_OFFSET, leaf, k, CHK_U(k->offset));
 		s->found_bytes += ram;
 		len = (ram + mask) & ~mask;
 	} else if (type == BTRFS_FILE_EXTENT_REG || type == BTRFS_FILE_EXTENT_PREALLOC) {
 		if (fault == BTK_FE_SHORT_BODY) {
-			rep(c, BTK_P_FE_SIZE, leaf, k,
-			    chk_fmt("%zu bytes", sizeof(struct btrfs_file_extent_item)),
-			    chk_fmt("%u", sz), "file extent item too small");
+			chk_fs_rep(c, CHK_M_FE_SIZE_BODY, leaf, k,
+				   CHK_U(sizeof(struct btrfs_file_extent_item)), CHK_U(sz));
 			return;
 		}
 		uint64_t db = fe.disk_bytenr, dnb = fe.disk_num_bytes, eoff = fe.extent_offset;
 		len = fe.num_bytes;
 		if (len == 0 || (len & mask) || eoff + len > ram || eoff + len < eoff)
-			rep(c, BTK_P_FE_SIZES, leaf, k,
-			    chk_fmt("aligned num bytes, offset + num <= ram %llu",
-				    (unsigned long long)ram),
-			    chk_fmt("offset %llu num %llu", (unsigned long long)eoff,
-				    (unsigned long long)len),
-			    "file extent sizes invalid");
+			chk_fs_rep(c, CHK_M_FE_SIZES, leaf, k, CHK_U(ram), CHK_U(eoff), CHK_U(len));
 		if (db & mask)
-			rep(c, BTK_P_FE_DISK_ALIGN, leaf, k,
-			    chk_fmt("aligned to %u", c->fs->sectorsize),
-			    chk_fmt("disk bytenr %llu", (unsigned long long)db),
-			    "file extent disk bytenr unaligned");
+			chk_fs_rep(c, CHK_M_FE_DISK_ALIGN, leaf, k, CHK_U(c->fs->sectorsize),
+				   CHK_U(db));
 		if (type == BTRFS_FILE_EXTENT_PREALLOC && comp)
-			rep(c, BTK_P_FE_COMPRESSED_PREALLOC, leaf, k, "no compression",
-			    chk_fmt("compression %u", comp), "compressed prealloc extent");
+			chk_fs_rep(c, CHK_M_FE_COMPRESSED_PREALLOC, leaf, k, CHK_U(comp));
 		if (comp && (s->flags & BTK_INODE_NODATASUM))
-			rep(c, BTK_P_FE_COMPRESSED_NODSUM, leaf, k, "checksummed data",
-			    "NODATASUM inode", "compressed extent in a nodatasum inode");
+			chk_fs_rep(c, CHK_M_FE_COMPRESSED_NODSUM, leaf, k);
 		if (db) {
 			s->found_bytes += len;
 			bool need = type == BTRFS_FILE_EXTENT_REG &&
@@ -416,15 +362,14 @@ static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p
 								       : &c->csum_nodsum);
 		}
 	} else {
-		rep(c, BTK_P_FE_TYPE, leaf, k, "inline, regular or prealloc",
-		    chk_fmt("type %u", type), "file extent type invalid");
+		chk_fs_rep(c, CHK_M_FE_TYPE, leaf, k, CHK_U(type));
 		return;
 	}
 	s->has_ext = true;
 	s->ext_end = k->offset + len;
 	if (k->offset & mask)
-		rep(c, BTK_P_FE_OFFSET_ALIGN, leaf, k, chk_fmt("aligned to %u", c->fs->sectorsize),
-		    chk_fmt("%llu", (unsigned long long)k->offset), "file extent offset unaligned");
+		chk_fs_rep(c, CHK_M_FE_OFFSET_ALIGN, leaf, k, CHK_U(c->fs->sectorsize),
+			   CHK_U(k->offset));
 }
 
 /* Judges the inode whose items just ended. */
@@ -441,20 +386,16 @@ static void inode_end(struct chk *c)
 	if (s->ino == BTRFS_ORPHAN_OBJECTID)
 		return;
 	if (s->ino == BTRFS_FREE_INO_OBJECTID) {
-		rep(c, BTK_P_INODE_CACHE, 0, &k, "no inode cache", "inode cache items",
-		    "deprecated inode cache present");
+		chk_fs_rep(c, CHK_M_INODE_CACHE, 0, &k);
 		return;
 	}
 	if (s->ino < BTRFS_FIRST_FREE_OBJECTID || s->ino > BTRFS_LAST_FREE_OBJECTID) {
-		rep(c, BTK_P_INODE_BAD_OBJECTID, 0, &k, "256..2^64-256",
-		    chk_fmt("%llu", (unsigned long long)s->ino), "items with an invalid objectid");
+		chk_fs_rep(c, CHK_M_INODE_BAD_OBJECTID, 0, &k, CHK_U(s->ino));
 		return;
 	}
 	if (!s->has_item) {
 		if (!t->gap && !s->partial)
-			rep(c, BTK_P_INODE_MISSING, 0, &k, "an INODE_ITEM", "none",
-			    chk_fmt("inode %llu has items but no inode item",
-				    (unsigned long long)s->ino));
+			chk_fs_rep(c, CHK_M_INODE_MISSING, 0, &k, CHK_U(s->ino));
 		return;
 	}
 	c->sum->nr_inodes++;
@@ -462,26 +403,18 @@ static void inode_end(struct chk *c)
 	if (t->gap || s->orphan || s->partial)
 		return; /* names or extents may legitimately be partial */
 	if (s->nlink == 0)
-		rep(c, BTK_P_INODE_NO_ORPHAN, s->leaf, &k, "an orphan item", "none",
-		    "inode with nlink 0 has no orphan item");
+		chk_fs_rep(c, CHK_M_INODE_NO_ORPHAN, s->leaf, &k);
 	else if (s->nlink != s->names)
-		rep(c, BTK_P_INODE_NLINK, s->leaf, &k,
-		    chk_fmt("nlink %llu (names found)", (unsigned long long)s->names),
-		    chk_fmt("nlink %u", s->nlink), "inode nlink wrong");
+		chk_fs_rep(c, CHK_M_INODE_NLINK, s->leaf, &k, CHK_U(s->names), CHK_U(s->nlink));
 	if (S_ISDIR(s->mode) && s->size != s->dirsize)
-		rep(c, BTK_P_DIR_ISIZE, s->leaf, &k,
-		    chk_fmt("size %llu (sum of entry names)", (unsigned long long)s->dirsize),
-		    chk_fmt("size %llu", (unsigned long long)s->size), "directory size wrong");
+		chk_fs_rep(c, CHK_M_DIR_ISIZE, s->leaf, &k, CHK_U(s->dirsize), CHK_U(s->size));
 	if (!S_ISDIR(s->mode) && s->nbytes != s->found_bytes)
-		rep(c, BTK_P_INODE_NBYTES, s->leaf, &k,
-		    chk_fmt("nbytes %llu (sum of extents)", (unsigned long long)s->found_bytes),
-		    chk_fmt("nbytes %llu", (unsigned long long)s->nbytes), "inode nbytes wrong");
+		chk_fs_rep(c, CHK_M_INODE_NBYTES, s->leaf, &k, CHK_U(s->found_bytes),
+			   CHK_U(s->nbytes));
 	uint64_t mask = c->fs->sectorsize - 1, end = (s->size + mask) & ~mask;
 	if (!c->no_holes && S_ISREG(s->mode) && (s->has_ext ? s->ext_end : 0) < end)
-		rep(c, BTK_P_FE_MISSING_END, s->leaf, &k,
-		    chk_fmt("extents up to %llu (size, no-holes off)", (unsigned long long)end),
-		    chk_fmt("up to %llu", (unsigned long long)(s->has_ext ? s->ext_end : 0)),
-		    "file extents missing before the file end");
+		chk_fs_rep(c, CHK_M_FE_MISSING_END, s->leaf, &k, CHK_U(end),
+			   CHK_U((s->has_ext ? s->ext_end : 0)));
 }
 
 static void item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
@@ -520,8 +453,7 @@ static void item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint3
 	case BTRFS_VERITY_MERKLE_ITEM_KEY:
 		break;
 	default:
-		rep(c, BTK_P_INODE_ITEM_TYPE, leaf, k, "", chk_fmt("type %u", k->type),
-		    "unknown item type in a subvolume tree");
+		chk_fs_rep(c, CHK_M_INODE_ITEM_TYPE, leaf, k, CHK_U(k->type));
 	}
 }
 
@@ -596,8 +528,7 @@ void chk_fs_end(struct chk *c)
 		if (!chk_ino_mode(t, BTK_ROOT_DIRID, &mode) &&
 		    !chk_fs_skipped(t, BTK_ROOT_DIRID, BTRFS_INODE_ITEM_KEY, 0, 0)) {
 			struct btk_key k = {BTK_ROOT_DIRID, BTRFS_INODE_ITEM_KEY, 0};
-			rep(c, BTK_P_TOP_DIR_MISSING, 0, &k, "an inode item", "none",
-			    "top directory inode missing");
+			chk_fs_rep(c, CHK_M_TOP_DIR_MISSING, 0, &k);
 		}
 	}
 	chk_names_final(c, !t->gap && !c->oom);

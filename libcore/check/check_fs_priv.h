@@ -141,8 +141,10 @@ static inline uint64_t chk_name_hash64(const uint8_t *name, size_t len)
 }
 
 /* check_fs.c */
-void chk_fs_rep(struct chk *c, enum btk_check_problem_id id, uint64_t leaf, const struct btk_key *k,
-		const char *expected, const char *found, const char *what);
+/* chk_rep for the fs tree being checked: value {0} of the message is the tree ("root {0}: ..."),
+ * the values passed follow it. */
+#define chk_fs_rep(c, id, leaf, k, ...)                                                            \
+	chk_rep(c, id, (c)->fst->tree, leaf, k, CHK_U((c)->fst->tree), ##__VA_ARGS__)
 /* True if some skipped range meets the keys (objectid, type, lo..hi). */
 bool chk_fs_skipped(const struct chk_fstree *t, uint64_t objectid, uint8_t type, uint64_t lo,
 		    uint64_t hi);

@@ -28,9 +28,7 @@ static void bitmap_runs(struct chk *c, const struct btk_key *k, const uint8_t *p
 	uint64_t ss = c->fs->sectorsize, bits = k->offset / ss;
 
 	if (k->offset % ss || (bits + 7) / 8 > sz) {
-		chk_report(c, BTK_P_FS_BITMAP_SIZE, 10, leaf, k,
-			   chk_fmt("%llu bitmap bytes", (unsigned long long)((bits + 7) / 8)),
-			   chk_fmt("%u", sz), "free space bitmap size wrong");
+		chk_rep(c, CHK_M_FS_BITMAP_SIZE, 10, leaf, k, CHK_U(((bits + 7) / 8)), CHK_U(sz));
 		return;
 	}
 	for (uint64_t i = 0; i < bits;) {
@@ -57,22 +55,19 @@ static void fst_entry_vs_info(struct chk *c, const struct btk_key *k, uint64_t l
 
 	if (!fi || k->objectid < fi->start || k->objectid >= fi->start + fi->len ||
 	    k->offset > fi->start + fi->len - k->objectid) {
-		chk_report(c, BTK_P_FS_OUTSIDE, 10, leaf, k,
-			   fi ? chk_fmt("inside [%llu, +%llu)", (unsigned long long)fi->start,
-					(unsigned long long)fi->len)
-			      : "a FREE_SPACE_INFO before it",
-			   chk_fmt("[%llu, +%llu)", (unsigned long long)k->objectid,
-				   (unsigned long long)k->offset),
-			   "free space %s outside its block group", bitmap ? "bitmap" : "extent");
+		const char *what =
+		    chk_part_text(bitmap ? CHK_PART_FST_BITMAP : CHK_PART_FST_EXTENT);
+		if (fi)
+			chk_rep(c, CHK_M_FS_OUTSIDE, 10, leaf, k, CHK_S(what), CHK_U(k->objectid),
+				CHK_U(k->offset), CHK_U(fi->start), CHK_U(fi->len));
+		else
+			chk_rep(c, CHK_M_FS_OUTSIDE_NO_INFO, 10, leaf, k, CHK_S(what),
+				CHK_U(k->objectid), CHK_U(k->offset));
 		return;
 	}
 	if (bitmap != !!(fi->flags & BTRFS_FREE_SPACE_USING_BITMAPS))
-		chk_report(c, BTK_P_FS_INFO_FLAGS, 10, leaf, k,
-			   bitmap ? "extents (USING_BITMAPS clear)" : "bitmaps (USING_BITMAPS set)",
-			   bitmap ? "a bitmap" : "an extent",
-			   "free space %s in block group %llu whose info says %s",
-			   bitmap ? "bitmap" : "extent", (unsigned long long)fi->start,
-			   bitmap ? "extents" : "bitmaps");
+		chk_rep(c, bitmap ? CHK_M_FS_INFO_FLAGS_BITMAP : CHK_M_FS_INFO_FLAGS_EXTENT, 10,
+			leaf, k, CHK_U(fi->start));
 }
 
 void chk_fst_leaf(struct chk *c, const struct btk_block *b)
@@ -84,8 +79,7 @@ void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 		btk_leaf_key(b, (int)i, &k);
 		if (k.type == BTRFS_FREE_SPACE_INFO_KEY) {
 			if (sz < sizeof(struct btrfs_free_space_info)) {
-				chk_report(c, BTK_P_FS_INFO_SIZE, 10, b->bytenr, &k, "", "",
-					   "free space info too small");
+				chk_rep(c, CHK_M_FS_INFO_SIZE, 10, b->bytenr, &k);
 				continue;
 			}
 			struct chk_fst_info *fi = btk_vec_push(&c->fst_info);
@@ -105,8 +99,7 @@ void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 			fst_entry_vs_info(c, &k, b->bytenr);
 			bitmap_runs(c, &k, p, sz, b->bytenr);
 		} else {
-			chk_report(c, BTK_P_FS_ITEM_TYPE, 10, b->bytenr, &k, "", "",
-				   "unexpected item in the free space tree");
+			chk_rep(c, CHK_M_FS_ITEM_TYPE, 10, b->bytenr, &k);
 		}
 	}
 }
@@ -245,14 +238,18 @@ static bool next_free(struct free_iter *it, uint64_t *s, uint64_t *e)
 static void fst_mismatch(struct chk *c, const struct chk_bg *bg, uint64_t s, uint64_t e, bool have,
 			 uint64_t as, uint64_t ae)
 {
-	chk_report(
-	    c, BTK_P_FS_DIFFERS, c->fs_v1 ? 1 : 10, have ? as : s, NULL,
-	    e > s ? chk_fmt("free [%llu, %llu)", (unsigned long long)s, (unsigned long long)e)
-		  : "no more free space",
-	    have ? chk_fmt("free [%llu, %llu)", (unsigned long long)as, (unsigned long long)ae)
-		 : "nothing",
-	    "%s differs from the extents in block group %llu",
-	    c->fs_v1 ? "free space cache" : "free space tree", (unsigned long long)bg->start);
+	char want[CHK_TEXT_MAX], got[CHK_TEXT_MAX];
+
+	if (e > s)
+		chk_part(want, sizeof(want), CHK_PART_FST_FREE, CHK_U(s), CHK_U(e));
+	else
+		chk_part(want, sizeof(want), CHK_PART_FST_NO_MORE);
+	if (have)
+		chk_part(got, sizeof(got), CHK_PART_FST_FREE, CHK_U(as), CHK_U(ae));
+	else
+		chk_part(got, sizeof(got), CHK_PART_FST_NOTHING);
+	chk_rep(c, c->fs_v1 ? CHK_M_FS_DIFFERS_V1 : CHK_M_FS_DIFFERS, c->fs_v1 ? 1 : 10,
+		have ? as : s, NULL, CHK_U(bg->start), CHK_S(want), CHK_S(got));
 }
 
 /* Free bytes of a block group according to the extents and superblock stripes. */
@@ -324,15 +321,10 @@ static void bg_free_space(struct chk *c, const struct chk_bg *bg, const struct c
 	long ii = btk_vec_floor(&c->fst_info, bg->start, range_key);
 	const struct chk_fst_info *info = ii >= 0 ? btk_vec_at(&c->fst_info, (size_t)ii) : NULL;
 	if (!info || info->start != bg->start || info->len != bg->len)
-		chk_report(c, BTK_P_FS_NO_INFO, 10, bg->start, NULL, "a FREE_SPACE_INFO item",
-			   "none", "block group %llu has no free space info",
-			   (unsigned long long)bg->start);
+		chk_rep(c, CHK_M_FS_NO_INFO, 10, bg->start, NULL, CHK_U(bg->start));
 	else if (info->count != count)
-		chk_report(c, BTK_P_FS_INFO_COUNT, 10, bg->start, NULL,
-			   chk_fmt("%llu free extents", (unsigned long long)count),
-			   chk_fmt("%llu", (unsigned long long)info->count),
-			   "free space info extent count wrong in block group %llu",
-			   (unsigned long long)bg->start);
+		chk_rep(c, CHK_M_FS_INFO_COUNT, 10, bg->start, NULL, CHK_U(bg->start), CHK_U(count),
+			CHK_U(info->count));
 }
 
 /* Compares c->fst_free with the complement of the extents in every block group (v1: only

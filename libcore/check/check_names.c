@@ -567,10 +567,19 @@ void chk_names_inode_end(struct chk *c, uint64_t x)
 
 /* ---- the tree's end ---- */
 
-static const char *src_list(uint8_t src)
+/* The sides of a name seen (SRC_*), named in buf[len]: "DIR_ITEM INODE_REF". */
+static const char *src_list(uint8_t src, char *buf, size_t len)
 {
-	return chk_fmt("%s%s%s", src & SRC_DIR_ITEM ? "DIR_ITEM " : "",
-		       src & SRC_DIR_INDEX ? "DIR_INDEX " : "", src & SRC_REF ? "INODE_REF" : "");
+	size_t n = 0;
+
+	buf[0] = 0;
+	if (src & SRC_DIR_ITEM)
+		n += chk_part(buf + n, len - n, CHK_PART_SRC_DIR_ITEM);
+	if (src & SRC_DIR_INDEX)
+		n += chk_part(buf + n, len - n, CHK_PART_SRC_DIR_INDEX);
+	if (src & SRC_REF)
+		chk_part(buf + n, len - n, CHK_PART_SRC_REF);
+	return buf;
 }
 
 /* One name found wrong while streaming: parts of it may lie in skipped ranges (checked in
@@ -613,45 +622,30 @@ static void name_group(struct chk *c, const struct chk_name *g)
 			return;
 	}
 	struct btk_key k = {g->dir, BTRFS_DIR_INDEX_KEY, idx_dir ? idx_dir : idx_ref};
-	char who[96], what[160];
-	snprintf(who, sizeof(who), "name of inode %llu in directory %llu",
-		 (unsigned long long)g->child, (unsigned long long)g->dir);
+	/* values {1} and {2} of every message: the name's inode and directory */
+#define name_rep(id, ...) chk_fs_rep(c, id, 0, &k, CHK_U(g->child), CHK_U(g->dir), ##__VA_ARGS__)
 	if (src != all) {
-		snprintf(what, sizeof(what), "%s: %s missing", who,
-			 !(src & SRC_DIR_INDEX)	 ? "dir index"
-			 : !(src & SRC_DIR_ITEM) ? "dir item"
-						 : "inode ref");
-		chk_fs_rep(c,
-			   !(src & SRC_DIR_INDEX)  ? BTK_P_NAME_MISSING_INDEX
-			   : !(src & SRC_DIR_ITEM) ? BTK_P_NAME_MISSING_ITEM
-						   : BTK_P_NAME_MISSING_REF,
-			   0, &k, "DIR_ITEM DIR_INDEX INODE_REF", src_list(src), what);
+		char have[64];
+		name_rep(!(src & SRC_DIR_INDEX)	 ? CHK_M_NAME_MISSING_INDEX
+			 : !(src & SRC_DIR_ITEM) ? CHK_M_NAME_MISSING_ITEM
+						 : CHK_M_NAME_MISSING_REF,
+			 CHK_S(src_list(src, have, sizeof(have))));
 	} else if (idx_dir != idx_ref) {
-		snprintf(what, sizeof(what), "%s: dir index differs", who);
-		chk_fs_rep(c, BTK_P_NAME_INDEX_DIFFERS, 0, &k,
-			   chk_fmt("index %llu (inode ref)", (unsigned long long)idx_ref),
-			   chk_fmt("index %llu", (unsigned long long)idx_dir), what);
+		name_rep(CHK_M_NAME_INDEX_DIFFERS, CHK_U(idx_ref), CHK_U(idx_dir));
 	}
-	if (!child && (src & (SRC_DIR_ITEM | SRC_DIR_INDEX))) {
-		snprintf(what, sizeof(what), "%s: points to a missing inode", who);
-		chk_fs_rep(c, BTK_P_NAME_NO_INODE, 0, &k, "an inode item", "none", what);
-	}
+	if (!child && (src & (SRC_DIR_ITEM | SRC_DIR_INDEX)))
+		name_rep(CHK_M_NAME_NO_INODE);
 	if (bad_type) {
-		snprintf(what, sizeof(what), "%s: dir entry type wrong", who);
-		chk_fs_rep(c, BTK_P_NAME_TYPE, 0, &k,
-			   chk_fmt("type %u (inode mode)", btk_mode_ftype(cmode)),
-			   ftype == CHK_FT_DIFFERS ? "dir item and dir index types differ"
-						   : chk_fmt("type %u", ftype),
-			   what);
+		if (ftype == CHK_FT_DIFFERS)
+			name_rep(CHK_M_NAME_TYPE_DIFFERS, CHK_U(btk_mode_ftype(cmode)));
+		else
+			name_rep(CHK_M_NAME_TYPE, CHK_U(btk_mode_ftype(cmode)), CHK_U(ftype));
 	}
-	if (dir && !S_ISDIR(dmode)) {
-		snprintf(what, sizeof(what), "%s: parent is not a directory", who);
-		chk_fs_rep(c, BTK_P_NAME_PARENT_NOT_DIR, 0, &k, "a directory",
-			   chk_fmt("mode 0%o", dmode), what);
-	} else if (!dir) {
-		snprintf(what, sizeof(what), "%s: directory missing", who);
-		chk_fs_rep(c, BTK_P_NAME_NO_DIR, 0, &k, "an inode item", "none", what);
-	}
+	if (dir && !S_ISDIR(dmode))
+		name_rep(CHK_M_NAME_PARENT_NOT_DIR, CHK_U(dmode));
+	else if (!dir)
+		name_rep(CHK_M_NAME_NO_DIR);
+#undef name_rep
 }
 
 void chk_names_final(struct chk *c, bool report)

@@ -8,6 +8,7 @@
 #define BTK_CHECK_PRIV_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "check/check.h"
 #include "base/u64set.h"
@@ -240,14 +241,74 @@ enum {
 	CHK_T_QUOTA
 };
 
-/* Reports problem id (problems.def); key may be NULL. expected/found are printf-formatted by the
- * caller. */
-void chk_report(struct chk *c, enum btk_check_problem_id id, uint64_t tree, uint64_t bytenr,
-		const struct btk_key *key, const char *expected, const char *found, const char *fmt,
-		...) __attribute__((format(printf, 8, 9)));
+/* ---- reporting (check_report.c) ----
+ * A check reports a message of problems.def (a BTK_MESSAGE row: its problem, and templates of
+ * what / expected / found) with the values its templates name: "{N}" is the N-th value. */
+enum chk_message_id {
+#define BTK_MESSAGE(id, problem, what, expected, found) CHK_M_##id,
+#include "check/problems.def"
+	CHK_M_COUNT
+};
+
+struct chk_message {
+	enum btk_check_problem_id problem;
+	const char *what;     /* NULL: the problem's message */
+	const char *expected; /* NULL or "": none */
+	const char *found;
+};
+/* The row of id, or NULL when out of range. */
+const struct chk_message *chk_message(enum chk_message_id id);
+
+enum chk_val_type { CHK_VT_U, CHK_VT_I, CHK_VT_S, CHK_VT_UUID };
+/* A value a message names: an unsigned or signed number, a string (NUL-terminated, or of len
+ * bytes) or a uuid (16 bytes, printed 8-4-4-4-12 in lower case hex); what it points to must
+ * stay valid during the call. */
+struct chk_val {
+	enum chk_val_type type;
+	union {
+		uint64_t u;
+		int64_t i;
+		const char *s;
+	};
+	size_t len; /* CHK_VT_S: SIZE_MAX when NUL-terminated */
+};
+#define CHK_U(x)     ((struct chk_val){.type = CHK_VT_U, .u = (x)})
+#define CHK_I(x)     ((struct chk_val){.type = CHK_VT_I, .i = (x)})
+#define CHK_S(x)     ((struct chk_val){.type = CHK_VT_S, .s = (x), .len = SIZE_MAX})
+#define CHK_SN(p, n) ((struct chk_val){.type = CHK_VT_S, .s = (const char *)(p), .len = (n)})
+#define CHK_UUID(p)  ((struct chk_val){.type = CHK_VT_UUID, .s = (const char *)(p), .len = 16})
+
+/* Fragments of a value (an item of a list, a reason): BTK_PART rows of problems.def. */
+enum chk_part_id {
+#define BTK_PART(id, problem, text) CHK_PART_##id,
+#include "check/problems.def"
+	CHK_PART_COUNT
+};
+/* The template of part id ("" when out of range). */
+const char *chk_part_text(enum chk_part_id id);
+
+/* The longest text a report renders (what, expected, found each), NUL included. */
+#define CHK_TEXT_MAX 512
+
+/* Renders template tmpl ("{m}" = msg) with vals into buf (cap bytes, NUL-terminated, cut at
+ * cap - 1); returns the length written. A placeholder past n renders "{?}". */
+size_t chk_render(char *buf, size_t cap, const char *tmpl, const char *msg,
+		  const struct chk_val *vals, size_t n);
+/* Counts the problem of message id and, unless past max_reports, passes it to the caller's
+ * callback with its texts rendered from vals. key may be NULL. */
+void chk_report(struct chk *c, enum chk_message_id id, uint64_t tree, uint64_t bytenr,
+		const struct btk_key *key, const struct chk_val *vals, size_t n);
+/* chk_rep(c, id, tree, bytenr, key, CHK_U(x), CHK_S(s), ...): chk_report with its values. */
+#define chk_rep(c, id, tree, bytenr, key, ...)                                                     \
+	chk_report(c, id, tree, bytenr, key, (const struct chk_val[]){{0}, __VA_ARGS__} + 1,       \
+		   sizeof((const struct chk_val[]){{0}, __VA_ARGS__}) / sizeof(struct chk_val) -   \
+		       1)
+/* chk_part(buf, cap, id, CHK_U(x), ...): renders part id into the caller's buf; its length. */
+#define chk_part(buf, cap, id, ...)                                                                \
+	chk_render(                                                                                \
+	    buf, cap, chk_part_text(id), NULL, (const struct chk_val[]){{0}, __VA_ARGS__} + 1,     \
+	    sizeof((const struct chk_val[]){{0}, __VA_ARGS__}) / sizeof(struct chk_val) - 1)
 void chk_progress(struct chk *c, const char *phase, double done);
-/* snprintf into a small rotating buffer, for expected/found strings. */
-const char *chk_fmt(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 static inline bool chk_is_fs_tree(uint64_t id)
 {

@@ -232,14 +232,10 @@ void chk_qgroup_final(struct chk *c)
 		struct btk_key k = {0, BTRFS_QGROUP_INFO_KEY, q->id};
 		if (q->rfer == q->found_rfer && q->excl == q->found_excl)
 			continue;
-		chk_report(c, BTK_P_QGROUP_COUNTS, BTRFS_QUOTA_TREE_OBJECTID, 0, &k,
-			   chk_fmt("referenced %llu exclusive %llu",
-				   (unsigned long long)q->found_rfer,
-				   (unsigned long long)q->found_excl),
-			   chk_fmt("referenced %llu exclusive %llu", (unsigned long long)q->rfer,
-				   (unsigned long long)q->excl),
-			   "qgroup %llu/%llu counts wrong", (unsigned long long)QGROUP_LEVEL(q->id),
-			   (unsigned long long)(q->id & ((1ULL << BTRFS_QGROUP_LEVEL_SHIFT) - 1)));
+		chk_rep(c, CHK_M_QGROUP_COUNTS, BTRFS_QUOTA_TREE_OBJECTID, 0, &k,
+			CHK_U(QGROUP_LEVEL(q->id)),
+			CHK_U((q->id & ((1ULL << BTRFS_QGROUP_LEVEL_SHIFT) - 1))),
+			CHK_U(q->found_rfer), CHK_U(q->found_excl), CHK_U(q->rfer), CHK_U(q->excl));
 	}
 out:
 	free(m.subs);

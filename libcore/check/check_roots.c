@@ -24,8 +24,7 @@ static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 	struct btk_root_item ri;
 
 	if (btk_root_item_parse(p, sz, &ri)) {
-		chk_report(c, BTK_P_ROOT_ITEM_SIZE, 1, leaf, k, "", chk_fmt("%u bytes", sz),
-			   "root item too small");
+		chk_rep(c, CHK_M_ROOT_ITEM_SIZE, 1, leaf, k, CHK_U(sz));
 		return;
 	}
 	const struct chk_rootitem *prev = c->roots.n ? btk_vec_at(&c->roots, c->roots.n - 1) : NULL;
@@ -50,14 +49,11 @@ static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 	memcpy(r->uuid, ri.uuid, BTK_UUID_SIZE);
 	memcpy(r->received_uuid, ri.received_uuid, BTK_UUID_SIZE);
 	if (r->gen == 0 || r->gen > c->max_gen)
-		chk_report(c, BTK_P_ROOT_GENERATION, 1, leaf, k,
-			   chk_fmt("(0, %llu]", (unsigned long long)c->max_gen),
-			   chk_fmt("%llu", (unsigned long long)r->gen),
-			   "root %llu generation invalid", (unsigned long long)r->id);
+		chk_rep(c, CHK_M_ROOT_GENERATION, 1, leaf, k, CHK_U(r->id), CHK_U(c->max_gen),
+			CHK_U(r->gen));
 	if (r->level >= BTK_MAX_LEVEL)
-		chk_report(c, BTK_P_ROOT_LEVEL, 1, leaf, k, chk_fmt("< %d", BTK_MAX_LEVEL),
-			   chk_fmt("%u", r->level), "root %llu level invalid",
-			   (unsigned long long)r->id);
+		chk_rep(c, CHK_M_ROOT_LEVEL, 1, leaf, k, CHK_U(r->id), CHK_I(BTK_MAX_LEVEL),
+			CHK_U(r->level));
 }
 
 static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
@@ -66,8 +62,7 @@ static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, u
 	struct btk_root_ref_ent e;
 
 	if (btk_root_ref_parse(p, sz, &e)) {
-		chk_report(c, BTK_P_ROOT_REF_SIZE, 1, leaf, k, "", chk_fmt("%u bytes", sz),
-			   "root ref item overruns");
+		chk_rep(c, CHK_M_ROOT_REF_SIZE, 1, leaf, k, CHK_U(sz));
 		return;
 	}
 	struct chk_rootref *r = btk_vec_push(&c->rootrefs);
@@ -102,9 +97,7 @@ void chk_root_leaf(struct chk *c, const struct btk_block *b)
 			/* v1 space cache inodes: regular files, mode 0600, as the kernel makes them
 			 */
 			if (ii.mode != (S_IFREG | 0600))
-				chk_report(c, BTK_P_CACHE_MODE, 1, b->bytenr, &k, "mode 0100600",
-					   chk_fmt("0%o", ii.mode),
-					   "free space cache inode mode invalid");
+				chk_rep(c, CHK_M_CACHE_MODE, 1, b->bytenr, &k, CHK_U(ii.mode));
 		}
 		chk_v1_root_item(c, &k, p, sz); /* v1 space cache headers, inodes, extents */
 		if (k.type == BTRFS_ORPHAN_ITEM_KEY && k.objectid == BTRFS_ORPHAN_OBJECTID) {
@@ -257,24 +250,15 @@ static void ref_group(struct chk *c, const struct views *v, const struct chk_roo
 	if (!by[0] && !by[1])
 		return; /* a snapshot's copy of a dir entry to a nested subvolume: legal */
 	if (!by[0] || !by[1]) {
-		chk_report(c, BTK_P_ROOT_REF_MISSING, 1, 0, &k, "ROOT_REF and ROOT_BACKREF",
-			   by[0] ? "ROOT_REF only" : "ROOT_BACKREF only",
-			   "subvolume %llu in %llu: root %s missing", (unsigned long long)g->child,
-			   (unsigned long long)g->parent, by[0] ? "backref" : "ref");
+		chk_rep(c, by[0] ? CHK_M_ROOT_BACKREF_MISSING : CHK_M_ROOT_REF_MISSING, 1, 0, &k,
+			CHK_U(g->child), CHK_U(g->parent));
 		return;
 	}
 	if (by[0]->dirid != by[1]->dirid || by[0]->seq != by[1]->seq || by[0]->hash != by[1]->hash)
-		chk_report(c, BTK_P_ROOT_BACKREF, 1, 0, &k,
-			   chk_fmt("dir %llu index %llu (root ref)",
-				   (unsigned long long)by[0]->dirid,
-				   (unsigned long long)by[0]->seq),
-			   chk_fmt("dir %llu index %llu", (unsigned long long)by[1]->dirid,
-				   (unsigned long long)by[1]->seq),
-			   "subvolume %llu: root backref differs from root ref",
-			   (unsigned long long)g->child);
+		chk_rep(c, CHK_M_ROOT_BACKREF, 1, 0, &k, CHK_U(g->child), CHK_U(by[0]->dirid),
+			CHK_U(by[0]->seq), CHK_U(by[1]->dirid), CHK_U(by[1]->seq));
 	if (!root_find(c, v, g->child))
-		chk_report(c, BTK_P_ROOT_REF_DANGLING, 1, 0, &k, "a root item", "none",
-			   "root ref to missing subvolume %llu", (unsigned long long)g->child);
+		chk_rep(c, CHK_M_ROOT_REF_DANGLING, 1, 0, &k, CHK_U(g->child));
 	const struct chk_rootitem *pr = root_find(c, v, g->parent);
 	if (!pr || pr->dropping)
 		return; /* the parent's dir entries were not collected */
@@ -282,12 +266,13 @@ static void ref_group(struct chk *c, const struct views *v, const struct chk_roo
 		const struct chk_rootref *d = by[kind];
 		if (!d || d->dirid != by[0]->dirid || d->hash != by[0]->hash ||
 		    (kind == 3 && d->seq != by[0]->seq))
-			chk_report(c, BTK_P_ROOT_DIR_ENTRY, g->parent, 0, &k,
-				   chk_fmt("%s in dir %llu", kind == 2 ? "DIR_ITEM" : "DIR_INDEX",
-					   (unsigned long long)by[0]->dirid),
-				   d ? "different" : "none",
-				   "subvolume %llu: its dir entry in %llu is missing or differs",
-				   (unsigned long long)g->child, (unsigned long long)g->parent);
+			chk_rep(
+			    c,
+			    kind == 2
+				? (d ? CHK_M_ROOT_DIR_ITEM_DIFFERS : CHK_M_ROOT_DIR_ITEM_MISSING)
+				: (d ? CHK_M_ROOT_DIR_INDEX_DIFFERS : CHK_M_ROOT_DIR_INDEX_MISSING),
+			    g->parent, 0, &k, CHK_U(g->child), CHK_U(g->parent),
+			    CHK_U(by[0]->dirid));
 	}
 }
 
@@ -328,15 +313,11 @@ void chk_roots_final(struct chk *c)
 		if (r->refs == 0 &&
 		    (!c->root_orphans.n || !bsearch(&r->id, c->root_orphans.data, c->root_orphans.n,
 						    sizeof(uint64_t), u64_cmp)))
-			chk_report(c, BTK_P_ROOT_NO_ORPHAN, 1, 0, &k, "an orphan item", "none",
-				   "deleted subvolume %llu has no orphan item",
-				   (unsigned long long)r->id);
+			chk_rep(c, CHK_M_ROOT_NO_ORPHAN, 1, 0, &k, CHK_U(r->id));
 		if (r->refs == 0)
 			continue;
 		if (!root_linked(c, &v, r->id))
-			chk_report(c, BTK_P_ROOT_UNLINKED, 1, 0, &k, "a ROOT_BACKREF", "none",
-				   "subvolume %llu is not linked from any directory",
-				   (unsigned long long)r->id);
+			chk_rep(c, CHK_M_ROOT_UNLINKED, 1, 0, &k, CHK_U(r->id));
 	}
 	views_free(&v);
 }
@@ -352,8 +333,8 @@ void chk_uuid_leaf(struct chk *c, const struct btk_block *b)
 		if (k.type != BTRFS_UUID_KEY_SUBVOL && k.type != BTRFS_UUID_KEY_RECEIVED_SUBVOL)
 			continue;
 		if (sz % 8) {
-			chk_report(c, BTK_P_UUID_SIZE, BTRFS_UUID_TREE_OBJECTID, b->bytenr, &k,
-				   "a multiple of 8 bytes", chk_fmt("%u", sz), "uuid item size");
+			chk_rep(c, CHK_M_UUID_SIZE, BTRFS_UUID_TREE_OBJECTID, b->bytenr, &k,
+				CHK_U(sz));
 			continue;
 		}
 		for (uint32_t o = 0; o < sz; o += 8) {
@@ -368,13 +349,6 @@ void chk_uuid_leaf(struct chk *c, const struct btk_block *b)
 			u->type = k.type;
 		}
 	}
-}
-
-static const char *uuid_str(const uint8_t *u)
-{
-	return chk_fmt("%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0],
-		       u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
-		       u[13], u[14], u[15]);
 }
 
 /* Every uuid tree entry names a live subvolume with that uuid (or received uuid); when the
@@ -392,12 +366,14 @@ static void uuids_final(struct chk *c, const struct views *v)
 									 : r->received_uuid;
 		if (r && r->refs == 0)
 			continue; /* deleted: the kernel removes its entries when it drops it */
-		if (!want || memcmp(want, u->uuid, BTK_UUID_SIZE))
-			chk_report(c, BTK_P_UUID_STALE, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
-				   chk_fmt("subvolume %llu with uuid %s",
-					   (unsigned long long)u->subvol, uuid_str(u->uuid)),
-				   r ? chk_fmt("its uuid %s", uuid_str(want)) : "no such subvolume",
-				   "uuid tree entry does not match a subvolume");
+		if (want && !memcmp(want, u->uuid, BTK_UUID_SIZE))
+			continue;
+		if (r)
+			chk_rep(c, CHK_M_UUID_STALE, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
+				CHK_U(u->subvol), CHK_UUID(u->uuid), CHK_UUID(want));
+		else
+			chk_rep(c, CHK_M_UUID_STALE_NO_SUBVOL, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
+				CHK_U(u->subvol), CHK_UUID(u->uuid));
 	}
 	if (!current || !c->uuids.n)
 		return;
@@ -407,9 +383,7 @@ static void uuids_final(struct chk *c, const struct views *v)
 		    r->refs == 0 || !memcmp(r->uuid, zero, BTK_UUID_SIZE))
 			continue;
 		if (!uuid_listed(c, v, r->id, r->uuid))
-			chk_report(c, BTK_P_UUID_MISSING, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
-				   chk_fmt("an entry for uuid %s", uuid_str(r->uuid)), "none",
-				   "subvolume %llu missing from the uuid tree",
-				   (unsigned long long)r->id);
+			chk_rep(c, CHK_M_UUID_MISSING, BTRFS_UUID_TREE_OBJECTID, 0, NULL,
+				CHK_U(r->id), CHK_UUID(r->uuid));
 	}
 }

@@ -15,9 +15,7 @@ static void check_copies(struct chk *c, const struct btk_fs_dev *d)
 	int best = btk_super_read_all(d->dev, copies);
 
 	if (best < 0) {
-		chk_report(c, BTK_P_SUPER_NONE, 0, 0, NULL, "a valid superblock", "none",
-			   "device %llu (%s): no valid superblock", (unsigned long long)d->devid,
-			   d->dev->path);
+		chk_rep(c, CHK_M_SUPER_NONE, 0, 0, NULL, CHK_U(d->devid), CHK_S(d->dev->path));
 		return;
 	}
 	for (int m = 0; m < BTK_SUPER_MIRRORS; m++) {
@@ -26,25 +24,17 @@ static void check_copies(struct chk *c, const struct btk_fs_dev *d)
 		 * copy that claims to be btrfs but fails its checks is not. */
 		if (!s->present || s->valid || btk_le64(s->sb.magic) != BTK_MAGIC)
 			continue;
-		chk_report(c, BTK_P_SUPER_MIRROR_BAD, 0, s->offset, NULL, "valid copy", s->why,
-			   "device %llu (%s): superblock mirror %d is bad",
-			   (unsigned long long)d->devid, d->dev->path, m);
+		chk_rep(c, CHK_M_SUPER_MIRROR_BAD, 0, s->offset, NULL, CHK_U(d->devid),
+			CHK_S(d->dev->path), CHK_I(m), CHK_S(s->why));
 	}
 	if (!copies[0].valid && copies[0].present)
-		chk_report(c, BTK_P_SUPER_PRIMARY_BAD, 0, copies[0].offset, NULL, "valid copy",
-			   copies[0].why, "device %llu (%s): primary superblock is bad",
-			   (unsigned long long)d->devid, d->dev->path);
+		chk_rep(c, CHK_M_SUPER_PRIMARY_BAD, 0, copies[0].offset, NULL, CHK_U(d->devid),
+			CHK_S(d->dev->path), CHK_S(copies[0].why));
 }
 
 static bool is_pow2(uint64_t v)
 {
 	return v && !(v & (v - 1));
-}
-
-static void geometry(struct chk *c, const char *field, const char *want, uint64_t have)
-{
-	chk_report(c, BTK_P_SUPER_GEOMETRY, 0, 0, NULL, want,
-		   chk_fmt("%llu", (unsigned long long)have), "superblock %s out of range", field);
 }
 
 /* What the kernel (or btrfs check) refuses in the superblock besides what made the copy
@@ -61,26 +51,26 @@ static void super_geometry(struct chk *c)
 										: sb->fsid;
 
 	if (!is_pow2(stripe) || (stripe != sec && stripe != 4096))
-		geometry(c, "stripesize", chk_fmt("%u (the sector size)", sec), stripe);
+		chk_rep(c, CHK_M_SUPER_STRIPESIZE, 0, 0, NULL, CHK_U(sec), CHK_U(stripe));
 	if (btk_le32(sb->leafsize) != node)
-		geometry(c, "leafsize", chk_fmt("%u (the node size)", node),
-			 btk_le32(sb->leafsize));
+		chk_rep(c, CHK_M_SUPER_LEAFSIZE, 0, 0, NULL, CHK_U(node),
+			CHK_U(btk_le32(sb->leafsize)));
 	if (node % sec)
-		geometry(c, "nodesize", chk_fmt("a multiple of the sector size %u", sec), node);
+		chk_rep(c, CHK_M_SUPER_NODESIZE, 0, 0, NULL, CHK_U(sec), CHK_U(node));
 	if (sys < sys_min)
-		geometry(c, "sys_chunk_array_size", chk_fmt(">= %u", sys_min), sys);
+		chk_rep(c, CHK_M_SUPER_SYS_ARRAY, 0, 0, NULL, CHK_U(sys_min), CHK_U(sys));
 	if (!btk_le64(sb->total_bytes))
-		geometry(c, "total_bytes", "> 0", 0);
+		chk_rep(c, CHK_M_SUPER_TOTAL_ZERO, 0, 0, NULL);
 	if (btk_le64(sb->bytes_used) < 6ULL * node)
-		geometry(c, "bytes_used", chk_fmt(">= %llu (6 tree blocks)", 6ULL * node),
-			 btk_le64(sb->bytes_used));
+		chk_rep(c, CHK_M_SUPER_USED_MIN, 0, 0, NULL, CHK_U(6ULL * node),
+			CHK_U(btk_le64(sb->bytes_used)));
 	if (btk_le64(sb->num_devices) > (1ULL << 31))
-		geometry(c, "num_devices", "<= 2^31", btk_le64(sb->num_devices));
+		chk_rep(c, CHK_M_SUPER_NUM_DEVICES_MAX, 0, 0, NULL,
+			CHK_U(btk_le64(sb->num_devices)));
 	struct btk_dev_item_ent sdi;
 	btk_dev_item_parse(sb->dev_item, BTK_DEV_ITEM_SIZE, &sdi);
 	if (memcmp(sdi.fsid, want_fsid, BTK_FSID_SIZE))
-		chk_report(c, BTK_P_SUPER_GEOMETRY, 0, 0, NULL, "the filesystem's fsid", "another",
-			   "superblock device item fsid differs from the filesystem's");
+		chk_rep(c, CHK_M_SUPER_DEV_FSID, 0, 0, NULL);
 }
 
 void chk_supers(struct chk *c)
@@ -92,21 +82,15 @@ void chk_supers(struct chk *c)
 		if (c->fs->devs[i].dev)
 			check_copies(c, &c->fs->devs[i]);
 		else
-			chk_report(c, BTK_P_DEV_MISSING, 0, 0, NULL, "present", "missing",
-				   "device %llu is missing",
-				   (unsigned long long)c->fs->devs[i].devid);
+			chk_rep(c, CHK_M_DEV_MISSING, 0, 0, NULL, CHK_U(c->fs->devs[i].devid));
 	if (incompat & ~KNOWN_INCOMPAT)
-		chk_report(c, BTK_P_SUPER_INCOMPAT, 0, 0, NULL, "",
-			   chk_fmt("0x%llx", (unsigned long long)(incompat & ~KNOWN_INCOMPAT)),
-			   "unknown incompat feature flags");
+		chk_rep(c, CHK_M_SUPER_INCOMPAT, 0, 0, NULL, CHK_U((incompat & ~KNOWN_INCOMPAT)));
 	if (compat_ro & ~KNOWN_COMPAT_RO)
-		chk_report(c, BTK_P_SUPER_COMPAT_RO, 0, 0, NULL, "",
-			   chk_fmt("0x%llx", (unsigned long long)(compat_ro & ~KNOWN_COMPAT_RO)),
-			   "unknown compat_ro feature flags");
+		chk_rep(c, CHK_M_SUPER_COMPAT_RO, 0, 0, NULL,
+			CHK_U((compat_ro & ~KNOWN_COMPAT_RO)));
 	super_geometry(c);
 	if (btk_le64(sb->flags) & BTK_SUPER_FLAG_ERROR)
-		chk_report(c, BTK_P_SUPER_ERROR_FLAG, 0, 0, NULL, "", "ERROR flag",
-			   "the kernel marked the filesystem as having errors");
+		chk_rep(c, CHK_M_SUPER_ERROR_FLAG, 0, 0, NULL);
 }
 
 static void super_dev_item(struct chk *c, const struct chk_devitem *di)
@@ -120,12 +104,8 @@ static void super_dev_item(struct chk *c, const struct chk_devitem *di)
 	uint64_t tb = sdi.total_bytes;
 	uint64_t bu = sdi.bytes_used;
 	if (tb != di->total_bytes || bu != di->bytes_used)
-		chk_report(
-		    c, BTK_P_SUPER_DEV_ITEM, 0, 0, NULL,
-		    chk_fmt("total %llu used %llu (dev item)", (unsigned long long)di->total_bytes,
-			    (unsigned long long)di->bytes_used),
-		    chk_fmt("total %llu used %llu", (unsigned long long)tb, (unsigned long long)bu),
-		    "superblock's copy of device item %llu differs", (unsigned long long)devid);
+		chk_rep(c, CHK_M_SUPER_DEV_ITEM, 0, 0, NULL, CHK_U(devid), CHK_U(di->total_bytes),
+			CHK_U(di->bytes_used), CHK_U(tb), CHK_U(bu));
 }
 
 void chk_super_totals(struct chk *c)
@@ -138,32 +118,21 @@ void chk_super_totals(struct chk *c)
 		total += di->total_bytes;
 		super_dev_item(c, di);
 		if (di->total_bytes % c->fs->sectorsize)
-			chk_report(c, BTK_P_DEV_TOTAL_ALIGN, 3, 0, NULL,
-				   chk_fmt("a multiple of %u", c->fs->sectorsize),
-				   chk_fmt("%llu", (unsigned long long)di->total_bytes),
-				   "device %llu total bytes unaligned",
-				   (unsigned long long)di->devid);
+			chk_rep(c, CHK_M_DEV_TOTAL_ALIGN, 3, 0, NULL, CHK_U(di->devid),
+				CHK_U(c->fs->sectorsize), CHK_U(di->total_bytes));
 	}
 	if (btk_le64(sb->total_bytes) % c->fs->sectorsize)
-		chk_report(c, BTK_P_SUPER_TOTAL_ALIGN, 0, 0, NULL,
-			   chk_fmt("a multiple of %u", c->fs->sectorsize),
-			   chk_fmt("%llu", (unsigned long long)btk_le64(sb->total_bytes)),
-			   "superblock total bytes unaligned");
+		chk_rep(c, CHK_M_SUPER_TOTAL_ALIGN, 0, 0, NULL, CHK_U(c->fs->sectorsize),
+			CHK_U(btk_le64(sb->total_bytes)));
 	if (c->devitems.n && btk_le64(sb->num_devices) != c->devitems.n)
-		chk_report(c, BTK_P_SUPER_NUM_DEVICES, 0, 0, NULL,
-			   chk_fmt("%zu (device items)", c->devitems.n),
-			   chk_fmt("%llu", (unsigned long long)btk_le64(sb->num_devices)),
-			   "superblock number of devices wrong");
+		chk_rep(c, CHK_M_SUPER_NUM_DEVICES, 0, 0, NULL, CHK_U(c->devitems.n),
+			CHK_U(btk_le64(sb->num_devices)));
 	if (c->devitems.n && btk_le64(sb->total_bytes) != total)
-		chk_report(c, BTK_P_SUPER_TOTAL_BYTES, 0, 0, NULL,
-			   chk_fmt("%llu (sum of device sizes)", (unsigned long long)total),
-			   chk_fmt("%llu", (unsigned long long)btk_le64(sb->total_bytes)),
-			   "superblock total bytes wrong");
+		chk_rep(c, CHK_M_SUPER_TOTAL_BYTES, 0, 0, NULL, CHK_U(total),
+			CHK_U(btk_le64(sb->total_bytes)));
 	for (size_t i = 0; i < c->bgs.n; i++)
 		used_bg += ((const struct chk_bg *)btk_vec_at(&c->bgs, i))->found_used;
 	if (c->extents.n && !c->extent_gap && btk_le64(sb->bytes_used) != used_bg)
-		chk_report(c, BTK_P_SUPER_BYTES_USED, 0, 0, NULL,
-			   chk_fmt("%llu (sum of extents)", (unsigned long long)used_bg),
-			   chk_fmt("%llu", (unsigned long long)btk_le64(sb->bytes_used)),
-			   "superblock bytes used wrong");
+		chk_rep(c, CHK_M_SUPER_BYTES_USED, 0, 0, NULL, CHK_U(used_bg),
+			CHK_U(btk_le64(sb->bytes_used)));
 }

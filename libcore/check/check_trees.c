@@ -74,10 +74,8 @@ static void leaf_packing(struct chk *c, const struct btk_block *b)
 		if (end != want) {
 			struct btk_key k;
 			btk_leaf_key(b, (int)i, &k);
-			chk_report(c, BTK_P_TB_NOT_PACKED, c->tree, b->bytenr, &k,
-				   chk_fmt("item end %llu", (unsigned long long)want),
-				   chk_fmt("%llu", (unsigned long long)end),
-				   "leaf slot %u: item data not packed", i);
+			chk_rep(c, CHK_M_TB_NOT_PACKED, c->tree, b->bytenr, &k, CHK_U(i),
+				CHK_U(want), CHK_U(end));
 			return;
 		}
 		want = off;
@@ -90,31 +88,23 @@ static void block_sanity(struct chk *c, const struct btk_block *b)
 	uint64_t end = b->bytenr + c->fs->nodesize - 1;
 
 	if (b->bytenr % c->fs->sectorsize)
-		chk_report(c, BTK_P_TB_ALIGN, c->tree, b->bytenr, NULL,
-			   chk_fmt("aligned to %u", c->fs->sectorsize),
-			   chk_fmt("%llu", (unsigned long long)b->bytenr),
-			   "tree block not aligned");
+		chk_rep(c, CHK_M_TB_ALIGN, c->tree, b->bytenr, NULL, CHK_U(c->fs->sectorsize),
+			CHK_U(b->bytenr));
 	else if (b->bytenr / BTK_STRIPE_LEN != end / BTK_STRIPE_LEN)
-		chk_report(c, BTK_P_TB_STRIPE, c->tree, b->bytenr, NULL, "inside one stripe",
-			   chk_fmt("[%llu, %llu)", (unsigned long long)b->bytenr,
-				   (unsigned long long)end + 1),
-			   "tree block crossing stripe boundary");
+		chk_rep(c, CHK_M_TB_STRIPE, c->tree, b->bytenr, NULL, CHK_U(b->bytenr),
+			CHK_U(end + 1));
 	if (btk_block_level(b) == 0)
 		leaf_packing(c, b);
 	if (gen == 0 || gen > c->max_gen)
-		chk_report(c, BTK_P_TB_GENERATION, c->tree, b->bytenr, NULL,
-			   chk_fmt("(0, %llu]", (unsigned long long)c->max_gen),
-			   chk_fmt("%llu", (unsigned long long)gen),
-			   "tree block generation invalid");
+		chk_rep(c, CHK_M_TB_GENERATION, c->tree, b->bytenr, NULL, CHK_U(c->max_gen),
+			CHK_U(gen));
 	bool ok_owner = c->tree_class == CHK_T_FS
 			    ? chk_is_fs_tree(owner) || owner == BTRFS_TREE_RELOC_OBJECTID
 			    : owner == c->tree;
 	if (c->tree_class == CHK_T_RELOC)
 		ok_owner = owner == BTRFS_TREE_RELOC_OBJECTID || chk_is_fs_tree(owner);
 	if (!ok_owner)
-		chk_report(c, BTK_P_TB_OWNER, c->tree, b->bytenr, NULL,
-			   chk_fmt("%llu", (unsigned long long)c->tree),
-			   chk_fmt("%llu", (unsigned long long)owner), "tree block owner wrong");
+		chk_rep(c, CHK_M_TB_OWNER, c->tree, b->bytenr, NULL, CHK_U(c->tree), CHK_U(owner));
 }
 
 /* In a half-deleted tree, child i is already freed when its whole key range lies before the
@@ -284,26 +274,25 @@ static int on_error(void *ctx, uint64_t bytenr, int level, int err, const char *
 		c->oom = true;
 		return err;
 	}
-	enum btk_check_problem_id id = BTK_P_TB_UNREADABLE;
+	enum chk_message_id id = CHK_M_TB_UNREADABLE;
 	if (err == -EUCLEAN)
 		switch (btk_block_last_fault()) {
 		case BTK_BF_LEVEL:
-			id = BTK_P_TB_LEVEL;
+			id = CHK_M_TB_UNREADABLE_LEVEL;
 			break;
 		case BTK_BF_FIRST_KEY:
-			id = BTK_P_TB_FIRST_KEY;
+			id = CHK_M_TB_UNREADABLE_FIRST_KEY;
 			break;
 		case BTK_BF_GENERATION:
-			id = BTK_P_TB_TRANSID;
+			id = CHK_M_TB_UNREADABLE_TRANSID;
 			break;
 		case BTK_BF_OWNER:
-			id = BTK_P_TB_OWNER;
+			id = CHK_M_TB_UNREADABLE_OWNER;
 			break;
 		default:
 			break;
 		}
-	chk_report(c, id, c->tree, bytenr, NULL, "", "", "unreadable tree block (level %d): %s",
-		   level, msg);
+	chk_rep(c, id, c->tree, bytenr, NULL, CHK_I(level), CHK_S(msg));
 	/* what the lost block held cannot be compared: avoid a cascade of consequences */
 	if (c->tree_class == CHK_T_EXTENT || c->tree_class == CHK_T_BG)
 		c->extent_gap = true;
@@ -481,8 +470,7 @@ int chk_walk_all(struct chk *c)
 
 	if (ret && ret != -ENOMEM) {
 		/* the root tree itself could not be iterated: report and go on with what we have */
-		chk_report(c, BTK_P_TB_ROOTS, BTRFS_ROOT_TREE_OBJECTID, 0, NULL, "", "",
-			   "cannot list the trees: %s", btk_errmsg());
+		chk_rep(c, CHK_M_TB_ROOTS, BTRFS_ROOT_TREE_OBJECTID, 0, NULL, CHK_S(btk_errmsg()));
 		ret = 0;
 	}
 	return ret;

@@ -40,9 +40,10 @@ int btk_image_dump(struct btk_fs *fs, int out_fd, const struct btk_dump_opts *op
 
 struct btk_restore_opts {
 	bool multi; /* -m: one target per original device, the chunk tree kept as it is */
-	/* tests: every target behind the fault-injecting backend, fault_writes changes each */
-	bool fault;
-	uint64_t fault_writes;
+	/* the open path's options for the targets (io.h): --wait, faults (one thread then, so
+	 * that the count of changes is the same every run), no_clobber (without -f); write and
+	 * create are restore's own */
+	struct btk_dev_opts dev;
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *ctx;
 };

@@ -223,10 +223,12 @@ static int build_fs(struct restore *rs, const char *const *targets, int n,
 		    const struct btk_restore_opts *o, struct btk_fs **out)
 {
 	struct btk_fs *fs = calloc(1, sizeof(*fs));
+	struct btk_dev_opts dopts = o->dev;
 	int ret = 0;
 
 	if (!fs)
 		return btk_err(ENOMEM, "restore state");
+	dopts.write = dopts.create = true;
 	memcpy(&fs->sb, &rs->sb, sizeof(fs->sb));
 	fs->nodesize = rs->nodesize, fs->sectorsize = rs->sectorsize;
 	fs->stripesize = btk_le32(rs->sb.stripesize);
@@ -247,15 +249,8 @@ static int build_fs(struct restore *rs, const char *const *targets, int n,
 			break;
 		}
 		btk_fs_dev_fill(d, rs->devs[i].item);
-		ret = btk_dev_open(targets[i], BTK_OPEN_WRITE | BTK_OPEN_CREATE | BTK_OPEN_EXCL,
-				   &d->dev);
-		if (!ret && o->fault) {
-			struct btk_dev *fd;
-			if ((ret = btk_dev_faulty(d->dev, o->fault_writes, &fd)))
-				d->dev = NULL;
-			else
-				d->dev = fd;
-		}
+		/* in use refused, locked, probed (unless -f), opened exclusively, wrapped */
+		ret = btk_dev_open_opts(targets[i], &dopts, &d->dev);
 	}
 	for (size_t i = 0; i < rs->nchunks && !ret; i++) {
 		ret = btk_chunk_map_add(fs, rs->chunks[i]);
@@ -390,7 +385,7 @@ static int write_items(struct restore *rs, struct btk_fs *fs, const struct btk_r
 {
 	struct writer w = {.rs = rs, .fs = fs, .o = o, .remap = remap, .st = st};
 	pthread_t tid[8];
-	long cpus = o->fault ? 1 : sysconf(_SC_NPROCESSORS_ONLN);
+	long cpus = o->dev.fault.mode != BTK_FAULT_OFF ? 1 : sysconf(_SC_NPROCESSORS_ONLN);
 	int nt = cpus < 1 ? 1 : cpus > 8 ? 8 : (int)cpus, started = 0;
 
 	pthread_mutex_init(&w.take, NULL);

@@ -1,6 +1,7 @@
 /* faulty.c — fault injection: forwards to the wrapped device until the budget of changes is
- * spent, then fails every change as a power cut would leave it: not performed. Discards,
- * zeroouts and truncates change the device, so they spend the budget like writes. */
+ * spent, then performs no change, as a power cut would leave it: FAIL says so (-EIO), STOP
+ * pretends it was done. Discards, zeroouts and truncates change the device, so they spend the
+ * budget like writes. */
 #include "io/io.h"
 #include "base/error.h"
 
@@ -10,16 +11,19 @@
 
 struct faulty {
 	uint64_t allowed;
+	enum btk_fault_mode mode;
 };
 
-/* 0 and one change spent, or -EIO when none is left. */
+/* 0 and one change spent; when none is left -EIO (FAIL) or 1 (STOP: skip it, say 0). */
 static int spend(struct btk_dev *dev, const char *what, uint64_t off)
 {
 	struct faulty *f = dev->priv;
 
 	if (!f->allowed)
-		return btk_err(EIO, "%s: injected %s failure at %llu", dev->path, what,
-			       (unsigned long long)off);
+		return f->mode == BTK_FAULT_STOP
+			   ? 1
+			   : btk_err(EIO, "%s: injected %s failure at %llu", dev->path, what,
+				     (unsigned long long)off);
 	f->allowed--;
 	return 0;
 }
@@ -33,7 +37,7 @@ static int faulty_pwrite(struct btk_dev *dev, const void *buf, size_t len, uint6
 {
 	int ret = spend(dev, "write", off);
 
-	return ret ? ret : btk_dev_write(dev->lower, buf, len, off);
+	return ret ? (ret > 0 ? 0 : ret) : btk_dev_write(dev->lower, buf, len, off);
 }
 
 static int faulty_flush(struct btk_dev *dev)
@@ -41,7 +45,9 @@ static int faulty_flush(struct btk_dev *dev)
 	struct faulty *f = dev->priv;
 
 	if (!f->allowed)
-		return btk_err(EIO, "%s: injected flush failure", dev->path);
+		return f->mode == BTK_FAULT_STOP
+			   ? 0
+			   : btk_err(EIO, "%s: injected flush failure", dev->path);
 	return btk_dev_flush(dev->lower);
 }
 
@@ -49,21 +55,21 @@ static int faulty_discard(struct btk_dev *dev, uint64_t off, uint64_t len)
 {
 	int ret = spend(dev, "discard", off);
 
-	return ret ? ret : btk_dev_discard(dev->lower, off, len);
+	return ret ? (ret > 0 ? 0 : ret) : btk_dev_discard(dev->lower, off, len);
 }
 
 static int faulty_zeroout(struct btk_dev *dev, uint64_t off, uint64_t len)
 {
 	int ret = spend(dev, "zeroout", off);
 
-	return ret ? ret : btk_dev_zeroout(dev->lower, off, len);
+	return ret ? (ret > 0 ? 0 : ret) : btk_dev_zeroout(dev->lower, off, len);
 }
 
 static int faulty_truncate(struct btk_dev *dev, uint64_t size)
 {
 	int ret = spend(dev, "truncate", size);
 
-	return ret ? ret : btk_dev_truncate(dev->lower, size);
+	return ret ? (ret > 0 ? 0 : ret) : btk_dev_truncate(dev->lower, size);
 }
 
 static void faulty_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len)
@@ -97,12 +103,19 @@ static const struct btk_dev_ops faulty_ops = {
 
 int btk_dev_faulty(struct btk_dev *lower, uint64_t allowed, struct btk_dev **out)
 {
+	return btk_dev_faulty_mode(lower, BTK_FAULT_FAIL, allowed, out);
+}
+
+int btk_dev_faulty_mode(struct btk_dev *lower, enum btk_fault_mode mode, uint64_t allowed,
+			struct btk_dev **out)
+{
 	struct faulty *f = calloc(1, sizeof(*f));
 	int ret;
 
 	if (!f)
 		return btk_err(ENOMEM, "out of memory");
 	f->allowed = allowed;
+	f->mode = mode;
 	if ((ret = btk_dev_stack(lower, &faulty_ops, f, out)))
 		free(f);
 	return ret;

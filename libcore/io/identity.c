@@ -48,3 +48,18 @@ int btk_paths_distinct(const char *const *paths, int n)
 	}
 	return 0;
 }
+
+bool btk_paths_same(const char *a, const char *b)
+{
+	struct stat sa, sb;
+
+	return !stat(a, &sa) && !stat(b, &sb) && same_stat(&sa, &sb);
+}
+
+bool btk_dev_is_fd(const struct btk_dev *d, int fd)
+{
+	struct stat sa, sb;
+
+	d = bottom(d);
+	return d && d->fd >= 0 && !fstat(d->fd, &sa) && !fstat(fd, &sb) && same_stat(&sa, &sb);
+}

@@ -115,6 +115,7 @@ void btk_dev_close(struct btk_dev *dev)
 		return;
 	if (dev->ops && dev->ops->close)
 		dev->ops->close(dev);
+	btk_lock_drop(dev->lock); /* after the descriptor: the last write is done */
 	free(dev->path);
 	free(dev);
 }

@@ -57,6 +57,7 @@ struct btk_dev {
 	struct btk_io_stats stats;
 	void *priv;	       /* backend data */
 	struct btk_dev *lower; /* wrapped device for stacking backends (faults), or NULL */
+	struct btk_lock *lock; /* the writer's lock this handle holds (lock.c), or NULL */
 };
 
 #define BTK_OPEN_WRITE	1 /* open read-write */
@@ -109,11 +110,21 @@ bool btk_dev_same(const struct btk_dev *a, const struct btk_dev *b);
  * ("'z.img' and './z.img' are the same device"). Paths that do not exist are skipped (a
  * caller that creates files compares the handles too, with btk_dev_same). */
 int btk_paths_distinct(const char *const *paths, int n);
+/* Whether two existing paths name one file or device (false when either does not exist);
+ * whether a handle is the file or device open as fd. For tools that read one file and write
+ * another: the output must not be an input, by any name. */
+bool btk_paths_same(const char *a, const char *b);
+bool btk_dev_is_fd(const struct btk_dev *d, int fd);
 
 /* Fault injection for tests: wraps dev (taking ownership); after `allowed` successful
- * changes (writes, discards, zeroouts, truncates) every further change or flush fails with
- * -EIO and is not performed (a crash at that point). Reads and prefetches pass through. */
+ * changes (writes, discards, zeroouts, truncates) no further change or flush is performed (a
+ * power cut at that point): BTK_FAULT_FAIL fails each with -EIO, BTK_FAULT_STOP says it was
+ * done (the tool goes on as if the disk had taken it, so nothing it does afterwards — an undo,
+ * a cleanup — reaches the disk either). Reads and prefetches pass through. */
+enum btk_fault_mode { BTK_FAULT_OFF, BTK_FAULT_FAIL, BTK_FAULT_STOP };
 int btk_dev_faulty(struct btk_dev *dev, uint64_t allowed, struct btk_dev **out);
+int btk_dev_faulty_mode(struct btk_dev *dev, enum btk_fault_mode mode, uint64_t allowed,
+			struct btk_dev **out);
 
 /* Undo log (undo.c): wraps dev (taking ownership); before a range is first changed its old
  * bytes are kept (zero runs as marks, the rest in an unlinked temporary file), so that
@@ -135,5 +146,59 @@ int btk_dev_mem_view(const char *name, const void *buf, size_t len, struct btk_d
 /* The current bytes of a memory image and their count in *len (NULL for other backends);
  * valid until the next change or the close. */
 const void *btk_dev_mem_buf(const struct btk_dev *dev, size_t *len);
+
+/* ---- The open path (open.c, in_use.c, lock.c): how every tool opens its devices ----
+ *
+ * A writable open is exclusive: it refuses a device the kernel uses (btk_dev_refuse_in_use),
+ * takes the writer's lock (btk_lock_take) before anything is read, opens block devices with
+ * O_EXCL, and wraps the handle as the options say (faults below undo). A read-only open takes
+ * no lock and refuses nothing; it warns (btk_warn) when the device is mounted read-write. */
+struct btk_dev_opts {
+	bool write;	       /* read-write and exclusive */
+	bool create;	       /* with write: create a missing image file */
+	bool wait;	       /* with write: wait for another process's lock instead of -EBUSY */
+	bool no_clobber;       /* with write: refuse a device that holds a filesystem or partition
+				  table (libblkid; mkfs and restore without -f): -EEXIST */
+	bool undo;	       /* keep the old bytes of every change (btk_dev_undo) */
+	const char *undo_path; /* keep the undo log as this file: not yet, -EOPNOTSUPP */
+	struct {
+		enum btk_fault_mode mode; /* tests: a power cut after `after` changes */
+		uint64_t after;		  /* (per device) */
+	} fault;
+};
+/* Opens path as o says; *out is the caller's (btk_dev_close releases the lock). */
+int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk_dev **out);
+/* Opens n devices as o says into devs[0..n-1], after checking that no two name one device
+ * (btk_paths_distinct, then the handles: new files by two names). All or none: on failure
+ * every handle opened is closed and devs[] is NULL. */
+int btk_devs_open(const char *const *paths, int n, const struct btk_dev_opts *o,
+		  struct btk_dev **devs);
+
+/* Whether path is used by the kernel (in_use.c, the one reader of the mount table): mounted
+ * itself, a member of a mounted btrfs, a loop device whose backing file is mounted through
+ * another loop device, or an image file backing a loop device (compared by device and inode,
+ * so any name of the file counts). where (may be NULL) gets the mount point or the loop
+ * device. The strongest state wins. */
+enum btk_use {
+	BTK_USE_FREE,
+	BTK_USE_UNKNOWN, /* the mount table is unreadable */
+	BTK_USE_LOOP,	 /* an image file attached to a loop device that is not mounted */
+	BTK_USE_MOUNTED_RO,
+	BTK_USE_MOUNTED_RW
+};
+enum btk_use btk_dev_in_use(const char *path, char *where, size_t len);
+/* 0 when a writer may change path; -EBUSY naming the mount point or loop device otherwise. */
+int btk_dev_refuse_in_use(const char *path);
+/* 0 when path holds no filesystem or partition table signature that libblkid knows (or it
+ * does not exist); -EEXIST naming what was found ("contains a ext4 filesystem (use -f to
+ * overwrite)"), -EIO when it cannot be probed. */
+int btk_dev_probe_signatures(const char *path);
+
+/* The writer's lock on path's file (lock.c): exclusive between processes, shared by every
+ * holder in this one (counted). -EBUSY "PATH: is being changed by another btk process (pid N)"
+ * when another process holds it and !wait. */
+struct btk_lock;
+int btk_lock_take(const char *path, bool wait, struct btk_lock **out);
+void btk_lock_drop(struct btk_lock *l);
 
 #endif

@@ -76,98 +76,7 @@ void btk_mkfs_opts_init(struct btk_mkfs_opts *o)
 
 int btk_mkfs_probe(const char *path, bool force)
 {
-	blkid_probe pr;
-	const char *type = NULL, *what = "filesystem";
-	char found[64] = "";
-	int ret;
-
-	if (force)
-		return 0;
-	pr = blkid_new_probe_from_filename(path);
-	if (!pr)
-		return btk_err(EIO, "%s: cannot probe for existing signatures", path);
-	blkid_probe_enable_superblocks(pr, 1);
-	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
-	blkid_probe_enable_partitions(pr, 1);
-	ret = blkid_do_fullprobe(pr);
-	if (ret == 0) {
-		if (!blkid_probe_lookup_value(pr, "TYPE", &type, NULL)) {
-			snprintf(found, sizeof(found), "%s", type);
-		} else if (!blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL)) {
-			snprintf(found, sizeof(found), "%s", type);
-			what = "partition table";
-		}
-	}
-	blkid_free_probe(pr);
-	if (ret < 0)
-		return btk_err(EIO, "%s: probing for existing signatures failed", path);
-	if (ret == 0)
-		return btk_err(EEXIST, "%s: contains a %s %s (use -f to overwrite)", path,
-			       found[0] ? found : "unknown", what);
-	return 0;
-}
-
-/* True when a loop device is backed by the file at real path rp. */
-static bool loop_backed(const char *rp, char *loopname, size_t len)
-{
-	DIR *d = opendir("/sys/block");
-	struct dirent *e;
-	bool hit = false;
-
-	if (!d)
-		return false;
-	while (!hit && (e = readdir(d))) {
-		char p[300], buf[PATH_MAX + 16];
-		FILE *f;
-		if (strncmp(e->d_name, "loop", 4))
-			continue;
-		snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file", e->d_name);
-		f = fopen(p, "r");
-		if (!f)
-			continue;
-		if (fgets(buf, sizeof(buf), f)) {
-			buf[strcspn(buf, "\n")] = 0;
-			if (!strcmp(buf, rp)) {
-				hit = true;
-				snprintf(loopname, len, "/dev/%s", e->d_name);
-			}
-		}
-		fclose(f);
-	}
-	closedir(d);
-	return hit;
-}
-
-/* True when a mounted filesystem's source is the device with st_rdev rdev. */
-static bool rdev_mounted(dev_t rdev)
-{
-	FILE *f = fopen("/proc/self/mounts", "r");
-	char src[PATH_MAX], rest[4096];
-	bool hit = false;
-
-	if (!f)
-		return false;
-	while (!hit && fscanf(f, "%4095s %4095[^\n]", src, rest) == 2) {
-		struct stat st;
-		if (src[0] == '/' && !stat(src, &st) && S_ISBLK(st.st_mode) && st.st_rdev == rdev)
-			hit = true;
-	}
-	fclose(f);
-	return hit;
-}
-
-int btk_mkfs_check_busy(const char *path)
-{
-	char rp[PATH_MAX], loop[300];
-	struct stat st;
-
-	if (stat(path, &st))
-		return 0; /* does not exist yet */
-	if (S_ISBLK(st.st_mode) && rdev_mounted(st.st_rdev))
-		return btk_err(EBUSY, "%s: is mounted", path);
-	if (S_ISREG(st.st_mode) && realpath(path, rp) && loop_backed(rp, loop, sizeof(loop)))
-		return btk_err(EBUSY, "%s: is in use by %s (mounted or attached)", path, loop);
-	return 0;
+	return force ? 0 : btk_dev_probe_signatures(path);
 }
 
 /* ---- validation ---- */
@@ -273,47 +182,52 @@ static int plan_options(const struct btk_mkfs_opts *o, struct plan *pl)
 
 /* ---- devices ---- */
 
-static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, struct btk_fs *fs)
+static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, const bool *existed,
+			struct btk_fs *fs)
 {
+	struct btk_dev_opts dopts = o->dev;
+	struct btk_dev **devs;
 	char h1[16], h2[16];
-	int ret;
+	int ret = btk_paths_distinct(o->paths, o->ndevs);
 
-	if ((ret = btk_paths_distinct(o->paths, o->ndevs)))
-		return ret;
-	fs->devs = calloc((size_t)o->ndevs, sizeof(*fs->devs));
-	if (!fs->devs)
-		return btk_err(ENOMEM, "out of memory");
-	for (int i = 0; i < o->ndevs; i++) {
-		const char *path = o->paths[i];
-		struct btk_fs_dev *d = &fs->devs[i];
+	for (int i = 0; !ret && i < o->ndevs; i++) {
 		struct stat st;
-		bool exists = !stat(path, &st);
-		uint64_t size;
-
-		if (!exists && !o->byte_count)
-			return btk_err(
-			    ENOENT, "%s: does not exist (give -b to create an image file)", path);
-		if (exists && S_ISDIR(st.st_mode))
+		if (stat(o->paths[i], &st) && !o->byte_count)
+			return btk_err(ENOENT,
+				       "%s: does not exist (give -b to create an image file)",
+				       o->paths[i]);
+		if (!stat(o->paths[i], &st) && S_ISDIR(st.st_mode))
 			return btk_err(EISDIR,
 				       "%s: is a directory (give an image file or a block "
 				       "device)",
-				       path);
-		if ((ret = btk_mkfs_check_busy(path)))
-			return ret;
-		if (exists && !o->inplace && (ret = btk_mkfs_probe(path, o->force)))
-			return ret;
-		ret = btk_dev_open(
-		    path, BTK_OPEN_WRITE | BTK_OPEN_EXCL | (exists ? 0 : BTK_OPEN_CREATE), &d->dev);
-		if (ret)
-			return ret == -EBUSY
-				   ? btk_err(EBUSY, "%s: is in use (mounted or held open)", path)
-				   : ret;
-		fs->ndevs = i + 1;
-		d->devid = (uint64_t)i + 1;
-		for (int j = 0; j < i; j++) /* two new files by one name ("a", "./a") */
-			if (btk_dev_same(fs->devs[j].dev, d->dev))
-				return btk_err(EINVAL, "'%s' and '%s' are the same device",
-					       o->paths[j], path);
+				       o->paths[i]);
+	}
+	if (ret)
+		return ret;
+	fs->devs = calloc((size_t)o->ndevs, sizeof(*fs->devs));
+	devs = calloc((size_t)o->ndevs, sizeof(*devs));
+	if (!fs->devs || !devs) {
+		free(devs);
+		return btk_err(ENOMEM, "out of memory");
+	}
+	dopts.write = dopts.create = true;
+	dopts.no_clobber = !o->inplace && !o->force;
+	/* in use, locked, probed, opened exclusively, wrapped: or none of them */
+	ret = btk_devs_open(o->paths, o->ndevs, &dopts, devs);
+	for (int i = 0; !ret && i < o->ndevs; i++) {
+		fs->devs[i].dev = devs[i];
+		fs->devs[i].devid = (uint64_t)i + 1;
+	}
+	free(devs);
+	if (ret)
+		return ret;
+	fs->ndevs = o->ndevs;
+	for (int i = 0; i < o->ndevs; i++) {
+		const char *path = o->paths[i];
+		struct btk_fs_dev *d = &fs->devs[i];
+		bool exists = existed[i];
+		uint64_t size;
+
 		if (!exists) {
 			/* a new image file gets its full size (sparse) */
 			if ((ret = btk_dev_truncate(d->dev, o->byte_count)))
@@ -749,7 +663,7 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	pl.derive_uuids = o->fsid != NULL;
 	w->uuid_seed = pl.derive_uuids ? fs->fsid : NULL;
 	make_uuid(fs, pl.derive_uuids, "chunk-tree", 0, w->chunk_uuid);
-	ret = open_devices(o, &pl, fs);
+	ret = open_devices(o, &pl, existed, fs);
 	for (int i = 0; !ret && i < fs->ndevs; i++)
 		make_uuid(fs, pl.derive_uuids, "device", fs->devs[i].devid, fs->devs[i].uuid);
 	if (!ret) {

@@ -13,6 +13,7 @@
 #include <stdint.h>
 #include <time.h>
 #include "format/format.h"
+#include "io/io.h"
 #include "format/raid.h" /* profiles: btk_raid_attr(), btk_raid_by_name() */
 
 struct btk_trans;
@@ -47,9 +48,12 @@ struct btk_mkfs_opts {
 	const char *label;   /* NULL = none */
 	const uint8_t *fsid; /* NULL = random */
 	bool force;	     /* overwrite existing signatures */
-	bool discard;	     /* discard block devices first */
-	time_t now;	     /* times written into inodes and root items */
-	uint32_t cache_mb;   /* tree-block cache budget in MiB (0 = 256) */
+	/* the open path's options for the devices (io.h): --wait, fault injection, undo; write,
+	 * create and no_clobber are mkfs's own (from force and inplace) */
+	struct btk_dev_opts dev;
+	bool discard;	   /* discard block devices first */
+	time_t now;	   /* times written into inodes and root items */
+	uint32_t cache_mb; /* tree-block cache budget in MiB (0 = 256) */
 	/* End each device (image files only) where its last chunk's data ends: chunks are kept
 	 * small and the last one loses its unused tail; image files are truncated there. */
 	bool shrink;
@@ -105,7 +109,5 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res);
 /* Safety probes used by btk_mkfs (exported for tests): 0 when the device holds no known
  * signature (or force); -EEXIST naming what libblkid found. */
 int btk_mkfs_probe(const char *path, bool force);
-/* 0 unless path is mounted or backs a loop device (-EBUSY). */
-int btk_mkfs_check_busy(const char *path);
 
 #endif

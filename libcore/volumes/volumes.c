@@ -227,8 +227,13 @@ out:
 static int add_member(struct btk_fs *fs, const char *path, const struct btk_open_opts *o, bool must,
 		      bool *added)
 {
+	struct btk_dev_opts d = o->dev;
 	struct btk_dev *dev;
-	int ret = btk_dev_open(path, o->write ? BTK_OPEN_WRITE | BTK_OPEN_EXCL : 0, &dev);
+	int ret;
+
+	d.write = o->write;
+	d.create = false;
+	ret = btk_dev_open_opts(path, &d, &dev);
 
 	*added = false;
 	return ret ? ret : add_dev(fs, dev, o, must, added);

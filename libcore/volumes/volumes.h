@@ -55,7 +55,12 @@ struct btk_fs {
 };
 
 struct btk_open_opts {
-	bool write;	     /* open devices read-write */
+	/* open devices read-write: exclusively, as io.h's open path does (the in-use check, the
+	 * writer's lock, O_EXCL); else read-only, no lock */
+	bool write;
+	/* the rest of the open path's options for every device opened by name: --wait, fault
+	 * injection, undo (dev.write and dev.create are ignored: write above says) */
+	struct btk_dev_opts dev;
 	bool no_scan;	     /* do not look for other member devices */
 	int super_mirror;    /* -1: newest valid; 0..2: use that copy */
 	uint64_t cache_mb;   /* tree-block cache budget; 0 = default */

@@ -269,7 +269,7 @@ EOF
 cut_one() {
 	local rc=0 magic
 	rm -f "$D/cut.img"
-	BTK_IMAGE_FAULT_WRITES=$2 "$IMG" restore "$1" "$D/cut.img" >/dev/null 2>"$D/cut.err" || rc=$?
+	BTK_FAULT=fail:$2 "$IMG" restore "$1" "$D/cut.img" >/dev/null 2>"$D/cut.err" || rc=$?
 	[ "$rc" -le 1 ] || { cat "$D/cut.err" >&2; return 2; }
 	magic=$(dd if="$D/cut.img" bs=8 skip=8200 count=1 2>/dev/null | tr -d '\0')
 	if [ "$magic" = _BHRfS_M ]; then
@@ -321,6 +321,6 @@ cut_states() {
 	same_trees "${FS[@]}" -- "$D/cut.img"
 	# a cut restore over an old filesystem leaves no filesystem, not the old superblock
 	cp "${FS[0]}" "$D/old.img"
-	! BTK_IMAGE_FAULT_WRITES=4 "$IMG" restore "$D/d1.img" "$D/old.img" 2>/dev/null
+	! BTK_FAULT=fail:4 "$IMG" restore -f "$D/d1.img" "$D/old.img" 2>/dev/null
 	! btrfs inspect-internal dump-super "$D/old.img" 2>/dev/null | grep -q "_BHRfS_M \[match\]"
 }

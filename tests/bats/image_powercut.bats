@@ -1,5 +1,5 @@
 #!/usr/bin/env bats
-# Power cuts during btk-image put -r (fault-injecting io backend, --fail-after N): the image
+# Power cuts during btk-image put -r (fault-injecting io backend, BTK_FAULT=fail:N): the image
 # after each of many sampled write budgets passes btrfs check and holds either none of the
 # new tree or all of it (copied back out with get -r and compared).
 
@@ -27,7 +27,7 @@ setup() {
 	n=0 done=0 none=0 all=0
 	while [ $done = 0 ] && [ $n -lt 1500 ]; do
 		cp --sparse=always "$D/orig.img" "$D/fs.img"
-		btk_run 60 "$IMG" put -r --fail-after $n "$D/fs.img" "$D/src" /new
+		BTK_FAULT=fail:$n btk_run 60 "$IMG" put -r "$D/fs.img" "$D/src" /new
 		assert_no_crash
 		[ "$status" = 0 ] && done=1
 		btrfs check --readonly "$D/fs.img" >"$D/check.out" 2>&1 || {
@@ -64,7 +64,7 @@ setup() {
 	n=0 done=0 gone=0 kept=0
 	while [ $done = 0 ] && [ $n -lt 1500 ]; do
 		cp --sparse=always "$D/orig.img" "$D/fs.img"
-		btk_run 60 "$IMG" subvol delete --fail-after $n "$D/fs.img" /sv
+		BTK_FAULT=fail:$n btk_run 60 "$IMG" subvol delete "$D/fs.img" /sv
 		assert_no_crash
 		[ "$status" = 0 ] && done=1
 		btrfs check --readonly "$D/fs.img" >"$D/check.out" 2>&1 || {
@@ -97,7 +97,7 @@ setup() {
 	n=0 done=0 old=0 new=0
 	while [ $done = 0 ] && [ $n -lt 500 ]; do
 		cp --sparse=always "$D/orig.img" "$D/fs.img"
-		btk_run 60 "$IMG" mv --fail-after $n "$D/fs.img" /sv/inner /dest/moved
+		BTK_FAULT=fail:$n btk_run 60 "$IMG" mv "$D/fs.img" /sv/inner /dest/moved
 		assert_no_crash
 		[ "$status" = 0 ] && done=1
 		btrfs check --readonly "$D/fs.img" >"$D/check.out" 2>&1 || {

@@ -5,7 +5,8 @@
 # plus 9,000 long names for a two-level htree, and convert_check.sh's own additions)
 # as ext2, ext3, ext4, ext4 with 64bit,metadata_csum,huge_file,inline_data and ext4 with
 # every feature btk-convert takes, each through convert_check.sh (8 GiB images); 98 %-full
-# ext4s of 1, 2 and 4 GiB; a power cut at every write of a small conversion and rollback.
+# ext4s of 1, 2 and 4 GiB; kernel writes into unwritten extents (convert_prealloc.sh) of every
+# flavour that has them; a power cut at every write of a small conversion and rollback.
 # --quick: the small tree and 256 MiB images. --lock FILE: each case that mounts runs under
 # flock FILE (a machine shared with other kernel tests), not the whole run. Prints one line per
 # case and "N passed, N failed". Root; ~10-20 minutes.
@@ -59,6 +60,18 @@ for v in "ext2:-t ext2" "ext3:-t ext3" "ext4:-t ext4" \
 	result "$name" $st "$out"
 done
 
+# the kernel writes into what were unwritten extents, every flavour that has them
+for v in "ext4:-t ext4" "ext4-all:-t ext4 -O 64bit,metadata_csum,huge_file" \
+	"inline:-t ext4 -O inline_data" "nojournal:-t ext4 -O ^has_journal" \
+	"ext4-every:-t ext4 -O 64bit,metadata_csum,metadata_csum_seed,huge_file,inline_data,large_dir,orphan_file"; do
+	lock
+	# shellcheck disable=SC2086
+	out=$("$here/convert_prealloc.sh" "$conv" "$w" "prealloc-${v%%:*}" ${v#*:} 2>&1)
+	st=$?
+	unlock
+	result "prealloc-${v%%:*}" $st "$out"
+done
+
 # 98 % full: converted completely (btrfs check, exact rollback) or refused with no byte
 # changed, as the dry run said
 for size in 1G 2G 4G; do
@@ -83,7 +96,7 @@ for size in 1G 2G 4G; do
 			mkdir -p "$w/me" "$w/mb"
 			lock
 			mount -o loop,ro "$img.orig" "$w/me" && mount -o loop,ro "$img" "$w/mb" &&
-				cmp=$(python3 "$here/convert_tree_cmp.py" --skip ext2_saved "$w/me" "$w/mb" | tail -1) || ok=0
+				cmp=$(python3 "$here/convert_tree_cmp.py" --skip ext2_saved --unwritten-holes "$w/me" "$w/mb" | tail -1) || ok=0
 			umount "$w/mb" "$w/me" 2>/dev/null
 			unlock
 		fi

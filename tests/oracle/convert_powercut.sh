@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # convert_powercut.sh CONVERT EXT_IMAGE WORKDIR — power cuts during btk-convert and during its
-# rollback: for every N, the write path stops after write N (BTK_CONVERT_FAULT_WRITES, the
+# rollback: for every N, the write path stops after write N (BTK_FAULT=fail:N, the
 # fault-injecting io backend), and the device must then be either the ext filesystem (e2fsck
 # -fn clean, every block it uses identical to before) or a complete btrfs (btrfs check clean,
 # and the ext image inside it intact: a rollback from there restores it exactly). Prints one
@@ -39,10 +39,10 @@ for phase in convert rollback; do
 		fi
 		if [ "$phase" = convert ]; then
 			cp --sparse=always "$orig" "$img"
-			BTK_CONVERT_FAULT_WRITES=$n "$conv" --no-progress "$img" >/dev/null 2>&1
+			BTK_FAULT=fail:$n "$conv" --no-progress "$img" >/dev/null 2>&1
 		else
 			cp --sparse=always "$w/converted.img" "$img"
-			BTK_CONVERT_FAULT_WRITES=$n "$conv" -r "$img" >/dev/null 2>&1
+			BTK_FAULT=fail:$n "$conv" -r "$img" >/dev/null 2>&1
 		fi
 		rc=$?
 		states=$((states + 1))

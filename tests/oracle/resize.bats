@@ -216,7 +216,7 @@ step() {
 cut_at() {
 	local n=$1 ok=0 sz gen
 	cp --sparse=always "$ORIG" "$IMG"
-	btk_run 120 "$RESIZE" --fail-after "$n" -M "$IMG"
+	BTK_FAULT=fail:$n btk_run 120 "$RESIZE" -M "$IMG"
 	assert_no_crash
 	if [ "$status" = 0 ]; then
 		ok=1
@@ -476,7 +476,7 @@ spread_image() {
 	n=0 done=0 seen_old=0 seen_new=0
 	while [ $done = 0 ] && [ $n -lt 400 ]; do
 		cp --sparse=always "$ORIG" "$IMG"
-		btk_run 120 "$RESIZE" --fail-after $n -M "$IMG"
+		BTK_FAULT=fail:$n btk_run 120 "$RESIZE" -M "$IMG"
 		assert_no_crash
 		[ "$status" = 0 ] && done=1
 		check_clean "$IMG" || { echo "after $n writes" >&2; false; }
@@ -626,7 +626,7 @@ tree_blocks() {
 	n=3 done=0 seen_old=0 seen_new=0 runs=0
 	while [ $done = 0 ] && [ $n -lt 10000 ]; do
 		cp --sparse=always "$ORIG" "$IMG"
-		btk_run 120 "$RESIZE" --fail-after $n -M "$IMG"
+		BTK_FAULT=fail:$n btk_run 120 "$RESIZE" -M "$IMG"
 		assert_no_crash
 		[ "$status" = 0 ] && done=1
 		check_clean "$IMG" || { echo "after $n writes" >&2; false; }
@@ -723,7 +723,7 @@ compact_image() {
 	n=1 done=0 seen_old=0 seen_new=0 runs=0
 	while [ $done = 0 ] && [ $n -lt 20000 ]; do
 		cp --sparse=always "$ORIG" "$IMG"
-		btk_run 120 "$RESIZE" --fail-after $n -M "$IMG"
+		BTK_FAULT=fail:$n btk_run 120 "$RESIZE" -M "$IMG"
 		assert_no_crash
 		[ "$status" = 0 ] && done=1
 		check_clean "$IMG" || { echo "after $n writes" >&2; false; }

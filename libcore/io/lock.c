@@ -1,0 +1,136 @@
+/* lock.c — one writer at a time per device, between processes.
+ *
+ * A writer holds an exclusive flock(2) on every device it changes, from before it reads the
+ * state it will change until its last write. The lock is on the file (the inode: hard links
+ * and other names of one image file share it; a block device's node) and belongs to an open
+ * file description that this module keeps: every handle and hold of one file in this process
+ * shares it (a count), so that a tool that holds a device and then opens it again (convert
+ * reads the ext source, then creates the btrfs) does not lock itself out. The kernel drops the
+ * lock when the process ends, however it ends. Readers take no lock: they never wait for a
+ * writer and never keep one waiting (a reader racing a writer may see a failed read, never a
+ * changed disk).
+ */
+#include "io/io.h"
+#include "base/error.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+struct btk_lock {
+	dev_t dev;
+	ino_t ino;
+	int fd;
+	int refs;
+	struct btk_lock *next;
+};
+
+static pthread_mutex_t locks_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct btk_lock *locks;
+
+/* The pid holding a flock on (dev, ino) by /proc/locks, or 0 when it cannot be told. */
+static long lock_holder(dev_t dev, ino_t ino)
+{
+	FILE *f = fopen("/proc/locks", "re");
+	char line[256];
+	long pid = 0;
+
+	if (!f)
+		return 0;
+	while (!pid && fgets(line, sizeof(line), f)) {
+		/* "1: FLOCK  ADVISORY  WRITE 1234 08:01:5678 0 EOF" */
+		char kind[16], type[16];
+		unsigned ma, mi;
+		unsigned long long in;
+		long p;
+		if (sscanf(line, "%*[^:]: %15s %*s %15s %ld %x:%x:%llu", kind, type, &p, &ma, &mi,
+			   &in) == 6 &&
+		    !strcmp(kind, "FLOCK") && ma == major(dev) && mi == minor(dev) &&
+		    in == (unsigned long long)ino && p > 0 && p != (long)getpid())
+			pid = p;
+	}
+	fclose(f);
+	return pid;
+}
+
+int btk_lock_take(const char *path, bool wait, struct btk_lock **out)
+{
+	struct btk_lock *l;
+	struct stat st;
+	int fd, ret = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return btk_err(errno, "%s: cannot open: %s", path, strerror(errno));
+	if (fstat(fd, &st)) {
+		ret = btk_err(errno, "%s: stat failed: %s", path, strerror(errno));
+		close(fd);
+		return ret;
+	}
+	pthread_mutex_lock(&locks_mu);
+	for (l = locks; l; l = l->next)
+		if (l->dev == st.st_dev && l->ino == st.st_ino)
+			break;
+	if (l) {
+		l->refs++;
+		pthread_mutex_unlock(&locks_mu);
+		close(fd);
+		*out = l;
+		return 0;
+	}
+	while (flock(fd, LOCK_EX | (wait ? 0 : LOCK_NB))) {
+		if (errno == EINTR && wait)
+			continue;
+		if (errno == EWOULDBLOCK) {
+			long pid = lock_holder(st.st_dev, st.st_ino);
+			char who[32] = "";
+			if (pid)
+				snprintf(who, sizeof(who), " (pid %ld)", pid);
+			ret = btk_err(EBUSY,
+				      "%s: is being changed by another btk process%s (--wait waits "
+				      "for it)",
+				      path, who);
+		} else {
+			ret = btk_err(errno, "%s: cannot lock: %s", path, strerror(errno));
+		}
+		break;
+	}
+	if (!ret && !(l = calloc(1, sizeof(*l))))
+		ret = btk_err(ENOMEM, "out of memory");
+	if (ret) {
+		pthread_mutex_unlock(&locks_mu);
+		close(fd);
+		return ret;
+	}
+	*l = (struct btk_lock){st.st_dev, st.st_ino, fd, 1, locks};
+	locks = l;
+	pthread_mutex_unlock(&locks_mu);
+	*out = l;
+	return 0;
+}
+
+void btk_lock_drop(struct btk_lock *l)
+{
+	if (!l)
+		return;
+	pthread_mutex_lock(&locks_mu);
+	if (--l->refs > 0) {
+		pthread_mutex_unlock(&locks_mu);
+		return;
+	}
+	for (struct btk_lock **p = &locks; *p; p = &(*p)->next)
+		if (*p == l) {
+			*p = l->next;
+			break;
+		}
+	pthread_mutex_unlock(&locks_mu);
+	close(l->fd); /* the kernel drops the flock with its last descriptor */
+	free(l);
+}

@@ -1,0 +1,161 @@
+/* open.c — the one way tools open their devices: the in-use check, the writer's lock, the
+ * signature probe, O_EXCL, and the stacking of fault injection and undo, chosen by options
+ * (io.h says what a writable and a read-only open do). */
+#include "io/io.h"
+#include "base/error.h"
+
+#include <blkid/blkid.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+int btk_dev_probe_signatures(const char *path)
+{
+	blkid_probe pr;
+	const char *type = NULL, *what = "filesystem";
+	char found[64] = "";
+	struct stat st;
+	int ret;
+
+	if (stat(path, &st))
+		return 0; /* nothing there yet */
+	pr = blkid_new_probe_from_filename(path);
+	if (!pr)
+		return btk_err(EIO, "%s: cannot probe for existing signatures", path);
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
+	blkid_probe_enable_partitions(pr, 1);
+	ret = blkid_do_fullprobe(pr);
+	if (ret == 0) {
+		if (!blkid_probe_lookup_value(pr, "TYPE", &type, NULL)) {
+			snprintf(found, sizeof(found), "%s", type);
+		} else if (!blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL)) {
+			snprintf(found, sizeof(found), "%s", type);
+			what = "partition table";
+		}
+	}
+	blkid_free_probe(pr);
+	if (ret < 0)
+		return btk_err(EIO, "%s: probing for existing signatures failed", path);
+	if (ret == 0)
+		return btk_err(EEXIST, "%s: contains a %s %s (use -f to overwrite)", path,
+			       found[0] ? found : "unknown", what);
+	return 0;
+}
+
+/* A read-only opener is told, not refused: the kernel may change what it reads. */
+static void warn_mounted(const char *path)
+{
+	char where[PATH_MAX];
+
+	if (btk_dev_in_use(path, where, sizeof(where)) == BTK_USE_MOUNTED_RW)
+		btk_warn("%s: mounted read-write on %s: what is read may be stale", path, where);
+}
+
+/* The lock is taken by name; the handle must be the file that was locked. */
+static int lock_handle(struct btk_dev *dev, const struct btk_dev_opts *o)
+{
+	struct stat a, b;
+	int ret = btk_lock_take(dev->path, o->wait, &dev->lock);
+
+	if (ret)
+		return ret;
+	if (fstat(dev->fd, &a) || stat(dev->path, &b) || a.st_dev != b.st_dev ||
+	    a.st_ino != b.st_ino)
+		return btk_err(EBUSY, "%s: was replaced while it was being opened", dev->path);
+	return 0;
+}
+
+/* The writer's checks and the exclusive open, on a handle opened read-write. */
+static int exclusive(struct btk_dev **devp, const struct btk_dev_opts *o)
+{
+	struct btk_dev *dev = *devp, *x;
+	int ret;
+
+	if ((ret = lock_handle(dev, o)) || (ret = btk_dev_refuse_in_use(dev->path)))
+		return ret;
+	if (o->no_clobber && (ret = btk_dev_probe_signatures(dev->path)))
+		return ret;
+	if (!dev->is_blockdev)
+		return 0;
+	/* O_EXCL fails with EBUSY while the kernel holds the device (mounted, a member of an
+	 * assembled array, another exclusive opener) */
+	if ((ret = btk_dev_open(dev->path, BTK_OPEN_WRITE | BTK_OPEN_EXCL, &x)))
+		return ret;
+	x->lock = dev->lock;
+	dev->lock = NULL;
+	btk_dev_close(dev);
+	*devp = x;
+	return 0;
+}
+
+/* Faults below undo: an undo's own writes meet the power cut too. */
+static int wrap(struct btk_dev **devp, const struct btk_dev_opts *o)
+{
+	struct btk_dev *w;
+	int ret;
+
+	if (o->fault.mode != BTK_FAULT_OFF) {
+		if ((ret = btk_dev_faulty_mode(*devp, o->fault.mode, o->fault.after, &w)))
+			return ret;
+		*devp = w;
+	}
+	if (o->undo) {
+		if ((ret = btk_dev_undo(*devp, &w)))
+			return ret;
+		*devp = w;
+	}
+	return 0;
+}
+
+int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk_dev **out)
+{
+	struct btk_dev_opts none = {0};
+	struct btk_dev *dev = NULL;
+	int ret;
+
+	if (!o)
+		o = &none;
+	if (o->undo_path)
+		return btk_err(EOPNOTSUPP, "%s: an undo file is not supported yet", path);
+	if (!o->write) {
+		if ((ret = btk_dev_open(path, 0, &dev)))
+			return ret;
+		warn_mounted(path);
+	} else if ((ret = btk_dev_open(path, BTK_OPEN_WRITE | (o->create ? BTK_OPEN_CREATE : 0),
+				       &dev)) ||
+		   (ret = exclusive(&dev, o))) {
+		btk_dev_close(dev);
+		return ret;
+	}
+	if ((ret = wrap(&dev, o))) {
+		btk_dev_close(dev);
+		return ret;
+	}
+	*out = dev;
+	return 0;
+}
+
+int btk_devs_open(const char *const *paths, int n, const struct btk_dev_opts *o,
+		  struct btk_dev **devs)
+{
+	int ret = btk_paths_distinct(paths, n);
+
+	for (int i = 0; i < n; i++)
+		devs[i] = NULL;
+	for (int i = 0; i < n && !ret; i++) {
+		ret = btk_dev_open_opts(paths[i], o, &devs[i]);
+		for (int j = 0; j < i && !ret; j++) /* two new files by one name ("a", "./a") */
+			if (btk_dev_same(devs[j], devs[i]))
+				ret = btk_err(EINVAL, "'%s' and '%s' are the same device", paths[j],
+					      paths[i]);
+	}
+	if (ret)
+		for (int i = 0; i < n; i++) {
+			btk_dev_close(devs[i]);
+			devs[i] = NULL;
+		}
+	return ret;
+}
