@@ -91,14 +91,13 @@ int verb_dump(int argc, const char **argv)
 	     "keep inline file data (zeroed by default)", NULL},
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "summary as JSON on stdout", NULL},
 	    CLI_STD_OPTIONS POPT_TABLEEND};
-	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
+	poptContext pc;
 
 	cli_json_argv(argc, argv); /* usage errors as JSON too */
 	struct dump_ui ui = {0};
 	int rc;
 
-	poptSetOtherOptionHelp(pc, "[options] DEV... FILE");
-	if ((rc = cli_popt_run(pc))) {
+	if ((rc = cli_popt_start(&pc, argv[0], argc, argv, opts, "[options] DEV... FILE"))) {
 		poptFreeContext(pc);
 		return rc;
 	}
@@ -182,7 +181,7 @@ int verb_dump(int argc, const char **argv)
 			else
 				cli_err("%llu blocks could not be read and are not in the dump",
 					(unsigned long long)st.skipped);
-			rc = 1;
+			rc = CLI_EXIT_ERROR;
 		}
 	}
 out:

@@ -312,7 +312,7 @@ int main(int argc, const char **argv)
 	o.force = force;
 	o.discard = !nodiscard;
 	if (cli_dev_opts(&o.dev)) { /* --wait, BTK_FAULT: libcore's open path applies them */
-		rc = 2;
+		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
 	if (parse_sizes(nodesize, sectorsize, bytes, &o))

@@ -227,13 +227,12 @@ int main(int argc, const char **argv)
 	poptContext pc;
 
 	cli_init("btk-owner");
-	pc = poptGetContext("btk-owner", argc, argv, opts, 0);
-	poptSetOtherOptionHelp(pc, "[OPTION...] DEV... ADDRESS... | -f FILE DEV... | --file PATH "
-				   "DEV...");
 	for (int i = 1; i < argc; i++) /* before anything can fail: errors as JSON too */
 		if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j"))
 			cli_json_on(true);
-	if ((rc = cli_popt_run(pc)))
+	if ((rc = cli_popt_start(
+		 &pc, "btk-owner", argc, argv, opts,
+		 "[OPTION...] DEV... ADDRESS... | -f FILE DEV... | --file PATH DEV...")))
 		goto out;
 	rc = CLI_EXIT_USAGE;
 	if (argc < 2) {

@@ -337,7 +337,7 @@ static int run(struct opts *o)
 		return CLI_EXIT_USAGE;
 	if (btk_fs_open(o->devs, o->ndevs, &oo, &fs)) {
 		cli_err("%s", btk_errmsg());
-		return 1;
+		return CLI_EXIT_ERROR;
 	}
 	if ((rc = target_size(o, fs, &size)))
 		goto out;
