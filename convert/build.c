@@ -18,7 +18,6 @@
 #include "format/inode_item.h"
 #include "fs/fs_write.h"
 #include "io/io.h"
-#include "trans/inplace.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -2,7 +2,7 @@
  * converted, and listing the blocks it uses. */
 #include "ext.h"
 #include "base/error.h"
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
 #include "base/vec.h"
 
 #include <errno.h>

@@ -9,7 +9,7 @@
 #include "base/csum.h"
 #include "base/error.h"
 #include "cli/cli.h"
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
 
 #include <inttypes.h>
 #include <popt.h>

@@ -7,7 +7,7 @@
 #include "build.h"
 #include "ext.h"
 #include "rollback.h"
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
 
 void report_plan(const struct ext_src *s, uint64_t need, uint64_t meta, bool json);
 void report_done(const struct ext_src *s, const struct conv *c, const struct btk_mkfs_result *r,

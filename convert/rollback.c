@@ -6,7 +6,7 @@
 #include "fs/fs_read.h"
 #include "io/io.h"
 #include "tree/tree.h"
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
 #include "base/vec.h"
 
 #include <errno.h>

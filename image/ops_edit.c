@@ -75,12 +75,15 @@ int verb_rm(int argc, const char **argv)
 			rc = CLI_EXIT_ERROR;
 		} else if (ret) {
 			rc = failed(path);
-		} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY) {
+		} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY && !d.stub) {
 			cli_err("%s: is a subvolume (subvol delete removes it)", path);
 			rc = CLI_EXIT_ERROR;
 		} else if (d.ftype == BTRFS_FT_DIR && !recursive) {
 			cli_err("%s: is a directory (-r removes it and all below)", path);
 			rc = CLI_EXIT_ERROR;
+		} else if (!d.stub) {
+			rc = wops_guard(&w, root, d.loc.objectid, recursive,
+					recursive ? "rm -r" : "rm", path);
 		}
 	}
 	if (!rc && recursive && btk_fs_unlink_tree(w.t, root, dir, name, len, &w.now, &removed))
@@ -92,6 +95,19 @@ int verb_rm(int argc, const char **argv)
 	if (!rc)
 		wops_done(&w, "rm", path, "", extra);
 	return rc;
+}
+
+/* What rename(2) would replace at name in dir: wops_guard on it. */
+static int replaced_guard(struct wops *w, uint64_t root, uint64_t dir, const char *name,
+			  uint16_t len, const char *path)
+{
+	struct btk_dentry d;
+	int ret = btk_dir_find(w->t, root, dir, name, len, &d);
+
+	btk_err_clear();
+	if (ret || d.loc.type != BTRFS_INODE_ITEM_KEY)
+		return 0; /* nothing there (or not replaced: the rename refuses it) */
+	return wops_guard(w, root, d.loc.objectid, false, "mv", path);
 }
 
 int verb_mv(int argc, const char **argv)
@@ -119,13 +135,15 @@ int verb_mv(int argc, const char **argv)
 		rc = CLI_EXIT_ERROR;
 	} else if (ret) {
 		rc = failed(src);
-	} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY) {
+	} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY && !d.stub) {
 		/* a subvolume's name may move to any other subvolume, as the kernel allows */
 		if (btk_subvol_move(w.t, d.loc.objectid, droot, ddir, dn, dl, &w.now))
 			rc = failed(src);
 	} else if (sroot != droot) {
 		cli_err("%s, %s: in different subvolumes (no rename across them)", src, dst);
 		rc = CLI_EXIT_ERROR;
+	} else if ((rc = wops_guard(&w, sroot, d.loc.objectid, false, "mv", src)) ||
+		   (rc = replaced_guard(&w, droot, ddir, dn, dl, dst))) {
 	} else if (btk_fs_rename(w.t, sroot, sdir, sn, sl, ddir, dn, dl, &w.now)) {
 		rc = failed(src);
 	}
@@ -174,6 +192,7 @@ int verb_ln(int argc, const char **argv)
 			cli_err("%s, %s: in different subvolumes (no hard link across them)",
 				target, path);
 			rc = CLI_EXIT_ERROR;
+		} else if ((rc = wops_guard(&w, troot, tino, false, "ln", target))) {
 		} else if (btk_fs_link(w.t, root, tino, dir, name, len, &w.now)) {
 			rc = failed(path);
 		}
@@ -185,14 +204,14 @@ int verb_ln(int argc, const char **argv)
 }
 
 /* chmod, chown, touch of an existing inode: c applied to PATH with ctime now. */
-static int change(struct wops *w, const char *path, struct btk_inode_change *c)
+static int change(struct wops *w, const char *what, const char *path, struct btk_inode_change *c)
 {
 	uint64_t root, ino;
 	bool is_dir;
 	int rc = wops_lookup(w, path, &root, &ino, &is_dir);
 
 	if (!rc)
-		rc = wops_writable(w, root, path);
+		rc = wops_changeable(w, root, ino, what, path);
 	c->ctime = &w->now;
 	if (!rc && btk_inode_change(w->t, root, ino, c, NULL))
 		rc = failed(path);
@@ -218,7 +237,7 @@ int verb_chmod(int argc, const char **argv)
 	c.mode = (uint32_t)mode;
 	arg(&w, 2, path);
 	if (!(rc = wops_open(&w)))
-		rc = change(&w, path, &c);
+		rc = change(&w, "chmod", path, &c);
 	rc = wops_finish(&w, rc);
 	if (!rc)
 		wops_done(&w, "chmod", path, "", "");
@@ -299,7 +318,7 @@ int verb_chown(int argc, const char **argv)
 	}
 	arg(&w, 2, path);
 	if (!(rc = wops_open(&w)))
-		rc = change(&w, path, &c);
+		rc = change(&w, "chown", path, &c);
 	rc = wops_finish(&w, rc);
 	if (!rc)
 		wops_done(&w, "chown", path, "", "");
@@ -386,13 +405,16 @@ int verb_touch(int argc, const char **argv)
 	{
 		struct btk_dentry d;
 		int ret = btk_dir_find(w.t, root, dir, name, len, &d);
-		if (ret == 0 && d.loc.type == BTRFS_ROOT_ITEM_KEY) {
-			root = d.loc.objectid;
-			d.loc.objectid = BTK_ROOT_DIRID;
-		}
 		if (ret == 0) {
 			struct btk_inode_change c = {.atime = &tm, .mtime = &tm, .ctime = &w.now};
-			if (btk_inode_change(w.t, root, d.loc.objectid, &c, NULL))
+			if (d.stub) {
+				d.loc.objectid = BTK_STUB_INO;
+			} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY) {
+				root = d.loc.objectid;
+				d.loc.objectid = BTK_ROOT_DIRID;
+			}
+			if (!(rc = wops_changeable(&w, root, d.loc.objectid, "touch", path)) &&
+			    btk_inode_change(w.t, root, d.loc.objectid, &c, NULL))
 				rc = failed(path);
 		} else if (ret == -ENOENT) {
 			struct btk_inode_attr a = {.mode = S_IFREG | 0644,
@@ -496,7 +518,7 @@ int verb_setfattr(int argc, const char **argv)
 	}
 	arg(&w, 1, path);
 	if ((rc = wops_open(&w)) || (rc = wops_lookup(&w, path, &root, &ino, &is_dir)) ||
-	    (rc = wops_writable(&w, root, path)))
+	    (rc = wops_changeable(&w, root, ino, "setfattr", path)))
 		return wops_finish(&w, rc);
 	struct btk_inode_change c = {.ctime = &w.now};
 	int ret =

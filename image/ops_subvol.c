@@ -23,7 +23,12 @@ static int subvol_at(struct wops *w, const char *path, uint64_t *id)
 	bool is_dir;
 	int rc = wops_lookup(w, path, id, &ino, &is_dir);
 
-	if (!rc && ino != BTK_ROOT_DIRID) {
+	if (!rc && ino == BTK_STUB_INO) {
+		cli_err("%s: not a subvolume but a snapshot's placeholder of one (an empty "
+			"directory; rm -r removes it)",
+			path);
+		rc = CLI_EXIT_ERROR;
+	} else if (!rc && ino != BTK_ROOT_DIRID) {
 		cli_err("%s: not a subvolume", path);
 		rc = CLI_EXIT_ERROR;
 	}
@@ -120,6 +125,8 @@ static int subvol_delete(struct wops *w, const char *path, uint64_t *id)
 	}
 	if (!rc)
 		rc = wops_parent(w, path, buf, sizeof(buf), &root, &dir, &name, &len);
+	if (!rc)
+		rc = wops_guard(w, *id, 0, true, "subvol delete", path);
 	if (!rc && btk_subvol_delete(w->t, *id, &w->now, on_drop, w))
 		rc = failed(path);
 	return rc;

@@ -111,6 +111,8 @@ static int make_room(struct wops *w, int force, uint64_t root, uint64_t dir, con
 		cli_err("%s: exists (-f replaces it)", path);
 		return CLI_EXIT_ERROR;
 	}
+	if ((ret = wops_guard(w, root, d.loc.objectid, false, "put -f", path)))
+		return ret;
 	if (btk_fs_unlink(w->t, root, dir, name, len, &w->now)) {
 		cli_err("%s: %s", path, btk_errmsg());
 		return CLI_EXIT_ERROR;
@@ -250,6 +252,10 @@ static int mkdir_parents(struct wops *w, const char *path, uint32_t mode, uint64
 			return CLI_EXIT_ERROR;
 		}
 		int ret = btk_dir_find(w->t, root, dir, c, len, &d);
+		if (ret == 0 && d.stub) { /* an empty directory; making anything in it fails */
+			dir = BTK_STUB_INO;
+			continue;
+		}
 		if (ret == 0 && d.loc.type == BTRFS_ROOT_ITEM_KEY) {
 			root = d.loc.objectid;
 			dir = BTK_ROOT_DIRID;

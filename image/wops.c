@@ -9,6 +9,7 @@
 #include "base/json.h"
 #include "io/io.h"
 #include "tree/tree.h"
+#include "volumes/super.h"
 #include "wops.h"
 
 int wops_parse(struct wops *w, int argc, const char **argv, struct poptOption *opts,
@@ -64,23 +65,55 @@ err:
 	return CLI_EXIT_ERROR;
 }
 
-/* A failed operation: the bytes it wrote go back (the filesystem was right without that,
- * copy-on-write never touches what is committed; now it is the same bytes too). */
-static void rollback(struct wops *w)
+/* The generation of the newest superblock on the devices now (0: none readable): a commit
+ * that failed after writing one left the filesystem changed. */
+static uint64_t disk_generation(struct btk_fs *fs)
 {
+	struct btk_super_copy c[BTK_SUPER_MIRRORS];
+	uint64_t gen = 0;
+
+	for (int i = 0; i < fs->ndevs; i++) {
+		int k = fs->devs[i].dev ? btk_super_read_all(fs->devs[i].dev, c) : -1;
+		if (k >= 0 && btk_le64(c[k].sb.generation) > gen)
+			gen = btk_le64(c[k].sb.generation);
+	}
+	btk_err_clear();
+	return gen;
+}
+
+/* A failed operation: the bytes it wrote go back (the filesystem was right without that,
+ * copy-on-write never touches what is committed; now it is the same bytes too). When they
+ * cannot (a power cut), says which filesystem the devices hold: a commit that failed after
+ * a superblock went out leaves the new one. */
+static void rollback(struct wops *w, uint64_t committed)
+{
+	bool failed = false;
+	char why[512] = "";
+
 	for (int i = 0; i < w->fs->ndevs; i++) {
 		struct btk_dev *d = w->fs->devs[i].dev;
-		if (d && d->writable && btk_dev_undo_rollback(d) && d->stats.writes)
-			cli_warn(
-			    "%s: the bytes written before the failure could not all be put back "
-			    "(the filesystem is unchanged; its free space is not): %s",
-			    d->path, btk_errmsg());
+		if (d && d->writable && btk_dev_undo_rollback(d) && d->stats.writes && !failed) {
+			failed = true;
+			snprintf(why, sizeof(why), "%s", btk_errmsg());
+		}
 	}
+	if (!failed)
+		return;
+	uint64_t gen = disk_generation(w->fs);
+	if (gen > committed)
+		cli_warn("%s: the commit failed after its superblock was written: the filesystem "
+			 "holds the change (generation %llu); %s",
+			 w->c.img, (unsigned long long)gen, why);
+	else
+		cli_warn("%s: the bytes written before the failure could not all be put back (the "
+			 "filesystem is unchanged; its free space is not): %s",
+			 w->c.img, why);
 }
 
 int wops_finish(struct wops *w, int rc)
 {
 	struct btk_root q;
+	uint64_t committed = w->fs ? w->fs->generation : 0;
 
 	cli_progress_clear(&w->line);
 	/* btk does not count quota groups: the commit marks them inconsistent */
@@ -94,7 +127,7 @@ int wops_finish(struct wops *w, int rc)
 		btk_trans_abort(w->t);
 	}
 	if (rc && w->fs)
-		rollback(w);
+		rollback(w, committed);
 	w->t = NULL;
 	btk_write_close(w->wfs);
 	w->wfs = NULL;
@@ -197,7 +230,32 @@ int wops_parent(struct wops *w, const char *path, char *buf, size_t len, uint64_
 		}
 		*slash = '/';
 	}
+	if (!rc && *dir == BTK_STUB_INO) {
+		cli_err("%s: its directory is a snapshot's placeholder of a subvolume (an empty "
+			"directory in which nothing can be created)",
+			path);
+		rc = CLI_EXIT_ERROR;
+	}
 	return rc ? rc : wops_writable(w, *root, path);
+}
+
+int wops_guard(struct wops *w, uint64_t root, uint64_t ino, bool tree, const char *what,
+	       const char *path)
+{
+	btk_err_clear();
+	return btk_convert_guard(w->fs, root, ino, tree, w->force, what) ? fail(path) : 0;
+}
+
+int wops_changeable(struct wops *w, uint64_t root, uint64_t ino, const char *what, const char *path)
+{
+	if (ino == BTK_STUB_INO) {
+		cli_err(
+		    "%s: is a snapshot's placeholder of a subvolume (an empty directory with no "
+		    "inode to change)",
+		    path);
+		return CLI_EXIT_ERROR;
+	}
+	return wops_writable(w, root, path) ?: wops_guard(w, root, ino, false, what, path);
 }
 
 void wops_done(struct wops *w, const char *verb, const char *path, const char *msg,

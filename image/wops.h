@@ -58,6 +58,17 @@ int wops_parent(struct wops *w, const char *path, char *buf, size_t len, uint64_
 		uint64_t *dir, const char **name, uint16_t *nlen);
 /* Refuses writing into a read-only subvolume unless --force: 0 or an exit code. */
 int wops_writable(struct wops *w, uint64_t root, const char *path);
+/* Before verb `what` deletes or changes inode ino of tree root (path), with tree everything
+ * below it too (ino 0: the whole subvolume): refused when that ends the chance of a
+ * conversion's rollback, unless --force (a warning then; btk_convert_guard). 0 or an exit
+ * code. */
+int wops_guard(struct wops *w, uint64_t root, uint64_t ino, bool tree, const char *what,
+	       const char *path);
+/* Before verb `what` changes inode ino of tree root (path) in place (times, mode, owner,
+ * xattrs, links): wops_writable, wops_guard, and a snapshot's placeholder (no inode) is
+ * refused. 0 or an exit code. */
+int wops_changeable(struct wops *w, uint64_t root, uint64_t ino, const char *what,
+		    const char *path);
 
 /* Prints the summary: text (msg) or {"verb": ..., "path": ..., extra} with --json. extra is
  * a JSON fragment (", \"k\": v") or "". */

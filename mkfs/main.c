@@ -6,7 +6,7 @@
 #include "base/error.h"
 #include "base/json.h"
 #include "format/raid.h"
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
 #include "rootdir.h"
 #include "volumes/super.h"
 

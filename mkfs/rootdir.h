@@ -4,7 +4,7 @@
 #define BTK_MKFS_ROOTDIR_H
 
 #include <stdbool.h>
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
 #include "fs/populate.h"
 #include "cli/cli.h"
 

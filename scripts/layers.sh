@@ -16,6 +16,7 @@ ranks="0 format
 4 tree
 5 trans
 6 fs
+7 create
 7 backref
 8 relocate
 8 decode

@@ -148,7 +148,9 @@ static int add_item(struct data_walk *w, const struct btk_key *k, const struct b
 	return 0;
 }
 
-/* An item of the indirect ref's inode, at or after (inode, EXTENT_DATA, ref offset). */
+/* An item of the indirect ref's inode, from where its items can start (the ref offset, or 0
+ * when it wrapped): it is one of the ref's when it points at the extent and its file offset
+ * minus its extent offset, modulo 2^64, is the ref's offset. */
 static int indirect_item(void *arg, const struct btk_block *leaf, int slot, const struct btk_key *k,
 			 const uint8_t *data, uint32_t size)
 {
@@ -163,7 +165,7 @@ static int indirect_item(void *arg, const struct btk_block *leaf, int slot, cons
 	fe.leaf = leaf->bytenr;
 	fe.slot = slot;
 	if (fe.type == BTRFS_FILE_EXTENT_INLINE || fe.disk_bytenr != w->ext->start ||
-	    k->offset < fe.extent_offset || k->offset - fe.extent_offset != w->ref->offset)
+	    btk_data_ref_offset(k->offset, fe.extent_offset) != w->ref->offset)
 		return 0;
 	ret = add_item(w, k, &fe);
 	if (ret)
@@ -209,9 +211,9 @@ static int data_ref_cb(void *arg, const struct btk_extent_ref *ref)
 	if (ref->type == BTRFS_EXTENT_DATA_REF_KEY) {
 		ret = btk_backref_root(w->br, ref->root, &root);
 		if (!ret)
-			ret =
-			    btk_for_each_item(w->br->fs, &root, ref->objectid,
-					      BTRFS_EXTENT_DATA_KEY, ref->offset, indirect_item, w);
+			ret = btk_for_each_item(
+			    w->br->fs, &root, ref->objectid, BTRFS_EXTENT_DATA_KEY,
+			    btk_data_ref_search_from(ref->offset), indirect_item, w);
 		if (ret == 1)
 			ret = 0;
 		if (!ret && !w->matched)

@@ -3,7 +3,10 @@
  *
  * Data: the extent item covering the address lists its references inline and as keyed items:
  * EXTENT_DATA_REF (root, inode, offset, count) is resolved by searching that root for the
- * inode's EXTENT_DATA items that point at the extent; SHARED_DATA_REF (parent leaf) names the
+ * inode's EXTENT_DATA items that point at the extent and whose key offset minus extent offset,
+ * modulo 2^64, is the ref's offset (it wraps for clones to a lower file offset and for the
+ * files of converted filesystems: those are searched from the inode's first item, as the
+ * kernel's logical-ino does); SHARED_DATA_REF (parent leaf) names the
  * leaf directly. Every leaf found this way is then reached by one or more roots: the roots of
  * a tree block come from its own references, TREE_BLOCK_REF (root; the parent is found by
  * searching that root for the block's first key) and SHARED_BLOCK_REF (parent node), followed

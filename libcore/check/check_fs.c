@@ -18,72 +18,29 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-static void dup_report(struct chk *c, uint64_t dir, const struct dir_seen_slot *a, uint64_t child,
-		       uint64_t index)
-{
-	struct btk_key k = {dir, BTRFS_DIR_INDEX_KEY, index};
-
-	chk_fs_rep(c, CHK_M_NAME_DUPLICATE, 0, &k, CHK_U(dir), CHK_U(a->child), CHK_U(a->index),
-		   CHK_U(child), CHK_U(index));
-}
-
-static size_t seen_slot(const struct dir_seen *d, uint64_t hash)
-{
-	return (size_t)((hash * 0x9E3779B97F4A7C15ULL) >> 20) & (d->cap - 1);
-}
-
-static bool seen_grow(struct dir_seen *d)
-{
-	size_t ncap = d->cap ? d->cap * 2 : 64;
-	struct dir_seen_slot *ns = calloc(ncap, sizeof(*ns));
-	size_t *nu = malloc(ncap / 2 * sizeof(*nu));
-	struct dir_seen nd = {d->dir, ns, 0, ncap, nu};
-
-	if (!ns || !nu) {
-		free(ns);
-		free(nu);
-		return false;
-	}
-	for (size_t i = 0; i < d->n; i++) {
-		const struct dir_seen_slot *o = &d->slots[d->used[i]];
-		size_t j = seen_slot(&nd, o->hash);
-		while (ns[j].hash)
-			j = (j + 1) & (ncap - 1);
-		ns[j] = *o;
-		nu[nd.n++] = j;
-	}
-	free(d->slots);
-	free(d->used);
-	*d = nd;
-	return true;
-}
-
 /* A dir index entry of dir: a second entry with its name is a duplicate (one inode under two
  * indexes, or two inodes under one name). */
 static void dir_seen_add(struct chk *c, uint64_t dir, const uint8_t *name, size_t len,
 			 uint64_t child, uint64_t index)
 {
-	struct dir_seen *d = &c->fst->dirseen;
-	uint64_t hash = chk_name_hash64(name, len) | 1; /* never 0, the empty mark */
+	struct chk_fstree *t = c->fst;
 
-	if (d->dir != dir) {
-		for (size_t i = 0; i < d->n; i++)
-			d->slots[d->used[i]].hash = 0;
-		d->n = 0;
-		d->dir = dir;
+	if (t->seen_dir != dir) {
+		chk_tab_clear(&t->seen);
+		t->seen_dir = dir;
 	}
-	if ((d->n + 1) * 2 > d->cap && !seen_grow(d)) {
-		c->oom = true;
+	struct chk_name *n = chk_tab_get(c, &t->seen, dir, 0, chk_name_hash64(name, len));
+	if (!n)
+		return;
+	if (n->src) {
+		struct btk_key k = {dir, BTRFS_DIR_INDEX_KEY, index};
+		chk_fs_rep(c, CHK_M_NAME_DUPLICATE, 0, &k, CHK_U(dir), CHK_U(n->idx_ref),
+			   CHK_U(n->idx_dir), CHK_U(child), CHK_U(index));
 		return;
 	}
-	size_t j = seen_slot(d, hash);
-	for (; d->slots[j].hash; j = (j + 1) & (d->cap - 1))
-		if (d->slots[j].hash == hash) {
-			dup_report(c, dir, &d->slots[j], child, index);
-			return;
-		}
-	d->slots[j] = (struct dir_seen_slot){hash, child, index};
-	d->used[d->n++] = j;
+	n->src = SRC_DIR_INDEX;
+	n->idx_dir = index;
+	n->idx_ref = child;
 }
 
 static void push_rootref(struct chk *c, uint64_t parent, uint64_t child, uint64_t dirid,
@@ -533,8 +490,7 @@ void chk_fs_end(struct chk *c)
 	}
 	chk_names_final(c, !t->gap && !c->oom);
 	btk_vec_free(&t->orphans);
-	free(t->dirseen.slots);
-	free(t->dirseen.used);
+	chk_tab_free(&t->seen);
 	for (size_t i = 0; i < t->skips.n && !c->oom; i++) {
 		const struct key_range *r = btk_vec_at(&t->skips, i);
 		struct chk_skip *g = btk_vec_push(&c->skips);

@@ -85,18 +85,6 @@ struct ino_table {
 	bool extra_sorted;
 };
 
-/* The names met in the dir indexes of one directory (they lie together in key order): two
- * entries with one name are found there. */
-struct dir_seen_slot {
-	uint64_t hash, child, index; /* hash 0: empty */
-};
-struct dir_seen {
-	uint64_t dir;
-	struct dir_seen_slot *slots;
-	size_t n, cap;
-	size_t *used; /* slots to clear at the next directory */
-};
-
 struct ino_state {
 	uint64_t ino;
 	bool has_item, orphan;
@@ -117,7 +105,10 @@ struct chk_fstree {
 	struct name_parts later; /* sides of the inode being read that go to wait */
 	struct name_wait wait;
 	struct chk_names bad;
-	struct dir_seen dirseen; /* names of the directory whose dir indexes are being read */
+	/* the names met in the dir indexes of directory seen_dir (they lie together in key order):
+	 * keyed (seen_dir, 0, name hash), idx_dir the index, idx_ref the inode it names */
+	struct name_dtab seen;
+	uint64_t seen_dir;
 	struct chk_ino last_dir; /* the directory looked up last (names come in runs) */
 	struct ino_table inodes;
 	bool gap; /* part of the tree was unreadable */
@@ -140,6 +131,15 @@ static inline uint64_t chk_name_hash64(const uint8_t *name, size_t len)
 	return h;
 }
 
+/* check_names.c: a table of names by (dir, child, hash) (struct name_dtab) */
+struct chk_name *chk_tab_find(const struct name_dtab *d, uint64_t dir, uint64_t child,
+			      uint64_t hash);
+/* The slot of (dir, child, hash), a new zeroed one (src 0: the caller sets it) when absent;
+ * NULL when out of memory (c->oom set). */
+struct chk_name *chk_tab_get(struct chk *c, struct name_dtab *d, uint64_t dir, uint64_t child,
+			     uint64_t hash);
+void chk_tab_clear(struct name_dtab *d);
+void chk_tab_free(struct name_dtab *d);
 /* check_fs.c */
 /* chk_rep for the fs tree being checked: value {0} of the message is the tree ("root {0}: ..."),
  * the values passed follow it. */

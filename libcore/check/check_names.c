@@ -144,8 +144,8 @@ static bool tab_grow(struct name_dtab *d)
 	return true;
 }
 
-static struct chk_name *tab_find(const struct name_dtab *d, uint64_t dir, uint64_t child,
-				 uint64_t hash)
+struct chk_name *chk_tab_find(const struct name_dtab *d, uint64_t dir, uint64_t child,
+			      uint64_t hash)
 {
 	if (!d->n)
 		return NULL;
@@ -158,12 +158,10 @@ static struct chk_name *tab_find(const struct name_dtab *d, uint64_t dir, uint64
 	return NULL;
 }
 
-/* The slot of (dir, child, hash), a new zeroed one (src 0) when absent; NULL when out of
- * memory. */
-static struct chk_name *tab_get(struct chk *c, struct name_dtab *d, uint64_t dir, uint64_t child,
-				uint64_t hash)
+struct chk_name *chk_tab_get(struct chk *c, struct name_dtab *d, uint64_t dir, uint64_t child,
+			     uint64_t hash)
 {
-	struct chk_name *n = tab_find(d, dir, child, hash);
+	struct chk_name *n = chk_tab_find(d, dir, child, hash);
 
 	if (n)
 		return n;
@@ -180,14 +178,14 @@ static struct chk_name *tab_get(struct chk *c, struct name_dtab *d, uint64_t dir
 	return n;
 }
 
-static void tab_clear(struct name_dtab *d)
+void chk_tab_clear(struct name_dtab *d)
 {
 	for (size_t i = 0; i < d->n; i++)
 		d->slots[d->used[i]].src = 0;
 	d->n = 0;
 }
 
-static void tab_free(struct name_dtab *d)
+void chk_tab_free(struct name_dtab *d)
 {
 	free(d->slots);
 	free(d->used);
@@ -197,7 +195,7 @@ static void tab_free(struct name_dtab *d)
 void chk_name_entry(struct chk *c, uint64_t dir, uint64_t child, uint64_t index,
 		    const uint8_t *name, size_t len, uint8_t src, uint8_t ftype)
 {
-	struct chk_name *n = tab_get(c, &c->fst->dtab, dir, child, name_key(name, len));
+	struct chk_name *n = chk_tab_get(c, &c->fst->dtab, dir, child, name_key(name, len));
 
 	if (!n)
 		return;
@@ -214,7 +212,7 @@ void chk_name_entry(struct chk *c, uint64_t dir, uint64_t child, uint64_t index,
 void chk_name_ref(struct chk *c, uint64_t dir, uint64_t child, uint64_t index, const uint8_t *name,
 		  size_t len)
 {
-	struct chk_name *n = tab_get(c, &c->fst->rtab, dir, child, name_key(name, len));
+	struct chk_name *n = chk_tab_get(c, &c->fst->rtab, dir, child, name_key(name, len));
 
 	if (!n)
 		return;
@@ -501,8 +499,8 @@ static void match_waiting(struct chk *c, uint64_t x, const struct name_part *p)
 {
 	struct chk_fstree *t = c->fst;
 	struct chk_name n = part_name(p);
-	struct chk_name *o = (p->src & SRC_REF) ? tab_find(&t->dtab, x, p->child, p->hash)
-						: tab_find(&t->rtab, p->dir, x, p->hash);
+	struct chk_name *o = (p->src & SRC_REF) ? chk_tab_find(&t->dtab, x, p->child, p->hash)
+						: chk_tab_find(&t->rtab, p->dir, x, p->hash);
 
 	if (!o) {
 		to_bad(c, &n);
@@ -537,7 +535,7 @@ void chk_names_inode_end(struct chk *c, uint64_t x)
 			later(c, r);
 			continue;
 		}
-		struct chk_name *d = r->dir == x ? tab_find(&t->dtab, x, x, r->hash) : NULL;
+		struct chk_name *d = r->dir == x ? chk_tab_find(&t->dtab, x, x, r->hash) : NULL;
 		if (!d) {
 			to_bad(c, r);
 			continue;
@@ -561,8 +559,8 @@ void chk_names_inode_end(struct chk *c, uint64_t x)
 	for (size_t i = 0; i < t->later.n && !c->oom; i++)
 		wait_push(c, btk_vec_at(&t->later, i));
 	t->later.n = 0;
-	tab_clear(&t->rtab);
-	tab_clear(&t->dtab);
+	chk_tab_clear(&t->rtab);
+	chk_tab_clear(&t->dtab);
 }
 
 /* ---- the tree's end ---- */
@@ -661,8 +659,8 @@ void chk_names_final(struct chk *c, bool report)
 	}
 	for (size_t i = 0; report && i < t->bad.n && !c->oom; i++)
 		name_group(c, btk_vec_at(&t->bad, i));
-	tab_free(&t->dtab);
-	tab_free(&t->rtab);
+	chk_tab_free(&t->dtab);
+	chk_tab_free(&t->rtab);
 	btk_vec_free(&t->wait.q);
 	btk_vec_free(&t->later);
 	btk_vec_free(&t->wait.heap);

@@ -262,8 +262,15 @@ static void ref_group(struct chk *c, const struct views *v, const struct chk_roo
 	const struct chk_rootitem *pr = root_find(c, v, g->parent);
 	if (!pr || pr->dropping)
 		return; /* the parent's dir entries were not collected */
+	/* a parent may hold other entries leading to the child: placeholders its snapshot kept
+	 * (a subvolume moved into a snapshot of its old parent); one entry of each kind must be
+	 * the one the ROOT_REF names */
 	for (int kind = 2; kind <= 3; kind++) {
 		const struct chk_rootref *d = by[kind];
+		for (size_t i = 0; i < n; i++)
+			if (g[i].kind == kind && g[i].dirid == by[0]->dirid &&
+			    g[i].hash == by[0]->hash && (kind == 2 || g[i].seq == by[0]->seq))
+				d = &g[i];
 		if (!d || d->dirid != by[0]->dirid || d->hash != by[0]->hash ||
 		    (kind == 3 && d->seq != by[0]->seq))
 			chk_rep(

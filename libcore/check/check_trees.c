@@ -9,6 +9,7 @@
  */
 #include "check/check_priv.h"
 #include "format/file_extent.h"
+#include "format/extent_refs.h"
 #include "base/error.h"
 
 #include <errno.h>
@@ -162,7 +163,7 @@ static void block_refs(struct chk *c, const struct btk_block *b)
 		    .root = owner,
 		    .parent = b->bytenr,
 		    .ino = k.objectid,
-		    .off = k.offset - fe.extent_offset,
+		    .off = btk_data_ref_offset(k.offset, fe.extent_offset),
 		    .len = fe.disk_num_bytes,
 		    .count = 1,
 		    .type = BTRFS_EXTENT_DATA_REF_KEY,

@@ -95,6 +95,23 @@ static inline uint64_t btk_extent_key_len(const struct btk_key *k, uint32_t node
 	return k->type == BTRFS_METADATA_ITEM_KEY ? nodesize : 0;
 }
 
+/* The offset an EXTENT_DATA_REF records for a file extent item: the item's file offset (its
+ * key offset) minus where in the extent its bytes start (its offset field), modulo 2^64. A clone
+ * that puts an extent's later bytes at a lower file offset (and every file of a converted
+ * filesystem, whose extents are pieces of ext2_saved/image's) makes it wrap. */
+static inline uint64_t btk_data_ref_offset(uint64_t file_offset, uint64_t extent_offset)
+{
+	return file_offset - extent_offset;
+}
+
+/* The key offset from which the file extent items an EXTENT_DATA_REF stands for are searched:
+ * every such item lies at or after the ref's offset unless the offset wrapped (no file offset
+ * reaches 2^63 - 1, so a larger value wrapped), and then they may lie anywhere from 0. */
+static inline uint64_t btk_data_ref_search_from(uint64_t ref_offset)
+{
+	return ref_offset >= (uint64_t)INT64_MAX ? 0 : ref_offset;
+}
+
 /* Size of a keyed reference item's body of that type (0 for tree block refs, which have none). */
 uint32_t btk_keyed_ref_size(uint8_t type);
 

@@ -74,6 +74,15 @@
  * and byte_limit, as for items of very old kernels. */
 #define BTK_INODE_ROOT_ITEM_INIT (1ULL << 31)
 
+/* What a conversion (btrfs-convert, btk-convert) keeps for its rollback: the source
+ * filesystem as file "image", inode 257 with the READONLY flag (which only convert sets; the
+ * kernel refuses writes to it), in the top directory of subvolume 256, named ext2_saved
+ * (reiserfs_saved; ext2_saved.N when the source root had that name). Both rollbacks find it
+ * by these numbers, not by the subvolume's name. */
+#define BTK_CONVERT_SUBVOL     256ULL
+#define BTK_CONVERT_IMAGE_INO  257ULL
+#define BTK_CONVERT_IMAGE_NAME "image"
+
 #ifndef BTRFS_BLOCK_GROUP_TREE_OBJECTID
 #define BTRFS_BLOCK_GROUP_TREE_OBJECTID 11ULL
 #endif

@@ -127,6 +127,37 @@ static int find_entry(const struct btk_key *key, const uint8_t *d, uint32_t size
 	return 1;
 }
 
+/* Sets d->stub: whether the subvolume entry d (name in dir of tree root) is a placeholder,
+ * linked by no ROOT_REF (root, subvolume) that names this directory and name, as the kernel's
+ * lookup decides (fixup_tree_root_location). */
+static int stub_check(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name,
+		      uint16_t len, struct btk_dentry *d)
+{
+	struct btk_key k = {root, BTRFS_ROOT_REF_KEY, d->loc.objectid};
+	struct btk_root_ref_ent r;
+	uint32_t size;
+	uint8_t *b;
+	int ret;
+
+	d->stub = false;
+	if (d->loc.type != BTRFS_ROOT_ITEM_KEY)
+		return 0;
+	ret = btk_fs_item_get(t, BTRFS_ROOT_TREE_OBJECTID, &k, &b, &size);
+	if (ret < 0)
+		return ret;
+	if (ret == 1) {
+		d->stub = true;
+		return 0;
+	}
+	if (btk_root_ref_parse(b, size, &r))
+		ret = btk_err(EUCLEAN, "ROOT_REF %llu -> %llu: %u bytes", (unsigned long long)root,
+			      (unsigned long long)d->loc.objectid, size);
+	else
+		d->stub = r.dirid != dir || r.name_len != len || memcmp(r.name, name, len);
+	free(b);
+	return ret;
+}
+
 int btk_dir_find(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
 		 struct btk_dentry *out)
 {
@@ -143,7 +174,7 @@ int btk_dir_find(struct btk_trans *t, uint64_t root, uint64_t dir, const char *n
 	free(d);
 	if (ret < 0)
 		return btk_err(EUCLEAN, "directory %llu: bad entry", (unsigned long long)dir);
-	return ret ? 0 : -ENOENT;
+	return ret ? stub_check(t, root, dir, name, len, out) : -ENOENT;
 }
 
 int btk_dir_first(struct btk_trans *t, uint64_t root, uint64_t dir, char *name, uint16_t *len,
@@ -169,13 +200,14 @@ int btk_dir_first(struct btk_trans *t, uint64_t root, uint64_t dir, char *name, 
 			      (unsigned long long)dir, (unsigned long long)k.offset);
 		goto out;
 	}
-	if (out) {
-		btk_dir_ent_location(&e, &out->loc);
-		out->ftype = e.type;
-	}
 	*len = e.name_len;
 	memcpy(name, e.name, *len);
 	name[*len] = 0;
+	if (out) {
+		btk_dir_ent_location(&e, &out->loc);
+		out->ftype = e.type;
+		ret = stub_check(t, root, dir, name, *len, out);
+	}
 out:
 	free(d);
 	return ret;
@@ -324,7 +356,7 @@ int btk_dir_unlink(struct btk_trans *t, uint64_t root, uint64_t dir, const char 
 		   uint64_t index, const struct btk_time *now, struct btk_dentry *out)
 {
 	struct btk_key k = {dir, BTRFS_DIR_ITEM_KEY, btk_name_hash(name, len)};
-	struct btk_dentry de;
+	struct btk_dentry de = {.stub = false};
 	uint64_t idx = 0;
 	int ret = cut_entry(t, root, &k, name, len, 0, &idx, &de);
 
@@ -412,6 +444,8 @@ int btk_fs_create(struct btk_trans *t, uint64_t root, uint64_t dir, const char *
 
 	if (!len || len > BTK_NAME_MAX)
 		return btk_err(ENAMETOOLONG, "name of %u bytes", len);
+	if ((ret = btk_dir_creatable(dir, name, len)))
+		return ret;
 	ret = btk_dir_find(t, root, dir, name, len, &d);
 	if (ret != -ENOENT)
 		return ret ? ret : btk_err(EEXIST, "%.*s: exists", (int)len, name);

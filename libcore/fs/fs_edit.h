@@ -32,6 +32,10 @@ int btk_fs_next_subvol_id(struct btk_trans *t, uint64_t *id);
 struct btk_dentry {
 	struct btk_key loc; /* INODE_ITEM key, or (subvol id, ROOT_ITEM, -1) */
 	uint8_t ftype;	    /* BTRFS_FT_* */
+	/* a subvolume entry that no ROOT_REF (root, subvol) naming this directory and name links:
+	 * a snapshot's placeholder (fs_read.h BTK_STUB_INO), an empty directory for every verb;
+	 * the subvolume loc names is elsewhere and no business of this entry */
+	bool stub;
 };
 /* Looks name up in dir: 0 and *out, -ENOENT. */
 int btk_dir_find(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
@@ -82,7 +86,8 @@ int btk_dir_inherit_flags(struct btk_trans *t, uint64_t root, uint64_t dir, uint
 int btk_inode_delete(struct btk_trans *t, uint64_t root, uint64_t ino);
 
 /* unlink(2)/rmdir(2): removes name from dir; a directory must be empty; an inode whose last
- * name goes is deleted. A subvolume entry is refused (-EISDIR). */
+ * name goes is deleted. A subvolume entry is refused (-EISDIR); a placeholder (an empty
+ * directory) goes as the kernel's rmdir removes it, its subvolume untouched. */
 int btk_fs_unlink(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
 		  const struct btk_time *now);
 /* rm -r: name and everything below it, in bounded memory (a stack of directory levels).
@@ -133,6 +138,17 @@ int btk_subvol_parent(struct btk_trans *t, uint64_t id, uint64_t *parent, uint64
 		      uint64_t *index, char *name, uint16_t *len);
 
 /* ---- before a transaction: what refuses writing (committed state) ---- */
+/* Whether the filesystem holds the image a conversion keeps for its rollback (format.h
+ * BTK_CONVERT_*): 1 (and with path, its subvolume's path, malloc'd, or NULL when unlinked),
+ * 0, or a read error. */
+int btk_convert_image(struct btk_fs *fs, char **path);
+/* The one guard of every writer before a change that ends the chance of a rollback: `what`
+ * (a verb, for the message) is about to delete or change inode ino of tree root, with tree
+ * everything below directory ino too (ino 0: the whole subvolume; root 0: the whole
+ * filesystem, as a resize). When that reaches the conversion's image: -EPERM naming it, or
+ * with force a warning (btk_warn) and 0. Renaming the subvolume is harmless (found by id). */
+int btk_convert_guard(struct btk_fs *fs, uint64_t root, uint64_t ino, bool tree, bool force,
+		      const char *what);
 /* Work the kernel left unfinished on disk, resumed or cleaned up at its next mount; the
  * first found in this order. */
 enum btk_unfinished {

@@ -31,6 +31,11 @@
 #define BTK_PATH_MAX_DEPTH 4096	  /* directory levels (and subvolume nesting) followed */
 #define BTK_PATH_MAX_LEN   65536  /* bytes of one composed path, NUL included */
 #define BTK_ROOT_DIRID	   256ULL /* BTRFS_FIRST_FREE_OBJECTID: every subvolume's top dir */
+/* The inode number the kernel gives a snapshot's placeholder (BTRFS_EMPTY_SUBVOL_DIR_OBJECTID):
+ * a snapshot keeps the directory entries of the subvolumes nested in its source, but no
+ * ROOT_REF links them from the snapshot, so the kernel shows each as an empty directory that
+ * is no inode of any tree (nothing can be created in it, rmdir removes the entry). */
+#define BTK_STUB_INO 2ULL
 
 /* Calls fn for every item of root with this objectid and type and key offset >= from, in key
  * order. leaf/slot locate the item (the leaf stays referenced during the call). */
@@ -98,10 +103,14 @@ int btk_dir_lookup(struct btk_fs *fs, const struct btk_root *root, uint64_t dir,
 
 /* Resolves an absolute path from the top-level subvolume ("/", "/sub/dir/file"), entering
  * subvolumes on the way, to (*root_id, *ino). Empty components and "." are skipped; ".." is
- * refused (-EINVAL). -ENOTDIR when a middle component is not a directory. */
+ * refused (-EINVAL). -ENOTDIR when a middle component is not a directory. A subvolume entry
+ * that no ROOT_REF links there (a snapshot's placeholder) is entered as the kernel does: an
+ * empty directory, (*root_id the tree holding the entry, *ino BTK_STUB_INO); nothing is below
+ * it (-ENOENT). */
 int btk_path_lookup(struct btk_fs *fs, const char *path, uint64_t *root_id, uint64_t *ino);
 
-/* The fields of an inode item that tools show: struct btk_inode_info (format/inode_item.h). */
+/* The fields of an inode item that tools show: struct btk_inode_info (format/inode_item.h).
+ * BTK_STUB_INO gives a placeholder's: a directory, mode 0755, one link, nothing else. */
 int btk_inode_read(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,
 		   struct btk_inode_info *out);
 

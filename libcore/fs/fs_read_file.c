@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "base/error.h"
 #include "format/dir_item.h"
@@ -93,14 +94,23 @@ int btk_path_lookup(struct btk_fs *fs, const char *path, uint64_t *root_id, uint
 		if (ftype != BTRFS_FT_DIR)
 			return btk_err(ENOTDIR, "path: a component before '%s' is not a directory",
 				       path);
+		if (cur == BTK_STUB_INO) /* a placeholder is empty */
+			return btk_err(ENOENT, "path: '%.*s' is in an empty placeholder directory",
+				       (int)len, path);
 		ret = btk_dir_lookup(fs, &root, cur, path, len, &loc, &ftype);
 		if (ret)
 			return ret;
 		if (loc.type == BTRFS_ROOT_ITEM_KEY) {
-			rid = loc.objectid;
-			cur = BTK_ROOT_DIRID;
 			ftype = BTRFS_FT_DIR;
-			ret = btk_fs_root(fs, rid, &root);
+			ret = btk_subvol_ref_check(fs, rid, loc.objectid, cur, path, len);
+			if (ret == -ENOENT) {
+				cur = BTK_STUB_INO; /* a snapshot's placeholder */
+				ret = 0;
+			} else if (!ret) {
+				rid = loc.objectid;
+				cur = BTK_ROOT_DIRID;
+				ret = btk_fs_root(fs, rid, &root);
+			}
 		} else if (loc.type == BTRFS_INODE_ITEM_KEY) {
 			cur = loc.objectid;
 		} else {
@@ -125,6 +135,12 @@ int btk_inode_read(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,
 	uint32_t size;
 	int ret;
 
+	if (ino == BTK_STUB_INO) {
+		memset(out, 0, sizeof(*out));
+		out->mode = S_IFDIR | 0755;
+		out->nlink = 1;
+		return 0;
+	}
 	btk_path_init(&p);
 	ret = btk_search(fs, root, &key, &p);
 	if (ret == 1)

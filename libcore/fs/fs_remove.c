@@ -3,7 +3,9 @@
 #include "base/csum.h"
 #include "base/error.h"
 #include "base/vec.h"
+#include "format/dir_item.h"
 #include "format/inode_item.h"
+#include "format/extent_refs.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -38,7 +40,10 @@ int btk_inode_delete(struct btk_trans *t, uint64_t root, uint64_t ino)
 		 * references first */
 		ret = btk_data_ref(
 		    t, bytenr, BTK_GET(struct btrfs_file_extent_item, fe, disk_num_bytes), root, 0,
-		    ino, k.offset - BTK_GET(struct btrfs_file_extent_item, fe, offset), -1);
+		    ino,
+		    btk_data_ref_offset(k.offset,
+					BTK_GET(struct btrfs_file_extent_item, fe, offset)),
+		    -1);
 		if (ret)
 			return ret;
 	}
@@ -69,16 +74,62 @@ static int dir_empty(struct btk_trans *t, uint64_t root, uint64_t dir)
 	return ret < 0 ? ret : ret == 1;
 }
 
+/* The DIR_INDEX sequence of entry name (leading to loc) in dir: a placeholder's, which no
+ * ROOT_REF records. */
+static int entry_index(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name,
+		       uint16_t len, const struct btk_key *loc, uint64_t *index)
+{
+	uint32_t cap = btk_trans_fs(t)->nodesize, size;
+	uint8_t *b = malloc(cap);
+	struct btk_key k = {dir, BTRFS_DIR_INDEX_KEY, 0};
+	int ret;
+
+	if (!b)
+		return btk_err(ENOMEM, "out of memory");
+	while ((ret = btk_item_next(t, root, &k, b, cap, &size)) == 0 && k.objectid == dir &&
+	       k.type == BTRFS_DIR_INDEX_KEY) {
+		struct btk_dir_iter it;
+		struct btk_dir_ent e;
+		struct btk_key l;
+		btk_dir_iter_init(&it, b, size > cap ? 0 : size);
+		if (btk_dir_next(&it, &e) == 1 && e.name_len == len && !memcmp(e.name, name, len)) {
+			btk_dir_ent_location(&e, &l);
+			if (!btk_key_cmp(&l, loc)) {
+				*index = k.offset;
+				break;
+			}
+		}
+		if (k.offset == UINT64_MAX) {
+			ret = 1;
+			break;
+		}
+		k.offset++;
+	}
+	free(b);
+	if (ret < 0)
+		return ret;
+	return ret == 0 && k.objectid == dir && k.type == BTRFS_DIR_INDEX_KEY
+		   ? 0
+		   : btk_err(EUCLEAN, "directory %llu: \"%.*s\" has no index entry",
+			     (unsigned long long)dir, (int)len, name);
+}
+
 int btk_fs_unlink(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
 		  const struct btk_time *now)
 {
 	struct btk_dentry d;
+	uint64_t index = 0;
 	int ret = btk_dir_find(t, root, dir, name, len, &d);
 
 	if (ret == -ENOENT)
 		return btk_err(ENOENT, "%.*s: no such file or directory", (int)len, name);
 	if (ret)
 		return ret;
+	if (d.stub) { /* rmdir of a placeholder: the entry goes, nothing else is there */
+		if ((ret = entry_index(t, root, dir, name, len, &d.loc, &index)))
+			return ret;
+		return btk_dir_unlink(t, root, dir, name, len, index, now, NULL);
+	}
 	if (d.loc.type == BTRFS_ROOT_ITEM_KEY)
 		return btk_err(EISDIR, "%.*s: is a subvolume (subvol delete removes it)", (int)len,
 			       name);
@@ -153,10 +204,10 @@ int btk_fs_unlink_tree(struct btk_trans *t, uint64_t root, uint64_t dir, const c
 			if (ret || n == 0)
 				break;
 			cur = l->dir;
-		} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY) {
+		} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY && !d.stub) {
 			ret = subvol_inside(st, n, cn);
 			break;
-		} else if (d.ftype == BTRFS_FT_DIR) {
+		} else if (d.ftype == BTRFS_FT_DIR && !d.stub) {
 			struct level *l = btk_array_push(st, n, cap);
 			if (!l) {
 				ret = btk_err(ENOMEM, "directories nested too deep");
@@ -209,8 +260,15 @@ int btk_fs_rename(struct btk_trans *t, uint64_t root, uint64_t sdir, const char 
 		return btk_err(ENOENT, "%.*s: no such file or directory", (int)slen, sname);
 	if (ret)
 		return ret;
+	if ((ret = btk_dir_creatable(ddir, dname, dlen)))
+		return ret;
 	if (!dlen || dlen > BTK_NAME_MAX)
 		return btk_err(ENAMETOOLONG, "name of %u bytes", dlen);
+	if (s.stub) /* the kernel's rename refuses it so (ENOTEMPTY) */
+		return btk_err(ENOTEMPTY,
+			       "%.*s: is a snapshot's placeholder of a subvolume: it cannot move "
+			       "(rm -r removes it)",
+			       (int)slen, sname);
 	if (s.loc.type == BTRFS_ROOT_ITEM_KEY)
 		return btk_err(EXDEV, "%.*s: is a subvolume: not moved", (int)slen, sname);
 	ret = btk_dir_find(t, root, ddir, dname, dlen, &d);
@@ -221,7 +279,7 @@ int btk_fs_rename(struct btk_trans *t, uint64_t root, uint64_t sdir, const char 
 		bool sd = s.ftype == BTRFS_FT_DIR, dd = d.ftype == BTRFS_FT_DIR;
 		if (d.loc.objectid == s.loc.objectid && d.loc.type == s.loc.type)
 			return 0; /* two names of one inode: nothing to do, as rename(2) */
-		if (d.loc.type == BTRFS_ROOT_ITEM_KEY)
+		if (d.loc.type == BTRFS_ROOT_ITEM_KEY && !d.stub)
 			return btk_err(EBUSY, "%.*s: is a subvolume", (int)dlen, dname);
 		if (sd && !dd)
 			return btk_err(ENOTDIR, "%.*s: not a directory", (int)dlen, dname);
@@ -246,12 +304,12 @@ int btk_fs_link(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t dir, 
 {
 	struct btk_inode_change c = {.nlink_delta = 1, .ctime = now};
 	struct btk_inode_info in;
-	struct btk_dentry d = {{ino, BTRFS_INODE_ITEM_KEY, 0}, 0};
-	int ret = btk_inode_get(t, root, ino, &in);
+	struct btk_dentry d = {{ino, BTRFS_INODE_ITEM_KEY, 0}, 0, false};
+	int ret = ino == BTK_STUB_INO ? 0 : btk_inode_get(t, root, ino, &in);
 
 	if (ret)
 		return ret;
-	if (S_ISDIR(in.mode))
+	if (ino == BTK_STUB_INO || S_ISDIR(in.mode))
 		return btk_err(EPERM, "hard links to directories are not allowed");
 	d.ftype = btk_mode_ftype(in.mode);
 	if ((ret = btk_dir_add(t, root, dir, name, len, &d, now)))

@@ -41,7 +41,7 @@ static int clear_target(struct btk_trans *t, uint64_t root, uint64_t dir, const 
 	}
 	if (ret)
 		return ret;
-	if (d.loc.type == BTRFS_ROOT_ITEM_KEY)
+	if (d.loc.type == BTRFS_ROOT_ITEM_KEY && !d.stub)
 		return btk_err(EEXIST, "%.*s: is a subvolume", (int)len, name);
 	if (d.ftype != BTRFS_FT_DIR)
 		return btk_err(ENOTDIR, "%.*s: not a directory", (int)len, name);

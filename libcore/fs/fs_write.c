@@ -209,6 +209,16 @@ static int inode_ref_add(struct btk_trans *t, uint64_t root, uint64_t ino, uint6
 	return ret;
 }
 
+int btk_dir_creatable(uint64_t dir, const char *name, uint16_t len)
+{
+	if (dir != BTK_STUB_INO) /* the kernel's placeholder has no mkdir or create: EPERM */
+		return 0;
+	return btk_err(EPERM,
+		       "\"%.*s\": its directory is a snapshot's placeholder of a "
+		       "subvolume, in which nothing can be created",
+		       (int)len, name);
+}
+
 int btk_dir_link(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
 		 const struct btk_key *loc, uint8_t ftype, uint64_t index)
 {
@@ -219,6 +229,8 @@ int btk_dir_link(struct btk_trans *t, uint64_t root, uint64_t dir, const char *n
 	if (!len || len > BTK_NAME_MAX)
 		return btk_err(ENAMETOOLONG, "name of %u bytes in directory %llu", len,
 			       (unsigned long long)dir);
+	if ((ret = btk_dir_creatable(dir, name, len)))
+		return ret;
 	ret = hashed_entry_add(t, root, &k, loc, ftype, name, len, NULL, 0);
 	if (ret == -EEXIST)
 		return btk_err(EEXIST, "directory %llu already has \"%.*s\"",

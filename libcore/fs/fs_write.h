@@ -38,6 +38,9 @@ int btk_inode_add_dir_size(struct btk_trans *t, uint64_t root, uint64_t dir, uin
  * ftype is BTRFS_FT_*. -EEXIST if dir already has that name. -ENAMETOOLONG past 255 bytes. */
 int btk_dir_link(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
 		 const struct btk_key *loc, uint8_t ftype, uint64_t index);
+/* -EPERM (with a message) when dir is a snapshot's placeholder (BTK_STUB_INO), in which the
+ * kernel creates nothing; else 0. btk_dir_link and everything creating names check it. */
+int btk_dir_creatable(uint64_t dir, const char *name, uint16_t len);
 
 /* Sets xattr name=value on ino (XATTR_ITEM keyed by name hash). -E2BIG when it cannot fit one
  * leaf, as the kernel refuses too. */

@@ -27,6 +27,7 @@
 struct btk_lock {
 	dev_t dev;
 	ino_t ino;
+	pid_t pid; /* a child after fork(2) holds nothing of its parent's */
 	int fd;
 	int refs;
 	struct btk_lock *next;
@@ -76,7 +77,7 @@ int btk_lock_take(const char *path, bool wait, struct btk_lock **out)
 	}
 	pthread_mutex_lock(&locks_mu);
 	for (l = locks; l; l = l->next)
-		if (l->dev == st.st_dev && l->ino == st.st_ino)
+		if (l->dev == st.st_dev && l->ino == st.st_ino && l->pid == getpid())
 			break;
 	if (l) {
 		l->refs++;
@@ -109,7 +110,7 @@ int btk_lock_take(const char *path, bool wait, struct btk_lock **out)
 		close(fd);
 		return ret;
 	}
-	*l = (struct btk_lock){st.st_dev, st.st_ino, fd, 1, locks};
+	*l = (struct btk_lock){st.st_dev, st.st_ino, getpid(), fd, 1, locks};
 	locks = l;
 	pthread_mutex_unlock(&locks_mu);
 	*out = l;

@@ -70,8 +70,9 @@ int btk_resize_floor(struct btk_fs *fs, uint64_t devid, struct btk_resize_floor 
 
 /* What stops a write: returns 0, or -EBUSY (a balance in progress, or what an interrupted
  * relocation left: relocation trees, a data relocation inode),
- * -EOPNOTSUPP (a log tree to replay), -EEXIST (ext2_saved: a rollback image a resize would
- * break; skipped with force) with a message saying what to do. */
+ * -EOPNOTSUPP (a log tree to replay), -EPERM (a conversion's rollback image, wherever its
+ * subvolume is named: a resize would break it; with force a warning, btk_convert_guard) with
+ * a message saying what to do. */
 int btk_resize_refusals(struct btk_fs *fs, bool force);
 
 /* True when quotas are enabled (the write path then marks their numbers for a rescan). */

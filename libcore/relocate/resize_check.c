@@ -9,9 +9,7 @@
 
 int btk_resize_refusals(struct btk_fs *fs, bool force)
 {
-	static const char *const saved[] = {"/ext2_saved", "/reiserfs_saved"};
 	enum btk_unfinished what;
-	uint64_t root, ino;
 	int ret;
 
 	if ((ret = btk_fs_unfinished(fs, &what)))
@@ -36,23 +34,7 @@ int btk_resize_refusals(struct btk_fs *fs, bool force)
 	case BTK_UNFINISHED_NONE:
 		break;
 	}
-	for (int i = 0; i < 2; i++) {
-		ret = btk_path_lookup(fs, saved[i], &root, &ino);
-		if (ret == -ENOENT) {
-			btk_err_clear();
-			continue;
-		}
-		if (ret < 0)
-			return ret;
-		if (!force)
-			return btk_err(EEXIST,
-				       "%s holds the image of a converted filesystem; resizing "
-				       "breaks a rollback (delete it, or --force)",
-				       saved[i] + 1);
-		btk_warn("--force: resizing although %s exists; a rollback will no longer work",
-			 saved[i] + 1);
-	}
-	return 0;
+	return btk_convert_guard(fs, 0, 0, false, force, "resizing");
 }
 
 bool btk_resize_quotas_on(struct btk_fs *fs)

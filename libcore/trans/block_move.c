@@ -219,9 +219,10 @@ static int apply_patch(struct btk_trans *t, struct btk_block *b, const struct pa
 		BTK_PUT(struct btrfs_file_extent_item, fe, disk_bytenr, pt->to);
 		found++;
 		if (mode != REF_NONE)
-			ret =
-			    move_ref(t, pt, root, parent, k.objectid,
-				     k.offset - BTK_GET(struct btrfs_file_extent_item, fe, offset));
+			ret = move_ref(
+			    t, pt, root, parent, k.objectid,
+			    btk_data_ref_offset(
+				k.offset, BTK_GET(struct btrfs_file_extent_item, fe, offset)));
 	}
 	if (!ret && !found)
 		ret = btk_err(EUCLEAN, "tree block %llu does not point at %llu",
@@ -496,11 +497,14 @@ static int leaf_add(struct leaves *l, uint64_t bytenr)
 }
 
 /* The leaves of tree `root` holding items of ino that use the extent at file offset minus
- * extent offset `off`; at most `limit` items are looked for. */
+ * extent offset `off` (modulo 2^64: searched from 0 when it wrapped); at most `limit` items are
+ * looked for. */
 static int keyed_leaves(struct btk_trans *t, const struct btk_extent_ref *e, uint64_t bytenr,
 			uint64_t limit, struct leaves *l)
 {
-	struct btk_key k = {e->objectid, BTRFS_EXTENT_DATA_KEY, e->offset}, f;
+	struct btk_key k = {e->objectid, BTRFS_EXTENT_DATA_KEY,
+			    btk_data_ref_search_from(e->offset)},
+		       f;
 	struct btk_path p;
 	uint64_t found = 0;
 	int ret = btk_tree_search_cur(t->w, e->root, &k, &p);
@@ -522,7 +526,8 @@ static int keyed_leaves(struct btk_trans *t, const struct btk_extent_ref *e, uin
 		uint8_t type = BTK_GET(struct btrfs_file_extent_item, d, type);
 		if ((type != BTRFS_FILE_EXTENT_REG && type != BTRFS_FILE_EXTENT_PREALLOC) ||
 		    BTK_GET(struct btrfs_file_extent_item, d, disk_bytenr) != bytenr ||
-		    f.offset - BTK_GET(struct btrfs_file_extent_item, d, offset) != e->offset)
+		    btk_data_ref_offset(
+			f.offset, BTK_GET(struct btrfs_file_extent_item, d, offset)) != e->offset)
 			continue;
 		found++;
 		if ((ret = leaf_add(l, p.nodes[0]->bytenr)))

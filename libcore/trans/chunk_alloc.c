@@ -1,16 +1,15 @@
-/* chunk_alloc.c — chunk allocation for every profile and device count (layer 7).
+/* chunk_alloc.c — chunk allocation for every profile and device count (layer 5).
  *
- * Sizes follow mkfs.btrfs 6.2 (kernel-shared/volumes.c of btrfs-progs): mkfs's first
- * profile-less (SINGLE) chunks are 8 MiB (later ones are sized like the others, as the
- * kernel does), a SYSTEM chunk 8 MiB per stripe, METADATA 256 MiB (1 GiB past
- * 50 GiB of filesystem), DATA 1 GiB per stripe; no chunk larger than 10% of the filesystem;
- * stripes at least 1 / 32 / 64 MiB; everything in 64 KiB units. The chunk is created in
- * memory at once (map, block group, device usage); its items are written at commit.
+ * Sizes come from the geometry the transaction was given (btk_trans_set_geometry), else the
+ * kernel's (format/geometry.h); no chunk is larger than 10% of the filesystem unless the
+ * geometry says exact; everything in 64 KiB units. The chunk is created in memory at once
+ * (map, block group, device usage); its items are written at commit.
  */
 #include "trans/ctree_int.h"
 #include "base/error.h"
 #include "format/dev_items.h"
-#include "trans/mkfs.h"
+#include "format/geometry.h"
+#include "format/raid.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -113,30 +112,21 @@ static int init_ctl(const struct btk_wfs *w, uint64_t flags, const struct btk_ra
 		    int ndevs, struct ctl *c)
 {
 	uint64_t total = btk_le64(w->fs->sb.total_bytes);
+	struct btk_chunk_size sz;
 	int max_stripes = ndevs;
 
 	c->dev_stripes = ra->dev_stripes;
 	c->num_stripes = ra->dev_stripes;
 	c->min_stripes = ra->devs_min;
-	c->stripe = 8 * SZ_1M;
-	c->min_stripe = SZ_1M;
-	c->max_chunk = 32 * SZ_1M;
-	/* mkfs.btrfs makes its first SINGLE chunks small; later ones are sized as the kernel's */
-	if ((flags & BTRFS_BLOCK_GROUP_PROFILE_MASK) || !w->small_single) {
-		if (flags & BTRFS_BLOCK_GROUP_SYSTEM) {
-			c->stripe = 8 * SZ_1M;
-			c->max_chunk = 16 * SZ_1M;
-		} else if (flags & BTRFS_BLOCK_GROUP_DATA) {
-			c->stripe = 1024 * SZ_1M;
-			c->max_chunk = 10240 * SZ_1M;
-			c->min_stripe = 64 * SZ_1M;
-		} else {
-			c->max_chunk = total > 50 * 1024 * SZ_1M ? 1024 * SZ_1M : 256 * SZ_1M;
-			c->stripe = c->max_chunk;
-			c->min_stripe = 32 * SZ_1M;
-		}
-	}
-	if (c->max_chunk > total / 10)
+	/* the creator's sizes when it chose them, else the kernel's */
+	if (w->geom)
+		sz = *btk_geometry_pick(w->geom, flags);
+	else
+		btk_chunk_size_kernel(flags, total, &sz);
+	c->stripe = sz.stripe;
+	c->min_stripe = sz.min_stripe;
+	c->max_chunk = sz.max_chunk;
+	if (!sz.exact && c->max_chunk > total / 10)
 		c->max_chunk = total / 10;
 	if (flags & BTRFS_BLOCK_GROUP_DUP)
 		c->min_stripes = 2;
@@ -300,6 +290,14 @@ int btk_chunk_alloc(struct btk_wfs *w, uint64_t flags, uint64_t *logical)
 	return btk_chunk_alloc_sized(w, flags, 0, logical);
 }
 
+int btk_chunk_alloc_size(struct btk_trans *t, uint64_t flags, uint64_t size, uint64_t *logical)
+{
+	if (size % BTK_STRIPE_LEN)
+		return btk_err(EINVAL, "chunk stripe of %llu bytes is not a multiple of 64 KiB",
+			       (unsigned long long)size);
+	return btk_chunk_alloc_sized(t->w, flags, size, logical);
+}
+
 int btk_chunk_alloc_sized(struct btk_wfs *w, uint64_t flags, uint64_t stripe, uint64_t *logical)
 {
 	struct btk_fs *fs = w->fs;
@@ -328,13 +326,6 @@ int btk_chunk_alloc_sized(struct btk_wfs *w, uint64_t flags, uint64_t stripe, ui
 	ret = init_ctl(w, flags, ra, n, &ct);
 	if (ret)
 		goto out;
-	if (w->chunk_cap && !(flags & BTRFS_BLOCK_GROUP_SYSTEM)) {
-		/* chunks of exactly the cap (per copy), whatever the profile */
-		uint64_t cap = (flags & BTRFS_BLOCK_GROUP_DATA) ? w->chunk_cap : w->meta_chunk_cap;
-		ct.stripe = ct.max_chunk = cap;
-		if (ct.min_stripe > cap)
-			ct.min_stripe = cap;
-	}
 	decide_stripe(flags, &ct);
 	if (stripe)
 		ct.stripe = stripe;

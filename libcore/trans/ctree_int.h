@@ -1,5 +1,5 @@
-/* ctree_int.h — internal state of the write path (layer 7), shared by trans*.c, ctree_*.c,
- * alloc.c, chunk_alloc.c, fst.c and mkfs.c. Not a public header: tools use trans.h.
+/* ctree_int.h — internal state of the write path (layer 5), shared by the files of trans/.
+ * Not a public header: every other folder uses trans.h.
  *
  * Model: every change is copy-on-write into blocks allocated in the running transaction and
  * kept dirty in the block cache. Extent-tree back references, block group items, the
@@ -17,6 +17,7 @@
 #include <string.h>
 #include "tree/cache.h"
 #include "format/format.h"
+#include "format/geometry.h"
 #include "format/root_item.h"
 #include "trans/trans.h"
 #include "tree/tree.h"
@@ -111,10 +112,8 @@ struct btk_wfs {
 	int nnew_chunks;
 	uint64_t mods;	  /* counts tree modifications, so commit rounds know when to stop */
 	uint64_t dirtied; /* bytes of tree blocks made dirty since the last writeback */
-	/* sizes of new data and metadata chunks (0: the usual sizes): small chunks waste little
-	 * when the filesystem is shrunk to fit (mkfs --shrink) */
-	uint64_t chunk_cap, meta_chunk_cap;
-	bool small_single; /* SINGLE chunks of mkfs.btrfs's first sizes (mkfs's initial ones) */
+	/* sizes of new chunks chosen by whoever builds the filesystem (NULL: the kernel's) */
+	const struct btk_geometry *geom;
 	bool in_chunk_alloc;
 	/* blocks of this transaction that a snapshot taken in it now shares: copied again
 	 * before any change, and their space is not reused when the source lets go */
@@ -185,12 +184,6 @@ int btk_chunk_alloc_sized(struct btk_wfs *w, uint64_t flags, uint64_t stripe, ui
 int btk_chunk_write_items(struct btk_trans *t);
 /* Updates the DEV_ITEM of every device in the chunk tree when bytes_used changed. */
 int btk_chunk_update_dev_items(struct btk_trans *t);
-
-/* ---- chunk_trim.c ---- */
-/* Cuts the unallocated tail off the last chunk of each device when that chunk is new in this
- * transaction (SINGLE and DUP chunks; metadata keeps meta_slack bytes for the commit's own
- * blocks) and ends each device where its last dev extent ends. */
-int btk_chunk_trim_tail(struct btk_trans *t, uint64_t meta_slack);
 
 /* ---- ctree_cow.c ---- */
 struct btk_wroot *btk_wroot_get(struct btk_wfs *w, uint64_t objectid);

@@ -129,10 +129,10 @@ int btk_chunk_stripe_move(struct btk_trans *t, uint64_t logical, int stripe, uin
 	if (!c || stripe < 0 || stripe >= c->num_stripes)
 		return btk_err(ENOENT, "no stripe %d of a chunk at %llu", stripe,
 			       (unsigned long long)logical);
-	for (int i = 0; i < t->w->nnew_chunks; i++)
-		if (t->w->new_chunks[i] == logical)
-			return btk_err(EINVAL, "chunk %llu is new in this transaction",
-				       (unsigned long long)logical);
+	if (btk_chunk_is_new(t, logical)) {
+		c->stripes[stripe].offset = to; /* its items are written from the map */
+		return 0;
+	}
 	from = c->stripes[stripe].offset;
 	devid = c->stripes[stripe].devid;
 	sl = btk_chunk_stripe_len(c);
@@ -161,6 +161,26 @@ static int tail_free(const struct btk_bg *bg, uint64_t start, uint64_t len, bool
 	return ret;
 }
 
+/* A chunk of this transaction: its items are still to be written from the map and the block
+ * group, so changing those is all it takes. */
+static int shrink_new(struct btk_trans *t, struct btk_chunk *c, struct btk_bg *bg, uint64_t new_len,
+		      bool tail_ok)
+{
+	uint64_t cut = c->length - new_len;
+
+	if (!tail_ok)
+		return btk_err(EBUSY, "chunk %llu: its tail past %llu is in use",
+			       (unsigned long long)c->logical, (unsigned long long)new_len);
+	if (btk_rs_remove(&bg->free, bg->start + new_len, cut) ||
+	    btk_rs_remove(&bg->super, bg->start + new_len, cut))
+		return btk_err(ENOMEM, "out of memory");
+	c->length = bg->len = new_len;
+	bg->dirty = true;
+	for (int i = 0; i < c->num_stripes; i++)
+		btk_fs_dev_find(t->fs, c->stripes[i].devid)->bytes_used -= cut;
+	return 0;
+}
+
 int btk_chunk_shrink(struct btk_trans *t, uint64_t logical, uint64_t new_len)
 {
 	struct btk_chunk *c = chunk_at(t->fs, logical);
@@ -181,12 +201,10 @@ int btk_chunk_shrink(struct btk_trans *t, uint64_t logical, uint64_t new_len)
 		return btk_err(EINVAL, "chunk %llu: cannot cut %llu bytes to %llu",
 			       (unsigned long long)logical, (unsigned long long)old_len,
 			       (unsigned long long)new_len);
-	for (int i = 0; i < t->w->nnew_chunks; i++)
-		if (t->w->new_chunks[i] == logical)
-			return btk_err(EINVAL, "chunk %llu is new in this transaction",
-				       (unsigned long long)logical);
 	if ((ret = tail_free(bg, logical + new_len, old_len - new_len, &ok)))
 		return ret;
+	if (btk_chunk_is_new(t, logical))
+		return shrink_new(t, c, bg, new_len, ok);
 	if (!ok || bg->pinned.n)
 		return btk_err(EBUSY, "chunk %llu: its tail past %llu is in use",
 			       (unsigned long long)logical, (unsigned long long)new_len);

@@ -45,9 +45,43 @@ static int check_writable(struct btk_fs *fs)
 	return 0;
 }
 
-int btk_write_open(struct btk_fs *fs, unsigned flags, struct btk_wfs **out)
+/* New write-path state of fs: the features from its superblock, the next transaction id.
+ * NULL when out of memory (message set). */
+static struct btk_wfs *wfs_new(struct btk_fs *fs, uint64_t transid)
 {
 	uint64_t inc = btk_le64(fs->sb.incompat_flags), ro = btk_le64(fs->sb.compat_ro_flags);
+	struct btk_wfs *w = calloc(1, sizeof(*w));
+
+	if (!w) {
+		btk_err(ENOMEM, "out of memory");
+		return NULL;
+	}
+	w->fs = fs;
+	w->transid = transid;
+	w->skinny = inc & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
+	w->mixed = inc & BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS;
+	w->no_holes = inc & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
+	w->fst = ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE;
+	w->bgtree = ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE;
+	return w;
+}
+
+int btk_write_new(struct btk_fs *fs, const uint8_t chunk_uuid[BTK_UUID_SIZE], const uint8_t *seed,
+		  struct btk_wfs **out)
+{
+	*out = NULL;
+	btk_err_clear();
+	if (!fs->writable)
+		return btk_err(EROFS, "filesystem opened read-only");
+	if (!(*out = wfs_new(fs, 1)))
+		return -ENOMEM;
+	(*out)->uuid_seed = seed;
+	memcpy((*out)->chunk_uuid, chunk_uuid, BTK_UUID_SIZE);
+	return 0;
+}
+
+int btk_write_open(struct btk_fs *fs, unsigned flags, struct btk_wfs **out)
+{
 	struct btk_wfs *w;
 	struct btk_block *b;
 	int ret;
@@ -58,16 +92,8 @@ int btk_write_open(struct btk_fs *fs, unsigned flags, struct btk_wfs **out)
 		return btk_err(EROFS, "filesystem opened read-only");
 	if ((ret = check_writable(fs)))
 		return ret;
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return btk_err(ENOMEM, "out of memory");
-	w->fs = fs;
-	w->transid = btk_le64(fs->sb.generation) + 1;
-	w->skinny = inc & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
-	w->mixed = inc & BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS;
-	w->no_holes = inc & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
-	w->fst = ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE;
-	w->bgtree = ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE;
+	if (!(w = wfs_new(fs, btk_le64(fs->sb.generation) + 1)))
+		return -ENOMEM;
 	w->damaged_usage = flags & BTK_WRITE_DAMAGED_USAGE;
 	ret = btk_wblock_read(fs, btk_le64(fs->sb.chunk_root), fs->sb.chunk_root_level, &b);
 	if (!ret) {

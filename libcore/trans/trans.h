@@ -1,4 +1,7 @@
-/* trans.h — the copy-on-write write path (layer 7).
+/* trans.h — the copy-on-write write path (layer 5), and only that: transactions, items,
+ * allocators, references, chunks, snapshots and the commit. What a new filesystem holds and
+ * where its chunks go (mkfs, convert, --shrink) is decided one layer up, in create/; this
+ * header offers the primitives it builds with.
  *
  * A transaction changes trees by copy-on-write: every block on a changed path is copied to a
  * newly allocated block (once per transaction), so the blocks the last committed superblock
@@ -24,6 +27,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "format/format.h"
+#include "format/geometry.h"
 #include "base/csum.h" /* btk_data_ref_hash() */
 #include "tree/tree.h"
 #include "volumes/volumes.h"
@@ -45,6 +49,17 @@ int btk_write_open(struct btk_fs *fs, unsigned flags, struct btk_wfs **out);
 #define BTK_WRITE_DAMAGED_USAGE (1u << 0)
 /* Frees w (NULL is fine); a running transaction must have ended. */
 void btk_write_close(struct btk_wfs *w);
+/* The write state of a filesystem that exists only in memory: fs has its superblock fields
+ * (feature flags, sizes, checksum type), its devices (open, with devid, uuid and
+ * total_bytes), a block cache and writable set, and no chunk or tree yet. Its first
+ * transaction has id 1; every tree block header carries chunk_uuid; new subvolume uuids
+ * follow from seed as with btk_trans_derive_uuids. The caller makes chunks and trees with the
+ * calls below, and the commit writes everything. -EROFS, -ENOMEM. */
+int btk_write_new(struct btk_fs *fs, const uint8_t chunk_uuid[BTK_UUID_SIZE], const uint8_t *seed,
+		  struct btk_wfs **out);
+/* Sizes of the chunks allocated from now on (the kind's entry of g, format/geometry.h); NULL
+ * returns to the kernel's sizes. g must stay valid while it is in use. */
+void btk_trans_set_geometry(struct btk_trans *t, const struct btk_geometry *g);
 
 /* Starts a transaction. *out is freed by commit or abort. -EIO after an earlier transaction
  * failed, -EBUSY while one runs. A v1 space cache is invalidated (cache_generation -1): the
@@ -175,6 +190,33 @@ uint32_t btk_chunk_to_item(const struct btk_chunk *c, uint8_t *buf);
  * system chunks do not fit in it. */
 int btk_chunk_build_sys_array(struct btk_fs *fs);
 
+/* Allocates a chunk of type `flags` (with its profile bits) whose stripes are `size` bytes
+ * (a multiple of 64 KiB; 0: the geometry's size), in the lowest device space no chunk or
+ * hold takes. -ENOSPC when no hole is large enough. */
+int btk_chunk_alloc_size(struct btk_trans *t, uint64_t flags, uint64_t size, uint64_t *logical);
+/* Adds a SINGLE chunk of type `flags` (BTRFS_BLOCK_GROUP_DATA, ...) of len bytes at `logical`
+ * on the first device at `physical`, with its block group all free. Everything must be
+ * sector aligned, physical at or past 1 MiB and inside the device, and neither range may
+ * overlap an existing chunk or dev extent: -EINVAL otherwise (the message says which). */
+int btk_chunk_add_fixed(struct btk_trans *t, uint64_t flags, uint64_t logical, uint64_t physical,
+			uint64_t len);
+/* True when the chunk at logical was made in this transaction (its items are not written). */
+bool btk_chunk_is_new(const struct btk_trans *t, uint64_t logical);
+/* Applies the queued reference changes now (extent records, block group usage), as the commit
+ * would; what is freed by them becomes free. Errors as btk_trans_writeback. */
+int btk_trans_settle(struct btk_trans *t);
+/* Where the last allocated or pinned byte of the block group at logical ends (trailing free
+ * space and superblock stripes do not count; the group's start when it holds nothing);
+ * references still queued are not seen (btk_trans_settle). -ENOENT no such block group. */
+int btk_bg_used_end(struct btk_trans *t, uint64_t logical, uint64_t *end);
+
+/* Records a data extent [bytenr, +len) whose data is already on disk, with one
+ * EXTENT_DATA_REF from (root, ino, offset) as btk_data_extent_alloc does for new space. The
+ * range must be free in one data block group (-EEXIST when any of it is taken or is a
+ * superblock stripe, -ENOENT when no data block group holds it whole, -EINVAL unaligned). */
+int btk_data_extent_fixed(struct btk_trans *t, uint64_t bytenr, uint64_t len, uint64_t root,
+			  uint64_t ino, uint64_t offset);
+
 /* ---- trees ---- */
 /* Creates an empty tree with a default ROOT_ITEM (refs 1); fs trees get their root dir by
  * the caller. -EEXIST if it exists. */
@@ -220,19 +262,21 @@ int btk_dev_set_size(struct btk_trans *t, uint64_t devid, uint64_t bytes);
 /* Keeps new chunks of this transaction out of [start, start+len) of devid (until the commit
  * or abort). -ENOMEM. */
 int btk_dev_hold(struct btk_trans *t, uint64_t devid, uint64_t start, uint64_t len);
-/* Points stripe `stripe` of the committed chunk at logical to physical offset `to` on the same
- * device: the chunk item, the dev extent (re-keyed), the in-memory chunk map (this
- * transaction's blocks are written there) and, at commit, the superblock's system chunk array.
- * The caller has already copied the stripe's bytes to `to` (unallocated space); the old place
- * is held until the commit, so the committed filesystem stays readable at every write.
- * -ENOENT no such stripe, -EINVAL a chunk of this transaction, -EUCLEAN items disagree. */
+/* Points stripe `stripe` of the chunk at logical to physical offset `to` on the same device:
+ * the chunk item, the dev extent (re-keyed), the in-memory chunk map (this transaction's
+ * blocks are written there) and, at commit, the superblock's system chunk array. The caller
+ * has already copied the stripe's bytes to `to` (unallocated space); the old place of a
+ * committed chunk is held until the commit, so the committed filesystem stays readable at
+ * every write. A chunk of this transaction has no items yet: only its map changes.
+ * -ENOENT no such stripe, -EUCLEAN items disagree. */
 int btk_chunk_stripe_move(struct btk_trans *t, uint64_t logical, int stripe, uint64_t to);
 
-/* Cuts the free tail off a committed SINGLE or DUP chunk: its length becomes new_len (a
- * sector multiple, > 0) in the chunk item, its dev extents, its block group item and
- * free-space tree entries (re-keyed) and the chunk map; the device space past it becomes
- * unallocated after the commit (held until then). -EBUSY when anything in the tail is used,
- * -EINVAL for other profiles or lengths, -ENOENT no such chunk. */
+/* Cuts the free tail off a SINGLE or DUP chunk: its length becomes new_len (a sector
+ * multiple, > 0) in the chunk item, its dev extents, its block group item and free-space tree
+ * entries (re-keyed) and the chunk map; the device space past it becomes unallocated after the
+ * commit (held until then). A chunk of this transaction has no items yet: its map, block
+ * group and device usage change at once. -EBUSY when anything in the tail is used, -EINVAL for
+ * other profiles or lengths, -ENOENT no such chunk. */
 int btk_chunk_shrink(struct btk_trans *t, uint64_t logical, uint64_t new_len);
 
 /* ---- emptying block groups (relocation; chunk_remove.c) ---- */

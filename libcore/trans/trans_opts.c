@@ -24,3 +24,8 @@ int btk_trans_keep_out(struct btk_trans *t, uint64_t logical, uint64_t len)
 		return btk_err(ENOMEM, "out of memory");
 	return 0;
 }
+
+void btk_trans_set_geometry(struct btk_trans *t, const struct btk_geometry *g)
+{
+	t->w->geom = g;
+}

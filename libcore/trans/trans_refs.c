@@ -358,7 +358,7 @@ static int apply(struct btk_trans *t, const struct btk_refop *op)
 	uint32_t size, pos = 0, isz = btk_inline_ref_size(ref_type(op));
 	uint8_t *d;
 	uint64_t refs, gen;
-	int found, ret = rec_find(t, op, &r);
+	int found, keyed, ret = rec_find(t, op, &r);
 
 	if (ret < 0)
 		return ret;
@@ -388,8 +388,10 @@ static int apply(struct btk_trans *t, const struct btk_refop *op)
 	}
 	refs = (uint64_t)((int64_t)refs + op->delta);
 	BTK_PUT(struct btrfs_extent_item, d, refs, refs);
-	ret = keyed_exist(t->w, op->bytenr);
-	found = ret < 0 ? ret : inline_find(d, size, r.hdr, op, &pos);
+	/* keyed: 1 when keyed references exist (never this function's result) */
+	keyed = keyed_exist(t->w, op->bytenr);
+	found = keyed < 0 ? keyed : inline_find(d, size, r.hdr, op, &pos);
+	ret = 0;
 	if (found < 0) {
 		btk_wpath_release(&r.p);
 		return found;
@@ -419,7 +421,7 @@ static int apply(struct btk_trans *t, const struct btk_refop *op)
 			goto out;
 		goto done;
 	}
-	if (op->delta < 0 || ret > 0 || size + isz >= btk_leaf_data_size(t->fs) / 16 - 25) {
+	if (op->delta < 0 || keyed > 0 || size + isz >= btk_leaf_data_size(t->fs) / 16 - 25) {
 		/* a keyed reference */
 		if (refs == 0) {
 			ret = drop_record(t, op, &r, gen);
@@ -565,7 +567,8 @@ int btk_block_child_refs(struct btk_trans *t, uint64_t root, const struct btk_bl
 			op.num_bytes = BTK_GET(struct btrfs_file_extent_item, fe, disk_num_bytes);
 			op.data = true;
 			op.ino = k.objectid;
-			op.offset = k.offset - BTK_GET(struct btrfs_file_extent_item, fe, offset);
+			op.offset = btk_data_ref_offset(
+			    k.offset, BTK_GET(struct btrfs_file_extent_item, fe, offset));
 		}
 		ret = btk_refop_add(t->w, &op);
 	}

@@ -20,6 +20,8 @@ setup() {
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"states ok"* ]]
+	# the cuts happened (BTK_FAULT reached convert and rollback): some states are the old ext
+	[[ "$output" =~ \(([0-9]+)\ ext ]] && [ "${BASH_REMATCH[1]}" -gt 0 ]
 }
 
 @test "convert: refusals change nothing" {

@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
-# The classes of issue 12 that btk-fsck once got wrong, each on its own image: btk-fsck must
-# give the right verdict (the expected problem code, or clean). Images: mkfs.btrfs -r (no
-# root needed) changed by tests/lib/corrupt.c, or the kernel (skipped without loop devices).
+# Classes of problems btk-fsck once got wrong (false alarms and misses), each on its own
+# image: btk-fsck must give the right verdict (the expected problem code, or clean). Images:
+# mkfs.btrfs -r (no root needed) changed by tests/lib/corrupt.c, or the kernel (skipped
+# without loop devices).
 
 load helpers
 

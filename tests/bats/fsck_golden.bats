@@ -4,7 +4,8 @@
 # problem codes expect.codes, its exit 4 when the output has an error and 0 otherwise; and
 # `btrfs check --readonly` must agree on error or clean (unless the case's
 # btrfs-check-disagrees file says why not, which must then still hold). No mounts.
-# Optional per case: `args` (btk-fsck options), `btrfs-args` (btrfs check options).
+# Optional per case: `args` (btk-fsck options), `btrfs-args` (btrfs check options),
+# `expect.json` (btk-fsck --json's output, compared too).
 #
 # BTK_GOLDEN=NAME runs that case only; BTK_GOLDEN_UPDATE=1 (re)writes expect.out and
 # expect.codes from what btk-fsck prints (read the diff before committing it).
@@ -44,6 +45,18 @@ golden_case() {
 	if [ -n "${BTK_GOLDEN_UPDATE:-}" ]; then
 		cp "$work/out" "$dir/expect.out"
 		cp "$work/codes" "$dir/expect.codes"
+	fi
+	# --json too, for a case that has expect.json
+	if [ -f "$dir/expect.json" ]; then
+		btk_run 60 "$FSCK" --json "${args[@]}" "$work/img"
+		assert_no_crash || return 1
+		cat "$BTK_OUT" "$BTK_ERR" | sed "s|$work/img|IMG|g" >"$work/json"
+		[ -z "${BTK_GOLDEN_UPDATE:-}" ] || cp "$work/json" "$dir/expect.json"
+		diff -u "$dir/expect.json" "$work/json" >&2 || {
+			echo "$name: --json output differs (above)" >&2
+			return 1
+		}
+		btk_run 60 "$FSCK" "${args[@]}" "$work/img" # $status of the text run again
 	fi
 	grep -q '^ERROR: \[' "$work/out" && want=4
 	local bad=0

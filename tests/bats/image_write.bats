@@ -263,3 +263,108 @@ ok() {
 		return 1
 	}
 }
+
+@test "a snapshot's placeholder of a nested subvolume is an empty directory for every verb; its subvolume is untouched" {
+	echo data >"$D/f"
+	ok subvol create "$D/fs.img" /inner
+	ok put "$D/fs.img" "$D/f" /inner/f
+	ok subvol create "$D/fs.img" /keep/sv
+	ok snapshot "$D/fs.img" / /snap     # /snap/inner: a placeholder (no ROOT_REF from /snap)
+	ok snapshot "$D/fs.img" /snap /snap2 # a snapshot of a snapshot: /snap2/inner too
+	for p in /snap/inner /snap2/inner /snap/inner/ /snap//inner/.; do
+		ok stat --json "$D/fs.img" "$p"
+		grep -q '"ino": 2,' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+		ok ls "$D/fs.img" "$p"
+		[ ! -s "$BTK_OUT" ] || { cat "$BTK_OUT" >&2; return 1; }
+	done
+	# nothing below it, nothing made in it, nothing of it changed; no verb reaches /inner
+	unchanged "$IMG" subvol delete "$D/fs.img" /snap/inner
+	grep -q "placeholder" "$BTK_ERR"
+	unchanged "$IMG" subvol delete "$D/fs.img" /snap2/inner/
+	unchanged "$IMG" snapshot "$D/fs.img" /snap/inner /x
+	unchanged "$IMG" subvol default "$D/fs.img" /snap/inner
+	unchanged "$IMG" mkdir "$D/fs.img" /snap/inner/x
+	unchanged "$IMG" mkdir -p "$D/fs.img" /snap/inner/x/y
+	unchanged "$IMG" touch "$D/fs.img" /snap/inner/x
+	unchanged "$IMG" put "$D/fs.img" "$D/f" /snap/inner/
+	unchanged "$IMG" put "$D/fs.img" "$D/f" /snap/inner/f
+	unchanged "$IMG" subvol create "$D/fs.img" /snap/inner/sv
+	unchanged "$IMG" snapshot "$D/fs.img" /inner /snap/inner/s
+	unchanged "$IMG" ln -s x "$D/fs.img" /snap/inner/l
+	unchanged "$IMG" ln "$D/fs.img" /keep/file /snap/inner/l
+	unchanged "$IMG" ln "$D/fs.img" /snap/inner /snap/l
+	unchanged "$IMG" mv "$D/fs.img" /snap/inner /snap/moved
+	unchanged "$IMG" mv "$D/fs.img" /snap/keep /snap/inner/keep
+	unchanged "$IMG" chmod "$D/fs.img" 700 /snap/inner
+	unchanged "$IMG" touch "$D/fs.img" /snap/inner
+	unchanged "$IMG" setfattr -n user.a -v 1 "$D/fs.img" /snap/inner
+	unchanged "$IMG" rm "$D/fs.img" /snap/inner
+	ok cat "$D/fs.img" /inner/f
+	[ "$(cat "$BTK_OUT")" = data ]
+	# the subvolume itself, reached through its real name only, and moved into the snapshot
+	ok mv "$D/fs.img" /inner /snap/inner2
+	ok stat --json "$D/fs.img" /snap/inner2
+	grep -q '"ino": 256,' "$BTK_OUT"
+	ok stat --json "$D/fs.img" /snap/inner
+	grep -q '"ino": 2,' "$BTK_OUT"
+	clean
+	# rm -r removes the placeholder's entry only (rmdir in the kernel), also inside a tree
+	ok rm -r "$D/fs.img" /snap/inner
+	ok mkdir "$D/fs.img" /snap2/d
+	unchanged "$IMG" mv "$D/fs.img" /snap2/d /snap2/inner # into it, as mv(1): EPERM
+	ok rm -r "$D/fs.img" /snap/keep # a file and the placeholder of /keep/sv
+	ok stat "$D/fs.img" /keep/sv
+	ok subvol delete "$D/fs.img" /snap2
+	ok cat "$D/fs.img" /snap/inner2/f
+	[ "$(cat "$BTK_OUT")" = data ]
+	clean
+}
+
+@test "a converted filesystem's rollback image: every verb that would delete or change it demands --force, by id, under any name" {
+	require_tool mkfs.ext4
+	require_btk convert
+	truncate -s 64M "$D/ext.img"
+	mkfs.ext4 -q -F -b 4096 "$D/ext.img" >/dev/null 2>&1
+	imgs=(btk)
+	"$BTK_BUILD/bin/btk-convert" --no-progress "$D/ext.img" >/dev/null
+	mv "$D/ext.img" "$D/btk.img"
+	if command -v btrfs-convert >/dev/null; then # its ext2_saved is not read-only
+		truncate -s 64M "$D/ext.img"
+		mkfs.ext4 -q -F -b 4096 "$D/ext.img" >/dev/null 2>&1
+		btrfs-convert "$D/ext.img" >/dev/null 2>&1 && mv "$D/ext.img" "$D/progs.img" && imgs+=(progs)
+	fi
+	echo x >"$D/x"
+	for k in "${imgs[@]}"; do
+		cp "$D/$k.img" "$D/fs.img"
+		ok put "$D/fs.img" "$D/x" /x
+		[ "$k" = btk ] || ok put "$D/fs.img" "$D/x" /ext2_saved/other
+		for n in ext2_saved renamed; do
+			cmds=("subvol delete /$n" "rm /$n/image" "mv /$n/image /$n/i2")
+			[ "$n" = renamed ] || cmds+=("rm -r /$n/image" "mv /$n/other /$n/image" \
+				"chmod 600 /$n/image" "chown 1:1 /$n/image" "touch /$n/image" \
+				"ln /$n/image /$n/l" "setfattr -n user.a -v 1 /$n/image")
+			for cmd in "${cmds[@]}"; do
+				set -- $cmd
+				# without --force (and the read-only btk-convert subvolume made writable by
+				# it) the guard itself refuses
+				unchanged "$IMG" "$1" "$D/fs.img" "${@:2}"
+				[ "$k" = btk ] || grep -q "holds the image of a converted filesystem: $1.* would end the chance of a rollback" "$BTK_ERR" || { show_err; false; }
+			done
+			# harmless: the name (both rollbacks find it by id), another file there
+			[ "$n" = renamed ] || ok mv "$D/fs.img" "/$n" /renamed
+		done
+		[ "$k" = btk ] || ok rm "$D/fs.img" /renamed/other
+		ok stat "$D/fs.img" /renamed/image
+		before=$(sha256sum <"$D/fs.img")
+		btk_run 60 "$BTK_BUILD/bin/btk-resize" +16m "$D/fs.img"
+		assert_one_line_error
+		grep -q "renamed holds the image of a converted filesystem" "$BTK_ERR"
+		[ "$(sha256sum <"$D/fs.img")" = "$before" ]
+		clean
+		# --force does it, and says what it ends
+		ok put -f "$D/fs.img" "$D/x" /renamed/image
+		grep -q "warning: --force: put -f although renamed holds the image" "$BTK_ERR"
+		ok subvol delete -f "$D/fs.img" /renamed
+		clean
+	done
+}

@@ -332,3 +332,57 @@ small_src() {
 	! grep -q 'INCONSISTENT' "$D/status-after"
 	check_clean "the kernel's rescan"
 }
+
+@test "a snapshot's placeholder: btk-image sees and removes it as the kernel does, its subvolume untouched" {
+	IMAGE=$D/fs.img
+	truncate -s 256M "$IMAGE"
+	mkfs.btrfs -q -f "$IMAGE" >/dev/null 2>&1
+	attach "$IMAGE"
+	btrfs subvolume create "$MNT/inner" >/dev/null
+	echo data >"$MNT/inner/f"
+	mkdir "$MNT/keep"
+	echo k >"$MNT/keep/file"
+	btrfs subvolume create "$MNT/keep/sv" >/dev/null
+	btrfs subvolume snapshot "$MNT" "$MNT/snap" >/dev/null
+	btrfs subvolume snapshot "$MNT/snap" "$MNT/snap2" >/dev/null
+	kino=$(stat -c '%i %F' "$MNT/snap/inner" "$MNT/snap2/inner" "$MNT/snap/keep/sv")
+	kls=$(ls -A "$MNT/snap/inner")
+	detach
+	check_clean "the kernel's snapshots"
+	for p in /snap/inner /snap2/inner /snap/keep/sv; do
+		btk_run 60 "$IMG_TOOL" stat "$IMAGE" "$p"
+		[ "$status" = 0 ] || { show_err; false; }
+		grep -Eo 'Inode: [0-9]+  Type: dir' "$BTK_OUT" | sed 's/Inode: //;s/  Type: dir/ directory/'
+	done >"$D/btk.ino"
+	[ "$(cat "$D/btk.ino")" = "$kino" ] || { echo "kernel: $kino; btk: $(cat "$D/btk.ino")" >&2; false; }
+	btk_run 60 "$IMG_TOOL" ls "$IMAGE" /snap/inner
+	[ "$status" = 0 ] && [ "$(cat "$BTK_OUT")" = "$kls" ]
+	# refused as the kernel refuses (subvolume delete, snapshot: not a subvolume; mkdir: EPERM)
+	before=$(sha256_of "$IMAGE")
+	for cmd in "subvol delete /snap/inner" "snapshot /snap/inner /s" "mkdir /snap/inner/x" \
+		"mv /snap/inner /snap/moved"; do
+		set -- $cmd
+		btk_run 60 "$IMG_TOOL" "$1" "$IMAGE" "${@:2}"
+		assert_one_line_error
+	done
+	[ "$before" = "$(sha256_of "$IMAGE")" ]
+	# rmdir in the kernel and rm -r in btk-image remove the same entries
+	cp --sparse=always "$IMAGE" "$D/kernel.img"
+	attach "$D/kernel.img"
+	rmdir "$MNT/snap/inner" "$MNT/snap2/inner"
+	rm -r "$MNT/snap/keep"
+	detach
+	for p in /snap/inner /snap2/inner /snap/keep; do
+		btk_run 60 "$IMG_TOOL" rm -r "$IMAGE" "$p"
+		[ "$status" = 0 ] || { show_err; false; }
+	done
+	check_clean "rm -r of placeholders"
+	attach "$IMAGE" ro
+	(cd "$MNT" && find . | sort) >"$D/btk.list"
+	[ "$(cat "$MNT/inner/f")" = data ]
+	detach
+	attach "$D/kernel.img" ro
+	(cd "$MNT" && find . | sort) >"$D/kernel.list"
+	detach
+	diff "$D/kernel.list" "$D/btk.list" >&2
+}

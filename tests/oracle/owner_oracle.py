@@ -88,6 +88,10 @@ def cmd_record(mnt, out, naddr, nfiles, seed):
     rnd = random.Random(seed)
     files = walk_files(mnt)
     sample = files if len(files) <= nfiles else rnd.sample(files, nfiles)
+    # range clones (owner_clones.py) are always in, each extent at its first, middle and last
+    # block: their back references wrap, and a sample would catch them only now and then
+    clones = [f for f in files if b"/owner-clones/" in f]
+    sample += [f for f in clones if f not in sample]
     frag = {}
     for f in sample:
         e = filefrag(f)
@@ -106,6 +110,13 @@ def cmd_record(mnt, out, naddr, nfiles, seed):
         else:
             a = phys + rnd.randrange(0, ln)
         addrs.append(a)
+    m = os.fsencode(mnt)
+    for f in clones:
+        for off, ln, phys, flags in frag.get(os.fsdecode(f[len(m):]), []):
+            if "inline" in flags or "encoded" in flags or not phys:
+                continue
+            for blk in sorted({0, ln // 8192, ln // 4096 - 1}):
+                addrs.append(phys + blk * 4096 + (phys // 4096 + blk) * 37 % 4096)
     res = []
     for a in addrs:
         t, rc = logical_resolve(a, mnt)
@@ -113,7 +124,8 @@ def cmd_record(mnt, out, naddr, nfiles, seed):
     paths = record_paths(mnt, res, rnd)
     with open(os.path.join(out, "record.json"), "w") as f:
         json.dump({"files": frag, "addresses": res, "paths": paths}, f)
-    print("record: %d files (%d sampled), %d addresses" % (len(files), len(frag), len(res)))
+    print("record: %d files (%d sampled, %d range clones), %d addresses" %
+          (len(files), len(frag), len(clones), len(res)))
 
 
 def dump_trees(dev):

@@ -14,7 +14,7 @@
 
 #include "base/error.h"
 #include "test_image.h"
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
 #include "trans/trans.h"
 #include "tree/tree.h"
 

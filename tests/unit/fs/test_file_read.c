@@ -19,7 +19,7 @@
 #include "base/error.h"
 #include "fs/fs_read.h"
 #include "fs/fs_write.h"
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
 #include "tree/tree.h"
 
 #define SS   4096

@@ -17,7 +17,7 @@
 #include "base/error.h"
 #include "fs/fs_write.h"
 #include "base/csum.h"
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
 #include "tree/tree.h"
 #include "volumes/volumes.h"
 

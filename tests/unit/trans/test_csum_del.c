@@ -13,7 +13,7 @@
 
 #include "base/error.h"
 #include "fs/fs_write.h"
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
 #include "trans/trans.h"
 #include "tree/tree.h"
 #include "../test_image.h"

@@ -14,7 +14,7 @@
 
 #include "base/error.h"
 #include "base/uuid.h"
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
 #include "trans/trans.h"
 #include "tree/tree.h"
 

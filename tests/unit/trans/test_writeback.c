@@ -15,7 +15,7 @@
 
 #include "tree/cache.h"
 #include "base/error.h"
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
 #include "trans/trans.h"
 #include "tree/tree.h"
 #include "volumes/volumes.h"

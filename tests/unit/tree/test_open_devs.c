@@ -19,7 +19,7 @@
 #include "base/error.h"
 #include "fs/populate.h"
 #include "io/io.h"
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
 #include "trans/trans.h"
 #include "tree/tree.h"
 

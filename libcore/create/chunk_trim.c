@@ -5,45 +5,14 @@
  * The last chunk of each device loses its unallocated tail; the device then ends where its
  * last dev extent ends.
  */
-#include "trans/ctree_int.h"
+#include "create/create_int.h"
 #include "base/error.h"
+#include "io/io.h"
 
 #include <errno.h>
 #include <stdlib.h>
 
 #define SZ_1M (1ULL << 20)
-
-static bool chunk_is_new(const struct btk_wfs *w, uint64_t logical)
-{
-	for (int i = 0; i < w->nnew_chunks; i++)
-		if (w->new_chunks[i] == logical)
-			return true;
-	return false;
-}
-
-/* End of the last byte of a block group that is allocated or pinned: trailing free space and
- * superblock stripes do not count. */
-static uint64_t used_end(const struct btk_bg *bg)
-{
-	uint64_t end = bg->start + bg->len;
-
-	for (bool moved = true; moved && end > bg->start;) {
-		moved = false;
-		for (size_t i = 0; i < bg->free.n; i++)
-			if (bg->free.r[i].start + bg->free.r[i].len == end &&
-			    bg->free.r[i].start < end) {
-				end = bg->free.r[i].start, moved = true;
-				break;
-			}
-		for (size_t i = 0; !moved && i < bg->super.n; i++)
-			if (bg->super.r[i].start + bg->super.r[i].len == end &&
-			    bg->super.r[i].start < end) {
-				end = bg->super.r[i].start, moved = true;
-				break;
-			}
-	}
-	return end < bg->start ? bg->start : end;
-}
 
 static uint64_t stripe_end(const struct btk_chunk *c, uint64_t devid)
 {
@@ -74,8 +43,9 @@ static struct btk_chunk *last_chunk(struct btk_fs *fs, uint64_t devid, uint64_t 
  * written to it (file data, early tree blocks). The destination starts below the source, so
  * an ascending copy never overwrites what it has still to read. Nothing points at the
  * physical place yet: the superblocks come last. */
-static int close_dup_gap(struct btk_fs *fs, struct btk_chunk *c, uint64_t old_sl, uint64_t keep)
+static int close_dup_gap(struct btk_trans *t, struct btk_chunk *c, uint64_t old_sl, uint64_t keep)
 {
+	struct btk_fs *fs = btk_trans_fs(t);
 	struct btk_stripe *lo = &c->stripes[0], *hi = &c->stripes[1];
 	struct btk_fs_dev *d;
 	uint64_t to;
@@ -99,23 +69,22 @@ static int close_dup_gap(struct btk_fs *fs, struct btk_chunk *c, uint64_t old_sl
 			ret = btk_dev_write(d->dev, buf, n, to + done);
 	}
 	free(buf);
-	if (!ret)
-		hi->offset = to;
-	return ret;
+	return ret ? ret : btk_chunk_stripe_move(t, c->logical, (int)(hi - c->stripes), to);
 }
 
-static int trim_chunk(struct btk_wfs *w, struct btk_chunk *c, uint64_t slack)
+static int trim_chunk(struct btk_trans *t, struct btk_chunk *c, uint64_t slack)
 {
-	struct btk_bg *bg = btk_bg_find(w, c->logical);
-	uint64_t keep, old_sl = btk_chunk_stripe_len(c);
+	uint64_t keep, old_sl = btk_chunk_stripe_len(c), end;
+	int ret;
 
-	if (!bg || bg->start != c->logical)
-		return btk_err(EUCLEAN, "chunk %llu has no block group",
-			       (unsigned long long)c->logical);
 	/* a single stripe per device copy (SINGLE, DUP): logical length = stripe length */
 	if (c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK & ~BTRFS_BLOCK_GROUP_DUP)
 		return 0;
-	keep = used_end(bg) - bg->start;
+	if ((ret = btk_bg_used_end(t, c->logical, &end)))
+		return ret == -ENOENT ? btk_err(EUCLEAN, "chunk %llu has no block group",
+						(unsigned long long)c->logical)
+				      : ret;
+	keep = end - c->logical;
 	if (!(c->type & BTRFS_BLOCK_GROUP_DATA) || (c->type & BTRFS_BLOCK_GROUP_METADATA))
 		keep += slack;
 	keep = (keep + SZ_1M - 1) / SZ_1M * SZ_1M;
@@ -123,28 +92,22 @@ static int trim_chunk(struct btk_wfs *w, struct btk_chunk *c, uint64_t slack)
 		keep = SZ_1M;
 	if (keep >= c->length)
 		return 0;
-	if (btk_rs_remove(&bg->free, bg->start + keep, c->length - keep) ||
-	    btk_rs_remove(&bg->super, bg->start + keep, c->length - keep))
-		return btk_err(ENOMEM, "out of memory");
-	c->length = bg->len = keep;
-	bg->dirty = true;
-	for (int i = 0; i < c->num_stripes; i++)
-		btk_fs_dev_find(w->fs, c->stripes[i].devid)->bytes_used -= old_sl - keep;
-	return close_dup_gap(w->fs, c, old_sl, keep);
+	if ((ret = btk_chunk_shrink(t, c->logical, keep)))
+		return ret;
+	return close_dup_gap(t, c, old_sl, keep);
 }
 
 int btk_chunk_trim_tail(struct btk_trans *t, uint64_t meta_slack)
 {
-	struct btk_wfs *w = t->w;
-	struct btk_fs *fs = t->fs;
-	int ret = btk_run_refs(t); /* settles allocations still queued */
+	struct btk_fs *fs = btk_trans_fs(t);
+	int ret = btk_trans_settle(t); /* allocations still queued count as used */
 
 	for (int i = 0; i < fs->ndevs && !ret; i++) {
 		struct btk_fs_dev *d = &fs->devs[i];
 		uint64_t end;
 		struct btk_chunk *c = last_chunk(fs, d->devid, &end);
-		if (c && chunk_is_new(w, c->logical)) {
-			ret = trim_chunk(w, c, meta_slack);
+		if (c && btk_chunk_is_new(t, c->logical)) {
+			ret = trim_chunk(t, c, meta_slack);
 			last_chunk(fs, d->devid, &end);
 		}
 		if (!ret && end && end < d->total_bytes)

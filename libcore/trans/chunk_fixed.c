@@ -1,6 +1,5 @@
-/* inplace.c — chunks and data extents at fixed places, for building a filesystem over another one's
- * blocks (convert). */
-#include "trans/inplace.h"
+/* chunk_fixed.c — chunks and data extents at places the caller chooses (a filesystem built
+ * over another one's blocks), the used end of a block group, and new chunks. */
 #include "trans/ctree_int.h"
 #include "base/error.h"
 
@@ -71,14 +70,6 @@ int btk_chunk_add_fixed(struct btk_trans *t, uint64_t flags, uint64_t logical, u
 	return ret == -ENOMEM ? btk_err(ENOMEM, "out of memory adding a chunk") : ret;
 }
 
-int btk_chunk_alloc_size(struct btk_trans *t, uint64_t flags, uint64_t size, uint64_t *logical)
-{
-	if (!size || size % BTK_STRIPE_LEN)
-		return btk_err(EINVAL, "chunk stripe of %llu bytes is not a multiple of 64 KiB",
-			       (unsigned long long)size);
-	return btk_chunk_alloc_sized(t->w, flags, size, logical);
-}
-
 int btk_data_extent_fixed(struct btk_trans *t, uint64_t bytenr, uint64_t len, uint64_t root,
 			  uint64_t ino, uint64_t offset)
 {
@@ -100,4 +91,51 @@ int btk_data_extent_fixed(struct btk_trans *t, uint64_t bytenr, uint64_t len, ui
 	bg->dirty = true;
 	t->w->mods++;
 	return btk_data_record_insert(t, bytenr, len, root, ino, offset);
+}
+
+bool btk_chunk_is_new(const struct btk_trans *t, uint64_t logical)
+{
+	for (int i = 0; i < t->w->nnew_chunks; i++)
+		if (t->w->new_chunks[i] == logical)
+			return true;
+	return false;
+}
+
+/* End of the last byte of a block group that is allocated or pinned: trailing free space and
+ * superblock stripes do not count. */
+static uint64_t used_end(const struct btk_bg *bg)
+{
+	uint64_t end = bg->start + bg->len;
+
+	for (bool moved = true; moved && end > bg->start;) {
+		moved = false;
+		for (size_t i = 0; i < bg->free.n; i++)
+			if (bg->free.r[i].start + bg->free.r[i].len == end &&
+			    bg->free.r[i].start < end) {
+				end = bg->free.r[i].start, moved = true;
+				break;
+			}
+		for (size_t i = 0; !moved && i < bg->super.n; i++)
+			if (bg->super.r[i].start + bg->super.r[i].len == end &&
+			    bg->super.r[i].start < end) {
+				end = bg->super.r[i].start, moved = true;
+				break;
+			}
+	}
+	return end < bg->start ? bg->start : end;
+}
+
+int btk_bg_used_end(struct btk_trans *t, uint64_t logical, uint64_t *end)
+{
+	struct btk_bg *bg = btk_bg_find(t->w, logical);
+
+	if (!bg || bg->start != logical)
+		return btk_err(ENOENT, "no block group at %llu", (unsigned long long)logical);
+	*end = used_end(bg);
+	return 0;
+}
+
+int btk_trans_settle(struct btk_trans *t)
+{
+	return btk_run_refs(t);
 }

@@ -1,7 +1,8 @@
-/* inplace.h: chunks at fixed places, data extents recorded where their data already is, and
- * device ranges kept from the chunk allocator — the pieces btk-convert lays a btrfs with.
- * A filesystem built with them over a pattern written beforehand must keep the pattern in
- * place, hold no chunk in the reserved ranges, and pass btrfs check.
+/* test_chunk_fixed.c — chunks at fixed places, data extents recorded where their data
+ * already is, and device ranges kept from the chunk allocator (trans.h): the pieces an
+ * in-place build lays a btrfs with. A filesystem built with them over a pattern written
+ * beforehand must keep the pattern in place, hold no chunk in the reserved ranges, and pass
+ * btrfs check.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -18,8 +19,7 @@
 
 #include "base/error.h"
 #include "fs/fs_write.h"
-#include "trans/inplace.h"
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
 #include "volumes/volumes.h"
 #include "../test_image.h"
 

@@ -2,11 +2,14 @@
  * filesystem object, its chunks and empty trees) after which everything else goes through
  * the general write path and one commit.
  */
-#include "trans/mkfs.h"
+#include "create/mkfs.h"
+#include "create/create_int.h"
 #include "format/dir_item.h"
+#include "format/geometry.h"
+#include "format/inode_item.h"
+#include "format/root_item.h"
 #include "tree/cache.h"
 #include "base/csum.h"
-#include "trans/ctree_int.h"
 #include "base/error.h"
 #include "format/dev_items.h"
 #include "io/io.h"
@@ -338,7 +341,7 @@ static int insert_root_dir(struct btk_trans *t, time_t now)
 	struct btk_key loc = {BTRFS_FS_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, UINT64_MAX};
 	struct btk_key k = {BTRFS_ROOT_TREE_DIR_OBJECTID, BTRFS_DIR_ITEM_KEY, 0};
 	int ret = insert_dir_inode(t, BTRFS_ROOT_TREE_OBJECTID, BTRFS_ROOT_TREE_DIR_OBJECTID,
-				   t->fs->nodesize, now);
+				   btk_trans_fs(t)->nodesize, now);
 
 	if (ret)
 		return ret;
@@ -355,7 +358,7 @@ static int insert_root_dir(struct btk_trans *t, time_t now)
 
 static int insert_dev_items(struct btk_trans *t)
 {
-	struct btk_fs *fs = t->fs;
+	struct btk_fs *fs = btk_trans_fs(t);
 	int ret = 0;
 
 	for (int i = 0; i < fs->ndevs && !ret; i++) {
@@ -376,7 +379,7 @@ static int create_trees(struct btk_trans *t, const struct plan *pl, time_t now)
 				       BTRFS_FS_TREE_OBJECTID,	   BTRFS_CSUM_TREE_OBJECTID,
 				       BTRFS_UUID_TREE_OBJECTID,   BTRFS_DATA_RELOC_TREE_OBJECTID};
 	struct btk_root_item ri;
-	struct btk_wroot *wr;
+	uint8_t *item;
 	int ret = 0;
 
 	for (size_t i = 0; i < sizeof(ids) / sizeof(ids[0]) && !ret; i++)
@@ -388,16 +391,18 @@ static int create_trees(struct btk_trans *t, const struct plan *pl, time_t now)
 	if (ret)
 		return ret;
 	/* the FS tree: a uuid, creation times and its root directory */
-	wr = btk_wroot_get(t->w, BTRFS_FS_TREE_OBJECTID);
-	wroot_item(wr, &ri);
+	item = (uint8_t *)btk_tree_root_item(t, BTRFS_FS_TREE_OBJECTID);
+	if (!item || btk_root_item_parse(item, sizeof(struct btrfs_root_item), &ri))
+		return btk_err(EUCLEAN, "the new FS tree has no root item");
 	ri.root_dirid = BTRFS_FIRST_FREE_OBJECTID;
-	make_uuid(t->fs, pl->derive_uuids, "fs-tree", 0, ri.uuid);
+	make_uuid(btk_trans_fs(t), pl->derive_uuids, "fs-tree", 0, ri.uuid);
 	ri.ctime = ri.otime = (struct btk_time){.sec = (uint64_t)now};
-	wroot_item_set(wr, &ri);
-	wr = btk_wroot_get(t->w, BTRFS_DATA_RELOC_TREE_OBJECTID);
-	wroot_item(wr, &ri);
+	btk_root_item_write(item, sizeof(struct btrfs_root_item), &ri);
+	item = (uint8_t *)btk_tree_root_item(t, BTRFS_DATA_RELOC_TREE_OBJECTID);
+	if (!item || btk_root_item_parse(item, sizeof(struct btrfs_root_item), &ri))
+		return btk_err(EUCLEAN, "the new data relocation tree has no root item");
 	ri.root_dirid = BTRFS_FIRST_FREE_OBJECTID;
-	wroot_item_set(wr, &ri);
+	btk_root_item_write(item, sizeof(struct btrfs_root_item), &ri);
 	return 0;
 }
 
@@ -410,7 +415,7 @@ static int populate(struct btk_trans *t, time_t now)
 
 	if (!ret)
 		ret = insert_dir_inode(t, BTRFS_FS_TREE_OBJECTID, BTRFS_FIRST_FREE_OBJECTID,
-				       t->fs->nodesize, now);
+				       btk_trans_fs(t)->nodesize, now);
 	if (!ret)
 		ret = insert_dir_inode(t, BTRFS_DATA_RELOC_TREE_OBJECTID, BTRFS_FIRST_FREE_OBJECTID,
 				       0, now);
@@ -422,9 +427,10 @@ static int populate(struct btk_trans *t, time_t now)
 	return ret;
 }
 
-static int alloc_chunks(struct btk_wfs *w, const struct btk_mkfs_opts *o, const struct plan *pl,
+static int alloc_chunks(struct btk_trans *t, const struct btk_mkfs_opts *o, const struct plan *pl,
 			struct btk_mkfs_result *res)
 {
+	struct btk_fs *fs = btk_trans_fs(t);
 	uint64_t lg;
 	int ret;
 
@@ -434,34 +440,34 @@ static int alloc_chunks(struct btk_wfs *w, const struct btk_mkfs_opts *o, const 
 	if (o->mixed)
 		res->meta_flags = res->data_flags = res->meta_flags | BTRFS_BLOCK_GROUP_DATA;
 	/* mkfs.btrfs keeps its initial 4 MiB system chunk when the profile is single */
-	if ((ret = btk_chunk_alloc_sized(
-		 w, res->sys_flags, (pl->meta & BTRFS_BLOCK_GROUP_PROFILE_MASK) ? 0 : 4 * SZ_1M,
-		 &lg)))
+	if ((ret = btk_chunk_alloc_size(t, res->sys_flags,
+					(pl->meta & BTRFS_BLOCK_GROUP_PROFILE_MASK) ? 0 : 4 * SZ_1M,
+					&lg)))
 		return ret;
 	if (!(pl->meta & BTRFS_BLOCK_GROUP_PROFILE_MASK)) {
 		/* and that chunk carries the fields of its raw construction */
-		struct btk_chunk *c = (struct btk_chunk *)btk_chunk_find(w->fs, lg);
+		struct btk_chunk *c = (struct btk_chunk *)btk_chunk_find(fs, lg);
 		c->io_align = c->io_width = pl->sectorsize;
 		c->sub_stripes = 0;
 	}
-	res->sys_bytes = btk_bg_find(w, lg)->len;
-	if ((ret = btk_chunk_alloc(w, res->meta_flags, &lg)))
+	res->sys_bytes = btk_chunk_find(fs, lg)->length;
+	if ((ret = btk_chunk_alloc_size(t, res->meta_flags, 0, &lg)))
 		return ret;
-	res->meta_bytes = btk_bg_find(w, lg)->len;
+	res->meta_bytes = btk_chunk_find(fs, lg)->length;
 	if (o->mixed) {
 		res->data_bytes = res->meta_bytes;
 		return 0;
 	}
-	for (int i = 0; i < w->nbgs; i++)
-		if (w->bgs[i].flags & BTRFS_BLOCK_GROUP_DATA) {
-			res->data_bytes += w->bgs[i].len; /* laid by the place hook */
-			res->data_flags = w->bgs[i].flags;
+	for (int i = 0; i < fs->nchunks; i++)
+		if (fs->chunks[i]->type & BTRFS_BLOCK_GROUP_DATA) {
+			res->data_bytes += fs->chunks[i]->length; /* laid by the place hook */
+			res->data_flags = fs->chunks[i]->type;
 		}
 	if (res->data_bytes)
 		return 0;
-	if ((ret = btk_chunk_alloc(w, res->data_flags, &lg)))
+	if ((ret = btk_chunk_alloc_size(t, res->data_flags, 0, &lg)))
 		return ret;
-	res->data_bytes = btk_bg_find(w, lg)->len;
+	res->data_bytes = btk_chunk_find(fs, lg)->length;
 	return 0;
 }
 
@@ -512,19 +518,25 @@ static int check_fill_fits(const struct btk_fs *fs, const struct btk_mkfs_opts *
  * placed after everything else, and end where it ends. */
 static int shrink_devices(struct btk_trans *t, uint64_t meta_flags, uint64_t room)
 {
-	struct btk_wfs *w = t->w;
+	struct btk_fs *fs = btk_trans_fs(t);
 	uint64_t free_bytes = 0, lg, want;
 	int ret = btk_chunk_trim_tail(t, room > SHRINK_META_SLACK ? room : SHRINK_META_SLACK);
 
-	for (int i = 0; !ret && i < w->nbgs; i++)
-		if (w->bgs[i].flags & BTRFS_BLOCK_GROUP_METADATA)
-			free_bytes += w->bgs[i].len - w->bgs[i].used;
+	for (int i = 0; !ret && i < fs->nchunks; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		uint64_t used, pinned;
+		if (!(c->type & BTRFS_BLOCK_GROUP_METADATA))
+			continue;
+		if ((ret = btk_bg_usage(t, c->logical, &used, &pinned)))
+			return ret;
+		free_bytes += c->length - used;
+	}
 	if (ret || free_bytes >= room)
 		return ret;
 	want = (room - free_bytes + SZ_1M - 1) / SZ_1M * SZ_1M;
-	for (int i = 0; i < t->fs->ndevs; i++) /* image files only: they grow as written */
-		t->fs->devs[i].total_bytes += 2 * want + SZ_1M;
-	ret = btk_chunk_alloc_sized(w, meta_flags, want, &lg);
+	for (int i = 0; i < fs->ndevs; i++) /* image files only: they grow as written */
+		fs->devs[i].total_bytes += 2 * want + SZ_1M;
+	ret = btk_chunk_alloc_size(t, meta_flags, want, &lg);
 	return ret ? ret : btk_chunk_trim_tail(t, want);
 }
 
@@ -624,12 +636,64 @@ static void remove_created(const struct btk_mkfs_opts *o, const bool *existed)
 			unlink(o->paths[i]);
 }
 
+/* One kind's chunk sizes: mkfs.btrfs's small ones for the first SINGLE chunks, else the
+ * kernel's; exactly cap bytes when a cap is given. */
+static void kind_size(uint64_t flags, uint64_t total, bool first, uint64_t cap,
+		      struct btk_chunk_size *s)
+{
+	if (first && !(flags & BTRFS_BLOCK_GROUP_PROFILE_MASK))
+		btk_chunk_size_first(s);
+	else
+		btk_chunk_size_kernel(flags, total, s);
+	if (!cap)
+		return;
+	s->stripe = s->max_chunk = cap;
+	if (s->min_stripe > cap)
+		s->min_stripe = cap;
+	s->exact = true;
+}
+
+/* The sizes of new chunks, while the first chunks are made (first) and after. --shrink keeps
+ * chunks small (little is lost when the filesystem is cut to fit); an in-place build sizes
+ * metadata chunks by what the fill needs and leaves the rest of the old filesystem's free
+ * space to data. Returns false when the kernel's sizes apply. */
+static bool plan_geometry(const struct btk_mkfs_opts *o, const struct plan *pl, uint64_t total,
+			  bool first, struct btk_geometry *g)
+{
+	uint64_t cap = 0, meta_cap = 0;
+
+	if (o->shrink) {
+		cap = SHRINK_CHUNK;
+		meta_cap = SHRINK_META_CHUNK;
+		/* a small tree needs little metadata: a smaller chunk wastes less */
+		if (o->meta_estimate && o->meta_estimate < meta_cap)
+			meta_cap = o->meta_estimate < 4 * SZ_1M
+				       ? 4 * SZ_1M
+				       : (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
+	}
+	if (o->inplace && o->meta_estimate) {
+		cap = 1024 * SZ_1M;
+		meta_cap = o->meta_estimate < 4 * SZ_1M ? 4 * SZ_1M
+			   : o->meta_estimate > 256 * SZ_1M
+			       ? 256 * SZ_1M
+			       : (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
+	}
+	if (!first && !cap)
+		return false;
+	kind_size(BTRFS_BLOCK_GROUP_SYSTEM | pl->meta, total, first, 0, &g->sys);
+	kind_size(BTRFS_BLOCK_GROUP_METADATA | pl->meta, total, first, meta_cap, &g->meta);
+	kind_size(BTRFS_BLOCK_GROUP_DATA | pl->data, total, first, cap, &g->data);
+	return true;
+}
+
 int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 {
 	struct btk_fs *fs = NULL;
-	struct btk_wfs *w;
+	struct btk_wfs *w = NULL;
 	struct btk_trans *t = NULL;
+	struct btk_geometry geo;
 	struct plan pl = {0};
+	uint8_t chunk_uuid[BTK_UUID_SIZE];
 	bool existed[64] = {false};
 	bool committing = false;
 	int ret = plan_options(o, &pl);
@@ -642,27 +706,15 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 		existed[i] = !stat(o->paths[i], &st);
 	}
 	fs = calloc(1, sizeof(*fs));
-	w = calloc(1, sizeof(*w));
-	if (!fs || !w) {
-		free(fs);
-		free(w);
+	if (!fs)
 		return btk_err(ENOMEM, "out of memory");
-	}
-	w->fs = fs;
-	w->transid = 1;
-	w->skinny = pl.incompat & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
-	w->mixed = o->mixed;
-	w->no_holes = pl.incompat & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
-	w->fst = pl.compat_ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE;
-	w->bgtree = pl.compat_ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE;
 	fs->writable = true;
 	if (o->fsid)
 		memcpy(fs->fsid, o->fsid, BTK_FSID_SIZE);
 	else
 		btk_uuid_make(NULL, NULL, 0, fs->fsid);
 	pl.derive_uuids = o->fsid != NULL;
-	w->uuid_seed = pl.derive_uuids ? fs->fsid : NULL;
-	make_uuid(fs, pl.derive_uuids, "chunk-tree", 0, w->chunk_uuid);
+	make_uuid(fs, pl.derive_uuids, "chunk-tree", 0, chunk_uuid);
 	ret = open_devices(o, &pl, existed, fs);
 	for (int i = 0; !ret && i < fs->ndevs; i++)
 		make_uuid(fs, pl.derive_uuids, "device", fs->devs[i].devid, fs->devs[i].uuid);
@@ -672,31 +724,19 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 		ret = fs->cache ? 0 : btk_err(ENOMEM, "out of memory");
 	}
 	if (!ret)
+		ret = btk_write_new(fs, chunk_uuid, pl.derive_uuids ? fs->fsid : NULL, &w);
+	if (!ret)
 		ret = btk_trans_start(w, &t);
-	if (o->shrink) {
-		w->chunk_cap = SHRINK_CHUNK;
-		w->meta_chunk_cap = SHRINK_META_CHUNK;
-		/* a small tree needs little metadata: a smaller chunk wastes less */
-		if (o->meta_estimate && o->meta_estimate < w->meta_chunk_cap)
-			w->meta_chunk_cap = o->meta_estimate < 4 * SZ_1M
-						? 4 * SZ_1M
-						: (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
-	}
-	if (o->inplace && o->meta_estimate) {
-		/* the old filesystem's free space is all there is: metadata chunks of what the
-		 * fill needs, not of mkfs's sizes, leave the rest to data */
-		w->chunk_cap = 1024 * SZ_1M;
-		w->meta_chunk_cap = o->meta_estimate < 4 * SZ_1M ? 4 * SZ_1M
-				    : o->meta_estimate > 256 * SZ_1M
-					? 256 * SZ_1M
-					: (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
-	}
-	w->small_single = true;
+	if (!ret && plan_geometry(o, &pl, btk_le64(fs->sb.total_bytes), true, &geo))
+		btk_trans_set_geometry(t, &geo);
 	if (!ret && o->place)
 		ret = o->place(o->fill_ctx, t);
 	if (!ret)
-		ret = alloc_chunks(w, o, &pl, res);
-	w->small_single = false;
+		ret = alloc_chunks(t, o, &pl, res);
+	if (!ret)
+		btk_trans_set_geometry(
+		    t,
+		    plan_geometry(o, &pl, btk_le64(fs->sb.total_bytes), false, &geo) ? &geo : NULL);
 	if (!ret)
 		ret = create_trees(t, &pl, o->now);
 	if (!ret)
