@@ -18,13 +18,24 @@
 
 #define BTK_VERSION "0.1"
 
-/* Exit codes of every tool but btk-fsck, which follows fsck(8) (0, 4, 8, 16). */
-enum { CLI_EXIT_OK = 0, CLI_EXIT_ERROR = 1, CLI_EXIT_USAGE = 2 };
+/* Exit codes of every tool but btk-fsck, which follows fsck(8) (0, 4, 8, 16); every tool, fsck
+ * included, exits CLI_EXIT_INTERRUPTED (128 + SIGINT, as shells report it) when a writer is
+ * stopped by SIGINT, SIGTERM or SIGHUP (cli_interrupt_*). */
+enum { CLI_EXIT_OK = 0, CLI_EXIT_ERROR = 1, CLI_EXIT_USAGE = 2, CLI_EXIT_INTERRUPTED = 130 };
 
-/* Sets the name messages start with ("btk-mkfs") and installs cli_warn as libcore's warning
- * hook. prog must outlive every cli call (a string literal). */
+/* Sets the name messages start with ("btk-mkfs"), installs cli_warn as libcore's warning
+ * hook and registers the check of stdout at exit (below). prog must outlive every cli call (a
+ * string literal). */
 void cli_init(const char *prog);
 const char *cli_prog(void);
+
+/* Standard output that could not be written (`> /dev/full`, a full disk) is a failure: at
+ * exit stdout is flushed and closed, and on any write error one line ("PROG: writing standard
+ * output failed: No space left on device") goes to stderr and the process exits with the
+ * operational-error code: CLI_EXIT_ERROR, or what cli_output_fail_code set (btk-fsck: 8).
+ * cli_stdout_check flushes now: 0, or -1 after that line (printed once per process). */
+void cli_output_fail_code(int code);
+int cli_stdout_check(void);
 
 /* Messages, one line each on stderr: "PROG: MSG" and "PROG: warning: MSG". Both flush
  * stdout first, so that a log read from a pipe keeps the order in which things happened, and
@@ -112,6 +123,25 @@ int cli_dev_opts(struct btk_dev_opts *o);
 extern struct poptOption cli_std_table[];
 #define CLI_STD_OPTIONS                                                                            \
 	{NULL, 0, POPT_ARG_INCLUDE_TABLE, cli_std_table, 0, NULL, NULL}, POPT_AUTOHELP
+
+/* Interruption of a writer (interrupt.c). cli_interrupt_writer installs handlers for SIGINT,
+ * SIGTERM and SIGHUP: each ends the process at once with one line on stderr and exit
+ * CLI_EXIT_INTERRUPTED, saying the state the devices are in:
+ *   "PROG: interrupted: NAME is unchanged"	 nothing written to any device yet
+ *   "PROG: interrupted: BEFORE"			 written, but no commit made yet
+ *   "PROG: interrupted after a commit: AFTER"  a commit was made (btk_trans_commits)
+ * BEFORE defaults to "NAME is unchanged" (what copy-on-write guarantees: what a writer writes
+ * before a commit is not part of the filesystem), AFTER to "NAME holds the filesystem as
+ * committed"; a tool whose steps say more (mkfs, rollback, resize's cut) sets them with
+ * cli_interrupt_before/after before each step (printf formats, copied). A commit's
+ * superblocks go out with these signals held, so it is made whole or not at all. Call
+ * cli_interrupt_writer before the first write, naming the n devices. Tests:
+ * BTK_TEST_SIGINT_AT=N raises SIGINT before the Nth change of any device. */
+void cli_interrupt_writer(const char *const *names, int n);
+void cli_interrupt_before(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The text while nothing is written yet, for a tool that made the files itself (mkfs). */
+void cli_interrupt_untouched(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void cli_interrupt_after(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Runs popt over every option: 0 when done, or CLI_EXIT_USAGE after printing one line
  * ("PROG: --bad: unknown option"). */

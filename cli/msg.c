@@ -21,6 +21,7 @@ void cli_init(const char *name)
 {
 	prog = name;
 	btk_set_warn_hook(warn_hook, NULL);
+	cli_output_at_exit();
 }
 
 const char *cli_prog(void)

@@ -57,6 +57,11 @@ void cli_progress_clear(struct cli_progress *p)
 		active = NULL;
 }
 
+bool cli_progress_shown(void)
+{
+	return active && active->drawn;
+}
+
 void cli_progress_clear_active(void)
 {
 	if (active)

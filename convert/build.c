@@ -1,9 +1,8 @@
 /* build.c — the btrfs side of a conversion, run inside btk_mkfs's one transaction.
  *
- * Layout (decided in conv_place): data chunks lie over the blocks ext uses, logical ==
- * physical, cut around the ranges btrfs keeps for itself (the first MiB, 64 KiB at each
- * superblock mirror); every byte ext uses is kept from the chunk allocator, so system and
- * metadata chunks, and anything else the write path allocates, land in ext's free blocks.
+ * Layout (create/inplace.h, laid by conv_place): data chunks lie over the blocks ext uses,
+ * logical == physical, around the ranges btrfs keeps for itself; everything else the write
+ * path allocates lands in ext's free blocks.
  *
  * Content (conv_fill): every used ext block becomes part of a data extent referenced by
  * ext2_saved/image at its own offset — in place, or, inside the reserved ranges, a copy in
@@ -12,6 +11,7 @@
  * leaves the ext filesystem as it was.
  */
 #include "build.h"
+#include "links.h"
 #include "runs.h"
 #include "base/error.h"
 #include "base/uuid.h"
@@ -25,17 +25,8 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
-#define SZ_64K	    (64ULL << 10)
-#define SZ_1M	    (1ULL << 20)
-#define CHUNK_SPLIT (1ULL << 30)   /* data chunks end at multiples of 1 GiB */
-#define MAX_EXTENT  (128ULL << 20) /* btrfs's largest data extent */
-#define CHUNK_GAP   SZ_1M	   /* used runs closer than this share a chunk */
-#define IO_PIECE    (256ULL << 10) /* reads and writes of data, in pieces */
+#define IO_PIECE (256ULL << 10) /* reads and writes of data, in pieces */
 
-static uint64_t down(uint64_t v, uint64_t a)
-{
-	return v / a * a;
-}
 static uint64_t up(uint64_t v, uint64_t a)
 {
 	return (v + a - 1) / a * a;
@@ -45,114 +36,15 @@ static uint64_t min64(uint64_t a, uint64_t b)
 	return a < b ? a : b;
 }
 
-/* The reserved range holding byte b, or NULL. */
-static const struct ext_range *reserved_at(const struct ext_range *r, int nr, uint64_t b)
-{
-	for (int i = 0; i < nr; i++)
-		if (b >= r[i].start && b < r[i].start + r[i].len)
-			return &r[i];
-	return NULL;
-}
-
-/* Where the next reserved range starts at or after b (or UINT64_MAX). */
-static uint64_t next_reserved(const struct ext_range *r, int nr, uint64_t b)
-{
-	uint64_t best = UINT64_MAX;
-
-	for (int i = 0; i < nr; i++)
-		if (r[i].start >= b && r[i].start < best)
-			best = r[i].start;
-	return best;
-}
-
-/* Calls fn for the pieces of [start, +len) cut at reserved ranges, with in = inside one. */
-static int split_reserved(const struct ext_range *r, int nr, uint64_t start, uint64_t len,
-			  int (*fn)(void *ctx, uint64_t s, uint64_t l, bool in), void *ctx)
-{
-	uint64_t end = start + len;
-	int ret = 0;
-
-	while (start < end && !ret) {
-		const struct ext_range *in = reserved_at(r, nr, start);
-		uint64_t stop = in ? in->start + in->len : next_reserved(r, nr, start);
-		stop = min64(stop, end);
-		ret = fn(ctx, start, stop - start, in != NULL);
-		start = stop;
-	}
-	return ret;
-}
-
-/* ---- layout ---- */
-
-struct chunker {
-	struct btk_trans *t;
-	uint64_t limit;	 /* device end usable for chunks */
-	uint64_t cs, ce; /* chunk being grown */
-	const struct ext_range *res;
-	int nres;
-};
-
-static int emit_chunk(struct chunker *k)
-{
-	int ret = 0;
-
-	for (uint64_t s = k->cs; s < k->ce && !ret;) {
-		uint64_t e = min64(down(s, CHUNK_SPLIT) + CHUNK_SPLIT, k->ce);
-		ret = btk_chunk_add_fixed(k->t, BTRFS_BLOCK_GROUP_DATA, s, s, e - s);
-		s = e;
-	}
-	k->cs = k->ce = 0;
-	return ret;
-}
-
-static int chunk_piece(void *ctx, uint64_t s, uint64_t l, bool in)
-{
-	struct chunker *k = ctx;
-	uint64_t e;
-	int ret;
-
-	if (in)
-		return 0; /* copied aside; its chunk-free place stays reserved */
-	e = min64(up(s + l, SZ_64K), k->limit);
-	s = down(s, SZ_64K);
-	/* rounding outward never reaches into a reserved range: they are 64 KiB aligned */
-	if (k->ce && s <= k->ce + CHUNK_GAP && next_reserved(k->res, k->nres, k->ce) >= e) {
-		if (e > k->ce)
-			k->ce = e;
-		return 0;
-	}
-	if (k->ce && (ret = emit_chunk(k)))
-		return ret;
-	k->cs = s;
-	k->ce = e;
-	return 0;
-}
-
 int conv_place(void *ctx, struct btk_trans *t)
 {
 	struct conv *c = ctx;
-	struct ext_src *s = c->src;
-	struct ext_range res[3];
-	int nres = ext_btrfs_reserved(s->size, res), ret = 0;
-	uint64_t copy = 0, lg;
-	struct chunker k = {t, down(s->size, btk_trans_fs(t)->sectorsize), 0, 0, res, nres};
 
 	c->t = t;
 	c->fs = btk_trans_fs(t);
-	/* the data chunks below cover every used block outside these ranges, so holding them
-	 * keeps the chunk allocator off everything ext uses */
-	for (int i = 0; i < nres && !ret; i++)
-		ret = btk_dev_hold(t, 1, res[i].start, res[i].len);
-	for (size_t i = 0; i < s->nused && !ret; i++)
-		ret = split_reserved(res, nres, s->used[i].start, s->used[i].len, chunk_piece, &k);
-	if (!ret && k.ce)
-		ret = emit_chunk(&k);
 	/* room for the copies of what ext has where btrfs needs the space, and for the files
 	 * that become new extents: the size the free-space check counted */
-	copy = ext_reserved_used(s) + c->new_data;
-	if (!ret && copy)
-		ret = btk_chunk_alloc_size(t, BTRFS_BLOCK_GROUP_DATA, up(copy, SZ_1M), &lg);
-	return ret;
+	return btk_inplace_lay(t, &c->src->layout, c->new_data);
 }
 
 /* ---- the image's extents ---- */
@@ -178,14 +70,8 @@ static int rec_in_place(void *ctx, uint64_t s, uint64_t l, bool in)
 
 	if (in)
 		return 0;
-	for (uint64_t e = s + l; s < e && !ret;) {
-		uint64_t n = min64(down(s, MAX_EXTENT) + MAX_EXTENT, e) - s;
-		ret = btk_data_extent_fixed(c->t, s, n, CONV_IMAGE_SUBVOL, CONV_IMAGE_INO, s);
-		if (!ret)
-			ret = add_rec(c, s, s, n);
-		s += n;
-	}
-	return ret;
+	ret = btk_data_extent_fixed(c->t, s, l, CONV_IMAGE_SUBVOL, CONV_IMAGE_INO, s);
+	return ret ? ret : add_rec(c, s, s, l);
 }
 
 /* Copies ext bytes that lie where btrfs needs the space into new extents in free space. */
@@ -245,14 +131,14 @@ static int rec_sums(struct conv *c)
 static int make_records(struct conv *c)
 {
 	struct ext_src *s = c->src;
-	struct ext_range res[3];
-	int nres = ext_btrfs_reserved(s->size, res), ret = 0;
+	int ret = 0;
 
 	/* every block in place first: then only free ext blocks are left for the copies */
 	for (size_t i = 0; i < s->nused && !ret; i++)
-		ret = split_reserved(res, nres, s->used[i].start, s->used[i].len, rec_in_place, c);
+		ret = btk_inplace_pieces(&s->layout, s->used[i].start, s->used[i].len, rec_in_place,
+					 c);
 	for (size_t i = 0; i < s->nused && !ret; i++)
-		ret = split_reserved(res, nres, s->used[i].start, s->used[i].len, rec_copy, c);
+		ret = btk_inplace_pieces(&s->layout, s->used[i].start, s->used[i].len, rec_copy, c);
 	if (ret)
 		return ret;
 	qsort(c->recs, c->nrecs, sizeof(*c->recs), cmp_rec);
@@ -501,7 +387,8 @@ static struct btk_time ext_time(uint32_t sec, const uint32_t *extra)
 	 offsetof(struct ext2_inode_large, f) + sizeof((li)->f) <=                                 \
 	     EXT2_GOOD_OLD_INODE_SIZE + (size_t)(li)->i_extra_isize)
 
-static void make_attr(struct conv *c, const struct ext2_inode_large *li, struct btk_inode_attr *a)
+static void make_attr(struct conv *c, ext2_ino_t eino, const struct ext2_inode_large *li,
+		      struct btk_inode_attr *a)
 {
 	const struct ext2_inode *in = (const struct ext2_inode *)li;
 	int isz = EXT2_INODE_SIZE(c->src->e->super);
@@ -516,7 +403,8 @@ static void make_attr(struct conv *c, const struct ext2_inode_large *li, struct 
 	a->mode = in->i_mode;
 	a->uid = inode_uid(*in);
 	a->gid = inode_gid(*in);
-	a->nlink = LINUX_S_ISDIR(in->i_mode) ? 1 : in->i_links_count;
+	/* the names that reach it where ext's count differs (ext_links_check, --force) */
+	a->nlink = LINUX_S_ISDIR(in->i_mode) ? 1 : ext_links_nlink(c->src, eino, in->i_links_count);
 	a->atime =
 	    ext_time(in->i_atime, HAS_FIELD(li, isz, i_atime_extra) ? &li->i_atime_extra : NULL);
 	a->mtime =
@@ -636,7 +524,7 @@ static int create_inode(struct conv *c, ext2_ino_t eino, bool top)
 	err = ext2fs_read_inode_full(c->src->e, eino, in, sizeof(li));
 	if (err)
 		return btk_err(EIO, "ext inode %u: %s", eino, error_message(err));
-	make_attr(c, &li, &a);
+	make_attr(c, eino, &li, &a);
 	size = EXT2_I_SIZE(in);
 	c->ftype[eino] = btk_mode_ftype(in->i_mode);
 	if (top)
@@ -688,9 +576,7 @@ static int dirent_cb(ext2_ino_t dir, int entry, struct ext2_dir_entry *d, int of
 	(void)offset;
 	(void)blocksize;
 	(void)buf;
-	/* inline_data directories pass ".." as an ordinary entry */
-	if (entry == DIRENT_DOT_FILE || entry == DIRENT_DOT_DOT_FILE || !eino ||
-	    (nlen == 1 && d->name[0] == '.') || (nlen == 2 && !memcmp(d->name, "..", 2)))
+	if (!ext_dirent_is_name(entry, d))
 		return 0;
 	if (eino > c->src->e->super->s_inodes_count || eino < EXT2_FIRST_INO(c->src->e->super)) {
 		x->ret = btk_err(EUCLEAN, "ext directory %u: entry %.*s names inode %u", x->dir,
@@ -729,7 +615,8 @@ static int walk_tree(struct conv *c)
 int conv_fill(void *ctx, struct btk_trans *t)
 {
 	struct conv *c = ctx;
-	uint32_t ncs = (uint32_t)(MAX_EXTENT / c->fs->sectorsize * (uint64_t)c->fs->csum_size);
+	uint32_t ncs =
+	    (uint32_t)(BTK_MAX_EXTENT_SIZE / c->fs->sectorsize * (uint64_t)c->fs->csum_size);
 	struct btk_inode_attr top;
 	int ret;
 
@@ -746,7 +633,7 @@ int conv_fill(void *ctx, struct btk_trans *t)
 		memset(&li, 0, sizeof(li));
 		ext2fs_read_inode_full(c->src->e, EXT2_ROOT_INO, (struct ext2_inode *)&li,
 				       sizeof(li));
-		make_attr(c, &li, &top);
+		make_attr(c, EXT2_ROOT_INO, &li, &top);
 	}
 	ret = make_image(c, &top);
 	if (!ret && c->o->progress)

@@ -1,5 +1,6 @@
 /* count.c — counting what the conversion will create, from one scan of the inode table. */
 #include "count.h"
+#include "links.h"
 #include "runs.h"
 #include "base/error.h"
 #include "format/format.h"
@@ -8,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_EXTENT   BTK_MAX_EXTENT_SIZE /* as in build.c: records end at multiples of it */
 #define INLINE_LIMIT 2048 /* as in build.c: larger inline_data files become extents */
 
 struct counter {
@@ -75,21 +75,6 @@ static int count_xattrs(struct counter *k, const struct ext2_inode_large *li)
 	return 0;
 }
 
-/* File extents one run becomes: it is cut where records end (multiples of MAX_EXTENT, the
- * edges of the ranges btrfs reserves); the copies' own pieces are counted once, globally. */
-static uint64_t run_pieces(const struct ext_src *s, uint64_t start, uint64_t len)
-{
-	struct ext_range res[3];
-	int nres = ext_btrfs_reserved(s->size, res);
-	uint64_t end = start + len, n = 1 + (end - 1) / MAX_EXTENT - start / MAX_EXTENT;
-
-	for (int i = 0; i < nres; i++) {
-		n += res[i].start > start && res[i].start < end;
-		n += res[i].start + res[i].len > start && res[i].start + res[i].len < end;
-	}
-	return n;
-}
-
 static int count_file(struct counter *k, struct ext2_inode *in)
 {
 	struct ext_need *n = k->n;
@@ -115,8 +100,9 @@ static int count_file(struct counter *k, struct ext2_inode *in)
 	for (size_t i = 0; i < rs.n && !ret; i++) {
 		uint64_t start = rs.r[i].pblk * k->s->blocksize,
 			 len = rs.r[i].len * k->s->blocksize;
-		/* an unwritten run becomes a hole: at most one item, counted as its pieces */
-		n->m.file_extents += run_pieces(k->s, start, len);
+		/* an unwritten run becomes a hole: at most one item, counted as its pieces (cut
+		 * where records end; the copies' own pieces are counted once, globally) */
+		n->m.file_extents += btk_inplace_count_pieces(&k->s->layout, start, len);
 	}
 	free(rs.r);
 	return ret;
@@ -154,9 +140,7 @@ static void count_image(struct counter *k)
 {
 	struct ext_src *s = k->s;
 	struct btk_meta_counts *m = &k->n->m;
-	/* records: every used run cut at MAX_EXTENT multiples and at the 3 reserved ranges,
-	 * and the copies, in at most one piece per block */
-	uint64_t recs = s->nused + s->used_bytes / MAX_EXTENT + 6 + (1ULL << 20) / 4096 + 32;
+	uint64_t recs = btk_inplace_max_extents(&s->layout);
 
 	m->inodes += 2; /* the subvolume's directory and the image */
 	m->names += 2;
@@ -165,9 +149,7 @@ static void count_image(struct counter *k)
 	m->data_extents += recs;
 	if (!k->o->no_datasum)
 		m->csum_blocks += s->used_bytes / 4096 + k->n->new_data / 4096;
-	/* data chunks: one per run of used blocks at most, cut at every GiB; system, metadata
-	 * and the copies' chunk */
-	m->block_groups += s->nused + s->size / (1ULL << 30) + 4;
+	m->block_groups += btk_inplace_max_block_groups(&s->layout);
 }
 
 int ext_count(struct ext_src *s, const struct ext_count_opts *o, struct ext_need *n)
@@ -184,6 +166,10 @@ int ext_count(struct ext_src *s, const struct ext_count_opts *o, struct ext_need
 	memset(n, 0, sizeof(*n));
 	if (!li)
 		return btk_err(ENOMEM, "out of memory");
+	if ((ret = ext_links_start(s))) {
+		free(li);
+		return ret;
+	}
 	if ((err = ext2fs_open_inode_scan(e, 0, &scan))) {
 		free(li);
 		return btk_err(EIO, "%s: inode table: %s", s->path, error_message(err));
@@ -197,7 +183,10 @@ int ext_count(struct ext_src *s, const struct ext_count_opts *o, struct ext_need
 		if (!k.ino)
 			break;
 		if ((k.ino != EXT2_ROOT_INO && k.ino < EXT2_FIRST_INO(e->super)) ||
-		    !li->i_links_count || !ext2fs_test_inode_bitmap2(e->inode_map, k.ino))
+		    !ext2fs_test_inode_bitmap2(e->inode_map, k.ino))
+			continue;
+		ext_links_note(s, k.ino, (struct ext2_inode *)li);
+		if (!li->i_links_count)
 			continue;
 		ret = count_inode(&k, li);
 	}

@@ -10,40 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SZ_64K (64ULL << 10)
-
-int ext_btrfs_reserved(uint64_t size, struct ext_range out[3])
-{
-	int n = 0;
-
-	/* the first MiB (the primary superblock in it), then 64 KiB at each mirror */
-	for (int i = 0; i < BTK_SUPER_MIRRORS; i++) {
-		uint64_t at = i ? btk_super_offset(i) : 0, len = i ? SZ_64K : BTK_DEV_RESERVED;
-		if (at < size) {
-			out[n].start = at;
-			out[n].len = at + len > size ? size - at : len;
-			n++;
-		}
-	}
-	return n;
-}
-
-uint64_t ext_reserved_used(const struct ext_src *s)
-{
-	struct ext_range res[3];
-	int nres = ext_btrfs_reserved(s->size, res);
-	uint64_t copy = 0;
-
-	for (int i = 0; i < nres; i++)
-		for (size_t j = 0; j < s->nused; j++) {
-			uint64_t a = s->used[j].start, b = a + s->used[j].len;
-			uint64_t lo = a > res[i].start ? a : res[i].start;
-			uint64_t hi = b < res[i].start + res[i].len ? b : res[i].start + res[i].len;
-			copy += hi > lo ? hi - lo : 0;
-		}
-	return copy;
-}
-
 static int e2err(errcode_t err, const char *path, const char *what)
 {
 	return btk_err(EIO, "%s: %s: %s", path, what, error_message(err));
@@ -101,10 +67,10 @@ static int add_used(struct ext_src *s, uint64_t start, uint64_t len, size_t *cap
 	if (s->nused && s->used[s->nused - 1].start + s->used[s->nused - 1].len == start) {
 		s->used[s->nused - 1].len += len;
 	} else {
-		struct ext_range *r = btk_array_push(s->used, s->nused, *cap);
+		struct btk_byte_range *r = btk_array_push(s->used, s->nused, *cap);
 		if (!r)
 			return btk_err(ENOMEM, "out of memory listing used blocks");
-		*r = (struct ext_range){start, len};
+		*r = (struct btk_byte_range){start, len};
 	}
 	s->used_bytes += len;
 	return 0;
@@ -226,6 +192,7 @@ int ext_open(const char *path, bool force, struct ext_src *s)
 	}
 	if ((ret = scan_used(s)) || (ret = pick_saved_name(s)))
 		goto fail;
+	btk_inplace_init(&s->layout, s->size, s->used, s->nused);
 	return 0;
 fail:
 	ext_close(s);
@@ -239,4 +206,7 @@ void ext_close(struct ext_src *s)
 	free(s->used);
 	s->used = NULL;
 	s->nused = 0;
+	free(s->links);
+	s->links = NULL;
+	btk_vec_free(&s->fixes);
 }

@@ -4,6 +4,7 @@
 #include "build.h"
 #include "count.h"
 #include "ext.h"
+#include "links.h"
 #include "report.h"
 #include "rollback.h"
 #include "base/csum.h"
@@ -16,8 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define SZ_1M (1ULL << 20)
 
 struct args {
 	char *csum, *features, *label, *uuid, *nodesize;
@@ -57,16 +56,6 @@ static int parse_features(const char *arg, struct btk_mkfs_opts *o)
 	}
 	free(dup);
 	return ret;
-}
-
-/* What the conversion allocates from ext's free space, exactly as btk_mkfs and conv_place
- * will: a metadata chunk of the estimate (4 MiB at least) and the 8 MiB system chunk, both
- * twice (DUP), and one data chunk for the copies and the new extents. */
-static uint64_t space_needed(uint64_t meta, uint64_t data)
-{
-	uint64_t mchunk = meta < (4ULL << 20) ? 4ULL << 20 : (meta + SZ_1M - 1) / SZ_1M * SZ_1M;
-
-	return 2 * mchunk + 2 * (8ULL << 20) + (data + SZ_1M - 1) / SZ_1M * SZ_1M;
 }
 
 /* The mkfs options the arguments ask for; usage errors before anything is opened. */
@@ -126,7 +115,7 @@ static void plan_ext(const struct args *a, const struct ext_src *src, struct btk
 
 /* Counts the content, estimates the metadata; *need is the free space the conversion takes. */
 static int plan_space(const struct args *a, struct ext_src *src, struct btk_mkfs_opts *mo,
-		      struct ext_need *n, uint64_t *need)
+		      struct ext_need *n, uint64_t *need, struct ext_links_result *lr)
 {
 	struct ext_count_opts co = {.nodesize = mo->nodesize ? mo->nodesize : 16384,
 				    .no_inline = a->no_inline,
@@ -134,12 +123,28 @@ static int plan_space(const struct args *a, struct ext_src *src, struct btk_mkfs
 				    .no_datasum = a->no_datasum};
 	int ret = ext_count(src, &co, n);
 
+	if (!ret)
+		ret = ext_links_check(src, a->force, lr);
 	if (ret)
 		return ret;
 	mo->meta_estimate =
 	    btk_meta_estimate(&n->m, co.nodesize, (uint32_t)btk_csum_size(mo->csum_type));
-	*need = space_needed(mo->meta_estimate, ext_reserved_used(src) + n->new_data);
+	/* what the conversion allocates from ext's free space, as btk_mkfs and conv_place will */
+	*need =
+	    btk_inplace_space_needed(mo->meta_estimate, src->layout.reserved_used + n->new_data);
 	return 0;
+}
+
+/* --force over wrong link counts: what the btrfs gets instead, in one line. */
+static void warn_links(const char *dev, const struct ext_links_result *r)
+{
+	char nb[32];
+
+	cli_warn("%s: %u inode(s) with a wrong link count get the count of their names, %u with "
+		 "no name are left out (ext inode %u: link count %u, %s); ext2_saved/image keeps "
+		 "them as they were",
+		 dev, r->fixed, r->unnamed, r->first.ino, r->first.count,
+		 ext_links_names(r->first.names, nb));
 }
 
 static int run_convert(const struct args *a, const char *dev, const struct btk_dev_opts *d)
@@ -151,6 +156,7 @@ static int run_convert(const struct args *a, const char *dev, const struct btk_d
 	struct cli_progress pg;
 	struct ext_src src;
 	struct ext_need need_n;
+	struct ext_links_result lr;
 	struct conv c = {0};
 	const char *paths[1] = {dev};
 	uint8_t fsid[16];
@@ -171,11 +177,13 @@ static int run_convert(const struct args *a, const char *dev, const struct btk_d
 	}
 	plan_ext(a, &src, &mo, fsid, label);
 	mo.paths = paths;
-	if (plan_space(a, &src, &mo, &need_n, &need)) {
+	if (plan_space(a, &src, &mo, &need_n, &need, &lr)) {
 		cli_err("%s", btk_errmsg());
 		ret = CLI_EXIT_ERROR;
 		goto out;
 	}
+	if (lr.fixed)
+		warn_links(dev, &lr);
 	if (need > src.size - src.used_bytes) {
 		cli_err("%s: not enough free space: the btrfs metadata needs about %" PRIu64
 			" bytes, ext has %" PRIu64 " free",
@@ -200,6 +208,12 @@ static int run_convert(const struct args *a, const char *dev, const struct btk_d
 	c.o = &co;
 	c.new_data = need_n.new_data;
 	mo.fill_ctx = &c;
+	/* before the commit the ext filesystem is untouched (the conversion writes only into its
+	 * free space); the commit makes the device btrfs, then the ext superblock is erased */
+	cli_interrupt_writer(&dev, 1);
+	cli_interrupt_before("%s is unchanged: still the ext filesystem", dev);
+	cli_interrupt_after("%s is converted to btrfs (the ext superblock may not be erased yet)",
+			    dev);
 	ret = btk_mkfs(&mo, &res);
 	cli_progress_clear(&pg);
 	if (ret) {

@@ -3,6 +3,7 @@
 #include "build.h"
 #include "ext.h"
 #include "base/error.h"
+#include "cli/cli.h"
 #include "fs/fs_read.h"
 #include "io/io.h"
 #include "tree/tree.h"
@@ -13,9 +14,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SUPER_AT   (64ULL << 10) /* the btrfs primary superblock */
-#define SUPER_SIZE 4096ULL
-
 struct piece {
 	uint64_t fo, logical, len;
 };
@@ -23,14 +21,14 @@ struct piece {
 struct scan {
 	struct btk_fs *fs;
 	uint64_t gen, size;
-	struct ext_range res[3];
+	struct btk_byte_range res[BTK_SUPER_MIRRORS];
 	int nres;
 	struct piece *p; /* the copies: file ranges inside reserved ranges */
 	size_t n, cap;
 	uint64_t in_place;
 };
 
-static bool inside(const struct ext_range *r, uint64_t s, uint64_t l)
+static bool inside(const struct btk_byte_range *r, uint64_t s, uint64_t l)
 {
 	return s >= r->start && s + l <= r->start + r->len;
 }
@@ -160,7 +158,7 @@ static int open_scan(const char *path, struct scan *s)
 	if (s->size > s->fs->devs[0].dev->size || s->size < (1ULL << 20))
 		return btk_err(EUCLEAN, "%s: ext2_saved/image has an impossible size %llu", path,
 			       (unsigned long long)s->size);
-	s->nres = ext_btrfs_reserved(s->size, s->res);
+	s->nres = btk_dev_reserved(s->size, s->res);
 	return btk_file_for_each_extent(s->fs, &root, CONV_IMAGE_INO, 0, check_extent, s);
 }
 
@@ -194,6 +192,11 @@ int rollback(const char *path, bool dry_run, const struct btk_dev_opts *dopts,
 	btk_fs_close(s.fs);
 	if (ret || dry_run)
 		goto out;
+	/* until the primary superblock is overwritten the device is the btrfs filesystem */
+	cli_interrupt_writer(&path, 1);
+	cli_interrupt_before("%s is still the btrfs filesystem: the rollback did not finish (run "
+			     "btk-convert --rollback %s again)",
+			     path, path);
 	wo.write = true;
 	wo.create = false;
 	ret = btk_dev_open_opts(path, &wo, &d);
@@ -203,14 +206,17 @@ int rollback(const char *path, bool dry_run, const struct btk_dev_opts *dopts,
 	if (!ret)
 		ret = btk_dev_flush(d);
 	if (!ret)
-		ret = write_range(d, bufs[0], 0, SUPER_AT);
+		ret = write_range(d, bufs[0], 0, BTK_SUPER_OFFSET);
 	if (!ret)
-		ret = write_range(d, bufs[0] + SUPER_AT + SUPER_SIZE, SUPER_AT + SUPER_SIZE,
-				  s.res[0].len - SUPER_AT - SUPER_SIZE);
+		ret = write_range(d, bufs[0] + BTK_SUPER_OFFSET + BTK_SUPER_SIZE,
+				  BTK_SUPER_OFFSET + BTK_SUPER_SIZE,
+				  s.res[0].len - BTK_SUPER_OFFSET - BTK_SUPER_SIZE);
 	if (!ret)
 		ret = btk_dev_flush(d);
 	if (!ret)
-		ret = write_range(d, bufs[0] + SUPER_AT, SUPER_AT, SUPER_SIZE);
+		ret = write_range(d, bufs[0] + BTK_SUPER_OFFSET, BTK_SUPER_OFFSET, BTK_SUPER_SIZE);
+	if (!ret)
+		cli_interrupt_before("%s is the ext filesystem again", path);
 	if (!ret)
 		ret = btk_dev_flush(d);
 out:

@@ -127,10 +127,8 @@ int cmd_stats(const char *const *devs, int n, bool json)
 	print_stat(&s, &s.total, "total");
 	if (ret)
 		cli_err("%s: cannot list the trees: %s", s.dev, btk_errmsg());
-	if (fflush(stdout) || ferror(stdout)) {
-		cli_err("writing the output failed: %s", strerror(errno));
+	if (cli_stdout_check())
 		ret = 1;
-	}
 	btk_fs_close(s.fs);
 	return ret || s.total.errors ? 1 : 0;
 }

@@ -7,7 +7,9 @@
 #include "cli/cli.h"
 #include "base/error.h"
 #include "io/io.h"
+#include "format/dev_items.h"
 #include "volumes/super.h"
+#include "volumes/volumes.h"
 
 static void print_copy(const char *path, const struct btk_super_copy *c, bool json)
 {
@@ -62,6 +64,11 @@ static int super_dev(const char *path, bool all, bool json)
 	if (best > 0 && copies[0].present && !copies[0].valid)
 		cli_warn("%s: primary superblock invalid (%s); using mirror %d", path,
 			 copies[0].why, best);
+	if (best >= 0) {
+		struct btk_dev_item_ent di;
+		btk_dev_item_parse(copies[best].sb.dev_item, BTK_DEV_ITEM_SIZE, &di);
+		btk_dev_size_check(dev, di.devid, di.total_bytes, false);
+	}
 	for (int i = 0; i < BTK_SUPER_MIRRORS; i++) {
 		if (!copies[i].present || (!all && i != best))
 			continue;
@@ -84,9 +91,7 @@ int cmd_super(const char *const *devs, int n, bool all, bool json)
 
 	for (int i = 0; i < n; i++)
 		ret |= super_dev(devs[i], all, json);
-	if (fflush(stdout) || ferror(stdout)) {
-		cli_err("writing the output failed: %s", strerror(errno));
+	if (cli_stdout_check())
 		ret = 1;
-	}
 	return ret;
 }

@@ -336,10 +336,8 @@ int cmd_tree(const char *const *devs, int n, const char *tree, const char *block
 	ret = dump_tree(&t, tree, block);
 	if (!json && !tree && !block && ret != 2)
 		footer(t.fs);
-	if (fflush(stdout) || ferror(stdout)) {
-		cli_err("writing the output failed: %s", strerror(errno));
+	if (cli_stdout_check())
 		ret = 1;
-	}
 	btk_fs_close(t.fs);
 	return ret;
 }

@@ -1,6 +1,7 @@
 /* btk-fsck — deep read-only check of a btrfs filesystem (front end of libcore/check.h).
  *
- * Exit status follows fsck(8): 0 clean, 4 errors found, 8 could not check, 16 usage.
+ * Exit status follows fsck(8): 0 clean, 4 errors found, 8 could not check (a root tree that
+ * cannot be read at all included), 16 usage.
  */
 #include <malloc.h>
 #include <popt.h>
@@ -27,6 +28,7 @@ struct out {
 	bool json, quiet;
 	struct cli_progress line; /* the shared progress line (cli/), on a terminal only */
 	uint64_t nerr;
+	bool not_checked; /* the root tree did not read: nothing else was checked */
 	int last_pct;
 	const char *last_phase;
 };
@@ -94,6 +96,8 @@ static void on_problem(void *ctx, const struct btk_check_problem *p)
 	struct out *o = ctx;
 
 	cli_progress_clear(&o->line);
+	if (p->id == BTK_P_ROOT_TREE_UNREADABLE)
+		o->not_checked = true;
 	if (o->json)
 		report_json(o, p);
 	else if (!o->quiet)
@@ -296,9 +300,9 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 			btk_json_cstr(stdout, btk_errmsg());
 			printf(",\n");
 		}
-		printf("  \"result\": \"%s\"\n}\n", ret		 ? "not checked"
-						    : sum.errors ? "errors"
-								 : "clean");
+		printf("  \"result\": \"%s\"\n}\n", ret || o->not_checked ? "not checked"
+						    : sum.errors	  ? "errors"
+									  : "clean");
 	} else if (!o->quiet) {
 		summary_text(fs, &sum);
 	} else if (sum.errors) {
@@ -307,7 +311,7 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 	if (ret)
 		fprintf(stderr, "btk-fsck: check aborted: %s\n", btk_errmsg());
 	btk_fs_close(fs);
-	if (ret)
+	if (ret || o->not_checked)
 		return EXIT_OPER;
 	return sum.errors ? EXIT_ERRORS : EXIT_CLEAN;
 }
@@ -347,6 +351,7 @@ int main(int argc, const char **argv)
 	poptContext pc = poptGetContext("btk-fsck", argc, argv, opts, 0);
 
 	cli_init("btk-fsck");
+	cli_output_fail_code(EXIT_OPER); /* a report that cannot be written: not checked */
 	/* stdout line by line: piped, reports and stderr messages stay in the order they happen */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 

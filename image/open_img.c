@@ -38,7 +38,8 @@ int img_open(struct img_cmd *c, bool write)
 {
 	const char *paths[IMG_MAX_DEVS];
 	/* libcore's open refuses a device in use for writing and warns a reader of a mount */
-	struct btk_open_opts oo = {.super_mirror = -1, .write = write, .dev = c->dev};
+	struct btk_open_opts oo = {
+	    .super_mirror = -1, .write = write, .dev = c->dev, .short_ok = c->force};
 	int n = 0;
 
 	paths[n++] = c->img;
@@ -49,6 +50,8 @@ int img_open(struct img_cmd *c, bool write)
 		}
 		paths[n++] = *d;
 	}
+	if (write)
+		cli_interrupt_writer(paths, n);
 	if (btk_fs_open(paths, n, &oo, &c->fs)) {
 		cli_err("%s", btk_errmsg());
 		return CLI_EXIT_ERROR;

@@ -8,6 +8,8 @@
 
 #include "base/compress.h"
 #include "base/error.h"
+#include "format/raid.h"
+#include "fs/fs_estimate.h"
 #include "fs/populate.h"
 #include "tree/tree.h"
 #include "wops.h"
@@ -26,37 +28,67 @@ static void on_progress(void *ctx, uint64_t names, uint64_t bytes)
 			  cli_human(bytes, h, sizeof(h)));
 }
 
-/* Data the source needs at most (allocated blocks, not apparent sizes: holes cost nothing). */
-static uint64_t data_need(const struct btk_src_tree *s)
+/* What the source needs: data bytes (allocated blocks, not apparent sizes, each file in whole
+ * sectors; files of 2 KiB or less go inline), and the tree blocks it adds (an upper bound). */
+static void source_need(struct wops *w, const struct btk_src_tree *s, uint64_t *data,
+			uint64_t *meta)
 {
-	uint64_t need = 0;
+	struct btk_meta_counts m = {.block_groups = 1};
+	uint64_t ss = w->fs->sectorsize;
 
-	for (uint32_t i = 0; i < s->ninodes; i++)
-		if (S_ISREG(s->inodes[i].st.st_mode)) {
-			uint64_t b = (uint64_t)s->inodes[i].st.st_blocks * 512;
-			uint64_t sz = (uint64_t)s->inodes[i].st.st_size;
-			need += b < sz ? b : sz;
+	*data = 0;
+	m.inodes = s->ninodes;
+	for (uint32_t i = 0; i < s->nnodes; i++) {
+		m.names++;
+		m.name_bytes += s->nodes[i].name_len;
+	}
+	for (uint32_t i = 0; i < s->ninodes; i++) {
+		const struct stat *st = &s->inodes[i].st;
+		uint64_t b = (uint64_t)st->st_blocks * 512, sz = (uint64_t)st->st_size;
+		if (S_ISLNK(st->st_mode)) {
+			m.inline_items++, m.inline_bytes += sz;
+		} else if (S_ISREG(st->st_mode) && sz && sz <= 2048 && sz < ss) {
+			m.inline_items++, m.inline_bytes += sz;
+		} else if (S_ISREG(st->st_mode)) {
+			uint64_t d = (b < sz ? b : sz) + ss - 1;
+			d -= d % ss;
+			*data += d;
+			m.file_extents += d / (128ULL << 20) + 2; /* holes between pieces too */
+			m.data_extents += d / (128ULL << 20) + 1;
+			m.csum_blocks += d / ss;
 		}
-	return need;
+	}
+	m.xattrs = s->ninodes; /* ACLs and attributes: a guess of one each */
+	m.xattr_bytes = 64ULL * s->ninodes;
+	*meta = btk_meta_estimate(&m, w->fs->nodesize, (uint32_t)w->fs->csum_size);
 }
 
-/* Refuses, before anything is written, a tree that cannot fit the free space. */
+/* Refuses, before anything is written, a tree whose data cannot fit the room data can get:
+ * free space in data chunks, and unallocated space as chunks of the data profile take it
+ * after the metadata the tree adds. */
 static int space_check(struct wops *w, const struct btk_src_tree *s)
 {
-	struct btk_wstats st;
-	uint64_t unalloc = 0, need = data_need(s);
-	char h1[32], h2[32];
+	struct btk_data_room r;
+	uint64_t need, meta;
+	char h[5][32];
 
-	btk_write_stats(w->wfs, &st);
-	for (int i = 0; i < w->fs->ndevs; i++)
-		if (w->fs->devs[i].total_bytes > w->fs->devs[i].bytes_used)
-			unalloc += w->fs->devs[i].total_bytes - w->fs->devs[i].bytes_used;
-	if (need > st.free_bytes + unalloc) {
-		cli_err("no space left: the source holds %s of data, the filesystem has %s free",
-			cli_human(need, h1, 32), cli_human(st.free_bytes + unalloc, h2, 32));
+	source_need(w, s, &need, &meta);
+	if (btk_data_room(w->t, meta, &r)) {
+		cli_err("%s", btk_errmsg());
 		return CLI_EXIT_ERROR;
 	}
-	return 0;
+	if (need <= r.room)
+		return 0;
+	const struct btk_raid_attr *ra = btk_raid_attr(r.data_type);
+	cli_err("no space left: the source holds %s of data; data can get %s (%s free in data "
+		"chunks, %s as new %s data chunks from %s unallocated, after about %s for "
+		"metadata): %s short",
+		cli_human(need, h[0], 32), cli_human(r.room, h[1], 32),
+		cli_human(r.in_chunks, h[2], 32), cli_human(r.from_unallocated, h[3], 32),
+		ra ? ra->name : "?", cli_human(r.unallocated, h[4], 32),
+		cli_human(r.meta_reserved, (char[32]){0}, 32),
+		cli_human(need - r.room, (char[32]){0}, 32));
+	return CLI_EXIT_ERROR;
 }
 
 /* Where SRC goes: PATH itself, or PATH/basename(SRC) when PATH is a directory. */

@@ -116,6 +116,12 @@ int verb_restore(int argc, const char **argv)
 		poptFreeContext(pc);
 		return CLI_EXIT_ERROR;
 	}
+	cli_interrupt_writer(args + 1, n - 1);
+	cli_interrupt_before("%s hold%s no complete filesystem: the restore did not finish (run it "
+			     "again with -f)",
+			     n > 2 ? "the targets" : args[1], n > 2 ? "" : "s");
+	cli_interrupt_after("%s hold%s the restored filesystem", n > 2 ? "the targets" : args[1],
+			    n > 2 ? "" : "s");
 	cli_progress_start(&prog, false);
 	prog.on = prog.on && !json; /* a script reads the JSON: no progress line */
 	struct btk_restore_stats st;

@@ -52,6 +52,7 @@ int wops_open(struct wops *w)
 	if ((rc = img_open(&w->c, true)))
 		return rc;
 	w->fs = w->c.fs;
+	cli_interrupt_after("%s has the change (its commit is on disk)", w->c.img);
 	if (btk_fs_write_refusals(w->fs))
 		goto err;
 	if (btk_write_open(w->fs, 0, &w->wfs) || btk_trans_start(w->wfs, &w->t))

@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static const char *usage_tail = "DEVICE...";
 
@@ -356,6 +357,30 @@ int main(int argc, const char **argv)
 	}
 	if (rc) /* the error is on stderr: the same for jq */
 		cli_json_error("btk-mkfs failed (see standard error)");
+	if (!rc) {
+		/* a new filesystem: stopped before its commit, the devices hold none (what was
+		 * there is wiped at the first write); after it, an image file may not be cut yet */
+		bool made = false;
+		for (int i = 0; i < o.ndevs; i++) {
+			struct stat st;
+			made = made || stat(o.paths[i], &st);
+		}
+		cli_interrupt_writer(o.paths, o.ndevs);
+		if (made) /* btk-mkfs creates them: nothing was there */
+			cli_interrupt_untouched("%s hold%s no filesystem: btk-mkfs did not finish "
+						"(run it again)",
+						o.ndevs > 1 ? "the devices" : o.paths[0],
+						o.ndevs > 1 ? "" : "s");
+		cli_interrupt_before(
+		    "%s hold%s no filesystem: btk-mkfs did not finish (run it again)",
+		    o.ndevs > 1 ? "the devices" : o.paths[0], o.ndevs > 1 ? "" : "s");
+		cli_interrupt_after("%s hold%s the new filesystem%s",
+				    o.ndevs > 1 ? "the devices" : o.paths[0],
+				    o.ndevs > 1 ? "" : "s",
+				    o.shrink ? " (an image file may not be cut to its end yet: "
+					       "btk-resize with its size cuts it)"
+					     : "");
+	}
 	if (!rc && btk_mkfs(&o, &res) < 0) {
 		cli_err("%s", btk_errmsg());
 		rc = CLI_EXIT_ERROR;

@@ -322,12 +322,14 @@ static bool all_files(const struct opts *o)
 static int run(struct opts *o)
 {
 	bool write = !o->dry_run && !o->print_min;
-	struct btk_open_opts oo = {.write = write, .super_mirror = -1, .no_scan = all_files(o)};
+	struct btk_open_opts oo = {
+	    .write = write, .super_mirror = -1, .no_scan = all_files(o), .short_ok = o->force};
 	struct btk_resize_plan plan;
 	struct btk_resize_floor floor = {0};
 	struct btk_fs *fs = NULL;
 	uint64_t size;
 	struct prog pr = {.start = cli_now()};
+	uint64_t file_before = 0;
 
 	cli_progress_start(&pr.line, o->progress);
 	int rc;
@@ -352,6 +354,21 @@ static int run(struct opts *o)
 		cli_err("%s", btk_errmsg());
 		goto out;
 	}
+	if (write) {
+		/* stopped after a commit, the filesystem is whole; the same absolute size again
+		 * finishes the work (the rest of the moves, the size, cutting the image file) */
+		char rerun[512];
+		size_t k = (size_t)snprintf(rerun, sizeof(rerun), "btk-resize %" PRIu64 ":%" PRIu64,
+					    plan.devid, plan.new_size);
+		for (int i = 0; i < o->ndevs && k < sizeof(rerun); i++)
+			k += (size_t)snprintf(rerun + k, sizeof(rerun) - k, " %s", o->devs[i]);
+		cli_interrupt_writer(o->devs, o->ndevs);
+		cli_interrupt_after("the filesystem is whole, devid %" PRIu64
+				    " maybe not yet at its "
+				    "new size or its image file not yet cut: '%s' finishes",
+				    plan.devid, rerun);
+		file_before = btk_fs_dev_find(fs, plan.devid)->dev->size;
+	}
 	rc = write ? btk_resize_apply(fs, &plan, o->progress ? on_progress : NULL, &pr) : 0;
 	cli_progress_clear(&pr.line);
 	if (rc) {
@@ -369,6 +386,11 @@ static int run(struct opts *o)
 		print_json(o, &plan, &floor);
 	else
 		print_text(o, &plan, o->dry_run ? &floor : NULL);
+	if (write && !o->quiet && !o->json && plan.new_size == plan.old_size &&
+	    file_before > plan.new_size)
+		printf("devid %" PRIu64 ": its image file was cut from %" PRIu64 " to %" PRIu64
+		       " bytes (the end of the filesystem)\n",
+		       plan.devid, file_before, plan.new_size);
 	if (write && (plan.nempty || plan.nmoves || plan.ncuts) && btk_resize_quotas_on(fs))
 		cli_warn("quotas are on: their numbers are marked for a rescan (mount, then "
 			 "btrfs quota rescan)");

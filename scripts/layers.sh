@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make layers: fails when a libcore folder calls or includes a folder of its own rank or above,
-# when anything outside a folder includes its private headers (*_int.h, *_priv.h), or when a
-# .c file sits directly in libcore/. Calls come from the object files' symbols (nm), so a call
+# when anything outside a folder includes its private headers (*_int.h, *_priv.h), when a
+# .c file sits directly in libcore/, or when HACKING.md's table or a header's first line
+# "(layer N)" disagrees with the rank table below. Calls come from the object files' symbols (nm), so a call
 # through a header that was not included is seen too. Usage: layers.sh BUILD_DIR
 set -u
 B=${1:-build}
@@ -33,6 +34,53 @@ for d in libcore/*/; do
 	d=${d%/}; d=${d#libcore/}
 	[ -n "$(rank_of "$d")" ] || say "libcore/$d: folder has no rank in scripts/layers.sh"
 done
+
+# The rank table above is the one source of the numbering: every header's first line names
+# its folder's rank as "(layer N)" (a .c file's first line may too, and must agree), and
+# HACKING.md's table lists every ranked folder at its rank.
+awk -v ranks="$ranks" '
+	BEGIN {
+		n = split(ranks, line, "\n")
+		for (i = 1; i <= n; i++) { split(line[i], f, " "); rank[f[2]] = f[1] }
+	}
+	FILENAME == "HACKING.md" {
+		if ($0 !~ /^\| *[0-9]+ *\|/) next
+		split($0, col, "|"); r = col[2]; gsub(/ /, "", r); rest = col[3]
+		while (match(rest, /libcore\/[a-z0-9_]+\//)) {
+			d = substr(rest, RSTART + 8, RLENGTH - 9); rest = substr(rest, RSTART + RLENGTH)
+			listed[d] = 1
+			if (!(d in rank))
+				printf "layers: HACKING.md ranks libcore/%s (%s), scripts/layers.sh does not\n", d, r
+			else if (rank[d] != r)
+				printf "layers: HACKING.md ranks libcore/%s %s, scripts/layers.sh %s\n", d, r, rank[d]
+			if (!(d in rank) || rank[d] != r) bad = 1
+		}
+		next
+	}
+	FNR == 1 {
+		d = FILENAME; sub("^libcore/", "", d); sub("/.*", "", d)
+		if (!(d in rank)) next
+		if (match($0, /\(layer [^),]*[),]/)) {
+			n = substr($0, RSTART + 7, RLENGTH - 8)
+			if (n != rank[d]) {
+				printf "layers: %s: first line says layer %s, libcore/%s has rank %s\n",
+					FILENAME, n, d, rank[d]
+				bad = 1
+			}
+		} else if (FILENAME ~ /\.h$/) {
+			printf "layers: %s: first line does not name its layer \"(layer %s)\"\n",
+				FILENAME, rank[d]
+			bad = 1
+		}
+	}
+	END {
+		for (d in rank)
+			if (!(d in listed)) {
+				printf "layers: HACKING.md: no row ranks libcore/%s (rank %s)\n", d, rank[d]
+				bad = 1
+			}
+		exit bad
+	}' libcore/*/*.[ch] HACKING.md || fail=1
 
 # Includes: "folder/header.h" names the folder it comes from.
 grep -Hn '^#include "[a-z0-9_]*/' libcore/*/*.[ch] 2>/dev/null | awk -v ranks="$ranks" '
@@ -66,7 +114,12 @@ done < <(grep -Hn '^#include "[a-z0-9_]*/[a-z0-9_]*_\(int\|priv\)\.h"' $(ls -d *
 # Symbols: every undefined symbol of a layer's object must be defined in a lower layer. One
 # nm and one awk over all objects (a process per symbol took a minute).
 if [ -d "$B/libcore" ]; then
-	objs=("$B"/libcore/*/*.o)
+	# only objects whose source still exists (a moved file leaves a stale .o in a build dir)
+	objs=()
+	for o in "$B"/libcore/*/*.o; do
+		src=${o#"$B"/}
+		[ -f "${src%.o}.c" ] && objs+=("$o")
+	done
 	{
 		nm -A --defined-only -g "${objs[@]}" | sed 's/^/D /'
 		nm -A -u "${objs[@]}" | sed 's/^/U /'

@@ -1,4 +1,4 @@
-/* backref.h — back-reference walkers (layer 9): from a logical address to everything that owns
+/* backref.h — back-reference walkers (layer 7): from a logical address to everything that owns
  * it.
  *
  * Data: the extent item covering the address lists its references inline and as keyed items:

@@ -1,4 +1,4 @@
-/* backref_int.h — internals shared by the backref*.c files (not a public header). */
+/* backref_int.h (layer 7) — internals shared by the backref*.c files (not a public header). */
 #ifndef BTK_BACKREF_INT_H
 #define BTK_BACKREF_INT_H
 

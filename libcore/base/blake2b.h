@@ -1,4 +1,4 @@
-/* blake2b.h — BLAKE2b-256 (RFC 7693), unkeyed: btrfs's "blake2" checksum. */
+/* blake2b.h (layer 1) — BLAKE2b-256 (RFC 7693), unkeyed: btrfs's "blake2" checksum. */
 #ifndef BTK_BLAKE2B_H
 #define BTK_BLAKE2B_H
 

@@ -1,4 +1,5 @@
-/* compress.h — btrfs data compression formats: zlib, lzo (btrfs's segmented framing), zstd.
+/* compress.h (layer 1) — btrfs data compression formats: zlib, lzo (btrfs's segmented framing),
+ * zstd.
  *
  * An extent holds at most BTK_MAX_COMPRESSED_IN bytes of file data. Compression works on one
  * extent's worth at a time and fails with -E2BIG when the result would not save at least one

@@ -1,4 +1,4 @@
-/* csum.h — checksums used by btrfs (layer 3): crc32c, xxhash64, sha256, blake2b-256. */
+/* csum.h — checksums used by btrfs (layer 1): crc32c, xxhash64, sha256, blake2b-256. */
 #ifndef BTK_CSUM_H
 #define BTK_CSUM_H
 

@@ -1,4 +1,4 @@
-/* error.h — how libcore reports failure.
+/* error.h (layer 1) — how libcore reports failure.
  *
  * libcore never prints and never exits. A failing call returns a negative errno value and
  * records one human-readable line of context (device, bytenr, tree, key, what was expected)

@@ -1,4 +1,4 @@
-/* json.h — the one JSON string escaper every tool's --json output uses.
+/* json.h (layer 1) — the one JSON string escaper every tool's --json output uses.
  *
  * btk_json_str() writes len bytes as one quoted JSON string (RFC 8259) to the caller's stream.
  * The output is valid JSON, and valid UTF-8, for ANY byte string, and no information is lost:

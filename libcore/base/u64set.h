@@ -1,4 +1,4 @@
-/* u64set.h — a set of u64 values (block numbers, ids), open addressing.
+/* u64set.h (layer 1) — a set of u64 values (block numbers, ids), open addressing.
  *
  * A zeroed struct is an empty set; the set owns its slots until btk_u64set_free. Lookups and
  * inserts take constant time on average; the table doubles when half full. Any value,

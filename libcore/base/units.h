@@ -1,4 +1,4 @@
-/* units.h — sizes for people: "1.50GiB", "512B" (binary units, two decimals). */
+/* units.h (layer 1) — sizes for people: "1.50GiB", "512B" (binary units, two decimals). */
 #ifndef BTK_BASE_UNITS_H
 #define BTK_BASE_UNITS_H
 

@@ -1,4 +1,4 @@
-/* uuid.h — uuids for new filesystems and subvolumes. */
+/* uuid.h (layer 1) — uuids for new filesystems and subvolumes. */
 #ifndef BTK_UUID_H
 #define BTK_UUID_H
 

@@ -1,4 +1,4 @@
-/* vec.h — typed growable arrays.
+/* vec.h (layer 1) — typed growable arrays.
  *
  * BTK_VEC(name, T) declares `struct name { T *data; size_t n, cap; }`. A zeroed struct is an
  * empty vector. The element size always comes from the element type, and btk_vec_push returns

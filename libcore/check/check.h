@@ -1,4 +1,4 @@
-/* check.h — deep read-only consistency check of an opened filesystem (btk-fsck's engine).
+/* check.h (layer 9) — deep read-only consistency check of an opened filesystem (btk-fsck's engine).
  *
  * btk_check_run() compares every claim on disk with its counterpart: superblock copies with
  * the device items, chunks with dev extents and block groups, every tree block reachable from

@@ -1,5 +1,5 @@
-/* check_fs_priv.h — state of the fs-tree checker, shared by check_fs.c (items and inodes) and
- * check_names.c (names, which cross inodes). Only those two include it.
+/* check_fs_priv.h (layer 9) — state of the fs-tree checker, shared by check_fs.c (items and inodes)
+ * and check_names.c (names, which cross inodes). Only those two include it.
  */
 #ifndef BTK_CHECK_FS_PRIV_H
 #define BTK_CHECK_FS_PRIV_H

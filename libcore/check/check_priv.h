@@ -1,4 +1,4 @@
-/* check_priv.h — internals of the checker (check*.c only).
+/* check_priv.h (layer 9) — internals of the checker (check*.c only).
  *
  * The checker makes one pass over every tree and keeps what must be compared across trees in
  * typed growable arrays (base/vec.h), sorted and merged at the end. Only

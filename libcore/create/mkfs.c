@@ -185,7 +185,9 @@ static int plan_options(const struct btk_mkfs_opts *o, struct plan *pl)
 
 /* ---- devices ---- */
 
-static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, const bool *existed,
+/* Opens the devices (existed[i] false for each image file this call made, which a failure
+ * later removes). */
+static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, bool *existed,
 			struct btk_fs *fs)
 {
 	struct btk_dev_opts dopts = o->dev;
@@ -193,6 +195,8 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, co
 	char h1[16], h2[16];
 	int ret = btk_paths_distinct(o->paths, o->ndevs);
 
+	for (int i = 0; i < o->ndevs; i++)
+		existed[i] = true; /* until the open says it made the file */
 	for (int i = 0; !ret && i < o->ndevs; i++) {
 		struct stat st;
 		if (stat(o->paths[i], &st) && !o->byte_count)
@@ -217,6 +221,8 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, co
 	dopts.no_clobber = !o->inplace && !o->force;
 	/* in use, locked, probed, opened exclusively, wrapped: or none of them */
 	ret = btk_devs_open(o->paths, o->ndevs, &dopts, devs);
+	for (int i = 0; i < o->ndevs; i++) /* the open removed what it made if it failed */
+		existed[i] = ret || !devs[i]->created;
 	for (int i = 0; !ret && i < o->ndevs; i++) {
 		fs->devs[i].dev = devs[i];
 		fs->devs[i].devid = (uint64_t)i + 1;
@@ -579,8 +585,7 @@ static int wipe_devices(struct btk_fs *fs)
 	return ret;
 }
 
-static void fill_result(const struct btk_fs *fs, const struct plan *pl, bool shrunk,
-			struct btk_mkfs_result *res)
+static void fill_result(const struct btk_fs *fs, const struct plan *pl, struct btk_mkfs_result *res)
 {
 	memcpy(res->fsid, fs->fsid, BTK_FSID_SIZE);
 	res->nodesize = pl->nodesize;
@@ -589,11 +594,10 @@ static void fill_result(const struct btk_fs *fs, const struct plan *pl, bool shr
 	res->incompat = pl->incompat;
 	res->compat_ro = pl->compat_ro;
 	res->csum_type = fs->csum_type;
-	/* a shrunk image's chunks changed after they were made (trimmed, one added): report
-	 * what is on disk, every chunk at its final length */
-	if (shrunk)
-		res->data_bytes = res->meta_bytes = res->sys_bytes = 0;
-	for (int i = 0; i < fs->nchunks && shrunk; i++) {
+	/* what is on disk: every chunk of the final map at its final length (--rootdir adds
+	 * chunks as it fills them, --shrink trims them after they were made) */
+	res->data_bytes = res->meta_bytes = res->sys_bytes = 0;
+	for (int i = 0; i < fs->nchunks; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
 		if (c->type & BTRFS_BLOCK_GROUP_SYSTEM)
 			res->sys_bytes += c->length;
@@ -602,7 +606,7 @@ static void fill_result(const struct btk_fs *fs, const struct plan *pl, bool shr
 		else
 			res->data_bytes += c->length;
 	}
-	if (shrunk && res->data_flags == res->meta_flags) /* mixed: one kind of chunk */
+	if (res->data_flags == res->meta_flags) /* mixed: one kind of chunk */
 		res->data_bytes = res->meta_bytes = res->meta_bytes + res->data_bytes;
 	res->ndevs = fs->ndevs;
 	res->unallocated = 0;
@@ -701,10 +705,6 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	memset(res, 0, sizeof(*res));
 	if (ret)
 		return ret;
-	for (int i = 0; i < o->ndevs; i++) {
-		struct stat st;
-		existed[i] = !stat(o->paths[i], &st);
-	}
 	fs = calloc(1, sizeof(*fs));
 	if (!fs)
 		return btk_err(ENOMEM, "out of memory");
@@ -769,7 +769,7 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	if (t)
 		btk_trans_abort(t);
 	if (!ret)
-		fill_result(fs, &pl, o->shrink, res);
+		fill_result(fs, &pl, res);
 	btk_write_close(w);
 	btk_fs_close(fs);
 	if (ret && !committing)

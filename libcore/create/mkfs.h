@@ -1,4 +1,5 @@
-/* mkfs.h — creating a new filesystem on one or more devices (bootstrap of the write path).
+/* mkfs.h (layer 7) — creating a new filesystem on one or more devices (bootstrap of the write
+ * path).
  *
  * btk_mkfs() validates everything (sizes, profiles against the device count, features,
  * existing signatures through libblkid unless forced, mounted or busy devices) before it

@@ -1,5 +1,5 @@
-/* decode.h — decoding of tree items, tree-block headers and superblocks into a generic field
- * sink, for dumps (btk-debug) and checks.
+/* decode.h (layer 8) — decoding of tree items, tree-block headers and superblocks into a generic
+ * field sink, for dumps (btk-debug) and checks.
  *
  * There is one decoder; the sink decides how to render (human text like `btrfs
  * inspect-internal dump-tree`, or JSON). The decoder never reads outside the bytes it is

@@ -1,5 +1,5 @@
-/* decode_int.h — internals shared by decode*.c: a bounds-checked cursor over one item's bytes
- * and table-driven field emission. Not a public header. */
+/* decode_int.h (layer 8) — internals shared by decode*.c: a bounds-checked cursor over one item's
+ * bytes and table-driven field emission. Not a public header. */
 #ifndef BTK_DECODE_INT_H
 #define BTK_DECODE_INT_H
 

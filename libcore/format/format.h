@@ -1,4 +1,4 @@
-/* format.h — btrfs on-disk structures and constants (layer 1).
+/* format.h — btrfs on-disk structures and constants (layer 0).
  *
  * The kernel's <linux/btrfs_tree.h> supplies item structures, key types and object ids; this
  * file adds what it lacks (superblock, tree-block header, items, node pointers) and

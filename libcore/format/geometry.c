@@ -4,6 +4,23 @@
 
 #define SZ_1M (1ULL << 20)
 
+int btk_dev_reserved(uint64_t size, struct btk_byte_range out[])
+{
+	int n = 0;
+
+	for (int i = 0; i < BTK_SUPER_MIRRORS; i++) {
+		/* the primary copy lies inside the first MiB */
+		uint64_t at = i ? btk_super_offset(i) : 0,
+			 len = i ? BTK_STRIPE_LEN : BTK_DEV_RESERVED;
+		if (at < size) {
+			out[n].start = at;
+			out[n].len = at + len > size ? size - at : len;
+			n++;
+		}
+	}
+	return n;
+}
+
 void btk_chunk_size_kernel(uint64_t flags, uint64_t total, struct btk_chunk_size *s)
 {
 	*s = (struct btk_chunk_size){

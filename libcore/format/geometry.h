@@ -1,12 +1,24 @@
-/* geometry.h — how large new chunks are made (layer 0): the sizes the kernel gives each kind
- * of chunk, the small first SINGLE chunks of a new filesystem, and the table a creator hands
- * the chunk allocator to choose its own. Pure functions: nothing is allocated, no message.
+/* geometry.h — where chunks may lie and how large they are made (layer 0): the device ranges
+ * btrfs keeps for itself, the sizes the kernel gives each kind of chunk, the small first
+ * SINGLE chunks of a new filesystem, and the table a creator hands the chunk allocator to
+ * choose its own. Pure functions: nothing is allocated, no message.
  */
 #ifndef BTK_FORMAT_GEOMETRY_H
 #define BTK_FORMAT_GEOMETRY_H
 
 #include <stdbool.h>
 #include <stdint.h>
+
+/* A byte range of a device. */
+struct btk_byte_range {
+	uint64_t start, len;
+};
+
+/* The ranges of a device of `size` bytes that no chunk may hold: the first MiB
+ * (BTK_DEV_RESERVED: boot loaders, the primary superblock) and a 64 KiB stripe at each
+ * superblock mirror that starts inside the device (64 MiB, 256 GiB), cut at the device end.
+ * Ascending; returns how many (at most BTK_SUPER_MIRRORS). */
+int btk_dev_reserved(uint64_t size, struct btk_byte_range out[]);
 
 /* Sizes of one new chunk (bytes, 64 KiB multiples). */
 struct btk_chunk_size {

@@ -1,4 +1,4 @@
-/* ondisk.c — compile-time checks of the on-disk layout (layer format).
+/* ondisk.c — compile-time checks of the on-disk layout (layer 0).
  *
  * Every structure btk declares to mirror disk bytes (format.h) gets its size and the offset of
  * each field checked here, and so do the sizes of the kernel's item structures btk reads

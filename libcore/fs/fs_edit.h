@@ -1,6 +1,6 @@
-/* fs_edit.h — changing a filesystem that exists: free numbers, looking names up as the running
- * transaction sees them, unlinking, links, renames, inode attribute changes, xattr removal,
- * deleting inodes with their data, subvolume deletion (layer fs).
+/* fs_edit.h (layer 6) — changing a filesystem that exists: free numbers, looking names up as the
+ * running transaction sees them, unlinking, links, renames, inode attribute changes, xattr removal,
+ * deleting inodes with their data, subvolume deletion.
  *
  * Everything reads the transaction's current state (trans.h btk_item_next/prev), so a run of
  * changes in one transaction sees its own earlier changes. Errors are negative errno values

@@ -1,5 +1,5 @@
-/* fs_estimate.h — how much metadata a filesystem of a given content needs, before writing it
- * (btk-convert's free-space check and --dry-run). */
+/* fs_estimate.h (layer 6) — how much metadata a filesystem of a given content needs, before writing
+ * it (btk-convert's free-space check and --dry-run). */
 #ifndef BTK_FS_ESTIMATE_H
 #define BTK_FS_ESTIMATE_H
 

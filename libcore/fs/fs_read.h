@@ -1,4 +1,4 @@
-/* fs_read.h — read-only pieces of the fs layer (layer 8): names, paths, subvolumes, file extents.
+/* fs_read.h — read-only pieces of the fs layer (layer 6): names, paths, subvolumes, file extents.
  *
  * Everything here reads through the validated tree layer (tree.h) and never trusts item
  * contents: names, counts and lengths are bounds-checked against the item size, parent chains

@@ -1,4 +1,4 @@
-/* fs_write.h — writing files, directories, links and xattrs into an fs tree (layer 8).
+/* fs_write.h — writing files, directories, links and xattrs into an fs tree (layer 6).
  *
  * These build the items the kernel would: INODE_ITEM, DIR_ITEM (by name hash, several names
  * in one item on a collision) + DIR_INDEX (by sequence number) + INODE_REF (or INODE_EXTREF
@@ -46,6 +46,23 @@ int btk_dir_creatable(uint64_t dir, const char *name, uint16_t len);
  * leaf, as the kernel refuses too. */
 int btk_xattr_set(struct btk_trans *t, uint64_t root, uint64_t ino, const char *name, uint16_t nlen,
 		  const void *value, uint16_t vlen);
+
+/* The room new file data can get now (fs_space.c). */
+struct btk_data_room {
+	uint64_t in_chunks;	   /* free bytes in data chunks */
+	uint64_t unallocated;	   /* device bytes in no chunk */
+	uint64_t meta_reserved;	   /* of them, what new metadata chunks would take */
+	uint64_t from_unallocated; /* data bytes the rest takes in data_type's profile */
+	uint64_t room;		   /* in_chunks + from_unallocated */
+	uint64_t data_type;	   /* block group flags of data chunks (profile) */
+};
+/* What data the transaction can still write when meta_need more bytes of tree blocks (one
+ * copy, btk_meta_estimate) come first: free space in data chunks, and unallocated device
+ * space as chunks of the data profile take it (copies, parity, devices a chunk needs) after
+ * new metadata chunks of the metadata profile took meta_need beyond the free space of the
+ * metadata chunks. An estimate within a step (1/256 of the largest device room, 1 MiB at
+ * least) per device. */
+int btk_data_room(struct btk_trans *t, uint64_t meta_need, struct btk_data_room *r);
 
 /* Largest inline extent payload the leaf can take (the kernel also caps by max_inline). */
 uint32_t btk_inline_max(const struct btk_fs *fs);

@@ -1,5 +1,5 @@
-/* populate.h — copying a host directory tree into a filesystem tree (mkfs --rootdir, and later
- * image put -r), through the fs layer.
+/* populate.h (layer 6) — copying a host directory tree into a filesystem tree (mkfs --rootdir, and
+ * later image put -r), through the fs layer.
  *
  * The result depends only on the tree's content: names are taken in byte order, inode numbers
  * and directory indexes are assigned in that order, hard links are found by (st_dev, st_ino)

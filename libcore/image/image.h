@@ -1,5 +1,5 @@
-/* image.h — metadata dumps in btrfs-image's format: dump an opened filesystem, restore a dump
- * onto devices (layer image). metadump.h has the file format itself.
+/* image.h (layer 9) — metadata dumps in btrfs-image's format: dump an opened filesystem, restore a
+ * dump onto devices. metadump.h has the file format itself.
  */
 #ifndef BTK_IMAGE_H
 #define BTK_IMAGE_H

@@ -122,6 +122,7 @@ int btk_image_fixup_devices(struct btk_dev *dev, int super_mirror, uint64_t devi
 			    const struct btk_image_log *log)
 {
 	struct btk_open_opts oo = {.write = true,
+				   .short_ok = true, /* the fixups set the size of the target */
 				   .no_scan = true,
 				   .degraded = true,
 				   .forget_missing =

@@ -1,4 +1,4 @@
-/* image_int.h — shared inside libcore/image only. */
+/* image_int.h (layer 9) — shared inside libcore/image only. */
 #ifndef BTK_IMAGE_INT_H
 #define BTK_IMAGE_INT_H
 

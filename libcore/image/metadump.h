@@ -1,4 +1,4 @@
-/* metadump.h — btrfs-image's dump file format, read and written (layer image).
+/* metadump.h — btrfs-image's dump file format, read and written (layer 9).
  *
  * A dump is a sequence of clusters. Each cluster starts with a 1 KiB index block: a header
  * (magic, the cluster's own byte offset in the file, item count, compression method) and up to

@@ -22,6 +22,19 @@ static int need_writable(const struct btk_dev *dev)
 	return dev->writable ? 0 : btk_err(EROFS, "%s: opened read-only", dev->path);
 }
 
+static void (*change_hook)(void);
+
+void btk_dev_set_change_hook(void (*fn)(void))
+{
+	change_hook = fn;
+}
+
+static void before_change(void)
+{
+	if (change_hook)
+		change_hook();
+}
+
 int btk_dev_read(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
 {
 	if (off > dev->size || len > dev->size - off)
@@ -43,6 +56,7 @@ int btk_dev_write(struct btk_dev *dev, const void *buf, size_t len, uint64_t off
 	if (len > UINT64_MAX - off)
 		return btk_err(EINVAL, "%s: write of %zu bytes at %llu overflows", dev->path, len,
 			       (unsigned long long)off);
+	before_change();
 	dev->stats.writes++;
 	dev->stats.write_bytes += len;
 	ret = dev->ops->pwrite(dev, buf, len, off);
@@ -67,6 +81,7 @@ int btk_dev_discard(struct btk_dev *dev, uint64_t off, uint64_t len)
 		ret = btk_err(EOPNOTSUPP, "%s: cannot discard", dev->path);
 	if (ret)
 		return ret;
+	before_change();
 	dev->stats.discards++;
 	return dev->ops->discard(dev, off, len);
 }
@@ -81,6 +96,7 @@ int btk_dev_zeroout(struct btk_dev *dev, uint64_t off, uint64_t len)
 		ret = btk_err(EOPNOTSUPP, "%s: cannot zero a range", dev->path);
 	if (ret)
 		return ret;
+	before_change();
 	dev->stats.zeroouts++;
 	return dev->ops->zeroout(dev, off, len);
 }
@@ -96,6 +112,7 @@ int btk_dev_truncate(struct btk_dev *dev, uint64_t size)
 		ret = btk_err(EOPNOTSUPP, "%s: cannot set the size", dev->path);
 	if (ret)
 		return ret;
+	before_change();
 	dev->stats.truncates++;
 	ret = dev->ops->truncate(dev, size);
 	if (!ret)

@@ -58,6 +58,7 @@ struct btk_dev {
 	void *priv;	       /* backend data */
 	struct btk_dev *lower; /* wrapped device for stacking backends (faults), or NULL */
 	struct btk_lock *lock; /* the writer's lock this handle holds (lock.c), or NULL */
+	bool created;	       /* btk_dev_open_opts made the file (o->create): it was not there */
 };
 
 #define BTK_OPEN_WRITE	1 /* open read-write */
@@ -68,6 +69,10 @@ struct btk_dev {
  * lower's path, size and flags (closing it is the backend's close). 0 or -ENOMEM. */
 int btk_dev_stack(struct btk_dev *lower, const struct btk_dev_ops *ops, void *priv,
 		  struct btk_dev **out);
+/* Tests: fn runs before every change (write, discard, zeroout, truncate) of any handle, so
+ * that a test can interrupt a tool at a chosen write (cli's BTK_TEST_SIGINT_AT). One hook per
+ * process; NULL (the default) for none. */
+void btk_dev_set_change_hook(void (*fn)(void));
 
 /* Opens path; *out is owned by the caller and freed with btk_dev_close(). */
 int btk_dev_open(const char *path, int flags, struct btk_dev **out);
@@ -166,11 +171,13 @@ struct btk_dev_opts {
 		uint64_t after;		  /* (per device) */
 	} fault;
 };
-/* Opens path as o says; *out is the caller's (btk_dev_close releases the lock). */
+/* Opens path as o says; *out is the caller's (btk_dev_close releases the lock). With
+ * o->create, a file that is not there is made (O_EXCL: this call made it, dev->created says
+ * so) and removed again when the open fails. */
 int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk_dev **out);
 /* Opens n devices as o says into devs[0..n-1], after checking that no two name one device
  * (btk_paths_distinct, then the handles: new files by two names). All or none: on failure
- * every handle opened is closed and devs[] is NULL. */
+ * every handle opened is closed, every file made is removed, and devs[] is NULL. */
 int btk_devs_open(const char *const *paths, int n, const struct btk_dev_opts *o,
 		  struct btk_dev **devs);
 

@@ -6,10 +6,12 @@
 
 #include <blkid/blkid.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 int btk_dev_probe_signatures(const char *path)
 {
@@ -110,10 +112,32 @@ static int wrap(struct btk_dev **devp, const struct btk_dev_opts *o)
 	return 0;
 }
 
+/* Makes path when it is not there; *made tells whether this call made it (O_EXCL: a file
+ * another process made at the same moment is theirs). */
+static int make_file(const char *path, bool *made)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+
+	*made = fd >= 0;
+	if (fd >= 0)
+		close(fd);
+	else if (errno != EEXIST)
+		return btk_err(errno, "%s: cannot create: %s", path, strerror(errno));
+	return 0;
+}
+
+static void close_dev(struct btk_dev *dev, const char *path, bool made)
+{
+	btk_dev_close(dev);
+	if (made)
+		unlink(path);
+}
+
 int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk_dev **out)
 {
 	struct btk_dev_opts none = {0};
 	struct btk_dev *dev = NULL;
+	bool made = false;
 	int ret;
 
 	if (!o)
@@ -124,16 +148,16 @@ int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk
 		if ((ret = btk_dev_open(path, 0, &dev)))
 			return ret;
 		warn_mounted(path);
-	} else if ((ret = btk_dev_open(path, BTK_OPEN_WRITE | (o->create ? BTK_OPEN_CREATE : 0),
-				       &dev)) ||
-		   (ret = exclusive(&dev, o))) {
-		btk_dev_close(dev);
+	} else if ((o->create && (ret = make_file(path, &made))) ||
+		   (ret = btk_dev_open(path, BTK_OPEN_WRITE, &dev)) || (ret = exclusive(&dev, o))) {
+		close_dev(dev, path, made);
 		return ret;
 	}
 	if ((ret = wrap(&dev, o))) {
-		btk_dev_close(dev);
+		close_dev(dev, path, made);
 		return ret;
 	}
+	dev->created = made;
 	*out = dev;
 	return 0;
 }
@@ -154,7 +178,8 @@ int btk_devs_open(const char *const *paths, int n, const struct btk_dev_opts *o,
 	}
 	if (ret)
 		for (int i = 0; i < n; i++) {
-			btk_dev_close(devs[i]);
+			if (devs[i])
+				close_dev(devs[i], paths[i], devs[i]->created);
 			devs[i] = NULL;
 		}
 	return ret;

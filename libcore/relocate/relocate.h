@@ -1,4 +1,4 @@
-/* relocate.h — resizing one device of an opened filesystem (layer relocate).
+/* relocate.h — resizing one device of an opened filesystem (layer 8).
  *
  * Growing changes the device item and the superblock totals only. Shrinking first moves every
  * chunk stripe of the device that lies past the new end into unallocated space below it
@@ -91,7 +91,9 @@ void btk_resize_plan_free(struct btk_resize_plan *plan);
 typedef void (*btk_resize_progress_fn)(void *ctx, uint64_t done, uint64_t total);
 
 /* Carries out a plan made on this fs (opened for writing, nothing changed since): the image
- * file is extended first when growing and cut last when shrinking (after the commit).
+ * file is extended first when growing and cut last when shrinking (after the commit). A plan
+ * whose size stays still cuts an image file longer than the device's size (only that tail,
+ * past the device's end: a shrink stopped before its cut); block devices are never cut.
  * Errors from the write path; an interrupted apply leaves the old or the new filesystem
  * (or one between rounds, at the old size). It opens and closes the write path's state of fs
  * itself (btk_write_open): one call per opened filesystem. */

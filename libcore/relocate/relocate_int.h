@@ -1,5 +1,5 @@
-/* relocate_int.h — private to libcore/relocate: the device layout the resize planner works
- * on. */
+/* relocate_int.h (layer 8) — private to libcore/relocate: the device layout the resize planner
+ * works on. */
 #ifndef BTK_RELOCATE_INT_H
 #define BTK_RELOCATE_INT_H
 

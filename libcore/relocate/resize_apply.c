@@ -196,8 +196,12 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 	if (d->total_bytes != plan->old_size)
 		return btk_err(EINVAL, "the plan was made for another state of devid %llu",
 			       (unsigned long long)plan->devid);
+	/* the size stays: an image file longer than the device (a resize stopped between its
+	 * last commit and the cut) still ends where the filesystem does */
 	if (plan->new_size == plan->old_size && !plan->nmoves && !plan->ncuts && !plan->nempty)
-		return 0;
+		return d->dev->is_blockdev || d->dev->size <= plan->new_size
+			   ? 0
+			   : btk_dev_truncate(d->dev, plan->new_size);
 
 	if ((ret = btk_write_open(fs, 0, &w)))
 		return ret;

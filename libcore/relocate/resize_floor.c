@@ -1,6 +1,8 @@
 /* resize_floor.c — the least a device can shrink to whatever the chunks: the bytes of the
  * extents it holds, the free metadata the kernel needs, and the reserved first MiB. The
- * minimum is reported against it (how close -M gets, and what the rest is).
+ * minimum is reported against it (how close -M gets, and what the rest is). The kernel's room
+ * is what a cut keeps (rl_meta_keep), but never more than the metadata chunks have free now:
+ * a shrink makes no new chunks, so a filesystem with less keeps what it has.
  *
  * A chunk's extents lie on this device in proportion to its stripes here: a stripe holds
  * stripe_len / length of the chunk (for DUP and mirrors, each copy the whole chunk; for
@@ -17,7 +19,7 @@
 int btk_resize_floor(struct btk_fs *fs, uint64_t devid, struct btk_resize_floor *f)
 {
 	struct rl_usage use;
-	uint64_t keep = 0, meta_share = 0;
+	uint64_t keep = 0, meta_share = 0, meta_free = 0;
 	int ret = rl_usage_load(fs, &use);
 
 	*f = (struct btk_resize_floor){.reserved = SZ_1M};
@@ -41,6 +43,8 @@ int btk_resize_floor(struct btk_fs *fs, uint64_t devid, struct btk_resize_floor 
 			f->system += on;
 		else
 			f->metadata += on;
+		if (c->type & BTRFS_BLOCK_GROUP_METADATA)
+			meta_free += c->length > used ? c->length - used : 0;
 		/* the kernel's room is kept in each copy of the metadata */
 		if ((c->type & BTRFS_BLOCK_GROUP_METADATA) && !meta_share)
 			meta_share = (uint64_t)k * sl * 1024 / c->length;
@@ -48,6 +52,9 @@ int btk_resize_floor(struct btk_fs *fs, uint64_t devid, struct btk_resize_floor 
 	rl_usage_free(&use);
 	if ((ret = rl_meta_keep(fs, &keep)))
 		return ret;
+	/* no shrink adds metadata: the kernel keeps at most the room it has now */
+	if (keep > meta_free)
+		keep = meta_free;
 	f->kernel_room = keep * meta_share / 1024;
 	f->total = f->reserved + f->data + f->metadata + f->system + f->kernel_room;
 	return 0;

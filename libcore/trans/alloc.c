@@ -1,4 +1,4 @@
-/* alloc.c — range sets, block groups and the tree-block allocator (layer 7).
+/* alloc.c — range sets, block groups and the tree-block allocator (layer 5).
  *
  * Each block group keeps three range sets: free (allocatable now), pinned (freed in this
  * transaction: the committed trees may still point there) and super (superblock stripes).

@@ -1,4 +1,4 @@
-/* fst.c — the free-space tree (layer 7, commit time).
+/* fst.c — the free-space tree (layer 5, commit time).
  *
  * For each block group the tree holds FREE_SPACE_INFO (start, len) with the extent count and
  * FREE_SPACE_EXTENT (start, len) items for every free range: the complement of the extent

@@ -7,6 +7,7 @@
 #include "volumes/super.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -504,6 +505,34 @@ int btk_trans_writeback(struct btk_trans *t, uint64_t limit)
 	return btk_cache_for_each_dirty(t->fs->cache, write_block, t);
 }
 
+static volatile sig_atomic_t commits;
+
+unsigned long btk_trans_commits(void)
+{
+	return (unsigned long)commits;
+}
+
+/* The superblocks and their flush, with the signals of an interruption held: a handler runs
+ * before the first superblock is written or after the flush, when commits counts this one. */
+static int write_supers_held(struct btk_trans *t)
+{
+	sigset_t hold, old;
+	int ret;
+
+	sigemptyset(&hold);
+	sigaddset(&hold, SIGINT);
+	sigaddset(&hold, SIGTERM);
+	sigaddset(&hold, SIGHUP);
+	pthread_sigmask(SIG_BLOCK, &hold, &old);
+	ret = write_supers(t);
+	if (!ret)
+		ret = flush_all(t->fs);
+	if (!ret)
+		commits = commits + 1;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	return ret;
+}
+
 int btk_trans_commit(struct btk_trans *t)
 {
 	struct btk_wfs *w = t->w;
@@ -527,9 +556,7 @@ int btk_trans_commit(struct btk_trans *t)
 	if (!ret)
 		ret = flush_all(fs);
 	if (!ret)
-		ret = write_supers(t);
-	if (!ret)
-		ret = flush_all(fs);
+		ret = write_supers_held(t);
 	if (ret) {
 		w->broken = true;
 		w->running = false;

@@ -74,6 +74,10 @@ int btk_trans_writeback(struct btk_trans *t, uint64_t limit);
 /* Writes everything and ends the transaction (t is freed, also on error). A transaction that
  * changed nothing writes nothing (the generation stays). */
 int btk_trans_commit(struct btk_trans *t);
+/* How many commits this process has made (their superblocks written and flushed). The
+ * superblocks of a commit go out with SIGINT, SIGTERM and SIGHUP held, so that a signal
+ * handler reading this (it is async-signal-safe) sees a commit whole or not at all. */
+unsigned long btk_trans_commits(void);
 /* Drops the transaction without writing; the filesystem object can no longer be written. */
 void btk_trans_abort(struct btk_trans *t);
 uint64_t btk_trans_id(const struct btk_trans *t);

@@ -1,4 +1,4 @@
-/* cache.h — the tree-block cache (part of layer 6), shared by the read and write paths.
+/* cache.h — the tree-block cache (layer 4), shared by the read and write paths.
  *
  * Blocks are keyed by logical bytenr. The cache holds one reference to each block it keeps
  * and evicts clean, unreferenced blocks past its byte budget (least recently used first).

@@ -1,4 +1,4 @@
-/* tree.h — validated tree-block reads, the block cache, search and iteration (layer tree).
+/* tree.h — validated tree-block reads, the block cache, search and iteration (layer 4).
  *
  * Every block handed out has passed: checksum, fsid (metadata uuid), bytenr, level <
  * BTK_MAX_LEVEL, nritems fits, item offsets/sizes inside the block and not overlapping the

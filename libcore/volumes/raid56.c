@@ -1,4 +1,4 @@
-/* raid56.c — writing into RAID5/6 chunks (layer 5, beside the chunk map): the data stripe,
+/* raid56.c — writing into RAID5/6 chunks (layer 3, beside the chunk map): the data stripe,
  * then P (and Q) of its row recomputed from the other data stripes as they are on disk.
  * Read-modify-write, as the kernel does: an interruption between the data and the parity
  * writes leaves that row's parity stale (the RAID5/6 write hole); a scrub repairs it.

@@ -1,4 +1,4 @@
-/* super.h — superblock copies (layer 4): read every mirror, validate, choose the newest. */
+/* super.h — superblock copies (layer 3): read every mirror, validate, choose the newest. */
 #ifndef BTK_SUPER_H
 #define BTK_SUPER_H
 

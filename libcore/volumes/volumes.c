@@ -436,6 +436,37 @@ int btk_volumes_check_missing(struct btk_fs *fs, const struct btk_open_opts *o)
 	return btk_err(ENODEV, "missing device(s): devid %s (give every member device)", buf);
 }
 
+int btk_dev_size_check(const struct btk_dev *dev, uint64_t devid, uint64_t total_bytes, bool refuse)
+{
+	if (dev->size >= total_bytes)
+		return 0;
+	if (refuse)
+		return btk_err(EUCLEAN,
+			       "%s: devid %llu is %llu bytes, shorter than the %llu its superblock "
+			       "records (a truncated image?): refusing to write (--force writes "
+			       "anyway)",
+			       dev->path, (unsigned long long)devid, (unsigned long long)dev->size,
+			       (unsigned long long)total_bytes);
+	btk_warn("%s: devid %llu is %llu bytes, shorter than the %llu its superblock records (a "
+		 "truncated image?): what lies past its end cannot be read",
+		 dev->path, (unsigned long long)devid, (unsigned long long)dev->size,
+		 (unsigned long long)total_bytes);
+	return 0;
+}
+
+int btk_volumes_check_sizes(struct btk_fs *fs, const struct btk_open_opts *o)
+{
+	for (int i = 0; i < fs->ndevs; i++) {
+		const struct btk_fs_dev *d = &fs->devs[i];
+		int ret = d->dev ? btk_dev_size_check(d->dev, d->devid, d->total_bytes,
+						      o->write && !o->short_ok)
+				 : 0;
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 static int setup(struct btk_fs *fs)
 {
 	uint64_t incompat = btk_le64(fs->sb.incompat_flags);
@@ -475,6 +506,8 @@ static int volumes_open(const char *const *paths, struct btk_dev *const *devs, i
 		btk_dev_close(devs[i]); /* after an error: the handles not yet added */
 	if (!ret && (uint64_t)count_present(fs) < btk_le64(fs->sb.num_devices) && !o.no_scan)
 		scan_members(fs, &o);
+	if (!ret)
+		ret = btk_volumes_check_sizes(fs, &o);
 	if (!ret)
 		ret = setup(fs);
 	if (ret) {

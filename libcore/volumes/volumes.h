@@ -1,4 +1,4 @@
-/* volumes.h — an opened filesystem: its devices and the chunk map (layer volumes).
+/* volumes.h — an opened filesystem: its devices and the chunk map (layer 3).
  *
  * btk_fs_open() reads the superblocks of the given devices, finds the other members of a
  * multi-device filesystem (libblkid scan by fsid) unless told not to, loads the system chunk
@@ -76,6 +76,9 @@ struct btk_open_opts {
 	/* keep chunks that overlap the next one (the checker reports them and checks the rest)
 	 * instead of refusing to open */
 	bool chunk_overlaps;
+	/* with write: open even when a device is shorter than its superblock says (a truncated
+	 * image; --force), which is otherwise refused (btk_volumes_check_sizes) */
+	bool short_ok;
 };
 #define BTK_BACKUP_NEWEST (BTK_NUM_BACKUP_ROOTS + 1)
 
@@ -97,6 +100,14 @@ void btk_volumes_close(struct btk_fs *fs);
 /* -ENODEV naming the devids of member devices that were not found, unless opts->degraded
  * (then a warning). */
 int btk_volumes_check_missing(struct btk_fs *fs, const struct btk_open_opts *opts);
+/* Devices shorter than the size their superblock's device item records (a truncated image
+ * file, a partition cut short): one warning each (btk_warn), or for a writer (opts->write)
+ * -EUCLEAN naming the first unless opts->short_ok. Called by the opening itself. */
+int btk_volumes_check_sizes(struct btk_fs *fs, const struct btk_open_opts *opts);
+/* The check for one device: 0 when dev holds total_bytes; else the warning, or with refuse
+ * -EUCLEAN (for tools that read a superblock without opening the filesystem). */
+int btk_dev_size_check(const struct btk_dev *dev, uint64_t devid, uint64_t total_bytes,
+		       bool refuse);
 
 /* The entry for devid, added (sorted by devid) when missing; NULL on ENOMEM (no message).
  * Cheap when devids arrive in increasing order; btk_fs_dev_fill_all for many. */

@@ -289,3 +289,38 @@ json_fails() {
 	jq -e '.queries[0].owners == [{"root": 5, "level": 0, "found": "backref"}] and
 		(.queries[0].error | test("checksum"))' "$BTK_OUT" || { cat "$BTK_OUT"; false; }
 }
+
+# The report a tool exists for must reach its reader: stdout that cannot be written (/dev/full)
+# is the operational error, with one line on stderr (issue 23 item 10).
+@test "stdout that cannot be written: btk-fsck exits 8, the other tools 1, one line on stderr" {
+	[ -w /dev/full ] || skip "no /dev/full"
+	local img=$D/full.img c
+	"$B/btk-mkfs" -q -b 256m "$img"
+	# btk-fsck: the text report, --json, and a report with errors (4 becomes 8)
+	for c in "" "--json"; do
+		status=0
+		timeout 60 "$B/btk-fsck" $c "$img" >/dev/full 2>"$D/err" || status=$?
+		[ "$status" = 8 ] || { echo "btk-fsck $c: exit $status, want 8" >&2; cat "$D/err" >&2; return 1; }
+		[ "$(wc -l <"$D/err")" = 1 ] && grep -q '^btk-fsck: writing standard output failed' "$D/err"
+	done
+	cp "$img" "$D/short.img"
+	truncate -s 100m "$D/short.img"
+	status=0
+	timeout 60 "$B/btk-fsck" "$D/short.img" >/dev/full 2>"$D/err" || status=$?
+	[ "$status" = 8 ] && grep -q '^btk-fsck: writing standard output failed' "$D/err"
+	# every other tool: 1
+	for c in "btk-debug super $img" "btk-debug tree $img" "btk-debug stats $img" \
+		"btk-owner --file / $img" "btk-resize -P $img" \
+		"btk-image stat $img /" "btk-mkfs --version"; do
+		status=0
+		timeout 60 $B/$c >/dev/full 2>"$D/err" || status=$?
+		[ "$status" = 1 ] || { echo "$c: exit $status, want 1" >&2; cat "$D/err" >&2; return 1; }
+		[ "$(wc -l <"$D/err")" = 1 ] || { echo "$c: stderr:" >&2; cat "$D/err" >&2; return 1; }
+		grep -q ': writing standard output failed: ' "$D/err"
+	done
+	# the same commands with stdout writable exit 0
+	btk_run 60 "$B/btk-fsck" "$img"
+	[ "$status" = 0 ]
+	btk_run 60 "$B/btk-image" stat "$img" /
+	[ "$status" = 0 ]
+}

@@ -112,3 +112,39 @@ setup() {
 	[ "$status" -eq 0 ] || { echo "$output"; false; }
 	python3 "$BTK_ROOT/tests/oracle/ext_used_diff.py" "$D/h.orig" "$D/h.img"
 }
+
+# Issue 23 item 16: the link counts are compared with the names a walk from the root finds,
+# before anything is written. A wrong count is refused (naming the inode and e2fsck -f), or with
+# -f converted with the count of the names; what no count mends is refused even with -f.
+@test "convert: a link count that is not the number of names is refused, or with -f converted with the names; both checkers clean; rollback exact" {
+	mkdir -p "$D/s/d" && echo a >"$D/s/a" && echo b >"$D/s/b" && ln "$D/s/b" "$D/s/d/b2"
+	for edit in "sif /a links_count 3" "sif /b links_count 1" "sif /b links_count 0" \
+		"unlink /a" "sif /a links_count 65535"; do
+		rm -f "$D/l.img" && mke2fs -q -F -b 4096 -t ext4 -d "$D/s" "$D/l.img" 64M
+		debugfs -w -R "$edit" "$D/l.img" >/dev/null 2>&1
+		# e2fsck finds it, the superblock does not say so
+		run e2fsck -fn "$D/l.img"
+		[ "$status" -eq 4 ] || { echo "$edit: e2fsck $status"; false; }
+		dumpe2fs -h "$D/l.img" 2>/dev/null | grep -q '^Filesystem state: *clean$'
+		refused "$D/l.img" "ext inode 1[23] has link count [0-9]* but .*: run e2fsck -f .*l.img first (or --force"
+		refused "$D/l.img" "ext inode 1[23] has link count" --dry-run
+		cp --sparse=always "$D/l.img" "$D/l.orig"
+		btk_run 60 "$CONV" --no-progress -f "$D/l.img"
+		[ "$status" -eq 0 ] || { show_err; false; }
+		grep -q "warning: .*1 inode(s) with a wrong link count get the count of their names" "$BTK_ERR" || { show_err; false; }
+		run btrfs check --readonly "$D/l.img"
+		[ "$status" -eq 0 ] || { echo "$edit: $output"; false; }
+		btk_run 60 "$BTK_BUILD/bin/btk-fsck" "$D/l.img"
+		[ "$status" -eq 0 ] || { echo "$edit"; cat "$BTK_OUT"; false; }
+		# the rollback brings back the ext filesystem as it was, its wrong count too
+		btk_run 60 "$CONV" -r "$D/l.img"
+		[ "$status" -eq 0 ] || { show_err; false; }
+		python3 "$BTK_ROOT/tests/oracle/ext_used_diff.py" "$D/l.orig" "$D/l.img"
+	done
+	for edit in "ln /d /d2:a directory that already has a name" "ln <30> /x:which is not in use" \
+		"ln <8> /j:which no file can have"; do
+		rm -f "$D/l.img" && mke2fs -q -F -b 4096 -t ext4 -d "$D/s" "$D/l.img" 64M
+		debugfs -w -R "${edit%%:*}" "$D/l.img" >/dev/null 2>&1
+		refused "$D/l.img" "entry [a-z0-9]* in ext directory 2 names inode [0-9]*, ${edit#*:}: run e2fsck -f" -f
+	done
+}

@@ -248,16 +248,42 @@ ok() {
 	clean
 }
 
-@test "put that runs out of space midway (the up-front free-space check passed): the image byte-identical" {
-	# 120M: the up-front check (free plus unallocated bytes) passes, and a data chunk is
-	# found missing only once data is being written; every byte written must go back
-	head -c 50M /dev/urandom >"$D/big"
+@test "put is refused up front when its data exceeds the room data can get (not free metadata space), naming the shortfall" {
+	# 120M, DUP metadata: 8 MiB free in the data chunk and 31 MiB of unallocated space (the
+	# first MiB is no chunk's) take 39 MiB of data; the metadata chunks' free space does not
+	head -c 41M /dev/urandom >"$D/big"
 	truncate -s 120M "$D/small.img"
 	"$MKFS" -q "$D/small.img"
+	cp "$D/small.img" "$D/fits.img"
+	head -c 39M "$D/big" >"$D/fits"
+	ok put "$D/fits.img" "$D/fits" /fits
 	before=$(sha256sum <"$D/small.img")
 	btk_run 120 "$IMG" put "$D/small.img" "$D/big" /big
 	assert_one_line_error
-	grep -q "no device space" "$BTK_ERR"
+	grep -q "no space left: the source holds 41.00MiB of data; data can get 39.00MiB (8.00MiB free in data chunks, 31.00MiB as new single data chunks from 31.00MiB unallocated.*2.00MiB short" "$BTK_ERR" || { show_err; false; }
+	[ "$before" = "$(sha256sum <"$D/small.img")" ]
+}
+
+@test "put that runs out of space midway (the up-front check passed: metadata beyond its estimate): the image byte-identical" {
+	require_tool python3
+	# the data fills the room first; then 9000 files with 3.9 KiB xattrs need more metadata
+	# than the free space of the metadata chunks, found only while writing
+	truncate -s 120M "$D/small.img"
+	"$MKFS" -q "$D/small.img"
+	head -c 39M /dev/urandom >"$D/fill"
+	ok put "$D/small.img" "$D/fill" /fill
+	mkdir "$D/x"
+	python3 -c '
+import os, sys
+for i in range(9000):
+    p = os.path.join(sys.argv[1], "f%d" % i)
+    open(p, "w").close()
+    os.setxattr(p, "user.big", b"v" * 3900)
+' "$D/x" || skip "no user xattrs here"
+	before=$(sha256sum <"$D/small.img")
+	btk_run 300 "$IMG" put -r "$D/small.img" "$D/x" /x
+	assert_one_line_error
+	grep -Eq "no device space|no space left for a metadata tree block" "$BTK_ERR" || { show_err; false; }
 	[ "$before" = "$(sha256sum <"$D/small.img")" ] || {
 		echo "FAIL: the failed put left bytes behind" >&2
 		return 1

@@ -163,3 +163,43 @@ EOF
 	python3 -c 'import json,os,sys; assert os.fsencode(json.load(open(sys.argv[1]))["rootdir"]["source"]) == os.fsencode(sys.argv[2])' \
 		"$BTK_OUT" "$s"
 }
+
+# profiles.*.bytes: what the chunks of the made filesystem hold (issue 23 item 7: the data
+# chunks of a 50 MiB copy were reported as the first 8 MiB one), as btrfs-progs reads the chunk
+# tree; the text summary says the same. With and without --shrink, and mixed.
+@test "--json profiles: bytes are the chunk lengths of the chunk tree, per kind" {
+	require_tool btrfs
+	local s=$D/src i opt
+	mkdir -p "$s"
+	for i in $(seq 1 25); do head -c $((2 << 20)) /dev/urandom >"$s/f$i"; done
+	for opt in "-b 1g" "--shrink" "-b 1g -m dup -d single" "-b 1g -O mixed-bg"; do
+		rm -f "$D/p.img"
+		# shellcheck disable=SC2086
+		btk_run 120 "$MKFS" -q --json -r "$s" $opt "$D/p.img"
+		[ "$status" = 0 ] || { show_err; return 1; }
+		btrfs inspect-internal dump-tree -t chunk "$D/p.img" >"$D/chunks.txt"
+		python3 - "$BTK_OUT" "$D/chunks.txt" "$opt" <<'PY'
+import json, re, sys
+o = json.load(open(sys.argv[1]))
+sums = {"data": 0, "metadata": 0, "system": 0}
+txt = open(sys.argv[2]).read()
+for m in re.finditer(r"CHUNK_ITEM \d+\) itemoff \d+ itemsize \d+\n\s+length (\d+) owner \d+ stripe_len \d+ type ([A-Z|0-9]+)", txt):
+    n, t = int(m.group(1)), m.group(2).split("|")
+    k = "system" if "SYSTEM" in t else "metadata" if "METADATA" in t else "data"
+    sums[k] += n
+if o["mixed"]:
+    sums["data"] = sums["metadata"] = sums["data"] + sums["metadata"]
+got = {k: o["profiles"][k]["bytes"] for k in sums}
+assert got == sums, (sys.argv[3], "json", got, "chunk tree", sums)
+assert o["mixed"] or sums["data"] >= 50 << 20, (sys.argv[3], sums)
+PY
+	done
+	# the text summary: the data line says what the chunk tree says
+	rm -f "$D/p.img"
+	btk_run 120 "$MKFS" -r "$s" -b 1g "$D/p.img"
+	[ "$status" = 0 ]
+	local data
+	data=$(btrfs inspect-internal dump-tree -t chunk "$D/p.img" |
+		awk '/length [0-9]+ owner [0-9]+ stripe_len [0-9]+ type DATA/ { s += $2 } END { printf "%.2fMiB", s / 1048576 }')
+	grep -E "^  Data: +single +$data\$" "$BTK_OUT" || { cat "$BTK_OUT" >&2; echo "want $data" >&2; return 1; }
+}

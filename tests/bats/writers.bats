@@ -192,3 +192,23 @@ locked_refused() {
 	grep -qx kept "$D/ls" && ! grep -qx lost "$D/ls"
 	check_clean fs.img
 }
+
+@test "writers: two mkfs making one new image file at once: one makes it, the other changes nothing" {
+	local round
+	for round in 1 2 3 4 5 6; do
+		rm -f new.img
+		"$MKFS" -q -L one -b 256m new.img 2>"$D/1.err" &
+		local p1=$!
+		"$MKFS" -q -L two -b 256m new.img 2>"$D/2.err" &
+		local p2=$!
+		local r1=0 r2=0
+		wait "$p1" || r1=$?
+		wait "$p2" || r2=$?
+		[ $((r1 == 0)) -ne $((r2 == 0)) ] || { cat "$D/1.err" "$D/2.err" >&2; echo "round $round: $r1 $r2" >&2; return 1; }
+		local won=one
+		[ "$r2" -eq 0 ] && won=two
+		[ -e new.img ] || { echo "round $round: the made file was removed" >&2; return 1; }
+		btrfs filesystem label new.img | grep -qx "$won" || { echo "round $round: not $won's" >&2; return 1; }
+		check_clean new.img
+	done
+}

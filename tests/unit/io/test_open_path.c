@@ -131,6 +131,22 @@ static void test_same_file_twice(void **state)
 	const char *q[2] = {n1, n2};
 	assert_int_equal(btk_devs_open(q, 2, &w, devs), -EINVAL);
 	assert_null(devs[1]);
+	assert_int_equal(access(n1, F_OK), -1); /* made by the failed open: removed */
+	/* a file made and locked by another process: refused, and left where it is */
+	int fd = open(n1, O_CREAT | O_RDWR, 0644);
+	assert_true(fd >= 0);
+	assert_int_equal(flock(fd, LOCK_EX), 0);
+	pid_t pid = fork();
+	if (!pid) {
+		struct btk_dev *d;
+		_exit(btk_dev_open_opts(n1, &w, &d) == -EBUSY && access(n1, F_OK) == 0 ? 0 : 1);
+	}
+	int st;
+	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+	close(fd);
+	assert_int_equal(access(n1, F_OK), 0);
+	unlink(n1);
 }
 
 static void test_faults(void **state)

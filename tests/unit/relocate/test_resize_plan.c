@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "fs/fs_edit.h"
+#include "fs/fs_write.h"
 #include "relocate/relocate_int.h"
 #include "../test_image.h"
 
@@ -313,13 +315,34 @@ static void check_image(const char *img, struct btk_resize_plan *out)
 	assert_int_equal(p.alloc_end, end);
 	assert_int_equal(p.new_size, p.minimum);
 	/* every stripe keeps its chunk's extents (a DUP chunk's twice) past the first MiB */
-	uint64_t held = 0, last, bytes;
+	uint64_t held = 0, bytes;
 	for (int i = 0; i < n; i++) {
+		uint64_t last;
 		extents_in(img, v[i].chunk, v[i].len, fs->nodesize, &last, &bytes);
 		held += bytes;
 	}
 	assert_true(held > 0);
 	assert_true(p.minimum >= M + held);
+	/* the floor -M reports against: what the device must hold is within the minimum, its
+	 * data what dump-tree's data extents are, and the kernel's free metadata no more than
+	 * the metadata chunks have free (dump-tree's block group items) */
+	struct btk_resize_floor fl;
+	uint64_t data = 0, meta_free = 0, last;
+	assert_int_equal(btk_resize_floor(fs, 1, &fl), 0);
+	for (int i = 0; i < n; i++) {
+		const struct btk_chunk *c = btk_chunk_find(fs, v[i].chunk);
+		assert_non_null(c);
+		extents_in(img, v[i].chunk, v[i].len, fs->nodesize, &last, &bytes);
+		if ((c->type & BTRFS_BLOCK_GROUP_DATA) && !(c->type & BTRFS_BLOCK_GROUP_METADATA))
+			data += bytes;
+		else if (c->type & BTRFS_BLOCK_GROUP_METADATA)
+			meta_free += v[i].len - bytes;
+	}
+	assert_int_equal(fl.data, data);
+	assert_true(fl.kernel_room <= meta_free);
+	if (fl.total > p.minimum)
+		fail_msg("minimum %llu below what the device must hold, %llu",
+			 (unsigned long long)p.minimum, (unsigned long long)fl.total);
 	assert_true(p.minimum <= end);
 	assert_int_equal(p.minimum % fs->sectorsize, 0);
 	replay(img, &p, v, n, fs->nodesize);
@@ -373,6 +396,91 @@ static void test_plan_with_data(void **state)
 	btk_resize_plan_free(&p);
 }
 
+/* A file of size bytes named name in the top directory, its data in extents of at most 1 MiB
+ * (new data chunks come as the old ones fill). */
+static void put_file(struct btk_trans *t, struct btk_fs *fs, const char *name, uint64_t size)
+{
+	static uint8_t data[M], sums[M / 4096 * 32];
+	const struct btk_time now = {1700000000, 0};
+	struct btk_inode_attr a = {
+	    .mode = 0100644, .atime = now, .mtime = now, .ctime = now, .otime = now};
+	uint64_t ino, bytenr, got;
+
+	assert_int_equal(btk_fs_create(t, 5, 256, name, (uint16_t)strlen(name), &a, NULL, 0, &ino),
+			 0);
+	for (uint64_t off = 0; off < size; off += got) {
+		uint64_t want = size - off < M ? size - off : M;
+		assert_int_equal(btk_data_extent_alloc(t, want, 4096, 5, ino, off, &bytenr, &got),
+				 0);
+		memset(data, (int)(off / M), got);
+		assert_int_equal(btk_write_logical(fs, bytenr, data, got), 0);
+		assert_int_equal(btk_csum_compute(fs, data, got, sums), 0);
+		assert_int_equal(btk_csum_insert_sums(t, bytenr, sums, got / 4096), 0);
+		struct btk_file_extent fe = {.file_offset = off,
+					     .type = BTRFS_FILE_EXTENT_REG,
+					     .disk_bytenr = bytenr,
+					     .disk_num_bytes = got,
+					     .num_bytes = got,
+					     .ram_bytes = got};
+		assert_int_equal(btk_file_extent_insert(t, 5, ino, &fe), 0);
+	}
+	assert_int_equal(btk_inode_set_size(t, 5, ino, size, size), 0);
+}
+
+/* Data written, a big file deleted: mkfs.btrfs -m single with a 6 MB file fills most of its
+ * 8 MiB data chunk; 30 MiB more need new data chunks past it; 2 MiB after them; then the 30
+ * MiB go. What lies in the chunks past the first data chunk is 2 MiB, which its free room
+ * (dump-tree: 8 MiB minus its extents) takes: the minimum empties those chunks. */
+static void test_plan_empties(void **state)
+{
+	char img[96], cmd[256];
+	const struct btk_time now = {1700000001, 0};
+	struct btk_resize_plan p;
+	struct btk_trans *t;
+	struct btk_fs *fs;
+	(void)state;
+
+	snprintf(cmd, sizeof(cmd), "mkdir -p %s/src6 && head -c 6000000 /dev/urandom >%s/src6/a",
+		 dir, dir);
+	assert_int_equal(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "-m single -r %s/src6", dir);
+	make("empties.img", "512M", cmd, img, sizeof(img));
+	fs = test_open_image(img, true, 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
+	put_file(t, fs, "big", 30 * M);
+	put_file(t, fs, "small", 2 * M);
+	assert_int_equal(btk_trans_commit(t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
+	assert_int_equal(btk_fs_unlink(t, 5, 256, "big", 3, &now), 0);
+	assert_int_equal(btk_trans_commit(t), 0);
+	test_close_image(fs);
+	snprintf(cmd, sizeof(cmd), "btrfs check --readonly %s >/dev/null 2>&1", img);
+	assert_int_equal(system(cmd), 0);
+
+	check_image(img, &p);
+	assert_true(p.nempty > 0);
+	/* what the emptied chunks hold moves, and the data chunks that stay have room for it */
+	struct dext v[64];
+	int n = dev_extents(img, v, 64);
+	uint64_t moving = 0, room = 0, last, bytes;
+	fs = test_open_image(img, false, 0);
+	for (int i = 0; i < n; i++) {
+		const struct btk_chunk *c = btk_chunk_find(fs, v[i].chunk);
+		assert_non_null(c);
+		if (!(c->type & BTRFS_BLOCK_GROUP_DATA))
+			continue;
+		extents_in(img, v[i].chunk, v[i].len, fs->nodesize, &last, &bytes);
+		if (emptied(&p, v[i].chunk))
+			moving += bytes;
+		else
+			room += v[i].len - bytes;
+	}
+	test_close_image(fs);
+	assert_int_equal(p.bytes_relocated, moving);
+	assert_true(moving > 0 && moving <= room);
+	btk_resize_plan_free(&p);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -396,6 +504,7 @@ int main(void)
 	    cmocka_unit_test(test_compact_small_hole), cmocka_unit_test(test_compact_mirror),
 	    cmocka_unit_test(test_compact_dup),	       cmocka_unit_test(test_compact_full),
 	    cmocka_unit_test(test_plan_fresh),	       cmocka_unit_test(test_plan_with_data),
+	    cmocka_unit_test(test_plan_empties),
 	};
 
 	if (system("command -v mkfs.btrfs >/dev/null && command -v btrfs >/dev/null")) {
