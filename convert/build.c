@@ -641,18 +641,6 @@ int conv_fill(void *ctx, struct btk_trans *t)
 	return ret;
 }
 
-/* The btrfs superblock is on disk: erase ext's, so nothing mistakes the device for ext
- * (rollback restores it from the image). */
-int conv_after(void *ctx, struct btk_fs *fs)
-{
-	uint8_t zero[1024] = {0};
-	int ret;
-
-	(void)ctx;
-	ret = btk_dev_write(fs->devs[0].dev, zero, sizeof(zero), 1024);
-	return ret ? ret : btk_dev_flush(fs->devs[0].dev);
-}
-
 void conv_free(struct conv *c)
 {
 	free(c->recs);

@@ -7,9 +7,11 @@
 #include "ext.h"
 #include "trans/trans.h"
 
-#define CONV_IMAGE_SUBVOL 256ULL /* ext2_saved */
-#define CONV_IMAGE_INO	  257ULL /* ext2_saved/image */
-#define CONV_INO_OFFSET	  254ULL /* btrfs inode = ext inode + 254: ext's root 2 becomes 256 */
+#define CONV_IMAGE_SUBVOL  256ULL  /* ext2_saved */
+#define CONV_IMAGE_INO	   257ULL  /* ext2_saved/image */
+#define CONV_EXT_SUPER	   1024ULL /* ext's primary superblock, what blkid finds */
+#define CONV_EXT_SUPER_LEN 1024ULL
+#define CONV_INO_OFFSET	   254ULL /* btrfs inode = ext inode + 254: ext's root 2 becomes 256 */
 /* Memory: the tree blocks a conversion keeps cached, and the dirty ones it lets pile up before
  * writing them (into ext's free space, so early writes are safe), small enough that the peak
  * stays below btrfs-convert's on the bench (issue 13). */
@@ -45,7 +47,6 @@ struct conv {
 
 int conv_place(void *ctx, struct btk_trans *t);
 int conv_fill(void *ctx, struct btk_trans *t);
-int conv_after(void *ctx, struct btk_fs *fs);
 void conv_free(struct conv *c);
 
 #endif

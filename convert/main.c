@@ -90,7 +90,10 @@ static int plan_args(const struct args *a, struct btk_mkfs_opts *mo, uint8_t fsi
 	mo->place = conv_place;
 	mo->fill = conv_fill;
 	mo->cache_mb = CONV_CACHE_MB;
-	mo->after = conv_after;
+	/* ext's superblock goes in the write that puts btrfs's primary one down (rollback
+	 * brings it back from the image) */
+	mo->erase_off = CONV_EXT_SUPER;
+	mo->erase_len = CONV_EXT_SUPER_LEN;
 	return 0;
 }
 
@@ -127,6 +130,9 @@ static int plan_space(const struct args *a, struct ext_src *src, struct btk_mkfs
 		ret = ext_links_check(src, a->force, lr);
 	if (ret)
 		return ret;
+	/* ext_count took the names from the link counts: the ones -f mends are what they get */
+	for (size_t i = 0; i < src->fixes.n; i++)
+		n->m.names = n->m.names + src->fixes.data[i].names - src->fixes.data[i].count;
 	mo->meta_estimate =
 	    btk_meta_estimate(&n->m, co.nodesize, (uint32_t)btk_csum_size(mo->csum_type));
 	/* what the conversion allocates from ext's free space, as btk_mkfs and conv_place will */
@@ -209,11 +215,10 @@ static int run_convert(const struct args *a, const char *dev, const struct btk_d
 	c.new_data = need_n.new_data;
 	mo.fill_ctx = &c;
 	/* before the commit the ext filesystem is untouched (the conversion writes only into its
-	 * free space); the commit makes the device btrfs, then the ext superblock is erased */
+	 * free space); the commit's first superblock write erases ext's and makes it btrfs */
 	cli_interrupt_writer(&dev, 1);
 	cli_interrupt_before("%s is unchanged: still the ext filesystem", dev);
-	cli_interrupt_after("%s is converted to btrfs (the ext superblock may not be erased yet)",
-			    dev);
+	cli_interrupt_after("%s is converted to btrfs", dev);
 	ret = btk_mkfs(&mo, &res);
 	cli_progress_clear(&pg);
 	if (ret) {

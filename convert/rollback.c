@@ -200,13 +200,15 @@ int rollback(const char *path, bool dry_run, const struct btk_dev_opts *dopts,
 	wo.write = true;
 	wo.create = false;
 	ret = btk_dev_open_opts(path, &wo, &d);
-	/* mirrors first, then the first MiB around the primary superblock, which goes last */
+	/* mirrors first, then the first MiB but for ext's superblock and btrfs's primary one;
+	 * last, in one write, both: ext's comes back as btrfs's goes (blkid finds one or the
+	 * other at every stop, never both) */
 	for (int i = 1; !ret && i < s.nres; i++)
 		ret = write_range(d, bufs[i], s.res[i].start, s.res[i].len);
 	if (!ret)
 		ret = btk_dev_flush(d);
 	if (!ret)
-		ret = write_range(d, bufs[0], 0, BTK_SUPER_OFFSET);
+		ret = write_range(d, bufs[0], 0, CONV_EXT_SUPER);
 	if (!ret)
 		ret = write_range(d, bufs[0] + BTK_SUPER_OFFSET + BTK_SUPER_SIZE,
 				  BTK_SUPER_OFFSET + BTK_SUPER_SIZE,
@@ -214,7 +216,8 @@ int rollback(const char *path, bool dry_run, const struct btk_dev_opts *dopts,
 	if (!ret)
 		ret = btk_dev_flush(d);
 	if (!ret)
-		ret = write_range(d, bufs[0] + BTK_SUPER_OFFSET, BTK_SUPER_OFFSET, BTK_SUPER_SIZE);
+		ret = write_range(d, bufs[0] + CONV_EXT_SUPER, CONV_EXT_SUPER,
+				  BTK_SUPER_OFFSET + BTK_SUPER_SIZE - CONV_EXT_SUPER);
 	if (!ret)
 		cli_interrupt_before("%s is the ext filesystem again", path);
 	if (!ret)

@@ -213,6 +213,9 @@ static int change(struct wops *w, const char *what, const char *path, struct btk
 	if (!rc)
 		rc = wops_changeable(w, root, ino, what, path);
 	c->ctime = &w->now;
+	/* chmod of a file with an access ACL changes the ACL too, as the kernel's does */
+	if (!rc && c->set_mode && btk_acl_chmod(w->t, root, ino, c->mode))
+		rc = failed(path);
 	if (!rc && btk_inode_change(w->t, root, ino, c, NULL))
 		rc = failed(path);
 	return rc;
@@ -417,12 +420,17 @@ int verb_touch(int argc, const char **argv)
 			    btk_inode_change(w.t, root, d.loc.objectid, &c, NULL))
 				rc = failed(path);
 		} else if (ret == -ENOENT) {
-			struct btk_inode_attr a = {.mode = S_IFREG | 0644,
+			bool acl = false; /* touch(1) asks for 0666; the umask (022) only without
+					     a default ACL */
+			btk_err_clear();
+			if (btk_acl_default(w.t, root, dir, &acl))
+				rc = failed(path);
+			struct btk_inode_attr a = {.mode = S_IFREG | (acl ? 0666 : 0644),
 						   .atime = tm,
 						   .mtime = tm,
 						   .ctime = w.now,
 						   .otime = w.now};
-			if (btk_fs_create(w.t, root, dir, name, len, &a, NULL, 0, &ino))
+			if (!rc && btk_fs_create(w.t, root, dir, name, len, &a, NULL, 0, &ino))
 				rc = failed(path);
 		} else {
 			rc = failed(path);

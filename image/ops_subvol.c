@@ -56,7 +56,7 @@ int verb_snapshot(int argc, const char **argv)
 	    (rc = wops_parent(&w, path, buf, sizeof(buf), &root, &dir, &name, &len)))
 		return wops_finish(&w, rc);
 	if (btk_fs_next_subvol_id(w.t, &id) || btk_tree_snapshot(w.t, sid, id, ro, w.now.sec) ||
-	    btk_subvol_link(w.t, root, dir, name, len, id, &w.now))
+	    btk_subvol_link(w.t, root, dir, name, len, id, &w.now) || btk_qgroup_create(w.t, id))
 		rc = failed(path);
 	rc = wops_finish(&w, rc);
 	snprintf(extra, sizeof(extra), ", \"id\": %llu, \"readonly\": %s", (unsigned long long)id,

@@ -211,6 +211,14 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 		cli_err("%s", btk_errmsg());
 		goto out;
 	}
+	{ /* what the target directory's default ACL gives each new entry */
+		bool acl = false;
+		if (btk_acl_default(w->t, root, dir, &acl) ||
+		    (acl && btk_acl_inherit_tree(w->t, root, dir, ino))) {
+			cli_err("%s: %s", full, btk_errmsg());
+			goto out;
+		}
+	}
 	{
 		struct btk_inode_change c = {.mtime = &w->now, .ctime = &w->now};
 		if (btk_inode_change(w->t, root, dir, &c, NULL)) {
@@ -252,17 +260,31 @@ int verb_put(int argc, const char **argv)
 	return do_put(&w, w.c.args[1], w.c.args[2], recursive, comp);
 }
 
+#define MODE_UNSET 0xffffffffu /* no --mode */
+
 /* Creates directory name in dir. */
 static int mkdir_one(struct wops *w, uint64_t root, uint64_t dir, const char *name, uint16_t len,
 		     uint32_t mode, uint64_t *ino)
 {
+	bool acl = false, exact = mode != MODE_UNSET;
+
+	/* mkdir(1) asks for 0777; the umask (022 here) applies only without a default ACL */
+	if (!exact && btk_acl_default(w->t, root, dir, &acl))
+		return -1;
+	if (!exact)
+		mode = acl ? 0777 : 0755;
 	struct btk_inode_attr a = {.mode = S_IFDIR | (mode & 07777),
 				   .atime = w->now,
 				   .mtime = w->now,
 				   .ctime = w->now,
 				   .otime = w->now};
+	struct btk_inode_change c = {.set_mode = true, .mode = mode & 07777};
+	int ret = btk_fs_create(w->t, root, dir, name, len, &a, NULL, 0, ino);
 
-	return btk_fs_create(w->t, root, dir, name, len, &a, NULL, 0, ino);
+	/* mkdir -m MODE: the mode is MODE whatever a default ACL masked (a chmod after) */
+	if (!ret && exact && !(ret = btk_acl_chmod(w->t, root, *ino, mode & 07777)))
+		ret = btk_inode_change(w->t, root, *ino, &c, NULL);
+	return ret;
 }
 
 /* mkdir -p: every missing component, entering existing directories and subvolumes. */
@@ -324,7 +346,7 @@ int verb_mkdir(int argc, const char **argv)
 	const char *name;
 	uint16_t nlen;
 	uint64_t root, dir, ino, made = 0;
-	unsigned long mode = 0755;
+	unsigned long mode = MODE_UNSET;
 	struct poptOption opts[] = {{"parents", 'p', POPT_ARG_NONE, &parents, 0,
 				     "make missing parents too; an existing directory is no error",
 				     NULL},

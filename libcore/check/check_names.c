@@ -161,21 +161,20 @@ struct chk_name *chk_tab_find(const struct name_dtab *d, uint64_t dir, uint64_t 
 struct chk_name *chk_tab_get(struct chk *c, struct name_dtab *d, uint64_t dir, uint64_t child,
 			     uint64_t hash)
 {
-	struct chk_name *n = chk_tab_find(d, dir, child, hash);
-
-	if (n)
-		return n;
+	/* room first, so that one probe finds the slot or the free one that follows */
 	if ((d->n + 1) * 2 > d->cap && !tab_grow(d)) {
 		c->oom = true;
 		return NULL;
 	}
 	size_t j = tab_slot(d, dir, child, hash);
-	while (d->slots[j].src)
-		j = (j + 1) & (d->cap - 1);
+	for (; d->slots[j].src; j = (j + 1) & (d->cap - 1)) {
+		struct chk_name *n = &d->slots[j];
+		if (n->dir == dir && n->child == child && n->hash == hash)
+			return n;
+	}
 	d->used[d->n++] = j;
-	n = &d->slots[j];
-	*n = (struct chk_name){.dir = dir, .child = child, .hash = hash};
-	return n;
+	d->slots[j] = (struct chk_name){.dir = dir, .child = child, .hash = hash};
+	return &d->slots[j];
 }
 
 void chk_tab_clear(struct name_dtab *d)

@@ -136,6 +136,11 @@ struct views {
 	bool have_linked;
 };
 
+static uint64_t id_pos_key(const void *p)
+{
+	return ((const struct id_pos *)p)->id;
+}
+
 static int id_pos_cmp(const void *a, const void *b)
 {
 	const struct id_pos *x = a, *y = b;
@@ -195,14 +200,10 @@ static const struct chk_rootitem *root_find(const struct chk *c, const struct vi
 		}
 		return NULL;
 	}
-	size_t lo = 0, hi = c->roots.n;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (v->roots[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	/* the first of the root items of id: one past the last below it */
+	long below =
+	    id ? btk_vec_floor_(v->roots, c->roots.n, sizeof(*v->roots), id - 1, id_pos_key) : -1;
+	size_t lo = (size_t)(below + 1);
 	return lo < c->roots.n && v->roots[lo].id == id ? btk_vec_at(&c->roots, v->roots[lo].pos)
 							: NULL;
 }

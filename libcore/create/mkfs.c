@@ -757,6 +757,8 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 		ret = shrink_devices(t, res->meta_flags, btk_kernel_meta_room(pl.nodesize));
 	if (!ret && o->shrink)
 		add_slack(fs, o->slack);
+	if (!ret && o->erase_len)
+		ret = btk_trans_erase_with_super(t, o->erase_off, o->erase_len);
 	if (!ret) {
 		committing = true;
 		ret = btk_trans_commit(t);
@@ -764,8 +766,6 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	}
 	if (!ret && o->shrink)
 		ret = truncate_images(fs);
-	if (!ret && o->after)
-		ret = o->after(o->fill_ctx, fs);
 	if (t)
 		btk_trans_abort(t);
 	if (!ret)

@@ -78,12 +78,13 @@ struct btk_mkfs_opts {
 	 * (convert): no signature probe, no discard, no wipe, no minimum size. `place` runs in the
 	 * creating transaction before mkfs allocates its first chunks, to lay chunks at fixed
 	 * places and keep device ranges from the allocator (trans/inplace.h); when it made a data
-	 * chunk, mkfs makes none. `after` runs once the commit is on disk, with the devices still
-	 * open (fs->devs[i].dev), e.g. to erase the old filesystem's signature. Both get fill_ctx;
-	 * nonzero from either fails mkfs (from `after`, with the new filesystem complete). */
+	 * chunk, mkfs makes none. It gets fill_ctx; nonzero fails mkfs. erase_len bytes at
+	 * erase_off of the first device (the old filesystem's signature, below the primary
+	 * superblock) are zeroed in the write of the primary superblock itself
+	 * (btk_trans_erase_with_super): every power cut leaves one filesystem for blkid. */
 	bool inplace;
 	int (*place)(void *ctx, struct btk_trans *t);
-	int (*after)(void *ctx, struct btk_fs *fs);
+	uint64_t erase_off, erase_len;
 };
 void btk_mkfs_opts_init(struct btk_mkfs_opts *o);
 

@@ -468,5 +468,7 @@ int btk_fs_create(struct btk_trans *t, uint64_t root, uint64_t dir, const char *
 		return ret;
 	d.loc = (struct btk_key){*ino, BTRFS_INODE_ITEM_KEY, 0};
 	d.ftype = btk_mode_ftype(at.mode);
-	return btk_dir_add(t, root, dir, name, len, &d, &at.ctime);
+	if ((ret = btk_dir_add(t, root, dir, name, len, &d, &at.ctime)))
+		return ret;
+	return btk_acl_inherit(t, root, dir, *ino, false);
 }

@@ -73,9 +73,9 @@ int btk_dir_add(struct btk_trans *t, uint64_t root, uint64_t dir, const char *na
 		const struct btk_dentry *d, const struct btk_time *now);
 
 /* Creates a new inode (the next free number, *ino) with attributes a (nlink is set to 1; the
- * inode takes the nodatacow/nodatasum/compress/nocompress flags of dir, as the kernel's
- * inheritance does) named name in dir. A symlink gets target (tlen bytes, inline) as its
- * content and size. */
+ * inode takes the nodatacow/nodatasum/compress/nocompress flags of dir, and what dir's
+ * default ACL gives (btk_acl_inherit), as the kernel's inheritance does) named name in dir. A
+ * symlink gets target (tlen bytes, inline) as its content and size. */
 int btk_fs_create(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
 		  const struct btk_inode_attr *a, const char *target, uint32_t tlen, uint64_t *ino);
 /* The inheritable flags of directory dir (to pass on to what is created in it). */
@@ -103,6 +103,25 @@ int btk_fs_rename(struct btk_trans *t, uint64_t root, uint64_t sdir, const char 
 /* link(2): another name for inode ino (not a directory: -EPERM). */
 int btk_fs_link(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t dir, const char *name,
 		uint16_t len, const struct btk_time *now);
+
+/* Whether directory dir has a default POSIX ACL (system.posix_acl_default): then the kernel
+ * applies no umask to what is created in it (callers choose the mode asked for). */
+int btk_acl_default(struct btk_trans *t, uint64_t root, uint64_t dir, bool *has);
+/* What inode ino, just created in directory dir, inherits from dir's default ACL, as the
+ * kernel's posix_acl_create gives it: its mode masked by the ACL and the access ACL (stored
+ * when it says more than the mode), and for a directory the default ACL itself. keep_own:
+ * an access (default) ACL the inode already has stays, as a copy that carries its own (put).
+ * Nothing without a default ACL, nothing for a symlink. */
+int btk_acl_inherit(struct btk_trans *t, uint64_t root, uint64_t dir, uint64_t ino, bool keep_own);
+
+/* chmod(2)'s part in the access ACL of ino (posix_acl_chmod): its owner, mask (or owning
+ * group) and other entries become mode's bits. The caller sets the mode. Nothing without an
+ * access ACL. */
+int btk_acl_chmod(struct btk_trans *t, uint64_t root, uint64_t ino, uint32_t mode);
+/* btk_acl_inherit (keep_own) for inode top just created in dir and, top down, for everything
+ * below it when it is a directory: a tree copied in (put), each entry as the kernel's create
+ * in its directory would make it. */
+int btk_acl_inherit_tree(struct btk_trans *t, uint64_t root, uint64_t dir, uint64_t top);
 
 /* Removes xattr name of ino; -ENODATA when absent. */
 int btk_xattr_remove(struct btk_trans *t, uint64_t root, uint64_t ino, const char *name,

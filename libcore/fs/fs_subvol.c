@@ -33,6 +33,31 @@ static int top_dir(struct btk_trans *t, uint64_t id, const struct btk_inode_attr
 	return btk_item_insert(t, id, &k, ref, btk_ref_ent_write(ref, false, 0, 0, "..", 2));
 }
 
+int btk_qgroup_create(struct btk_trans *t, uint64_t id)
+{
+	struct btrfs_qgroup_info_item info = {0};
+	struct btrfs_qgroup_limit_item limit = {0};
+	struct btk_key k = {0, BTRFS_QGROUP_INFO_KEY, id}; /* level 0: the qgroup id is the id */
+	struct btk_root q;
+	int ret;
+
+	if (btk_root_find(btk_trans_fs(t), BTRFS_QUOTA_TREE_OBJECTID, &q)) {
+		btk_err_clear();
+		return 0; /* quotas off */
+	}
+	ret = btk_item_next(t, BTRFS_QUOTA_TREE_OBJECTID, &k, NULL, 0, NULL);
+	if (ret < 0)
+		return ret;
+	if (ret == 0 && k.objectid == 0 && k.type == BTRFS_QGROUP_INFO_KEY && k.offset == id)
+		return 0; /* there already */
+	btk_put64((uint8_t *)&info.generation, btk_trans_id(t));
+	k = (struct btk_key){0, BTRFS_QGROUP_INFO_KEY, id};
+	if ((ret = btk_item_insert(t, BTRFS_QUOTA_TREE_OBJECTID, &k, &info, sizeof(info))))
+		return ret;
+	k.type = BTRFS_QGROUP_LIMIT_KEY;
+	return btk_item_insert(t, BTRFS_QUOTA_TREE_OBJECTID, &k, &limit, sizeof(limit));
+}
+
 int btk_subvol_create(struct btk_trans *t, const struct btk_subvol_new *s,
 		      const struct btk_inode_attr *a)
 {
@@ -65,7 +90,9 @@ int btk_subvol_create(struct btk_trans *t, const struct btk_subvol_new *s,
 	if ((ret = root_refs(t, s)))
 		return ret;
 	btk_put64(idbuf, s->id);
-	return btk_item_insert(t, BTRFS_UUID_TREE_OBJECTID, &uk, idbuf, sizeof(idbuf));
+	if ((ret = btk_item_insert(t, BTRFS_UUID_TREE_OBJECTID, &uk, idbuf, sizeof(idbuf))))
+		return ret;
+	return btk_qgroup_create(t, s->id);
 }
 
 int btk_subvol_set_default(struct btk_trans *t, uint64_t id)

@@ -95,7 +95,8 @@ int btk_inode_set_attr(struct btk_trans *t, uint64_t root, uint64_t ino,
 
 /* Creates subvolume `id` (a new fs tree with its top directory 256 carrying attributes a)
  * linked as `name` in directory dir of tree parent with DIR_INDEX `index`: ROOT_ITEM (uuid,
- * times from a->otime, read-only when ro), ROOT_REF/ROOT_BACKREF and the uuid tree entry. */
+ * times from a->otime, read-only when ro), ROOT_REF/ROOT_BACKREF, the uuid tree entry, and
+ * with quotas on its qgroup (btk_qgroup_create). */
 struct btk_subvol_new {
 	uint64_t id, parent, dir, index;
 	const char *name;
@@ -105,6 +106,12 @@ struct btk_subvol_new {
 };
 int btk_subvol_create(struct btk_trans *t, const struct btk_subvol_new *s,
 		      const struct btk_inode_attr *a);
+/* With quotas on (a quota tree), the level-0 qgroup of a new subvolume or snapshot id, as the
+ * kernel creates it: QGROUP_INFO (this generation, no usage counted) and QGROUP_LIMIT (no
+ * limits); without it 'btrfs subvolume show' fails. The numbers come with the rescan the
+ * commit asks for (the status is marked inconsistent). Nothing when quotas are off or the
+ * qgroup exists. */
+int btk_qgroup_create(struct btk_trans *t, uint64_t id);
 /* Makes subvolume id the default mounted one (the root tree's "default" entry and the
  * DEFAULT_SUBVOL feature). */
 int btk_subvol_set_default(struct btk_trans *t, uint64_t id);

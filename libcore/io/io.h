@@ -157,7 +157,7 @@ const void *btk_dev_mem_buf(const struct btk_dev *dev, size_t *len);
  * A writable open is exclusive: it refuses a device the kernel uses (btk_dev_refuse_in_use),
  * takes the writer's lock (btk_lock_take) before anything is read, opens block devices with
  * O_EXCL, and wraps the handle as the options say (faults below undo). A read-only open takes
- * no lock and refuses nothing; it warns (btk_warn) when the device is mounted read-write. */
+ * no lock and refuses nothing (btk_fs_open warns of a read-write mount of a member). */
 struct btk_dev_opts {
 	bool write;	       /* read-write and exclusive */
 	bool create;	       /* with write: create a missing image file */

@@ -7,7 +7,6 @@
 #include <blkid/blkid.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -45,15 +44,6 @@ int btk_dev_probe_signatures(const char *path)
 		return btk_err(EEXIST, "%s: contains a %s %s (use -f to overwrite)", path,
 			       found[0] ? found : "unknown", what);
 	return 0;
-}
-
-/* A read-only opener is told, not refused: the kernel may change what it reads. */
-static void warn_mounted(const char *path)
-{
-	char where[PATH_MAX];
-
-	if (btk_dev_in_use(path, where, sizeof(where)) == BTK_USE_MOUNTED_RW)
-		btk_warn("%s: mounted read-write on %s: what is read may be stale", path, where);
 }
 
 /* The lock is taken by name; the handle must be the file that was locked. */
@@ -147,7 +137,6 @@ int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk
 	if (!o->write) {
 		if ((ret = btk_dev_open(path, 0, &dev)))
 			return ret;
-		warn_mounted(path);
 	} else if ((o->create && (ret = make_file(path, &made))) ||
 		   (ret = btk_dev_open(path, BTK_OPEN_WRITE, &dev)) || (ret = exclusive(&dev, o))) {
 		close_dev(dev, path, made);

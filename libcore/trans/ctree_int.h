@@ -125,6 +125,9 @@ struct btk_wfs {
 	/* the fsid when new uuids must follow from it (mkfs -U: reproducible images), else
 	 * NULL (random, as for a snapshot of an existing filesystem) */
 	const uint8_t *uuid_seed;
+	/* bytes of the first device below its primary superblock that the next commit zeroes in
+	 * the write of that superblock (btk_trans_erase_with_super) */
+	uint64_t erase_off, erase_len;
 	/* device ranges new chunks of this transaction must not use (dev_resize.c): stripes
 	 * moved away (the committed filesystem still reads them), space being cut off, and
 	 * what another filesystem still holds while a btrfs is built over it (convert) */

@@ -465,6 +465,28 @@ static int dev_item_of(struct btk_trans *t, uint64_t devid, uint8_t *out)
 	return 0;
 }
 
+/* The primary superblock of the first device with the bytes the caller erases below it, in
+ * one write (btk_trans_erase_with_super). */
+static int write_primary_erasing(struct btk_wfs *w, struct btk_dev *dev, const struct btk_super *sb)
+{
+	uint64_t at = btk_super_offset(0), len = at + BTK_SUPER_SIZE - w->erase_off;
+	uint8_t *buf = malloc(len);
+	int ret;
+
+	if (!buf)
+		return btk_err(ENOMEM, "out of memory");
+	ret = btk_dev_read(dev, buf, at - w->erase_off, w->erase_off);
+	if (!ret) {
+		memset(buf, 0, w->erase_len);
+		memcpy(buf + (at - w->erase_off), sb, BTK_SUPER_SIZE);
+		ret = btk_dev_write(dev, buf, len, w->erase_off);
+	}
+	free(buf);
+	if (!ret)
+		w->erase_off = w->erase_len = 0;
+	return ret;
+}
+
 static int write_supers(struct btk_trans *t)
 {
 	struct btk_fs *fs = t->fs;
@@ -483,7 +505,10 @@ static int write_supers(struct btk_trans *t)
 				break;
 			btk_put64(copy->bytenr, off);
 			btk_super_csum_fill(copy);
-			ret = btk_dev_write(d->dev, copy, BTK_SUPER_SIZE, off);
+			if (!i && !m && t->w->erase_len)
+				ret = write_primary_erasing(t->w, d->dev, copy);
+			else
+				ret = btk_dev_write(d->dev, copy, BTK_SUPER_SIZE, off);
 		}
 		if (!ret && i == 0)
 			memcpy(fs->sb.dev_item, copy->dev_item, sizeof(copy->dev_item));

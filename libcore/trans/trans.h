@@ -84,6 +84,12 @@ uint64_t btk_trans_id(const struct btk_trans *t);
 /* New subvolume and snapshot uuids of this transaction follow from seed (16 bytes that must
  * outlive it, the fsid for reproducible images) instead of being random; NULL: random. */
 void btk_trans_derive_uuids(struct btk_trans *t, const uint8_t *seed);
+/* The commit of this transaction zeroes [off, off + len) of the first device in the very
+ * write that puts its primary superblock down (one write from off to the superblock's end;
+ * the bytes between are read and written back as they are): an old filesystem's signature
+ * (convert) goes in the write that makes the new one, so a power cut leaves one of the two
+ * for blkid, never both or none. off + len must not pass the primary superblock's offset. */
+int btk_trans_erase_with_super(struct btk_trans *t, uint64_t off, uint64_t len);
 /* Keeps [logical, logical + len) out of every allocation until the filesystem is closed, while
  * the free-space tree still lists it as free: blocks the extent tree does not know of (a log
  * tree's, which the kernel pins while it replays the log). Call it before anything is

@@ -3,10 +3,21 @@
 
 #include "base/error.h"
 #include "trans/ctree_int.h"
+#include "volumes/super.h"
 
 void btk_trans_derive_uuids(struct btk_trans *t, const uint8_t *seed)
 {
 	t->w->uuid_seed = seed;
+}
+
+int btk_trans_erase_with_super(struct btk_trans *t, uint64_t off, uint64_t len)
+{
+	if (off + len < off || off + len > btk_super_offset(0))
+		return btk_err(EINVAL, "erasing %llu+%llu: not below the primary superblock",
+			       (unsigned long long)off, (unsigned long long)len);
+	t->w->erase_off = off;
+	t->w->erase_len = len;
+	return 0;
 }
 
 int btk_trans_keep_out(struct btk_trans *t, uint64_t logical, uint64_t len)

@@ -223,6 +223,15 @@ out:
 	return ret;
 }
 
+/* A reader is told, not refused: the kernel may change what it reads. */
+static void warn_mounted(const char *path)
+{
+	char where[PATH_MAX];
+
+	if (btk_dev_in_use(path, where, sizeof(where)) == BTK_USE_MOUNTED_RW)
+		btk_warn("%s: mounted read-write on %s: what is read may be stale", path, where);
+}
+
 /* Opens path and adds it as add_dev does. */
 static int add_member(struct btk_fs *fs, const char *path, const struct btk_open_opts *o, bool must,
 		      bool *added)
@@ -233,10 +242,15 @@ static int add_member(struct btk_fs *fs, const char *path, const struct btk_open
 
 	d.write = o->write;
 	d.create = false;
+	d.wait = d.wait && must; /* a scanned device may be another filesystem's: never wait */
 	ret = btk_dev_open_opts(path, &d, &dev);
 
 	*added = false;
-	return ret ? ret : add_dev(fs, dev, o, must, added);
+	if (!ret)
+		ret = add_dev(fs, dev, o, must, added);
+	if (!ret && *added && !o->write)
+		warn_mounted(path);
+	return ret;
 }
 
 static int count_present(const struct btk_fs *fs)

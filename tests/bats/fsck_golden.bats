@@ -1,7 +1,8 @@
 #!/usr/bin/env bats
 # Golden checker cases (tests/fsck_golden/*/, see its README): each case's recipe makes an
 # image; btk-fsck's whole output on it must be expect.out (the image path written IMG), its
-# problem codes expect.codes, its exit 4 when the output has an error and 0 otherwise; and
+# problem codes expect.codes, its exit 4 when the output has an error and 0 otherwise (or what
+# expect.exit says: 8 when the check could not run, e.g. an unreadable root tree); and
 # `btrfs check --readonly` must agree on error or clean (unless the case's
 # btrfs-check-disagrees file says why not, which must then still hold). No mounts.
 # Optional per case: `args` (btk-fsck options), `btrfs-args` (btrfs check options),
@@ -45,6 +46,10 @@ golden_case() {
 	if [ -n "${BTK_GOLDEN_UPDATE:-}" ]; then
 		cp "$work/out" "$dir/expect.out"
 		cp "$work/codes" "$dir/expect.codes"
+		rm -f "$dir/expect.exit"
+		local usual=0
+		grep -q '^ERROR: \[' "$work/out" && usual=4
+		[ "$status" = $usual ] || echo "$status" >"$dir/expect.exit"
 	fi
 	# --json too, for a case that has expect.json
 	if [ -f "$dir/expect.json" ]; then
@@ -59,6 +64,7 @@ golden_case() {
 		btk_run 60 "$FSCK" "${args[@]}" "$work/img" # $status of the text run again
 	fi
 	grep -q '^ERROR: \[' "$work/out" && want=4
+	[ -f "$dir/expect.exit" ] && read -r want <"$dir/expect.exit"
 	local bad=0
 	diff -u "$dir/expect.codes" "$work/codes" >&2 || {
 		echo "$name: problem codes differ (above)" >&2

@@ -394,3 +394,32 @@ for i in range(9000):
 		clean
 	done
 }
+
+@test "mkdir, touch and put inherit a directory's default ACL as the kernel's create does (mode masked, access ACL, default ACL on directories)" {
+	# default ACL: user::rwx user:1000:rwx group::r-x mask::rwx other::---
+	acl=0x0200000001000700ffffffff02000700e803000004000500ffffffff10000700ffffffff20000000ffffffff
+	ok mkdir "$D/fs.img" /a
+	ok setfattr -n system.posix_acl_default -v $acl "$D/fs.img" /a
+	ok mkdir "$D/fs.img" /a/d # mkdir(1): 0777 asked, no umask under a default ACL
+	ok touch "$D/fs.img" /a/f # touch(1): 0666
+	mkdir -p "$D/src/sub"
+	echo x >"$D/src/sub/g"
+	chmod 640 "$D/src/sub/g"
+	ok put -r "$D/fs.img" "$D/src" /a/p
+	for p in "/a/d drwxrwx---" "/a/f -rw-rw----" "/a/p drwxr-x---" "/a/p/sub drwxr-x---" \
+		"/a/p/sub/g -rw-r-----" "/keep drwxr-xr-x"; do
+		set -- $p
+		ok stat --json "$D/fs.img" "$1"
+		grep -q "\"mode_str\": \"$2\"" "$BTK_OUT" || { echo "$1: not $2" >&2; false; }
+	done
+	# the file: user::rw- (masked by 0666), mask::rw-; directories keep the default
+	ok getfattr -d -m - -e hex "$D/fs.img" /a/f
+	grep -q "system.posix_acl_access=0x0200000001000600ffffffff02000700e803000004000500ffffffff10000600ffffffff20000000ffffffff" "$BTK_OUT"
+	! grep -q posix_acl_default "$BTK_OUT"
+	ok getfattr -d -m - -e hex "$D/fs.img" /a/p/sub
+	grep -q "system.posix_acl_default=$acl" "$BTK_OUT"
+	grep -q "system.posix_acl_access=" "$BTK_OUT"
+	ok getfattr -d -m - -e hex "$D/fs.img" /keep # no default ACL above: nothing added
+	! grep -q posix_acl "$BTK_OUT"
+	clean
+}

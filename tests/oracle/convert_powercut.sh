@@ -3,7 +3,8 @@
 # rollback: for every N, the write path stops after write N (BTK_FAULT=fail:N, the
 # fault-injecting io backend), and the device must then be either the ext filesystem (e2fsck
 # -fn clean, every block it uses identical to before) or a complete btrfs (btrfs check clean,
-# and the ext image inside it intact: a rollback from there restores it exactly). Prints one
+# and the ext image inside it intact: a rollback from there restores it exactly), and blkid -p
+# finds that one filesystem and no other (never "ambivalent"). Prints one
 # line per state kind and "powercut: N states ok" at the end; exit 1 at the first bad state.
 # PC_STEP=K (default 1: every write) checks every K-th write, then every one of the last 12
 # (the superblocks and the final flushes are always among them).
@@ -14,6 +15,12 @@ img=$w/pc.img
 
 ext_intact() { # the ext filesystem as it was
 	e2fsck -fn "$1" >/dev/null 2>&1 && python3 "$here/ext_used_diff.py" "$orig" "$1" >/dev/null
+}
+# blkid -p (libblkid, as udev and mount without -t) finds exactly one filesystem, of type $2
+# (ext2/3/4 or btrfs): "ambivalent" (exit 8) when both signatures are there
+blkid_one() {
+	local out
+	out=$(blkid -p -o export "$1" 2>&1) && echo "$out" | grep -Eqx "TYPE=$2"
 }
 btrfs_complete() {
 	btrfs check --readonly "$1" >/dev/null 2>&1
@@ -48,11 +55,17 @@ for phase in convert rollback; do
 		states=$((states + 1))
 		if ext_intact "$img"; then
 			ext=$((ext + 1))
+			kind='ext[234]'
 		elif btrfs_complete "$img" && rollback_exact "$img"; then
 			btr=$((btr + 1))
+			kind=btrfs
 		else
 			echo "powercut: $phase stopped after write $n: neither the ext nor a complete btrfs" >&2
 			cp "$img" "$w/bad-$phase-$n.img"
+			exit 1
+		fi
+		if ! blkid_one "$img" "$kind"; then
+			echo "powercut: $phase stopped after write $n: blkid -p does not find the one filesystem there ($kind): $(blkid -p "$img" 2>&1)" >&2
 			exit 1
 		fi
 		if [ "$rc" -eq 0 ] && [ "$last" -eq 0 ]; then

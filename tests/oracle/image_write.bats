@@ -386,3 +386,82 @@ small_src() {
 	detach
 	diff "$D/kernel.list" "$D/btk.list" >&2
 }
+
+@test "subvol create and snapshot: btrfs subvolume show and qgroup show accept them, with quotas on and off" {
+	IMAGE=$D/fs.img
+	truncate -s 256M "$IMAGE"
+	mkfs.btrfs -q -f "$IMAGE" >/dev/null 2>&1
+	for q in off on; do
+		attach "$IMAGE"
+		[ $q = off ] || btrfs quota enable "$MNT"
+		btrfs subvolume create "$MNT/k$q" >/dev/null
+		echo data >"$MNT/k$q/f"
+		detach
+		for cmd in "subvol create /s$q" "snapshot /k$q /snap$q" "snapshot -r /s$q /ro$q"; do
+			set -- $cmd
+			btk_run 60 "$IMG_TOOL" "$1" "$IMAGE" "${@:2}"
+			[ "$status" = 0 ] || { show_err; false; }
+		done
+		check_clean "subvolumes with quotas $q"
+		attach "$IMAGE"
+		for s in "s$q" "snap$q" "ro$q"; do
+			btrfs subvolume show "$MNT/$s" >"$D/show" 2>&1 || { cat "$D/show" >&2; false; }
+			[ $q = off ] || grep -q "Quota group:.*0/" "$D/show" || { cat "$D/show" >&2; false; }
+		done
+		if [ $q = on ]; then
+			btrfs quota rescan -w "$MNT" >/dev/null
+			btrfs qgroup show "$MNT" >"$D/qg"
+			for s in "s$q" "snap$q" "ro$q"; do grep -q " $s\$" "$D/qg" || { cat "$D/qg" >&2; false; }; done
+		fi
+		btrfs subvolume delete "$MNT/snap$q" >/dev/null
+		detach
+		check_clean "the kernel's rescan and delete, quotas $q"
+	done
+}
+
+@test "mkdir, touch and put in a directory with a default ACL: the ACLs and modes the kernel's create gives" {
+	require_tool getfacl
+	IMAGE=$D/fs.img
+	truncate -s 256M "$IMAGE"
+	mkfs.btrfs -q -f "$IMAGE" >/dev/null 2>&1
+	# a source for put: modes, a symlink, a file and a directory with ACLs of their own
+	S=$D/src
+	mkdir -p "$S/d/e" "$S/priv"
+	chmod 700 "$S/priv"
+	chmod 750 "$S/d/e"
+	echo a >"$S/f644" && chmod 644 "$S/f644"
+	echo b >"$S/d/x755" && chmod 755 "$S/d/x755"
+	echo c >"$S/priv/f600" && chmod 600 "$S/priv/f600"
+	echo d >"$S/own" && setfacl -m u:7:r "$S/own"
+	setfacl -d -m u:9:rx "$S/d/e"
+	ln -s f644 "$S/link"
+	attach "$IMAGE"
+	for d in acl acl/sub plain; do mkdir "$MNT/$d"; done
+	setfacl -d -m u:1000:rwx -m g::r-x -m o::- -m m::rwx "$MNT/acl"
+	setfacl -d -m u::rwx -m g::r-- -m o::r-- "$MNT/acl/sub" # no mask: equivalent to a mode
+	detach
+	cp --sparse=always "$IMAGE" "$D/kernel.img"
+	for d in acl acl/sub plain; do
+		btk_run 60 "$IMG_TOOL" mkdir "$IMAGE" "/$d/made"
+		[ "$status" = 0 ] || { show_err; false; }
+		btk_run 60 "$IMG_TOOL" mkdir -m 750 "$IMAGE" "/$d/made750"
+		[ "$status" = 0 ] || { show_err; false; }
+		btk_run 60 "$IMG_TOOL" touch "$IMAGE" "/$d/touched"
+		[ "$status" = 0 ] || { show_err; false; }
+		btk_run 60 "$IMG_TOOL" put -r "$IMAGE" "$S" "/$d/put"
+		[ "$status" = 0 ] || { show_err; false; }
+	done
+	check_clean "btk-image in directories with default ACLs"
+	attach "$D/kernel.img"
+	for d in acl acl/sub plain; do
+		(umask 022 && mkdir "$MNT/$d/made" && mkdir -m 750 "$MNT/$d/made750" && touch "$MNT/$d/touched")
+		python3 "$BTK_ROOT/tests/oracle/acl_create.py" "$S" "$MNT/$d/put"
+	done
+	(cd "$MNT" && getfacl -R -p -n . 2>/dev/null; find . -printf '%p %m\n' | sort) >"$D/kernel.acl"
+	detach
+	attach "$IMAGE" ro
+	(cd "$MNT" && getfacl -R -p -n . 2>/dev/null; find . -printf '%p %m\n' | sort) >"$D/btk.acl"
+	detach
+	diff "$D/kernel.acl" "$D/btk.acl" >&2
+	grep -q "user:1000:rwx" "$D/btk.acl" # the comparison saw inherited ACLs
+}
