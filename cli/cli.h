@@ -151,5 +151,7 @@ int cli_popt_run(poptContext pc);
  * then cli_popt_run. */
 int cli_popt_start(poptContext *pc, const char *name, int argc, const char **argv,
 		   const struct poptOption *opts, const char *usage);
+/* The arguments left after the options (*args NULL when none) and their count. */
+int cli_popt_args(poptContext pc, const char ***args);
 
 #endif

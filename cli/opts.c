@@ -29,3 +29,13 @@ int cli_popt_run(poptContext pc)
 	}
 	return 0;
 }
+
+int cli_popt_args(poptContext pc, const char ***args)
+{
+	int n = 0;
+
+	*args = poptGetArgs(pc);
+	while (*args && (*args)[n])
+		n++;
+	return n;
+}

@@ -47,9 +47,7 @@ int verb_cat(int argc, const char **argv)
 	struct img_node n;
 
 	if (!rc)
-		rc = img_open(&c, false);
-	if (!rc)
-		rc = img_lookup(&c, c.args[1], &n);
+		rc = img_open_path(&c, &n);
 	if (rc)
 		return img_done(&c, rc);
 	if (!S_ISREG(n.info.mode)) {

@@ -101,10 +101,8 @@ int verb_dump(int argc, const char **argv)
 		poptFreeContext(pc);
 		return rc;
 	}
-	const char **args = poptGetArgs(pc);
-	int n = 0;
-	while (args && args[n])
-		n++;
+	const char **args;
+	int n = cli_popt_args(pc, &args);
 	if (n < 2 || level < 0 || level > 9 || threads < 0 || threads > 32 || (data && sanitize)) {
 		if (data && sanitize)
 			cli_err("--data and -s/--sanitize: a sanitised dump carries no file data");

@@ -89,6 +89,9 @@ struct img_node {
  * missing component, a path through a non-directory (also "file/"), an unreadable tree: one
  * line "VERB: IMG: PATH: why" and CLI_EXIT_ERROR. 0 when found. */
 int img_lookup(struct img_cmd *c, const char *path, struct img_node *out);
+/* img_open for reading, then img_lookup of PATH (the argument after IMG): the readers of one
+ * path (cat, get, getfattr). */
+int img_open_path(struct img_cmd *c, struct img_node *out);
 
 /* ---- walking a tree of the image (walk.c) ---- */
 

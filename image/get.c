@@ -398,9 +398,7 @@ int verb_get(int argc, const char **argv)
 	char *dest = NULL;
 
 	if (!rc)
-		rc = img_open(&c, false);
-	if (!rc)
-		rc = img_lookup(&c, c.args[1], &n);
+		rc = img_open_path(&c, &n);
 	if (rc)
 		return img_done(&c, rc);
 	if (S_ISDIR(n.info.mode) && !rec) {

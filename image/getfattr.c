@@ -182,9 +182,7 @@ int verb_getfattr(int argc, const char **argv)
 		}
 	}
 	if (!rc)
-		rc = img_open(&c, false);
-	if (!rc)
-		rc = img_lookup(&c, c.args[1], &n);
+		rc = img_open_path(&c, &n);
 	if (!rc) {
 		const char *p = c.args[1];
 		g.path = p + strspn(p, "/"); /* as getfattr(1) prints absolute names */

@@ -22,10 +22,7 @@ int img_parse(struct img_cmd *c, int argc, const char **argv, struct poptOption 
 	cli_json_argv(argc, argv); /* before anything can fail: errors as JSON too */
 	if ((rc = cli_popt_start(&c->pc, c->verb, argc, argv, opts, usage)))
 		return rc;
-	c->args = poptGetArgs(c->pc);
-	c->nargs = 0;
-	while (c->args && c->args[c->nargs])
-		c->nargs++;
+	c->nargs = cli_popt_args(c->pc, &c->args);
 	if (c->nargs < min_args || (max_args >= 0 && c->nargs > max_args)) {
 		cli_err("usage: %s %s", c->verb, usage);
 		return CLI_EXIT_USAGE;
@@ -112,4 +109,11 @@ int img_lookup(struct img_cmd *c, const char *path, struct img_node *out)
 	if (len && path[len - 1] == '/' && !S_ISDIR(out->info.mode))
 		return lookup_err(c, path, -ENOTDIR);
 	return 0;
+}
+
+int img_open_path(struct img_cmd *c, struct img_node *out)
+{
+	int rc = img_open(c, false);
+
+	return rc ? rc : img_lookup(c, c->args[1], out);
 }

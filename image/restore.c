@@ -88,10 +88,8 @@ int verb_restore(int argc, const char **argv)
 		poptFreeContext(pc);
 		return rc;
 	}
-	const char **args = poptGetArgs(pc);
-	int n = 0;
-	while (args && args[n])
-		n++;
+	const char **args;
+	int n = cli_popt_args(pc, &args);
 	if (n < 2) {
 		cli_err("give the dump file and the target device(s)");
 		poptFreeContext(pc);

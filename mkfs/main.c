@@ -298,9 +298,7 @@ int main(int argc, const char **argv)
 		rc = rc > 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
 		goto out;
 	}
-	devs = poptGetArgs(pc);
-	while (devs && devs[ndevs])
-		ndevs++;
+	ndevs = cli_popt_args(pc, &devs);
 	if (!ndevs) {
 		cli_err("no device given (see --help)");
 		rc = CLI_EXIT_USAGE;

@@ -159,8 +159,8 @@ static int extent_cb(void *arg, const struct btk_file_extent *fe)
 	}
 	w->n++;
 	if (ret) {
-		owner_err("extent at file offset %llu: %s", (unsigned long long)fe->file_offset,
-			  btk_errmsg());
+		cli_err("extent at file offset %llu: %s", (unsigned long long)fe->file_offset,
+			btk_errmsg());
 		w->err = ret;
 	}
 	return 0;
@@ -183,11 +183,10 @@ int cmd_file(struct owner_ctx *c, const char *path)
 		/* --file names a path inside the filesystem; a list of addresses is -f/--addresses
 		 */
 		bool list = ret == -ENOENT && !stat(path, &st) && S_ISREG(st.st_mode);
-		owner_err("%s: %s%s", path, btk_errmsg(),
-			  list
-			      ? " (--file is a path inside the filesystem; for a file of addresses "
-				"use -f/--addresses)"
-			      : "");
+		cli_err("%s: %s%s", path, btk_errmsg(),
+			list ? " (--file is a path inside the filesystem; for a file of addresses "
+			       "use -f/--addresses)"
+			     : "");
 		return ret;
 	}
 	cli_json_on(false); /* errors from here on are extent-level, on stderr */
@@ -209,7 +208,7 @@ int cmd_file(struct owner_ctx *c, const char *path)
 	if (c->o.json)
 		printf("\n]}\n");
 	if (ret) {
-		owner_err("%s: %s", path, btk_errmsg());
+		cli_err("%s: %s", path, btk_errmsg());
 		return ret;
 	}
 	return w.err;

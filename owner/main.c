@@ -3,7 +3,6 @@
  * not be followed), 2 usage. */
 #include <errno.h>
 #include <popt.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -23,17 +22,6 @@ static void usage(FILE *out)
 	      "       btk-owner [options] -f|--addresses FILE|- DEV...\n"
 	      "       btk-owner [--json] --file PATH DEV...\n",
 	      out);
-}
-
-void owner_err(const char *fmt, ...)
-{
-	char msg[1024];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	cli_err("%s", msg);
 }
 
 /* Decimal or 0x hex, the whole string. */
@@ -72,7 +60,7 @@ static int read_list(const char *name, struct qlist *l)
 	int ret = 0;
 
 	if (!f) {
-		owner_err("%s: %s", name, strerror(errno));
+		cli_err("%s: %s", name, strerror(errno));
 		return CLI_EXIT_USAGE;
 	}
 	while (!ret && fgets(line, sizeof(line), f)) {
@@ -84,7 +72,7 @@ static int read_list(const char *name, struct qlist *l)
 			continue;
 		*e = 0;
 		if (!parse_u64(s, &v)) {
-			owner_err("%s:%lu: not an address: '%s'", name, lineno, s);
+			cli_err("%s:%lu: not an address: '%s'", name, lineno, s);
 			ret = 2;
 		} else if (qlist_add(l, v)) {
 			ret = 1;
@@ -126,12 +114,12 @@ static int run_scan(struct owner_ctx *c, struct qlist *l)
 	}
 	ret = btk_owner_scan(c->br, logicals, m, res);
 	if (ret) {
-		owner_err("scan: %s", btk_errmsg());
+		cli_err("scan: %s", btk_errmsg());
 		goto out;
 	}
 	if (m && res[0].nerrors)
-		owner_err("scan: %d block(s) could not be read; first: %s", res[0].nerrors,
-			  res[0].error ? res[0].error : "?");
+		cli_err("scan: %d block(s) could not be read; first: %s", res[0].nerrors,
+			res[0].error ? res[0].error : "?");
 	cli_json_on(false); /* the output's own JSON carries errors from here on */
 	print_begin(c);
 	for (size_t i = 0, j = 0; i < l->n; i++) {
@@ -160,13 +148,13 @@ static int split_args(poptContext pc, const char **devs, int *ndev, struct qlist
 
 	for (const char *a; (a = poptGetArg(pc));) {
 		if (*ndev && !l->n && !parse_u64(a, &v) && stat(a, &st)) {
-			owner_err("'%s' is neither an address (a number) nor a device: %s", a,
-				  strerror(errno));
+			cli_err("'%s' is neither an address (a number) nor a device: %s", a,
+				strerror(errno));
 			return CLI_EXIT_USAGE;
 		}
 		if (l->n || (parse_u64(a, &v) && stat(a, &st))) {
 			if (!parse_u64(a, &v)) {
-				owner_err("not an address: '%s'", a);
+				cli_err("not an address: '%s'", a);
 				return CLI_EXIT_USAGE;
 			}
 			if (qlist_add(l, v))
@@ -174,7 +162,7 @@ static int split_args(poptContext pc, const char **devs, int *ndev, struct qlist
 			continue;
 		}
 		if (*ndev == MAX_DEVS) {
-			owner_err("too many devices");
+			cli_err("too many devices");
 			return CLI_EXIT_USAGE;
 		}
 		devs[(*ndev)++] = a;
@@ -188,18 +176,18 @@ static int open_fs(struct owner_ctx *c, const char **devs, int ndev)
 	int ret = btk_fs_open(devs, ndev, &oo, &c->fs);
 
 	if (ret) {
-		owner_err("%s", btk_errmsg());
+		cli_err("%s", btk_errmsg());
 		return CLI_EXIT_ERROR;
 	}
 	if (!c->o.devid)
 		c->o.devid = btk_super_devid(&c->fs->sb);
 	else if (c->o.physical && !btk_fs_dev_find(c->fs, c->o.devid)) {
-		owner_err("--devid %llu: the filesystem has no such device (it has %d)",
-			  (unsigned long long)c->o.devid, c->fs->ndevs);
+		cli_err("--devid %llu: the filesystem has no such device (it has %d)",
+			(unsigned long long)c->o.devid, c->fs->ndevs);
 		return CLI_EXIT_ERROR;
 	}
 	if (btk_backref_new(c->fs, &c->br) || pcache_new(c)) {
-		owner_err("out of memory");
+		cli_err("out of memory");
 		return CLI_EXIT_ERROR;
 	}
 	return 0;
@@ -246,7 +234,7 @@ int main(int argc, const char **argv)
 	c.o.json = json, c.o.scan = scan, c.o.physical = !logical, c.o.block_size = 1;
 	if ((devid_s && (!parse_u64(devid_s, &c.o.devid) || !c.o.devid)) ||
 	    (bs_s && (!parse_u64(bs_s, &v) || !(c.o.block_size = v)))) {
-		owner_err("--devid and --block-size take a positive number");
+		cli_err("--devid and --block-size take a positive number");
 		goto out;
 	}
 	if (!ndev || (file && (list || l.n || scan)) || (!file && !list && !l.n)) {

@@ -75,6 +75,4 @@ const char *found_name(int found);
 /* file.c */
 int cmd_file(struct owner_ctx *c, const char *path);
 
-void owner_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
 #endif

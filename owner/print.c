@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "base/json.h"
+#include "cli/cli.h"
 #include "owner.h"
 
 const char *found_name(int found)
@@ -226,18 +227,17 @@ void print_begin(struct owner_ctx *c)
 void print_query(struct owner_ctx *c, const struct query *q)
 {
 	if (q->err)
-		owner_err("%llu: %s", (unsigned long long)q->input,
-			  q->errmsg ? q->errmsg : "error");
+		cli_err("%llu: %s", (unsigned long long)q->input, q->errmsg ? q->errmsg : "error");
 	else if (q->own.nerrors && q->own.kind == BTK_KIND_METADATA && !q->own.have_keys &&
 		 q->own.ntree)
 		/* the block itself does not read, but its extent item names the owner */
-		owner_err("%llu: the tree block does not read (%s); its owner comes from the "
-			  "extent item (TREE_BLOCK_REF)",
-			  (unsigned long long)q->input, q->own.error ? q->own.error : "?");
+		cli_err("%llu: the tree block does not read (%s); its owner comes from the "
+			"extent item (TREE_BLOCK_REF)",
+			(unsigned long long)q->input, q->own.error ? q->own.error : "?");
 	else if (q->own.nerrors && !c->o.scan)
-		owner_err("%llu: %d reference(s) not followed (%s); --scan walks the trees instead",
-			  (unsigned long long)q->input, q->own.nerrors,
-			  q->own.error ? q->own.error : "?");
+		cli_err("%llu: %d reference(s) not followed (%s); --scan walks the trees instead",
+			(unsigned long long)q->input, q->own.nerrors,
+			q->own.error ? q->own.error : "?");
 	if (q->err || q->own.nerrors)
 		c->failures++;
 	if (c->o.json)

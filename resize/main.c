@@ -126,9 +126,7 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 		poptFreeContext(pc);
 		return rc;
 	}
-	rest = poptGetArgs(pc);
-	while (rest && rest[n])
-		n++;
+	n = cli_popt_args(pc, &rest);
 	o->devs = calloc((size_t)n + 1, sizeof(*o->devs));
 	for (int i = 0; i < n; i++)
 		o->devs[i] = strdup(rest[i]);

@@ -424,6 +424,29 @@ static int copy_block(struct btk_trans *t, struct btk_block *b, const struct ref
 	return ret;
 }
 
+/* Reads tree block bytenr and records its references (at least one) in *r; on an error
+ * nothing is left to free. */
+static int read_with_refs(struct btk_trans *t, uint64_t bytenr, int level, struct btk_block **b,
+			  struct refs *r)
+{
+	int ret = btk_wblock_read(t->fs, bytenr, level, b);
+
+	if (ret)
+		return ret;
+	ret = btk_run_refs(t);
+	if (!ret)
+		ret = record_refs(t, bytenr, 0, level, r);
+	if (!ret && !r->n)
+		ret = btk_err(EUCLEAN, "tree block %llu has no references",
+			      (unsigned long long)bytenr);
+	if (ret) {
+		free(r->v);
+		r->v = NULL;
+		btk_block_put(*b);
+	}
+	return ret;
+}
+
 /* Makes the patched block: in place when changeable, else a copy (with its parents). */
 static int rewrite(struct btk_trans *t, uint64_t bytenr, int level, const struct patch *pt,
 		   int depth, uint64_t *out)
@@ -435,18 +458,12 @@ static int rewrite(struct btk_trans *t, uint64_t bytenr, int level, const struct
 	if (depth > BTK_MAX_LEVEL)
 		return btk_err(ELOOP, "tree block %llu: parents go past level %d",
 			       (unsigned long long)bytenr, BTK_MAX_LEVEL);
-	if ((ret = btk_wblock_read(t->fs, bytenr, level, &b)))
+	if ((ret = read_with_refs(t, bytenr, level, &b, &r)))
 		return ret;
-	ret = btk_run_refs(t);
-	if (!ret)
-		ret = record_refs(t, bytenr, 0, level, &r);
-	if (!ret && !r.n)
-		ret = btk_err(EUCLEAN, "tree block %llu has no references",
-			      (unsigned long long)bytenr);
-	if (!ret && changeable(t, b)) {
+	if (changeable(t, b)) {
 		*out = bytenr;
 		ret = pt ? apply_patch(t, b, pt, is_full(&r) ? REF_PARENT : REF_OWNER) : 0;
-	} else if (!ret) {
+	} else {
 		ret = copy_block(t, b, &r, pt, depth, out);
 	}
 	free(r.v);
@@ -461,16 +478,9 @@ int btk_tree_block_relocate(struct btk_trans *t, uint64_t bytenr, int level)
 	uint64_t to;
 	int ret;
 
-	if ((ret = btk_wblock_read(t->fs, bytenr, level, &b)))
+	if ((ret = read_with_refs(t, bytenr, level, &b, &r)))
 		return ret;
-	ret = btk_run_refs(t);
-	if (!ret)
-		ret = record_refs(t, bytenr, 0, level, &r);
-	if (!ret && !r.n)
-		ret = btk_err(EUCLEAN, "tree block %llu has no references",
-			      (unsigned long long)bytenr);
-	if (!ret)
-		ret = copy_block(t, b, &r, NULL, 0, &to);
+	ret = copy_block(t, b, &r, NULL, 0, &to);
 	free(r.v);
 	btk_block_put(b);
 	return ret;
