@@ -4,6 +4,7 @@
  */
 #include "create/mkfs.h"
 #include "create/create_int.h"
+#include "fs/fs_write.h"
 #include "format/dir_item.h"
 #include "format/geometry.h"
 #include "format/inode_item.h"
@@ -313,53 +314,18 @@ static void init_super(const struct btk_mkfs_opts *o, const struct plan *pl, str
 
 /* ---- contents ---- */
 
-static int insert_dir_inode(struct btk_trans *t, uint64_t tree, uint64_t ino, uint64_t nbytes,
-			    time_t now)
+/* A top directory as mkfs.btrfs makes it: 0755, one link, nbytes as given, times now. */
+static struct btk_inode_attr top_attr(time_t now, uint64_t nbytes)
 {
-	uint8_t ii[sizeof(struct btrfs_inode_item)] = {0};
-	uint8_t ref[sizeof(struct btrfs_inode_ref) + 2];
-	struct btk_key k = {ino, BTRFS_INODE_ITEM_KEY, 0};
 	struct btk_time tm = {.sec = (uint64_t)now};
-	struct btk_inode_info in = {.generation = btk_trans_id(t),
-				    .nbytes = nbytes,
-				    .nlink = 1,
-				    .mode = 040755,
-				    .atime = tm,
-				    .ctime = tm,
-				    .mtime = tm,
-				    .otime = tm};
-	int ret;
 
-	btk_inode_item_write(ii, &in);
-	if ((ret = btk_item_insert(t, tree, &k, ii, sizeof(ii))))
-		return ret;
-	k.type = BTRFS_INODE_REF_KEY;
-	k.offset = ino;
-	return btk_item_insert(t, tree, &k, ref, btk_ref_ent_write(ref, false, ino, 0, "..", 2));
-}
-
-/* The root tree's directory 6 with "default" naming the FS tree, as mkfs.btrfs has it. */
-static int insert_root_dir(struct btk_trans *t, time_t now)
-{
-	static const char name[] = "default";
-	uint8_t di[sizeof(struct btrfs_dir_item) + sizeof(name) - 1];
-	uint8_t ref[sizeof(struct btrfs_inode_ref) + sizeof(name) - 1];
-	struct btk_key loc = {BTRFS_FS_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, UINT64_MAX};
-	struct btk_key k = {BTRFS_ROOT_TREE_DIR_OBJECTID, BTRFS_DIR_ITEM_KEY, 0};
-	int ret = insert_dir_inode(t, BTRFS_ROOT_TREE_OBJECTID, BTRFS_ROOT_TREE_DIR_OBJECTID,
-				   btk_trans_fs(t)->nodesize, now);
-
-	if (ret)
-		return ret;
-	btk_dir_ent_write(di, &loc, 0, BTRFS_FT_DIR, name, sizeof(name) - 1, NULL, 0);
-	k.offset = btk_name_hash(name, sizeof(name) - 1);
-	if ((ret = btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, di, sizeof(di))))
-		return ret;
-	btk_ref_ent_write(ref, false, BTRFS_ROOT_TREE_DIR_OBJECTID, 0, name, sizeof(name) - 1);
-	k.objectid = BTRFS_FS_TREE_OBJECTID;
-	k.type = BTRFS_INODE_REF_KEY;
-	k.offset = BTRFS_ROOT_TREE_DIR_OBJECTID;
-	return btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, ref, sizeof(ref));
+	return (struct btk_inode_attr){.mode = 040755,
+				       .nlink = 1,
+				       .nbytes = nbytes,
+				       .atime = tm,
+				       .ctime = tm,
+				       .mtime = tm,
+				       .otime = tm};
 }
 
 static int insert_dev_items(struct btk_trans *t)
@@ -416,17 +382,22 @@ static int populate(struct btk_trans *t, time_t now)
 {
 	struct btrfs_root_item *ri = btk_tree_root_item(t, BTRFS_FS_TREE_OBJECTID);
 	struct btk_key uk = {btk_le64(ri->uuid), BTRFS_UUID_KEY_SUBVOL, btk_le64(ri->uuid + 8)};
+	struct btk_inode_attr a = top_attr(now, btk_trans_fs(t)->nodesize);
 	uint8_t subvol[8];
 	int ret = insert_dev_items(t);
 
+	/* the top directories through fs; mkfs.btrfs gives them a node's size in nbytes, but
+	 * none to the data relocation tree's */
 	if (!ret)
-		ret = insert_dir_inode(t, BTRFS_FS_TREE_OBJECTID, BTRFS_FIRST_FREE_OBJECTID,
-				       btk_trans_fs(t)->nodesize, now);
+		ret = btk_top_dir_create(t, BTRFS_FS_TREE_OBJECTID, BTRFS_FIRST_FREE_OBJECTID, &a,
+					 true);
+	if (!ret) {
+		struct btk_inode_attr r = top_attr(now, 0);
+		ret = btk_top_dir_create(t, BTRFS_DATA_RELOC_TREE_OBJECTID,
+					 BTRFS_FIRST_FREE_OBJECTID, &r, true);
+	}
 	if (!ret)
-		ret = insert_dir_inode(t, BTRFS_DATA_RELOC_TREE_OBJECTID, BTRFS_FIRST_FREE_OBJECTID,
-				       0, now);
-	if (!ret)
-		ret = insert_root_dir(t, now);
+		ret = btk_root_dir_create(t, &a);
 	btk_put64(subvol, BTRFS_FS_TREE_OBJECTID);
 	if (!ret)
 		ret = btk_item_insert(t, BTRFS_UUID_TREE_OBJECTID, &uk, subvol, sizeof(subvol));

@@ -20,19 +20,6 @@ static int root_refs(struct btk_trans *t, const struct btk_subvol_new *s)
 	return btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, len);
 }
 
-/* The top directory: an inode whose only name is ".." pointing at itself. */
-static int top_dir(struct btk_trans *t, uint64_t id, const struct btk_inode_attr *a)
-{
-	uint8_t ref[sizeof(struct btrfs_inode_ref) + 2];
-	struct btk_key k = {BTRFS_FIRST_FREE_OBJECTID, BTRFS_INODE_REF_KEY,
-			    BTRFS_FIRST_FREE_OBJECTID};
-	int ret = btk_inode_create(t, id, BTRFS_FIRST_FREE_OBJECTID, a);
-
-	if (ret)
-		return ret;
-	return btk_item_insert(t, id, &k, ref, btk_ref_ent_write(ref, false, 0, 0, "..", 2));
-}
-
 int btk_qgroup_create(struct btk_trans *t, uint64_t id)
 {
 	struct btrfs_qgroup_info_item info = {0};
@@ -70,7 +57,8 @@ int btk_subvol_create(struct btk_trans *t, const struct btk_subvol_new *s,
 
 	if (s->id < BTRFS_FIRST_FREE_OBJECTID || s->id > BTRFS_LAST_FREE_OBJECTID)
 		return btk_err(EINVAL, "invalid subvolume id %llu", (unsigned long long)s->id);
-	if ((ret = btk_tree_new(t, s->id)) || (ret = top_dir(t, s->id, a)))
+	if ((ret = btk_tree_new(t, s->id)) ||
+	    (ret = btk_top_dir_create(t, s->id, BTRFS_FIRST_FREE_OBJECTID, a, false)))
 		return ret;
 	item = btk_tree_root_item(t, s->id); /* a new tree: a whole item */
 	if (!item || btk_root_item_parse((uint8_t *)item, sizeof(*item), &ri))
@@ -93,6 +81,29 @@ int btk_subvol_create(struct btk_trans *t, const struct btk_subvol_new *s,
 	if ((ret = btk_item_insert(t, BTRFS_UUID_TREE_OBJECTID, &uk, idbuf, sizeof(idbuf))))
 		return ret;
 	return btk_qgroup_create(t, s->id);
+}
+
+int btk_root_dir_create(struct btk_trans *t, const struct btk_inode_attr *a)
+{
+	static const char name[] = "default";
+	uint8_t di[sizeof(struct btrfs_dir_item) + sizeof(name) - 1];
+	uint8_t ref[sizeof(struct btrfs_inode_ref) + sizeof(name) - 1];
+	struct btk_key loc = {BTRFS_FS_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, UINT64_MAX};
+	struct btk_key k = {BTRFS_ROOT_TREE_DIR_OBJECTID, BTRFS_DIR_ITEM_KEY,
+			    btk_name_hash(name, sizeof(name) - 1)};
+	int ret =
+	    btk_top_dir_create(t, BTRFS_ROOT_TREE_OBJECTID, BTRFS_ROOT_TREE_DIR_OBJECTID, a, true);
+
+	if (ret)
+		return ret;
+	/* a DIR_ITEM alone (no DIR_INDEX), and the FS tree's name as an INODE_REF of its id */
+	btk_dir_ent_write(di, &loc, 0, BTRFS_FT_DIR, name, sizeof(name) - 1, NULL, 0);
+	if ((ret = btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, di, sizeof(di))))
+		return ret;
+	btk_ref_ent_write(ref, false, BTRFS_ROOT_TREE_DIR_OBJECTID, 0, name, sizeof(name) - 1);
+	k = (struct btk_key){BTRFS_FS_TREE_OBJECTID, BTRFS_INODE_REF_KEY,
+			     BTRFS_ROOT_TREE_DIR_OBJECTID};
+	return btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, ref, sizeof(ref));
 }
 
 int btk_subvol_set_default(struct btk_trans *t, uint64_t id)

@@ -36,14 +36,15 @@ static void put_attr(struct btk_inode_info *in, const struct btk_inode_attr *a)
 	in->otime = a->otime;
 }
 
-int btk_inode_create(struct btk_trans *t, uint64_t root, uint64_t ino,
-		     const struct btk_inode_attr *a)
+/* The INODE_ITEM of ino with a and the given transid. */
+static int inode_insert(struct btk_trans *t, uint64_t root, uint64_t ino,
+			const struct btk_inode_attr *a, uint64_t transid)
 {
 	uint8_t it[sizeof(struct btrfs_inode_item)] = {0};
 	struct btk_key k = {ino, BTRFS_INODE_ITEM_KEY, 0};
 	struct btk_inode_info in = {
 	    .generation = a->generation ? a->generation : btk_trans_id(t),
-	    .transid = btk_trans_id(t),
+	    .transid = transid,
 	    .size = a->size,
 	    .nbytes = a->nbytes,
 	    .nlink = a->nlink,
@@ -52,6 +53,24 @@ int btk_inode_create(struct btk_trans *t, uint64_t root, uint64_t ino,
 	put_attr(&in, a);
 	btk_inode_item_write(it, &in);
 	return btk_item_insert(t, root, &k, it, sizeof(it));
+}
+
+int btk_inode_create(struct btk_trans *t, uint64_t root, uint64_t ino,
+		     const struct btk_inode_attr *a)
+{
+	return inode_insert(t, root, ino, a, btk_trans_id(t));
+}
+
+int btk_top_dir_create(struct btk_trans *t, uint64_t root, uint64_t dirid,
+		       const struct btk_inode_attr *a, bool new_fs)
+{
+	uint8_t ref[sizeof(struct btrfs_inode_ref) + 2];
+	struct btk_key k = {dirid, BTRFS_INODE_REF_KEY, dirid};
+	int ret = inode_insert(t, root, dirid, a, new_fs ? 0 : btk_trans_id(t));
+
+	if (ret)
+		return ret;
+	return btk_item_insert(t, root, &k, ref, btk_ref_ent_write(ref, false, 0, 0, "..", 2));
 }
 
 /* Finds ino's INODE_ITEM for a change in place: *item, decoded in *in. */

@@ -25,6 +25,11 @@ struct btk_inode_attr {
 /* Inserts the INODE_ITEM of ino. -EEXIST if present. */
 int btk_inode_create(struct btk_trans *t, uint64_t root, uint64_t ino,
 		     const struct btk_inode_attr *a);
+/* The top directory `dirid` of tree root (a tree of this transaction): its INODE_ITEM with
+ * attributes a, and a ".." INODE_REF to itself, its only name. new_fs: a tree made with the
+ * filesystem, whose inode keeps transid 0 as mkfs.btrfs writes it. */
+int btk_top_dir_create(struct btk_trans *t, uint64_t root, uint64_t dirid,
+		       const struct btk_inode_attr *a, bool new_fs);
 /* Adds delta_size to the directory's i_size and sets size/nbytes of a file: a read-modify-
  * write of the INODE_ITEM; only the non-negative fields given change. */
 int btk_inode_set_size(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t size,
@@ -106,6 +111,9 @@ struct btk_subvol_new {
 };
 int btk_subvol_create(struct btk_trans *t, const struct btk_subvol_new *s,
 		      const struct btk_inode_attr *a);
+/* The root tree's directory (BTRFS_ROOT_TREE_DIR_OBJECTID, attributes a) with its "default"
+ * entry naming the FS tree, as a new filesystem has it. */
+int btk_root_dir_create(struct btk_trans *t, const struct btk_inode_attr *a);
 /* With quotas on (a quota tree), the level-0 qgroup of a new subvolume or snapshot id, as the
  * kernel creates it: QGROUP_INFO (this generation, no usage counted) and QGROUP_LIMIT (no
  * limits); without it 'btrfs subvolume show' fails. The numbers come with the rescan the
