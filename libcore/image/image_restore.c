@@ -22,7 +22,6 @@ struct rdev {
 	uint64_t devid;
 	uint8_t item[BTK_DEV_ITEM_SIZE];
 };
-BTK_VEC(rdevs, struct rdev);
 
 struct restore {
 	struct btk_md_reader *r;
@@ -30,7 +29,8 @@ struct restore {
 	uint32_t nodesize, sectorsize;
 	struct btk_chunk **chunks; /* from the sys array, then the chunk tree (which wins) */
 	size_t nchunks, capchunks;
-	struct rdevs devs; /* sorted by devid */
+	struct rdev *devs;
+	size_t ndevs, capdevs;
 };
 
 static int add_chunk(struct restore *rs, struct btk_chunk *c)
@@ -41,16 +41,12 @@ static int add_chunk(struct restore *rs, struct btk_chunk *c)
 			rs->chunks[i] = c;
 			return 0;
 		}
-	if (rs->nchunks == rs->capchunks) {
-		size_t nc = rs->capchunks ? rs->capchunks * 2 : 64;
-		struct btk_chunk **nv = realloc(rs->chunks, nc * sizeof(*nv));
-		if (!nv) {
-			free(c);
-			return btk_err(ENOMEM, "restore chunk list");
-		}
-		rs->chunks = nv, rs->capchunks = nc;
+	struct btk_chunk **e = btk_array_push(rs->chunks, rs->nchunks, rs->capchunks);
+	if (!e) {
+		free(c);
+		return btk_err(ENOMEM, "restore chunk list");
 	}
-	rs->chunks[rs->nchunks++] = c;
+	*e = c;
 	return 0;
 }
 
@@ -62,21 +58,21 @@ static int add_dev(struct restore *rs, const uint8_t *item)
 	btk_dev_item_parse(item, BTK_DEV_ITEM_SIZE, &e); /* a whole item: the caller checked */
 	devid = e.devid;
 
-	for (size_t i = 0; i < rs->devs.n; i++)
-		if (rs->devs.data[i].devid == devid) {
-			memcpy(rs->devs.data[i].item, item, BTK_DEV_ITEM_SIZE);
+	for (size_t i = 0; i < rs->ndevs; i++)
+		if (rs->devs[i].devid == devid) {
+			memcpy(rs->devs[i].item, item, BTK_DEV_ITEM_SIZE);
 			return 0;
 		}
-	if (!btk_vec_push(&rs->devs))
+	if (!btk_array_push(rs->devs, rs->ndevs, rs->capdevs))
 		return btk_err(ENOMEM, "restore device list");
 	/* kept sorted by devid: targets are given in devid order */
-	size_t at = rs->devs.n - 1;
-	while (at && rs->devs.data[at - 1].devid > devid) {
-		rs->devs.data[at] = rs->devs.data[at - 1];
+	size_t at = rs->ndevs - 1;
+	while (at && rs->devs[at - 1].devid > devid) {
+		rs->devs[at] = rs->devs[at - 1];
 		at--;
 	}
-	rs->devs.data[at].devid = devid;
-	memcpy(rs->devs.data[at].item, item, BTK_DEV_ITEM_SIZE);
+	rs->devs[at].devid = devid;
+	memcpy(rs->devs[at].item, item, BTK_DEV_ITEM_SIZE);
 	return 0;
 }
 
@@ -247,12 +243,12 @@ static int build_fs(struct restore *rs, const char *const *targets, int n,
 	memcpy(fs->fsid, rs->sb.fsid, BTK_FSID_SIZE);
 	fs->writable = true;
 	for (int i = 0; i < n && !ret; i++) {
-		struct btk_fs_dev *d = btk_fs_dev_add(fs, rs->devs.data[i].devid);
+		struct btk_fs_dev *d = btk_fs_dev_add(fs, rs->devs[i].devid);
 		if (!d) {
 			ret = btk_err(ENOMEM, "restore devices");
 			break;
 		}
-		btk_fs_dev_fill(d, rs->devs.data[i].item);
+		btk_fs_dev_fill(d, rs->devs[i].item);
 		/* in use refused, locked, probed (unless -f), opened exclusively, wrapped */
 		ret = btk_dev_open_opts(targets[i], &dopts, &d->dev);
 	}
@@ -441,7 +437,7 @@ static int write_supers(struct restore *rs, struct btk_fs *fs, int only)
 		struct btk_super sb = rs->sb;
 		struct btk_dev *dev = fs->devs[i].dev;
 
-		memcpy(sb.dev_item, rs->devs.data[i].item, BTK_DEV_ITEM_SIZE);
+		memcpy(sb.dev_item, rs->devs[i].item, BTK_DEV_ITEM_SIZE);
 		/* a v1 dump carries the file data: what it restores is a filesystem like any */
 		if (rs->r->version == 0)
 			btk_put64(sb.flags, btk_le64(sb.flags) | BTK_SUPER_FLAG_METADUMP_V2);
@@ -467,7 +463,7 @@ static void restore_free(struct restore *rs)
 	for (size_t i = 0; i < rs->nchunks; i++)
 		free(rs->chunks[i]);
 	free(rs->chunks);
-	btk_vec_free(&rs->devs);
+	free(rs->devs);
 	btk_md_reader_close(rs->r);
 }
 
@@ -479,9 +475,9 @@ static int restore_onto_one(struct restore *rs, const char *target,
 {
 	struct btk_dev_item_ent sdi;
 	uint64_t devid, size, used;
-	uint64_t *gone = calloc(rs->devs.n + 1, sizeof(*gone));
+	uint64_t *gone = calloc(rs->ndevs + 1, sizeof(*gone));
 	struct btk_fs *fs = NULL;
-	size_t ngone = 0, keep = rs->devs.n;
+	size_t ngone = 0, keep = rs->ndevs;
 	struct btk_image_log log = {.root = btk_le64(rs->sb.log_root),
 				    .level = rs->sb.log_root_level};
 	int ret;
@@ -490,21 +486,21 @@ static int restore_onto_one(struct restore *rs, const char *target,
 	devid = sdi.devid;
 	if (!gone)
 		return btk_err(ENOMEM, "restore devices");
-	for (size_t i = 0; i < rs->devs.n; i++)
-		if (rs->devs.data[i].devid == devid)
+	for (size_t i = 0; i < rs->ndevs; i++)
+		if (rs->devs[i].devid == devid)
 			keep = i;
 		else
-			gone[ngone++] = rs->devs.data[i].devid;
-	if (keep == rs->devs.n) {
+			gone[ngone++] = rs->devs[i].devid;
+	if (keep == rs->ndevs) {
 		free(gone);
 		return btk_err(EUCLEAN, "%s: the superblock's devid %llu has no device item",
 			       rs->r->name, (unsigned long long)devid);
 	}
 	ret = btk_image_remap_plan(rs->chunks, rs->nchunks, devid, sdi.uuid, &size, &used);
 	if (!ret) {
-		rs->devs.data[0] = rs->devs.data[keep];
-		rs->devs.n = 1;
-		btk_dev_item_set_sizes(rs->devs.data[0].item, size, used);
+		rs->devs[0] = rs->devs[keep];
+		rs->ndevs = 1;
+		btk_dev_item_set_sizes(rs->devs[0].item, size, used);
 		ret = build_fs(rs, &target, 1, o, &fs);
 	}
 	if (!ret && !(ret = btk_chunk_build_sys_array(fs))) {
@@ -560,11 +556,11 @@ int btk_image_restore(int dump_fd, const char *dump_name, const char *const *tar
 	st->version = rs.r->version;
 	st->chunks = rs.nchunks;
 	uint64_t ndev = btk_le64(rs.sb.num_devices);
-	if (!rs.devs.n && (ret = add_dev(&rs, rs.sb.dev_item)))
+	if (!rs.ndevs && (ret = add_dev(&rs, rs.sb.dev_item)))
 		goto out;
-	if (rs.devs.n != ndev) {
+	if (rs.ndevs != ndev) {
 		ret = btk_err(EUCLEAN, "%s: the superblock counts %llu devices, the chunk tree %zu",
-			      dump_name, (unsigned long long)ndev, rs.devs.n);
+			      dump_name, (unsigned long long)ndev, rs.ndevs);
 		goto out;
 	}
 	if (n > 1 && !opts->multi) {

@@ -16,21 +16,19 @@
 
 #define FST BTRFS_FREE_SPACE_TREE_OBJECTID
 
-BTK_VEC(fst_keys, struct btk_key);
-
 struct fst_list {
-	struct fst_keys keys;
+	struct btk_key *k;
+	size_t n, cap;
 	bool has_info, bitmaps;
 	uint32_t count;
 };
 
 static int list_add(struct fst_list *l, const struct btk_key *k)
 {
-	struct btk_key *e = btk_vec_push(&l->keys);
-
-	if (!e)
+	struct btk_key *slot = btk_array_push(l->k, l->n, l->cap);
+	if (!slot)
 		return btk_err(ENOMEM, "out of memory reading the free-space tree");
-	*e = *k;
+	*slot = *k;
 	return 0;
 }
 
@@ -124,23 +122,23 @@ static int update_bg(struct btk_trans *t, uint64_t start)
 		ret = wanted(bg, &want);
 	/* copy what is needed: the array may move when the tree grows */
 	struct btk_bg copy = *bg;
-	while (!ret && (i < l.keys.n || j < want.n)) {
+	while (!ret && (i < l.n || j < want.n)) {
 		struct btk_key wk = {0, BTRFS_FREE_SPACE_EXTENT_KEY, 0};
 		int c;
 		if (j < want.n) {
 			wk.objectid = want.r[j].start;
 			wk.offset = want.r[j].len;
 		}
-		if (i < l.keys.n && l.keys.data[i].type == BTRFS_FREE_SPACE_BITMAP_KEY)
+		if (i < l.n && l.k[i].type == BTRFS_FREE_SPACE_BITMAP_KEY)
 			c = -1; /* bitmaps always go */
-		else if (i >= l.keys.n)
+		else if (i >= l.n)
 			c = 1;
 		else if (j >= want.n)
 			c = -1;
 		else
-			c = btk_key_cmp(&l.keys.data[i], &wk);
+			c = btk_key_cmp(&l.k[i], &wk);
 		if (c < 0) {
-			ret = btk_item_delete(t, FST, &l.keys.data[i++]);
+			ret = btk_item_delete(t, FST, &l.k[i++]);
 		} else if (c > 0) {
 			ret = btk_item_insert(t, FST, &wk, NULL, 0);
 			j++;
@@ -152,7 +150,7 @@ static int update_bg(struct btk_trans *t, uint64_t start)
 	if (!ret)
 		ret = write_info(t, &copy, &l, (uint32_t)want.n);
 	btk_rs_free(&want);
-	btk_vec_free(&l.keys);
+	free(l.k);
 	return ret;
 }
 
@@ -176,10 +174,10 @@ int btk_fst_drop_bg(struct btk_trans *t, uint64_t start, uint64_t len)
 	struct fst_list l = {0};
 	int ret = read_existing(t->w, &probe, &l);
 
-	for (size_t i = 0; !ret && i < l.keys.n; i++)
-		ret = btk_item_delete(t, FST, &l.keys.data[i]);
+	for (size_t i = 0; !ret && i < l.n; i++)
+		ret = btk_item_delete(t, FST, &l.k[i]);
 	if (!ret && l.has_info)
 		ret = btk_item_delete(t, FST, &info);
-	btk_vec_free(&l.keys);
+	free(l.k);
 	return ret;
 }
