@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/vec.h"
 #include "cli/cli.h"
 #include "fileops.h"
 #include "fs/fs_read.h"
@@ -81,33 +82,30 @@ struct attr {
 	size_t len;
 };
 
+BTK_VEC(attr_list, struct attr);
+
 struct attrs {
 	struct gf *g;
-	struct attr *v;
-	size_t n, cap;
+	struct attr_list l;
 };
 
 static int dump_cb(void *ctx, const char *name, uint16_t nlen, const uint8_t *v, uint16_t vlen)
 {
 	struct attrs *a = ctx;
-	struct attr *x;
+	struct attr one, *x;
 
-	if (a->n == a->cap) {
-		size_t nc = a->cap ? a->cap * 2 : 16;
-		struct attr *nv = realloc(a->v, nc * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "xattr list");
-		a->v = nv, a->cap = nc;
-	}
-	x = &a->v[a->n];
-	snprintf(x->name, sizeof(x->name), "%.*s", (int)nlen, name);
-	if (regexec(&a->g->re, x->name, 0, NULL, 0))
+	snprintf(one.name, sizeof(one.name), "%.*s", (int)nlen, name);
+	if (regexec(&a->g->re, one.name, 0, NULL, 0))
 		return 0;
-	if (!(x->value = malloc(vlen ? vlen : 1)))
+	if (!(one.value = malloc(vlen ? vlen : 1)))
 		return btk_err(ENOMEM, "xattr value");
-	memcpy(x->value, v, vlen);
-	x->len = vlen;
-	a->n++;
+	memcpy(one.value, v, vlen);
+	one.len = vlen;
+	if (!(x = btk_vec_push(&a->l))) {
+		free(one.value);
+		return btk_err(ENOMEM, "xattr list");
+	}
+	*x = one;
 	return 0;
 }
 
@@ -121,14 +119,14 @@ static int dump_all(struct gf *g, struct img_cmd *c, const struct img_node *n)
 	struct attrs a = {.g = g};
 	int ret = btk_xattr_for_each(c->fs, &n->root, n->ino, dump_cb, &a);
 
-	if (a.n > 1)
-		qsort(a.v, a.n, sizeof(*a.v), by_name);
-	for (size_t i = 0; i < a.n; i++) {
+	btk_vec_sort(&a.l, by_name);
+	for (size_t i = 0; i < a.l.n; i++) {
+		struct attr *x = btk_vec_at(&a.l, i);
 		if (!ret)
-			print_one(g, a.v[i].name, strlen(a.v[i].name), a.v[i].value, a.v[i].len);
-		free(a.v[i].value);
+			print_one(g, x->name, strlen(x->name), x->value, x->len);
+		free(x->value);
 	}
-	free(a.v);
+	btk_vec_free(&a.l);
 	return ret;
 }
 

@@ -193,30 +193,29 @@ static void print_summary(const struct btk_mkfs_opts *o, const struct btk_mkfs_r
 		       cli_human(r->devs[i].size, h, sizeof(h)), o->paths[i]);
 }
 
+/* A size that fits 32 bits; 0, or -1 after one line naming the option and the value. */
+static int parse_size32(const char *opt, const char *s, uint32_t *out)
+{
+	uint64_t v;
+
+	if (cli_parse_size(opt, s, &v))
+		return -1;
+	if (v > UINT32_MAX) {
+		cli_err("%s: %s is too large", opt, s);
+		return -1;
+	}
+	*out = (uint32_t)v;
+	return 0;
+}
+
 /* -n, -s and -b; 0, or -1 after one line naming the option and the value. */
 static int parse_sizes(const char *nodesize, const char *sectorsize, const char *bytes,
 		       struct btk_mkfs_opts *o)
 {
-	uint64_t v;
-
-	if (nodesize) {
-		if (cli_parse_size("-n/--nodesize", nodesize, &v))
-			return -1;
-		if (v > UINT32_MAX) {
-			cli_err("-n/--nodesize: %s is too large", nodesize);
-			return -1;
-		}
-		o->nodesize = (uint32_t)v;
-	}
-	if (sectorsize) {
-		if (cli_parse_size("-s/--sectorsize", sectorsize, &v))
-			return -1;
-		if (v > UINT32_MAX) {
-			cli_err("-s/--sectorsize: %s is too large", sectorsize);
-			return -1;
-		}
-		o->sectorsize = (uint32_t)v;
-	}
+	if (nodesize && parse_size32("-n/--nodesize", nodesize, &o->nodesize))
+		return -1;
+	if (sectorsize && parse_size32("-s/--sectorsize", sectorsize, &o->sectorsize))
+		return -1;
 	if (bytes && cli_parse_size("-b/--byte-count", bytes, &o->byte_count))
 		return -1;
 	return 0;

@@ -9,6 +9,7 @@
  * an interruption leaves the last committed state.
  */
 #include "base/error.h"
+#include "base/vec.h"
 #include "relocate/relocate_int.h"
 #include "trans/trans.h"
 
@@ -33,36 +34,18 @@ static int cmp_item(const void *a, const void *b)
 	return x->bytenr < y->bytenr ? -1 : x->bytenr > y->bytenr;
 }
 
-struct items {
-	struct item *v;
-	int n, cap;
-};
+BTK_VEC(items, struct item);
 
+/* rl_extents_each callback: appends the extent at bytenr to the struct items ctx */
 static int add_item(void *ctx, uint64_t bytenr, uint64_t len)
 {
-	struct items *it = ctx;
+	struct item *e = btk_vec_push((struct items *)ctx);
 
 	(void)len;
-	if (it->n == it->cap) {
-		int nc = it->cap ? 2 * it->cap : 256;
-		struct item *nv = realloc(it->v, (size_t)nc * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "out of memory");
-		it->v = nv, it->cap = nc;
-	}
-	it->v[it->n++] = (struct item){bytenr, 0};
+	if (!e)
+		return btk_err(ENOMEM, "out of memory");
+	e->bytenr = bytenr;
 	return 0;
-}
-
-/* The extents of the committed extent tree inside [start, start+len). */
-static int list_extents(struct btk_fs *fs, uint64_t start, uint64_t len, struct item **v, int *n,
-			int *cap)
-{
-	struct items it = {*v, *n, *cap};
-	int ret = rl_extents_each(fs, start, start + len, add_item, &it);
-
-	*v = it.v, *n = it.n, *cap = it.cap;
-	return ret;
 }
 
 static int move_one(struct btk_trans *t, struct btk_backref *br, uint64_t bytenr, uint8_t *buf,
@@ -87,17 +70,16 @@ static int move_one(struct btk_trans *t, struct btk_backref *br, uint64_t bytenr
 }
 
 /* Levels first: upper tree blocks move before the blocks below them. */
-static int set_levels(struct btk_fs *fs, struct item *v, int n)
+static int set_levels(struct btk_fs *fs, struct items *it)
 {
-	for (int i = 0; i < n; i++) {
+	for (size_t i = 0; i < it->n; i++) {
 		struct btk_extent ext;
-		int ret = btk_extent_lookup(fs, v[i].bytenr, &ext);
+		int ret = btk_extent_lookup(fs, it->data[i].bytenr, &ext);
 		if (ret)
 			return ret;
-		v[i].level = ext.flags & BTRFS_EXTENT_FLAG_TREE_BLOCK ? ext.level : -1;
+		it->data[i].level = ext.flags & BTRFS_EXTENT_FLAG_TREE_BLOCK ? ext.level : -1;
 	}
-	if (n > 1) /* v may be NULL when there is nothing to move */
-		qsort(v, (size_t)n, sizeof(*v), cmp_item);
+	btk_vec_sort(it, cmp_item);
 	return 0;
 }
 
@@ -117,27 +99,28 @@ static int prepare(struct btk_trans *t, const struct rl_empty *e)
 static int pass(struct btk_fs *fs, const struct rl_empty *e, uint8_t *buf, struct rl_stats *st,
 		int *found)
 {
-	struct item *v = NULL;
-	int n = 0, cap = 0, ret = 0;
+	struct items it = {0};
+	int ret = 0;
 	struct btk_backref *br = NULL;
 	struct btk_trans *t = NULL;
 
+	/* the extents of the committed extent tree inside the chunks */
 	for (int i = 0; i < e->n && !ret; i++) {
 		const struct btk_chunk *c = btk_chunk_find(fs, e->chunks[i]);
-		ret = c ? list_extents(fs, c->logical, c->length, &v, &n, &cap)
+		ret = c ? rl_extents_each(fs, c->logical, c->logical + c->length, add_item, &it)
 			: btk_err(ENOENT, "no chunk at %llu", (unsigned long long)e->chunks[i]);
 	}
 	if (!ret)
-		ret = set_levels(fs, v, n);
-	*found = n;
-	if (ret || !n) {
-		free(v);
+		ret = set_levels(fs, &it);
+	*found = (int)it.n;
+	if (ret || !it.n) {
+		btk_vec_free(&it);
 		return ret;
 	}
 	if (!(ret = btk_backref_new(fs, &br)) && !(ret = btk_trans_start(e->w, &t)))
 		ret = prepare(t, e);
-	for (int i = 0; i < n && !ret; i++) {
-		ret = move_one(t, br, v[i].bytenr, buf, st);
+	for (size_t i = 0; i < it.n && !ret; i++) {
+		ret = move_one(t, br, it.data[i].bytenr, buf, st);
 		if (!ret)
 			ret = btk_trans_writeback(t, DIRTY_LIMIT);
 		if (!ret && e->progress)
@@ -148,7 +131,7 @@ static int pass(struct btk_fs *fs, const struct rl_empty *e, uint8_t *buf, struc
 	else if (t)
 		ret = btk_trans_commit(t);
 	btk_backref_free(br);
-	free(v);
+	btk_vec_free(&it);
 	return ret;
 }
 

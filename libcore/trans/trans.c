@@ -273,6 +273,13 @@ static int v1_caches_stale(struct btk_trans *t)
 	}
 }
 
+/* The steps of a commit round, in order; each may change what an earlier one wrote, so
+ * rounds repeat until one changes nothing. */
+static int (*const settle_steps[])(struct btk_trans *t) = {
+    btk_chunk_write_items, btk_chunk_update_dev_items, update_root_items,
+    btk_run_refs,	   btk_write_bg_items,	       btk_fst_update,
+};
+
 static int settle(struct btk_trans *t)
 {
 	struct btk_wfs *w = t->w;
@@ -285,18 +292,8 @@ static int settle(struct btk_trans *t)
 		uint64_t before = w->mods;
 		if (round > 100)
 			return btk_err(ELOOP, "commit did not settle after 100 rounds");
-		if (!ret)
-			ret = btk_chunk_write_items(t);
-		if (!ret)
-			ret = btk_chunk_update_dev_items(t);
-		if (!ret)
-			ret = update_root_items(t);
-		if (!ret)
-			ret = btk_run_refs(t);
-		if (!ret)
-			ret = btk_write_bg_items(t);
-		if (!ret)
-			ret = btk_fst_update(t);
+		for (size_t i = 0; i < sizeof(settle_steps) / sizeof(settle_steps[0]) && !ret; i++)
+			ret = settle_steps[i](t);
 		if (!ret && w->mods == before)
 			break;
 	}
