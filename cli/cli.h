@@ -57,11 +57,10 @@ void cli_json_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* Sizes. A whole decimal number with an optional binary suffix k, m, g, t, p or e (any case,
  * optionally followed by "i" and/or "b": 4k = 4K = 4KiB = 4096). No fractions, no sign.
- * cli_size_parse: 0, or -EINVAL (not a size) / -ERANGE (more than 2^64-1 bytes) without
- * printing. cli_parse_size: the same, and 0 is refused too; on failure it prints one line
- * naming the option and the value ("btk-mkfs: -b/--byte-count: invalid size '1.5g' (...)",
- * "... invalid size 0") and returns -1. opt is what the user typed the value for. */
-int cli_size_parse(const char *s, uint64_t *out);
+ * opt is what the user typed the value for: 0 is refused too, and on failure one line names
+ * the option and the value ("btk-mkfs: -b/--byte-count: invalid size '1.5g' (...)", "...
+ * invalid size 0"), returning -1. With opt NULL (is this a size?): 0 is a size, nothing is
+ * printed, and a failure is -EINVAL (not a size) or -ERANGE (more than 2^64-1 bytes). */
 int cli_parse_size(const char *opt, const char *s, uint64_t *out);
 
 /* A size for people: "1.50GiB", "512B". Returns buf. len >= 16 is always enough. */
@@ -80,6 +79,11 @@ int cli_parse_resize_arg(const char *s, struct cli_resize *r);
 
 /* Positive integer (decimal or 0x hex, the whole string, no sign). true on success. */
 bool cli_parse_u64(const char *s, uint64_t *v);
+
+/* SOURCE_DATE_EPOCH as reproducible-builds.org defines it (decimal seconds): 1 with *out
+ * set, 0 when unset or empty, -1 when it is not such a number (nothing printed: the tool
+ * decides whether that is an error). */
+int cli_source_date_epoch(uint64_t *out);
 
 /* uuids as text: 36 characters, lower-case, dashes after bytes 4, 6, 8 and 10. */
 #define CLI_UUID_STR 37
@@ -142,6 +146,11 @@ void cli_interrupt_after(const char *fmt, ...) __attribute__((format(printf, 1, 
 /* Runs popt over every option: 0 when done, or CLI_EXIT_USAGE after printing one line
  * ("PROG: --bad: unknown option"). */
 int cli_popt_run(poptContext pc);
+/* The start every tool's option parsing shares: a popt context named name over argv and
+ * opts (*pc, freed by the caller, also on failure), usage as the argument line of --help,
+ * then cli_popt_run. */
+int cli_popt_start(poptContext *pc, const char *name, int argc, const char **argv,
+		   const struct poptOption *opts, const char *usage);
 /* The arguments left after the options (*args NULL when none) and their count. */
 int cli_popt_args(poptContext pc, const char ***args);
 

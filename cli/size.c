@@ -15,7 +15,7 @@ static int suffix_shift(char c)
 	return p ? 10 * (int)(p - order + 1) : -1;
 }
 
-int cli_size_parse(const char *s, uint64_t *out)
+static int size_parse(const char *s, uint64_t *out)
 {
 	unsigned long long v;
 	char *end;
@@ -47,8 +47,10 @@ int cli_size_parse(const char *s, uint64_t *out)
 
 int cli_parse_size(const char *opt, const char *s, uint64_t *out)
 {
-	int ret = cli_size_parse(s, out);
+	int ret = size_parse(s, out);
 
+	if (!opt)
+		return ret;
 	if (ret == -ERANGE)
 		cli_err("%s: size '%s' is too large (at most 16EiB-1)", opt, s);
 	else if (ret)
@@ -104,7 +106,7 @@ int cli_parse_resize_arg(const char *s, struct cli_resize *r)
 	r->op = *v == '+' ? CLI_RESIZE_GROW : *v == '-' ? CLI_RESIZE_SHRINK : CLI_RESIZE_SET;
 	if (r->op != CLI_RESIZE_SET)
 		v++;
-	ret = cli_size_parse(v, &r->size);
+	ret = size_parse(v, &r->size);
 	if (ret == -ERANGE) {
 		cli_err("size '%s' is too large (at most 16EiB-1)", s);
 		return -1;

@@ -3,6 +3,7 @@
 #include "ext.h"
 #include "base/error.h"
 #include "create/mkfs.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -66,15 +67,10 @@ static int add_used(struct ext_src *s, uint64_t start, uint64_t len, size_t *cap
 	if (s->nused && s->used[s->nused - 1].start + s->used[s->nused - 1].len == start) {
 		s->used[s->nused - 1].len += len;
 	} else {
-		if (s->nused == *cap) {
-			size_t nc = *cap ? *cap * 2 : 256;
-			struct btk_byte_range *r = realloc(s->used, nc * sizeof(*r));
-			if (!r)
-				return btk_err(ENOMEM, "out of memory listing used blocks");
-			s->used = r;
-			*cap = nc;
-		}
-		s->used[s->nused++] = (struct btk_byte_range){start, len};
+		struct btk_byte_range *r = btk_array_push(s->used, s->nused, *cap);
+		if (!r)
+			return btk_err(ENOMEM, "out of memory listing used blocks");
+		*r = (struct btk_byte_range){start, len};
 	}
 	s->used_bytes += len;
 	return 0;

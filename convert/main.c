@@ -256,15 +256,14 @@ int main(int argc, const char **argv)
 	    {"force", 'f', POPT_ARG_NONE, &a.force, 0, "convert an unclean ext filesystem", NULL},
 	    CLI_WRITE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
-	poptContext pc = poptGetContext("btk-convert", argc, argv, opts, 0);
+	poptContext pc;
 	struct btk_dev_opts dopts = {0};
 	const char *dev;
 	int rc;
 
 	cli_init("btk-convert");
 	cli_json_argv(argc, argv); /* usage errors as JSON too */
-	poptSetOtherOptionHelp(pc, "[OPTIONS] DEVICE");
-	if ((rc = cli_popt_run(pc)))
+	if ((rc = cli_popt_start(&pc, "btk-convert", argc, argv, opts, "[OPTIONS] DEVICE")))
 		goto out;
 	cli_json_on(a.json);
 	dev = poptGetArg(pc);

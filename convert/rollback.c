@@ -8,6 +8,7 @@
 #include "io/io.h"
 #include "tree/tree.h"
 #include "create/mkfs.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -56,15 +57,10 @@ static int check_extent(void *ctx, const struct btk_file_extent *fe)
 	lg = fe->disk_bytenr + fe->extent_offset;
 	for (int i = 0; i < s->nres; i++)
 		if (inside(&s->res[i], fo, len)) {
-			if (s->n == s->cap) {
-				size_t nc = s->cap ? s->cap * 2 : 16;
-				struct piece *p = realloc(s->p, nc * sizeof(*p));
-				if (!p)
-					return btk_err(ENOMEM, "out of memory");
-				s->p = p;
-				s->cap = nc;
-			}
-			s->p[s->n++] = (struct piece){fo, lg, len};
+			struct piece *p = btk_array_push(s->p, s->n, s->cap);
+			if (!p)
+				return btk_err(ENOMEM, "out of memory");
+			*p = (struct piece){fo, lg, len};
 			return 0;
 		}
 	/* in place: logical == physical == image offset, on every byte */

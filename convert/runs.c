@@ -1,6 +1,7 @@
 /* runs.c — an ext file's block runs through libext2fs: extent trees and block maps alike. */
 #include "runs.h"
 #include "base/error.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -14,15 +15,10 @@ static int runs_add(struct runs *rs, uint64_t lblk, uint64_t pblk, uint64_t len,
 		last->len += len;
 		return 0;
 	}
-	if (rs->n == rs->cap) {
-		size_t nc = rs->cap ? rs->cap * 2 : 16;
-		struct run *r = realloc(rs->r, nc * sizeof(*r));
-		if (!r)
-			return btk_err(ENOMEM, "out of memory");
-		rs->r = r;
-		rs->cap = nc;
-	}
-	rs->r[rs->n++] = (struct run){lblk, pblk, len, uninit};
+	struct run *r = btk_array_push(rs->r, rs->n, rs->cap);
+	if (!r)
+		return btk_err(ENOMEM, "out of memory");
+	*r = (struct run){lblk, pblk, len, uninit};
 	return 0;
 }
 

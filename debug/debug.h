@@ -46,7 +46,6 @@ void put_u64(FILE *out, uint64_t v);
 void text_string(FILE *out, const uint8_t *p, size_t len);
 /* A key as dump-tree prints it: "(256 INODE_ITEM 0)". */
 void text_key(FILE *out, const struct btk_key *k);
-void uuid_format(const uint8_t *u, char out[37]);
 
 /* Sink callbacks (render_json.c, render_text.c) and shared output helpers. */
 void json_field(void *ctx, const struct btk_field *f);

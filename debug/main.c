@@ -82,9 +82,7 @@ int main(int argc, const char **argv)
 		sub_argv[i - 1] = argv[i];
 	sub_argv[argc - 1] = NULL;
 	cli_json_argv(argc - 1, sub_argv); /* before anything can fail: errors as JSON too */
-	pc = poptGetContext(name, argc - 1, sub_argv, opts, 0);
-	poptSetOtherOptionHelp(pc, "[OPTION...] DEV...");
-	if (cli_popt_run(pc)) {
+	if (cli_popt_start(&pc, name, argc - 1, sub_argv, opts, "[OPTION...] DEV...")) {
 		poptFreeContext(pc);
 		return CLI_EXIT_USAGE;
 	}

@@ -4,20 +4,6 @@
 
 #include "debug.h"
 
-void uuid_format(const uint8_t *u, char out[37])
-{
-	static const char hex[] = "0123456789abcdef";
-	int o = 0;
-
-	for (int i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			out[o++] = '-';
-		out[o++] = hex[u[i] >> 4];
-		out[o++] = hex[u[i] & 15];
-	}
-	out[o] = 0;
-}
-
 /* Decimal without printf. */
 void put_u64(FILE *out, uint64_t v)
 {

@@ -2,6 +2,7 @@
 #include <inttypes.h>
 
 #include "debug.h"
+#include "cli/cli.h"
 
 static void json_sep(struct render *r, const char *name)
 {
@@ -20,7 +21,7 @@ void json_field(void *ctx, const struct btk_field *f)
 {
 	struct render *r = ctx;
 	FILE *o = r->out;
-	char u[37];
+	char u[CLI_UUID_STR];
 
 	json_sep(r, f->name);
 	switch (f->kind) {
@@ -34,7 +35,7 @@ void json_field(void *ctx, const struct btk_field *f)
 		btk_json_str(o, f->p, f->len);
 		break;
 	case BTK_F_UUID:
-		uuid_format(f->p, u);
+		cli_uuid_format(f->p, u);
 		putc_unlocked('"', o);
 		fwrite_unlocked(u, 1, 36, o);
 		putc_unlocked('"', o);

@@ -4,6 +4,7 @@
 #include <time.h>
 
 #include "debug.h"
+#include "cli/cli.h"
 
 void text_brk(void *ctx)
 {
@@ -117,7 +118,7 @@ static void text_value(struct render *r, const struct btk_field *f)
 		text_string(o, f->p, f->len);
 		break;
 	case BTK_F_UUID:
-		uuid_format(f->p, buf);
+		cli_uuid_format(f->p, buf);
 		fwrite_unlocked(buf, 1, 36, o);
 		break;
 	case BTK_F_HEX:

@@ -70,7 +70,7 @@ static void text_header(const struct btk_block *b, uint32_t nodesize)
 	uint64_t flags = btk_block_flags(b);
 	uint64_t low = flags & (BTK_HEADER_FLAG_WRITTEN | BTK_HEADER_FLAG_RELOC);
 	int space = btk_block_free_space(b, nodesize);
-	char ob[32], u1[37], u2[37];
+	char ob[32], u1[CLI_UUID_STR], u2[CLI_UUID_STR];
 	const char *kind = btk_block_level(b) ? "node" : "leaf";
 
 	if (btk_block_level(b)) {
@@ -87,8 +87,8 @@ static void text_header(const struct btk_block *b, uint32_t nodesize)
 	       low, (low & BTK_HEADER_FLAG_WRITTEN) ? "WRITTEN" : "",
 	       low == (BTK_HEADER_FLAG_WRITTEN | BTK_HEADER_FLAG_RELOC) ? "|" : "",
 	       (low & BTK_HEADER_FLAG_RELOC) ? "RELOC" : "", (int)(flags >> BTK_BACKREF_REV_SHIFT));
-	uuid_format(h->fsid, u1);
-	uuid_format(h->chunk_tree_uuid, u2);
+	cli_uuid_format(h->fsid, u1);
+	cli_uuid_format(h->chunk_tree_uuid, u2);
 	printf("fs uuid %s\nchunk uuid %s\n", u1, u2);
 }
 
@@ -314,9 +314,9 @@ static int dump_tree(struct tctx *t, const char *tree, const char *block)
 /* dump-tree ends a full dump with these. */
 static void footer(const struct btk_fs *fs)
 {
-	char u[37];
+	char u[CLI_UUID_STR];
 
-	uuid_format(fs->fsid, u);
+	cli_uuid_format(fs->fsid, u);
 	printf("total bytes %" PRIu64 "\nbytes used %" PRIu64 "\nuuid %s\n",
 	       btk_super_total_bytes(&fs->sb), btk_super_bytes_used(&fs->sb), u);
 }

@@ -11,6 +11,7 @@
 #include "image/image.h"
 #include "image_tool.h"
 #include "tree/tree.h"
+#include "base/vec.h"
 
 struct dump_ui {
 	struct cli_progress prog;
@@ -25,14 +26,9 @@ static void on_skipped(void *ctx, uint64_t logical, const char *why)
 	struct dump_ui *ui = ctx;
 
 	cli_warn("block %llu not dumped: %s", (unsigned long long)logical, why);
-	if (ui->nskipped == ui->cap) {
-		size_t nc = ui->cap ? ui->cap * 2 : 16;
-		uint64_t *nv = realloc(ui->skipped, nc * sizeof(*nv));
-		if (!nv)
-			return;
-		ui->skipped = nv, ui->cap = nc;
-	}
-	ui->skipped[ui->nskipped++] = logical;
+	uint64_t *slot = btk_array_push(ui->skipped, ui->nskipped, ui->cap);
+	if (slot)
+		*slot = logical;
 }
 
 static void on_progress(void *ctx, uint64_t done, uint64_t total)
@@ -95,14 +91,13 @@ int verb_dump(int argc, const char **argv)
 	     "keep inline file data (zeroed by default)", NULL},
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "summary as JSON on stdout", NULL},
 	    CLI_STD_OPTIONS POPT_TABLEEND};
-	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
+	poptContext pc;
 
 	cli_json_argv(argc, argv); /* usage errors as JSON too */
 	struct dump_ui ui = {0};
 	int rc;
 
-	poptSetOtherOptionHelp(pc, "[options] DEV... FILE");
-	if ((rc = cli_popt_run(pc))) {
+	if ((rc = cli_popt_start(&pc, argv[0], argc, argv, opts, "[options] DEV... FILE"))) {
 		poptFreeContext(pc);
 		return rc;
 	}
@@ -184,7 +179,7 @@ int verb_dump(int argc, const char **argv)
 			else
 				cli_err("%llu blocks could not be read and are not in the dump",
 					(unsigned long long)st.skipped);
-			rc = 1;
+			rc = CLI_EXIT_ERROR;
 		}
 	}
 out:

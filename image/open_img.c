@@ -20,9 +20,7 @@ int img_parse(struct img_cmd *c, int argc, const char **argv, struct poptOption 
 	c->verb = argv[0];
 	cli_init(c->verb);	   /* messages start with "btk-image VERB" */
 	cli_json_argv(argc, argv); /* before anything can fail: errors as JSON too */
-	c->pc = poptGetContext(c->verb, argc, argv, opts, 0);
-	poptSetOtherOptionHelp(c->pc, usage);
-	if ((rc = cli_popt_run(c->pc)))
+	if ((rc = cli_popt_start(&c->pc, c->verb, argc, argv, opts, usage)))
 		return rc;
 	c->nargs = cli_popt_args(c->pc, &c->args);
 	if (c->nargs < min_args || (max_args >= 0 && c->nargs > max_args)) {

@@ -79,13 +79,12 @@ int verb_restore(int argc, const char **argv)
 	     "restore over a filesystem or partition table found on a target", NULL},
 	    CLI_WRITE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
-	poptContext pc = poptGetContext(argv[0], argc, argv, opts, 0);
+	poptContext pc;
 
 	cli_json_argv(argc, argv); /* usage errors as JSON too */
 	struct cli_progress prog;
 
-	poptSetOtherOptionHelp(pc, "[options] FILE DEV...");
-	if ((rc = cli_popt_run(pc))) {
+	if ((rc = cli_popt_start(&pc, argv[0], argc, argv, opts, "[options] FILE DEV..."))) {
 		poptFreeContext(pc);
 		return rc;
 	}

@@ -8,6 +8,7 @@
 #include "cli/cli.h"
 #include "fileops.h"
 #include "fs/fs_read.h"
+#include "base/vec.h"
 
 struct frame {
 	struct img_entry e;
@@ -113,14 +114,9 @@ static int kid_cb(void *arg, const struct btk_dir_entry *de)
 
 	if (!path)
 		return btk_err(ENOMEM, "path");
-	if (f->n == f->cap) {
-		size_t nc = f->cap ? f->cap * 2 : 16;
-		struct img_entry *nv = realloc(f->kids, nc * sizeof(*nv));
-		if (!nv) {
-			free(path);
-			return btk_err(ENOMEM, "directory of %zu entries", f->n);
-		}
-		f->kids = nv, f->cap = nc;
+	if (btk_array_room(f->kids, f->n, f->cap)) {
+		free(path);
+		return btk_err(ENOMEM, "directory of %zu entries", f->n);
 	}
 	ret = load(w, &f->kids[f->n], path, &f->e.node.root, f->e.node.ino, de);
 	if (ret) {
@@ -180,15 +176,10 @@ static int push(struct walk *w, struct img_entry *e)
 		entry_free(e);
 		return ret ? ret : 1;
 	}
-	if (w->depth == w->cap) {
-		size_t nc = w->cap ? w->cap * 2 : 16;
-		struct frame *nv = realloc(w->stack, nc * sizeof(*nv));
-		if (!nv) {
-			entry_free(e);
-			cli_err("out of memory");
-			return CLI_EXIT_ERROR;
-		}
-		w->stack = nv, w->cap = nc;
+	if (btk_array_room(w->stack, w->depth, w->cap)) {
+		entry_free(e);
+		cli_err("out of memory");
+		return CLI_EXIT_ERROR;
 	}
 	struct frame *f = &w->stack[w->depth++];
 	memset(f, 0, sizeof(*f));

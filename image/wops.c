@@ -25,11 +25,11 @@ int wops_parse(struct wops *w, int argc, const char **argv, struct poptOption *o
 
 static void set_now(struct wops *w)
 {
-	const char *e = getenv("SOURCE_DATE_EPOCH");
 	struct timespec ts;
 	uint64_t v;
 
-	if (e && *e && cli_parse_u64(e, &v)) {
+	/* an unusable value is ignored: the current time */
+	if (cli_source_date_epoch(&v) > 0) {
 		w->epoch_set = true;
 		w->epoch = v;
 		w->now = (struct btk_time){v, 0};

@@ -280,13 +280,12 @@ int main(int argc, const char **argv)
 	    {"slack", 0, POPT_ARG_STRING, &slack, 0,
 	     "with --shrink: keep SIZE unallocated past the last chunk, room to write", "SIZE"},
 	    CLI_STD_OPTIONS POPT_TABLEEND};
-	poptContext pc = poptGetContext("btk-mkfs", argc, argv, opts, 0);
+	poptContext pc;
 	int ndevs = 0;
 
 	cli_init("btk-mkfs");
-	poptSetOtherOptionHelp(pc, usage_tail);
 	cli_json_argv(argc, argv); /* before anything can fail: errors as JSON too */
-	if ((rc = cli_popt_run(pc)))
+	if ((rc = cli_popt_start(&pc, "btk-mkfs", argc, argv, opts, usage_tail)))
 		goto out;
 	btk_mkfs_opts_init(&o);
 	rc = 0;
@@ -295,13 +294,13 @@ int main(int argc, const char **argv)
 	if (!rc && runtime)
 		rc = parse_features(runtime, true, &o);
 	if (rc) {
-		rc = rc > 0 ? 0 : 1;
+		rc = rc > 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
 		goto out;
 	}
 	ndevs = cli_popt_args(pc, &devs);
 	if (!ndevs) {
 		cli_err("no device given (see --help)");
-		rc = 2;
+		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
 	o.paths = devs;
@@ -311,21 +310,21 @@ int main(int argc, const char **argv)
 	o.force = force;
 	o.discard = !nodiscard;
 	if (cli_dev_opts(&o.dev)) { /* --wait, BTK_FAULT: libcore's open path applies them */
-		rc = 2;
+		rc = CLI_EXIT_USAGE;
 		goto out;
 	}
 	if (parse_sizes(nodesize, sectorsize, bytes, &o))
-		rc = 1;
+		rc = CLI_EXIT_ERROR;
 	if (!rc && uuid) {
 		if (cli_uuid_parse(uuid, fsid)) {
 			cli_err("-U/--uuid: invalid UUID '%s'", uuid);
-			rc = 1;
+			rc = CLI_EXIT_ERROR;
 		}
 		o.fsid = fsid;
 	}
 	if (!rc && csum && btk_csum_parse(csum, &o.csum_type)) {
 		cli_err("--csum: unknown checksum type '%s'", csum);
-		rc = 1;
+		rc = CLI_EXIT_ERROR;
 	}
 	if (!rc && meta)
 		rc = -parse_profile(meta, "metadata", &o.meta_profile);
@@ -335,10 +334,10 @@ int main(int argc, const char **argv)
 	    !rootdir) {
 		cli_err("--compress, --subvol, --inode-flags, --skip-unreadable, --shrink and "
 			"--slack need --rootdir");
-		rc = 1;
+		rc = CLI_EXIT_ERROR;
 	}
 	if (!rc && slack && cli_parse_size("--slack", slack, &o.slack))
-		rc = 1;
+		rc = CLI_EXIT_ERROR;
 	if (!rc && rootdir) {
 		struct rootdir_args ra = {.dir = rootdir,
 					  .compress = compress,
@@ -350,7 +349,7 @@ int main(int argc, const char **argv)
 		rc = rootdir_prepare(&rd, &o, &ra);
 		if (!rc && slack && !o.shrink) {
 			cli_err("--slack needs --shrink (or a new image file without -b)");
-			rc = 1;
+			rc = CLI_EXIT_ERROR;
 		}
 	}
 	if (rc) /* the error is on stderr: the same for jq */
@@ -381,7 +380,7 @@ int main(int argc, const char **argv)
 	}
 	if (!rc && btk_mkfs(&o, &res) < 0) {
 		cli_err("%s", btk_errmsg());
-		rc = 1;
+		rc = CLI_EXIT_ERROR;
 	} else if (!rc && json) {
 		print_json(&o, &res, &rd);
 	} else if (!rc && !quiet) {

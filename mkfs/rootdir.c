@@ -117,20 +117,18 @@ static int fill(void *ctx, struct btk_trans *t)
 	return ret;
 }
 
-/* SOURCE_DATE_EPOCH as reproducible-builds.org defines it: decimal seconds. */
 static int read_epoch(struct rootdir *rd, struct btk_mkfs_opts *o)
 {
-	const char *e = getenv("SOURCE_DATE_EPOCH");
-	char *end;
+	uint64_t v;
+	int set = cli_source_date_epoch(&v);
 
-	if (!e || !*e)
-		return 0;
-	errno = 0;
-	unsigned long long v = strtoull(e, &end, 10);
-	if (errno || *end || *e == '-') {
-		cli_err("SOURCE_DATE_EPOCH is not a number of seconds: '%s'", e);
-		return 1;
+	if (set < 0) {
+		cli_err("SOURCE_DATE_EPOCH is not a number of seconds: '%s'",
+			getenv("SOURCE_DATE_EPOCH"));
+		return CLI_EXIT_ERROR;
 	}
+	if (!set)
+		return 0;
 	rd->po.epoch_set = true;
 	rd->po.epoch = v;
 	o->now = (time_t)v;
@@ -270,13 +268,13 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 	if (compress && btk_compress_parse(compress, &rd->po.compress, &rd->po.compress_level)) {
 		cli_err("--compress: unknown compression '%s' (zlib[:1-9], lzo, zstd[:1-15])",
 			compress);
-		return 1;
+		return CLI_EXIT_ERROR;
 	}
 	if (read_epoch(rd, o))
-		return 1;
+		return CLI_EXIT_ERROR;
 	if (btk_src_scan(dir, skip_unreadable, &rd->src)) {
 		cli_err("%s", btk_errmsg());
-		return 1;
+		return CLI_EXIT_ERROR;
 	}
 	rd->scanned = true;
 	src_totals(&rd->src, &tot);
@@ -284,10 +282,10 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 	rd->pg.total_bytes = tot.file_bytes;
 	for (int k = 0; a->subvols && a->subvols[k]; k++)
 		if (parse_subvol(rd, a->subvols[k]))
-			return 1;
+			return CLI_EXIT_ERROR;
 	for (int k = 0; a->iflags && a->iflags[k]; k++)
 		if (parse_iflags(rd, a->iflags[k]))
-			return 1;
+			return CLI_EXIT_ERROR;
 	rd->po.subvols = rd->subvols;
 	rd->po.iflags = rd->iflags;
 	rd->po.uuid_seed = o->fsid;

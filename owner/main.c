@@ -11,6 +11,7 @@
 #include "cli/cli.h"
 #include "owner.h"
 #include "volumes/super.h"
+#include "base/vec.h"
 
 #define MAX_DEVS 64
 
@@ -42,15 +43,11 @@ struct qlist {
 
 static int qlist_add(struct qlist *l, uint64_t input)
 {
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? l->cap * 2 : 64;
-		struct query *nv = realloc(l->q, nc * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		l->q = nv, l->cap = nc;
-	}
-	memset(&l->q[l->n], 0, sizeof(l->q[0]));
-	l->q[l->n++].input = input;
+	struct query *q = btk_array_push(l->q, l->n, l->cap);
+
+	if (!q)
+		return -ENOMEM;
+	q->input = input;
 	return 0;
 }
 
@@ -64,7 +61,7 @@ static int read_list(const char *name, struct qlist *l)
 
 	if (!f) {
 		cli_err("%s: %s", name, strerror(errno));
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	while (!ret && fgets(line, sizeof(line), f)) {
 		char *s = line + strspn(line, " \t"), *e;
@@ -153,20 +150,20 @@ static int split_args(poptContext pc, const char **devs, int *ndev, struct qlist
 		if (*ndev && !l->n && !parse_u64(a, &v) && stat(a, &st)) {
 			cli_err("'%s' is neither an address (a number) nor a device: %s", a,
 				strerror(errno));
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 		if (l->n || (parse_u64(a, &v) && stat(a, &st))) {
 			if (!parse_u64(a, &v)) {
 				cli_err("not an address: '%s'", a);
-				return 2;
+				return CLI_EXIT_USAGE;
 			}
 			if (qlist_add(l, v))
-				return 1;
+				return CLI_EXIT_ERROR;
 			continue;
 		}
 		if (*ndev == MAX_DEVS) {
 			cli_err("too many devices");
-			return 2;
+			return CLI_EXIT_USAGE;
 		}
 		devs[(*ndev)++] = a;
 	}
@@ -180,18 +177,18 @@ static int open_fs(struct owner_ctx *c, const char **devs, int ndev)
 
 	if (ret) {
 		cli_err("%s", btk_errmsg());
-		return 1;
+		return CLI_EXIT_ERROR;
 	}
 	if (!c->o.devid)
 		c->o.devid = btk_super_devid(&c->fs->sb);
 	else if (c->o.physical && !btk_fs_dev_find(c->fs, c->o.devid)) {
 		cli_err("--devid %llu: the filesystem has no such device (it has %d)",
 			(unsigned long long)c->o.devid, c->fs->ndevs);
-		return 1;
+		return CLI_EXIT_ERROR;
 	}
 	if (btk_backref_new(c->fs, &c->br) || pcache_new(c)) {
 		cli_err("out of memory");
-		return 1;
+		return CLI_EXIT_ERROR;
 	}
 	return 0;
 }
@@ -218,15 +215,14 @@ int main(int argc, const char **argv)
 	poptContext pc;
 
 	cli_init("btk-owner");
-	pc = poptGetContext("btk-owner", argc, argv, opts, 0);
-	poptSetOtherOptionHelp(pc, "[OPTION...] DEV... ADDRESS... | -f FILE DEV... | --file PATH "
-				   "DEV...");
 	for (int i = 1; i < argc; i++) /* before anything can fail: errors as JSON too */
 		if (!strcmp(argv[i], "--json") || !strcmp(argv[i], "-j"))
 			cli_json_on(true);
-	if ((rc = cli_popt_run(pc)))
+	if ((rc = cli_popt_start(
+		 &pc, "btk-owner", argc, argv, opts,
+		 "[OPTION...] DEV... ADDRESS... | -f FILE DEV... | --file PATH DEV...")))
 		goto out;
-	rc = 2;
+	rc = CLI_EXIT_USAGE;
 	if (argc < 2) {
 		usage(stderr);
 		goto out;
@@ -234,7 +230,7 @@ int main(int argc, const char **argv)
 	rc = split_args(pc, devs, &ndev, &l);
 	if (rc)
 		goto out;
-	rc = 2;
+	rc = CLI_EXIT_USAGE;
 	c.o.json = json, c.o.scan = scan, c.o.physical = !logical, c.o.block_size = 1;
 	if ((devid_s && (!parse_u64(devid_s, &c.o.devid) || !c.o.devid)) ||
 	    (bs_s && (!parse_u64(bs_s, &v) || !(c.o.block_size = v)))) {
@@ -251,9 +247,11 @@ int main(int argc, const char **argv)
 	if (rc)
 		goto out;
 	if (file)
-		rc = cmd_file(&c, file) ? 1 : 0;
+		rc = cmd_file(&c, file) ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 	else
-		rc = ((scan ? run_scan(&c, &l) : run_backref(&c, &l)) || c.failures) ? 1 : 0;
+		rc = ((scan ? run_scan(&c, &l) : run_backref(&c, &l)) || c.failures)
+			 ? CLI_EXIT_ERROR
+			 : CLI_EXIT_OK;
 out:
 	pcache_free(&c);
 	btk_phys_index_free(c.phys);

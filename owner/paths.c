@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "owner.h"
+#include "base/vec.h"
 
 #define PC_BUCKETS   4096
 #define PC_MAX_PATHS 1000 /* paths listed per inode (hard links beyond are counted) */
@@ -116,13 +117,8 @@ static int collect_cb(void *arg, const char *path)
 
 	if (k->e->n >= PC_MAX_PATHS)
 		return 1;
-	if (k->e->n == k->cap) {
-		size_t nc = k->cap ? k->cap * 2 : 4;
-		char **nv = realloc(k->e->paths, nc * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		k->e->paths = nv, k->cap = nc;
-	}
+	if (btk_array_room(k->e->paths, k->e->n, k->cap))
+		return -ENOMEM;
 	/* "/" + "/a/b" must not give "//a/b"; a subvolume's top directory is the prefix. */
 	if (pl == 1 && *path)
 		pl = 0;

@@ -117,12 +117,12 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	    {"quiet", 'q', POPT_ARG_NONE, &o->quiet, 0, "print nothing on success", NULL},
 	    CLI_WRITE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
-	poptContext pc = poptGetContext("btk-resize", argc, argv, table, 0);
+	poptContext pc;
 	const char **rest;
 	int rc, n = 0;
 
-	poptSetOtherOptionHelp(pc, "[DEVID:]SIZE DEV...  (SIZE: 20g, +2g, -512m, max)");
-	if ((rc = cli_popt_run(pc))) {
+	if ((rc = cli_popt_start(&pc, "btk-resize", argc, argv, table,
+				 "[DEVID:]SIZE DEV...  (SIZE: 20g, +2g, -512m, max)"))) {
 		poptFreeContext(pc);
 		return rc;
 	}
@@ -139,30 +139,30 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	}
 	o->ndevs = n;
 	if ((o->minimum || o->print_min) && !o->size_arg && n > 1 &&
-	    !cli_size_parse(o->devs[0], &o->arg.size)) {
+	    !cli_parse_size(NULL, o->devs[0], &o->arg.size)) {
 		cli_err("-M and -P take no size (only DEVID:)");
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	if ((o->minimum || o->print_min) && o->size_arg && !is_devid_only(o->size_arg)) {
 		cli_err("-M and -P take no size (only DEVID:)");
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	if (!o->size_arg && !o->minimum && !o->print_min) {
 		cli_err("no size given");
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	if (!n) {
 		cli_err("no device given");
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	memset(&o->arg, 0, sizeof(o->arg));
 	if (o->size_arg && is_devid_only(o->size_arg))
 		o->arg.devid = strtoull(o->size_arg, NULL, 10);
 	else if (o->size_arg && cli_parse_resize_arg(o->size_arg, &o->arg))
-		return 2;
+		return CLI_EXIT_USAGE;
 	if (o->size_arg && is_devid_only(o->size_arg) && !o->arg.devid) {
 		cli_err("devid 0 does not exist");
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	if (!o->arg.devid)
 		o->arg.devid = 1;
@@ -292,17 +292,17 @@ static int target_size(const struct opts *o, struct btk_fs *fs, uint64_t *out)
 	}
 	if (!d) {
 		cli_err("no device with devid %" PRIu64 "", o->arg.devid);
-		return 1;
+		return CLI_EXIT_ERROR;
 	}
 	if (!d->dev) {
 		cli_err("devid %" PRIu64 " is missing", o->arg.devid);
-		return 1;
+		return CLI_EXIT_ERROR;
 	}
 	if (resize_target(&o->arg, d->total_bytes, d->dev->size, out))
-		return 2;
+		return CLI_EXIT_USAGE;
 	if (*out < fs->sectorsize) {
 		cli_err("%" PRIu64 " bytes is not a device size", *out);
-		return 2;
+		return CLI_EXIT_USAGE;
 	}
 	return 0;
 }
@@ -337,11 +337,11 @@ static int run(struct opts *o)
 		return CLI_EXIT_USAGE;
 	if (btk_fs_open(o->devs, o->ndevs, &oo, &fs)) {
 		cli_err("%s", btk_errmsg());
-		return 1;
+		return CLI_EXIT_ERROR;
 	}
 	if ((rc = target_size(o, fs, &size)))
 		goto out;
-	rc = 1;
+	rc = CLI_EXIT_ERROR;
 	if (!o->print_min && btk_resize_refusals(fs, o->force)) {
 		cli_err("%s", btk_errmsg());
 		goto out;
@@ -371,13 +371,13 @@ static int run(struct opts *o)
 	cli_progress_clear(&pr.line);
 	if (rc) {
 		cli_err("%s", btk_errmsg());
-		rc = 1;
+		rc = CLI_EXIT_ERROR;
 		goto free_plan;
 	}
 	/* what the minimum is made of: only where it is printed (it reads every extent) */
 	if ((o->dry_run || o->json) && btk_resize_floor(fs, plan.devid, &floor)) {
 		cli_err("%s", btk_errmsg());
-		rc = 1;
+		rc = CLI_EXIT_ERROR;
 		goto free_plan;
 	}
 	if (o->json)

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/vec.h"
 #include "fs/fs_read.h"
 
 void btk_owner_release(struct btk_owner *o)
@@ -26,27 +27,19 @@ void br_owner_error(struct btk_owner *o, int err)
 
 int br_add_data(struct btk_owner *o, const struct btk_data_owner *d, size_t *cap)
 {
-	if (o->ndata == *cap) {
-		size_t nc = *cap ? *cap * 2 : 8;
-		struct btk_data_owner *nv = realloc(o->data, nc * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "out of memory");
-		o->data = nv, *cap = nc;
-	}
-	o->data[o->ndata++] = *d;
+	struct btk_data_owner *slot = btk_array_push(o->data, o->ndata, *cap);
+	if (!slot)
+		return btk_err(ENOMEM, "out of memory");
+	*slot = *d;
 	return 0;
 }
 
 int br_add_tree(struct btk_owner *o, uint64_t root, int level, int found, size_t *cap)
 {
-	if (o->ntree == *cap) {
-		size_t nc = *cap ? *cap * 2 : 8;
-		struct btk_tree_owner *nv = realloc(o->tree, nc * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "out of memory");
-		o->tree = nv, *cap = nc;
-	}
-	o->tree[o->ntree++] = (struct btk_tree_owner){root, level, (uint8_t)found};
+	struct btk_tree_owner *slot = btk_array_push(o->tree, o->ntree, *cap);
+	if (!slot)
+		return btk_err(ENOMEM, "out of memory");
+	*slot = (struct btk_tree_owner){root, level, (uint8_t)found};
 	return 0;
 }
 

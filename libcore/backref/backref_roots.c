@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/vec.h"
 
 /* ---- u64 -> index hash (open addressing, linear probing) ---- */
 
@@ -77,14 +78,10 @@ void br_map_free(struct br_map *m)
 
 int br_u64_push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
 {
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 8;
-		uint64_t *nv = realloc(*v, nc * sizeof(**v));
-		if (!nv)
-			return btk_err(ENOMEM, "out of memory");
-		*v = nv, *cap = nc;
-	}
-	(*v)[(*n)++] = x;
+	uint64_t *slot = btk_array_push(*v, *n, *cap);
+	if (!slot)
+		return btk_err(ENOMEM, "out of memory");
+	*slot = x;
 	return 0;
 }
 
@@ -146,18 +143,15 @@ int btk_backref_root(struct btk_backref *br, uint64_t id, struct btk_root *out)
 		c.err = btk_root_find(br->fs, id, &c.root);
 		if (c.err == -ENOENT)
 			c.err = btk_err(ENOENT, "tree %llu: no root item", (unsigned long long)id);
-		if (br->nrootv == br->caprootv) {
-			size_t nc = br->caprootv ? br->caprootv * 2 : 16;
-			struct br_rootc *nv = realloc(br->rootv, nc * sizeof(*nv));
-			if (!nv)
-				return btk_err(ENOMEM, "out of memory");
-			br->rootv = nv, br->caprootv = nc;
-		}
-		br->rootv[br->nrootv] = c;
-		ret = br_map_put(&br->root_map, id, br->nrootv);
-		if (ret)
+		struct br_rootc *slot = btk_array_push(br->rootv, br->nrootv, br->caprootv);
+		if (!slot)
+			return btk_err(ENOMEM, "out of memory");
+		*slot = c;
+		i = (long)br->nrootv - 1;
+		if ((ret = br_map_put(&br->root_map, id, (size_t)i))) {
+			br->nrootv--;
 			return ret;
-		i = (long)br->nrootv++;
+		}
 	}
 	if (br->rootv[i].err)
 		return btk_err(-br->rootv[i].err, "tree %llu: no usable root item",
@@ -176,19 +170,16 @@ static int block_entry(struct btk_backref *br, uint64_t bytenr, size_t *idx)
 		*idx = (size_t)i;
 		return 0;
 	}
-	if (br->nblocks == br->capblocks) {
-		size_t nc = br->capblocks ? br->capblocks * 2 : 256;
-		struct br_block *nv = realloc(br->blocks, nc * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "out of memory");
-		br->blocks = nv, br->capblocks = nc;
-	}
-	memset(&br->blocks[br->nblocks], 0, sizeof(br->blocks[0]));
-	br->blocks[br->nblocks].bytenr = bytenr;
-	int ret = br_map_put(&br->block_map, bytenr, br->nblocks);
-	if (ret)
+	struct br_block *b = btk_array_push(br->blocks, br->nblocks, br->capblocks);
+	if (!b)
+		return btk_err(ENOMEM, "out of memory");
+	b->bytenr = bytenr;
+	int ret = br_map_put(&br->block_map, bytenr, br->nblocks - 1);
+	if (ret) {
+		br->nblocks--;
 		return ret;
-	*idx = br->nblocks++;
+	}
+	*idx = br->nblocks - 1;
 	return 0;
 }
 

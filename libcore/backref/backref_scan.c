@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/vec.h"
 
 struct scan_q {
 	uint64_t logical;
@@ -39,19 +40,15 @@ static int cmp_q(const void *a, const void *b)
 	return x->logical < y->logical ? -1 : x->logical > y->logical;
 }
 
+static uint64_t q_logical(const void *q)
+{
+	return ((const struct scan_q *)q)->logical;
+}
+
 /* First query with logical >= x. */
 static size_t lower_bound(const struct scan_ctx *c, uint64_t x)
 {
-	size_t lo = 0, hi = c->n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (c->q[mid].logical < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return btk_array_lower_bound(c->q, c->n, x, q_logical);
 }
 
 static int scan_file_extent(struct scan_ctx *c, const struct btk_block *b, uint32_t slot)
@@ -121,14 +118,10 @@ static int collect_root(void *arg, const struct btk_root *root)
 {
 	struct scan_ctx *c = arg;
 
-	if (c->nroots == c->caproots) {
-		size_t nc = c->caproots ? c->caproots * 2 : 32;
-		struct btk_root *nv = realloc(c->roots, nc * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "out of memory");
-		c->roots = nv, c->caproots = nc;
-	}
-	c->roots[c->nroots++] = *root;
+	struct btk_root *slot = btk_array_push(c->roots, c->nroots, c->caproots);
+	if (!slot)
+		return btk_err(ENOMEM, "out of memory");
+	*slot = *root;
 	return 0;
 }
 

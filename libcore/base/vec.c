@@ -22,16 +22,23 @@ int btk_vec_reserve_(void *datap, size_t *cap, size_t want, size_t esz)
 	return 0;
 }
 
+int btk_vec_room_(void *datap, size_t n, size_t *cap, size_t esz)
+{
+	if (n < *cap)
+		return 0;
+	/* grow by half: fewer wasted bytes than doubling on large arrays */
+	size_t ncap = *cap < 64 ? 64 : *cap + *cap / 2;
+	if (ncap < *cap)
+		return btk_err(ENOMEM, "out of memory");
+	return btk_vec_reserve_(datap, cap, ncap, esz);
+}
+
 void *btk_vec_grow_(void *datap, size_t *n, size_t *cap, size_t esz)
 {
 	uint8_t *data;
 
-	if (*n == *cap) {
-		/* grow by half: fewer wasted bytes than doubling on large arrays */
-		size_t ncap = *cap < 64 ? 64 : *cap + *cap / 2;
-		if (ncap < *cap || btk_vec_reserve_(datap, cap, ncap, esz))
-			return NULL;
-	}
+	if (btk_vec_room_(datap, *n, cap, esz))
+		return NULL;
 	memcpy(&data, datap, sizeof(data));
 	uint8_t *p = data + *n * esz;
 	memset(p, 0, esz);

@@ -22,6 +22,13 @@
  * unchanged then). */
 #define btk_vec_push(v)                                                                            \
 	((__typeof__((v)->data))btk_vec_grow_(&(v)->data, &(v)->n, &(v)->cap, sizeof(*(v)->data)))
+/* The same growth for an array kept in fields of its own (arr a T * lvalue, n and cap size_t
+ * lvalues): appends one zeroed element and returns it, or NULL (arr unchanged). */
+#define btk_array_push(arr, n, cap)                                                                \
+	((__typeof__(arr))btk_vec_grow_(&(arr), &(n), &(cap), sizeof(*(arr))))
+/* Makes room for element n (one past the n counted) with the same growth, for a caller that
+ * fills it before counting it; 0 or -ENOMEM. */
+#define btk_array_room(arr, n, cap) btk_vec_room_(&(arr), (n), &(cap), sizeof(*(arr)))
 /* Makes room for at least want elements in all; 0 or -ENOMEM. */
 #define btk_vec_reserve(v, want) btk_vec_reserve_(&(v)->data, &(v)->cap, (want), sizeof(*(v)->data))
 #define btk_vec_at(v, i)	 (&(v)->data[(i)])
@@ -42,9 +49,29 @@
 #define btk_vec_floor(v, want, keyf)                                                               \
 	btk_vec_floor_((v)->data, (v)->n, sizeof(*(v)->data), (want), (keyf))
 
+/* Index of the first of n elements with keyf(element) >= want, or n (elements sorted by keyf);
+ * inline, so that a known keyf costs no call. */
+static inline size_t btk_lower_bound(const void *data, size_t n, size_t esz, uint64_t want,
+				     uint64_t (*keyf)(const void *))
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (keyf((const char *)data + mid * esz) < want)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+#define btk_array_lower_bound(arr, n, want, keyf)                                                  \
+	btk_lower_bound((arr), (n), sizeof(*(arr)), (want), (keyf))
+
 /* Implementations behind the macros: datap points at the vector's data pointer. */
 void *btk_vec_grow_(void *datap, size_t *n, size_t *cap, size_t esz);
 int btk_vec_reserve_(void *datap, size_t *cap, size_t want, size_t esz);
+int btk_vec_room_(void *datap, size_t n, size_t *cap, size_t esz);
 long btk_vec_floor_(const void *data, size_t n, size_t esz, uint64_t want,
 		    uint64_t (*keyf)(const void *));
 

@@ -2,6 +2,7 @@
 #include "fs/fs_edit.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "base/vec.h"
 #include "format/dir_item.h"
 #include "format/inode_item.h"
 #include "format/extent_refs.h"
@@ -179,25 +180,19 @@ int btk_fs_unlink_tree(struct btk_trans *t, uint64_t root, uint64_t dir, const c
 	if (ret || d.ftype != BTRFS_FT_DIR || d.loc.type != BTRFS_INODE_ITEM_KEY)
 		return ret ? ret : btk_fs_unlink(t, root, dir, name, len, now);
 	/* st[i] names the directory being emptied at depth i: its parent and name */
+	struct level *top = btk_array_push(st, n, cap);
+	if (!top)
+		return btk_err(ENOMEM, "out of memory");
+	top->dir = dir;
+	top->len = len;
+	memcpy(top->name, name, len);
+	top->name[len] = 0;
 	for (uint64_t cur = d.loc.objectid;;) {
 		char cn[BTK_NAME_MAX + 1];
 		uint16_t cl;
-		if (n == cap) {
-			struct level *s2;
-			cap = cap ? cap * 2 : 16;
-			if (cap > BTK_PATH_MAX_DEPTH + 16 ||
-			    !(s2 = realloc(st, cap * sizeof(*st)))) {
-				ret = btk_err(ENOMEM, "directories nested too deep");
-				break;
-			}
-			st = s2;
-		}
-		if (n == 0) {
-			st[0].dir = dir;
-			st[0].len = len;
-			memcpy(st[0].name, name, len);
-			st[0].name[len] = 0;
-			n = 1;
+		if (n >= BTK_PATH_MAX_DEPTH) {
+			ret = btk_err(ENOMEM, "directories nested too deep");
+			break;
 		}
 		ret = btk_dir_first(t, root, cur, cn, &cl, &d);
 		if (ret < 0)
@@ -213,10 +208,14 @@ int btk_fs_unlink_tree(struct btk_trans *t, uint64_t root, uint64_t dir, const c
 			ret = subvol_inside(st, n, cn);
 			break;
 		} else if (d.ftype == BTRFS_FT_DIR && !d.stub) {
-			st[n].dir = cur;
-			st[n].len = cl;
-			memcpy(st[n].name, cn, (size_t)cl + 1);
-			n++;
+			struct level *l = btk_array_push(st, n, cap);
+			if (!l) {
+				ret = btk_err(ENOMEM, "directories nested too deep");
+				break;
+			}
+			l->dir = cur;
+			l->len = cl;
+			memcpy(l->name, cn, (size_t)cl + 1);
 			cur = d.loc.objectid;
 			continue;
 		} else {

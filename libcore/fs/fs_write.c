@@ -93,8 +93,10 @@ static int inode_item(struct btk_trans *t, uint64_t root, uint64_t ino, struct b
 	return 0;
 }
 
-int btk_inode_set_size(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t size,
-		       uint64_t nbytes)
+/* The INODE_ITEM of (root, ino) read for writing, changed by change(in, arg), written back. */
+static int inode_rewrite(struct btk_trans *t, uint64_t root, uint64_t ino,
+			 void (*change)(struct btk_inode_info *in, const void *arg),
+			 const void *arg)
 {
 	struct btk_path p;
 	struct btk_inode_info in;
@@ -104,29 +106,37 @@ int btk_inode_set_size(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_
 	btk_path_init(&p);
 	ret = inode_item(t, root, ino, &p, &it, &in);
 	if (!ret) {
-		in.size = size;
-		in.nbytes = nbytes;
+		change(&in, arg);
 		btk_inode_item_write(it, &in);
 	}
 	btk_wpath_release(&p);
 	return ret;
 }
 
+static void set_size(struct btk_inode_info *in, const void *arg)
+{
+	const uint64_t *v = arg; /* size, nbytes */
+
+	in->size = v[0];
+	in->nbytes = v[1];
+}
+
+int btk_inode_set_size(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t size,
+		       uint64_t nbytes)
+{
+	const uint64_t v[2] = {size, nbytes};
+
+	return inode_rewrite(t, root, ino, set_size, v);
+}
+
+static void add_size(struct btk_inode_info *in, const void *arg)
+{
+	in->size += *(const uint64_t *)arg;
+}
+
 int btk_inode_add_dir_size(struct btk_trans *t, uint64_t root, uint64_t dir, uint64_t delta)
 {
-	struct btk_path p;
-	struct btk_inode_info in;
-	uint8_t *it;
-	int ret;
-
-	btk_path_init(&p);
-	ret = inode_item(t, root, dir, &p, &it, &in);
-	if (!ret) {
-		in.size += delta;
-		btk_inode_item_write(it, &in);
-	}
-	btk_wpath_release(&p);
-	return ret;
+	return inode_rewrite(t, root, dir, add_size, &delta);
 }
 
 /* Adds an entry to the hashed item at key, creating it or appending on a hash collision. */
@@ -369,20 +379,13 @@ int btk_csum_compute(const struct btk_fs *fs, const uint8_t *data, uint64_t len,
 	return 0;
 }
 
+static void set_attr(struct btk_inode_info *in, const void *arg)
+{
+	put_attr(in, arg);
+}
+
 int btk_inode_set_attr(struct btk_trans *t, uint64_t root, uint64_t ino,
 		       const struct btk_inode_attr *a)
 {
-	struct btk_path p;
-	struct btk_inode_info in;
-	uint8_t *it;
-	int ret;
-
-	btk_path_init(&p);
-	ret = inode_item(t, root, ino, &p, &it, &in);
-	if (!ret) {
-		put_attr(&in, a);
-		btk_inode_item_write(it, &in);
-	}
-	btk_wpath_release(&p);
-	return ret;
+	return inode_rewrite(t, root, ino, set_attr, a);
 }

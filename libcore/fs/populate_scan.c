@@ -1,6 +1,7 @@
 /* populate_scan.c — scanning a host directory tree into a deterministic node list. */
 #include "fs/populate.h"
 #include "base/error.h"
+#include "base/vec.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -10,24 +11,8 @@
 #include <string.h>
 #include <unistd.h>
 
-struct vec {
-	void *v;
-	uint32_t n, cap;
-	size_t sz;
-};
-
-static void *vec_push(struct vec *x)
-{
-	if (x->n == x->cap) {
-		uint32_t cap = x->cap ? x->cap * 2 : 256;
-		void *nv = realloc(x->v, (size_t)cap * x->sz);
-		if (!nv)
-			return NULL;
-		x->v = nv;
-		x->cap = cap;
-	}
-	return (char *)x->v + (size_t)x->n++ * x->sz;
-}
+BTK_VEC(src_nodes, struct btk_src_node);
+BTK_VEC(src_inodes, struct btk_src_inode);
 
 /* (st_dev, st_ino) -> inode index, for hard links. */
 struct hl_map {
@@ -84,14 +69,15 @@ static int cmp_names(const void *a, const void *b)
 }
 
 struct scan {
-	struct vec nodes, inodes;
+	struct src_nodes nodes;
+	struct src_inodes inodes;
 	struct hl_map hl;
 	bool skip;
 	char path[8192];
 };
 
-#define NODES(s)  ((struct btk_src_node *)(s)->nodes.v)
-#define INODES(s) ((struct btk_src_inode *)(s)->inodes.v)
+#define NODES(s)  ((s)->nodes.data)
+#define INODES(s) ((s)->inodes.data)
 
 /* Reads the names of directory node `di` (whose host path is s->path) into new child nodes,
  * sorted. */
@@ -114,7 +100,7 @@ static int read_dir(struct scan *s, uint32_t di)
 		size_t len = strlen(de->d_name);
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
-		struct btk_src_node *n = vec_push(&s->nodes);
+		struct btk_src_node *n = btk_vec_push(&s->nodes);
 		if (!n || !(n->name = strdup(de->d_name))) {
 			closedir(d);
 			return btk_err(ENOMEM, "out of memory scanning %s", s->path);
@@ -150,7 +136,7 @@ static int stat_node(struct scan *s, uint32_t i)
 			return 0;
 		}
 	}
-	struct btk_src_inode *in = vec_push(&s->inodes);
+	struct btk_src_inode *in = btk_vec_push(&s->inodes);
 	if (!in)
 		return btk_err(ENOMEM, "out of memory");
 	memset(in, 0, sizeof(*in));
@@ -210,13 +196,11 @@ static int scan(const char *dir, bool skip_unreadable, bool any, struct btk_src_
 		free(s);
 		return btk_err(ENOMEM, "out of memory");
 	}
-	s->nodes.sz = sizeof(struct btk_src_node);
-	s->inodes.sz = sizeof(struct btk_src_inode);
 	s->skip = skip_unreadable;
 	size_t tl = strlen(out->top);
 	while (tl > 1 && out->top[tl - 1] == '/')
 		out->top[--tl] = 0;
-	top = vec_push(&s->nodes);
+	top = btk_vec_push(&s->nodes);
 	if (!top) {
 		ret = btk_err(ENOMEM, "out of memory");
 		goto out;

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/error.h"
+#include "base/vec.h"
 #include "format/dev_items.h"
 #include "volumes/super.h"
 #include "image/image_int.h"
@@ -32,16 +33,12 @@ static int drop_dev_extents(struct btk_fs *fs, struct btk_trans *t, uint8_t chun
 			continue;
 		if (!btk_dev_extent_parse(d, size, &e))
 			memcpy(chunk_uuid, e.chunk_tree_uuid, BTK_UUID_SIZE);
-		if (n == cap) {
-			size_t nc = cap ? cap * 2 : 256;
-			struct btk_key *nk = realloc(keys, nc * sizeof(*nk));
-			if (!nk) {
-				ret = btk_err(ENOMEM, "device extents");
-				break;
-			}
-			keys = nk, cap = nc;
+		struct btk_key *slot = btk_array_push(keys, n, cap);
+		if (!slot) {
+			ret = btk_err(ENOMEM, "device extents");
+			break;
 		}
-		keys[n++] = k;
+		*slot = k;
 	}
 	btk_path_release(&p);
 	if (ret > 0)

@@ -9,6 +9,7 @@
 
 #include "base/csum.h"
 #include "base/error.h"
+#include "base/vec.h"
 #include "format/root_item.h"
 #include "image/image_int.h"
 
@@ -29,14 +30,10 @@ static int log_push(struct log_walk *lw, uint64_t bytenr)
 				       (unsigned long long)bytenr);
 	if (lw->n == LOG_MAX_BLOCKS)
 		return btk_err(EFBIG, "log tree of more than %u blocks", LOG_MAX_BLOCKS);
-	if (lw->n == lw->cap) {
-		size_t nc = lw->cap ? lw->cap * 2 : 64;
-		uint64_t *nv = realloc(lw->v, nc * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "log block list");
-		lw->v = nv, lw->cap = nc;
-	}
-	lw->v[lw->n++] = bytenr;
+	uint64_t *e = btk_array_push(lw->v, lw->n, lw->cap);
+	if (!e)
+		return btk_err(ENOMEM, "log block list");
+	*e = bytenr;
 	return 0;
 }
 

@@ -10,6 +10,7 @@
 
 #include "base/csum.h"
 #include "base/error.h"
+#include "base/vec.h"
 #include "format/dev_items.h"
 #include "image/image.h"
 #include "image/image_int.h"
@@ -40,16 +41,12 @@ static int add_chunk(struct restore *rs, struct btk_chunk *c)
 			rs->chunks[i] = c;
 			return 0;
 		}
-	if (rs->nchunks == rs->capchunks) {
-		size_t nc = rs->capchunks ? rs->capchunks * 2 : 64;
-		struct btk_chunk **nv = realloc(rs->chunks, nc * sizeof(*nv));
-		if (!nv) {
-			free(c);
-			return btk_err(ENOMEM, "restore chunk list");
-		}
-		rs->chunks = nv, rs->capchunks = nc;
+	struct btk_chunk **e = btk_array_push(rs->chunks, rs->nchunks, rs->capchunks);
+	if (!e) {
+		free(c);
+		return btk_err(ENOMEM, "restore chunk list");
 	}
-	rs->chunks[rs->nchunks++] = c;
+	*e = c;
 	return 0;
 }
 
@@ -66,22 +63,16 @@ static int add_dev(struct restore *rs, const uint8_t *item)
 			memcpy(rs->devs[i].item, item, BTK_DEV_ITEM_SIZE);
 			return 0;
 		}
-	if (rs->ndevs == rs->capdevs) {
-		size_t nc = rs->capdevs ? rs->capdevs * 2 : 8;
-		struct rdev *nv = realloc(rs->devs, nc * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "restore device list");
-		rs->devs = nv, rs->capdevs = nc;
-	}
+	if (!btk_array_push(rs->devs, rs->ndevs, rs->capdevs))
+		return btk_err(ENOMEM, "restore device list");
 	/* kept sorted by devid: targets are given in devid order */
-	size_t at = rs->ndevs;
+	size_t at = rs->ndevs - 1;
 	while (at && rs->devs[at - 1].devid > devid) {
 		rs->devs[at] = rs->devs[at - 1];
 		at--;
 	}
 	rs->devs[at].devid = devid;
 	memcpy(rs->devs[at].item, item, BTK_DEV_ITEM_SIZE);
-	rs->ndevs++;
 	return 0;
 }
 

@@ -58,7 +58,7 @@ struct btk_md_reader {
 	int version; /* 0 or 1 */
 	uint64_t file_size;
 	uint32_t nclusters;
-	size_t nitems;
+	size_t nitems, capitems;
 	struct btk_md_item *items; /* in file order */
 	struct libdeflate_decompressor *dec;
 };

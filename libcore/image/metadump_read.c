@@ -10,6 +10,7 @@
 #include <zlib.h>
 
 #include "base/error.h"
+#include "base/vec.h"
 #include "format/format.h"
 #include "image/metadump.h"
 
@@ -55,13 +56,12 @@ static int add_cluster(struct btk_md_reader *r, const uint8_t *idx, uint64_t cof
 		return bad(r, c, coff, -1, "too many items:", n);
 	if (idx[20] > BTK_MD_COMPRESS_ZLIB)
 		return bad(r, c, coff, -1, "unknown compression", idx[20]);
-	struct btk_md_item *ni = realloc(r->items, (r->nitems + n + 1) * sizeof(*ni));
-	if (!ni)
-		return btk_err(ENOMEM, "dump index");
-	r->items = ni;
 	for (uint32_t i = 0; i < n; i++) {
 		const uint8_t *p = idx + BTK_MD_HEADER_SIZE + i * BTK_MD_ITEM_SIZE;
-		struct btk_md_item *it = &r->items[r->nitems];
+		/* counted at once: a failure below closes the reader */
+		struct btk_md_item *it = btk_array_push(r->items, r->nitems, r->capitems);
+		if (!it)
+			return btk_err(ENOMEM, "dump index");
 		it->logical = btk_le64(p);
 		it->size = btk_le32(p + 8);
 		it->file_off = data;
@@ -79,7 +79,6 @@ static int add_cluster(struct btk_md_reader *r, const uint8_t *idx, uint64_t cof
 			    r->name, c, (unsigned long long)coff, i, it->size,
 			    (unsigned long long)data, (unsigned long long)r->file_size);
 		data += it->size;
-		r->nitems++;
 	}
 	*next = (data + BTK_MD_BLOCK - 1) / BTK_MD_BLOCK * BTK_MD_BLOCK;
 	if (*next > r->file_size)

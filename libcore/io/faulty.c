@@ -109,23 +109,14 @@ int btk_dev_faulty(struct btk_dev *lower, uint64_t allowed, struct btk_dev **out
 int btk_dev_faulty_mode(struct btk_dev *lower, enum btk_fault_mode mode, uint64_t allowed,
 			struct btk_dev **out)
 {
-	struct btk_dev *dev = calloc(1, sizeof(*dev));
 	struct faulty *f = calloc(1, sizeof(*f));
+	int ret;
 
-	if (!dev || !f || !(dev->path = strdup(lower->path))) {
-		free(dev);
-		free(f);
+	if (!f)
 		return btk_err(ENOMEM, "out of memory");
-	}
 	f->allowed = allowed;
 	f->mode = mode;
-	dev->ops = &faulty_ops;
-	dev->fd = -1;
-	dev->size = lower->size;
-	dev->writable = lower->writable;
-	dev->is_blockdev = lower->is_blockdev;
-	dev->priv = f;
-	dev->lower = lower;
-	*out = dev;
-	return 0;
+	if ((ret = btk_dev_stack(lower, &faulty_ops, f, out)))
+		free(f);
+	return ret;
 }

@@ -65,6 +65,10 @@ struct btk_dev {
 #define BTK_OPEN_CREATE 2 /* create the file if missing (with WRITE) */
 #define BTK_OPEN_EXCL	4 /* O_EXCL on block devices: fail if mounted or held */
 
+/* For stacking backends: a new handle over lower with the backend's ops and priv, taking
+ * lower's path, size and flags (closing it is the backend's close). 0 or -ENOMEM. */
+int btk_dev_stack(struct btk_dev *lower, const struct btk_dev_ops *ops, void *priv,
+		  struct btk_dev **out);
 /* Tests: fn runs before every change (write, discard, zeroout, truncate) of any handle, so
  * that a test can interrupt a tool at a chosen write (cli's BTK_TEST_SIGINT_AT). One hook per
  * process; NULL (the default) for none. */

@@ -5,6 +5,7 @@
  * filesystem anyway; the log is what makes it the same bytes (sha256), free space included. */
 #include "io/io.h"
 #include "base/error.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -42,15 +43,10 @@ static int add_rec(struct undo *u, uint64_t off, uint64_t len, uint64_t at)
 		last->len += len;
 		return 0;
 	}
-	if (u->n == u->cap) {
-		size_t cap = u->cap ? u->cap * 2 : 256;
-		struct undo_rec *r = realloc(u->recs, cap * sizeof(*r));
-		if (!r)
-			return btk_err(ENOMEM, "out of memory (undo log)");
-		u->recs = r;
-		u->cap = cap;
-	}
-	u->recs[u->n++] = (struct undo_rec){off, len, at};
+	struct undo_rec *slot = btk_array_push(u->recs, u->n, u->cap);
+	if (!slot)
+		return btk_err(ENOMEM, "out of memory (undo log)");
+	*slot = (struct undo_rec){off, len, at};
 	return 0;
 }
 
@@ -156,26 +152,19 @@ static const struct btk_dev_ops undo_ops = {
 
 int btk_dev_undo(struct btk_dev *lower, struct btk_dev **out)
 {
-	struct btk_dev *dev = calloc(1, sizeof(*dev));
 	struct undo *u = calloc(1, sizeof(*u));
+	int ret;
 
-	if (!dev || !u || !(u->buf = malloc(UNDO_PIECE)) || !(dev->path = strdup(lower->path))) {
-		if (u)
-			free(u->buf);
-		free(dev);
+	if (!u || !(u->buf = malloc(UNDO_PIECE))) {
 		free(u);
 		return btk_err(ENOMEM, "out of memory");
 	}
 	u->orig_size = lower->size;
-	dev->ops = &undo_ops;
-	dev->fd = -1;
-	dev->size = lower->size;
-	dev->writable = lower->writable;
-	dev->is_blockdev = lower->is_blockdev;
-	dev->priv = u;
-	dev->lower = lower;
-	*out = dev;
-	return 0;
+	if ((ret = btk_dev_stack(lower, &undo_ops, u, out))) {
+		free(u->buf);
+		free(u);
+	}
+	return ret;
 }
 
 int btk_dev_undo_rollback(struct btk_dev *dev)

@@ -6,6 +6,7 @@
  */
 #include "trans/ctree_int.h"
 #include "base/error.h"
+#include "base/vec.h"
 #include "format/extent_refs.h"
 
 #include <errno.h>
@@ -228,17 +229,12 @@ uint64_t btk_bg_type_for_root(struct btk_wfs *w, uint64_t owner)
 
 int btk_refop_add(struct btk_wfs *w, const struct btk_refop *op)
 {
-	if (w->nrefs == w->caprefs) {
-		size_t cap = w->caprefs ? w->caprefs * 2 : 64;
-		struct btk_refop *r = realloc(w->refs, cap * sizeof(*r));
-		if (!r)
-			return btk_err(ENOMEM, "out of memory for %zu reference changes", cap);
-		w->refs = r;
-		w->caprefs = cap;
-	}
-	w->refs[w->nrefs] = *op;
-	w->refs[w->nrefs].seq = w->refseq++;
-	w->nrefs++;
+	struct btk_refop *slot = btk_array_push(w->refs, w->nrefs, w->caprefs);
+
+	if (!slot)
+		return btk_err(ENOMEM, "out of memory for %zu reference changes", w->nrefs + 1);
+	*slot = *op;
+	slot->seq = w->refseq++;
 	w->mods++;
 	return 0;
 }

@@ -20,6 +20,7 @@
 #include "trans/ctree_int.h"
 #include "format/extent_refs.h"
 #include "base/error.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -53,17 +54,13 @@ struct refs {
 
 static int refs_push(struct refs *r, const struct btk_extent_ref *e, size_t *cap)
 {
-	if (r->n == *cap) {
-		size_t nc = *cap ? 2 * *cap : 8;
-		struct btk_extent_ref *nv;
-		if (nc > MAX_REFS)
-			return btk_err(E2BIG, "extent has more than %d references", MAX_REFS);
-		nv = realloc(r->v, nc * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "out of memory");
-		r->v = nv, *cap = nc;
-	}
-	r->v[r->n++] = *e;
+	struct btk_extent_ref *slot;
+
+	if (r->n >= MAX_REFS)
+		return btk_err(E2BIG, "extent has more than %d references", MAX_REFS);
+	if (!(slot = btk_array_push(r->v, r->n, *cap)))
+		return btk_err(ENOMEM, "out of memory");
+	*slot = *e;
 	return 0;
 }
 
@@ -498,17 +495,14 @@ struct leaves {
 
 static int leaf_add(struct leaves *l, uint64_t bytenr)
 {
+	uint64_t *slot;
+
 	for (size_t i = 0; i < l->n; i++)
 		if (l->v[i] == bytenr)
 			return 0;
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? 2 * l->cap : 8;
-		uint64_t *nv = nc > MAX_REFS ? NULL : realloc(l->v, nc * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "out of memory");
-		l->v = nv, l->cap = nc;
-	}
-	l->v[l->n++] = bytenr;
+	if (l->n >= MAX_REFS || !(slot = btk_array_push(l->v, l->n, l->cap)))
+		return btk_err(ENOMEM, "out of memory");
+	*slot = bytenr;
 	return 0;
 }
 

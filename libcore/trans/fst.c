@@ -8,6 +8,7 @@
  */
 #include "trans/ctree_int.h"
 #include "base/error.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -24,15 +25,10 @@ struct fst_list {
 
 static int list_add(struct fst_list *l, const struct btk_key *k)
 {
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 32;
-		struct btk_key *nk = realloc(l->k, cap * sizeof(*nk));
-		if (!nk)
-			return btk_err(ENOMEM, "out of memory reading the free-space tree");
-		l->k = nk;
-		l->cap = cap;
-	}
-	l->k[l->n++] = *k;
+	struct btk_key *slot = btk_array_push(l->k, l->n, l->cap);
+	if (!slot)
+		return btk_err(ENOMEM, "out of memory reading the free-space tree");
+	*slot = *k;
 	return 0;
 }
 

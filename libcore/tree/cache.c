@@ -1,6 +1,7 @@
 /* cache.c — tree-block cache: a hash table on bytenr with an LRU list for eviction. */
 #include "tree/cache.h"
 #include "base/error.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -205,17 +206,15 @@ int btk_cache_for_each_dirty(struct btk_block_cache *c, int (*fn)(void *ctx, str
 	for (b = c->lru.lru_next; b != &c->lru; b = b->lru_next) {
 		if (!b->dirty)
 			continue;
-		if (n == cap) {
-			cap = cap ? cap * 2 : 64;
-			struct btk_block **nv = realloc(v, cap * sizeof(*v));
-			if (!nv) {
-				free(v);
-				return btk_err(ENOMEM, "out of memory");
-			}
-			v = nv;
+		struct btk_block **slot = btk_array_push(v, n, cap);
+		if (!slot) {
+			for (size_t i = 0; i < n; i++)
+				btk_block_put(v[i]);
+			free(v);
+			return btk_err(ENOMEM, "out of memory");
 		}
 		btk_block_get(b);
-		v[n++] = b;
+		*slot = b;
 	}
 	if (n)
 		qsort(v, n, sizeof(*v), cmp_bytenr);

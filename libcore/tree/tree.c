@@ -13,12 +13,28 @@
 
 #define BAD(...) (snprintf(why, whylen, __VA_ARGS__), -EUCLEAN)
 
+/* Reads the key of entry i (an item or a pointer: what) into *prev, after checking that it
+ * sorts after the one *prev holds (entry i - 1). */
+static int key_in_order(const struct btk_disk_key *dk, uint32_t i, const char *what,
+			struct btk_key *prev, char *why, size_t whylen)
+{
+	struct btk_key k;
+
+	btk_disk_to_key(dk, &k);
+	if (i && btk_key_cmp(prev, &k) >= 0)
+		return BAD("%s %u: key (%llu %u %llu) not after the previous key", what, i,
+			   (unsigned long long)k.objectid, k.type, (unsigned long long)k.offset);
+	*prev = k;
+	return 0;
+}
+
 static int check_leaf(const uint8_t *data, uint32_t len, uint32_t n, bool lax, char *why,
 		      size_t whylen)
 {
 	const struct btk_item *it = (const struct btk_item *)(data + HDR);
 	uint32_t space = len - HDR, floor = n * sizeof(struct btk_item), end = space;
-	struct btk_key prev = {0}, k;
+	struct btk_key prev = {0};
+	int ret;
 
 	if (n > space / sizeof(struct btk_item))
 		return BAD("leaf claims %u items, more than fit", n);
@@ -34,12 +50,8 @@ static int check_leaf(const uint8_t *data, uint32_t len, uint32_t n, bool lax, c
 		if (!lax && off + sz != end)
 			return BAD("item %u: data ends at %u, expected %u", i, off + sz, end);
 		end = off;
-		btk_disk_to_key(&it[i].key, &k);
-		if (i && btk_key_cmp(&prev, &k) >= 0)
-			return BAD("item %u: key (%llu %u %llu) not after the previous key", i,
-				   (unsigned long long)k.objectid, k.type,
-				   (unsigned long long)k.offset);
-		prev = k;
+		if ((ret = key_in_order(&it[i].key, i, "item", &prev, why, whylen)))
+			return ret;
 	}
 	return 0;
 }
@@ -48,7 +60,8 @@ static int check_node(const struct btk_fs *fs, const uint8_t *data, uint32_t len
 		      bool lax, char *why, size_t whylen)
 {
 	const struct btk_key_ptr *kp = (const struct btk_key_ptr *)(data + HDR);
-	struct btk_key prev = {0}, k;
+	struct btk_key prev = {0};
+	int ret;
 
 	if (n == 0 || n > (len - HDR) / sizeof(struct btk_key_ptr))
 		return BAD("node has an invalid item count %u", n);
@@ -58,12 +71,8 @@ static int check_node(const struct btk_fs *fs, const uint8_t *data, uint32_t len
 		if (!ptr || (ptr % fs->sectorsize && !lax))
 			return BAD("pointer %u: invalid child bytenr %llu", i,
 				   (unsigned long long)ptr);
-		btk_disk_to_key(&kp[i].key, &k);
-		if (i && btk_key_cmp(&prev, &k) >= 0)
-			return BAD("pointer %u: key (%llu %u %llu) not after the previous key", i,
-				   (unsigned long long)k.objectid, k.type,
-				   (unsigned long long)k.offset);
-		prev = k;
+		if ((ret = key_in_order(&kp[i].key, i, "pointer", &prev, why, whylen)))
+			return ret;
 	}
 	return 0;
 }

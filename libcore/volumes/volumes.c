@@ -4,6 +4,7 @@
 #include "base/csum.h"
 #include "base/error.h"
 #include "format/dev_items.h"
+#include "base/vec.h"
 
 #include <blkid.h>
 #include <errno.h>
@@ -11,19 +12,20 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+static uint64_t dev_key(const void *d)
+{
+	return ((const struct btk_fs_dev *)d)->devid;
+}
+
+static uint64_t chunk_key(const void *c)
+{
+	return (*(struct btk_chunk *const *)c)->logical;
+}
+
 /* Index of the first device with devid or above. */
 static int dev_lower_bound(const struct btk_fs *fs, uint64_t devid)
 {
-	int lo = 0, hi = fs->ndevs;
-
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (fs->devs[mid].devid < devid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return (int)btk_array_lower_bound(fs->devs, (size_t)fs->ndevs, devid, dev_key);
 }
 
 struct btk_fs_dev *btk_fs_dev_find(struct btk_fs *fs, uint64_t devid)
@@ -284,16 +286,7 @@ static void scan_members(struct btk_fs *fs, const struct btk_open_opts *o)
 /* Index of the first chunk at logical or above. */
 static int chunk_lower_bound(const struct btk_fs *fs, uint64_t logical)
 {
-	int lo = 0, hi = fs->nchunks;
-
-	while (lo < hi) {
-		int mid = lo + (hi - lo) / 2;
-		if (fs->chunks[mid]->logical < logical)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
+	return (int)btk_array_lower_bound(fs->chunks, (size_t)fs->nchunks, logical, chunk_key);
 }
 
 int btk_chunk_map_add(struct btk_fs *fs, struct btk_chunk *c)

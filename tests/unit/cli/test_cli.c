@@ -44,7 +44,7 @@ static void test_size_suffixes(void **state)
 	(void)state;
 	for (size_t i = 0; i < sizeof(ok) / sizeof(ok[0]); i++) {
 		v = 12345;
-		assert_int_equal(cli_size_parse(ok[i].s, &v), 0);
+		assert_int_equal(cli_parse_size(NULL, ok[i].s, &v), 0);
 		assert_true(v == ok[i].v);
 	}
 }
@@ -57,12 +57,12 @@ static void test_size_rejects(void **state)
 
 	(void)state;
 	for (int i = 0; bad[i]; i++) {
-		assert_int_equal(cli_size_parse(bad[i], &v), -EINVAL);
+		assert_int_equal(cli_parse_size(NULL, bad[i], &v), -EINVAL);
 		assert_true(v == 77);
 	}
-	assert_int_equal(cli_size_parse("16e", &v), -ERANGE);
-	assert_int_equal(cli_size_parse("18446744073709551616", &v), -ERANGE);
-	assert_int_equal(cli_size_parse(NULL, &v), -EINVAL);
+	assert_int_equal(cli_parse_size(NULL, "16e", &v), -ERANGE);
+	assert_int_equal(cli_parse_size(NULL, "18446744073709551616", &v), -ERANGE);
+	assert_int_equal(cli_parse_size(NULL, NULL, &v), -EINVAL);
 }
 
 /* What fn wrote to stderr and stdout while it ran. */
