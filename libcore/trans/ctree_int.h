@@ -122,7 +122,7 @@ struct btk_wfs {
 	 * generation of the block they replace: later moves change them in place */
 	struct btk_rangeset relocated;
 	uint8_t chunk_uuid[BTK_UUID_SIZE]; /* chunk_tree_uuid of every tree block header */
-	/* the fsid when new uuids must follow from it (mkfs -U: reproducible images), else
+	/* the fsid when new uuids must follow from it (a fixed fsid: reproducible images), else
 	 * NULL (random, as for a snapshot of an existing filesystem) */
 	const uint8_t *uuid_seed;
 	/* bytes of the first device below its primary superblock that the next commit zeroes in
@@ -130,7 +130,7 @@ struct btk_wfs {
 	uint64_t erase_off, erase_len;
 	/* device ranges new chunks of this transaction must not use (dev_resize.c): stripes
 	 * moved away (the committed filesystem still reads them), space being cut off, and
-	 * what another filesystem still holds while a btrfs is built over it (convert) */
+	 * what another filesystem still holds while a btrfs is built over it */
 	struct btk_devhold *holds;
 	int nholds;
 	/* new chunks start at or past this logical address: a removed chunk's addresses are

@@ -1,6 +1,6 @@
 /* ctree_push.c — making room in a full leaf by moving items into a sibling leaf under the same
- * parent before it is split. Inserts in increasing or decreasing key order (mkfs --rootdir
- * creates inodes and directory indexes that way) then fill leaves instead of leaving every
+ * parent before it is split. Inserts in increasing or decreasing key order (a populated tree
+ * gets its inodes and directory indexes that way) then fill leaves instead of leaving every
  * split half empty.
  *
  * The strategy is the kernel's: first try the right sibling, then the left one; move as many

@@ -1,7 +1,7 @@
 /* trans.h — the copy-on-write write path (layer 5), and only that: transactions, items,
  * allocators, references, chunks, snapshots and the commit. What a new filesystem holds and
- * where its chunks go (mkfs, convert, --shrink) is decided one layer up, in create/; this
- * header offers the primitives it builds with.
+ * where its chunks go is decided one layer up, in create/; this header offers the primitives
+ * it builds with.
  *
  * A transaction changes trees by copy-on-write: every block on a changed path is copied to a
  * newly allocated block (once per transaction), so the blocks the last committed superblock
@@ -87,8 +87,9 @@ void btk_trans_derive_uuids(struct btk_trans *t, const uint8_t *seed);
 /* The commit of this transaction zeroes [off, off + len) of the first device in the very
  * write that puts its primary superblock down (one write from off to the superblock's end;
  * the bytes between are read and written back as they are): an old filesystem's signature
- * (convert) goes in the write that makes the new one, so a power cut leaves one of the two
- * for blkid, never both or none. off + len must not pass the primary superblock's offset. */
+ * (a btrfs built in place of it) goes in the write that makes the new one, so a power cut leaves
+ * one of the two for blkid, never both or none. off + len must not pass the primary superblock's
+ * offset. */
 int btk_trans_erase_with_super(struct btk_trans *t, uint64_t off, uint64_t len);
 /* Keeps [logical, logical + len) out of every allocation until the filesystem is closed, while
  * the free-space tree still lists it as free: blocks the extent tree does not know of (a log
@@ -160,7 +161,7 @@ int btk_tree_cow_block(struct btk_trans *t, uint64_t tree, const struct btk_key 
 		       uint64_t bytenr);
 
 /* Free metadata (bytes, logical) a filesystem needs so that the kernel can mount it and write:
- * what a shrinking mkfs leaves and what a shrink keeps (alloc.c). */
+ * what a filesystem cut to fit leaves and what a device shrink keeps (alloc.c). */
 uint64_t btk_kernel_meta_room(uint32_t nodesize);
 
 /* Relocation keeping what snapshots share (block_move.c). The tree block at bytenr (a tree
