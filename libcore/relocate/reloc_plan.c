@@ -24,18 +24,26 @@
 
 #define META_MARGIN (4ULL << 20)
 
+int rl_tree_search(struct btk_fs *fs, uint64_t tree, const struct btk_key *key, bool ge,
+		   struct btk_path *p)
+{
+	struct btk_root rt;
+	int ret = btk_root_find(fs, tree, &rt);
+
+	btk_path_init(p);
+	if (ret)
+		return ret;
+	return ge ? btk_search_ge(fs, &rt, key, p) : btk_search(fs, &rt, key, p);
+}
+
 int rl_extents_each(struct btk_fs *fs, uint64_t start, uint64_t end,
 		    int (*fn)(void *ctx, uint64_t bytenr, uint64_t len), void *ctx)
 {
 	struct btk_key k = {start, 0, 0}, f;
-	struct btk_root rt;
 	struct btk_path p;
-	int ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &rt);
+	int ret = rl_tree_search(fs, BTRFS_EXTENT_TREE_OBJECTID, &k, true, &p);
 
-	if (ret)
-		return ret;
-	btk_path_init(&p);
-	for (ret = btk_search_ge(fs, &rt, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
+	for (; ret == 0; ret = btk_next(fs, &p)) {
 		uint64_t len;
 		btk_path_key(&p, &f);
 		if (f.objectid >= end)

@@ -47,6 +47,11 @@ int rl_meta_keep(struct btk_fs *fs, uint64_t *keep);
 /* Calls fn(ctx, bytenr, len) for each extent record (EXTENT_ITEM, METADATA_ITEM) of the
  * committed extent tree that starts in [start, end), in address order. fn returns 0 or a
  * negative errno, which stops the walk and is returned; 0 at the end. */
+/* Positions p in tree's committed root: at key as btk_search (0 found, 1 not), or with ge at
+ * the first item >= key as btk_search_ge (1: none); negative on error. p is initialised here
+ * and must be released, also after an error. */
+int rl_tree_search(struct btk_fs *fs, uint64_t tree, const struct btk_key *key, bool ge,
+		   struct btk_path *p);
 int rl_extents_each(struct btk_fs *fs, uint64_t start, uint64_t end,
 		    int (*fn)(void *ctx, uint64_t bytenr, uint64_t len), void *ctx);
 

@@ -31,15 +31,10 @@ bool rl_cuttable(const struct btk_chunk *c)
 static int tree_bytes(struct btk_fs *fs, uint64_t objectid, uint64_t *out)
 {
 	struct btk_key k = {objectid, BTRFS_ROOT_ITEM_KEY, 0}, f;
-	struct btk_root rt;
 	struct btk_path p;
-	int ret = btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
+	int ret = rl_tree_search(fs, BTRFS_ROOT_TREE_OBJECTID, &k, true, &p);
 
 	*out = 0;
-	if (ret)
-		return ret;
-	btk_path_init(&p);
-	ret = btk_search_ge(fs, &rt, &k, &p);
 	if (ret == 0) {
 		struct btk_root_item ri;
 		uint32_t size = 0;
@@ -73,15 +68,10 @@ int rl_meta_keep(struct btk_fs *fs, uint64_t *keep)
 static int last_extent_end(struct btk_fs *fs, uint64_t start, uint64_t end, uint64_t *out)
 {
 	struct btk_key k = {end, 0, 0}, f;
-	struct btk_root rt;
 	struct btk_path p;
-	int ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &rt);
+	int ret = rl_tree_search(fs, BTRFS_EXTENT_TREE_OBJECTID, &k, false, &p);
 
 	*out = start;
-	if (ret)
-		return ret;
-	btk_path_init(&p);
-	ret = btk_search(fs, &rt, &k, &p);
 	while (ret >= 0) {
 		ret = btk_prev(fs, &p);
 		if (ret)
