@@ -338,8 +338,13 @@ int main(int argc, const char **argv)
 	}
 	if (!rc && slack && cli_parse_size("--slack", slack, &o.slack))
 		rc = CLI_EXIT_ERROR;
+	int epoch_set =
+	    rc ? 0 : mkfs_read_epoch(&o); /* inode and root times, with or without --rootdir */
+	if (epoch_set < 0)
+		rc = CLI_EXIT_ERROR;
 	if (!rc && rootdir) {
 		struct rootdir_args ra = {.dir = rootdir,
+					  .epoch_set = epoch_set > 0,
 					  .compress = compress,
 					  .subvols = subvols,
 					  .iflags = iflags,

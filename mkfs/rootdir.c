@@ -117,7 +117,7 @@ static int fill(void *ctx, struct btk_trans *t)
 	return ret;
 }
 
-static int read_epoch(struct rootdir *rd, struct btk_mkfs_opts *o)
+int mkfs_read_epoch(struct btk_mkfs_opts *o)
 {
 	uint64_t v;
 	int set = cli_source_date_epoch(&v);
@@ -125,14 +125,11 @@ static int read_epoch(struct rootdir *rd, struct btk_mkfs_opts *o)
 	if (set < 0) {
 		cli_err("SOURCE_DATE_EPOCH is not a number of seconds: '%s'",
 			getenv("SOURCE_DATE_EPOCH"));
-		return CLI_EXIT_ERROR;
+		return -1;
 	}
-	if (!set)
-		return 0;
-	rd->po.epoch_set = true;
-	rd->po.epoch = v;
-	o->now = (time_t)v;
-	return 0;
+	if (set)
+		o->now = (time_t)v;
+	return set;
 }
 
 /* [rw|ro|default|default-ro:]SUBDIR */
@@ -270,8 +267,8 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 			compress);
 		return CLI_EXIT_ERROR;
 	}
-	if (read_epoch(rd, o))
-		return CLI_EXIT_ERROR;
+	rd->po.epoch_set = a->epoch_set;
+	rd->po.epoch = (uint64_t)o->now;
 	if (btk_src_scan(dir, skip_unreadable, &rd->src)) {
 		cli_err("%s", btk_errmsg());
 		return CLI_EXIT_ERROR;

@@ -33,9 +33,13 @@ struct rootdir_args {
 	const char *dir, *compress;
 	const char **subvols, **iflags; /* NULL-terminated option values, or NULL */
 	bool skip_unreadable;
-	bool shrink; /* --shrink; also implied for a new image file without -b */
-	bool quiet;  /* no progress line */
+	bool shrink;	/* --shrink; also implied for a new image file without -b */
+	bool quiet;	/* no progress line */
+	bool epoch_set; /* SOURCE_DATE_EPOCH given (mkfs_read_epoch): o->now is it */
 };
+/* SOURCE_DATE_EPOCH into o->now, for every filesystem mkfs makes: 1 set, 0 unset, -1 not a
+ * number (said on stderr). */
+int mkfs_read_epoch(struct btk_mkfs_opts *o);
 int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct rootdir_args *a);
 void rootdir_free(struct rootdir *rd);
 

@@ -149,3 +149,17 @@ EOF
 	btk_run 10 "$MKFS" --no-such-option "$D/x.img"
 	[ "$status" -eq 2 ]
 }
+
+@test "SOURCE_DATE_EPOCH makes a plain mkfs reproducible (times are it, not the clock)" {
+	local u=0b6f3c4e-5f5a-4c1e-9d0e-1a2b3c4d5e6f
+	truncate -s 256M "$D/a.img" "$D/b.img"
+	SOURCE_DATE_EPOCH=1700000000 "$MKFS" -q -U "$u" "$D/a.img"
+	sleep 1.1 # a second boundary between the two: the clock would show
+	SOURCE_DATE_EPOCH=1700000000 "$MKFS" -q -U "$u" "$D/b.img"
+	[ "$(sha "$D/a.img")" = "$(sha "$D/b.img")" ]
+	# the root directory's times are the epoch
+	btrfs inspect-internal dump-tree -t fs "$D/a.img" | grep -q "ctime 1700000000\."
+	truncate -s 128M "$D/x.img"
+	H=$(sha "$D/x.img")
+	SOURCE_DATE_EPOCH=soon refused_unchanged "$D/x.img" "$D/x.img"
+}
