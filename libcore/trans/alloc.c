@@ -387,72 +387,78 @@ void btk_bg_unpin_all(struct btk_wfs *w)
 
 /* ---- loading an existing filesystem ---- */
 
-static int load_bg_items(struct btk_wfs *w, const struct btk_root *root)
+/* Calls fn for each item of root from key on, in key order; stops at fn's error. */
+static int each_item(struct btk_wfs *w, const struct btk_root *root, const struct btk_key *key,
+		     int (*fn)(struct btk_wfs *w, const struct btk_key *k, const uint8_t *d,
+			       uint32_t size))
 {
-	struct btk_key key = {0, BTRFS_BLOCK_GROUP_ITEM_KEY, 0}, k;
 	struct btk_path p;
 	int ret;
 
 	btk_path_init(&p);
-	ret = btk_search_ge(w->fs, root, &key, &p);
-	while (ret == 0) {
+	for (ret = btk_search_ge(w->fs, root, key, &p); ret == 0; ret = btk_next(w->fs, &p)) {
+		struct btk_key k;
 		uint32_t size;
 		const uint8_t *d = btk_path_data(&p, &size);
 		btk_path_key(&p, &k);
-		if (k.type == BTRFS_BLOCK_GROUP_ITEM_KEY) {
-			struct btk_bg *bg;
-			if (size < sizeof(struct btrfs_block_group_item)) {
-				ret = btk_err(EUCLEAN, "block group item %llu has size %u",
-					      (unsigned long long)k.objectid, size);
-				break;
-			}
-			bg = btk_bg_add(w, k.objectid, k.offset,
-					BTK_GET(struct btrfs_block_group_item, d, flags));
-			if (!bg) {
-				ret = btk_err(ENOMEM, "out of memory");
-				break;
-			}
-			bg->used = BTK_GET(struct btrfs_block_group_item, d, used);
-			if (btk_rs_add(&bg->free, bg->start, bg->len)) {
-				ret = btk_err(ENOMEM, "out of memory");
-				break;
-			}
-		}
-		ret = btk_next(w->fs, &p);
+		if ((ret = fn(w, &k, d, size)))
+			break;
 	}
 	btk_path_release(&p);
 	return ret < 0 ? ret : 0;
 }
 
+/* A block group from its item, wholly free until load_extent takes its extents out. */
+static int load_bg_item(struct btk_wfs *w, const struct btk_key *k, const uint8_t *d, uint32_t size)
+{
+	struct btk_bg *bg;
+
+	if (k->type != BTRFS_BLOCK_GROUP_ITEM_KEY)
+		return 0;
+	if (size < sizeof(struct btrfs_block_group_item))
+		return btk_err(EUCLEAN, "block group item %llu has size %u",
+			       (unsigned long long)k->objectid, size);
+	bg =
+	    btk_bg_add(w, k->objectid, k->offset, BTK_GET(struct btrfs_block_group_item, d, flags));
+	if (!bg)
+		return btk_err(ENOMEM, "out of memory");
+	bg->used = BTK_GET(struct btrfs_block_group_item, d, used);
+	if (btk_rs_add(&bg->free, bg->start, bg->len))
+		return btk_err(ENOMEM, "out of memory");
+	return 0;
+}
+
+static int load_bg_items(struct btk_wfs *w, const struct btk_root *root)
+{
+	struct btk_key key = {0, BTRFS_BLOCK_GROUP_ITEM_KEY, 0};
+
+	return each_item(w, root, &key, load_bg_item);
+}
+
+/* Removes an extent record's range from its block group's free set. */
+static int load_extent(struct btk_wfs *w, const struct btk_key *k, const uint8_t *d, uint32_t size)
+{
+	uint64_t len = btk_extent_key_len(k, w->fs->nodesize);
+	struct btk_bg *bg;
+
+	(void)d, (void)size;
+	if (!len)
+		return 0;
+	bg = btk_bg_find(w, k->objectid);
+	if (!bg || k->objectid + len > bg->start + bg->len)
+		return btk_err(EUCLEAN, "extent %llu+%llu lies outside block groups",
+			       (unsigned long long)k->objectid, (unsigned long long)len);
+	if (btk_rs_remove(&bg->free, k->objectid, len))
+		return btk_err(ENOMEM, "out of memory");
+	return 0;
+}
+
 /* Removes every extent of the extent tree from the free sets. */
 static int load_extents(struct btk_wfs *w, const struct btk_root *root)
 {
-	struct btk_key key = {0, 0, 0}, k;
-	struct btk_path p;
-	int ret;
+	struct btk_key key = {0, 0, 0};
 
-	btk_path_init(&p);
-	ret = btk_search_ge(w->fs, root, &key, &p);
-	while (ret == 0) {
-		uint64_t len;
-		btk_path_key(&p, &k);
-		if ((len = btk_extent_key_len(&k, w->fs->nodesize))) {
-			struct btk_bg *bg = btk_bg_find(w, k.objectid);
-			if (!bg || k.objectid + len > bg->start + bg->len) {
-				ret = btk_err(EUCLEAN, "extent %llu+%llu lies outside block groups",
-					      (unsigned long long)k.objectid,
-					      (unsigned long long)len);
-				break;
-			}
-			if (btk_rs_remove(&bg->free, k.objectid, len)) {
-				ret = btk_err(ENOMEM, "out of memory");
-				break;
-			}
-		}
-		ret = btk_next(w->fs, &p);
-	}
-	btk_path_release(&p);
-	return ret < 0 ? ret : 0;
+	return each_item(w, root, &key, load_extent);
 }
 
 /* A block group's item counts the bytes its extents hold (what btrfs check compares too).
