@@ -379,10 +379,8 @@ static int walk_dropping(struct chk *c, const struct btk_root *r)
 		if (child_dropped(c, p, i))
 			continue;
 		struct btk_key k;
-		btk_node_key(p, (int)i, &k);
-		struct btk_block_check cc = {.level = btk_block_level(p) - 1,
-					     .generation = btk_node_gen(p, (int)i),
-					     .first_key = &k};
+		struct btk_block_check cc;
+		btk_child_check(p, (int)i, &k, &cc);
 		ret = btk_block_read(c->fs, btk_node_blockptr(p, (int)i), &cc, &b);
 		if (ret) {
 			ret =

@@ -75,7 +75,7 @@ void btk_block_init(const struct btk_wfs *w, struct btk_block *b, uint64_t owner
 int btk_wblock_read(struct btk_fs *fs, uint64_t bytenr, int level, struct btk_block **out)
 {
 	struct btk_block *b = btk_cache_lookup(fs->cache, bytenr);
-	struct btk_block_check chk = {level, 0, 0, NULL};
+	struct btk_block_check chk = {.level = level};
 
 	if (b) {
 		if (btk_block_level(b) != level) {

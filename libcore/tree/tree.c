@@ -117,7 +117,7 @@ static int check_expect(const struct btk_block *b, const struct btk_block_check 
 		return 0;
 	if (chk->level >= 0 && btk_block_level(b) != chk->level)
 		return FAULT(BTK_BF_LEVEL, "level %d, expected %d", btk_block_level(b), chk->level);
-	if (chk->generation && btk_block_generation(b) != chk->generation)
+	if ((chk->generation || chk->from_pointer) && btk_block_generation(b) != chk->generation)
 		return FAULT(BTK_BF_GENERATION,
 			     "generation %llu, expected %llu (parent transid mismatch)",
 			     (unsigned long long)btk_block_generation(b),
@@ -364,12 +364,20 @@ static int read_child(struct btk_fs *fs, const struct btk_block *parent, int slo
 		      struct btk_block **out)
 {
 	struct btk_key k;
-	struct btk_block_check chk = {.level = btk_block_level(parent) - 1,
-				      .generation = btk_node_gen(parent, slot),
-				      .first_key = &k};
+	struct btk_block_check chk;
 
-	btk_node_key(parent, slot, &k);
+	btk_child_check(parent, slot, &k, &chk);
 	return btk_block_read(fs, btk_node_blockptr(parent, slot), &chk, out);
+}
+
+void btk_child_check(const struct btk_block *parent, int slot, struct btk_key *key,
+		     struct btk_block_check *out)
+{
+	btk_node_key(parent, slot, key);
+	*out = (struct btk_block_check){.level = btk_block_level(parent) - 1,
+					.generation = btk_node_gen(parent, slot),
+					.first_key = key,
+					.from_pointer = true};
 }
 
 /* Binary search: the first slot whose key is >= key; *exact when equal. */

@@ -54,7 +54,13 @@ struct btk_block_check {
 	uint64_t generation;		 /* 0: any (the parent pointer's generation otherwise) */
 	uint64_t owner;			 /* 0: any */
 	const struct btk_key *first_key; /* NULL: any (the parent pointer's key otherwise) */
+	bool from_pointer; /* set by btk_child_check: a pointer's generation 0 is a mismatch too */
 };
+
+/* What child slot of node parent must be, by its pointer: level, generation (0 in a pointer is
+ * a mismatch, never "any") and first key, which is written to *key (the check points at it). */
+void btk_child_check(const struct btk_block *parent, int slot, struct btk_key *key,
+		     struct btk_block_check *out);
 
 /* Reads and validates the block at logical bytenr. *out holds a reference: btk_block_put it.
  * Errors: -EUCLEAN (no copy valid: btk_errmsg says why for the last copy), -ENOENT (no chunk),

@@ -94,10 +94,8 @@ int btk_tree_walk(struct btk_fs *fs, const struct btk_root *root, const struct b
 		int slot = f->next++;
 		uint64_t ptr = btk_node_blockptr(f->b, slot);
 		struct btk_key k;
-		struct btk_block_check cc = {.level = btk_block_level(f->b) - 1,
-					     .generation = btk_node_gen(f->b, slot),
-					     .first_key = &k};
-		btk_node_key(f->b, slot, &k);
+		struct btk_block_check cc;
+		btk_child_check(f->b, slot, &k, &cc);
 		int added = btk_u64set_add(&seen, ptr);
 		if (added <= 0) {
 			ret = added < 0 ? added
