@@ -380,26 +380,13 @@ static int read_child(struct btk_fs *fs, struct btk_trans *t, struct btk_wroot *
 /* Leaf: first slot with key >= k (0 if equal, 1 if not). Node: last slot with key <= k. */
 static int bin_search(const struct btk_block *b, const struct btk_key *k, int *slot)
 {
-	int lo = 0, hi = (int)btk_block_nritems(b), level = btk_block_level(b);
+	int exact, lo = btk_block_search(b, k, &exact);
 
-	while (lo < hi) {
-		int mid = (lo + hi) / 2, c;
-		struct btk_key mk;
-		if (level)
-			btk_node_key(b, mid, &mk);
-		else
-			btk_leaf_key(b, mid, &mk);
-		c = btk_key_cmp(&mk, k);
-		if (c == 0) {
-			*slot = mid;
-			return 0;
-		}
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
+	if (exact) {
+		*slot = lo;
+		return 0;
 	}
-	*slot = level ? (lo > 0 ? lo - 1 : 0) : lo;
+	*slot = btk_block_level(b) ? (lo > 0 ? lo - 1 : 0) : lo;
 	return 1;
 }
 

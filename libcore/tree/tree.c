@@ -380,8 +380,7 @@ void btk_child_check(const struct btk_block *parent, int slot, struct btk_key *k
 					.from_pointer = true};
 }
 
-/* Binary search: the first slot whose key is >= key; *exact when equal. */
-static int bin_search(const struct btk_block *b, const struct btk_key *key, int *exact)
+int btk_block_search(const struct btk_block *b, const struct btk_key *key, int *exact)
 {
 	int lo = 0, hi = (int)btk_block_nritems(b), leaf = btk_block_level(b) == 0;
 	struct btk_key k;
@@ -420,7 +419,7 @@ int btk_search(struct btk_fs *fs, const struct btk_root *root, const struct btk_
 	for (;;) {
 		int level = btk_block_level(b);
 
-		slot = bin_search(b, key, &exact);
+		slot = btk_block_search(b, key, &exact);
 		if (level == 0) {
 			set_node(p, 0, b, slot);
 			return exact ? 0 : 1;

@@ -122,6 +122,9 @@ static inline uint32_t btk_leaf_size(const struct btk_block *b, int slot)
 {
 	return btk_le32(btk_leaf_item(b, slot)->size);
 }
+/* Binary search over a block's keys (leaf or node): the first slot whose key is >= key;
+ * *exact = 1 when that slot's key equals key, else 0. */
+int btk_block_search(const struct btk_block *b, const struct btk_key *key, int *exact);
 /* Where the item's data starts, counted from the end of the header. */
 static inline uint32_t btk_leaf_offset(const struct btk_block *b, int slot)
 {
