@@ -71,32 +71,38 @@ int btk_dev_flush(struct btk_dev *dev)
 	return dev->ops->flush(dev);
 }
 
-int btk_dev_discard(struct btk_dev *dev, uint64_t off, uint64_t len)
+/* The checks a discard or zeroout passes before any change: a writable device, a range
+ * inside it and a backend that has the op (can names it in the error); then the hook. */
+static int range_change_ok(struct btk_dev *dev, uint64_t off, uint64_t len, const char *what,
+			   bool has_op, const char *can)
 {
 	int ret = need_writable(dev);
 
 	if (!ret)
-		ret = in_device(dev, off, len, "discard");
-	if (!ret && !dev->ops->discard)
-		ret = btk_err(EOPNOTSUPP, "%s: cannot discard", dev->path);
+		ret = in_device(dev, off, len, what);
+	if (!ret && !has_op)
+		ret = btk_err(EOPNOTSUPP, "%s: cannot %s", dev->path, can);
+	if (!ret)
+		before_change();
+	return ret;
+}
+
+int btk_dev_discard(struct btk_dev *dev, uint64_t off, uint64_t len)
+{
+	int ret = range_change_ok(dev, off, len, "discard", dev->ops->discard, "discard");
+
 	if (ret)
 		return ret;
-	before_change();
 	dev->stats.discards++;
 	return dev->ops->discard(dev, off, len);
 }
 
 int btk_dev_zeroout(struct btk_dev *dev, uint64_t off, uint64_t len)
 {
-	int ret = need_writable(dev);
+	int ret = range_change_ok(dev, off, len, "zeroout", dev->ops->zeroout, "zero a range");
 
-	if (!ret)
-		ret = in_device(dev, off, len, "zeroout");
-	if (!ret && !dev->ops->zeroout)
-		ret = btk_err(EOPNOTSUPP, "%s: cannot zero a range", dev->path);
 	if (ret)
 		return ret;
-	before_change();
 	dev->stats.zeroouts++;
 	return dev->ops->zeroout(dev, off, len);
 }
