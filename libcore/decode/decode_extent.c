@@ -19,14 +19,6 @@ static const char *extent_flags_name(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
-#define EDR struct btrfs_extent_data_ref
-static const struct fdesc data_ref_fields[] = {
-    {"root", offsetof(EDR, root), 8, T_U, BTK_FMT_OBJID, 0, NULL},
-    {"objectid", offsetof(EDR, objectid), 8, T_U, 0, 0, NULL},
-    {"offset", offsetof(EDR, offset), 8, T_U, 0, 0, NULL},
-    {"count", offsetof(EDR, count), 4, T_U, 0, 0, NULL},
-};
-
 /* One inline ref (its size already checked). */
 static void inline_ref(struct dcur *c, uint32_t cur, const struct btk_extent_ref *r)
 {
@@ -43,7 +35,7 @@ static void inline_ref(struct dcur *c, uint32_t cur, const struct btk_extent_ref
 		dc_u64(c, "parent", r->parent);
 		break;
 	case BTRFS_EXTENT_DATA_REF_KEY:
-		DC_TABLE(c, cur + 1, data_ref_fields);
+		DC_TABLE(c, cur + 1, dc_data_ref_fields);
 		break;
 	case BTRFS_SHARED_DATA_REF_KEY:
 		dc_u64(c, "parent", r->parent);

@@ -72,6 +72,9 @@ void dc_dir_item(struct dcur *c);
 void dc_file_extent(struct dcur *c);
 void dc_extent_item(struct dcur *c, bool metadata);
 void dc_chunk(struct dcur *c, uint32_t base);
+/* EXTENT_DATA_REF fields (decode_misc.c), as a keyed item and as an inline ref. */
+#define DC_DATA_REF_NFIELDS 4
+extern const struct fdesc dc_data_ref_fields[DC_DATA_REF_NFIELDS];
 /* DEV_ITEM fields, shared by the superblock decoder (decode_misc.c). */
 extern const struct fdesc btk_dev_item_fields[];
 extern const size_t btk_dev_item_nfields;

@@ -28,7 +28,7 @@ static const struct fdesc fs_header[] = {
 };
 
 #define EDR struct btrfs_extent_data_ref
-static const struct fdesc data_ref[] = {
+const struct fdesc dc_data_ref_fields[DC_DATA_REF_NFIELDS] = {
     {"root", OFF(EDR, root), 8, T_U, BTK_FMT_OBJID, 0, NULL},
     NUM("objectid", EDR, objectid, 0),
     NUM("offset", EDR, offset, 0),
@@ -148,7 +148,7 @@ static const struct fixed fixed_items[] = {
     FX(0, "free space header", sizeof(FSH), fs_header),
     FX(BTRFS_DIR_LOG_ITEM_KEY, "dir log item", 8, dir_log),
     FX(BTRFS_DIR_LOG_INDEX_KEY, "dir log item", 8, dir_log),
-    FX(BTRFS_EXTENT_DATA_REF_KEY, "extent data ref", sizeof(EDR), data_ref),
+    FX(BTRFS_EXTENT_DATA_REF_KEY, "extent data ref", sizeof(EDR), dc_data_ref_fields),
     FX(BTRFS_SHARED_DATA_REF_KEY, "shared data ref", 4, shared_ref),
     FX(BTRFS_BLOCK_GROUP_ITEM_KEY, "block group item", sizeof(BG), bg_fields),
     FX(BTRFS_FREE_SPACE_INFO_KEY, "free space info", sizeof(FSI), fsi_fields),
