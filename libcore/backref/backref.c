@@ -63,26 +63,26 @@ static int cmp_tree(const void *a, const void *b)
 	return x->root < y->root ? -1 : x->root > y->root;
 }
 
+/* Sorts n elements of size sz and drops the repeats (cmp equal); the count left. */
+static size_t sort_unique(void *base, size_t n, size_t sz, int (*cmp)(const void *, const void *))
+{
+	uint8_t *a = base;
+	size_t j = 0;
+
+	if (!n)
+		return 0;
+	qsort(a, n, sz, cmp);
+	for (size_t i = 1; i < n; i++)
+		if (cmp(a + i * sz, a + j * sz))
+			memmove(a + ++j * sz, a + i * sz, sz);
+	return j + 1;
+}
+
 /* Sorts owners and drops duplicates (the same owner reached through two references). */
 void br_owner_finish(struct btk_owner *o)
 {
-	size_t j = 0;
-
-	if (o->ndata) {
-		qsort(o->data, o->ndata, sizeof(*o->data), cmp_data);
-		for (size_t i = 1; i < o->ndata; i++)
-			if (cmp_data(&o->data[i], &o->data[j]))
-				o->data[++j] = o->data[i];
-		o->ndata = j + 1;
-	}
-	j = 0;
-	if (o->ntree) {
-		qsort(o->tree, o->ntree, sizeof(*o->tree), cmp_tree);
-		for (size_t i = 1; i < o->ntree; i++)
-			if (cmp_tree(&o->tree[i], &o->tree[j]))
-				o->tree[++j] = o->tree[i];
-		o->ntree = j + 1;
-	}
+	o->ndata = sort_unique(o->data, o->ndata, sizeof(*o->data), cmp_data);
+	o->ntree = sort_unique(o->tree, o->ntree, sizeof(*o->tree), cmp_tree);
 }
 
 /* Does file extent fe (of inode ino) hold logical? Fills the owner's offset fields. */
