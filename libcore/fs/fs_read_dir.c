@@ -1,4 +1,5 @@
-/* fs_read_dir.c — directory entries, subvolume root items and xattrs (see fs_read.h). */
+/* fs_read_dir.c — directory entries, name lookup, root items and xattrs (see
+ * fs_read.h). */
 #include "fs/fs_read.h"
 
 #include <errno.h>
@@ -15,6 +16,7 @@ struct dir_walk {
 	int (*entry)(struct dir_walk *w, const struct btk_dir_ent *e, const struct btk_key *k);
 	uint64_t ino;
 	void *fn, *ctx;
+	const char *owner; /* "inode" or "directory", for the overrun message */
 };
 
 static int dir_items_cb(void *arg, const struct btk_block *leaf, int slot, const struct btk_key *k,
@@ -31,9 +33,11 @@ static int dir_items_cb(void *arg, const struct btk_block *leaf, int slot, const
 		if ((ret = w->entry(w, &e, k)))
 			return ret;
 	if (ret < 0)
-		return btk_err(EUCLEAN, "inode %llu: %s item (offset %llu) overruns its %u bytes",
-			       (unsigned long long)w->ino,
-			       k->type == BTRFS_XATTR_ITEM_KEY ? "XATTR_ITEM" : "DIR_INDEX",
+		return btk_err(EUCLEAN, "%s %llu: %s item (offset %llu) overruns its %u bytes",
+			       w->owner, (unsigned long long)w->ino,
+			       k->type == BTRFS_XATTR_ITEM_KEY ? "XATTR_ITEM"
+			       : k->type == BTRFS_DIR_ITEM_KEY ? "DIR_ITEM"
+							       : "DIR_INDEX",
 			       (unsigned long long)k->offset, size);
 	return 0;
 }
@@ -56,10 +60,60 @@ static int dir_entry(struct dir_walk *w, const struct btk_dir_ent *e, const stru
 	return fn(w->ctx, &de);
 }
 
+struct lookup_ctx {
+	const char *name;
+	size_t len;
+	struct btk_key loc;
+	uint8_t ftype;
+	bool found;
+};
+
+/* DIR_ITEM / DIR_INDEX entries (several on hash collisions): the one with c's name. */
+static int lookup_entry(struct dir_walk *w, const struct btk_dir_ent *e, const struct btk_key *k)
+{
+	struct lookup_ctx *c = w->ctx;
+
+	(void)k;
+	if (e->name_len != c->len || memcmp(e->name, c->name, e->name_len))
+		return 0;
+	btk_dir_ent_location(e, &c->loc);
+	c->ftype = e->type;
+	c->found = true;
+	return 1;
+}
+
+int btk_dir_lookup(struct btk_fs *fs, const struct btk_root *root, uint64_t dir, const char *name,
+		   size_t len, struct btk_key *loc, uint8_t *ftype)
+{
+	struct lookup_ctx c = {.name = name, .len = len};
+	struct dir_walk w = {lookup_entry, dir, NULL, &c, "directory"};
+	uint64_t hash = btk_name_hash(name, len);
+	int ret;
+
+	ret = btk_for_each_item(fs, root, dir, BTRFS_DIR_ITEM_KEY, hash, dir_items_cb, &w);
+	if (ret < 0)
+		return ret;
+	/* The hashed item only holds names with that hash: stop at the first other offset. */
+	if (!c.found) {
+		/* Fallback when the DIR_ITEM is missing or the hash disagrees: every DIR_INDEX. */
+		ret = btk_for_each_item(fs, root, dir, BTRFS_DIR_INDEX_KEY, 0, dir_items_cb, &w);
+		if (ret < 0)
+			return ret;
+	}
+	if (!c.found)
+		return btk_err(ENOENT, "tree %llu directory %llu: no entry '%.*s'",
+			       (unsigned long long)root->objectid, (unsigned long long)dir,
+			       (int)(len > 255 ? 255 : len), name);
+	*loc = c.loc;
+	if (ftype)
+		*ftype = c.ftype;
+	return 0;
+}
+
 int btk_dir_for_each(struct btk_fs *fs, const struct btk_root *root, uint64_t dir,
 		     int (*fn)(void *ctx, const struct btk_dir_entry *e), void *ctx)
 {
-	struct dir_walk w = {dir_entry, dir, (void *)fn, ctx};
+	struct dir_walk w = {dir_entry, dir, (void *)fn, ctx, "inode"};
 
 	return btk_for_each_item(fs, root, dir, BTRFS_DIR_INDEX_KEY, 0, dir_items_cb, &w);
 }
@@ -150,7 +204,7 @@ static int xattr_entry(struct dir_walk *w, const struct btk_dir_ent *e, const st
 int btk_xattr_for_each(struct btk_fs *fs, const struct btk_root *root, uint64_t ino,
 		       btk_xattr_fn fn, void *ctx)
 {
-	struct dir_walk w = {xattr_entry, ino, (void *)fn, ctx};
+	struct dir_walk w = {xattr_entry, ino, (void *)fn, ctx, "inode"};
 
 	return btk_for_each_item(fs, root, ino, BTRFS_XATTR_ITEM_KEY, 0, dir_items_cb, &w);
 }
@@ -194,7 +248,7 @@ int btk_xattr_get(struct btk_fs *fs, const struct btk_root *root, uint64_t ino, 
 		  size_t name_len, uint8_t **value, size_t *len)
 {
 	struct xattr_get g = {.name = name, .len = name_len};
-	struct dir_walk w = {xattr_entry, ino, (void *)xattr_get_cb, &g};
+	struct dir_walk w = {xattr_entry, ino, (void *)xattr_get_cb, &g, "inode"};
 	int ret = btk_for_each_item(fs, root, ino, BTRFS_XATTR_ITEM_KEY,
 				    btk_name_hash(name, name_len), xattr_hash_cb, &w);
 

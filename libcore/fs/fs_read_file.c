@@ -1,4 +1,4 @@
-/* fs_read_file.c — directory lookup, path resolution, inode items and file extents. */
+/* fs_read_file.c — path resolution, inode items and file extents. */
 #include "fs/fs_read.h"
 
 #include <errno.h>
@@ -7,70 +7,6 @@
 
 #include "base/error.h"
 #include "format/dir_item.h"
-
-struct lookup_ctx {
-	const char *name;
-	size_t len;
-	struct btk_key loc;
-	uint8_t ftype;
-	bool found;
-	uint64_t dir;
-};
-
-/* DIR_ITEM / DIR_INDEX entries (several on hash collisions): the one with c's name. */
-static int dir_entries_cb(void *arg, const struct btk_block *leaf, int slot,
-			  const struct btk_key *k, const uint8_t *d, uint32_t size)
-{
-	struct lookup_ctx *c = arg;
-	struct btk_dir_iter it;
-	struct btk_dir_ent e;
-	int ret;
-
-	(void)leaf, (void)slot;
-	btk_dir_iter_init(&it, d, size);
-	while ((ret = btk_dir_next(&it, &e)) > 0) {
-		if (e.name_len == c->len && !memcmp(e.name, c->name, e.name_len)) {
-			btk_dir_ent_location(&e, &c->loc);
-			c->ftype = e.type;
-			c->found = true;
-			return 1;
-		}
-	}
-	if (ret < 0)
-		return btk_err(EUCLEAN,
-			       "directory %llu: %s item (offset %llu) overruns its %u bytes",
-			       (unsigned long long)c->dir,
-			       k->type == BTRFS_DIR_ITEM_KEY ? "DIR_ITEM" : "DIR_INDEX",
-			       (unsigned long long)k->offset, size);
-	return 0;
-}
-
-int btk_dir_lookup(struct btk_fs *fs, const struct btk_root *root, uint64_t dir, const char *name,
-		   size_t len, struct btk_key *loc, uint8_t *ftype)
-{
-	struct lookup_ctx c = {.name = name, .len = len, .dir = dir};
-	uint64_t hash = btk_name_hash(name, len);
-	int ret;
-
-	ret = btk_for_each_item(fs, root, dir, BTRFS_DIR_ITEM_KEY, hash, dir_entries_cb, &c);
-	if (ret < 0)
-		return ret;
-	/* The hashed item only holds names with that hash: stop at the first other offset. */
-	if (!c.found) {
-		/* Fallback when the DIR_ITEM is missing or the hash disagrees: every DIR_INDEX. */
-		ret = btk_for_each_item(fs, root, dir, BTRFS_DIR_INDEX_KEY, 0, dir_entries_cb, &c);
-		if (ret < 0)
-			return ret;
-	}
-	if (!c.found)
-		return btk_err(ENOENT, "tree %llu directory %llu: no entry '%.*s'",
-			       (unsigned long long)root->objectid, (unsigned long long)dir,
-			       (int)(len > 255 ? 255 : len), name);
-	*loc = c.loc;
-	if (ftype)
-		*ftype = c.ftype;
-	return 0;
-}
 
 int btk_path_lookup(struct btk_fs *fs, const char *path, uint64_t *root_id, uint64_t *ino)
 {
