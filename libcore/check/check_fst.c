@@ -12,11 +12,9 @@ void chk_fst_push_free(struct chk *c, uint64_t start, uint64_t len)
 		last->len += len; /* bitmap runs continue across items */
 		return;
 	}
-	struct chk_range *r = btk_vec_push(&c->fst_free);
-	if (!r) {
-		c->oom = true;
+	struct chk_range *r = chk_push(c, &c->fst_free);
+	if (!r)
 		return;
-	}
 	r->start = start;
 	r->len = len;
 	c->fst_barrier = false;
@@ -82,11 +80,9 @@ void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 				chk_rep(c, CHK_M_FS_INFO_SIZE, 10, b->bytenr, &k);
 				continue;
 			}
-			struct chk_fst_info *fi = btk_vec_push(&c->fst_info);
-			if (!fi) {
-				c->oom = true;
+			struct chk_fst_info *fi = chk_push(c, &c->fst_info);
+			if (!fi)
 				return;
-			}
 			fi->start = k.objectid;
 			fi->len = k.offset;
 			fi->count = BTK_GET(struct btrfs_free_space_info, p, extent_count);

@@ -225,6 +225,16 @@ struct chk {
 	struct chk_dv *dv;		   /* data_csum: verification under way, or NULL */
 };
 
+/* p, after marking c out of memory when p is NULL (a failed allocation aborts the check). */
+static inline void *chk_oom_if_null(struct chk *c, void *p)
+{
+	if (!p)
+		c->oom = true;
+	return p;
+}
+/* btk_vec_push(v) that marks c out of memory when it fails; a T * or NULL. */
+#define chk_push(c, v) ((__typeof__((v)->data))chk_oom_if_null((c), btk_vec_push(v)))
+
 enum {
 	CHK_T_OTHER,
 	CHK_T_ROOT,
