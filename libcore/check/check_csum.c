@@ -10,15 +10,15 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void add_range(struct chk *c, uint64_t start, uint64_t len)
+void chk_range_append(struct chk *c, struct chk_ranges *v, uint64_t start, uint64_t len, bool merge)
 {
-	struct chk_range *last = c->csums.n ? btk_vec_at(&c->csums, c->csums.n - 1) : NULL;
+	struct chk_range *last = v->n ? btk_vec_at(v, v->n - 1) : NULL;
 
-	if (last && last->start + last->len == start) {
+	if (merge && last && last->start + last->len == start) {
 		last->len += len;
 		return;
 	}
-	struct chk_range *r = chk_push(c, &c->csums);
+	struct chk_range *r = chk_push(c, v);
 	if (!r)
 		return;
 	r->start = start;
@@ -47,7 +47,7 @@ void chk_csum_leaf(struct chk *c, const struct btk_block *b)
 		if (k.offset + len > c->csum_prev_end)
 			c->csum_prev_end = k.offset + len;
 		c->sum->total_csum_bytes += sz;
-		add_range(c, k.offset, len);
+		chk_range_append(c, &c->csums, k.offset, len, true);
 		if (c->opts->data_csum)
 			chk_dv_add(c, k.offset, len, btk_leaf_data(b, (int)i));
 	}

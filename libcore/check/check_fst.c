@@ -6,17 +6,8 @@
 
 void chk_fst_push_free(struct chk *c, uint64_t start, uint64_t len)
 {
-	struct chk_range *last = c->fst_free.n ? btk_vec_at(&c->fst_free, c->fst_free.n - 1) : NULL;
-
-	if (last && last->start + last->len == start && !c->fst_barrier) {
-		last->len += len; /* bitmap runs continue across items */
-		return;
-	}
-	struct chk_range *r = chk_push(c, &c->fst_free);
-	if (!r)
-		return;
-	r->start = start;
-	r->len = len;
+	/* bitmap runs continue across items, up to a barrier */
+	chk_range_append(c, &c->fst_free, start, len, !c->fst_barrier);
 	c->fst_barrier = false;
 }
 

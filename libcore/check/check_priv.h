@@ -380,6 +380,10 @@ void chk_fs_end(struct chk *c);
 /* The walk skips a node of the current fs tree that another subvolume's walk checked. */
 void chk_fs_skip(struct chk *c, const struct btk_block *node);
 /* check_csum.c */
+/* Appends [start, start + len) to v, extending v's last range instead when merge and it ends at
+ * start; marks c out of memory on failure. */
+void chk_range_append(struct chk *c, struct chk_ranges *v, uint64_t start, uint64_t len,
+		      bool merge);
 void chk_csum_leaf(struct chk *c, const struct btk_block *b);
 void chk_csum_final(struct chk *c);
 void chk_log_leaf(struct chk *c, const struct btk_block *b);
