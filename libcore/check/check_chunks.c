@@ -26,11 +26,9 @@ void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 				CHK_U(sz));
 			continue;
 		}
-		struct chk_devitem *d = btk_vec_push(&c->devitems);
-		if (!d) {
-			c->oom = true;
+		struct chk_devitem *d = chk_push(c, &c->devitems);
+		if (!d)
 			return;
-		}
 		d->devid = di.devid;
 		d->total_bytes = di.total_bytes;
 		d->bytes_used = di.bytes_used;
@@ -53,11 +51,9 @@ void chk_dev_leaf(struct chk *c, const struct btk_block *b)
 			chk_rep(c, CHK_M_DEXT_TOO_SMALL, 4, b->bytenr, &k);
 			continue;
 		}
-		struct chk_dext *d = btk_vec_push(&c->dexts);
-		if (!d) {
-			c->oom = true;
+		struct chk_dext *d = chk_push(c, &c->dexts);
+		if (!d)
 			return;
-		}
 		d->devid = k.objectid;
 		d->physical = k.offset;
 		d->len = de.length;
@@ -72,11 +68,9 @@ void chk_bg_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint3
 		chk_rep(c, CHK_M_BG_TOO_SMALL, 0, bytenr, k);
 		return;
 	}
-	struct chk_bg *g = btk_vec_push(&c->bgs);
-	if (!g) {
-		c->oom = true;
+	struct chk_bg *g = chk_push(c, &c->bgs);
+	if (!g)
 		return;
-	}
 	g->start = k->objectid;
 	g->len = k->offset;
 	g->used = BTK_GET(struct btrfs_block_group_item, p, used);

@@ -124,11 +124,9 @@ void chk_block_copies(struct chk *c, const struct btk_block *b)
 		check_rejected(c, b, ph, n);
 	if (b->mirror + 1 >= n)
 		return;
-	struct chk_copy *r = btk_vec_push(&c->copies);
-	if (!r) {
-		c->oom = true;
+	struct chk_copy *r = chk_push(c, &c->copies);
+	if (!r)
 		return;
-	}
 	*r = (struct chk_copy){.bytenr = b->bytenr,
 			       .gen = btk_block_generation(b),
 			       .tree = c->tree,

@@ -10,19 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-static void add_range(struct chk *c, uint64_t start, uint64_t len)
+void chk_range_append(struct chk *c, struct chk_ranges *v, uint64_t start, uint64_t len, bool merge)
 {
-	struct chk_range *last = c->csums.n ? btk_vec_at(&c->csums, c->csums.n - 1) : NULL;
+	struct chk_range *last = v->n ? btk_vec_at(v, v->n - 1) : NULL;
 
-	if (last && last->start + last->len == start) {
+	if (merge && last && last->start + last->len == start) {
 		last->len += len;
 		return;
 	}
-	struct chk_range *r = btk_vec_push(&c->csums);
-	if (!r) {
-		c->oom = true;
+	struct chk_range *r = chk_push(c, v);
+	if (!r)
 		return;
-	}
 	r->start = start;
 	r->len = len;
 }
@@ -49,7 +47,7 @@ void chk_csum_leaf(struct chk *c, const struct btk_block *b)
 		if (k.offset + len > c->csum_prev_end)
 			c->csum_prev_end = k.offset + len;
 		c->sum->total_csum_bytes += sz;
-		add_range(c, k.offset, len);
+		chk_range_append(c, &c->csums, k.offset, len, true);
 		if (c->opts->data_csum)
 			chk_dv_add(c, k.offset, len, btk_leaf_data(b, (int)i));
 	}
@@ -211,11 +209,9 @@ void chk_log_leaf(struct chk *c, const struct btk_block *b)
 		btk_leaf_key(b, (int)i, &k);
 		if (k.type == BTRFS_ROOT_ITEM_KEY && k.objectid == BTRFS_TREE_LOG_OBJECTID &&
 		    sz >= BTK_ROOT_ITEM_V0_SIZE) {
-			struct btk_root *lr = btk_vec_push(&c->log_roots);
-			if (!lr) {
-				c->oom = true;
+			struct btk_root *lr = chk_push(c, &c->log_roots);
+			if (!lr)
 				return;
-			}
 			btk_root_from_item(BTRFS_TREE_LOG_OBJECTID, k.offset, p, sz, lr);
 		} else if (k.type == BTRFS_INODE_ITEM_KEY && !btk_inode_item_parse(p, sz, &ii)) {
 			c->log_ino = k.objectid;
@@ -232,17 +228,13 @@ void chk_log_leaf(struct chk *c, const struct btk_block *b)
 			if (fe.type != BTRFS_FILE_EXTENT_REG || !db ||
 			    (!comp && (c->log_ino_flags & BTK_INODE_NODATASUM)))
 				continue;
-			if (!(r = btk_vec_push(&c->log_need))) {
-				c->oom = true;
+			if (!(r = chk_push(c, &c->log_need)))
 				return;
-			}
 			r->start = comp ? db : db + fe.extent_offset;
 			r->len = comp ? fe.disk_num_bytes : fe.num_bytes;
 		} else if (k.type == BTRFS_EXTENT_CSUM_KEY && c->fs->csum_size) {
-			if (!(r = btk_vec_push(&c->log_csums))) {
-				c->oom = true;
+			if (!(r = chk_push(c, &c->log_csums)))
 				return;
-			}
 			r->start = k.offset;
 			r->len = (uint64_t)(sz / (uint32_t)c->fs->csum_size) * c->fs->sectorsize;
 		}

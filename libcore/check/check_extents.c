@@ -118,11 +118,9 @@ static void extent_item(struct chk *c, const struct btk_key *k, const uint8_t *p
 			CHK_U(sz));
 		return;
 	}
-	e = btk_vec_push(&c->extents);
-	if (!e) {
-		c->oom = true;
+	e = chk_push(c, &c->extents);
+	if (!e)
 		return;
-	}
 	c->cur_extent_idx = (long)c->extents.n - 1;
 	e->bytenr = k->objectid;
 	e->key_type = k->type;
@@ -329,11 +327,9 @@ void chk_found_ref(struct chk *c, const struct chk_ref *r)
 			return;
 		}
 	}
-	struct chk_ref *n = btk_vec_push(&c->found);
-	if (!n) {
-		c->oom = true;
+	struct chk_ref *n = chk_push(c, &c->found);
+	if (!n)
 		return;
-	}
 	*n = *r;
 }
 

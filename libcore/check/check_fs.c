@@ -253,11 +253,9 @@ static void need_csum(struct chk *c, uint64_t start, uint64_t len, struct chk_ra
 
 	if (!c->leaf_first)
 		return; /* a leaf shared with a tree already checked */
-	r = btk_vec_push(v);
-	if (!r) {
-		c->oom = true;
+	r = chk_push(c, v);
+	if (!r)
 		return;
-	}
 	r->start = start;
 	r->len = len;
 }
@@ -423,10 +421,8 @@ static void close_skip(struct chk *c, const struct btk_key *hi)
 		return;
 	t->skip_open = false;
 	t->after_skip = true;
-	if (!(r = btk_vec_push(&t->skips))) {
-		c->oom = true;
+	if (!(r = chk_push(c, &t->skips)))
 		return;
-	}
 	r->lo = t->skip_lo;
 	r->hi = *hi;
 }
@@ -493,11 +489,9 @@ void chk_fs_end(struct chk *c)
 	chk_tab_free(&t->seen);
 	for (size_t i = 0; i < t->skips.n && !c->oom; i++) {
 		const struct key_range *r = btk_vec_at(&t->skips, i);
-		struct chk_skip *g = btk_vec_push(&c->skips);
-		if (!g) {
-			c->oom = true;
+		struct chk_skip *g = chk_push(c, &c->skips);
+		if (!g)
 			break;
-		}
 		*g = (struct chk_skip){t->tree, r->lo, r->hi};
 	}
 	btk_vec_free(&t->skips);

@@ -6,19 +6,8 @@
 
 void chk_fst_push_free(struct chk *c, uint64_t start, uint64_t len)
 {
-	struct chk_range *last = c->fst_free.n ? btk_vec_at(&c->fst_free, c->fst_free.n - 1) : NULL;
-
-	if (last && last->start + last->len == start && !c->fst_barrier) {
-		last->len += len; /* bitmap runs continue across items */
-		return;
-	}
-	struct chk_range *r = btk_vec_push(&c->fst_free);
-	if (!r) {
-		c->oom = true;
-		return;
-	}
-	r->start = start;
-	r->len = len;
+	/* bitmap runs continue across items, up to a barrier */
+	chk_range_append(c, &c->fst_free, start, len, !c->fst_barrier);
 	c->fst_barrier = false;
 }
 
@@ -82,11 +71,9 @@ void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 				chk_rep(c, CHK_M_FS_INFO_SIZE, 10, b->bytenr, &k);
 				continue;
 			}
-			struct chk_fst_info *fi = btk_vec_push(&c->fst_info);
-			if (!fi) {
-				c->oom = true;
+			struct chk_fst_info *fi = chk_push(c, &c->fst_info);
+			if (!fi)
 				return;
-			}
 			fi->start = k.objectid;
 			fi->len = k.offset;
 			fi->count = BTK_GET(struct btrfs_free_space_info, p, extent_count);

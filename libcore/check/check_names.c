@@ -37,11 +37,9 @@ void chk_ino_add(struct chk *c, uint64_t ino, uint32_t mode)
 	if ((last && (ino < last->start || ino - last->start < last->count)) || mode > UINT16_MAX) {
 		/* out of order (a damaged tree), or bits above the type and permissions: kept
 		 * whole, and the next inode starts a new run */
-		struct chk_ino *e = btk_vec_push(&it->extra);
-		if (!e) {
-			c->oom = true;
+		struct chk_ino *e = chk_push(c, &it->extra);
+		if (!e)
 			return;
-		}
 		*e = (struct chk_ino){ino, mode};
 		it->extra_sorted = false;
 		return;
@@ -51,17 +49,13 @@ void chk_ino_add(struct chk *c, uint64_t ino, uint32_t mode)
 		return;
 	}
 	if (!last || ino - last->start != last->count || last->count == UINT32_MAX) {
-		if (!(last = btk_vec_push(&it->runs))) {
-			c->oom = true;
+		if (!(last = chk_push(c, &it->runs)))
 			return;
-		}
 		*last = (struct ino_run){ino, 0, (uint32_t)it->modes.n};
 	}
-	uint16_t *m = btk_vec_push(&it->modes);
-	if (!m) {
-		c->oom = true;
+	uint16_t *m = chk_push(c, &it->modes);
+	if (!m)
 		return;
-	}
 	*m = (uint16_t)mode;
 	last->count++;
 }
@@ -360,10 +354,8 @@ static void wait_push(struct chk *c, const struct name_part *part)
 
 	if (queue_push(c, w, &p))
 		return;
-	if (!(s = btk_vec_push(&w->heap))) {
-		c->oom = true;
+	if (!(s = chk_push(c, &w->heap)))
 		return;
-	}
 	*s = p;
 	for (size_t i = w->heap.n - 1; i > 0 && heap_less(&w->heap, i, (i - 1) / 2);
 	     i = (i - 1) / 2)

@@ -225,6 +225,16 @@ struct chk {
 	struct chk_dv *dv;		   /* data_csum: verification under way, or NULL */
 };
 
+/* p, after marking c out of memory when p is NULL (a failed allocation aborts the check). */
+static inline void *chk_oom_if_null(struct chk *c, void *p)
+{
+	if (!p)
+		c->oom = true;
+	return p;
+}
+/* btk_vec_push(v) that marks c out of memory when it fails; a T * or NULL. */
+#define chk_push(c, v) ((__typeof__((v)->data))chk_oom_if_null((c), btk_vec_push(v)))
+
 enum {
 	CHK_T_OTHER,
 	CHK_T_ROOT,
@@ -370,6 +380,10 @@ void chk_fs_end(struct chk *c);
 /* The walk skips a node of the current fs tree that another subvolume's walk checked. */
 void chk_fs_skip(struct chk *c, const struct btk_block *node);
 /* check_csum.c */
+/* Appends [start, start + len) to v, extending v's last range instead when merge and it ends at
+ * start; marks c out of memory on failure. */
+void chk_range_append(struct chk *c, struct chk_ranges *v, uint64_t start, uint64_t len,
+		      bool merge);
 void chk_csum_leaf(struct chk *c, const struct btk_block *b);
 void chk_csum_final(struct chk *c);
 void chk_log_leaf(struct chk *c, const struct btk_block *b);

@@ -61,21 +61,17 @@ void chk_quota_leaf(struct chk *c, const struct btk_block *b)
 			c->qstatus_seen = true;
 		} else if (k.type == BTRFS_QGROUP_INFO_KEY &&
 			   sz >= sizeof(struct btrfs_qgroup_info_item)) {
-			struct chk_qinfo *q = btk_vec_push(&c->qinfos);
-			if (!q) {
-				c->oom = true;
+			struct chk_qinfo *q = chk_push(c, &c->qinfos);
+			if (!q)
 				return;
-			}
 			q->id = k.offset;
 			q->rfer = BTK_GET(struct btrfs_qgroup_info_item, p, rfer);
 			q->excl = BTK_GET(struct btrfs_qgroup_info_item, p, excl);
 		} else if (k.type == BTRFS_QGROUP_RELATION_KEY &&
 			   QGROUP_LEVEL(k.offset) > QGROUP_LEVEL(k.objectid)) {
-			struct chk_range *r = btk_vec_push(&c->qrels);
-			if (!r) {
-				c->oom = true;
+			struct chk_range *r = chk_push(c, &c->qrels);
+			if (!r)
 				return;
-			}
 			r->start = k.objectid; /* child */
 			r->len = k.offset;     /* parent */
 		}

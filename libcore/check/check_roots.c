@@ -31,11 +31,9 @@ static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 	if (prev &&
 	    (prev->id > k->objectid || (prev->id == k->objectid && prev->offset >= k->offset)))
 		c->roots_unsorted = true;
-	struct chk_rootitem *r = btk_vec_push(&c->roots);
-	if (!r) {
-		c->oom = true;
+	struct chk_rootitem *r = chk_push(c, &c->roots);
+	if (!r)
 		return;
-	}
 	r->id = k->objectid;
 	r->offset = k->offset;
 	r->bytenr = ri.bytenr;
@@ -65,11 +63,9 @@ static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, u
 		chk_rep(c, CHK_M_ROOT_REF_SIZE, 1, leaf, k, CHK_U(sz));
 		return;
 	}
-	struct chk_rootref *r = btk_vec_push(&c->rootrefs);
-	if (!r) {
-		c->oom = true;
+	struct chk_rootref *r = chk_push(c, &c->rootrefs);
+	if (!r)
 		return;
-	}
 	bool fwd = k->type == BTRFS_ROOT_REF_KEY;
 	r->parent = fwd ? k->objectid : k->offset;
 	r->child = fwd ? k->offset : k->objectid;
@@ -346,11 +342,9 @@ void chk_uuid_leaf(struct chk *c, const struct btk_block *b)
 			continue;
 		}
 		for (uint32_t o = 0; o < sz; o += 8) {
-			struct chk_uuid *u = btk_vec_push(&c->uuids);
-			if (!u) {
-				c->oom = true;
+			struct chk_uuid *u = chk_push(c, &c->uuids);
+			if (!u)
 				return;
-			}
 			btk_put64(u->uuid, k.objectid);
 			btk_put64(u->uuid + 8, k.offset);
 			u->subvol = btk_le64(p + o);

@@ -175,6 +175,13 @@ static void block_refs(struct chk *c, const struct btk_block *b)
 	}
 }
 
+/* the per-leaf check of each tree class that has one (fs trees and block groups aside) */
+static void (*const leaf_checks[])(struct chk *c, const struct btk_block *b) = {
+    [CHK_T_LOG] = chk_log_leaf,	  [CHK_T_UUID] = chk_uuid_leaf,	    [CHK_T_QUOTA] = chk_quota_leaf,
+    [CHK_T_ROOT] = chk_root_leaf, [CHK_T_EXTENT] = chk_extent_leaf, [CHK_T_CHUNK] = chk_chunk_leaf,
+    [CHK_T_DEV] = chk_dev_leaf,	  [CHK_T_CSUM] = chk_csum_leaf,	    [CHK_T_FST] = chk_fst_leaf,
+};
+
 static void leaf_dispatch(struct chk *c, const struct btk_block *b, bool first)
 {
 	if (c->tree_class == CHK_T_FS) {
@@ -185,35 +192,7 @@ static void leaf_dispatch(struct chk *c, const struct btk_block *b, bool first)
 	}
 	if (!first)
 		return;
-	switch (c->tree_class) {
-	case CHK_T_LOG:
-		chk_log_leaf(c, b);
-		break;
-	case CHK_T_UUID:
-		chk_uuid_leaf(c, b);
-		break;
-	case CHK_T_QUOTA:
-		chk_quota_leaf(c, b);
-		break;
-	case CHK_T_ROOT:
-		chk_root_leaf(c, b);
-		break;
-	case CHK_T_EXTENT:
-		chk_extent_leaf(c, b);
-		break;
-	case CHK_T_CHUNK:
-		chk_chunk_leaf(c, b);
-		break;
-	case CHK_T_DEV:
-		chk_dev_leaf(c, b);
-		break;
-	case CHK_T_CSUM:
-		chk_csum_leaf(c, b);
-		break;
-	case CHK_T_FST:
-		chk_fst_leaf(c, b);
-		break;
-	case CHK_T_BG:
+	if (c->tree_class == CHK_T_BG) {
 		for (uint32_t i = 0; i < btk_block_nritems(b); i++) {
 			struct btk_key k;
 			btk_leaf_key(b, (int)i, &k);
@@ -221,8 +200,11 @@ static void leaf_dispatch(struct chk *c, const struct btk_block *b, bool first)
 				chk_bg_item(c, &k, btk_leaf_data(b, (int)i),
 					    btk_leaf_size(b, (int)i), b->bytenr);
 		}
-		break;
+		return;
 	}
+	if ((size_t)c->tree_class < sizeof(leaf_checks) / sizeof(leaf_checks[0]) &&
+	    leaf_checks[c->tree_class])
+		leaf_checks[c->tree_class](c, b);
 }
 
 static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int depth)

@@ -181,11 +181,9 @@ static bool parse_cache(struct chk *c, const struct chk_v1hdr *h, const uint8_t 
 		}
 		if (type != ENTRY_EXTENT)
 			return false;
-		struct chk_range *r = btk_vec_push(out);
-		if (!r) {
-			c->oom = true;
+		struct chk_range *r = chk_push(c, out);
+		if (!r)
 			return false;
-		}
 		r->start = start;
 		r->len = len;
 	}
@@ -205,11 +203,9 @@ static bool parse_cache(struct chk *c, const struct chk_v1hdr *h, const uint8_t 
 			uint64_t j = i;
 			while (j < CACHE_PAGE * 8 && (bits[j / 8] & (1U << (j % 8))))
 				j++;
-			struct chk_range *r = btk_vec_push(out);
-			if (!r) {
-				c->oom = true;
+			struct chk_range *r = chk_push(c, out);
+			if (!r)
 				return false;
-			}
 			r->start = bitmap_offs[b] + i * c->fs->sectorsize;
 			r->len = (j - i) * c->fs->sectorsize;
 			i = j;
@@ -250,11 +246,9 @@ static void load_caches(struct chk *c)
 			const struct chk_range *x = btk_vec_at(&ranges, r);
 			chk_fst_push_free(c, x->start, x->len);
 		}
-		struct chk_fst_info *info = btk_vec_push(&c->fst_info);
-		if (!info) {
-			c->oom = true;
+		struct chk_fst_info *info = chk_push(c, &c->fst_info);
+		if (!info)
 			break;
-		}
 		info->start = bg->start;
 		info->len = bg->len;
 		c->sum->space_caches_checked++;
