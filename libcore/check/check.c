@@ -61,6 +61,17 @@ static void chk_free(struct chk *c)
 	btk_backref_free(c->br);
 }
 
+/* The passes over what the walk gathered, in order; a named one starts a progress phase (the
+ * v1 space cache and the superblock totals belong to the free space phase). */
+static const struct {
+	const char *phase;
+	void (*run)(struct chk *c);
+} final_passes[] = {
+    {"chunks", chk_chunks_final}, {"extents", chk_extents_final}, {"roots", chk_roots_final},
+    {"quotas", chk_qgroup_final}, {"csums", chk_csum_final},	  {"free space", chk_fst_final},
+    {NULL, chk_v1_final},	  {NULL, chk_super_totals},
+};
+
 int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 		  struct btk_check_summary *sum)
 {
@@ -84,20 +95,11 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 	ret = chk_walk_all(&c);
 	chk_dv_finish(&c, ret == 0 && !c.oom);
 	if (ret == 0 && !c.oom) {
-		chk_progress(&c, "chunks", 0);
-		chk_chunks_final(&c);
-		chk_progress(&c, "extents", 0);
-		chk_extents_final(&c);
-		chk_progress(&c, "roots", 0);
-		chk_roots_final(&c);
-		chk_progress(&c, "quotas", 0);
-		chk_qgroup_final(&c);
-		chk_progress(&c, "csums", 0);
-		chk_csum_final(&c);
-		chk_progress(&c, "free space", 0);
-		chk_fst_final(&c);
-		chk_v1_final(&c);
-		chk_super_totals(&c);
+		for (size_t i = 0; i < sizeof(final_passes) / sizeof(final_passes[0]); i++) {
+			if (final_passes[i].phase)
+				chk_progress(&c, final_passes[i].phase, 0);
+			final_passes[i].run(&c);
+		}
 		chk_progress(&c, "done", 1);
 	}
 	if (c.oom && !ret)
