@@ -84,9 +84,8 @@ static void csums_in_extents(struct chk *c)
 	struct chk_ranges logged = {0};
 
 	for (size_t i = 0; i < c->log_need.n; i++) {
-		struct chk_range *r = btk_vec_push(&logged);
+		struct chk_range *r = chk_push(c, &logged);
 		if (!r) {
-			c->oom = true;
 			btk_vec_free(&logged);
 			return;
 		}

@@ -34,12 +34,10 @@ const struct chk_extent *chk_extent_find(const struct chk *c, uint64_t bytenr)
 
 static void push_declared(struct chk *c, const struct chk_ref *r)
 {
-	struct chk_ref *n = btk_vec_push(&c->declared);
+	struct chk_ref *n = chk_push(c, &c->declared);
 
-	if (!n) {
-		c->oom = true;
+	if (!n)
 		return;
-	}
 	*n = *r;
 	c->declared_sorted = false; /* an extent tree walked again (a damaged root tree) */
 	if (c->cur_extent_idx >= 0) {

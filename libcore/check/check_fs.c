@@ -46,12 +46,10 @@ static void dir_seen_add(struct chk *c, uint64_t dir, const uint8_t *name, size_
 static void push_rootref(struct chk *c, uint64_t parent, uint64_t child, uint64_t dirid,
 			 uint64_t seq, const uint8_t *name, size_t len, uint8_t kind)
 {
-	struct chk_rootref *r = btk_vec_push(&c->rootrefs);
+	struct chk_rootref *r = chk_push(c, &c->rootrefs);
 
-	if (!r) {
-		c->oom = true;
+	if (!r)
 		return;
-	}
 	*r = (struct chk_rootref){parent, child, dirid, seq, chk_name_hash64(name, len), kind};
 }
 

@@ -418,12 +418,10 @@ static struct chk_name part_name(const struct name_part *p)
 
 static void to_bad(struct chk *c, const struct chk_name *n)
 {
-	struct chk_name *b = btk_vec_push(&c->fst->bad);
+	struct chk_name *b = chk_push(c, &c->fst->bad);
 
-	if (!b) {
-		c->oom = true;
+	if (!b)
 		return;
-	}
 	*b = *n;
 	b->matched = 0;
 }
@@ -467,12 +465,10 @@ bad:
 /* A side of the inode being read whose other side lies ahead: pushed when the inode ends. */
 static void later(struct chk *c, const struct chk_name *n)
 {
-	struct name_part *p = btk_vec_push(&c->fst->later);
+	struct name_part *p = chk_push(c, &c->fst->later);
 
-	if (!p) {
-		c->oom = true;
+	if (!p)
 		return;
-	}
 	*p = (struct name_part){
 	    n->dir, n->child, n->hash,	   (n->src & SRC_REF) ? n->idx_ref : n->idx_dir,
 	    n->src, n->ftype, n->dup_index};

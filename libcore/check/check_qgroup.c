@@ -17,12 +17,10 @@
 
 static void push_qref(struct chk *c, uint64_t bytenr, uint64_t root)
 {
-	struct chk_range *r = btk_vec_push(&c->qrefs);
+	struct chk_range *r = chk_push(c, &c->qrefs);
 
-	if (!r) {
-		c->oom = true;
+	if (!r)
 		return;
-	}
 	r->start = bytenr;
 	r->len = root; /* (extent, subvolume) */
 }

@@ -97,10 +97,8 @@ void chk_root_leaf(struct chk *c, const struct btk_block *b)
 		}
 		chk_v1_root_item(c, &k, p, sz); /* v1 space cache headers, inodes, extents */
 		if (k.type == BTRFS_ORPHAN_ITEM_KEY && k.objectid == BTRFS_ORPHAN_OBJECTID) {
-			uint64_t *o = btk_vec_push(&c->root_orphans);
-			if (!o)
-				c->oom = true;
-			else
+			uint64_t *o = chk_push(c, &c->root_orphans);
+			if (o)
 				*o = k.offset;
 		}
 	}
