@@ -15,6 +15,7 @@
 #include "runs.h"
 #include "base/error.h"
 #include "base/uuid.h"
+#include "base/vec.h"
 #include "format/inode_item.h"
 #include "fs/fs_write.h"
 #include "io/io.h"
@@ -51,15 +52,11 @@ int conv_place(void *ctx, struct btk_trans *t)
 
 static int add_rec(struct conv *c, uint64_t orig, uint64_t bytenr, uint64_t len)
 {
-	if (c->nrecs == c->caprecs) {
-		size_t nc = c->caprecs ? c->caprecs * 2 : 256;
-		struct conv_rec *r = realloc(c->recs, nc * sizeof(*r));
-		if (!r)
-			return btk_err(ENOMEM, "out of memory");
-		c->recs = r;
-		c->caprecs = nc;
-	}
-	c->recs[c->nrecs++] = (struct conv_rec){orig, bytenr, len};
+	struct conv_rec *r = btk_array_push(c->recs, c->nrecs, c->caprecs);
+
+	if (!r)
+		return btk_err(ENOMEM, "out of memory");
+	*r = (struct conv_rec){orig, bytenr, len};
 	return 0;
 }
 
@@ -498,15 +495,11 @@ static int copy_xattrs(struct conv *c, ext2_ino_t eino, uint64_t ino)
 
 static int queue_dir(struct conv *c, ext2_ino_t eino)
 {
-	if (c->qlen == c->qcap) {
-		size_t nc = c->qcap ? c->qcap * 2 : 64;
-		uint32_t *q = realloc(c->queue, nc * sizeof(*q));
-		if (!q)
-			return btk_err(ENOMEM, "out of memory");
-		c->queue = q;
-		c->qcap = nc;
-	}
-	c->queue[c->qlen++] = eino;
+	uint32_t *q = btk_array_push(c->queue, c->qlen, c->qcap);
+
+	if (!q)
+		return btk_err(ENOMEM, "out of memory");
+	*q = eino;
 	return 0;
 }
 

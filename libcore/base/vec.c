@@ -3,6 +3,7 @@
 #include "base/error.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <string.h>
 
 int btk_vec_reserve_(void *datap, size_t *cap, size_t want, size_t esz)
@@ -31,6 +32,13 @@ int btk_vec_room_(void *datap, size_t n, size_t *cap, size_t esz)
 	if (ncap < *cap)
 		return btk_err(ENOMEM, "out of memory");
 	return btk_vec_reserve_(datap, cap, ncap, esz);
+}
+
+int btk_vec_room_int_(void *datap, int n, size_t *cap, size_t esz)
+{
+	if (n < 0 || n == INT_MAX)
+		return btk_err(ENOMEM, "out of memory");
+	return btk_vec_room_(datap, (size_t)n, cap, esz);
 }
 
 void *btk_vec_grow_(void *datap, size_t *n, size_t *cap, size_t esz)

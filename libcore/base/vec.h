@@ -29,6 +29,11 @@
 /* Makes room for element n (one past the n counted) with the same growth, for a caller that
  * fills it before counting it; 0 or -ENOMEM. */
 #define btk_array_room(arr, n, cap) btk_vec_room_(&(arr), (n), &(cap), sizeof(*(arr)))
+/* The same room for an array counted by an int (n an int, cap a size_t lvalue): for the
+ * arrays whose int counts many callers loop over; -ENOMEM also when n reaches INT_MAX. */
+#define btk_array_room_int(arr, n, cap) btk_vec_room_int_(&(arr), (n), &(cap), sizeof(*(arr)))
+/* Makes room for at least want elements in all; 0 or -ENOMEM. */
+#define btk_array_reserve(arr, cap, want) btk_vec_reserve_(&(arr), &(cap), (want), sizeof(*(arr)))
 /* Makes room for at least want elements in all; 0 or -ENOMEM. */
 #define btk_vec_reserve(v, want) btk_vec_reserve_(&(v)->data, &(v)->cap, (want), sizeof(*(v)->data))
 #define btk_vec_at(v, i)	 (&(v)->data[(i)])
@@ -72,6 +77,7 @@ static inline size_t btk_lower_bound(const void *data, size_t n, size_t esz, uin
 void *btk_vec_grow_(void *datap, size_t *n, size_t *cap, size_t esz);
 int btk_vec_reserve_(void *datap, size_t *cap, size_t want, size_t esz);
 int btk_vec_room_(void *datap, size_t n, size_t *cap, size_t esz);
+int btk_vec_room_int_(void *datap, int n, size_t *cap, size_t esz);
 long btk_vec_floor_(const void *data, size_t n, size_t esz, uint64_t want,
 		    uint64_t (*keyf)(const void *));
 

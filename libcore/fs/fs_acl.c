@@ -4,6 +4,7 @@
 #include "fs/fs_edit.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "base/vec.h"
 #include "format/dir_item.h"
 
 #include <errno.h>
@@ -167,12 +168,12 @@ int btk_acl_inherit_tree(struct btk_trans *t, uint64_t root, uint64_t dir, uint6
 	    (ret = btk_inode_get(t, root, top, &in)))
 		goto out;
 	if (S_ISDIR(in.mode)) {
-		if (!(st = malloc(16 * sizeof(*st)))) {
+		uint64_t *slot = btk_array_push(st, n, scap);
+		if (!slot) {
 			ret = btk_err(ENOMEM, "out of memory");
 			goto out;
 		}
-		scap = 16;
-		st[n++] = top;
+		*slot = top;
 	}
 	while (!ret && n) { /* each directory's entries after the directory itself */
 		uint64_t cur = st[--n];
@@ -194,15 +195,12 @@ int btk_acl_inherit_tree(struct btk_trans *t, uint64_t root, uint64_t dir, uint6
 				if ((ret = btk_acl_inherit(t, root, cur, loc.objectid, true)))
 					break;
 				if (e.type == BTRFS_FT_DIR) {
-					if (n == scap) {
-						uint64_t *s2 = realloc(st, scap * 2 * sizeof(*st));
-						if (!s2) {
-							ret = btk_err(ENOMEM, "out of memory");
-							break;
-						}
-						st = s2, scap *= 2;
+					uint64_t *slot = btk_array_push(st, n, scap);
+					if (!slot) {
+						ret = btk_err(ENOMEM, "out of memory");
+						break;
 					}
-					st[n++] = loc.objectid;
+					*slot = loc.objectid;
 				}
 			}
 			if (k.offset == UINT64_MAX)

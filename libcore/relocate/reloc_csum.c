@@ -5,6 +5,7 @@
  * inserted again at the new address.
  */
 #include "base/error.h"
+#include "base/vec.h"
 #include "fs/fs_write.h"
 #include "relocate/relocate_int.h"
 
@@ -37,6 +38,7 @@ static int collect(struct btk_trans *t, uint64_t from, uint64_t len, struct csum
 			    from > span ? from - span : 0},
 		       f;
 	struct csum_item *v = NULL;
+	size_t cap = 0;
 	struct btk_path p;
 	int n = 0, ret = btk_tree_search_read(t, CSUM_TREE, &k, &p);
 
@@ -56,13 +58,11 @@ static int collect(struct btk_trans *t, uint64_t from, uint64_t len, struct csum
 		d = btk_item_ptr(&p, &size);
 		end = f.offset + (uint64_t)(size / (uint32_t)fs->csum_size) * fs->sectorsize;
 		if (end > from) {
-			struct csum_item *nv = realloc(v, (size_t)(n + 1) * sizeof(*nv));
-			if (!nv || !(nv[n].data = malloc(size ? size : 1))) {
-				v = nv ? nv : v;
+			if (btk_array_room_int(v, n, cap) ||
+			    !(v[n].data = malloc(size ? size : 1))) {
 				ret = btk_err(ENOMEM, "out of memory");
 				break;
 			}
-			v = nv;
 			memcpy(v[n].data, d, size);
 			v[n].start = f.offset, v[n].size = size;
 			n++;

@@ -13,6 +13,7 @@
  * emptied this way.
  */
 #include "base/error.h"
+#include "base/vec.h"
 #include "format/extent_refs.h"
 #include "relocate/relocate_int.h"
 #include "trans/trans.h"
@@ -112,14 +113,12 @@ static int cut_out(struct rl_ranges *r, uint64_t start, uint64_t len)
 		if (e <= start || s >= end)
 			continue;
 		if (s < start && e > end) {
-			struct rl_range *nv = realloc(r->v, (size_t)(r->n + 1) * sizeof(*nv));
-			if (!nv)
+			if (btk_array_room_int(r->v, r->n, r->cap))
 				return btk_err(ENOMEM, "out of memory");
-			r->v = nv;
-			memmove(&r->v[i + 2], &r->v[i + 1], (size_t)(r->n - i - 1) * sizeof(*nv));
+			memmove(&r->v[i + 2], &r->v[i + 1], (size_t)(r->n - i - 1) * sizeof(*r->v));
 			r->v[i + 1] = (struct rl_range){end, e - end};
 			r->v[i].len = start - s;
-			r->n++, r->cap = r->n;
+			r->n++;
 			return 0;
 		}
 		if (s < start)
@@ -268,6 +267,7 @@ int rl_check_set(struct btk_fs *fs, const bool *gone, const struct rl_usage *use
 	int ret = 0;
 
 	memset(out, 0, sizeof(*out));
+	size_t capchunks = 0; /* room in out->chunks */
 	out->fits = true;
 	/* every kind of chunk keeps one: without a data chunk the kernel could write no data
 	 * until it has room for a new one, which a shrink to the minimum leaves it none of */
@@ -292,12 +292,10 @@ int rl_check_set(struct btk_fs *fs, const bool *gone, const struct rl_usage *use
 		bool past = gone[i];
 		int mi = (cl & BTRFS_BLOCK_GROUP_SYSTEM) ? 1 : 0;
 		if (past) {
-			uint64_t *nv = realloc(out->chunks, (size_t)(out->n + 1) * sizeof(*nv));
-			if (!nv) {
+			if (btk_array_room_int(out->chunks, out->n, capchunks)) {
 				ret = btk_err(ENOMEM, "out of memory");
 				break;
 			}
-			out->chunks = nv;
 			out->chunks[out->n++] = c->logical;
 		}
 		if (cl == (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA)) {

@@ -49,6 +49,7 @@ struct btk_resize_plan {
 	int nmoves, rounds;
 	struct btk_resize_cut *cuts; /* only when moving whole stripes cannot reach the size */
 	int ncuts;
+	size_t capmoves, capcuts; /* room in moves and cuts */
 	uint64_t bytes_cut;
 	/* chunks emptied logically (their extents moved into the chunks that stay, every
 	 * reference rewritten) and removed, when moving and cutting cannot reach the size */

@@ -23,7 +23,8 @@ struct rl_range {
 };
 struct rl_ranges {
 	struct rl_range *v;
-	int n, cap;
+	int n;
+	size_t cap;
 };
 /* Appends (start, len); 0 or -ENOMEM (with a message). */
 int rl_range_add(struct rl_ranges *r, uint64_t start, uint64_t len);

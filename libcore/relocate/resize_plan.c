@@ -8,6 +8,7 @@
  */
 #include "relocate/relocate.h"
 #include "base/error.h"
+#include "base/vec.h"
 #include "relocate/relocate_int.h"
 
 #include <errno.h>
@@ -66,34 +67,28 @@ static bool lowest_hole(const struct rl_range *busy, int n, uint64_t len, uint64
 
 int rl_range_add(struct rl_ranges *r, uint64_t start, uint64_t len)
 {
-	if (r->n == r->cap) {
-		int cap = r->cap ? 2 * r->cap : 16;
-		struct rl_range *nv = realloc(r->v, (size_t)cap * sizeof(*nv));
-		if (!nv)
-			return btk_err(ENOMEM, "out of memory");
-		r->v = nv, r->cap = cap;
-	}
+	if (btk_array_room_int(r->v, r->n, r->cap))
+		return btk_err(ENOMEM, "out of memory");
 	r->v[r->n++] = (struct rl_range){start, len};
 	return 0;
 }
 
 int rl_layout_load(const struct btk_fs *fs, uint64_t devid, struct rl_layout *l)
 {
+	size_t cap = 0; /* room in l->s */
+
 	memset(l, 0, sizeof(*l));
 	for (int i = 0; i < fs->nchunks; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
 		uint64_t sl = btk_chunk_stripe_len(c);
 		for (int j = 0; j < c->num_stripes; j++) {
-			struct rl_slot *ns;
 			if (c->stripes[j].devid != devid)
 				continue;
 			if (!sl)
 				return btk_err(EUCLEAN, "chunk %llu has no valid stripe length",
 					       (unsigned long long)c->logical);
-			ns = realloc(l->s, (size_t)(l->n + 1) * sizeof(*ns));
-			if (!ns)
+			if (btk_array_room_int(l->s, l->n, cap))
 				return btk_err(ENOMEM, "out of memory");
-			l->s = ns;
 			l->s[l->n++] =
 			    (struct rl_slot){c->logical, c->type, j, c->stripes[j].offset, sl};
 		}
@@ -146,14 +141,11 @@ static int step_hole(const struct rl_layout *l, const struct rl_ranges *held, in
 
 static int record(struct btk_resize_plan *p, const struct rl_slot *s, uint64_t to, int round)
 {
-	struct btk_resize_move *nm;
 
 	if (p->nmoves >= MAX_MOVES)
 		return btk_err(E2BIG, "more than %d stripe moves", MAX_MOVES);
-	nm = realloc(p->moves, (size_t)(p->nmoves + 1) * sizeof(*nm));
-	if (!nm)
+	if (btk_array_room_int(p->moves, p->nmoves, p->capmoves))
 		return btk_err(ENOMEM, "out of memory");
-	p->moves = nm;
 	p->moves[p->nmoves++] =
 	    (struct btk_resize_move){s->logical, s->type, s->stripe, s->off, to, s->len, round};
 	p->bytes_moved += s->len;
@@ -206,15 +198,12 @@ void btk_resize_plan_free(struct btk_resize_plan *plan)
 /* Records a cut of chunk c to len (once per chunk: DUP has both stripes here). */
 static int add_cut(struct btk_resize_plan *p, const struct btk_chunk *c, uint64_t len)
 {
-	struct btk_resize_cut *nc;
 
 	for (int k = 0; k < p->ncuts; k++)
 		if (p->cuts[k].logical == c->logical)
 			return 0;
-	nc = realloc(p->cuts, (size_t)(p->ncuts + 1) * sizeof(*nc));
-	if (!nc)
+	if (btk_array_room_int(p->cuts, p->ncuts, p->capcuts))
 		return btk_err(ENOMEM, "out of memory");
-	p->cuts = nc;
 	p->cuts[p->ncuts++] = (struct btk_resize_cut){c->logical, c->type, c->length, len};
 	p->bytes_cut += c->length - len;
 	p->rounds = 1;

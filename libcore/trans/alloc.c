@@ -13,24 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int rs_reserve(struct btk_rangeset *s, size_t need)
-{
-	struct btk_range *r;
-	size_t cap;
-
-	if (need <= s->cap)
-		return 0;
-	cap = s->cap ? s->cap * 2 : 8;
-	while (cap < need)
-		cap *= 2;
-	r = realloc(s->r, cap * sizeof(*r));
-	if (!r)
-		return btk_err(ENOMEM, "out of memory for a range set of %zu entries", need);
-	s->r = r;
-	s->cap = cap;
-	return 0;
-}
-
 /* Index of the first range ending after `start` (binary search). */
 static size_t rs_first_after(const struct btk_rangeset *s, uint64_t start)
 {
@@ -64,7 +46,7 @@ int btk_rs_add(struct btk_rangeset *s, uint64_t start, uint64_t len)
 		j++;
 	}
 	if (j == i) {
-		if (rs_reserve(s, s->n + 1))
+		if (btk_array_room(s->r, s->n, s->cap))
 			return btk_err(ENOMEM, "out of memory");
 		memmove(s->r + i + 1, s->r + i, (s->n - i) * sizeof(*s->r));
 		s->n++;
@@ -87,7 +69,7 @@ int btk_rs_remove(struct btk_rangeset *s, uint64_t start, uint64_t len)
 		uint64_t rend = r->start + r->len;
 
 		if (r->start < start && rend > end) { /* split in two */
-			if (rs_reserve(s, s->n + 1))
+			if (btk_array_room(s->r, s->n, s->cap))
 				return btk_err(ENOMEM, "out of memory");
 			r = &s->r[i];
 			memmove(s->r + i + 1, s->r + i, (s->n - i) * sizeof(*s->r));
@@ -135,7 +117,7 @@ void btk_rs_free(struct btk_rangeset *s)
 int btk_rs_copy(struct btk_rangeset *dst, const struct btk_rangeset *src)
 {
 	dst->n = 0;
-	if (rs_reserve(dst, src->n))
+	if (btk_array_reserve(dst->r, dst->cap, src->n))
 		return btk_err(ENOMEM, "out of memory");
 	if (src->n)
 		memcpy(dst->r, src->r, src->n * sizeof(*src->r));
@@ -162,12 +144,12 @@ struct btk_bg *btk_bg_find(struct btk_wfs *w, uint64_t bytenr)
 
 struct btk_bg *btk_bg_add(struct btk_wfs *w, uint64_t start, uint64_t len, uint64_t flags)
 {
-	struct btk_bg *bgs = realloc(w->bgs, (size_t)(w->nbgs + 1) * sizeof(*bgs));
+	struct btk_bg *bgs;
 	int i;
 
-	if (!bgs)
+	if (btk_array_room_int(w->bgs, w->nbgs, w->capbgs))
 		return NULL;
-	w->bgs = bgs;
+	bgs = w->bgs;
 	for (i = w->nbgs; i > 0 && bgs[i - 1].start > start; i--)
 		bgs[i] = bgs[i - 1];
 	memset(&bgs[i], 0, sizeof(bgs[i]));

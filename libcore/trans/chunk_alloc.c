@@ -7,6 +7,7 @@
  */
 #include "trans/ctree_int.h"
 #include "base/error.h"
+#include "base/vec.h"
 #include "format/dev_items.h"
 #include "format/geometry.h"
 #include "format/raid.h"
@@ -183,16 +184,11 @@ static uint64_t next_logical(const struct btk_wfs *w)
 int btk_chunk_add(struct btk_wfs *w, struct btk_chunk *c)
 {
 	struct btk_fs *fs = w->fs;
-	struct btk_chunk **nv = realloc(fs->chunks, (size_t)(fs->nchunks + 1) * sizeof(*nv));
-	uint64_t *nc = realloc(w->new_chunks, (size_t)(w->nnew_chunks + 1) * sizeof(*nc));
 	struct btk_bg *bg;
 	int i;
 
-	if (nv)
-		fs->chunks = nv;
-	if (nc)
-		w->new_chunks = nc;
-	if (!nv || !nc)
+	if (btk_array_room_int(fs->chunks, fs->nchunks, fs->chunks_cap) ||
+	    btk_array_room_int(w->new_chunks, w->nnew_chunks, w->capnew_chunks))
 		return btk_err(ENOMEM, "out of memory adding a chunk");
 	for (i = fs->nchunks; i > 0 && fs->chunks[i - 1]->logical > c->logical; i--)
 		fs->chunks[i] = fs->chunks[i - 1];

@@ -4,6 +4,7 @@
 #include "trans/ctree_int.h"
 #include "format/root_item.h"
 #include "base/error.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -101,12 +102,10 @@ static struct btk_wroot *wroot_find(struct btk_wfs *w, uint64_t objectid)
 
 static struct btk_wroot *wroot_add(struct btk_wfs *w, uint64_t objectid)
 {
-	struct btk_wroot **r = realloc(w->roots, (size_t)(w->nroots + 1) * sizeof(*r));
 	struct btk_wroot *wr;
 
-	if (!r)
+	if (btk_array_room_int(w->roots, w->nroots, w->caproots))
 		return NULL;
-	w->roots = r;
 	wr = calloc(1, sizeof(*wr));
 	if (!wr)
 		return NULL;

@@ -103,13 +103,16 @@ struct btk_wfs {
 	bool damaged_usage; /* BTK_WRITE_DAMAGED_USAGE */
 	struct btk_wroot **roots;
 	int nroots;
+	size_t caproots;
 	struct btk_bg *bgs; /* sorted by start */
 	int nbgs;
+	size_t capbgs;
 	struct btk_refop *refs;
 	size_t nrefs, caprefs;
 	uint64_t refseq;
 	uint64_t *new_chunks; /* logical starts of chunks whose items are still to be written */
 	int nnew_chunks;
+	size_t capnew_chunks;
 	uint64_t mods;	  /* counts tree modifications, so commit rounds know when to stop */
 	uint64_t dirtied; /* bytes of tree blocks made dirty since the last writeback */
 	/* sizes of new chunks chosen by whoever builds the filesystem (NULL: the kernel's) */
@@ -133,6 +136,7 @@ struct btk_wfs {
 	 * what another filesystem still holds while a btrfs is built over it */
 	struct btk_devhold *holds;
 	int nholds;
+	size_t capholds;
 	/* new chunks start at or past this logical address: a removed chunk's addresses are
 	 * not used again (cached blocks and the committed chunk tree still name them) */
 	uint64_t logical_floor;

@@ -9,6 +9,7 @@
  */
 #include "trans/ctree_int.h"
 #include "base/error.h"
+#include "base/vec.h"
 #include "format/dev_items.h"
 
 #include <errno.h>
@@ -18,11 +19,9 @@
 int btk_dev_hold(struct btk_trans *t, uint64_t devid, uint64_t start, uint64_t len)
 {
 	struct btk_wfs *w = t->w;
-	struct btk_devhold *nh = realloc(w->holds, (size_t)(w->nholds + 1) * sizeof(*nh));
 
-	if (!nh)
+	if (btk_array_room_int(w->holds, w->nholds, w->capholds))
 		return btk_err(ENOMEM, "out of memory");
-	w->holds = nh;
 	w->holds[w->nholds++] = (struct btk_devhold){devid, start, len};
 	return 0;
 }

@@ -60,15 +60,8 @@ static struct btk_fs_dev *dev_insert(struct btk_fs *fs, int i, uint64_t devid)
 {
 	struct btk_fs_dev *nv;
 
-	if (fs->ndevs >= INT_MAX / 2)
+	if (btk_array_room_int(fs->devs, fs->ndevs, fs->devs_cap))
 		return NULL;
-	if (fs->ndevs >= fs->devs_cap) {
-		int cap = fs->ndevs < 8 ? 16 : 2 * fs->ndevs;
-		if (!(nv = realloc(fs->devs, (size_t)cap * sizeof(*nv))))
-			return NULL;
-		fs->devs = nv;
-		fs->devs_cap = cap;
-	}
 	nv = fs->devs;
 	memmove(&nv[i + 1], &nv[i], (size_t)(fs->ndevs - i) * sizeof(*nv));
 	memset(&nv[i], 0, sizeof(*nv));
@@ -298,20 +291,13 @@ int btk_chunk_map_add(struct btk_fs *fs, struct btk_chunk *c)
 		fs->chunks[i] = c;
 		return 0;
 	}
-	struct btk_chunk **nv = fs->chunks;
-	if (fs->nchunks >= fs->chunks_cap) {
-		int cap = fs->nchunks < 8 ? 16 : 2 * fs->nchunks;
-		nv = fs->nchunks < INT_MAX / 2 ? realloc(fs->chunks, (size_t)cap * sizeof(*nv))
-					       : NULL;
-		if (!nv) {
-			int ret = btk_err(ENOMEM, "out of memory adding chunk %llu",
-					  (unsigned long long)c->logical);
-			free(c);
-			return ret;
-		}
-		fs->chunks = nv;
-		fs->chunks_cap = cap;
+	if (btk_array_room_int(fs->chunks, fs->nchunks, fs->chunks_cap)) {
+		int ret = btk_err(ENOMEM, "out of memory adding chunk %llu",
+				  (unsigned long long)c->logical);
+		free(c);
+		return ret;
 	}
+	struct btk_chunk **nv = fs->chunks;
 	memmove(&nv[i + 1], &nv[i], (size_t)(fs->nchunks - i) * sizeof(*nv));
 	nv[i] = c;
 	fs->nchunks++;
@@ -372,7 +358,7 @@ int btk_chunk_map_add_all(struct btk_fs *fs, struct btk_chunk **v, int n)
 	free(order);
 	free(fs->chunks);
 	fs->chunks = merged;
-	fs->chunks_cap = fs->nchunks + n;
+	fs->chunks_cap = (size_t)fs->nchunks + (size_t)n;
 	fs->nchunks = m;
 	return 0;
 }

@@ -49,7 +49,7 @@ struct btk_fs {
 	struct btk_chunk **chunks; /* sorted by logical */
 	/* Room allocated in devs and chunks, so that adding one by one is not quadratic (0: as
 	 * many as there are, for arrays made elsewhere). */
-	int devs_cap, chunks_cap;
+	size_t devs_cap, chunks_cap;
 	struct btk_block_cache *cache;
 	bool writable;
 };

@@ -1,6 +1,8 @@
 /* Typed vectors (base/vec.h): pushes are zeroed and keep their order, the element size is the
  * type's (records wider than a pointer survive growth intact), floor and bsearch find what
  * sorting put in place, free empties. */
+#include <errno.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -91,11 +93,38 @@ static void test_records(void **state)
 	assert_null(btk_vec_bsearch(&v, &want, rec_cmp));
 }
 
+/* An int-counted array grows by btk_array_room_int and keeps what it held; a count that is
+ * negative or at INT_MAX is refused, never turned into a huge size_t. */
+static void test_room_int(void **state)
+{
+	(void)state;
+	uint64_t *arr = NULL;
+	size_t cap = 0;
+	int n = 0;
+
+	for (int i = 0; i < 1000; i++) {
+		assert_int_equal(btk_array_room_int(arr, n, cap), 0);
+		assert_true((size_t)n < cap);
+		arr[n++] = (uint64_t)i * 7;
+	}
+	for (int i = 0; i < n; i++)
+		assert_int_equal(arr[i], (uint64_t)i * 7);
+	size_t was = cap;
+	assert_int_equal(btk_array_room_int(arr, -1, cap), -ENOMEM);
+	assert_int_equal(btk_array_room_int(arr, INT_MAX, cap), -ENOMEM);
+	assert_int_equal(cap, was);
+	assert_int_equal(btk_array_reserve(arr, cap, cap + 5), 0);
+	assert_int_equal(cap, was + 5);
+	assert_int_equal(arr[999], 999 * 7);
+	free(arr);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_u64),
 	    cmocka_unit_test(test_records),
+	    cmocka_unit_test(test_room_int),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
