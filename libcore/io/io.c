@@ -71,40 +71,37 @@ int btk_dev_flush(struct btk_dev *dev)
 	return dev->ops->flush(dev);
 }
 
-/* The checks a discard or zeroout passes before any change: a writable device, a range
- * inside it and a backend that has the op (can names it in the error); then the hook. */
-static int range_change_ok(struct btk_dev *dev, uint64_t off, uint64_t len, const char *what,
-			   bool has_op, const char *can)
+/* A discard (zero false) or zeroout: a writable device, a range inside it and a backend that
+ * has the op; then the change hook, the count and the op. */
+static int range_change(struct btk_dev *dev, uint64_t off, uint64_t len, bool zero)
 {
+	int (*op)(struct btk_dev *, uint64_t, uint64_t) =
+	    zero ? dev->ops->zeroout : dev->ops->discard;
 	int ret = need_writable(dev);
 
 	if (!ret)
-		ret = in_device(dev, off, len, what);
-	if (!ret && !has_op)
-		ret = btk_err(EOPNOTSUPP, "%s: cannot %s", dev->path, can);
-	if (!ret)
-		before_change();
-	return ret;
+		ret = in_device(dev, off, len, zero ? "zeroout" : "discard");
+	if (!ret && !op)
+		ret = btk_err(EOPNOTSUPP, "%s: cannot %s", dev->path,
+			      zero ? "zero a range" : "discard");
+	if (ret)
+		return ret;
+	before_change();
+	if (zero)
+		dev->stats.zeroouts++;
+	else
+		dev->stats.discards++;
+	return op(dev, off, len);
 }
 
 int btk_dev_discard(struct btk_dev *dev, uint64_t off, uint64_t len)
 {
-	int ret = range_change_ok(dev, off, len, "discard", dev->ops->discard, "discard");
-
-	if (ret)
-		return ret;
-	dev->stats.discards++;
-	return dev->ops->discard(dev, off, len);
+	return range_change(dev, off, len, false);
 }
 
 int btk_dev_zeroout(struct btk_dev *dev, uint64_t off, uint64_t len)
 {
-	int ret = range_change_ok(dev, off, len, "zeroout", dev->ops->zeroout, "zero a range");
-
-	if (ret)
-		return ret;
-	dev->stats.zeroouts++;
-	return dev->ops->zeroout(dev, off, len);
+	return range_change(dev, off, len, true);
 }
 
 int btk_dev_truncate(struct btk_dev *dev, uint64_t size)
