@@ -47,13 +47,8 @@ static int cmp_data(const void *a, const void *b)
 {
 	const struct btk_data_owner *x = a, *y = b;
 
-	if (x->root != y->root)
-		return x->root < y->root ? -1 : 1;
-	if (x->inode != y->inode)
-		return x->inode < y->inode ? -1 : 1;
-	if (x->offset != y->offset)
-		return x->offset < y->offset ? -1 : 1;
-	return 0;
+	return btk_cmp_u64(x->root, y->root) ?: btk_cmp_u64(x->inode, y->inode)
+		   ?: btk_cmp_u64(x->offset, y->offset);
 }
 
 static int cmp_tree(const void *a, const void *b)

@@ -86,9 +86,7 @@ static int bg_cmp(const void *pa, const void *pb)
 static int dext_cmp(const void *pa, const void *pb)
 {
 	const struct chk_dext *a = pa, *b = pb;
-	if (a->devid != b->devid)
-		return a->devid < b->devid ? -1 : 1;
-	return a->physical < b->physical ? -1 : a->physical > b->physical;
+	return btk_cmp_u64(a->devid, b->devid) ?: btk_cmp_u64(a->physical, b->physical);
 }
 
 static struct chk_dext *dext_find(struct chk *c, uint64_t devid, uint64_t physical)

@@ -141,9 +141,8 @@ static int at_cmp(const void *pa, const void *pb)
 {
 	const struct chk_copy_at *a = pa, *b = pb;
 
-	if (a->dev != b->dev)
-		return a->dev < b->dev ? -1 : 1;
-	return a->physical < b->physical ? -1 : a->physical > b->physical;
+	return btk_cmp_u64((uintptr_t)a->dev, (uintptr_t)b->dev)
+		   ?: btk_cmp_u64(a->physical, b->physical);
 }
 
 /* Where every copy of recs still to verify lies, sorted by device and offset; NULL on no

@@ -58,9 +58,7 @@ static void chk_log_final(struct chk *c);
 static int range_cmp(const void *pa, const void *pb)
 {
 	const struct chk_range *a = pa, *b = pb;
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	return a->len < b->len ? -1 : a->len > b->len;
+	return btk_cmp_u64(a->start, b->start) ?: btk_cmp_u64(a->len, b->len);
 }
 
 static uint64_t range_key(const void *p)

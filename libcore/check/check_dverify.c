@@ -316,9 +316,7 @@ static int bad_cmp(const void *pa, const void *pb)
 	const struct dv_bad *a = pa, *b = pb;
 	uint64_t x = a->logical + a->off, y = b->logical + b->off;
 
-	if (x != y)
-		return x < y ? -1 : 1;
-	return (a->mirror > b->mirror) - (a->mirror < b->mirror);
+	return btk_cmp_u64(x, y) ?: ((a->mirror > b->mirror) - (a->mirror < b->mirror));
 }
 
 /* Stops the workers after the queue is empty. */

@@ -136,22 +136,9 @@ static void inode_item(struct chk *c, const struct btk_key *k, const uint8_t *p,
 	chk_ino_add(c, k->objectid, s->mode);
 }
 
-/* DIR_ITEM, DIR_INDEX and XATTR_ITEM share one layout (format/dir_item.h). */
-/* Does an entry before offset `end` of the dir item at p have this name? (Entries up to end
- * were bounds-checked already.) Collisions of the name hash share one item; equal names may
- * not. */
-static bool same_name_before(const uint8_t *p, uint32_t end, const uint8_t *name, uint16_t nl)
-{
-	struct btk_dir_iter it;
-	struct btk_dir_ent e;
-
-	btk_dir_iter_init(&it, p, end);
-	while (btk_dir_next(&it, &e) > 0)
-		if (e.name_len == nl && !memcmp(e.name, name, nl))
-			return true;
-	return false;
-}
-
+/* DIR_ITEM, DIR_INDEX and XATTR_ITEM share one layout (format/dir_item.h). Collisions of the
+ * name hash share one item; equal names may not (entries before the current one were
+ * bounds-checked already). */
 static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 			uint64_t leaf)
 {
@@ -167,7 +154,7 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 		const uint8_t *name = (const uint8_t *)e.name;
 		struct btk_key loc;
 		btk_dir_ent_location(&e, &loc);
-		if (k->type == BTRFS_DIR_ITEM_KEY && same_name_before(p, off, name, nl))
+		if (k->type == BTRFS_DIR_ITEM_KEY && btk_dir_item_has_name(p, off, (const char *)name, nl))
 			chk_fs_rep(c, CHK_M_NAME_DUPLICATE_ITEM, leaf, k,
 				   CHK_SN(name, nl > 64 ? 64 : nl));
 		if (k->type != BTRFS_DIR_INDEX_KEY &&

@@ -79,9 +79,7 @@ void chk_quota_leaf(struct chk *c, const struct btk_block *b)
 static int qref_cmp(const void *pa, const void *pb)
 {
 	const struct chk_range *a = pa, *b = pb;
-	if (a->start != b->start)
-		return a->start < b->start ? -1 : 1;
-	return a->len < b->len ? -1 : a->len > b->len;
+	return btk_cmp_u64(a->start, b->start) ?: btk_cmp_u64(a->len, b->len);
 }
 
 /* Which qgroups hold which subvolumes, through any chain of relations: computed once, as a

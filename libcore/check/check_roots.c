@@ -107,11 +107,8 @@ void chk_root_leaf(struct chk *c, const struct btk_block *b)
 static int rr_cmp(const void *pa, const void *pb)
 {
 	const struct chk_rootref *a = pa, *b = pb;
-	if (a->parent != b->parent)
-		return a->parent < b->parent ? -1 : 1;
-	if (a->child != b->child)
-		return a->child < b->child ? -1 : 1;
-	return (int)a->kind - (int)b->kind;
+	return btk_cmp_u64(a->parent, b->parent) ?: btk_cmp_u64(a->child, b->child)
+		   ?: ((int)a->kind - (int)b->kind);
 }
 
 /* The final passes look root items, back references and uuid entries up many times (per
@@ -139,9 +136,7 @@ static int id_pos_cmp(const void *a, const void *b)
 {
 	const struct id_pos *x = a, *y = b;
 
-	if (x->id != y->id)
-		return x->id < y->id ? -1 : 1;
-	return x->pos < y->pos ? -1 : x->pos > y->pos;
+	return btk_cmp_u64(x->id, y->id) ?: btk_cmp_u64(x->pos, y->pos);
 }
 
 static int uuid_entry_cmp(const void *a, const void *b)
@@ -149,9 +144,7 @@ static int uuid_entry_cmp(const void *a, const void *b)
 	const struct chk_uuid *x = *(const struct chk_uuid *const *)a;
 	const struct chk_uuid *y = *(const struct chk_uuid *const *)b;
 
-	if (x->subvol != y->subvol)
-		return x->subvol < y->subvol ? -1 : 1;
-	return memcmp(x->uuid, y->uuid, BTK_UUID_SIZE);
+	return btk_cmp_u64(x->subvol, y->subvol) ?: (memcmp(x->uuid, y->uuid, BTK_UUID_SIZE));
 }
 
 static void views_build(struct chk *c, struct views *v)

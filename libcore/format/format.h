@@ -264,15 +264,15 @@ static inline void btk_key_to_disk(const struct btk_key *k, struct btk_disk_key 
 	d->type = k->type;
 	btk_put64(d->offset, k->offset);
 }
+/* -1, 0 or 1 as a is below, equal to or above b: comparators chain these with ?: */
+static inline int btk_cmp_u64(uint64_t a, uint64_t b)
+{
+	return (a > b) - (a < b);
+}
 static inline int btk_key_cmp(const struct btk_key *a, const struct btk_key *b)
 {
-	if (a->objectid != b->objectid)
-		return a->objectid < b->objectid ? -1 : 1;
-	if (a->type != b->type)
-		return a->type < b->type ? -1 : 1;
-	if (a->offset != b->offset)
-		return a->offset < b->offset ? -1 : 1;
-	return 0;
+	return btk_cmp_u64(a->objectid, b->objectid) ?: btk_cmp_u64(a->type, b->type)
+		   ?: btk_cmp_u64(a->offset, b->offset);
 }
 
 /* Byte offset of superblock mirror i (0, 1, 2): 64 KiB, 64 MiB, 256 GiB. */

@@ -27,9 +27,7 @@ static int cmp_refop(const void *a, const void *b)
 {
 	const struct btk_refop *x = a, *y = b;
 
-	if (x->bytenr != y->bytenr)
-		return x->bytenr < y->bytenr ? -1 : 1;
-	return x->seq < y->seq ? -1 : x->seq > y->seq;
+	return btk_cmp_u64(x->bytenr, y->bytenr) ?: btk_cmp_u64(x->seq, y->seq);
 }
 
 static int bg_account(struct btk_wfs *w, uint64_t bytenr, uint64_t len, bool add)

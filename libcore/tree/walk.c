@@ -10,9 +10,8 @@ static int cmp_phys(const void *a, const void *b)
 {
 	const struct btk_phys *x = a, *y = b;
 
-	if (x->dev != y->dev)
-		return x->dev < y->dev ? -1 : 1;
-	return x->physical < y->physical ? -1 : x->physical > y->physical;
+	return btk_cmp_u64((uintptr_t)x->dev, (uintptr_t)y->dev)
+		   ?: btk_cmp_u64(x->physical, y->physical);
 }
 
 /* Asks the kernel to start reading every child of a level-1 node, in as few calls as the

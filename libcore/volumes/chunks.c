@@ -273,13 +273,8 @@ static int cmp_phys_ent(const void *a, const void *b)
 {
 	const struct phys_ent *x = a, *y = b;
 
-	if (x->devid != y->devid)
-		return x->devid < y->devid ? -1 : 1;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	if (x->chunk != y->chunk)
-		return x->chunk < y->chunk ? -1 : 1;
-	return x->stripe - y->stripe;
+	return btk_cmp_u64(x->devid, y->devid) ?: btk_cmp_u64(x->start, y->start)
+		   ?: btk_cmp_u64(x->chunk, y->chunk) ?: (x->stripe - y->stripe);
 }
 
 int btk_phys_index_build(const struct btk_fs *fs, struct btk_phys_index **out)

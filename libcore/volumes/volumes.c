@@ -85,9 +85,7 @@ static int cmp_dev_slot(const void *a, const void *b)
 {
 	const struct btk_fs_dev *x = *(const struct btk_fs_dev *const *)a,
 				*y = *(const struct btk_fs_dev *const *)b;
-	if (x->devid != y->devid)
-		return x->devid < y->devid ? -1 : 1;
-	return x < y ? -1 : x > y;
+	return btk_cmp_u64(x->devid, y->devid) ?: btk_cmp_u64((uintptr_t)x, (uintptr_t)y);
 }
 
 int btk_fs_dev_fill_all(struct btk_fs *fs, const struct btk_fs_dev *items, int n)
