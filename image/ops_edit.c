@@ -48,6 +48,19 @@ static int into_dir(struct wops *w, const char *from, const char *path, char *ou
 	return 0;
 }
 
+/* The entry at name in dir that a verb will change: 0, or the exit code (said on stderr). */
+static int entry_of(struct wops *w, uint64_t root, uint64_t dir, const char *name, uint16_t len,
+		    const char *path, struct btk_dentry *d)
+{
+	int ret = btk_dir_find(w->t, root, dir, name, len, d);
+
+	if (ret == -ENOENT) {
+		cli_err("%s: no such file or directory", path);
+		return CLI_EXIT_ERROR;
+	}
+	return ret ? failed(path) : 0;
+}
+
 int verb_rm(int argc, const char **argv)
 {
 	struct wops w = {0};
@@ -69,12 +82,7 @@ int verb_rm(int argc, const char **argv)
 		return wops_finish(&w, rc);
 	{
 		struct btk_dentry d;
-		int ret = btk_dir_find(w.t, root, dir, name, len, &d);
-		if (ret == -ENOENT) {
-			cli_err("%s: no such file or directory", path);
-			rc = CLI_EXIT_ERROR;
-		} else if (ret) {
-			rc = failed(path);
+		if ((rc = entry_of(&w, root, dir, name, len, path, &d))) {
 		} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY && !d.stub) {
 			cli_err("%s: is a subvolume (subvol delete removes it)", path);
 			rc = CLI_EXIT_ERROR;
@@ -129,12 +137,7 @@ int verb_mv(int argc, const char **argv)
 	    (rc = wops_parent(&w, dst, b2, sizeof(b2), &droot, &ddir, &dn, &dl)))
 		return wops_finish(&w, rc);
 	struct btk_dentry d;
-	int ret = btk_dir_find(w.t, sroot, sdir, sn, sl, &d);
-	if (ret == -ENOENT) {
-		cli_err("%s: no such file or directory", src);
-		rc = CLI_EXIT_ERROR;
-	} else if (ret) {
-		rc = failed(src);
+	if ((rc = entry_of(&w, sroot, sdir, sn, sl, src, &d))) {
 	} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY && !d.stub) {
 		/* a subvolume's name may move to any other subvolume, as the kernel allows */
 		if (btk_subvol_move(w.t, d.loc.objectid, droot, ddir, dn, dl, &w.now))

@@ -202,8 +202,13 @@ changes() {
 	"$B/btk-mkfs" -q -b 1g "$D/t.img"
 	cp --sparse=always "$D/t.img" "$D/t0.img"
 	"$B/btk-image" put -r "$D/t.img" "$s" /big 2>"$D/err" &
-	local pid=$! st=0
-	sleep 0.3
+	local pid=$! st=0 n
+	# signal it once it has the image open (its handler is set before that; a fixed sleep
+	# could signal a process that had not started yet on a loaded machine)
+	for n in $(seq 1 400); do
+		ls -l /proc/$pid/fd 2>/dev/null | grep -q "$D/t.img" && break
+		sleep 0.05
+	done
 	kill -TERM $pid 2>/dev/null || true
 	wait $pid || st=$?
 	[ $st = 0 ] && skip "the put finished before the signal"
