@@ -86,6 +86,20 @@ locked_refused() {
 	[ "$status" -eq 0 ] && grep -qx d "$BTK_OUT" || { show_err; false; }
 }
 
+@test "writers: convert and rollback refuse a device another process is changing, nothing written" {
+	require_btk convert
+	local conv=$BTK_BUILD/bin/btk-convert
+	mkdir src
+	echo hello >src/a
+	rm -f fs.img
+	mke2fs -q -F -t ext4 -b 4096 -d src fs.img 64M
+	locked_refused "$conv" fs.img
+	"$conv" fs.img >/dev/null
+	locked_refused "$conv" --rollback fs.img
+	"$conv" --rollback fs.img >/dev/null
+	e2fsck -fn fs.img >/dev/null
+}
+
 @test "writers: --wait waits for the holder, then writes" {
 	local holder
 	hold_lock 2
