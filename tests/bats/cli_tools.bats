@@ -347,3 +347,20 @@ complete_words() {
 	touch "$D/some.img"
 	complete_words btk-fsck "$D/some" | grep -qx "$D/some.img"
 }
+
+@test "-h is --help in every tool and every verb: exit 0, the usage on stdout" {
+	local t v
+	for t in mkfs fsck convert resize owner debug image; do
+		require_btk $t
+		run "$B/btk-$t" -h
+		[ "$status" -eq 0 ] && [[ "${lines[0]}" == [Uu]"sage: btk-$t"* ]] || { echo "$t: $output"; false; }
+	done
+	for v in ls get put dump restore snapshot; do
+		run "$B/btk-image" "$v" -h
+		[ "$status" -eq 0 ] && [[ "$output" == *"Usage: btk-image $v"* ]] || { echo "$v: $output"; false; }
+	done
+	for v in super tree stats; do
+		run "$B/btk-debug" "$v" -h
+		[ "$status" -eq 0 ] && [[ "$output" == *"Usage: btk-debug $v"* ]] || { echo "$v: $output"; false; }
+	done
+}
