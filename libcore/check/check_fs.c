@@ -154,7 +154,8 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 		const uint8_t *name = (const uint8_t *)e.name;
 		struct btk_key loc;
 		btk_dir_ent_location(&e, &loc);
-		if (k->type == BTRFS_DIR_ITEM_KEY && btk_dir_item_has_name(p, off, (const char *)name, nl))
+		if (k->type == BTRFS_DIR_ITEM_KEY &&
+		    btk_dir_item_has_name(p, off, (const char *)name, nl))
 			chk_fs_rep(c, CHK_M_NAME_DUPLICATE_ITEM, leaf, k,
 				   CHK_SN(name, nl > 64 ? 64 : nl));
 		if (k->type != BTRFS_DIR_INDEX_KEY &&
