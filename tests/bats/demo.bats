@@ -114,6 +114,7 @@ clone_bins() {
 	for t in mkfs fsck owner debug convert resize image; do
 		"$D/stage/usr/local/bin/btk-$t" --version | grep -q "^btk-$t "
 		[ -f "$D/stage/usr/local/share/man/man8/btk-$t.8" ]
+		[ -f "$D/stage/usr/local/share/bash-completion/completions/btk-$t" ]
 	done
 	[ -f "$D/stage/usr/local/share/man/man7/btk.7" ]
 	# and make uninstall takes back every file it put there
