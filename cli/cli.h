@@ -117,7 +117,7 @@ extern struct poptOption cli_write_table[];
 	}
 int cli_dev_opts(struct btk_dev_opts *o);
 
-/* --help/-? and --version/-V for a popt table: put CLI_STD_OPTIONS at the end of it
+/* --help/-h/-? and --version/-V for a popt table: put CLI_STD_OPTIONS at the end of it
  * (before POPT_TABLEEND). --version prints "PROG VERSION" on stdout and exits 0; --help
  * prints popt's help (usage from poptSetOtherOptionHelp) and exits 0. */
 extern struct poptOption cli_std_table[];

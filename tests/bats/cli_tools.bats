@@ -324,3 +324,43 @@ json_fails() {
 	btk_run 60 "$B/btk-image" stat "$img" /
 	[ "$status" = 0 ]
 }
+
+# what bash would offer after the words given (the last one is being completed)
+complete_words() {
+	bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _btk
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$BTK_ROOT/completion/btk.bash" "$@"
+}
+
+@test "bash completion: every tool's options and verbs, read from its --help" {
+	PATH="$BTK_BUILD/bin:$PATH"
+	local t
+	for t in mkfs fsck convert resize owner debug image; do
+		complete_words "btk-$t" --vers | grep -qx -- --version || { echo "btk-$t" >&2; false; }
+	done
+	complete_words btk-mkfs --roo | grep -qx -- --rootdir
+	complete_words btk-fsck --check-d | grep -qx -- --check-data-csum
+	[ "$(complete_words btk-image sn)" = snapshot ]
+	complete_words btk-image "" | grep -qx restore
+	complete_words btk-debug "" | grep -qx tree
+	complete_words btk-image ls - | grep -qx -- --recursive
+	# files otherwise
+	touch "$D/some.img"
+	complete_words btk-fsck "$D/some" | grep -qx "$D/some.img"
+}
+
+@test "-h is --help in every tool and every verb: exit 0, the usage on stdout" {
+	local t v
+	for t in mkfs fsck convert resize owner debug image; do
+		require_btk $t
+		run "$B/btk-$t" -h
+		[ "$status" -eq 0 ] && [[ "${lines[0]}" == [Uu]"sage: btk-$t"* ]] || { echo "$t: $output"; false; }
+	done
+	for v in ls get put dump restore snapshot; do
+		run "$B/btk-image" "$v" -h
+		[ "$status" -eq 0 ] && [[ "$output" == *"Usage: btk-image $v"* ]] || { echo "$v: $output"; false; }
+	done
+	for v in super tree stats; do
+		run "$B/btk-debug" "$v" -h
+		[ "$status" -eq 0 ] && [[ "$output" == *"Usage: btk-debug $v"* ]] || { echo "$v: $output"; false; }
+	done
+}

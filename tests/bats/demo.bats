@@ -114,8 +114,23 @@ clone_bins() {
 	for t in mkfs fsck owner debug convert resize image; do
 		"$D/stage/usr/local/bin/btk-$t" --version | grep -q "^btk-$t "
 		[ -f "$D/stage/usr/local/share/man/man8/btk-$t.8" ]
+		[ -f "$D/stage/usr/local/share/bash-completion/completions/btk-$t" ]
 	done
 	[ -f "$D/stage/usr/local/share/man/man7/btk.7" ]
+	# and make uninstall takes back every file it put there
+	btk_run 60 make -s uninstall B="$B" PREFIX=/usr/local DESTDIR="$D/stage"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	[ -z "$(find "$D/stage" -type f)" ] || { find "$D/stage" -type f >&2; false; }
+}
+
+@test "make: the tools (make, make install) build without libcmocka; only the tests link it" {
+	cd "$BTK_ROOT"
+	# what a plain make would run in an empty build folder
+	make -n -B B="$D/nob" tools >"$D/plan"
+	grep -q 'btk-mkfs' "$D/plan"
+	! grep -q cmocka "$D/plan" || { grep cmocka "$D/plan" >&2; false; }
+	! grep -qw libcmocka-dev <(sed -n '/^build_pkgs=/,/"$/p' scripts/deps.sh)
+	make -n -B B="$D/nob" build | grep -q cmocka
 }
 
 @test "make demo: a fresh clone runs it without btrfs-progs on PATH, as an unprivileged user" {
