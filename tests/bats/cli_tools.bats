@@ -395,3 +395,14 @@ ROWS
 	[ "$(sha256sum <"$D/t.img")" = "$before" ]
 	[ ! -e "$D/d" ]
 }
+
+@test "errors name each context once: TOOL: DEVICE: what: why" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	run "$B/btk-fsck" "$D/missing.img"
+	[ "$status" -eq 8 ]
+	[ "${lines[-1]}" = "btk-fsck: $D/missing.img: cannot open: No such file or directory" ] ||
+		{ echo "$output" >&2; false; }
+	run "$B/btk-debug" tree --block 12345 "$D/t.img"
+	[ "$output" = "btk-debug: $D/t.img: tree block 12345: not aligned to sectorsize 4096" ] ||
+		{ echo "$output" >&2; false; }
+}
