@@ -151,8 +151,7 @@ static void on_warn(void *ctx, const char *msg)
 	if (o->quiet)
 		return;
 	cli_progress_clear(&o->line);
-	fflush(stdout);
-	fprintf(stderr, "warning: %s\n", msg);
+	cli_warn("%s", msg);
 }
 
 static void uuid_str(const uint8_t *u, char *buf)
@@ -302,7 +301,7 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 	if (ret) {
 		if (o->json)
 			json_fail(btk_errmsg());
-		fprintf(stderr, "btk-fsck: cannot open %s: %s\n", devs[0], btk_errmsg());
+		cli_err_in(devs[0], "%s", btk_errmsg());
 		return EXIT_OPER;
 	}
 	struct btk_check_opts co = {
