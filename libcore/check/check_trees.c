@@ -86,14 +86,14 @@ static void leaf_packing(struct chk *c, const struct btk_block *b)
 static void block_sanity(struct chk *c, const struct btk_block *b)
 {
 	uint64_t owner = btk_block_owner(b), gen = btk_block_generation(b);
-	uint64_t end = b->bytenr + c->fs->nodesize - 1;
+	const struct btk_chunk *ch = btk_chunk_find(c->fs, b->bytenr);
 
 	if (b->bytenr % c->fs->sectorsize)
 		chk_rep(c, CHK_M_TB_ALIGN, c->tree, b->bytenr, NULL, CHK_U(c->fs->sectorsize),
 			CHK_U(b->bytenr));
-	else if (b->bytenr / BTK_STRIPE_LEN != end / BTK_STRIPE_LEN)
+	else if (ch && btk_crosses_stripe(ch->logical, b->bytenr, c->fs->nodesize))
 		chk_rep(c, CHK_M_TB_STRIPE, c->tree, b->bytenr, NULL, CHK_U(b->bytenr),
-			CHK_U(end + 1));
+			CHK_U((b->bytenr + c->fs->nodesize)));
 	if (btk_block_level(b) == 0)
 		leaf_packing(c, b);
 	if (gen == 0 || gen > c->max_gen)

@@ -25,6 +25,7 @@
 #include "volumes/super.h"
 #include "tree/cache.h"
 #include "tree/tree.h"
+#include "trans/trans.h"
 #include "volumes/volumes.h"
 
 /* the subvolume tree that fs-tree kinds corrupt (-t ID) */
@@ -1572,6 +1573,46 @@ static int k_reloc_inode(struct btk_fs *fs, const char *n)
 	return ret;
 }
 
+/* ---- valid but unusual layouts (false alarm tests) ---- */
+
+/* Adds an empty SINGLE data chunk of 1 MiB + 4 KiB after the last chunk (logical and
+ * physical): a valid chunk whose end is not 64 KiB aligned, so that the next chunk the kernel
+ * allocates (at the end of the last) starts unaligned, as after btrfs-convert and a balance. */
+static int k_chunk_tail(struct btk_fs *fs, const char *n)
+{
+	uint64_t logical = 0, physical = 1 << 20, len = (1 << 20) + fs->sectorsize;
+	struct btk_wfs *w;
+	struct btk_trans *t;
+	int ret;
+
+	for (int i = 0; i < fs->nchunks; i++) {
+		const struct btk_chunk *ch = fs->chunks[i];
+		uint64_t ssz = btk_chunk_stripe_len(ch);
+		if (ch->logical + ch->length > logical)
+			logical = ch->logical + ch->length;
+		for (int s = 0; s < ch->num_stripes; s++)
+			if (ch->stripes[s].devid == fs->devs[0].devid &&
+			    ch->stripes[s].offset + ssz > physical)
+				physical = ch->stripes[s].offset + ssz;
+	}
+	physical = (physical + (1 << 20) - 1) & ~((uint64_t)(1 << 20) - 1);
+	ret = btk_write_open(fs, 0, &w);
+	if (ret)
+		return ret;
+	ret = btk_trans_start(w, &t);
+	if (!ret) {
+		ret = btk_chunk_add_fixed(t, BTRFS_BLOCK_GROUP_DATA, logical, physical, len);
+		int r2 = btk_trans_commit(t);
+		ret = ret ? ret : r2;
+	}
+	btk_write_close(w);
+	if (!ret)
+		printf("%s: data chunk [%llu, +%llu) at physical %llu\n", n,
+		       (unsigned long long)logical, (unsigned long long)len,
+		       (unsigned long long)physical);
+	return ret;
+}
+
 static const struct kind kinds[] = {
     {"nlink", "a regular file's nlink + 1", k_nlink},
     {"nbytes", "a regular file's nbytes + 4096", k_nbytes},
@@ -1627,6 +1668,10 @@ static const struct kind kinds[] = {
      k_no_balance},
     {"reloc-inode", "a data reloc inode and its orphan item (a relocation stopped early)",
      k_reloc_inode},
+    {"chunk-tail",
+     "(valid) an empty 1 MiB + 4 KiB data chunk after the last: the next chunk "
+     "starts unaligned",
+     k_chunk_tail},
 };
 
 int main(int argc, char **argv)
