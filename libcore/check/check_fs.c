@@ -281,7 +281,8 @@ static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p
 			s->has_inline = true;
 			s->inline_plain = !comp;
 			s->inline_ram = comp ? ram : dlen; /* the data it holds */
-			s->inline_nul = !comp && dlen && fe.inline_data && !fe.inline_data[dlen - 1];
+			s->inline_nul =
+			    !comp && dlen && fe.inline_data && !fe.inline_data[dlen - 1];
 		}
 		s->found_bytes += ram;
 		len = (ram + mask) & ~mask;
@@ -463,12 +464,10 @@ void chk_fs_leaf(struct chk *c, const struct btk_block *b)
 		c->fst->gap = true;
 		return;
 	}
-	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
-		struct btk_key k;
-		btk_leaf_key(b, (int)i, &k);
+	chk_for_items (c, b, 0, it) {
 		if (c->fst->skip_open)
-			close_skip(c, &k);
-		item(c, &k, btk_leaf_data(b, (int)i), btk_leaf_size(b, (int)i), b->bytenr);
+			close_skip(c, &it.k);
+		item(c, &it.k, it.p, it.sz, b->bytenr);
 	}
 }
 

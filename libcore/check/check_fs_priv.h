@@ -94,7 +94,7 @@ struct ino_state {
 	bool has_ext;
 	bool partial;		       /* some of its items lie in a skipped range */
 	bool has_inline, inline_plain; /* an inline extent at 0; not compressed */
-	bool inline_nul;		/* its last byte is a NUL */
+	bool inline_nul;	       /* its last byte is a NUL */
 	uint64_t inline_ram;	       /* its bytes of file data */
 };
 
