@@ -59,6 +59,14 @@ check_demo_output() {
 	grep -q '^[0-9]* data devid=1 .*path=/docs/numbers.txt$' "$BTK_OUT"
 	grep -q '^superblock: bytenr=65536' "$BTK_OUT"
 	grep -q '^FS_TREE ' "$BTK_OUT"
+	# files in and out, a snapshot, a shrink, a dump restored, ext4 there and back
+	grep -qx 'same' "$BTK_OUT"
+	grep -q '^devid 1: resized from ' "$BTK_OUT"
+	[ "$(grep -c 'no error found' "$BTK_OUT")" -ge 2 ]
+	grep -q '^ext.img: converted to btrfs ' "$BTK_OUT"
+	grep -qx 'hello from btk' "$BTK_OUT"
+	grep -q '^ext.img: rolled back' "$BTK_OUT"
+	grep -qx 'ext4' "$BTK_OUT"
 	grep -q '^demo: done' "$BTK_OUT"
 }
 
@@ -96,7 +104,7 @@ require_clone() {
 # the binaries make demo needs, as make names them in the clone
 clone_bins() {
 	local t
-	for t in mkfs fsck owner debug; do echo "$B/bin/btk-$t"; done
+	for t in mkfs fsck owner debug image resize convert; do echo "$B/bin/btk-$t"; done
 }
 
 @test "make demo: a fresh clone runs it without btrfs-progs on PATH, as root" {
