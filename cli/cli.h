@@ -159,6 +159,8 @@ void cli_interrupt_before(const char *fmt, ...) __attribute__((format(printf, 1,
 /* The text while nothing is written yet, for a tool that made the files itself (mkfs). */
 void cli_interrupt_untouched(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_interrupt_after(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The exit status of an interrupted writer (default CLI_EXIT_INTERRUPTED; btk-fsck: 32). */
+void cli_interrupt_exit_code(int code);
 
 /* Runs popt over every option: 0 when done, or CLI_EXIT_USAGE after printing one line
  * ("PROG: --bad: unknown option"). */
