@@ -422,3 +422,15 @@ ROWS
 		grep -q 'btk-fsck: checking' "$D/tty" && ! grep -q $'\e' "$D/tty" || { cat -A "$D/tty" >&2; false; }
 	fi
 }
+
+@test "did you mean: a mistyped long option or verb gets the nearest one, exit 2, one line" {
+	run "$B/btk-mkfs" --lable x "$D/a.img"
+	[ "$status" -eq 2 ] && [ "$output" = "btk-mkfs: --lable: unknown option (did you mean --label?)" ]
+	run "$BTK_BUILD/bin/btk-image" snapshop "$D/a.img" / /s
+	[ "$status" -eq 2 ] && [ "$output" = "btk-image: snapshop: unknown verb (did you mean snapshot?)" ]
+	run "$B/btk-debug" tre "$D/a.img"
+	[ "$status" -eq 2 ] && [[ "$output" == *"(did you mean tree?)" ]]
+	run "$B/btk-mkfs" --bogus "$D/a.img"
+	[ "$status" -eq 2 ] && [ "$output" = "btk-mkfs: --bogus: unknown option" ]
+	[ ! -e "$D/a.img" ]
+}
