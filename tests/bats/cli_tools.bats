@@ -406,3 +406,19 @@ ROWS
 	[ "$output" = "btk-debug: $D/t.img: tree block 12345: not aligned to sectorsize 4096" ] ||
 		{ echo "$output" >&2; false; }
 }
+
+@test "progress: one shape; plain lines (no CR, no escape) to a file or with TERM=dumb; no rate before it is known" {
+	require_btk resize
+	"$B/btk-mkfs" -q -b 512m "$D/r.img"
+	head -c 6M /dev/urandom >"$D/big"
+	"$B/btk-image" put "$D/r.img" "$D/big" /big >/dev/null
+	"$B/btk-resize" --progress -M "$D/r.img" >/dev/null 2>"$D/err"
+	grep -Eq '^btk-resize: moving [0-9.]+[KMG]iB/[0-9.]+[KMG]iB' "$D/err" || { cat -A "$D/err" >&2; false; }
+	! grep -q $'\r' "$D/err" && ! grep -q $'\e' "$D/err"
+	# a job that ends within its first second shows no rate and no ETA (it would be noise)
+	! grep -Eq '/s|ETA' "$D/err"
+	if command -v script >/dev/null; then
+		TERM=dumb script -qec "$B/btk-fsck -p $D/r.img" /dev/null >"$D/tty" </dev/null
+		grep -q 'btk-fsck: checking' "$D/tty" && ! grep -q $'\e' "$D/tty" || { cat -A "$D/tty" >&2; false; }
+	fi
+}
