@@ -374,7 +374,7 @@ static void on_note(void *ctx, const char *text)
 	if (o->quiet || o->json)
 		return;
 	cli_progress_clear(&o->line);
-	printf("NOT FIXED: %s (nothing of it was written)\n", text);
+	printf("NOT FIXED: %s (nothing was written)\n", text);
 }
 
 static int run_repair(const char **devs, int ndevs, bool preen, struct out *o)

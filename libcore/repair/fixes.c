@@ -5,6 +5,7 @@
 #include "base/error.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -182,6 +183,134 @@ static int fix_root_orphan(struct btk_trans *t, const struct rp_prob *p, char *b
 	snprintf(after, cap, "orphan item (ORPHAN ORPHAN_ITEM %llu)",
 		 (unsigned long long)val(p, 0));
 	return btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, NULL, 0);
+}
+
+/* An item of a type no kernel knows, in a subvolume tree: removed (the report names it). */
+static int fix_unknown_item(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+			    size_t cap)
+{
+	uint32_t size = 0;
+	struct btk_key k;
+	int ret;
+
+	if (!p->has_key || btk_key_type_name(p->key.type))
+		return btk_err(EINVAL, "not an unknown item type");
+	k = p->key;
+	ret = btk_item_next(t, p->tree, &k, NULL, 0, &size);
+	if (ret < 0)
+		return ret;
+	if (ret || btk_key_cmp(&k, &p->key)) { /* another fix of this round removed it */
+		snprintf(before, cap, "item type %u", p->key.type);
+		snprintf(after, cap, "removed with its inode");
+		return 0;
+	}
+	snprintf(before, cap, "item type %u, %u bytes", p->key.type, size);
+	snprintf(after, cap, "removed");
+	return btk_item_delete(t, p->tree, &p->key);
+}
+
+/* An uncompressed inline extent's ram_bytes is its data's length (vals[1]). */
+static int fix_inline_ram(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+			  size_t cap)
+{
+	uint8_t item[sizeof(struct btrfs_file_extent_item)];
+	const size_t head = offsetof(struct btrfs_file_extent_item, disk_bytenr);
+	struct btk_path path;
+	uint32_t size;
+	uint8_t *d;
+	int ret;
+
+	if (!p->has_key || p->key.type != BTRFS_EXTENT_DATA_KEY)
+		return btk_err(EINVAL, "file extent report without its key");
+	ret = btk_tree_search_write(t, p->tree, &p->key, 0, &path);
+	if (ret) {
+		btk_wpath_release(&path);
+		return ret < 0 ? ret : btk_err(ENOENT, "file extent item gone");
+	}
+	d = btk_item_ptr(&path, &size);
+	if (size < head ||
+	    d[offsetof(struct btrfs_file_extent_item, type)] != BTRFS_FILE_EXTENT_INLINE ||
+	    d[offsetof(struct btrfs_file_extent_item, compression)] || size - head != val(p, 1)) {
+		btk_wpath_release(&path);
+		return btk_err(EUCLEAN, "not a plain inline extent of %llu bytes",
+			       (unsigned long long)val(p, 1));
+	}
+	memcpy(item, d, head);
+	snprintf(before, cap, "ram bytes %llu",
+		 (unsigned long long)BTK_GET(struct btrfs_file_extent_item, item, ram_bytes));
+	BTK_PUT(struct btrfs_file_extent_item, d, ram_bytes, val(p, 1));
+	snprintf(after, cap, "ram bytes %llu", (unsigned long long)val(p, 1));
+	btk_wpath_release(&path);
+	return 0;
+}
+
+/* A file without no-holes whose extents stop before its size: a hole extent from where they
+ * stop (vals[2]) to the size rounded up (vals[1]), as the kernel writes holes. */
+static int fix_missing_end(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+			   size_t cap)
+{
+	uint8_t fe[sizeof(struct btrfs_file_extent_item)] = {0};
+	uint64_t from = val(p, 2), to = val(p, 1);
+	struct btk_key k = {p->key.objectid, BTRFS_EXTENT_DATA_KEY, from};
+
+	if (!p->has_key || to <= from || from % btk_trans_fs(t)->sectorsize ||
+	    to % btk_trans_fs(t)->sectorsize)
+		return btk_err(EINVAL, "file extents missing [%llu, %llu): not a hole to fill",
+			       (unsigned long long)from, (unsigned long long)to);
+	BTK_PUT(struct btrfs_file_extent_item, fe, generation, btk_trans_id(t));
+	BTK_PUT(struct btrfs_file_extent_item, fe, ram_bytes, to - from);
+	BTK_PUT(struct btrfs_file_extent_item, fe, type, BTRFS_FILE_EXTENT_REG);
+	BTK_PUT(struct btrfs_file_extent_item, fe, num_bytes, to - from);
+	snprintf(before, cap, "extents up to %llu", (unsigned long long)from);
+	snprintf(after, cap, "hole [%llu, %llu)", (unsigned long long)from, (unsigned long long)to);
+	return btk_item_insert(t, p->tree, &k, fe, sizeof(fe));
+}
+
+/* The deprecated inode cache of a subvolume: every item of its inode (FREE_INO) and of its
+ * space cache (FREE_SPACE objectid), their data extents released; the kernel rebuilds nothing
+ * (the feature is gone). Idempotent: the cache's other reports of this round find it gone. */
+static int fix_inode_cache(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+			   size_t cap)
+{
+	static const uint64_t objs[] = {BTRFS_FREE_INO_OBJECTID, BTRFS_FREE_SPACE_OBJECTID};
+	unsigned items = 0, extents = 0;
+	int ret = 0;
+
+	if (!p->has_key || (p->key.objectid != BTRFS_FREE_INO_OBJECTID &&
+			    p->key.objectid != BTRFS_FREE_SPACE_OBJECTID))
+		return btk_err(EINVAL, "objectid %llu is not the inode cache's",
+			       (unsigned long long)p->key.objectid);
+	for (size_t i = 0; i < sizeof(objs) / sizeof(objs[0]) && !ret; i++) {
+		for (;;) {
+			uint8_t fe[sizeof(struct btrfs_file_extent_item)];
+			struct btk_key k = {objs[i], 0, 0};
+			uint32_t size = 0;
+			ret = btk_item_next(t, p->tree, &k, fe, sizeof(fe), &size);
+			if (ret || k.objectid != objs[i]) {
+				ret = ret < 0 ? ret : 0;
+				break;
+			}
+			if (k.type == BTRFS_EXTENT_DATA_KEY && size >= sizeof(fe) &&
+			    fe[offsetof(struct btrfs_file_extent_item, type)] !=
+				BTRFS_FILE_EXTENT_INLINE) {
+				uint64_t db =
+				    BTK_GET(struct btrfs_file_extent_item, fe, disk_bytenr);
+				uint64_t dn =
+				    BTK_GET(struct btrfs_file_extent_item, fe, disk_num_bytes);
+				uint64_t off = BTK_GET(struct btrfs_file_extent_item, fe, offset);
+				if (db && (ret = btk_data_ref(t, db, dn, p->tree, 0, objs[i],
+							      k.offset - off, -1)))
+					break;
+				extents += db != 0;
+			}
+			if ((ret = btk_item_delete(t, p->tree, &k)))
+				break;
+			items++;
+		}
+	}
+	snprintf(before, cap, items ? "inode cache" : "inode cache (removed by another fix)");
+	snprintf(after, cap, "%u items and %u data extents removed", items, extents);
+	return ret;
 }
 
 static const rp_fix_fn fns[BTK_P_COUNT] = {

@@ -131,6 +131,7 @@ struct attempt {
 	uint64_t errors_after;
 	bool after_unchecked;
 	char why[512];
+	bool unwritable;	 /* the write path refused the filesystem */
 	const char *fixed_codes; /* for messages */
 };
 
@@ -192,8 +193,14 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 	o.write = true;
 	if ((ret = btk_fs_open(paths, n, &o, &fs)))
 		return ret;
-	if ((ret = btk_write_open(fs, BTK_WRITE_DAMAGED_USAGE, &w)))
+	if ((ret = btk_write_open(fs, BTK_WRITE_DAMAGED_USAGE, &w))) {
+		/* the write path cannot keep this filesystem consistent: nothing to try */
+		snprintf(a->why, sizeof(a->why), "the filesystem cannot be written: %s",
+			 btk_errmsg());
+		a->unwritable = true;
+		ret = 0;
 		goto out;
+	}
 	if ((ret = btk_trans_start(w, &t)))
 		goto out;
 	for (size_t i = 0; i < a->before->n; i++) {
@@ -322,7 +329,7 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 			snprintf(res->failed, sizeof(res->failed), "%s", a.why);
 			note(ro, a.why);
 			bool tried[BTK_P_COUNT] = {0};
-			for (size_t i = 0; i < cur.n && !committed; i++) {
+			for (size_t i = 0; i < cur.n && !committed && !a.unwritable; i++) {
 				const struct rp_prob *p = &cur.data[i];
 				if (tried[p->id] || !planned(ro, &cur, p, -1))
 					continue;
