@@ -434,3 +434,10 @@ ROWS
 	[ "$status" -eq 2 ] && [ "$output" = "btk-mkfs: --bogus: unknown option" ]
 	[ ! -e "$D/a.img" ]
 }
+
+@test "btk-owner -f PATH (a list that is not there) points to --file" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	run "$B/btk-owner" -f /hello "$D/t.img"
+	[ "$status" -eq 2 ] && [ "${#lines[@]}" -eq 1 ] && [[ "$output" == *"--file PATH"* ]] ||
+		{ echo "$output" >&2; false; }
+}
