@@ -441,3 +441,17 @@ ROWS
 	[ "$status" -eq 2 ] && [ "${#lines[@]}" -eq 1 ] && [[ "$output" == *"--file PATH"* ]] ||
 		{ echo "$output" >&2; false; }
 }
+
+@test "man pages render without a warning (man, groff -ww) and JSON keys keep their quotes" {
+	require_tool groff
+	local f w
+	for f in "$BTK_ROOT"/man/*.[78]; do
+		w=$(groff -ww -man -Tutf8 -z "$f" 2>&1)
+		[ -z "$w" ] || { echo "$f: $w" >&2; false; }
+		w=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings=w -l "$f" 2>&1 >/dev/null)
+		[ -z "$w" ] || { echo "$f: $w" >&2; false; }
+	done
+	MANWIDTH=200 man -l "$BTK_ROOT/man/btk-owner.8" 2>/dev/null >"$D/owner.txt"
+	grep -q '{"file", "root", "inode", "size", "extents"' "$D/owner.txt"
+	grep -q '"logical": null' "$D/owner.txt"
+}
