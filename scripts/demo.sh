@@ -2,14 +2,15 @@
 # scripts/demo.sh — a short tour of btk's own jobs (make demo). Needs no root, no loop device,
 # no kernel btrfs and no btrfs-progs: btk-mkfs builds a reproducible image from a sample
 # directory, btk-fsck checks it, btk-owner says which file owns a block and which blocks a
-# file uses, btk-debug shows the superblock and a tree. Everything happens in a temp dir.
+# file uses, btk-debug shows the superblock and a tree, btk-image changes a file and btk-undo
+# takes the change back, byte for byte. Everything happens in a temp dir.
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
 BTK_BUILD=${BTK_BUILD:-build}
 case $BTK_BUILD in /*) ;; *) BTK_BUILD=$root/$BTK_BUILD ;; esac
 bin=$BTK_BUILD/bin
-for t in mkfs fsck owner debug; do
+for t in mkfs fsck owner debug image undo; do
 	[ -x "$bin/btk-$t" ] || {
 		echo "demo: $bin/btk-$t is not built (run make)" >&2
 		exit 1
@@ -73,5 +74,16 @@ run btk-owner demo.img "$phys" $((phys + 65536))
 run 25 btk-debug super demo.img
 run 30 btk-debug tree --tree FS_TREE demo.img
 run btk-debug stats demo.img
+
+# a change kept in an undo file, then taken back: the same bytes as before
+run btk-image mkdir -z demo.undo demo.img /new
+run btk-undo demo.undo demo.img
+step "sha256sum demo.img   # as btk-mkfs made it"
+c=$(sha256sum <demo.img | cut -d' ' -f1)
+echo "$c  demo.img"
+[ "$c" = "$a" ] || {
+	echo "demo: btk-undo did not give the image back" >&2
+	exit 1
+}
 echo
 echo "demo: done"

@@ -580,15 +580,24 @@ static void undo_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len)
  * short, which leaves the file as it was at that moment). */
 static void log_leave(struct undo_log *l)
 {
+	char keep[1024];
 	bool cut = false;
 
 	if (--l->refs || l->fd < 0 || l->broken)
 		return;
 	for (size_t i = 0; i < l->ndevs; i++)
 		cut |= l->devs[i].cut;
-	if (!cut && !log_append(l, UNDO_END, 0, NULL, 0, NULL))
-		log_sync(l);
-	btk_err_clear(); /* a close reports nothing */
+	if (cut)
+		return;
+	/* a close has no error to return: the caller's message stays, a failure is a warning
+	 * (the file still names every change; btk-undo calls it a run cut short) */
+	snprintf(keep, sizeof(keep), "%s", btk_errmsg());
+	if (log_append(l, UNDO_END, 0, NULL, 0, NULL) || log_sync(l))
+		btk_warn("%s", btk_errmsg());
+	if (keep[0])
+		btk_err(EIO, "%s", keep);
+	else
+		btk_err_clear();
 }
 
 static void undo_close(struct btk_dev *dev)
