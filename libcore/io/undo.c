@@ -369,17 +369,6 @@ static int add_run(struct undo *u, uint64_t block, uint64_t at)
 	return 0;
 }
 
-/* Reads [off, off+len) of the lower device as it is now, bytes past its end as zeroes. */
-static int read_now(struct btk_dev *dev, uint8_t *buf, uint64_t off, uint64_t len)
-{
-	uint64_t have = dev->lower->size > off ? dev->lower->size - off : 0;
-
-	if (have > len)
-		have = len;
-	memset(buf + have, 0, len - have);
-	return have ? btk_dev_read(dev->lower, buf, have, off) : 0;
-}
-
 /* Keeps blocks [b, b+cnt), none kept yet, all below the original size: their old bytes go to
  * the undo file (a SAVE record) or the temporary file. */
 static int save_piece(struct btk_dev *dev, uint64_t b, uint32_t cnt)
@@ -392,7 +381,7 @@ static int save_piece(struct btk_dev *dev, uint64_t b, uint32_t cnt)
 
 	if (len > (uint64_t)cnt * BS)
 		len = (uint64_t)cnt * BS;
-	if ((ret = read_now(dev, u->buf, off, len)))
+	if ((ret = undo_read_now(dev->lower, u->buf, off, len)))
 		return ret;
 	btk_put64(u->rec, b);
 	btk_put32(u->rec + 8, cnt);
@@ -458,7 +447,7 @@ static int log_states(struct btk_dev *dev, uint64_t off, uint64_t end, const uin
 			} else { /* an edge: what it holds now, the change laid over it */
 				uint64_t lo = off > bs ? off : bs,
 					 hi = end < bs + blen ? end : bs + blen;
-				if ((ret = read_now(dev, u->blk, bs, blen)))
+				if ((ret = undo_read_now(dev->lower, u->blk, bs, blen)))
 					break;
 				if (data)
 					memcpy(u->blk + (lo - bs), data + (lo - off), hi - lo);

@@ -396,17 +396,6 @@ void btk_undo_free(struct btk_undo *u)
 
 /* ---- checking ---- */
 
-/* [off, off+len) of d as it is now, bytes past its end as zeroes. */
-static int read_now(struct btk_dev *d, uint8_t *buf, uint64_t off, uint64_t len)
-{
-	uint64_t have = d->size > off ? d->size - off : 0;
-
-	if (have > len)
-		have = len;
-	memset(buf + have, 0, len - have);
-	return have ? btk_dev_read(d, buf, have, off) : 0;
-}
-
 /* Whether d holds, at the primary superblock's block, what file device i had or was given. */
 static int fits(struct btk_undo *u, size_t i, struct btk_dev *d, bool *ok)
 {
@@ -417,7 +406,7 @@ static int fits(struct btk_undo *u, size_t i, struct btk_dev *d, bool *ok)
 	*ok = false;
 	if (u->pub[i].blockdev != d->is_blockdev || (d->is_blockdev && d->size != u->pub[i].size))
 		return 0;
-	if ((ret = read_now(d, u->buf, BTK_SUPER_OFFSET, ud->super_len)))
+	if ((ret = undo_read_now(d, u->buf, BTK_SUPER_OFFSET, ud->super_len)))
 		return ret;
 	h = undo_hash(u->buf, ud->super_len);
 	/* kept: any content the run left; else what it found */
@@ -450,7 +439,7 @@ static int no_match(struct btk_undo *u, struct btk_dev *d)
 	char now[128], then[128];
 	const struct btk_undo_dev *same = NULL;
 
-	if (!read_now(d, sb, BTK_SUPER_OFFSET, BS) &&
+	if (!undo_read_now(d, sb, BTK_SUPER_OFFSET, BS) &&
 	    btk_le64(sb + offsetof(struct btk_super, magic)) == BTK_MAGIC) {
 		const struct btk_super *s = (const void *)sb;
 		btrfs = true;
@@ -492,7 +481,7 @@ static int verify(struct btk_undo *u, size_t i, struct btk_dev *d, bool force,
 		uint64_t off = ud->blks[k].block * BS, len = 0;
 		for (size_t j = k; j < e; j++)
 			len += ud->blks[j].len;
-		if ((ret = read_now(d, u->buf, off, len)))
+		if ((ret = undo_read_now(d, u->buf, off, len)))
 			break;
 		const uint8_t *p = u->buf;
 		for (size_t j = k; j < e; p += ud->blks[j].len, j++) {

@@ -5,9 +5,11 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "base/csum.h"
 #include "format/format.h"
+#include "io/io.h"
 #include "io/undo.h"
 
 #define UNDO_MAGIC	  "BTKUNDO" /* with its NUL: 8 bytes */
@@ -88,6 +90,17 @@ static inline uint32_t undo_block_len(uint64_t size, uint64_t b)
 	return off >= size		     ? 0
 	       : size - off < BTK_UNDO_BLOCK ? (uint32_t)(size - off)
 					     : BTK_UNDO_BLOCK;
+}
+
+/* [off, off+len) of d as it is now, bytes past its end as zeroes. */
+static inline int undo_read_now(struct btk_dev *d, uint8_t *buf, uint64_t off, uint64_t len)
+{
+	uint64_t have = d->size > off ? d->size - off : 0;
+
+	if (have > len)
+		have = len;
+	memset(buf + have, 0, len - have);
+	return have ? btk_dev_read(d, buf, have, off) : 0;
 }
 
 #endif

@@ -128,20 +128,22 @@ cuts() {
 
 # sigints RUN: SIGINT before each of RUN's changes (BTK_TEST_SIGINT_AT), then btk-undo
 sigints() {
-	local n
+	local n st
 	changes "$@"
 	for n in $(seq 1 "$total"); do
 		fresh
 		BTK_TEST_SIGINT_AT=$n btk_run 120 "$@"
-		assert_no_crash
-		[ "$status" = 130 ] || {
-			echo "SIGINT at change $n: exit $status" >&2
+		st=$status
+		# 130 with the interrupt line; the last budget (the final flush) may see no change
+		{ [ "$st" = 130 ] && grep -q "interrupted" "$BTK_ERR"; } ||
+			{ [ "$st" = 0 ] && [ "$n" = "$total" ]; } || {
+			echo "SIGINT at change $n of $total: exit $st" >&2
 			cat "$BTK_ERR" >&2
 			return 1
 		}
 		if [ -e u.undo ]; then
 			undo_back "SIGINT at change $n of $total"
-			grep -q "cut short" "$BTK_OUT"
+			[ "$st" = 0 ] || grep -q "cut short" "$BTK_OUT"
 		else
 			[ "$(sha256_of fs.img)" = "$orig_sha" ]
 		fi
@@ -235,7 +237,8 @@ assert d["size"] == d["size_now"] == 128 << 20, d
 	[ "$status" = 130 ]
 	grep -q "interrupted: fs.img is unchanged" "$BTK_ERR"
 	[ "$(sha256_of fs.img)" = "$(sha256_of after.img)" ]
-	for n in 2 $((hi / 2)) "$hi"; do
+	# (hi: its changes and its last flush, which a fail:N budget counts too)
+	for n in 2 $((hi / 2)) $((hi - 1)); do
 		cp --sparse=always after.img fs.img
 		BTK_TEST_SIGINT_AT=$n btk_run 60 "$UNDO" u.undo fs.img
 		[ "$status" = 130 ]
