@@ -58,6 +58,9 @@ void cli_json_on(bool on);
  * error found while parsing the options is a JSON object too. Returns whether it did. */
 bool cli_json_argv(int argc, const char *const *argv);
 void cli_json_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A tool whose --json failures have a shape of their own (btk-fsck's "not checked" report)
+ * prints the object with print(msg) on stdout instead of {"error": "MSG"}. */
+void cli_json_shape(void (*print)(const char *msg));
 
 /* Sizes. A whole decimal number with an optional binary suffix k, m, g, t, p or e (any case,
  * optionally followed by "i" and/or "b": 4k = 4K = 4KiB = 4096). No fractions, no sign.

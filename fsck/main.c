@@ -213,24 +213,6 @@ static void json_fail(const char *msg)
 	printf(",\n  \"errors\": []\n}\n");
 }
 
-/* A usage error: one line on stderr and, with --json anywhere on the command line, the
- * "not checked" object on stdout (the same shape as every other --json failure). */
-static bool json_argv;
-static void usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void usage_err(const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (json_argv)
-		json_fail(msg);
-	fflush(stdout);
-	fprintf(stderr, "btk-fsck: %s\n", msg);
-}
-
 static uint64_t cache_mb = 8; /* tree-block cache: the walk reads most blocks once */
 static int cache_arg = 8;
 
@@ -315,31 +297,68 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 	return sum.errors ? EXIT_ERRORS : EXIT_CLEAN;
 }
 
+/* The options past popt's table: usage errors print one line (with --json anywhere on the
+ * command line, the "not checked" object on stdout too) and return EXIT_USAGE. */
+struct fsck_args {
+	int data_csum, json, progress, quiet, force, readonly, backup, super;
+	const char **devs;
+	int ndevs;
+};
+
+static int check_args(poptContext pc, struct fsck_args *a, const char *tree_root,
+		      const char *chunk_root)
+{
+	a->ndevs = cli_popt_args(pc, &a->devs);
+	if (!a->ndevs) {
+		cli_err("no device given (see --help)");
+		return EXIT_USAGE;
+	}
+	if (cache_arg < 1) {
+		cli_err("--cache-mb must be at least 1");
+		return EXIT_USAGE;
+	}
+	cache_mb = (uint64_t)cache_arg;
+	open_opts.cache_mb = cache_mb;
+	open_opts.backup = a->backup ? BTK_BACKUP_NEWEST : 0;
+	if (a->super != -1 && (a->super < 0 || a->super > 2)) {
+		cli_err("-s/--super: copy %d does not exist (0, 1 or 2)", a->super);
+		return EXIT_USAGE;
+	}
+	open_opts.super_mirror = a->super;
+	if ((tree_root && !cli_parse_u64(tree_root, &open_opts.tree_root)) ||
+	    (chunk_root && !cli_parse_u64(chunk_root, &open_opts.chunk_root))) {
+		cli_err("--tree-root/--chunk-root: not a byte number: %s",
+			tree_root && !open_opts.tree_root ? tree_root : chunk_root);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 int main(int argc, const char **argv)
 {
-	int data_csum = 0, json = 0, progress = 0, quiet = 0, force = 0, readonly = 0, rc;
+	struct fsck_args a = {.super = -1};
+	int rc;
 #ifdef M_MMAP_THRESHOLD
 	/* The checker's records are large growing arrays: mapped, they grow in place (mremap)
 	 * and go back to the system when freed. glibc's threshold otherwise rises with the first
 	 * large free, and the heap keeps every outgrown copy (10 MiB of 110 at 2M files). */
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 #endif
-	int backup = 0, super = -1;
 	/* popt's copies: static, so that every way out leaves them reachable (no leak report) */
 	static char *tree_root, *chunk_root;
 	struct poptOption opts[] = {
-	    {"check-data-csum", 0, POPT_ARG_NONE, &data_csum, 0,
+	    {"check-data-csum", 0, POPT_ARG_NONE, &a.data_csum, 0,
 	     "read every data block (every copy) and verify its checksum", NULL},
-	    {"json", 0, POPT_ARG_NONE, &json, 0, "print one JSON object with the errors", NULL},
-	    {"progress", 'p', POPT_ARG_NONE, &progress, 0, "show progress on stderr", NULL},
-	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print only the error count", NULL},
-	    {"force", 0, POPT_ARG_NONE, &force, 0,
+	    {"json", 0, POPT_ARG_NONE, &a.json, 0, "print one JSON object with the errors", NULL},
+	    {"progress", 'p', POPT_ARG_NONE, &a.progress, 0, "show progress on stderr", NULL},
+	    {"quiet", 'q', POPT_ARG_NONE, &a.quiet, 0, "print only the error count", NULL},
+	    {"force", 0, POPT_ARG_NONE, &a.force, 0,
 	     "check even a filesystem mounted read-write (results may be wrong)", NULL},
-	    {"readonly", 0, POPT_ARG_NONE, &readonly, 0,
+	    {"readonly", 0, POPT_ARG_NONE, &a.readonly, 0,
 	     "accepted for btrfs check compatibility: btk-fsck never writes", NULL},
-	    {"backup", 'b', POPT_ARG_NONE, &backup, 0,
+	    {"backup", 'b', POPT_ARG_NONE, &a.backup, 0,
 	     "use the newest backup root set whose root tree reads", NULL},
-	    {"super", 's', POPT_ARG_INT, &super, 0, "use superblock copy N (0, 1 or 2)", "N"},
+	    {"super", 's', POPT_ARG_INT, &a.super, 0, "use superblock copy N (0, 1 or 2)", "N"},
 	    {"tree-root", 0, POPT_ARG_STRING, &tree_root, 0,
 	     "use the root tree block at BYTENR (experts)", "BYTENR"},
 	    {"chunk-root", 0, POPT_ARG_STRING, &chunk_root, 0,
@@ -347,63 +366,32 @@ int main(int argc, const char **argv)
 	    {"cache-mb", 0, POPT_ARG_INT, &cache_arg, 0, "tree-block cache budget (default 8)",
 	     "MIB"},
 	    CLI_STD_OPTIONS POPT_TABLEEND};
-	poptContext pc = poptGetContext("btk-fsck", argc, argv, opts, 0);
+	poptContext pc;
 
 	cli_init("btk-fsck");
 	cli_output_fail_code(EXIT_OPER); /* a report that cannot be written: not checked */
 	/* stdout line by line: piped, reports and stderr messages stay in the order they happen */
 	setvbuf(stdout, NULL, _IOLBF, 0);
-
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		json_argv = json_argv || !strcmp(argv[i], "--json");
-	poptSetOtherOptionHelp(pc, "[OPTIONS] DEV...");
-	while ((rc = poptGetNextOpt(pc)) > 0)
-		;
-	if (rc < -1) {
-		usage_err("%s: %s", poptBadOption(pc, 0), poptStrerror(rc));
+	/* a usage error with --json is the "not checked" object, as every other failure */
+	cli_json_shape(json_fail);
+	cli_json_argv(argc, argv);
+	rc = cli_popt_start(&pc, "btk-fsck", argc, argv, opts, "[OPTIONS] DEV...") ? EXIT_USAGE : 0;
+	if (!rc)
+		rc = check_args(pc, &a, tree_root, chunk_root);
+	cli_json_on(false); /* from here on the report's own JSON says what failed */
+	if (rc) {
 		poptFreeContext(pc);
-		return EXIT_USAGE;
+		return rc;
 	}
-	const char **devs = poptGetArgs(pc);
-	int ndevs = 0;
-	while (devs && devs[ndevs])
-		ndevs++;
-	if (!ndevs) {
-		usage_err("no device given (see --help)");
-		poptFreeContext(pc);
-		return EXIT_USAGE;
-	}
-	if (cache_arg < 1) {
-		usage_err("--cache-mb must be at least 1");
-		poptFreeContext(pc);
-		return EXIT_USAGE;
-	}
-	cache_mb = (uint64_t)cache_arg;
-	open_opts.cache_mb = cache_mb;
-	open_opts.backup = backup ? BTK_BACKUP_NEWEST : 0;
-	if (super != -1 && (super < 0 || super > 2)) {
-		usage_err("-s/--super: copy %d does not exist (0, 1 or 2)", super);
-		poptFreeContext(pc);
-		return EXIT_USAGE;
-	}
-	open_opts.super_mirror = super;
-	if ((tree_root && !cli_parse_u64(tree_root, &open_opts.tree_root)) ||
-	    (chunk_root && !cli_parse_u64(chunk_root, &open_opts.chunk_root))) {
-		usage_err("--tree-root/--chunk-root: not a byte number: %s",
-			  tree_root && !open_opts.tree_root ? tree_root : chunk_root);
-		poptFreeContext(pc);
-		return EXIT_USAGE;
-	}
-	struct out o = {.json = json, .quiet = quiet, .last_pct = -1};
+	struct out o = {.json = a.json, .quiet = a.quiet, .last_pct = -1};
 	/* the progress line: on a terminal unless -q, or with -p; never with --json */
-	cli_progress_start(&o.line, progress);
-	if (json || (quiet && !progress))
+	cli_progress_start(&o.line, a.progress);
+	if (a.json || (a.quiet && !a.progress))
 		o.line.on = false;
 	btk_set_warn_hook(on_warn, &o);
-	(void)readonly;
-	rc = mounted_guard(devs, ndevs, force, &o);
+	rc = mounted_guard(a.devs, a.ndevs, a.force, &o);
 	if (!rc)
-		rc = run(devs, ndevs, data_csum, &o);
+		rc = run(a.devs, a.ndevs, a.data_csum, &o);
 	poptFreeContext(pc);
 	return rc;
 }
