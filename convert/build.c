@@ -336,7 +336,7 @@ static int file_data(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, uin
 		}
 		return write_new_extent(c, ino, c->buf, size, nbytes);
 	}
-	if ((ret = ext_runs(c->src->e, eino, in, &rs)))
+	if ((ret = ext_runs(c->src->e, eino, in, &rs, NULL)))
 		goto out;
 	/* the runs come in file order; holes below the size become items without NO_HOLES */
 	for (size_t i = 0; i < rs.n && !ret; i++) {
