@@ -82,16 +82,21 @@ static int count_file(struct counter *k, struct ext2_inode *in, const struct run
 	uint64_t size = EXT2_I_SIZE(in);
 
 	if (in->i_flags & EXT4_INLINE_DATA_FL) {
+		uint64_t len;
+		int ret;
 		if (!size)
 			return 0;
 		if (!k->o->no_inline && size <= INLINE_LIMIT) {
 			n->m.inline_items++;
 			n->m.inline_bytes += size;
-		} else {
-			n->new_data += (size + 4095) / 4096 * 4096;
-			n->m.file_extents++;
-			n->m.data_extents++;
+			return 0;
 		}
+		/* the bytes the inode stores in a new extent, the rest of the size a hole */
+		if ((ret = ext_inline_len(k->s->e, k->ino, size, &len)))
+			return ret;
+		n->new_data += (len + 4095) / 4096 * 4096;
+		n->m.file_extents += 2;
+		n->m.data_extents += len != 0;
 		return 0;
 	}
 	for (size_t i = 0; i < rs->n; i++) {

@@ -92,3 +92,14 @@ int ext_runs(ext2_filsys e, ext2_ino_t eino, struct ext2_inode *in, struct runs 
 		return btk_err(EIO, "ext inode %u: block map: %s", eino, error_message(err));
 	return b.ret;
 }
+
+int ext_inline_len(ext2_filsys e, ext2_ino_t eino, uint64_t size, uint64_t *len)
+{
+	size_t n = 0;
+	errcode_t err = ext2fs_inline_data_size(e, eino, &n);
+
+	if (err)
+		return btk_err(EIO, "ext inode %u: inline data: %s", eino, error_message(err));
+	*len = n < size ? n : size;
+	return 0;
+}

@@ -23,4 +23,8 @@ struct runs {
 int ext_runs(ext2_filsys e, ext2_ino_t eino, struct ext2_inode *in, struct runs *rs,
 	     struct runs *meta);
 
+/* How many of an inline_data file's size bytes its inode stores (the rest reads as zeroes: a
+ * sparse file mke2fs -d made); 0 or -errno with a message. */
+int ext_inline_len(ext2_filsys e, ext2_ino_t eino, uint64_t size, uint64_t *len);
+
 #endif
