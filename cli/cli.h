@@ -162,9 +162,16 @@ void cli_interrupt_after(const char *fmt, ...) __attribute__((format(printf, 1, 
 /* The exit status of an interrupted writer (default CLI_EXIT_INTERRUPTED; btk-fsck: 32). */
 void cli_interrupt_exit_code(int code);
 
-/* Runs popt over every option: 0 when done, or CLI_EXIT_USAGE after printing one line
- * ("PROG: --bad: unknown option"). */
-int cli_popt_run(poptContext pc);
+/* Runs popt over every option of table (what pc was made with, or NULL): 0 when done, or
+ * CLI_EXIT_USAGE after printing one line ("PROG: --lable: unknown option (did you mean
+ * --label?)"). */
+int cli_popt_run(poptContext pc, const struct poptOption *table);
+/* "Did you mean" (suggest.c): the candidate of cands[0..n-1] (stops at NULL) within a typo's
+ * reach of word (a third of its letters, one to two edits), or NULL. */
+const char *cli_suggest(const char *word, const char *const *cands, int n);
+/* The same among the long options of a popt table (included tables too) for bad, as popt
+ * names it ("--lable", "--lable=x"); NULL for short options. */
+const char *cli_suggest_option(const char *bad, const struct poptOption *table);
 /* The start every tool's option parsing shares: a popt context named name over argv and
  * opts (*pc, freed by the caller, also on failure), usage as the argument line of --help,
  * then cli_popt_run. */

@@ -422,3 +422,36 @@ ROWS
 		grep -q 'btk-fsck: checking' "$D/tty" && ! grep -q $'\e' "$D/tty" || { cat -A "$D/tty" >&2; false; }
 	fi
 }
+
+@test "did you mean: a mistyped long option or verb gets the nearest one, exit 2, one line" {
+	run "$B/btk-mkfs" --lable x "$D/a.img"
+	[ "$status" -eq 2 ] && [ "$output" = "btk-mkfs: --lable: unknown option (did you mean --label?)" ]
+	run "$BTK_BUILD/bin/btk-image" snapshop "$D/a.img" / /s
+	[ "$status" -eq 2 ] && [ "$output" = "btk-image: snapshop: unknown verb (did you mean snapshot?)" ]
+	run "$B/btk-debug" tre "$D/a.img"
+	[ "$status" -eq 2 ] && [[ "$output" == *"(did you mean tree?)" ]]
+	run "$B/btk-mkfs" --bogus "$D/a.img"
+	[ "$status" -eq 2 ] && [ "$output" = "btk-mkfs: --bogus: unknown option" ]
+	[ ! -e "$D/a.img" ]
+}
+
+@test "btk-owner -f PATH (a list that is not there) points to --file" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	run "$B/btk-owner" -f /hello "$D/t.img"
+	[ "$status" -eq 2 ] && [ "${#lines[@]}" -eq 1 ] && [[ "$output" == *"--file PATH"* ]] ||
+		{ echo "$output" >&2; false; }
+}
+
+@test "man pages render without a warning (man, groff -ww) and JSON keys keep their quotes" {
+	require_tool groff
+	local f w
+	for f in "$BTK_ROOT"/man/*.[78]; do
+		w=$(groff -ww -man -Tutf8 -z "$f" 2>&1)
+		[ -z "$w" ] || { echo "$f: $w" >&2; false; }
+		w=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings=w -l "$f" 2>&1 >/dev/null)
+		[ -z "$w" ] || { echo "$f: $w" >&2; false; }
+	done
+	MANWIDTH=200 man -l "$BTK_ROOT/man/btk-owner.8" 2>/dev/null >"$D/owner.txt"
+	grep -q '{"file", "root", "inode", "size", "extents"' "$D/owner.txt"
+	grep -q '"logical": null' "$D/owner.txt"
+}
