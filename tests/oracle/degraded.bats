@@ -7,6 +7,7 @@
 # kernel's mount. RAID1 and RAID5 run by default; RAID10 and RAID1C3 with BTK_ORACLE_FULL=1.
 
 load ../bats/helpers
+load image_lib
 
 setup() {
 	require_loop
@@ -28,16 +29,8 @@ teardown() {
 	true
 }
 
-loops_down() {
-	local l
-	for l in "${LOOPS[@]}"; do
-		btrfs device scan --forget "$l" >/dev/null 2>&1 || true
-		losetup -d "$l" || true
-	done
-	LOOPS=()
-}
-
-# loops_up FILE...: each on a loop device (LOOPS); `scan` tells the kernel of them
+# loops_up FILE...: each on a loop device (LOOPS); `scan` tells the kernel of them (image_lib's
+# loops_down detaches them)
 loops_up() {
 	local f
 	btrfs device scan --forget >/dev/null 2>&1 || true
