@@ -43,6 +43,10 @@ int cli_stdout_check(void);
  */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* cli_err for what happened at where (a device, a path): "PROG: WHERE: MSG", each context named
+ * once: a MSG that starts with "WHERE: " (libcore names the device) or with where's last path
+ * component ("/d" and "d: exists") loses that prefix. */
+void cli_err_in(const char *where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* --json failure reporting. With cli_json_on(true), the first cli_err (or cli_json_error)
  * also prints one line {"error": "MSG"} on stdout, so that a jq pipeline sees the failure;
@@ -117,7 +121,7 @@ extern struct poptOption cli_write_table[];
 	}
 int cli_dev_opts(struct btk_dev_opts *o);
 
-/* --help/-? and --version/-V for a popt table: put CLI_STD_OPTIONS at the end of it
+/* --help/-h/-? and --version/-V for a popt table: put CLI_STD_OPTIONS at the end of it
  * (before POPT_TABLEEND). --version prints "PROG VERSION" on stdout and exits 0; --help
  * prints popt's help (usage from poptSetOtherOptionHelp) and exits 0. */
 extern struct poptOption cli_std_table[];

@@ -133,8 +133,7 @@ static void on_warn(void *ctx, const char *msg)
 	if (o->quiet)
 		return;
 	cli_progress_clear(&o->line);
-	fflush(stdout);
-	fprintf(stderr, "warning: %s\n", msg);
+	cli_warn("%s", msg);
 }
 
 static void uuid_str(const uint8_t *u, char *buf)
@@ -284,7 +283,7 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 	if (ret) {
 		if (o->json)
 			json_fail(btk_errmsg());
-		fprintf(stderr, "btk-fsck: cannot open %s: %s\n", devs[0], btk_errmsg());
+		cli_err_in(devs[0], "%s", btk_errmsg());
 		return EXIT_OPER;
 	}
 	struct btk_check_opts co = {

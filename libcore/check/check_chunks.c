@@ -6,24 +6,20 @@
 
 void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 {
-	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
-		struct btk_key k;
-		const uint8_t *p = btk_leaf_data(b, (int)i);
-		uint32_t sz = btk_leaf_size(b, (int)i);
-		btk_leaf_key(b, (int)i, &k);
-		if (k.type == BTRFS_CHUNK_ITEM_KEY) {
+	chk_for_items (c, b, 0, it) {
+		if (it.k.type == BTRFS_CHUNK_ITEM_KEY) {
 			struct btk_chunk *ch = NULL;
-			if (btk_chunk_parse(p, sz, k.offset, c->fs->sectorsize, &ch))
-				chk_rep(c, CHK_M_CHUNK_INVALID, 3, b->bytenr, &k);
+			if (btk_chunk_parse(it.p, it.sz, it.k.offset, c->fs->sectorsize, &ch))
+				chk_rep(c, CHK_M_CHUNK_INVALID, 3, b->bytenr, &it.k);
 			free(ch);
 			continue;
 		}
-		if (k.type != BTRFS_DEV_ITEM_KEY)
+		if (it.k.type != BTRFS_DEV_ITEM_KEY)
 			continue;
 		struct btk_dev_item_ent di;
-		if (btk_dev_item_parse(p, sz, &di)) {
-			chk_rep(c, CHK_M_DEV_ITEM_SIZE, 3, b->bytenr, &k, CHK_U(BTK_DEV_ITEM_SIZE),
-				CHK_U(sz));
+		if (btk_dev_item_parse(it.p, it.sz, &di)) {
+			chk_rep(c, CHK_M_DEV_ITEM_SIZE, 3, b->bytenr, &it.k,
+				CHK_U(BTK_DEV_ITEM_SIZE), CHK_U(it.sz));
 			continue;
 		}
 		struct chk_devitem *d = chk_push(c, &c->devitems);
@@ -32,30 +28,25 @@ void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 		d->devid = di.devid;
 		d->total_bytes = di.total_bytes;
 		d->bytes_used = di.bytes_used;
-		if (d->devid != k.offset)
-			chk_rep(c, CHK_M_DEV_ITEM_DEVID, 3, b->bytenr, &k, CHK_U(k.offset),
+		if (d->devid != it.k.offset)
+			chk_rep(c, CHK_M_DEV_ITEM_DEVID, 3, b->bytenr, &it.k, CHK_U(it.k.offset),
 				CHK_U(d->devid));
 	}
 }
 
 void chk_dev_leaf(struct chk *c, const struct btk_block *b)
 {
-	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
-		struct btk_key k;
-		btk_leaf_key(b, (int)i, &k);
-		if (k.type != BTRFS_DEV_EXTENT_KEY)
-			continue;
-		const uint8_t *p = btk_leaf_data(b, (int)i);
+	chk_for_items (c, b, BTRFS_DEV_EXTENT_KEY, it) {
 		struct btk_dev_extent_ent de;
-		if (btk_dev_extent_parse(p, btk_leaf_size(b, (int)i), &de)) {
-			chk_rep(c, CHK_M_DEXT_TOO_SMALL, 4, b->bytenr, &k);
+		if (btk_dev_extent_parse(it.p, it.sz, &de)) {
+			chk_rep(c, CHK_M_DEXT_TOO_SMALL, 4, b->bytenr, &it.k);
 			continue;
 		}
 		struct chk_dext *d = chk_push(c, &c->dexts);
 		if (!d)
 			return;
-		d->devid = k.objectid;
-		d->physical = k.offset;
+		d->devid = it.k.objectid;
+		d->physical = it.k.offset;
 		d->len = de.length;
 		d->chunk_offset = de.chunk_offset;
 	}

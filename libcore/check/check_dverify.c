@@ -112,28 +112,6 @@ static uint64_t verify_sectors(struct chk_dv *dv, const struct dv_job *j, int i,
 	return count;
 }
 
-/* A job of a RAID5/6 chunk whose data stripe is on a missing device: verified as rebuilt from
- * parity (what a degraded reader reads); returns sectors checked. */
-static uint64_t verify_rebuilt(struct chk_dv *dv, const struct dv_job *j, uint8_t *buf)
-{
-	uint64_t count = 0;
-
-	for (uint64_t p = 0; p < j->len; p += PIECE) {
-		uint64_t plen = j->len - p < PIECE ? j->len - p : PIECE;
-		if (!btk_read_copy((struct btk_fs *)dv->fs, j->logical + p, buf, plen, 1)) {
-			count += verify_sectors(dv, j, 0, buf, p, plen);
-			continue;
-		}
-		struct dv_bad b = {.logical = j->logical, .off = p, .n = j->n, .mirror = 0};
-		memcpy(b.ph, j->ph, sizeof(b.ph));
-		b.err = strdup(btk_errmsg());
-		pthread_mutex_lock(&dv->mu);
-		add_bad(dv, &b);
-		pthread_mutex_unlock(&dv->mu);
-	}
-	return count;
-}
-
 /* Verifies every copy of job j; returns sectors checked. Each copy is read PIECE bytes at a
  * time into buf, which stays in the core's cache between the read and the checksums, and
  * says precisely what did not read. Seeing the page cache in place through mmap saves the
@@ -145,18 +123,19 @@ static uint64_t verify_job(struct chk_dv *dv, const struct dv_job *j, uint8_t *b
 {
 	uint64_t count = 0;
 	const struct btk_chunk *c = btk_chunk_find(dv->fs, j->logical);
-	int present = 0;
+	/* RAID5/6 data (one copy) on a missing device: verified as rebuilt from parity, what a
+	 * degraded reader reads */
+	bool rebuild = c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK) && !j->ph[0].dev;
 
-	for (int i = 0; i < j->n; i++)
-		present += j->ph[i].dev != NULL;
-	if (!present && c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK))
-		return verify_rebuilt(dv, j, buf);
 	for (int i = 0; i < j->n; i++) {
-		if (!j->ph[i].dev)
+		if (!j->ph[i].dev && !rebuild)
 			continue;
 		for (uint64_t p = 0; p < j->len; p += PIECE) {
 			uint64_t plen = j->len - p < PIECE ? j->len - p : PIECE;
-			if (!btk_dev_read(j->ph[i].dev, buf, plen, j->ph[i].physical + p)) {
+			if (!(rebuild
+				  ? btk_read_copy((struct btk_fs *)dv->fs, j->logical + p, buf,
+						  plen, 1)
+				  : btk_dev_read(j->ph[i].dev, buf, plen, j->ph[i].physical + p))) {
 				count += verify_sectors(dv, j, i, buf, p, plen);
 				continue;
 			}

@@ -154,7 +154,8 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 		const uint8_t *name = (const uint8_t *)e.name;
 		struct btk_key loc;
 		btk_dir_ent_location(&e, &loc);
-		if (k->type == BTRFS_DIR_ITEM_KEY && btk_dir_item_has_name(p, off, (const char *)name, nl))
+		if (k->type == BTRFS_DIR_ITEM_KEY &&
+		    btk_dir_item_has_name(p, off, (const char *)name, nl))
 			chk_fs_rep(c, CHK_M_NAME_DUPLICATE_ITEM, leaf, k,
 				   CHK_SN(name, nl > 64 ? 64 : nl));
 		if (k->type != BTRFS_DIR_INDEX_KEY &&
@@ -443,12 +444,10 @@ void chk_fs_leaf(struct chk *c, const struct btk_block *b)
 		c->fst->gap = true;
 		return;
 	}
-	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
-		struct btk_key k;
-		btk_leaf_key(b, (int)i, &k);
+	chk_for_items (c, b, 0, it) {
 		if (c->fst->skip_open)
-			close_skip(c, &k);
-		item(c, &k, btk_leaf_data(b, (int)i), btk_leaf_size(b, (int)i), b->bytenr);
+			close_skip(c, &it.k);
+		item(c, &it.k, it.p, it.sz, b->bytenr);
 	}
 }
 

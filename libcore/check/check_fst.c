@@ -61,32 +61,28 @@ static void fst_entry_vs_info(struct chk *c, const struct btk_key *k, uint64_t l
 
 void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 {
-	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
-		struct btk_key k;
-		const uint8_t *p = btk_leaf_data(b, (int)i);
-		uint32_t sz = btk_leaf_size(b, (int)i);
-		btk_leaf_key(b, (int)i, &k);
-		if (k.type == BTRFS_FREE_SPACE_INFO_KEY) {
-			if (sz < sizeof(struct btrfs_free_space_info)) {
-				chk_rep(c, CHK_M_FS_INFO_SIZE, 10, b->bytenr, &k);
+	chk_for_items (c, b, 0, it) {
+		if (it.k.type == BTRFS_FREE_SPACE_INFO_KEY) {
+			if (it.sz < sizeof(struct btrfs_free_space_info)) {
+				chk_rep(c, CHK_M_FS_INFO_SIZE, 10, b->bytenr, &it.k);
 				continue;
 			}
 			struct chk_fst_info *fi = chk_push(c, &c->fst_info);
 			if (!fi)
 				return;
-			fi->start = k.objectid;
-			fi->len = k.offset;
-			fi->count = BTK_GET(struct btrfs_free_space_info, p, extent_count);
-			fi->flags = BTK_GET(struct btrfs_free_space_info, p, flags);
+			fi->start = it.k.objectid;
+			fi->len = it.k.offset;
+			fi->count = BTK_GET(struct btrfs_free_space_info, it.p, extent_count);
+			fi->flags = BTK_GET(struct btrfs_free_space_info, it.p, flags);
 			c->fst_barrier = true; /* free space never runs across block groups */
-		} else if (k.type == BTRFS_FREE_SPACE_EXTENT_KEY) {
-			fst_entry_vs_info(c, &k, b->bytenr);
-			chk_fst_push_free(c, k.objectid, k.offset);
-		} else if (k.type == BTRFS_FREE_SPACE_BITMAP_KEY) {
-			fst_entry_vs_info(c, &k, b->bytenr);
-			bitmap_runs(c, &k, p, sz, b->bytenr);
+		} else if (it.k.type == BTRFS_FREE_SPACE_EXTENT_KEY) {
+			fst_entry_vs_info(c, &it.k, b->bytenr);
+			chk_fst_push_free(c, it.k.objectid, it.k.offset);
+		} else if (it.k.type == BTRFS_FREE_SPACE_BITMAP_KEY) {
+			fst_entry_vs_info(c, &it.k, b->bytenr);
+			bitmap_runs(c, &it.k, it.p, it.sz, b->bytenr);
 		} else {
-			chk_rep(c, CHK_M_FS_ITEM_TYPE, 10, b->bytenr, &k);
+			chk_rep(c, CHK_M_FS_ITEM_TYPE, 10, b->bytenr, &it.k);
 		}
 	}
 }

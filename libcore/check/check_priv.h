@@ -235,6 +235,32 @@ static inline void *chk_oom_if_null(struct chk *c, void *p)
 /* btk_vec_push(v) that marks c out of memory when it fails; a T * or NULL. */
 #define chk_push(c, v) ((__typeof__((v)->data))chk_oom_if_null((c), btk_vec_push(v)))
 
+/* One item of a leaf as the leaf checks see it: key, data, size and slot. */
+struct chk_item {
+	struct btk_key k;
+	const uint8_t *p;
+	uint32_t sz;
+	int slot;
+};
+/* Steps it to the next item of leaf b whose key type is type (0: any type); false past the
+ * last item or once the check ran out of memory. */
+static inline bool chk_next_item(const struct chk *c, const struct btk_block *b, uint8_t type,
+				 struct chk_item *it)
+{
+	while (!c->oom && (uint32_t)++it->slot < btk_block_nritems(b)) {
+		btk_leaf_key(b, it->slot, &it->k);
+		if (type && it->k.type != type)
+			continue;
+		it->p = btk_leaf_data(b, it->slot);
+		it->sz = btk_leaf_size(b, it->slot);
+		return true;
+	}
+	return false;
+}
+/* for (each item it of leaf b, of key type type or of any type when 0) while c has memory. */
+#define chk_for_items(c, b, type, it)                                                              \
+	for (struct chk_item it = {.slot = -1}; chk_next_item((c), (b), (type), &it);)
+
 enum {
 	CHK_T_OTHER,
 	CHK_T_ROOT,

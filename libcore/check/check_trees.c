@@ -193,13 +193,8 @@ static void leaf_dispatch(struct chk *c, const struct btk_block *b, bool first)
 	if (!first)
 		return;
 	if (c->tree_class == CHK_T_BG) {
-		for (uint32_t i = 0; i < btk_block_nritems(b); i++) {
-			struct btk_key k;
-			btk_leaf_key(b, (int)i, &k);
-			if (k.type == BTRFS_BLOCK_GROUP_ITEM_KEY)
-				chk_bg_item(c, &k, btk_leaf_data(b, (int)i),
-					    btk_leaf_size(b, (int)i), b->bytenr);
-		}
+		chk_for_items (c, b, BTRFS_BLOCK_GROUP_ITEM_KEY, it)
+			chk_bg_item(c, &it.k, it.p, it.sz, b->bytenr);
 		return;
 	}
 	if ((size_t)c->tree_class < sizeof(leaf_checks) / sizeof(leaf_checks[0]) &&

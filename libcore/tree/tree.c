@@ -175,7 +175,7 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 	if (!b)
 		return btk_err(ENOMEM, "out of memory reading tree block %llu",
 			       (unsigned long long)bytenr);
-	bool bad_copy = false; /* a copy that read bad, not merely one on a missing device */
+	int bad_copy = 0; /* the last copy (1 first) that read bad, not merely missing */
 	for (mirror = 0; mirror < BTK_MAX_COPIES; mirror++) {
 		ret = btk_read_copy(fs, bytenr, b->data, fs->nodesize, mirror);
 		if (ret == -ERANGE || ret == -ENOENT) {
@@ -185,20 +185,25 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 		}
 		if (ret) {
 			last_fault = BTK_BF_IO;
-			snprintf(why, sizeof(why), "%s", btk_errmsg());
-			bad_copy |= ret != -ENODEV;
+			if (ret != -ENODEV) {
+				snprintf(why, sizeof(why), "%s", btk_errmsg());
+				bad_copy = mirror + 1;
+			} else if (!bad_copy) {
+				snprintf(why, sizeof(why), "%s", btk_errmsg());
+			}
 			continue;
 		}
 		last_fault = BTK_BF_CONTENT;
 		if (btk_block_check_raw(fs, bytenr, b->data, why, sizeof(why)) ||
 		    check_expect(b, chk, why, sizeof(why))) {
-			bad_copy = true;
+			bad_copy = mirror + 1;
 			continue;
 		}
 		b->mirror = mirror;
-		if (bad_copy) /* a missing device was told of once, at the open */
-			btk_warn("tree block %llu: copy %d used (%s)", (unsigned long long)bytenr,
-				 mirror + 1, why);
+		if (bad_copy) /* why is the last bad copy's; missing devices were told at the open
+			       */
+			btk_warn("tree block %llu: copy %d is bad (%s), copy %d used",
+				 (unsigned long long)bytenr, bad_copy, why, mirror + 1);
 		*out = b;
 		return 0;
 	}
