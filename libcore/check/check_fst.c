@@ -128,6 +128,11 @@ static uint64_t range_key(const void *p)
 	return ((const struct chk_range *)p)->start;
 }
 
+static uint64_t bg_start_key(const void *p)
+{
+	return ((const struct chk_bg *)p)->start;
+}
+
 /* Used space in a block group, as a stream: extents and super stripes merged in order. */
 struct used_iter {
 	struct chk *c;
@@ -336,8 +341,36 @@ void chk_free_space_compare(struct chk *c)
 	btk_vec_free(&supers);
 }
 
+/* True for what mkfs.btrfs (6.2) leaves of the temporary block groups it removes: an info
+ * below every chunk, listing its whole range free in one extent or one bitmap run (btrfs
+ * check accepts it). */
+static bool fst_stale_mkfs(const struct chk *c, const struct chk_fst_info *fi)
+{
+	if (fi->count != 1 || (c->fs->nchunks && c->fs->chunks[0]->logical < fi->start + fi->len))
+		return false;
+	long i = btk_vec_floor(&c->fst_free, fi->start, range_key);
+	const struct chk_range *r = i >= 0 ? btk_vec_at(&c->fst_free, (size_t)i) : NULL;
+	return r && r->start == fi->start && r->len == fi->len;
+}
+
+/* Every FREE_SPACE_INFO names a block group (whose entries the comparison then reads). */
+static void fst_infos_vs_bgs(struct chk *c)
+{
+	for (size_t i = 0; i < c->fst_info.n; i++) {
+		const struct chk_fst_info *fi = btk_vec_at(&c->fst_info, i);
+		long b = btk_vec_floor(&c->bgs, fi->start, bg_start_key);
+		const struct chk_bg *bg = b >= 0 ? btk_vec_at(&c->bgs, (size_t)b) : NULL;
+		if ((bg && bg->start == fi->start) || fst_stale_mkfs(c, fi))
+			continue;
+		struct btk_key k = {fi->start, BTRFS_FREE_SPACE_INFO_KEY, fi->len};
+		chk_rep(c, CHK_M_FS_NO_BG, 10, fi->start, &k, CHK_U(fi->start), CHK_U(fi->len));
+	}
+}
+
 void chk_fst_final(struct chk *c)
 {
+	if (c->has_fst && !c->fs_v1)
+		fst_infos_vs_bgs(c);
 	/* log tree blocks are allocated outside the extent tree: the comparison would lie */
 	if (c->has_fst && !btk_le64(c->fs->sb.log_root) && !c->extent_gap)
 		chk_free_space_compare(c);

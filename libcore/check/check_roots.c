@@ -40,6 +40,7 @@ static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 	r->gen = ri.generation;
 	r->flags = ri.flags;
 	r->refs = ri.refs;
+	r->dirid = ri.root_dirid;
 	r->level = ri.level;
 	r->dropping = ri.drop_progress.objectid != 0 || ri.drop_level != 0;
 	r->drop_key = ri.drop_progress;
@@ -300,6 +301,13 @@ void chk_roots_final(struct chk *c)
 	for (i = 0; i < c->roots.n; i++) {
 		const struct chk_rootitem *r = btk_vec_at(&c->roots, i);
 		struct btk_key k = {r->id, BTRFS_ROOT_ITEM_KEY, r->offset};
+		/* every subvolume's top directory is inode 256 (the data reloc tree's too, but old
+		 * tools left its root_dirid 0) */
+		if ((r->id == BTRFS_FS_TREE_OBJECTID || r->id >= BTRFS_FIRST_FREE_OBJECTID) &&
+		    r->id <= BTRFS_LAST_FREE_OBJECTID && r->dirid != BTRFS_FIRST_FREE_OBJECTID)
+			chk_rep(c, CHK_M_ROOT_DIRID, 1, 0, &k, CHK_U(r->id), CHK_U(r->dirid));
+		if (r->id == BTRFS_FS_TREE_OBJECTID && r->refs == 0)
+			chk_rep(c, CHK_M_ROOT_REFS, 1, 0, &k, CHK_U(r->id));
 		if (r->id < BTRFS_FIRST_FREE_OBJECTID || r->id > BTRFS_LAST_FREE_OBJECTID)
 			continue;
 		if (r->refs == 0 &&
