@@ -61,6 +61,11 @@ int btk_write_new(struct btk_fs *fs, const uint8_t chunk_uuid[BTK_UUID_SIZE], co
  * returns to the kernel's sizes. g must stay valid while it is in use. */
 void btk_trans_set_geometry(struct btk_trans *t, const struct btk_geometry *g);
 
+/* Repair: the next transaction gets id `transid` when that is higher than it would be (the
+ * generations only grow), so that blocks and items stamped with a later generation than the
+ * superblock's (damage) are older than what it writes. Between transactions only: -EBUSY
+ * while one runs. */
+int btk_write_raise_transid(struct btk_wfs *w, uint64_t transid);
 /* Starts a transaction. *out is freed by commit or abort. -EIO after an earlier transaction
  * failed, -EBUSY while one runs. A v1 space cache is invalidated (cache_generation -1): the
  * kernel rebuilds it. */
