@@ -10,6 +10,7 @@
 
 static const char *prog = "btk";
 static bool json_on, json_done;
+static void (*json_shape)(const char *msg);
 
 static void warn_hook(void *ctx, const char *msg)
 {
@@ -34,9 +35,13 @@ static void json_emit(const char *msg)
 	if (!json_on || json_done)
 		return;
 	json_done = true;
-	fputs("{\"error\": ", stdout);
-	btk_json_cstr(stdout, msg);
-	fputs("}\n", stdout);
+	if (json_shape) {
+		json_shape(msg);
+	} else {
+		fputs("{\"error\": ", stdout);
+		btk_json_cstr(stdout, msg);
+		fputs("}\n", stdout);
+	}
 	fflush(stdout);
 }
 
@@ -61,6 +66,33 @@ void cli_err(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* msg without a first "NAME: " that repeats where or its last path component */
+static const char *unrepeated(const char *where, const char *msg)
+{
+	const char *leaf = strrchr(where, '/');
+	size_t n = strlen(where);
+
+	if (!strncmp(msg, where, n) && !strncmp(msg + n, ": ", 2))
+		return msg + n + 2;
+	if (leaf && leaf[1]) {
+		n = strlen(++leaf);
+		if (!strncmp(msg, leaf, n) && !strncmp(msg + n, ": ", 2))
+			return msg + n + 2;
+	}
+	return msg;
+}
+
+void cli_err_in(const char *where, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cli_err("%s: %s", where, unrepeated(where, msg));
+}
+
 void cli_warn(const char *fmt, ...)
 {
 	va_list ap;
@@ -73,6 +105,11 @@ void cli_warn(const char *fmt, ...)
 void cli_json_on(bool on)
 {
 	json_on = on;
+}
+
+void cli_json_shape(void (*print)(const char *msg))
+{
+	json_shape = print;
 }
 
 bool cli_json_argv(int argc, const char *const *argv)

@@ -229,8 +229,7 @@ static bool bg_find_block(struct btk_bg *bg, uint32_t ns, uint64_t *out)
 		uint64_t a = (s + ns - 1) / ns * ns;
 
 		while (a + ns <= e) {
-			uint64_t rel = a - bg->start;
-			if (rel / BTK_STRIPE_LEN == (rel + ns - 1) / BTK_STRIPE_LEN) {
+			if (!btk_crosses_stripe(bg->start, a, ns)) {
 				*out = a;
 				return true;
 			}
