@@ -511,3 +511,13 @@ CMDS
 	[ "$status" -eq 1 ] && [ "$output" = "btk-convert: $D/missing.img: cannot open: No such file or directory" ]
 	! grep -q 'Unknown code' <<<"$output"
 }
+
+@test "btk-image ls takes ls -la and -lh habits: -a accepted, -h human sizes with -l" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	head -c 1572864 /dev/zero >"$D/f"
+	"$BTK_BUILD/bin/btk-image" put "$D/t.img" "$D/f" /.hidden >/dev/null
+	run "$BTK_BUILD/bin/btk-image" ls -la "$D/t.img" /
+	[ "$status" -eq 0 ] && [[ "$output" == *" 1572864 "*".hidden" ]] || { echo "$output" >&2; false; }
+	run "$BTK_BUILD/bin/btk-image" ls -lh "$D/t.img" /
+	[ "$status" -eq 0 ] && [[ "$output" == *" 1.50MiB "*".hidden" ]] || { echo "$output" >&2; false; }
+}
