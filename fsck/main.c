@@ -270,6 +270,8 @@ static int mounted_guard(const char **devs, int ndevs, bool force, struct out *o
 /* Where the check starts: superblock copy, backup root, expert root blocks. */
 static struct btk_open_opts open_opts = {.super_mirror = -1, .chunk_overlaps = true};
 
+static uint64_t max_errors; /* --max-errors: reports shown at most (0: all) */
+
 static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 {
 	struct btk_open_opts oo = open_opts;
@@ -286,8 +288,13 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 		cli_err_in(devs[0], "%s", btk_errmsg());
 		return EXIT_OPER;
 	}
-	struct btk_check_opts co = {
-	    .data_csum = data_csum, .report = on_problem, .progress = on_progress, .ctx = o};
+	/* text: data checksum mismatches summed up per extent and mirror; --json lists each */
+	struct btk_check_opts co = {.data_csum = data_csum,
+				    .report = on_problem,
+				    .progress = on_progress,
+				    .ctx = o,
+				    .max_reports = max_errors,
+				    .data_summary = !o->json};
 	if (o->json)
 		printf("{\n  \"errors\": [");
 	ret = btk_check_run(fs, &co, &sum);
@@ -303,6 +310,9 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 						    : sum.errors	  ? "errors"
 									  : "clean");
 	} else if (!o->quiet) {
+		if (sum.errors + sum.warnings > o->nerr && max_errors && o->nerr >= max_errors)
+			printf("... more problems not shown (--max-errors %llu)\n",
+			       (unsigned long long)max_errors);
 		summary_text(fs, &sum);
 	} else if (sum.errors) {
 		printf("%llu error(s) found\n", (unsigned long long)sum.errors);
@@ -326,7 +336,7 @@ int main(int argc, const char **argv)
 #endif
 	int backup = 0, super = -1;
 	/* popt's copies: static, so that every way out leaves them reachable (no leak report) */
-	static char *tree_root, *chunk_root;
+	static char *tree_root, *chunk_root, *max_errors_arg;
 	struct poptOption opts[] = {
 	    {"check-data-csum", 0, POPT_ARG_NONE, &data_csum, 0,
 	     "read every data block (every copy) and verify its checksum", NULL},
@@ -346,6 +356,8 @@ int main(int argc, const char **argv)
 	     "use the chunk tree block at BYTENR (experts)", "BYTENR"},
 	    {"cache-mb", 0, POPT_ARG_INT, &cache_arg, 0, "tree-block cache budget (default 8)",
 	     "MIB"},
+	    {"max-errors", 0, POPT_ARG_STRING, &max_errors_arg, 0,
+	     "show at most N problems (all are still counted)", "N"},
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc = poptGetContext("btk-fsck", argc, argv, opts, 0);
 
@@ -375,6 +387,11 @@ int main(int argc, const char **argv)
 	}
 	if (cache_arg < 1) {
 		usage_err("--cache-mb must be at least 1");
+		poptFreeContext(pc);
+		return EXIT_USAGE;
+	}
+	if (max_errors_arg && (!cli_parse_u64(max_errors_arg, &max_errors) || !max_errors)) {
+		usage_err("--max-errors: not a positive number: %s", max_errors_arg);
 		poptFreeContext(pc);
 		return EXIT_USAGE;
 	}

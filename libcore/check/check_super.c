@@ -9,16 +9,34 @@
 #define KNOWN_INCOMPAT	((1ULL << 17) - 1)
 #define KNOWN_COMPAT_RO ((1ULL << 4) - 1)
 
+/* Bytes of a superblock copy that may differ from the primary's at one generation: its
+ * checksum, its own offset, and the log root, which an fsync writes to the primary only. */
+static bool copy_may_differ(size_t i)
+{
+	static const struct {
+		size_t off, len;
+	} f[] = {
+	    {offsetof(struct btk_super, csum), sizeof(((struct btk_super *)0)->csum)},
+	    {offsetof(struct btk_super, bytenr), sizeof(((struct btk_super *)0)->bytenr)},
+	    {offsetof(struct btk_super, log_root), sizeof(((struct btk_super *)0)->log_root)},
+	    {offsetof(struct btk_super, log_root_level), 1},
+	};
+
+	for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++)
+		if (i >= f[k].off && i < f[k].off + f[k].len)
+			return true;
+	return false;
+}
+
 /* A mirror the kernel wrote with the primary (the same generation) holds the same bytes but
- * for its checksum and its own offset. */
+ * for those. */
 static void copy_vs_primary(struct chk *c, const struct btk_fs_dev *d, const struct btk_super *p,
 			    const struct btk_super *s, int m)
 {
 	const uint8_t *a = (const uint8_t *)p, *b = (const uint8_t *)s;
-	size_t skip_lo = offsetof(struct btk_super, bytenr), skip_hi = skip_lo + sizeof(p->bytenr);
 
-	for (size_t i = sizeof(p->csum); i < sizeof(*p); i++) {
-		if (i >= skip_lo && i < skip_hi)
+	for (size_t i = 0; i < sizeof(*p); i++) {
+		if (copy_may_differ(i))
 			continue;
 		if (a[i] != b[i]) {
 			chk_rep(c, CHK_M_SUPER_COPY_DIFFERS, 0, btk_super_offset(m), NULL,
