@@ -19,7 +19,7 @@ CLI_SRC  := $(wildcard cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
 LIB      := $(B)/libcore.a
-TOOLS    := $(sort $(foreach d,debug mkfs fsck owner convert resize image,$(if $(wildcard $(d)/*.c),$(d))))
+TOOLS    := $(sort $(foreach d,debug mkfs fsck owner convert resize image undo,$(if $(wildcard $(d)/*.c),$(d))))
 BINS     := $(TOOLS:%=$(B)/bin/btk-%)
 UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
 UNITS    := $(foreach s,$(UNIT_SRC),$(B)/tests/$(basename $(notdir $(s))))
@@ -94,6 +94,8 @@ install: all
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(wildcard man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
+	ln -sf btk-fsck $(DESTDIR)$(PREFIX)/bin/fsck.btk
+	ln -sf btk-fsck.8 $(DESTDIR)$(PREFIX)/share/man/man8/fsck.btk.8
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	for t in $(notdir $(BINS)); do \
 		install -m 644 completion/btk.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; \
@@ -101,6 +103,7 @@ install: all
 
 uninstall:
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(BINS))) \
+	      $(DESTDIR)$(PREFIX)/bin/fsck.btk $(DESTDIR)$(PREFIX)/share/man/man8/fsck.btk.8 \
 	      $(addprefix $(DESTDIR)$(PREFIX)/share/man/man8/,$(notdir $(wildcard man/*.8))) \
 	      $(addprefix $(DESTDIR)$(PREFIX)/share/man/man7/,$(notdir $(wildcard man/*.7))) \
 	      $(addprefix $(DESTDIR)$(PREFIX)/share/bash-completion/completions/,$(notdir $(BINS)))

@@ -58,6 +58,9 @@ void cli_json_on(bool on);
  * error found while parsing the options is a JSON object too. Returns whether it did. */
 bool cli_json_argv(int argc, const char *const *argv);
 void cli_json_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A tool whose --json failures have a shape of their own (btk-fsck's "not checked" report)
+ * prints the object with print(msg) on stdout instead of {"error": "MSG"}. */
+void cli_json_shape(void (*print)(const char *msg));
 
 /* Sizes. A whole decimal number with an optional binary suffix k, m, g, t, p or e (any case,
  * optionally followed by "i" and/or "b": 4k = 4K = 4KiB = 4096). No fractions, no sign.
@@ -95,31 +98,59 @@ void cli_uuid_format(const uint8_t u[16], char out[CLI_UUID_STR]);
 /* 32 hex digits, with or without those four dashes; 0 or -1. */
 int cli_uuid_parse(const char *s, uint8_t u[16]);
 
-/* The progress line on stderr, drawn only when stderr is a terminal (or force) and at most
- * every 0.1 s. cli_progress_draw prints TEXT (no newline); cli_progress_clear wipes it.
- * Messages from cli_err/cli_warn clear it first. One line at a time per program. */
+/* The progress line on stderr, "PROG: TEXT": drawn in place at most every 0.1 s when stderr is
+ * a terminal that can redraw (TERM is not dumb); with force (--progress) elsewhere too, as
+ * plain lines, one every 5 s. cli_progress_clear wipes a drawn line. Messages from
+ * cli_err/cli_warn, and an interrupt, clear it first. One line at a time per program. */
 struct cli_progress {
 	bool on;     /* drawing enabled */
+	bool plain;  /* whole lines, not redrawn */
 	bool drawn;  /* something is on the line */
 	double last; /* monotonic seconds of the last drawing */
+	double t0;   /* when the job started (cli_progress_start): the rate */
 };
 void cli_progress_start(struct cli_progress *p, bool force);
-/* Draws unless the last drawing is less than 0.1 s old (always when final is true). */
+/* Draws unless the last drawing is too recent (always when final is true). */
 void cli_progress_draw(struct cli_progress *p, bool final, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The one shape of every job's progress, "WHAT DONE/TOTAL UNIT, RATE/s, ETA M:SS": counts
+ * with thousands separators and the unit named ("files"), or with unit NULL bytes as human
+ * sizes ("1.5GiB"); no total when total is 0; no rate in the first second, no ETA without a
+ * rate and a total. */
+void cli_progress_job(struct cli_progress *p, bool final, const char *what, uint64_t done,
+		      uint64_t total, const char *unit);
+/* 12,345 */
+const char *cli_count(uint64_t v, char *buf, size_t len);
+/* "1:05" or "2:01:05"; "--:--" when unknown */
+const char *cli_duration(double secs, char *buf, size_t len);
 void cli_progress_clear(struct cli_progress *p);
 double cli_now(void); /* monotonic seconds */
 
-/* What writers share (devopts.c): put CLI_WRITE_OPTIONS in a writer's popt table for --wait;
- * cli_dev_opts then fills o->wait and o->fault (the tests' switch: the environment variable
- * BTK_FAULT=fail:N or stop:N, a power cut after N changes to each device; io.h). Returns 0, or
- * -1 after printing one line (a malformed BTK_FAULT: a usage error). */
+/* What writers share (devopts.c): put CLI_WRITE_OPTIONS in a writer's popt table for --wait
+ * and -z/--undo FILE; cli_dev_opts then fills o->wait, o->undo_path (the undo file, NULL for
+ * none: io/undo.h) and o->fault (the tests' switch: the environment variable BTK_FAULT=fail:N
+ * or stop:N, a power cut after N changes to each device; io.h). Returns 0, or -1 after
+ * printing one line (a malformed BTK_FAULT, an empty FILE: a usage error). */
 extern struct poptOption cli_write_table[];
 #define CLI_WRITE_OPTIONS                                                                          \
 	{                                                                                          \
 		NULL, 0, POPT_ARG_INCLUDE_TABLE, cli_write_table, 0, NULL, NULL                    \
 	}
 int cli_dev_opts(struct btk_dev_opts *o);
+/* A writer that keeps an undo file unless told not to (btk-fsck --repair) also puts
+ * CLI_NO_UNDO_OPTION (--no-undo) in its table and calls cli_undo_default after
+ * cli_dev_opts, naming its first device: without -z and --no-undo, o->undo_path becomes a
+ * name that is free now, kept in buf (len bytes, 4096 is enough): DEV.undo beside an image
+ * file whose directory is writable, else PROG-NAME.undo in the current directory (NAME: the
+ * device's last path component), numbered DEV.1.undo, DEV.2.undo... when taken. buf gets the
+ * undo file's name ("" with --no-undo), to print. Returns 0, or -1 after one line (-z with
+ * --no-undo: usage; no writable place: an error). */
+extern struct poptOption cli_no_undo_table[];
+#define CLI_NO_UNDO_OPTION                                                                         \
+	{                                                                                          \
+		NULL, 0, POPT_ARG_INCLUDE_TABLE, cli_no_undo_table, 0, NULL, NULL                  \
+	}
+int cli_undo_default(struct btk_dev_opts *o, const char *dev, char *buf, size_t len);
 
 /* --help/-h/-? and --version/-V for a popt table: put CLI_STD_OPTIONS at the end of it
  * (before POPT_TABLEEND). --version prints "PROG VERSION" on stdout and exits 0; --help
@@ -146,10 +177,19 @@ void cli_interrupt_before(const char *fmt, ...) __attribute__((format(printf, 1,
 /* The text while nothing is written yet, for a tool that made the files itself (mkfs). */
 void cli_interrupt_untouched(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_interrupt_after(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The exit status of an interrupted writer (default CLI_EXIT_INTERRUPTED; btk-fsck: 32). */
+void cli_interrupt_exit_code(int code);
 
-/* Runs popt over every option: 0 when done, or CLI_EXIT_USAGE after printing one line
- * ("PROG: --bad: unknown option"). */
-int cli_popt_run(poptContext pc);
+/* Runs popt over every option of table (what pc was made with, or NULL): 0 when done, or
+ * CLI_EXIT_USAGE after printing one line ("PROG: --lable: unknown option (did you mean
+ * --label?)"). */
+int cli_popt_run(poptContext pc, const struct poptOption *table);
+/* "Did you mean" (suggest.c): the candidate of cands[0..n-1] (stops at NULL) within a typo's
+ * reach of word (a third of its letters, one to two edits), or NULL. */
+const char *cli_suggest(const char *word, const char *const *cands, int n);
+/* The same among the long options of a popt table (included tables too) for bad, as popt
+ * names it ("--lable", "--lable=x"); NULL for short options. */
+const char *cli_suggest_option(const char *bad, const struct poptOption *table);
 /* The start every tool's option parsing shares: a popt context named name over argv and
  * opts (*pc, freed by the caller, also on failure), usage as the argument line of --help,
  * then cli_popt_run. */

@@ -22,17 +22,23 @@ struct poptOption cli_std_table[] = {
     {NULL, 'h', POPT_ARG_NONE, NULL, 'h', "show this help message", NULL},
     POPT_TABLEEND};
 
-int cli_popt_run(poptContext pc)
+int cli_popt_run(poptContext pc, const struct poptOption *table)
 {
+	const char *bad, *hint = NULL;
 	int rc;
 
 	while ((rc = poptGetNextOpt(pc)) > 0)
 		;
-	if (rc < -1) {
-		cli_err("%s: %s", poptBadOption(pc, 0), poptStrerror(rc));
-		return CLI_EXIT_USAGE;
-	}
-	return 0;
+	if (rc >= -1)
+		return 0;
+	bad = poptBadOption(pc, 0);
+	if (rc == POPT_ERROR_BADOPT && table)
+		hint = cli_suggest_option(bad, table);
+	if (hint)
+		cli_err("%s: %s (did you mean --%s?)", bad, poptStrerror(rc), hint);
+	else
+		cli_err("%s: %s", bad, poptStrerror(rc));
+	return CLI_EXIT_USAGE;
 }
 
 int cli_popt_args(poptContext pc, const char ***args)

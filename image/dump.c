@@ -34,18 +34,14 @@ static void on_skipped(void *ctx, uint64_t logical, const char *why)
 static void on_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	struct dump_ui *ui = ctx;
-	char h1[32], h2[32];
 	/* the first drawing of a phase is never held back */
 	bool first = total && !ui->storing;
 
 	ui->storing = total != 0;
 	if (!total)
-		cli_progress_draw(&ui->prog, false, "finding tree blocks: %s",
-				  cli_human(done, h1, sizeof(h1)));
+		cli_progress_job(&ui->prog, false, "finding tree blocks", done, 0, NULL);
 	else
-		cli_progress_draw(&ui->prog, first, "dumping: %s of %s",
-				  cli_human(done, h1, sizeof(h1)),
-				  cli_human(total, h2, sizeof(h2)));
+		cli_progress_job(&ui->prog, first, "dumping", done, total, NULL);
 }
 
 static void print_summary(const struct dump_ui *ui, const struct btk_dump_stats *st,

@@ -334,7 +334,7 @@ complete_words() {
 @test "bash completion: every tool's options and verbs, read from its --help" {
 	PATH="$BTK_BUILD/bin:$PATH"
 	local t
-	for t in mkfs fsck convert resize owner debug image; do
+	for t in mkfs fsck convert resize owner debug image undo; do
 		complete_words "btk-$t" --vers | grep -qx -- --version || { echo "btk-$t" >&2; false; }
 	done
 	complete_words btk-mkfs --roo | grep -qx -- --rootdir
@@ -350,7 +350,7 @@ complete_words() {
 
 @test "-h is --help in every tool and every verb: exit 0, the usage on stdout" {
 	local t v
-	for t in mkfs fsck convert resize owner debug image; do
+	for t in mkfs fsck convert resize owner debug image undo; do
 		require_btk $t
 		run "$B/btk-$t" -h
 		[ "$status" -eq 0 ] && [[ "${lines[0]}" == [Uu]"sage: btk-$t"* ]] || { echo "$t: $output"; false; }
@@ -405,4 +405,81 @@ ROWS
 	run "$B/btk-debug" tree --block 12345 "$D/t.img"
 	[ "$output" = "btk-debug: $D/t.img: tree block 12345: not aligned to sectorsize 4096" ] ||
 		{ echo "$output" >&2; false; }
+}
+
+@test "progress: one shape; plain lines (no CR, no escape) to a file or with TERM=dumb; no rate before it is known" {
+	require_btk resize
+	"$B/btk-mkfs" -q -b 512m "$D/r.img"
+	head -c 6M /dev/urandom >"$D/big"
+	"$B/btk-image" put "$D/r.img" "$D/big" /big >/dev/null
+	"$B/btk-resize" --progress -M "$D/r.img" >/dev/null 2>"$D/err"
+	grep -Eq '^btk-resize: moving [0-9.]+[KMG]iB/[0-9.]+[KMG]iB' "$D/err" || { cat -A "$D/err" >&2; false; }
+	! grep -q $'\r' "$D/err" && ! grep -q $'\e' "$D/err"
+	# a job that ends within its first second shows no rate and no ETA (it would be noise)
+	! grep -Eq '/s|ETA' "$D/err"
+	if command -v script >/dev/null; then
+		TERM=dumb script -qec "$B/btk-fsck -p $D/r.img" /dev/null >"$D/tty" </dev/null
+		grep -q 'btk-fsck: checking' "$D/tty" && ! grep -q $'\e' "$D/tty" || { cat -A "$D/tty" >&2; false; }
+	fi
+}
+
+@test "did you mean: a mistyped long option or verb gets the nearest one, exit 2, one line" {
+	run "$B/btk-mkfs" --lable x "$D/a.img"
+	[ "$status" -eq 2 ] && [ "$output" = "btk-mkfs: --lable: unknown option (did you mean --label?)" ]
+	run "$BTK_BUILD/bin/btk-image" snapshop "$D/a.img" / /s
+	[ "$status" -eq 2 ] && [ "$output" = "btk-image: snapshop: unknown verb (did you mean snapshot?)" ]
+	run "$B/btk-debug" tre "$D/a.img"
+	[ "$status" -eq 2 ] && [[ "$output" == *"(did you mean tree?)" ]]
+	run "$B/btk-mkfs" --bogus "$D/a.img"
+	[ "$status" -eq 2 ] && [ "$output" = "btk-mkfs: --bogus: unknown option" ]
+	[ ! -e "$D/a.img" ]
+}
+
+@test "btk-owner -f PATH (a list that is not there) points to --file" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	run "$B/btk-owner" -f /hello "$D/t.img"
+	[ "$status" -eq 2 ] && [ "${#lines[@]}" -eq 1 ] && [[ "$output" == *"--file PATH"* ]] ||
+		{ echo "$output" >&2; false; }
+}
+
+@test "man pages render without a warning (man, groff -ww) and JSON keys keep their quotes" {
+	require_tool groff
+	local f w
+	for f in "$BTK_ROOT"/man/*.[78]; do
+		w=$(groff -ww -man -Tutf8 -z "$f" 2>&1)
+		[ -z "$w" ] || { echo "$f: $w" >&2; false; }
+		w=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings=w -l "$f" 2>&1 >/dev/null)
+		[ -z "$w" ] || { echo "$f: $w" >&2; false; }
+	done
+	MANWIDTH=200 man -l "$BTK_ROOT/man/btk-owner.8" 2>/dev/null >"$D/owner.txt"
+	grep -q '{"file", "root", "inode", "size", "extents"' "$D/owner.txt"
+	grep -q '"logical": null' "$D/owner.txt"
+}
+
+@test "--json: a report is one object on one line (btk.7), in every tool" {
+	require_tool jq
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	"$BTK_BUILD/bin/btk-image" mkdir "$D/t.img" /d
+	local cmd
+	while IFS= read -r cmd; do
+		# shellcheck disable=SC2086
+		$cmd >"$D/out" 2>"$D/err" || true
+		[ "$(wc -l <"$D/out")" -eq 1 ] && jq -e 'type == "object"' "$D/out" >/dev/null ||
+			{ echo "$cmd:" >&2; cat "$D/out" "$D/err" >&2; false; }
+	done <<CMDS
+$B/btk-mkfs --json -b 128m $D/u.img
+$B/btk-fsck --json $D/t.img
+$B/btk-fsck --json $D/missing.img
+$B/btk-owner --json $D/t.img 65536 1048576
+$B/btk-owner --json --file /d $D/t.img
+$BTK_BUILD/bin/btk-resize -n --json -M $D/t.img
+$BTK_BUILD/bin/btk-image ls --json $D/t.img /
+$BTK_BUILD/bin/btk-image stat --json $D/t.img /d
+CMDS
+	# btk-debug's are streams: JSON Lines, every line an object
+	for cmd in "stats" "tree" "super --all"; do
+		# shellcheck disable=SC2086
+		"$B/btk-debug" $cmd --json "$D/t.img" >"$D/out"
+		[ "$(wc -l <"$D/out")" -gt 1 ] && jq -e 'type == "object"' "$D/out" >/dev/null
+	done
 }
