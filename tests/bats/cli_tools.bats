@@ -483,3 +483,17 @@ CMDS
 		[ "$(wc -l <"$D/out")" -gt 1 ] && jq -e 'type == "object"' "$D/out" >/dev/null
 	done
 }
+
+@test "btk-resize takes DEV SIZE (resize2fs's order) as well as SIZE DEV; a bad size is named" {
+	require_btk resize
+	"$B/btk-mkfs" -q -b 256m "$D/z.img"
+	run "$B/btk-resize" "$D/z.img" 200m
+	[ "$status" -eq 0 ] && [ "$(stat -c %s "$D/z.img")" -eq $((200 << 20)) ] || { echo "$output" >&2; false; }
+	run "$B/btk-resize" 180m "$D/z.img"
+	[ "$status" -eq 0 ] && [ "$(stat -c %s "$D/z.img")" -eq $((180 << 20)) ]
+	run "$B/btk-resize" "$D/z.img" zz
+	[ "$status" -eq 2 ] && [[ "$output" == *"invalid size 'zz'"* ]]
+	run "$B/btk-resize" "$D/z.img"
+	[ "$status" -eq 2 ] && [[ "$output" == *"no size given"* ]]
+	[ "$(stat -c %s "$D/z.img")" -eq $((180 << 20)) ]
+}
