@@ -16,8 +16,7 @@ struct ls {
 
 static void json_time(const char *name, const struct btk_time *t)
 {
-	printf(", \"%s\": {\"sec\": %llu, \"nsec\": %u}", name, (unsigned long long)t->sec,
-	       t->nsec);
+	printf(", \"%s\": {\"sec\": %lld, \"nsec\": %u}", name, (long long)t->sec, t->nsec);
 }
 
 static void print_json(struct ls *l, const struct img_entry *e)

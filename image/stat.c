@@ -108,8 +108,8 @@ static void show_time(const char *label, const struct btk_time *t, bool json)
 
 	img_time_str(t, s);
 	if (json)
-		printf(", \"%s\": {\"sec\": %llu, \"nsec\": %u, \"utc\": \"%s\"}", label,
-		       (unsigned long long)t->sec, t->nsec, s);
+		printf(", \"%s\": {\"sec\": %lld, \"nsec\": %u, \"utc\": \"%s\"}", label,
+		       (long long)t->sec, t->nsec, s);
 	else
 		printf("%7s: %s\n", label, s);
 }
