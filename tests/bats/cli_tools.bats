@@ -355,7 +355,7 @@ complete_words() {
 		run "$B/btk-$t" -h
 		[ "$status" -eq 0 ] && [[ "${lines[0]}" == [Uu]"sage: btk-$t"* ]] || { echo "$t: $output"; false; }
 	done
-	for v in ls get put dump restore snapshot; do
+	for v in stat get put dump restore snapshot; do # (ls -h: human sizes, as ls(1))
 		run "$B/btk-image" "$v" -h
 		[ "$status" -eq 0 ] && [[ "$output" == *"Usage: btk-image $v"* ]] || { echo "$v: $output"; false; }
 	done
