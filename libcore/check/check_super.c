@@ -121,6 +121,25 @@ static void super_geometry(struct chk *c)
 		chk_rep(c, CHK_M_SUPER_DEV_FSID, 0, 0, NULL);
 }
 
+/* Chunks the missing devices took their only copy of (data: the open refuses a filesystem
+ * that lost metadata): one report, an error, since files are lost with them. */
+static void lost_chunks(struct chk *c)
+{
+	uint64_t n = 0, bytes = 0, first = 0;
+
+	for (int i = 0; i < c->fs->nchunks; i++) {
+		const struct btk_chunk *ch = c->fs->chunks[i];
+		if (btk_chunk_readable(c->fs, ch))
+			continue;
+		if (!n++)
+			first = ch->logical;
+		bytes += ch->length;
+	}
+	if (n)
+		chk_rep(c, CHK_M_DEV_MISSING_DATA, 0, first, NULL, CHK_U(n), CHK_U(bytes),
+			CHK_U(first));
+}
+
 void chk_supers(struct chk *c)
 {
 	const struct btk_super *sb = &c->fs->sb;
@@ -131,6 +150,7 @@ void chk_supers(struct chk *c)
 			check_copies(c, &c->fs->devs[i]);
 		else
 			chk_rep(c, CHK_M_DEV_MISSING, 0, 0, NULL, CHK_U(c->fs->devs[i].devid));
+	lost_chunks(c);
 	if (incompat & ~KNOWN_INCOMPAT)
 		chk_rep(c, CHK_M_SUPER_INCOMPAT, 0, 0, NULL, CHK_U((incompat & ~KNOWN_INCOMPAT)));
 	if (compat_ro & ~KNOWN_COMPAT_RO)
