@@ -231,24 +231,6 @@ static void json_fail(const char *msg)
 	printf(",\n  \"errors\": []\n}\n");
 }
 
-/* A usage error: one line on stderr and, with --json anywhere on the command line, the
- * "not checked" object on stdout (the same shape as every other --json failure). */
-static bool json_argv;
-static void usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void usage_err(const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (json_argv)
-		json_fail(msg);
-	fflush(stdout);
-	fprintf(stderr, "btk-fsck: %s\n", msg);
-}
-
 static uint64_t cache_mb = 8; /* tree-block cache: the walk reads most blocks once */
 static int cache_arg = 8;
 
@@ -447,37 +429,96 @@ static bool fsck_mode(const char *argv0)
 	return !strncmp(base, "fsck.", 5);
 }
 
+/* What the options say. */
+struct fsck_args {
+	int data_csum, json, progress, quiet, force, readonly, backup, super;
+	int repair, yes, no, preen, auto_, progress_fd;
+	bool as_fsck;
+	const char *tree_root, *chunk_root;
+	const char **devs;
+	int ndevs;
+};
+
+/* The checks of the options past popt's table: 0, or EXIT_USAGE after one line (with --json
+ * anywhere on the command line, the "not checked" object on stdout too). */
+static int check_args(poptContext pc, struct fsck_args *a)
+{
+	a->ndevs = cli_popt_args(pc, &a->devs);
+	if (!a->ndevs) {
+		cli_err("no device given (see --help)");
+		return EXIT_USAGE;
+	}
+	if (a->as_fsck) {
+		/* fsck -f checks anyway; btk-fsck always checks, and never forces a mount */
+		a->force = 0;
+		a->preen = a->preen || a->auto_;
+		a->repair = a->yes || a->preen;
+		a->progress = a->progress_fd >= 0;
+		if (a->no + a->yes + (a->preen ? 1 : 0) > 1) {
+			cli_err("-n, -y and -p/-a exclude each other");
+			return EXIT_USAGE;
+		}
+	} else {
+		a->repair = a->repair || a->yes;
+		if (a->repair && a->readonly) {
+			cli_err("--repair and --readonly exclude each other");
+			return EXIT_USAGE;
+		}
+	}
+	if (a->repair && a->data_csum) {
+		cli_err("--check-data-csum is for checks only (a repair does not heal data)");
+		return EXIT_USAGE;
+	}
+	if (cache_arg < 1) {
+		cli_err("--cache-mb must be at least 1");
+		return EXIT_USAGE;
+	}
+	cache_mb = (uint64_t)cache_arg;
+	open_opts.cache_mb = cache_mb;
+	open_opts.backup = a->backup ? BTK_BACKUP_NEWEST : 0;
+	if (a->super != -1 && (a->super < 0 || a->super > 2)) {
+		cli_err("-s/--super: copy %d does not exist (0, 1 or 2)", a->super);
+		return EXIT_USAGE;
+	}
+	open_opts.super_mirror = a->super;
+	if ((a->tree_root && !cli_parse_u64(a->tree_root, &open_opts.tree_root)) ||
+	    (a->chunk_root && !cli_parse_u64(a->chunk_root, &open_opts.chunk_root))) {
+		cli_err("--tree-root/--chunk-root: not a byte number: %s",
+			a->tree_root && !open_opts.tree_root ? a->tree_root : a->chunk_root);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 int main(int argc, const char **argv)
 {
-	int data_csum = 0, json = 0, progress = 0, quiet = 0, force = 0, readonly = 0, rc;
-	int repair = 0, yes = 0, no = 0, preen = 0, auto_ = 0, progress_fd = -1;
-	bool as_fsck = argc > 0 && fsck_mode(argv[0]);
+	struct fsck_args a = {.super = -1, .progress_fd = -1};
+	int rc;
 #ifdef M_MMAP_THRESHOLD
 	/* The checker's records are large growing arrays: mapped, they grow in place (mremap)
 	 * and go back to the system when freed. glibc's threshold otherwise rises with the first
 	 * large free, and the heap keeps every outgrown copy (10 MiB of 110 at 2M files). */
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 #endif
-	int backup = 0, super = -1;
 	/* popt's copies: static, so that every way out leaves them reachable (no leak report) */
 	static char *tree_root, *chunk_root;
 	struct poptOption opts[] = {
-	    {"check-data-csum", 0, POPT_ARG_NONE, &data_csum, 0,
+	    {"check-data-csum", 0, POPT_ARG_NONE, &a.data_csum, 0,
 	     "read every data block (every copy) and verify its checksum", NULL},
-	    {"json", 0, POPT_ARG_NONE, &json, 0,
+	    {"json", 0, POPT_ARG_NONE, &a.json, 0,
 	     "print one JSON object with the errors (and with --repair the fixes)", NULL},
-	    {"progress", 'p', POPT_ARG_NONE, &progress, 0, "show progress on stderr", NULL},
-	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print only the error count", NULL},
-	    {"force", 0, POPT_ARG_NONE, &force, 0,
+	    {"progress", 'p', POPT_ARG_NONE, &a.progress, 0, "show progress on stderr", NULL},
+	    {"quiet", 'q', POPT_ARG_NONE, &a.quiet, 0, "print only the error count", NULL},
+	    {"force", 0, POPT_ARG_NONE, &a.force, 0,
 	     "check even a filesystem mounted read-write (results may be wrong)", NULL},
-	    {"readonly", 0, POPT_ARG_NONE, &readonly, 0,
+	    {"readonly", 0, POPT_ARG_NONE, &a.readonly, 0,
 	     "check only (the default without --repair)", NULL},
-	    {"repair", 0, POPT_ARG_NONE, &repair, 0,
+	    {"repair", 0, POPT_ARG_NONE, &a.repair, 0,
 	     "fix what can be fixed, each round re-checked before it is committed", NULL},
-	    {NULL, 'y', POPT_ARG_NONE, &yes, 0, "the same as --repair", NULL},
-	    {"backup", 'b', POPT_ARG_NONE, &backup, 0,
+	    {NULL, 'y', POPT_ARG_NONE, &a.yes, 0, "the same as --repair", NULL},
+	    {"backup", 'b', POPT_ARG_NONE, &a.backup, 0,
 	     "use the newest backup root set whose root tree reads", NULL},
-	    {"super", 's', POPT_ARG_INT, &super, 0, "use superblock copy N (0, 1 or 2)", "N"},
+	    {"super", 's', POPT_ARG_INT, &a.super, 0, "use superblock copy N (0, 1 or 2)", "N"},
 	    {"tree-root", 0, POPT_ARG_STRING, &tree_root, 0,
 	     "use the root tree block at BYTENR (experts)", "BYTENR"},
 	    {"chunk-root", 0, POPT_ARG_STRING, &chunk_root, 0,
@@ -488,101 +529,52 @@ int main(int argc, const char **argv)
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	/* fsck(8): -n check only, -y repair, -p/-a preen (safe fixes), -f accepted, -C FD */
 	struct poptOption fsck_opts[] = {
-	    {NULL, 'n', POPT_ARG_NONE, &no, 0, "check only, change nothing", NULL},
-	    {NULL, 'y', POPT_ARG_NONE, &yes, 0, "repair everything that can be repaired", NULL},
-	    {NULL, 'p', POPT_ARG_NONE, &preen, 0,
+	    {NULL, 'n', POPT_ARG_NONE, &a.no, 0, "check only, change nothing", NULL},
+	    {NULL, 'y', POPT_ARG_NONE, &a.yes, 0, "repair everything that can be repaired", NULL},
+	    {NULL, 'p', POPT_ARG_NONE, &a.preen, 0,
 	     "preen: make only the safe fixes (derived data: counts, totals, caches)", NULL},
-	    {NULL, 'a', POPT_ARG_NONE, &auto_, 0, "the same as -p", NULL},
-	    {NULL, 'f', POPT_ARG_NONE, &force, 0, "check even when it looks clean (always done)",
+	    {NULL, 'a', POPT_ARG_NONE, &a.auto_, 0, "the same as -p", NULL},
+	    {NULL, 'f', POPT_ARG_NONE, &a.force, 0, "check even when it looks clean (always done)",
 	     NULL},
-	    {NULL, 'C', POPT_ARG_INT, &progress_fd, 0, "progress (to a terminal on stderr)", "FD"},
-	    {"json", 0, POPT_ARG_NONE, &json, 0, "one JSON object with errors and fixes", NULL},
-	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print only the error count", NULL},
+	    {NULL, 'C', POPT_ARG_INT, &a.progress_fd, 0, "progress (to a terminal on stderr)",
+	     "FD"},
+	    {"json", 0, POPT_ARG_NONE, &a.json, 0, "one JSON object with errors and fixes", NULL},
+	    {"quiet", 'q', POPT_ARG_NONE, &a.quiet, 0, "print only the error count", NULL},
 	    CLI_WRITE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
-	const char *prog = as_fsck ? "fsck.btk" : "btk-fsck";
-	poptContext pc = poptGetContext(prog, argc, argv, as_fsck ? fsck_opts : opts, 0);
+	a.as_fsck = argc > 0 && fsck_mode(argv[0]);
+	const char *prog = a.as_fsck ? "fsck.btk" : "btk-fsck";
+	poptContext pc;
 
 	cli_init(prog);
 	cli_output_fail_code(EXIT_OPER); /* a report that cannot be written: not checked */
 	/* stdout line by line: piped, reports and stderr messages stay in the order they happen */
 	setvbuf(stdout, NULL, _IOLBF, 0);
-
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		json_argv = json_argv || !strcmp(argv[i], "--json");
-	poptSetOtherOptionHelp(pc, "[OPTIONS] DEV...");
-	while ((rc = poptGetNextOpt(pc)) > 0)
-		;
-	if (rc < -1) {
-		usage_err("%s: %s", poptBadOption(pc, 0), poptStrerror(rc));
+	/* a usage error with --json is the "not checked" object, as every other failure */
+	cli_json_shape(json_fail);
+	cli_json_argv(argc, argv);
+	rc = cli_popt_start(&pc, prog, argc, argv, a.as_fsck ? fsck_opts : opts, "[OPTIONS] DEV...")
+		 ? EXIT_USAGE
+		 : 0;
+	a.tree_root = tree_root;
+	a.chunk_root = chunk_root;
+	if (!rc)
+		rc = check_args(pc, &a);
+	cli_json_on(false); /* from here on the report's own JSON says what failed */
+	if (rc) {
 		poptFreeContext(pc);
-		return EXIT_USAGE;
+		return rc;
 	}
-	const char **devs = poptGetArgs(pc);
-	int ndevs = 0;
-	while (devs && devs[ndevs])
-		ndevs++;
-	if (!ndevs) {
-		usage_err("no device given (see --help)");
-		poptFreeContext(pc);
-		return EXIT_USAGE;
-	}
-	if (as_fsck) {
-		/* fsck -f checks anyway; btk-fsck always checks, and never forces a mount */
-		force = 0;
-		preen = preen || auto_;
-		repair = yes || preen;
-		progress = progress_fd >= 0;
-		if (no + yes + (preen ? 1 : 0) > 1) {
-			usage_err("-n, -y and -p/-a exclude each other");
-			poptFreeContext(pc);
-			return EXIT_USAGE;
-		}
-	} else {
-		repair = repair || yes;
-		if (repair && readonly) {
-			usage_err("--repair and --readonly exclude each other");
-			poptFreeContext(pc);
-			return EXIT_USAGE;
-		}
-	}
-	if (repair && data_csum) {
-		usage_err("--check-data-csum is for checks only (a repair does not heal data)");
-		poptFreeContext(pc);
-		return EXIT_USAGE;
-	}
-	if (cache_arg < 1) {
-		usage_err("--cache-mb must be at least 1");
-		poptFreeContext(pc);
-		return EXIT_USAGE;
-	}
-	cache_mb = (uint64_t)cache_arg;
-	open_opts.cache_mb = cache_mb;
-	open_opts.backup = backup ? BTK_BACKUP_NEWEST : 0;
-	if (super != -1 && (super < 0 || super > 2)) {
-		usage_err("-s/--super: copy %d does not exist (0, 1 or 2)", super);
-		poptFreeContext(pc);
-		return EXIT_USAGE;
-	}
-	open_opts.super_mirror = super;
-	if ((tree_root && !cli_parse_u64(tree_root, &open_opts.tree_root)) ||
-	    (chunk_root && !cli_parse_u64(chunk_root, &open_opts.chunk_root))) {
-		usage_err("--tree-root/--chunk-root: not a byte number: %s",
-			  tree_root && !open_opts.tree_root ? tree_root : chunk_root);
-		poptFreeContext(pc);
-		return EXIT_USAGE;
-	}
-	struct out o = {.json = json, .quiet = quiet, .last_pct = -1};
+	struct out o = {.json = a.json, .quiet = a.quiet, .last_pct = -1};
 	/* the progress line: on a terminal unless -q, or with -p; never with --json */
-	cli_progress_start(&o.line, progress);
-	if (json || (quiet && !progress))
+	cli_progress_start(&o.line, a.progress);
+	if (a.json || (a.quiet && !a.progress))
 		o.line.on = false;
 	btk_set_warn_hook(on_warn, &o);
-	(void)readonly;
-	if (repair)
-		rc = run_repair(devs, ndevs, preen, &o);
-	else if (!(rc = mounted_guard(devs, ndevs, force, &o)))
-		rc = run(devs, ndevs, data_csum, &o);
+	if (a.repair)
+		rc = run_repair(a.devs, a.ndevs, a.preen, &o);
+	else if (!(rc = mounted_guard(a.devs, a.ndevs, a.force, &o)))
+		rc = run(a.devs, a.ndevs, a.data_csum, &o);
 	poptFreeContext(pc);
 	return rc;
 }

@@ -118,13 +118,20 @@ static uint64_t verify_sectors(struct chk_dv *dv, const struct dv_job *j, int i,
 static uint64_t verify_job(struct chk_dv *dv, const struct dv_job *j, uint8_t *buf)
 {
 	uint64_t count = 0;
+	const struct btk_chunk *c = btk_chunk_find(dv->fs, j->logical);
+	/* RAID5/6 data (one copy) on a missing device: verified as rebuilt from parity, what a
+	 * degraded reader reads */
+	bool rebuild = c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK) && !j->ph[0].dev;
 
 	for (int i = 0; i < j->n; i++) {
-		if (!j->ph[i].dev)
+		if (!j->ph[i].dev && !rebuild)
 			continue;
 		for (uint64_t p = 0; p < j->len; p += PIECE) {
 			uint64_t plen = j->len - p < PIECE ? j->len - p : PIECE;
-			if (!btk_dev_read(j->ph[i].dev, buf, plen, j->ph[i].physical + p)) {
+			if (!(rebuild
+				  ? btk_read_copy((struct btk_fs *)dv->fs, j->logical + p, buf,
+						  plen, 1)
+				  : btk_dev_read(j->ph[i].dev, buf, plen, j->ph[i].physical + p))) {
 				count += verify_sectors(dv, j, i, buf, p, plen);
 				continue;
 			}

@@ -94,8 +94,8 @@ static int wrap(struct btk_dev **devp, const struct btk_dev_opts *o)
 			return ret;
 		*devp = w;
 	}
-	if (o->undo) {
-		if ((ret = btk_dev_undo(*devp, &w)))
+	if (o->undo || (o->write && o->undo_path)) {
+		if ((ret = btk_dev_undo(*devp, o->write ? o->undo_path : NULL, &w)))
 			return ret;
 		*devp = w;
 	}
@@ -120,8 +120,6 @@ int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk
 
 	if (!o)
 		o = &none;
-	if (o->undo_path)
-		return btk_err(EOPNOTSUPP, "%s: an undo file is not supported yet", path);
 	if (!o->write) {
 		if ((ret = btk_dev_open(path, 0, &dev)))
 			return ret;

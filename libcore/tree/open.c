@@ -206,6 +206,8 @@ static int finish_open(struct btk_fs *fs, const struct btk_open_opts *o, const c
 	if (!ret && o->tree_root)
 		ret = use_root_block(fs, o->tree_root, false);
 	if (!ret)
+		ret = btk_volumes_check_seeds(fs, o);
+	if (!ret)
 		ret = btk_volumes_check_missing(fs, o);
 	if (ret) {
 		char msg[1024];

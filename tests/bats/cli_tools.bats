@@ -334,7 +334,7 @@ complete_words() {
 @test "bash completion: every tool's options and verbs, read from its --help" {
 	PATH="$BTK_BUILD/bin:$PATH"
 	local t
-	for t in mkfs fsck convert resize owner debug image; do
+	for t in mkfs fsck convert resize owner debug image undo; do
 		complete_words "btk-$t" --vers | grep -qx -- --version || { echo "btk-$t" >&2; false; }
 	done
 	complete_words btk-mkfs --roo | grep -qx -- --rootdir
@@ -350,7 +350,7 @@ complete_words() {
 
 @test "-h is --help in every tool and every verb: exit 0, the usage on stdout" {
 	local t v
-	for t in mkfs fsck convert resize owner debug image; do
+	for t in mkfs fsck convert resize owner debug image undo; do
 		require_btk $t
 		run "$B/btk-$t" -h
 		[ "$status" -eq 0 ] && [[ "${lines[0]}" == [Uu]"sage: btk-$t"* ]] || { echo "$t: $output"; false; }
