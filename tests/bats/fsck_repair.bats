@@ -226,3 +226,32 @@ PY
 	done
 	[ $n = 15 ]
 }
+
+@test "repair: an undo file by default (printed), btk-undo gives the image back byte-identical; -z FILE, --no-undo" {
+	require_btk fsck
+	require_btk undo
+	broken nlink
+	local sha
+	sha=$(sha256_of "$IMG")
+	btk_run 120 "$FSCK" --repair "$IMG"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	grep -q "^undo file: $IMG.undo " "$BTK_OUT"
+	[ -s "$IMG.undo" ]
+	[ "$(sha256_of "$IMG")" != "$sha" ]
+	btk_run 120 "$BTK_BUILD/bin/btk-undo" "$IMG.undo" "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	[ "$(sha256_of "$IMG")" = "$sha" ]
+	# -z names the file; --json says it
+	btk_run 120 "$FSCK" --repair --json -z "$BATS_TEST_TMPDIR/my.undo" "$IMG"
+	[ "$status" = 1 ]
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["undo_file"] == sys.argv[2], d' \
+		"$BTK_OUT" "$BATS_TEST_TMPDIR/my.undo"
+	btk_run 120 "$BTK_BUILD/bin/btk-undo" "$BATS_TEST_TMPDIR/my.undo" "$IMG"
+	[ "$(sha256_of "$IMG")" = "$sha" ]
+	# --no-undo: none made
+	rm -f "$IMG".*undo
+	btk_run 120 "$FSCK" --repair --no-undo "$IMG"
+	[ "$status" = 1 ]
+	! ls "$IMG".*undo 2>/dev/null
+	! grep -q '^undo file' "$BTK_OUT"
+}
