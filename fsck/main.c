@@ -88,7 +88,7 @@ static void json_location(uint64_t tree, uint64_t bytenr, const struct btk_key *
 static void report_json(struct out *o, const struct btk_check_problem *p)
 {
 
-	printf("%s\n    {\"code\": \"E%04u\", \"name\": ", o->nerr ? "," : "", p->info->code);
+	printf("%s{\"code\": \"E%04u\", \"name\": ", o->nerr ? "," : "", p->info->code);
 	btk_json_cstr(stdout, p->info->name);
 	printf(", \"kind\": ");
 	btk_json_cstr(stdout, btk_check_kind_name(p->kind));
@@ -113,7 +113,7 @@ static void on_problem(void *ctx, const struct btk_check_problem *p)
 	if (p->id == BTK_P_ROOT_TREE_UNREADABLE)
 		o->not_checked = true;
 	if (o->json && o->fixes_open) {
-		printf("\n  ],\n  \"errors\": [");
+		printf("], \"errors\": [");
 		o->fixes_open = false;
 	}
 	if (o->json)
@@ -204,31 +204,31 @@ static void summary_json(const struct btk_fs *fs, const struct btk_check_summary
 	char uuid[40];
 
 	uuid_str(fs->fsid, uuid);
-	printf(
-	    "\n  ],\n  \"uuid\": \"%s\",\n  \"summary\": {\"errors\": %llu, \"bytes_used\": %llu, "
-	    "\"total_csum_bytes\": %llu, \"total_tree_bytes\": %llu, "
-	    "\"total_fs_tree_bytes\": %llu, \"total_extent_tree_bytes\": %llu, "
-	    "\"btree_space_waste\": %llu, \"data_bytes_allocated\": %llu, "
-	    "\"data_bytes_referenced\": %llu, \"roots\": %llu, \"subvolumes\": %llu, "
-	    "\"inodes\": %llu, \"tree_blocks\": %llu, \"extents\": %llu, "
-	    "\"data_blocks_checked\": %llu},\n",
-	    uuid, (unsigned long long)s->errors, (unsigned long long)s->bytes_used,
-	    (unsigned long long)s->total_csum_bytes, (unsigned long long)s->total_tree_bytes,
-	    (unsigned long long)s->total_fs_tree_bytes,
-	    (unsigned long long)s->total_extent_tree_bytes,
-	    (unsigned long long)s->btree_space_waste, (unsigned long long)s->data_bytes_allocated,
-	    (unsigned long long)s->data_bytes_referenced, (unsigned long long)s->nr_roots,
-	    (unsigned long long)s->nr_subvols, (unsigned long long)s->nr_inodes,
-	    (unsigned long long)s->nr_tree_blocks, (unsigned long long)s->nr_extents,
-	    (unsigned long long)s->data_blocks_checked);
+	printf("], \"uuid\": \"%s\", \"summary\": {\"errors\": %llu, \"bytes_used\": %llu, "
+	       "\"total_csum_bytes\": %llu, \"total_tree_bytes\": %llu, "
+	       "\"total_fs_tree_bytes\": %llu, \"total_extent_tree_bytes\": %llu, "
+	       "\"btree_space_waste\": %llu, \"data_bytes_allocated\": %llu, "
+	       "\"data_bytes_referenced\": %llu, \"roots\": %llu, \"subvolumes\": %llu, "
+	       "\"inodes\": %llu, \"tree_blocks\": %llu, \"extents\": %llu, "
+	       "\"data_blocks_checked\": %llu}, ",
+	       uuid, (unsigned long long)s->errors, (unsigned long long)s->bytes_used,
+	       (unsigned long long)s->total_csum_bytes, (unsigned long long)s->total_tree_bytes,
+	       (unsigned long long)s->total_fs_tree_bytes,
+	       (unsigned long long)s->total_extent_tree_bytes,
+	       (unsigned long long)s->btree_space_waste,
+	       (unsigned long long)s->data_bytes_allocated,
+	       (unsigned long long)s->data_bytes_referenced, (unsigned long long)s->nr_roots,
+	       (unsigned long long)s->nr_subvols, (unsigned long long)s->nr_inodes,
+	       (unsigned long long)s->nr_tree_blocks, (unsigned long long)s->nr_extents,
+	       (unsigned long long)s->data_blocks_checked);
 }
 
 /* JSON output when the filesystem could not be checked at all. */
 static void json_fail(const char *msg)
 {
-	printf("{\n  \"result\": \"not checked\",\n  \"error\": ");
+	printf("{\"result\": \"not checked\", \"error\": ");
 	btk_json_cstr(stdout, msg);
-	printf(",\n  \"errors\": []\n}\n");
+	printf(", \"errors\": []}\n");
 }
 
 static uint64_t cache_mb = 8; /* tree-block cache: the walk reads most blocks once */
@@ -289,19 +289,19 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 	struct btk_check_opts co = {
 	    .data_csum = data_csum, .report = on_problem, .progress = on_progress, .ctx = o};
 	if (o->json)
-		printf("{\n  \"errors\": [");
+		printf("{\"errors\": [");
 	ret = btk_check_run(fs, &co, &sum);
 	cli_progress_clear(&o->line);
 	if (o->json) {
 		summary_json(fs, &sum);
 		if (ret) { /* the check stopped: say why, as every --json failure does */
-			printf("  \"error\": ");
+			printf("\"error\": ");
 			btk_json_cstr(stdout, btk_errmsg());
-			printf(",\n");
+			printf(", ");
 		}
-		printf("  \"result\": \"%s\"\n}\n", ret || o->not_checked ? "not checked"
-						    : sum.errors	  ? "errors"
-									  : "clean");
+		printf("\"result\": \"%s\"}\n", ret || o->not_checked ? "not checked"
+						: sum.errors	      ? "errors"
+								      : "clean");
 	} else if (!o->quiet) {
 		summary_text(fs, &sum);
 	} else if (sum.errors) {
@@ -324,8 +324,7 @@ static void on_fix(void *ctx, const struct btk_repair_fix *f)
 
 	cli_progress_clear(&o->line);
 	if (o->json) {
-		printf("%s\n    {\"code\": \"E%04u\", \"name\": ", o->nfix ? "," : "",
-		       f->info->code);
+		printf("%s{\"code\": \"E%04u\", \"name\": ", o->nfix ? "," : "", f->info->code);
 		btk_json_cstr(stdout, f->info->name);
 		printf(", \"round\": %d", f->round);
 		json_location(f->tree, f->bytenr, f->has_key ? &f->key : NULL);
@@ -382,17 +381,17 @@ static int run_repair(const char **devs, int ndevs, bool preen, struct out *o)
 		printf("Repairing filesystem on %s%s\n", devs[0],
 		       preen ? " (preen: safe fixes only)" : "");
 	if (o->json) {
-		printf("{\n  \"fixes\": [");
+		printf("{\"fixes\": [");
 		o->fixes_open = true;
 	}
 	ret = btk_repair_run(devs, ndevs, &oo, &ro, &res);
 	cli_progress_clear(&o->line);
 	if (o->json) {
 		if (o->fixes_open)
-			printf("\n  ],\n  \"errors\": [");
+			printf("], \"errors\": [");
 		o->fixes_open = false;
-		printf("\n  ],\n  \"errors_before\": %llu, \"errors_after\": %llu, "
-		       "\"fixes_made\": %llu, \"rounds\": %d, \"commits\": %d,\n",
+		printf("], \"errors_before\": %llu, \"errors_after\": %llu, "
+		       "\"fixes_made\": %llu, \"rounds\": %d, \"commits\": %d, ",
 		       (unsigned long long)res.errors_before, (unsigned long long)res.errors_after,
 		       (unsigned long long)res.fixes, res.rounds, res.commits);
 		if (*undo && !access(undo, F_OK)) {
@@ -401,19 +400,19 @@ static int run_repair(const char **devs, int ndevs, bool preen, struct out *o)
 			printf(",\n");
 		}
 		if (res.refused) {
-			printf("  \"not_fixed\": ");
+			printf("\"not_fixed\": ");
 			btk_json_cstr(stdout, res.failed);
-			printf(",\n");
+			printf(", ");
 		}
 		if (ret) {
-			printf("  \"error\": ");
+			printf("\"error\": ");
 			btk_json_cstr(stdout, btk_errmsg());
-			printf(",\n");
+			printf(", ");
 		}
-		printf("  \"result\": \"%s\"\n}\n", ret || res.unchecked ? "not checked"
-						    : res.errors_after	 ? "errors"
-						    : res.fixes		 ? "repaired"
-									 : "clean");
+		printf("\"result\": \"%s\"}\n", ret || res.unchecked ? "not checked"
+						: res.errors_after   ? "errors"
+						: res.fixes	     ? "repaired"
+								     : "clean");
 	} else if (!o->quiet && !ret) {
 		printf("%llu error(s) found, %llu fixed in %d commit(s), %llu left\n",
 		       (unsigned long long)res.errors_before, (unsigned long long)res.fixes,

@@ -558,6 +558,32 @@ int btk_volumes_check_missing(struct btk_fs *fs, const struct btk_open_opts *o)
 	return 0;
 }
 
+int btk_volumes_check_sys(const struct btk_fs *fs)
+{
+	for (int i = 0; i < fs->nchunks; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		const struct btk_raid_attr *ra = btk_raid_attr(c->type);
+		char buf[256] = "";
+		size_t pos = 0;
+		if (btk_chunk_readable(fs, c))
+			continue;
+		for (int s = 0; s < c->num_stripes && pos < sizeof(buf); s++) {
+			uint64_t devid = c->stripes[s].devid;
+			bool seen = false;
+			for (int k = 0; k < s; k++)
+				seen |= c->stripes[k].devid == devid;
+			if (!seen && !stripe_present(fs, &c->stripes[s]))
+				pos += (size_t)snprintf(buf + pos, sizeof(buf) - pos, "%s%llu",
+							pos ? ", " : "", (unsigned long long)devid);
+		}
+		return btk_err(ENODEV,
+			       "missing device(s): devid %s: system chunk %llu (%s) has no copy "
+			       "left (give every member device)",
+			       buf, (unsigned long long)c->logical, ra ? ra->name : "?");
+	}
+	return 0;
+}
+
 int btk_volumes_check_seeds(struct btk_fs *fs, const struct btk_open_opts *o)
 {
 	bool seeded = false;
