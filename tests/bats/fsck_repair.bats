@@ -196,7 +196,11 @@ PY
 	local ids fixes
 	ids=$(sed -n 's/^BTK_PROBLEM(\([A-Z0-9_]*\),.*/\1/p' "$BTK_ROOT/libcore/check/problems.def" | sort)
 	fixes=$(sed -n 's/^BTK_\(NO\)\{0,1\}FIX(\([A-Z0-9_]*\),.*/\2/p' "$BTK_ROOT/libcore/repair/fixes.def" | sort)
-	[ "$ids" = "$fixes" ] || { diff <(echo "$ids") <(echo "$fixes") >&2; return 1; }
+	[ "$ids" = "$fixes" ] || {
+		diff <(echo "$ids") <(echo "$fixes") >&2
+		echo "each problem code needs a row in libcore/repair/fixes.def (BTK_FIX or BTK_NOFIX)" >&2
+		return 1
+	}
 	"$BTK_ROOT/scripts/problems-man.sh" | diff - <(sed -n '/^\.\\" BEGIN PROBLEM CODES/,/^\.\\" END PROBLEM CODES/p' "$BTK_ROOT/man/btk-fsck.8")
 }
 
