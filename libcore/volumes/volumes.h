@@ -163,6 +163,8 @@ struct btk_fs_dev *btk_fs_dev_find(struct btk_fs *fs, uint64_t devid);
 
 /* The chunk containing logical, or NULL. */
 const struct btk_chunk *btk_chunk_find(const struct btk_fs *fs, uint64_t logical);
+/* The same for the write path, which changes chunks it makes before their items are written. */
+struct btk_chunk *btk_chunk_find_mut(struct btk_fs *fs, uint64_t logical);
 
 /* The most copies a profile keeps of a byte (RAID1C4); RAID5/6 data counts as 1 here. */
 #define BTK_MAX_COPIES 4

@@ -497,3 +497,17 @@ CMDS
 	[ "$status" -eq 2 ] && [[ "$output" == *"no size given"* ]]
 	[ "$(stat -c %s "$D/z.img")" -eq $((180 << 20)) ]
 }
+
+@test "btk-convert names what it finds instead of ext (no libext2fs code numbers)" {
+	require_btk convert
+	"$B/btk-mkfs" -q -b 128m "$D/b.img"
+	head -c 8M /dev/urandom >"$D/r.img"
+	run "$B/btk-convert" "$D/b.img"
+	[ "$status" -eq 1 ] && [ "$output" = "btk-convert: $D/b.img: not an ext2/3/4 filesystem (it holds a btrfs filesystem)" ] ||
+		{ echo "$output" >&2; false; }
+	run "$B/btk-convert" "$D/r.img"
+	[ "$status" -eq 1 ] && [ "$output" = "btk-convert: $D/r.img: not an ext2/3/4 filesystem (no filesystem found)" ]
+	run "$B/btk-convert" "$D/missing.img"
+	[ "$status" -eq 1 ] && [ "$output" = "btk-convert: $D/missing.img: cannot open: No such file or directory" ]
+	! grep -q 'Unknown code' <<<"$output"
+}
