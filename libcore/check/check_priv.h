@@ -182,6 +182,7 @@ struct chk {
 	bool oom;	   /* an allocation failed: abort with -ENOMEM */
 	bool extent_gap;   /* part of the extent tree was unreadable: do not compare with it */
 	bool walk_gap;	   /* part of another tree was unreadable: users may be missing */
+	bool chunk_gap;	   /* part of the chunk tree was unreadable: items may be missing */
 	bool no_holes, skinny, has_fst;
 	/* the tree being walked */
 	uint64_t tree;

@@ -82,6 +82,10 @@ struct btk_open_opts {
 	/* keep chunks that overlap the next one (the checker reports them and checks the rest)
 	 * instead of refusing to open */
 	bool chunk_overlaps;
+	/* a damaged chunk tree: skip chunk items that do not parse and blocks that do not read
+	 * (a chunk root whose generation differs from the superblock's is read all the same),
+	 * so that what maps through the other chunks can be read (the checker reports them) */
+	bool chunk_damage;
 	/* with write: open even when a device is shorter than its superblock says (a truncated
 	 * image; --force), which is otherwise refused (btk_volumes_check_sizes) */
 	bool short_ok;
