@@ -233,6 +233,8 @@ static void json_fail(const char *msg)
 
 static uint64_t cache_mb = 8; /* tree-block cache: the walk reads most blocks once */
 static int cache_arg = 8;
+static uint64_t max_errors; /* --max-errors: problems shown at most (0: all) */
+static char *max_errors_arg;
 
 /* A filesystem the kernel writes changes under the checker: refuse it unless forced. A
  * read-only mount is checked with a warning (the kernel may still replay nothing, so the
@@ -273,6 +275,7 @@ static struct btk_open_opts open_opts = {.super_mirror = -1, .chunk_overlaps = t
 static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 {
 	struct btk_open_opts oo = open_opts;
+	oo.chunk_damage = true; /* a check reads around a damaged chunk tree (never a repair) */
 	struct btk_check_summary sum;
 	struct btk_fs *fs = NULL;
 	int ret;
@@ -286,8 +289,13 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 		cli_err_in(devs[0], "%s", btk_errmsg());
 		return EXIT_OPER;
 	}
-	struct btk_check_opts co = {
-	    .data_csum = data_csum, .report = on_problem, .progress = on_progress, .ctx = o};
+	/* text: data checksum mismatches summed up per extent and mirror; --json lists each */
+	struct btk_check_opts co = {.data_csum = data_csum,
+				    .report = on_problem,
+				    .progress = on_progress,
+				    .ctx = o,
+				    .max_reports = max_errors,
+				    .data_summary = !o->json};
 	if (o->json)
 		printf("{\"errors\": [");
 	ret = btk_check_run(fs, &co, &sum);
@@ -303,6 +311,9 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 						: sum.errors	      ? "errors"
 								      : "clean");
 	} else if (!o->quiet) {
+		if (max_errors && o->nerr >= max_errors && sum.errors + sum.warnings > o->nerr)
+			printf("... more problems not shown (--max-errors %llu)\n",
+			       (unsigned long long)max_errors);
 		summary_text(fs, &sum);
 	} else if (sum.errors) {
 		printf("%llu error(s) found\n", (unsigned long long)sum.errors);
@@ -472,6 +483,10 @@ static int check_args(poptContext pc, struct fsck_args *a)
 		cli_err("--cache-mb must be at least 1");
 		return EXIT_USAGE;
 	}
+	if (max_errors_arg && (!cli_parse_u64(max_errors_arg, &max_errors) || !max_errors)) {
+		cli_err("--max-errors: not a positive number: %s", max_errors_arg);
+		return EXIT_USAGE;
+	}
 	cache_mb = (uint64_t)cache_arg;
 	open_opts.cache_mb = cache_mb;
 	open_opts.backup = a->backup ? BTK_BACKUP_NEWEST : 0;
@@ -524,6 +539,8 @@ int main(int argc, const char **argv)
 	     "use the chunk tree block at BYTENR (experts)", "BYTENR"},
 	    {"cache-mb", 0, POPT_ARG_INT, &cache_arg, 0, "tree-block cache budget (default 8)",
 	     "MIB"},
+	    {"max-errors", 0, POPT_ARG_STRING, &max_errors_arg, 0,
+	     "show at most N problems (all are still counted)", "N"},
 	    CLI_WRITE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	/* fsck(8): -n check only, -y repair, -p/-a preen (safe fixes), -f accepted, -C FD */

@@ -210,6 +210,9 @@ int btk_dev_refuse_in_use(const char *path);
  * does not exist); -EEXIST naming what was found ("contains a ext4 filesystem (use -f to
  * overwrite)"), -EIO when it cannot be probed. */
 int btk_dev_probe_signatures(const char *path);
+/* What libblkid finds on path: 1 with its TYPE ("btrfs", "ext4"; "gpt" with *what "partition
+ * table", else "filesystem") in found, 0 when nothing (or path is not there), -EIO. */
+int btk_dev_signature(const char *path, char *found, size_t len, const char **what);
 
 /* The writer's lock on path's file (lock.c): exclusive between processes, shared by every
  * holder in this one (counted). -EBUSY "PATH: is being changed by another btk process (pid N)"

@@ -135,7 +135,8 @@ int btk_chunk_parse(const uint8_t *item, uint32_t size, uint64_t logical, uint32
 	return 0;
 }
 
-const struct btk_chunk *btk_chunk_find(const struct btk_fs *fs, uint64_t logical)
+/* Index of the chunk that maps logical, or -1. */
+static int chunk_index(const struct btk_fs *fs, uint64_t logical)
 {
 	int lo = 0, hi = fs->nchunks;
 
@@ -147,9 +148,23 @@ const struct btk_chunk *btk_chunk_find(const struct btk_fs *fs, uint64_t logical
 		else if (logical - c->logical >= c->length)
 			lo = mid + 1;
 		else
-			return c;
+			return mid;
 	}
-	return NULL;
+	return -1;
+}
+
+const struct btk_chunk *btk_chunk_find(const struct btk_fs *fs, uint64_t logical)
+{
+	int i = chunk_index(fs, logical);
+
+	return i < 0 ? NULL : fs->chunks[i];
+}
+
+struct btk_chunk *btk_chunk_find_mut(struct btk_fs *fs, uint64_t logical)
+{
+	int i = chunk_index(fs, logical);
+
+	return i < 0 ? NULL : fs->chunks[i];
 }
 
 static void put_copy(const struct btk_fs *fs, const struct btk_stripe *s, uint64_t phys,

@@ -82,6 +82,10 @@ struct btk_open_opts {
 	/* keep chunks that overlap the next one (the checker reports them and checks the rest)
 	 * instead of refusing to open */
 	bool chunk_overlaps;
+	/* a damaged chunk tree: skip chunk items that do not parse and blocks that do not read
+	 * (a chunk root whose generation differs from the superblock's is read all the same),
+	 * so that what maps through the other chunks can be read (the checker reports them) */
+	bool chunk_damage;
 	/* with write: open even when a device is shorter than its superblock says (a truncated
 	 * image; --force), which is otherwise refused (btk_volumes_check_sizes) */
 	bool short_ok;
@@ -166,6 +170,8 @@ struct btk_fs_dev *btk_fs_dev_find(struct btk_fs *fs, uint64_t devid);
 
 /* The chunk containing logical, or NULL. */
 const struct btk_chunk *btk_chunk_find(const struct btk_fs *fs, uint64_t logical);
+/* The same for the write path, which changes chunks it makes before their items are written. */
+struct btk_chunk *btk_chunk_find_mut(struct btk_fs *fs, uint64_t logical);
 
 /* The most copies a profile keeps of a byte (RAID1C4); RAID5/6 data counts as 1 here. */
 #define BTK_MAX_COPIES 4

@@ -355,7 +355,7 @@ complete_words() {
 		run "$B/btk-$t" -h
 		[ "$status" -eq 0 ] && [[ "${lines[0]}" == [Uu]"sage: btk-$t"* ]] || { echo "$t: $output"; false; }
 	done
-	for v in ls get put dump restore snapshot; do
+	for v in stat get put dump restore snapshot; do # (ls -h: human sizes, as ls(1))
 		run "$B/btk-image" "$v" -h
 		[ "$status" -eq 0 ] && [[ "$output" == *"Usage: btk-image $v"* ]] || { echo "$v: $output"; false; }
 	done
@@ -496,4 +496,28 @@ CMDS
 	run "$B/btk-resize" "$D/z.img"
 	[ "$status" -eq 2 ] && [[ "$output" == *"no size given"* ]]
 	[ "$(stat -c %s "$D/z.img")" -eq $((180 << 20)) ]
+}
+
+@test "btk-convert names what it finds instead of ext (no libext2fs code numbers)" {
+	require_btk convert
+	"$B/btk-mkfs" -q -b 128m "$D/b.img"
+	head -c 8M /dev/urandom >"$D/r.img"
+	run "$B/btk-convert" "$D/b.img"
+	[ "$status" -eq 1 ] && [ "$output" = "btk-convert: $D/b.img: not an ext2/3/4 filesystem (it holds a btrfs filesystem)" ] ||
+		{ echo "$output" >&2; false; }
+	run "$B/btk-convert" "$D/r.img"
+	[ "$status" -eq 1 ] && [ "$output" = "btk-convert: $D/r.img: not an ext2/3/4 filesystem (no filesystem found)" ]
+	run "$B/btk-convert" "$D/missing.img"
+	[ "$status" -eq 1 ] && [ "$output" = "btk-convert: $D/missing.img: cannot open: No such file or directory" ]
+	! grep -q 'Unknown code' <<<"$output"
+}
+
+@test "btk-image ls takes ls -la and -lh habits: -a accepted, -h human sizes with -l" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	head -c 1572864 /dev/zero >"$D/f"
+	"$BTK_BUILD/bin/btk-image" put "$D/t.img" "$D/f" /.hidden >/dev/null
+	run "$BTK_BUILD/bin/btk-image" ls -la "$D/t.img" /
+	[ "$status" -eq 0 ] && [[ "$output" == *" 1572864 "*".hidden" ]] || { echo "$output" >&2; false; }
+	run "$BTK_BUILD/bin/btk-image" ls -lh "$D/t.img" /
+	[ "$status" -eq 0 ] && [[ "$output" == *" 1.50MiB "*".hidden" ]] || { echo "$output" >&2; false; }
 }
