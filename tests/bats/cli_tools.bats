@@ -521,3 +521,14 @@ CMDS
 	run "$BTK_BUILD/bin/btk-image" ls -lh "$D/t.img" /
 	[ "$status" -eq 0 ] && [[ "$output" == *" 1.50MiB "*".hidden" ]] || { echo "$output" >&2; false; }
 }
+
+@test "btk-image restore - reads the dump from standard input, as dump ... - writes it" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	"$BTK_BUILD/bin/btk-image" mkdir "$D/t.img" /d
+	"$BTK_BUILD/bin/btk-image" dump "$D/t.img" - | "$BTK_BUILD/bin/btk-image" restore - "$D/r.img"
+	"$BTK_BUILD/bin/btk-image" dump "$D/t.img" "$D/t.dump" >/dev/null
+	"$BTK_BUILD/bin/btk-image" restore "$D/t.dump" "$D/r2.img" >/dev/null
+	cmp "$D/r.img" "$D/r2.img"
+	run "$BTK_BUILD/bin/btk-image" restore - "$D/r3.img" </dev/null
+	[ "$status" -eq 1 ] && [ "${#lines[@]}" -eq 1 ] && [ ! -e "$D/r3.img" ]
+}
