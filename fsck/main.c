@@ -275,6 +275,7 @@ static struct btk_open_opts open_opts = {.super_mirror = -1, .chunk_overlaps = t
 static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 {
 	struct btk_open_opts oo = open_opts;
+	oo.chunk_damage = true; /* a check reads around a damaged chunk tree (never a repair) */
 	struct btk_check_summary sum;
 	struct btk_fs *fs = NULL;
 	int ret;
