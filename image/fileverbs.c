@@ -6,7 +6,7 @@
 
 const struct verb img_file_verbs[] = {
     /* read verbs */
-    {"ls", "[-l] [-R] IMG [PATH]", "list a directory (or show one entry)", verb_ls},
+    {"ls", "[-laRh] IMG [PATH]", "list a directory (or show one entry)", verb_ls},
     {"stat", "[--json] IMG PATH", "every field of an inode, its xattrs and extents", verb_stat},
     {"cat", "IMG PATH", "a file's content on stdout", verb_cat},
     {"getfattr", "[-n NAME | -d] IMG PATH", "extended attributes, like getfattr(1)", verb_getfattr},

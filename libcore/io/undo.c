@@ -193,9 +193,10 @@ static int log_append(struct undo_log *l, int type, size_t dev, const void *payl
 	return 0;
 }
 
+/* Makes what was appended durable (nothing appended yet: no file, nothing to do). */
 static int log_sync(struct undo_log *l)
 {
-	return fdatasync(l->fd) ? log_fail(l, errno, "flush") : 0;
+	return l->fd >= 0 && fdatasync(l->fd) ? log_fail(l, errno, "flush") : 0;
 }
 
 /* The DEV payload of lower as it is now. */
@@ -465,24 +466,14 @@ static int log_states(struct btk_dev *dev, uint64_t off, uint64_t end, const uin
 	return ret;
 }
 
-/* Before [off, off+len) of dev changes to data (NULL: zeroes): keeps the blocks not kept yet
- * and, with an undo file, the hashes they will have, then makes the file durable. Nothing
- * after a power cut (nothing more would reach a disk). */
-static int keep(struct btk_dev *dev, uint64_t off, uint64_t len, const uint8_t *data)
+/* keep's work on [off, end), all below the original size. */
+static int keep_range(struct btk_dev *dev, uint64_t off, uint64_t end, const uint8_t *data)
 {
 	struct undo *u = dev->priv;
-	uint64_t end = off + len > u->orig_size ? u->orig_size : off + len;
 	uint64_t b0 = off / BS, b1 = (end + BS - 1) / BS;
 	struct btk_u64set *saved = saved_set(u);
 	int ret = 0;
 
-	if (off >= end)
-		return 0; /* past the old end: a truncate takes it away */
-	if (btk_dev_cut(dev->lower)) {
-		if (u->log)
-			u->log->devs[u->di].cut = true;
-		return 0;
-	}
 	for (uint64_t b = b0; b < b1 && !ret;) {
 		if (btk_u64set_has(saved, b)) {
 			b++;
@@ -496,6 +487,63 @@ static int keep(struct btk_dev *dev, uint64_t off, uint64_t len, const uint8_t *
 	}
 	if (!ret && u->log)
 		ret = log_states(dev, off, end, data, b0, b1);
+	return ret;
+}
+
+/* Where [off, end) of an image file below dev may hold data: the first stretch [*at, *to)
+ * (*at == end: none). Holes read as zeroes before a change to zeroes and after it, so it
+ * leaves them as they were (a cut of a mostly sparse image keeps only its data). Anything
+ * but a regular file: all of it. */
+static void data_stretch(struct btk_dev *dev, uint64_t off, uint64_t end, uint64_t *at,
+			 uint64_t *to)
+{
+	const struct btk_dev *d = dev->lower;
+	struct stat st;
+	off_t p, h;
+
+	for (int depth = 0; d && d->fd < 0 && depth < 16; depth++)
+		d = d->lower;
+	*at = off;
+	*to = end;
+	if (!d || d->fd < 0 || fstat(d->fd, &st) || !S_ISREG(st.st_mode))
+		return;
+	p = lseek(d->fd, (off_t)off, SEEK_DATA);
+	if (p < 0) {
+		if (errno == ENXIO) /* no data from off on */
+			*at = end;
+		return;
+	}
+	h = lseek(d->fd, p, SEEK_HOLE);
+	*at = (uint64_t)p < end ? (uint64_t)p : end;
+	if (h >= 0 && (uint64_t)h < end)
+		*to = (uint64_t)h;
+}
+
+/* Before [off, off+len) of dev changes to data (NULL: zeroes): keeps the blocks not kept yet
+ * and, with an undo file, the hashes they will have, then makes the file durable. Nothing
+ * after a power cut (nothing more would reach a disk). */
+static int keep(struct btk_dev *dev, uint64_t off, uint64_t len, const uint8_t *data)
+{
+	struct undo *u = dev->priv;
+	uint64_t end = off + len > u->orig_size ? u->orig_size : off + len;
+	int ret = 0;
+
+	if (off >= end)
+		return 0; /* past the old end: a truncate takes it away */
+	if (btk_dev_cut(dev->lower)) {
+		if (u->log)
+			u->log->devs[u->di].cut = true;
+		return 0;
+	}
+	if (data) {
+		ret = keep_range(dev, off, end, data);
+	} else {
+		for (uint64_t at = off, to; at < end && !ret; at = to) {
+			data_stretch(dev, at, end, &at, &to);
+			if (at < to)
+				ret = keep_range(dev, at, to, NULL);
+		}
+	}
 	if (!ret && u->log)
 		ret = log_sync(u->log);
 	return ret;

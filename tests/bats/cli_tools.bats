@@ -355,7 +355,7 @@ complete_words() {
 		run "$B/btk-$t" -h
 		[ "$status" -eq 0 ] && [[ "${lines[0]}" == [Uu]"sage: btk-$t"* ]] || { echo "$t: $output"; false; }
 	done
-	for v in ls get put dump restore snapshot; do
+	for v in stat get put dump restore snapshot; do # (ls -h: human sizes, as ls(1))
 		run "$B/btk-image" "$v" -h
 		[ "$status" -eq 0 ] && [[ "$output" == *"Usage: btk-image $v"* ]] || { echo "$v: $output"; false; }
 	done
@@ -510,4 +510,25 @@ CMDS
 	run "$B/btk-convert" "$D/missing.img"
 	[ "$status" -eq 1 ] && [ "$output" = "btk-convert: $D/missing.img: cannot open: No such file or directory" ]
 	! grep -q 'Unknown code' <<<"$output"
+}
+
+@test "btk-image ls takes ls -la and -lh habits: -a accepted, -h human sizes with -l" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	head -c 1572864 /dev/zero >"$D/f"
+	"$BTK_BUILD/bin/btk-image" put "$D/t.img" "$D/f" /.hidden >/dev/null
+	run "$BTK_BUILD/bin/btk-image" ls -la "$D/t.img" /
+	[ "$status" -eq 0 ] && [[ "$output" == *" 1572864 "*".hidden" ]] || { echo "$output" >&2; false; }
+	run "$BTK_BUILD/bin/btk-image" ls -lh "$D/t.img" /
+	[ "$status" -eq 0 ] && [[ "$output" == *" 1.50MiB "*".hidden" ]] || { echo "$output" >&2; false; }
+}
+
+@test "btk-image restore - reads the dump from standard input, as dump ... - writes it" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	"$BTK_BUILD/bin/btk-image" mkdir "$D/t.img" /d
+	"$BTK_BUILD/bin/btk-image" dump "$D/t.img" - | "$BTK_BUILD/bin/btk-image" restore - "$D/r.img"
+	"$BTK_BUILD/bin/btk-image" dump "$D/t.img" "$D/t.dump" >/dev/null
+	"$BTK_BUILD/bin/btk-image" restore "$D/t.dump" "$D/r2.img" >/dev/null
+	cmp "$D/r.img" "$D/r2.img"
+	run "$BTK_BUILD/bin/btk-image" restore - "$D/r3.img" </dev/null
+	[ "$status" -eq 1 ] && [ "${#lines[@]}" -eq 1 ] && [ ! -e "$D/r3.img" ]
 }

@@ -32,6 +32,9 @@ make_src() {
 	mkdir -p src
 	for i in $(seq 1 60); do head -c $((i * 3000)) /dev/urandom >"src/f$i"; done
 	head -c 6M /dev/urandom >src/big
+	# what put copies in: a few files, a few dozen changes
+	mkdir -p few
+	for i in 1 5 9 13 17 21; do cp "src/f$i" few/; done
 }
 
 # fs.img: btrfs of src; orig.img its copy, $orig_sha its sha256
@@ -57,7 +60,7 @@ make_ext() {
 set_runs() {
 	RUN_RESIZE=("$RESIZE" -q -z u.undo 70m fs.img)
 	RUN_CONVERT=("$CONVERT" --uuid 0b7c5e5e-0000-4000-8000-000000000001 -z u.undo fs.img)
-	RUN_PUT=("$IMG" put -r -z u.undo fs.img src /new)
+	RUN_PUT=("$IMG" put -r -z u.undo fs.img few /new)
 }
 
 # fresh: fs.img is the original again, no undo file

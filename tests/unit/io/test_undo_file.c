@@ -5,7 +5,7 @@
  * cut at every write of the putting back, then again; a damaged record in the middle, a
  * changed device, another device, a device count that differs: refused, nothing written;
  * two devices in one file, given in the other order; the file refused where it exists or is
- * the device; rollback with a file. */
+ * the device; rollback with a file; a cut of a sparse image keeps its data only. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -280,6 +280,15 @@ static void test_refused(void **state)
 	assert_int_equal(undo(UINT64_MAX, &m), -ESTALE);
 	assert_non_null(strstr(btk_errmsg(), "changed since"));
 	assert_true(same_file(img, before, (size_t)n));
+	/* with force the kept bytes win: the changed block is put back too */
+	assert_int_equal(btk_undo_read(log_path, &u), 0);
+	assert_int_equal(btk_dev_open_opts(img, &w, &d), 0);
+	assert_int_equal(btk_undo_check(u, &d, 1, true, &m), 0);
+	assert_int_equal(btk_undo_apply(u, &d, 1, &m), 0);
+	btk_dev_close(d);
+	btk_undo_free(u);
+	assert_true(same_file(img, orig, SIZE));
+	run(UINT64_MAX);
 	/* another device (its superblock block differs) */
 	put_file(img2, orig2, SIZE);
 	assert_int_equal(btk_undo_read(log_path, &u), 0);
@@ -387,6 +396,46 @@ static void test_rollback_with_file(void **state)
 	assert_true(same_file(img, orig, SIZE));
 }
 
+/* A cut or a discard over the holes of a sparse image keeps only its data: a 64 MiB image
+ * with 1 MiB of data at each end, discarded in the middle and cut to 2 MiB, keeps about the
+ * last MiB, and is put back whole. */
+static void test_sparse_cut(void **state)
+{
+	struct btk_dev_opts o = {.write = true, .undo_path = log_path};
+	const uint64_t big = 64ULL << 20;
+	struct btk_undo_match m;
+	static uint8_t buf[SIZE];
+	struct btk_dev *d;
+	(void)state;
+
+	unlink(log_path);
+	put_file(img, orig, SIZE);
+	assert_int_equal(truncate(img, (off_t)big), 0);
+	int fd = open(img, O_WRONLY);
+	assert_int_equal(pwrite(fd, orig2, SIZE, (off_t)(big - SIZE)), SIZE);
+	close(fd);
+	assert_int_equal(btk_dev_open_opts(img, &o, &d), 0);
+	/* all holes: no change to keep, no file yet */
+	assert_int_equal(btk_dev_discard(d, 10 << 20, 40 << 20), 0);
+	assert_int_equal(access(log_path, F_OK), -1);
+	assert_int_equal(btk_dev_truncate(d, 2 << 20), 0);
+	btk_dev_close(d);
+	assert_true(file_size(log_path) < SIZE + SIZE / 4);
+	assert_true(file_size(log_path) > SIZE / 8 * 7); /* the last MiB: its data */
+	assert_int_equal(undo(UINT64_MAX, &m), 0);
+	assert_int_equal(file_size(img), (off_t)big);
+	fd = open(img, O_RDONLY);
+	for (uint64_t off = 0; off < big; off += SIZE) {
+		assert_int_equal(pread(fd, buf, SIZE, (off_t)off), SIZE);
+		const uint8_t *want = off == 0 ? orig : off == big - SIZE ? orig2 : NULL;
+		if (want ? memcmp(buf, want, SIZE)
+			 : !(buf[0] == 0 && !memcmp(buf, buf + 1, SIZE - 1)))
+			fail_msg("MiB %llu differs after btk-undo",
+				 (unsigned long long)(off >> 20));
+	}
+	close(fd);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -394,6 +443,7 @@ int main(void)
 	    cmocka_unit_test(test_torn_tail),	 cmocka_unit_test(test_undo_cut),
 	    cmocka_unit_test(test_refused),	 cmocka_unit_test(test_two_devices),
 	    cmocka_unit_test(test_file_refused), cmocka_unit_test(test_rollback_with_file),
+	    cmocka_unit_test(test_sparse_cut),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
