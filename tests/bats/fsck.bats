@@ -121,7 +121,7 @@ EOF
 }
 
 @test "a symlink whose target bytes a metadata dump zeroed is clean (its size is the whole length)" {
-	local I=$BTK_BUILD/bin/btk-image
+	local I=$BTK_BUILD/bin/btk-image D=$BATS_TEST_TMPDIR
 	mkdir -p "$D/sl"
 	echo hi >"$D/sl/hello.txt"
 	ln -s hello.txt "$D/sl/link"
