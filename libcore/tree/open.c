@@ -232,8 +232,10 @@ static int finish_open(struct btk_fs *fs, const struct btk_open_opts *o, const c
 		ret = load_chunk_tree(fs, o->chunk_overlaps, o->chunk_damage);
 	if (!ret && o->tree_root)
 		ret = use_root_block(fs, o->tree_root, false);
-	if (!ret)
+	if (!ret) {
+		btk_volumes_scan_seeds(fs, o);
 		ret = btk_volumes_check_seeds(fs, o);
+	}
 	if (!ret)
 		ret = btk_volumes_check_missing(fs, o);
 	if (ret) {

@@ -113,6 +113,9 @@ void btk_volumes_close(struct btk_fs *fs);
  * forget_missing) and how much data has no copy left; -ENODEV when a system or metadata chunk
  * has none (the trees cannot be read). */
 int btk_volumes_check_missing(struct btk_fs *fs, const struct btk_open_opts *opts);
+/* After the chunk tree is read: devices of seed filesystems it names that were not given are
+ * looked for by libblkid scan (block devices), unless opts->no_scan. */
+void btk_volumes_scan_seeds(struct btk_fs *fs, const struct btk_open_opts *opts);
 /* Before the chunk tree is read: -ENODEV naming the missing devices when a chunk of the
  * superblock's system chunk array has no copy left on the devices present. */
 int btk_volumes_check_sys(const struct btk_fs *fs);
