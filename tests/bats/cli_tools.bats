@@ -532,3 +532,26 @@ CMDS
 	run "$BTK_BUILD/bin/btk-image" restore - "$D/r3.img" </dev/null
 	[ "$status" -eq 1 ] && [ "${#lines[@]}" -eq 1 ] && [ ! -e "$D/r3.img" ]
 }
+
+@test "btk-image subvol list: every subvolume and snapshot with its parent, path and read-only flag" {
+	local I=$BTK_BUILD/bin/btk-image
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	"$I" subvol create "$D/t.img" /a >/dev/null
+	"$I" mkdir "$D/t.img" /a/d >/dev/null
+	"$I" snapshot -r "$D/t.img" /a /a/d/s >/dev/null
+	"$I" subvol create "$D/t.img" /b >/dev/null
+	"$I" subvol delete "$D/t.img" /b >/dev/null
+	run "$I" subvol list "$D/t.img"
+	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
+	[[ "${lines[0]}" == "ID 5 gen "*" top level 0 path /" ]]
+	[[ "${lines[1]}" == "ID 256 gen "*" top level 5 path /a" ]]
+	[[ "${lines[2]}" == "ID 257 gen "*" top level 256 path /a/d/s (read-only)" ]]
+	[ "${#lines[@]}" -eq 3 ] || [[ "${lines[3]}" == *"(not linked)" ]] || { echo "$output" >&2; false; }
+	"$I" subvol list --json "$D/t.img" >"$D/j"
+	[ "$(wc -l <"$D/j")" -eq 1 ]
+	[ "$(jq -c '[.subvolumes[] | select(.path) | [.id, .parent, .path, .readonly]]' "$D/j")" = \
+		'[[5,0,"/",false],[256,5,"/a",false],[257,256,"/a/d/s",true]]' ]
+	jq -e '.errors == false' "$D/j" >/dev/null
+	# IMG first works as for the other actions
+	"$I" subvol "$D/t.img" list | grep -q '^ID 257 '
+}
