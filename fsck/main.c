@@ -432,9 +432,12 @@ static int run_repair(const char **devs, int ndevs, bool preen, struct out *o)
 		printf("%llu error(s) left\n", (unsigned long long)res.errors_after);
 	}
 	/* the undo file exists once something was written (none: nothing changed) */
-	if (*undo && !access(undo, F_OK) && !o->quiet && !o->json)
-		printf("undo file: %s (btk-undo %s %s puts the device back)\n", undo, undo,
-		       devs[0]);
+	if (*undo && !access(undo, F_OK) && !o->quiet && !o->json) {
+		printf("undo file: %s (btk-undo %s", undo, undo);
+		for (int i = 0; i < ndevs; i++)
+			printf(" %s", devs[i]);
+		printf(" puts %s back)\n", ndevs > 1 ? "the devices" : "the device");
+	}
 	if (ret) {
 		fprintf(stderr, "btk-fsck: cannot repair %s: %s\n", devs[0], btk_errmsg());
 		return EXIT_OPER | (res.commits ? EXIT_CORRECTED : 0);

@@ -432,9 +432,6 @@ static int run(struct opts *o)
 		printf("devid %" PRIu64 ": its image file was cut from %" PRIu64 " to %" PRIu64
 		       " bytes (the end of the filesystem)\n",
 		       plan.devid, file_before, plan.new_size);
-	if (write && (plan.nempty || plan.nmoves || plan.ncuts) && btk_resize_quotas_on(fs))
-		cli_warn("quotas are on: their numbers are marked for a rescan (mount, then "
-			 "btrfs quota rescan)");
 	rc = 0;
 free_plan:
 	btk_resize_plan_free(&plan);
