@@ -362,6 +362,28 @@ static void print_summary(const struct get *g, const char *path, const char *des
 	       (unsigned long long)(g->xattrs_left + g->xattrs_unsupported), rc ? "true" : "false");
 }
 
+/* "1 file", "2 files" into buf */
+static const char *counted(uint64_t n, const char *one, const char *many, char *buf, size_t len)
+{
+	char c[32];
+
+	snprintf(buf, len, "%s %s", cli_count(n, c, sizeof(c)), n == 1 ? one : many);
+	return buf;
+}
+
+/* get -r's line: "/s -> out/s: 7 files, 1 hard link, 3 directories, 2 others, 300.00KiB" */
+static void print_text_summary(const struct get *g, const char *path, const char *dest)
+{
+	char f[48], l[48], d[48], o[48], b[32];
+
+	printf("%s -> %s: %s, %s, %s, %s, %s\n", path, dest,
+	       counted(g->files, "file", "files", f, sizeof(f)),
+	       counted(g->links_made, "hard link", "hard links", l, sizeof(l)),
+	       counted(g->dirs, "directory", "directories", d, sizeof(d)),
+	       counted(g->others, "other", "others", o, sizeof(o)),
+	       cli_human(g->bytes, b, sizeof(b)));
+}
+
 /* DEST: an existing directory receives PATH under its own name (the top's contents for "/"),
  * anything else is the name of the copy. */
 static char *choose_dest(const char *path, const char *dest)
@@ -385,9 +407,10 @@ int verb_get(int argc, const char **argv)
 {
 	struct img_cmd c = {0};
 	struct get g = {.c = &c, .fd = -1, .root = geteuid() == 0};
-	int rec = 0, progress = 0;
+	int rec = 0, progress = 0, quiet = 0;
 	struct poptOption opts[] = {
 	    {"recursive", 'r', POPT_ARG_NONE, &rec, 0, "directories with everything below", NULL},
+	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "no summary line", NULL},
 	    {"force", 'f', POPT_ARG_NONE, &g.force, 0, "replace existing files at DEST", NULL},
 	    {"progress", 0, POPT_ARG_NONE, &progress, 0,
 	     "show progress even when stderr is not a terminal", NULL},
@@ -428,12 +451,14 @@ int verb_get(int argc, const char **argv)
 			 "properties, for instance)",
 			 (unsigned long long)g.xattrs_unsupported);
 	if (!rc && g.skipped) {
-		cli_err("%llu problems: what is listed above was skipped or is incomplete",
-			(unsigned long long)g.skipped);
+		cli_err("%llu problem%s: what is listed above was skipped or is incomplete",
+			(unsigned long long)g.skipped, g.skipped == 1 ? "" : "s");
 		rc = CLI_EXIT_ERROR;
 	}
 	if (c.json)
 		print_summary(&g, c.args[1], dest, rc);
+	else if (rec && !quiet)
+		print_text_summary(&g, c.args[1], dest);
 	for (size_t i = 0; i < g.cap; i++)
 		free(g.links[i].host);
 	free(g.links);

@@ -12,6 +12,7 @@ struct verb {
 
 int verb_dump(int argc, const char **argv);
 int verb_restore(int argc, const char **argv);
+int verb_batch(int argc, const char **argv); /* batch.c */
 
 /* The file operations (fileverbs.c; fileops.h says how to add one). */
 #include <stddef.h>

@@ -12,13 +12,15 @@ static const struct verb verbs[] = {
      verb_dump},
     {"restore", "[options] FILE DEV...", "restore a dump (btk-image's or btrfs-image's)",
      verb_restore},
+    {"batch", "[-k] IMG [CMDFILE|-]", "file operations from a file, one per line, one lock",
+     verb_batch},
 };
 
 #define NVERBS (sizeof(verbs) / sizeof(verbs[0]))
 
 static void usage(FILE *out)
 {
-	fprintf(out, "usage: btk-image VERB [options] ARGS...\n\nmetadata dumps:\n");
+	fprintf(out, "usage: btk-image VERB [options] ARGS...\n\nmetadata dumps, batches:\n");
 	for (size_t i = 0; i < NVERBS; i++)
 		fprintf(out, "  %-8s %-24s %s\n", verbs[i].name, verbs[i].args, verbs[i].summary);
 	fprintf(out, "\nfile operations (PATH from the top-level subvolume):\n");

@@ -218,8 +218,13 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 		 (unsigned long long)st.inodes, (unsigned long long)st.names,
 		 (unsigned long long)st.data_bytes, (unsigned long long)st.extents,
 		 (unsigned long long)st.compressed_extents, (unsigned long long)st.inline_files);
-	snprintf(msg, sizeof(msg), "%s: %llu inodes, %llu bytes of data", full,
-		 (unsigned long long)st.inodes, (unsigned long long)st.data_bytes);
+	char in[32], db[32], il[48] = "";
+	if (st.inline_files) /* their bytes are in the tree: "0 bytes of data" would mislead */
+		snprintf(il, sizeof(il), " (%s inline in the tree)",
+			 cli_count(st.inline_files, in, sizeof(in)));
+	snprintf(msg, sizeof(msg), "%s: %s inode%s%s, %s of data in extents", full,
+		 cli_count(st.inodes, db, sizeof(db)), st.inodes == 1 ? "" : "s", il,
+		 cli_human(st.data_bytes, in, sizeof(in)));
 out:
 	btk_src_free(&s);
 	rc = wops_finish(w, rc);
