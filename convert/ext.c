@@ -3,6 +3,7 @@
 #include "ext.h"
 #include "base/error.h"
 #include "create/mkfs.h"
+#include "io/io.h"
 #include "base/vec.h"
 
 #include <errno.h>
@@ -246,6 +247,31 @@ static int pick_saved_name(struct ext_src *s)
 		       s->path);
 }
 
+/* Why libext2fs would not open path, in words: what is there instead, or the system's
+ * reason (its own codes have no table loaded here: "Unknown code ext2 19"). */
+static int open_failed(const char *path, errcode_t err)
+{
+	const char *what;
+	char found[64];
+
+	if (err == EXT2_ET_BAD_MAGIC || err == EXT2_ET_SB_CSUM_INVALID ||
+	    err == EXT2_ET_CORRUPT_SUPERBLOCK) {
+		int r = btk_dev_signature(path, found, sizeof(found), &what);
+		if (err != EXT2_ET_BAD_MAGIC)
+			return btk_err(EINVAL, "%s: the ext superblock is damaged (run e2fsck -f)",
+				       path);
+		if (r > 0)
+			return btk_err(EINVAL, "%s: not an ext2/3/4 filesystem (it holds a %s %s)",
+				       path, found, what);
+		return btk_err(EINVAL, "%s: not an ext2/3/4 filesystem (no filesystem found)",
+			       path);
+	}
+	if (err > 0 && err < 4096) /* an errno */
+		return btk_err((int)err, "%s: cannot open: %s", path, strerror((int)err));
+	return btk_err(EINVAL, "%s: cannot read the ext filesystem (libext2fs error %ld)", path,
+		       (long)err);
+}
+
 int ext_open(const char *path, bool force, struct ext_src *s)
 {
 	struct ext2_super_block *sb;
@@ -262,8 +288,7 @@ int ext_open(const char *path, bool force, struct ext_src *s)
 		return btk_err(EBUSY, "%s: is mounted (unmount it first)", path);
 	err = ext2fs_open2(path, NULL, EXT2_FLAG_64BITS, 0, 0, unix_io_manager, &s->e);
 	if (err)
-		return btk_err(EINVAL, "%s: not an ext2/3/4 filesystem: %s", path,
-			       error_message(err));
+		return open_failed(path, err);
 	sb = s->e->super;
 	s->blocksize = s->e->blocksize;
 	s->size = ext2fs_blocks_count(sb) * (uint64_t)s->blocksize;

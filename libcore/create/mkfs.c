@@ -5,6 +5,7 @@
 #include "create/mkfs.h"
 #include "create/create_int.h"
 #include "create/inplace.h"
+#include "fs/fs_estimate.h"
 #include "fs/fs_write.h"
 #include "format/dir_item.h"
 #include "format/geometry.h"
@@ -113,6 +114,22 @@ static int check_profile(uint64_t prof, const char *what, int ndevs)
 	return 0;
 }
 
+uint32_t btk_mkfs_nodesize(const struct btk_mkfs_opts *o)
+{
+	if (o->nodesize)
+		return o->nodesize;
+	if (o->mixed)
+		return o->sectorsize ? o->sectorsize : 4096;
+	return 16384;
+}
+
+uint64_t btk_mkfs_meta_estimate(const struct btk_mkfs_opts *o, const struct btk_meta_counts *m)
+{
+	int cs = btk_csum_size(o->csum_type);
+
+	return btk_meta_estimate(m, btk_mkfs_nodesize(o), cs > 0 ? (uint32_t)cs : 4);
+}
+
 static int plan_options(const struct btk_mkfs_opts *o, struct plan *pl)
 {
 	int ret;
@@ -122,9 +139,7 @@ static int plan_options(const struct btk_mkfs_opts *o, struct plan *pl)
 	if (btk_csum_size(o->csum_type) <= 0)
 		return btk_err(EINVAL, "unknown checksum type %d", o->csum_type);
 	pl->sectorsize = o->sectorsize ? o->sectorsize : 4096;
-	pl->nodesize = o->nodesize ? o->nodesize : 16384;
-	if (o->mixed && !o->nodesize)
-		pl->nodesize = pl->sectorsize;
+	pl->nodesize = btk_mkfs_nodesize(o);
 	if (!pow2(pl->sectorsize) || pl->sectorsize < 4096 || pl->sectorsize > 65536)
 		return btk_err(EINVAL, "invalid sectorsize %u (a power of two, 4K to 64K)",
 			       pl->sectorsize);
@@ -422,12 +437,10 @@ static int alloc_chunks(struct btk_trans *t, const struct btk_mkfs_opts *o, cons
 					(pl->meta & BTRFS_BLOCK_GROUP_PROFILE_MASK) ? 0 : 4 * SZ_1M,
 					&lg)))
 		return ret;
-	if (!(pl->meta & BTRFS_BLOCK_GROUP_PROFILE_MASK)) {
-		/* and that chunk carries the fields of its raw construction */
-		struct btk_chunk *c = (struct btk_chunk *)btk_chunk_find(fs, lg);
-		c->io_align = c->io_width = pl->sectorsize;
-		c->sub_stripes = 0;
-	}
+	/* and that chunk carries the fields of its raw construction */
+	if (!(pl->meta & BTRFS_BLOCK_GROUP_PROFILE_MASK) &&
+	    (ret = btk_chunk_set_io(t, lg, pl->sectorsize, pl->sectorsize, 0)))
+		return ret;
 	res->sys_bytes = btk_chunk_find(fs, lg)->length;
 	if ((ret = btk_chunk_alloc_size(t, res->meta_flags, 0, &lg)))
 		return ret;

@@ -84,11 +84,14 @@ struct btk_populate_opts {
 	const char *link_name;
 	uint16_t link_len;
 	uint64_t first_ino; /* first inode number to assign (257) */
+	/* mode bits every directory made gets besides its source's (put into a set-group-ID
+	 * directory: S_ISGID, which the kernel gives each directory made there) */
+	uint32_t dir_mode_or;
 	bool epoch_set;
 	uint64_t epoch; /* SOURCE_DATE_EPOCH */
 	int compress, compress_level;
 	bool skip_unreadable;
-	uint32_t max_inline; /* the kernel's max_inline; 0 = its default, 2048 */
+	uint32_t max_inline; /* the kernel's max_inline; 0 = its default, BTK_MAX_INLINE */
 	/* Called every 1024 names, every 64 MiB of file data and once at the
 	 * end, with the names done and the bytes of regular files done: st_size of each inode
 	 * created (whatever is inline, sparse or compressed), plus the part of the one being

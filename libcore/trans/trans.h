@@ -232,6 +232,10 @@ int btk_chunk_add_fixed(struct btk_trans *t, uint64_t flags, uint64_t logical, u
 			uint64_t len);
 /* True when the chunk at logical was made in this transaction (its items are not written). */
 bool btk_chunk_is_new(const struct btk_trans *t, uint64_t logical);
+/* Sets the io_align, io_width and sub_stripes fields of the chunk made in this transaction at
+ * logical (they are written with its item at commit); -EINVAL for any other chunk. */
+int btk_chunk_set_io(struct btk_trans *t, uint64_t logical, uint32_t io_align, uint32_t io_width,
+		     uint16_t sub_stripes);
 /* Applies the queued reference changes now (extent records, block group usage), as the commit
  * would; what is freed by them becomes free. Errors as btk_trans_writeback. */
 int btk_trans_settle(struct btk_trans *t);

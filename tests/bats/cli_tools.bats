@@ -334,7 +334,7 @@ complete_words() {
 @test "bash completion: every tool's options and verbs, read from its --help" {
 	PATH="$BTK_BUILD/bin:$PATH"
 	local t
-	for t in mkfs fsck convert resize owner debug image; do
+	for t in mkfs fsck convert resize owner debug image undo; do
 		complete_words "btk-$t" --vers | grep -qx -- --version || { echo "btk-$t" >&2; false; }
 	done
 	complete_words btk-mkfs --roo | grep -qx -- --rootdir
@@ -350,12 +350,12 @@ complete_words() {
 
 @test "-h is --help in every tool and every verb: exit 0, the usage on stdout" {
 	local t v
-	for t in mkfs fsck convert resize owner debug image; do
+	for t in mkfs fsck convert resize owner debug image undo; do
 		require_btk $t
 		run "$B/btk-$t" -h
 		[ "$status" -eq 0 ] && [[ "${lines[0]}" == [Uu]"sage: btk-$t"* ]] || { echo "$t: $output"; false; }
 	done
-	for v in ls get put dump restore snapshot; do
+	for v in stat get put dump restore snapshot; do # (ls -h: human sizes, as ls(1))
 		run "$B/btk-image" "$v" -h
 		[ "$status" -eq 0 ] && [[ "$output" == *"Usage: btk-image $v"* ]] || { echo "$v: $output"; false; }
 	done
@@ -454,4 +454,104 @@ ROWS
 	MANWIDTH=200 man -l "$BTK_ROOT/man/btk-owner.8" 2>/dev/null >"$D/owner.txt"
 	grep -q '{"file", "root", "inode", "size", "extents"' "$D/owner.txt"
 	grep -q '"logical": null' "$D/owner.txt"
+}
+
+@test "--json: a report is one object on one line (btk.7), in every tool" {
+	require_tool jq
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	"$BTK_BUILD/bin/btk-image" mkdir "$D/t.img" /d
+	local cmd
+	while IFS= read -r cmd; do
+		# shellcheck disable=SC2086
+		$cmd >"$D/out" 2>"$D/err" || true
+		[ "$(wc -l <"$D/out")" -eq 1 ] && jq -e 'type == "object"' "$D/out" >/dev/null ||
+			{ echo "$cmd:" >&2; cat "$D/out" "$D/err" >&2; false; }
+	done <<CMDS
+$B/btk-mkfs --json -b 128m $D/u.img
+$B/btk-fsck --json $D/t.img
+$B/btk-fsck --json $D/missing.img
+$B/btk-owner --json $D/t.img 65536 1048576
+$B/btk-owner --json --file /d $D/t.img
+$BTK_BUILD/bin/btk-resize -n --json -M $D/t.img
+$BTK_BUILD/bin/btk-image ls --json $D/t.img /
+$BTK_BUILD/bin/btk-image stat --json $D/t.img /d
+CMDS
+	# btk-debug's are streams: JSON Lines, every line an object
+	for cmd in "stats" "tree" "super --all"; do
+		# shellcheck disable=SC2086
+		"$B/btk-debug" $cmd --json "$D/t.img" >"$D/out"
+		[ "$(wc -l <"$D/out")" -gt 1 ] && jq -e 'type == "object"' "$D/out" >/dev/null
+	done
+}
+
+@test "btk-resize takes DEV SIZE (resize2fs's order) as well as SIZE DEV; a bad size is named" {
+	require_btk resize
+	"$B/btk-mkfs" -q -b 256m "$D/z.img"
+	run "$B/btk-resize" "$D/z.img" 200m
+	[ "$status" -eq 0 ] && [ "$(stat -c %s "$D/z.img")" -eq $((200 << 20)) ] || { echo "$output" >&2; false; }
+	run "$B/btk-resize" 180m "$D/z.img"
+	[ "$status" -eq 0 ] && [ "$(stat -c %s "$D/z.img")" -eq $((180 << 20)) ]
+	run "$B/btk-resize" "$D/z.img" zz
+	[ "$status" -eq 2 ] && [[ "$output" == *"invalid size 'zz'"* ]]
+	run "$B/btk-resize" "$D/z.img"
+	[ "$status" -eq 2 ] && [[ "$output" == *"no size given"* ]]
+	[ "$(stat -c %s "$D/z.img")" -eq $((180 << 20)) ]
+}
+
+@test "btk-convert names what it finds instead of ext (no libext2fs code numbers)" {
+	require_btk convert
+	"$B/btk-mkfs" -q -b 128m "$D/b.img"
+	head -c 8M /dev/urandom >"$D/r.img"
+	run "$B/btk-convert" "$D/b.img"
+	[ "$status" -eq 1 ] && [ "$output" = "btk-convert: $D/b.img: not an ext2/3/4 filesystem (it holds a btrfs filesystem)" ] ||
+		{ echo "$output" >&2; false; }
+	run "$B/btk-convert" "$D/r.img"
+	[ "$status" -eq 1 ] && [ "$output" = "btk-convert: $D/r.img: not an ext2/3/4 filesystem (no filesystem found)" ]
+	run "$B/btk-convert" "$D/missing.img"
+	[ "$status" -eq 1 ] && [ "$output" = "btk-convert: $D/missing.img: cannot open: No such file or directory" ]
+	! grep -q 'Unknown code' <<<"$output"
+}
+
+@test "btk-image ls takes ls -la and -lh habits: -a accepted, -h human sizes with -l" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	head -c 1572864 /dev/zero >"$D/f"
+	"$BTK_BUILD/bin/btk-image" put "$D/t.img" "$D/f" /.hidden >/dev/null
+	run "$BTK_BUILD/bin/btk-image" ls -la "$D/t.img" /
+	[ "$status" -eq 0 ] && [[ "$output" == *" 1572864 "*".hidden" ]] || { echo "$output" >&2; false; }
+	run "$BTK_BUILD/bin/btk-image" ls -lh "$D/t.img" /
+	[ "$status" -eq 0 ] && [[ "$output" == *" 1.50MiB "*".hidden" ]] || { echo "$output" >&2; false; }
+}
+
+@test "btk-image restore - reads the dump from standard input, as dump ... - writes it" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	"$BTK_BUILD/bin/btk-image" mkdir "$D/t.img" /d
+	"$BTK_BUILD/bin/btk-image" dump "$D/t.img" - | "$BTK_BUILD/bin/btk-image" restore - "$D/r.img"
+	"$BTK_BUILD/bin/btk-image" dump "$D/t.img" "$D/t.dump" >/dev/null
+	"$BTK_BUILD/bin/btk-image" restore "$D/t.dump" "$D/r2.img" >/dev/null
+	cmp "$D/r.img" "$D/r2.img"
+	run "$BTK_BUILD/bin/btk-image" restore - "$D/r3.img" </dev/null
+	[ "$status" -eq 1 ] && [ "${#lines[@]}" -eq 1 ] && [ ! -e "$D/r3.img" ]
+}
+
+@test "btk-image subvol list: every subvolume and snapshot with its parent, path and read-only flag" {
+	local I=$BTK_BUILD/bin/btk-image
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	"$I" subvol create "$D/t.img" /a >/dev/null
+	"$I" mkdir "$D/t.img" /a/d >/dev/null
+	"$I" snapshot -r "$D/t.img" /a /a/d/s >/dev/null
+	"$I" subvol create "$D/t.img" /b >/dev/null
+	"$I" subvol delete "$D/t.img" /b >/dev/null
+	run "$I" subvol list "$D/t.img"
+	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
+	[[ "${lines[0]}" == "ID 5 gen "*" top level 0 path /" ]]
+	[[ "${lines[1]}" == "ID 256 gen "*" top level 5 path /a" ]]
+	[[ "${lines[2]}" == "ID 257 gen "*" top level 256 path /a/d/s (read-only)" ]]
+	[ "${#lines[@]}" -eq 3 ] || [[ "${lines[3]}" == *"(not linked)" ]] || { echo "$output" >&2; false; }
+	"$I" subvol list --json "$D/t.img" >"$D/j"
+	[ "$(wc -l <"$D/j")" -eq 1 ]
+	[ "$(jq -c '[.subvolumes[] | select(.path) | [.id, .parent, .path, .readonly]]' "$D/j")" = \
+		'[[5,0,"/",false],[256,5,"/a",false],[257,256,"/a/d/s",true]]' ]
+	jq -e '.errors == false' "$D/j" >/dev/null
+	# IMG first works as for the other actions
+	"$I" subvol "$D/t.img" list | grep -q '^ID 257 '
 }
