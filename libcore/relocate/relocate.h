@@ -76,9 +76,6 @@ int btk_resize_floor(struct btk_fs *fs, uint64_t devid, struct btk_resize_floor 
  * a message saying what to do. */
 int btk_resize_refusals(struct btk_fs *fs, bool force);
 
-/* True when quotas are enabled (the write path then marks their numbers for a rescan). */
-bool btk_resize_quotas_on(struct btk_fs *fs);
-
 /* Plans resizing devid to `size` bytes (rounded down to the sector size); size 0 asks for the
  * minimum. Without find_minimum, a size at or past the allocated end (nothing moves) skips the
  * search for the minimum, which reads every extent: plan->minimum is then 0. Fills *plan (free
