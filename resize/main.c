@@ -169,6 +169,14 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	return 0;
 }
 
+static const char *kind(uint64_t type)
+{
+	return (type & BTRFS_BLOCK_GROUP_SYSTEM) ? "system"
+	       : (type & BTRFS_BLOCK_GROUP_METADATA)
+		   ? ((type & BTRFS_BLOCK_GROUP_DATA) ? "mixed" : "metadata")
+		   : "data";
+}
+
 static void print_json(const struct opts *o, const struct btk_resize_plan *p,
 		       const struct btk_resize_floor *f)
 {
@@ -202,17 +210,23 @@ static void print_json(const struct opts *o, const struct btk_resize_plan *p,
 		printf("], \"bytes_relocated\": %" PRIu64 ", \"emptied\": [", p->bytes_relocated);
 		for (int i = 0; i < p->nempty; i++)
 			printf("%s%" PRIu64, i ? ", " : "", p->empties[i]);
+		printf("], \"repacked\": %s, \"splits\": [", p->repack ? "true" : "false");
+		for (int i = 0; i < p->nsplits; i++)
+			printf("%s{\"chunk\": %" PRIu64 ", \"kind\": \"%s\", \"from\": %" PRIu64
+			       ", \"to\": %" PRIu64 ", \"run\": %d}",
+			       i ? ", " : "", p->splits[i].logical, kind(p->splits[i].type),
+			       p->splits[i].from_len, p->splits[i].to_len, p->splits[i].run);
+		printf("], \"new_chunks\": [");
+		for (int i = 0; i < p->nnew; i++) {
+			printf("%s{\"kind\": \"%s\", \"length\": %" PRIu64 ", \"stripes\": [",
+			       i ? ", " : "", kind(p->news[i].type), p->news[i].length);
+			for (int j = 0; j < p->news[i].nstripes; j++)
+				printf("%s%" PRIu64, j ? ", " : "", p->news[i].phys[j]);
+			printf("]}");
+		}
 		printf("]");
 	}
 	printf("}\n");
-}
-
-static const char *kind(uint64_t type)
-{
-	return (type & BTRFS_BLOCK_GROUP_SYSTEM) ? "system"
-	       : (type & BTRFS_BLOCK_GROUP_METADATA)
-		   ? ((type & BTRFS_BLOCK_GROUP_DATA) ? "mixed" : "metadata")
-		   : "data";
 }
 
 /* The chunks emptied (in the order of the work: before the stripe moves when compacting). */
@@ -270,6 +284,26 @@ static void print_text(const struct opts *o, const struct btk_resize_plan *p,
 	}
 	if (!p->empty_first)
 		print_empties(o, p);
+	for (int i = 0; i < p->nsplits; i++) {
+		const struct btk_resize_split *s = &p->splits[i];
+		if (s->to_len)
+			printf("%s %s chunk %" PRIu64 " from %" PRIu64 " to %" PRIu64
+			       " bytes, the extents past that moved (%s)\n",
+			       o->dry_run ? "would cut" : "cut", kind(s->type), s->logical,
+			       s->from_len, s->to_len, s->run ? "past the size" : "compacted");
+		else
+			printf("%s %s chunk %" PRIu64 " (%s)\n",
+			       o->dry_run ? "would empty and remove" : "emptied and removed",
+			       kind(s->type), s->logical,
+			       s->run ? "past the size" : "packed into the others");
+	}
+	for (int i = 0; i < p->nnew; i++)
+		printf("%s a %s chunk of %" PRIu64 " bytes at %" PRIu64 "%s\n",
+		       o->dry_run ? "would make" : "made", kind(p->news[i].type), p->news[i].length,
+		       p->news[i].phys[0], p->news[i].nstripes > 1 ? " (and its copy)" : "");
+	if (p->repack)
+		printf("%s %" PRIu64 " bytes of extents\n",
+		       o->dry_run ? "would relocate" : "relocated", p->bytes_relocated);
 	if (o->dry_run && f)
 		print_floor(p, f);
 	if (p->new_size == p->old_size)

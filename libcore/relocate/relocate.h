@@ -37,6 +37,19 @@ struct btk_resize_cut {
 	uint64_t logical, type, from_len, to_len;
 };
 
+/* A chunk cut to to_len (0: emptied and removed) after the extents past that moved; run 0
+ * or 1 of a repacking. */
+struct btk_resize_split {
+	uint64_t logical, type, from_len, to_len;
+	int run;
+};
+/* A chunk a repacking makes (run 1): its type and stripe length, and where its stripes go. */
+struct btk_resize_new {
+	uint64_t type, length;
+	uint64_t phys[2];
+	int nstripes;
+};
+
 struct btk_resize_plan {
 	uint64_t devid;
 	uint64_t old_size; /* the device's size in its dev item */
@@ -59,6 +72,18 @@ struct btk_resize_plan {
 	/* compaction: the chunks are emptied and removed first, then the stripes move (into the
 	 * room they left) */
 	bool empty_first;
+	/* repacking (resize_repack.c), when nothing above reaches the size: run 0 compacts the
+	 * chunks that stay (their tails' extents moved into their heads and the others' free
+	 * space, then cut; other metadata chunks emptied into the first), run 1 cuts the chunks
+	 * reaching past the size at it (or empties them) and moves what they hold into the free
+	 * space below and into new chunks sized to fit the holes below it. */
+	bool repack;
+	uint64_t repack_at; /* the size the new chunks' places were planned for */
+	struct btk_resize_split *splits;
+	int nsplits;
+	struct btk_resize_new *news;
+	int nnew;
+	size_t capsplits, capnew;
 };
 
 /* The least devid can hold whatever its chunks: the bytes of the extents on it (shared ones
