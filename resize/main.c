@@ -332,11 +332,12 @@ static int target_size(const struct opts *o, struct btk_fs *fs, uint64_t *out)
 		cli_err("devid %" PRIu64 " is missing", o->arg.devid);
 		return CLI_EXIT_ERROR;
 	}
+	/* refusals of a well-formed size (what this device cannot be): 1, as every refusal */
 	if (resize_target(&o->arg, d->total_bytes, d->dev->size, out))
-		return CLI_EXIT_USAGE;
+		return CLI_EXIT_ERROR;
 	if (*out < fs->sectorsize) {
 		cli_err("%" PRIu64 " bytes is not a device size", *out);
-		return CLI_EXIT_USAGE;
+		return CLI_EXIT_ERROR;
 	}
 	return 0;
 }
@@ -423,7 +424,8 @@ static int run(struct opts *o)
 		printf("devid %" PRIu64 ": its image file was cut from %" PRIu64 " to %" PRIu64
 		       " bytes (the end of the filesystem)\n",
 		       plan.devid, file_before, plan.new_size);
-	if (write && (plan.nempty || plan.nmoves || plan.ncuts) && btk_resize_quotas_on(fs))
+	if (write && (plan.nempty || plan.nmoves || plan.ncuts || plan.nsplits) &&
+	    btk_resize_quotas_on(fs))
 		cli_warn("quotas are on: their numbers are marked for a rescan (mount, then "
 			 "btrfs quota rescan)");
 	rc = 0;
