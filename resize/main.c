@@ -178,7 +178,7 @@ static const char *kind(uint64_t type)
 }
 
 static void print_json(const struct opts *o, const struct btk_resize_plan *p,
-		       const struct btk_resize_floor *f)
+		       const struct btk_resize_floor *f, const struct btk_resize_gap *g)
 {
 	printf("{\"devid\": %" PRIu64 ", \"minimum\": %" PRIu64 ", \"allocated\": %" PRIu64
 	       ", \"allocated_end\": %" PRIu64,
@@ -188,6 +188,16 @@ static void print_json(const struct opts *o, const struct btk_resize_plan *p,
 		       ", \"system\": %" PRIu64 ", \"kernel_room\": %" PRIu64
 		       ", \"reserved\": %" PRIu64 ", \"total\": %" PRIu64 "}",
 		       f->data, f->metadata, f->system, f->kernel_room, f->reserved, f->total);
+	if (f && g) {
+		printf(", \"above_floor\": {\"total\": %" PRIu64 ", \"system_chunks\": %" PRIu64
+		       ", \"metadata_free\": %" PRIu64 ", \"data_free\": %" PRIu64
+		       ", \"holes\": %" PRIu64 ", \"not_repacked\": ",
+		       p->new_size > f->total ? p->new_size - f->total : 0, g->system, g->metadata,
+		       g->data, g->holes);
+		fflush(stdout);
+		btk_json_cstr(stdout, g->repack_off);
+		printf("}");
+	}
 	if (!o->print_min) {
 		printf(", \"old_size\": %" PRIu64 ", \"new_size\": %" PRIu64
 		       ", \"dry_run\": %s, \"bytes_moved\": %" PRIu64 ", \"rounds\": %d, "
@@ -243,24 +253,30 @@ static void print_empties(const struct opts *o, const struct btk_resize_plan *p)
 }
 
 /* How close the minimum is to what the device must hold, and why not closer. */
-static void print_floor(const struct btk_resize_plan *p, const struct btk_resize_floor *f)
+static void print_floor(const struct btk_resize_plan *p, const struct btk_resize_floor *f,
+			const struct btk_resize_gap *g)
 {
-	char m[32], t[32], d[32], me[32], sy[32], k[32], g[32];
+	char m[32], t[32], d[32], me[32], sy[32], k[32], gp[32], a[32], b[32], c[32], e[32];
 	uint64_t gap = p->minimum > f->total ? p->minimum - f->total : 0;
 
 	printf("devid %" PRIu64 ": minimum %" PRIu64 " bytes (%s); it must hold %s: data %s, "
 	       "metadata %s, system %s, free metadata for the kernel %s, the first MiB; %s "
-	       "(%.1f%%) above that: free space inside the chunks that stay (cut only past their "
-	       "last extent, never split, no smaller chunks made) and holes between them\n",
+	       "(%.1f%%) above that\n",
 	       p->devid, p->minimum, cli_human(p->minimum, m, sizeof(m)),
 	       cli_human(f->total, t, sizeof(t)), cli_human(f->data, d, sizeof(d)),
 	       cli_human(f->metadata, me, sizeof(me)), cli_human(f->system, sy, sizeof(sy)),
-	       cli_human(f->kernel_room, k, sizeof(k)), cli_human(gap, g, sizeof(g)),
+	       cli_human(f->kernel_room, k, sizeof(k)), cli_human(gap, gp, sizeof(gp)),
 	       f->total ? 100.0 * (double)gap / (double)f->total : 0.0);
+	printf("devid %" PRIu64 ": at %" PRIu64 " bytes, above the floor: system chunks %s (not "
+	       "repacked), free metadata beyond the kernel's reserve %s, free space inside data "
+	       "chunks %s, holes between chunks %s%s%s\n",
+	       p->devid, p->new_size, cli_human(g->system, a, sizeof(a)),
+	       cli_human(g->metadata, b, sizeof(b)), cli_human(g->data, c, sizeof(c)),
+	       cli_human(g->holes, e, sizeof(e)), *g->repack_off ? "; " : "", g->repack_off);
 }
 
 static void print_text(const struct opts *o, const struct btk_resize_plan *p,
-		       const struct btk_resize_floor *f)
+		       const struct btk_resize_floor *f, const struct btk_resize_gap *g)
 {
 	const char *verb = o->dry_run ? "would move" : "moved";
 
@@ -305,7 +321,7 @@ static void print_text(const struct opts *o, const struct btk_resize_plan *p,
 		printf("%s %" PRIu64 " bytes of extents\n",
 		       o->dry_run ? "would relocate" : "relocated", p->bytes_relocated);
 	if (o->dry_run && f)
-		print_floor(p, f);
+		print_floor(p, f, g);
 	if (p->new_size == p->old_size)
 		printf("devid %" PRIu64 ": size stays %" PRIu64 " bytes\n", p->devid, p->new_size);
 	else
@@ -359,6 +375,7 @@ static int run(struct opts *o)
 	    .write = write, .super_mirror = -1, .no_scan = all_files(o), .short_ok = o->force};
 	struct btk_resize_plan plan;
 	struct btk_resize_floor floor = {0};
+	struct btk_resize_gap gap;
 	struct btk_fs *fs = NULL;
 	uint64_t size;
 	struct prog pr = {.start = cli_now()};
@@ -415,10 +432,11 @@ static int run(struct opts *o)
 		rc = CLI_EXIT_ERROR;
 		goto free_plan;
 	}
+	btk_resize_gap(fs, &plan, &floor, &gap);
 	if (o->json)
-		print_json(o, &plan, &floor);
+		print_json(o, &plan, &floor, o->dry_run || o->print_min ? &gap : NULL);
 	else
-		print_text(o, &plan, o->dry_run ? &floor : NULL);
+		print_text(o, &plan, o->dry_run ? &floor : NULL, &gap);
 	if (write && !o->quiet && !o->json && plan.new_size == plan.old_size &&
 	    file_before > plan.new_size)
 		printf("devid %" PRIu64 ": its image file was cut from %" PRIu64 " to %" PRIu64

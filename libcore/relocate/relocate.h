@@ -94,6 +94,18 @@ struct btk_resize_floor {
 };
 int btk_resize_floor(struct btk_fs *fs, uint64_t devid, struct btk_resize_floor *f);
 
+/* Why a plan's size is above the floor: the device bytes its chunks take after the plan beyond
+ * what the floor counts for them, by kind (system: the system chunks, never repacked;
+ * metadata: free metadata beyond the kernel's reserve; data: free space inside the data chunks
+ * that stay), and the holes between the chunks; repack_off names why chunks were not repacked
+ * ("" when they could be: one device, SINGLE/DUP only, no mixed block groups). */
+struct btk_resize_gap {
+	uint64_t system, metadata, data, holes;
+	const char *repack_off;
+};
+void btk_resize_gap(const struct btk_fs *fs, const struct btk_resize_plan *p,
+		    const struct btk_resize_floor *f, struct btk_resize_gap *g);
+
 /* What stops a write: returns 0, or -EBUSY (a balance in progress, or what an interrupted
  * relocation left: relocation trees, a data relocation inode),
  * -EOPNOTSUPP (a log tree to replay), -EPERM (a conversion's rollback image, wherever its

@@ -127,10 +127,16 @@ assert f["reserved"] == 1 << 20, f
 assert f["metadata"] > 0 and f["system"] > 0, f
 assert f["kernel_room"] >= 2 * (16 << 20), f
 assert p["minimum"] >= f["total"], p
+a = p["above_floor"]
+assert a["total"] == p["minimum"] - f["total"], (a, p)
+assert a["total"] == a["system_chunks"] + a["metadata_free"] + a["data_free"] + a["holes"], a
+assert a["not_repacked"] == "", a
 PY
 	btk_run 60 "$RESIZE" -n -M "$IMG"
 	[ "$status" = 0 ] || { show_err; false; }
-	grep -qE "^devid 1: minimum [0-9]+ bytes .*it must hold .* above that: free space inside" "$BTK_OUT"
+	grep -qE "^devid 1: minimum [0-9]+ bytes .*it must hold .* above that$" "$BTK_OUT"
+	# and why: what the chunks take beyond the floor after the plan, by kind
+	grep -qE "^devid 1: at [0-9]+ bytes, above the floor: system chunks .*, free metadata beyond the kernel's reserve .*, free space inside data chunks .*, holes between chunks" "$BTK_OUT"
 }
 
 @test "refusals: bad sizes, bad devid, below the minimum (says it); image unchanged" {
