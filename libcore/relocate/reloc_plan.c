@@ -88,7 +88,7 @@ static bool on_past(const struct btk_chunk *c, const struct rl_layout *l, uint64
 	return false;
 }
 
-static uint64_t class_of(uint64_t type)
+uint64_t rl_class_of(uint64_t type)
 {
 	return type &
 	       (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM);
@@ -299,8 +299,8 @@ int rl_check_spec(struct btk_fs *fs, const struct rl_spec *sp, struct rl_check *
 		/* by class bits (data 1, system 2, metadata 4): chunks seen, chunks kept */
 		bool seen[8] = {0}, kept[8] = {0};
 		for (int i = 0; i < fs->nchunks + sp->nnew; i++) {
-			uint64_t cl = class_of(i < fs->nchunks ? fs->chunks[i]->type
-							       : sp->news[i - fs->nchunks].type);
+			uint64_t cl = rl_class_of(i < fs->nchunks ? fs->chunks[i]->type
+								  : sp->news[i - fs->nchunks].type);
 			int k = (cl & BTRFS_BLOCK_GROUP_DATA ? 1 : 0) |
 				(cl & BTRFS_BLOCK_GROUP_SYSTEM ? 2 : 0) |
 				(cl & BTRFS_BLOCK_GROUP_METADATA ? 4 : 0);
@@ -313,7 +313,7 @@ int rl_check_spec(struct btk_fs *fs, const struct rl_spec *sp, struct rl_check *
 	}
 	for (int i = 0; i < fs->nchunks && !ret; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
-		uint64_t cl = class_of(c->type), u = 0, line = c->logical + sp->keep[i];
+		uint64_t cl = rl_class_of(c->type), u = 0, line = c->logical + sp->keep[i];
 		bool frozen = sp->frozen && sp->frozen[i];
 		bool whole = sp->keep[i] >= c->length, gone = !sp->keep[i];
 		int mi = (cl & BTRFS_BLOCK_GROUP_SYSTEM) ? 1 : 0;
@@ -363,7 +363,7 @@ int rl_check_spec(struct btk_fs *fs, const struct rl_spec *sp, struct rl_check *
 	}
 	for (int i = 0; i < sp->nnew && !ret; i++) {
 		const struct rl_new *n = &sp->news[i];
-		uint64_t cl = class_of(n->type);
+		uint64_t cl = rl_class_of(n->type);
 		if (cl == BTRFS_BLOCK_GROUP_DATA)
 			ret = new_free(n, &dfree);
 		else

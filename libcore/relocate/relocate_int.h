@@ -29,6 +29,8 @@ struct rl_ranges {
 /* Appends (start, len); 0 or -ENOMEM (with a message). */
 int rl_range_add(struct rl_ranges *r, uint64_t start, uint64_t len);
 
+/* The kind bits of block group flags (data, metadata, system). */
+uint64_t rl_class_of(uint64_t type);
 /* The stripes of every chunk on devid (caller frees l->s). */
 int rl_layout_load(const struct btk_fs *fs, uint64_t devid, struct rl_layout *l);
 /* Where the last stripe ends (at least 1 MiB: the reserved start of every device). */

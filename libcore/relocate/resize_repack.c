@@ -29,12 +29,6 @@ static uint64_t up_1m(uint64_t v)
 	return (v + SZ_1M - 1) / SZ_1M * SZ_1M;
 }
 
-static uint64_t kind(uint64_t type)
-{
-	return type &
-	       (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM);
-}
-
 static uint64_t used_of(const struct rl_ranges *r)
 {
 	uint64_t s = 0;
@@ -51,7 +45,7 @@ static bool applies(const struct btk_fs *fs, uint64_t devid)
 		return false;
 	for (int i = 0; i < fs->nchunks; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
-		if (kind(c->type) == (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA) ||
+		if (rl_class_of(c->type) == (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA) ||
 		    (c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK & ~BTRFS_BLOCK_GROUP_DUP) ||
 		    c->num_stripes > 2 || btk_chunk_stripe_len(c) != c->length)
 			return false;
@@ -194,7 +188,7 @@ static int plan_run0(struct attempt *a, uint64_t meta_keep)
 
 	for (int i = 0; i < fs->nchunks; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
-		if (kind(c->type) != BTRFS_BLOCK_GROUP_METADATA)
+		if (rl_class_of(c->type) != BTRFS_BLOCK_GROUP_METADATA)
 			continue;
 		meta_used += used_of(&a->use->used[i]);
 		if (!a->frozen[i] && first < 0)
@@ -205,7 +199,7 @@ static int plan_run0(struct attempt *a, uint64_t meta_keep)
 		uint64_t need =
 		    meta_used + (4ULL << 20) > meta_keep ? meta_used + (4ULL << 20) : meta_keep;
 		for (int i = 0; i < fs->nchunks; i++)
-			if (kind(fs->chunks[i]->type) == BTRFS_BLOCK_GROUP_METADATA &&
+			if (rl_class_of(fs->chunks[i]->type) == BTRFS_BLOCK_GROUP_METADATA &&
 			    !a->frozen[i])
 				a->keep_a[i] = 0;
 		/* what it holds and the room the kernel needs; the check asks for more when the
@@ -218,7 +212,7 @@ static int plan_run0(struct attempt *a, uint64_t meta_keep)
 	for (int i = 0; a->mode >= 2 && i < fs->nchunks; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
 		uint64_t u = used_of(&a->use->used[i]), k;
-		if (kind(c->type) != BTRFS_BLOCK_GROUP_DATA || a->frozen[i])
+		if (rl_class_of(c->type) != BTRFS_BLOCK_GROUP_DATA || a->frozen[i])
 			continue;
 		k = up_1m(u + u / (uint64_t)a->data_slack + SZ_1M);
 		if (k + SZ_1M < c->length)
@@ -248,7 +242,7 @@ static int post_usage(struct attempt *a, struct rl_ranges *placed)
 		const struct btk_chunk *c = fs->chunks[i];
 		const struct rl_ranges *u = &a->use->used[i];
 		bool moved = a->keep_a[i] < c->length;
-		if (moved && kind(c->type) == BTRFS_BLOCK_GROUP_METADATA) {
+		if (moved && rl_class_of(c->type) == BTRFS_BLOCK_GROUP_METADATA) {
 			meta += used_of(u);
 			if (a->keep_a[i] && first < 0)
 				first = i;
@@ -340,7 +334,7 @@ static int add_new(struct attempt *a, uint64_t type, uint64_t len, bool *ok)
 static uint64_t profile_of(const struct btk_fs *fs, uint64_t k)
 {
 	for (int i = 0; i < fs->nchunks; i++)
-		if (kind(fs->chunks[i]->type) == k)
+		if (rl_class_of(fs->chunks[i]->type) == k)
 			return fs->chunks[i]->type;
 	return k;
 }
@@ -416,7 +410,7 @@ static int attempt_run(struct attempt *a, uint64_t meta_keep, bool *fits)
 		if (a->frozen[i]) {
 			uint64_t o = last_off(c);
 			k = o < a->target ? (a->target - o) / SZ_1M * SZ_1M : 0;
-			if (kind(c->type) == BTRFS_BLOCK_GROUP_SYSTEM || k < SZ_1M)
+			if (rl_class_of(c->type) == BTRFS_BLOCK_GROUP_SYSTEM || k < SZ_1M)
 				k = 0;
 			if (k > c->length)
 				k = c->length;
@@ -528,37 +522,12 @@ static int compact_after(const struct attempt *a, struct btk_resize_plan *p, uin
 	return ret;
 }
 
-int rl_repack_end(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
-		  uint64_t *end)
+/* The first attempt (cheapest mode first) that reaches target: *fits; its plan into p when
+ * set, else *end (when set) where the stripes end after it, moved whole as far as they go. */
+static int repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
+		  struct btk_resize_plan *p, bool *fits, uint64_t *end)
 {
-	uint64_t meta_keep;
-	bool fits = false;
-	int ret;
-
-	*end = 0;
-	if (!applies(fs, devid) || target < 2 * SZ_1M)
-		return 0;
-	if ((ret = rl_meta_keep(fs, &meta_keep)))
-		return ret;
-	for (unsigned m = 0; m < sizeof(modes) / sizeof(modes[0]) && !ret && !fits; m++) {
-		struct attempt a = {.fs = fs,
-				    .devid = devid,
-				    .target = target,
-				    .use = use,
-				    .mode = modes[m][0],
-				    .data_slack = modes[m][1]};
-		ret = attempt_run(&a, meta_keep, &fits);
-		if (!ret && fits)
-			ret = compact_after(&a, NULL, end);
-		attempt_free(&a);
-	}
-	return ret;
-}
-
-int rl_repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
-	      struct btk_resize_plan *p, bool *fits)
-{
-	uint64_t meta_keep;
+	uint64_t meta_keep, e = 0;
 	int ret;
 
 	*fits = false;
@@ -576,18 +545,31 @@ int rl_repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct r
 		ret = attempt_run(&a, meta_keep, fits);
 		if (!ret && *fits && p)
 			ret = record(&a, p);
-		if (!ret && *fits && p) {
-			uint64_t end;
-			ret = compact_after(&a, p, &end);
-			if (!ret && end > p->new_size)
-				ret =
-				    btk_err(EUCLEAN, "devid %llu: the plan ends at %llu, past %llu",
-					    (unsigned long long)devid, (unsigned long long)end,
-					    (unsigned long long)p->new_size);
-		}
+		if (!ret && *fits && (p || end))
+			ret = compact_after(&a, p, &e);
+		if (!ret && *fits && p && e > p->new_size)
+			ret = btk_err(EUCLEAN, "devid %llu: the plan ends at %llu, past %llu",
+				      (unsigned long long)devid, (unsigned long long)e,
+				      (unsigned long long)p->new_size);
 		attempt_free(&a);
 	}
+	if (end)
+		*end = *fits ? e : 0;
 	return ret;
+}
+
+int rl_repack_end(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
+		  uint64_t *end)
+{
+	bool fits;
+
+	return repack(fs, devid, target, use, NULL, &fits, end);
+}
+
+int rl_repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
+	      struct btk_resize_plan *p, bool *fits)
+{
+	return repack(fs, devid, target, use, p, fits, NULL);
 }
 
 int rl_repack_minimum(struct btk_fs *fs, uint64_t devid, uint64_t lo, uint64_t hi,
