@@ -21,7 +21,7 @@
 #include <time.h>
 
 struct opts {
-	int minimum, print_min, dry_run, progress, json, force, quiet;
+	int minimum, print_min, dry_run, progress, json, force, quiet, no_repack;
 	const char *size_arg;
 	char *size_copy; /* size_arg when it came from devs: freed by main */
 	const char **devs;
@@ -112,6 +112,8 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	    {"progress", 'p', POPT_ARG_NONE, &o->progress, 0, "show bytes moved, rate and ETA",
 	     NULL},
 	    {"json", 0, POPT_ARG_NONE, &o->json, 0, "print the result as JSON", NULL},
+	    {"no-repack", 0, POPT_ARG_NONE, &o->no_repack, 0,
+	     "move, cut and empty chunks only (no repacking: less moved, a larger minimum)", NULL},
 	    {"force", 'f', POPT_ARG_NONE, &o->force, 0,
 	     "resize even with a converted filesystem's image (ext2_saved)", NULL},
 	    {"quiet", 'q', POPT_ARG_NONE, &o->quiet, 0, "print nothing on success", NULL},
@@ -306,7 +308,10 @@ static void print_text(const struct opts *o, const struct btk_resize_plan *p,
 			printf("%s %s chunk %" PRIu64 " from %" PRIu64 " to %" PRIu64
 			       " bytes, the extents past that moved (%s)\n",
 			       o->dry_run ? "would cut" : "cut", kind(s->type), s->logical,
-			       s->from_len, s->to_len, s->run ? "past the size" : "compacted");
+			       s->from_len, s->to_len,
+			       s->run == 1 ? "past the size"
+			       : s->run	   ? "packed, the moves' room given back"
+					   : "compacted");
 		else
 			printf("%s %s chunk %" PRIu64 " (%s)\n",
 			       o->dry_run ? "would empty and remove" : "emptied and removed",
@@ -399,8 +404,11 @@ static int run(struct opts *o)
 		goto out;
 	}
 	/* the minimum is searched for only where it is printed or needed */
-	if (btk_resize_plan(fs, o->arg.devid, size,
-			    o->minimum || o->print_min || o->dry_run || o->json, &plan)) {
+	if (btk_resize_plan(
+		fs, o->arg.devid, size,
+		(o->minimum || o->print_min || o->dry_run || o->json ? BTK_RESIZE_FIND_MIN : 0) |
+		    (o->no_repack ? BTK_RESIZE_NO_REPACK : 0),
+		&plan)) {
 		cli_err("%s", btk_errmsg());
 		goto out;
 	}

@@ -117,11 +117,13 @@ int btk_resize_refusals(struct btk_fs *fs, bool force);
 bool btk_resize_quotas_on(struct btk_fs *fs);
 
 /* Plans resizing devid to `size` bytes (rounded down to the sector size); size 0 asks for the
- * minimum. Without find_minimum, a size at or past the allocated end (nothing moves) skips the
- * search for the minimum, which reads every extent: plan->minimum is then 0. Fills *plan (free
- * with btk_resize_plan_free). Errors: -ENOENT unknown devid, -ENOSPC size below the minimum
- * (the message says the minimum), -EINVAL size too small to hold a superblock, -ENOMEM. */
-int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, bool find_minimum,
+ * minimum. Without BTK_RESIZE_FIND_MIN in flags, a size at or past the allocated end (nothing
+ * moves) skips the search for the minimum, which reads every extent: plan->minimum is then 0. Fills
+ * *plan (free with btk_resize_plan_free). Errors: -ENOENT unknown devid, -ENOSPC size below the
+ * minimum (the message says the minimum), -EINVAL size too small to hold a superblock, -ENOMEM. */
+#define BTK_RESIZE_FIND_MIN  1u /* search for the minimum even when the size needs no move */
+#define BTK_RESIZE_NO_REPACK 2u /* move, cut and empty only: no repacking (less moved) */
+int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned flags,
 		    struct btk_resize_plan *plan);
 void btk_resize_plan_free(struct btk_resize_plan *plan);
 

@@ -46,6 +46,10 @@ bool rl_cuttable(const struct btk_chunk *c);
 int rl_cut_length(struct btk_fs *fs, const struct btk_chunk *c, uint64_t *len);
 /* Free metadata a cut leaves the kernel: its global reserve and 64 insertions beyond it. */
 int rl_meta_keep(struct btk_fs *fs, uint64_t *keep);
+/* What a pass moving only tree blocks may copy besides them: the extent and free-space trees
+ * (their back references and free space change) and every node above the leaves (the paths
+ * to the moved blocks). */
+int rl_meta_cow(struct btk_fs *fs, uint64_t *bytes);
 
 /* Calls fn(ctx, bytenr, len) for each extent record (EXTENT_ITEM, METADATA_ITEM) of the
  * committed extent tree that starts in [start, end), in address order. fn returns 0 or a

@@ -186,10 +186,11 @@ static int run_logical(struct btk_wfs *w, struct btk_fs *fs, const struct btk_re
  * set) in the last. Run 0 holds the whole device, run 1 all from the size the new chunks were
  * planned for, and the whole device once they are made. */
 static int run_repack(struct btk_wfs *w, struct btk_fs *fs, const struct btk_resize_plan *plan,
-		      int run, uint64_t *done, btk_resize_progress_fn progress, void *ctx)
+		      int run, bool last, uint64_t *done, btk_resize_progress_fn progress,
+		      void *ctx)
 {
 	uint64_t span = plan->old_size > plan->new_size ? plan->old_size : plan->new_size;
-	uint64_t hold = run ? plan->repack_at : 0, *chunks, *keep, *frozen, *made;
+	uint64_t hold = run == 1 ? plan->repack_at : 0, *chunks, *keep, *frozen, *made;
 	struct rl_stats st = {0};
 	struct btk_trans *t;
 	int n = 0, nf = 0, ret = 0, removes = 0;
@@ -206,7 +207,7 @@ static int run_repack(struct btk_wfs *w, struct btk_fs *fs, const struct btk_res
 		if (s->run == run) {
 			chunks[n] = s->logical, keep[n++] = s->to_len;
 			removes += !s->to_len;
-		} else if (s->run > run) {
+		} else if (run == 0 && s->run == 1) {
 			frozen[nf++] = s->logical;
 		}
 	}
@@ -222,17 +223,17 @@ static int run_repack(struct btk_wfs *w, struct btk_fs *fs, const struct btk_res
 			     .keep = keep,
 			     .frozen = frozen,
 			     .nfrozen = nf,
-			     .news = run ? plan->news : NULL,
-			     .nnew = run ? plan->nnew : 0,
+			     .news = run == 1 ? plan->news : NULL,
+			     .nnew = run == 1 ? plan->nnew : 0,
 			     .made = made};
 	if (!ret && n)
 		ret = rl_empty_chunks(fs, &e, &st);
 	*done += st.bytes;
 	if (!ret)
 		ret = rl_cut_chunks(fs, &e);
-	if (!ret && (removes || (run && !plan->nmoves)) && !(ret = btk_trans_start(w, &t))) {
+	if (!ret && (removes || last) && !(ret = btk_trans_start(w, &t))) {
 		ret = rl_remove_chunks(t, &e);
-		if (!ret && run && !plan->nmoves)
+		if (!ret && last)
 			ret = set_size(t, fs, plan);
 		if (ret)
 			btk_trans_abort(t);
@@ -274,8 +275,13 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 		uint8_t *buf = plan->nmoves ? malloc(COPY_BUF) : NULL;
 		if (plan->nmoves && !buf)
 			ret = btk_err(ENOMEM, "out of memory");
-		for (int r = 0; r < 2 && !ret; r++)
-			ret = run_repack(w, fs, plan, r, &done, progress, ctx);
+		int runs = 2;
+		for (int i = 0; i < plan->nsplits; i++)
+			if (plan->splits[i].run + 1 > runs)
+				runs = plan->splits[i].run + 1;
+		for (int r = 0; r < runs && !ret; r++)
+			ret = run_repack(w, fs, plan, r, r == runs - 1 && !plan->nmoves, &done,
+					 progress, ctx);
 		/* then the stripes move whole into the room left, the size set in the last round */
 		for (int r = 0; r < plan->rounds && plan->nmoves && !ret; r++)
 			ret = run_round(w, fs, plan, r, r == plan->rounds - 1, buf, &done, progress,

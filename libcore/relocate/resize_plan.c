@@ -314,9 +314,10 @@ static int size_only(struct btk_fs *fs, struct btk_fs_dev *d, uint64_t size,
 	return 0;
 }
 
-int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, bool find_minimum,
+int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned flags,
 		    struct btk_resize_plan *plan)
 {
+	bool find_minimum = flags & BTK_RESIZE_FIND_MIN;
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
 	uint64_t whole = 0, with_cuts = 0, logical = 0, compacted = 0, physical, old_min,
 		 repacked = 0, repack_at = 0;
@@ -360,7 +361,8 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, bool find_
 		plan->allocated += l.s[i].len;
 	/* below what moving, cutting and emptying reach: repacking into new chunks */
 	old_min = plan->minimum;
-	if ((ret =
+	if (!(flags & BTK_RESIZE_NO_REPACK) &&
+	    (ret =
 		 rl_repack_minimum(fs, devid, 2ULL << 20, old_min, &use, &repacked, &repack_at))) {
 		rl_usage_free(&use);
 		free(l.s);

@@ -141,6 +141,9 @@ struct attempt {
 	int data_slack;
 	int meta_first; /* the metadata chunk run 0 packs the metadata into (-1: none) */
 	uint64_t *keep_a, *keep_b;
+	/* run 2: the metadata chunk run 0 packed into, cut again once the moves are done (the
+	 * room they needed given back): 0 none */
+	uint64_t keep_c;
 	bool *frozen;
 	struct rl_usage post; /* the extents after run 0 */
 	struct rl_new *news;
@@ -372,6 +375,41 @@ static int add_data(struct attempt *a, uint64_t left, int k, bool *ok)
 	return ret;
 }
 
+/* Run 2: when run 0 packed the metadata into one chunk and run 1 made no metadata chunk, that
+ * chunk is cut again to what its tree blocks and the kernel need: the blocks past the line
+ * move below it in passes that move tree blocks only, which copy besides them at most the
+ * extent and free-space trees and the nodes above the leaves (rl_meta_cow), so the line keeps
+ * room for the metadata, that and a margin, or the kernel's free metadata if more. */
+static int plan_run2(struct attempt *a, uint64_t meta_keep)
+{
+	int f = a->meta_first;
+	uint64_t used = 0, cow, room, line;
+	int ret;
+
+	a->keep_c = 0;
+	if (f < 0 || !a->keep_b[f])
+		return 0;
+	for (int i = 0; i < a->nnew; i++)
+		if (a->news[i].type & BTRFS_BLOCK_GROUP_METADATA)
+			return 0;
+	for (int i = 0; i < a->fs->nchunks; i++)
+		if (i != f && a->keep_b[i] &&
+		    rl_class_of(a->fs->chunks[i]->type) == BTRFS_BLOCK_GROUP_METADATA)
+			return 0;
+	for (int i = 0; i < a->fs->nchunks; i++)
+		if (rl_class_of(a->fs->chunks[i]->type) == BTRFS_BLOCK_GROUP_METADATA)
+			used += used_of(&a->use->used[i]);
+	if ((ret = rl_meta_cow(a->fs, &cow)))
+		return ret;
+	room = cow + (4ULL << 20);
+	if (room < meta_keep)
+		room = meta_keep;
+	line = up_1m(used + room + SZ_1M);
+	if (line + SZ_1M <= a->keep_b[f])
+		a->keep_c = line;
+	return 0;
+}
+
 static int attempt_run(struct attempt *a, uint64_t meta_keep, bool *fits)
 {
 	struct btk_fs *fs = a->fs;
@@ -441,6 +479,7 @@ static int attempt_run(struct attempt *a, uint64_t meta_keep, bool *fits)
 	if (!ret && chk.fits && (chk.meta_need <= chk.meta_free || !chk.n)) {
 		*fits = true;
 		a->bytes_b = chk.bytes;
+		ret = plan_run2(a, meta_keep);
 	}
 out:
 	for (int i = 0; placed && i < fs->nchunks; i++)
@@ -476,6 +515,9 @@ static int record(const struct attempt *a, struct btk_resize_plan *p)
 		if (a->keep_b[i] < a->keep_a[i])
 			ret = add_split(p, c, a->keep_a[i], a->keep_b[i], 1);
 	}
+	if (!ret && a->keep_c)
+		ret = add_split(p, a->fs->chunks[a->meta_first], a->keep_b[a->meta_first],
+				a->keep_c, 2);
 	for (int i = 0; i < a->nnew && !ret; i++) {
 		if (btk_array_room_int(p->news, p->nnew, p->capnew)) {
 			ret = btk_err(ENOMEM, "out of memory");
@@ -500,12 +542,13 @@ static int compact_after(const struct attempt *a, struct btk_resize_plan *p, uin
 
 	for (int i = 0; i < a->fs->nchunks && !ret; i++) {
 		const struct btk_chunk *c = a->fs->chunks[i];
-		for (int j = 0; j < c->num_stripes && a->keep_b[i] && !ret; j++)
+		uint64_t k = a->keep_c && i == a->meta_first ? a->keep_c : a->keep_b[i];
+		for (int j = 0; j < c->num_stripes && k && !ret; j++)
 			if (btk_array_room_int(l.s, l.n, cap))
 				ret = btk_err(ENOMEM, "out of memory");
 			else
 				l.s[l.n++] = (struct rl_slot){c->logical, c->type, j,
-							      c->stripes[j].offset, a->keep_b[i]};
+							      c->stripes[j].offset, k};
 	}
 	for (int i = 0; i < a->nnew && !ret; i++)
 		for (int j = 0; j < a->news[i].nstripes && !ret; j++)

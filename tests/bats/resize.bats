@@ -387,3 +387,19 @@ exits() {
 	exits 0 -M "$IMG"
 	btrfs check --readonly "$IMG" >/dev/null 2>&1
 }
+
+@test "--no-repack: moving, cutting and emptying only; its -P is what its -M reaches, never below -P" {
+	btk_run 60 "$RESIZE" -P "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	min=$(cat "$BTK_OUT")
+	btk_run 60 "$RESIZE" --no-repack -P "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	old=$(cat "$BTK_OUT")
+	[ "$old" -ge "$min" ]
+	btk_run 60 "$RESIZE" --no-repack -n -M "$IMG"
+	! grep -qE "^would (make a|cut .*the extents past that moved)" "$BTK_OUT"
+	btk_run 60 "$RESIZE" --no-repack -M "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	size_is "$IMG" "$old"
+	assert_check_clean "$IMG"
+}

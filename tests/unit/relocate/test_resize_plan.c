@@ -244,7 +244,7 @@ static bool emptied(const struct btk_resize_plan *p, uint64_t chunk)
  * no other new chunk. The new chunks' stripes are added to v (n grows). */
 static void replay_repack(const struct btk_resize_plan *p, struct dext *v, int *n, int max)
 {
-	for (int run = 0; run < 2; run++) {
+	for (int run = 0; run < 3; run++) {
 		if (run == 1)
 			for (int k = 0; k < p->nnew; k++)
 				for (int j = 0; j < p->news[k].nstripes; j++) {
