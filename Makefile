@@ -35,13 +35,15 @@ TESTTOOLS := $(TESTLIB_SRC:tests/lib/%.c=$(B)/tests/%)
 NPROC    := $(shell nproc 2>/dev/null || echo 2)
 JOBS      = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))
 
-.PHONY: all build deps check-deps check demo install clean format layers
+.PHONY: all tools build deps check-deps check demo install uninstall clean format layers
 # Packages are installed first, on their own, and the build runs in a second make: the
 # pkg-config flags above are read when make starts, so a fresh machine must have the -dev
 # packages before that make starts (and apt-get must not run twice at once under -j).
+# all and install build the tools only (no libcmocka needed); check builds the tests too.
 all: deps
-	@$(MAKE) $(JOBS) --no-print-directory build
-build: $(LIB) $(BINS) $(UNITS) $(TESTTOOLS)
+	@$(MAKE) $(JOBS) --no-print-directory tools
+tools: $(LIB) $(BINS)
+build: tools $(UNITS) $(TESTTOOLS)
 
 deps:
 	@scripts/deps.sh build
@@ -84,7 +86,7 @@ check: check-deps
 	@BTK_BUILD=$(B) tests/run.sh
 
 demo: deps
-	@$(MAKE) $(JOBS) --no-print-directory build
+	@$(MAKE) $(JOBS) --no-print-directory tools
 	@BTK_BUILD=$(B) scripts/demo.sh
 
 install: all
@@ -92,6 +94,19 @@ install: all
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(wildcard man/*.8) $(DESTDIR)$(PREFIX)/share/man/man8/
 	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
+	ln -sf btk-fsck $(DESTDIR)$(PREFIX)/bin/fsck.btk
+	ln -sf btk-fsck.8 $(DESTDIR)$(PREFIX)/share/man/man8/fsck.btk.8
+	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
+	for t in $(notdir $(BINS)); do \
+		install -m 644 completion/btk.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; \
+	done
+
+uninstall:
+	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(BINS))) \
+	      $(DESTDIR)$(PREFIX)/bin/fsck.btk $(DESTDIR)$(PREFIX)/share/man/man8/fsck.btk.8 \
+	      $(addprefix $(DESTDIR)$(PREFIX)/share/man/man8/,$(notdir $(wildcard man/*.8))) \
+	      $(addprefix $(DESTDIR)$(PREFIX)/share/man/man7/,$(notdir $(wildcard man/*.7))) \
+	      $(addprefix $(DESTDIR)$(PREFIX)/share/bash-completion/completions/,$(notdir $(BINS)))
 
 format:
 	clang-format -i $(wildcard libcore/*/*.[ch] */*.[ch] tests/unit/*/*.c tests/unit/*.h tests/lib/*.c)

@@ -43,6 +43,10 @@ int cli_stdout_check(void);
  */
 void cli_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* cli_err for what happened at where (a device, a path): "PROG: WHERE: MSG", each context named
+ * once: a MSG that starts with "WHERE: " (libcore names the device) or with where's last path
+ * component ("/d" and "d: exists") loses that prefix. */
+void cli_err_in(const char *where, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* --json failure reporting. With cli_json_on(true), the first cli_err (or cli_json_error)
  * also prints one line {"error": "MSG"} on stdout, so that a jq pipeline sees the failure;
@@ -91,18 +95,31 @@ void cli_uuid_format(const uint8_t u[16], char out[CLI_UUID_STR]);
 /* 32 hex digits, with or without those four dashes; 0 or -1. */
 int cli_uuid_parse(const char *s, uint8_t u[16]);
 
-/* The progress line on stderr, drawn only when stderr is a terminal (or force) and at most
- * every 0.1 s. cli_progress_draw prints TEXT (no newline); cli_progress_clear wipes it.
- * Messages from cli_err/cli_warn clear it first. One line at a time per program. */
+/* The progress line on stderr, "PROG: TEXT": drawn in place at most every 0.1 s when stderr is
+ * a terminal that can redraw (TERM is not dumb); with force (--progress) elsewhere too, as
+ * plain lines, one every 5 s. cli_progress_clear wipes a drawn line. Messages from
+ * cli_err/cli_warn, and an interrupt, clear it first. One line at a time per program. */
 struct cli_progress {
 	bool on;     /* drawing enabled */
+	bool plain;  /* whole lines, not redrawn */
 	bool drawn;  /* something is on the line */
 	double last; /* monotonic seconds of the last drawing */
+	double t0;   /* when the job started (cli_progress_start): the rate */
 };
 void cli_progress_start(struct cli_progress *p, bool force);
-/* Draws unless the last drawing is less than 0.1 s old (always when final is true). */
+/* Draws unless the last drawing is too recent (always when final is true). */
 void cli_progress_draw(struct cli_progress *p, bool final, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+/* The one shape of every job's progress, "WHAT DONE/TOTAL UNIT, RATE/s, ETA M:SS": counts
+ * with thousands separators and the unit named ("files"), or with unit NULL bytes as human
+ * sizes ("1.5GiB"); no total when total is 0; no rate in the first second, no ETA without a
+ * rate and a total. */
+void cli_progress_job(struct cli_progress *p, bool final, const char *what, uint64_t done,
+		      uint64_t total, const char *unit);
+/* 12,345 */
+const char *cli_count(uint64_t v, char *buf, size_t len);
+/* "1:05" or "2:01:05"; "--:--" when unknown */
+const char *cli_duration(double secs, char *buf, size_t len);
 void cli_progress_clear(struct cli_progress *p);
 double cli_now(void); /* monotonic seconds */
 
@@ -117,7 +134,7 @@ extern struct poptOption cli_write_table[];
 	}
 int cli_dev_opts(struct btk_dev_opts *o);
 
-/* --help/-? and --version/-V for a popt table: put CLI_STD_OPTIONS at the end of it
+/* --help/-h/-? and --version/-V for a popt table: put CLI_STD_OPTIONS at the end of it
  * (before POPT_TABLEEND). --version prints "PROG VERSION" on stdout and exits 0; --help
  * prints popt's help (usage from poptSetOtherOptionHelp) and exits 0. */
 extern struct poptOption cli_std_table[];
@@ -142,10 +159,19 @@ void cli_interrupt_before(const char *fmt, ...) __attribute__((format(printf, 1,
 /* The text while nothing is written yet, for a tool that made the files itself (mkfs). */
 void cli_interrupt_untouched(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void cli_interrupt_after(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* The exit status of an interrupted writer (default CLI_EXIT_INTERRUPTED; btk-fsck: 32). */
+void cli_interrupt_exit_code(int code);
 
-/* Runs popt over every option: 0 when done, or CLI_EXIT_USAGE after printing one line
- * ("PROG: --bad: unknown option"). */
-int cli_popt_run(poptContext pc);
+/* Runs popt over every option of table (what pc was made with, or NULL): 0 when done, or
+ * CLI_EXIT_USAGE after printing one line ("PROG: --lable: unknown option (did you mean
+ * --label?)"). */
+int cli_popt_run(poptContext pc, const struct poptOption *table);
+/* "Did you mean" (suggest.c): the candidate of cands[0..n-1] (stops at NULL) within a typo's
+ * reach of word (a third of its letters, one to two edits), or NULL. */
+const char *cli_suggest(const char *word, const char *const *cands, int n);
+/* The same among the long options of a popt table (included tables too) for bad, as popt
+ * names it ("--lable", "--lable=x"); NULL for short options. */
+const char *cli_suggest_option(const char *bad, const struct poptOption *table);
 /* The start every tool's option parsing shares: a popt context named name over argv and
  * opts (*pc, freed by the caller, also on failure), usage as the argument line of --help,
  * then cli_popt_run. */

@@ -29,7 +29,7 @@
 
 static char untouched[TEXT_MAX], before[TEXT_MAX], after[TEXT_MAX];
 static unsigned long commits_at_start;
-static volatile sig_atomic_t installed, changed;
+static volatile sig_atomic_t installed, changed, exit_code = CLI_EXIT_INTERRUPTED;
 static unsigned long long sigint_at, changes;
 
 static void put(const char *s)
@@ -58,7 +58,12 @@ static void on_signal(int sig)
 	put(committed ? ": interrupted after a commit: " : ": interrupted: ");
 	put(committed ? after : changed ? before : untouched);
 	put("\n");
-	_exit(CLI_EXIT_INTERRUPTED);
+	_exit(exit_code);
+}
+
+void cli_interrupt_exit_code(int code)
+{
+	exit_code = code;
 }
 
 /* Before every change of a device: from now on the devices are no longer untouched (the test

@@ -61,6 +61,33 @@ void cli_err(const char *fmt, ...)
 	va_end(ap);
 }
 
+/* msg without a first "NAME: " that repeats where or its last path component */
+static const char *unrepeated(const char *where, const char *msg)
+{
+	const char *leaf = strrchr(where, '/');
+	size_t n = strlen(where);
+
+	if (!strncmp(msg, where, n) && !strncmp(msg + n, ": ", 2))
+		return msg + n + 2;
+	if (leaf && leaf[1]) {
+		n = strlen(++leaf);
+		if (!strncmp(msg, leaf, n) && !strncmp(msg + n, ": ", 2))
+			return msg + n + 2;
+	}
+	return msg;
+}
+
+void cli_err_in(const char *where, const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	cli_err("%s: %s", where, unrepeated(where, msg));
+}
+
 void cli_warn(const char *fmt, ...)
 {
 	va_list ap;

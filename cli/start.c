@@ -6,5 +6,5 @@ int cli_popt_start(poptContext *pc, const char *name, int argc, const char **arg
 {
 	*pc = poptGetContext(name, argc, argv, opts, 0);
 	poptSetOtherOptionHelp(*pc, usage);
-	return cli_popt_run(*pc);
+	return cli_popt_run(*pc, opts);
 }

@@ -80,17 +80,5 @@ void report_rollback(const char *dev, const struct rollback_result *r, bool dry,
 
 void report_progress(void *ctx, uint64_t done, uint64_t total)
 {
-	struct cli_progress *p = ctx;
-	static double start;
-	double el, rate;
-
-	if (!start)
-		start = cli_now();
-	el = cli_now() - start;
-	rate = el > 0 ? (double)done / el : 0;
-	if (rate > 0 && total > done)
-		cli_progress_draw(p, false, "inodes %" PRIu64 "/%" PRIu64 "  %.0f/s  ETA %.0fs",
-				  done, total, rate, (double)(total - done) / rate);
-	else
-		cli_progress_draw(p, done >= total, "inodes %" PRIu64 "/%" PRIu64, done, total);
+	cli_progress_job(ctx, done >= total, "converting", done, total, "inodes");
 }

@@ -71,8 +71,14 @@ int main(int argc, const char **argv)
 	       : !strcmp(cmd, "stats") ? stats_opts
 				       : NULL;
 	if (!opts || argc > 255) {
-		cli_err(opts ? "too many arguments" : "unknown command '%s' (see btk-debug --help)",
-			cmd);
+		static const char *const cmds[] = {"super", "tree", "stats"};
+		const char *hint = opts ? NULL : cli_suggest(cmd, cmds, 3);
+		if (hint)
+			cli_err("unknown command '%s' (did you mean %s?)", cmd, hint);
+		else
+			cli_err(opts ? "too many arguments"
+				     : "unknown command '%s' (see btk-debug --help)",
+				cmd);
 		return CLI_EXIT_USAGE;
 	}
 	/* popt names the program by argv[0] in --help: "btk-debug tree" */

@@ -260,7 +260,7 @@ static int dump_one_block(struct tctx *t, const char *block, const char *tree)
 		return CLI_EXIT_USAGE;
 	}
 	if (btk_block_read(t->fs, bytenr, &chk, &b)) {
-		cli_err("%s: block %" PRIu64 ": %s", t->dev, bytenr, btk_errmsg());
+		cli_err("%s: %s", t->dev, btk_errmsg()); /* it names the block */
 		return CLI_EXIT_ERROR;
 	}
 	t->tree = btk_block_owner(b);

@@ -1,7 +1,8 @@
-/* btk-fsck — deep read-only check of a btrfs filesystem (front end of libcore/check.h).
+/* btk-fsck — deep check of a btrfs filesystem (front end of libcore/check.h) and, with
+ * --repair, its repair (libcore/repair.h). Run as fsck.btk it speaks fsck(8)'s options.
  *
- * Exit status follows fsck(8): 0 clean, 4 errors found, 8 could not check (a root tree that
- * cannot be read at all included), 16 usage.
+ * Exit status follows fsck(8), as bits: 0 clean, 1 errors corrected, 4 errors left, 8 could
+ * not check (a root tree that cannot be read at all included), 16 usage, 32 cancelled.
  */
 #include <malloc.h>
 #include <popt.h>
@@ -13,16 +14,19 @@
 #include <unistd.h>
 
 #include "check/check.h"
+#include "repair/repair.h"
 #include "cli/cli.h"
 #include "base/error.h"
 #include "base/json.h"
 #include "tree/tree.h"
 #include "volumes/volumes.h"
 
-#define EXIT_CLEAN  0
-#define EXIT_ERRORS 4
-#define EXIT_OPER   8
-#define EXIT_USAGE  16
+#define EXIT_CLEAN     0
+#define EXIT_CORRECTED 1
+#define EXIT_ERRORS    4
+#define EXIT_OPER      8
+#define EXIT_USAGE     16
+#define EXIT_CANCELLED 32
 
 struct out {
 	bool json, quiet;
@@ -31,6 +35,8 @@ struct out {
 	bool not_checked; /* the root tree did not read: nothing else was checked */
 	int last_pct;
 	const char *last_phase;
+	uint64_t nfix;	 /* fixes printed */
+	bool fixes_open; /* --json --repair: the "fixes" array is still open */
 };
 
 static const char *key_type(uint8_t t, char *buf, size_t len)
@@ -63,9 +69,24 @@ static void report_text(const struct btk_check_problem *p)
 	putchar('\n');
 }
 
-static void report_json(struct out *o, const struct btk_check_problem *p)
+/* ', "location": {...}' of a problem or a fix. */
+static void json_location(uint64_t tree, uint64_t bytenr, const struct btk_key *key)
 {
 	char tb[32];
+
+	printf(", \"location\": {\"tree\": %llu, \"bytenr\": %llu", (unsigned long long)tree,
+	       (unsigned long long)bytenr);
+	if (key) {
+		printf(", \"key\": {\"objectid\": %llu, \"type\": ",
+		       (unsigned long long)key->objectid);
+		btk_json_cstr(stdout, key_type(key->type, tb, sizeof(tb)));
+		printf(", \"offset\": %llu}", (unsigned long long)key->offset);
+	}
+	putchar('}');
+}
+
+static void report_json(struct out *o, const struct btk_check_problem *p)
+{
 
 	printf("%s\n    {\"code\": \"E%04u\", \"name\": ", o->nerr ? "," : "", p->info->code);
 	btk_json_cstr(stdout, p->info->name);
@@ -74,15 +95,8 @@ static void report_json(struct out *o, const struct btk_check_problem *p)
 	printf(", \"severity\": \"%s\", \"repairable\": %s",
 	       p->info->severity == BTK_SEV_WARN ? "warning" : "error",
 	       p->info->repairable ? "true" : "false");
-	printf(", \"location\": {\"tree\": %llu, \"bytenr\": %llu", (unsigned long long)p->tree,
-	       (unsigned long long)p->bytenr);
-	if (p->has_key) {
-		printf(", \"key\": {\"objectid\": %llu, \"type\": ",
-		       (unsigned long long)p->key.objectid);
-		btk_json_cstr(stdout, key_type(p->key.type, tb, sizeof(tb)));
-		printf(", \"offset\": %llu}", (unsigned long long)p->key.offset);
-	}
-	printf("}, \"what\": ");
+	json_location(p->tree, p->bytenr, p->has_key ? &p->key : NULL);
+	printf(", \"what\": ");
 	btk_json_cstr(stdout, p->what);
 	printf(", \"expected\": ");
 	btk_json_cstr(stdout, p->expected);
@@ -98,6 +112,10 @@ static void on_problem(void *ctx, const struct btk_check_problem *p)
 	cli_progress_clear(&o->line);
 	if (p->id == BTK_P_ROOT_TREE_UNREADABLE)
 		o->not_checked = true;
+	if (o->json && o->fixes_open) {
+		printf("\n  ],\n  \"errors\": [");
+		o->fixes_open = false;
+	}
 	if (o->json)
 		report_json(o, p);
 	else if (!o->quiet)
@@ -133,8 +151,7 @@ static void on_warn(void *ctx, const char *msg)
 	if (o->quiet)
 		return;
 	cli_progress_clear(&o->line);
-	fflush(stdout);
-	fprintf(stderr, "warning: %s\n", msg);
+	cli_warn("%s", msg);
 }
 
 static void uuid_str(const uint8_t *u, char *buf)
@@ -284,7 +301,7 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 	if (ret) {
 		if (o->json)
 			json_fail(btk_errmsg());
-		fprintf(stderr, "btk-fsck: cannot open %s: %s\n", devs[0], btk_errmsg());
+		cli_err_in(devs[0], "%s", btk_errmsg());
 		return EXIT_OPER;
 	}
 	struct btk_check_opts co = {
@@ -316,9 +333,125 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 	return sum.errors ? EXIT_ERRORS : EXIT_CLEAN;
 }
 
+/* ---- repair ---- */
+
+static void on_fix(void *ctx, const struct btk_repair_fix *f)
+{
+	struct out *o = ctx;
+	char tb[32];
+
+	cli_progress_clear(&o->line);
+	if (o->json) {
+		printf("%s\n    {\"code\": \"E%04u\", \"name\": ", o->nfix ? "," : "",
+		       f->info->code);
+		btk_json_cstr(stdout, f->info->name);
+		printf(", \"round\": %d", f->round);
+		json_location(f->tree, f->bytenr, f->has_key ? &f->key : NULL);
+		printf(", \"before\": ");
+		btk_json_cstr(stdout, f->before);
+		printf(", \"after\": ");
+		btk_json_cstr(stdout, f->after);
+		putchar('}');
+	} else if (!o->quiet) {
+		printf("FIXED: [E%04u %s]", f->info->code, f->info->name);
+		if (f->tree)
+			printf(" tree %llu", (unsigned long long)f->tree);
+		if (f->has_key)
+			printf(" key (%llu %s %llu)", (unsigned long long)f->key.objectid,
+			       key_type(f->key.type, tb, sizeof(tb)),
+			       (unsigned long long)f->key.offset);
+		else if (f->bytenr)
+			printf(" bytenr %llu", (unsigned long long)f->bytenr);
+		printf(": %s -> %s\n", f->before, f->after);
+	}
+	o->nfix++;
+}
+
+static void on_note(void *ctx, const char *text)
+{
+	struct out *o = ctx;
+
+	if (o->quiet || o->json)
+		return;
+	cli_progress_clear(&o->line);
+	printf("NOT FIXED: %s (nothing was written)\n", text);
+}
+
+static int run_repair(const char **devs, int ndevs, bool preen, struct out *o)
+{
+	struct btk_open_opts oo = open_opts;
+	struct btk_repair_result res;
+	struct btk_repair_opts ro = {
+	    .preen = preen, .on_fix = on_fix, .on_left = on_problem, .on_note = on_note, .ctx = o};
+	int ret;
+
+	if (cli_dev_opts(&oo.dev))
+		return EXIT_USAGE;
+	cli_interrupt_exit_code(EXIT_CANCELLED);
+	cli_interrupt_writer(devs, ndevs);
+	cli_interrupt_after("%s holds the filesystem as repaired so far (run again to go on)",
+			    devs[0]);
+	if (!o->json && !o->quiet)
+		printf("Repairing filesystem on %s%s\n", devs[0],
+		       preen ? " (preen: safe fixes only)" : "");
+	if (o->json) {
+		printf("{\n  \"fixes\": [");
+		o->fixes_open = true;
+	}
+	ret = btk_repair_run(devs, ndevs, &oo, &ro, &res);
+	cli_progress_clear(&o->line);
+	if (o->json) {
+		if (o->fixes_open)
+			printf("\n  ],\n  \"errors\": [");
+		o->fixes_open = false;
+		printf("\n  ],\n  \"errors_before\": %llu, \"errors_after\": %llu, "
+		       "\"fixes_made\": %llu, \"rounds\": %d, \"commits\": %d,\n",
+		       (unsigned long long)res.errors_before, (unsigned long long)res.errors_after,
+		       (unsigned long long)res.fixes, res.rounds, res.commits);
+		if (res.refused) {
+			printf("  \"not_fixed\": ");
+			btk_json_cstr(stdout, res.failed);
+			printf(",\n");
+		}
+		if (ret) {
+			printf("  \"error\": ");
+			btk_json_cstr(stdout, btk_errmsg());
+			printf(",\n");
+		}
+		printf("  \"result\": \"%s\"\n}\n", ret || res.unchecked ? "not checked"
+						    : res.errors_after	 ? "errors"
+						    : res.fixes		 ? "repaired"
+									 : "clean");
+	} else if (!o->quiet && !ret) {
+		printf("%llu error(s) found, %llu fixed in %d commit(s), %llu left\n",
+		       (unsigned long long)res.errors_before, (unsigned long long)res.fixes,
+		       res.commits, (unsigned long long)res.errors_after);
+	} else if (!ret && res.errors_after) {
+		printf("%llu error(s) left\n", (unsigned long long)res.errors_after);
+	}
+	if (ret) {
+		fprintf(stderr, "btk-fsck: cannot repair %s: %s\n", devs[0], btk_errmsg());
+		return EXIT_OPER | (res.commits ? EXIT_CORRECTED : 0);
+	}
+	if (res.unchecked)
+		return EXIT_OPER;
+	return (res.fixes ? EXIT_CORRECTED : 0) | (res.errors_after ? EXIT_ERRORS : 0);
+}
+
+/* Run as fsck.btk (any name starting "fsck."): fsck(8)'s options. */
+static bool fsck_mode(const char *argv0)
+{
+	const char *base = strrchr(argv0, '/');
+
+	base = base ? base + 1 : argv0;
+	return !strncmp(base, "fsck.", 5);
+}
+
 int main(int argc, const char **argv)
 {
 	int data_csum = 0, json = 0, progress = 0, quiet = 0, force = 0, readonly = 0, rc;
+	int repair = 0, yes = 0, no = 0, preen = 0, auto_ = 0, progress_fd = -1;
+	bool as_fsck = argc > 0 && fsck_mode(argv[0]);
 #ifdef M_MMAP_THRESHOLD
 	/* The checker's records are large growing arrays: mapped, they grow in place (mremap)
 	 * and go back to the system when freed. glibc's threshold otherwise rises with the first
@@ -331,13 +464,17 @@ int main(int argc, const char **argv)
 	struct poptOption opts[] = {
 	    {"check-data-csum", 0, POPT_ARG_NONE, &data_csum, 0,
 	     "read every data block (every copy) and verify its checksum", NULL},
-	    {"json", 0, POPT_ARG_NONE, &json, 0, "print one JSON object with the errors", NULL},
+	    {"json", 0, POPT_ARG_NONE, &json, 0,
+	     "print one JSON object with the errors (and with --repair the fixes)", NULL},
 	    {"progress", 'p', POPT_ARG_NONE, &progress, 0, "show progress on stderr", NULL},
 	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print only the error count", NULL},
 	    {"force", 0, POPT_ARG_NONE, &force, 0,
 	     "check even a filesystem mounted read-write (results may be wrong)", NULL},
 	    {"readonly", 0, POPT_ARG_NONE, &readonly, 0,
-	     "accepted for btrfs check compatibility: btk-fsck never writes", NULL},
+	     "check only (the default without --repair)", NULL},
+	    {"repair", 0, POPT_ARG_NONE, &repair, 0,
+	     "fix what can be fixed, each round re-checked before it is committed", NULL},
+	    {NULL, 'y', POPT_ARG_NONE, &yes, 0, "the same as --repair", NULL},
 	    {"backup", 'b', POPT_ARG_NONE, &backup, 0,
 	     "use the newest backup root set whose root tree reads", NULL},
 	    {"super", 's', POPT_ARG_INT, &super, 0, "use superblock copy N (0, 1 or 2)", "N"},
@@ -347,10 +484,26 @@ int main(int argc, const char **argv)
 	     "use the chunk tree block at BYTENR (experts)", "BYTENR"},
 	    {"cache-mb", 0, POPT_ARG_INT, &cache_arg, 0, "tree-block cache budget (default 8)",
 	     "MIB"},
+	    CLI_WRITE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
-	poptContext pc = poptGetContext("btk-fsck", argc, argv, opts, 0);
+	/* fsck(8): -n check only, -y repair, -p/-a preen (safe fixes), -f accepted, -C FD */
+	struct poptOption fsck_opts[] = {
+	    {NULL, 'n', POPT_ARG_NONE, &no, 0, "check only, change nothing", NULL},
+	    {NULL, 'y', POPT_ARG_NONE, &yes, 0, "repair everything that can be repaired", NULL},
+	    {NULL, 'p', POPT_ARG_NONE, &preen, 0,
+	     "preen: make only the safe fixes (derived data: counts, totals, caches)", NULL},
+	    {NULL, 'a', POPT_ARG_NONE, &auto_, 0, "the same as -p", NULL},
+	    {NULL, 'f', POPT_ARG_NONE, &force, 0, "check even when it looks clean (always done)",
+	     NULL},
+	    {NULL, 'C', POPT_ARG_INT, &progress_fd, 0, "progress (to a terminal on stderr)", "FD"},
+	    {"json", 0, POPT_ARG_NONE, &json, 0, "one JSON object with errors and fixes", NULL},
+	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print only the error count", NULL},
+	    CLI_WRITE_OPTIONS,
+	    CLI_STD_OPTIONS POPT_TABLEEND};
+	const char *prog = as_fsck ? "fsck.btk" : "btk-fsck";
+	poptContext pc = poptGetContext(prog, argc, argv, as_fsck ? fsck_opts : opts, 0);
 
-	cli_init("btk-fsck");
+	cli_init(prog);
 	cli_output_fail_code(EXIT_OPER); /* a report that cannot be written: not checked */
 	/* stdout line by line: piped, reports and stderr messages stay in the order they happen */
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -371,6 +524,30 @@ int main(int argc, const char **argv)
 		ndevs++;
 	if (!ndevs) {
 		usage_err("no device given (see --help)");
+		poptFreeContext(pc);
+		return EXIT_USAGE;
+	}
+	if (as_fsck) {
+		/* fsck -f checks anyway; btk-fsck always checks, and never forces a mount */
+		force = 0;
+		preen = preen || auto_;
+		repair = yes || preen;
+		progress = progress_fd >= 0;
+		if (no + yes + (preen ? 1 : 0) > 1) {
+			usage_err("-n, -y and -p/-a exclude each other");
+			poptFreeContext(pc);
+			return EXIT_USAGE;
+		}
+	} else {
+		repair = repair || yes;
+		if (repair && readonly) {
+			usage_err("--repair and --readonly exclude each other");
+			poptFreeContext(pc);
+			return EXIT_USAGE;
+		}
+	}
+	if (repair && data_csum) {
+		usage_err("--check-data-csum is for checks only (a repair does not heal data)");
 		poptFreeContext(pc);
 		return EXIT_USAGE;
 	}
@@ -402,8 +579,9 @@ int main(int argc, const char **argv)
 		o.line.on = false;
 	btk_set_warn_hook(on_warn, &o);
 	(void)readonly;
-	rc = mounted_guard(devs, ndevs, force, &o);
-	if (!rc)
+	if (repair)
+		rc = run_repair(devs, ndevs, preen, &o);
+	else if (!(rc = mounted_guard(devs, ndevs, force, &o)))
 		rc = run(devs, ndevs, data_csum, &o);
 	poptFreeContext(pc);
 	return rc;

@@ -34,18 +34,14 @@ static void on_skipped(void *ctx, uint64_t logical, const char *why)
 static void on_progress(void *ctx, uint64_t done, uint64_t total)
 {
 	struct dump_ui *ui = ctx;
-	char h1[32], h2[32];
 	/* the first drawing of a phase is never held back */
 	bool first = total && !ui->storing;
 
 	ui->storing = total != 0;
 	if (!total)
-		cli_progress_draw(&ui->prog, false, "finding tree blocks: %s",
-				  cli_human(done, h1, sizeof(h1)));
+		cli_progress_job(&ui->prog, false, "finding tree blocks", done, 0, NULL);
 	else
-		cli_progress_draw(&ui->prog, first, "dumping: %s of %s",
-				  cli_human(done, h1, sizeof(h1)),
-				  cli_human(total, h2, sizeof(h2)));
+		cli_progress_job(&ui->prog, first, "dumping", done, total, NULL);
 }
 
 static void print_summary(const struct dump_ui *ui, const struct btk_dump_stats *st,
@@ -65,12 +61,12 @@ static void print_summary(const struct dump_ui *ui, const struct btk_dump_stats 
 	}
 	printf("{\"trees\": %llu, \"blocks\": %llu, \"data_bytes\": %llu, \"bytes\": %llu, "
 	       "\"dump_bytes\": %llu, \"items\": %llu, \"clusters\": %llu, \"names\": %llu, "
-	       "\"skipped\": %llu, \"skipped_blocks\": [",
+	       "\"names_kept\": %llu, \"skipped\": %llu, \"skipped_blocks\": [",
 	       (unsigned long long)st->trees, (unsigned long long)st->blocks,
 	       (unsigned long long)st->data_bytes, (unsigned long long)st->bytes_in,
 	       (unsigned long long)st->bytes_out, (unsigned long long)st->items,
 	       (unsigned long long)st->clusters, (unsigned long long)st->names,
-	       (unsigned long long)st->skipped);
+	       (unsigned long long)st->names_kept, (unsigned long long)st->skipped);
 	for (size_t i = 0; i < ui->nskipped; i++)
 		printf("%s%llu", i ? ", " : "", (unsigned long long)ui->skipped[i]);
 	printf("]}\n");
@@ -170,6 +166,10 @@ int verb_dump(int argc, const char **argv)
 		if (fd == STDOUT_FILENO)
 			ui.json = false;
 		print_summary(&ui, &st, file);
+		if (st.names_kept)
+			cli_warn("%llu names kept as they are: no other free name of their length "
+				 "and hash",
+				 (unsigned long long)st.names_kept);
 		if (st.skipped) {
 			/* with --json the summary says it (skipped, skipped_blocks): stdout
 			 * keeps one object, no error object after it */

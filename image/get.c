@@ -185,8 +185,10 @@ static int data_cb(void *ctx, uint64_t off, const uint8_t *data, size_t len)
 		data += n, off += (uint64_t)n, len -= (size_t)n;
 		g->bytes += (uint64_t)n;
 	}
-	cli_progress_draw(&g->prog, false, "get: %llu files, %llu MiB",
-			  (unsigned long long)g->files, (unsigned long long)(g->bytes >> 20));
+	char n[32], b[32];
+
+	cli_progress_draw(&g->prog, false, "copying: %s files, %s",
+			  cli_count(g->files, n, sizeof(n)), cli_human(g->bytes, b, sizeof(b)));
 	return 0;
 }
 

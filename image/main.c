@@ -61,6 +61,15 @@ int main(int argc, const char **argv)
 		argv[1] = name;
 		return v->run(argc - 1, argv + 1);
 	}
-	cli_err("%s: unknown verb (btk-image --help lists them)", argv[1]);
+	const char *names[64], *hint;
+	int n = 0;
+	for (size_t i = 0; i < NVERBS && n < 64; i++)
+		names[n++] = verbs[i].name;
+	for (size_t i = 0; i < img_file_nverbs && n < 64; i++)
+		names[n++] = img_file_verbs[i].name;
+	if ((hint = cli_suggest(argv[1], names, n)))
+		cli_err("%s: unknown verb (did you mean %s?)", argv[1], hint);
+	else
+		cli_err("%s: unknown verb (btk-image --help lists them)", argv[1]);
 	return CLI_EXIT_USAGE;
 }

@@ -107,8 +107,10 @@ static void on_drop(void *ctx, uint64_t blocks)
 {
 	struct wops *w = ctx;
 
-	cli_progress_draw(&w->line, false, "subvol delete: %llu tree blocks freed",
-			  (unsigned long long)blocks);
+	char n[32];
+
+	cli_progress_draw(&w->line, false, "deleting: %s tree blocks freed",
+			  cli_count(blocks, n, sizeof(n)));
 }
 
 static int subvol_delete(struct wops *w, const char *path, uint64_t *id)

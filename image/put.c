@@ -22,10 +22,10 @@ struct put_ui {
 static void on_progress(void *ctx, uint64_t names, uint64_t bytes)
 {
 	struct put_ui *ui = ctx;
-	char h[32];
+	char n[32], h[32];
 
-	cli_progress_draw(&ui->w->line, false, "put: %llu names, %s", (unsigned long long)names,
-			  cli_human(bytes, h, sizeof(h)));
+	cli_progress_draw(&ui->w->line, false, "copying: %s names, %s",
+			  cli_count(names, n, sizeof(n)), cli_human(bytes, h, sizeof(h)));
 }
 
 /* What the source needs: data bytes (allocated blocks, not apparent sizes, each file in whole

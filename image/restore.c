@@ -16,8 +16,7 @@
 
 static void on_progress(void *ctx, uint64_t done, uint64_t total)
 {
-	cli_progress_draw(ctx, false, "restoring: item %llu of %llu", (unsigned long long)done,
-			  (unsigned long long)total);
+	cli_progress_job(ctx, false, "restoring", done, total, "items");
 }
 
 /* The directory holding path p (the leading part, or ".") and its last component. */

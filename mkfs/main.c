@@ -294,7 +294,7 @@ int main(int argc, const char **argv)
 	if (!rc && runtime)
 		rc = parse_features(runtime, true, &o);
 	if (rc) {
-		rc = rc > 0 ? CLI_EXIT_OK : CLI_EXIT_ERROR;
+		rc = rc > 0 ? CLI_EXIT_OK : CLI_EXIT_USAGE;
 		goto out;
 	}
 	ndevs = cli_popt_args(pc, &devs);
@@ -314,30 +314,29 @@ int main(int argc, const char **argv)
 		goto out;
 	}
 	if (parse_sizes(nodesize, sectorsize, bytes, &o))
-		rc = CLI_EXIT_ERROR;
+		rc = CLI_EXIT_USAGE;
 	if (!rc && uuid) {
 		if (cli_uuid_parse(uuid, fsid)) {
 			cli_err("-U/--uuid: invalid UUID '%s'", uuid);
-			rc = CLI_EXIT_ERROR;
+			rc = CLI_EXIT_USAGE;
 		}
 		o.fsid = fsid;
 	}
 	if (!rc && csum && btk_csum_parse(csum, &o.csum_type)) {
 		cli_err("--csum: unknown checksum type '%s'", csum);
-		rc = CLI_EXIT_ERROR;
+		rc = CLI_EXIT_USAGE;
 	}
-	if (!rc && meta)
-		rc = -parse_profile(meta, "metadata", &o.meta_profile);
-	if (!rc && data)
-		rc = -parse_profile(data, "data", &o.data_profile);
+	if (!rc && ((meta && parse_profile(meta, "metadata", &o.meta_profile)) ||
+		    (data && parse_profile(data, "data", &o.data_profile))))
+		rc = CLI_EXIT_USAGE;
 	if (!rc && (compress || skip_unreadable || subvols || iflags || shrink || slack) &&
 	    !rootdir) {
 		cli_err("--compress, --subvol, --inode-flags, --skip-unreadable, --shrink and "
 			"--slack need --rootdir");
-		rc = CLI_EXIT_ERROR;
+		rc = CLI_EXIT_USAGE;
 	}
 	if (!rc && slack && cli_parse_size("--slack", slack, &o.slack))
-		rc = CLI_EXIT_ERROR;
+		rc = CLI_EXIT_USAGE;
 	int epoch_set =
 	    rc ? 0 : mkfs_read_epoch(&o); /* inode and root times, with or without --rootdir */
 	if (epoch_set < 0)

@@ -12,37 +12,8 @@
 #include <time.h>
 #include <unistd.h>
 
-/* v with thousands separators: 12,345 */
-static const char *commas(uint64_t v, char *buf, size_t len)
-{
-	char digits[24];
-	int n = snprintf(digits, sizeof(digits), "%llu", (unsigned long long)v);
-	size_t o = 0;
-
-	for (int i = 0; i < n && o + 2 < len; i++) {
-		if (i && (n - i) % 3 == 0)
-			buf[o++] = ',';
-		buf[o++] = digits[i];
-	}
-	buf[o] = 0;
-	return buf;
-}
-
-/* "1:05" or "2:01:05"; "--:--" when unknown */
-static const char *duration(double secs, char *buf, size_t len)
-{
-	if (!(secs >= 0) || secs > 359999)
-		return snprintf(buf, len, "--:--"), buf;
-	unsigned s = (unsigned)(secs + 0.5);
-	if (s >= 3600)
-		snprintf(buf, len, "%u:%02u:%02u", s / 3600, s / 60 % 60, s % 60);
-	else
-		snprintf(buf, len, "%u:%02u", s / 60, s % 60);
-	return buf;
-}
-
-/* The progress line, without the leading "\r":
- *   btk-mkfs: 12,345/21,290 names  180/302 MiB  95.1 MiB/s  ETA 0:02
+/* The progress line, after the "btk-mkfs: " that cli_progress_draw puts first:
+ *   12,345/21,290 names  180/302 MiB  95.1 MiB/s  ETA 0:02
  * Sizes are in the unit the total reads best in; the rate is the mean since the start; the
  * ETA comes from bytes, or from names when the tree holds no file data. */
 static void progress_format(const struct rootdir_progress *pg, double elapsed, char *buf,
@@ -58,27 +29,28 @@ static void progress_format(const struct rootdir_progress *pg, double elapsed, c
 	size_t o;
 	int u;
 
-	o = (size_t)snprintf(buf, len, "btk-mkfs: %s/%s names", commas(names, a, sizeof(a)),
-			     commas(pg->total_names, b, sizeof(b)));
+	o = (size_t)snprintf(buf, len, "%s/%s names", cli_count(names, a, sizeof(a)),
+			     cli_count(pg->total_names, b, sizeof(b)));
 	if (pg->total_bytes && o < len) {
 		u = pg->total_bytes < (1ULL << 20) ? 0 : pg->total_bytes < (100ULL << 30) ? 1 : 2;
-		o += (size_t)snprintf(
-		    buf + o, len - o, "  %s/%s %s", commas(bytes >> (10 * (u + 1)), a, sizeof(a)),
-		    commas(pg->total_bytes >> (10 * (u + 1)), b, sizeof(b)), unit[u]);
+		o += (size_t)snprintf(buf + o, len - o, "  %s/%s %s",
+				      cli_count(bytes >> (10 * (u + 1)), a, sizeof(a)),
+				      cli_count(pg->total_bytes >> (10 * (u + 1)), b, sizeof(b)),
+				      unit[u]);
 		u = rate < (1 << 20) ? 0 : rate < (1 << 30) ? 1 : 2;
 		if (o < len)
 			o += (size_t)snprintf(buf + o, len - o, "  %.1f %s/s",
 					      rate / (double)(1ULL << (10 * (u + 1))), unit[u]);
 	} else if (o < len) {
 		o += (size_t)snprintf(buf + o, len - o, "  %s names/s",
-				      commas((uint64_t)rate, a, sizeof(a)));
+				      cli_count((uint64_t)rate, a, sizeof(a)));
 	}
 	if (done >= total)
 		left = 0;
 	else if (done)
 		left = (double)(total - done) / rate;
 	if (o < len)
-		snprintf(buf + o, len - o, "  ETA %s", duration(left, eta, sizeof(eta)));
+		snprintf(buf + o, len - o, "  ETA %s", cli_duration(left, eta, sizeof(eta)));
 }
 
 /* final: draw now, however recent the last drawing is */

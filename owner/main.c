@@ -59,8 +59,10 @@ static int read_list(const char *name, struct qlist *l)
 	unsigned long lineno = 0;
 	int ret = 0;
 
-	if (!f) {
-		cli_err("%s: %s", name, strerror(errno));
+	if (!f) { /* debugfs and TSK users type -f for a file name: say where that lives */
+		cli_err("-f/--addresses %s: %s (-f reads a list of addresses; a file inside the "
+			"filesystem is --file PATH)",
+			name, strerror(errno));
 		return CLI_EXIT_USAGE;
 	}
 	while (!ret && fgets(line, sizeof(line), f)) {

@@ -29,21 +29,9 @@ struct opts {
 	struct cli_resize arg;
 };
 
-struct prog {
-	struct cli_progress line;
-	double start;
-};
-
 static void on_progress(void *ctx, uint64_t done, uint64_t total)
 {
-	struct prog *pr = ctx;
-	double el = cli_now() - pr->start, rate = el > 0 ? (double)done / el : 0;
-	char a[32], b[32], r[32];
-
-	cli_progress_draw(&pr->line, done == total, "moved %s of %s, %s/s, ETA %.0f s",
-			  cli_human(done, a, sizeof(a)), cli_human(total, b, sizeof(b)),
-			  cli_human((uint64_t)rate, r, sizeof(r)),
-			  rate > 0 ? (double)(total - done) / rate : 0.0);
+	cli_progress_job(ctx, done == total, "moving", done, total, NULL);
 }
 
 /* The size asked for from the device's current size and the largest it can be. */
@@ -383,10 +371,10 @@ static int run(struct opts *o)
 	struct btk_resize_gap gap;
 	struct btk_fs *fs = NULL;
 	uint64_t size;
-	struct prog pr = {.start = cli_now()};
+	struct cli_progress line;
 	uint64_t file_before = 0;
 
-	cli_progress_start(&pr.line, o->progress);
+	cli_progress_start(&line, o->progress);
 	int rc;
 
 	/* writing: in use refused, locked, faults as BTK_FAULT says (libcore's open path) */
@@ -427,8 +415,8 @@ static int run(struct opts *o)
 				    plan.devid, rerun);
 		file_before = btk_fs_dev_find(fs, plan.devid)->dev->size;
 	}
-	rc = write ? btk_resize_apply(fs, &plan, o->progress ? on_progress : NULL, &pr) : 0;
-	cli_progress_clear(&pr.line);
+	rc = write ? btk_resize_apply(fs, &plan, o->progress ? on_progress : NULL, &line) : 0;
+	cli_progress_clear(&line);
 	if (rc) {
 		cli_err("%s", btk_errmsg());
 		rc = CLI_EXIT_ERROR;

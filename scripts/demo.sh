@@ -2,14 +2,16 @@
 # scripts/demo.sh — a short tour of btk's own jobs (make demo). Needs no root, no loop device,
 # no kernel btrfs and no btrfs-progs: btk-mkfs builds a reproducible image from a sample
 # directory, btk-fsck checks it, btk-owner says which file owns a block and which blocks a
-# file uses, btk-debug shows the superblock and a tree. Everything happens in a temp dir.
+# file uses, btk-debug shows the superblock and a tree, btk-image copies files in and out,
+# snapshots, dumps and restores, btk-resize shrinks, btk-convert turns an ext4 (made with
+# mke2fs -d, when e2fsprogs is there) into btrfs and back. Everything happens in a temp dir.
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
 BTK_BUILD=${BTK_BUILD:-build}
 case $BTK_BUILD in /*) ;; *) BTK_BUILD=$root/$BTK_BUILD ;; esac
 bin=$BTK_BUILD/bin
-for t in mkfs fsck owner debug; do
+for t in mkfs fsck owner debug image resize convert; do
 	[ -x "$bin/btk-$t" ] || {
 		echo "demo: $bin/btk-$t is not built (run make)" >&2
 		exit 1
@@ -73,5 +75,33 @@ run btk-owner demo.img "$phys" $((phys + 65536))
 run 25 btk-debug super demo.img
 run 30 btk-debug tree --tree FS_TREE demo.img
 run btk-debug stats demo.img
+
+# files in and out of an unmounted image, a snapshot, a shrink, a metadata dump
+btk-mkfs -q -b 256m work.img
+run btk-image put -r work.img src /src
+run btk-image snapshot -r work.img / /snap
+run btk-image ls work.img /snap/src
+run btk-image get -r work.img /snap/src out
+step "diff -r src out   # the same files"
+diff -r src out && echo "same"
+run btk-resize -M work.img
+run btk-image dump work.img work.dump
+run btk-image restore work.dump restored.img
+run btk-fsck restored.img
+
+# ext4 to btrfs in place, and back
+if command -v mke2fs >/dev/null; then
+	step "mke2fs -q -t ext4 -b 4096 -d src ext.img 64M"
+	truncate -s 64M ext.img
+	mke2fs -q -F -t ext4 -b 4096 -E root_owner="$(id -u):$(id -g)" -d src ext.img
+	run btk-convert ext.img
+	run btk-image cat ext.img /hello.txt
+	run btk-convert --rollback ext.img
+	step "blkid -p -o value -s TYPE ext.img"
+	blkid -o value -s TYPE -p ext.img 2>/dev/null || file -b ext.img
+else
+	echo
+	echo "demo: mke2fs (e2fsprogs) is not installed: btk-convert not shown"
+fi
 echo
 echo "demo: done"

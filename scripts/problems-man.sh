@@ -5,6 +5,7 @@
 set -eu
 top=$(cd "$(dirname "$0")/.." && pwd)
 def=$top/libcore/check/problems.def
+fixes=$top/libcore/repair/fixes.def
 man=$top/man/btk-fsck.8
 
 section() {
@@ -18,14 +19,25 @@ section() {
 	echo '.BR \-\-json ).'
 	echo 'Codes are grouped by kind; a code is never reused.'
 	echo 'R marks problems a repair could fix from what is left on disk; W marks warnings,'
-	echo 'which do not change the exit status.'
-	sed -n 's/^BTK_PROBLEM(\([A-Z0-9_]*\), *\([0-9]*\), *"\([^"]*\)", *\([A-Z_]*\), *\([A-Z]*\), *\([01]\), *"\(.*\)")$/\2|\3|\4|\5|\6|\7/p' "$def" |
-		while IFS='|' read -r code name kind sev rep msg; do
+	echo 'which do not change the exit status. Each entry then says what'
+	echo '.B \\-\\-repair'
+	echo 'does about it (from libcore/repair/fixes.def), or why it cannot.'
+	sed -n 's/^BTK_PROBLEM(\([A-Z0-9_]*\), *\([0-9]*\), *"\([^"]*\)", *\([A-Z_]*\), *\([A-Z]*\), *\([01]\), *"\(.*\)")$/\1|\2|\3|\4|\5|\6|\7/p' "$def" |
+		while IFS='|' read -r id code name kind sev rep msg; do
 			flags=
 			[ "$rep" = 1 ] && flags=" R"
 			[ "$sev" = WARN ] && flags="$flags W"
 			kind=$(echo "$kind" | tr 'A-Z_' 'a-z-')
 			printf '.TP\n.B E%04d %s\n(%s%s) %s\n' "$code" "$name" "$kind" "$flags" "$msg"
+			# what --repair does about it (libcore/repair/fixes.def)
+			fix=$(sed -n "s/^BTK_FIX($id, *\([01]\), *[a-z_]*, *\"\(.*\)\")\$/\1|\2/p" "$fixes")
+			why=$(sed -n "s/^BTK_NOFIX($id, *\"\(.*\)\")\$/\1/p" "$fixes")
+			if [ -n "$fix" ]; then
+				safe=${fix%%|*}
+				printf '.br\nRepair%s: %s.\n' "$([ "$safe" = 1 ] && echo ' (safe, preen)')" "${fix#*|}"
+			elif [ -n "$why" ]; then
+				printf '.br\nNot repairable: %s.\n' "$why"
+			fi
 		done
 	echo '.\" END PROBLEM CODES'
 }

@@ -23,15 +23,22 @@ int btk_vec_reserve_(void *datap, size_t *cap, size_t want, size_t esz)
 	return 0;
 }
 
-int btk_vec_room_(void *datap, size_t n, size_t *cap, size_t esz)
+int btk_vec_room_n_(void *datap, size_t need, size_t *cap, size_t esz)
 {
-	if (n < *cap)
+	if (need <= *cap)
 		return 0;
 	/* grow by half: fewer wasted bytes than doubling on large arrays */
 	size_t ncap = *cap < 64 ? 64 : *cap + *cap / 2;
 	if (ncap < *cap)
 		return btk_err(ENOMEM, "out of memory");
-	return btk_vec_reserve_(datap, cap, ncap, esz);
+	return btk_vec_reserve_(datap, cap, ncap < need ? need : ncap, esz);
+}
+
+int btk_vec_room_(void *datap, size_t n, size_t *cap, size_t esz)
+{
+	if (n == SIZE_MAX)
+		return btk_err(ENOMEM, "out of memory");
+	return btk_vec_room_n_(datap, n + 1, cap, esz);
 }
 
 int btk_vec_room_int_(void *datap, int n, size_t *cap, size_t esz)

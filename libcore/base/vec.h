@@ -29,6 +29,8 @@
 /* Makes room for element n (one past the n counted) with the same growth, for a caller that
  * fills it before counting it; 0 or -ENOMEM. */
 #define btk_array_room(arr, n, cap) btk_vec_room_(&(arr), (n), &(cap), sizeof(*(arr)))
+/* Makes room for need elements in all with the same growth (at least need); 0 or -ENOMEM. */
+#define btk_array_room_n(arr, need, cap) btk_vec_room_n_(&(arr), (need), &(cap), sizeof(*(arr)))
 /* The same room for an array counted by an int (n an int, cap a size_t lvalue): for the
  * arrays whose int counts many callers loop over; -ENOMEM also when n reaches INT_MAX. */
 #define btk_array_room_int(arr, n, cap) btk_vec_room_int_(&(arr), (n), &(cap), sizeof(*(arr)))
@@ -77,6 +79,7 @@ static inline size_t btk_lower_bound(const void *data, size_t n, size_t esz, uin
 void *btk_vec_grow_(void *datap, size_t *n, size_t *cap, size_t esz);
 int btk_vec_reserve_(void *datap, size_t *cap, size_t want, size_t esz);
 int btk_vec_room_(void *datap, size_t n, size_t *cap, size_t esz);
+int btk_vec_room_n_(void *datap, size_t need, size_t *cap, size_t esz);
 int btk_vec_room_int_(void *datap, int n, size_t *cap, size_t esz);
 long btk_vec_floor_(const void *data, size_t n, size_t esz, uint64_t want,
 		    uint64_t (*keyf)(const void *));

@@ -33,6 +33,7 @@ static void chk_free(struct chk *c)
 	btk_vec_free(&c->bgs);
 	btk_vec_free(&c->dexts);
 	btk_vec_free(&c->devitems);
+	btk_vec_free(&c->devsbs);
 	btk_vec_free(&c->csums);
 	btk_vec_free(&c->csum_need);
 	btk_vec_free(&c->csum_forbid);
@@ -51,6 +52,7 @@ static void chk_free(struct chk *c)
 	btk_vec_free(&c->qinfos);
 	btk_vec_free(&c->qrels);
 	btk_vec_free(&c->skips);
+	btk_vec_free(&c->owners);
 	btk_vec_free(&c->v1hdr);
 	btk_vec_free(&c->v1ino);
 	btk_vec_free(&c->v1ext);

@@ -74,7 +74,12 @@ struct btk_check_problem {
 	const char *what;     /* what is wrong, e.g. "nlink does not match the names found" */
 	const char *expected; /* what the counterpart says it should be ("" when n/a) */
 	const char *found;    /* what is on disk ("" when n/a) */
+	/* the numbers of the message, in the order of its template's {N} (a string's slot is
+	 * 0), so that a repair needs no text: nvals of them, at most BTK_CHECK_VALS */
+	unsigned nvals;
+	uint64_t vals[8];
 };
+#define BTK_CHECK_VALS 8
 
 typedef void (*btk_check_report_fn)(void *ctx, const struct btk_check_problem *p);
 /* Progress: phase name and a fraction done in [0, 1]. */

@@ -3,27 +3,28 @@
 #include "format/dev_items.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 {
-	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
-		struct btk_key k;
-		const uint8_t *p = btk_leaf_data(b, (int)i);
-		uint32_t sz = btk_leaf_size(b, (int)i);
-		btk_leaf_key(b, (int)i, &k);
-		if (k.type == BTRFS_CHUNK_ITEM_KEY) {
+	chk_for_items (c, b, 0, it) {
+		if (it.k.type == BTRFS_CHUNK_ITEM_KEY) {
 			struct btk_chunk *ch = NULL;
-			if (btk_chunk_parse(p, sz, k.offset, c->fs->sectorsize, &ch))
-				chk_rep(c, CHK_M_CHUNK_INVALID, 3, b->bytenr, &k);
+			if (btk_chunk_parse(it.p, it.sz, it.k.offset, c->fs->sectorsize, &ch))
+				chk_rep(c, CHK_M_CHUNK_INVALID, 3, b->bytenr, &it.k);
+			else if (ch->sector_size != c->fs->sectorsize)
+				chk_rep(c, CHK_M_CHUNK_SECTOR_SIZE, 3, b->bytenr, &it.k,
+					CHK_U(it.k.offset), CHK_U(c->fs->sectorsize),
+					CHK_U(ch->sector_size));
 			free(ch);
 			continue;
 		}
-		if (k.type != BTRFS_DEV_ITEM_KEY)
+		if (it.k.type != BTRFS_DEV_ITEM_KEY)
 			continue;
 		struct btk_dev_item_ent di;
-		if (btk_dev_item_parse(p, sz, &di)) {
-			chk_rep(c, CHK_M_DEV_ITEM_SIZE, 3, b->bytenr, &k, CHK_U(BTK_DEV_ITEM_SIZE),
-				CHK_U(sz));
+		if (btk_dev_item_parse(it.p, it.sz, &di)) {
+			chk_rep(c, CHK_M_DEV_ITEM_SIZE, 3, b->bytenr, &it.k,
+				CHK_U(BTK_DEV_ITEM_SIZE), CHK_U(it.sz));
 			continue;
 		}
 		struct chk_devitem *d = chk_push(c, &c->devitems);
@@ -32,30 +33,27 @@ void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 		d->devid = di.devid;
 		d->total_bytes = di.total_bytes;
 		d->bytes_used = di.bytes_used;
-		if (d->devid != k.offset)
-			chk_rep(c, CHK_M_DEV_ITEM_DEVID, 3, b->bytenr, &k, CHK_U(k.offset),
+		memcpy(d->uuid, di.uuid, BTK_UUID_SIZE);
+		memcpy(d->fsid, di.fsid, BTK_FSID_SIZE);
+		if (d->devid != it.k.offset)
+			chk_rep(c, CHK_M_DEV_ITEM_DEVID, 3, b->bytenr, &it.k, CHK_U(it.k.offset),
 				CHK_U(d->devid));
 	}
 }
 
 void chk_dev_leaf(struct chk *c, const struct btk_block *b)
 {
-	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
-		struct btk_key k;
-		btk_leaf_key(b, (int)i, &k);
-		if (k.type != BTRFS_DEV_EXTENT_KEY)
-			continue;
-		const uint8_t *p = btk_leaf_data(b, (int)i);
+	chk_for_items (c, b, BTRFS_DEV_EXTENT_KEY, it) {
 		struct btk_dev_extent_ent de;
-		if (btk_dev_extent_parse(p, btk_leaf_size(b, (int)i), &de)) {
-			chk_rep(c, CHK_M_DEXT_TOO_SMALL, 4, b->bytenr, &k);
+		if (btk_dev_extent_parse(it.p, it.sz, &de)) {
+			chk_rep(c, CHK_M_DEXT_TOO_SMALL, 4, b->bytenr, &it.k);
 			continue;
 		}
 		struct chk_dext *d = chk_push(c, &c->dexts);
 		if (!d)
 			return;
-		d->devid = k.objectid;
-		d->physical = k.offset;
+		d->devid = it.k.objectid;
+		d->physical = it.k.offset;
 		d->len = de.length;
 		d->chunk_offset = de.chunk_offset;
 	}
@@ -75,6 +73,10 @@ void chk_bg_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint3
 	g->len = k->offset;
 	g->used = BTK_GET(struct btrfs_block_group_item, p, used);
 	g->flags = BTK_GET(struct btrfs_block_group_item, p, flags);
+	uint64_t cid = BTK_GET(struct btrfs_block_group_item, p, chunk_objectid);
+	if (cid != BTRFS_FIRST_CHUNK_TREE_OBJECTID)
+		chk_rep(c, CHK_M_BG_CHUNK_OBJECTID, 0, bytenr, k, CHK_U(g->start), CHK_U(g->len),
+			CHK_U(cid));
 }
 
 static int bg_cmp(const void *pa, const void *pb)
@@ -101,6 +103,26 @@ static const struct chk_bg *bg_find(struct chk *c, uint64_t start)
 	return btk_vec_bsearch(&c->bgs, &key, bg_cmp);
 }
 
+static const struct chk_devsb *devsb_find(const struct chk *c, uint64_t devid)
+{
+	for (size_t i = 0; i < c->devsbs.n; i++) {
+		const struct chk_devsb *s = btk_vec_at(&c->devsbs, i);
+		if (s->devid == devid)
+			return s;
+	}
+	return NULL;
+}
+
+static const struct chk_devitem *devitem_find(const struct chk *c, uint64_t devid)
+{
+	for (size_t i = 0; i < c->devitems.n; i++) {
+		const struct chk_devitem *d = btk_vec_at(&c->devitems, i);
+		if (d->devid == devid)
+			return d;
+	}
+	return NULL;
+}
+
 static void chunk_vs_rest(struct chk *c, const struct btk_chunk *ch, uint8_t *matched)
 {
 	const struct chk_bg *bg = bg_find(c, ch->logical);
@@ -114,6 +136,17 @@ static void chunk_vs_rest(struct chk *c, const struct btk_chunk *ch, uint8_t *ma
 			CHK_U(ch->length), CHK_U(ch->type), CHK_U(bg->len), CHK_U(bg->flags));
 	for (int s = 0; s < ch->num_stripes; s++) {
 		const struct btk_stripe *st = &ch->stripes[s];
+		/* the kernel finds a stripe's device by devid and uuid: the device's own, or
+		 * for a missing one what its device item says */
+		const struct chk_devitem *di = devitem_find(c, st->devid);
+		const struct chk_devsb *own = devsb_find(c, st->devid);
+		const uint8_t *want = own ? own->uuid : di ? di->uuid : NULL;
+		if (!di && c->devitems.n)
+			chk_rep(c, CHK_M_CHUNK_DEV_NONE, 3, ch->logical, NULL, CHK_U(ch->logical),
+				CHK_I(s), CHK_U(st->devid));
+		else if (want && memcmp(want, st->dev_uuid, BTK_UUID_SIZE))
+			chk_rep(c, CHK_M_CHUNK_DEV_UUID, 3, ch->logical, NULL, CHK_U(ch->logical),
+				CHK_I(s), CHK_U(st->devid), CHK_UUID(want), CHK_UUID(st->dev_uuid));
 		struct chk_dext *d = dext_find(c, st->devid, st->offset);
 		if (!d) {
 			chk_rep(c, CHK_M_DEXT_MISSING, 4, st->offset, NULL, CHK_U(ch->logical),
@@ -126,16 +159,6 @@ static void chunk_vs_rest(struct chk *c, const struct btk_chunk *ch, uint8_t *ma
 				CHK_U(st->offset), CHK_U(ch->logical), CHK_U(ssz),
 				CHK_U(d->chunk_offset), CHK_U(d->len));
 	}
-}
-
-static const struct chk_devitem *devitem_find(const struct chk *c, uint64_t devid)
-{
-	for (size_t i = 0; i < c->devitems.n; i++) {
-		const struct chk_devitem *d = btk_vec_at(&c->devitems, i);
-		if (d->devid == devid)
-			return d;
-	}
-	return NULL;
 }
 
 /* Dev extents per device: no overlap, inside the device, sum = the device's bytes used. */
@@ -174,10 +197,30 @@ static void dev_extents(struct chk *c, const uint8_t *matched)
 	}
 }
 
+/* A device item names its device by uuid and its filesystem by fsid: the present device with
+ * that devid must say the same of itself in its superblock (a seed device's item carries the
+ * seed's fsid, which its own superblock holds too). */
+static void device_identity(struct chk *c, const struct chk_devitem *di)
+{
+	const struct chk_devsb *own = devsb_find(c, di->devid);
+	struct btk_key k = {BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY, di->devid};
+	if (own && memcmp(own->uuid, di->uuid, BTK_UUID_SIZE)) {
+		struct btk_fs_dev *fd = btk_fs_dev_find(c->fs, di->devid);
+		chk_rep(c, CHK_M_DEV_ITEM_UUID, 3, 0, &k, CHK_U(di->devid),
+			CHK_S(fd && fd->dev ? fd->dev->path : "?"), CHK_UUID(own->uuid),
+			CHK_UUID(di->uuid));
+	}
+	if (memcmp(di->fsid, c->fs->meta_uuid, BTK_FSID_SIZE) &&
+	    (!own || memcmp(own->fsid, di->fsid, BTK_FSID_SIZE)))
+		chk_rep(c, CHK_M_DEV_ITEM_FSID, 3, 0, &k, CHK_U(di->devid),
+			CHK_UUID(own ? own->fsid : c->fs->meta_uuid), CHK_UUID(di->fsid));
+}
+
 static void devices(struct chk *c)
 {
 	for (size_t i = 0; i < c->devitems.n; i++) {
 		const struct chk_devitem *di = btk_vec_at(&c->devitems, i);
+		device_identity(c, di);
 		struct btk_fs_dev *fd = btk_fs_dev_find(c->fs, di->devid);
 		bool has_dexts = false;
 		for (size_t j = 0; j < c->dexts.n && !has_dexts; j++)

@@ -44,14 +44,15 @@ struct chk_copy_bad {
 	char *why;
 };
 
+BTK_VEC(chk_copy_bads, struct chk_copy_bad);
+
 /* One batch of records whose copies a thread reads and compares. */
 struct chk_copy_batch {
 	const struct btk_fs *fs;
 	struct chk_copies recs;
 	struct chk_copy_at *v;
 	size_t m;
-	struct chk_copy_bad *bad;
-	size_t nbad, capbad;
+	struct chk_copy_bads bad;
 	bool oom, threaded;
 	pthread_t tid;
 };
@@ -173,27 +174,19 @@ static struct chk_copy_at *locate(struct chk *c, const struct chk_copies *recs, 
 
 static void add_bad(struct chk_copy_batch *b, const struct chk_copy_at *at, const char *why)
 {
-	if (b->nbad == b->capbad) {
-		size_t cap = b->capbad ? b->capbad * 2 : 16;
-		struct chk_copy_bad *v = realloc(b->bad, cap * sizeof(*v));
-		if (!v) {
-			b->oom = true;
-			return;
-		}
-		b->bad = v;
-		b->capbad = cap;
-	}
 	char *w = strdup(why);
-	if (!w) {
+	struct chk_copy_bad *v = w ? btk_vec_push(&b->bad) : NULL;
+	if (!v) {
+		free(w);
 		b->oom = true;
 		return;
 	}
-	b->bad[b->nbad++] = (struct chk_copy_bad){.rec = at->rec,
-						  .mirror = at->mirror,
-						  .n = at->n,
-						  .devid = at->devid,
-						  .physical = at->physical,
-						  .why = w};
+	*v = (struct chk_copy_bad){.rec = at->rec,
+				   .mirror = at->mirror,
+				   .n = at->n,
+				   .devid = at->devid,
+				   .physical = at->physical,
+				   .why = w};
 }
 
 /* Verifies the copies v[0..k) that lie in buf, which starts at v[0].physical (NULL: the
@@ -257,8 +250,8 @@ static void join_batch(struct chk *c, bool report)
 	c->copy_batch = NULL;
 	if (b->threaded)
 		pthread_join(b->tid, NULL);
-	for (size_t i = 0; i < b->nbad; i++) {
-		const struct chk_copy_bad *x = &b->bad[i];
+	for (size_t i = 0; i < b->bad.n; i++) {
+		const struct chk_copy_bad *x = btk_vec_at(&b->bad, i);
 		const struct chk_copy *r = btk_vec_at(&b->recs, x->rec);
 		struct btk_phys ph = {.dev = NULL, .devid = x->devid, .physical = x->physical};
 		if (report)
@@ -267,7 +260,7 @@ static void join_batch(struct chk *c, bool report)
 	}
 	if (b->oom)
 		c->oom = true;
-	free(b->bad);
+	btk_vec_free(&b->bad);
 	free(b->v);
 	btk_vec_free(&b->recs);
 	free(b);

@@ -28,28 +28,27 @@ void chk_range_append(struct chk *c, struct chk_ranges *v, uint64_t start, uint6
 void chk_csum_leaf(struct chk *c, const struct btk_block *b)
 {
 	uint32_t ss = c->fs->sectorsize, cs = (uint32_t)c->fs->csum_size;
-	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
-		struct btk_key k;
-		uint32_t sz = btk_leaf_size(b, (int)i);
-		btk_leaf_key(b, (int)i, &k);
-		if (k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY) {
-			chk_rep(c, CHK_M_CSUM_ITEM_TYPE, 7, b->bytenr, &k);
+	chk_for_items (c, b, 0, it) {
+		if (it.k.objectid != BTRFS_EXTENT_CSUM_OBJECTID ||
+		    it.k.type != BTRFS_EXTENT_CSUM_KEY) {
+			chk_rep(c, CHK_M_CSUM_ITEM_TYPE, 7, b->bytenr, &it.k);
 			continue;
 		}
-		if (!cs || sz % cs || !sz || k.offset % ss) {
-			chk_rep(c, CHK_M_CSUM_MALFORMED, 7, b->bytenr, &k, CHK_U(cs), CHK_U(sz));
+		if (!cs || it.sz % cs || !it.sz || it.k.offset % ss) {
+			chk_rep(c, CHK_M_CSUM_MALFORMED, 7, b->bytenr, &it.k, CHK_U(cs),
+				CHK_U(it.sz));
 			continue;
 		}
-		uint64_t len = (uint64_t)(sz / cs) * ss;
-		if (k.offset < c->csum_prev_end)
-			chk_rep(c, CHK_M_CSUM_OVERLAP, 7, b->bytenr, &k, CHK_U(c->csum_prev_end),
-				CHK_U(k.offset));
-		if (k.offset + len > c->csum_prev_end)
-			c->csum_prev_end = k.offset + len;
-		c->sum->total_csum_bytes += sz;
-		chk_range_append(c, &c->csums, k.offset, len, true);
+		uint64_t len = (uint64_t)(it.sz / cs) * ss;
+		if (it.k.offset < c->csum_prev_end)
+			chk_rep(c, CHK_M_CSUM_OVERLAP, 7, b->bytenr, &it.k, CHK_U(c->csum_prev_end),
+				CHK_U(it.k.offset));
+		if (it.k.offset + len > c->csum_prev_end)
+			c->csum_prev_end = it.k.offset + len;
+		c->sum->total_csum_bytes += it.sz;
+		chk_range_append(c, &c->csums, it.k.offset, len, true);
 		if (c->opts->data_csum)
-			chk_dv_add(c, k.offset, len, btk_leaf_data(b, (int)i));
+			chk_dv_add(c, it.k.offset, len, it.p);
 	}
 }
 
@@ -196,25 +195,23 @@ void chk_csum_final(struct chk *c)
  * logged inodes, whose checksums must be logged too (or already be in the csum tree). */
 void chk_log_leaf(struct chk *c, const struct btk_block *b)
 {
-	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
-		struct btk_key k;
-		const uint8_t *p = btk_leaf_data(b, (int)i);
-		uint32_t sz = btk_leaf_size(b, (int)i);
+	chk_for_items (c, b, 0, it) {
 		struct chk_range *r;
 		struct btk_inode_info ii;
 		struct btk_file_extent fe;
-		btk_leaf_key(b, (int)i, &k);
-		if (k.type == BTRFS_ROOT_ITEM_KEY && k.objectid == BTRFS_TREE_LOG_OBJECTID &&
-		    sz >= BTK_ROOT_ITEM_V0_SIZE) {
+		if (it.k.type == BTRFS_ROOT_ITEM_KEY && it.k.objectid == BTRFS_TREE_LOG_OBJECTID &&
+		    it.sz >= BTK_ROOT_ITEM_V0_SIZE) {
 			struct btk_root *lr = chk_push(c, &c->log_roots);
 			if (!lr)
 				return;
-			btk_root_from_item(BTRFS_TREE_LOG_OBJECTID, k.offset, p, sz, lr);
-		} else if (k.type == BTRFS_INODE_ITEM_KEY && !btk_inode_item_parse(p, sz, &ii)) {
-			c->log_ino = k.objectid;
+			btk_root_from_item(BTRFS_TREE_LOG_OBJECTID, it.k.offset, it.p, it.sz, lr);
+		} else if (it.k.type == BTRFS_INODE_ITEM_KEY &&
+			   !btk_inode_item_parse(it.p, it.sz, &ii)) {
+			c->log_ino = it.k.objectid;
 			c->log_ino_flags = ii.flags;
-		} else if (k.type == BTRFS_EXTENT_DATA_KEY && k.objectid == c->log_ino &&
-			   btk_file_extent_item_parse(p, sz, k.offset, &fe) == BTK_FE_WHOLE) {
+		} else if (it.k.type == BTRFS_EXTENT_DATA_KEY && it.k.objectid == c->log_ino &&
+			   btk_file_extent_item_parse(it.p, it.sz, it.k.offset, &fe) ==
+			       BTK_FE_WHOLE) {
 			uint8_t comp = fe.compression;
 			uint64_t db = fe.disk_bytenr;
 			if (fe.type != BTRFS_FILE_EXTENT_INLINE && db &&
@@ -229,11 +226,11 @@ void chk_log_leaf(struct chk *c, const struct btk_block *b)
 				return;
 			r->start = comp ? db : db + fe.extent_offset;
 			r->len = comp ? fe.disk_num_bytes : fe.num_bytes;
-		} else if (k.type == BTRFS_EXTENT_CSUM_KEY && c->fs->csum_size) {
+		} else if (it.k.type == BTRFS_EXTENT_CSUM_KEY && c->fs->csum_size) {
 			if (!(r = chk_push(c, &c->log_csums)))
 				return;
-			r->start = k.offset;
-			r->len = (uint64_t)(sz / (uint32_t)c->fs->csum_size) * c->fs->sectorsize;
+			r->start = it.k.offset;
+			r->len = (uint64_t)(it.sz / (uint32_t)c->fs->csum_size) * c->fs->sectorsize;
 		}
 	}
 }

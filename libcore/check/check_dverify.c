@@ -46,6 +46,8 @@ struct dv_bad {
 	char *err;
 };
 
+BTK_VEC(dv_bads, struct dv_bad);
+
 struct chk_dv {
 	const struct btk_fs *fs;
 	pthread_mutex_t mu;
@@ -53,8 +55,7 @@ struct chk_dv {
 	struct dv_job *head, *tail;
 	uint64_t queued, sectors; /* queued: memory of queued jobs (job_mem) */
 	bool done, oom;
-	struct dv_bad *bad;
-	size_t nbad, capbad;
+	struct dv_bads bad;
 	struct dv_job *pending; /* being extended by the walking thread */
 	pthread_t tid[MAX_THREADS];
 	uint8_t *buf[MAX_THREADS];
@@ -73,18 +74,13 @@ static uint64_t job_mem(const struct dv_job *j)
 
 static void add_bad(struct chk_dv *dv, const struct dv_bad *b)
 {
-	if (dv->nbad == dv->capbad) {
-		size_t cap = dv->capbad ? dv->capbad * 2 : 64;
-		struct dv_bad *v = realloc(dv->bad, cap * sizeof(*v));
-		if (!v) {
-			dv->oom = true;
-			free(b->err);
-			return;
-		}
-		dv->bad = v;
-		dv->capbad = cap;
+	struct dv_bad *v = btk_vec_push(&dv->bad);
+	if (!v) {
+		dv->oom = true;
+		free(b->err);
+		return;
 	}
-	dv->bad[dv->nbad++] = *b;
+	*v = *b;
 }
 
 /* Checksums the sectors [p, p+plen) of copy i of job j, which are at data; returns sectors
@@ -290,18 +286,10 @@ void chk_dv_add(struct chk *c, uint64_t logical, uint64_t len, const uint8_t *su
 		}
 		struct dv_job *j = c->dv->pending;
 		size_t have = (size_t)(j->len / ss) * cs, add = (size_t)(piece / ss) * cs;
-		if (have + add > j->cap) {
-			/* grow by doubling: a job of one small file costs a few bytes, not 4 KiB */
-			size_t cap = j->cap ? j->cap * 2 : 64;
-			while (cap < have + add)
-				cap *= 2;
-			uint8_t *ns = realloc(j->sums, cap);
-			if (!ns) {
-				c->oom = true;
-				return;
-			}
-			j->sums = ns;
-			j->cap = cap;
+		/* grown as needed: a job of one small file costs a few bytes, not 4 KiB */
+		if (btk_array_room_n(j->sums, have + add, j->cap)) {
+			c->oom = true;
+			return;
 		}
 		memcpy(j->sums + have, sums, add);
 		j->len += piece;
@@ -350,10 +338,9 @@ void chk_dv_finish(struct chk *c, bool report)
 	c->sum->data_blocks_checked += dv->sectors;
 	if (dv->oom)
 		c->oom = true;
-	if (dv->nbad)
-		qsort(dv->bad, dv->nbad, sizeof(*dv->bad), bad_cmp);
-	for (size_t i = 0; i < dv->nbad; i++) {
-		const struct dv_bad *b = &dv->bad[i];
+	btk_vec_sort(&dv->bad, bad_cmp);
+	for (size_t i = 0; i < dv->bad.n; i++) {
+		const struct dv_bad *b = btk_vec_at(&dv->bad, i);
 		if (report && b->err)
 			chk_rep(c, CHK_M_DATA_UNREADABLE, 7, b->logical + b->off, NULL,
 				CHK_U((b->logical + b->off)), CHK_I(b->mirror + 1), CHK_I(b->n),
@@ -364,7 +351,7 @@ void chk_dv_finish(struct chk *c, bool report)
 					  b->found);
 		free(b->err);
 	}
-	free(dv->bad);
+	btk_vec_free(&dv->bad);
 	pthread_mutex_destroy(&dv->mu);
 	pthread_cond_destroy(&dv->work);
 	pthread_cond_destroy(&dv->space);

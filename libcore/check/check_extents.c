@@ -273,6 +273,9 @@ static void found_fits(struct chk *c, const struct chk_ref *r, struct chk_extent
 {
 	bool tree = r->type == BTRFS_TREE_BLOCK_REF_KEY || r->type == BTRFS_SHARED_BLOCK_REF_KEY;
 
+	/* every file extent names the extent's length: each one is compared, not the first */
+	if (!tree && (e->flags & BTRFS_EXTENT_FLAG_DATA) && r->len != e->len)
+		chk_rep(c, CHK_M_EXT_DATA_LENGTH, 2, r->bytenr, NULL, CHK_U(r->len), CHK_U(e->len));
 	if (e->has_users)
 		return;
 	e->has_users = true;
@@ -282,8 +285,6 @@ static void found_fits(struct chk *c, const struct chk_ref *r, struct chk_extent
 		chk_rep(c, CHK_M_EXT_DATA_IS_TB, 2, r->bytenr, NULL, CHK_U(r->bytenr));
 	else if (tree && e->level >= 0 && (uint64_t)e->level != r->off)
 		chk_rep(c, CHK_M_EXT_TB_LEVEL, 2, r->bytenr, NULL, CHK_U(r->off), CHK_I(e->level));
-	else if (!tree && r->len != e->len)
-		chk_rep(c, CHK_M_EXT_DATA_LENGTH, 2, r->bytenr, NULL, CHK_U(r->len), CHK_U(e->len));
 }
 
 /* Checks that the extent item a found reference points at exists and fits it. */
@@ -428,6 +429,25 @@ static void extent_final(struct chk *c, struct chk_extent *e)
 	extent_placement(c, e);
 }
 
+/* A tree block not FULL_BACKREF is referenced by root: its header owner, which made it, is one
+ * of those roots (when it stops using a shared block, the block turns FULL_BACKREF). */
+static void owners_referenced(struct chk *c)
+{
+	for (size_t i = 0; i < c->owners.n; i++) {
+		const struct chk_owner *o = btk_vec_at(&c->owners, i);
+		const struct chk_extent *e = chk_extent_find(c, o->bytenr);
+		struct chk_ref k = {
+		    .bytenr = o->bytenr, .root = o->owner, .type = BTRFS_TREE_BLOCK_REF_KEY};
+		if (!e || !(e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) ||
+		    (e->flags & BTRFS_BLOCK_FLAG_FULL_BACKREF) ||
+		    btk_vec_bsearch(&c->declared, &k, ref_cmp))
+			continue;
+		chk_rep(c, CHK_M_TB_OWNER_REF, 2, o->bytenr, NULL, CHK_U(o->bytenr),
+			CHK_I(o->level), CHK_U(o->owner));
+	}
+	btk_vec_free(&c->owners);
+}
+
 void chk_extents_final(struct chk *c)
 {
 	if (c->extent_gap) {
@@ -439,6 +459,7 @@ void chk_extents_final(struct chk *c)
 	}
 	resolve(c);
 	compare_refs(c);
+	owners_referenced(c);
 	/* the reference lists are the largest records: give the memory back now */
 	btk_vec_free(&c->found);
 	btk_vec_free(&c->declared);

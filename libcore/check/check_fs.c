@@ -154,7 +154,8 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 		const uint8_t *name = (const uint8_t *)e.name;
 		struct btk_key loc;
 		btk_dir_ent_location(&e, &loc);
-		if (k->type == BTRFS_DIR_ITEM_KEY && btk_dir_item_has_name(p, off, (const char *)name, nl))
+		if (k->type == BTRFS_DIR_ITEM_KEY &&
+		    btk_dir_item_has_name(p, off, (const char *)name, nl))
 			chk_fs_rep(c, CHK_M_NAME_DUPLICATE_ITEM, leaf, k,
 				   CHK_SN(name, nl > 64 ? 64 : nl));
 		if (k->type != BTRFS_DIR_INDEX_KEY &&
@@ -214,9 +215,12 @@ static int inode_ref_entry(void *arg, const struct btk_name_ref *r)
 		chk_fs_rep(w->c, CHK_M_EXTREF_HASH, w->leaf, k,
 			   CHK_U(btk_extref_hash(r->parent, name, r->name_len)), CHK_U(k->offset));
 	w->c->fst->cur.names++;
-	/* the top directory's ".." names itself and has no dir entry */
+	/* the top directory's ".." names itself and has no dir entry; its index is 0 */
 	if (!(r->parent == k->objectid && k->objectid == BTK_ROOT_DIRID))
 		chk_name_ref(w->c, r->parent, k->objectid, r->index, name, r->name_len);
+	else if (r->index != 0 || r->name_len != 2 || memcmp(name, "..", 2))
+		chk_fs_rep(w->c, CHK_M_ROOT_DIR_REF, w->leaf, k, CHK_U(r->index),
+			   CHK_U(r->name_len));
 	return 0;
 }
 
@@ -273,6 +277,13 @@ static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p
 			chk_fs_rep(c, CHK_M_FE_INLINE_RAM, leaf, k, CHK_U(dlen), CHK_U(ram));
 		if (k->offset != 0)
 			chk_fs_rep(c, CHK_M_FE_INLINE_OFFSET, leaf, k, CHK_U(k->offset));
+		else {
+			s->has_inline = true;
+			s->inline_plain = !comp;
+			s->inline_ram = comp ? ram : dlen; /* the data it holds */
+			s->inline_nul =
+			    !comp && dlen && fe.inline_data && !fe.inline_data[dlen - 1];
+		}
 		s->found_bytes += ram;
 		len = (ram + mask) & ~mask;
 	} else if (type == BTRFS_FILE_EXTENT_REG || type == BTRFS_FILE_EXTENT_PREALLOC) {
@@ -351,6 +362,16 @@ static void inode_end(struct chk *c)
 	if (!S_ISDIR(s->mode) && s->nbytes != s->found_bytes)
 		chk_fs_rep(c, CHK_M_INODE_NBYTES, s->leaf, &k, CHK_U(s->found_bytes),
 			   CHK_U(s->nbytes));
+	/* a symlink's target is its inline extent, its size that length (mkfs.btrfs --rootdir
+	 * stores the target's NUL too); an uncompressed inline extent is cut to the size when a
+	 * file shrinks (a compressed one stays whole) */
+	if (S_ISLNK(s->mode) && s->has_inline && s->size != s->inline_ram &&
+	    !(s->inline_nul && s->size + 1 == s->inline_ram))
+		chk_fs_rep(c, CHK_M_SYMLINK_SIZE, s->leaf, &k, CHK_U(s->inline_ram),
+			   CHK_U(s->size));
+	else if (S_ISREG(s->mode) && s->has_inline && s->inline_plain && s->size < s->inline_ram)
+		chk_fs_rep(c, CHK_M_ISIZE_INLINE, s->leaf, &k, CHK_U(s->inline_ram),
+			   CHK_U(s->size));
 	uint64_t mask = c->fs->sectorsize - 1, end = (s->size + mask) & ~mask;
 	if (!c->no_holes && S_ISREG(s->mode) && (s->has_ext ? s->ext_end : 0) < end)
 		chk_fs_rep(c, CHK_M_FE_MISSING_END, s->leaf, &k, CHK_U(end),
@@ -443,12 +464,10 @@ void chk_fs_leaf(struct chk *c, const struct btk_block *b)
 		c->fst->gap = true;
 		return;
 	}
-	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
-		struct btk_key k;
-		btk_leaf_key(b, (int)i, &k);
+	chk_for_items (c, b, 0, it) {
 		if (c->fst->skip_open)
-			close_skip(c, &k);
-		item(c, &k, btk_leaf_data(b, (int)i), btk_leaf_size(b, (int)i), b->bytenr);
+			close_skip(c, &it.k);
+		item(c, &it.k, it.p, it.sz, b->bytenr);
 	}
 }
 

@@ -92,7 +92,10 @@ struct ino_state {
 	uint64_t size, nbytes, flags, leaf;
 	uint64_t names, dirsize, found_bytes, ext_end;
 	bool has_ext;
-	bool partial; /* some of its items lie in a skipped range */
+	bool partial;		       /* some of its items lie in a skipped range */
+	bool has_inline, inline_plain; /* an inline extent at 0; not compressed */
+	bool inline_nul;	       /* its last byte is a NUL */
+	uint64_t inline_ram;	       /* its bytes of file data */
 };
 
 struct chk_fstree {

@@ -61,32 +61,28 @@ static void fst_entry_vs_info(struct chk *c, const struct btk_key *k, uint64_t l
 
 void chk_fst_leaf(struct chk *c, const struct btk_block *b)
 {
-	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
-		struct btk_key k;
-		const uint8_t *p = btk_leaf_data(b, (int)i);
-		uint32_t sz = btk_leaf_size(b, (int)i);
-		btk_leaf_key(b, (int)i, &k);
-		if (k.type == BTRFS_FREE_SPACE_INFO_KEY) {
-			if (sz < sizeof(struct btrfs_free_space_info)) {
-				chk_rep(c, CHK_M_FS_INFO_SIZE, 10, b->bytenr, &k);
+	chk_for_items (c, b, 0, it) {
+		if (it.k.type == BTRFS_FREE_SPACE_INFO_KEY) {
+			if (it.sz < sizeof(struct btrfs_free_space_info)) {
+				chk_rep(c, CHK_M_FS_INFO_SIZE, 10, b->bytenr, &it.k);
 				continue;
 			}
 			struct chk_fst_info *fi = chk_push(c, &c->fst_info);
 			if (!fi)
 				return;
-			fi->start = k.objectid;
-			fi->len = k.offset;
-			fi->count = BTK_GET(struct btrfs_free_space_info, p, extent_count);
-			fi->flags = BTK_GET(struct btrfs_free_space_info, p, flags);
+			fi->start = it.k.objectid;
+			fi->len = it.k.offset;
+			fi->count = BTK_GET(struct btrfs_free_space_info, it.p, extent_count);
+			fi->flags = BTK_GET(struct btrfs_free_space_info, it.p, flags);
 			c->fst_barrier = true; /* free space never runs across block groups */
-		} else if (k.type == BTRFS_FREE_SPACE_EXTENT_KEY) {
-			fst_entry_vs_info(c, &k, b->bytenr);
-			chk_fst_push_free(c, k.objectid, k.offset);
-		} else if (k.type == BTRFS_FREE_SPACE_BITMAP_KEY) {
-			fst_entry_vs_info(c, &k, b->bytenr);
-			bitmap_runs(c, &k, p, sz, b->bytenr);
+		} else if (it.k.type == BTRFS_FREE_SPACE_EXTENT_KEY) {
+			fst_entry_vs_info(c, &it.k, b->bytenr);
+			chk_fst_push_free(c, it.k.objectid, it.k.offset);
+		} else if (it.k.type == BTRFS_FREE_SPACE_BITMAP_KEY) {
+			fst_entry_vs_info(c, &it.k, b->bytenr);
+			bitmap_runs(c, &it.k, it.p, it.sz, b->bytenr);
 		} else {
-			chk_rep(c, CHK_M_FS_ITEM_TYPE, 10, b->bytenr, &k);
+			chk_rep(c, CHK_M_FS_ITEM_TYPE, 10, b->bytenr, &it.k);
 		}
 	}
 }
@@ -130,6 +126,11 @@ static uint64_t ext_key(const void *p)
 static uint64_t range_key(const void *p)
 {
 	return ((const struct chk_range *)p)->start;
+}
+
+static uint64_t bg_start_key(const void *p)
+{
+	return ((const struct chk_bg *)p)->start;
 }
 
 /* Used space in a block group, as a stream: extents and super stripes merged in order. */
@@ -340,8 +341,36 @@ void chk_free_space_compare(struct chk *c)
 	btk_vec_free(&supers);
 }
 
+/* True for what mkfs.btrfs (6.2) leaves of the temporary block groups it removes: an info
+ * below every chunk, listing its whole range free in one extent or one bitmap run (btrfs
+ * check accepts it). */
+static bool fst_stale_mkfs(const struct chk *c, const struct chk_fst_info *fi)
+{
+	if (fi->count != 1 || (c->fs->nchunks && c->fs->chunks[0]->logical < fi->start + fi->len))
+		return false;
+	long i = btk_vec_floor(&c->fst_free, fi->start, range_key);
+	const struct chk_range *r = i >= 0 ? btk_vec_at(&c->fst_free, (size_t)i) : NULL;
+	return r && r->start == fi->start && r->len == fi->len;
+}
+
+/* Every FREE_SPACE_INFO names a block group (whose entries the comparison then reads). */
+static void fst_infos_vs_bgs(struct chk *c)
+{
+	for (size_t i = 0; i < c->fst_info.n; i++) {
+		const struct chk_fst_info *fi = btk_vec_at(&c->fst_info, i);
+		long b = btk_vec_floor(&c->bgs, fi->start, bg_start_key);
+		const struct chk_bg *bg = b >= 0 ? btk_vec_at(&c->bgs, (size_t)b) : NULL;
+		if ((bg && bg->start == fi->start) || fst_stale_mkfs(c, fi))
+			continue;
+		struct btk_key k = {fi->start, BTRFS_FREE_SPACE_INFO_KEY, fi->len};
+		chk_rep(c, CHK_M_FS_NO_BG, 10, fi->start, &k, CHK_U(fi->start), CHK_U(fi->len));
+	}
+}
+
 void chk_fst_final(struct chk *c)
 {
+	if (c->has_fst && !c->fs_v1)
+		fst_infos_vs_bgs(c);
 	/* log tree blocks are allocated outside the extent tree: the comparison would lie */
 	if (c->has_fst && !btk_le64(c->fs->sb.log_root) && !c->extent_gap)
 		chk_free_space_compare(c);

@@ -67,6 +67,13 @@ struct chk_dext {
 
 struct chk_devitem {
 	uint64_t devid, total_bytes, bytes_used;
+	uint8_t uuid[BTK_UUID_SIZE], fsid[BTK_FSID_SIZE];
+};
+
+/* What a present device's own superblock says it is (check_super.c). */
+struct chk_devsb {
+	uint64_t devid;
+	uint8_t uuid[BTK_UUID_SIZE], fsid[BTK_FSID_SIZE];
 };
 
 struct chk_range {
@@ -74,7 +81,7 @@ struct chk_range {
 };
 
 struct chk_rootitem {
-	uint64_t id, offset, bytenr, gen, flags;
+	uint64_t id, offset, bytenr, gen, flags, dirid;
 	uint32_t refs;
 	uint8_t level;
 	bool dropping;			     /* drop_progress set: half-deleted */
@@ -100,6 +107,13 @@ struct chk_uuid {
 /* A qgroup's info item and the counts found for it. */
 struct chk_qinfo {
 	uint64_t id, rfer, excl, found_rfer, found_excl;
+};
+
+/* A subvolume tree block whose header names another tree as its owner than the one walked: the
+ * owner must hold a back reference to it unless it is FULL_BACKREF (check_extents.c). */
+struct chk_owner {
+	uint64_t bytenr, owner;
+	int level;
 };
 
 /* A key range of a subvolume tree not walked again because another subvolume shares it. */
@@ -140,6 +154,7 @@ BTK_VEC(chk_extents, struct chk_extent);
 BTK_VEC(chk_bgs, struct chk_bg);
 BTK_VEC(chk_dexts, struct chk_dext);
 BTK_VEC(chk_devitems, struct chk_devitem);
+BTK_VEC(chk_devsbs, struct chk_devsb);
 BTK_VEC(chk_ranges, struct chk_range);
 BTK_VEC(chk_fst_infos, struct chk_fst_info);
 BTK_VEC(chk_rootitems, struct chk_rootitem);
@@ -149,6 +164,7 @@ BTK_VEC(chk_log_roots, struct btk_root);
 BTK_VEC(chk_uuids, struct chk_uuid);
 BTK_VEC(chk_qinfos, struct chk_qinfo);
 BTK_VEC(chk_skips, struct chk_skip);
+BTK_VEC(chk_owners, struct chk_owner);
 BTK_VEC(chk_v1hdrs, struct chk_v1hdr);
 BTK_VEC(chk_v1inos, struct chk_v1ino);
 BTK_VEC(chk_v1exts, struct chk_v1ext);
@@ -182,6 +198,7 @@ struct chk {
 	struct chk_bgs bgs;	    /* struct chk_bg */
 	struct chk_dexts dexts;	    /* struct chk_dext, in key order */
 	struct chk_devitems devitems;  /* struct chk_devitem */
+	struct chk_devsbs devsbs;      /* struct chk_devsb: one per present device */
 	struct chk_ranges csums;       /* struct chk_range: merged csum coverage */
 	struct chk_ranges csum_need;   /* struct chk_range: data that needs checksums */
 	struct chk_ranges csum_forbid; /* struct chk_range: prealloc space: no checksums */
@@ -198,8 +215,11 @@ struct chk {
 	struct chk_ranges qrels;  /* struct chk_range {child, parent} qgroup relations */
 	uint64_t qstatus, qstatus_gen; /* qgroup status flags and generation */
 	bool qstatus_seen;
-	bool quota_tree;	/* the quota tree exists: record what subvolumes reach */
-	struct chk_skips skips; /* struct chk_skip, from every fs tree */
+	bool quota_tree;	  /* the quota tree exists: record what subvolumes reach */
+	struct chk_skips skips;	  /* struct chk_skip, from every fs tree */
+	struct chk_owners owners; /* struct chk_owner: fs tree blocks owned by another tree */
+	uint8_t chunk_uuid[BTK_UUID_SIZE]; /* the chunk root's chunk tree uuid */
+	bool has_chunk_uuid;
 	struct chk_uuids uuids; /* struct chk_uuid: entries of the uuid tree */
 	uint64_t csum_prev_end;
 	struct chk_log_roots log_roots; /* struct btk_root: per-subvolume log trees */
@@ -234,6 +254,32 @@ static inline void *chk_oom_if_null(struct chk *c, void *p)
 }
 /* btk_vec_push(v) that marks c out of memory when it fails; a T * or NULL. */
 #define chk_push(c, v) ((__typeof__((v)->data))chk_oom_if_null((c), btk_vec_push(v)))
+
+/* One item of a leaf as the leaf checks see it: key, data, size and slot. */
+struct chk_item {
+	struct btk_key k;
+	const uint8_t *p;
+	uint32_t sz;
+	int slot;
+};
+/* Steps it to the next item of leaf b whose key type is type (0: any type); false past the
+ * last item or once the check ran out of memory. */
+static inline bool chk_next_item(const struct chk *c, const struct btk_block *b, uint8_t type,
+				 struct chk_item *it)
+{
+	while (!c->oom && (uint32_t)++it->slot < btk_block_nritems(b)) {
+		btk_leaf_key(b, it->slot, &it->k);
+		if (type && it->k.type != type)
+			continue;
+		it->p = btk_leaf_data(b, it->slot);
+		it->sz = btk_leaf_size(b, it->slot);
+		return true;
+	}
+	return false;
+}
+/* for (each item it of leaf b, of key type type or of any type when 0) while c has memory. */
+#define chk_for_items(c, b, type, it)                                                              \
+	for (struct chk_item it = {.slot = -1}; chk_next_item((c), (b), (type), &it);)
 
 enum {
 	CHK_T_OTHER,

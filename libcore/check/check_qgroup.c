@@ -32,13 +32,9 @@ void chk_qgroup_block(struct chk *c, const struct btk_block *b)
 	push_qref(c, b->bytenr, c->tree);
 	if (btk_block_level(b) > 0)
 		return;
-	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
-		struct btk_key k;
-		btk_leaf_key(b, (int)i, &k);
+	chk_for_items (c, b, BTRFS_EXTENT_DATA_KEY, it) {
 		struct btk_file_extent fe;
-		if (k.type != BTRFS_EXTENT_DATA_KEY ||
-		    btk_file_extent_item_parse(btk_leaf_data(b, (int)i), btk_leaf_size(b, (int)i),
-					       k.offset, &fe) != BTK_FE_WHOLE)
+		if (btk_file_extent_item_parse(it.p, it.sz, it.k.offset, &fe) != BTK_FE_WHOLE)
 			continue;
 		if (fe.type != BTRFS_FILE_EXTENT_INLINE && fe.disk_bytenr)
 			push_qref(c, fe.disk_bytenr, c->tree);
@@ -47,31 +43,27 @@ void chk_qgroup_block(struct chk *c, const struct btk_block *b)
 
 void chk_quota_leaf(struct chk *c, const struct btk_block *b)
 {
-	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
-		struct btk_key k;
-		const uint8_t *p = btk_leaf_data(b, (int)i);
-		uint32_t sz = btk_leaf_size(b, (int)i);
-		btk_leaf_key(b, (int)i, &k);
-		if (k.type == BTRFS_QGROUP_STATUS_KEY &&
-		    sz >= sizeof(struct btrfs_qgroup_status_item)) {
-			c->qstatus = BTK_GET(struct btrfs_qgroup_status_item, p, flags);
-			c->qstatus_gen = BTK_GET(struct btrfs_qgroup_status_item, p, generation);
+	chk_for_items (c, b, 0, it) {
+		if (it.k.type == BTRFS_QGROUP_STATUS_KEY &&
+		    it.sz >= sizeof(struct btrfs_qgroup_status_item)) {
+			c->qstatus = BTK_GET(struct btrfs_qgroup_status_item, it.p, flags);
+			c->qstatus_gen = BTK_GET(struct btrfs_qgroup_status_item, it.p, generation);
 			c->qstatus_seen = true;
-		} else if (k.type == BTRFS_QGROUP_INFO_KEY &&
-			   sz >= sizeof(struct btrfs_qgroup_info_item)) {
+		} else if (it.k.type == BTRFS_QGROUP_INFO_KEY &&
+			   it.sz >= sizeof(struct btrfs_qgroup_info_item)) {
 			struct chk_qinfo *q = chk_push(c, &c->qinfos);
 			if (!q)
 				return;
-			q->id = k.offset;
-			q->rfer = BTK_GET(struct btrfs_qgroup_info_item, p, rfer);
-			q->excl = BTK_GET(struct btrfs_qgroup_info_item, p, excl);
-		} else if (k.type == BTRFS_QGROUP_RELATION_KEY &&
-			   QGROUP_LEVEL(k.offset) > QGROUP_LEVEL(k.objectid)) {
+			q->id = it.k.offset;
+			q->rfer = BTK_GET(struct btrfs_qgroup_info_item, it.p, rfer);
+			q->excl = BTK_GET(struct btrfs_qgroup_info_item, it.p, excl);
+		} else if (it.k.type == BTRFS_QGROUP_RELATION_KEY &&
+			   QGROUP_LEVEL(it.k.offset) > QGROUP_LEVEL(it.k.objectid)) {
 			struct chk_range *r = chk_push(c, &c->qrels);
 			if (!r)
 				return;
-			r->start = k.objectid; /* child */
-			r->len = k.offset;     /* parent */
+			r->start = it.k.objectid; /* child */
+			r->len = it.k.offset;	  /* parent */
 		}
 	}
 }

@@ -227,6 +227,10 @@ void chk_report(struct chk *c, enum chk_message_id mid, uint64_t tree, uint64_t 
 	};
 	if (key)
 		p.key = *key;
+	for (size_t i = 0; i < n && i < BTK_CHECK_VALS; i++, p.nvals++)
+		p.vals[i] = vals[i].type == CHK_VT_U   ? vals[i].u
+			    : vals[i].type == CHK_VT_I ? (uint64_t)vals[i].i
+						       : 0;
 	c->opts->report(c->opts->ctx, &p);
 }
 

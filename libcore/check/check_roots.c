@@ -40,6 +40,7 @@ static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 	r->gen = ri.generation;
 	r->flags = ri.flags;
 	r->refs = ri.refs;
+	r->dirid = ri.root_dirid;
 	r->level = ri.level;
 	r->dropping = ri.drop_progress.objectid != 0 || ri.drop_level != 0;
 	r->drop_key = ri.drop_progress;
@@ -77,29 +78,26 @@ static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, u
 
 void chk_root_leaf(struct chk *c, const struct btk_block *b)
 {
-	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
-		struct btk_key k;
-		const uint8_t *p = btk_leaf_data(b, (int)i);
-		uint32_t sz = btk_leaf_size(b, (int)i);
+	chk_for_items (c, b, 0, it) {
 		struct btk_inode_info ii;
-		btk_leaf_key(b, (int)i, &k);
-		if (k.type == BTRFS_ROOT_ITEM_KEY) {
-			root_item(c, &k, p, sz, b->bytenr);
-		} else if (k.type == BTRFS_ROOT_REF_KEY || k.type == BTRFS_ROOT_BACKREF_KEY) {
-			root_ref(c, &k, p, sz, b->bytenr);
-		} else if (k.type == BTRFS_INODE_ITEM_KEY &&
-			   k.objectid >= BTRFS_FIRST_FREE_OBJECTID &&
-			   !btk_inode_item_parse(p, sz, &ii)) {
+		if (it.k.type == BTRFS_ROOT_ITEM_KEY) {
+			root_item(c, &it.k, it.p, it.sz, b->bytenr);
+		} else if (it.k.type == BTRFS_ROOT_REF_KEY || it.k.type == BTRFS_ROOT_BACKREF_KEY) {
+			root_ref(c, &it.k, it.p, it.sz, b->bytenr);
+		} else if (it.k.type == BTRFS_INODE_ITEM_KEY &&
+			   it.k.objectid >= BTRFS_FIRST_FREE_OBJECTID &&
+			   !btk_inode_item_parse(it.p, it.sz, &ii)) {
 			/* v1 space cache inodes: regular files, mode 0600, as the kernel makes them
 			 */
 			if (ii.mode != (S_IFREG | 0600))
-				chk_rep(c, CHK_M_CACHE_MODE, 1, b->bytenr, &k, CHK_U(ii.mode));
+				chk_rep(c, CHK_M_CACHE_MODE, 1, b->bytenr, &it.k, CHK_U(ii.mode));
 		}
-		chk_v1_root_item(c, &k, p, sz); /* v1 space cache headers, inodes, extents */
-		if (k.type == BTRFS_ORPHAN_ITEM_KEY && k.objectid == BTRFS_ORPHAN_OBJECTID) {
+		chk_v1_root_item(c, &it.k, it.p,
+				 it.sz); /* v1 space cache headers, inodes, extents */
+		if (it.k.type == BTRFS_ORPHAN_ITEM_KEY && it.k.objectid == BTRFS_ORPHAN_OBJECTID) {
 			uint64_t *o = chk_push(c, &c->root_orphans);
 			if (o)
-				*o = k.offset;
+				*o = it.k.offset;
 		}
 	}
 }
@@ -303,6 +301,13 @@ void chk_roots_final(struct chk *c)
 	for (i = 0; i < c->roots.n; i++) {
 		const struct chk_rootitem *r = btk_vec_at(&c->roots, i);
 		struct btk_key k = {r->id, BTRFS_ROOT_ITEM_KEY, r->offset};
+		/* every subvolume's top directory is inode 256 (the data reloc tree's too, but old
+		 * tools left its root_dirid 0) */
+		if ((r->id == BTRFS_FS_TREE_OBJECTID || r->id >= BTRFS_FIRST_FREE_OBJECTID) &&
+		    r->id <= BTRFS_LAST_FREE_OBJECTID && r->dirid != BTRFS_FIRST_FREE_OBJECTID)
+			chk_rep(c, CHK_M_ROOT_DIRID, 1, 0, &k, CHK_U(r->id), CHK_U(r->dirid));
+		if (r->id == BTRFS_FS_TREE_OBJECTID && r->refs == 0)
+			chk_rep(c, CHK_M_ROOT_REFS, 1, 0, &k, CHK_U(r->id));
 		if (r->id < BTRFS_FIRST_FREE_OBJECTID || r->id > BTRFS_LAST_FREE_OBJECTID)
 			continue;
 		if (r->refs == 0 &&
@@ -319,27 +324,24 @@ void chk_roots_final(struct chk *c)
 
 void chk_uuid_leaf(struct chk *c, const struct btk_block *b)
 {
-	for (uint32_t i = 0; i < btk_block_nritems(b) && !c->oom; i++) {
-		struct btk_key k;
-		uint32_t sz = btk_leaf_size(b, (int)i);
-		const uint8_t *p = btk_leaf_data(b, (int)i);
-		btk_leaf_key(b, (int)i, &k);
+	chk_for_items (c, b, 0, it) {
 		/* old mkfs versions gave the uuid tree an inode item and ref: harmless */
-		if (k.type != BTRFS_UUID_KEY_SUBVOL && k.type != BTRFS_UUID_KEY_RECEIVED_SUBVOL)
+		if (it.k.type != BTRFS_UUID_KEY_SUBVOL &&
+		    it.k.type != BTRFS_UUID_KEY_RECEIVED_SUBVOL)
 			continue;
-		if (sz % 8) {
-			chk_rep(c, CHK_M_UUID_SIZE, BTRFS_UUID_TREE_OBJECTID, b->bytenr, &k,
-				CHK_U(sz));
+		if (it.sz % 8) {
+			chk_rep(c, CHK_M_UUID_SIZE, BTRFS_UUID_TREE_OBJECTID, b->bytenr, &it.k,
+				CHK_U(it.sz));
 			continue;
 		}
-		for (uint32_t o = 0; o < sz; o += 8) {
+		for (uint32_t o = 0; o < it.sz; o += 8) {
 			struct chk_uuid *u = chk_push(c, &c->uuids);
 			if (!u)
 				return;
-			btk_put64(u->uuid, k.objectid);
-			btk_put64(u->uuid + 8, k.offset);
-			u->subvol = btk_le64(p + o);
-			u->type = k.type;
+			btk_put64(u->uuid, it.k.objectid);
+			btk_put64(u->uuid + 8, it.k.offset);
+			u->subvol = btk_le64(it.p + o);
+			u->type = it.k.type;
 		}
 	}
 }

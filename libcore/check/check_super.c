@@ -9,6 +9,26 @@
 #define KNOWN_INCOMPAT	((1ULL << 17) - 1)
 #define KNOWN_COMPAT_RO ((1ULL << 4) - 1)
 
+/* A mirror the kernel wrote with the primary (the same generation) holds the same bytes but
+ * for its checksum and its own offset. */
+static void copy_vs_primary(struct chk *c, const struct btk_fs_dev *d, const struct btk_super *p,
+			    const struct btk_super *s, int m)
+{
+	const uint8_t *a = (const uint8_t *)p, *b = (const uint8_t *)s;
+	size_t skip_lo = offsetof(struct btk_super, bytenr), skip_hi = skip_lo + sizeof(p->bytenr);
+
+	for (size_t i = sizeof(p->csum); i < sizeof(*p); i++) {
+		if (i >= skip_lo && i < skip_hi)
+			continue;
+		if (a[i] != b[i]) {
+			chk_rep(c, CHK_M_SUPER_COPY_DIFFERS, 0, btk_super_offset(m), NULL,
+				CHK_U(d->devid), CHK_S(d->dev->path), CHK_I(m),
+				CHK_U(btk_le64(p->generation)), CHK_U(i));
+			return;
+		}
+	}
+}
+
 static void check_copies(struct chk *c, const struct btk_fs_dev *d)
 {
 	struct btk_super_copy copies[BTK_SUPER_MIRRORS];
@@ -18,8 +38,19 @@ static void check_copies(struct chk *c, const struct btk_fs_dev *d)
 		chk_rep(c, CHK_M_SUPER_NONE, 0, 0, NULL, CHK_U(d->devid), CHK_S(d->dev->path));
 		return;
 	}
+	struct chk_devsb *ds = chk_push(c, &c->devsbs);
+	if (ds) {
+		struct btk_dev_item_ent sdi;
+		btk_dev_item_parse(copies[best].sb.dev_item, BTK_DEV_ITEM_SIZE, &sdi);
+		ds->devid = sdi.devid;
+		memcpy(ds->uuid, sdi.uuid, BTK_UUID_SIZE);
+		memcpy(ds->fsid, sdi.fsid, BTK_FSID_SIZE);
+	}
 	for (int m = 0; m < BTK_SUPER_MIRRORS; m++) {
 		const struct btk_super_copy *s = &copies[m];
+		if (m && s->valid && copies[0].valid &&
+		    btk_le64(s->sb.generation) == btk_le64(copies[0].sb.generation))
+			copy_vs_primary(c, d, &copies[0].sb, &s->sb, m);
 		/* A mirror never written (no magic) is normal on restored and small images; a
 		 * copy that claims to be btrfs but fails its checks is not. */
 		if (!s->present || s->valid || btk_le64(s->sb.magic) != BTK_MAGIC)

@@ -14,6 +14,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int classify(uint64_t id)
 {
@@ -83,17 +84,40 @@ static void leaf_packing(struct chk *c, const struct btk_block *b)
 	}
 }
 
+/* Header flags as the kernel writes them: WRITTEN, RELOC only in relocation trees' blocks,
+ * nothing else below the backref revision, which is 1 (0 only before mixed back references). */
+static void block_flags(struct chk *c, const struct btk_block *b)
+{
+	uint64_t fl = btk_block_flags(b), rev = fl >> BTK_BACKREF_REV_SHIFT;
+	uint64_t low = fl & ((1ULL << BTK_BACKREF_REV_SHIFT) - 1);
+	bool mixed = btk_le64(c->fs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_MIXED_BACKREF;
+	char why[CHK_TEXT_MAX];
+
+	if (low & ~(BTK_HEADER_FLAG_WRITTEN | BTK_HEADER_FLAG_RELOC))
+		chk_part(why, sizeof(why), CHK_PART_FLAGS_UNKNOWN);
+	else if (!(low & BTK_HEADER_FLAG_WRITTEN))
+		chk_part(why, sizeof(why), CHK_PART_FLAGS_NOT_WRITTEN);
+	else if (rev > BTK_MIXED_BACKREF_REV || (mixed && rev != BTK_MIXED_BACKREF_REV))
+		chk_part(why, sizeof(why), CHK_PART_FLAGS_REV, CHK_U(rev));
+	else if ((low & BTK_HEADER_FLAG_RELOC) && c->tree_class != CHK_T_RELOC &&
+		 btk_block_owner(b) != BTRFS_TREE_RELOC_OBJECTID)
+		chk_part(why, sizeof(why), CHK_PART_FLAGS_RELOC, CHK_U(btk_block_owner(b)));
+	else
+		return;
+	chk_rep(c, CHK_M_TB_FLAGS, c->tree, b->bytenr, NULL, CHK_U(fl), CHK_S(why));
+}
+
 static void block_sanity(struct chk *c, const struct btk_block *b)
 {
 	uint64_t owner = btk_block_owner(b), gen = btk_block_generation(b);
-	uint64_t end = b->bytenr + c->fs->nodesize - 1;
+	const struct btk_chunk *ch = btk_chunk_find(c->fs, b->bytenr);
 
 	if (b->bytenr % c->fs->sectorsize)
 		chk_rep(c, CHK_M_TB_ALIGN, c->tree, b->bytenr, NULL, CHK_U(c->fs->sectorsize),
 			CHK_U(b->bytenr));
-	else if (b->bytenr / BTK_STRIPE_LEN != end / BTK_STRIPE_LEN)
+	else if (ch && btk_crosses_stripe(ch->logical, b->bytenr, c->fs->nodesize))
 		chk_rep(c, CHK_M_TB_STRIPE, c->tree, b->bytenr, NULL, CHK_U(b->bytenr),
-			CHK_U(end + 1));
+			CHK_U((b->bytenr + c->fs->nodesize)));
 	if (btk_block_level(b) == 0)
 		leaf_packing(c, b);
 	if (gen == 0 || gen > c->max_gen)
@@ -106,6 +130,16 @@ static void block_sanity(struct chk *c, const struct btk_block *b)
 		ok_owner = owner == BTRFS_TREE_RELOC_OBJECTID || chk_is_fs_tree(owner);
 	if (!ok_owner)
 		chk_rep(c, CHK_M_TB_OWNER, c->tree, b->bytenr, NULL, CHK_U(c->tree), CHK_U(owner));
+	else if (c->tree_class == CHK_T_FS && owner != c->tree &&
+		 owner != BTRFS_TREE_RELOC_OBJECTID) {
+		struct chk_owner *o = chk_push(c, &c->owners);
+		if (o)
+			*o = (struct chk_owner){b->bytenr, owner, btk_block_level(b)};
+	}
+	block_flags(c, b);
+	if (c->has_chunk_uuid && memcmp(btk_hdr(b)->chunk_tree_uuid, c->chunk_uuid, BTK_UUID_SIZE))
+		chk_rep(c, CHK_M_TB_CHUNK_UUID, c->tree, b->bytenr, NULL, CHK_UUID(c->chunk_uuid),
+			CHK_UUID(btk_hdr(b)->chunk_tree_uuid));
 }
 
 /* In a half-deleted tree, child i is already freed when its whole key range lies before the
@@ -193,13 +227,8 @@ static void leaf_dispatch(struct chk *c, const struct btk_block *b, bool first)
 	if (!first)
 		return;
 	if (c->tree_class == CHK_T_BG) {
-		for (uint32_t i = 0; i < btk_block_nritems(b); i++) {
-			struct btk_key k;
-			btk_leaf_key(b, (int)i, &k);
-			if (k.type == BTRFS_BLOCK_GROUP_ITEM_KEY)
-				chk_bg_item(c, &k, btk_leaf_data(b, (int)i),
-					    btk_leaf_size(b, (int)i), b->bytenr);
-		}
+		chk_for_items (c, b, BTRFS_BLOCK_GROUP_ITEM_KEY, it)
+			chk_bg_item(c, &it.k, it.p, it.sz, b->bytenr);
 		return;
 	}
 	if ((size_t)c->tree_class < sizeof(leaf_checks) / sizeof(leaf_checks[0]) &&
@@ -437,8 +466,24 @@ static int walk_root(void *ctx, const struct btk_root *r)
 	return ret == -ENOMEM ? ret : 0;
 }
 
+/* The chunk tree uuid every tree block's header repeats: the chunk root's (read already when
+ * the filesystem was opened; unknown when it does not read now). */
+static void chunk_tree_uuid(struct chk *c)
+{
+	struct btk_block_check want = {.level = c->fs->sb.chunk_root_level,
+				       .generation = btk_le64(c->fs->sb.chunk_root_generation)};
+	struct btk_block *b;
+
+	if (btk_block_read(c->fs, btk_le64(c->fs->sb.chunk_root), &want, &b))
+		return;
+	memcpy(c->chunk_uuid, btk_hdr(b)->chunk_tree_uuid, BTK_UUID_SIZE);
+	c->has_chunk_uuid = true;
+	btk_block_put(b);
+}
+
 int chk_walk_all(struct chk *c)
 {
+	chunk_tree_uuid(c);
 	int ret = btk_for_each_root(c->fs, walk_root, c);
 
 	/* the log root tree lists one log tree per subvolume with fsync'ed changes */

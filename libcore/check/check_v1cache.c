@@ -220,6 +220,7 @@ static void load_caches(struct chk *c)
 {
 	struct chk_ranges ranges = {0};
 	uint8_t *buf = NULL;
+	size_t cap = 0;
 
 	btk_vec_sort(&c->v1hdr, hdr_cmp);
 	btk_vec_sort(&c->v1ino, ino_cmp);
@@ -230,12 +231,10 @@ static void load_caches(struct chk *c)
 		const struct chk_v1ino *ino = h ? find_ino(c, h->ino) : NULL;
 		if (!ino || ino->gen != h->gen || !ino->size || ino->size > MAX_CACHE)
 			continue;
-		uint8_t *nb = realloc(buf, ino->size);
-		if (!nb) {
+		if (btk_array_reserve(buf, cap, ino->size)) {
 			c->oom = true;
 			break;
 		}
-		buf = nb;
 		ranges.n = 0;
 		if (read_file(c, ino->ino, buf, ino->size) ||
 		    !parse_cache(c, h, buf, ino->size, &ranges))

@@ -10,6 +10,7 @@
 
 #include <endian.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 #include <linux/btrfs_tree.h>
@@ -269,6 +270,15 @@ static inline int btk_cmp_u64(uint64_t a, uint64_t b)
 {
 	return (a > b) - (a < b);
 }
+/* True when [bytenr, bytenr + len) crosses a 64 KiB stripe boundary of the block group (chunk)
+ * that starts at bg_start: stripes are counted from the block group's start, not from logical
+ * 0 (btrfs check's rule for tree blocks; the allocators keep to it). */
+static inline bool btk_crosses_stripe(uint64_t bg_start, uint64_t bytenr, uint64_t len)
+{
+	uint64_t rel = bytenr - bg_start;
+	return len && rel / BTK_STRIPE_LEN != (rel + len - 1) / BTK_STRIPE_LEN;
+}
+
 static inline int btk_key_cmp(const struct btk_key *a, const struct btk_key *b)
 {
 	return btk_cmp_u64(a->objectid, b->objectid) ?: btk_cmp_u64(a->type, b->type)

@@ -25,7 +25,8 @@ struct btk_dump_opts {
 struct btk_dump_stats {
 	uint64_t trees, blocks, data_ranges, data_bytes, skipped;
 	uint64_t items, clusters, bytes_in, bytes_out;
-	uint64_t names; /* names replaced (-s) */
+	uint64_t names;	     /* names replaced (-s) */
+	uint64_t names_kept; /* names of more than 4 bytes kept: no other free name of their hash */
 };
 
 /* Writes a dump of fs to out_fd: the superblock, every tree block reachable from the root

@@ -297,6 +297,8 @@ static void dump_free(struct dump *d)
 	btk_vec_free(&d->blocks);
 	btk_vec_free(&d->data);
 	btk_vec_free(&d->roots);
+	if (d->o->sanitize)
+		btk_sanitizer_free(&d->san);
 }
 
 int btk_image_dump(struct btk_fs *fs, int out_fd, const struct btk_dump_opts *opts,
@@ -328,9 +330,12 @@ int btk_image_dump(struct btk_fs *fs, int out_fd, const struct btk_dump_opts *op
 		ret = store_blocks(&d, w, &d.blocks, &done, total);
 	if (!ret)
 		ret = store_data(&d, w, &done, total);
+	if (!ret && opts->sanitize && d.san.oom)
+		ret = btk_err(ENOMEM, "sanitised names: out of memory");
 	int fret = btk_md_finish(w, &ws);
 	if (!ret)
 		ret = fret;
+	st->names_kept = d.san.kept;
 	st->items = ws.items, st->clusters = ws.clusters;
 	st->bytes_in = ws.bytes_in, st->bytes_out = ws.bytes_out;
 out:

@@ -4,6 +4,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "base/u64set.h"
 #include "image/image.h"
 
 #define BTK_NAME_MAX_SAN 255
@@ -11,20 +12,27 @@
 /* The per-dump secret of the name sanitiser and the inverse of crc32c's map on four bytes. */
 struct btk_sanitizer {
 	uint8_t key[32];
-	uint32_t sfx[4][256];  /* suffix whose linear crc is byte value v at byte b of it */
-	uint32_t tail[2][256]; /* linear crc of byte v followed by 4 (5) zero bytes */
+	uint32_t sfx[4][256];	 /* suffix whose linear crc is byte value v at byte b of it */
+	uint32_t tail[2][256];	 /* linear crc of byte v followed by 4 (5) zero bytes */
+	struct btk_u64set taken; /* new names given (keyed hashes) */
+	struct btk_u64set pairs; /* (name, new name) pairs given */
+	uint64_t kept;		 /* names longer than 4 bytes kept: no free new name found */
+	bool oom;		 /* a new name could not be remembered */
 };
 /* 0, or -1 when no random key could be had. */
 int btk_sanitizer_init(struct btk_sanitizer *s);
+void btk_sanitizer_free(struct btk_sanitizer *s);
 /* Replaces name[0..len) in place by a name of the same length and crc32c (any seed), made of
- * printable bytes other than '/' (image_sanitize.c says how). Names of <= 4 bytes are kept. */
-void btk_sanitize_name(const struct btk_sanitizer *s, uint8_t *name, uint32_t len);
+ * printable bytes other than '/' (image_sanitize.c says how), one to one over the sanitizer's
+ * life: the same name always gets the same new name, two names never one. Names of <= 4
+ * bytes are kept. */
+void btk_sanitize_name(struct btk_sanitizer *s, uint8_t *name, uint32_t len);
 
 /* Zeroes what a dump does not carry in one leaf (nodesize bytes, validated by the tree
  * layer): inline file data unless keep_inline; with a sanitizer also names, symlink
  * targets, xattr values and data checksums. The caller redoes the checksum. */
 void btk_image_scrub_leaf(const struct btk_fs *fs, uint8_t *leaf, bool keep_inline,
-			  const struct btk_sanitizer *san, struct btk_dump_stats *st);
+			  struct btk_sanitizer *san, struct btk_dump_stats *st);
 
 /* image_remap.c: turns chunks[0..n) into the one-device layout on devid (SINGLE, or DUP on
  * one device), choosing physical offsets; the device's size and bytes in use come back. */

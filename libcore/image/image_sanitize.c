@@ -10,11 +10,21 @@
  * wherever it appears (DIR_ITEM, DIR_INDEX, INODE_REF, ROOT_REF...) and cannot be guessed
  * back without the key, which lives only in memory. Names of at most four bytes have no other
  * name with their hash and are kept.
+ *
+ * Two names with the same crc32c (and length) must not become one name: a directory would
+ * then hold two equal entries. The prefix is drawn from a keyed BLAKE2b of the whole name
+ * (a crc of it would be equal for both), and every new name is remembered as taken by the
+ * name it replaces: a candidate another name took is passed over for the next one, so that
+ * the replacement is one to one over the whole dump (unique in every directory) and the
+ * same name is always replaced by the same new name (the candidates it passed over stay
+ * taken by others).
  */
 #include <string.h>
 #include <sys/random.h>
 
+#include "base/blake2b.h"
 #include "base/csum.h"
+#include "base/error.h"
 #include "image/image_int.h"
 
 static const char alphabet[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-";
@@ -125,18 +135,56 @@ static bool not_nul_slash(uint8_t c)
 	return c && c != '/';
 }
 
-void btk_sanitize_name(const struct btk_sanitizer *s, uint8_t *name, uint32_t len)
+/* A keyed BLAKE2b of name[0..len): 32 bytes that only the dump's key gives. */
+static void keyed_hash(const struct btk_sanitizer *s, const uint8_t *name, uint32_t len,
+		       uint8_t out[32])
 {
-	uint8_t out[BTK_NAME_MAX_SAN];
+	uint8_t buf[sizeof(s->key) + 4 + BTK_NAME_MAX_SAN];
+
+	memcpy(buf, s->key, sizeof(s->key));
+	btk_put32(buf + sizeof(s->key), len);
+	memcpy(buf + sizeof(s->key) + 4, name, len);
+	btk_blake2b_256(buf, sizeof(s->key) + 4 + len, out);
+}
+
+/* True when cand may replace the name whose keyed hash is orig: no other name took it
+ * (it is then taken), or this one did. */
+static bool claim(struct btk_sanitizer *s, uint64_t orig, const uint8_t *cand, uint32_t len)
+{
+	uint8_t h[32];
+	uint64_t out, pair;
+
+	keyed_hash(s, cand, len, h);
+	out = btk_le64(h + 16); /* other bytes than orig's: a name is never its own candidate */
+	pair = mix(out ^ mix(orig + 0x9e3779b97f4a7c15ULL));
+	if (btk_u64set_has(&s->pairs, pair))
+		return true;
+	if (btk_u64set_has(&s->taken, out))
+		return false;
+	if (btk_u64set_add(&s->taken, out) < 0 || btk_u64set_add(&s->pairs, pair) < 0) {
+		btk_err_clear();
+		s->oom = true; /* the dump fails: a name could be repeated */
+	}
+	return true;
+}
+
+void btk_sanitizer_free(struct btk_sanitizer *s)
+{
+	btk_u64set_free(&s->taken);
+	btk_u64set_free(&s->pairs);
+}
+
+void btk_sanitize_name(struct btk_sanitizer *s, uint8_t *name, uint32_t len)
+{
+	uint8_t out[BTK_NAME_MAX_SAN], kh[32];
 	uint32_t want, n = len - 4;
 
 	if (len <= 4 || len > sizeof(out))
 		return;
 	want = btk_crc32c(0, name, len);
-	uint64_t h = mix(btk_le64(s->key) ^
-			 ((uint64_t)btk_crc32c(btk_le32(s->key + 8), name, len) << 32 | len));
-	h ^= mix(btk_le64(s->key + 16) + btk_crc32c(btk_le32(s->key + 12), name, len / 2));
-	for (uint32_t tries = 0; tries < 64; tries++) {
+	keyed_hash(s, name, len, kh);
+	uint64_t orig = btk_le64(kh), h = btk_le64(kh + 8);
+	for (uint32_t tries = 0; tries < 256; tries++) {
 		uint64_t r = mix(h + tries);
 		for (uint32_t i = 0; i < n; i++) {
 			if ((i & 7) == 7)
@@ -144,10 +192,12 @@ void btk_sanitize_name(const struct btk_sanitizer *s, uint8_t *name, uint32_t le
 			out[i] = (uint8_t)alphabet[(r >> ((i & 7) * 6)) & 63];
 		}
 		/* printable if it can be had, else any bytes but NUL and '/' */
-		if (complete(s, out, name, len, want, r, printable) ||
-		    complete(s, out, name, len, want, r, not_nul_slash)) {
+		if ((complete(s, out, name, len, want, r, printable) ||
+		     complete(s, out, name, len, want, r, not_nul_slash)) &&
+		    claim(s, orig, out, len)) {
 			memcpy(name, out, len);
 			return;
 		}
 	}
+	s->kept++; /* no free name of this length and hash was found: the name stays */
 }

@@ -11,7 +11,7 @@
  * kernel parses and are kept; other values become bytes 0x01, not zeros, so that tools
  * printing them as strings still print all of them. An entry that overruns its item ends the
  * walk. */
-static void dir_names(const struct btk_sanitizer *san, uint8_t *p, uint32_t size, bool xattr,
+static void dir_names(struct btk_sanitizer *san, uint8_t *p, uint32_t size, bool xattr,
 		      struct btk_dump_stats *st)
 {
 	struct btk_dir_iter it;
@@ -30,8 +30,8 @@ static void dir_names(const struct btk_sanitizer *san, uint8_t *p, uint32_t size
 }
 
 /* The names of an INODE_REF or INODE_EXTREF become random ones. */
-static void ref_names(const struct btk_sanitizer *san, const struct btk_key *k, uint8_t *p,
-		      uint32_t size, struct btk_dump_stats *st)
+static void ref_names(struct btk_sanitizer *san, const struct btk_key *k, uint8_t *p, uint32_t size,
+		      struct btk_dump_stats *st)
 {
 	struct btk_ref_iter it;
 	struct btk_ref_ent r;
@@ -43,7 +43,7 @@ static void ref_names(const struct btk_sanitizer *san, const struct btk_key *k, 
 	}
 }
 
-static void sanitize_item(const struct btk_sanitizer *san, uint64_t owner, const struct btk_key *k,
+static void sanitize_item(struct btk_sanitizer *san, uint64_t owner, const struct btk_key *k,
 			  uint8_t *p, uint32_t size, struct btk_dump_stats *st)
 {
 	struct btk_root_ref_ent r;
@@ -80,7 +80,7 @@ static void sanitize_item(const struct btk_sanitizer *san, uint64_t owner, const
 }
 
 void btk_image_scrub_leaf(const struct btk_fs *fs, uint8_t *leaf, bool keep_inline,
-			  const struct btk_sanitizer *san, struct btk_dump_stats *st)
+			  struct btk_sanitizer *san, struct btk_dump_stats *st)
 {
 	uint32_t hdr = sizeof(struct btk_header);
 	uint32_t n = btk_le32(((struct btk_header *)leaf)->nritems);

@@ -160,19 +160,6 @@ void btk_md_reader_close(struct btk_md_reader *r)
 	free(r);
 }
 
-/* Makes *buf hold at least need bytes. */
-static int grow(uint8_t **buf, size_t *cap, size_t need)
-{
-	uint8_t *p;
-
-	if (*cap >= need)
-		return 0;
-	if (!(p = realloc(*buf, need)))
-		return btk_err(ENOMEM, "dump item buffer");
-	*buf = p, *cap = need;
-	return 0;
-}
-
 static int corrupt(const struct btk_md_reader *r, const struct btk_md_item *it, const char *why)
 {
 	return btk_err(EUCLEAN, "%s: cluster %u item %u (logical %llu): %s", r->name, it->cluster,
@@ -186,7 +173,7 @@ static int inflate_v0(const struct btk_md_reader *r, const struct btk_md_item *i
 	enum libdeflate_result lr;
 	int ret;
 
-	if ((ret = grow(&s->out, &s->outcap, BTK_MD_ITEM_MAX_V0)))
+	if ((ret = btk_array_reserve(s->out, s->outcap, BTK_MD_ITEM_MAX_V0)))
 		return ret;
 	if (!s->dec && !(s->dec = libdeflate_alloc_decompressor()))
 		return btk_err(ENOMEM, "dump decompressor");
@@ -207,7 +194,7 @@ static int inflate_v1(const struct btk_md_reader *r, const struct btk_md_item *i
 	z_stream zs;
 	int zr, ret;
 
-	if ((ret = grow(&s->out, &s->outcap, 64 * 1024)))
+	if ((ret = btk_array_reserve(s->out, s->outcap, 64 * 1024)))
 		return ret;
 	memset(&zs, 0, sizeof(zs));
 	if (inflateInit(&zs) != Z_OK)
@@ -220,7 +207,7 @@ static int inflate_v1(const struct btk_md_reader *r, const struct btk_md_item *i
 			break;
 		if (zr == Z_OK && zs.avail_out == 0 && s->outcap < cap) {
 			size_t have = s->outcap, nh = have * 2 < cap ? have * 2 : cap;
-			if (grow(&s->out, &s->outcap, nh)) {
+			if (btk_array_reserve(s->out, s->outcap, nh)) {
 				zr = Z_MEM_ERROR;
 				break;
 			}
@@ -250,7 +237,7 @@ int btk_md_item_read_into(const struct btk_md_reader *r, size_t i, struct btk_md
 	const struct btk_md_item *it = &r->items[i];
 	int ret;
 
-	if ((ret = grow(&s->raw, &s->rawcap, it->size)))
+	if ((ret = btk_array_reserve(s->raw, s->rawcap, it->size)))
 		return ret;
 	if ((ret = pread_all(r->fd, s->raw, it->size, it->file_off)))
 		return btk_err(ret == -ENODATA ? EUCLEAN : -ret,

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 struct btk_dev;
 
@@ -172,8 +173,8 @@ struct btk_dev_opts {
 	} fault;
 };
 /* Opens path as o says; *out is the caller's (btk_dev_close releases the lock). With
- * o->create, a file that is not there is made (O_EXCL: this call made it, dev->created says
- * so) and removed again when the open fails. */
+ * o->create, a file that is not there is made, locked before it is named (btk_lock_create:
+ * dev->created says this call made it), and removed again when the open fails. */
 int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk_dev **out);
 /* Opens n devices as o says into devs[0..n-1], after checking that no two name one device
  * (btk_paths_distinct, then the handles: new files by two names). All or none: on failure
@@ -206,6 +207,11 @@ int btk_dev_probe_signatures(const char *path);
  * when another process holds it and !wait. */
 struct btk_lock;
 int btk_lock_take(const char *path, bool wait, struct btk_lock **out);
+/* Creates path (mode, less the umask) already locked when it is not there: *made and *out (the
+ * caller's) say so. When path exists, or it was made by name where the system cannot lock a
+ * file before naming it, *made tells whether this call made it and *out is NULL: the lock
+ * follows at btk_lock_take. */
+int btk_lock_create(const char *path, mode_t mode, bool *made, struct btk_lock **out);
 void btk_lock_drop(struct btk_lock *l);
 
 #endif

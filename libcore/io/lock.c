@@ -61,6 +61,30 @@ static long lock_holder(dev_t dev, ino_t ino)
 	return pid;
 }
 
+/* The registry entry of this process for st's file, or NULL. Called with locks_mu held. */
+static struct btk_lock *registered(const struct stat *st)
+{
+	struct btk_lock *l;
+
+	for (l = locks; l; l = l->next)
+		if (l->dev == st->st_dev && l->ino == st->st_ino && l->pid == getpid())
+			break;
+	return l;
+}
+
+/* Enters fd (flocked, now the registry's) for st's file. Called with locks_mu held. */
+static int enter(int fd, const struct stat *st, struct btk_lock **out)
+{
+	struct btk_lock *l = calloc(1, sizeof(*l));
+
+	if (!l)
+		return btk_err(ENOMEM, "out of memory");
+	*l = (struct btk_lock){st->st_dev, st->st_ino, getpid(), fd, 1, locks};
+	locks = l;
+	*out = l;
+	return 0;
+}
+
 int btk_lock_take(const char *path, bool wait, struct btk_lock **out)
 {
 	struct btk_lock *l;
@@ -76,10 +100,7 @@ int btk_lock_take(const char *path, bool wait, struct btk_lock **out)
 		return ret;
 	}
 	pthread_mutex_lock(&locks_mu);
-	for (l = locks; l; l = l->next)
-		if (l->dev == st.st_dev && l->ino == st.st_ino && l->pid == getpid())
-			break;
-	if (l) {
+	if ((l = registered(&st))) {
 		l->refs++;
 		pthread_mutex_unlock(&locks_mu);
 		close(fd);
@@ -103,17 +124,79 @@ int btk_lock_take(const char *path, bool wait, struct btk_lock **out)
 		}
 		break;
 	}
-	if (!ret && !(l = calloc(1, sizeof(*l))))
-		ret = btk_err(ENOMEM, "out of memory");
-	if (ret) {
-		pthread_mutex_unlock(&locks_mu);
+	if (!ret)
+		ret = enter(fd, &st, out);
+	pthread_mutex_unlock(&locks_mu);
+	if (ret)
+		close(fd);
+	return ret;
+}
+
+/* An unnamed file in path's directory, or -1 (errno set). */
+static int unnamed_file(const char *path, mode_t mode)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	return open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, mode);
+}
+
+/* The fallback without O_TMPFILE or /proc: made by name, locked later by its opener. */
+static int btk_lock_create_named(const char *path, mode_t mode, bool *made)
+{
+	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, mode);
+
+	*made = fd >= 0;
+	if (fd >= 0)
+		close(fd);
+	else if (errno != EEXIST)
+		return btk_err(errno, "%s: cannot create: %s", path, strerror(errno));
+	return 0;
+}
+
+/* The file is locked before it has a name, so that nobody can lock it first: another process
+ * that opens the new name finds it locked, and a creator that then fails removes a file that
+ * nobody else has written. */
+int btk_lock_create(const char *path, mode_t mode, bool *made, struct btk_lock **out)
+{
+	char self[64];
+	struct stat st;
+	int fd = unnamed_file(path, mode), ret;
+
+	*made = false;
+	*out = NULL;
+	if (fd < 0) /* no O_TMPFILE here: create by name, the lock follows at the open */
+		return btk_lock_create_named(path, mode, made);
+	if (flock(fd, LOCK_EX | LOCK_NB) || fstat(fd, &st)) {
+		ret = btk_err(errno, "%s: cannot lock: %s", path, strerror(errno));
 		close(fd);
 		return ret;
 	}
-	*l = (struct btk_lock){st.st_dev, st.st_ino, getpid(), fd, 1, locks};
-	locks = l;
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	if (linkat(AT_FDCWD, self, AT_FDCWD, path, AT_SYMLINK_FOLLOW)) {
+		ret = errno;
+		close(fd);
+		if (ret == EEXIST)
+			return 0; /* someone else's: opened and locked as an existing file */
+		if (ret == ENOENT && access("/proc/self/fd", F_OK))
+			return btk_lock_create_named(path, mode, made);
+		return btk_err(ret, "%s: cannot create: %s", path, strerror(ret));
+	}
+	pthread_mutex_lock(&locks_mu);
+	ret = enter(fd, &st, out);
 	pthread_mutex_unlock(&locks_mu);
-	*out = l;
+	if (ret) {
+		unlink(path);
+		close(fd);
+		return ret;
+	}
+	*made = true;
 	return 0;
 }
 

@@ -1,6 +1,7 @@
 /* mem.c — an image held in memory: fuzzing and fast tests without files. */
 #include "io/io.h"
 #include "base/error.h"
+#include "base/vec.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -42,18 +43,9 @@ static int mem_resize(struct btk_dev *dev, uint64_t len)
 	if (len > BTK_MEM_MAX || len > SIZE_MAX)
 		return btk_err(EFBIG, "%s: %llu bytes is more than a memory image holds", dev->path,
 			       (unsigned long long)len);
-	if (len > m->cap) {
-		size_t cap = m->cap > BTK_MEM_MAX / 2 ? BTK_MEM_MAX : m->cap * 2;
-		uint8_t *nb;
-
-		if (cap < len)
-			cap = (size_t)len;
-		if (!(nb = realloc(m->buf, cap)))
-			return btk_err(ENOMEM, "%s: out of memory growing to %llu bytes", dev->path,
-				       (unsigned long long)len);
-		m->buf = nb;
-		m->cap = cap;
-	}
+	if (btk_array_room_n(m->buf, (size_t)len, m->cap))
+		return btk_err(ENOMEM, "%s: out of memory growing to %llu bytes", dev->path,
+			       (unsigned long long)len);
 	if (len > m->len)
 		memset(m->buf + m->len, 0, (size_t)len - m->len);
 	m->len = (size_t)len;

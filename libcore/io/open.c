@@ -102,31 +102,19 @@ static int wrap(struct btk_dev **devp, const struct btk_dev_opts *o)
 	return 0;
 }
 
-/* Makes path when it is not there; *made tells whether this call made it (O_EXCL: a file
- * another process made at the same moment is theirs). */
-static int make_file(const char *path, bool *made)
-{
-	int fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-
-	*made = fd >= 0;
-	if (fd >= 0)
-		close(fd);
-	else if (errno != EEXIST)
-		return btk_err(errno, "%s: cannot create: %s", path, strerror(errno));
-	return 0;
-}
-
+/* A file this open made is removed while its lock is still held: nobody else has used it. */
 static void close_dev(struct btk_dev *dev, const char *path, bool made)
 {
-	btk_dev_close(dev);
 	if (made)
 		unlink(path);
+	btk_dev_close(dev);
 }
 
 int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk_dev **out)
 {
 	struct btk_dev_opts none = {0};
 	struct btk_dev *dev = NULL;
+	struct btk_lock *born = NULL;
 	bool made = false;
 	int ret;
 
@@ -137,15 +125,18 @@ int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk
 	if (!o->write) {
 		if ((ret = btk_dev_open(path, 0, &dev)))
 			return ret;
-	} else if ((o->create && (ret = make_file(path, &made))) ||
+	} else if ((o->create && (ret = btk_lock_create(path, 0644, &made, &born))) ||
 		   (ret = btk_dev_open(path, BTK_OPEN_WRITE, &dev)) || (ret = exclusive(&dev, o))) {
 		close_dev(dev, path, made);
+		btk_lock_drop(born);
 		return ret;
 	}
 	if ((ret = wrap(&dev, o))) {
 		close_dev(dev, path, made);
+		btk_lock_drop(born);
 		return ret;
 	}
+	btk_lock_drop(born); /* the handle holds the lock now */
 	dev->created = made;
 	*out = dev;
 	return 0;

@@ -232,8 +232,7 @@ static bool bg_find_block(struct btk_bg *bg, uint32_t ns, uint64_t *out)
 			e = bg->limit;
 
 		while (a + ns <= e) {
-			uint64_t rel = a - bg->start;
-			if (rel / BTK_STRIPE_LEN == (rel + ns - 1) / BTK_STRIPE_LEN) {
+			if (!btk_crosses_stripe(bg->start, a, ns)) {
 				*out = a;
 				return true;
 			}

@@ -138,3 +138,19 @@ int btk_chunk_remove(struct btk_trans *t, uint64_t logical)
 	w->mods++;
 	return 0;
 }
+
+int btk_bg_set_used(struct btk_trans *t, uint64_t logical, uint64_t used)
+{
+	struct btk_bg *bg = btk_bg_find(t->w, logical);
+
+	if (!bg || bg->start != logical)
+		return btk_err(ENOENT, "no block group at %llu", (unsigned long long)logical);
+	if (used > bg->len)
+		return btk_err(EINVAL, "block group %llu: used %llu past its length %llu",
+			       (unsigned long long)logical, (unsigned long long)used,
+			       (unsigned long long)bg->len);
+	bg->used = used;
+	bg->dirty = true;
+	t->w->mods++;
+	return 0;
+}

@@ -484,6 +484,21 @@ static int write_primary_erasing(struct btk_wfs *w, struct btk_dev *dev, const s
 	return ret;
 }
 
+int btk_trans_super_copy(struct btk_trans *t, int dev, int mirror, struct btk_super *out)
+{
+	struct btk_fs *fs = t->fs;
+	int ret;
+
+	if (dev < 0 || dev >= fs->ndevs || mirror < 0 || mirror >= BTK_SUPER_MIRRORS)
+		return btk_err(EINVAL, "no superblock copy %d of device %d", mirror, dev);
+	*out = fs->sb;
+	if ((ret = dev_item_of(t, fs->devs[dev].devid, out->dev_item)))
+		return ret;
+	btk_put64(out->bytenr, btk_super_offset(mirror));
+	btk_super_csum_fill(out);
+	return 0;
+}
+
 static int write_supers(struct btk_trans *t)
 {
 	struct btk_fs *fs = t->fs;
@@ -494,14 +509,12 @@ static int write_supers(struct btk_trans *t)
 		return btk_err(ENOMEM, "out of memory");
 	for (int i = 0; i < fs->ndevs && !ret; i++) {
 		struct btk_fs_dev *d = &fs->devs[i];
-		*copy = fs->sb;
-		ret = dev_item_of(t, d->devid, copy->dev_item);
 		for (int m = 0; !ret && m < BTK_SUPER_MIRRORS; m++) {
 			uint64_t off = btk_super_offset(m);
 			if (off + BTK_SUPER_SIZE > d->total_bytes)
 				break;
-			btk_put64(copy->bytenr, off);
-			btk_super_csum_fill(copy);
+			if ((ret = btk_trans_super_copy(t, i, m, copy)))
+				break;
 			if (!i && !m && t->w->erase_len)
 				ret = write_primary_erasing(t->w, d->dev, copy);
 			else
@@ -557,6 +570,11 @@ static int write_supers_held(struct btk_trans *t)
 
 int btk_trans_commit(struct btk_trans *t)
 {
+	return btk_trans_commit_verify(t, NULL, NULL);
+}
+
+int btk_trans_commit_verify(struct btk_trans *t, btk_trans_verify_fn verify, void *ctx)
+{
 	struct btk_wfs *w = t->w;
 	struct btk_fs *fs = t->fs;
 	int ret;
@@ -577,6 +595,9 @@ int btk_trans_commit(struct btk_trans *t)
 	/* every block must be stable before any superblock points at it */
 	if (!ret)
 		ret = flush_all(fs);
+	/* the new trees are on disk, reachable from no superblock yet: the caller may look */
+	if (!ret && verify)
+		ret = verify(ctx, t);
 	if (!ret)
 		ret = write_supers_held(t);
 	if (ret) {

@@ -74,6 +74,20 @@ int btk_trans_writeback(struct btk_trans *t, uint64_t limit);
 /* Writes everything and ends the transaction (t is freed, also on error). A transaction that
  * changed nothing writes nothing (the generation stays). */
 int btk_trans_commit(struct btk_trans *t);
+/* The same, with a look before the superblocks: once every new block is written and flushed
+ * (reachable from no superblock yet, so the old filesystem is still whole on disk), verify
+ * runs; when it returns non-zero (a negative errno) no superblock is written, the transaction
+ * ends as a failed commit (the filesystem object can no longer be written) and that value is
+ * returned. verify may read the devices and build the superblocks the commit would write
+ * (btk_trans_super_copy); it must not change the transaction. */
+typedef int (*btk_trans_verify_fn)(void *ctx, struct btk_trans *t);
+int btk_trans_commit_verify(struct btk_trans *t, btk_trans_verify_fn verify, void *ctx);
+/* Inside a verify callback: superblock copy `mirror` of device index `dev` (fs->devs order)
+ * exactly as the commit will write it (its device item, bytenr and checksum). -EINVAL. */
+int btk_trans_super_copy(struct btk_trans *t, int dev, int mirror, struct btk_super *out);
+/* Repair: sets the used bytes of the block group at logical (its item at commit; changes of
+ * this transaction count on from there). -ENOENT no such block group. */
+int btk_bg_set_used(struct btk_trans *t, uint64_t logical, uint64_t used);
 /* How many commits this process has made (their superblocks written and flushed). The
  * superblocks of a commit go out with SIGINT, SIGTERM and SIGHUP held, so that a signal
  * handler reading this (it is async-signal-safe) sees a commit whole or not at all. */

@@ -222,9 +222,9 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 		    check_expect(b, chk, why, sizeof(why)))
 			continue;
 		b->mirror = mirror;
-		if (mirror)
-			btk_warn("tree block %llu: copy %d used (%s)", (unsigned long long)bytenr,
-				 mirror + 1, why);
+		if (mirror) /* why is the last bad copy's: the one just before */
+			btk_warn("tree block %llu: copy %d is bad (%s), copy %d used",
+				 (unsigned long long)bytenr, mirror, why, mirror + 1);
 		*out = b;
 		return 0;
 	}

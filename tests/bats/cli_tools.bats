@@ -324,3 +324,134 @@ json_fails() {
 	btk_run 60 "$B/btk-image" stat "$img" /
 	[ "$status" = 0 ]
 }
+
+# what bash would offer after the words given (the last one is being completed)
+complete_words() {
+	bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(($# - 1)); _btk
+		printf "%s\n" "${COMPREPLY[@]}"' _ "$BTK_ROOT/completion/btk.bash" "$@"
+}
+
+@test "bash completion: every tool's options and verbs, read from its --help" {
+	PATH="$BTK_BUILD/bin:$PATH"
+	local t
+	for t in mkfs fsck convert resize owner debug image; do
+		complete_words "btk-$t" --vers | grep -qx -- --version || { echo "btk-$t" >&2; false; }
+	done
+	complete_words btk-mkfs --roo | grep -qx -- --rootdir
+	complete_words btk-fsck --check-d | grep -qx -- --check-data-csum
+	[ "$(complete_words btk-image sn)" = snapshot ]
+	complete_words btk-image "" | grep -qx restore
+	complete_words btk-debug "" | grep -qx tree
+	complete_words btk-image ls - | grep -qx -- --recursive
+	# files otherwise
+	touch "$D/some.img"
+	complete_words btk-fsck "$D/some" | grep -qx "$D/some.img"
+}
+
+@test "-h is --help in every tool and every verb: exit 0, the usage on stdout" {
+	local t v
+	for t in mkfs fsck convert resize owner debug image; do
+		require_btk $t
+		run "$B/btk-$t" -h
+		[ "$status" -eq 0 ] && [[ "${lines[0]}" == [Uu]"sage: btk-$t"* ]] || { echo "$t: $output"; false; }
+	done
+	for v in ls get put dump restore snapshot; do
+		run "$B/btk-image" "$v" -h
+		[ "$status" -eq 0 ] && [[ "$output" == *"Usage: btk-image $v"* ]] || { echo "$v: $output"; false; }
+	done
+	for v in super tree stats; do
+		run "$B/btk-debug" "$v" -h
+		[ "$status" -eq 0 ] && [[ "$output" == *"Usage: btk-debug $v"* ]] || { echo "$v: $output"; false; }
+	done
+}
+
+@test "a bad option value: exit 2 (btk-fsck: 16, fsck(8)'s usage code), one line naming the option or value, nothing written" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	local before row code
+	before=$(sha256sum <"$D/t.img")
+	while IFS='|' read -r code row; do
+		# shellcheck disable=SC2086
+		run $row
+		[ "$status" -eq "$code" ] || { echo "$row: exit $status, not $code: $output" >&2; false; }
+		[ "${#lines[@]}" -eq 1 ] || { echo "$row: $output" >&2; false; }
+	done <<ROWS
+2|$B/btk-mkfs -b 12q $D/t.img
+2|$B/btk-mkfs -m raid7 $D/t.img
+2|$B/btk-mkfs -d raid7 $D/t.img
+2|$B/btk-mkfs --csum md5 $D/t.img
+2|$B/btk-mkfs -U notauuid $D/t.img
+2|$B/btk-mkfs -O nosuch $D/t.img
+2|$B/btk-mkfs -r $D --slack 12q $D/t.img
+2|$B/btk-convert --csum md5 $D/t.img
+2|$B/btk-convert -N 12q $D/t.img
+2|$B/btk-resize 12q $D/t.img
+2|$B/btk-owner --block-size 3x $D/t.img 0
+2|$B/btk-debug tree --tree nosuch $D/t.img
+2|$B/btk-debug tree --block zz $D/t.img
+2|$B/btk-image chmod $D/t.img 9999 /
+2|$B/btk-image dump -c 99 $D/t.img $D/d
+16|$B/btk-fsck --cache-mb zz $D/t.img
+ROWS
+	[ "$(sha256sum <"$D/t.img")" = "$before" ]
+	[ ! -e "$D/d" ]
+}
+
+@test "errors name each context once: TOOL: DEVICE: what: why" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	run "$B/btk-fsck" "$D/missing.img"
+	[ "$status" -eq 8 ]
+	[ "${lines[-1]}" = "btk-fsck: $D/missing.img: cannot open: No such file or directory" ] ||
+		{ echo "$output" >&2; false; }
+	run "$B/btk-debug" tree --block 12345 "$D/t.img"
+	[ "$output" = "btk-debug: $D/t.img: tree block 12345: not aligned to sectorsize 4096" ] ||
+		{ echo "$output" >&2; false; }
+}
+
+@test "progress: one shape; plain lines (no CR, no escape) to a file or with TERM=dumb; no rate before it is known" {
+	require_btk resize
+	"$B/btk-mkfs" -q -b 512m "$D/r.img"
+	head -c 6M /dev/urandom >"$D/big"
+	"$B/btk-image" put "$D/r.img" "$D/big" /big >/dev/null
+	"$B/btk-resize" --progress -M "$D/r.img" >/dev/null 2>"$D/err"
+	grep -Eq '^btk-resize: moving [0-9.]+[KMG]iB/[0-9.]+[KMG]iB' "$D/err" || { cat -A "$D/err" >&2; false; }
+	! grep -q $'\r' "$D/err" && ! grep -q $'\e' "$D/err"
+	# a job that ends within its first second shows no rate and no ETA (it would be noise)
+	! grep -Eq '/s|ETA' "$D/err"
+	if command -v script >/dev/null; then
+		TERM=dumb script -qec "$B/btk-fsck -p $D/r.img" /dev/null >"$D/tty" </dev/null
+		grep -q 'btk-fsck: checking' "$D/tty" && ! grep -q $'\e' "$D/tty" || { cat -A "$D/tty" >&2; false; }
+	fi
+}
+
+@test "did you mean: a mistyped long option or verb gets the nearest one, exit 2, one line" {
+	run "$B/btk-mkfs" --lable x "$D/a.img"
+	[ "$status" -eq 2 ] && [ "$output" = "btk-mkfs: --lable: unknown option (did you mean --label?)" ]
+	run "$BTK_BUILD/bin/btk-image" snapshop "$D/a.img" / /s
+	[ "$status" -eq 2 ] && [ "$output" = "btk-image: snapshop: unknown verb (did you mean snapshot?)" ]
+	run "$B/btk-debug" tre "$D/a.img"
+	[ "$status" -eq 2 ] && [[ "$output" == *"(did you mean tree?)" ]]
+	run "$B/btk-mkfs" --bogus "$D/a.img"
+	[ "$status" -eq 2 ] && [ "$output" = "btk-mkfs: --bogus: unknown option" ]
+	[ ! -e "$D/a.img" ]
+}
+
+@test "btk-owner -f PATH (a list that is not there) points to --file" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	run "$B/btk-owner" -f /hello "$D/t.img"
+	[ "$status" -eq 2 ] && [ "${#lines[@]}" -eq 1 ] && [[ "$output" == *"--file PATH"* ]] ||
+		{ echo "$output" >&2; false; }
+}
+
+@test "man pages render without a warning (man, groff -ww) and JSON keys keep their quotes" {
+	require_tool groff
+	local f w
+	for f in "$BTK_ROOT"/man/*.[78]; do
+		w=$(groff -ww -man -Tutf8 -z "$f" 2>&1)
+		[ -z "$w" ] || { echo "$f: $w" >&2; false; }
+		w=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings=w -l "$f" 2>&1 >/dev/null)
+		[ -z "$w" ] || { echo "$f: $w" >&2; false; }
+	done
+	MANWIDTH=200 man -l "$BTK_ROOT/man/btk-owner.8" 2>/dev/null >"$D/owner.txt"
+	grep -q '{"file", "root", "inode", "size", "extents"' "$D/owner.txt"
+	grep -q '"logical": null' "$D/owner.txt"
+}

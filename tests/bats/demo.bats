@@ -59,6 +59,14 @@ check_demo_output() {
 	grep -q '^[0-9]* data devid=1 .*path=/docs/numbers.txt$' "$BTK_OUT"
 	grep -q '^superblock: bytenr=65536' "$BTK_OUT"
 	grep -q '^FS_TREE ' "$BTK_OUT"
+	# files in and out, a snapshot, a shrink, a dump restored, ext4 there and back
+	grep -qx 'same' "$BTK_OUT"
+	grep -q '^devid 1: resized from ' "$BTK_OUT"
+	[ "$(grep -c 'no error found' "$BTK_OUT")" -ge 2 ]
+	grep -q '^ext.img: converted to btrfs ' "$BTK_OUT"
+	grep -qx 'hello from btk' "$BTK_OUT"
+	grep -q '^ext.img: rolled back' "$BTK_OUT"
+	grep -qx 'ext4' "$BTK_OUT"
 	grep -q '^demo: done' "$BTK_OUT"
 }
 
@@ -96,7 +104,7 @@ require_clone() {
 # the binaries make demo needs, as make names them in the clone
 clone_bins() {
 	local t
-	for t in mkfs fsck owner debug; do echo "$B/bin/btk-$t"; done
+	for t in mkfs fsck owner debug image resize convert; do echo "$B/bin/btk-$t"; done
 }
 
 @test "make demo: a fresh clone runs it without btrfs-progs on PATH, as root" {
@@ -114,8 +122,23 @@ clone_bins() {
 	for t in mkfs fsck owner debug convert resize image; do
 		"$D/stage/usr/local/bin/btk-$t" --version | grep -q "^btk-$t "
 		[ -f "$D/stage/usr/local/share/man/man8/btk-$t.8" ]
+		[ -f "$D/stage/usr/local/share/bash-completion/completions/btk-$t" ]
 	done
 	[ -f "$D/stage/usr/local/share/man/man7/btk.7" ]
+	# and make uninstall takes back every file it put there
+	btk_run 60 make -s uninstall B="$B" PREFIX=/usr/local DESTDIR="$D/stage"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	[ -z "$(find "$D/stage" -type f)" ] || { find "$D/stage" -type f >&2; false; }
+}
+
+@test "make: the tools (make, make install) build without libcmocka; only the tests link it" {
+	cd "$BTK_ROOT"
+	# what a plain make would run in an empty build folder
+	make -n -B B="$D/nob" tools >"$D/plan"
+	grep -q 'btk-mkfs' "$D/plan"
+	! grep -q cmocka "$D/plan" || { grep cmocka "$D/plan" >&2; false; }
+	! grep -qw libcmocka-dev <(sed -n '/^build_pkgs=/,/"$/p' scripts/deps.sh)
+	make -n -B B="$D/nob" build | grep -q cmocka
 }
 
 @test "make demo: a fresh clone runs it without btrfs-progs on PATH, as an unprivileged user" {

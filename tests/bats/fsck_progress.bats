@@ -22,10 +22,10 @@ setup() {
 	btk_pty "$D/pty" "$FSCK" "$D/d.img"
 	[ "$status" -eq 0 ] || { cat -A "$D/pty" >&2; false; }
 	cat -A "$D/pty" >&2
-	# one drawing per phase, each "\rchecking PHASE...\e[K"
+	# one drawing per phase, each "\rbtk-fsck: checking PHASE...\e[K"
 	local p
 	for p in superblocks trees extents csums; do
-		grep -q $'\rchecking '"$p"$'\\.\\.\\.[^\r]*\e\\[K' "$D/pty"
+		grep -q $'\rbtk-fsck: checking '"$p"$'\\.\\.\\.[^\r]*\e\\[K' "$D/pty"
 	done
 	# no newline on the terminal: the line is redrawn, then wiped (the last bytes \r\e[K)
 	[ "$(grep -c . "$D/pty")" -eq 1 ]
@@ -42,7 +42,7 @@ setup() {
 	[ "$status" -eq 4 ] || { cat -A "$D/pty" >&2; false; }
 	cat -A "$D/pty" >&2
 	# the terminal, with each progress drawing and its wipe taken out, reads as the piped output
-	tr -d '\r' <"$D/pty" | sed -E 's/checking [a-z ]+\.\.\.( [0-9]+%)?\x1b\[K//g; s/\x1b\[K//g' \
+	tr -d '\r' <"$D/pty" | sed -E 's/btk-fsck: checking [a-z ]+\.\.\.( [0-9]+%)?\x1b\[K//g; s/\x1b\[K//g' \
 		>"$D/seen"
 	btk_run 60 "$FSCK" "$D/c.img"
 	[ "$status" -eq 4 ]
@@ -63,7 +63,8 @@ setup() {
 		{ cat -A "$D/pty" >&2; false; }
 	btk_run 60 "$FSCK" "$D/d.img"
 	[ "$status" -eq 0 ] && [ ! -s "$BTK_ERR" ] || { cat -A "$BTK_ERR" >&2; false; }
-	# -p asks for it on a pipe
+	# -p asks for it on a pipe: whole lines, nothing redrawn
 	btk_run 60 "$FSCK" -p "$D/d.img"
-	[ "$status" -eq 0 ] && grep -q $'\rchecking trees\\.\\.\\.' "$BTK_ERR"
+	[ "$status" -eq 0 ] && grep -qx 'btk-fsck: checking trees\.\.\.' "$BTK_ERR"
+	! grep -q $'\r' "$BTK_ERR" && ! grep -q $'\e' "$BTK_ERR"
 }

@@ -238,6 +238,26 @@ EOF
 	same_trees --sanitized --absent "$D/d.img" --absent "$D/r.img" "${FS[@]}" -- "$D/r.img"
 }
 
+@test "image: -s gives two names with one crc32c two new names: unique, hash-consistent, absent" {
+	mkdir -p "$D/src/c"
+	python3 "$BTK_ROOT/tests/lib/crc_pair.py" "$D/src/c" >"$D/pair"
+	for i in 1 2 3; do : >"$D/src/c/other-name-$i"; done
+	truncate -s 128M "$D/fs.img"
+	"$MKFS" -q -r "$D/src" "$D/fs.img"
+	check_clean "$D/fs.img"
+	btk_run 60 "$IMG" dump -s -c 0 "$D/fs.img" "$D/d.img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	# stored (-c 0): an original name would be found as it is
+	while read -r name; do ! grep -qaF "$name" "$D/d.img" || { echo "$name in the dump" >&2; false; }; done <"$D/pair"
+	btk_run 60 "$IMG" restore "$D/d.img" "$D/r.img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	check_clean "$D/r.img"
+	btk_run 60 "$IMG" ls "$D/r.img" /c
+	[ "$status" = 0 ] || { show_err; return 1; }
+	[ "$(wc -l <"$BTK_OUT")" = 5 ] && [ "$(sort -u "$BTK_OUT" | wc -l)" = 5 ] || { cat "$BTK_OUT" >&2; false; }
+	! grep -qFf "$D/pair" "$BTK_OUT"
+}
+
 @test "image: --data: a v1 dump restores a complete filesystem, files read back byte-equal" {
 	make_fs dd 2 -m raid1 -d raid1
 	btk_run 60 "$IMG" dump --data --json -c 3 "${FS[@]}" "$D/d.img"

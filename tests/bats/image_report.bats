@@ -44,8 +44,8 @@ ends_wiped() {
 	btk_pty "$D/pty" "$IMG" dump -c 1 "$D/fs.img" "$D/d.img"
 	[ "$status" -eq 0 ] || { cat -A "$D/pty" >&2; false; }
 	cat -A "$D/pty" >&2
-	grep -q $'\rfinding tree blocks: [0-9.]*[KM]iB\e\\[K' "$D/pty"
-	grep -q $'\rdumping: [0-9.]*[KM]iB of [0-9.]*MiB\e\\[K' "$D/pty"
+	grep -q $'\rbtk-image[a-z ]*: finding tree blocks [0-9.]*[KM]iB[^\r]*\e\\[K' "$D/pty"
+	grep -q $'\rbtk-image[a-z ]*: dumping [0-9.]*[KM]iB/[0-9.]*MiB[^\r]*\e\\[K' "$D/pty"
 	ends_wiped "$D/pty"
 	cp "$D/stdout" "$D/pty-stdout"
 	btk_run 60 "$IMG" dump -c 1 "$D/fs.img" "$D/d.img"
@@ -54,7 +54,7 @@ ends_wiped() {
 
 	btk_pty "$D/pty" "$IMG" restore "$D/d.img" "$D/r.img"
 	[ "$status" -eq 0 ] || { cat -A "$D/pty" >&2; false; }
-	grep -qE $'\rrestoring: item [0-9]+ of [0-9]+\e\\[K' "$D/pty"
+	grep -qE $'\rbtk-image[a-z ]*: restoring [0-9,]+/[0-9,]+ items[^\r]*\e\\[K' "$D/pty"
 	ends_wiped "$D/pty"
 	grep -q "restored onto 1 device" "$D/stdout"
 	rm "$D/r.img"

@@ -132,15 +132,15 @@ EOF
 	H=$(sha "$D/x.img")
 	refused_unchanged "$D/x.img" -m raid1 "$D/x.img"
 	refused_unchanged "$D/x.img" -d raid6 "$D/x.img"
-	refused_unchanged "$D/x.img" -O nosuchfeature "$D/x.img"
+	REFUSED_CODE=2 refused_unchanged "$D/x.img" -O nosuchfeature "$D/x.img"
 	refused_unchanged "$D/x.img" -n 3000 "$D/x.img"
 	refused_unchanged "$D/x.img" -n 131072 "$D/x.img"
-	refused_unchanged "$D/x.img" --csum md5 "$D/x.img"
-	refused_unchanged "$D/x.img" -d raid7 "$D/x.img"
+	REFUSED_CODE=2 refused_unchanged "$D/x.img" --csum md5 "$D/x.img"
+	REFUSED_CODE=2 refused_unchanged "$D/x.img" -d raid7 "$D/x.img"
 	refused_unchanged "$D/x.img" -b 50M "$D/x.img"
 	refused_unchanged "$D/x.img" -b 1G "$D/x.img" # larger than the file
 	refused_unchanged "$D/x.img" -M -n 16384 "$D/x.img"
-	refused_unchanged "$D/x.img" -U not-a-uuid "$D/x.img"
+	REFUSED_CODE=2 refused_unchanged "$D/x.img" -U not-a-uuid "$D/x.img"
 	refused_unchanged "$D/x.img" "$D/x.img" "$D/x.img"
 	btk_run 10 "$MKFS" "$D/missing.img"
 	[ "$status" -eq 1 ] && [ ! -e "$D/missing.img" ]

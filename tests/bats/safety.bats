@@ -259,7 +259,7 @@ chunks() {
 	btk_run 60 "$FSCK" "$D/m.img"
 	[ "$status" -eq 0 ] || { show_err; false; }
 	btk_run 60 "$MKFS" -r "$D/src" --slack 0 "$D/z.img"
-	[ "$status" -eq 1 ] && grep -q "invalid size 0" "$BTK_ERR" && [ ! -e "$D/z.img" ]
-	btk_run 60 "$MKFS" -b 1G --slack 1M "$D/z.img"
-	[ "$status" -eq 1 ] && [ ! -e "$D/z.img" ]
+	[ "$status" -eq 2 ] && grep -q "invalid size 0" "$BTK_ERR" && [ ! -e "$D/z.img" ]
+	btk_run 60 "$MKFS" -b 1G --slack 1M "$D/z.img" # --slack without --rootdir: a usage error
+	[ "$status" -eq 2 ] && [ ! -e "$D/z.img" ]
 }

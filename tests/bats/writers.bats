@@ -226,13 +226,11 @@ locked_refused() {
 	check_clean fs.img
 }
 
-@test "writers: two mkfs making one new image file at once: never both, a made image whole, nothing half-made left" {
-	# Both may refuse: the second can open the new, still empty file and take its lock before
-	# its creator does, find it too small for -b and refuse, and the creator, refused by that
-	# lock, removes the file it made. Nothing is lost either way; exactly one winner would need
-	# the file created locked (O_TMPFILE, then linkat): a later change.
+@test "writers: two mkfs making one new image file at once: exactly one makes it, the other refuses in one line" {
+	# The file is locked before it has a name (O_TMPFILE, then linkat): the other mkfs finds it
+	# locked, or already made and holding a btrfs, and refuses; it never removes or writes it.
 	local round
-	for round in 1 2 3 4 5 6; do
+	for round in 1 2 3 4 5 6 7 8; do
 		rm -f new.img
 		"$MKFS" -q -L one -b 256m new.img 2>"$D/1.err" &
 		local p1=$!
@@ -242,18 +240,14 @@ locked_refused() {
 		wait "$p1" || r1=$?
 		wait "$p2" || r2=$?
 		[ "$r1" -ne 0 ] || [ "$r2" -ne 0 ] || { echo "round $round: both made it" >&2; return 1; }
-		local f
-		for f in 1 2; do
-			[ "$f" = 1 ] && [ "$r1" -eq 0 ] && continue
-			[ "$f" = 2 ] && [ "$r2" -eq 0 ] && continue
-			[ "$(wc -l <"$D/$f.err")" -eq 1 ] || { cat "$D/$f.err" >&2; return 1; }
-		done
-		if [ "$r1" -ne 0 ] && [ "$r2" -ne 0 ]; then
-			[ ! -e new.img ] || { echo "round $round: both refused, a file left" >&2; return 1; }
-			continue
-		fi
-		local won=one
-		[ "$r2" -eq 0 ] && won=two
+		[ "$r1" -eq 0 ] || [ "$r2" -eq 0 ] || {
+			echo "round $round: both refused" >&2
+			cat "$D/1.err" "$D/2.err" >&2
+			return 1
+		}
+		local won=one lost=2
+		[ "$r2" -eq 0 ] && won=two lost=1
+		[ "$(wc -l <"$D/$lost.err")" -eq 1 ] || { cat "$D/$lost.err" >&2; return 1; }
 		[ -e new.img ] || { echo "round $round: the made file was removed" >&2; return 1; }
 		btrfs filesystem label new.img | grep -qx "$won" || { echo "round $round: not $won's" >&2; return 1; }
 		check_clean new.img

@@ -25,6 +25,7 @@
 #include "volumes/super.h"
 #include "tree/cache.h"
 #include "tree/tree.h"
+#include "trans/trans.h"
 #include "volumes/volumes.h"
 
 /* the subvolume tree that fs-tree kinds corrupt (-t ID) */
@@ -1572,6 +1573,263 @@ static int k_reloc_inode(struct btk_fs *fs, const char *n)
 	return ret;
 }
 
+/* ---- fields only btrfs check, the kernel or nobody looked at ---- */
+
+/* A chunk item (not SYSTEM: those are in the superblock's array too) of type `type_bit`. */
+static bool match_chunk_type(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
+			     uint32_t sz, int slot, void *arg)
+{
+	(void)fs, (void)slot;
+	return k->type == BTRFS_CHUNK_ITEM_KEY && sz >= sizeof(struct btrfs_chunk) &&
+	       (BTK_GET(struct btrfs_chunk, p, type) & *(const uint64_t *)arg);
+}
+static int chunk_field(struct btk_fs *fs, const char *n, size_t field, int width, int64_t delta)
+{
+	uint64_t type = BTRFS_BLOCK_GROUP_DATA;
+	struct target t;
+	int ret = find_item(fs, BTRFS_CHUNK_TREE_OBJECTID, NULL, match_chunk_type, &type, &t);
+	return ret ? ret : apply(fs, &t, OP_ADD, field, width, delta, n);
+}
+static int k_chunk_sector(struct btk_fs *fs, const char *n)
+{
+	return chunk_field(fs, n, offsetof(struct btrfs_chunk, sector_size), 4, fs->sectorsize);
+}
+static int k_chunk_dev_uuid(struct btk_fs *fs, const char *n)
+{
+	return chunk_field(
+	    fs, n, offsetof(struct btrfs_chunk, stripe) + offsetof(struct btrfs_stripe, dev_uuid),
+	    1, 1);
+}
+static int dev_item_field(struct btk_fs *fs, const char *n, size_t field)
+{
+	struct want w = {.type = BTRFS_DEV_ITEM_KEY, .file_extent_type = -1};
+	struct btk_key from = {BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY, 0};
+	return k_simple(fs, n, BTRFS_CHUNK_TREE_OBJECTID, &w, &from, OP_ADD, field, 1, 1);
+}
+static int k_dev_item_uuid(struct btk_fs *fs, const char *n)
+{
+	return dev_item_field(fs, n, offsetof(struct btrfs_dev_item, uuid));
+}
+static int k_dev_item_fsid(struct btk_fs *fs, const char *n)
+{
+	return dev_item_field(fs, n, offsetof(struct btrfs_dev_item, fsid));
+}
+static int root_item_field(struct btk_fs *fs, const char *n, size_t field, int width, int64_t delta)
+{
+	struct want w = {.type = BTRFS_ROOT_ITEM_KEY, .objectid = fs_tree, .file_extent_type = -1};
+	struct btk_key from = {fs_tree, BTRFS_ROOT_ITEM_KEY, 0};
+	return k_simple(fs, n, BTRFS_ROOT_TREE_OBJECTID, &w, &from, OP_ADD, field, width, delta);
+}
+static int k_fs_root_refs(struct btk_fs *fs, const char *n)
+{
+	return root_item_field(fs, n, offsetof(struct btrfs_root_item, refs), 4, -1);
+}
+static int k_root_dirid(struct btk_fs *fs, const char *n)
+{
+	return root_item_field(fs, n, offsetof(struct btrfs_root_item, root_dirid), 8, 1);
+}
+static int k_bg_chunk_objectid(struct btk_fs *fs, const char *n)
+{
+	struct want w = {.type = BTRFS_BLOCK_GROUP_ITEM_KEY, .file_extent_type = -1};
+	uint64_t tree = btk_le64(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE
+			    ? BTRFS_BLOCK_GROUP_TREE_OBJECTID
+			    : BTRFS_EXTENT_TREE_OBJECTID;
+	return k_simple(fs, n, tree, &w, NULL, OP_ADD,
+			offsetof(struct btrfs_block_group_item, chunk_objectid), 8, 1);
+}
+static int k_root_dir_ref(struct btk_fs *fs, const char *n)
+{
+	struct want w = {.type = BTRFS_INODE_REF_KEY, .objectid = 256, .file_extent_type = -1};
+	return k_simple(fs, n, fs_tree, &w, &from256, OP_ADD,
+			offsetof(struct btrfs_inode_ref, index), 8, 1);
+}
+/* An inode item of mode type `ifmt` with 0 < size < a sector (inline data). */
+static bool match_small_inode(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p,
+			      uint32_t sz, int slot, void *arg)
+{
+	(void)slot;
+	if (k->type != BTRFS_INODE_ITEM_KEY || sz < sizeof(struct btrfs_inode_item))
+		return false;
+	uint64_t size = BTK_GET(struct btrfs_inode_item, p, size);
+	return (BTK_GET(struct btrfs_inode_item, p, mode) & S_IFMT) == *(const uint32_t *)arg &&
+	       size > 1 && size < fs->sectorsize;
+}
+static int small_inode_size(struct btk_fs *fs, const char *n, uint32_t ifmt, int64_t delta)
+{
+	struct target t;
+	int ret = find_item(fs, fs_tree, &from256, match_small_inode, &ifmt, &t);
+	return ret ? ret
+		   : apply(fs, &t, OP_ADD, offsetof(struct btrfs_inode_item, size), 8, delta, n);
+}
+static int k_symlink_size(struct btk_fs *fs, const char *n)
+{
+	return small_inode_size(fs, n, S_IFLNK, 1);
+}
+static int k_isize_inline(struct btk_fs *fs, const char *n)
+{
+	return small_inode_size(fs, n, S_IFREG, -1);
+}
+static int k_fe_disk_len(struct btk_fs *fs, const char *n)
+{
+	/* one file extent's disk_num_bytes a sector more than its extent's */
+	struct want w = {.type = BTRFS_EXTENT_DATA_KEY, .file_extent_type = BTRFS_FILE_EXTENT_REG};
+	return k_simple(fs, n, fs_tree, &w, &from256, OP_ADD,
+			offsetof(struct btrfs_file_extent_item, disk_num_bytes), 8, fs->sectorsize);
+}
+
+/* Edits the header of the fs tree's (-t) first leaf; checksum fixed, every copy. */
+static int leaf_header(struct btk_fs *fs, const char *n, void (*edit)(struct btk_header *h))
+{
+	uint64_t leaf;
+	uint8_t *buf;
+	int ret = fs_leaf(fs, &leaf);
+
+	if (ret)
+		return ret;
+	if (!(buf = malloc(fs->nodesize)))
+		return -ENOMEM;
+	ret = btk_read_logical(fs, leaf, buf, fs->nodesize);
+	if (!ret) {
+		edit((struct btk_header *)buf);
+		ret = write_block(fs, leaf, buf);
+	}
+	free(buf);
+	if (!ret)
+		printf("%s: leaf %llu header changed\n", n, (unsigned long long)leaf);
+	return ret;
+}
+static void edit_flags(struct btk_header *h)
+{
+	btk_put64(h->flags, btk_le64(h->flags) & ~BTK_HEADER_FLAG_WRITTEN);
+}
+static void edit_chunk_uuid(struct btk_header *h)
+{
+	h->chunk_tree_uuid[5] ^= 0x5a;
+}
+static void edit_owner(struct btk_header *h)
+{
+	/* another subvolume id: an owner the walker takes, the back references do not name */
+	btk_put64(h->owner, btk_le64(h->owner) + 1000);
+}
+static int k_tb_flags(struct btk_fs *fs, const char *n)
+{
+	return leaf_header(fs, n, edit_flags);
+}
+static int k_tb_chunk_uuid(struct btk_fs *fs, const char *n)
+{
+	return leaf_header(fs, n, edit_chunk_uuid);
+}
+static int k_tb_owner(struct btk_fs *fs, const char *n)
+{
+	return leaf_header(fs, n, edit_owner);
+}
+
+/* Superblock copy 1 (64 MiB) of the first device gets another label, generation kept. */
+static int k_super_copy(struct btk_fs *fs, const char *n)
+{
+	struct btk_super_copy copies[BTK_SUPER_MIRRORS];
+	struct btk_dev *dev = fs->devs[0].dev;
+	int ret = btk_super_read_all(dev, copies);
+
+	if (ret < 0)
+		return ret;
+	if (!copies[1].valid)
+		return btk_err(ENOENT, "no valid superblock copy 1");
+	copies[1].sb.label[0] ^= 0x20;
+	btk_super_csum_fill(&copies[1].sb);
+	ret = btk_dev_write(dev, &copies[1].sb, sizeof(copies[1].sb), copies[1].offset);
+	if (!ret)
+		printf("%s: superblock copy 1 label changed, generation kept\n", n);
+	return ret;
+}
+
+/* A FREE_SPACE_INFO and a bitmap of one free run for a block group past every chunk. */
+static int k_fst_ghost(struct btk_fs *fs, const char *n)
+{
+	const struct btk_chunk *last = fs->chunks[fs->nchunks - 1];
+	uint64_t start = last->logical + last->length + (1 << 20), len = 1 << 20;
+	struct btk_key ik = {start, BTRFS_FREE_SPACE_INFO_KEY, len};
+	struct btk_key bk = {start, BTRFS_FREE_SPACE_BITMAP_KEY, len};
+	uint32_t bits = (uint32_t)(len / fs->sectorsize);
+	uint8_t info[sizeof(struct btrfs_free_space_info)] = {0}, *bm = calloc(bits / 8, 1);
+	struct btk_root rt;
+	struct btk_path p;
+	struct btk_key k = {UINT64_MAX, 0, 0};
+	uint8_t *buf = malloc(fs->nodesize);
+	int ret = bm && buf ? btk_root_find(fs, BTRFS_FREE_SPACE_TREE_OBJECTID, &rt) : -ENOMEM;
+
+	if (!ret) {
+		/* the last leaf: the new keys sort after every other */
+		btk_path_init(&p);
+		ret = btk_search_ge(fs, &rt, &k, &p);
+		if (ret >= 0 && p.nodes[0]) {
+			uint64_t leaf = p.nodes[0]->bytenr;
+			btk_path_release(&p);
+			memset(bm, 0xff, bits / 8);
+			BTK_PUT(struct btrfs_free_space_info, info, extent_count, 1);
+			BTK_PUT(struct btrfs_free_space_info, info, flags,
+				BTRFS_FREE_SPACE_USING_BITMAPS);
+			ret = btk_read_logical(fs, leaf, buf, fs->nodesize);
+			if (!ret)
+				ret = leaf_insert_sorted(fs, buf, &ik, info, sizeof(info));
+			if (!ret)
+				ret = leaf_insert_sorted(fs, buf, &bk, bm, bits / 8);
+			if (!ret)
+				ret = write_block(fs, leaf, buf);
+			if (!ret)
+				printf("%s: free space info and bitmap for [%llu, +%llu), no block "
+				       "group\n",
+				       n, (unsigned long long)start, (unsigned long long)len);
+		} else {
+			btk_path_release(&p);
+			ret = ret < 0 ? ret : -ENOENT;
+		}
+	}
+	free(bm);
+	free(buf);
+	return ret;
+}
+
+/* ---- valid but unusual layouts (false alarm tests) ---- */
+
+/* Adds an empty SINGLE data chunk of 1 MiB + 4 KiB after the last chunk (logical and
+ * physical): a valid chunk whose end is not 64 KiB aligned, so that the next chunk the kernel
+ * allocates (at the end of the last) starts unaligned, as after btrfs-convert and a balance. */
+static int k_chunk_tail(struct btk_fs *fs, const char *n)
+{
+	uint64_t logical = 0, physical = 1 << 20, len = (1 << 20) + fs->sectorsize;
+	struct btk_wfs *w;
+	struct btk_trans *t;
+	int ret;
+
+	for (int i = 0; i < fs->nchunks; i++) {
+		const struct btk_chunk *ch = fs->chunks[i];
+		uint64_t ssz = btk_chunk_stripe_len(ch);
+		if (ch->logical + ch->length > logical)
+			logical = ch->logical + ch->length;
+		for (int s = 0; s < ch->num_stripes; s++)
+			if (ch->stripes[s].devid == fs->devs[0].devid &&
+			    ch->stripes[s].offset + ssz > physical)
+				physical = ch->stripes[s].offset + ssz;
+	}
+	physical = (physical + (1 << 20) - 1) & ~((uint64_t)(1 << 20) - 1);
+	ret = btk_write_open(fs, 0, &w);
+	if (ret)
+		return ret;
+	ret = btk_trans_start(w, &t);
+	if (!ret) {
+		ret = btk_chunk_add_fixed(t, BTRFS_BLOCK_GROUP_DATA, logical, physical, len);
+		int r2 = btk_trans_commit(t);
+		ret = ret ? ret : r2;
+	}
+	btk_write_close(w);
+	if (!ret)
+		printf("%s: data chunk [%llu, +%llu) at physical %llu\n", n,
+		       (unsigned long long)logical, (unsigned long long)len,
+		       (unsigned long long)physical);
+	return ret;
+}
+
 static const struct kind kinds[] = {
     {"nlink", "a regular file's nlink + 1", k_nlink},
     {"nbytes", "a regular file's nbytes + 4096", k_nbytes},
@@ -1627,6 +1885,28 @@ static const struct kind kinds[] = {
      k_no_balance},
     {"reloc-inode", "a data reloc inode and its orphan item (a relocation stopped early)",
      k_reloc_inode},
+    {"chunk-sector", "a data chunk item's sector_size twice the filesystem's", k_chunk_sector},
+    {"chunk-dev-uuid", "a data chunk's first stripe names another device uuid", k_chunk_dev_uuid},
+    {"dev-item-uuid", "the first DEV_ITEM's device uuid changed", k_dev_item_uuid},
+    {"dev-item-fsid", "the first DEV_ITEM's fsid changed", k_dev_item_fsid},
+    {"fs-root-refs", "the fs tree's (-t) root item refs - 1 (0 for a live tree)", k_fs_root_refs},
+    {"root-dirid", "the fs tree's (-t) root item root_dirid + 1", k_root_dirid},
+    {"bg-chunk-objectid", "a block group item's chunk_objectid + 1", k_bg_chunk_objectid},
+    {"root-dir-ref", "the top directory's INODE_REF (\"..\") index + 1", k_root_dir_ref},
+    {"symlink-size", "a symlink's size + 1", k_symlink_size},
+    {"isize-inline", "a small (inline) regular file's size - 1", k_isize_inline},
+    {"fe-disk-len", "a regular file extent's disk_num_bytes + a sector (-t: in that tree)",
+     k_fe_disk_len},
+    {"tb-flags", "the fs tree's first leaf without the WRITTEN header flag", k_tb_flags},
+    {"tb-chunk-uuid", "the fs tree's first leaf: a byte of its chunk tree uuid changed",
+     k_tb_chunk_uuid},
+    {"tb-owner", "the fs tree's first leaf's header owner + 1000 (a subvolume id)", k_tb_owner},
+    {"super-copy", "superblock copy 1 with another label at the same generation", k_super_copy},
+    {"fst-ghost", "a free space info and bitmap for a block group past every chunk", k_fst_ghost},
+    {"chunk-tail",
+     "(valid) an empty 1 MiB + 4 KiB data chunk after the last: the next chunk "
+     "starts unaligned",
+     k_chunk_tail},
 };
 
 int main(int argc, char **argv)

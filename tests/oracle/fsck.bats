@@ -86,6 +86,34 @@ PY
 	KERNEL_IMAGE=1 assert_clean "$caught"
 }
 
+@test "kernel: chunks at logical addresses not 64 KiB aligned (stripes counted from the chunk start)" {
+	# a data chunk whose end is not 64 KiB aligned (as btrfs-convert leaves them): the chunks a
+	# balance then allocates start unaligned, and the kernel's tree blocks are aligned to their
+	# block group, so some cross a 64 KiB boundary of logical 0 but none of their own chunk
+	require_loop
+	require_btk fsck
+	[ -x "$BTK_BUILD/tests/corrupt" ] || skip "corrupt helper not built"
+	SIZE=512M mkfs_image
+	"$BTK_BUILD/tests/corrupt" chunk-tail "$IMG" >/dev/null
+	btrfs check --readonly "$IMG" >/dev/null 2>&1
+	local mnt=$BATS_TEST_TMPDIR/mnt i
+	mkdir -p "$mnt"
+	mount -o loop "$IMG" "$mnt"
+	{
+		mkdir "$mnt/d"
+		for i in $(seq 1 3000); do echo "$i" >"$mnt/d/x$i"; done
+		for i in $(seq 1 20); do head -c $((i * 5000)) /dev/urandom >"$mnt/f$i"; done
+		sync -f "$mnt"
+		btrfs balance start -m "$mnt" >/dev/null 2>&1
+		for i in $(seq 3001 4000); do echo "$i" >"$mnt/d/x$i"; done
+	} || true
+	umount "$mnt"
+	# the premise: a metadata chunk that starts off a 64 KiB boundary
+	btrfs inspect-internal dump-tree -t chunk "$IMG" |
+		awk '/CHUNK_ITEM/ { l = $6; sub(/\)/, "", l) } /type METADATA/ && l % 65536 { f = 1 } END { exit !f }'
+	KERNEL_IMAGE=1 assert_clean "$IMG"
+}
+
 @test "mounted: read-write refused (exit 8) unless --force; read-only checked with a warning" {
 	require_loop
 	require_btk fsck

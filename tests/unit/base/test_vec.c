@@ -119,12 +119,44 @@ static void test_room_int(void **state)
 	free(arr);
 }
 
+/* btk_array_room_n: at least need elements, growing by half (so appending byte runs of any
+ * size stays linear), nothing done when they fit, contents kept. */
+static void test_room_n(void **state)
+{
+	(void)state;
+	uint8_t *buf = NULL;
+	size_t cap = 0, n = 0, grows = 0;
+
+	assert_int_equal(btk_array_room_n(buf, 0, cap), 0);
+	assert_int_equal(cap, 0);
+	assert_int_equal(btk_array_room_n(buf, 5, cap), 0);
+	assert_int_equal(cap, 64); /* small needs start at 64 */
+	for (size_t run = 1; run <= 300; run++) {
+		size_t was = cap;
+		assert_int_equal(btk_array_room_n(buf, n + run, cap), 0);
+		assert_true(cap >= n + run);
+		if (cap != was) {
+			grows++;
+			assert_true(cap >= was + was / 2);
+		}
+		memset(buf + n, (int)run, run);
+		n += run;
+	}
+	assert_true(grows < 30);
+	for (size_t run = 1, at = 0; run <= 300; at += run, run++)
+		assert_int_equal(buf[at + run - 1], (uint8_t)run);
+	assert_int_equal(btk_array_room_n(buf, 1000000, cap), 0); /* a jump past half: need */
+	assert_int_equal(cap, 1000000);
+	free(buf);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_u64),
 	    cmocka_unit_test(test_records),
 	    cmocka_unit_test(test_room_int),
+	    cmocka_unit_test(test_room_n),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

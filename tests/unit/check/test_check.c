@@ -34,6 +34,48 @@ static void test_set(void **state)
 	chk_set_free(&s);
 }
 
+/* chk_for_items: every item of a leaf in slot order with its key, data and size; only those of
+ * the type asked for; none once the check is out of memory. */
+static void test_leaf_items(void **state)
+{
+	uint8_t data[4096] = {0};
+	struct btk_block b = {.bytenr = 1 << 20, .len = sizeof(data), .data = data};
+	struct btk_header *h = (struct btk_header *)data;
+	struct btk_item *items = (struct btk_item *)(data + sizeof(*h));
+	const uint8_t types[] = {BTRFS_INODE_ITEM_KEY, BTRFS_DIR_ITEM_KEY, BTRFS_INODE_ITEM_KEY};
+	struct chk c = {0};
+	int n = 0;
+
+	(void)state;
+	btk_put32(h->nritems, 3);
+	for (int i = 0; i < 3; i++) {
+		struct btk_key k = {.objectid = 256 + i, .type = types[i], .offset = 7};
+		btk_key_to_disk(&k, &items[i].key);
+		btk_put32(items[i].offset, 1000 - 10 * i);
+		btk_put32(items[i].size, 10 + i);
+	}
+	chk_for_items (&c, &b, 0, it) {
+		assert_int_equal(it.slot, n);
+		assert_int_equal(it.k.objectid, 256 + n);
+		assert_int_equal(it.k.type, types[n]);
+		assert_ptr_equal(it.p, data + sizeof(*h) + 1000 - 10 * n);
+		assert_int_equal(it.sz, 10 + n);
+		n++;
+	}
+	assert_int_equal(n, 3);
+	n = 0;
+	chk_for_items (&c, &b, BTRFS_INODE_ITEM_KEY, it) {
+		assert_int_equal(it.slot, 2 * n);
+		n++;
+	}
+	assert_int_equal(n, 2);
+	chk_for_items (&c, &b, BTRFS_DIR_ITEM_KEY, it)
+		assert_int_equal(it.slot, 1);
+	c.oom = true;
+	chk_for_items (&c, &b, 0, it)
+		fail();
+}
+
 static void test_kind_names(void **state)
 {
 	(void)state;
@@ -110,9 +152,8 @@ static void test_clean_image(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_set),
-	    cmocka_unit_test(test_kind_names),
-	    cmocka_unit_test(test_problem_table),
+	    cmocka_unit_test(test_set),		cmocka_unit_test(test_leaf_items),
+	    cmocka_unit_test(test_kind_names),	cmocka_unit_test(test_problem_table),
 	    cmocka_unit_test(test_clean_image),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

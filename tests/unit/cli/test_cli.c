@@ -225,6 +225,32 @@ static void test_uuid(void **state)
 	assert_int_equal(cli_uuid_parse("g2345678-9abc-def0-0123-456789abcdef", back), -1);
 }
 
+/* typos within a third of the word's letters (one or two edits) are suggested, others not */
+static void test_suggest(void **state)
+{
+	static const char *const verbs[] = {"snapshot", "subvol", "setfattr", "restore", "rm"};
+	static const struct poptOption inner[] = {
+	    {"recursive", 'R', POPT_ARG_NONE, NULL, 0, NULL, NULL},
+	    {"hidden", 0, POPT_ARG_NONE | POPT_ARGFLAG_DOC_HIDDEN, NULL, 0, NULL, NULL},
+	    POPT_TABLEEND};
+	static const struct poptOption table[] = {
+	    {"label", 'L', POPT_ARG_STRING, NULL, 0, NULL, NULL},
+	    {NULL, 0, POPT_ARG_INCLUDE_TABLE, (void *)inner, 0, NULL, NULL},
+	    POPT_TABLEEND};
+	(void)state;
+	assert_string_equal(cli_suggest("snapshop", verbs, 5), "snapshot");
+	assert_string_equal(cli_suggest("sbuvol", verbs, 5), "subvol"); /* a swap is one edit */
+	assert_string_equal(cli_suggest("restroe", verbs, 5), "restore");
+	assert_null(cli_suggest("zzz", verbs, 5));
+	assert_null(cli_suggest("ls", verbs, 5)); /* two edits from rm: too far for two letters */
+	assert_string_equal(cli_suggest_option("--lable", table), "label");
+	assert_string_equal(cli_suggest_option("--lable=x", table), "label");
+	assert_string_equal(cli_suggest_option("--recusive", table), "recursive"); /* included */
+	assert_null(cli_suggest_option("--hiden", table)); /* hidden options stay hidden */
+	assert_null(cli_suggest_option("-x", table));
+	assert_null(cli_suggest_option("--bogus", table));
+}
+
 static void test_human_u64(void **state)
 {
 	char b[16];
@@ -249,7 +275,7 @@ int main(void)
 	    cmocka_unit_test(test_size_suffixes), cmocka_unit_test(test_size_rejects),
 	    cmocka_unit_test(test_size_messages), cmocka_unit_test(test_json_error_object),
 	    cmocka_unit_test(test_resize_arg),	  cmocka_unit_test(test_uuid),
-	    cmocka_unit_test(test_human_u64),
+	    cmocka_unit_test(test_human_u64),	  cmocka_unit_test(test_suggest),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,5 +1,5 @@
 /* The profile table and the compression names: one row per profile, looked up by bit and by
- * name; names of known and unknown values. */
+ * name; names of known and unknown values. The stripe boundary rule of tree blocks. */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -7,6 +7,7 @@
 #include <cmocka.h>
 #include <string.h>
 
+#include "format/format.h"
 #include "format/raid.h"
 
 static void test_every_profile(void **state)
@@ -52,6 +53,24 @@ static void test_every_profile(void **state)
 			    "unknown");
 }
 
+/* Stripes are counted from the block group start: in a chunk at 64 KiB + 4 KiB, a 16 KiB block
+ * at chunk offset 48 KiB crosses no stripe (though it crosses 128 KiB of logical 0), and one at
+ * chunk offset 56 KiB does (though it lies inside one 64 KiB unit of logical 0). */
+static void test_stripe_boundary(void **state)
+{
+	const uint64_t k = 1024, bg = 64 * k + 4 * k;
+
+	(void)state;
+	assert_false(btk_crosses_stripe(bg, bg + 48 * k, 16 * k));
+	assert_true(btk_crosses_stripe(bg, bg + 56 * k, 16 * k));
+	assert_false(btk_crosses_stripe(bg, bg + 64 * k, 16 * k));
+	assert_true(btk_crosses_stripe(bg, bg + 60 * k, 16 * k));
+	assert_false(btk_crosses_stripe(bg, bg + 60 * k, 4 * k));
+	assert_false(btk_crosses_stripe(0, 0, 64 * k));
+	assert_true(btk_crosses_stripe(0, 4 * k, 64 * k));
+	assert_false(btk_crosses_stripe(bg, bg, 0));
+}
+
 static void test_compression_names(void **state)
 {
 	(void)state;
@@ -68,6 +87,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_every_profile),
 	    cmocka_unit_test(test_compression_names),
+	    cmocka_unit_test(test_stripe_boundary),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

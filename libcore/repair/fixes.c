@@ -1,0 +1,326 @@
+/* fixes.c (layer 10) — the fixes of fixes.def: each changes one problem's items through the
+ * write path (trans.h) from the values the checker found, and says what it changed.
+ */
+#include "repair/repair_int.h"
+#include "base/error.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const struct btk_repair_info infos[BTK_P_COUNT] = {
+#define BTK_FIX(id, safe_, fn, how_) [BTK_P_##id] = {.fixable = true, .safe = safe_, .how = how_},
+#define BTK_NOFIX(id, why)	     [BTK_P_##id] = {.fixable = false, .how = "not repairable: " why},
+#include "repair/fixes.def"
+};
+
+const struct btk_repair_info *btk_repair_info(enum btk_check_problem_id id)
+{
+	if ((unsigned)id >= BTK_P_COUNT)
+		return NULL;
+	return &infos[id];
+}
+
+/* The value the checker passed at index i, or 0 (a message with fewer values). */
+static uint64_t val(const struct rp_prob *p, unsigned i)
+{
+	return i < p->nvals ? p->vals[i] : 0;
+}
+
+/* Reads the item at exactly key of tree into buf (up to cap bytes); *size is its size. */
+static int item_get(struct btk_trans *t, uint64_t tree, const struct btk_key *key, void *buf,
+		    uint32_t cap, uint32_t *size)
+{
+	struct btk_key k = *key;
+	int ret = btk_item_next(t, tree, &k, buf, cap, size);
+
+	if (ret < 0)
+		return ret;
+	if (ret || btk_key_cmp(&k, key))
+		return btk_err(ENOENT, "tree %llu: no item (%llu %u %llu)",
+			       (unsigned long long)tree, (unsigned long long)key->objectid,
+			       key->type, (unsigned long long)key->offset);
+	if (*size > cap)
+		return btk_err(EUCLEAN, "tree %llu: item (%llu %u %llu) larger than expected",
+			       (unsigned long long)tree, (unsigned long long)key->objectid,
+			       key->type, (unsigned long long)key->offset);
+	return 0;
+}
+
+/* The superblock totals, num_devices and each copy's device item are written by every commit
+ * from the device items and block groups: a commit is enough. The root tree is copied so that
+ * the commit has something to write. */
+static int fix_super_totals(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+			    size_t cap)
+{
+	struct btk_key k = {0, 0, 0};
+	struct btk_path path;
+	int ret = btk_tree_search_write(t, BTRFS_ROOT_TREE_OBJECTID, &k, 0, &path);
+
+	btk_wpath_release(&path);
+	snprintf(before, cap, "%s", p->found);
+	snprintf(after, cap, "%s", p->expected);
+	return ret < 0 ? ret : 0;
+}
+
+static int fix_bg_used(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+		       size_t cap)
+{
+	snprintf(before, cap, "used %llu", (unsigned long long)val(p, 3));
+	snprintf(after, cap, "used %llu", (unsigned long long)val(p, 2));
+	if (p->nvals < 4)
+		return btk_err(EINVAL, "block group report without its values");
+	return btk_bg_set_used(t, val(p, 0), val(p, 2));
+}
+
+/* One field of an inode item, from the checker's values (fs-tree reports pass the tree
+ * first: vals[0] is the tree). */
+static int fix_inode_field(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+			   size_t cap)
+{
+	uint8_t item[sizeof(struct btrfs_inode_item)];
+	uint32_t size;
+	int ret;
+
+	if (!p->has_key || p->key.type != BTRFS_INODE_ITEM_KEY)
+		return btk_err(EINVAL, "inode report without its inode key");
+	if ((ret = item_get(t, p->tree, &p->key, item, sizeof(item), &size)))
+		return ret;
+	if (size != sizeof(item))
+		return btk_err(EUCLEAN, "inode %llu: item of %u bytes",
+			       (unsigned long long)p->key.objectid, size);
+#define IGET(f)	   BTK_GET(struct btrfs_inode_item, item, f)
+#define IPUT(f, v) BTK_PUT(struct btrfs_inode_item, item, f, v)
+	switch (p->id) {
+	case BTK_P_INODE_NBYTES:
+		snprintf(before, cap, "nbytes %llu", (unsigned long long)IGET(nbytes));
+		IPUT(nbytes, val(p, 1));
+		snprintf(after, cap, "nbytes %llu", (unsigned long long)val(p, 1));
+		break;
+	case BTK_P_INODE_NLINK:
+		snprintf(before, cap, "nlink %llu", (unsigned long long)IGET(nlink));
+		if (!val(p, 1) || val(p, 1) > UINT32_MAX)
+			return btk_err(EINVAL, "inode %llu: no name to count",
+				       (unsigned long long)p->key.objectid);
+		IPUT(nlink, val(p, 1));
+		snprintf(after, cap, "nlink %llu", (unsigned long long)val(p, 1));
+		break;
+	case BTK_P_DIR_LINKS:
+		snprintf(before, cap, "nlink %llu", (unsigned long long)IGET(nlink));
+		IPUT(nlink, 1);
+		snprintf(after, cap, "nlink 1");
+		break;
+	case BTK_P_DIR_ISIZE:
+		snprintf(before, cap, "size %llu", (unsigned long long)IGET(size));
+		IPUT(size, val(p, 1));
+		snprintf(after, cap, "size %llu", (unsigned long long)val(p, 1));
+		break;
+	case BTK_P_INODE_GENERATION: {
+		uint64_t lim = btk_trans_id(t), g = IGET(generation), x = IGET(transid);
+		snprintf(before, cap, "generation %llu transid %llu", (unsigned long long)g,
+			 (unsigned long long)x);
+		if (g > lim)
+			IPUT(generation, lim);
+		if (x > lim)
+			IPUT(transid, lim);
+		snprintf(after, cap, "generation %llu transid %llu",
+			 (unsigned long long)IGET(generation), (unsigned long long)IGET(transid));
+		break;
+	}
+	case BTK_P_INODE_FLAGS:
+		snprintf(before, cap, "flags 0x%llx", (unsigned long long)IGET(flags));
+		IPUT(flags, IGET(flags) & ~(BTK_INODE_IMMUTABLE | BTK_INODE_APPEND));
+		snprintf(after, cap, "flags 0x%llx", (unsigned long long)IGET(flags));
+		break;
+	case BTK_P_CACHE_MODE:
+		snprintf(before, cap, "mode 0%llo", (unsigned long long)IGET(mode));
+		IPUT(mode, S_IFREG | 0600);
+		snprintf(after, cap, "mode 0%o", S_IFREG | 0600);
+		break;
+	default:
+		return btk_err(EINVAL, "no inode fix for this problem");
+	}
+#undef IGET
+#undef IPUT
+	return btk_item_update(t, p->tree, &p->key, item, size);
+}
+
+/* An extent item newer than the filesystem: the filesystem's generation (vals[0], the
+ * highest valid) replaces it. */
+static int fix_extent_generation(struct btk_trans *t, const struct rp_prob *p, char *before,
+				 char *after, size_t cap)
+{
+	uint8_t item[256];
+	uint32_t size;
+	int ret;
+
+	if (!p->has_key ||
+	    (p->key.type != BTRFS_EXTENT_ITEM_KEY && p->key.type != BTRFS_METADATA_ITEM_KEY))
+		return btk_err(EINVAL, "extent report without its extent key");
+	if ((ret = item_get(t, BTRFS_EXTENT_TREE_OBJECTID, &p->key, item, sizeof(item), &size)))
+		return ret;
+	if (size < sizeof(struct btrfs_extent_item) || !val(p, 0))
+		return btk_err(EUCLEAN, "extent %llu: item of %u bytes",
+			       (unsigned long long)p->key.objectid, size);
+	snprintf(before, cap, "generation %llu",
+		 (unsigned long long)BTK_GET(struct btrfs_extent_item, item, generation));
+	BTK_PUT(struct btrfs_extent_item, item, generation, val(p, 0));
+	snprintf(after, cap, "generation %llu", (unsigned long long)val(p, 0));
+	return btk_item_update(t, BTRFS_EXTENT_TREE_OBJECTID, &p->key, item, size);
+}
+
+/* A deleted subvolume (root item refs 0) the kernel drops only when an orphan item names it. */
+static int fix_root_orphan(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+			   size_t cap)
+{
+	struct btk_key k = {BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, val(p, 0)};
+
+	if (!val(p, 0))
+		return btk_err(EINVAL, "root report without its subvolume id");
+	snprintf(before, cap, "no orphan item");
+	snprintf(after, cap, "orphan item (ORPHAN ORPHAN_ITEM %llu)",
+		 (unsigned long long)val(p, 0));
+	return btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, NULL, 0);
+}
+
+/* An item of a type no kernel knows, in a subvolume tree: removed (the report names it). */
+static int fix_unknown_item(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+			    size_t cap)
+{
+	uint32_t size = 0;
+	struct btk_key k;
+	int ret;
+
+	if (!p->has_key || btk_key_type_name(p->key.type))
+		return btk_err(EINVAL, "not an unknown item type");
+	k = p->key;
+	ret = btk_item_next(t, p->tree, &k, NULL, 0, &size);
+	if (ret < 0)
+		return ret;
+	if (ret || btk_key_cmp(&k, &p->key)) { /* another fix of this round removed it */
+		snprintf(before, cap, "item type %u", p->key.type);
+		snprintf(after, cap, "removed with its inode");
+		return 0;
+	}
+	snprintf(before, cap, "item type %u, %u bytes", p->key.type, size);
+	snprintf(after, cap, "removed");
+	return btk_item_delete(t, p->tree, &p->key);
+}
+
+/* An uncompressed inline extent's ram_bytes is its data's length (vals[1]). */
+static int fix_inline_ram(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+			  size_t cap)
+{
+	uint8_t item[sizeof(struct btrfs_file_extent_item)];
+	const size_t head = offsetof(struct btrfs_file_extent_item, disk_bytenr);
+	struct btk_path path;
+	uint32_t size;
+	uint8_t *d;
+	int ret;
+
+	if (!p->has_key || p->key.type != BTRFS_EXTENT_DATA_KEY)
+		return btk_err(EINVAL, "file extent report without its key");
+	ret = btk_tree_search_write(t, p->tree, &p->key, 0, &path);
+	if (ret) {
+		btk_wpath_release(&path);
+		return ret < 0 ? ret : btk_err(ENOENT, "file extent item gone");
+	}
+	d = btk_item_ptr(&path, &size);
+	if (size < head ||
+	    d[offsetof(struct btrfs_file_extent_item, type)] != BTRFS_FILE_EXTENT_INLINE ||
+	    d[offsetof(struct btrfs_file_extent_item, compression)] || size - head != val(p, 1)) {
+		btk_wpath_release(&path);
+		return btk_err(EUCLEAN, "not a plain inline extent of %llu bytes",
+			       (unsigned long long)val(p, 1));
+	}
+	memcpy(item, d, head);
+	snprintf(before, cap, "ram bytes %llu",
+		 (unsigned long long)BTK_GET(struct btrfs_file_extent_item, item, ram_bytes));
+	BTK_PUT(struct btrfs_file_extent_item, d, ram_bytes, val(p, 1));
+	snprintf(after, cap, "ram bytes %llu", (unsigned long long)val(p, 1));
+	btk_wpath_release(&path);
+	return 0;
+}
+
+/* A file without no-holes whose extents stop before its size: a hole extent from where they
+ * stop (vals[2]) to the size rounded up (vals[1]), as the kernel writes holes. */
+static int fix_missing_end(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+			   size_t cap)
+{
+	uint8_t fe[sizeof(struct btrfs_file_extent_item)] = {0};
+	uint64_t from = val(p, 2), to = val(p, 1);
+	struct btk_key k = {p->key.objectid, BTRFS_EXTENT_DATA_KEY, from};
+
+	if (!p->has_key || to <= from || from % btk_trans_fs(t)->sectorsize ||
+	    to % btk_trans_fs(t)->sectorsize)
+		return btk_err(EINVAL, "file extents missing [%llu, %llu): not a hole to fill",
+			       (unsigned long long)from, (unsigned long long)to);
+	BTK_PUT(struct btrfs_file_extent_item, fe, generation, btk_trans_id(t));
+	BTK_PUT(struct btrfs_file_extent_item, fe, ram_bytes, to - from);
+	BTK_PUT(struct btrfs_file_extent_item, fe, type, BTRFS_FILE_EXTENT_REG);
+	BTK_PUT(struct btrfs_file_extent_item, fe, num_bytes, to - from);
+	snprintf(before, cap, "extents up to %llu", (unsigned long long)from);
+	snprintf(after, cap, "hole [%llu, %llu)", (unsigned long long)from, (unsigned long long)to);
+	return btk_item_insert(t, p->tree, &k, fe, sizeof(fe));
+}
+
+/* The deprecated inode cache of a subvolume: every item of its inode (FREE_INO) and of its
+ * space cache (FREE_SPACE objectid), their data extents released; the kernel rebuilds nothing
+ * (the feature is gone). Idempotent: the cache's other reports of this round find it gone. */
+static int fix_inode_cache(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+			   size_t cap)
+{
+	static const uint64_t objs[] = {BTRFS_FREE_INO_OBJECTID, BTRFS_FREE_SPACE_OBJECTID};
+	unsigned items = 0, extents = 0;
+	int ret = 0;
+
+	if (!p->has_key || (p->key.objectid != BTRFS_FREE_INO_OBJECTID &&
+			    p->key.objectid != BTRFS_FREE_SPACE_OBJECTID))
+		return btk_err(EINVAL, "objectid %llu is not the inode cache's",
+			       (unsigned long long)p->key.objectid);
+	for (size_t i = 0; i < sizeof(objs) / sizeof(objs[0]) && !ret; i++) {
+		for (;;) {
+			uint8_t fe[sizeof(struct btrfs_file_extent_item)];
+			struct btk_key k = {objs[i], 0, 0};
+			uint32_t size = 0;
+			ret = btk_item_next(t, p->tree, &k, fe, sizeof(fe), &size);
+			if (ret || k.objectid != objs[i]) {
+				ret = ret < 0 ? ret : 0;
+				break;
+			}
+			if (k.type == BTRFS_EXTENT_DATA_KEY && size >= sizeof(fe) &&
+			    fe[offsetof(struct btrfs_file_extent_item, type)] !=
+				BTRFS_FILE_EXTENT_INLINE) {
+				uint64_t db =
+				    BTK_GET(struct btrfs_file_extent_item, fe, disk_bytenr);
+				uint64_t dn =
+				    BTK_GET(struct btrfs_file_extent_item, fe, disk_num_bytes);
+				uint64_t off = BTK_GET(struct btrfs_file_extent_item, fe, offset);
+				if (db && (ret = btk_data_ref(t, db, dn, p->tree, 0, objs[i],
+							      k.offset - off, -1)))
+					break;
+				extents += db != 0;
+			}
+			if ((ret = btk_item_delete(t, p->tree, &k)))
+				break;
+			items++;
+		}
+	}
+	snprintf(before, cap, items ? "inode cache" : "inode cache (removed by another fix)");
+	snprintf(after, cap, "%u items and %u data extents removed", items, extents);
+	return ret;
+}
+
+static const rp_fix_fn fns[BTK_P_COUNT] = {
+#define BTK_FIX(id, safe_, fn, how_) [BTK_P_##id] = fn,
+#include "repair/fixes.def"
+};
+
+rp_fix_fn rp_fix_of(enum btk_check_problem_id id)
+{
+	if ((unsigned)id >= BTK_P_COUNT)
+		return NULL;
+	return fns[id];
+}

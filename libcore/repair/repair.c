@@ -1,0 +1,372 @@
+/* repair.c (layer 10) — repair rounds: check, plan, apply in one transaction, re-check the
+ * new state before its superblocks, commit or write nothing (repair.h).
+ */
+#include "repair/repair_int.h"
+#include "base/error.h"
+#include "tree/tree.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+struct collect {
+	struct rp_probs *v;
+	uint64_t errors;
+	bool unchecked, oom;
+};
+
+static void collect_one(void *ctx, const struct btk_check_problem *p)
+{
+	struct collect *c = ctx;
+	struct rp_prob *q = btk_vec_push(c->v);
+
+	if (p->id == BTK_P_ROOT_TREE_UNREADABLE)
+		c->unchecked = true;
+	if (!q) {
+		c->oom = true;
+		return;
+	}
+	q->id = p->id;
+	q->tree = p->tree;
+	q->bytenr = p->bytenr;
+	q->has_key = p->has_key;
+	q->key = p->key;
+	q->nvals = p->nvals;
+	memcpy(q->vals, p->vals, sizeof(q->vals));
+	q->warn = p->info->severity == BTK_SEV_WARN;
+	snprintf(q->what, sizeof(q->what), "%s", p->what);
+	snprintf(q->expected, sizeof(q->expected), "%s", p->expected);
+	snprintf(q->found, sizeof(q->found), "%s", p->found);
+}
+
+/* Checks fs into v (emptied first). */
+static int check_into(struct btk_fs *fs, const struct btk_repair_opts *ro, struct rp_probs *v,
+		      struct collect *c)
+{
+	struct btk_check_summary sum;
+	struct btk_check_opts co = {.report = collect_one, .ctx = c};
+	int ret;
+
+	(void)ro;
+	v->n = 0;
+	*c = (struct collect){.v = v};
+	ret = btk_check_run(fs, &co, &sum);
+	if (!ret && c->oom)
+		ret = btk_err(ENOMEM, "out of memory");
+	c->errors = sum.errors;
+	return ret;
+}
+
+/* The same problem in two checks: its code and where it is. A problem about an item is
+ * where its key is (the leaf holding it moves with copy-on-write); others by address. */
+static bool same_prob(const struct rp_prob *a, const struct rp_prob *b)
+{
+	if (a->id != b->id || a->tree != b->tree || a->has_key != b->has_key)
+		return false;
+	if (a->has_key)
+		return !btk_key_cmp(&a->key, &b->key);
+	return a->bytenr == b->bytenr && a->nvals == b->nvals &&
+	       (!a->nvals || a->vals[0] == b->vals[0]);
+}
+
+static bool has_prob(const struct rp_probs *v, const struct rp_prob *p)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (same_prob(&v->data[i], p))
+			return true;
+	return false;
+}
+
+static void describe(const struct rp_prob *p, char *buf, size_t cap)
+{
+	const struct btk_check_problem_info *info = btk_check_problem_info(p->id);
+	int n = snprintf(buf, cap, "E%04u %s", info->code, info->name);
+
+	if (n < 0 || (size_t)n >= cap)
+		return;
+	if (p->has_key)
+		snprintf(buf + n, cap - (size_t)n, " at tree %llu key (%llu %u %llu): %s",
+			 (unsigned long long)p->tree, (unsigned long long)p->key.objectid,
+			 p->key.type, (unsigned long long)p->key.offset, p->what);
+	else
+		snprintf(buf + n, cap - (size_t)n, " (tree %llu bytenr %llu): %s",
+			 (unsigned long long)p->tree, (unsigned long long)p->bytenr, p->what);
+}
+
+/* A count the checker derives from an inode's file extents (nbytes) is only as right as
+ * those extents: while one of them is reported, the count is left alone. */
+static bool extents_in_doubt(const struct rp_probs *all, const struct rp_prob *p)
+{
+	if (p->id != BTK_P_INODE_NBYTES)
+		return false;
+	for (size_t i = 0; i < all->n; i++) {
+		const struct rp_prob *q = &all->data[i];
+		if (btk_check_problem_info(q->id)->kind == BTK_CHK_FILE_EXTENT && q->has_key &&
+		    q->tree == p->tree && q->key.objectid == p->key.objectid)
+			return true;
+	}
+	return false;
+}
+
+/* Whether the plan may use p's fix (all: the whole check, for fixes that depend on others). */
+static bool planned(const struct btk_repair_opts *ro, const struct rp_probs *all,
+		    const struct rp_prob *p, int only)
+{
+	const struct btk_repair_info *ri = btk_repair_info(p->id);
+
+	if (!ri || !ri->fixable || !rp_fix_of(p->id))
+		return false;
+	if (ro->preen && !ri->safe)
+		return false;
+	if (only >= 0 && (int)p->id != only)
+		return false;
+	return !extents_in_doubt(all, p);
+}
+
+struct attempt {
+	const struct btk_repair_opts *ro;
+	const struct rp_probs *before;
+	uint64_t errors_before;
+	struct rp_probs after; /* the re-check's problems */
+	uint64_t errors_after;
+	bool after_unchecked;
+	char why[512];
+	bool unwritable;	 /* the write path refused the filesystem */
+	const char *fixed_codes; /* for messages */
+};
+
+/* The re-check of the new state (btk_trans_commit_verify). */
+static int verify(void *ctx, struct btk_trans *t)
+{
+	struct attempt *a = ctx;
+	struct btk_fs *view;
+	struct collect c;
+	int ret = rp_view_open(t, &view);
+
+	if (ret) {
+		snprintf(a->why, sizeof(a->why), "the repaired state does not open: %s",
+			 btk_errmsg());
+		return -ECANCELED;
+	}
+	ret = check_into(view, a->ro, &a->after, &c);
+	btk_fs_close(view);
+	if (ret)
+		return ret;
+	a->errors_after = c.errors;
+	a->after_unchecked = c.unchecked;
+	for (size_t i = 0; i < a->after.n; i++) {
+		if (has_prob(a->before, &a->after.data[i]))
+			continue;
+		char d[400];
+		describe(&a->after.data[i], d, sizeof(d));
+		snprintf(a->why, sizeof(a->why), "fixing %s made a new problem: %s", a->fixed_codes,
+			 d);
+		return -ECANCELED;
+	}
+	if (c.unchecked || a->errors_after >= a->errors_before) {
+		snprintf(a->why, sizeof(a->why), "fixing %s left %llu error(s) of %llu: not fewer",
+			 a->fixed_codes, (unsigned long long)a->errors_after,
+			 (unsigned long long)a->errors_before);
+		return -ECANCELED;
+	}
+	return 0;
+}
+
+BTK_VEC(rp_fixes, struct btk_repair_fix);
+
+/* One try: opens the filesystem for writing, applies the planned fixes of `before` (all, or
+ * those of problem `only`), re-checks and commits. *committed says whether it did; a refusal
+ * is not an error (a->why says it). */
+static int attempt(const char *const *paths, int n, const struct btk_open_opts *oo,
+		   struct attempt *a, int only, int round, bool *committed, struct rp_fixes *fixes)
+{
+	struct btk_open_opts o = *oo;
+	struct btk_fs *fs = NULL;
+	struct btk_wfs *w = NULL;
+	struct btk_trans *t = NULL;
+	char codes[256] = "";
+	size_t nfix0 = fixes->n;
+	int ret;
+
+	*committed = false;
+	a->why[0] = 0;
+	o.write = true;
+	if ((ret = btk_fs_open(paths, n, &o, &fs)))
+		return ret;
+	if ((ret = btk_write_open(fs, BTK_WRITE_DAMAGED_USAGE, &w))) {
+		/* the write path cannot keep this filesystem consistent: nothing to try */
+		snprintf(a->why, sizeof(a->why), "the filesystem cannot be written: %s",
+			 btk_errmsg());
+		a->unwritable = true;
+		ret = 0;
+		goto out;
+	}
+	if ((ret = btk_trans_start(w, &t)))
+		goto out;
+	for (size_t i = 0; i < a->before->n; i++) {
+		const struct rp_prob *p = &a->before->data[i];
+		if (!planned(a->ro, a->before, p, only))
+			continue;
+		struct btk_repair_fix *f = btk_vec_push(fixes);
+		if (!f) {
+			ret = btk_err(ENOMEM, "out of memory");
+			break;
+		}
+		const struct btk_check_problem_info *info = btk_check_problem_info(p->id);
+		f->info = info;
+		f->tree = p->tree;
+		f->bytenr = p->bytenr;
+		f->has_key = p->has_key;
+		f->key = p->key;
+		f->round = round;
+		char code[16];
+		snprintf(code, sizeof(code), "E%04u", info->code);
+		if (!strstr(codes, code) && strlen(codes) + 8 < sizeof(codes))
+			snprintf(codes + strlen(codes), sizeof(codes) - strlen(codes), "%s%s",
+				 *codes ? ", " : "", code);
+		ret = rp_fix_of(p->id)(t, p, f->before, f->after, sizeof(f->before));
+		if (ret) {
+			char d[400];
+			describe(p, d, sizeof(d));
+			snprintf(a->why, sizeof(a->why), "the fix of %s failed: %s", d,
+				 btk_errmsg());
+			ret = 0;
+			btk_trans_abort(t);
+			t = NULL;
+			goto out;
+		}
+	}
+	if (ret) {
+		btk_trans_abort(t);
+		t = NULL;
+		goto out;
+	}
+	if (fixes->n == nfix0) { /* nothing planned */
+		btk_trans_abort(t);
+		t = NULL;
+		goto out;
+	}
+	a->fixed_codes = codes;
+	ret = btk_trans_commit_verify(t, verify, a);
+	t = NULL;
+	if (ret == -ECANCELED) {
+		ret = 0;
+	} else if (!ret) {
+		*committed = true;
+	} else if (!a->why[0]) {
+		snprintf(a->why, sizeof(a->why), "fixing %s failed: %s", codes, btk_errmsg());
+	}
+out:
+	if (t)
+		btk_trans_abort(t);
+	btk_write_close(w);
+	btk_fs_close(fs);
+	if (!*committed)
+		fixes->n = nfix0;
+	return ret;
+}
+
+static void note(const struct btk_repair_opts *ro, const char *text)
+{
+	if (ro->on_note)
+		ro->on_note(ro->ctx, text);
+}
+
+/* A problem of v as the public callback wants it. */
+static void report_left(const struct btk_repair_opts *ro, const struct rp_prob *p)
+{
+	struct btk_check_problem q = {
+	    .id = p->id,
+	    .info = btk_check_problem_info(p->id),
+	    .tree = p->tree,
+	    .bytenr = p->bytenr,
+	    .has_key = p->has_key,
+	    .key = p->key,
+	    .what = p->what,
+	    .expected = p->expected,
+	    .found = p->found,
+	    .nvals = p->nvals,
+	};
+	q.kind = q.info->kind;
+	memcpy(q.vals, p->vals, sizeof(q.vals));
+	ro->on_left(ro->ctx, &q);
+}
+
+int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *oo,
+		   const struct btk_repair_opts *ro, struct btk_repair_result *res)
+{
+	struct rp_probs cur = {0};
+	struct rp_fixes fixes = {0};
+	struct attempt a = {.ro = ro};
+	int max = ro->max_rounds > 0 ? ro->max_rounds : 4, ret = 0;
+	struct btk_fs *fs = NULL;
+	struct btk_open_opts ro_open = *oo;
+	struct collect c;
+
+	memset(res, 0, sizeof(*res));
+	ro_open.write = false;
+	/* the first check reads only (the devices are opened for writing by each attempt) */
+	if ((ret = btk_fs_open(paths, n, &ro_open, &fs)))
+		goto out;
+	ret = check_into(fs, ro, &cur, &c);
+	btk_fs_close(fs);
+	if (ret)
+		goto out;
+	res->errors_before = res->errors_after = c.errors;
+	res->unchecked = c.unchecked;
+	for (int round = 1; round <= max && res->errors_after && !res->unchecked; round++) {
+		bool committed = false, any = false;
+		size_t nfix0 = fixes.n;
+		res->rounds = round;
+		a.before = &cur;
+		a.errors_before = res->errors_after;
+		ret = attempt(paths, n, oo, &a, -1, round, &committed, &fixes);
+		if (ret)
+			break;
+		if (!committed && a.why[0]) {
+			/* one bad fix must not hold back the others: each code alone */
+			res->refused = true;
+			snprintf(res->failed, sizeof(res->failed), "%s", a.why);
+			note(ro, a.why);
+			bool tried[BTK_P_COUNT] = {0};
+			for (size_t i = 0; i < cur.n && !committed && !a.unwritable; i++) {
+				const struct rp_prob *p = &cur.data[i];
+				if (tried[p->id] || !planned(ro, &cur, p, -1))
+					continue;
+				tried[p->id] = true;
+				ret = attempt(paths, n, oo, &a, p->id, round, &committed, &fixes);
+				if (ret)
+					break;
+				if (!committed && a.why[0]) {
+					snprintf(res->failed, sizeof(res->failed), "%s", a.why);
+					note(ro, a.why);
+				}
+			}
+			if (ret)
+				break;
+		}
+		if (!committed)
+			break;
+		any = true;
+		res->commits++;
+		for (size_t i = nfix0; i < fixes.n; i++)
+			if (ro->on_fix)
+				ro->on_fix(ro->ctx, &fixes.data[i]);
+		res->fixes += fixes.n - nfix0;
+		/* the re-check of the committed state is the next round's plan */
+		struct rp_probs tmp = cur;
+		cur = a.after;
+		a.after = tmp;
+		res->errors_after = a.errors_after;
+		res->unchecked = a.after_unchecked;
+		(void)any;
+	}
+	if (!ret && ro->on_left)
+		for (size_t i = 0; i < cur.n; i++)
+			report_left(ro, &cur.data[i]);
+out:
+	btk_vec_free(&cur);
+	btk_vec_free(&a.after);
+	btk_vec_free(&fixes);
+	return ret;
+}

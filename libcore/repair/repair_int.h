@@ -1,0 +1,35 @@
+/* repair_int.h (layer 10) — private to libcore/repair/: problems as the plan keeps them, the
+ * fix functions of fixes.def, the read-only view of a commit's new state.
+ */
+#ifndef BTK_REPAIR_INT_H
+#define BTK_REPAIR_INT_H
+
+#include "base/vec.h"
+#include "repair/repair.h"
+#include "trans/trans.h"
+
+/* One problem of a check, copied out of the callback. */
+struct rp_prob {
+	enum btk_check_problem_id id;
+	uint64_t tree, bytenr;
+	bool has_key;
+	struct btk_key key;
+	unsigned nvals;
+	uint64_t vals[BTK_CHECK_VALS];
+	bool warn;
+	char what[160], expected[96], found[96];
+};
+BTK_VEC(rp_probs, struct rp_prob);
+
+/* A fix: changes t so that p is gone; fills before/after (short texts for --json). 0, or a
+ * negative errno (the round is then refused: nothing is committed). */
+typedef int (*rp_fix_fn)(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+			 size_t cap);
+rp_fix_fn rp_fix_of(enum btk_check_problem_id id);
+
+/* Opens a read-only view of the filesystem as the running commit of t will leave it: the
+ * devices of t's filesystem, their superblocks replaced by the ones the commit would write.
+ * *out is closed with btk_fs_close (the devices underneath stay open). */
+int rp_view_open(struct btk_trans *t, struct btk_fs **out);
+
+#endif

@@ -1,0 +1,123 @@
+/* view.c (layer 10) — the new state of a commit, seen before it is made: every device of the
+ * filesystem read through a handle that answers the superblock ranges with the copies the
+ * commit would write (btk_trans_super_copy) and everything else from the device itself,
+ * where the commit's new blocks already lie. Read-only: no write reaches the device.
+ */
+#include "repair/repair_int.h"
+#include "base/error.h"
+#include "io/io.h"
+#include "tree/tree.h"
+#include "volumes/super.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct view {
+	int ncopies;
+	uint64_t off[BTK_SUPER_MIRRORS];
+	struct btk_super sb[BTK_SUPER_MIRRORS];
+};
+
+static int view_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
+{
+	const struct view *v = dev->priv;
+	int ret = btk_dev_read(dev->lower, buf, len, off);
+
+	for (int m = 0; !ret && m < v->ncopies; m++) {
+		uint64_t s = v->off[m], e = s + BTK_SUPER_SIZE;
+		uint64_t lo = off > s ? off : s, hi = off + len < e ? off + len : e;
+		if (lo < hi)
+			memcpy((uint8_t *)buf + (lo - off), (const uint8_t *)&v->sb[m] + (lo - s),
+			       hi - lo);
+	}
+	return ret;
+}
+
+static int view_refuse(struct btk_dev *dev)
+{
+	return btk_err(EROFS, "%s: the repair's view of a commit is read-only", dev->path);
+}
+static int view_pwrite(struct btk_dev *dev, const void *buf, size_t len, uint64_t off)
+{
+	(void)buf, (void)len, (void)off;
+	return view_refuse(dev);
+}
+static int view_flush(struct btk_dev *dev)
+{
+	(void)dev;
+	return 0;
+}
+static int view_range(struct btk_dev *dev, uint64_t off, uint64_t len)
+{
+	(void)off, (void)len;
+	return view_refuse(dev);
+}
+static int view_truncate(struct btk_dev *dev, uint64_t size)
+{
+	(void)size;
+	return view_refuse(dev);
+}
+static void view_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len)
+{
+	btk_dev_prefetch(dev->lower, off, len);
+}
+static void view_close(struct btk_dev *dev)
+{
+	free(dev->priv); /* the device underneath belongs to the writer */
+}
+
+static const struct btk_dev_ops view_ops = {
+    .pread = view_pread,
+    .pwrite = view_pwrite,
+    .flush = view_flush,
+    .discard = view_range,
+    .zeroout = view_range,
+    .truncate = view_truncate,
+    .prefetch = view_prefetch,
+    .close = view_close,
+};
+
+int rp_view_open(struct btk_trans *t, struct btk_fs **out)
+{
+	struct btk_fs *fs = btk_trans_fs(t);
+	struct btk_dev **devs = calloc((size_t)fs->ndevs, sizeof(*devs));
+	struct btk_open_opts oo = {.super_mirror = -1, .no_scan = true, .chunk_overlaps = true};
+	int ret = 0, n = 0;
+
+	*out = NULL;
+	if (!devs)
+		return btk_err(ENOMEM, "out of memory");
+	for (; n < fs->ndevs && !ret; n++) {
+		struct btk_fs_dev *d = &fs->devs[n];
+		struct view *v = calloc(1, sizeof(*v));
+		if (!v) {
+			ret = btk_err(ENOMEM, "out of memory");
+			break;
+		}
+		for (int m = 0; !ret && m < BTK_SUPER_MIRRORS; m++) {
+			uint64_t off = btk_super_offset(m);
+			if (off + BTK_SUPER_SIZE > d->total_bytes)
+				break;
+			v->off[m] = off;
+			ret = btk_trans_super_copy(t, n, m, &v->sb[m]);
+			v->ncopies = m + 1;
+		}
+		if (!ret && (ret = btk_dev_stack(d->dev, &view_ops, v, &devs[n])))
+			free(v);
+		else if (ret)
+			free(v);
+		if (ret)
+			break;
+		devs[n]->writable = false;
+	}
+	if (ret) {
+		for (int i = 0; i < n; i++)
+			btk_dev_close(devs[i]);
+		free(devs);
+		return ret;
+	}
+	ret = btk_fs_open_devs(devs, fs->ndevs, &oo, out);
+	free(devs);
+	return ret;
+}

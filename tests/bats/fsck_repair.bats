@@ -1,0 +1,201 @@
+#!/usr/bin/env bats
+# btk-fsck --repair and fsck.btk (issue 25): a btk-mkfs image with one semantic corruption
+# (tests/lib/corrupt.c) is repaired, re-checked clean by btk-fsck and btrfs check; a repair is
+# all or nothing at every write (BTK_FAULT=stop:N) and under SIGINT (exit 32); fsck(8)'s exit
+# bits. Kernel-made images: tests/oracle/fsck_repair.bats.
+
+load helpers
+
+FSCK=$BTK_BUILD/bin/btk-fsck
+CORRUPT=$BTK_BUILD/tests/corrupt
+
+# base: a small populated image made without the kernel (once per file)
+setup_file() {
+	local d=$BATS_FILE_TMPDIR/src
+	mkdir -p "$d/dir/sub"
+	for i in 1 2 3 4 5; do head -c $((i * 5000)) /dev/urandom >"$d/dir/f$i"; done
+	echo small >"$d/dir/sub/s"
+	ln "$d/dir/f1" "$d/dir/sub/hard"
+	ln -s f2 "$d/dir/link"
+	"$BTK_BUILD/bin/btk-mkfs" -q -f --rootdir "$d" -b 256M "$BATS_FILE_TMPDIR/base.img" >/dev/null
+}
+
+# broken KIND: a scratch copy of the base with KIND injected, in $IMG
+broken() {
+	IMG=$BATS_TEST_TMPDIR/$1.img
+	cp --sparse=always "$BATS_FILE_TMPDIR/base.img" "$IMG"
+	run "$CORRUPT" "$1" "$IMG"
+	[ "$status" = 0 ] || {
+		echo "corrupt $1: $output" >&2
+		return 1
+	}
+}
+
+# btrfs check --readonly must be clean (when btrfs-progs is installed)
+btrfs_clean() {
+	command -v btrfs >/dev/null 2>&1 || return 0
+	btrfs check --readonly "$1" >"$BATS_TEST_TMPDIR/btrfs.out" 2>&1 || {
+		cat "$BATS_TEST_TMPDIR/btrfs.out" >&2
+		return 1
+	}
+}
+
+@test "repair: each derived-data and inode corruption is fixed, both checkers clean, a second repair changes nothing" {
+	require_btk fsck
+	for kind in nlink nbytes dir-isize bg-used super-devs; do
+		broken $kind
+		btk_run 120 "$FSCK" -q "$IMG"
+		[ "$status" = 4 ] || { show_err; echo "$kind: not detected" >&2; return 1; }
+		btk_run 120 "$FSCK" --repair "$IMG"
+		assert_no_crash
+		[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; echo "$kind: exit $status, 1 expected" >&2; return 1; }
+		grep -q '^FIXED: \[E' "$BTK_OUT"
+		grep -q ', 0 left$' "$BTK_OUT"
+		btk_run 120 "$FSCK" -q "$IMG"
+		[ "$status" = 0 ] || { show_err; echo "$kind: not clean after repair" >&2; return 1; }
+		btrfs_clean "$IMG"
+		local sha
+		sha=$(sha256_of "$IMG")
+		btk_run 120 "$FSCK" --repair "$IMG"
+		[ "$status" = 0 ]
+		[ "$(sha256_of "$IMG")" = "$sha" ]
+	done
+}
+
+@test "repair --json: each fix with its code, location, before and after" {
+	require_btk fsck
+	broken nbytes
+	btk_run 120 "$FSCK" --repair --json "$IMG"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	python3 - "$BTK_OUT" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert d["result"] == "repaired", d
+assert d["errors_before"] == 1 and d["errors_after"] == 0, d
+f = d["fixes"][0]
+assert f["code"] == "E1113" and f["name"] == "nbytes", f
+assert f["location"]["key"]["type"] == "INODE_ITEM", f
+assert f["before"].startswith("nbytes ") and f["after"].startswith("nbytes "), f
+assert f["before"] != f["after"], f
+assert d["errors"] == [], d
+PY
+}
+
+@test "repair: inline ram bytes fixed from the data, nbytes (derived from them) left alone" {
+	require_btk fsck
+	broken inline-ram
+	btk_run 120 "$FSCK" -q "$IMG"
+	[ "$status" = 4 ]
+	btk_run 120 "$FSCK" --repair "$IMG"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	[ "$(grep -c '^FIXED:' "$BTK_OUT")" = 1 ]
+	grep -q '^FIXED: \[E1305 inline-ram\]' "$BTK_OUT"
+	btk_run 120 "$FSCK" -q "$IMG"
+	[ "$status" = 0 ]
+	btrfs_clean "$IMG"
+}
+
+@test "repair: a problem without a fix is left, reported, and nothing is written" {
+	require_btk fsck
+	broken extent-refs
+	local sha
+	sha=$(sha256_of "$IMG")
+	btk_run 120 "$FSCK" --repair "$IMG"
+	assert_no_crash
+	[ "$status" = 4 ] || { show_err; return 1; }
+	grep -q '^ERROR: \[E' "$BTK_OUT"
+	[ "$(sha256_of "$IMG")" = "$sha" ]
+}
+
+@test "repair: a power cut at every write leaves the old or the repaired filesystem" {
+	require_btk fsck
+	broken nlink
+	local base=$IMG n old=0 new=0
+	for n in $(seq 0 200); do
+		local img=$BATS_TEST_TMPDIR/cut.img
+		cp --sparse=always "$base" "$img"
+		BTK_FAULT=stop:$n btk_run 120 "$FSCK" --repair "$img"
+		assert_no_crash
+		btk_run 120 "$FSCK" --json "$img"
+		local res
+		res=$(python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print(d["result"], " ".join(e["code"] for e in d["errors"]))' "$BTK_OUT")
+		case "$res" in
+		"clean ") new=$((new + 1)) ;;
+		"errors E1111") old=$((old + 1)) ;;
+		*) echo "cut at write $n: a third state: $res" >&2; return 1 ;;
+		esac
+		# once the cut comes after every write the repair is whole: done
+		if [ "$res" = "clean " ] && [ $new -ge 2 ]; then break; fi
+	done
+	echo "# old $old, repaired $new" >&3
+	[ $old -ge 3 ]
+	[ $new -ge 1 ]
+}
+
+@test "repair: SIGINT at any write exits 32 and leaves the old or the repaired filesystem" {
+	require_btk fsck
+	broken dir-isize
+	local base=$IMG n old=0 new=0
+	for n in 1 2 3 5 8 13 21 34; do
+		local img=$BATS_TEST_TMPDIR/int.img
+		cp --sparse=always "$base" "$img"
+		BTK_TEST_SIGINT_AT=$n btk_run 120 "$FSCK" --repair "$img"
+		if [ "$status" = 1 ]; then
+			new=$((new + 1))
+		else
+			[ "$status" = 32 ] || { show_err; return 1; }
+			grep -q 'interrupted' "$BTK_ERR"
+		fi
+		btk_run 120 "$FSCK" -q "$img"
+		case "$status" in
+		0) ;;
+		4) old=$((old + 1)) ;;
+		*) show_err; return 1 ;;
+		esac
+	done
+	[ $old -ge 1 ]
+}
+
+@test "fsck.btk: -n, -p (safe fixes only), -y and the exit bits" {
+	require_btk fsck
+	ln -sf "$FSCK" "$BATS_TEST_TMPDIR/fsck.btk"
+	local F=$BATS_TEST_TMPDIR/fsck.btk sha
+	# clean: 0
+	cp --sparse=always "$BATS_FILE_TMPDIR/base.img" "$BATS_TEST_TMPDIR/c.img"
+	btk_run 60 "$F" -y "$BATS_TEST_TMPDIR/c.img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	# -n: errors left (4), nothing written
+	broken nlink
+	sha=$(sha256_of "$IMG")
+	btk_run 60 "$F" -n "$IMG"
+	[ "$status" = 4 ]
+	[ "$(sha256_of "$IMG")" = "$sha" ]
+	# -p: nlink is not a safe fix: left (4), nothing written
+	btk_run 60 "$F" -p "$IMG"
+	[ "$status" = 4 ] || { show_err; return 1; }
+	[ "$(sha256_of "$IMG")" = "$sha" ]
+	# -y: corrected (1)
+	btk_run 60 "$F" -y "$IMG"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	# -a on a safe fix (block group used bytes): corrected (1)
+	broken bg-used
+	btk_run 60 "$F" -a -f -C 0 "$IMG"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	btk_run 60 "$F" -n "$IMG"
+	[ "$status" = 0 ]
+	# usage: 16
+	btk_run 60 "$F" -n -y "$IMG"
+	[ "$status" = 16 ]
+	# not a filesystem: 8
+	head -c 1M /dev/zero >"$BATS_TEST_TMPDIR/zero.img"
+	btk_run 60 "$F" -y "$BATS_TEST_TMPDIR/zero.img"
+	[ "$status" = 8 ]
+}
+
+@test "repair: every problem code has a fix or a reason (fixes.def), listed in btk-fsck(8)" {
+	local ids fixes
+	ids=$(sed -n 's/^BTK_PROBLEM(\([A-Z0-9_]*\),.*/\1/p' "$BTK_ROOT/libcore/check/problems.def" | sort)
+	fixes=$(sed -n 's/^BTK_\(NO\)\{0,1\}FIX(\([A-Z0-9_]*\),.*/\2/p' "$BTK_ROOT/libcore/repair/fixes.def" | sort)
+	[ "$ids" = "$fixes" ] || { diff <(echo "$ids") <(echo "$fixes") >&2; return 1; }
+	"$BTK_ROOT/scripts/problems-man.sh" | diff - <(sed -n '/^\.\\" BEGIN PROBLEM CODES/,/^\.\\" END PROBLEM CODES/p' "$BTK_ROOT/man/btk-fsck.8")
+}
