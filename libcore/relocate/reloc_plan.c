@@ -131,8 +131,8 @@ static int cut_out(struct rl_ranges *r, uint64_t start, uint64_t len)
 	return 0;
 }
 
-/* Free ranges of chunk c: its length minus extents and superblock mirrors' stripes (all
- * mirrors counted, whatever the profile: a little pessimistic, never optimistic). */
+/* Free ranges of chunk c: its length minus extents and the 64 KiB stripes holding superblock
+ * mirrors (exactly what the write path excludes). */
 static int free_ranges(struct btk_fs *fs, const struct btk_chunk *c, const struct rl_ranges *u,
 		       struct rl_ranges *out)
 {
@@ -150,7 +150,7 @@ static int free_ranges(struct btk_fs *fs, const struct btk_chunk *c, const struc
 	for (int i = 0; i < c->num_stripes && !ret; i++)
 		for (int m = 0; m < BTK_SUPER_MIRRORS && !ret; m++) {
 			const struct btk_chunk *hc = NULL;
-			uint64_t lg = 0, w = (uint64_t)BTK_STRIPE_LEN * 6;
+			uint64_t lg = 0;
 			bool parity = false;
 			if (btk_map_physical(fs, c->stripes[i].devid, btk_super_offset(m), &lg, &hc,
 					     &parity) ||
@@ -158,8 +158,11 @@ static int free_ranges(struct btk_fs *fs, const struct btk_chunk *c, const struc
 				btk_err_clear();
 				continue;
 			}
-			lg = lg / BTK_STRIPE_LEN * BTK_STRIPE_LEN;
-			ret = cut_out(out, lg > w ? lg - w : 0, 2 * w);
+			/* the 64 KiB stripe holding it, as the write path excludes it: a wider
+			 * margin would not be safe either, first fit would then place the
+			 * extents elsewhere than the apply does */
+			lg = c->logical + (lg - c->logical) / BTK_STRIPE_LEN * BTK_STRIPE_LEN;
+			ret = cut_out(out, lg, BTK_STRIPE_LEN);
 		}
 	return ret;
 }
@@ -251,20 +254,20 @@ int rl_usage_load(struct btk_fs *fs, struct rl_usage *u)
 	return ret;
 }
 
-/* Free ranges of new chunk n (at its planned logical address): superblock stripes cut out as
- * free_ranges does (a window around each mirror in one of its stripes). */
+/* Free ranges of new chunk n (at its planned logical address): the 64 KiB stripe holding a
+ * superblock mirror that starts inside one of its stripes cut out, as free_ranges does. */
 static int new_free(const struct rl_new *n, struct rl_ranges *out)
 {
-	uint64_t w = (uint64_t)BTK_STRIPE_LEN * 6;
 	int ret = rl_range_add(out, n->logical, n->length);
 
 	for (int i = 0; i < n->nstripes && !ret; i++)
 		for (int m = 0; m < BTK_SUPER_MIRRORS && !ret; m++) {
-			uint64_t o = btk_super_offset(m), lg;
-			if (o + BTK_SUPER_SIZE <= n->phys[i] || o >= n->phys[i] + n->length)
+			uint64_t o = btk_super_offset(m);
+			if (o < n->phys[i] || o >= n->phys[i] + n->length)
 				continue;
-			lg = n->logical + (o - n->phys[i]) / BTK_STRIPE_LEN * BTK_STRIPE_LEN;
-			ret = cut_out(out, lg > n->logical + w ? lg - w : n->logical, 2 * w);
+			ret = cut_out(
+			    out, n->logical + (o - n->phys[i]) / BTK_STRIPE_LEN * BTK_STRIPE_LEN,
+			    BTK_STRIPE_LEN);
 		}
 	return ret;
 }
