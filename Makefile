@@ -19,7 +19,7 @@ CLI_SRC  := $(wildcard cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
 LIB      := $(B)/libcore.a
-TOOLS    := $(sort $(foreach d,debug mkfs fsck owner convert resize image,$(if $(wildcard $(d)/*.c),$(d))))
+TOOLS    := $(sort $(foreach d,debug mkfs fsck owner convert resize image undo,$(if $(wildcard $(d)/*.c),$(d))))
 BINS     := $(TOOLS:%=$(B)/bin/btk-%)
 UNIT_SRC := $(wildcard tests/unit/*/test_*.c)
 UNITS    := $(foreach s,$(UNIT_SRC),$(B)/tests/$(basename $(notdir $(s))))

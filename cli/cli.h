@@ -58,6 +58,9 @@ void cli_json_on(bool on);
  * error found while parsing the options is a JSON object too. Returns whether it did. */
 bool cli_json_argv(int argc, const char *const *argv);
 void cli_json_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* A tool whose --json failures have a shape of their own (btk-fsck's "not checked" report)
+ * prints the object with print(msg) on stdout instead of {"error": "MSG"}. */
+void cli_json_shape(void (*print)(const char *msg));
 
 /* Sizes. A whole decimal number with an optional binary suffix k, m, g, t, p or e (any case,
  * optionally followed by "i" and/or "b": 4k = 4K = 4KiB = 4096). No fractions, no sign.
@@ -123,16 +126,31 @@ const char *cli_duration(double secs, char *buf, size_t len);
 void cli_progress_clear(struct cli_progress *p);
 double cli_now(void); /* monotonic seconds */
 
-/* What writers share (devopts.c): put CLI_WRITE_OPTIONS in a writer's popt table for --wait;
- * cli_dev_opts then fills o->wait and o->fault (the tests' switch: the environment variable
- * BTK_FAULT=fail:N or stop:N, a power cut after N changes to each device; io.h). Returns 0, or
- * -1 after printing one line (a malformed BTK_FAULT: a usage error). */
+/* What writers share (devopts.c): put CLI_WRITE_OPTIONS in a writer's popt table for --wait
+ * and -z/--undo FILE; cli_dev_opts then fills o->wait, o->undo_path (the undo file, NULL for
+ * none: io/undo.h) and o->fault (the tests' switch: the environment variable BTK_FAULT=fail:N
+ * or stop:N, a power cut after N changes to each device; io.h). Returns 0, or -1 after
+ * printing one line (a malformed BTK_FAULT, an empty FILE: a usage error). */
 extern struct poptOption cli_write_table[];
 #define CLI_WRITE_OPTIONS                                                                          \
 	{                                                                                          \
 		NULL, 0, POPT_ARG_INCLUDE_TABLE, cli_write_table, 0, NULL, NULL                    \
 	}
 int cli_dev_opts(struct btk_dev_opts *o);
+/* A writer that keeps an undo file unless told not to (btk-fsck --repair) also puts
+ * CLI_NO_UNDO_OPTION (--no-undo) in its table and calls cli_undo_default after
+ * cli_dev_opts, naming its first device: without -z and --no-undo, o->undo_path becomes a
+ * name that is free now, kept in buf (len bytes, 4096 is enough): DEV.undo beside an image
+ * file whose directory is writable, else PROG-NAME.undo in the current directory (NAME: the
+ * device's last path component), numbered DEV.1.undo, DEV.2.undo... when taken. buf gets the
+ * undo file's name ("" with --no-undo), to print. Returns 0, or -1 after one line (-z with
+ * --no-undo: usage; no writable place: an error). */
+extern struct poptOption cli_no_undo_table[];
+#define CLI_NO_UNDO_OPTION                                                                         \
+	{                                                                                          \
+		NULL, 0, POPT_ARG_INCLUDE_TABLE, cli_no_undo_table, 0, NULL, NULL                  \
+	}
+int cli_undo_default(struct btk_dev_opts *o, const char *dev, char *buf, size_t len);
 
 /* --help/-h/-? and --version/-V for a popt table: put CLI_STD_OPTIONS at the end of it
  * (before POPT_TABLEEND). --version prints "PROG VERSION" on stdout and exits 0; --help

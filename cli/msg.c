@@ -10,6 +10,7 @@
 
 static const char *prog = "btk";
 static bool json_on, json_done;
+static void (*json_shape)(const char *msg);
 
 static void warn_hook(void *ctx, const char *msg)
 {
@@ -34,9 +35,13 @@ static void json_emit(const char *msg)
 	if (!json_on || json_done)
 		return;
 	json_done = true;
-	fputs("{\"error\": ", stdout);
-	btk_json_cstr(stdout, msg);
-	fputs("}\n", stdout);
+	if (json_shape) {
+		json_shape(msg);
+	} else {
+		fputs("{\"error\": ", stdout);
+		btk_json_cstr(stdout, msg);
+		fputs("}\n", stdout);
+	}
 	fflush(stdout);
 }
 
@@ -100,6 +105,11 @@ void cli_warn(const char *fmt, ...)
 void cli_json_on(bool on)
 {
 	json_on = on;
+}
+
+void cli_json_shape(void (*print)(const char *msg))
+{
+	json_shape = print;
 }
 
 bool cli_json_argv(int argc, const char *const *argv)

@@ -39,4 +39,4 @@ _btk()
 	fi
 }
 
-complete -o filenames -F _btk btk-mkfs btk-fsck btk-convert btk-resize btk-owner btk-debug btk-image
+complete -o filenames -F _btk btk-mkfs btk-fsck btk-convert btk-resize btk-owner btk-debug btk-image btk-undo

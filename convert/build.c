@@ -324,19 +324,27 @@ static int file_data(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, uin
 	int ret;
 
 	if (in->i_flags & EXT4_INLINE_DATA_FL) {
+		uint64_t len;
 		if (!size)
 			return 0;
-		if ((ret = read_small(c, eino, in, size, c->buf, IO_PIECE)))
+		/* the inode stores len bytes; the rest of the size reads as zeroes */
+		if ((ret = ext_inline_len(c->src->e, eino, size, &len)) ||
+		    (ret = read_small(c, eino, in, len, c->buf, IO_PIECE)))
 			return ret;
 		if (!c->o->no_inline && size <= 2048 && size <= btk_inline_max(c->fs)) {
+			memset(c->buf + len, 0, size - len);
 			*nbytes += size;
 			c->inline_files++;
 			return btk_file_extent_inline(c->t, BTRFS_FS_TREE_OBJECTID, ino, c->buf,
 						      (uint32_t)size, size, 0);
 		}
-		return write_new_extent(c, ino, c->buf, size, nbytes);
+		if (len && (ret = write_new_extent(c, ino, c->buf, len, nbytes)))
+			return ret;
+		len = up(len, c->fs->sectorsize);
+		return len < end ? btk_file_hole(c->t, BTRFS_FS_TREE_OBJECTID, ino, len, end - len)
+				 : 0;
 	}
-	if ((ret = ext_runs(c->src->e, eino, in, &rs)))
+	if ((ret = ext_runs(c->src->e, eino, in, &rs, NULL)))
 		goto out;
 	/* the runs come in file order; holes below the size become items without NO_HOLES */
 	for (size_t i = 0; i < rs.n && !ret; i++) {

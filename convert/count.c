@@ -75,40 +75,41 @@ static int count_xattrs(struct counter *k, const struct ext2_inode_large *li)
 	return 0;
 }
 
-static int count_file(struct counter *k, struct ext2_inode *in)
+/* rs: the file's runs (ext_used_inode) */
+static int count_file(struct counter *k, struct ext2_inode *in, const struct runs *rs)
 {
 	struct ext_need *n = k->n;
 	uint64_t size = EXT2_I_SIZE(in);
-	struct runs rs = {0};
-	int ret;
 
 	if (in->i_flags & EXT4_INLINE_DATA_FL) {
+		uint64_t len;
+		int ret;
 		if (!size)
 			return 0;
 		if (!k->o->no_inline && size <= INLINE_LIMIT) {
 			n->m.inline_items++;
 			n->m.inline_bytes += size;
-		} else {
-			n->new_data += (size + 4095) / 4096 * 4096;
-			n->m.file_extents++;
-			n->m.data_extents++;
+			return 0;
 		}
+		/* the bytes the inode stores in a new extent, the rest of the size a hole */
+		if ((ret = ext_inline_len(k->s->e, k->ino, size, &len)))
+			return ret;
+		n->new_data += (len + 4095) / 4096 * 4096;
+		n->m.file_extents += 2;
+		n->m.data_extents += len != 0;
 		return 0;
 	}
-	if ((ret = ext_runs(k->s->e, k->ino, in, &rs)))
-		return ret;
-	for (size_t i = 0; i < rs.n && !ret; i++) {
-		uint64_t start = rs.r[i].pblk * k->s->blocksize,
-			 len = rs.r[i].len * k->s->blocksize;
+	for (size_t i = 0; i < rs->n; i++) {
+		uint64_t start = rs->r[i].pblk * k->s->blocksize,
+			 len = rs->r[i].len * k->s->blocksize;
 		/* an unwritten run becomes a hole: at most one item, counted as its pieces (cut
 		 * where records end; the copies' own pieces are counted once, globally) */
 		n->m.file_extents += btk_inplace_count_pieces(&k->s->layout, start, len);
 	}
-	free(rs.r);
-	return ret;
+	return 0;
 }
 
-static int count_inode(struct counter *k, struct ext2_inode_large *li)
+static int count_inode(struct counter *k, struct ext2_inode_large *li, const struct runs *rs)
 {
 	struct ext2_inode *in = (struct ext2_inode *)li;
 	struct ext_need *n = k->n;
@@ -123,7 +124,7 @@ static int count_inode(struct counter *k, struct ext2_inode_large *li)
 		n->m.names += in->i_links_count;
 	}
 	if (LINUX_S_ISREG(in->i_mode)) {
-		ret = count_file(k, in);
+		ret = count_file(k, in, rs);
 	} else if (LINUX_S_ISLNK(in->i_mode)) {
 		if (size >= 4096 || size > btk_inline_max_for(k->o->nodesize))
 			return too_big(k, "a symlink target", size);
@@ -182,17 +183,22 @@ int ext_count(struct ext_src *s, const struct ext_count_opts *o, struct ext_need
 		}
 		if (!k.ino)
 			break;
-		if ((k.ino != EXT2_ROOT_INO && k.ino < EXT2_FIRST_INO(e->super)) ||
-		    !ext2fs_test_inode_bitmap2(e->inode_map, k.ino))
+		bool reserved = k.ino != EXT2_ROOT_INO && k.ino < EXT2_FIRST_INO(e->super);
+		struct runs rs = {0};
+		if (!reserved && !ext2fs_test_inode_bitmap2(e->inode_map, k.ino))
 			continue;
-		ext_links_note(s, k.ino, (struct ext2_inode *)li);
-		if (!li->i_links_count)
-			continue;
-		ret = count_inode(&k, li);
+		/* the blocks of every inode in use (the journal's too) stay where they are */
+		ret = ext_used_inode(s, k.ino, (struct ext2_inode *)li, &rs);
+		if (!ret && !reserved) {
+			ext_links_note(s, k.ino, (struct ext2_inode *)li);
+			if (li->i_links_count)
+				ret = count_inode(&k, li, &rs);
+		}
+		free(rs.r);
 	}
 	ext2fs_close_inode_scan(scan);
 	free(li);
-	if (ret)
+	if (ret || (ret = ext_used_finish(s)))
 		return ret;
 	/* the names fill the directories that hold them, less 8 bytes of each entry's header */
 	k.dir_bytes = k.dir_bytes > 8 * n->m.names ? k.dir_bytes - 8 * n->m.names : 0;

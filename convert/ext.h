@@ -3,6 +3,7 @@
 #ifndef CONVERT_EXT_H
 #define CONVERT_EXT_H
 
+#include "runs.h"
 #include "base/vec.h"
 #include "create/inplace.h"
 
@@ -20,10 +21,16 @@ struct ext_src {
 	ext2_filsys e;
 	const char *path;
 	uint32_t blocksize;
-	uint64_t size;		     /* blocks_count * blocksize */
-	struct btk_byte_range *used; /* blocks the block bitmap marks used, sorted, merged */
+	uint64_t size; /* blocks_count * blocksize */
+	/* the blocks ext uses, sorted, merged: what its block bitmap marks used and what its
+	 * metadata and inodes use (ext_used_finish) */
+	struct btk_byte_range *used;
 	size_t nused;
 	uint64_t used_bytes;
+	/* blocks ext uses that its block bitmap marks free: how many, the first, and the inode
+	 * using it (0: ext's own metadata) */
+	uint64_t unmarked, first_unmarked;
+	uint32_t first_unmarked_ino;
 	uint64_t inodes;	   /* inodes in use (s_inodes_count - s_free_inodes_count) */
 	char features[256];	   /* "has_journal extent 64bit ..." for reports */
 	struct btk_inplace layout; /* where the btrfs goes around the used blocks */
@@ -40,5 +47,15 @@ struct ext_src {
  * error-marked filesystem through. */
 int ext_open(const char *path, bool force, struct ext_src *src);
 void ext_close(struct ext_src *src);
+
+/* The used set, whatever the block bitmap says: ext_open adds ext's own metadata (superblocks,
+ * group descriptors, reserved GDT blocks, bitmaps, inode tables, the MMP block) to the bitmap
+ * it read; ext_count adds every in-use inode's blocks with ext_used_inode; ext_used_finish then
+ * lists s->used from it and lays s->layout over them. A block outside the filesystem is
+ * refused (EUCLEAN, naming the inode and e2fsck -f). */
+/* Reads the runs of inode ino into *rs (nothing for inline data and fast symlinks; the caller
+ * frees rs->r) and adds them, the blocks mapping them and its xattr block to the used set. */
+int ext_used_inode(struct ext_src *s, ext2_ino_t ino, struct ext2_inode *in, struct runs *rs);
+int ext_used_finish(struct ext_src *s);
 
 #endif

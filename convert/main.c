@@ -153,6 +153,21 @@ static void warn_links(const char *dev, const struct ext_links_result *r)
 		 ext_links_names(r->first.names, nb));
 }
 
+/* Blocks ext uses that its bitmap marks free: kept, in one line. */
+static void warn_unmarked(const char *dev, const struct ext_src *s)
+{
+	char owner[32];
+
+	if (s->first_unmarked_ino)
+		snprintf(owner, sizeof(owner), "ext inode %u", s->first_unmarked_ino);
+	else
+		snprintf(owner, sizeof(owner), "ext metadata");
+	cli_warn("%s: the block bitmap marks %" PRIu64 " used block(s) free (block %" PRIu64
+		 ", %s): the conversion keeps every one of them as used (e2fsck -f mends the "
+		 "bitmap)",
+		 dev, s->unmarked, s->first_unmarked, owner);
+}
+
 static int run_convert(const struct args *a, const char *dev, const struct btk_dev_opts *d)
 {
 	struct btk_lock *hold = NULL;
@@ -190,6 +205,8 @@ static int run_convert(const struct args *a, const char *dev, const struct btk_d
 	}
 	if (lr.fixed)
 		warn_links(dev, &lr);
+	if (src.unmarked)
+		warn_unmarked(dev, &src);
 	if (need > src.size - src.used_bytes) {
 		cli_err("%s: not enough free space: the btrfs metadata needs about %" PRIu64
 			" bytes, ext has %" PRIu64 " free",

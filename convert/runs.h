@@ -17,8 +17,14 @@ struct runs {
 	size_t n, cap;
 };
 
-/* Appends the runs of inode eino (read into *in) to *rs, in file order; 0 or -errno with a
- * message. The caller frees rs->r. */
-int ext_runs(ext2_filsys e, ext2_ino_t eino, struct ext2_inode *in, struct runs *rs);
+/* Appends the runs of inode eino (read into *in) to *rs, in file order; and, when meta is not
+ * NULL, the blocks that map them (extent tree nodes, indirect blocks) to *meta, as runs of
+ * lblk 0. 0 or -errno with a message. The caller frees rs->r (and meta->r). */
+int ext_runs(ext2_filsys e, ext2_ino_t eino, struct ext2_inode *in, struct runs *rs,
+	     struct runs *meta);
+
+/* How many of an inline_data file's size bytes its inode stores (the rest reads as zeroes: a
+ * sparse file mke2fs -d made); 0 or -errno with a message. */
+int ext_inline_len(ext2_filsys e, ext2_ino_t eino, uint64_t size, uint64_t *len);
 
 #endif

@@ -88,7 +88,7 @@ static void json_location(uint64_t tree, uint64_t bytenr, const struct btk_key *
 static void report_json(struct out *o, const struct btk_check_problem *p)
 {
 
-	printf("%s\n    {\"code\": \"E%04u\", \"name\": ", o->nerr ? "," : "", p->info->code);
+	printf("%s{\"code\": \"E%04u\", \"name\": ", o->nerr ? "," : "", p->info->code);
 	btk_json_cstr(stdout, p->info->name);
 	printf(", \"kind\": ");
 	btk_json_cstr(stdout, btk_check_kind_name(p->kind));
@@ -113,7 +113,7 @@ static void on_problem(void *ctx, const struct btk_check_problem *p)
 	if (p->id == BTK_P_ROOT_TREE_UNREADABLE)
 		o->not_checked = true;
 	if (o->json && o->fixes_open) {
-		printf("\n  ],\n  \"errors\": [");
+		printf("], \"errors\": [");
 		o->fixes_open = false;
 	}
 	if (o->json)
@@ -204,53 +204,37 @@ static void summary_json(const struct btk_fs *fs, const struct btk_check_summary
 	char uuid[40];
 
 	uuid_str(fs->fsid, uuid);
-	printf(
-	    "\n  ],\n  \"uuid\": \"%s\",\n  \"summary\": {\"errors\": %llu, \"bytes_used\": %llu, "
-	    "\"total_csum_bytes\": %llu, \"total_tree_bytes\": %llu, "
-	    "\"total_fs_tree_bytes\": %llu, \"total_extent_tree_bytes\": %llu, "
-	    "\"btree_space_waste\": %llu, \"data_bytes_allocated\": %llu, "
-	    "\"data_bytes_referenced\": %llu, \"roots\": %llu, \"subvolumes\": %llu, "
-	    "\"inodes\": %llu, \"tree_blocks\": %llu, \"extents\": %llu, "
-	    "\"data_blocks_checked\": %llu},\n",
-	    uuid, (unsigned long long)s->errors, (unsigned long long)s->bytes_used,
-	    (unsigned long long)s->total_csum_bytes, (unsigned long long)s->total_tree_bytes,
-	    (unsigned long long)s->total_fs_tree_bytes,
-	    (unsigned long long)s->total_extent_tree_bytes,
-	    (unsigned long long)s->btree_space_waste, (unsigned long long)s->data_bytes_allocated,
-	    (unsigned long long)s->data_bytes_referenced, (unsigned long long)s->nr_roots,
-	    (unsigned long long)s->nr_subvols, (unsigned long long)s->nr_inodes,
-	    (unsigned long long)s->nr_tree_blocks, (unsigned long long)s->nr_extents,
-	    (unsigned long long)s->data_blocks_checked);
+	printf("], \"uuid\": \"%s\", \"summary\": {\"errors\": %llu, \"bytes_used\": %llu, "
+	       "\"total_csum_bytes\": %llu, \"total_tree_bytes\": %llu, "
+	       "\"total_fs_tree_bytes\": %llu, \"total_extent_tree_bytes\": %llu, "
+	       "\"btree_space_waste\": %llu, \"data_bytes_allocated\": %llu, "
+	       "\"data_bytes_referenced\": %llu, \"roots\": %llu, \"subvolumes\": %llu, "
+	       "\"inodes\": %llu, \"tree_blocks\": %llu, \"extents\": %llu, "
+	       "\"data_blocks_checked\": %llu}, ",
+	       uuid, (unsigned long long)s->errors, (unsigned long long)s->bytes_used,
+	       (unsigned long long)s->total_csum_bytes, (unsigned long long)s->total_tree_bytes,
+	       (unsigned long long)s->total_fs_tree_bytes,
+	       (unsigned long long)s->total_extent_tree_bytes,
+	       (unsigned long long)s->btree_space_waste,
+	       (unsigned long long)s->data_bytes_allocated,
+	       (unsigned long long)s->data_bytes_referenced, (unsigned long long)s->nr_roots,
+	       (unsigned long long)s->nr_subvols, (unsigned long long)s->nr_inodes,
+	       (unsigned long long)s->nr_tree_blocks, (unsigned long long)s->nr_extents,
+	       (unsigned long long)s->data_blocks_checked);
 }
 
 /* JSON output when the filesystem could not be checked at all. */
 static void json_fail(const char *msg)
 {
-	printf("{\n  \"result\": \"not checked\",\n  \"error\": ");
+	printf("{\"result\": \"not checked\", \"error\": ");
 	btk_json_cstr(stdout, msg);
-	printf(",\n  \"errors\": []\n}\n");
-}
-
-/* A usage error: one line on stderr and, with --json anywhere on the command line, the
- * "not checked" object on stdout (the same shape as every other --json failure). */
-static bool json_argv;
-static void usage_err(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void usage_err(const char *fmt, ...)
-{
-	char msg[512];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	if (json_argv)
-		json_fail(msg);
-	fflush(stdout);
-	fprintf(stderr, "btk-fsck: %s\n", msg);
+	printf(", \"errors\": []}\n");
 }
 
 static uint64_t cache_mb = 8; /* tree-block cache: the walk reads most blocks once */
 static int cache_arg = 8;
+static uint64_t max_errors; /* --max-errors: problems shown at most (0: all) */
+static char *max_errors_arg;
 
 /* A filesystem the kernel writes changes under the checker: refuse it unless forced. A
  * read-only mount is checked with a warning (the kernel may still replay nothing, so the
@@ -304,23 +288,31 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 		cli_err_in(devs[0], "%s", btk_errmsg());
 		return EXIT_OPER;
 	}
-	struct btk_check_opts co = {
-	    .data_csum = data_csum, .report = on_problem, .progress = on_progress, .ctx = o};
+	/* text: data checksum mismatches summed up per extent and mirror; --json lists each */
+	struct btk_check_opts co = {.data_csum = data_csum,
+				    .report = on_problem,
+				    .progress = on_progress,
+				    .ctx = o,
+				    .max_reports = max_errors,
+				    .data_summary = !o->json};
 	if (o->json)
-		printf("{\n  \"errors\": [");
+		printf("{\"errors\": [");
 	ret = btk_check_run(fs, &co, &sum);
 	cli_progress_clear(&o->line);
 	if (o->json) {
 		summary_json(fs, &sum);
 		if (ret) { /* the check stopped: say why, as every --json failure does */
-			printf("  \"error\": ");
+			printf("\"error\": ");
 			btk_json_cstr(stdout, btk_errmsg());
-			printf(",\n");
+			printf(", ");
 		}
-		printf("  \"result\": \"%s\"\n}\n", ret || o->not_checked ? "not checked"
-						    : sum.errors	  ? "errors"
-									  : "clean");
+		printf("\"result\": \"%s\"}\n", ret || o->not_checked ? "not checked"
+						: sum.errors	      ? "errors"
+								      : "clean");
 	} else if (!o->quiet) {
+		if (max_errors && o->nerr >= max_errors && sum.errors + sum.warnings > o->nerr)
+			printf("... more problems not shown (--max-errors %llu)\n",
+			       (unsigned long long)max_errors);
 		summary_text(fs, &sum);
 	} else if (sum.errors) {
 		printf("%llu error(s) found\n", (unsigned long long)sum.errors);
@@ -342,8 +334,7 @@ static void on_fix(void *ctx, const struct btk_repair_fix *f)
 
 	cli_progress_clear(&o->line);
 	if (o->json) {
-		printf("%s\n    {\"code\": \"E%04u\", \"name\": ", o->nfix ? "," : "",
-		       f->info->code);
+		printf("%s{\"code\": \"E%04u\", \"name\": ", o->nfix ? "," : "", f->info->code);
 		btk_json_cstr(stdout, f->info->name);
 		printf(", \"round\": %d", f->round);
 		json_location(f->tree, f->bytenr, f->has_key ? &f->key : NULL);
@@ -395,33 +386,33 @@ static int run_repair(const char **devs, int ndevs, bool preen, struct out *o)
 		printf("Repairing filesystem on %s%s\n", devs[0],
 		       preen ? " (preen: safe fixes only)" : "");
 	if (o->json) {
-		printf("{\n  \"fixes\": [");
+		printf("{\"fixes\": [");
 		o->fixes_open = true;
 	}
 	ret = btk_repair_run(devs, ndevs, &oo, &ro, &res);
 	cli_progress_clear(&o->line);
 	if (o->json) {
 		if (o->fixes_open)
-			printf("\n  ],\n  \"errors\": [");
+			printf("], \"errors\": [");
 		o->fixes_open = false;
-		printf("\n  ],\n  \"errors_before\": %llu, \"errors_after\": %llu, "
-		       "\"fixes_made\": %llu, \"rounds\": %d, \"commits\": %d,\n",
+		printf("], \"errors_before\": %llu, \"errors_after\": %llu, "
+		       "\"fixes_made\": %llu, \"rounds\": %d, \"commits\": %d, ",
 		       (unsigned long long)res.errors_before, (unsigned long long)res.errors_after,
 		       (unsigned long long)res.fixes, res.rounds, res.commits);
 		if (res.refused) {
-			printf("  \"not_fixed\": ");
+			printf("\"not_fixed\": ");
 			btk_json_cstr(stdout, res.failed);
-			printf(",\n");
+			printf(", ");
 		}
 		if (ret) {
-			printf("  \"error\": ");
+			printf("\"error\": ");
 			btk_json_cstr(stdout, btk_errmsg());
-			printf(",\n");
+			printf(", ");
 		}
-		printf("  \"result\": \"%s\"\n}\n", ret || res.unchecked ? "not checked"
-						    : res.errors_after	 ? "errors"
-						    : res.fixes		 ? "repaired"
-									 : "clean");
+		printf("\"result\": \"%s\"}\n", ret || res.unchecked ? "not checked"
+						: res.errors_after   ? "errors"
+						: res.fixes	     ? "repaired"
+								     : "clean");
 	} else if (!o->quiet && !ret) {
 		printf("%llu error(s) found, %llu fixed in %d commit(s), %llu left\n",
 		       (unsigned long long)res.errors_before, (unsigned long long)res.fixes,
@@ -447,142 +438,158 @@ static bool fsck_mode(const char *argv0)
 	return !strncmp(base, "fsck.", 5);
 }
 
+/* What the options say. */
+struct fsck_args {
+	int data_csum, json, progress, quiet, force, readonly, backup, super;
+	int repair, yes, no, preen, auto_, progress_fd;
+	bool as_fsck;
+	const char *tree_root, *chunk_root;
+	const char **devs;
+	int ndevs;
+};
+
+/* The checks of the options past popt's table: 0, or EXIT_USAGE after one line (with --json
+ * anywhere on the command line, the "not checked" object on stdout too). */
+static int check_args(poptContext pc, struct fsck_args *a)
+{
+	a->ndevs = cli_popt_args(pc, &a->devs);
+	if (!a->ndevs) {
+		cli_err("no device given (see --help)");
+		return EXIT_USAGE;
+	}
+	if (a->as_fsck) {
+		/* fsck -f checks anyway; btk-fsck always checks, and never forces a mount */
+		a->force = 0;
+		a->preen = a->preen || a->auto_;
+		a->repair = a->yes || a->preen;
+		a->progress = a->progress_fd >= 0;
+		if (a->no + a->yes + (a->preen ? 1 : 0) > 1) {
+			cli_err("-n, -y and -p/-a exclude each other");
+			return EXIT_USAGE;
+		}
+	} else {
+		a->repair = a->repair || a->yes;
+		if (a->repair && a->readonly) {
+			cli_err("--repair and --readonly exclude each other");
+			return EXIT_USAGE;
+		}
+	}
+	if (a->repair && a->data_csum) {
+		cli_err("--check-data-csum is for checks only (a repair does not heal data)");
+		return EXIT_USAGE;
+	}
+	if (cache_arg < 1) {
+		cli_err("--cache-mb must be at least 1");
+		return EXIT_USAGE;
+	}
+	if (max_errors_arg && (!cli_parse_u64(max_errors_arg, &max_errors) || !max_errors)) {
+		cli_err("--max-errors: not a positive number: %s", max_errors_arg);
+		return EXIT_USAGE;
+	}
+	cache_mb = (uint64_t)cache_arg;
+	open_opts.cache_mb = cache_mb;
+	open_opts.backup = a->backup ? BTK_BACKUP_NEWEST : 0;
+	if (a->super != -1 && (a->super < 0 || a->super > 2)) {
+		cli_err("-s/--super: copy %d does not exist (0, 1 or 2)", a->super);
+		return EXIT_USAGE;
+	}
+	open_opts.super_mirror = a->super;
+	if ((a->tree_root && !cli_parse_u64(a->tree_root, &open_opts.tree_root)) ||
+	    (a->chunk_root && !cli_parse_u64(a->chunk_root, &open_opts.chunk_root))) {
+		cli_err("--tree-root/--chunk-root: not a byte number: %s",
+			a->tree_root && !open_opts.tree_root ? a->tree_root : a->chunk_root);
+		return EXIT_USAGE;
+	}
+	return 0;
+}
+
 int main(int argc, const char **argv)
 {
-	int data_csum = 0, json = 0, progress = 0, quiet = 0, force = 0, readonly = 0, rc;
-	int repair = 0, yes = 0, no = 0, preen = 0, auto_ = 0, progress_fd = -1;
-	bool as_fsck = argc > 0 && fsck_mode(argv[0]);
+	struct fsck_args a = {.super = -1, .progress_fd = -1};
+	int rc;
 #ifdef M_MMAP_THRESHOLD
 	/* The checker's records are large growing arrays: mapped, they grow in place (mremap)
 	 * and go back to the system when freed. glibc's threshold otherwise rises with the first
 	 * large free, and the heap keeps every outgrown copy (10 MiB of 110 at 2M files). */
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 #endif
-	int backup = 0, super = -1;
 	/* popt's copies: static, so that every way out leaves them reachable (no leak report) */
 	static char *tree_root, *chunk_root;
 	struct poptOption opts[] = {
-	    {"check-data-csum", 0, POPT_ARG_NONE, &data_csum, 0,
+	    {"check-data-csum", 0, POPT_ARG_NONE, &a.data_csum, 0,
 	     "read every data block (every copy) and verify its checksum", NULL},
-	    {"json", 0, POPT_ARG_NONE, &json, 0,
+	    {"json", 0, POPT_ARG_NONE, &a.json, 0,
 	     "print one JSON object with the errors (and with --repair the fixes)", NULL},
-	    {"progress", 'p', POPT_ARG_NONE, &progress, 0, "show progress on stderr", NULL},
-	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print only the error count", NULL},
-	    {"force", 0, POPT_ARG_NONE, &force, 0,
+	    {"progress", 'p', POPT_ARG_NONE, &a.progress, 0, "show progress on stderr", NULL},
+	    {"quiet", 'q', POPT_ARG_NONE, &a.quiet, 0, "print only the error count", NULL},
+	    {"force", 0, POPT_ARG_NONE, &a.force, 0,
 	     "check even a filesystem mounted read-write (results may be wrong)", NULL},
-	    {"readonly", 0, POPT_ARG_NONE, &readonly, 0,
+	    {"readonly", 0, POPT_ARG_NONE, &a.readonly, 0,
 	     "check only (the default without --repair)", NULL},
-	    {"repair", 0, POPT_ARG_NONE, &repair, 0,
+	    {"repair", 0, POPT_ARG_NONE, &a.repair, 0,
 	     "fix what can be fixed, each round re-checked before it is committed", NULL},
-	    {NULL, 'y', POPT_ARG_NONE, &yes, 0, "the same as --repair", NULL},
-	    {"backup", 'b', POPT_ARG_NONE, &backup, 0,
+	    {NULL, 'y', POPT_ARG_NONE, &a.yes, 0, "the same as --repair", NULL},
+	    {"backup", 'b', POPT_ARG_NONE, &a.backup, 0,
 	     "use the newest backup root set whose root tree reads", NULL},
-	    {"super", 's', POPT_ARG_INT, &super, 0, "use superblock copy N (0, 1 or 2)", "N"},
+	    {"super", 's', POPT_ARG_INT, &a.super, 0, "use superblock copy N (0, 1 or 2)", "N"},
 	    {"tree-root", 0, POPT_ARG_STRING, &tree_root, 0,
 	     "use the root tree block at BYTENR (experts)", "BYTENR"},
 	    {"chunk-root", 0, POPT_ARG_STRING, &chunk_root, 0,
 	     "use the chunk tree block at BYTENR (experts)", "BYTENR"},
 	    {"cache-mb", 0, POPT_ARG_INT, &cache_arg, 0, "tree-block cache budget (default 8)",
 	     "MIB"},
+	    {"max-errors", 0, POPT_ARG_STRING, &max_errors_arg, 0,
+	     "show at most N problems (all are still counted)", "N"},
 	    CLI_WRITE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	/* fsck(8): -n check only, -y repair, -p/-a preen (safe fixes), -f accepted, -C FD */
 	struct poptOption fsck_opts[] = {
-	    {NULL, 'n', POPT_ARG_NONE, &no, 0, "check only, change nothing", NULL},
-	    {NULL, 'y', POPT_ARG_NONE, &yes, 0, "repair everything that can be repaired", NULL},
-	    {NULL, 'p', POPT_ARG_NONE, &preen, 0,
+	    {NULL, 'n', POPT_ARG_NONE, &a.no, 0, "check only, change nothing", NULL},
+	    {NULL, 'y', POPT_ARG_NONE, &a.yes, 0, "repair everything that can be repaired", NULL},
+	    {NULL, 'p', POPT_ARG_NONE, &a.preen, 0,
 	     "preen: make only the safe fixes (derived data: counts, totals, caches)", NULL},
-	    {NULL, 'a', POPT_ARG_NONE, &auto_, 0, "the same as -p", NULL},
-	    {NULL, 'f', POPT_ARG_NONE, &force, 0, "check even when it looks clean (always done)",
+	    {NULL, 'a', POPT_ARG_NONE, &a.auto_, 0, "the same as -p", NULL},
+	    {NULL, 'f', POPT_ARG_NONE, &a.force, 0, "check even when it looks clean (always done)",
 	     NULL},
-	    {NULL, 'C', POPT_ARG_INT, &progress_fd, 0, "progress (to a terminal on stderr)", "FD"},
-	    {"json", 0, POPT_ARG_NONE, &json, 0, "one JSON object with errors and fixes", NULL},
-	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print only the error count", NULL},
+	    {NULL, 'C', POPT_ARG_INT, &a.progress_fd, 0, "progress (to a terminal on stderr)",
+	     "FD"},
+	    {"json", 0, POPT_ARG_NONE, &a.json, 0, "one JSON object with errors and fixes", NULL},
+	    {"quiet", 'q', POPT_ARG_NONE, &a.quiet, 0, "print only the error count", NULL},
 	    CLI_WRITE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
-	const char *prog = as_fsck ? "fsck.btk" : "btk-fsck";
-	poptContext pc = poptGetContext(prog, argc, argv, as_fsck ? fsck_opts : opts, 0);
+	a.as_fsck = argc > 0 && fsck_mode(argv[0]);
+	const char *prog = a.as_fsck ? "fsck.btk" : "btk-fsck";
+	poptContext pc;
 
 	cli_init(prog);
 	cli_output_fail_code(EXIT_OPER); /* a report that cannot be written: not checked */
 	/* stdout line by line: piped, reports and stderr messages stay in the order they happen */
 	setvbuf(stdout, NULL, _IOLBF, 0);
-
-	for (int i = 1; i < argc && strcmp(argv[i], "--"); i++)
-		json_argv = json_argv || !strcmp(argv[i], "--json");
-	poptSetOtherOptionHelp(pc, "[OPTIONS] DEV...");
-	while ((rc = poptGetNextOpt(pc)) > 0)
-		;
-	if (rc < -1) {
-		usage_err("%s: %s", poptBadOption(pc, 0), poptStrerror(rc));
+	/* a usage error with --json is the "not checked" object, as every other failure */
+	cli_json_shape(json_fail);
+	cli_json_argv(argc, argv);
+	rc = cli_popt_start(&pc, prog, argc, argv, a.as_fsck ? fsck_opts : opts, "[OPTIONS] DEV...")
+		 ? EXIT_USAGE
+		 : 0;
+	a.tree_root = tree_root;
+	a.chunk_root = chunk_root;
+	if (!rc)
+		rc = check_args(pc, &a);
+	cli_json_on(false); /* from here on the report's own JSON says what failed */
+	if (rc) {
 		poptFreeContext(pc);
-		return EXIT_USAGE;
+		return rc;
 	}
-	const char **devs = poptGetArgs(pc);
-	int ndevs = 0;
-	while (devs && devs[ndevs])
-		ndevs++;
-	if (!ndevs) {
-		usage_err("no device given (see --help)");
-		poptFreeContext(pc);
-		return EXIT_USAGE;
-	}
-	if (as_fsck) {
-		/* fsck -f checks anyway; btk-fsck always checks, and never forces a mount */
-		force = 0;
-		preen = preen || auto_;
-		repair = yes || preen;
-		progress = progress_fd >= 0;
-		if (no + yes + (preen ? 1 : 0) > 1) {
-			usage_err("-n, -y and -p/-a exclude each other");
-			poptFreeContext(pc);
-			return EXIT_USAGE;
-		}
-	} else {
-		repair = repair || yes;
-		if (repair && readonly) {
-			usage_err("--repair and --readonly exclude each other");
-			poptFreeContext(pc);
-			return EXIT_USAGE;
-		}
-	}
-	if (repair && data_csum) {
-		usage_err("--check-data-csum is for checks only (a repair does not heal data)");
-		poptFreeContext(pc);
-		return EXIT_USAGE;
-	}
-	if (cache_arg < 1) {
-		usage_err("--cache-mb must be at least 1");
-		poptFreeContext(pc);
-		return EXIT_USAGE;
-	}
-	cache_mb = (uint64_t)cache_arg;
-	open_opts.cache_mb = cache_mb;
-	open_opts.backup = backup ? BTK_BACKUP_NEWEST : 0;
-	if (super != -1 && (super < 0 || super > 2)) {
-		usage_err("-s/--super: copy %d does not exist (0, 1 or 2)", super);
-		poptFreeContext(pc);
-		return EXIT_USAGE;
-	}
-	open_opts.super_mirror = super;
-	if ((tree_root && !cli_parse_u64(tree_root, &open_opts.tree_root)) ||
-	    (chunk_root && !cli_parse_u64(chunk_root, &open_opts.chunk_root))) {
-		usage_err("--tree-root/--chunk-root: not a byte number: %s",
-			  tree_root && !open_opts.tree_root ? tree_root : chunk_root);
-		poptFreeContext(pc);
-		return EXIT_USAGE;
-	}
-	struct out o = {.json = json, .quiet = quiet, .last_pct = -1};
+	struct out o = {.json = a.json, .quiet = a.quiet, .last_pct = -1};
 	/* the progress line: on a terminal unless -q, or with -p; never with --json */
-	cli_progress_start(&o.line, progress);
-	if (json || (quiet && !progress))
+	cli_progress_start(&o.line, a.progress);
+	if (a.json || (a.quiet && !a.progress))
 		o.line.on = false;
 	btk_set_warn_hook(on_warn, &o);
-	(void)readonly;
-	if (repair)
-		rc = run_repair(devs, ndevs, preen, &o);
-	else if (!(rc = mounted_guard(devs, ndevs, force, &o)))
-		rc = run(devs, ndevs, data_csum, &o);
+	if (a.repair)
+		rc = run_repair(a.devs, a.ndevs, a.preen, &o);
+	else if (!(rc = mounted_guard(a.devs, a.ndevs, a.force, &o)))
+		rc = run(a.devs, a.ndevs, a.data_csum, &o);
 	poptFreeContext(pc);
 	return rc;
 }

@@ -16,15 +16,14 @@ struct ls {
 
 static void json_time(const char *name, const struct btk_time *t)
 {
-	printf(", \"%s\": {\"sec\": %llu, \"nsec\": %u}", name, (unsigned long long)t->sec,
-	       t->nsec);
+	printf(", \"%s\": {\"sec\": %lld, \"nsec\": %u}", name, (long long)t->sec, t->nsec);
 }
 
 static void print_json(struct ls *l, const struct img_entry *e)
 {
 	const struct btk_inode_info *i = &e->node.info;
 
-	printf("%s\n    {\"path\": ", l->first ? "" : ",");
+	printf("%s{\"path\": ", l->first ? "" : ",");
 	l->first = false;
 	btk_json_cstr(stdout, e->path);
 	printf(", \"name\": ");
@@ -154,6 +153,6 @@ int verb_ls(int argc, const char **argv)
 	}
 	rc = img_walk(&c, path, &ops, &l);
 	if (c.json)
-		printf("\n  ], \"errors\": %s}\n", rc || l.failed ? "true" : "false");
+		printf("], \"errors\": %s}\n", rc || l.failed ? "true" : "false");
 	return img_done(&c, rc || l.failed ? CLI_EXIT_ERROR : CLI_EXIT_OK);
 }

@@ -221,6 +221,15 @@ static int change(struct wops *w, const char *what, const char *path, struct btk
 		rc = failed(path);
 	if (!rc && btk_inode_change(w->t, root, ino, c, NULL))
 		rc = failed(path);
+	/* chown(2) also drops a file's capabilities (security.capability), as the kernel does */
+	if (!rc && c->kill_suid && !is_dir) {
+		static const char cap[] = "security.capability";
+		int ret = btk_xattr_remove(w->t, root, ino, cap, sizeof(cap) - 1);
+		if (ret == -ENODATA)
+			btk_err_clear();
+		else if (ret)
+			rc = failed(path);
+	}
 	return rc;
 }
 
@@ -285,7 +294,7 @@ int verb_chown(int argc, const char **argv)
 {
 	struct wops w = {0};
 	char path[PATH_BUF], spec[256], *colon;
-	struct btk_inode_change c = {0};
+	struct btk_inode_change c = {.kill_suid = true};
 	uint32_t login_gid = UINT32_MAX;
 	int rc;
 	struct poptOption opts[] = {WOPS_OPTIONS(&w), CLI_STD_OPTIONS POPT_TABLEEND};
@@ -341,10 +350,11 @@ static int parse_time(const char *s, struct btk_time *out)
 	bool utc = false;
 
 	if (s[0] == '@') {
-		unsigned long long sec = strtoull(s + 1, &end, 10);
-		if (end == s + 1 || s[1] == '-')
+		errno = 0;
+		long long sec = strtoll(s + 1, &end, 10);
+		if (end == s + 1 || errno || s[1] == ' ' || s[1] == '+')
 			return -1;
-		out->sec = sec;
+		out->sec = (uint64_t)sec; /* before 1970: negative, as the kernel stores it */
 		rest = end;
 	} else {
 		const char *fmts[] = {"%Y-%m-%d %H:%M:%S", "%Y-%m-%dT%H:%M:%S", "%Y-%m-%d %H:%M",
@@ -366,15 +376,23 @@ static int parse_time(const char *s, struct btk_time *out)
 			return -1;
 		out->nsec = ns;
 	}
-	if (s[0] == '@')
+	if (s[0] == '@') {
+		if (s[1] == '-' && out->nsec) { /* -1.5: 1.5 s before 1970, (-2, 0.5) */
+			out->sec--;
+			out->nsec = 1000000000u - out->nsec;
+		}
 		return *rest ? -1 : 0;
+	}
 	if (!strcmp(rest, "Z") || !strcmp(rest, " UTC") || !strcmp(rest, " Z"))
 		utc = true;
 	else if (*rest)
 		return -1;
 	tm.tm_isdst = -1; /* mktime decides whether summer time applies */
+	struct tm asked = tm;
 	time_t t = utc ? timegm(&tm) : mktime(&tm);
-	if (t == (time_t)-1 || t < 0)
+	/* a day the month does not have (2024-02-30) comes back as another date: refused;
+	 * times before 1970 are negative, as the kernel stores them */
+	if (tm.tm_year != asked.tm_year || tm.tm_mon != asked.tm_mon || tm.tm_mday != asked.tm_mday)
 		return -1;
 	out->sec = (uint64_t)t;
 	return 0;
@@ -532,9 +550,11 @@ int verb_setfattr(int argc, const char **argv)
 	    (rc = wops_changeable(&w, root, ino, "setfattr", path)))
 		return wops_finish(&w, rc);
 	struct btk_inode_change c = {.ctime = &w.now};
-	int ret =
-	    remove ? btk_xattr_remove(w.t, root, ino, n, (uint16_t)strlen(n))
-		   : btk_xattr_replace(w.t, root, ino, n, (uint16_t)strlen(n), val, (uint16_t)vlen);
+	int ret = btk_xattr_permitted(w.t, root, ino, n, (uint16_t)strlen(n));
+	if (!ret)
+		ret = remove ? btk_xattr_remove(w.t, root, ino, n, (uint16_t)strlen(n))
+			     : btk_xattr_replace(w.t, root, ino, n, (uint16_t)strlen(n), val,
+						 (uint16_t)vlen);
 	if (ret || btk_inode_change(w.t, root, ino, &c, NULL))
 		rc = failed(path);
 	rc = wops_finish(&w, rc);

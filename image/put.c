@@ -30,7 +30,7 @@ static void on_progress(void *ctx, uint64_t names, uint64_t bytes)
 
 /* What the source needs: data bytes (allocated blocks, not apparent sizes, each file in whole
  * sectors; files of 2 KiB or less go inline), and the tree blocks it adds (an upper bound). */
-static void source_need(struct wops *w, const struct btk_src_tree *s, uint64_t *data,
+static void source_need(struct wops *w, const struct btk_src_tree *s, bool compress, uint64_t *data,
 			uint64_t *meta)
 {
 	struct btk_meta_counts m = {.block_groups = 1};
@@ -52,7 +52,12 @@ static void source_need(struct wops *w, const struct btk_src_tree *s, uint64_t *
 		} else if (S_ISREG(st->st_mode)) {
 			uint64_t d = (b < sz ? b : sz) + ss - 1;
 			d -= d % ss;
-			*data += d;
+			/* compressed, each piece of 128 KiB takes one sector at the very least
+			 * (and a file of one sector may go inline): what cannot fit even then */
+			*data += !compress ? d
+				 : d <= ss
+				     ? 0
+				     : (d + BTK_MAX_COMPRESSED_IN - 1) / BTK_MAX_COMPRESSED_IN * ss;
 			m.file_extents += d / (128ULL << 20) + 2; /* holes between pieces too */
 			m.data_extents += d / (128ULL << 20) + 1;
 			m.csum_blocks += d / ss;
@@ -66,13 +71,13 @@ static void source_need(struct wops *w, const struct btk_src_tree *s, uint64_t *
 /* Refuses, before anything is written, a tree whose data cannot fit the room data can get:
  * free space in data chunks, and unallocated space as chunks of the data profile take it
  * after the metadata the tree adds. */
-static int space_check(struct wops *w, const struct btk_src_tree *s)
+static int space_check(struct wops *w, const struct btk_src_tree *s, bool compress)
 {
 	struct btk_data_room r;
 	uint64_t need, meta;
 	char h[5][32];
 
-	source_need(w, s, &need, &meta);
+	source_need(w, s, compress, &need, &meta);
 	if (btk_data_room(w->t, meta, &r)) {
 		cli_err("%s", btk_errmsg());
 		return CLI_EXIT_ERROR;
@@ -80,13 +85,13 @@ static int space_check(struct wops *w, const struct btk_src_tree *s)
 	if (need <= r.room)
 		return 0;
 	const struct btk_raid_attr *ra = btk_raid_attr(r.data_type);
-	cli_err("no space left: the source holds %s of data; data can get %s (%s free in data "
+	cli_err("no space left: the source holds %s of data%s; data can get %s (%s free in data "
 		"chunks, %s as new %s data chunks from %s unallocated, after about %s for "
 		"metadata): %s short",
-		cli_human(need, h[0], 32), cli_human(r.room, h[1], 32),
-		cli_human(r.in_chunks, h[2], 32), cli_human(r.from_unallocated, h[3], 32),
-		ra ? ra->name : "?", cli_human(r.unallocated, h[4], 32),
-		cli_human(r.meta_reserved, (char[32]){0}, 32),
+		cli_human(need, h[0], 32), compress ? " at best compressed" : "",
+		cli_human(r.room, h[1], 32), cli_human(r.in_chunks, h[2], 32),
+		cli_human(r.from_unallocated, h[3], 32), ra ? ra->name : "?",
+		cli_human(r.unallocated, h[4], 32), cli_human(r.meta_reserved, (char[32]){0}, 32),
 		cli_human(need - r.room, (char[32]){0}, 32));
 	return CLI_EXIT_ERROR;
 }
@@ -185,7 +190,8 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 	}
 	if ((rc = target(w, src, path, full, sizeof(full))) ||
 	    (rc = wops_parent(w, full, buf, sizeof(buf), &root, &dir, &name, &nlen)) ||
-	    (rc = space_check(w, &s)) || (rc = make_room(w, w->force, root, dir, name, nlen, full)))
+	    (rc = space_check(w, &s, o.compress != 0)) ||
+	    (rc = make_room(w, w->force, root, dir, name, nlen, full)))
 		goto out;
 	rc = CLI_EXIT_ERROR;
 	if (btk_fs_next_ino(w->t, root, &ino) || btk_dir_next_index(w->t, root, dir, &index) ||
@@ -201,6 +207,15 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 	o.link_name = name;
 	o.link_len = nlen;
 	o.iflags = &inh;
+	{ /* a set-group-ID directory gives every directory made in it the bit (as cp -a
+	     there keeps it); owners stay the source's */
+		struct btk_inode_attr probe = {.mode = S_IFDIR};
+		if (btk_dir_inherit_owner(w->t, root, dir, &probe)) {
+			cli_err("%s: %s", full, btk_errmsg());
+			goto out;
+		}
+		o.dir_mode_or = probe.mode & S_ISGID;
+	}
 	o.niflags = inh.flags ? 1 : 0;
 	o.epoch_set = w->epoch_set;
 	o.epoch = w->epoch;
@@ -280,6 +295,11 @@ static int mkdir_one(struct wops *w, uint64_t root, uint64_t dir, const char *na
 				   .otime = w->now};
 	struct btk_inode_change c = {.set_mode = true, .mode = mode & 07777};
 	int ret = btk_fs_create(w->t, root, dir, name, len, &a, NULL, 0, ino);
+	struct btk_inode_attr sgid = {.mode = S_IFDIR};
+
+	/* mkdir(2) adds a set-group-ID parent's bit to any mode asked for */
+	if (!ret && exact && !(ret = btk_dir_inherit_owner(w->t, root, dir, &sgid)))
+		c.mode |= sgid.mode & S_ISGID;
 
 	/* mkdir -m MODE: the mode is MODE whatever a default ACL masked (a chmod after) */
 	if (!ret && exact && !(ret = btk_acl_chmod(w->t, root, *ino, mode & 07777)))

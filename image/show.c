@@ -53,7 +53,7 @@ void img_time_str(const struct btk_time *t, char out[48])
 	time_t s = (time_t)t->sec;
 	struct tm tm;
 
-	if ((int64_t)t->sec < 0 || !gmtime_r(&s, &tm)) {
+	if (!gmtime_r(&s, &tm)) {
 		snprintf(out, 48, "@%lld.%09u", (long long)t->sec, t->nsec);
 		return;
 	}

@@ -40,7 +40,7 @@ static int xattr_cb(void *ctx, const char *name, uint16_t nlen, const uint8_t *v
 	struct st *s = ctx;
 
 	if (s->c->json) {
-		printf("%s\n    {\"name\": ", s->n++ ? "," : "");
+		printf("%s{\"name\": ", s->n++ ? "," : "");
 		btk_json_str(stdout, name, nlen);
 		printf(", \"value\": ");
 		btk_json_str(stdout, v, vlen);
@@ -69,7 +69,7 @@ static int extent_cb(void *ctx, const struct btk_file_extent *fe)
 	const char *kind = extent_kind(fe), *comp = btk_compression_name(fe->compression);
 
 	if (s->c->json) {
-		printf("%s\n    {\"offset\": %llu, \"length\": %llu, \"type\": \"%s\", "
+		printf("%s{\"offset\": %llu, \"length\": %llu, \"type\": \"%s\", "
 		       "\"compression\": \"%s\", \"ram_bytes\": %llu, \"generation\": %llu",
 		       s->n++ ? "," : "", (unsigned long long)fe->file_offset,
 		       (unsigned long long)fe->num_bytes, kind, comp,
@@ -108,8 +108,8 @@ static void show_time(const char *label, const struct btk_time *t, bool json)
 
 	img_time_str(t, s);
 	if (json)
-		printf(", \"%s\": {\"sec\": %llu, \"nsec\": %u, \"utc\": \"%s\"}", label,
-		       (unsigned long long)t->sec, t->nsec, s);
+		printf(", \"%s\": {\"sec\": %lld, \"nsec\": %u, \"utc\": \"%s\"}", label,
+		       (long long)t->sec, t->nsec, s);
 	else
 		printf("%7s: %s\n", label, s);
 }
@@ -186,14 +186,14 @@ static int entry_cb(void *ctx, const struct img_entry *e)
 	if (ret)
 		cli_err("%s: %s: xattrs: %s", c->img, e->path, btk_errmsg()), rc = CLI_EXIT_ERROR;
 	if (c->json)
-		printf("%s]", s->n ? "\n  " : "");
+		printf("]");
 	s->n = 0;
 	printf(c->json ? ", \"extents\": [" : "Extents: (file offset, length, kind, ...)\n");
 	ret = btk_file_for_each_extent(c->fs, &e->node.root, e->node.ino, 0, extent_cb, s);
 	if (ret)
 		cli_err("%s: %s: extents: %s", c->img, e->path, btk_errmsg()), rc = CLI_EXIT_ERROR;
 	if (c->json)
-		printf("%s], \"errors\": %s}\n", s->n ? "\n  " : "", rc ? "true" : "false");
+		printf("], \"errors\": %s}\n", rc ? "true" : "false");
 	return rc ? rc : IMG_WALK_SKIP;
 }
 

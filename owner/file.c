@@ -128,7 +128,7 @@ static int extent_cb(void *arg, const struct btk_file_extent *fe)
 		shared = is_shared(w, fe);
 	}
 	if (c->o.json) {
-		printf("%s\n{\"offset\":%llu,\"length\":%llu,\"logical\":", w->n ? "," : "",
+		printf("%s{\"offset\":%llu,\"length\":%llu,\"logical\":", w->n ? "," : "",
 		       (unsigned long long)fe->file_offset, (unsigned long long)fe->num_bytes);
 		if (inl)
 			printf("null,\"inline_bytes\":%u", fe->inline_len);
@@ -206,7 +206,7 @@ int cmd_file(struct owner_ctx *c, const char *path)
 	}
 	ret = btk_file_for_each_extent(c->fs, &root, w.ino, 0, extent_cb, &w);
 	if (c->o.json)
-		printf("\n]}\n");
+		printf("]}\n");
 	if (ret) {
 		cli_err("%s: %s", path, btk_errmsg());
 		return ret;

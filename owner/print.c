@@ -187,7 +187,7 @@ static void print_json(struct owner_ctx *c, const struct query *q)
 {
 	const struct btk_owner *o = &q->own;
 
-	printf("%s\n{\"address\":%llu", c->nqueries_out++ ? "," : "", (unsigned long long)q->input);
+	printf("%s{\"address\":%llu", c->nqueries_out++ ? "," : "", (unsigned long long)q->input);
 	if (q->physical)
 		printf(",\"devid\":%llu", (unsigned long long)q->devid);
 	else
@@ -249,6 +249,6 @@ void print_query(struct owner_ctx *c, const struct query *q)
 void print_end(struct owner_ctx *c)
 {
 	if (c->o.json)
-		printf("\n]}\n");
+		printf("]}\n"); /* a report: one object on one line (btk.7, JSON OUTPUT) */
 	fflush(stdout);
 }

@@ -16,6 +16,7 @@
 #include <popt.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -35,6 +36,26 @@ static void on_progress(void *ctx, uint64_t done, uint64_t total)
 }
 
 /* The size asked for from the device's current size and the largest it can be. */
+/* "[DEVID:](+|-)SIZE" or "[DEVID:]max", told without a word printed */
+static bool is_resize_arg(const char *s)
+{
+	const char *colon = strchr(s, ':');
+	uint64_t v;
+
+	if (colon) {
+		char id[24];
+		if (colon == s || colon - s >= (long)sizeof(id))
+			return false;
+		snprintf(id, sizeof(id), "%.*s", (int)(colon - s), s);
+		if (!cli_parse_u64(id, &v))
+			return false;
+		s = colon + 1;
+	}
+	if (*s == '+' || *s == '-')
+		s++;
+	return !strcmp(s, "max") || !cli_parse_size(NULL, s, &v);
+}
+
 static int resize_target(const struct cli_resize *a, uint64_t cur, uint64_t max, uint64_t *out)
 {
 	switch (a->op) {
@@ -121,6 +142,25 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	for (int i = 0; i < n; i++)
 		o->devs[i] = strdup(rest[i]);
 	poptFreeContext(pc);
+	/* resize2fs's order, DEV SIZE: taken when the first is a file and no size, the second a
+	 * size and no file */
+	if (!neg && n == 2 && !o->minimum && !o->print_min && !is_resize_arg(o->devs[0]) &&
+	    is_resize_arg(o->devs[1]) && !access(o->devs[0], F_OK) && access(o->devs[1], F_OK)) {
+		char *t = (char *)o->devs[0];
+		o->devs[0] = o->devs[1];
+		o->devs[1] = t;
+	} else if (!neg && !o->minimum && !o->print_min && n && !is_resize_arg(o->devs[0]) &&
+		   !access(o->devs[0], F_OK)) { /* a device first: the size is what is wrong */
+		struct cli_resize r;
+		if (n == 1)
+			cli_err("no size given (SIZE DEV, or DEV SIZE as resize2fs takes them)");
+		else if (is_resize_arg(o->devs[n - 1]))
+			cli_err("'%s' is a device: the size comes first ([DEVID:]SIZE DEV...)",
+				o->devs[0]);
+		else
+			cli_parse_resize_arg(o->devs[n - 1], &r);
+		return CLI_EXIT_USAGE;
+	}
 	o->size_arg = neg;
 	if (!o->size_arg && n && (!(o->minimum || o->print_min) || is_devid_only(o->devs[0]))) {
 		o->size_arg = o->size_copy = (char *)o->devs[0];

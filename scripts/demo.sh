@@ -4,14 +4,15 @@
 # directory, btk-fsck checks it, btk-owner says which file owns a block and which blocks a
 # file uses, btk-debug shows the superblock and a tree, btk-image copies files in and out,
 # snapshots, dumps and restores, btk-resize shrinks, btk-convert turns an ext4 (made with
-# mke2fs -d, when e2fsprogs is there) into btrfs and back. Everything happens in a temp dir.
+# mke2fs -d, when e2fsprogs is there) into btrfs and back, btk-undo takes a change back byte
+# for byte. Everything happens in a temp dir.
 set -eu
 cd "$(dirname "$0")/.."
 root=$(pwd)
 BTK_BUILD=${BTK_BUILD:-build}
 case $BTK_BUILD in /*) ;; *) BTK_BUILD=$root/$BTK_BUILD ;; esac
 bin=$BTK_BUILD/bin
-for t in mkfs fsck owner debug image resize convert; do
+for t in mkfs fsck owner debug image resize convert undo; do
 	[ -x "$bin/btk-$t" ] || {
 		echo "demo: $bin/btk-$t is not built (run make)" >&2
 		exit 1
@@ -103,5 +104,16 @@ else
 	echo
 	echo "demo: mke2fs (e2fsprogs) is not installed: btk-convert not shown"
 fi
+
+# a change kept in an undo file, then taken back: the same bytes as before
+run btk-image mkdir -z demo.undo demo.img /new
+run btk-undo demo.undo demo.img
+step "sha256sum demo.img   # as btk-mkfs made it"
+c=$(sha256sum <demo.img | cut -d' ' -f1)
+echo "$c  demo.img"
+[ "$c" = "$a" ] || {
+	echo "demo: btk-undo did not give the image back" >&2
+	exit 1
+}
 echo
 echo "demo: done"

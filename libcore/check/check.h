@@ -91,6 +91,10 @@ struct btk_check_opts {
 	btk_check_progress_fn progress; /* may be NULL */
 	void *ctx;			/* passed to both callbacks */
 	uint64_t max_reports; /* stop reporting (still counting) past this; 0 = no limit */
+	/* data_csum: one report per data extent and mirror for the sectors that fail their
+	 * checksums (how many, the first, its owners), not one per sector; every sector still
+	 * counts as an error */
+	bool data_summary;
 };
 
 /* Totals like btrfs check prints them, plus error counts. */

@@ -118,13 +118,20 @@ static uint64_t verify_sectors(struct chk_dv *dv, const struct dv_job *j, int i,
 static uint64_t verify_job(struct chk_dv *dv, const struct dv_job *j, uint8_t *buf)
 {
 	uint64_t count = 0;
+	const struct btk_chunk *c = btk_chunk_find(dv->fs, j->logical);
+	/* RAID5/6 data (one copy) on a missing device: verified as rebuilt from parity, what a
+	 * degraded reader reads */
+	bool rebuild = c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK) && !j->ph[0].dev;
 
 	for (int i = 0; i < j->n; i++) {
-		if (!j->ph[i].dev)
+		if (!j->ph[i].dev && !rebuild)
 			continue;
 		for (uint64_t p = 0; p < j->len; p += PIECE) {
 			uint64_t plen = j->len - p < PIECE ? j->len - p : PIECE;
-			if (!btk_dev_read(j->ph[i].dev, buf, plen, j->ph[i].physical + p)) {
+			if (!(rebuild
+				  ? btk_read_copy((struct btk_fs *)dv->fs, j->logical + p, buf,
+						  plen, 1)
+				  : btk_dev_read(j->ph[i].dev, buf, plen, j->ph[i].physical + p))) {
 				count += verify_sectors(dv, j, i, buf, p, plen);
 				continue;
 			}
@@ -321,6 +328,63 @@ static void stop(struct chk_dv *dv)
 	dv->nthreads = 0;
 }
 
+static uint64_t ext_start(const void *p)
+{
+	return ((const struct chk_extent *)p)->bytenr;
+}
+
+/* The data extent that holds logical ([*start, +*len)), or, when the extent tree does not say,
+ * the checksummed range that was verified. */
+static void extent_of(const struct chk *c, const struct dv_bad *b, uint64_t *start, uint64_t *len)
+{
+	uint64_t at = b->logical + b->off;
+	long i = btk_vec_floor(&c->extents, at, ext_start);
+	const struct chk_extent *e = i >= 0 ? btk_vec_at(&c->extents, (size_t)i) : NULL;
+
+	if (e && at < e->bytenr + e->len) {
+		*start = e->bytenr;
+		*len = e->len;
+	} else {
+		*start = b->logical;
+		*len = 0;
+	}
+}
+
+/* data_summary: the mismatches (sorted by sector, then mirror) one report per data extent and
+ * mirror, with their count and the first of them. */
+static void report_runs(struct chk *c, const struct chk_dv *dv)
+{
+	size_t i = 0;
+
+	while (i < dv->bad.n) {
+		uint64_t s, l, s2, l2;
+		size_t j = i + 1;
+		extent_of(c, btk_vec_at(&dv->bad, i), &s, &l);
+		for (; j < dv->bad.n; j++) {
+			extent_of(c, btk_vec_at(&dv->bad, j), &s2, &l2);
+			if (s2 != s)
+				break;
+		}
+		for (int m = 0; m < BTK_CHK_MAX_COPIES; m++) {
+			const struct dv_bad *first = NULL;
+			uint64_t count = 0;
+			for (size_t k = i; k < j; k++) {
+				const struct dv_bad *b = btk_vec_at(&dv->bad, k);
+				if (!b->err && b->mirror == m && !count++)
+					first = b;
+			}
+			if (count == 1) /* said as btrfs check says it */
+				chk_data_mismatch(c, first->logical, first->ph, first->n, m,
+						  first->off, first->want, first->found);
+			else if (count)
+				chk_data_mismatch_run(c, s, l, count, first->logical, first->ph,
+						      first->n, m, first->off, first->want,
+						      first->found);
+		}
+		i = j;
+	}
+}
+
 void chk_dv_finish(struct chk *c, bool report)
 {
 	struct chk_dv *dv = c->dv;
@@ -339,6 +403,8 @@ void chk_dv_finish(struct chk *c, bool report)
 	if (dv->oom)
 		c->oom = true;
 	btk_vec_sort(&dv->bad, bad_cmp);
+	if (report && c->opts->data_summary)
+		report_runs(c, dv);
 	for (size_t i = 0; i < dv->bad.n; i++) {
 		const struct dv_bad *b = btk_vec_at(&dv->bad, i);
 		if (report && b->err)
@@ -346,7 +412,7 @@ void chk_dv_finish(struct chk *c, bool report)
 				CHK_U((b->logical + b->off)), CHK_I(b->mirror + 1), CHK_I(b->n),
 				CHK_U(b->ph[b->mirror].devid),
 				CHK_U((b->ph[b->mirror].physical + b->off)), CHK_S(b->err));
-		else if (report)
+		else if (report && !c->opts->data_summary)
 			chk_data_mismatch(c, b->logical, b->ph, b->n, b->mirror, b->off, b->want,
 					  b->found);
 		free(b->err);

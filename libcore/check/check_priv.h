@@ -354,6 +354,8 @@ size_t chk_render(char *buf, size_t cap, const char *tmpl, const char *msg,
  * callback with its texts rendered from vals. key may be NULL. */
 void chk_report(struct chk *c, enum chk_message_id id, uint64_t tree, uint64_t bytenr,
 		const struct btk_key *key, const struct chk_val *vals, size_t n);
+/* Counts n more problems of message id without reporting them (one report stood for them). */
+void chk_count_more(struct chk *c, enum chk_message_id id, uint64_t n);
 /* chk_rep(c, id, tree, bytenr, key, CHK_U(x), CHK_S(s), ...): chk_report with its values. */
 #define chk_rep(c, id, tree, bytenr, key, ...)                                                     \
 	chk_report(c, id, tree, bytenr, key, (const struct chk_val[]){{0}, __VA_ARGS__} + 1,       \
@@ -382,6 +384,11 @@ bool chk_root_tree(struct chk *c);
  * the n in ph: reported with both checksums, the good mirrors and the owning files */
 void chk_data_mismatch(struct chk *c, uint64_t logical, const struct btk_phys *ph, int n,
 		       int mirror, uint64_t off, const uint8_t *want, const uint8_t *found);
+/* The same for `count` sectors of the data extent [ext, +ext_len) on one mirror, the first
+ * of them at logical+off: one report, counted as count errors (opts->data_summary). */
+void chk_data_mismatch_run(struct chk *c, uint64_t ext, uint64_t ext_len, uint64_t count,
+			   uint64_t logical, const struct btk_phys *ph, int n, int mirror,
+			   uint64_t off, const uint8_t *want, const uint8_t *found);
 /* check_copies.c: every mirror of a tree block read the first time it is seen */
 #define BTK_CHK_MAX_COPIES 8
 void chk_block_copies(struct chk *c, const struct btk_block *b);

@@ -193,6 +193,19 @@ size_t chk_render(char *buf, size_t cap, const char *tmpl, const char *msg,
 	return o.len;
 }
 
+void chk_count_more(struct chk *c, enum chk_message_id mid, uint64_t n)
+{
+	const struct btk_check_problem_info *info =
+	    btk_check_problem_info(chk_message(mid)->problem);
+
+	if (info->severity == BTK_SEV_WARN) {
+		c->sum->warnings += n;
+	} else {
+		c->sum->errors += n;
+		c->sum->errors_by_kind[info->kind] += n;
+	}
+}
+
 void chk_report(struct chk *c, enum chk_message_id mid, uint64_t tree, uint64_t bytenr,
 		const struct btk_key *key, const struct chk_val *vals, size_t n)
 {
@@ -200,12 +213,7 @@ void chk_report(struct chk *c, enum chk_message_id mid, uint64_t tree, uint64_t 
 	const struct btk_check_problem_info *info = btk_check_problem_info(m->problem);
 	char what[CHK_TEXT_MAX], expected[CHK_TEXT_MAX], found[CHK_TEXT_MAX];
 
-	if (info->severity == BTK_SEV_WARN) {
-		c->sum->warnings++;
-	} else {
-		c->sum->errors++;
-		c->sum->errors_by_kind[info->kind]++;
-	}
+	chk_count_more(c, mid, 1);
 	if (!c->opts->report)
 		return;
 	if (c->opts->max_reports && c->reported >= c->opts->max_reports)

@@ -9,18 +9,35 @@
 #define KNOWN_INCOMPAT	((1ULL << 17) - 1)
 #define KNOWN_COMPAT_RO ((1ULL << 4) - 1)
 
+/* Where a mirror may differ from a primary of its generation: its checksum and own offset, and
+ * the log root, which an fsync's log commit writes to the primary alone (the mirrors keep
+ * the last transaction's, until the next commit). */
+static bool may_differ(size_t i)
+{
+	static const struct {
+		size_t at, len;
+	} f[] = {
+	    {offsetof(struct btk_super, csum), sizeof(((struct btk_super *)0)->csum)},
+	    {offsetof(struct btk_super, bytenr), sizeof(((struct btk_super *)0)->bytenr)},
+	    {offsetof(struct btk_super, log_root), sizeof(((struct btk_super *)0)->log_root)},
+	    {offsetof(struct btk_super, log_root_level), 1},
+	};
+
+	for (size_t k = 0; k < sizeof(f) / sizeof(f[0]); k++)
+		if (i >= f[k].at && i < f[k].at + f[k].len)
+			return true;
+	return false;
+}
+
 /* A mirror the kernel wrote with the primary (the same generation) holds the same bytes but
- * for its checksum and its own offset. */
+ * where may_differ says. */
 static void copy_vs_primary(struct chk *c, const struct btk_fs_dev *d, const struct btk_super *p,
 			    const struct btk_super *s, int m)
 {
 	const uint8_t *a = (const uint8_t *)p, *b = (const uint8_t *)s;
-	size_t skip_lo = offsetof(struct btk_super, bytenr), skip_hi = skip_lo + sizeof(p->bytenr);
 
-	for (size_t i = sizeof(p->csum); i < sizeof(*p); i++) {
-		if (i >= skip_lo && i < skip_hi)
-			continue;
-		if (a[i] != b[i]) {
+	for (size_t i = 0; i < sizeof(*p); i++) {
+		if (a[i] != b[i] && !may_differ(i)) {
 			chk_rep(c, CHK_M_SUPER_COPY_DIFFERS, 0, btk_super_offset(m), NULL,
 				CHK_U(d->devid), CHK_S(d->dev->path), CHK_I(m),
 				CHK_U(btk_le64(p->generation)), CHK_U(i));
@@ -104,6 +121,25 @@ static void super_geometry(struct chk *c)
 		chk_rep(c, CHK_M_SUPER_DEV_FSID, 0, 0, NULL);
 }
 
+/* Chunks the missing devices took their only copy of (data: the open refuses a filesystem
+ * that lost metadata): one report, an error, since files are lost with them. */
+static void lost_chunks(struct chk *c)
+{
+	uint64_t n = 0, bytes = 0, first = 0;
+
+	for (int i = 0; i < c->fs->nchunks; i++) {
+		const struct btk_chunk *ch = c->fs->chunks[i];
+		if (btk_chunk_readable(c->fs, ch))
+			continue;
+		if (!n++)
+			first = ch->logical;
+		bytes += ch->length;
+	}
+	if (n)
+		chk_rep(c, CHK_M_DEV_MISSING_DATA, 0, first, NULL, CHK_U(n), CHK_U(bytes),
+			CHK_U(first));
+}
+
 void chk_supers(struct chk *c)
 {
 	const struct btk_super *sb = &c->fs->sb;
@@ -114,6 +150,7 @@ void chk_supers(struct chk *c)
 			check_copies(c, &c->fs->devs[i]);
 		else
 			chk_rep(c, CHK_M_DEV_MISSING, 0, 0, NULL, CHK_U(c->fs->devs[i].devid));
+	lost_chunks(c);
 	if (incompat & ~KNOWN_INCOMPAT)
 		chk_rep(c, CHK_M_SUPER_INCOMPAT, 0, 0, NULL, CHK_U((incompat & ~KNOWN_INCOMPAT)));
 	if (compat_ro & ~KNOWN_COMPAT_RO)

@@ -84,8 +84,9 @@ static void leaf_packing(struct chk *c, const struct btk_block *b)
 	}
 }
 
-/* Header flags as the kernel writes them: WRITTEN, RELOC only in relocation trees' blocks,
- * nothing else below the backref revision, which is 1 (0 only before mixed back references). */
+/* Header flags as the kernel writes them: WRITTEN, maybe RELOC (a relocation tree's block,
+ * which stays so in the tree it is merged into), nothing else below the backref revision,
+ * which is 1 (0 only before mixed back references). */
 static void block_flags(struct chk *c, const struct btk_block *b)
 {
 	uint64_t fl = btk_block_flags(b), rev = fl >> BTK_BACKREF_REV_SHIFT;
@@ -99,9 +100,6 @@ static void block_flags(struct chk *c, const struct btk_block *b)
 		chk_part(why, sizeof(why), CHK_PART_FLAGS_NOT_WRITTEN);
 	else if (rev > BTK_MIXED_BACKREF_REV || (mixed && rev != BTK_MIXED_BACKREF_REV))
 		chk_part(why, sizeof(why), CHK_PART_FLAGS_REV, CHK_U(rev));
-	else if ((low & BTK_HEADER_FLAG_RELOC) && c->tree_class != CHK_T_RELOC &&
-		 btk_block_owner(b) != BTRFS_TREE_RELOC_OBJECTID)
-		chk_part(why, sizeof(why), CHK_PART_FLAGS_RELOC, CHK_U(btk_block_owner(b)));
 	else
 		return;
 	chk_rep(c, CHK_M_TB_FLAGS, c->tree, b->bytenr, NULL, CHK_U(fl), CHK_S(why));

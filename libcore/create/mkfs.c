@@ -421,12 +421,10 @@ static int alloc_chunks(struct btk_trans *t, const struct btk_mkfs_opts *o, cons
 					(pl->meta & BTRFS_BLOCK_GROUP_PROFILE_MASK) ? 0 : 4 * SZ_1M,
 					&lg)))
 		return ret;
-	if (!(pl->meta & BTRFS_BLOCK_GROUP_PROFILE_MASK)) {
-		/* and that chunk carries the fields of its raw construction */
-		struct btk_chunk *c = (struct btk_chunk *)btk_chunk_find(fs, lg);
-		c->io_align = c->io_width = pl->sectorsize;
-		c->sub_stripes = 0;
-	}
+	/* and that chunk carries the fields of its raw construction */
+	if (!(pl->meta & BTRFS_BLOCK_GROUP_PROFILE_MASK) &&
+	    (ret = btk_chunk_set_io(t, lg, pl->sectorsize, pl->sectorsize, 0)))
+		return ret;
 	res->sys_bytes = btk_chunk_find(fs, lg)->length;
 	if ((ret = btk_chunk_alloc_size(t, res->meta_flags, 0, &lg)))
 		return ret;

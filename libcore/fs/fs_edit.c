@@ -290,6 +290,12 @@ int btk_inode_change(struct btk_trans *t, uint64_t root, uint64_t ino,
 	}
 	if (c->set_mode)
 		BTK_PUT(I, it, mode, (BTK_GET(I, it, mode) & S_IFMT) | (c->mode & 07777));
+	if (c->kill_suid && !S_ISDIR(BTK_GET(I, it, mode))) {
+		uint32_t m = BTK_GET(I, it, mode) & ~(uint32_t)S_ISUID;
+		if (m & S_IXGRP)
+			m &= ~(uint32_t)S_ISGID;
+		BTK_PUT(I, it, mode, m);
+	}
 	if (c->set_uid)
 		BTK_PUT(I, it, uid, c->uid);
 	if (c->set_gid)
@@ -434,6 +440,36 @@ int btk_dir_inherit_flags(struct btk_trans *t, uint64_t root, uint64_t dir, uint
 	return ret;
 }
 
+int btk_xattr_permitted(struct btk_trans *t, uint64_t root, uint64_t ino, const char *name,
+			uint16_t len)
+{
+	struct btk_inode_info in;
+	int ret;
+
+	if (len < 5 || memcmp(name, "user.", 5))
+		return 0;
+	if ((ret = btk_inode_get(t, root, ino, &in)))
+		return ret;
+	if (!S_ISREG(in.mode) && !S_ISDIR(in.mode))
+		return btk_err(EPERM, "%.*s: user attributes only on regular files and directories",
+			       (int)len, name);
+	return 0;
+}
+
+int btk_dir_inherit_owner(struct btk_trans *t, uint64_t root, uint64_t dir,
+			  struct btk_inode_attr *a)
+{
+	struct btk_inode_info in;
+	int ret = dir == BTK_STUB_INO ? 1 : btk_inode_get(t, root, dir, &in);
+
+	if (ret || !(in.mode & S_ISGID))
+		return ret < 0 ? ret : 0;
+	a->gid = in.gid;
+	if (S_ISDIR(a->mode))
+		a->mode |= S_ISGID;
+	return 0;
+}
+
 int btk_fs_create(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
 		  const struct btk_inode_attr *a, const char *target, uint32_t tlen, uint64_t *ino)
 {
@@ -451,7 +487,8 @@ int btk_fs_create(struct btk_trans *t, uint64_t root, uint64_t dir, const char *
 		return ret ? ret : btk_err(EEXIST, "%.*s: exists", (int)len, name);
 	btk_err_clear();
 	if ((ret = btk_fs_next_ino(t, root, ino)) ||
-	    (ret = btk_dir_inherit_flags(t, root, dir, &fl)))
+	    (ret = btk_dir_inherit_flags(t, root, dir, &fl)) ||
+	    (ret = btk_dir_inherit_owner(t, root, dir, &at)))
 		return ret;
 	at.nlink = 1;
 	at.flags |= fl;

@@ -55,6 +55,9 @@ int btk_inode_parent(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t 
 struct btk_inode_change {
 	int nlink_delta;
 	bool set_mode, set_uid, set_gid;
+	/* chown(2)'s rule (even for root): a non-directory loses set-user-ID, and set-group-ID
+	 * when group execution is on (without it the bit is kept) */
+	bool kill_suid;
 	uint32_t mode, uid, gid; /* mode: the permission bits (07777) only */
 	const struct btk_time *atime, *mtime, *ctime;
 };
@@ -73,13 +76,22 @@ int btk_dir_add(struct btk_trans *t, uint64_t root, uint64_t dir, const char *na
 		const struct btk_dentry *d, const struct btk_time *now);
 
 /* Creates a new inode (the next free number, *ino) with attributes a (nlink is set to 1; the
- * inode takes the nodatacow/nodatasum/compress/nocompress flags of dir, and what dir's
- * default ACL gives (btk_acl_inherit), as the kernel's inheritance does) named name in dir. A
+ * inode takes the nodatacow/nodatasum/compress/nocompress flags of dir, its group and
+ * set-group-ID bit (btk_dir_inherit_owner), and what dir's default ACL gives
+ * (btk_acl_inherit), as the kernel's inheritance does) named name in dir. A
  * symlink gets target (tlen bytes, inline) as its content and size. */
 int btk_fs_create(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
 		  const struct btk_inode_attr *a, const char *target, uint32_t tlen, uint64_t *ino);
 /* The inheritable flags of directory dir (to pass on to what is created in it). */
 int btk_dir_inherit_flags(struct btk_trans *t, uint64_t root, uint64_t dir, uint64_t *flags);
+/* The kernel's xattr_permission for a change of xattr name in inode ino: user.* names only on
+ * regular files and directories (-EPERM otherwise). */
+int btk_xattr_permitted(struct btk_trans *t, uint64_t root, uint64_t ino, const char *name,
+			uint16_t len);
+/* The kernel's inode_init_owner for a new inode with attributes a in dir: when dir has the
+ * set-group-ID bit, a takes dir's group, and a directory takes the bit too. */
+int btk_dir_inherit_owner(struct btk_trans *t, uint64_t root, uint64_t dir,
+			  struct btk_inode_attr *a);
 
 /* Deletes every item of inode ino (inode, names, xattrs, file extents: the data references
  * go, and data no longer referenced is freed with its checksums after the commit). */

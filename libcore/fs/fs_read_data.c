@@ -59,24 +59,9 @@ static int bad(struct reader *r, uint64_t off, uint64_t len, const char *why)
 /* Reads copy `mirror` (0 first) of a logical range. -ENOENT when there is no such copy. */
 static int read_copy(struct btk_fs *fs, uint64_t logical, uint8_t *buf, size_t len, int mirror)
 {
-	while (len) {
-		struct btk_phys ph[MAX_COPIES];
-		uint64_t contig;
-		int n, ret = btk_map_logical(fs, logical, ph, MAX_COPIES, &n, &contig);
+	int ret = btk_read_copy(fs, logical, buf, len, mirror);
 
-		if (ret)
-			return ret;
-		if (mirror >= n)
-			return -ENOENT;
-		if (!ph[mirror].dev)
-			return btk_err(ENODEV, "logical %llu: copy %d is on a missing device",
-				       (unsigned long long)logical, mirror + 1);
-		size_t part = contig < len ? (size_t)contig : len;
-		if ((ret = btk_dev_read(ph[mirror].dev, buf, part, ph[mirror].physical)))
-			return ret;
-		buf += part, logical += part, len -= part;
-	}
-	return 0;
+	return ret == -ERANGE ? -ENOENT : ret;
 }
 
 /* Checks len bytes (whole sectors) read from logical against the checksum tree. Sectors

@@ -53,7 +53,7 @@ static void make_attr(const struct pop *p, const struct btk_src_inode *in, uint3
 	const struct stat *st = &in->st;
 
 	memset(a, 0, sizeof(*a));
-	a->mode = st->st_mode;
+	a->mode = st->st_mode | (S_ISDIR(st->st_mode) ? p->o->dir_mode_or : 0);
 	a->uid = st->st_uid;
 	a->gid = st->st_gid;
 	a->nlink = S_ISDIR(st->st_mode) ? 1 : nlink;

@@ -84,6 +84,9 @@ struct btk_populate_opts {
 	const char *link_name;
 	uint16_t link_len;
 	uint64_t first_ino; /* first inode number to assign (257) */
+	/* mode bits every directory made gets besides its source's (put into a set-group-ID
+	 * directory: S_ISGID, which the kernel gives each directory made there) */
+	uint32_t dir_mode_or;
 	bool epoch_set;
 	uint64_t epoch; /* SOURCE_DATE_EPOCH */
 	int compress, compress_level;

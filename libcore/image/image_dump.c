@@ -2,6 +2,7 @@
  * in logical order (the chunk tree first, so that readers that look for it early find it)
  * with unused bytes zeroed. */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,9 +40,11 @@ struct dump {
 	struct btk_dump_stats *st;
 	struct btk_u64set seen;
 	struct u64vec chunk_blocks, blocks;
+	struct u64vec listed; /* tree blocks the extent tree lists */
 	struct drange_vec data;
 	struct root_vec roots; /* trees found in root-tree and log-tree leaves */
 	uint64_t tree;	       /* objectid of the tree being walked */
+	uint64_t resume;       /* a node dumped already whose children a walk starts from */
 	struct btk_sanitizer san;
 };
 
@@ -102,12 +105,63 @@ static int scan_leaf(struct dump *d, const struct btk_block *b)
 	return 0;
 }
 
+/* The tree blocks an extent-tree leaf lists (METADATA_ITEM, or EXTENT_ITEM flagged as a tree
+ * block): those no walk reaches are dumped too when they read, as btrfs-image, which dumps
+ * what the extent tree lists, keeps them. */
+static int list_tree_blocks(struct dump *d, const struct btk_block *b)
+{
+	int ret;
+
+	for (uint32_t i = 0; i < btk_block_nritems(b); i++) {
+		struct btk_key k;
+		btk_leaf_key(b, (int)i, &k);
+		if (k.type == BTRFS_EXTENT_ITEM_KEY &&
+		    (btk_leaf_size(b, (int)i) < sizeof(struct btrfs_extent_item) ||
+		     !(BTK_GET(struct btrfs_extent_item, btk_leaf_data(b, (int)i), flags) &
+		       BTRFS_EXTENT_FLAG_TREE_BLOCK)))
+			continue;
+		if ((k.type == BTRFS_EXTENT_ITEM_KEY || k.type == BTRFS_METADATA_ITEM_KEY) &&
+		    (ret = push_block(&d->listed, k.objectid)))
+			return ret;
+	}
+	return 0;
+}
+
+/* Dumps the listed blocks no walk reached (their children are listed too, or not at all). */
+static int add_listed(struct dump *d)
+{
+	for (size_t i = 0; i < d->listed.n; i++) {
+		struct btk_block *b;
+		uint64_t bytenr = d->listed.data[i];
+		if (btk_u64set_has(&d->seen, bytenr))
+			continue;
+		if (btk_block_read(d->fs, bytenr, NULL, &b)) {
+			btk_err_clear(); /* not a readable tree block: nothing to keep */
+			continue;
+		}
+		d->tree = btk_block_owner(b);
+		int ret = btk_u64set_add(&d->seen, bytenr);
+		if (ret > 0)
+			ret = push_block(d->tree == BTRFS_CHUNK_TREE_OBJECTID ? &d->chunk_blocks
+									      : &d->blocks,
+					 bytenr);
+		btk_block_put(b);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int depth)
 {
 	struct dump *d = ctx;
 	int ret;
 
 	(void)fs, (void)depth;
+	if (d->resume && b->bytenr == d->resume) {
+		d->resume = 0;
+		return 0;
+	}
 	ret = btk_u64set_add(&d->seen, b->bytenr);
 	if (ret < 0)
 		return ret;
@@ -120,21 +174,58 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 	size_t found = d->chunk_blocks.n + d->blocks.n;
 	if (d->o->progress && (found & 15) == 1)
 		d->o->progress(d->o->ctx, (uint64_t)found * d->fs->nodesize, 0);
+	if (btk_block_level(b) == 0 && d->tree == BTRFS_EXTENT_TREE_OBJECTID)
+		return list_tree_blocks(d, b);
 	if (btk_block_level(b) == 0 && (d->o->data || d->tree == BTRFS_ROOT_TREE_OBJECTID ||
 					d->tree == BTRFS_TREE_LOG_OBJECTID))
 		return scan_leaf(d, b);
 	return 0;
 }
 
+static int walk_from(struct dump *d, const struct btk_block *b);
+
+/* A block the walk could not take as its parent says it should be (another generation,
+ * first key or owner; leaves whose items are not packed, in the safety-only read mode) is
+ * still dumped as it is when it reads whole: right checksum, bytenr and fsid, items inside
+ * it. btrfs-image keeps such blocks too, and a dump of a damaged filesystem must show the
+ * damage. Below a node of the expected level the walk goes on (the level bounds how deep
+ * this recursion goes); what cannot be read at all is skipped. */
 static int on_error(void *ctx, uint64_t bytenr, int level, int err, const char *msg)
 {
 	struct dump *d = ctx;
+	struct btk_block *b;
+	char why[256];
 
-	(void)level, (void)err;
+	(void)err;
+	snprintf(why, sizeof(why), "%s", msg);
+	if (!btk_block_read(d->fs, bytenr, NULL, &b)) {
+		int ret = btk_u64set_has(&d->seen, bytenr) ? 0 : on_block(d, d->fs, b, 0);
+		if (!ret && btk_block_level(b) > 0 && btk_block_level(b) == level)
+			ret = walk_from(d, b);
+		btk_block_put(b);
+		return ret == BTK_WALK_SKIP ? 0 : ret;
+	}
+	btk_err_clear();
+	msg = why;
 	d->st->skipped++;
 	if (d->o->skipped)
 		d->o->skipped(d->o->ctx, bytenr, msg);
 	return 0;
+}
+
+/* Walks the children of node b (dumped already) as a tree of its own. */
+static int walk_from(struct dump *d, const struct btk_block *b)
+{
+	struct btk_walk_ops ops = {.block = on_block, .on_error = on_error};
+	struct btk_root r = {.objectid = d->tree,
+			     .bytenr = b->bytenr,
+			     .level = btk_block_level(b),
+			     .generation = btk_block_generation(b)};
+
+	d->resume = b->bytenr;
+	int ret = btk_tree_walk(d->fs, &r, &ops, d);
+	d->resume = 0;
+	return ret;
 }
 
 static int walk(struct dump *d, const struct btk_root *r)
@@ -295,6 +386,7 @@ static void dump_free(struct dump *d)
 	btk_u64set_free(&d->seen);
 	btk_vec_free(&d->chunk_blocks);
 	btk_vec_free(&d->blocks);
+	btk_vec_free(&d->listed);
 	btk_vec_free(&d->data);
 	btk_vec_free(&d->roots);
 	if (d->o->sanitize)
@@ -315,7 +407,10 @@ int btk_image_dump(struct btk_fs *fs, int out_fd, const struct btk_dump_opts *op
 		return btk_err(EINVAL, "a sanitised dump cannot carry file data");
 	if (opts->sanitize && btk_sanitizer_init(&d.san))
 		return btk_err(EIO, "no random key for sanitising names");
-	if ((ret = walk_all(&d)))
+	/* blocks as they are: leaves whose items are not packed too (tree.h's safety-only
+	 * mode still wants every item inside its leaf) */
+	enum btk_read_mode mode = btk_tree_read_mode(fs, BTK_READ_SAFETY_ONLY);
+	if ((ret = walk_all(&d)) || (ret = add_listed(&d)))
 		goto out;
 	btk_vec_sort(&d.chunk_blocks, cmp_u64); /* no qsort on an empty (NULL) vector */
 	btk_vec_sort(&d.blocks, cmp_u64);
@@ -339,6 +434,7 @@ int btk_image_dump(struct btk_fs *fs, int out_fd, const struct btk_dump_opts *op
 	st->items = ws.items, st->clusters = ws.clusters;
 	st->bytes_in = ws.bytes_in, st->bytes_out = ws.bytes_out;
 out:
+	btk_tree_read_mode(fs, mode);
 	dump_free(&d);
 	return ret;
 }

@@ -558,10 +558,16 @@ int btk_image_restore(int dump_fd, const char *dump_name, const char *const *tar
 	uint64_t ndev = btk_le64(rs.sb.num_devices);
 	if (!rs.ndevs && (ret = add_dev(&rs, rs.sb.dev_item)))
 		goto out;
-	if (rs.ndevs != ndev) {
+	if (rs.ndevs != ndev && opts->multi) {
 		ret = btk_err(EUCLEAN, "%s: the superblock counts %llu devices, the chunk tree %zu",
 			      dump_name, (unsigned long long)ndev, rs.ndevs);
 		goto out;
+	}
+	if (rs.ndevs != ndev) {
+		/* onto one target the chunk tree's devices are what is restored, as btrfs-image
+		 * does: the superblock then counts those */
+		ndev = rs.ndevs;
+		btk_put64(rs.sb.num_devices, ndev);
 	}
 	if (n > 1 && !opts->multi) {
 		ret = btk_err(EINVAL, "%d targets: restoring onto several devices takes -m", n);

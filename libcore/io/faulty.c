@@ -12,6 +12,7 @@
 struct faulty {
 	uint64_t allowed;
 	enum btk_fault_mode mode;
+	bool cut; /* a change was refused: the power is off */
 };
 
 /* 0 and one change spent; when none is left -EIO (FAIL) or 1 (STOP: skip it, say 0). */
@@ -19,11 +20,13 @@ static int spend(struct btk_dev *dev, const char *what, uint64_t off)
 {
 	struct faulty *f = dev->priv;
 
-	if (!f->allowed)
+	if (!f->allowed) {
+		f->cut = true;
 		return f->mode == BTK_FAULT_STOP
 			   ? 1
 			   : btk_err(EIO, "%s: injected %s failure at %llu", dev->path, what,
 				     (unsigned long long)off);
+	}
 	f->allowed--;
 	return 0;
 }
@@ -119,4 +122,12 @@ int btk_dev_faulty_mode(struct btk_dev *lower, enum btk_fault_mode mode, uint64_
 	if ((ret = btk_dev_stack(lower, &faulty_ops, f, out)))
 		free(f);
 	return ret;
+}
+
+bool btk_dev_cut(const struct btk_dev *dev)
+{
+	for (int depth = 0; dev && depth < 16; dev = dev->lower, depth++)
+		if (dev->ops == &faulty_ops && ((const struct faulty *)dev->priv)->cut)
+			return true;
+	return false;
 }

@@ -131,14 +131,21 @@ enum btk_fault_mode { BTK_FAULT_OFF, BTK_FAULT_FAIL, BTK_FAULT_STOP };
 int btk_dev_faulty(struct btk_dev *dev, uint64_t allowed, struct btk_dev **out);
 int btk_dev_faulty_mode(struct btk_dev *dev, enum btk_fault_mode mode, uint64_t allowed,
 			struct btk_dev **out);
+/* Whether a fault-injecting handle in dev's stack has refused a change: the power is cut, and
+ * an undo file (undo.h) logs nothing more for dev, as none of its writes would reach a disk. */
+bool btk_dev_cut(const struct btk_dev *dev);
 
-/* Undo log (undo.c): wraps dev (taking ownership); before a range is first changed its old
- * bytes are kept (zero runs as marks, the rest in an unlinked temporary file), so that
- * btk_dev_undo_rollback can put back every byte the handle changed and cut a grown image
- * file to its old size. Costs a read of each range before its write. -ENOMEM. */
-int btk_dev_undo(struct btk_dev *dev, struct btk_dev **out);
-/* Restores what the undo-logged handle changed, newest change first, and flushes; the log is
- * then empty. -EINVAL for a handle that is not undo-logged; an io error leaves the rest. */
+/* Undo log (undo.c): wraps dev (taking ownership); before a 4 KiB block is first changed
+ * its old bytes are kept (zero blocks as marks), so that btk_dev_undo_rollback can put back
+ * every byte the handle changed and give an image file its old size. With path NULL they go
+ * to an unlinked temporary file; with a path, to that undo file (undo.h: its format, the
+ * order in which it reaches the disk, btk-undo), shared by every handle of this process that
+ * names it. Costs a read of each block before its first change (and with a path a flush of
+ * the file before each change). -ENOMEM; with a path also -EEXIST (a file that is not empty),
+ * -EINVAL (the file is the device), -EIO. */
+int btk_dev_undo(struct btk_dev *dev, const char *path, struct btk_dev **out);
+/* Restores what the undo-logged handle changed and flushes (again and again: the kept bytes
+ * stay). -EINVAL for a handle that is not undo-logged; an io error leaves the rest. */
 int btk_dev_undo_rollback(struct btk_dev *dev);
 /* A memory image named name (for messages) of len bytes at buf. The handle takes buf, which
  * must come from malloc (NULL with len 0: an empty image), and frees it on close. When
@@ -166,7 +173,9 @@ struct btk_dev_opts {
 	bool no_clobber;       /* with write: refuse a device that holds a filesystem or partition
 				  table (libblkid; mkfs and restore without -f): -EEXIST */
 	bool undo;	       /* keep the old bytes of every change (btk_dev_undo) */
-	const char *undo_path; /* keep the undo log as this file: not yet, -EOPNOTSUPP */
+	const char *undo_path; /* with write: keep them in this undo file (undo.h), shared by
+				  every device opened with it; the file is made at the first
+				  change; NULL: none */
 	struct {
 		enum btk_fault_mode mode; /* tests: a power cut after `after` changes */
 		uint64_t after;		  /* (per device) */
@@ -201,6 +210,9 @@ int btk_dev_refuse_in_use(const char *path);
  * does not exist); -EEXIST naming what was found ("contains a ext4 filesystem (use -f to
  * overwrite)"), -EIO when it cannot be probed. */
 int btk_dev_probe_signatures(const char *path);
+/* What libblkid finds on path: 1 with its TYPE ("btrfs", "ext4"; "gpt" with *what "partition
+ * table", else "filesystem") in found, 0 when nothing (or path is not there), -EIO. */
+int btk_dev_signature(const char *path, char *found, size_t len, const char **what);
 
 /* The writer's lock on path's file (lock.c): exclusive between processes, shared by every
  * holder in this one (counted). -EBUSY "PATH: is being changed by another btk process (pid N)"

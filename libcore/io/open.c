@@ -12,14 +12,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int btk_dev_probe_signatures(const char *path)
+int btk_dev_signature(const char *path, char *found, size_t len, const char **what)
 {
 	blkid_probe pr;
-	const char *type = NULL, *what = "filesystem";
-	char found[64] = "";
+	const char *type = NULL;
 	struct stat st;
 	int ret;
 
+	*what = "filesystem";
+	if (len)
+		found[0] = 0;
 	if (stat(path, &st))
 		return 0; /* nothing there yet */
 	pr = blkid_new_probe_from_filename(path);
@@ -31,19 +33,29 @@ int btk_dev_probe_signatures(const char *path)
 	ret = blkid_do_fullprobe(pr);
 	if (ret == 0) {
 		if (!blkid_probe_lookup_value(pr, "TYPE", &type, NULL)) {
-			snprintf(found, sizeof(found), "%s", type);
+			snprintf(found, len, "%s", type);
 		} else if (!blkid_probe_lookup_value(pr, "PTTYPE", &type, NULL)) {
-			snprintf(found, sizeof(found), "%s", type);
-			what = "partition table";
+			snprintf(found, len, "%s", type);
+			*what = "partition table";
+		} else {
+			snprintf(found, len, "unknown");
 		}
 	}
 	blkid_free_probe(pr);
 	if (ret < 0)
 		return btk_err(EIO, "%s: probing for existing signatures failed", path);
-	if (ret == 0)
-		return btk_err(EEXIST, "%s: contains a %s %s (use -f to overwrite)", path,
-			       found[0] ? found : "unknown", what);
-	return 0;
+	return ret == 0;
+}
+
+int btk_dev_probe_signatures(const char *path)
+{
+	const char *what;
+	char found[64];
+	int ret = btk_dev_signature(path, found, sizeof(found), &what);
+
+	if (ret <= 0)
+		return ret;
+	return btk_err(EEXIST, "%s: contains a %s %s (use -f to overwrite)", path, found, what);
 }
 
 /* The lock is taken by name; the handle must be the file that was locked. */
@@ -94,8 +106,8 @@ static int wrap(struct btk_dev **devp, const struct btk_dev_opts *o)
 			return ret;
 		*devp = w;
 	}
-	if (o->undo) {
-		if ((ret = btk_dev_undo(*devp, &w)))
+	if (o->undo || (o->write && o->undo_path)) {
+		if ((ret = btk_dev_undo(*devp, o->write ? o->undo_path : NULL, &w)))
 			return ret;
 		*devp = w;
 	}
@@ -120,8 +132,6 @@ int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk
 
 	if (!o)
 		o = &none;
-	if (o->undo_path)
-		return btk_err(EOPNOTSUPP, "%s: an undo file is not supported yet", path);
 	if (!o->write) {
 		if ((ret = btk_dev_open(path, 0, &dev)))
 			return ret;

@@ -3,6 +3,7 @@
  */
 #include "repair/repair_int.h"
 #include "base/error.h"
+#include "format/dir_item.h"
 
 #include <errno.h>
 #include <stddef.h>
@@ -311,6 +312,132 @@ static int fix_inode_cache(struct btk_trans *t, const struct rp_prob *p, char *b
 	snprintf(before, cap, items ? "inode cache" : "inode cache (removed by another fix)");
 	snprintf(after, cap, "%u items and %u data extents removed", items, extents);
 	return ret;
+}
+
+/* A root item (and its root block) newer than the filesystem: the root block is copied by
+ * this transaction, which gives block and item the transaction's generation. */
+static int fix_root_generation(struct btk_trans *t, const struct rp_prob *p, char *before,
+			       char *after, size_t cap)
+{
+	struct btk_key k = {0, 0, 0};
+	struct btk_path path;
+	uint64_t id = val(p, 0);
+	int ret;
+
+	if (!id || id == BTRFS_ROOT_TREE_OBJECTID || id == BTRFS_CHUNK_TREE_OBJECTID)
+		return btk_err(EINVAL, "root %llu: not a tree of the root tree",
+			       (unsigned long long)id);
+	ret = btk_tree_search_write(t, id, &k, 0, &path);
+	btk_wpath_release(&path);
+	snprintf(before, cap, "generation %llu", (unsigned long long)val(p, 2));
+	snprintf(after, cap, "generation %llu (root block copied)",
+		 (unsigned long long)btk_trans_id(t));
+	return ret < 0 ? ret : 0;
+}
+
+/* A csum item that starts inside the one before it: the overlapping sums must agree (then the
+ * later item loses its head, or goes when the earlier covers it all); sums that disagree are
+ * left for a human (which copy is right is not known). */
+static int fix_csum_overlap(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+			    size_t cap)
+{
+	struct btk_fs *fs = btk_trans_fs(t);
+	uint32_t ss = fs->sectorsize, cs = (uint32_t)fs->csum_size, la, lb;
+	uint64_t start = p->key.offset, prev_end = val(p, 0);
+	struct btk_key a, b = p->key;
+	static uint8_t da[65536], db[65536];
+	int ret;
+
+	if (!p->has_key || !cs || prev_end <= start || (prev_end - start) % ss)
+		return btk_err(EINVAL, "csum overlap report without its range");
+	if ((ret = item_get(t, BTRFS_CSUM_TREE_OBJECTID, &b, db, sizeof(db), &lb)))
+		return ret;
+	a = (struct btk_key){b.objectid, b.type, start - 1};
+	ret = btk_item_prev(t, BTRFS_CSUM_TREE_OBJECTID, &a, da, sizeof(da), &la);
+	if (ret)
+		return ret < 0
+			   ? ret
+			   : btk_err(ENOENT, "no csum item before %llu", (unsigned long long)start);
+	if (a.type != BTRFS_EXTENT_CSUM_KEY || la > sizeof(da) || lb > sizeof(db) || la % cs ||
+	    lb % cs || a.offset + (uint64_t)la / cs * ss != prev_end)
+		return btk_err(EUCLEAN, "csum item before %llu does not end at %llu",
+			       (unsigned long long)start, (unsigned long long)prev_end);
+	uint64_t both = (prev_end - start) / ss; /* sectors both items cover */
+	uint64_t nb = lb / cs;
+	if (both > nb)
+		both = nb;
+	if (memcmp(da + (start - a.offset) / ss * cs, db, both * cs))
+		return btk_err(EUCLEAN,
+			       "csum items at %llu and %llu disagree where they overlap: which is "
+			       "right is not known",
+			       (unsigned long long)a.offset, (unsigned long long)start);
+	snprintf(before, cap, "csums [%llu, +%llu)", (unsigned long long)start,
+		 (unsigned long long)(nb * ss));
+	if ((ret = btk_item_delete(t, BTRFS_CSUM_TREE_OBJECTID, &b)))
+		return ret;
+	if (both == nb) {
+		snprintf(after, cap, "removed (the item before holds the same sums)");
+		return 0;
+	}
+	b.offset = prev_end;
+	snprintf(after, cap, "csums [%llu, +%llu)", (unsigned long long)prev_end,
+		 (unsigned long long)((nb - both) * ss));
+	return btk_item_insert(t, BTRFS_CSUM_TREE_OBJECTID, &b, db + both * cs,
+			       (uint32_t)((nb - both) * cs));
+}
+
+/* The top directory of a subvolume without its inode item: a directory inode item (0755,
+ * one link, the size its entries' names make, times 0). Idempotent. */
+static int fix_top_dir(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+		       size_t cap)
+{
+	uint8_t item[sizeof(struct btrfs_inode_item)] = {0};
+	struct btk_key k = {BTRFS_FIRST_FREE_OBJECTID, BTRFS_INODE_ITEM_KEY, 0};
+	uint32_t size;
+	int ret;
+
+	if (!p->has_key || p->key.objectid != BTRFS_FIRST_FREE_OBJECTID)
+		return btk_err(EINVAL, "inode %llu: only a top directory is rebuilt",
+			       (unsigned long long)p->key.objectid);
+	snprintf(before, cap, "no inode item");
+	ret = item_get(t, p->tree, &k, item, sizeof(item), &size);
+	if (!ret) {
+		snprintf(after, cap, "directory inode (made by another fix)");
+		return 0;
+	}
+	if (ret != -ENOENT)
+		return ret;
+	btk_err_clear();
+	/* its size: the names of its entries, once as DIR_ITEM and once as DIR_INDEX */
+	uint64_t dsize = 0;
+	static uint8_t buf[65536];
+	for (k.type = BTRFS_DIR_ITEM_KEY;;) {
+		struct btk_dir_iter it;
+		struct btk_dir_ent e;
+		ret = btk_item_next(t, p->tree, &k, buf, sizeof(buf), &size);
+		if (ret < 0)
+			return ret;
+		if (ret || k.objectid != BTRFS_FIRST_FREE_OBJECTID || k.type > BTRFS_DIR_INDEX_KEY)
+			break;
+		if ((k.type == BTRFS_DIR_ITEM_KEY || k.type == BTRFS_DIR_INDEX_KEY) &&
+		    size <= sizeof(buf)) {
+			btk_dir_iter_init(&it, buf, size);
+			while (btk_dir_next(&it, &e) == 1)
+				dsize += e.name_len;
+		}
+		if (k.offset == UINT64_MAX)
+			break;
+		k.offset++;
+	}
+	k = (struct btk_key){BTRFS_FIRST_FREE_OBJECTID, BTRFS_INODE_ITEM_KEY, 0};
+	memset(item, 0, sizeof(item));
+	BTK_PUT(struct btrfs_inode_item, item, size, dsize);
+	BTK_PUT(struct btrfs_inode_item, item, generation, btk_trans_id(t));
+	BTK_PUT(struct btrfs_inode_item, item, transid, btk_trans_id(t));
+	BTK_PUT(struct btrfs_inode_item, item, nlink, 1);
+	BTK_PUT(struct btrfs_inode_item, item, mode, S_IFDIR | 0755);
+	snprintf(after, cap, "directory inode, mode 040755, size %llu", (unsigned long long)dsize);
+	return btk_item_insert(t, p->tree, &k, item, sizeof(item));
 }
 
 static const rp_fix_fn fns[BTK_P_COUNT] = {

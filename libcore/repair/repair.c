@@ -174,6 +174,10 @@ static int verify(void *ctx, struct btk_trans *t)
 
 BTK_VEC(rp_fixes, struct btk_repair_fix);
 
+/* How far a repair moves the generation on to get past a root stamped later than the
+ * superblock (a bit flip makes a far larger number: left as it is). */
+#define RP_GEN_JUMP (1ULL << 20)
+
 /* One try: opens the filesystem for writing, applies the planned fixes of `before` (all, or
  * those of problem `only`), re-checks and commits. *committed says whether it did; a refusal
  * is not an error (a->why says it). */
@@ -200,6 +204,16 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 		a->unwritable = true;
 		ret = 0;
 		goto out;
+	}
+	/* a root newer than the filesystem (its block too) becomes older than this transaction,
+	 * whose copy of it then replaces it; a jump beyond RP_GEN_JUMP is damage, not a fix */
+	for (size_t i = 0; i < a->before->n; i++) {
+		const struct rp_prob *p = &a->before->data[i];
+		uint64_t gen = p->nvals > 2 ? p->vals[2] : 0;
+		if (p->id == BTK_P_ROOT_GENERATION && planned(a->ro, a->before, p, only) &&
+		    gen < btk_le64(fs->sb.generation) + RP_GEN_JUMP &&
+		    (ret = btk_write_raise_transid(w, gen + 1)))
+			goto out;
 	}
 	if ((ret = btk_trans_start(w, &t)))
 		goto out;

@@ -101,6 +101,20 @@ bool btk_chunk_is_new(const struct btk_trans *t, uint64_t logical)
 	return false;
 }
 
+int btk_chunk_set_io(struct btk_trans *t, uint64_t logical, uint32_t io_align, uint32_t io_width,
+		     uint16_t sub_stripes)
+{
+	struct btk_chunk *c = btk_chunk_find_mut(t->fs, logical);
+
+	if (!c || c->logical != logical || !btk_chunk_is_new(t, logical))
+		return btk_err(EINVAL, "no chunk made in this transaction at %llu",
+			       (unsigned long long)logical);
+	c->io_align = io_align;
+	c->io_width = io_width;
+	c->sub_stripes = sub_stripes;
+	return 0;
+}
+
 /* End of the last byte of a block group that is allocated or pinned: trailing free space and
  * superblock stripes do not count. */
 static uint64_t used_end(const struct btk_bg *bg)

@@ -39,12 +39,12 @@ int btk_dev_set_size(struct btk_trans *t, uint64_t devid, uint64_t bytes)
 	return btk_chunk_update_dev_items(t);
 }
 
+/* The chunk that starts at logical, or NULL. */
 static struct btk_chunk *chunk_at(struct btk_fs *fs, uint64_t logical)
 {
-	for (int i = 0; i < fs->nchunks; i++)
-		if (fs->chunks[i]->logical == logical)
-			return fs->chunks[i];
-	return NULL;
+	struct btk_chunk *c = btk_chunk_find_mut(fs, logical);
+
+	return c && c->logical == logical ? c : NULL;
 }
 
 /* Re-keys the dev extent of a stripe from its old physical offset to the new one. */

@@ -130,6 +130,15 @@ void btk_write_close(struct btk_wfs *w)
 	free(w);
 }
 
+int btk_write_raise_transid(struct btk_wfs *w, uint64_t transid)
+{
+	if (w->running)
+		return btk_err(EBUSY, "a transaction is running");
+	if (transid > w->transid)
+		w->transid = transid;
+	return 0;
+}
+
 int btk_trans_start(struct btk_wfs *w, struct btk_trans **out)
 {
 	struct btk_trans *t;

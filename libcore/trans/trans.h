@@ -61,6 +61,11 @@ int btk_write_new(struct btk_fs *fs, const uint8_t chunk_uuid[BTK_UUID_SIZE], co
  * returns to the kernel's sizes. g must stay valid while it is in use. */
 void btk_trans_set_geometry(struct btk_trans *t, const struct btk_geometry *g);
 
+/* Repair: the next transaction gets id `transid` when that is higher than it would be (the
+ * generations only grow), so that blocks and items stamped with a later generation than the
+ * superblock's (damage) are older than what it writes. Between transactions only: -EBUSY
+ * while one runs. */
+int btk_write_raise_transid(struct btk_wfs *w, uint64_t transid);
 /* Starts a transaction. *out is freed by commit or abort. -EIO after an earlier transaction
  * failed, -EBUSY while one runs. A v1 space cache is invalidated (cache_generation -1): the
  * kernel rebuilds it. */
@@ -227,6 +232,10 @@ int btk_chunk_add_fixed(struct btk_trans *t, uint64_t flags, uint64_t logical, u
 			uint64_t len);
 /* True when the chunk at logical was made in this transaction (its items are not written). */
 bool btk_chunk_is_new(const struct btk_trans *t, uint64_t logical);
+/* Sets the io_align, io_width and sub_stripes fields of the chunk made in this transaction at
+ * logical (they are written with its item at commit); -EINVAL for any other chunk. */
+int btk_chunk_set_io(struct btk_trans *t, uint64_t logical, uint32_t io_align, uint32_t io_width,
+		     uint16_t sub_stripes);
 /* Applies the queued reference changes now (extent records, block group usage), as the commit
  * would; what is freed by them becomes free. Errors as btk_trans_writeback. */
 int btk_trans_settle(struct btk_trans *t);

@@ -202,9 +202,13 @@ static int finish_open(struct btk_fs *fs, const struct btk_open_opts *o, const c
 	if (!ret && o->chunk_root)
 		ret = use_root_block(fs, o->chunk_root, true);
 	if (!ret)
+		ret = btk_volumes_check_sys(fs);
+	if (!ret)
 		ret = load_chunk_tree(fs, o->chunk_overlaps);
 	if (!ret && o->tree_root)
 		ret = use_root_block(fs, o->tree_root, false);
+	if (!ret)
+		ret = btk_volumes_check_seeds(fs, o);
 	if (!ret)
 		ret = btk_volumes_check_missing(fs, o);
 	if (ret) {

@@ -91,7 +91,7 @@ int btk_block_check_raw(const struct btk_fs *fs, uint64_t bytenr, const uint8_t 
 	if (btk_le64(h->bytenr) != bytenr)
 		return BAD("header bytenr %llu, expected %llu",
 			   (unsigned long long)btk_le64(h->bytenr), (unsigned long long)bytenr);
-	if (memcmp(h->fsid, fs->meta_uuid, BTK_FSID_SIZE))
+	if (!btk_fs_fsid_known(fs, h->fsid))
 		return BAD("fsid does not match the filesystem");
 	if (h->level >= BTK_MAX_LEVEL)
 		return BAD("level %u too high", h->level);
@@ -142,36 +142,6 @@ static int check_expect(const struct btk_block *b, const struct btk_block_check 
 	return 0;
 }
 
-/* Reads copy `mirror` of len bytes at logical, piece by piece where the range crosses stripe
- * boundaries (a block may, on old filesystems). Returns -ERANGE when no such copy exists. */
-static int read_copy(struct btk_fs *fs, uint64_t logical, uint8_t *buf, uint32_t len, int mirror)
-{
-	while (len) {
-		struct btk_phys ph[4];
-		uint64_t contig;
-		int n, ret;
-
-		ret = btk_map_logical(fs, logical, ph, 4, &n, &contig);
-		if (ret)
-			return ret;
-		if (mirror >= n)
-			return btk_err(ERANGE, "logical %llu has %d copies, no copy %d",
-				       (unsigned long long)logical, n, mirror);
-		if (!ph[mirror].dev)
-			return btk_err(ENODEV, "block %llu: copy %d is on missing device %llu",
-				       (unsigned long long)logical, mirror + 1,
-				       (unsigned long long)ph[mirror].devid);
-		uint32_t part = contig < len ? (uint32_t)contig : len;
-		ret = btk_dev_read(ph[mirror].dev, buf, part, ph[mirror].physical);
-		if (ret)
-			return ret;
-		buf += part;
-		logical += part;
-		len -= part;
-	}
-	return 0;
-}
-
 static int found_cached(struct btk_block *b, const struct btk_block_check *chk,
 			struct btk_block **out)
 {
@@ -205,8 +175,9 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 	if (!b)
 		return btk_err(ENOMEM, "out of memory reading tree block %llu",
 			       (unsigned long long)bytenr);
-	for (mirror = 0; mirror < 4; mirror++) {
-		ret = read_copy(fs, bytenr, b->data, fs->nodesize, mirror);
+	int bad_copy = 0; /* the last copy (1 first) that read bad, not merely missing */
+	for (mirror = 0; mirror < BTK_MAX_COPIES; mirror++) {
+		ret = btk_read_copy(fs, bytenr, b->data, fs->nodesize, mirror);
 		if (ret == -ERANGE || ret == -ENOENT) {
 			if (!mirror)
 				last_fault = BTK_BF_IO;
@@ -214,17 +185,25 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 		}
 		if (ret) {
 			last_fault = BTK_BF_IO;
-			snprintf(why, sizeof(why), "%s", btk_errmsg());
+			if (ret != -ENODEV) {
+				snprintf(why, sizeof(why), "%s", btk_errmsg());
+				bad_copy = mirror + 1;
+			} else if (!bad_copy) {
+				snprintf(why, sizeof(why), "%s", btk_errmsg());
+			}
 			continue;
 		}
 		last_fault = BTK_BF_CONTENT;
 		if (btk_block_check_raw(fs, bytenr, b->data, why, sizeof(why)) ||
-		    check_expect(b, chk, why, sizeof(why)))
+		    check_expect(b, chk, why, sizeof(why))) {
+			bad_copy = mirror + 1;
 			continue;
+		}
 		b->mirror = mirror;
-		if (mirror) /* why is the last bad copy's: the one just before */
+		if (bad_copy) /* why is the last bad copy's; missing devices were told at the open
+			       */
 			btk_warn("tree block %llu: copy %d is bad (%s), copy %d used",
-				 (unsigned long long)bytenr, mirror, why, mirror + 1);
+				 (unsigned long long)bytenr, bad_copy, why, mirror + 1);
 		*out = b;
 		return 0;
 	}

@@ -4,6 +4,7 @@
 #include "base/error.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #define CHUNK_SZ  offsetof(struct btrfs_chunk, stripe)
@@ -134,7 +135,8 @@ int btk_chunk_parse(const uint8_t *item, uint32_t size, uint64_t logical, uint32
 	return 0;
 }
 
-const struct btk_chunk *btk_chunk_find(const struct btk_fs *fs, uint64_t logical)
+/* Index of the chunk that maps logical, or -1. */
+static int chunk_index(const struct btk_fs *fs, uint64_t logical)
 {
 	int lo = 0, hi = fs->nchunks;
 
@@ -146,9 +148,23 @@ const struct btk_chunk *btk_chunk_find(const struct btk_fs *fs, uint64_t logical
 		else if (logical - c->logical >= c->length)
 			lo = mid + 1;
 		else
-			return c;
+			return mid;
 	}
-	return NULL;
+	return -1;
+}
+
+const struct btk_chunk *btk_chunk_find(const struct btk_fs *fs, uint64_t logical)
+{
+	int i = chunk_index(fs, logical);
+
+	return i < 0 ? NULL : fs->chunks[i];
+}
+
+struct btk_chunk *btk_chunk_find_mut(struct btk_fs *fs, uint64_t logical)
+{
+	int i = chunk_index(fs, logical);
+
+	return i < 0 ? NULL : fs->chunks[i];
 }
 
 static void put_copy(const struct btk_fs *fs, const struct btk_stripe *s, uint64_t phys,
@@ -353,28 +369,93 @@ int btk_phys_index_map(const struct btk_phys_index *x, uint64_t devid, uint64_t 
 	return 0;
 }
 
+/* Copy `mirror` of one piece of a RAID5/6 chunk (inside one stripe): the data stripe, or
+ * rebuilt from parity. */
+static int raid56_copy(struct btk_fs *fs, const struct btk_chunk *c, uint64_t logical, uint8_t *buf,
+		       uint32_t len, int mirror)
+{
+	uint64_t off = logical - c->logical, nr = off / c->stripe_len, nd = data_stripes(c);
+	uint64_t row = nr / nd, soff = off % c->stripe_len;
+	int di = (int)(nr % nd);
+
+	if (mirror > nparity(c->type))
+		return btk_err(ERANGE, "logical %llu has %d copies, no copy %d",
+			       (unsigned long long)logical, nparity(c->type) + 1, mirror + 1);
+	if (mirror)
+		return btk_raid56_rebuild(fs, c, row, di, soff, buf, len, mirror == 2);
+	const struct btk_stripe *s = &c->stripes[(di + row) % c->num_stripes];
+	struct btk_fs_dev *d = btk_fs_dev_find(fs, s->devid);
+	if (!d || !d->dev)
+		return btk_err(ENODEV, "logical %llu: copy 1 is on missing device %llu",
+			       (unsigned long long)logical, (unsigned long long)s->devid);
+	return btk_dev_read(d->dev, buf, len, s->offset + row * c->stripe_len + soff);
+}
+
+int btk_read_copy(struct btk_fs *fs, uint64_t logical, void *buf, size_t len, int mirror)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		const struct btk_chunk *c = btk_chunk_find(fs, logical);
+		struct btk_phys ph[BTK_MAX_COPIES];
+		uint64_t contig;
+		int n, ret;
+
+		if (c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK)) {
+			uint64_t room = c->stripe_len - (logical - c->logical) % c->stripe_len;
+			uint32_t part = room < len ? (uint32_t)room : (uint32_t)len;
+			if ((ret = raid56_copy(fs, c, logical, p, part, mirror)))
+				return ret;
+			p += part, logical += part, len -= part;
+			continue;
+		}
+		ret = btk_map_logical(fs, logical, ph, BTK_MAX_COPIES, &n, &contig);
+		if (ret)
+			return ret;
+		if (mirror >= n)
+			return btk_err(ERANGE, "logical %llu has %d copies, no copy %d",
+				       (unsigned long long)logical, n, mirror + 1);
+		if (!ph[mirror].dev)
+			return btk_err(ENODEV, "logical %llu: copy %d is on missing device %llu",
+				       (unsigned long long)logical, mirror + 1,
+				       (unsigned long long)ph[mirror].devid);
+		size_t part = contig < len ? (size_t)contig : len;
+		if ((ret = btk_dev_read(ph[mirror].dev, p, part, ph[mirror].physical)))
+			return ret;
+		p += part, logical += part, len -= part;
+	}
+	return 0;
+}
+
 int btk_read_logical(struct btk_fs *fs, uint64_t logical, void *buf, size_t len)
 {
 	uint8_t *p = buf;
 
 	while (len) {
-		struct btk_phys ph[4];
+		struct btk_phys ph[BTK_MAX_COPIES];
 		uint64_t contig;
-		int n, ret = btk_map_logical(fs, logical, ph, 4, &n, &contig);
+		int n, ret = btk_map_logical(fs, logical, ph, BTK_MAX_COPIES, &n, &contig);
+		const struct btk_chunk *c = btk_chunk_find(fs, logical);
+		char why[256] = "";
 
 		if (ret)
 			return ret;
+		if (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK)
+			n = nparity(c->type) + 1; /* the data stripe, then rebuilt from parity */
 		size_t part = contig < len ? (size_t)contig : len;
-		ret = -ENODEV;
-		for (int i = 0; i < n && ret; i++)
-			if (ph[i].dev)
-				ret = btk_dev_read(ph[i].dev, p, part, ph[i].physical);
+		int err = -ENODEV;
+		for (int m = 0; m < n; m++) {
+			if (!(ret = btk_read_copy(fs, logical, p, part, m)))
+				break;
+			if (ret != -ENODEV && err == -ENODEV) /* the first real error tells */
+				err = ret, snprintf(why, sizeof(why), "%s", btk_errmsg());
+		}
 		if (ret)
-			return ret == -ENODEV ? btk_err(ENODEV,
+			return err == -ENODEV ? btk_err(ENODEV,
 							"logical %llu: every copy is on a "
 							"missing device",
 							(unsigned long long)logical)
-					      : ret;
+					      : btk_err(-err, "%s", why);
 		p += part;
 		logical += part;
 		len -= part;

@@ -98,3 +98,128 @@ int btk_raid56_write(struct btk_fs *fs, uint64_t logical, const void *buf, size_
 	}
 	return 0;
 }
+
+/* GF(2^8) halving: the inverse of gf2. */
+static uint8_t gf_half(uint8_t v)
+{
+	return (uint8_t)(v & 1 ? ((v ^ 0x1d) >> 1) | 0x80 : v >> 1);
+}
+
+/* a * b in GF(2^8) (polynomial 0x11d), by shift and add. */
+static uint8_t gf_mul(uint8_t a, uint8_t b)
+{
+	uint8_t r = 0;
+
+	for (; b; b >>= 1, a = gf2(a))
+		if (b & 1)
+			r ^= a;
+	return r;
+}
+
+/* 1 / a in GF(2^8), a != 0: a^254. */
+static uint8_t gf_inv(uint8_t a)
+{
+	uint8_t r = 1;
+
+	for (int i = 0; i < 254; i++)
+		r = gf_mul(r, a);
+	return r;
+}
+
+/* g^k for the generator g = 2. */
+static uint8_t gf_pow2(int k)
+{
+	uint8_t r = 1;
+
+	while (k--)
+		r = gf2(r);
+	return r;
+}
+
+int btk_raid56_rebuild(struct btk_fs *fs, const struct btk_chunk *c, uint64_t row, int di,
+		       uint64_t soff, uint8_t *buf, uint32_t len, bool use_q)
+{
+	int num = c->num_stripes;
+	int nd = (int)btk_chunk_data_stripes(c->type, num, c->sub_stripes), np = num - nd;
+	uint64_t at = row * c->stripe_len + soff;
+	int other = -1, ret = 0; /* another data stripe that is missing (RAID6: from P and Q) */
+	const struct btk_stripe *sp = &c->stripes[(nd + row) % (uint64_t)num];
+	const struct btk_stripe *sq = np > 1 ? &c->stripes[(nd + 1 + row) % (uint64_t)num] : NULL;
+	struct btk_dev *dp = stripe_dev(fs, sp), *dq = sq ? stripe_dev(fs, sq) : NULL;
+	uint8_t *p = calloc(1, len), *q = calloc(1, len), *tmp = malloc(len);
+
+	if (!p || !q || !tmp) {
+		ret = btk_err(ENOMEM, "out of memory");
+		goto out;
+	}
+	if (use_q && !dq) {
+		ret = btk_err(ENODEV, "RAID6 chunk %llu row %llu: Q is on a missing device",
+			      (unsigned long long)c->logical, (unsigned long long)row);
+		goto out;
+	}
+	/* P' = P ^ (the other data), Q' = Q ^ (the other data times 2^i), by Horner from the
+	 * highest data index; the missing ones count as zero */
+	for (int i = nd - 1; i >= 0 && !ret; i--) {
+		const struct btk_stripe *s = &c->stripes[(i + row) % (uint64_t)num];
+		struct btk_dev *dev = stripe_dev(fs, s);
+		bool skip = i == di || !dev;
+		if (!skip)
+			ret = btk_dev_read(dev, tmp, len, s->offset + at);
+		else if (i != di && (other >= 0 || use_q || np < 2))
+			ret = btk_err(ENODEV,
+				      "RAID5/6 chunk %llu row %llu: data stripes %d and %d "
+				      "are missing",
+				      (unsigned long long)c->logical, (unsigned long long)row, di,
+				      other >= 0 ? other : i);
+		else if (i != di)
+			other = i;
+		for (uint32_t j = 0; !ret && j < len; j++) {
+			uint8_t d = skip ? 0 : tmp[j];
+			p[j] ^= d;
+			q[j] = (uint8_t)(gf2(q[j]) ^ d);
+		}
+	}
+	if (ret)
+		goto out;
+	if (!use_q && !dp && (other >= 0 || !dq)) {
+		ret = btk_err(ENODEV, "RAID5/6 chunk %llu row %llu: P is on a missing device",
+			      (unsigned long long)c->logical, (unsigned long long)row);
+		goto out;
+	}
+	if (!use_q && dp && other < 0) { /* D = P ^ P' */
+		if (!(ret = btk_dev_read(dp, tmp, len, sp->offset + at)))
+			for (uint32_t j = 0; j < len; j++)
+				buf[j] = tmp[j] ^ p[j];
+		goto out;
+	}
+	if (!dq) {
+		ret = btk_err(ENODEV, "RAID6 chunk %llu row %llu: Q is on a missing device",
+			      (unsigned long long)c->logical, (unsigned long long)row);
+		goto out;
+	}
+	if ((ret = btk_dev_read(dq, tmp, len, sq->offset + at)))
+		goto out;
+	for (uint32_t j = 0; j < len; j++)
+		q[j] ^= tmp[j]; /* Q ^ Q' = 2^di D (+ 2^other D_other) */
+	if (other < 0) {	/* D = (Q ^ Q') / 2^di */
+		for (uint32_t j = 0; j < len; j++) {
+			uint8_t v = q[j];
+			for (int k = 0; k < di; k++)
+				v = gf_half(v);
+			buf[j] = v;
+		}
+		goto out;
+	}
+	/* two data stripes lost: P ^ P' = D + D_o, Q ^ Q' = 2^di D + 2^o D_o, so
+	 * D = ((Q ^ Q') + 2^o (P ^ P')) / (2^di + 2^o) */
+	if ((ret = btk_dev_read(dp, tmp, len, sp->offset + at)))
+		goto out;
+	uint8_t go = gf_pow2(other), inv = gf_inv((uint8_t)(gf_pow2(di) ^ go));
+	for (uint32_t j = 0; j < len; j++)
+		buf[j] = gf_mul((uint8_t)(q[j] ^ gf_mul(go, (uint8_t)(tmp[j] ^ p[j]))), inv);
+out:
+	free(p);
+	free(q);
+	free(tmp);
+	return ret;
+}

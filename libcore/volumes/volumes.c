@@ -5,6 +5,7 @@
 #include "base/error.h"
 #include "format/dev_items.h"
 #include "base/vec.h"
+#include "format/raid.h"
 
 #include <blkid.h>
 #include <errno.h>
@@ -111,6 +112,8 @@ int btk_fs_dev_fill_all(struct btk_fs *fs, const struct btk_fs_dev *items, int n
 		d->total_bytes = it->total_bytes;
 		d->bytes_used = it->bytes_used;
 		memcpy(d->uuid, it->uuid, BTK_UUID_SIZE);
+		memcpy(d->fsid, it->fsid, BTK_FSID_SIZE);
+		d->has_item = true;
 	}
 	free(order);
 	return 0;
@@ -124,6 +127,7 @@ void btk_fs_dev_fill(struct btk_fs_dev *d, const uint8_t *item)
 	d->total_bytes = e.total_bytes;
 	d->bytes_used = e.bytes_used;
 	memcpy(d->uuid, e.uuid, BTK_UUID_SIZE);
+	memcpy(d->fsid, e.fsid, BTK_FSID_SIZE);
 }
 
 /* Reads the superblocks of dev; *best is the chosen copy's index. */
@@ -151,8 +155,38 @@ static int read_member(struct btk_dev *dev, const struct btk_open_opts *o,
 	return 0;
 }
 
+static bool any_seed(const struct btk_fs *fs)
+{
+	for (int i = 0; i < fs->ndevs; i++)
+		if (fs->devs[i].seed)
+			return true;
+	return false;
+}
+
+/* Whether a device with superblock sb, of another filesystem than fs's devices so far, can
+ * belong with them: a device of a seed filesystem (sb says SEEDING), or the sprout of fs's
+ * devices when they are a seed's. Which sprout names which seed the chunk tree tells
+ * (btk_volumes_check_seeds). */
+static bool seed_or_sprout(const struct btk_fs *fs, const struct btk_super *sb)
+{
+	if (btk_le64(sb->flags) & BTK_SUPER_FLAG_SEEDING)
+		return true;
+	/* dev is a sprout; fs's devices so far must all be of one seed filesystem */
+	return (btk_le64(fs->sb.flags) & BTK_SUPER_FLAG_SEEDING) && !any_seed(fs);
+}
+
+/* The devices so far are a seed's, the device coming is its sprout. */
+static void become_seeds(struct btk_fs *fs)
+{
+	for (int i = 0; i < fs->ndevs; i++) {
+		fs->devs[i].seed = true;
+		memcpy(fs->devs[i].fsid, fs->fsid, BTK_FSID_SIZE);
+	}
+}
+
 /* Adds dev to fs if its superblock belongs to the filesystem; *added tells. Takes dev: it
- * belongs to fs when added, and is closed otherwise. */
+ * belongs to fs when added, and is closed otherwise. 1 (the message set) when a device a
+ * reader was given holds no btrfs at all. */
 static int add_dev(struct btk_fs *fs, struct btk_dev *dev, const struct btk_open_opts *o, bool must,
 		   bool *added)
 {
@@ -170,6 +204,10 @@ static int add_dev(struct btk_fs *fs, struct btk_dev *dev, const struct btk_open
 		goto out;
 	}
 	ret = read_member(dev, o, copies, &best);
+	if (ret == -ENOENT && must && !o->write) {
+		ret = 1; /* no btrfs on it (a blank disk in a member's place): the caller decides */
+		goto out;
+	}
 	if (ret)
 		goto out;
 	for (int i = 0; i < fs->ndevs; i++)
@@ -183,9 +221,16 @@ static int add_dev(struct btk_fs *fs, struct btk_dev *dev, const struct btk_open
 	struct btk_dev_item_ent sdi;
 	btk_dev_item_parse(sb->dev_item, BTK_DEV_ITEM_SIZE, &sdi);
 	uint64_t devid = sdi.devid;
+	bool seed = false;
 	if (fs->ndevs && memcmp(sb->fsid, fs->fsid, BTK_FSID_SIZE)) {
-		ret = must ? btk_err(EINVAL, "%s: belongs to another filesystem", dev->path) : 0;
-		goto out;
+		if (!must || !(seed = seed_or_sprout(fs, sb))) {
+			ret = must ? btk_err(EINVAL, "%s: belongs to another filesystem", dev->path)
+				   : 0;
+			goto out;
+		}
+		seed = btk_le64(sb->flags) & BTK_SUPER_FLAG_SEEDING;
+		if (!seed)
+			become_seeds(fs); /* dev is their sprout */
 	}
 	d = btk_fs_dev_find(fs, devid);
 	if (d && d->dev) {
@@ -194,7 +239,8 @@ static int add_dev(struct btk_fs *fs, struct btk_dev *dev, const struct btk_open
 			   : 0;
 		goto out;
 	}
-	if (!fs->ndevs || btk_le64(sb->generation) > fs->generation) {
+	if (!seed && (!fs->ndevs || btk_le64(sb->generation) > fs->generation ||
+		      memcmp(sb->fsid, fs->fsid, BTK_FSID_SIZE))) {
 		fs->sb = *sb;
 		fs->generation = btk_le64(sb->generation);
 		memcpy(fs->fsid, sb->fsid, BTK_FSID_SIZE);
@@ -205,7 +251,10 @@ static int add_dev(struct btk_fs *fs, struct btk_dev *dev, const struct btk_open
 	}
 	d->dev = dev;
 	d->super_mirror = best;
+	d->seed = seed;
 	btk_fs_dev_fill(d, sb->dev_item);
+	if (seed)
+		memcpy(d->fsid, sb->fsid, BTK_FSID_SIZE);
 	dev = NULL;
 	*added = true;
 out:
@@ -409,29 +458,162 @@ static int load_sys_array(struct btk_fs *fs)
 	return btk_chunk_map_check(fs);
 }
 
-int btk_volumes_check_missing(struct btk_fs *fs, const struct btk_open_opts *o)
+static bool stripe_present(const struct btk_fs *fs, const struct btk_stripe *s)
 {
-	char buf[256] = "";
+	const struct btk_fs_dev *d = btk_fs_dev_find((struct btk_fs *)fs, s->devid);
+
+	return d && d->dev;
+}
+
+bool btk_chunk_readable(const struct btk_fs *fs, const struct btk_chunk *c)
+{
+	int missing = 0;
+
+	if (c->type & BTRFS_BLOCK_GROUP_RAID10) { /* each mirror group keeps a copy */
+		int sub = c->sub_stripes ? c->sub_stripes : 1;
+		for (int g = 0; g < c->num_stripes; g += sub) {
+			bool any = false;
+			for (int i = g; i < g + sub && i < c->num_stripes; i++)
+				any |= stripe_present(fs, &c->stripes[i]);
+			if (!any)
+				return false;
+		}
+		return true;
+	}
+	for (int i = 0; i < c->num_stripes; i++)
+		missing += !stripe_present(fs, &c->stripes[i]);
+	if (!missing)
+		return true;
+	if (c->type & BTRFS_BLOCK_GROUP_RAID5)
+		return missing <= 1;
+	if (c->type & BTRFS_BLOCK_GROUP_RAID6)
+		return missing <= 2;
+	if (c->type & (BTRFS_BLOCK_GROUP_DUP | BTRFS_BLOCK_GROUP_RAID1 | BTRFS_BLOCK_GROUP_RAID1C3 |
+		       BTRFS_BLOCK_GROUP_RAID1C4))
+		return missing < c->num_stripes;
+	return false; /* single, RAID0: every stripe holds its own part */
+}
+
+/* "1, 3 (seed fsid ...)": the devids of the missing devices, into buf. */
+static int missing_list(const struct btk_fs *fs, char *buf, size_t len)
+{
 	size_t pos = 0;
 	int missing = 0;
 
+	buf[0] = 0;
 	for (int i = 0; i < fs->ndevs; i++) {
-		if (fs->devs[i].dev)
+		const struct btk_fs_dev *d = &fs->devs[i];
+		const uint8_t *f = d->fsid;
+		if (d->dev)
 			continue;
+		if (pos < len)
+			pos += (size_t)snprintf(buf + pos, len - pos, "%s%llu", missing ? ", " : "",
+						(unsigned long long)d->devid);
+		if (pos < len && d->has_item && memcmp(f, fs->fsid, BTK_FSID_SIZE))
+			pos += (size_t)snprintf(
+			    buf + pos, len - pos,
+			    " (a device of seed filesystem "
+			    "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x)",
+			    f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10],
+			    f[11], f[12], f[13], f[14], f[15]);
 		missing++;
-		if (pos < sizeof(buf))
-			pos += (size_t)snprintf(buf + pos, sizeof(buf) - pos, "%s%llu",
-						missing > 1 ? ", " : "",
-						(unsigned long long)fs->devs[i].devid);
 	}
+	return missing;
+}
+
+int btk_volumes_check_missing(struct btk_fs *fs, const struct btk_open_opts *o)
+{
+	char buf[512];
+	int missing = missing_list(fs, buf, sizeof(buf));
+	uint64_t lost = 0, nlost = 0;
+
 	if (!missing)
 		return 0;
-	if (o->degraded) {
-		if (!o->forget_missing)
-			btk_warn("missing device(s): devid %s", buf);
+	if (o->write && !o->degraded)
+		return btk_err(ENODEV, "missing device(s): devid %s (give every member device)",
+			       buf);
+	if (o->degraded && o->forget_missing)
 		return 0;
+	for (int i = 0; i < fs->nchunks; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		const struct btk_raid_attr *ra = btk_raid_attr(c->type);
+		if (btk_chunk_readable(fs, c))
+			continue;
+		if (c->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM))
+			return btk_err(
+			    ENODEV,
+			    "missing device(s): devid %s: %s chunk %llu (%s) has no copy "
+			    "left (give every member device)",
+			    buf, c->type & BTRFS_BLOCK_GROUP_SYSTEM ? "system" : "metadata",
+			    (unsigned long long)c->logical, ra ? ra->name : "?");
+		nlost++;
+		lost += c->length;
 	}
-	return btk_err(ENODEV, "missing device(s): devid %s (give every member device)", buf);
+	if (nlost)
+		btk_warn("missing device(s): devid %s: reading the copies left; %llu data chunk(s) "
+			 "(%llu bytes) have no copy left",
+			 buf, (unsigned long long)nlost, (unsigned long long)lost);
+	else
+		btk_warn("missing device(s): devid %s: reading the copies left", buf);
+	return 0;
+}
+
+int btk_volumes_check_sys(const struct btk_fs *fs)
+{
+	for (int i = 0; i < fs->nchunks; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		const struct btk_raid_attr *ra = btk_raid_attr(c->type);
+		char buf[256] = "";
+		size_t pos = 0;
+		if (btk_chunk_readable(fs, c))
+			continue;
+		for (int s = 0; s < c->num_stripes && pos < sizeof(buf); s++) {
+			uint64_t devid = c->stripes[s].devid;
+			bool seen = false;
+			for (int k = 0; k < s; k++)
+				seen |= c->stripes[k].devid == devid;
+			if (!seen && !stripe_present(fs, &c->stripes[s]))
+				pos += (size_t)snprintf(buf + pos, sizeof(buf) - pos, "%s%llu",
+							pos ? ", " : "", (unsigned long long)devid);
+		}
+		return btk_err(ENODEV,
+			       "missing device(s): devid %s: system chunk %llu (%s) has no copy "
+			       "left (give every member device)",
+			       buf, (unsigned long long)c->logical, ra ? ra->name : "?");
+	}
+	return 0;
+}
+
+int btk_volumes_check_seeds(struct btk_fs *fs, const struct btk_open_opts *o)
+{
+	bool seeded = false;
+
+	for (int i = 0; i < fs->ndevs; i++) {
+		const struct btk_fs_dev *d = &fs->devs[i];
+		seeded |= d->has_item && memcmp(d->fsid, fs->fsid, BTK_FSID_SIZE);
+		if (!d->seed)
+			continue;
+		if (!d->has_item || !memcmp(d->fsid, fs->fsid, BTK_FSID_SIZE))
+			return btk_err(EINVAL, "%s: belongs to another filesystem",
+				       d->dev ? d->dev->path : "?");
+	}
+	/* with a seed's device present its dev item now holds the seed's fsid (has_item) */
+	if (seeded && o->write)
+		return btk_err(EROFS,
+			       "a sprout of a seed filesystem: its seed's chunks are read-only, "
+			       "and btk does not write to seeded filesystems");
+	return 0;
+}
+
+bool btk_fs_fsid_known(const struct btk_fs *fs, const uint8_t *fsid)
+{
+	if (!memcmp(fsid, fs->meta_uuid, BTK_FSID_SIZE))
+		return true;
+	for (int i = 0; i < fs->ndevs; i++)
+		if (fs->devs[i].has_item && !memcmp(fs->devs[i].fsid, fsid, BTK_FSID_SIZE) &&
+		    memcmp(fsid, fs->fsid, BTK_FSID_SIZE))
+			return true;
+	return false;
 }
 
 int btk_dev_size_check(const struct btk_dev *dev, uint64_t devid, uint64_t total_bytes, bool refuse)
@@ -497,11 +679,29 @@ static int volumes_open(const char *const *paths, struct btk_dev *const *devs, i
 		ret = btk_err(EINVAL, "no device given");
 	if (fs)
 		fs->writable = o.write;
-	for (i = 0; i < n && !ret; i++)
+	/* given devices without btrfs: a reader reads around them, as around missing devices,
+	 * once another device is the filesystem's (else the first's message is the error) */
+	enum { BLANK_MAX = 8, BLANK_MSG = 300 };
+	char(*blank)[BLANK_MSG] = calloc(BLANK_MAX, BLANK_MSG);
+	int nblank = 0;
+	if (!blank && !ret)
+		ret = btk_err(ENOMEM, "out of memory");
+	for (i = 0; i < n && !ret; i++) {
 		ret = devs ? add_dev(fs, devs[i], &o, true, &added)
 			   : add_member(fs, paths[i], &o, true, &added);
+		if (ret == 1) {
+			if (nblank < BLANK_MAX)
+				snprintf(blank[nblank++], BLANK_MSG, "%s", btk_errmsg());
+			ret = 0;
+		}
+	}
 	for (; devs && i < n; i++)
 		btk_dev_close(devs[i]); /* after an error: the handles not yet added */
+	if (!ret && !fs->ndevs)
+		ret = btk_err(ENOENT, "%s", blank[0]);
+	for (int k = 0; !ret && k < nblank; k++)
+		btk_warn("%s: ignored", blank[k]);
+	free(blank);
 	if (!ret && (uint64_t)count_present(fs) < btk_le64(fs->sb.num_devices) && !o.no_scan)
 		scan_members(fs, &o);
 	if (!ret)

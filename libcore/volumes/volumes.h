@@ -30,8 +30,14 @@ struct btk_fs_dev {
 	uint64_t devid;
 	uint8_t uuid[BTK_UUID_SIZE];
 	uint64_t total_bytes, bytes_used; /* from the dev item (chunk tree, else superblock) */
-	struct btk_dev *dev;		  /* NULL when the device is missing */
-	int super_mirror;		  /* which superblock copy was chosen on it */
+	/* the filesystem the dev item names: another's for a device of a seed filesystem */
+	uint8_t fsid[BTK_FSID_SIZE];
+	struct btk_dev *dev; /* NULL when the device is missing */
+	int super_mirror;    /* which superblock copy was chosen on it */
+	/* a given device of a seed filesystem (its superblock's fsid is in fsid until the chunk
+	 * tree's dev item replaces it: btk_volumes_check_seeds compares them) */
+	bool seed;
+	bool has_item; /* the chunk tree holds a dev item for devid */
 };
 
 struct btk_block_cache;
@@ -97,9 +103,26 @@ int btk_volumes_open_devs(struct btk_dev *const *devs, int n, const struct btk_o
 			  struct btk_fs **out);
 /* Frees the chunk map and devices and fs itself (not the cache: btk_fs_close does that). */
 void btk_volumes_close(struct btk_fs *fs);
-/* -ENODEV naming the devids of member devices that were not found, unless opts->degraded
- * (then a warning). */
+/* Member devices that were not found (after the chunk tree is loaded). A writer (opts->write
+ * without opts->degraded) gets -ENODEV naming them. A reader (or opts->degraded) opens
+ * degraded, as the kernel's `-o degraded`: one warning names the missing devices (none with
+ * forget_missing) and how much data has no copy left; -ENODEV when a system or metadata chunk
+ * has none (the trees cannot be read). */
 int btk_volumes_check_missing(struct btk_fs *fs, const struct btk_open_opts *opts);
+/* Before the chunk tree is read: -ENODEV naming the missing devices when a chunk of the
+ * superblock's system chunk array has no copy left on the devices present. */
+int btk_volumes_check_sys(const struct btk_fs *fs);
+/* Whether chunk c can still be read whole with the devices present: a copy, or for RAID5/6
+ * enough stripes to rebuild every row. */
+bool btk_chunk_readable(const struct btk_fs *fs, const struct btk_chunk *c);
+/* The given devices of seed filesystems, checked against the chunk tree (after it is
+ * loaded): each must be a device the chunk tree names, with the seed's fsid in its dev item
+ * (-EINVAL otherwise: a device of another filesystem). A writer is refused a seeded
+ * filesystem (-EROFS): the seed's chunks are read-only. */
+int btk_volumes_check_seeds(struct btk_fs *fs, const struct btk_open_opts *opts);
+/* Whether fsid is the one written into fs's tree blocks, or a seed filesystem's (blocks the
+ * sprout still shares with its seed). */
+bool btk_fs_fsid_known(const struct btk_fs *fs, const uint8_t *fsid);
 /* Devices shorter than the size their superblock's device item records (a truncated image
  * file, a partition cut short): one warning each (btk_warn), or for a writer (opts->write)
  * -EUCLEAN naming the first unless opts->short_ok. Called by the opening itself. */
@@ -140,6 +163,11 @@ struct btk_fs_dev *btk_fs_dev_find(struct btk_fs *fs, uint64_t devid);
 
 /* The chunk containing logical, or NULL. */
 const struct btk_chunk *btk_chunk_find(const struct btk_fs *fs, uint64_t logical);
+/* The same for the write path, which changes chunks it makes before their items are written. */
+struct btk_chunk *btk_chunk_find_mut(struct btk_fs *fs, uint64_t logical);
+
+/* The most copies a profile keeps of a byte (RAID1C4); RAID5/6 data counts as 1 here. */
+#define BTK_MAX_COPIES 4
 
 struct btk_phys {
 	uint64_t devid;
@@ -170,6 +198,17 @@ void btk_phys_index_free(struct btk_phys_index *x);
 
 /* Reads len bytes at a logical address, from the first copy that reads. */
 int btk_read_logical(struct btk_fs *fs, uint64_t logical, void *buf, size_t len);
+/* Reads copy `mirror` (0 first) of len bytes at logical, piece by piece across stripes. For
+ * RAID5/6 copy 0 is the data stripe, copy 1 rebuilt from P and the other data stripes (from
+ * P and Q when a second data stripe is missing too), copy 2 (RAID6) rebuilt from Q. -ERANGE
+ * when no such copy exists, -ENODEV when it is on a missing device (or cannot be rebuilt
+ * without one), -ENOENT outside every chunk. */
+int btk_read_copy(struct btk_fs *fs, uint64_t logical, void *buf, size_t len, int mirror);
+/* Rebuilds len bytes (inside one 64 KiB stripe) of data stripe `di` of row `row` at offset
+ * soff of a RAID5/6 chunk from the other stripes: with P (use_q false; P and Q when another
+ * data stripe is missing too) or with Q alone. raid56.c. */
+int btk_raid56_rebuild(struct btk_fs *fs, const struct btk_chunk *c, uint64_t row, int di,
+		       uint64_t soff, uint8_t *buf, uint32_t len, bool use_q);
 
 /* Writes len bytes to every copy of a logical range (data of a newly allocated extent:
  * nothing committed may live there). In RAID5/6 chunks through btk_raid56_write. */

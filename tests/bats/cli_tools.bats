@@ -334,7 +334,7 @@ complete_words() {
 @test "bash completion: every tool's options and verbs, read from its --help" {
 	PATH="$BTK_BUILD/bin:$PATH"
 	local t
-	for t in mkfs fsck convert resize owner debug image; do
+	for t in mkfs fsck convert resize owner debug image undo; do
 		complete_words "btk-$t" --vers | grep -qx -- --version || { echo "btk-$t" >&2; false; }
 	done
 	complete_words btk-mkfs --roo | grep -qx -- --rootdir
@@ -350,7 +350,7 @@ complete_words() {
 
 @test "-h is --help in every tool and every verb: exit 0, the usage on stdout" {
 	local t v
-	for t in mkfs fsck convert resize owner debug image; do
+	for t in mkfs fsck convert resize owner debug image undo; do
 		require_btk $t
 		run "$B/btk-$t" -h
 		[ "$status" -eq 0 ] && [[ "${lines[0]}" == [Uu]"sage: btk-$t"* ]] || { echo "$t: $output"; false; }
@@ -454,4 +454,60 @@ ROWS
 	MANWIDTH=200 man -l "$BTK_ROOT/man/btk-owner.8" 2>/dev/null >"$D/owner.txt"
 	grep -q '{"file", "root", "inode", "size", "extents"' "$D/owner.txt"
 	grep -q '"logical": null' "$D/owner.txt"
+}
+
+@test "--json: a report is one object on one line (btk.7), in every tool" {
+	require_tool jq
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	"$BTK_BUILD/bin/btk-image" mkdir "$D/t.img" /d
+	local cmd
+	while IFS= read -r cmd; do
+		# shellcheck disable=SC2086
+		$cmd >"$D/out" 2>"$D/err" || true
+		[ "$(wc -l <"$D/out")" -eq 1 ] && jq -e 'type == "object"' "$D/out" >/dev/null ||
+			{ echo "$cmd:" >&2; cat "$D/out" "$D/err" >&2; false; }
+	done <<CMDS
+$B/btk-mkfs --json -b 128m $D/u.img
+$B/btk-fsck --json $D/t.img
+$B/btk-fsck --json $D/missing.img
+$B/btk-owner --json $D/t.img 65536 1048576
+$B/btk-owner --json --file /d $D/t.img
+$BTK_BUILD/bin/btk-resize -n --json -M $D/t.img
+$BTK_BUILD/bin/btk-image ls --json $D/t.img /
+$BTK_BUILD/bin/btk-image stat --json $D/t.img /d
+CMDS
+	# btk-debug's are streams: JSON Lines, every line an object
+	for cmd in "stats" "tree" "super --all"; do
+		# shellcheck disable=SC2086
+		"$B/btk-debug" $cmd --json "$D/t.img" >"$D/out"
+		[ "$(wc -l <"$D/out")" -gt 1 ] && jq -e 'type == "object"' "$D/out" >/dev/null
+	done
+}
+
+@test "btk-resize takes DEV SIZE (resize2fs's order) as well as SIZE DEV; a bad size is named" {
+	require_btk resize
+	"$B/btk-mkfs" -q -b 256m "$D/z.img"
+	run "$B/btk-resize" "$D/z.img" 200m
+	[ "$status" -eq 0 ] && [ "$(stat -c %s "$D/z.img")" -eq $((200 << 20)) ] || { echo "$output" >&2; false; }
+	run "$B/btk-resize" 180m "$D/z.img"
+	[ "$status" -eq 0 ] && [ "$(stat -c %s "$D/z.img")" -eq $((180 << 20)) ]
+	run "$B/btk-resize" "$D/z.img" zz
+	[ "$status" -eq 2 ] && [[ "$output" == *"invalid size 'zz'"* ]]
+	run "$B/btk-resize" "$D/z.img"
+	[ "$status" -eq 2 ] && [[ "$output" == *"no size given"* ]]
+	[ "$(stat -c %s "$D/z.img")" -eq $((180 << 20)) ]
+}
+
+@test "btk-convert names what it finds instead of ext (no libext2fs code numbers)" {
+	require_btk convert
+	"$B/btk-mkfs" -q -b 128m "$D/b.img"
+	head -c 8M /dev/urandom >"$D/r.img"
+	run "$B/btk-convert" "$D/b.img"
+	[ "$status" -eq 1 ] && [ "$output" = "btk-convert: $D/b.img: not an ext2/3/4 filesystem (it holds a btrfs filesystem)" ] ||
+		{ echo "$output" >&2; false; }
+	run "$B/btk-convert" "$D/r.img"
+	[ "$status" -eq 1 ] && [ "$output" = "btk-convert: $D/r.img: not an ext2/3/4 filesystem (no filesystem found)" ]
+	run "$B/btk-convert" "$D/missing.img"
+	[ "$status" -eq 1 ] && [ "$output" = "btk-convert: $D/missing.img: cannot open: No such file or directory" ]
+	! grep -q 'Unknown code' <<<"$output"
 }

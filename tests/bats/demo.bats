@@ -44,7 +44,7 @@ teardown_file() {
 
 setup() {
 	local t
-	for t in mkfs fsck owner debug; do require_btk $t; done
+	for t in mkfs fsck owner debug image undo; do require_btk $t; done
 	D=$BATS_TEST_TMPDIR
 }
 
@@ -67,6 +67,8 @@ check_demo_output() {
 	grep -qx 'hello from btk' "$BTK_OUT"
 	grep -q '^ext.img: rolled back' "$BTK_OUT"
 	grep -qx 'ext4' "$BTK_OUT"
+	grep -q '^\$ btk-undo demo.undo demo.img' "$BTK_OUT"
+	grep -q '^demo.img: put back [1-9][0-9]* blocks' "$BTK_OUT"
 	grep -q '^demo: done' "$BTK_OUT"
 }
 
@@ -104,7 +106,7 @@ require_clone() {
 # the binaries make demo needs, as make names them in the clone
 clone_bins() {
 	local t
-	for t in mkfs fsck owner debug image resize convert; do echo "$B/bin/btk-$t"; done
+	for t in mkfs fsck owner debug image resize convert undo; do echo "$B/bin/btk-$t"; done
 }
 
 @test "make demo: a fresh clone runs it without btrfs-progs on PATH, as root" {
@@ -119,7 +121,7 @@ clone_bins() {
 	btk_run 120 env PATH="$NOBTRFS" make -s install B="$B" PREFIX=/usr/local DESTDIR="$D/stage"
 	[ "$status" -eq 0 ] || { show_err; false; }
 	local t
-	for t in mkfs fsck owner debug convert resize image; do
+	for t in mkfs fsck owner debug convert resize image undo; do
 		"$D/stage/usr/local/bin/btk-$t" --version | grep -q "^btk-$t "
 		[ -f "$D/stage/usr/local/share/man/man8/btk-$t.8" ]
 		[ -f "$D/stage/usr/local/share/bash-completion/completions/btk-$t" ]

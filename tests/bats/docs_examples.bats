@@ -28,6 +28,21 @@ setup() {
 		bash -e -o pipefail -c "$line" >"$D/out.$n" 2>&1 ||
 			{ echo "README line failed: $line" >&2; cat "$D/out.$n" >&2; false; }
 	done <"$D/session.sh"
+	# and the output shown is what the tools print now: every line shown under a command (but
+	# "...") is one of its output lines, numbers aside (addresses and inodes differ per run)
+	awk '/^```console/ { on = 1; next } /^```/ { on = 0 }
+		on && /^\$ / { n++; next } on && $0 != "..." { print > (dir "/shown." n) }' \
+		dir="$D" "$BTK_ROOT/README.md"
+	local f k
+	for f in "$D"/shown.*; do
+		k=${f##*.}
+		while IFS= read -r line; do
+			grep -qxF -- "$(sed -E 's/[0-9]+(\.[0-9]+)?/N/g; s/[[:space:]]+$//' <<<"$line")" \
+				<(sed -E 's/[0-9]+(\.[0-9]+)?/N/g; s/[[:space:]]+$//' "$D/out.$k") ||
+				{ printf 'README shows a line the command no longer prints:\n%s\nit prints:\n' \
+					"$line" >&2; cat "$D/out.$k" >&2; false; }
+		done <"$f"
+	done
 }
 
 @test "docs: every block of the man pages and the README is marked, every page has examples" {

@@ -199,3 +199,30 @@ PY
 	[ "$ids" = "$fixes" ] || { diff <(echo "$ids") <(echo "$fixes") >&2; return 1; }
 	"$BTK_ROOT/scripts/problems-man.sh" | diff - <(sed -n '/^\.\\" BEGIN PROBLEM CODES/,/^\.\\" END PROBLEM CODES/p' "$BTK_ROOT/man/btk-fsck.8")
 }
+
+@test "repair: corpus images with a repairable class end clean for btk-fsck and btrfs check" {
+	require_btk fsck
+	local src dir name n=0
+	src=$(corpus_src) || skip "corpus not found"
+	dir=$(corpus_unpack "$src")
+	for name in 010-no-rootdir-inode-item__default_case 016-wrong-inode-nbytes__default_case \
+		017-missing-all-file-extent__default_case 034-bad-inode-flags__default_case \
+		035-inline-bad-ram-bytes__offset_by_one 041-invalid-root-generation__default_case \
+		043-bad-inode-generation__bad_inode_geneartion \
+		044-invalid-extent-item-generation__bad_extent_item_gen_for_data \
+		045-overlap-csum-item__overlap_csum_item 050-invalid-block-group-used__default \
+		055-super-num-devs-mismatch__default 064-deprecated-inode-cache__4k_nodesize \
+		066-missing-root-orphan-item__default 069-unknown-fs-tree-key__unknown_key_empty \
+		fuzz-images__superblock-total-bytes-0; do
+		local img=$BATS_TEST_TMPDIR/c.img
+		cp --sparse=always "$dir/$name.raw" "$img"
+		btk_run 120 "$FSCK" --repair "$img"
+		assert_no_crash
+		[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; echo "$name: exit $status" >&2; return 1; }
+		btk_run 120 "$FSCK" -q "$img"
+		[ "$status" = 0 ] || { cat "$BTK_OUT" >&2; echo "$name: not clean" >&2; return 1; }
+		btrfs_clean "$img" || { echo "$name: btrfs check not clean" >&2; return 1; }
+		n=$((n + 1))
+	done
+	[ $n = 15 ]
+}

@@ -245,6 +245,17 @@ ok() {
 	grep -q '"atime": {"sec": 1000000000, "nsec": 250000000' "$BTK_OUT"
 	unchanged "$IMG" touch -d '2020-01-01 bogus' "$D/fs.img" /keep/file
 	unchanged "$IMG" touch -d '@' "$D/fs.img" /keep/file
+	# before 1970 (negative, as the kernel stores them); days a month lacks are refused
+	ok touch -d '1969-07-20 20:17:40Z' "$D/fs.img" /keep/file
+	ok stat --json "$D/fs.img" /keep/file
+	grep -q '"mtime": {"sec": -14182940, "nsec": 0' "$BTK_OUT"
+	ok touch -d @-0.25 "$D/fs.img" /keep/file
+	ok stat --json "$D/fs.img" /keep/file
+	grep -q '"mtime": {"sec": -1, "nsec": 750000000' "$BTK_OUT"
+	for bad in 2024-02-30 2023-02-29 2024-04-31 2024-13-01; do
+		unchanged "$IMG" touch -d "$bad" "$D/fs.img" /keep/file
+	done
+	ok touch -d 2024-02-29 "$D/fs.img" /keep/file
 	clean
 }
 
@@ -261,6 +272,37 @@ ok() {
 	btk_run 120 "$IMG" put "$D/small.img" "$D/big" /big
 	assert_one_line_error
 	grep -q "no space left: the source holds 41.00MiB of data; data can get 39.00MiB (8.00MiB free in data chunks, 31.00MiB as new single data chunks from 31.00MiB unallocated.*2.00MiB short" "$BTK_ERR" || { show_err; false; }
+	[ "$before" = "$(sha256sum <"$D/small.img")" ]
+}
+
+@test "put --compress: the space check counts what compressed data takes at best, not its plain size" {
+	# 200 MiB of text compresses to a sector per 128 KiB piece: it fits a 120 MiB image
+	yes 'a line of text that compresses well' | head -c 200M >"$D/text"
+	truncate -s 120M "$D/small.img"
+	"$MKFS" -q "$D/small.img"
+	btk_run 120 "$IMG" put --compress zstd "$D/small.img" "$D/text" /text
+	[ "$status" = 0 ] || { show_err; false; }
+	btk_run 120 "$IMG" cat "$D/small.img" /text
+	[ "$status" = 0 ] && cmp -s "$BTK_OUT" "$D/text"
+	btrfs check --readonly "$D/small.img" >/dev/null 2>&1
+	# data that does not compress passes the check and runs out while writing: nothing changes
+	head -c 130M /dev/urandom >"$D/rand"
+	before=$(sha256sum <"$D/small.img")
+	btk_run 120 "$IMG" put --compress zstd "$D/small.img" "$D/rand" /rand
+	assert_one_line_error
+	grep -q "no device space" "$BTK_ERR" || { show_err; false; }
+	[ "$before" = "$(sha256sum <"$D/small.img")" ]
+	# what cannot fit even at the best compression (a sector for each 8 KiB file: 40 MiB
+	# for 10240 of them) is refused before writing, saying so
+	python3 -c '
+import os, sys
+for i in range(10240):
+    with open(os.path.join(sys.argv[1], "f%d" % i), "wb") as f:
+        f.write(os.urandom(8192))
+' "$(mkdir "$D/many" && echo "$D/many")"
+	btk_run 120 "$IMG" put -r --compress zstd "$D/small.img" "$D/many" /many
+	assert_one_line_error
+	grep -q "no space left: the source holds 40.00MiB of data at best compressed" "$BTK_ERR" || { show_err; false; }
 	[ "$before" = "$(sha256sum <"$D/small.img")" ]
 }
 

@@ -691,6 +691,33 @@ static int k_data(struct btk_fs *fs, const char *n)
 	return ret;
 }
 
+/* 16 sectors of checksummed data overwritten on the first copy (a half-overwritten disk). */
+static int k_data_run(struct btk_fs *fs, const char *n)
+{
+	struct target t;
+	struct btk_phys ph[8];
+	int cnt = 0;
+	uint32_t len = 16 * fs->sectorsize;
+	uint8_t *junk;
+	int ret = find_item(fs, BTRFS_CSUM_TREE_OBJECTID, NULL, match_csum_item, NULL, &t);
+
+	if (ret)
+		return ret;
+	ret = btk_map_logical(fs, t.key.offset, ph, 8, &cnt, NULL);
+	if (ret || !cnt || !ph[0].dev)
+		return ret ? ret : -ENOENT;
+	if (!(junk = malloc(len)))
+		return -ENOMEM;
+	for (uint32_t i = 0; i < len; i++)
+		junk[i] = (uint8_t)(i * 7 + 3);
+	ret = btk_dev_write(ph[0].dev, junk, len, ph[0].physical);
+	free(junk);
+	if (!ret)
+		printf("%s: %u bytes of data at logical %llu overwritten on copy 0 of %d\n", n, len,
+		       (unsigned long long)t.key.offset, cnt);
+	return ret;
+}
+
 static int k_uuid(struct btk_fs *fs, const char *n)
 {
 	/* the uuid tree names a subvolume id that does not exist */
@@ -1874,6 +1901,7 @@ static const struct kind kinds[] = {
     {"node-gen", "an fs tree node pointer's generation is one less than its child's", k_node_gen},
     {"root-level", "the fs tree's root item level is one more than its root block's", k_root_level},
     {"data", "flip one checksummed data byte on the first copy", k_data},
+    {"data-run", "overwrite 16 sectors of checksummed data on the first copy", k_data_run},
     {"uuid", "a uuid tree entry names a subvolume that does not exist", k_uuid},
     {"qgroup", "a qgroup's referenced bytes + 4096", k_qgroup},
     {"cache-mode", "a v1 space cache inode's mode becomes a directory's", k_cache_mode},

@@ -18,6 +18,9 @@ setup_file() {
 	# the generator's 5 GiB sparse file stays (an island past 4 GiB): convert_tree_cmp.py
 	# reads data segments only; and a smaller one
 	truncate -s 200M "$SRC/sparse"
+	# files of holes only: mke2fs -d makes them inline_data inodes of their full size
+	# (issue 33 item 4)
+	truncate -s 10M "$SRC/holes-10M" && truncate -s 3000 "$SRC/holes-3000"
 	for off in 0 100 199; do
 		printf 'island at %s MiB' "$off" | dd of="$SRC/sparse" bs=1M seek="$off" conv=notrunc status=none
 	done

@@ -465,3 +465,77 @@ small_src() {
 	diff "$D/kernel.acl" "$D/btk.acl" >&2
 	grep -q "user:1000:rwx" "$D/btk.acl" # the comparison saw inherited ACLs
 }
+
+@test "set-group-ID directories, chown and set-ID bits, user xattrs on special files, touch -d dates: as the kernel does" {
+	IMAGE=$D/fs.img
+	truncate -s 256M "$IMAGE"
+	mkfs.btrfs -q -f "$IMAGE" >/dev/null 2>&1
+	S=$D/src
+	mkdir -p "$S/d/e"
+	echo a >"$S/d/f"
+	chmod 755 "$S/d" "$S/d/e"
+	chown -R 1000:1001 "$S"
+	modes="6755 6745 2745 2755 4700 6700 2710"
+	attach "$IMAGE"
+	mkdir "$MNT/sg" "$MNT/sgd"
+	chgrp 50 "$MNT/sg"
+	chmod 2775 "$MNT/sg"
+	chmod 6755 "$MNT/sgd"
+	mkfifo "$MNT/fifo"
+	ln -s sg "$MNT/lnk"
+	for m in $modes; do touch "$MNT/f$m" && chmod $m "$MNT/f$m"; done
+	detach
+	cp --sparse=always "$IMAGE" "$D/kernel.img"
+	ok() {
+		btk_run 60 "$IMG_TOOL" "$1" "$IMAGE" "${@:2}"
+		[ "$status" = 0 ] || { show_err; false; }
+	}
+	ok mkdir /sg/made
+	ok mkdir -m 750 /sg/made750
+	ok mkdir -p /sg/p/q
+	ok touch /sg/touched
+	ok ln -s target /sg/link
+	ok put -r "$S/d" /sg/put
+	ok put "$S/d/f" /sg/putf
+	for m in $modes; do ok chown 0:0 "/f$m"; done
+	ok chown 5:5 /sgd
+	ok touch -d '1960-02-03 04:05:06.5Z' /old
+	ok touch -d '@-1.25' /older
+	before=$(sha256_of "$IMAGE")
+	for p in /fifo /lnk; do
+		btk_run 60 "$IMG_TOOL" setfattr -n user.x -v 1 "$IMAGE" "$p"
+		assert_one_line_error
+		grep -q "user attributes only on regular files and directories" "$BTK_ERR"
+	done
+	btk_run 60 "$IMG_TOOL" touch -d 2024-02-30 "$IMAGE" /feb30
+	[ "$status" = 2 ]
+	[ "$before" = "$(sha256_of "$IMAGE")" ]
+	check_clean "btk-image under a set-group-ID directory"
+	attach "$D/kernel.img"
+	(
+		umask 022
+		mkdir "$MNT/sg/made"
+		mkdir -m 750 "$MNT/sg/made750"
+		mkdir -p "$MNT/sg/p/q"
+		touch "$MNT/sg/touched"
+		ln -s target "$MNT/sg/link"
+		cp -a "$S/d" "$MNT/sg/put"
+		cp -a "$S/d/f" "$MNT/sg/putf"
+	)
+	for m in $modes; do chown 0:0 "$MNT/f$m"; done
+	chown 5:5 "$MNT/sgd"
+	touch -d '1960-02-03 04:05:06.5Z' "$MNT/old"
+	touch -d '@-1.25' "$MNT/older"
+	! setfattr -n user.x -v 1 "$MNT/fifo" 2>"$D/k.err"
+	grep -q "Operation not permitted" "$D/k.err"
+	! setfattr -h -n user.x -v 1 "$MNT/lnk" 2>"$D/k.err"
+	grep -q "Operation not permitted" "$D/k.err"
+	! touch -d 2024-02-30 "$MNT/feb30" 2>/dev/null
+	(cd "$MNT" && find . -printf '%p %M %U:%G\n' | sort; stat -c '%n %Y %y' old older) >"$D/kernel.list"
+	detach
+	attach "$IMAGE" ro
+	(cd "$MNT" && find . -printf '%p %M %U:%G\n' | sort; stat -c '%n %Y %y' old older) >"$D/btk.list"
+	detach
+	diff "$D/kernel.list" "$D/btk.list" >&2
+	grep -q '^./sg/put/e drwxr-sr-x 1000:1001$' "$D/btk.list" # the comparison saw the bit
+}

@@ -2,7 +2,7 @@
 # The one in-use check (libcore/io/in_use.c) through every writer: an image file attached to a
 # loop device is refused under any of its names (the name it was attached by, a hard link, a
 # symbolic link, ./NAME), compared by device and inode; so is a loop-mounted image, read-write
-# or read-only, by btk-image restore too (issue 23 item 2). Nothing is written: the bytes are
+# or read-only, by btk-image restore too (issue 23 item 2); btk-undo as well (issue 25). Nothing is written: the bytes are
 # hashed before and after. Needs root and loop devices (the kernel lane: losetup).
 
 load ../bats/helpers
@@ -13,6 +13,7 @@ setup() {
 	require_btk image
 	require_btk resize
 	require_btk convert
+	require_btk undo
 	MKFS=$BTK_BUILD/bin/btk-mkfs
 	IMG=$BTK_BUILD/bin/btk-image
 	RESIZE=$BTK_BUILD/bin/btk-resize
@@ -24,6 +25,7 @@ setup() {
 	"$MKFS" -q -b 128m fs.img
 	"$IMG" mkdir fs.img /d
 	"$IMG" dump fs.img "$D/d.dump" >/dev/null
+	"$IMG" mkdir -z "$D/u.undo" fs.img /z
 	ln fs.img hard.img
 	ln -s fs.img sym.img
 	mkdir sub
@@ -47,13 +49,15 @@ refused() {
 		"$IMG rm $name /d" "$IMG mv $name /d /e" "$IMG ln -s $name /d /l" \
 		"$IMG chmod $name 700 /d" "$IMG chown $name 1:1 /d" "$IMG touch $name /t" \
 		"$IMG setfattr -n user.a -v 1 $name /d" "$IMG snapshot $name / /snap" \
-		"$IMG subvol create $name /sv" "$IMG put $name $D/d.dump /p"; do
+		"$IMG subvol create $name /sv" "$IMG put $name $D/d.dump /p" \
+		"$BTK_BUILD/bin/btk-undo $D/u.undo $name" "$IMG mkdir -z $D/v.undo $name /v"; do
 		# shellcheck disable=SC2086 # the command's words
 		btk_run 60 $v
 		[ "$status" -eq 1 ] || { show_err; return 1; }
 		grep -q "in use" "$BTK_ERR" || { show_err; return 1; }
 	done
 	[ "$(sha "$D/fs.img")" = "$h" ] || { echo "a writer changed the image by $name" >&2; return 1; }
+	[ ! -e "$D/v.undo" ] || { echo "a refused writer made its undo file" >&2; return 1; }
 }
 
 @test "open path: an attached image is refused under every name, nothing written" {

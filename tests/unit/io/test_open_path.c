@@ -1,7 +1,7 @@
 /* The open path (io/open.c, io/lock.c): a writer's lock is shared by the handles of one
  * process and refused to another process (a child here) until the last handle closes; --wait
  * waits; one file named twice is refused, new files by two names too; fault STOP drops changes
- * and says they were done, FAIL says -EIO; the undo file hook is not there yet. */
+ * and says they were done, FAIL says -EIO (undo files: test_undo_file.c). */
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -169,9 +169,6 @@ static void test_faults(void **state)
 	assert_int_equal(btk_dev_write(d, buf, sizeof(buf), 8192), 0);
 	assert_int_equal(btk_dev_write(d, buf, sizeof(buf), 12288), -EIO);
 	btk_dev_close(d);
-	/* the undo file is a hook for later */
-	struct btk_dev_opts u = {.write = true, .undo = true, .undo_path = "/tmp/x.undo"};
-	assert_int_equal(btk_dev_open_opts(img, &u, &d), -EOPNOTSUPP);
 }
 
 int main(void)

@@ -92,6 +92,14 @@ static int fill(void *ctx, struct btk_trans *t)
 	assert_int_equal(btk_data_extent_fixed(t, 2 * MiB, 4096, 5, 258, 0), -ENOENT);
 	assert_int_equal(btk_chunk_alloc_size(t, BTRFS_BLOCK_GROUP_DATA, 1000, &lg), -EINVAL);
 	assert_int_equal(btk_chunk_alloc_size(t, BTRFS_BLOCK_GROUP_DATA, 4 * MiB, &lg), 0);
+	/* a new chunk's io fields, as mkfs.btrfs's raw first system chunk has them; only a new
+	 * chunk, named by its start */
+	assert_int_equal(btk_chunk_set_io(t, lg, 4096, 4096, 0), 0);
+	const struct btk_chunk *c = btk_chunk_find(btk_trans_fs(t), lg);
+	assert_true(c->io_align == 4096 && c->io_width == 4096 && c->sub_stripes == 0);
+	assert_int_equal(btk_chunk_set_io(t, lg + 4096, 8192, 8192, 0), -EINVAL);
+	assert_int_equal(btk_chunk_set_io(t, 1ULL << 50, 8192, 8192, 0), -EINVAL);
+	assert_int_equal(c->io_align, 4096);
 	assert_int_equal(btk_inode_create(t, 5, 257, &a), 0);
 	assert_int_equal(btk_file_extent_insert(t, 5, 257, &fe), 0);
 	return btk_dir_link(t, 5, 256, "kept", 4, &loc, BTRFS_FT_REG_FILE, 2);
