@@ -320,7 +320,6 @@ int rl_check_spec(struct btk_fs *fs, const struct rl_spec *sp, struct rl_check *
 		bool frozen = sp->frozen && sp->frozen[i];
 		bool whole = sp->keep[i] >= c->length, gone = !sp->keep[i];
 		int mi = (cl & BTRFS_BLOCK_GROUP_SYSTEM) ? 1 : 0;
-		struct rl_ranges kept = {0};
 		if (!whole && !frozen) {
 			if (btk_array_room_int(out->chunks, out->n, capchunks)) {
 				ret = btk_err(ENOMEM, "out of memory");
@@ -338,7 +337,7 @@ int rl_check_spec(struct btk_fs *fs, const struct rl_spec *sp, struct rl_check *
 			const struct rl_range *r = &use->used[i].v[j];
 			bool moves = !frozen && r->start + r->len > line;
 			if (cl == BTRFS_BLOCK_GROUP_DATA)
-				ret = rl_range_add(moves ? &edata : &kept, r->start, r->len);
+				ret = moves ? rl_range_add(&edata, r->start, r->len) : 0;
 			else
 				(moves ? &eused_meta[mi] : &u)[0] += r->len;
 			all_meta[mi] += cl == BTRFS_BLOCK_GROUP_DATA ? 0 : r->len;
@@ -347,7 +346,9 @@ int rl_check_spec(struct btk_fs *fs, const struct rl_spec *sp, struct rl_check *
 			struct btk_chunk cut = *c;
 			size_t at = dfree.n;
 			cut.length = sp->keep[i] < c->length ? sp->keep[i] : c->length;
-			ret = free_ranges(fs, c, &kept, &dfree);
+			/* the place of an extent that moves (one reaching past the line from
+			 * below it) is not free before the commit */
+			ret = free_ranges(fs, c, &use->used[i], &dfree);
 			/* nothing past the line is allocated (the chunk keeps [0, keep)) */
 			for (size_t k = at; k < (size_t)dfree.n && !ret; k++)
 				if (dfree.v[k].start + dfree.v[k].len > c->logical + cut.length)
@@ -362,7 +363,6 @@ int rl_check_spec(struct btk_fs *fs, const struct rl_spec *sp, struct rl_check *
 		}
 		if (cl != BTRFS_BLOCK_GROUP_DATA && !mi)
 			free_before += chunk_room(c, sum(&use->used[i]));
-		free(kept.v);
 	}
 	for (int i = 0; i < sp->nnew && !ret; i++) {
 		const struct rl_new *n = &sp->news[i];
