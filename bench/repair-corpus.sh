@@ -6,6 +6,8 @@
 #   after:  the same three; "clean" when both checkers exit 0; "worse" when btk-fsck finds
 #           more errors than before or no longer opens it, or btrfs check stops opening it;
 #           "lost" counts files restore read before that it no longer reads the same
+#   undo:   btk-undo with the repair's undo file must give the image back (same data; holes
+#           and zero blocks alike): "undo-bad" counts those it did not
 # Usage: bench/repair-corpus.sh [BUILD_DIR] [NAME_FILTER]   (one line per image, then totals)
 set -u
 B=${1:-build}
@@ -23,28 +25,7 @@ errs() { # btk-fsck error count, or "open" when it could not check
 	if [ $rc -ge 8 ]; then echo open; return; fi
 	echo "${out%% *}" | grep -E '^[0-9]+$' || echo 0
 }
-sparse_sha() { # sha256 of the data ranges only (images are sparse, up to terabytes long)
-	python3 - "$1" <<'PY'
-import hashlib, os, sys
-h = hashlib.sha256()
-fd = os.open(sys.argv[1], os.O_RDONLY)
-end = os.fstat(fd).st_size
-off = 0
-while off < end:
-    try:
-        off = os.lseek(fd, off, os.SEEK_DATA)
-    except OSError:
-        break
-    hole = os.lseek(fd, off, os.SEEK_HOLE)
-    h.update(off.to_bytes(8, "little"))
-    while off < hole:
-        b = os.pread(fd, min(1 << 20, hole - off), off)
-        h.update(b)
-        off += len(b)
-h.update(end.to_bytes(8, "little"))
-print(h.hexdigest())
-PY
-}
+sparse_sha() { "$(dirname "$0")/sparse_sha.py" "$1"; }
 files() { # "sha256  path" of every file btrfs restore reads
 	rm -rf "$T/r"
 	mkdir "$T/r"
@@ -52,7 +33,7 @@ files() { # "sha256  path" of every file btrfs restore reads
 	(cd "$T/r" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum)
 }
 
-n=0 clean=0 worse=0 crash=0 hang=0 lost_imgs=0 changed=0
+n=0 clean=0 worse=0 crash=0 hang=0 lost_imgs=0 changed=0 undo_bad=0
 printf '%-62s %6s %6s %5s %5s %5s %s\n' image before after rc btrfs lost verdict
 while IFS=$'\t' read -r name _ _ size expected _; do
 	[ "$expected" = corrupt ] || continue
@@ -66,6 +47,7 @@ while IFS=$'\t' read -r name _ _ size expected _; do
 	b_btrfs=$?
 	files "$img" >"$T/before.files"
 	sha_before=$(sparse_sha "$img")
+	rm -f "$img.undo"
 	timeout 120 "$FSCK" --repair "$img" >"$T/repair.out" 2>&1
 	rc=$?
 	a_err=$(errs "$img")
@@ -90,7 +72,14 @@ while IFS=$'\t' read -r name _ _ size expected _; do
 		verdict="$verdict WORSE"; worse=$((worse + 1))
 	fi
 	[ "$lost" -gt 0 ] && lost_imgs=$((lost_imgs + 1))
+	if [ -e "$img.undo" ]; then
+		"$B/bin/btk-undo" "$img.undo" "$img" >/dev/null 2>&1 || verdict="$verdict undo-failed"
+		[ "$(sparse_sha "$img")" = "$sha_before" ] || { verdict="$verdict UNDO-BAD"; undo_bad=$((undo_bad + 1)); }
+		rm -f "$img.undo"
+	elif [ "$(sparse_sha "$img")" != "$sha_before" ]; then
+		verdict="$verdict NO-UNDO-FILE"; undo_bad=$((undo_bad + 1))
+	fi
 	printf '%-62s %6s %6s %5s %5s %5s %s\n' "$name" "$b_err" "$a_err" $rc $a_btrfs "$lost" "$verdict"
 	rm -f "$img"
 done < <(tail -n +2 "$CORPUS/MANIFEST.tsv" | cut -f1-5 | awk -F'\t' '{print $1"\t"$2"\t"$3"\t"$4"\t"$5"\t"}')
-echo "images $n, clean for both checkers $clean, changed $changed, worse $worse, crashes $crash, hangs $hang, images with files lost $lost_imgs"
+echo "images $n, clean for both checkers $clean, changed $changed, worse $worse, crashes $crash, hangs $hang, images with files lost $lost_imgs, undo not byte-identical $undo_bad"

@@ -331,7 +331,7 @@ static int file_data(struct conv *c, ext2_ino_t eino, struct ext2_inode *in, uin
 		if ((ret = ext_inline_len(c->src->e, eino, size, &len)) ||
 		    (ret = read_small(c, eino, in, len, c->buf, IO_PIECE)))
 			return ret;
-		if (!c->o->no_inline && size <= 2048 && size <= btk_inline_max(c->fs)) {
+		if (!c->o->no_inline && size <= BTK_MAX_INLINE && size <= btk_inline_max(c->fs)) {
 			memset(c->buf + len, 0, size - len);
 			*nbytes += size;
 			c->inline_files++;

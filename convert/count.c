@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define INLINE_LIMIT 2048 /* as in build.c: larger inline_data files become extents */
-
 struct counter {
 	struct ext_src *s;
 	const struct ext_count_opts *o;
@@ -86,7 +84,7 @@ static int count_file(struct counter *k, struct ext2_inode *in, const struct run
 		int ret;
 		if (!size)
 			return 0;
-		if (!k->o->no_inline && size <= INLINE_LIMIT) {
+		if (!k->o->no_inline && size <= BTK_MAX_INLINE) {
 			n->m.inline_items++;
 			n->m.inline_bytes += size;
 			return 0;

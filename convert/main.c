@@ -120,7 +120,7 @@ static void plan_ext(const struct args *a, const struct ext_src *src, struct btk
 static int plan_space(const struct args *a, struct ext_src *src, struct btk_mkfs_opts *mo,
 		      struct ext_need *n, uint64_t *need, struct ext_links_result *lr)
 {
-	struct ext_count_opts co = {.nodesize = mo->nodesize ? mo->nodesize : 16384,
+	struct ext_count_opts co = {.nodesize = btk_mkfs_nodesize(mo),
 				    .no_inline = a->no_inline,
 				    .no_xattr = a->no_xattr,
 				    .no_datasum = a->no_datasum};
@@ -133,8 +133,7 @@ static int plan_space(const struct args *a, struct ext_src *src, struct btk_mkfs
 	/* ext_count took the names from the link counts: the ones -f mends are what they get */
 	for (size_t i = 0; i < src->fixes.n; i++)
 		n->m.names = n->m.names + src->fixes.data[i].names - src->fixes.data[i].count;
-	mo->meta_estimate =
-	    btk_meta_estimate(&n->m, co.nodesize, (uint32_t)btk_csum_size(mo->csum_type));
+	mo->meta_estimate = btk_mkfs_meta_estimate(mo, &n->m);
 	/* what the conversion allocates from ext's free space, as btk_mkfs and conv_place will */
 	*need =
 	    btk_inplace_space_needed(mo->meta_estimate, src->layout.reserved_used + n->new_data);

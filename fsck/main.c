@@ -275,6 +275,7 @@ static struct btk_open_opts open_opts = {.super_mirror = -1, .chunk_overlaps = t
 static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 {
 	struct btk_open_opts oo = open_opts;
+	oo.chunk_damage = true; /* a check reads around a damaged chunk tree (never a repair) */
 	struct btk_check_summary sum;
 	struct btk_fs *fs = NULL;
 	int ret;
@@ -376,7 +377,12 @@ static int run_repair(const char **devs, int ndevs, bool preen, struct out *o)
 	    .preen = preen, .on_fix = on_fix, .on_left = on_problem, .on_note = on_note, .ctx = o};
 	int ret;
 
+	char undo[4096];
+
 	if (cli_dev_opts(&oo.dev))
+		return EXIT_USAGE;
+	/* every repair keeps the bytes it overwrites (btk-undo FILE DEV... puts them back) */
+	if (cli_undo_default(&oo.dev, devs[0], undo, sizeof(undo)))
 		return EXIT_USAGE;
 	cli_interrupt_exit_code(EXIT_CANCELLED);
 	cli_interrupt_writer(devs, ndevs);
@@ -399,6 +405,11 @@ static int run_repair(const char **devs, int ndevs, bool preen, struct out *o)
 		       "\"fixes_made\": %llu, \"rounds\": %d, \"commits\": %d, ",
 		       (unsigned long long)res.errors_before, (unsigned long long)res.errors_after,
 		       (unsigned long long)res.fixes, res.rounds, res.commits);
+		if (*undo && !access(undo, F_OK)) {
+			printf("  \"undo_file\": ");
+			btk_json_cstr(stdout, undo);
+			printf(",\n");
+		}
 		if (res.refused) {
 			printf("\"not_fixed\": ");
 			btk_json_cstr(stdout, res.failed);
@@ -419,6 +430,13 @@ static int run_repair(const char **devs, int ndevs, bool preen, struct out *o)
 		       res.commits, (unsigned long long)res.errors_after);
 	} else if (!ret && res.errors_after) {
 		printf("%llu error(s) left\n", (unsigned long long)res.errors_after);
+	}
+	/* the undo file exists once something was written (none: nothing changed) */
+	if (*undo && !access(undo, F_OK) && !o->quiet && !o->json) {
+		printf("undo file: %s (btk-undo %s", undo, undo);
+		for (int i = 0; i < ndevs; i++)
+			printf(" %s", devs[i]);
+		printf(" puts %s back)\n", ndevs > 1 ? "the devices" : "the device");
 	}
 	if (ret) {
 		fprintf(stderr, "btk-fsck: cannot repair %s: %s\n", devs[0], btk_errmsg());
@@ -541,6 +559,7 @@ int main(int argc, const char **argv)
 	    {"max-errors", 0, POPT_ARG_STRING, &max_errors_arg, 0,
 	     "show at most N problems (all are still counted)", "N"},
 	    CLI_WRITE_OPTIONS,
+	    CLI_NO_UNDO_OPTION,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	/* fsck(8): -n check only, -y repair, -p/-a preen (safe fixes), -f accepted, -C FD */
 	struct poptOption fsck_opts[] = {
@@ -556,6 +575,7 @@ int main(int argc, const char **argv)
 	    {"json", 0, POPT_ARG_NONE, &a.json, 0, "one JSON object with errors and fixes", NULL},
 	    {"quiet", 'q', POPT_ARG_NONE, &a.quiet, 0, "print only the error count", NULL},
 	    CLI_WRITE_OPTIONS,
+	    CLI_NO_UNDO_OPTION,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	a.as_fsck = argc > 0 && fsck_mode(argv[0]);
 	const char *prog = a.as_fsck ? "fsck.btk" : "btk-fsck";

@@ -153,5 +153,6 @@ int verb_touch(int argc, const char **argv);
 int verb_setfattr(int argc, const char **argv);
 int verb_snapshot(int argc, const char **argv);
 int verb_subvol(int argc, const char **argv);
+int verb_subvol_list(int argc, const char **argv); /* subvol_list.c */
 
 #endif

@@ -6,7 +6,7 @@
 
 const struct verb img_file_verbs[] = {
     /* read verbs */
-    {"ls", "[-l] [-R] IMG [PATH]", "list a directory (or show one entry)", verb_ls},
+    {"ls", "[-laRh] IMG [PATH]", "list a directory (or show one entry)", verb_ls},
     {"stat", "[--json] IMG PATH", "every field of an inode, its xattrs and extents", verb_stat},
     {"cat", "IMG PATH", "a file's content on stdout", verb_cat},
     {"getfattr", "[-n NAME | -d] IMG PATH", "extended attributes, like getfattr(1)", verb_getfattr},
@@ -22,8 +22,8 @@ const struct verb img_file_verbs[] = {
     {"touch", "[-d TIME] IMG PATH", "set times, or make an empty file", verb_touch},
     {"setfattr", "-n NAME [-v VALUE] | -x NAME IMG PATH", "set or remove an xattr", verb_setfattr},
     {"snapshot", "[-r] IMG SUBVOL PATH", "snapshot a subvolume", verb_snapshot},
-    {"subvol", "create|delete|default IMG PATH", "make, delete or choose the default subvolume",
-     verb_subvol},
+    {"subvol", "create|delete|default IMG PATH | list IMG",
+     "make, delete, choose the default, or list subvolumes", verb_subvol},
 };
 
 const size_t img_file_nverbs = sizeof(img_file_verbs) / sizeof(img_file_verbs[0]);

@@ -1,4 +1,4 @@
-/* ls.c — btk-image ls [-l] [-R] [--json] IMG [PATH]: a directory's entries, or one entry. */
+/* ls.c — btk-image ls [-laRh] [--json] IMG [PATH]: a directory's entries, or one entry. */
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -9,7 +9,7 @@
 
 struct ls {
 	struct img_cmd *c;
-	int lng, rec;
+	int lng, rec, all, human;
 	bool first; /* nothing printed yet (text: blank lines between -R sections; JSON: commas) */
 	int failed;
 };
@@ -65,6 +65,8 @@ static void print_long(struct ls *l, const struct img_entry *e, const char *name
 	if (S_ISCHR(i->mode) || S_ISBLK(i->mode))
 		snprintf(size, sizeof(size), "%u, %u", btk_rdev_major(i->rdev),
 			 btk_rdev_minor(i->rdev));
+	else if (l->human)
+		cli_human(i->size, size, sizeof(size));
 	else
 		snprintf(size, sizeof(size), "%llu", (unsigned long long)i->size);
 	printf("%8llu %s %3u %5u %5u %10s %s %s", (unsigned long long)e->node.ino, mode, i->nlink,
@@ -133,10 +135,13 @@ int verb_ls(int argc, const char **argv)
 	     "inode, mode, links, owner, group, size, mtime (UTC, ns), subvolume marks", NULL},
 	    {"recursive", 'R', POPT_ARG_NONE, &l.rec, 0, "list subdirectories (and subvolumes)",
 	     NULL},
+	    {"all", 'a', POPT_ARG_NONE, &l.all, 0,
+	     "names starting with a dot too (always listed: for ls -la habits)", NULL},
+	    {"human-readable", 'h', POPT_ARG_NONE, &l.human, 0, "with -l: sizes as 1.5MiB", NULL},
 	    IMG_OPT_DEVICE(&c),
 	    IMG_OPT_JSON(&c),
 	    CLI_STD_OPTIONS POPT_TABLEEND};
-	int rc = img_parse(&c, argc, argv, opts, "[-l] [-R] [--json] IMG [PATH]", 1, 2);
+	int rc = img_parse(&c, argc, argv, opts, "[-laRh] [--json] IMG [PATH]", 1, 2);
 
 	if (!rc)
 		rc = img_open(&c, false);

@@ -134,6 +134,21 @@ static int subvol_delete(struct wops *w, const char *path, uint64_t *id)
 	return rc;
 }
 
+/* Whether one of the first two arguments (the action's places) is "list". */
+static bool is_list(int argc, const char **argv)
+{
+	int pos = 0;
+
+	for (int i = 1; i < argc && pos < 2; i++) {
+		if (argv[i][0] == '-' && argv[i][1])
+			continue;
+		if (!strcmp(argv[i], "list"))
+			return true;
+		pos++;
+	}
+	return false;
+}
+
 int verb_subvol(int argc, const char **argv)
 {
 	struct wops w = {0};
@@ -142,8 +157,10 @@ int verb_subvol(int argc, const char **argv)
 	int rc;
 	struct poptOption opts[] = {WOPS_OPTIONS(&w), CLI_STD_OPTIONS POPT_TABLEEND};
 
-	if ((rc = wops_parse(&w, argc, argv, opts, "[options] create|delete|default IMG PATH", 3,
-			     3)))
+	if (is_list(argc, argv))
+		return verb_subvol_list(argc, argv);
+	if ((rc = wops_parse(&w, argc, argv, opts,
+			     "[options] create|delete|default IMG PATH | list IMG", 3, 3)))
 		return img_done(&w.c, rc);
 	/* img_parse took the first argument for IMG: here it is the action (IMG first works
 	 * too) */

@@ -28,43 +28,13 @@ static void on_progress(void *ctx, uint64_t names, uint64_t bytes)
 			  cli_count(names, n, sizeof(n)), cli_human(bytes, h, sizeof(h)));
 }
 
-/* What the source needs: data bytes (allocated blocks, not apparent sizes, each file in whole
- * sectors; files of 2 KiB or less go inline), and the tree blocks it adds (an upper bound). */
+/* What the source needs: data bytes and the tree blocks it adds (an upper bound). */
 static void source_need(struct wops *w, const struct btk_src_tree *s, bool compress, uint64_t *data,
 			uint64_t *meta)
 {
-	struct btk_meta_counts m = {.block_groups = 1};
-	uint64_t ss = w->fs->sectorsize;
+	struct btk_meta_counts m;
 
-	*data = 0;
-	m.inodes = s->ninodes;
-	for (uint32_t i = 0; i < s->nnodes; i++) {
-		m.names++;
-		m.name_bytes += s->nodes[i].name_len;
-	}
-	for (uint32_t i = 0; i < s->ninodes; i++) {
-		const struct stat *st = &s->inodes[i].st;
-		uint64_t b = (uint64_t)st->st_blocks * 512, sz = (uint64_t)st->st_size;
-		if (S_ISLNK(st->st_mode)) {
-			m.inline_items++, m.inline_bytes += sz;
-		} else if (S_ISREG(st->st_mode) && sz && sz <= 2048 && sz < ss) {
-			m.inline_items++, m.inline_bytes += sz;
-		} else if (S_ISREG(st->st_mode)) {
-			uint64_t d = (b < sz ? b : sz) + ss - 1;
-			d -= d % ss;
-			/* compressed, each piece of 128 KiB takes one sector at the very least
-			 * (and a file of one sector may go inline): what cannot fit even then */
-			*data += !compress ? d
-				 : d <= ss
-				     ? 0
-				     : (d + BTK_MAX_COMPRESSED_IN - 1) / BTK_MAX_COMPRESSED_IN * ss;
-			m.file_extents += d / (128ULL << 20) + 2; /* holes between pieces too */
-			m.data_extents += d / (128ULL << 20) + 1;
-			m.csum_blocks += d / ss;
-		}
-	}
-	m.xattrs = s->ninodes; /* ACLs and attributes: a guess of one each */
-	m.xattr_bytes = 64ULL * s->ninodes;
+	btk_src_need(s, w->fs->sectorsize, compress, &m, data);
 	*meta = btk_meta_estimate(&m, w->fs->nodesize, (uint32_t)w->fs->csum_size);
 }
 

@@ -67,6 +67,31 @@ static int dump_not_target(const char *dump, const char **t, int n)
 	return 0;
 }
 
+/* A dump read from standard input is copied to an unnamed file first: restore reads the dump's
+ * index before its clusters, which a pipe cannot give back. */
+static int spool_stdin(void)
+{
+	const char *tmp = getenv("TMPDIR");
+	char buf[1 << 16];
+	ssize_t n;
+	int fd = open(tmp && *tmp ? tmp : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+
+	if (fd < 0) {
+		cli_err("-: cannot make a file to hold the dump: %s", strerror(errno));
+		return -1;
+	}
+	while ((n = read(STDIN_FILENO, buf, sizeof(buf))) != 0) {
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 || write(fd, buf, (size_t)n) != n) {
+			cli_err("-: cannot copy the dump from standard input: %s", strerror(errno));
+			close(fd);
+			return -1;
+		}
+	}
+	return fd;
+}
+
 int verb_restore(int argc, const char **argv)
 {
 	int multi = 0, json = 0, force = 0, rc;
@@ -83,7 +108,7 @@ int verb_restore(int argc, const char **argv)
 	cli_json_argv(argc, argv); /* usage errors as JSON too */
 	struct cli_progress prog;
 
-	if ((rc = cli_popt_start(&pc, argv[0], argc, argv, opts, "[options] FILE DEV..."))) {
+	if ((rc = cli_popt_start(&pc, argv[0], argc, argv, opts, "[options] FILE|- DEV..."))) {
 		poptFreeContext(pc);
 		return rc;
 	}
@@ -107,9 +132,10 @@ int verb_restore(int argc, const char **argv)
 	}
 	/* as mkfs: a target in use is refused, one holding a filesystem too unless -f */
 	ro.dev.no_clobber = !force;
-	int fd = open(args[0], O_RDONLY | O_CLOEXEC);
+	int fd = strcmp(args[0], "-") ? open(args[0], O_RDONLY | O_CLOEXEC) : spool_stdin();
 	if (fd < 0) {
-		cli_err("%s: cannot open: %s", args[0], strerror(errno));
+		if (strcmp(args[0], "-"))
+			cli_err("%s: cannot open: %s", args[0], strerror(errno));
 		poptFreeContext(pc);
 		return CLI_EXIT_ERROR;
 	}

@@ -2,6 +2,7 @@
 #include "rootdir.h"
 #include "base/compress.h"
 #include "base/error.h"
+#include "fs/fs_estimate.h"
 #include "cli/cli.h"
 
 #include <errno.h>
@@ -172,26 +173,26 @@ static int parse_iflags(struct rootdir *rd, const char *arg)
 struct src_totals {
 	uint64_t file_bytes; /* st_size of regular files, each inode once (progress, --json) */
 	uint64_t build_size; /* room to build an image in when no -b says how big (sparse) */
-	/* metadata the copy will need, roughly and generously: names, inodes, inline data,
-	 * extent and checksum items, xattrs unknown (256 bytes an inode), 1.5x for leaves not
-	 * full; it sizes the metadata chunks of a shrunk image (too low costs one more chunk) */
+	/* metadata the copy will need (libcore's estimate, an upper bound); it sizes the
+	 * metadata chunks of a shrunk image (too low costs one more chunk) */
 	uint64_t meta_estimate;
 	/* file data the copy writes at the least: regular files too large to go inline, each
 	 * inode once, what they hold (sparse files count their blocks); 0 with compression */
 	uint64_t data_min;
 };
 
-static void src_totals(const struct btk_src_tree *s, struct src_totals *t)
+static void src_totals(const struct btk_src_tree *s, const struct btk_mkfs_opts *o,
+		       struct src_totals *t)
 {
-	uint64_t blocks = 0, meta = 1 << 20;
+	struct btk_meta_counts m;
+	uint64_t blocks = 0, data;
 
 	t->file_bytes = 0;
 	t->data_min = 0;
-	for (uint32_t i = 0; i < s->nnodes; i++)
-		meta += 400 + 3 * (uint64_t)s->nodes[i].name_len;
+	btk_src_need(s, o->sectorsize ? o->sectorsize : 4096, false, &m, &data);
+	t->meta_estimate = btk_mkfs_meta_estimate(o, &m);
 	for (uint32_t i = 0; i < s->ninodes; i++) {
 		uint64_t size = (uint64_t)s->inodes[i].st.st_size;
-		meta += 256;
 		if (!S_ISREG(s->inodes[i].st.st_mode))
 			continue;
 		t->file_bytes += size;
@@ -201,11 +202,9 @@ static void src_totals(const struct btk_src_tree *s, struct src_totals *t)
 			t->data_min += held < up ? held & ~4095ULL : up;
 		}
 		blocks += (size + 4095) & ~4095ULL;
-		meta += size <= 2048 ? size + 100 : 200 + size / 4096 * 4 + size / (1 << 20) * 100;
 	}
 	/* file data, metadata room per name, and 1 GiB; shrinking cuts it to what was used */
 	t->build_size = blocks + blocks / 8 + (uint64_t)s->nnodes * 4096 + (1ULL << 30);
-	t->meta_estimate = meta + meta / 2;
 }
 
 /* --shrink, or a new image file without -b: build, then end the file where the data ends. */
@@ -246,7 +245,7 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 		return CLI_EXIT_ERROR;
 	}
 	rd->scanned = true;
-	src_totals(&rd->src, &tot);
+	src_totals(&rd->src, o, &tot);
 	rd->pg.total_names = rd->src.nnodes - 1;
 	rd->pg.total_bytes = tot.file_bytes;
 	for (int k = 0; a->subvols && a->subvols[k]; k++)

@@ -1,5 +1,6 @@
 /* check_chunks.c — chunks, block groups, dev extents and device items against each other. */
 #include "check/check_priv.h"
+#include "base/error.h"
 #include "format/dev_items.h"
 
 #include <stdlib.h>
@@ -11,7 +12,8 @@ void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 		if (it.k.type == BTRFS_CHUNK_ITEM_KEY) {
 			struct btk_chunk *ch = NULL;
 			if (btk_chunk_parse(it.p, it.sz, it.k.offset, c->fs->sectorsize, &ch))
-				chk_rep(c, CHK_M_CHUNK_INVALID, 3, b->bytenr, &it.k);
+				chk_rep(c, CHK_M_CHUNK_INVALID, 3, b->bytenr, &it.k,
+					CHK_S(btk_errmsg()));
 			else if (ch->sector_size != c->fs->sectorsize)
 				chk_rep(c, CHK_M_CHUNK_SECTOR_SIZE, 3, b->bytenr, &it.k,
 					CHK_U(it.k.offset), CHK_U(c->fs->sectorsize),
@@ -189,9 +191,10 @@ static void dev_extents(struct chk *c, const uint8_t *matched)
 					CHK_U(d->physical), CHK_U(d->len), CHK_U(di->total_bytes),
 					CHK_U((d->physical + d->len)));
 		}
-		if (!di)
-			chk_rep(c, CHK_M_DEV_NO_ITEM, 3, 0, NULL, CHK_U(devid));
-		else if (di->bytes_used != sum)
+		if (!di) {
+			if (!c->chunk_gap) /* else an unreadable chunk leaf may hold it */
+				chk_rep(c, CHK_M_DEV_NO_ITEM, 3, 0, NULL, CHK_U(devid));
+		} else if (di->bytes_used != sum)
 			chk_rep(c, CHK_M_DEV_BYTES_USED, 3, 0, NULL, CHK_U(devid), CHK_U(sum),
 				CHK_U(di->bytes_used));
 	}

@@ -128,35 +128,31 @@ void chk_data_mismatch_run(struct chk *c, uint64_t ext, uint64_t ext_len, uint64
 {
 	char exp[2 + 2 * BTK_CSUM_MAX + 1], got[2 + 2 * BTK_CSUM_MAX + 1], who[400];
 	char good[CHK_TEXT_MAX];
+	uint64_t at = logical + off;
 
 	csum_hex(want, c->fs->csum_size, exp);
 	csum_hex(found, c->fs->csum_size, got);
 	if (c->opts->report && (!c->opts->max_reports || c->reported < c->opts->max_reports))
-		owners(c, logical + off, who, sizeof(who));
+		owners(c, at, who, sizeof(who));
 	else
-		who[0] = 0;
-	chk_rep(c, CHK_M_DATA_MISMATCH_RUN, BTRFS_CSUM_TREE_OBJECTID, logical + off, NULL,
-		CHK_I(mirror + 1), CHK_U(count), CHK_U(ext), CHK_U(ext_len), CHK_U((logical + off)),
-		CHK_I(n), CHK_U(ph[mirror].devid), CHK_U((ph[mirror].physical + off)),
-		CHK_S(good_mirrors(c, ph, n, mirror, off, want, good, sizeof(good))), CHK_S(who),
-		CHK_S(exp), CHK_S(got));
-	chk_count_more(c, CHK_M_DATA_MISMATCH_RUN, count - 1);
+		who[0] = 0; /* counted only: spare the reads */
+	good_mirrors(c, ph, n, mirror, off, want, good, sizeof(good));
+	if (count == 1) /* one sector: said as btrfs check says it */
+		chk_rep(c, CHK_M_DATA_MISMATCH, BTRFS_CSUM_TREE_OBJECTID, at, NULL,
+			CHK_I(mirror + 1), CHK_U(at), CHK_S(got), CHK_S(exp), CHK_I(n),
+			CHK_U(ph[mirror].devid), CHK_U((ph[mirror].physical + off)), CHK_S(good),
+			CHK_S(who));
+	else
+		chk_rep(c, CHK_M_DATA_MISMATCH_RUN, BTRFS_CSUM_TREE_OBJECTID, at, NULL,
+			CHK_I(mirror + 1), CHK_U(count), CHK_U(ext), CHK_U(ext_len), CHK_U(at),
+			CHK_I(n), CHK_U(ph[mirror].devid), CHK_U((ph[mirror].physical + off)),
+			CHK_S(good), CHK_S(who), CHK_S(exp), CHK_S(got));
+	if (count > 1)
+		chk_count_more(c, CHK_M_DATA_MISMATCH_RUN, count - 1);
 }
 
 void chk_data_mismatch(struct chk *c, uint64_t logical, const struct btk_phys *ph, int n,
 		       int mirror, uint64_t off, const uint8_t *want, const uint8_t *found)
 {
-	char exp[2 + 2 * BTK_CSUM_MAX + 1], got[2 + 2 * BTK_CSUM_MAX + 1], who[400];
-	char good[CHK_TEXT_MAX];
-
-	csum_hex(want, c->fs->csum_size, exp);
-	csum_hex(found, c->fs->csum_size, got);
-	if (c->opts->report && (!c->opts->max_reports || c->reported < c->opts->max_reports))
-		owners(c, logical + off, who, sizeof(who));
-	else
-		who[0] = 0; /* counted only: spare the reads */
-	chk_rep(c, CHK_M_DATA_MISMATCH, BTRFS_CSUM_TREE_OBJECTID, logical + off, NULL,
-		CHK_I(mirror + 1), CHK_U((logical + off)), CHK_S(got), CHK_S(exp), CHK_I(n),
-		CHK_U(ph[mirror].devid), CHK_U((ph[mirror].physical + off)),
-		CHK_S(good_mirrors(c, ph, n, mirror, off, want, good, sizeof(good))), CHK_S(who));
+	chk_data_mismatch_run(c, logical, 0, 1, logical, ph, n, mirror, off, want, found);
 }

@@ -373,10 +373,7 @@ static void report_runs(struct chk *c, const struct chk_dv *dv)
 				if (!b->err && b->mirror == m && !count++)
 					first = b;
 			}
-			if (count == 1) /* said as btrfs check says it */
-				chk_data_mismatch(c, first->logical, first->ph, first->n, m,
-						  first->off, first->want, first->found);
-			else if (count)
+			if (count)
 				chk_data_mismatch_run(c, s, l, count, first->logical, first->ph,
 						      first->n, m, first->off, first->want,
 						      first->found);

@@ -182,6 +182,7 @@ struct chk {
 	bool oom;	   /* an allocation failed: abort with -ENOMEM */
 	bool extent_gap;   /* part of the extent tree was unreadable: do not compare with it */
 	bool walk_gap;	   /* part of another tree was unreadable: users may be missing */
+	bool chunk_gap;	   /* part of the chunk tree was unreadable: items may be missing */
 	bool no_holes, skinny, has_fst;
 	/* the tree being walked */
 	uint64_t tree;
@@ -385,7 +386,8 @@ bool chk_root_tree(struct chk *c);
 void chk_data_mismatch(struct chk *c, uint64_t logical, const struct btk_phys *ph, int n,
 		       int mirror, uint64_t off, const uint8_t *want, const uint8_t *found);
 /* The same for `count` sectors of the data extent [ext, +ext_len) on one mirror, the first
- * of them at logical+off: one report, counted as count errors (opts->data_summary). */
+ * of them at logical+off: one report, counted as count errors (opts->data_summary; one
+ * sector is reported as chk_data_mismatch does). */
 void chk_data_mismatch_run(struct chk *c, uint64_t ext, uint64_t ext_len, uint64_t count,
 			   uint64_t logical, const struct btk_phys *ph, int n, int mirror,
 			   uint64_t off, const uint8_t *want, const uint8_t *found);

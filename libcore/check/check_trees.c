@@ -308,6 +308,8 @@ static int on_error(void *ctx, uint64_t bytenr, int level, int err, const char *
 		c->extent_gap = true;
 	else if (c->tree_class != CHK_T_LOG)
 		c->walk_gap = true;
+	if (c->tree_class == CHK_T_CHUNK)
+		c->chunk_gap = true;
 	if (c->fst)
 		chk_fs_leaf(c, NULL); /* a gap: the fs checker must not judge across it */
 	return 0;

@@ -4,6 +4,7 @@
  */
 #include "create/mkfs.h"
 #include "create/create_int.h"
+#include "fs/fs_estimate.h"
 #include "fs/fs_write.h"
 #include "format/dir_item.h"
 #include "format/geometry.h"
@@ -112,6 +113,22 @@ static int check_profile(uint64_t prof, const char *what, int ndevs)
 	return 0;
 }
 
+uint32_t btk_mkfs_nodesize(const struct btk_mkfs_opts *o)
+{
+	if (o->nodesize)
+		return o->nodesize;
+	if (o->mixed)
+		return o->sectorsize ? o->sectorsize : 4096;
+	return 16384;
+}
+
+uint64_t btk_mkfs_meta_estimate(const struct btk_mkfs_opts *o, const struct btk_meta_counts *m)
+{
+	int cs = btk_csum_size(o->csum_type);
+
+	return btk_meta_estimate(m, btk_mkfs_nodesize(o), cs > 0 ? (uint32_t)cs : 4);
+}
+
 static int plan_options(const struct btk_mkfs_opts *o, struct plan *pl)
 {
 	int ret;
@@ -121,9 +138,7 @@ static int plan_options(const struct btk_mkfs_opts *o, struct plan *pl)
 	if (btk_csum_size(o->csum_type) <= 0)
 		return btk_err(EINVAL, "unknown checksum type %d", o->csum_type);
 	pl->sectorsize = o->sectorsize ? o->sectorsize : 4096;
-	pl->nodesize = o->nodesize ? o->nodesize : 16384;
-	if (o->mixed && !o->nodesize)
-		pl->nodesize = pl->sectorsize;
+	pl->nodesize = btk_mkfs_nodesize(o);
 	if (!pow2(pl->sectorsize) || pl->sectorsize < 4096 || pl->sectorsize > 65536)
 		return btk_err(EINVAL, "invalid sectorsize %u (a power of two, 4K to 64K)",
 			       pl->sectorsize);

@@ -108,6 +108,13 @@ struct btk_mkfs_result {
  * -ENOSPC device too small, -EIO. btk_errmsg() names the device and the problem. */
 int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res);
 
+/* The node size o makes (its own, or the default: 16 KiB; the sector size when mixed). */
+uint32_t btk_mkfs_nodesize(const struct btk_mkfs_opts *o);
+/* The tree bytes content m needs in a filesystem o makes (btk_meta_estimate with o's node
+ * and checksum sizes): what a tool puts in o->meta_estimate. */
+struct btk_meta_counts;
+uint64_t btk_mkfs_meta_estimate(const struct btk_mkfs_opts *o, const struct btk_meta_counts *m);
+
 /* Safety probes used by btk_mkfs (exported for tests): 0 when the device holds no known
  * signature (or force); -EEXIST naming what libblkid found. */
 int btk_mkfs_probe(const char *path, bool force);

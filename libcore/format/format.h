@@ -21,6 +21,7 @@
 #define BTK_SUPER_MIRRORS    3
 #define BTK_SUPER_OFFSET     65536ULL
 #define BTK_SYS_ARRAY_SIZE   2048
+#define BTK_MAX_INLINE	     2048 /* the kernel's default max_inline: larger files get extents */
 #define BTK_NUM_BACKUP_ROOTS 4
 #define BTK_LABEL_SIZE	     256
 #define BTK_MAX_LEVEL	     8

@@ -1,6 +1,10 @@
 /* fs_estimate.c — metadata needed for a content, from the sizes of the items it becomes. */
 #include "fs/fs_estimate.h"
+#include "fs/populate.h"
 #include "format/format.h"
+
+#include <string.h>
+#include <sys/stat.h>
 
 #define ITEM	  sizeof(struct btk_item)
 #define DIR_ITEM  (ITEM + sizeof(struct btrfs_dir_item))
@@ -66,4 +70,43 @@ uint64_t btk_meta_estimate(const struct btk_meta_counts *c, uint32_t nodesize, u
 	 * uuid, free space, data reloc) and the kernel's first writes after mounting */
 	blocks += blocks_for(blocks * TREE_BLOCK, nodesize);
 	return (blocks + 8 + 64) * nodesize;
+}
+
+void btk_src_need(const struct btk_src_tree *s, uint32_t sectorsize, bool compress,
+		  struct btk_meta_counts *m, uint64_t *data)
+{
+	uint64_t ss = sectorsize;
+
+	memset(m, 0, sizeof(*m));
+	m->block_groups = 1;
+	*data = 0;
+	m->inodes = s->ninodes;
+	for (uint32_t i = 0; i < s->nnodes; i++) {
+		m->names++;
+		m->name_bytes += s->nodes[i].name_len;
+	}
+	for (uint32_t i = 0; i < s->ninodes; i++) {
+		const struct stat *st = &s->inodes[i].st;
+		uint64_t b = (uint64_t)st->st_blocks * 512, sz = (uint64_t)st->st_size;
+		if (S_ISLNK(st->st_mode)) {
+			m->inline_items++, m->inline_bytes += sz;
+		} else if (S_ISREG(st->st_mode) && sz && sz <= BTK_MAX_INLINE && sz < ss) {
+			m->inline_items++, m->inline_bytes += sz;
+		} else if (S_ISREG(st->st_mode)) {
+			uint64_t d = (b < sz ? b : sz) + ss - 1;
+			d -= d % ss;
+			/* compressed, each piece of 128 KiB takes one sector at the very least
+			 * (and a file of one sector may go inline): what cannot fit even then */
+			*data += !compress ? d
+				 : d <= ss
+				     ? 0
+				     : (d + BTK_MAX_COMPRESSED_IN - 1) / BTK_MAX_COMPRESSED_IN * ss;
+			m->file_extents +=
+			    d / BTK_MAX_EXTENT_SIZE + 2; /* holes between pieces too */
+			m->data_extents += d / BTK_MAX_EXTENT_SIZE + 1;
+			m->csum_blocks += d / ss;
+		}
+	}
+	m->xattrs = s->ninodes; /* ACLs and attributes: a guess of one each */
+	m->xattr_bytes = 64ULL * s->ninodes;
 }

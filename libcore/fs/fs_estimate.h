@@ -3,7 +3,10 @@
 #ifndef BTK_FS_ESTIMATE_H
 #define BTK_FS_ESTIMATE_H
 
+#include <stdbool.h>
 #include <stdint.h>
+
+struct btk_src_tree;
 
 /* What the content holds; upper bounds are fine (the estimate is then an upper bound too). */
 struct btk_meta_counts {
@@ -22,6 +25,14 @@ struct btk_meta_counts {
  * item bytes over leaves assumed only two thirds full, the nodes above them, the trees every
  * filesystem has, and a margin for the kernel's first transactions. Pure arithmetic. */
 uint64_t btk_meta_estimate(const struct btk_meta_counts *c, uint32_t nodesize, uint32_t csum_size);
+
+/* What copying source tree s (fs/populate.h) into a filesystem of sectorsize-byte sectors
+ * adds: *m its metadata counts, for btk_meta_estimate (an upper bound: one xattr of 64 bytes
+ * guessed per inode, one block group), and *data the data bytes it writes (allocated blocks,
+ * not apparent sizes, each file in whole sectors; files of BTK_MAX_INLINE bytes or less go
+ * inline; with compress, what cannot fit even compressed). */
+void btk_src_need(const struct btk_src_tree *s, uint32_t sectorsize, bool compress,
+		  struct btk_meta_counts *m, uint64_t *data);
 
 /* The largest item a leaf of this node size holds; of it, the most name + value bytes of one
  * xattr, and the most data bytes of one inline file extent (a symlink target too). */

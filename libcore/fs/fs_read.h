@@ -155,6 +155,11 @@ int btk_subvol_item(struct btk_fs *fs, uint64_t id, struct btk_root_item *out);
  * shows them as empty directories. 0 linked, -ENOENT not (no message), other errors. */
 int btk_subvol_ref_check(struct btk_fs *fs, uint64_t parent, uint64_t child, uint64_t dir,
 			 const char *name, size_t len);
+/* Calls fn(ctx, id, parent) for FS_TREE (parent 0) and every subvolume and snapshot whose root
+ * item the root tree holds, in id order; parent is the subvolume its ROOT_BACKREF names (0
+ * when none: being deleted, or not linked). A non-zero return of fn stops and is returned. */
+int btk_subvol_for_each(struct btk_fs *fs, int (*fn)(void *ctx, uint64_t id, uint64_t parent),
+			void *ctx);
 /* Whether subvolume id is read-only (its ROOT_ITEM's flag). */
 int btk_subvol_readonly(struct btk_fs *fs, uint64_t id, bool *ro);
 

@@ -144,6 +144,58 @@ int btk_subvol_item(struct btk_fs *fs, uint64_t id, struct btk_root_item *out)
 	return ret;
 }
 
+static int backref_cb(void *arg, const struct btk_block *leaf, int slot, const struct btk_key *k,
+		      const uint8_t *d, uint32_t size)
+{
+	(void)leaf, (void)slot, (void)d, (void)size;
+	*(uint64_t *)arg = k->offset;
+	return 1;
+}
+
+/* The subvolume after id whose ROOT_ITEM the root tree holds: 0 found, 1 none. */
+static int next_subvol(struct btk_fs *fs, const struct btk_root *rt, uint64_t *id)
+{
+	struct btk_key k = {*id + 1, BTRFS_ROOT_ITEM_KEY, 0};
+	struct btk_path p;
+	int ret;
+
+	if (*id < BTRFS_FIRST_FREE_OBJECTID)
+		k.objectid = BTRFS_FIRST_FREE_OBJECTID;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, rt, &k, &p); !ret; ret = btk_next(fs, &p)) {
+		btk_path_key(&p, &k);
+		if (k.objectid > BTRFS_LAST_FREE_OBJECTID) {
+			ret = 1;
+			break;
+		}
+		if (k.type == BTRFS_ROOT_ITEM_KEY) {
+			*id = k.objectid;
+			break;
+		}
+	}
+	btk_path_release(&p);
+	return ret;
+}
+
+int btk_subvol_for_each(struct btk_fs *fs, int (*fn)(void *ctx, uint64_t id, uint64_t parent),
+			void *ctx)
+{
+	struct btk_root rt;
+	uint64_t id = BTRFS_FS_TREE_OBJECTID, parent;
+	int ret = btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
+
+	if (ret || (ret = fn(ctx, id, 0)))
+		return ret;
+	while (!(ret = next_subvol(fs, &rt, &id))) {
+		parent = 0;
+		if ((ret = btk_for_each_item(fs, &rt, id, BTRFS_ROOT_BACKREF_KEY, 0, backref_cb,
+					     &parent)) < 0 ||
+		    (ret = fn(ctx, id, parent)))
+			return ret;
+	}
+	return ret < 0 ? ret : 0;
+}
+
 struct ref_check {
 	uint64_t child, dir;
 	const char *name;

@@ -629,7 +629,7 @@ int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,
 
 	btk_err_clear(); /* a failure below names its own cause, never an earlier one */
 	memset(st, 0, sizeof(*st));
-	p.max_inline = o->max_inline ? o->max_inline : 2048;
+	p.max_inline = o->max_inline ? o->max_inline : BTK_MAX_INLINE;
 	p.dir_index = malloc(src->nnodes * sizeof(*p.dir_index));
 	p.buf = malloc(PIECE + btk_trans_fs(t)->sectorsize);
 	p.zbuf = malloc(BTK_MAX_COMPRESSED_IN + btk_trans_fs(t)->sectorsize);

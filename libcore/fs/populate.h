@@ -91,7 +91,7 @@ struct btk_populate_opts {
 	uint64_t epoch; /* SOURCE_DATE_EPOCH */
 	int compress, compress_level;
 	bool skip_unreadable;
-	uint32_t max_inline; /* the kernel's max_inline; 0 = its default, 2048 */
+	uint32_t max_inline; /* the kernel's max_inline; 0 = its default, BTK_MAX_INLINE */
 	/* Called every 1024 names, every 64 MiB of file data and once at the
 	 * end, with the names done and the bytes of regular files done: st_size of each inode
 	 * created (whatever is inline, sparse or compressed), plus the part of the one being

@@ -1,6 +1,7 @@
-/* image_dump.c — the dump side: find every tree block by walking every root, then store them
- * in logical order (the chunk tree first, so that readers that look for it early find it)
- * with unused bytes zeroed. */
+/* image_dump.c — the dump side: find every tree block by walking every root (and those the
+ * extent tree lists), then store them as btrfs-image does: in logical order, the log trees'
+ * blocks after the others in walk order, then the v1 space cache's data; unused bytes
+ * zeroed. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,8 +40,8 @@ struct dump {
 	const struct btk_dump_opts *o;
 	struct btk_dump_stats *st;
 	struct btk_u64set seen;
-	struct u64vec chunk_blocks, blocks;
-	struct u64vec listed; /* tree blocks the extent tree lists */
+	struct u64vec blocks, log_blocks; /* log: in walk order, after the others */
+	struct u64vec listed;		  /* tree blocks the extent tree lists */
 	struct drange_vec data;
 	struct root_vec roots; /* trees found in root-tree and log-tree leaves */
 	uint64_t tree;	       /* objectid of the tree being walked */
@@ -139,12 +140,9 @@ static int add_listed(struct dump *d)
 			btk_err_clear(); /* not a readable tree block: nothing to keep */
 			continue;
 		}
-		d->tree = btk_block_owner(b);
 		int ret = btk_u64set_add(&d->seen, bytenr);
 		if (ret > 0)
-			ret = push_block(d->tree == BTRFS_CHUNK_TREE_OBJECTID ? &d->chunk_blocks
-									      : &d->blocks,
-					 bytenr);
+			ret = push_block(&d->blocks, bytenr);
 		btk_block_put(b);
 		if (ret < 0)
 			return ret;
@@ -167,11 +165,11 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 		return ret;
 	if (ret == 0) /* shared with a tree walked before: so is everything below it */
 		return btk_block_level(b) ? BTK_WALK_SKIP : 0;
-	ret = push_block(d->tree == BTRFS_CHUNK_TREE_OBJECTID ? &d->chunk_blocks : &d->blocks,
-			 b->bytenr);
+	ret =
+	    push_block(d->tree == BTRFS_TREE_LOG_OBJECTID ? &d->log_blocks : &d->blocks, b->bytenr);
 	if (ret)
 		return ret;
-	size_t found = d->chunk_blocks.n + d->blocks.n;
+	size_t found = d->blocks.n + d->log_blocks.n;
 	if (d->o->progress && (found & 15) == 1)
 		d->o->progress(d->o->ctx, (uint64_t)found * d->fs->nodesize, 0);
 	if (btk_block_level(b) == 0 && d->tree == BTRFS_EXTENT_TREE_OBJECTID)
@@ -384,7 +382,7 @@ static int store_data(struct dump *d, struct btk_md_writer *w, uint64_t *done, u
 static void dump_free(struct dump *d)
 {
 	btk_u64set_free(&d->seen);
-	btk_vec_free(&d->chunk_blocks);
+	btk_vec_free(&d->log_blocks);
 	btk_vec_free(&d->blocks);
 	btk_vec_free(&d->listed);
 	btk_vec_free(&d->data);
@@ -412,17 +410,16 @@ int btk_image_dump(struct btk_fs *fs, int out_fd, const struct btk_dump_opts *op
 	enum btk_read_mode mode = btk_tree_read_mode(fs, BTK_READ_SAFETY_ONLY);
 	if ((ret = walk_all(&d)) || (ret = add_listed(&d)))
 		goto out;
-	btk_vec_sort(&d.chunk_blocks, cmp_u64); /* no qsort on an empty (NULL) vector */
-	btk_vec_sort(&d.blocks, cmp_u64);
-	total = (uint64_t)(d.chunk_blocks.n + d.blocks.n) * fs->nodesize;
+	btk_vec_sort(&d.blocks, cmp_u64); /* no qsort on an empty (NULL) vector */
+	total = (uint64_t)(d.blocks.n + d.log_blocks.n) * fs->nodesize;
 	merge_data(&d, &total);
 	if ((ret = btk_md_writer_open(out_fd, opts->data ? 1 : 0, opts->level, opts->threads, &w)))
 		goto out;
 	ret = btk_md_add(w, BTK_SUPER_OFFSET, &fs->sb, BTK_SUPER_SIZE, false);
 	if (!ret)
-		ret = store_blocks(&d, w, &d.chunk_blocks, &done, total);
-	if (!ret)
 		ret = store_blocks(&d, w, &d.blocks, &done, total);
+	if (!ret)
+		ret = store_blocks(&d, w, &d.log_blocks, &done, total);
 	if (!ret)
 		ret = store_data(&d, w, &done, total);
 	if (!ret && opts->sanitize && d.san.oom)

@@ -42,6 +42,11 @@ int btk_image_remap_plan(struct btk_chunk **chunks, size_t n, uint64_t devid,
  * chunk-tree leaves take the new chunk items, block-group items lose their profile bits, and
  * the checksum is redone. Other blocks are left as they are. */
 int btk_image_remap_block(const struct btk_fs *fs, uint8_t *b, uint64_t logical);
+/* btrfs-image 6.2 redoes the checksum of each block it dumps as crc32c (its first 4 bytes)
+ * whatever the filesystem's checksum type. A block of fs (at logical) whose checksum is wrong
+ * for its type but whose first 4 bytes are exactly that crc32c gets its type's checksum back
+ * (1); any other block is left as it is (0), damage included. */
+int btk_image_csum_fixup(const struct btk_fs *fs, uint8_t *b, uint64_t logical);
 /* image_fixup.c: on the restored target dev (taken, closed on return), opened from its
  * superblock copy super_mirror (-1: the best), drops the device items of the devids in gone,
  * sets devid's size and use, and rebuilds the device extents from the chunk map (one

@@ -191,3 +191,22 @@ int btk_image_remap_block(const struct btk_fs *fs, uint8_t *b, uint64_t logical)
 	memcpy(b, csum, (size_t)fs->csum_size);
 	return 0;
 }
+
+int btk_image_csum_fixup(const struct btk_fs *fs, uint8_t *b, uint64_t logical)
+{
+	const struct btk_header *h = (const struct btk_header *)b;
+	uint8_t want[BTK_CSUM_MAX], crc[BTK_CSUM_MAX];
+	uint32_t body = fs->nodesize - BTK_CSUM_MAX;
+
+	if (fs->csum_type == BTRFS_CSUM_TYPE_CRC32 || btk_le64(h->bytenr) != logical ||
+	    memcmp(h->fsid, fs->meta_uuid, BTK_FSID_SIZE))
+		return 0;
+	btk_csum(fs->csum_type, b + BTK_CSUM_MAX, body, want);
+	if (!memcmp(want, b, (size_t)fs->csum_size))
+		return 0;
+	btk_csum(BTRFS_CSUM_TYPE_CRC32, b + BTK_CSUM_MAX, body, crc);
+	if (memcmp(crc, b, 4))
+		return 0; /* some other damage: kept as it is */
+	memcpy(b, want, (size_t)fs->csum_size);
+	return 1;
+}

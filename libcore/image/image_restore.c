@@ -335,9 +335,12 @@ static int write_one(struct writer *w, size_t i, struct btk_md_scratch *s)
 	uint8_t *buf = (uint8_t *)data; /* the scratch's own bytes */
 	const struct btk_chunk *c = btk_chunk_find(w->fs, it->logical);
 	bool meta = c && (c->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM));
-	for (size_t off = 0; w->remap && meta && len % rs->nodesize == 0 && off < len && !ret;
-	     off += rs->nodesize)
-		ret = btk_image_remap_block(w->fs, buf + off, it->logical + off);
+	for (size_t off = 0; meta && len % rs->nodesize == 0 && off < len && !ret;
+	     off += rs->nodesize) {
+		btk_image_csum_fixup(w->fs, buf + off, it->logical + off);
+		if (w->remap)
+			ret = btk_image_remap_block(w->fs, buf + off, it->logical + off);
+	}
 	pthread_mutex_lock(&w->write);
 	if (!ret)
 		ret = btk_write_logical(w->fs, it->logical, buf, len);

@@ -54,6 +54,10 @@ struct btk_md_writer {
 	pthread_t tid[MD_MAX_THREADS];
 	int started;
 	struct btk_md_wstats st;
+	/* the index block, kept from cluster to cluster: past its items it holds those of
+	 * earlier clusters, as btrfs-image's does (a stored dump is then byte for byte
+	 * btrfs-image's; no reader looks past the item count) */
+	uint8_t idx[BTK_MD_BLOCK];
 };
 
 /* Levels 1..8 are libdeflate's, which compare with zlib's in ratio. Level 9 promises a dump no
@@ -272,7 +276,7 @@ static void queue_cluster(struct btk_md_writer *w, struct md_cluster *c)
 /* Waits until c is compressed, compressing queued items meanwhile, then writes it. */
 static int write_cluster(struct btk_md_writer *w, struct md_cluster *c)
 {
-	uint8_t idx[BTK_MD_BLOCK];
+	uint8_t *idx = w->idx;
 	uint64_t start = w->off, end;
 	int ret;
 
@@ -301,7 +305,6 @@ static int write_cluster(struct btk_md_writer *w, struct md_cluster *c)
 		if (!w->level)
 			c->items[i].outlen = c->items[i].len;
 	}
-	memset(idx, 0, sizeof(idx));
 	btk_put64(idx, w->magic);
 	btk_put64(idx + 8, start);
 	btk_put32(idx + 16, n);
@@ -311,7 +314,7 @@ static int write_cluster(struct btk_md_writer *w, struct md_cluster *c)
 		btk_put64(p, c->items[i].logical);
 		btk_put32(p + 8, (uint32_t)c->items[i].outlen);
 	}
-	if ((ret = write_all(w, idx, sizeof(idx))))
+	if ((ret = write_all(w, idx, BTK_MD_BLOCK)))
 		return ret;
 	for (uint32_t i = 0; i < n; i++) {
 		struct md_witem *it = &c->items[i];

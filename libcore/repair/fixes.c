@@ -118,6 +118,14 @@ static int fix_inode_field(struct btk_trans *t, const struct rp_prob *p, char *b
 		IPUT(size, val(p, 1));
 		snprintf(after, cap, "size %llu", (unsigned long long)val(p, 1));
 		break;
+	case BTK_P_SYMLINK_SIZE:
+		snprintf(before, cap, "size %llu", (unsigned long long)IGET(size));
+		if (!S_ISLNK(IGET(mode)) || !val(p, 1))
+			return btk_err(EINVAL, "inode %llu: not a symlink with a target",
+				       (unsigned long long)p->key.objectid);
+		IPUT(size, val(p, 1));
+		snprintf(after, cap, "size %llu", (unsigned long long)val(p, 1));
+		break;
 	case BTK_P_INODE_GENERATION: {
 		uint64_t lim = btk_trans_id(t), g = IGET(generation), x = IGET(transid);
 		snprintf(before, cap, "generation %llu transid %llu", (unsigned long long)g,

@@ -3,9 +3,11 @@
  */
 #include "repair/repair_int.h"
 #include "base/error.h"
+#include "io/io.h"
 #include "tree/tree.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -195,6 +197,9 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 	*committed = false;
 	a->why[0] = 0;
 	o.write = true;
+	/* the devices the first open found, no others: a scan would open (and join to the undo
+	 * file) every device that a damaged device count sends it looking through */
+	o.no_scan = true;
 	if ((ret = btk_fs_open(paths, n, &o, &fs)))
 		return ret;
 	if ((ret = btk_write_open(fs, BTK_WRITE_DAMAGED_USAGE, &w))) {
@@ -316,6 +321,8 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 	struct btk_fs *fs = NULL;
 	struct btk_open_opts ro_open = *oo;
 	struct collect c;
+	char **members = NULL;
+	size_t nmembers = 0, capmembers = 0;
 
 	memset(res, 0, sizeof(*res));
 	ro_open.write = false;
@@ -323,9 +330,20 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 	if ((ret = btk_fs_open(paths, n, &ro_open, &fs)))
 		goto out;
 	ret = check_into(fs, ro, &cur, &c);
+	/* the members this open found (named or by scan) are the ones every attempt opens */
+	for (int i = 0; !ret && i < fs->ndevs; i++) {
+		const char *pth = fs->devs[i].dev ? fs->devs[i].dev->path : NULL;
+		char **slot = pth ? btk_array_push(members, nmembers, capmembers) : NULL;
+		if (pth && (!slot || !(*slot = strdup(pth))))
+			ret = btk_err(ENOMEM, "out of memory");
+	}
 	btk_fs_close(fs);
 	if (ret)
 		goto out;
+	if (nmembers) {
+		paths = (const char *const *)members;
+		n = (int)nmembers;
+	}
 	res->errors_before = res->errors_after = c.errors;
 	res->unchecked = c.unchecked;
 	for (int round = 1; round <= max && res->errors_after && !res->unchecked; round++) {
@@ -379,6 +397,9 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 		for (size_t i = 0; i < cur.n; i++)
 			report_left(ro, &cur.data[i]);
 out:
+	for (size_t i = 0; i < nmembers; i++)
+		free(members[i]);
+	free(members);
 	btk_vec_free(&cur);
 	btk_vec_free(&a.after);
 	btk_vec_free(&fixes);

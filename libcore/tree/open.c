@@ -16,6 +16,9 @@
 struct chunk_load {
 	BTK_VEC(, struct btk_chunk *) chunks;
 	BTK_VEC(, struct btk_fs_dev) devs;
+	bool damage;	   /* skip what does not parse or read (opts->chunk_damage) */
+	uint64_t bad_root; /* the root block failed to read: its bytenr */
+	bool bad_root_gen; /* ... because of its generation */
 };
 
 static int chunk_item(struct btk_fs *fs, struct chunk_load *cl, uint64_t logical,
@@ -25,7 +28,7 @@ static int chunk_item(struct btk_fs *fs, struct chunk_load *cl, uint64_t logical
 	int ret = btk_chunk_parse(data, size, logical, fs->sectorsize, &c);
 
 	if (ret)
-		return ret;
+		return cl->damage && ret == -EUCLEAN ? 0 : ret;
 	if (cl->chunks.n >= INT_MAX || !(slot = btk_vec_push(&cl->chunks))) {
 		free(c);
 		return btk_err(ENOMEM, "out of memory loading the chunk tree");
@@ -63,15 +66,37 @@ static int chunk_leaf(void *ctx, struct btk_fs *fs, const struct btk_block *b, i
 	return 0;
 }
 
-static int load_chunk_tree(struct btk_fs *fs, bool overlaps)
+/* chunk_damage: a block that does not read is left out (its chunks stay unknown). */
+static int chunk_block_error(void *ctx, uint64_t bytenr, int level, int err, const char *msg)
 {
-	struct btk_walk_ops ops = {.block = chunk_leaf};
-	struct chunk_load cl = {0};
+	struct chunk_load *cl = ctx;
+
+	(void)level, (void)msg;
+	if (err == -ENOMEM)
+		return err;
+	if (!cl->bad_root) {
+		cl->bad_root = bytenr;
+		cl->bad_root_gen = err == -EUCLEAN && btk_block_last_fault() == BTK_BF_GENERATION;
+	}
+	return 0;
+}
+
+static int load_chunk_tree(struct btk_fs *fs, bool overlaps, bool damage)
+{
+	struct btk_walk_ops ops = {.block = chunk_leaf,
+				   .on_error = damage ? chunk_block_error : NULL};
+	struct chunk_load cl = {.damage = damage};
 	struct btk_root r;
 	int ret;
 
 	btk_root_find(fs, BTRFS_CHUNK_TREE_OBJECTID, &r);
 	ret = btk_tree_walk(fs, &r, &ops, &cl);
+	if (!ret && damage && cl.bad_root == r.bytenr && cl.bad_root_gen) {
+		/* a stale chunk root still maps what it maps (btrfs check: "ignoring transid
+		 * failure"); the checker reports the mismatch when it walks the tree */
+		r.generation = 0;
+		ret = btk_tree_walk(fs, &r, &ops, &cl);
+	}
 	if (!ret)
 		ret = btk_fs_dev_fill_all(fs, cl.devs.data, (int)cl.devs.n);
 	if (!ret) {
@@ -204,11 +229,13 @@ static int finish_open(struct btk_fs *fs, const struct btk_open_opts *o, const c
 	if (!ret)
 		ret = btk_volumes_check_sys(fs);
 	if (!ret)
-		ret = load_chunk_tree(fs, o->chunk_overlaps);
+		ret = load_chunk_tree(fs, o->chunk_overlaps, o->chunk_damage);
 	if (!ret && o->tree_root)
 		ret = use_root_block(fs, o->tree_root, false);
-	if (!ret)
+	if (!ret) {
+		btk_volumes_scan_seeds(fs, o);
 		ret = btk_volumes_check_seeds(fs, o);
+	}
 	if (!ret)
 		ret = btk_volumes_check_missing(fs, o);
 	if (ret) {

@@ -175,6 +175,16 @@ static bool seed_or_sprout(const struct btk_fs *fs, const struct btk_super *sb)
 	return (btk_le64(fs->sb.flags) & BTK_SUPER_FLAG_SEEDING) && !any_seed(fs);
 }
 
+/* Whether a scanned device (superblock sb, devid) is a seed device the chunk tree names and
+ * that was not given: its dev item is loaded, with the seed's fsid, and has no handle. */
+static bool wanted_seed(struct btk_fs *fs, const struct btk_super *sb, uint64_t devid)
+{
+	const struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
+
+	return d && !d->dev && d->has_item && !memcmp(d->fsid, sb->fsid, BTK_FSID_SIZE) &&
+	       memcmp(sb->fsid, fs->fsid, BTK_FSID_SIZE);
+}
+
 /* The devices so far are a seed's, the device coming is its sprout. */
 static void become_seeds(struct btk_fs *fs)
 {
@@ -223,14 +233,17 @@ static int add_dev(struct btk_fs *fs, struct btk_dev *dev, const struct btk_open
 	uint64_t devid = sdi.devid;
 	bool seed = false;
 	if (fs->ndevs && memcmp(sb->fsid, fs->fsid, BTK_FSID_SIZE)) {
-		if (!must || !(seed = seed_or_sprout(fs, sb))) {
+		if (!must && wanted_seed(fs, sb, devid)) {
+			seed = true; /* found by the scan for the chunk tree's missing seeds */
+		} else if (!must || !(seed = seed_or_sprout(fs, sb))) {
 			ret = must ? btk_err(EINVAL, "%s: belongs to another filesystem", dev->path)
 				   : 0;
 			goto out;
+		} else {
+			seed = btk_le64(sb->flags) & BTK_SUPER_FLAG_SEEDING;
+			if (!seed)
+				become_seeds(fs); /* dev is their sprout */
 		}
-		seed = btk_le64(sb->flags) & BTK_SUPER_FLAG_SEEDING;
-		if (!seed)
-			become_seeds(fs); /* dev is their sprout */
 	}
 	d = btk_fs_dev_find(fs, devid);
 	if (d && d->dev) {
@@ -252,7 +265,8 @@ static int add_dev(struct btk_fs *fs, struct btk_dev *dev, const struct btk_open
 	d->dev = dev;
 	d->super_mirror = best;
 	d->seed = seed;
-	btk_fs_dev_fill(d, sb->dev_item);
+	if (!d->has_item) /* else the chunk tree's dev item, read already, stays */
+		btk_fs_dev_fill(d, sb->dev_item);
 	if (seed)
 		memcpy(d->fsid, sb->fsid, BTK_FSID_SIZE);
 	dev = NULL;
@@ -556,6 +570,18 @@ int btk_volumes_check_missing(struct btk_fs *fs, const struct btk_open_opts *o)
 	else
 		btk_warn("missing device(s): devid %s: reading the copies left", buf);
 	return 0;
+}
+
+void btk_volumes_scan_seeds(struct btk_fs *fs, const struct btk_open_opts *o)
+{
+	if (o->no_scan)
+		return;
+	for (int i = 0; i < fs->ndevs; i++)
+		if (!fs->devs[i].dev && fs->devs[i].has_item &&
+		    memcmp(fs->devs[i].fsid, fs->fsid, BTK_FSID_SIZE)) {
+			scan_members(fs, o);
+			return;
+		}
 }
 
 int btk_volumes_check_sys(const struct btk_fs *fs)

@@ -82,6 +82,10 @@ struct btk_open_opts {
 	/* keep chunks that overlap the next one (the checker reports them and checks the rest)
 	 * instead of refusing to open */
 	bool chunk_overlaps;
+	/* a damaged chunk tree: skip chunk items that do not parse and blocks that do not read
+	 * (a chunk root whose generation differs from the superblock's is read all the same),
+	 * so that what maps through the other chunks can be read (the checker reports them) */
+	bool chunk_damage;
 	/* with write: open even when a device is shorter than its superblock says (a truncated
 	 * image; --force), which is otherwise refused (btk_volumes_check_sizes) */
 	bool short_ok;
@@ -109,6 +113,9 @@ void btk_volumes_close(struct btk_fs *fs);
  * forget_missing) and how much data has no copy left; -ENODEV when a system or metadata chunk
  * has none (the trees cannot be read). */
 int btk_volumes_check_missing(struct btk_fs *fs, const struct btk_open_opts *opts);
+/* After the chunk tree is read: devices of seed filesystems it names that were not given are
+ * looked for by libblkid scan (block devices), unless opts->no_scan. */
+void btk_volumes_scan_seeds(struct btk_fs *fs, const struct btk_open_opts *opts);
 /* Before the chunk tree is read: -ENODEV naming the missing devices when a chunk of the
  * superblock's system chunk array has no copy left on the devices present. */
 int btk_volumes_check_sys(const struct btk_fs *fs);

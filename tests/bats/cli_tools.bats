@@ -355,7 +355,7 @@ complete_words() {
 		run "$B/btk-$t" -h
 		[ "$status" -eq 0 ] && [[ "${lines[0]}" == [Uu]"sage: btk-$t"* ]] || { echo "$t: $output"; false; }
 	done
-	for v in ls get put dump restore snapshot; do
+	for v in stat get put dump restore snapshot; do # (ls -h: human sizes, as ls(1))
 		run "$B/btk-image" "$v" -h
 		[ "$status" -eq 0 ] && [[ "$output" == *"Usage: btk-image $v"* ]] || { echo "$v: $output"; false; }
 	done
@@ -510,4 +510,48 @@ CMDS
 	run "$B/btk-convert" "$D/missing.img"
 	[ "$status" -eq 1 ] && [ "$output" = "btk-convert: $D/missing.img: cannot open: No such file or directory" ]
 	! grep -q 'Unknown code' <<<"$output"
+}
+
+@test "btk-image ls takes ls -la and -lh habits: -a accepted, -h human sizes with -l" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	head -c 1572864 /dev/zero >"$D/f"
+	"$BTK_BUILD/bin/btk-image" put "$D/t.img" "$D/f" /.hidden >/dev/null
+	run "$BTK_BUILD/bin/btk-image" ls -la "$D/t.img" /
+	[ "$status" -eq 0 ] && [[ "$output" == *" 1572864 "*".hidden" ]] || { echo "$output" >&2; false; }
+	run "$BTK_BUILD/bin/btk-image" ls -lh "$D/t.img" /
+	[ "$status" -eq 0 ] && [[ "$output" == *" 1.50MiB "*".hidden" ]] || { echo "$output" >&2; false; }
+}
+
+@test "btk-image restore - reads the dump from standard input, as dump ... - writes it" {
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	"$BTK_BUILD/bin/btk-image" mkdir "$D/t.img" /d
+	"$BTK_BUILD/bin/btk-image" dump "$D/t.img" - | "$BTK_BUILD/bin/btk-image" restore - "$D/r.img"
+	"$BTK_BUILD/bin/btk-image" dump "$D/t.img" "$D/t.dump" >/dev/null
+	"$BTK_BUILD/bin/btk-image" restore "$D/t.dump" "$D/r2.img" >/dev/null
+	cmp "$D/r.img" "$D/r2.img"
+	run "$BTK_BUILD/bin/btk-image" restore - "$D/r3.img" </dev/null
+	[ "$status" -eq 1 ] && [ "${#lines[@]}" -eq 1 ] && [ ! -e "$D/r3.img" ]
+}
+
+@test "btk-image subvol list: every subvolume and snapshot with its parent, path and read-only flag" {
+	local I=$BTK_BUILD/bin/btk-image
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	"$I" subvol create "$D/t.img" /a >/dev/null
+	"$I" mkdir "$D/t.img" /a/d >/dev/null
+	"$I" snapshot -r "$D/t.img" /a /a/d/s >/dev/null
+	"$I" subvol create "$D/t.img" /b >/dev/null
+	"$I" subvol delete "$D/t.img" /b >/dev/null
+	run "$I" subvol list "$D/t.img"
+	[ "$status" -eq 0 ] || { echo "$output" >&2; false; }
+	[[ "${lines[0]}" == "ID 5 gen "*" top level 0 path /" ]]
+	[[ "${lines[1]}" == "ID 256 gen "*" top level 5 path /a" ]]
+	[[ "${lines[2]}" == "ID 257 gen "*" top level 256 path /a/d/s (read-only)" ]]
+	[ "${#lines[@]}" -eq 3 ] || [[ "${lines[3]}" == *"(not linked)" ]] || { echo "$output" >&2; false; }
+	"$I" subvol list --json "$D/t.img" >"$D/j"
+	[ "$(wc -l <"$D/j")" -eq 1 ]
+	[ "$(jq -c '[.subvolumes[] | select(.path) | [.id, .parent, .path, .readonly]]' "$D/j")" = \
+		'[[5,0,"/",false],[256,5,"/a",false],[257,256,"/a/d/s",true]]' ]
+	jq -e '.errors == false' "$D/j" >/dev/null
+	# IMG first works as for the other actions
+	"$I" subvol "$D/t.img" list | grep -q '^ID 257 '
 }

@@ -196,7 +196,11 @@ PY
 	local ids fixes
 	ids=$(sed -n 's/^BTK_PROBLEM(\([A-Z0-9_]*\),.*/\1/p' "$BTK_ROOT/libcore/check/problems.def" | sort)
 	fixes=$(sed -n 's/^BTK_\(NO\)\{0,1\}FIX(\([A-Z0-9_]*\),.*/\2/p' "$BTK_ROOT/libcore/repair/fixes.def" | sort)
-	[ "$ids" = "$fixes" ] || { diff <(echo "$ids") <(echo "$fixes") >&2; return 1; }
+	[ "$ids" = "$fixes" ] || {
+		diff <(echo "$ids") <(echo "$fixes") >&2
+		echo "each problem code needs a row in libcore/repair/fixes.def (BTK_FIX or BTK_NOFIX)" >&2
+		return 1
+	}
 	"$BTK_ROOT/scripts/problems-man.sh" | diff - <(sed -n '/^\.\\" BEGIN PROBLEM CODES/,/^\.\\" END PROBLEM CODES/p' "$BTK_ROOT/man/btk-fsck.8")
 }
 
@@ -225,4 +229,33 @@ PY
 		n=$((n + 1))
 	done
 	[ $n = 15 ]
+}
+
+@test "repair: an undo file by default (printed), btk-undo gives the image back byte-identical; -z FILE, --no-undo" {
+	require_btk fsck
+	require_btk undo
+	broken nlink
+	local sha
+	sha=$(sha256_of "$IMG")
+	btk_run 120 "$FSCK" --repair "$IMG"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	grep -q "^undo file: $IMG.undo " "$BTK_OUT"
+	[ -s "$IMG.undo" ]
+	[ "$(sha256_of "$IMG")" != "$sha" ]
+	btk_run 120 "$BTK_BUILD/bin/btk-undo" "$IMG.undo" "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	[ "$(sha256_of "$IMG")" = "$sha" ]
+	# -z names the file; --json says it
+	btk_run 120 "$FSCK" --repair --json -z "$BATS_TEST_TMPDIR/my.undo" "$IMG"
+	[ "$status" = 1 ]
+	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["undo_file"] == sys.argv[2], d' \
+		"$BTK_OUT" "$BATS_TEST_TMPDIR/my.undo"
+	btk_run 120 "$BTK_BUILD/bin/btk-undo" "$BATS_TEST_TMPDIR/my.undo" "$IMG"
+	[ "$(sha256_of "$IMG")" = "$sha" ]
+	# --no-undo: none made
+	rm -f "$IMG".*undo
+	btk_run 120 "$FSCK" --repair --no-undo "$IMG"
+	[ "$status" = 1 ]
+	! ls "$IMG".*undo 2>/dev/null
+	! grep -q '^undo file' "$BTK_OUT"
 }

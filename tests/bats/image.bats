@@ -258,6 +258,22 @@ EOF
 	! grep -qFf "$D/pair" "$BTK_OUT"
 }
 
+@test "image: btrfs-image dumps of xxhash, sha256 and blake2 filesystems restore clean" {
+	require_tool btrfs-image
+	local c
+	make_fs cs 1 # the source tree
+	for c in xxhash sha256 blake2; do
+		truncate -s 300M "$D/$c.img"
+		"$MKFS" -q --csum "$c" -r "$BTK_TEST_TMP/image-src" "$D/$c.img"
+		btk_run 120 btrfs-image -c 9 "$D/$c.img" "$D/bi-$c.img"
+		[ "$status" = 0 ] || { show_err; return 1; }
+		btk_run 60 "$IMG" restore "$D/bi-$c.img" "$D/r-$c.img"
+		[ "$status" = 0 ] || { show_err; return 1; }
+		check_clean "$D/r-$c.img"
+		same_trees "$D/$c.img" -- "$D/r-$c.img"
+	done
+}
+
 @test "image: --data: a v1 dump restores a complete filesystem, files read back byte-equal" {
 	make_fs dd 2 -m raid1 -d raid1
 	btk_run 60 "$IMG" dump --data --json -c 3 "${FS[@]}" "$D/d.img"

@@ -1704,6 +1704,43 @@ static int k_fe_disk_len(struct btk_fs *fs, const char *n)
 			offsetof(struct btrfs_file_extent_item, disk_num_bytes), 8, fs->sectorsize);
 }
 
+/* Chunk tree damage that stops a reader that trusts it (the data chunk). */
+static int k_chunk_profiles(struct btk_fs *fs, const char *n)
+{
+	return chunk_field(fs, n, offsetof(struct btrfs_chunk, type), 8,
+			   BTRFS_BLOCK_GROUP_RAID1 | BTRFS_BLOCK_GROUP_DUP);
+}
+static int k_chunk_stripe_len0(struct btk_fs *fs, const char *n)
+{
+	return chunk_field(fs, n, offsetof(struct btrfs_chunk, stripe_len), 8,
+			   -(int64_t)BTK_STRIPE_LEN);
+}
+static int k_chunk_len_unaligned(struct btk_fs *fs, const char *n)
+{
+	return chunk_field(fs, n, offsetof(struct btrfs_chunk, length), 8, 2048);
+}
+static int k_chunk_type0(struct btk_fs *fs, const char *n)
+{
+	return chunk_field(fs, n, offsetof(struct btrfs_chunk, type), 8, -BTRFS_BLOCK_GROUP_DATA);
+}
+static int k_chunk_transid(struct btk_fs *fs, const char *n)
+{
+	/* the chunk root's generation one past its pointer's (the superblock's) */
+	uint64_t root = btk_le64(fs->sb.chunk_root);
+	uint8_t *buf = malloc(fs->nodesize);
+	int ret = buf ? btk_read_logical(fs, root, buf, fs->nodesize) : -ENOMEM;
+
+	if (!ret) {
+		struct btk_header *h = (struct btk_header *)buf;
+		btk_put64(h->generation, btk_le64(h->generation) + 1);
+		ret = write_block(fs, root, buf);
+	}
+	free(buf);
+	if (!ret)
+		printf("%s: chunk root %llu generation + 1\n", n, (unsigned long long)root);
+	return ret;
+}
+
 /* Edits the header of the fs tree's (-t) first leaf; checksum fixed, every copy. */
 static int leaf_header(struct btk_fs *fs, const char *n, void (*edit)(struct btk_header *h))
 {
@@ -1931,6 +1968,13 @@ static const struct kind kinds[] = {
     {"tb-owner", "the fs tree's first leaf's header owner + 1000 (a subvolume id)", k_tb_owner},
     {"super-copy", "superblock copy 1 with another label at the same generation", k_super_copy},
     {"fst-ghost", "a free space info and bitmap for a block group past every chunk", k_fst_ghost},
+    {"chunk-profiles", "a data chunk's type gets two profile bits (RAID1 and DUP)",
+     k_chunk_profiles},
+    {"chunk-stripe-len0", "a data chunk's stripe_len 0", k_chunk_stripe_len0},
+    {"chunk-len-unaligned", "a data chunk's length + 2048 (not sector aligned)",
+     k_chunk_len_unaligned},
+    {"chunk-type0", "a data chunk's type 0", k_chunk_type0},
+    {"chunk-transid", "the chunk root's generation + 1 (parent transid mismatch)", k_chunk_transid},
     {"chunk-tail",
      "(valid) an empty 1 MiB + 4 KiB data chunk after the last: the next chunk "
      "starts unaligned",

@@ -3,8 +3,8 @@
 # (mkfs.btrfs on loop devices) loses a member, or has a blank file in its place: btk-fsck
 # names the missing device and exits 0 (4 when something else is wrong), and `btk-image get
 # -r` copies every file with the content `mount -o degraded,ro` shows. A seed (btrfstune -S 1)
-# and its sprout (device add, writes): btk-fsck clean, btk-image ls and cat equal to the
-# kernel's mount. RAID1 and RAID5 run by default; RAID10 and RAID1C3 with BTK_ORACLE_FULL=1.
+# and its sprout (device add, writes): btk-fsck clean (the seed given, or found by scanning),
+# btk-image ls and cat equal to the kernel's mount. RAID1 and RAID5 run by default; RAID10 and RAID1C3 with BTK_ORACLE_FULL=1.
 
 load ../bats/helpers
 load image_lib
@@ -190,9 +190,11 @@ degraded() {
 		[ "$status" -eq 0 ]
 		[[ "$output" == *"no error found"* ]]
 	done
-	run "$FSCK" "$D/sprout.img"
-	[ "$status" -eq 8 ]
-	[[ "$output" == *"devid 1 (a device of seed filesystem "* ]]
+	# the sprout's block device alone: its seed is found by scanning for the seed's fsid
+	run "$FSCK" "${LOOPS[1]}"
+	echo "$output" >&2
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"no error found"* ]]
 	mount -o ro "${LOOPS[1]}" "$MNT"
 	local dir f n=0
 	while read -r dir; do
@@ -206,6 +208,10 @@ degraded() {
 	[ "$n" -eq 101 ]
 	umount "$MNT"
 	loops_down
+	# the sprout's image alone (no seed to scan for) names its missing seed and refuses
+	run "$FSCK" "$D/sprout.img"
+	[ "$status" -eq 8 ]
+	[[ "$output" == *"devid 1 (a device of seed filesystem "* ]]
 	run "$IMG" mkdir --device "$D/seed.img" "$D/sprout.img" /x
 	echo "$output" >&2
 	[ "$status" -eq 1 ]

@@ -280,6 +280,15 @@ static void test_refused(void **state)
 	assert_int_equal(undo(UINT64_MAX, &m), -ESTALE);
 	assert_non_null(strstr(btk_errmsg(), "changed since"));
 	assert_true(same_file(img, before, (size_t)n));
+	/* with force the kept bytes win: the changed block is put back too */
+	assert_int_equal(btk_undo_read(log_path, &u), 0);
+	assert_int_equal(btk_dev_open_opts(img, &w, &d), 0);
+	assert_int_equal(btk_undo_check(u, &d, 1, true, &m), 0);
+	assert_int_equal(btk_undo_apply(u, &d, 1, &m), 0);
+	btk_dev_close(d);
+	btk_undo_free(u);
+	assert_true(same_file(img, orig, SIZE));
+	run(UINT64_MAX);
 	/* another device (its superblock block differs) */
 	put_file(img2, orig2, SIZE);
 	assert_int_equal(btk_undo_read(log_path, &u), 0);
