@@ -69,6 +69,13 @@ static void report_text(const struct btk_check_problem *p)
 	putchar('\n');
 }
 
+/* ', "key": "value"' (value escaped). */
+static void json_str(const char *key, const char *value)
+{
+	printf(", \"%s\": ", key);
+	btk_json_cstr(stdout, value);
+}
+
 /* ', "location": {...}' of a problem or a fix. */
 static void json_location(uint64_t tree, uint64_t bytenr, const struct btk_key *key)
 {
@@ -90,18 +97,14 @@ static void report_json(struct out *o, const struct btk_check_problem *p)
 
 	printf("%s{\"code\": \"E%04u\", \"name\": ", o->nerr ? "," : "", p->info->code);
 	btk_json_cstr(stdout, p->info->name);
-	printf(", \"kind\": ");
-	btk_json_cstr(stdout, btk_check_kind_name(p->kind));
+	json_str("kind", btk_check_kind_name(p->kind));
 	printf(", \"severity\": \"%s\", \"repairable\": %s",
 	       p->info->severity == BTK_SEV_WARN ? "warning" : "error",
 	       p->info->repairable ? "true" : "false");
 	json_location(p->tree, p->bytenr, p->has_key ? &p->key : NULL);
-	printf(", \"what\": ");
-	btk_json_cstr(stdout, p->what);
-	printf(", \"expected\": ");
-	btk_json_cstr(stdout, p->expected);
-	printf(", \"found\": ");
-	btk_json_cstr(stdout, p->found);
+	json_str("what", p->what);
+	json_str("expected", p->expected);
+	json_str("found", p->found);
 	putchar('}');
 }
 
@@ -339,10 +342,8 @@ static void on_fix(void *ctx, const struct btk_repair_fix *f)
 		btk_json_cstr(stdout, f->info->name);
 		printf(", \"round\": %d", f->round);
 		json_location(f->tree, f->bytenr, f->has_key ? &f->key : NULL);
-		printf(", \"before\": ");
-		btk_json_cstr(stdout, f->before);
-		printf(", \"after\": ");
-		btk_json_cstr(stdout, f->after);
+		json_str("before", f->before);
+		json_str("after", f->after);
 		putchar('}');
 	} else if (!o->quiet) {
 		printf("FIXED: [E%04u %s]", f->info->code, f->info->name);

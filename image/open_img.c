@@ -85,11 +85,36 @@ static int lookup_err(struct img_cmd *c, const char *path, int err)
 	return CLI_EXIT_ERROR;
 }
 
+/* "<INO>" or "<ROOT:INO>" (debugfs's and icat's way to name an inode; ROOT defaults to the
+ * top-level subvolume): 1 with the numbers, 0 when path is not one. */
+static int inode_address(const char *path, uint64_t *root, uint64_t *ino)
+{
+	char *end;
+
+	if (path[0] != '<')
+		return 0;
+	*root = BTRFS_FS_TREE_OBJECTID;
+	errno = 0;
+	*ino = strtoull(path + 1, &end, 10);
+	if (*end == ':') {
+		*root = *ino;
+		*ino = strtoull(end + 1, &end, 10);
+	}
+	return !errno && end != path + 1 && end[0] == '>' && !end[1];
+}
+
 int img_lookup(struct img_cmd *c, const char *path, struct img_node *out)
 {
 	const char *p = path;
 	size_t len = strlen(path);
 	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (inode_address(path, &out->root_id, &out->ino)) {
+		if (!(ret = btk_fs_root(c->fs, out->root_id, &out->root)))
+			ret = btk_inode_read(c->fs, &out->root, out->ino, &out->info);
+		return ret ? lookup_err(c, path, ret) : 0;
+	}
 
 	while (*p) { /* btk_path_lookup takes any length; a name over 255 bytes exists nowhere */
 		size_t n = strcspn(p, "/");
@@ -97,7 +122,6 @@ int img_lookup(struct img_cmd *c, const char *path, struct img_node *out)
 			return lookup_err(c, path, -ENAMETOOLONG);
 		p += n + (p[n] == '/');
 	}
-	memset(out, 0, sizeof(*out));
 	ret = btk_path_lookup(c->fs, path, &out->root_id, &out->ino);
 	if (!ret)
 		ret = btk_fs_root(c->fs, out->root_id, &out->root);

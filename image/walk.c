@@ -194,6 +194,8 @@ static char *normalize(const char *path)
 
 	if (!p)
 		return NULL;
+	if (path[0] == '<') /* an inode address (<ROOT:INO>) stays as given */
+		return strcpy(p, path);
 	for (const char *s = path; *s;) {
 		size_t n = strcspn(s, "/");
 		if (n && !(n == 1 && s[0] == '.')) {

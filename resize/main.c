@@ -305,6 +305,27 @@ static void print_floor(const struct btk_resize_plan *p, const struct btk_resize
 	       cli_human(g->holes, e, sizeof(e)), *g->repack_off ? "; " : "", g->repack_off);
 }
 
+/* The last line, in human sizes with the exact bytes: "devid 1: resized from 256.00MiB to
+ * 66.00MiB (268435456 to 69206016 bytes), 1 stripe moved (1.00MiB)" */
+static void print_summary(const struct opts *o, const struct btk_resize_plan *p)
+{
+	char a[32], b[32], m[32];
+
+	cli_human(p->old_size, a, sizeof(a));
+	cli_human(p->new_size, b, sizeof(b));
+	if (p->new_size == p->old_size) {
+		printf("devid %" PRIu64 ": size stays %s (%" PRIu64 " bytes)\n", p->devid, b,
+		       p->new_size);
+		return;
+	}
+	printf("devid %" PRIu64 ": %s from %s to %s (%" PRIu64 " to %" PRIu64 " bytes)", p->devid,
+	       o->dry_run ? "would resize" : "resized", a, b, p->old_size, p->new_size);
+	if (p->nmoves)
+		printf(", %d stripe%s %s (%s)", p->nmoves, p->nmoves == 1 ? "" : "s",
+		       o->dry_run ? "to move" : "moved", cli_human(p->bytes_moved, m, sizeof(m)));
+	putchar('\n');
+}
+
 static void print_text(const struct opts *o, const struct btk_resize_plan *p,
 		       const struct btk_resize_floor *f, const struct btk_resize_gap *g)
 {
@@ -355,13 +376,7 @@ static void print_text(const struct opts *o, const struct btk_resize_plan *p,
 		       o->dry_run ? "would relocate" : "relocated", p->bytes_relocated);
 	if (o->dry_run && f)
 		print_floor(p, f, g);
-	if (p->new_size == p->old_size)
-		printf("devid %" PRIu64 ": size stays %" PRIu64 " bytes\n", p->devid, p->new_size);
-	else
-		printf("devid %" PRIu64 ": %s from %" PRIu64 " to %" PRIu64
-		       " bytes (%d stripe(s), %" PRIu64 " bytes moved)\n",
-		       p->devid, o->dry_run ? "would resize" : "resized", p->old_size, p->new_size,
-		       p->nmoves, p->bytes_moved);
+	print_summary(o, p);
 }
 
 /* The size asked for, from the argument and the device. */
@@ -478,10 +493,6 @@ static int run(struct opts *o)
 		printf("devid %" PRIu64 ": its image file was cut from %" PRIu64 " to %" PRIu64
 		       " bytes (the end of the filesystem)\n",
 		       plan.devid, file_before, plan.new_size);
-	if (write && (plan.nempty || plan.nmoves || plan.ncuts || plan.nsplits) &&
-	    btk_resize_quotas_on(fs))
-		cli_warn("quotas are on: their numbers are marked for a rescan (mount, then "
-			 "btrfs quota rescan)");
 	rc = 0;
 free_plan:
 	btk_resize_plan_free(&plan);

@@ -8,7 +8,7 @@ check_pkgs="libcmocka-dev bats btrfs-progs e2fsprogs acl attr rsync xz-utils pyt
  clang libclang-rt-14-dev"
 want=$build_pkgs
 # one installer at a time, however many makes ask
-exec 9>"${TMPDIR:-/tmp}/btk-deps.lock" && flock 9
+exec 9<"$0" && flock 9 # the script itself: readable by every user, whoever ran it first
 [ "${1:-build}" = check ] && want="$build_pkgs $check_pkgs"
 # one dpkg-query for all: a no-op make stays well under a second
 installed=" $(dpkg-query -W -f='${Package} ${Status}\n' $want 2>/dev/null |

@@ -105,24 +105,25 @@ static const struct chk_bg *bg_find(struct chk *c, uint64_t start)
 	return btk_vec_bsearch(&c->bgs, &key, bg_cmp);
 }
 
+/* The record of device devid in vector v (records with a devid), or NULL: a few devices, so
+ * a scan. */
+#define devid_find(v, id)                                                                          \
+	({                                                                                         \
+		const __typeof__((v)->data[0]) *found_ = NULL;                                     \
+		for (size_t i_ = 0; i_ < (v)->n && !found_; i_++)                                  \
+			if ((v)->data[i_].devid == (id))                                           \
+				found_ = &(v)->data[i_];                                           \
+		found_;                                                                            \
+	})
+
 static const struct chk_devsb *devsb_find(const struct chk *c, uint64_t devid)
 {
-	for (size_t i = 0; i < c->devsbs.n; i++) {
-		const struct chk_devsb *s = btk_vec_at(&c->devsbs, i);
-		if (s->devid == devid)
-			return s;
-	}
-	return NULL;
+	return devid_find(&c->devsbs, devid);
 }
 
 static const struct chk_devitem *devitem_find(const struct chk *c, uint64_t devid)
 {
-	for (size_t i = 0; i < c->devitems.n; i++) {
-		const struct chk_devitem *d = btk_vec_at(&c->devitems, i);
-		if (d->devid == devid)
-			return d;
-	}
-	return NULL;
+	return devid_find(&c->devitems, devid);
 }
 
 static void chunk_vs_rest(struct chk *c, const struct btk_chunk *ch, uint8_t *matched)

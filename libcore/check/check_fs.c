@@ -365,8 +365,9 @@ static void inode_end(struct chk *c)
 	/* a symlink's target is its inline extent, its size that length (mkfs.btrfs --rootdir
 	 * stores the target's NUL too, which the size does not count: a target holds no NUL);
 	 * an uncompressed inline extent is cut to the size when a file shrinks (a compressed one
-	 * stays whole) */
-	uint64_t target = s->inline_ram - (s->inline_nul ? 1 : 0);
+	 * stays whole). A target whose bytes a metadata dump zeroed ends in a NUL too, and then
+	 * the size is the whole length. */
+	uint64_t target = s->inline_ram - (s->inline_nul && s->size != s->inline_ram ? 1 : 0);
 	if (S_ISLNK(s->mode) && s->has_inline && s->size != target)
 		chk_fs_rep(c, CHK_M_SYMLINK_SIZE, s->leaf, &k, CHK_U(target), CHK_U(s->size));
 	else if (S_ISREG(s->mode) && s->has_inline && s->inline_plain && s->size < s->inline_ram)

@@ -113,9 +113,6 @@ void btk_resize_gap(const struct btk_fs *fs, const struct btk_resize_plan *p,
  * a message saying what to do. */
 int btk_resize_refusals(struct btk_fs *fs, bool force);
 
-/* True when quotas are enabled (the write path then marks their numbers for a rescan). */
-bool btk_resize_quotas_on(struct btk_fs *fs);
-
 /* Plans resizing devid to `size` bytes (rounded down to the sector size); size 0 asks for the
  * minimum. Without BTK_RESIZE_FIND_MIN in flags, a size at or past the allocated end (nothing
  * moves) skips the search for the minimum, which reads every extent: plan->minimum is then 0. Fills

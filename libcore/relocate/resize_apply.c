@@ -269,7 +269,8 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 			   ? 0
 			   : btk_dev_truncate(d->dev, plan->new_size);
 
-	if ((ret = btk_write_open(fs, 0, &w)))
+	/* relocation moves extents whole and keeps what shares them: qgroups keep their numbers */
+	if ((ret = btk_write_open(fs, BTK_WRITE_QGROUPS_KEPT, &w)))
 		return ret;
 	if (plan->repack) {
 		uint8_t *buf = plan->nmoves ? malloc(COPY_BUF) : NULL;

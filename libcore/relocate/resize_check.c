@@ -36,12 +36,3 @@ int btk_resize_refusals(struct btk_fs *fs, bool force)
 	}
 	return btk_convert_guard(fs, 0, 0, false, force, "resizing");
 }
-
-bool btk_resize_quotas_on(struct btk_fs *fs)
-{
-	struct btk_root rt;
-	bool on = btk_root_find(fs, BTRFS_QUOTA_TREE_OBJECTID, &rt) == 0;
-
-	btk_err_clear();
-	return on;
-}

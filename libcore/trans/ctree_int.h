@@ -102,6 +102,7 @@ struct btk_wfs {
 	bool running, broken;
 	bool skinny, fst, bgtree, mixed, no_holes;
 	bool damaged_usage; /* BTK_WRITE_DAMAGED_USAGE */
+	bool qgroups_kept;  /* BTK_WRITE_QGROUPS_KEPT */
 	struct btk_wroot **roots;
 	int nroots;
 	size_t caproots;

@@ -96,6 +96,7 @@ int btk_write_open(struct btk_fs *fs, unsigned flags, struct btk_wfs **out)
 	if (!(w = wfs_new(fs, btk_le64(fs->sb.generation) + 1)))
 		return -ENOMEM;
 	w->damaged_usage = flags & BTK_WRITE_DAMAGED_USAGE;
+	w->qgroups_kept = flags & BTK_WRITE_QGROUPS_KEPT;
 	ret = btk_wblock_read(fs, btk_le64(fs->sb.chunk_root), fs->sb.chunk_root_level, &b);
 	if (!ret) {
 		memcpy(w->chunk_uuid, btk_hdr(b)->chunk_tree_uuid, BTK_UUID_SIZE);
@@ -216,7 +217,10 @@ static int update_root_items(struct btk_trans *t)
 }
 
 /* btk does not account qgroups: when quotas are on, mark them inconsistent so that the
- * kernel (btrfs quota rescan) and btrfs check know the numbers need a rescan. */
+ * kernel (btrfs quota rescan) and btrfs check know the numbers need a rescan. A write handle
+ * whose transactions keep every qgroup's numbers (BTK_WRITE_QGROUPS_KEPT) instead moves the
+ * status item's generation to this commit's, as the kernel's commit does (the kernel marks
+ * quotas inconsistent at mount when the two differ). */
 static int qgroups_inconsistent(struct btk_trans *t)
 {
 	struct btk_key k = {0, BTRFS_QGROUP_STATUS_KEY, 0};
@@ -236,6 +240,17 @@ static int qgroups_inconsistent(struct btk_trans *t)
 		return ret < 0 ? ret : 0;
 	}
 	d = btk_item_ptr(&p, &size);
+	if (size >= sizeof(item) && t->w->qgroups_kept) {
+		if (BTK_GET(struct btrfs_qgroup_status_item, d, generation) != t->transid) {
+			memcpy(item, d, sizeof(item));
+			btk_wpath_release(&p);
+			BTK_PUT(struct btrfs_qgroup_status_item, item, generation, t->transid);
+			return btk_item_update(t, BTRFS_QUOTA_TREE_OBJECTID, &k, item,
+					       sizeof(item));
+		}
+		btk_wpath_release(&p);
+		return 0;
+	}
 	if (size < sizeof(item) || (BTK_GET(struct btrfs_qgroup_status_item, d, flags) &
 				    BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT)) {
 		btk_wpath_release(&p);

@@ -47,6 +47,11 @@ int btk_write_open(struct btk_fs *fs, unsigned flags, struct btk_wfs **out);
  * tree otherwise refused): image restore's fixups copy a filesystem as it is, damage and
  * all, and touch only device items and dev extents. */
 #define BTK_WRITE_DAMAGED_USAGE (1u << 0)
+/* flags: every transaction keeps each qgroup's numbers (relocation: every extent keeps its
+ * size and the subvolumes that reach it): with quotas on, commits leave them consistent and
+ * follow them with the status item's generation, as the kernel's commits do, instead of
+ * marking them for a rescan. */
+#define BTK_WRITE_QGROUPS_KEPT (1u << 1)
 /* Frees w (NULL is fine); a running transaction must have ended. */
 void btk_write_close(struct btk_wfs *w);
 /* The write state of a filesystem that exists only in memory: fs has its superblock fields

@@ -555,3 +555,21 @@ CMDS
 	# IMG first works as for the other actions
 	"$I" subvol "$D/t.img" list | grep -q '^ID 257 '
 }
+
+@test "btk-image read verbs take an inode address: <INO> and <ROOT:INO>, as debugfs and icat" {
+	local I=$BTK_BUILD/bin/btk-image
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	echo hello >"$D/f"
+	"$I" put "$D/t.img" "$D/f" /f >/dev/null
+	"$I" subvol create "$D/t.img" /sv >/dev/null
+	"$I" put "$D/t.img" "$D/f" /sv/g >/dev/null
+	local ino
+	ino=$("$I" stat --json "$D/t.img" /f | jq .ino)
+	[ "$("$I" cat "$D/t.img" "<$ino>")" = hello ]
+	[ "$("$I" cat "$D/t.img" "<5:$ino>")" = hello ]
+	ino=$("$I" stat --json "$D/t.img" /sv/g | jq .ino)
+	[ "$("$I" cat "$D/t.img" "<256:$ino>")" = hello ]
+	"$I" ls "$D/t.img" "<256:256>" | grep -qx g
+	run "$I" cat "$D/t.img" "<5:99999>"
+	[ "$status" -eq 1 ] && [ "$output" = "btk-image cat: $D/t.img: <5:99999>: No such file or directory" ]
+}

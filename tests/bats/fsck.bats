@@ -119,3 +119,16 @@ EOF
 	[ "$n" -gt 100 ]
 	[ "$(grep -c '^\.B E[0-9]\{4\} ' "$BTK_ROOT/man/btk-fsck.8")" = "$n" ]
 }
+
+@test "a symlink whose target bytes a metadata dump zeroed is clean (its size is the whole length)" {
+	local I=$BTK_BUILD/bin/btk-image D=$BATS_TEST_TMPDIR
+	mkdir -p "$D/sl"
+	echo hi >"$D/sl/hello.txt"
+	ln -s hello.txt "$D/sl/link"
+	"$BTK_BUILD/bin/btk-mkfs" -q -b 256m "$D/w.img"
+	"$I" put -r "$D/w.img" "$D/sl" /s >/dev/null
+	"$I" dump "$D/w.img" "$D/w.dump" >/dev/null
+	"$I" restore "$D/w.dump" "$D/r.img" >/dev/null
+	btk_run 60 "$FSCK" "$D/r.img"
+	[ "$status" -eq 0 ] || { cat "$BTK_OUT" >&2; false; }
+}

@@ -39,7 +39,7 @@ check_clean() {
 	truncate -s 512M "$D/a.img"
 	btk_run 60 "$B/btk-resize" 300m "$D/a.img"
 	[ "$status" = 0 ] || { show_err; return 1; }
-	grep -q "size stays 314572800" "$BTK_OUT"
+	grep -q "size stays 300.00MiB (314572800 bytes)" "$BTK_OUT"
 	grep -q "image file was cut from 536870912 to 314572800" "$BTK_OUT"
 	[ "$(stat -c %s "$D/a.img")" = 314572800 ]
 	check_clean "$D/a.img"

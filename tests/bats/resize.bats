@@ -102,7 +102,7 @@ size_is() {
 	sum=$(sha256sum <"$IMG")
 	btk_run 60 "$RESIZE" -n 300m "$IMG"
 	[ "$status" = 0 ] || { show_err; false; }
-	grep -q "would resize from 536870912 to 314572800" "$BTK_OUT"
+	grep -q "would resize from 512.00MiB to 300.00MiB (536870912 to 314572800 bytes)" "$BTK_OUT"
 	btk_run 60 "$RESIZE" -n --json 1:+1g "$IMG"
 	[ "$status" = 0 ] || { show_err; false; }
 	grep -q '"new_size": 1610612736' "$BTK_OUT"
