@@ -135,8 +135,8 @@ static int plan_space(const struct args *a, struct ext_src *src, struct btk_mkfs
 		n->m.names = n->m.names + src->fixes.data[i].names - src->fixes.data[i].count;
 	mo->meta_estimate = btk_mkfs_meta_estimate(mo, &n->m);
 	/* what the conversion allocates from ext's free space, as btk_mkfs and conv_place will */
-	*need =
-	    btk_inplace_space_needed(mo->meta_estimate, src->layout.reserved_used + n->new_data);
+	*need = btk_inplace_space_needed(mo->meta_estimate, co.nodesize,
+					 src->layout.reserved_used + n->new_data, src->size);
 	return 0;
 }
 
@@ -207,9 +207,11 @@ static int run_convert(const struct args *a, const char *dev, const struct btk_d
 	if (src.unmarked)
 		warn_unmarked(dev, &src);
 	if (need > src.size - src.used_bytes) {
-		cli_err("%s: not enough free space: the btrfs metadata needs about %" PRIu64
-			" bytes, ext has %" PRIu64 " free",
-			dev, need, src.size - src.used_bytes);
+		cli_err("%s: not enough free space: the btrfs needs about %" PRIu64
+			" bytes (metadata with the kernel's reserve, system chunks, copies, and "
+			"room for the kernel's own chunks), ext has %" PRIu64 " free: %" PRIu64
+			" missing",
+			dev, need, src.size - src.used_bytes, need - (src.size - src.used_bytes));
 		ret = CLI_EXIT_ERROR;
 		goto out;
 	}

@@ -22,7 +22,7 @@
 #include <time.h>
 
 struct opts {
-	int minimum, print_min, dry_run, progress, json, force, quiet;
+	int minimum, print_min, dry_run, progress, json, force, quiet, no_repack;
 	const char *size_arg;
 	char *size_copy; /* size_arg when it came from devs: freed by main */
 	const char **devs;
@@ -121,6 +121,8 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	    {"progress", 'p', POPT_ARG_NONE, &o->progress, 0, "show bytes moved, rate and ETA",
 	     NULL},
 	    {"json", 0, POPT_ARG_NONE, &o->json, 0, "print the result as JSON", NULL},
+	    {"no-repack", 0, POPT_ARG_NONE, &o->no_repack, 0,
+	     "move, cut and empty chunks only (no repacking: less moved, a larger minimum)", NULL},
 	    {"force", 'f', POPT_ARG_NONE, &o->force, 0,
 	     "resize even with a converted filesystem's image (ext2_saved)", NULL},
 	    {"quiet", 'q', POPT_ARG_NONE, &o->quiet, 0, "print nothing on success", NULL},
@@ -197,8 +199,16 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	return 0;
 }
 
+static const char *kind(uint64_t type)
+{
+	return (type & BTRFS_BLOCK_GROUP_SYSTEM) ? "system"
+	       : (type & BTRFS_BLOCK_GROUP_METADATA)
+		   ? ((type & BTRFS_BLOCK_GROUP_DATA) ? "mixed" : "metadata")
+		   : "data";
+}
+
 static void print_json(const struct opts *o, const struct btk_resize_plan *p,
-		       const struct btk_resize_floor *f)
+		       const struct btk_resize_floor *f, const struct btk_resize_gap *g)
 {
 	printf("{\"devid\": %" PRIu64 ", \"minimum\": %" PRIu64 ", \"allocated\": %" PRIu64
 	       ", \"allocated_end\": %" PRIu64,
@@ -208,6 +218,16 @@ static void print_json(const struct opts *o, const struct btk_resize_plan *p,
 		       ", \"system\": %" PRIu64 ", \"kernel_room\": %" PRIu64
 		       ", \"reserved\": %" PRIu64 ", \"total\": %" PRIu64 "}",
 		       f->data, f->metadata, f->system, f->kernel_room, f->reserved, f->total);
+	if (f && g) {
+		printf(", \"above_floor\": {\"total\": %" PRIu64 ", \"system_chunks\": %" PRIu64
+		       ", \"metadata_free\": %" PRIu64 ", \"data_free\": %" PRIu64
+		       ", \"holes\": %" PRIu64 ", \"not_repacked\": ",
+		       p->new_size > f->total ? p->new_size - f->total : 0, g->system, g->metadata,
+		       g->data, g->holes);
+		fflush(stdout);
+		btk_json_cstr(stdout, g->repack_off);
+		printf("}");
+	}
 	if (!o->print_min) {
 		printf(", \"old_size\": %" PRIu64 ", \"new_size\": %" PRIu64
 		       ", \"dry_run\": %s, \"bytes_moved\": %" PRIu64 ", \"rounds\": %d, "
@@ -230,17 +250,23 @@ static void print_json(const struct opts *o, const struct btk_resize_plan *p,
 		printf("], \"bytes_relocated\": %" PRIu64 ", \"emptied\": [", p->bytes_relocated);
 		for (int i = 0; i < p->nempty; i++)
 			printf("%s%" PRIu64, i ? ", " : "", p->empties[i]);
+		printf("], \"repacked\": %s, \"splits\": [", p->repack ? "true" : "false");
+		for (int i = 0; i < p->nsplits; i++)
+			printf("%s{\"chunk\": %" PRIu64 ", \"kind\": \"%s\", \"from\": %" PRIu64
+			       ", \"to\": %" PRIu64 ", \"run\": %d}",
+			       i ? ", " : "", p->splits[i].logical, kind(p->splits[i].type),
+			       p->splits[i].from_len, p->splits[i].to_len, p->splits[i].run);
+		printf("], \"new_chunks\": [");
+		for (int i = 0; i < p->nnew; i++) {
+			printf("%s{\"kind\": \"%s\", \"length\": %" PRIu64 ", \"stripes\": [",
+			       i ? ", " : "", kind(p->news[i].type), p->news[i].length);
+			for (int j = 0; j < p->news[i].nstripes; j++)
+				printf("%s%" PRIu64, j ? ", " : "", p->news[i].phys[j]);
+			printf("]}");
+		}
 		printf("]");
 	}
 	printf("}\n");
-}
-
-static const char *kind(uint64_t type)
-{
-	return (type & BTRFS_BLOCK_GROUP_SYSTEM) ? "system"
-	       : (type & BTRFS_BLOCK_GROUP_METADATA)
-		   ? ((type & BTRFS_BLOCK_GROUP_DATA) ? "mixed" : "metadata")
-		   : "data";
 }
 
 /* The chunks emptied (in the order of the work: before the stripe moves when compacting). */
@@ -257,20 +283,26 @@ static void print_empties(const struct opts *o, const struct btk_resize_plan *p)
 }
 
 /* How close the minimum is to what the device must hold, and why not closer. */
-static void print_floor(const struct btk_resize_plan *p, const struct btk_resize_floor *f)
+static void print_floor(const struct btk_resize_plan *p, const struct btk_resize_floor *f,
+			const struct btk_resize_gap *g)
 {
-	char m[32], t[32], d[32], me[32], sy[32], k[32], g[32];
+	char m[32], t[32], d[32], me[32], sy[32], k[32], gp[32], a[32], b[32], c[32], e[32];
 	uint64_t gap = p->minimum > f->total ? p->minimum - f->total : 0;
 
 	printf("devid %" PRIu64 ": minimum %" PRIu64 " bytes (%s); it must hold %s: data %s, "
 	       "metadata %s, system %s, free metadata for the kernel %s, the first MiB; %s "
-	       "(%.1f%%) above that: free space inside the chunks that stay (cut only past their "
-	       "last extent, never split, no smaller chunks made) and holes between them\n",
+	       "(%.1f%%) above that\n",
 	       p->devid, p->minimum, cli_human(p->minimum, m, sizeof(m)),
 	       cli_human(f->total, t, sizeof(t)), cli_human(f->data, d, sizeof(d)),
 	       cli_human(f->metadata, me, sizeof(me)), cli_human(f->system, sy, sizeof(sy)),
-	       cli_human(f->kernel_room, k, sizeof(k)), cli_human(gap, g, sizeof(g)),
+	       cli_human(f->kernel_room, k, sizeof(k)), cli_human(gap, gp, sizeof(gp)),
 	       f->total ? 100.0 * (double)gap / (double)f->total : 0.0);
+	printf("devid %" PRIu64 ": at %" PRIu64 " bytes, above the floor: system chunks %s (not "
+	       "repacked), free metadata beyond the kernel's reserve %s, free space inside data "
+	       "chunks %s, holes between chunks %s%s%s\n",
+	       p->devid, p->new_size, cli_human(g->system, a, sizeof(a)),
+	       cli_human(g->metadata, b, sizeof(b)), cli_human(g->data, c, sizeof(c)),
+	       cli_human(g->holes, e, sizeof(e)), *g->repack_off ? "; " : "", g->repack_off);
 }
 
 /* The last line, in human sizes with the exact bytes: "devid 1: resized from 256.00MiB to
@@ -295,7 +327,7 @@ static void print_summary(const struct opts *o, const struct btk_resize_plan *p)
 }
 
 static void print_text(const struct opts *o, const struct btk_resize_plan *p,
-		       const struct btk_resize_floor *f)
+		       const struct btk_resize_floor *f, const struct btk_resize_gap *g)
 {
 	const char *verb = o->dry_run ? "would move" : "moved";
 
@@ -319,8 +351,31 @@ static void print_text(const struct opts *o, const struct btk_resize_plan *p,
 	}
 	if (!p->empty_first)
 		print_empties(o, p);
+	for (int i = 0; i < p->nsplits; i++) {
+		const struct btk_resize_split *s = &p->splits[i];
+		if (s->to_len)
+			printf("%s %s chunk %" PRIu64 " from %" PRIu64 " to %" PRIu64
+			       " bytes, the extents past that moved (%s)\n",
+			       o->dry_run ? "would cut" : "cut", kind(s->type), s->logical,
+			       s->from_len, s->to_len,
+			       s->run == 1 ? "past the size"
+			       : s->run	   ? "packed, the moves' room given back"
+					   : "compacted");
+		else
+			printf("%s %s chunk %" PRIu64 " (%s)\n",
+			       o->dry_run ? "would empty and remove" : "emptied and removed",
+			       kind(s->type), s->logical,
+			       s->run ? "past the size" : "packed into the others");
+	}
+	for (int i = 0; i < p->nnew; i++)
+		printf("%s a %s chunk of %" PRIu64 " bytes at %" PRIu64 "%s\n",
+		       o->dry_run ? "would make" : "made", kind(p->news[i].type), p->news[i].length,
+		       p->news[i].phys[0], p->news[i].nstripes > 1 ? " (and its copy)" : "");
+	if (p->repack)
+		printf("%s %" PRIu64 " bytes of extents\n",
+		       o->dry_run ? "would relocate" : "relocated", p->bytes_relocated);
 	if (o->dry_run && f)
-		print_floor(p, f);
+		print_floor(p, f, g);
 	print_summary(o, p);
 }
 
@@ -341,11 +396,12 @@ static int target_size(const struct opts *o, struct btk_fs *fs, uint64_t *out)
 		cli_err("devid %" PRIu64 " is missing", o->arg.devid);
 		return CLI_EXIT_ERROR;
 	}
+	/* refusals of a well-formed size (what this device cannot be): 1, as every refusal */
 	if (resize_target(&o->arg, d->total_bytes, d->dev->size, out))
-		return CLI_EXIT_USAGE;
+		return CLI_EXIT_ERROR;
 	if (*out < fs->sectorsize) {
 		cli_err("%" PRIu64 " bytes is not a device size", *out);
-		return CLI_EXIT_USAGE;
+		return CLI_EXIT_ERROR;
 	}
 	return 0;
 }
@@ -367,6 +423,7 @@ static int run(struct opts *o)
 	    .write = write, .super_mirror = -1, .no_scan = all_files(o), .short_ok = o->force};
 	struct btk_resize_plan plan;
 	struct btk_resize_floor floor = {0};
+	struct btk_resize_gap gap;
 	struct btk_fs *fs = NULL;
 	uint64_t size;
 	struct cli_progress line;
@@ -390,8 +447,11 @@ static int run(struct opts *o)
 		goto out;
 	}
 	/* the minimum is searched for only where it is printed or needed */
-	if (btk_resize_plan(fs, o->arg.devid, size,
-			    o->minimum || o->print_min || o->dry_run || o->json, &plan)) {
+	if (btk_resize_plan(
+		fs, o->arg.devid, size,
+		(o->minimum || o->print_min || o->dry_run || o->json ? BTK_RESIZE_FIND_MIN : 0) |
+		    (o->no_repack ? BTK_RESIZE_NO_REPACK : 0),
+		&plan)) {
 		cli_err("%s", btk_errmsg());
 		goto out;
 	}
@@ -423,10 +483,11 @@ static int run(struct opts *o)
 		rc = CLI_EXIT_ERROR;
 		goto free_plan;
 	}
+	btk_resize_gap(fs, &plan, &floor, &gap);
 	if (o->json)
-		print_json(o, &plan, &floor);
+		print_json(o, &plan, &floor, o->dry_run || o->print_min ? &gap : NULL);
 	else
-		print_text(o, &plan, o->dry_run ? &floor : NULL);
+		print_text(o, &plan, o->dry_run ? &floor : NULL, &gap);
 	if (write && !o->quiet && !o->json && plan.new_size == plan.old_size &&
 	    file_before > plan.new_size)
 		printf("devid %" PRIu64 ": its image file was cut from %" PRIu64 " to %" PRIu64

@@ -4,11 +4,15 @@
 
 #include <errno.h>
 
-#define SZ_1M	    (1ULL << 20)
-#define CHUNK_SPLIT (1ULL << 30) /* data chunks end at multiples of 1 GiB */
-#define CHUNK_GAP   SZ_1M	 /* used runs closer than this share a chunk */
-#define SYS_CHUNK   (8 * SZ_1M)	 /* the system chunk mkfs makes */
-#define MIN_META    (4 * SZ_1M)	 /* the smallest metadata chunk */
+#define SZ_1M		 (1ULL << 20)
+#define CHUNK_SPLIT	 (1ULL << 30)  /* data chunks end at multiples of 1 GiB */
+#define CHUNK_GAP	 SZ_1M	       /* used runs closer than this share a chunk */
+#define SYS_CHUNK	 (8 * SZ_1M)   /* the system chunk mkfs makes */
+#define MAX_GLOBAL_RSV	 (512 * SZ_1M) /* the kernel's global block reserve at most */
+#define KERNEL_META_ROOM (4 * SZ_1M)   /* metadata left for the kernel's first writes */
+#define MAX_META_CHUNK	 (1024 * SZ_1M)
+#define KERNEL_ROOM_MIN	 (4 * SZ_1M) /* unallocated space left for the kernel */
+#define KERNEL_ROOM_MAX	 (16 * SZ_1M)
 
 static uint64_t down(uint64_t v, uint64_t a)
 {
@@ -213,9 +217,29 @@ uint64_t btk_inplace_max_block_groups(const struct btk_inplace *ip)
 	return ip->nused + ip->size / CHUNK_SPLIT + 4;
 }
 
-uint64_t btk_inplace_space_needed(uint64_t meta_estimate, uint64_t data)
+uint64_t btk_inplace_meta_chunk(uint64_t meta_estimate, uint32_t nodesize)
 {
-	uint64_t mchunk = meta_estimate < MIN_META ? MIN_META : up(meta_estimate, SZ_1M);
+	/* the kernel's reserve: 16 tree blocks (8 levels, COW of a path and its split) for each
+	 * of 3 global trees, the block group tree and 6 items of an unlink, and for 6 delayed
+	 * references counted twice with the free space tree: 22 units */
+	uint64_t floor = (uint64_t)nodesize * 16 * 22;
+	uint64_t rsv = meta_estimate > floor ? meta_estimate : floor;
 
-	return 2 * mchunk + 2 * SYS_CHUNK + up(data, SZ_1M);
+	if (rsv > MAX_GLOBAL_RSV)
+		rsv = MAX_GLOBAL_RSV;
+	return min64(up(meta_estimate + rsv + KERNEL_META_ROOM, SZ_1M), MAX_META_CHUNK);
+}
+
+uint64_t btk_inplace_kernel_room(uint64_t size)
+{
+	uint64_t room = up(size / 10, SZ_1M);
+
+	return room < KERNEL_ROOM_MIN ? KERNEL_ROOM_MIN : min64(room, KERNEL_ROOM_MAX);
+}
+
+uint64_t btk_inplace_space_needed(uint64_t meta_estimate, uint32_t nodesize, uint64_t data,
+				  uint64_t size)
+{
+	return 2 * btk_inplace_meta_chunk(meta_estimate, nodesize) + 2 * SYS_CHUNK +
+	       up(data, SZ_1M) + btk_inplace_kernel_room(size);
 }

@@ -61,9 +61,22 @@ uint64_t btk_inplace_count_pieces(const struct btk_inplace *ip, uint64_t start, 
 uint64_t btk_inplace_max_extents(const struct btk_inplace *ip);
 uint64_t btk_inplace_max_block_groups(const struct btk_inplace *ip);
 
-/* Free source bytes the build takes at the least: a metadata chunk of meta_estimate bytes
- * (4 MiB at least) and the 8 MiB system chunk, both twice (DUP), and a data chunk of data
- * bytes (the copies and new extents). */
-uint64_t btk_inplace_space_needed(uint64_t meta_estimate, uint64_t data);
+/* The metadata chunk an in-place build makes (both copies, DUP): the fill's estimate, the
+ * kernel's global block reserve on top of it (without room for it the kernel refuses every
+ * write with ENOSPC: nodesize * 352 bytes at the least, as large as the extent, checksum and
+ * free space trees, 512 MiB at most; the estimate stands for those trees), and 4 MiB for the
+ * kernel's first transactions; in whole MiB, 1 GiB at most. */
+uint64_t btk_inplace_meta_chunk(uint64_t meta_estimate, uint32_t nodesize);
+
+/* Device space an in-place build of a filesystem of size bytes leaves unallocated at the
+ * least, for the kernel's own chunks: one chunk of the size the kernel makes on a small
+ * filesystem (a tenth of it), 4 MiB at least, 16 MiB at most; in whole MiB. */
+uint64_t btk_inplace_kernel_room(uint64_t size);
+
+/* Free source bytes the build takes at the least, with the room it leaves the kernel: the
+ * metadata chunk (btk_inplace_meta_chunk) and the 8 MiB system chunk, both twice (DUP), a data
+ * chunk of data bytes (the copies and new extents), and btk_inplace_kernel_room(size). */
+uint64_t btk_inplace_space_needed(uint64_t meta_estimate, uint32_t nodesize, uint64_t data,
+				  uint64_t size);
 
 #endif

@@ -4,6 +4,7 @@
  */
 #include "create/mkfs.h"
 #include "create/create_int.h"
+#include "create/inplace.h"
 #include "fs/fs_estimate.h"
 #include "fs/fs_write.h"
 #include "format/dir_item.h"
@@ -661,10 +662,7 @@ static bool plan_geometry(const struct btk_mkfs_opts *o, const struct plan *pl, 
 	}
 	if (o->inplace && o->meta_estimate) {
 		cap = 1024 * SZ_1M;
-		meta_cap = o->meta_estimate < 4 * SZ_1M ? 4 * SZ_1M
-			   : o->meta_estimate > 256 * SZ_1M
-			       ? 256 * SZ_1M
-			       : (o->meta_estimate + SZ_1M - 1) / SZ_1M * SZ_1M;
+		meta_cap = btk_inplace_meta_chunk(o->meta_estimate, pl->nodesize);
 	}
 	if (!first && !cap)
 		return false;

@@ -36,16 +36,30 @@ static int cmp_item(const void *a, const void *b)
 
 BTK_VEC(items, struct item);
 
-/* rl_extents_each callback: appends the extent at bytenr to the struct items ctx */
+/* What a pass collects: the extents reaching past a line (of the chunk being walked). */
+struct collect {
+	struct items *it;
+	uint64_t line;
+};
+
+/* rl_extents_each callback: appends the extent at bytenr to the items when it reaches past
+ * the line */
 static int add_item(void *ctx, uint64_t bytenr, uint64_t len)
 {
-	struct item *e = btk_vec_push((struct items *)ctx);
+	struct collect *c = ctx;
+	struct item *e;
 
-	(void)len;
-	if (!e)
+	if (bytenr + len <= c->line)
+		return 0;
+	if (!(e = btk_vec_push(c->it)))
 		return btk_err(ENOMEM, "out of memory");
 	e->bytenr = bytenr;
 	return 0;
+}
+
+static uint64_t keep_of(const struct rl_empty *e, int i)
+{
+	return e->keep ? e->keep[i] : 0;
 }
 
 static int move_one(struct btk_trans *t, struct btk_backref *br, uint64_t bytenr, uint8_t *buf,
@@ -83,14 +97,57 @@ static int set_levels(struct btk_fs *fs, struct items *it)
 	return 0;
 }
 
-static int prepare(struct btk_trans *t, const struct rl_empty *e)
+/* The new chunks of a repacking, once (the first pass that moves something): placed below
+ * the hold, then the whole device is held, so that nothing else is made. */
+static int make_news(struct btk_trans *t, const struct rl_empty *e, bool create)
+{
+	struct btk_fs_dev *d = btk_fs_dev_find(btk_trans_fs(t), e->devid);
+	int ret = 0;
+
+	if (!e->nnew)
+		return 0;
+	for (int i = 0; i < e->nnew && !ret; i++)
+		if (create && !e->made[i]) {
+			const struct btk_chunk *c;
+			ret = btk_chunk_alloc_size(t, e->news[i].type, e->news[i].length,
+						   &e->made[i]);
+			c = ret ? NULL : btk_chunk_find(btk_trans_fs(t), e->made[i]);
+			for (int j = 0; c && j < c->num_stripes && !ret; j++)
+				if (j >= e->news[i].nstripes ||
+				    c->stripes[j].offset != e->news[i].phys[j])
+					ret = btk_err(EUCLEAN,
+						      "new chunk %llu: stripe %d at %llu, planned "
+						      "%llu",
+						      (unsigned long long)e->made[i], j,
+						      (unsigned long long)c->stripes[j].offset,
+						      (unsigned long long)(j < e->news[i].nstripes
+									       ? e->news[i].phys[j]
+									       : 0));
+		}
+	return ret ? ret : btk_dev_hold(t, e->devid, 0, d ? d->total_bytes : UINT64_MAX / 2);
+}
+
+static int prepare(struct btk_trans *t, const struct rl_empty *e, bool create)
 {
 	int ret = 0;
 
 	if (e->hold_len)
 		ret = btk_dev_hold(t, e->devid, e->hold_start, e->hold_len);
-	for (int i = 0; i < e->n && !ret; i++)
-		ret = btk_bg_set_readonly(t, e->chunks[i], true);
+	for (int i = 0; i < e->n && !ret; i++) {
+		const struct btk_chunk *c = btk_chunk_find(btk_trans_fs(t), e->chunks[i]);
+		uint64_t k = keep_of(e, i);
+		if (k && c && c->logical == e->chunks[i] && k < c->length) {
+			ret = btk_bg_set_readonly(t, e->chunks[i], false);
+			if (!ret)
+				ret = btk_bg_set_limit(t, e->chunks[i], c->logical + k);
+		} else if (!k) {
+			ret = btk_bg_set_readonly(t, e->chunks[i], true);
+		}
+	}
+	for (int i = 0; i < e->nfrozen && !ret; i++)
+		ret = btk_bg_set_readonly(t, e->frozen[i], true);
+	if (!ret)
+		ret = make_news(t, e, create);
 	return ret;
 }
 
@@ -107,7 +164,8 @@ static int pass(struct btk_fs *fs, const struct rl_empty *e, uint8_t *buf, struc
 	/* the extents of the committed extent tree inside the chunks */
 	for (int i = 0; i < e->n && !ret; i++) {
 		const struct btk_chunk *c = btk_chunk_find(fs, e->chunks[i]);
-		ret = c ? rl_extents_each(fs, c->logical, c->logical + c->length, add_item, &it)
+		struct collect col = {&it, c ? c->logical + keep_of(e, i) : 0};
+		ret = c ? rl_extents_each(fs, c->logical, c->logical + c->length, add_item, &col)
 			: btk_err(ENOENT, "no chunk at %llu", (unsigned long long)e->chunks[i]);
 	}
 	if (!ret)
@@ -118,7 +176,7 @@ static int pass(struct btk_fs *fs, const struct rl_empty *e, uint8_t *buf, struc
 		return ret;
 	}
 	if (!(ret = btk_backref_new(fs, &br)) && !(ret = btk_trans_start(e->w, &t)))
-		ret = prepare(t, e);
+		ret = prepare(t, e, true);
 	for (size_t i = 0; i < it.n && !ret; i++) {
 		ret = move_one(t, br, it.data[i].bytenr, buf, st);
 		if (!ret)
@@ -155,9 +213,33 @@ int rl_empty_chunks(struct btk_fs *fs, const struct rl_empty *e, struct rl_stats
 
 int rl_remove_chunks(struct btk_trans *t, const struct rl_empty *e)
 {
-	int ret = prepare(t, e);
+	int ret = prepare(t, e, false);
 
 	for (int i = 0; i < e->n && !ret; i++)
-		ret = btk_chunk_remove(t, e->chunks[i]);
+		if (!keep_of(e, i))
+			ret = btk_chunk_remove(t, e->chunks[i]);
+	return ret;
+}
+
+int rl_cut_chunks(struct btk_fs *fs, const struct rl_empty *e)
+{
+	int ret = 0;
+
+	for (int i = 0; i < e->n && !ret; i++) {
+		const struct btk_chunk *c = btk_chunk_find(fs, e->chunks[i]);
+		uint64_t k = keep_of(e, i);
+		struct btk_trans *t;
+		if (!k || !c || c->logical != e->chunks[i] || k >= c->length)
+			continue;
+		if ((ret = btk_trans_start(e->w, &t)))
+			break;
+		ret = prepare(t, e, false);
+		if (!ret)
+			ret = btk_chunk_shrink(t, e->chunks[i], k);
+		if (ret)
+			btk_trans_abort(t);
+		else
+			ret = btk_trans_commit(t);
+	}
 	return ret;
 }

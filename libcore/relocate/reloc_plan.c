@@ -88,7 +88,7 @@ static bool on_past(const struct btk_chunk *c, const struct rl_layout *l, uint64
 	return false;
 }
 
-static uint64_t class_of(uint64_t type)
+uint64_t rl_class_of(uint64_t type)
 {
 	return type &
 	       (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM);
@@ -131,8 +131,8 @@ static int cut_out(struct rl_ranges *r, uint64_t start, uint64_t len)
 	return 0;
 }
 
-/* Free ranges of chunk c: its length minus extents and superblock mirrors' stripes (all
- * mirrors counted, whatever the profile: a little pessimistic, never optimistic). */
+/* Free ranges of chunk c: its length minus extents and the 64 KiB stripes holding superblock
+ * mirrors (exactly what the write path excludes). */
 static int free_ranges(struct btk_fs *fs, const struct btk_chunk *c, const struct rl_ranges *u,
 		       struct rl_ranges *out)
 {
@@ -150,7 +150,7 @@ static int free_ranges(struct btk_fs *fs, const struct btk_chunk *c, const struc
 	for (int i = 0; i < c->num_stripes && !ret; i++)
 		for (int m = 0; m < BTK_SUPER_MIRRORS && !ret; m++) {
 			const struct btk_chunk *hc = NULL;
-			uint64_t lg = 0, w = (uint64_t)BTK_STRIPE_LEN * 6;
+			uint64_t lg = 0;
 			bool parity = false;
 			if (btk_map_physical(fs, c->stripes[i].devid, btk_super_offset(m), &lg, &hc,
 					     &parity) ||
@@ -158,8 +158,11 @@ static int free_ranges(struct btk_fs *fs, const struct btk_chunk *c, const struc
 				btk_err_clear();
 				continue;
 			}
-			lg = lg / BTK_STRIPE_LEN * BTK_STRIPE_LEN;
-			ret = cut_out(out, lg > w ? lg - w : 0, 2 * w);
+			/* the 64 KiB stripe holding it, as the write path excludes it: a wider
+			 * margin would not be safe either, first fit would then place the
+			 * extents elsewhere than the apply does */
+			lg = c->logical + (lg - c->logical) / BTK_STRIPE_LEN * BTK_STRIPE_LEN;
+			ret = cut_out(out, lg, BTK_STRIPE_LEN);
 		}
 	return ret;
 }
@@ -208,8 +211,9 @@ static int fit_init(struct fit *f, struct rl_ranges *r, uint32_t ss)
 	return 0;
 }
 
-/* The lowest range holding len (a multiple of the sector size) gives it up; false if none. */
-static bool first_fit(struct fit *f, uint64_t len)
+/* The lowest range holding len (a multiple of the sector size) gives it up (*at: where);
+ * false if none. */
+static bool first_fit(struct fit *f, uint64_t len, uint64_t *at)
 {
 	int node = 1;
 
@@ -218,6 +222,7 @@ static bool first_fit(struct fit *f, uint64_t len)
 	while (node < f->size)
 		node = f->mx[2 * node] >= len ? 2 * node : 2 * node + 1;
 	node -= f->size;
+	*at = f->r->v[node].start;
 	f->r->v[node].start += len;
 	f->r->v[node].len -= len;
 	fit_set(f, node);
@@ -249,21 +254,43 @@ int rl_usage_load(struct btk_fs *fs, struct rl_usage *u)
 	return ret;
 }
 
-static int append(struct rl_ranges *to, const struct rl_ranges *from)
+/* Free ranges of new chunk n (at its planned logical address): the 64 KiB stripe holding a
+ * superblock mirror that starts inside one of its stripes cut out, as free_ranges does. */
+static int new_free(const struct rl_new *n, struct rl_ranges *out)
 {
-	int ret = 0;
+	int ret = rl_range_add(out, n->logical, n->length);
 
-	for (int i = 0; i < from->n && !ret; i++)
-		ret = rl_range_add(to, from->v[i].start, from->v[i].len);
+	for (int i = 0; i < n->nstripes && !ret; i++)
+		for (int m = 0; m < BTK_SUPER_MIRRORS && !ret; m++) {
+			uint64_t o = btk_super_offset(m);
+			if (o < n->phys[i] || o >= n->phys[i] + n->length)
+				continue;
+			ret = cut_out(
+			    out, n->logical + (o - n->phys[i]) / BTK_STRIPE_LEN * BTK_STRIPE_LEN,
+			    BTK_STRIPE_LEN);
+		}
 	return ret;
 }
 
-int rl_check_set(struct btk_fs *fs, const bool *gone, const struct rl_usage *use,
-		 struct rl_check *out)
+/* Index of the chunk (or new chunk, after the chunks) holding logical, for placements. */
+static int owner_of(struct btk_fs *fs, const struct rl_spec *sp, uint64_t lg)
+{
+	for (int i = 0; i < fs->nchunks; i++)
+		if (lg >= fs->chunks[i]->logical &&
+		    lg < fs->chunks[i]->logical + fs->chunks[i]->length)
+			return i;
+	for (int i = 0; i < sp->nnew; i++)
+		if (lg >= sp->news[i].logical && lg < sp->news[i].logical + sp->news[i].length)
+			return fs->nchunks + i;
+	return -1;
+}
+
+int rl_check_spec(struct btk_fs *fs, const struct rl_spec *sp, struct rl_check *out)
 {
 	struct rl_ranges dfree = {0}, edata = {0};
 	uint64_t efree_meta[2] = {0, 0}, eused_meta[2] = {0, 0}, all_meta[2] = {0, 0};
 	uint64_t free_before = 0, room = btk_kernel_meta_room(fs->nodesize), keep;
+	const struct rl_usage *use = sp->use;
 	int ret = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -274,13 +301,14 @@ int rl_check_set(struct btk_fs *fs, const bool *gone, const struct rl_usage *use
 	{
 		/* by class bits (data 1, system 2, metadata 4): chunks seen, chunks kept */
 		bool seen[8] = {0}, kept[8] = {0};
-		for (int i = 0; i < fs->nchunks; i++) {
-			uint64_t cl = class_of(fs->chunks[i]->type);
+		for (int i = 0; i < fs->nchunks + sp->nnew; i++) {
+			uint64_t cl = rl_class_of(i < fs->nchunks ? fs->chunks[i]->type
+								  : sp->news[i - fs->nchunks].type);
 			int k = (cl & BTRFS_BLOCK_GROUP_DATA ? 1 : 0) |
 				(cl & BTRFS_BLOCK_GROUP_SYSTEM ? 2 : 0) |
 				(cl & BTRFS_BLOCK_GROUP_METADATA ? 4 : 0);
 			seen[k] = true;
-			kept[k] |= !gone[i];
+			kept[k] |= i >= fs->nchunks || sp->keep[i] > 0;
 		}
 		for (int k = 0; k < 8; k++)
 			if (seen[k] && !kept[k])
@@ -288,10 +316,11 @@ int rl_check_set(struct btk_fs *fs, const bool *gone, const struct rl_usage *use
 	}
 	for (int i = 0; i < fs->nchunks && !ret; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
-		uint64_t cl = class_of(c->type), u;
-		bool past = gone[i];
+		uint64_t cl = rl_class_of(c->type), u = 0, line = c->logical + sp->keep[i];
+		bool frozen = sp->frozen && sp->frozen[i];
+		bool whole = sp->keep[i] >= c->length, gone = !sp->keep[i];
 		int mi = (cl & BTRFS_BLOCK_GROUP_SYSTEM) ? 1 : 0;
-		if (past) {
+		if (!whole && !frozen) {
 			if (btk_array_room_int(out->chunks, out->n, capchunks)) {
 				ret = btk_err(ENOMEM, "out of memory");
 				break;
@@ -299,33 +328,67 @@ int rl_check_set(struct btk_fs *fs, const bool *gone, const struct rl_usage *use
 			out->chunks[out->n++] = c->logical;
 		}
 		if (cl == (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA)) {
-			if (past)
+			if (!whole && !frozen)
 				out->fits = false; /* mixed: not emptied this way */
 			continue;
 		}
-		if (cl == BTRFS_BLOCK_GROUP_DATA) {
-			ret = past ? append(&edata, &use->used[i])
-				   : free_ranges(fs, c, &use->used[i], &dfree);
-			continue;
+		/* extents reaching past the line move; the others stay */
+		for (int j = 0; j < use->used[i].n && !ret; j++) {
+			const struct rl_range *r = &use->used[i].v[j];
+			bool moves = !frozen && r->start + r->len > line;
+			if (cl == BTRFS_BLOCK_GROUP_DATA)
+				ret = moves ? rl_range_add(&edata, r->start, r->len) : 0;
+			else
+				(moves ? &eused_meta[mi] : &u)[0] += r->len;
+			all_meta[mi] += cl == BTRFS_BLOCK_GROUP_DATA ? 0 : r->len;
 		}
-		u = sum(&use->used[i]);
-		all_meta[mi] += u;
-		if (past)
-			eused_meta[mi] += u;
+		if (!ret && cl == BTRFS_BLOCK_GROUP_DATA && !gone && !frozen) {
+			struct btk_chunk cut = *c;
+			size_t at = dfree.n;
+			cut.length = sp->keep[i] < c->length ? sp->keep[i] : c->length;
+			/* the place of an extent that moves (one reaching past the line from
+			 * below it) is not free before the commit */
+			ret = free_ranges(fs, c, &use->used[i], &dfree);
+			/* nothing past the line is allocated (the chunk keeps [0, keep)) */
+			for (size_t k = at; k < (size_t)dfree.n && !ret; k++)
+				if (dfree.v[k].start + dfree.v[k].len > c->logical + cut.length)
+					dfree.v[k].len =
+					    dfree.v[k].start >= c->logical + cut.length
+						? 0
+						: c->logical + cut.length - dfree.v[k].start;
+		} else if (cl != BTRFS_BLOCK_GROUP_DATA && !gone && !frozen) {
+			struct btk_chunk cut = *c;
+			cut.length = sp->keep[i] < c->length ? sp->keep[i] : c->length;
+			efree_meta[mi] += chunk_room(&cut, u);
+		}
+		if (cl != BTRFS_BLOCK_GROUP_DATA && !mi)
+			free_before += chunk_room(c, sum(&use->used[i]));
+	}
+	for (int i = 0; i < sp->nnew && !ret; i++) {
+		const struct rl_new *n = &sp->news[i];
+		uint64_t cl = rl_class_of(n->type);
+		if (cl == BTRFS_BLOCK_GROUP_DATA)
+			ret = new_free(n, &dfree);
 		else
-			efree_meta[mi] += chunk_room(c, u);
-		if (!mi)
-			free_before += chunk_room(c, u);
+			efree_meta[(cl & BTRFS_BLOCK_GROUP_SYSTEM) ? 1 : 0] +=
+			    chunk_room(&(struct btk_chunk){.length = n->length}, 0);
 	}
 	struct fit fit = {0};
 	if (!ret)
 		ret = fit_init(&fit, &dfree, fs->sectorsize);
-	for (int i = 0; i < edata.n && !ret && out->fits; i++) {
-		uint64_t len =
-		    (edata.v[i].len + fs->sectorsize - 1) / fs->sectorsize * fs->sectorsize;
+	for (int i = 0; i < edata.n && !ret && (out->fits || sp->count_left); i++) {
+		uint64_t len = (edata.v[i].len + fs->sectorsize - 1) / fs->sectorsize *
+			       fs->sectorsize,
+			 at;
 		out->bytes += edata.v[i].len;
-		if (!first_fit(&fit, len))
-			out->fits = false;
+		if (!first_fit(&fit, len, &at))
+			out->fits = false, out->data_left += len;
+		else if (sp->placed) {
+			int o = owner_of(fs, sp, at);
+			ret = o < 0 ? btk_err(EUCLEAN, "placement %llu outside every chunk",
+					      (unsigned long long)at)
+				    : rl_range_add(&sp->placed[o], at, edata.v[i].len);
+		}
 	}
 	free(fit.mx);
 	for (int mi = 0; mi < 2 && !ret; mi++) {
@@ -339,12 +402,32 @@ int rl_check_set(struct btk_fs *fs, const bool *gone, const struct rl_usage *use
 	keep = room < free_before ? room : free_before;
 	if (out->n && eused_meta[0] + keep > efree_meta[0])
 		out->fits = false;
+	out->meta_need = eused_meta[0] + all_meta[0] + META_MARGIN;
+	if (eused_meta[0] + keep > out->meta_need)
+		out->meta_need = eused_meta[0] + keep;
+	out->meta_free = efree_meta[0];
 	free(dfree.v);
 	free(edata.v);
 	if (ret) {
 		free(out->chunks);
 		out->chunks = NULL;
 	}
+	return ret;
+}
+
+int rl_check_set(struct btk_fs *fs, const bool *gone, const struct rl_usage *use,
+		 struct rl_check *out)
+{
+	uint64_t *keep = calloc(fs->nchunks ? (size_t)fs->nchunks : 1, sizeof(*keep));
+	struct rl_spec sp = {.use = use, .keep = keep};
+	int ret;
+
+	if (!keep)
+		return btk_err(ENOMEM, "out of memory");
+	for (int i = 0; i < fs->nchunks; i++)
+		keep[i] = gone[i] ? 0 : fs->chunks[i]->length;
+	ret = rl_check_spec(fs, &sp, out);
+	free(keep);
 	return ret;
 }
 

@@ -37,6 +37,19 @@ struct btk_resize_cut {
 	uint64_t logical, type, from_len, to_len;
 };
 
+/* A chunk cut to to_len (0: emptied and removed) after the extents past that moved; run 0
+ * or 1 of a repacking. */
+struct btk_resize_split {
+	uint64_t logical, type, from_len, to_len;
+	int run;
+};
+/* A chunk a repacking makes (run 1): its type and stripe length, and where its stripes go. */
+struct btk_resize_new {
+	uint64_t type, length;
+	uint64_t phys[2];
+	int nstripes;
+};
+
 struct btk_resize_plan {
 	uint64_t devid;
 	uint64_t old_size; /* the device's size in its dev item */
@@ -59,6 +72,18 @@ struct btk_resize_plan {
 	/* compaction: the chunks are emptied and removed first, then the stripes move (into the
 	 * room they left) */
 	bool empty_first;
+	/* repacking (resize_repack.c), when nothing above reaches the size: run 0 compacts the
+	 * chunks that stay (their tails' extents moved into their heads and the others' free
+	 * space, then cut; other metadata chunks emptied into the first), run 1 cuts the chunks
+	 * reaching past the size at it (or empties them) and moves what they hold into the free
+	 * space below and into new chunks sized to fit the holes below it. */
+	bool repack;
+	uint64_t repack_at; /* the size the new chunks' places were planned for */
+	struct btk_resize_split *splits;
+	int nsplits;
+	struct btk_resize_new *news;
+	int nnew;
+	size_t capsplits, capnew;
 };
 
 /* The least devid can hold whatever its chunks: the bytes of the extents on it (shared ones
@@ -69,6 +94,18 @@ struct btk_resize_floor {
 };
 int btk_resize_floor(struct btk_fs *fs, uint64_t devid, struct btk_resize_floor *f);
 
+/* Why a plan's size is above the floor: the device bytes its chunks take after the plan beyond
+ * what the floor counts for them, by kind (system: the system chunks, never repacked;
+ * metadata: free metadata beyond the kernel's reserve; data: free space inside the data chunks
+ * that stay), and the holes between the chunks; repack_off names why chunks were not repacked
+ * ("" when they could be: one device, SINGLE/DUP only, no mixed block groups). */
+struct btk_resize_gap {
+	uint64_t system, metadata, data, holes;
+	const char *repack_off;
+};
+void btk_resize_gap(const struct btk_fs *fs, const struct btk_resize_plan *p,
+		    const struct btk_resize_floor *f, struct btk_resize_gap *g);
+
 /* What stops a write: returns 0, or -EBUSY (a balance in progress, or what an interrupted
  * relocation left: relocation trees, a data relocation inode),
  * -EOPNOTSUPP (a log tree to replay), -EPERM (a conversion's rollback image, wherever its
@@ -77,11 +114,13 @@ int btk_resize_floor(struct btk_fs *fs, uint64_t devid, struct btk_resize_floor 
 int btk_resize_refusals(struct btk_fs *fs, bool force);
 
 /* Plans resizing devid to `size` bytes (rounded down to the sector size); size 0 asks for the
- * minimum. Without find_minimum, a size at or past the allocated end (nothing moves) skips the
- * search for the minimum, which reads every extent: plan->minimum is then 0. Fills *plan (free
- * with btk_resize_plan_free). Errors: -ENOENT unknown devid, -ENOSPC size below the minimum
- * (the message says the minimum), -EINVAL size too small to hold a superblock, -ENOMEM. */
-int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, bool find_minimum,
+ * minimum. Without BTK_RESIZE_FIND_MIN in flags, a size at or past the allocated end (nothing
+ * moves) skips the search for the minimum, which reads every extent: plan->minimum is then 0. Fills
+ * *plan (free with btk_resize_plan_free). Errors: -ENOENT unknown devid, -ENOSPC size below the
+ * minimum (the message says the minimum), -EINVAL size too small to hold a superblock, -ENOMEM. */
+#define BTK_RESIZE_FIND_MIN  1u /* search for the minimum even when the size needs no move */
+#define BTK_RESIZE_NO_REPACK 2u /* move, cut and empty only: no repacking (less moved) */
+int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned flags,
 		    struct btk_resize_plan *plan);
 void btk_resize_plan_free(struct btk_resize_plan *plan);
 

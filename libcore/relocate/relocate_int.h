@@ -9,7 +9,7 @@
 /* One chunk stripe on the device being resized. */
 struct rl_slot {
 	uint64_t logical, type;
-	int stripe;
+	int stripe; /* -1: a chunk a repacking makes (it does not move; nothing past it does) */
 	uint64_t off, len;
 };
 
@@ -29,6 +29,8 @@ struct rl_ranges {
 /* Appends (start, len); 0 or -ENOMEM (with a message). */
 int rl_range_add(struct rl_ranges *r, uint64_t start, uint64_t len);
 
+/* The kind bits of block group flags (data, metadata, system). */
+uint64_t rl_class_of(uint64_t type);
 /* The stripes of every chunk on devid (caller frees l->s). */
 int rl_layout_load(const struct btk_fs *fs, uint64_t devid, struct rl_layout *l);
 /* Where the last stripe ends (at least 1 MiB: the reserved start of every device). */
@@ -44,6 +46,10 @@ bool rl_cuttable(const struct btk_chunk *c);
 int rl_cut_length(struct btk_fs *fs, const struct btk_chunk *c, uint64_t *len);
 /* Free metadata a cut leaves the kernel: its global reserve and 64 insertions beyond it. */
 int rl_meta_keep(struct btk_fs *fs, uint64_t *keep);
+/* What a pass moving only tree blocks may copy besides them: the extent and free-space trees
+ * (their back references and free space change) and every node above the leaves (the paths
+ * to the moved blocks). */
+int rl_meta_cow(struct btk_fs *fs, uint64_t *bytes);
 
 /* Calls fn(ctx, bytenr, len) for each extent record (EXTENT_ITEM, METADATA_ITEM) of the
  * committed extent tree that starts in [start, end), in address order. fn returns 0 or a
@@ -70,6 +76,15 @@ struct rl_empty {
 	void *ctx;
 	uint64_t total;	   /* bytes to move, for progress */
 	struct btk_wfs *w; /* the write path's state of the filesystem */
+	/* repacking: chunk i keeps its first keep[i] bytes (NULL or 0: emptied whole) and is cut
+	 * there; the frozen chunks take nothing meanwhile; the new chunks are made in the first
+	 * pass's transaction (made[] gets their addresses), after which the whole device is held */
+	const uint64_t *keep;
+	const uint64_t *frozen;
+	int nfrozen;
+	const struct btk_resize_new *news;
+	int nnew;
+	uint64_t *made;
 };
 
 struct rl_stats {
@@ -83,6 +98,9 @@ struct rl_check {
 	int n;
 	bool fits;	/* the kept chunks hold what they hold, as the apply allocates */
 	uint64_t bytes; /* bytes of extents to move */
+	/* metadata (not system) the move needs free in the chunks that stay, and what they have */
+	uint64_t meta_need, meta_free;
+	uint64_t data_left; /* with count_left: bytes of data extents that found no room */
 };
 /* The extents of every chunk (by its index in fs->chunks), read once: a search for the
  * minimum checks many sets of chunks, and reading the extent tree for each was quadratic in
@@ -96,6 +114,29 @@ void rl_usage_free(struct rl_usage *u);
 /* Whether emptying the chunks marked in gone (by index in fs->chunks) fits into the others. */
 int rl_check_set(struct btk_fs *fs, const bool *gone, const struct rl_usage *use,
 		 struct rl_check *out);
+
+/* A chunk the plan makes (repacking): its type, logical address, stripe length and where its
+ * stripes go on the device. */
+struct rl_new {
+	uint64_t type, logical, length;
+	uint64_t phys[2];
+	int nstripes;
+};
+/* The general check: chunk i (of fs->chunks) keeps its first keep[i] bytes (its length: all,
+ * 0: emptied and removed, between: the extents reaching past that line move and the chunk is
+ * cut there); frozen chunks (may be NULL) take nothing and give nothing; the new chunks take
+ * what the others cannot. placed (may be NULL; fs->nchunks + nnew lists) gets where each moved
+ * data extent lands. out->chunks lists the chunks cut or emptied. */
+struct rl_spec {
+	const struct rl_usage *use;
+	const uint64_t *keep;
+	const bool *frozen;
+	const struct rl_new *news;
+	int nnew;
+	struct rl_ranges *placed;
+	bool count_left; /* go on past a data extent that finds no room, counting them */
+};
+int rl_check_spec(struct btk_fs *fs, const struct rl_spec *sp, struct rl_check *out);
 /* l: the stripes of devid where planned moves put them (NULL: where they are). */
 int rl_logical_check(struct btk_fs *fs, const struct rl_layout *l, uint64_t devid, uint64_t size,
 		     struct rl_check *out);
@@ -117,8 +158,24 @@ int rl_compact_empty(struct btk_fs *fs, uint64_t devid, uint64_t target, const s
  * -EAGAIN when passes stop finding less (the message says how many are left), -ENOSPC when
  * the rest of the filesystem has no room; either way the committed state is consistent. */
 int rl_empty_chunks(struct btk_fs *fs, const struct rl_empty *e, struct rl_stats *st);
-/* Removes the (empty, committed) chunks in transaction t. */
+/* Removes the (empty, committed) chunks in transaction t (those with a keep: only those
+ * kept 0 bytes). */
 int rl_remove_chunks(struct btk_trans *t, const struct rl_empty *e);
+/* Cuts each chunk with a keep between 0 and its length there, a transaction each. */
+int rl_cut_chunks(struct btk_fs *fs, const struct rl_empty *e);
+
+/* Repacking (resize_repack.c). Whether devid can be shrunk to target by repacking (and the
+ * plan, into p when set): *fits. */
+int rl_repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
+	      struct btk_resize_plan *p, bool *fits);
+/* Where the device ends once a repacking to target is done and the stripes are moved whole as
+ * far as they go (0: the repacking does not reach target). */
+int rl_repack_end(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
+		  uint64_t *end);
+/* The smallest size in [lo, hi) repacking reaches (a binary search in MiB; 0: none): *at
+ * the size it is planned for, *min where the stripes end after it (rl_repack_end). */
+int rl_repack_minimum(struct btk_fs *fs, uint64_t devid, uint64_t lo, uint64_t hi,
+		      const struct rl_usage *use, uint64_t *min, uint64_t *at);
 
 /* Moves the tree block: one copy for the trees that may share it (fs trees), else a copy in
  * every tree reaching it; *copies counts the copies. */

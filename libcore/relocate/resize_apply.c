@@ -156,15 +156,15 @@ static int run_logical(struct btk_wfs *w, struct btk_fs *fs, const struct btk_re
 	uint64_t span = plan->old_size > plan->new_size ? plan->old_size : plan->new_size;
 	bool moves_after = plan->empty_first && plan->nmoves;
 	uint64_t hold = moves_after ? 0 : plan->new_size;
-	struct rl_empty e = {plan->empties,
-			     plan->nempty,
-			     plan->devid,
-			     hold,
-			     span - hold,
-			     progress,
-			     ctx,
-			     plan->bytes_relocated + (moves_after ? plan->bytes_moved : 0),
-			     w};
+	struct rl_empty e = {.chunks = plan->empties,
+			     .n = plan->nempty,
+			     .devid = plan->devid,
+			     .hold_start = hold,
+			     .hold_len = span - hold,
+			     .progress = progress,
+			     .ctx = ctx,
+			     .total = plan->bytes_relocated + (moves_after ? plan->bytes_moved : 0),
+			     .w = w};
 	struct rl_stats st = {0};
 	struct btk_trans *t;
 	int ret = rl_empty_chunks(fs, &e, &st);
@@ -179,6 +179,72 @@ static int run_logical(struct btk_wfs *w, struct btk_fs *fs, const struct btk_re
 		return ret;
 	}
 	return btk_trans_commit(t);
+}
+
+/* One run of a repacking: the extents past the cuts move (into the new chunks too, in run 1),
+ * the chunks are cut one transaction each, the emptied ones removed (and in run 1 the size
+ * set) in the last. Run 0 holds the whole device, run 1 all from the size the new chunks were
+ * planned for, and the whole device once they are made. */
+static int run_repack(struct btk_wfs *w, struct btk_fs *fs, const struct btk_resize_plan *plan,
+		      int run, bool last, uint64_t *done, btk_resize_progress_fn progress,
+		      void *ctx)
+{
+	uint64_t span = plan->old_size > plan->new_size ? plan->old_size : plan->new_size;
+	uint64_t hold = run == 1 ? plan->repack_at : 0, *chunks, *keep, *frozen, *made;
+	struct rl_stats st = {0};
+	struct btk_trans *t;
+	int n = 0, nf = 0, ret = 0, removes = 0;
+	size_t cnt = (size_t)plan->nsplits + 1;
+
+	chunks = calloc(cnt, sizeof(*chunks));
+	keep = calloc(cnt, sizeof(*keep));
+	frozen = calloc(cnt, sizeof(*frozen));
+	made = calloc((size_t)plan->nnew + 1, sizeof(*made));
+	if (!chunks || !keep || !frozen || !made)
+		ret = btk_err(ENOMEM, "out of memory");
+	for (int i = 0; i < plan->nsplits && !ret; i++) {
+		const struct btk_resize_split *s = &plan->splits[i];
+		if (s->run == run) {
+			chunks[n] = s->logical, keep[n++] = s->to_len;
+			removes += !s->to_len;
+		} else if (run == 0 && s->run == 1) {
+			frozen[nf++] = s->logical;
+		}
+	}
+	struct rl_empty e = {.chunks = chunks,
+			     .n = n,
+			     .devid = plan->devid,
+			     .hold_start = hold,
+			     .hold_len = span - hold,
+			     .progress = progress,
+			     .ctx = ctx,
+			     .total = plan->bytes_relocated,
+			     .w = w,
+			     .keep = keep,
+			     .frozen = frozen,
+			     .nfrozen = nf,
+			     .news = run == 1 ? plan->news : NULL,
+			     .nnew = run == 1 ? plan->nnew : 0,
+			     .made = made};
+	if (!ret && n)
+		ret = rl_empty_chunks(fs, &e, &st);
+	*done += st.bytes;
+	if (!ret)
+		ret = rl_cut_chunks(fs, &e);
+	if (!ret && (removes || last) && !(ret = btk_trans_start(w, &t))) {
+		ret = rl_remove_chunks(t, &e);
+		if (!ret && last)
+			ret = set_size(t, fs, plan);
+		if (ret)
+			btk_trans_abort(t);
+		else
+			ret = btk_trans_commit(t);
+	}
+	free(chunks);
+	free(keep);
+	free(frozen);
+	free(made);
+	return ret;
 }
 
 int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
@@ -206,6 +272,27 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 	/* relocation moves extents whole and keeps what shares them: qgroups keep their numbers */
 	if ((ret = btk_write_open(fs, BTK_WRITE_QGROUPS_KEPT, &w)))
 		return ret;
+	if (plan->repack) {
+		uint8_t *buf = plan->nmoves ? malloc(COPY_BUF) : NULL;
+		if (plan->nmoves && !buf)
+			ret = btk_err(ENOMEM, "out of memory");
+		int runs = 2;
+		for (int i = 0; i < plan->nsplits; i++)
+			if (plan->splits[i].run + 1 > runs)
+				runs = plan->splits[i].run + 1;
+		for (int r = 0; r < runs && !ret; r++)
+			ret = run_repack(w, fs, plan, r, r == runs - 1 && !plan->nmoves, &done,
+					 progress, ctx);
+		/* then the stripes move whole into the room left, the size set in the last round */
+		for (int r = 0; r < plan->rounds && plan->nmoves && !ret; r++)
+			ret = run_round(w, fs, plan, r, r == plan->rounds - 1, buf, &done, progress,
+					ctx);
+		free(buf);
+		btk_write_close(w);
+		if (!ret && !d->dev->is_blockdev && d->dev->size > plan->new_size)
+			ret = btk_dev_truncate(d->dev, plan->new_size);
+		return ret;
+	}
 	/* compaction: the chunks are emptied and removed first, the stripes move into their room */
 	if (plan->empty_first && plan->nempty) {
 		ret = run_logical(w, fs, plan, progress, ctx);

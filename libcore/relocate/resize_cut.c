@@ -109,3 +109,33 @@ int rl_cut_length(struct btk_fs *fs, const struct btk_chunk *c, uint64_t *len)
 		*len = c->length;
 	return 0;
 }
+
+int rl_meta_cow(struct btk_fs *fs, uint64_t *bytes)
+{
+	static const uint64_t trees[] = {BTRFS_EXTENT_TREE_OBJECTID,
+					 BTRFS_FREE_SPACE_TREE_OBJECTID};
+	struct btk_key k = {0, 0, 0}, f;
+	const struct btk_chunk *c;
+	struct btk_path p;
+	uint64_t b;
+	int ret = 0;
+
+	*bytes = 0;
+	for (unsigned i = 0; i < sizeof(trees) / sizeof(trees[0]) && !ret; i++)
+		if (!(ret = tree_bytes(fs, trees[i], &b)))
+			*bytes += b;
+	if (ret)
+		return ret;
+	/* the nodes above the leaves: METADATA_ITEM's offset is the level; an EXTENT_ITEM of a
+	 * tree block (no skinny metadata) is counted whatever its level */
+	ret = rl_tree_search(fs, BTRFS_EXTENT_TREE_OBJECTID, &k, true, &p);
+	for (; ret == 0; ret = btk_next(fs, &p)) {
+		btk_path_key(&p, &f);
+		if ((f.type == BTRFS_METADATA_ITEM_KEY && f.offset > 0) ||
+		    (f.type == BTRFS_EXTENT_ITEM_KEY && f.offset == fs->nodesize &&
+		     (c = btk_chunk_find(fs, f.objectid)) && !(c->type & BTRFS_BLOCK_GROUP_DATA)))
+			*bytes += fs->nodesize;
+	}
+	btk_path_release(&p);
+	return ret < 0 ? ret : 0;
+}

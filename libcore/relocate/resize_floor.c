@@ -59,3 +59,62 @@ int btk_resize_floor(struct btk_fs *fs, uint64_t devid, struct btk_resize_floor 
 	f->total = f->reserved + f->data + f->metadata + f->system + f->kernel_room;
 	return 0;
 }
+
+/* The bytes chunk c keeps on the device after the plan (per stripe). */
+static uint64_t after_len(const struct btk_chunk *c, const struct btk_resize_plan *p)
+{
+	uint64_t len = btk_chunk_stripe_len(c);
+
+	for (int i = 0; i < p->nempty; i++)
+		if (p->empties[i] == c->logical)
+			return 0;
+	for (int i = 0; i < p->ncuts; i++)
+		if (p->cuts[i].logical == c->logical)
+			len = p->cuts[i].to_len;
+	for (int i = 0; i < p->nsplits; i++)
+		if (p->splits[i].logical == c->logical)
+			len = p->splits[i].to_len; /* the runs are in order: the last one stays */
+	return len;
+}
+
+static uint64_t less(uint64_t a, uint64_t b)
+{
+	return a > b ? a - b : 0;
+}
+
+void btk_resize_gap(const struct btk_fs *fs, const struct btk_resize_plan *p,
+		    const struct btk_resize_floor *f, struct btk_resize_gap *g)
+{
+	uint64_t sys = 0, meta = 0, data = 0;
+
+	*g = (struct btk_resize_gap){.repack_off = ""};
+	for (int i = 0; i < fs->nchunks; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		uint64_t k = 0, len = after_len(c, p);
+		for (int j = 0; j < c->num_stripes; j++)
+			k += c->stripes[j].devid == p->devid;
+		if (c->type & BTRFS_BLOCK_GROUP_SYSTEM)
+			sys += k * len;
+		else if (c->type & BTRFS_BLOCK_GROUP_METADATA)
+			meta += k * len;
+		else
+			data += k * len;
+		if ((c->type & BTRFS_BLOCK_GROUP_DATA) && (c->type & BTRFS_BLOCK_GROUP_METADATA))
+			g->repack_off = "mixed block groups are not repacked";
+		else if (c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK & ~BTRFS_BLOCK_GROUP_DUP)
+			g->repack_off = "chunks of RAID profiles are not repacked";
+	}
+	for (int i = 0; i < p->nnew; i++) {
+		uint64_t b = p->news[i].length * (uint64_t)p->news[i].nstripes;
+		if (p->news[i].type & BTRFS_BLOCK_GROUP_METADATA)
+			meta += b;
+		else
+			data += b;
+	}
+	if (fs->ndevs > 1)
+		g->repack_off = "filesystems of several devices are not repacked";
+	g->system = less(sys, f->system);
+	g->metadata = less(meta, f->metadata + f->kernel_room);
+	g->data = less(data, f->data);
+	g->holes = less(p->new_size, f->reserved + sys + meta + data);
+}

@@ -164,7 +164,7 @@ int rl_compact(struct rl_layout *l, uint64_t target, int round, struct btk_resiz
 		bool found = false;
 		uint64_t to = 0;
 
-		if (i < 0 || l->s[i].off + l->s[i].len <= target)
+		if (i < 0 || l->s[i].off + l->s[i].len <= target || l->s[i].stripe < 0)
 			break;
 		ret = step_hole(l, &held, i, &found, &to);
 		if (ret)
@@ -192,6 +192,8 @@ void btk_resize_plan_free(struct btk_resize_plan *plan)
 	free(plan->moves);
 	free(plan->cuts);
 	free(plan->empties);
+	free(plan->splits);
+	free(plan->news);
 	memset(plan, 0, sizeof(*plan));
 }
 
@@ -312,11 +314,13 @@ static int size_only(struct btk_fs *fs, struct btk_fs_dev *d, uint64_t size,
 	return 0;
 }
 
-int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, bool find_minimum,
+int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned flags,
 		    struct btk_resize_plan *plan)
 {
+	bool find_minimum = flags & BTK_RESIZE_FIND_MIN;
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
-	uint64_t whole = 0, with_cuts = 0, logical = 0, compacted = 0, physical;
+	uint64_t whole = 0, with_cuts = 0, logical = 0, compacted = 0, physical, old_min,
+		 repacked = 0, repack_at = 0;
 	struct rl_usage use = {0};
 	struct rl_layout l;
 	int ret;
@@ -355,14 +359,40 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, bool find_
 	plan->alloc_end = rl_layout_end(&l);
 	for (int i = 0; i < l.n; i++)
 		plan->allocated += l.s[i].len;
+	/* below what moving, cutting and emptying reach: repacking into new chunks */
+	old_min = plan->minimum;
+	if (!(flags & BTK_RESIZE_NO_REPACK) &&
+	    (ret =
+		 rl_repack_minimum(fs, devid, 2ULL << 20, old_min, &use, &repacked, &repack_at))) {
+		rl_usage_free(&use);
+		free(l.s);
+		btk_resize_plan_free(plan);
+		return ret;
+	}
+	if (repacked && repacked < plan->minimum)
+		plan->minimum = repacked;
 	plan->new_size = size ? size / fs->sectorsize * fs->sectorsize : plan->minimum;
 	if (plan->new_size < plan->minimum)
 		ret = btk_err(ENOSPC,
 			      "devid %llu cannot shrink to %llu bytes: its minimum is %llu bytes "
-			      "(what the chunks that stay can take; no new chunks are made)",
+			      "(what its extents fit in once its chunks are repacked)",
 			      (unsigned long long)devid, (unsigned long long)plan->new_size,
 			      (unsigned long long)plan->minimum);
-	else if (d->dev->is_blockdev && plan->new_size > d->dev->size)
+	else if (plan->new_size < old_min) {
+		bool fits = false;
+		free(l.s);
+		/* the size asked for, else the plan for the minimum (which ends below it) */
+		ret = rl_repack(fs, devid, plan->new_size, &use, plan, &fits);
+		if (!ret && !fits)
+			ret = rl_repack(fs, devid, repack_at, &use, plan, &fits);
+		if (!ret && !fits)
+			ret = btk_err(EUCLEAN, "devid %llu: repacking does not reach %llu bytes",
+				      (unsigned long long)devid, (unsigned long long)plan->minimum);
+		rl_usage_free(&use);
+		if (ret)
+			btk_resize_plan_free(plan);
+		return ret;
+	} else if (d->dev->is_blockdev && plan->new_size > d->dev->size)
 		ret =
 		    btk_err(EINVAL, "devid %llu: %s has only %llu bytes", (unsigned long long)devid,
 			    d->dev->path, (unsigned long long)d->dev->size);

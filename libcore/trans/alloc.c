@@ -228,6 +228,9 @@ static bool bg_find_block(struct btk_bg *bg, uint32_t ns, uint64_t *out)
 		uint64_t s = bg->free.r[i].start, e = s + bg->free.r[i].len;
 		uint64_t a = (s + ns - 1) / ns * ns;
 
+		if (bg->limit && e > bg->limit)
+			e = bg->limit;
+
 		while (a + ns <= e) {
 			if (!btk_crosses_stripe(bg->start, a, ns)) {
 				*out = a;

@@ -22,6 +22,20 @@ int btk_bg_set_readonly(struct btk_trans *t, uint64_t logical, bool ro)
 	return 0;
 }
 
+int btk_bg_set_limit(struct btk_trans *t, uint64_t logical, uint64_t end)
+{
+	struct btk_bg *bg = btk_bg_find(t->w, logical);
+
+	if (!bg || bg->start != logical)
+		return btk_err(ENOENT, "no block group at %llu", (unsigned long long)logical);
+	if (end && (end <= bg->start || end > bg->start + bg->len))
+		return btk_err(EINVAL, "block group %llu+%llu: limit %llu outside it",
+			       (unsigned long long)logical, (unsigned long long)bg->len,
+			       (unsigned long long)end);
+	bg->limit = end;
+	return 0;
+}
+
 int btk_bg_usage(struct btk_trans *t, uint64_t logical, uint64_t *used, uint64_t *pinned)
 {
 	struct btk_bg *bg = btk_bg_find(t->w, logical);

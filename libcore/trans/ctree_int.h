@@ -49,6 +49,7 @@ struct btk_bg {
 	struct btk_rangeset super;  /* superblock stripes: never allocated, free in the FST */
 	bool item_new;		    /* no BLOCK_GROUP_ITEM on disk yet */
 	bool ro;		    /* being emptied (relocation): nothing is allocated in it */
+	uint64_t limit;		    /* nothing allocated at or past it (0: none; relocation) */
 	bool dirty;		    /* item and free-space tree need a look at commit */
 };
 

@@ -22,6 +22,8 @@ static bool find_range(struct btk_wfs *w, uint32_t ss, uint64_t want, uint64_t m
 		for (size_t j = 0; j < bg->free.n; j++) {
 			uint64_t s = (bg->free.r[j].start + ss - 1) / ss * ss;
 			uint64_t e = (bg->free.r[j].start + bg->free.r[j].len) / ss * ss;
+			if (bg->limit && e > bg->limit)
+				e = bg->limit;
 			if (e <= s || e - s < min)
 				continue;
 			*start = s;

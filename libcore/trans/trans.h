@@ -322,6 +322,10 @@ int btk_chunk_shrink(struct btk_trans *t, uint64_t logical, uint64_t new_len);
 /* Marks the block group at logical read-only for the write path (until cleared or the fs is
  * closed): no tree block or data extent is allocated in it any more. -ENOENT. */
 int btk_bg_set_readonly(struct btk_trans *t, uint64_t logical, bool ro);
+/* Allocates nothing in the block group at logical at or past `end` any more (until cleared
+ * with 0 or the fs is closed): its tail is being emptied so that it can be cut
+ * (btk_chunk_shrink). -ENOENT, -EINVAL when end is outside the group. */
+int btk_bg_set_limit(struct btk_trans *t, uint64_t logical, uint64_t end);
 /* Bytes the block group at logical holds in extents, and bytes freed in this transaction
  * (pinned until the commit). -ENOENT. */
 int btk_bg_usage(struct btk_trans *t, uint64_t logical, uint64_t *used, uint64_t *pinned);

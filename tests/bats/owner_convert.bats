@@ -22,7 +22,7 @@ setup_file() {
 	truncate -s 2M "$d/src/sparse"
 	head -c 20000 /dev/urandom | dd of="$d/src/sparse" bs=4096 seek=100 conv=notrunc status=none
 	: >"$d/src/empty"
-	mke2fs -q -F -t ext4 -b 4096 -d "$d/src" "$OC_IMG" 64M
+	mke2fs -q -F -t ext4 -b 4096 -d "$d/src" "$OC_IMG" 128M
 	python3 "$OC" extents "$OC_IMG" "$d/src" "$d/map.json" >"$d/extents.log"
 	"$BTK_BUILD/bin/btk-convert" --no-progress "$OC_IMG" >"$d/convert.log" 2>&1
 	echo ok >"$d/.done"

@@ -76,8 +76,21 @@ size_is() {
 	[ "$status" = 0 ] || { show_err; false; }
 	size_is "$IMG" "$min"
 	assert_check_clean "$IMG"
+	# a repacked device may repack further: never a larger minimum, and -M reaches the new one
+	btk_run 60 "$RESIZE" -P "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	min2=$(cat "$BTK_OUT")
+	[ "$min2" -le "$min" ]
+	if [ "$min2" -lt "$min" ]; then
+		btk_run 60 "$RESIZE" -M "$IMG"
+		[ "$status" = 0 ] || { show_err; false; }
+		size_is "$IMG" "$min2"
+		assert_check_clean "$IMG"
+		min=$min2
+	fi
 	btk_run 60 "$RESIZE" -P --json "$IMG"
-	grep -q "\"minimum\": $min" "$BTK_OUT"
+	[ "$status" = 0 ] || { show_err; false; }
+	grep -q "\"minimum\": [0-9]" "$BTK_OUT"
 	# and it grows again
 	btk_run 60 "$RESIZE" +64m "$IMG"
 	[ "$status" = 0 ] || { show_err; false; }
@@ -114,10 +127,16 @@ assert f["reserved"] == 1 << 20, f
 assert f["metadata"] > 0 and f["system"] > 0, f
 assert f["kernel_room"] >= 2 * (16 << 20), f
 assert p["minimum"] >= f["total"], p
+a = p["above_floor"]
+assert a["total"] == p["minimum"] - f["total"], (a, p)
+assert a["total"] == a["system_chunks"] + a["metadata_free"] + a["data_free"] + a["holes"], a
+assert a["not_repacked"] == "", a
 PY
 	btk_run 60 "$RESIZE" -n -M "$IMG"
 	[ "$status" = 0 ] || { show_err; false; }
-	grep -qE "^devid 1: minimum [0-9]+ bytes .*it must hold .* above that: free space inside" "$BTK_OUT"
+	grep -qE "^devid 1: minimum [0-9]+ bytes .*it must hold .* above that$" "$BTK_OUT"
+	# and why: what the chunks take beyond the floor after the plan, by kind
+	grep -qE "^devid 1: at [0-9]+ bytes, above the floor: system chunks .*, free metadata beyond the kernel's reserve .*, free space inside data chunks .*, holes between chunks" "$BTK_OUT"
 }
 
 @test "refusals: bad sizes, bad devid, below the minimum (says it); image unchanged" {
@@ -246,6 +265,8 @@ corpus_image() {
 	btk_run 60 "$RESIZE" +64m "$IMG"
 	assert_one_line_error
 	grep -q "ext2_saved" "$BTK_ERR"
+	exits 1 +64m "$IMG"
+	exits 1 -M "$IMG"
 	[ "$(sha256sum <"$IMG")" = "$sum" ]
 	btk_run 60 "$RESIZE" -f +64m "$IMG"
 	[ "$status" = 0 ] || { show_err; false; }
@@ -290,4 +311,95 @@ shrink_grow_ok() {
 
 @test "4K nodes, single metadata, v1 space cache: -M = -P, grow; check clean" {
 	shrink_grow_ok -n 4096 -m single -R ^free-space-tree
+}
+
+# ---- every exit path of btk-resize, with and without --json: 0 done, 2 usage (options and
+# the size's syntax), 1 every refusal and failure; with --json the error is one JSON object on
+# stdout with the same exit status; a refusal writes nothing ----
+
+# exits CODE ARGS...: btk-resize ARGS exits CODE; again with --json: the same code and, unless
+# 0, a JSON error object on stdout; the image unchanged unless 0
+exits() {
+	local code=$1 sum
+	shift
+	sum=$(sha256_of "$IMG")
+	btk_run 60 "$RESIZE" "$@"
+	[ "$status" = "$code" ] || { show_err; echo "expected exit $code: $*" >&2; return 1; }
+	if [ "$code" != 0 ]; then
+		[ "$(sha256_of "$IMG")" = "$sum" ] || { echo "image changed: $*" >&2; return 1; }
+		[ -s "$BTK_ERR" ] || { echo "no message: $*" >&2; return 1; }
+	fi
+	btk_run 60 "$RESIZE" --json "$@"
+	[ "$status" = "$code" ] || { show_err; echo "expected exit $code with --json: $*" >&2; return 1; }
+	if [ "$code" != 0 ]; then
+		python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["error"], d' \
+			"$BTK_OUT" || { cat "$BTK_OUT" >&2; echo "no JSON error: $*" >&2; return 1; }
+		[ "$(sha256_of "$IMG")" = "$sum" ] || { echo "image changed: $*" >&2; return 1; }
+	fi
+}
+
+@test "usage errors exit 2, with --json too" {
+	exits 2 "$IMG"                # no size
+	exits 2 1g                    # no device
+	exits 2 -M 1g "$IMG"          # -M takes no size
+	exits 2 -P 300m "$IMG"        # nor -P
+	exits 2 --no-such-option 1g "$IMG"
+	exits 2 12x "$IMG"            # the size's syntax
+	exits 2 0:1g "$IMG"           # devid 0
+	exits 2 -M 0: "$IMG"
+	BTK_FAULT=bogus exits 2 1g "$IMG"
+}
+
+@test "refusals exit 1, with --json too: no file, not btrfs, no devid, sizes the device cannot have, below the minimum" {
+	exits 1 1g "$BATS_TEST_TMPDIR/none.img"
+	head -c 1M /dev/zero >"$BATS_TEST_TMPDIR/zero.img"
+	exits 1 1g "$BATS_TEST_TMPDIR/zero.img"
+	exits 1 2:1g "$IMG"        # no such devid
+	exits 1 -P 2: "$IMG"
+	exits 1 -M 2: "$IMG"
+	exits 1 -600m "$IMG"       # more than the device has
+	exits 1 100 "$IMG"         # less than a sector
+	btk_run 30 "$RESIZE" -P "$IMG"
+	[ "$status" = 0 ]
+	min=$(cat "$BTK_OUT")
+	exits 1 $((min - (1 << 20))) "$IMG"   # below the minimum (says it)
+	grep -q "minimum is $min" "$BTK_OUT"
+	exits 1 -n $((min - (1 << 20))) "$IMG"
+}
+
+@test "a write that fails (io error) exits 1, with --json too; the filesystem stays whole" {
+	btk_run 60 "$RESIZE" -P "$IMG"
+	min=$(cat "$BTK_OUT")
+	for j in "" --json; do
+		BTK_FAULT=fail:1 btk_run 60 "$RESIZE" $j -M "$IMG"
+		[ "$status" = 1 ] || { show_err; false; }
+		btrfs check --readonly "$IMG" >/dev/null 2>&1
+	done
+	grep -q '"error"' "$BTK_OUT"
+}
+
+@test "done exits 0, with --json too: grow, shrink, -P, -n" {
+	exits 0 -P "$IMG"
+	exits 0 -n 300m "$IMG"
+	exits 0 -n -M "$IMG"
+	exits 0 +64m "$IMG"   # twice: 576m, 640m
+	exits 0 -64m "$IMG"
+	exits 0 -M "$IMG"
+	btrfs check --readonly "$IMG" >/dev/null 2>&1
+}
+
+@test "--no-repack: moving, cutting and emptying only; its -P is what its -M reaches, never below -P" {
+	btk_run 60 "$RESIZE" -P "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	min=$(cat "$BTK_OUT")
+	btk_run 60 "$RESIZE" --no-repack -P "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	old=$(cat "$BTK_OUT")
+	[ "$old" -ge "$min" ]
+	btk_run 60 "$RESIZE" --no-repack -n -M "$IMG"
+	! grep -qE "^would (make a|cut .*the extents past that moved)" "$BTK_OUT"
+	btk_run 60 "$RESIZE" --no-repack -M "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	size_is "$IMG" "$old"
+	assert_check_clean "$IMG"
 }

@@ -13,6 +13,10 @@
 load ../bats/helpers
 
 RESIZE=$BTK_BUILD/bin/btk-resize
+# the mechanisms this file is about: whole stripes moved, tails cut, chunks emptied into the
+# others, compaction; repacking (below what they reach) is tested in resize_aged.bats,
+# resize_profiles.bats and ../bats/resize.bats
+NR=--no-repack
 
 setup_file() {
 	[ "$(id -u)" = 0 ] || return 0
@@ -149,7 +153,7 @@ same_tree() {
 }
 
 step() {
-	btk_run 300 "$RESIZE" "$@"
+	btk_run 300 "$RESIZE" $NR "$@"
 	[ "$status" = 0 ] || {
 		show_err
 		return 1
@@ -216,7 +220,7 @@ step() {
 cut_at() {
 	local n=$1 ok=0 sz gen
 	cp --sparse=always "$ORIG" "$IMG"
-	BTK_FAULT=fail:$n btk_run 120 "$RESIZE" -M "$IMG"
+	BTK_FAULT=fail:$n btk_run 120 "$RESIZE" $NR -M "$IMG"
 	assert_no_crash
 	if [ "$status" = 0 ]; then
 		ok=1
@@ -281,7 +285,7 @@ cut_at() {
 @test "refused while mounted; image unchanged after unmount" {
 	make_image small 512M "40 1"
 	mount -o loop,ro "$IMG" "$MNT"
-	btk_run 60 "$RESIZE" -M "$IMG"
+	btk_run 60 "$RESIZE" $NR -M "$IMG"
 	assert_one_line_error
 	grep -q "mounted" "$BTK_ERR"
 	umount "$MNT"
@@ -293,7 +297,7 @@ cut_at() {
 	IMG=$BATS_TEST_TMPDIR/log.img
 	cp --sparse=always "${IMG_DEVS[0]}" "$IMG"
 	sum=$(sha256sum <"$IMG")
-	btk_run 60 "$RESIZE" +64m "$IMG"
+	btk_run 60 "$RESIZE" $NR +64m "$IMG"
 	assert_one_line_error
 	grep -q "log tree" "$BTK_ERR"
 	grep -q "mount" "$BTK_ERR"
@@ -319,7 +323,7 @@ cut_at() {
 	btrfs inspect-internal dump-tree -t root "$IMG" | grep -q "BALANCE" ||
 		skip "the balance finished before it could be paused"
 	sum=$(sha256sum <"$IMG")
-	btk_run 60 "$RESIZE" +64m "$IMG"
+	btk_run 60 "$RESIZE" $NR +64m "$IMG"
 	assert_one_line_error
 	grep -q "balance" "$BTK_ERR"
 	[ "$(sha256sum <"$IMG")" = "$sum" ]
@@ -476,7 +480,7 @@ spread_image() {
 	n=0 done=0 seen_old=0 seen_new=0
 	while [ $done = 0 ] && [ $n -lt 400 ]; do
 		cp --sparse=always "$ORIG" "$IMG"
-		BTK_FAULT=fail:$n btk_run 120 "$RESIZE" -M "$IMG"
+		BTK_FAULT=fail:$n btk_run 120 "$RESIZE" $NR -M "$IMG"
 		assert_no_crash
 		[ "$status" = 0 ] && done=1
 		check_clean "$IMG" || { echo "after $n writes" >&2; false; }
@@ -626,7 +630,7 @@ tree_blocks() {
 	n=3 done=0 seen_old=0 seen_new=0 runs=0
 	while [ $done = 0 ] && [ $n -lt 10000 ]; do
 		cp --sparse=always "$ORIG" "$IMG"
-		BTK_FAULT=fail:$n btk_run 120 "$RESIZE" -M "$IMG"
+		BTK_FAULT=fail:$n btk_run 120 "$RESIZE" $NR -M "$IMG"
 		assert_no_crash
 		[ "$status" = 0 ] && done=1
 		check_clean "$IMG" || { echo "after $n writes" >&2; false; }
@@ -723,7 +727,7 @@ compact_image() {
 	n=1 done=0 seen_old=0 seen_new=0 runs=0
 	while [ $done = 0 ] && [ $n -lt 20000 ]; do
 		cp --sparse=always "$ORIG" "$IMG"
-		BTK_FAULT=fail:$n btk_run 120 "$RESIZE" -M "$IMG"
+		BTK_FAULT=fail:$n btk_run 120 "$RESIZE" $NR -M "$IMG"
 		assert_no_crash
 		[ "$status" = 0 ] && done=1
 		check_clean "$IMG" || { echo "after $n writes" >&2; false; }

@@ -191,10 +191,22 @@ static void test_pieces(void **state)
 static void test_space_needed(void **state)
 {
 	(void)state;
-	/* DUP metadata of the estimate (4 MiB at least) and the 8 MiB system chunk, data */
-	assert_int_equal(btk_inplace_space_needed(0, 0), 2 * 4 * MiB + 2 * 8 * MiB);
-	assert_int_equal(btk_inplace_space_needed(10 * MiB + 1, MiB + 1),
-			 2 * 11 * MiB + 2 * 8 * MiB + 2 * MiB);
+	/* the metadata chunk: the estimate, the kernel's global reserve (nodesize * 352 at the
+	 * least, the estimate's size at most 512 MiB) and 4 MiB, in MiB */
+	assert_int_equal(btk_inplace_meta_chunk(0, 16384), 10 * MiB); /* 5.5 + 4 */
+	assert_int_equal(btk_inplace_meta_chunk(0, 65536), 26 * MiB); /* 22 + 4 */
+	assert_int_equal(btk_inplace_meta_chunk(10 * MiB, 16384), 24 * MiB);
+	assert_int_equal(btk_inplace_meta_chunk(600 * MiB, 16384), 1024 * MiB);
+	assert_int_equal(btk_inplace_meta_chunk(300 * MiB, 4096), 604 * MiB);
+	/* room for a kernel chunk: a tenth of the size, 4 to 16 MiB */
+	assert_int_equal(btk_inplace_kernel_room(32 * MiB), 4 * MiB);
+	assert_int_equal(btk_inplace_kernel_room(64 * MiB), 7 * MiB);
+	assert_int_equal(btk_inplace_kernel_room(400 * MiB), 16 * MiB);
+	/* DUP metadata and the 8 MiB system chunk, data, and the kernel's room */
+	assert_int_equal(btk_inplace_space_needed(0, 16384, 0, 1024 * MiB),
+			 2 * 10 * MiB + 2 * 8 * MiB + 16 * MiB);
+	assert_int_equal(btk_inplace_space_needed(10 * MiB + 1, 16384, MiB + 1, 100 * MiB),
+			 2 * 25 * MiB + 2 * 8 * MiB + 2 * MiB + 10 * MiB);
 }
 
 /* ---- laid for real: a source using [20, 60) and [64 MiB - 32K, 70 MiB) of 160 MiB ---- */

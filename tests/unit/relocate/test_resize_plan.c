@@ -161,6 +161,8 @@ struct dext {
 	uint64_t off, len, chunk;
 };
 
+static const uint64_t fs_sector = 4096;
+
 /* Dev extents of devid 1 from dump-tree (btrfs-progs). */
 static int dev_extents(const char *img, struct dext *v, int max)
 {
@@ -236,9 +238,51 @@ static bool emptied(const struct btk_resize_plan *p, uint64_t chunk)
 /* Replays the plan's moves and cuts on dump-tree's dev extents: every move starts where the
  * stripe is, lands 64 KiB aligned from 1 MiB on, over no mirror and no other stripe (nor a
  * place left in the same round), and the result ends within the new size. */
+/* A repacking's runs on dump-tree's dev extents: each cut starts from the length the stripe
+ * has then (run 0 before run 1); run 1's new chunks land 64 KiB aligned in holes of the device
+ * as run 0 left it, from 1 MiB on, below the size they were planned for, over no stripe and
+ * no other new chunk. The new chunks' stripes are added to v (n grows). */
+static void replay_repack(const struct btk_resize_plan *p, struct dext *v, int *n, int max)
+{
+	for (int run = 0; run < 3; run++) {
+		if (run == 1)
+			for (int k = 0; k < p->nnew; k++)
+				for (int j = 0; j < p->news[k].nstripes; j++) {
+					uint64_t at = p->news[k].phys[j], len = p->news[k].length;
+					assert_true(at >= M && at % BTK_STRIPE_LEN == 0);
+					assert_true(len % BTK_STRIPE_LEN == 0 && len > 0);
+					assert_true(at + len <= p->repack_at);
+					for (int i = 0; i < *n; i++)
+						if (v[i].len && v[i].off < at + len &&
+						    at < v[i].off + v[i].len)
+							fail_msg("new chunk %d lands on the stripe "
+								 "at %llu",
+								 k, (unsigned long long)v[i].off);
+					assert_true(*n < max);
+					v[(*n)++] = (struct dext){at, len, 0};
+				}
+		for (int k = 0; k < p->nsplits; k++) {
+			const struct btk_resize_split *sp = &p->splits[k];
+			int hit = 0;
+			if (sp->run != run)
+				continue;
+			assert_true(sp->to_len < sp->from_len && sp->to_len % fs_sector == 0);
+			for (int i = 0; i < *n; i++)
+				if (v[i].chunk == sp->logical && v[i].len) {
+					assert_int_equal(v[i].len, sp->from_len);
+					v[i].len = sp->to_len;
+					hit++;
+				}
+			assert_true(hit > 0);
+		}
+	}
+}
+
 static void replay(const char *img, const struct btk_resize_plan *p, struct dext *v, int n,
 		   uint32_t nodesize)
 {
+	if (p->repack)
+		replay_repack(p, v, &n, 64);
 	for (int c = 0; c < p->ncuts; c++) {
 		const struct btk_resize_cut *cut = &p->cuts[c];
 		uint64_t keep, bytes;
@@ -276,7 +320,7 @@ static void replay(const char *img, const struct btk_resize_plan *p, struct dext
 		v[at].off = mv->to;
 	}
 	for (int i = 0; i < n; i++)
-		if (v[i].off + v[i].len > p->new_size && !emptied(p, v[i].chunk))
+		if (v[i].len && v[i].off + v[i].len > p->new_size && !emptied(p, v[i].chunk))
 			fail_msg("stripe of chunk %llu ends at %llu, past %llu",
 				 (unsigned long long)v[i].chunk,
 				 (unsigned long long)(v[i].off + v[i].len),
@@ -481,6 +525,50 @@ static void test_plan_empties(void **state)
 	btk_resize_plan_free(&p);
 }
 
+/* A data chunk partly used below another one filled and emptied again (64 MiB written, the
+ * first 40 MiB deleted): below what moving, cutting and emptying reach, the chunks are
+ * repacked (the plan is replayed on dump-tree's dev extents: cuts from the lengths the
+ * stripes have, new chunks in holes only), and the minimum is still the boundary. */
+static void test_plan_repack(void **state)
+{
+	char img[96];
+	const struct btk_time now = {1700000002, 0};
+	struct btk_resize_plan p;
+	struct btk_trans *t;
+	struct btk_fs *fs;
+	(void)state;
+
+	make("repack.img", "1G", "", img, sizeof(img));
+	fs = test_open_image(img, true, 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
+	put_file(t, fs, "a", 40 * M);
+	put_file(t, fs, "b", 24 * M);
+	put_file(t, fs, "c", 100 * M);
+	assert_int_equal(btk_trans_commit(t), 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
+	assert_int_equal(btk_fs_unlink(t, 5, 256, "a", 1, &now), 0);
+	assert_int_equal(btk_fs_unlink(t, 5, 256, "c", 1, &now), 0);
+	assert_int_equal(btk_trans_commit(t), 0);
+	test_close_image(fs);
+	check_image(img, &p);
+	assert_true(p.repack);
+	assert_true(p.nsplits > 0);
+	btk_resize_plan_free(&p);
+	/* and the apply carries it out: the size reached, btrfs check clean */
+	char cmd[512];
+	fs = test_open_image(img, true, 0);
+	assert_int_equal(btk_resize_plan(fs, 1, 0, true, &p), 0);
+	assert_int_equal(btk_resize_apply(fs, &p, NULL, NULL), 0);
+	uint64_t want = p.new_size;
+	btk_resize_plan_free(&p);
+	test_close_image(fs);
+	snprintf(cmd, sizeof(cmd),
+		 "btrfs check --readonly --check-data-csum %s >/dev/null 2>&1 && "
+		 "[ $(stat -c %%s %s) = %llu ]",
+		 img, img, (unsigned long long)want);
+	assert_int_equal(system(cmd), 0);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -504,7 +592,7 @@ int main(void)
 	    cmocka_unit_test(test_compact_small_hole), cmocka_unit_test(test_compact_mirror),
 	    cmocka_unit_test(test_compact_dup),	       cmocka_unit_test(test_compact_full),
 	    cmocka_unit_test(test_plan_fresh),	       cmocka_unit_test(test_plan_with_data),
-	    cmocka_unit_test(test_plan_empties),
+	    cmocka_unit_test(test_plan_empties),       cmocka_unit_test(test_plan_repack),
 	};
 
 	if (system("command -v mkfs.btrfs >/dev/null && command -v btrfs >/dev/null")) {

@@ -1,0 +1,254 @@
+#!/usr/bin/env bats
+# btk-resize -M on kernel-aged images (tests/oracle/resize_age.sh: rounds of create, append,
+# truncate, delete and rename, a snapshot per round and older ones deleted, reflinks, zstd,
+# quotas), where chunks end up partly used all over the device: -M repacks them (chunks cut,
+# metadata packed, new chunks sized to fit the holes). -M reaches exactly what -P says, at most
+# 1.10 times the floor -n --json reports and never more than the kernel's own online minimum
+# (btrfs filesystem resize, stepwise until it refuses, on a copy); then btrfs check is clean,
+# the kernel shows the same files (sha256), the qgroups agree after the kernel's rescan, and,
+# grown by 1 GiB, the kernel writes 64 MiB and runs a full balance. A power cut at sampled
+# writes of such a shrink (every write with BTK_ORACLE_FULL=1) leaves the old or the new
+# filesystem with the same files. One 16K-node image here; the matrix (4K and 64K nodes, DUP
+# data) with BTK_ORACLE_FULL=1.
+
+load ../bats/helpers
+
+RESIZE=$BTK_BUILD/bin/btk-resize
+
+setup_file() {
+	[ "$(id -u)" = 0 ] || return 0
+	export ORC=$BTK_TEST_TMP/resize-aged
+	mkdir -p "$ORC"
+}
+
+setup() {
+	require_loop
+	require_btk resize
+	MNT=$BATS_TEST_TMPDIR/mnt
+	D=$BATS_TEST_TMPDIR
+	mkdir -p "$MNT"
+	LOOP=
+}
+
+teardown() {
+	mountpoint -q "$MNT" 2>/dev/null && umount "$MNT"
+	[ -n "$LOOP" ] && losetup -d "$LOOP"
+	[ -n "${SHM_DIR:-}" ] && rm -rf "$SHM_DIR"
+	true
+}
+
+step() {
+	btk_run 300 "$RESIZE" "$@"
+	[ "$status" = 0 ] || {
+		show_err
+		return 1
+	}
+}
+
+check_clean() {
+	btrfs check --readonly "$@" "$IMG" >"$D/check.out" 2>&1 || {
+		echo "btrfs check $* fails on $IMG:" >&2
+		tail -20 "$D/check.out" >&2
+		return 1
+	}
+}
+
+manifest() {
+	(
+		cd "$1" && find . -printf '%p %y %s\n' | LC_ALL=C sort &&
+			find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum
+	)
+}
+
+# aged NAME SIZE ROUNDS MKFS_OPTS...: an aged image (built once per run) copied to $IMG, its
+# manifest in $SAVED
+aged() {
+	local name=$1 size=$2 rounds=$3 d=$ORC/$1
+	shift 3
+	(
+		flock 9
+		[ -e "$d/done" ] && exit 0
+		rm -rf "$d"
+		mkdir -p "$d/mnt"
+		truncate -s "$size" "$d/img"
+		mkfs.btrfs -q -f "$@" "$d/img" >/dev/null 2>&1 || exit 1
+		mount -o loop "$d/img" "$d/mnt" || exit 1
+		bash "$BTK_ROOT/tests/oracle/resize_age.sh" "$d/mnt" "$rounds" 1 >"$d/age.log" 2>&1
+		local rc=$?
+		[ $rc = 0 ] && btrfs quota rescan -w "$d/mnt" >/dev/null && manifest "$d/mnt" >"$d/saved"
+		umount "$d/mnt"
+		[ $rc = 0 ] && btrfs check --readonly "$d/img" >/dev/null 2>&1 && touch "$d/done"
+	) 9>"$ORC/.lock.$name"
+	[ -e "$ORC/$name/done" ] || {
+		echo "ageing image $name failed" >&2
+		tail "$ORC/$name/age.log" >&2
+		return 1
+	}
+	IMG=$D/$name.img
+	cp --sparse=always "$ORC/$name/img" "$IMG"
+	SAVED=$ORC/$name/saved
+}
+
+# kernel_minimum IMG FROM: the kernel's online minimum on the image given (changed), stepwise
+# until it refuses: first FROM (btk's minimum), else 64 MiB more at a time, then steps of
+# 32 MiB down, halved at each refusal down to 1 MiB (from the top in 64 MiB steps it took
+# minutes on a 2 GiB image)
+kernel_minimum() {
+	local sz t=$2 st=$((32 << 20))
+	LOOP=$(losetup -f --show "$1")
+	mount "$LOOP" "$MNT"
+	sz=$(btrfs filesystem show --raw "$MNT" | awk '/devid +1 / { print $4 }')
+	while [ "$t" -lt "$sz" ] && ! btrfs filesystem resize 1:"$t" "$MNT" >/dev/null 2>&1; do
+		t=$((t + (64 << 20)))
+	done
+	[ "$t" -lt "$sz" ] && sz=$t
+	while [ $st -ge $((1 << 20)) ]; do
+		if btrfs filesystem resize 1:$((sz - st)) "$MNT" >/dev/null 2>&1; then
+			sz=$((sz - st))
+		else
+			st=$((st / 2))
+		fi
+	done
+	umount "$MNT"
+	losetup -d "$LOOP"
+	LOOP=
+	echo "$sz"
+}
+
+# same_files: the kernel shows the saved tree; then the qgroups agree after its rescan
+same_files() {
+	LOOP=$(losetup -f --show "$IMG")
+	mount -o noatime "$LOOP" "$MNT"
+	manifest "$MNT" >"$D/after"
+	diff "$SAVED" "$D/after" >&2 || { echo "the files differ" >&2; return 1; }
+	btrfs quota rescan -w "$MNT" >/dev/null
+	umount "$MNT"
+	losetup -d "$LOOP"
+	LOOP=
+	check_clean --qgroup-report
+	! grep -qiE "counts don't match|different|mismatch" "$D/check.out" || {
+		cat "$D/check.out" >&2
+		false
+	}
+}
+
+# kernel_uses: grown by 1 GiB (a full balance needs room for chunks of the kernel's sizes), the
+# kernel writes 64 MiB and balances everything, the chunks btk made or cut included
+kernel_uses() {
+	truncate -s +1G "$IMG"
+	LOOP=$(losetup -f --show "$IMG")
+	mount "$LOOP" "$MNT"
+	btrfs filesystem resize max "$MNT" >/dev/null
+	head -c 64M /dev/urandom >"$MNT/kernel-wrote"
+	sync -f "$MNT"
+	btrfs balance start --full-balance "$MNT" >/dev/null
+	umount "$MNT"
+	losetup -d "$LOOP"
+	LOOP=
+	check_clean
+}
+
+# minimum_case NAME SIZE ROUNDS MKFS_OPTS...: the acceptance of issue 32 on one aged image
+minimum_case() {
+	aged "$@"
+	step -n --json -M "$IMG"
+	cp "$BTK_OUT" "$D/plan.json"
+	step -P "$IMG"
+	min=$(cat "$BTK_OUT")
+	cp --sparse=always "$IMG" "$D/kernel.img"
+	kmin=$(kernel_minimum "$D/kernel.img" "$min")
+	step -M "$IMG"
+	[ "$(stat -c %s "$IMG")" = "$min" ]
+	python3 - "$D/plan.json" "$min" "$kmin" <<'PY' >&3
+import json, sys
+p = json.load(open(sys.argv[1]))
+m, k, f = int(sys.argv[2]), int(sys.argv[3]), p["floor"]["total"]
+assert p["minimum"] == m, (p["minimum"], m)
+print("# -M %d MiB, floor %d MiB (%.3fx), kernel online minimum %d MiB (btk/kernel %.3f)"
+      % (m >> 20, f >> 20, m / f, k >> 20, m / k))
+assert m <= 1.10 * f, "more than 1.10x the floor"
+assert m <= k, "above the kernel's online minimum"
+PY
+	check_clean
+	same_files
+	kernel_uses
+}
+
+@test "aged 16K-node image: -M = -P, at most 1.10x its floor and not above the kernel's minimum; same files, qgroups, kernel writes and balances" {
+	minimum_case n16k 1G 4 -n 16k
+}
+
+@test "aged 4K-node image (BTK_ORACLE_FULL=1)" {
+	[ "${BTK_ORACLE_FULL:-0}" = 1 ] || skip "slow: BTK_ORACLE_FULL=1 runs it (the 16K case runs)"
+	minimum_case n4k 2G 6 -n 4k
+}
+
+@test "aged 64K-node image (BTK_ORACLE_FULL=1)" {
+	[ "${BTK_ORACLE_FULL:-0}" = 1 ] || skip "slow: BTK_ORACLE_FULL=1 runs it (the 16K case runs)"
+	minimum_case n64k 2G 6 -n 64k
+}
+
+@test "aged image with DUP data (BTK_ORACLE_FULL=1)" {
+	[ "${BTK_ORACLE_FULL:-0}" = 1 ] || skip "slow: BTK_ORACLE_FULL=1 runs it (the 16K case runs)"
+	minimum_case dup 2G 4 -d dup -m dup
+}
+
+@test "power cut at sampled writes of a repacking shrink (a chunk split, metadata compacted): old or new filesystem, same files" {
+	aged n16k 1G 4 -n 16k
+	step -n -M "$IMG"
+	grep -q "^would cut metadata chunk .*(compacted)" "$BTK_OUT"
+	grep -qE "^would (cut data chunk .*past the size|make a data chunk)" "$BTK_OUT"
+	step -P "$IMG"
+	new=$(cat "$BTK_OUT")
+	old=$(stat -c %s "$IMG")
+	CUT=$D
+	if [ "$(df --output=avail -B1M /dev/shm 2>/dev/null | tail -1)" -gt 4096 ] 2>/dev/null; then
+		SHM_DIR=$(mktemp -d -p /dev/shm btk-aged-XXXXXX)
+		CUT=$SHM_DIR
+	fi
+	mv "$IMG" "$CUT/orig.img"
+	IMG=$CUT/cut.img
+	local total=0 lo=0 n every budgets=() seen_old=0 seen_new=0
+	declare -A seen_gen=()
+	# the number of changes the shrink makes: the least budget with which it completes
+	# (doubled until it does, then halved down)
+	for n in 512 1024 2048 4096 8192 16384 32768 65536; do
+		cp --sparse=always "$CUT/orig.img" "$IMG"
+		BTK_FAULT=fail:$n btk_run 300 "$RESIZE" -M "$IMG"
+		[ "$status" = 0 ] && { total=$n; break; }
+		lo=$n
+	done
+	[ $total -gt 0 ]
+	while [ $((total - lo)) -gt 1 ]; do
+		n=$(((lo + total) / 2))
+		cp --sparse=always "$CUT/orig.img" "$IMG"
+		BTK_FAULT=fail:$n btk_run 300 "$RESIZE" -M "$IMG"
+		if [ "$status" = 0 ]; then total=$n; else lo=$n; fi
+	done
+	every=$((total / 40))
+	[ "${BTK_ORACLE_FULL:-0}" = 1 ] && every=1
+	[ $every -ge 1 ] || every=1
+	for ((n = 0; n < total; n += every)); do budgets+=($n); done
+	for ((n = total - 8; n < total; n++)); do [ $n -gt 0 ] && budgets+=($n); done
+	for n in "${budgets[@]}"; do
+		cp --sparse=always "$CUT/orig.img" "$IMG"
+		BTK_FAULT=stop:$n btk_run 300 "$RESIZE" -M "$IMG"
+		assert_no_crash
+		check_clean --check-data-csum || { echo "after $n writes" >&2; return 1; }
+		sz=$(btrfs inspect-internal dump-super "$IMG" | awk '$1 == "total_bytes" { print $2 }')
+		case $sz in
+		"$old") seen_old=$((seen_old + 1)) ;;
+		"$new") seen_new=$((seen_new + 1)) ;;
+		*) echo "after $n writes: size $sz, neither $old nor $new" >&2; return 1 ;;
+		esac
+		gen=$(btrfs inspect-internal dump-super "$IMG" | awk '$1 == "generation" { print $2 }')
+		if [ -z "${seen_gen[$gen]:-}" ]; then
+			same_files || { echo "after $n writes" >&2; return 1; }
+			seen_gen[$gen]=1
+		fi
+	done
+	[ $seen_old -gt 0 ]
+	[ $seen_new -gt 0 ]
+	[ ${#seen_gen[@]} -ge 3 ]
+	echo "# ${#budgets[@]} power cuts of ~$total writes (1 in $every and the last 8): $seen_old old, $seen_new new, ${#seen_gen[@]} generations" >&3
+}
