@@ -10,18 +10,21 @@ setup() {
 	conv_setup
 }
 
-@test "convert: a power cut at sampled writes (all the last ones) of a conversion or a rollback leaves the ext or a complete btrfs" {
+@test "convert: a power cut at every write of a conversion or a rollback leaves the ext or a complete btrfs, and blkid finds that one" {
 	require_root
 	mkdir -p "$D/pc"
 	head -c 300000 /dev/urandom >"$D/pc/data"
 	mkdir "$D/pc/dir" && echo hi >"$D/pc/dir/f" && ln "$D/pc/dir/f" "$D/pc/link"
 	mke2fs -q -F -t ext4 -b 4096 -d "$D/pc" "$D/p.img" 128M
-	PC_STEP=8 run "$BTK_ROOT/tests/oracle/convert_powercut.sh" "$CONV" "$D/p.img" "$D"
+	PC_STEP=1 run "$BTK_ROOT/tests/oracle/convert_powercut.sh" "$CONV" "$D/p.img" "$D"
 	echo "$output"
 	[ "$status" -eq 0 ]
 	[[ "$output" == *"states ok"* ]]
 	# the cuts happened (BTK_FAULT reached convert and rollback): some states are the old ext
 	[[ "$output" =~ \(([0-9]+)\ ext ]] && [ "${BASH_REMATCH[1]}" -gt 0 ]
+	# and the rollback was cut at each of its writes too, leaving btrfs states (issue 33 item 5)
+	[[ "$output" == *"powercut: rollback: "*" writes, every stop checked"* ]]
+	[[ "$output" =~ ([0-9]+)\ btrfs\) ]] && [ "${BASH_REMATCH[1]}" -gt 0 ]
 }
 
 @test "convert: refusals change nothing" {
