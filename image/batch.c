@@ -91,8 +91,8 @@ int verb_batch(int argc, const char **argv)
 	int keep = 0, wait = 0, rc = 0, worst = 0;
 	struct poptOption opts[] = {
 	    {"keep-going", 'k', POPT_ARG_NONE, &keep, 0, "go on after a command that fails", NULL},
-	    {"wait", 0, POPT_ARG_NONE, &wait, 0,
-	     "wait while another btk process changes the image", NULL},
+	    {"wait", 0, POPT_ARG_NONE, &wait, 0, "wait while another btk process changes the image",
+	     NULL},
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	struct btk_lock *hold = NULL;
 	const char **args;

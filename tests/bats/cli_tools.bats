@@ -573,3 +573,40 @@ CMDS
 	run "$I" cat "$D/t.img" "<5:99999>"
 	[ "$status" -eq 1 ] && [ "$output" = "btk-image cat: $D/t.img: <5:99999>: No such file or directory" ]
 }
+
+@test "btk-image batch: file operations one per line under one lock; quoting; stops at the first failure, -k goes on" {
+	local I=$BTK_BUILD/bin/btk-image
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	echo hello >"$D/f"
+	cat >"$D/cmds" <<CMDS
+# a comment, then a blank line
+
+mkdir -p /a/b
+put $D/f "/a/b/two words"
+chmod 600 '/a/b/two words'
+cat /a/b/two\ words
+bogus /x
+mkdir /after
+CMDS
+	run "$I" batch "$D/t.img" "$D/cmds"
+	[ "$status" -eq 2 ] || { echo "$output" >&2; false; }
+	[[ "$output" == *"hello"* && "$output" == *"cmds:7: bogus: not a file operation of btk-image"* ]]
+	[ "$("$I" stat --json "$D/t.img" "/a/b/two words" | jq ".mode % 4096")" -eq $((0600)) ]
+	run "$I" ls "$D/t.img" /after
+	[ "$status" -eq 1 ] # stopped before it
+	"$I" batch -k "$D/t.img" <"$D/cmds" >/dev/null 2>&1 || true
+	"$I" ls "$D/t.img" / | grep -qx after # -k went on (from standard input)
+	"$BTK_BUILD/bin/btk-fsck" "$D/t.img" >/dev/null
+	# the lock is held for the whole batch: a writer between two of its commands is refused
+	{ echo "mkdir /x1"; sleep 5; echo "mkdir /x2"; } | "$I" batch "$D/t.img" &
+	local bp=$! i
+	for i in $(seq 50); do # until the batch has done its first command
+		"$I" ls "$D/t.img" /x1 >/dev/null 2>&1 && break
+		sleep 0.1
+	done
+	run "$I" mkdir "$D/t.img" /between
+	wait "$bp"
+	[ "$status" -eq 1 ] && [[ "$output" == *"is being changed by another btk process"* ]] ||
+		{ echo "$output" >&2; false; }
+	"$I" ls "$D/t.img" / | grep -qx x2
+}
