@@ -610,3 +610,35 @@ CMDS
 		{ echo "$output" >&2; false; }
 	"$I" ls "$D/t.img" / | grep -qx x2
 }
+
+# every long option the tools' --help lists (each btk-image verb and btk-debug command too)
+help_options() {
+	local t v
+	for t in "$@"; do
+		"$B/../bin/btk-$t" --help 2>&1
+		case $t in
+		image) for v in $("$BTK_BUILD/bin/btk-image" --help | sed -nE 's/^  ([a-z]+) .*/\1/p'); do
+			"$BTK_BUILD/bin/btk-image" "$v" --help 2>&1
+		done ;;
+		debug) for v in super tree stats; do "$B/btk-debug" "$v" --help 2>&1; done ;;
+		esac
+	done | grep -oE -- '--[a-z][a-z0-9-]*' | grep -vx -- --usage | sort -u
+}
+
+@test "docs: every option in a tool's --help is in its man page, and the man pages name no option no tool has" {
+	local t all m missing
+	B=$BTK_BUILD/bin
+	for t in mkfs fsck convert resize owner debug image undo; do
+		[ -x "$B/btk-$t" ] || continue
+		m=$(sed 's/\\-/-/g' "$BTK_ROOT/man/btk-$t.8" | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)
+		missing=$(comm -23 <(help_options "$t") <(echo "$m") | tr '\n' ' ')
+		[ -z "$missing" ] || { echo "btk-$t.8 lacks: $missing" >&2; false; }
+	done
+	all=$(help_options mkfs fsck convert resize owner debug image undo)
+	# --checksum: mkfs.btrfs's name of --csum, taken but hidden from --help
+	for m in "$BTK_ROOT"/man/*.[78]; do
+		missing=$(comm -13 <(echo "$all"; echo --checksum) \
+			<(sed 's/\\-/-/g' "$m" | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u) | tr '\n' ' ')
+		[ -z "$missing" ] || { echo "${m##*/} names options no tool has: $missing" >&2; false; }
+	done
+}
