@@ -637,7 +637,7 @@ help_options() {
 	all=$(help_options mkfs fsck convert resize owner debug image undo)
 	# --checksum: mkfs.btrfs's name of --csum, taken but hidden from --help
 	for m in "$BTK_ROOT"/man/*.[78]; do
-		missing=$(comm -13 <(echo "$all"; echo --checksum) \
+		missing=$(comm -13 <({ echo "$all"; echo --checksum; } | sort) \
 			<(sed 's/\\-/-/g' "$m" | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u) | tr '\n' ' ')
 		[ -z "$missing" ] || { echo "${m##*/} names options no tool has: $missing" >&2; false; }
 	done
