@@ -13,13 +13,6 @@
 
 #define PATH_BUF 4096
 
-/* "VERB: PATH: why" from the library's message. */
-static int failed(const char *path)
-{
-	cli_err("%s: %s", path, btk_errmsg());
-	return CLI_EXIT_ERROR;
-}
-
 /* A copy of argument i (the context goes with img_done). */
 static void arg(struct wops *w, int i, char *out)
 {
@@ -55,10 +48,10 @@ static int entry_of(struct wops *w, uint64_t root, uint64_t dir, const char *nam
 	int ret = btk_dir_find(w->t, root, dir, name, len, d);
 
 	if (ret == -ENOENT) {
-		cli_err("%s: no such file or directory", path);
+		cli_err("%s: %s: No such file or directory", w->c.img, path);
 		return CLI_EXIT_ERROR;
 	}
-	return ret ? failed(path) : 0;
+	return ret ? wops_failed(w, path) : 0;
 }
 
 int verb_rm(int argc, const char **argv)
@@ -95,9 +88,9 @@ int verb_rm(int argc, const char **argv)
 		}
 	}
 	if (!rc && recursive && btk_fs_unlink_tree(w.t, root, dir, name, len, &w.now, &removed))
-		rc = failed(path);
+		rc = wops_failed(&w, path);
 	else if (!rc && !recursive && btk_fs_unlink(w.t, root, dir, name, len, &w.now))
-		rc = failed(path);
+		rc = wops_failed(&w, path);
 	rc = wops_finish(&w, rc);
 	snprintf(extra, sizeof(extra), ", \"removed\": %llu", (unsigned long long)removed);
 	if (!rc)
@@ -141,14 +134,14 @@ int verb_mv(int argc, const char **argv)
 	} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY && !d.stub) {
 		/* a subvolume's name may move to any other subvolume, as the kernel allows */
 		if (btk_subvol_move(w.t, d.loc.objectid, droot, ddir, dn, dl, &w.now))
-			rc = failed(src);
+			rc = wops_failed(&w, src);
 	} else if (sroot != droot) {
 		cli_err("%s, %s: in different subvolumes (no rename across them)", src, dst);
 		rc = CLI_EXIT_ERROR;
 	} else if ((rc = wops_guard(&w, sroot, d.loc.objectid, false, "mv", src)) ||
 		   (rc = replaced_guard(&w, droot, ddir, dn, dl, dst))) {
 	} else if (btk_fs_rename(w.t, sroot, sdir, sn, sl, ddir, dn, dl, &w.now)) {
-		rc = failed(src);
+		rc = wops_failed(&w, src);
 	}
 	rc = wops_finish(&w, rc);
 	if (!rc)
@@ -188,7 +181,7 @@ int verb_ln(int argc, const char **argv)
 			rc = CLI_EXIT_ERROR;
 		} else if (btk_fs_create(w.t, root, dir, name, len, &a, target,
 					 (uint32_t)strlen(target), &ino)) {
-			rc = failed(path);
+			rc = wops_failed(&w, path);
 		}
 	} else if (!(rc = wops_lookup(&w, target, &troot, &tino, &is_dir))) {
 		if (troot != root) {
@@ -197,7 +190,7 @@ int verb_ln(int argc, const char **argv)
 			rc = CLI_EXIT_ERROR;
 		} else if ((rc = wops_guard(&w, troot, tino, false, "ln", target))) {
 		} else if (btk_fs_link(w.t, root, tino, dir, name, len, &w.now)) {
-			rc = failed(path);
+			rc = wops_failed(&w, path);
 		}
 	}
 	rc = wops_finish(&w, rc);
@@ -218,9 +211,9 @@ static int change(struct wops *w, const char *what, const char *path, struct btk
 	c->ctime = &w->now;
 	/* chmod of a file with an access ACL changes the ACL too, as the kernel's does */
 	if (!rc && c->set_mode && btk_acl_chmod(w->t, root, ino, c->mode))
-		rc = failed(path);
+		rc = wops_failed(w, path);
 	if (!rc && btk_inode_change(w->t, root, ino, c, NULL))
-		rc = failed(path);
+		rc = wops_failed(w, path);
 	/* chown(2) also drops a file's capabilities (security.capability), as the kernel does */
 	if (!rc && c->kill_suid && !is_dir) {
 		static const char cap[] = "security.capability";
@@ -228,7 +221,7 @@ static int change(struct wops *w, const char *what, const char *path, struct btk
 		if (ret == -ENODATA)
 			btk_err_clear();
 		else if (ret)
-			rc = failed(path);
+			rc = wops_failed(w, path);
 	}
 	return rc;
 }
@@ -439,22 +432,22 @@ int verb_touch(int argc, const char **argv)
 			}
 			if (!(rc = wops_changeable(&w, root, d.loc.objectid, "touch", path)) &&
 			    btk_inode_change(w.t, root, d.loc.objectid, &c, NULL))
-				rc = failed(path);
+				rc = wops_failed(&w, path);
 		} else if (ret == -ENOENT) {
 			bool acl = false; /* touch(1) asks for 0666; the umask (022) only without
 					     a default ACL */
 			btk_err_clear();
 			if (btk_acl_default(w.t, root, dir, &acl))
-				rc = failed(path);
+				rc = wops_failed(&w, path);
 			struct btk_inode_attr a = {.mode = S_IFREG | (acl ? 0666 : 0644),
 						   .atime = tm,
 						   .mtime = tm,
 						   .ctime = w.now,
 						   .otime = w.now};
 			if (!rc && btk_fs_create(w.t, root, dir, name, len, &a, NULL, 0, &ino))
-				rc = failed(path);
+				rc = wops_failed(&w, path);
 		} else {
-			rc = failed(path);
+			rc = wops_failed(&w, path);
 		}
 	}
 	rc = wops_finish(&w, rc);
@@ -556,7 +549,7 @@ int verb_setfattr(int argc, const char **argv)
 			     : btk_xattr_replace(w.t, root, ino, n, (uint16_t)strlen(n), val,
 						 (uint16_t)vlen);
 	if (ret || btk_inode_change(w.t, root, ino, &c, NULL))
-		rc = failed(path);
+		rc = wops_failed(&w, path);
 	rc = wops_finish(&w, rc);
 	if (!rc)
 		wops_done(&w, "setfattr", path, "", "");

@@ -10,12 +10,6 @@
 
 #define PATH_BUF 4096
 
-static int failed(const char *path)
-{
-	cli_err("%s: %s", path, btk_errmsg());
-	return CLI_EXIT_ERROR;
-}
-
 /* The subvolume whose top directory path is: 0 and *id, or an exit code. */
 static int subvol_at(struct wops *w, const char *path, uint64_t *id)
 {
@@ -57,7 +51,7 @@ int verb_snapshot(int argc, const char **argv)
 		return wops_finish(&w, rc);
 	if (btk_fs_next_subvol_id(w.t, &id) || btk_tree_snapshot(w.t, sid, id, ro, w.now.sec) ||
 	    btk_subvol_link(w.t, root, dir, name, len, id, &w.now) || btk_qgroup_create(w.t, id))
-		rc = failed(path);
+		rc = wops_failed(&w, path);
 	rc = wops_finish(&w, rc);
 	snprintf(extra, sizeof(extra), ", \"id\": %llu, \"readonly\": %s", (unsigned long long)id,
 		 ro ? "true" : "false");
@@ -83,7 +77,7 @@ static int subvol_create(struct wops *w, const char *path, uint64_t *id)
 	}
 	btk_err_clear();
 	if (btk_fs_next_subvol_id(w->t, id))
-		return failed(path);
+		return wops_failed(w, path);
 	struct btk_subvol_new sv = {
 	    .id = *id, .parent = root, .dir = dir, .name = name, .name_len = len};
 	struct btk_inode_attr a = {.mode = S_IFDIR | 0755,
@@ -96,10 +90,10 @@ static int subvol_create(struct wops *w, const char *path, uint64_t *id)
 	uint64_t index;
 	btk_uuid_make(w->epoch_set ? w->fs->fsid : NULL, "subvol", *id, sv.uuid);
 	if (btk_dir_next_index(w->t, root, dir, &index))
-		return failed(path);
+		return wops_failed(w, path);
 	sv.index = index;
 	if (btk_subvol_create(w->t, &sv, &a) || btk_inode_change(w->t, root, dir, &c, NULL))
-		return failed(path);
+		return wops_failed(w, path);
 	return 0;
 }
 
@@ -130,7 +124,7 @@ static int subvol_delete(struct wops *w, const char *path, uint64_t *id)
 	if (!rc)
 		rc = wops_guard(w, *id, 0, true, "subvol delete", path);
 	if (!rc && btk_subvol_delete(w->t, *id, &w->now, on_drop, w))
-		rc = failed(path);
+		rc = wops_failed(w, path);
 	return rc;
 }
 
@@ -182,7 +176,7 @@ int verb_subvol(int argc, const char **argv)
 	} else if (!strcmp(what, "delete")) {
 		rc = subvol_delete(&w, path, &id);
 	} else if (!(rc = subvol_at(&w, path, &id)) && btk_subvol_set_default(w.t, id)) {
-		rc = failed(path);
+		rc = wops_failed(&w, path);
 	}
 	rc = wops_finish(&w, rc);
 	snprintf(extra, sizeof(extra), ", \"action\": \"%s\", \"id\": %llu", what,

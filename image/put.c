@@ -107,22 +107,20 @@ static int make_room(struct wops *w, int force, uint64_t root, uint64_t dir, con
 		return 0;
 	}
 	if (ret) {
-		cli_err("%s: %s", path, btk_errmsg());
-		return CLI_EXIT_ERROR;
+		return wops_failed(w, path);
 	}
 	if (d.ftype == BTRFS_FT_DIR) {
-		cli_err("%s: exists and is a directory", path);
+		cli_err("%s: %s: exists and is a directory", w->c.img, path);
 		return CLI_EXIT_ERROR;
 	}
 	if (!force) {
-		cli_err("%s: exists (-f replaces it)", path);
+		cli_err("%s: %s: exists (-f replaces it)", w->c.img, path);
 		return CLI_EXIT_ERROR;
 	}
 	if ((ret = wops_guard(w, root, d.loc.objectid, false, "put -f", path)))
 		return ret;
 	if (btk_fs_unlink(w->t, root, dir, name, len, &w->now)) {
-		cli_err("%s: %s", path, btk_errmsg());
-		return CLI_EXIT_ERROR;
+		return wops_failed(w, path);
 	}
 	return 0;
 }
@@ -166,7 +164,7 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 	rc = CLI_EXIT_ERROR;
 	if (btk_fs_next_ino(w->t, root, &ino) || btk_dir_next_index(w->t, root, dir, &index) ||
 	    btk_dir_inherit_flags(w->t, root, dir, &inh.flags)) {
-		cli_err("%s: %s", full, btk_errmsg());
+		wops_failed(w, full);
 		goto out;
 	}
 	o.root = root;
@@ -181,7 +179,7 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 	     there keeps it); owners stay the source's */
 		struct btk_inode_attr probe = {.mode = S_IFDIR};
 		if (btk_dir_inherit_owner(w->t, root, dir, &probe)) {
-			cli_err("%s: %s", full, btk_errmsg());
+			wops_failed(w, full);
 			goto out;
 		}
 		o.dir_mode_or = probe.mode & S_ISGID;
@@ -200,14 +198,14 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 		bool acl = false;
 		if (btk_acl_default(w->t, root, dir, &acl) ||
 		    (acl && btk_acl_inherit_tree(w->t, root, dir, ino))) {
-			cli_err("%s: %s", full, btk_errmsg());
+			wops_failed(w, full);
 			goto out;
 		}
 	}
 	{
 		struct btk_inode_change c = {.mtime = &w->now, .ctime = &w->now};
 		if (btk_inode_change(w->t, root, dir, &c, NULL)) {
-			cli_err("%s: %s", full, btk_errmsg());
+			wops_failed(w, full);
 			goto out;
 		}
 	}
@@ -315,18 +313,16 @@ static int mkdir_parents(struct wops *w, const char *path, uint32_t mode, uint64
 			continue;
 		}
 		if (ret == 0) {
-			cli_err("%s: %s exists and is not a directory", path, c);
+			cli_err("%s: %s: %s exists and is not a directory", w->c.img, path, c);
 			return CLI_EXIT_ERROR;
 		}
 		if (ret != -ENOENT) {
-			cli_err("%s: %s", path, btk_errmsg());
-			return CLI_EXIT_ERROR;
+			return wops_failed(w, path);
 		}
 		if ((rc = wops_writable(w, root, path)))
 			break;
 		if (mkdir_one(w, root, dir, c, len, mode, &dir)) {
-			cli_err("%s: %s", path, btk_errmsg());
-			return CLI_EXIT_ERROR;
+			return wops_failed(w, path);
 		}
 		++*made;
 	}
@@ -371,10 +367,8 @@ int verb_mkdir(int argc, const char **argv)
 	if (parents) {
 		rc = mkdir_parents(&w, path, (uint32_t)mode, &made);
 	} else if (!(rc = wops_parent(&w, path, buf, sizeof(buf), &root, &dir, &name, &nlen))) {
-		if (mkdir_one(&w, root, dir, name, nlen, (uint32_t)mode, &ino)) {
-			cli_err("%s: %s", path, btk_errmsg());
-			rc = CLI_EXIT_ERROR;
-		}
+		if (mkdir_one(&w, root, dir, name, nlen, (uint32_t)mode, &ino))
+			rc = wops_failed(&w, path);
 		made = 1;
 	}
 	rc = wops_finish(&w, rc);

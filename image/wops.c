@@ -137,18 +137,6 @@ int wops_finish(struct wops *w, int rc)
 	return img_done(&w->c, rc);
 }
 
-/* Reports a libcore failure on path. */
-static int fail(const char *path)
-{
-	const char *m = btk_errmsg();
-
-	if (path && *m && !strstr(m, path))
-		cli_err("%s: %s", path, m);
-	else
-		cli_err("%s", *m ? m : "failed");
-	return CLI_EXIT_ERROR;
-}
-
 int wops_lookup(struct wops *w, const char *path, uint64_t *root, uint64_t *ino, bool *is_dir)
 {
 	struct btk_inode_info in;
@@ -162,16 +150,16 @@ int wops_lookup(struct wops *w, const char *path, uint64_t *root, uint64_t *ino,
 	btk_err_clear();
 	ret = btk_path_lookup(w->fs, path, root, ino);
 	if (ret == -ENOENT) {
-		cli_err("%s: no such file or directory", path);
+		cli_err("%s: %s: No such file or directory", w->c.img, path);
 		return CLI_EXIT_ERROR;
 	}
 	if (ret == -ENOTDIR) {
-		cli_err("%s: a component of the path is not a directory", path);
+		cli_err("%s: %s: a component of the path is not a directory", w->c.img, path);
 		return CLI_EXIT_ERROR;
 	}
 	if (ret || (ret = btk_fs_root(w->fs, *root, &r)) ||
 	    (ret = btk_inode_read(w->fs, &r, *ino, &in)))
-		return fail(path);
+		return wops_failed(w, path);
 	if (is_dir)
 		*is_dir = S_ISDIR(in.mode);
 	return 0;
@@ -182,7 +170,7 @@ int wops_writable(struct wops *w, uint64_t root, const char *path)
 	bool ro;
 
 	if (btk_subvol_readonly(w->fs, root, &ro))
-		return fail(path);
+		return wops_failed(w, path);
 	if (ro && !w->force) {
 		cli_err("%s: in a read-only subvolume (--force writes anyway)", path);
 		return CLI_EXIT_ERROR;
@@ -244,7 +232,7 @@ int wops_guard(struct wops *w, uint64_t root, uint64_t ino, bool tree, const cha
 	       const char *path)
 {
 	btk_err_clear();
-	return btk_convert_guard(w->fs, root, ino, tree, w->force, what) ? fail(path) : 0;
+	return btk_convert_guard(w->fs, root, ino, tree, w->force, what) ? wops_failed(w, path) : 0;
 }
 
 int wops_changeable(struct wops *w, uint64_t root, uint64_t ino, const char *what, const char *path)
@@ -273,4 +261,19 @@ void wops_done(struct wops *w, const char *verb, const char *path, const char *m
 	btk_json_cstr(stdout, path);
 	printf(", \"generation\": %llu%s}\n", (unsigned long long)w->generation,
 	       extra ? extra : "");
+}
+
+int wops_failed(const struct wops *w, const char *path)
+{
+	const char *m = btk_errmsg();
+	char where[4200];
+
+	snprintf(where, sizeof(where), "%s: %s", w->c.img, path);
+	if (!*m)
+		m = "failed";
+	if (strstr(m, path)) /* the message names the path already */
+		cli_err("%s: %s", w->c.img, m);
+	else
+		cli_err_in(where, "%s", m);
+	return CLI_EXIT_ERROR;
 }

@@ -75,4 +75,8 @@ int wops_changeable(struct wops *w, uint64_t root, uint64_t ino, const char *wha
 void wops_done(struct wops *w, const char *verb, const char *path, const char *msg,
 	       const char *extra);
 
+/* "VERB: IMG: PATH: why" from the library's message (its own repeat of PATH's last name
+ * dropped); CLI_EXIT_ERROR. */
+int wops_failed(const struct wops *w, const char *path);
+
 #endif

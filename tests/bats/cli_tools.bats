@@ -642,3 +642,17 @@ help_options() {
 		[ -z "$missing" ] || { echo "${m##*/} names options no tool has: $missing" >&2; false; }
 	done
 }
+
+@test "btk-image write verbs name each context once: VERB: IMG: PATH: why" {
+	local I=$BTK_BUILD/bin/btk-image
+	"$B/btk-mkfs" -q -b 128m "$D/t.img"
+	"$I" mkdir "$D/t.img" /d
+	run "$I" mkdir "$D/t.img" /d
+	[ "$status" -eq 1 ] && [ "$output" = "btk-image mkdir: $D/t.img: /d: exists" ] || { echo "$output" >&2; false; }
+	run "$I" rm "$D/t.img" /nope
+	[ "$output" = "btk-image rm: $D/t.img: /nope: No such file or directory" ] || { echo "$output" >&2; false; }
+	echo x >"$D/f"
+	"$I" put "$D/t.img" "$D/f" /f >/dev/null
+	run "$I" put "$D/t.img" "$D/f" /f
+	[ "$output" = "btk-image put: $D/t.img: /f: exists (-f replaces it)" ] || { echo "$output" >&2; false; }
+}
