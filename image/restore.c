@@ -148,6 +148,7 @@ int verb_restore(int argc, const char **argv)
 	cli_progress_start(&prog, false);
 	prog.on = prog.on && !json; /* a script reads the JSON: no progress line */
 	struct btk_restore_stats st;
+	char hb[32];
 	rc = btk_image_restore(fd, args[0], args + 1, n - 1, &ro, &st);
 	cli_progress_clear(&prog);
 	close(fd);
@@ -160,9 +161,10 @@ int verb_restore(int argc, const char **argv)
 		       (unsigned long long)st.devices, (unsigned long long)st.chunks,
 		       st.remapped ? "true" : "false");
 	else
-		printf("%s: %llu items (%llu bytes) restored onto %llu device%s\n", args[0],
-		       (unsigned long long)st.items, (unsigned long long)st.bytes,
-		       (unsigned long long)st.devices, st.devices == 1 ? "" : "s");
+		printf("%s: %s of metadata (%llu range%s) restored onto %llu device%s\n", args[0],
+		       cli_human(st.bytes, hb, sizeof(hb)), (unsigned long long)st.items,
+		       st.items == 1 ? "" : "s", (unsigned long long)st.devices,
+		       st.devices == 1 ? "" : "s");
 	poptFreeContext(pc);
 	return rc ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 }

@@ -242,8 +242,13 @@ int btk_dev_open(const char *path, int flags, struct btk_dev **out)
 	if (!ret && dev->is_blockdev && (flags & BTK_OPEN_EXCL)) {
 		/* Reopening with O_EXCL fails with EBUSY when the kernel holds the device. */
 		int xfd = open(path, oflags | O_EXCL);
-		if (xfd < 0)
-			ret = btk_err(errno, "%s: device is in use (mounted or held): %s", path,
+		if (xfd < 0 && errno == EBUSY) /* "File exists" or "busy" would say nothing more */
+			ret = btk_err(EBUSY,
+				      "%s: in use: the kernel holds it (mounted, a member of an "
+				      "assembled array, or opened exclusively)",
+				      path);
+		else if (xfd < 0)
+			ret = btk_err(errno, "%s: cannot open exclusively: %s", path,
 				      strerror(errno));
 		else {
 			close(fd);
