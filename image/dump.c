@@ -89,6 +89,7 @@ int verb_dump(int argc, const char **argv)
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc;
 
+	cli_init(argv[0]);	   /* messages start with "btk-image VERB", as every verb's */
 	cli_json_argv(argc, argv); /* usage errors as JSON too */
 	struct dump_ui ui = {0};
 	int rc;

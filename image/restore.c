@@ -105,6 +105,7 @@ int verb_restore(int argc, const char **argv)
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc;
 
+	cli_init(argv[0]);	   /* messages start with "btk-image VERB", as every verb's */
 	cli_json_argv(argc, argv); /* usage errors as JSON too */
 	struct cli_progress prog;
 

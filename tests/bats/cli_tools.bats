@@ -656,3 +656,31 @@ help_options() {
 	run "$I" put "$D/t.img" "$D/f" /f
 	[ "$output" = "btk-image put: $D/t.img: /f: exists (-f replaces it)" ] || { echo "$output" >&2; false; }
 }
+
+@test "every tool: an unknown option exits 2 (btk-fsck 16), a missing device 1 (btk-fsck 8), one line 'TOOL: what'" {
+	local t row code
+	while IFS='|' read -r code row; do
+		run bash -c "$row 2>&1 >/dev/null" # stderr (btk-fsck says what it checks on stdout)
+		[ "$status" -eq "$code" ] && [ "${#lines[@]}" -eq 1 ] || { echo "$row: $status: $output" >&2; false; }
+		t=${row#"$BTK_BUILD/bin/"}
+		t=${t%% -*}
+		t=${t%% $D*}
+		[[ "${lines[0]}" == "$t: "* || "${lines[0]}" == "${t%% *}: "* ]] ||
+			{ echo "$row: not '$t: ...': $output" >&2; false; }
+	done <<ROWS
+2|$BTK_BUILD/bin/btk-mkfs --bogus $D/m.img
+16|$BTK_BUILD/bin/btk-fsck --bogus $D/m.img
+2|$BTK_BUILD/bin/btk-owner --bogus $D/m.img 0
+2|$BTK_BUILD/bin/btk-resize --bogus 1g $D/m.img
+2|$BTK_BUILD/bin/btk-convert --bogus $D/m.img
+2|$BTK_BUILD/bin/btk-image ls --bogus $D/m.img
+8|$BTK_BUILD/bin/btk-fsck $D/m.img
+1|$BTK_BUILD/bin/btk-owner $D/m.img 0
+1|$BTK_BUILD/bin/btk-debug super $D/m.img
+1|$BTK_BUILD/bin/btk-image ls $D/m.img
+1|$BTK_BUILD/bin/btk-image mkdir $D/m.img /d
+1|$BTK_BUILD/bin/btk-image dump $D/m.img $D/x.dump
+1|$BTK_BUILD/bin/btk-resize 1g $D/m.img
+1|$BTK_BUILD/bin/btk-convert $D/m.img
+ROWS
+}
