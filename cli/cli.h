@@ -179,6 +179,10 @@ void cli_interrupt_untouched(const char *fmt, ...) __attribute__((format(printf,
 void cli_interrupt_after(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* The exit status of an interrupted writer (default CLI_EXIT_INTERRUPTED; btk-fsck: 32). */
 void cli_interrupt_exit_code(int code);
+/* For a tool that only reads: SIGINT, SIGTERM or SIGHUP wipe a drawn progress line and end the
+ * process with "PROG: interrupted" (exit CLI_EXIT_INTERRUPTED or the code set above).
+ * cli_progress_start calls it for a line it will draw; a writer's handlers take over. */
+void cli_interrupt_reader(void);
 
 /* Runs popt over every option of table (what pc was made with, or NULL): 0 when done, or
  * CLI_EXIT_USAGE after printing one line ("PROG: --lable: unknown option (did you mean

@@ -29,7 +29,7 @@
 
 static char untouched[TEXT_MAX], before[TEXT_MAX], after[TEXT_MAX];
 static unsigned long commits_at_start;
-static volatile sig_atomic_t installed, changed, exit_code = CLI_EXIT_INTERRUPTED;
+static volatile sig_atomic_t installed, reader_installed, changed, exit_code = CLI_EXIT_INTERRUPTED;
 static unsigned long long sigint_at, changes;
 
 static void put(const char *s)
@@ -136,4 +136,33 @@ void cli_interrupt_writer(const char *const *names, int n)
 		sigint_at = *end ? 0 : v;
 	}
 	btk_dev_set_change_hook(change_hook);
+}
+
+/* A reader stopped while its progress line is drawn: the line is wiped and says so. */
+static void on_reader_signal(int sig)
+{
+	(void)sig;
+	if (cli_progress_shown())
+		put("\r\033[K");
+	put(cli_prog());
+	put(": interrupted\n");
+	_exit(exit_code);
+}
+
+void cli_interrupt_reader(void)
+{
+	struct sigaction sa, old;
+
+	if (installed || reader_installed)
+		return;
+	reader_installed = 1;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_reader_signal;
+	sigfillset(&sa.sa_mask);
+	/* only where nobody else chose what a signal does (a shell's SIG_IGN stays) */
+	for (int s = 0; s < 3; s++) {
+		int sig = s == 0 ? SIGINT : s == 1 ? SIGTERM : SIGHUP;
+		if (!sigaction(sig, NULL, &old) && old.sa_handler == SIG_DFL)
+			sigaction(sig, &sa, NULL);
+	}
 }

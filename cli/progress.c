@@ -1,6 +1,7 @@
 /* progress.c — one progress line on stderr: redrawn in place on a terminal, plain lines
  * (one every few seconds) when stderr is a file or pipe or TERM=dumb and --progress asked for
  * it; one shape for every job (cli_progress_job). */
+#include <signal.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,6 +37,8 @@ void cli_progress_start(struct cli_progress *p, bool force)
 {
 	p->plain = !redrawable();
 	p->on = force || !p->plain;
+	if (p->on && !p->plain)
+		cli_interrupt_reader(); /* never leave a half line behind */
 	p->drawn = false;
 	p->last = 0;
 	p->t0 = cli_now();
@@ -62,6 +65,8 @@ void cli_progress_draw(struct cli_progress *p, bool final, const char *fmt, ...)
 	fflush(stderr);
 	p->drawn = !p->plain; /* a plain line is done: nothing to clear */
 	active = p;
+	if (p->drawn && getenv("BTK_TEST_SIGINT_DRAWN")) /* tests: stopped with a line drawn */
+		raise(SIGINT);
 }
 
 const char *cli_count(uint64_t v, char *buf, size_t len)

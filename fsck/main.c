@@ -385,7 +385,6 @@ static int run_repair(const char **devs, int ndevs, bool preen, struct out *o)
 	/* every repair keeps the bytes it overwrites (btk-undo FILE DEV... puts them back) */
 	if (cli_undo_default(&oo.dev, devs[0], undo, sizeof(undo)))
 		return EXIT_USAGE;
-	cli_interrupt_exit_code(EXIT_CANCELLED);
 	cli_interrupt_writer(devs, ndevs);
 	cli_interrupt_after("%s holds the filesystem as repaired so far (run again to go on)",
 			    devs[0]);
@@ -583,7 +582,8 @@ int main(int argc, const char **argv)
 	poptContext pc;
 
 	cli_init(prog);
-	cli_output_fail_code(EXIT_OPER); /* a report that cannot be written: not checked */
+	cli_interrupt_exit_code(EXIT_CANCELLED); /* fsck(8): a check or repair cancelled: 32 */
+	cli_output_fail_code(EXIT_OPER);	 /* a report that cannot be written: not checked */
 	/* stdout line by line: piped, reports and stderr messages stay in the order they happen */
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	/* a usage error with --json is the "not checked" object, as every other failure */

@@ -68,3 +68,9 @@ setup() {
 	[ "$status" -eq 0 ] && grep -qx 'btk-fsck: checking trees\.\.\.' "$BTK_ERR"
 	! grep -q $'\r' "$BTK_ERR" && ! grep -q $'\e' "$BTK_ERR"
 }
+
+@test "interrupted with its line drawn: the line is wiped, 'btk-fsck: interrupted', exit 32 (fsck(8): cancelled)" {
+	BTK_TEST_SIGINT_DRAWN=1 btk_pty "$D/pty" "$FSCK" "$D/d.img"
+	[ "$status" -eq 32 ] || { cat -A "$D/pty" >&2; false; }
+	grep -q $'\r\e\\[Kbtk-fsck: interrupted' "$D/pty" || { cat -A "$D/pty" >&2; false; }
+}
