@@ -185,10 +185,7 @@ static int data_cb(void *ctx, uint64_t off, const uint8_t *data, size_t len)
 		data += n, off += (uint64_t)n, len -= (size_t)n;
 		g->bytes += (uint64_t)n;
 	}
-	char n[32], b[32];
-
-	cli_progress_draw(&g->prog, false, "copying: %s files, %s",
-			  cli_count(g->files, n, sizeof(n)), cli_human(g->bytes, b, sizeof(b)));
+	cli_progress_job(&g->prog, false, "copying", g->bytes, 0, NULL);
 	return 0;
 }
 

@@ -101,10 +101,7 @@ static void on_drop(void *ctx, uint64_t blocks)
 {
 	struct wops *w = ctx;
 
-	char n[32];
-
-	cli_progress_draw(&w->line, false, "deleting: %s tree blocks freed",
-			  cli_count(blocks, n, sizeof(n)));
+	cli_progress_job(&w->line, false, "freeing", blocks, 0, "tree blocks");
 }
 
 static int subvol_delete(struct wops *w, const char *path, uint64_t *id)

@@ -16,16 +16,15 @@
 
 struct put_ui {
 	struct wops *w;
-	uint64_t names, bytes;
+	uint64_t total; /* bytes of the regular files to copy */
 };
 
 static void on_progress(void *ctx, uint64_t names, uint64_t bytes)
 {
 	struct put_ui *ui = ctx;
-	char n[32], h[32];
 
-	cli_progress_draw(&ui->w->line, false, "copying: %s names, %s",
-			  cli_count(names, n, sizeof(n)), cli_human(bytes, h, sizeof(h)));
+	(void)names;
+	cli_progress_job(&ui->w->line, false, "copying", bytes, ui->total, NULL);
 }
 
 /* What the source needs: data bytes and the tree blocks it adds (an upper bound). */
@@ -132,7 +131,7 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 	struct btk_populate_opts o = {0};
 	struct btk_populate_stats st;
 	struct btk_populate_iflags inh = {0, 0};
-	struct put_ui ui = {w, 0, 0};
+	struct put_ui ui = {w, 0};
 	char full[4096], buf[4096], msg[4400], extra[256];
 	const char *name;
 	uint16_t nlen;
@@ -188,6 +187,9 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 	o.epoch_set = w->epoch_set;
 	o.epoch = w->epoch;
 	o.uuid_seed = w->epoch_set ? w->fs->fsid : NULL;
+	for (uint32_t i = 0; i < s.ninodes; i++)
+		if (S_ISREG(s.inodes[i].st.st_mode))
+			ui.total += (uint64_t)s.inodes[i].st.st_size;
 	o.progress = on_progress;
 	o.progress_ctx = &ui;
 	if (btk_populate(w->t, &s, &o, &st)) {
