@@ -132,7 +132,8 @@ static int step_hole(const struct rl_layout *l, const struct rl_ranges *held, in
 	for (int k = 0; k < held->n && !ret; k++)
 		ret = rl_range_add(&busy, held->v[k].start, held->v[k].len);
 	if (!ret) {
-		qsort(busy.v, (size_t)busy.n, sizeof(*busy.v), cmp_range);
+		if (busy.n > 1)
+			qsort(busy.v, (size_t)busy.n, sizeof(*busy.v), cmp_range);
 		*found = lowest_hole(busy.v, busy.n, l->s[i].len, l->s[i].off, to);
 	}
 	free(busy.v);

@@ -87,7 +87,7 @@ static int busy_add(struct dev_map *m, uint64_t start, uint64_t len)
 {
 	int ret = len ? rl_range_add(&m->busy, start, len) : 0;
 
-	if (!ret)
+	if (!ret && m->busy.n > 1) /* qsort wants a buffer even for nothing */
 		qsort(m->busy.v, (size_t)m->busy.n, sizeof(*m->busy.v), cmp_range);
 	return ret;
 }
@@ -257,8 +257,9 @@ static int post_usage(struct attempt *a, struct rl_ranges *placed)
 		for (int j = 0; placed && j < placed[i].n && !ret; j++)
 			ret = rl_range_add(&a->post.used[i], placed[i].v[j].start,
 					   placed[i].v[j].len);
-		qsort(a->post.used[i].v, (size_t)a->post.used[i].n, sizeof(*a->post.used[i].v),
-		      cmp_range_start);
+		if (a->post.used[i].n > 1)
+			qsort(a->post.used[i].v, (size_t)a->post.used[i].n,
+			      sizeof(*a->post.used[i].v), cmp_range_start);
 	}
 	if (!ret && meta && first >= 0)
 		ret = rl_range_add(&a->post.used[first], fs->chunks[first]->logical, meta);
@@ -299,7 +300,7 @@ static int dev_map_build(const struct attempt *a, struct dev_map *m)
 	for (int i = 0; i < a->nnew && !ret; i++)
 		for (int j = 0; j < a->news[i].nstripes && !ret; j++)
 			ret = rl_range_add(&m->busy, a->news[i].phys[j], a->news[i].length);
-	if (!ret)
+	if (!ret && m->busy.n > 1) /* qsort wants a buffer even for nothing */
 		qsort(m->busy.v, (size_t)m->busy.n, sizeof(*m->busy.v), cmp_range);
 	return ret;
 }
