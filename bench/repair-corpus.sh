@@ -25,7 +25,7 @@ errs() { # btk-fsck error count, or "open" when it could not check
 	if [ $rc -ge 8 ]; then echo open; return; fi
 	echo "${out%% *}" | grep -E '^[0-9]+$' || echo 0
 }
-sparse_sha() { "$(dirname "$0")/sparse_sha.py" "$1"; }
+sparse_sha() { python3 "$(dirname "$0")/../tests/oracle/sparse_sha256.py" --zero-blocks-as-holes "$1"; }
 files() { # "sha256  path" of every file btrfs restore reads
 	rm -rf "$T/r"
 	mkdir "$T/r"
