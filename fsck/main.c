@@ -15,6 +15,7 @@
 
 #include "check/check.h"
 #include "repair/repair.h"
+#include "rescue.h"
 #include "cli/cli.h"
 #include "base/error.h"
 #include "base/json.h"
@@ -370,29 +371,80 @@ static void on_note(void *ctx, const char *text)
 	printf("NOT FIXED: %s (nothing was written)\n", text);
 }
 
-static int run_repair(const char **devs, int ndevs, bool preen, struct out *o)
+/* What a writer's open takes: the device options, the undo file (named in undo), the
+ * interrupt texts. 0, or EXIT_USAGE after a line. */
+static int writer_setup(const char **devs, int ndevs, struct btk_open_opts *oo, char *undo,
+			size_t cap)
 {
-	struct btk_open_opts oo = open_opts;
-	struct btk_repair_result res;
-	struct btk_repair_opts ro = {
-	    .preen = preen, .on_fix = on_fix, .on_left = on_problem, .on_note = on_note, .ctx = o};
-	int ret;
-
-	char undo[4096];
-
-	if (cli_dev_opts(&oo.dev))
+	*oo = open_opts;
+	if (cli_dev_opts(&oo->dev))
 		return EXIT_USAGE;
 	/* every repair keeps the bytes it overwrites (btk-undo FILE DEV... puts them back) */
-	if (cli_undo_default(&oo.dev, devs[0], undo, sizeof(undo)))
+	if (cli_undo_default(&oo->dev, devs[0], undo, cap))
 		return EXIT_USAGE;
 	cli_interrupt_writer(devs, ndevs);
 	cli_interrupt_after("%s holds the filesystem as repaired so far (run again to go on)",
 			    devs[0]);
+	return 0;
+}
+
+/* The undo line of a writer (once something was written: the file exists). */
+static void undo_hint(const char *undo, const char **devs, int ndevs, const struct out *o)
+{
+	if (!*undo || access(undo, F_OK) || o->quiet || o->json)
+		return;
+	printf("undo file: %s (btk-undo %s", undo, undo);
+	for (int i = 0; i < ndevs; i++)
+		printf(" %s", devs[i]);
+	printf(" puts %s back)\n", ndevs > 1 ? "the devices" : "the device");
+}
+
+/* Healing, the first step of a repair: events printed, a summary line when there were any.
+ * Returns the fsck exit bits it adds (1 healed, 4 copies without a good one). */
+static int repair_heal(const char **devs, int ndevs, const struct btk_open_opts *oo, bool data,
+		       struct out *o)
+{
+	struct rescue_out ro = {.json = o->json, .quiet = o->quiet};
+	struct btk_heal_result hr;
+	int ret;
+
+	if (o->json)
+		printf("\"heal\": [");
+	ret = rescue_heal(devs, ndevs, oo, data, &ro, &hr);
+	if (o->json) {
+		printf("]");
+		rescue_heal_json_summary(&hr);
+		printf(", ");
+	} else if (!o->quiet && (ro.nev || data))
+		rescue_heal_summary(&hr, data);
+	if (ret) /* the repair that follows opens it again and says what it finds */
+		fprintf(stderr, "btk-fsck: %s: healing stopped: %s\n", devs[0], btk_errmsg());
+	return (hr.blocks_healed || hr.sectors_healed ? EXIT_CORRECTED : 0) |
+	       (hr.sectors_lost ? EXIT_ERRORS : 0);
+}
+
+static int run_repair(const char **devs, int ndevs, bool preen, bool data, struct out *o)
+{
+	struct btk_open_opts oo;
+	struct btk_repair_result res;
+	struct btk_repair_opts ro = {
+	    .preen = preen, .on_fix = on_fix, .on_left = on_problem, .on_note = on_note, .ctx = o};
+	int ret, healed = 0;
+
+	char undo[4096];
+
+	if (writer_setup(devs, ndevs, &oo, undo, sizeof(undo)))
+		return EXIT_USAGE;
 	if (!o->json && !o->quiet)
 		printf("Repairing filesystem on %s%s\n", devs[0],
 		       preen ? " (preen: safe fixes only)" : "");
+	if (o->json)
+		printf("{");
+	/* bad copies first (no tree changes): the repair rounds then read healed blocks */
+	if (!preen)
+		healed = repair_heal(devs, ndevs, &oo, data, o);
 	if (o->json) {
-		printf("{\"fixes\": [");
+		printf("\"fixes\": [");
 		o->fixes_open = true;
 	}
 	ret = btk_repair_run(devs, ndevs, &oo, &ro, &res);
@@ -432,19 +484,58 @@ static int run_repair(const char **devs, int ndevs, bool preen, struct out *o)
 		printf("%llu error(s) left\n", (unsigned long long)res.errors_after);
 	}
 	/* the undo file exists once something was written (none: nothing changed) */
-	if (*undo && !access(undo, F_OK) && !o->quiet && !o->json) {
-		printf("undo file: %s (btk-undo %s", undo, undo);
-		for (int i = 0; i < ndevs; i++)
-			printf(" %s", devs[i]);
-		printf(" puts %s back)\n", ndevs > 1 ? "the devices" : "the device");
-	}
+	undo_hint(undo, devs, ndevs, o);
 	if (ret) {
 		fprintf(stderr, "btk-fsck: cannot repair %s: %s\n", devs[0], btk_errmsg());
-		return EXIT_OPER | (res.commits ? EXIT_CORRECTED : 0);
+		return EXIT_OPER | (res.commits ? EXIT_CORRECTED : 0) | (healed & EXIT_CORRECTED);
 	}
 	if (res.unchecked)
-		return EXIT_OPER;
-	return (res.fixes ? EXIT_CORRECTED : 0) | (res.errors_after ? EXIT_ERRORS : 0);
+		return EXIT_OPER | (healed & EXIT_CORRECTED);
+	return (res.fixes ? EXIT_CORRECTED : 0) | (res.errors_after ? EXIT_ERRORS : 0) | healed;
+}
+
+/* --rescue heal: bad copies rewritten from good ones, nothing else. */
+static int run_heal(const char **devs, int ndevs, bool data, struct out *o)
+{
+	struct btk_open_opts oo;
+	struct rescue_out ro = {.json = o->json, .quiet = o->quiet};
+	struct btk_heal_result hr;
+	char undo[4096];
+	int ret;
+
+	if (writer_setup(devs, ndevs, &oo, undo, sizeof(undo)))
+		return EXIT_USAGE;
+	if (!o->json && !o->quiet)
+		printf("Healing bad copies on %s%s\n", devs[0], data ? " (data too)" : "");
+	if (o->json)
+		printf("{\"heal\": [");
+	ret = rescue_heal(devs, ndevs, &oo, data, &ro, &hr);
+	bool lost = hr.blocks_lost || hr.sectors_lost;
+	bool healed = hr.blocks_healed || hr.sectors_healed;
+	if (o->json) {
+		printf("]");
+		rescue_heal_json_summary(&hr);
+		if (*undo && !access(undo, F_OK)) {
+			printf(", \"undo_file\": ");
+			btk_json_cstr(stdout, undo);
+		}
+		if (ret) {
+			printf(", \"error\": ");
+			btk_json_cstr(stdout, btk_errmsg());
+		}
+		printf(", \"result\": \"%s\"}\n", ret    ? "not healed"
+						 : lost	  ? "errors"
+						 : healed ? "healed"
+							  : "clean");
+	} else if (!o->quiet) {
+		rescue_heal_summary(&hr, data);
+	}
+	undo_hint(undo, devs, ndevs, o);
+	if (ret) {
+		cli_err_in(devs[0], "%s", btk_errmsg());
+		return EXIT_OPER | (healed ? EXIT_CORRECTED : 0);
+	}
+	return (healed ? EXIT_CORRECTED : 0) | (lost ? EXIT_ERRORS : 0);
 }
 
 /* Run as fsck.btk (any name starting "fsck."): fsck(8)'s options. */
@@ -461,7 +552,7 @@ struct fsck_args {
 	int data_csum, json, progress, quiet, force, readonly, backup, super;
 	int repair, yes, no, preen, auto_, progress_fd;
 	bool as_fsck;
-	const char *tree_root, *chunk_root;
+	const char *tree_root, *chunk_root, *rescue;
 	const char **devs;
 	int ndevs;
 };
@@ -492,8 +583,16 @@ static int check_args(poptContext pc, struct fsck_args *a)
 			return EXIT_USAGE;
 		}
 	}
-	if (a->repair && a->data_csum) {
-		cli_err("--check-data-csum is for checks only (a repair does not heal data)");
+	if (a->rescue && strcmp(a->rescue, "heal")) {
+		cli_err("--rescue: unknown step %s (heal)", a->rescue);
+		return EXIT_USAGE;
+	}
+	if (a->rescue && (a->repair || a->readonly)) {
+		cli_err("--rescue and --%s exclude each other", a->repair ? "repair" : "readonly");
+		return EXIT_USAGE;
+	}
+	if (a->repair && a->data_csum && a->preen) {
+		cli_err("--check-data-csum heals data: not a safe fix for preen (-p)");
 		return EXIT_USAGE;
 	}
 	if (cache_arg < 1) {
@@ -532,7 +631,7 @@ int main(int argc, const char **argv)
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 #endif
 	/* popt's copies: static, so that every way out leaves them reachable (no leak report) */
-	static char *tree_root, *chunk_root;
+	static char *tree_root, *chunk_root, *rescue;
 	struct poptOption opts[] = {
 	    {"check-data-csum", 0, POPT_ARG_NONE, &a.data_csum, 0,
 	     "read every data block (every copy) and verify its checksum", NULL},
@@ -547,6 +646,10 @@ int main(int argc, const char **argv)
 	    {"repair", 0, POPT_ARG_NONE, &a.repair, 0,
 	     "fix what can be fixed, each round re-checked before it is committed", NULL},
 	    {NULL, 'y', POPT_ARG_NONE, &a.yes, 0, "the same as --repair", NULL},
+	    {"rescue", 0, POPT_ARG_STRING, &rescue, 0,
+	     "one rescue step alone: heal (rewrite bad copies from good ones; data too with "
+	     "--check-data-csum)",
+	     "STEP"},
 	    {"backup", 'b', POPT_ARG_NONE, &a.backup, 0,
 	     "use the newest backup root set whose root tree reads", NULL},
 	    {"super", 's', POPT_ARG_INT, &a.super, 0, "use superblock copy N (0, 1 or 2)", "N"},
@@ -594,6 +697,7 @@ int main(int argc, const char **argv)
 		 : 0;
 	a.tree_root = tree_root;
 	a.chunk_root = chunk_root;
+	a.rescue = rescue;
 	if (!rc)
 		rc = check_args(pc, &a);
 	cli_json_on(false); /* from here on the report's own JSON says what failed */
@@ -607,8 +711,10 @@ int main(int argc, const char **argv)
 	if (a.json || (a.quiet && !a.progress))
 		o.line.on = false;
 	btk_set_warn_hook(on_warn, &o);
-	if (a.repair)
-		rc = run_repair(a.devs, a.ndevs, a.preen, &o);
+	if (a.rescue)
+		rc = run_heal(a.devs, a.ndevs, a.data_csum, &o);
+	else if (a.repair)
+		rc = run_repair(a.devs, a.ndevs, a.preen, a.data_csum, &o);
 	else if (!(rc = mounted_guard(a.devs, a.ndevs, a.force, &o)))
 		rc = run(a.devs, a.ndevs, a.data_csum, &o);
 	poptFreeContext(pc);

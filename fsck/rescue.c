@@ -1,0 +1,82 @@
+/* rescue.c — btk-fsck's rescue steps: what they print (libcore/repair/rescue.h does them). */
+#include <stdio.h>
+
+#include "rescue.h"
+#include "base/json.h"
+
+static void heal_text(const struct btk_heal_event *e)
+{
+	printf("%s: ", e->healed ? "HEALED" : "NOT HEALED");
+	if (e->data)
+		printf("data [%llu, +%llu)", (unsigned long long)e->logical,
+		       (unsigned long long)e->len);
+	else
+		printf("tree %llu level %d block %llu", (unsigned long long)e->tree, e->level,
+		       (unsigned long long)e->logical);
+	if (e->healed)
+		printf(" copy %d of %d (devid %llu physical %llu): %s; rewritten from copy %d\n",
+		       e->copy, e->ncopies, (unsigned long long)e->devid,
+		       (unsigned long long)e->physical, e->why, e->from);
+	else
+		printf(": no good copy of %d: %s\n", e->ncopies, e->why);
+}
+
+static void heal_json(struct rescue_out *o, const struct btk_heal_event *e)
+{
+	printf("%s{\"healed\": %s, \"kind\": \"%s\"", o->nev ? ", " : "",
+	       e->healed ? "true" : "false", e->data ? "data" : "tree block");
+	if (!e->data)
+		printf(", \"tree\": %llu, \"level\": %d", (unsigned long long)e->tree, e->level);
+	printf(", \"logical\": %llu, \"length\": %llu, \"copies\": %d",
+	       (unsigned long long)e->logical, (unsigned long long)e->len, e->ncopies);
+	if (e->healed)
+		printf(", \"copy\": %d, \"devid\": %llu, \"physical\": %llu, \"from_copy\": %d",
+		       e->copy, (unsigned long long)e->devid, (unsigned long long)e->physical,
+		       e->from);
+	printf(", \"why\": ");
+	btk_json_cstr(stdout, e->why);
+	putchar('}');
+}
+
+static void on_event(void *ctx, const struct btk_heal_event *e)
+{
+	struct rescue_out *o = ctx;
+
+	if (o->json)
+		heal_json(o, e);
+	else if (!o->quiet || !e->healed)
+		heal_text(e);
+	o->nev++;
+}
+
+int rescue_heal(const char **devs, int ndevs, const struct btk_open_opts *oo, bool data,
+		struct rescue_out *o, struct btk_heal_result *res)
+{
+	struct btk_heal_opts ho = {.data = data, .on_event = on_event, .ctx = o};
+
+	return btk_heal_run(devs, ndevs, oo, &ho, res);
+}
+
+void rescue_heal_summary(const struct btk_heal_result *r, bool data)
+{
+	printf("heal: %llu tree block(s) read, %llu bad cop%s rewritten, %llu without a good "
+	       "copy",
+	       (unsigned long long)r->blocks, (unsigned long long)r->blocks_healed,
+	       r->blocks_healed == 1 ? "y" : "ies", (unsigned long long)r->blocks_lost);
+	if (data)
+		printf("; %llu data sector(s) read, %llu bad sector cop%s rewritten, %llu without "
+		       "a good copy",
+		       (unsigned long long)r->sectors, (unsigned long long)r->sectors_healed,
+		       r->sectors_healed == 1 ? "y" : "ies", (unsigned long long)r->sectors_lost);
+	putchar('\n');
+}
+
+void rescue_heal_json_summary(const struct btk_heal_result *r)
+{
+	printf(", \"heal_summary\": {\"tree_blocks\": %llu, \"tree_blocks_healed\": %llu, "
+	       "\"tree_blocks_lost\": %llu, \"data_sectors\": %llu, \"data_sectors_healed\": "
+	       "%llu, \"data_sectors_lost\": %llu}",
+	       (unsigned long long)r->blocks, (unsigned long long)r->blocks_healed,
+	       (unsigned long long)r->blocks_lost, (unsigned long long)r->sectors,
+	       (unsigned long long)r->sectors_healed, (unsigned long long)r->sectors_lost);
+}

@@ -1,0 +1,23 @@
+/* rescue.h — btk-fsck's rescue steps (--rescue WHAT, and the first steps of --repair). */
+#ifndef BTK_FSCK_RESCUE_H
+#define BTK_FSCK_RESCUE_H
+
+#include <stdbool.h>
+#include "repair/rescue.h"
+
+struct rescue_out {
+	bool json, quiet;
+	uint64_t nev; /* events printed */
+};
+
+/* Heals bad copies (data too with `data`) on devs, opened with oo; prints each event (text
+ * lines, or with json the members of a JSON array: the caller prints its brackets). 0, or a
+ * negative errno (btk_errmsg says why). */
+int rescue_heal(const char **devs, int ndevs, const struct btk_open_opts *oo, bool data,
+		struct rescue_out *o, struct btk_heal_result *res);
+/* The text summary line of a heal. */
+void rescue_heal_summary(const struct btk_heal_result *res, bool data);
+/* ', "heal_summary": {...}' for --json. */
+void rescue_heal_json_summary(const struct btk_heal_result *res);
+
+#endif

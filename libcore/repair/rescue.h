@@ -1,0 +1,55 @@
+/* rescue.h (layer 10) — rescue steps that come before (and besides) the repair rounds:
+ * healing bad copies from good ones (heal.c).
+ *
+ * Healing writes no tree and no superblock: a bad copy of a tree block (DUP, RAID1*, RAID10,
+ * or the data stripe of RAID5/6 when parity rebuilds it) is overwritten, in place, with the
+ * bytes of the copy the validated reader accepted; with data, every checksummed data sector
+ * whose copy fails its checksum while another copy passes is overwritten the same way (an
+ * offline scrub). The good copy is never written, so a write cut short leaves a bad copy
+ * that a second run heals: every state a power cut leaves is the old filesystem or a
+ * healed one.
+ */
+#ifndef BTK_RESCUE_H
+#define BTK_RESCUE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "volumes/volumes.h"
+
+/* One bad copy: healed (rewritten from copy `from`), or for healed == false one that had no
+ * good copy to heal from (a tree block no copy of which validates; data sectors no copy of
+ * which matches its checksum). */
+struct btk_heal_event {
+	bool data;	   /* data sectors; else a tree block */
+	bool healed;	   /* false: no good copy */
+	uint64_t tree;	   /* a tree block: the tree it was reached from */
+	int level;	   /* a tree block: its level (-1 unknown) */
+	uint64_t logical;  /* first byte */
+	uint64_t len;	   /* bytes (nodesize for a tree block) */
+	int copy, ncopies; /* 1-based copy that was bad, of how many */
+	int from;	   /* 1-based copy it was rewritten from */
+	uint64_t devid, physical; /* where the bad copy lies (its first byte) */
+	char why[160];		  /* what was wrong with it */
+};
+
+typedef void (*btk_heal_fn)(void *ctx, const struct btk_heal_event *e);
+
+struct btk_heal_opts {
+	bool data;	   /* data sectors too (with their checksums) */
+	btk_heal_fn on_event; /* every bad copy, healed or not (may be NULL) */
+	void *ctx;
+};
+
+struct btk_heal_result {
+	uint64_t blocks, sectors;	      /* tree blocks and data sectors looked at */
+	uint64_t blocks_healed, sectors_healed; /* copies rewritten */
+	uint64_t blocks_lost, sectors_lost;   /* with no good copy */
+};
+
+/* Heals the filesystem on paths[0..n-1], opened for writing with oo (oo->dev carries the
+ * fault switch and undo). 0 when the walk ran (res says what it did), or a negative errno
+ * (btk_errmsg says why; what was healed before stays healed). */
+int btk_heal_run(const char *const *paths, int n, const struct btk_open_opts *oo,
+		 const struct btk_heal_opts *ho, struct btk_heal_result *res);
+
+#endif
