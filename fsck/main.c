@@ -4,6 +4,7 @@
  * Exit status follows fsck(8), as bits: 0 clean, 1 errors corrected, 4 errors left, 8 could
  * not check (a root tree that cannot be read at all included), 16 usage, 32 cancelled.
  */
+#include <errno.h>
 #include <malloc.h>
 #include <popt.h>
 #include <stdarg.h>
@@ -399,28 +400,67 @@ static void undo_hint(const char *undo, const char **devs, int ndevs, const stru
 	printf(" puts %s back)\n", ndevs > 1 ? "the devices" : "the device");
 }
 
-/* Healing, the first step of a repair: events printed, a summary line when there were any.
- * Returns the fsck exit bits it adds (1 healed, 4 copies without a good one). */
-static int repair_heal(const char **devs, int ndevs, const struct btk_open_opts *oo, bool data,
-		       struct out *o)
+/* Rescue steps (--rescue STEP, and the first steps of --repair). */
+enum { STEP_SUPER = 1, STEP_HEAL = 2 };
+
+/* ', "KEY_error": "msg"' of a step that stopped (--json). */
+static void step_error(const char *key, int ret)
+{
+	if (!ret)
+		return;
+	printf(", \"%s_error\": ", key);
+	btk_json_cstr(stdout, btk_errmsg());
+}
+
+/* The steps of mask in order (superblocks, then bad copies), each event printed; in JSON the
+ * members of the report's object. Returns the fsck exit bits they add: 1 something rewritten,
+ * 4 copies without a good one, 8 a step could not run (its line said why). */
+static int rescue_steps(const char **devs, int ndevs, const struct btk_open_opts *oo, int mask,
+			bool data, struct out *o)
 {
 	struct rescue_out ro = {.json = o->json, .quiet = o->quiet};
-	struct btk_heal_result hr;
-	int ret;
+	int bits = 0, ret;
 
-	if (o->json)
-		printf("\"heal\": [");
-	ret = rescue_heal(devs, ndevs, oo, data, &ro, &hr);
-	if (o->json) {
-		printf("]");
-		rescue_heal_json_summary(&hr);
-		printf(", ");
-	} else if (!o->quiet && (ro.nev || data))
-		rescue_heal_summary(&hr, data);
-	if (ret) /* the repair that follows opens it again and says what it finds */
-		fprintf(stderr, "btk-fsck: %s: healing stopped: %s\n", devs[0], btk_errmsg());
-	return (hr.blocks_healed || hr.sectors_healed ? EXIT_CORRECTED : 0) |
-	       (hr.sectors_lost ? EXIT_ERRORS : 0);
+	if (mask & STEP_SUPER) {
+		struct btk_super_result sr;
+		if (o->json)
+			printf("\"super\": [");
+		ret = rescue_super(devs, ndevs, oo, &ro, &sr);
+		if (o->json) {
+			printf("]");
+			if (!ret)
+				rescue_super_json_summary(&sr);
+			step_error("super", ret);
+			printf(", ");
+		} else if (!o->quiet && !ret && sr.rewritten)
+			rescue_super_summary(&sr);
+		if (ret)
+			fprintf(stderr, "btk-fsck: %s: superblocks: %s\n", devs[0], btk_errmsg());
+		bits |= (sr.rewritten ? EXIT_CORRECTED : 0) | (ret ? EXIT_OPER : 0);
+		if (ret == -EUCLEAN)
+			return bits; /* nothing opens: the next steps cannot either */
+	}
+	if (mask & STEP_HEAL) {
+		struct btk_heal_result hr;
+		ro.nev = 0;
+		if (o->json)
+			printf("\"heal\": [");
+		ret = rescue_heal(devs, ndevs, oo, data, &ro, &hr);
+		if (o->json) {
+			printf("]");
+			rescue_heal_json_summary(&hr);
+			step_error("heal", ret);
+			printf(", ");
+		} else if (!o->quiet && (ro.nev || data || !(mask & STEP_SUPER)))
+			rescue_heal_summary(&hr, data);
+		if (ret)
+			fprintf(stderr, "btk-fsck: %s: healing stopped: %s\n", devs[0],
+				btk_errmsg());
+		bits |= (hr.blocks_healed || hr.sectors_healed ? EXIT_CORRECTED : 0) |
+			(hr.blocks_lost || hr.sectors_lost ? EXIT_ERRORS : 0) |
+			(ret ? EXIT_OPER : 0);
+	}
+	return bits;
 }
 
 static int run_repair(const char **devs, int ndevs, bool preen, bool data, struct out *o)
@@ -440,9 +480,11 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 		       preen ? " (preen: safe fixes only)" : "");
 	if (o->json)
 		printf("{");
-	/* bad copies first (no tree changes): the repair rounds then read healed blocks */
+	/* superblocks and bad copies first (no tree changes): the repair rounds then read
+	 * healed blocks; what the steps could not do the repair's own check reports */
 	if (!preen)
-		healed = repair_heal(devs, ndevs, &oo, data, o);
+		healed = rescue_steps(devs, ndevs, &oo, STEP_SUPER | STEP_HEAL, data, o) &
+			 EXIT_CORRECTED;
 	if (o->json) {
 		printf("\"fixes\": [");
 		o->fixes_open = true;
@@ -494,48 +536,39 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 	return (res.fixes ? EXIT_CORRECTED : 0) | (res.errors_after ? EXIT_ERRORS : 0) | healed;
 }
 
-/* --rescue heal: bad copies rewritten from good ones, nothing else. */
-static int run_heal(const char **devs, int ndevs, bool data, struct out *o)
+/* --rescue STEP: one rescue step alone. */
+static int run_rescue(const char **devs, int ndevs, int step, bool data, struct out *o)
 {
 	struct btk_open_opts oo;
-	struct rescue_out ro = {.json = o->json, .quiet = o->quiet};
-	struct btk_heal_result hr;
 	char undo[4096];
-	int ret;
+	int bits;
 
 	if (writer_setup(devs, ndevs, &oo, undo, sizeof(undo)))
 		return EXIT_USAGE;
 	if (!o->json && !o->quiet)
-		printf("Healing bad copies on %s%s\n", devs[0], data ? " (data too)" : "");
+		printf("%s on %s\n",
+		       step == STEP_SUPER ? "Rewriting bad superblock copies"
+		       : data		  ? "Healing bad copies of tree blocks and data"
+					  : "Healing bad copies of tree blocks",
+		       devs[0]);
 	if (o->json)
-		printf("{\"heal\": [");
-	ret = rescue_heal(devs, ndevs, &oo, data, &ro, &hr);
-	bool lost = hr.blocks_lost || hr.sectors_lost;
-	bool healed = hr.blocks_healed || hr.sectors_healed;
+		printf("{");
+	bits = rescue_steps(devs, ndevs, &oo, step, data, o);
 	if (o->json) {
-		printf("]");
-		rescue_heal_json_summary(&hr);
 		if (*undo && !access(undo, F_OK)) {
-			printf(", \"undo_file\": ");
+			printf("\"undo_file\": ");
 			btk_json_cstr(stdout, undo);
+			printf(", ");
 		}
-		if (ret) {
-			printf(", \"error\": ");
-			btk_json_cstr(stdout, btk_errmsg());
-		}
-		printf(", \"result\": \"%s\"}\n", ret    ? "not healed"
-						 : lost	  ? "errors"
-						 : healed ? "healed"
-							  : "clean");
-	} else if (!o->quiet) {
-		rescue_heal_summary(&hr, data);
+		printf("\"result\": \"%s\"}\n", bits & EXIT_OPER	? "not rescued"
+						: bits & EXIT_ERRORS	? "errors"
+						: bits & EXIT_CORRECTED ? "rescued"
+									: "clean");
+	} else if (!o->quiet && step == STEP_SUPER && !(bits & (EXIT_CORRECTED | EXIT_OPER))) {
+		printf("superblocks: every copy equal to the best one\n");
 	}
 	undo_hint(undo, devs, ndevs, o);
-	if (ret) {
-		cli_err_in(devs[0], "%s", btk_errmsg());
-		return EXIT_OPER | (healed ? EXIT_CORRECTED : 0);
-	}
-	return (healed ? EXIT_CORRECTED : 0) | (lost ? EXIT_ERRORS : 0);
+	return bits;
 }
 
 /* Run as fsck.btk (any name starting "fsck."): fsck(8)'s options. */
@@ -583,8 +616,8 @@ static int check_args(poptContext pc, struct fsck_args *a)
 			return EXIT_USAGE;
 		}
 	}
-	if (a->rescue && strcmp(a->rescue, "heal")) {
-		cli_err("--rescue: unknown step %s (heal)", a->rescue);
+	if (a->rescue && strcmp(a->rescue, "heal") && strcmp(a->rescue, "super")) {
+		cli_err("--rescue: unknown step %s (super, heal)", a->rescue);
 		return EXIT_USAGE;
 	}
 	if (a->rescue && (a->repair || a->readonly)) {
@@ -647,8 +680,8 @@ int main(int argc, const char **argv)
 	     "fix what can be fixed, each round re-checked before it is committed", NULL},
 	    {NULL, 'y', POPT_ARG_NONE, &a.yes, 0, "the same as --repair", NULL},
 	    {"rescue", 0, POPT_ARG_STRING, &rescue, 0,
-	     "one rescue step alone: heal (rewrite bad copies from good ones; data too with "
-	     "--check-data-csum)",
+	     "one rescue step alone: super (rewrite bad superblock copies from the best one), "
+	     "heal (rewrite bad copies from good ones; data too with --check-data-csum)",
 	     "STEP"},
 	    {"backup", 'b', POPT_ARG_NONE, &a.backup, 0,
 	     "use the newest backup root set whose root tree reads", NULL},
@@ -712,7 +745,9 @@ int main(int argc, const char **argv)
 		o.line.on = false;
 	btk_set_warn_hook(on_warn, &o);
 	if (a.rescue)
-		rc = run_heal(a.devs, a.ndevs, a.data_csum, &o);
+		rc =
+		    run_rescue(a.devs, a.ndevs, !strcmp(a.rescue, "super") ? STEP_SUPER : STEP_HEAL,
+			       a.data_csum, &o);
 	else if (a.repair)
 		rc = run_repair(a.devs, a.ndevs, a.preen, a.data_csum, &o);
 	else if (!(rc = mounted_guard(a.devs, a.ndevs, a.force, &o)))

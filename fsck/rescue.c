@@ -80,3 +80,49 @@ void rescue_heal_json_summary(const struct btk_heal_result *r)
 	       (unsigned long long)r->blocks_lost, (unsigned long long)r->sectors,
 	       (unsigned long long)r->sectors_healed, (unsigned long long)r->sectors_lost);
 }
+
+static void on_super(void *ctx, const struct btk_super_event *e)
+{
+	struct rescue_out *o = ctx;
+
+	if (o->json) {
+		printf("%s{\"devid\": %llu, \"device\": ", o->nev ? ", " : "",
+		       (unsigned long long)e->devid);
+		btk_json_cstr(stdout, e->path);
+		printf(", \"copy\": %d, \"offset\": %llu, \"from_copy\": %d, \"generation\": %llu, "
+		       "\"why\": ",
+		       e->mirror, (unsigned long long)e->offset, e->from_mirror,
+		       (unsigned long long)e->generation);
+		btk_json_cstr(stdout, e->why);
+		putchar('}');
+	} else if (!o->quiet) {
+		printf("REWRITTEN: superblock copy %d of devid %llu (%s, byte %llu): %s; from copy "
+		       "%d (generation %llu)\n",
+		       e->mirror, (unsigned long long)e->devid, e->path,
+		       (unsigned long long)e->offset, e->why, e->from_mirror,
+		       (unsigned long long)e->generation);
+	}
+	o->nev++;
+}
+
+int rescue_super(const char **devs, int ndevs, const struct btk_open_opts *oo, struct rescue_out *o,
+		 struct btk_super_result *res)
+{
+	struct btk_super_opts so = {.on_event = on_super, .ctx = o};
+
+	return btk_super_heal(devs, ndevs, oo, &so, res);
+}
+
+void rescue_super_summary(const struct btk_super_result *r)
+{
+	printf("superblocks: %d cop%s, %d rewritten from copy %d (generation %llu)\n", r->copies,
+	       r->copies == 1 ? "y" : "ies", r->rewritten, r->source_mirror,
+	       (unsigned long long)r->generation);
+}
+
+void rescue_super_json_summary(const struct btk_super_result *r)
+{
+	printf(", \"super_summary\": {\"copies\": %d, \"rewritten\": %d, \"source_copy\": %d, "
+	       "\"generation\": %llu}",
+	       r->copies, r->rewritten, r->source_mirror, (unsigned long long)r->generation);
+}

@@ -20,4 +20,10 @@ void rescue_heal_summary(const struct btk_heal_result *res, bool data);
 /* ', "heal_summary": {...}' for --json. */
 void rescue_heal_json_summary(const struct btk_heal_result *res);
 
+/* Superblock copies rewritten from the best one (events as rescue_heal's). */
+int rescue_super(const char **devs, int ndevs, const struct btk_open_opts *oo, struct rescue_out *o,
+		 struct btk_super_result *res);
+void rescue_super_summary(const struct btk_super_result *res);
+void rescue_super_json_summary(const struct btk_super_result *res);
+
 #endif

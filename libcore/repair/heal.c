@@ -191,7 +191,7 @@ static int heal_piece(struct heal *h, uint64_t logical, uint32_t cnt, const uint
 			bool bad = !readable[0];
 			for (uint32_t s = 0; s < cnt && !bad; s++)
 				bad = unread[0][s] || !sector_ok(fs, copy[0] + (size_t)s * ss,
-						 sums + (size_t)s * fs->csum_size);
+								 sums + (size_t)s * fs->csum_size);
 			if (!bad) {
 				readable[m] = false;
 				continue;
@@ -251,7 +251,8 @@ static int heal_piece(struct heal *h, uint64_t logical, uint32_t cnt, const uint
 				if (g < 0)
 					break;
 				memcpy(copy[m] + (size_t)e_ * ss, copy[g] + (size_t)e_ * ss, ss);
-				unread[m][e_++] = false; /* good bytes now: the next sector skips it */
+				unread[m][e_++] =
+				    false; /* good bytes now: the next sector skips it */
 			}
 			memcpy(copy[m] + (size_t)s * ss, copy[good] + (size_t)s * ss, ss);
 			struct btk_heal_event e = {.data = true,
@@ -264,8 +265,8 @@ static int heal_piece(struct heal *h, uint64_t logical, uint32_t cnt, const uint
 						   .from = good + 1};
 			struct btk_phys at;
 			snprintf(e.why, sizeof(e.why), "%u sector(s) fail their checksums", e_ - s);
-			ret = btk_write_copy(fs, e.logical, copy[m] + (size_t)s * ss, (size_t)e.len, m,
-					     &at);
+			ret = btk_write_copy(fs, e.logical, copy[m] + (size_t)s * ss, (size_t)e.len,
+					     m, &at);
 			if (ret)
 				return ret;
 			e.devid = at.devid;

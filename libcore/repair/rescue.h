@@ -20,14 +20,14 @@
  * good copy to heal from (a tree block no copy of which validates; data sectors no copy of
  * which matches its checksum). */
 struct btk_heal_event {
-	bool data;	   /* data sectors; else a tree block */
-	bool healed;	   /* false: no good copy */
-	uint64_t tree;	   /* a tree block: the tree it was reached from */
-	int level;	   /* a tree block: its level (-1 unknown) */
-	uint64_t logical;  /* first byte */
-	uint64_t len;	   /* bytes (nodesize for a tree block) */
-	int copy, ncopies; /* 1-based copy that was bad, of how many */
-	int from;	   /* 1-based copy it was rewritten from */
+	bool data;		  /* data sectors; else a tree block */
+	bool healed;		  /* false: no good copy */
+	uint64_t tree;		  /* a tree block: the tree it was reached from */
+	int level;		  /* a tree block: its level (-1 unknown) */
+	uint64_t logical;	  /* first byte */
+	uint64_t len;		  /* bytes (nodesize for a tree block) */
+	int copy, ncopies;	  /* 1-based copy that was bad, of how many */
+	int from;		  /* 1-based copy it was rewritten from */
 	uint64_t devid, physical; /* where the bad copy lies (its first byte) */
 	char why[160];		  /* what was wrong with it */
 };
@@ -35,15 +35,15 @@ struct btk_heal_event {
 typedef void (*btk_heal_fn)(void *ctx, const struct btk_heal_event *e);
 
 struct btk_heal_opts {
-	bool data;	   /* data sectors too (with their checksums) */
+	bool data;	      /* data sectors too (with their checksums) */
 	btk_heal_fn on_event; /* every bad copy, healed or not (may be NULL) */
 	void *ctx;
 };
 
 struct btk_heal_result {
-	uint64_t blocks, sectors;	      /* tree blocks and data sectors looked at */
+	uint64_t blocks, sectors;		/* tree blocks and data sectors looked at */
 	uint64_t blocks_healed, sectors_healed; /* copies rewritten */
-	uint64_t blocks_lost, sectors_lost;   /* with no good copy */
+	uint64_t blocks_lost, sectors_lost;	/* with no good copy */
 };
 
 /* Heals the filesystem on paths[0..n-1], opened for writing with oo (oo->dev carries the
@@ -51,5 +51,36 @@ struct btk_heal_result {
  * (btk_errmsg says why; what was healed before stays healed). */
 int btk_heal_run(const char *const *paths, int n, const struct btk_open_opts *oo,
 		 const struct btk_heal_opts *ho, struct btk_heal_result *res);
+
+/* One superblock copy rewritten (from copy from_mirror of its device, or of the device the
+ * filesystem was opened from, with its own device item). */
+struct btk_super_event {
+	uint64_t devid;
+	const char *path;
+	int mirror;
+	uint64_t offset;
+	int from_mirror;
+	uint64_t generation; /* the source's */
+	char why[240];
+};
+
+typedef void (*btk_super_fn)(void *ctx, const struct btk_super_event *e);
+
+struct btk_super_opts {
+	btk_super_fn on_event; /* may be NULL */
+	void *ctx;
+};
+
+struct btk_super_result {
+	int copies, rewritten; /* present copies, rewritten ones */
+	int source_mirror;     /* the copy the filesystem opened from */
+	uint64_t generation;
+};
+
+/* Rewrites every superblock copy (every device, every mirror present) that differs from the
+ * newest one that opens the filesystem. -EUCLEAN when none does (btk_errmsg names each copy's
+ * fault); other negative errnos for io errors. */
+int btk_super_heal(const char *const *paths, int n, const struct btk_open_opts *oo,
+		   const struct btk_super_opts *so, struct btk_super_result *res);
 
 #endif
