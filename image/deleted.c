@@ -11,12 +11,8 @@
 #include "history/history.h"
 
 struct del {
-	char *path;
-	uint64_t subvol, ino, generation, root_tree;
-	uint8_t type;
-	bool have_inode;
-	struct btk_inode_info info;
-	enum btk_data_state data;
+	char *path;		/* owned */
+	struct btk_hist_name n; /* its path and new_path are not kept */
 };
 BTK_VEC(del_vec, struct del);
 
@@ -44,14 +40,8 @@ static int collect_cb(void *ctx, const struct btk_hist_name *n)
 		return 0;
 	if (!(d = btk_vec_push(&c->v)) || !(d->path = strdup(n->path)))
 		return btk_err(ENOMEM, "out of memory");
-	d->subvol = n->subvol;
-	d->ino = n->ino;
-	d->generation = n->generation;
-	d->root_tree = n->root_tree;
-	d->type = n->type;
-	d->have_inode = n->have_inode;
-	d->info = n->info;
-	d->data = n->data;
+	d->n = *n;
+	d->n.path = d->n.new_path = NULL;
 	return 0;
 }
 
@@ -60,25 +50,19 @@ static int cmp_path(const void *a, const void *b)
 	return strcmp(((const struct del *)a)->path, ((const struct del *)b)->path);
 }
 
-static void progress_cb(void *ctx, uint64_t done, uint64_t total)
-{
-	cli_progress_job(ctx, done == total, "scanning metadata", done, total, NULL);
-}
-
 /* Every deleted name under `under`, sorted by path: 0 or CLI_EXIT_ERROR after one line. */
 static int find_deleted(struct img_cmd *c, const char *under, struct collect *out)
 {
 	struct btk_found_blocks blocks = {0};
-	struct cli_progress prog;
 	uint64_t missing = 0;
 	int ret;
 
 	out->under = under;
-	cli_progress_start(&prog, false);
-	ret = btk_scan_blocks(c->fs, &blocks, progress_cb, &prog);
-	cli_progress_clear(&prog);
-	if (!ret)
-		ret = btk_hist_deleted(c->fs, &blocks, collect_cb, out, &missing);
+	if ((ret = img_root_scan(c, NULL, false, &blocks, NULL))) {
+		btk_vec_free(&blocks);
+		return ret;
+	}
+	ret = btk_hist_deleted(c->fs, &blocks, collect_cb, out, &missing);
 	btk_vec_free(&blocks);
 	if (ret) {
 		cli_err("%s: %s", c->img, btk_errmsg());
@@ -107,13 +91,13 @@ static const char *ftype_name(uint8_t t)
 
 static void print_json(const struct del *d, bool first)
 {
-	const struct btk_inode_info *i = &d->info;
+	const struct btk_inode_info *i = &d->n.info;
 
 	printf("%s{\"path\": ", first ? "" : ",");
 	btk_json_cstr(stdout, d->path);
-	printf(", \"tree\": %llu, \"ino\": %llu, \"type\": \"%s\"", (unsigned long long)d->subvol,
-	       (unsigned long long)d->ino, ftype_name(d->type));
-	if (d->have_inode) {
+	printf(", \"tree\": %llu, \"ino\": %llu, \"type\": \"%s\"", (unsigned long long)d->n.subvol,
+	       (unsigned long long)d->n.ino, ftype_name(d->n.type));
+	if (d->n.have_inode) {
 		printf(", \"mode\": %u, \"uid\": %u, \"gid\": %u, \"size\": %llu", i->mode & 07777,
 		       i->uid, i->gid, (unsigned long long)i->size);
 		const struct btk_time *t[4] = {&i->atime, &i->mtime, &i->ctime, &i->otime};
@@ -123,8 +107,8 @@ static void print_json(const struct del *d, bool first)
 			       (long long)t[k]->sec, t[k]->nsec);
 	}
 	printf(", \"deleted\": true, \"generation\": %llu, \"root_tree\": %llu, \"data\": \"%s\"}",
-	       (unsigned long long)d->generation, (unsigned long long)d->root_tree,
-	       btk_data_state_name(d->data));
+	       (unsigned long long)d->n.generation, (unsigned long long)d->n.root_tree,
+	       btk_data_state_name(d->n.data));
 }
 
 int img_deleted_list(struct img_cmd *c, const char *path, bool lng)
@@ -138,11 +122,11 @@ int img_deleted_list(struct img_cmd *c, const char *path, bool lng)
 		if (c->json) {
 			print_json(d, i == 0);
 		} else if (lng) {
-			img_time_str(&d->info.mtime, when);
+			img_time_str(&d->n.info.mtime, when);
 			printf("%8llu %-7s %10llu %s gen %-6llu %-6s %s\n",
-			       (unsigned long long)d->ino, ftype_name(d->type),
-			       (unsigned long long)d->info.size, d->have_inode ? when : "-",
-			       (unsigned long long)d->generation, btk_data_state_name(d->data),
+			       (unsigned long long)d->n.ino, ftype_name(d->n.type),
+			       (unsigned long long)d->n.info.size, d->n.have_inode ? when : "-",
+			       (unsigned long long)d->n.generation, btk_data_state_name(d->n.data),
 			       d->path);
 		} else {
 			printf("%s\n", d->path);
@@ -161,9 +145,9 @@ int img_deleted_open(struct img_cmd *c, const char *path)
 	/* the entry for path itself, else the deleted directory it was in */
 	for (size_t i = 0; i < col.v.n && !rc; i++) {
 		const struct del *d = &col.v.data[i];
-		if (below(path, d->path) &&
-		    (!best || strlen(d->path) > strlen(best->path) ||
-		     (strlen(d->path) == strlen(best->path) && d->generation > best->generation)))
+		if (below(path, d->path) && (!best || strlen(d->path) > strlen(best->path) ||
+					     (strlen(d->path) == strlen(best->path) &&
+					      d->n.generation > best->n.generation)))
 			best = d;
 	}
 	if (!rc && !best) {
@@ -171,7 +155,7 @@ int img_deleted_open(struct img_cmd *c, const char *path)
 		rc = CLI_EXIT_ERROR;
 	}
 	if (!rc) {
-		uint64_t rt = best->root_tree;
+		uint64_t rt = best->n.root_tree;
 		btk_fs_close(c->fs);
 		c->fs = NULL;
 		c->tree_root = rt;

@@ -73,7 +73,6 @@ int verb_diff(int argc, const char **argv)
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	struct btk_found_blocks blocks = {0};
 	struct btk_found_roots roots = {0};
-	struct btk_scan_memo *memo = NULL;
 	struct change_vec v = {0};
 	uint64_t g1, g2 = 0, b1, b2, gen1, gen2, missing = 0;
 	int rc = img_parse(&c, argc, argv, opts, "--from G1 [--to G2] [--json] IMG", 1, 1);
@@ -89,19 +88,12 @@ int verb_diff(int argc, const char **argv)
 		goto out;
 	if (!to_s)
 		g2 = c.fs->generation;
-	int ret = btk_scan_blocks(c.fs, &blocks, NULL, NULL);
-	if (!ret)
-		ret = btk_scan_roots(&blocks, root_tree_only, &roots);
-	for (size_t i = 0; i < roots.n && !ret; i++)
-		ret = btk_scan_root_reach(c.fs, &blocks, &roots.data[i], &memo);
-	if (ret) {
-		cli_err("%s: %s", c.img, btk_errmsg());
-		rc = CLI_EXIT_ERROR;
+	if ((rc = img_root_scan(&c, root_tree_only, false, &blocks, &roots)))
 		goto out;
-	}
 	if ((rc = root_of(&c, &roots, g1, &b1, &gen1)) ||
 	    (rc = root_of(&c, &roots, g2, &b2, &gen2)))
 		goto out;
+	int ret;
 	if ((ret = btk_hist_diff(c.fs, b1, b2, change_cb, &v, &missing))) {
 		cli_err("%s: %s", c.img, btk_errmsg());
 		rc = CLI_EXIT_ERROR;
@@ -143,7 +135,6 @@ out:
 	for (size_t i = 0; i < v.n; i++)
 		free(v.data[i].path), free(v.data[i].new_path);
 	btk_vec_free(&v);
-	btk_scan_memo_free(memo);
 	btk_vec_free(&roots);
 	btk_vec_free(&blocks);
 	free(from_s);

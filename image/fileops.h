@@ -145,7 +145,14 @@ int verb_cat(int argc, const char **argv);
 int verb_getfattr(int argc, const char **argv);
 int verb_get(int argc, const char **argv);
 int verb_roots(int argc, const char **argv); /* roots.c */
-int verb_diff(int argc, const char **argv);  /* diff.c */
+/* The root scan (tree/scan.h) of c's filesystem: every valid tree block, and with roots the
+ * roots of the trees owner_fn chooses (NULL: all) with their reach; a progress line on a
+ * terminal (progress: also elsewhere). 0 or CLI_EXIT_ERROR after one line. */
+struct btk_found_blocks;
+struct btk_found_roots;
+int img_root_scan(struct img_cmd *c, bool (*owner_fn)(uint64_t owner), bool progress,
+		  struct btk_found_blocks *blocks, struct btk_found_roots *roots);
+int verb_diff(int argc, const char **argv); /* diff.c */
 
 /* ---- deleted names (deleted.c) ---- */
 /* ls --deleted: every name an older root holds under path and the current root does not
