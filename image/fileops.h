@@ -140,6 +140,7 @@ int verb_stat(int argc, const char **argv);
 int verb_cat(int argc, const char **argv);
 int verb_getfattr(int argc, const char **argv);
 int verb_get(int argc, const char **argv);
+int verb_roots(int argc, const char **argv); /* roots.c */
 
 /* ---- write verbs (filewrite): put.c, ops_*.c; shared: wops.h ---- */
 int verb_put(int argc, const char **argv);

@@ -412,6 +412,7 @@ int verb_get(int argc, const char **argv)
 	    {"progress", 0, POPT_ARG_NONE, &progress, 0,
 	     "show progress even when stderr is not a terminal", NULL},
 	    IMG_OPT_DEVICE(&c),
+	    CLI_ROOT_OPTIONS,
 	    IMG_OPT_JSON(&c),
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	int rc =

@@ -139,6 +139,7 @@ int verb_ls(int argc, const char **argv)
 	     "names starting with a dot too (always listed: for ls -la habits)", NULL},
 	    {"human-readable", 'h', POPT_ARG_NONE, &l.human, 0, "with -l: sizes as 1.5MiB", NULL},
 	    IMG_OPT_DEVICE(&c),
+	    CLI_ROOT_OPTIONS,
 	    IMG_OPT_JSON(&c),
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	int rc = img_parse(&c, argc, argv, opts, "[-laRh] [--json] IMG [PATH]", 1, 2);
