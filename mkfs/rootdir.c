@@ -14,54 +14,23 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The progress line, after the "btk-mkfs: " that cli_progress_draw puts first:
- *   12,345/21,290 names  180/302 MiB  95.1 MiB/s  ETA 0:02
- * Sizes are in the unit the total reads best in; the rate is the mean since the start; the
- * ETA comes from bytes, or from names when the tree holds no file data. */
-static void progress_format(const struct rootdir_progress *pg, double elapsed, char *buf,
-			    size_t len)
+/* The progress line in the one job shape, with the names before the bytes:
+ *   btk-mkfs: copying 12,345/21,290 names, 180MiB/302MiB, 95.1MiB/s, ETA 0:02
+ * The rate and ETA come from bytes, or from names when the tree holds no file data. */
+static void progress_draw(struct rootdir *rd, bool final)
 {
-	static const char *unit[] = {"KiB", "MiB", "GiB"};
+	const struct rootdir_progress *pg = &rd->pg;
 	uint64_t names = pg->names < pg->total_names ? pg->names : pg->total_names;
 	uint64_t bytes = pg->bytes < pg->total_bytes ? pg->bytes : pg->total_bytes;
-	uint64_t done = pg->total_bytes ? bytes : names;
-	uint64_t total = pg->total_bytes ? pg->total_bytes : pg->total_names;
-	double rate = elapsed > 0 ? (double)done / elapsed : 0, left = -1;
-	char a[32], b[32], eta[24];
-	size_t o;
-	int u;
+	char what[80], a[32], b[32];
 
-	o = (size_t)snprintf(buf, len, "%s/%s names", cli_count(names, a, sizeof(a)),
-			     cli_count(pg->total_names, b, sizeof(b)));
-	if (pg->total_bytes && o < len) {
-		u = pg->total_bytes < (1ULL << 20) ? 0 : pg->total_bytes < (100ULL << 30) ? 1 : 2;
-		o += (size_t)snprintf(buf + o, len - o, "  %s/%s %s",
-				      cli_count(bytes >> (10 * (u + 1)), a, sizeof(a)),
-				      cli_count(pg->total_bytes >> (10 * (u + 1)), b, sizeof(b)),
-				      unit[u]);
-		u = rate < (1 << 20) ? 0 : rate < (1 << 30) ? 1 : 2;
-		if (o < len)
-			o += (size_t)snprintf(buf + o, len - o, "  %.1f %s/s",
-					      rate / (double)(1ULL << (10 * (u + 1))), unit[u]);
-	} else if (o < len) {
-		o += (size_t)snprintf(buf + o, len - o, "  %s names/s",
-				      cli_count((uint64_t)rate, a, sizeof(a)));
+	if (!pg->total_bytes) {
+		cli_progress_job(&rd->pg.bar, final, "copying", names, pg->total_names, "names");
+		return;
 	}
-	if (done >= total)
-		left = 0;
-	else if (done)
-		left = (double)(total - done) / rate;
-	if (o < len)
-		snprintf(buf + o, len - o, "  ETA %s", cli_duration(left, eta, sizeof(eta)));
-}
-
-/* final: draw now, however recent the last drawing is */
-static void progress_draw(struct rootdir *rd, double elapsed, bool final)
-{
-	char line[160];
-
-	progress_format(&rd->pg, elapsed, line, sizeof(line));
-	cli_progress_draw(&rd->pg.bar, final, "%s", line);
+	snprintf(what, sizeof(what), "copying %s/%s names,", cli_count(names, a, sizeof(a)),
+		 cli_count(pg->total_names, b, sizeof(b)));
+	cli_progress_job(&rd->pg.bar, final, what, bytes, pg->total_bytes, NULL);
 }
 
 static void progress(void *ctx, uint64_t names, uint64_t bytes)
@@ -70,7 +39,7 @@ static void progress(void *ctx, uint64_t names, uint64_t bytes)
 
 	rd->pg.names = names;
 	rd->pg.bytes = bytes;
-	progress_draw(rd, cli_now() - rd->pg.start, false);
+	progress_draw(rd, false);
 }
 
 static int parse_subvol(struct rootdir *rd, const char *arg);
@@ -121,10 +90,11 @@ static int fill(void *ctx, struct btk_trans *t)
 	int ret;
 
 	rd->pg.start = cli_now();
+	rd->pg.bar.t0 = rd->pg.start; /* the rate is the copy's, not the scan's */
 	ret = rd->archive ? fill_archive(rd, t) : btk_populate(t, &rd->src, &rd->po, &rd->st);
 	rd->elapsed = cli_now() - rd->pg.start;
 	if (rd->po.progress && !ret) /* the last state, whenever the last drawing was */
-		progress_draw(rd, rd->elapsed, true);
+		progress_draw(rd, true);
 	if (rd->pg.bar.drawn) { /* the last drawing stays on its line */
 		fputc('\n', stderr);
 		rd->pg.bar.drawn = false;
