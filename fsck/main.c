@@ -401,7 +401,7 @@ static void undo_hint(const char *undo, const char **devs, int ndevs, const stru
 }
 
 /* Rescue steps (--rescue STEP, and the first steps of --repair). */
-enum { STEP_SUPER = 1, STEP_HEAL = 2 };
+enum { STEP_SUPER = 1, STEP_HEAL = 2, STEP_LOG = 4, STEP_ZERO_LOG = 8 };
 
 /* ', "KEY_error": "msg"' of a step that stopped (--json). */
 static void step_error(const char *key, int ret)
@@ -460,6 +460,26 @@ static int rescue_steps(const char **devs, int ndevs, const struct btk_open_opts
 			(hr.blocks_lost || hr.sectors_lost ? EXIT_ERRORS : 0) |
 			(ret ? EXIT_OPER : 0);
 	}
+	if (mask & (STEP_LOG | STEP_ZERO_LOG)) {
+		struct btk_log_result lr;
+		bool zero = mask & STEP_ZERO_LOG;
+		ro.nev = 0;
+		if (o->json)
+			printf("\"%s\": [", zero ? "log_lost" : "log");
+		/* a repair (all steps) refuses a log that would leave data unchecked */
+		ret = rescue_log(devs, ndevs, oo, zero, (mask & STEP_SUPER) != 0, &ro, &lr);
+		if (o->json) {
+			printf("]");
+			rescue_log_json_summary(&lr);
+			step_error("log", ret);
+			printf(", ");
+		} else if (!o->quiet && !ret && (lr.had_log || !(mask & STEP_SUPER)))
+			rescue_log_summary(&lr, zero);
+		if (ret)
+			fprintf(stderr, "btk-fsck: %s: log %s: %s\n", devs[0],
+				zero ? "not dropped" : "not replayed", btk_errmsg());
+		bits |= (lr.cleared ? EXIT_CORRECTED : 0) | (ret ? EXIT_OPER : 0);
+	}
 	return bits;
 }
 
@@ -483,8 +503,9 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 	/* superblocks and bad copies first (no tree changes): the repair rounds then read
 	 * healed blocks; what the steps could not do the repair's own check reports */
 	if (!preen)
-		healed = rescue_steps(devs, ndevs, &oo, STEP_SUPER | STEP_HEAL, data, o) &
-			 EXIT_CORRECTED;
+		healed =
+		    rescue_steps(devs, ndevs, &oo, STEP_SUPER | STEP_HEAL | STEP_LOG, data, o) &
+		    EXIT_CORRECTED;
 	if (o->json) {
 		printf("\"fixes\": [");
 		o->fixes_open = true;
@@ -547,9 +568,11 @@ static int run_rescue(const char **devs, int ndevs, int step, bool data, struct 
 		return EXIT_USAGE;
 	if (!o->json && !o->quiet)
 		printf("%s on %s\n",
-		       step == STEP_SUPER ? "Rewriting bad superblock copies"
-		       : data		  ? "Healing bad copies of tree blocks and data"
-					  : "Healing bad copies of tree blocks",
+		       step == STEP_SUPER      ? "Rewriting bad superblock copies"
+		       : step == STEP_LOG      ? "Replaying the log tree"
+		       : step == STEP_ZERO_LOG ? "Dropping the log tree"
+		       : data		       ? "Healing bad copies of tree blocks and data"
+					       : "Healing bad copies of tree blocks",
 		       devs[0]);
 	if (o->json)
 		printf("{");
@@ -583,7 +606,7 @@ static bool fsck_mode(const char *argv0)
 /* What the options say. */
 struct fsck_args {
 	int data_csum, json, progress, quiet, force, readonly, backup, super;
-	int repair, yes, no, preen, auto_, progress_fd;
+	int repair, yes, no, preen, auto_, progress_fd, zero_log;
 	bool as_fsck;
 	const char *tree_root, *chunk_root, *rescue;
 	const char **devs;
@@ -616,8 +639,15 @@ static int check_args(poptContext pc, struct fsck_args *a)
 			return EXIT_USAGE;
 		}
 	}
-	if (a->rescue && strcmp(a->rescue, "heal") && strcmp(a->rescue, "super")) {
-		cli_err("--rescue: unknown step %s (super, heal)", a->rescue);
+	if (a->zero_log && a->rescue && strcmp(a->rescue, "zero-log")) {
+		cli_err("--zero-log and --rescue %s exclude each other", a->rescue);
+		return EXIT_USAGE;
+	}
+	if (a->zero_log)
+		a->rescue = "zero-log";
+	if (a->rescue && strcmp(a->rescue, "heal") && strcmp(a->rescue, "super") &&
+	    strcmp(a->rescue, "replay-log") && strcmp(a->rescue, "zero-log")) {
+		cli_err("--rescue: unknown step %s (super, heal, replay-log, zero-log)", a->rescue);
 		return EXIT_USAGE;
 	}
 	if (a->rescue && (a->repair || a->readonly)) {
@@ -681,8 +711,11 @@ int main(int argc, const char **argv)
 	    {NULL, 'y', POPT_ARG_NONE, &a.yes, 0, "the same as --repair", NULL},
 	    {"rescue", 0, POPT_ARG_STRING, &rescue, 0,
 	     "one rescue step alone: super (rewrite bad superblock copies from the best one), "
-	     "heal (rewrite bad copies from good ones; data too with --check-data-csum)",
+	     "heal (rewrite bad copies from good ones; data too with --check-data-csum), "
+	     "replay-log (replay the log tree as a mount would), zero-log (drop it)",
 	     "STEP"},
+	    {"zero-log", 0, POPT_ARG_NONE, &a.zero_log, 0,
+	     "drop the log tree unreplayed, listing what it held (lost)", NULL},
 	    {"backup", 'b', POPT_ARG_NONE, &a.backup, 0,
 	     "use the newest backup root set whose root tree reads", NULL},
 	    {"super", 's', POPT_ARG_INT, &a.super, 0, "use superblock copy N (0, 1 or 2)", "N"},
@@ -745,9 +778,12 @@ int main(int argc, const char **argv)
 		o.line.on = false;
 	btk_set_warn_hook(on_warn, &o);
 	if (a.rescue)
-		rc =
-		    run_rescue(a.devs, a.ndevs, !strcmp(a.rescue, "super") ? STEP_SUPER : STEP_HEAL,
-			       a.data_csum, &o);
+		rc = run_rescue(a.devs, a.ndevs,
+				!strcmp(a.rescue, "super")	  ? STEP_SUPER
+				: !strcmp(a.rescue, "replay-log") ? STEP_LOG
+				: !strcmp(a.rescue, "zero-log")	  ? STEP_ZERO_LOG
+								  : STEP_HEAL,
+				a.data_csum, &o);
 	else if (a.repair)
 		rc = run_repair(a.devs, a.ndevs, a.preen, a.data_csum, &o);
 	else if (!(rc = mounted_guard(a.devs, a.ndevs, a.force, &o)))

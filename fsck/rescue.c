@@ -126,3 +126,87 @@ void rescue_super_json_summary(const struct btk_super_result *r)
 	       "\"generation\": %llu}",
 	       r->copies, r->rewritten, r->source_mirror, (unsigned long long)r->generation);
 }
+
+struct log_ctx {
+	struct rescue_out *o;
+	bool zero;
+};
+
+static void on_log_inode(void *ctx, uint64_t root, uint64_t ino, uint64_t parent, const char *name,
+			 uint16_t len)
+{
+	struct log_ctx *c = ctx;
+	struct rescue_out *o = c->o;
+
+	if (!c->zero)
+		return; /* a replay keeps them: only what is dropped is listed */
+	if (o->json) {
+		printf("%s{\"tree\": %llu, \"inode\": %llu", o->nev ? ", " : "",
+		       (unsigned long long)root, (unsigned long long)ino);
+		if (name) {
+			char buf[512];
+			snprintf(buf, sizeof(buf), "%.*s", (int)len, name);
+			printf(", \"parent\": %llu, \"name\": ", (unsigned long long)parent);
+			btk_json_cstr(stdout, buf);
+		}
+		putchar('}');
+	} else if (!o->quiet) {
+		if (name)
+			printf(
+			    "LOST: tree %llu inode %llu: logged name \"%.*s\" in directory %llu\n",
+			    (unsigned long long)root, (unsigned long long)ino, (int)len, name,
+			    (unsigned long long)parent);
+		else
+			printf(
+			    "LOST: tree %llu inode %llu: its logged changes (inode item, data)\n",
+			    (unsigned long long)root, (unsigned long long)ino);
+	}
+	o->nev++;
+}
+
+int rescue_log(const char **devs, int ndevs, const struct btk_open_opts *oo, bool zero, bool strict,
+	       struct rescue_out *o, struct btk_log_result *res)
+{
+	struct log_ctx c = {.o = o, .zero = zero};
+	struct btk_log_opts lo = {.on_inode = on_log_inode, .refuse_unsummed = strict, .ctx = &c};
+
+	return btk_log_replay(devs, ndevs, oo, zero, &lo, res);
+}
+
+void rescue_log_summary(const struct btk_log_result *r, bool zero)
+{
+	if (!r->had_log) {
+		printf("log: none to %s\n", zero ? "drop" : "replay");
+		return;
+	}
+	if (zero) {
+		printf("log of transaction %llu dropped unreplayed (%llu item(s) in %llu "
+		       "subvolume(s)): what it held is lost\n",
+		       (unsigned long long)r->log_generation, (unsigned long long)r->log_items,
+		       (unsigned long long)r->subvolumes);
+		return;
+	}
+	printf("log of transaction %llu replayed (%llu item(s) in %llu subvolume(s)): %llu "
+	       "inode(s), %llu name(s) added, %llu removed, %llu inode(s) deleted, %llu file "
+	       "extent(s), %llu bytes of new data%s; the log is cleared\n",
+	       (unsigned long long)r->log_generation, (unsigned long long)r->log_items,
+	       (unsigned long long)r->subvolumes, (unsigned long long)r->inodes,
+	       (unsigned long long)r->names_added, (unsigned long long)r->names_removed,
+	       (unsigned long long)r->inodes_deleted, (unsigned long long)r->extents,
+	       (unsigned long long)r->data_bytes,
+	       r->unsummed_bytes ? " (some without logged checksums: unchecked)" : "");
+}
+
+void rescue_log_json_summary(const struct btk_log_result *r)
+{
+	printf(", \"log_summary\": {\"had_log\": %s, \"cleared\": %s, \"generation\": %llu, "
+	       "\"items\": %llu, \"subvolumes\": %llu, \"inodes\": %llu, \"names_added\": "
+	       "%llu, \"names_removed\": %llu, \"inodes_deleted\": %llu, \"extents\": %llu, "
+	       "\"data_bytes\": %llu, \"unsummed_bytes\": %llu}",
+	       r->had_log ? "true" : "false", r->cleared ? "true" : "false",
+	       (unsigned long long)r->log_generation, (unsigned long long)r->log_items,
+	       (unsigned long long)r->subvolumes, (unsigned long long)r->inodes,
+	       (unsigned long long)r->names_added, (unsigned long long)r->names_removed,
+	       (unsigned long long)r->inodes_deleted, (unsigned long long)r->extents,
+	       (unsigned long long)r->data_bytes, (unsigned long long)r->unsummed_bytes);
+}

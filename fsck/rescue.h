@@ -26,4 +26,11 @@ int rescue_super(const char **devs, int ndevs, const struct btk_open_opts *oo, s
 void rescue_super_summary(const struct btk_super_result *res);
 void rescue_super_json_summary(const struct btk_super_result *res);
 
+/* The log replayed (or with zero dropped: its inodes and names listed as lost); strict
+ * (a repair): a log whose new data lacks logged checksums is refused. */
+int rescue_log(const char **devs, int ndevs, const struct btk_open_opts *oo, bool zero, bool strict,
+	       struct rescue_out *o, struct btk_log_result *res);
+void rescue_log_summary(const struct btk_log_result *res, bool zero);
+void rescue_log_json_summary(const struct btk_log_result *res);
+
 #endif

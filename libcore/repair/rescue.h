@@ -83,4 +83,32 @@ struct btk_super_result {
 int btk_super_heal(const char *const *paths, int n, const struct btk_open_opts *oo,
 		   const struct btk_super_opts *so, struct btk_super_result *res);
 
+/* Each inode a log holds (name NULL: its inode item; else one of its logged names). */
+typedef void (*btk_log_inode_fn)(void *ctx, uint64_t root, uint64_t ino, uint64_t parent,
+				 const char *name, uint16_t len);
+struct btk_log_opts {
+	btk_log_inode_fn on_inode; /* may be NULL */
+	/* refuse a log whose new data extents lack logged checksums (-EUCLEAN, nothing
+	 * written): a repair does not leave data unchecked behind the user's back */
+	bool refuse_unsummed;
+	void *ctx;
+};
+
+struct btk_log_result {
+	bool had_log, cleared;
+	uint64_t log_generation; /* the transaction the log belongs to */
+	uint64_t log_items, log_blocks, subvolumes;
+	uint64_t unsummed_bytes; /* logged new data no logged checksum covers */
+	uint64_t inodes, names_added, names_removed, inodes_deleted, extents, data_bytes;
+};
+
+/* Replays the log tree of the filesystem on paths[0..n-1] as a kernel mount would (inodes,
+ * directory entries and indexes, names, xattrs, file extents, data checksums logged by
+ * fsync) and commits the result without the log; with zero, drops the log unreplayed (what
+ * it held is lost: lo->on_inode names it first). 0 with res->had_log false when there is no
+ * log. Power-cut safe: until the commit's superblocks the log stays readable and named. A log
+ * the replay does not understand is refused (-EOPNOTSUPP, nothing written). */
+int btk_log_replay(const char *const *paths, int n, const struct btk_open_opts *oo, bool zero,
+		   const struct btk_log_opts *lo, struct btk_log_result *res);
+
 #endif
