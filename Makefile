@@ -110,8 +110,11 @@ demo: deps
 	@$(MAKE) $(JOBS) --no-print-directory tools
 	@BTK_BUILD=$(B) scripts/demo.sh
 
-# the Python package's folder for this prefix (Debian: PREFIX/lib/python3.N/dist-packages)
-PYDIR    ?= $(shell python3 -c 'import sysconfig; print(sysconfig.get_path("purelib", vars={"base": "$(PREFIX)"}))' 2>/dev/null)
+# the Python package's folder for this prefix, as Debian's python3 looks for it:
+# /usr/lib/python3/dist-packages, or PREFIX/lib/python3.N/dist-packages
+PYTHON   ?= $(firstword $(wildcard /usr/bin/python3) python3)
+PYDIR    ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/lib/python3/dist-packages,$(PREFIX)/lib/python$(shell \
+	$(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)/dist-packages)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man7
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
