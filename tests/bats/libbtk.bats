@@ -44,11 +44,13 @@ asan_env() {
 	[ -f "$s/include/btk/btk.h" ] && [ -f "$s/lib/libbtk.a" ] && [ -f "$s/share/man/man3/libbtk.3" ]
 	[ "$(readlink "$s/lib/libbtk.so.0")" = libbtk.so.0.1 ]
 	ls "$s"/lib/python3*/*-packages/btk/__init__.py >/dev/null
-	export PKG_CONFIG_PATH=$s/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$D/stage
 	grep -qx 'Version: 0.1' "$s/lib/pkgconfig/btk.pc"
-	# shellcheck disable=SC2046
-	gcc -Wall -Werror -o "$D/walk" "$BTK_ROOT/lib/examples/btk-walk.c" \
-		$(pkg-config --cflags --libs btk) $([[ $BTK_BUILD == *san* ]] && echo -fsanitize=address,undefined)
+	# (only pkg-config sees the staged folder: make below must not)
+	local flags
+	flags=$(PKG_CONFIG_PATH=$s/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$D/stage pkg-config --cflags --libs btk)
+	# shellcheck disable=SC2086
+	gcc -Wall -Werror -o "$D/walk" "$BTK_ROOT/lib/examples/btk-walk.c" $flags \
+		$([[ $BTK_BUILD == *san* ]] && echo -fsanitize=address,undefined)
 	mkdir "$D/out"
 	btk_run 120 env LD_LIBRARY_PATH="$s/lib" $(asan_env) "$D/walk" "$D/img" "$D/out"
 	[ "$status" -eq 0 ] || { show_err; false; }
