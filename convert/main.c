@@ -273,6 +273,7 @@ int main(int argc, const char **argv)
 	    {"rollback", 'r', POPT_ARG_NONE, &a.rb, 0, "return to the ext filesystem", NULL},
 	    {"force", 'f', POPT_ARG_NONE, &a.force, 0, "convert an unclean ext filesystem", NULL},
 	    CLI_WRITE_OPTIONS,
+	    CLI_WHERE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc;
 	struct btk_dev_opts dopts = {0};

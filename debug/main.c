@@ -40,16 +40,19 @@ int main(int argc, const char **argv)
 	struct poptOption super_opts[] = {
 	    {"all", 'a', POPT_ARG_NONE, &all, 0, "every superblock copy, valid or not", NULL},
 	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output, one line per copy", NULL},
+	    CLI_WHERE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
 	struct poptOption tree_opts[] = {
 	    {"tree", 't', POPT_ARG_STRING, &tree, 0, "only this tree", "ID|NAME"},
 	    {"block", 'b', POPT_ARG_STRING, &block, 0, "only this block", "BYTENR"},
 	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output, one line per item", NULL},
+	    CLI_WHERE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
 	struct poptOption stats_opts[] = {
 	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output", NULL},
+	    CLI_WHERE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
 	struct poptOption *opts;

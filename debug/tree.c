@@ -32,7 +32,11 @@ struct tctx {
 int debug_open(const char *const *devs, int n, struct btk_fs **fs)
 {
 	struct btk_open_opts o = {.super_mirror = -1};
-	int ret = btk_fs_open(devs, n, &o, fs);
+	int ret;
+
+	if (cli_dev_where(&o.dev))
+		return -EINVAL;
+	ret = btk_fs_open(devs, n, &o, fs);
 
 	if (ret) {
 		const char *m = btk_errmsg();

@@ -149,12 +149,12 @@ static int split_args(poptContext pc, const char **devs, int *ndev, struct qlist
 	uint64_t v;
 
 	for (const char *a; (a = poptGetArg(pc));) {
-		if (*ndev && !l->n && !parse_u64(a, &v) && stat(a, &st)) {
+		if (*ndev && !l->n && !parse_u64(a, &v) && btk_dev_name_stat(a, &st)) {
 			cli_err("'%s' is neither an address (a number) nor a device: %s", a,
 				strerror(errno));
 			return CLI_EXIT_USAGE;
 		}
-		if (l->n || (parse_u64(a, &v) && stat(a, &st))) {
+		if (l->n || (parse_u64(a, &v) && btk_dev_name_stat(a, &st))) {
 			if (!parse_u64(a, &v)) {
 				cli_err("not an address: '%s'", a);
 				return CLI_EXIT_USAGE;
@@ -175,7 +175,11 @@ static int split_args(poptContext pc, const char **devs, int *ndev, struct qlist
 static int open_fs(struct owner_ctx *c, const char **devs, int ndev)
 {
 	struct btk_open_opts oo = {.super_mirror = -1};
-	int ret = btk_fs_open(devs, ndev, &oo, &c->fs);
+	int ret;
+
+	if (cli_dev_where(&oo.dev))
+		return CLI_EXIT_USAGE;
+	ret = btk_fs_open(devs, ndev, &oo, &c->fs);
 
 	if (ret) {
 		cli_err("%s", btk_errmsg());
@@ -212,6 +216,7 @@ int main(int argc, const char **argv)
 	    {"addresses", 'f', POPT_ARG_STRING, &list, 0,
 	     "addresses from FILE, one a line (- stdin)", "FILE"},
 	    {"file", 0, POPT_ARG_STRING, &file, 0, "extents of PATH (from the top level)", "PATH"},
+	    CLI_WHERE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
 	poptContext pc;

@@ -308,7 +308,7 @@ static int size_only(struct btk_fs *fs, struct btk_fs_dev *d, uint64_t size,
 	plan->devid = d->devid;
 	plan->old_size = d->total_bytes;
 	plan->new_size = size / fs->sectorsize * fs->sectorsize;
-	if (d->dev->is_blockdev && plan->new_size > d->dev->size)
+	if (d->dev->fixed_size && plan->new_size > d->dev->size)
 		return btk_err(EINVAL, "devid %llu: %s has only %llu bytes",
 			       (unsigned long long)d->devid, d->dev->path,
 			       (unsigned long long)d->dev->size);
@@ -393,7 +393,7 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned f
 		if (ret)
 			btk_resize_plan_free(plan);
 		return ret;
-	} else if (d->dev->is_blockdev && plan->new_size > d->dev->size)
+	} else if (d->dev->fixed_size && plan->new_size > d->dev->size)
 		ret =
 		    btk_err(EINVAL, "devid %llu: %s has only %llu bytes", (unsigned long long)devid,
 			    d->dev->path, (unsigned long long)d->dev->size);
