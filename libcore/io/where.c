@@ -68,6 +68,24 @@ int btk_dev_name_parse(const char *name, char *base, size_t len, struct btk_dev_
 	return 1;
 }
 
+int btk_dev_where_resolve(const char *name, const struct btk_dev_where *dflt, char *base,
+			  size_t len, uint64_t *off, uint64_t *size)
+{
+	struct btk_dev_where w;
+	struct btk_dev *dev;
+	int ret = btk_dev_name_parse(name, base, len, &w);
+
+	if (ret < 0)
+		return ret;
+	if (!ret && dflt)
+		w = *dflt;
+	if ((ret = btk_dev_open(base, 0, &dev)) || (ret = btk_dev_where_apply(&dev, base, &w)))
+		return ret;
+	btk_dev_range(dev, off, size);
+	btk_dev_close(dev);
+	return 0;
+}
+
 int btk_dev_name_stat(const char *name, struct stat *st)
 {
 	struct btk_dev_where w;
