@@ -208,7 +208,8 @@ const struct btk_part *btk_ptable_find(const struct btk_ptable *t, unsigned num)
 /* Where the filesystem lies on a device (where.c): a partition or a byte offset. Tools take it
  * from --partition N / --offset BYTES (cli/devopts.c) for every device, or per device from
  * the name: "PATH@pN" (partition N) and "PATH@OFFSET" (bytes, with a k/m/g/t suffix; also
- * "PATH@Ns" in 512-byte sectors); a file whose whole name exists is taken literally. */
+ * "PATH@Ns" in 512-byte sectors); a name is taken whole when a file of that name exists, or
+ * when neither it nor PATH does (a new file to make). */
 struct btk_dev_where {
 	unsigned partition; /* 1-based; 0: none */
 	uint64_t offset;    /* bytes from the start (without a partition) */
@@ -288,6 +289,12 @@ int btk_dev_probe_signatures(const char *path);
 /* What libblkid finds on path: 1 with its TYPE ("btrfs", "ext4"; "gpt" with *what "partition
  * table", else "filesystem") in found, 0 when nothing (or path is not there), -EIO. */
 int btk_dev_signature(const char *path, char *found, size_t len, const char **what);
+
+/* What libblkid finds in the range dev stands for (a partition: its window): 1 with TYPE
+ * ("ext4", "btrfs", "swap"...), LABEL and UUID ("" when none) in the buffers (64, 256, 64
+ * bytes), 0 when nothing or when the range has no file descriptor under it (split raw, EWF),
+ * -EIO. */
+int btk_dev_blkid(const struct btk_dev *dev, char type[64], char label[256], char uuid[64]);
 
 /* The writer's lock on path's file (lock.c): exclusive between processes, shared by every
  * holder in this one (counted). -EBUSY "PATH: is being changed by another btk process (pid N)"

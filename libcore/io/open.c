@@ -153,6 +153,46 @@ static void close_dev(struct btk_dev *dev, const char *path, bool made)
 	btk_dev_close(dev);
 }
 
+int btk_dev_blkid(const struct btk_dev *dev, char type[64], char label[256], char uuid[64])
+{
+	const struct btk_dev *b = dev;
+	const char *v;
+	uint64_t off, size;
+	blkid_probe pr;
+	int ret;
+
+	type[0] = label[0] = uuid[0] = 0;
+	btk_dev_range(dev, &off, &size);
+	while (b->lower)
+		b = b->lower;
+	if (b->fd < 0)
+		return 0;
+	if (!(pr = blkid_new_probe()) ||
+	    blkid_probe_set_device(pr, b->fd, (blkid_loff_t)off, (blkid_loff_t)size)) {
+		if (pr)
+			blkid_free_probe(pr);
+		return btk_err(EIO, "%s: cannot probe", dev->path);
+	}
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_LABEL |
+						  BLKID_SUBLKS_UUID);
+	blkid_probe_enable_partitions(pr, 1);
+	ret = blkid_do_fullprobe(pr);
+	if (ret == 0) {
+		if (!blkid_probe_lookup_value(pr, "TYPE", &v, NULL) ||
+		    !blkid_probe_lookup_value(pr, "PTTYPE", &v, NULL))
+			snprintf(type, 64, "%s", v);
+		if (!blkid_probe_lookup_value(pr, "LABEL", &v, NULL))
+			snprintf(label, 256, "%s", v);
+		if (!blkid_probe_lookup_value(pr, "UUID", &v, NULL))
+			snprintf(uuid, 64, "%s", v);
+	}
+	blkid_free_probe(pr);
+	if (ret < 0)
+		return btk_err(EIO, "%s: probing failed", dev->path);
+	return ret == 0 && type[0];
+}
+
 /* After the window: the signatures of what the filesystem will overwrite. */
 static int no_clobber(const struct btk_dev *dev)
 {

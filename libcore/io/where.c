@@ -58,13 +58,17 @@ int btk_dev_name_parse(const char *name, char *base, size_t len, struct btk_dev_
 	}
 	if ((size_t)(at - name) >= len)
 		return btk_err(ENAMETOOLONG, "%s: name too long", name);
+	memcpy(base, name, (size_t)(at - name));
+	base[at - name] = 0;
+	if (stat(base, &st)) { /* neither exists: a new file named with an @ */
+		snprintf(base, len, "%s", name);
+		return 0;
+	}
 	if (parse_at(at + 1, w))
 		return btk_err(EINVAL,
 			       "%s: no such file, and '@%s' is neither a partition (@pN) nor an "
 			       "offset (@BYTES, @1MiB, @2048s)",
 			       name, at + 1);
-	memcpy(base, name, (size_t)(at - name));
-	base[at - name] = 0;
 	return 1;
 }
 
