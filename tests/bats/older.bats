@@ -86,3 +86,33 @@ setup() {
 	run "$BTK_BUILD/bin/btk-debug" tree -t 5 "$D/a.img"
 	[[ "$output" != *"name: one"* ]]
 }
+
+@test "ls --deleted lists the removed file with its generation and data state; get --deleted copies it" {
+	btk_run 60 "$IMG" ls --deleted --json "$D/a.img"
+	[ "$status" -eq 0 ]
+	[ "$(jq -r '[.entries[].path] | join(" ")' "$BTK_OUT")" = /d/one ]
+	[ "$(jq -r '.entries[0] | "\(.generation) \(.size) \(.data) \(.deleted)"' "$BTK_OUT")" = \
+		"1 200000 free true" ]
+	btk_run 60 "$IMG" ls --deleted "$D/a.img" /d/two
+	[ "$status" -eq 0 ]
+	[ ! -s "$BTK_OUT" ]
+	btk_run 60 "$IMG" get --deleted "$D/a.img" /d/one "$D/got"
+	[ "$status" -eq 0 ]
+	cmp "$D/got" "$D/src/d/one"
+	btk_run 60 "$IMG" get --deleted "$D/a.img" /d/two "$D/got2"
+	[ "$status" -eq 1 ]
+	assert_one_line_error 1
+}
+
+@test "diff --from 1 lists the removal; a rename is one line" {
+	btk_run 60 "$IMG" diff --from 1 "$D/a.img"
+	[ "$status" -eq 0 ]
+	[ "$(cat "$BTK_OUT")" = "deleted  /d/one" ]
+	"$IMG" mv "$D/a.img" /d/two /two
+	btk_run 60 "$IMG" diff --json --from 2 "$D/a.img"
+	[ "$status" -eq 0 ]
+	[ "$(jq -r '.changes[] | "\(.change) \(.path) \(.new_path)"' "$BTK_OUT")" = \
+		"renamed /d/two /two" ]
+	btk_run 60 "$IMG" diff --from x "$D/a.img"
+	[ "$status" -eq 2 ]
+}
