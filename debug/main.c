@@ -54,11 +54,13 @@ int main(int argc, const char **argv)
 	    {"block", 'b', POPT_ARG_STRING, &block, 0, "only this block", "BYTENR"},
 	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output, one line per item", NULL},
 	    CLI_WHERE_OPTIONS,
+	    CLI_ROOT_LONG_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
 	struct poptOption stats_opts[] = {
 	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output", NULL},
 	    CLI_WHERE_OPTIONS,
+	    CLI_ROOT_LONG_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
 	struct poptOption parts_opts[] = {

@@ -177,14 +177,13 @@ static int open_fs(struct owner_ctx *c, const char **devs, int ndev)
 	struct btk_open_opts oo = {.super_mirror = -1};
 	int ret;
 
-	if (cli_dev_where(&oo.dev))
+	if (cli_dev_where(&oo.dev) || cli_root_opts(&oo))
 		return CLI_EXIT_USAGE;
-	ret = btk_fs_open(devs, ndev, &oo, &c->fs);
-
-	if (ret) {
+	if ((ret = btk_fs_open(devs, ndev, &oo, &c->fs))) {
 		cli_err("%s", btk_errmsg());
 		return CLI_EXIT_ERROR;
 	}
+	cli_root_note(c->fs->generation, btk_le64(c->fs->sb.root));
 	if (!c->o.devid)
 		c->o.devid = btk_super_devid(&c->fs->sb);
 	else if (c->o.physical && !btk_fs_dev_find(c->fs, c->o.devid)) {
@@ -219,6 +218,7 @@ int main(int argc, const char **argv)
 	    {"disk-addresses", 0, POPT_ARG_NONE, &disk, 0,
 	     "physical addresses count from the start of the disk, not of the partition", NULL},
 	    CLI_WHERE_OPTIONS,
+	    CLI_ROOT_LONG_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
 	poptContext pc;
