@@ -20,6 +20,28 @@ static void progress_cb(void *ctx, uint64_t done, uint64_t total)
 	cli_progress_job(ctx, done == total, "scanning metadata", done, total, NULL);
 }
 
+int img_root_scan(struct img_cmd *c, bool (*owner_fn)(uint64_t owner), bool progress,
+		  struct btk_found_blocks *blocks, struct btk_found_roots *roots)
+{
+	struct btk_scan_memo *memo = NULL;
+	struct cli_progress prog;
+	int ret;
+
+	cli_progress_start(&prog, progress);
+	ret = btk_scan_blocks(c->fs, blocks, progress_cb, &prog);
+	cli_progress_clear(&prog);
+	if (!ret && roots)
+		ret = btk_scan_roots(blocks, owner_fn, roots);
+	for (size_t i = 0; roots && i < roots->n && !ret; i++)
+		ret = btk_scan_root_reach(c->fs, blocks, &roots->data[i], &memo);
+	btk_scan_memo_free(memo);
+	if (ret) {
+		cli_err("%s: %s", c->img, btk_errmsg());
+		return CLI_EXIT_ERROR;
+	}
+	return 0;
+}
+
 /* Is r the root the filesystem uses now? */
 static bool is_current(struct btk_fs *fs, const struct btk_found_root *r)
 {
@@ -53,26 +75,14 @@ int verb_roots(int argc, const char **argv)
 				    CLI_STD_OPTIONS POPT_TABLEEND};
 	struct btk_found_blocks blocks = {0};
 	struct btk_found_roots roots = {0};
-	struct btk_scan_memo *memo = NULL;
-	struct cli_progress prog;
 	int rc = img_parse(&c, argc, argv, opts, "[--all] [--json] IMG", 1, 1);
 
 	if (!rc)
 		rc = img_open(&c, false);
+	if (!rc)
+		rc = img_root_scan(&c, all ? NULL : wanted, progress, &blocks, &roots);
 	if (rc)
-		return img_done(&c, rc);
-	cli_progress_start(&prog, progress);
-	int ret = btk_scan_blocks(c.fs, &blocks, progress_cb, &prog);
-	cli_progress_clear(&prog);
-	if (!ret)
-		ret = btk_scan_roots(&blocks, all ? NULL : wanted, &roots);
-	for (size_t i = 0; i < roots.n && !ret; i++)
-		ret = btk_scan_root_reach(c.fs, &blocks, &roots.data[i], &memo);
-	if (ret) {
-		cli_err("%s: %s", c.img, btk_errmsg());
-		rc = CLI_EXIT_ERROR;
 		goto out;
-	}
 	if (c.json)
 		printf("{\"generation\": %llu, \"blocks\": %zu, \"roots\": [",
 		       (unsigned long long)c.fs->generation, blocks.n);
@@ -104,7 +114,6 @@ int verb_roots(int argc, const char **argv)
 	if (c.json)
 		printf("]}\n");
 out:
-	btk_scan_memo_free(memo);
 	btk_vec_free(&roots);
 	btk_vec_free(&blocks);
 	return img_done(&c, rc);
