@@ -11,16 +11,7 @@ setup() {
 	D=$BATS_TEST_TMPDIR
 	GEN=$BATS_TEST_DIRNAME/archive_gen.py
 	export SOURCE_DATE_EPOCH=1700000000
-	AS=()
-	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-		chmod 777 "$D"
-		AS=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-		local p=$D
-		while [ "$p" != / ]; do
-			p=$(dirname "$p")
-			[ "$p" = / ] || chmod o+x "$p"
-		done
-	fi
+	as_user "$D"
 	mkdir -p "$D/dir/a/b"
 	echo one >"$D/dir/a/f"
 	echo two >"$D/dir/a/b/g"
