@@ -17,17 +17,7 @@ setup() {
 	GEN=$BATS_TEST_DIRNAME/archive_gen.py
 	UUID=01234567-89ab-cdef-0123-456789abcdef
 	export SOURCE_DATE_EPOCH=1700000000
-	# as a user without root (nobody may not enter the bats temp dirs above D)
-	AS=()
-	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
-		chmod 777 "$D"
-		AS=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-		local p=$D
-		while [ "$p" != / ]; do
-			p=$(dirname "$p")
-			[ "$p" = / ] || chmod o+x "$p"
-		done
-	fi
+	as_user "$D"
 }
 
 mkfs() {
