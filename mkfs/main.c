@@ -263,6 +263,7 @@ int main(int argc, const char **argv)
 	    {"byte-count", 'b', POPT_ARG_STRING, &bytes, 0, "size of each device", "SIZE"},
 	    {"force", 'f', POPT_ARG_NONE, &force, 0, "overwrite existing signatures", NULL},
 	    CLI_WRITE_OPTIONS,
+	    CLI_WHERE_LONG_OPTIONS,
 	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print nothing on success", NULL},
 	    {"nodiscard", 'K', POPT_ARG_NONE, &nodiscard, 0, "do not discard block devices", NULL},
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "print the result as JSON", NULL},

@@ -238,7 +238,7 @@ static void plan_shrink(const struct src_totals *tot, struct btk_mkfs_opts *o, b
 	struct stat st;
 
 	for (int i = 0; i < o->ndevs; i++)
-		all_new = all_new && stat(o->paths[i], &st) != 0;
+		all_new = all_new && btk_dev_name_stat(o->paths[i], &st) != 0;
 	if (!shrink && (o->byte_count || !all_new))
 		return;
 	o->shrink = true;
