@@ -52,6 +52,50 @@ int btk_write_open(struct btk_fs *fs, unsigned flags, struct btk_wfs **out);
  * follow them with the status item's generation, as the kernel's commits do, instead of
  * marking them for a rescan. */
 #define BTK_WRITE_QGROUPS_KEPT (1u << 1)
+/* Quota accounting, done one layer up (it needs the back-reference walkers): a hook the commit
+ * calls once every tree has settled (back references applied, root items written) and before
+ * the superblock is prepared. It sees what the transaction changed (btk_trans_changes), may
+ * read both the committed trees and the new ones (btk_trans_view) and may change the quota
+ * tree (whose blocks no qgroup counts); the commit then settles again. With a hook set, the
+ * commit no longer marks quotas inconsistent by itself: the hook decides, calling
+ * btk_qgroups_mark_inconsistent when it cannot count exactly. Errors it returns fail the
+ * commit. fn NULL: no hook (the default: quotas are marked for a rescan). */
+typedef int (*btk_trans_settled_fn)(void *ctx, struct btk_trans *t);
+void btk_write_on_settled(struct btk_wfs *w, btk_trans_settled_fn fn, void *ctx);
+
+/* What a transaction changed, as far as qgroups care; valid inside the settled hook. */
+struct btk_changed_extent {
+	uint64_t bytenr, num_bytes; /* an extent (data or tree block) one of whose back
+				       references from a subvolume tree was added or dropped */
+};
+struct btk_snapshot_note {
+	uint64_t src, dst;  /* btk_tree_snapshot(src, dst) */
+	uint64_t dst_block; /* the root block the snapshot got (a copy of src's) */
+	bool src_new;	    /* src's root block was already this transaction's when copied */
+};
+struct btk_drop_note {
+	uint64_t id;	 /* the dropped tree (btk_tree_drop) */
+	uint64_t bytenr; /* a block it shared with other trees (only its reference went), or 0 */
+	int level;
+};
+struct btk_trans_changes {
+	const struct btk_changed_extent *ext; /* in the order of the changes, repeats possible */
+	size_t next;
+	const struct btk_snapshot_note *snaps;
+	size_t nsnaps;
+	const struct btk_drop_note *drops; /* per dropped tree one note with bytenr 0, then one
+					      per shared block where its walk stopped */
+	size_t ndrops;
+};
+void btk_trans_changes(const struct btk_trans *t, struct btk_trans_changes *out);
+/* Inside the settled hook: reads of the filesystem through the tree layer (btk_root_find,
+ * btk_search...) see this transaction's trees as they are now (current) or the committed
+ * ones (!current, as outside the hook; the hook returns in that view). */
+int btk_trans_view(struct btk_trans *t, bool current);
+/* With quotas on: marks them inconsistent in this transaction (a rescan is needed), as the
+ * commit does by itself without a settled hook. */
+int btk_qgroups_mark_inconsistent(struct btk_trans *t);
+
 /* Frees w (NULL is fine); a running transaction must have ended. */
 void btk_write_close(struct btk_wfs *w);
 /* The write state of a filesystem that exists only in memory: fs has its superblock fields
@@ -335,6 +379,30 @@ int btk_bg_usage(struct btk_trans *t, uint64_t logical, uint64_t *used, uint64_t
  * addresses are never given out again. -EBUSY when anything in it is used or pinned, -EINVAL a
  * chunk of this transaction, -ENOENT no such chunk. */
 int btk_chunk_remove(struct btk_trans *t, uint64_t logical);
+
+/* ---- repair: extent records that disagree with the trees (extent_fixup.c) ---- */
+/* Queues delta references to the tree block at bytenr (level) from root (a keyed reference)
+ * or from parent (shared), as the write path does for its own blocks; full_backref sets the
+ * record's FULL_BACKREF flag. A +1 to a block without a record makes one, of generation gen
+ * (the block's: a block of this transaction's generation would be taken for one it made; 0:
+ * this transaction's): claim its space first, and settle (btk_trans_settle) before the block
+ * may be copied, so that the copy drops the record (and pins the space) instead of cancelling
+ * the unrecorded reference. Applied at commit. -EINVAL. */
+int btk_tree_block_ref(struct btk_trans *t, uint64_t bytenr, int level, uint64_t root,
+		       uint64_t parent, int delta, bool full_backref, uint64_t gen);
+/* Takes [bytenr, +len) out of the free space: it is in use although the extent tree has no
+ * record of it (a record is being added). Call it before anything is allocated. -ENOENT
+ * outside one block group. */
+int btk_extent_claim(struct btk_trans *t, uint64_t bytenr, uint64_t len);
+/* Deletes the extent record at key (EXTENT_ITEM or METADATA_ITEM) that nothing uses, with its
+ * keyed references (*keyed counts them): its block group counts it no longer, and the whole
+ * sectors it covers are free after the commit (data: with their checksums). */
+int btk_extent_record_drop(struct btk_trans *t, const struct btk_key *key, bool data,
+			   unsigned *keyed);
+/* Tree id's root becomes the committed block at bytenr (level): its root item named an older
+ * block. Copy the tree's root in this transaction afterwards (btk_tree_search_write), so that
+ * block and item get the same generation. -EBUSY when the tree was changed already. */
+int btk_tree_set_root(struct btk_trans *t, uint64_t id, uint64_t bytenr, int level);
 
 /* ---- statistics for tests ---- */
 struct btk_wstats {
