@@ -7,6 +7,7 @@
 # leave the log or the replayed filesystem. Run under the machine-wide kernel lock.
 
 load ../bats/helpers
+load image_lib
 
 FSCK=$BTK_BUILD/bin/btk-fsck
 
@@ -23,24 +24,8 @@ setup() {
 
 teardown() {
 	mountpoint -q "$MNT" 2>/dev/null && umount "$MNT"
-	loops_off
+	loops_down
 	true
-}
-
-loops_on() {
-	local f
-	LOOPS=()
-	for f in "$@"; do LOOPS+=("$(losetup -f --show "$f")"); done
-	[ "${#LOOPS[@]}" -lt 2 ] || btrfs device scan "${LOOPS[@]}" >/dev/null
-}
-
-loops_off() {
-	local l
-	for l in "${LOOPS[@]}"; do
-		btrfs device scan --forget "$l" >/dev/null 2>&1 || true
-		losetup -d "$l" || true
-	done
-	LOOPS=()
 }
 
 # copies NAME: fresh copies of the log image set IMG_DEVS as $D/NAME-N.img in COPY
@@ -59,10 +44,11 @@ copies() {
 kernel_replayed() {
 	local out=$1
 	shift
-	loops_on "$@"
+	DEVS=("$@")
+	loops_up
 	mount "${LOOPS[0]}" "$MNT"
 	umount "$MNT"
-	loops_off
+	loops_down
 	views "$out" "$@"
 }
 
@@ -70,10 +56,11 @@ kernel_replayed() {
 views() {
 	local out=$1
 	shift
-	loops_on "$@"
+	DEVS=("$@")
+	loops_up
 	btrfs check --readonly "${LOOPS[0]}" >"$D/check.log" 2>&1 || {
 		tail -20 "$D/check.log" >&2
-		loops_off
+		loops_down
 		return 1
 	}
 	btrfs inspect-internal dump-tree -t 5 "${LOOPS[0]}" |
@@ -82,7 +69,7 @@ views() {
 	mount -o ro "${LOOPS[0]}" "$MNT"
 	python3 "$MAN" "$MNT" >"$out.man"
 	umount "$MNT"
-	loops_off
+	loops_down
 }
 
 # same_as_kernel A B: the two results agree (files and fs tree items)
@@ -135,11 +122,12 @@ replay_case() {
 	oracle_image rescue-log -L -C small -s 512M
 	copies before
 	# the last commit, as the kernel shows it without replaying
-	loops_on "${COPY[@]}"
+	DEVS=("${COPY[@]}")
+	loops_up
 	mount -o ro,rescue=nologreplay "${LOOPS[0]}" "$MNT"
 	python3 "$MAN" "$MNT" >"$D/commit.man"
 	umount "$MNT"
-	loops_off
+	loops_down
 	btk_run 300 "$FSCK" --zero-log --no-undo "${COPY[@]}"
 	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
 	grep -q "^LOST: tree 5 inode [0-9]*: logged name \"renamed\" in directory [0-9]*$" "$BTK_OUT"

@@ -8,6 +8,7 @@
 # copy alone with BTK_ORACLE_FULL=1. Run under the machine-wide kernel lock (HACKING.md).
 
 load ../bats/helpers
+load image_lib
 
 FSCK=$BTK_BUILD/bin/btk-fsck
 SMASH=$BTK_BUILD/tests/smash
@@ -24,22 +25,17 @@ setup() {
 
 teardown() {
 	mountpoint -q "$MNT" 2>/dev/null && umount "$MNT"
-	local l
-	for l in "${LOOPS[@]}"; do
-		btrfs device scan --forget "$l" >/dev/null 2>&1 || true
-		losetup -d "$l" || true
-	done
+	loops_down
 	true
 }
 
 # kernel_view OUT DEV...: the devices on loop devices; btrfs check --readonly clean, mounted
 # read-only, "sha256 path" of every file to OUT, a read-only scrub with no error; detached
 kernel_view() {
-	local out=$1 l rc=0
+	local out=$1 rc=0
 	shift
-	LOOPS=()
-	for l in "$@"; do LOOPS+=("$(losetup -f --show "$l")"); done
-	[ "${#LOOPS[@]}" -lt 2 ] || btrfs device scan "${LOOPS[@]}" >/dev/null
+	DEVS=("$@")
+	loops_up
 	btrfs check --readonly "${LOOPS[0]}" >"$D/check.log" 2>&1 || {
 		echo "btrfs check not clean" >&2
 		tail -20 "$D/check.log" >&2
@@ -57,11 +53,7 @@ kernel_view() {
 	else
 		rc=1
 	fi
-	for l in "${LOOPS[@]}"; do
-		btrfs device scan --forget "$l" >/dev/null 2>&1 || true
-		losetup -d "$l" || true
-	done
-	LOOPS=()
+	loops_down
 	return $rc
 }
 
@@ -93,6 +85,9 @@ rescued() {
 	btk_run 300 "$FSCK" --repair --check-data-csum --no-undo "${DEVS[@]}"
 	assert_no_crash
 	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; echo "$1: exit $status" >&2; return 1; }
+	local healed supers
+	healed=$(grep -c '^HEALED' "$BTK_OUT")
+	supers=$(grep -c '^REWRITTEN' "$BTK_OUT")
 	for i in "${!BASE[@]}"; do
 		cmp "${BASE[$i]}" "${DEVS[$i]}" || { echo "$1: device $i not as the kernel left it" >&2; return 1; }
 	done
@@ -100,7 +95,7 @@ rescued() {
 	[ "$status" = 0 ] || { show_err; echo "$1: btk-fsck not clean" >&2; return 1; }
 	kernel_view "$D/after.list" "${DEVS[@]}" || { echo "$1: kernel view" >&2; return 1; }
 	diff "$D/base.list" "$D/after.list" >&2 || { echo "$1: files differ" >&2; return 1; }
-	echo "# $1: $(grep -c '^HEALED' "$BTK_OUT") healed, $(grep -c '^REWRITTEN' "$BTK_OUT") superblock(s) rewritten; identical to the kernel's image, clean, files read, scrub 0 errors" >&3
+	echo "# $1: $healed healed, $supers superblock(s) rewritten; identical to the kernel's image, clean, files read, scrub 0 errors" >&3
 }
 
 # trees that every image has (root, extent, chunk, dev, fs, csum, free space)
