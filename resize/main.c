@@ -127,6 +127,7 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	     "resize even with a converted filesystem's image (ext2_saved)", NULL},
 	    {"quiet", 'q', POPT_ARG_NONE, &o->quiet, 0, "print nothing on success", NULL},
 	    CLI_WRITE_OPTIONS,
+	    CLI_WHERE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc;
 	const char **rest;
