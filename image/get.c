@@ -336,7 +336,7 @@ static int on_entry(void *ctx, const struct img_entry *e)
 	struct stat st;
 	char *host;
 
-	if (e->depth == 0) /* the walk's paths are normalized: "/" or "/a/b" */
+	if (e->depth == 0 && !g->retrying) /* the walk's paths are normalized: "/" or "/a/b" */
 		g->skip = strcmp(e->path, "/") ? strlen(e->path) : 0;
 	host = host_path(g, e->path);
 
@@ -457,15 +457,26 @@ static bool root_tree_only(uint64_t owner)
 	return owner == BTRFS_ROOT_TREE_OBJECTID;
 }
 
+/* --salvage: tree blocks stepped over (btk_tree_skip_unreadable) by the handles closed so far */
+static bool salvaging;
+static uint64_t blocks_skipped;
+
+static void close_fs(struct img_cmd *c)
+{
+	if (c->fs)
+		blocks_skipped += btk_tree_skipped(c->fs);
+	btk_fs_close(c->fs);
+	c->fs = NULL;
+}
+
 /* c opened at root tree bytenr instead (quietly): 0 when PATH resolves there. */
 static int open_at(struct img_cmd *c, uint64_t bytenr, const char *path)
 {
-	if (c->fs)
-		btk_fs_close(c->fs);
-	c->fs = NULL;
+	close_fs(c);
 	c->tree_root = bytenr;
 	if (img_open(c, false))
 		return -1;
+	btk_tree_skip_unreadable(c->fs, salvaging);
 	return probe(c, path);
 }
 
@@ -488,6 +499,49 @@ static int fall_back(struct img_cmd *c, const struct btk_found_roots *roots, con
 	return CLI_EXIT_ERROR;
 }
 
+static int extent_end(void *ctx, const struct btk_file_extent *fe)
+{
+	uint64_t *end = ctx, e;
+
+	e = fe->file_offset +
+	    (fe->type == BTRFS_FILE_EXTENT_INLINE ? fe->ram_bytes : fe->num_bytes);
+	if (e > *end)
+		*end = e;
+	return 0;
+}
+
+/* The last resort for a file whose name reads but whose inode does not: its data, from its
+ * extent items, as a file of mode 0600 as long as its last extent reaches. 0 when copied. */
+static int inodeless(struct get *g, const char *path)
+{
+	struct img_cmd *c = g->c;
+	struct img_entry e = {.path = path};
+	uint64_t end = 0, before = g->skipped;
+	const char *slash = strrchr(path, '/');
+	char *host;
+
+	if (btk_path_lookup(c->fs, path, &e.node.root_id, &e.node.ino) ||
+	    btk_fs_root(c->fs, e.node.root_id, &e.node.root) ||
+	    btk_file_for_each_extent(c->fs, &e.node.root, e.node.ino, 0, extent_end, &end) || !end)
+		return -1;
+	e.name = slash ? slash + 1 : path;
+	e.node.info.size = end;
+	e.node.info.mode = S_IFREG | 0600;
+	e.node.info.nlink = 1;
+	if (!(host = host_path(g, path)))
+		return -1;
+	g->retrying = true;
+	get_file(g, &e, host);
+	g->retrying = false;
+	free(host);
+	if (g->skipped != before)
+		return -1;
+	cli_warn("%s: its inode does not read: its data (%llu bytes) recovered from its extents, "
+		 "mode 0600, owner and times not known",
+		 path, (unsigned long long)end);
+	return 0;
+}
+
 /* --salvage: each path that did not read whole is copied again from the older roots, newest
  * first, until one copy has no problem. The problems left: those that were not damage, and
  * each path no root gave whole (listed). */
@@ -495,7 +549,7 @@ static void salvage(struct get *g, const struct btk_found_roots *roots,
 		    const struct img_walk_ops *ops)
 {
 	struct img_cmd *c = g->c;
-	uint64_t used = c->fs->generation, lost = 0;
+	uint64_t used = c->fs->generation, lost = 0, first = btk_le64(c->fs->sb.root);
 	size_t n0 = g->damaged.n;
 	uint64_t first_pass = g->skipped - g->dskipped;
 
@@ -519,6 +573,10 @@ static void salvage(struct get *g, const struct btk_found_roots *roots,
 					 (unsigned long long)roots->data[r].generation);
 				done = true;
 			}
+		}
+		if (!done) {
+			open_at(c, first, p);
+			done = c->fs && !inodeless(g, p);
 		}
 		if (!done) {
 			cli_err("%s: %s: not recovered: no older root has it whole", c->img, p);
@@ -559,6 +617,9 @@ int verb_get(int argc, const char **argv)
 		rc = img_open(&c, false);
 	if (!rc && deleted)
 		rc = img_deleted_open(&c, c.args[1]);
+	salvaging = salv;
+	if (!rc)
+		btk_tree_skip_unreadable(c.fs, salvaging);
 	/* a damaged current root: older roots, automatically unless a root was chosen */
 	int why = rc || c.older ? 0 : probe(&c, c.args[1]);
 	if (!rc && (salv || (why && why != -ENOENT && why != -ENOTDIR)))
@@ -590,7 +651,16 @@ int verb_get(int argc, const char **argv)
 	cli_progress_clear(&g.prog);
 	if (!rc && salv)
 		salvage(&g, &roots, &ops);
-	else if (!rc && g.dskipped)
+	if (c.fs)
+		blocks_skipped += btk_tree_skipped(c.fs);
+	if (blocks_skipped) {
+		/* names and extents in them are missing: nothing says which */
+		cli_err("--salvage: %llu tree block%s did not read and %s stepped over: what they "
+			"held is not recovered",
+			(unsigned long long)blocks_skipped, blocks_skipped == 1 ? "" : "s",
+			blocks_skipped == 1 ? "was" : "were");
+		g.skipped++;
+	} else if (!rc && g.dskipped)
 		cli_warn("--salvage copies what did not read whole again from older roots");
 	for (size_t i = 0; i < g.damaged.n; i++)
 		free(g.damaged.data[i]);
