@@ -50,12 +50,15 @@ struct img_cmd {
 };
 
 #define IMG_OPT_DEVICE(c)                                                                          \
-	{                                                                                          \
-		"device", 0, POPT_ARG_ARGV, &(c)->devices, 0,                                      \
-		    "another device of a multi-device filesystem (repeat; others are found by "    \
-		    "scan)",                                                                       \
-		    "DEV"                                                                          \
-	}
+	{"device",                                                                                 \
+	 0,                                                                                        \
+	 POPT_ARG_ARGV,                                                                            \
+	 &(c)->devices,                                                                            \
+	 0,                                                                                        \
+	 "another device of a multi-device filesystem (repeat; others are found by "               \
+	 "scan)",                                                                                  \
+	 "DEV"},                                                                                   \
+	    CLI_WHERE_LONG_OPTIONS
 #define IMG_OPT_JSON(c)                                                                            \
 	{                                                                                          \
 		"json", 0, POPT_ARG_NONE, &(c)->json, 0, "JSON output on stdout", NULL             \
