@@ -127,6 +127,20 @@ static bool extent_records_planned(const struct btk_repair_opts *ro, const struc
 	return false;
 }
 
+/* Whether the plan adds or replaces names of the directory whose size p reports. */
+static bool names_planned(const struct btk_repair_opts *ro, const struct rp_probs *all,
+			  const struct rp_prob *p, int only)
+{
+	for (size_t i = 0; i < all->n; i++) {
+		const struct rp_prob *q = &all->data[i];
+		if ((q->id == BTK_P_NAME_MISSING_INDEX || q->id == BTK_P_NAME_MISSING_ITEM) &&
+		    q->tree == p->tree && q->has_key && q->key.objectid == p->key.objectid &&
+		    planned(ro, all, q, only))
+			return true;
+	}
+	return false;
+}
+
 /* Whether the plan may use p's fix (all: the whole check, for fixes that depend on others). */
 static bool planned(const struct btk_repair_opts *ro, const struct rp_probs *all,
 		    const struct rp_prob *p, int only)
@@ -142,6 +156,8 @@ static bool planned(const struct btk_repair_opts *ro, const struct rp_probs *all
 	if ((p->id == BTK_P_BG_USED || p->id == BTK_P_SUPER_BYTES_USED) &&
 	    extent_records_planned(ro, all, only))
 		return false; /* the next round's check counts with the records set right */
+	if (p->id == BTK_P_DIR_ISIZE && names_planned(ro, all, p, only))
+		return false; /* the same: with the names set right */
 	return !extents_in_doubt(all, p);
 }
 

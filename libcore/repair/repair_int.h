@@ -49,6 +49,12 @@ int rp_fix_ext_unused(struct rp_ctx *x, const struct rp_prob *p, char *before, c
 int rp_fix_ext_refs(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 		    size_t cap);
 int rp_extents_phase(enum btk_check_problem_id id);
+
+/* names.c: a name's missing side rebuilt from its inode ref. */
+int rp_fix_name_index(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		      size_t cap);
+int rp_fix_name_item(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		     size_t cap);
 void rp_extents_free(struct rp_extents *e);
 
 /* Opens a read-only view of the filesystem as the running commit of t will leave it: the

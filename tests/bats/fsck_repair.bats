@@ -109,6 +109,12 @@ PY
 	btrfs_clean "$IMG"
 }
 
+@test "repair: a name's missing dir index or dir item rebuilt from its inode ref" {
+	require_btk fsck
+	# a DIR_INDEX deleted; a DIR_INDEX whose name nothing else has (replaced)
+	repaired_clean dir-index index-name
+}
+
 @test "repair: a problem without a fix is left, reported, and nothing is written" {
 	require_btk fsck
 	broken chunk-dev-uuid

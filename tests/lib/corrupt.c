@@ -356,6 +356,12 @@ static int k_fe_bytenr(struct btk_fs *fs, const char *n)
 	return k_simple(fs, n, fs_tree, &w, &from256, OP_ADD,
 			offsetof(struct btrfs_file_extent_item, disk_bytenr), 8, 0x2000000 + 7);
 }
+static int k_index_name(struct btk_fs *fs, const char *n)
+{
+	/* the first byte of a DIR_INDEX's name + 1: its inode ref and dir item keep the name */
+	struct want w = {.type = BTRFS_DIR_INDEX_KEY, .not_first = true, .file_extent_type = -1};
+	return k_simple(fs, n, fs_tree, &w, &from256, OP_ADD, sizeof(struct btrfs_dir_item), 1, 1);
+}
 static int k_bg_used(struct btk_fs *fs, const char *n)
 {
 	struct want w = {.type = BTRFS_BLOCK_GROUP_ITEM_KEY, .file_extent_type = -1};
@@ -1936,6 +1942,7 @@ static const struct kind kinds[] = {
      k_meta_missing},
     {"data-missing", "delete a data extent's EXTENT_ITEM", k_data_missing},
     {"fe-bytenr", "a regular file extent's disk_bytenr + 32 MiB + 7 (unaligned)", k_fe_bytenr},
+    {"index-name", "a DIR_INDEX's name changed (first byte + 1)", k_index_name},
     {"bg-used", "a block group's used + 4096", k_bg_used},
     {"free-space", "a free space extent 4096 shorter", k_free_space},
     {"fst-grow", "a free space extent 4096 longer (used space recorded free)", k_fst_grow},
