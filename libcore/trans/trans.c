@@ -125,6 +125,7 @@ void btk_write_close(struct btk_wfs *w)
 	free(w->bgs);
 	btk_rs_free(&w->snap_shared);
 	btk_rs_free(&w->relocated);
+	btk_rs_free(&w->recow);
 	free(w->refs);
 	free(w->new_chunks);
 	free(w->holds);
