@@ -307,6 +307,16 @@ int btk_bg_used_end(struct btk_trans *t, uint64_t logical, uint64_t *end);
 int btk_data_extent_fixed(struct btk_trans *t, uint64_t bytenr, uint64_t len, uint64_t root,
 			  uint64_t ino, uint64_t offset);
 
+/* ---- superblock fields (trans_super.c), written by the commit ---- */
+/* The label (at most 255 bytes). */
+int btk_trans_set_label(struct btk_trans *t, const char *label);
+/* The fsid a single-device filesystem is known by, through the metadata_uuid feature as
+ * btrfstune -m does: tree blocks and device items keep the uuid they hold (the superblock's
+ * metadata_uuid); the fsid that uuid is clears the feature again. Each superblock copy is
+ * valid alone, so a power cut leaves the old fsid or the new. -EOPNOTSUPP for several
+ * devices. */
+int btk_trans_set_fsid(struct btk_trans *t, const uint8_t fsid[BTK_FSID_SIZE]);
+
 /* ---- trees ---- */
 /* Creates an empty tree with a default ROOT_ITEM (refs 1); fs trees get their root dir by
  * the caller. -EEXIST if it exists. */
