@@ -233,6 +233,29 @@ int btk_dev_name_stat(const char *name, struct stat *st);
  * is closed and NULL. */
 int btk_dev_where_apply(struct btk_dev **devp, const char *base, const struct btk_dev_where *w);
 
+/* ---- Containers (split.c, ewf.c, container.c) ---- */
+
+/* Split raw segments: when first names the first of a series whose second segment exists
+ * ("disk.000" or "disk.001" then "disk.001"/"disk.002", "disk.aa" then "disk.ab", "disk.raw.00"
+ * then "disk.raw.01"), every segment in order as one device of their total size (fixed):
+ * 0 with *out, 1 when first is no such name, -errno (a segment that does not open, is empty or
+ * a block device; -EBUSY when write and one is in use). */
+int btk_dev_split_open(const char *first, bool write, struct btk_dev **out);
+/* The number of segments of a split raw handle (0 for others). */
+int btk_dev_split_count(const struct btk_dev *dev);
+/* Whether b (len bytes from the start of a file) starts an EWF segment (E01, Ex01). */
+bool btk_ewf_magic(const uint8_t *b, size_t len);
+/* The EWF evidence file whose first segment is path, read-only, through libewf loaded at run
+ * time: -EOPNOTSUPP naming what to do when libewf is not there, -EIO with libewf's message. */
+int btk_dev_ewf_open(const char *path, struct btk_dev **out);
+/* A disk image or volume format btk does not read, found at the start of dev: what it is and
+ * what to do ("a qcow2 image: convert it to raw (qemu-img convert -O raw)..."), or NULL. */
+const char *btk_dev_foreign(struct btk_dev *dev);
+/* Why dev is not the filesystem looked for, when that can be told: a foreign format, a
+ * partition table (give the partition), another filesystem (libblkid). 1 with the words in
+ * buf, 0 when nothing is known. */
+int btk_dev_explain(struct btk_dev *dev, char *buf, size_t len);
+
 /* ---- The open path (open.c, in_use.c, lock.c): how every tool opens its devices ----
  *
  * A writable open is exclusive: it refuses a device the kernel uses (btk_dev_refuse_in_use),
