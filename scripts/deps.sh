@@ -11,7 +11,8 @@ check_pkgs="libcmocka-dev bats btrfs-progs e2fsprogs acl attr rsync xz-utils pyt
  fdisk
  libarchive-tools cpio zstd bzip2
  sleuthkit
- python3-pytest"
+ python3-pytest
+ ewf-tools"
 want=$build_pkgs
 # one installer at a time, however many makes ask
 exec 9<"$0" && flock 9 # the script itself: readable by every user, whoever ran it first

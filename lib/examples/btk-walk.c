@@ -11,6 +11,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+/* a name as ls -b shows it: control bytes and backslashes escaped, so one line per name */
+static void put_escaped(const char *s)
+{
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '\\')
+			fputs("\\\\", stdout);
+		else if (c < 0x20 || c == 0x7f)
+			printf("\\%03o", c);
+		else
+			putchar(c);
+	}
+}
+
 static int copy(btkfs *fs, const char *path, const char *out)
 {
 	static char buf[1 << 20];
@@ -58,7 +72,10 @@ static int walk(btkfs *fs, const char *dir, const char *outdir)
 			}
 			target[n < (ssize_t)sizeof(target) ? n : (ssize_t)sizeof(target) - 1] = 0;
 		}
-		printf("%s\t%o\t%llu\t%s\n", path, st.mode, (unsigned long long)st.size, target);
+		put_escaped(path);
+		printf("\t%o\t%llu\t", st.mode, (unsigned long long)st.size);
+		put_escaped(target);
+		putchar('\n');
 		snprintf(out, sizeof(out), "%s%s", outdir ? outdir : "", path);
 		if (S_ISDIR(st.mode)) {
 			if (outdir)
