@@ -228,6 +228,13 @@ int btk_tree_read_next(struct btk_trans *t, struct btk_path *p);
 int btk_tree_cow_block(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
 		       uint64_t bytenr);
 
+/* Repair: btk_tree_cow_block for a committed block whose header is damaged but whose
+ * contents read (a generation later than the filesystem's, item data not packed the kernel's
+ * way): the copy gets this transaction's generation, its leaf data packed, and its parent's
+ * pointer follows. Returns as btk_tree_cow_block. */
+int btk_tree_recow(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
+		   uint64_t bytenr);
+
 /* Free metadata (bytes, logical) a filesystem needs so that the kernel can mount it and write:
  * what a filesystem cut to fit leaves and what a device shrink keeps (alloc.c). */
 uint64_t btk_kernel_meta_room(uint32_t nodesize);
@@ -299,6 +306,16 @@ int btk_bg_used_end(struct btk_trans *t, uint64_t logical, uint64_t *end);
  * superblock stripe, -ENOENT when no data block group holds it whole, -EINVAL unaligned). */
 int btk_data_extent_fixed(struct btk_trans *t, uint64_t bytenr, uint64_t len, uint64_t root,
 			  uint64_t ino, uint64_t offset);
+
+/* ---- superblock fields (trans_super.c), written by the commit ---- */
+/* The label (at most 255 bytes). */
+int btk_trans_set_label(struct btk_trans *t, const char *label);
+/* The fsid a single-device filesystem is known by, through the metadata_uuid feature as
+ * btrfstune -m does: tree blocks and device items keep the uuid they hold (the superblock's
+ * metadata_uuid); the fsid that uuid is clears the feature again. Each superblock copy is
+ * valid alone, so a power cut leaves the old fsid or the new. -EOPNOTSUPP for several
+ * devices. */
+int btk_trans_set_fsid(struct btk_trans *t, const uint8_t fsid[BTK_FSID_SIZE]);
 
 /* ---- trees ---- */
 /* Creates an empty tree with a default ROOT_ITEM (refs 1); fs trees get their root dir by
