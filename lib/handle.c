@@ -1,7 +1,6 @@
 /* handle.c — libbtk's handles: opening a filesystem (by path or through a caller's read
  * function), its summary, closing, errors. */
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,13 +27,10 @@ int lib_einval(const char *what)
 	return btk_err(EINVAL, "%s", what);
 }
 
-/* A device whose bytes come from somewhere else: the caller's function, or a file read at
- * an offset. */
+/* A device whose bytes come from the caller's function. */
 struct reader {
 	btkfs_read_fn read;
 	void *ctx;
-	int fd;		 /* ours to close, or -1 */
-	uint64_t offset; /* added to every read of fd */
 };
 
 static int reader_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
@@ -51,11 +47,7 @@ static int reader_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off
 
 static void reader_close(struct btk_dev *dev)
 {
-	struct reader *r = dev->priv;
-
-	if (r && r->fd >= 0)
-		close(r->fd);
-	free(r);
+	free(dev->priv);
 }
 
 static const struct btk_dev_ops reader_ops = {.pread = reader_pread, .close = reader_close};
@@ -66,8 +58,6 @@ static int reader_dev(const char *name, struct reader *r, uint64_t size, struct 
 
 	if (!dev || !(dev->path = strdup(name))) {
 		free(dev);
-		if (r->fd >= 0)
-			close(r->fd);
 		free(r);
 		return btk_err(ENOMEM, "%s: out of memory", name);
 	}
@@ -77,51 +67,6 @@ static int reader_dev(const char *name, struct reader *r, uint64_t size, struct 
 	dev->priv = r;
 	*out = dev;
 	return 0;
-}
-
-static int fd_read(void *ctx, void *buf, size_t len, uint64_t off)
-{
-	struct reader *r = ctx;
-
-	while (len) {
-		ssize_t n = pread(r->fd, buf, len, (off_t)(off + r->offset));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		buf = (char *)buf + n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
-}
-
-/* path, read from byte offset on: a device of its size less the offset */
-static int offset_dev(const char *path, uint64_t offset, struct btk_dev **out)
-{
-	struct btk_dev *plain;
-	struct reader *r;
-	uint64_t size;
-	int ret = btk_dev_open(path, 0, &plain);
-
-	if (ret)
-		return ret;
-	size = plain->size;
-	btk_dev_close(plain);
-	if (offset >= size)
-		return btk_err(EINVAL, "%s: offset %llu is past its end (%llu bytes)", path,
-			       (unsigned long long)offset, (unsigned long long)size);
-	if (!(r = calloc(1, sizeof(*r))))
-		return btk_err(ENOMEM, "out of memory");
-	r->read = fd_read;
-	r->ctx = r;
-	r->offset = offset;
-	if ((r->fd = open(path, O_RDONLY | O_CLOEXEC)) < 0) {
-		ret = btk_err(errno, "%s: cannot open: %s", path, strerror(errno));
-		free(r);
-		return ret;
-	}
-	return reader_dev(path, r, size - offset, out);
 }
 
 static struct btk_open_opts open_opts(void)
@@ -144,40 +89,30 @@ static int finish(struct btk_fs *fs, btkfs **out)
 	return 0;
 }
 
-static uint64_t opt_offset(const struct btkfs_open_opts *o)
-{
-	return o && o->size >= offsetof(struct btkfs_open_opts, offset) + sizeof(o->offset)
-		   ? o->offset
-		   : 0;
-}
+/* a field of the caller's options, if its struct (of an older header) has it */
+#define OPT(o, field)                                                                              \
+	((o) && (o)->size >= offsetof(struct btkfs_open_opts, field) + sizeof((o)->field)          \
+	     ? (o)->field                                                                          \
+	     : 0)
 
 API int btkfs_open(const char *const *paths, int npaths, const struct btkfs_open_opts *opts,
 		   btkfs **out)
 {
 	struct btk_open_opts oo = open_opts();
-	uint64_t offset = opt_offset(opts);
-	struct btk_dev *devs[64];
 	struct btk_fs *fs;
-	int ret = 0, n = 0;
+	int ret;
 
 	btk_err_clear();
-	if (!out || !paths || npaths < 1 || npaths > 64)
-		return lib_einval(
-		    "btkfs_open: between 1 and 64 paths, and somewhere to put the handle");
+	if (!out || !paths || npaths < 1)
+		return lib_einval("btkfs_open: at least one path, and somewhere to put the handle");
 	*out = NULL;
-	if (!offset) {
-		ret = btk_fs_open(paths, npaths, &oo, &fs);
-		return ret ? ret : finish(fs, out);
-	}
-	oo.no_scan = true; /* other members are at the same offset of the paths given */
-	for (; n < npaths && !ret; n++)
-		ret = offset_dev(paths[n], offset, &devs[n]);
-	if (ret) {
-		for (int i = 0; i < n - 1; i++)
-			btk_dev_close(devs[i]);
-		return ret;
-	}
-	ret = btk_fs_open_devs(devs, npaths, &oo, &fs);
+	/* the open path's window: a partition or an offset on every device ("PATH@pN" and
+	 * "PATH@OFFSET" names carry their own) */
+	oo.dev.where.offset = OPT(opts, offset);
+	oo.dev.where.partition = OPT(opts, partition);
+	if (oo.dev.where.offset && oo.dev.where.partition)
+		return lib_einval("btkfs_open: an offset or a partition, not both");
+	ret = btk_fs_open(paths, npaths, &oo, &fs);
 	return ret ? ret : finish(fs, out);
 }
 
@@ -185,7 +120,6 @@ API int btkfs_open_reader(btkfs_read_fn read, void *ctx, uint64_t size,
 			  const struct btkfs_open_opts *opts, btkfs **out)
 {
 	struct btk_open_opts oo = open_opts();
-	uint64_t offset = opt_offset(opts);
 	struct btk_dev *dev;
 	struct btk_fs *fs;
 	struct reader *r;
@@ -198,8 +132,8 @@ API int btkfs_open_reader(btkfs_read_fn read, void *ctx, uint64_t size,
 	*out = NULL;
 	if (!(r = calloc(1, sizeof(*r))))
 		return btk_err(ENOMEM, "out of memory");
-	*r = (struct reader){.read = read, .ctx = ctx, .fd = -1};
-	if (offset) {
+	*r = (struct reader){.read = read, .ctx = ctx};
+	if (OPT(opts, offset) || OPT(opts, partition)) {
 		free(r);
 		return btk_err(ENOTSUP,
 			       "btkfs_open_reader: the read function gives the filesystem's "

@@ -38,14 +38,17 @@ typedef struct btkfs_dir btkfs_dir;
 typedef struct btkfs_file btkfs_file;
 
 struct btkfs_open_opts {
-	size_t size;	 /* sizeof(struct btkfs_open_opts) */
-	uint64_t offset; /* the filesystem starts this many bytes into each device (0) */
-	unsigned flags;	 /* none defined yet: 0 */
+	size_t size;	    /* sizeof(struct btkfs_open_opts) */
+	uint64_t offset;    /* the filesystem starts this many bytes into each device (0) */
+	unsigned flags;	    /* none defined yet: 0 */
+	unsigned partition; /* or in partition N of each (1-based, as mmls and sfdisk count
+			       MBR primary and logical and GPT entries; 0: none) */
 };
 
 /* Opens the filesystem on npaths devices or image files, read-only (it never writes to them;
- * a mounted device may be read, but what is read may be stale). opts may be NULL. On 0, *out
- * is the caller's: btkfs_close() it. */
+ * a mounted device may be read, but what is read may be stale). A path may carry where the
+ * filesystem lies in it: "disk.img@p2" (partition 2), "disk.img@1m" (an offset), as btk(7)
+ * says; opts may be NULL. On 0, *out is the caller's: btkfs_close() it. */
 int btkfs_open(const char *const *paths, int npaths, const struct btkfs_open_opts *opts,
 	       btkfs **out);
 
@@ -54,7 +57,8 @@ int btkfs_open(const char *const *paths, int npaths, const struct btkfs_open_opt
 typedef int (*btkfs_read_fn)(void *ctx, void *buf, size_t len, uint64_t off);
 
 /* Opens a single-device filesystem whose bytes come from read (a file-like object, an
- * evidence-container reader, a network stream); size is the device's size in bytes. */
+ * evidence-container reader, a network stream); size is the device's size in bytes, and the
+ * function gives the filesystem's own bytes (no offset or partition: -ENOTSUP). */
 int btkfs_open_reader(btkfs_read_fn read, void *ctx, uint64_t size,
 		      const struct btkfs_open_opts *opts, btkfs **out);
 

@@ -10,9 +10,9 @@
 #include <string.h>
 
 struct faulty {
-	uint64_t allowed;
+	struct btk_fault_power own; /* the budget, unless shared */
+	struct btk_fault_power *p;  /* the one spent: own or a shared one */
 	enum btk_fault_mode mode;
-	bool cut; /* a change was refused: the power is off */
 };
 
 /* 0 and one change spent; when none is left -EIO (FAIL) or 1 (STOP: skip it, say 0). */
@@ -20,14 +20,14 @@ static int spend(struct btk_dev *dev, const char *what, uint64_t off)
 {
 	struct faulty *f = dev->priv;
 
-	if (!f->allowed) {
-		f->cut = true;
+	if (!f->p->allowed) {
+		f->p->cut = true; /* a change was refused: the power is off */
 		return f->mode == BTK_FAULT_STOP
 			   ? 1
 			   : btk_err(EIO, "%s: injected %s failure at %llu", dev->path, what,
 				     (unsigned long long)off);
 	}
-	f->allowed--;
+	f->p->allowed--;
 	return 0;
 }
 
@@ -47,7 +47,7 @@ static int faulty_flush(struct btk_dev *dev)
 {
 	struct faulty *f = dev->priv;
 
-	if (!f->allowed)
+	if (!f->p->allowed)
 		return f->mode == BTK_FAULT_STOP
 			   ? 0
 			   : btk_err(EIO, "%s: injected flush failure", dev->path);
@@ -109,25 +109,38 @@ int btk_dev_faulty(struct btk_dev *lower, uint64_t allowed, struct btk_dev **out
 	return btk_dev_faulty_mode(lower, BTK_FAULT_FAIL, allowed, out);
 }
 
-int btk_dev_faulty_mode(struct btk_dev *lower, enum btk_fault_mode mode, uint64_t allowed,
-			struct btk_dev **out)
+static int faulty_new(struct btk_dev *lower, enum btk_fault_mode mode, uint64_t allowed,
+		      struct btk_fault_power *power, struct btk_dev **out)
 {
 	struct faulty *f = calloc(1, sizeof(*f));
 	int ret;
 
 	if (!f)
 		return btk_err(ENOMEM, "out of memory");
-	f->allowed = allowed;
+	f->own.allowed = allowed;
+	f->p = power ? power : &f->own;
 	f->mode = mode;
 	if ((ret = btk_dev_stack(lower, &faulty_ops, f, out)))
 		free(f);
 	return ret;
 }
 
+int btk_dev_faulty_mode(struct btk_dev *lower, enum btk_fault_mode mode, uint64_t allowed,
+			struct btk_dev **out)
+{
+	return faulty_new(lower, mode, allowed, NULL, out);
+}
+
+int btk_dev_faulty_power(struct btk_dev *lower, enum btk_fault_mode mode,
+			 struct btk_fault_power *power, struct btk_dev **out)
+{
+	return faulty_new(lower, mode, 0, power, out);
+}
+
 bool btk_dev_cut(const struct btk_dev *dev)
 {
 	for (int depth = 0; dev && depth < 16; dev = dev->lower, depth++)
-		if (dev->ops == &faulty_ops && ((const struct faulty *)dev->priv)->cut)
+		if (dev->ops == &faulty_ops && ((const struct faulty *)dev->priv)->p->cut)
 			return true;
 	return false;
 }

@@ -134,6 +134,14 @@ enum btk_fault_mode { BTK_FAULT_OFF, BTK_FAULT_FAIL, BTK_FAULT_STOP };
 int btk_dev_faulty(struct btk_dev *dev, uint64_t allowed, struct btk_dev **out);
 int btk_dev_faulty_mode(struct btk_dev *dev, enum btk_fault_mode mode, uint64_t allowed,
 			struct btk_dev **out);
+/* One power supply for several devices: the handles wrapped with it spend one budget of
+ * changes, and once it is spent none of them changes anything (one power cut for all). */
+struct btk_fault_power {
+	uint64_t allowed;
+	bool cut;
+};
+int btk_dev_faulty_power(struct btk_dev *dev, enum btk_fault_mode mode,
+			 struct btk_fault_power *power, struct btk_dev **out);
 /* Whether a fault-injecting handle in dev's stack has refused a change: the power is cut, and
  * an undo file (undo.h) logs nothing more for dev, as none of its writes would reach a disk. */
 bool btk_dev_cut(const struct btk_dev *dev);
@@ -274,7 +282,9 @@ struct btk_dev_opts {
 				  change; NULL: none */
 	struct {
 		enum btk_fault_mode mode; /* tests: a power cut after `after` changes */
-		uint64_t after;		  /* (per device) */
+		uint64_t after;		  /* (per device, unless power is set) */
+		/* the budget every device opened with it spends (after is then unused) */
+		struct btk_fault_power *power;
 	} fault;
 	/* where the filesystem lies on every device whose name has no "@" part (--partition,
 	 * --offset): a window over it (btk_dev_where_apply) */

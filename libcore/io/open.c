@@ -133,7 +133,10 @@ static int wrap(struct btk_dev **devp, const struct btk_dev_opts *o)
 	int ret;
 
 	if (o->fault.mode != BTK_FAULT_OFF) {
-		if ((ret = btk_dev_faulty_mode(*devp, o->fault.mode, o->fault.after, &w)))
+		ret = o->fault.power
+			  ? btk_dev_faulty_power(*devp, o->fault.mode, o->fault.power, &w)
+			  : btk_dev_faulty_mode(*devp, o->fault.mode, o->fault.after, &w);
+		if (ret)
 			return ret;
 		*devp = w;
 	}

@@ -127,6 +127,9 @@ struct btk_wfs {
 	/* tree blocks a relocation copied in this transaction (block_move.c), keeping the
 	 * generation of the block they replace: later moves change them in place */
 	struct btk_rangeset relocated;
+	/* committed tree blocks whose header generation is damage (later than this
+	 * transaction): copied as any other (btk_tree_recow) */
+	struct btk_rangeset recow;
 	uint8_t chunk_uuid[BTK_UUID_SIZE]; /* chunk_tree_uuid of every tree block header */
 	/* the fsid when new uuids must follow from it (a fixed fsid: reproducible images), else
 	 * NULL (random, as for a snapshot of an existing filesystem) */
@@ -248,6 +251,10 @@ int btk_tree_descend(struct btk_trans *t, struct btk_wroot *wr, const struct btk
 int btk_leaf_push(struct btk_trans *t, struct btk_wroot *wr, struct btk_path *p, const uint32_t *v,
 		  uint32_t vm, bool found);
 
+/* Puts a leaf's item data back in the kernel's layout (packed from the block's end down, in
+ * item order; a copy on write does it), the items and their bytes unchanged. -EUCLEAN when an
+ * item lies outside the block, -ENOMEM. */
+int btk_leaf_repack(const struct btk_fs *fs, struct btk_block *b);
 /* Item shifting helpers on a leaf (ctree_items.c). */
 void btk_leaf_set_key(struct btk_block *b, int slot, const struct btk_key *k);
 void btk_node_set_ptr(struct btk_block *b, int slot, const struct btk_key *k, uint64_t ptr,

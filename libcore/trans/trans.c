@@ -128,6 +128,7 @@ void btk_write_close(struct btk_wfs *w)
 	free(w->snaps);
 	free(w->drops);
 	btk_rs_free(&w->relocated);
+	btk_rs_free(&w->recow);
 	free(w->refs);
 	free(w->new_chunks);
 	free(w->holds);

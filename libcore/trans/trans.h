@@ -228,6 +228,13 @@ int btk_tree_read_next(struct btk_trans *t, struct btk_path *p);
 int btk_tree_cow_block(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
 		       uint64_t bytenr);
 
+/* Repair: btk_tree_cow_block for a committed block whose header is damaged but whose
+ * contents read (a generation later than the filesystem's, item data not packed the kernel's
+ * way): the copy gets this transaction's generation, its leaf data packed, and its parent's
+ * pointer follows. Returns as btk_tree_cow_block. */
+int btk_tree_recow(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
+		   uint64_t bytenr);
+
 /* Free metadata (bytes, logical) a filesystem needs so that the kernel can mount it and write:
  * what a filesystem cut to fit leaves and what a device shrink keeps (alloc.c). */
 uint64_t btk_kernel_meta_room(uint32_t nodesize);

@@ -37,7 +37,8 @@ _lib = _load()
 
 
 class _OpenOpts(ctypes.Structure):
-    _fields_ = [("size", ctypes.c_size_t), ("offset", ctypes.c_uint64), ("flags", ctypes.c_uint)]
+    _fields_ = [("size", ctypes.c_size_t), ("offset", ctypes.c_uint64), ("flags", ctypes.c_uint),
+                ("partition", ctypes.c_uint)]
 
 
 class _Info(ctypes.Structure):
@@ -155,8 +156,8 @@ def _b(path: PathLike) -> bytes:
     return os.fsencode(path)
 
 
-def _opts(offset: int) -> _OpenOpts:
-    return _OpenOpts(ctypes.sizeof(_OpenOpts), offset, 0)
+def _opts(offset: int = 0, partition: int = 0) -> _OpenOpts:
+    return _OpenOpts(ctypes.sizeof(_OpenOpts), offset, 0, partition)
 
 
 class Stat(NamedTuple):
@@ -473,14 +474,15 @@ class File(io.RawIOBase):
         super().close()
 
 
-def open(*paths: PathLike, offset: int = 0) -> Filesystem:  # noqa: A001 (as io.open)
+def open(*paths: PathLike, offset: int = 0, partition: int = 0) -> Filesystem:  # noqa: A001
     """Opens the filesystem on one or more image files or devices, read-only. offset: where the
-    filesystem starts in each (bytes)."""
+    filesystem starts in each (bytes); partition: or partition N of each (1-based, as mmls and
+    sfdisk number them). A path may also say it itself: "disk.img@p2", "disk.img@1m"."""
     if not paths:
         raise TypeError("open() needs at least one path")
     arr = (ctypes.c_char_p * len(paths))(*[_b(p) for p in paths])
     h = _vp()
-    o = _opts(offset)
+    o = _opts(offset, partition)
     ret = _lib.btkfs_open(arr, len(paths), ctypes.byref(o), ctypes.byref(h))
     if ret < 0:
         _raise(ret, os.fsdecode(paths[0]))
@@ -508,7 +510,7 @@ def open_reader(fileobj: IO[bytes], size: Optional[int] = None) -> Filesystem:
 
     cb = _READ_FN(read)
     h = _vp()
-    o = _opts(0)
+    o = _opts()
     ret = _lib.btkfs_open_reader(cb, None, size, ctypes.byref(o), ctypes.byref(h))
     if ret < 0:
         _raise(ret, getattr(fileobj, "name", "(reader)"))

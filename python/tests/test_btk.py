@@ -191,6 +191,33 @@ def test_ctypes_layouts_equal_the_header():
         assert ctypes.sizeof(cls) == int(want[name]), name
 
 
+def test_partition_and_offset_of_a_disk_image(tmp_path):
+    """The image inside partition 2 of a GPT disk image, three ways, reads as the image."""
+    import shutil
+    if not shutil.which("sfdisk"):
+        pytest.skip("sfdisk not installed (fdisk)")
+    disk = str(tmp_path / "disk.img")
+    size = os.path.getsize(IMG)
+    with open(disk, "wb") as f:
+        f.truncate(size + (8 << 20))
+    layout = f"label: gpt\nstart=2048, size=2048\nstart=4096, size={size // 512}\n"
+    subprocess.run(["sfdisk", "-q", disk], input=layout, text=True, check=True)
+    with open(IMG, "rb") as src, open(disk, "r+b") as dst:
+        dst.seek(4096 * 512)
+        shutil.copyfileobj(src, dst)
+    with btk.open(IMG) as plain:
+        want = {p: plain.stat(p) for p in src_tree()}
+        for fs in (btk.open(disk, partition=2), btk.open(disk, offset=4096 * 512),
+                   btk.open(disk + "@p2")):
+            with fs:
+                assert {p: fs.stat(p) for p in src_tree()} == want
+                assert fs.read_bytes("/dir/random.bin") == plain.read_bytes("/dir/random.bin")
+    with pytest.raises(OSError):
+        btk.open(disk, partition=3)
+    with pytest.raises(OSError):
+        btk.open(disk, partition=1)  # no filesystem there
+
+
 def test_readme_examples_run(capsys):
     """Every python block of python/README.md runs against the test image."""
     readme = os.path.join(os.path.dirname(__file__), "..", "README.md")
