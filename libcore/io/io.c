@@ -163,23 +163,3 @@ void btk_dev_unview(struct btk_view *v)
 		munmap(v->map, v->maplen);
 	memset(v, 0, sizeof(*v));
 }
-
-int btk_dev_stack(struct btk_dev *lower, const struct btk_dev_ops *ops, void *priv,
-		  struct btk_dev **out)
-{
-	struct btk_dev *dev = calloc(1, sizeof(*dev));
-
-	if (!dev || !(dev->path = strdup(lower->path))) {
-		free(dev);
-		return btk_err(ENOMEM, "out of memory");
-	}
-	dev->ops = ops;
-	dev->fd = -1;
-	dev->size = lower->size;
-	dev->writable = lower->writable;
-	dev->is_blockdev = lower->is_blockdev;
-	dev->priv = priv;
-	dev->lower = lower;
-	*out = dev;
-	return 0;
-}
