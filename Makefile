@@ -3,7 +3,7 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 B        := build
 CC       ?= cc
-PKGS     := blkid popt libzstd zlib lzo2 libxxhash libcrypto libb2 libdeflate
+PKGS     := blkid popt libzstd zlib lzo2 libxxhash libcrypto libb2 libdeflate libarchive
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Ilibcore -I. \
             -MMD -MP $(shell pkg-config --cflags $(PKGS) 2>/dev/null)

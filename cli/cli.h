@@ -152,6 +152,28 @@ extern struct poptOption cli_no_undo_table[];
 	}
 int cli_undo_default(struct btk_dev_opts *o, const char *dev, char *buf, size_t len);
 
+/* Which root a reader opens (rootopts.c), the same options in every reading tool:
+ * -b/--backup N (superblock backup root slot N, 0..3; "newest": the newest that reads),
+ * --tree-root BYTENR, --fs-root BYTENR, --generation G. CLI_ROOT_OPTIONS has them all;
+ * CLI_ROOT_LONG_OPTIONS leaves -b to a tool that uses it otherwise (btk-owner, btk-debug).
+ * cli_root_opts puts them in o (struct btk_open_opts, volumes.h: its backup, tree_root,
+ * fs_root and generation): 0, or -1 after one line (a usage error). cli_root_chosen: whether
+ * any was given. cli_root_note prints once which root is read ("reading generation G (root
+ * tree at BYTENR)") when one was chosen. */
+struct btk_open_opts;
+extern struct poptOption cli_root_table[], cli_root_long_table[];
+#define CLI_ROOT_OPTIONS                                                                           \
+	{                                                                                          \
+		NULL, 0, POPT_ARG_INCLUDE_TABLE, cli_root_table, 0, "older roots:", NULL           \
+	}
+#define CLI_ROOT_LONG_OPTIONS                                                                      \
+	{                                                                                          \
+		NULL, 0, POPT_ARG_INCLUDE_TABLE, cli_root_long_table, 0, "older roots:", NULL      \
+	}
+int cli_root_opts(struct btk_open_opts *o);
+bool cli_root_chosen(void);
+void cli_root_note(uint64_t generation, uint64_t root_bytenr);
+
 /* --help/-h/-? and --version/-V for a popt table: put CLI_STD_OPTIONS at the end of it
  * (before POPT_TABLEEND). --version prints "PROG VERSION" on stdout and exits 0; --help
  * prints popt's help (usage from poptSetOtherOptionHelp) and exits 0. */

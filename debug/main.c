@@ -46,10 +46,12 @@ int main(int argc, const char **argv)
 	    {"tree", 't', POPT_ARG_STRING, &tree, 0, "only this tree", "ID|NAME"},
 	    {"block", 'b', POPT_ARG_STRING, &block, 0, "only this block", "BYTENR"},
 	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output, one line per item", NULL},
+	    CLI_ROOT_LONG_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
 	struct poptOption stats_opts[] = {
 	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output", NULL},
+	    CLI_ROOT_LONG_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
 	struct poptOption *opts;

@@ -32,8 +32,13 @@ struct tctx {
 int debug_open(const char *const *devs, int n, struct btk_fs **fs)
 {
 	struct btk_open_opts o = {.super_mirror = -1};
-	int ret = btk_fs_open(devs, n, &o, fs);
+	int ret;
 
+	if (cli_root_opts(&o))
+		return -EINVAL;
+	ret = btk_fs_open(devs, n, &o, fs);
+	if (!ret)
+		cli_root_note((*fs)->generation, btk_le64((*fs)->sb.root));
 	if (ret) {
 		const char *m = btk_errmsg();
 

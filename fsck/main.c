@@ -33,7 +33,6 @@ struct out {
 	struct cli_progress line; /* the shared progress line (cli/), on a terminal only */
 	uint64_t nerr;
 	bool not_checked; /* the root tree did not read: nothing else was checked */
-	int last_pct;
 	const char *last_phase;
 	uint64_t nfix;	 /* fixes printed */
 	bool fixes_open; /* --json --repair: the "fixes" array is still open */
@@ -126,25 +125,26 @@ static void on_problem(void *ctx, const struct btk_check_problem *p)
 	o->nerr++;
 }
 
-static void on_progress(void *ctx, const char *phase, double done)
+/* "checking trees 1,234/5,678 blocks, 9,012/s, ETA 0:03" through the walk; the passes after
+ * it only by name, each drawn at once so that a short one is seen */
+static void on_progress(void *ctx, const char *phase, uint64_t done, uint64_t total)
 {
 	struct out *o = ctx;
-	int pct = (int)(done * 100);
 	bool new_phase = phase != o->last_phase;
+	char what[32];
 
-	if (!o->line.on || (!new_phase && pct == o->last_pct))
+	if (!o->line.on)
 		return;
 	o->last_phase = phase;
-	o->last_pct = pct;
 	if (!strcmp(phase, "done")) {
 		cli_progress_clear(&o->line);
 		return;
 	}
-	/* a new phase is drawn at once, so that a short phase is seen by its name */
-	if (pct > 0 && pct < 100)
-		cli_progress_draw(&o->line, new_phase, "checking %s... %d%%", phase, pct);
+	snprintf(what, sizeof(what), "checking %s", phase);
+	if (!strcmp(phase, "trees"))
+		cli_progress_job(&o->line, new_phase, what, done, total, "blocks");
 	else
-		cli_progress_draw(&o->line, new_phase, "checking %s...", phase);
+		cli_progress_draw(&o->line, new_phase, "%s", what);
 }
 
 static void on_warn(void *ctx, const char *msg)
@@ -295,7 +295,7 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 	/* text: data checksum mismatches summed up per extent and mirror; --json lists each */
 	struct btk_check_opts co = {.data_csum = data_csum,
 				    .report = on_problem,
-				    .progress = on_progress,
+				    .progress = o->line.on ? on_progress : NULL,
 				    .ctx = o,
 				    .max_reports = max_errors,
 				    .data_summary = !o->json};
@@ -601,7 +601,7 @@ int main(int argc, const char **argv)
 		poptFreeContext(pc);
 		return rc;
 	}
-	struct out o = {.json = a.json, .quiet = a.quiet, .last_pct = -1};
+	struct out o = {.json = a.json, .quiet = a.quiet};
 	/* the progress line: on a terminal unless -q, or with -p; never with --json */
 	cli_progress_start(&o.line, a.progress);
 	if (a.json || (a.quiet && !a.progress))

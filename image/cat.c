@@ -42,7 +42,8 @@ static int out_data(void *ctx, uint64_t off, const uint8_t *data, size_t len)
 int verb_cat(int argc, const char **argv)
 {
 	struct img_cmd c = {0};
-	struct poptOption opts[] = {IMG_OPT_DEVICE(&c), CLI_STD_OPTIONS POPT_TABLEEND};
+	struct poptOption opts[] = {IMG_OPT_DEVICE(&c), CLI_ROOT_OPTIONS,
+				    CLI_STD_OPTIONS POPT_TABLEEND};
 	int rc = img_parse(&c, argc, argv, opts, "IMG PATH", 2, 2);
 	struct img_node n;
 

@@ -43,6 +43,10 @@ struct img_cmd {
 	bool write;	   /* opened for writing */
 	/* the open path's options for writing (--wait, faults, undo): set before img_open */
 	struct btk_dev_opts dev;
+	/* a reader's root tree block chosen by the verb (get --deleted), over the root options */
+	uint64_t tree_root;
+	/* set by img_open: a root older than the superblock's is read (root options, tree_root) */
+	bool older;
 };
 
 #define IMG_OPT_DEVICE(c)                                                                          \
@@ -140,6 +144,23 @@ int verb_stat(int argc, const char **argv);
 int verb_cat(int argc, const char **argv);
 int verb_getfattr(int argc, const char **argv);
 int verb_get(int argc, const char **argv);
+int verb_roots(int argc, const char **argv); /* roots.c */
+/* The root scan (tree/scan.h) of c's filesystem: every valid tree block, and with roots the
+ * roots of the trees owner_fn chooses (NULL: all) with their reach; a progress line on a
+ * terminal (progress: also elsewhere). 0 or CLI_EXIT_ERROR after one line. */
+struct btk_found_blocks;
+struct btk_found_roots;
+int img_root_scan(struct img_cmd *c, bool (*owner_fn)(uint64_t owner), bool progress,
+		  struct btk_found_blocks *blocks, struct btk_found_roots *roots);
+int verb_diff(int argc, const char **argv); /* diff.c */
+
+/* ---- deleted names (deleted.c) ---- */
+/* ls --deleted: every name an older root holds under path and the current root does not
+ * (sorted by path; text lines or, with json, entries of ls's JSON object). */
+int img_deleted_list(struct img_cmd *c, const char *path, bool lng);
+/* get --deleted: reopens c at the newest older root that holds path (deleted now, or under a
+ * deleted directory). 0, or CLI_EXIT_ERROR after one line. */
+int img_deleted_open(struct img_cmd *c, const char *path);
 
 /* ---- write verbs (filewrite): put.c, ops_*.c; shared: wops.h ---- */
 int verb_put(int argc, const char **argv);

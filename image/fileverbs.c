@@ -11,6 +11,8 @@ const struct verb img_file_verbs[] = {
     {"cat", "IMG PATH", "a file's content on stdout", verb_cat},
     {"getfattr", "[-n NAME | -d] IMG PATH", "extended attributes, like getfattr(1)", verb_getfattr},
     {"get", "[-r] [-f] [--json] IMG PATH DEST", "copy files or trees out, as they are", verb_get},
+    {"roots", "[--all] [--json] IMG", "tree roots of every generation still on disk", verb_roots},
+    {"diff", "--from G1 [--to G2] IMG", "what changed between two generations", verb_diff},
     /* write verbs */
     {"put", "[-r] [-f] IMG SRC PATH", "copy a host file or tree into the image", verb_put},
     {"mkdir", "[-p] IMG PATH", "make a directory", verb_mkdir},

@@ -31,6 +31,7 @@ struct get {
 	size_t skip; /* bytes of an image path that the destination replaces */
 	struct cli_progress prog;
 	uint64_t files, dirs, others, links_made, bytes, skipped, xattrs_left, xattrs_unsupported;
+	uint64_t reused; /* files of an older root whose data was written over since */
 	struct link *links;
 	size_t nlinks, cap; /* open addressing, cap a power of two */
 	/* the file being written */
@@ -196,6 +197,14 @@ static int bad_cb(void *ctx, uint64_t off, uint64_t len, const char *why)
 
 	snprintf(msg, sizeof(msg), "bytes %llu..%llu: %s", (unsigned long long)off,
 		 (unsigned long long)(off + len), why);
+	if (g->c->older && strstr(why, "checksum")) {
+		/* an older root's data whose blocks were written over since */
+		cli_warn("data of %s at generation %llu was reused since: %s (left a hole)", g->cur,
+			 (unsigned long long)g->c->fs->generation, msg);
+		g->skipped++;
+		g->reused++;
+		return 0;
+	}
 	skipped(g, g->cur, "%s: %s (left a hole)", msg);
 	return 0;
 }
@@ -351,11 +360,12 @@ static void print_summary(const struct get *g, const char *path, const char *des
 	printf(", \"dest\": ");
 	btk_json_cstr(stdout, dest);
 	printf(", \"files\": %llu, \"hard_links\": %llu, \"dirs\": %llu, \"others\": %llu, "
-	       "\"bytes\": %llu, \"problems\": %llu, \"xattrs_not_copied\": %llu, "
-	       "\"errors\": %s}\n",
+	       "\"bytes\": %llu, \"problems\": %llu, \"reused\": %llu, \"xattrs_not_copied\": "
+	       "%llu, \"errors\": %s}\n",
 	       (unsigned long long)g->files, (unsigned long long)g->links_made,
 	       (unsigned long long)g->dirs, (unsigned long long)g->others,
 	       (unsigned long long)g->bytes, (unsigned long long)g->skipped,
+	       (unsigned long long)g->reused,
 	       (unsigned long long)(g->xattrs_left + g->xattrs_unsupported), rc ? "true" : "false");
 }
 
@@ -404,14 +414,17 @@ int verb_get(int argc, const char **argv)
 {
 	struct img_cmd c = {0};
 	struct get g = {.c = &c, .fd = -1, .root = geteuid() == 0};
-	int rec = 0, progress = 0, quiet = 0;
+	int rec = 0, progress = 0, quiet = 0, deleted = 0;
 	struct poptOption opts[] = {
+	    {"deleted", 0, POPT_ARG_NONE, &deleted, 0,
+	     "PATH is deleted: read it from the newest older root that has it", NULL},
 	    {"recursive", 'r', POPT_ARG_NONE, &rec, 0, "directories with everything below", NULL},
 	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "no summary line", NULL},
 	    {"force", 'f', POPT_ARG_NONE, &g.force, 0, "replace existing files at DEST", NULL},
 	    {"progress", 0, POPT_ARG_NONE, &progress, 0,
 	     "show progress even when stderr is not a terminal", NULL},
 	    IMG_OPT_DEVICE(&c),
+	    CLI_ROOT_OPTIONS,
 	    IMG_OPT_JSON(&c),
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	int rc =
@@ -420,7 +433,11 @@ int verb_get(int argc, const char **argv)
 	char *dest = NULL;
 
 	if (!rc)
-		rc = img_open_path(&c, &n);
+		rc = img_open(&c, false);
+	if (!rc && deleted)
+		rc = img_deleted_open(&c, c.args[1]);
+	if (!rc)
+		rc = img_lookup(&c, c.args[1], &n);
 	if (rc)
 		return img_done(&c, rc);
 	if (S_ISDIR(n.info.mode) && !rec) {

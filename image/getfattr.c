@@ -161,6 +161,7 @@ int verb_getfattr(int argc, const char **argv)
 	     "RE"},
 	    {"encoding", 'e', POPT_ARG_STRING, &enc, 0, "values as text, hex or base64", "ENC"},
 	    IMG_OPT_DEVICE(&c),
+	    CLI_ROOT_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	int rc = img_parse(&c, argc, argv, opts, "[-n NAME | -d [-m RE]] [-e ENC] IMG PATH", 2, 2);
 	struct img_node n;

@@ -9,7 +9,7 @@
 
 struct ls {
 	struct img_cmd *c;
-	int lng, rec, all, human;
+	int lng, rec, all, human, deleted;
 	bool first; /* nothing printed yet (text: blank lines between -R sections; JSON: commas) */
 	int failed;
 };
@@ -138,7 +138,10 @@ int verb_ls(int argc, const char **argv)
 	    {"all", 'a', POPT_ARG_NONE, &l.all, 0,
 	     "names starting with a dot too (always listed: for ls -la habits)", NULL},
 	    {"human-readable", 'h', POPT_ARG_NONE, &l.human, 0, "with -l: sizes as 1.5MiB", NULL},
+	    {"deleted", 0, POPT_ARG_NONE, &l.deleted, 0,
+	     "names under PATH that older roots hold and the current one does not", NULL},
 	    IMG_OPT_DEVICE(&c),
+	    CLI_ROOT_OPTIONS,
 	    IMG_OPT_JSON(&c),
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	int rc = img_parse(&c, argc, argv, opts, "[-laRh] [--json] IMG [PATH]", 1, 2);
@@ -156,7 +159,7 @@ int verb_ls(int argc, const char **argv)
 		btk_json_cstr(stdout, path);
 		printf(", \"entries\": [");
 	}
-	rc = img_walk(&c, path, &ops, &l);
+	rc = l.deleted ? img_deleted_list(&c, path, l.lng) : img_walk(&c, path, &ops, &l);
 	if (c.json)
 		printf("], \"errors\": %s}\n", rc || l.failed ? "true" : "false");
 	return img_done(&c, rc || l.failed ? CLI_EXIT_ERROR : CLI_EXIT_OK);

@@ -47,12 +47,22 @@ int img_open(struct img_cmd *c, bool write)
 		}
 		paths[n++] = *d;
 	}
+	if (!write && cli_root_opts(&oo))
+		return CLI_EXIT_USAGE;
+	if (!write && c->tree_root) {
+		oo.tree_root = c->tree_root;
+		oo.generation = 0;
+		oo.backup = 0;
+	}
 	if (write)
 		cli_interrupt_writer(paths, n);
 	if (btk_fs_open(paths, n, &oo, &c->fs)) {
 		cli_err("%s", btk_errmsg());
 		return CLI_EXIT_ERROR;
 	}
+	if (!write)
+		cli_root_note(c->fs->generation, btk_le64(c->fs->sb.root));
+	c->older = !write && (c->tree_root || oo.backup || oo.tree_root || oo.generation);
 	c->write = write;
 	return 0;
 }

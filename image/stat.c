@@ -201,7 +201,7 @@ int verb_stat(int argc, const char **argv)
 {
 	struct img_cmd c = {0};
 	struct st s = {.c = &c};
-	struct poptOption opts[] = {IMG_OPT_DEVICE(&c), IMG_OPT_JSON(&c),
+	struct poptOption opts[] = {IMG_OPT_DEVICE(&c), CLI_ROOT_OPTIONS, IMG_OPT_JSON(&c),
 				    CLI_STD_OPTIONS POPT_TABLEEND};
 	int rc = img_parse(&c, argc, argv, opts, "[--json] IMG PATH", 2, 2);
 

@@ -383,7 +383,8 @@ int main(int argc, const char **argv)
 					     : "");
 	}
 	if (!rc && btk_mkfs(&o, &res) < 0) {
-		cli_err("%s", btk_errmsg());
+		if (!rd.said)
+			cli_err("%s", btk_errmsg());
 		rc = CLI_EXIT_ERROR;
 	} else if (!rc && json) {
 		print_json(&o, &res, &rd);

@@ -4,6 +4,7 @@
 #include "base/error.h"
 #include "fs/fs_estimate.h"
 #include "cli/cli.h"
+#include "cli/archive.h"
 
 #include <errno.h>
 #include <string.h>
@@ -13,54 +14,23 @@
 #include <time.h>
 #include <unistd.h>
 
-/* The progress line, after the "btk-mkfs: " that cli_progress_draw puts first:
- *   12,345/21,290 names  180/302 MiB  95.1 MiB/s  ETA 0:02
- * Sizes are in the unit the total reads best in; the rate is the mean since the start; the
- * ETA comes from bytes, or from names when the tree holds no file data. */
-static void progress_format(const struct rootdir_progress *pg, double elapsed, char *buf,
-			    size_t len)
+/* The progress line in the one job shape, with the names before the bytes:
+ *   btk-mkfs: copying 12,345/21,290 names, 180MiB/302MiB, 95.1MiB/s, ETA 0:02
+ * The rate and ETA come from bytes, or from names when the tree holds no file data. */
+static void progress_draw(struct rootdir *rd, bool final)
 {
-	static const char *unit[] = {"KiB", "MiB", "GiB"};
+	const struct rootdir_progress *pg = &rd->pg;
 	uint64_t names = pg->names < pg->total_names ? pg->names : pg->total_names;
 	uint64_t bytes = pg->bytes < pg->total_bytes ? pg->bytes : pg->total_bytes;
-	uint64_t done = pg->total_bytes ? bytes : names;
-	uint64_t total = pg->total_bytes ? pg->total_bytes : pg->total_names;
-	double rate = elapsed > 0 ? (double)done / elapsed : 0, left = -1;
-	char a[32], b[32], eta[24];
-	size_t o;
-	int u;
+	char what[80], a[32], b[32];
 
-	o = (size_t)snprintf(buf, len, "%s/%s names", cli_count(names, a, sizeof(a)),
-			     cli_count(pg->total_names, b, sizeof(b)));
-	if (pg->total_bytes && o < len) {
-		u = pg->total_bytes < (1ULL << 20) ? 0 : pg->total_bytes < (100ULL << 30) ? 1 : 2;
-		o += (size_t)snprintf(buf + o, len - o, "  %s/%s %s",
-				      cli_count(bytes >> (10 * (u + 1)), a, sizeof(a)),
-				      cli_count(pg->total_bytes >> (10 * (u + 1)), b, sizeof(b)),
-				      unit[u]);
-		u = rate < (1 << 20) ? 0 : rate < (1 << 30) ? 1 : 2;
-		if (o < len)
-			o += (size_t)snprintf(buf + o, len - o, "  %.1f %s/s",
-					      rate / (double)(1ULL << (10 * (u + 1))), unit[u]);
-	} else if (o < len) {
-		o += (size_t)snprintf(buf + o, len - o, "  %s names/s",
-				      cli_count((uint64_t)rate, a, sizeof(a)));
+	if (!pg->total_bytes) {
+		cli_progress_job(&rd->pg.bar, final, "copying", names, pg->total_names, "names");
+		return;
 	}
-	if (done >= total)
-		left = 0;
-	else if (done)
-		left = (double)(total - done) / rate;
-	if (o < len)
-		snprintf(buf + o, len - o, "  ETA %s", cli_duration(left, eta, sizeof(eta)));
-}
-
-/* final: draw now, however recent the last drawing is */
-static void progress_draw(struct rootdir *rd, double elapsed, bool final)
-{
-	char line[160];
-
-	progress_format(&rd->pg, elapsed, line, sizeof(line));
-	cli_progress_draw(&rd->pg.bar, final, "%s", line);
+	snprintf(what, sizeof(what), "copying %s/%s names,", cli_count(names, a, sizeof(a)),
+		 cli_count(pg->total_names, b, sizeof(b)));
+	cli_progress_job(&rd->pg.bar, final, what, bytes, pg->total_bytes, NULL);
 }
 
 static void progress(void *ctx, uint64_t names, uint64_t bytes)
@@ -69,7 +39,49 @@ static void progress(void *ctx, uint64_t names, uint64_t bytes)
 
 	rd->pg.names = names;
 	rd->pg.bytes = bytes;
-	progress_draw(rd, cli_now() - rd->pg.start, false);
+	progress_draw(rd, false);
+}
+
+static int parse_subvol(struct rootdir *rd, const char *arg);
+static int parse_iflags(struct rootdir *rd, const char *arg);
+
+/* "nodatacow,nodatasum" into flags; 0, or 1 after a line */
+static int iflag_names(const char *arg, size_t len, uint64_t *flags);
+
+/* An archive: read once, its data into extents as it comes, then its names as a tree. */
+static int fill_archive(struct rootdir *rd, struct btk_trans *t)
+{
+	struct btk_stream *s;
+	int ret = btk_stream_start(t, &rd->po, rd->path, &s);
+
+	for (int k = 0; !ret && rd->iflag_args && rd->iflag_args[k]; k++) {
+		const char *a = rd->iflag_args[k], *colon = strchr(a, ':');
+		uint64_t f;
+		if (iflag_names(a, (size_t)(colon - a), &f)) {
+			rd->said = true;
+			ret = -EINVAL;
+		} else {
+			ret = btk_stream_iflags(s, colon + 1, f);
+		}
+	}
+	if (!ret)
+		ret = cli_archive_read(rd->path, s);
+	if (!ret)
+		ret = btk_stream_end(s, &rd->src, &rd->ss);
+	if (!ret) {
+		rd->scanned = true;
+		cli_archive_report(rd->path, &rd->ss);
+		for (int k = 0; !ret && rd->subvol_args && rd->subvol_args[k]; k++)
+			if (parse_subvol(rd, rd->subvol_args[k]))
+				rd->said = true, ret = -EINVAL;
+		for (int k = 0; !ret && rd->iflag_args && rd->iflag_args[k]; k++)
+			if (parse_iflags(rd, rd->iflag_args[k]))
+				rd->said = true, ret = -EINVAL;
+	}
+	if (!ret)
+		ret = btk_populate(t, &rd->src, &rd->po, &rd->st);
+	int r2 = btk_stream_release(s, ret ? NULL : t);
+	return ret ? ret : r2;
 }
 
 static int fill(void *ctx, struct btk_trans *t)
@@ -78,10 +90,11 @@ static int fill(void *ctx, struct btk_trans *t)
 	int ret;
 
 	rd->pg.start = cli_now();
-	ret = btk_populate(t, &rd->src, &rd->po, &rd->st);
+	rd->pg.bar.t0 = rd->pg.start; /* the rate is the copy's, not the scan's */
+	ret = rd->archive ? fill_archive(rd, t) : btk_populate(t, &rd->src, &rd->po, &rd->st);
 	rd->elapsed = cli_now() - rd->pg.start;
 	if (rd->po.progress && !ret) /* the last state, whenever the last drawing was */
-		progress_draw(rd, rd->elapsed, true);
+		progress_draw(rd, true);
 	if (rd->pg.bar.drawn) { /* the last drawing stays on its line */
 		fputc('\n', stderr);
 		rd->pg.bar.drawn = false;
@@ -142,26 +155,35 @@ static int parse_subvol(struct rootdir *rd, const char *arg)
 	return 0;
 }
 
+static int iflag_names(const char *arg, size_t len, uint64_t *flags)
+{
+	char buf[256];
+
+	if (len >= sizeof(buf))
+		return cli_err("--inode-flags wants FLAGS:PATH, got '%s'", arg), 1;
+	memcpy(buf, arg, len);
+	buf[len] = 0;
+	*flags = 0;
+	for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "nodatacow"))
+			*flags |= BTK_INODE_NODATACOW | BTK_INODE_NODATASUM;
+		else if (!strcmp(tok, "nodatasum"))
+			*flags |= BTK_INODE_NODATASUM;
+		else
+			return cli_err("unknown inode flag '%s'", tok), 1;
+	}
+	return 0;
+}
+
 /* FLAG[,FLAG...]:PATH with nodatacow (implies nodatasum, as with chattr +C) and nodatasum */
 static int parse_iflags(struct rootdir *rd, const char *arg)
 {
 	const char *colon = strchr(arg, ':');
 	struct btk_populate_iflags *f = &rd->iflags[rd->po.niflags];
-	char buf[256];
-
-	if (!colon || (size_t)(colon - arg) >= sizeof(buf) || rd->po.niflags >= 64)
+	if (!colon || rd->po.niflags >= 64)
 		return cli_err("--inode-flags wants FLAGS:PATH, got '%s'", arg), 1;
-	memcpy(buf, arg, (size_t)(colon - arg));
-	buf[colon - arg] = 0;
-	f->flags = 0;
-	for (char *save, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-		if (!strcmp(tok, "nodatacow"))
-			f->flags |= BTK_INODE_NODATACOW | BTK_INODE_NODATASUM;
-		else if (!strcmp(tok, "nodatasum"))
-			f->flags |= BTK_INODE_NODATASUM;
-		else
-			return cli_err("unknown inode flag '%s'", tok), 1;
-	}
+	if (iflag_names(arg, (size_t)(colon - arg), &f->flags))
+		return 1;
 	if (btk_src_lookup(&rd->src, colon + 1, &f->node))
 		return cli_err("--inode-flags: %s", btk_errmsg()), 1;
 	rd->po.niflags++;
@@ -223,6 +245,38 @@ static void plan_shrink(const struct src_totals *tot, struct btk_mkfs_opts *o, b
 		o->byte_count = tot->build_size;
 }
 
+/* An archive is read within the copy, once: what it holds is unknown before. A new image
+ * file without -b is built large (sparse) and cut where the copy ends. */
+static int archive_prepare(struct rootdir *rd, struct btk_mkfs_opts *o,
+			   const struct rootdir_args *a)
+{
+	struct src_totals tot = {0};
+	struct stat st;
+
+	for (int k = 0; a->iflags && a->iflags[k]; k++)
+		if (!strchr(a->iflags[k], ':'))
+			return cli_err("--inode-flags wants FLAGS:PATH, got '%s'", a->iflags[k]),
+			       CLI_EXIT_ERROR;
+	if (a->skip_unreadable)
+		cli_warn("--skip-unreadable: an archive has no unreadable files");
+	rd->archive = true;
+	rd->subvol_args = a->subvols;
+	rd->iflag_args = a->iflags;
+	rd->po.subvols = rd->subvols;
+	rd->po.iflags = rd->iflags;
+	rd->po.uuid_seed = o->fsid;
+	/* room: what a compressed archive of that size may hold, 64 GiB from a pipe */
+	tot.build_size = (strcmp(a->dir, "-") && stat(a->dir, &st) == 0 && S_ISREG(st.st_mode))
+			     ? (uint64_t)st.st_size * 16 + (1ULL << 30)
+			     : (64ULL << 30);
+	o->cache_mb = 16;
+	plan_shrink(&tot, o, a->shrink);
+	o->fill_min_data = 0;
+	o->fill = fill;
+	o->fill_ctx = rd;
+	return 0;
+}
+
 int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct rootdir_args *a)
 {
 	const char *dir = a->dir, *compress = a->compress;
@@ -240,6 +294,9 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 	}
 	rd->po.epoch_set = a->epoch_set;
 	rd->po.epoch = (uint64_t)o->now;
+	rd->path = dir;
+	if (cli_archive_source(dir))
+		return archive_prepare(rd, o, a);
 	if (btk_src_scan(dir, skip_unreadable, &rd->src)) {
 		cli_err("%s", btk_errmsg());
 		return CLI_EXIT_ERROR;

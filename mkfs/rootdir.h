@@ -23,6 +23,11 @@ struct rootdir {
 	struct rootdir_progress pg;
 	double elapsed; /* seconds the copy took */
 	bool scanned;
+	bool archive;	  /* the source is an archive (cli/archive.c), read within the fill */
+	bool said;	  /* the fill failed and said why already */
+	const char *path; /* the source as given */
+	const char **subvol_args, **iflag_args;
+	struct btk_stream_stats ss;
 	struct btk_populate_subvol subvols[64];
 	struct btk_populate_iflags iflags[64];
 };

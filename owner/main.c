@@ -175,12 +175,15 @@ static int split_args(poptContext pc, const char **devs, int *ndev, struct qlist
 static int open_fs(struct owner_ctx *c, const char **devs, int ndev)
 {
 	struct btk_open_opts oo = {.super_mirror = -1};
-	int ret = btk_fs_open(devs, ndev, &oo, &c->fs);
+	int ret;
 
-	if (ret) {
+	if (cli_root_opts(&oo))
+		return CLI_EXIT_USAGE;
+	if ((ret = btk_fs_open(devs, ndev, &oo, &c->fs))) {
 		cli_err("%s", btk_errmsg());
 		return CLI_EXIT_ERROR;
 	}
+	cli_root_note(c->fs->generation, btk_le64(c->fs->sb.root));
 	if (!c->o.devid)
 		c->o.devid = btk_super_devid(&c->fs->sb);
 	else if (c->o.physical && !btk_fs_dev_find(c->fs, c->o.devid)) {
@@ -212,6 +215,7 @@ int main(int argc, const char **argv)
 	    {"addresses", 'f', POPT_ARG_STRING, &list, 0,
 	     "addresses from FILE, one a line (- stdin)", "FILE"},
 	    {"file", 0, POPT_ARG_STRING, &file, 0, "extents of PATH (from the top level)", "PATH"},
+	    CLI_ROOT_LONG_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
 	poptContext pc;

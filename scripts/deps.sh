@@ -3,8 +3,9 @@
 set -u
 # The tools need build_pkgs; the tests (check) need the rest, libcmocka for the unit tests too.
 build_pkgs="gcc make pkg-config libblkid-dev libpopt-dev libzstd-dev zlib1g-dev liblzo2-dev
- libxxhash-dev libssl-dev libb2-dev libext2fs-dev libacl1-dev libattr1-dev libdeflate-dev"
-check_pkgs="libcmocka-dev bats btrfs-progs e2fsprogs acl attr rsync xz-utils python3 util-linux coreutils
+ libxxhash-dev libssl-dev libb2-dev libext2fs-dev libacl1-dev libattr1-dev libdeflate-dev
+ libarchive-dev"
+check_pkgs="libcmocka-dev bats libarchive-tools cpio zstd bzip2 btrfs-progs e2fsprogs acl attr rsync xz-utils python3 util-linux coreutils
  clang libclang-rt-14-dev"
 want=$build_pkgs
 # one installer at a time, however many makes ask

@@ -19,6 +19,7 @@ ranks="0 format
 6 fs
 7 create
 7 backref
+7 history
 8 relocate
 8 decode
 9 check

@@ -86,9 +86,9 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 	chk_init(&c, fs, opts ? opts : &none, sum);
 	/* see leaves that are safe but not in the kernel's layout, and report that ourselves */
 	enum btk_read_mode mode = btk_tree_read_mode(fs, BTK_READ_SAFETY_ONLY);
-	chk_progress(&c, "superblocks", 0);
+	chk_progress(&c, "superblocks", 0, 0);
 	chk_supers(&c);
-	chk_progress(&c, "trees", 0);
+	chk_progress_start_trees(&c);
 	if (!chk_root_tree(&c)) {
 		chk_free(&c);
 		btk_tree_read_mode(fs, mode);
@@ -99,10 +99,10 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 	if (ret == 0 && !c.oom) {
 		for (size_t i = 0; i < sizeof(final_passes) / sizeof(final_passes[0]); i++) {
 			if (final_passes[i].phase)
-				chk_progress(&c, final_passes[i].phase, 0);
+				chk_progress(&c, final_passes[i].phase, 0, 0);
 			final_passes[i].run(&c);
 		}
-		chk_progress(&c, "done", 1);
+		chk_progress(&c, "done", 0, 0);
 	}
 	if (c.oom && !ret)
 		ret = btk_err(ENOMEM, "check: out of memory");

@@ -82,8 +82,11 @@ struct btk_check_problem {
 #define BTK_CHECK_VALS 8
 
 typedef void (*btk_check_report_fn)(void *ctx, const struct btk_check_problem *p);
-/* Progress: phase name and a fraction done in [0, 1]. */
-typedef void (*btk_check_progress_fn)(void *ctx, const char *phase, double done);
+/* Progress: the phase's name ("superblocks", "trees", "chunks", "extents", "roots", "quotas",
+ * "csums", "free space", then "done") and how far it is: for "trees", tree blocks walked and
+ * the total the block group items promise (an estimate: done never exceeds it, and total is 0
+ * when the items cannot be read); 0 and 0 for the other phases, which only have a name. */
+typedef void (*btk_check_progress_fn)(void *ctx, const char *phase, uint64_t done, uint64_t total);
 
 struct btk_check_opts {
 	bool data_csum;			/* read and verify every data block, every copy */

@@ -177,12 +177,13 @@ struct chk {
 	struct btk_fs *fs;
 	const struct btk_check_opts *opts;
 	struct btk_check_summary *sum;
-	uint64_t max_gen;  /* highest valid generation (super generation, +1 with a log) */
-	uint64_t reported; /* problems passed to the callback */
-	bool oom;	   /* an allocation failed: abort with -ENOMEM */
-	bool extent_gap;   /* part of the extent tree was unreadable: do not compare with it */
-	bool walk_gap;	   /* part of another tree was unreadable: users may be missing */
-	bool chunk_gap;	   /* part of the chunk tree was unreadable: items may be missing */
+	uint64_t max_gen;	 /* highest valid generation (super generation, +1 with a log) */
+	uint64_t reported;	 /* problems passed to the callback */
+	uint64_t progress_total; /* tree blocks the block groups promise (progress only) */
+	bool oom;		 /* an allocation failed: abort with -ENOMEM */
+	bool extent_gap; /* part of the extent tree was unreadable: do not compare with it */
+	bool walk_gap;	 /* part of another tree was unreadable: users may be missing */
+	bool chunk_gap;	 /* part of the chunk tree was unreadable: items may be missing */
 	bool no_holes, skinny, has_fst;
 	/* the tree being walked */
 	uint64_t tree;
@@ -367,7 +368,10 @@ void chk_count_more(struct chk *c, enum chk_message_id id, uint64_t n);
 	chk_render(                                                                                \
 	    buf, cap, chk_part_text(id), NULL, (const struct chk_val[]){{0}, __VA_ARGS__} + 1,     \
 	    sizeof((const struct chk_val[]){{0}, __VA_ARGS__}) / sizeof(struct chk_val) - 1)
-void chk_progress(struct chk *c, const char *phase, double done);
+/* check_progress.c: the phase and, for "trees", tree blocks done and the estimated total */
+void chk_progress(struct chk *c, const char *phase, uint64_t done, uint64_t total);
+void chk_progress_start_trees(struct chk *c);
+void chk_progress_block(struct chk *c);
 
 static inline bool chk_is_fs_tree(uint64_t id)
 {

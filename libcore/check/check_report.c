@@ -241,9 +241,3 @@ void chk_report(struct chk *c, enum chk_message_id mid, uint64_t tree, uint64_t 
 						       : 0;
 	c->opts->report(c->opts->ctx, &p);
 }
-
-void chk_progress(struct chk *c, const char *phase, double done)
-{
-	if (c->opts->progress)
-		c->opts->progress(c->opts->ctx, phase, done);
-}

@@ -254,6 +254,7 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 		if (c->tree_class == CHK_T_EXTENT)
 			c->sum->total_extent_tree_bytes += c->fs->nodesize;
 		c->sum->btree_space_waste += block_waste(c, b);
+		chk_progress_block(c);
 	}
 	if (first) {
 		chk_block_copies(c, b);
@@ -423,9 +424,6 @@ static int walk_root(void *ctx, const struct btk_root *r)
 	c->tree_item = root_item(c, r);
 	c->quota_tree = find_root(c, BTRFS_QUOTA_TREE_OBJECTID, 0, true) != NULL;
 	c->sum->nr_roots++;
-	/* root items are known once the root tree is walked: a fraction of the trees done */
-	chk_progress(c, "trees",
-		     c->roots.n ? (double)c->sum->nr_roots / (double)(c->roots.n + 2) : 0);
 	if (c->tree_class != CHK_T_LOG) {
 		struct chk_ref ref = {.bytenr = r->bytenr,
 				      .root = r->objectid,

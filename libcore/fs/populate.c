@@ -1,8 +1,9 @@
 /* populate.c — writing a scanned host tree into an fs tree: inodes, names, xattrs, data. */
-#include "fs/populate.h"
+#include "fs/populate_int.h"
 #include "base/compress.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "base/vec.h"
 #include "format/inode_item.h"
 #include "fs/fs_write.h"
 #include "base/uuid.h"
@@ -15,26 +16,7 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
-#define PIECE		(1ULL << 20)  /* file data is read and written in pieces of this */
-#define WRITEBACK	(8ULL << 20)  /* dirty tree blocks kept before they are written */
-#define TICK		(64ULL << 20) /* file data between two progress calls */
 #define XATTR_LIST_MAX_ 65536
-
-struct pop {
-	struct btk_trans *t;
-	struct btk_fs *fs;
-	const struct btk_src_tree *src;
-	const struct btk_populate_opts *o;
-	struct btk_populate_stats *st;
-	uint64_t *dir_index; /* next DIR_INDEX per node (directories) */
-	uint8_t *buf, *zbuf, *sums;
-	uint64_t flags; /* inode flags of the file being written */
-	uint64_t root;	/* tree being written */
-	uint32_t max_inline;
-	uint64_t prog_done, prog_next; /* progress: file bytes of inodes done, next call at */
-	uint64_t inline_compressed;    /* compressed inline extents written */
-	char path[8192];
-};
 
 static struct btk_time clamp(const struct pop *p, struct timespec ts)
 {
@@ -118,7 +100,7 @@ static ssize_t list_xattrs(const char *path, char **list)
  * A value of 64 KiB (XATTR_SIZE_MAX) cannot reach a leaf: refused here, before the 16-bit
  * length of an xattr item would wrap it to 0 bytes. Values are read into p->buf (PIECE bytes,
  * more than the largest value the kernel keeps). */
-static int copy_xattrs(struct pop *p, uint64_t ino)
+static int copy_xattrs_host(struct pop *p, uint64_t ino)
 {
 	char *list, **names = NULL;
 	ssize_t len = list_xattrs(p->path, &list);
@@ -157,6 +139,56 @@ static int copy_xattrs(struct pop *p, uint64_t ino)
 	return ret;
 }
 
+/* A stream's xattrs of source inode si, recorded sorted (populate_stream.c); a host path's. */
+static int copy_xattrs(struct pop *p, uint32_t si, uint64_t ino)
+{
+	const struct btk_src_content *c;
+	int ret = 0;
+
+	if (!p->src->content)
+		return copy_xattrs_host(p, ino);
+	c = &p->src->content[si];
+	for (size_t o = 0; o + 4 <= c->xlen && !ret;) {
+		uint16_t nl = btk_le16(c->xattrs + o), vl = btk_le16(c->xattrs + o + 2);
+		ret = btk_xattr_set(p->t, p->root, ino, (const char *)c->xattrs + o + 4, nl,
+				    c->xattrs + o + 4 + nl, vl);
+		o += 4 + (size_t)nl + vl;
+	}
+	return ret;
+}
+
+/* A stream's recorded content of source inode si as inode ino: its extents now referenced
+ * from ino (the placeholder references go when the stream is released). */
+static int stream_content(struct pop *p, uint32_t si, uint64_t ino, uint64_t *size,
+			  uint64_t *nbytes)
+{
+	const struct btk_src_content *c = &p->src->content[si];
+	const struct stat *st = &p->src->inodes[si].st;
+	int ret = 0;
+
+	if (S_ISLNK(st->st_mode)) {
+		*size = *nbytes = c->blen;
+		return btk_file_extent_inline(p->t, p->root, ino, c->bytes, c->blen, c->blen, 0);
+	}
+	if (!S_ISREG(st->st_mode))
+		return 0;
+	*size = (uint64_t)st->st_size;
+	*nbytes = c->nbytes;
+	if (c->is_inline) {
+		p->st->inline_files++;
+		return btk_file_extent_inline(p->t, p->root, ino, c->bytes, c->blen, *size,
+					      c->inline_comp);
+	}
+	for (size_t k = 0; k < c->nex && !ret; k++) {
+		const struct btk_file_extent *fe = &c->ex[k];
+		ret = btk_file_extent_insert(p->t, p->root, ino, fe);
+		if (!ret && fe->disk_bytenr)
+			ret = btk_data_ref(p->t, fe->disk_bytenr, fe->disk_num_bytes, p->root, 0,
+					   ino, fe->file_offset - fe->extent_offset, 1);
+	}
+	return ret;
+}
+
 static int write_symlink(struct pop *p, uint64_t ino, uint64_t *size)
 {
 	char target[4096];
@@ -170,23 +202,62 @@ static int write_symlink(struct pop *p, uint64_t ino, uint64_t *size)
 	return btk_file_extent_inline(p->t, p->root, ino, target, (uint32_t)n, (uint64_t)n, 0);
 }
 
-static int read_full(int fd, uint8_t *buf, size_t len, uint64_t off, const char *path)
+/* len bytes of file data at off; what lies past the end of the source reads as zeros (a
+ * host file that shrank while it was read, a stream member shorter than it said). */
+static int read_full(struct src_rd *r, uint8_t *buf, size_t len, uint64_t off)
 {
+	if (r->e) {
+		if (off == 0 && len <= r->headlen) {
+			memcpy(buf, r->head, len);
+			return 0;
+		}
+		int ret = r->e->read(r->e->read_ctx, buf, len, off);
+		if (ret < 0)
+			return ret;
+		if (off == 0 && len <= r->headcap) {
+			memcpy(r->head, buf, len);
+			r->headlen = (uint32_t)len;
+		}
+		return 0;
+	}
 	while (len) {
-		ssize_t r = pread(fd, buf, len, (off_t)off);
-		if (r < 0 && errno == EINTR)
+		ssize_t n = pread(r->fd, buf, len, (off_t)off);
+		if (n < 0 && errno == EINTR)
 			continue;
-		if (r < 0)
-			return btk_err(errno, "%s: read failed: %s", path, strerror(errno));
-		if (r == 0) { /* the file shrank while we read it: the rest reads as zeros */
+		if (n < 0)
+			return btk_err(errno, "%s: read failed: %s", r->path, strerror(errno));
+		if (n == 0) { /* the file shrank while we read it: the rest reads as zeros */
 			memset(buf, 0, len);
 			return 0;
 		}
-		buf += r;
-		len -= (size_t)r;
-		off += (uint64_t)r;
+		buf += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
 	}
 	return 0;
+}
+
+/* A stream records its file's extents until the inode exists (populate_stream.c). */
+static int rec_extent(struct pop *p, const struct btk_file_extent *fe)
+{
+	struct btk_src_content *c = p->rec;
+	struct btk_file_extent *e = btk_array_push(c->ex, c->nex, c->excap);
+
+	if (!e)
+		return btk_err(ENOMEM, "out of memory");
+	*e = *fe;
+	return 0;
+}
+
+static int file_hole(struct pop *p, uint64_t ino, uint64_t off, uint64_t len)
+{
+	if (!p->rec)
+		return btk_file_hole(p->t, p->root, ino, off, len);
+	if (!len || btk_le64(p->fs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_NO_HOLES)
+		return 0;
+	struct btk_file_extent fe = {
+	    .file_offset = off, .type = BTRFS_FILE_EXTENT_REG, .num_bytes = len, .ram_bytes = len};
+	return rec_extent(p, &fe);
 }
 
 /* Records one data extent's file extent item and statistics. */
@@ -204,7 +275,7 @@ static int add_extent_item(struct pop *p, uint64_t ino, uint64_t off, uint64_t b
 	*nbytes += ram;
 	p->st->extents++;
 	p->st->compressed_extents += compressed;
-	return btk_file_extent_insert(p->t, p->root, ino, &fe);
+	return p->rec ? rec_extent(p, &fe) : btk_file_extent_insert(p->t, p->root, ino, &fe);
 }
 
 /* Progress within a file: at reaches file bytes done (prog_done + offset) */
@@ -233,8 +304,8 @@ static int insert_sums(struct pop *p, uint64_t bytenr, uint64_t len)
 
 /* Compresses [off, off+len) (len <= 128 KiB) into one extent; *used 0 when it does not
  * shrink, and the caller stores it plainly. */
-static int write_compressed(struct pop *p, int fd, uint64_t ino, uint64_t off, uint64_t len,
-			    uint64_t *nbytes, uint64_t *used)
+static int write_compressed(struct pop *p, struct src_rd *r, uint64_t ino, uint64_t off,
+			    uint64_t len, uint64_t *nbytes, uint64_t *used)
 {
 	uint32_t ss = p->fs->sectorsize;
 	uint64_t alen = (len + ss - 1) / ss * ss, disk, bytenr, got;
@@ -242,7 +313,7 @@ static int write_compressed(struct pop *p, int fd, uint64_t ino, uint64_t off, u
 	int ret;
 
 	*used = 0;
-	if ((ret = read_full(fd, p->buf, len, off, p->path)))
+	if ((ret = read_full(r, p->buf, len, off)))
 		return ret;
 	z = btk_compress(p->o->compress, p->o->compress_level, ss, p->buf, len, p->zbuf,
 			 BTK_MAX_COMPRESSED_IN);
@@ -262,7 +333,7 @@ static int write_compressed(struct pop *p, int fd, uint64_t ino, uint64_t off, u
 /* Stores file data from off as one plain extent of up to len bytes (a sector multiple except
  * at EOF), streamed through a small buffer; a fragmented data space may take less, *used
  * tells how much. */
-static int write_plain(struct pop *p, int fd, uint64_t ino, uint64_t off, uint64_t len,
+static int write_plain(struct pop *p, struct src_rd *r, uint64_t ino, uint64_t off, uint64_t len,
 		       uint64_t *nbytes, uint64_t *used)
 {
 	uint32_t ss = p->fs->sectorsize;
@@ -275,7 +346,7 @@ static int write_plain(struct pop *p, int fd, uint64_t ino, uint64_t off, uint64
 	for (uint64_t done = 0; done < got && !ret; done += PIECE) {
 		uint64_t n = got - done < PIECE ? got - done : PIECE;
 		uint64_t fb = keep > done ? (keep - done < n ? keep - done : n) : 0;
-		ret = read_full(fd, p->buf, fb, off + done, p->path);
+		ret = read_full(r, p->buf, fb, off + done);
 		memset(p->buf + fb, 0, n - fb);
 		if (!ret)
 			ret = btk_write_logical(p->fs, bytenr + done, p->buf, n);
@@ -298,22 +369,38 @@ static bool can_compress(const struct pop *p)
 	       !(p->flags & (BTK_INODE_NOCOMPRESS | BTK_INODE_NODATACOW | BTK_INODE_NODATASUM));
 }
 
-static int write_extent(struct pop *p, int fd, uint64_t ino, uint64_t off, uint64_t len,
+static int write_extent(struct pop *p, struct src_rd *r, uint64_t ino, uint64_t off, uint64_t len,
 			uint64_t *nbytes, uint64_t *used)
 {
 	int ret;
 
 	if (can_compress(p)) {
-		ret = write_compressed(p, fd, ino, off, len, nbytes, used);
+		ret = write_compressed(p, r, ino, off, len, nbytes, used);
 		if (ret || *used)
 			return ret;
 	}
-	return write_plain(p, fd, ino, off, len, nbytes, used);
+	return write_plain(p, r, ino, off, len, nbytes, used);
+}
+
+static int put_inline(struct pop *p, uint64_t ino, const uint8_t *data, uint32_t len, uint64_t size,
+		      int comp)
+{
+	struct btk_src_content *c = p->rec;
+
+	if (!c)
+		return btk_file_extent_inline(p->t, p->root, ino, data, len, size, comp);
+	if (!(c->bytes = malloc(len ? len : 1)))
+		return btk_err(ENOMEM, "out of memory");
+	memcpy(c->bytes, data, len);
+	c->blen = len;
+	c->inline_comp = comp;
+	c->is_inline = true;
+	return 0;
 }
 
 /* Small files go inline, as the kernel decides: the whole file within max_inline bytes
  * (after compression, if that shrinks it) and within one sector. */
-static int try_inline(struct pop *p, int fd, uint64_t ino, uint64_t size, bool *done)
+static int try_inline(struct pop *p, struct src_rd *r, uint64_t ino, uint64_t size, bool *done)
 {
 	uint32_t ss = p->fs->sectorsize, lim = p->max_inline;
 	bool comp = can_compress(p);
@@ -323,17 +410,16 @@ static int try_inline(struct pop *p, int fd, uint64_t ino, uint64_t size, bool *
 	*done = false;
 	if (size > ss || size > btk_inline_max(p->fs) || (size > lim && !comp))
 		return 0;
-	if ((ret = read_full(fd, p->buf, size, 0, p->path)))
+	if ((ret = read_full(r, p->buf, size, 0)))
 		return ret;
 	if (comp)
 		z = btk_compress_inline(p->o->compress, p->o->compress_level, ss, p->buf, size,
 					p->zbuf, BTK_MAX_COMPRESSED_IN);
 	if (z > 0 && (uint64_t)z <= lim) {
-		ret = btk_file_extent_inline(p->t, p->root, ino, p->zbuf, (uint32_t)z, size,
-					     p->o->compress);
+		ret = put_inline(p, ino, p->zbuf, (uint32_t)z, size, p->o->compress);
 		p->inline_compressed++;
 	} else if (size <= lim)
-		ret = btk_file_extent_inline(p->t, p->root, ino, p->buf, (uint32_t)size, size, 0);
+		ret = put_inline(p, ino, p->buf, (uint32_t)size, size, 0);
 	else
 		return 0;
 	*done = !ret;
@@ -341,60 +427,115 @@ static int try_inline(struct pop *p, int fd, uint64_t ino, uint64_t size, bool *
 	return ret;
 }
 
-/* Data islands come from SEEK_DATA/SEEK_HOLE, so sparse files cost only what they hold.
- * Returns 1 when the file could not be read and skip_unreadable asked to copy it empty. */
-static int write_file(struct pop *p, uint64_t ino, uint64_t size, uint64_t *nbytes)
+/* The next island of data at or after pos, in sectors: [*ds, *de), *ds = end when none. A host
+ * file's come from SEEK_DATA/SEEK_HOLE, a stream member's from its sparse map, so sparse files
+ * cost only what they hold. */
+static void next_island(struct pop *p, struct src_rd *r, uint64_t pos, uint64_t end, uint64_t *ds,
+			uint64_t *de)
+{
+	uint32_t ss = p->fs->sectorsize;
+
+	if (r->e) {
+		const struct btk_src_entry *e = r->e;
+		size_t k = 0;
+		if (!e->sparse) {
+			*ds = pos, *de = end;
+			return;
+		}
+		while (k < e->nislands &&
+		       (e->islands[k].off + e->islands[k].len + ss - 1) / ss * ss <= pos)
+			k++;
+		if (k == e->nislands) {
+			*ds = *de = end;
+			return;
+		}
+		*ds = e->islands[k].off / ss * ss;
+		if (*ds < pos)
+			*ds = pos;
+		*de = (e->islands[k].off + e->islands[k].len + ss - 1) / ss * ss;
+		/* islands closer than a sector join */
+		while (++k < e->nislands && e->islands[k].off / ss * ss <= *de)
+			*de = (e->islands[k].off + e->islands[k].len + ss - 1) / ss * ss;
+	} else {
+		off_t d = lseek(r->fd, (off_t)pos, SEEK_DATA);
+		*ds = d < 0 ? end : (uint64_t)d / ss * ss;
+		if (*ds >= end) {
+			*ds = *de = end;
+			return;
+		}
+		/* the hole after the data itself: from ds, rounded down to a sector larger
+		 * than the host's blocks, SEEK_HOLE could answer ds (no progress) */
+		off_t h = lseek(r->fd, d, SEEK_HOLE);
+		*de = h < 0 ? end : ((uint64_t)h + ss - 1) / ss * ss;
+	}
+	if (*ds > end)
+		*ds = end;
+	if (*de > end)
+		*de = end;
+}
+
+/* Whether the source holds no data at all (a file that is one hole, truncate -s). */
+static bool all_hole(struct src_rd *r)
+{
+	if (r->e)
+		return r->e->sparse && !r->e->nislands;
+	return lseek(r->fd, 0, SEEK_DATA) < 0 && errno == ENXIO;
+}
+
+int pop_write_data(struct pop *p, struct src_rd *r, uint64_t ino, uint64_t size, uint64_t *nbytes)
 {
 	uint32_t ss = p->fs->sectorsize;
 	uint64_t chunk = can_compress(p) ? BTK_MAX_COMPRESSED_IN : BTK_MAX_EXTENT_SIZE, pos = 0;
 	uint64_t end = (size + ss - 1) / ss * ss;
-	bool done;
-	int fd, ret = 0;
+	bool done = false;
+	int ret = 0;
 
 	*nbytes = 0;
 	if (!size)
 		return 0;
-	fd = open(p->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 && errno == EACCES && p->o->skip_unreadable) {
-		btk_warn("%s: cannot read: %s (copied empty)", p->path, strerror(errno));
-		return 1; /* skipped */
-	}
-	if (fd < 0)
-		return btk_err(errno, "%s: cannot open: %s", p->path, strerror(errno));
-	/* A file that is one hole (truncate -s) holds no extent, inline or not, as in the
-	 * kernel: only data goes inline. */
-	if (lseek(fd, 0, SEEK_DATA) >= 0 || errno != ENXIO)
-		ret = try_inline(p, fd, ino, size, &done);
-	else
-		done = false;
+	/* A file that is one hole holds no extent, inline or not, as in the kernel: only data
+	 * goes inline. */
+	if (!all_hole(r))
+		ret = try_inline(p, r, ino, size, &done);
 	if (done) {
 		*nbytes = size;
-		goto out;
+		return ret;
 	}
 	while (!ret && pos < end) {
-		off_t d = lseek(fd, (off_t)pos, SEEK_DATA);
-		uint64_t ds = d < 0 ? end : (uint64_t)d / ss * ss;
-		if (ds > end)
-			ds = end;
-		if ((ret = btk_file_hole(p->t, p->root, ino, pos, ds - pos)) || ds >= end)
+		uint64_t ds, de;
+		next_island(p, r, pos, end, &ds, &de);
+		if ((ret = file_hole(p, ino, pos, ds - pos)) || ds >= end)
 			break;
-		/* the hole after the data itself: from ds, rounded down to a sector larger
-		 * than the host's blocks, SEEK_HOLE could answer ds (no progress) */
-		off_t h = lseek(fd, d, SEEK_HOLE);
-		uint64_t de = h < 0 ? end : ((uint64_t)h + ss - 1) / ss * ss;
-		if (de > end)
-			de = end;
 		for (pos = ds; pos < de && !ret;) {
 			uint64_t n = de - pos < chunk ? de - pos : chunk, used = 0;
-			ret = write_extent(p, fd, ino, pos, pos + n > size ? size - pos : n, nbytes,
+			ret = write_extent(p, r, ino, pos, pos + n > size ? size - pos : n, nbytes,
 					   &used);
 			pos += (used + ss - 1) / ss * ss;
 			tick(p, p->prog_done + (pos < size ? pos : size));
 		}
 		pos = de;
 	}
-out:
-	close(fd);
+	return ret;
+}
+
+/* Returns 1 when the file could not be read and skip_unreadable asked to copy it empty. */
+static int write_file(struct pop *p, uint64_t ino, uint64_t size, uint64_t *nbytes)
+{
+	struct src_rd r = {.path = p->path};
+	int ret;
+
+	*nbytes = 0;
+	if (!size)
+		return 0;
+	r.fd = open(p->path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (r.fd < 0 && errno == EACCES && p->o->skip_unreadable) {
+		btk_warn("%s: cannot read: %s (copied empty)", p->path, strerror(errno));
+		return 1; /* skipped */
+	}
+	if (r.fd < 0)
+		return btk_err(errno, "%s: cannot open: %s", p->path, strerror(errno));
+	ret = pop_write_data(p, &r, ino, size, nbytes);
+	close(r.fd);
 	return ret;
 }
 
@@ -410,7 +551,9 @@ static int create_inode(struct pop *p, uint32_t i, uint64_t ino, uint32_t nlink,
 	p->flags = flags;
 	if ((ret = btk_inode_create(p->t, p->root, ino, &a)))
 		return ret;
-	if (S_ISREG(in->st.st_mode)) {
+	if (p->src->content) {
+		ret = stream_content(p, p->src->nodes[i].inode, ino, &size, &nbytes);
+	} else if (S_ISREG(in->st.st_mode)) {
 		ret = write_file(p, ino, (uint64_t)in->st.st_size, &nbytes);
 		size = ret == 1 ? 0 : (uint64_t)in->st.st_size;
 		if (ret == 1)
@@ -423,7 +566,7 @@ static int create_inode(struct pop *p, uint32_t i, uint64_t ino, uint32_t nlink,
 		ret = btk_inode_set_size(p->t, p->root, ino, size,
 					 S_ISLNK(in->st.st_mode) ? size : nbytes);
 	if (!ret)
-		ret = copy_xattrs(p, ino);
+		ret = copy_xattrs(p, p->src->nodes[i].inode, ino);
 	p->st->inodes++;
 	return ret;
 }
@@ -507,7 +650,7 @@ static int link_subvol(struct pop *p, struct layout *l, uint32_t i)
 	if ((ret = btk_subvol_create(p->t, &sv, &a)))
 		return ret;
 	p->root = sv.id;
-	if (!(ret = copy_xattrs(p, BTRFS_FIRST_FREE_OBJECTID)) &&
+	if (!(ret = copy_xattrs(p, n->inode, BTRFS_FIRST_FREE_OBJECTID)) &&
 	    ((l->subvol[i] >> 1) & BTK_SUBVOL_DEFAULT))
 		ret = btk_subvol_set_default(p->t, sv.id);
 	return ret;
@@ -558,7 +701,7 @@ static int fill_top(struct pop *p, struct layout *l)
 					  p->o->link_index);
 	}
 	ret = btk_inode_set_attr(p->t, p->root, p->o->top_ino, &a);
-	return ret ? ret : copy_xattrs(p, p->o->top_ino);
+	return ret ? ret : copy_xattrs(p, p->src->nodes[0].inode, p->o->top_ino);
 }
 
 /* Names the source path in an error of the fs layer ("inode 300: xattr ... does not fit"),
@@ -619,40 +762,67 @@ static int populate_all(struct pop *p)
 	return ret;
 }
 
+int pop_init(struct pop *p)
+{
+	uint64_t maxsums = BTK_MAX_EXTENT_SIZE / p->fs->sectorsize * BTK_CSUM_MAX;
+
+	p->prog_next = TICK;
+	p->max_inline = p->o->max_inline ? p->o->max_inline : BTK_MAX_INLINE;
+	p->buf = malloc(PIECE + p->fs->sectorsize);
+	p->zbuf = malloc(BTK_MAX_COMPRESSED_IN + p->fs->sectorsize);
+	p->sums = malloc(maxsums);
+	if (p->buf && p->zbuf && p->sums)
+		return 0;
+	pop_done(p);
+	return btk_err(ENOMEM, "out of memory");
+}
+
+void pop_done(struct pop *p)
+{
+	free(p->buf);
+	free(p->zbuf);
+	free(p->sums);
+	p->buf = p->zbuf = p->sums = NULL;
+}
+
+/* as the kernel marks a filesystem that holds lzo or zstd extents */
+void pop_mark_compress(struct pop *p)
+{
+	int c = p->o->compress;
+
+	if (p->st->compressed_extents + p->inline_compressed &&
+	    (c == BTK_COMPRESS_LZO || c == BTK_COMPRESS_ZSTD)) {
+		struct btk_super *sb = &p->fs->sb;
+		btk_put64(sb->incompat_flags,
+			  btk_le64(sb->incompat_flags) |
+			      (c == BTK_COMPRESS_LZO ? BTRFS_FEATURE_INCOMPAT_COMPRESS_LZO
+						     : BTRFS_FEATURE_INCOMPAT_COMPRESS_ZSTD));
+	}
+}
+
 int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,
 		 const struct btk_populate_opts *o, struct btk_populate_stats *st)
 {
-	struct pop p = {
-	    .t = t, .fs = btk_trans_fs(t), .src = src, .o = o, .st = st, .prog_next = TICK};
-	uint64_t maxsums = BTK_MAX_EXTENT_SIZE / btk_trans_fs(t)->sectorsize * BTK_CSUM_MAX;
-	int ret = -ENOMEM;
+	struct pop p = {.t = t, .fs = btk_trans_fs(t), .src = src, .o = o, .st = st};
+	int ret;
 
 	btk_err_clear(); /* a failure below names its own cause, never an earlier one */
 	memset(st, 0, sizeof(*st));
-	p.max_inline = o->max_inline ? o->max_inline : BTK_MAX_INLINE;
 	p.dir_index = malloc(src->nnodes * sizeof(*p.dir_index));
-	p.buf = malloc(PIECE + btk_trans_fs(t)->sectorsize);
-	p.zbuf = malloc(BTK_MAX_COMPRESSED_IN + btk_trans_fs(t)->sectorsize);
-	p.sums = malloc(maxsums);
-	if (p.dir_index && p.buf && p.zbuf && p.sums) {
+	if (!p.dir_index)
+		return btk_err(ENOMEM, "out of memory");
+	if (!(ret = pop_init(&p))) {
 		for (uint32_t i = 0; i < src->nnodes; i++)
 			p.dir_index[i] = 2; /* 0 and 1 stand for "." and ".." */
 		ret = populate_all(&p);
-	} else {
-		ret = btk_err(ENOMEM, "out of memory");
 	}
-	/* as the kernel marks a filesystem that holds lzo or zstd extents */
-	if (!ret && st->compressed_extents + p.inline_compressed &&
-	    (o->compress == BTK_COMPRESS_LZO || o->compress == BTK_COMPRESS_ZSTD)) {
-		struct btk_super *sb = &btk_trans_fs(t)->sb;
-		btk_put64(sb->incompat_flags, btk_le64(sb->incompat_flags) |
-						  (o->compress == BTK_COMPRESS_LZO
-						       ? BTRFS_FEATURE_INCOMPAT_COMPRESS_LZO
-						       : BTRFS_FEATURE_INCOMPAT_COMPRESS_ZSTD));
-	}
+	if (!ret)
+		pop_mark_compress(&p);
+	/* what a stream wrote before (its data) */
+	st->data_bytes += src->pre.data_bytes;
+	st->extents += src->pre.extents;
+	st->compressed_extents += src->pre.compressed_extents;
 	free(p.dir_index);
-	free(p.buf);
-	free(p.zbuf);
-	free(p.sums);
+	pop_done(&p);
 	return ret;
 }

@@ -32,12 +32,21 @@ struct btk_src_inode {
 	uint64_t flags;	     /* BTRFS_INODE_* to set (nodatacow, nodatasum...) */
 };
 
+struct btk_populate_stats {
+	uint64_t inodes, names, data_bytes, inline_files, extents, compressed_extents;
+};
+
+struct btk_src_content;
 struct btk_src_tree {
-	char *top; /* host path of the source directory (owned) */
+	char *top; /* host path of the source directory, or the archive's name (owned) */
 	struct btk_src_node *nodes;
 	uint32_t nnodes;
 	struct btk_src_inode *inodes;
 	uint32_t ninodes;
+	/* from an archive stream (btk_stream_end): per inode, what arrived (data on disk
+	 * already), and what writing it cost; NULL for a host directory */
+	struct btk_src_content *content;
+	struct btk_populate_stats pre;
 };
 
 /* As btk_src_scan, but path may also be a single file, symlink or special file (a tree of one
@@ -100,12 +109,75 @@ struct btk_populate_opts {
 	void *progress_ctx;
 };
 
-struct btk_populate_stats {
-	uint64_t inodes, names, data_bytes, inline_files, extents, compressed_extents;
-};
-
 /* Writes the scanned tree into o->root within t. */
 int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,
 		 const struct btk_populate_opts *o, struct btk_populate_stats *st);
+
+/* ---- archive streams (populate_stream.c) ----
+ * Members of an archive arrive once, in the archive's order: each file's data goes straight to
+ * data extents as it arrives (a placeholder reference holds them), the rest (names, attributes,
+ * xattrs, small files' inline bytes) is kept. btk_stream_end sorts what arrived into a tree as a
+ * directory scan gives it, and btk_populate makes every inode and name in that order, so the
+ * metadata depends only on what the archive holds; the data lies in the archive's order. */
+
+/* POSIX ACL entry tags and permission bits (the kernel's posix_acl_xattr values) */
+enum {
+	BTK_ACL_USER_OBJ = 1,
+	BTK_ACL_USER = 2,
+	BTK_ACL_GROUP_OBJ = 4,
+	BTK_ACL_GROUP = 8,
+	BTK_ACL_MASK = 0x10,
+	BTK_ACL_OTHER = 0x20
+};
+struct btk_src_acl {
+	uint16_t tag, perm; /* perm: 4 read, 2 write, 1 execute */
+	uint32_t id;
+};
+struct btk_src_xattr {
+	const char *name;
+	const void *value;
+	size_t len;
+};
+struct btk_src_island {
+	uint64_t off, len;
+};
+struct btk_src_entry {
+	const char *path;     /* member name as the archive has it */
+	const char *hardlink; /* a hard link to this earlier member, or NULL */
+	const char *symlink;  /* S_ISLNK: the target */
+	struct stat st;	      /* type and mode, uid, gid, rdev, size, times */
+	const struct btk_src_xattr *xattrs;
+	size_t nxattrs;
+	const struct btk_src_acl *acl_access, *acl_default; /* as system.posix_acl_* */
+	size_t nacl_access, nacl_default;
+	bool sparse; /* data only in islands (sorted); otherwise [0, st_size) */
+	const struct btk_src_island *islands;
+	size_t nislands;
+	/* the member's data: len bytes at off (rising offsets; what was not stored reads as
+	 * zeros); 0 or -errno with btk_err */
+	int (*read)(void *ctx, void *buf, size_t len, uint64_t off);
+	void *read_ctx;
+};
+
+struct btk_stream_stats {
+	uint64_t members, escaping, absolute, repeated, dangling_links, skipped;
+	char first_escaping[256], first_repeated[256], first_dangling[256];
+};
+
+struct btk_stream;
+/* o as for btk_populate (compression, max_inline, root); iflags by path: FLAGS of paths that
+ * decide how data is written (nodatasum, nodatacow), inherited below a directory. */
+int btk_stream_start(struct btk_trans *t, const struct btk_populate_opts *o, const char *name,
+		     struct btk_stream **out);
+int btk_stream_iflags(struct btk_stream *s, const char *path, uint64_t flags);
+/* One member. Members that escape the top ("../") are skipped, absolute names made relative,
+ * a repeated name replaces the earlier one (a directory keeps its entries), as GNU tar
+ * extracts them: counted in the stats. */
+int btk_stream_add(struct btk_stream *s, const struct btk_src_entry *e);
+/* The tree of what arrived, for btk_populate (*out freed with btk_src_free) */
+int btk_stream_end(struct btk_stream *s, struct btk_src_tree *out, struct btk_stream_stats *st);
+/* After btk_populate in the same transaction: the placeholder references go (data of members
+ * no name kept is freed). Then frees s. With t NULL (a failed copy) only frees. */
+int btk_stream_release(struct btk_stream *s, struct btk_trans *t);
 
 #endif

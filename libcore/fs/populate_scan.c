@@ -1,5 +1,5 @@
 /* populate_scan.c — scanning a host directory tree into a deterministic node list. */
-#include "fs/populate.h"
+#include "fs/populate_int.h"
 #include "base/error.h"
 #include "base/vec.h"
 
@@ -221,31 +221,51 @@ out:
 	return ret;
 }
 
+void btk_src_content_free(struct btk_src_content *c)
+{
+	free(c->xattrs);
+	free(c->bytes);
+	free(c->ex);
+	memset(c, 0, sizeof(*c));
+}
+
 void btk_src_free(struct btk_src_tree *t)
 {
 	for (uint32_t i = 0; i < t->nnodes; i++)
 		free(t->nodes[i].name);
+	for (uint32_t i = 0; t->content && i < t->ninodes; i++)
+		btk_src_content_free(&t->content[i]);
+	free(t->content);
 	free(t->nodes);
 	free(t->inodes);
 	free(t->top);
 	memset(t, 0, sizeof(*t));
 }
 
+const char *pop_path_next(const char **p, size_t *len)
+{
+	for (;;) {
+		while (**p == '/')
+			(*p)++;
+		size_t l = strcspn(*p, "/");
+		const char *c = *p;
+		if (!l)
+			return NULL;
+		*p += l;
+		if (l == 1 && *c == '.')
+			continue;
+		*len = l;
+		return c;
+	}
+}
+
 int btk_src_lookup(const struct btk_src_tree *t, const char *relpath, uint32_t *node)
 {
 	uint32_t cur = 0;
-	const char *p = relpath;
+	const char *q = relpath, *p;
+	size_t len;
 
-	while (*p) {
-		while (*p == '/')
-			p++;
-		size_t len = strcspn(p, "/");
-		if (!len)
-			break;
-		if (len == 1 && *p == '.') {
-			p += 1;
-			continue;
-		}
+	while ((p = pop_path_next(&q, &len))) {
 		const struct btk_src_node *d = &t->nodes[cur];
 		uint32_t found = UINT32_MAX;
 		for (uint32_t k = 0; k < d->nchildren; k++) {
@@ -258,7 +278,6 @@ int btk_src_lookup(const struct btk_src_tree *t, const char *relpath, uint32_t *
 		if (found == UINT32_MAX)
 			return btk_err(ENOENT, "%s: no such entry under %s", relpath, t->top);
 		cur = found;
-		p += len;
 	}
 	*node = cur;
 	return 0;

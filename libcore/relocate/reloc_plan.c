@@ -229,29 +229,117 @@ static bool first_fit(struct fit *f, uint64_t len, uint64_t *at)
 	return true;
 }
 
+/* A tree block of ns bytes at the lowest place first fit gives one (aligned to ns, so within a
+ * 64 KiB stripe): the range's start up to it is given up with it, and a range too short
+ * for an aligned block is given up whole (as fragments it counts as nothing); false if
+ * none. */
+static bool first_fit_block(struct fit *f, uint32_t ns, uint64_t *at)
+{
+	while (f->size && f->mx[1] >= ns) {
+		int node = 1;
+		while (node < f->size)
+			node = f->mx[2 * node] >= ns ? 2 * node : 2 * node + 1;
+		node -= f->size;
+		struct rl_range *r = &f->r->v[node];
+		uint64_t a = (r->start + ns - 1) / ns * ns, e = r->start + r->len;
+		if (a + ns <= e) {
+			*at = a;
+			*r = (struct rl_range){a + ns, e - a - ns};
+		} else {
+			r->len = 0;
+		}
+		fit_set(f, node);
+		if (a + ns <= e)
+			return true;
+	}
+	return false;
+}
+
 void rl_usage_free(struct rl_usage *u)
 {
-	for (int i = 0; i < u->n; i++)
+	for (int i = 0; i < u->n; i++) {
 		free(u->used[i].v);
+		free(u->tree[i].v);
+	}
 	free(u->used);
-	u->used = NULL, u->n = 0;
+	free(u->tree);
+	u->used = u->tree = NULL, u->n = 0;
+}
+
+static bool is_mixed(uint64_t type)
+{
+	return rl_class_of(type) == (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA);
+}
+
+/* The tree blocks of [start, end) (a mixed chunk, where they lie among data extents). */
+static int tree_ranges(struct btk_fs *fs, uint64_t start, uint64_t end, struct rl_ranges *out)
+{
+	struct btk_key k = {start, 0, 0}, f;
+	struct btk_path p;
+	int ret = rl_tree_search(fs, BTRFS_EXTENT_TREE_OBJECTID, &k, true, &p);
+
+	for (; ret == 0; ret = btk_next(fs, &p)) {
+		struct btk_extent_head h;
+		uint32_t size = 0;
+		const uint8_t *d;
+		uint64_t len;
+		btk_path_key(&p, &f);
+		if (f.objectid >= end)
+			break;
+		if (!(len = btk_extent_key_len(&f, fs->nodesize)))
+			continue;
+		d = btk_path_data(&p, &size);
+		if (f.type == BTRFS_METADATA_ITEM_KEY ||
+		    (d && btk_extent_head_parse(&f, d, size, &h) != -EUCLEAN &&
+		     (h.flags & BTRFS_EXTENT_FLAG_TREE_BLOCK)))
+			ret = rl_range_add(out, f.objectid, len);
+		if (ret)
+			break;
+	}
+	btk_path_release(&p);
+	return ret < 0 ? ret : 0;
 }
 
 int rl_usage_load(struct btk_fs *fs, struct rl_usage *u)
 {
+	size_t n = fs->nchunks ? (size_t)fs->nchunks : 1;
 	int ret = 0;
 
 	u->n = 0;
-	u->used = calloc(fs->nchunks ? (size_t)fs->nchunks : 1, sizeof(*u->used));
-	if (!u->used)
+	u->used = calloc(n, sizeof(*u->used));
+	u->tree = calloc(n, sizeof(*u->tree));
+	if (!u->used || !u->tree) {
+		free(u->used);
+		free(u->tree);
+		u->used = u->tree = NULL;
 		return btk_err(ENOMEM, "out of memory");
+	}
 	for (; u->n < fs->nchunks && !ret; u->n++) {
 		const struct btk_chunk *c = fs->chunks[u->n];
 		ret = used_ranges(fs, c->logical, c->logical + c->length, &u->used[u->n]);
+		if (!ret && is_mixed(c->type))
+			ret = tree_ranges(fs, c->logical, c->logical + c->length, &u->tree[u->n]);
 	}
 	if (ret)
 		rl_usage_free(u);
 	return ret;
+}
+
+/* Whether r is one of the (sorted) tree-block ranges t. */
+static bool is_tree(const struct rl_ranges *t, const struct rl_range *r)
+{
+	int lo = 0, hi = t->n;
+
+	while (lo < hi) {
+		int mid = lo + (hi - lo) / 2;
+		if (t->v[mid].start == r->start)
+			return true;
+		if (t->v[mid].start < r->start)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
 }
 
 /* Free ranges of new chunk n (at its planned logical address): the 64 KiB stripe holding a
@@ -285,12 +373,35 @@ static int owner_of(struct btk_fs *fs, const struct rl_spec *sp, uint64_t lg)
 	return -1;
 }
 
+/* Mixed block groups: the metadata a move needs (eused, the tree blocks that move; all, every
+ * tree block; keep, the kernel's room afterwards) placed in nodesize blocks from the lowest free
+ * space of fit; *efree: what the placed blocks hold, the metadata the move may use. */
+static int mixed_meta(struct btk_fs *fs, struct fit *fit, const struct rl_spec *sp,
+		      const struct rl_check *out, uint64_t eused, uint64_t all, uint64_t keep,
+		      uint64_t *efree)
+{
+	uint64_t need = eused + all + META_MARGIN, at;
+
+	(void)sp;
+	if (eused + keep > need)
+		need = eused + keep;
+	*efree = 0;
+	if (!out->n && !eused)
+		return 0;
+	while (*efree < need && first_fit_block(fit, fs->nodesize, &at))
+		*efree += fs->nodesize;
+	/* a block never ends where the free space does not reach a whole one: what first fit
+	 * could not give (fragments) counts as nothing */
+	return 0;
+}
+
 int rl_check_spec(struct btk_fs *fs, const struct rl_spec *sp, struct rl_check *out)
 {
 	struct rl_ranges dfree = {0}, edata = {0};
 	uint64_t efree_meta[2] = {0, 0}, eused_meta[2] = {0, 0}, all_meta[2] = {0, 0};
 	uint64_t free_before = 0, room = btk_kernel_meta_room(fs->nodesize), keep;
 	const struct rl_usage *use = sp->use;
+	bool any_mixed = false;
 	int ret = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -319,6 +430,7 @@ int rl_check_spec(struct btk_fs *fs, const struct rl_spec *sp, struct rl_check *
 		uint64_t cl = rl_class_of(c->type), u = 0, line = c->logical + sp->keep[i];
 		bool frozen = sp->frozen && sp->frozen[i];
 		bool whole = sp->keep[i] >= c->length, gone = !sp->keep[i];
+		bool mixed = is_mixed(c->type);
 		int mi = (cl & BTRFS_BLOCK_GROUP_SYSTEM) ? 1 : 0;
 		if (!whole && !frozen) {
 			if (btk_array_room_int(out->chunks, out->n, capchunks)) {
@@ -327,22 +439,21 @@ int rl_check_spec(struct btk_fs *fs, const struct rl_spec *sp, struct rl_check *
 			}
 			out->chunks[out->n++] = c->logical;
 		}
-		if (cl == (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA)) {
-			if (!whole && !frozen)
-				out->fits = false; /* mixed: not emptied this way */
-			continue;
-		}
-		/* extents reaching past the line move; the others stay */
+		/* extents reaching past the line move; the others stay (a mixed chunk holds
+		 * both kinds: its data extents go with the data, its tree blocks with the
+		 * metadata) */
 		for (int j = 0; j < use->used[i].n && !ret; j++) {
 			const struct rl_range *r = &use->used[i].v[j];
 			bool moves = !frozen && r->start + r->len > line;
-			if (cl == BTRFS_BLOCK_GROUP_DATA)
+			bool data =
+			    cl == BTRFS_BLOCK_GROUP_DATA || (mixed && !is_tree(&use->tree[i], r));
+			if (data)
 				ret = moves ? rl_range_add(&edata, r->start, r->len) : 0;
 			else
 				(moves ? &eused_meta[mi] : &u)[0] += r->len;
-			all_meta[mi] += cl == BTRFS_BLOCK_GROUP_DATA ? 0 : r->len;
+			all_meta[mi] += data ? 0 : r->len;
 		}
-		if (!ret && cl == BTRFS_BLOCK_GROUP_DATA && !gone && !frozen) {
+		if (!ret && (cl & BTRFS_BLOCK_GROUP_DATA) && !gone && !frozen) {
 			struct btk_chunk cut = *c;
 			size_t at = dfree.n;
 			cut.length = sp->keep[i] < c->length ? sp->keep[i] : c->length;
@@ -363,11 +474,12 @@ int rl_check_spec(struct btk_fs *fs, const struct rl_spec *sp, struct rl_check *
 		}
 		if (cl != BTRFS_BLOCK_GROUP_DATA && !mi)
 			free_before += chunk_room(c, sum(&use->used[i]));
+		any_mixed |= mixed;
 	}
 	for (int i = 0; i < sp->nnew && !ret; i++) {
 		const struct rl_new *n = &sp->news[i];
 		uint64_t cl = rl_class_of(n->type);
-		if (cl == BTRFS_BLOCK_GROUP_DATA)
+		if (cl & BTRFS_BLOCK_GROUP_DATA)
 			ret = new_free(n, &dfree);
 		else
 			efree_meta[(cl & BTRFS_BLOCK_GROUP_SYSTEM) ? 1 : 0] +=
@@ -376,6 +488,14 @@ int rl_check_spec(struct btk_fs *fs, const struct rl_spec *sp, struct rl_check *
 	struct fit fit = {0};
 	if (!ret)
 		ret = fit_init(&fit, &dfree, fs->sectorsize);
+	/* mixed block groups: the tree blocks the move makes take their free space too, lowest
+	 * first as the write path places them, so they are placed first, all the metadata
+	 * the move may need (their copies, a copy of every tree block, a margin, or the
+	 * kernel's room if more), and the data extents in what is left: a bound, as the apply
+	 * interleaves them (it needs less metadata than that) */
+	if (!ret && any_mixed)
+		ret = mixed_meta(fs, &fit, sp, out, eused_meta[0], all_meta[0],
+				 room < free_before ? room : free_before, &efree_meta[0]);
 	for (int i = 0; i < edata.n && !ret && (out->fits || sp->count_left); i++) {
 		uint64_t len = (edata.v[i].len + fs->sectorsize - 1) / fs->sectorsize *
 			       fs->sectorsize,

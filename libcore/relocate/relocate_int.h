@@ -107,6 +107,8 @@ struct rl_check {
  * the size of the filesystem. */
 struct rl_usage {
 	struct rl_ranges *used;
+	/* mixed chunks: which of used's ranges are tree blocks (the others are data extents) */
+	struct rl_ranges *tree;
 	int n;
 };
 int rl_usage_load(struct btk_fs *fs, struct rl_usage *u);

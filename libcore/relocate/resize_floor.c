@@ -99,9 +99,7 @@ void btk_resize_gap(const struct btk_fs *fs, const struct btk_resize_plan *p,
 			meta += k * len;
 		else
 			data += k * len;
-		if ((c->type & BTRFS_BLOCK_GROUP_DATA) && (c->type & BTRFS_BLOCK_GROUP_METADATA))
-			g->repack_off = "mixed block groups are not repacked";
-		else if (c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK & ~BTRFS_BLOCK_GROUP_DUP)
+		if (c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK & ~BTRFS_BLOCK_GROUP_DUP)
 			g->repack_off = "chunks of RAID profiles are not repacked";
 	}
 	for (int i = 0; i < p->nnew; i++) {

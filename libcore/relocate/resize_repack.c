@@ -12,7 +12,9 @@
  * places a chunk of a given stripe length). Each run is the apply's own allocation replayed
  * (rl_check_spec), the places of the new chunks the allocator's: a plan the check accepts is
  * what the apply carries out, so the minimum (a binary search over the sizes) is what -M
- * reaches. Single-device filesystems with SINGLE and DUP chunks only (not mixed).
+ * reaches. Single-device filesystems with SINGLE and DUP chunks only. Mixed block groups take
+ * run 1 only (they hold no chunk of one kind to compact into): their tree blocks and data
+ * extents past the size move into their free space below it and into new mixed chunks.
  */
 #include "base/error.h"
 #include "base/vec.h"
@@ -38,15 +40,14 @@ static uint64_t used_of(const struct rl_ranges *r)
 	return s;
 }
 
-/* Repacking applies: one device, every chunk SINGLE or DUP on it, no mixed block groups. */
+/* Repacking applies: one device, every chunk SINGLE or DUP on it. */
 static bool applies(const struct btk_fs *fs, uint64_t devid)
 {
 	if (fs->ndevs != 1)
 		return false;
 	for (int i = 0; i < fs->nchunks; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
-		if (rl_class_of(c->type) == (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA) ||
-		    (c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK & ~BTRFS_BLOCK_GROUP_DUP) ||
+		if ((c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK & ~BTRFS_BLOCK_GROUP_DUP) ||
 		    c->num_stripes > 2 || btk_chunk_stripe_len(c) != c->length)
 			return false;
 		for (int j = 0; j < c->num_stripes; j++)
@@ -239,8 +240,14 @@ static int post_usage(struct attempt *a, struct rl_ranges *placed)
 
 	a->post.n = fs->nchunks;
 	a->post.used = calloc((size_t)fs->nchunks + 1, sizeof(*a->post.used));
-	if (!a->post.used)
+	a->post.tree = calloc((size_t)fs->nchunks + 1, sizeof(*a->post.tree));
+	if (!a->post.used || !a->post.tree)
 		return btk_err(ENOMEM, "out of memory");
+	/* mixed chunks: run 0 moves nothing out of them, their tree blocks stay */
+	for (int i = 0; i < fs->nchunks && !ret; i++)
+		for (int j = 0; j < a->use->tree[i].n && !ret; j++)
+			ret = rl_range_add(&a->post.tree[i], a->use->tree[i].v[j].start,
+					   a->use->tree[i].v[j].len);
 	for (int i = 0; i < fs->nchunks && !ret; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
 		const struct rl_ranges *u = &a->use->used[i];
@@ -335,10 +342,14 @@ static int add_new(struct attempt *a, uint64_t type, uint64_t len, bool *ok)
 	return ret;
 }
 
+/* The type of a new chunk of kind k: that of the chunks of that kind (with mixed block
+ * groups, of the mixed ones, which take both kinds). */
 static uint64_t profile_of(const struct btk_fs *fs, uint64_t k)
 {
 	for (int i = 0; i < fs->nchunks; i++)
-		if (rl_class_of(fs->chunks[i]->type) == k)
+		if (rl_class_of(fs->chunks[i]->type) == k ||
+		    rl_class_of(fs->chunks[i]->type) ==
+			(BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA))
 			return fs->chunks[i]->type;
 	return k;
 }
@@ -566,6 +577,15 @@ static int compact_after(const struct attempt *a, struct btk_resize_plan *p, uin
 	return ret;
 }
 
+static bool mixed_fs(const struct btk_fs *fs)
+{
+	for (int i = 0; i < fs->nchunks; i++)
+		if (rl_class_of(fs->chunks[i]->type) ==
+		    (BTRFS_BLOCK_GROUP_DATA | BTRFS_BLOCK_GROUP_METADATA))
+			return true;
+	return false;
+}
+
 /* The first attempt (cheapest mode first) that reaches target: *fits; its plan into p when
  * set, else *end (when set) where the stripes end after it, moved whole as far as they go. */
 static int repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
@@ -580,6 +600,8 @@ static int repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const stru
 	if ((ret = rl_meta_keep(fs, &meta_keep)))
 		return ret;
 	for (unsigned m = 0; m < sizeof(modes) / sizeof(modes[0]) && !ret && !*fits; m++) {
+		if (modes[m][0] && mixed_fs(fs))
+			break; /* no chunk of one kind to compact: run 1 is all */
 		struct attempt a = {.fs = fs,
 				    .devid = devid,
 				    .target = target,

@@ -53,9 +53,10 @@ static int item_get(struct btk_trans *t, uint64_t tree, const struct btk_key *ke
 /* The superblock totals, num_devices and each copy's device item are written by every commit
  * from the device items and block groups: a commit is enough. The root tree is copied so that
  * the commit has something to write. */
-static int fix_super_totals(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+static int fix_super_totals(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 			    size_t cap)
 {
+	struct btk_trans *t = x->t;
 	struct btk_key k = {0, 0, 0};
 	struct btk_path path;
 	int ret = btk_tree_search_write(t, BTRFS_ROOT_TREE_OBJECTID, &k, 0, &path);
@@ -66,9 +67,10 @@ static int fix_super_totals(struct btk_trans *t, const struct rp_prob *p, char *
 	return ret < 0 ? ret : 0;
 }
 
-static int fix_bg_used(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+static int fix_bg_used(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 		       size_t cap)
 {
+	struct btk_trans *t = x->t;
 	snprintf(before, cap, "used %llu", (unsigned long long)val(p, 3));
 	snprintf(after, cap, "used %llu", (unsigned long long)val(p, 2));
 	if (p->nvals < 4)
@@ -89,9 +91,10 @@ static void inode_field_str(char *buf, size_t cap, const char *name, uint64_t v)
 
 /* One field of an inode item, from the checker's values (fs-tree reports pass the tree
  * first: vals[0] is the tree). */
-static int fix_inode_field(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+static int fix_inode_field(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 			   size_t cap)
 {
+	struct btk_trans *t = x->t;
 	uint8_t item[sizeof(struct btrfs_inode_item)];
 	const char *name = NULL; /* one field changed: its name, old and new value */
 	uint64_t was = 0, now = 0;
@@ -164,9 +167,10 @@ static int fix_inode_field(struct btk_trans *t, const struct rp_prob *p, char *b
 
 /* An extent item newer than the filesystem: the filesystem's generation (vals[0], the
  * highest valid) replaces it. */
-static int fix_extent_generation(struct btk_trans *t, const struct rp_prob *p, char *before,
+static int fix_extent_generation(struct rp_ctx *x, const struct rp_prob *p, char *before,
 				 char *after, size_t cap)
 {
+	struct btk_trans *t = x->t;
 	uint8_t item[256];
 	uint32_t size;
 	int ret;
@@ -187,9 +191,10 @@ static int fix_extent_generation(struct btk_trans *t, const struct rp_prob *p, c
 }
 
 /* A deleted subvolume (root item refs 0) the kernel drops only when an orphan item names it. */
-static int fix_root_orphan(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+static int fix_root_orphan(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 			   size_t cap)
 {
+	struct btk_trans *t = x->t;
 	struct btk_key k = {BTRFS_ORPHAN_OBJECTID, BTRFS_ORPHAN_ITEM_KEY, val(p, 0)};
 
 	if (!val(p, 0))
@@ -201,9 +206,10 @@ static int fix_root_orphan(struct btk_trans *t, const struct rp_prob *p, char *b
 }
 
 /* An item of a type no kernel knows, in a subvolume tree: removed (the report names it). */
-static int fix_unknown_item(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+static int fix_unknown_item(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 			    size_t cap)
 {
+	struct btk_trans *t = x->t;
 	uint32_t size = 0;
 	struct btk_key k;
 	int ret;
@@ -225,9 +231,10 @@ static int fix_unknown_item(struct btk_trans *t, const struct rp_prob *p, char *
 }
 
 /* An uncompressed inline extent's ram_bytes is its data's length (vals[1]). */
-static int fix_inline_ram(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+static int fix_inline_ram(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 			  size_t cap)
 {
+	struct btk_trans *t = x->t;
 	uint8_t item[sizeof(struct btrfs_file_extent_item)];
 	const size_t head = offsetof(struct btrfs_file_extent_item, disk_bytenr);
 	struct btk_path path;
@@ -261,9 +268,10 @@ static int fix_inline_ram(struct btk_trans *t, const struct rp_prob *p, char *be
 
 /* A file without no-holes whose extents stop before its size: a hole extent from where they
  * stop (vals[2]) to the size rounded up (vals[1]), as the kernel writes holes. */
-static int fix_missing_end(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+static int fix_missing_end(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 			   size_t cap)
 {
+	struct btk_trans *t = x->t;
 	uint8_t fe[sizeof(struct btrfs_file_extent_item)] = {0};
 	uint64_t from = val(p, 2), to = val(p, 1);
 	struct btk_key k = {p->key.objectid, BTRFS_EXTENT_DATA_KEY, from};
@@ -284,9 +292,10 @@ static int fix_missing_end(struct btk_trans *t, const struct rp_prob *p, char *b
 /* The deprecated inode cache of a subvolume: every item of its inode (FREE_INO) and of its
  * space cache (FREE_SPACE objectid), their data extents released; the kernel rebuilds nothing
  * (the feature is gone). Idempotent: the cache's other reports of this round find it gone. */
-static int fix_inode_cache(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+static int fix_inode_cache(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 			   size_t cap)
 {
+	struct btk_trans *t = x->t;
 	static const uint64_t objs[] = {BTRFS_FREE_INO_OBJECTID, BTRFS_FREE_SPACE_OBJECTID};
 	unsigned items = 0, extents = 0;
 	int ret = 0;
@@ -330,9 +339,10 @@ static int fix_inode_cache(struct btk_trans *t, const struct rp_prob *p, char *b
 
 /* A root item (and its root block) newer than the filesystem: the root block is copied by
  * this transaction, which gives block and item the transaction's generation. */
-static int fix_root_generation(struct btk_trans *t, const struct rp_prob *p, char *before,
-			       char *after, size_t cap)
+static int fix_root_generation(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+			       size_t cap)
 {
+	struct btk_trans *t = x->t;
 	struct btk_key k = {0, 0, 0};
 	struct btk_path path;
 	uint64_t id = val(p, 0);
@@ -352,9 +362,10 @@ static int fix_root_generation(struct btk_trans *t, const struct rp_prob *p, cha
 /* A csum item that starts inside the one before it: the overlapping sums must agree (then the
  * later item loses its head, or goes when the earlier covers it all); sums that disagree are
  * left for a human (which copy is right is not known). */
-static int fix_csum_overlap(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+static int fix_csum_overlap(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 			    size_t cap)
 {
+	struct btk_trans *t = x->t;
 	struct btk_fs *fs = btk_trans_fs(t);
 	uint32_t ss = fs->sectorsize, cs = (uint32_t)fs->csum_size, la, lb;
 	uint64_t start = p->key.offset, prev_end = val(p, 0);
@@ -402,9 +413,10 @@ static int fix_csum_overlap(struct btk_trans *t, const struct rp_prob *p, char *
 
 /* The top directory of a subvolume without its inode item: a directory inode item (0755,
  * one link, the size its entries' names make, times 0). Idempotent. */
-static int fix_top_dir(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+static int fix_top_dir(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 		       size_t cap)
 {
+	struct btk_trans *t = x->t;
 	uint8_t item[sizeof(struct btrfs_inode_item)] = {0};
 	struct btk_key k = {BTRFS_FIRST_FREE_OBJECTID, BTRFS_INODE_ITEM_KEY, 0};
 	uint32_t size;
@@ -464,4 +476,10 @@ rp_fix_fn rp_fix_of(enum btk_check_problem_id id)
 	if ((unsigned)id >= BTK_P_COUNT)
 		return NULL;
 	return fns[id];
+}
+
+int rp_fix_phase(enum btk_check_problem_id id)
+{
+	(void)id;
+	return 1;
 }

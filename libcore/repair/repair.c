@@ -222,9 +222,12 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 	}
 	if ((ret = btk_trans_start(w, &t)))
 		goto out;
-	for (size_t i = 0; i < a->before->n; i++) {
+	struct rp_ctx x = {.t = t, .all = a->before};
+	for (size_t j = 0; j < 2 * a->before->n; j++) {
+		size_t i = j % a->before->n;
 		const struct rp_prob *p = &a->before->data[i];
-		if (!planned(a->ro, a->before, p, only))
+		if (rp_fix_phase(p->id) != (j < a->before->n ? 0 : 1) ||
+		    !planned(a->ro, a->before, p, only))
 			continue;
 		struct btk_repair_fix *f = btk_vec_push(fixes);
 		if (!f) {
@@ -243,7 +246,12 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 		if (!strstr(codes, code) && strlen(codes) + 8 < sizeof(codes))
 			snprintf(codes + strlen(codes), sizeof(codes) - strlen(codes), "%s%s",
 				 *codes ? ", " : "", code);
-		ret = rp_fix_of(p->id)(t, p, f->before, f->after, sizeof(f->before));
+		ret = rp_fix_of(p->id)(&x, p, f->before, f->after, sizeof(f->before));
+		if (ret == 1) { /* another fix of the round does it */
+			fixes->n--;
+			ret = 0;
+			continue;
+		}
 		if (ret) {
 			char d[400];
 			describe(p, d, sizeof(d));

@@ -21,11 +21,23 @@ struct rp_prob {
 };
 BTK_VEC(rp_probs, struct rp_prob);
 
-/* A fix: changes t so that p is gone; fills before/after (short texts for --json). 0, or a
- * negative errno (the round is then refused: nothing is committed). */
-typedef int (*rp_fix_fn)(struct btk_trans *t, const struct rp_prob *p, char *before, char *after,
+/* What a fix works in: the transaction, and the whole check the round plans from (a fix may
+ * look at the other problems: which extent a back reference without a user belongs to, a
+ * file extent that lost its bytenr). */
+struct rp_ctx {
+	struct btk_trans *t;
+	const struct rp_probs *all;
+};
+
+/* A fix: changes x->t so that p is gone; fills before/after (short texts for --json). 0; 1
+ * when there is nothing for it to do (another fix of the round does it: it is not counted);
+ * or a negative errno (the round is then refused: nothing is committed). */
+typedef int (*rp_fix_fn)(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 			 size_t cap);
 rp_fix_fn rp_fix_of(enum btk_check_problem_id id);
+/* Fixes of phase 0 run before any other fix of a round: they change extent records to match
+ * the committed trees, which the write path's own reference changes then build on. */
+int rp_fix_phase(enum btk_check_problem_id id);
 
 /* Opens a read-only view of the filesystem as the running commit of t will leave it: the
  * devices of t's filesystem, their superblocks replaced by the ones the commit would write.

@@ -12,7 +12,21 @@ struct btk_block_cache {
 	uint64_t bytes, budget;
 	struct btk_block lru;	 /* sentinel: lru.lru_next is the most recently used */
 	enum btk_read_mode mode; /* how blocks read into it were validated */
+	struct btk_root root;	 /* btk_cache_set_root (objectid 0: none) */
 };
+
+void btk_cache_set_root(struct btk_block_cache *c, const struct btk_root *r)
+{
+	c->root = *r;
+}
+
+bool btk_cache_get_root(const struct btk_block_cache *c, uint64_t objectid, struct btk_root *out)
+{
+	if (!c || !c->root.objectid || c->root.objectid != objectid)
+		return false;
+	*out = c->root;
+	return true;
+}
 
 enum btk_read_mode btk_cache_read_mode(const struct btk_block_cache *c)
 {

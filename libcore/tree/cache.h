@@ -12,6 +12,10 @@
 struct btk_block_cache *btk_cache_new(uint64_t budget_bytes);
 /* The read mode kept with the cache (btk_tree_read_mode); BTK_READ_KERNEL for NULL. */
 enum btk_read_mode btk_cache_read_mode(const struct btk_block_cache *c);
+/* One tree whose root replaces what the root tree says (btk_open_opts.fs_root): set, and
+ * looked up by btk_root_find (true with *out when objectid is that tree). */
+void btk_cache_set_root(struct btk_block_cache *c, const struct btk_root *r);
+bool btk_cache_get_root(const struct btk_block_cache *c, uint64_t objectid, struct btk_root *out);
 void btk_cache_free(struct btk_block_cache *c);
 /* A referenced block if cached (caller puts it), else NULL. */
 struct btk_block *btk_cache_lookup(struct btk_block_cache *c, uint64_t bytenr);

@@ -3,6 +3,7 @@
 #include "base/error.h"
 #include "base/vec.h"
 #include "tree/cache.h"
+#include "tree/scan.h"
 #include "tree/tree.h"
 
 #include <errno.h>
@@ -175,6 +176,85 @@ static bool root_tree_reads(struct btk_fs *fs)
 	return true;
 }
 
+static bool is_root_tree(uint64_t owner)
+{
+	return owner == BTRFS_ROOT_TREE_OBJECTID;
+}
+
+/* Does the tree `objectid` of the root tree in use have a root block that reads? */
+static bool tree_reads(struct btk_fs *fs, uint64_t objectid)
+{
+	struct btk_root r;
+	struct btk_block_check chk = {.level = -1};
+	struct btk_block *b;
+
+	if (btk_root_find(fs, objectid, &r))
+		return false;
+	chk.level = r.level;
+	chk.generation = r.generation;
+	if (btk_block_read(fs, r.bytenr, &chk, &b))
+		return false;
+	btk_block_put(b);
+	return true;
+}
+
+/* --generation G: the newest root tree of a generation <= G (found by the scan) whose root
+ * block and FS_TREE root read. The superblock's own when it is at or before G and reads. */
+static int use_generation(struct btk_fs *fs, uint64_t want)
+{
+	struct btk_found_blocks blocks = {0};
+	struct btk_found_roots roots = {0};
+	struct btk_super saved = fs->sb;
+	uint64_t saved_gen = fs->generation;
+	int ret;
+
+	if (btk_le64(fs->sb.generation) <= want && root_tree_reads(fs) &&
+	    tree_reads(fs, BTRFS_FS_TREE_OBJECTID))
+		return 0;
+	ret = btk_scan_blocks(fs, &blocks, NULL, NULL);
+	if (!ret)
+		ret = btk_scan_roots(&blocks, is_root_tree, &roots);
+	if (!ret)
+		ret = btk_err(ENOENT, "no root tree of generation %llu or older reads",
+			      (unsigned long long)want);
+	for (size_t i = 0; i < roots.n && ret == -ENOENT; i++) {
+		if (roots.data[i].generation > want)
+			continue;
+		if (!use_root_block(fs, roots.data[i].bytenr, false) && root_tree_reads(fs) &&
+		    tree_reads(fs, BTRFS_FS_TREE_OBJECTID))
+			ret = 0;
+	}
+	if (ret) {
+		fs->sb = saved;
+		fs->generation = saved_gen;
+	}
+	btk_vec_free(&roots);
+	btk_vec_free(&blocks);
+	return ret;
+}
+
+/* --fs-root BYTENR: the block's owner's root becomes it (level, generation from its header). */
+static int use_fs_root(struct btk_fs *fs, uint64_t bytenr)
+{
+	struct btk_block *b;
+	struct btk_root r = {0};
+	int ret = btk_block_read(fs, bytenr, NULL, &b);
+
+	if (ret)
+		return ret;
+	r.objectid = btk_block_owner(b);
+	r.bytenr = bytenr;
+	r.generation = btk_block_generation(b);
+	r.level = btk_block_level(b);
+	btk_block_put(b);
+	if (r.objectid != BTRFS_FS_TREE_OBJECTID &&
+	    (r.objectid < BTRFS_FIRST_FREE_OBJECTID || r.objectid > BTRFS_LAST_FREE_OBJECTID))
+		return btk_err(EINVAL, "block %llu belongs to tree %llu, not to a subvolume",
+			       (unsigned long long)bytenr, (unsigned long long)r.objectid);
+	btk_cache_set_root(fs->cache, &r);
+	return 0;
+}
+
 /* -b: the backup slots newest first; the first whose root tree reads is opened. */
 static int open_newest_backup(const char *const *paths, int n, const struct btk_open_opts *o,
 			      struct btk_fs **out)
@@ -232,6 +312,10 @@ static int finish_open(struct btk_fs *fs, const struct btk_open_opts *o, const c
 		ret = load_chunk_tree(fs, o->chunk_overlaps, o->chunk_damage);
 	if (!ret && o->tree_root)
 		ret = use_root_block(fs, o->tree_root, false);
+	if (!ret && o->generation)
+		ret = use_generation(fs, o->generation);
+	if (!ret && o->fs_root)
+		ret = use_fs_root(fs, o->fs_root);
 	if (!ret) {
 		btk_volumes_scan_seeds(fs, o);
 		ret = btk_volumes_check_seeds(fs, o);

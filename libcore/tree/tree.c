@@ -296,6 +296,8 @@ int btk_root_find(struct btk_fs *fs, uint64_t objectid, struct btk_root *out)
 			return btk_err(ENOENT, "no log tree");
 		return 0;
 	}
+	if (btk_cache_get_root(fs->cache, objectid, out))
+		return 0;
 	super_root(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
 	btk_path_init(&p);
 	ret = btk_search(fs, &rt, &k, &p);

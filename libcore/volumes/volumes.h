@@ -79,6 +79,11 @@ struct btk_open_opts {
 	 * the root tree's / chunk tree's root block (level and generation from its header). */
 	int backup;
 	uint64_t tree_root, chunk_root;
+	/* older generations (tree/open.c, tree/scan.h): generation (0: keep) opens the newest
+	 * root tree of a generation at or before it whose root block and FS_TREE root still read,
+	 * found by scanning the metadata chunks; fs_root (0: keep) replaces the root of the tree
+	 * that owns that block (its header's owner: FS_TREE or a subvolume) */
+	uint64_t generation, fs_root;
 	/* keep chunks that overlap the next one (the checker reports them and checks the rest)
 	 * instead of refusing to open */
 	bool chunk_overlaps;

@@ -22,11 +22,13 @@ setup() {
 	btk_pty "$D/pty" "$FSCK" "$D/d.img"
 	[ "$status" -eq 0 ] || { cat -A "$D/pty" >&2; false; }
 	cat -A "$D/pty" >&2
-	# one drawing per phase, each "\rbtk-fsck: checking PHASE...\e[K"
+	# one drawing per phase, each "\rbtk-fsck: checking PHASE\e[K"; the tree walk in the one
+	# job shape, counting tree blocks
 	local p
-	for p in superblocks trees extents csums; do
-		grep -q $'\rbtk-fsck: checking '"$p"$'\\.\\.\\.[^\r]*\e\\[K' "$D/pty"
+	for p in superblocks chunks extents csums; do
+		grep -q $'\rbtk-fsck: checking '"$p"$'\e\\[K' "$D/pty"
 	done
+	grep -Eq $'\rbtk-fsck: checking trees [0-9,]+/[0-9,]+ blocks(, [0-9,]+/s(, ETA [0-9]+:[0-9]{2})?)?\e\\[K' "$D/pty"
 	# no newline on the terminal: the line is redrawn, then wiped (the last bytes \r\e[K)
 	[ "$(grep -c . "$D/pty")" -eq 1 ]
 	[ "$(tail -c 4 "$D/pty" | od -An -tx1 | tr -d ' \n')" = 0d1b5b4b ]
@@ -42,7 +44,7 @@ setup() {
 	[ "$status" -eq 4 ] || { cat -A "$D/pty" >&2; false; }
 	cat -A "$D/pty" >&2
 	# the terminal, with each progress drawing and its wipe taken out, reads as the piped output
-	tr -d '\r' <"$D/pty" | sed -E 's/btk-fsck: checking [a-z ]+\.\.\.( [0-9]+%)?\x1b\[K//g; s/\x1b\[K//g' \
+	tr -d '\r' <"$D/pty" | sed -E 's/btk-fsck: checking [a-z ]+( [0-9,]+\/[0-9,]+ blocks)?\x1b\[K//g; s/\x1b\[K//g' \
 		>"$D/seen"
 	btk_run 60 "$FSCK" "$D/c.img"
 	[ "$status" -eq 4 ]
@@ -65,7 +67,11 @@ setup() {
 	[ "$status" -eq 0 ] && [ ! -s "$BTK_ERR" ] || { cat -A "$BTK_ERR" >&2; false; }
 	# -p asks for it on a pipe: whole lines, nothing redrawn
 	btk_run 60 "$FSCK" -p "$D/d.img"
-	[ "$status" -eq 0 ] && grep -qx 'btk-fsck: checking trees\.\.\.' "$BTK_ERR"
+	[ "$status" -eq 0 ] && grep -qx 'btk-fsck: checking extents' "$BTK_ERR"
+	# the walk's total is the tree blocks the block groups hold: on a fresh image, every one
+	local blocks
+	blocks=$(( $("$FSCK" "$D/d.img" | sed -n 's/^total tree bytes: //p') / 16384 ))
+	grep -qx "btk-fsck: checking trees 0/$blocks blocks" "$BTK_ERR" || { cat "$BTK_ERR" >&2; false; }
 	! grep -q $'\r' "$BTK_ERR" && ! grep -q $'\e' "$BTK_ERR"
 }
 

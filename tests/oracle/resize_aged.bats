@@ -193,6 +193,10 @@ PY
 	minimum_case dup 2G 4 -d dup -m dup
 }
 
+@test "aged image with mixed block groups: its chunks cut and their tree blocks and data moved below the size" {
+	minimum_case mixed 1G 4 -M
+}
+
 @test "power cut at sampled writes of a repacking shrink (a chunk split, metadata compacted): old or new filesystem, same files" {
 	aged n16k 1G 4 -n 16k
 	step -n -M "$IMG"

@@ -1,0 +1,284 @@
+/* archive.c — libarchive into libcore's populate stream (archive.h). */
+#include "archive.h"
+#include "cli.h"
+#include "base/error.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <errno.h>
+#include <locale.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+bool cli_archive_source(const char *path)
+{
+	struct stat st;
+
+	return !strcmp(path, "-") || (stat(path, &st) == 0 && !S_ISDIR(st.st_mode));
+}
+
+/* A member's data as libarchive hands it out: blocks at rising offsets, gaps are holes. */
+struct data {
+	struct archive *a;
+	const char *name, *member;
+	const void *blk;
+	size_t blen;
+	int64_t boff;
+	bool eof;
+};
+
+static int data_read(void *ctx, void *buf, size_t len, uint64_t off)
+{
+	struct data *d = ctx;
+	uint8_t *out = buf;
+
+	while (len) {
+		if (!d->eof && (!d->blk || (uint64_t)d->boff + d->blen <= off)) {
+			int r = archive_read_data_block(d->a, &d->blk, &d->blen, &d->boff);
+			if (r == ARCHIVE_EOF) {
+				d->eof = true;
+				d->blk = NULL;
+			} else if (r < ARCHIVE_WARN) {
+				return btk_err(EIO, "%s: %s: %s", d->name, d->member,
+					       archive_error_string(d->a));
+			}
+			continue;
+		}
+		/* zeros up to the next block (a hole, or past what the archive holds) */
+		uint64_t bstart = d->eof ? UINT64_MAX : (uint64_t)d->boff;
+		if (off < bstart) {
+			size_t z = bstart - off < len ? (size_t)(bstart - off) : len;
+			memset(out, 0, z);
+			out += z, off += z, len -= z;
+			continue;
+		}
+		size_t at = (size_t)(off - bstart), n = d->blen - at < len ? d->blen - at : len;
+		memcpy(out, (const uint8_t *)d->blk + at, n);
+		out += n, off += n, len -= n;
+	}
+	return 0;
+}
+
+static uint16_t acl_tag(int t)
+{
+	switch (t) {
+	case ARCHIVE_ENTRY_ACL_USER_OBJ:
+		return BTK_ACL_USER_OBJ;
+	case ARCHIVE_ENTRY_ACL_USER:
+		return BTK_ACL_USER;
+	case ARCHIVE_ENTRY_ACL_GROUP_OBJ:
+		return BTK_ACL_GROUP_OBJ;
+	case ARCHIVE_ENTRY_ACL_GROUP:
+		return BTK_ACL_GROUP;
+	case ARCHIVE_ENTRY_ACL_MASK:
+		return BTK_ACL_MASK;
+	case ARCHIVE_ENTRY_ACL_OTHER:
+		return BTK_ACL_OTHER;
+	default:
+		return 0;
+	}
+}
+
+/* The POSIX ACL of one type (libarchive adds the owner, group and other entries from the
+ * mode); NFSv4 ACLs have no place on btrfs and are left out. */
+static int acls(struct archive_entry *ae, int type, struct btk_src_acl *out, size_t cap, size_t *n)
+{
+	int t, perm, tag, qual;
+	const char *name;
+
+	*n = 0;
+	if (archive_entry_acl_reset(ae, type) <= 0)
+		return 0;
+	while (archive_entry_acl_next(ae, type, &t, &perm, &tag, &qual, &name) == ARCHIVE_OK) {
+		uint16_t bt = acl_tag(tag);
+		if (!bt)
+			continue;
+		if (*n >= cap)
+			return btk_err(E2BIG, "more than %zu ACL entries", cap);
+		out[*n].tag = bt;
+		out[*n].perm = (uint16_t)(((perm & ARCHIVE_ENTRY_ACL_READ) ? 4 : 0) |
+					  ((perm & ARCHIVE_ENTRY_ACL_WRITE) ? 2 : 0) |
+					  ((perm & ARCHIVE_ENTRY_ACL_EXECUTE) ? 1 : 0));
+		out[*n].id = (uint32_t)qual;
+		(*n)++;
+	}
+	/* only the three from the mode: no ACL to store */
+	if (*n <= 3 && type == ARCHIVE_ENTRY_ACL_TYPE_ACCESS)
+		*n = 0;
+	return 0;
+}
+
+#define MAX_ACL	   1024
+#define MAX_XATTRS 4096
+
+struct member {
+	struct btk_src_entry e;
+	struct btk_src_acl acc[MAX_ACL], def[MAX_ACL];
+	struct btk_src_xattr xa[MAX_XATTRS];
+	struct btk_src_island *isl;
+	size_t islcap;
+};
+
+static int fill(struct member *m, struct archive_entry *ae, struct data *d)
+{
+	struct btk_src_entry *e = &m->e;
+	const char *name;
+	const void *val;
+	size_t size;
+	int ret, n;
+
+	memset(e, 0, sizeof(*e));
+	e->path = archive_entry_pathname(ae);
+	e->hardlink = archive_entry_hardlink(ae);
+	e->symlink = archive_entry_symlink(ae);
+	e->st.st_mode = archive_entry_mode(ae);
+	e->st.st_uid = (uid_t)archive_entry_uid(ae);
+	e->st.st_gid = (gid_t)archive_entry_gid(ae);
+	e->st.st_size = archive_entry_size_is_set(ae) ? archive_entry_size(ae) : 0;
+	if (S_ISCHR(e->st.st_mode) || S_ISBLK(e->st.st_mode))
+		e->st.st_rdev = makedev(archive_entry_rdevmajor(ae), archive_entry_rdevminor(ae));
+	e->st.st_mtim.tv_sec = archive_entry_mtime(ae);
+	e->st.st_mtim.tv_nsec = archive_entry_mtime_nsec(ae);
+	e->st.st_atim = e->st.st_ctim = e->st.st_mtim;
+	if (archive_entry_atime_is_set(ae)) {
+		e->st.st_atim.tv_sec = archive_entry_atime(ae);
+		e->st.st_atim.tv_nsec = archive_entry_atime_nsec(ae);
+	}
+	if (archive_entry_ctime_is_set(ae)) {
+		e->st.st_ctim.tv_sec = archive_entry_ctime(ae);
+		e->st.st_ctim.tv_nsec = archive_entry_ctime_nsec(ae);
+	}
+	n = archive_entry_xattr_reset(ae);
+	while (archive_entry_xattr_next(ae, &name, &val, &size) == ARCHIVE_OK) {
+		if (e->nxattrs >= MAX_XATTRS)
+			return btk_err(E2BIG, "%s: more than %d xattrs", e->path, MAX_XATTRS);
+		m->xa[e->nxattrs++] = (struct btk_src_xattr){name, val, size};
+	}
+	(void)n;
+	e->xattrs = m->xa;
+	if ((ret = acls(ae, ARCHIVE_ENTRY_ACL_TYPE_ACCESS, m->acc, MAX_ACL, &e->nacl_access)) ||
+	    (ret = acls(ae, ARCHIVE_ENTRY_ACL_TYPE_DEFAULT, m->def, MAX_ACL, &e->nacl_default)))
+		return ret;
+	/* with a mask, the mode's group bits are the mask (libarchive put the owning group's
+	 * permissions there when it read the ACL) */
+	for (size_t k = 0; k < e->nacl_access; k++)
+		if (m->acc[k].tag == BTK_ACL_MASK)
+			e->st.st_mode =
+			    (e->st.st_mode & ~(mode_t)070) | (mode_t)(m->acc[k].perm << 3);
+	e->acl_access = m->acc;
+	e->acl_default = m->def;
+	n = archive_entry_sparse_reset(ae);
+	if (n > 0 && S_ISREG(e->st.st_mode)) {
+		la_int64_t off, len;
+		if ((size_t)n > m->islcap) {
+			struct btk_src_island *isl = realloc(m->isl, (size_t)n * sizeof(*isl));
+			if (!isl)
+				return btk_err(ENOMEM, "out of memory");
+			m->isl = isl, m->islcap = (size_t)n;
+		}
+		e->sparse = true;
+		while (archive_entry_sparse_next(ae, &off, &len) == ARCHIVE_OK &&
+		       e->nislands < (size_t)n)
+			if (len > 0)
+				m->isl[e->nislands++] =
+				    (struct btk_src_island){(uint64_t)off, (uint64_t)len};
+		e->islands = m->isl;
+	}
+	e->read = data_read;
+	e->read_ctx = d;
+	return 0;
+}
+
+int cli_archive_read(const char *path, struct btk_stream *s)
+{
+	/* names are bytes: pax keeps them in UTF-8 (or raw, hdrcharset=BINARY), which a C
+	 * locale cannot take without a warning per name; UTF-8 to UTF-8 keeps every byte */
+	locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
+	struct archive *a = archive_read_new();
+	struct archive_entry *ae;
+	struct member *m = calloc(1, sizeof(*m));
+	const char *name = strcmp(path, "-") ? path : "standard input";
+	int r, ret = 0;
+	uint64_t nonutf8 = 0;
+
+	if (!a || !m) {
+		free(m);
+		archive_read_free(a);
+		if (utf8)
+			uselocale(old), freelocale(utf8);
+		return btk_err(ENOMEM, "out of memory");
+	}
+	archive_read_support_filter_all(a);
+	archive_read_support_format_tar(a);
+	archive_read_support_format_gnutar(a);
+	archive_read_support_format_cpio(a);
+	r = archive_read_open_filename(a, strcmp(path, "-") ? path : NULL, 1 << 20);
+	if (r != ARCHIVE_OK)
+		ret = btk_err(EINVAL, "%s: %s", name, archive_error_string(a));
+	while (!ret) {
+		r = archive_read_next_header(a, &ae);
+		if (r == ARCHIVE_EOF)
+			break;
+		if (r == ARCHIVE_WARN && strstr(archive_error_string(a), "can't be converted"))
+			nonutf8++; /* the name is kept as the bytes the archive holds */
+		else if (r == ARCHIVE_WARN)
+			cli_warn("%s: %s", name, archive_error_string(a));
+		else if (r != ARCHIVE_OK) {
+			ret = btk_err(EINVAL, "%s: %s", name, archive_error_string(a));
+			break;
+		}
+		struct data d = {.a = a, .name = name, .member = archive_entry_pathname(ae)};
+		if (!d.member) {
+			cli_warn("%s: a member without a name (skipped)", name);
+			continue;
+		}
+		if ((ret = fill(m, ae, &d)))
+			break;
+		if (!S_ISREG(m->e.st.st_mode) && !m->e.hardlink)
+			m->e.read = NULL;
+		ret = btk_stream_add(s, &m->e);
+	}
+	if (nonutf8)
+		cli_warn("%s: %llu member name%s not UTF-8: kept as the bytes the archive holds",
+			 name, (unsigned long long)nonutf8, nonutf8 > 1 ? "s are" : " is");
+	if (!ret && archive_read_close(a) != ARCHIVE_OK)
+		ret = btk_err(EIO, "%s: %s", name, archive_error_string(a));
+	archive_read_free(a);
+	if (utf8) {
+		uselocale(old);
+		freelocale(utf8);
+	}
+	free(m->isl);
+	free(m);
+	return ret;
+}
+
+void cli_archive_report(const char *path, const struct btk_stream_stats *st)
+{
+	const char *name = strcmp(path, "-") ? path : "standard input";
+
+	if (st->absolute)
+		cli_warn("%s: removing leading '/' from %llu member name%s", name,
+			 (unsigned long long)st->absolute, st->absolute > 1 ? "s" : "");
+	if (st->escaping)
+		cli_warn("%s: %llu member name%s contain%s '..' (skipped, as tar does; the first: "
+			 "%s)",
+			 name, (unsigned long long)st->escaping, st->escaping > 1 ? "s" : "",
+			 st->escaping > 1 ? "" : "s", st->first_escaping);
+	if (st->repeated)
+		cli_warn("%s: %llu member%s named again (the last one counts, as tar extracts "
+			 "them; the first: %s)",
+			 name, (unsigned long long)st->repeated, st->repeated > 1 ? "s" : "",
+			 st->first_repeated);
+	if (st->dangling_links)
+		cli_warn("%s: %llu hard link%s to no earlier file (skipped; the first: %s)", name,
+			 (unsigned long long)st->dangling_links, st->dangling_links > 1 ? "s" : "",
+			 st->first_dangling);
+	if (st->skipped)
+		cli_warn("%s: %llu member%s below a non-directory or replacing a directory with "
+			 "entries (skipped)",
+			 name, (unsigned long long)st->skipped, st->skipped > 1 ? "s" : "");
+}

@@ -1,0 +1,22 @@
+/* archive.h — archives (tar: ustar, pax, GNU; cpio; compressed with gzip, xz, zstd, bzip2...)
+ * read with libarchive, member by member, into libcore's populate stream: the one adapter
+ * between libarchive and btk (btk-mkfs --rootdir, btk-image put). Nothing is extracted: each
+ * member's data goes from libarchive's buffers to the stream. */
+#ifndef BTK_CLI_ARCHIVE_H
+#define BTK_CLI_ARCHIVE_H
+
+#include <stdbool.h>
+#include "fs/populate.h"
+
+/* Whether path names an archive rather than a directory: "-" (standard input) or anything
+ * that is not a directory (a regular file, a pipe). */
+bool cli_archive_source(const char *path);
+
+/* Reads every member of path ("-": standard input) into s. 0, or -errno with the message in
+ * btk_errmsg() (naming the archive and the member). */
+int cli_archive_read(const char *path, struct btk_stream *s);
+
+/* The warnings a stream left, one line each kind, once (cli_warn). */
+void cli_archive_report(const char *path, const struct btk_stream_stats *st);
+
+#endif

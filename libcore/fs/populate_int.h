@@ -1,0 +1,72 @@
+/* populate_int.h (layer 6) — private to fs/: the copy's state, shared by the directory copy
+ * (populate.c) and the archive stream (populate_stream.c), so both write data through the same
+ * code. */
+#ifndef BTK_POPULATE_INT_H
+#define BTK_POPULATE_INT_H
+
+#include "fs/populate.h"
+#include "format/file_extent.h"
+#include "fs/fs_write.h"
+
+#define PIECE	  (1ULL << 20)	/* file data is read and written in pieces of this */
+#define WRITEBACK (8ULL << 20)	/* dirty tree blocks kept before they are written */
+#define TICK	  (64ULL << 20) /* file data between two progress calls */
+
+/* What a stream recorded of one inode while its member went by: the data is on disk already
+ * (extents allocated with a placeholder reference, BTK_STREAM_INO), the rest is small. */
+struct btk_src_content {
+	uint8_t *xattrs; /* packed, sorted by name: le16 name_len, le16 value_len, name, value */
+	size_t xlen;
+	uint8_t *bytes; /* symlink target, or inline data (compressed when inline_comp) */
+	uint32_t blen;
+	int inline_comp;
+	bool is_inline;
+	uint64_t nbytes;	    /* inode nbytes */
+	struct btk_file_extent *ex; /* REG extents and explicit holes, in file order */
+	size_t nex, excap;
+};
+
+void btk_src_content_free(struct btk_src_content *c);
+/* The next component of the path at *p ("/" and "." skipped): its start and *len, advancing
+ * *p past it; NULL at the end. */
+const char *pop_path_next(const char **p, size_t *len);
+
+/* The inode number a stream's data extents are referenced from until their inode is made. */
+#define BTK_STREAM_INO (BTRFS_LAST_FREE_OBJECTID - 1)
+
+/* Where file data comes from: a host file (fd) or a stream member (read at rising offsets). */
+struct src_rd {
+	int fd;
+	const struct btk_src_entry *e;
+	const char *path; /* for messages */
+	/* a stream's first bytes, read twice when a small file does not go inline after all */
+	uint8_t *head;
+	uint32_t headlen, headcap;
+};
+
+struct pop {
+	struct btk_trans *t;
+	struct btk_fs *fs;
+	const struct btk_src_tree *src;
+	const struct btk_populate_opts *o;
+	struct btk_populate_stats *st;
+	uint64_t *dir_index; /* next DIR_INDEX per node (directories) */
+	uint8_t *buf, *zbuf, *sums;
+	uint64_t flags; /* inode flags of the file being written */
+	uint64_t root;	/* tree being written */
+	uint32_t max_inline;
+	uint64_t prog_done, prog_next; /* progress: file bytes of inodes done, next call at */
+	uint64_t inline_compressed;    /* compressed inline extents written */
+	struct btk_src_content *rec;   /* stream: record extents here instead of inserting */
+	char path[8192];
+};
+
+/* Buffers of p for a transaction (p->t set); pop_done frees them. */
+int pop_init(struct pop *p);
+void pop_done(struct pop *p);
+/* Writes size bytes of file data from r for inode ino of p->root (or records it, p->rec). */
+int pop_write_data(struct pop *p, struct src_rd *r, uint64_t ino, uint64_t size, uint64_t *nbytes);
+/* The lzo/zstd incompat bit when compressed extents were written. */
+void pop_mark_compress(struct pop *p);
+
+#endif

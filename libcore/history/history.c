@@ -1,0 +1,608 @@
+/* history.c — deleted names and changes between roots (history.h). */
+#include "history/history.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "base/u64set.h"
+#include "format/dir_item.h"
+#include "fs/fs_read.h"
+
+const char *btk_data_state_name(enum btk_data_state s)
+{
+	static const char *const n[] = {"none", "inline", "free", "reused"};
+	return (unsigned)s < 4 ? n[s] : "?";
+}
+
+const char *btk_change_name(enum btk_change c)
+{
+	static const char *const n[] = {"created", "deleted", "modified", "renamed"};
+	return (unsigned)c < 4 ? n[c] : "?";
+}
+
+/* A block as the set knows it: its address and generation (a bytenr reused by a later tree
+ * block is another block). */
+static uint64_t bkey(uint64_t bytenr, uint64_t gen)
+{
+	return bytenr ^ (gen * 0x9E3779B97F4A7C15ULL);
+}
+
+BTK_VEC(roots_vec, struct btk_root);
+
+/* The root tree whose root block is at bytenr (level and generation from its header). */
+static int root_tree_at(struct btk_fs *fs, uint64_t bytenr, struct btk_root *rt)
+{
+	struct btk_block *b;
+	int ret = btk_block_read(fs, bytenr, NULL, &b);
+
+	if (ret)
+		return ret;
+	memset(rt, 0, sizeof(*rt));
+	rt->objectid = BTRFS_ROOT_TREE_OBJECTID;
+	rt->bytenr = bytenr;
+	rt->level = btk_block_level(b);
+	rt->generation = btk_block_generation(b);
+	ret = btk_block_owner(b) == BTRFS_ROOT_TREE_OBJECTID
+		  ? 0
+		  : btk_err(EINVAL, "block %llu is no root tree block", (unsigned long long)bytenr);
+	btk_block_put(b);
+	return ret;
+}
+
+/* The subvolume trees a root tree names (the last ROOT_ITEM of each id). */
+static int fs_trees(struct btk_fs *fs, const struct btk_root *rt, struct roots_vec *out)
+{
+	struct btk_key k = {BTRFS_FS_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0};
+	struct btk_path p;
+	int ret;
+
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, rt, &k, &p); !ret; ret = btk_next(fs, &p)) {
+		const uint8_t *d;
+		uint32_t size;
+		struct btk_root r;
+		btk_path_key(&p, &k);
+		if (k.objectid > BTRFS_LAST_FREE_OBJECTID)
+			break;
+		if (k.type != BTRFS_ROOT_ITEM_KEY || !btk_is_fs_tree(k.objectid))
+			continue;
+		d = btk_path_data(&p, &size);
+		if (btk_root_from_item(k.objectid, k.offset, d, size, &r) ||
+		    r.level >= BTK_MAX_LEVEL)
+			continue;
+		if (out->n && out->data[out->n - 1].objectid == r.objectid)
+			out->data[out->n - 1] = r;
+		else if (!btk_vec_push(out)) {
+			ret = btk_err(ENOMEM, "out of memory");
+			break;
+		} else
+			out->data[out->n - 1] = r;
+	}
+	btk_path_release(&p);
+	return ret < 0 ? ret : 0;
+}
+
+static const struct btk_root *tree_of(const struct roots_vec *v, uint64_t id)
+{
+	for (size_t i = 0; i < v->n; i++)
+		if (v->data[i].objectid == id)
+			return &v->data[i];
+	return NULL;
+}
+
+struct pend {
+	uint64_t bytenr, gen;
+	int level;
+};
+BTK_VEC(pend_vec, struct pend);
+
+/* Visits root's tree depth first, descending only into blocks not in skip: leaf() for each
+ * such leaf, and every block visited (nodes too) added to skip unless keep_skip. With leaf
+ * NULL only nodes are read (the set of a tree's blocks). Blocks that do not read count in
+ * *missing. */
+static int visit(struct btk_fs *fs, const struct btk_root *root, struct btk_u64set *skip,
+		 int (*leaf)(void *ctx, const struct btk_block *b), void *ctx, uint64_t *missing)
+{
+	struct pend_vec st = {0};
+	struct pend *top = btk_vec_push(&st);
+	int ret = 0;
+
+	if (!top)
+		return btk_err(ENOMEM, "out of memory");
+	*top = (struct pend){root->bytenr, root->generation, root->level};
+	while (st.n && !ret) {
+		struct pend w = st.data[--st.n];
+		struct btk_block_check chk = {.level = w.level, .generation = w.gen};
+		struct btk_block *b;
+		uint64_t key = bkey(w.bytenr, w.gen);
+		if (btk_u64set_has(skip, key))
+			continue;
+		if ((ret = btk_u64set_add(skip, key)) < 0)
+			break;
+		ret = 0;
+		if (!w.level && !leaf)
+			continue; /* a leaf's address is all the set needs */
+		if (btk_block_read(fs, w.bytenr, &chk, &b)) {
+			if (missing)
+				(*missing)++;
+			continue;
+		}
+		if (!w.level) {
+			ret = leaf(ctx, b);
+		} else {
+			for (uint32_t s = btk_block_nritems(b); s-- > 0 && !ret;) {
+				struct pend *c = btk_vec_push(&st);
+				if (!c)
+					ret = btk_err(ENOMEM, "out of memory");
+				else
+					*c = (struct pend){btk_node_blockptr(b, s),
+							   btk_node_gen(b, s), w.level - 1};
+			}
+		}
+		btk_block_put(b);
+	}
+	btk_vec_free(&st);
+	return ret;
+}
+
+/* Does tree hold DIR_INDEX (dir, index) with this name? */
+static bool has_entry(struct btk_fs *fs, const struct btk_root *tree, uint64_t dir, uint64_t index,
+		      const char *name, uint16_t len)
+{
+	struct btk_key k = {dir, BTRFS_DIR_INDEX_KEY, index};
+	struct btk_path p;
+	bool has = false;
+
+	btk_path_init(&p);
+	if (btk_search(fs, tree, &k, &p) == 0) {
+		uint32_t size;
+		const uint8_t *d = btk_path_data(&p, &size);
+		struct btk_dir_iter it;
+		struct btk_dir_ent e;
+		btk_dir_iter_init(&it, d, size);
+		has = btk_dir_next(&it, &e) > 0 && e.name_len == len && !memcmp(e.name, name, len);
+	}
+	btk_path_release(&p);
+	return has;
+}
+
+/* Does tree hold inode ino of inode generation igen (the same file, not a number reused)? */
+static bool inode_alive(struct btk_fs *fs, const struct btk_root *tree, uint64_t ino, uint64_t igen,
+			struct btk_inode_info *out)
+{
+	struct btk_inode_info i;
+
+	if (btk_inode_read(fs, tree, ino, &i) || i.generation != igen)
+		return false;
+	if (out)
+		*out = i;
+	return true;
+}
+
+/* Is any extent of [start, start+len) allocated in the extent tree? */
+static bool allocated(struct btk_fs *fs, const struct btk_root *ext, uint64_t start, uint64_t len)
+{
+	struct btk_key k = {start + len - 1, 255, (uint64_t)-1};
+	struct btk_path p;
+	bool alloc = true; /* when in doubt, do not promise the data */
+	int ret;
+
+	btk_path_init(&p);
+	ret = btk_search(fs, ext, &k, &p);
+	for (int n = 0; ret >= 0 && n < 64; n++) {
+		if ((ret = btk_prev(fs, &p))) {
+			alloc = ret < 0;
+			break;
+		}
+		btk_path_key(&p, &k);
+		uint64_t end;
+		if (k.type == BTRFS_EXTENT_ITEM_KEY)
+			end = k.objectid + k.offset;
+		else if (k.type == BTRFS_METADATA_ITEM_KEY)
+			end = k.objectid + fs->nodesize;
+		else
+			continue;
+		alloc = end > start;
+		break;
+	}
+	btk_path_release(&p);
+	return alloc;
+}
+
+struct data_ctx {
+	struct btk_fs *fs;
+	const struct btk_root *ext;
+	enum btk_data_state st;
+};
+
+static int data_cb(void *ctx, const struct btk_file_extent *fe)
+{
+	struct data_ctx *d = ctx;
+
+	if (fe->type == BTRFS_FILE_EXTENT_INLINE) {
+		if (d->st == BTK_DATA_NONE)
+			d->st = BTK_DATA_INLINE;
+		return 0;
+	}
+	if (!fe->disk_bytenr)
+		return 0;
+	if (d->ext && allocated(d->fs, d->ext, fe->disk_bytenr, fe->disk_num_bytes)) {
+		d->st = BTK_DATA_REUSED;
+		return 1;
+	}
+	d->st = BTK_DATA_FREE;
+	return 0;
+}
+
+static enum btk_data_state data_state(struct btk_fs *fs, const struct btk_root *tree, uint64_t ino,
+				      const struct btk_root *ext)
+{
+	struct data_ctx d = {fs, ext, BTK_DATA_NONE};
+
+	if (btk_file_for_each_extent(fs, tree, ino, 0, data_cb, &d) < 0 && d.st != BTK_DATA_REUSED)
+		d.st = BTK_DATA_REUSED; /* extents that do not read: nothing to promise */
+	return d.st;
+}
+
+/* "/sub" for a subvolume (its path now, or "/<subvolume ID>" when it has none), "" for the
+ * top level. */
+static char *subvol_prefix(struct btk_fs *fs, uint64_t id)
+{
+	char *p = NULL, buf[48];
+
+	if (id == BTRFS_FS_TREE_OBJECTID)
+		return strdup("");
+	if (!btk_subvol_path(fs, id, &p))
+		return p;
+	snprintf(buf, sizeof(buf), "/<subvolume %llu>", (unsigned long long)id);
+	return strdup(buf);
+}
+
+/* prefix + the path of dir in tree + "/" + name. */
+static char *entry_path(struct btk_fs *fs, const struct btk_root *tree, const char *prefix,
+			uint64_t dir, const char *name, uint16_t len)
+{
+	char *dp = NULL, *out;
+	size_t n;
+
+	if (btk_dir_path(fs, tree, dir, &dp)) {
+		char buf[48];
+		snprintf(buf, sizeof(buf), "/<dir %llu>", (unsigned long long)dir);
+		dp = strdup(buf);
+		if (!dp)
+			return NULL;
+	}
+	n = strlen(prefix) + strlen(dp) + len + 2;
+	out = malloc(n);
+	if (out)
+		snprintf(out, n, "%s%s/%.*s", prefix, dp, (int)len, name);
+	free(dp);
+	return out;
+}
+
+/* ---- deleted names ---- */
+
+struct del_ctx {
+	struct btk_fs *fs;
+	const struct btk_root *old, *cur, *ext;
+	uint64_t generation, root_tree;
+	const char *prefix;
+	struct btk_u64set *reported;
+	int (*fn)(void *ctx, const struct btk_hist_name *n);
+	void *ctx;
+};
+
+static uint64_t name_key(uint64_t subvol, uint64_t dir, uint64_t index)
+{
+	return (subvol * 0xff51afd7ed558ccdULL) ^ (dir * 0x9E3779B97F4A7C15ULL) ^
+	       (index * 0xc4ceb9fe1a85ec53ULL);
+}
+
+static int del_leaf(void *ctx, const struct btk_block *b)
+{
+	struct del_ctx *c = ctx;
+	int ret = 0;
+
+	for (uint32_t s = 0; s < btk_block_nritems(b) && !ret; s++) {
+		struct btk_key k, loc;
+		struct btk_dir_iter it;
+		struct btk_dir_ent e;
+		btk_leaf_key(b, (int)s, &k);
+		if (k.type != BTRFS_DIR_INDEX_KEY)
+			continue;
+		btk_dir_iter_init(&it, btk_leaf_data(b, (int)s), btk_leaf_size(b, (int)s));
+		if (btk_dir_next(&it, &e) <= 0)
+			continue;
+		uint64_t nk = name_key(c->old->objectid, k.objectid, k.offset);
+		if (btk_u64set_has(c->reported, nk))
+			continue;
+		if (c->cur && has_entry(c->fs, c->cur, k.objectid, k.offset, e.name, e.name_len))
+			continue;
+		btk_dir_ent_location(&e, &loc);
+		struct btk_hist_name n = {.subvol = c->old->objectid,
+					  .dir = k.objectid,
+					  .index = k.offset,
+					  .type = e.type,
+					  .generation = c->generation,
+					  .root_tree = c->root_tree,
+					  .tree = *c->old};
+		if (loc.type == BTRFS_INODE_ITEM_KEY) {
+			n.ino = loc.objectid;
+			n.have_inode = !btk_inode_read(c->fs, c->old, n.ino, &n.info);
+			/* the file lives on under another name: renamed, not deleted */
+			if (n.have_inode && c->cur &&
+			    inode_alive(c->fs, c->cur, n.ino, n.info.generation, NULL))
+				continue;
+			if (n.have_inode && e.type == BTRFS_FT_REG_FILE)
+				n.data = data_state(c->fs, c->old, n.ino, c->ext);
+		}
+		if ((ret = btk_u64set_add(c->reported, nk)) < 0)
+			break;
+		char *path = entry_path(c->fs, c->old, c->prefix, k.objectid, e.name, e.name_len);
+		if (!path)
+			return btk_err(ENOMEM, "out of memory");
+		n.path = path;
+		ret = c->fn(c->ctx, &n);
+		free(path);
+	}
+	return ret;
+}
+
+static bool is_root_tree(uint64_t owner)
+{
+	return owner == BTRFS_ROOT_TREE_OBJECTID;
+}
+
+int btk_hist_deleted(struct btk_fs *fs, const struct btk_found_blocks *blocks,
+		     int (*fn)(void *ctx, const struct btk_hist_name *n), void *ctx,
+		     uint64_t *missing)
+{
+	struct btk_found_roots roots = {0};
+	struct roots_vec cur = {0};
+	struct btk_u64set skip = {0}, reported = {0};
+	struct btk_root rt, ext, *extp = NULL;
+	uint64_t cur_root = btk_le64(fs->sb.root), lost = 0;
+	int ret;
+
+	if (!btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &ext))
+		extp = &ext;
+	ret = root_tree_at(fs, cur_root, &rt);
+	if (!ret)
+		ret = fs_trees(fs, &rt, &cur);
+	for (size_t i = 0; i < cur.n && !ret; i++) {
+		struct btk_root r;
+		/* an --fs-root choice counts as the current tree */
+		if (!btk_root_find(fs, cur.data[i].objectid, &r))
+			cur.data[i] = r;
+		ret = visit(fs, &cur.data[i], &skip, NULL, NULL, NULL);
+	}
+	if (!ret)
+		ret = btk_scan_roots(blocks, is_root_tree, &roots);
+	for (size_t i = 0; i < roots.n && !ret; i++) {
+		const struct btk_found_root *fr = &roots.data[i];
+		struct roots_vec old = {0};
+		if (fr->generation >= fs->generation || fr->bytenr == cur_root)
+			continue;
+		if (root_tree_at(fs, fr->bytenr, &rt) || fs_trees(fs, &rt, &old)) {
+			btk_vec_free(&old);
+			lost++;
+			continue;
+		}
+		for (size_t t = 0; t < old.n && !ret; t++) {
+			char *prefix = subvol_prefix(fs, old.data[t].objectid);
+			struct del_ctx c = {
+			    fs,	    &old.data[t],   tree_of(&cur, old.data[t].objectid),
+			    extp,   fr->generation, fr->bytenr,
+			    prefix, &reported,	    fn,
+			    ctx};
+			if (!prefix)
+				ret = btk_err(ENOMEM, "out of memory");
+			else
+				ret = visit(fs, &old.data[t], &skip, del_leaf, &c, &lost);
+			free(prefix);
+		}
+		btk_vec_free(&old);
+	}
+	if (missing)
+		*missing = lost;
+	btk_vec_free(&roots);
+	btk_vec_free(&cur);
+	btk_u64set_free(&skip);
+	btk_u64set_free(&reported);
+	return ret;
+}
+
+/* ---- changes between two roots ---- */
+
+struct diff_ctx {
+	struct btk_fs *fs;
+	const struct btk_root *self, *other; /* the leaf's tree and the one compared with */
+	bool newer;			     /* self is the newer ("to") tree */
+	uint64_t generation, root_tree;
+	const char *prefix;
+	int (*fn)(void *ctx, enum btk_change c, const struct btk_hist_name *n);
+	void *ctx;
+};
+
+/* The first path of ino in tree (from the top level), malloc'ed, or NULL. */
+struct first_path {
+	char *p;
+};
+static int first_path_cb(void *ctx, const char *path)
+{
+	struct first_path *f = ctx;
+	f->p = strdup(path);
+	return 1;
+}
+
+static int diff_entry(struct diff_ctx *c, const struct btk_key *k, const struct btk_dir_ent *e)
+{
+	struct btk_key loc;
+	struct btk_inode_info other;
+	struct btk_hist_name n = {.subvol = c->self->objectid,
+				  .dir = k->objectid,
+				  .index = k->offset,
+				  .type = e->type,
+				  .generation = c->generation,
+				  .root_tree = c->root_tree,
+				  .tree = *c->self};
+	enum btk_change ch = c->newer ? BTK_CH_CREATED : BTK_CH_DELETED;
+	struct first_path np = {0};
+	int ret;
+
+	if (c->other && has_entry(c->fs, c->other, k->objectid, k->offset, e->name, e->name_len))
+		return 0;
+	btk_dir_ent_location(e, &loc);
+	if (loc.type == BTRFS_INODE_ITEM_KEY) {
+		n.ino = loc.objectid;
+		n.have_inode = !btk_inode_read(c->fs, c->self, n.ino, &n.info);
+		if (n.have_inode && c->other &&
+		    inode_alive(c->fs, c->other, n.ino, n.info.generation, &other)) {
+			if (c->newer)
+				return 0; /* a rename: said from the older side */
+			ch = BTK_CH_RENAMED;
+			btk_inode_paths(c->fs, c->other, n.ino, first_path_cb, &np);
+		}
+	}
+	char *path = entry_path(c->fs, c->self, c->prefix, k->objectid, e->name, e->name_len);
+	char *newp = NULL;
+	if (np.p) {
+		size_t l = strlen(c->prefix) + strlen(np.p) + 1;
+		newp = malloc(l);
+		if (newp)
+			snprintf(newp, l, "%s%s", c->prefix, np.p);
+		free(np.p);
+	}
+	if (!path || (ch == BTK_CH_RENAMED && !newp)) {
+		free(path);
+		free(newp);
+		return btk_err(ENOMEM, "out of memory");
+	}
+	n.path = path;
+	n.new_path = newp;
+	ret = c->fn(c->ctx, ch, &n);
+	free(path);
+	free(newp);
+	return ret;
+}
+
+static int modified_inode(struct diff_ctx *c, uint64_t ino, const uint8_t *d, uint32_t size)
+{
+	struct btk_inode_info old;
+	struct btk_hist_name n = {.subvol = c->self->objectid,
+				  .ino = ino,
+				  .generation = c->generation,
+				  .root_tree = c->root_tree,
+				  .tree = *c->self};
+	struct first_path fp = {0};
+	int ret;
+
+	if (btk_inode_item_parse(d, size, &n.info) || (n.info.mode & 0170000) == 0040000)
+		return 0;
+	if (!c->other || !inode_alive(c->fs, c->other, ino, n.info.generation, &old))
+		return 0; /* new: its name says "created" */
+	if (old.size == n.info.size && old.mtime.sec == n.info.mtime.sec &&
+	    old.mtime.nsec == n.info.mtime.nsec)
+		return 0;
+	n.have_inode = true;
+	n.type = btk_mode_ftype(n.info.mode);
+	btk_inode_paths(c->fs, c->self, ino, first_path_cb, &fp);
+	size_t l = strlen(c->prefix) + (fp.p ? strlen(fp.p) : 32) + 1;
+	char *path = malloc(l);
+	if (!path) {
+		free(fp.p);
+		return btk_err(ENOMEM, "out of memory");
+	}
+	if (fp.p)
+		snprintf(path, l, "%s%s", c->prefix, fp.p);
+	else
+		snprintf(path, l, "%s/<inode %llu>", c->prefix, (unsigned long long)ino);
+	free(fp.p);
+	n.path = path;
+	ret = c->fn(c->ctx, BTK_CH_MODIFIED, &n);
+	free(path);
+	return ret;
+}
+
+static int diff_leaf(void *ctx, const struct btk_block *b)
+{
+	struct diff_ctx *c = ctx;
+	int ret = 0;
+
+	for (uint32_t s = 0; s < btk_block_nritems(b) && !ret; s++) {
+		struct btk_key k;
+		btk_leaf_key(b, (int)s, &k);
+		if (k.type == BTRFS_DIR_INDEX_KEY) {
+			struct btk_dir_iter it;
+			struct btk_dir_ent e;
+			btk_dir_iter_init(&it, btk_leaf_data(b, (int)s), btk_leaf_size(b, (int)s));
+			if (btk_dir_next(&it, &e) > 0)
+				ret = diff_entry(c, &k, &e);
+		} else if (k.type == BTRFS_INODE_ITEM_KEY && c->newer) {
+			ret = modified_inode(c, k.objectid, btk_leaf_data(b, (int)s),
+					     btk_leaf_size(b, (int)s));
+		}
+	}
+	return ret;
+}
+
+/* The leaves of self that other does not share, compared with other. */
+static int diff_side(struct btk_fs *fs, struct diff_ctx *c, uint64_t *missing)
+{
+	struct btk_u64set skip = {0};
+	int ret = 0;
+
+	if (c->other)
+		ret = visit(fs, c->other, &skip, NULL, NULL, NULL);
+	if (!ret)
+		ret = visit(fs, c->self, &skip, diff_leaf, c, missing);
+	btk_u64set_free(&skip);
+	return ret;
+}
+
+int btk_hist_diff(struct btk_fs *fs, uint64_t from, uint64_t to,
+		  int (*fn)(void *ctx, enum btk_change c, const struct btk_hist_name *n), void *ctx,
+		  uint64_t *missing)
+{
+	struct btk_root ra, rb;
+	struct roots_vec a = {0}, b = {0};
+	uint64_t lost = 0;
+	int ret = root_tree_at(fs, from, &ra);
+
+	if (!ret)
+		ret = root_tree_at(fs, to, &rb);
+	if (!ret)
+		ret = fs_trees(fs, &ra, &a);
+	if (!ret)
+		ret = fs_trees(fs, &rb, &b);
+	for (int side = 0; side < 2 && !ret; side++) {
+		const struct roots_vec *self = side ? &b : &a, *other = side ? &a : &b;
+		for (size_t i = 0; i < self->n && !ret; i++) {
+			char *prefix = subvol_prefix(fs, self->data[i].objectid);
+			struct diff_ctx c = {
+			    .fs = fs,
+			    .self = &self->data[i],
+			    .other = tree_of(other, self->data[i].objectid),
+			    .newer = side == 1,
+			    .generation = side ? rb.generation : ra.generation,
+			    .root_tree = side ? to : from,
+			    .prefix = prefix,
+			    .fn = fn,
+			    .ctx = ctx,
+			};
+			if (!prefix)
+				ret = btk_err(ENOMEM, "out of memory");
+			else
+				ret = diff_side(fs, &c, &lost);
+			free(prefix);
+		}
+	}
+	if (missing)
+		*missing = lost;
+	btk_vec_free(&a);
+	btk_vec_free(&b);
+	return ret;
+}

@@ -1,0 +1,58 @@
+/* history.h (layer 7) — older generations: names that only older roots still hold (deleted
+ * files), and what changed between two roots (created, deleted, modified, renamed).
+ *
+ * Both compare subvolume trees block by block: a leaf that two trees share holds the same items,
+ * so only the leaves one tree has and the other has not are read, and every item of them is
+ * looked up in the other tree. Older trees come from the root scan (tree/scan.h); their blocks
+ * may have been overwritten since: those subtrees are skipped and counted.
+ */
+#ifndef BTK_HISTORY_H
+#define BTK_HISTORY_H
+
+#include "format/inode_item.h"
+#include "tree/scan.h"
+
+/* What became of a deleted file's data blocks. */
+enum btk_data_state {
+	BTK_DATA_NONE,	 /* no data: empty file, directory, ... */
+	BTK_DATA_INLINE, /* inside the old tree leaf itself */
+	BTK_DATA_FREE,	 /* every extent unallocated now: still there unless written over */
+	BTK_DATA_REUSED, /* some extent is allocated again (to another file, or metadata) */
+};
+const char *btk_data_state_name(enum btk_data_state s); /* "none", "inline", "free", "reused" */
+
+/* One name of a subvolume tree. */
+struct btk_hist_name {
+	uint64_t subvol, dir, index, ino;
+	const char *path; /* from the top-level subvolume; valid during the call */
+	uint8_t type;	  /* BTRFS_FT_* of the directory entry */
+	bool have_inode;  /* info read (from the tree that has the name) */
+	struct btk_inode_info info;
+	/* the newest generation whose root still holds the name, its root tree block (to read
+	 * it: btk_open_opts.tree_root) and the subvolume tree's root there */
+	uint64_t generation, root_tree;
+	struct btk_root tree;
+	enum btk_data_state data; /* deleted names only */
+	const char *new_path;	  /* renamed: the name in the newer root */
+};
+
+/* Calls fn for every name that a root tree older than fs's (found in blocks, newest first)
+ * holds in a subvolume tree and fs's trees do not, once, with the newest generation that has
+ * it. An inode that lives on under another name (a rename) is not passed. *missing counts the
+ * old tree blocks that no longer read. fn's nonzero return stops and is returned. */
+int btk_hist_deleted(struct btk_fs *fs, const struct btk_found_blocks *blocks,
+		     int (*fn)(void *ctx, const struct btk_hist_name *n), void *ctx,
+		     uint64_t *missing);
+
+enum btk_change { BTK_CH_CREATED, BTK_CH_DELETED, BTK_CH_MODIFIED, BTK_CH_RENAMED };
+const char *btk_change_name(enum btk_change c); /* "created", "deleted", ... */
+
+/* What changed from root tree `from` to root tree `to` (their root blocks, as btk-image roots
+ * lists them) in every subvolume tree: names created and deleted, files renamed (an inode
+ * whose name changed; new_path is the newer), files modified (size or mtime differ), and
+ * subvolumes created or deleted (their top directory's name). fn's nonzero return stops. */
+int btk_hist_diff(struct btk_fs *fs, uint64_t from, uint64_t to,
+		  int (*fn)(void *ctx, enum btk_change c, const struct btk_hist_name *n), void *ctx,
+		  uint64_t *missing);
+
+#endif

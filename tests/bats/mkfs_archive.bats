@@ -1,0 +1,216 @@
+#!/usr/bin/env bats
+# btk-mkfs --rootdir ARCHIVE (and - for stdin): tar (pax, GNU, bsdtar's), cpio newc and their
+# compressions, read once in order without extracting. Archives with owners, device nodes,
+# capabilities, SELinux labels and ACLs are written without root (archive_gen.py); the image
+# holds all of it, is clean to btrfs check, does not depend on the archive's member order, and
+# equals the image of the same tree as a directory but for where the data lies. No root needed:
+# as root, btk-mkfs runs as nobody.
+
+load helpers
+
+setup() {
+	require_btk mkfs
+	require_btk image
+	MKFS=$BTK_BUILD/bin/btk-mkfs
+	IMAGE=$BTK_BUILD/bin/btk-image
+	D=$BATS_TEST_TMPDIR
+	GEN=$BATS_TEST_DIRNAME/archive_gen.py
+	UUID=01234567-89ab-cdef-0123-456789abcdef
+	export SOURCE_DATE_EPOCH=1700000000
+	# as a user without root (nobody may not enter the bats temp dirs above D)
+	AS=()
+	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+		chmod 777 "$D"
+		AS=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+		local p=$D
+		while [ "$p" != / ]; do
+			p=$(dirname "$p")
+			[ "$p" = / ] || chmod o+x "$p"
+		done
+	fi
+}
+
+mkfs() {
+	btk_run 120 "${AS[@]}" "$MKFS" -q -U "$UUID" -b 1G "$@"
+	assert_no_crash
+	[ "$status" -eq 0 ] || { show_err; return 1; }
+}
+
+# fs tree of IMG without the data addresses (the data lies in the archive's order)
+fstree() {
+	"$BTK_DEBUG" tree -t 5 "$1" | grep -av disk_bytenr
+}
+
+check_clean() {
+	if command -v btrfs >/dev/null; then
+		btrfs check --readonly "$1" >"$D/check.out" 2>&1 || { cat "$D/check.out" >&2; return 1; }
+	fi
+	"$BTK_BUILD/bin/btk-fsck" "$1" >"$D/fsck.out" 2>&1 || { cat "$D/fsck.out" >&2; return 1; }
+}
+
+@test "archive: every hard case arrives (owners, modes, devices, caps, SELinux, ACLs, ns times, 1100 links)" {
+	python3 "$GEN" "$D/a.tar" all fwd
+	mkfs -r "$D/a.tar" "$D/a.img"
+	check_clean "$D/a.img"
+	run "$IMAGE" stat "$D/a.img" /bin/ping
+	[[ "$output" == *"Mode: 4755 (-rwsr-xr-x)"* ]]
+	run "$IMAGE" getfattr -n security.capability -e hex "$D/a.img" /bin/ping
+	[[ "$output" == *"security.capability=0x0100000200100000000000000000000000000000"* ]]
+	run "$IMAGE" getfattr -n security.selinux "$D/a.img" /etc/passwd
+	[[ "$output" == *'security.selinux="system_u:object_r:passwd_file_t:s0"'* ]]
+	run "$IMAGE" getfattr -d -m - -e hex "$D/a.img" /srv/shared
+	# user::rwx user:1234:rwx group::r-x mask::rwx other::r-x, and the default ACL
+	[[ "$output" == *"system.posix_acl_access=0x0200000001000700ffffffff02000700d204000004000500ffffffff10000700ffffffff20000500ffffffff"* ]]
+	[[ "$output" == *"system.posix_acl_default=0x0200000001000700ffffffff02000500d204000004000500ffffffff10000500ffffffff20000000ffffffff"* ]]
+	run "$IMAGE" stat "$D/a.img" /srv/shared
+	[[ "$output" == *"Mode: 0775 "* ]]
+	run "$IMAGE" stat "$D/a.img" /srv/shared/doc # the mask is the mode's group part
+	[[ "$output" == *"Mode: 0664 "* ]]
+	run "$IMAGE" stat "$D/a.img" /home/u/notes
+	[[ "$output" == *"Uid: 1000  Gid: 1000"* ]]
+	[[ "$output" == *"mtime: 2020-09-13 12:26:40.123456789"* ]]
+	run "$IMAGE" stat "$D/a.img" /tmp
+	[[ "$output" == *"Mode: 1777 (drwxrwxrwt)"* ]]
+	run "$IMAGE" stat "$D/a.img" /var/mail
+	[[ "$output" == *"Mode: 2775 (drwxrwsr-x)"*"Gid: 8"* ]]
+	run "$IMAGE" ls -l "$D/a.img" /dev
+	[[ "$output" == *"crw-------"*"300, 70000"*big* ]]
+	[[ "$output" == *"brw-rw----"*" 6 "*"7, 7"*loop7* ]]
+	[[ "$output" == *"crw-rw-rw-"*"1, 3"*null* ]]
+	run "$IMAGE" ls -l "$D/a.img" /run
+	[[ "$output" == prw-------* || "$output" == *" prw-------"* ]]
+	run "$IMAGE" stat "$D/a.img" /links/target
+	[[ "$output" == *"Links: 1101"* ]]
+	run "$IMAGE" stat "$D/a.img" /usr/bin/big
+	[[ "$output" == *"Links: 2"* ]]
+	"$IMAGE" cat "$D/a.img" /bin/big-link | cmp - <(tar -xOf "$D/a.tar" usr/bin/big)
+	"$IMAGE" cat "$D/a.img" /usr/bin/text | cmp - <(tar -xOf "$D/a.tar" usr/bin/text)
+	run "$IMAGE" ls -l "$D/a.img" /lib
+	[[ "$output" == *"lib -> usr/lib"* ]]
+}
+
+@test "archive: the image does not depend on the member order (byte for byte without data extents)" {
+	python3 "$GEN" "$D/f.tar" inline fwd
+	python3 "$GEN" "$D/r.tar" inline rev
+	! cmp -s "$D/f.tar" "$D/r.tar"
+	mkfs -r "$D/f.tar" "$D/f.img"
+	mkfs -r "$D/r.tar" "$D/r.img"
+	cmp "$D/f.img" "$D/r.img"
+	python3 "$GEN" "$D/fa.tar" all fwd
+	python3 "$GEN" "$D/ra.tar" all rev
+	mkfs -r "$D/fa.tar" "$D/fa.img"
+	mkfs -r "$D/ra.tar" "$D/ra.img"
+	diff <(fstree "$D/fa.img") <(fstree "$D/ra.img")
+	check_clean "$D/ra.img"
+}
+
+@test "archive: compressions, stdin, GNU tar, bsdtar and cpio give the directory's image" {
+	local s=$D/src f
+	mkdir -p "$s/a/b" "$s/c"
+	for f in 1 700 2048 2049 5000 70000; do head -c $f /dev/urandom >"$s/a/f$f"; done
+	head -c 300000 /dev/urandom >"$s/c/big"
+	ln "$s/c/big" "$s/a/b/link"
+	ln -s ../c/big "$s/a/sym"
+	mkfifo "$s/c/fifo"
+	echo tiny >"$s/a/b/tiny"
+	chmod 2755 "$s/a/b"
+	find "$s" -exec touch -h -d @1500000000 {} +
+	(cd "$s" && tar --format=pax --numeric-owner -cf "$D/t.tar" .)
+	(cd "$s" && tar --format=gnu --numeric-owner -cf "$D/g.tar" .)
+	(cd "$s" && find . | cpio -o -H newc --quiet >"$D/t.cpio")
+	mkfs -r "$s" "$D/dir.img"
+	for f in t.tar g.tar t.cpio; do
+		mkfs -r "$D/$f" "$D/$f.img"
+		diff <(fstree "$D/dir.img") <(fstree "$D/$f.img")
+		check_clean "$D/$f.img"
+	done
+	if command -v bsdtar >/dev/null; then
+		(cd "$s" && bsdtar --numeric-owner -cf "$D/b.tar" .)
+		mkfs -r "$D/b.tar" "$D/b.img"
+		diff <(fstree "$D/dir.img") <(fstree "$D/b.img")
+	fi
+	# a compressed archive and stdin: the same bytes as the plain archive
+	gzip -c "$D/t.tar" >"$D/t.tar.gz"
+	xz -c "$D/t.tar" >"$D/t.tar.xz"
+	bzip2 -c "$D/t.tar" >"$D/t.tar.bz2"
+	command -v zstd >/dev/null && zstd -q -c "$D/t.tar" >"$D/t.tar.zst"
+	for f in "$D"/t.tar.*; do
+		[[ $f == *.img ]] && continue
+		mkfs -r "$f" "$D/z.img"
+		cmp "$D/t.tar.img" "$D/z.img"
+		rm "$D/z.img"
+	done
+	btk_run 120 "${AS[@]}" bash -c "gzip -c $D/t.tar | $MKFS -q -U $UUID -b 1G -r - $D/stdin.img"
+	[ "$status" -eq 0 ] || { show_err; return 1; }
+	cmp "$D/t.tar.img" "$D/stdin.img"
+}
+
+@test "archive: sparse members (GNU tar --sparse) become holes" {
+	require_tool tar
+	mkdir "$D/s"
+	truncate -s 1G "$D/s/sparse"
+	printf start | dd of="$D/s/sparse" conv=notrunc status=none
+	printf middle | dd of="$D/s/sparse" bs=1M seek=500 conv=notrunc status=none
+	(cd "$D/s" && tar --sparse --format=pax -cf "$D/s.tar" .)
+	[ "$(stat -c %s "$D/s.tar")" -lt 1000000 ]
+	mkfs -r "$D/s.tar" "$D/s.img"
+	check_clean "$D/s.img"
+	run "$IMAGE" stat "$D/s.img" /sparse
+	[[ "$output" == *"Size: 1073741824  Bytes: 8192"* ]]
+	mkfs -r "$D/s" "$D/sd.img"
+	diff <(fstree "$D/sd.img") <(fstree "$D/s.img")
+}
+
+@test "archive: ../ members skipped, absolute names made relative, repeated names: the last, each said once" {
+	python3 - "$D/bad.tar" <<'EOF'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
+    def f(name, data):
+        ti = tarfile.TarInfo(name); ti.size = len(data); ti.mtime = 1
+        t.addfile(ti, io.BytesIO(data))
+    f("../evil", b"x"); f("a/../../evil2", b"x"); f("/abs/file", b"abs")
+    f("/abs/file2", b"abs2"); f("dup", b"first"); f("dup", b"second"); f("./ok", b"ok")
+EOF
+	mkfs -r "$D/bad.tar" "$D/bad.img"
+	[ "$(grep -c "contain '..'" "$BTK_ERR")" = 1 ]
+	grep -q "2 member names contain '..' (skipped, as tar does; the first: ../evil)" "$BTK_ERR"
+	grep -q "removing leading '/' from 2 member names" "$BTK_ERR"
+	grep -q "1 member named again (the last one counts" "$BTK_ERR"
+	[ "$(wc -l <"$BTK_ERR")" = 3 ]
+	[ "$("$IMAGE" cat "$D/bad.img" /dup)" = second ]
+	[ "$("$IMAGE" cat "$D/bad.img" /abs/file2)" = abs2 ]
+	run "$IMAGE" ls "$D/bad.img" /
+	[[ "$output" != *evil* ]]
+	check_clean "$D/bad.img"
+}
+
+@test "archive: --subvol, --inode-flags, --compress, --shrink work as with a directory" {
+	python3 "$GEN" "$D/a.tar" all fwd
+	mkfs -r "$D/a.tar" --subvol usr --inode-flags nodatacow:home --compress zstd "$D/c.img"
+	check_clean "$D/c.img"
+	run "$IMAGE" subvol list "$D/c.img"
+	[[ "$output" == *usr* ]]
+	run "$IMAGE" stat "$D/c.img" /usr/bin/text
+	[[ "$output" == *zstd* ]]
+	run "$IMAGE" stat "$D/c.img" /home/u/notes
+	[[ "$output" == *NODATACOW* || "$output" == *nodatacow* ]]
+	btk_run 120 "${AS[@]}" "$MKFS" -q -U "$UUID" --shrink -r "$D/a.tar" "$D/shrunk.img"
+	[ "$status" -eq 0 ] || { show_err; return 1; }
+	[ "$(stat -c %s "$D/shrunk.img")" -lt $((200 << 20)) ]
+	check_clean "$D/shrunk.img"
+	btk_run 60 "${AS[@]}" "$MKFS" -q -b 1G -r "$D/a.tar" --subvol nosuch "$D/e.img"
+	assert_one_line_error 1
+	grep -q "nosuch" "$BTK_ERR"
+}
+
+@test "archive: not an archive, a truncated one: one line, exit 1" {
+	head -c 10000 /dev/urandom >"$D/junk"
+	btk_run 60 "$MKFS" -q -b 1G -r "$D/junk" "$D/j.img"
+	assert_one_line_error 1
+	[ "$status" -eq 1 ]
+	python3 "$GEN" "$D/a.tar" all fwd
+	head -c 700000 "$D/a.tar" >"$D/cut.tar"
+	btk_run 60 "$MKFS" -q -b 1G -r "$D/cut.tar" "$D/c.img"
+	assert_one_line_error 1
+	[ "$status" -eq 1 ]
+}

@@ -1,0 +1,118 @@
+#!/usr/bin/env bats
+# Older generations without root: a btk-mkfs --rootdir image changed by btk-image's write verbs
+# (each one commit); the read verbs' root choice (--generation, --tree-root, -b) and the root
+# scan (btk-image roots) see the generation before the last change as it was.
+
+load helpers
+
+setup() {
+	require_btk image
+	require_btk mkfs
+	IMG=$BTK_BUILD/bin/btk-image
+	D=$BATS_TEST_TMPDIR
+	mkdir -p "$D/src/d"
+	head -c 200000 /dev/urandom >"$D/src/d/one"
+	echo two >"$D/src/d/two"
+	"$BTK_BUILD/bin/btk-mkfs" -q --rootdir "$D/src" -b 256m "$D/a.img" >/dev/null
+	"$IMG" rm "$D/a.img" /d/one # generation 2
+}
+
+@test "ls and cat --generation see a removed file as it was; the current root does not" {
+	run "$IMG" ls "$D/a.img" /d
+	[ "$status" -eq 0 ]
+	[ "$output" = two ]
+	btk_run 60 "$IMG" ls --generation 1 "$D/a.img" /d
+	[ "$status" -eq 0 ]
+	grep -q '^btk-image ls: reading generation 1 (root tree at [0-9]*)$' "$BTK_ERR"
+	[ "$(cat "$BTK_OUT")" = "$(printf 'one\ntwo')" ]
+	"$IMG" cat --generation 1 "$D/a.img" /d/one 2>/dev/null | cmp - "$D/src/d/one"
+	run "$IMG" get -r --generation 1 "$D/a.img" /d "$D/out"
+	[ "$status" -eq 0 ]
+	cmp "$D/out/one" "$D/src/d/one"
+}
+
+@test "roots lists the current and the older root tree, newest first; --tree-root reads one" {
+	btk_run 60 "$IMG" roots --json "$D/a.img"
+	[ "$status" -eq 0 ]
+	output=$(cat "$BTK_OUT")
+	gens=$(jq -r '[.roots[] | select(.tree == 1) | .generation] | join(" ")' <<<"$output")
+	[ "$gens" = "2 1" ]
+	cur=$(jq -r '.roots[] | select(.tree == 1 and .current) | .generation' <<<"$output")
+	[ "$cur" = 2 ]
+	jq -e '[.roots[] | select(.tree == 5 and .generation == 1 and .complete)] | length > 0' \
+		<<<"$output"
+	old=$(jq -r '.roots[] | select(.tree == 1 and .generation == 1) | .bytenr' <<<"$output")
+	fsr=$(jq -r '[.roots[] | select(.tree == 5 and .generation == 1)][0].bytenr' <<<"$output")
+	run "$IMG" ls --tree-root "$old" "$D/a.img" /d
+	[ "$status" -eq 0 ]
+	[ "${lines[1]}" = one ]
+	run "$IMG" stat --fs-root "$fsr" "$D/a.img" /d/one
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"Size: 200000"* ]]
+}
+
+@test "root options: a bad value or two roots at once is one usage line" {
+	btk_run 60 "$IMG" ls -b 7 "$D/a.img"
+	[ "$status" -eq 2 ]
+	assert_one_line_error 1
+	btk_run 60 "$IMG" ls --generation x "$D/a.img"
+	[ "$status" -eq 2 ]
+	assert_one_line_error 1
+	btk_run 60 "$IMG" ls --generation 1 --tree-root 4096 "$D/a.img"
+	[ "$status" -eq 2 ]
+	assert_one_line_error 1
+	btk_run 60 "$IMG" ls --tree-root 4096 "$D/a.img"
+	[ "$status" -eq 1 ]
+	assert_one_line_error 1
+	# -b N is the superblock's slot N ("index" in btk-debug super); generation 1 is in one
+	found=
+	for n in 0 1 2 3; do
+		btk_run 60 "$IMG" ls -b $n "$D/a.img" /d
+		if grep -q 'reading generation 1 ' "$BTK_ERR"; then
+			[ "$status" -eq 0 ]
+			[ "$(cat "$BTK_OUT")" = "$(printf 'one\ntwo')" ]
+			found=$n
+		fi
+	done
+	[ -n "$found" ]
+	btk_run 60 "$IMG" ls -b newest "$D/a.img" /d
+	[ "$status" -eq 0 ]
+}
+
+@test "btk-debug and btk-owner take the same root options" {
+	run "$BTK_BUILD/bin/btk-debug" tree --generation 1 -t 5 "$D/a.img"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"one"* ]]
+	run "$BTK_BUILD/bin/btk-debug" tree -t 5 "$D/a.img"
+	[[ "$output" != *"name: one"* ]]
+}
+
+@test "ls --deleted lists the removed file with its generation and data state; get --deleted copies it" {
+	btk_run 60 "$IMG" ls --deleted --json "$D/a.img"
+	[ "$status" -eq 0 ]
+	[ "$(jq -r '[.entries[].path] | join(" ")' "$BTK_OUT")" = /d/one ]
+	[ "$(jq -r '.entries[0] | "\(.generation) \(.size) \(.data) \(.deleted)"' "$BTK_OUT")" = \
+		"1 200000 free true" ]
+	btk_run 60 "$IMG" ls --deleted "$D/a.img" /d/two
+	[ "$status" -eq 0 ]
+	[ ! -s "$BTK_OUT" ]
+	btk_run 60 "$IMG" get --deleted "$D/a.img" /d/one "$D/got"
+	[ "$status" -eq 0 ]
+	cmp "$D/got" "$D/src/d/one"
+	btk_run 60 "$IMG" get --deleted "$D/a.img" /d/two "$D/got2"
+	[ "$status" -eq 1 ]
+	assert_one_line_error 1
+}
+
+@test "diff --from 1 lists the removal; a rename is one line" {
+	btk_run 60 "$IMG" diff --from 1 "$D/a.img"
+	[ "$status" -eq 0 ]
+	[ "$(cat "$BTK_OUT")" = "deleted  /d/one" ]
+	"$IMG" mv "$D/a.img" /d/two /two
+	btk_run 60 "$IMG" diff --json --from 2 "$D/a.img"
+	[ "$status" -eq 0 ]
+	[ "$(jq -r '.changes[] | "\(.change) \(.path) \(.new_path)"' "$BTK_OUT")" = \
+		"renamed /d/two /two" ]
+	btk_run 60 "$IMG" diff --from x "$D/a.img"
+	[ "$status" -eq 2 ]
+}

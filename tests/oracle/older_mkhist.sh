@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# older_mkhist.sh DIR: a kernel-made image DIR/h.img with five committed steps (files created,
+# deleted, renamed, overwritten), for tests/oracle/older.bats. DIR/orig/ keeps every file's
+# content as first written (by its path at the time), DIR/gens the generation after each step
+# (one a line), DIR/changes the change list of each step ("STEP change path[ -> new]").
+set -eu
+D=$1
+IMG=$D/h.img
+MNT=$(mktemp -d)
+LOOP=
+cleanup() {
+	mountpoint -q "$MNT" && umount "$MNT"
+	[ -n "$LOOP" ] && losetup -d "$LOOP"
+	rmdir "$MNT"
+}
+trap cleanup EXIT
+mkdir -p "$D/orig/a/b" "$D/orig/keep"
+rm -f "$IMG" "$D/gens" "$D/changes"
+truncate -s 256M "$IMG"
+mkfs.btrfs -q -f "$IMG" >/dev/null
+LOOP=$(losetup -f --show "$IMG")
+mount "$LOOP" "$MNT"
+commit() { # the generation of the commit that sync makes
+	sync
+	btrfs subvolume find-new "$MNT" 99999999 | sed -n 's/^transid marker was //p' >>"$D/gens"
+}
+mkdir -p "$MNT/a/b" "$MNT/keep"
+for i in 1 2 3 4 5; do head -c $((i * 70000)) /dev/urandom >"$D/orig/a/f$i"; done
+echo small >"$D/orig/a/b/tiny"
+head -c 300000 /dev/urandom >"$D/orig/keep/k1"
+cp -a "$D/orig/a" "$D/orig/keep" "$MNT/"
+commit # step 1
+rm "$MNT/a/f1" "$MNT/a/b/tiny"
+printf '2 deleted /a/b/tiny\n2 deleted /a/f1\n' >>"$D/changes"
+commit # step 2
+mv "$MNT/a/f2" "$MNT/keep/f2moved"
+echo new >"$MNT/a/new1"
+printf '3 created /a/new1\n3 renamed /a/f2 -> /keep/f2moved\n' >>"$D/changes"
+commit # step 3
+rm -r "$MNT/a/b"
+rm "$MNT/a/f3"
+printf '4 deleted /a/b\n4 deleted /a/f3\n' >>"$D/changes"
+commit # step 4
+head -c 2000000 /dev/urandom >"$MNT/keep/big"
+head -c 280000 /dev/urandom >"$MNT/a/f4"
+printf '5 created /keep/big\n5 modified /a/f4\n' >>"$D/changes"
+# small files into the space the deleted files freed (the allocator
+# takes the lowest free range that fits): some deleted data is reused
+mkdir "$MNT/fill"
+printf '5 created /fill\n' >>"$D/changes"
+for i in 01 02 03 04 05 06 07 08; do
+	head -c 65536 /dev/urandom >"$MNT/fill/$i"
+	printf '5 created /fill/%s\n' $i >>"$D/changes"
+done
+commit # step 5
