@@ -126,6 +126,23 @@ const char *cli_duration(double secs, char *buf, size_t len);
 void cli_progress_clear(struct cli_progress *p);
 double cli_now(void); /* monotonic seconds */
 
+/* Where the filesystem lies (devopts.c), for every tool and every device named without an "@"
+ * part (io.h): put CLI_WHERE_OPTIONS (--partition N, --offset BYTES, --offset-sectors/-o S) or,
+ * in a tool whose -o means something else, CLI_WHERE_LONG_OPTIONS (no -o) in the popt table,
+ * and call cli_dev_where before opening (cli_dev_opts does). 0, or -1 after one line (usage). */
+extern struct poptOption cli_where_table[], cli_where_long_table[];
+#define CLI_WHERE_OPTIONS                                                                          \
+	{                                                                                          \
+		NULL, 0, POPT_ARG_INCLUDE_TABLE, cli_where_table, 0,                               \
+		    "Where the filesystem lies (or name it DEV@pN, DEV@OFFSET):", NULL             \
+	}
+#define CLI_WHERE_LONG_OPTIONS                                                                     \
+	{                                                                                          \
+		NULL, 0, POPT_ARG_INCLUDE_TABLE, cli_where_long_table, 0,                          \
+		    "Where the filesystem lies (or name it DEV@pN, DEV@OFFSET):", NULL             \
+	}
+int cli_dev_where(struct btk_dev_opts *o);
+
 /* What writers share (devopts.c): put CLI_WRITE_OPTIONS in a writer's popt table for --wait
  * and -z/--undo FILE; cli_dev_opts then fills o->wait, o->undo_path (the undo file, NULL for
  * none: io/undo.h) and o->fault (the tests' switch: the environment variable BTK_FAULT=fail:N

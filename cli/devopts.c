@@ -1,4 +1,5 @@
-/* devopts.c — what every writer passes to libcore's open path: --wait and -z/--undo FILE (the
+/* devopts.c — where the filesystem lies on each device (--partition, --offset: every tool),
+ * what every writer passes to libcore's open path: --wait and -z/--undo FILE (the
  * shared option table CLI_WRITE_OPTIONS), --no-undo and the default undo file of a writer
  * that keeps one unless told not to (btk-fsck --repair), and the tests' fault switch, the
  * environment variable BTK_FAULT, read here and nowhere else (HACKING.md). */
@@ -13,6 +14,69 @@
 
 static int wait_flag, no_undo;
 static char *undo_file;
+static char *part_s, *offset_s, *sectors_s;
+
+/* Where the filesystem lies on every device named without "@" (io.h: struct btk_dev_where):
+ * --partition N, --offset BYTES, --offset-sectors S (-o S in the tools whose -o is free). */
+#define DEV_WHERE_LONG                                                                             \
+	{"partition",                                                                              \
+	 0,                                                                                        \
+	 POPT_ARG_STRING,                                                                          \
+	 &part_s,                                                                                  \
+	 0,                                                                                        \
+	 "the filesystem is in partition N of the disk image (1-based, as sfdisk and mmls)",       \
+	 "N"},                                                                                     \
+	{                                                                                          \
+		"offset", 0, POPT_ARG_STRING, &offset_s, 0,                                        \
+		    "the filesystem starts BYTES into the device (4096, 1M...)", "BYTES"           \
+	}
+struct poptOption cli_where_table[] = {
+    DEV_WHERE_LONG,
+    {"offset-sectors", 'o', POPT_ARG_STRING, &sectors_s, 0,
+     "the filesystem starts S 512-byte sectors into the device (mmls's start)", "S"},
+    POPT_TABLEEND};
+struct poptOption cli_where_long_table[] = {
+    DEV_WHERE_LONG,
+    {"offset-sectors", 0, POPT_ARG_STRING, &sectors_s, 0,
+     "the filesystem starts S 512-byte sectors into the device (mmls's start)", "S"},
+    POPT_TABLEEND};
+
+int cli_dev_where(struct btk_dev_opts *o)
+{
+	uint64_t v;
+	int given = !!part_s + !!offset_s + !!sectors_s;
+
+	memset(&o->where, 0, sizeof(o->where));
+	if (given > 1) {
+		cli_err("--partition, --offset and --offset-sectors: give one of them");
+		return -1;
+	}
+	if (part_s) {
+		if (!cli_parse_u64(part_s, &v) || !v || v > 1u << 20) {
+			cli_err("--partition: invalid partition number '%s' (1, 2, ... as sfdisk "
+				"numbers them)",
+				part_s);
+			return -1;
+		}
+		o->where.partition = (unsigned)v;
+	} else if (offset_s) {
+		if (cli_parse_size(NULL, offset_s, &v)) {
+			cli_err(
+			    "--offset: invalid offset '%s' (bytes, optionally with a k, m, g or "
+			    "t suffix)",
+			    offset_s);
+			return -1;
+		}
+		o->where.offset = v;
+	} else if (sectors_s) {
+		if (!cli_parse_u64(sectors_s, &v) || v > UINT64_MAX / 512) {
+			cli_err("--offset-sectors: invalid sector count '%s'", sectors_s);
+			return -1;
+		}
+		o->where.offset = v * 512;
+	}
+	return 0;
+}
 
 struct poptOption cli_write_table[] = {
     {"wait", 0, POPT_ARG_NONE, &wait_flag, 0,
@@ -31,6 +95,8 @@ int cli_dev_opts(struct btk_dev_opts *o)
 	const char *e = getenv("BTK_FAULT");
 	uint64_t n;
 
+	if (cli_dev_where(o))
+		return -1;
 	o->wait = wait_flag;
 	o->undo_path = NULL;
 	if (undo_file && !*undo_file) {

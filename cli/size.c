@@ -7,47 +7,9 @@
 #include "base/units.h"
 #include "cli.h"
 
-static int suffix_shift(char c)
-{
-	static const char order[] = "kmgtpe";
-	const char *p = c ? strchr(order, tolower((unsigned char)c)) : NULL;
-
-	return p ? 10 * (int)(p - order + 1) : -1;
-}
-
-static int size_parse(const char *s, uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-	int shift = 0;
-
-	if (!s || !isdigit((unsigned char)*s))
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno)
-		return -ERANGE;
-	if (*end) {
-		shift = suffix_shift(*end);
-		if (shift < 0)
-			return -EINVAL;
-		end++;
-		if (*end == 'i' || *end == 'I')
-			end++;
-		if (*end == 'b' || *end == 'B')
-			end++;
-	}
-	if (*end)
-		return -EINVAL;
-	if (shift && v > (UINT64_MAX >> shift))
-		return -ERANGE;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
 int cli_parse_size(const char *opt, const char *s, uint64_t *out)
 {
-	int ret = size_parse(s, out);
+	int ret = btk_parse_size(s, out);
 
 	if (!opt)
 		return ret;
@@ -106,7 +68,7 @@ int cli_parse_resize_arg(const char *s, struct cli_resize *r)
 	r->op = *v == '+' ? CLI_RESIZE_GROW : *v == '-' ? CLI_RESIZE_SHRINK : CLI_RESIZE_SET;
 	if (r->op != CLI_RESIZE_SET)
 		v++;
-	ret = size_parse(v, &r->size);
+	ret = btk_parse_size(v, &r->size);
 	if (ret == -ERANGE) {
 		cli_err("size '%s' is too large (at most 16EiB-1)", s);
 		return -1;

@@ -274,19 +274,28 @@ static int open_failed(const char *path, errcode_t err)
 
 int ext_open(const char *path, bool force, struct ext_src *s)
 {
+	return ext_open_at(path, path, 0, force, s);
+}
+
+int ext_open_at(const char *path, const char *file, uint64_t off, bool force, struct ext_src *s)
+{
 	struct ext2_super_block *sb;
 	const char *bad;
+	char io_opts[40];
 	errcode_t err;
 	int mflags = 0, ret;
 
 	memset(s, 0, sizeof(*s));
 	s->path = path;
-	if ((ret = btk_dev_refuse_in_use(path)))
+	if ((ret = btk_dev_refuse_in_use(file)))
 		return ret;
-	err = ext2fs_check_if_mounted(path, &mflags);
+	err = ext2fs_check_if_mounted(file, &mflags);
 	if (!err && (mflags & EXT2_MF_MOUNTED))
 		return btk_err(EBUSY, "%s: is mounted (unmount it first)", path);
-	err = ext2fs_open2(path, NULL, EXT2_FLAG_64BITS, 0, 0, unix_io_manager, &s->e);
+	/* unix_io's "offset=": every block libext2fs reads is off bytes further in */
+	snprintf(io_opts, sizeof(io_opts), "offset=%llu", (unsigned long long)off);
+	err = ext2fs_open2(file, off ? io_opts : NULL, EXT2_FLAG_64BITS, 0, 0, unix_io_manager,
+			   &s->e);
 	if (err)
 		return open_failed(path, err);
 	sb = s->e->super;

@@ -190,10 +190,21 @@ static int run_convert(const struct args *a, const char *dev, const struct btk_d
 	if ((ret = plan_args(a, &mo, fsid)))
 		return ret;
 	/* the writer's lock before the source is read: held to the last write */
-	if ((!a->dry && btk_lock_take(dev, d->wait, &hold)) || ext_open(dev, a->force, &src)) {
+	char file[4096];
+	uint64_t off, size;
+	if (btk_dev_where_resolve(dev, &d->where, file, sizeof(file), &off, &size) ||
+	    (!a->dry && btk_lock_take(file, d->wait, &hold)) ||
+	    ext_open_at(dev, file, off, a->force, &src)) {
 		cli_err("%s", btk_errmsg());
 		btk_lock_drop(hold);
 		return CLI_EXIT_ERROR;
+	}
+	if (src.size > size) { /* the btrfs would reach past the partition */
+		cli_err("%s: the ext filesystem (%" PRIu64
+			" bytes) is larger than its partition (%" PRIu64 " bytes)",
+			dev, src.size, size);
+		ret = CLI_EXIT_ERROR;
+		goto out;
 	}
 	plan_ext(a, &src, &mo, fsid, label);
 	mo.paths = paths;
@@ -273,6 +284,7 @@ int main(int argc, const char **argv)
 	    {"rollback", 'r', POPT_ARG_NONE, &a.rb, 0, "return to the ext filesystem", NULL},
 	    {"force", 'f', POPT_ARG_NONE, &a.force, 0, "convert an unclean ext filesystem", NULL},
 	    CLI_WRITE_OPTIONS,
+	    CLI_WHERE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc;
 	struct btk_dev_opts dopts = {0};

@@ -117,10 +117,10 @@ static int check_ext_super(const uint8_t *first, uint64_t size)
 	return 0;
 }
 
-static int open_scan(const char *path, struct scan *s)
+static int open_scan(const char *path, const struct btk_dev_opts *dopts, struct scan *s)
 {
 	const char *paths[1] = {path};
-	struct btk_open_opts oo = {.super_mirror = -1, .no_scan = true};
+	struct btk_open_opts oo = {.super_mirror = -1, .no_scan = true, .dev.where = dopts->where};
 	struct btk_inode_info info;
 	struct btk_root root;
 	struct btk_key loc;
@@ -178,7 +178,7 @@ int rollback(const char *path, bool dry_run, const struct btk_dev_opts *dopts,
 	int ret = dry_run ? 0 : btk_lock_take(path, dopts->wait, &hold);
 
 	if (!ret)
-		ret = open_scan(path, &s);
+		ret = open_scan(path, dopts, &s);
 
 	memset(res, 0, sizeof(*res));
 	if (!ret)

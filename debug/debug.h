@@ -64,6 +64,8 @@ void put_plain(FILE *out, const struct btk_field *f);
 int cmd_super(const char *const *devs, int n, bool all, bool json);
 int cmd_tree(const char *const *devs, int n, const char *tree, const char *block, bool json);
 int cmd_stats(const char *const *devs, int n, bool json);
+/* btk-debug parts: the partition table of each device and what each partition holds. */
+int cmd_parts(const char *const *devs, int n, bool json);
 
 /* Opens the filesystem; prints a one-line error naming the device on failure. */
 int debug_open(const char *const *devs, int n, struct btk_fs **fs);

@@ -12,7 +12,12 @@
  *                produce no line. A malformed item has an "error" field in its data.
  *  stats [--json] per tree and a "total" row: levels, nodes, leaves, items, bytes, fill
  *                (percent of the space past the block headers in use), leaf_fill,
- *                node_fill, errors. */
+ *                node_fill, errors.
+ *  parts [--json] the partition table (MBR or GPT) of a disk image or disk: number, start,
+ *                end, size, type and what each partition holds; --json one object per device
+ *                {"device", "table", "sector_size", "size", "partitions": [{"number",
+ *                "start", "size" (bytes), "start_sector", "sectors", "type", "type_name",
+ *                "name", "logical", "extended", "holds": {"type", "label", "uuid"} or null}]}. */
 #include <popt.h>
 #include <stdarg.h>
 #include <stdlib.h>
@@ -27,6 +32,7 @@ static void usage(FILE *out)
 	fputs("usage: btk-debug super [--all] [--json] DEV...\n"
 	      "       btk-debug tree [--tree ID|NAME] [--block BYTENR] [--json] DEV...\n"
 	      "       btk-debug stats [--json] DEV...\n"
+	      "       btk-debug parts [--json] DEV...\n"
 	      "       btk-debug COMMAND --help; btk-debug --version\n",
 	      out);
 }
@@ -40,18 +46,25 @@ int main(int argc, const char **argv)
 	struct poptOption super_opts[] = {
 	    {"all", 'a', POPT_ARG_NONE, &all, 0, "every superblock copy, valid or not", NULL},
 	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output, one line per copy", NULL},
+	    CLI_WHERE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
 	struct poptOption tree_opts[] = {
 	    {"tree", 't', POPT_ARG_STRING, &tree, 0, "only this tree", "ID|NAME"},
 	    {"block", 'b', POPT_ARG_STRING, &block, 0, "only this block", "BYTENR"},
 	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output, one line per item", NULL},
+	    CLI_WHERE_OPTIONS,
 	    CLI_ROOT_LONG_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
 	struct poptOption stats_opts[] = {
 	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output", NULL},
+	    CLI_WHERE_OPTIONS,
 	    CLI_ROOT_LONG_OPTIONS,
+	    CLI_STD_OPTIONS POPT_TABLEEND,
+	};
+	struct poptOption parts_opts[] = {
+	    {"json", 'j', POPT_ARG_NONE, &json, 0, "JSON output, one object per device", NULL},
 	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
 	struct poptOption *opts;
@@ -71,10 +84,11 @@ int main(int argc, const char **argv)
 	opts = !strcmp(cmd, "super")   ? super_opts
 	       : !strcmp(cmd, "tree")  ? tree_opts
 	       : !strcmp(cmd, "stats") ? stats_opts
+	       : !strcmp(cmd, "parts") ? parts_opts
 				       : NULL;
 	if (!opts || argc > 255) {
-		static const char *const cmds[] = {"super", "tree", "stats"};
-		const char *hint = opts ? NULL : cli_suggest(cmd, cmds, 3);
+		static const char *const cmds[] = {"super", "tree", "stats", "parts"};
+		const char *hint = opts ? NULL : cli_suggest(cmd, cmds, 4);
 		if (hint)
 			cli_err("unknown command '%s' (did you mean %s?)", cmd, hint);
 		else
@@ -111,6 +125,8 @@ int main(int argc, const char **argv)
 		rc = cmd_super(devs, n, all, json);
 	else if (!strcmp(cmd, "tree"))
 		rc = cmd_tree(devs, n, tree, block, json);
+	else if (!strcmp(cmd, "parts"))
+		rc = cmd_parts(devs, n, json);
 	else
 		rc = cmd_stats(devs, n, json);
 	poptFreeContext(pc);

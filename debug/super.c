@@ -51,7 +51,11 @@ static int super_dev(const char *path, bool all, bool json)
 	struct btk_dev *dev;
 	int best, ret = 0;
 
-	if (btk_dev_open(path, 0, &dev)) {
+	struct btk_dev_opts o = {0};
+
+	if (cli_dev_where(&o))
+		return CLI_EXIT_USAGE;
+	if (btk_dev_open_opts(path, &o, &dev)) {
 		cli_err("%s", btk_errmsg());
 		return CLI_EXIT_ERROR;
 	}

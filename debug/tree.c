@@ -34,7 +34,7 @@ int debug_open(const char *const *devs, int n, struct btk_fs **fs)
 	struct btk_open_opts o = {.super_mirror = -1};
 	int ret;
 
-	if (cli_root_opts(&o))
+	if (cli_dev_where(&o.dev) || cli_root_opts(&o))
 		return -EINVAL;
 	ret = btk_fs_open(devs, n, &o, fs);
 	if (!ret)

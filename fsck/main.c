@@ -283,6 +283,8 @@ static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 	struct btk_fs *fs = NULL;
 	int ret;
 
+	if (cli_dev_where(&oo.dev))
+		return EXIT_USAGE;
 	if (!o->json && !o->quiet)
 		printf("Checking filesystem on %s\n", devs[0]);
 	ret = btk_fs_open(devs, ndevs, &oo, &fs);
@@ -560,6 +562,7 @@ int main(int argc, const char **argv)
 	     "show at most N problems (all are still counted)", "N"},
 	    CLI_WRITE_OPTIONS,
 	    CLI_NO_UNDO_OPTION,
+	    CLI_WHERE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	/* fsck(8): -n check only, -y repair, -p/-a preen (safe fixes), -f accepted, -C FD */
 	struct poptOption fsck_opts[] = {
@@ -576,6 +579,7 @@ int main(int argc, const char **argv)
 	    {"quiet", 'q', POPT_ARG_NONE, &a.quiet, 0, "print only the error count", NULL},
 	    CLI_WRITE_OPTIONS,
 	    CLI_NO_UNDO_OPTION,
+	    CLI_WHERE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	a.as_fsck = argc > 0 && fsck_mode(argv[0]);
 	const char *prog = a.as_fsck ? "fsck.btk" : "btk-fsck";

@@ -93,6 +93,7 @@ int verb_batch(int argc, const char **argv)
 	    {"keep-going", 'k', POPT_ARG_NONE, &keep, 0, "go on after a command that fails", NULL},
 	    {"wait", 0, POPT_ARG_NONE, &wait, 0, "wait while another btk process changes the image",
 	     NULL},
+	    CLI_WHERE_LONG_OPTIONS, /* every command of the batch takes them */
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	struct btk_lock *hold = NULL;
 	const char **args;
@@ -117,7 +118,10 @@ int verb_batch(int argc, const char **argv)
 		rc = CLI_EXIT_ERROR;
 		goto out;
 	}
-	if (btk_lock_take(img, wait, &hold)) {
+	struct btk_dev_where w;
+	char base[4096];
+	if (btk_dev_name_parse(img, base, sizeof(base), &w) < 0 ||
+	    btk_lock_take(base, wait, &hold)) {
 		cli_err("%s", btk_errmsg());
 		rc = CLI_EXIT_ERROR;
 		goto out;

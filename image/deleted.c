@@ -111,7 +111,7 @@ static void print_json(const struct del *d, bool first)
 	       btk_data_state_name(d->n.data));
 }
 
-int img_deleted_list(struct img_cmd *c, const char *path, bool lng)
+int img_deleted_list(struct img_cmd *c, const char *path, enum img_del_style style)
 {
 	struct collect col = {0};
 	int rc = find_deleted(c, path, &col);
@@ -119,9 +119,15 @@ int img_deleted_list(struct img_cmd *c, const char *path, bool lng)
 	for (size_t i = 0; i < col.v.n && !rc; i++) {
 		const struct del *d = &col.v.data[i];
 		char when[48];
-		if (c->json) {
+		if (style == IMG_DEL_BODY) {
+			if (d->n.have_inode)
+				img_body_line(NULL, d->path,
+					      d->n.data == BTK_DATA_REUSED ? " (deleted-realloc)"
+									   : " (deleted)",
+					      d->n.subvol, d->n.ino, &d->n.info);
+		} else if (c->json) {
 			print_json(d, i == 0);
-		} else if (lng) {
+		} else if (style == IMG_DEL_LONG) {
 			img_time_str(&d->n.info.mtime, when);
 			printf("%8llu %-7s %10llu %s gen %-6llu %-6s %s\n",
 			       (unsigned long long)d->n.ino, ftype_name(d->n.type),

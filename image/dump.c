@@ -86,6 +86,7 @@ int verb_dump(int argc, const char **argv)
 	    {"keep-inline", 0, POPT_ARG_NONE, &keep_inline, 0,
 	     "keep inline file data (zeroed by default)", NULL},
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "summary as JSON on stdout", NULL},
+	    CLI_WHERE_LONG_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc;
 
@@ -119,6 +120,10 @@ int verb_dump(int argc, const char **argv)
 	struct btk_fs *fs = NULL;
 	struct btk_dump_stats st;
 	int fd = -1;
+	if (cli_dev_where(&oo.dev)) {
+		rc = CLI_EXIT_USAGE;
+		goto out;
+	}
 	if ((rc = btk_fs_open(args, n - 1, &oo, &fs))) {
 		cli_err("%s", btk_errmsg());
 		goto out;

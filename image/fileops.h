@@ -50,12 +50,15 @@ struct img_cmd {
 };
 
 #define IMG_OPT_DEVICE(c)                                                                          \
-	{                                                                                          \
-		"device", 0, POPT_ARG_ARGV, &(c)->devices, 0,                                      \
-		    "another device of a multi-device filesystem (repeat; others are found by "    \
-		    "scan)",                                                                       \
-		    "DEV"                                                                          \
-	}
+	{"device",                                                                                 \
+	 0,                                                                                        \
+	 POPT_ARG_ARGV,                                                                            \
+	 &(c)->devices,                                                                            \
+	 0,                                                                                        \
+	 "another device of a multi-device filesystem (repeat; others are found by "               \
+	 "scan)",                                                                                  \
+	 "DEV"},                                                                                   \
+	    CLI_WHERE_LONG_OPTIONS
 #define IMG_OPT_JSON(c)                                                                            \
 	{                                                                                          \
 		"json", 0, POPT_ARG_NONE, &(c)->json, 0, "JSON output on stdout", NULL             \
@@ -135,6 +138,13 @@ int img_walk(struct img_cmd *c, const char *path, const struct img_walk_ops *ops
 void img_mode_str(uint32_t mode, char out[11]);		   /* "drwxr-xr-x" */
 const char *img_type_name(uint32_t mode);		   /* "file", "dir", "symlink", ... */
 void img_time_str(const struct btk_time *t, char out[48]); /* "2026-12-03 15:04:05.123456789" UTC */
+/* One line of The Sleuth Kit's body file (mactime -b): HASH|NAME|INODE|MODE|UID|GID|SIZE|ATIME|
+ * MTIME|CTIME|CRTIME, crtime the inode's otime, times in whole seconds, HASH "0" when none,
+ * INODE "INO" in the top-level subvolume and "ROOT:INO" in another, MODE as TSK writes it
+ * ("r/rrw-r--r--"), NAME path + mark (" (deleted)", " (deleted-realloc)"); '|' and line
+ * breaks in a name become '?'. */
+void img_body_line(const char *hash, const char *path, const char *mark, uint64_t root,
+		   uint64_t ino, const struct btk_inode_info *i);
 /* A symlink's target, malloc'ed (NUL-terminated); NULL after one line on failure. */
 char *img_symlink_target(struct img_cmd *c, const struct img_node *n, const char *path);
 
@@ -154,10 +164,20 @@ int img_root_scan(struct img_cmd *c, bool (*owner_fn)(uint64_t owner), bool prog
 		  struct btk_found_blocks *blocks, struct btk_found_roots *roots);
 int verb_diff(int argc, const char **argv); /* diff.c */
 
+/* ---- content hashes (hash.c) ---- */
+#define IMG_HASH_HEX 129
+/* name if it is a hash ls and stat take ("md5", "sha1", "sha256"), else NULL */
+const char *img_hash_check(const char *name);
+/* The hex digest of regular file n's content (holes as zeros) into out; 0, or a negative errno
+ * with btk_errmsg (a range that does not read). */
+int img_file_hash(struct img_cmd *c, const struct img_node *n, const char *algo,
+		  char out[IMG_HASH_HEX]);
+
 /* ---- deleted names (deleted.c) ---- */
 /* ls --deleted: every name an older root holds under path and the current root does not
  * (sorted by path; text lines or, with json, entries of ls's JSON object). */
-int img_deleted_list(struct img_cmd *c, const char *path, bool lng);
+enum img_del_style { IMG_DEL_SHORT, IMG_DEL_LONG, IMG_DEL_BODY };
+int img_deleted_list(struct img_cmd *c, const char *path, enum img_del_style style);
 /* get --deleted: reopens c at the newest older root that holds path (deleted now, or under a
  * deleted directory). 0, or CLI_EXIT_ERROR after one line. */
 int img_deleted_open(struct img_cmd *c, const char *path);

@@ -3,13 +3,15 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "base/error.h"
 #include "base/json.h"
 #include "cli/cli.h"
 #include "fileops.h"
 
 struct ls {
 	struct img_cmd *c;
-	int lng, rec, all, human, deleted;
+	int lng, rec, all, human, deleted, body;
+	const char *hash; /* --hash: md5, sha1 or sha256 */
 	bool first; /* nothing printed yet (text: blank lines between -R sections; JSON: commas) */
 	int failed;
 };
@@ -17,6 +19,19 @@ struct ls {
 static void json_time(const char *name, const struct btk_time *t)
 {
 	printf(", \"%s\": {\"sec\": %lld, \"nsec\": %u}", name, (long long)t->sec, t->nsec);
+}
+
+/* The --hash digest of a regular file into out ("" otherwise, or after one line). */
+static void entry_hash(struct ls *l, const struct img_entry *e, char out[IMG_HASH_HEX])
+{
+	out[0] = 0;
+	if (!l->hash || !S_ISREG(e->node.info.mode))
+		return;
+	if (img_file_hash(l->c, &e->node, l->hash, out)) {
+		cli_err("%s: %s: %s: %s", l->c->img, e->path, l->hash, btk_errmsg());
+		l->failed = 1;
+		out[0] = 0;
+	}
 }
 
 static void print_json(struct ls *l, const struct img_entry *e)
@@ -43,6 +58,15 @@ static void print_json(struct ls *l, const struct img_entry *e)
 	if (e->subvol)
 		printf(", \"subvolume\": %llu, \"readonly\": %s", (unsigned long long)e->subvol,
 		       e->readonly ? "true" : "false");
+	if (l->hash && S_ISREG(i->mode)) {
+		char h[IMG_HASH_HEX];
+		entry_hash(l, e, h);
+		printf(", \"%s\": ", l->hash);
+		if (h[0])
+			printf("\"%s\"", h);
+		else
+			printf("null");
+	}
 	if (S_ISLNK(i->mode)) {
 		char *t = img_symlink_target(l->c, &e->node, e->path);
 		printf(", \"target\": ");
@@ -85,9 +109,19 @@ static void print_long(struct ls *l, const struct img_entry *e, const char *name
 	putchar('\n');
 }
 
+static void print_body(struct ls *l, const struct img_entry *e)
+{
+	char h[IMG_HASH_HEX];
+
+	entry_hash(l, e, h);
+	img_body_line(h, e->path, NULL, e->node.root_id, e->node.ino, &e->node.info);
+}
+
 static void print_one(struct ls *l, const struct img_entry *e, const char *name)
 {
-	if (l->c->json)
+	if (l->body)
+		print_body(l, e);
+	else if (l->c->json)
 		print_json(l, e);
 	else if (l->lng)
 		print_long(l, e, name);
@@ -99,7 +133,9 @@ static int on_entry(void *ctx, const struct img_entry *e)
 {
 	struct ls *l = ctx;
 
-	if (e->depth == 0 && !S_ISDIR(e->node.info.mode))
+	if (l->body && (l->rec || e->depth == 0))
+		print_body(l, e); /* every entry, directories too, as fls -m */
+	else if (e->depth == 0 && !S_ISDIR(e->node.info.mode))
 		print_one(l, e, e->path);
 	return 0;
 }
@@ -108,6 +144,11 @@ static int on_list(void *ctx, const struct img_entry *dir, const struct img_entr
 {
 	struct ls *l = ctx;
 
+	if (l->body) {
+		for (size_t i = 0; i < n && !l->rec; i++)
+			print_body(l, &kids[i]);
+		return 0;
+	}
 	if (l->rec && !l->c->json) {
 		printf("%s%s:\n", l->first ? "" : "\n", dir->path);
 		l->first = false;
@@ -130,6 +171,7 @@ int verb_ls(int argc, const char **argv)
 {
 	struct img_cmd c = {0};
 	struct ls l = {.c = &c, .first = true};
+	char *hash_s = NULL;
 	struct poptOption opts[] = {
 	    {"long", 'l', POPT_ARG_NONE, &l.lng, 0,
 	     "inode, mode, links, owner, group, size, mtime (UTC, ns), subvolume marks", NULL},
@@ -140,12 +182,25 @@ int verb_ls(int argc, const char **argv)
 	    {"human-readable", 'h', POPT_ARG_NONE, &l.human, 0, "with -l: sizes as 1.5MiB", NULL},
 	    {"deleted", 0, POPT_ARG_NONE, &l.deleted, 0,
 	     "names under PATH that older roots hold and the current one does not", NULL},
+	    {"bodyfile", 0, POPT_ARG_NONE, &l.body, 0,
+	     "The Sleuth Kit's body file for mactime (with --deleted: deleted names too)", NULL},
+	    {"hash", 0, POPT_ARG_STRING, &hash_s, 0, "the content hash of each file",
+	     "md5|sha1|sha256"},
 	    IMG_OPT_DEVICE(&c),
 	    CLI_ROOT_OPTIONS,
 	    IMG_OPT_JSON(&c),
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	int rc = img_parse(&c, argc, argv, opts, "[-laRh] [--json] IMG [PATH]", 1, 2);
 
+	if (!rc && hash_s && !(l.hash = img_hash_check(hash_s))) {
+		cli_err("--hash: '%s': expected md5, sha1 or sha256", hash_s);
+		rc = CLI_EXIT_USAGE;
+	}
+	free(hash_s);
+	if (!rc && l.body && c.json) {
+		cli_err("--bodyfile and --json: give one of them");
+		rc = CLI_EXIT_USAGE;
+	}
 	if (!rc)
 		rc = img_open(&c, false);
 	if (rc)
@@ -159,7 +214,15 @@ int verb_ls(int argc, const char **argv)
 		btk_json_cstr(stdout, path);
 		printf(", \"entries\": [");
 	}
-	rc = l.deleted ? img_deleted_list(&c, path, l.lng) : img_walk(&c, path, &ops, &l);
+	if (l.body) {
+		rc = img_walk(&c, path, &ops, &l);
+		if (!rc && l.deleted)
+			rc = img_deleted_list(&c, path, IMG_DEL_BODY);
+	} else if (l.deleted) {
+		rc = img_deleted_list(&c, path, l.lng ? IMG_DEL_LONG : IMG_DEL_SHORT);
+	} else {
+		rc = img_walk(&c, path, &ops, &l);
+	}
 	if (c.json)
 		printf("], \"errors\": %s}\n", rc || l.failed ? "true" : "false");
 	return img_done(&c, rc || l.failed ? CLI_EXIT_ERROR : CLI_EXIT_OK);

@@ -39,6 +39,8 @@ int img_open(struct img_cmd *c, bool write)
 	    .super_mirror = -1, .write = write, .dev = c->dev, .short_ok = c->force};
 	int n = 0;
 
+	if (cli_dev_where(&oo.dev))
+		return CLI_EXIT_USAGE;
 	paths[n++] = c->img;
 	for (char **d = c->devices; d && *d; d++) {
 		if (n == IMG_MAX_DEVS) {

@@ -13,6 +13,7 @@
 #include "fs/populate.h"
 #include "tree/tree.h"
 #include "wops.h"
+#include "cli/archive.h"
 
 struct put_ui {
 	struct wops *w;
@@ -124,10 +125,33 @@ static int make_room(struct wops *w, int force, uint64_t root, uint64_t dir, con
 	return 0;
 }
 
-static int do_put(struct wops *w, const char *src, const char *path, int recursive,
-		  const char *comp)
+/* An archive read into the open transaction: its data into extents as it comes, its names
+ * into s (the stream is released after the copy, by the caller). */
+static int read_archive(struct wops *w, const char *src, const struct btk_populate_opts *o,
+			uint64_t inherit, struct btk_stream **stream, struct btk_src_tree *s)
 {
-	struct btk_src_tree s;
+	struct btk_stream_stats ss;
+	int ret = btk_stream_start(w->t, o, src, stream);
+
+	if (!ret && inherit)
+		ret = btk_stream_iflags(*stream, "", inherit);
+	if (!ret)
+		ret = cli_archive_read(src, *stream);
+	if (!ret)
+		ret = btk_stream_end(*stream, s, &ss);
+	if (ret) {
+		cli_err("%s", btk_errmsg());
+		return CLI_EXIT_ERROR;
+	}
+	cli_archive_report(src, &ss);
+	return 0;
+}
+
+static int do_put(struct wops *w, const char *src, const char *path, int recursive,
+		  const char *comp, bool archive)
+{
+	struct btk_stream *stream = NULL;
+	struct btk_src_tree s = {0};
 	struct btk_populate_opts o = {0};
 	struct btk_populate_stats st;
 	struct btk_populate_iflags inh = {0, 0};
@@ -142,11 +166,17 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 		cli_err("--compress: %s", btk_errmsg());
 		return img_done(&w->c, CLI_EXIT_USAGE);
 	}
-	if (btk_src_scan_any(src, false, &s)) {
+	if (archive) {
+		struct stat sb;
+		if (strcmp(src, "-") && stat(src, &sb)) {
+			cli_err("%s: cannot stat: %s", src, strerror(errno));
+			return img_done(&w->c, CLI_EXIT_ERROR);
+		}
+	} else if (btk_src_scan_any(src, false, &s)) {
 		cli_err("%s", btk_errmsg());
 		return img_done(&w->c, CLI_EXIT_ERROR);
 	}
-	if (S_ISDIR(s.inodes[0].st.st_mode) && !recursive) {
+	if (!archive && S_ISDIR(s.inodes[0].st.st_mode) && !recursive) {
 		cli_err("%s: is a directory (-r copies trees)", src);
 		btk_src_free(&s);
 		return img_done(&w->c, CLI_EXIT_ERROR);
@@ -155,9 +185,11 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 		btk_src_free(&s);
 		return img_done(&w->c, rc);
 	}
-	if ((rc = target(w, src, path, full, sizeof(full))) ||
+	if (archive) /* PATH is the directory the archive's tree becomes */
+		snprintf(full, sizeof(full), "%s", path);
+	if ((!archive && (rc = target(w, src, path, full, sizeof(full)))) ||
 	    (rc = wops_parent(w, full, buf, sizeof(buf), &root, &dir, &name, &nlen)) ||
-	    (rc = space_check(w, &s, o.compress != 0)) ||
+	    (!archive && (rc = space_check(w, &s, o.compress != 0))) ||
 	    (rc = make_room(w, w->force, root, dir, name, nlen, full)))
 		goto out;
 	rc = CLI_EXIT_ERROR;
@@ -187,10 +219,13 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 	o.epoch_set = w->epoch_set;
 	o.epoch = w->epoch;
 	o.uuid_seed = w->epoch_set ? w->fs->fsid : NULL;
+	if (archive && (rc = read_archive(w, src, &o, inh.flags, &stream, &s)))
+		goto out;
+	rc = CLI_EXIT_ERROR;
 	for (uint32_t i = 0; i < s.ninodes; i++)
 		if (S_ISREG(s.inodes[i].st.st_mode))
 			ui.total += (uint64_t)s.inodes[i].st.st_size;
-	o.progress = on_progress;
+	o.progress = archive ? NULL : on_progress; /* an archive's data is in already */
 	o.progress_ctx = &ui;
 	if (btk_populate(w->t, &s, &o, &st)) {
 		cli_err("%s", btk_errmsg());
@@ -211,6 +246,12 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 			goto out;
 		}
 	}
+	if (stream && btk_stream_release(stream, w->t)) {
+		stream = NULL;
+		wops_failed(w, full);
+		goto out;
+	}
+	stream = NULL;
 	rc = 0;
 	snprintf(extra, sizeof(extra),
 		 ", \"inodes\": %llu, \"names\": %llu, \"data_bytes\": %llu, \"extents\": %llu, "
@@ -226,6 +267,7 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 		 cli_count(st.inodes, db, sizeof(db)), st.inodes == 1 ? "" : "s", il,
 		 cli_human(st.data_bytes, in, sizeof(in)));
 out:
+	btk_stream_release(stream, NULL);
 	btk_src_free(&s);
 	rc = wops_finish(w, rc);
 	if (!rc)
@@ -236,18 +278,24 @@ out:
 int verb_put(int argc, const char **argv)
 {
 	struct wops w = {0};
-	int recursive = 0, rc;
+	int recursive = 0, archive = 0, rc;
 	char *comp = NULL;
-	struct poptOption opts[] = {{"recursive", 'r', POPT_ARG_NONE, &recursive, 0,
-				     "copy a directory and all below it", NULL},
-				    {"compress", 0, POPT_ARG_STRING, &comp, 0,
-				     "compress data: zlib, lzo or zstd[:LEVEL]", "ALG[:LEVEL]"},
-				    WOPS_OPTIONS(&w),
-				    CLI_STD_OPTIONS POPT_TABLEEND};
+	struct poptOption opts[] = {
+	    {"recursive", 'r', POPT_ARG_NONE, &recursive, 0, "copy a directory and all below it",
+	     NULL},
+	    {"archive", 0, POPT_ARG_NONE, &archive, 0,
+	     "SRC is an archive (tar, cpio; - : standard input): PATH becomes "
+	     "the directory of its tree",
+	     NULL},
+	    {"compress", 0, POPT_ARG_STRING, &comp, 0, "compress data: zlib, lzo or zstd[:LEVEL]",
+	     "ALG[:LEVEL]"},
+	    WOPS_OPTIONS(&w),
+	    CLI_STD_OPTIONS POPT_TABLEEND};
 
 	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG SRC PATH", 3, 3)))
 		return img_done(&w.c, rc);
-	return do_put(&w, w.c.args[1], w.c.args[2], recursive, comp);
+	return do_put(&w, w.c.args[1], w.c.args[2], recursive, comp,
+		      archive || !strcmp(w.c.args[1], "-"));
 }
 
 #define MODE_UNSET 0xffffffffu /* no --mode */

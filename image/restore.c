@@ -102,6 +102,7 @@ int verb_restore(int argc, const char **argv)
 	    {"force", 'f', POPT_ARG_NONE, &force, 0,
 	     "restore over a filesystem or partition table found on a target", NULL},
 	    CLI_WRITE_OPTIONS,
+	    CLI_WHERE_LONG_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc;
 

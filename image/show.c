@@ -78,3 +78,25 @@ char *img_symlink_target(struct img_cmd *c, const struct img_node *n, const char
 	t[got] = 0;
 	return t;
 }
+
+void img_body_line(const char *hash, const char *path, const char *mark, uint64_t root,
+		   uint64_t ino, const struct btk_inode_info *i)
+{
+	char mode[11], ino_s[48];
+	char t;
+
+	img_mode_str(i->mode, mode);
+	t = mode[0] == '-' ? 'r' : mode[0] == '?' ? '-' : mode[0];
+	mode[0] = t;
+	if (root == BTRFS_FS_TREE_OBJECTID)
+		snprintf(ino_s, sizeof(ino_s), "%llu", (unsigned long long)ino);
+	else
+		snprintf(ino_s, sizeof(ino_s), "%llu:%llu", (unsigned long long)root,
+			 (unsigned long long)ino);
+	printf("%s|", hash && *hash ? hash : "0");
+	for (const char *p = path; *p; p++) /* the format has no escape: '|' and newlines go */
+		putchar(*p == '|' || *p == '\n' || *p == '\r' ? '?' : *p);
+	printf("%s|%s|%c/%s|%u|%u|%llu|%lld|%lld|%lld|%lld\n", mark ? mark : "", ino_s, t, mode,
+	       i->uid, i->gid, (unsigned long long)i->size, (long long)i->atime.sec,
+	       (long long)i->mtime.sec, (long long)i->ctime.sec, (long long)i->otime.sec);
+}

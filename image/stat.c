@@ -13,7 +13,8 @@
 
 struct st {
 	struct img_cmd *c;
-	int n; /* items printed in the current list */
+	int n;		  /* items printed in the current list */
+	const char *hash; /* --hash */
 };
 
 static void text_value(const uint8_t *v, size_t len)
@@ -180,6 +181,18 @@ static int entry_cb(void *ctx, const struct img_entry *e)
 			printf("  Target: %s\n", t);
 		free(t);
 	}
+	if (s->hash && S_ISREG(e->node.info.mode)) {
+		char h[IMG_HASH_HEX];
+		if (img_file_hash(c, &e->node, s->hash, h)) {
+			cli_err("%s: %s: %s: %s", c->img, e->path, s->hash, btk_errmsg());
+			rc = CLI_EXIT_ERROR;
+			h[0] = 0;
+		}
+		if (c->json)
+			printf(h[0] ? ", \"%s\": \"%s\"" : ", \"%s\": null%s", s->hash, h);
+		else
+			printf("  %s: %s\n", s->hash, h[0] ? h : "-");
+	}
 	s->n = 0;
 	printf(c->json ? ", \"xattrs\": [" : "Xattrs:\n");
 	ret = btk_xattr_for_each(c->fs, &e->node.root, e->node.ino, xattr_cb, s);
@@ -201,9 +214,20 @@ int verb_stat(int argc, const char **argv)
 {
 	struct img_cmd c = {0};
 	struct st s = {.c = &c};
-	struct poptOption opts[] = {IMG_OPT_DEVICE(&c), CLI_ROOT_OPTIONS, IMG_OPT_JSON(&c),
+	char *hash_s = NULL;
+	struct poptOption opts[] = {{"hash", 0, POPT_ARG_STRING, &hash_s, 0,
+				     "the content hash of a file", "md5|sha1|sha256"},
+				    IMG_OPT_DEVICE(&c),
+				    CLI_ROOT_OPTIONS,
+				    IMG_OPT_JSON(&c),
 				    CLI_STD_OPTIONS POPT_TABLEEND};
-	int rc = img_parse(&c, argc, argv, opts, "[--json] IMG PATH", 2, 2);
+	int rc = img_parse(&c, argc, argv, opts, "[--json] [--hash ALGO] IMG PATH", 2, 2);
+
+	if (!rc && hash_s && !(s.hash = img_hash_check(hash_s))) {
+		cli_err("--hash: '%s': expected md5, sha1 or sha256", hash_s);
+		rc = CLI_EXIT_USAGE;
+	}
+	free(hash_s);
 
 	if (!rc)
 		rc = img_open(&c, false);

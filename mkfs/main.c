@@ -238,7 +238,8 @@ int main(int argc, const char **argv)
 	char *label = NULL, *uuid = NULL, *meta = NULL, *data = NULL, *csum = NULL;
 	char *nodesize = NULL, *sectorsize = NULL, *bytes = NULL;
 	char *features = NULL, *runtime = NULL, *rootdir = NULL, *compress = NULL, *slack = NULL;
-	int skip_unreadable = 0, shrink = 0;
+	int skip_unreadable = 0, shrink = 0, all_root = 0;
+	char *force_uid = NULL, *force_gid = NULL, *uid_offset = NULL, *gid_offset = NULL;
 	const char **subvols = NULL, **iflags = NULL;
 	struct rootdir rd = {0};
 	int mixed = 0, force = 0, quiet = 0, nodiscard = 0, json = 0, rc;
@@ -261,6 +262,7 @@ int main(int argc, const char **argv)
 	    {"byte-count", 'b', POPT_ARG_STRING, &bytes, 0, "size of each device", "SIZE"},
 	    {"force", 'f', POPT_ARG_NONE, &force, 0, "overwrite existing signatures", NULL},
 	    CLI_WRITE_OPTIONS,
+	    CLI_WHERE_LONG_OPTIONS,
 	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print nothing on success", NULL},
 	    {"nodiscard", 'K', POPT_ARG_NONE, &nodiscard, 0, "do not discard block devices", NULL},
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "print the result as JSON", NULL},
@@ -277,6 +279,16 @@ int main(int argc, const char **argv)
 	     "warn about unreadable source directories instead of failing", NULL},
 	    {"shrink", 0, POPT_ARG_NONE, &shrink, 0,
 	     "end the image file where the --rootdir copy ends", NULL},
+	    {"all-root", 0, POPT_ARG_NONE, &all_root, 0,
+	     "every --rootdir file owned by 0:0 (uid and gid)", NULL},
+	    {"force-uid", 0, POPT_ARG_STRING, &force_uid, 0, "every --rootdir file owned by uid N",
+	     "N"},
+	    {"force-gid", 0, POPT_ARG_STRING, &force_gid, 0, "every --rootdir file in group N",
+	     "N"},
+	    {"uid-offset", 0, POPT_ARG_STRING, &uid_offset, 0,
+	     "add N (negative: subtract) to every --rootdir uid", "N"},
+	    {"gid-offset", 0, POPT_ARG_STRING, &gid_offset, 0,
+	     "add N (negative: subtract) to every --rootdir gid", "N"},
 	    {"slack", 0, POPT_ARG_STRING, &slack, 0,
 	     "with --shrink: keep SIZE unallocated past the last chunk, room to write", "SIZE"},
 	    CLI_STD_OPTIONS POPT_TABLEEND};
@@ -329,10 +341,12 @@ int main(int argc, const char **argv)
 	if (!rc && ((meta && parse_profile(meta, "metadata", &o.meta_profile)) ||
 		    (data && parse_profile(data, "data", &o.data_profile))))
 		rc = CLI_EXIT_USAGE;
-	if (!rc && (compress || skip_unreadable || subvols || iflags || shrink || slack) &&
+	if (!rc &&
+	    (compress || skip_unreadable || subvols || iflags || shrink || slack || all_root ||
+	     force_uid || force_gid || uid_offset || gid_offset) &&
 	    !rootdir) {
-		cli_err("--compress, --subvol, --inode-flags, --skip-unreadable, --shrink and "
-			"--slack need --rootdir");
+		cli_err("--compress, --subvol, --inode-flags, --skip-unreadable, --shrink, "
+			"--slack and the owner options need --rootdir");
 		rc = CLI_EXIT_USAGE;
 	}
 	if (!rc && slack && cli_parse_size("--slack", slack, &o.slack))
@@ -349,7 +363,12 @@ int main(int argc, const char **argv)
 					  .iflags = iflags,
 					  .skip_unreadable = skip_unreadable,
 					  .shrink = shrink,
-					  .quiet = quiet};
+					  .quiet = quiet,
+					  .all_root = all_root,
+					  .force_uid = force_uid,
+					  .force_gid = force_gid,
+					  .uid_offset = uid_offset,
+					  .gid_offset = gid_offset};
 		rc = rootdir_prepare(&rd, &o, &ra);
 		if (!rc && slack && !o.shrink) {
 			cli_err("--slack needs --shrink (or a new image file without -b)");
@@ -397,6 +416,7 @@ out:
 	free(label), free(uuid), free(meta), free(data), free(csum);
 	free(nodesize), free(sectorsize), free(bytes), free(features), free(runtime);
 	free(rootdir), free(compress), free(slack);
+	free(force_uid), free(force_gid), free(uid_offset), free(gid_offset);
 	for (int k = 0; subvols && subvols[k]; k++)
 		free((char *)subvols[k]);
 	for (int k = 0; iflags && iflags[k]; k++)

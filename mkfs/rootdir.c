@@ -236,13 +236,62 @@ static void plan_shrink(const struct src_totals *tot, struct btk_mkfs_opts *o, b
 	struct stat st;
 
 	for (int i = 0; i < o->ndevs; i++)
-		all_new = all_new && stat(o->paths[i], &st) != 0;
+		all_new = all_new && btk_dev_name_stat(o->paths[i], &st) != 0;
 	if (!shrink && (o->byte_count || !all_new))
 		return;
 	o->shrink = true;
 	o->meta_estimate = tot->meta_estimate;
 	if (!o->byte_count)
 		o->byte_count = tot->build_size;
+}
+
+/* A number for opt within [lo, hi]; 0, or 1 after a line naming the option and the value. */
+static int parse_id(const char *opt, const char *v, long long lo, long long hi, long long *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtoll(v, &end, 10);
+	if (errno || end == v || *end || *out < lo || *out > hi)
+		return cli_err("%s: '%s' is not a number from %lld to %lld", opt, v, lo, hi), 1;
+	return 0;
+}
+
+/* Owners without root: --all-root, --force-uid/gid N, --uid/gid-offset N. */
+static int parse_owners(struct rootdir *rd, const struct rootdir_args *a)
+{
+	long long v;
+
+	if (a->all_root && (a->force_uid || a->force_gid || a->uid_offset || a->gid_offset))
+		return cli_err("--all-root sets every owner to 0:0: no --force-uid, --force-gid "
+			       "or offset with it"),
+		       1;
+	if ((a->force_uid && a->uid_offset) || (a->force_gid && a->gid_offset))
+		return cli_err("--force-uid and --uid-offset (--force-gid and --gid-offset) "
+			       "exclude each other"),
+		       1;
+	rd->po.force_uid = rd->po.force_gid = a->all_root;
+	if (a->force_uid) {
+		if (parse_id("--force-uid", a->force_uid, 0, UINT32_MAX - 1, &v))
+			return 1;
+		rd->po.force_uid = true, rd->po.uid = (uint32_t)v;
+	}
+	if (a->force_gid) {
+		if (parse_id("--force-gid", a->force_gid, 0, UINT32_MAX - 1, &v))
+			return 1;
+		rd->po.force_gid = true, rd->po.gid = (uint32_t)v;
+	}
+	if (a->uid_offset) {
+		if (parse_id("--uid-offset", a->uid_offset, -(long long)UINT32_MAX, UINT32_MAX, &v))
+			return 1;
+		rd->po.uid_offset = v;
+	}
+	if (a->gid_offset) {
+		if (parse_id("--gid-offset", a->gid_offset, -(long long)UINT32_MAX, UINT32_MAX, &v))
+			return 1;
+		rd->po.gid_offset = v;
+	}
+	return 0;
 }
 
 /* An archive is read within the copy, once: what it holds is unknown before. A new image
@@ -295,6 +344,8 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 	rd->po.epoch_set = a->epoch_set;
 	rd->po.epoch = (uint64_t)o->now;
 	rd->path = dir;
+	if (parse_owners(rd, a))
+		return CLI_EXIT_USAGE;
 	if (cli_archive_source(dir))
 		return archive_prepare(rd, o, a);
 	if (btk_src_scan(dir, skip_unreadable, &rd->src)) {
@@ -302,6 +353,10 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 		return CLI_EXIT_ERROR;
 	}
 	rd->scanned = true;
+	if (btk_src_check_owners(&rd->src, &rd->po)) {
+		cli_err("%s", btk_errmsg());
+		return CLI_EXIT_ERROR;
+	}
 	src_totals(&rd->src, o, &tot);
 	rd->pg.total_names = rd->src.nnodes - 1;
 	rd->pg.total_bytes = tot.file_bytes;

@@ -41,6 +41,9 @@ struct rootdir_args {
 	bool shrink;	/* --shrink; also implied for a new image file without -b */
 	bool quiet;	/* no progress line */
 	bool epoch_set; /* SOURCE_DATE_EPOCH given (mkfs_read_epoch): o->now is it */
+	/* --all-root, --force-uid/--force-gid, --uid-offset/--gid-offset (option values) */
+	bool all_root;
+	const char *force_uid, *force_gid, *uid_offset, *gid_offset;
 };
 /* SOURCE_DATE_EPOCH into o->now, for every filesystem mkfs makes: 1 set, 0 unset, -1 not a
  * number (said on stderr). */

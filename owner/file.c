@@ -94,7 +94,8 @@ static int print_pieces(struct owner_ctx *c, uint64_t logical, uint64_t len, boo
 			for (int i = 0; i < n; i++)
 				printf("%s{\"devid\":%llu,\"physical\":%llu}", i ? "," : "",
 				       (unsigned long long)ph[i].devid,
-				       (unsigned long long)ph[i].physical);
+				       (unsigned long long)(ph[i].physical +
+							    disk_base(c, ph[i].devid)));
 			printf("]}");
 		} else {
 			printf(first ? " " : "\n%56s ", "");
@@ -102,7 +103,8 @@ static int print_pieces(struct owner_ctx *c, uint64_t logical, uint64_t len, boo
 			       (unsigned long long)contig);
 			for (int i = 0; i < n; i++)
 				printf(" %llu:%llu", (unsigned long long)ph[i].devid,
-				       (unsigned long long)ph[i].physical);
+				       (unsigned long long)(ph[i].physical +
+							    disk_base(c, ph[i].devid)));
 		}
 		first = 0;
 		logical += contig;

@@ -149,12 +149,12 @@ static int split_args(poptContext pc, const char **devs, int *ndev, struct qlist
 	uint64_t v;
 
 	for (const char *a; (a = poptGetArg(pc));) {
-		if (*ndev && !l->n && !parse_u64(a, &v) && stat(a, &st)) {
+		if (*ndev && !l->n && !parse_u64(a, &v) && btk_dev_name_stat(a, &st)) {
 			cli_err("'%s' is neither an address (a number) nor a device: %s", a,
 				strerror(errno));
 			return CLI_EXIT_USAGE;
 		}
-		if (l->n || (parse_u64(a, &v) && stat(a, &st))) {
+		if (l->n || (parse_u64(a, &v) && btk_dev_name_stat(a, &st))) {
 			if (!parse_u64(a, &v)) {
 				cli_err("not an address: '%s'", a);
 				return CLI_EXIT_USAGE;
@@ -177,7 +177,7 @@ static int open_fs(struct owner_ctx *c, const char **devs, int ndev)
 	struct btk_open_opts oo = {.super_mirror = -1};
 	int ret;
 
-	if (cli_root_opts(&oo))
+	if (cli_dev_where(&oo.dev) || cli_root_opts(&oo))
 		return CLI_EXIT_USAGE;
 	if ((ret = btk_fs_open(devs, ndev, &oo, &c->fs))) {
 		cli_err("%s", btk_errmsg());
@@ -200,7 +200,7 @@ static int open_fs(struct owner_ctx *c, const char **devs, int ndev)
 
 int main(int argc, const char **argv)
 {
-	int logical = 0, json = 0, scan = 0, rc, ndev = 0;
+	int logical = 0, json = 0, scan = 0, disk = 0, rc, ndev = 0;
 	char *devid_s = NULL, *bs_s = NULL, *list = NULL, *file = NULL;
 	const char *devs[MAX_DEVS];
 	struct owner_ctx c = {0};
@@ -215,6 +215,9 @@ int main(int argc, const char **argv)
 	    {"addresses", 'f', POPT_ARG_STRING, &list, 0,
 	     "addresses from FILE, one a line (- stdin)", "FILE"},
 	    {"file", 0, POPT_ARG_STRING, &file, 0, "extents of PATH (from the top level)", "PATH"},
+	    {"disk-addresses", 0, POPT_ARG_NONE, &disk, 0,
+	     "physical addresses count from the start of the disk, not of the partition", NULL},
+	    CLI_WHERE_OPTIONS,
 	    CLI_ROOT_LONG_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND,
 	};
@@ -238,6 +241,7 @@ int main(int argc, const char **argv)
 		goto out;
 	rc = CLI_EXIT_USAGE;
 	c.o.json = json, c.o.scan = scan, c.o.physical = !logical, c.o.block_size = 1;
+	c.o.disk = disk;
 	if ((devid_s && (!parse_u64(devid_s, &c.o.devid) || !c.o.devid)) ||
 	    (bs_s && (!parse_u64(bs_s, &v) || !(c.o.block_size = v)))) {
 		cli_err("--devid and --block-size take a positive number");

@@ -35,6 +35,8 @@ struct query {
 
 struct owner_opts {
 	bool json, scan, physical;
+	bool disk; /* --disk-addresses: physical addresses count from the start of the whole disk,
+		      not of the partition (DEV@pN) */
 	uint64_t devid, block_size;
 };
 
@@ -51,6 +53,9 @@ struct owner_ctx {
 };
 
 /* query.c */
+/* Where devid's partition starts on its disk with --disk-addresses (0 without, or for a
+ * device that is no partition): added to physical addresses printed, taken from given ones. */
+uint64_t disk_base(struct owner_ctx *c, uint64_t devid);
 void query_locate(struct owner_ctx *c, struct query *q);
 void query_resolve(struct owner_ctx *c, struct query *q);
 void query_release(struct query *q);

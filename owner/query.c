@@ -13,12 +13,20 @@ static void fail(struct query *q, int err)
 	q->errmsg = strdup(btk_errmsg());
 }
 
+uint64_t disk_base(struct owner_ctx *c, uint64_t devid)
+{
+	struct btk_fs_dev *d = c->o.disk ? btk_fs_dev_find(c->fs, devid) : NULL;
+	uint64_t off, size;
+
+	return d && d->dev && btk_dev_range(d->dev, &off, &size) ? off : 0;
+}
+
 /* Superblock copies first (they sit inside no chunk), then the chunk map. */
 static void locate_physical(struct owner_ctx *c, struct query *q)
 {
 	struct btk_fs_dev *d = btk_fs_dev_find(c->fs, q->devid);
 	const struct btk_chunk *chunk = NULL;
-	uint64_t size, logical = 0;
+	uint64_t size, base, logical = 0;
 	bool parity = false;
 	int ret;
 
@@ -28,6 +36,12 @@ static void locate_physical(struct owner_ctx *c, struct query *q)
 		return;
 	}
 	size = d->dev ? d->dev->size : d->total_bytes;
+	base = disk_base(c, q->devid);
+	if (q->address < base) { /* before the partition (--disk-addresses) */
+		q->kind = Q_BEYOND;
+		return;
+	}
+	q->address -= base;
 	if (q->address >= size) {
 		q->kind = Q_BEYOND;
 		return;

@@ -127,6 +127,7 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	     "resize even with a converted filesystem's image (ext2_saved)", NULL},
 	    {"quiet", 'q', POPT_ARG_NONE, &o->quiet, 0, "print nothing on success", NULL},
 	    CLI_WRITE_OPTIONS,
+	    CLI_WHERE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc;
 	const char **rest;
@@ -262,6 +263,9 @@ static void print_json(const struct opts *o, const struct btk_resize_plan *p,
 			       i ? ", " : "", kind(p->news[i].type), p->news[i].length);
 			for (int j = 0; j < p->news[i].nstripes; j++)
 				printf("%s%" PRIu64, j ? ", " : "", p->news[i].phys[j]);
+			printf("], \"devids\": [");
+			for (int j = 0; j < p->news[i].nstripes; j++)
+				printf("%s%" PRIu64, j ? ", " : "", p->news[i].devid[j]);
 			printf("]}");
 		}
 		printf("]");
@@ -368,9 +372,10 @@ static void print_text(const struct opts *o, const struct btk_resize_plan *p,
 			       s->run ? "past the size" : "packed into the others");
 	}
 	for (int i = 0; i < p->nnew; i++)
-		printf("%s a %s chunk of %" PRIu64 " bytes at %" PRIu64 "%s\n",
+		printf("%s a %s chunk of %" PRIu64 " bytes at %" PRIu64 " on devid %" PRIu64 "%s\n",
 		       o->dry_run ? "would make" : "made", kind(p->news[i].type), p->news[i].length,
-		       p->news[i].phys[0], p->news[i].nstripes > 1 ? " (and its copy)" : "");
+		       p->news[i].phys[0], p->news[i].devid[0],
+		       p->news[i].nstripes > 1 ? " (and its copies)" : "");
 	if (p->repack)
 		printf("%s %" PRIu64 " bytes of extents\n",
 		       o->dry_run ? "would relocate" : "relocated", p->bytes_relocated);

@@ -151,6 +151,7 @@ int main(int argc, const char **argv)
 	    {"force", 'f', POPT_ARG_NONE, &a.force, 0,
 	     "put back even blocks changed since the run (the devices in the file's order)", NULL},
 	    CLI_WRITE_OPTIONS,
+	    CLI_WHERE_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	poptContext pc;
 	const char **args;

@@ -216,11 +216,11 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, bo
 		existed[i] = true; /* until the open says it made the file */
 	for (int i = 0; !ret && i < o->ndevs; i++) {
 		struct stat st;
-		if (stat(o->paths[i], &st) && !o->byte_count)
+		if (btk_dev_name_stat(o->paths[i], &st) && !o->byte_count)
 			return btk_err(ENOENT,
 				       "%s: does not exist (give -b to create an image file)",
 				       o->paths[i]);
-		if (!stat(o->paths[i], &st) && S_ISDIR(st.st_mode))
+		if (!btk_dev_name_stat(o->paths[i], &st) && S_ISDIR(st.st_mode))
 			return btk_err(EISDIR,
 				       "%s: is a directory (give an image file or a block "
 				       "device)",
@@ -260,7 +260,7 @@ static int open_devices(const struct btk_mkfs_opts *o, const struct plan *pl, bo
 				return btk_err(-ret, "%s: cannot size the new image: %s", path,
 					       strerror(-ret));
 		}
-		if (o->shrink && d->dev->is_blockdev)
+		if (o->shrink && d->dev->fixed_size)
 			return btk_err(EINVAL, "%s: --shrink works on image files only", path);
 		if (exists && o->shrink && o->byte_count > d->dev->size) {
 			/* room to build in; the commit truncates the file to what it needs */
@@ -543,7 +543,7 @@ static void discard_devices(struct btk_fs *fs)
 	for (int i = 0; i < fs->ndevs; i++) {
 		struct btk_dev *d = fs->devs[i].dev;
 		/* best effort, like mkfs.btrfs; files keep their bytes until the wipe */
-		if (d->is_blockdev && btk_dev_discard(d, 0, fs->devs[i].total_bytes))
+		if (d->fixed_size && btk_dev_discard(d, 0, fs->devs[i].total_bytes))
 			btk_err_clear();
 	}
 }
@@ -610,7 +610,7 @@ static int truncate_images(struct btk_fs *fs)
 {
 	for (int i = 0; i < fs->ndevs; i++) {
 		struct btk_dev *d = fs->devs[i].dev;
-		int ret = d->is_blockdev ? 0 : btk_dev_truncate(d, fs->devs[i].total_bytes);
+		int ret = d->fixed_size ? 0 : btk_dev_truncate(d, fs->devs[i].total_bytes);
 		if (ret)
 			return btk_err(-ret, "%s: cannot truncate to %llu bytes: %s", d->path,
 				       (unsigned long long)fs->devs[i].total_bytes, strerror(-ret));

@@ -238,29 +238,41 @@ int btk_dir_creatable(uint64_t dir, const char *name, uint16_t len)
 		       (int)len, name);
 }
 
-int btk_dir_link(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
-		 const struct btk_key *loc, uint8_t ftype, uint64_t index)
+int btk_dir_name_add(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name,
+		     uint16_t len, const struct btk_key *loc, uint8_t ftype, uint64_t index,
+		     unsigned sides)
 {
 	struct btk_key k = {dir, BTRFS_DIR_ITEM_KEY, btk_name_hash(name, len)};
 	uint8_t entry[DIR_ITEM_SZ + BTK_NAME_MAX];
-	int ret;
+	int ret = 0;
 
 	if (!len || len > BTK_NAME_MAX)
 		return btk_err(ENAMETOOLONG, "name of %u bytes in directory %llu", len,
 			       (unsigned long long)dir);
-	if ((ret = btk_dir_creatable(dir, name, len)))
-		return ret;
-	ret = hashed_entry_add(t, root, &k, loc, ftype, name, len, NULL, 0);
-	if (ret == -EEXIST)
-		return btk_err(EEXIST, "directory %llu already has \"%.*s\"",
-			       (unsigned long long)dir, (int)len, name);
-	if (ret)
-		return ret;
-	k = (struct btk_key){dir, BTRFS_DIR_INDEX_KEY, index};
-	btk_dir_ent_write(entry, loc, btk_trans_id(t), ftype, name, len, NULL, 0);
-	ret = btk_item_insert(t, root, &k, entry, (uint32_t)DIR_ITEM_SZ + len);
-	if (!ret && loc->type == BTRFS_INODE_ITEM_KEY)
+	if (sides & BTK_NAME_DIR_ITEM) {
+		ret = hashed_entry_add(t, root, &k, loc, ftype, name, len, NULL, 0);
+		if (ret == -EEXIST)
+			return btk_err(EEXIST, "directory %llu already has \"%.*s\"",
+				       (unsigned long long)dir, (int)len, name);
+	}
+	if (!ret && (sides & BTK_NAME_DIR_INDEX)) {
+		k = (struct btk_key){dir, BTRFS_DIR_INDEX_KEY, index};
+		btk_dir_ent_write(entry, loc, btk_trans_id(t), ftype, name, len, NULL, 0);
+		ret = btk_item_insert(t, root, &k, entry, (uint32_t)DIR_ITEM_SZ + len);
+	}
+	if (!ret && (sides & BTK_NAME_REF) && loc->type == BTRFS_INODE_ITEM_KEY)
 		ret = inode_ref_add(t, root, loc->objectid, dir, name, len, index);
+	return ret;
+}
+
+int btk_dir_link(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
+		 const struct btk_key *loc, uint8_t ftype, uint64_t index)
+{
+	int ret = btk_dir_creatable(dir, name, len);
+
+	if (!ret)
+		ret = btk_dir_name_add(t, root, dir, name, len, loc, ftype, index,
+				       BTK_NAME_DIR_ITEM | BTK_NAME_DIR_INDEX | BTK_NAME_REF);
 	if (!ret)
 		ret = btk_inode_add_dir_size(t, root, dir, 2ULL * len);
 	return ret;

@@ -43,6 +43,15 @@ int btk_inode_add_dir_size(struct btk_trans *t, uint64_t root, uint64_t dir, uin
  * ftype is BTRFS_FT_*. -EEXIST if dir already has that name. -ENAMETOOLONG past 255 bytes. */
 int btk_dir_link(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name, uint16_t len,
 		 const struct btk_key *loc, uint8_t ftype, uint64_t index);
+/* The sides of a name btk_dir_link writes, chosen (a repair adds what a name lacks): DIR_ITEM
+ * (appended to an item of a colliding hash), DIR_INDEX, INODE_REF/EXTREF; the directory's
+ * size is left as it is. -EEXIST, -ENAMETOOLONG as btk_dir_link. */
+#define BTK_NAME_DIR_ITEM  1u
+#define BTK_NAME_DIR_INDEX 2u
+#define BTK_NAME_REF	   4u
+int btk_dir_name_add(struct btk_trans *t, uint64_t root, uint64_t dir, const char *name,
+		     uint16_t len, const struct btk_key *loc, uint8_t ftype, uint64_t index,
+		     unsigned sides);
 /* -EPERM (with a message) when dir is a snapshot's placeholder (BTK_STUB_INO), in which the
  * kernel creates nothing; else 0. btk_dir_link and everything creating names check it. */
 int btk_dir_creatable(uint64_t dir, const char *name, uint16_t len);

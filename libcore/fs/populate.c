@@ -36,8 +36,8 @@ static void make_attr(const struct pop *p, const struct btk_src_inode *in, uint3
 
 	memset(a, 0, sizeof(*a));
 	a->mode = st->st_mode | (S_ISDIR(st->st_mode) ? p->o->dir_mode_or : 0);
-	a->uid = st->st_uid;
-	a->gid = st->st_gid;
+	a->uid = p->o->force_uid ? p->o->uid : (uint32_t)((int64_t)st->st_uid + p->o->uid_offset);
+	a->gid = p->o->force_gid ? p->o->gid : (uint32_t)((int64_t)st->st_gid + p->o->gid_offset);
 	a->nlink = S_ISDIR(st->st_mode) ? 1 : nlink;
 	/* The kernel keeps rdev in its own dev_t encoding: major << 20 | minor. */
 	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
@@ -800,6 +800,28 @@ void pop_mark_compress(struct pop *p)
 	}
 }
 
+int btk_src_check_owners(const struct btk_src_tree *src, const struct btk_populate_opts *o)
+{
+	char path[4096];
+
+	for (uint32_t i = 0; i < src->ninodes; i++) {
+		const struct stat *st = &src->inodes[i].st;
+		int64_t u = (int64_t)st->st_uid + o->uid_offset,
+			g = (int64_t)st->st_gid + o->gid_offset;
+		bool bad_u = !o->force_uid && (u < 0 || u >= UINT32_MAX);
+		bool bad_g = !o->force_gid && (g < 0 || g >= UINT32_MAX);
+		if (!bad_u && !bad_g)
+			continue;
+		if (!btk_src_path(src, src->inodes[i].first_node, path, sizeof(path)))
+			snprintf(path, sizeof(path), "%s/...", src->top);
+		return bad_u ? btk_err(ERANGE, "%s: uid %u with --uid-offset %lld is no valid uid",
+				       path, (unsigned)st->st_uid, (long long)o->uid_offset)
+			     : btk_err(ERANGE, "%s: gid %u with --gid-offset %lld is no valid gid",
+				       path, (unsigned)st->st_gid, (long long)o->gid_offset);
+	}
+	return 0;
+}
+
 int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,
 		 const struct btk_populate_opts *o, struct btk_populate_stats *st)
 {
@@ -808,6 +830,8 @@ int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,
 
 	btk_err_clear(); /* a failure below names its own cause, never an earlier one */
 	memset(st, 0, sizeof(*st));
+	if ((o->uid_offset || o->gid_offset) && (ret = btk_src_check_owners(src, o)))
+		return ret;
 	p.dir_index = malloc(src->nnodes * sizeof(*p.dir_index));
 	if (!p.dir_index)
 		return btk_err(ENOMEM, "out of memory");

@@ -98,6 +98,11 @@ struct btk_populate_opts {
 	uint32_t dir_mode_or;
 	bool epoch_set;
 	uint64_t epoch; /* SOURCE_DATE_EPOCH */
+	/* owners without root: every inode's uid (gid) is uid (gid) when force_uid (force_gid),
+	 * else the source's plus uid_offset (gid_offset), which must stay within 0..2^32-2 */
+	bool force_uid, force_gid;
+	uint32_t uid, gid;
+	int64_t uid_offset, gid_offset;
 	int compress, compress_level;
 	bool skip_unreadable;
 	uint32_t max_inline; /* the kernel's max_inline; 0 = its default, BTK_MAX_INLINE */
@@ -108,6 +113,10 @@ struct btk_populate_opts {
 	void (*progress)(void *ctx, uint64_t names, uint64_t bytes);
 	void *progress_ctx;
 };
+
+/* Whether every owner o's offsets give is a valid id (not -1): 0, or -ERANGE naming the first
+ * path that fails (btk_populate checks it too, before it makes anything). */
+int btk_src_check_owners(const struct btk_src_tree *src, const struct btk_populate_opts *o);
 
 /* Writes the scanned tree into o->root within t. */
 int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,

@@ -285,7 +285,7 @@ static int size_targets(struct btk_fs *fs)
 		}
 		if (d->dev->size >= need)
 			continue;
-		if (d->dev->is_blockdev)
+		if (d->dev->fixed_size)
 			return btk_err(ENOSPC,
 				       "%s: %llu bytes, the restored device %llu needs %llu",
 				       d->dev->path, (unsigned long long)d->dev->size,

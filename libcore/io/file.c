@@ -239,6 +239,7 @@ int btk_dev_open(const char *path, int flags, struct btk_dev **out)
 	dev->ops = &fd_ops;
 	dev->writable = flags & BTK_OPEN_WRITE;
 	ret = dev_size(fd, path, &dev->is_blockdev, &dev->size);
+	dev->fixed_size = dev->is_blockdev;
 	if (!ret && dev->is_blockdev && (flags & BTK_OPEN_EXCL)) {
 		/* Reopening with O_EXCL fails with EBUSY when the kernel holds the device. */
 		int xfd = open(path, oflags | O_EXCL);

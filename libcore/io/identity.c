@@ -1,7 +1,7 @@
 /* identity.c — whether two names or handles are one device. Two paths can name one device
  * (a symlink, a hard link, "./x" and "x", /dev/sdb and its /dev/disk/by-id name); a
  * filesystem that counted it twice would be broken, so callers compare identities, never
- * names. */
+ * names. Windows of one file (partitions) are one device only when their ranges overlap. */
 #include "io/io.h"
 #include "base/error.h"
 
@@ -27,7 +27,12 @@ static const struct btk_dev *bottom(const struct btk_dev *d)
 bool btk_dev_same(const struct btk_dev *a, const struct btk_dev *b)
 {
 	struct stat sa, sb;
+	uint64_t ao, as, bo, bs;
 
+	/* two partitions of one disk are two devices unless their ranges overlap */
+	if (a && b && btk_dev_range(a, &ao, &as) && btk_dev_range(b, &bo, &bs) &&
+	    (ao + as <= bo || bo + bs <= ao))
+		return false;
 	a = bottom(a), b = bottom(b);
 	if (!a || !b || a->fd < 0 || b->fd < 0)
 		return a == b && a;

@@ -136,6 +136,33 @@ static void loops_of(dev_t dev, ino_t ino, struct bdevs *b)
 	closedir(d);
 }
 
+/* The kernel's partition devices of every whole disk in b ("loop0p2", "sdb1"): a filesystem
+ * mounted from one of them lies in a range of the disk. */
+static void add_partitions(struct bdevs *b)
+{
+	for (int i = 0, n = b->n; i < n; i++) {
+		char p[PATH_MAX], num[32];
+		struct dirent *e;
+		unsigned ma, mi;
+		DIR *d;
+		if (!b->name[i][0])
+			continue;
+		snprintf(p, sizeof(p), "/sys/block/%s", b->name[i]);
+		if (!(d = opendir(p)))
+			continue; /* a partition itself, or no sysfs */
+		while ((e = readdir(d))) {
+			if (strncmp(e->d_name, b->name[i], strlen(b->name[i])) ||
+			    e->d_name[0] == '.')
+				continue;
+			snprintf(p, sizeof(p), "/sys/block/%s/%s/dev", b->name[i], e->d_name);
+			if (read_line(p, num, sizeof(num)) || sscanf(num, "%u:%u", &ma, &mi) != 2)
+				continue;
+			add_bdev(b, makedev(ma, mi));
+		}
+		closedir(d);
+	}
+}
+
 /* Do block devices a and b belong to one mounted btrfs (a sysfs FSID/devices dir has both)? */
 static bool same_btrfs(const char *a, const char *b)
 {
@@ -264,7 +291,8 @@ enum btk_use btk_dev_in_use(const char *path, char *where, size_t len)
 	if (!where || !len)
 		where = dummy, len = sizeof(dummy);
 	where[0] = 0;
-	if (stat(path, &st))
+	/* a partition or an offset of a device ("disk.img@p2"): the whole device counts */
+	if (btk_dev_name_stat(path, &st))
 		return BTK_USE_FREE; /* opening it will say why */
 	if (S_ISBLK(st.st_mode)) {
 		dev_t bd;
@@ -278,6 +306,7 @@ enum btk_use btk_dev_in_use(const char *path, char *where, size_t len)
 	}
 	if (!b.n)
 		return BTK_USE_FREE;
+	add_partitions(&b);
 	state = scan_mounts(&b, where, len);
 	if (state == BTK_USE_FREE && S_ISREG(st.st_mode)) {
 		snprintf(where, len, "/dev/%s", b.name[0][0] ? b.name[0] : "loop?");

@@ -60,7 +60,7 @@ int btk_dev_write(struct btk_dev *dev, const void *buf, size_t len, uint64_t off
 	dev->stats.writes++;
 	dev->stats.write_bytes += len;
 	ret = dev->ops->pwrite(dev, buf, len, off);
-	if (!ret && !dev->is_blockdev && off + len > dev->size)
+	if (!ret && !dev->fixed_size && off + len > dev->size)
 		dev->size = off + len;
 	return ret;
 }
@@ -108,9 +108,9 @@ int btk_dev_truncate(struct btk_dev *dev, uint64_t size)
 {
 	int ret = need_writable(dev);
 
-	if (!ret && dev->is_blockdev)
-		ret =
-		    btk_err(EOPNOTSUPP, "%s: the size of a block device cannot be set", dev->path);
+	if (!ret && dev->fixed_size)
+		ret = btk_err(EOPNOTSUPP, "%s: its size is fixed (a block device or a partition)",
+			      dev->path);
 	if (!ret && !dev->ops->truncate)
 		ret = btk_err(EOPNOTSUPP, "%s: cannot set the size", dev->path);
 	if (ret)

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 
 struct btk_dev;
@@ -59,8 +60,11 @@ struct btk_dev {
 	void *priv;	       /* backend data */
 	struct btk_dev *lower; /* wrapped device for stacking backends (faults), or NULL */
 	const struct btk_dev_filter *filter; /* with lower: the stacking backend's (stack.c) */
+	uint64_t lower_off;		     /* with lower: where byte 0 lies on it (a window) */
 	struct btk_lock *lock; /* the writer's lock this handle holds (lock.c), or NULL */
 	bool created;	       /* btk_dev_open_opts made the file (o->create): it was not there */
+	bool fixed_size;       /* writes never grow it and it cannot be truncated: a block
+				  device, a window (a partition), split raw segments, EWF */
 };
 
 #define BTK_OPEN_WRITE	1 /* open read-write */
@@ -184,6 +188,76 @@ int btk_dev_mem_view(const char *name, const void *buf, size_t len, struct btk_d
  * valid until the next change or the close. */
 const void *btk_dev_mem_buf(const struct btk_dev *dev, size_t *len);
 
+/* ---- Where a filesystem lives on a device (window.c, ptable.c, where.c) ---- */
+
+/* A window of lower (taking ownership): bytes [off, off+size) of lower seen as a device of
+ * size bytes, named name ("disk.img@p2"). Nothing outside the range is ever read or written:
+ * an access past the window's end is -ENOSPC (writes) or -EIO (reads) naming the window, and
+ * its size is fixed (dev->fixed_size: no truncate, writes never grow it). -EINVAL when the
+ * range is not inside lower, -ENOMEM. */
+int btk_dev_window(struct btk_dev *lower, uint64_t off, uint64_t size, const char *name,
+		   struct btk_dev **out);
+/* The window dev's stack puts it in, relative to the bottom device (its file or block
+ * device): *off and *size; false when there is no window (then the whole device). */
+bool btk_dev_range(const struct btk_dev *dev, uint64_t *off, uint64_t *size);
+
+/* A partition table (ptable.c), read through the handle (so inside split raw and EWF files
+ * too): MBR with primary, extended and logical partitions, or GPT (the protective MBR names
+ * it; the primary header, else the backup, checked by CRC). Partitions are numbered as sfdisk
+ * and mmls number them: MBR slots 1-4 (an empty slot keeps its number), logical partitions
+ * from 5 in chain order; GPT entries by index + 1. */
+struct btk_part {
+	unsigned num;	    /* 1-based */
+	uint64_t start;	    /* bytes */
+	uint64_t size;	    /* bytes */
+	char type[40];	    /* MBR "0x83"; GPT the type GUID, lower-case */
+	char type_name[32]; /* "Linux filesystem", "EFI System", "Extended"... or "" */
+	char name[80];	    /* GPT partition name (UTF-8), "" for MBR */
+	bool extended;	    /* an MBR extended partition (holds logical ones) */
+	bool logical;	    /* an MBR logical partition */
+};
+struct btk_ptable {
+	char kind[8];	    /* "gpt" or "dos" (as libblkid's PTTYPE) */
+	unsigned sector;    /* bytes per sector the table counts in (512 or 4096) */
+	uint64_t disk_size; /* bytes */
+	struct btk_part *p; /* by number */
+	int n;
+};
+/* 0 with the table, -ENOENT when dev holds none (no MBR signature), -EUCLEAN for a table
+ * that does not parse (the message says what), -EIO, -ENOMEM. Free with btk_ptable_free. */
+int btk_dev_ptable(struct btk_dev *dev, struct btk_ptable *t);
+void btk_ptable_free(struct btk_ptable *t);
+/* The partition numbered num of t, or NULL. */
+const struct btk_part *btk_ptable_find(const struct btk_ptable *t, unsigned num);
+
+/* Where the filesystem lies on a device (where.c): a partition or a byte offset. Tools take it
+ * from --partition N / --offset BYTES (cli/devopts.c) for every device, or per device from
+ * the name: "PATH@pN" (partition N) and "PATH@OFFSET" (bytes, with a k/m/g/t suffix; also
+ * "PATH@Ns" in 512-byte sectors); a name is taken whole when a file of that name exists, or
+ * when neither it nor PATH does (a new file to make). */
+struct btk_dev_where {
+	unsigned partition; /* 1-based; 0: none */
+	uint64_t offset;    /* bytes from the start (without a partition) */
+	uint64_t size;	    /* with offset: bytes (0: to the end) */
+};
+/* Splits name into the file or device it names (base, len bytes) and where: 1 when name
+ * carries an "@" part, 0 when it is taken whole, -EINVAL naming a malformed "@" part of a
+ * name that does not exist (-ENAMETOOLONG). */
+int btk_dev_name_parse(const char *name, char *base, size_t len, struct btk_dev_where *w);
+/* For a tool that hands the device to another library (convert's libext2fs): the file or
+ * device name stands for in base (len bytes) and the byte range of the filesystem in it,
+ * *off and *size (the whole device without a window); dflt applies to a name without "@".
+ * Reads the partition table read-only. 0 or the errors of btk_dev_where_apply. */
+int btk_dev_where_resolve(const char *name, const struct btk_dev_where *dflt, char *base,
+			  size_t len, uint64_t *off, uint64_t *size);
+/* stat(2) of the file or device name stands for ("disk.img@p2": disk.img); -1 with errno. */
+int btk_dev_name_stat(const char *name, struct stat *st);
+/* Puts a window on *devp as w says (a partition read from its table; an offset), named
+ * "BASE@pN" / "BASE@OFFSET"; nothing when w is empty. -ENOENT "no partition N" (naming the
+ * ones there are), -EINVAL an offset past the end, errors of btk_dev_ptable. On failure *devp
+ * is closed and NULL. */
+int btk_dev_where_apply(struct btk_dev **devp, const char *base, const struct btk_dev_where *w);
+
 /* ---- The open path (open.c, in_use.c, lock.c): how every tool opens its devices ----
  *
  * A writable open is exclusive: it refuses a device the kernel uses (btk_dev_refuse_in_use),
@@ -204,6 +278,9 @@ struct btk_dev_opts {
 		enum btk_fault_mode mode; /* tests: a power cut after `after` changes */
 		uint64_t after;		  /* (per device) */
 	} fault;
+	/* where the filesystem lies on every device whose name has no "@" part (--partition,
+	 * --offset): a window over it (btk_dev_where_apply) */
+	struct btk_dev_where where;
 };
 /* Opens path as o says; *out is the caller's (btk_dev_close releases the lock). With
  * o->create, a file that is not there is made, locked before it is named (btk_lock_create:
@@ -237,6 +314,12 @@ int btk_dev_probe_signatures(const char *path);
 /* What libblkid finds on path: 1 with its TYPE ("btrfs", "ext4"; "gpt" with *what "partition
  * table", else "filesystem") in found, 0 when nothing (or path is not there), -EIO. */
 int btk_dev_signature(const char *path, char *found, size_t len, const char **what);
+
+/* What libblkid finds in the range dev stands for (a partition: its window): 1 with TYPE
+ * ("ext4", "btrfs", "swap"...), LABEL and UUID ("" when none) in the buffers (64, 256, 64
+ * bytes), 0 when nothing or when the range has no file descriptor under it (split raw, EWF),
+ * -EIO. */
+int btk_dev_blkid(const struct btk_dev *dev, char type[64], char label[256], char uuid[64]);
 
 /* The writer's lock on path's file (lock.c): exclusive between processes, shared by every
  * holder in this one (counted). -EBUSY "PATH: is being changed by another btk process (pid N)"

@@ -85,12 +85,17 @@ static int enter(int fd, const struct stat *st, struct btk_lock **out)
 	return 0;
 }
 
-int btk_lock_take(const char *path, bool wait, struct btk_lock **out)
+int btk_lock_take(const char *name, bool wait, struct btk_lock **out)
 {
+	struct btk_dev_where w;
 	struct btk_lock *l;
 	struct stat st;
-	int fd, ret = 0;
+	char path[4096];
+	int fd, ret = btk_dev_name_parse(name, path, sizeof(path), &w); /* disk.img@p2: disk.img */
 
+	if (ret < 0)
+		return ret;
+	ret = 0;
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd < 0)
 		return btk_err(errno, "%s: cannot open: %s", path, strerror(errno));

@@ -12,21 +12,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-int btk_dev_signature(const char *path, char *found, size_t len, const char **what)
+/* libblkid's verdict on an open probe: 1 with TYPE or PTTYPE in found, 0 nothing, -EIO. */
+static int probe_verdict(blkid_probe pr, const char *name, char *found, size_t len,
+			 const char **what)
 {
-	blkid_probe pr;
 	const char *type = NULL;
-	struct stat st;
 	int ret;
 
-	*what = "filesystem";
-	if (len)
-		found[0] = 0;
-	if (stat(path, &st))
-		return 0; /* nothing there yet */
-	pr = blkid_new_probe_from_filename(path);
-	if (!pr)
-		return btk_err(EIO, "%s: cannot probe for existing signatures", path);
 	blkid_probe_enable_superblocks(pr, 1);
 	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE);
 	blkid_probe_enable_partitions(pr, 1);
@@ -43,8 +35,49 @@ int btk_dev_signature(const char *path, char *found, size_t len, const char **wh
 	}
 	blkid_free_probe(pr);
 	if (ret < 0)
-		return btk_err(EIO, "%s: probing for existing signatures failed", path);
+		return btk_err(EIO, "%s: probing for existing signatures failed", name);
 	return ret == 0;
+}
+
+int btk_dev_signature(const char *path, char *found, size_t len, const char **what)
+{
+	blkid_probe pr;
+	struct stat st;
+
+	*what = "filesystem";
+	if (len)
+		found[0] = 0;
+	if (stat(path, &st))
+		return 0; /* nothing there yet */
+	pr = blkid_new_probe_from_filename(path);
+	if (!pr)
+		return btk_err(EIO, "%s: cannot probe for existing signatures", path);
+	return probe_verdict(pr, path, found, len, what);
+}
+
+/* The same for the range an open handle stands for (a partition: its window only). */
+static int dev_signature(const struct btk_dev *dev, char *found, size_t len, const char **what)
+{
+	const struct btk_dev *b = dev;
+	uint64_t off, size;
+	blkid_probe pr;
+
+	if (!btk_dev_range(dev, &off, &size))
+		return btk_dev_signature(dev->path, found, len, what);
+	*what = "filesystem";
+	if (len)
+		found[0] = 0;
+	while (b->lower)
+		b = b->lower;
+	if (b->fd < 0) /* split raw, EWF: nothing for libblkid to read */
+		return 0;
+	if (!(pr = blkid_new_probe()) ||
+	    blkid_probe_set_device(pr, b->fd, (blkid_loff_t)off, (blkid_loff_t)size)) {
+		if (pr)
+			blkid_free_probe(pr);
+		return btk_err(EIO, "%s: cannot probe for existing signatures", dev->path);
+	}
+	return probe_verdict(pr, dev->path, found, len, what);
 }
 
 int btk_dev_probe_signatures(const char *path)
@@ -79,8 +112,6 @@ static int exclusive(struct btk_dev **devp, const struct btk_dev_opts *o)
 	int ret;
 
 	if ((ret = lock_handle(dev, o)) || (ret = btk_dev_refuse_in_use(dev->path)))
-		return ret;
-	if (o->no_clobber && (ret = btk_dev_probe_signatures(dev->path)))
 		return ret;
 	if (!dev->is_blockdev)
 		return 0;
@@ -122,27 +153,89 @@ static void close_dev(struct btk_dev *dev, const char *path, bool made)
 	btk_dev_close(dev);
 }
 
+int btk_dev_blkid(const struct btk_dev *dev, char type[64], char label[256], char uuid[64])
+{
+	const struct btk_dev *b = dev;
+	const char *v;
+	uint64_t off, size;
+	blkid_probe pr;
+	int ret;
+
+	type[0] = label[0] = uuid[0] = 0;
+	btk_dev_range(dev, &off, &size);
+	while (b->lower)
+		b = b->lower;
+	if (b->fd < 0)
+		return 0;
+	if (!(pr = blkid_new_probe()) ||
+	    blkid_probe_set_device(pr, b->fd, (blkid_loff_t)off, (blkid_loff_t)size)) {
+		if (pr)
+			blkid_free_probe(pr);
+		return btk_err(EIO, "%s: cannot probe", dev->path);
+	}
+	blkid_probe_enable_superblocks(pr, 1);
+	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_LABEL |
+						  BLKID_SUBLKS_UUID);
+	blkid_probe_enable_partitions(pr, 1);
+	ret = blkid_do_fullprobe(pr);
+	if (ret == 0) {
+		if (!blkid_probe_lookup_value(pr, "TYPE", &v, NULL) ||
+		    !blkid_probe_lookup_value(pr, "PTTYPE", &v, NULL))
+			snprintf(type, 64, "%s", v);
+		if (!blkid_probe_lookup_value(pr, "LABEL", &v, NULL))
+			snprintf(label, 256, "%s", v);
+		if (!blkid_probe_lookup_value(pr, "UUID", &v, NULL))
+			snprintf(uuid, 64, "%s", v);
+	}
+	blkid_free_probe(pr);
+	if (ret < 0)
+		return btk_err(EIO, "%s: probing failed", dev->path);
+	return ret == 0 && type[0];
+}
+
+/* After the window: the signatures of what the filesystem will overwrite. */
+static int no_clobber(const struct btk_dev *dev)
+{
+	const char *what;
+	char found[64];
+	int ret = dev_signature(dev, found, sizeof(found), &what);
+
+	if (ret <= 0)
+		return ret;
+	return btk_err(EEXIST, "%s: contains a %s %s (use -f to overwrite)", dev->path, found,
+		       what);
+}
+
 int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk_dev **out)
 {
 	struct btk_dev_opts none = {0};
 	struct btk_dev *dev = NULL;
 	struct btk_lock *born = NULL;
+	struct btk_dev_where w;
+	char base[4096];
 	bool made = false;
 	int ret;
 
 	if (!o)
 		o = &none;
+	if ((ret = btk_dev_name_parse(path, base, sizeof(base), &w)) < 0)
+		return ret;
+	if (!ret)
+		w = o->where;
 	if (!o->write) {
-		if ((ret = btk_dev_open(path, 0, &dev)))
+		if ((ret = btk_dev_open(base, 0, &dev)))
 			return ret;
-	} else if ((o->create && (ret = btk_lock_create(path, 0644, &made, &born))) ||
-		   (ret = btk_dev_open(path, BTK_OPEN_WRITE, &dev)) || (ret = exclusive(&dev, o))) {
-		close_dev(dev, path, made);
+	} else if ((o->create && (ret = btk_lock_create(base, 0644, &made, &born))) ||
+		   (ret = btk_dev_open(base, BTK_OPEN_WRITE, &dev)) || (ret = exclusive(&dev, o))) {
+		close_dev(dev, base, made);
 		btk_lock_drop(born);
 		return ret;
 	}
-	if ((ret = wrap(&dev, o))) {
-		close_dev(dev, path, made);
+	if ((ret = btk_dev_where_apply(&dev, base, &w)) ||
+	    (o->write && o->no_clobber && (ret = no_clobber(dev))) || (ret = wrap(&dev, o))) {
+		if (made)
+			unlink(base);
+		btk_dev_close(dev);
 		btk_lock_drop(born);
 		return ret;
 	}

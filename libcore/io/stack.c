@@ -1,5 +1,6 @@
-/* stack.c — the one backend of every stacking handle (faults, undo, the repair's view): each
- * call goes down to the lower device, a change only after the handle's filter has let it. */
+/* stack.c — the one backend of every stacking handle (faults, undo, the repair's view, a
+ * window): each call goes down to the lower device (lower_off further on), a change only after
+ * the handle's filter has let it. */
 #include "io/io.h"
 #include "base/error.h"
 
@@ -18,7 +19,7 @@ static int stack_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
 {
 	if (dev->filter->pread)
 		return dev->filter->pread(dev, buf, len, off);
-	return btk_dev_read(dev->lower, buf, len, off);
+	return btk_dev_read(dev->lower, buf, len, dev->lower_off + off);
 }
 
 static int stack_pwrite(struct btk_dev *dev, const void *buf, size_t len, uint64_t off)
@@ -26,8 +27,9 @@ static int stack_pwrite(struct btk_dev *dev, const void *buf, size_t len, uint64
 	int ret = ask(dev, BTK_CHANGE_WRITE, off, len, buf);
 
 	if (!ret) {
-		ret = btk_dev_write(dev->lower, buf, len, off);
-		dev->size = dev->lower->size;
+		ret = btk_dev_write(dev->lower, buf, len, dev->lower_off + off);
+		if (!dev->fixed_size) /* else (a window) its own size */
+			dev->size = dev->lower->size;
 	}
 	return ret > 0 ? 0 : ret;
 }
@@ -43,14 +45,14 @@ static int stack_discard(struct btk_dev *dev, uint64_t off, uint64_t len)
 {
 	int ret = ask(dev, BTK_CHANGE_DISCARD, off, len, NULL);
 
-	return ret ? (ret > 0 ? 0 : ret) : btk_dev_discard(dev->lower, off, len);
+	return ret ? (ret > 0 ? 0 : ret) : btk_dev_discard(dev->lower, dev->lower_off + off, len);
 }
 
 static int stack_zeroout(struct btk_dev *dev, uint64_t off, uint64_t len)
 {
 	int ret = ask(dev, BTK_CHANGE_ZEROOUT, off, len, NULL);
 
-	return ret ? (ret > 0 ? 0 : ret) : btk_dev_zeroout(dev->lower, off, len);
+	return ret ? (ret > 0 ? 0 : ret) : btk_dev_zeroout(dev->lower, dev->lower_off + off, len);
 }
 
 static int stack_truncate(struct btk_dev *dev, uint64_t size)
@@ -59,21 +61,22 @@ static int stack_truncate(struct btk_dev *dev, uint64_t size)
 
 	if (!ret) {
 		ret = btk_dev_truncate(dev->lower, size);
-		dev->size = dev->lower->size;
+		if (!dev->fixed_size) /* else (a window) its own size */
+			dev->size = dev->lower->size;
 	}
 	return ret > 0 ? 0 : ret;
 }
 
 static void stack_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len)
 {
-	btk_dev_prefetch(dev->lower, off, len);
+	btk_dev_prefetch(dev->lower, dev->lower_off + off, len);
 }
 
 static int stack_view(struct btk_dev *dev, uint64_t off, size_t len, struct btk_view *v)
 {
 	if (dev->filter->pread)
 		return btk_err(EOPNOTSUPP, "%s: no views of this device", dev->path);
-	return btk_dev_view(dev->lower, off, len, v);
+	return btk_dev_view(dev->lower, dev->lower_off + off, len, v);
 }
 
 static void stack_close(struct btk_dev *dev)
@@ -107,6 +110,7 @@ int btk_dev_stack(struct btk_dev *lower, const struct btk_dev_filter *filter, vo
 	dev->size = lower->size;
 	dev->writable = lower->writable;
 	dev->is_blockdev = lower->is_blockdev;
+	dev->fixed_size = lower->fixed_size;
 	dev->priv = priv;
 	dev->lower = lower;
 	dev->filter = filter;

@@ -205,7 +205,7 @@ static int dev_record(struct btk_dev *lower, const char *path, struct log_dev *l
 	size_t plen = strlen(path);
 	uint32_t slen = undo_block_len(lower->size, BTK_SUPER_OFFSET / BS);
 	uint8_t *r = calloc(1, UD_FIXED + plen), *sb = malloc(BS);
-	uint32_t flags = lower->is_blockdev ? UD_F_BLOCKDEV : 0;
+	uint32_t flags = lower->fixed_size ? UD_F_BLOCKDEV : 0;
 	int ret = 0;
 
 	if (!r || !sb) {
@@ -674,7 +674,7 @@ int btk_dev_undo_rollback(struct btk_dev *dev)
 	u = dev->priv;
 	lower = dev->lower;
 	fd = u->log ? u->log->fd : u->tmp ? fileno(u->tmp) : -1;
-	if (!lower->is_blockdev && lower->size < u->orig_size)
+	if (!lower->fixed_size && lower->size < u->orig_size)
 		ret = btk_dev_truncate(lower, u->orig_size);
 	for (size_t i = 0; i < u->n && !ret; i++) {
 		const struct undo_run *r = &u->runs[i];
@@ -682,8 +682,8 @@ int btk_dev_undo_rollback(struct btk_dev *dev)
 		if (len > r->count * BS)
 			len = r->count * BS;
 		if (r->at == UINT64_MAX) { /* a file's hole reads as zeroes and stays sparse */
-			ret = lower->is_blockdev ? btk_dev_zeroout(lower, off, len)
-						 : btk_dev_discard(lower, off, len);
+			ret = lower->fixed_size ? btk_dev_zeroout(lower, off, len)
+						: btk_dev_discard(lower, off, len);
 			if (ret == -EOPNOTSUPP)
 				ret = btk_dev_zeroout(lower, off, len);
 			continue;
@@ -697,7 +697,7 @@ int btk_dev_undo_rollback(struct btk_dev *dev)
 			done += k;
 		}
 	}
-	if (!ret && !lower->is_blockdev && lower->size > u->orig_size)
+	if (!ret && !lower->fixed_size && lower->size > u->orig_size)
 		ret = btk_dev_truncate(lower, u->orig_size);
 	if (!ret)
 		ret = btk_dev_flush(lower);

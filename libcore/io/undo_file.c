@@ -404,7 +404,7 @@ static int fits(struct btk_undo *u, size_t i, struct btk_dev *d, bool *ok)
 	int ret;
 
 	*ok = false;
-	if (u->pub[i].blockdev != d->is_blockdev || (d->is_blockdev && d->size != u->pub[i].size))
+	if (u->pub[i].blockdev != d->fixed_size || (d->fixed_size && d->size != u->pub[i].size))
 		return 0;
 	if ((ret = undo_read_now(d, u->buf, BTK_SUPER_OFFSET, ud->super_len)))
 		return ret;
@@ -555,7 +555,7 @@ static int put_run(struct btk_undo *u, struct udev *ud, size_t k, size_t e, stru
 	for (size_t j = k; j < e; j++)
 		len += ud->blks[j].len;
 	if (ud->blks[k].at == UINT64_MAX) { /* a file's hole reads as zeroes and stays sparse */
-		ret = d->is_blockdev ? btk_dev_zeroout(d, off, len) : btk_dev_discard(d, off, len);
+		ret = d->fixed_size ? btk_dev_zeroout(d, off, len) : btk_dev_discard(d, off, len);
 		return ret == -EOPNOTSUPP ? btk_dev_zeroout(d, off, len) : ret;
 	}
 	if (pread(u->fd, u->buf, len, (off_t)ud->blks[k].at) != (ssize_t)len)
@@ -607,7 +607,7 @@ int btk_undo_apply(struct btk_undo *u, struct btk_dev *const *devs, int n,
 		struct udev *ud = &u->devs[m[i].dev];
 		uint64_t size = u->pub[m[i].dev].size;
 		struct btk_dev *d = devs[i];
-		if (!d->is_blockdev && d->size < size)
+		if (!d->fixed_size && d->size < size)
 			ret = btk_dev_truncate(d, size);
 		if (!ret)
 			ret = put_blocks(u, ud, d, true);
@@ -617,7 +617,7 @@ int btk_undo_apply(struct btk_undo *u, struct btk_dev *const *devs, int n,
 			ret = put_blocks(u, ud, d, false);
 		if (!ret)
 			ret = btk_dev_flush(d);
-		if (!ret && !d->is_blockdev && d->size > size && !(ret = btk_dev_truncate(d, size)))
+		if (!ret && !d->fixed_size && d->size > size && !(ret = btk_dev_truncate(d, size)))
 			ret = btk_dev_flush(d);
 	}
 	return ret;

@@ -114,6 +114,7 @@ static int make_news(struct btk_trans *t, const struct rl_empty *e, bool create)
 			c = ret ? NULL : btk_chunk_find(btk_trans_fs(t), e->made[i]);
 			for (int j = 0; c && j < c->num_stripes && !ret; j++)
 				if (j >= e->news[i].nstripes ||
+				    c->stripes[j].devid != e->news[i].devid[j] ||
 				    c->stripes[j].offset != e->news[i].phys[j])
 					ret = btk_err(EUCLEAN,
 						      "new chunk %llu: stripe %d at %llu, planned "

@@ -44,9 +44,11 @@ struct btk_resize_split {
 	int run;
 };
 /* A chunk a repacking makes (run 1): its type and stripe length, and where its stripes go. */
+#define BTK_RESIZE_NEW_STRIPES 4 /* RAID1C4 */
 struct btk_resize_new {
 	uint64_t type, length;
-	uint64_t phys[2];
+	uint64_t phys[BTK_RESIZE_NEW_STRIPES],
+	    devid[BTK_RESIZE_NEW_STRIPES]; /* each stripe's place */
 	int nstripes;
 };
 

@@ -121,7 +121,7 @@ int rl_check_set(struct btk_fs *fs, const bool *gone, const struct rl_usage *use
  * stripes go on the device. */
 struct rl_new {
 	uint64_t type, logical, length;
-	uint64_t phys[2];
+	uint64_t phys[BTK_RESIZE_NEW_STRIPES], devid[BTK_RESIZE_NEW_STRIPES];
 	int nstripes;
 };
 /* The general check: chunk i (of fs->chunks) keeps its first keep[i] bytes (its length: all,

@@ -254,7 +254,7 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 	/* the size stays: an image file longer than the device (a resize stopped between its
 	 * last commit and the cut) still ends where the filesystem does */
 	if (plan->new_size == plan->old_size && !plan->nmoves && !plan->ncuts && !plan->nempty)
-		return d->dev->is_blockdev || d->dev->size <= plan->new_size
+		return d->dev->fixed_size || d->dev->size <= plan->new_size
 			   ? 0
 			   : btk_dev_truncate(d->dev, plan->new_size);
 
@@ -278,7 +278,7 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 					ctx);
 		free(buf);
 		btk_write_close(w);
-		if (!ret && !d->dev->is_blockdev && d->dev->size > plan->new_size)
+		if (!ret && !d->dev->fixed_size && d->dev->size > plan->new_size)
 			ret = btk_dev_truncate(d->dev, plan->new_size);
 		return ret;
 	}
@@ -300,7 +300,7 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 	if (!ret && plan->nempty && !plan->empty_first)
 		ret = run_logical(w, fs, plan, progress, ctx);
 	btk_write_close(w);
-	if (!ret && !d->dev->is_blockdev && d->dev->size > plan->new_size)
+	if (!ret && !d->dev->fixed_size && d->dev->size > plan->new_size)
 		ret = btk_dev_truncate(d->dev, plan->new_size);
 	return ret;
 }

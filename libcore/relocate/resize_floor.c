@@ -99,18 +99,21 @@ void btk_resize_gap(const struct btk_fs *fs, const struct btk_resize_plan *p,
 			meta += k * len;
 		else
 			data += k * len;
-		if (c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK & ~BTRFS_BLOCK_GROUP_DUP)
-			g->repack_off = "chunks of RAID profiles are not repacked";
+		if (c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK &
+		    ~(BTRFS_BLOCK_GROUP_DUP | BTRFS_BLOCK_GROUP_RAID1_MASK))
+			g->repack_off =
+			    "chunks of striped profiles (RAID0, RAID10, RAID5/6) are not "
+			    "repacked";
 	}
 	for (int i = 0; i < p->nnew; i++) {
-		uint64_t b = p->news[i].length * (uint64_t)p->news[i].nstripes;
+		uint64_t b = 0;
+		for (int j = 0; j < p->news[i].nstripes; j++)
+			b += p->news[i].devid[j] == p->devid ? p->news[i].length : 0;
 		if (p->news[i].type & BTRFS_BLOCK_GROUP_METADATA)
 			meta += b;
 		else
 			data += b;
 	}
-	if (fs->ndevs > 1)
-		g->repack_off = "filesystems of several devices are not repacked";
 	g->system = less(sys, f->system);
 	g->metadata = less(meta, f->metadata + f->kernel_room);
 	g->data = less(data, f->data);

@@ -8,6 +8,7 @@
  */
 #include "relocate/relocate.h"
 #include "base/error.h"
+#include "base/units.h"
 #include "base/vec.h"
 #include "relocate/relocate_int.h"
 
@@ -289,6 +290,24 @@ static int logical_min(struct btk_fs *fs, uint64_t devid, const struct rl_usage 
 
 /* A size at or past the allocated end moves nothing: the plan is the size alone, without the
  * search for the minimum (which reads every extent). */
+/* A device of fixed size cannot grow: a block device, or a partition (a window) whose end is
+ * the end of the filesystem too. */
+static int past_end(uint64_t devid, const struct btk_dev *dev)
+{
+	uint64_t off, size;
+	char h[16];
+
+	btk_human(dev->size, h, sizeof(h));
+	if (btk_dev_range(dev, &off, &size))
+		return btk_err(EINVAL,
+			       "devid %llu: %s: the partition has %llu bytes (%s): the filesystem "
+			       "cannot grow past its end",
+			       (unsigned long long)devid, dev->path, (unsigned long long)dev->size,
+			       h);
+	return btk_err(EINVAL, "devid %llu: %s has only %llu bytes (%s)", (unsigned long long)devid,
+		       dev->path, (unsigned long long)dev->size, h);
+}
+
 static int size_only(struct btk_fs *fs, struct btk_fs_dev *d, uint64_t size,
 		     struct btk_resize_plan *plan, bool *done)
 {
@@ -308,10 +327,8 @@ static int size_only(struct btk_fs *fs, struct btk_fs_dev *d, uint64_t size,
 	plan->devid = d->devid;
 	plan->old_size = d->total_bytes;
 	plan->new_size = size / fs->sectorsize * fs->sectorsize;
-	if (d->dev->is_blockdev && plan->new_size > d->dev->size)
-		return btk_err(EINVAL, "devid %llu: %s has only %llu bytes",
-			       (unsigned long long)d->devid, d->dev->path,
-			       (unsigned long long)d->dev->size);
+	if (d->dev->fixed_size && plan->new_size > d->dev->size)
+		return past_end(d->devid, d->dev);
 	return 0;
 }
 
@@ -393,10 +410,8 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned f
 		if (ret)
 			btk_resize_plan_free(plan);
 		return ret;
-	} else if (d->dev->is_blockdev && plan->new_size > d->dev->size)
-		ret =
-		    btk_err(EINVAL, "devid %llu: %s has only %llu bytes", (unsigned long long)devid,
-			    d->dev->path, (unsigned long long)d->dev->size);
+	} else if (d->dev->fixed_size && plan->new_size > d->dev->size)
+		ret = past_end(devid, d->dev);
 	else if (plan->new_size < physical && (!logical || plan->new_size < logical)) {
 		/* only compaction gets there: chunks emptied, then stripes moved into their room */
 		free(l.s);

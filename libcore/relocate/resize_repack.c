@@ -18,6 +18,7 @@
  */
 #include "base/error.h"
 #include "base/vec.h"
+#include "format/raid.h"
 #include "relocate/relocate_int.h"
 
 #include <errno.h>
@@ -40,32 +41,45 @@ static uint64_t used_of(const struct rl_ranges *r)
 	return s;
 }
 
-/* Repacking applies: one device, every chunk SINGLE or DUP on it. */
+/* Repacking applies: every chunk a whole copy in each of its stripes (SINGLE, DUP, RAID1,
+ * RAID1C3, RAID1C4), every device present; the chunks on other devices than devid take what
+ * moves too, and new chunks go where the allocator puts them, on any device. */
 static bool applies(const struct btk_fs *fs, uint64_t devid)
 {
-	if (fs->ndevs != 1)
+	const uint64_t whole = BTRFS_BLOCK_GROUP_DUP | BTRFS_BLOCK_GROUP_RAID1_MASK;
+
+	if (!btk_fs_dev_find((struct btk_fs *)fs, devid))
 		return false;
+	for (int i = 0; i < fs->ndevs; i++)
+		if (!fs->devs[i].dev)
+			return false;
 	for (int i = 0; i < fs->nchunks; i++) {
 		const struct btk_chunk *c = fs->chunks[i];
-		if ((c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK & ~BTRFS_BLOCK_GROUP_DUP) ||
-		    c->num_stripes > 2 || btk_chunk_stripe_len(c) != c->length)
+		if ((c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK & ~whole) ||
+		    c->num_stripes > BTK_RESIZE_NEW_STRIPES || btk_chunk_stripe_len(c) != c->length)
 			return false;
-		for (int j = 0; j < c->num_stripes; j++)
-			if (c->stripes[j].devid != devid)
-				return false;
 	}
 	return true;
 }
 
-/* Where chunk c's stripes end last (its SINGLE/DUP stripes are its length long). */
-static uint64_t last_off(const struct btk_chunk *c)
+/* Where chunk c's stripes on devid end last (its stripes are its length long); 0 if none is
+ * there. */
+static uint64_t last_off(const struct btk_chunk *c, uint64_t devid)
 {
 	uint64_t o = 0;
 
 	for (int j = 0; j < c->num_stripes; j++)
-		if (c->stripes[j].offset > o)
+		if (c->stripes[j].devid == devid && c->stripes[j].offset > o)
 			o = c->stripes[j].offset;
 	return o;
+}
+
+static bool on_dev(const struct btk_chunk *c, uint64_t devid)
+{
+	for (int j = 0; j < c->num_stripes; j++)
+		if (c->stripes[j].devid == devid)
+			return true;
+	return false;
 }
 
 /* ---- device holes, as the write path's chunk allocator sees them ---- */
@@ -175,7 +189,7 @@ static int attempt_init(struct attempt *a)
 	for (int i = 0; i < a->fs->nchunks; i++) {
 		const struct btk_chunk *c = a->fs->chunks[i];
 		a->keep_a[i] = c->length;
-		a->frozen[i] = last_off(c) + c->length > a->target;
+		a->frozen[i] = on_dev(c, a->devid) && last_off(c, a->devid) + c->length > a->target;
 		if (c->logical + c->length > a->next_logical)
 			a->next_logical = c->logical + c->length;
 	}
@@ -292,23 +306,117 @@ static int run_check(struct attempt *a, const uint64_t *keep, const struct rl_us
 	return ret;
 }
 
-/* The device after run 0, below the size, with the new chunks placed so far. */
-static int dev_map_build(const struct attempt *a, struct dev_map *m)
+/* Device dev (devid) after run 0, below the size on the device shrunk, with the new chunks
+ * placed so far. */
+static int dev_map_build(const struct attempt *a, const struct btk_fs_dev *dev, struct dev_map *m)
 {
 	int ret = rl_range_add(&m->busy, 0, SZ_1M);
 
-	m->size = a->target;
+	m->size = dev->devid == a->devid ? a->target : dev->total_bytes;
 	for (int i = 0; i < a->fs->nchunks && !ret; i++) {
 		const struct btk_chunk *c = a->fs->chunks[i];
 		for (int j = 0; j < c->num_stripes && !ret; j++)
-			if (a->keep_a[i])
+			if (a->keep_a[i] && c->stripes[j].devid == dev->devid)
 				ret = rl_range_add(&m->busy, c->stripes[j].offset, a->keep_a[i]);
 	}
 	for (int i = 0; i < a->nnew && !ret; i++)
 		for (int j = 0; j < a->news[i].nstripes && !ret; j++)
-			ret = rl_range_add(&m->busy, a->news[i].phys[j], a->news[i].length);
+			if (a->news[i].devid[j] == dev->devid)
+				ret = rl_range_add(&m->busy, a->news[i].phys[j], a->news[i].length);
 	if (!ret && m->busy.n > 1) /* qsort wants a buffer even for nothing */
 		qsort(m->busy.v, (size_t)m->busy.n, sizeof(*m->busy.v), cmp_range);
+	return ret;
+}
+
+/* The devices as the allocator sees them for a new chunk. */
+struct dev_maps {
+	struct dev_map *m;
+	const struct btk_fs_dev **d;
+	int n;
+};
+
+static void dev_maps_free(struct dev_maps *ms)
+{
+	for (int i = 0; i < ms->n; i++)
+		free(ms->m[i].busy.v);
+	free(ms->m);
+	free(ms->d);
+	ms->n = 0;
+}
+
+/* Every device's map, in the allocator's order: the largest hole first, then by devid. */
+static int dev_maps_build(const struct attempt *a, struct dev_maps *ms)
+{
+	size_t n = a->fs->ndevs ? (size_t)a->fs->ndevs : 1;
+	int ret = 0;
+
+	ms->n = 0;
+	ms->m = calloc(n, sizeof(*ms->m));
+	ms->d = calloc(n, sizeof(*ms->d));
+	if (!ms->m || !ms->d)
+		return btk_err(ENOMEM, "out of memory");
+	for (int i = 0; i < a->fs->ndevs && !ret; i++) {
+		ms->d[ms->n] = &a->fs->devs[i];
+		ret = dev_map_build(a, &a->fs->devs[i], &ms->m[ms->n++]);
+	}
+	/* insertion sort: a few devices */
+	for (int i = 1; i < ms->n && !ret; i++)
+		for (int j = i; j > 0; j--) {
+			uint64_t hp = largest_hole(&ms->m[j - 1]), hc = largest_hole(&ms->m[j]);
+			if (hp > hc || (hp == hc && ms->d[j - 1]->devid < ms->d[j]->devid))
+				break;
+			struct dev_map tm = ms->m[j];
+			const struct btk_fs_dev *td = ms->d[j];
+			ms->m[j] = ms->m[j - 1], ms->d[j] = ms->d[j - 1];
+			ms->m[j - 1] = tm, ms->d[j - 1] = td;
+		}
+	return ret;
+}
+
+/* How many stripes the allocator gives a chunk of type on n devices, and how many on each. */
+static int stripes_of(uint64_t type, int n, int *per)
+{
+	const struct btk_raid_attr *ra = btk_raid_attr(type);
+	int num = ra ? ra->dev_stripes : 1;
+
+	*per = ra ? ra->dev_stripes : 1;
+	if (ra && (type & BTRFS_BLOCK_GROUP_RAID1_MASK))
+		num = ra->devs_min < n ? ra->devs_min : n;
+	return num;
+}
+
+/* Where the allocator puts a chunk of type with stripes len long (its largest-hole-first
+ * order of devices, the lowest hole of each): into n; false if it would not place it so (too
+ * few devices with room: it would make it smaller). */
+static int place_new(const struct attempt *a, uint64_t type, uint64_t len, struct rl_new *n,
+		     bool *ok)
+{
+	struct dev_maps ms = {0};
+	int per, num, fit = 0, k = 0, ret = dev_maps_build(a, &ms);
+
+	*ok = false;
+	num = stripes_of(type, ms.n, &per);
+	*n = (struct rl_new){.type = type, .length = len, .logical = a->next_logical};
+	for (int i = 0; i < ms.n && !ret; i++)
+		fit += largest_hole(&ms.m[i]) >= len * (uint64_t)per;
+	for (int i = 0; i < ms.n && !ret && fit * per >= num && k < num; i++) {
+		uint64_t off[2];
+		int j;
+		for (j = 0; j < per && !ret; j++) {
+			if (!hole_for(&ms.m[i], len, &off[j]))
+				break;
+			ret = busy_add(&ms.m[i], off[j], len);
+		}
+		for (int q = 0; j == per && q < per; q++) {
+			n->phys[k] = off[q];
+			n->devid[k++] = ms.d[i]->devid;
+		}
+	}
+	if (!ret && k >= num && k <= BTK_RESIZE_NEW_STRIPES) {
+		n->nstripes = k;
+		*ok = true;
+	}
+	dev_maps_free(&ms);
 	return ret;
 }
 
@@ -316,29 +424,15 @@ static int dev_map_build(const struct attempt *a, struct dev_map *m)
  * not fit (or the allocator would change its length). */
 static int add_new(struct attempt *a, uint64_t type, uint64_t len, bool *ok)
 {
-	struct dev_map m = {0};
-	struct rl_new n = {.type = type, .length = len, .logical = a->next_logical};
-	int per = (type & BTRFS_BLOCK_GROUP_DUP) ? 2 : 1, ret = dev_map_build(a, &m);
+	struct rl_new n;
+	int ret = place_new(a, type, len, &n, ok);
 
-	*ok = false;
-	if (!ret && largest_hole(&m) >= len * (uint64_t)per) {
-		for (int j = 0; j < per && !ret; j++) {
-			if (!hole_for(&m, len, &n.phys[j]))
-				break;
-			n.nstripes++;
-			ret = busy_add(&m, n.phys[j], len);
-		}
-		if (!ret && n.nstripes == per) {
-			if (btk_array_room_int(a->news, a->nnew, a->capnew))
-				ret = btk_err(ENOMEM, "out of memory");
-			else {
-				a->news[a->nnew++] = n;
-				a->next_logical += len;
-				*ok = true;
-			}
-		}
+	if (!ret && *ok) {
+		if (btk_array_room_int(a->news, a->nnew, a->capnew))
+			return btk_err(ENOMEM, "out of memory");
+		a->news[a->nnew++] = n;
+		a->next_logical += len;
 	}
-	free(m.busy.v);
 	return ret;
 }
 
@@ -358,25 +452,36 @@ static uint64_t profile_of(const struct btk_fs *fs, uint64_t k)
 static int add_data(struct attempt *a, uint64_t left, int k, bool *ok)
 {
 	uint64_t type = profile_of(a->fs, BTRFS_BLOCK_GROUP_DATA);
-	int per = (type & BTRFS_BLOCK_GROUP_DUP) ? 2 : 1, ret = 0;
+	int per = 1, ret = 0;
 	uint64_t rest = up_1m(left + left * (uint64_t)k / 8 + (uint64_t)k * SZ_1M);
 
 	*ok = true;
 	while (rest && !ret && *ok) {
-		struct dev_map m = {0};
-		uint64_t pos, len = 0, best;
-		if ((ret = dev_map_build(a, &m)))
+		struct dev_maps ms = {0};
+		uint64_t len = 0, best = 0;
+		int num;
+		if ((ret = dev_maps_build(a, &ms))) {
+			dev_maps_free(&ms);
 			break;
-		/* the lowest hole of a MiB or more, all of it or what is left */
-		best = largest_hole(&m) / (uint64_t)per / BTK_STRIPE_LEN * BTK_STRIPE_LEN;
-		for (uint64_t want = rest; want >= SZ_1M && !len; want /= 2) {
+		}
+		/* the largest stripe enough devices have room for (the devices are in the order
+		 * of their largest holes): all of it or what is left, halved until it is placed */
+		num = stripes_of(type, ms.n, &per);
+		if (num / per >= 1 && num / per <= ms.n)
+			best = largest_hole(&ms.m[num / per - 1]) / (uint64_t)per / BTK_STRIPE_LEN *
+			       BTK_STRIPE_LEN;
+		dev_maps_free(&ms);
+		for (uint64_t want = rest; want >= SZ_1M && !len && !ret; want /= 2) {
 			uint64_t w = want < best ? want : best;
-			if (w >= SZ_1M && hole_for(&m, w * (uint64_t)per, &pos))
+			struct rl_new n;
+			bool fit = false;
+			if (w >= SZ_1M && !(ret = place_new(a, type, w, &n, &fit)) && fit)
 				len = w;
 			if (w < want)
 				break;
 		}
-		free(m.busy.v);
+		if (ret)
+			break;
 		if (!len) {
 			*ok = false;
 			break;
@@ -458,7 +563,7 @@ static int attempt_run(struct attempt *a, uint64_t meta_keep, bool *fits)
 		const struct btk_chunk *c = fs->chunks[i];
 		uint64_t k = a->keep_a[i];
 		if (a->frozen[i]) {
-			uint64_t o = last_off(c);
+			uint64_t o = last_off(c, a->devid);
 			k = o < a->target ? (a->target - o) / SZ_1M * SZ_1M : 0;
 			if (rl_class_of(c->type) == BTRFS_BLOCK_GROUP_SYSTEM || k < SZ_1M)
 				k = 0;
@@ -535,11 +640,12 @@ static int record(const struct attempt *a, struct btk_resize_plan *p)
 			ret = btk_err(ENOMEM, "out of memory");
 			break;
 		}
-		p->news[p->nnew++] =
-		    (struct btk_resize_new){a->news[i].type,
-					    a->news[i].length,
-					    {a->news[i].phys[0], a->news[i].phys[1]},
-					    a->news[i].nstripes};
+		struct btk_resize_new *n = &p->news[p->nnew++];
+		*n = (struct btk_resize_new){.type = a->news[i].type,
+					     .length = a->news[i].length,
+					     .nstripes = a->news[i].nstripes};
+		memcpy(n->phys, a->news[i].phys, sizeof(n->phys));
+		memcpy(n->devid, a->news[i].devid, sizeof(n->devid));
 	}
 	return ret;
 }
@@ -556,7 +662,9 @@ static int compact_after(const struct attempt *a, struct btk_resize_plan *p, uin
 		const struct btk_chunk *c = a->fs->chunks[i];
 		uint64_t k = a->keep_c && i == a->meta_first ? a->keep_c : a->keep_b[i];
 		for (int j = 0; j < c->num_stripes && k && !ret; j++)
-			if (btk_array_room_int(l.s, l.n, cap))
+			if (c->stripes[j].devid != a->devid)
+				continue;
+			else if (btk_array_room_int(l.s, l.n, cap))
 				ret = btk_err(ENOMEM, "out of memory");
 			else
 				l.s[l.n++] = (struct rl_slot){c->logical, c->type, j,
@@ -564,7 +672,9 @@ static int compact_after(const struct attempt *a, struct btk_resize_plan *p, uin
 	}
 	for (int i = 0; i < a->nnew && !ret; i++)
 		for (int j = 0; j < a->news[i].nstripes && !ret; j++)
-			if (btk_array_room_int(l.s, l.n, cap))
+			if (a->news[i].devid[j] != a->devid)
+				continue;
+			else if (btk_array_room_int(l.s, l.n, cap))
 				ret = btk_err(ENOMEM, "out of memory");
 			else
 				l.s[l.n++] = (struct rl_slot){

@@ -480,6 +480,5 @@ rp_fix_fn rp_fix_of(enum btk_check_problem_id id)
 
 int rp_fix_phase(enum btk_check_problem_id id)
 {
-	(void)id;
-	return 1;
+	return rp_extents_phase(id);
 }

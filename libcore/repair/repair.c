@@ -67,6 +67,9 @@ static bool same_prob(const struct rp_prob *a, const struct rp_prob *b)
 		return false;
 	if (a->has_key)
 		return !btk_key_cmp(&a->key, &b->key);
+	/* there is one superblock: its totals are the same problem whatever they count */
+	if (btk_check_problem_info(a->id)->kind == BTK_CHK_SUPER && !a->bytenr && !b->bytenr)
+		return true;
 	return a->bytenr == b->bytenr && a->nvals == b->nvals &&
 	       (!a->nvals || a->vals[0] == b->vals[0]);
 }
@@ -110,6 +113,34 @@ static bool extents_in_doubt(const struct rp_probs *all, const struct rp_prob *p
 	return false;
 }
 
+static bool planned(const struct btk_repair_opts *ro, const struct rp_probs *all,
+		    const struct rp_prob *p, int only);
+
+/* Whether the plan changes extent records (fixes of phase 0): block group counts derived from
+ * the records wait for the round after. */
+static bool extent_records_planned(const struct btk_repair_opts *ro, const struct rp_probs *all,
+				   int only)
+{
+	for (size_t i = 0; i < all->n; i++)
+		if (rp_fix_phase(all->data[i].id) == 0 && planned(ro, all, &all->data[i], only))
+			return true;
+	return false;
+}
+
+/* Whether the plan adds or replaces names of the directory whose size p reports. */
+static bool names_planned(const struct btk_repair_opts *ro, const struct rp_probs *all,
+			  const struct rp_prob *p, int only)
+{
+	for (size_t i = 0; i < all->n; i++) {
+		const struct rp_prob *q = &all->data[i];
+		if ((q->id == BTK_P_NAME_MISSING_INDEX || q->id == BTK_P_NAME_MISSING_ITEM) &&
+		    q->tree == p->tree && q->has_key && q->key.objectid == p->key.objectid &&
+		    planned(ro, all, q, only))
+			return true;
+	}
+	return false;
+}
+
 /* Whether the plan may use p's fix (all: the whole check, for fixes that depend on others). */
 static bool planned(const struct btk_repair_opts *ro, const struct rp_probs *all,
 		    const struct rp_prob *p, int only)
@@ -122,6 +153,11 @@ static bool planned(const struct btk_repair_opts *ro, const struct rp_probs *all
 		return false;
 	if (only >= 0 && (int)p->id != only)
 		return false;
+	if ((p->id == BTK_P_BG_USED || p->id == BTK_P_SUPER_BYTES_USED) &&
+	    extent_records_planned(ro, all, only))
+		return false; /* the next round's check counts with the records set right */
+	if (p->id == BTK_P_DIR_ISIZE && names_planned(ro, all, p, only))
+		return false; /* the same: with the names set right */
 	return !extents_in_doubt(all, p);
 }
 
@@ -192,6 +228,7 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 	struct btk_trans *t = NULL;
 	char codes[256] = "";
 	size_t nfix0 = fixes->n;
+	struct rp_ctx x = {.all = a->before};
 	int ret;
 
 	*committed = false;
@@ -222,7 +259,7 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 	}
 	if ((ret = btk_trans_start(w, &t)))
 		goto out;
-	struct rp_ctx x = {.t = t, .all = a->before};
+	x.t = t;
 	for (size_t j = 0; j < 2 * a->before->n; j++) {
 		size_t i = j % a->before->n;
 		const struct rp_prob *p = &a->before->data[i];
@@ -286,6 +323,7 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 out:
 	if (t)
 		btk_trans_abort(t);
+	rp_extents_free(x.ext);
 	btk_write_close(w);
 	btk_fs_close(fs);
 	if (!*committed)

@@ -24,9 +24,11 @@ BTK_VEC(rp_probs, struct rp_prob);
 /* What a fix works in: the transaction, and the whole check the round plans from (a fix may
  * look at the other problems: which extent a back reference without a user belongs to, a
  * file extent that lost its bytenr). */
+struct rp_extents;
 struct rp_ctx {
 	struct btk_trans *t;
 	const struct rp_probs *all;
+	struct rp_extents *ext; /* extents.c: the round's users of extents (NULL until needed) */
 };
 
 /* A fix: changes x->t so that p is gone; fills before/after (short texts for --json). 0; 1
@@ -38,6 +40,22 @@ rp_fix_fn rp_fix_of(enum btk_check_problem_id id);
 /* Fixes of phase 0 run before any other fix of a round: they change extent records to match
  * the committed trees, which the write path's own reference changes then build on. */
 int rp_fix_phase(enum btk_check_problem_id id);
+
+/* extents.c: extent records made to agree with the trees that use them. */
+int rp_fix_ext_missing(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		       size_t cap);
+int rp_fix_ext_unused(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		      size_t cap);
+int rp_fix_ext_refs(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		    size_t cap);
+int rp_extents_phase(enum btk_check_problem_id id);
+
+/* names.c: a name's missing side rebuilt from its inode ref. */
+int rp_fix_name_index(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		      size_t cap);
+int rp_fix_name_item(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		     size_t cap);
+void rp_extents_free(struct rp_extents *e);
 
 /* Opens a read-only view of the filesystem as the running commit of t will leave it: the
  * devices of t's filesystem, their superblocks replaced by the ones the commit would write.

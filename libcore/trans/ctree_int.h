@@ -93,6 +93,7 @@ struct btk_refop {
 	uint64_t ino, offset; /* data references */
 	int delta;	      /* +n added, -n dropped; 0 with set_flags */
 	uint64_t set_flags;   /* extent flags to set (BTRFS_BLOCK_FLAG_FULL_BACKREF) */
+	uint64_t gen;	      /* a record it makes: its generation (0: the transaction's) */
 	uint64_t seq;
 };
 

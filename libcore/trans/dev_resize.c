@@ -192,8 +192,10 @@ int btk_chunk_shrink(struct btk_trans *t, uint64_t logical, uint64_t new_len)
 
 	if (!c || !bg || bg->start != logical)
 		return btk_err(ENOENT, "no chunk at %llu", (unsigned long long)logical);
-	if (c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK & ~BTRFS_BLOCK_GROUP_DUP)
-		return btk_err(EINVAL, "chunk %llu: only SINGLE and DUP chunks can be cut",
+	/* every stripe a whole copy: each is cut at the same length */
+	if (c->type & BTRFS_BLOCK_GROUP_PROFILE_MASK &
+	    ~(BTRFS_BLOCK_GROUP_DUP | BTRFS_BLOCK_GROUP_RAID1_MASK))
+		return btk_err(EINVAL, "chunk %llu: only SINGLE, DUP and RAID1 chunks can be cut",
 			       (unsigned long long)logical);
 	old_len = c->length;
 	if (!new_len || new_len >= old_len || new_len % t->fs->sectorsize)

@@ -339,6 +339,30 @@ int btk_bg_usage(struct btk_trans *t, uint64_t logical, uint64_t *used, uint64_t
  * chunk of this transaction, -ENOENT no such chunk. */
 int btk_chunk_remove(struct btk_trans *t, uint64_t logical);
 
+/* ---- repair: extent records that disagree with the trees (extent_fixup.c) ---- */
+/* Queues delta references to the tree block at bytenr (level) from root (a keyed reference)
+ * or from parent (shared), as the write path does for its own blocks; full_backref sets the
+ * record's FULL_BACKREF flag. A +1 to a block without a record makes one, of generation gen
+ * (the block's: a block of this transaction's generation would be taken for one it made; 0:
+ * this transaction's): claim its space first, and settle (btk_trans_settle) before the block
+ * may be copied, so that the copy drops the record (and pins the space) instead of cancelling
+ * the unrecorded reference. Applied at commit. -EINVAL. */
+int btk_tree_block_ref(struct btk_trans *t, uint64_t bytenr, int level, uint64_t root,
+		       uint64_t parent, int delta, bool full_backref, uint64_t gen);
+/* Takes [bytenr, +len) out of the free space: it is in use although the extent tree has no
+ * record of it (a record is being added). Call it before anything is allocated. -ENOENT
+ * outside one block group. */
+int btk_extent_claim(struct btk_trans *t, uint64_t bytenr, uint64_t len);
+/* Deletes the extent record at key (EXTENT_ITEM or METADATA_ITEM) that nothing uses, with its
+ * keyed references (*keyed counts them): its block group counts it no longer, and the whole
+ * sectors it covers are free after the commit (data: with their checksums). */
+int btk_extent_record_drop(struct btk_trans *t, const struct btk_key *key, bool data,
+			   unsigned *keyed);
+/* Tree id's root becomes the committed block at bytenr (level): its root item named an older
+ * block. Copy the tree's root in this transaction afterwards (btk_tree_search_write), so that
+ * block and item get the same generation. -EBUSY when the tree was changed already. */
+int btk_tree_set_root(struct btk_trans *t, uint64_t id, uint64_t bytenr, int level);
+
 /* ---- statistics for tests ---- */
 struct btk_wstats {
 	uint64_t bgs, bg_used, pinned_bytes, free_bytes;

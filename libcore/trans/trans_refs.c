@@ -290,7 +290,7 @@ static int new_tree_record(struct btk_trans *t, const struct btk_refop *op, stru
 		return ret;
 	d = btk_item_ptr(&r->p, NULL);
 	struct btk_extent_head h = {.refs = 1,
-				    .generation = t->transid,
+				    .generation = op->gen ? op->gen : t->transid,
 				    .flags = BTRFS_EXTENT_FLAG_TREE_BLOCK | op->set_flags,
 				    .has_info = r->hdr > EI_SZ,
 				    .level = op->level};

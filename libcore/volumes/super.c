@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <string.h>
 
 static bool is_pow2(uint64_t v)
 {
@@ -129,4 +130,27 @@ const char *btk_feature_names(int which, uint64_t flags, char *buf, size_t len)
 		pos += (size_t)n;
 	}
 	return buf;
+}
+
+int btk_dev_holds(struct btk_dev *dev, struct btk_holds *h)
+{
+	struct btk_super_copy c[BTK_SUPER_MIRRORS];
+	const uint8_t *u;
+	int best;
+
+	memset(h, 0, sizeof(*h));
+	best = btk_super_read_all(dev, c);
+	if (best >= 0) {
+		snprintf(h->type, sizeof(h->type), "btrfs");
+		memcpy(h->label, c[best].sb.label,
+		       BTK_LABEL_SIZE < sizeof(h->label) ? BTK_LABEL_SIZE : sizeof(h->label) - 1);
+		u = c[best].sb.fsid;
+		snprintf(h->uuid, sizeof(h->uuid),
+			 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+			 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
+			 u[12], u[13], u[14], u[15]);
+		h->devid = btk_super_devid(&c[best].sb);
+		return 0;
+	}
+	return btk_dev_blkid(dev, h->type, h->label, h->uuid) < 0 ? -EIO : 0;
 }

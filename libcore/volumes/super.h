@@ -43,6 +43,14 @@ static inline uint64_t btk_super_devid(const struct btk_super *sb)
 	return BTK_GET(struct btrfs_dev_item, sb->dev_item, devid);
 }
 
+/* What dev holds, for listings (btk-debug parts): a btrfs (a valid superblock copy: its label
+ * and fsid), else what libblkid finds (btk_dev_blkid), else type "". 0 or -EIO. */
+struct btk_holds {
+	char type[64], label[256], uuid[64];
+	uint64_t devid; /* btrfs: this device's id */
+};
+int btk_dev_holds(struct btk_dev *dev, struct btk_holds *h);
+
 /* Computes and stores the checksum of sb (for writers). */
 void btk_super_csum_fill(struct btk_super *sb);
 

@@ -63,7 +63,7 @@ bad_copy() {
 	bad_copy 2
 }
 
-@test "damage: root tree unreadable: exit 8 (not checked), one error naming it and the backup roots; -b checks clean" {
+@test "damage: root tree unreadable: exit 8 (not checked), one error naming it and the backup roots; -b checks the backup and says the current root is damaged (exit 4)" {
 	damaged root-tree
 	btk_run 60 "$FSCK" "$IMG"
 	assert_no_crash
@@ -79,15 +79,28 @@ assert codes == ["E0113", "E0114"], codes
 assert o["errors"][1]["severity"] == "warning"
 assert o["result"] == "not checked" and o["summary"]["errors"] == 1, o["summary"]
 PY
+	# the backup set itself is clean: the one error is the current root (issue 28: it said "no
+	# error found" and exited 0 for a filesystem that does not mount)
 	btk_run 60 "$FSCK" -b "$IMG"
-	[ "$status" = 0 ] || {
+	[ "$status" = 4 ] || {
 		show_err
 		cat "$BTK_OUT" >&2
 		return 1
 	}
-	grep -q "no error found" "$BTK_OUT"
-	btk_run 60 "$FSCK" --backup "$IMG"
+	[ "$(grep -c '^ERROR' "$BTK_OUT")" = 1 ]
+	grep -E '^ERROR: \[E0116 current-root-damaged\] tree 1 .*the current root tree block [0-9]+ \(level [0-9], generation [0-9]+\) is damaged: the filesystem does not mount as it is; this check read the root tree of generation [0-9]+' "$BTK_OUT"
+	btk_run 60 "$FSCK" --backup --json "$IMG"
+	[ "$status" = 4 ]
+	python3 - "$BTK_OUT" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))
+assert [e["code"] for e in o["errors"]] == ["E0116"], o["errors"]
+assert o["result"] == "errors", o["result"]
+PY
+	# a healthy filesystem checked at its backup root: nothing to say about the current one
+	btk_run 60 "$FSCK" -b "$BASE"
 	[ "$status" = 0 ]
+	grep -q "no error found" "$BTK_OUT"
 }
 
 @test "damage: superblock stripesize and leafsize out of range are E0112, the rest checked" {

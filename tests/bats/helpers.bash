@@ -9,6 +9,7 @@
 #   assert_one_line_error    non-zero exit below 128 with a short error on stderr
 #   oracle_image NAME MKIMG-OPTIONS...   build (once per run) and set IMG_DEVS=(paths)
 #   sha256_of FILE           the file's SHA-256 in hex
+#   as_user DIR              AS=(prefix) runs a command as nobody when the tests run as root
 
 BTK_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 BTK_BUILD=${BTK_BUILD:-build}
@@ -167,4 +168,20 @@ corpus_unpack() {
 		touch "$dst/.done"
 	) 9>"$dst/.lock"
 	echo "$dst"
+}
+
+# as_user DIR: sets AS to a command prefix that runs as a user without root (nobody) when the
+# tests run as root (empty otherwise), and lets that user write DIR and enter every directory
+# above it.
+as_user() {
+	AS=()
+	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+		chmod 777 "$1"
+		AS=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+		local p=$1
+		while [ "$p" != / ]; do
+			p=$(dirname "$p")
+			[ "$p" = / ] || chmod o+x "$p"
+		done
+	fi
 }

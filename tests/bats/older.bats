@@ -116,3 +116,34 @@ setup() {
 	btk_run 60 "$IMG" diff --from x "$D/a.img"
 	[ "$status" -eq 2 ]
 }
+
+@test "ls -R --bodyfile: The Sleuth Kit's body file, mactime takes it: one row per entry and time, hashes = sha256sum, deleted names marked" {
+	require_tool mactime
+	touch -a -d '2001-01-01 00:00:01 UTC' "$D/src/d/two"
+	touch -m -d '2002-02-02 00:00:02 UTC' "$D/src/d/two"
+	"$BTK_BUILD/bin/btk-mkfs" -q --rootdir "$D/src" -b 256m "$D/t.img" >/dev/null
+	"$IMG" rm "$D/t.img" /d/one
+	btk_run 60 "$IMG" ls -R --bodyfile --deleted --hash sha256 "$D/t.img"
+	[ "$status" -eq 0 ]
+	cp "$BTK_OUT" "$D/body"
+	# fields: HASH|NAME|INODE|MODE|UID|GID|SIZE|ATIME|MTIME|CTIME|CRTIME
+	awk -F'|' 'NF != 11 { bad = 1; print "bad line: " $0 > "/dev/stderr" } END { exit bad }' "$D/body"
+	! cut -d'|' -f3 "$D/body" | grep -vE '^[0-9]+(:[0-9]+)?$'
+	! cut -d'|' -f4 "$D/body" | grep -vE '^[-rdlcbps]/[-rdlcbps][-rwxsStT]{9}$'
+	[ "$(awk -F'|' '{ print $2 }' "$D/body" | sort | tr '\n' ' ')" = "/ /d /d/one (deleted) /d/two " ]
+	[ "$(awk -F'|' '$2 == "/d/two" { print $1 }' "$D/body")" = "$(sha256sum <"$D/src/d/two" | cut -d' ' -f1)" ]
+	[ "$(awk -F'|' '$2 == "/d/two" { print $8, $9 }' "$D/body")" = "978307201 1012608002" ]
+	run mactime -b "$D/body" -d -z UTC
+	[ "$status" -eq 0 ]
+	# one row per entry and distinct time (mactime joins equal times into one row)
+	while IFS='|' read -r h name ino mode uid gid size a m c b; do
+		want=$(printf '%s\n' "$a" "$m" "$c" "$b" | sort -u | wc -l)
+		got=$(grep -cF ",\"$name\"" <<<"$output")
+		[ "$got" = "$want" ] || { echo "$name: $got rows, want $want" >&2; false; }
+	done <"$D/body"
+	grep -q '^Mon Jan 01 2001 00:00:01,.*,\.a\.\.,.*"/d/two"$' <<<"$output"
+	btk_run 60 "$IMG" ls --hash crc "$D/t.img"
+	[ "$status" -eq 2 ]
+	btk_run 60 "$IMG" stat --json --hash sha1 "$D/t.img" /d/two
+	[ "$(jq -r .sha1 "$BTK_OUT")" = "$(sha1sum <"$D/src/d/two" | cut -d' ' -f1)" ]
+}

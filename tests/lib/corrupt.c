@@ -332,6 +332,36 @@ static int k_backref(struct btk_fs *fs, const char *n)
 	    sizeof(struct btrfs_extent_item) + 1 + offsetof(struct btrfs_extent_data_ref, objectid);
 	return k_simple(fs, n, BTRFS_EXTENT_TREE_OBJECTID, &w, NULL, OP_ADD, field, 8, 1000);
 }
+static int k_meta_missing(struct btk_fs *fs, const char *n)
+{
+	/* a tree block's METADATA_ITEM deleted: the block is used, the extent tree forgot it
+	 * (its block group still counts it) */
+	struct want w = {
+	    .type = BTRFS_METADATA_ITEM_KEY, .not_first = true, .file_extent_type = -1};
+	return k_simple(fs, n, BTRFS_EXTENT_TREE_OBJECTID, &w, NULL, OP_DELETE, 0, 0, 0);
+}
+static int k_data_missing(struct btk_fs *fs, const char *n)
+{
+	struct want w = {.type = BTRFS_EXTENT_ITEM_KEY,
+			 .data_extent = true,
+			 .not_first = true,
+			 .file_extent_type = -1};
+	return k_simple(fs, n, BTRFS_EXTENT_TREE_OBJECTID, &w, NULL, OP_DELETE, 0, 0, 0);
+}
+static int k_fe_bytenr(struct btk_fs *fs, const char *n)
+{
+	/* a regular file extent's disk_bytenr bit-flipped to an unaligned address: its extent
+	 * record, whose back reference still names it, has no user */
+	struct want w = {.type = BTRFS_EXTENT_DATA_KEY, .file_extent_type = BTRFS_FILE_EXTENT_REG};
+	return k_simple(fs, n, fs_tree, &w, &from256, OP_ADD,
+			offsetof(struct btrfs_file_extent_item, disk_bytenr), 8, 0x2000000 + 7);
+}
+static int k_index_name(struct btk_fs *fs, const char *n)
+{
+	/* the first byte of a DIR_INDEX's name + 1: its inode ref and dir item keep the name */
+	struct want w = {.type = BTRFS_DIR_INDEX_KEY, .not_first = true, .file_extent_type = -1};
+	return k_simple(fs, n, fs_tree, &w, &from256, OP_ADD, sizeof(struct btrfs_dir_item), 1, 1);
+}
 static int k_bg_used(struct btk_fs *fs, const char *n)
 {
 	struct want w = {.type = BTRFS_BLOCK_GROUP_ITEM_KEY, .file_extent_type = -1};
@@ -1908,6 +1938,11 @@ static const struct kind kinds[] = {
     {"extent-refs", "a data extent item's refs + 1", k_extent_refs},
     {"meta-refs", "a tree block's METADATA_ITEM refs + 1", k_extra_ref},
     {"backref", "a data extent's inline ref names another inode", k_backref},
+    {"meta-missing", "delete a tree block's METADATA_ITEM (its block group still counts it)",
+     k_meta_missing},
+    {"data-missing", "delete a data extent's EXTENT_ITEM", k_data_missing},
+    {"fe-bytenr", "a regular file extent's disk_bytenr + 32 MiB + 7 (unaligned)", k_fe_bytenr},
+    {"index-name", "a DIR_INDEX's name changed (first byte + 1)", k_index_name},
     {"bg-used", "a block group's used + 4096", k_bg_used},
     {"free-space", "a free space extent 4096 shorter", k_free_space},
     {"fst-grow", "a free space extent 4096 longer (used space recorded free)", k_fst_grow},

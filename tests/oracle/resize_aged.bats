@@ -28,11 +28,13 @@ setup() {
 	D=$BATS_TEST_TMPDIR
 	mkdir -p "$MNT"
 	LOOP=
+	LOOPS=()
 }
 
 teardown() {
 	mountpoint -q "$MNT" 2>/dev/null && umount "$MNT"
 	[ -n "$LOOP" ] && losetup -d "$LOOP"
+	for l in "${LOOPS[@]}"; do losetup -d "$l"; done
 	[ -n "${SHM_DIR:-}" ] && rm -rf "$SHM_DIR"
 	true
 }
@@ -195,6 +197,159 @@ PY
 
 @test "aged image with mixed block groups: its chunks cut and their tree blocks and data moved below the size" {
 	minimum_case mixed 1G 4 -M
+}
+
+# ---- one device of several (tests/oracle/resize_age.sh on a filesystem of NDEV devices) ----
+
+# aged_multi NAME SIZE ROUNDS NDEV MKFS_OPTS...: an aged filesystem of NDEV image files (built
+# once per run), copied to IMGS, its manifest in $SAVED
+aged_multi() {
+	local name=$1 size=$2 rounds=$3 n=$4 d=$ORC/$1 i
+	shift 4
+	(
+		flock 9
+		[ -e "$d/done" ] && exit 0
+		rm -rf "$d"
+		mkdir -p "$d/mnt"
+		local imgs=() loops=() rc=1
+		for ((i = 0; i < n; i++)); do
+			truncate -s "$size" "$d/img$i"
+			imgs+=("$d/img$i")
+		done
+		mkfs.btrfs -q -f "$@" "${imgs[@]}" >/dev/null 2>&1 || exit 1
+		for i in "${imgs[@]}"; do loops+=("$(losetup -f --show "$i")"); done
+		btrfs device scan "${loops[@]}" >/dev/null 2>&1
+		if mount "${loops[0]}" "$d/mnt"; then
+			bash "$BTK_ROOT/tests/oracle/resize_age.sh" "$d/mnt" "$rounds" 1 >"$d/age.log" 2>&1
+			rc=$?
+			[ $rc = 0 ] && btrfs quota rescan -w "$d/mnt" >/dev/null &&
+				manifest "$d/mnt" >"$d/saved"
+			umount "$d/mnt"
+		fi
+		[ $rc = 0 ] && btrfs check --readonly "${loops[0]}" >/dev/null 2>&1 && touch "$d/done"
+		for i in "${loops[@]}"; do losetup -d "$i"; done
+	) 9>"$ORC/.lock.$name"
+	[ -e "$ORC/$name/done" ] || {
+		echo "ageing image $name failed" >&2
+		tail "$ORC/$name/age.log" >&2
+		return 1
+	}
+	IMGS=()
+	for ((i = 0; i < n; i++)); do
+		cp --sparse=always "$ORC/$name/img$i" "$D/$name.$i.img"
+		IMGS+=("$D/$name.$i.img")
+	done
+	SAVED=$ORC/$name/saved
+}
+
+# attach FILE...: loop devices for the files, scanned (LOOPS); detach: gone again
+attach() {
+	local f
+	LOOPS=()
+	for f in "$@"; do LOOPS+=("$(losetup -f --show "$f")"); done
+	btrfs device scan "${LOOPS[@]}" >/dev/null 2>&1
+}
+
+detach() {
+	local l
+	for l in "${LOOPS[@]}"; do losetup -d "$l"; done
+	LOOPS=()
+}
+
+# check_multi OPTS...: btrfs check of the filesystem of IMGS
+check_multi() {
+	attach "${IMGS[@]}"
+	btrfs check --readonly "$@" "${LOOPS[0]}" >"$D/check.out" 2>&1
+	local rc=$?
+	detach
+	[ $rc = 0 ] || {
+		echo "btrfs check $* fails:" >&2
+		tail -20 "$D/check.out" >&2
+		return 1
+	}
+}
+
+# kernel_minimum_multi DEVID FROM FILE...: the kernel's online minimum of devid (as
+# kernel_minimum) on the filesystem of the files given (changed)
+kernel_minimum_multi() {
+	local devid=$1 t=$2 sz st=$((32 << 20))
+	shift 2
+	# the kernel refuses any size below 256 MiB (btrfs_ioctl_resize)
+	[ "$t" -ge $((256 << 20)) ] || t=$((256 << 20))
+	attach "$@"
+	mount "${LOOPS[0]}" "$MNT"
+	sz=$(btrfs filesystem show --raw "$MNT" | awk -v d="$devid" '$1 == "devid" && $2 == d { print $4 }')
+	while [ "$t" -lt "$sz" ] && ! btrfs filesystem resize "$devid:$t" "$MNT" >/dev/null 2>&1; do
+		t=$((t + (64 << 20)))
+	done
+	[ "$t" -lt "$sz" ] && sz=$t
+	while [ $st -ge $((1 << 20)) ]; do
+		if [ $((sz - st)) -gt 0 ] && btrfs filesystem resize "$devid:$((sz - st))" "$MNT" >/dev/null 2>&1; then
+			sz=$((sz - st))
+		else
+			st=$((st / 2))
+		fi
+	done
+	umount "$MNT"
+	detach
+	echo "$sz"
+}
+
+# minimum_multi NAME SIZE ROUNDS NDEV DEVID MKFS_OPTS...: the acceptance of issue 32 for one
+# device of several: as minimum_case, with the other devices taking what moves
+minimum_multi() {
+	local devid=$5 f i
+	aged_multi "$1" "$2" "$3" "$4" "${@:6}"
+	step -n --json -M "$devid:" "${IMGS[@]}"
+	cp "$BTK_OUT" "$D/plan.json"
+	step -P "$devid:" "${IMGS[@]}"
+	min=$(cat "$BTK_OUT")
+	local kimgs=()
+	for f in "${IMGS[@]}"; do
+		cp --sparse=always "$f" "$f.k"
+		kimgs+=("$f.k")
+	done
+	kmin=$(kernel_minimum_multi "$devid" "$min" "${kimgs[@]}")
+	rm -f "${kimgs[@]}"
+	step -M "$devid:" "${IMGS[@]}"
+	cat "$BTK_OUT" >&2
+	[ "$(stat -c %s "${IMGS[$((devid - 1))]}")" = "$min" ]
+	python3 - "$D/plan.json" "$min" "$kmin" <<'PY' >&3
+import json, sys
+p = json.load(open(sys.argv[1]))
+m, k, f = int(sys.argv[2]), int(sys.argv[3]), p["floor"]["total"]
+assert p["minimum"] == m, (p["minimum"], m)
+print("# devid %d: -M %d MiB, floor %d MiB (%.3fx), kernel online minimum %d MiB (btk/kernel %.3f)"
+      % (p["devid"], m >> 20, f >> 20, m / f, k >> 20, m / k))
+assert m <= 1.10 * f, "more than 1.10x the floor"
+assert m <= k, "above the kernel's online minimum"
+PY
+	check_multi
+	# the kernel shows the same files; qgroups agree after its rescan
+	attach "${IMGS[@]}"
+	mount -o noatime "${LOOPS[0]}" "$MNT"
+	manifest "$MNT" >"$D/after"
+	diff "$SAVED" "$D/after" >&2 || { echo "the files differ" >&2; return 1; }
+	btrfs quota rescan -w "$MNT" >/dev/null
+	umount "$MNT"
+	detach
+	check_multi --qgroup-report
+	! grep -qiE "counts don't match|different|mismatch" "$D/check.out"
+	# grown back by 1 GiB, the kernel writes 64 MiB and balances everything
+	truncate -s +1G "${IMGS[$((devid - 1))]}"
+	attach "${IMGS[@]}"
+	mount "${LOOPS[0]}" "$MNT"
+	btrfs filesystem resize "$devid:max" "$MNT" >/dev/null
+	head -c 64M /dev/urandom >"$MNT/kernel-wrote"
+	sync -f "$MNT"
+	btrfs balance start --full-balance "$MNT" >/dev/null
+	umount "$MNT"
+	detach
+	check_multi
+}
+
+@test "aged RAID1 filesystem of 3 devices, one shrunk: its chunks cut, what moves goes to chunks of the others and new ones; same files, qgroups, kernel writes and balances" {
+	minimum_multi r1x3 1G 4 3 1 -d raid1 -m raid1
 }
 
 @test "power cut at sampled writes of a repacking shrink (a chunk split, metadata compacted): old or new filesystem, same files" {

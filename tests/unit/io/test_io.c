@@ -333,6 +333,7 @@ static void test_blockdev_truncate(void **state)
 	(void)state;
 
 	lower->is_blockdev = true;
+	lower->fixed_size = true;
 	assert_int_equal(btk_dev_faulty(lower, 1, &f), 0);
 	assert_int_equal(btk_dev_truncate(f, 4096), -EOPNOTSUPP);
 	assert_int_equal(btk_dev_truncate(lower, 4096), -EOPNOTSUPP);

@@ -1,0 +1,88 @@
+#!/usr/bin/env bats
+# Owners without root: btk-mkfs --all-root, --force-uid/--force-gid, --uid-offset/--gid-offset
+# and the device table, for a directory and an archive source, run as a user without root
+# (nobody when the tests run as root). Every inode's owner is read back from the image.
+
+load helpers
+
+setup() {
+	require_btk mkfs
+	MKFS=$BTK_BUILD/bin/btk-mkfs
+	D=$BATS_TEST_TMPDIR
+	GEN=$BATS_TEST_DIRNAME/archive_gen.py
+	export SOURCE_DATE_EPOCH=1700000000
+	as_user "$D"
+	mkdir -p "$D/dir/a/b"
+	echo one >"$D/dir/a/f"
+	echo two >"$D/dir/a/b/g"
+	ln -s f "$D/dir/a/l"
+	chmod -R a+rX "$D/dir"
+	python3 "$GEN" "$D/a.tar" inline fwd
+	chmod a+r "$D/a.tar"
+}
+
+mkfs() {
+	btk_run 120 "${AS[@]}" "$MKFS" -q -b 1G "$@"
+	assert_no_crash
+	[ "$status" -eq 0 ] || { show_err; return 1; }
+}
+
+# owners IMG: "COUNT uid U gid G" lines of every inode of the fs tree
+owners() {
+	"$BTK_DEBUG" tree -t 5 "$1" | grep -ao 'uid [0-9]* gid [0-9]*' | sort | uniq -c |
+		awk '{ print $1, $2, $3, $4, $5 }'
+}
+
+@test "--all-root: every inode 0:0, directory and archive" {
+	# the directory belongs to nobody (or the user running the tests), the archive has 1000:1000 and more
+	mkfs --all-root -r "$D/dir" "$D/d.img"
+	[ "$(owners "$D/d.img")" = "6 uid 0 gid 0" ]
+	mkfs --all-root -r "$D/a.tar" "$D/a.img"
+	run owners "$D/a.img"
+	[ "${#lines[@]}" = 1 ] && [[ "${lines[0]}" == *" uid 0 gid 0" ]]
+	mkfs -r "$D/a.tar" "$D/plain.img" # without it, the archive's owners stay
+	owners "$D/plain.img" | grep -q "uid 1000 gid 1000"
+}
+
+@test "--force-uid and --force-gid, each alone and together" {
+	mkfs --force-uid 4242 -r "$D/a.tar" "$D/u.img"
+	run owners "$D/u.img"
+	[[ "$output" == *"uid 4242 gid 0"* && "$output" == *"uid 4242 gid 1000"* ]]
+	[[ "$output" != *"uid 0 "* && "$output" != *"uid 1000 "* ]]
+	mkfs --force-gid 77 -r "$D/dir" "$D/g.img"
+	[ "$(owners "$D/g.img")" = "6 uid $(stat -c %u "$D/dir/a/f") gid 77" ]
+	mkfs --force-uid 1 --force-gid 2 -r "$D/dir" "$D/ug.img"
+	[ "$(owners "$D/ug.img")" = "6 uid 1 gid 2" ]
+}
+
+@test "--uid-offset and --gid-offset shift every owner (a user namespace's range); out of range: one line" {
+	mkfs --uid-offset 100000 --gid-offset 200000 -r "$D/a.tar" "$D/o.img"
+	run owners "$D/o.img"
+	[[ "$output" == *"uid 100000 gid 200000"* && "$output" == *"uid 101000 gid 201000"* ]]
+	[[ "$output" != *"uid 0 "* ]]
+	btk_run 60 "${AS[@]}" "$MKFS" -q -b 1G --gid-offset -1000 --force-uid 7 -r "$D/a.tar" "$D/n.img"
+	assert_one_line_error 1
+	grep -q "gid 0 with --gid-offset -1000 is no valid gid" "$BTK_ERR"
+	mkfs --uid-offset 5 -r "$D/dir" "$D/d.img"
+	[ "$(owners "$D/d.img")" = "6 uid $(($(stat -c %u "$D/dir/a/f") + 5)) gid $(stat -c %g "$D/dir/a/f")" ]
+	btk_run 60 "${AS[@]}" "$MKFS" -q -b 1G --uid-offset -1 -r "$D/a.tar" "$D/bad.img"
+	assert_one_line_error 1
+	grep -q "uid 0 with --uid-offset -1 is no valid uid" "$BTK_ERR"
+	[ ! -e "$D/bad.img" ]
+	btk_run 60 "${AS[@]}" "$MKFS" -q -b 1G --gid-offset -1 -r "$D/dir" "$D/bad2.img"
+	assert_one_line_error 1
+	grep -q "is no valid gid" "$BTK_ERR"
+}
+
+@test "owner options: bad values and combinations are usage errors, and need --rootdir" {
+	for args in "--force-uid -3" "--force-uid x" "--force-gid 4294967295" "--uid-offset 9999999999" \
+		"--all-root --force-uid 1" "--force-uid 1 --uid-offset 2" "--force-gid 1 --gid-offset 2"; do
+		# shellcheck disable=SC2086
+		btk_run 60 "$MKFS" -q -b 1G $args -r "$D/dir" "$D/u.img"
+		assert_one_line_error 1
+		[ "$status" = 2 ] || { show_err; return 1; }
+	done
+	btk_run 60 "$MKFS" -q -b 1G --all-root "$D/u.img"
+	[ "$status" = 2 ]
+	grep -q "need --rootdir" "$BTK_ERR"
+}
