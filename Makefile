@@ -7,6 +7,8 @@ PKGS     := blkid popt libzstd zlib lzo2 libxxhash libcrypto libb2 libdeflate li
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Ilibcore -I. \
             -MMD -MP $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# every object can go into libbtk.so; no interposition, so calls stay as direct as without
+CFLAGS   += -fPIC -fno-semantic-interposition
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ifeq ($(SANITIZE),1)
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -31,6 +33,12 @@ UNITS    := $(foreach s,$(UNIT_SRC),$(B)/tests/$(basename $(notdir $(s))))
 TESTLIB_SRC := $(wildcard tests/lib/*.c)
 TESTLIB_OBJ := $(TESTLIB_SRC:%.c=$(B)/%.o)
 TESTTOOLS := $(TESTLIB_SRC:tests/lib/%.c=$(B)/tests/%)
+# libbtk: the public API (include/btk/, lib/) over libcore, shared (only btkfs_* exported,
+# lib/libbtk.map) and static
+LIBDIR   ?= $(PREFIX)/lib
+BTK_VER  := 0.1
+LIBBTK_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard lib/*.c)) $(B)/cli/uuid.o
+LIBBTK   := $(B)/lib/libbtk.so.$(BTK_VER) $(B)/lib/libbtk.a
 
 # The build sub-makes of all, check and demo use every core unless -j was given (CI has 2).
 # Given on their command line, not added to MAKEFLAGS here: make 4.3 turning on parallel jobs
@@ -47,7 +55,7 @@ JOBS      = $(if $(filter -j%,$(MAKEFLAGS)),,-j$(NPROC))
 # all and install build the tools only (no libcmocka needed); check builds the tests too.
 all: deps
 	@$(MAKE) $(JOBS) --no-print-directory tools
-tools: $(LIB) $(BINS)
+tools: $(LIB) $(BINS) $(LIBBTK)
 build: tools $(UNITS) $(TESTTOOLS)
 
 deps:
@@ -55,7 +63,12 @@ deps:
 check-deps:
 	@scripts/deps.sh check
 
-$(B)/%.o: %.c
+# objects are rebuilt when the flags change (a stale non-PIC object cannot go into libbtk.so):
+# $(B)/.cflags holds them and is rewritten, when make starts, only when they differ
+FLAGSTAMP := $(B)/.cflags
+$(shell mkdir -p $(B) && echo '$(CC) $(CFLAGS)' | cmp -s - $(FLAGSTAMP) || \
+	echo '$(CC) $(CFLAGS)' >$(FLAGSTAMP))
+$(B)/%.o: %.c $(FLAGSTAMP)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
@@ -76,6 +89,14 @@ $(B)/bin/btk-%: $$(addprefix $(B)/,$$(subst .c,.o,$$(wildcard $$*/*.c))) $(CLI_L
 $(B)/tests/test_%: $$(addprefix $(B)/,$$(subst .c,.o,$$(wildcard tests/unit/*/test_$$*.c))) $(CLI_LIB) $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(LDFLAGS) -o $@ $^ $(LDLIBS) -lcmocka
+
+$(B)/lib/%.o: CFLAGS += -Iinclude -fvisibility=hidden
+$(B)/lib/libbtk.so.$(BTK_VER): $(LIBBTK_OBJ) $(LIB) lib/libbtk.map
+	$(CC) -shared -Wl,-soname,libbtk.so.0 -Wl,--version-script=lib/libbtk.map -Wl,--no-undefined \
+		$(LDFLAGS) -o $@ $(LIBBTK_OBJ) $(LIB) $(LDLIBS)
+	ln -sf libbtk.so.$(BTK_VER) $(B)/lib/libbtk.so.0 && ln -sf libbtk.so.0 $(B)/lib/libbtk.so
+$(B)/lib/libbtk.a: $(LIBBTK_OBJ) $(LIB_OBJ)
+	rm -f $@ && ar rcs $@ $^
 
 # btk-convert reads ext with libext2fs
 $(B)/convert/%.o: CFLAGS += $(shell pkg-config --cflags ext2fs com_err 2>/dev/null)
@@ -98,6 +119,11 @@ demo: deps
 	@$(MAKE) $(JOBS) --no-print-directory tools
 	@BTK_BUILD=$(B) scripts/demo.sh
 
+# the Python package's folder for this prefix, as Debian's python3 looks for it:
+# /usr/lib/python3/dist-packages, or PREFIX/lib/python3.N/dist-packages
+PYTHON   ?= $(firstword $(wildcard /usr/bin/python3) python3)
+PYDIR    ?= $(if $(filter /usr,$(PREFIX)),$(PREFIX)/lib/python3/dist-packages,$(PREFIX)/lib/python$(shell \
+	$(PYTHON) -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null)/dist-packages)
 install: all
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man8 $(DESTDIR)$(PREFIX)/share/man/man7
 	install -m 755 $(BINS) $(DESTDIR)$(PREFIX)/bin/
@@ -109,8 +135,22 @@ install: all
 	for t in $(notdir $(BINS)); do \
 		install -m 644 completion/btk.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; \
 	done
+	install -d $(DESTDIR)$(PREFIX)/include/btk $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(PREFIX)/share/man/man3
+	install -m 644 include/btk/btk.h $(DESTDIR)$(PREFIX)/include/btk/
+	install -m 755 $(B)/lib/libbtk.so.$(BTK_VER) $(DESTDIR)$(LIBDIR)/
+	ln -sf libbtk.so.$(BTK_VER) $(DESTDIR)$(LIBDIR)/libbtk.so.0
+	ln -sf libbtk.so.0 $(DESTDIR)$(LIBDIR)/libbtk.so
+	install -m 644 $(B)/lib/libbtk.a $(DESTDIR)$(LIBDIR)/
+	sed -e 's|@PREFIX@|$(PREFIX)|; s|@LIBDIR@|$(LIBDIR)|; s|@VERSION@|$(BTK_VER)|' \
+	    -e 's|@PRIVATE@|$(PKGS)|' lib/btk.pc.in >$(DESTDIR)$(LIBDIR)/pkgconfig/btk.pc
+	install -m 644 man/libbtk.3 $(DESTDIR)$(PREFIX)/share/man/man3/
+	install -d $(DESTDIR)$(PYDIR)/btk
+	install -m 644 python/btk/__init__.py $(DESTDIR)$(PYDIR)/btk/
 
 uninstall:
+	rm -rf $(DESTDIR)$(PREFIX)/include/btk $(DESTDIR)$(PYDIR)/btk
+	rm -f $(addprefix $(DESTDIR)$(LIBDIR)/,libbtk.so.$(BTK_VER) libbtk.so.0 libbtk.so libbtk.a pkgconfig/btk.pc) \
+	      $(DESTDIR)$(PREFIX)/share/man/man3/libbtk.3
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(BINS))) \
 	      $(DESTDIR)$(PREFIX)/bin/fsck.btk $(DESTDIR)$(PREFIX)/share/man/man8/fsck.btk.8 \
 	      $(addprefix $(DESTDIR)$(PREFIX)/share/man/man8/,$(notdir $(wildcard man/*.8))) \
@@ -118,7 +158,7 @@ uninstall:
 	      $(addprefix $(DESTDIR)$(PREFIX)/share/bash-completion/completions/,$(notdir $(BINS)))
 
 format:
-	clang-format -i $(wildcard libcore/*/*.[ch] */*.[ch] tests/unit/*/*.c tests/unit/*.h tests/lib/*.c)
+	clang-format -i $(wildcard libcore/*/*.[ch] */*.[ch] include/btk/*.h tests/unit/*/*.c tests/unit/*.h tests/lib/*.c)
 
 clean:
 	rm -rf build build-san

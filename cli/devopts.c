@@ -90,6 +90,10 @@ struct poptOption cli_write_table[] = {
 struct poptOption cli_no_undo_table[] = {
     {"no-undo", 0, POPT_ARG_NONE, &no_undo, 0, "write no undo file", NULL}, POPT_TABLEEND};
 
+/* the tools' one power supply (BTK_FAULT) */
+static struct btk_fault_power power;
+static bool power_set;
+
 int cli_dev_opts(struct btk_dev_opts *o)
 {
 	const char *e = getenv("BTK_FAULT");
@@ -121,6 +125,11 @@ int cli_dev_opts(struct btk_dev_opts *o)
 		return -1;
 	}
 	o->fault.after = n;
+	/* one power cut: every device of the run spends the same budget (set once a run) */
+	if (!power_set)
+		power = (struct btk_fault_power){.allowed = n};
+	power_set = true;
+	o->fault.power = &power;
 	return 0;
 }
 

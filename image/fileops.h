@@ -197,5 +197,7 @@ int verb_setfattr(int argc, const char **argv);
 int verb_snapshot(int argc, const char **argv);
 int verb_subvol(int argc, const char **argv);
 int verb_subvol_list(int argc, const char **argv); /* subvol_list.c */
+int verb_label(int argc, const char **argv);	   /* label.c */
+int verb_uuid(int argc, const char **argv);	   /* label.c */
 
 #endif

@@ -16,6 +16,7 @@
 #include "cli/cli.h"
 #include "fileops.h"
 #include "fs/fs_read.h"
+#include "tree/scan.h"
 
 /* (tree, inode) of a file with several names -> where its first copy went */
 struct link {
@@ -34,6 +35,11 @@ struct get {
 	uint64_t reused; /* files of an older root whose data was written over since */
 	struct link *links;
 	size_t nlinks, cap; /* open addressing, cap a power of two */
+	/* paths that did not read (tree blocks, data): --salvage tries older roots for them */
+	BTK_VEC(, char *) damaged;
+	bool retrying;	   /* a --salvage pass: replace what the first pass left */
+	bool last_damage;  /* the next problem counted is damage (damaged() was called) */
+	uint64_t dskipped; /* problems that were damage: --salvage retries them */
 	/* the file being written */
 	int fd;
 	const char *cur;
@@ -43,7 +49,21 @@ static int skipped(struct get *g, const char *path, const char *fmt, const char 
 {
 	cli_warn(fmt, path, why);
 	g->skipped++;
+	g->dskipped += g->last_damage;
+	g->last_damage = false;
 	return 0;
+}
+
+/* path did not read whole: kept for --salvage (each once) */
+static void damaged(struct get *g, const char *path)
+{
+	char **p;
+
+	g->last_damage = true;
+	if (g->damaged.n && !strcmp(g->damaged.data[g->damaged.n - 1], path))
+		return;
+	if ((p = btk_vec_push(&g->damaged)))
+		*p = strdup(path);
 }
 
 static char *host_path(struct get *g, const char *path)
@@ -197,11 +217,14 @@ static int bad_cb(void *ctx, uint64_t off, uint64_t len, const char *why)
 
 	snprintf(msg, sizeof(msg), "bytes %llu..%llu: %s", (unsigned long long)off,
 		 (unsigned long long)(off + len), why);
+	damaged(g, g->cur);
 	if (g->c->older && strstr(why, "checksum")) {
 		/* an older root's data whose blocks were written over since */
 		cli_warn("data of %s at generation %llu was reused since: %s (left a hole)", g->cur,
 			 (unsigned long long)g->c->fs->generation, msg);
 		g->skipped++;
+		g->dskipped++;
+		g->last_damage = false;
 		g->reused++;
 		return 0;
 	}
@@ -216,7 +239,7 @@ static int make_room(struct get *g, const char *host, const char *path)
 
 	if (lstat(host, &st))
 		return 0;
-	if (!g->force)
+	if (!g->force && !g->retrying)
 		return skipped(g, path, "%s: %s exists (-f replaces it)", host), 1;
 	if (S_ISDIR(st.st_mode))
 		return skipped(g, path, "%s: %s is a directory", host), 1;
@@ -249,6 +272,8 @@ static void get_file(struct get *g, const struct img_entry *e, const char *host)
 	g->cur = e->path;
 	g->files++;
 	ret = btk_file_read(g->c->fs, &e->node.root, e->node.ino, i, 0, UINT64_MAX, &ops, g);
+	if (ret == -EUCLEAN || ret == -EIO)
+		damaged(g, e->path);
 	if (ret)
 		skipped(g, e->path, "%s: %s",
 			ret == -EUCLEAN || ret == -EIO ? btk_errmsg() : strerror(-ret));
@@ -269,7 +294,10 @@ static void get_symlink(struct get *g, const struct img_entry *e, const char *ho
 	if (make_room(g, host, e->path))
 		return;
 	if (!(t = img_symlink_target(g->c, &e->node, e->path))) {
+		damaged(g, e->path);
 		g->skipped++;
+		g->dskipped++;
+		g->last_damage = false;
 		return;
 	}
 	if (symlink(t, host)) {
@@ -308,7 +336,7 @@ static int on_entry(void *ctx, const struct img_entry *e)
 	struct stat st;
 	char *host;
 
-	if (e->depth == 0) /* the walk's paths are normalized: "/" or "/a/b" */
+	if (e->depth == 0 && !g->retrying) /* the walk's paths are normalized: "/" or "/a/b" */
 		g->skip = strcmp(e->path, "/") ? strlen(e->path) : 0;
 	host = host_path(g, e->path);
 
@@ -349,6 +377,7 @@ static int on_dir_done(void *ctx, const struct img_entry *e)
 
 static int on_bad(void *ctx, const char *path, const char *why)
 {
+	damaged(ctx, path);
 	return skipped(ctx, path, "%s: not copied: %s", why);
 }
 
@@ -410,12 +439,164 @@ static char *choose_dest(const char *path, const char *dest)
 	return d;
 }
 
+/* PATH resolves in c's filesystem (no message): 0, or the negative errno. */
+static int probe(struct img_cmd *c, const char *path)
+{
+	struct btk_inode_info ii;
+	struct btk_root r;
+	uint64_t root, ino;
+	int ret = btk_path_lookup(c->fs, path, &root, &ino);
+
+	if (!ret)
+		ret = btk_fs_root(c->fs, root, &r);
+	return ret ? ret : btk_inode_read(c->fs, &r, ino, &ii);
+}
+
+static bool root_tree_only(uint64_t owner)
+{
+	return owner == BTRFS_ROOT_TREE_OBJECTID;
+}
+
+/* --salvage: tree blocks stepped over (btk_tree_skip_unreadable) by the handles closed so far */
+static bool salvaging;
+static uint64_t blocks_skipped;
+
+static void close_fs(struct img_cmd *c)
+{
+	if (c->fs)
+		blocks_skipped += btk_tree_skipped(c->fs);
+	btk_fs_close(c->fs);
+	c->fs = NULL;
+}
+
+/* c opened at root tree bytenr instead (quietly): 0 when PATH resolves there. */
+static int open_at(struct img_cmd *c, uint64_t bytenr, const char *path)
+{
+	close_fs(c);
+	c->tree_root = bytenr;
+	if (img_open(c, false))
+		return -1;
+	btk_tree_skip_unreadable(c->fs, salvaging);
+	return probe(c, path);
+}
+
+/* The current root does not reach PATH: the newest older root tree that does. */
+static int fall_back(struct img_cmd *c, const struct btk_found_roots *roots, const char *path,
+		     int why)
+{
+	uint64_t cur = btk_le64(c->fs->sb.root);
+
+	cli_warn("%s: %s does not read at the current root (%s): trying older roots", c->img, path,
+		 strerror(-why));
+	for (size_t i = 0; i < roots->n; i++)
+		if (roots->data[i].bytenr != cur && !open_at(c, roots->data[i].bytenr, path)) {
+			cli_warn("%s: %s: read from generation %llu (root tree at %llu)", c->img,
+				 path, (unsigned long long)roots->data[i].generation,
+				 (unsigned long long)roots->data[i].bytenr);
+			return 0;
+		}
+	cli_err("%s: %s: no root reads it", c->img, path);
+	return CLI_EXIT_ERROR;
+}
+
+static int extent_end(void *ctx, const struct btk_file_extent *fe)
+{
+	uint64_t *end = ctx, e;
+
+	e = fe->file_offset +
+	    (fe->type == BTRFS_FILE_EXTENT_INLINE ? fe->ram_bytes : fe->num_bytes);
+	if (e > *end)
+		*end = e;
+	return 0;
+}
+
+/* The last resort for a file whose name reads but whose inode does not: its data, from its
+ * extent items, as a file of mode 0600 as long as its last extent reaches. 0 when copied. */
+static int inodeless(struct get *g, const char *path)
+{
+	struct img_cmd *c = g->c;
+	struct img_entry e = {.path = path};
+	uint64_t end = 0, before = g->skipped;
+	const char *slash = strrchr(path, '/');
+	char *host;
+
+	if (btk_path_lookup(c->fs, path, &e.node.root_id, &e.node.ino) ||
+	    btk_fs_root(c->fs, e.node.root_id, &e.node.root) ||
+	    btk_file_for_each_extent(c->fs, &e.node.root, e.node.ino, 0, extent_end, &end) || !end)
+		return -1;
+	e.name = slash ? slash + 1 : path;
+	e.node.info.size = end;
+	e.node.info.mode = S_IFREG | 0600;
+	e.node.info.nlink = 1;
+	if (!(host = host_path(g, path)))
+		return -1;
+	g->retrying = true;
+	get_file(g, &e, host);
+	g->retrying = false;
+	free(host);
+	if (g->skipped != before)
+		return -1;
+	cli_warn("%s: its inode does not read: its data (%llu bytes) recovered from its extents, "
+		 "mode 0600, owner and times not known",
+		 path, (unsigned long long)end);
+	return 0;
+}
+
+/* --salvage: each path that did not read whole is copied again from the older roots, newest
+ * first, until one copy has no problem. The problems left: those that were not damage, and
+ * each path no root gave whole (listed). */
+static void salvage(struct get *g, const struct btk_found_roots *roots,
+		    const struct img_walk_ops *ops)
+{
+	struct img_cmd *c = g->c;
+	uint64_t used = c->fs->generation, lost = 0, first = btk_le64(c->fs->sb.root);
+	size_t n0 = g->damaged.n;
+	uint64_t first_pass = g->skipped - g->dskipped;
+
+	if (!n0)
+		return;
+	cli_warn("--salvage: %zu path%s did not read whole: trying older roots", n0,
+		 n0 == 1 ? "" : "s");
+	for (size_t i = 0; i < n0; i++) {
+		const char *p = g->damaged.data[i];
+		bool done = false;
+		for (size_t r = 0; r < roots->n && !done; r++) {
+			if (roots->data[r].generation >= used ||
+			    open_at(c, roots->data[r].bytenr, p))
+				continue;
+			uint64_t before = g->skipped;
+			g->retrying = true;
+			img_walk(c, p, ops, g);
+			g->retrying = false;
+			if (g->skipped == before) {
+				cli_warn("%s: recovered from generation %llu", p,
+					 (unsigned long long)roots->data[r].generation);
+				done = true;
+			}
+		}
+		if (!done) {
+			open_at(c, first, p);
+			done = c->fs && !inodeless(g, p);
+		}
+		if (!done) {
+			cli_err("%s: %s: not recovered: no older root has it whole", c->img, p);
+			lost++;
+		}
+	}
+	g->skipped = first_pass + lost;
+}
+
 int verb_get(int argc, const char **argv)
 {
 	struct img_cmd c = {0};
 	struct get g = {.c = &c, .fd = -1, .root = geteuid() == 0};
-	int rec = 0, progress = 0, quiet = 0, deleted = 0;
+	int rec = 0, progress = 0, quiet = 0, deleted = 0, salv = 0;
+	struct btk_found_blocks blocks = {0};
+	struct btk_found_roots roots = {0};
 	struct poptOption opts[] = {
+	    {"salvage", 0, POPT_ARG_NONE, &salv, 0,
+	     "copy what did not read whole again from older roots (backup and older generations)",
+	     NULL},
 	    {"deleted", 0, POPT_ARG_NONE, &deleted, 0,
 	     "PATH is deleted: read it from the newest older root that has it", NULL},
 	    {"recursive", 'r', POPT_ARG_NONE, &rec, 0, "directories with everything below", NULL},
@@ -436,10 +617,22 @@ int verb_get(int argc, const char **argv)
 		rc = img_open(&c, false);
 	if (!rc && deleted)
 		rc = img_deleted_open(&c, c.args[1]);
+	salvaging = salv;
+	if (!rc)
+		btk_tree_skip_unreadable(c.fs, salvaging);
+	/* a damaged current root: older roots, automatically unless a root was chosen */
+	int why = rc || c.older ? 0 : probe(&c, c.args[1]);
+	if (!rc && (salv || (why && why != -ENOENT && why != -ENOTDIR)))
+		rc = img_root_scan(&c, root_tree_only, false, &blocks, &roots);
+	if (!rc && why && why != -ENOENT && why != -ENOTDIR)
+		rc = fall_back(&c, &roots, c.args[1], why);
 	if (!rc)
 		rc = img_lookup(&c, c.args[1], &n);
-	if (rc)
+	if (rc) {
+		btk_vec_free(&roots);
+		btk_vec_free(&blocks);
 		return img_done(&c, rc);
+	}
 	if (S_ISDIR(n.info.mode) && !rec) {
 		cli_err("%s: %s: is a directory (-r copies it)", c.img, c.args[1]);
 		return img_done(&c, CLI_EXIT_ERROR);
@@ -456,6 +649,24 @@ int verb_get(int argc, const char **argv)
 	cli_progress_start(&g.prog, progress);
 	rc = img_walk(&c, c.args[1], &ops, &g);
 	cli_progress_clear(&g.prog);
+	if (!rc && salv)
+		salvage(&g, &roots, &ops);
+	if (c.fs)
+		blocks_skipped += btk_tree_skipped(c.fs);
+	if (blocks_skipped) {
+		/* names and extents in them are missing: nothing says which */
+		cli_err("--salvage: %llu tree block%s did not read and %s stepped over: what they "
+			"held is not recovered",
+			(unsigned long long)blocks_skipped, blocks_skipped == 1 ? "" : "s",
+			blocks_skipped == 1 ? "was" : "were");
+		g.skipped++;
+	} else if (!rc && g.dskipped)
+		cli_warn("--salvage copies what did not read whole again from older roots");
+	for (size_t i = 0; i < g.damaged.n; i++)
+		free(g.damaged.data[i]);
+	btk_vec_free(&g.damaged);
+	btk_vec_free(&roots);
+	btk_vec_free(&blocks);
 	if (g.xattrs_left)
 		cli_warn("%llu xattrs (trusted., security., or on symlinks and devices) need root; "
 			 "not copied",

@@ -55,7 +55,10 @@ int wops_open(struct wops *w)
 	cli_interrupt_after("%s has the change (its commit is on disk)", w->c.img);
 	if (btk_fs_write_refusals(w->fs))
 		goto err;
-	if (btk_write_open(w->fs, 0, &w->wfs) || btk_trans_start(w->wfs, &w->t))
+	if (btk_write_open(w->fs, 0, &w->wfs))
+		goto err;
+	btk_qgroups_count(w->wfs, &w->quota);
+	if (btk_trans_start(w->wfs, &w->t))
 		goto err;
 	if (w->epoch_set)
 		btk_trans_derive_uuids(w->t, w->fs->fsid);
@@ -113,17 +116,17 @@ static void rollback(struct wops *w, uint64_t committed)
 
 int wops_finish(struct wops *w, int rc)
 {
-	struct btk_root q;
 	uint64_t committed = w->fs ? w->fs->generation : 0;
 
 	cli_progress_clear(&w->line);
-	/* btk does not count quota groups: the commit marks them inconsistent */
-	if (w->t && !rc && !btk_root_find(w->fs, BTRFS_QUOTA_TREE_OBJECTID, &q))
-		cli_warn("quotas are on: marked for rescan (btrfs quota rescan after mounting)");
 	btk_err_clear();
 	if (w->t && !rc && btk_trans_commit(w->t)) {
 		cli_err("commit failed: %s", btk_errmsg());
 		rc = CLI_EXIT_ERROR;
+	} else if (w->t && !rc && w->quota.marked) {
+		/* the commit counts quota groups; what it cannot count exactly, it marks */
+		cli_warn("quotas are on: marked for rescan (btrfs quota rescan after mounting): %s",
+			 w->quota.why);
 	} else if (w->t && rc) {
 		btk_trans_abort(w->t);
 	}

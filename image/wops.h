@@ -3,6 +3,7 @@
 #ifndef BTK_IMAGE_WOPS_H
 #define BTK_IMAGE_WOPS_H
 
+#include "backref/qgroup.h"
 #include <popt.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -21,8 +22,9 @@ struct wops {
 	bool epoch_set;
 	uint64_t epoch;
 	struct cli_progress line;
-	uint64_t generation; /* after the commit */
-	int json, force;     /* copies of c's, after parsing */
+	uint64_t generation;	      /* after the commit */
+	struct btk_qgroup_acct quota; /* what the commit did with quotas */
+	int json, force;	      /* copies of c's, after parsing */
 };
 
 /* The options every writing verb takes: --device, --json, -f/--force (also: write into a

@@ -240,6 +240,7 @@ int main(int argc, const char **argv)
 	char *features = NULL, *runtime = NULL, *rootdir = NULL, *compress = NULL, *slack = NULL;
 	int skip_unreadable = 0, shrink = 0, all_root = 0;
 	char *force_uid = NULL, *force_gid = NULL, *uid_offset = NULL, *gid_offset = NULL;
+	char *devtable = NULL;
 	const char **subvols = NULL, **iflags = NULL;
 	struct rootdir rd = {0};
 	int mixed = 0, force = 0, quiet = 0, nodiscard = 0, json = 0, rc;
@@ -289,6 +290,8 @@ int main(int argc, const char **argv)
 	     "add N (negative: subtract) to every --rootdir uid", "N"},
 	    {"gid-offset", 0, POPT_ARG_STRING, &gid_offset, 0,
 	     "add N (negative: subtract) to every --rootdir gid", "N"},
+	    {"device-table", 'D', POPT_ARG_STRING, &devtable, 0,
+	     "device nodes, owners and modes from a makedevs table", "FILE"},
 	    {"slack", 0, POPT_ARG_STRING, &slack, 0,
 	     "with --shrink: keep SIZE unallocated past the last chunk, room to write", "SIZE"},
 	    CLI_STD_OPTIONS POPT_TABLEEND};
@@ -343,10 +346,10 @@ int main(int argc, const char **argv)
 		rc = CLI_EXIT_USAGE;
 	if (!rc &&
 	    (compress || skip_unreadable || subvols || iflags || shrink || slack || all_root ||
-	     force_uid || force_gid || uid_offset || gid_offset) &&
+	     force_uid || force_gid || uid_offset || gid_offset || devtable) &&
 	    !rootdir) {
 		cli_err("--compress, --subvol, --inode-flags, --skip-unreadable, --shrink, "
-			"--slack and the owner options need --rootdir");
+			"--slack, --device-table and the owner options need --rootdir");
 		rc = CLI_EXIT_USAGE;
 	}
 	if (!rc && slack && cli_parse_size("--slack", slack, &o.slack))
@@ -368,7 +371,8 @@ int main(int argc, const char **argv)
 					  .force_uid = force_uid,
 					  .force_gid = force_gid,
 					  .uid_offset = uid_offset,
-					  .gid_offset = gid_offset};
+					  .gid_offset = gid_offset,
+					  .devtable = devtable};
 		rc = rootdir_prepare(&rd, &o, &ra);
 		if (!rc && slack && !o.shrink) {
 			cli_err("--slack needs --shrink (or a new image file without -b)");
@@ -416,7 +420,7 @@ out:
 	free(label), free(uuid), free(meta), free(data), free(csum);
 	free(nodesize), free(sectorsize), free(bytes), free(features), free(runtime);
 	free(rootdir), free(compress), free(slack);
-	free(force_uid), free(force_gid), free(uid_offset), free(gid_offset);
+	free(force_uid), free(force_gid), free(uid_offset), free(gid_offset), free(devtable);
 	for (int k = 0; subvols && subvols[k]; k++)
 		free((char *)subvols[k]);
 	for (int k = 0; iflags && iflags[k]; k++)

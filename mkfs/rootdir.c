@@ -71,6 +71,8 @@ static int fill_archive(struct rootdir *rd, struct btk_trans *t)
 	if (!ret) {
 		rd->scanned = true;
 		cli_archive_report(rd->path, &rd->ss);
+		if (rd->dt_path && devtable_apply(&rd->dt, rd->dt_path, &rd->src))
+			rd->said = true, ret = -EINVAL;
 		for (int k = 0; !ret && rd->subvol_args && rd->subvol_args[k]; k++)
 			if (parse_subvol(rd, rd->subvol_args[k]))
 				rd->said = true, ret = -EINVAL;
@@ -346,6 +348,11 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 	rd->path = dir;
 	if (parse_owners(rd, a))
 		return CLI_EXIT_USAGE;
+	if (a->devtable) {
+		if (devtable_read(a->devtable, o->now ? o->now : time(NULL), &rd->dt))
+			return CLI_EXIT_ERROR;
+		rd->dt_path = a->devtable;
+	}
 	if (cli_archive_source(dir))
 		return archive_prepare(rd, o, a);
 	if (btk_src_scan(dir, skip_unreadable, &rd->src)) {
@@ -353,6 +360,8 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 		return CLI_EXIT_ERROR;
 	}
 	rd->scanned = true;
+	if (rd->dt_path && devtable_apply(&rd->dt, rd->dt_path, &rd->src))
+		return CLI_EXIT_ERROR;
 	if (btk_src_check_owners(&rd->src, &rd->po)) {
 		cli_err("%s", btk_errmsg());
 		return CLI_EXIT_ERROR;
@@ -388,5 +397,6 @@ void rootdir_free(struct rootdir *rd)
 {
 	if (rd->scanned)
 		btk_src_free(&rd->src);
+	devtable_free(&rd->dt);
 	rd->scanned = false;
 }

@@ -7,6 +7,7 @@
 #include "create/mkfs.h"
 #include "fs/populate.h"
 #include "cli/cli.h"
+#include "devtable.h"
 
 /* The progress line (cli_progress): totals from the scan, the latest report. */
 struct rootdir_progress {
@@ -28,6 +29,8 @@ struct rootdir {
 	const char *path; /* the source as given */
 	const char **subvol_args, **iflag_args;
 	struct btk_stream_stats ss;
+	struct devtable dt;
+	const char *dt_path; /* --device-table FILE, or NULL */
 	struct btk_populate_subvol subvols[64];
 	struct btk_populate_iflags iflags[64];
 };
@@ -44,6 +47,7 @@ struct rootdir_args {
 	/* --all-root, --force-uid/--force-gid, --uid-offset/--gid-offset (option values) */
 	bool all_root;
 	const char *force_uid, *force_gid, *uid_offset, *gid_offset;
+	const char *devtable; /* --device-table FILE */
 };
 /* SOURCE_DATE_EPOCH into o->now, for every filesystem mkfs makes: 1 set, 0 unset, -1 not a
  * number (said on stderr). */

@@ -5,8 +5,14 @@ set -u
 build_pkgs="gcc make pkg-config libblkid-dev libpopt-dev libzstd-dev zlib1g-dev liblzo2-dev
  libxxhash-dev libssl-dev libb2-dev libext2fs-dev libacl1-dev libattr1-dev libdeflate-dev
  libarchive-dev"
-check_pkgs="libcmocka-dev bats libarchive-tools cpio zstd bzip2 btrfs-progs e2fsprogs acl attr rsync xz-utils python3 util-linux fdisk coreutils
- clang libclang-rt-14-dev sleuthkit"
+# (one line per need, so that additions do not collide)
+check_pkgs="libcmocka-dev bats btrfs-progs e2fsprogs acl attr rsync xz-utils python3 util-linux coreutils
+ clang libclang-rt-14-dev
+ fdisk
+ libarchive-tools cpio zstd bzip2
+ sleuthkit
+ python3-pytest
+ ewf-tools"
 want=$build_pkgs
 # one installer at a time, however many makes ask
 exec 9<"$0" && flock 9 # the script itself: readable by every user, whoever ran it first

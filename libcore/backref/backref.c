@@ -117,6 +117,7 @@ struct data_walk {
 	uint64_t logical;
 	uint32_t matched;
 	size_t cap;
+	bool whole; /* every item pointing into the extent owns it, whichever bytes it uses */
 };
 
 /* An EXTENT_DATA item found for the extent: every root reaching its leaf owns the byte. */
@@ -127,8 +128,13 @@ static int add_item(struct data_walk *w, const struct btk_key *k, const struct b
 	size_t n;
 	int ret;
 
-	if (!br_extent_covers(fe, w->logical, k->objectid, &d))
+	if (w->whole) {
+		memset(&d, 0, sizeof(d));
+		d.inode = k->objectid;
+		d.leaf = fe->leaf;
+	} else if (!br_extent_covers(fe, w->logical, k->objectid, &d)) {
 		return 0;
+	}
 	ret = btk_block_roots(w->br, fe->leaf, &roots, &n);
 	if (ret)
 		br_owner_error(w->o, ret);
@@ -317,5 +323,45 @@ int btk_owner_lookup(struct btk_backref *br, uint64_t logical, struct btk_owner 
 		}
 	}
 	br_owner_finish(o);
+	return ret;
+}
+
+int btk_extent_roots(struct btk_backref *br, uint64_t bytenr, uint64_t **roots, size_t *n)
+{
+	struct btk_owner o = {0};
+	struct data_walk w = {.br = br, .o = &o, .logical = bytenr, .whole = true};
+	const uint64_t *troots = NULL;
+	size_t cap = 0;
+	int ret = btk_extent_lookup(br->fs, bytenr, &o.ext);
+
+	*roots = NULL;
+	*n = 0;
+	if (ret == -ENOENT || (!ret && o.ext.start != bytenr)) {
+		btk_err_clear();
+		return 0; /* no extent starts here */
+	}
+	if (ret)
+		return ret;
+	if (o.ext.flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) {
+		size_t nt = 0;
+		ret = btk_block_roots(br, bytenr, &troots, &nt);
+		for (size_t i = 0; i < nt; i++)
+			if (br_u64_push(roots, n, &cap, troots[i])) {
+				ret = -ENOMEM;
+				break;
+			}
+	} else {
+		w.ext = &o.ext;
+		ret = btk_extent_for_each_ref(br->fs, &o.ext, data_ref_cb, &w);
+		if (ret > 0)
+			ret = 0;
+		for (size_t i = 0; i < o.ndata && !ret; i++)
+			ret = br_u64_push(roots, n, &cap, o.data[i].root);
+		*n = br_u64_uniq(*roots, *n);
+		if (!ret && o.nerrors)
+			ret =
+			    btk_err(EUCLEAN, "%s", o.error ? o.error : "a reference not followed");
+	}
+	btk_owner_release(&o);
 	return ret;
 }

@@ -119,6 +119,14 @@ void btk_owner_release(struct btk_owner *o);
  * Returns 0, or negative (and the roots found before the error, if any, are still given). */
 int btk_block_roots(struct btk_backref *br, uint64_t bytenr, const uint64_t **roots, size_t *n);
 
+/* Every tree (root id) that reaches the extent starting at bytenr: for a tree block its
+ * roots (btk_block_roots), for a data extent the roots of every leaf holding a file extent
+ * item that points into it, whichever of its bytes the item uses (what qgroups count).
+ * Sorted, no duplicates; *roots is the caller's to free (NULL when none). No extent starting at
+ * bytenr: none, 0. Negative when a reference could not be followed (the roots found are
+ * still given). */
+int btk_extent_roots(struct btk_backref *br, uint64_t bytenr, uint64_t **roots, size_t *n);
+
 /* The tree root by id, cached by the session. */
 int btk_backref_root(struct btk_backref *br, uint64_t root_id, struct btk_root *out);
 

@@ -227,6 +227,14 @@ static inline void btk_put64(void *p, uint64_t v)
 	memcpy(p, &v, 8);
 }
 
+/* True for ids that hold files: FS_TREE (5) and subvolume ids 256..BTRFS_LAST_FREE_OBJECTID
+ * (the trees qgroups account). */
+static inline bool btk_is_fs_tree(uint64_t id)
+{
+	return id == BTRFS_FS_TREE_OBJECTID ||
+	       (id >= BTRFS_FIRST_FREE_OBJECTID && id <= BTRFS_LAST_FREE_OBJECTID);
+}
+
 /* Field of a uapi struct (whose fields are __le types) at a possibly unaligned address. */
 #define BTK_GET(type, ptr, field)                                                                  \
 	(sizeof(((type *)0)->field) == 8                                                           \

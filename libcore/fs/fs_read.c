@@ -44,12 +44,6 @@ int btk_fs_root(struct btk_fs *fs, uint64_t root_id, struct btk_root *out)
 	return ret;
 }
 
-bool btk_is_fs_tree(uint64_t id)
-{
-	return id == BTRFS_FS_TREE_OBJECTID ||
-	       (id >= BTRFS_FIRST_FREE_OBJECTID && id <= BTRFS_LAST_FREE_OBJECTID);
-}
-
 int btk_inode_ref_walk(const struct btk_key *k, const uint8_t *d, uint32_t size, btk_name_fn fn,
 		       void *ctx)
 {

@@ -48,9 +48,6 @@ int btk_for_each_item(struct btk_fs *fs, const struct btk_root *root, uint64_t o
  * that names the id). */
 int btk_fs_root(struct btk_fs *fs, uint64_t root_id, struct btk_root *out);
 
-/* True for ids that hold files: FS_TREE (5) and subvolume ids 256..BTRFS_LAST_FREE_OBJECTID. */
-bool btk_is_fs_tree(uint64_t root_id);
-
 /* One name of an inode: the directory holding it and the name there. */
 struct btk_name_ref {
 	uint64_t parent;  /* directory inode in the same tree */

@@ -146,7 +146,7 @@ static int copy_xattrs(struct pop *p, uint32_t si, uint64_t ino)
 	int ret = 0;
 
 	if (!p->src->content)
-		return copy_xattrs_host(p, ino);
+		return p->src->inodes[si].made ? 0 : copy_xattrs_host(p, ino);
 	c = &p->src->content[si];
 	for (size_t o = 0; o + 4 <= c->xlen && !ret;) {
 		uint16_t nl = btk_le16(c->xattrs + o), vl = btk_le16(c->xattrs + o + 2);

@@ -30,6 +30,7 @@ struct btk_src_inode {
 	uint32_t names;	     /* hard links within the tree */
 	uint64_t ino;	     /* assigned btrfs inode number */
 	uint64_t flags;	     /* BTRFS_INODE_* to set (nodatacow, nodatasum...) */
+	bool made;	     /* made by btk_src_apply: nothing to read at its host path */
 };
 
 struct btk_populate_stats {
@@ -58,6 +59,17 @@ int btk_src_scan_any(const char *path, bool skip_unreadable, struct btk_src_tree
  * btk_src_free. */
 int btk_src_scan(const char *dir, bool skip_unreadable, struct btk_src_tree *out);
 void btk_src_free(struct btk_src_tree *t);
+/* Device-table changes (makedevs, genext2fs -D): path relative to the top; an entry there
+ * gets st's permission bits, uid, gid (and rdev for a device); a missing one is made (its
+ * parent must be a directory of the tree or made by an earlier change) as st says: a
+ * directory, an empty file, a device node or a fifo, with st's times. An entry of another
+ * type is an error naming it. The tree keeps its order (names sorted, breadth first). */
+struct btk_src_change {
+	const char *path;
+	struct stat st;
+};
+int btk_src_apply(struct btk_src_tree *t, const struct btk_src_change *c, size_t n);
+
 /* Node index of relpath ("a/b", relative to the top; "" or "." is the top). -ENOENT. */
 int btk_src_lookup(const struct btk_src_tree *t, const char *relpath, uint32_t *node);
 /* Host path of node i into buf (returns buf, or NULL if it does not fit). */

@@ -10,9 +10,9 @@
 #include <string.h>
 
 struct faulty {
-	uint64_t allowed;
+	struct btk_fault_power own; /* the budget, unless shared */
+	struct btk_fault_power *p;  /* the one spent: own or a shared one */
 	enum btk_fault_mode mode;
-	bool cut; /* a change was refused: the power is off */
 };
 
 /* Before a change: 0 and one change spent; when none is left -EIO (FAIL) or 1 (STOP: skip
@@ -30,20 +30,20 @@ static int faulty_change(struct btk_dev *dev, enum btk_dev_change what, uint64_t
 
 	(void)len, (void)data;
 	if (what == BTK_CHANGE_FLUSH) {
-		if (f->allowed)
+		if (f->p->allowed)
 			return 0;
 		return f->mode == BTK_FAULT_STOP
 			   ? 1
 			   : btk_err(EIO, "%s: injected flush failure", dev->path);
 	}
-	if (!f->allowed) {
-		f->cut = true;
+	if (!f->p->allowed) {
+		f->p->cut = true; /* a change was refused: the power is off */
 		return f->mode == BTK_FAULT_STOP
 			   ? 1
 			   : btk_err(EIO, "%s: injected %s failure at %llu", dev->path, names[what],
 				     (unsigned long long)off);
 	}
-	f->allowed--;
+	f->p->allowed--;
 	return 0;
 }
 
@@ -61,25 +61,38 @@ int btk_dev_faulty(struct btk_dev *lower, uint64_t allowed, struct btk_dev **out
 	return btk_dev_faulty_mode(lower, BTK_FAULT_FAIL, allowed, out);
 }
 
-int btk_dev_faulty_mode(struct btk_dev *lower, enum btk_fault_mode mode, uint64_t allowed,
-			struct btk_dev **out)
+static int faulty_new(struct btk_dev *lower, enum btk_fault_mode mode, uint64_t allowed,
+		      struct btk_fault_power *power, struct btk_dev **out)
 {
 	struct faulty *f = calloc(1, sizeof(*f));
 	int ret;
 
 	if (!f)
 		return btk_err(ENOMEM, "out of memory");
-	f->allowed = allowed;
+	f->own.allowed = allowed;
+	f->p = power ? power : &f->own;
 	f->mode = mode;
 	if ((ret = btk_dev_stack(lower, &faulty_filter, f, out)))
 		free(f);
 	return ret;
 }
 
+int btk_dev_faulty_mode(struct btk_dev *lower, enum btk_fault_mode mode, uint64_t allowed,
+			struct btk_dev **out)
+{
+	return faulty_new(lower, mode, allowed, NULL, out);
+}
+
+int btk_dev_faulty_power(struct btk_dev *lower, enum btk_fault_mode mode,
+			 struct btk_fault_power *power, struct btk_dev **out)
+{
+	return faulty_new(lower, mode, 0, power, out);
+}
+
 bool btk_dev_cut(const struct btk_dev *dev)
 {
 	for (int depth = 0; dev && depth < 16; dev = dev->lower, depth++)
-		if (dev->filter == &faulty_filter && ((const struct faulty *)dev->priv)->cut)
+		if (dev->filter == &faulty_filter && ((const struct faulty *)dev->priv)->p->cut)
 			return true;
 	return false;
 }

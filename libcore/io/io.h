@@ -71,6 +71,9 @@ struct btk_dev {
 #define BTK_OPEN_CREATE 2 /* create the file if missing (with WRITE) */
 #define BTK_OPEN_EXCL	4 /* O_EXCL on block devices: fail if mounted or held */
 
+/* For backends: a new handle named path with ops and priv, no descriptor (fd -1), size 0 and
+ * read-only until the caller sets them. 0 or -ENOMEM. */
+int btk_dev_new(const char *path, const struct btk_dev_ops *ops, void *priv, struct btk_dev **out);
 /* Stacking backends (faults, undo, the repair's view of a commit) are a handle over a lower
  * device that passes every call down to it (stack.c), after asking the backend's filter about
  * each change. A change, as the filter sees it: */
@@ -159,6 +162,14 @@ enum btk_fault_mode { BTK_FAULT_OFF, BTK_FAULT_FAIL, BTK_FAULT_STOP };
 int btk_dev_faulty(struct btk_dev *dev, uint64_t allowed, struct btk_dev **out);
 int btk_dev_faulty_mode(struct btk_dev *dev, enum btk_fault_mode mode, uint64_t allowed,
 			struct btk_dev **out);
+/* One power supply for several devices: the handles wrapped with it spend one budget of
+ * changes, and once it is spent none of them changes anything (one power cut for all). */
+struct btk_fault_power {
+	uint64_t allowed;
+	bool cut;
+};
+int btk_dev_faulty_power(struct btk_dev *dev, enum btk_fault_mode mode,
+			 struct btk_fault_power *power, struct btk_dev **out);
 /* Whether a fault-injecting handle in dev's stack has refused a change: the power is cut, and
  * an undo file (undo.h) logs nothing more for dev, as none of its writes would reach a disk. */
 bool btk_dev_cut(const struct btk_dev *dev);
@@ -258,6 +269,29 @@ int btk_dev_name_stat(const char *name, struct stat *st);
  * is closed and NULL. */
 int btk_dev_where_apply(struct btk_dev **devp, const char *base, const struct btk_dev_where *w);
 
+/* ---- Containers (split.c, ewf.c, container.c) ---- */
+
+/* Split raw segments: when first names the first of a series whose second segment exists
+ * ("disk.000" or "disk.001" then "disk.001"/"disk.002", "disk.aa" then "disk.ab", "disk.raw.00"
+ * then "disk.raw.01"), every segment in order as one device of their total size (fixed):
+ * 0 with *out, 1 when first is no such name, -errno (a segment that does not open, is empty or
+ * a block device; -EBUSY when write and one is in use). */
+int btk_dev_split_open(const char *first, bool write, struct btk_dev **out);
+/* The number of segments of a split raw handle (0 for others). */
+int btk_dev_split_count(const struct btk_dev *dev);
+/* Whether b (len bytes from the start of a file) starts an EWF segment (E01, Ex01). */
+bool btk_ewf_magic(const uint8_t *b, size_t len);
+/* The EWF evidence file whose first segment is path, read-only, through libewf loaded at run
+ * time: -EOPNOTSUPP naming what to do when libewf is not there, -EIO with libewf's message. */
+int btk_dev_ewf_open(const char *path, struct btk_dev **out);
+/* A disk image or volume format btk does not read, found at the start of dev: what it is and
+ * what to do ("a qcow2 image: convert it to raw (qemu-img convert -O raw)..."), or NULL. */
+const char *btk_dev_foreign(struct btk_dev *dev);
+/* Why dev is not the filesystem looked for, when that can be told: a foreign format, a
+ * partition table (give the partition), another filesystem (libblkid). 1 with the words in
+ * buf, 0 when nothing is known. */
+int btk_dev_explain(struct btk_dev *dev, char *buf, size_t len);
+
 /* ---- The open path (open.c, in_use.c, lock.c): how every tool opens its devices ----
  *
  * A writable open is exclusive: it refuses a device the kernel uses (btk_dev_refuse_in_use),
@@ -276,7 +310,9 @@ struct btk_dev_opts {
 				  change; NULL: none */
 	struct {
 		enum btk_fault_mode mode; /* tests: a power cut after `after` changes */
-		uint64_t after;		  /* (per device) */
+		uint64_t after;		  /* (per device, unless power is set) */
+		/* the budget every device opened with it spends (after is then unused) */
+		struct btk_fault_power *power;
 	} fault;
 	/* where the filesystem lies on every device whose name has no "@" part (--partition,
 	 * --offset): a window over it (btk_dev_where_apply) */

@@ -149,7 +149,10 @@ static int wrap(struct btk_dev **devp, const struct btk_dev_opts *o)
 	int ret;
 
 	if (o->fault.mode != BTK_FAULT_OFF) {
-		if ((ret = btk_dev_faulty_mode(*devp, o->fault.mode, o->fault.after, &w)))
+		ret = o->fault.power
+			  ? btk_dev_faulty_power(*devp, o->fault.mode, o->fault.power, &w)
+			  : btk_dev_faulty_mode(*devp, o->fault.mode, o->fault.after, &w);
+		if (ret)
 			return ret;
 		*devp = w;
 	}
@@ -198,12 +201,46 @@ int btk_dev_blkid(const struct btk_dev *dev, char type[64], char label[256], cha
 	return ret == 0 && type[0];
 }
 
-/* After the window: the signatures of what the filesystem will overwrite. */
-static int no_clobber(const struct btk_dev *dev)
+/* Split raw segments and EWF files: 0 with *out opened as o says (a writer's lock on the
+ * first segment), 1 when base is a plain file or device, -errno. */
+static int open_container(const char *base, const struct btk_dev_opts *o, struct btk_dev **out)
 {
-	const char *what;
+	uint8_t head[8];
+	struct btk_dev *dev;
+	int ret = btk_dev_split_open(base, o->write, out);
+
+	if (ret <= 0) {
+		if (!ret && o->write && (ret = btk_lock_take(base, o->wait, &(*out)->lock))) {
+			btk_dev_close(*out);
+			*out = NULL;
+		}
+		return ret;
+	}
+	if (btk_dev_open(base, 0, &dev))
+		return 1; /* the plain open says why */
+	ret = dev->size >= sizeof(head) && !btk_dev_read(dev, head, sizeof(head), 0) &&
+	      btk_ewf_magic(head, sizeof(head));
+	btk_dev_close(dev);
+	if (!ret)
+		return 1;
+	if (o->write)
+		return btk_err(EROFS,
+			       "%s: an EWF evidence file (E01) is read-only: btk never writes it "
+			       "(export a raw copy with ewfexport -t raw and write that)",
+			       base);
+	return btk_dev_ewf_open(base, out);
+}
+
+/* After the window: the signatures of what the filesystem will overwrite. */
+static int no_clobber(struct btk_dev *dev)
+{
+	const char *what, *foreign = btk_dev_foreign(dev);
 	char found[64];
-	int ret = dev_signature(dev, found, sizeof(found), &what);
+	int ret;
+
+	if (foreign)
+		return btk_err(EEXIST, "%s: is %s (or use -f to overwrite it)", dev->path, foreign);
+	ret = dev_signature(dev, found, sizeof(found), &what);
 
 	if (ret <= 0)
 		return ret;
@@ -227,7 +264,10 @@ int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk
 		return ret;
 	if (!ret)
 		w = o->where;
-	if (!o->write) {
+	if ((ret = open_container(base, o, &dev)) <= 0) {
+		if (ret < 0)
+			return ret;
+	} else if (!o->write) {
 		if ((ret = btk_dev_open(base, 0, &dev)))
 			return ret;
 	} else if ((o->create && (ret = btk_lock_create(base, 0644, &made, &born))) ||

@@ -99,19 +99,15 @@ static const struct btk_dev_ops stack_ops = {
 int btk_dev_stack(struct btk_dev *lower, const struct btk_dev_filter *filter, void *priv,
 		  struct btk_dev **out)
 {
-	struct btk_dev *dev = calloc(1, sizeof(*dev));
+	struct btk_dev *dev;
+	int ret = btk_dev_new(lower->path, &stack_ops, priv, &dev);
 
-	if (!dev || !(dev->path = strdup(lower->path))) {
-		free(dev);
-		return btk_err(ENOMEM, "out of memory");
-	}
-	dev->ops = &stack_ops;
-	dev->fd = -1;
+	if (ret)
+		return ret;
 	dev->size = lower->size;
 	dev->writable = lower->writable;
 	dev->is_blockdev = lower->is_blockdev;
 	dev->fixed_size = lower->fixed_size;
-	dev->priv = priv;
 	dev->lower = lower;
 	dev->filter = filter;
 	*out = dev;

@@ -466,6 +466,50 @@ static int fix_top_dir(struct rp_ctx *x, const struct rp_prob *p, char *before, 
 	return btk_item_insert(t, p->tree, &k, item, sizeof(item));
 }
 
+/* A tree block whose header disagrees with its pointer (generation) or whose leaf data is not
+ * packed the kernel's way, its contents readable: copied by this transaction, which gives it
+ * the transaction's generation and packs its items; its parent's pointer follows. */
+static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		     size_t cap)
+{
+	int level = p->id == BTK_P_TB_NOT_PACKED ? 0 : (int)val(p, 0);
+	struct btk_block_check chk = {.level = level};
+	struct btk_block *b;
+	struct btk_key first;
+	uint64_t gen;
+	int ret;
+
+	if (level < 0 || level >= BTK_MAX_LEVEL || !p->tree || !p->bytenr)
+		return btk_err(EINVAL, "tree block report without its block");
+	/* a leaf not packed reads only as the checker reads (safely, not the kernel's way) */
+	struct btk_fs *fs = btk_trans_fs(x->t);
+	enum btk_read_mode mode = btk_tree_read_mode(fs, BTK_READ_SAFETY_ONLY);
+	if ((ret = btk_block_read(fs, p->bytenr, &chk, &b))) {
+		btk_tree_read_mode(fs, mode);
+		return ret;
+	}
+	gen = btk_block_generation(b);
+	if (!btk_block_nritems(b)) {
+		btk_block_put(b);
+		btk_tree_read_mode(fs, mode);
+		return 1; /* an empty block: nothing says where it is */
+	}
+	if (level)
+		btk_node_key(b, 0, &first);
+	else
+		btk_leaf_key(b, 0, &first);
+	btk_block_put(b);
+	ret = btk_tree_recow(x->t, p->tree, &first, level, p->bytenr);
+	btk_tree_read_mode(fs, mode);
+	if (ret)
+		return ret; /* 1: the tree's path does not reach it (left) */
+	snprintf(before, cap, "block %llu generation %llu%s", (unsigned long long)p->bytenr,
+		 (unsigned long long)gen, p->id == BTK_P_TB_NOT_PACKED ? ", items not packed" : "");
+	snprintf(after, cap, "copied: generation %llu%s", (unsigned long long)btk_trans_id(x->t),
+		 p->id == BTK_P_TB_NOT_PACKED ? ", items packed" : "");
+	return 0;
+}
+
 static const rp_fix_fn fns[BTK_P_COUNT] = {
 #define BTK_FIX(id, safe_, fn, how_) [BTK_P_##id] = fn,
 #include "repair/fixes.def"

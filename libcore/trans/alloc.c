@@ -218,6 +218,46 @@ int btk_refop_add(struct btk_wfs *w, const struct btk_refop *op)
 	*slot = *op;
 	slot->seq = w->refseq++;
 	w->mods++;
+	/* a subvolume tree's reference (a shared one is always a subvolume's): the extent's set
+	 * of roots may change, which the settled hook accounts */
+	if (op->delta && (op->parent || btk_is_fs_tree(op->root)))
+		return btk_note_extent(w, op->bytenr, op->num_bytes);
+	return 0;
+}
+
+int btk_note_extent(struct btk_wfs *w, uint64_t bytenr, uint64_t num_bytes)
+{
+	struct btk_changed_extent *c;
+
+	if (!w->settled_fn)
+		return 0;
+	if (!(c = btk_array_push(w->chg, w->nchg, w->capchg)))
+		return btk_err(ENOMEM, "out of memory");
+	*c = (struct btk_changed_extent){bytenr, num_bytes};
+	return 0;
+}
+
+int btk_note_snapshot(struct btk_wfs *w, const struct btk_snapshot_note *n)
+{
+	struct btk_snapshot_note *slot;
+
+	if (!w->settled_fn)
+		return 0;
+	if (!(slot = btk_array_push(w->snaps, w->nsnaps, w->capsnaps)))
+		return btk_err(ENOMEM, "out of memory");
+	*slot = *n;
+	return 0;
+}
+
+int btk_note_drop(struct btk_wfs *w, uint64_t id, uint64_t bytenr, int level)
+{
+	struct btk_drop_note *slot;
+
+	if (!w->settled_fn)
+		return 0;
+	if (!(slot = btk_array_push(w->drops, w->ndrops, w->capdrops)))
+		return btk_err(ENOMEM, "out of memory");
+	*slot = (struct btk_drop_note){id, bytenr, level};
 	return 0;
 }
 

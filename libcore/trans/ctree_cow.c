@@ -323,7 +323,7 @@ static int cow_block(struct btk_trans *t, struct btk_wroot *wr, struct btk_path 
 		b->dirty = true;
 		return 0;
 	}
-	if (gen > t->transid)
+	if (gen > t->transid && !btk_rs_overlaps(&t->w->recow, b->bytenr, t->fs->nodesize))
 		return btk_err(EUCLEAN,
 			       "tree block %llu has generation %llu after transaction %llu",
 			       (unsigned long long)b->bytenr, (unsigned long long)gen,
@@ -343,6 +343,10 @@ static int cow_block(struct btk_trans *t, struct btk_wroot *wr, struct btk_path 
 	btk_put64(h->owner, wr->objectid);
 	btk_put64(h->flags, (uint64_t)BTK_MIXED_BACKREF_REV << BTK_BACKREF_REV_SHIFT);
 	nb->dirty = true;
+	if (level == 0 && (ret = btk_leaf_repack(t->fs, nb))) {
+		btk_block_put(nb);
+		return ret;
+	}
 	ret = refs_for_cow(t, wr, b, nb, level);
 	if (ret) {
 		btk_block_put(nb);
@@ -798,6 +802,18 @@ int btk_tree_cow_block(struct btk_trans *t, uint64_t tree, const struct btk_key 
 		return ret;
 	ret = descend_to(t, wr, key, level, true, &p);
 	btk_wpath_release(&p);
+	return ret;
+}
+
+int btk_tree_recow(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
+		   uint64_t bytenr)
+{
+	int ret;
+
+	if (btk_rs_add(&t->w->recow, bytenr, t->fs->nodesize))
+		return btk_err(ENOMEM, "out of memory");
+	ret = btk_tree_cow_block(t, tree, key, level, bytenr);
+	btk_rs_remove(&t->w->recow, bytenr, t->fs->nodesize);
 	return ret;
 }
 

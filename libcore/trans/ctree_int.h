@@ -127,6 +127,9 @@ struct btk_wfs {
 	/* tree blocks a relocation copied in this transaction (block_move.c), keeping the
 	 * generation of the block they replace: later moves change them in place */
 	struct btk_rangeset relocated;
+	/* committed tree blocks whose header generation is damage (later than this
+	 * transaction): copied as any other (btk_tree_recow) */
+	struct btk_rangeset recow;
 	uint8_t chunk_uuid[BTK_UUID_SIZE]; /* chunk_tree_uuid of every tree block header */
 	/* the fsid when new uuids must follow from it (a fixed fsid: reproducible images), else
 	 * NULL (random, as for a snapshot of an existing filesystem) */
@@ -140,6 +143,15 @@ struct btk_wfs {
 	struct btk_devhold *holds;
 	int nholds;
 	size_t capholds;
+	/* the settled hook (btk_write_on_settled) and what this transaction shows it */
+	btk_trans_settled_fn settled_fn;
+	void *settled_ctx;
+	struct btk_changed_extent *chg;
+	size_t nchg, capchg;
+	struct btk_snapshot_note *snaps;
+	size_t nsnaps, capsnaps;
+	struct btk_drop_note *drops;
+	size_t ndrops, capdrops;
 	/* new chunks start at or past this logical address: a removed chunk's addresses are
 	 * not used again (cached blocks and the committed chunk tree still name them) */
 	uint64_t logical_floor;
@@ -153,7 +165,10 @@ struct btk_trans {
 	struct btk_fs *fs;
 	struct btk_wfs *w;
 	uint64_t transid;
-	uint64_t mods_at_start; /* w->mods when it began: unchanged means nothing to commit */
+	uint64_t mods_at_start;	      /* w->mods when it began: unchanged means nothing to commit */
+	bool in_hook;		      /* the settled hook runs (btk_trans_view) */
+	uint64_t view_root, view_gen; /* the committed root tree, while the hook runs */
+	uint8_t view_level;
 };
 
 /* ---- alloc.c ---- */
@@ -170,6 +185,11 @@ int btk_alloc_tree_space(struct btk_trans *t, uint64_t owner, uint64_t *bytenr);
 int btk_free_tree_block(struct btk_trans *t, uint64_t owner, uint64_t bytenr, int level,
 			uint64_t gen);
 int btk_refop_add(struct btk_wfs *w, const struct btk_refop *op);
+/* For the settled hook: notes an extent whose references from subvolume trees changed (its
+ * set of roots may have), a snapshot, a drop (tree_drop.c, trans_snap.c). */
+int btk_note_extent(struct btk_wfs *w, uint64_t bytenr, uint64_t num_bytes);
+int btk_note_snapshot(struct btk_wfs *w, const struct btk_snapshot_note *n);
+int btk_note_drop(struct btk_wfs *w, uint64_t id, uint64_t bytenr, int level);
 /* Loads block groups and free space of an existing filesystem. */
 int btk_bg_load(struct btk_wfs *w);
 /* Moves pinned ranges back to free (after the superblocks are written). */
@@ -231,6 +251,10 @@ int btk_tree_descend(struct btk_trans *t, struct btk_wroot *wr, const struct btk
 int btk_leaf_push(struct btk_trans *t, struct btk_wroot *wr, struct btk_path *p, const uint32_t *v,
 		  uint32_t vm, bool found);
 
+/* Puts a leaf's item data back in the kernel's layout (packed from the block's end down, in
+ * item order; a copy on write does it), the items and their bytes unchanged. -EUCLEAN when an
+ * item lies outside the block, -ENOMEM. */
+int btk_leaf_repack(const struct btk_fs *fs, struct btk_block *b);
 /* Item shifting helpers on a leaf (ctree_items.c). */
 void btk_leaf_set_key(struct btk_block *b, int slot, const struct btk_key *k);
 void btk_node_set_ptr(struct btk_block *b, int slot, const struct btk_key *k, uint64_t ptr,

@@ -431,3 +431,38 @@ int btk_item_update(struct btk_trans *t, uint64_t tree, const struct btk_key *ke
 	btk_wpath_release(&p);
 	return ret;
 }
+
+int btk_leaf_repack(const struct btk_fs *fs, struct btk_block *b)
+{
+	uint32_t n = btk_block_nritems(b), body = fs->nodesize - HDR_SZ, want = body;
+	uint8_t *base = b->data + HDR_SZ, *tmp;
+	bool packed = true;
+
+	for (uint32_t i = 0; i < n && packed; i++) {
+		const struct btk_item *it = btk_leaf_item(b, (int)i);
+		uint32_t off = btk_le32(it->offset), size = btk_le32(it->size);
+		packed = size <= want && off == want - size;
+		want = off;
+	}
+	if (packed)
+		return 0;
+	if (!(tmp = malloc(body)))
+		return btk_err(ENOMEM, "out of memory");
+	want = body;
+	for (uint32_t i = 0; i < n; i++) {
+		struct btk_item *it = (struct btk_item *)(base) + i;
+		uint32_t off = btk_le32(it->offset), size = btk_le32(it->size);
+		if (off > body || size > body - off || size > want ||
+		    want - size < n * (uint32_t)sizeof(struct btk_item)) {
+			free(tmp);
+			return btk_err(EUCLEAN, "leaf %llu: item %u overruns the block",
+				       (unsigned long long)b->bytenr, i);
+		}
+		memcpy(tmp + want - size, base + off, size);
+		btk_put32(it->offset, want - size);
+		want -= size;
+	}
+	memcpy(base + want, tmp + want, body - want);
+	free(tmp);
+	return 0;
+}

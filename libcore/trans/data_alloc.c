@@ -57,6 +57,11 @@ int btk_data_record_insert(struct btk_trans *t, uint64_t bytenr, uint64_t len, u
 	uint32_t n = btk_extent_head_write(item, &h);
 
 	n += btk_inline_ref_write(item + n, &r);
+	if (btk_is_fs_tree(root)) {
+		int ret = btk_note_extent(t->w, bytenr, len);
+		if (ret)
+			return ret;
+	}
 	return btk_item_insert(t, BTRFS_EXTENT_TREE_OBJECTID, &k, item, n);
 }
 

@@ -124,7 +124,11 @@ void btk_write_close(struct btk_wfs *w)
 	}
 	free(w->bgs);
 	btk_rs_free(&w->snap_shared);
+	free(w->chg);
+	free(w->snaps);
+	free(w->drops);
 	btk_rs_free(&w->relocated);
+	btk_rs_free(&w->recow);
 	free(w->refs);
 	free(w->new_chunks);
 	free(w->holds);
@@ -156,6 +160,7 @@ int btk_trans_start(struct btk_wfs *w, struct btk_trans **out)
 	t->w = w;
 	t->transid = w->transid;
 	t->mods_at_start = w->mods;
+	w->nchg = w->nsnaps = w->ndrops = 0;
 	w->running = true;
 	*out = t;
 	return 0;
@@ -230,7 +235,7 @@ static int update_root_items(struct btk_trans *t)
  * whose transactions keep every qgroup's numbers (BTK_WRITE_QGROUPS_KEPT) instead moves the
  * status item's generation to this commit's, as the kernel's commit does (the kernel marks
  * quotas inconsistent at mount when the two differ). */
-static int qgroups_inconsistent(struct btk_trans *t)
+static int qgroup_status(struct btk_trans *t, bool kept)
 {
 	struct btk_key k = {0, BTRFS_QGROUP_STATUS_KEY, 0};
 	uint8_t item[sizeof(struct btrfs_qgroup_status_item)];
@@ -249,7 +254,7 @@ static int qgroups_inconsistent(struct btk_trans *t)
 		return ret < 0 ? ret : 0;
 	}
 	d = btk_item_ptr(&p, &size);
-	if (size >= sizeof(item) && t->w->qgroups_kept) {
+	if (size >= sizeof(item) && kept) {
 		if (BTK_GET(struct btrfs_qgroup_status_item, d, generation) != t->transid) {
 			memcpy(item, d, sizeof(item));
 			btk_wpath_release(&p);
@@ -271,6 +276,32 @@ static int qgroups_inconsistent(struct btk_trans *t)
 		BTK_GET(struct btrfs_qgroup_status_item, item, flags) |
 		    BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT);
 	return btk_item_update(t, BTRFS_QUOTA_TREE_OBJECTID, &k, item, sizeof(item));
+}
+
+static int qgroups_inconsistent(struct btk_trans *t)
+{
+	if (t->w->settled_fn && !t->w->qgroups_kept)
+		return 0; /* the settled hook accounts them, or marks them itself */
+	return qgroup_status(t, t->w->qgroups_kept);
+}
+
+int btk_qgroups_mark_inconsistent(struct btk_trans *t)
+{
+	return qgroup_status(t, false);
+}
+
+void btk_write_on_settled(struct btk_wfs *w, btk_trans_settled_fn fn, void *ctx)
+{
+	w->settled_fn = fn;
+	w->settled_ctx = ctx;
+}
+
+void btk_trans_changes(const struct btk_trans *t, struct btk_trans_changes *out)
+{
+	const struct btk_wfs *w = t->w;
+
+	*out =
+	    (struct btk_trans_changes){w->chg, w->nchg, w->snaps, w->nsnaps, w->drops, w->ndrops};
 }
 
 /* A v1 space cache (no free-space tree) no longer matches the block groups. The superblock's
@@ -406,6 +437,47 @@ static int root_info(struct btk_trans *t, uint64_t id, uint64_t *bytenr, uint64_
 	*level = (uint8_t)wr->level;
 	btk_block_put(b);
 	return 0;
+}
+
+int btk_trans_view(struct btk_trans *t, bool current)
+{
+	struct btk_super *sb = &t->fs->sb;
+	uint64_t by, gen;
+	uint8_t lv;
+	int ret;
+
+	if (!t->in_hook)
+		return btk_err(EINVAL,
+			       "a view of the transaction's trees outside its settled hook");
+	if (!current) {
+		btk_put64(sb->root, t->view_root);
+		btk_put64(sb->generation, t->view_gen);
+		sb->root_level = t->view_level;
+		return 0;
+	}
+	if ((ret = root_info(t, BTRFS_ROOT_TREE_OBJECTID, &by, &gen, &lv)))
+		return ret;
+	btk_put64(sb->root, by);
+	btk_put64(sb->generation, gen);
+	sb->root_level = lv;
+	return 0;
+}
+
+/* Runs the settled hook, in the committed view before and after, and settles what it
+ * changed. */
+static int run_settled_hook(struct btk_trans *t)
+{
+	struct btk_super *sb = &t->fs->sb;
+	int ret;
+
+	t->view_root = btk_le64(sb->root);
+	t->view_gen = btk_le64(sb->generation);
+	t->view_level = sb->root_level;
+	t->in_hook = true;
+	ret = t->w->settled_fn(t->w->settled_ctx, t);
+	btk_trans_view(t, false);
+	t->in_hook = false;
+	return ret ? ret : settle(t);
 }
 
 static int fill_backup(struct btk_trans *t, struct btk_super *sb)
@@ -620,7 +692,8 @@ int btk_trans_commit_verify(struct btk_trans *t, btk_trans_verify_fn verify, voi
 		return 0;
 	}
 	ret = settle(t);
-
+	if (!ret && w->settled_fn)
+		ret = run_settled_hook(t);
 	if (!ret)
 		ret = prepare_super(t);
 	if (!ret)

@@ -52,6 +52,50 @@ int btk_write_open(struct btk_fs *fs, unsigned flags, struct btk_wfs **out);
  * follow them with the status item's generation, as the kernel's commits do, instead of
  * marking them for a rescan. */
 #define BTK_WRITE_QGROUPS_KEPT (1u << 1)
+/* Quota accounting, done one layer up (it needs the back-reference walkers): a hook the commit
+ * calls once every tree has settled (back references applied, root items written) and before
+ * the superblock is prepared. It sees what the transaction changed (btk_trans_changes), may
+ * read both the committed trees and the new ones (btk_trans_view) and may change the quota
+ * tree (whose blocks no qgroup counts); the commit then settles again. With a hook set, the
+ * commit no longer marks quotas inconsistent by itself: the hook decides, calling
+ * btk_qgroups_mark_inconsistent when it cannot count exactly. Errors it returns fail the
+ * commit. fn NULL: no hook (the default: quotas are marked for a rescan). */
+typedef int (*btk_trans_settled_fn)(void *ctx, struct btk_trans *t);
+void btk_write_on_settled(struct btk_wfs *w, btk_trans_settled_fn fn, void *ctx);
+
+/* What a transaction changed, as far as qgroups care; valid inside the settled hook. */
+struct btk_changed_extent {
+	uint64_t bytenr, num_bytes; /* an extent (data or tree block) one of whose back
+				       references from a subvolume tree was added or dropped */
+};
+struct btk_snapshot_note {
+	uint64_t src, dst;  /* btk_tree_snapshot(src, dst) */
+	uint64_t dst_block; /* the root block the snapshot got (a copy of src's) */
+	bool src_new;	    /* src's root block was already this transaction's when copied */
+};
+struct btk_drop_note {
+	uint64_t id;	 /* the dropped tree (btk_tree_drop) */
+	uint64_t bytenr; /* a block it shared with other trees (only its reference went), or 0 */
+	int level;
+};
+struct btk_trans_changes {
+	const struct btk_changed_extent *ext; /* in the order of the changes, repeats possible */
+	size_t next;
+	const struct btk_snapshot_note *snaps;
+	size_t nsnaps;
+	const struct btk_drop_note *drops; /* per dropped tree one note with bytenr 0, then one
+					      per shared block where its walk stopped */
+	size_t ndrops;
+};
+void btk_trans_changes(const struct btk_trans *t, struct btk_trans_changes *out);
+/* Inside the settled hook: reads of the filesystem through the tree layer (btk_root_find,
+ * btk_search...) see this transaction's trees as they are now (current) or the committed
+ * ones (!current, as outside the hook; the hook returns in that view). */
+int btk_trans_view(struct btk_trans *t, bool current);
+/* With quotas on: marks them inconsistent in this transaction (a rescan is needed), as the
+ * commit does by itself without a settled hook. */
+int btk_qgroups_mark_inconsistent(struct btk_trans *t);
+
 /* Frees w (NULL is fine); a running transaction must have ended. */
 void btk_write_close(struct btk_wfs *w);
 /* The write state of a filesystem that exists only in memory: fs has its superblock fields
@@ -187,6 +231,13 @@ int btk_tree_read_next(struct btk_trans *t, struct btk_path *p);
 int btk_tree_cow_block(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
 		       uint64_t bytenr);
 
+/* Repair: btk_tree_cow_block for a committed block whose header is damaged but whose
+ * contents read (a generation later than the filesystem's, item data not packed the kernel's
+ * way): the copy gets this transaction's generation, its leaf data packed, and its parent's
+ * pointer follows. Returns as btk_tree_cow_block. */
+int btk_tree_recow(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
+		   uint64_t bytenr);
+
 /* Free metadata (bytes, logical) a filesystem needs so that the kernel can mount it and write:
  * what a filesystem cut to fit leaves and what a device shrink keeps (alloc.c). */
 uint64_t btk_kernel_meta_room(uint32_t nodesize);
@@ -258,6 +309,16 @@ int btk_bg_used_end(struct btk_trans *t, uint64_t logical, uint64_t *end);
  * superblock stripe, -ENOENT when no data block group holds it whole, -EINVAL unaligned). */
 int btk_data_extent_fixed(struct btk_trans *t, uint64_t bytenr, uint64_t len, uint64_t root,
 			  uint64_t ino, uint64_t offset);
+
+/* ---- superblock fields (trans_super.c), written by the commit ---- */
+/* The label (at most 255 bytes). */
+int btk_trans_set_label(struct btk_trans *t, const char *label);
+/* The fsid a single-device filesystem is known by, through the metadata_uuid feature as
+ * btrfstune -m does: tree blocks and device items keep the uuid they hold (the superblock's
+ * metadata_uuid); the fsid that uuid is clears the feature again. Each superblock copy is
+ * valid alone, so a power cut leaves the old fsid or the new. -EOPNOTSUPP for several
+ * devices. */
+int btk_trans_set_fsid(struct btk_trans *t, const uint8_t fsid[BTK_FSID_SIZE]);
 
 /* ---- trees ---- */
 /* Creates an empty tree with a default ROOT_ITEM (refs 1); fs trees get their root dir by

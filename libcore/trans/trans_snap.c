@@ -90,6 +90,11 @@ int btk_tree_snapshot(struct btk_trans *t, uint64_t src, uint64_t dst, bool read
 	if (btk_wroot_get(w, dst))
 		return btk_err(EEXIST, "tree %llu exists", (unsigned long long)dst);
 	btk_err_clear();
+	struct btk_snapshot_note note = {.src = src, .dst = dst};
+	if ((ret = btk_wblock_read(t->fs, s->bytenr, s->level, &b)))
+		return ret;
+	note.src_new = btk_block_generation(b) == t->transid;
+	btk_block_put(b);
 	/* as the kernel, the source's root is copied into this transaction first: its root item
 	 * changes (last_snapshot), and a root item's generation must be its root block's */
 	{
@@ -141,6 +146,9 @@ int btk_tree_snapshot(struct btk_trans *t, uint64_t src, uint64_t dst, bool read
 	}
 	ret = btk_block_child_refs(t, dst, nb, 1, false);
 	btk_block_put(nb);
+	note.dst_block = bytenr;
+	if (!ret)
+		ret = btk_note_snapshot(w, &note);
 	if (ret)
 		return ret;
 	/* the uuid tree maps the new uuid to the snapshot */

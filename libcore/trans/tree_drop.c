@@ -118,6 +118,8 @@ int btk_tree_drop(struct btk_trans *t, uint64_t id, void (*progress)(void *ctx, 
 	if (!ret && (refs != 1 || btk_block_generation(st[level].b) == t->transid))
 		ret = btk_err(EBUSY, "tree %llu: its root block is shared or changed",
 			      (unsigned long long)id);
+	if (!ret)
+		ret = btk_note_drop(t->w, id, 0, 0);
 	while (!ret) {
 		struct lvl *d = &st[level];
 		if (level > 0 && d->slot < (int)btk_block_nritems(d->b)) {
@@ -125,7 +127,8 @@ int btk_tree_drop(struct btk_trans *t, uint64_t id, void (*progress)(void *ctx, 
 			if ((ret = block_info(t, c, level - 1, &refs, &cflags)))
 				break;
 			if (refs > 1) { /* shared: only this tree's reference goes */
-				if (!(ret = unshare(t, id, c, level - 1, 0)))
+				if (!(ret = unshare(t, id, c, level - 1, 0)) &&
+				    !(ret = btk_note_drop(t->w, id, c, level - 1)))
 					ret = drop_ref(t, id, c, level - 1, d);
 				d->slot++;
 				continue;

@@ -13,7 +13,31 @@ struct btk_block_cache {
 	struct btk_block lru;	 /* sentinel: lru.lru_next is the most recently used */
 	enum btk_read_mode mode; /* how blocks read into it were validated */
 	struct btk_root root;	 /* btk_cache_set_root (objectid 0: none) */
+	bool skip_bad;		 /* btk_tree_skip_unreadable */
+	uint64_t skipped;
 };
+
+bool btk_tree_skip_unreadable(struct btk_fs *fs, bool on)
+{
+	bool old = fs->cache && fs->cache->skip_bad;
+
+	if (fs->cache)
+		fs->cache->skip_bad = on;
+	return old;
+}
+
+uint64_t btk_tree_skipped(const struct btk_fs *fs)
+{
+	return fs->cache ? fs->cache->skipped : 0;
+}
+
+bool btk_cache_skip_one(struct btk_block_cache *c)
+{
+	if (!c || !c->skip_bad)
+		return false;
+	c->skipped++;
+	return true;
+}
 
 void btk_cache_set_root(struct btk_block_cache *c, const struct btk_root *r)
 {

@@ -16,6 +16,9 @@ enum btk_read_mode btk_cache_read_mode(const struct btk_block_cache *c);
  * looked up by btk_root_find (true with *out when objectid is that tree). */
 void btk_cache_set_root(struct btk_block_cache *c, const struct btk_root *r);
 bool btk_cache_get_root(const struct btk_block_cache *c, uint64_t objectid, struct btk_root *out);
+/* In the skip mode (btk_tree_skip_unreadable): counts one skipped block and returns true;
+ * false otherwise. */
+bool btk_cache_skip_one(struct btk_block_cache *c);
 void btk_cache_free(struct btk_block_cache *c);
 /* A referenced block if cached (caller puts it), else NULL. */
 struct btk_block *btk_cache_lookup(struct btk_block_cache *c, uint64_t bytenr);

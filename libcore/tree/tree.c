@@ -428,12 +428,19 @@ static int next_leaf(struct btk_fs *fs, struct btk_path *p)
 		if (level >= BTK_MAX_LEVEL)
 			return 1;
 		p->slots[level]++;
+		bool skipped = false;
 		while (level > 0) {
 			int ret = read_child(fs, p->nodes[level], p->slots[level], &b);
+			if (ret && ret != -ENOMEM && btk_cache_skip_one(fs->cache)) {
+				skipped = true; /* salvage: on with the next slot of this node */
+				break;
+			}
 			if (ret)
 				return ret;
 			set_node(p, --level, b, 0);
 		}
+		if (skipped)
+			continue;
 		if (btk_block_nritems(p->nodes[0]))
 			return 0;
 		level = 1; /* an empty leaf below a node is damage; step over it */
@@ -493,6 +500,9 @@ int btk_search_ge(struct btk_fs *fs, const struct btk_root *root, const struct b
 {
 	int ret = btk_search(fs, root, key, p);
 
+	/* salvage: the block where key would be does not read; the next one that does */
+	if (ret < 0 && ret != -ENOMEM && p->nodes[1] && btk_cache_skip_one(fs->cache))
+		return next_leaf(fs, p);
 	if (ret <= 0)
 		return ret;
 	if (p->slots[0] < (int)btk_block_nritems(p->nodes[0]))

@@ -205,6 +205,12 @@ struct btk_path {
  * The path holds references: btk_path_release() it, also after an error. */
 int btk_search(struct btk_fs *fs, const struct btk_root *root, const struct btk_key *key,
 	       struct btk_path *p);
+/* Salvage: with on, btk_next and btk_search_ge step over a subtree whose block does not read
+ * (counted by btk_tree_skipped) instead of failing, so that an iteration goes on past a
+ * damaged leaf (its items are missing from it). Returns the setting before. */
+bool btk_tree_skip_unreadable(struct btk_fs *fs, bool on);
+uint64_t btk_tree_skipped(const struct btk_fs *fs);
+
 /* Moves to the next / previous item. 0 ok, 1 no more items, negative on error. */
 int btk_next(struct btk_fs *fs, struct btk_path *p);
 int btk_prev(struct btk_fs *fs, struct btk_path *p);

@@ -82,9 +82,13 @@ int btk_super_read_all(struct btk_dev *dev, struct btk_super_copy copies[BTK_SUP
 	if (!copies[0].present)
 		return btk_err(ENOENT, "%s: too small to hold a btrfs filesystem (%llu bytes)",
 			       dev->path, (unsigned long long)dev->size);
-	if (!magic)
+	if (!magic) {
+		char why[512];
+		if (btk_dev_explain(dev, why, sizeof(why)) > 0)
+			return btk_err(ENOENT, "%s: %s", dev->path, why);
 		return btk_err(ENOENT, "%s: not a btrfs filesystem (no superblock magic at 64KiB)",
 			       dev->path);
+	}
 	return btk_err(EUCLEAN, "%s: no valid superblock copy (primary: %s)", dev->path,
 		       copies[0].why);
 }

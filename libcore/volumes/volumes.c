@@ -523,7 +523,7 @@ static int missing_list(const struct btk_fs *fs, char *buf, size_t len)
 		if (pos < len)
 			pos += (size_t)snprintf(buf + pos, len - pos, "%s%llu", missing ? ", " : "",
 						(unsigned long long)d->devid);
-		if (pos < len && d->has_item && memcmp(f, fs->fsid, BTK_FSID_SIZE))
+		if (pos < len && d->has_item && memcmp(f, fs->meta_uuid, BTK_FSID_SIZE))
 			pos += (size_t)snprintf(
 			    buf + pos, len - pos,
 			    " (a device of seed filesystem "
@@ -578,7 +578,7 @@ void btk_volumes_scan_seeds(struct btk_fs *fs, const struct btk_open_opts *o)
 		return;
 	for (int i = 0; i < fs->ndevs; i++)
 		if (!fs->devs[i].dev && fs->devs[i].has_item &&
-		    memcmp(fs->devs[i].fsid, fs->fsid, BTK_FSID_SIZE)) {
+		    memcmp(fs->devs[i].fsid, fs->meta_uuid, BTK_FSID_SIZE)) {
 			scan_members(fs, o);
 			return;
 		}
@@ -616,10 +616,11 @@ int btk_volumes_check_seeds(struct btk_fs *fs, const struct btk_open_opts *o)
 
 	for (int i = 0; i < fs->ndevs; i++) {
 		const struct btk_fs_dev *d = &fs->devs[i];
-		seeded |= d->has_item && memcmp(d->fsid, fs->fsid, BTK_FSID_SIZE);
+		/* a device item names the fsid the metadata holds (metadata_uuid) */
+		seeded |= d->has_item && memcmp(d->fsid, fs->meta_uuid, BTK_FSID_SIZE);
 		if (!d->seed)
 			continue;
-		if (!d->has_item || !memcmp(d->fsid, fs->fsid, BTK_FSID_SIZE))
+		if (!d->has_item || !memcmp(d->fsid, fs->meta_uuid, BTK_FSID_SIZE))
 			return btk_err(EINVAL, "%s: belongs to another filesystem",
 				       d->dev ? d->dev->path : "?");
 	}
@@ -637,7 +638,7 @@ bool btk_fs_fsid_known(const struct btk_fs *fs, const uint8_t *fsid)
 		return true;
 	for (int i = 0; i < fs->ndevs; i++)
 		if (fs->devs[i].has_item && !memcmp(fs->devs[i].fsid, fsid, BTK_FSID_SIZE) &&
-		    memcmp(fsid, fs->fsid, BTK_FSID_SIZE))
+		    memcmp(fsid, fs->meta_uuid, BTK_FSID_SIZE))
 			return true;
 	return false;
 }

@@ -635,10 +635,11 @@ help_options() {
 		[ -z "$missing" ] || { echo "btk-$t.8 lacks: $missing" >&2; false; }
 	done
 	all=$(help_options mkfs fsck convert resize owner debug image undo)
-	# --checksum: mkfs.btrfs's name of --csum, taken but hidden from --help
+	# --checksum: mkfs.btrfs's name of --csum, taken but hidden from --help; comment lines
+	# (.\") are the examples' set-up scripts, whose commands are other programs'
 	for m in "$BTK_ROOT"/man/*.[78]; do
 		missing=$(comm -13 <({ echo "$all"; echo --checksum; } | sort) \
-			<(sed 's/\\-/-/g' "$m" | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u) | tr '\n' ' ')
+			<(sed '/^\.\\"/d; s/\\-/-/g' "$m" | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u) | tr '\n' ' ')
 		[ -z "$missing" ] || { echo "${m##*/} names options no tool has: $missing" >&2; false; }
 	done
 }

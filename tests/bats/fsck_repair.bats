@@ -115,6 +115,11 @@ PY
 	repaired_clean dir-index index-name
 }
 
+@test "repair: a leaf whose generation disagrees with its pointer, or whose data is not packed, is copied" {
+	require_btk fsck
+	repaired_clean leaf-gen leaf-gap
+}
+
 @test "repair: a problem without a fix is left, reported, and nothing is written" {
 	require_btk fsck
 	broken chunk-dev-uuid

@@ -86,3 +86,51 @@ owners() {
 	[ "$status" = 2 ]
 	grep -q "need --rootdir" "$BTK_ERR"
 }
+
+@test "--device-table (makedevs format): device nodes made, owners and modes set, for a directory and an archive" {
+	cat >"$D/table" <<'TABLE'
+# path	type mode uid gid major minor start inc count
+/dev	d	755	0	0	-	-	-	-	-
+/dev/console	c	600	0	5	5	1	-	-	-
+/dev/hda	b	640	0	6	3	1	1	1	4
+/dev/initctl	p	600	0	0	-	-	-	-	-
+/a	d	750	0	42	-	-	-	-	-
+/a/f	f	4711	3	4	-	-	-	-	-
+/a/new	f	640	7	8	-	-	-	-	-
+TABLE
+	chmod a+r "$D/table"
+	mkfs -U 01234567-89ab-cdef-0123-456789abcdef -D "$D/table" -r "$D/dir" "$D/d.img"
+	btrfs check --readonly "$D/d.img" >/dev/null 2>&1 || ! command -v btrfs >/dev/null
+	run "$BTK_BUILD/bin/btk-image" ls -l "$D/d.img" /dev
+	[[ "${lines[0]}" == *"crw-------   1     0     5       5, 1 "*console ]]
+	[[ "${lines[1]}" == *"brw-r-----   1     0     6       3, 1 "*hda1 ]]
+	[[ "${lines[4]}" == *"brw-r-----   1     0     6       3, 4 "*hda4 ]]
+	[[ "${lines[5]}" == *"prw-------"*initctl ]]
+	run "$BTK_BUILD/bin/btk-image" ls -l "$D/d.img" /a
+	[[ "$output" == *"-rws--x--x   1     3     4          4 "*" f"* ]] # its data stays
+	[[ "$output" == *"-rw-r-----   1     7     8          0 "*" new"* ]]
+	run "$BTK_BUILD/bin/btk-image" stat "$D/d.img" /a
+	[[ "$output" == *"Mode: 0750"*"Gid: 42"* ]]
+	[ "$("$BTK_BUILD/bin/btk-image" cat "$D/d.img" /a/f)" = one ]
+	# the same table over an archive of the tree gives the same tree
+	(cd "$D/dir" && tar --numeric-owner -cf "$D/dir.tar" .)
+	chmod a+r "$D/dir.tar"
+	mkfs -U 01234567-89ab-cdef-0123-456789abcdef -D "$D/table" -r "$D/dir.tar" "$D/t.img"
+	diff <("$BTK_DEBUG" tree -t 5 "$D/d.img" | grep -av disk_bytenr) \
+		<("$BTK_DEBUG" tree -t 5 "$D/t.img" | grep -av disk_bytenr)
+}
+
+@test "--device-table: a bad line, a missing parent, a type clash: one line naming it, nothing written" {
+	printf '/dev/x c 600 0 0 1\n' >"$D/short"
+	printf '/nodir/x c 600 0 0 1 1 - - -\n' >"$D/noparent"
+	printf '/a d 755 0 0 - - - - -\n/a/f c 600 0 0 1 1 - - -\n' >"$D/clash"
+	printf '/x q 600 0 0 - - - - -\n' >"$D/type"
+	chmod a+r "$D"/short "$D"/noparent "$D"/clash "$D"/type
+	for t in short noparent clash type; do
+		btk_run 60 "${AS[@]}" "$MKFS" -q -b 1G -D "$D/$t" -r "$D/dir" "$D/$t.img"
+		assert_one_line_error 1
+		[ "$status" = 1 ] || { show_err; return 1; }
+		[ ! -e "$D/$t.img" ]
+	done
+	grep -q "its parent does not exist" <(btk_run 60 "$MKFS" -q -b 1G -D "$D/noparent" -r "$D/dir" "$D/n.img"; cat "$BTK_ERR")
+}

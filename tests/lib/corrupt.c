@@ -678,6 +678,32 @@ static int k_node_gen(struct btk_fs *fs, const char *n)
 {
 	return node_ptr(fs, n, true);
 }
+/* An fs tree leaf's header generation far past the filesystem's (checksum rewritten): its
+ * pointer and it disagree, its contents intact. */
+static int k_leaf_gen(struct btk_fs *fs, const char *n)
+{
+	struct want w = {.type = BTRFS_INODE_ITEM_KEY, .file_extent_type = -1};
+	struct target t;
+	int ret = find_item(fs, fs_tree, &from256, match_want, &w, &t);
+	uint8_t *buf;
+
+	if (ret)
+		return ret;
+	if (!(buf = malloc(fs->nodesize)))
+		return -ENOMEM;
+	ret = btk_read_logical(fs, t.bytenr, buf, fs->nodesize);
+	struct btk_header *h = (struct btk_header *)buf;
+	uint64_t gen = btk_le64(h->generation);
+	if (!ret) {
+		btk_put64(h->generation, gen + 0x2d000000);
+		ret = write_block(fs, t.bytenr, buf);
+	}
+	free(buf);
+	if (!ret)
+		printf("%s: leaf %llu: generation %llu -> %llu\n", n, (unsigned long long)t.bytenr,
+		       (unsigned long long)gen, (unsigned long long)gen + 0x2d000000);
+	return ret;
+}
 /* The fs tree's root item says one level more than its root block has. */
 static int k_root_level(struct btk_fs *fs, const char *n)
 {
@@ -1943,6 +1969,7 @@ static const struct kind kinds[] = {
     {"data-missing", "delete a data extent's EXTENT_ITEM", k_data_missing},
     {"fe-bytenr", "a regular file extent's disk_bytenr + 32 MiB + 7 (unaligned)", k_fe_bytenr},
     {"index-name", "a DIR_INDEX's name changed (first byte + 1)", k_index_name},
+    {"leaf-gen", "an fs tree leaf's header generation far past the filesystem's", k_leaf_gen},
     {"bg-used", "a block group's used + 4096", k_bg_used},
     {"free-space", "a free space extent 4096 shorter", k_free_space},
     {"fst-grow", "a free space extent 4096 longer (used space recorded free)", k_fst_grow},

@@ -313,24 +313,158 @@ small_src() {
 	check_clean "the kernel's writes with a rebuilt v1 cache"
 }
 
-@test "quotas on: a write verb says so and marks them for rescan; after the kernel's rescan btrfs check is clean" {
+# qstep VERB ARGS...: btk-image VERB IMAGE ARGS succeeds without marking quotas for a rescan;
+# btrfs check is clean and its qgroup recount equals the numbers btk-image wrote
+qstep() {
+	local verb=$1
+	shift
+	btk_run 120 "$IMG_TOOL" "$verb" "$IMAGE" "$@"
+	assert_no_crash
+	[ "$status" = 0 ] || { show_err; return 1; }
+	! grep -q 'rescan' "$BTK_ERR" || { show_err; return 1; }
+	check_clean "$verb $*"
+	qgroups_exact "$IMAGE" || { echo "after: $verb $*" >&2; return 1; }
+}
+
+@test "quotas on: every write verb keeps each qgroup exact (btrfs check's recount) and consistent, no rescan; the kernel counts on from there" {
 	IMAGE=$D/fs.img
 	populated_image "$IMAGE"
-	btrfs inspect-internal dump-tree -t quota "$IMAGE" | grep -q 'QGROUP_STATUS' 
-	btrfs inspect-internal dump-tree -t quota "$IMAGE" | grep -A2 'QGROUP_STATUS' >"$D/status-before"
-	! grep -q 'INCONSISTENT' "$D/status-before"
-	btk_run 60 "$IMG_TOOL" mkdir "$IMAGE" /q
+	qgroups_exact "$IMAGE"
+	S=$D/src
+	mkdir -p "$S/a/b" "$S/c"
+	for i in $(seq 1 40); do head -c $((i * 331)) /dev/urandom >"$S/a/f$i"; done
+	head -c 3000000 /dev/urandom >"$S/a/b/big"
+	seq 1 100000 >"$S/c/text"
+	qstep put -r "$S" /new
+	qstep put -r --compress zstd "$S" /zst
+	qstep mkdir -p /plain/x/y/z
+	qstep ln /plain/a/f6 /plain/a/f6.third
+	qstep ln -s /some/where /new/link
+	qstep chmod 640 /plain/a/f7
+	qstep chown 77:88 /plain/a/f8
+	qstep touch /plain/touched
+	qstep setfattr -n user.small -v changed /attrs/f
+	qstep mv /plain/a/f10 /plain/moved
+	qstep rm /reflink/clone # a reflinked extent: one of its two files goes
+	qstep rm -r /comp-zstd
+	qstep subvol create /subnew
+	qstep put -r "$S/a" /subnew/a
+	qstep snapshot /sub /snap2
+	qstep snapshot -r /subnew /snap3
+	qstep mv /sub/nested /subnew/nested
+	qstep put -f "$S/a/f9" /snap2/g5 # into a snapshot: its shared blocks are copied
+	qstep rm -r /snap2/dir
+	qstep subvol delete /snap # shares blocks with /sub: only its references go
+	qstep snapshot / /topsnap
+	qstep rm -r /topsnap/plain
+	qstep subvol delete /topsnap
+	qstep subvol default /subnew
+	qstep subvol default /
+	# a dropped subvolume's qgroup goes with it, as the kernel's cleaner removes it
+	for id in $(btrfs inspect-internal dump-tree -t quota "$IMAGE" |
+		sed -n 's/.*QGROUP_INFO 0\/\([0-9]*\)).*/\1/p'); do
+		[ "$id" = 5 ] || btrfs inspect-internal dump-tree -t root "$IMAGE" | grep -q "key ($id ROOT_ITEM" ||
+			{ echo "qgroup 0/$id of no subvolume" >&2; false; }
+	done
+	# the kernel, without a rescan, takes the numbers as they are and counts on
+	attach "$IMAGE"
+	cp -a "$S" "$MNT/new/kernel-copy"
+	rm -rf "$MNT/zst/a"
+	btrfs subvolume snapshot "$MNT/snap2" "$MNT/kernel-snap" >/dev/null
+	echo k >"$MNT/kernel-snap/k"
+	btrfs subvolume delete "$MNT/snap3" >/dev/null
+	btrfs filesystem sync "$MNT"
+	btrfs subvolume sync "$MNT" >/dev/null
+	sync -f "$MNT"
+	detach
+	check_clean "the kernel's writes"
+	qgroups_exact "$IMAGE"
+}
+
+@test "quotas on: subvol create and snapshot write the qgroups (numbers and limits) the kernel writes for the same operations, without a rescan" {
+	IMAGE=$D/fs.img
+	truncate -s 256M "$IMAGE"
+	mkfs.btrfs -q -f "$IMAGE" >/dev/null 2>&1
+	attach "$IMAGE"
+	btrfs quota enable "$MNT"
+	btrfs subvolume create "$MNT/k" >/dev/null
+	mkdir "$MNT/k/d"
+	for i in $(seq 1 200); do head -c $((i * 97)) /dev/urandom >"$MNT/k/d/f$i"; done
+	btrfs qgroup limit 100M "$MNT/k"
+	btrfs qgroup limit -e 50M "$MNT/k"
+	detach
+	qgroups_exact "$IMAGE"
+	cp --sparse=always "$IMAGE" "$D/kernel.img"
+	qstep subvol create /s
+	qstep snapshot /k /snap
+	qstep snapshot -r /s /ro
+	qstep snapshot / /top
+	attach "$D/kernel.img"
+	btrfs subvolume create "$MNT/s" >/dev/null
+	btrfs subvolume snapshot "$MNT/k" "$MNT/snap" >/dev/null
+	btrfs subvolume snapshot -r "$MNT/s" "$MNT/ro" >/dev/null
+	btrfs subvolume snapshot "$MNT" "$MNT/top" >/dev/null
+	detach
+	qgroups_exact "$D/kernel.img"
+	for f in kernel fs; do
+		attach "$D/$f.img"
+		btrfs qgroup show --raw -r -e "$MNT" >"$D/$f.qg"
+		detach
+		# every quota item but the generations (the kernel commits more often)
+		btrfs inspect-internal dump-tree -t quota "$D/$f.img" |
+			grep -v 'generation\|uuid\|^leaf\|^btrfs-progs' >"$D/$f.items"
+	done
+	diff "$D/kernel.qg" "$D/fs.qg" >&2
+	diff "$D/kernel.items" "$D/fs.items" >&2
+	grep -q ' 104857600 *52428800 *snap$' "$D/fs.qg" # the source's limits
+}
+
+@test "quotas on, a higher-level qgroup and 3-level trees: writes, snapshots and deletes stay exact; a snapshot of a subvolume in a higher-level qgroup is marked for rescan, as the kernel does" {
+	IMAGE=$D/fs.img
+	truncate -s 1G "$IMAGE"
+	mkfs.btrfs -q -f -n 4096 "$IMAGE" >/dev/null 2>&1
+	attach "$IMAGE"
+	btrfs quota enable "$MNT"
+	btrfs subvolume create "$MNT/big" >/dev/null
+	mkdir "$MNT/big/d"
+	for i in $(seq 1 4000); do echo "file $i" >"$MNT/big/d/f$i"; done
+	for i in $(seq 1 100); do head -c 20000 /dev/urandom >"$MNT/big/r$i"; done
+	cp --reflink=always "$MNT/big/r1" "$MNT/big/r1.clone"
+	btrfs subvolume snapshot "$MNT/big" "$MNT/snap1" >/dev/null
+	for i in $(seq 1 300 4000); do echo changed >>"$MNT/big/d/f$i"; done
+	btrfs qgroup create 1/100 "$MNT"
+	btrfs qgroup assign 0/256 1/100 "$MNT" >/dev/null 2>&1 || true
+	btrfs qgroup assign 0/5 1/100 "$MNT" >/dev/null 2>&1 || true
+	btrfs quota rescan -w "$MNT" >/dev/null
+	detach
+	check_clean "the kernel's image"
+	# level 2 at the top of the subvolume: copies and drops go through two levels of nodes
+	btrfs inspect-internal dump-tree -t 256 "$IMAGE" | grep -m1 '^node' | grep -q 'level 2'
+	qgroups_exact "$IMAGE"
+	S=$D/src
+	mkdir -p "$S"
+	for i in $(seq 1 30); do head -c $((i * 700)) /dev/urandom >"$S/f$i"; done
+	qstep put -r "$S" /big/new # 0/256 and its parent 1/100
+	qstep rm -r /snap1/d       # the snapshot copies what it shares
+	qstep put -r "$S" /snap1/a2
+	qstep snapshot /snap1 /snap1b # a source in no higher-level qgroup
+	qstep rm /big/r1
+	qstep mkdir /snap1b/x
+	qstep subvol delete /snap1 # its shared subtrees only lose it
+	qstep subvol create /fresh
+	qstep rm -r /big/d
+	btrfs inspect-internal dump-tree -t quota "$IMAGE" | grep -q 'QGROUP_INFO 1/100'
+	# 0/256 is in 1/100: the kernel marks quotas inconsistent for its snapshot, and so does
+	# btk-image, saying why
+	btk_run 60 "$IMG_TOOL" snapshot "$IMAGE" /big /bigsnap
 	[ "$status" = 0 ] || { show_err; false; }
-	grep -q "quotas are on: marked for rescan" "$BTK_ERR"
-	btrfs inspect-internal dump-tree -t quota "$IMAGE" | grep -A2 'QGROUP_STATUS' | grep -q 'INCONSISTENT'
-	check_clean "mkdir with quotas"
+	grep -q 'marked for rescan.*higher-level qgroup' "$BTK_ERR"
+	btrfs inspect-internal dump-tree -t quota "$IMAGE" | grep -A1 QGROUP_STATUS | grep -q INCONSISTENT
+	check_clean "a marked snapshot"
 	attach "$IMAGE"
 	btrfs quota rescan -w "$MNT" >/dev/null
-	[ -d "$MNT/q" ]
 	detach
-	btrfs inspect-internal dump-tree -t quota "$IMAGE" | grep -A2 'QGROUP_STATUS' >"$D/status-after"
-	! grep -q 'INCONSISTENT' "$D/status-after"
-	check_clean "the kernel's rescan"
+	qgroups_exact "$IMAGE"
 }
 
 @test "a snapshot's placeholder: btk-image sees and removes it as the kernel does, its subvolume untouched" {

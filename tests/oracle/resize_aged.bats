@@ -8,8 +8,9 @@
 # the kernel shows the same files (sha256), the qgroups agree after the kernel's rescan, and,
 # grown by 1 GiB, the kernel writes 64 MiB and runs a full balance. A power cut at sampled
 # writes of such a shrink (every write with BTK_ORACLE_FULL=1) leaves the old or the new
-# filesystem with the same files. One 16K-node image here; the matrix (4K and 64K nodes, DUP
-# data) with BTK_ORACLE_FULL=1.
+# filesystem with the same files. A 16K-node image, mixed block groups and one device of a
+# 3-device RAID1 filesystem here (with power cuts of the last two, the devices sharing one
+# budget); the matrix (4K and 64K nodes, DUP data) with BTK_ORACLE_FULL=1.
 
 load ../bats/helpers
 
@@ -352,62 +353,109 @@ PY
 	minimum_multi r1x3 1G 4 3 1 -d raid1 -m raid1
 }
 
-@test "power cut at sampled writes of a repacking shrink (a chunk split, metadata compacted): old or new filesystem, same files" {
-	aged n16k 1G 4 -n 16k
-	step -n -M "$IMG"
-	grep -q "^would cut metadata chunk .*(compacted)" "$BTK_OUT"
-	grep -qE "^would (cut data chunk .*past the size|make a data chunk)" "$BTK_OUT"
-	step -P "$IMG"
+# ---- power cuts of the mixed and several-device repackings ----
+
+# fs_check IMG...: btrfs check of the filesystem of the files given (with --check-data-csum)
+fs_check() {
+	local saved=("${IMGS[@]}")
+	IMGS=("$@")
+	check_multi --check-data-csum
+	local rc=$?
+	IMGS=("${saved[@]}")
+	return $rc
+}
+
+# fs_same IMG...: the kernel shows the saved tree on the filesystem of the files given
+fs_same() {
+	attach "$@"
+	mount -o ro,noatime "${LOOPS[0]}" "$MNT" || { detach; return 1; }
+	manifest "$MNT" >"$D/after"
+	umount "$MNT"
+	detach
+	diff "$SAVED" "$D/after" >&2 || { echo "the files differ" >&2; return 1; }
+}
+
+# powercut_multi DEVID SAMPLES LAST EXPECT...: -M of devid on IMGS (whose -n output matches
+# every EXPECT) stopped at SAMPLES evenly spread changes and each of the LAST ones (every
+# change with BTK_ORACLE_FULL=1; the devices share one budget: one power cut for all), each
+# leaving the old or the new filesystem, clean and with the same files
+powercut_multi() {
+	local devid=$1 samples=$2 last=$3 i n total=0 lo=0 every seen_old=0 seen_new=0 budgets=() cur=()
+	declare -A seen_gen=()
+	shift 3
+	step -n -M "$devid:" "${IMGS[@]}"
+	for i in "$@"; do grep -qE "$i" "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }; done
+	step -P "$devid:" "${IMGS[@]}"
+	local new old
 	new=$(cat "$BTK_OUT")
-	old=$(stat -c %s "$IMG")
+	old=$(stat -c %s "${IMGS[$((devid - 1))]}")
 	CUT=$D
 	if [ "$(df --output=avail -B1M /dev/shm 2>/dev/null | tail -1)" -gt 4096 ] 2>/dev/null; then
 		SHM_DIR=$(mktemp -d -p /dev/shm btk-aged-XXXXXX)
 		CUT=$SHM_DIR
 	fi
-	mv "$IMG" "$CUT/orig.img"
-	IMG=$CUT/cut.img
-	local total=0 lo=0 n every budgets=() seen_old=0 seen_new=0
-	declare -A seen_gen=()
-	# the number of changes the shrink makes: the least budget with which it completes
-	# (doubled until it does, then halved down)
-	for n in 512 1024 2048 4096 8192 16384 32768 65536; do
-		cp --sparse=always "$CUT/orig.img" "$IMG"
-		BTK_FAULT=fail:$n btk_run 300 "$RESIZE" -M "$IMG"
+	for i in "${!IMGS[@]}"; do
+		mv "${IMGS[$i]}" "$CUT/orig.$i.img"
+		cur+=("$CUT/cut.$i.img")
+	done
+	fresh() { for i in "${!cur[@]}"; do cp --sparse=always "$CUT/orig.$i.img" "${cur[$i]}"; done; }
+	for n in 256 512 1024 2048 4096 8192 16384 32768 65536; do
+		fresh
+		BTK_FAULT=fail:$n btk_run 300 "$RESIZE" -M "$devid:" "${cur[@]}"
 		[ "$status" = 0 ] && { total=$n; break; }
 		lo=$n
 	done
 	[ $total -gt 0 ]
 	while [ $((total - lo)) -gt 1 ]; do
 		n=$(((lo + total) / 2))
-		cp --sparse=always "$CUT/orig.img" "$IMG"
-		BTK_FAULT=fail:$n btk_run 300 "$RESIZE" -M "$IMG"
+		fresh
+		BTK_FAULT=fail:$n btk_run 300 "$RESIZE" -M "$devid:" "${cur[@]}"
 		if [ "$status" = 0 ]; then total=$n; else lo=$n; fi
 	done
-	every=$((total / 40))
+	every=$((total / samples))
 	[ "${BTK_ORACLE_FULL:-0}" = 1 ] && every=1
 	[ $every -ge 1 ] || every=1
 	for ((n = 0; n < total; n += every)); do budgets+=($n); done
-	for ((n = total - 8; n < total; n++)); do [ $n -gt 0 ] && budgets+=($n); done
+	for ((n = total - last; n < total; n++)); do [ $n -gt 0 ] && budgets+=($n); done
 	for n in "${budgets[@]}"; do
-		cp --sparse=always "$CUT/orig.img" "$IMG"
-		BTK_FAULT=stop:$n btk_run 300 "$RESIZE" -M "$IMG"
+		fresh
+		BTK_FAULT=stop:$n btk_run 300 "$RESIZE" -M "$devid:" "${cur[@]}"
 		assert_no_crash
-		check_clean --check-data-csum || { echo "after $n writes" >&2; return 1; }
-		sz=$(btrfs inspect-internal dump-super "$IMG" | awk '$1 == "total_bytes" { print $2 }')
+		fs_check "${cur[@]}" || { echo "after $n changes" >&2; return 1; }
+		sz=$(btrfs inspect-internal dump-super "${cur[$((devid - 1))]}" |
+			awk '$1 == "dev_item.total_bytes" { print $2 }')
 		case $sz in
 		"$old") seen_old=$((seen_old + 1)) ;;
 		"$new") seen_new=$((seen_new + 1)) ;;
-		*) echo "after $n writes: size $sz, neither $old nor $new" >&2; return 1 ;;
+		*) echo "after $n changes: size $sz, neither $old nor $new" >&2; return 1 ;;
 		esac
-		gen=$(btrfs inspect-internal dump-super "$IMG" | awk '$1 == "generation" { print $2 }')
+		gen=$(btrfs inspect-internal dump-super "${cur[0]}" | awk '$1 == "generation" { print $2 }')
 		if [ -z "${seen_gen[$gen]:-}" ]; then
-			same_files || { echo "after $n writes" >&2; return 1; }
+			fs_same "${cur[@]}" || { echo "after $n changes" >&2; return 1; }
 			seen_gen[$gen]=1
 		fi
 	done
 	[ $seen_old -gt 0 ]
 	[ $seen_new -gt 0 ]
 	[ ${#seen_gen[@]} -ge 3 ]
-	echo "# ${#budgets[@]} power cuts of ~$total writes (1 in $every and the last 8): $seen_old old, $seen_new new, ${#seen_gen[@]} generations" >&3
+	echo "# ${#budgets[@]} power cuts of ~$total changes (1 in $every and the last $last): $seen_old old, $seen_new new, ${#seen_gen[@]} generations" >&3
+}
+
+@test "power cut at sampled writes of a mixed block group shrink (a mixed chunk cut, its tree blocks and data moved): old or new filesystem, same files" {
+	aged mixed 1G 4 -M
+	IMGS=("$IMG")
+	# 8 samples and the last 4 (a cut takes ~20 s to judge here)
+	powercut_multi 1 8 4 "^would cut mixed chunk .*past the size"
+}
+
+@test "power cut at sampled writes of a RAID1 shrink of one device of 3 (chunks cut in every copy, new chunks on the others): old or new filesystem, same files" {
+	aged_multi r1x3 1G 4 3 -d raid1 -m raid1
+	powercut_multi 1 8 4 "^would make a data chunk .* on devid [23]"
+}
+
+@test "power cut at sampled writes of a repacking shrink (a chunk split, metadata compacted): old or new filesystem, same files" {
+	aged n16k 1G 4 -n 16k
+	IMGS=("$IMG")
+	powercut_multi 1 40 8 "^would cut metadata chunk .*(compacted)" \
+		"^would (cut data chunk .*past the size|make a data chunk)"
 }

@@ -115,7 +115,7 @@ static void run(uint64_t stop)
 	struct btk_dev *d;
 
 	if (stop != UINT64_MAX)
-		o.fault = (typeof(o.fault)){BTK_FAULT_STOP, stop};
+		o.fault = (typeof(o.fault)){BTK_FAULT_STOP, stop, NULL};
 	put_file(img, orig, SIZE);
 	unlink(log_path);
 	assert_int_equal(btk_dev_open_opts(img, &o, &d), 0);
@@ -133,7 +133,7 @@ static int undo(uint64_t stop, struct btk_undo_match *m)
 	int ret;
 
 	if (stop != UINT64_MAX)
-		o.fault = (typeof(o.fault)){BTK_FAULT_STOP, stop};
+		o.fault = (typeof(o.fault)){BTK_FAULT_STOP, stop, NULL};
 	assert_int_equal(btk_undo_read(log_path, &u), 0);
 	assert_int_equal(btk_dev_open_opts(img, &o, &d), 0);
 	ret = btk_undo_check(u, &d, 1, false, m);

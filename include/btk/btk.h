@@ -1,0 +1,198 @@
+/* btk.h — libbtk: read an unmounted btrfs filesystem from image files, devices or a caller's
+ * read function. SPDX-License-Identifier: LGPL-2.1-or-later
+ *
+ * Conventions for every function:
+ * - Errors are negative errno values (-ENOENT no such path, -ENOTDIR, -EISDIR, -EINVAL a bad
+ *   argument, -EIO / -EUCLEAN damage on disk, -ENOMEM, ...). The calling thread's last error
+ *   has a one-line message, btkfs_errmsg(), valid until the thread's next libbtk call.
+ * - Handles are opaque. A handle may be used by one thread at a time; different handles may be
+ *   used by different threads at once (there is no global state but the per-thread message).
+ * - Strings passed in are NUL-terminated byte strings; paths are absolute from the top-level
+ *   subvolume ("/", "/sub/dir/file"), entering subvolumes on the way. ".." is refused.
+ * - Structures the caller passes in start with a size field set to sizeof() as the caller was
+ *   compiled, so that later versions can add fields at the end.
+ * Nothing here is a btrfs on-disk structure: the layouts may change, these may not.
+ */
+#ifndef BTK_BTK_H
+#define BTK_BTK_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define BTKFS_VERSION_MAJOR 0
+#define BTKFS_VERSION_MINOR 1
+
+/* The library's version, "0.1". Static storage. */
+const char *btkfs_version(void);
+
+/* The calling thread's last error message; never NULL (empty when none). */
+const char *btkfs_errmsg(void);
+
+typedef struct btkfs btkfs;
+typedef struct btkfs_dir btkfs_dir;
+typedef struct btkfs_file btkfs_file;
+
+struct btkfs_open_opts {
+	size_t size;	    /* sizeof(struct btkfs_open_opts) */
+	uint64_t offset;    /* the filesystem starts this many bytes into each device (0) */
+	unsigned flags;	    /* none defined yet: 0 */
+	unsigned partition; /* or in partition N of each (1-based, as mmls and sfdisk count
+			       MBR primary and logical and GPT entries; 0: none) */
+};
+
+/* Opens the filesystem on npaths devices or image files, read-only (it never writes to them;
+ * a mounted device may be read, but what is read may be stale). A path may carry where the
+ * filesystem lies in it: "disk.img@p2" (partition 2), "disk.img@1m" (an offset), as btk(7)
+ * says; opts may be NULL. On 0, *out is the caller's: btkfs_close() it. */
+int btkfs_open(const char *const *paths, int npaths, const struct btkfs_open_opts *opts,
+	       btkfs **out);
+
+/* Reads exactly len bytes at off into buf: 0, or a negative errno. Called from the thread
+ * that calls into libbtk with the handle, never after btkfs_close. */
+typedef int (*btkfs_read_fn)(void *ctx, void *buf, size_t len, uint64_t off);
+
+/* Opens a single-device filesystem whose bytes come from read (a file-like object, an
+ * evidence-container reader, a network stream); size is the device's size in bytes, and the
+ * function gives the filesystem's own bytes (no offset or partition: -ENOTSUP). */
+int btkfs_open_reader(btkfs_read_fn read, void *ctx, uint64_t size,
+		      const struct btkfs_open_opts *opts, btkfs **out);
+
+/* Closes fs and everything opened from it that is still open. NULL is ignored. */
+void btkfs_close(btkfs *fs);
+
+struct btkfs_info {
+	char uuid[37]; /* the filesystem's uuid, as text */
+	char label[256];
+	uint32_t nodesize, sectorsize;
+	uint32_t num_devices;
+	uint64_t generation;
+	uint64_t total_bytes; /* of all devices */
+	uint64_t bytes_used;
+	char csum_type[16]; /* "crc32c", "xxhash64", "sha256", "blake2b" */
+};
+int btkfs_get_info(btkfs *fs, struct btkfs_info *out);
+
+struct btkfs_time {
+	int64_t sec;
+	uint32_t nsec;
+};
+
+/* An inode, as stat(2) would show it (symbolic links are not followed). */
+struct btkfs_stat {
+	uint64_t subvol; /* the subvolume (tree id) holding the inode: 5 for the top level */
+	uint64_t ino;
+	uint32_t mode, nlink, uid, gid;
+	uint64_t size;
+	uint64_t bytes; /* bytes of data it holds on disk (st_blocks * 512) */
+	uint32_t rdev_major, rdev_minor;
+	uint64_t flags;				      /* btrfs inode flags (BTRFS_INODE_*) */
+	uint64_t generation;			      /* when it was created */
+	uint64_t transid;			      /* when it last changed */
+	struct btkfs_time atime, mtime, ctime, otime; /* otime: creation */
+};
+int btkfs_stat(btkfs *fs, const char *path, struct btkfs_stat *out);
+
+/* The target of symbolic link path into buf (not NUL-terminated when it fills buf). Returns
+ * the target's full length, which may be more than size; -EINVAL if path is no link. */
+ssize_t btkfs_readlink(btkfs *fs, const char *path, char *buf, size_t size);
+
+/* Extended attributes: names as NUL-terminated strings one after another (as listxattr(2));
+ * returns the bytes they take, which may be more than size (then buf holds as many whole
+ * names as fit). size 0 asks for the length only. */
+ssize_t btkfs_listxattr(btkfs *fs, const char *path, char *buf, size_t size);
+/* The value of xattr name; returns its length, which may be more than size (then buf holds
+ * its first size bytes). -ENODATA when there is none. */
+ssize_t btkfs_getxattr(btkfs *fs, const char *path, const char *name, void *buf, size_t size);
+
+/* Directories: the entries of path in creation order, "." and ".." left out. */
+int btkfs_opendir(btkfs *fs, const char *path, btkfs_dir **out);
+struct btkfs_dirent {
+	const char *name;     /* NUL-terminated; valid until the next btkfs_readdir or closedir */
+	uint64_t subvol, ino; /* where it leads: a subvolume's entry leads to its top (ino 256) */
+	unsigned char type;   /* DT_REG, DT_DIR, DT_LNK, ... (dirent.h) */
+};
+/* 1 with *e filled, 0 at the end, negative on an error. */
+int btkfs_readdir(btkfs_dir *d, struct btkfs_dirent *e);
+void btkfs_closedir(btkfs_dir *d);
+
+/* Files: open a regular file (or any inode) to read its data. */
+int btkfs_file_open(btkfs *fs, const char *path, btkfs_file **out);
+/* Up to len bytes at off into buf (holes, prealloc ranges and unwritten tails read as
+ * zeros; compressed and inline data decoded; checksums verified). Returns the bytes read:
+ * fewer than len only at the end of the file, 0 at or past it. -EIO for data that does not
+ * read (a checksum mismatch, an unreadable block), with the reason in btkfs_errmsg(). */
+ssize_t btkfs_file_pread(btkfs_file *f, void *buf, size_t len, uint64_t off);
+uint64_t btkfs_file_size(const btkfs_file *f);
+void btkfs_file_close(btkfs_file *f);
+
+/* One piece of a file's data as it lies on disk. */
+struct btkfs_extent {
+	uint64_t offset, length; /* the file range [offset, offset+length) */
+	unsigned kind;		 /* BTKFS_EXTENT_* */
+	unsigned compression;	 /* 0 none, 1 zlib, 2 lzo, 3 zstd */
+	/* REGULAR and PREALLOC: the extent on disk, and where the range's first byte lies */
+	uint64_t disk_logical, disk_length; /* the whole (maybe compressed) extent */
+	uint64_t logical;		    /* the range's first byte; compressed: disk_logical */
+	uint64_t devid, physical;	    /* the first copy of that byte */
+};
+#define BTKFS_EXTENT_REGULAR  1
+#define BTKFS_EXTENT_INLINE   2 /* in the tree, no disk address */
+#define BTKFS_EXTENT_PREALLOC 3 /* allocated, reads as zeros */
+#define BTKFS_EXTENT_HOLE     4
+/* Calls fn for every extent of the file in file order; fn returns 0 to go on, anything else
+ * stops the walk and is returned. */
+int btkfs_file_extents(btkfs_file *f, int (*fn)(void *ctx, const struct btkfs_extent *e),
+		       void *ctx);
+
+/* Who owns the byte at a logical address. */
+struct btkfs_owner {
+	unsigned kind;	  /* BTKFS_OWNER_* */
+	uint64_t subvol;  /* FILE: the subvolume; TREE: the tree id */
+	uint64_t ino;	  /* FILE: the inode */
+	uint64_t offset;  /* FILE: the byte's offset in the file */
+	int level;	  /* TREE: the block's level */
+	const char *path; /* FILE: one path of the inode from the top level (NULL if unknown);
+			     valid during the callback */
+};
+#define BTKFS_OWNER_FILE 1 /* file data */
+#define BTKFS_OWNER_TREE 2 /* a tree block */
+/* What lies at logical: returns BTKFS_BYTE_* and calls fn (may be NULL) for every owner. */
+int btkfs_owners(btkfs *fs, uint64_t logical, int (*fn)(void *ctx, const struct btkfs_owner *o),
+		 void *ctx);
+#define BTKFS_BYTE_FREE	    1 /* inside a chunk, owned by nothing */
+#define BTKFS_BYTE_DATA	    2
+#define BTKFS_BYTE_METADATA 3
+#define BTKFS_BYTE_UNMAPPED 4 /* no chunk holds the address */
+
+/* The consistency check (btk-fsck's, read-only). fn (may be NULL) sees each problem as it is
+ * found; its strings are valid during the call; its return value is ignored (the check runs
+ * to its end). Returns 0 when the check ran, whatever it found (see *out), or a negative
+ * errno when it could not run. */
+struct btkfs_problem {
+	unsigned code;	       /* printed E%04u; stable */
+	const char *name;      /* e.g. "nlink"; stable */
+	const char *kind;      /* e.g. "inode" */
+	int error;	       /* 1 an error, 0 a warning */
+	const char *message;   /* what is wrong, one line */
+	const char *expected;  /* what the counterpart says ("" when n/a) */
+	const char *found;     /* what is on disk ("" when n/a) */
+	uint64_t tree, bytenr; /* where, 0 when not about a tree / an address */
+};
+struct btkfs_check_result {
+	size_t size; /* sizeof(struct btkfs_check_result) */
+	uint64_t errors, warnings;
+	uint64_t tree_blocks, bytes_used;
+};
+#define BTKFS_CHECK_DATA 1 /* read and verify every data block's checksum, every copy */
+int btkfs_check(btkfs *fs, unsigned flags, int (*fn)(void *ctx, const struct btkfs_problem *p),
+		void *ctx, struct btkfs_check_result *out);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

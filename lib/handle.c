@@ -1,0 +1,179 @@
+/* handle.c — libbtk's handles: opening a filesystem (by path or through a caller's read
+ * function), its summary, closing, errors. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lib_int.h"
+#include "base/error.h"
+#include "base/csum.h"
+#include "cli/cli.h"
+#include "io/io.h"
+
+API const char *btkfs_version(void)
+{
+	return "0.1";
+}
+
+API const char *btkfs_errmsg(void)
+{
+	return btk_errmsg();
+}
+
+int lib_einval(const char *what)
+{
+	return btk_err(EINVAL, "%s", what);
+}
+
+/* A device whose bytes come from the caller's function. */
+struct reader {
+	btkfs_read_fn read;
+	void *ctx;
+};
+
+static int reader_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
+{
+	struct reader *r = dev->priv;
+	int ret = r->read(r->ctx, buf, len, off);
+
+	if (ret > 0 || ret < -4095) /* a caller's function returning something else */
+		ret = -EIO;
+	return ret ? btk_err(-ret, "%s: read of %zu bytes at %llu failed: %s", dev->path, len,
+			     (unsigned long long)off, strerror(-ret))
+		   : 0;
+}
+
+static void reader_close(struct btk_dev *dev)
+{
+	free(dev->priv);
+}
+
+static const struct btk_dev_ops reader_ops = {.pread = reader_pread, .close = reader_close};
+
+static int reader_dev(const char *name, struct reader *r, uint64_t size, struct btk_dev **out)
+{
+	struct btk_dev *dev = calloc(1, sizeof(*dev));
+
+	if (!dev || !(dev->path = strdup(name))) {
+		free(dev);
+		free(r);
+		return btk_err(ENOMEM, "%s: out of memory", name);
+	}
+	dev->ops = &reader_ops;
+	dev->fd = -1;
+	dev->size = size;
+	dev->priv = r;
+	*out = dev;
+	return 0;
+}
+
+static struct btk_open_opts open_opts(void)
+{
+	struct btk_open_opts oo = {.super_mirror = -1};
+
+	return oo;
+}
+
+static int finish(struct btk_fs *fs, btkfs **out)
+{
+	btkfs *h = calloc(1, sizeof(*h));
+
+	if (!h) {
+		btk_fs_close(fs);
+		return btk_err(ENOMEM, "out of memory");
+	}
+	h->fs = fs;
+	*out = h;
+	return 0;
+}
+
+/* a field of the caller's options, if its struct (of an older header) has it */
+#define OPT(o, field)                                                                              \
+	((o) && (o)->size >= offsetof(struct btkfs_open_opts, field) + sizeof((o)->field)          \
+	     ? (o)->field                                                                          \
+	     : 0)
+
+API int btkfs_open(const char *const *paths, int npaths, const struct btkfs_open_opts *opts,
+		   btkfs **out)
+{
+	struct btk_open_opts oo = open_opts();
+	struct btk_fs *fs;
+	int ret;
+
+	btk_err_clear();
+	if (!out || !paths || npaths < 1)
+		return lib_einval("btkfs_open: at least one path, and somewhere to put the handle");
+	*out = NULL;
+	/* the open path's window: a partition or an offset on every device ("PATH@pN" and
+	 * "PATH@OFFSET" names carry their own) */
+	oo.dev.where.offset = OPT(opts, offset);
+	oo.dev.where.partition = OPT(opts, partition);
+	if (oo.dev.where.offset && oo.dev.where.partition)
+		return lib_einval("btkfs_open: an offset or a partition, not both");
+	ret = btk_fs_open(paths, npaths, &oo, &fs);
+	return ret ? ret : finish(fs, out);
+}
+
+API int btkfs_open_reader(btkfs_read_fn read, void *ctx, uint64_t size,
+			  const struct btkfs_open_opts *opts, btkfs **out)
+{
+	struct btk_open_opts oo = open_opts();
+	struct btk_dev *dev;
+	struct btk_fs *fs;
+	struct reader *r;
+	int ret;
+
+	btk_err_clear();
+	if (!out || !read)
+		return lib_einval(
+		    "btkfs_open_reader: a read function and somewhere to put the handle");
+	*out = NULL;
+	if (!(r = calloc(1, sizeof(*r))))
+		return btk_err(ENOMEM, "out of memory");
+	*r = (struct reader){.read = read, .ctx = ctx};
+	if (OPT(opts, offset) || OPT(opts, partition)) {
+		free(r);
+		return btk_err(ENOTSUP,
+			       "btkfs_open_reader: the read function gives the filesystem's "
+			       "bytes: add the offset there");
+	}
+	if ((ret = reader_dev("(reader)", r, size, &dev)))
+		return ret;
+	oo.no_scan = true;
+	ret = btk_fs_open_devs(&dev, 1, &oo, &fs);
+	return ret ? ret : finish(fs, out);
+}
+
+API void btkfs_close(btkfs *h)
+{
+	if (!h)
+		return;
+	if (h->br)
+		btk_backref_free(h->br);
+	btk_fs_close(h->fs);
+	free(h);
+}
+
+API int btkfs_get_info(btkfs *h, struct btkfs_info *out)
+{
+	const struct btk_super *sb;
+
+	btk_err_clear();
+	if (!h || !out)
+		return lib_einval("btkfs_get_info: a handle and somewhere to put the answer");
+	sb = &h->fs->sb;
+	memset(out, 0, sizeof(*out));
+	cli_uuid_format(sb->fsid, out->uuid);
+	snprintf(out->label, sizeof(out->label), "%.*s", (int)sizeof(sb->label), sb->label);
+	out->nodesize = btk_le32(sb->nodesize);
+	out->sectorsize = btk_le32(sb->sectorsize);
+	out->num_devices = (uint32_t)btk_le64(sb->num_devices);
+	out->generation = btk_le64(sb->generation);
+	out->total_bytes = btk_le64(sb->total_bytes);
+	out->bytes_used = btk_le64(sb->bytes_used);
+	snprintf(out->csum_type, sizeof(out->csum_type), "%s",
+		 btk_csum_name(btk_le16(sb->csum_type)));
+	return 0;
+}

@@ -1,0 +1,37 @@
+/* qgroup.h (layer 7) — exact qgroup accounting of every commit, as the kernel's.
+ *
+ * For each extent one of whose references from a subvolume tree changed in the transaction,
+ * the subvolumes reaching it before (the committed trees) and after (the transaction's
+ * settled trees) come from the back references (btk_extent_roots); they move each qgroup's
+ * referenced and exclusive bytes, and those of the higher-level qgroups above it, by the
+ * kernel's rules. A snapshot starts as the kernel's does (the snapshot refers to everything its
+ * source refers to, each holding its own root block alone, its limits copied from the
+ * source's); the shared subtrees of a dropped tree are counted whole, and a dropped tree's
+ * qgroup goes once it holds nothing, as the kernel's cleaner removes it. Every counted qgroup's
+ * item and the status item take the commit's generation.
+ *
+ * What it cannot count exactly marks quotas inconsistent (a rescan is needed), as the write
+ * path does without it: quotas already inconsistent or with a rescan pending, simple quotas
+ * or unknown status flags, several snapshots in one commit, a snapshot with a drop, a snapshot
+ * of a tree new in the commit, a source whose qgroup has a parent (the kernel marks that too),
+ * a reference that cannot be followed.
+ */
+#ifndef BTK_QGROUP_H
+#define BTK_QGROUP_H
+
+#include <stdbool.h>
+#include "trans/trans.h"
+
+/* What the commits of a write handle did with quotas; the last one's. */
+struct btk_qgroup_acct {
+	bool on;	   /* the filesystem has quotas */
+	bool inconsistent; /* they are marked inconsistent now (a rescan is needed) */
+	bool marked;	   /* this commit marked them (they were consistent) */
+	char why[200];	   /* why it marked them */
+};
+
+/* Accounts qgroups in every commit of w from now on; st (which must outlive w's commits) is
+ * filled at each commit. */
+void btk_qgroups_count(struct btk_wfs *w, struct btk_qgroup_acct *st);
+
+#endif

@@ -1,0 +1,521 @@
+"""btk: read unmounted btrfs filesystems (image files, devices, or any file object).
+
+A thin, typed layer over libbtk (ctypes; no compiled extension)::
+
+    import btk
+    with btk.open("disk.img") as fs:
+        for top, dirs, files in fs.walk("/"):
+            for name in files:
+                with fs.open(f"{top.rstrip('/')}/{name}") as f:
+                    data = f.read()
+
+Errors raise OSError subclasses (FileNotFoundError, NotADirectoryError...) carrying errno
+and libbtk's message.
+"""
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno as _errno
+import io
+import os
+import stat as _stat
+from typing import IO, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
+
+__all__ = ["open", "open_reader", "Filesystem", "File", "Stat", "Extent", "Owner", "Problem",
+           "BtkError"]
+
+_u8p = ctypes.POINTER(ctypes.c_uint8)
+
+
+def _load() -> ctypes.CDLL:
+    path = os.environ.get("BTK_LIBRARY") or ctypes.util.find_library("btk") or "libbtk.so.0"
+    return ctypes.CDLL(path)
+
+
+_lib = _load()
+
+
+class _OpenOpts(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("offset", ctypes.c_uint64), ("flags", ctypes.c_uint),
+                ("partition", ctypes.c_uint)]
+
+
+class _Info(ctypes.Structure):
+    _fields_ = [("uuid", ctypes.c_char * 37), ("label", ctypes.c_char * 256),
+                ("nodesize", ctypes.c_uint32), ("sectorsize", ctypes.c_uint32),
+                ("num_devices", ctypes.c_uint32), ("generation", ctypes.c_uint64),
+                ("total_bytes", ctypes.c_uint64), ("bytes_used", ctypes.c_uint64),
+                ("csum_type", ctypes.c_char * 16)]
+
+
+class _Time(ctypes.Structure):
+    _fields_ = [("sec", ctypes.c_int64), ("nsec", ctypes.c_uint32)]
+
+
+class _Stat(ctypes.Structure):
+    _fields_ = [("subvol", ctypes.c_uint64), ("ino", ctypes.c_uint64),
+                ("mode", ctypes.c_uint32), ("nlink", ctypes.c_uint32),
+                ("uid", ctypes.c_uint32), ("gid", ctypes.c_uint32),
+                ("size", ctypes.c_uint64), ("bytes", ctypes.c_uint64),
+                ("rdev_major", ctypes.c_uint32), ("rdev_minor", ctypes.c_uint32),
+                ("flags", ctypes.c_uint64), ("generation", ctypes.c_uint64),
+                ("transid", ctypes.c_uint64), ("atime", _Time), ("mtime", _Time),
+                ("ctime", _Time), ("otime", _Time)]
+
+
+class _Dirent(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("subvol", ctypes.c_uint64),
+                ("ino", ctypes.c_uint64), ("type", ctypes.c_ubyte)]
+
+
+class _Extent(ctypes.Structure):
+    _fields_ = [("offset", ctypes.c_uint64), ("length", ctypes.c_uint64),
+                ("kind", ctypes.c_uint), ("compression", ctypes.c_uint),
+                ("disk_logical", ctypes.c_uint64), ("disk_length", ctypes.c_uint64),
+                ("logical", ctypes.c_uint64), ("devid", ctypes.c_uint64),
+                ("physical", ctypes.c_uint64)]
+
+
+class _Owner(ctypes.Structure):
+    _fields_ = [("kind", ctypes.c_uint), ("subvol", ctypes.c_uint64), ("ino", ctypes.c_uint64),
+                ("offset", ctypes.c_uint64), ("level", ctypes.c_int), ("path", ctypes.c_char_p)]
+
+
+class _Problem(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint), ("name", ctypes.c_char_p), ("kind", ctypes.c_char_p),
+                ("error", ctypes.c_int), ("message", ctypes.c_char_p),
+                ("expected", ctypes.c_char_p), ("found", ctypes.c_char_p),
+                ("tree", ctypes.c_uint64), ("bytenr", ctypes.c_uint64)]
+
+
+class _CheckResult(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("errors", ctypes.c_uint64),
+                ("warnings", ctypes.c_uint64), ("tree_blocks", ctypes.c_uint64),
+                ("bytes_used", ctypes.c_uint64)]
+
+
+_READ_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t,
+                            ctypes.c_uint64)
+_EXTENT_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Extent))
+_OWNER_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Owner))
+_PROBLEM_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Problem))
+_vp = ctypes.c_void_p
+
+
+def _sig(name: str, restype, *argtypes) -> None:
+    fn = getattr(_lib, name)
+    fn.restype = restype
+    fn.argtypes = list(argtypes)
+
+
+_sig("btkfs_version", ctypes.c_char_p)
+_sig("btkfs_errmsg", ctypes.c_char_p)
+_sig("btkfs_open", ctypes.c_int, ctypes.POINTER(ctypes.c_char_p), ctypes.c_int,
+     ctypes.POINTER(_OpenOpts), ctypes.POINTER(_vp))
+_sig("btkfs_open_reader", ctypes.c_int, _READ_FN, _vp, ctypes.c_uint64,
+     ctypes.POINTER(_OpenOpts), ctypes.POINTER(_vp))
+_sig("btkfs_close", None, _vp)
+_sig("btkfs_get_info", ctypes.c_int, _vp, ctypes.POINTER(_Info))
+_sig("btkfs_stat", ctypes.c_int, _vp, ctypes.c_char_p, ctypes.POINTER(_Stat))
+_sig("btkfs_readlink", ctypes.c_ssize_t, _vp, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_size_t)
+_sig("btkfs_listxattr", ctypes.c_ssize_t, _vp, ctypes.c_char_p, ctypes.c_char_p,
+     ctypes.c_size_t)
+_sig("btkfs_getxattr", ctypes.c_ssize_t, _vp, ctypes.c_char_p, ctypes.c_char_p, _vp,
+     ctypes.c_size_t)
+_sig("btkfs_opendir", ctypes.c_int, _vp, ctypes.c_char_p, ctypes.POINTER(_vp))
+_sig("btkfs_readdir", ctypes.c_int, _vp, ctypes.POINTER(_Dirent))
+_sig("btkfs_closedir", None, _vp)
+_sig("btkfs_file_open", ctypes.c_int, _vp, ctypes.c_char_p, ctypes.POINTER(_vp))
+_sig("btkfs_file_pread", ctypes.c_ssize_t, _vp, _vp, ctypes.c_size_t, ctypes.c_uint64)
+_sig("btkfs_file_size", ctypes.c_uint64, _vp)
+_sig("btkfs_file_close", None, _vp)
+_sig("btkfs_file_extents", ctypes.c_int, _vp, _EXTENT_FN, _vp)
+_sig("btkfs_owners", ctypes.c_int, _vp, ctypes.c_uint64, _OWNER_FN, _vp)
+_sig("btkfs_check", ctypes.c_int, _vp, ctypes.c_uint, _PROBLEM_FN, _vp,
+     ctypes.POINTER(_CheckResult))
+
+PathLike = Union[str, bytes, "os.PathLike[str]"]
+
+
+class BtkError(OSError):
+    """An error libbtk reported without a more specific OSError subclass."""
+
+
+def _raise(ret: int, what: str = "") -> None:
+    err = -ret
+    msg = (_lib.btkfs_errmsg() or b"").decode("utf-8", "replace") or os.strerror(err)
+    # OSError(errno, ...) picks the subclass (FileNotFoundError for ENOENT, ...)
+    exc = OSError(err, msg, what) if what else OSError(err, msg)
+    if type(exc) is OSError:
+        exc = BtkError(err, msg, what) if what else BtkError(err, msg)
+    raise exc
+
+
+def _b(path: PathLike) -> bytes:
+    return os.fsencode(path)
+
+
+def _opts(offset: int = 0, partition: int = 0) -> _OpenOpts:
+    return _OpenOpts(ctypes.sizeof(_OpenOpts), offset, 0, partition)
+
+
+class Stat(NamedTuple):
+    """An inode as os.lstat() would describe it, plus btrfs' own fields."""
+    st_mode: int
+    st_ino: int
+    st_nlink: int
+    st_uid: int
+    st_gid: int
+    st_size: int
+    st_atime_ns: int
+    st_mtime_ns: int
+    st_ctime_ns: int
+    st_birthtime_ns: int
+    st_blocks: int
+    st_rdev_major: int
+    st_rdev_minor: int
+    subvol: int
+    flags: int
+    generation: int
+    transid: int
+
+    @property
+    def st_mtime(self) -> float:
+        return self.st_mtime_ns / 1e9
+
+    @property
+    def st_atime(self) -> float:
+        return self.st_atime_ns / 1e9
+
+    @property
+    def st_ctime(self) -> float:
+        return self.st_ctime_ns / 1e9
+
+
+class Extent(NamedTuple):
+    offset: int
+    length: int
+    kind: str  # "regular", "inline", "prealloc", "hole"
+    compression: int
+    disk_logical: int
+    disk_length: int
+    logical: int
+    devid: int
+    physical: int
+
+
+class Owner(NamedTuple):
+    kind: str  # "file" or "tree"
+    subvol: int
+    ino: int
+    offset: int
+    level: int
+    path: Optional[str]
+
+
+class Problem(NamedTuple):
+    code: str  # "E1111"
+    name: str
+    kind: str
+    error: bool
+    message: str
+    expected: str
+    found: str
+    tree: int
+    bytenr: int
+
+
+def _ns(t: _Time) -> int:
+    return t.sec * 1_000_000_000 + t.nsec
+
+
+_KINDS = {1: "regular", 2: "inline", 3: "prealloc", 4: "hole"}
+_BYTE = {1: "free", 2: "data", 3: "metadata", 4: "unmapped"}
+
+
+class Filesystem:
+    """An open filesystem. Use as a context manager, or call close()."""
+
+    def __init__(self, handle: int, keep: object = None) -> None:
+        self._h: Optional[int] = handle
+        self._keep = keep  # a reader's callback must outlive the handle
+
+    def __enter__(self) -> "Filesystem":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        self.close()
+
+    def close(self) -> None:
+        if self._h:
+            _lib.btkfs_close(self._h)
+            self._h = None
+
+    def _handle(self) -> int:
+        if not self._h:
+            raise ValueError("I/O operation on a closed filesystem")
+        return self._h
+
+    @property
+    def info(self) -> dict:
+        i = _Info()
+        ret = _lib.btkfs_get_info(self._handle(), ctypes.byref(i))
+        if ret < 0:
+            _raise(ret)
+        return {k: (getattr(i, k).decode() if isinstance(getattr(i, k), bytes) else getattr(i, k))
+                for k, _ in _Info._fields_}
+
+    def stat(self, path: PathLike) -> Stat:
+        """lstat(2) of path (links are not followed)."""
+        s = _Stat()
+        ret = _lib.btkfs_stat(self._handle(), _b(path), ctypes.byref(s))
+        if ret < 0:
+            _raise(ret, os.fsdecode(path))
+        return Stat(s.mode, s.ino, s.nlink, s.uid, s.gid, s.size, _ns(s.atime), _ns(s.mtime),
+                    _ns(s.ctime), _ns(s.otime), s.bytes // 512, s.rdev_major, s.rdev_minor,
+                    s.subvol, s.flags, s.generation, s.transid)
+
+    lstat = stat
+
+    def readlink(self, path: PathLike) -> str:
+        n = 256
+        while True:
+            buf = ctypes.create_string_buffer(n)
+            ret = _lib.btkfs_readlink(self._handle(), _b(path), buf, n)
+            if ret < 0:
+                _raise(ret, os.fsdecode(path))
+            if ret <= n:
+                return os.fsdecode(buf.raw[:ret])
+            n = ret
+
+    def listxattr(self, path: PathLike) -> List[str]:
+        n = _lib.btkfs_listxattr(self._handle(), _b(path), None, 0)
+        if n < 0:
+            _raise(n, os.fsdecode(path))
+        buf = ctypes.create_string_buffer(max(n, 1))
+        got = _lib.btkfs_listxattr(self._handle(), _b(path), buf, n)
+        if got < 0:
+            _raise(got, os.fsdecode(path))
+        return [os.fsdecode(x) for x in buf.raw[:got].split(b"\0") if x]
+
+    def getxattr(self, path: PathLike, name: str) -> bytes:
+        h, p, nm = self._handle(), _b(path), os.fsencode(name)
+        n = _lib.btkfs_getxattr(h, p, nm, None, 0)
+        if n < 0:
+            _raise(n, os.fsdecode(path))
+        buf = ctypes.create_string_buffer(max(n, 1))
+        got = _lib.btkfs_getxattr(h, p, nm, buf, n)
+        if got < 0:
+            _raise(got, os.fsdecode(path))
+        return buf.raw[:got]
+
+    def scandir(self, path: PathLike) -> List[Tuple[str, int, int]]:
+        """The entries of directory path as (name, d_type, inode number), in creation order."""
+        d = _vp()
+        ret = _lib.btkfs_opendir(self._handle(), _b(path), ctypes.byref(d))
+        if ret < 0:
+            _raise(ret, os.fsdecode(path))
+        out = []
+        try:
+            e = _Dirent()
+            while True:
+                ret = _lib.btkfs_readdir(d, ctypes.byref(e))
+                if ret < 0:
+                    _raise(ret, os.fsdecode(path))
+                if ret == 0:
+                    return out
+                out.append((os.fsdecode(e.name), e.type, e.ino))
+        finally:
+            _lib.btkfs_closedir(d)
+
+    def listdir(self, path: PathLike = "/") -> List[str]:
+        return [name for name, _, _ in self.scandir(path)]
+
+    def walk(self, top: PathLike = "/") -> Iterator[Tuple[str, List[str], List[str]]]:
+        """Like os.walk (top-down, symbolic links to directories listed as files)."""
+        top = os.fsdecode(top)
+        dirs, files = [], []
+        for name, dtype, _ in self.scandir(top):
+            (dirs if dtype == 4 else files).append(name)  # 4: DT_DIR
+        yield top, dirs, files
+        for name in dirs:
+            yield from self.walk(top.rstrip("/") + "/" + name)
+
+    def open(self, path: PathLike, mode: str = "rb") -> "File":
+        """A read-only binary file object for path's data."""
+        if mode not in ("r", "rb"):
+            raise ValueError("btk files are read-only and binary: mode 'rb'")
+        f = _vp()
+        ret = _lib.btkfs_file_open(self._handle(), _b(path), ctypes.byref(f))
+        if ret < 0:
+            _raise(ret, os.fsdecode(path))
+        return File(self, f.value, os.fsdecode(path))
+
+    def read_bytes(self, path: PathLike) -> bytes:
+        with self.open(path) as f:
+            return f.read()
+
+    def extents(self, path: PathLike) -> List[Extent]:
+        out: List[Extent] = []
+
+        def one(_ctx: int, e) -> int:
+            x = e.contents
+            out.append(Extent(x.offset, x.length, _KINDS.get(x.kind, "?"), x.compression,
+                              x.disk_logical, x.disk_length, x.logical, x.devid, x.physical))
+            return 0
+
+        with self.open(path) as f:
+            ret = _lib.btkfs_file_extents(f._handle(), _EXTENT_FN(one), None)
+        if ret < 0:
+            _raise(ret, os.fsdecode(path))
+        return out
+
+    def owners(self, logical: int) -> Tuple[str, List[Owner]]:
+        """What the byte at a logical address is ("free", "data", "metadata", "unmapped") and
+        who owns it."""
+        out: List[Owner] = []
+
+        def one(_ctx: int, o) -> int:
+            x = o.contents
+            out.append(Owner("file" if x.kind == 1 else "tree", x.subvol, x.ino, x.offset,
+                             x.level, os.fsdecode(x.path) if x.path else None))
+            return 0
+
+        ret = _lib.btkfs_owners(self._handle(), logical, _OWNER_FN(one), None)
+        if ret < 0:
+            _raise(ret)
+        return _BYTE.get(ret, "?"), out
+
+    def check(self, data: bool = False) -> Tuple[List[Problem], dict]:
+        """btk-fsck's check: the problems found and the totals."""
+        out: List[Problem] = []
+
+        def one(_ctx: int, p) -> int:
+            x = p.contents
+            s = lambda b: (b or b"").decode("utf-8", "replace")  # noqa: E731
+            out.append(Problem(f"E{x.code:04d}", s(x.name), s(x.kind), bool(x.error),
+                               s(x.message), s(x.expected), s(x.found), x.tree, x.bytenr))
+            return 0
+
+        res = _CheckResult(ctypes.sizeof(_CheckResult))
+        ret = _lib.btkfs_check(self._handle(), 1 if data else 0, _PROBLEM_FN(one), None,
+                               ctypes.byref(res))
+        if ret < 0:
+            _raise(ret)
+        return out, {"errors": res.errors, "warnings": res.warnings,
+                     "tree_blocks": res.tree_blocks, "bytes_used": res.bytes_used}
+
+
+class File(io.RawIOBase):
+    """A file's data, read-only and seekable."""
+
+    def __init__(self, fs: Filesystem, handle: int, name: str) -> None:
+        super().__init__()
+        self._fs = fs  # keeps the filesystem open while the file is
+        self._f: Optional[int] = handle
+        self._pos = 0
+        self.name = name
+        self.size = _lib.btkfs_file_size(handle)
+
+    def _handle(self) -> int:
+        if not self._f:
+            raise ValueError("I/O operation on a closed file")
+        return self._f
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def readinto(self, b) -> int:
+        view = memoryview(b).cast("B")
+        if not len(view):
+            return 0
+        buf = (ctypes.c_char * len(view)).from_buffer(view)
+        n = _lib.btkfs_file_pread(self._handle(), buf, len(view), self._pos)
+        if n < 0:
+            _raise(n, self.name)
+        self._pos += n
+        return n
+
+    def read(self, size: int = -1) -> bytes:
+        if size is None or size < 0:
+            size = max(self.size - self._pos, 0)
+        buf = bytearray(size)
+        got = 0
+        while got < size:
+            n = self.readinto(memoryview(buf)[got:])
+            if not n:
+                break
+            got += n
+        return bytes(buf[:got])
+
+    readall = read
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        base = {os.SEEK_SET: 0, os.SEEK_CUR: self._pos, os.SEEK_END: self.size}[whence]
+        if base + offset < 0:
+            raise OSError(_errno.EINVAL, "negative seek position")
+        self._pos = base + offset
+        return self._pos
+
+    def tell(self) -> int:
+        return self._pos
+
+    def close(self) -> None:
+        if self._f:
+            _lib.btkfs_file_close(self._f)
+            self._f = None
+        super().close()
+
+
+def open(*paths: PathLike, offset: int = 0, partition: int = 0) -> Filesystem:  # noqa: A001
+    """Opens the filesystem on one or more image files or devices, read-only. offset: where the
+    filesystem starts in each (bytes); partition: or partition N of each (1-based, as mmls and
+    sfdisk number them). A path may also say it itself: "disk.img@p2", "disk.img@1m"."""
+    if not paths:
+        raise TypeError("open() needs at least one path")
+    arr = (ctypes.c_char_p * len(paths))(*[_b(p) for p in paths])
+    h = _vp()
+    o = _opts(offset, partition)
+    ret = _lib.btkfs_open(arr, len(paths), ctypes.byref(o), ctypes.byref(h))
+    if ret < 0:
+        _raise(ret, os.fsdecode(paths[0]))
+    return Filesystem(h.value)
+
+
+def open_reader(fileobj: IO[bytes], size: Optional[int] = None) -> Filesystem:
+    """Opens a single-device filesystem read through a binary file object (anything with
+    seek() and readinto() or read(): an open file, pyewf's handle, a network stream)."""
+    if size is None:
+        size = fileobj.seek(0, os.SEEK_END)
+
+    def read(_ctx: int, buf: int, length: int, off: int) -> int:
+        try:
+            fileobj.seek(off)
+            data = fileobj.read(length)
+            if len(data) != length:
+                return -_errno.EIO
+            ctypes.memmove(buf, data, length)
+            return 0
+        except OSError as e:
+            return -(e.errno or _errno.EIO)
+        except Exception:  # noqa: BLE001 (a C caller cannot take a Python exception)
+            return -_errno.EIO
+
+    cb = _READ_FN(read)
+    h = _vp()
+    o = _opts()
+    ret = _lib.btkfs_open_reader(cb, None, size, ctypes.byref(o), ctypes.byref(h))
+    if ret < 0:
+        _raise(ret, getattr(fileobj, "name", "(reader)"))
+    return Filesystem(h.value, keep=(cb, fileobj))
+
+
+def version() -> str:
+    return _lib.btkfs_version().decode()

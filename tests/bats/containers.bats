@@ -1,0 +1,167 @@
+#!/usr/bin/env bats
+# Containers (issue 27), without root: split raw segments read and written as one device; EWF
+# (E01 made by ewfacquire) read like the raw image by every read tool, refused by writers;
+# formats btk does not read named with what to do; read tools leave an image's bytes and mtime
+# alone and work on a 0444 file for a user who may not write it.
+
+load helpers
+
+B=$BTK_BUILD/bin
+
+setup() {
+	require_btk mkfs
+	require_tool sfdisk
+	D=$BATS_TEST_TMPDIR
+}
+
+# disk IMG: a GPT disk image of 300 MiB with a populated btrfs in p2 (made by btk-mkfs)
+disk() {
+	truncate -s 300M "$1"
+	printf 'label: gpt\n,32M,L\n,200M,L\n,\n' | sfdisk -q "$1"
+	"$B/btk-mkfs" -q -L inside -r "$BTK_ROOT/man" "$1@p2"
+}
+
+# the output of every read tool on DEV (a name with its @ part), into DIR
+read_all() {
+	local dev=$1 out=$2
+	mkdir -p "$out"
+	"$B/btk-fsck" "$dev" >"$out/fsck" 2>&1
+	"$B/btk-fsck" --json "$dev" >"$out/fsck.json" 2>&1
+	"$B/btk-debug" super "$dev" | grep -v '^superblock:' >"$out/super"
+	"$B/btk-debug" tree "$dev" >"$out/tree"
+	"$B/btk-debug" stats "$dev" >"$out/stats"
+	"$B/btk-owner" --file /btk.7 "$dev" >"$out/owner"
+	"$B/btk-owner" -l "$(awk 'NR==2 { split($4, a, "+"); print a[1]; exit }' "$out/owner")" "$dev" >"$out/owner2" 2>&1 || true
+	"$B/btk-image" ls -lR "$dev" / >"$out/ls"
+	"$B/btk-image" get -r -q "$dev" / "$out/get"
+	"$B/btk-image" dump "$dev" "$out/dump" >/dev/null
+	# the device name is in some lines: compare without it
+	sed -i "s|$dev|DEV|g" "$out"/fsck* "$out"/owner*
+}
+
+@test "split raw: split -b 64M -d segments read as the raw image, and written as it" {
+	disk "$D/disk.img"
+	(cd "$D" && split -b 64M -d disk.img seg.raw.)
+	[ -e "$D/seg.raw.04" ]
+	read_all "$D/disk.img@p2" "$D/raw"
+	read_all "$D/seg.raw.00@p2" "$D/split"
+	diff -r "$D/raw" "$D/split"
+	"$B/btk-debug" parts "$D/seg.raw.00" | grep -q "btrfs label 'inside'"
+	# the same writes on both: byte for byte the same result
+	for dev in "$D/disk.img@p2" "$D/seg.raw.00@p2"; do
+		export SOURCE_DATE_EPOCH=1
+		"$B/btk-image" put "$dev" "$BTK_ROOT/README.md" /readme
+		"$B/btk-image" mkdir "$dev" /d
+		"$B/btk-resize" -q 150M "$dev"
+	done
+	cat "$D"/seg.raw.0* | cmp - "$D/disk.img"
+	"$B/btk-image" cat "$D/seg.raw.00@p2" /readme | cmp - "$BTK_ROOT/README.md"
+	# the segments keep their sizes: the device cannot grow
+	btk_run 20 "$B/btk-resize" 250M "$D/seg.raw.00@p2"
+	assert_one_line_error 1
+	# other series names: .000 and .aa
+	(cd "$D" && split -b 100M -a 3 -d disk.img three. && split -b 100M disk.img let.)
+	"$B/btk-fsck" "$D/three.000@p2" >/dev/null
+	"$B/btk-fsck" "$D/let.aa@p2" >/dev/null
+}
+
+@test "EWF: an E01 of the disk image reads as the raw image in every read tool; writers refuse it in one line" {
+	require_tool ewfacquire
+	disk "$D/disk.img"
+	ewfacquire -u -q -t "$D/ev" -f encase6 -c fast -S 100M "$D/disk.img" >/dev/null 2>&1
+	[ -e "$D/ev.E01" ]
+	read_all "$D/disk.img@p2" "$D/raw"
+	read_all "$D/ev.E01@p2" "$D/ewf"
+	diff -r "$D/raw" "$D/ewf"
+	"$B/btk-debug" parts --json "$D/ev.E01" | grep -q '"label":"inside"'
+	sha=$(sha256_of "$D/ev.E01")
+	for cmd in "btk-resize 100M" "btk-image mkdir" "btk-mkfs -f" "btk-image rm"; do
+		set -- $cmd
+		tool=$1
+		shift
+		case $tool in
+		btk-image) btk_run 20 "$B/$tool" "$@" "$D/ev.E01@p2" /x ;;
+		*) btk_run 20 "$B/$tool" "$@" "$D/ev.E01@p2" ;;
+		esac
+		assert_one_line_error 2
+		grep -q "EWF evidence file (E01) is read-only" "$BTK_ERR" || { show_err; false; }
+	done
+	[ "$(sha256_of "$D/ev.E01")" = "$sha" ]
+}
+
+@test "containers btk does not read are named with what to do, never 'not a btrfs filesystem'" {
+	local f
+	for f in "qcow2:QFI\xfb:qemu-img convert" "vmdk:KDMV:VMDK image" "vhdx:vhdxfile:VHDX image" \
+		"aff:AFF10\r\n:AFF evidence file" "luks:LUKS\xba\xbe:cryptsetup open"; do
+		IFS=: read -r name magic words <<<"$f"
+		truncate -s 1M "$D/x.$name"
+		printf "$magic" | dd of="$D/x.$name" conv=notrunc status=none
+		btk_run 20 "$B/btk-fsck" "$D/x.$name"
+		assert_one_line_error 1
+		grep -q "$words" "$BTK_ERR" || { show_err; false; }
+		! grep -q "not a btrfs filesystem" "$BTK_ERR"
+	done
+	truncate -s 1M "$D/x.lvm"
+	printf 'LABELONE' | dd of="$D/x.lvm" bs=1 seek=512 conv=notrunc status=none
+	btk_run 20 "$B/btk-image" ls "$D/x.lvm" /
+	assert_one_line_error 1
+	grep -q "LVM physical volume: activate it" "$BTK_ERR"
+	# a disk image given without its partition
+	disk "$D/disk.img"
+	btk_run 20 "$B/btk-owner" -l "$D/disk.img" 1
+	assert_one_line_error 1
+	grep -q "GPT partition table (3 partitions): give the partition" "$BTK_ERR"
+	# mkfs leaves a container alone without -f
+	sha=$(sha256_of "$D/x.qcow2")
+	btk_run 20 "$B/btk-mkfs" "$D/x.qcow2"
+	assert_one_line_error 1
+	[ "$(sha256_of "$D/x.qcow2")" = "$sha" ]
+}
+
+@test "read tools change nothing: sha256 and mtime kept, and they work on a 0444 file for a user who cannot write it" {
+	local dir run=()
+	dir=$(mktemp -d /tmp/btk-ro.XXXXXX)
+	chmod 755 "$dir"
+	disk "$dir/disk.img"
+	chmod 0444 "$dir/disk.img"
+	touch -d '2001-02-03 04:05:06' "$dir/disk.img"
+	sha=$(sha256_of "$dir/disk.img")
+	mt=$(stat -c %Y "$dir/disk.img")
+	if [ "$(id -u)" = 0 ]; then
+		require_tool setpriv
+		run=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	fi
+	out=$dir/out
+	mkdir "$out"
+	chmod 777 "$out"
+	for c in "btk-fsck" "btk-fsck --check-data-csum" "btk-debug super" "btk-debug tree" \
+		"btk-debug stats" "btk-debug parts" "btk-owner --file /btk.7" "btk-image ls -R" \
+		"btk-image cat" "btk-image get -r -q" "btk-image dump" "btk-image stat" \
+		"btk-resize --dry-run 100M" "btk-convert --rollback --dry-run"; do
+		set -- $c
+		tool=$1
+		shift
+		dev=$dir/disk.img@p2
+		[ "$c" = "btk-debug parts" ] && dev=$dir/disk.img
+		case $c in
+		"btk-image ls -R") args=("$dev" /) ;;
+		"btk-image cat") args=("$dev" /btk.7) ;;
+		"btk-image stat") args=("$dev" /btk.7) ;;
+		"btk-image get -r -q") args=("$dev" / "$out/get") ;;
+		"btk-image dump") args=("$dev" "$out/dump") ;;
+		*) args=("$dev") ;;
+		esac
+		status=0
+		"${run[@]}" "$B/$tool" "$@" "${args[@]}" >"$out/o" 2>"$out/e" || status=$?
+		case $c in
+		"btk-convert --rollback --dry-run") [ "$status" -eq 1 ] ;; # not a converted filesystem
+		*) [ "$status" -eq 0 ] || { echo "$c: exit $status" >&2; cat "$out/e" >&2; false; } ;;
+		esac
+		[ "$(sha256_of "$dir/disk.img")" = "$sha" ] || { echo "$c changed the image" >&2; false; }
+		[ "$(stat -c %Y "$dir/disk.img")" = "$mt" ] || { echo "$c changed the mtime" >&2; false; }
+	done
+	# a writer cannot open it
+	btk_run 20 "${run[@]}" "$B/btk-image" mkdir "$dir/disk.img@p2" /x
+	assert_one_line_error 1
+	rm -rf "$dir"
+}
