@@ -239,16 +239,23 @@ static bool has(const uint64_t *v, size_t n, uint64_t x)
 	return false;
 }
 
+/* A backref session on the filesystem as the transaction found it (after false) or as it
+ * leaves it. */
+static int session(struct acct *a, bool after, struct btk_backref **br)
+{
+	int ret = btk_trans_view(a->t, after);
+
+	return ret ? ret : btk_backref_new(a->fs, br);
+}
+
 /* The roots before the transaction: the committed trees', and with a snapshot as if it had
  * been taken of them first (the kernel's order): it reaches everything its source reached but
  * the source's root block, and holds its own root block. */
 static int old_roots(struct acct *a, const struct btk_snapshot_note *snap, uint64_t src_root)
 {
 	struct btk_backref *br;
-	int ret = btk_trans_view(a->t, false);
+	int ret = session(a, false, &br);
 
-	if (!ret)
-		ret = btk_backref_new(a->fs, &br);
 	if (ret)
 		return ret;
 	a->old_at = malloc((a->next + 1) * sizeof(*a->old_at));
@@ -360,10 +367,8 @@ static int count_extent(struct acct *a, uint64_t bytes, const uint64_t *o, size_
 static int new_roots(struct acct *a)
 {
 	struct btk_backref *br;
-	int ret = btk_trans_view(a->t, true);
+	int ret = session(a, true, &br);
 
-	if (!ret)
-		ret = btk_backref_new(a->fs, &br);
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < a->next && !ret; i++) {
