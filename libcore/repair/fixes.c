@@ -504,6 +504,54 @@ static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 	return 0;
 }
 
+/* A dev extent past its device's end: its chunk (SINGLE, DUP or RAID1, nothing stored past
+ * the end) is cut so that the stripe ends inside the device, or removed when the stripe starts
+ * past it and the chunk is empty. A chunk holding data out there is left (-EBUSY). */
+static int fix_dext_beyond(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+			   size_t cap)
+{
+	struct btk_fs *fs = btk_trans_fs(x->t);
+	uint64_t devid = val(p, 0), phys = val(p, 1), len = val(p, 2), size = val(p, 3);
+	uint8_t item[sizeof(struct btrfs_dev_extent)];
+	struct btk_key k = {devid, BTRFS_DEV_EXTENT_KEY, phys};
+	uint32_t isz;
+	int ret;
+
+	if (p->nvals < 4 || !len)
+		return btk_err(EINVAL, "dev extent report without its values");
+	if ((ret = item_get(x->t, BTRFS_DEV_TREE_OBJECTID, &k, item, sizeof(item), &isz)))
+		return ret;
+	uint64_t logical = BTK_GET(struct btrfs_dev_extent, item, chunk_offset);
+	const struct btk_chunk *c = btk_chunk_find(fs, logical);
+	if (!c || c->logical != logical || c->length != len)
+		return btk_err(EUCLEAN, "dev extent %llu: its chunk %llu has another length",
+			       (unsigned long long)phys, (unsigned long long)logical);
+	/* a device item smaller than the device: it takes the device's size (fix-device-size) */
+	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
+	uint64_t real = d && d->dev ? d->dev->size / fs->sectorsize * fs->sectorsize : 0;
+	if (real > size && real >= phys + len) {
+		snprintf(before, cap, "device %llu: %llu bytes", (unsigned long long)devid,
+			 (unsigned long long)size);
+		snprintf(after, cap, "device %llu: %llu bytes (its size)",
+			 (unsigned long long)devid, (unsigned long long)real);
+		return btk_dev_set_size(x->t, devid, real);
+	}
+	snprintf(before, cap, "chunk %llu: %llu bytes, stripe ends at %llu",
+		 (unsigned long long)logical, (unsigned long long)len,
+		 (unsigned long long)(phys + len));
+	if (phys >= size) {
+		snprintf(after, cap, "chunk removed (empty)");
+		return btk_chunk_remove(x->t, logical);
+	}
+	uint64_t keep = (size - phys) / BTK_STRIPE_LEN * BTK_STRIPE_LEN;
+	if (!keep)
+		return btk_err(ENOSPC, "chunk %llu: less than a stripe inside the device",
+			       (unsigned long long)logical);
+	snprintf(after, cap, "chunk cut to %llu bytes (its tail held nothing)",
+		 (unsigned long long)keep);
+	return btk_chunk_shrink(x->t, logical, keep);
+}
+
 static const rp_fix_fn fns[BTK_P_COUNT] = {
 #define BTK_FIX(id, safe_, fn, how_) [BTK_P_##id] = fn,
 #include "repair/fixes.def"

@@ -120,6 +120,11 @@ PY
 	repaired_clean leaf-gen leaf-gap
 }
 
+@test "repair: a dev extent past its device item's size: the item takes the device's size" {
+	require_btk fsck
+	repaired_clean dev-extent
+}
+
 @test "repair: a problem without a fix is left, reported, and nothing is written" {
 	require_btk fsck
 	broken chunk-dev-uuid
