@@ -658,3 +658,69 @@ int btk_hist_diff(struct btk_fs *fs, uint64_t from, uint64_t to,
 	btk_vec_free(&b);
 	return ret;
 }
+
+/* ---- stale tree blocks ---- */
+
+int btk_hist_stale_block(struct btk_fs *fs, uint64_t logical, struct btk_stale *out)
+{
+	const struct btk_chunk *c = btk_chunk_find(fs, logical);
+	uint64_t meta = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM;
+	uint8_t *buf;
+	char why[160];
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!c || !(c->type & meta) || logical < c->logical)
+		return -ENOENT;
+	out->bytenr = logical - (logical - c->logical) % fs->nodesize;
+	if (!(buf = malloc(fs->nodesize)))
+		return btk_err(ENOMEM, "out of memory");
+	ret = btk_read_logical(fs, out->bytenr, buf, fs->nodesize);
+	if (!ret && btk_block_check_raw(fs, out->bytenr, buf, why, sizeof(why)))
+		ret = -ENOENT;
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	/* the checks passed: a block of this filesystem, its items inside it */
+	struct btk_block b = {.bytenr = out->bytenr, .len = fs->nodesize, .data = buf};
+	out->owner = btk_block_owner(&b);
+	out->generation = btk_block_generation(&b);
+	out->level = btk_block_level(&b);
+	out->nritems = btk_block_nritems(&b);
+	if (out->nritems) {
+		if (out->level) {
+			btk_node_key(&b, 0, &out->first);
+			btk_node_key(&b, (int)out->nritems - 1, &out->last);
+		} else {
+			btk_leaf_key(&b, 0, &out->first);
+			btk_leaf_key(&b, (int)out->nritems - 1, &out->last);
+		}
+	}
+	for (uint32_t s = 0; !out->level && btk_is_fs_tree(out->owner) && s < out->nritems; s++) {
+		struct btk_key k, loc;
+		struct btk_dir_iter it;
+		struct btk_dir_ent e;
+		btk_leaf_key(&b, (int)s, &k);
+		if (k.type == BTRFS_INODE_ITEM_KEY) {
+			if (out->ninodes < BTK_STALE_NAMES)
+				out->inodes[out->ninodes] = k.objectid;
+			out->ninodes++;
+		}
+		if (k.type != BTRFS_DIR_INDEX_KEY)
+			continue;
+		btk_dir_iter_init(&it, btk_leaf_data(&b, (int)s), btk_leaf_size(&b, (int)s));
+		if (btk_dir_next(&it, &e) <= 0)
+			continue;
+		if (out->nnames < BTK_STALE_NAMES) {
+			btk_dir_ent_location(&e, &loc);
+			out->names[out->nnames].dir = k.objectid;
+			out->names[out->nnames].ino = loc.objectid;
+			snprintf(out->names[out->nnames].name, sizeof(out->names[0].name), "%.*s",
+				 (int)e.name_len, e.name);
+		}
+		out->nnames++;
+	}
+	free(buf);
+	return 0;
+}

@@ -147,3 +147,19 @@ setup() {
 	btk_run 60 "$IMG" stat --json --hash sha1 "$D/t.img" /d/two
 	[ "$(jq -r .sha1 "$BTK_OUT")" = "$(sha1sum <"$D/src/d/two" | cut -d' ' -f1)" ]
 }
+
+@test "btk-owner: a free byte inside the older root's fs tree leaf is stale metadata, with the names it held" {
+	btk_run 60 "$IMG" roots --json "$D/a.img"
+	leaf=$(jq -r '[.roots[] | select(.tree == 5 and .generation == 1 and (.current | not))][0].bytenr' "$BTK_OUT")
+	[ "$leaf" != null ]
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" -l "$D/a.img" $((leaf + 100))
+	[ "$status" -eq 0 ]
+	grep -E "^$((leaf + 100)) stale-metadata logical=$((leaf + 100)) tree=5 generation=1 level=0 block=$leaf .*name=[0-9]+/[0-9]+:one( |$)" "$BTK_OUT"
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" -l --json "$D/a.img" $((leaf + 100))
+	[ "$(jq -r '.queries[0] | "\(.kind) \(.stale.tree) \(.stale.generation) \([.stale.names[].name] | index("one") != null)"' "$BTK_OUT")" = \
+		"stale-metadata 5 1 true" ]
+	# the current leaf is metadata, owned as before
+	cur=$(jq -r '.roots[] | select(.tree == 5 and .current) | .bytenr' <("$IMG" roots --json "$D/a.img"))
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" -l "$D/a.img" "$cur"
+	grep -q "^$cur metadata .*root=5 level=0" "$BTK_OUT"
+}
