@@ -50,6 +50,11 @@ static int cmp_path(const void *a, const void *b)
 	return strcmp(((const struct del *)a)->path, ((const struct del *)b)->path);
 }
 
+static bool root_tree_only(uint64_t owner)
+{
+	return owner == BTRFS_ROOT_TREE_OBJECTID;
+}
+
 /* Every deleted name under `under`, sorted by path: 0 or CLI_EXIT_ERROR after one line. */
 static int find_deleted(struct img_cmd *c, const char *under, struct collect *out)
 {
@@ -58,7 +63,7 @@ static int find_deleted(struct img_cmd *c, const char *under, struct collect *ou
 	int ret;
 
 	out->under = under;
-	if ((ret = img_root_scan(c, NULL, false, &blocks, NULL))) {
+	if ((ret = img_root_scan(c, root_tree_only, false, &blocks, NULL))) {
 		btk_vec_free(&blocks);
 		return ret;
 	}

@@ -28,7 +28,7 @@ int img_root_scan(struct img_cmd *c, bool (*owner_fn)(uint64_t owner), bool prog
 	int ret;
 
 	cli_progress_start(&prog, progress);
-	ret = btk_scan_blocks(c->fs, blocks, progress_cb, &prog);
+	ret = btk_scan_blocks_of(c->fs, owner_fn, blocks, progress_cb, &prog);
 	cli_progress_clear(&prog);
 	if (!ret && roots)
 		ret = btk_scan_roots(blocks, owner_fn, roots);

@@ -7,6 +7,8 @@
 #include "lib_int.h"
 #include "base/error.h"
 #include "check/check.h"
+#include "cli/cli.h"
+#include "format/root_item.h"
 
 /* The first path of an inode from the top level: "/sub/dir/file" (the caller frees it), or
  * NULL when it cannot be told. */
@@ -131,4 +133,51 @@ API int btkfs_check(btkfs *h, unsigned flags, int (*fn)(void *ctx, const struct 
 		       n - sizeof(res.size));
 	}
 	return 0;
+}
+
+struct subvol_walk {
+	btkfs *h;
+	int (*fn)(void *ctx, const struct btkfs_subvol *s);
+	void *ctx;
+};
+
+static int on_subvol(void *ctx, uint64_t id, uint64_t parent)
+{
+	struct subvol_walk *w = ctx;
+	struct btk_root_item ri;
+	char *path = NULL, uuid[37] = "", puuid[37] = "";
+	int ret = btk_subvol_item(w->h->fs, id, &ri);
+
+	if (ret)
+		return ret;
+	if (btk_subvol_path(w->h->fs, id, &path))
+		btk_err_clear(); /* not linked anywhere (being deleted): no path */
+	static const uint8_t none[BTK_UUID_SIZE];
+	if (ri.v2 && memcmp(ri.uuid, none, sizeof(none)))
+		cli_uuid_format(ri.uuid, uuid);
+	if (ri.v2 && memcmp(ri.parent_uuid, none, sizeof(none)))
+		cli_uuid_format(ri.parent_uuid, puuid);
+	struct btkfs_subvol s = {
+	    .id = id,
+	    .parent = parent,
+	    .path = path,
+	    .readonly = (ri.flags & BTRFS_ROOT_SUBVOL_RDONLY) != 0,
+	    .generation = ri.generation,
+	    .otime = {.sec = (int64_t)ri.otime.sec, .nsec = ri.otime.nsec},
+	    .uuid = uuid,
+	    .parent_uuid = puuid,
+	};
+	ret = w->fn(w->ctx, &s);
+	free(path);
+	return ret;
+}
+
+API int btkfs_subvolumes(btkfs *h, int (*fn)(void *ctx, const struct btkfs_subvol *s), void *ctx)
+{
+	struct subvol_walk w = {.h = h, .fn = fn, .ctx = ctx};
+
+	btk_err_clear();
+	if (!h || !fn)
+		return lib_einval("btkfs_subvolumes: a handle and a function");
+	return btk_subvol_for_each(h->fs, on_subvol, &w);
 }

@@ -82,6 +82,19 @@ struct btkfs_time {
 	uint32_t nsec;
 };
 
+/* The top level (id 5) and every subvolume and snapshot, in id order. */
+struct btkfs_subvol {
+	uint64_t id, parent;		/* parent: the subvolume holding its entry (0: none) */
+	const char *path;		/* from the top level ("/" for it); NULL when not linked */
+	int readonly;			/* 1 for a read-only snapshot */
+	uint64_t generation;		/* of its last change */
+	struct btkfs_time otime;	/* when it was made */
+	const char *uuid, *parent_uuid; /* as text; "" when none (a snapshot's source: parent) */
+};
+/* Calls fn for each (strings valid during the call); fn returns 0 to go on, anything else
+ * stops and is returned. */
+int btkfs_subvolumes(btkfs *fs, int (*fn)(void *ctx, const struct btkfs_subvol *s), void *ctx);
+
 /* An inode, as stat(2) would show it (symbolic links are not followed). */
 struct btkfs_stat {
 	uint64_t subvol; /* the subvolume (tree id) holding the inode: 5 for the top level */

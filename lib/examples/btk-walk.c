@@ -1,7 +1,7 @@
 /* btk-walk.c — libbtk's example: lists every name of a filesystem image with its mode, size
  * and link target, and copies every regular file's data into OUTDIR (if given), through the
  * public API only. Build: cc btk-walk.c $(pkg-config --cflags --libs btk)
- * Usage: btk-walk IMG [OUTDIR] */
+ * Usage: btk-walk IMG [OUTDIR [TOP]] (TOP: the folder to start from, "/" by default) */
 #include <btk/btk.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -97,15 +97,15 @@ int main(int argc, char **argv)
 	btkfs *fs;
 	int ret;
 
-	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: btk-walk IMG [OUTDIR]\n");
+	if (argc < 2 || argc > 4) {
+		fprintf(stderr, "usage: btk-walk IMG [OUTDIR [TOP]]\n");
 		return 2;
 	}
 	if ((ret = btkfs_open(&img, 1, NULL, &fs))) {
 		fprintf(stderr, "btk-walk: %s\n", btkfs_errmsg());
 		return 1;
 	}
-	ret = walk(fs, "/", argc > 2 ? argv[2] : NULL);
+	ret = walk(fs, argc > 3 ? argv[3] : "/", argc > 2 ? argv[2] : NULL);
 	btkfs_close(fs);
 	return ret ? 1 : 0;
 }

@@ -24,10 +24,11 @@ const char *btk_change_name(enum btk_change c)
 }
 
 /* A block as the set knows it: its address and generation (a bytenr reused by a later tree
- * block is another block). */
-static uint64_t bkey(uint64_t bytenr, uint64_t gen)
+ * block is another block), in the subvolume tree it is seen in (a snapshot shares blocks with
+ * its source: a block current in the snapshot says nothing of the source's names). */
+static uint64_t bkey(uint64_t bytenr, uint64_t gen, uint64_t tree)
 {
-	return bytenr ^ (gen * 0x9E3779B97F4A7C15ULL);
+	return bytenr ^ (gen * 0x9E3779B97F4A7C15ULL) ^ (tree * 0xff51afd7ed558ccdULL);
 }
 
 BTK_VEC(roots_vec, struct btk_root);
@@ -117,7 +118,7 @@ static int visit(struct btk_fs *fs, const struct btk_root *root, struct btk_u64s
 		struct pend w = st.data[--st.n];
 		struct btk_block_check chk = {.level = w.level, .generation = w.gen};
 		struct btk_block *b;
-		uint64_t key = bkey(w.bytenr, w.gen);
+		uint64_t key = bkey(w.bytenr, w.gen, root->objectid);
 		if (btk_u64set_has(skip, key))
 			continue;
 		if ((ret = btk_u64set_add(skip, key)) < 0)
@@ -167,6 +168,53 @@ static bool has_entry(struct btk_fs *fs, const struct btk_root *tree, uint64_t d
 	}
 	btk_path_release(&p);
 	return has;
+}
+
+/* A cursor that walks a tree forward in key order: the lookups of one leaf's items, which come
+ * in key order, cost a step each instead of a search each. */
+struct cursor {
+	struct btk_fs *fs;
+	const struct btk_root *tree;
+	struct btk_path p;
+	int state; /* 0: not positioned; 1: at an item; 2: past the end or failed */
+};
+
+/* Is the cursor's tree's item at key k a DIR_INDEX entry with this name? Keys asked must not
+ * decrease between calls (until cursor_reset). */
+static bool cursor_has_entry(struct cursor *c, const struct btk_key *k, const char *name,
+			     uint16_t len)
+{
+	struct btk_key ck;
+	int ret = 0;
+
+	if (c->state == 0) {
+		ret = btk_search_ge(c->fs, c->tree, k, &c->p);
+		c->state = ret ? 2 : 1;
+	}
+	while (c->state == 1) {
+		btk_path_key(&c->p, &ck);
+		if (btk_key_cmp(&ck, k) >= 0)
+			break;
+		if (btk_next(c->fs, &c->p))
+			c->state = 2;
+	}
+	if (c->state != 1)
+		return false;
+	btk_path_key(&c->p, &ck);
+	if (btk_key_cmp(&ck, k))
+		return false;
+	uint32_t size;
+	const uint8_t *d = btk_path_data(&c->p, &size);
+	struct btk_dir_iter it;
+	struct btk_dir_ent e;
+	btk_dir_iter_init(&it, d, size);
+	return btk_dir_next(&it, &e) > 0 && e.name_len == len && !memcmp(e.name, name, len);
+}
+
+static void cursor_reset(struct cursor *c)
+{
+	btk_path_release(&c->p);
+	c->state = 0;
 }
 
 /* Does tree hold inode ino of inode generation igen (the same file, not a number reused)? */
@@ -304,6 +352,7 @@ static uint64_t name_key(uint64_t subvol, uint64_t dir, uint64_t index)
 static int del_leaf(void *ctx, const struct btk_block *b)
 {
 	struct del_ctx *c = ctx;
+	struct cursor cur = {.fs = c->fs, .tree = c->cur};
 	int ret = 0;
 
 	for (uint32_t s = 0; s < btk_block_nritems(b) && !ret; s++) {
@@ -319,7 +368,7 @@ static int del_leaf(void *ctx, const struct btk_block *b)
 		uint64_t nk = name_key(c->old->objectid, k.objectid, k.offset);
 		if (btk_u64set_has(c->reported, nk))
 			continue;
-		if (c->cur && has_entry(c->fs, c->cur, k.objectid, k.offset, e.name, e.name_len))
+		if (c->cur && cursor_has_entry(&cur, &k, e.name, e.name_len))
 			continue;
 		btk_dir_ent_location(&e, &loc);
 		struct btk_hist_name n = {.subvol = c->old->objectid,
@@ -342,12 +391,15 @@ static int del_leaf(void *ctx, const struct btk_block *b)
 		if ((ret = btk_u64set_add(c->reported, nk)) < 0)
 			break;
 		char *path = entry_path(c->fs, c->old, c->prefix, k.objectid, e.name, e.name_len);
-		if (!path)
-			return btk_err(ENOMEM, "out of memory");
+		if (!path) {
+			ret = btk_err(ENOMEM, "out of memory");
+			break;
+		}
 		n.path = path;
 		ret = c->fn(c->ctx, &n);
 		free(path);
 	}
+	cursor_reset(&cur);
 	return ret;
 }
 
@@ -605,4 +657,182 @@ int btk_hist_diff(struct btk_fs *fs, uint64_t from, uint64_t to,
 	btk_vec_free(&a);
 	btk_vec_free(&b);
 	return ret;
+}
+
+/* ---- stale tree blocks ---- */
+
+int btk_hist_stale_block(struct btk_fs *fs, uint64_t logical, struct btk_stale *out)
+{
+	const struct btk_chunk *c = btk_chunk_find(fs, logical);
+	uint64_t meta = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM;
+	uint8_t *buf;
+	char why[160];
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!c || !(c->type & meta) || logical < c->logical)
+		return -ENOENT;
+	out->bytenr = logical - (logical - c->logical) % fs->nodesize;
+	if (!(buf = malloc(fs->nodesize)))
+		return btk_err(ENOMEM, "out of memory");
+	ret = btk_read_logical(fs, out->bytenr, buf, fs->nodesize);
+	if (!ret && btk_block_check_raw(fs, out->bytenr, buf, why, sizeof(why)))
+		ret = -ENOENT;
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	/* the checks passed: a block of this filesystem, its items inside it */
+	struct btk_block b = {.bytenr = out->bytenr, .len = fs->nodesize, .data = buf};
+	out->owner = btk_block_owner(&b);
+	out->generation = btk_block_generation(&b);
+	out->level = btk_block_level(&b);
+	out->nritems = btk_block_nritems(&b);
+	if (out->nritems) {
+		if (out->level) {
+			btk_node_key(&b, 0, &out->first);
+			btk_node_key(&b, (int)out->nritems - 1, &out->last);
+		} else {
+			btk_leaf_key(&b, 0, &out->first);
+			btk_leaf_key(&b, (int)out->nritems - 1, &out->last);
+		}
+	}
+	for (uint32_t s = 0; !out->level && btk_is_fs_tree(out->owner) && s < out->nritems; s++) {
+		struct btk_key k, loc;
+		struct btk_dir_iter it;
+		struct btk_dir_ent e;
+		btk_leaf_key(&b, (int)s, &k);
+		if (k.type == BTRFS_INODE_ITEM_KEY) {
+			if (out->ninodes < BTK_STALE_NAMES)
+				out->inodes[out->ninodes] = k.objectid;
+			out->ninodes++;
+		}
+		if (k.type != BTRFS_DIR_INDEX_KEY)
+			continue;
+		btk_dir_iter_init(&it, btk_leaf_data(&b, (int)s), btk_leaf_size(&b, (int)s));
+		if (btk_dir_next(&it, &e) <= 0)
+			continue;
+		if (out->nnames < BTK_STALE_NAMES) {
+			btk_dir_ent_location(&e, &loc);
+			out->names[out->nnames].dir = k.objectid;
+			out->names[out->nnames].ino = loc.objectid;
+			snprintf(out->names[out->nnames].name, sizeof(out->names[0].name), "%.*s",
+				 (int)e.name_len, e.name);
+		}
+		out->nnames++;
+	}
+	free(buf);
+	return 0;
+}
+
+/* ---- free and unallocated space ---- */
+
+int btk_hist_free_ranges(struct btk_fs *fs,
+			 int (*fn)(void *ctx, uint64_t logical, uint64_t len, uint64_t type),
+			 void *ctx)
+{
+	struct btk_key k = {0, 0, 0};
+	struct btk_root ext;
+	struct btk_path p;
+	int i = 0, ret;
+	uint64_t pos;
+
+	if (!fs->nchunks)
+		return 0;
+	if ((ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &ext)))
+		return ret;
+	pos = fs->chunks[0]->logical;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &ext, &k, &p); !ret && i < fs->nchunks;
+	     ret = btk_next(fs, &p)) {
+		uint64_t s, e;
+		btk_path_key(&p, &k);
+		if (k.type == BTRFS_EXTENT_ITEM_KEY)
+			e = k.objectid + k.offset;
+		else if (k.type == BTRFS_METADATA_ITEM_KEY)
+			e = k.objectid + fs->nodesize;
+		else
+			continue;
+		s = k.objectid;
+		/* the block groups that end before this extent: their tails are free */
+		while (i < fs->nchunks && fs->chunks[i]->logical + fs->chunks[i]->length <= s) {
+			const struct btk_chunk *c = fs->chunks[i];
+			if (pos < c->logical + c->length &&
+			    (ret = fn(ctx, pos, c->logical + c->length - pos, c->type)))
+				goto out;
+			if (++i < fs->nchunks)
+				pos = fs->chunks[i]->logical;
+		}
+		if (i >= fs->nchunks)
+			break;
+		if (pos < fs->chunks[i]->logical)
+			pos = fs->chunks[i]->logical;
+		if (s > pos && (ret = fn(ctx, pos, s - pos, fs->chunks[i]->type)))
+			goto out;
+		if (e > pos)
+			pos = e;
+	}
+	if (ret < 0)
+		goto out;
+	for (ret = 0; i < fs->nchunks && !ret; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		if (pos < c->logical)
+			pos = c->logical;
+		if (pos < c->logical + c->length)
+			ret = fn(ctx, pos, c->logical + c->length - pos, c->type);
+	}
+out:
+	btk_path_release(&p);
+	return ret;
+}
+
+int btk_hist_unallocated(struct btk_fs *fs,
+			 int (*fn)(void *ctx, uint64_t devid, uint64_t physical, uint64_t len),
+			 void *ctx)
+{
+	struct btk_key k = {0, BTRFS_DEV_EXTENT_KEY, 0};
+	struct btk_root dev;
+	struct btk_path p;
+	int d = 0, ret;
+	uint64_t pos = 1ULL << 20;
+
+	if ((ret = btk_root_find(fs, BTRFS_DEV_TREE_OBJECTID, &dev)))
+		return ret;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &dev, &k, &p); ret >= 0 && d < fs->ndevs;) {
+		const struct btk_fs_dev *fd = &fs->devs[d];
+		bool have = !ret;
+		uint32_t size = 0;
+		const uint8_t *data = NULL;
+		if (have) {
+			btk_path_key(&p, &k);
+			data = btk_path_data(&p, &size);
+			if (k.type != BTRFS_DEV_EXTENT_KEY ||
+			    size < sizeof(struct btrfs_dev_extent)) {
+				ret = btk_next(fs, &p);
+				continue;
+			}
+		}
+		if (!have || k.objectid > fd->devid) { /* the rest of this device is free */
+			if (pos < fd->total_bytes &&
+			    (ret = fn(ctx, fd->devid, pos, fd->total_bytes - pos)))
+				break;
+			d++;
+			pos = 1ULL << 20;
+			ret = have ? 0 : 1;
+			if (!have && d >= fs->ndevs)
+				break;
+			continue;
+		}
+		if (k.objectid == fd->devid) {
+			uint64_t len = BTK_GET(struct btrfs_dev_extent, data, length);
+			if (k.offset > pos && (ret = fn(ctx, fd->devid, pos, k.offset - pos)))
+				break;
+			if (k.offset + len > pos)
+				pos = k.offset + len;
+		}
+		ret = btk_next(fs, &p);
+	}
+	btk_path_release(&p);
+	return ret < 0 || ret > 1 ? ret : 0;
 }

@@ -211,7 +211,7 @@ static int use_generation(struct btk_fs *fs, uint64_t want)
 	if (btk_le64(fs->sb.generation) <= want && root_tree_reads(fs) &&
 	    tree_reads(fs, BTRFS_FS_TREE_OBJECTID))
 		return 0;
-	ret = btk_scan_blocks(fs, &blocks, NULL, NULL);
+	ret = btk_scan_blocks_of(fs, is_root_tree, &blocks, NULL, NULL);
 	if (!ret)
 		ret = btk_scan_roots(&blocks, is_root_tree, &roots);
 	if (!ret)

@@ -17,6 +17,8 @@ static bool all_zero(const uint8_t *p, size_t n)
 	return true;
 }
 
+static bool (*scan_owner)(uint64_t owner); /* btk_scan_blocks_of's filter (one scan at a time) */
+
 /* Is data (nodesize bytes read at logical) a valid tree block there? */
 static bool block_valid(struct btk_fs *fs, uint64_t logical, const uint8_t *data)
 {
@@ -27,6 +29,14 @@ static bool block_valid(struct btk_fs *fs, uint64_t logical, const uint8_t *data
 	if (btk_le64(h->bytenr) != logical)
 		return false;
 	return !btk_block_check_raw(fs, logical, data, why, sizeof(why));
+}
+
+/* A block the filter does not want: not worth validating (nor reading again) */
+static bool unwanted(uint64_t logical, const uint8_t *data)
+{
+	const struct btk_header *h = (const struct btk_header *)data;
+
+	return scan_owner && btk_le64(h->bytenr) == logical && !scan_owner(btk_le64(h->owner));
 }
 
 static int keep(struct btk_found_blocks *out, const uint8_t *data)
@@ -52,15 +62,48 @@ static int retry_block(struct btk_fs *fs, uint64_t logical, uint8_t *buf,
 		int r = btk_read_copy(fs, logical, buf, fs->nodesize, m);
 		if (r == -ERANGE)
 			break;
-		if (!r && block_valid(fs, logical, buf))
+		if (!r && block_valid(fs, logical, buf) && !unwanted(logical, buf))
 			return keep(out, buf);
 	}
 	return 0;
 }
 
+/* With a filter: each block's header first (a few bytes instead of the whole block), the
+ * whole block only when its owner is wanted, or when it is no block here and not zeros (its
+ * other copies may be one). */
+static int scan_headers(struct btk_fs *fs, uint64_t start, uint64_t len, uint8_t *one,
+			struct btk_found_blocks *out)
+{
+	static const uint8_t zero[sizeof(struct btk_header)];
+	uint32_t ns = fs->nodesize;
+	struct btk_header h;
+	int ret = 0;
+
+	for (uint64_t off = 0; off + ns <= len && !ret; off += ns) {
+		uint64_t logical = start + off;
+		if (btk_read_copy(fs, logical, &h, sizeof(h), 0) &&
+		    btk_read_logical(fs, logical, &h, sizeof(h)))
+			continue;
+		if (btk_le64(h.bytenr) == logical && !scan_owner(btk_le64(h.owner)))
+			continue;
+		if (btk_le64(h.bytenr) != logical && !memcmp(&h, zero, sizeof(h)))
+			continue;
+		if (btk_read_copy(fs, logical, one, ns, 0) &&
+		    btk_read_logical(fs, logical, one, ns))
+			continue;
+		if (block_valid(fs, logical, one))
+			ret = unwanted(logical, one) ? 0 : keep(out, one);
+		else if (!all_zero(one, ns))
+			ret = retry_block(fs, logical, one, out);
+	}
+	return ret;
+}
+
 static int scan_range(struct btk_fs *fs, uint64_t start, uint64_t len, uint8_t *buf, uint8_t *one,
 		      struct btk_found_blocks *out)
 {
+	if (scan_owner)
+		return scan_headers(fs, start, len, one, out);
 	uint32_t ns = fs->nodesize;
 	bool batch_ok = !btk_read_copy(fs, start, buf, (size_t)len, 0);
 	int ret = 0;
@@ -73,6 +116,8 @@ static int scan_range(struct btk_fs *fs, uint64_t start, uint64_t len, uint8_t *
 				continue;
 			d = one;
 		}
+		if (unwanted(logical, d))
+			continue;
 		if (block_valid(fs, logical, d))
 			ret = keep(out, d);
 		else if (!all_zero(d, ns))
@@ -90,6 +135,13 @@ static int cmp_bytenr(const void *a, const void *b)
 int btk_scan_blocks(struct btk_fs *fs, struct btk_found_blocks *out,
 		    void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx)
 {
+	return btk_scan_blocks_of(fs, NULL, out, progress, ctx);
+}
+
+int btk_scan_blocks_of(struct btk_fs *fs, bool (*owner_fn)(uint64_t owner),
+		       struct btk_found_blocks *out,
+		       void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx)
+{
 	const uint64_t meta = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM;
 	uint64_t total = 0, done = 0;
 	uint8_t *buf, *one;
@@ -98,6 +150,7 @@ int btk_scan_blocks(struct btk_fs *fs, struct btk_found_blocks *out,
 	for (int i = 0; i < fs->nchunks; i++)
 		if (fs->chunks[i]->type & meta)
 			total += fs->chunks[i]->length;
+	scan_owner = owner_fn;
 	buf = malloc(SCAN_BATCH);
 	one = malloc(fs->nodesize);
 	if (!buf || !one) {
@@ -121,6 +174,7 @@ int btk_scan_blocks(struct btk_fs *fs, struct btk_found_blocks *out,
 	}
 	free(buf);
 	free(one);
+	scan_owner = NULL;
 	btk_vec_sort(out, cmp_bytenr);
 	return ret;
 }

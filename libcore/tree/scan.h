@@ -28,6 +28,11 @@ BTK_VEC(btk_found_blocks, struct btk_found_block);
  * the bytes done and the total after each batch. 0, -ENOMEM; unreadable ranges are skipped. */
 int btk_scan_blocks(struct btk_fs *fs, struct btk_found_blocks *out,
 		    void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx);
+/* The same keeping only blocks whose header's owner owner_fn accepts (NULL: all): the others
+ * are not validated, which is most of the work. */
+int btk_scan_blocks_of(struct btk_fs *fs, bool (*owner_fn)(uint64_t owner),
+		       struct btk_found_blocks *out,
+		       void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx);
 /* The found block at bytenr, or NULL. */
 const struct btk_found_block *btk_scan_find(const struct btk_found_blocks *b, uint64_t bytenr);
 

@@ -22,7 +22,7 @@ import os
 import stat as _stat
 from typing import IO, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
-__all__ = ["open", "open_reader", "Filesystem", "File", "Stat", "Extent", "Owner", "Problem",
+__all__ = ["open", "open_reader", "Filesystem", "File", "Stat", "Extent", "Owner", "Problem", "Subvolume",
            "BtkError"]
 
 _u8p = ctypes.POINTER(ctypes.c_uint8)
@@ -89,6 +89,12 @@ class _Problem(ctypes.Structure):
                 ("tree", ctypes.c_uint64), ("bytenr", ctypes.c_uint64)]
 
 
+class _Subvol(ctypes.Structure):
+    _fields_ = [("id", ctypes.c_uint64), ("parent", ctypes.c_uint64), ("path", ctypes.c_char_p),
+                ("readonly", ctypes.c_int), ("generation", ctypes.c_uint64), ("otime", _Time),
+                ("uuid", ctypes.c_char_p), ("parent_uuid", ctypes.c_char_p)]
+
+
 class _CheckResult(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t), ("errors", ctypes.c_uint64),
                 ("warnings", ctypes.c_uint64), ("tree_blocks", ctypes.c_uint64),
@@ -99,6 +105,7 @@ _READ_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctyp
                             ctypes.c_uint64)
 _EXTENT_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Extent))
 _OWNER_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Owner))
+_SUBVOL_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Subvol))
 _PROBLEM_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(_Problem))
 _vp = ctypes.c_void_p
 
@@ -132,6 +139,7 @@ _sig("btkfs_file_size", ctypes.c_uint64, _vp)
 _sig("btkfs_file_close", None, _vp)
 _sig("btkfs_file_extents", ctypes.c_int, _vp, _EXTENT_FN, _vp)
 _sig("btkfs_owners", ctypes.c_int, _vp, ctypes.c_uint64, _OWNER_FN, _vp)
+_sig("btkfs_subvolumes", ctypes.c_int, _vp, _SUBVOL_FN, _vp)
 _sig("btkfs_check", ctypes.c_int, _vp, ctypes.c_uint, _PROBLEM_FN, _vp,
      ctypes.POINTER(_CheckResult))
 
@@ -212,6 +220,17 @@ class Owner(NamedTuple):
     offset: int
     level: int
     path: Optional[str]
+
+
+class Subvolume(NamedTuple):
+    id: int
+    parent: int
+    path: Optional[str]
+    readonly: bool
+    generation: int
+    otime_ns: int
+    uuid: str
+    parent_uuid: str
 
 
 class Problem(NamedTuple):
@@ -389,6 +408,22 @@ class Filesystem:
         if ret < 0:
             _raise(ret)
         return _BYTE.get(ret, "?"), out
+
+    def subvolumes(self) -> List[Subvolume]:
+        """The top level (id 5) and every subvolume and snapshot, in id order."""
+        out: List[Subvolume] = []
+
+        def one(_ctx: int, p) -> int:
+            x = p.contents
+            out.append(Subvolume(x.id, x.parent, os.fsdecode(x.path) if x.path else None,
+                                 bool(x.readonly), x.generation, _ns(x.otime),
+                                 (x.uuid or b"").decode(), (x.parent_uuid or b"").decode()))
+            return 0
+
+        ret = _lib.btkfs_subvolumes(self._handle(), _SUBVOL_FN(one), None)
+        if ret < 0:
+            _raise(ret)
+        return out
 
     def check(self, data: bool = False) -> Tuple[List[Problem], dict]:
         """btk-fsck's check: the problems found and the totals."""

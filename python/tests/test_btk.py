@@ -186,9 +186,31 @@ def test_ctypes_layouts_equal_the_header():
     for name, cls in [("btkfs_open_opts", btk._OpenOpts), ("btkfs_info", btk._Info),
                       ("btkfs_stat", btk._Stat), ("btkfs_dirent", btk._Dirent),
                       ("btkfs_extent", btk._Extent), ("btkfs_owner", btk._Owner),
-                      ("btkfs_problem", btk._Problem),
+                      ("btkfs_problem", btk._Problem), ("btkfs_subvol", btk._Subvol),
                       ("btkfs_check_result", btk._CheckResult)]:
         assert ctypes.sizeof(cls) == int(want[name]), name
+
+
+def test_subvolumes_equal_btk_image_subvol_list(tmp_path):
+    img = str(tmp_path / "sub.img")
+    img_tool = os.path.join(BIN, "btk-image")
+    subprocess.run([os.path.join(BIN, "btk-mkfs"), "-q", "-r", SRC, img], check=True)
+    for args in (["subvol", "create", img, "/sv"], ["snapshot", "-r", img, "/sv", "/snap"]):
+        subprocess.run([img_tool] + args, check=True, capture_output=True)
+    with btk.open(img) as fs:
+        subs = fs.subvolumes()
+    assert [s.path for s in subs] == ["/", "/sv", "/snap"]
+    assert [s.readonly for s in subs] == [False, False, True]
+    assert subs[2].parent_uuid == subs[1].uuid != ""
+    r = subprocess.run([img_tool, "subvol", "list", "--json", img], capture_output=True,
+                       text=True, check=True)
+    zero = "00000000-0000-0000-0000-000000000000"
+    want = [(j["id"], j["parent"], j["path"], j["readonly"], j["generation"],
+             j["uuid"].replace(zero, ""), j["parent_uuid"].replace(zero, ""),
+             j["otime"]["sec"] * 10**9 + j["otime"]["nsec"])
+            for j in json.loads(r.stdout)["subvolumes"]]
+    assert [(s.id, s.parent, s.path, s.readonly, s.generation, s.uuid, s.parent_uuid,
+             s.otime_ns) for s in subs] == want
 
 
 def test_partition_and_offset_of_a_disk_image(tmp_path):

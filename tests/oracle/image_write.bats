@@ -247,6 +247,7 @@ small_src() {
 	refused put -r "$S" /new
 	grep -q "log tree" "$BTK_ERR"
 	grep -q "mount" "$BTK_ERR"
+	grep -q "btk-fsck --rescue replay-log" "$BTK_ERR"
 	refused mkdir /m
 	refused rm -r /logged
 	refused snapshot / /snap
@@ -381,7 +382,7 @@ qstep() {
 	qgroups_exact "$IMAGE"
 }
 
-@test "quotas on: subvol create and snapshot write the qgroups (numbers and limits) the kernel writes for the same operations, without a rescan" {
+@test "quotas on: subvol create, snapshot, and put, mkdir and rm in a snapshot and its source write the qgroups (numbers and limits) the kernel writes for the same operations, without a rescan" {
 	IMAGE=$D/fs.img
 	truncate -s 256M "$IMAGE"
 	mkfs.btrfs -q -f "$IMAGE" >/dev/null 2>&1
@@ -399,11 +400,24 @@ qstep() {
 	qstep snapshot /k /snap
 	qstep snapshot -r /s /ro
 	qstep snapshot / /top
+	head -c 1000000 /dev/urandom >"$D/big"
+	head -c 5000 /dev/urandom >"$D/small"
+	qstep put "$D/big" /k/big
+	qstep put "$D/small" /snap/small
+	qstep mkdir /k/newdir
+	qstep rm /snap/d/f3
+	qstep rm /k/d/f20
+	qstep put "$D/small" /top/small
 	attach "$D/kernel.img"
 	btrfs subvolume create "$MNT/s" >/dev/null
 	btrfs subvolume snapshot "$MNT/k" "$MNT/snap" >/dev/null
 	btrfs subvolume snapshot -r "$MNT/s" "$MNT/ro" >/dev/null
 	btrfs subvolume snapshot "$MNT" "$MNT/top" >/dev/null
+	cp "$D/big" "$MNT/k/big"
+	cp "$D/small" "$MNT/snap/small"
+	mkdir "$MNT/k/newdir"
+	rm "$MNT/snap/d/f3" "$MNT/k/d/f20"
+	cp "$D/small" "$MNT/top/small"
 	detach
 	qgroups_exact "$D/kernel.img"
 	for f in kernel fs; do
