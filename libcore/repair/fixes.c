@@ -470,7 +470,8 @@ static int fix_top_dir(struct rp_ctx *x, const struct rp_prob *p, char *before, 
 static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 		     size_t cap)
 {
-	int level = p->id == BTK_P_TB_NOT_PACKED ? 0 : (int)val(p, 0);
+	int level = p->id == BTK_P_TB_NOT_PACKED ? 0 : (int)(int64_t)val(p, 0);
+	bool wiped = p->id == BTK_P_TB_UNREADABLE;
 	struct btk_block_check chk = {.level = level};
 	struct btk_block *b;
 	struct btk_key first;
@@ -481,12 +482,24 @@ static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 		return btk_err(EINVAL, "tree block report without its block");
 	/* a leaf not packed reads only as the checker reads (safely, not the kernel's way) */
 	struct btk_fs *fs = btk_trans_fs(x->t);
-	enum btk_read_mode mode = btk_tree_read_mode(fs, BTK_READ_SAFETY_ONLY);
+	if (wiped && !strstr(p->what, "checksum mismatch"))
+		return 1; /* lost contents: not this fix's */
+	chk.owner = wiped ? p->tree : 0;
+	enum btk_read_mode mode =
+	    btk_tree_read_mode(fs, wiped ? BTK_READ_WIPED_CSUM : BTK_READ_SAFETY_ONLY);
 	if ((ret = btk_block_read(fs, p->bytenr, &chk, &b))) {
 		btk_tree_read_mode(fs, mode);
-		return ret;
+		if (!wiped)
+			return ret;
+		btk_err_clear();
+		return 1; /* a checksum that disagrees, not a wiped one: left */
 	}
 	gen = btk_block_generation(b);
+	if (wiped && (gen > btk_le64(fs->sb.generation) || !gen)) {
+		btk_block_put(b);
+		btk_tree_read_mode(fs, mode);
+		return 1;
+	}
 	if (!btk_block_nritems(b)) {
 		btk_block_put(b);
 		btk_tree_read_mode(fs, mode);
@@ -502,9 +515,14 @@ static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 	if (ret)
 		return ret; /* 1: the tree's path does not reach it (left) */
 	snprintf(before, cap, "block %llu generation %llu%s", (unsigned long long)p->bytenr,
-		 (unsigned long long)gen, p->id == BTK_P_TB_NOT_PACKED ? ", items not packed" : "");
+		 (unsigned long long)gen,
+		 p->id == BTK_P_TB_NOT_PACKED ? ", items not packed"
+		 : wiped		      ? ", checksum wiped (zeros)"
+					      : "");
 	snprintf(after, cap, "copied: generation %llu%s", (unsigned long long)btk_trans_id(x->t),
-		 p->id == BTK_P_TB_NOT_PACKED ? ", items packed" : "");
+		 p->id == BTK_P_TB_NOT_PACKED ? ", items packed"
+		 : wiped		      ? ", checksummed"
+					      : "");
 	return 0;
 }
 
