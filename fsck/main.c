@@ -4,6 +4,7 @@
  * Exit status follows fsck(8), as bits: 0 clean, 1 errors corrected, 4 errors left, 8 could
  * not check (a root tree that cannot be read at all included), 16 usage, 32 cancelled.
  */
+#include <errno.h>
 #include <malloc.h>
 #include <popt.h>
 #include <stdarg.h>
@@ -15,6 +16,7 @@
 
 #include "check/check.h"
 #include "repair/repair.h"
+#include "rescue.h"
 #include "cli/cli.h"
 #include "base/error.h"
 #include "base/json.h"
@@ -372,29 +374,142 @@ static void on_note(void *ctx, const char *text)
 	printf("NOT FIXED: %s (nothing was written)\n", text);
 }
 
-static int run_repair(const char **devs, int ndevs, bool preen, struct out *o)
+/* What a writer's open takes: the device options, the undo file (named in undo), the
+ * interrupt texts. 0, or EXIT_USAGE after a line. */
+static int writer_setup(const char **devs, int ndevs, struct btk_open_opts *oo, char *undo,
+			size_t cap)
 {
-	struct btk_open_opts oo = open_opts;
-	struct btk_repair_result res;
-	struct btk_repair_opts ro = {
-	    .preen = preen, .on_fix = on_fix, .on_left = on_problem, .on_note = on_note, .ctx = o};
-	int ret;
-
-	char undo[4096];
-
-	if (cli_dev_opts(&oo.dev))
+	*oo = open_opts;
+	if (cli_dev_opts(&oo->dev))
 		return EXIT_USAGE;
 	/* every repair keeps the bytes it overwrites (btk-undo FILE DEV... puts them back) */
-	if (cli_undo_default(&oo.dev, devs[0], undo, sizeof(undo)))
+	if (cli_undo_default(&oo->dev, devs[0], undo, cap))
 		return EXIT_USAGE;
 	cli_interrupt_writer(devs, ndevs);
 	cli_interrupt_after("%s holds the filesystem as repaired so far (run again to go on)",
 			    devs[0]);
+	return 0;
+}
+
+/* The undo line of a writer (once something was written: the file exists). */
+static void undo_hint(const char *undo, const char **devs, int ndevs, const struct out *o)
+{
+	if (!*undo || access(undo, F_OK) || o->quiet || o->json)
+		return;
+	printf("undo file: %s (btk-undo %s", undo, undo);
+	for (int i = 0; i < ndevs; i++)
+		printf(" %s", devs[i]);
+	printf(" puts %s back)\n", ndevs > 1 ? "the devices" : "the device");
+}
+
+/* Rescue steps (--rescue STEP, and the first steps of --repair). */
+enum { STEP_SUPER = 1, STEP_HEAL = 2, STEP_LOG = 4, STEP_ZERO_LOG = 8 };
+
+/* ', "KEY_error": "msg"' of a step that stopped (--json). */
+static void step_error(const char *key, int ret)
+{
+	if (!ret)
+		return;
+	printf(", \"%s_error\": ", key);
+	btk_json_cstr(stdout, btk_errmsg());
+}
+
+/* The steps of mask in order (superblocks, then bad copies), each event printed; in JSON the
+ * members of the report's object. Returns the fsck exit bits they add: 1 something rewritten,
+ * 4 copies without a good one, 8 a step could not run (its line said why). */
+static int rescue_steps(const char **devs, int ndevs, const struct btk_open_opts *oo, int mask,
+			bool data, struct out *o)
+{
+	struct rescue_out ro = {.json = o->json, .quiet = o->quiet};
+	int bits = 0, ret;
+
+	if (mask & STEP_SUPER) {
+		struct btk_super_result sr;
+		if (o->json)
+			printf("\"super\": [");
+		ret = rescue_super(devs, ndevs, oo, &ro, &sr);
+		if (o->json) {
+			printf("]");
+			if (!ret)
+				rescue_super_json_summary(&sr);
+			step_error("super", ret);
+			printf(", ");
+		} else if (!o->quiet && !ret && sr.rewritten)
+			rescue_super_summary(&sr);
+		if (ret)
+			fprintf(stderr, "btk-fsck: %s: superblocks: %s\n", devs[0], btk_errmsg());
+		bits |= (sr.rewritten ? EXIT_CORRECTED : 0) | (ret ? EXIT_OPER : 0);
+		if (ret == -EUCLEAN)
+			return bits; /* nothing opens: the next steps cannot either */
+	}
+	if (mask & STEP_HEAL) {
+		struct btk_heal_result hr;
+		ro.nev = 0;
+		if (o->json)
+			printf("\"heal\": [");
+		ret = rescue_heal(devs, ndevs, oo, data, &ro, &hr);
+		if (o->json) {
+			printf("]");
+			rescue_heal_json_summary(&hr);
+			step_error("heal", ret);
+			printf(", ");
+		} else if (!o->quiet && (ro.nev || data || !(mask & STEP_SUPER)))
+			rescue_heal_summary(&hr, data);
+		if (ret)
+			fprintf(stderr, "btk-fsck: %s: healing stopped: %s\n", devs[0],
+				btk_errmsg());
+		bits |= (hr.blocks_healed || hr.sectors_healed ? EXIT_CORRECTED : 0) |
+			(hr.blocks_lost || hr.sectors_lost ? EXIT_ERRORS : 0) |
+			(ret ? EXIT_OPER : 0);
+	}
+	if (mask & (STEP_LOG | STEP_ZERO_LOG)) {
+		struct btk_log_result lr;
+		bool zero = mask & STEP_ZERO_LOG;
+		ro.nev = 0;
+		if (o->json)
+			printf("\"%s\": [", zero ? "log_lost" : "log");
+		/* a repair (all steps) refuses a log that would leave data unchecked */
+		ret = rescue_log(devs, ndevs, oo, zero, (mask & STEP_SUPER) != 0, &ro, &lr);
+		if (o->json) {
+			printf("]");
+			rescue_log_json_summary(&lr);
+			step_error("log", ret);
+			printf(", ");
+		} else if (!o->quiet && !ret && (lr.had_log || !(mask & STEP_SUPER)))
+			rescue_log_summary(&lr, zero);
+		if (ret)
+			fprintf(stderr, "btk-fsck: %s: log %s: %s\n", devs[0],
+				zero ? "not dropped" : "not replayed", btk_errmsg());
+		bits |= (lr.cleared ? EXIT_CORRECTED : 0) | (ret ? EXIT_OPER : 0);
+	}
+	return bits;
+}
+
+static int run_repair(const char **devs, int ndevs, bool preen, bool data, struct out *o)
+{
+	struct btk_open_opts oo;
+	struct btk_repair_result res;
+	struct btk_repair_opts ro = {
+	    .preen = preen, .on_fix = on_fix, .on_left = on_problem, .on_note = on_note, .ctx = o};
+	int ret, healed = 0;
+
+	char undo[4096];
+
+	if (writer_setup(devs, ndevs, &oo, undo, sizeof(undo)))
+		return EXIT_USAGE;
 	if (!o->json && !o->quiet)
 		printf("Repairing filesystem on %s%s\n", devs[0],
 		       preen ? " (preen: safe fixes only)" : "");
+	if (o->json)
+		printf("{");
+	/* superblocks and bad copies first (no tree changes): the repair rounds then read
+	 * healed blocks; what the steps could not do the repair's own check reports */
+	if (!preen)
+		healed =
+		    rescue_steps(devs, ndevs, &oo, STEP_SUPER | STEP_HEAL | STEP_LOG, data, o) &
+		    EXIT_CORRECTED;
 	if (o->json) {
-		printf("{\"fixes\": [");
+		printf("\"fixes\": [");
 		o->fixes_open = true;
 	}
 	ret = btk_repair_run(devs, ndevs, &oo, &ro, &res);
@@ -434,19 +549,51 @@ static int run_repair(const char **devs, int ndevs, bool preen, struct out *o)
 		printf("%llu error(s) left\n", (unsigned long long)res.errors_after);
 	}
 	/* the undo file exists once something was written (none: nothing changed) */
-	if (*undo && !access(undo, F_OK) && !o->quiet && !o->json) {
-		printf("undo file: %s (btk-undo %s", undo, undo);
-		for (int i = 0; i < ndevs; i++)
-			printf(" %s", devs[i]);
-		printf(" puts %s back)\n", ndevs > 1 ? "the devices" : "the device");
-	}
+	undo_hint(undo, devs, ndevs, o);
 	if (ret) {
 		fprintf(stderr, "btk-fsck: cannot repair %s: %s\n", devs[0], btk_errmsg());
-		return EXIT_OPER | (res.commits ? EXIT_CORRECTED : 0);
+		return EXIT_OPER | (res.commits ? EXIT_CORRECTED : 0) | (healed & EXIT_CORRECTED);
 	}
 	if (res.unchecked)
-		return EXIT_OPER;
-	return (res.fixes ? EXIT_CORRECTED : 0) | (res.errors_after ? EXIT_ERRORS : 0);
+		return EXIT_OPER | (healed & EXIT_CORRECTED);
+	return (res.fixes ? EXIT_CORRECTED : 0) | (res.errors_after ? EXIT_ERRORS : 0) | healed;
+}
+
+/* --rescue STEP: one rescue step alone. */
+static int run_rescue(const char **devs, int ndevs, int step, bool data, struct out *o)
+{
+	struct btk_open_opts oo;
+	char undo[4096];
+	int bits;
+
+	if (writer_setup(devs, ndevs, &oo, undo, sizeof(undo)))
+		return EXIT_USAGE;
+	if (!o->json && !o->quiet)
+		printf("%s on %s\n",
+		       step == STEP_SUPER      ? "Rewriting bad superblock copies"
+		       : step == STEP_LOG      ? "Replaying the log tree"
+		       : step == STEP_ZERO_LOG ? "Dropping the log tree"
+		       : data		       ? "Healing bad copies of tree blocks and data"
+					       : "Healing bad copies of tree blocks",
+		       devs[0]);
+	if (o->json)
+		printf("{");
+	bits = rescue_steps(devs, ndevs, &oo, step, data, o);
+	if (o->json) {
+		if (*undo && !access(undo, F_OK)) {
+			printf("\"undo_file\": ");
+			btk_json_cstr(stdout, undo);
+			printf(", ");
+		}
+		printf("\"result\": \"%s\"}\n", bits & EXIT_OPER	? "not rescued"
+						: bits & EXIT_ERRORS	? "errors"
+						: bits & EXIT_CORRECTED ? "rescued"
+									: "clean");
+	} else if (!o->quiet && step == STEP_SUPER && !(bits & (EXIT_CORRECTED | EXIT_OPER))) {
+		printf("superblocks: every copy equal to the best one\n");
+	}
+	undo_hint(undo, devs, ndevs, o);
+	return bits;
 }
 
 /* Run as fsck.btk (any name starting "fsck."): fsck(8)'s options. */
@@ -461,9 +608,9 @@ static bool fsck_mode(const char *argv0)
 /* What the options say. */
 struct fsck_args {
 	int data_csum, json, progress, quiet, force, readonly, backup, super;
-	int repair, yes, no, preen, auto_, progress_fd;
+	int repair, yes, no, preen, auto_, progress_fd, zero_log;
 	bool as_fsck;
-	const char *tree_root, *chunk_root;
+	const char *tree_root, *chunk_root, *rescue;
 	const char **devs;
 	int ndevs;
 };
@@ -494,8 +641,23 @@ static int check_args(poptContext pc, struct fsck_args *a)
 			return EXIT_USAGE;
 		}
 	}
-	if (a->repair && a->data_csum) {
-		cli_err("--check-data-csum is for checks only (a repair does not heal data)");
+	if (a->zero_log && a->rescue && strcmp(a->rescue, "zero-log")) {
+		cli_err("--zero-log and --rescue %s exclude each other", a->rescue);
+		return EXIT_USAGE;
+	}
+	if (a->zero_log)
+		a->rescue = "zero-log";
+	if (a->rescue && strcmp(a->rescue, "heal") && strcmp(a->rescue, "super") &&
+	    strcmp(a->rescue, "replay-log") && strcmp(a->rescue, "zero-log")) {
+		cli_err("--rescue: unknown step %s (super, heal, replay-log, zero-log)", a->rescue);
+		return EXIT_USAGE;
+	}
+	if (a->rescue && (a->repair || a->readonly)) {
+		cli_err("--rescue and --%s exclude each other", a->repair ? "repair" : "readonly");
+		return EXIT_USAGE;
+	}
+	if (a->repair && a->data_csum && a->preen) {
+		cli_err("--check-data-csum heals data: not a safe fix for preen (-p)");
 		return EXIT_USAGE;
 	}
 	if (cache_arg < 1) {
@@ -534,7 +696,7 @@ int main(int argc, const char **argv)
 	mallopt(M_MMAP_THRESHOLD, 256 << 10);
 #endif
 	/* popt's copies: static, so that every way out leaves them reachable (no leak report) */
-	static char *tree_root, *chunk_root;
+	static char *tree_root, *chunk_root, *rescue;
 	struct poptOption opts[] = {
 	    {"check-data-csum", 0, POPT_ARG_NONE, &a.data_csum, 0,
 	     "read every data block (every copy) and verify its checksum", NULL},
@@ -549,6 +711,13 @@ int main(int argc, const char **argv)
 	    {"repair", 0, POPT_ARG_NONE, &a.repair, 0,
 	     "fix what can be fixed, each round re-checked before it is committed", NULL},
 	    {NULL, 'y', POPT_ARG_NONE, &a.yes, 0, "the same as --repair", NULL},
+	    {"rescue", 0, POPT_ARG_STRING, &rescue, 0,
+	     "one rescue step alone: super (rewrite bad superblock copies from the best one), "
+	     "heal (rewrite bad copies from good ones; data too with --check-data-csum), "
+	     "replay-log (replay the log tree as a mount would), zero-log (drop it)",
+	     "STEP"},
+	    {"zero-log", 0, POPT_ARG_NONE, &a.zero_log, 0,
+	     "drop the log tree unreplayed, listing what it held (lost)", NULL},
 	    {"backup", 'b', POPT_ARG_NONE, &a.backup, 0,
 	     "use the newest backup root set whose root tree reads", NULL},
 	    {"super", 's', POPT_ARG_INT, &a.super, 0, "use superblock copy N (0, 1 or 2)", "N"},
@@ -598,6 +767,7 @@ int main(int argc, const char **argv)
 		 : 0;
 	a.tree_root = tree_root;
 	a.chunk_root = chunk_root;
+	a.rescue = rescue;
 	if (!rc)
 		rc = check_args(pc, &a);
 	cli_json_on(false); /* from here on the report's own JSON says what failed */
@@ -611,8 +781,15 @@ int main(int argc, const char **argv)
 	if (a.json || (a.quiet && !a.progress))
 		o.line.on = false;
 	btk_set_warn_hook(on_warn, &o);
-	if (a.repair)
-		rc = run_repair(a.devs, a.ndevs, a.preen, &o);
+	if (a.rescue)
+		rc = run_rescue(a.devs, a.ndevs,
+				!strcmp(a.rescue, "super")	  ? STEP_SUPER
+				: !strcmp(a.rescue, "replay-log") ? STEP_LOG
+				: !strcmp(a.rescue, "zero-log")	  ? STEP_ZERO_LOG
+								  : STEP_HEAL,
+				a.data_csum, &o);
+	else if (a.repair)
+		rc = run_repair(a.devs, a.ndevs, a.preen, a.data_csum, &o);
 	else if (!(rc = mounted_guard(a.devs, a.ndevs, a.force, &o)))
 		rc = run(a.devs, a.ndevs, a.data_csum, &o);
 	poptFreeContext(pc);

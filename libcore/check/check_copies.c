@@ -93,7 +93,7 @@ static const char *copy_fault(const struct btk_fs *fs, const uint8_t *buf, uint6
 
 /* Copies the reader tried and rejected before the one it returned: read and say why. */
 static void check_rejected(struct chk *c, const struct btk_block *b, const struct btk_phys *ph,
-			   int n)
+			   int n, int shown)
 {
 	for (int i = 0; i < b->mirror && i < n; i++) {
 		char why[CHK_TEXT_MAX];
@@ -104,7 +104,7 @@ static void check_rejected(struct chk *c, const struct btk_block *b, const struc
 		else if (!copy_fault(c->fs, c->copy_buf, b->bytenr, btk_block_generation(b),
 				     b->data, why, sizeof(why)))
 			chk_part(why, sizeof(why), CHK_PART_COPY_REJECTED);
-		report_bad(c, c->tree, b->bytenr, btk_block_level(b), i, n, &ph[i], why);
+		report_bad(c, c->tree, b->bytenr, btk_block_level(b), i, shown, &ph[i], why);
 	}
 }
 
@@ -114,15 +114,21 @@ void chk_block_copies(struct chk *c, const struct btk_block *b)
 	uint64_t contig = 0;
 	int n = 0;
 
-	if (btk_map_logical(c->fs, b->bytenr, ph, BTK_CHK_MAX_COPIES, &n, &contig) || n < 2 ||
+	if (btk_map_logical(c->fs, b->bytenr, ph, BTK_CHK_MAX_COPIES, &n, &contig) ||
 	    contig < c->fs->nodesize)
-		return; /* one copy (it was just read), or unmappable (reported elsewhere) */
+		return; /* unmappable (reported elsewhere) */
+	if (n < 2 && !b->mirror)
+		return; /* one copy, just read */
 	if (!c->copy_buf && !(c->copy_buf = malloc(c->fs->nodesize))) {
 		c->oom = true;
 		return;
 	}
+	if (n < 2) { /* RAID5/6: the data stripe was rejected, a rebuild from parity used */
+		check_rejected(c, b, ph, 1, btk_copies_of(c->fs, b->bytenr));
+		return;
+	}
 	if (b->mirror)
-		check_rejected(c, b, ph, n);
+		check_rejected(c, b, ph, n, n);
 	if (b->mirror + 1 >= n)
 		return;
 	struct chk_copy *r = chk_push(c, &c->copies);

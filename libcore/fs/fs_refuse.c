@@ -72,8 +72,8 @@ int btk_fs_write_refusals(struct btk_fs *fs)
 	if ((ret = btk_fs_unfinished(fs, &what)))
 		return ret;
 	if (what == BTK_UNFINISHED_LOG)
-		return btk_err(EOPNOTSUPP, "the filesystem has a log tree to replay: mount it once "
-					   "(or btrfs rescue zero-log) first");
+		return btk_err(EOPNOTSUPP, "the filesystem has a log tree to replay: run btk-fsck "
+					   "--rescue replay-log (or mount it once) first");
 	/* a leftover relocation inode does not concern file operations: its extents are its
 	 * own, and the kernel frees them at mount whatever else changed */
 	if (what == BTK_UNFINISHED_BALANCE)

@@ -16,8 +16,8 @@ int btk_resize_refusals(struct btk_fs *fs, bool force)
 		return ret;
 	switch (what) {
 	case BTK_UNFINISHED_LOG:
-		return btk_err(EOPNOTSUPP, "the filesystem has a log tree to replay: mount it once "
-					   "(and unmount), or drop it with btrfs rescue zero-log");
+		return btk_err(EOPNOTSUPP, "the filesystem has a log tree to replay: run btk-fsck "
+					   "--rescue replay-log (or mount it once) first");
 	case BTK_UNFINISHED_BALANCE:
 		return btk_err(EBUSY, "a balance is in progress: mount the filesystem to finish it "
 				      "(or btrfs balance cancel) first");

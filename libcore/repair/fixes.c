@@ -4,10 +4,14 @@
 #include "repair/repair_int.h"
 #include "base/error.h"
 #include "format/dir_item.h"
+#include "base/compress.h"
+#include "fs/fs_write.h"
+#include "volumes/volumes.h"
 
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -78,6 +82,17 @@ static int fix_bg_used(struct rp_ctx *x, const struct rp_prob *p, char *before, 
 	return btk_bg_set_used(t, val(p, 0), val(p, 2));
 }
 
+/* An inode field as the repair shows it: "NAME VALUE", flags in hex, a mode in octal. */
+static void inode_field_str(char *buf, size_t cap, const char *name, uint64_t v)
+{
+	if (!strcmp(name, "flags"))
+		snprintf(buf, cap, "flags 0x%llx", (unsigned long long)v);
+	else if (!strcmp(name, "mode"))
+		snprintf(buf, cap, "mode 0%llo", (unsigned long long)v);
+	else
+		snprintf(buf, cap, "%s %llu", name, (unsigned long long)v);
+}
+
 /* One field of an inode item, from the checker's values (fs-tree reports pass the tree
  * first: vals[0] is the tree). */
 static int fix_inode_field(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
@@ -85,6 +100,8 @@ static int fix_inode_field(struct rp_ctx *x, const struct rp_prob *p, char *befo
 {
 	struct btk_trans *t = x->t;
 	uint8_t item[sizeof(struct btrfs_inode_item)];
+	const char *name = NULL; /* one field changed: its name, old and new value */
+	uint64_t was = 0, now = 0;
 	uint32_t size;
 	int ret;
 
@@ -99,35 +116,25 @@ static int fix_inode_field(struct rp_ctx *x, const struct rp_prob *p, char *befo
 #define IPUT(f, v) BTK_PUT(struct btrfs_inode_item, item, f, v)
 	switch (p->id) {
 	case BTK_P_INODE_NBYTES:
-		snprintf(before, cap, "nbytes %llu", (unsigned long long)IGET(nbytes));
-		IPUT(nbytes, val(p, 1));
-		snprintf(after, cap, "nbytes %llu", (unsigned long long)val(p, 1));
+		name = "nbytes", was = IGET(nbytes), now = val(p, 1);
+		IPUT(nbytes, now);
 		break;
 	case BTK_P_INODE_NLINK:
-		snprintf(before, cap, "nlink %llu", (unsigned long long)IGET(nlink));
-		if (!val(p, 1) || val(p, 1) > UINT32_MAX)
+	case BTK_P_DIR_LINKS: /* a directory has one name */
+		name = "nlink", was = IGET(nlink);
+		now = p->id == BTK_P_DIR_LINKS ? 1 : val(p, 1);
+		if (!now || now > UINT32_MAX)
 			return btk_err(EINVAL, "inode %llu: no name to count",
 				       (unsigned long long)p->key.objectid);
-		IPUT(nlink, val(p, 1));
-		snprintf(after, cap, "nlink %llu", (unsigned long long)val(p, 1));
-		break;
-	case BTK_P_DIR_LINKS:
-		snprintf(before, cap, "nlink %llu", (unsigned long long)IGET(nlink));
-		IPUT(nlink, 1);
-		snprintf(after, cap, "nlink 1");
+		IPUT(nlink, now);
 		break;
 	case BTK_P_DIR_ISIZE:
-		snprintf(before, cap, "size %llu", (unsigned long long)IGET(size));
-		IPUT(size, val(p, 1));
-		snprintf(after, cap, "size %llu", (unsigned long long)val(p, 1));
-		break;
 	case BTK_P_SYMLINK_SIZE:
-		snprintf(before, cap, "size %llu", (unsigned long long)IGET(size));
-		if (!S_ISLNK(IGET(mode)) || !val(p, 1))
+		name = "size", was = IGET(size), now = val(p, 1);
+		if (p->id == BTK_P_SYMLINK_SIZE && (!S_ISLNK(IGET(mode)) || !now))
 			return btk_err(EINVAL, "inode %llu: not a symlink with a target",
 				       (unsigned long long)p->key.objectid);
-		IPUT(size, val(p, 1));
-		snprintf(after, cap, "size %llu", (unsigned long long)val(p, 1));
+		IPUT(size, now);
 		break;
 	case BTK_P_INODE_GENERATION: {
 		uint64_t lim = btk_trans_id(t), g = IGET(generation), x = IGET(transid);
@@ -142,20 +149,23 @@ static int fix_inode_field(struct rp_ctx *x, const struct rp_prob *p, char *befo
 		break;
 	}
 	case BTK_P_INODE_FLAGS:
-		snprintf(before, cap, "flags 0x%llx", (unsigned long long)IGET(flags));
-		IPUT(flags, IGET(flags) & ~(BTK_INODE_IMMUTABLE | BTK_INODE_APPEND));
-		snprintf(after, cap, "flags 0x%llx", (unsigned long long)IGET(flags));
+		name = "flags", was = IGET(flags);
+		now = was & ~(BTK_INODE_IMMUTABLE | BTK_INODE_APPEND);
+		IPUT(flags, now);
 		break;
 	case BTK_P_CACHE_MODE:
-		snprintf(before, cap, "mode 0%llo", (unsigned long long)IGET(mode));
-		IPUT(mode, S_IFREG | 0600);
-		snprintf(after, cap, "mode 0%o", S_IFREG | 0600);
+		name = "mode", was = IGET(mode), now = S_IFREG | 0600;
+		IPUT(mode, now);
 		break;
 	default:
 		return btk_err(EINVAL, "no inode fix for this problem");
 	}
 #undef IGET
 #undef IPUT
+	if (name) {
+		inode_field_str(before, cap, name, was);
+		inode_field_str(after, cap, name, now);
+	}
 	return btk_item_update(t, p->tree, &p->key, item, size);
 }
 
@@ -466,7 +476,8 @@ static int fix_top_dir(struct rp_ctx *x, const struct rp_prob *p, char *before, 
 static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 		     size_t cap)
 {
-	int level = p->id == BTK_P_TB_NOT_PACKED ? 0 : (int)val(p, 0);
+	int level = p->id == BTK_P_TB_NOT_PACKED ? 0 : (int)(int64_t)val(p, 0);
+	bool wiped = p->id == BTK_P_TB_UNREADABLE;
 	struct btk_block_check chk = {.level = level};
 	struct btk_block *b;
 	struct btk_key first;
@@ -477,12 +488,24 @@ static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 		return btk_err(EINVAL, "tree block report without its block");
 	/* a leaf not packed reads only as the checker reads (safely, not the kernel's way) */
 	struct btk_fs *fs = btk_trans_fs(x->t);
-	enum btk_read_mode mode = btk_tree_read_mode(fs, BTK_READ_SAFETY_ONLY);
+	if (wiped && !strstr(p->what, "checksum mismatch"))
+		return 1; /* lost contents: not this fix's */
+	chk.owner = wiped ? p->tree : 0;
+	enum btk_read_mode mode =
+	    btk_tree_read_mode(fs, wiped ? BTK_READ_WIPED_CSUM : BTK_READ_SAFETY_ONLY);
 	if ((ret = btk_block_read(fs, p->bytenr, &chk, &b))) {
 		btk_tree_read_mode(fs, mode);
-		return ret;
+		if (!wiped)
+			return ret;
+		btk_err_clear();
+		return 1; /* a checksum that disagrees, not a wiped one: left */
 	}
 	gen = btk_block_generation(b);
+	if (wiped && (gen > btk_le64(fs->sb.generation) || !gen)) {
+		btk_block_put(b);
+		btk_tree_read_mode(fs, mode);
+		return 1;
+	}
 	if (!btk_block_nritems(b)) {
 		btk_block_put(b);
 		btk_tree_read_mode(fs, mode);
@@ -498,9 +521,14 @@ static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 	if (ret)
 		return ret; /* 1: the tree's path does not reach it (left) */
 	snprintf(before, cap, "block %llu generation %llu%s", (unsigned long long)p->bytenr,
-		 (unsigned long long)gen, p->id == BTK_P_TB_NOT_PACKED ? ", items not packed" : "");
+		 (unsigned long long)gen,
+		 p->id == BTK_P_TB_NOT_PACKED ? ", items not packed"
+		 : wiped		      ? ", checksum wiped (zeros)"
+					      : "");
 	snprintf(after, cap, "copied: generation %llu%s", (unsigned long long)btk_trans_id(x->t),
-		 p->id == BTK_P_TB_NOT_PACKED ? ", items packed" : "");
+		 p->id == BTK_P_TB_NOT_PACKED ? ", items packed"
+		 : wiped		      ? ", checksummed"
+					      : "");
 	return 0;
 }
 
@@ -550,6 +578,124 @@ static int fix_dext_beyond(struct rp_ctx *x, const struct rp_prob *p, char *befo
 	snprintf(after, cap, "chunk cut to %llu bytes (its tail held nothing)",
 		 (unsigned long long)keep);
 	return btk_chunk_shrink(x->t, logical, keep);
+}
+
+/* How many bytes of [start, +len) have checksums (*covered). */
+static int sums_cover(struct btk_trans *t, uint64_t start, uint64_t len, uint64_t *covered)
+{
+	struct btk_fs *fs = btk_trans_fs(t);
+	struct btk_key k = {BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, start};
+	uint64_t end = start + len;
+	uint32_t size = 0;
+	int ret = btk_item_prev(t, BTRFS_CSUM_TREE_OBJECTID, &k, NULL, 0, &size);
+
+	*covered = 0;
+	if (ret < 0 || !fs->csum_size)
+		return ret < 0 ? ret : 0;
+	if (ret || k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY)
+		k = (struct btk_key){BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, start};
+	for (int n = 0; n < 4096; n++) {
+		ret = btk_item_next(t, BTRFS_CSUM_TREE_OBJECTID, &k, NULL, 0, &size);
+		if (ret < 0)
+			return ret;
+		if (ret || k.objectid != BTRFS_EXTENT_CSUM_OBJECTID ||
+		    k.type != BTRFS_EXTENT_CSUM_KEY || k.offset >= end)
+			return 0;
+		uint64_t s = k.offset, e = s + (uint64_t)size / fs->csum_size * fs->sectorsize;
+		if (e > start && s < end)
+			*covered += (e < end ? e : end) - (s > start ? s : start);
+		if (k.offset == UINT64_MAX)
+			return 0;
+		k.offset++;
+	}
+	return 0;
+}
+
+/* A compressed extent in a NODATASUM inode (the kernel compresses only checksummed data): every
+ * data extent of the inode without checksums gets those of its bytes as they are on disk,
+ * after each compressed one decodes whole, and the inode loses NODATASUM. An extent with only
+ * some checksums, or data that does not decode, is left. */
+static int fix_compressed_nodsum(struct rp_ctx *x, const struct rp_prob *p, char *before,
+				 char *after, size_t cap)
+{
+	struct btk_trans *t = x->t;
+	struct btk_fs *fs = btk_trans_fs(t);
+	uint64_t ino = p->key.objectid, done[16];
+	uint8_t fe[sizeof(struct btrfs_file_extent_item)], item[sizeof(struct btrfs_inode_item)];
+	struct btk_key k = {ino, BTRFS_INODE_ITEM_KEY, 0};
+	unsigned ndone = 0, nsum = 0;
+	uint32_t size;
+	int ret;
+
+	if (!p->has_key || p->key.type != BTRFS_EXTENT_DATA_KEY)
+		return btk_err(EINVAL, "file extent report without its key");
+	if ((ret = item_get(t, p->tree, &k, item, sizeof(item), &size)))
+		return ret;
+	if (!(BTK_GET(struct btrfs_inode_item, item, flags) & BTK_INODE_NODATASUM))
+		return 1; /* done by another report of the same inode */
+	for (k = (struct btk_key){ino, BTRFS_EXTENT_DATA_KEY, 0};; k.offset++) {
+		ret = btk_item_next(t, p->tree, &k, fe, sizeof(fe), &size);
+		if (ret < 0)
+			return ret;
+		if (ret || k.objectid != ino || k.type != BTRFS_EXTENT_DATA_KEY)
+			break;
+		if (size < sizeof(fe) ||
+		    BTK_GET(struct btrfs_file_extent_item, fe, type) != BTRFS_FILE_EXTENT_REG)
+			continue;
+		uint64_t db = BTK_GET(struct btrfs_file_extent_item, fe, disk_bytenr);
+		uint64_t dn = BTK_GET(struct btrfs_file_extent_item, fe, disk_num_bytes);
+		uint64_t ram = BTK_GET(struct btrfs_file_extent_item, fe, ram_bytes);
+		int comp = BTK_GET(struct btrfs_file_extent_item, fe, compression);
+		bool seen = false;
+		for (unsigned i = 0; i < ndone; i++)
+			seen |= done[i] == db;
+		if (!db || seen)
+			continue;
+		if (ndone == sizeof(done) / sizeof(done[0]) || !dn || dn % fs->sectorsize ||
+		    dn > (16u << 20) || (comp && ram > (16u << 20)))
+			return btk_err(E2BIG,
+				       "inode %llu: too many or too large extents to checksum here",
+				       (unsigned long long)ino);
+		uint64_t covered;
+		if ((ret = sums_cover(t, db, dn, &covered)))
+			return ret;
+		if (covered == dn) { /* checksummed already */
+			done[ndone++] = db;
+			continue;
+		}
+		if (covered)
+			return btk_err(EEXIST, "extent %llu has some checksums already",
+				       (unsigned long long)db);
+		uint8_t *data = malloc(dn), *out = comp ? malloc(ram) : NULL;
+		uint8_t *sums = malloc(dn / fs->sectorsize * fs->csum_size);
+		ret = !data || !sums || (comp && !out) ? btk_err(ENOMEM, "out of memory") : 0;
+		if (!ret)
+			ret = btk_read_logical(fs, db, data, dn);
+		if (!ret && comp)
+			ret = btk_decompress(comp, fs->sectorsize, data, dn, out, ram);
+		if (!ret)
+			ret = btk_csum_compute(fs, data, dn, sums);
+		if (!ret)
+			ret = btk_csum_insert_sums(t, db, sums, dn / fs->sectorsize);
+		free(data);
+		free(out);
+		free(sums);
+		if (ret)
+			return ret;
+		done[ndone++] = db;
+		nsum++;
+		if (k.offset == UINT64_MAX)
+			break;
+	}
+	k = (struct btk_key){ino, BTRFS_INODE_ITEM_KEY, 0};
+	if ((ret = item_get(t, p->tree, &k, item, sizeof(item), &size)))
+		return ret;
+	BTK_PUT(struct btrfs_inode_item, item, flags,
+		BTK_GET(struct btrfs_inode_item, item, flags) & ~(uint64_t)BTK_INODE_NODATASUM);
+	snprintf(before, cap, "inode %llu NODATASUM, extents without checksums",
+		 (unsigned long long)ino);
+	snprintf(after, cap, "checksums of %u extent(s) as on disk, NODATASUM cleared", nsum);
+	return btk_item_update(t, p->tree, &k, item, size);
 }
 
 static const rp_fix_fn fns[BTK_P_COUNT] = {

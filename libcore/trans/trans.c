@@ -38,7 +38,8 @@ static int check_writable(struct btk_fs *fs)
 		return btk_err(EOPNOTSUPP, "free-space tree not marked valid: not writable");
 	if (btk_le64(fs->sb.log_root))
 		return btk_err(EOPNOTSUPP,
-			       "the filesystem has a log tree: mount it once to replay");
+			       "the filesystem has a log tree: replay it with btk-fsck --rescue "
+			       "replay-log (or mount it once)");
 	for (int i = 0; i < fs->ndevs; i++)
 		if (!fs->devs[i].dev)
 			return btk_err(ENODEV, "devid %llu is missing: not writable",
@@ -183,6 +184,15 @@ void btk_trans_abort(struct btk_trans *t)
 	t->w->broken = true;
 	t->w->running = false;
 	free(t);
+}
+
+int btk_trans_end(struct btk_trans *t, int ret)
+{
+	if (!t || ret) {
+		btk_trans_abort(t);
+		return ret;
+	}
+	return btk_trans_commit(t);
 }
 
 /* ---- commit: settle ---- */

@@ -369,6 +369,24 @@ int btk_phys_index_map(const struct btk_phys_index *x, uint64_t devid, uint64_t 
 	return 0;
 }
 
+/* Where logical lies on its data stripe in RAID5/6 chunk c (-ENODEV: a missing device). */
+static int raid56_data_at(struct btk_fs *fs, const struct btk_chunk *c, uint64_t logical,
+			  struct btk_phys *ph)
+{
+	uint64_t off = logical - c->logical, nr = off / c->stripe_len, nd = data_stripes(c);
+	uint64_t row = nr / nd, soff = off % c->stripe_len;
+	const struct btk_stripe *s = &c->stripes[(nr % nd + row) % c->num_stripes];
+	struct btk_fs_dev *d = btk_fs_dev_find(fs, s->devid);
+
+	ph->devid = s->devid;
+	ph->physical = s->offset + row * c->stripe_len + soff;
+	ph->dev = d ? d->dev : NULL;
+	if (!ph->dev)
+		return btk_err(ENODEV, "logical %llu: copy 1 is on missing device %llu",
+			       (unsigned long long)logical, (unsigned long long)s->devid);
+	return 0;
+}
+
 /* Copy `mirror` of one piece of a RAID5/6 chunk (inside one stripe): the data stripe, or
  * rebuilt from parity. */
 static int raid56_copy(struct btk_fs *fs, const struct btk_chunk *c, uint64_t logical, uint8_t *buf,
@@ -383,12 +401,9 @@ static int raid56_copy(struct btk_fs *fs, const struct btk_chunk *c, uint64_t lo
 			       (unsigned long long)logical, nparity(c->type) + 1, mirror + 1);
 	if (mirror)
 		return btk_raid56_rebuild(fs, c, row, di, soff, buf, len, mirror == 2);
-	const struct btk_stripe *s = &c->stripes[(di + row) % c->num_stripes];
-	struct btk_fs_dev *d = btk_fs_dev_find(fs, s->devid);
-	if (!d || !d->dev)
-		return btk_err(ENODEV, "logical %llu: copy 1 is on missing device %llu",
-			       (unsigned long long)logical, (unsigned long long)s->devid);
-	return btk_dev_read(d->dev, buf, len, s->offset + row * c->stripe_len + soff);
+	struct btk_phys ph;
+	int ret = raid56_data_at(fs, c, logical, &ph);
+	return ret ? ret : btk_dev_read(ph.dev, buf, len, ph.physical);
 }
 
 int btk_read_copy(struct btk_fs *fs, uint64_t logical, void *buf, size_t len, int mirror)
@@ -421,6 +436,66 @@ int btk_read_copy(struct btk_fs *fs, uint64_t logical, void *buf, size_t len, in
 				       (unsigned long long)ph[mirror].devid);
 		size_t part = contig < len ? (size_t)contig : len;
 		if ((ret = btk_dev_read(ph[mirror].dev, p, part, ph[mirror].physical)))
+			return ret;
+		p += part, logical += part, len -= part;
+	}
+	return 0;
+}
+
+int btk_copies_of(const struct btk_fs *fs, uint64_t logical)
+{
+	const struct btk_chunk *c = btk_chunk_find(fs, logical);
+	struct btk_phys ph[BTK_MAX_COPIES];
+	int n = 0;
+
+	if (!c)
+		return 0;
+	if (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK)
+		return nparity(c->type) + 1;
+	return btk_map_logical(fs, logical, ph, BTK_MAX_COPIES, &n, NULL) ? 0 : n;
+}
+
+int btk_write_copy(struct btk_fs *fs, uint64_t logical, const void *buf, size_t len, int mirror,
+		   struct btk_phys *at)
+{
+	const uint8_t *p = buf;
+	bool first = true;
+
+	while (len) {
+		const struct btk_chunk *c = btk_chunk_find(fs, logical);
+		struct btk_phys ph[BTK_MAX_COPIES], *w = &ph[0];
+		uint64_t contig;
+		size_t part;
+		int n, ret;
+
+		if (c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK)) {
+			if (mirror)
+				return btk_err(EINVAL,
+					       "logical %llu: copy %d of RAID5/6 is rebuilt from "
+					       "parity, not written",
+					       (unsigned long long)logical, mirror + 1);
+			uint64_t room = c->stripe_len - (logical - c->logical) % c->stripe_len;
+			part = room < len ? (size_t)room : len;
+			if ((ret = raid56_data_at(fs, c, logical, w)))
+				return ret;
+		} else {
+			if ((ret = btk_map_logical(fs, logical, ph, BTK_MAX_COPIES, &n, &contig)))
+				return ret;
+			if (mirror >= n)
+				return btk_err(ERANGE, "logical %llu has %d copies, no copy %d",
+					       (unsigned long long)logical, n, mirror + 1);
+			w = &ph[mirror];
+			if (!w->dev)
+				return btk_err(ENODEV,
+					       "logical %llu: copy %d is on missing device %llu",
+					       (unsigned long long)logical, mirror + 1,
+					       (unsigned long long)w->devid);
+			part = contig < len ? (size_t)contig : len;
+		}
+		if (first && at)
+			*at = *w;
+		first = false;
+		if ((ret = btk_dev_write(w->dev, p, part, w->physical)))
 			return ret;
 		p += part, logical += part, len -= part;
 	}

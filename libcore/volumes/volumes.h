@@ -216,6 +216,15 @@ int btk_read_logical(struct btk_fs *fs, uint64_t logical, void *buf, size_t len)
  * when no such copy exists, -ENODEV when it is on a missing device (or cannot be rebuilt
  * without one), -ENOENT outside every chunk. */
 int btk_read_copy(struct btk_fs *fs, uint64_t logical, void *buf, size_t len, int mirror);
+/* How many copies btk_read_copy can give of logical (RAID5/6: the data stripe and one
+ * rebuild per parity stripe); 0 outside every chunk. */
+int btk_copies_of(const struct btk_fs *fs, uint64_t logical);
+/* Writes buf over copy `mirror` of len bytes at logical only, piece by piece across stripes
+ * (RAID5/6: copy 0, the data stripe, whose parity is left as it is: for bytes the parity
+ * already rebuilds). *at (may be NULL) gets where the first piece lies. -ERANGE, -ENODEV,
+ * -ENOENT as btk_read_copy; -EINVAL for a rebuilt RAID5/6 copy. */
+int btk_write_copy(struct btk_fs *fs, uint64_t logical, const void *buf, size_t len, int mirror,
+		   struct btk_phys *at);
 /* Rebuilds len bytes (inside one 64 KiB stripe) of data stripe `di` of row `row` at offset
  * soff of a RAID5/6 chunk from the other stripes: with P (use_q false; P and Q when another
  * data stripe is missing too) or with Q alone. raid56.c. */

@@ -31,7 +31,8 @@ read_all() {
 	"$B/btk-debug" tree "$dev" >"$out/tree"
 	"$B/btk-debug" stats "$dev" >"$out/stats"
 	"$B/btk-owner" --file /btk.7 "$dev" >"$out/owner"
-	"$B/btk-owner" -l "$(awk 'NR==2 { split($4, a, "+"); print a[1]; exit }' "$out/owner")" "$dev" >"$out/owner2" 2>&1 || true
+	"$B/btk-owner" -l "$dev" "$(awk 'NR == 3 { print $4; exit }' "$out/owner")" >"$out/owner2"
+	grep -q btk.7 "$out/owner2"
 	"$B/btk-image" ls -lR "$dev" / >"$out/ls"
 	"$B/btk-image" get -r -q "$dev" / "$out/get"
 	"$B/btk-image" dump "$dev" "$out/dump" >/dev/null

@@ -247,6 +247,7 @@ small_src() {
 	refused put -r "$S" /new
 	grep -q "log tree" "$BTK_ERR"
 	grep -q "mount" "$BTK_ERR"
+	grep -q "btk-fsck --rescue replay-log" "$BTK_ERR"
 	refused mkdir /m
 	refused rm -r /logged
 	refused snapshot / /snap

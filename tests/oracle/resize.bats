@@ -301,6 +301,7 @@ cut_at() {
 	assert_one_line_error
 	grep -q "log tree" "$BTK_ERR"
 	grep -q "mount" "$BTK_ERR"
+	grep -q "btk-fsck --rescue replay-log" "$BTK_ERR"
 	[ "$(sha256sum <"$IMG")" = "$sum" ]
 }
 

@@ -1,0 +1,371 @@
+/* heal.c (layer 10) — bad copies rewritten from good ones (rescue.h).
+ *
+ * Every tree is walked through the validated reader, which accepts the first copy that
+ * checks out against its parent pointer (checksum, address, generation, level, first key);
+ * every other copy of the block is read and compared with it byte for byte, and one that
+ * differs (or does not read) gets the accepted bytes. RAID5/6: the data stripe is written
+ * when a rebuild from parity was accepted; the parity itself is not checked here. Data:
+ * every sector the csum tree covers is read from every copy and checked against its
+ * checksum; a failing copy takes the bytes of a passing one.
+ */
+#include "repair/rescue.h"
+#include "base/csum.h"
+#include "base/error.h"
+#include "base/u64set.h"
+#include "base/vec.h"
+#include "io/io.h"
+#include "tree/tree.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define DATA_PIECE 64 /* data sectors read at once per copy */
+
+BTK_VEC(heal_roots, struct btk_root);
+
+struct heal {
+	struct btk_fs *fs;
+	const struct btk_heal_opts *ho;
+	struct btk_heal_result *res;
+	struct btk_u64set seen;
+	uint8_t *buf;
+	uint64_t tree;		/* the tree being walked */
+	struct heal_roots logs; /* subvolume log trees named by the log root tree */
+};
+
+static bool raid56(const struct btk_fs *fs, uint64_t logical)
+{
+	const struct btk_chunk *c = btk_chunk_find(fs, logical);
+
+	return c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK);
+}
+
+static void event(struct heal *h, struct btk_heal_event *e)
+{
+	if (h->ho->on_event)
+		h->ho->on_event(h->ho->ctx, e);
+}
+
+/* Why copy buf of tree block b is not b. */
+static void block_why(const struct btk_fs *fs, const struct btk_block *b, const uint8_t *buf,
+		      char *why, size_t len)
+{
+	const struct btk_header *hd = (const struct btk_header *)buf;
+
+	if (!btk_block_check_raw(fs, b->bytenr, buf, why, len)) {
+		if (btk_le64(hd->generation) != btk_block_generation(b))
+			snprintf(why, len, "stale: generation %llu",
+				 (unsigned long long)btk_le64(hd->generation));
+		else
+			snprintf(why, len, "contents differ from the good copy");
+	}
+}
+
+/* Every copy of b but the one read: equal to it, or rewritten with it. */
+static int heal_block(struct heal *h, const struct btk_block *b)
+{
+	struct btk_fs *fs = h->fs;
+	int n = btk_copies_of(fs, b->bytenr), ret;
+	bool r56 = raid56(fs, b->bytenr);
+
+	h->res->blocks++;
+	for (int i = 0; i < n; i++) {
+		struct btk_heal_event e = {.tree = h->tree,
+					   .level = btk_block_level(b),
+					   .logical = b->bytenr,
+					   .len = fs->nodesize,
+					   .copy = i + 1,
+					   .ncopies = n,
+					   .from = b->mirror + 1};
+		struct btk_phys at;
+		if (i == b->mirror || (r56 && i > 0))
+			continue; /* RAID5/6: only the data stripe is a copy that can be written */
+		ret = btk_read_copy(fs, b->bytenr, h->buf, fs->nodesize, i);
+		if (ret == -ENODEV)
+			continue; /* a missing device: nothing to write to */
+		if (!ret && !memcmp(h->buf, b->data, fs->nodesize))
+			continue;
+		if (ret)
+			snprintf(e.why, sizeof(e.why), "unreadable: %s", btk_errmsg());
+		else
+			block_why(fs, b, h->buf, e.why, sizeof(e.why));
+		if ((ret = btk_write_copy(fs, b->bytenr, b->data, fs->nodesize, i, &at)))
+			return ret;
+		e.healed = true;
+		e.devid = at.devid;
+		e.physical = at.physical;
+		h->res->blocks_healed++;
+		event(h, &e);
+	}
+	return 0;
+}
+
+static int walk_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int depth)
+{
+	struct heal *h = ctx;
+	int ret = btk_u64set_add(&h->seen, b->bytenr);
+
+	(void)depth;
+	if (ret < 0)
+		return ret;
+	if (!ret)
+		return btk_block_level(b) ? BTK_WALK_SKIP : 0; /* shared: done already */
+	if (h->tree == BTRFS_TREE_LOG_OBJECTID && !btk_block_level(b)) {
+		/* the log root tree's leaves name the subvolumes' log trees */
+		for (uint32_t i = 0; i < btk_block_nritems(b); i++) {
+			struct btk_key k;
+			struct btk_root r;
+			btk_leaf_key(b, (int)i, &k);
+			if (k.type != BTRFS_ROOT_ITEM_KEY ||
+			    btk_root_from_item(k.objectid, k.offset, btk_leaf_data(b, (int)i),
+					       btk_leaf_size(b, (int)i), &r) ||
+			    r.level >= BTK_MAX_LEVEL)
+				continue;
+			r.objectid = k.offset; /* the subvolume whose log it is */
+			struct btk_root *slot = btk_vec_push(&h->logs);
+			if (!slot)
+				return btk_err(ENOMEM, "out of memory");
+			*slot = r;
+		}
+	}
+	(void)fs;
+	return heal_block(h, b);
+}
+
+static int walk_error(void *ctx, uint64_t bytenr, int level, int err, const char *msg)
+{
+	struct heal *h = ctx;
+	struct btk_heal_event e = {.tree = h->tree,
+				   .level = level,
+				   .logical = bytenr,
+				   .len = h->fs->nodesize,
+				   .ncopies = btk_copies_of(h->fs, bytenr)};
+
+	(void)err;
+	if (btk_u64set_add(&h->seen, bytenr) == 0)
+		return 0;
+	snprintf(e.why, sizeof(e.why), "%s", msg);
+	h->res->blocks_lost++;
+	event(h, &e);
+	return 0;
+}
+
+static int walk_root(void *ctx, const struct btk_root *root)
+{
+	struct heal *h = ctx;
+	struct btk_walk_ops ops = {.block = walk_block, .on_error = walk_error};
+
+	/* what does not read goes to walk_error: only a failed write or no memory stops */
+	h->tree = root->objectid;
+	return btk_tree_walk(h->fs, root, &ops, h);
+}
+
+/* ---- data ---- */
+
+/* Whether sector s of copy buf matches its checksum. */
+static bool sector_ok(const struct btk_fs *fs, const uint8_t *data, const uint8_t *want)
+{
+	uint8_t sum[BTK_CSUM_MAX];
+
+	btk_csum(fs->csum_type, data, fs->sectorsize, sum);
+	return !memcmp(sum, want, (size_t)fs->csum_size);
+}
+
+/* Sectors [logical, +cnt) with checksums sums: every copy checked, bad ones rewritten. */
+static int heal_piece(struct heal *h, uint64_t logical, uint32_t cnt, const uint8_t *sums,
+		      uint8_t **copy, bool *readable, int n)
+{
+	struct btk_fs *fs = h->fs;
+	uint32_t ss = fs->sectorsize;
+	bool r56 = raid56(fs, logical);
+	bool unread[BTK_MAX_COPIES][DATA_PIECE] = {{0}};
+	int ret;
+
+	/* each copy read whole, or sector by sector when the whole does not read; RAID5/6
+	 * rebuilds only when the data stripe has a bad sector */
+	for (int m = 0; m < n; m++) {
+		readable[m] = true;
+		if (m && r56) {
+			bool bad = !readable[0];
+			for (uint32_t s = 0; s < cnt && !bad; s++)
+				bad = unread[0][s] || !sector_ok(fs, copy[0] + (size_t)s * ss,
+								 sums + (size_t)s * fs->csum_size);
+			if (!bad) {
+				readable[m] = false;
+				continue;
+			}
+		}
+		ret = btk_read_copy(fs, logical, copy[m], (size_t)cnt * ss, m);
+		if (ret == -ENODEV) {
+			readable[m] = false;
+			continue;
+		}
+		if (!ret)
+			continue;
+		for (uint32_t s = 0; s < cnt; s++)
+			unread[m][s] = btk_read_copy(fs, logical + (uint64_t)s * ss,
+						     copy[m] + (size_t)s * ss, ss, m) != 0;
+	}
+	h->res->sectors += cnt;
+	for (uint32_t s = 0; s < cnt;) {
+		const uint8_t *want = sums + (size_t)s * fs->csum_size;
+		int good = -1;
+		bool okm[BTK_MAX_COPIES] = {0};
+		for (int m = 0; m < n; m++)
+			if (readable[m] && !unread[m][s] &&
+			    (okm[m] = sector_ok(fs, copy[m] + (size_t)s * ss, want)) && good < 0)
+				good = m;
+		if (good < 0) {
+			bool any = false;
+			for (int m = 0; m < n; m++)
+				any = any || readable[m];
+			struct btk_heal_event e = {.data = true,
+						   .level = -1,
+						   .logical = logical + (uint64_t)s * ss,
+						   .len = ss,
+						   .ncopies = n};
+			snprintf(e.why, sizeof(e.why), "%s",
+				 any ? "no copy matches its checksum" : "no copy reads");
+			h->res->sectors_lost++;
+			event(h, &e);
+			s++;
+			continue;
+		}
+		/* each bad copy: the run of bad sectors from here with a good copy each */
+		uint32_t next = s + 1;
+		for (int m = 0; m < n; m++) {
+			if (!readable[m] || okm[m] || (r56 && m))
+				continue;
+			uint32_t e_ = s + 1;
+			while (e_ < cnt) {
+				const uint8_t *w = sums + (size_t)e_ * fs->csum_size;
+				int g = -1;
+				if (!unread[m][e_] && sector_ok(fs, copy[m] + (size_t)e_ * ss, w))
+					break;
+				for (int k = 0; k < n && g < 0; k++)
+					if (k != m && readable[k] && !unread[k][e_] &&
+					    sector_ok(fs, copy[k] + (size_t)e_ * ss, w))
+						g = k;
+				if (g < 0)
+					break;
+				memcpy(copy[m] + (size_t)e_ * ss, copy[g] + (size_t)e_ * ss, ss);
+				unread[m][e_++] =
+				    false; /* good bytes now: the next sector skips it */
+			}
+			memcpy(copy[m] + (size_t)s * ss, copy[good] + (size_t)s * ss, ss);
+			struct btk_heal_event e = {.data = true,
+						   .healed = true,
+						   .level = -1,
+						   .logical = logical + (uint64_t)s * ss,
+						   .len = (uint64_t)(e_ - s) * ss,
+						   .copy = m + 1,
+						   .ncopies = n,
+						   .from = good + 1};
+			struct btk_phys at;
+			snprintf(e.why, sizeof(e.why), "%u sector(s) fail their checksums", e_ - s);
+			ret = btk_write_copy(fs, e.logical, copy[m] + (size_t)s * ss, (size_t)e.len,
+					     m, &at);
+			if (ret)
+				return ret;
+			e.devid = at.devid;
+			e.physical = at.physical;
+			h->res->sectors_healed += e_ - s;
+			event(h, &e);
+			/* the healed run now passes on copy m */
+		}
+		s = next;
+	}
+	return 0;
+}
+
+static int heal_data(struct heal *h)
+{
+	struct btk_fs *fs = h->fs;
+	struct btk_root root;
+	struct btk_path p;
+	struct btk_key k = {BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, 0};
+	uint8_t *copy[BTK_MAX_COPIES] = {0};
+	bool readable[BTK_MAX_COPIES];
+	int ret = btk_root_find(fs, BTRFS_CSUM_TREE_OBJECTID, &root);
+
+	if (ret == -ENOENT) {
+		btk_err_clear();
+		return 0;
+	}
+	if (ret)
+		return ret;
+	for (int m = 0; m < BTK_MAX_COPIES; m++)
+		if (!(copy[m] = malloc((size_t)DATA_PIECE * fs->sectorsize))) {
+			ret = btk_err(ENOMEM, "out of memory");
+			goto out;
+		}
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &root, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
+		uint32_t size;
+		const uint8_t *sums = btk_path_data(&p, &size);
+		btk_path_key(&p, &k);
+		if (k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY)
+			continue;
+		uint64_t nsec = size / (uint32_t)fs->csum_size;
+		for (uint64_t s = 0; s < nsec; s += DATA_PIECE) {
+			uint32_t cnt = (uint32_t)(nsec - s < DATA_PIECE ? nsec - s : DATA_PIECE);
+			uint64_t at = k.offset + s * fs->sectorsize;
+			int n = btk_copies_of(fs, at);
+			if (n <= 0)
+				continue; /* unmapped data: the checker reports it */
+			/* pieces stay inside one chunk: a csum item lies in one extent */
+			ret = heal_piece(h, at, cnt, sums + s * (uint32_t)fs->csum_size, copy,
+					 readable, n > BTK_MAX_COPIES ? BTK_MAX_COPIES : n);
+			if (ret)
+				break;
+		}
+		if (ret)
+			break;
+	}
+	btk_path_release(&p);
+	if (ret > 0)
+		ret = 0;
+out:
+	for (int m = 0; m < BTK_MAX_COPIES; m++)
+		free(copy[m]);
+	return ret;
+}
+
+int btk_heal_run(const char *const *paths, int n, const struct btk_open_opts *oo,
+		 const struct btk_heal_opts *ho, struct btk_heal_result *res)
+{
+	struct btk_open_opts o = *oo;
+	struct heal h = {.ho = ho, .res = res};
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	o.write = true;
+	if ((ret = btk_fs_open(paths, n, &o, &h.fs)))
+		return ret;
+	if (!(h.buf = malloc(h.fs->nodesize))) {
+		ret = btk_err(ENOMEM, "out of memory");
+		goto out;
+	}
+	ret = btk_for_each_root(h.fs, walk_root, &h);
+	for (size_t i = 0; !ret && i < h.logs.n; i++) {
+		struct btk_root r = h.logs.data[i];
+		ret = walk_root(&h, &r);
+	}
+	if (!ret && ho->data)
+		ret = heal_data(&h);
+	for (int i = 0; i < h.fs->ndevs; i++) {
+		int r = h.fs->devs[i].dev && h.fs->devs[i].dev->writable
+			    ? btk_dev_flush(h.fs->devs[i].dev)
+			    : 0;
+		if (!ret)
+			ret = r;
+	}
+out:
+	free(h.buf);
+	btk_u64set_free(&h.seen);
+	btk_vec_free(&h.logs);
+	btk_fs_close(h.fs);
+	return ret;
+}

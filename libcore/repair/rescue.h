@@ -1,0 +1,114 @@
+/* rescue.h (layer 10) — rescue steps that come before (and besides) the repair rounds:
+ * healing bad copies from good ones (heal.c).
+ *
+ * Healing writes no tree and no superblock: a bad copy of a tree block (DUP, RAID1*, RAID10,
+ * or the data stripe of RAID5/6 when parity rebuilds it) is overwritten, in place, with the
+ * bytes of the copy the validated reader accepted; with data, every checksummed data sector
+ * whose copy fails its checksum while another copy passes is overwritten the same way (an
+ * offline scrub). The good copy is never written, so a write cut short leaves a bad copy
+ * that a second run heals: every state a power cut leaves is the old filesystem or a
+ * healed one.
+ */
+#ifndef BTK_RESCUE_H
+#define BTK_RESCUE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "volumes/volumes.h"
+
+/* One bad copy: healed (rewritten from copy `from`), or for healed == false one that had no
+ * good copy to heal from (a tree block no copy of which validates; data sectors no copy of
+ * which matches its checksum). */
+struct btk_heal_event {
+	bool data;		  /* data sectors; else a tree block */
+	bool healed;		  /* false: no good copy */
+	uint64_t tree;		  /* a tree block: the tree it was reached from */
+	int level;		  /* a tree block: its level (-1 unknown) */
+	uint64_t logical;	  /* first byte */
+	uint64_t len;		  /* bytes (nodesize for a tree block) */
+	int copy, ncopies;	  /* 1-based copy that was bad, of how many */
+	int from;		  /* 1-based copy it was rewritten from */
+	uint64_t devid, physical; /* where the bad copy lies (its first byte) */
+	char why[160];		  /* what was wrong with it */
+};
+
+typedef void (*btk_heal_fn)(void *ctx, const struct btk_heal_event *e);
+
+struct btk_heal_opts {
+	bool data;	      /* data sectors too (with their checksums) */
+	btk_heal_fn on_event; /* every bad copy, healed or not (may be NULL) */
+	void *ctx;
+};
+
+struct btk_heal_result {
+	uint64_t blocks, sectors;		/* tree blocks and data sectors looked at */
+	uint64_t blocks_healed, sectors_healed; /* copies rewritten */
+	uint64_t blocks_lost, sectors_lost;	/* with no good copy */
+};
+
+/* Heals the filesystem on paths[0..n-1], opened for writing with oo (oo->dev carries the
+ * fault switch and undo). 0 when the walk ran (res says what it did), or a negative errno
+ * (btk_errmsg says why; what was healed before stays healed). */
+int btk_heal_run(const char *const *paths, int n, const struct btk_open_opts *oo,
+		 const struct btk_heal_opts *ho, struct btk_heal_result *res);
+
+/* One superblock copy rewritten (from copy from_mirror of its device, or of the device the
+ * filesystem was opened from, with its own device item). */
+struct btk_super_event {
+	uint64_t devid;
+	const char *path;
+	int mirror;
+	uint64_t offset;
+	int from_mirror;
+	uint64_t generation; /* the source's */
+	char why[240];
+};
+
+typedef void (*btk_super_fn)(void *ctx, const struct btk_super_event *e);
+
+struct btk_super_opts {
+	btk_super_fn on_event; /* may be NULL */
+	void *ctx;
+};
+
+struct btk_super_result {
+	int copies, rewritten; /* present copies, rewritten ones */
+	int source_mirror;     /* the copy the filesystem opened from */
+	uint64_t generation;
+};
+
+/* Rewrites every superblock copy (every device, every mirror present) that differs from the
+ * newest one that opens the filesystem. -EUCLEAN when none does (btk_errmsg names each copy's
+ * fault); other negative errnos for io errors. */
+int btk_super_heal(const char *const *paths, int n, const struct btk_open_opts *oo,
+		   const struct btk_super_opts *so, struct btk_super_result *res);
+
+/* Each inode a log holds (name NULL: its inode item; else one of its logged names). */
+typedef void (*btk_log_inode_fn)(void *ctx, uint64_t root, uint64_t ino, uint64_t parent,
+				 const char *name, uint16_t len);
+struct btk_log_opts {
+	btk_log_inode_fn on_inode; /* may be NULL */
+	/* refuse a log whose new data extents lack logged checksums (-EUCLEAN, nothing
+	 * written): a repair does not leave data unchecked behind the user's back */
+	bool refuse_unsummed;
+	void *ctx;
+};
+
+struct btk_log_result {
+	bool had_log, cleared;
+	uint64_t log_generation; /* the transaction the log belongs to */
+	uint64_t log_items, log_blocks, subvolumes;
+	uint64_t unsummed_bytes; /* logged new data no logged checksum covers */
+	uint64_t inodes, names_added, names_removed, inodes_deleted, extents, data_bytes;
+};
+
+/* Replays the log tree of the filesystem on paths[0..n-1] as a kernel mount would (inodes,
+ * directory entries and indexes, names, xattrs, file extents, data checksums logged by
+ * fsync) and commits the result without the log; with zero, drops the log unreplayed (what
+ * it held is lost: lo->on_inode names it first). 0 with res->had_log false when there is no
+ * log. Power-cut safe: until the commit's superblocks the log stays readable and named. A log
+ * the replay does not understand is refused (-EOPNOTSUPP, nothing written). */
+int btk_log_replay(const char *const *paths, int n, const struct btk_open_opts *oo, bool zero,
+		   const struct btk_log_opts *lo, struct btk_log_result *res);
+
+#endif

@@ -1,0 +1,300 @@
+#!/usr/bin/env bats
+# btk-fsck --rescue super|heal and the same steps at the start of --repair (issue 26): one copy
+# of a tree block, a data copy or a superblock copy smashed (tests/lib/smash.c) on btk-mkfs
+# images of every redundant profile; after the rescue the image is byte-identical to the one
+# before the damage. Power cuts at every write of a heal leave a filesystem that opens, whose
+# only faults are bad copies, and that a second run heals. Kernel-made images:
+# tests/oracle/fsck_rescue.bats.
+
+load helpers
+
+FSCK=$BTK_BUILD/bin/btk-fsck
+SMASH=$BTK_BUILD/tests/smash
+
+setup_file() {
+	local d=$BATS_FILE_TMPDIR/src
+	mkdir -p "$d/dir/sub"
+	for i in 1 2 3 4 5 6; do head -c $((i * 20000)) /dev/urandom >"$d/dir/f$i"; done
+	for i in $(seq 1 300); do echo "file $i" >"$d/dir/sub/n$i"; done
+}
+
+# profile PROF N: N fresh 300 MiB devices with metadata and data PROF in $IMGS (originals
+# kept as .orig)
+profile() {
+	IMGS=()
+	local i
+	for i in $(seq 1 "$2"); do
+		IMGS+=("$BATS_TEST_TMPDIR/$1-$i.img")
+		rm -f "${IMGS[-1]}"
+		truncate -s 300M "${IMGS[-1]}"
+	done
+	"$BTK_BUILD/bin/btk-mkfs" -q -f -m "$1" -d "$1" --rootdir "$BATS_FILE_TMPDIR/src" \
+		"${IMGS[@]}" >/dev/null
+	for i in "${IMGS[@]}"; do cp --sparse=always "$i" "$i.orig"; done
+}
+
+# every device equal to its original
+same_as_orig() {
+	local i
+	for i in "${IMGS[@]}"; do
+		cmp "$i" "$i.orig" || return 1
+	done
+}
+
+@test "rescue heal: a smashed copy of each tree's top block and of a leaf, each copy, every redundant profile: healed byte for byte" {
+	require_btk fsck
+	local prof n t c where
+	for prof in dup:1 raid1:2 raid1c3:3 raid10:4 raid5:3 raid6:4; do
+		n=${prof#*:} prof=${prof%:*}
+		profile "$prof" "$n"
+		for t in 1 2 3 4 5 7; do
+			for c in 1 2; do
+				# RAID5/6: copy 1 is the data stripe, the other is rebuilt from parity
+				case $prof:$c in raid5:2 | raid6:2) continue ;; esac
+				for where in "" leaf; do
+					"$SMASH" tree $t $c $where "${IMGS[@]}" >/dev/null
+					btk_run 60 "$FSCK" -q "${IMGS[@]}"
+					[ "$status" = 4 ] || { show_err; echo "$prof tree $t copy $c $where: not detected" >&2; return 1; }
+					btk_run 60 "$FSCK" --rescue heal --no-undo "${IMGS[@]}"
+					assert_no_crash
+					[ "$status" = 1 ] || { show_err; echo "$prof tree $t copy $c $where: exit $status" >&2; return 1; }
+					grep -q "^HEALED: tree $t level [0-9] block [0-9]* copy $c of " "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+					grep -q ", 1 bad copy rewritten, 0 without a good copy$" "$BTK_OUT"
+					same_as_orig || { echo "$prof tree $t copy $c $where: not as before" >&2; return 1; }
+				done
+			done
+		done
+	done
+}
+
+@test "rescue heal --check-data-csum: a smashed data copy is rewritten from the good one (every redundant profile); without the option data is left alone" {
+	require_btk fsck
+	local prof n c
+	for prof in dup:1 raid1:2 raid10:4 raid1c4:4 raid5:3 raid6:4; do
+		n=${prof#*:} prof=${prof%:*}
+		profile "$prof" "$n"
+		for c in 1 2; do
+			case $prof:$c in raid5:2 | raid6:2) continue ;; esac
+			"$SMASH" data $c "${IMGS[@]}" >/dev/null
+			btk_run 60 "$FSCK" --rescue heal --no-undo "${IMGS[@]}"
+			[ "$status" = 0 ] || { show_err; return 1; }
+			btk_run 60 "$FSCK" -q --check-data-csum "${IMGS[@]}"
+			[ "$status" = 4 ] || { show_err; echo "$prof data copy $c: not detected" >&2; return 1; }
+			btk_run 60 "$FSCK" --rescue heal --check-data-csum --json --no-undo "${IMGS[@]}"
+			[ "$status" = 1 ] || { show_err; echo "$prof data copy $c: exit $status" >&2; return 1; }
+			python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["result"] == "rescued", r
+h = [e for e in r["heal"] if e["kind"] == "data"]
+assert h and all(e["healed"] and e["copy"] == int(sys.argv[2]) for e in h), h
+assert r["heal_summary"]["data_sectors_healed"] == 4, r["heal_summary"]
+assert r["heal_summary"]["data_sectors_lost"] == 0
+' "$BTK_OUT" $c
+			same_as_orig || { echo "$prof data copy $c: not as before" >&2; return 1; }
+		done
+	done
+}
+
+@test "rescue heal: data with no good copy is reported and left alone (exit 4)" {
+	require_btk fsck
+	profile dup 1
+	"$SMASH" data 1 "${IMGS[@]}" >/dev/null
+	"$SMASH" data 2 "${IMGS[@]}" >/dev/null
+	cp --sparse=always "${IMGS[0]}" "$BATS_TEST_TMPDIR/smashed.img"
+	btk_run 60 "$FSCK" --rescue heal --check-data-csum --no-undo "${IMGS[@]}"
+	[ "$status" = 4 ] || { show_err; return 1; }
+	[ "$(grep -c '^NOT HEALED: data \[[0-9]*, +4096): no good copy of 2: no copy matches its checksum$' "$BTK_OUT")" = 4 ]
+	cmp "${IMGS[0]}" "$BATS_TEST_TMPDIR/smashed.img"
+}
+
+@test "rescue super: a zeroed primary, a stale or zeroed mirror are rewritten from the best copy; sys-chunk-stripe-len-bogus opens again; no valid copy is refused" {
+	require_btk fsck
+	local k
+	for prof in dup:1 raid1:2 raid5:3; do
+		n=${prof#*:} prof=${prof%:*}
+		profile "$prof" "$n"
+		for k in "0 zero" "1 stale" "1 zero"; do
+			"$SMASH" super $k "${IMGS[@]}" >/dev/null
+			btk_run 60 "$FSCK" --rescue super --no-undo "${IMGS[@]}"
+			[ "$status" = 1 ] || { show_err; echo "$prof super $k: exit $status" >&2; return 1; }
+			grep -q "^REWRITTEN: superblock copy ${k% *} of devid 1 " "$BTK_OUT"
+			grep -q "^superblocks: [0-9]* copies, 1 rewritten from copy [01] " "$BTK_OUT"
+			same_as_orig || { echo "$prof super $k: not as before" >&2; return 1; }
+		done
+		btk_run 60 "$FSCK" --rescue super --no-undo "${IMGS[@]}"
+		[ "$status" = 0 ]
+		grep -q "every copy equal to the best one" "$BTK_OUT"
+	done
+	# both copies of a one-device image gone: refused, nothing written
+	profile dup 1
+	"$SMASH" super 0 zero "${IMGS[@]}" >/dev/null
+	dd if=/dev/zero of="${IMGS[0]}" bs=4096 seek=16384 count=1 conv=notrunc status=none
+	cp --sparse=always "${IMGS[0]}" "$BATS_TEST_TMPDIR/gone.img"
+	btk_run 60 "$FSCK" --rescue super --no-undo "${IMGS[@]}"
+	[ "$status" = 8 ]
+	grep -q "superblocks: no superblock copy opens the filesystem (copy 0: no btrfs magic; copy 1: no btrfs magic; copy 2: past the device end)" "$BTK_ERR"
+	cmp "${IMGS[0]}" "$BATS_TEST_TMPDIR/gone.img"
+	# the corpus's fuzzed sys_chunk_array stripe length in the primary (a good checksum)
+	local src name=fuzz-images__sys-chunk-stripe-len-bogus
+	src=$(corpus_src) || skip "corpus not available"
+	CORPUS_IMG=$BATS_TEST_TMPDIR/bogus.img
+	xz -dc "$src/$name.raw.xz" | cp --sparse=always /dev/stdin "$CORPUS_IMG"
+	truncate -s "$(awk -v n=$name '$1 == n { print $4 }' "$src/MANIFEST.tsv")" "$CORPUS_IMG"
+	btk_run 60 "$FSCK" -q "$CORPUS_IMG"
+	[ "$status" = 8 ]
+	btk_run 60 "$FSCK" --repair "$CORPUS_IMG"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -q "^REWRITTEN: superblock copy 0 of devid 1 .*: differs from copy 1 at byte 846; from copy 1" "$BTK_OUT"
+	btk_run 60 "$FSCK" -q "$CORPUS_IMG"
+	[ "$status" = 0 ]
+	if command -v btrfs >/dev/null; then btrfs check --readonly "$CORPUS_IMG" >/dev/null 2>&1; fi
+	btk_run 60 "$FSCK" --repair --no-undo "$CORPUS_IMG"
+	[ "$status" = 0 ]
+}
+
+@test "repair: superblocks and bad copies first, in the text and --json reports; undo puts the damage back" {
+	require_btk fsck undo
+	profile dup 1
+	"$SMASH" tree 5 2 leaf "${IMGS[@]}" >/dev/null
+	"$SMASH" super 0 zero "${IMGS[@]}" >/dev/null
+	cp --sparse=always "${IMGS[0]}" "$BATS_TEST_TMPDIR/damaged.img"
+	btk_run 60 "$FSCK" --repair --json -z "$BATS_TEST_TMPDIR/u.undo" "${IMGS[@]}"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert [e["copy"] for e in r["super"]] == [0], r["super"]
+assert len(r["heal"]) == 1 and r["heal"][0]["tree"] == 5 and r["heal"][0]["copy"] == 2, r["heal"]
+assert r["result"] == "clean" and r["errors_after"] == 0, r
+' "$BTK_OUT"
+	same_as_orig
+	btk_run 60 "$BTK_BUILD/bin/btk-undo" "$BATS_TEST_TMPDIR/u.undo" "${IMGS[@]}"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	cmp "${IMGS[0]}" "$BATS_TEST_TMPDIR/damaged.img"
+}
+
+# cuts STEP WRITES: BTK_FAULT=stop:N for N = 0..WRITES+1 on copies of the damaged $IMGS
+# (.damaged): each state opens, shows only bad copies, and a second run of STEP makes it the
+# original; exactly WRITES of the states were short of it (one open of each device: the
+# switch counts per handle)
+cuts() {
+	local step=$1 writes=$2 i n stopped=0
+	for i in "${IMGS[@]}"; do cp --sparse=always "$i" "$i.damaged"; done
+	for n in $(seq 0 $((writes + 1))); do
+		for i in "${IMGS[@]}"; do cp --sparse=always "$i.damaged" "$i"; done
+		BTK_FAULT=stop:$n btk_run 60 "$FSCK" --rescue $step --check-data-csum --no-undo "${IMGS[@]}"
+		assert_no_crash
+		btk_run 60 "$FSCK" --json "${IMGS[@]}"
+		[ "$status" = 0 ] || [ "$status" = 4 ] || { show_err; echo "$step stop:$n: exit $status" >&2; return 1; }
+		# nothing but bad copies (tree blocks, superblocks), never a damaged tree
+		python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+bad = [e for e in r["errors"] if e["code"] not in ("E0608", "E0102", "E0103", "E0115")]
+assert not bad, bad
+' "$BTK_OUT" || { echo "$step stop:$n" >&2; return 1; }
+		same_as_orig >/dev/null || stopped=$((stopped + 1))
+		btk_run 60 "$FSCK" --rescue $step $([ $step = heal ] && echo --check-data-csum) --no-undo "${IMGS[@]}"
+		[ "$status" = 0 ] || [ "$status" = 1 ] || { show_err; return 1; }
+		same_as_orig || { echo "$step stop:$n: the second run did not heal it" >&2; return 1; }
+	done
+	[ "$stopped" = "$writes" ] || { echo "$step: $stopped cuts left something to heal, $writes expected" >&2; return 1; }
+}
+
+@test "rescue: power cut at every write of a heal and of a superblock rewrite: the filesystem opens, only bad copies are reported, a second run heals it" {
+	require_btk fsck
+	profile dup 1
+	"$SMASH" tree 5 1 leaf "${IMGS[@]}" >/dev/null
+	"$SMASH" tree 2 2 "${IMGS[@]}" >/dev/null
+	"$SMASH" tree 3 1 "${IMGS[@]}" >/dev/null
+	"$SMASH" data 2 "${IMGS[@]}" >/dev/null
+	cuts heal 4
+	profile dup 1
+	"$SMASH" super 0 zero "${IMGS[@]}" >/dev/null
+	cuts super 1
+}
+
+# has_log IMG: the primary superblock names a log tree
+has_log() {
+	"$BTK_BUILD/bin/btk-debug" super "$1" | awk '$1 == "log_root" { exit $2 == 0 }'
+}
+
+# corpus IMG: a scratch copy of corpus image NAME in $CIMG (skips without the corpus)
+corpus_copy() {
+	local src
+	src=$(corpus_src) || skip "corpus not available"
+	CIMG=$BATS_TEST_TMPDIR/$1.img
+	xz -dc "$src/$1.raw.xz" | cp --sparse=always /dev/stdin "$CIMG"
+	truncate -s "$(awk -v n="$1" '$1 == n { print $4 }' "$src/MANIFEST.tsv")" "$CIMG"
+}
+
+@test "replay-log: the corpus's logged compressed file is replayed, the log cleared, both checkers clean; a power cut at every write leaves the log or the replay" {
+	require_btk fsck image
+	corpus_copy 065-valid-log-tree__compressed
+	cp --sparse=always "$CIMG" "$BATS_TEST_TMPDIR/orig.img"
+	btk_run 60 "$FSCK" --rescue replay-log --json --no-undo "$CIMG"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["log_summary"]
+assert r["result"] == "rescued" and s["cleared"] and s["inodes"] == 1 and s["extents"] == 1, r
+assert s["names_added"] == 1 and s["unsummed_bytes"] == 0, s
+' "$BTK_OUT"
+	btk_run 60 "$FSCK" -q "$CIMG"
+	[ "$status" = 0 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	if command -v btrfs >/dev/null; then
+		btrfs check --readonly "$CIMG" >/dev/null 2>&1
+		btrfs inspect-internal dump-super "$CIMG" | grep -Eq '^log_root[[:space:]]+0$'
+	fi
+	# the logged file reads back: what btk-image sees after the replay
+	btk_run 60 "$BTK_BUILD/bin/btk-image" ls -l "$CIMG" /
+	[ "$status" = 0 ]
+	local replayed
+	replayed=$(sha256sum <"$CIMG")
+	# no log left: a second run does nothing
+	btk_run 60 "$FSCK" --rescue replay-log --no-undo "$CIMG"
+	[ "$status" = 0 ] && grep -q "^log: none to replay$" "$BTK_OUT"
+	# power cuts: the log whole (checkers as before) or the replayed filesystem
+	local n old=0 new=0
+	for n in $(seq 0 100); do
+		cp --sparse=always "$BATS_TEST_TMPDIR/orig.img" "$CIMG"
+		BTK_FAULT=stop:$n btk_run 60 "$FSCK" --rescue replay-log --no-undo "$CIMG"
+		assert_no_crash
+		btk_run 60 "$FSCK" -q "$CIMG"
+		[ "$status" = 0 ] || { show_err; echo "cut at write $n: not clean" >&2; return 1; }
+		if ! has_log "$CIMG"; then
+			# replayed: the cut may have come between the superblock copies
+			new=$((new + 1))
+			btk_run 60 "$FSCK" --rescue super --no-undo "$CIMG"
+			[ "$(sha256sum <"$CIMG")" = "$replayed" ] || { echo "cut at write $n: not the replay" >&2; return 1; }
+			[ $new -lt 2 ] || break
+		else
+			old=$((old + 1))
+			btk_run 60 "$FSCK" --rescue replay-log --no-undo "$CIMG"
+			[ "$status" = 1 ] || { show_err; echo "cut at write $n: the rerun" >&2; return 1; }
+			[ "$(sha256sum <"$CIMG")" = "$replayed" ] || { echo "cut at write $n: the rerun differs" >&2; return 1; }
+		fi
+	done
+	echo "# $old cuts left the log, $new the replay" >&3
+	[ $old -ge 3 ] && [ $new = 2 ]
+}
+
+@test "replay-log: a log whose data has no logged checksums is refused by --repair (the log left as it is), replayed by --rescue replay-log with a note; --zero-log drops it" {
+	require_btk fsck
+	corpus_copy 063-log-missing-csum__default
+	btk_run 60 "$FSCK" --repair --no-undo "$CIMG"
+	grep -q "log not replayed: 4096 bytes of logged data have no logged checksums" "$BTK_ERR"
+	has_log "$CIMG"
+	cp --sparse=always "$CIMG" "$BATS_TEST_TMPDIR/z.img"
+	btk_run 60 "$FSCK" --rescue replay-log --no-undo "$CIMG"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	grep -q "(some without logged checksums: unchecked); the log is cleared$" "$BTK_OUT"
+	btk_run 60 "$FSCK" --zero-log --no-undo "$BATS_TEST_TMPDIR/z.img"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	grep -q '^LOST: tree 5 inode 257: logged name ' "$BTK_OUT"
+	grep -q "dropped unreplayed (3 item(s) in 1 subvolume(s)): what it held is lost$" "$BTK_OUT"
+	btk_run 60 "$FSCK" -q "$BATS_TEST_TMPDIR/z.img"
+	[ "$status" = 0 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+}

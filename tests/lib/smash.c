@@ -1,0 +1,167 @@
+/* smash — media damage on ONE copy, for the rescue tests (btk-fsck --rescue, --repair):
+ *
+ *   smash tree ID COPY [leaf] IMG...   overwrite copy COPY (1-based) of tree ID's top block
+ *                                      (or of its first leaf) with bytes that fail the checksum
+ *   smash data COPY IMG...             overwrite 4 sectors of the first checksummed data on
+ *                                      copy COPY
+ *   smash super MIRROR zero|stale IMG  superblock copy MIRROR (0: the primary) of the first
+ *                                      device zeroed, or made stale (generation - 1, checksum
+ *                                      fixed)
+ *
+ * RAID5/6: copy 1 is the data stripe (the others are rebuilt from parity: not writable).
+ * Prints one line saying what it changed. Exit 0 done, 1 failed, 2 usage. Scratch images only.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/error.h"
+#include "tree/tree.h"
+#include "volumes/super.h"
+#include "volumes/volumes.h"
+
+static uint8_t *junk(size_t len)
+{
+	uint8_t *j = malloc(len);
+
+	for (size_t i = 0; j && i < len; i++)
+		j[i] = (uint8_t)(i * 151 + 13);
+	return j;
+}
+
+static int smash_at(struct btk_fs *fs, uint64_t logical, size_t len, int copy, const char *what)
+{
+	uint8_t *j = junk(len);
+	struct btk_phys at;
+	int ret;
+
+	if (!j)
+		return -ENOMEM;
+	ret = btk_write_copy(fs, logical, j, len, copy - 1, &at);
+	free(j);
+	if (!ret)
+		printf("%s %llu (+%zu) copy %d of %d (devid %llu physical %llu) smashed\n", what,
+		       (unsigned long long)logical, len, copy, btk_copies_of(fs, logical),
+		       (unsigned long long)at.devid, (unsigned long long)at.physical);
+	return ret;
+}
+
+static int smash_tree(struct btk_fs *fs, uint64_t id, int copy, bool leaf)
+{
+	struct btk_root r;
+	struct btk_path p;
+	struct btk_key k = {0, 0, 0};
+	uint64_t bytenr;
+	char what[64];
+	int ret = btk_root_find(fs, id, &r);
+
+	if (ret)
+		return ret;
+	bytenr = r.bytenr;
+	if (leaf) {
+		btk_path_init(&p);
+		ret = btk_search_ge(fs, &r, &k, &p);
+		if (!ret)
+			bytenr = p.nodes[0]->bytenr;
+		btk_path_release(&p);
+		if (ret)
+			return ret < 0 ? ret : -ENOENT;
+	}
+	snprintf(what, sizeof(what), "tree %llu %s block", (unsigned long long)id,
+		 leaf ? "leaf" : "top");
+	return smash_at(fs, bytenr, fs->nodesize, copy, what);
+}
+
+static int smash_data(struct btk_fs *fs, int copy)
+{
+	struct btk_root r;
+	struct btk_path p;
+	struct btk_key k = {BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, 0};
+	int ret = btk_root_find(fs, BTRFS_CSUM_TREE_OBJECTID, &r);
+
+	if (ret)
+		return ret;
+	btk_path_init(&p);
+	ret = btk_search_ge(fs, &r, &k, &p);
+	if (!ret) {
+		uint32_t size;
+		btk_path_data(&p, &size);
+		btk_path_key(&p, &k);
+		uint32_t n = size / (uint32_t)fs->csum_size;
+		btk_path_release(&p);
+		if (k.type != BTRFS_EXTENT_CSUM_KEY)
+			return -ENOENT;
+		return smash_at(fs, k.offset, (size_t)(n < 4 ? n : 4) * fs->sectorsize, copy,
+				"data");
+	}
+	btk_path_release(&p);
+	return ret < 0 ? ret : -ENOENT;
+}
+
+static int smash_super(struct btk_fs *fs, int mirror, bool stale)
+{
+	struct btk_dev *dev = fs->devs[0].dev;
+	struct btk_super_copy *c = malloc(BTK_SUPER_MIRRORS * sizeof(*c));
+	int ret;
+
+	if (!c)
+		return -ENOMEM;
+	btk_super_read_all(dev, c);
+	if (!c[mirror].present || !c[mirror].valid) {
+		free(c);
+		return btk_err(ENOENT, "superblock copy %d is not there or not valid", mirror);
+	}
+	if (stale) {
+		btk_put64(c[mirror].sb.generation, btk_le64(c[mirror].sb.generation) - 1);
+		btk_super_csum_fill(&c[mirror].sb);
+	} else {
+		memset(&c[mirror].sb, 0, sizeof(c[mirror].sb));
+	}
+	ret = btk_dev_write(dev, &c[mirror].sb, sizeof(c[mirror].sb), c[mirror].offset);
+	if (!ret)
+		printf("superblock copy %d (byte %llu) %s\n", mirror,
+		       (unsigned long long)c[mirror].offset, stale ? "made stale" : "zeroed");
+	free(c);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct btk_open_opts oo = {.write = true, .no_scan = true, .super_mirror = -1};
+	struct btk_fs *fs;
+	int first, ret;
+
+	if (argc >= 5 && !strcmp(argv[1], "tree"))
+		first = argc > 5 && !strcmp(argv[4], "leaf") ? 5 : 4;
+	else if (argc >= 4 && !strcmp(argv[1], "data"))
+		first = 3;
+	else if (argc >= 5 && !strcmp(argv[1], "super") &&
+		 (!strcmp(argv[3], "zero") || !strcmp(argv[3], "stale")))
+		first = 4;
+	else {
+		fprintf(stderr, "usage: smash tree ID COPY [leaf] IMG... | data COPY IMG... | "
+				"super MIRROR zero|stale IMG...\n");
+		return 2;
+	}
+	ret = btk_fs_open((const char *const *)argv + first, argc - first, &oo, &fs);
+	if (ret) {
+		fprintf(stderr, "smash: cannot open %s: %s\n", argv[first], btk_errmsg());
+		return 1;
+	}
+	if (!strcmp(argv[1], "tree"))
+		ret = smash_tree(fs, strtoull(argv[2], NULL, 0), atoi(argv[3]), first == 5);
+	else if (!strcmp(argv[1], "data"))
+		ret = smash_data(fs, atoi(argv[2]));
+	else
+		ret = smash_super(fs, atoi(argv[2]), !strcmp(argv[3], "stale"));
+	for (int i = 0; i < fs->ndevs; i++)
+		if (fs->devs[i].dev)
+			btk_dev_flush(fs->devs[i].dev);
+	btk_fs_close(fs);
+	if (ret) {
+		fprintf(stderr, "smash: %s (%s)\n", strerror(-ret), btk_errmsg());
+		return 1;
+	}
+	return 0;
+}

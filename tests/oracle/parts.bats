@@ -1,0 +1,206 @@
+#!/usr/bin/env bats
+# Filesystems in partitions of disk images against the kernel (issue 27): a GPT image made with
+# sfdisk (ext4 p1, a btrfs made by mkfs.btrfs and filled by the kernel p2, free p3) and an MBR
+# image with a btrfs in a logical partition. btk reads them as the kernel does through a
+# `losetup -o OFFSET --sizelimit SIZE` device of the same partition (fsck, owner, image ls/get
+# against the mounted partition), and its writes (resize shrink and grow, mkfs --rootdir into
+# p3, convert of p1 and rollback) pass btrfs check on such a device, mount, and leave every
+# byte outside the partition unchanged (sha256 of the ranges). The in-use check covers a loop
+# device with an offset and a kernel partition device. Root, loop devices; the kernel lane.
+
+load ../bats/helpers
+
+B=$BTK_BUILD/bin
+
+setup() {
+	require_loop
+	require_tool sfdisk
+	require_tool mkfs.btrfs
+	require_btk mkfs
+	D=$BATS_TEST_TMPDIR
+	MNT=$D/mnt
+	mkdir -p "$MNT"
+	LOOPS=()
+}
+
+teardown() {
+	mountpoint -q "$MNT" && umount "$MNT"
+	for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
+	[ -z "${MADE_NODE:-}" ] || rm -f "$MADE_NODE"
+	true
+}
+
+# start and size in bytes of partition N of IMG (sfdisk)
+range() {
+	sfdisk --json "$1" | python3 -c "import json,sys; p=[p for p in json.load(sys.stdin)['partitiontable']['partitions'] if p['node'].endswith('$2')][0]; print(p['start']*512, p['size']*512)"
+}
+# attach IMG N: LOOP is a loop device of partition N only
+attach() {
+	local off size
+	read -r off size < <(range "$1" "$2")
+	LOOP=$(losetup -f --show -o "$off" --sizelimit "$size" "$1")
+	LOOPS+=("$LOOP")
+}
+detach() {
+	losetup -d "$LOOP"
+	LOOPS=("${LOOPS[@]/$LOOP/}")
+}
+outside() {
+	local off size
+	read -r off size < <(range "$1" "$2")
+	{ head -c "$off" "$1"; tail -c +$((off + size + 1)) "$1"; } | sha256sum | cut -c1-64
+}
+# kernel_ok IMG N: btrfs check clean on a loop device of the partition, and it mounts
+kernel_ok() {
+	attach "$1" "$2"
+	btrfs check --readonly "$LOOP" >"$D/check.out" 2>&1 || { tail "$D/check.out" >&2; detach; return 1; }
+	mount -o ro "$LOOP" "$MNT"
+	umount "$MNT"
+	detach
+}
+# fill IMG N: mkfs.btrfs on the partition, files written by the kernel
+fill() {
+	attach "$1" "$2"
+	mkfs.btrfs -q -f -L "kern$2" "$LOOP"
+	mount "$LOOP" "$MNT"
+	cp -r "$BTK_ROOT/man" "$MNT/man"
+	mkdir "$MNT/dir"
+	seq 1 300000 >"$MNT/dir/numbers"
+	head -c 3M /dev/urandom >"$MNT/dir/random"
+	btrfs subvolume snapshot "$MNT" "$MNT/snap" >/dev/null
+	echo changed >>"$MNT/dir/numbers"
+	umount "$MNT"
+	detach
+}
+
+# the same answers and content through btk on IMG@pN and through the kernel's loop device
+same_as_kernel() {
+	local img=$1 n=$2 addr
+	"$B/btk-fsck" "$img@p$n" >"$D/fsck.out" || { cat "$D/fsck.out" >&2; return 1; }
+	"$B/btk-debug" tree "$img@p$n" >/dev/null
+	attach "$img" "$n"
+	# btk-owner on the partition and on the loop device: the same answers
+	"$B/btk-owner" --file /dir/random "$img@p$n" | sed "s|$img@p$n|DEV|g" >"$D/o1"
+	"$B/btk-owner" --file /dir/random "$LOOP" | sed "s|$LOOP|DEV|g" >"$D/o2"
+	diff "$D/o1" "$D/o2"
+	addr=$(awk 'NR == 3 { print $4; exit }' "$D/o1")
+	"$B/btk-owner" -l "$img@p$n" "$addr" >"$D/o3"
+	"$B/btk-owner" -l "$LOOP" "$addr" >"$D/o4"
+	diff "$D/o3" "$D/o4"
+	grep -q /dir/random "$D/o3"
+	# physical addresses: relative to the partition, or to the disk with --disk-addresses
+	read -r off size < <(range "$img" "$n")
+	phys=$(awk 'NR == 3 { split($7, a, ":"); print a[2]; exit }' "$D/o1")
+	"$B/btk-owner" "$img@p$n" "$phys" >"$D/o5"
+	"$B/btk-owner" --disk-addresses "$img@p$n" $((phys + off)) | sed "s/^$((phys + off)) /$phys /" >"$D/o6"
+	diff "$D/o5" "$D/o6"
+	grep -q /dir/random "$D/o5"
+	# content: btk-image get of the partition equals the kernel's mount of it
+	mount -o ro "$LOOP" "$MNT"
+	"$B/btk-image" get -r -q "$img@p$n" / "$D/got"
+	diff -r --no-dereference "$MNT" "$D/got" >"$D/diff.out" || { head "$D/diff.out" >&2; umount "$MNT"; return 1; }
+	"$B/btk-image" ls "$img@p$n" / | sort >"$D/ls1"
+	ls -A "$MNT" | sort >"$D/ls2"
+	umount "$MNT"
+	diff "$D/ls1" "$D/ls2"
+	# a writer refuses the partition while a loop device with its offset is attached
+	h=$(sha256_of "$img")
+	btk_run 30 "$B/btk-image" mkdir "$img@p$n" /x
+	[ "$status" -eq 1 ] && grep -q "in use" "$BTK_ERR" || { show_err; return 1; }
+	[ "$(sha256_of "$img")" = "$h" ]
+	detach
+	rm -rf "$D/got"
+}
+
+# resize IMG N: shrink and grow back to the partition's end, each checked by the kernel
+resize_inside() {
+	local img=$1 n=$2 before
+	before=$(outside "$img" "$n")
+	"$B/btk-resize" -q -100M "$img@p$n"
+	kernel_ok "$img" "$n"
+	[ "$(outside "$img" "$n")" = "$before" ]
+	btk_run 30 "$B/btk-resize" +200M "$img@p$n"
+	[ "$status" -eq 1 ] && grep -q "the partition has" "$BTK_ERR" || { show_err; return 1; }
+	"$B/btk-resize" -q max "$img@p$n"
+	kernel_ok "$img" "$n"
+	[ "$(outside "$img" "$n")" = "$before" ]
+}
+
+@test "GPT image (sfdisk): ext4 p1, kernel-filled btrfs p2, free p3: read as the kernel reads it, written inside the partitions" {
+	require_tool mke2fs
+	require_btk convert
+	truncate -s 900M "$D/g.img"
+	printf 'label: gpt\n,200M,L\n,400M,L\n,\n' | sfdisk -q "$D/g.img"
+	fill "$D/g.img" 2
+	same_as_kernel "$D/g.img" 2
+	resize_inside "$D/g.img" 2
+	same_as_kernel "$D/g.img" 2
+
+	# mkfs --rootdir into the free p3: the partition's size, the kernel mounts it
+	before=$(outside "$D/g.img" 3)
+	"$B/btk-mkfs" -q -L p3 -r "$BTK_ROOT/man" "$D/g.img@p3"
+	[ "$(outside "$D/g.img" 3)" = "$before" ]
+	kernel_ok "$D/g.img" 3
+	attach "$D/g.img" 3
+	mount -o ro "$LOOP" "$MNT"
+	diff -r "$BTK_ROOT/man" "$MNT"
+	umount "$MNT"
+	detach
+
+	# convert of the ext4 p1 and its rollback
+	mkdir "$D/src"
+	cp -r "$BTK_ROOT/man" "$D/src/"
+	seq 1 100000 >"$D/src/n"
+	read -r off size < <(range "$D/g.img" 1)
+	mke2fs -q -F -t ext4 -b 4096 -d "$D/src" -E offset="$off" "$D/g.img" $((size / 4096))
+	before=$(outside "$D/g.img" 1)
+	"$B/btk-convert" "$D/g.img@p1" >/dev/null
+	[ "$(outside "$D/g.img" 1)" = "$before" ]
+	kernel_ok "$D/g.img" 1
+	attach "$D/g.img" 1
+	mount -o ro "$LOOP" "$MNT"
+	diff -r "$D/src/man" "$MNT/man"
+	umount "$MNT"
+	detach
+	"$B/btk-convert" --rollback "$D/g.img@p1" >/dev/null
+	[ "$(outside "$D/g.img" 1)" = "$before" ]
+	e2fsck -fn "$D/g.img?offset=$off" >/dev/null
+	"$B/btk-debug" parts "$D/g.img" >"$D/parts"
+	grep -q "ext4" "$D/parts"
+	grep -q "btrfs label 'kern2'" "$D/parts"
+	grep -q "btrfs label 'p3'" "$D/parts"
+}
+
+@test "MBR image with an extended partition: a kernel-filled btrfs in logical partition 5, read and resized inside it" {
+	truncate -s 700M "$D/m.img"
+	printf 'label: dos\n,100M,83\n,,5\n,450M,83\n,,83\n' | sfdisk -q "$D/m.img"
+	fill "$D/m.img" 5
+	same_as_kernel "$D/m.img" 5
+	resize_inside "$D/m.img" 5
+	"$B/btk-fsck" --partition 5 "$D/m.img" >/dev/null
+	"$B/btk-debug" parts "$D/m.img" | grep -q "btrfs label 'kern5'"
+}
+
+@test "in use: a writer refuses a disk one of whose kernel partitions is mounted" {
+	truncate -s 400M "$D/k.img"
+	printf 'label: gpt\n,150M,L\n,\n' | sfdisk -q "$D/k.img"
+	"$B/btk-mkfs" -q "$D/k.img@p2"
+	LOOP=$(losetup -f --show -P "$D/k.img")
+	LOOPS+=("$LOOP")
+	udevadm settle 2>/dev/null || true
+	# without udev (a container) the kernel's partition has no node yet: make it from sysfs
+	sys=/sys/block/${LOOP#/dev/}/${LOOP#/dev/}p2/dev
+	if [ ! -b "${LOOP}p2" ] && [ -r "$sys" ]; then
+		IFS=: read -r ma mi <"$sys"
+		mknod "${LOOP}p2" b "$ma" "$mi"
+		MADE_NODE=${LOOP}p2
+	fi
+	[ -b "${LOOP}p2" ] || skip "no partition devices for loop devices"
+	mount -o ro "${LOOP}p2" "$MNT"
+	btk_run 30 "$B/btk-image" mkdir "$LOOP@p2" /x
+	[ "$status" -eq 1 ] && grep -q "in use" "$BTK_ERR" || { show_err; false; }
+	grep -q "mounted on $MNT" "$BTK_ERR" || { show_err; false; }
+	btk_run 30 "$B/btk-image" mkdir "$D/k.img@p2" /x
+	[ "$status" -eq 1 ] && grep -q "in use" "$BTK_ERR" || { show_err; false; }
+	umount "$MNT"
+}
