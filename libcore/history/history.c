@@ -724,3 +724,115 @@ int btk_hist_stale_block(struct btk_fs *fs, uint64_t logical, struct btk_stale *
 	free(buf);
 	return 0;
 }
+
+/* ---- free and unallocated space ---- */
+
+int btk_hist_free_ranges(struct btk_fs *fs,
+			 int (*fn)(void *ctx, uint64_t logical, uint64_t len, uint64_t type),
+			 void *ctx)
+{
+	struct btk_key k = {0, 0, 0};
+	struct btk_root ext;
+	struct btk_path p;
+	int i = 0, ret;
+	uint64_t pos;
+
+	if (!fs->nchunks)
+		return 0;
+	if ((ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &ext)))
+		return ret;
+	pos = fs->chunks[0]->logical;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &ext, &k, &p); !ret && i < fs->nchunks;
+	     ret = btk_next(fs, &p)) {
+		uint64_t s, e;
+		btk_path_key(&p, &k);
+		if (k.type == BTRFS_EXTENT_ITEM_KEY)
+			e = k.objectid + k.offset;
+		else if (k.type == BTRFS_METADATA_ITEM_KEY)
+			e = k.objectid + fs->nodesize;
+		else
+			continue;
+		s = k.objectid;
+		/* the block groups that end before this extent: their tails are free */
+		while (i < fs->nchunks && fs->chunks[i]->logical + fs->chunks[i]->length <= s) {
+			const struct btk_chunk *c = fs->chunks[i];
+			if (pos < c->logical + c->length &&
+			    (ret = fn(ctx, pos, c->logical + c->length - pos, c->type)))
+				goto out;
+			if (++i < fs->nchunks)
+				pos = fs->chunks[i]->logical;
+		}
+		if (i >= fs->nchunks)
+			break;
+		if (pos < fs->chunks[i]->logical)
+			pos = fs->chunks[i]->logical;
+		if (s > pos && (ret = fn(ctx, pos, s - pos, fs->chunks[i]->type)))
+			goto out;
+		if (e > pos)
+			pos = e;
+	}
+	if (ret < 0)
+		goto out;
+	for (ret = 0; i < fs->nchunks && !ret; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		if (pos < c->logical)
+			pos = c->logical;
+		if (pos < c->logical + c->length)
+			ret = fn(ctx, pos, c->logical + c->length - pos, c->type);
+	}
+out:
+	btk_path_release(&p);
+	return ret;
+}
+
+int btk_hist_unallocated(struct btk_fs *fs,
+			 int (*fn)(void *ctx, uint64_t devid, uint64_t physical, uint64_t len),
+			 void *ctx)
+{
+	struct btk_key k = {0, BTRFS_DEV_EXTENT_KEY, 0};
+	struct btk_root dev;
+	struct btk_path p;
+	int d = 0, ret;
+	uint64_t pos = 1ULL << 20;
+
+	if ((ret = btk_root_find(fs, BTRFS_DEV_TREE_OBJECTID, &dev)))
+		return ret;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &dev, &k, &p); ret >= 0 && d < fs->ndevs;) {
+		const struct btk_fs_dev *fd = &fs->devs[d];
+		bool have = !ret;
+		uint32_t size = 0;
+		const uint8_t *data = NULL;
+		if (have) {
+			btk_path_key(&p, &k);
+			data = btk_path_data(&p, &size);
+			if (k.type != BTRFS_DEV_EXTENT_KEY ||
+			    size < sizeof(struct btrfs_dev_extent)) {
+				ret = btk_next(fs, &p);
+				continue;
+			}
+		}
+		if (!have || k.objectid > fd->devid) { /* the rest of this device is free */
+			if (pos < fd->total_bytes &&
+			    (ret = fn(ctx, fd->devid, pos, fd->total_bytes - pos)))
+				break;
+			d++;
+			pos = 1ULL << 20;
+			ret = have ? 0 : 1;
+			if (!have && d >= fs->ndevs)
+				break;
+			continue;
+		}
+		if (k.objectid == fd->devid) {
+			uint64_t len = BTK_GET(struct btrfs_dev_extent, data, length);
+			if (k.offset > pos && (ret = fn(ctx, fd->devid, pos, k.offset - pos)))
+				break;
+			if (k.offset + len > pos)
+				pos = k.offset + len;
+		}
+		ret = btk_next(fs, &p);
+	}
+	btk_path_release(&p);
+	return ret < 0 || ret > 1 ? ret : 0;
+}

@@ -77,4 +77,16 @@ struct btk_stale {
  * errors of the read. */
 int btk_hist_stale_block(struct btk_fs *fs, uint64_t logical, struct btk_stale *out);
 
+/* Free space for carving tools: fn for each logical range inside a block group that no extent
+ * item of the extent tree covers (type: the block group's BTRFS_BLOCK_GROUP_* flags), in
+ * logical order. A nonzero return of fn stops and is returned. */
+int btk_hist_free_ranges(struct btk_fs *fs,
+			 int (*fn)(void *ctx, uint64_t logical, uint64_t len, uint64_t type),
+			 void *ctx);
+/* fn for each range of each device that no device extent uses (from 1 MiB, below which
+ * nothing is allocated, to the device's size), by devid and offset. */
+int btk_hist_unallocated(struct btk_fs *fs,
+			 int (*fn)(void *ctx, uint64_t devid, uint64_t physical, uint64_t len),
+			 void *ctx);
+
 #endif

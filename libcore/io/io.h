@@ -59,6 +59,8 @@ struct btk_dev {
 	struct btk_io_stats stats;
 	void *priv;	       /* backend data */
 	struct btk_dev *lower; /* wrapped device for stacking backends (faults), or NULL */
+	const struct btk_dev_filter *filter; /* with lower: the stacking backend's (stack.c) */
+	uint64_t lower_off;		     /* with lower: where byte 0 lies on it (a window) */
 	struct btk_lock *lock; /* the writer's lock this handle holds (lock.c), or NULL */
 	bool created;	       /* btk_dev_open_opts made the file (o->create): it was not there */
 	bool fixed_size;       /* writes never grow it and it cannot be truncated: a block
@@ -69,9 +71,35 @@ struct btk_dev {
 #define BTK_OPEN_CREATE 2 /* create the file if missing (with WRITE) */
 #define BTK_OPEN_EXCL	4 /* O_EXCL on block devices: fail if mounted or held */
 
-/* For stacking backends: a new handle over lower with the backend's ops and priv, taking
- * lower's path, size and flags (closing it is the backend's close). 0 or -ENOMEM. */
-int btk_dev_stack(struct btk_dev *lower, const struct btk_dev_ops *ops, void *priv,
+/* For backends: a new handle named path with ops and priv, no descriptor (fd -1), size 0 and
+ * read-only until the caller sets them. 0 or -ENOMEM. */
+int btk_dev_new(const char *path, const struct btk_dev_ops *ops, void *priv, struct btk_dev **out);
+/* Stacking backends (faults, undo, the repair's view of a commit) are a handle over a lower
+ * device that passes every call down to it (stack.c), after asking the backend's filter about
+ * each change. A change, as the filter sees it: */
+enum btk_dev_change {
+	BTK_CHANGE_WRITE,
+	BTK_CHANGE_DISCARD,
+	BTK_CHANGE_ZEROOUT,
+	BTK_CHANGE_TRUNCATE, /* off is the new size, len 0 */
+	BTK_CHANGE_FLUSH,    /* off and len 0 */
+};
+struct btk_dev_filter {
+	/* Before a change reaches the lower device ([off, off+len); data: a write's bytes, NULL
+	 * for the others): 0 passes it down, 1 takes it as done without passing it down, a
+	 * negative errno fails it. */
+	int (*change)(struct btk_dev *dev, enum btk_dev_change what, uint64_t off, uint64_t len,
+		      const void *data);
+	/* Reads, or NULL to read the lower device; a backend with its own reads has no views
+	 * (they would bypass it), the others pass views down. */
+	int (*pread)(struct btk_dev *dev, void *buf, size_t len, uint64_t off);
+	/* Frees priv, and closes the lower device if the handle owns it. */
+	void (*close)(struct btk_dev *dev);
+};
+/* A new handle over lower with the filter and the backend's priv, taking lower's path, size
+ * and flags; its size follows lower's after every write or truncate passed down. 0 or
+ * -ENOMEM. */
+int btk_dev_stack(struct btk_dev *lower, const struct btk_dev_filter *filter, void *priv,
 		  struct btk_dev **out);
 /* Tests: fn runs before every change (write, discard, zeroout, truncate) of any handle, so
  * that a test can interrupt a tool at a chosen write (cli's BTK_TEST_SIGINT_AT). One hook per

@@ -10,6 +10,7 @@
 #define BTK_TREE_H
 
 #include <stdbool.h>
+#include "format/file_extent.h"
 #include "format/format.h"
 #include "volumes/volumes.h"
 
@@ -44,7 +45,10 @@ struct btk_block {
  * reading safely needs (bounds, key order) and the kernel's canonical layout (item data packed
  * back to back from the leaf end, sector-aligned child pointers). BTK_READ_SAFETY_ONLY: only
  * the former, for the checker, which sees and reports such blocks itself. */
-enum btk_read_mode { BTK_READ_KERNEL = 0, BTK_READ_SAFETY_ONLY };
+enum btk_read_mode { BTK_READ_KERNEL = 0, BTK_READ_SAFETY_ONLY, BTK_READ_WIPED_CSUM };
+/* BTK_READ_WIPED_CSUM: as BTK_READ_SAFETY_ONLY, and a block whose checksum field is all zeros
+ * (wiped, not a checksum that disagrees) passes without one: a repair that copies such a
+ * block, whose header and items it then checks against their pointer, reads it so. */
 /* Sets the mode of fs's later reads (the tree layer keeps it with fs's block cache; blocks
  * already cached stay) and returns the mode before. */
 enum btk_read_mode btk_tree_read_mode(struct btk_fs *fs, enum btk_read_mode mode);
@@ -133,6 +137,17 @@ static inline uint32_t btk_leaf_offset(const struct btk_block *b, int slot)
 static inline const uint8_t *btk_leaf_data(const struct btk_block *b, int slot)
 {
 	return b->data + sizeof(struct btk_header) + btk_leaf_offset(b, slot);
+}
+/* Whether a leaf's slot holds a file extent item (whole) that points at a data extent on disk
+ * (not inline, not a hole): then its key in *k and its fields in *fe. */
+static inline bool btk_leaf_data_extent(const struct btk_block *b, int slot, struct btk_key *k,
+					struct btk_file_extent *fe)
+{
+	btk_leaf_key(b, slot, k);
+	return k->type == BTRFS_EXTENT_DATA_KEY &&
+	       btk_file_extent_item_parse(btk_leaf_data(b, slot), btk_leaf_size(b, slot), k->offset,
+					  fe) == BTK_FE_WHOLE &&
+	       fe->type != BTRFS_FILE_EXTENT_INLINE && fe->disk_bytenr;
 }
 /* Bytes of a block of nodesize bytes past its header. */
 static inline uint32_t btk_block_space(uint32_t nodesize)

@@ -163,3 +163,41 @@ setup() {
 	btk_run 60 "$BTK_BUILD/bin/btk-owner" -l "$D/a.img" "$cur"
 	grep -q "^$cur metadata .*root=5 level=0" "$BTK_OUT"
 }
+
+@test "btk-owner --list-free and --unallocated: every range's ends are free (or stale) and unallocated, the bytes just before a free range are not" {
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" --list-free --json "$D/a.img"
+	[ "$status" -eq 0 ]
+	[ "$(jq '.free | length' "$BTK_OUT")" -gt 0 ]
+	mapfile -t ends < <(jq -r '.free[] | "\(.logical) \(.logical + .length - 1)"' "$BTK_OUT" | tr ' ' '\n')
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" -l "$D/a.img" "${ends[@]}"
+	[ "$status" -eq 0 ]
+	! awk '{ print $2 }' "$BTK_OUT" | grep -vxE 'free|stale-metadata'
+	# ranges are whole: the byte before one is used, or ends the range before it (the previous
+	# block group's free tail)
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" --list-free --json "$D/a.img"
+	jq -r '.free[] | .logical - 1' "$BTK_OUT" >"$D/before"
+	printf '%s\n' "${ends[@]}" >"$D/ends"
+	"$BTK_BUILD/bin/btk-owner" -l "$D/a.img" $(cat "$D/before") | awk '$2 == "free" { print $1 }' >"$D/freebefore"
+	! grep -vxFf "$D/ends" "$D/freebefore"
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" --unallocated "$D/a.img"
+	[ "$status" -eq 0 ]
+	while read -r _ dev phys len; do
+		p=${phys#physical=} n=${len#length=}
+		"$BTK_BUILD/bin/btk-owner" "$D/a.img" "$p" $((p + n - 1)) | awk '{ print $2 }' | sort -u >"$D/u"
+		[ "$(cat "$D/u")" = unallocated ]
+	done <"$BTK_OUT"
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" --list-free --unallocated "$D/a.img"
+	[ "$status" -eq 2 ]
+}
+
+@test "ls --deleted: a snapshot that still holds the removed file's leaf does not hide it" {
+	"$BTK_BUILD/bin/btk-mkfs" -q --rootdir "$D/src" -b 256m "$D/s.img" >/dev/null
+	"$IMG" subvol create "$D/s.img" /sv
+	"$IMG" put "$D/s.img" "$D/src/d/one" /sv/one
+	"$IMG" snapshot "$D/s.img" /sv /snap
+	"$IMG" rm "$D/s.img" /sv/one
+	btk_run 60 "$IMG" ls --deleted "$D/s.img"
+	[ "$status" -eq 0 ]
+	[ "$(cat "$BTK_OUT")" = /sv/one ]
+	"$IMG" cat "$D/s.img" /snap/one | cmp - "$D/src/d/one"
+}
