@@ -174,6 +174,33 @@ EOF
 	check_clean "$D/bad.img"
 }
 
+@test "archive: a skipped hard link (to no earlier member, a directory, itself, through a symlink) leaves no name behind" {
+	python3 - "$D/hl.tar" <<'EOF'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
+    def add(name, kind, arg=None):
+        ti = tarfile.TarInfo(name); ti.mtime = 1
+        if kind == "f":
+            ti.size = len(arg); t.addfile(ti, io.BytesIO(arg)); return
+        ti.type = {"d": tarfile.DIRTYPE, "s": tarfile.SYMTYPE, "h": tarfile.LNKTYPE}[kind]
+        if arg:
+            ti.linkname = arg
+        t.addfile(ti)
+    add("early", "h", "later"); add("later", "f", b"data"); add("missing", "h", "nothere")
+    add("d", "d"); add("todir", "h", "d"); add("self", "h", "self"); add("s", "s", "/etc")
+    add("viasym", "h", "s/passwd"); add("sub/deep", "h", "gone/x"); add("ok", "h", "later")
+EOF
+	mkfs -r "$D/hl.tar" "$D/hl.img"
+	grep -q "6 hard links to no earlier file" "$BTK_ERR"
+	run "$IMAGE" ls "$D/hl.img" /
+	[ "$status" -eq 0 ]
+	[ "$(echo $output)" = "d later ok s" ]
+	run "$IMAGE" ls "$D/hl.img" /d
+	[ -z "$output" ]
+	[ "$("$IMAGE" cat "$D/hl.img" /ok)" = data ]
+	check_clean "$D/hl.img"
+}
+
 @test "archive: --subvol, --inode-flags, --compress, --shrink work as with a directory" {
 	python3 "$GEN" "$D/a.tar" all fwd
 	mkfs -r "$D/a.tar" --subvol usr --inode-flags nodatacow:home --compress zstd "$D/c.img"
