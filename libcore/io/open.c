@@ -276,7 +276,7 @@ int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk
 		btk_lock_drop(born);
 		return ret;
 	}
-	if ((ret = btk_dev_where_apply(&dev, base, &w)) ||
+	if ((ret = btk_dev_where_apply(&dev, base, &w, o->write)) ||
 	    (o->write && o->no_clobber && (ret = no_clobber(dev))) || (ret = wrap(&dev, o))) {
 		if (made)
 			unlink(base);
