@@ -8,6 +8,7 @@
 #include <sys/stat.h>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "cli/cli.h"
 #include "owner.h"
 #include "volumes/super.h"
@@ -198,9 +199,75 @@ static int open_fs(struct owner_ctx *c, const char **devs, int ndev)
 	return 0;
 }
 
+static const char *bg_type(uint64_t t)
+{
+	if ((t & BTRFS_BLOCK_GROUP_DATA) && (t & BTRFS_BLOCK_GROUP_METADATA))
+		return "mixed";
+	if (t & BTRFS_BLOCK_GROUP_DATA)
+		return "data";
+	return t & BTRFS_BLOCK_GROUP_SYSTEM ? "system" : "metadata";
+}
+
+struct space_out {
+	bool json;
+	int n;
+};
+
+static int free_cb(void *ctx, uint64_t logical, uint64_t len, uint64_t type)
+{
+	struct space_out *o = ctx;
+
+	if (o->json)
+		printf("%s{\"logical\":%llu,\"length\":%llu,\"type\":\"%s\"}", o->n++ ? "," : "",
+		       (unsigned long long)logical, (unsigned long long)len, bg_type(type));
+	else
+		printf("free logical=%llu length=%llu type=%s\n", (unsigned long long)logical,
+		       (unsigned long long)len, bg_type(type));
+	return 0;
+}
+
+static int unalloc_cb(void *ctx, uint64_t devid, uint64_t physical, uint64_t len)
+{
+	struct space_out *o = ctx;
+
+	if (o->json)
+		printf("%s{\"devid\":%llu,\"physical\":%llu,\"length\":%llu}", o->n++ ? "," : "",
+		       (unsigned long long)devid, (unsigned long long)physical,
+		       (unsigned long long)len);
+	else
+		printf("unallocated devid=%llu physical=%llu length=%llu\n",
+		       (unsigned long long)devid, (unsigned long long)physical,
+		       (unsigned long long)len);
+	return 0;
+}
+
+/* --list-free / --unallocated: the ranges for carving tools, one report. */
+static int list_space(struct owner_ctx *c, bool unalloc)
+{
+	struct space_out o = {.json = c->o.json};
+	int ret;
+
+	cli_json_on(false);
+	if (o.json)
+		printf("{\"%s\":[", unalloc ? "unallocated" : "free");
+	ret = unalloc ? btk_hist_unallocated(c->fs, unalloc_cb, &o)
+		      : btk_hist_free_ranges(c->fs, free_cb, &o);
+	if (o.json) {
+		printf("]");
+		if (ret) {
+			printf(",\"error\":");
+			btk_json_cstr(stdout, btk_errmsg());
+		}
+		printf("}\n");
+	}
+	if (ret)
+		cli_err("%s", btk_errmsg());
+	return ret ? CLI_EXIT_ERROR : CLI_EXIT_OK;
+}
+
 int main(int argc, const char **argv)
 {
-	int logical = 0, json = 0, scan = 0, disk = 0, rc, ndev = 0;
+	int logical = 0, json = 0, scan = 0, disk = 0, rc, ndev = 0, list_free = 0, unalloc = 0;
 	char *devid_s = NULL, *bs_s = NULL, *list = NULL, *file = NULL;
 	const char *devs[MAX_DEVS];
 	struct owner_ctx c = {0};
@@ -217,6 +284,10 @@ int main(int argc, const char **argv)
 	    {"file", 0, POPT_ARG_STRING, &file, 0, "extents of PATH (from the top level)", "PATH"},
 	    {"disk-addresses", 0, POPT_ARG_NONE, &disk, 0,
 	     "physical addresses count from the start of the disk, not of the partition", NULL},
+	    {"list-free", 0, POPT_ARG_NONE, &list_free, 0,
+	     "the free ranges inside block groups (logical), for carving", NULL},
+	    {"unallocated", 0, POPT_ARG_NONE, &unalloc, 0,
+	     "the device ranges no chunk uses (physical), for carving", NULL},
 	    CLI_WHERE_OPTIONS,
 	    CLI_ROOT_LONG_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND,
@@ -247,7 +318,9 @@ int main(int argc, const char **argv)
 		cli_err("--devid and --block-size take a positive number");
 		goto out;
 	}
-	if (!ndev || (file && (list || l.n || scan)) || (!file && !list && !l.n)) {
+	if (!ndev || (file && (list || l.n || scan)) ||
+	    (!file && !list && !l.n && !list_free && !unalloc) ||
+	    ((list_free || unalloc) && (file || list || l.n || (list_free && unalloc)))) {
 		usage(stderr);
 		goto out;
 	}
@@ -256,7 +329,9 @@ int main(int argc, const char **argv)
 	rc = open_fs(&c, devs, ndev);
 	if (rc)
 		goto out;
-	if (file)
+	if (list_free || unalloc)
+		rc = list_space(&c, unalloc);
+	else if (file)
 		rc = cmd_file(&c, file) ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 	else
 		rc = ((scan ? run_scan(&c, &l) : run_backref(&c, &l)) || c.failures)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 
 #include "backref/backref.h"
+#include "history/history.h"
 #include "fs/fs_read.h"
 #include "volumes/volumes.h"
 
@@ -31,6 +32,8 @@ struct query {
 	struct btk_owner own;
 	int err; /* resolution failed entirely */
 	char *errmsg;
+	/* a free address inside a valid tree block of an older generation (query_stale) */
+	struct btk_stale *stale;
 };
 
 struct owner_opts {
@@ -58,6 +61,8 @@ struct owner_ctx {
 uint64_t disk_base(struct owner_ctx *c, uint64_t devid);
 void query_locate(struct owner_ctx *c, struct query *q);
 void query_resolve(struct owner_ctx *c, struct query *q);
+/* A free address of a metadata chunk: the older tree block that still lies there, if any. */
+void query_stale(struct owner_ctx *c, struct query *q);
 void query_release(struct query *q);
 
 /* paths.c: cached subvolume and inode paths (full paths from the top level). Returned
@@ -72,7 +77,7 @@ int inode_paths(struct owner_ctx *c, uint64_t root, uint64_t ino, char ***paths,
 
 /* print.c */
 void print_begin(struct owner_ctx *c);
-void print_query(struct owner_ctx *c, const struct query *q);
+void print_query(struct owner_ctx *c, struct query *q);
 void print_end(struct owner_ctx *c);
 void print_escaped(FILE *f, const char *s);
 const char *found_name(int found);

@@ -41,7 +41,7 @@ static const char *kind_name(const struct query *q)
 	}
 	switch (q->own.kind) {
 	case BTK_KIND_FREE:
-		return "free";
+		return q->stale ? "stale-metadata" : "free";
 	case BTK_KIND_DATA:
 		return "data";
 	case BTK_KIND_METADATA:
@@ -96,9 +96,57 @@ static void text_data_owner(struct owner_ctx *c, const struct query *q,
 	putchar('\n');
 }
 
+static void text_stale(const struct query *q)
+{
+	const struct btk_stale *s = q->stale;
+
+	text_head(stdout, q);
+	printf(" tree=%llu generation=%llu level=%d block=%llu", (unsigned long long)s->owner,
+	       (unsigned long long)s->generation, s->level, (unsigned long long)s->bytenr);
+	if (s->nritems) {
+		text_key(stdout, "first", &s->first);
+		text_key(stdout, "last", &s->last);
+	}
+	for (uint32_t i = 0; i < s->nnames && i < BTK_STALE_NAMES; i++) {
+		printf(" name=%llu/%llu:", (unsigned long long)s->names[i].dir,
+		       (unsigned long long)s->names[i].ino);
+		print_escaped(stdout, s->names[i].name);
+	}
+	if (s->nnames > BTK_STALE_NAMES)
+		printf(" names=%u", s->nnames);
+	for (uint32_t i = 0; i < s->ninodes && i < BTK_STALE_NAMES; i++)
+		printf(" inode=%llu", (unsigned long long)s->inodes[i]);
+	if (s->ninodes > BTK_STALE_NAMES)
+		printf(" inodes=%u", s->ninodes);
+	putchar('\n');
+}
+
+static void json_stale(const struct btk_stale *s)
+{
+	printf(",\"stale\":{\"block\":%llu,\"tree\":%llu,\"generation\":%llu,\"level\":%d",
+	       (unsigned long long)s->bytenr, (unsigned long long)s->owner,
+	       (unsigned long long)s->generation, s->level);
+	printf(",\"names\":[");
+	for (uint32_t i = 0; i < s->nnames && i < BTK_STALE_NAMES; i++) {
+		printf("%s{\"dir\":%llu,\"inode\":%llu,\"name\":", i ? "," : "",
+		       (unsigned long long)s->names[i].dir, (unsigned long long)s->names[i].ino);
+		btk_json_cstr(stdout, s->names[i].name);
+		putchar('}');
+	}
+	printf("],\"nnames\":%u,\"inodes\":[", s->nnames);
+	for (uint32_t i = 0; i < s->ninodes && i < BTK_STALE_NAMES; i++)
+		printf("%s%llu", i ? "," : "", (unsigned long long)s->inodes[i]);
+	printf("],\"ninodes\":%u}", s->ninodes);
+}
+
 static void print_text(struct owner_ctx *c, const struct query *q)
 {
 	const struct btk_owner *o = &q->own;
+
+	if (q->stale) {
+		text_stale(q);
+		return;
+	}
 
 	if (q->err) {
 		text_head(stdout, q);
@@ -208,6 +256,8 @@ static void print_json(struct owner_ctx *c, const struct query *q)
 		json_key(stdout, "first_key", &o->first_key);
 		json_key(stdout, "last_key", &o->last_key);
 	}
+	if (q->stale)
+		json_stale(q->stale);
 	json_owners(c, o);
 	if (q->err || o->nerrors) {
 		const char *msg = q->err ? q->errmsg : o->error;
@@ -224,8 +274,9 @@ void print_begin(struct owner_ctx *c)
 		printf("{\"queries\":[");
 }
 
-void print_query(struct owner_ctx *c, const struct query *q)
+void print_query(struct owner_ctx *c, struct query *q)
 {
+	query_stale(c, q);
 	if (q->err)
 		cli_err("%llu: %s", (unsigned long long)q->input, q->errmsg ? q->errmsg : "error");
 	else if (q->own.nerrors && q->own.kind == BTK_KIND_METADATA && !q->own.have_keys &&

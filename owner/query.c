@@ -105,8 +105,22 @@ void query_resolve(struct owner_ctx *c, struct query *q)
 		fail(q, ret);
 }
 
+void query_stale(struct owner_ctx *c, struct query *q)
+{
+	if (q->kind != Q_RESOLVED || q->err || q->own.kind != BTK_KIND_FREE || q->stale)
+		return;
+	if (!(q->stale = malloc(sizeof(*q->stale))))
+		return;
+	if (btk_hist_stale_block(c->fs, q->logical, q->stale)) {
+		free(q->stale);
+		q->stale = NULL;
+	}
+}
+
 void query_release(struct query *q)
 {
+	free(q->stale);
+	q->stale = NULL;
 	btk_owner_release(&q->own);
 	free(q->errmsg);
 	q->errmsg = NULL;

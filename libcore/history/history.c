@@ -658,3 +658,181 @@ int btk_hist_diff(struct btk_fs *fs, uint64_t from, uint64_t to,
 	btk_vec_free(&b);
 	return ret;
 }
+
+/* ---- stale tree blocks ---- */
+
+int btk_hist_stale_block(struct btk_fs *fs, uint64_t logical, struct btk_stale *out)
+{
+	const struct btk_chunk *c = btk_chunk_find(fs, logical);
+	uint64_t meta = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM;
+	uint8_t *buf;
+	char why[160];
+	int ret;
+
+	memset(out, 0, sizeof(*out));
+	if (!c || !(c->type & meta) || logical < c->logical)
+		return -ENOENT;
+	out->bytenr = logical - (logical - c->logical) % fs->nodesize;
+	if (!(buf = malloc(fs->nodesize)))
+		return btk_err(ENOMEM, "out of memory");
+	ret = btk_read_logical(fs, out->bytenr, buf, fs->nodesize);
+	if (!ret && btk_block_check_raw(fs, out->bytenr, buf, why, sizeof(why)))
+		ret = -ENOENT;
+	if (ret) {
+		free(buf);
+		return ret;
+	}
+	/* the checks passed: a block of this filesystem, its items inside it */
+	struct btk_block b = {.bytenr = out->bytenr, .len = fs->nodesize, .data = buf};
+	out->owner = btk_block_owner(&b);
+	out->generation = btk_block_generation(&b);
+	out->level = btk_block_level(&b);
+	out->nritems = btk_block_nritems(&b);
+	if (out->nritems) {
+		if (out->level) {
+			btk_node_key(&b, 0, &out->first);
+			btk_node_key(&b, (int)out->nritems - 1, &out->last);
+		} else {
+			btk_leaf_key(&b, 0, &out->first);
+			btk_leaf_key(&b, (int)out->nritems - 1, &out->last);
+		}
+	}
+	for (uint32_t s = 0; !out->level && btk_is_fs_tree(out->owner) && s < out->nritems; s++) {
+		struct btk_key k, loc;
+		struct btk_dir_iter it;
+		struct btk_dir_ent e;
+		btk_leaf_key(&b, (int)s, &k);
+		if (k.type == BTRFS_INODE_ITEM_KEY) {
+			if (out->ninodes < BTK_STALE_NAMES)
+				out->inodes[out->ninodes] = k.objectid;
+			out->ninodes++;
+		}
+		if (k.type != BTRFS_DIR_INDEX_KEY)
+			continue;
+		btk_dir_iter_init(&it, btk_leaf_data(&b, (int)s), btk_leaf_size(&b, (int)s));
+		if (btk_dir_next(&it, &e) <= 0)
+			continue;
+		if (out->nnames < BTK_STALE_NAMES) {
+			btk_dir_ent_location(&e, &loc);
+			out->names[out->nnames].dir = k.objectid;
+			out->names[out->nnames].ino = loc.objectid;
+			snprintf(out->names[out->nnames].name, sizeof(out->names[0].name), "%.*s",
+				 (int)e.name_len, e.name);
+		}
+		out->nnames++;
+	}
+	free(buf);
+	return 0;
+}
+
+/* ---- free and unallocated space ---- */
+
+int btk_hist_free_ranges(struct btk_fs *fs,
+			 int (*fn)(void *ctx, uint64_t logical, uint64_t len, uint64_t type),
+			 void *ctx)
+{
+	struct btk_key k = {0, 0, 0};
+	struct btk_root ext;
+	struct btk_path p;
+	int i = 0, ret;
+	uint64_t pos;
+
+	if (!fs->nchunks)
+		return 0;
+	if ((ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &ext)))
+		return ret;
+	pos = fs->chunks[0]->logical;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &ext, &k, &p); !ret && i < fs->nchunks;
+	     ret = btk_next(fs, &p)) {
+		uint64_t s, e;
+		btk_path_key(&p, &k);
+		if (k.type == BTRFS_EXTENT_ITEM_KEY)
+			e = k.objectid + k.offset;
+		else if (k.type == BTRFS_METADATA_ITEM_KEY)
+			e = k.objectid + fs->nodesize;
+		else
+			continue;
+		s = k.objectid;
+		/* the block groups that end before this extent: their tails are free */
+		while (i < fs->nchunks && fs->chunks[i]->logical + fs->chunks[i]->length <= s) {
+			const struct btk_chunk *c = fs->chunks[i];
+			if (pos < c->logical + c->length &&
+			    (ret = fn(ctx, pos, c->logical + c->length - pos, c->type)))
+				goto out;
+			if (++i < fs->nchunks)
+				pos = fs->chunks[i]->logical;
+		}
+		if (i >= fs->nchunks)
+			break;
+		if (pos < fs->chunks[i]->logical)
+			pos = fs->chunks[i]->logical;
+		if (s > pos && (ret = fn(ctx, pos, s - pos, fs->chunks[i]->type)))
+			goto out;
+		if (e > pos)
+			pos = e;
+	}
+	if (ret < 0)
+		goto out;
+	for (ret = 0; i < fs->nchunks && !ret; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		if (pos < c->logical)
+			pos = c->logical;
+		if (pos < c->logical + c->length)
+			ret = fn(ctx, pos, c->logical + c->length - pos, c->type);
+	}
+out:
+	btk_path_release(&p);
+	return ret;
+}
+
+int btk_hist_unallocated(struct btk_fs *fs,
+			 int (*fn)(void *ctx, uint64_t devid, uint64_t physical, uint64_t len),
+			 void *ctx)
+{
+	struct btk_key k = {0, BTRFS_DEV_EXTENT_KEY, 0};
+	struct btk_root dev;
+	struct btk_path p;
+	int d = 0, ret;
+	uint64_t pos = 1ULL << 20;
+
+	if ((ret = btk_root_find(fs, BTRFS_DEV_TREE_OBJECTID, &dev)))
+		return ret;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &dev, &k, &p); ret >= 0 && d < fs->ndevs;) {
+		const struct btk_fs_dev *fd = &fs->devs[d];
+		bool have = !ret;
+		uint32_t size = 0;
+		const uint8_t *data = NULL;
+		if (have) {
+			btk_path_key(&p, &k);
+			data = btk_path_data(&p, &size);
+			if (k.type != BTRFS_DEV_EXTENT_KEY ||
+			    size < sizeof(struct btrfs_dev_extent)) {
+				ret = btk_next(fs, &p);
+				continue;
+			}
+		}
+		if (!have || k.objectid > fd->devid) { /* the rest of this device is free */
+			if (pos < fd->total_bytes &&
+			    (ret = fn(ctx, fd->devid, pos, fd->total_bytes - pos)))
+				break;
+			d++;
+			pos = 1ULL << 20;
+			ret = have ? 0 : 1;
+			if (!have && d >= fs->ndevs)
+				break;
+			continue;
+		}
+		if (k.objectid == fd->devid) {
+			uint64_t len = BTK_GET(struct btrfs_dev_extent, data, length);
+			if (k.offset > pos && (ret = fn(ctx, fd->devid, pos, k.offset - pos)))
+				break;
+			if (k.offset + len > pos)
+				pos = k.offset + len;
+		}
+		ret = btk_next(fs, &p);
+	}
+	btk_path_release(&p);
+	return ret < 0 || ret > 1 ? ret : 0;
+}

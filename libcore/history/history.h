@@ -55,4 +55,38 @@ int btk_hist_diff(struct btk_fs *fs, uint64_t from, uint64_t to,
 		  int (*fn)(void *ctx, enum btk_change c, const struct btk_hist_name *n), void *ctx,
 		  uint64_t *missing);
 
+/* A free address of a metadata chunk that lies in a valid tree block of an older generation
+ * (btk-owner: "stale metadata"): the block, and what it holds. */
+#define BTK_STALE_NAMES 16
+struct btk_stale {
+	uint64_t bytenr, owner, generation;
+	int level;
+	uint32_t nritems;
+	struct btk_key first, last;
+	/* leaves of subvolume trees: the names of their DIR_INDEX items (up to BTK_STALE_NAMES;
+	 * nnames counts them all) with the inode each names, and the INODE_ITEMs' numbers */
+	uint32_t nnames, ninodes;
+	struct {
+		uint64_t dir, ino;
+		char name[256];
+	} names[BTK_STALE_NAMES];
+	uint64_t inodes[BTK_STALE_NAMES];
+};
+/* 0 with *out when the nodesize block holding logical (in a metadata or system chunk) is a
+ * valid tree block at its address; -ENOENT when it is none (or not in such a chunk); other
+ * errors of the read. */
+int btk_hist_stale_block(struct btk_fs *fs, uint64_t logical, struct btk_stale *out);
+
+/* Free space for carving tools: fn for each logical range inside a block group that no extent
+ * item of the extent tree covers (type: the block group's BTRFS_BLOCK_GROUP_* flags), in
+ * logical order. A nonzero return of fn stops and is returned. */
+int btk_hist_free_ranges(struct btk_fs *fs,
+			 int (*fn)(void *ctx, uint64_t logical, uint64_t len, uint64_t type),
+			 void *ctx);
+/* fn for each range of each device that no device extent uses (from 1 MiB, below which
+ * nothing is allocated, to the device's size), by devid and offset. */
+int btk_hist_unallocated(struct btk_fs *fs,
+			 int (*fn)(void *ctx, uint64_t devid, uint64_t physical, uint64_t len),
+			 void *ctx);
+
 #endif

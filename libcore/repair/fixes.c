@@ -4,10 +4,14 @@
 #include "repair/repair_int.h"
 #include "base/error.h"
 #include "format/dir_item.h"
+#include "base/compress.h"
+#include "fs/fs_write.h"
+#include "volumes/volumes.h"
 
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -466,7 +470,8 @@ static int fix_top_dir(struct rp_ctx *x, const struct rp_prob *p, char *before, 
 static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 		     size_t cap)
 {
-	int level = p->id == BTK_P_TB_NOT_PACKED ? 0 : (int)val(p, 0);
+	int level = p->id == BTK_P_TB_NOT_PACKED ? 0 : (int)(int64_t)val(p, 0);
+	bool wiped = p->id == BTK_P_TB_UNREADABLE;
 	struct btk_block_check chk = {.level = level};
 	struct btk_block *b;
 	struct btk_key first;
@@ -477,12 +482,24 @@ static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 		return btk_err(EINVAL, "tree block report without its block");
 	/* a leaf not packed reads only as the checker reads (safely, not the kernel's way) */
 	struct btk_fs *fs = btk_trans_fs(x->t);
-	enum btk_read_mode mode = btk_tree_read_mode(fs, BTK_READ_SAFETY_ONLY);
+	if (wiped && !strstr(p->what, "checksum mismatch"))
+		return 1; /* lost contents: not this fix's */
+	chk.owner = wiped ? p->tree : 0;
+	enum btk_read_mode mode =
+	    btk_tree_read_mode(fs, wiped ? BTK_READ_WIPED_CSUM : BTK_READ_SAFETY_ONLY);
 	if ((ret = btk_block_read(fs, p->bytenr, &chk, &b))) {
 		btk_tree_read_mode(fs, mode);
-		return ret;
+		if (!wiped)
+			return ret;
+		btk_err_clear();
+		return 1; /* a checksum that disagrees, not a wiped one: left */
 	}
 	gen = btk_block_generation(b);
+	if (wiped && (gen > btk_le64(fs->sb.generation) || !gen)) {
+		btk_block_put(b);
+		btk_tree_read_mode(fs, mode);
+		return 1;
+	}
 	if (!btk_block_nritems(b)) {
 		btk_block_put(b);
 		btk_tree_read_mode(fs, mode);
@@ -498,9 +515,14 @@ static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 	if (ret)
 		return ret; /* 1: the tree's path does not reach it (left) */
 	snprintf(before, cap, "block %llu generation %llu%s", (unsigned long long)p->bytenr,
-		 (unsigned long long)gen, p->id == BTK_P_TB_NOT_PACKED ? ", items not packed" : "");
+		 (unsigned long long)gen,
+		 p->id == BTK_P_TB_NOT_PACKED ? ", items not packed"
+		 : wiped		      ? ", checksum wiped (zeros)"
+					      : "");
 	snprintf(after, cap, "copied: generation %llu%s", (unsigned long long)btk_trans_id(x->t),
-		 p->id == BTK_P_TB_NOT_PACKED ? ", items packed" : "");
+		 p->id == BTK_P_TB_NOT_PACKED ? ", items packed"
+		 : wiped		      ? ", checksummed"
+					      : "");
 	return 0;
 }
 
@@ -550,6 +572,124 @@ static int fix_dext_beyond(struct rp_ctx *x, const struct rp_prob *p, char *befo
 	snprintf(after, cap, "chunk cut to %llu bytes (its tail held nothing)",
 		 (unsigned long long)keep);
 	return btk_chunk_shrink(x->t, logical, keep);
+}
+
+/* How many bytes of [start, +len) have checksums (*covered). */
+static int sums_cover(struct btk_trans *t, uint64_t start, uint64_t len, uint64_t *covered)
+{
+	struct btk_fs *fs = btk_trans_fs(t);
+	struct btk_key k = {BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, start};
+	uint64_t end = start + len;
+	uint32_t size = 0;
+	int ret = btk_item_prev(t, BTRFS_CSUM_TREE_OBJECTID, &k, NULL, 0, &size);
+
+	*covered = 0;
+	if (ret < 0 || !fs->csum_size)
+		return ret < 0 ? ret : 0;
+	if (ret || k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY)
+		k = (struct btk_key){BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, start};
+	for (int n = 0; n < 4096; n++) {
+		ret = btk_item_next(t, BTRFS_CSUM_TREE_OBJECTID, &k, NULL, 0, &size);
+		if (ret < 0)
+			return ret;
+		if (ret || k.objectid != BTRFS_EXTENT_CSUM_OBJECTID ||
+		    k.type != BTRFS_EXTENT_CSUM_KEY || k.offset >= end)
+			return 0;
+		uint64_t s = k.offset, e = s + (uint64_t)size / fs->csum_size * fs->sectorsize;
+		if (e > start && s < end)
+			*covered += (e < end ? e : end) - (s > start ? s : start);
+		if (k.offset == UINT64_MAX)
+			return 0;
+		k.offset++;
+	}
+	return 0;
+}
+
+/* A compressed extent in a NODATASUM inode (the kernel compresses only checksummed data): every
+ * data extent of the inode without checksums gets those of its bytes as they are on disk,
+ * after each compressed one decodes whole, and the inode loses NODATASUM. An extent with only
+ * some checksums, or data that does not decode, is left. */
+static int fix_compressed_nodsum(struct rp_ctx *x, const struct rp_prob *p, char *before,
+				 char *after, size_t cap)
+{
+	struct btk_trans *t = x->t;
+	struct btk_fs *fs = btk_trans_fs(t);
+	uint64_t ino = p->key.objectid, done[16];
+	uint8_t fe[sizeof(struct btrfs_file_extent_item)], item[sizeof(struct btrfs_inode_item)];
+	struct btk_key k = {ino, BTRFS_INODE_ITEM_KEY, 0};
+	unsigned ndone = 0, nsum = 0;
+	uint32_t size;
+	int ret;
+
+	if (!p->has_key || p->key.type != BTRFS_EXTENT_DATA_KEY)
+		return btk_err(EINVAL, "file extent report without its key");
+	if ((ret = item_get(t, p->tree, &k, item, sizeof(item), &size)))
+		return ret;
+	if (!(BTK_GET(struct btrfs_inode_item, item, flags) & BTK_INODE_NODATASUM))
+		return 1; /* done by another report of the same inode */
+	for (k = (struct btk_key){ino, BTRFS_EXTENT_DATA_KEY, 0};; k.offset++) {
+		ret = btk_item_next(t, p->tree, &k, fe, sizeof(fe), &size);
+		if (ret < 0)
+			return ret;
+		if (ret || k.objectid != ino || k.type != BTRFS_EXTENT_DATA_KEY)
+			break;
+		if (size < sizeof(fe) ||
+		    BTK_GET(struct btrfs_file_extent_item, fe, type) != BTRFS_FILE_EXTENT_REG)
+			continue;
+		uint64_t db = BTK_GET(struct btrfs_file_extent_item, fe, disk_bytenr);
+		uint64_t dn = BTK_GET(struct btrfs_file_extent_item, fe, disk_num_bytes);
+		uint64_t ram = BTK_GET(struct btrfs_file_extent_item, fe, ram_bytes);
+		int comp = BTK_GET(struct btrfs_file_extent_item, fe, compression);
+		bool seen = false;
+		for (unsigned i = 0; i < ndone; i++)
+			seen |= done[i] == db;
+		if (!db || seen)
+			continue;
+		if (ndone == sizeof(done) / sizeof(done[0]) || !dn || dn % fs->sectorsize ||
+		    dn > (16u << 20) || (comp && ram > (16u << 20)))
+			return btk_err(E2BIG,
+				       "inode %llu: too many or too large extents to checksum here",
+				       (unsigned long long)ino);
+		uint64_t covered;
+		if ((ret = sums_cover(t, db, dn, &covered)))
+			return ret;
+		if (covered == dn) { /* checksummed already */
+			done[ndone++] = db;
+			continue;
+		}
+		if (covered)
+			return btk_err(EEXIST, "extent %llu has some checksums already",
+				       (unsigned long long)db);
+		uint8_t *data = malloc(dn), *out = comp ? malloc(ram) : NULL;
+		uint8_t *sums = malloc(dn / fs->sectorsize * fs->csum_size);
+		ret = !data || !sums || (comp && !out) ? btk_err(ENOMEM, "out of memory") : 0;
+		if (!ret)
+			ret = btk_read_logical(fs, db, data, dn);
+		if (!ret && comp)
+			ret = btk_decompress(comp, fs->sectorsize, data, dn, out, ram);
+		if (!ret)
+			ret = btk_csum_compute(fs, data, dn, sums);
+		if (!ret)
+			ret = btk_csum_insert_sums(t, db, sums, dn / fs->sectorsize);
+		free(data);
+		free(out);
+		free(sums);
+		if (ret)
+			return ret;
+		done[ndone++] = db;
+		nsum++;
+		if (k.offset == UINT64_MAX)
+			break;
+	}
+	k = (struct btk_key){ino, BTRFS_INODE_ITEM_KEY, 0};
+	if ((ret = item_get(t, p->tree, &k, item, sizeof(item), &size)))
+		return ret;
+	BTK_PUT(struct btrfs_inode_item, item, flags,
+		BTK_GET(struct btrfs_inode_item, item, flags) & ~(uint64_t)BTK_INODE_NODATASUM);
+	snprintf(before, cap, "inode %llu NODATASUM, extents without checksums",
+		 (unsigned long long)ino);
+	snprintf(after, cap, "checksums of %u extent(s) as on disk, NODATASUM cleared", nsum);
+	return btk_item_update(t, p->tree, &k, item, size);
 }
 
 static const rp_fix_fn fns[BTK_P_COUNT] = {

@@ -83,10 +83,13 @@ int btk_block_check_raw(const struct btk_fs *fs, uint64_t bytenr, const uint8_t 
 	const struct btk_header *h = (const struct btk_header *)data;
 	uint8_t sum[BTK_CSUM_MAX];
 	uint32_t len = fs->nodesize, n = btk_le32(h->nritems);
-	bool lax = btk_cache_read_mode(fs->cache) == BTK_READ_SAFETY_ONLY;
+	enum btk_read_mode mode = btk_cache_read_mode(fs->cache);
+	bool lax = mode != BTK_READ_KERNEL;
+	static const uint8_t zero[BTK_CSUM_MAX];
 
 	btk_csum(fs->csum_type, data + BTK_CSUM_MAX, len - BTK_CSUM_MAX, sum);
-	if (memcmp(sum, h->csum, (size_t)fs->csum_size))
+	if (memcmp(sum, h->csum, (size_t)fs->csum_size) &&
+	    (mode != BTK_READ_WIPED_CSUM || memcmp(h->csum, zero, BTK_CSUM_MAX)))
 		return BAD("checksum mismatch");
 	if (btk_le64(h->bytenr) != bytenr)
 		return BAD("header bytenr %llu, expected %llu",

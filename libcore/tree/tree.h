@@ -44,7 +44,10 @@ struct btk_block {
  * reading safely needs (bounds, key order) and the kernel's canonical layout (item data packed
  * back to back from the leaf end, sector-aligned child pointers). BTK_READ_SAFETY_ONLY: only
  * the former, for the checker, which sees and reports such blocks itself. */
-enum btk_read_mode { BTK_READ_KERNEL = 0, BTK_READ_SAFETY_ONLY };
+enum btk_read_mode { BTK_READ_KERNEL = 0, BTK_READ_SAFETY_ONLY, BTK_READ_WIPED_CSUM };
+/* BTK_READ_WIPED_CSUM: as BTK_READ_SAFETY_ONLY, and a block whose checksum field is all zeros
+ * (wiped, not a checksum that disagrees) passes without one: a repair that copies such a
+ * block, whose header and items it then checks against their pointer, reads it so. */
 /* Sets the mode of fs's later reads (the tree layer keeps it with fs's block cache; blocks
  * already cached stay) and returns the mode before. */
 enum btk_read_mode btk_tree_read_mode(struct btk_fs *fs, enum btk_read_mode mode);

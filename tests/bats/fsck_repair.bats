@@ -120,9 +120,46 @@ PY
 	repaired_clean leaf-gen leaf-gap
 }
 
+@test "repair: a leaf whose checksum was wiped (zeros) is copied with one, every file as before" {
+	require_btk fsck
+	broken leaf-csum-zero
+	btk_run 120 "$FSCK" -q "$IMG"
+	[ "$status" = 4 ]
+	btk_run 120 "$FSCK" --repair "$IMG"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -q 'E0606 tb-unreadable.*checksum wiped' "$BTK_OUT"
+	btk_run 120 "$FSCK" -q "$IMG"
+	[ "$status" = 0 ]
+	btrfs_clean "$IMG"
+	# the files read as in the image before the damage
+	local b=$BATS_TEST_TMPDIR/before a=$BATS_TEST_TMPDIR/after
+	"$BTK_BUILD/bin/btk-image" get -r "$BATS_FILE_TMPDIR/base.img" / "$b" >/dev/null
+	"$BTK_BUILD/bin/btk-image" get -r "$IMG" / "$a" >/dev/null
+	diff -r "$b" "$a"
+}
+
 @test "repair: a dev extent past its device item's size: the item takes the device's size" {
 	require_btk fsck
 	repaired_clean dev-extent
+}
+
+@test "repair: a compressed extent in a NODATASUM inode: the inode loses NODATASUM (checksums as on disk)" {
+	require_btk fsck
+	local d=$BATS_TEST_TMPDIR/src i
+	mkdir -p "$d"
+	for i in $(seq 1 4000); do echo "line $i of a compressible file"; done >"$d/f"
+	IMG=$BATS_TEST_TMPDIR/comp.img
+	"$BTK_BUILD/bin/btk-mkfs" -q -f --rootdir "$d" --compress=lzo -b 256M "$IMG" >/dev/null
+	run "$CORRUPT" nodatasum "$IMG"
+	[ "$status" = 0 ]
+	btk_run 120 "$FSCK" -q "$IMG"
+	[ "$status" = 4 ]
+	btk_run 120 "$FSCK" --repair "$IMG"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -q 'E1310 fe-compressed-nodatasum.*NODATASUM cleared' "$BTK_OUT"
+	btk_run 120 "$FSCK" -q "$IMG"
+	[ "$status" = 0 ]
+	btrfs_clean "$IMG"
 }
 
 @test "repair: a problem without a fix is left, reported, and nothing is written" {

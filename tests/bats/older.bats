@@ -147,3 +147,45 @@ setup() {
 	btk_run 60 "$IMG" stat --json --hash sha1 "$D/t.img" /d/two
 	[ "$(jq -r .sha1 "$BTK_OUT")" = "$(sha1sum <"$D/src/d/two" | cut -d' ' -f1)" ]
 }
+
+@test "btk-owner: a free byte inside the older root's fs tree leaf is stale metadata, with the names it held" {
+	btk_run 60 "$IMG" roots --json "$D/a.img"
+	leaf=$(jq -r '[.roots[] | select(.tree == 5 and .generation == 1 and (.current | not))][0].bytenr' "$BTK_OUT")
+	[ "$leaf" != null ]
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" -l "$D/a.img" $((leaf + 100))
+	[ "$status" -eq 0 ]
+	grep -E "^$((leaf + 100)) stale-metadata logical=$((leaf + 100)) tree=5 generation=1 level=0 block=$leaf .*name=[0-9]+/[0-9]+:one( |$)" "$BTK_OUT"
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" -l --json "$D/a.img" $((leaf + 100))
+	[ "$(jq -r '.queries[0] | "\(.kind) \(.stale.tree) \(.stale.generation) \([.stale.names[].name] | index("one") != null)"' "$BTK_OUT")" = \
+		"stale-metadata 5 1 true" ]
+	# the current leaf is metadata, owned as before
+	cur=$(jq -r '.roots[] | select(.tree == 5 and .current) | .bytenr' <("$IMG" roots --json "$D/a.img"))
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" -l "$D/a.img" "$cur"
+	grep -q "^$cur metadata .*root=5 level=0" "$BTK_OUT"
+}
+
+@test "btk-owner --list-free and --unallocated: every range's ends are free (or stale) and unallocated, the bytes just before a free range are not" {
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" --list-free --json "$D/a.img"
+	[ "$status" -eq 0 ]
+	[ "$(jq '.free | length' "$BTK_OUT")" -gt 0 ]
+	mapfile -t ends < <(jq -r '.free[] | "\(.logical) \(.logical + .length - 1)"' "$BTK_OUT" | tr ' ' '\n')
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" -l "$D/a.img" "${ends[@]}"
+	[ "$status" -eq 0 ]
+	! awk '{ print $2 }' "$BTK_OUT" | grep -vxE 'free|stale-metadata'
+	# ranges are whole: the byte before one is used, or ends the range before it (the previous
+	# block group's free tail)
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" --list-free --json "$D/a.img"
+	jq -r '.free[] | .logical - 1' "$BTK_OUT" >"$D/before"
+	printf '%s\n' "${ends[@]}" >"$D/ends"
+	"$BTK_BUILD/bin/btk-owner" -l "$D/a.img" $(cat "$D/before") | awk '$2 == "free" { print $1 }' >"$D/freebefore"
+	! grep -vxFf "$D/ends" "$D/freebefore"
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" --unallocated "$D/a.img"
+	[ "$status" -eq 0 ]
+	while read -r _ dev phys len; do
+		p=${phys#physical=} n=${len#length=}
+		"$BTK_BUILD/bin/btk-owner" "$D/a.img" "$p" $((p + n - 1)) | awk '{ print $2 }' | sort -u >"$D/u"
+		[ "$(cat "$D/u")" = unallocated ]
+	done <"$BTK_OUT"
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" --list-free --unallocated "$D/a.img"
+	[ "$status" -eq 2 ]
+}

@@ -69,7 +69,8 @@ static int find_item(struct btk_fs *fs, uint64_t tree, const struct btk_key *fro
 }
 
 /* Writes buf (a whole tree block) with a fresh checksum to every copy. */
-static int write_block(struct btk_fs *fs, uint64_t bytenr, uint8_t *buf)
+/* Writes buf to every copy of bytenr, its checksum computed (or, with wipe, zeros). */
+static int write_block_sum(struct btk_fs *fs, uint64_t bytenr, uint8_t *buf, bool wipe)
 {
 	uint8_t sum[BTK_CSUM_MAX];
 	struct btk_phys ph[8];
@@ -77,7 +78,8 @@ static int write_block(struct btk_fs *fs, uint64_t bytenr, uint8_t *buf)
 
 	btk_csum(fs->csum_type, buf + BTK_CSUM_MAX, fs->nodesize - BTK_CSUM_MAX, sum);
 	memset(buf, 0, BTK_CSUM_MAX);
-	memcpy(buf, sum, (size_t)fs->csum_size);
+	if (!wipe)
+		memcpy(buf, sum, (size_t)fs->csum_size);
 	ret = btk_map_logical(fs, bytenr, ph, 8, &n, NULL);
 	if (ret)
 		return ret;
@@ -91,6 +93,11 @@ static int write_block(struct btk_fs *fs, uint64_t bytenr, uint8_t *buf)
 	/* later searches of a kind that changes several items must see this version */
 	btk_cache_forget(fs->cache, bytenr);
 	return 0;
+}
+
+static int write_block(struct btk_fs *fs, uint64_t bytenr, uint8_t *buf)
+{
+	return write_block_sum(fs, bytenr, buf, false);
 }
 
 static struct btk_item *item_at(uint8_t *buf, int slot)
@@ -702,6 +709,26 @@ static int k_leaf_gen(struct btk_fs *fs, const char *n)
 	if (!ret)
 		printf("%s: leaf %llu: generation %llu -> %llu\n", n, (unsigned long long)t.bytenr,
 		       (unsigned long long)gen, (unsigned long long)gen + 0x2d000000);
+	return ret;
+}
+/* An fs tree leaf's checksum field wiped to zeros on every copy (contents intact). */
+static int k_leaf_csum_zero(struct btk_fs *fs, const char *n)
+{
+	struct want w = {.type = BTRFS_INODE_ITEM_KEY, .file_extent_type = -1};
+	struct target t;
+	int ret = find_item(fs, fs_tree, &from256, match_want, &w, &t);
+	uint8_t *buf;
+
+	if (ret)
+		return ret;
+	if (!(buf = malloc(fs->nodesize)))
+		return -ENOMEM;
+	ret = btk_read_logical(fs, t.bytenr, buf, fs->nodesize);
+	if (!ret)
+		ret = write_block_sum(fs, t.bytenr, buf, true);
+	free(buf);
+	if (!ret)
+		printf("%s: leaf %llu: checksum zeroed\n", n, (unsigned long long)t.bytenr);
 	return ret;
 }
 /* The fs tree's root item says one level more than its root block has. */
@@ -1970,6 +1997,7 @@ static const struct kind kinds[] = {
     {"fe-bytenr", "a regular file extent's disk_bytenr + 32 MiB + 7 (unaligned)", k_fe_bytenr},
     {"index-name", "a DIR_INDEX's name changed (first byte + 1)", k_index_name},
     {"leaf-gen", "an fs tree leaf's header generation far past the filesystem's", k_leaf_gen},
+    {"leaf-csum-zero", "an fs tree leaf's checksum wiped to zeros (every copy)", k_leaf_csum_zero},
     {"bg-used", "a block group's used + 4096", k_bg_used},
     {"free-space", "a free space extent 4096 shorter", k_free_space},
     {"fst-grow", "a free space extent 4096 longer (used space recorded free)", k_fst_grow},

@@ -26,6 +26,7 @@ setup() {
 teardown() {
 	mountpoint -q "$MNT" && umount "$MNT"
 	for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
+	[ -z "${MADE_NODE:-}" ] || rm -f "$MADE_NODE"
 	true
 }
 
@@ -187,10 +188,18 @@ resize_inside() {
 	LOOP=$(losetup -f --show -P "$D/k.img")
 	LOOPS+=("$LOOP")
 	udevadm settle 2>/dev/null || true
+	# without udev (a container) the kernel's partition has no node yet: make it from sysfs
+	sys=/sys/block/${LOOP#/dev/}/${LOOP#/dev/}p2/dev
+	if [ ! -b "${LOOP}p2" ] && [ -r "$sys" ]; then
+		IFS=: read -r ma mi <"$sys"
+		mknod "${LOOP}p2" b "$ma" "$mi"
+		MADE_NODE=${LOOP}p2
+	fi
 	[ -b "${LOOP}p2" ] || skip "no partition devices for loop devices"
 	mount -o ro "${LOOP}p2" "$MNT"
 	btk_run 30 "$B/btk-image" mkdir "$LOOP@p2" /x
 	[ "$status" -eq 1 ] && grep -q "in use" "$BTK_ERR" || { show_err; false; }
+	grep -q "mounted on $MNT" "$BTK_ERR" || { show_err; false; }
 	btk_run 30 "$B/btk-image" mkdir "$D/k.img@p2" /x
 	[ "$status" -eq 1 ] && grep -q "in use" "$BTK_ERR" || { show_err; false; }
 	umount "$MNT"

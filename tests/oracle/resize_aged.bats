@@ -450,7 +450,7 @@ powercut_multi() {
 
 @test "power cut at sampled writes of a RAID1 shrink of one device of 3 (chunks cut in every copy, new chunks on the others): old or new filesystem, same files" {
 	aged_multi r1x3 1G 4 3 -d raid1 -m raid1
-	powercut_multi 1 8 4 "^would make a data chunk .* on devid [23]"
+	powercut_multi 1 16 4 "^would make a data chunk .* on devid [23]"
 }
 
 @test "power cut at sampled writes of a repacking shrink (a chunk split, metadata compacted): old or new filesystem, same files" {
