@@ -13,12 +13,12 @@
  *      to exist with its logged index (a name pointing at another inode is unlinked first),
  *      and the names of a logged inode under a logged parent that the log does not hold go;
  *   3. the rest: xattr items copied, file extents inserted after the items they cover go
- *      (a new data extent is recorded, one that exists gets a reference), data checksums
- *      replaced;
+ *      (a new data extent is recorded, one that exists gets a reference; old items they
+ *      cover go or are cut), data checksums replaced;
  * then every inode touched gets its link count from its names (a directory: 1, and its size
  * from its entries), one that has no name left is deleted, and the commit writes superblocks
- * without the log. What the replay does not know (a partially overwritten extent, a logged
- * subvolume entry) stops it before anything is committed.
+ * without the log. What the replay does not know (a write over part of an inline extent, a
+ * logged subvolume entry) stops it before anything is committed.
  */
 #include "repair/rescue.h"
 #include "base/error.h"
