@@ -192,7 +192,7 @@ static int run_convert(const struct args *a, const char *dev, const struct btk_d
 	/* the writer's lock before the source is read: held to the last write */
 	char file[4096];
 	uint64_t off, size;
-	if (btk_dev_where_resolve(dev, &d->where, file, sizeof(file), &off, &size) ||
+	if (btk_dev_where_resolve(dev, &d->where, true, file, sizeof(file), &off, &size) ||
 	    (!a->dry && btk_lock_take(file, d->wait, &hold)) ||
 	    ext_open_at(dev, file, off, a->force, &src)) {
 		cli_err("%s", btk_errmsg());

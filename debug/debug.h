@@ -56,6 +56,9 @@ void text_begin(void *ctx, const char *name, bool array);
 void text_end(void *ctx, bool array);
 void text_brk(void *ctx);
 void hex_bytes(FILE *out, const uint8_t *p, size_t len);
+/* The values both renderers write alike (JSON quotes the uuid and the hex bytes): a signed
+ * number, a uuid, hex bytes; nothing for the other kinds. */
+void put_plain(FILE *out, const struct btk_field *f);
 
 /* Commands: return the exit status (0 ok, 1 error). */
 int cmd_super(const char *const *devs, int n, bool all, bool json);

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 
 #include "debug.h"
+#include "cli/cli.h"
 
 /* Decimal without printf. */
 void put_u64(FILE *out, uint64_t v)
@@ -61,6 +62,26 @@ void hex_bytes(FILE *out, const uint8_t *p, size_t len)
 		}
 	}
 	fwrite_unlocked(buf, 1, o, out);
+}
+
+void put_plain(FILE *out, const struct btk_field *f)
+{
+	char u[CLI_UUID_STR];
+
+	switch (f->kind) {
+	case BTK_F_S64:
+		fprintf(out, "%" PRId64, f->s);
+		break;
+	case BTK_F_UUID:
+		cli_uuid_format(f->p, u);
+		fwrite_unlocked(u, 1, 36, out);
+		break;
+	case BTK_F_HEX:
+		hex_bytes(out, f->p, f->len);
+		break;
+	default: /* the renderers write the others each in their own way */
+		break;
+	}
 }
 
 void render_reset(struct render *r)

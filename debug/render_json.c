@@ -1,8 +1,6 @@
 /* render_json.c — JSON rendering of the decoder's field stream (one object body). */
-#include <inttypes.h>
 
 #include "debug.h"
-#include "cli/cli.h"
 
 static void json_sep(struct render *r, const char *name)
 {
@@ -21,7 +19,6 @@ void json_field(void *ctx, const struct btk_field *f)
 {
 	struct render *r = ctx;
 	FILE *o = r->out;
-	char u[CLI_UUID_STR];
 
 	json_sep(r, f->name);
 	switch (f->kind) {
@@ -29,20 +26,15 @@ void json_field(void *ctx, const struct btk_field *f)
 		put_u64(o, f->u);
 		break;
 	case BTK_F_S64:
-		fprintf(o, "%" PRId64, f->s);
+		put_plain(o, f);
 		break;
 	case BTK_F_STR:
 		btk_json_str(o, f->p, f->len);
 		break;
 	case BTK_F_UUID:
-		cli_uuid_format(f->p, u);
+	case BTK_F_HEX: /* strings of safe characters */
 		putc_unlocked('"', o);
-		fwrite_unlocked(u, 1, 36, o);
-		putc_unlocked('"', o);
-		break;
-	case BTK_F_HEX:
-		putc_unlocked('"', o);
-		hex_bytes(o, f->p, f->len);
+		put_plain(o, f);
 		putc_unlocked('"', o);
 		break;
 	case BTK_F_TIME:

@@ -112,17 +112,12 @@ static void text_value(struct render *r, const struct btk_field *f)
 			put_u64(o, f->u);
 		break;
 	case BTK_F_S64:
-		fprintf(o, "%" PRId64, f->s);
+	case BTK_F_UUID:
+	case BTK_F_HEX:
+		put_plain(o, f);
 		break;
 	case BTK_F_STR:
 		text_string(o, f->p, f->len);
-		break;
-	case BTK_F_UUID:
-		cli_uuid_format(f->p, buf);
-		fwrite_unlocked(buf, 1, 36, o);
-		break;
-	case BTK_F_HEX:
-		hex_bytes(o, f->p, f->len);
 		break;
 	case BTK_F_TIME:
 		text_time(o, f->u, f->nsec);

@@ -166,8 +166,10 @@ int verb_diff(int argc, const char **argv); /* diff.c */
 
 /* ---- content hashes (hash.c) ---- */
 #define IMG_HASH_HEX 129
-/* name if it is a hash ls and stat take ("md5", "sha1", "sha256"), else NULL */
-const char *img_hash_check(const char *name);
+/* ls's and stat's --hash ALGO after their parse: rc as it was, the name in *hash ("md5",
+ * "sha1", "sha256"; untouched without the option), or CLI_EXIT_USAGE after one line for another
+ * name. Frees arg (popt's copy). */
+int img_hash_opt(int rc, char *arg, const char **hash);
 /* The hex digest of regular file n's content (holes as zeros) into out; 0, or a negative errno
  * with btk_errmsg (a range that does not read). */
 int img_file_hash(struct img_cmd *c, const struct img_node *n, const char *algo,

@@ -1,20 +1,29 @@
 /* hash.c — a file's content hash (md5, sha1, sha256) for ls/stat --hash and body files. */
 #include <errno.h>
 #include <openssl/evp.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/error.h"
+#include "cli/cli.h"
 #include "fileops.h"
 #include "fs/fs_read.h"
 
-const char *img_hash_check(const char *name)
+int img_hash_opt(int rc, char *arg, const char **hash)
 {
 	static const char *const ok[] = {"md5", "sha1", "sha256"};
+	size_t i = 0;
 
-	for (size_t i = 0; name && i < 3; i++)
-		if (!strcmp(name, ok[i]))
-			return ok[i];
-	return NULL;
+	while (i < 3 && arg && strcmp(arg, ok[i]))
+		i++;
+	if (!rc && arg && i == 3) {
+		cli_err("--hash: '%s': expected md5, sha1 or sha256", arg);
+		rc = CLI_EXIT_USAGE;
+	} else if (!rc && arg) {
+		*hash = ok[i];
+	}
+	free(arg);
+	return rc;
 }
 
 static int feed(void *ctx, uint64_t off, const uint8_t *data, size_t len)

@@ -192,11 +192,7 @@ int verb_ls(int argc, const char **argv)
 	    CLI_STD_OPTIONS POPT_TABLEEND};
 	int rc = img_parse(&c, argc, argv, opts, "[-laRh] [--json] IMG [PATH]", 1, 2);
 
-	if (!rc && hash_s && !(l.hash = img_hash_check(hash_s))) {
-		cli_err("--hash: '%s': expected md5, sha1 or sha256", hash_s);
-		rc = CLI_EXIT_USAGE;
-	}
-	free(hash_s);
+	rc = img_hash_opt(rc, hash_s, &l.hash);
 	if (!rc && l.body && c.json) {
 		cli_err("--bodyfile and --json: give one of them");
 		rc = CLI_EXIT_USAGE;

@@ -223,11 +223,7 @@ int verb_stat(int argc, const char **argv)
 				    CLI_STD_OPTIONS POPT_TABLEEND};
 	int rc = img_parse(&c, argc, argv, opts, "[--json] [--hash ALGO] IMG PATH", 2, 2);
 
-	if (!rc && hash_s && !(s.hash = img_hash_check(hash_s))) {
-		cli_err("--hash: '%s': expected md5, sha1 or sha256", hash_s);
-		rc = CLI_EXIT_USAGE;
-	}
-	free(hash_s);
+	rc = img_hash_opt(rc, hash_s, &s.hash);
 
 	if (!rc)
 		rc = img_open(&c, false);

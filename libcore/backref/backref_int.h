@@ -4,22 +4,8 @@
 
 #include <stdint.h>
 #include "backref/backref.h"
+#include "base/u64set.h"
 #include "fs/fs_read.h"
-
-struct br_slot {
-	uint64_t key;
-	size_t val;
-	bool used;
-};
-
-struct br_map {
-	struct br_slot *slots;
-	size_t cap, n; /* cap is 0 or a power of two */
-};
-
-long br_map_get(const struct br_map *m, uint64_t key);
-int br_map_put(struct br_map *m, uint64_t key, size_t val);
-void br_map_free(struct br_map *m);
 
 int br_u64_push(uint64_t **v, size_t *n, size_t *cap, uint64_t x);
 /* Sorts v and drops duplicates; returns the new count. */
@@ -46,10 +32,10 @@ struct btk_backref {
 	struct btk_fs *fs;
 	struct br_block *blocks;
 	size_t nblocks, capblocks;
-	struct br_map block_map; /* bytenr -> index in blocks */
+	struct btk_u64map block_map; /* bytenr -> index in blocks */
 	struct br_rootc *rootv;
 	size_t nrootv, caprootv;
-	struct br_map root_map; /* root id -> index in rootv */
+	struct btk_u64map root_map; /* root id -> index in rootv */
 };
 
 /* Result building (backref.c). */

@@ -8,72 +8,6 @@
 #include "base/error.h"
 #include "base/vec.h"
 
-/* ---- u64 -> index hash (open addressing, linear probing) ---- */
-
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	return x;
-}
-
-static int map_grow(struct br_map *m)
-{
-	size_t ncap = m->cap ? m->cap * 2 : 1024;
-	struct br_slot *ns = calloc(ncap, sizeof(*ns));
-
-	if (!ns)
-		return btk_err(ENOMEM, "out of memory");
-	for (size_t i = 0; i < m->cap; i++) {
-		if (!m->slots[i].used)
-			continue;
-		size_t h = mix(m->slots[i].key) & (ncap - 1);
-		while (ns[h].used)
-			h = (h + 1) & (ncap - 1);
-		ns[h] = m->slots[i];
-	}
-	free(m->slots);
-	m->slots = ns;
-	m->cap = ncap;
-	return 0;
-}
-
-/* Index stored for key, or -1. */
-long br_map_get(const struct br_map *m, uint64_t key)
-{
-	if (!m->cap)
-		return -1;
-	for (size_t h = mix(key) & (m->cap - 1);; h = (h + 1) & (m->cap - 1)) {
-		if (!m->slots[h].used)
-			return -1;
-		if (m->slots[h].key == key)
-			return (long)m->slots[h].val;
-	}
-}
-
-int br_map_put(struct br_map *m, uint64_t key, size_t val)
-{
-	if ((m->n + 1) * 2 > m->cap) {
-		int ret = map_grow(m);
-		if (ret)
-			return ret;
-	}
-	size_t h = mix(key) & (m->cap - 1);
-	while (m->slots[h].used && m->slots[h].key != key)
-		h = (h + 1) & (m->cap - 1);
-	if (!m->slots[h].used)
-		m->n++;
-	m->slots[h] = (struct br_slot){key, val, true};
-	return 0;
-}
-
-void br_map_free(struct br_map *m)
-{
-	free(m->slots);
-	memset(m, 0, sizeof(*m));
-}
-
 /* ---- growable u64 sets ---- */
 
 int br_u64_push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
@@ -128,14 +62,14 @@ void btk_backref_free(struct btk_backref *br)
 	}
 	free(br->blocks);
 	free(br->rootv);
-	br_map_free(&br->block_map);
-	br_map_free(&br->root_map);
+	btk_u64map_free(&br->block_map);
+	btk_u64map_free(&br->root_map);
 	free(br);
 }
 
 int btk_backref_root(struct btk_backref *br, uint64_t id, struct btk_root *out)
 {
-	long i = br_map_get(&br->root_map, id);
+	long i = btk_u64map_get(&br->root_map, id);
 	int ret;
 
 	if (i < 0) {
@@ -148,7 +82,7 @@ int btk_backref_root(struct btk_backref *br, uint64_t id, struct btk_root *out)
 			return btk_err(ENOMEM, "out of memory");
 		*slot = c;
 		i = (long)br->nrootv - 1;
-		if ((ret = br_map_put(&br->root_map, id, (size_t)i))) {
+		if ((ret = btk_u64map_put(&br->root_map, id, (size_t)i))) {
 			br->nrootv--;
 			return ret;
 		}
@@ -164,7 +98,7 @@ int btk_backref_root(struct btk_backref *br, uint64_t id, struct btk_root *out)
 
 static int block_entry(struct btk_backref *br, uint64_t bytenr, size_t *idx)
 {
-	long i = br_map_get(&br->block_map, bytenr);
+	long i = btk_u64map_get(&br->block_map, bytenr);
 
 	if (i >= 0) {
 		*idx = (size_t)i;
@@ -174,7 +108,7 @@ static int block_entry(struct btk_backref *br, uint64_t bytenr, size_t *idx)
 	if (!b)
 		return btk_err(ENOMEM, "out of memory");
 	b->bytenr = bytenr;
-	int ret = br_map_put(&br->block_map, bytenr, br->nblocks - 1);
+	int ret = btk_u64map_put(&br->block_map, bytenr, br->nblocks - 1);
 	if (ret) {
 		br->nblocks--;
 		return ret;

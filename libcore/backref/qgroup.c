@@ -153,7 +153,8 @@ static int cmp_ext(const void *x, const void *y)
 
 /* Every tree block and data extent below (and with) a block a dropped tree shared: the set
  * of trees reaching each loses the dropped one, their references unchanged. */
-static int trace_subtree(struct acct *a, struct br_map *seen, uint64_t bytenr, int level, int depth)
+static int trace_subtree(struct acct *a, struct btk_u64set *seen, uint64_t bytenr, int level,
+			 int depth)
 {
 	struct btk_block_check chk = {.level = level};
 	struct btk_block *b;
@@ -162,9 +163,9 @@ static int trace_subtree(struct acct *a, struct br_map *seen, uint64_t bytenr, i
 	if (depth > BTK_MAX_LEVEL || level < 0)
 		return btk_err(EUCLEAN, "block %llu: tree deeper than %d levels",
 			       (unsigned long long)bytenr, BTK_MAX_LEVEL);
-	if (br_map_get(seen, bytenr) >= 0)
-		return 0;
-	if ((ret = br_map_put(seen, bytenr, 0)) || (ret = ext_push(a, bytenr, a->fs->nodesize)))
+	if ((ret = btk_u64set_add(seen, bytenr)) <= 0) /* seen before (0), or -ENOMEM */
+		return ret;
+	if ((ret = ext_push(a, bytenr, a->fs->nodesize)))
 		return ret;
 	if ((ret = btk_block_read(a->fs, bytenr, &chk, &b)))
 		return ret;
@@ -193,7 +194,7 @@ static int trace_subtree(struct acct *a, struct br_map *seen, uint64_t bytenr, i
 /* The extents to count: those whose references changed, and what dropped trees shared. */
 static int gather(struct acct *a, const struct btk_trans_changes *c)
 {
-	struct br_map seen = {0};
+	struct btk_u64set seen = {0};
 	size_t j = 0;
 	int ret = 0;
 
@@ -202,7 +203,7 @@ static int gather(struct acct *a, const struct btk_trans_changes *c)
 	for (size_t i = 0; i < c->ndrops && !ret; i++)
 		if (c->drops[i].bytenr)
 			ret = trace_subtree(a, &seen, c->drops[i].bytenr, c->drops[i].level, 0);
-	br_map_free(&seen);
+	btk_u64set_free(&seen);
 	if (ret || !a->next)
 		return ret;
 	qsort(a->ext, a->next, sizeof(*a->ext), cmp_ext);
@@ -238,16 +239,23 @@ static bool has(const uint64_t *v, size_t n, uint64_t x)
 	return false;
 }
 
+/* A backref session on the filesystem as the transaction found it (after false) or as it
+ * leaves it. */
+static int session(struct acct *a, bool after, struct btk_backref **br)
+{
+	int ret = btk_trans_view(a->t, after);
+
+	return ret ? ret : btk_backref_new(a->fs, br);
+}
+
 /* The roots before the transaction: the committed trees', and with a snapshot as if it had
  * been taken of them first (the kernel's order): it reaches everything its source reached but
  * the source's root block, and holds its own root block. */
 static int old_roots(struct acct *a, const struct btk_snapshot_note *snap, uint64_t src_root)
 {
 	struct btk_backref *br;
-	int ret = btk_trans_view(a->t, false);
+	int ret = session(a, false, &br);
 
-	if (!ret)
-		ret = btk_backref_new(a->fs, &br);
 	if (ret)
 		return ret;
 	a->old_at = malloc((a->next + 1) * sizeof(*a->old_at));
@@ -359,10 +367,8 @@ static int count_extent(struct acct *a, uint64_t bytes, const uint64_t *o, size_
 static int new_roots(struct acct *a)
 {
 	struct btk_backref *br;
-	int ret = btk_trans_view(a->t, true);
+	int ret = session(a, true, &br);
 
-	if (!ret)
-		ret = btk_backref_new(a->fs, &br);
 	if (ret)
 		return ret;
 	for (size_t i = 0; i < a->next && !ret; i++) {

@@ -181,14 +181,9 @@ static void block_refs(struct chk *c, const struct btk_block *b)
 		return;
 	for (uint32_t i = 0; i < n && !c->oom; i++) {
 		struct btk_key k;
-		btk_leaf_key(b, (int)i, &k);
-		if (k.type != BTRFS_EXTENT_DATA_KEY)
-			continue;
 		struct btk_file_extent fe;
 		/* a short or odd item is reported by the fs checker */
-		if (btk_file_extent_item_parse(btk_leaf_data(b, (int)i), btk_leaf_size(b, (int)i),
-					       k.offset, &fe) != BTK_FE_WHOLE ||
-		    fe.type == BTRFS_FILE_EXTENT_INLINE || !fe.disk_bytenr)
+		if (!btk_leaf_data_extent(b, (int)i, &k, &fe))
 			continue;
 		struct chk_ref r = {
 		    .bytenr = fe.disk_bytenr,

@@ -33,7 +33,8 @@ struct btk_dir_ent {
 	uint8_t type; /* BTRFS_FT_* */
 };
 
-/* A walk over the entries of one item; the bytes stay the caller's. */
+/* A walk over the entries of one item (INODE_REF and INODE_EXTREF walks too); the bytes stay
+ * the caller's. */
 struct btk_dir_iter {
 	const uint8_t *d;
 	uint32_t size;
@@ -48,19 +49,31 @@ static inline void btk_dir_iter_init(struct btk_dir_iter *it, const uint8_t *d, 
 	it->at = it->next = 0;
 }
 
+/* The first step of every walk: the entry at it->next becomes the one at it->at. 0 at the end
+ * of the item, -EUCLEAN when fewer than head bytes are left, else 1 with *h the entry and
+ * *left its bytes to the end of the item. */
+static inline int btk_dir_iter_step(struct btk_dir_iter *it, uint32_t head, const uint8_t **h,
+				    uint32_t *left)
+{
+	*left = it->size - it->next;
+	*h = it->d + it->next;
+	it->at = it->next;
+	if (it->next >= it->size)
+		return 0;
+	return *left < head ? -EUCLEAN : 1;
+}
+
 /* 1: *e holds the next entry (at it->at); 0: the end of the item; -EUCLEAN: the entry at
  * it->at overruns the item (its header or its name and data). After an error the iterator
  * stays on the bad entry. */
 static inline int btk_dir_next(struct btk_dir_iter *it, struct btk_dir_ent *e)
 {
-	uint32_t left = it->size - it->next;
-	const uint8_t *h = it->d + it->next;
+	const uint8_t *h;
+	uint32_t left;
+	int ret = btk_dir_iter_step(it, BTK_DIR_ENTRY_HEAD, &h, &left);
 
-	it->at = it->next;
-	if (it->next >= it->size)
-		return 0;
-	if (left < BTK_DIR_ENTRY_HEAD)
-		return -EUCLEAN;
+	if (ret <= 0)
+		return ret;
 	e->name_len = BTK_GET(struct btrfs_dir_item, h, name_len);
 	e->data_len = BTK_GET(struct btrfs_dir_item, h, data_len);
 	if ((uint32_t)e->name_len + e->data_len > left - BTK_DIR_ENTRY_HEAD)
@@ -118,8 +131,7 @@ struct btk_ref_ent {
 
 /* A walk over the entries of one INODE_REF or INODE_EXTREF item. */
 struct btk_ref_iter {
-	const uint8_t *d;
-	uint32_t size, at, next;
+	struct btk_dir_iter pos; /* pos.at: the entry last returned, or the bad one */
 	bool extref;
 	uint64_t key_offset;
 };
@@ -128,26 +140,22 @@ struct btk_ref_iter {
 static inline void btk_ref_iter_init(struct btk_ref_iter *it, const struct btk_key *k,
 				     const uint8_t *d, uint32_t size)
 {
-	it->d = d;
-	it->size = size;
-	it->at = it->next = 0;
+	btk_dir_iter_init(&it->pos, d, size);
 	it->extref = k->type == BTRFS_INODE_EXTREF_KEY;
 	it->key_offset = k->offset;
 }
 
-/* 1: *r holds the next reference (at it->at); 0: the end; -EUCLEAN: the entry at it->at
- * overruns the item. After an error the iterator stays on the bad entry. */
+/* 1: *r holds the next reference (at it->pos.at); 0: the end; -EUCLEAN: the entry at
+ * it->pos.at overruns the item. After an error the iterator stays on the bad entry. */
 static inline int btk_ref_next(struct btk_ref_iter *it, struct btk_ref_ent *r)
 {
 	uint32_t hdr = it->extref ? BTK_INODE_EXTREF_HEAD : BTK_INODE_REF_HEAD;
-	uint32_t left = it->size - it->next;
-	const uint8_t *e = it->d + it->next;
+	const uint8_t *e;
+	uint32_t left;
+	int ret = btk_dir_iter_step(&it->pos, hdr, &e, &left);
 
-	it->at = it->next;
-	if (it->next >= it->size)
-		return 0;
-	if (left < hdr)
-		return -EUCLEAN;
+	if (ret <= 0)
+		return ret;
 	if (it->extref) {
 		r->parent = BTK_GET(struct btrfs_inode_extref, e, parent_objectid);
 		r->index = BTK_GET(struct btrfs_inode_extref, e, index);
@@ -160,7 +168,7 @@ static inline int btk_ref_next(struct btk_ref_iter *it, struct btk_ref_ent *r)
 	if (r->name_len > left - hdr)
 		return -EUCLEAN;
 	r->name = (const char *)e + hdr;
-	it->next += hdr + r->name_len;
+	it->pos.next += hdr + r->name_len;
 	return 1;
 }
 

@@ -106,7 +106,7 @@ static int find_entry(const struct btk_key *key, const uint8_t *d, uint32_t size
 			return ret;
 		if (index)
 			*index = r.index;
-		from = it.at, to = it.next;
+		from = it.pos.at, to = it.pos.next;
 	} else {
 		struct btk_dir_iter it;
 		struct btk_dir_ent e;

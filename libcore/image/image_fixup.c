@@ -156,12 +156,7 @@ int btk_image_fixup_devices(struct btk_dev *dev, int super_mirror, uint64_t devi
 		ret = drop_dev_extents(fs, t, chunk_uuid);
 	if (!ret)
 		ret = add_dev_extents(fs, t, chunk_uuid);
-	if (t) {
-		if (ret)
-			btk_trans_abort(t);
-		else
-			ret = btk_trans_commit(t);
-	}
+	ret = btk_trans_end(t, ret);
 	if (!ret && log->root)
 		ret = put_log_back(fs, log);
 	btk_write_close(w);

@@ -35,6 +35,21 @@ static void before_change(void)
 		change_hook();
 }
 
+int btk_dev_new(const char *path, const struct btk_dev_ops *ops, void *priv, struct btk_dev **out)
+{
+	struct btk_dev *dev = calloc(1, sizeof(*dev));
+
+	if (!dev || !(dev->path = strdup(path))) {
+		free(dev);
+		return btk_err(ENOMEM, "out of memory");
+	}
+	dev->ops = ops;
+	dev->fd = -1;
+	dev->priv = priv;
+	*out = dev;
+	return 0;
+}
+
 int btk_dev_read(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
 {
 	if (off > dev->size || len > dev->size - off)
@@ -162,25 +177,4 @@ void btk_dev_unview(struct btk_view *v)
 	if (v->map)
 		munmap(v->map, v->maplen);
 	memset(v, 0, sizeof(*v));
-}
-
-int btk_dev_stack(struct btk_dev *lower, const struct btk_dev_ops *ops, void *priv,
-		  struct btk_dev **out)
-{
-	struct btk_dev *dev = calloc(1, sizeof(*dev));
-
-	if (!dev || !(dev->path = strdup(lower->path))) {
-		free(dev);
-		return btk_err(ENOMEM, "out of memory");
-	}
-	dev->ops = ops;
-	dev->fd = -1;
-	dev->size = lower->size;
-	dev->writable = lower->writable;
-	dev->is_blockdev = lower->is_blockdev;
-	dev->fixed_size = lower->fixed_size;
-	dev->priv = priv;
-	dev->lower = lower;
-	*out = dev;
-	return 0;
 }

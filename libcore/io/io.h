@@ -59,6 +59,8 @@ struct btk_dev {
 	struct btk_io_stats stats;
 	void *priv;	       /* backend data */
 	struct btk_dev *lower; /* wrapped device for stacking backends (faults), or NULL */
+	const struct btk_dev_filter *filter; /* with lower: the stacking backend's (stack.c) */
+	uint64_t lower_off;		     /* with lower: where byte 0 lies on it (a window) */
 	struct btk_lock *lock; /* the writer's lock this handle holds (lock.c), or NULL */
 	bool created;	       /* btk_dev_open_opts made the file (o->create): it was not there */
 	bool fixed_size;       /* writes never grow it and it cannot be truncated: a block
@@ -69,9 +71,35 @@ struct btk_dev {
 #define BTK_OPEN_CREATE 2 /* create the file if missing (with WRITE) */
 #define BTK_OPEN_EXCL	4 /* O_EXCL on block devices: fail if mounted or held */
 
-/* For stacking backends: a new handle over lower with the backend's ops and priv, taking
- * lower's path, size and flags (closing it is the backend's close). 0 or -ENOMEM. */
-int btk_dev_stack(struct btk_dev *lower, const struct btk_dev_ops *ops, void *priv,
+/* For backends: a new handle named path with ops and priv, no descriptor (fd -1), size 0 and
+ * read-only until the caller sets them. 0 or -ENOMEM. */
+int btk_dev_new(const char *path, const struct btk_dev_ops *ops, void *priv, struct btk_dev **out);
+/* Stacking backends (faults, undo, the repair's view of a commit) are a handle over a lower
+ * device that passes every call down to it (stack.c), after asking the backend's filter about
+ * each change. A change, as the filter sees it: */
+enum btk_dev_change {
+	BTK_CHANGE_WRITE,
+	BTK_CHANGE_DISCARD,
+	BTK_CHANGE_ZEROOUT,
+	BTK_CHANGE_TRUNCATE, /* off is the new size, len 0 */
+	BTK_CHANGE_FLUSH,    /* off and len 0 */
+};
+struct btk_dev_filter {
+	/* Before a change reaches the lower device ([off, off+len); data: a write's bytes, NULL
+	 * for the others): 0 passes it down, 1 takes it as done without passing it down, a
+	 * negative errno fails it. */
+	int (*change)(struct btk_dev *dev, enum btk_dev_change what, uint64_t off, uint64_t len,
+		      const void *data);
+	/* Reads, or NULL to read the lower device; a backend with its own reads has no views
+	 * (they would bypass it), the others pass views down. */
+	int (*pread)(struct btk_dev *dev, void *buf, size_t len, uint64_t off);
+	/* Frees priv, and closes the lower device if the handle owns it. */
+	void (*close)(struct btk_dev *dev);
+};
+/* A new handle over lower with the filter and the backend's priv, taking lower's path, size
+ * and flags; its size follows lower's after every write or truncate passed down. 0 or
+ * -ENOMEM. */
+int btk_dev_stack(struct btk_dev *lower, const struct btk_dev_filter *filter, void *priv,
 		  struct btk_dev **out);
 /* Tests: fn runs before every change (write, discard, zeroout, truncate) of any handle, so
  * that a test can interrupt a tool at a chosen write (cli's BTK_TEST_SIGINT_AT). One hook per
@@ -199,12 +227,19 @@ struct btk_part {
 	bool extended;	    /* an MBR extended partition (holds logical ones) */
 	bool logical;	    /* an MBR logical partition */
 };
+#define BTK_PTABLE_META 136
 struct btk_ptable {
 	char kind[8];	    /* "gpt" or "dos" (as libblkid's PTTYPE) */
 	unsigned sector;    /* bytes per sector the table counts in (512 or 4096) */
 	uint64_t disk_size; /* bytes */
 	struct btk_part *p; /* by number */
 	int n;
+	/* the byte ranges the table itself lies in (the MBR, the EBRs, the GPT headers and
+	 * entries, outside GPT's usable range): nothing may be written there */
+	struct {
+		uint64_t start, size;
+	} meta[BTK_PTABLE_META];
+	int nmeta;
 };
 /* 0 with the table, -ENOENT when dev holds none (no MBR signature), -EUCLEAN for a table
  * that does not parse (the message says what), -EIO, -ENOMEM. Free with btk_ptable_free. */
@@ -212,6 +247,11 @@ int btk_dev_ptable(struct btk_dev *dev, struct btk_ptable *t);
 void btk_ptable_free(struct btk_ptable *t);
 /* The partition numbered num of t, or NULL. */
 const struct btk_part *btk_ptable_find(const struct btk_ptable *t, unsigned num);
+/* Whether p shares a byte with another partition (not an extended one holding it) or with
+ * the table itself: true with what it overlaps in why (len bytes). A writer refuses such a
+ * partition: a crafted or broken table would make it overwrite the other one. */
+bool btk_ptable_overlap(const struct btk_ptable *t, const struct btk_part *p, char *why,
+			size_t len);
 
 /* Where the filesystem lies on a device (where.c): a partition or a byte offset. Tools take it
  * from --partition N / --offset BYTES (cli/devopts.c) for every device, or per device from
@@ -230,16 +270,19 @@ int btk_dev_name_parse(const char *name, char *base, size_t len, struct btk_dev_
 /* For a tool that hands the device to another library (convert's libext2fs): the file or
  * device name stands for in base (len bytes) and the byte range of the filesystem in it,
  * *off and *size (the whole device without a window); dflt applies to a name without "@".
- * Reads the partition table read-only. 0 or the errors of btk_dev_where_apply. */
-int btk_dev_where_resolve(const char *name, const struct btk_dev_where *dflt, char *base,
-			  size_t len, uint64_t *off, uint64_t *size);
+ * Reads the partition table read-only; write: checks the partition as a writer's. 0 or the
+ * errors of btk_dev_where_apply. */
+int btk_dev_where_resolve(const char *name, const struct btk_dev_where *dflt, bool write,
+			  char *base, size_t len, uint64_t *off, uint64_t *size);
 /* stat(2) of the file or device name stands for ("disk.img@p2": disk.img); -1 with errno. */
 int btk_dev_name_stat(const char *name, struct stat *st);
 /* Puts a window on *devp as w says (a partition read from its table; an offset), named
  * "BASE@pN" / "BASE@OFFSET"; nothing when w is empty. -ENOENT "no partition N" (naming the
- * ones there are), -EINVAL an offset past the end, errors of btk_dev_ptable. On failure *devp
- * is closed and NULL. */
-int btk_dev_where_apply(struct btk_dev **devp, const char *base, const struct btk_dev_where *w);
+ * ones there are), -EINVAL an offset past the end, errors of btk_dev_ptable; for a writer
+ * (write), -EUCLEAN a partition that overlaps another one or the table (btk_ptable_overlap).
+ * On failure *devp is closed and NULL. */
+int btk_dev_where_apply(struct btk_dev **devp, const char *base, const struct btk_dev_where *w,
+			bool write);
 
 /* ---- Containers (split.c, ewf.c, container.c) ---- */
 

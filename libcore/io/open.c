@@ -55,28 +55,44 @@ int btk_dev_signature(const char *path, char *found, size_t len, const char **wh
 	return probe_verdict(pr, path, found, len, what);
 }
 
-/* The same for the range an open handle stands for (a partition: its window only). */
-static int dev_signature(const struct btk_dev *dev, char *found, size_t len, const char **what)
+/* A libblkid probe of the bytes dev stands for (a partition: its window only) on its bottom
+ * device: 0 with *pr, NULL when that device has no descriptor (split raw, EWF: nothing for
+ * libblkid to read); -EIO "DEV: cannot WHAT". */
+static int probe_range(const struct btk_dev *dev, const char *what, blkid_probe *pr)
 {
 	const struct btk_dev *b = dev;
 	uint64_t off, size;
+
+	*pr = NULL;
+	btk_dev_range(dev, &off, &size);
+	while (b->lower)
+		b = b->lower;
+	if (b->fd < 0)
+		return 0;
+	if (!(*pr = blkid_new_probe()) ||
+	    blkid_probe_set_device(*pr, b->fd, (blkid_loff_t)off, (blkid_loff_t)size)) {
+		if (*pr)
+			blkid_free_probe(*pr);
+		*pr = NULL;
+		return btk_err(EIO, "%s: cannot %s", dev->path, what);
+	}
+	return 0;
+}
+
+/* The same for the range an open handle stands for (a partition: its window only). */
+static int dev_signature(const struct btk_dev *dev, char *found, size_t len, const char **what)
+{
+	uint64_t off, size;
 	blkid_probe pr;
+	int ret;
 
 	if (!btk_dev_range(dev, &off, &size))
 		return btk_dev_signature(dev->path, found, len, what);
 	*what = "filesystem";
 	if (len)
 		found[0] = 0;
-	while (b->lower)
-		b = b->lower;
-	if (b->fd < 0) /* split raw, EWF: nothing for libblkid to read */
-		return 0;
-	if (!(pr = blkid_new_probe()) ||
-	    blkid_probe_set_device(pr, b->fd, (blkid_loff_t)off, (blkid_loff_t)size)) {
-		if (pr)
-			blkid_free_probe(pr);
-		return btk_err(EIO, "%s: cannot probe for existing signatures", dev->path);
-	}
+	if ((ret = probe_range(dev, "probe for existing signatures", &pr)) || !pr)
+		return ret;
 	return probe_verdict(pr, dev->path, found, len, what);
 }
 
@@ -158,24 +174,13 @@ static void close_dev(struct btk_dev *dev, const char *path, bool made)
 
 int btk_dev_blkid(const struct btk_dev *dev, char type[64], char label[256], char uuid[64])
 {
-	const struct btk_dev *b = dev;
 	const char *v;
-	uint64_t off, size;
 	blkid_probe pr;
 	int ret;
 
 	type[0] = label[0] = uuid[0] = 0;
-	btk_dev_range(dev, &off, &size);
-	while (b->lower)
-		b = b->lower;
-	if (b->fd < 0)
-		return 0;
-	if (!(pr = blkid_new_probe()) ||
-	    blkid_probe_set_device(pr, b->fd, (blkid_loff_t)off, (blkid_loff_t)size)) {
-		if (pr)
-			blkid_free_probe(pr);
-		return btk_err(EIO, "%s: cannot probe", dev->path);
-	}
+	if ((ret = probe_range(dev, "probe", &pr)) || !pr)
+		return ret;
 	blkid_probe_enable_superblocks(pr, 1);
 	blkid_probe_set_superblocks_flags(pr, BLKID_SUBLKS_TYPE | BLKID_SUBLKS_LABEL |
 						  BLKID_SUBLKS_UUID);
@@ -271,7 +276,7 @@ int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk
 		btk_lock_drop(born);
 		return ret;
 	}
-	if ((ret = btk_dev_where_apply(&dev, base, &w)) ||
+	if ((ret = btk_dev_where_apply(&dev, base, &w, o->write)) ||
 	    (o->write && o->no_clobber && (ret = no_clobber(dev))) || (ret = wrap(&dev, o))) {
 		if (made)
 			unlink(base);

@@ -67,6 +67,18 @@ static bool is_extended(unsigned char type)
 	return type == 0x05 || type == 0x0f || type == 0x85;
 }
 
+/* A range the table lies in (bytes), clipped to the disk; dropped past BTK_PTABLE_META (the
+ * EBR chain stops before that). */
+static void meta(struct btk_ptable *t, uint64_t start, uint64_t size)
+{
+	if (start >= t->disk_size || !size || t->nmeta == BTK_PTABLE_META)
+		return;
+	if (size > t->disk_size - start)
+		size = t->disk_size - start;
+	t->meta[t->nmeta].start = start;
+	t->meta[t->nmeta++].size = size;
+}
+
 static int add(struct btk_ptable *t, const struct btk_part *p)
 {
 	struct btk_part *n = realloc(t->p, (size_t)(t->n + 1) * sizeof(*n));
@@ -119,6 +131,7 @@ static int mbr_logical(struct btk_dev *dev, struct btk_ptable *t, uint64_t ext_s
 				       dev->path, (unsigned long long)ebr);
 		if ((ret = btk_dev_read(dev, s, sizeof(s), ebr * t->sector)))
 			return ret;
+		meta(t, ebr * t->sector, t->sector);
 		if (s[MBR_SIG_OFF] != 0x55 || s[MBR_SIG_OFF + 1] != 0xaa)
 			return i ? btk_err(
 				       EUCLEAN,
@@ -216,6 +229,17 @@ static int gpt_entries(struct btk_dev *dev, struct btk_ptable *t, const uint8_t 
 		ret = btk_err(EUCLEAN, "%s: GPT partition entries fail their checksum", dev->path);
 		goto out;
 	}
+	/* the header, its entries, the other header and what lies outside the usable range */
+	uint64_t self = le64(h + 24), alt = le64(h + 32), first_use = le64(h + 40),
+		 last_use = le64(h + 48), sectors = dev->size / t->sector;
+	meta(t, self * t->sector, t->sector);
+	meta(t, lba * t->sector, bytes);
+	if (alt < sectors)
+		meta(t, alt * t->sector, t->sector);
+	if (first_use < sectors)
+		meta(t, 0, first_use * t->sector);
+	if (last_use < sectors)
+		meta(t, (last_use + 1) * t->sector, (sectors - last_use - 1) * t->sector);
 	for (uint32_t i = 0; i < n && !ret; i++) {
 		const uint8_t *e = buf + (size_t)i * esize;
 		static const uint8_t zero[16];
@@ -295,6 +319,7 @@ int btk_dev_ptable(struct btk_dev *dev, struct btk_ptable *t)
 		return ret;
 	if (s[MBR_SIG_OFF] != 0x55 || s[MBR_SIG_OFF + 1] != 0xaa)
 		return btk_err(ENOENT, "%s: holds no partition table", dev->path);
+	meta(t, 0, t->sector);
 	for (int i = 0; i < 4; i++) {
 		const uint8_t *e = s + MBR_TABLE + 16 * i;
 		if ((e[0] != 0 && e[0] != 0x80))
@@ -333,6 +358,34 @@ void btk_ptable_free(struct btk_ptable *t)
 	free(t->p);
 	t->p = NULL;
 	t->n = 0;
+}
+
+static bool crosses(uint64_t a, uint64_t as, uint64_t b, uint64_t bs)
+{
+	return a < b + bs && b < a + as;
+}
+
+bool btk_ptable_overlap(const struct btk_ptable *t, const struct btk_part *p, char *why, size_t len)
+{
+	for (int i = 0; i < t->nmeta; i++)
+		if (crosses(p->start, p->size, t->meta[i].start, t->meta[i].size)) {
+			snprintf(why, len, "the %s partition table (sectors %llu-%llu)", t->kind,
+				 (unsigned long long)(t->meta[i].start / t->sector),
+				 (unsigned long long)((t->meta[i].start + t->meta[i].size - 1) /
+						      t->sector));
+			return true;
+		}
+	for (int i = 0; i < t->n; i++) {
+		const struct btk_part *q = &t->p[i];
+		if (q == p || q->num == p->num || q->extended || p->extended ||
+		    !crosses(p->start, p->size, q->start, q->size))
+			continue;
+		snprintf(why, len, "partition %u (sectors %llu-%llu)", q->num,
+			 (unsigned long long)(q->start / t->sector),
+			 (unsigned long long)((q->start + q->size - 1) / t->sector));
+		return true;
+	}
+	return false;
 }
 
 const struct btk_part *btk_ptable_find(const struct btk_ptable *t, unsigned num)

@@ -247,14 +247,15 @@ int btk_dev_split_open(const char *first, bool write, struct btk_dev **out)
 	} while (next_name(name) && !stat(name, &st));
 	if (!ret) {
 		s->start[s->n] = s->start[s->n - 1] + s->seg[s->n - 1]->size;
-		/* the device takes the first segment's name, and its descriptor stays below */
-		ret = btk_dev_stack(s->seg[0], &split_ops, s, &dev);
+		/* the device takes the first segment's name; the segments are closed by
+		 * split_close */
+		ret = btk_dev_new(s->seg[0]->path, &split_ops, s, &dev);
 	}
 	if (ret) {
 		split_free(s);
 		return ret;
 	}
-	dev->lower = NULL; /* the segments are closed by split_close */
+	dev->writable = s->seg[0]->writable;
 	dev->size = s->start[s->n];
 	dev->fixed_size = true;
 	dev->is_blockdev = false;

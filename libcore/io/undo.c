@@ -551,66 +551,34 @@ static int keep(struct btk_dev *dev, uint64_t off, uint64_t len, const uint8_t *
 
 /* ---- the backend ---- */
 
-static int undo_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
-{
-	return btk_dev_read(dev->lower, buf, len, off);
-}
-
-static int undo_view(struct btk_dev *dev, uint64_t off, size_t len, struct btk_view *v)
-{
-	return btk_dev_view(dev->lower, off, len, v);
-}
-
-static int undo_pwrite(struct btk_dev *dev, const void *buf, size_t len, uint64_t off)
-{
-	int ret = keep(dev, off, len, buf);
-
-	if (!ret)
-		ret = btk_dev_write(dev->lower, buf, len, off);
-	dev->size = dev->lower->size;
-	return ret;
-}
-
-static int undo_flush(struct btk_dev *dev)
-{
-	return btk_dev_flush(dev->lower);
-}
-
-static int undo_discard(struct btk_dev *dev, uint64_t off, uint64_t len)
-{
-	int ret = keep(dev, off, len, NULL);
-
-	return ret ? ret : btk_dev_discard(dev->lower, off, len);
-}
-
-static int undo_zeroout(struct btk_dev *dev, uint64_t off, uint64_t len)
-{
-	int ret = keep(dev, off, len, NULL);
-
-	return ret ? ret : btk_dev_zeroout(dev->lower, off, len);
-}
-
-static int undo_truncate(struct btk_dev *dev, uint64_t size)
+/* Before a change reaches the device: its old bytes kept (a truncate's too, and the new size
+ * logged); a flush passes. */
+static int undo_change(struct btk_dev *dev, enum btk_dev_change what, uint64_t off, uint64_t len,
+		       const void *data)
 {
 	struct undo *u = dev->priv;
 	uint64_t now = dev->lower->size;
 	uint8_t rec[8];
-	int ret = size < now ? keep(dev, size, now - size, NULL) : keep(dev, now, size - now, NULL);
+	int ret;
 
-	if (!ret && u->log && !btk_dev_cut(dev->lower)) {
-		btk_put64(rec, size);
-		if (!(ret = log_append(u->log, UNDO_SIZE, u->di, rec, sizeof(rec), NULL)))
-			ret = log_sync(u->log);
+	switch (what) {
+	case BTK_CHANGE_WRITE:
+		return keep(dev, off, len, data);
+	case BTK_CHANGE_DISCARD:
+	case BTK_CHANGE_ZEROOUT:
+		return keep(dev, off, len, NULL);
+	case BTK_CHANGE_TRUNCATE:
+		ret = off < now ? keep(dev, off, now - off, NULL) : keep(dev, now, off - now, NULL);
+		if (!ret && u->log && !btk_dev_cut(dev->lower)) {
+			btk_put64(rec, off);
+			if (!(ret = log_append(u->log, UNDO_SIZE, u->di, rec, sizeof(rec), NULL)))
+				ret = log_sync(u->log);
+		}
+		return ret;
+	case BTK_CHANGE_FLUSH:
+		break;
 	}
-	if (!ret)
-		ret = btk_dev_truncate(dev->lower, size);
-	dev->size = dev->lower->size;
-	return ret;
-}
-
-static void undo_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len)
-{
-	btk_dev_prefetch(dev->lower, off, len);
+	return 0;
 }
 
 /* The last handle of a log closed: the run finished (unless a power cut or an error cut it
@@ -656,17 +624,8 @@ static void undo_close(struct btk_dev *dev)
 	free(u);
 }
 
-static const struct btk_dev_ops undo_ops = {
-    .pread = undo_pread,
-    .pwrite = undo_pwrite,
-    .flush = undo_flush,
-    .discard = undo_discard,
-    .zeroout = undo_zeroout,
-    .truncate = undo_truncate,
-    .prefetch = undo_prefetch,
-    .view = undo_view,
-    .close = undo_close,
-};
+/* Reads and views pass through. */
+static const struct btk_dev_filter undo_filter = {.change = undo_change, .close = undo_close};
 
 int btk_dev_undo(struct btk_dev *lower, const char *path, struct btk_dev **out)
 {
@@ -691,7 +650,7 @@ int btk_dev_undo(struct btk_dev *lower, const char *path, struct btk_dev **out)
 		}
 		pthread_mutex_unlock(&logs_mu);
 	}
-	if (!ret && (ret = btk_dev_stack(lower, &undo_ops, u, out)) && u->log) {
+	if (!ret && (ret = btk_dev_stack(lower, &undo_filter, u, out)) && u->log) {
 		pthread_mutex_lock(&logs_mu);
 		log_leave(u->log);
 		pthread_mutex_unlock(&logs_mu);
@@ -710,7 +669,7 @@ int btk_dev_undo_rollback(struct btk_dev *dev)
 	struct undo *u;
 	int ret = 0, fd;
 
-	if (!dev || dev->ops != &undo_ops)
+	if (!dev || dev->filter != &undo_filter)
 		return btk_err(EINVAL, "not an undo-logged device");
 	u = dev->priv;
 	lower = dev->lower;

@@ -72,8 +72,8 @@ int btk_dev_name_parse(const char *name, char *base, size_t len, struct btk_dev_
 	return 1;
 }
 
-int btk_dev_where_resolve(const char *name, const struct btk_dev_where *dflt, char *base,
-			  size_t len, uint64_t *off, uint64_t *size)
+int btk_dev_where_resolve(const char *name, const struct btk_dev_where *dflt, bool write,
+			  char *base, size_t len, uint64_t *off, uint64_t *size)
 {
 	struct btk_dev_where w;
 	struct btk_dev *dev;
@@ -83,7 +83,8 @@ int btk_dev_where_resolve(const char *name, const struct btk_dev_where *dflt, ch
 		return ret;
 	if (!ret && dflt)
 		w = *dflt;
-	if ((ret = btk_dev_open(base, 0, &dev)) || (ret = btk_dev_where_apply(&dev, base, &w)))
+	if ((ret = btk_dev_open(base, 0, &dev)) ||
+	    (ret = btk_dev_where_apply(&dev, base, &w, write)))
 		return ret;
 	btk_dev_range(dev, off, size);
 	btk_dev_close(dev);
@@ -112,12 +113,13 @@ static void list_nums(const struct btk_ptable *t, char *buf, size_t len)
 		o += (size_t)snprintf(buf + o, len - o, "%s%u", i ? ", " : "", t->p[i].num);
 }
 
-int btk_dev_where_apply(struct btk_dev **devp, const char *base, const struct btk_dev_where *w)
+int btk_dev_where_apply(struct btk_dev **devp, const char *base, const struct btk_dev_where *w,
+			bool write)
 {
 	struct btk_dev *dev = *devp, *win;
 	struct btk_ptable t;
 	uint64_t off = w->offset, size;
-	char name[4200], have[256];
+	char name[4200], have[256], why[96];
 	int ret;
 
 	if (!w->partition && !w->offset && !w->size)
@@ -147,6 +149,14 @@ int btk_dev_where_apply(struct btk_dev **devp, const char *base, const struct bt
 				ret = btk_err(ENOENT, "%s: no partition %u (the %s table has %s%s)",
 					      name, w->partition, t.kind,
 					      t.n ? "partitions " : "none", have);
+			btk_ptable_free(&t);
+			goto fail;
+		}
+		if (write && btk_ptable_overlap(&t, p, why, sizeof(why))) {
+			ret = btk_err(EUCLEAN,
+				      "%s: partition %u overlaps %s: not written (a write would "
+				      "overwrite it; fix the partition table first)",
+				      name, w->partition, why);
 			btk_ptable_free(&t);
 			goto fail;
 		}

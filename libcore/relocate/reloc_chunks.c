@@ -185,10 +185,7 @@ static int pass(struct btk_fs *fs, const struct rl_empty *e, uint8_t *buf, struc
 		if (!ret && e->progress)
 			e->progress(e->ctx, st->bytes, e->total);
 	}
-	if (t && ret)
-		btk_trans_abort(t);
-	else if (t)
-		ret = btk_trans_commit(t);
+	ret = btk_trans_end(t, ret);
 	btk_backref_free(br);
 	btk_vec_free(&it);
 	return ret;
@@ -237,10 +234,7 @@ int rl_cut_chunks(struct btk_fs *fs, const struct rl_empty *e)
 		ret = prepare(t, e, false);
 		if (!ret)
 			ret = btk_chunk_shrink(t, e->chunks[i], k);
-		if (ret)
-			btk_trans_abort(t);
-		else
-			ret = btk_trans_commit(t);
+		ret = btk_trans_end(t, ret);
 	}
 	return ret;
 }

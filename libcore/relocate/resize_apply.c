@@ -139,11 +139,7 @@ static int run_round(struct btk_wfs *w, struct btk_fs *fs, const struct btk_resi
 						    plan->moves[i].stripe, plan->moves[i].to);
 	if (!ret && last)
 		ret = set_size(t, fs, plan);
-	if (ret) {
-		btk_trans_abort(t);
-		return ret;
-	}
-	return btk_trans_commit(t);
+	return btk_trans_end(t, ret);
 }
 
 /* Empties the planned chunks (a transaction per pass), then removes them and sets the size in
@@ -174,11 +170,7 @@ static int run_logical(struct btk_wfs *w, struct btk_fs *fs, const struct btk_re
 	ret = rl_remove_chunks(t, &e);
 	if (!ret && !moves_after)
 		ret = set_size(t, fs, plan);
-	if (ret) {
-		btk_trans_abort(t);
-		return ret;
-	}
-	return btk_trans_commit(t);
+	return btk_trans_end(t, ret);
 }
 
 /* One run of a repacking: the extents past the cuts move (into the new chunks too, in run 1),
@@ -235,10 +227,7 @@ static int run_repack(struct btk_wfs *w, struct btk_fs *fs, const struct btk_res
 		ret = rl_remove_chunks(t, &e);
 		if (!ret && last)
 			ret = set_size(t, fs, plan);
-		if (ret)
-			btk_trans_abort(t);
-		else
-			ret = btk_trans_commit(t);
+		ret = btk_trans_end(t, ret);
 	}
 	free(chunks);
 	free(keep);

@@ -105,12 +105,7 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 	for (uint32_t i = 0; !level && e->files && i < n; i++) {
 		struct btk_key k;
 		struct btk_file_extent fe;
-		btk_leaf_key(b, (int)i, &k);
-		if (k.type != BTRFS_EXTENT_DATA_KEY ||
-		    btk_file_extent_item_parse(btk_leaf_data(b, (int)i), btk_leaf_size(b, (int)i),
-					       k.offset, &fe) != BTK_FE_WHOLE ||
-		    fe.type == BTRFS_FILE_EXTENT_INLINE || !fe.disk_bytenr ||
-		    !wanted(e, fe.disk_bytenr))
+		if (!btk_leaf_data_extent(b, (int)i, &k, &fe) || !wanted(e, fe.disk_bytenr))
 			continue;
 		struct rp_ref r = {.bytenr = fe.disk_bytenr,
 				   .root = owner,

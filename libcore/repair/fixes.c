@@ -82,6 +82,17 @@ static int fix_bg_used(struct rp_ctx *x, const struct rp_prob *p, char *before, 
 	return btk_bg_set_used(t, val(p, 0), val(p, 2));
 }
 
+/* An inode field as the repair shows it: "NAME VALUE", flags in hex, a mode in octal. */
+static void inode_field_str(char *buf, size_t cap, const char *name, uint64_t v)
+{
+	if (!strcmp(name, "flags"))
+		snprintf(buf, cap, "flags 0x%llx", (unsigned long long)v);
+	else if (!strcmp(name, "mode"))
+		snprintf(buf, cap, "mode 0%llo", (unsigned long long)v);
+	else
+		snprintf(buf, cap, "%s %llu", name, (unsigned long long)v);
+}
+
 /* One field of an inode item, from the checker's values (fs-tree reports pass the tree
  * first: vals[0] is the tree). */
 static int fix_inode_field(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
@@ -89,6 +100,8 @@ static int fix_inode_field(struct rp_ctx *x, const struct rp_prob *p, char *befo
 {
 	struct btk_trans *t = x->t;
 	uint8_t item[sizeof(struct btrfs_inode_item)];
+	const char *name = NULL; /* one field changed: its name, old and new value */
+	uint64_t was = 0, now = 0;
 	uint32_t size;
 	int ret;
 
@@ -103,35 +116,25 @@ static int fix_inode_field(struct rp_ctx *x, const struct rp_prob *p, char *befo
 #define IPUT(f, v) BTK_PUT(struct btrfs_inode_item, item, f, v)
 	switch (p->id) {
 	case BTK_P_INODE_NBYTES:
-		snprintf(before, cap, "nbytes %llu", (unsigned long long)IGET(nbytes));
-		IPUT(nbytes, val(p, 1));
-		snprintf(after, cap, "nbytes %llu", (unsigned long long)val(p, 1));
+		name = "nbytes", was = IGET(nbytes), now = val(p, 1);
+		IPUT(nbytes, now);
 		break;
 	case BTK_P_INODE_NLINK:
-		snprintf(before, cap, "nlink %llu", (unsigned long long)IGET(nlink));
-		if (!val(p, 1) || val(p, 1) > UINT32_MAX)
+	case BTK_P_DIR_LINKS: /* a directory has one name */
+		name = "nlink", was = IGET(nlink);
+		now = p->id == BTK_P_DIR_LINKS ? 1 : val(p, 1);
+		if (!now || now > UINT32_MAX)
 			return btk_err(EINVAL, "inode %llu: no name to count",
 				       (unsigned long long)p->key.objectid);
-		IPUT(nlink, val(p, 1));
-		snprintf(after, cap, "nlink %llu", (unsigned long long)val(p, 1));
-		break;
-	case BTK_P_DIR_LINKS:
-		snprintf(before, cap, "nlink %llu", (unsigned long long)IGET(nlink));
-		IPUT(nlink, 1);
-		snprintf(after, cap, "nlink 1");
+		IPUT(nlink, now);
 		break;
 	case BTK_P_DIR_ISIZE:
-		snprintf(before, cap, "size %llu", (unsigned long long)IGET(size));
-		IPUT(size, val(p, 1));
-		snprintf(after, cap, "size %llu", (unsigned long long)val(p, 1));
-		break;
 	case BTK_P_SYMLINK_SIZE:
-		snprintf(before, cap, "size %llu", (unsigned long long)IGET(size));
-		if (!S_ISLNK(IGET(mode)) || !val(p, 1))
+		name = "size", was = IGET(size), now = val(p, 1);
+		if (p->id == BTK_P_SYMLINK_SIZE && (!S_ISLNK(IGET(mode)) || !now))
 			return btk_err(EINVAL, "inode %llu: not a symlink with a target",
 				       (unsigned long long)p->key.objectid);
-		IPUT(size, val(p, 1));
-		snprintf(after, cap, "size %llu", (unsigned long long)val(p, 1));
+		IPUT(size, now);
 		break;
 	case BTK_P_INODE_GENERATION: {
 		uint64_t lim = btk_trans_id(t), g = IGET(generation), x = IGET(transid);
@@ -146,20 +149,23 @@ static int fix_inode_field(struct rp_ctx *x, const struct rp_prob *p, char *befo
 		break;
 	}
 	case BTK_P_INODE_FLAGS:
-		snprintf(before, cap, "flags 0x%llx", (unsigned long long)IGET(flags));
-		IPUT(flags, IGET(flags) & ~(BTK_INODE_IMMUTABLE | BTK_INODE_APPEND));
-		snprintf(after, cap, "flags 0x%llx", (unsigned long long)IGET(flags));
+		name = "flags", was = IGET(flags);
+		now = was & ~(BTK_INODE_IMMUTABLE | BTK_INODE_APPEND);
+		IPUT(flags, now);
 		break;
 	case BTK_P_CACHE_MODE:
-		snprintf(before, cap, "mode 0%llo", (unsigned long long)IGET(mode));
-		IPUT(mode, S_IFREG | 0600);
-		snprintf(after, cap, "mode 0%o", S_IFREG | 0600);
+		name = "mode", was = IGET(mode), now = S_IFREG | 0600;
+		IPUT(mode, now);
 		break;
 	default:
 		return btk_err(EINVAL, "no inode fix for this problem");
 	}
 #undef IGET
 #undef IPUT
+	if (name) {
+		inode_field_str(before, cap, name, was);
+		inode_field_str(after, cap, name, now);
+	}
 	return btk_item_update(t, p->tree, &p->key, item, size);
 }
 

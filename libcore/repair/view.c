@@ -34,49 +34,23 @@ static int view_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
 	return ret;
 }
 
-static int view_refuse(struct btk_dev *dev)
+/* No change reaches the device: a flush has nothing to do. */
+static int view_change(struct btk_dev *dev, enum btk_dev_change what, uint64_t off, uint64_t len,
+		       const void *data)
 {
+	(void)off, (void)len, (void)data;
+	if (what == BTK_CHANGE_FLUSH)
+		return 1;
 	return btk_err(EROFS, "%s: the repair's view of a commit is read-only", dev->path);
 }
-static int view_pwrite(struct btk_dev *dev, const void *buf, size_t len, uint64_t off)
-{
-	(void)buf, (void)len, (void)off;
-	return view_refuse(dev);
-}
-static int view_flush(struct btk_dev *dev)
-{
-	(void)dev;
-	return 0;
-}
-static int view_range(struct btk_dev *dev, uint64_t off, uint64_t len)
-{
-	(void)off, (void)len;
-	return view_refuse(dev);
-}
-static int view_truncate(struct btk_dev *dev, uint64_t size)
-{
-	(void)size;
-	return view_refuse(dev);
-}
-static void view_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len)
-{
-	btk_dev_prefetch(dev->lower, off, len);
-}
+
 static void view_close(struct btk_dev *dev)
 {
 	free(dev->priv); /* the device underneath belongs to the writer */
 }
 
-static const struct btk_dev_ops view_ops = {
-    .pread = view_pread,
-    .pwrite = view_pwrite,
-    .flush = view_flush,
-    .discard = view_range,
-    .zeroout = view_range,
-    .truncate = view_truncate,
-    .prefetch = view_prefetch,
-    .close = view_close,
-};
+static const struct btk_dev_filter view_filter = {
+    .change = view_change, .pread = view_pread, .close = view_close};
 
 int rp_view_open(struct btk_trans *t, struct btk_fs **out)
 {
@@ -103,7 +77,7 @@ int rp_view_open(struct btk_trans *t, struct btk_fs **out)
 			ret = btk_trans_super_copy(t, n, m, &v->sb[m]);
 			v->ncopies = m + 1;
 		}
-		if (!ret && (ret = btk_dev_stack(d->dev, &view_ops, v, &devs[n])))
+		if (!ret && (ret = btk_dev_stack(d->dev, &view_filter, v, &devs[n])))
 			free(v);
 		else if (ret)
 			free(v);

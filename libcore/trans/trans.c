@@ -186,6 +186,15 @@ void btk_trans_abort(struct btk_trans *t)
 	free(t);
 }
 
+int btk_trans_end(struct btk_trans *t, int ret)
+{
+	if (!t || ret) {
+		btk_trans_abort(t);
+		return ret;
+	}
+	return btk_trans_commit(t);
+}
+
 /* ---- commit: settle ---- */
 
 static void fill_root_item(struct btk_trans *t, struct btk_wroot *wr)

@@ -148,6 +148,9 @@ int btk_bg_set_used(struct btk_trans *t, uint64_t logical, uint64_t used);
 unsigned long btk_trans_commits(void);
 /* Drops the transaction without writing; the filesystem object can no longer be written. */
 void btk_trans_abort(struct btk_trans *t);
+/* Ends t after its changes: with ret 0 commits it (the commit's result), otherwise aborts it
+ * and returns ret. A NULL t (none started): ret. */
+int btk_trans_end(struct btk_trans *t, int ret);
 uint64_t btk_trans_id(const struct btk_trans *t);
 /* New subvolume and snapshot uuids of this transaction follow from seed (16 bytes that must
  * outlive it, the fsid for reproducible images) instead of being random; NULL: random. */

@@ -10,6 +10,7 @@
 #define BTK_TREE_H
 
 #include <stdbool.h>
+#include "format/file_extent.h"
 #include "format/format.h"
 #include "volumes/volumes.h"
 
@@ -136,6 +137,17 @@ static inline uint32_t btk_leaf_offset(const struct btk_block *b, int slot)
 static inline const uint8_t *btk_leaf_data(const struct btk_block *b, int slot)
 {
 	return b->data + sizeof(struct btk_header) + btk_leaf_offset(b, slot);
+}
+/* Whether a leaf's slot holds a file extent item (whole) that points at a data extent on disk
+ * (not inline, not a hole): then its key in *k and its fields in *fe. */
+static inline bool btk_leaf_data_extent(const struct btk_block *b, int slot, struct btk_key *k,
+					struct btk_file_extent *fe)
+{
+	btk_leaf_key(b, slot, k);
+	return k->type == BTRFS_EXTENT_DATA_KEY &&
+	       btk_file_extent_item_parse(btk_leaf_data(b, slot), btk_leaf_size(b, slot), k->offset,
+					  fe) == BTK_FE_WHOLE &&
+	       fe->type != BTRFS_FILE_EXTENT_INLINE && fe->disk_bytenr;
 }
 /* Bytes of a block of nodesize bytes past its header. */
 static inline uint32_t btk_block_space(uint32_t nodesize)

@@ -63,6 +63,19 @@ repaired_clean() {
 	done
 }
 
+# repair_fixes PATTERN: $IMG is found damaged, repaired (exit 1) with a fix matching PATTERN,
+# and both checkers are clean after
+repair_fixes() {
+	btk_run 120 "$FSCK" -q "$IMG"
+	[ "$status" = 4 ] || { show_err; return 1; }
+	btk_run 120 "$FSCK" --repair "$IMG"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -q "$1" "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	btk_run 120 "$FSCK" -q "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	btrfs_clean "$IMG"
+}
+
 @test "repair: each derived-data and inode corruption is fixed, both checkers clean, a second repair changes nothing" {
 	require_btk fsck
 	repaired_clean nlink nbytes dir-isize bg-used super-devs
@@ -123,14 +136,7 @@ PY
 @test "repair: a leaf whose checksum was wiped (zeros) is copied with one, every file as before" {
 	require_btk fsck
 	broken leaf-csum-zero
-	btk_run 120 "$FSCK" -q "$IMG"
-	[ "$status" = 4 ]
-	btk_run 120 "$FSCK" --repair "$IMG"
-	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
-	grep -q 'E0606 tb-unreadable.*checksum wiped' "$BTK_OUT"
-	btk_run 120 "$FSCK" -q "$IMG"
-	[ "$status" = 0 ]
-	btrfs_clean "$IMG"
+	repair_fixes 'E0606 tb-unreadable.*checksum wiped'
 	# the files read as in the image before the damage
 	local b=$BATS_TEST_TMPDIR/before a=$BATS_TEST_TMPDIR/after
 	"$BTK_BUILD/bin/btk-image" get -r "$BATS_FILE_TMPDIR/base.img" / "$b" >/dev/null
@@ -152,14 +158,7 @@ PY
 	"$BTK_BUILD/bin/btk-mkfs" -q -f --rootdir "$d" --compress=lzo -b 256M "$IMG" >/dev/null
 	run "$CORRUPT" nodatasum "$IMG"
 	[ "$status" = 0 ]
-	btk_run 120 "$FSCK" -q "$IMG"
-	[ "$status" = 4 ]
-	btk_run 120 "$FSCK" --repair "$IMG"
-	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
-	grep -q 'E1310 fe-compressed-nodatasum.*NODATASUM cleared' "$BTK_OUT"
-	btk_run 120 "$FSCK" -q "$IMG"
-	[ "$status" = 0 ]
-	btrfs_clean "$IMG"
+	repair_fixes 'E1310 fe-compressed-nodatasum.*NODATASUM cleared'
 }
 
 @test "repair: a problem without a fix is left, reported, and nothing is written" {

@@ -189,3 +189,15 @@ setup() {
 	btk_run 60 "$BTK_BUILD/bin/btk-owner" --list-free --unallocated "$D/a.img"
 	[ "$status" -eq 2 ]
 }
+
+@test "ls --deleted: a snapshot that still holds the removed file's leaf does not hide it" {
+	"$BTK_BUILD/bin/btk-mkfs" -q --rootdir "$D/src" -b 256m "$D/s.img" >/dev/null
+	"$IMG" subvol create "$D/s.img" /sv
+	"$IMG" put "$D/s.img" "$D/src/d/one" /sv/one
+	"$IMG" snapshot "$D/s.img" /sv /snap
+	"$IMG" rm "$D/s.img" /sv/one
+	btk_run 60 "$IMG" ls --deleted "$D/s.img"
+	[ "$status" -eq 0 ]
+	[ "$(cat "$BTK_OUT")" = /sv/one ]
+	"$IMG" cat "$D/s.img" /snap/one | cmp - "$D/src/d/one"
+}

@@ -176,3 +176,84 @@ EOF
 	[ "$(sha256_of "$D/g.img")" = "$sha" ]
 	sfdisk -d "$D/g.img" >/dev/null
 }
+
+# mbr_raw IMG TYPE:START:SECTORS...: an MBR written byte by byte (sfdisk refuses overlaps)
+mbr_raw() {
+	python3 - "$@" <<'PY'
+import struct, sys
+s = bytearray(512)
+for i, p in enumerate(sys.argv[2:]):
+    t, st, n = (int(x) for x in p.split(':'))
+    s[446 + 16 * i:462 + 16 * i] = struct.pack('<B3sB3sII', 0, b'\0' * 3, t, b'\0' * 3, st, n)
+s[510:512] = b'\x55\xaa'
+with open(sys.argv[1], 'r+b') as f:
+    f.write(s)
+PY
+}
+
+@test "parts: a writer refuses a partition that overlaps another one or the table; readers still read it" {
+	truncate -s 600M "$D/o.img"
+	# p1 1 MiB..301 MiB and p2 200 MiB..500 MiB share 101 MiB
+	mbr_raw "$D/o.img" 131:2048:614400 131:409600:614400
+	sha=$(sha256_of "$D/o.img")
+	for p in 1 2; do
+		btk_run 20 "$B/btk-mkfs" -f "$D/o.img@p$p"
+		assert_one_line_error 1
+		grep -q "o.img@p$p: partition $p overlaps partition $((3 - p)) " "$BTK_ERR"
+		[ "$(sha256_of "$D/o.img")" = "$sha" ]
+	done
+	# a partition that starts at sector 0 holds the MBR itself
+	mbr_raw "$D/o.img" 131:0:614400
+	sha=$(sha256_of "$D/o.img")
+	btk_run 20 "$B/btk-mkfs" -f "$D/o.img@p1"
+	assert_one_line_error 1
+	grep -q "overlaps the dos partition table (sectors 0-0)" "$BTK_ERR"
+	[ "$(sha256_of "$D/o.img")" = "$sha" ]
+	# a logical partition whose EBR lies inside it
+	mbr_raw "$D/o.img" 131:2048:204800 5:206848:409600
+	python3 - "$D/o.img" <<'PY'
+import struct, sys
+with open(sys.argv[1], 'r+b') as f:
+    s = bytearray(512)
+    s[446:462] = struct.pack('<B3sB3sII', 0, b'\0' * 3, 131, b'\0' * 3, 0, 204800)
+    s[510:512] = b'\x55\xaa'
+    f.seek(206848 * 512)
+    f.write(s)
+PY
+	sha=$(sha256_of "$D/o.img")
+	btk_run 20 "$B/btk-mkfs" -f "$D/o.img@p5"
+	assert_one_line_error 1
+	grep -q "overlaps the dos partition table (sectors 206848-206848)" "$BTK_ERR"
+	[ "$(sha256_of "$D/o.img")" = "$sha" ]
+	# a GPT partition that starts before the first usable sector (the entries' area)
+	truncate -s 400M "$D/g.img"
+	printf 'label: gpt\n,200M,L\n' | sfdisk -q "$D/g.img"
+	python3 - "$D/g.img" <<'PY'
+import struct, sys, zlib
+with open(sys.argv[1], 'r+b') as f:
+    f.seek(512)
+    h = bytearray(f.read(512))
+    lba, n, esize = struct.unpack_from('<QII', h, 72)
+    f.seek(lba * 512)
+    e = bytearray(f.read(n * esize))
+    struct.pack_into('<Q', e, 32, 34)
+    struct.pack_into('<I', h, 88, zlib.crc32(e))
+    struct.pack_into('<I', h, 16, 0)
+    struct.pack_into('<I', h, 16, zlib.crc32(h[:struct.unpack_from('<I', h, 12)[0]]))
+    f.seek(lba * 512)
+    f.write(e)
+    f.seek(512)
+    f.write(h)
+PY
+	"$B/btk-debug" parts "$D/g.img" | grep -q '^ *1 *34 '
+	sha=$(sha256_of "$D/g.img")
+	btk_run 20 "$B/btk-mkfs" -f "$D/g.img@p1"
+	assert_one_line_error 1
+	grep -q "overlaps the gpt partition table" "$BTK_ERR"
+	[ "$(sha256_of "$D/g.img")" = "$sha" ]
+	# readers read an overlapping partition
+	mbr_raw "$D/o.img" 131:2048:614400
+	"$B/btk-mkfs" -q -f "$D/o.img@p1"
+	mbr_raw "$D/o.img" 131:2048:614400 131:409600:614400
+	"$B/btk-fsck" "$D/o.img@p1" >/dev/null
+}

@@ -128,7 +128,7 @@ static void test_ref_walk(void **state)
 	btk_ref_iter_init(&it, &iref, d, n - 1);
 	assert_int_equal(btk_ref_next(&it, &r), 1);
 	assert_int_equal(btk_ref_next(&it, &r), -EUCLEAN);
-	assert_int_equal(it.at, 13);
+	assert_int_equal(it.pos.at, 13);
 
 	n = btk_ref_ent_write(d, true, 999, 4, "x", 1);
 	assert_int_equal(n, 18 + 1);
