@@ -194,6 +194,24 @@ static int resolve(struct btk_stream *s, const char *path, bool count, uint32_t 
 	return 0;
 }
 
+/* path's node when the members so far made it, without making anything: 0, or 1 when not. */
+static int find(const struct btk_stream *s, const char *path, uint32_t *node)
+{
+	const char *q = path, *p;
+	uint32_t cur = 0;
+	size_t len;
+
+	while ((p = pop_path_next(&q, &len))) {
+		const uint32_t *sl;
+		if (!s->hcap || (len == 2 && p[0] == '.' && p[1] == '.') ||
+		    !*(sl = slot((struct btk_stream *)s, cur, p, len)))
+			return 1;
+		cur = *sl - 1;
+	}
+	*node = cur;
+	return 0;
+}
+
 static int cmp_xa(const void *a, const void *b)
 {
 	const struct btk_src_xattr *x = a, *y = b;
@@ -340,6 +358,15 @@ int btk_stream_add(struct btk_stream *s, const struct btk_src_entry *e)
 	int ret;
 
 	s->ss.members++;
+	/* a hard link to nothing the archive gave before (or to a directory, or to itself) is
+	 * skipped before its name is made: it must leave no entry (nor one for its target) */
+	if (e->hardlink && (find(s, e->hardlink, &target) || !s->nodes.data[target].given ||
+			    S_ISDIR(s->inodes.data[s->nodes.data[target].inode].st.st_mode) ||
+			    (!find(s, e->path, &node) && node == target))) {
+		s->ss.dangling_links++;
+		note(s->ss.first_dangling, sizeof(s->ss.first_dangling), e->path);
+		return 0;
+	}
 	if ((ret = resolve(s, e->path, true, &node)) == 1)
 		return 0;
 	if (ret)
@@ -357,15 +384,6 @@ int btk_stream_add(struct btk_stream *s, const struct btk_src_entry *e)
 		return 0;
 	}
 	if (e->hardlink) {
-		if ((ret = resolve(s, e->hardlink, false, &target)) < 0)
-			return ret;
-		if (ret == 1 || !s->nodes.data[target].given ||
-		    S_ISDIR(s->inodes.data[s->nodes.data[target].inode].st.st_mode) ||
-		    target == node) {
-			s->ss.dangling_links++;
-			note(s->ss.first_dangling, sizeof(s->ss.first_dangling), e->path);
-			return 0;
-		}
 		n = &s->nodes.data[node];
 		n->inode = ino = s->nodes.data[target].inode;
 		n->given = true;

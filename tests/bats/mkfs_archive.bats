@@ -174,6 +174,33 @@ EOF
 	check_clean "$D/bad.img"
 }
 
+@test "archive: a skipped hard link (to no earlier member, a directory, itself, through a symlink) leaves no name behind" {
+	python3 - "$D/hl.tar" <<'EOF'
+import io, sys, tarfile
+with tarfile.open(sys.argv[1], "w", format=tarfile.PAX_FORMAT) as t:
+    def add(name, kind, arg=None):
+        ti = tarfile.TarInfo(name); ti.mtime = 1
+        if kind == "f":
+            ti.size = len(arg); t.addfile(ti, io.BytesIO(arg)); return
+        ti.type = {"d": tarfile.DIRTYPE, "s": tarfile.SYMTYPE, "h": tarfile.LNKTYPE}[kind]
+        if arg:
+            ti.linkname = arg
+        t.addfile(ti)
+    add("early", "h", "later"); add("later", "f", b"data"); add("missing", "h", "nothere")
+    add("d", "d"); add("todir", "h", "d"); add("self", "h", "self"); add("s", "s", "/etc")
+    add("viasym", "h", "s/passwd"); add("sub/deep", "h", "gone/x"); add("ok", "h", "later")
+EOF
+	mkfs -r "$D/hl.tar" "$D/hl.img"
+	grep -q "6 hard links to no earlier file" "$BTK_ERR"
+	run "$IMAGE" ls "$D/hl.img" /
+	[ "$status" -eq 0 ]
+	[ "$(echo $output)" = "d later ok s" ]
+	run "$IMAGE" ls "$D/hl.img" /d
+	[ -z "$output" ]
+	[ "$("$IMAGE" cat "$D/hl.img" /ok)" = data ]
+	check_clean "$D/hl.img"
+}
+
 @test "archive: --subvol, --inode-flags, --compress, --shrink work as with a directory" {
 	python3 "$GEN" "$D/a.tar" all fwd
 	mkfs -r "$D/a.tar" --subvol usr --inode-flags nodatacow:home --compress zstd "$D/c.img"
@@ -238,4 +265,16 @@ PY
 	btk_run 60 "$IMAGE" put --archive "$D/a.img" "$D/a.tar" /dest
 	assert_one_line_error 1
 	grep -q "exists" "$BTK_ERR"
+}
+
+@test "mkfs.btrfs command lines: -v and --reflink are accepted (--reflink copies, said once)" {
+	mkdir -p "$D/src" && echo data >"$D/src/f" && chmod -R a+rX "$D/src"
+	mkfs -v -r "$D/src" "$D/v.img"
+	btk_run 120 "${AS[@]}" "$MKFS" -U "$UUID" -b 1G --reflink -r "$D/src" "$D/r.img"
+	[ "$status" -eq 0 ] || { show_err; return 1; }
+	[ "$(grep -c "reflink" "$BTK_ERR")" = 1 ]
+	grep -q "data is copied" "$BTK_ERR"
+	[ "$("$IMAGE" cat "$D/r.img" /f)" = data ]
+	btk_run 60 "$MKFS" -q -b 1G --reflink "$D/n.img"
+	[ "$status" = 2 ]
 }
