@@ -64,6 +64,12 @@ setup() {
 	btk_run 60 "$IMG" ls --tree-root 4096 "$D/a.img"
 	[ "$status" -eq 1 ]
 	assert_one_line_error 1
+	# a tree block of another tree (the chunk tree's) is no root tree
+	chunk=$("$BTK_BUILD/bin/btk-debug" super "$D/a.img" | awk '$1 == "chunk_root" {print $2}')
+	btk_run 60 "$IMG" ls --tree-root "$chunk" "$D/a.img" /
+	[ "$status" -eq 1 ]
+	assert_one_line_error 1
+	grep -q "$chunk is a block of tree 3, not of the root tree" "$BTK_ERR"
 	# -b N is the superblock's slot N ("index" in btk-debug super); generation 1 is in one
 	found=
 	for n in 0 1 2 3; do
