@@ -10,7 +10,12 @@
 # `btrfs check --readonly`, which also reports their tree bytes. When `btk-mkfs --help` lists
 # --shrink, both tools are also run with --shrink and the image file sizes are compared.
 #
-# Usage: bench/rootdir.sh [-r REPS] [-s IMGSIZE] [-t big|small|both] [-B]
+# With -a (issue 29): each tree is archived once (tar, cached beside it), and
+# `btk-mkfs -r TREE.tar` is timed against `btk-mkfs -r DIR` (need <= 1.2x) and against
+# `tar -x` into a scratch directory followed by `mkfs.btrfs --rootdir` of it (need <= 0.3x),
+# interleaved, with the peak RSS of each.
+#
+# Usage: bench/rootdir.sh [-r REPS] [-s IMGSIZE] [-t big|small|both] [-B] [-a]
 #   -B  only generate the source trees (cached under /tmp/btk-bench-images/)
 # Environment: BTK_BUILD (default build), BENCH_TREES (default /tmp/btk-bench-images)
 set -u
@@ -21,7 +26,9 @@ REPS=3
 IMGSIZE=8G
 WHICH=both
 ONLY_BUILD=0
-bench_opts "r:REPS s:IMGSIZE t:WHICH B=ONLY_BUILD" "[-r REPS] [-s IMGSIZE] [-t big|small|both] [-B]" "$@"
+ARCHIVE=0
+bench_opts "r:REPS s:IMGSIZE t:WHICH B=ONLY_BUILD a=ARCHIVE" \
+	"[-r REPS] [-s IMGSIZE] [-t big|small|both] [-B] [-a]" "$@"
 TREES=${BENCH_TREES:-/tmp/btk-bench-images}
 BTK=$BTK_BUILD/bin/btk-mkfs
 
@@ -197,6 +204,57 @@ rd_bench() {
 	rm -f "$ip" "$ib"
 }
 
+# rd_archive NAME SRC — btk-mkfs -r SRC.tar against btk-mkfs -r SRC and against tar -x +
+# mkfs.btrfs --rootdir, interleaved; the archive is made once (GNU tar, pax, numeric owners).
+rd_archive() {
+	local name=$1 src=$2 tarf=$2.tar ia=$BENCH_TMP/a.img id=$BENCH_TMP/d.img ip=$BENCH_TMP/p.img
+	local x=$BENCH_TMP/x r
+	if [ ! -f "$tarf" ] || [ "$tarf" -ot "$src.params" ]; then
+		bench_log "archiving $src"
+		tar --format=pax --numeric-owner --xattrs -C "$src" -cf "$tarf" . ||
+			bench_die "tar of $src failed"
+	fi
+	bench_forget arch
+	bench_forget dir
+	bench_forget progs
+	echo
+	echo "== $name, archive: $(stat -c %s "$tarf") bytes of tar, image file $IMGSIZE"
+	rd_warm "$src"
+	cat "$tarf" >/dev/null
+	for ((r = 0; r <= REPS; r++)); do
+		rd_fresh "$ia"
+		bench_time "arch-$r" "$BTK" -f -q --rootdir "$tarf" "$ia" || return 1
+		[ "$r" = 0 ] || bench_keep arch
+		rd_fresh "$id"
+		bench_time "dir-$r" "$BTK" -f -q --rootdir "$src" "$id" || return 1
+		[ "$r" = 0 ] || bench_keep dir
+		rm -rf "$x" && mkdir -p "$x" && rd_fresh "$ip"
+		bench_time "progs-$r" sh -c 'tar -xpf "$1" -C "$2" && mkfs.btrfs -f -q --rootdir "$2" "$3"' \
+			sh "$tarf" "$x" "$ip" || return 1
+		[ "$r" = 0 ] || bench_keep progs
+	done
+	local wa wd wp ra rd rp
+	bench_kept arch
+	wa=$BK_WALL_MEDIAN ra=$BK_RSS_MIB
+	printf '%-40s %8s %13s   %s
+' command "wall(s)" "peakRSS(MiB)" "wall of each run(s)"
+	printf '%-40s %8s %13s   %s
+' "btk-mkfs -r TREE.tar" "$wa" "$ra" "$BK_RUNS"
+	bench_kept dir
+	wd=$BK_WALL_MEDIAN rd=$BK_RSS_MIB
+	printf '%-40s %8s %13s   %s
+' "btk-mkfs -r DIR" "$wd" "$rd" "$BK_RUNS"
+	bench_kept progs
+	wp=$BK_WALL_MEDIAN rp=$BK_RSS_MIB
+	printf '%-40s %8s %13s   %s
+' "tar -x + mkfs.btrfs --rootdir" "$wp" "$rp" "$BK_RUNS"
+	echo "ratios: wall tar/dir $(bench_ratio "$wa" "$wd") (need <= 1.20)," \
+		"wall tar/(tar -x + mkfs.btrfs) $(bench_ratio "$wa" "$wp") (need <= 0.30)," \
+		"peak RSS tar/dir $(bench_ratio "$ra" "$rd")"
+	rd_check "btk-mkfs -r TREE.tar image" "$ia"
+	rm -rf "$x" "$ia" "$id" "$ip"
+}
+
 bench_init
 [ -x "$BTK" ] || bench_die "build $BTK first (make $BTK)"
 command -v mkfs.btrfs >/dev/null || bench_die "mkfs.btrfs (btrfs-progs) not installed"
@@ -214,6 +272,10 @@ else
 fi
 for t in ${SMALL:+small} ${BIG:+big}; do
 	if [ "$t" = small ]; then src=$SMALL; else src=$BIG; fi
+	if [ "$ARCHIVE" = 1 ]; then
+		rd_archive "$t tree" "$src" || RD_FAIL=1
+		continue
+	fi
 	rd_bench "$t tree" "$src" || RD_FAIL=1
 	if [ -n "$SHRINK" ]; then
 		REPS=1 rd_bench "$t tree" "$src" --shrink || RD_FAIL=1

@@ -243,7 +243,7 @@ int main(int argc, const char **argv)
 	char *devtable = NULL;
 	const char **subvols = NULL, **iflags = NULL;
 	struct rootdir rd = {0};
-	int mixed = 0, force = 0, quiet = 0, nodiscard = 0, json = 0, rc;
+	int mixed = 0, force = 0, quiet = 0, nodiscard = 0, json = 0, verbose = 0, reflink = 0, rc;
 	uint8_t fsid[16];
 	struct btk_mkfs_opts o;
 	struct btk_mkfs_result res;
@@ -265,6 +265,10 @@ int main(int argc, const char **argv)
 	    CLI_WRITE_OPTIONS,
 	    CLI_WHERE_LONG_OPTIONS,
 	    {"quiet", 'q', POPT_ARG_NONE, &quiet, 0, "print nothing on success", NULL},
+	    {"verbose", 'v', POPT_ARG_NONE, &verbose, 0,
+	     "print the summary (the default; for mkfs.btrfs command lines)", NULL},
+	    {"reflink", 0, POPT_ARG_NONE, &reflink, 0,
+	     "accepted for mkfs.btrfs command lines: --rootdir data is copied", NULL},
 	    {"nodiscard", 'K', POPT_ARG_NONE, &nodiscard, 0, "do not discard block devices", NULL},
 	    {"json", 0, POPT_ARG_NONE, &json, 0, "print the result as JSON", NULL},
 	    {"rootdir", 'r', POPT_ARG_STRING, &rootdir, 0,
@@ -352,6 +356,16 @@ int main(int argc, const char **argv)
 			"--slack, --device-table and the owner options need --rootdir");
 		rc = CLI_EXIT_USAGE;
 	}
+	if (!rc && reflink && !rootdir) {
+		cli_err("--reflink needs --rootdir");
+		rc = CLI_EXIT_USAGE;
+	}
+	/* mkfs.btrfs --reflink shares the source's extents through FICLONE on the filesystem
+	 * the image file lies on; btk writes the image through its own io layer (offsets, undo,
+	 * faults), where a clone of a host file's blocks cannot be made safely: it copies */
+	if (!rc && reflink && !quiet)
+		cli_warn("--reflink: the data is copied, not shared with the source's extents");
+	(void)verbose;
 	if (!rc && slack && cli_parse_size("--slack", slack, &o.slack))
 		rc = CLI_EXIT_USAGE;
 	int epoch_set =

@@ -1,7 +1,8 @@
 /* btk-walk.c — libbtk's example: lists every name of a filesystem image with its mode, size
  * and link target, and copies every regular file's data into OUTDIR (if given), through the
  * public API only. Build: cc btk-walk.c $(pkg-config --cflags --libs btk)
- * Usage: btk-walk IMG [OUTDIR [TOP]] (TOP: the folder to start from, "/" by default) */
+ * Usage: btk-walk IMG [OUTDIR [TOP]] (TOP: the folder to start from, "/" by default; OUTDIR
+ * "-": read every file's data, write nothing) */
 #include <btk/btk.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -31,22 +32,23 @@ static int copy(btkfs *fs, const char *path, const char *out)
 	btkfs_file *f;
 	uint64_t off = 0;
 	ssize_t n;
-	int fd, ret = btkfs_file_open(fs, path, &f);
+	int fd = -1, ret = btkfs_file_open(fs, path, &f);
 
 	if (ret)
 		return ret;
-	if ((fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600)) < 0) {
+	if (out && (fd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0600)) < 0) {
 		btkfs_file_close(f);
 		return -errno;
 	}
 	while ((n = btkfs_file_pread(f, buf, sizeof(buf), off)) > 0) {
-		if (write(fd, buf, (size_t)n) != n) {
+		if (fd >= 0 && write(fd, buf, (size_t)n) != n) {
 			n = -EIO;
 			break;
 		}
 		off += (uint64_t)n;
 	}
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 	btkfs_file_close(f);
 	return n < 0 ? (int)n : 0;
 }
@@ -78,11 +80,11 @@ static int walk(btkfs *fs, const char *dir, const char *outdir)
 		putchar('\n');
 		snprintf(out, sizeof(out), "%s%s", outdir ? outdir : "", path);
 		if (S_ISDIR(st.mode)) {
-			if (outdir)
+			if (outdir && strcmp(outdir, "-"))
 				mkdir(out, 0700);
 			ret = walk(fs, path, outdir);
 		} else if (S_ISREG(st.mode) && outdir) {
-			ret = copy(fs, path, out);
+			ret = copy(fs, path, strcmp(outdir, "-") ? out : NULL);
 		}
 		if (ret)
 			fprintf(stderr, "btk-walk: %s: %s\n", path, btkfs_errmsg());

@@ -266,3 +266,15 @@ PY
 	assert_one_line_error 1
 	grep -q "exists" "$BTK_ERR"
 }
+
+@test "mkfs.btrfs command lines: -v and --reflink are accepted (--reflink copies, said once)" {
+	mkdir -p "$D/src" && echo data >"$D/src/f" && chmod -R a+rX "$D/src"
+	mkfs -v -r "$D/src" "$D/v.img"
+	btk_run 120 "${AS[@]}" "$MKFS" -U "$UUID" -b 1G --reflink -r "$D/src" "$D/r.img"
+	[ "$status" -eq 0 ] || { show_err; return 1; }
+	[ "$(grep -c "reflink" "$BTK_ERR")" = 1 ]
+	grep -q "data is copied" "$BTK_ERR"
+	[ "$("$IMAGE" cat "$D/r.img" /f)" = data ]
+	btk_run 60 "$MKFS" -q -b 1G --reflink "$D/n.img"
+	[ "$status" = 2 ]
+}
