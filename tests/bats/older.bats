@@ -197,13 +197,15 @@ setup() {
 }
 
 @test "ls --deleted: a snapshot that still holds the removed file's leaf does not hide it" {
-	"$BTK_BUILD/bin/btk-mkfs" -q --rootdir "$D/src" -b 256m "$D/s.img" >/dev/null
-	"$IMG" subvol create "$D/s.img" /sv
-	"$IMG" put "$D/s.img" "$D/src/d/one" /sv/one
-	"$IMG" snapshot "$D/s.img" /sv /snap
+	# enough files for a tree of several leaves, which the snapshot shares with its source
+	mkdir -p "$D/many/sv"
+	for i in $(seq 1 400); do echo "$i" >"$D/many/sv/f$i"; done
+	cp "$D/src/d/one" "$D/many/sv/one"
+	"$BTK_BUILD/bin/btk-mkfs" -q --rootdir "$D/many" -b 256m "$D/s.img" >/dev/null
+	"$IMG" snapshot "$D/s.img" / /snap
 	"$IMG" rm "$D/s.img" /sv/one
 	btk_run 60 "$IMG" ls --deleted "$D/s.img"
 	[ "$status" -eq 0 ]
 	[ "$(cat "$BTK_OUT")" = /sv/one ]
-	"$IMG" cat "$D/s.img" /snap/one | cmp - "$D/src/d/one"
+	"$IMG" cat "$D/s.img" /snap/sv/one | cmp - "$D/src/d/one"
 }
