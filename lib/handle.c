@@ -106,6 +106,9 @@ API int btkfs_open(const char *const *paths, int npaths, const struct btkfs_open
 	if (!out || !paths || npaths < 1)
 		return lib_einval("btkfs_open: at least one path, and somewhere to put the handle");
 	*out = NULL;
+	for (int i = 0; i < npaths; i++)
+		if (!paths[i] || !paths[i][0])
+			return lib_einval("btkfs_open: a path is NULL or empty");
 	/* the open path's window: a partition or an offset on every device ("PATH@pN" and
 	 * "PATH@OFFSET" names carry their own) */
 	oo.dev.where.offset = OPT(opts, offset);

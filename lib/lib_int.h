@@ -14,16 +14,21 @@ struct btkfs {
 	struct btk_backref *br; /* made at the first btkfs_owners */
 };
 
-struct btkfs_file {
-	btkfs *h;
+/* what a path leads to: its tree, inode number and inode item */
+struct lib_node {
 	struct btk_root root;
 	uint64_t ino;
 	struct btk_inode_info ii;
 };
 
-/* path → its tree, inode and inode item; negative errno with a message naming path */
-int lib_resolve(btkfs *h, const char *path, struct btk_root *root, uint64_t *ino,
-		struct btk_inode_info *ii);
+struct btkfs_file {
+	btkfs *h;
+	struct lib_node n;
+};
+
+/* path → *n; negative errno with a message naming path. want (may be NULL): the caller's
+ * out argument, -EINVAL when it is NULL */
+int lib_resolve(btkfs *h, const char *path, struct lib_node *n, const void *want);
 /* a caller's argument that cannot be: -EINVAL with a message */
 int lib_einval(const char *what);
 

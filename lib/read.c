@@ -11,20 +11,19 @@
 #include "base/vec.h"
 #include "volumes/volumes.h"
 
-int lib_resolve(btkfs *h, const char *path, struct btk_root *root, uint64_t *ino,
-		struct btk_inode_info *ii)
+int lib_resolve(btkfs *h, const char *path, struct lib_node *n, const void *want)
 {
 	uint64_t root_id;
 	int ret;
 
 	btk_err_clear();
-	if (!h || !path)
-		return lib_einval("a handle and a path are needed");
+	if (!h || !path || !want)
+		return lib_einval("a handle, a path and somewhere to put the answer are needed");
 	if (path[0] != '/')
 		return btk_err(EINVAL, "%s: not an absolute path", path);
-	if ((ret = btk_path_lookup(h->fs, path, &root_id, ino)) ||
-	    (ret = btk_fs_root(h->fs, root_id, root)) ||
-	    (ret = btk_inode_read(h->fs, root, *ino, ii)))
+	if ((ret = btk_path_lookup(h->fs, path, &root_id, &n->ino)) ||
+	    (ret = btk_fs_root(h->fs, root_id, &n->root)) ||
+	    (ret = btk_inode_read(h->fs, &n->root, n->ino, &n->ii)))
 		return btk_errmsg()[0] ? ret : btk_err(-ret, "%s: %s", path, strerror(-ret));
 	return 0;
 }
@@ -36,18 +35,15 @@ static struct btkfs_time tm(struct btk_time t)
 
 API int btkfs_stat(btkfs *h, const char *path, struct btkfs_stat *out)
 {
-	struct btk_inode_info ii;
-	struct btk_root root;
-	uint64_t ino;
-	int ret = lib_resolve(h, path, &root, &ino, &ii);
+	struct lib_node n;
+	int ret = lib_resolve(h, path, &n, out);
 
 	if (ret)
 		return ret;
-	if (!out)
-		return lib_einval("btkfs_stat: somewhere to put the answer");
+	const struct btk_inode_info ii = n.ii;
 	*out = (struct btkfs_stat){
-	    .subvol = root.objectid,
-	    .ino = ino,
+	    .subvol = n.root.objectid,
+	    .ino = n.ino,
 	    .mode = ii.mode,
 	    .nlink = ii.nlink,
 	    .uid = ii.uid,
@@ -69,23 +65,21 @@ API int btkfs_stat(btkfs *h, const char *path, struct btkfs_stat *out)
 
 API ssize_t btkfs_readlink(btkfs *h, const char *path, char *buf, size_t size)
 {
-	struct btk_inode_info ii;
-	struct btk_root root;
+	struct lib_node n;
 	uint8_t *target;
-	uint64_t ino;
 	size_t got;
-	int ret = lib_resolve(h, path, &root, &ino, &ii);
+	int ret = lib_resolve(h, path, &n, path);
 
 	if (ret)
 		return ret;
-	if (!S_ISLNK(ii.mode))
+	if (!S_ISLNK(n.ii.mode))
 		return btk_err(EINVAL, "%s: not a symbolic link", path);
-	if (ii.size > 65536)
+	if (n.ii.size > 65536)
 		return btk_err(EUCLEAN, "%s: a link target of %llu bytes", path,
-			       (unsigned long long)ii.size);
-	if (!(target = malloc(ii.size ? ii.size : 1)))
+			       (unsigned long long)n.ii.size);
+	if (!(target = malloc(n.ii.size ? n.ii.size : 1)))
 		return btk_err(ENOMEM, "out of memory");
-	ret = btk_file_pread(h->fs, &root, ino, &ii, target, ii.size, 0, &got);
+	ret = btk_file_pread(h->fs, &n.root, n.ino, &n.ii, target, n.ii.size, 0, &got);
 	if (!ret && buf)
 		memcpy(buf, target, got < size ? got : size);
 	free(target);
@@ -123,32 +117,27 @@ static int on_xattr(void *ctx, const char *name, uint16_t name_len, const uint8_
 
 API ssize_t btkfs_listxattr(btkfs *h, const char *path, char *buf, size_t size)
 {
-	struct btk_inode_info ii;
-	struct btk_root root;
 	struct xlist x = {.buf = size ? buf : NULL, .size = size};
-	uint64_t ino;
-	int ret = lib_resolve(h, path, &root, &ino, &ii);
+	struct lib_node n;
+	int ret = lib_resolve(h, path, &n, path);
 
-	if (!ret && ino != BTK_STUB_INO)
-		ret = btk_xattr_for_each(h->fs, &root, ino, on_xattr, &x);
+	if (!ret && n.ino != BTK_STUB_INO)
+		ret = btk_xattr_for_each(h->fs, &n.root, n.ino, on_xattr, &x);
 	return ret < 0 ? ret : (ssize_t)x.used;
 }
 
 API ssize_t btkfs_getxattr(btkfs *h, const char *path, const char *name, void *buf, size_t size)
 {
-	struct btk_inode_info ii;
-	struct btk_root root;
 	struct xlist x = {.buf = size ? buf : NULL, .size = size, .found = -ENODATA};
-	uint64_t ino;
-	int ret;
+	struct lib_node n;
+	int ret = lib_resolve(h, path, &n, name);
 
-	if (!name)
-		return lib_einval("btkfs_getxattr: a name is needed");
+	if (ret)
+		return ret;
 	x.want = name;
 	x.want_len = strlen(name);
-	if ((ret = lib_resolve(h, path, &root, &ino, &ii)))
-		return ret;
-	if (ino != BTK_STUB_INO && (ret = btk_xattr_for_each(h->fs, &root, ino, on_xattr, &x)) < 0)
+	if (n.ino != BTK_STUB_INO &&
+	    (ret = btk_xattr_for_each(h->fs, &n.root, n.ino, on_xattr, &x)) < 0)
 		return ret;
 	if (x.found < 0)
 		return btk_err(ENODATA, "%s: no attribute %s", path, name);
@@ -206,28 +195,24 @@ static int on_entry(void *ctx, const struct btk_dir_entry *de)
 
 API int btkfs_opendir(btkfs *h, const char *path, btkfs_dir **out)
 {
-	struct btk_inode_info ii;
-	struct btk_root root;
 	struct btkfs_dir *d;
-	uint64_t ino;
-	int ret = lib_resolve(h, path, &root, &ino, &ii);
+	struct lib_node n;
+	int ret = lib_resolve(h, path, &n, out);
 
 	if (ret)
 		return ret;
-	if (!out)
-		return lib_einval("btkfs_opendir: somewhere to put the handle");
-	if (!S_ISDIR(ii.mode))
+	if (!S_ISDIR(n.ii.mode))
 		return btk_err(ENOTDIR, "%s: not a directory", path);
 	if (!(d = calloc(1, sizeof(*d))))
 		return btk_err(ENOMEM, "out of memory");
-	if (ino != BTK_STUB_INO && (ret = btk_dir_for_each(h->fs, &root, ino, on_entry, d))) {
+	if (n.ino != BTK_STUB_INO && (ret = btk_dir_for_each(h->fs, &n.root, n.ino, on_entry, d))) {
 		btkfs_closedir(d);
 		return ret < 0 ? ret : -EIO;
 	}
 	/* an entry of this tree leads to an inode of it: say which tree */
 	for (size_t i = 0; i < d->v.n; i++)
 		if (!d->v.data[i].e.subvol)
-			d->v.data[i].e.subvol = root.objectid;
+			d->v.data[i].e.subvol = n.root.objectid;
 	*out = d;
 	return 0;
 }
@@ -256,18 +241,16 @@ API void btkfs_closedir(btkfs_dir *d)
 
 API int btkfs_file_open(btkfs *h, const char *path, btkfs_file **out)
 {
-	struct btkfs_file *f;
+	struct btkfs_file *f = calloc(1, sizeof(*f));
 	int ret;
 
-	if (!out)
-		return lib_einval("btkfs_file_open: somewhere to put the handle");
-	if (!(f = calloc(1, sizeof(*f))))
+	if (!f)
 		return btk_err(ENOMEM, "out of memory");
-	if ((ret = lib_resolve(h, path, &f->root, &f->ino, &f->ii))) {
+	if ((ret = lib_resolve(h, path, &f->n, out))) {
 		free(f);
 		return ret;
 	}
-	if (S_ISDIR(f->ii.mode)) {
+	if (S_ISDIR(f->n.ii.mode)) {
 		free(f);
 		return btk_err(EISDIR, "%s: is a directory", path);
 	}
@@ -284,17 +267,17 @@ API ssize_t btkfs_file_pread(btkfs_file *f, void *buf, size_t len, uint64_t off)
 	btk_err_clear();
 	if (!f || (!buf && len))
 		return lib_einval("btkfs_file_pread: a file handle and a buffer");
-	if (off >= f->ii.size || !len)
+	if (off >= f->n.ii.size || !len)
 		return 0;
 	if (len > (size_t)SSIZE_MAX)
 		len = (size_t)SSIZE_MAX;
-	ret = btk_file_pread(f->h->fs, &f->root, f->ino, &f->ii, buf, len, off, &got);
+	ret = btk_file_pread(f->h->fs, &f->n.root, f->n.ino, &f->n.ii, buf, len, off, &got);
 	return ret ? ret : (ssize_t)got;
 }
 
 API uint64_t btkfs_file_size(const btkfs_file *f)
 {
-	return f ? f->ii.size : 0;
+	return f ? f->n.ii.size : 0;
 }
 
 API void btkfs_file_close(btkfs_file *f)
@@ -342,7 +325,7 @@ API int btkfs_file_extents(btkfs_file *f, int (*fn)(void *ctx, const struct btkf
 	btk_err_clear();
 	if (!f || !fn)
 		return lib_einval("btkfs_file_extents: a file handle and a function");
-	if (f->ino == BTK_STUB_INO)
+	if (f->n.ino == BTK_STUB_INO)
 		return 0;
-	return btk_file_for_each_extent(f->h->fs, &f->root, f->ino, 0, on_extent, &w);
+	return btk_file_for_each_extent(f->h->fs, &f->n.root, f->n.ino, 0, on_extent, &w);
 }

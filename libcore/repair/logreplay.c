@@ -13,12 +13,12 @@
  *      to exist with its logged index (a name pointing at another inode is unlinked first),
  *      and the names of a logged inode under a logged parent that the log does not hold go;
  *   3. the rest: xattr items copied, file extents inserted after the items they cover go
- *      (a new data extent is recorded, one that exists gets a reference), data checksums
- *      replaced;
+ *      (a new data extent is recorded, one that exists gets a reference; old items they
+ *      cover go or are cut), data checksums replaced;
  * then every inode touched gets its link count from its names (a directory: 1, and its size
  * from its entries), one that has no name left is deleted, and the commit writes superblocks
- * without the log. What the replay does not know (a partially overwritten extent, a logged
- * subvolume entry) stops it before anything is committed.
+ * without the log. What the replay does not know (a write over part of an inline extent, a
+ * logged subvolume entry) stops it before anything is committed.
  */
 #include "repair/rescue.h"
 #include "base/error.h"
@@ -281,8 +281,28 @@ static int extent_unref(struct lr *r, const struct btk_key *k, const uint8_t *d,
 			    k->offset - fe.extent_offset, -1);
 }
 
-/* File extent items of ino whose range starts in [from, to): deleted when they end by `to`;
- * one that reaches past it (a partial overwrite) stops the replay. */
+#define FE_SIZE ((uint32_t)sizeof(struct btrfs_file_extent_item))
+
+/* The part [ns, ne) of the regular or prealloc item d (at file offset s) as an item of its
+ * own at ns: its extent offset moves on by ns - s (its data reference's offset, key offset
+ * minus extent offset, stays the same). */
+static int put_part(struct lr *r, uint64_t ino, const uint8_t *d, uint64_t s, uint64_t ns,
+		    uint64_t ne)
+{
+	uint8_t part[sizeof(struct btrfs_file_extent_item)];
+	struct btk_key k = {ino, BTRFS_EXTENT_DATA_KEY, ns};
+
+	memcpy(part, d, sizeof(part));
+	BTK_PUT(struct btrfs_file_extent_item, part, offset,
+		BTK_GET(struct btrfs_file_extent_item, d, offset) + (ns - s));
+	BTK_PUT(struct btrfs_file_extent_item, part, num_bytes, ne - ns);
+	return btk_item_insert(r->t, r->root, &k, part, sizeof(part));
+}
+
+/* File extent items of ino are cut to make room for [from, to), as the kernel's
+ * btrfs_drop_extents does: an item inside goes (its data reference with it), one reaching
+ * over an end keeps its part outside (an item split in two keeps both parts, which then hold
+ * one more reference to the extent). A partly covered inline extent stops the replay. */
 static int drop_extents(struct lr *r, uint64_t ino, uint64_t from, uint64_t to)
 {
 	struct btk_key k = {ino, BTRFS_EXTENT_DATA_KEY, from};
@@ -296,14 +316,40 @@ static int drop_extents(struct lr *r, uint64_t ino, uint64_t from, uint64_t to)
 	    p.objectid == ino && p.type == BTRFS_EXTENT_DATA_KEY && p.offset < from) {
 		struct btk_file_extent fe;
 		if (btk_file_extent_item_parse(buf, size < sizeof(buf) ? size : sizeof(buf),
-					       p.offset, &fe) == BTK_FE_WHOLE &&
-		    fe.type != BTRFS_FILE_EXTENT_INLINE && p.offset + fe.num_bytes > from)
-			return btk_err(
-			    EOPNOTSUPP,
-			    "tree %llu inode %llu: the log overwrites part of the extent "
-			    "at file offset %llu: not replayed offline yet",
-			    (unsigned long long)r->root, (unsigned long long)ino,
-			    (unsigned long long)p.offset);
+					       p.offset, &fe) != BTK_FE_WHOLE)
+			return btk_err(EUCLEAN,
+				       "tree %llu inode %llu: a file extent that does not parse",
+				       (unsigned long long)r->root, (unsigned long long)ino);
+		uint64_t end = p.offset + fe.num_bytes;
+		if (fe.type == BTRFS_FILE_EXTENT_INLINE) {
+			if (p.offset + fe.ram_bytes > from)
+				return btk_err(
+				    EOPNOTSUPP,
+				    "tree %llu inode %llu: the log overwrites part of an "
+				    "inline extent: not replayed offline yet",
+				    (unsigned long long)r->root, (unsigned long long)ino);
+		} else if (end > from) {
+			uint8_t d[sizeof(struct btrfs_file_extent_item)];
+			if (size != FE_SIZE)
+				return btk_err(EUCLEAN,
+					       "tree %llu inode %llu: a file extent item of "
+					       "%u bytes",
+					       (unsigned long long)r->root, (unsigned long long)ino,
+					       size);
+			memcpy(d, buf, sizeof(d));
+			if ((ret = btk_item_delete(r->t, r->root, &p)) ||
+			    (ret = put_part(r, ino, d, p.offset, p.offset, from)))
+				return ret;
+			if (end > to && to != (uint64_t)-1) {
+				if ((ret = put_part(r, ino, d, p.offset, to, end)))
+					return ret;
+				if (fe.disk_bytenr &&
+				    (ret = btk_data_ref(r->t, fe.disk_bytenr, fe.disk_num_bytes,
+							r->root, 0, ino,
+							p.offset - fe.extent_offset, 1)))
+					return ret;
+			}
+		}
 	}
 	while ((ret = btk_item_next(r->t, r->root, &k, buf, sizeof(buf), &size)) == 0) {
 		struct btk_file_extent fe;
@@ -316,13 +362,20 @@ static int drop_extents(struct lr *r, uint64_t ino, uint64_t from, uint64_t to)
 				       (unsigned long long)r->root, (unsigned long long)ino);
 		uint64_t end =
 		    k.offset + (fe.type == BTRFS_FILE_EXTENT_INLINE ? fe.ram_bytes : fe.num_bytes);
-		if (end > to && to != (uint64_t)-1)
-			return btk_err(
-			    EOPNOTSUPP,
-			    "tree %llu inode %llu: the log overwrites part of the extent "
-			    "at file offset %llu: not replayed offline yet",
-			    (unsigned long long)r->root, (unsigned long long)ino,
-			    (unsigned long long)k.offset);
+		if (end > to && to != (uint64_t)-1) {
+			/* its tail stays: the same reference, from a later key */
+			uint8_t d[sizeof(struct btrfs_file_extent_item)];
+			if (fe.type == BTRFS_FILE_EXTENT_INLINE || size != FE_SIZE)
+				return btk_err(
+				    EOPNOTSUPP,
+				    "tree %llu inode %llu: the log overwrites part of an "
+				    "inline extent: not replayed offline yet",
+				    (unsigned long long)r->root, (unsigned long long)ino);
+			memcpy(d, buf, sizeof(d));
+			if ((ret = btk_item_delete(r->t, r->root, &k)))
+				return ret;
+			return put_part(r, ino, d, k.offset, to, end);
+		}
 		if ((ret = extent_unref(r, &k, buf, size < sizeof(buf) ? size : sizeof(buf))) ||
 		    (ret = btk_item_delete(r->t, r->root, &k)))
 			return ret;
@@ -361,6 +414,10 @@ static int replay_inode(struct lr *r, const struct lr_item *it)
 		ret = btk_item_insert(r->t, r->root, &it->key, it->data, it->size);
 	if (ret)
 		return ret;
+	/* the logged item's i_version already counts what came before it */
+	for (size_t i = 0; i < r->dirs.n; i++)
+		if (r->dirs.data[i].ino == ino)
+			r->dirs.data[i].changes = 0;
 	r->res->inodes++;
 	if (S_ISREG(mode) &&
 	    (ret = drop_extents(
@@ -668,7 +725,7 @@ static int fixup_inodes(struct lr *r)
 			BTK_PUT(struct btrfs_inode_item, item, nlink, 1);
 			BTK_PUT(struct btrfs_inode_item, item, size, bytes);
 			for (size_t i = 0; i < r->dirs.n; i++)
-				if (r->dirs.data[i].ino == ino) {
+				if (r->dirs.data[i].ino == ino && r->dirs.data[i].changes) {
 					uint64_t seq =
 					    BTK_GET(struct btrfs_inode_item, item, sequence);
 					BTK_PUT(struct btrfs_inode_item, item, sequence,

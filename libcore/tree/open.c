@@ -149,6 +149,11 @@ static int use_root_block(struct btk_fs *fs, uint64_t bytenr, bool chunk)
 		return btk_err(EUCLEAN, "%llu is not a tree block (header bytenr %llu level %u)",
 			       (unsigned long long)bytenr, (unsigned long long)btk_le64(h.bytenr),
 			       h.level);
+	uint64_t want = chunk ? BTRFS_CHUNK_TREE_OBJECTID : BTRFS_ROOT_TREE_OBJECTID;
+	if (btk_le64(h.owner) != want)
+		return btk_err(EUCLEAN, "%llu is a block of tree %llu, not of the %s tree",
+			       (unsigned long long)bytenr, (unsigned long long)btk_le64(h.owner),
+			       chunk ? "chunk" : "root");
 	if (chunk) {
 		btk_put64(fs->sb.chunk_root, bytenr);
 		fs->sb.chunk_root_level = h.level;

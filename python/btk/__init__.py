@@ -446,7 +446,8 @@ class Filesystem:
 
 
 class File(io.RawIOBase):
-    """A file's data, read-only and seekable."""
+    """A file's data, read-only and seekable. Closing its Filesystem closes it: reads then
+    raise ValueError."""
 
     def __init__(self, fs: Filesystem, handle: int, name: str) -> None:
         super().__init__()
@@ -457,8 +458,10 @@ class File(io.RawIOBase):
         self.size = _lib.btkfs_file_size(handle)
 
     def _handle(self) -> int:
+        if self._f and not self._fs._h:
+            self._f = None  # btkfs_close() closed it with its filesystem
         if not self._f:
-            raise ValueError("I/O operation on a closed file")
+            raise ValueError("I/O operation on a closed file (or on a closed filesystem)")
         return self._f
 
     def readable(self) -> bool:
@@ -503,9 +506,10 @@ class File(io.RawIOBase):
         return self._pos
 
     def close(self) -> None:
-        if self._f:
+        # after its filesystem's close() the handle is gone already: never closed twice
+        if self._f and self._fs._h:
             _lib.btkfs_file_close(self._f)
-            self._f = None
+        self._f = None
         super().close()
 
 
@@ -533,10 +537,13 @@ def open_reader(fileobj: IO[bytes], size: Optional[int] = None) -> Filesystem:
     def read(_ctx: int, buf: int, length: int, off: int) -> int:
         try:
             fileobj.seek(off)
-            data = fileobj.read(length)
-            if len(data) != length:
-                return -_errno.EIO
-            ctypes.memmove(buf, data, length)
+            got = 0
+            while got < length:  # a raw stream may return less than asked: ask again
+                data = fileobj.read(length - got)
+                if not data:
+                    return -_errno.EIO  # past its end
+                ctypes.memmove(buf + got, data, len(data))
+                got += len(data)
             return 0
         except OSError as e:
             return -(e.errno or _errno.EIO)

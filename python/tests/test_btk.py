@@ -121,6 +121,51 @@ def test_reader_errors_become_eio():
     assert e.value.errno in (5, 117) and "Input/output error" in e.value.strerror, e.value
 
 
+def test_file_after_its_filesystem_is_closed():
+    """btkfs_close() closes the files opened from it: a File then raises ValueError, and its
+    close() (or its garbage collection) does not close the freed handle again"""
+    fs1 = btk.open(IMG)
+    name = next(top.rstrip("/") + "/" + n for top, _, files in fs1.walk("/") for n in files
+                if fs1.stat(top.rstrip("/") + "/" + n).st_mode & 0o170000 == 0o100000)
+    f = fs1.open(name)
+    g = fs1.open(name)
+    fs1.close()
+    with pytest.raises(ValueError):
+        f.read(1)
+    f.close()
+    del g
+    import gc
+    gc.collect()
+    with btk.open(IMG) as fs2:
+        assert fs2.open(name).read(1) is not None
+
+
+def test_c_open_refuses_a_null_or_empty_path():
+    """btkfs_open() with a NULL or empty entry in paths: -EINVAL, no crash"""
+    import ctypes
+    h = ctypes.c_void_p()
+    for bad in (None, b""):
+        paths = (ctypes.c_char_p * 2)(IMG.encode(), bad)
+        assert btk._lib.btkfs_open(paths, 2, None, ctypes.byref(h)) == -22
+        assert not h.value
+
+
+def test_reader_with_short_reads():
+    """A raw stream may return fewer bytes than asked (a pipe, a socket): read again."""
+    class Short(io.RawIOBase):
+        def __init__(self):
+            self.f = open(IMG, "rb")
+
+        def seek(self, off, whence=0):
+            return self.f.seek(off, whence)
+
+        def read(self, n=-1):
+            return self.f.read(min(n, 1000) if n >= 0 else n)
+
+    with btk.open_reader(Short()) as fs2, btk.open(IMG) as fs1:
+        assert fs2.listdir("/") == fs1.listdir("/")
+
+
 def test_errors_carry_errno_and_message(fs):
     with pytest.raises(FileNotFoundError) as e:
         fs.stat("/no/such/file")

@@ -636,10 +636,13 @@ help_options() {
 	done
 	all=$(help_options mkfs fsck convert resize owner debug image undo)
 	# --checksum: mkfs.btrfs's name of --csum, taken but hidden from --help; comment lines
-	# (.\") are the examples' set-up scripts, whose commands are other programs'
+	# (.\") are the examples' set-up scripts, and a bold command line of another program
+	# (".B btrfs check \-\-qgroup\-report") names that program's options
+	local other='btrfs|btrfs-[a-z]+|mkfs\.btrfs|btrfstune|e2fsck|mke2fs|resize2fs|debugfs|tar|bsdtar|cpio|mactime|sfdisk|losetup|mount|rsync|ewfacquire|qemu-img'
 	for m in "$BTK_ROOT"/man/*.[78]; do
 		missing=$(comm -13 <({ echo "$all"; echo --checksum; } | sort) \
-			<(sed '/^\.\\"/d; s/\\-/-/g' "$m" | grep -oE -- '--[a-z][a-z0-9-]*' | sort -u) | tr '\n' ' ')
+			<(sed -E '/^\.\\"/d; /^\.(B|BR|RB|BI|IB) "?('"$other"') /d; s/\\-/-/g' "$m" |
+				grep -oE -- '--[a-z][a-z0-9-]*' | sort -u) | tr '\n' ' ')
 		[ -z "$missing" ] || { echo "${m##*/} names options no tool has: $missing" >&2; false; }
 	done
 }

@@ -64,6 +64,12 @@ setup() {
 	btk_run 60 "$IMG" ls --tree-root 4096 "$D/a.img"
 	[ "$status" -eq 1 ]
 	assert_one_line_error 1
+	# a tree block of another tree (the chunk tree's) is no root tree
+	chunk=$("$BTK_BUILD/bin/btk-debug" super "$D/a.img" | awk '$1 == "chunk_root" {print $2}')
+	btk_run 60 "$IMG" ls --tree-root "$chunk" "$D/a.img" /
+	[ "$status" -eq 1 ]
+	assert_one_line_error 1
+	grep -q "$chunk is a block of tree 3, not of the root tree" "$BTK_ERR"
 	# -b N is the superblock's slot N ("index" in btk-debug super); generation 1 is in one
 	found=
 	for n in 0 1 2 3; do
@@ -191,13 +197,15 @@ setup() {
 }
 
 @test "ls --deleted: a snapshot that still holds the removed file's leaf does not hide it" {
-	"$BTK_BUILD/bin/btk-mkfs" -q --rootdir "$D/src" -b 256m "$D/s.img" >/dev/null
-	"$IMG" subvol create "$D/s.img" /sv
-	"$IMG" put "$D/s.img" "$D/src/d/one" /sv/one
-	"$IMG" snapshot "$D/s.img" /sv /snap
+	# enough files for a tree of several leaves, which the snapshot shares with its source
+	mkdir -p "$D/many/sv"
+	for i in $(seq 1 400); do echo "$i" >"$D/many/sv/f$i"; done
+	cp "$D/src/d/one" "$D/many/sv/one"
+	"$BTK_BUILD/bin/btk-mkfs" -q --rootdir "$D/many" -b 256m "$D/s.img" >/dev/null
+	"$IMG" snapshot "$D/s.img" / /snap
 	"$IMG" rm "$D/s.img" /sv/one
 	btk_run 60 "$IMG" ls --deleted "$D/s.img"
 	[ "$status" -eq 0 ]
 	[ "$(cat "$BTK_OUT")" = /sv/one ]
-	"$IMG" cat "$D/s.img" /snap/one | cmp - "$D/src/d/one"
+	"$IMG" cat "$D/s.img" /snap/sv/one | cmp - "$D/src/d/one"
 }

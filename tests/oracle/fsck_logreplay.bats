@@ -118,6 +118,76 @@ replay_case() {
 	same_as_kernel "$D/k" "$D/o"
 }
 
+# mixed_log IMG: a one-device image whose log holds what fsync logs of changes to files that
+# the last commit has: an append, an overwrite in the middle of a file (its extent split),
+# a truncate and rewrite, an unlink (a directory's logged deletes), a hard link, an xattr;
+# IMG is the copy taken before the commit
+mixed_log() {
+	local img=$1 l
+	truncate -s 512M "$img.tmp"
+	mkfs.btrfs -q -f "$img.tmp" >/dev/null
+	l=$(losetup -f --show "$img.tmp")
+	LOOPS=("$l")
+	mount -o commit=600 "$l" "$MNT"
+	mkdir "$MNT/d"
+	python3 - "$MNT/d" <<'PY'
+import os, random, sys
+d = sys.argv[1]
+rnd = random.Random(26)
+for i in range(1, 5):
+    with open(os.path.join(d, "base%d" % i), "wb") as f:
+        f.write(rnd.randbytes(200000))
+with open(os.path.join(d, "small"), "wb") as f:
+    f.write(b"hi\n")
+os.setxattr(os.path.join(d, "base1"), "user.a", b"1")
+PY
+	btrfs filesystem sync "$MNT"
+	python3 - "$MNT/d" <<'PY'
+import os, random, sys
+d = sys.argv[1]
+rnd = random.Random(27)
+def fsync_path(p):
+    fd = os.open(p, os.O_RDONLY)
+    os.fsync(fd)
+    os.close(fd)
+with open(os.path.join(d, "base1"), "ab") as f:
+    f.write(rnd.randbytes(5000)); f.flush(); os.fsync(f.fileno())
+with open(os.path.join(d, "base2"), "r+b") as f:
+    f.seek(50000); f.write(rnd.randbytes(8192)); f.flush(); os.fsync(f.fileno())
+with open(os.path.join(d, "base3"), "wb") as f:
+    f.write(rnd.randbytes(3000)); f.flush(); os.fsync(f.fileno())
+os.unlink(os.path.join(d, "base4"))
+fsync_path(d)
+os.link(os.path.join(d, "small"), os.path.join(d, "small-link"))
+fsync_path(os.path.join(d, "small"))
+os.setxattr(os.path.join(d, "base1"), "user.b", b"2")
+fsync_path(os.path.join(d, "base1"))
+PY
+	cp --sparse=always "$img.tmp" "$img"
+	umount "$MNT"
+	loops_down
+	rm -f "$img.tmp"
+}
+
+@test "replay-log: changes to committed files (append, overwrite in the middle, truncate, unlink, hard link, xattr): equals the kernel's replay" {
+	mixed_log "$D/mixed.img"
+	btrfs inspect-internal dump-super "$D/mixed.img" | grep -Eq '^log_root[[:space:]]+[1-9]'
+	IMG_DEVS=("$D/mixed.img")
+	copies kernel
+	kernel_replayed "$D/k" "${COPY[@]}"
+	copies offline
+	btk_run 300 "$FSCK" --rescue replay-log --no-undo "${COPY[@]}"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -q ", 1 name(s) added, 1 removed, 1 inode(s) deleted," "$BTK_OUT"
+	echo "# $(tail -1 "$BTK_OUT")" >&3
+	btk_run 300 "$FSCK" -q "${COPY[@]}"
+	[ "$status" = 0 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	views "$D/o" "${COPY[@]}"
+	same_as_kernel "$D/k" "$D/o"
+	! grep -q "^/d/base4 " "$D/o.man"
+	grep -q "^/d/small-link .* nlink=2 " "$D/o.man"
+}
+
 @test "zero-log: the log is dropped, what it held is listed as lost, the result is the last commit" {
 	oracle_image rescue-log -L -C small -s 512M
 	copies before
