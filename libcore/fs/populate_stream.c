@@ -334,6 +334,11 @@ static int take_data(struct btk_stream *s, const struct btk_src_entry *e, struct
 	s->p.flags = path_flags(s, e->path);
 	ret = pop_write_data(&s->p, &r, BTK_STREAM_INO, (uint64_t)e->st.st_size, &c->nbytes);
 	s->p.rec = NULL;
+	if (!ret && c->nex && c->nex < c->excap) { /* kept to the end: no room to spare */
+		struct btk_file_extent *ex = realloc(c->ex, c->nex * sizeof(*ex));
+		if (ex)
+			c->ex = ex, c->excap = c->nex;
+	}
 	for (size_t k = first; k < c->nex && !ret; k++) {
 		struct held *h;
 		if (!c->ex[k].disk_bytenr)
@@ -550,6 +555,14 @@ int btk_stream_end(struct btk_stream *s, struct btk_src_tree *out, struct btk_st
 	}
 	out->nnodes = len;
 	out->pre = s->st;
+	/* everything moved to out: the stream keeps only its held extents */
+	for (size_t k = 0; k < s->inodes.n; k++)
+		drop_content(&s->inodes.data[k].c);
+	btk_vec_free(&s->nodes);
+	btk_vec_free(&s->inodes);
+	free(s->hash);
+	s->hash = NULL;
+	s->hcap = s->hn = 0;
 	pop_mark_compress(&s->p);
 	*st = s->ss;
 out:
