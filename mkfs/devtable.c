@@ -83,6 +83,13 @@ int devtable_read(const char *file, time_t when, struct devtable *dt)
 			rc = 1;
 			break;
 		}
+		if (count && min + (count - 1) * inc > 1048575) {
+			/* a minor past 20 bits would wrap to another device's number */
+			cli_err("%s:%d: minors %llu to %llu: a minor is at most 1048575", file,
+				lineno, min, min + (count - 1) * inc);
+			rc = 1;
+			break;
+		}
 		switch (type[0]) {
 		case 'f':
 			st.st_mode = S_IFREG;

@@ -125,12 +125,15 @@ TABLE
 	printf '/nodir/x c 600 0 0 1 1 - - -\n' >"$D/noparent"
 	printf '/a d 755 0 0 - - - - -\n/a/f c 600 0 0 1 1 - - -\n' >"$D/clash"
 	printf '/x q 600 0 0 - - - - -\n' >"$D/type"
-	chmod a+r "$D"/short "$D"/noparent "$D"/clash "$D"/type
-	for t in short noparent clash type; do
+	# minors 1048575, 1048576...: past 20 bits a minor wraps to another device's number
+	printf '/dev/x c 600 0 0 4095 1048575 0 1 2\n' >"$D/minor"
+	chmod a+r "$D"/short "$D"/noparent "$D"/clash "$D"/type "$D"/minor
+	for t in short noparent clash type minor; do
 		btk_run 60 "${AS[@]}" "$MKFS" -q -b 1G -D "$D/$t" -r "$D/dir" "$D/$t.img"
 		assert_one_line_error 1
 		[ "$status" = 1 ] || { show_err; return 1; }
 		[ ! -e "$D/$t.img" ]
 	done
 	grep -q "its parent does not exist" <(btk_run 60 "$MKFS" -q -b 1G -D "$D/noparent" -r "$D/dir" "$D/n.img"; cat "$BTK_ERR")
+	grep -q "minors 1048575 to 1048576: a minor is at most 1048575" <(btk_run 60 "$MKFS" -q -b 1G -D "$D/minor" -r "$D/dir" "$D/m.img"; cat "$BTK_ERR")
 }
