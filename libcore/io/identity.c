@@ -17,6 +17,13 @@ static bool same_stat(const struct stat *a, const struct stat *b)
 	return a->st_dev == b->st_dev && a->st_ino == b->st_ino;
 }
 
+static bool fd_same(int a, int b)
+{
+	struct stat sa, sb;
+
+	return a >= 0 && b >= 0 && !fstat(a, &sa) && !fstat(b, &sb) && same_stat(&sa, &sb);
+}
+
 static const struct btk_dev *bottom(const struct btk_dev *d)
 {
 	for (int depth = 0; d && d->fd < 0 && d->lower && depth < 16; depth++)
@@ -26,7 +33,6 @@ static const struct btk_dev *bottom(const struct btk_dev *d)
 
 bool btk_dev_same(const struct btk_dev *a, const struct btk_dev *b)
 {
-	struct stat sa, sb;
 	uint64_t ao, as, bo, bs;
 
 	/* two partitions of one disk are two devices unless their ranges overlap */
@@ -34,9 +40,23 @@ bool btk_dev_same(const struct btk_dev *a, const struct btk_dev *b)
 	    (ao + as <= bo || bo + bs <= ao))
 		return false;
 	a = bottom(a), b = bottom(b);
-	if (!a || !b || a->fd < 0 || b->fd < 0)
-		return a == b && a;
-	return !fstat(a->fd, &sa) && !fstat(b->fd, &sb) && same_stat(&sa, &sb);
+	if (!a || !b)
+		return false;
+	if (a == b)
+		return true;
+	int na = btk_dev_split_count(a), nb = btk_dev_split_count(b);
+	/* two split raw sets: a set runs to the last name of its series, so two that share a
+	 * segment ("x.000" and "x.001", read from its second segment) share the last one */
+	if (na && nb)
+		return fd_same(btk_dev_split_fd(a, na - 1), btk_dev_split_fd(b, nb - 1));
+	if (na || nb) { /* a split set and a file: one when the file is one of its segments */
+		const struct btk_dev *set = na ? a : b, *file = na ? b : a;
+		for (int i = 0; i < (na ? na : nb); i++)
+			if (fd_same(btk_dev_split_fd(set, i), file->fd))
+				return true;
+		return false;
+	}
+	return fd_same(a->fd, b->fd);
 }
 
 int btk_paths_distinct(const char *const *paths, int n)

@@ -294,6 +294,8 @@ int btk_dev_where_apply(struct btk_dev **devp, const char *base, const struct bt
 int btk_dev_split_open(const char *first, bool write, struct btk_dev **out);
 /* The number of segments of a split raw handle (0 for others). */
 int btk_dev_split_count(const struct btk_dev *dev);
+/* The file descriptor of segment i of a split raw handle (-1 for others). */
+int btk_dev_split_fd(const struct btk_dev *dev, int i);
 /* Whether b (len bytes from the start of a file) starts an EWF segment (E01, Ex01). */
 bool btk_ewf_magic(const uint8_t *b, size_t len);
 /* The EWF evidence file whose first segment is path, read-only, through libewf loaded at run

@@ -267,3 +267,12 @@ int btk_dev_split_count(const struct btk_dev *dev)
 {
 	return dev->ops == &split_ops ? ((const struct split *)dev->priv)->n : 0;
 }
+
+int btk_dev_split_fd(const struct btk_dev *dev, int i)
+{
+	const struct split *s = dev->priv;
+
+	if (dev->ops != &split_ops || i < 0 || i >= s->n)
+		return -1;
+	return s->seg[i]->fd;
+}

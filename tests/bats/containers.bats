@@ -66,6 +66,23 @@ read_all() {
 	"$B/btk-fsck" "$D/let.aa@p2" >/dev/null
 }
 
+@test "split raw: one set given twice to a multi-device writer (as partitions, an offset, a later segment) is one device" {
+	truncate -s 600M "$D/d.img"
+	printf 'label: gpt\n,250M,L\n,250M,L\n' | sfdisk -q "$D/d.img"
+	split -b 200M -d -a 3 "$D/d.img" "$D/sp."
+	sha=$(cat "$D"/sp.* | sha256sum)
+	for pair in "sp.000@p1 sp.000@p1" "sp.000@p1 sp.000@1MiB" "sp.000@p1 sp.001" "sp.000 sp.002"; do
+		set -- $pair
+		btk_run 60 "$B/btk-mkfs" -f "$D/$1" "$D/$2"
+		assert_one_line_error 1
+		grep -q "are the same device" "$BTK_ERR"
+	done
+	[ "$(cat "$D"/sp.* | sha256sum)" = "$sha" ]
+	# two partitions of one set are two devices
+	"$B/btk-mkfs" -q -f -d raid1 "$D/sp.000@p1" "$D/sp.000@p2" >/dev/null
+	"$B/btk-fsck" "$D/sp.000@p1" "$D/sp.000@p2" >/dev/null
+}
+
 @test "EWF: an E01 of the disk image reads as the raw image in every read tool; writers refuse it in one line" {
 	require_tool ewfacquire
 	disk "$D/disk.img"
