@@ -54,18 +54,13 @@ static const struct btk_dev_ops reader_ops = {.pread = reader_pread, .close = re
 
 static int reader_dev(const char *name, struct reader *r, uint64_t size, struct btk_dev **out)
 {
-	struct btk_dev *dev = calloc(1, sizeof(*dev));
+	int ret = btk_dev_new(name, &reader_ops, r, out);
 
-	if (!dev || !(dev->path = strdup(name))) {
-		free(dev);
+	if (ret) {
 		free(r);
-		return btk_err(ENOMEM, "%s: out of memory", name);
+		return ret;
 	}
-	dev->ops = &reader_ops;
-	dev->fd = -1;
-	dev->size = size;
-	dev->priv = r;
-	*out = dev;
+	(*out)->size = size;
 	return 0;
 }
 
