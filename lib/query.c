@@ -127,11 +127,11 @@ API int btkfs_check(btkfs *h, unsigned flags, int (*fn)(void *ctx, const struct 
 		return ret;
 	res.tree_blocks = sum.nr_tree_blocks;
 	res.bytes_used = sum.bytes_used;
-	if (out) { /* as much of the result as the caller's struct holds */
-		size_t n = out->size && out->size < sizeof(res) ? out->size : sizeof(res);
+	/* as much of the result as the caller's struct holds (size 0: this header's) */
+	size_t n = !out ? 0 : out->size && out->size < sizeof(res) ? out->size : sizeof(res);
+	if (n > sizeof(res.size))
 		memcpy((char *)out + sizeof(out->size), (char *)&res + sizeof(res.size),
 		       n - sizeof(res.size));
-	}
 	return 0;
 }
 
