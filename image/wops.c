@@ -57,7 +57,7 @@ int wops_open(struct wops *w)
 		goto err;
 	if (btk_write_open(w->fs, 0, &w->wfs))
 		goto err;
-	btk_qgroups_count(w->wfs, &w->quota);
+	btk_qgroups_count(w->fs, w->wfs, &w->quota);
 	if (btk_trans_start(w->wfs, &w->t))
 		goto err;
 	if (w->epoch_set)

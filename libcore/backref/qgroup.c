@@ -576,8 +576,15 @@ static int settled(void *ctx, struct btk_trans *t)
 	return ret;
 }
 
-void btk_qgroups_count(struct btk_wfs *w, struct btk_qgroup_acct *st)
+void btk_qgroups_count(struct btk_fs *fs, struct btk_wfs *w, struct btk_qgroup_acct *st)
 {
+	struct btk_root quota;
+
 	memset(st, 0, sizeof(*st));
+	int ret = btk_root_find(fs, BTRFS_QUOTA_TREE_OBJECTID, &quota);
+
+	btk_err_clear(); /* another error is the commit's to meet */
+	if (ret == -ENOENT)
+		return; /* no quota tree: quotas are off */
 	btk_write_on_settled(w, settled, st);
 }

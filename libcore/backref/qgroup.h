@@ -30,8 +30,9 @@ struct btk_qgroup_acct {
 	char why[200];	   /* why it marked them */
 };
 
-/* Accounts qgroups in every commit of w from now on; st (which must outlive w's commits) is
- * filled at each commit. */
-void btk_qgroups_count(struct btk_wfs *w, struct btk_qgroup_acct *st);
+/* Accounts qgroups in every commit of w (a write handle of fs) from now on; st (which must
+ * outlive w's commits) is filled at each commit. Without a quota tree nothing is hooked: no
+ * write records what quotas would need (no btk writer turns quotas on). */
+void btk_qgroups_count(struct btk_fs *fs, struct btk_wfs *w, struct btk_qgroup_acct *st);
 
 #endif
