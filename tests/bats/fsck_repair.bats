@@ -76,6 +76,20 @@ repair_fixes() {
 	btrfs_clean "$IMG"
 }
 
+# corpus_repaired DIR NAME PATTERN: a copy of corpus image NAME is repaired (exit 1, a line
+# matching PATTERN) and both checkers are clean after
+corpus_repaired() {
+	local img=$BATS_TEST_TMPDIR/c.img
+	cp --sparse=always "$1/$2.raw" "$img"
+	btk_run 120 "$FSCK" --repair --no-undo "$img"
+	assert_no_crash
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; echo "$2: exit $status" >&2; return 1; }
+	grep -q "$3" "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	btk_run 120 "$FSCK" -q "$img"
+	[ "$status" = 0 ] || { cat "$BTK_OUT" >&2; echo "$2: not clean" >&2; return 1; }
+	btrfs_clean "$img" || { echo "$2: btrfs check not clean" >&2; return 1; }
+}
+
 @test "repair: each derived-data and inode corruption is fixed, both checkers clean, a second repair changes nothing" {
 	require_btk fsck
 	repaired_clean nlink nbytes dir-isize bg-used super-devs
@@ -321,14 +335,7 @@ PY
 		055-super-num-devs-mismatch__default 064-deprecated-inode-cache__4k_nodesize \
 		066-missing-root-orphan-item__default 069-unknown-fs-tree-key__unknown_key_empty \
 		fuzz-images__superblock-total-bytes-0; do
-		local img=$BATS_TEST_TMPDIR/c.img
-		cp --sparse=always "$dir/$name.raw" "$img"
-		btk_run 120 "$FSCK" --repair "$img"
-		assert_no_crash
-		[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; echo "$name: exit $status" >&2; return 1; }
-		btk_run 120 "$FSCK" -q "$img"
-		[ "$status" = 0 ] || { cat "$BTK_OUT" >&2; echo "$name: not clean" >&2; return 1; }
-		btrfs_clean "$img" || { echo "$name: btrfs check not clean" >&2; return 1; }
+		corpus_repaired "$dir" "$name" 'FIXED: '
 		n=$((n + 1))
 	done
 	[ $n = 15 ]
@@ -342,15 +349,7 @@ PY
 	for name in fuzz-images__bko-153641-unaligned-tree-block-bytenr \
 		fuzz-images__bko-156471-ubsan-trigger-crc32c-unaligned \
 		fuzz-images__bko-156811-bad-parent-ref-qgroup-verify fuzz-images__bko-154021-invalid-drop-level; do
-		local img=$BATS_TEST_TMPDIR/c.img
-		cp --sparse=always "$dir/$name.raw" "$img"
-		btk_run 120 "$FSCK" --repair --no-undo "$img"
-		assert_no_crash
-		[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; echo "$name: exit $status" >&2; return 1; }
-		grep -q 'E0116 current-root-damaged.*root tree of generation 4 ' "$BTK_OUT"
-		btk_run 120 "$FSCK" -q "$img"
-		[ "$status" = 0 ] || { cat "$BTK_OUT" >&2; echo "$name: not clean" >&2; return 1; }
-		btrfs_clean "$img" || { echo "$name: btrfs check not clean" >&2; return 1; }
+		corpus_repaired "$dir" "$name" 'E0116 current-root-damaged.*root tree of generation 4 '
 		n=$((n + 1))
 	done
 	[ $n = 4 ]
