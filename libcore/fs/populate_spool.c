@@ -78,24 +78,35 @@ static int open_file(struct btk_src_spool *s)
 	return 0;
 }
 
-static int flush(struct btk_src_spool *s)
+/* len bytes at off of the file, written from or read into buf */
+static int file_io(struct btk_src_spool *s, bool wr, uint8_t *buf, size_t len, uint64_t off)
 {
 	size_t done = 0;
 
-	while (done < s->wlen) {
-		ssize_t n = pwrite(s->fd, s->wbuf + done, s->wlen - done, (off_t)(s->flen + done));
+	while (done < len) {
+		ssize_t n = wr ? pwrite(s->fd, buf + done, len - done, (off_t)(off + done))
+			       : pread(s->fd, buf + done, len - done, (off_t)(off + done));
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return btk_err(n < 0 ? errno : EIO,
-				       "cannot write the temporary file of the archive's small "
-				       "files: %s",
-				       strerror(n < 0 ? errno : EIO));
+				       "cannot %s the temporary file of the archive's small files: "
+				       "%s",
+				       wr ? "write" : "read", strerror(n < 0 ? errno : EIO));
 		done += (size_t)n;
 	}
-	s->flen += s->wlen;
-	s->wlen = 0;
 	return 0;
+}
+
+static int flush(struct btk_src_spool *s)
+{
+	int ret = file_io(s, true, s->wbuf, s->wlen, s->flen);
+
+	if (!ret) {
+		s->flen += s->wlen;
+		s->wlen = 0;
+	}
+	return ret;
 }
 
 int pop_spool_put(struct btk_src_spool *s, const void *data, size_t len, uint64_t *off)
@@ -142,8 +153,11 @@ int pop_spool_put(struct btk_src_spool *s, const void *data, size_t len, uint64_
 int pop_spool_get(struct btk_src_spool *s, uint64_t off, size_t len, void *buf, const uint8_t **out)
 {
 	uint64_t foff;
-	size_t done = 0;
 
+	if (!len) { /* nothing kept: never a pointer into memory that may not exist */
+		*out = buf;
+		return 0;
+	}
 	if (off + len <= s->mlen) {
 		*out = s->mem + off;
 		return 0;
@@ -162,17 +176,9 @@ int pop_spool_get(struct btk_src_spool *s, uint64_t off, size_t len, void *buf, 
 		if (ret)
 			return ret;
 	}
-	while (done < len) {
-		ssize_t n = pread(s->fd, (uint8_t *)buf + done, len - done, (off_t)(foff + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return btk_err(n < 0 ? errno : EIO,
-				       "cannot read the temporary file of the archive's small "
-				       "files: %s",
-				       strerror(n < 0 ? errno : EIO));
-		done += (size_t)n;
-	}
+	int ret = file_io(s, false, buf, len, foff);
+	if (ret)
+		return ret;
 	*out = buf;
 	return 0;
 }
