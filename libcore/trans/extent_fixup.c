@@ -101,8 +101,6 @@ int btk_tree_reset(struct btk_trans *t, uint64_t id)
 {
 	struct btk_wroot *wr = btk_wroot_get(t->w, id);
 	struct btk_root_item ri;
-	struct btk_block *b;
-	uint64_t bytenr;
 	int ret;
 
 	if (!wr || !wr->in_root_tree)
@@ -115,17 +113,9 @@ int btk_tree_reset(struct btk_trans *t, uint64_t id)
 	if (wr->bytenr != ri.bytenr)
 		return btk_err(EBUSY, "tree %llu was changed in this transaction",
 			       (unsigned long long)id);
-	if ((ret = btk_alloc_tree_block(t, id, 0, &bytenr)))
+	if ((ret = btk_wroot_new_leaf(t, wr)))
 		return ret;
-	if (!(b = btk_cache_alloc(t->fs->cache, bytenr, t->fs->nodesize)))
-		return btk_err(ENOMEM, "out of memory");
-	btk_block_init(t->w, b, id, 0, t->transid);
-	b->dirty = true;
-	btk_block_put(b);
-	wr->bytenr = bytenr;
-	wr->level = 0;
 	wr->item_dirty = true;
-	t->w->mods++;
 	return 0;
 }
 
