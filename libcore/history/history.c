@@ -1021,19 +1021,19 @@ struct sv {
 	struct roots_vec older;
 };
 
+static int sv_cmp(const void *a, const void *b)
+{
+	const struct sv_rec *x = a, *y = b;
+
+	return btk_cmp_u64(x->ino, y->ino);
+}
+
 static struct sv_rec *sv_find(struct sv *s, uint64_t ino)
 {
-	size_t lo = 0, hi = s->recs.n;
+	struct sv_rec key = {.ino = ino}, *r;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->recs.data[mid].ino < ino)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < s->recs.n && s->recs.data[lo].ino == ino)
-		return &s->recs.data[lo];
+	if (s->recs.n && (r = bsearch(&key, s->recs.data, s->recs.n, sizeof(key), sv_cmp)))
+		return r;
 	for (size_t i = 0; i < s->ghosts.n; i++)
 		if (s->ghosts.data[i].ino == ino)
 			return &s->ghosts.data[i];
