@@ -23,43 +23,88 @@ static struct {
 	__typeof__(selabel_lookup_raw) *lookup;
 	__typeof__(selabel_close) *close;
 	__typeof__(freecon) *freecon;
+	__typeof__(selinux_set_callback) *set_callback;
 	void *dl;
+	char why[256]; /* the first error libselinux logged since it was cleared */
 } se;
+
+/* libselinux's log: its errors kept for our one line (it would print them on stderr, each
+ * twice), its warnings and notes dropped */
+__attribute__((format(printf, 2, 3))) static int se_log(int type, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (type != SELINUX_ERROR || se.why[0])
+		return 0;
+	va_start(ap, fmt);
+	vsnprintf(se.why, sizeof(se.why), fmt, ap);
+	va_end(ap);
+	se.why[strcspn(se.why, "\n")] = 0;
+	return 0;
+}
+
+/* Contexts are taken as written (no policy is loaded here to check them against): asking
+ * libselinux to validate makes it compile every line's regular expression when the file is
+ * opened, so a bad one is said before anything is written. */
+static int se_valid(char **ctx)
+{
+	(void)ctx;
+	return 0;
+}
+
+/* why libselinux failed: its logged error without the file name it starts with, or errno's */
+static const char *se_why(const char *path, int err)
+{
+	const char *w = se.why;
+	size_t pl = strlen(path);
+
+	if (!*w)
+		return strerror(err);
+	if (!strncmp(w, path, pl) && w[pl] == ':')
+		w += pl + 1 + strspn(w + pl + 1, " ");
+	return w;
+}
 
 static int load(void)
 {
 	static const char *const names[] = {"selabel_open", "selabel_lookup_raw", "selabel_close",
-					    "freecon"};
+					    "freecon", "selinux_set_callback"};
 	void **fns[] = {(void **)&se.open, (void **)&se.lookup, (void **)&se.close,
-			(void **)&se.freecon};
+			(void **)&se.freecon, (void **)&se.set_callback};
 
 	if (se.dl)
 		return 0;
 	if (!(se.dl = dlopen(SE_SONAME, RTLD_NOW | RTLD_LOCAL)))
-		return btk_err(ENOSYS, "--file-contexts needs " SE_SONAME " (Debian: libselinux1): %s",
+		return btk_err(ENOSYS,
+			       "--file-contexts needs " SE_SONAME " (Debian: libselinux1): %s",
 			       dlerror());
 	for (size_t k = 0; k < sizeof(names) / sizeof(names[0]); k++)
 		if (!(*fns[k] = dlsym(se.dl, names[k]))) {
-			int ret = btk_err(ENOSYS, "--file-contexts: " SE_SONAME " has no %s", names[k]);
+			int ret =
+			    btk_err(ENOSYS, "--file-contexts: " SE_SONAME " has no %s", names[k]);
 			dlclose(se.dl);
 			se.dl = NULL;
 			return ret;
 		}
+	se.set_callback(SELINUX_CB_LOG, (union selinux_callback){.func_log = se_log});
+	se.set_callback(SELINUX_CB_VALIDATE, (union selinux_callback){.func_validate = se_valid});
 	return 0;
 }
 
 int fcontexts_open(const char *path, struct fcontexts *fc)
 {
-	struct selinux_opt opt = {SELABEL_OPT_PATH, path};
+	struct selinux_opt opt[] = {{SELABEL_OPT_PATH, path}, {SELABEL_OPT_VALIDATE, (char *)1}};
 	int ret = load();
 
 	fc->handle = NULL;
 	if (ret)
 		return ret;
 	errno = 0;
-	if (!(fc->handle = se.open(SELABEL_CTX_FILE, &opt, 1)))
-		return btk_err(errno ? errno : EINVAL, "--file-contexts %s: cannot be read: %s", path,
-			       strerror(errno ? errno : EINVAL));
+	se.why[0] = 0;
+	if (!(fc->handle = se.open(SELABEL_CTX_FILE, opt, 2))) {
+		int err = errno ? errno : EINVAL;
+		return btk_err(err, "--file-contexts %s: %s", path, se_why(path, err));
+	}
 	fc->path = path;
 	return 0;
 }
@@ -70,11 +115,13 @@ int fcontexts_label(void *ctx, const char *path, uint32_t mode, char **value, si
 	char *con = NULL;
 
 	errno = 0;
+	se.why[0] = 0;
 	if (se.lookup(fc->handle, &con, path, (int)mode) < 0) {
-		if (errno == ENOENT) /* no line of the file matches: the source's label stays */
+		int err = errno ? errno : EINVAL;
+		if (err == ENOENT) /* no line of the file matches: the source's label stays */
 			return 0;
-		return btk_err(errno ? errno : EINVAL, "--file-contexts %s: %s: %s", fc->path, path,
-			       strerror(errno ? errno : EINVAL));
+		return btk_err(err, "--file-contexts %s: %s: %s", fc->path, path,
+			       se_why(fc->path, err));
 	}
 	/* "<<none>>": the file says not to label the path */
 	if (!strcmp(con, "<<none>>")) {

@@ -165,23 +165,28 @@ static int copy_stream_xattrs(struct pop *p, const struct btk_src_content *c, ui
 
 #define SELINUX_XATTR "security.selinux"
 
-/* "/" and the names from the top down to node i, into buf; NULL when it does not fit. */
-static char *rel_path(const struct btk_src_tree *s, uint32_t i, char *buf, size_t len)
+/* "/" and the names from the top down to node i (malloc'd), or NULL without memory. */
+static char *rel_path(const struct btk_src_tree *s, uint32_t i)
 {
-	size_t at = len - 1;
+	size_t len = 1, at;
+	uint32_t k, j;
+	char *buf;
 
+	for (k = 0, j = i; j && k < s->nnodes; k++, j = s->nodes[j].parent)
+		len += 1 + s->nodes[j].name_len;
+	if (!(buf = malloc(len + 1)))
+		return NULL;
+	at = len;
 	buf[at] = 0;
-	for (uint32_t k = 0; i && k < s->nnodes; k++, i = s->nodes[i].parent) {
-		size_t nl = s->nodes[i].name_len;
-		if (at < nl + 1)
-			return NULL;
-		at -= nl;
-		memcpy(buf + at, s->nodes[i].name, nl);
+	for (k = 0, j = i; j && k < s->nnodes; k++, j = s->nodes[j].parent) {
+		at -= s->nodes[j].name_len;
+		memcpy(buf + at, s->nodes[j].name, s->nodes[j].name_len);
 		buf[--at] = '/';
 	}
-	if (at == len - 1)
+	if (!i)
 		buf[--at] = '/';
-	return buf + at;
+	memmove(buf, buf + at, len + 1 - at);
+	return buf;
 }
 
 /* The xattrs of node i's inode: a stream's, recorded sorted (populate_stream.c), or a host
@@ -190,23 +195,23 @@ static int copy_xattrs(struct pop *p, uint32_t i, uint64_t ino)
 {
 	uint32_t si = p->src->nodes[i].inode;
 	const struct btk_src_content *c;
-	char *label = NULL, rel[4096];
+	char *label = NULL, *path;
 	const char *skip = NULL;
 	size_t llen = 0;
 	int ret = 0;
 
 	if (p->o->label) {
-		const char *path = rel_path(p->src, i, rel, sizeof(rel));
-		if (!path)
-			return btk_err(ENAMETOOLONG, "path too long for --file-contexts");
+		if (!(path = rel_path(p->src, i)))
+			return btk_err(ENOMEM, "out of memory");
 		ret = p->o->label(p->o->label_ctx, path, p->src->inodes[si].st.st_mode, &label,
 				  &llen);
-		if (ret < 0)
-			return ret;
 		if (ret > 0 && llen > UINT16_MAX) {
 			free(label);
-			return btk_err(E2BIG, "%s: SELinux label of %zu bytes", path, llen);
+			ret = btk_err(E2BIG, "%s: SELinux label of %zu bytes", path, llen);
 		}
+		free(path);
+		if (ret < 0)
+			return ret;
 		skip = ret > 0 ? SELINUX_XATTR : NULL;
 		ret = 0;
 	}
@@ -220,7 +225,6 @@ static int copy_xattrs(struct pop *p, uint32_t i, uint64_t ino)
 	free(label);
 	return ret;
 }
-
 
 /* A stream's recorded content of source inode si as inode ino: its extents now referenced
  * from ino (the placeholder references go when the stream is released). */
