@@ -604,10 +604,7 @@ int verb_get(int argc, const char **argv)
 	    {"force", 'f', POPT_ARG_NONE, &g.force, 0, "replace existing files at DEST", NULL},
 	    {"progress", 0, POPT_ARG_NONE, &progress, 0,
 	     "show progress even when stderr is not a terminal", NULL},
-	    IMG_OPT_DEVICE(&c),
-	    CLI_ROOT_OPTIONS,
-	    IMG_OPT_JSON(&c),
-	    CLI_STD_OPTIONS POPT_TABLEEND};
+	    IMG_READ_OPTIONS(&c)};
 	int rc =
 	    img_parse(&c, argc, argv, opts, "[-r] [-f] [--progress] [--json] IMG PATH DEST", 3, 3);
 	struct img_node n;
