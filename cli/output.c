@@ -45,6 +45,23 @@ int cli_stdout_check(void)
 	return failed ? -1 : 0;
 }
 
+int cli_stdout_write(const void *p, size_t len)
+{
+	const unsigned char *b = p;
+
+	while (len) {
+		ssize_t n = write(STDOUT_FILENO, b, len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -EIO;
+		b += n, len -= (size_t)n;
+	}
+	return 0;
+}
+
 static void stdout_at_exit(void)
 {
 	bool bad = ferror(stdout);
