@@ -223,6 +223,8 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 	o.epoch_set = w->epoch_set;
 	o.epoch = w->epoch;
 	o.uuid_seed = w->epoch_set ? w->fs->fsid : NULL;
+	if (getenv("BTK_TEST_SPOOL_MEM")) /* tests: the temporary file from this many bytes */
+		o.spool_mem = strtoull(getenv("BTK_TEST_SPOOL_MEM"), NULL, 10);
 	if (archive && (rc = read_archive(w, src, &o, inh.flags, &stream, &s)))
 		goto out;
 	rc = CLI_EXIT_ERROR;

@@ -318,6 +318,8 @@ static int archive_prepare(struct rootdir *rd, struct btk_mkfs_opts *o,
 	rd->po.subvols = rd->subvols;
 	rd->po.iflags = rd->iflags;
 	rd->po.uuid_seed = o->fsid;
+	if (getenv("BTK_TEST_SPOOL_MEM")) /* tests: the temporary file from this many bytes */
+		rd->po.spool_mem = strtoull(getenv("BTK_TEST_SPOOL_MEM"), NULL, 10);
 	/* room: what a compressed archive of that size may hold, 64 GiB from a pipe */
 	tot.build_size = (strcmp(a->dir, "-") && stat(a->dir, &st) == 0 && S_ISREG(st.st_mode))
 			     ? (uint64_t)st.st_size * 16 + (1ULL << 30)

@@ -423,6 +423,11 @@ int btk_extent_record_drop(struct btk_trans *t, const struct btk_key *key, bool 
  * block. Copy the tree's root in this transaction afterwards (btk_tree_search_write), so that
  * block and item get the same generation. -EBUSY when the tree was changed already. */
 int btk_tree_set_root(struct btk_trans *t, uint64_t id, uint64_t bytenr, int level);
+/* Tree id (not a subvolume) becomes one empty leaf of this transaction, for a rebuild of a
+ * derived tree: its old blocks are neither read nor freed (their extent records are the
+ * caller's to drop, btk_extent_record_drop), so a tree that no longer reads can be replaced.
+ * -EBUSY when the tree was changed already, -ENOENT no such tree, -EINVAL a subvolume. */
+int btk_tree_reset(struct btk_trans *t, uint64_t id);
 
 /* ---- statistics for tests ---- */
 struct btk_wstats {

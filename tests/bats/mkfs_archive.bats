@@ -94,6 +94,31 @@ check_clean() {
 	check_clean "$D/ra.img"
 }
 
+@test "archive: small files' bytes past the memory budget go through a temporary file: the same image" {
+	python3 "$GEN" "$D/a.tar" all fwd
+	mkfs -r "$D/a.tar" "$D/m.img"
+	# every inline file, symlink target and xattr through the file ($TMPDIR)
+	mkdir "$D/tmp"
+	chmod 777 "$D/tmp"
+	BTK_TEST_SPOOL_MEM=1 TMPDIR=$D/tmp mkfs -r "$D/a.tar" "$D/f.img"
+	cmp "$D/m.img" "$D/f.img"
+	[ -z "$(ls -A "$D/tmp")" ] # unlinked: nothing left behind
+	# no temporary directory to write to: kept in memory, said once, the same image
+	BTK_TEST_SPOOL_MEM=1 TMPDIR=$D/none mkfs -r "$D/a.tar" "$D/n.img"
+	cmp "$D/m.img" "$D/n.img"
+	[ "$(grep -c "no temporary file" "$BTK_ERR")" = 1 ]
+	# put --archive too
+	mkfs "$D/p1.img"
+	mkfs "$D/p2.img"
+	btk_run 120 "${AS[@]}" "$IMAGE" put --archive "$D/p1.img" "$D/a.tar" /r
+	[ "$status" -eq 0 ] || { show_err; false; }
+	BTK_TEST_SPOOL_MEM=1 TMPDIR=$D/tmp btk_run 120 "${AS[@]}" "$IMAGE" put --archive \
+		"$D/p2.img" "$D/a.tar" /r
+	[ "$status" -eq 0 ] || { show_err; false; }
+	cmp "$D/p1.img" "$D/p2.img"
+	check_clean "$D/p2.img"
+}
+
 @test "archive: compressions, stdin, GNU tar, bsdtar and cpio give the directory's image" {
 	local s=$D/src f
 	mkdir -p "$s/a/b" "$s/c"
