@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "io/io.h"
 #include "cli_int.h"
 
 static int fail_code = CLI_EXIT_ERROR;
@@ -47,19 +48,7 @@ int cli_stdout_check(void)
 
 int cli_stdout_write(const void *p, size_t len)
 {
-	const unsigned char *b = p;
-
-	while (len) {
-		ssize_t n = write(STDOUT_FILENO, b, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -EIO;
-		b += n, len -= (size_t)n;
-	}
-	return 0;
+	return btk_fd_write_all(STDOUT_FILENO, p, len, -1);
 }
 
 static void stdout_at_exit(void)

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "io/io.h"
 #include "base/json.h"
 #include "base/u64set.h"
 #include "cli/cli.h"
@@ -204,15 +205,11 @@ static int data_cb(void *ctx, uint64_t off, const uint8_t *data, size_t len)
 
 	if (!data)
 		return 0; /* a hole stays a hole: ftruncate sets the size at the end */
-	while (len) {
-		ssize_t n = pwrite(g->fd, data, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		data += n, off += (uint64_t)n, len -= (size_t)n;
-		g->bytes += (uint64_t)n;
-	}
+	int ret = btk_fd_write_all(g->fd, data, len, (int64_t)off);
+
+	if (ret)
+		return ret;
+	g->bytes += len;
 	cli_progress_job(&g->prog, false, "copying", g->bytes, 0, NULL);
 	return 0;
 }
