@@ -311,8 +311,16 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 		ret = 0;
 	} else if (!ret) {
 		*committed = true;
-	} else if (!a->why[0]) {
-		snprintf(a->why, sizeof(a->why), "fixing %s failed: %s", codes, btk_errmsg());
+	} else {
+		if (!a->why[0])
+			snprintf(a->why, sizeof(a->why), "fixing %s failed: %s", codes,
+				 btk_errmsg());
+		/* what the damage makes the commit refuse (a record that does not parse, no
+		 * room) is a refused round like a re-check's: nothing reached a superblock and
+		 * the other fixes are tried alone; io errors and interrupts stop the repair */
+		if (ret == -EUCLEAN || ret == -EINVAL || ret == -ENOENT || ret == -EEXIST ||
+		    ret == -ENOSPC || ret == -E2BIG || ret == -ERANGE || ret == -EOVERFLOW)
+			ret = 0;
 	}
 out:
 	if (t)

@@ -51,6 +51,11 @@ struct btk_bg {
 	bool ro;		    /* being emptied (relocation): nothing is allocated in it */
 	uint64_t limit;		    /* nothing allocated at or past it (0: none; relocation) */
 	bool dirty;		    /* item and free-space tree need a look at commit */
+	/* damage (a repair's write path): its BLOCK_GROUP_ITEM's key says length item_len, or
+	 * its flags differ from its chunk's, whose length and type it took; once dirty, the
+	 * commit replaces the item */
+	bool item_bad;
+	uint64_t item_len;
 };
 
 /* A tree that the write path has touched. */

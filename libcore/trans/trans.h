@@ -142,6 +142,11 @@ int btk_trans_super_copy(struct btk_trans *t, int dev, int mirror, struct btk_su
 /* Repair: sets the used bytes of the block group at logical (its item at commit; changes of
  * this transaction count on from there). -ENOENT no such block group. */
 int btk_bg_set_used(struct btk_trans *t, uint64_t logical, uint64_t used);
+/* Repair: the block group at logical, whose BLOCK_GROUP_ITEM disagreed with its chunk in
+ * length or flags (the write path took the chunk's, BTK_WRITE_DAMAGED_USAGE), gets its item
+ * rewritten as the chunk says at commit. -ENOENT no such block group, -EINVAL its item
+ * agrees. */
+int btk_bg_rewrite_item(struct btk_trans *t, uint64_t logical);
 /* How many commits this process has made (their superblocks written and flushed). The
  * superblocks of a commit go out with SIGINT, SIGTERM and SIGHUP held, so that a signal
  * handler reading this (it is async-signal-safe) sees a commit whole or not at all. */

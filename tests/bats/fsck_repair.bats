@@ -195,6 +195,12 @@ PY
 	diff -r "$b" "$a"
 }
 
+@test "repair: a block group item whose length differs from its chunk's takes the chunk's" {
+	require_btk fsck
+	broken bg-len
+	repair_fixes 'E0203 chunk-bg-differs.*(its chunk'
+}
+
 @test "repair: a dev extent past its device item's size: the item takes the device's size" {
 	require_btk fsck
 	repaired_clean dev-extent
