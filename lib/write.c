@@ -107,207 +107,196 @@ static int end(btkfs *h, struct btk_edit *e, int ret)
 	return r2;
 }
 
-#define PATH_ARG(p)                                                                                \
-	if (!(p))                                                                                  \
+/* One change as the caller asked for it. */
+enum op {
+	PUT,
+	MKDIR,
+	RM,
+	MV,
+	LN,
+	SYMLINK,
+	CHMOD,
+	CHOWN,
+	TOUCH,
+	SETX,
+	RMX,
+	SNAP,
+	SV_NEW,
+	SV_DEL,
+	SV_DEF
+};
+struct req {
+	enum op op;
+	const char *a, *b; /* the paths (b: the second, or the xattr's name) */
+	unsigned flags;
+	uint32_t n1, n2;
+	const void *val;
+	size_t vlen;
+	const struct btk_time *when;
+	uint64_t id; /* out: a new subvolume's */
+};
+
+static int run(struct btk_edit *e, struct req *r)
+{
+	struct btk_src_tree s = {0};
+	struct btk_edit_put p = {.into = true, .check_space = true};
+	uint64_t n;
+	int ret;
+
+	switch (r->op) {
+	case PUT:
+		p.src = r->a;
+		p.replace = r->flags & BTKFS_PUT_REPLACE;
+		if (!(ret = btk_src_scan_any(r->a, false, &s)))
+			ret = btk_edit_put(e, &s, r->b, &p);
+		btk_src_free(&s);
+		return ret;
+	case MKDIR:
+		return btk_edit_mkdir(e, r->a, r->n1, r->flags & BTKFS_MKDIR_PARENTS, &n);
+	case RM:
+		return btk_edit_rm(e, r->a, r->flags & BTKFS_REMOVE_RECURSIVE, &n);
+	case MV:
+		return btk_edit_mv(e, r->a, r->b);
+	case LN:
+	case SYMLINK:
+		return btk_edit_ln(e, r->a, r->b, r->op == SYMLINK);
+	case CHMOD:
+		return btk_edit_chmod(e, r->a, r->n1);
+	case CHOWN:
+		return btk_edit_chown(e, r->a, r->n1 != UINT32_MAX, r->n1, r->n2 != UINT32_MAX,
+				      r->n2);
+	case TOUCH:
+		return btk_edit_touch(e, r->a, r->when);
+	case SETX:
+		return btk_edit_setxattr(e, r->a, r->b, r->val ? r->val : "", (uint16_t)r->vlen);
+	case RMX:
+		return btk_edit_setxattr(e, r->a, r->b, NULL, 0);
+	case SNAP:
+		return btk_edit_snapshot(e, r->a, r->b, r->flags & BTKFS_SNAPSHOT_READONLY, &r->id);
+	case SV_NEW:
+		return btk_edit_subvol_create(e, r->a, &r->id);
+	case SV_DEL:
+		return btk_edit_subvol_delete(e, r->a, &n);
+	case SV_DEF:
+		return btk_edit_subvol_default(e, r->a, &n);
+	}
+	return -EINVAL;
+}
+
+/* r as one session: its flags checked against allowed, its paths present. */
+static int change(btkfs *h, struct req *r, unsigned allowed, bool two)
+{
+	struct btk_edit e;
+	int ret;
+
+	btk_err_clear();
+	if (!r->a || (two && !r->b))
 		return lib_einval("a path is NULL");
+	if (r->flags & ~allowed)
+		return lib_einval("unknown flags");
+	if ((ret = begin(h, &e)))
+		return ret;
+	return end(h, &e, run(&e, r));
+}
 
 API int btkfs_put(btkfs *h, const char *src, const char *path, unsigned flags)
 {
-	struct btk_src_tree s = {0};
-	struct btk_edit e;
-	struct btk_edit_put p = {.into = true, .check_space = true};
-	int ret;
-
-	PATH_ARG(src && path);
-	if (flags & ~BTKFS_PUT_REPLACE)
-		return lib_einval("btkfs_put: unknown flags");
-	if ((ret = begin(h, &e)))
-		return ret;
-	p.src = src;
-	p.replace = flags & BTKFS_PUT_REPLACE;
-	ret = btk_src_scan_any(src, false, &s);
-	if (!ret)
-		ret = btk_edit_put(&e, &s, path, &p);
-	btk_src_free(&s);
-	return end(h, &e, ret);
+	return change(h, &(struct req){.op = PUT, .a = src, .b = path, .flags = flags},
+		      BTKFS_PUT_REPLACE, true);
 }
 
 API int btkfs_mkdir(btkfs *h, const char *path, uint32_t mode, unsigned flags)
 {
-	struct btk_edit e;
-	uint64_t made;
-	int ret;
-
-	PATH_ARG(path);
-	if (flags & ~BTKFS_MKDIR_PARENTS || (mode != BTKFS_MODE_DEFAULT && mode > 07777))
-		return lib_einval("btkfs_mkdir: unknown flags, or a mode past 07777");
-	if ((ret = begin(h, &e)))
-		return ret;
-	return end(h, &e, btk_edit_mkdir(&e, path, mode, flags & BTKFS_MKDIR_PARENTS, &made));
+	if (mode != BTKFS_MODE_DEFAULT && mode > 07777)
+		return lib_einval("btkfs_mkdir: a mode past 07777");
+	return change(h, &(struct req){.op = MKDIR, .a = path, .flags = flags, .n1 = mode},
+		      BTKFS_MKDIR_PARENTS, false);
 }
 
 API int btkfs_remove(btkfs *h, const char *path, unsigned flags)
 {
-	struct btk_edit e;
-	uint64_t removed;
-	int ret;
-
-	PATH_ARG(path);
-	if (flags & ~BTKFS_REMOVE_RECURSIVE)
-		return lib_einval("btkfs_remove: unknown flags");
-	if ((ret = begin(h, &e)))
-		return ret;
-	return end(h, &e, btk_edit_rm(&e, path, flags & BTKFS_REMOVE_RECURSIVE, &removed));
+	return change(h, &(struct req){.op = RM, .a = path, .flags = flags}, BTKFS_REMOVE_RECURSIVE,
+		      false);
 }
 
 API int btkfs_rename(btkfs *h, const char *src, const char *dst)
 {
-	struct btk_edit e;
-	int ret;
-
-	PATH_ARG(src && dst);
-	if ((ret = begin(h, &e)))
-		return ret;
-	return end(h, &e, btk_edit_mv(&e, src, dst));
-}
-
-static int link_any(btkfs *h, const char *target, const char *path, bool symbolic)
-{
-	struct btk_edit e;
-	int ret;
-
-	PATH_ARG(target && path);
-	if ((ret = begin(h, &e)))
-		return ret;
-	return end(h, &e, btk_edit_ln(&e, target, path, symbolic));
+	return change(h, &(struct req){.op = MV, .a = src, .b = dst}, 0, true);
 }
 
 API int btkfs_link(btkfs *h, const char *target, const char *path)
 {
-	return link_any(h, target, path, false);
+	return change(h, &(struct req){.op = LN, .a = target, .b = path}, 0, true);
 }
 
 API int btkfs_symlink(btkfs *h, const char *target, const char *path)
 {
-	return link_any(h, target, path, true);
+	return change(h, &(struct req){.op = SYMLINK, .a = target, .b = path}, 0, true);
 }
 
 API int btkfs_chmod(btkfs *h, const char *path, uint32_t mode)
 {
-	struct btk_edit e;
-	int ret;
-
-	PATH_ARG(path);
 	if (mode > 07777)
 		return lib_einval("btkfs_chmod: a mode past 07777");
-	if ((ret = begin(h, &e)))
-		return ret;
-	return end(h, &e, btk_edit_chmod(&e, path, mode));
+	return change(h, &(struct req){.op = CHMOD, .a = path, .n1 = mode}, 0, false);
 }
 
 API int btkfs_chown(btkfs *h, const char *path, uint32_t uid, uint32_t gid)
 {
-	struct btk_edit e;
-	int ret;
-
-	PATH_ARG(path);
-	if ((ret = begin(h, &e)))
-		return ret;
-	return end(h, &e, btk_edit_chown(&e, path, uid != UINT32_MAX, uid, gid != UINT32_MAX, gid));
+	return change(h, &(struct req){.op = CHOWN, .a = path, .n1 = uid, .n2 = gid}, 0, false);
 }
 
 API int btkfs_touch(btkfs *h, const char *path, const struct btkfs_time *when)
 {
 	struct btk_time t = {0, 0};
-	struct btk_edit e;
-	int ret;
 
-	PATH_ARG(path);
 	if (when && when->nsec >= 1000000000u)
 		return lib_einval("btkfs_touch: nanoseconds past 999999999");
 	if (when)
 		t = (struct btk_time){(uint64_t)when->sec, when->nsec};
-	if ((ret = begin(h, &e)))
-		return ret;
-	return end(h, &e, btk_edit_touch(&e, path, when ? &t : NULL));
+	return change(h, &(struct req){.op = TOUCH, .a = path, .when = when ? &t : NULL}, 0, false);
 }
 
 API int btkfs_setxattr(btkfs *h, const char *path, const char *name, const void *value, size_t size)
 {
-	struct btk_edit e;
-	int ret;
-
-	PATH_ARG(path && name);
 	if (size > UINT16_MAX || (size && !value))
 		return lib_einval("btkfs_setxattr: a value of up to 65535 bytes");
-	if ((ret = begin(h, &e)))
-		return ret;
-	return end(h, &e, btk_edit_setxattr(&e, path, name, value ? value : "", (uint16_t)size));
+	return change(h,
+		      &(struct req){.op = SETX, .a = path, .b = name, .val = value, .vlen = size},
+		      0, true);
 }
 
 API int btkfs_removexattr(btkfs *h, const char *path, const char *name)
 {
-	struct btk_edit e;
-	int ret;
-
-	PATH_ARG(path && name);
-	if ((ret = begin(h, &e)))
-		return ret;
-	return end(h, &e, btk_edit_setxattr(&e, path, name, NULL, 0));
+	return change(h, &(struct req){.op = RMX, .a = path, .b = name}, 0, true);
 }
 
 API int btkfs_snapshot(btkfs *h, const char *src, const char *path, unsigned flags, uint64_t *id)
 {
-	struct btk_edit e;
-	uint64_t n = 0;
-	int ret;
+	struct req r = {.op = SNAP, .a = src, .b = path, .flags = flags};
+	int ret = change(h, &r, BTKFS_SNAPSHOT_READONLY, true);
 
-	PATH_ARG(src && path);
-	if (flags & ~BTKFS_SNAPSHOT_READONLY)
-		return lib_einval("btkfs_snapshot: unknown flags");
-	if ((ret = begin(h, &e)))
-		return ret;
-	ret = end(h, &e, btk_edit_snapshot(&e, src, path, flags & BTKFS_SNAPSHOT_READONLY, &n));
 	if (!ret && id)
-		*id = n;
+		*id = r.id;
 	return ret;
 }
 
 API int btkfs_subvol_create(btkfs *h, const char *path, uint64_t *id)
 {
-	struct btk_edit e;
-	uint64_t n = 0;
-	int ret;
+	struct req r = {.op = SV_NEW, .a = path};
+	int ret = change(h, &r, 0, false);
 
-	PATH_ARG(path);
-	if ((ret = begin(h, &e)))
-		return ret;
-	ret = end(h, &e, btk_edit_subvol_create(&e, path, &n));
 	if (!ret && id)
-		*id = n;
+		*id = r.id;
 	return ret;
 }
 
 API int btkfs_subvol_delete(btkfs *h, const char *path)
 {
-	struct btk_edit e;
-	uint64_t id;
-	int ret;
-
-	PATH_ARG(path);
-	if ((ret = begin(h, &e)))
-		return ret;
-	return end(h, &e, btk_edit_subvol_delete(&e, path, &id));
+	return change(h, &(struct req){.op = SV_DEL, .a = path}, 0, false);
 }
 
 API int btkfs_subvol_set_default(btkfs *h, const char *path)
 {
-	struct btk_edit e;
-	uint64_t id;
-	int ret;
-
-	PATH_ARG(path);
-	if ((ret = begin(h, &e)))
-		return ret;
-	return end(h, &e, btk_edit_subvol_default(&e, path, &id));
+	return change(h, &(struct req){.op = SV_DEF, .a = path}, 0, false);
 }
