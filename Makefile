@@ -3,10 +3,12 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 B        := build
 CC       ?= cc
-PKGS     := blkid popt libzstd zlib lzo2 libxxhash libcrypto libb2 libdeflate libarchive
+PKGS     := blkid popt libzstd zlib lzo2 libxxhash libcrypto libb2 libdeflate
+# libarchive: its header only; cli/archive.c loads the library (dlopen) when an archive is read
+HDR_PKGS := libarchive
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Ilibcore -I. \
-            -MMD -MP $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+            -MMD -MP $(shell pkg-config --cflags $(PKGS) $(HDR_PKGS) 2>/dev/null)
 # every object can go into libbtk.so; no interposition, so calls stay as direct as without
 CFLAGS   += -fPIC -fno-semantic-interposition
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -20,8 +22,7 @@ LIB_SRC  := $(wildcard libcore/*/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 # cli's objects as an archive: a tool links only those it uses, and with --as-needed only the
-# shared libraries those need (libarchive, with libxml2, ICU and libstdc++ behind it, for
-# btk-mkfs's archive input alone: loading them costs every other tool's start 5M instructions)
+# shared libraries those need
 CLI_LIB  := $(B)/libcli.a
 LDFLAGS  += -Wl,--as-needed
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)

@@ -12,6 +12,11 @@
  * that is not a directory (a regular file, a pipe). */
 bool cli_archive_source(const char *path);
 
+/* Loads libarchive (libarchive.so.13, with dlopen: only a run that reads an archive pays for
+ * it), once. 0, or -ENOSYS with the message in btk_errmsg(). cli_archive_read calls it; a tool
+ * calls it first to refuse before it writes anything. */
+int cli_archive_load(void);
+
 /* Reads every member of path ("-": standard input) into s. 0, or -errno with the message in
  * btk_errmsg() (naming the archive and the member). */
 int cli_archive_read(const char *path, struct btk_stream *s);

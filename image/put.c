@@ -78,6 +78,10 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 			cli_err("%s: cannot stat: %s", src, strerror(errno));
 			return img_done(&w->c, CLI_EXIT_ERROR);
 		}
+		if (cli_archive_load()) {
+			cli_err("%s", btk_errmsg());
+			return img_done(&w->c, CLI_EXIT_ERROR);
+		}
 	} else if (btk_src_scan_any(src, false, &s)) {
 		cli_err("%s", btk_errmsg());
 		return img_done(&w->c, CLI_EXIT_ERROR);

@@ -308,6 +308,8 @@ static int archive_prepare(struct rootdir *rd, struct btk_mkfs_opts *o,
 		if (!strchr(a->iflags[k], ':'))
 			return cli_err("--inode-flags wants FLAGS:PATH, got '%s'", a->iflags[k]),
 			       CLI_EXIT_ERROR;
+	if (cli_archive_load())
+		return cli_err("%s", btk_errmsg()), CLI_EXIT_ERROR;
 	if (a->skip_unreadable)
 		cli_warn("--skip-unreadable: an archive has no unreadable files");
 	rd->archive = true;

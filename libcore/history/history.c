@@ -8,7 +8,9 @@
 
 #include "base/error.h"
 #include "base/u64set.h"
+#include "format/dev_items.h"
 #include "format/dir_item.h"
+#include "format/geometry.h"
 #include "fs/fs_read.h"
 
 const char *btk_data_state_name(enum btk_data_state s)
@@ -727,26 +729,21 @@ int btk_hist_stale_block(struct btk_fs *fs, uint64_t logical, struct btk_stale *
 
 /* ---- free and unallocated space ---- */
 
-int btk_hist_free_ranges(struct btk_fs *fs,
-			 int (*fn)(void *ctx, uint64_t logical, uint64_t len, uint64_t type),
-			 void *ctx)
+/* fn for each logical range of chunk c that no extent item of ext covers, in order. */
+static int chunk_free(struct btk_fs *fs, const struct btk_root *ext, const struct btk_chunk *c,
+		      int (*fn)(void *ctx, uint64_t logical, uint64_t len), void *ctx)
 {
-	struct btk_key k = {0, 0, 0};
-	struct btk_root ext;
+	struct btk_key k = {c->logical, 0, 0};
+	uint64_t pos = c->logical, end = c->logical + c->length;
 	struct btk_path p;
-	int i = 0, ret;
-	uint64_t pos;
+	int ret;
 
-	if (!fs->nchunks)
-		return 0;
-	if ((ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &ext)))
-		return ret;
-	pos = fs->chunks[0]->logical;
 	btk_path_init(&p);
-	for (ret = btk_search_ge(fs, &ext, &k, &p); !ret && i < fs->nchunks;
-	     ret = btk_next(fs, &p)) {
+	for (ret = btk_search_ge(fs, ext, &k, &p); !ret; ret = btk_next(fs, &p)) {
 		uint64_t s, e;
 		btk_path_key(&p, &k);
+		if (k.objectid >= end)
+			break;
 		if (k.type == BTRFS_EXTENT_ITEM_KEY)
 			e = k.objectid + k.offset;
 		else if (k.type == BTRFS_METADATA_ITEM_KEY)
@@ -754,35 +751,48 @@ int btk_hist_free_ranges(struct btk_fs *fs,
 		else
 			continue;
 		s = k.objectid;
-		/* the block groups that end before this extent: their tails are free */
-		while (i < fs->nchunks && fs->chunks[i]->logical + fs->chunks[i]->length <= s) {
-			const struct btk_chunk *c = fs->chunks[i];
-			if (pos < c->logical + c->length &&
-			    (ret = fn(ctx, pos, c->logical + c->length - pos, c->type)))
-				goto out;
-			if (++i < fs->nchunks)
-				pos = fs->chunks[i]->logical;
+		if (s > pos && (ret = fn(ctx, pos, s - pos))) {
+			btk_path_release(&p);
+			return ret;
 		}
-		if (i >= fs->nchunks)
-			break;
-		if (pos < fs->chunks[i]->logical)
-			pos = fs->chunks[i]->logical;
-		if (s > pos && (ret = fn(ctx, pos, s - pos, fs->chunks[i]->type)))
-			goto out;
 		if (e > pos)
 			pos = e;
 	}
-	if (ret < 0)
-		goto out;
-	for (ret = 0; i < fs->nchunks && !ret; i++) {
-		const struct btk_chunk *c = fs->chunks[i];
-		if (pos < c->logical)
-			pos = c->logical;
-		if (pos < c->logical + c->length)
-			ret = fn(ctx, pos, c->logical + c->length - pos, c->type);
-	}
-out:
 	btk_path_release(&p);
+	if (ret < 0)
+		return ret;
+	return pos < end ? fn(ctx, pos, end - pos) : 0;
+}
+
+struct free_fwd {
+	int (*fn)(void *ctx, uint64_t logical, uint64_t len, uint64_t type);
+	void *ctx;
+	uint64_t type;
+};
+
+static int free_fwd(void *ctx, uint64_t logical, uint64_t len)
+{
+	struct free_fwd *f = ctx;
+
+	return f->fn(f->ctx, logical, len, f->type);
+}
+
+int btk_hist_free_ranges(struct btk_fs *fs,
+			 int (*fn)(void *ctx, uint64_t logical, uint64_t len, uint64_t type),
+			 void *ctx)
+{
+	struct free_fwd f = {fn, ctx, 0};
+	struct btk_root ext;
+	int ret = 0;
+
+	if (!fs->nchunks)
+		return 0;
+	if ((ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &ext)))
+		return ret;
+	for (int i = 0; i < fs->nchunks && !ret; i++) {
+		f.type = fs->chunks[i]->type;
+		ret = chunk_free(fs, &ext, fs->chunks[i], free_fwd, &f);
+	}
 	return ret;
 }
 
@@ -835,4 +845,160 @@ int btk_hist_unallocated(struct btk_fs *fs,
 	}
 	btk_path_release(&p);
 	return ret < 0 || ret > 1 ? ret : 0;
+}
+
+/* ---- unused bytes of the devices, in physical order ---- */
+
+struct unused_walk {
+	struct btk_fs *fs;
+	uint64_t devid, end; /* the device's readable end */
+	struct btk_byte_range res[BTK_SUPER_MIRRORS];
+	int nres;
+	struct btk_unused pend; /* coalesced, not yet passed on (len 0: none) */
+	int (*fn)(void *ctx, const struct btk_unused *u);
+	void *ctx;
+	/* the dev extent being filled */
+	uint64_t dstart, dlen;
+	const struct btk_chunk *chunk;
+};
+
+static int unused_flush(struct unused_walk *w)
+{
+	int ret = w->pend.len ? w->fn(w->ctx, &w->pend) : 0;
+
+	w->pend.len = 0;
+	return ret;
+}
+
+/* One piece, cut at the device end and around the ranges btrfs keeps for itself. */
+static int unused_emit(struct unused_walk *w, uint64_t phys, uint64_t len, uint64_t logical,
+		       uint64_t type)
+{
+	uint64_t end = phys + len < w->end ? phys + len : w->end;
+	int ret;
+
+	while (phys < end) {
+		uint64_t cut = end, skip = 0;
+		for (int i = 0; i < w->nres; i++) {
+			uint64_t rs = w->res[i].start, re = rs + w->res[i].len;
+			if (re <= phys || rs >= cut)
+				continue;
+			if (rs <= phys) { /* phys lies in a kept range: skip past it */
+				skip = re - phys;
+				cut = phys;
+				break;
+			}
+			cut = rs;
+		}
+		if (cut > phys) {
+			uint64_t n = cut - phys, lg = logical;
+			struct btk_unused *p = &w->pend;
+			bool same = p->len && p->physical + p->len == phys && p->type == type &&
+				    (lg == BTK_UNALLOCATED ? p->logical == BTK_UNALLOCATED
+							   : p->logical + p->len == lg);
+			if (same) {
+				p->len += n;
+			} else {
+				if ((ret = unused_flush(w)))
+					return ret;
+				*p = (struct btk_unused){w->devid, phys, n, lg, type};
+			}
+			skip = n;
+		}
+		phys += skip;
+		if (logical != BTK_UNALLOCATED)
+			logical += skip;
+	}
+	return 0;
+}
+
+/* A free logical range of the chunk of the current dev extent: its bytes on this stripe. */
+static int unused_free_cb(void *ctx, uint64_t logical, uint64_t len)
+{
+	struct unused_walk *w = ctx;
+	uint64_t end = logical + len;
+	int ret;
+
+	while (logical < end) {
+		struct btk_phys ph[BTK_MAX_COPIES];
+		uint64_t contig = 0, step;
+		int n = 0;
+		if ((ret = btk_map_logical(w->fs, logical, ph, BTK_MAX_COPIES, &n, &contig)))
+			return ret == -ENOENT ? 0 : ret;
+		if (!contig)
+			break;
+		step = contig < end - logical ? contig : end - logical;
+		for (int i = 0; i < n; i++)
+			if (ph[i].devid == w->devid && ph[i].physical >= w->dstart &&
+			    ph[i].physical - w->dstart < w->dlen &&
+			    (ret = unused_emit(w, ph[i].physical, step, logical, w->chunk->type)))
+				return ret;
+		logical += step;
+	}
+	return 0;
+}
+
+int btk_hist_unused(struct btk_fs *fs, uint64_t devid,
+		    int (*fn)(void *ctx, const struct btk_unused *u), void *ctx)
+{
+	struct unused_walk w = {.fs = fs, .fn = fn, .ctx = ctx};
+	struct btk_root dev, ext;
+	int ret;
+
+	if ((ret = btk_root_find(fs, BTRFS_DEV_TREE_OBJECTID, &dev)) ||
+	    (ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &ext)))
+		return ret;
+	for (int d = 0; d < fs->ndevs && !ret; d++) {
+		const struct btk_fs_dev *fd = &fs->devs[d];
+		struct btk_key k = {fd->devid, BTRFS_DEV_EXTENT_KEY, 0};
+		uint64_t pos = BTK_DEV_RESERVED;
+		struct btk_path p;
+		if ((devid && fd->devid != devid) || !fd->dev)
+			continue; /* a missing device has no bytes to give */
+		w.devid = fd->devid;
+		w.end = fd->total_bytes < fd->dev->size ? fd->total_bytes : fd->dev->size;
+		w.nres = btk_dev_reserved(fd->total_bytes, w.res);
+		btk_path_init(&p);
+		for (ret = btk_search_ge(fs, &dev, &k, &p); !ret; ret = btk_next(fs, &p)) {
+			struct btk_dev_extent_ent de;
+			uint32_t size = 0;
+			const uint8_t *data;
+			btk_path_key(&p, &k);
+			if (k.objectid != fd->devid)
+				break;
+			data = btk_path_data(&p, &size);
+			if (k.type != BTRFS_DEV_EXTENT_KEY || btk_dev_extent_parse(data, size, &de))
+				continue;
+			if (k.offset > pos &&
+			    (ret = unused_emit(&w, pos, k.offset - pos, BTK_UNALLOCATED, 0)))
+				break;
+			w.dstart = k.offset;
+			w.dlen = de.length;
+			w.chunk = btk_chunk_find(fs, de.chunk_offset);
+			/* a dev extent of no chunk: left alone (not known to be unused) */
+			if (w.chunk && (ret = chunk_free(fs, &ext, w.chunk, unused_free_cb, &w)))
+				break;
+			if (k.offset + w.dlen > pos)
+				pos = k.offset + w.dlen;
+		}
+		btk_path_release(&p);
+		if (ret < 0 || ret > 1)
+			break;
+		ret = 0;
+		if (pos < fd->total_bytes)
+			ret = unused_emit(&w, pos, fd->total_bytes - pos, BTK_UNALLOCATED, 0);
+		if (!ret)
+			ret = unused_flush(&w);
+	}
+	return ret;
+}
+
+int btk_hist_unused_read(struct btk_fs *fs, uint64_t devid, uint64_t physical, void *buf,
+			 size_t len)
+{
+	struct btk_fs_dev *fd = btk_fs_dev_find(fs, devid);
+
+	if (!fd || !fd->dev)
+		return btk_err(-ENODEV, "device %llu is missing", (unsigned long long)devid);
+	return btk_dev_read(fd->dev, buf, len, physical);
 }

@@ -89,4 +89,22 @@ int btk_hist_unallocated(struct btk_fs *fs,
 			 int (*fn)(void *ctx, uint64_t devid, uint64_t physical, uint64_t len),
 			 void *ctx);
 
+/* Unused bytes of the devices for carving tools, as TSK's blkls streams a filesystem's
+ * unallocated blocks: device ranges no chunk uses and the free ranges inside block groups
+ * (btk_hist_free_ranges) where each copy of them lies, without the ranges btrfs keeps for
+ * itself (the first MiB, the superblock mirrors' stripes) and cut at the end of a device that
+ * is shorter than it should be. Passed in physical order, device by device (devid 0: every
+ * device present; a missing one is skipped), adjacent pieces joined. */
+#define BTK_UNALLOCATED UINT64_MAX
+struct btk_unused {
+	uint64_t devid, physical, len;
+	uint64_t logical; /* inside a block group; BTK_UNALLOCATED where no chunk is */
+	uint64_t type;	  /* the block group's BTRFS_BLOCK_GROUP_* flags; 0 where no chunk is */
+};
+int btk_hist_unused(struct btk_fs *fs, uint64_t devid,
+		    int (*fn)(void *ctx, const struct btk_unused *u), void *ctx);
+/* Reads len bytes of device devid at physical (for the ranges above). */
+int btk_hist_unused_read(struct btk_fs *fs, uint64_t devid, uint64_t physical, void *buf,
+			 size_t len);
+
 #endif

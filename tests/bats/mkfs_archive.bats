@@ -232,6 +232,49 @@ EOF
 	[ "$status" -eq 1 ]
 }
 
+@test "archive: libarchive is loaded only when an archive is read (not linked: no start-up cost)" {
+	for t in "$MKFS" "$IMAGE"; do
+		run readelf -d "$t"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"NEEDED"* ]]
+		[[ "$output" != *"libarchive"* ]]
+	done
+	mkdir "$D/t"
+	echo hello >"$D/t/f"
+	tar -cf "$D/t.tar" -C "$D/t" .
+	LD_DEBUG=libs "$MKFS" -q -b 1G -r "$D/t" "$D/d.img" 2>"$D/ld.dir"
+	! grep -q 'libarchive' "$D/ld.dir"
+	LD_DEBUG=libs "$MKFS" -q -b 1G -r "$D/t.tar" "$D/a.img" 2>"$D/ld.tar"
+	grep -q 'calling init: .*libarchive\.so\.13' "$D/ld.tar"
+	"$IMAGE" cat "$D/a.img" /f | grep -qx hello
+}
+
+@test "archive: without a usable libarchive.so.13: one line, exit 1, nothing written" {
+	# a library of that name without libarchive's functions (popt's, renamed)
+	mkdir "$D/lib" "$D/t"
+	popt=$(ldd "$MKFS" | awk '/libpopt/ { print $3 }')
+	[ -f "$popt" ]
+	cp "$popt" "$D/lib/libarchive.so.13"
+	echo hello >"$D/t/f"
+	tar -cf "$D/t.tar" -C "$D/t" .
+	truncate -s 1G "$D/m.img"
+	btk_run 60 env LD_LIBRARY_PATH="$D/lib" "$MKFS" -q -f -r "$D/t.tar" "$D/m.img"
+	assert_one_line_error 1
+	[ "$status" -eq 1 ]
+	grep -q 'libarchive\.so\.13.*archive_' "$BTK_ERR"
+	[ "$(stat -c %b "$D/m.img")" -eq 0 ] # not a block written
+	mkfs "$D/p.img"
+	sum=$(sha256sum <"$D/p.img")
+	btk_run 60 env LD_LIBRARY_PATH="$D/lib" "$IMAGE" put --archive "$D/p.img" "$D/t.tar" /dest
+	assert_one_line_error 1
+	[ "$status" -eq 1 ]
+	grep -q 'libarchive\.so\.13' "$BTK_ERR"
+	[ "$(sha256sum <"$D/p.img")" = "$sum" ]
+	# the directory path needs no libarchive at all
+	btk_run 60 env LD_LIBRARY_PATH="$D/lib" "$MKFS" -q -f -r "$D/t" "$D/m.img"
+	[ "$status" -eq 0 ] || { show_err; return 1; }
+}
+
 @test "image put --archive (and - for stdin) equals put -r of the extracted tree" {
 	python3 "$GEN" "$D/a.tar" all fwd
 	mkdir "$D/x"
