@@ -99,6 +99,8 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 		if (S_ISREG(s.inodes[i].st.st_mode))
 			ui.total += (uint64_t)s.inodes[i].st.st_size;
 	p.o.progress = archive ? NULL : on_progress; /* an archive's data is in already */
+	if (getenv("BTK_TEST_SPOOL_MEM")) /* tests: the temporary file from this many bytes */
+		p.o.spool_mem = strtoull(getenv("BTK_TEST_SPOOL_MEM"), NULL, 10);
 	p.o.progress_ctx = &ui;
 	snprintf(p.path, sizeof(p.path), "%s", path);
 	rc = wops_rc(w, path, btk_edit_put(&w->e, &s, path, &p));

@@ -1002,3 +1002,220 @@ int btk_hist_unused_read(struct btk_fs *fs, uint64_t devid, uint64_t physical, v
 		return btk_err(-ENODEV, "device %llu is missing", (unsigned long long)devid);
 	return btk_dev_read(fd->dev, buf, len, physical);
 }
+
+/* ---- salvage: inodes by their own items ---- */
+
+struct sv_rec {
+	uint64_t ino, parent; /* parent of the first reference; name NULL: none read */
+	char *name;
+	bool have_inode, looked; /* looked: older roots were asked for its reference */
+	struct btk_inode_info info;
+	uint64_t data_end;
+};
+BTK_VEC(sv_vec, struct sv_rec);
+
+struct sv {
+	struct btk_fs *fs;
+	struct sv_vec recs;   /* from the tree, by inode number */
+	struct sv_vec ghosts; /* ancestors known only to older roots (or to none) */
+	struct roots_vec older;
+};
+
+static int sv_cmp(const void *a, const void *b)
+{
+	const struct sv_rec *x = a, *y = b;
+
+	return btk_cmp_u64(x->ino, y->ino);
+}
+
+static struct sv_rec *sv_find(struct sv *s, uint64_t ino)
+{
+	struct sv_rec key = {.ino = ino}, *r;
+
+	if (s->recs.n && (r = bsearch(&key, s->recs.data, s->recs.n, sizeof(key), sv_cmp)))
+		return r;
+	for (size_t i = 0; i < s->ghosts.n; i++)
+		if (s->ghosts.data[i].ino == ino)
+			return &s->ghosts.data[i];
+	return NULL;
+}
+
+/* The first reference of an INODE_REF / INODE_EXTREF item into r (when it has none yet). */
+static int sv_ref(struct sv_rec *r, const struct btk_key *k, const uint8_t *d, uint32_t size)
+{
+	struct btk_ref_iter it;
+	struct btk_ref_ent e;
+
+	if (r->name)
+		return 0;
+	btk_ref_iter_init(&it, k, d, size);
+	if (btk_ref_next(&it, &e) != 1)
+		return 0;
+	if (!(r->name = strndup(e.name, e.name_len)))
+		return btk_err(ENOMEM, "out of memory");
+	r->parent = e.parent;
+	return 0;
+}
+
+/* ino's reference from the newest older root that has one (a ghost record, also when none
+ * does, so that it is asked once). */
+static struct sv_rec *sv_ghost(struct sv *s, uint64_t ino)
+{
+	struct sv_rec *r = btk_vec_push(&s->ghosts);
+
+	if (!r)
+		return NULL;
+	memset(r, 0, sizeof(*r));
+	r->ino = ino;
+	r->looked = true;
+	for (size_t i = 0; i < s->older.n && !r->name; i++) {
+		struct btk_key k = {ino, BTRFS_INODE_REF_KEY, 0};
+		struct btk_path p;
+		btk_path_init(&p);
+		if (!btk_search_ge(s->fs, &s->older.data[i], &k, &p)) {
+			uint32_t size;
+			const uint8_t *d = btk_path_data(&p, &size);
+			btk_path_key(&p, &k);
+			if (k.objectid == ino &&
+			    (k.type == BTRFS_INODE_REF_KEY || k.type == BTRFS_INODE_EXTREF_KEY))
+				sv_ref(r, &k, d, size);
+		}
+		btk_path_release(&p);
+	}
+	return r;
+}
+
+/* r's path below the top ("a/b/c"), or below the nearest ancestor without a known name
+ * (*lost: its number; r's own when r has none, the path then ""). */
+static char *sv_path(struct sv *s, const struct sv_rec *r, uint64_t *lost)
+{
+	const char *parts[BTK_SALVAGE_DEPTH];
+	const struct sv_rec *cur = r;
+	size_t n = 0, len = 1;
+	char *out, *o;
+
+	*lost = 0;
+	while (cur->ino != BTRFS_FIRST_FREE_OBJECTID) {
+		struct sv_rec *up;
+		uint64_t parent = cur->parent;
+		if (!cur->name || n == BTK_SALVAGE_DEPTH || parent == cur->ino) {
+			*lost = cur->ino;
+			break;
+		}
+		parts[n++] = cur->name;
+		len += strlen(cur->name) + 1;
+		up = sv_find(s, parent);
+		if (!up || (!up->name && !up->looked && parent != BTRFS_FIRST_FREE_OBJECTID)) {
+			/* the parent's own items did not read (or hold no reference) */
+			if (up)
+				up->looked = true;
+			struct sv_rec *g = up && up->name ? up : sv_ghost(s, parent);
+			if (!g)
+				return NULL;
+			if (up && !up->name && g->name) {
+				/* a ghost found the name: the record takes it over */
+				up = sv_find(s, parent); /* the push may have moved records */
+				up->name = g->name, up->parent = g->parent;
+				g->name = NULL;
+			} else {
+				up = g;
+			}
+		}
+		cur = up;
+	}
+	if (!(out = malloc(len)))
+		return NULL;
+	o = out;
+	*o = 0;
+	while (n--)
+		o += sprintf(o, "%s%s", o == out ? "" : "/", parts[n]);
+	return out;
+}
+
+int btk_hist_salvage(struct btk_fs *fs, const struct btk_root *tree, const uint64_t *older,
+		     size_t nolder, int (*fn)(void *ctx, const struct btk_salvaged *f), void *ctx)
+{
+	struct sv s = {.fs = fs};
+	struct btk_key k = {BTRFS_FIRST_FREE_OBJECTID, 0, 0};
+	bool was = btk_tree_skip_unreadable(fs, true);
+	struct btk_path p;
+	int ret;
+
+	/* the same tree at older roots, newest first (where its blocks still read) */
+	for (size_t i = 0; i < nolder; i++) {
+		struct btk_root rt;
+		struct roots_vec v = {0};
+		const struct btk_root *t;
+		if (!root_tree_at(fs, older[i], &rt) && !fs_trees(fs, &rt, &v) &&
+		    (t = tree_of(&v, tree->objectid)) && t->bytenr != tree->bytenr) {
+			struct btk_root *o = btk_vec_push(&s.older);
+			if (o)
+				*o = *t;
+		}
+		btk_vec_free(&v);
+	}
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, tree, &k, &p); !ret; ret = btk_next(fs, &p)) {
+		struct sv_rec *r;
+		uint32_t size;
+		const uint8_t *d;
+		btk_path_key(&p, &k);
+		if (k.objectid > BTRFS_LAST_FREE_OBJECTID)
+			break;
+		if (k.type != BTRFS_INODE_ITEM_KEY && k.type != BTRFS_INODE_REF_KEY &&
+		    k.type != BTRFS_INODE_EXTREF_KEY && k.type != BTRFS_EXTENT_DATA_KEY)
+			continue;
+		if (s.recs.n && s.recs.data[s.recs.n - 1].ino == k.objectid) {
+			r = &s.recs.data[s.recs.n - 1];
+		} else if ((r = btk_vec_push(&s.recs))) {
+			memset(r, 0, sizeof(*r));
+			r->ino = k.objectid;
+		} else {
+			ret = btk_err(ENOMEM, "out of memory");
+			break;
+		}
+		d = btk_path_data(&p, &size);
+		if (k.type == BTRFS_INODE_ITEM_KEY) {
+			r->have_inode = !btk_inode_item_parse(d, size, &r->info);
+		} else if (k.type == BTRFS_EXTENT_DATA_KEY) {
+			struct btk_file_extent fe;
+			if (btk_file_extent_item_parse(d, size, k.offset, &fe) == BTK_FE_WHOLE) {
+				uint64_t e =
+				    k.offset + (fe.type == BTRFS_FILE_EXTENT_INLINE ? fe.ram_bytes
+										    : fe.num_bytes);
+				if (e > r->data_end)
+					r->data_end = e;
+			}
+		} else if ((ret = sv_ref(r, &k, d, size))) {
+			break;
+		}
+	}
+	btk_path_release(&p);
+	btk_tree_skip_unreadable(fs, was);
+	if (ret == 1)
+		ret = 0;
+	for (size_t i = 0; !ret && i < s.recs.n; i++) {
+		struct sv_rec *r = &s.recs.data[i];
+		struct btk_salvaged f = {.ino = r->ino};
+		if (r->ino == BTRFS_FIRST_FREE_OBJECTID || (!r->have_inode && !r->data_end))
+			continue;
+		if (!(f.path = sv_path(&s, r, &f.lost))) {
+			ret = btk_err(ENOMEM, "out of memory");
+			break;
+		}
+		r = &s.recs.data[i];
+		f.have_inode = r->have_inode;
+		f.info = r->info;
+		f.data_end = r->data_end;
+		ret = fn(ctx, &f);
+		free((char *)f.path);
+	}
+	for (size_t i = 0; i < s.recs.n; i++)
+		free(s.recs.data[i].name);
+	for (size_t i = 0; i < s.ghosts.n; i++)
+		free(s.ghosts.data[i].name);
+	btk_vec_free(&s.recs);
+	btk_vec_free(&s.ghosts);
+	btk_vec_free(&s.older);
+	return ret;
+}

@@ -94,6 +94,31 @@ check_clean() {
 	check_clean "$D/ra.img"
 }
 
+@test "archive: small files' bytes past the memory budget go through a temporary file: the same image" {
+	python3 "$GEN" "$D/a.tar" all fwd
+	mkfs -r "$D/a.tar" "$D/m.img"
+	# every inline file, symlink target and xattr through the file ($TMPDIR)
+	mkdir "$D/tmp"
+	chmod 777 "$D/tmp"
+	BTK_TEST_SPOOL_MEM=1 TMPDIR=$D/tmp mkfs -r "$D/a.tar" "$D/f.img"
+	cmp "$D/m.img" "$D/f.img"
+	[ -z "$(ls -A "$D/tmp")" ] # unlinked: nothing left behind
+	# no temporary directory to write to: kept in memory, said once, the same image
+	BTK_TEST_SPOOL_MEM=1 TMPDIR=$D/none mkfs -r "$D/a.tar" "$D/n.img"
+	cmp "$D/m.img" "$D/n.img"
+	[ "$(grep -c "no temporary file" "$BTK_ERR")" = 1 ]
+	# put --archive too
+	mkfs "$D/p1.img"
+	mkfs "$D/p2.img"
+	btk_run 120 "${AS[@]}" "$IMAGE" put --archive "$D/p1.img" "$D/a.tar" /r
+	[ "$status" -eq 0 ] || { show_err; false; }
+	BTK_TEST_SPOOL_MEM=1 TMPDIR=$D/tmp btk_run 120 "${AS[@]}" "$IMAGE" put --archive \
+		"$D/p2.img" "$D/a.tar" /r
+	[ "$status" -eq 0 ] || { show_err; false; }
+	cmp "$D/p1.img" "$D/p2.img"
+	check_clean "$D/p2.img"
+}
+
 @test "archive: compressions, stdin, GNU tar, bsdtar and cpio give the directory's image" {
 	local s=$D/src f
 	mkdir -p "$s/a/b" "$s/c"
@@ -218,6 +243,40 @@ EOF
 	btk_run 60 "${AS[@]}" "$MKFS" -q -b 1G -r "$D/a.tar" --subvol nosuch "$D/e.img"
 	assert_one_line_error 1
 	grep -q "nosuch" "$BTK_ERR"
+}
+
+@test "archive: one that cannot fit: the filesystem on the device survives (-f), or one clear line" {
+	require_tool zstd
+	mkdir "$D/s"
+	truncate -s 200M "$D/s/zeros" # 200 MiB of data in the archive, a few KiB compressed
+	echo small >"$D/s/small"
+	tar -C "$D/s" -cf - . | zstd -q -o "$D/big.tar.zst"
+	chmod 644 "$D/big.tar.zst"
+	# an old filesystem with a file, 128 MiB: the archive's headers are read first
+	mkfs -b 128M "$D/old.img"
+	echo kept >"$D/keep"
+	btk_run 60 "${AS[@]}" "$IMAGE" put "$D/old.img" "$D/keep" /keep
+	[ "$status" -eq 0 ] || { show_err; false; }
+	cp "$D/old.img" "$D/old.copy"
+	btk_run 120 "${AS[@]}" "$MKFS" -q -f -r "$D/big.tar.zst" "$D/old.img"
+	assert_one_line_error 1
+	grep -q "the source needs at least .* file data.*nothing was written" "$BTK_ERR"
+	cmp "$D/old.img" "$D/old.copy"
+	check_clean "$D/old.img"
+	# standard input cannot be measured: said before, and the failure is one line
+	cp "$D/old.copy" "$D/old2.img"
+	chmod 666 "$D/old2.img"
+	zstd -dc "$D/big.tar.zst" >"$D/big.tar"
+	btk_run 120 "${AS[@]}" "$MKFS" -q -f -r - "$D/old2.img" <"$D/big.tar"
+	[ "$status" -eq 1 ]
+	[ "$(wc -l <"$BTK_ERR")" = 2 ]
+	grep -q "standard input cannot be measured before writing" "$BTK_ERR"
+	grep -q "standard input does not fit in the filesystem being made" "$BTK_ERR" || { cat "$BTK_ERR" >&2; false; }
+	# a new image file: nothing to lose, one line, the file is not left behind
+	btk_run 120 "${AS[@]}" "$MKFS" -q -b 128M -r "$D/big.tar.zst" "$D/new.img"
+	assert_one_line_error 1
+	grep -q "big.tar.zst does not fit in the filesystem being made" "$BTK_ERR"
+	[ ! -e "$D/new.img" ]
 }
 
 @test "archive: not an archive, a truncated one: one line, exit 1" {

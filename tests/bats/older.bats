@@ -196,6 +196,54 @@ setup() {
 	[ "$status" -eq 2 ]
 }
 
+@test "get -r --salvage, the top directory's leaf smashed (both copies): every file whose own items read is found by them, at its path or under lost+found/INO/, content equal" {
+	mkdir -p "$D/big"
+	for d in 1 2 3 4; do
+		mkdir "$D/big/d$d"
+		for f in $(seq 1 150); do echo "file $d/$f" >"$D/big/d$d/f$f"; done
+		head -c 150000 /dev/urandom >"$D/big/d$d/big"
+	done
+	echo top >"$D/big/topfile"
+	"$BTK_BUILD/bin/btk-mkfs" -q --rootdir "$D/big" -b 256m "$D/t.img" >/dev/null
+	"$IMG" ls -R --json "$D/t.img" >"$D/ls.json"
+	# the inodes with items in the first leaf of the top-level tree (it holds the top directory)
+	leaf=$("$BTK_BUILD/bin/btk-debug" tree -t 5 --json "$D/t.img" | jq -r 'select(.level == 0) | .block' | head -1)
+	"$BTK_BUILD/bin/btk-debug" tree --block "$leaf" --json "$D/t.img" | jq -r '.key.objectid' | sort -u >"$D/lost"
+	grep -qx 256 "$D/lost"
+	"$BTK_BUILD/tests/corrupt" copy1 "$D/t.img" >/dev/null
+	"$BTK_BUILD/tests/corrupt" copy2 "$D/t.img" >/dev/null
+	# without --salvage: nothing reads /
+	btk_run 120 "$IMG" get -r "$D/t.img" / "$D/none"
+	[ "$status" -eq 1 ]
+	btk_run 120 "$IMG" get -r --salvage "$D/t.img" / "$D/out"
+	[ "$status" -eq 1 ]
+	grep -q "found by their own items" "$BTK_ERR"
+	grep -q "1 tree block did not read" "$BTK_ERR"
+	python3 - "$D" <<'PY'
+import filecmp, json, os, sys
+d = sys.argv[1]
+lost = {int(x) for x in open(d + "/lost").read().split()}
+ents = json.load(open(d + "/ls.json"))["entries"]
+ino = {e["path"]: e["ino"] for e in ents}
+ino["/"] = 256
+found = placed = 0
+for e in ents:
+    if e["type"] != "file" or e["ino"] in lost:
+        continue  # its own items were in the smashed leaf
+    parent = os.path.dirname(e["path"])
+    cands = [d + "/out" + e["path"]]
+    if ino[parent] in lost:  # its directory's name is lost with the leaf
+        cands.append("%s/out/lost+found/%d/%s" % (d, ino[parent], e["name"]))
+    got = [c for c in cands if os.path.isfile(c)]
+    assert got, "not recovered: " + e["path"]
+    assert filecmp.cmp(d + "/big" + e["path"], got[0], shallow=False), e["path"]
+    found += 1
+    placed += got[0] == cands[0]
+assert found >= 500 and placed >= 1, (found, placed)
+print("# %d files found, %d at their path" % (found, placed), file=sys.stderr)
+PY
+}
+
 # blkls_check IMG...: the --blkls stream against --ranges: offsets follow each other, each
 # piece equals the device's bytes where the listing says, devices in order and physical
 # addresses rising, nothing in the first MiB or a superblock mirror's stripe
