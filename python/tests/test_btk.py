@@ -287,16 +287,21 @@ def test_partition_and_offset_of_a_disk_image(tmp_path):
         btk.open(disk, partition=1)  # no filesystem there
 
 
-def test_readme_examples_run(capsys):
-    """Every python block of python/README.md runs against the test image."""
+def test_readme_examples_run(capsys, tmp_path):
+    """Every python block of python/README.md runs against the test image (a copy of it for
+    the one that changes it)."""
     readme = os.path.join(os.path.dirname(__file__), "..", "README.md")
     text = open(readme).read()
     blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
-    assert len(blocks) == 3
+    assert len(blocks) == 4
+    copy = fresh(tmp_path)
     for b in blocks:
-        exec(compile(b.replace('"disk.img"', repr(IMG)), "README.md", "exec"), {})
+        b = b.replace('"disk.img"', repr(IMG)).replace('"copy.img"', repr(copy))
+        exec(compile(b, "README.md", "exec"), {})
     out = capsys.readouterr().out
-    assert "/dir/random.bin" in out
+    assert "/dir/random.bin" in out and "before-upgrade" in out
+    with btk.open(copy) as fs:
+        assert fs.read_bytes("/etc/hosts") == open("/etc/hosts", "rb").read()
 
 
 # ---- changes (btk.open(..., write=True)) ----
