@@ -132,6 +132,9 @@ install: all
 	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
 	ln -sf btk-fsck $(DESTDIR)$(PREFIX)/bin/fsck.btk
 	ln -sf btk-fsck.8 $(DESTDIR)$(PREFIX)/share/man/man8/fsck.btk.8
+	# mkfs.btrfs for build pipelines, off PATH (btrfs-progs' own stays): PATH=.../libexec/btk:$$PATH
+	install -d $(DESTDIR)$(PREFIX)/libexec/btk
+	ln -sf ../../bin/btk-mkfs $(DESTDIR)$(PREFIX)/libexec/btk/mkfs.btrfs
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	for t in $(notdir $(BINS)); do \
 		install -m 644 completion/btk.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; \
@@ -154,6 +157,7 @@ uninstall:
 	      $(DESTDIR)$(PREFIX)/share/man/man3/libbtk.3
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(BINS))) \
 	      $(DESTDIR)$(PREFIX)/bin/fsck.btk $(DESTDIR)$(PREFIX)/share/man/man8/fsck.btk.8 \
+	      $(DESTDIR)$(PREFIX)/libexec/btk/mkfs.btrfs \
 	      $(addprefix $(DESTDIR)$(PREFIX)/share/man/man8/,$(notdir $(wildcard man/*.8))) \
 	      $(addprefix $(DESTDIR)$(PREFIX)/share/man/man7/,$(notdir $(wildcard man/*.7))) \
 	      $(addprefix $(DESTDIR)$(PREFIX)/share/bash-completion/completions/,$(notdir $(BINS)))

@@ -266,6 +266,64 @@ static int fill(struct member *m, struct archive_entry *ae, struct data *d)
 	return 0;
 }
 
+/* A reader of path ("-": standard input) for every format and filter btk takes. */
+static int open_archive(const char *path, const char *name, struct archive **out)
+{
+	struct archive *a = la.archive_read_new();
+
+	*out = NULL;
+	if (!a)
+		return btk_err(ENOMEM, "out of memory");
+	la.archive_read_support_filter_all(a);
+	la.archive_read_support_format_tar(a);
+	la.archive_read_support_format_gnutar(a);
+	la.archive_read_support_format_cpio(a);
+	if (la.archive_read_open_filename(a, strcmp(path, "-") ? path : NULL, 1 << 20) !=
+	    ARCHIVE_OK) {
+		int ret = btk_err(EINVAL, "%s: %s", name, la.archive_error_string(a));
+		la.archive_read_free(a);
+		return ret;
+	}
+	*out = a;
+	return 0;
+}
+
+int cli_archive_measure(const char *path, struct cli_archive_size *sz)
+{
+	struct archive *a;
+	struct archive_entry *ae;
+	int r, ret = cli_archive_load();
+
+	memset(sz, 0, sizeof(*sz));
+	if (ret || (ret = open_archive(path, path, &a)))
+		return ret;
+	while ((r = la.archive_read_next_header(a, &ae)) != ARCHIVE_EOF) {
+		if (r < ARCHIVE_WARN) {
+			ret = btk_err(EINVAL, "%s: %s", path, la.archive_error_string(a));
+			break;
+		}
+		sz->members++;
+		if (!S_ISREG(la.archive_entry_mode(ae)) || la.archive_entry_hardlink(ae) ||
+		    !la.archive_entry_size_is_set(ae))
+			continue;
+		uint64_t size = (uint64_t)la.archive_entry_size(ae), held = 0;
+		sz->file_bytes += size;
+		if (size <= 4096) /* it may go inline */
+			continue;
+		if (la.archive_entry_sparse_reset(ae) > 0) {
+			la_int64_t off, len;
+			while (la.archive_entry_sparse_next(ae, &off, &len) == ARCHIVE_OK)
+				held += len > 0 ? (uint64_t)len : 0;
+			held &= ~4095ULL;
+		} else {
+			held = (size + 4095) & ~4095ULL;
+		}
+		sz->data_min += held;
+	}
+	la.archive_read_free(a);
+	return ret;
+}
+
 int cli_archive_read(const char *path, struct btk_stream *s)
 {
 	/* names are bytes: pax keeps them in UTF-8 (or raw, hdrcharset=BINARY), which a C
@@ -280,24 +338,11 @@ int cli_archive_read(const char *path, struct btk_stream *s)
 
 	if (ret)
 		return ret;
+	if (!(m = calloc(1, sizeof(*m))))
+		return btk_err(ENOMEM, "out of memory");
 	utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
 	old = utf8 ? uselocale(utf8) : (locale_t)0;
-	a = la.archive_read_new();
-	m = calloc(1, sizeof(*m));
-	if (!a || !m) {
-		free(m);
-		la.archive_read_free(a);
-		if (utf8)
-			uselocale(old), freelocale(utf8);
-		return btk_err(ENOMEM, "out of memory");
-	}
-	la.archive_read_support_filter_all(a);
-	la.archive_read_support_format_tar(a);
-	la.archive_read_support_format_gnutar(a);
-	la.archive_read_support_format_cpio(a);
-	r = la.archive_read_open_filename(a, strcmp(path, "-") ? path : NULL, 1 << 20);
-	if (r != ARCHIVE_OK)
-		ret = btk_err(EINVAL, "%s: %s", name, la.archive_error_string(a));
+	ret = open_archive(path, name, &a);
 	while (!ret) {
 		r = la.archive_read_next_header(a, &ae);
 		if (r == ARCHIVE_EOF)
@@ -324,9 +369,10 @@ int cli_archive_read(const char *path, struct btk_stream *s)
 	if (nonutf8)
 		cli_warn("%s: %llu member name%s not UTF-8: kept as the bytes the archive holds",
 			 name, (unsigned long long)nonutf8, nonutf8 > 1 ? "s are" : " is");
-	if (!ret && la.archive_read_close(a) != ARCHIVE_OK)
+	if (a && !ret && la.archive_read_close(a) != ARCHIVE_OK)
 		ret = btk_err(EIO, "%s: %s", name, la.archive_error_string(a));
-	la.archive_read_free(a);
+	if (a)
+		la.archive_read_free(a);
 	if (utf8) {
 		uselocale(old);
 		freelocale(utf8);

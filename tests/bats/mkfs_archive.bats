@@ -245,6 +245,40 @@ EOF
 	grep -q "nosuch" "$BTK_ERR"
 }
 
+@test "archive: one that cannot fit: the filesystem on the device survives (-f), or one clear line" {
+	require_tool zstd
+	mkdir "$D/s"
+	truncate -s 200M "$D/s/zeros" # 200 MiB of data in the archive, a few KiB compressed
+	echo small >"$D/s/small"
+	tar -C "$D/s" -cf - . | zstd -q -o "$D/big.tar.zst"
+	chmod 644 "$D/big.tar.zst"
+	# an old filesystem with a file, 128 MiB: the archive's headers are read first
+	mkfs -b 128M "$D/old.img"
+	echo kept >"$D/keep"
+	btk_run 60 "${AS[@]}" "$IMAGE" put "$D/old.img" "$D/keep" /keep
+	[ "$status" -eq 0 ] || { show_err; false; }
+	cp "$D/old.img" "$D/old.copy"
+	btk_run 120 "${AS[@]}" "$MKFS" -q -f -r "$D/big.tar.zst" "$D/old.img"
+	assert_one_line_error 1
+	grep -q "the source needs at least .* file data.*nothing was written" "$BTK_ERR"
+	cmp "$D/old.img" "$D/old.copy"
+	check_clean "$D/old.img"
+	# standard input cannot be measured: said before, and the failure is one line
+	cp "$D/old.copy" "$D/old2.img"
+	chmod 666 "$D/old2.img"
+	zstd -dc "$D/big.tar.zst" >"$D/big.tar"
+	btk_run 120 "${AS[@]}" "$MKFS" -q -f -r - "$D/old2.img" <"$D/big.tar"
+	[ "$status" -eq 1 ]
+	[ "$(wc -l <"$BTK_ERR")" = 2 ]
+	grep -q "standard input cannot be measured before writing" "$BTK_ERR"
+	grep -q "standard input does not fit in the filesystem being made" "$BTK_ERR" || { cat "$BTK_ERR" >&2; false; }
+	# a new image file: nothing to lose, one line, the file is not left behind
+	btk_run 120 "${AS[@]}" "$MKFS" -q -b 128M -r "$D/big.tar.zst" "$D/new.img"
+	assert_one_line_error 1
+	grep -q "big.tar.zst does not fit in the filesystem being made" "$BTK_ERR"
+	[ ! -e "$D/new.img" ]
+}
+
 @test "archive: not an archive, a truncated one: one line, exit 1" {
 	head -c 10000 /dev/urandom >"$D/junk"
 	btk_run 60 "$MKFS" -q -b 1G -r "$D/junk" "$D/j.img"
