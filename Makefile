@@ -3,10 +3,12 @@ PREFIX   ?= /usr/local
 DESTDIR  ?=
 B        := build
 CC       ?= cc
-PKGS     := blkid popt libzstd zlib lzo2 libxxhash libcrypto libb2 libdeflate libarchive
+PKGS     := blkid popt libzstd zlib lzo2 libxxhash libcrypto libb2 libdeflate
+# libarchive: its header only; cli/archive.c loads the library (dlopen) when an archive is read
+HDR_PKGS := libarchive
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Ilibcore -I. \
-            -MMD -MP $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+            -MMD -MP $(shell pkg-config --cflags $(PKGS) $(HDR_PKGS) 2>/dev/null)
 # every object can go into libbtk.so; no interposition, so calls stay as direct as without
 CFLAGS   += -fPIC -fno-semantic-interposition
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null)
@@ -20,8 +22,7 @@ LIB_SRC  := $(wildcard libcore/*/*.c)
 CLI_SRC  := $(wildcard cli/*.c)
 CLI_OBJ  := $(CLI_SRC:%.c=$(B)/%.o)
 # cli's objects as an archive: a tool links only those it uses, and with --as-needed only the
-# shared libraries those need (libarchive, with libxml2, ICU and libstdc++ behind it, for
-# btk-mkfs's archive input alone: loading them costs every other tool's start 5M instructions)
+# shared libraries those need
 CLI_LIB  := $(B)/libcli.a
 LDFLAGS  += -Wl,--as-needed
 LIB_OBJ  := $(LIB_SRC:%.c=$(B)/%.o)
@@ -131,6 +132,9 @@ install: all
 	install -m 644 $(wildcard man/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
 	ln -sf btk-fsck $(DESTDIR)$(PREFIX)/bin/fsck.btk
 	ln -sf btk-fsck.8 $(DESTDIR)$(PREFIX)/share/man/man8/fsck.btk.8
+	# mkfs.btrfs for build pipelines, off PATH (btrfs-progs' own stays): PATH=.../libexec/btk:$$PATH
+	install -d $(DESTDIR)$(PREFIX)/libexec/btk
+	ln -sf ../../bin/btk-mkfs $(DESTDIR)$(PREFIX)/libexec/btk/mkfs.btrfs
 	install -d $(DESTDIR)$(PREFIX)/share/bash-completion/completions
 	for t in $(notdir $(BINS)); do \
 		install -m 644 completion/btk.bash $(DESTDIR)$(PREFIX)/share/bash-completion/completions/$$t; \
@@ -153,6 +157,7 @@ uninstall:
 	      $(DESTDIR)$(PREFIX)/share/man/man3/libbtk.3
 	rm -f $(addprefix $(DESTDIR)$(PREFIX)/bin/,$(notdir $(BINS))) \
 	      $(DESTDIR)$(PREFIX)/bin/fsck.btk $(DESTDIR)$(PREFIX)/share/man/man8/fsck.btk.8 \
+	      $(DESTDIR)$(PREFIX)/libexec/btk/mkfs.btrfs \
 	      $(addprefix $(DESTDIR)$(PREFIX)/share/man/man8/,$(notdir $(wildcard man/*.8))) \
 	      $(addprefix $(DESTDIR)$(PREFIX)/share/man/man7/,$(notdir $(wildcard man/*.7))) \
 	      $(addprefix $(DESTDIR)$(PREFIX)/share/bash-completion/completions/,$(notdir $(BINS)))

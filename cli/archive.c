@@ -5,12 +5,86 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <locale.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+
+/* libarchive is loaded when an archive is read, not linked: loading it (and libxml2, ICU and
+ * libstdc++ behind it) costs a tool's start more than the rest of a small mkfs. <archive.h>
+ * gives the types; each function used is taken from the library by name. */
+#define LA_SONAME "libarchive.so.13"
+#define LA_FUNCS(X)                                                                                \
+	X(archive_entry_acl_next)                                                                  \
+	X(archive_entry_acl_reset)                                                                 \
+	X(archive_entry_atime)                                                                     \
+	X(archive_entry_atime_is_set)                                                              \
+	X(archive_entry_atime_nsec)                                                                \
+	X(archive_entry_ctime)                                                                     \
+	X(archive_entry_ctime_is_set)                                                              \
+	X(archive_entry_ctime_nsec)                                                                \
+	X(archive_entry_gid)                                                                       \
+	X(archive_entry_hardlink)                                                                  \
+	X(archive_entry_mode)                                                                      \
+	X(archive_entry_mtime)                                                                     \
+	X(archive_entry_mtime_nsec)                                                                \
+	X(archive_entry_pathname)                                                                  \
+	X(archive_entry_rdevmajor)                                                                 \
+	X(archive_entry_rdevminor)                                                                 \
+	X(archive_entry_size)                                                                      \
+	X(archive_entry_size_is_set)                                                               \
+	X(archive_entry_sparse_next)                                                               \
+	X(archive_entry_sparse_reset)                                                              \
+	X(archive_entry_symlink)                                                                   \
+	X(archive_entry_uid)                                                                       \
+	X(archive_entry_xattr_next)                                                                \
+	X(archive_entry_xattr_reset)                                                               \
+	X(archive_error_string)                                                                    \
+	X(archive_read_close)                                                                      \
+	X(archive_read_data_block)                                                                 \
+	X(archive_read_free)                                                                       \
+	X(archive_read_new)                                                                        \
+	X(archive_read_next_header)                                                                \
+	X(archive_read_open_filename)                                                              \
+	X(archive_read_support_filter_all)                                                         \
+	X(archive_read_support_format_cpio)                                                        \
+	X(archive_read_support_format_gnutar)                                                      \
+	X(archive_read_support_format_tar)
+
+static struct {
+	bool loaded;
+#define X(f) __typeof__(f) *f;
+	LA_FUNCS(X)
+#undef X
+} la;
+
+int cli_archive_load(void)
+{
+	void *h;
+	const char *err;
+	int ret;
+
+	if (la.loaded)
+		return 0;
+	dlerror();
+	if (!(h = dlopen(LA_SONAME, RTLD_NOW | RTLD_LOCAL)))
+		return btk_err(ENOSYS, "archives need " LA_SONAME " (Debian: libarchive13): %s",
+			       dlerror());
+#define X(f)                                                                                       \
+	if (!(la.f = (__typeof__(f) *)dlsym(h, #f))) {                                             \
+		err = dlerror(); /* freed by dlclose: said first */                                \
+		ret = btk_err(ENOSYS, "archives need " LA_SONAME ": %s", err ? err : #f);          \
+		dlclose(h);                                                                        \
+		return ret;                                                                        \
+	}
+	LA_FUNCS(X)
+#undef X
+	la.loaded = true; /* kept open to the end */
+	return 0;
+}
 
 bool cli_archive_source(const char *path)
 {
@@ -36,13 +110,13 @@ static int data_read(void *ctx, void *buf, size_t len, uint64_t off)
 
 	while (len) {
 		if (!d->eof && (!d->blk || (uint64_t)d->boff + d->blen <= off)) {
-			int r = archive_read_data_block(d->a, &d->blk, &d->blen, &d->boff);
+			int r = la.archive_read_data_block(d->a, &d->blk, &d->blen, &d->boff);
 			if (r == ARCHIVE_EOF) {
 				d->eof = true;
 				d->blk = NULL;
 			} else if (r < ARCHIVE_WARN) {
 				return btk_err(EIO, "%s: %s: %s", d->name, d->member,
-					       archive_error_string(d->a));
+					       la.archive_error_string(d->a));
 			}
 			continue;
 		}
@@ -89,9 +163,9 @@ static int acls(struct archive_entry *ae, int type, struct btk_src_acl *out, siz
 	const char *name;
 
 	*n = 0;
-	if (archive_entry_acl_reset(ae, type) <= 0)
+	if (la.archive_entry_acl_reset(ae, type) <= 0)
 		return 0;
-	while (archive_entry_acl_next(ae, type, &t, &perm, &tag, &qual, &name) == ARCHIVE_OK) {
+	while (la.archive_entry_acl_next(ae, type, &t, &perm, &tag, &qual, &name) == ARCHIVE_OK) {
 		uint16_t bt = acl_tag(tag);
 		if (!bt)
 			continue;
@@ -130,28 +204,29 @@ static int fill(struct member *m, struct archive_entry *ae, struct data *d)
 	int ret, n;
 
 	memset(e, 0, sizeof(*e));
-	e->path = archive_entry_pathname(ae);
-	e->hardlink = archive_entry_hardlink(ae);
-	e->symlink = archive_entry_symlink(ae);
-	e->st.st_mode = archive_entry_mode(ae);
-	e->st.st_uid = (uid_t)archive_entry_uid(ae);
-	e->st.st_gid = (gid_t)archive_entry_gid(ae);
-	e->st.st_size = archive_entry_size_is_set(ae) ? archive_entry_size(ae) : 0;
+	e->path = la.archive_entry_pathname(ae);
+	e->hardlink = la.archive_entry_hardlink(ae);
+	e->symlink = la.archive_entry_symlink(ae);
+	e->st.st_mode = la.archive_entry_mode(ae);
+	e->st.st_uid = (uid_t)la.archive_entry_uid(ae);
+	e->st.st_gid = (gid_t)la.archive_entry_gid(ae);
+	e->st.st_size = la.archive_entry_size_is_set(ae) ? la.archive_entry_size(ae) : 0;
 	if (S_ISCHR(e->st.st_mode) || S_ISBLK(e->st.st_mode))
-		e->st.st_rdev = makedev(archive_entry_rdevmajor(ae), archive_entry_rdevminor(ae));
-	e->st.st_mtim.tv_sec = archive_entry_mtime(ae);
-	e->st.st_mtim.tv_nsec = archive_entry_mtime_nsec(ae);
+		e->st.st_rdev =
+		    makedev(la.archive_entry_rdevmajor(ae), la.archive_entry_rdevminor(ae));
+	e->st.st_mtim.tv_sec = la.archive_entry_mtime(ae);
+	e->st.st_mtim.tv_nsec = la.archive_entry_mtime_nsec(ae);
 	e->st.st_atim = e->st.st_ctim = e->st.st_mtim;
-	if (archive_entry_atime_is_set(ae)) {
-		e->st.st_atim.tv_sec = archive_entry_atime(ae);
-		e->st.st_atim.tv_nsec = archive_entry_atime_nsec(ae);
+	if (la.archive_entry_atime_is_set(ae)) {
+		e->st.st_atim.tv_sec = la.archive_entry_atime(ae);
+		e->st.st_atim.tv_nsec = la.archive_entry_atime_nsec(ae);
 	}
-	if (archive_entry_ctime_is_set(ae)) {
-		e->st.st_ctim.tv_sec = archive_entry_ctime(ae);
-		e->st.st_ctim.tv_nsec = archive_entry_ctime_nsec(ae);
+	if (la.archive_entry_ctime_is_set(ae)) {
+		e->st.st_ctim.tv_sec = la.archive_entry_ctime(ae);
+		e->st.st_ctim.tv_nsec = la.archive_entry_ctime_nsec(ae);
 	}
-	n = archive_entry_xattr_reset(ae);
-	while (archive_entry_xattr_next(ae, &name, &val, &size) == ARCHIVE_OK) {
+	n = la.archive_entry_xattr_reset(ae);
+	while (la.archive_entry_xattr_next(ae, &name, &val, &size) == ARCHIVE_OK) {
 		if (e->nxattrs >= MAX_XATTRS)
 			return btk_err(E2BIG, "%s: more than %d xattrs", e->path, MAX_XATTRS);
 		m->xa[e->nxattrs++] = (struct btk_src_xattr){name, val, size};
@@ -169,7 +244,7 @@ static int fill(struct member *m, struct archive_entry *ae, struct data *d)
 			    (e->st.st_mode & ~(mode_t)070) | (mode_t)(m->acc[k].perm << 3);
 	e->acl_access = m->acc;
 	e->acl_default = m->def;
-	n = archive_entry_sparse_reset(ae);
+	n = la.archive_entry_sparse_reset(ae);
 	if (n > 0 && S_ISREG(e->st.st_mode)) {
 		la_int64_t off, len;
 		if ((size_t)n > m->islcap) {
@@ -179,7 +254,7 @@ static int fill(struct member *m, struct archive_entry *ae, struct data *d)
 			m->isl = isl, m->islcap = (size_t)n;
 		}
 		e->sparse = true;
-		while (archive_entry_sparse_next(ae, &off, &len) == ARCHIVE_OK &&
+		while (la.archive_entry_sparse_next(ae, &off, &len) == ARCHIVE_OK &&
 		       e->nislands < (size_t)n)
 			if (len > 0)
 				m->isl[e->nislands++] =
@@ -191,46 +266,96 @@ static int fill(struct member *m, struct archive_entry *ae, struct data *d)
 	return 0;
 }
 
+/* A reader of path ("-": standard input) for every format and filter btk takes. */
+static int open_archive(const char *path, const char *name, struct archive **out)
+{
+	struct archive *a = la.archive_read_new();
+
+	*out = NULL;
+	if (!a)
+		return btk_err(ENOMEM, "out of memory");
+	la.archive_read_support_filter_all(a);
+	la.archive_read_support_format_tar(a);
+	la.archive_read_support_format_gnutar(a);
+	la.archive_read_support_format_cpio(a);
+	if (la.archive_read_open_filename(a, strcmp(path, "-") ? path : NULL, 1 << 20) !=
+	    ARCHIVE_OK) {
+		int ret = btk_err(EINVAL, "%s: %s", name, la.archive_error_string(a));
+		la.archive_read_free(a);
+		return ret;
+	}
+	*out = a;
+	return 0;
+}
+
+int cli_archive_measure(const char *path, struct cli_archive_size *sz)
+{
+	struct archive *a;
+	struct archive_entry *ae;
+	int r, ret = cli_archive_load();
+
+	memset(sz, 0, sizeof(*sz));
+	if (ret || (ret = open_archive(path, path, &a)))
+		return ret;
+	while ((r = la.archive_read_next_header(a, &ae)) != ARCHIVE_EOF) {
+		if (r < ARCHIVE_WARN) {
+			ret = btk_err(EINVAL, "%s: %s", path, la.archive_error_string(a));
+			break;
+		}
+		sz->members++;
+		if (!S_ISREG(la.archive_entry_mode(ae)) || la.archive_entry_hardlink(ae) ||
+		    !la.archive_entry_size_is_set(ae))
+			continue;
+		uint64_t size = (uint64_t)la.archive_entry_size(ae), held = 0;
+		sz->file_bytes += size;
+		if (size <= 4096) /* it may go inline */
+			continue;
+		if (la.archive_entry_sparse_reset(ae) > 0) {
+			la_int64_t off, len;
+			while (la.archive_entry_sparse_next(ae, &off, &len) == ARCHIVE_OK)
+				held += len > 0 ? (uint64_t)len : 0;
+			held &= ~4095ULL;
+		} else {
+			held = (size + 4095) & ~4095ULL;
+		}
+		sz->data_min += held;
+	}
+	la.archive_read_free(a);
+	return ret;
+}
+
 int cli_archive_read(const char *path, struct btk_stream *s)
 {
 	/* names are bytes: pax keeps them in UTF-8 (or raw, hdrcharset=BINARY), which a C
 	 * locale cannot take without a warning per name; UTF-8 to UTF-8 keeps every byte */
-	locale_t utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
-	locale_t old = utf8 ? uselocale(utf8) : (locale_t)0;
-	struct archive *a = archive_read_new();
+	locale_t utf8, old;
+	struct archive *a;
 	struct archive_entry *ae;
-	struct member *m = calloc(1, sizeof(*m));
+	struct member *m;
 	const char *name = strcmp(path, "-") ? path : "standard input";
-	int r, ret = 0;
+	int r, ret = cli_archive_load();
 	uint64_t nonutf8 = 0;
 
-	if (!a || !m) {
-		free(m);
-		archive_read_free(a);
-		if (utf8)
-			uselocale(old), freelocale(utf8);
+	if (ret)
+		return ret;
+	if (!(m = calloc(1, sizeof(*m))))
 		return btk_err(ENOMEM, "out of memory");
-	}
-	archive_read_support_filter_all(a);
-	archive_read_support_format_tar(a);
-	archive_read_support_format_gnutar(a);
-	archive_read_support_format_cpio(a);
-	r = archive_read_open_filename(a, strcmp(path, "-") ? path : NULL, 1 << 20);
-	if (r != ARCHIVE_OK)
-		ret = btk_err(EINVAL, "%s: %s", name, archive_error_string(a));
+	utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t)0);
+	old = utf8 ? uselocale(utf8) : (locale_t)0;
+	ret = open_archive(path, name, &a);
 	while (!ret) {
-		r = archive_read_next_header(a, &ae);
+		r = la.archive_read_next_header(a, &ae);
 		if (r == ARCHIVE_EOF)
 			break;
-		if (r == ARCHIVE_WARN && strstr(archive_error_string(a), "can't be converted"))
+		if (r == ARCHIVE_WARN && strstr(la.archive_error_string(a), "can't be converted"))
 			nonutf8++; /* the name is kept as the bytes the archive holds */
 		else if (r == ARCHIVE_WARN)
-			cli_warn("%s: %s", name, archive_error_string(a));
+			cli_warn("%s: %s", name, la.archive_error_string(a));
 		else if (r != ARCHIVE_OK) {
-			ret = btk_err(EINVAL, "%s: %s", name, archive_error_string(a));
+			ret = btk_err(EINVAL, "%s: %s", name, la.archive_error_string(a));
 			break;
 		}
-		struct data d = {.a = a, .name = name, .member = archive_entry_pathname(ae)};
+		struct data d = {.a = a, .name = name, .member = la.archive_entry_pathname(ae)};
 		if (!d.member) {
 			cli_warn("%s: a member without a name (skipped)", name);
 			continue;
@@ -244,9 +369,10 @@ int cli_archive_read(const char *path, struct btk_stream *s)
 	if (nonutf8)
 		cli_warn("%s: %llu member name%s not UTF-8: kept as the bytes the archive holds",
 			 name, (unsigned long long)nonutf8, nonutf8 > 1 ? "s are" : " is");
-	if (!ret && archive_read_close(a) != ARCHIVE_OK)
-		ret = btk_err(EIO, "%s: %s", name, archive_error_string(a));
-	archive_read_free(a);
+	if (a && !ret && la.archive_read_close(a) != ARCHIVE_OK)
+		ret = btk_err(EIO, "%s: %s", name, la.archive_error_string(a));
+	if (a)
+		la.archive_read_free(a);
 	if (utf8) {
 		uselocale(old);
 		freelocale(utf8);

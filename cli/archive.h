@@ -12,9 +12,24 @@
  * that is not a directory (a regular file, a pipe). */
 bool cli_archive_source(const char *path);
 
+/* Loads libarchive (libarchive.so.13, with dlopen: only a run that reads an archive pays for
+ * it), once. 0, or -ENOSYS with the message in btk_errmsg(). cli_archive_read calls it; a tool
+ * calls it first to refuse before it writes anything. */
+int cli_archive_load(void);
+
 /* Reads every member of path ("-": standard input) into s. 0, or -errno with the message in
  * btk_errmsg() (naming the archive and the member). */
 int cli_archive_read(const char *path, struct btk_stream *s);
+
+/* What an archive file holds, from a first pass over its headers (the data of an
+ * uncompressed file is skipped by seeking; a compressed one is decompressed): members, st_size
+ * of its regular files, and the data the copy writes at the least (btk_mkfs_opts'
+ * fill_min_data: files past 4096 bytes, sparse ones by what they hold, a hard link's target
+ * once). Not for standard input, which can be read once only. */
+struct cli_archive_size {
+	uint64_t members, file_bytes, data_min;
+};
+int cli_archive_measure(const char *path, struct cli_archive_size *sz);
 
 /* The warnings a stream left, one line each kind, once (cli_warn). */
 void cli_archive_report(const char *path, const struct btk_stream_stats *st);

@@ -16,7 +16,7 @@ static void holds_of(const char *path, const struct btk_part *p, struct btk_hold
 	struct btk_dev *w;
 
 	memset(h, 0, sizeof(*h));
-	if (p->extended || btk_dev_open_opts(path, &o, &w))
+	if (p->extended || p->bad[0] || btk_dev_open_opts(path, &o, &w))
 		return;
 	(void)btk_dev_holds(w, h);
 	btk_dev_close(w);
@@ -41,8 +41,13 @@ static void print_json(const char *path, const struct btk_ptable *t)
 		btk_json_cstr(stdout, p->type_name);
 		printf(",\"name\":");
 		btk_json_cstr(stdout, p->name);
-		printf(",\"logical\":%s,\"extended\":%s,\"holds\":", p->logical ? "true" : "false",
-		       p->extended ? "true" : "false");
+		printf(",\"logical\":%s,\"extended\":%s,\"problem\":",
+		       p->logical ? "true" : "false", p->extended ? "true" : "false");
+		if (p->bad[0])
+			btk_json_cstr(stdout, p->bad);
+		else
+			printf("null");
+		printf(",\"holds\":");
 		if (!h.type[0]) {
 			printf("null}");
 			continue;
@@ -55,7 +60,12 @@ static void print_json(const char *path, const struct btk_ptable *t)
 		btk_json_cstr(stdout, h.uuid);
 		printf("}}");
 	}
-	printf("]}\n");
+	printf("],\"problem\":");
+	if (t->problem[0])
+		btk_json_cstr(stdout, t->problem);
+	else
+		printf("null");
+	printf("}\n");
 }
 
 static void print_text(const char *path, const struct btk_ptable *t)
@@ -71,7 +81,9 @@ static void print_text(const char *path, const struct btk_ptable *t)
 		struct btk_holds h;
 		char holds[400], ty[64];
 		holds_of(path, p, &h);
-		if (!h.type[0])
+		if (p->bad[0])
+			snprintf(holds, sizeof(holds), "unusable: %s", p->bad);
+		else if (!h.type[0])
 			snprintf(holds, sizeof(holds), "%s",
 				 p->extended ? "(logical partitions)" : "-");
 		else
@@ -81,9 +93,13 @@ static void print_text(const char *path, const struct btk_ptable *t)
 			snprintf(holds + strlen(holds), sizeof(holds) - strlen(holds), " uuid %s",
 				 h.uuid);
 		snprintf(ty, sizeof(ty), "%s", p->type_name[0] ? p->type_name : p->type);
-		printf("%4u %12" PRIu64 " %12" PRIu64 " %12" PRIu64 " %10s  %-22s %s\n", p->num,
-		       p->start / t->sector, (p->start + p->size) / t->sector - 1,
-		       p->size / t->sector, cli_human(p->size, hs, sizeof(hs)), ty, holds);
+		char end[24] = "-";
+		if (p->size)
+			snprintf(end, sizeof(end), "%" PRIu64,
+				 (p->start + p->size) / t->sector - 1);
+		printf("%4u %12" PRIu64 " %12s %12" PRIu64 " %10s  %-22s %s\n", p->num,
+		       p->start / t->sector, end, p->size / t->sector,
+		       cli_human(p->size, hs, sizeof(hs)), ty, holds);
 	}
 }
 
@@ -110,6 +126,13 @@ int cmd_parts(const char *const *devs, int n, bool json)
 			print_json(devs[i], &t);
 		else
 			print_text(devs[i], &t);
+		/* what could not be read: one line each on stderr (JSON carries them too) */
+		for (int k = 0; k < t.n; k++)
+			if (t.p[k].bad[0])
+				cli_warn("%s: partition %u cannot be used: %s", devs[i], t.p[k].num,
+					 t.p[k].bad);
+		if (t.problem[0])
+			cli_warn("%s: %s", devs[i], t.problem);
 		btk_ptable_free(&t);
 		btk_dev_close(dev);
 	}

@@ -403,7 +403,7 @@ static void undo_hint(const char *undo, const char **devs, int ndevs, const stru
 }
 
 /* Rescue steps (--rescue STEP, and the first steps of --repair). */
-enum { STEP_SUPER = 1, STEP_HEAL = 2, STEP_LOG = 4, STEP_ZERO_LOG = 8 };
+enum { STEP_SUPER = 1, STEP_HEAL = 2, STEP_LOG = 4, STEP_ZERO_LOG = 8, STEP_CSUM = 16 };
 
 /* ', "KEY_error": "msg"' of a step that stopped (--json). */
 static void step_error(const char *key, int ret)
@@ -481,6 +481,25 @@ static int rescue_steps(const char **devs, int ndevs, const struct btk_open_opts
 			fprintf(stderr, "btk-fsck: %s: log %s: %s\n", devs[0],
 				zero ? "not dropped" : "not replayed", btk_errmsg());
 		bits |= (lr.cleared ? EXIT_CORRECTED : 0) | (ret ? EXIT_OPER : 0);
+	}
+	if (mask & STEP_CSUM) {
+		struct btk_csum_rebuild_result cr;
+		ro.nev = 0;
+		if (o->json)
+			printf("\"csum_not_summed\": [");
+		ret = rescue_csum(devs, ndevs, oo, &ro, &cr);
+		if (o->json) {
+			printf("]");
+			rescue_csum_json_summary(&cr);
+			step_error("csum", ret);
+			printf(", ");
+		} else if (!o->quiet && !ret)
+			rescue_csum_summary(&cr);
+		if (ret)
+			fprintf(stderr, "btk-fsck: %s: checksum tree not rebuilt: %s\n", devs[0],
+				btk_errmsg());
+		bits |= (cr.rebuilt ? EXIT_CORRECTED : 0) | (cr.sectors_left ? EXIT_ERRORS : 0) |
+			(ret ? EXIT_OPER : 0);
 	}
 	return bits;
 }
@@ -573,6 +592,7 @@ static int run_rescue(const char **devs, int ndevs, int step, bool data, struct 
 		       step == STEP_SUPER      ? "Rewriting bad superblock copies"
 		       : step == STEP_LOG      ? "Replaying the log tree"
 		       : step == STEP_ZERO_LOG ? "Dropping the log tree"
+		       : step == STEP_CSUM     ? "Rebuilding the checksum tree from the data"
 		       : data		       ? "Healing bad copies of tree blocks and data"
 					       : "Healing bad copies of tree blocks",
 		       devs[0]);
@@ -648,8 +668,10 @@ static int check_args(poptContext pc, struct fsck_args *a)
 	if (a->zero_log)
 		a->rescue = "zero-log";
 	if (a->rescue && strcmp(a->rescue, "heal") && strcmp(a->rescue, "super") &&
-	    strcmp(a->rescue, "replay-log") && strcmp(a->rescue, "zero-log")) {
-		cli_err("--rescue: unknown step %s (super, heal, replay-log, zero-log)", a->rescue);
+	    strcmp(a->rescue, "replay-log") && strcmp(a->rescue, "zero-log") &&
+	    strcmp(a->rescue, "csum-tree")) {
+		cli_err("--rescue: unknown step %s (super, heal, replay-log, zero-log, csum-tree)",
+			a->rescue);
 		return EXIT_USAGE;
 	}
 	if (a->rescue && (a->repair || a->readonly)) {
@@ -714,7 +736,8 @@ int main(int argc, const char **argv)
 	    {"rescue", 0, POPT_ARG_STRING, &rescue, 0,
 	     "one rescue step alone: super (rewrite bad superblock copies from the best one), "
 	     "heal (rewrite bad copies from good ones; data too with --check-data-csum), "
-	     "replay-log (replay the log tree as a mount would), zero-log (drop it)",
+	     "replay-log (replay the log tree as a mount would), zero-log (drop it), "
+	     "csum-tree (rebuild the checksum tree from the data)",
 	     "STEP"},
 	    {"zero-log", 0, POPT_ARG_NONE, &a.zero_log, 0,
 	     "drop the log tree unreplayed, listing what it held (lost)", NULL},
@@ -786,6 +809,7 @@ int main(int argc, const char **argv)
 				!strcmp(a.rescue, "super")	  ? STEP_SUPER
 				: !strcmp(a.rescue, "replay-log") ? STEP_LOG
 				: !strcmp(a.rescue, "zero-log")	  ? STEP_ZERO_LOG
+				: !strcmp(a.rescue, "csum-tree")  ? STEP_CSUM
 								  : STEP_HEAL,
 				a.data_csum, &o);
 	else if (a.repair)

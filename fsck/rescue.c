@@ -210,3 +210,57 @@ void rescue_log_json_summary(const struct btk_log_result *r)
 	       (unsigned long long)r->inodes_deleted, (unsigned long long)r->extents,
 	       (unsigned long long)r->data_bytes, (unsigned long long)r->unsummed_bytes);
 }
+
+static void on_csum(void *ctx, const struct btk_csum_rebuild_event *e)
+{
+	struct rescue_out *o = ctx;
+
+	if (o->json) {
+		printf("%s{\"logical\": %llu, \"length\": %llu, \"old_checksum_kept\": %s, "
+		       "\"why\": ",
+		       o->nev ? ", " : "", (unsigned long long)e->logical,
+		       (unsigned long long)e->len, e->kept ? "true" : "false");
+		btk_json_cstr(stdout, e->why);
+		putchar('}');
+	} else {
+		printf("NOT SUMMED: data [%llu, +%llu): %s\n", (unsigned long long)e->logical,
+		       (unsigned long long)e->len, e->why);
+	}
+	o->nev++;
+}
+
+int rescue_csum(const char **devs, int ndevs, const struct btk_open_opts *oo, struct rescue_out *o,
+		struct btk_csum_rebuild_result *res)
+{
+	struct btk_csum_rebuild_opts ro = {.on_event = on_csum, .ctx = o};
+
+	return btk_csum_rebuild(devs, ndevs, oo, &ro, res);
+}
+
+void rescue_csum_summary(const struct btk_csum_rebuild_result *r)
+{
+	if (r->whole) {
+		printf("checksum tree: reads whole and covers exactly the data of %llu file "
+		       "extent(s) that needs checksums: nothing rebuilt\n",
+		       (unsigned long long)r->extents);
+		return;
+	}
+	printf("checksum tree rebuilt (%llu old block(s) dropped): %llu data sector(s) of %llu "
+	       "file extent(s) read, %llu summed afresh, %llu kept their old checksum, %llu "
+	       "without a right checksum\n",
+	       (unsigned long long)r->old_blocks, (unsigned long long)r->sectors,
+	       (unsigned long long)r->extents, (unsigned long long)r->sectors_new,
+	       (unsigned long long)r->sectors_kept, (unsigned long long)r->sectors_left);
+}
+
+void rescue_csum_json_summary(const struct btk_csum_rebuild_result *r)
+{
+	printf(", \"csum_summary\": {\"rebuilt\": %s, \"whole\": %s, \"old_blocks\": %llu, "
+	       "\"extents\": %llu, "
+	       "\"sectors\": %llu, \"sectors_new\": %llu, \"sectors_kept\": %llu, "
+	       "\"sectors_left\": %llu}",
+	       r->rebuilt ? "true" : "false", r->whole ? "true" : "false",
+	       (unsigned long long)r->old_blocks, (unsigned long long)r->extents,
+	       (unsigned long long)r->sectors, (unsigned long long)r->sectors_new,
+	       (unsigned long long)r->sectors_kept, (unsigned long long)r->sectors_left);
+}

@@ -33,4 +33,10 @@ int rescue_log(const char **devs, int ndevs, const struct btk_open_opts *oo, boo
 void rescue_log_summary(const struct btk_log_result *res, bool zero);
 void rescue_log_json_summary(const struct btk_log_result *res);
 
+/* The checksum tree rebuilt from the data (NOT SUMMED lines for what has no right sum). */
+int rescue_csum(const char **devs, int ndevs, const struct btk_open_opts *oo, struct rescue_out *o,
+		struct btk_csum_rebuild_result *res);
+void rescue_csum_summary(const struct btk_csum_rebuild_result *res);
+void rescue_csum_json_summary(const struct btk_csum_rebuild_result *res);
+
 #endif

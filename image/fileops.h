@@ -133,6 +133,9 @@ struct img_walk_ops {
  * recursion and without following a directory into itself. 0 when done; the first nonzero
  * return of an op; or CLI_EXIT_ERROR after one line when the start does not resolve. */
 int img_walk(struct img_cmd *c, const char *path, const struct img_walk_ops *ops, void *ctx);
+/* path as the walk gives it: "/" or "/a/b" (no "." or empty components); an inode address
+ * "<ROOT:INO>" as given. NULL: out of memory. The caller frees it. */
+char *img_norm_path(const char *path);
 
 /* ---- showing inodes (show.c) ---- */
 void img_mode_str(uint32_t mode, char out[11]);		   /* "drwxr-xr-x" */

@@ -13,9 +13,11 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "base/u64set.h"
 #include "cli/cli.h"
 #include "fileops.h"
 #include "fs/fs_read.h"
+#include "history/history.h"
 #include "tree/scan.h"
 
 /* (tree, inode) of a file with several names -> where its first copy went */
@@ -40,6 +42,11 @@ struct get {
 	bool retrying;	   /* a --salvage pass: replace what the first pass left */
 	bool last_damage;  /* the next problem counted is damage (damaged() was called) */
 	uint64_t dskipped; /* problems that were damage: --salvage retries them */
+	/* --salvage: inodes of the top-level tree the walks reached (the sweep by inode
+	 * references leaves them), and fill: a walk of an older root after the sweep copies only
+	 * what the sweep did not find */
+	struct btk_u64set seen;
+	bool fill;
 	/* the file being written */
 	int fd;
 	const char *cur;
@@ -329,6 +336,21 @@ static void get_special(struct get *g, const struct img_entry *e, const char *ho
 	}
 }
 
+/* Anything but a directory. */
+static void on_entry_file(struct get *g, const struct img_entry *e, const char *host)
+{
+	uint32_t mode = e->node.info.mode;
+
+	if (S_ISREG(mode))
+		get_file(g, e, host);
+	else if (S_ISLNK(mode))
+		get_symlink(g, e, host);
+	else if (S_ISCHR(mode) || S_ISBLK(mode) || S_ISFIFO(mode) || S_ISSOCK(mode))
+		get_special(g, e, host);
+	else
+		skipped(g, e->path, "%s: %s", "unknown file type");
+}
+
 static int on_entry(void *ctx, const struct img_entry *e)
 {
 	struct get *g = ctx;
@@ -338,6 +360,12 @@ static int on_entry(void *ctx, const struct img_entry *e)
 
 	if (e->depth == 0 && !g->retrying) /* the walk's paths are normalized: "/" or "/a/b" */
 		g->skip = strcmp(e->path, "/") ? strlen(e->path) : 0;
+	if (e->node.root_id == BTRFS_FS_TREE_OBJECTID && !e->stub) {
+		if (g->fill && !S_ISDIR(mode) && btk_u64set_has(&g->seen, e->node.ino))
+			return 0; /* the sweep found it in the newer tree */
+		if (btk_u64set_add(&g->seen, e->node.ino) < 0)
+			return cli_err("out of memory"), CLI_EXIT_ERROR;
+	}
 	host = host_path(g, e->path);
 
 	if (!host)
@@ -350,14 +378,8 @@ static int on_entry(void *ctx, const struct img_entry *e)
 			return IMG_WALK_SKIP;
 		}
 		g->dirs++;
-	} else if (S_ISREG(mode)) {
-		get_file(g, e, host);
-	} else if (S_ISLNK(mode)) {
-		get_symlink(g, e, host);
-	} else if (S_ISCHR(mode) || S_ISBLK(mode) || S_ISFIFO(mode) || S_ISSOCK(mode)) {
-		get_special(g, e, host);
 	} else {
-		skipped(g, e->path, "%s: %s", "unknown file type");
+		on_entry_file(g, e, host);
 	}
 	free(host);
 	return 0;
@@ -486,8 +508,9 @@ static int fall_back(struct img_cmd *c, const struct btk_found_roots *roots, con
 {
 	uint64_t cur = btk_le64(c->fs->sb.root);
 
-	cli_warn("%s: %s does not read at the current root (%s): trying older roots", c->img, path,
-		 strerror(-why));
+	if (why) /* 0: quietly (--salvage's sweep said it) */
+		cli_warn("%s: %s does not read at the current root (%s): trying older roots",
+			 c->img, path, strerror(-why));
 	for (size_t i = 0; i < roots->n; i++)
 		if (roots->data[i].bytenr != cur && !open_at(c, roots->data[i].bytenr, path)) {
 			cli_warn("%s: %s: read from generation %llu (root tree at %llu)", c->img,
@@ -495,7 +518,8 @@ static int fall_back(struct img_cmd *c, const struct btk_found_roots *roots, con
 				 (unsigned long long)roots->data[i].bytenr);
 			return 0;
 		}
-	cli_err("%s: %s: no root reads it", c->img, path);
+	if (why)
+		cli_err("%s: %s: no root reads it", c->img, path);
 	return CLI_EXIT_ERROR;
 }
 
@@ -586,6 +610,152 @@ static void salvage(struct get *g, const struct btk_found_roots *roots,
 	g->skipped = first_pass + lost;
 }
 
+/* mkdir -p of host's parent directories (0755) */
+static int make_parents(char *host)
+{
+	for (char *q = host + 1; (q = strchr(q, '/')); q++) {
+		*q = 0;
+		int r = mkdir(host, 0755);
+		*q = '/';
+		if (r && errno != EEXIST)
+			return -errno;
+	}
+	return 0;
+}
+
+BTK_VEC(sweep_dirs, struct img_entry);
+
+struct sweep {
+	struct get *g;
+	const char *top; /* PATH, normalized */
+	struct btk_root tree;
+	uint64_t found, lost_found;
+	struct sweep_dirs dirs; /* times and modes set last */
+};
+
+/* One inode the sweep found, copied where its references say (lost+found/INO/... below the
+ * nearest directory whose name is lost), unless a walk copied it. */
+static int sweep_cb(void *ctx, const struct btk_salvaged *f)
+{
+	struct sweep *w = ctx;
+	struct get *g = w->g;
+	size_t tl = strlen(w->top);
+	struct img_entry e = {.node = {.root_id = BTRFS_FS_TREE_OBJECTID, .ino = f->ino}};
+	char *path, *host;
+	int r;
+
+	if (btk_u64set_has(&g->seen, f->ino))
+		return 0;
+	if (!f->lost)
+		r = asprintf(&path, "/%s", f->path);
+	else if (*f->path)
+		r = asprintf(&path, "/lost+found/%llu/%s", (unsigned long long)f->lost, f->path);
+	else
+		r = asprintf(&path, "/lost+found/%llu", (unsigned long long)f->ino);
+	if (r < 0)
+		return cli_err("out of memory"), CLI_EXIT_ERROR;
+	/* below PATH only (lost+found: when PATH is the top) */
+	if (strcmp(w->top, "/") &&
+	    (f->lost || strncmp(path, w->top, tl) || (path[tl] && path[tl] != '/'))) {
+		free(path);
+		return 0;
+	}
+	e.path = path;
+	e.name = strrchr(path, '/') + 1;
+	e.node.root = w->tree;
+	e.node.info = f->info;
+	if (!f->have_inode) { /* its data from its extents, as inodeless() does */
+		e.node.info.mode = S_IFREG | 0600;
+		e.node.info.size = f->data_end;
+		e.node.info.nlink = 1;
+	}
+	if (btk_u64set_add(&g->seen, f->ino) < 0 || !(host = host_path(g, path))) {
+		free(path);
+		return cli_err("out of memory"), CLI_EXIT_ERROR;
+	}
+	if ((r = make_parents(host))) {
+		skipped(g, path, "%s: %s", strerror(-r));
+	} else if (S_ISDIR(e.node.info.mode)) {
+		struct img_entry *d;
+		if (mkdir(host, 0700) && errno != EEXIST) {
+			skipped(g, path, "%s: %s", strerror(errno));
+		} else if ((d = btk_vec_push(&w->dirs))) {
+			*d = e;
+			path = NULL; /* kept for its metadata */
+			g->dirs++;
+		}
+	} else {
+		on_entry_file(g, &e, host);
+	}
+	w->found++;
+	w->lost_found += f->lost != 0;
+	free(host);
+	free(path);
+	return 0;
+}
+
+/* --salvage when directories do not lead to every file (a tree block that held their entries
+ * does not read): every inode of the top-level tree at root tree `cur` found by its own items
+ * and not copied yet, by its references' path (names lost from the tree taken from older
+ * roots). */
+static int sweep(struct get *g, const char *top, uint64_t cur, const struct btk_found_roots *roots)
+{
+	struct img_cmd *c = g->c;
+	struct sweep w = {.g = g, .top = top};
+	uint64_t *older = calloc(roots->n + 1, sizeof(*older)), n = 0, before;
+	int ret;
+
+	if (!older)
+		return cli_err("out of memory"), CLI_EXIT_ERROR;
+	if (!c->fs || btk_le64(c->fs->sb.root) != cur)
+		open_at(c, cur, "/");
+	if (!c->fs) {
+		cli_warn("%s: --salvage: the root tree at %llu does not open", c->img,
+			 (unsigned long long)cur);
+		free(older);
+		return 0;
+	}
+	for (size_t i = 0; i < roots->n; i++)
+		if (roots->data[i].generation < c->fs->generation)
+			older[n++] = roots->data[i].bytenr;
+	if ((ret = btk_fs_root(c->fs, BTRFS_FS_TREE_OBJECTID, &w.tree))) {
+		cli_warn("%s: --salvage: the top-level tree: %s", c->img, btk_errmsg());
+		free(older);
+		return 0; /* damage: the older roots may do */
+	}
+	before = btk_tree_skipped(c->fs);
+	ret = btk_hist_salvage(c->fs, &w.tree, older, n, sweep_cb, &w);
+	if (ret < 0 && ret != -ENOMEM) { /* damage: what was found is copied */
+		cli_warn("%s: --salvage: the top-level tree: %s", c->img, btk_errmsg());
+		ret = 0;
+	}
+	/* the blocks it stepped over are those a walk before it counted, if there was one */
+	before = btk_tree_skipped(c->fs) - before;
+	blocks_skipped -= before < blocks_skipped ? before : blocks_skipped;
+	if (ret < 0)
+		cli_err("%s: --salvage: %s", c->img, btk_errmsg());
+	for (size_t i = w.dirs.n; i-- > 0;) {
+		char *host = host_path(g, w.dirs.data[i].path);
+		if (host)
+			set_meta(g, &w.dirs.data[i], host, -1);
+		free(host);
+		free((char *)w.dirs.data[i].path);
+	}
+	btk_vec_free(&w.dirs);
+	free(older);
+	if (w.found)
+		cli_warn(
+		    "--salvage: %llu file%s and director%s found by %s own items (no directory "
+		    "that reads leads to %s)%s",
+		    (unsigned long long)w.found, w.found == 1 ? "" : "s",
+		    w.found == 1 ? "y" : "ies", w.found == 1 ? "its" : "their",
+		    w.found == 1 ? "it" : "them",
+		    w.lost_found ? ", some under lost+found/INO/ (a directory whose name no root "
+				   "holds, by its inode number)"
+				 : "");
+	return ret < 0 ? CLI_EXIT_ERROR : ret;
+}
+
 int verb_get(int argc, const char **argv)
 {
 	struct img_cmd c = {0};
@@ -624,26 +794,53 @@ int verb_get(int argc, const char **argv)
 	int why = rc || c.older ? 0 : probe(&c, c.args[1]);
 	if (!rc && (salv || (why && why != -ENOENT && why != -ENOTDIR)))
 		rc = img_root_scan(&c, root_tree_only, false, &blocks, &roots);
-	if (!rc && why && why != -ENOENT && why != -ENOTDIR)
+	uint64_t cur = rc ? 0 : btk_le64(c.fs->sb.root);
+	bool lost_top = !rc && why && why != -ENOENT && why != -ENOTDIR, swept = false;
+	char *top = NULL;
+	struct img_walk_ops ops = {
+	    .entry = on_entry, .dir_done = on_dir_done, .bad = on_bad, .recurse = true};
+	if (lost_top && salv && rec) {
+		/* the newest tree first, every file found by its own items; then an older root
+		 * that reads PATH for what it lost */
+		if (!(top = img_norm_path(c.args[1])) ||
+		    !(dest = choose_dest(c.args[1], c.args[2]))) {
+			cli_err("out of memory");
+			return img_done(&c, CLI_EXIT_ERROR);
+		}
+		g.dest = dest;
+		g.skip = strcmp(top, "/") ? strlen(top) : 0;
+		if (c.json)
+			cli_json_on(false);
+		cli_warn("%s: %s does not read at the current root (%s): --salvage finds files by "
+			 "their own items",
+			 c.img, c.args[1], strerror(-why));
+		rc = sweep(&g, top, cur, &roots);
+		swept = true;
+		g.fill = true;
+		if (!rc && fall_back(&c, &roots, c.args[1], 0)) {
+			cli_warn("%s: %s: no older root reads it either", c.img, c.args[1]);
+			goto walked;
+		}
+	} else if (lost_top) {
 		rc = fall_back(&c, &roots, c.args[1], why);
+	}
 	if (!rc)
 		rc = img_lookup(&c, c.args[1], &n);
 	if (rc) {
 		btk_vec_free(&roots);
 		btk_vec_free(&blocks);
+		free(top);
 		return img_done(&c, rc);
 	}
 	if (S_ISDIR(n.info.mode) && !rec) {
 		cli_err("%s: %s: is a directory (-r copies it)", c.img, c.args[1]);
 		return img_done(&c, CLI_EXIT_ERROR);
 	}
-	if (!(dest = choose_dest(c.args[1], c.args[2]))) {
+	if (!dest && !(dest = choose_dest(c.args[1], c.args[2]))) {
 		cli_err("out of memory");
 		return img_done(&c, CLI_EXIT_ERROR);
 	}
 	g.dest = dest;
-	struct img_walk_ops ops = {
-	    .entry = on_entry, .dir_done = on_dir_done, .bad = on_bad, .recurse = true};
 	if (c.json)
 		cli_json_on(false); /* from here on the summary says "problems" */
 	cli_progress_start(&g.prog, progress);
@@ -651,6 +848,15 @@ int verb_get(int argc, const char **argv)
 	cli_progress_clear(&g.prog);
 	if (!rc && salv)
 		salvage(&g, &roots, &ops);
+	/* tree blocks stepped over: their files may still be found by their own items */
+	if (!rc && salv && rec && !swept && blocks_skipped + (c.fs ? btk_tree_skipped(c.fs) : 0)) {
+		if (c.fs)
+			blocks_skipped += btk_tree_skipped(c.fs);
+		top = img_norm_path(c.args[1]);
+		rc = top ? sweep(&g, top, cur, &roots) : CLI_EXIT_ERROR;
+	}
+walked:
+	free(top);
 	if (c.fs)
 		blocks_skipped += btk_tree_skipped(c.fs);
 	if (blocks_skipped) {
@@ -665,6 +871,7 @@ int verb_get(int argc, const char **argv)
 	for (size_t i = 0; i < g.damaged.n; i++)
 		free(g.damaged.data[i]);
 	btk_vec_free(&g.damaged);
+	btk_u64set_free(&g.seen);
 	btk_vec_free(&roots);
 	btk_vec_free(&blocks);
 	if (g.xattrs_left)

@@ -172,6 +172,10 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 			cli_err("%s: cannot stat: %s", src, strerror(errno));
 			return img_done(&w->c, CLI_EXIT_ERROR);
 		}
+		if (cli_archive_load()) {
+			cli_err("%s", btk_errmsg());
+			return img_done(&w->c, CLI_EXIT_ERROR);
+		}
 	} else if (btk_src_scan_any(src, false, &s)) {
 		cli_err("%s", btk_errmsg());
 		return img_done(&w->c, CLI_EXIT_ERROR);
@@ -219,6 +223,8 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 	o.epoch_set = w->epoch_set;
 	o.epoch = w->epoch;
 	o.uuid_seed = w->epoch_set ? w->fs->fsid : NULL;
+	if (getenv("BTK_TEST_SPOOL_MEM")) /* tests: the temporary file from this many bytes */
+		o.spool_mem = strtoull(getenv("BTK_TEST_SPOOL_MEM"), NULL, 10);
 	if (archive && (rc = read_archive(w, src, &o, inh.flags, &stream, &s)))
 		goto out;
 	rc = CLI_EXIT_ERROR;

@@ -188,7 +188,7 @@ static int push(struct walk *w, struct img_entry *e)
 	return read_kids(w, f);
 }
 
-static char *normalize(const char *path)
+char *img_norm_path(const char *path)
 {
 	char *p = malloc(strlen(path) + 2), *o = p;
 
@@ -221,7 +221,7 @@ int img_walk(struct img_cmd *c, const char *path, const struct img_walk_ops *ops
 	if (img_lookup(c, path, &n))
 		return CLI_EXIT_ERROR;
 	memset(&start, 0, sizeof(start));
-	start.path = normalize(path);
+	start.path = img_norm_path(path);
 	if (!start.path) {
 		cli_err("out of memory");
 		return CLI_EXIT_ERROR;

@@ -235,7 +235,8 @@ static int parse_profile(const char *arg, const char *what, uint64_t *out)
 
 int main(int argc, const char **argv)
 {
-	char *label = NULL, *uuid = NULL, *meta = NULL, *data = NULL, *csum = NULL;
+	char *label = NULL, *uuid = NULL, *dev_uuid = NULL, *meta = NULL, *data = NULL,
+	     *csum = NULL;
 	char *nodesize = NULL, *sectorsize = NULL, *bytes = NULL;
 	char *features = NULL, *runtime = NULL, *rootdir = NULL, *compress = NULL, *slack = NULL;
 	int skip_unreadable = 0, shrink = 0, all_root = 0;
@@ -244,13 +245,15 @@ int main(int argc, const char **argv)
 	const char **subvols = NULL, **iflags = NULL;
 	struct rootdir rd = {0};
 	int mixed = 0, force = 0, quiet = 0, nodiscard = 0, json = 0, verbose = 0, reflink = 0, rc;
-	uint8_t fsid[16];
+	uint8_t fsid[16], devid_uuid[16];
 	struct btk_mkfs_opts o;
 	struct btk_mkfs_result res;
 	const char **devs;
 	struct poptOption opts[] = {
 	    {"label", 'L', POPT_ARG_STRING, &label, 0, "filesystem label", "LABEL"},
 	    {"uuid", 'U', POPT_ARG_STRING, &uuid, 0, "filesystem UUID", "UUID"},
+	    {"device-uuid", 0, POPT_ARG_STRING, &dev_uuid, 0,
+	     "UUID of the device (one device only)", "UUID"},
 	    {"nodesize", 'n', POPT_ARG_STRING, &nodesize, 0, "tree block size (4K-64K)", "SIZE"},
 	    {"sectorsize", 's', POPT_ARG_STRING, &sectorsize, 0, "data block size", "SIZE"},
 	    {"metadata", 'm', POPT_ARG_STRING, &meta, 0, "metadata profile", "PROFILE"},
@@ -340,6 +343,17 @@ int main(int argc, const char **argv)
 			rc = CLI_EXIT_USAGE;
 		}
 		o.fsid = fsid;
+	}
+	if (!rc && dev_uuid) {
+		if (cli_uuid_parse(dev_uuid, devid_uuid)) {
+			cli_err("--device-uuid: invalid UUID '%s'", dev_uuid);
+			rc = CLI_EXIT_USAGE;
+		} else if (ndevs != 1) {
+			cli_err("--device-uuid is for a one-device filesystem (%d devices given)",
+				ndevs);
+			rc = CLI_EXIT_USAGE;
+		}
+		o.dev_uuid = devid_uuid;
 	}
 	if (!rc && csum && btk_csum_parse(csum, &o.csum_type)) {
 		cli_err("--csum: unknown checksum type '%s'", csum);
@@ -431,7 +445,7 @@ int main(int argc, const char **argv)
 out:
 	rootdir_free(&rd);
 	poptFreeContext(pc);
-	free(label), free(uuid), free(meta), free(data), free(csum);
+	free(label), free(uuid), free(dev_uuid), free(meta), free(data), free(csum);
 	free(nodesize), free(sectorsize), free(bytes), free(features), free(runtime);
 	free(rootdir), free(compress), free(slack);
 	free(force_uid), free(force_gid), free(uid_offset), free(gid_offset), free(devtable);

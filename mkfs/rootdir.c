@@ -66,6 +66,12 @@ static int fill_archive(struct rootdir *rd, struct btk_trans *t)
 	}
 	if (!ret)
 		ret = cli_archive_read(rd->path, s);
+	if (ret == -ENOSPC) {
+		cli_err("%s does not fit in the filesystem being made (%s): a larger -b or device "
+			"gives it room",
+			strcmp(rd->path, "-") ? rd->path : "standard input", btk_errmsg());
+		rd->said = true;
+	}
 	if (!ret)
 		ret = btk_stream_end(s, &rd->src, &rd->ss);
 	if (!ret) {
@@ -296,6 +302,44 @@ static int parse_owners(struct rootdir *rd, const struct rootdir_args *a)
 	return 0;
 }
 
+/* Whether a device holds a filesystem or partition table that mkfs -f replaces. */
+static bool holds_something(const struct btk_mkfs_opts *o)
+{
+	for (int i = 0; i < o->ndevs; i++)
+		if (btk_mkfs_probe(o->paths[i], false) == -EEXIST)
+			return true;
+	return false;
+}
+
+/* Room for an archive. The copy writes file data from the first member on, so a check before
+ * the first write needs the archive's sizes first: with -f over a filesystem (what is there
+ * must survive an archive that does not fit), an archive file's headers are read once before
+ * (cli_archive_measure: seeks over an uncompressed file's data, decompresses a compressed one).
+ * Standard input can be read once only: it is not measured, and -f over a filesystem says so.
+ * Over a new image file or a device holding nothing, nothing can be lost: a copy that runs out
+ * of room fails with one line, and image files it made are removed. */
+static int archive_room(struct rootdir *rd, struct btk_mkfs_opts *o, const struct rootdir_args *a,
+			bool is_file)
+{
+	struct cli_archive_size sz;
+
+	if (!o->force || rd->po.compress || !holds_something(o))
+		return 0;
+	if (!is_file) {
+		cli_warn("%s cannot be measured before writing: if the archive does not fit, "
+			 "what %s held is lost all the same",
+			 strcmp(a->dir, "-") ? a->dir : "standard input",
+			 o->ndevs > 1 ? "the devices" : o->paths[0]);
+		return 0;
+	}
+	if (cli_archive_measure(a->dir, &sz)) {
+		cli_err("%s", btk_errmsg());
+		return CLI_EXIT_ERROR;
+	}
+	o->fill_min_data = sz.data_min;
+	return 0;
+}
+
 /* An archive is read within the copy, once: what it holds is unknown before. A new image
  * file without -b is built large (sparse) and cut where the copy ends. */
 static int archive_prepare(struct rootdir *rd, struct btk_mkfs_opts *o,
@@ -303,11 +347,15 @@ static int archive_prepare(struct rootdir *rd, struct btk_mkfs_opts *o,
 {
 	struct src_totals tot = {0};
 	struct stat st;
+	bool is_file = strcmp(a->dir, "-") && stat(a->dir, &st) == 0 && S_ISREG(st.st_mode);
+	int rc;
 
 	for (int k = 0; a->iflags && a->iflags[k]; k++)
 		if (!strchr(a->iflags[k], ':'))
 			return cli_err("--inode-flags wants FLAGS:PATH, got '%s'", a->iflags[k]),
 			       CLI_EXIT_ERROR;
+	if (cli_archive_load())
+		return cli_err("%s", btk_errmsg()), CLI_EXIT_ERROR;
 	if (a->skip_unreadable)
 		cli_warn("--skip-unreadable: an archive has no unreadable files");
 	rd->archive = true;
@@ -316,13 +364,15 @@ static int archive_prepare(struct rootdir *rd, struct btk_mkfs_opts *o,
 	rd->po.subvols = rd->subvols;
 	rd->po.iflags = rd->iflags;
 	rd->po.uuid_seed = o->fsid;
+	if (getenv("BTK_TEST_SPOOL_MEM")) /* tests: the temporary file from this many bytes */
+		rd->po.spool_mem = strtoull(getenv("BTK_TEST_SPOOL_MEM"), NULL, 10);
 	/* room: what a compressed archive of that size may hold, 64 GiB from a pipe */
-	tot.build_size = (strcmp(a->dir, "-") && stat(a->dir, &st) == 0 && S_ISREG(st.st_mode))
-			     ? (uint64_t)st.st_size * 16 + (1ULL << 30)
-			     : (64ULL << 30);
+	tot.build_size = is_file ? (uint64_t)st.st_size * 16 + (1ULL << 30) : (64ULL << 30);
 	o->cache_mb = 16;
 	plan_shrink(&tot, o, a->shrink);
 	o->fill_min_data = 0;
+	if ((rc = archive_room(rd, o, a, is_file)))
+		return rc;
 	o->fill = fill;
 	o->fill_ctx = rd;
 	return 0;

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "base/error.h"
 #include "base/json.h"
@@ -21,7 +22,9 @@ static void usage(FILE *out)
 	fputs("usage: btk-owner [--logical] [--devid N] [--block-size N] [--json] [--scan] "
 	      "DEV... ADDRESS...\n"
 	      "       btk-owner [options] -f|--addresses FILE|- DEV...\n"
-	      "       btk-owner [--json] --file PATH DEV...\n",
+	      "       btk-owner [--json] --file PATH DEV...\n"
+	      "       btk-owner [--json] --list-free|--unallocated DEV...\n"
+	      "       btk-owner --blkls [--ranges [--json]] [--devid N] DEV... [>FILE]\n",
 	      out);
 }
 
@@ -265,9 +268,139 @@ static int list_space(struct owner_ctx *c, bool unalloc)
 	return ret ? CLI_EXIT_ERROR : CLI_EXIT_OK;
 }
 
+struct blkls {
+	struct btk_fs *fs;
+	bool list, json;
+	uint64_t offset, ranges, unreadable; /* bytes streamed or listed so far */
+	uint8_t *buf;
+	size_t buflen;
+	int werr; /* writing the stream failed: its errno */
+};
+
+static const char *unused_type(const struct btk_unused *u)
+{
+	return u->logical == BTK_UNALLOCATED ? "unallocated" : bg_type(u->type);
+}
+
+static void blkls_list(struct blkls *b, const struct btk_unused *u)
+{
+	if (b->json) {
+		printf("%s{\"offset\":%llu,\"devid\":%llu,\"physical\":%llu,\"length\":%llu,"
+		       "\"logical\":",
+		       b->ranges ? "," : "", (unsigned long long)b->offset,
+		       (unsigned long long)u->devid, (unsigned long long)u->physical,
+		       (unsigned long long)u->len);
+		if (u->logical == BTK_UNALLOCATED)
+			printf("null");
+		else
+			printf("%llu", (unsigned long long)u->logical);
+		printf(",\"type\":\"%s\"}", unused_type(u));
+		return;
+	}
+	printf("unused offset=%llu devid=%llu physical=%llu length=%llu logical=",
+	       (unsigned long long)b->offset, (unsigned long long)u->devid,
+	       (unsigned long long)u->physical, (unsigned long long)u->len);
+	if (u->logical == BTK_UNALLOCATED)
+		printf("-");
+	else
+		printf("%llu", (unsigned long long)u->logical);
+	printf(" type=%s\n", unused_type(u));
+}
+
+static int write_all(const uint8_t *p, size_t n)
+{
+	while (n) {
+		ssize_t w = write(STDOUT_FILENO, p, n);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -1;
+		p += w, n -= (size_t)w;
+	}
+	return 0;
+}
+
+/* One range: its bytes to stdout in large sequential reads; what does not read is written as
+ * zeroes (the stream's offsets stay those of the listing) and said. */
+static int blkls_cb(void *ctx, const struct btk_unused *u)
+{
+	struct blkls *b = ctx;
+
+	if (b->list) {
+		blkls_list(b, u);
+	} else {
+		for (uint64_t done = 0; done < u->len;) {
+			size_t n = u->len - done < b->buflen ? (size_t)(u->len - done) : b->buflen;
+			if (btk_hist_unused_read(b->fs, u->devid, u->physical + done, b->buf, n)) {
+				cli_warn("devid %llu physical %llu: %zu bytes do not read (%s): "
+					 "written as zeroes",
+					 (unsigned long long)u->devid,
+					 (unsigned long long)(u->physical + done), n, btk_errmsg());
+				memset(b->buf, 0, n);
+				b->unreadable += n;
+			}
+			if (write_all(b->buf, n)) {
+				b->werr = errno ? errno : EIO;
+				return -EPIPE;
+			}
+			done += n;
+		}
+	}
+	b->offset += u->len;
+	b->ranges++;
+	return 0;
+}
+
+/* --blkls: the unused bytes as one stream (TSK's blkls), or with --ranges where each piece of
+ * the stream comes from. */
+static int blkls(struct owner_ctx *c, bool list, uint64_t devid)
+{
+	struct blkls b = {.fs = c->fs, .list = list, .json = c->o.json, .buflen = 4u << 20};
+	int ret;
+
+	if (!list && isatty(STDOUT_FILENO)) {
+		cli_err("--blkls writes the raw bytes to standard output: redirect it to a file or "
+			"a pipe (--ranges lists them)");
+		return CLI_EXIT_USAGE;
+	}
+	if (!list && !(b.buf = malloc(b.buflen))) {
+		cli_err("out of memory");
+		return CLI_EXIT_ERROR;
+	}
+	cli_json_on(false);
+	if (list && b.json)
+		printf("{\"unused\":[");
+	ret = btk_hist_unused(c->fs, devid, blkls_cb, &b);
+	if (list && b.json) {
+		printf("],\"bytes\":%llu", (unsigned long long)b.offset);
+		if (ret) {
+			printf(",\"error\":");
+			btk_json_cstr(stdout, btk_errmsg());
+		}
+		printf("}\n");
+	}
+	free(b.buf);
+	if (b.werr) {
+		if (b.werr != EPIPE)
+			cli_err("writing the stream: %s", strerror(b.werr));
+		return CLI_EXIT_ERROR;
+	}
+	if (ret) {
+		cli_err("%s", btk_errmsg());
+		return CLI_EXIT_ERROR;
+	}
+	if (b.unreadable) {
+		cli_err("%llu bytes did not read: zeroes stand in for them",
+			(unsigned long long)b.unreadable);
+		return CLI_EXIT_ERROR;
+	}
+	return CLI_EXIT_OK;
+}
+
 int main(int argc, const char **argv)
 {
 	int logical = 0, json = 0, scan = 0, disk = 0, rc, ndev = 0, list_free = 0, unalloc = 0;
+	int blk = 0, ranges = 0;
 	char *devid_s = NULL, *bs_s = NULL, *list = NULL, *file = NULL;
 	const char *devs[MAX_DEVS];
 	struct owner_ctx c = {0};
@@ -288,6 +421,12 @@ int main(int argc, const char **argv)
 	     "the free ranges inside block groups (logical), for carving", NULL},
 	    {"unallocated", 0, POPT_ARG_NONE, &unalloc, 0,
 	     "the device ranges no chunk uses (physical), for carving", NULL},
+	    {"blkls", 0, POPT_ARG_NONE, &blk, 0,
+	     "stream every unused byte (free in block groups, unallocated) to stdout, as TSK's "
+	     "blkls, by device and physical address",
+	     NULL},
+	    {"ranges", 0, POPT_ARG_NONE, &ranges, 0,
+	     "with --blkls: list where each piece of the stream comes from instead", NULL},
 	    CLI_WHERE_OPTIONS,
 	    CLI_ROOT_LONG_OPTIONS,
 	    CLI_STD_OPTIONS POPT_TABLEEND,
@@ -319,8 +458,9 @@ int main(int argc, const char **argv)
 		goto out;
 	}
 	if (!ndev || (file && (list || l.n || scan)) ||
-	    (!file && !list && !l.n && !list_free && !unalloc) ||
-	    ((list_free || unalloc) && (file || list || l.n || (list_free && unalloc)))) {
+	    (!file && !list && !l.n && !list_free && !unalloc && !blk) ||
+	    (list_free + unalloc + blk > 1) || (ranges && !blk) ||
+	    ((list_free || unalloc || blk) && (file || list || l.n))) {
 		usage(stderr);
 		goto out;
 	}
@@ -329,7 +469,9 @@ int main(int argc, const char **argv)
 	rc = open_fs(&c, devs, ndev);
 	if (rc)
 		goto out;
-	if (list_free || unalloc)
+	if (blk)
+		rc = blkls(&c, ranges, devid_s ? c.o.devid : 0);
+	else if (list_free || unalloc)
 		rc = list_space(&c, unalloc);
 	else if (file)
 		rc = cmd_file(&c, file) ? CLI_EXIT_ERROR : CLI_EXIT_OK;

@@ -5,6 +5,8 @@ set -u
 build_pkgs="gcc make pkg-config libblkid-dev libpopt-dev libzstd-dev zlib1g-dev liblzo2-dev
  libxxhash-dev libssl-dev libb2-dev libext2fs-dev libacl1-dev libattr1-dev libdeflate-dev
  libarchive-dev"
+# (libarchive-dev: the header at build time and, by its dependency, libarchive13, whose
+# libarchive.so.13 btk-mkfs --rootdir ARCHIVE and btk-image put --archive load when they run)
 # (one line per need, so that additions do not collide)
 check_pkgs="libcmocka-dev bats btrfs-progs e2fsprogs acl attr rsync xz-utils python3 util-linux coreutils
  clang libclang-rt-14-dev

@@ -12,8 +12,9 @@ static const uint64_t iv[8] = {0x6a09e667f3bcc908ULL, 0xbb67ae8584caa73bULL, 0x3
 			       0xa54ff53a5f1d36f1ULL, 0x510e527fade682d1ULL, 0x9b05688c2b3e6c1fULL,
 			       0x1f83d9abfb41bd6bULL, 0x5be0cd19137e2179ULL};
 
-/* the message word order of each round (rounds 10 and 11 repeat 0 and 1) */
-static const uint8_t sigma[12][16] = {
+/* the message word order of the rounds; there are 12, and rounds 10 and 11 take the order of
+ * rounds 0 and 1 again */
+static const uint8_t sigma[10][16] = {
     {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
     {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
     {11, 8, 12, 0, 5, 2, 15, 13, 10, 14, 3, 6, 7, 1, 9, 4},
@@ -24,8 +25,6 @@ static const uint8_t sigma[12][16] = {
     {13, 11, 7, 14, 12, 1, 3, 9, 5, 0, 15, 4, 8, 6, 2, 10},
     {6, 15, 14, 9, 11, 3, 0, 8, 12, 2, 13, 7, 1, 4, 10, 5},
     {10, 2, 8, 4, 7, 6, 1, 5, 15, 11, 9, 14, 3, 12, 13, 0},
-    {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15},
-    {14, 10, 4, 8, 9, 15, 13, 6, 1, 12, 0, 2, 11, 7, 5, 3},
 };
 
 static inline uint64_t rotr(uint64_t x, int n)
@@ -65,7 +64,7 @@ static void compress(uint64_t h[8], const uint8_t *block, uint64_t t, int last)
 		/* unrolled, the message word indices become constants */
 #pragma GCC unroll 12
 	for (int r = 0; r < 12; r++) {
-		const uint8_t *s = sigma[r];
+		const uint8_t *s = sigma[r % 10];
 		G(v0, v4, v8, v12, m[s[0]], m[s[1]]);
 		G(v1, v5, v9, v13, m[s[2]], m[s[3]]);
 		G(v2, v6, v10, v14, m[s[4]], m[s[5]]);

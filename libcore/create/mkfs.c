@@ -151,6 +151,9 @@ static int plan_options(const struct btk_mkfs_opts *o, struct plan *pl)
 			       "with mixed block groups nodesize (%u) must equal sectorsize "
 			       "(%u)",
 			       pl->nodesize, pl->sectorsize);
+	if (o->dev_uuid && o->ndevs != 1)
+		return btk_err(EINVAL, "a device uuid is for a one-device filesystem (%d devices)",
+			       o->ndevs);
 	if (o->label && strlen(o->label) >= BTK_LABEL_SIZE)
 		return btk_err(EINVAL, "label is longer than %d bytes", BTK_LABEL_SIZE - 1);
 	pl->meta = o->meta_profile != BTK_PROFILE_DEFAULT ? o->meta_profile
@@ -700,6 +703,8 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	ret = open_devices(o, &pl, existed, fs);
 	for (int i = 0; !ret && i < fs->ndevs; i++)
 		make_uuid(fs, pl.derive_uuids, "device", fs->devs[i].devid, fs->devs[i].uuid);
+	if (!ret && o->dev_uuid)
+		memcpy(fs->devs[0].uuid, o->dev_uuid, BTK_UUID_SIZE);
 	if (!ret) {
 		init_super(o, &pl, fs);
 		fs->cache = btk_cache_new((uint64_t)(o->cache_mb ? o->cache_mb : 256) << 20);

@@ -48,7 +48,10 @@ struct btk_mkfs_opts {
 	uint64_t ro_off;
 	const char *label;   /* NULL = none */
 	const uint8_t *fsid; /* NULL = random */
-	bool force;	     /* overwrite existing signatures */
+	/* the device uuid of a one-device filesystem (mkfs.btrfs --device-uuid); NULL = made as
+	 * the other uuids are (random, or derived from a given fsid) */
+	const uint8_t *dev_uuid;
+	bool force; /* overwrite existing signatures */
 	/* the open path's options for the devices (io.h): --wait, fault injection, undo; write,
 	 * create and no_clobber are mkfs's own (from force and inplace) */
 	struct btk_dev_opts dev;

@@ -148,12 +148,20 @@ static int copy_xattrs(struct pop *p, uint32_t si, uint64_t ino)
 	if (!p->src->content)
 		return p->src->inodes[si].made ? 0 : copy_xattrs_host(p, ino);
 	c = &p->src->content[si];
+	if (!c->xlen)
+		return 0;
+	const uint8_t *x;
+	uint8_t *big = c->xlen > PIECE ? malloc(c->xlen) : NULL;
+	if (c->xlen > PIECE && !big)
+		return btk_err(ENOMEM, "out of memory");
+	ret = pop_spool_get(p->src->spool, c->xoff, c->xlen, big ? big : p->buf, &x);
 	for (size_t o = 0; o + 4 <= c->xlen && !ret;) {
-		uint16_t nl = btk_le16(c->xattrs + o), vl = btk_le16(c->xattrs + o + 2);
-		ret = btk_xattr_set(p->t, p->root, ino, (const char *)c->xattrs + o + 4, nl,
-				    c->xattrs + o + 4 + nl, vl);
+		uint16_t nl = btk_le16(x + o), vl = btk_le16(x + o + 2);
+		ret = btk_xattr_set(p->t, p->root, ino, (const char *)x + o + 4, nl, x + o + 4 + nl,
+				    vl);
 		o += 4 + (size_t)nl + vl;
 	}
+	free(big);
 	return ret;
 }
 
@@ -164,11 +172,14 @@ static int stream_content(struct pop *p, uint32_t si, uint64_t ino, uint64_t *si
 {
 	const struct btk_src_content *c = &p->src->content[si];
 	const struct stat *st = &p->src->inodes[si].st;
+	const uint8_t *b;
 	int ret = 0;
 
 	if (S_ISLNK(st->st_mode)) {
 		*size = *nbytes = c->blen;
-		return btk_file_extent_inline(p->t, p->root, ino, c->bytes, c->blen, c->blen, 0);
+		if ((ret = pop_spool_get(p->src->spool, c->boff, c->blen, p->buf, &b)))
+			return ret;
+		return btk_file_extent_inline(p->t, p->root, ino, b, c->blen, c->blen, 0);
 	}
 	if (!S_ISREG(st->st_mode))
 		return 0;
@@ -176,7 +187,9 @@ static int stream_content(struct pop *p, uint32_t si, uint64_t ino, uint64_t *si
 	*nbytes = c->nbytes;
 	if (c->is_inline) {
 		p->st->inline_files++;
-		return btk_file_extent_inline(p->t, p->root, ino, c->bytes, c->blen, *size,
+		if ((ret = pop_spool_get(p->src->spool, c->boff, c->blen, p->buf, &b)))
+			return ret;
+		return btk_file_extent_inline(p->t, p->root, ino, b, c->blen, *size,
 					      c->inline_comp);
 	}
 	for (size_t k = 0; k < c->nex && !ret; k++) {
@@ -389,9 +402,9 @@ static int put_inline(struct pop *p, uint64_t ino, const uint8_t *data, uint32_t
 
 	if (!c)
 		return btk_file_extent_inline(p->t, p->root, ino, data, len, size, comp);
-	if (!(c->bytes = malloc(len ? len : 1)))
-		return btk_err(ENOMEM, "out of memory");
-	memcpy(c->bytes, data, len);
+	int ret = pop_spool_put(p->spool, data, len, &c->boff);
+	if (ret)
+		return ret;
 	c->blen = len;
 	c->inline_comp = comp;
 	c->is_inline = true;

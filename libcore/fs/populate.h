@@ -38,6 +38,7 @@ struct btk_populate_stats {
 };
 
 struct btk_src_content;
+struct btk_src_spool;
 struct btk_src_tree {
 	char *top; /* host path of the source directory, or the archive's name (owned) */
 	struct btk_src_node *nodes;
@@ -47,6 +48,7 @@ struct btk_src_tree {
 	/* from an archive stream (btk_stream_end): per inode, what arrived (data on disk
 	 * already), and what writing it cost; NULL for a host directory */
 	struct btk_src_content *content;
+	struct btk_src_spool *spool; /* the bytes content keeps (owned) */
 	struct btk_populate_stats pre;
 };
 
@@ -118,6 +120,9 @@ struct btk_populate_opts {
 	int compress, compress_level;
 	bool skip_unreadable;
 	uint32_t max_inline; /* the kernel's max_inline; 0 = its default, BTK_MAX_INLINE */
+	/* an archive stream: memory for small files' bytes and xattrs until their inodes are
+	 * made, the rest in a temporary file (0 = 16 MiB; 1 = a file for all but 1 byte) */
+	uint64_t spool_mem;
 	/* Called every 1024 names, every 64 MiB of file data and once at the
 	 * end, with the names done and the bytes of regular files done: st_size of each inode
 	 * created (whatever is inline, sparse or compressed), plus the part of the one being

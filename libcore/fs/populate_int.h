@@ -15,9 +15,11 @@
 /* What a stream recorded of one inode while its member went by: the data is on disk already
  * (extents allocated with a placeholder reference, BTK_STREAM_INO), the rest is small. */
 struct btk_src_content {
-	uint8_t *xattrs; /* packed, sorted by name: le16 name_len, le16 value_len, name, value */
+	/* in the tree's spool: xlen bytes at xoff, the xattrs packed and sorted by name (le16
+	 * name_len, le16 value_len, name, value); blen bytes at boff, a symlink's target or
+	 * inline data (compressed when inline_comp) */
+	uint64_t xoff, boff;
 	size_t xlen;
-	uint8_t *bytes; /* symlink target, or inline data (compressed when inline_comp) */
 	uint32_t blen;
 	int inline_comp;
 	bool is_inline;
@@ -27,6 +29,16 @@ struct btk_src_content {
 };
 
 void btk_src_content_free(struct btk_src_content *c);
+
+/* Bytes a stream keeps until btk_populate makes their inodes (populate_spool.c): the first
+ * budget bytes in memory, the rest in an unlinked temporary file ($TMPDIR, else /tmp). */
+int pop_spool_new(uint64_t budget, struct btk_src_spool **out);
+void pop_spool_free(struct btk_src_spool *s);
+/* Appends len bytes; *off is where they lie. */
+int pop_spool_put(struct btk_src_spool *s, const void *data, size_t len, uint64_t *off);
+/* len bytes at off: *out points into memory, or into buf (len bytes) after a read. */
+int pop_spool_get(struct btk_src_spool *s, uint64_t off, size_t len, void *buf,
+		  const uint8_t **out);
 /* The next component of the path at *p ("/" and "." skipped): its start and *len, advancing
  * *p past it; NULL at the end. */
 const char *pop_path_next(const char **p, size_t *len);
@@ -58,6 +70,7 @@ struct pop {
 	uint64_t prog_done, prog_next; /* progress: file bytes of inodes done, next call at */
 	uint64_t inline_compressed;    /* compressed inline extents written */
 	struct btk_src_content *rec;   /* stream: record extents here instead of inserting */
+	struct btk_src_spool *spool;   /* stream: where rec's inline bytes go */
 	char path[8192];
 };
 

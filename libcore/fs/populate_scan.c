@@ -223,8 +223,6 @@ out:
 
 void btk_src_content_free(struct btk_src_content *c)
 {
-	free(c->xattrs);
-	free(c->bytes);
 	free(c->ex);
 	memset(c, 0, sizeof(*c));
 }
@@ -236,6 +234,7 @@ void btk_src_free(struct btk_src_tree *t)
 	for (uint32_t i = 0; t->content && i < t->ninodes; i++)
 		btk_src_content_free(&t->content[i]);
 	free(t->content);
+	pop_spool_free(t->spool);
 	free(t->nodes);
 	free(t->inodes);
 	free(t->top);

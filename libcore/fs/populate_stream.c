@@ -19,11 +19,6 @@ struct snode {
 	uint32_t child, sibling; /* first child, next sibling: 0 = none (0 is the top) */
 };
 
-struct sinode {
-	struct stat st;
-	struct btk_src_content c;
-};
-
 struct held {
 	uint64_t bytenr, len, offset;
 };
@@ -34,7 +29,8 @@ struct siflag {
 };
 
 BTK_VEC(snodes, struct snode);
-BTK_VEC(sinodes, struct sinode);
+BTK_VEC(sinodes, struct btk_src_inode);
+BTK_VEC(scontents, struct btk_src_content);
 BTK_VEC(helds, struct held);
 BTK_VEC(siflags, struct siflag);
 
@@ -42,8 +38,12 @@ struct btk_stream {
 	struct pop p;
 	struct btk_populate_stats st;
 	struct snodes nodes;
+	/* per inode, in the order they arrived (btk_stream_end puts them in the tree's order
+	 * where they lie, and hands both arrays over) */
 	struct sinodes inodes;
-	struct helds held; /* every data extent with a placeholder reference */
+	struct scontents contents;
+	struct btk_src_spool *spool; /* what contents keep; handed over too */
+	struct helds held;	     /* every data extent with a placeholder reference */
 	struct siflags iflags;
 	uint32_t *hash; /* (parent, name) -> node + 1 */
 	size_t hcap, hn;
@@ -97,10 +97,13 @@ static int hash_grow(struct btk_stream *s)
 
 static int new_inode(struct btk_stream *s, const struct stat *st, uint32_t *idx)
 {
-	struct sinode *in = btk_vec_push(&s->inodes);
+	struct btk_src_inode *in;
 
-	if (!in)
+	if (!btk_vec_push(&s->contents) || !(in = btk_vec_push(&s->inodes))) {
+		if (s->contents.n > s->inodes.n)
+			s->contents.n--;
 		return btk_err(ENOMEM, "out of memory");
+	}
 	in->st = *st;
 	*idx = (uint32_t)(s->inodes.n - 1);
 	return 0;
@@ -161,16 +164,16 @@ static void note(char *buf, size_t len, const char *path)
 		snprintf(buf, len, "%s", path);
 }
 
-/* path into its node, parents made on the way. 1: the member is skipped (it escapes the
- * top, or a parent is no directory). */
-static int resolve(struct btk_stream *s, const char *path, bool count, uint32_t *node)
+/* path into its node, parents made on the way (*made: the node itself is new). 1: the member
+ * is skipped (it escapes the top, or a parent is no directory). */
+static int resolve(struct btk_stream *s, const char *path, bool count, uint32_t *node, bool *made)
 {
 	const char *q = path, *p;
 	uint32_t cur = 0;
 	size_t len;
-	bool made;
 	int ret;
 
+	*made = false;
 	if (*path == '/' && count)
 		s->ss.absolute++;
 	while ((p = pop_path_next(&q, &len)))
@@ -187,7 +190,7 @@ static int resolve(struct btk_stream *s, const char *path, bool count, uint32_t 
 				s->ss.skipped++;
 			return 1;
 		}
-		if ((ret = child(s, cur, p, len, &cur, &made)))
+		if ((ret = child(s, cur, p, len, &cur, made)))
 			return ret;
 	}
 	*node = cur;
@@ -252,10 +255,13 @@ static int acl_value(const struct btk_src_acl *e, size_t n, uint8_t **out, size_
 	return 0;
 }
 
-/* The member's xattrs and ACLs, sorted by name (a repeated name: the last), packed. */
-static int pack_xattrs(const struct btk_src_entry *e, struct btk_src_content *c)
+/* The member's xattrs and ACLs, sorted by name (a repeated name: the last), packed into the
+ * spool. */
+static int pack_xattrs(struct btk_stream *s, const struct btk_src_entry *e,
+		       struct btk_src_content *c)
 {
 	size_t n = e->nxattrs, total = 0, o = 0;
+	uint8_t *packed = NULL;
 	struct btk_src_xattr *x = calloc(n + 2, sizeof(*x));
 	uint8_t *acl[2] = {NULL, NULL};
 	int ret = 0;
@@ -287,21 +293,23 @@ static int pack_xattrs(const struct btk_src_entry *e, struct btk_src_content *c)
 			total += 4 + nl + x[i].len;
 		}
 	}
-	if (!ret && total && !(c->xattrs = malloc(total)))
+	if (!ret && total && !(packed = malloc(total)))
 		ret = btk_err(ENOMEM, "out of memory");
 	for (size_t i = 0; !ret && i < n; i++) {
 		if (i + 1 < n && !strcmp(x[i].name, x[i + 1].name))
 			continue;
 		size_t nl = strlen(x[i].name);
-		btk_put16(c->xattrs + o, (uint16_t)nl);
-		btk_put16(c->xattrs + o + 2, (uint16_t)x[i].len);
-		memcpy(c->xattrs + o + 4, x[i].name, nl);
+		btk_put16(packed + o, (uint16_t)nl);
+		btk_put16(packed + o + 2, (uint16_t)x[i].len);
+		memcpy(packed + o + 4, x[i].name, nl);
 		if (x[i].len)
-			memcpy(c->xattrs + o + 4 + nl, x[i].value, x[i].len);
+			memcpy(packed + o + 4 + nl, x[i].value, x[i].len);
 		o += 4 + nl + x[i].len;
 	}
 	c->xlen = o;
-	free(acl[0]), free(acl[1]), free(x);
+	if (!ret && o)
+		ret = pop_spool_put(s->spool, packed, o, &c->xoff);
+	free(packed), free(acl[0]), free(acl[1]), free(x);
 	return ret;
 }
 
@@ -330,6 +338,7 @@ static int take_data(struct btk_stream *s, const struct btk_src_entry *e, struct
 	int ret;
 
 	s->p.rec = c;
+	s->p.spool = s->spool;
 	s->p.root = s->p.o->root;
 	s->p.flags = path_flags(s, e->path);
 	ret = pop_write_data(&s->p, &r, BTK_STREAM_INO, (uint64_t)e->st.st_size, &c->nbytes);
@@ -372,7 +381,8 @@ int btk_stream_add(struct btk_stream *s, const struct btk_src_entry *e)
 		note(s->ss.first_dangling, sizeof(s->ss.first_dangling), e->path);
 		return 0;
 	}
-	if ((ret = resolve(s, e->path, true, &node)) == 1)
+	bool made;
+	if ((ret = resolve(s, e->path, true, &node, &made)) == 1)
 		return 0;
 	if (ret)
 		return ret;
@@ -394,42 +404,44 @@ int btk_stream_add(struct btk_stream *s, const struct btk_src_entry *e)
 		n->given = true;
 		/* a link that brings data (cpio keeps it with the last name) replaces it */
 		if (e->st.st_size > 0 && e->read) {
-			struct sinode *in = &s->inodes.data[ino];
-			drop_content(&in->c);
-			in->st.st_size = e->st.st_size;
-			if ((ret = pack_xattrs(e, &in->c)))
+			struct btk_src_content *c = &s->contents.data[ino];
+			drop_content(c);
+			s->inodes.data[ino].st.st_size = e->st.st_size;
+			if ((ret = pack_xattrs(s, e, c)))
 				return ret;
-			return take_data(s, e, &s->inodes.data[ino].c);
+			return take_data(s, e, c);
 		}
 		return 0;
 	}
 	if (node == 0 || (old_dir && S_ISDIR(e->st.st_mode))) {
 		/* the top, or a directory named again: new attributes, the same entries */
-		struct sinode *in = &s->inodes.data[old];
 		if (!S_ISDIR(e->st.st_mode)) {
 			s->ss.skipped++;
 			return 0;
 		}
-		drop_content(&in->c);
-		in->st = e->st;
+		drop_content(&s->contents.data[old]);
+		s->inodes.data[old].st = e->st;
 		s->nodes.data[node].given = true;
-		return pack_xattrs(e, &in->c);
+		return pack_xattrs(s, e, &s->contents.data[old]);
 	}
-	if ((ret = new_inode(s, &e->st, &ino)))
+	if (made) { /* the inode child() made for the new name is this member's */
+		ino = old;
+		s->inodes.data[ino].st = e->st;
+	} else if ((ret = new_inode(s, &e->st, &ino))) {
 		return ret;
+	}
 	s->nodes.data[node].inode = ino;
 	s->nodes.data[node].given = true;
-	struct btk_src_content *c = &s->inodes.data[ino].c;
-	if ((ret = pack_xattrs(e, c)))
+	struct btk_src_content *c = &s->contents.data[ino];
+	if ((ret = pack_xattrs(s, e, c)))
 		return ret;
 	if (S_ISLNK(e->st.st_mode)) {
 		size_t tl = e->symlink ? strlen(e->symlink) : 0;
 		if (tl > btk_inline_max(s->p.fs) || tl >= 4096)
 			return btk_err(ENAMETOOLONG, "%s: symlink target too long (%zu bytes)",
 				       e->path, tl);
-		if (!(c->bytes = malloc(tl + 1)))
-			return btk_err(ENOMEM, "out of memory");
-		memcpy(c->bytes, e->symlink ? e->symlink : "", tl);
+		if ((ret = pop_spool_put(s->spool, e->symlink ? e->symlink : "", tl, &c->boff)))
+			return ret;
 		c->blen = (uint32_t)tl;
 		s->inodes.data[ino].st.st_size = (off_t)tl;
 		return 0;
@@ -461,6 +473,10 @@ int btk_stream_start(struct btk_trans *t, const struct btk_populate_opts *o, con
 	s->p.root = o->root;
 	if ((ret = pop_init(&s->p))) {
 		free(s->name), free(s);
+		return ret;
+	}
+	if ((ret = pop_spool_new(o->spool_mem ? o->spool_mem : 16ULL << 20, &s->spool))) {
+		btk_stream_release(s, NULL);
 		return ret;
 	}
 	top = btk_vec_push(&s->nodes);
@@ -497,21 +513,34 @@ static int cmp_node(const void *a, const void *b, void *arg)
 	return c ? c : (int)x->len - (int)y->len;
 }
 
-/* Breadth first, names in byte order: the order a directory scan gives (populate_scan.c). */
+/* Puts element k of the inode and content arrays at imap[k] (a permutation of 0..n-1), in
+ * place: each swap puts one element where it belongs. */
+static void permute(struct btk_src_inode *in, struct btk_src_content *c, uint32_t *imap, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		while (imap[k] != k) {
+			uint32_t j = imap[k];
+			struct btk_src_inode ti = in[k];
+			struct btk_src_content tc = c[k];
+			in[k] = in[j], in[j] = ti;
+			c[k] = c[j], c[j] = tc;
+			imap[k] = imap[j], imap[j] = j;
+		}
+}
+
+/* Breadth first, names in byte order: the order a directory scan gives (populate_scan.c).
+ * The inodes and their content move to the tree where they lie (no second copy is held). */
 int btk_stream_end(struct btk_stream *s, struct btk_src_tree *out, struct btk_stream_stats *st)
 {
 	size_t nn = s->nodes.n, ni = s->inodes.n;
 	uint32_t *order = malloc(nn * sizeof(*order)), *imap = malloc(ni * sizeof(*imap));
-	uint32_t *newidx = malloc(nn * sizeof(*newidx)), q = 0, len = 1;
+	uint32_t *newidx = malloc(nn * sizeof(*newidx)), q = 0, len = 1, reached = 0;
 	int ret = 0;
 
 	memset(out, 0, sizeof(*out));
 	out->nodes = calloc(nn, sizeof(*out->nodes));
-	out->inodes = calloc(ni, sizeof(*out->inodes));
-	out->content = calloc(ni, sizeof(*out->content));
 	out->top = strdup(s->name);
-	if (!order || !imap || !newidx || !out->nodes || !out->inodes || !out->content ||
-	    !out->top) {
+	if (!order || !imap || !newidx || !out->nodes || !out->top) {
 		ret = btk_err(ENOMEM, "out of memory");
 		goto out;
 	}
@@ -536,17 +565,33 @@ int btk_stream_end(struct btk_stream *s, struct btk_src_tree *out, struct btk_st
 		n->name_len = sn->len;
 		n->parent = i ? newidx[sn->parent] : 0;
 		if (imap[sn->inode] == UINT32_MAX) {
-			struct btk_src_inode *in = &out->inodes[out->ninodes];
-			struct sinode *si = &s->inodes.data[sn->inode];
-			in->st = si->st;
-			in->first_node = i;
-			out->content[out->ninodes] = si->c;
-			memset(&si->c, 0, sizeof(si->c));
-			imap[sn->inode] = out->ninodes++;
+			s->inodes.data[sn->inode].first_node = i;
+			imap[sn->inode] = reached++;
 		}
 		n->inode = imap[sn->inode];
-		out->inodes[n->inode].names++;
+		s->inodes.data[sn->inode].names++;
 	}
+	/* inodes no name kept (replaced members) go last, and are dropped */
+	for (size_t k = 0, tail = reached; k < ni; k++)
+		if (imap[k] == UINT32_MAX)
+			imap[k] = (uint32_t)tail++;
+	permute(s->inodes.data, s->contents.data, imap, ni);
+	for (size_t k = reached; k < ni; k++)
+		drop_content(&s->contents.data[k]);
+	if (reached && reached < s->inodes.cap) { /* the rest of the room is not needed */
+		struct btk_src_inode *in = realloc(s->inodes.data, reached * sizeof(*in));
+		struct btk_src_content *c = realloc(s->contents.data, reached * sizeof(*c));
+		if (in)
+			s->inodes.data = in;
+		if (c)
+			s->contents.data = c;
+	}
+	out->inodes = s->inodes.data;
+	out->content = s->contents.data;
+	out->ninodes = reached;
+	out->spool = s->spool;
+	s->inodes.data = NULL, s->contents.data = NULL, s->spool = NULL;
+	s->inodes.n = s->inodes.cap = s->contents.n = s->contents.cap = 0;
 	/* children of each node are contiguous in BFS order */
 	for (uint32_t i = len; i-- > 1;) {
 		struct btk_src_node *par = &out->nodes[out->nodes[i].parent];
@@ -556,10 +601,7 @@ int btk_stream_end(struct btk_stream *s, struct btk_src_tree *out, struct btk_st
 	out->nnodes = len;
 	out->pre = s->st;
 	/* everything moved to out: the stream keeps only its held extents */
-	for (size_t k = 0; k < s->inodes.n; k++)
-		drop_content(&s->inodes.data[k].c);
 	btk_vec_free(&s->nodes);
-	btk_vec_free(&s->inodes);
 	free(s->hash);
 	s->hash = NULL;
 	s->hcap = s->hn = 0;
@@ -583,14 +625,16 @@ int btk_stream_release(struct btk_stream *s, struct btk_trans *t)
 				   BTK_STREAM_INO, s->held.data[k].offset, -1);
 	for (size_t k = 0; k < s->nodes.n; k++)
 		free(s->nodes.data[k].name);
-	for (size_t k = 0; k < s->inodes.n; k++)
-		drop_content(&s->inodes.data[k].c);
+	for (size_t k = 0; k < s->contents.n; k++)
+		drop_content(&s->contents.data[k]);
 	for (size_t k = 0; k < s->iflags.n; k++)
 		free(s->iflags.data[k].path);
 	btk_vec_free(&s->nodes);
 	btk_vec_free(&s->inodes);
+	btk_vec_free(&s->contents);
 	btk_vec_free(&s->held);
 	btk_vec_free(&s->iflags);
+	pop_spool_free(s->spool);
 	free(s->hash);
 	free(s->name);
 	pop_done(&s->p);

@@ -8,7 +8,9 @@
 
 #include "base/error.h"
 #include "base/u64set.h"
+#include "format/dev_items.h"
 #include "format/dir_item.h"
+#include "format/geometry.h"
 #include "fs/fs_read.h"
 
 const char *btk_data_state_name(enum btk_data_state s)
@@ -727,26 +729,21 @@ int btk_hist_stale_block(struct btk_fs *fs, uint64_t logical, struct btk_stale *
 
 /* ---- free and unallocated space ---- */
 
-int btk_hist_free_ranges(struct btk_fs *fs,
-			 int (*fn)(void *ctx, uint64_t logical, uint64_t len, uint64_t type),
-			 void *ctx)
+/* fn for each logical range of chunk c that no extent item of ext covers, in order. */
+static int chunk_free(struct btk_fs *fs, const struct btk_root *ext, const struct btk_chunk *c,
+		      int (*fn)(void *ctx, uint64_t logical, uint64_t len), void *ctx)
 {
-	struct btk_key k = {0, 0, 0};
-	struct btk_root ext;
+	struct btk_key k = {c->logical, 0, 0};
+	uint64_t pos = c->logical, end = c->logical + c->length;
 	struct btk_path p;
-	int i = 0, ret;
-	uint64_t pos;
+	int ret;
 
-	if (!fs->nchunks)
-		return 0;
-	if ((ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &ext)))
-		return ret;
-	pos = fs->chunks[0]->logical;
 	btk_path_init(&p);
-	for (ret = btk_search_ge(fs, &ext, &k, &p); !ret && i < fs->nchunks;
-	     ret = btk_next(fs, &p)) {
+	for (ret = btk_search_ge(fs, ext, &k, &p); !ret; ret = btk_next(fs, &p)) {
 		uint64_t s, e;
 		btk_path_key(&p, &k);
+		if (k.objectid >= end)
+			break;
 		if (k.type == BTRFS_EXTENT_ITEM_KEY)
 			e = k.objectid + k.offset;
 		else if (k.type == BTRFS_METADATA_ITEM_KEY)
@@ -754,35 +751,48 @@ int btk_hist_free_ranges(struct btk_fs *fs,
 		else
 			continue;
 		s = k.objectid;
-		/* the block groups that end before this extent: their tails are free */
-		while (i < fs->nchunks && fs->chunks[i]->logical + fs->chunks[i]->length <= s) {
-			const struct btk_chunk *c = fs->chunks[i];
-			if (pos < c->logical + c->length &&
-			    (ret = fn(ctx, pos, c->logical + c->length - pos, c->type)))
-				goto out;
-			if (++i < fs->nchunks)
-				pos = fs->chunks[i]->logical;
+		if (s > pos && (ret = fn(ctx, pos, s - pos))) {
+			btk_path_release(&p);
+			return ret;
 		}
-		if (i >= fs->nchunks)
-			break;
-		if (pos < fs->chunks[i]->logical)
-			pos = fs->chunks[i]->logical;
-		if (s > pos && (ret = fn(ctx, pos, s - pos, fs->chunks[i]->type)))
-			goto out;
 		if (e > pos)
 			pos = e;
 	}
-	if (ret < 0)
-		goto out;
-	for (ret = 0; i < fs->nchunks && !ret; i++) {
-		const struct btk_chunk *c = fs->chunks[i];
-		if (pos < c->logical)
-			pos = c->logical;
-		if (pos < c->logical + c->length)
-			ret = fn(ctx, pos, c->logical + c->length - pos, c->type);
-	}
-out:
 	btk_path_release(&p);
+	if (ret < 0)
+		return ret;
+	return pos < end ? fn(ctx, pos, end - pos) : 0;
+}
+
+struct free_fwd {
+	int (*fn)(void *ctx, uint64_t logical, uint64_t len, uint64_t type);
+	void *ctx;
+	uint64_t type;
+};
+
+static int free_fwd(void *ctx, uint64_t logical, uint64_t len)
+{
+	struct free_fwd *f = ctx;
+
+	return f->fn(f->ctx, logical, len, f->type);
+}
+
+int btk_hist_free_ranges(struct btk_fs *fs,
+			 int (*fn)(void *ctx, uint64_t logical, uint64_t len, uint64_t type),
+			 void *ctx)
+{
+	struct free_fwd f = {fn, ctx, 0};
+	struct btk_root ext;
+	int ret = 0;
+
+	if (!fs->nchunks)
+		return 0;
+	if ((ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &ext)))
+		return ret;
+	for (int i = 0; i < fs->nchunks && !ret; i++) {
+		f.type = fs->chunks[i]->type;
+		ret = chunk_free(fs, &ext, fs->chunks[i], free_fwd, &f);
+	}
 	return ret;
 }
 
@@ -835,4 +845,377 @@ int btk_hist_unallocated(struct btk_fs *fs,
 	}
 	btk_path_release(&p);
 	return ret < 0 || ret > 1 ? ret : 0;
+}
+
+/* ---- unused bytes of the devices, in physical order ---- */
+
+struct unused_walk {
+	struct btk_fs *fs;
+	uint64_t devid, end; /* the device's readable end */
+	struct btk_byte_range res[BTK_SUPER_MIRRORS];
+	int nres;
+	struct btk_unused pend; /* coalesced, not yet passed on (len 0: none) */
+	int (*fn)(void *ctx, const struct btk_unused *u);
+	void *ctx;
+	/* the dev extent being filled */
+	uint64_t dstart, dlen;
+	const struct btk_chunk *chunk;
+};
+
+static int unused_flush(struct unused_walk *w)
+{
+	int ret = w->pend.len ? w->fn(w->ctx, &w->pend) : 0;
+
+	w->pend.len = 0;
+	return ret;
+}
+
+/* One piece, cut at the device end and around the ranges btrfs keeps for itself. */
+static int unused_emit(struct unused_walk *w, uint64_t phys, uint64_t len, uint64_t logical,
+		       uint64_t type)
+{
+	uint64_t end = phys + len < w->end ? phys + len : w->end;
+	int ret;
+
+	while (phys < end) {
+		uint64_t cut = end, skip = 0;
+		for (int i = 0; i < w->nres; i++) {
+			uint64_t rs = w->res[i].start, re = rs + w->res[i].len;
+			if (re <= phys || rs >= cut)
+				continue;
+			if (rs <= phys) { /* phys lies in a kept range: skip past it */
+				skip = re - phys;
+				cut = phys;
+				break;
+			}
+			cut = rs;
+		}
+		if (cut > phys) {
+			uint64_t n = cut - phys, lg = logical;
+			struct btk_unused *p = &w->pend;
+			bool same = p->len && p->physical + p->len == phys && p->type == type &&
+				    (lg == BTK_UNALLOCATED ? p->logical == BTK_UNALLOCATED
+							   : p->logical + p->len == lg);
+			if (same) {
+				p->len += n;
+			} else {
+				if ((ret = unused_flush(w)))
+					return ret;
+				*p = (struct btk_unused){w->devid, phys, n, lg, type};
+			}
+			skip = n;
+		}
+		phys += skip;
+		if (logical != BTK_UNALLOCATED)
+			logical += skip;
+	}
+	return 0;
+}
+
+/* A free logical range of the chunk of the current dev extent: its bytes on this stripe. */
+static int unused_free_cb(void *ctx, uint64_t logical, uint64_t len)
+{
+	struct unused_walk *w = ctx;
+	uint64_t end = logical + len;
+	int ret;
+
+	while (logical < end) {
+		struct btk_phys ph[BTK_MAX_COPIES];
+		uint64_t contig = 0, step;
+		int n = 0;
+		if ((ret = btk_map_logical(w->fs, logical, ph, BTK_MAX_COPIES, &n, &contig)))
+			return ret == -ENOENT ? 0 : ret;
+		if (!contig)
+			break;
+		step = contig < end - logical ? contig : end - logical;
+		for (int i = 0; i < n; i++)
+			if (ph[i].devid == w->devid && ph[i].physical >= w->dstart &&
+			    ph[i].physical - w->dstart < w->dlen &&
+			    (ret = unused_emit(w, ph[i].physical, step, logical, w->chunk->type)))
+				return ret;
+		logical += step;
+	}
+	return 0;
+}
+
+int btk_hist_unused(struct btk_fs *fs, uint64_t devid,
+		    int (*fn)(void *ctx, const struct btk_unused *u), void *ctx)
+{
+	struct unused_walk w = {.fs = fs, .fn = fn, .ctx = ctx};
+	struct btk_root dev, ext;
+	int ret;
+
+	if ((ret = btk_root_find(fs, BTRFS_DEV_TREE_OBJECTID, &dev)) ||
+	    (ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &ext)))
+		return ret;
+	for (int d = 0; d < fs->ndevs && !ret; d++) {
+		const struct btk_fs_dev *fd = &fs->devs[d];
+		struct btk_key k = {fd->devid, BTRFS_DEV_EXTENT_KEY, 0};
+		uint64_t pos = BTK_DEV_RESERVED;
+		struct btk_path p;
+		if ((devid && fd->devid != devid) || !fd->dev)
+			continue; /* a missing device has no bytes to give */
+		w.devid = fd->devid;
+		w.end = fd->total_bytes < fd->dev->size ? fd->total_bytes : fd->dev->size;
+		w.nres = btk_dev_reserved(fd->total_bytes, w.res);
+		btk_path_init(&p);
+		for (ret = btk_search_ge(fs, &dev, &k, &p); !ret; ret = btk_next(fs, &p)) {
+			struct btk_dev_extent_ent de;
+			uint32_t size = 0;
+			const uint8_t *data;
+			btk_path_key(&p, &k);
+			if (k.objectid != fd->devid)
+				break;
+			data = btk_path_data(&p, &size);
+			if (k.type != BTRFS_DEV_EXTENT_KEY || btk_dev_extent_parse(data, size, &de))
+				continue;
+			if (k.offset > pos &&
+			    (ret = unused_emit(&w, pos, k.offset - pos, BTK_UNALLOCATED, 0)))
+				break;
+			w.dstart = k.offset;
+			w.dlen = de.length;
+			w.chunk = btk_chunk_find(fs, de.chunk_offset);
+			/* a dev extent of no chunk: left alone (not known to be unused) */
+			if (w.chunk && (ret = chunk_free(fs, &ext, w.chunk, unused_free_cb, &w)))
+				break;
+			if (k.offset + w.dlen > pos)
+				pos = k.offset + w.dlen;
+		}
+		btk_path_release(&p);
+		if (ret < 0 || ret > 1)
+			break;
+		ret = 0;
+		if (pos < fd->total_bytes)
+			ret = unused_emit(&w, pos, fd->total_bytes - pos, BTK_UNALLOCATED, 0);
+		if (!ret)
+			ret = unused_flush(&w);
+	}
+	return ret;
+}
+
+int btk_hist_unused_read(struct btk_fs *fs, uint64_t devid, uint64_t physical, void *buf,
+			 size_t len)
+{
+	struct btk_fs_dev *fd = btk_fs_dev_find(fs, devid);
+
+	if (!fd || !fd->dev)
+		return btk_err(-ENODEV, "device %llu is missing", (unsigned long long)devid);
+	return btk_dev_read(fd->dev, buf, len, physical);
+}
+
+/* ---- salvage: inodes by their own items ---- */
+
+struct sv_rec {
+	uint64_t ino, parent; /* parent of the first reference; name NULL: none read */
+	char *name;
+	bool have_inode, looked; /* looked: older roots were asked for its reference */
+	struct btk_inode_info info;
+	uint64_t data_end;
+};
+BTK_VEC(sv_vec, struct sv_rec);
+
+struct sv {
+	struct btk_fs *fs;
+	struct sv_vec recs;   /* from the tree, by inode number */
+	struct sv_vec ghosts; /* ancestors known only to older roots (or to none) */
+	struct roots_vec older;
+};
+
+static int sv_cmp(const void *a, const void *b)
+{
+	const struct sv_rec *x = a, *y = b;
+
+	return btk_cmp_u64(x->ino, y->ino);
+}
+
+static struct sv_rec *sv_find(struct sv *s, uint64_t ino)
+{
+	struct sv_rec key = {.ino = ino}, *r;
+
+	if (s->recs.n && (r = bsearch(&key, s->recs.data, s->recs.n, sizeof(key), sv_cmp)))
+		return r;
+	for (size_t i = 0; i < s->ghosts.n; i++)
+		if (s->ghosts.data[i].ino == ino)
+			return &s->ghosts.data[i];
+	return NULL;
+}
+
+/* The first reference of an INODE_REF / INODE_EXTREF item into r (when it has none yet). */
+static int sv_ref(struct sv_rec *r, const struct btk_key *k, const uint8_t *d, uint32_t size)
+{
+	struct btk_ref_iter it;
+	struct btk_ref_ent e;
+
+	if (r->name)
+		return 0;
+	btk_ref_iter_init(&it, k, d, size);
+	if (btk_ref_next(&it, &e) != 1)
+		return 0;
+	if (!(r->name = strndup(e.name, e.name_len)))
+		return btk_err(ENOMEM, "out of memory");
+	r->parent = e.parent;
+	return 0;
+}
+
+/* ino's reference from the newest older root that has one (a ghost record, also when none
+ * does, so that it is asked once). */
+static struct sv_rec *sv_ghost(struct sv *s, uint64_t ino)
+{
+	struct sv_rec *r = btk_vec_push(&s->ghosts);
+
+	if (!r)
+		return NULL;
+	memset(r, 0, sizeof(*r));
+	r->ino = ino;
+	r->looked = true;
+	for (size_t i = 0; i < s->older.n && !r->name; i++) {
+		struct btk_key k = {ino, BTRFS_INODE_REF_KEY, 0};
+		struct btk_path p;
+		btk_path_init(&p);
+		if (!btk_search_ge(s->fs, &s->older.data[i], &k, &p)) {
+			uint32_t size;
+			const uint8_t *d = btk_path_data(&p, &size);
+			btk_path_key(&p, &k);
+			if (k.objectid == ino &&
+			    (k.type == BTRFS_INODE_REF_KEY || k.type == BTRFS_INODE_EXTREF_KEY))
+				sv_ref(r, &k, d, size);
+		}
+		btk_path_release(&p);
+	}
+	return r;
+}
+
+/* r's path below the top ("a/b/c"), or below the nearest ancestor without a known name
+ * (*lost: its number; r's own when r has none, the path then ""). */
+static char *sv_path(struct sv *s, const struct sv_rec *r, uint64_t *lost)
+{
+	const char *parts[BTK_SALVAGE_DEPTH];
+	const struct sv_rec *cur = r;
+	size_t n = 0, len = 1;
+	char *out, *o;
+
+	*lost = 0;
+	while (cur->ino != BTRFS_FIRST_FREE_OBJECTID) {
+		struct sv_rec *up;
+		uint64_t parent = cur->parent;
+		if (!cur->name || n == BTK_SALVAGE_DEPTH || parent == cur->ino) {
+			*lost = cur->ino;
+			break;
+		}
+		parts[n++] = cur->name;
+		len += strlen(cur->name) + 1;
+		up = sv_find(s, parent);
+		if (!up || (!up->name && !up->looked && parent != BTRFS_FIRST_FREE_OBJECTID)) {
+			/* the parent's own items did not read (or hold no reference) */
+			if (up)
+				up->looked = true;
+			struct sv_rec *g = up && up->name ? up : sv_ghost(s, parent);
+			if (!g)
+				return NULL;
+			if (up && !up->name && g->name) {
+				/* a ghost found the name: the record takes it over */
+				up = sv_find(s, parent); /* the push may have moved records */
+				up->name = g->name, up->parent = g->parent;
+				g->name = NULL;
+			} else {
+				up = g;
+			}
+		}
+		cur = up;
+	}
+	if (!(out = malloc(len)))
+		return NULL;
+	o = out;
+	*o = 0;
+	while (n--)
+		o += sprintf(o, "%s%s", o == out ? "" : "/", parts[n]);
+	return out;
+}
+
+int btk_hist_salvage(struct btk_fs *fs, const struct btk_root *tree, const uint64_t *older,
+		     size_t nolder, int (*fn)(void *ctx, const struct btk_salvaged *f), void *ctx)
+{
+	struct sv s = {.fs = fs};
+	struct btk_key k = {BTRFS_FIRST_FREE_OBJECTID, 0, 0};
+	bool was = btk_tree_skip_unreadable(fs, true);
+	struct btk_path p;
+	int ret;
+
+	/* the same tree at older roots, newest first (where its blocks still read) */
+	for (size_t i = 0; i < nolder; i++) {
+		struct btk_root rt;
+		struct roots_vec v = {0};
+		const struct btk_root *t;
+		if (!root_tree_at(fs, older[i], &rt) && !fs_trees(fs, &rt, &v) &&
+		    (t = tree_of(&v, tree->objectid)) && t->bytenr != tree->bytenr) {
+			struct btk_root *o = btk_vec_push(&s.older);
+			if (o)
+				*o = *t;
+		}
+		btk_vec_free(&v);
+	}
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, tree, &k, &p); !ret; ret = btk_next(fs, &p)) {
+		struct sv_rec *r;
+		uint32_t size;
+		const uint8_t *d;
+		btk_path_key(&p, &k);
+		if (k.objectid > BTRFS_LAST_FREE_OBJECTID)
+			break;
+		if (k.type != BTRFS_INODE_ITEM_KEY && k.type != BTRFS_INODE_REF_KEY &&
+		    k.type != BTRFS_INODE_EXTREF_KEY && k.type != BTRFS_EXTENT_DATA_KEY)
+			continue;
+		if (s.recs.n && s.recs.data[s.recs.n - 1].ino == k.objectid) {
+			r = &s.recs.data[s.recs.n - 1];
+		} else if ((r = btk_vec_push(&s.recs))) {
+			memset(r, 0, sizeof(*r));
+			r->ino = k.objectid;
+		} else {
+			ret = btk_err(ENOMEM, "out of memory");
+			break;
+		}
+		d = btk_path_data(&p, &size);
+		if (k.type == BTRFS_INODE_ITEM_KEY) {
+			r->have_inode = !btk_inode_item_parse(d, size, &r->info);
+		} else if (k.type == BTRFS_EXTENT_DATA_KEY) {
+			struct btk_file_extent fe;
+			if (btk_file_extent_item_parse(d, size, k.offset, &fe) == BTK_FE_WHOLE) {
+				uint64_t e =
+				    k.offset + (fe.type == BTRFS_FILE_EXTENT_INLINE ? fe.ram_bytes
+										    : fe.num_bytes);
+				if (e > r->data_end)
+					r->data_end = e;
+			}
+		} else if ((ret = sv_ref(r, &k, d, size))) {
+			break;
+		}
+	}
+	btk_path_release(&p);
+	btk_tree_skip_unreadable(fs, was);
+	if (ret == 1)
+		ret = 0;
+	for (size_t i = 0; !ret && i < s.recs.n; i++) {
+		struct sv_rec *r = &s.recs.data[i];
+		struct btk_salvaged f = {.ino = r->ino};
+		if (r->ino == BTRFS_FIRST_FREE_OBJECTID || (!r->have_inode && !r->data_end))
+			continue;
+		if (!(f.path = sv_path(&s, r, &f.lost))) {
+			ret = btk_err(ENOMEM, "out of memory");
+			break;
+		}
+		r = &s.recs.data[i];
+		f.have_inode = r->have_inode;
+		f.info = r->info;
+		f.data_end = r->data_end;
+		ret = fn(ctx, &f);
+		free((char *)f.path);
+	}
+	for (size_t i = 0; i < s.recs.n; i++)
+		free(s.recs.data[i].name);
+	for (size_t i = 0; i < s.ghosts.n; i++)
+		free(s.ghosts.data[i].name);
+	btk_vec_free(&s.recs);
+	btk_vec_free(&s.ghosts);
+	btk_vec_free(&s.older);
+	return ret;
 }

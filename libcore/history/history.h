@@ -89,4 +89,43 @@ int btk_hist_unallocated(struct btk_fs *fs,
 			 int (*fn)(void *ctx, uint64_t devid, uint64_t physical, uint64_t len),
 			 void *ctx);
 
+/* Unused bytes of the devices for carving tools, as TSK's blkls streams a filesystem's
+ * unallocated blocks: device ranges no chunk uses and the free ranges inside block groups
+ * (btk_hist_free_ranges) where each copy of them lies, without the ranges btrfs keeps for
+ * itself (the first MiB, the superblock mirrors' stripes) and cut at the end of a device that
+ * is shorter than it should be. Passed in physical order, device by device (devid 0: every
+ * device present; a missing one is skipped), adjacent pieces joined. */
+#define BTK_UNALLOCATED UINT64_MAX
+struct btk_unused {
+	uint64_t devid, physical, len;
+	uint64_t logical; /* inside a block group; BTK_UNALLOCATED where no chunk is */
+	uint64_t type;	  /* the block group's BTRFS_BLOCK_GROUP_* flags; 0 where no chunk is */
+};
+int btk_hist_unused(struct btk_fs *fs, uint64_t devid,
+		    int (*fn)(void *ctx, const struct btk_unused *u), void *ctx);
+/* Reads len bytes of device devid at physical (for the ranges above). */
+int btk_hist_unused_read(struct btk_fs *fs, uint64_t devid, uint64_t physical, void *buf,
+			 size_t len);
+
+/* Salvage (btk-image get --salvage) when directories do not lead to their files (a smashed
+ * leaf held their entries): every inode of subvolume tree `tree` as its own items tell, read
+ * stepping over blocks that do not read. Its path comes from the chain of its INODE_REFs
+ * (the first of each), a reference the tree lost taken from the same tree at the older root
+ * trees `older` (root tree blocks, newest first). fn for each inode that has an inode item or
+ * file extents, by inode number; its nonzero return stops and is returned. */
+#define BTK_SALVAGE_DEPTH 512 /* directories above a file, at most */
+struct btk_salvaged {
+	uint64_t ino;
+	bool have_inode; /* else info is zero: the inode item did not read */
+	struct btk_inode_info info;
+	uint64_t data_end; /* where its last file extent ends (0: none) */
+	/* below the subvolume's top ("a/b/name"); or, with lost, below the nearest directory
+	 * whose name no root holds (lost is its number; the inode's own, path "", when the
+	 * inode itself has no name) */
+	const char *path;
+	uint64_t lost;
+};
+int btk_hist_salvage(struct btk_fs *fs, const struct btk_root *tree, const uint64_t *older,
+		     size_t nolder, int (*fn)(void *ctx, const struct btk_salvaged *f), void *ctx);
+
 #endif

@@ -226,6 +226,10 @@ struct btk_part {
 	char name[80];	    /* GPT partition name (UTF-8), "" for MBR */
 	bool extended;	    /* an MBR extended partition (holds logical ones) */
 	bool logical;	    /* an MBR logical partition */
+	/* why the entry cannot be used ("" when it can): it lies past the end of the disk or
+	 * ends before it starts. start and size are then the table's numbers in bytes (size 0
+	 * when they make no range); the other partitions stay usable. */
+	char bad[128];
 };
 #define BTK_PTABLE_META 136
 struct btk_ptable {
@@ -240,9 +244,15 @@ struct btk_ptable {
 		uint64_t start, size;
 	} meta[BTK_PTABLE_META];
 	int nmeta;
+	/* what of the table could not be read ("" when all of it): a chain of logical partitions
+	 * that loops, leaves the extended partition or the disk (the partitions before the break
+	 * are listed), a damaged primary GPT whose backup was read */
+	char problem[200];
 };
 /* 0 with the table, -ENOENT when dev holds none (no MBR signature), -EUCLEAN for a table
- * that does not parse (the message says what), -EIO, -ENOMEM. Free with btk_ptable_free. */
+ * none of which can be read (a protective MBR without a valid GPT; the message says what),
+ * -EIO, -ENOMEM. A bad entry (btk_part.bad) or a broken chain of logical partitions
+ * (btk_ptable.problem) leaves the rest of the table readable. Free with btk_ptable_free. */
 int btk_dev_ptable(struct btk_dev *dev, struct btk_ptable *t);
 void btk_ptable_free(struct btk_ptable *t);
 /* The partition numbered num of t, or NULL. */
@@ -278,7 +288,8 @@ int btk_dev_where_resolve(const char *name, const struct btk_dev_where *dflt, bo
 int btk_dev_name_stat(const char *name, struct stat *st);
 /* Puts a window on *devp as w says (a partition read from its table; an offset), named
  * "BASE@pN" / "BASE@OFFSET"; nothing when w is empty. -ENOENT "no partition N" (naming the
- * ones there are), -EINVAL an offset past the end, errors of btk_dev_ptable; for a writer
+ * ones there are), -EUCLEAN a bad entry (btk_part.bad), -EINVAL an offset past the end,
+ * errors of btk_dev_ptable; for a writer
  * (write), -EUCLEAN a partition that overlaps another one or the table (btk_ptable_overlap).
  * On failure *devp is closed and NULL. */
 int btk_dev_where_apply(struct btk_dev **devp, const char *base, const struct btk_dev_where *w,

@@ -6,6 +6,7 @@
 #include "base/error.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <linux/fs.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,63 +91,108 @@ static int add(struct btk_ptable *t, const struct btk_part *p)
 	return 0;
 }
 
+/* The table's first problem, kept for the listing and for a missing partition's message. */
+static void problem(struct btk_ptable *t, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void problem(struct btk_ptable *t, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (t->problem[0])
+		return;
+	va_start(ap, fmt);
+	vsnprintf(t->problem, sizeof(t->problem), fmt, ap);
+	va_end(ap);
+}
+
+/* Why sectors [first, first+count) cannot be a partition of t's disk, in p->bad ("" when they
+ * can); p->start and p->size are set from them when they make a range of bytes. */
+static void place(const struct btk_ptable *t, struct btk_part *p, uint64_t first, uint64_t count)
+{
+	uint64_t sectors = t->disk_size / t->sector;
+
+	if (first <= UINT64_MAX / t->sector &&
+	    count <= (UINT64_MAX - first * t->sector) / t->sector) {
+		p->start = first * t->sector;
+		p->size = count * t->sector;
+	}
+	if (first >= sectors || count > sectors - first)
+		snprintf(p->bad, sizeof(p->bad),
+			 "its sectors %llu-%llu lie past the end of the disk (%llu sectors)",
+			 (unsigned long long)first, (unsigned long long)(first + count - 1),
+			 (unsigned long long)sectors);
+}
+
 /* One MBR entry (16 bytes) as a partition numbered num, its sectors relative to base. */
 static int mbr_entry(struct btk_ptable *t, const uint8_t *e, unsigned num, uint64_t base,
-		     bool logical, const char *dev)
+		     bool logical)
 {
 	struct btk_part p = {.num = num, .logical = logical, .extended = is_extended(e[4])};
-	uint64_t start = base + le32(e + 8), count = le32(e + 12);
 
 	snprintf(p.type, sizeof(p.type), "0x%02x", e[4]);
 	for (size_t i = 0; i < sizeof(mbr_types) / sizeof(mbr_types[0]); i++)
 		if (mbr_types[i].code == e[4])
 			snprintf(p.type_name, sizeof(p.type_name), "%s", mbr_types[i].name);
-	p.start = start * t->sector;
-	p.size = count * t->sector;
-	if (p.start > t->disk_size || p.size > t->disk_size - p.start)
-		return btk_err(EUCLEAN,
-			       "%s: partition %u (sectors %llu+%llu) lies past the end of "
-			       "the disk (%llu bytes)",
-			       dev, num, (unsigned long long)start, (unsigned long long)count,
-			       (unsigned long long)t->disk_size);
+	place(t, &p, base + le32(e + 8), le32(e + 12));
 	return add(t, &p);
 }
 
 /* The logical partitions: a chain of EBRs, each with the logical partition (relative to
- * itself) and the next EBR (relative to the extended partition's start). */
+ * itself) and the next EBR (relative to the extended partition's start). A chain that loops,
+ * leaves the extended partition or the disk, or reaches an EBR without its signature ends
+ * there: the partitions before are kept and the table's problem says where it broke. */
 static int mbr_logical(struct btk_dev *dev, struct btk_ptable *t, uint64_t ext_start,
 		       uint64_t ext_sectors)
 {
+	uint64_t seen[MAX_LOGICAL];
 	uint8_t s[512];
 	uint64_t ebr = ext_start;
 	unsigned num = 5;
 	int ret;
 
 	for (int i = 0; i < MAX_LOGICAL; i++) {
-		if (ebr < ext_start || ebr >= ext_start + ext_sectors ||
-		    (ebr + 1) * t->sector > t->disk_size)
-			return btk_err(EUCLEAN,
-				       "%s: extended boot record at sector %llu lies outside "
-				       "the extended partition",
-				       dev->path, (unsigned long long)ebr);
+		for (int k = 0; k < i; k++)
+			if (seen[k] == ebr) {
+				problem(
+				    t,
+				    "the chain of logical partitions loops back to the extended "
+				    "boot record at sector %llu: partitions from %u on are not "
+				    "read",
+				    (unsigned long long)ebr, num);
+				return 0;
+			}
+		seen[i] = ebr;
+		if (ebr < ext_start || ebr - ext_start >= ext_sectors ||
+		    ebr >= t->disk_size / t->sector) {
+			problem(t,
+				"the extended boot record at sector %llu lies outside the %s: "
+				"partitions from %u on are not read",
+				(unsigned long long)ebr,
+				ebr >= t->disk_size / t->sector ? "disk" : "extended partition",
+				num);
+			return 0;
+		}
 		if ((ret = btk_dev_read(dev, s, sizeof(s), ebr * t->sector)))
 			return ret;
 		meta(t, ebr * t->sector, t->sector);
-		if (s[MBR_SIG_OFF] != 0x55 || s[MBR_SIG_OFF + 1] != 0xaa)
-			return i ? btk_err(
-				       EUCLEAN,
-				       "%s: extended boot record at sector %llu has no signature",
-				       dev->path, (unsigned long long)ebr)
-				 : 0; /* an empty extended partition */
+		if (s[MBR_SIG_OFF] != 0x55 || s[MBR_SIG_OFF + 1] != 0xaa) {
+			if (i) /* else an empty extended partition */
+				problem(t,
+					"the extended boot record at sector %llu has no signature: "
+					"partitions from %u on are not read",
+					(unsigned long long)ebr, num);
+			return 0;
+		}
 		const uint8_t *e0 = s + MBR_TABLE, *e1 = e0 + 16;
-		if (e0[4] && le32(e0 + 12) && (ret = mbr_entry(t, e0, num++, ebr, true, dev->path)))
+		if (e0[4] && le32(e0 + 12) && (ret = mbr_entry(t, e0, num++, ebr, true)))
 			return ret;
 		if (!e1[4] || !le32(e1 + 12) || !is_extended(e1[4]))
 			return 0;
 		ebr = ext_start + le32(e1 + 8);
 	}
-	return btk_err(EUCLEAN, "%s: more than %d logical partitions (a loop in the chain?)",
-		       dev->path, MAX_LOGICAL);
+	problem(t, "more than %d logical partitions: partitions from %u on are not read",
+		MAX_LOGICAL, num);
+	return 0;
 }
 
 static void guid_str(const uint8_t *g, char *out, size_t len)
@@ -206,7 +252,11 @@ static int gpt_header(struct btk_dev *dev, unsigned sector, uint64_t lba, uint8_
 	return 1;
 }
 
-static int gpt_entries(struct btk_dev *dev, struct btk_ptable *t, const uint8_t *h)
+/* The entries a valid header h (which: "primary" or "backup") names: 0; -EUCLEAN with why
+ * (nothing added, no message recorded) when they lie past the end or fail their checksum;
+ * -EIO, -ENOMEM. */
+static int gpt_entries(struct btk_dev *dev, struct btk_ptable *t, const uint8_t *h,
+		       const char *which, char *why, size_t wlen)
 {
 	uint64_t lba = le64(h + 72);
 	uint32_t n = le32(h + 80), esize = le32(h + 84), crc = le32(h + 88);
@@ -214,19 +264,26 @@ static int gpt_entries(struct btk_dev *dev, struct btk_ptable *t, const uint8_t 
 	size_t bytes;
 	int ret = 0;
 
-	if (esize < 128 || esize % 8 || (uint64_t)n * esize > GPT_MAX_ENTRIES_BYTES)
-		return btk_err(EUCLEAN, "%s: GPT header names %u entries of %u bytes", dev->path, n,
-			       esize);
+	if (esize < 128 || esize % 8 || (uint64_t)n * esize > GPT_MAX_ENTRIES_BYTES) {
+		snprintf(why, wlen, "the %s GPT header names %u entries of %u bytes", which, n,
+			 esize);
+		return -EUCLEAN;
+	}
 	bytes = (size_t)n * esize;
-	if (lba > dev->size / t->sector || bytes > dev->size - lba * t->sector)
-		return btk_err(EUCLEAN, "%s: GPT entries at sector %llu lie past the end",
-			       dev->path, (unsigned long long)lba);
+	if (lba > dev->size / t->sector || bytes > dev->size - lba * t->sector) {
+		snprintf(why, wlen,
+			 "the %s GPT header's entries (sector %llu) lie past the end of the disk",
+			 which, (unsigned long long)lba);
+		return -EUCLEAN;
+	}
 	if (!(buf = malloc(bytes ? bytes : 1)))
 		return btk_err(ENOMEM, "out of memory");
 	if ((ret = btk_dev_read(dev, buf, bytes, lba * t->sector)))
 		goto out;
 	if ((uint32_t)crc32(0, buf, (uInt)bytes) != crc) {
-		ret = btk_err(EUCLEAN, "%s: GPT partition entries fail their checksum", dev->path);
+		snprintf(why, wlen, "the %s GPT header's partition entries fail their checksum",
+			 which);
+		ret = -EUCLEAN;
 		goto out;
 	}
 	/* the header, its entries, the other header and what lies outside the usable range */
@@ -252,16 +309,13 @@ static int gpt_entries(struct btk_dev *dev, struct btk_ptable *t, const uint8_t 
 			if (!strcmp(gpt_types[k].guid, p.type))
 				snprintf(p.type_name, sizeof(p.type_name), "%s", gpt_types[k].name);
 		utf16_name(e + 56, p.name, sizeof(p.name));
-		if (last < first || last >= t->disk_size / t->sector) {
-			ret = btk_err(EUCLEAN,
-				      "%s: GPT partition %u (sectors %llu-%llu) lies past the "
-				      "end of the disk",
-				      dev->path, p.num, (unsigned long long)first,
-				      (unsigned long long)last);
-			break;
-		}
-		p.start = first * t->sector;
-		p.size = (last - first + 1) * t->sector;
+		if (last < first || last == UINT64_MAX) {
+			place(t, &p, first, 0);
+			snprintf(p.bad, sizeof(p.bad),
+				 "it ends before it starts (sectors %llu-%llu)",
+				 (unsigned long long)first, (unsigned long long)last);
+		} else
+			place(t, &p, first, last - first + 1);
 		ret = add(t, &p);
 	}
 out:
@@ -273,6 +327,7 @@ static int gpt_read(struct btk_dev *dev, struct btk_ptable *t)
 {
 	static const unsigned sizes[] = {512, 4096};
 	uint8_t h[4096];
+	char why[200] = "";
 	int ret;
 
 	snprintf(t->kind, sizeof(t->kind), "gpt");
@@ -281,15 +336,32 @@ static int gpt_read(struct btk_dev *dev, struct btk_ptable *t)
 		if (t->sector > 512 && sector == 512)
 			continue; /* a 4Kn block device */
 		t->sector = sector;
-		if ((ret = gpt_header(dev, sector, 1, h)) < 0)
-			return ret;
-		if (!ret && dev->size >= 2 * (uint64_t)sector &&
-		    (ret = gpt_header(dev, sector, dev->size / sector - 1, h)) < 0)
-			return ret;
-		if (ret)
-			return gpt_entries(dev, t, h);
+		/* the primary header, else the backup at the last sector */
+		for (int k = 0; k < 2; k++) {
+			const char *which = k ? "backup" : "primary";
+			if (k && dev->size < 2 * (uint64_t)sector)
+				break;
+			if ((ret = gpt_header(dev, sector, k ? dev->size / sector - 1 : 1, h)) < 0)
+				return ret;
+			if (!ret) {
+				if (!why[0])
+					snprintf(why, sizeof(why), "the %s GPT header is damaged",
+						 which);
+				continue;
+			}
+			char ewhy[160];
+			if ((ret = gpt_entries(dev, t, h, which, ewhy, sizeof(ewhy))) != -EUCLEAN) {
+				if (!ret && k)
+					problem(t, "%s; the backup at the disk's end was read",
+						why[0] ? why : "the primary GPT is damaged");
+				return ret;
+			}
+			if (!why[0] || !k)
+				snprintf(why, sizeof(why), "%s", ewhy);
+		}
 	}
-	return btk_err(EUCLEAN, "%s: protective MBR but no valid GPT header", dev->path);
+	return btk_err(EUCLEAN, "%s: protective MBR but no valid GPT: %s", dev->path,
+		       why[0] ? why : "no GPT header");
 }
 
 static unsigned bottom_sector(const struct btk_dev *dev)
@@ -339,7 +411,7 @@ int btk_dev_ptable(struct btk_dev *dev, struct btk_ptable *t)
 		const uint8_t *e = s + MBR_TABLE + 16 * i;
 		if (!e[4] || !le32(e + 12))
 			continue;
-		ret = mbr_entry(t, e, (unsigned)i + 1, 0, false, dev->path);
+		ret = mbr_entry(t, e, (unsigned)i + 1, 0, false);
 	}
 	for (int i = 0; i < 4 && !ret; i++) {
 		const uint8_t *e = s + MBR_TABLE + 16 * i;
@@ -360,9 +432,10 @@ void btk_ptable_free(struct btk_ptable *t)
 	t->n = 0;
 }
 
+/* Whether [a, a+as) and [b, b+bs) share a byte (an empty range shares none). */
 static bool crosses(uint64_t a, uint64_t as, uint64_t b, uint64_t bs)
 {
-	return a < b + bs && b < a + as;
+	return as && bs && a < b + bs && b < a + as;
 }
 
 bool btk_ptable_overlap(const struct btk_ptable *t, const struct btk_part *p, char *why, size_t len)

@@ -146,9 +146,20 @@ int btk_dev_where_apply(struct btk_dev **devp, const char *base, const struct bt
 					      "the logical ones; partitions: %s)",
 					      name, w->partition, have);
 			else
-				ret = btk_err(ENOENT, "%s: no partition %u (the %s table has %s%s)",
-					      name, w->partition, t.kind,
-					      t.n ? "partitions " : "none", have);
+				ret = btk_err(
+				    ENOENT, "%s: no partition %u (the %s table has %s%s%s%s)", name,
+				    w->partition, t.kind, t.n ? "partitions " : "none", have,
+				    t.problem[0] ? "; " : "", t.problem);
+			btk_ptable_free(&t);
+			goto fail;
+		}
+		if (p->bad[0]) {
+			char hint[80] = "";
+			if (p->size && p->start < dev->size)
+				snprintf(hint, sizeof(hint), "; %s@%llus reads from its start",
+					 base, (unsigned long long)(p->start / 512));
+			ret = btk_err(EUCLEAN, "%s: partition %u cannot be used: %s%s", name,
+				      w->partition, p->bad, hint);
 			btk_ptable_free(&t);
 			goto fail;
 		}

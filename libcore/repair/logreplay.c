@@ -746,40 +746,56 @@ static int fixup_inodes(struct lr *r)
 	return 0;
 }
 
+/* The pass in which a logged item is replayed: 1 inode items (and the directory deletes before
+ * each), 2 names, 3 xattrs, file extents and checksums; 0 for an item replay leaves alone. */
+static int replay_pass(const struct btk_key *k)
+{
+	switch (k->type) {
+	case BTRFS_INODE_ITEM_KEY:
+		return 1;
+	case BTRFS_DIR_INDEX_KEY:
+	case BTRFS_INODE_REF_KEY:
+	case BTRFS_INODE_EXTREF_KEY:
+		return 2;
+	case BTRFS_XATTR_ITEM_KEY:
+	case BTRFS_EXTENT_DATA_KEY:
+		return 3;
+	case BTRFS_EXTENT_CSUM_KEY:
+		return k->objectid == BTRFS_EXTENT_CSUM_OBJECTID ? 3 : 0;
+	default:
+		return 0;
+	}
+}
+
+static int replay_item(struct lr *r, const struct lr_item *it)
+{
+	switch (it->key.type) {
+	case BTRFS_INODE_ITEM_KEY:
+		return replay_inode(r, it);
+	case BTRFS_DIR_INDEX_KEY:
+		return replay_dir_index(r, it);
+	case BTRFS_INODE_REF_KEY:
+	case BTRFS_INODE_EXTREF_KEY:
+		return replay_refs(r, it);
+	case BTRFS_XATTR_ITEM_KEY:
+		return replay_xattr(r, it);
+	case BTRFS_EXTENT_DATA_KEY:
+		return replay_extent(r, it);
+	default:
+		return replay_csums(r, it);
+	}
+}
+
 static int replay_root(struct lr *r)
 {
 	int ret = 0;
 
-	/* pass 1: inode items (and the directory deletes before each) */
-	for (size_t i = 0; !ret && i < r->log->items.n; i++) {
-		const struct lr_item *it = &r->log->items.data[i];
-		if (it->root == r->root && it->key.type == BTRFS_INODE_ITEM_KEY)
-			ret = replay_inode(r, it);
-	}
-	/* pass 2: names */
-	for (size_t i = 0; !ret && i < r->log->items.n; i++) {
-		const struct lr_item *it = &r->log->items.data[i];
-		if (it->root != r->root)
-			continue;
-		if (it->key.type == BTRFS_DIR_INDEX_KEY)
-			ret = replay_dir_index(r, it);
-		else if (it->key.type == BTRFS_INODE_REF_KEY ||
-			 it->key.type == BTRFS_INODE_EXTREF_KEY)
-			ret = replay_refs(r, it);
-	}
-	/* pass 3: xattrs, file extents, checksums */
-	for (size_t i = 0; !ret && i < r->log->items.n; i++) {
-		const struct lr_item *it = &r->log->items.data[i];
-		if (it->root != r->root)
-			continue;
-		if (it->key.type == BTRFS_XATTR_ITEM_KEY)
-			ret = replay_xattr(r, it);
-		else if (it->key.type == BTRFS_EXTENT_DATA_KEY)
-			ret = replay_extent(r, it);
-		else if (it->key.type == BTRFS_EXTENT_CSUM_KEY &&
-			 it->key.objectid == BTRFS_EXTENT_CSUM_OBJECTID)
-			ret = replay_csums(r, it);
-	}
+	for (int pass = 1; pass <= 3; pass++)
+		for (size_t i = 0; !ret && i < r->log->items.n; i++) {
+			const struct lr_item *it = &r->log->items.data[i];
+			if (it->root == r->root && replay_pass(&it->key) == pass)
+				ret = replay_item(r, it);
+		}
 	return ret ? ret : fixup_inodes(r);
 }
 

@@ -11,15 +11,9 @@
 #include <stdio.h>
 #include <string.h>
 
-struct collect {
-	struct rp_probs *v;
-	uint64_t errors;
-	bool unchecked, oom;
-};
-
 static void collect_one(void *ctx, const struct btk_check_problem *p)
 {
-	struct collect *c = ctx;
+	struct rp_collect *c = ctx;
 	struct rp_prob *q = btk_vec_push(c->v);
 
 	if (p->id == BTK_P_ROOT_TREE_UNREADABLE)
@@ -41,17 +35,14 @@ static void collect_one(void *ctx, const struct btk_check_problem *p)
 	snprintf(q->found, sizeof(q->found), "%s", p->found);
 }
 
-/* Checks fs into v (emptied first). */
-static int check_into(struct btk_fs *fs, const struct btk_repair_opts *ro, struct rp_probs *v,
-		      struct collect *c)
+int rp_check(struct btk_fs *fs, struct rp_probs *v, struct rp_collect *c)
 {
 	struct btk_check_summary sum;
 	struct btk_check_opts co = {.report = collect_one, .ctx = c};
 	int ret;
 
-	(void)ro;
 	v->n = 0;
-	*c = (struct collect){.v = v};
+	*c = (struct rp_collect){.v = v};
 	ret = btk_check_run(fs, &co, &sum);
 	if (!ret && c->oom)
 		ret = btk_err(ENOMEM, "out of memory");
@@ -169,8 +160,9 @@ struct attempt {
 	uint64_t errors_after;
 	bool after_unchecked;
 	char why[512];
-	bool unwritable;	 /* the write path refused the filesystem */
-	const char *fixed_codes; /* for messages */
+	bool unwritable;	      /* the write path refused the filesystem */
+	const struct rp_rollback *rb; /* a repair from an older root tree (oldroot.c) */
+	const char *fixed_codes;      /* for messages */
 };
 
 /* The re-check of the new state (btk_trans_commit_verify). */
@@ -178,7 +170,7 @@ static int verify(void *ctx, struct btk_trans *t)
 {
 	struct attempt *a = ctx;
 	struct btk_fs *view;
-	struct collect c;
+	struct rp_collect c;
 	int ret = rp_view_open(t, &view);
 
 	if (ret) {
@@ -186,7 +178,7 @@ static int verify(void *ctx, struct btk_trans *t)
 			 btk_errmsg());
 		return -ECANCELED;
 	}
-	ret = check_into(view, a->ro, &a->after, &c);
+	ret = rp_check(view, &a->after, &c);
 	btk_fs_close(view);
 	if (ret)
 		return ret;
@@ -257,9 +249,11 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 		    (ret = btk_write_raise_transid(w, gen + 1)))
 			goto out;
 	}
-	if ((ret = btk_trans_start(w, &t)))
+	if ((ret = rp_rollback_prepare(a->rb, w)) || (ret = btk_trans_start(w, &t)))
 		goto out;
 	x.t = t;
+	if ((ret = rp_rollback_keep(a->rb, t)))
+		goto out;
 	for (size_t j = 0; j < 2 * a->before->n; j++) {
 		size_t i = j % a->before->n;
 		const struct rp_prob *p = &a->before->data[i];
@@ -317,8 +311,16 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 		ret = 0;
 	} else if (!ret) {
 		*committed = true;
-	} else if (!a->why[0]) {
-		snprintf(a->why, sizeof(a->why), "fixing %s failed: %s", codes, btk_errmsg());
+	} else {
+		if (!a->why[0])
+			snprintf(a->why, sizeof(a->why), "fixing %s failed: %s", codes,
+				 btk_errmsg());
+		/* what the damage makes the commit refuse (a record that does not parse, no
+		 * room) is a refused round like a re-check's: nothing reached a superblock and
+		 * the other fixes are tried alone; io errors and interrupts stop the repair */
+		if (ret == -EUCLEAN || ret == -EINVAL || ret == -ENOENT || ret == -EEXIST ||
+		    ret == -ENOSPC || ret == -E2BIG || ret == -ERANGE || ret == -EOVERFLOW)
+			ret = 0;
 	}
 out:
 	if (t)
@@ -365,8 +367,9 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 	struct attempt a = {.ro = ro};
 	int max = ro->max_rounds > 0 ? ro->max_rounds : 4, ret = 0;
 	struct btk_fs *fs = NULL;
-	struct btk_open_opts ro_open = *oo;
-	struct collect c;
+	struct btk_open_opts ro_open = *oo, older;
+	struct rp_rollback rb = {0};
+	struct rp_collect c;
 	char **members = NULL;
 	size_t nmembers = 0, capmembers = 0;
 
@@ -375,7 +378,7 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 	/* the first check reads only (the devices are opened for writing by each attempt) */
 	if ((ret = btk_fs_open(paths, n, &ro_open, &fs)))
 		goto out;
-	ret = check_into(fs, ro, &cur, &c);
+	ret = rp_check(fs, &cur, &c);
 	/* the members this open found (named or by scan) are the ones every attempt opens */
 	for (int i = 0; !ret && i < fs->ndevs; i++) {
 		const char *pth = fs->devs[i].dev ? fs->devs[i].dev->path : NULL;
@@ -383,6 +386,8 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 		if (pth && (!slot || !(*slot = strdup(pth))))
 			ret = btk_err(ENOMEM, "out of memory");
 	}
+	uint64_t disk_root = btk_le64(fs->sb.root), disk_gen = btk_le64(fs->sb.generation);
+	int disk_level = fs->sb.root_level;
 	btk_fs_close(fs);
 	if (ret)
 		goto out;
@@ -392,6 +397,29 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 	}
 	res->errors_before = res->errors_after = c.errors;
 	res->unchecked = c.unchecked;
+	/* a lost root tree, which no fix plans from: an older one that checks better */
+	if (!ro->preen && !oo->backup && !oo->tree_root && !oo->generation && rp_root_lost(&cur)) {
+		struct rp_probs cand = {0};
+		uint64_t e = 0;
+		ret = rp_older_root(paths, n, oo, c.unchecked ? UINT64_MAX : c.errors, &older,
+				    &cand, &e, &rb);
+		if (ret == 1)
+			ret = rp_root_problem(&older, paths, n, disk_root, disk_level, disk_gen,
+					      &cand);
+		if (ret >= 0 && cand.n) {
+			struct rp_probs tmp = cur;
+			cur = cand;
+			cand = tmp;
+			oo = &older;
+			a.rb = &rb;
+			res->errors_after = e + (uint64_t)ret;
+			res->unchecked = false;
+		}
+		btk_vec_free(&cand);
+		if (ret < 0)
+			goto out;
+		ret = 0;
+	}
 	for (int round = 1; round <= max && res->errors_after && !res->unchecked; round++) {
 		bool committed = false, any = false;
 		size_t nfix0 = fixes.n;
@@ -449,5 +477,6 @@ out:
 	btk_vec_free(&cur);
 	btk_vec_free(&a.after);
 	btk_vec_free(&fixes);
+	btk_vec_free(&rb.keep);
 	return ret;
 }

@@ -21,6 +21,15 @@ struct rp_prob {
 };
 BTK_VEC(rp_probs, struct rp_prob);
 
+/* A check's problems (rp_check). */
+struct rp_collect {
+	struct rp_probs *v;
+	uint64_t errors;
+	bool unchecked, oom; /* unchecked: the root tree did not read */
+};
+/* Checks fs into v (emptied first); c says how many errors and whether it could check. */
+int rp_check(struct btk_fs *fs, struct rp_probs *v, struct rp_collect *c);
+
 /* What a fix works in: the transaction, and the whole check the round plans from (a fix may
  * look at the other problems: which extent a back reference without a user belongs to, a
  * file extent that lost its bytenr). */
@@ -56,6 +65,37 @@ int rp_fix_name_index(struct rp_ctx *x, const struct rp_prob *p, char *before, c
 int rp_fix_name_item(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 		     size_t cap);
 void rp_extents_free(struct rp_extents *e);
+
+/* oldroot.c: a repair from an older root tree when the current one is lost. Whether a
+ * check's problems say the root tree in use is lost (no fix plans from it). */
+bool rp_root_lost(const struct rp_probs *v);
+/* Checks the older root trees on disk (newest first, a few) and chooses the newest with the
+ * fewest errors when that is fewer than cur_errors and its root tree is not lost: 1 with
+ * *chosen (oo with its tree_root), its check's problems in *probs and errors in *errors; 0
+ * when none does better; negative errno. */
+BTK_VEC(rp_u64s, uint64_t);
+/* What the transactions of a repair from an older root keep: the generations go on from the
+ * disk's (a block the commit writes never passes for one of the lost root tree's), and the
+ * tree blocks of the lost generations stay where they are until the commit (a power cut
+ * leaves the disk's state as it was). */
+struct rp_rollback {
+	uint64_t disk_gen;
+	struct rp_u64s keep; /* tree blocks newer than the chosen root (and the lost root block) */
+};
+int rp_older_root(const char *const *paths, int n, const struct btk_open_opts *oo,
+		  uint64_t cur_errors, struct btk_open_opts *chosen, struct rp_probs *probs,
+		  uint64_t *errors, struct rp_rollback *rb);
+/* Before a transaction of a repair from an older root (rb NULL: none): the transaction id. */
+int rp_rollback_prepare(const struct rp_rollback *rb, struct btk_wfs *w);
+/* Right after it started: the lost generations' blocks kept out of its allocations. */
+int rp_rollback_keep(const struct rp_rollback *rb, struct btk_trans *t);
+/* Adds to probs (the chosen root's check) the E0116 its first commit fixes, unless the check
+ * reported it: the disk's root tree (disk_root, level, generation) is replaced. 1 when it was
+ * added, 0 when the check had it, negative errno. */
+int rp_root_problem(const struct btk_open_opts *chosen, const char *const *paths, int n,
+		    uint64_t disk_root, int disk_level, uint64_t disk_gen, struct rp_probs *probs);
+int rp_fix_rollback(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		    size_t cap);
 
 /* Opens a read-only view of the filesystem as the running commit of t will leave it: the
  * devices of t's filesystem, their superblocks replaced by the ones the commit would write.

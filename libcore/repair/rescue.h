@@ -111,4 +111,38 @@ struct btk_log_result {
 int btk_log_replay(const char *const *paths, int n, const struct btk_open_opts *oo, bool zero,
 		   const struct btk_log_opts *lo, struct btk_log_result *res);
 
+/* One run of sectors the checksum rebuild could not give a right checksum: kept its old
+ * checksum (kept, no copy matches it or none reads) or left without one (no copy reads, or
+ * copies differ with no old checksum to choose). */
+struct btk_csum_rebuild_event {
+	uint64_t logical, len;
+	bool kept;
+	char why[120];
+};
+typedef void (*btk_csum_rebuild_fn)(void *ctx, const struct btk_csum_rebuild_event *e);
+struct btk_csum_rebuild_opts {
+	btk_csum_rebuild_fn on_event; /* may be NULL */
+	void *ctx;
+};
+struct btk_csum_rebuild_result {
+	bool rebuilt;
+	/* nothing rebuilt: the old tree reads whole and covers exactly the data that needs
+	 * checksums (whether the data matches them is --check-data-csum's to say) */
+	bool whole;
+	uint64_t extents;      /* file extents whose data needs checksums */
+	uint64_t old_blocks;   /* blocks of the old tree dropped */
+	uint64_t sectors;      /* data sectors read */
+	uint64_t sectors_new;  /* given a checksum of the bytes all their copies agree on */
+	uint64_t sectors_kept; /* kept an old checksum that a copy matches */
+	uint64_t sectors_left; /* listed (events): no right checksum known */
+};
+
+/* Rebuilds the checksum tree of the filesystem on paths[0..n-1] from the data the file extents
+ * of every subvolume name (rebuild.c says how each sector is judged), in one transaction: the
+ * old tree is replaced whole, even one that no longer reads. -EBUSY with a log tree (replay it
+ * first); a subvolume that does not read whole is refused (which data needs checksums is not
+ * known). */
+int btk_csum_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
+		     const struct btk_csum_rebuild_opts *ro, struct btk_csum_rebuild_result *res);
+
 #endif

@@ -442,10 +442,18 @@ static int load_bg_item(struct btk_wfs *w, const struct btk_key *k, const uint8_
 	if (size < sizeof(struct btrfs_block_group_item))
 		return btk_err(EUCLEAN, "block group item %llu has size %u",
 			       (unsigned long long)k->objectid, size);
-	bg =
-	    btk_bg_add(w, k->objectid, k->offset, BTK_GET(struct btrfs_block_group_item, d, flags));
+	uint64_t len = k->offset, flags = BTK_GET(struct btrfs_block_group_item, d, flags);
+	/* a repair's write path: an item whose length or flags disagree with its chunk's
+	 * (damage) is taken as the chunk says, and replaced when the repair rewrites it */
+	const struct btk_chunk *c = w->damaged_usage ? btk_chunk_find(w->fs, k->objectid) : NULL;
+	bool bad = c && c->logical == k->objectid && (c->length != len || c->type != flags);
+	if (bad)
+		len = c->length, flags = c->type;
+	bg = btk_bg_add(w, k->objectid, len, flags);
 	if (!bg)
 		return btk_err(ENOMEM, "out of memory");
+	bg->item_bad = bad;
+	bg->item_len = k->offset;
 	bg->used = BTK_GET(struct btrfs_block_group_item, d, used);
 	if (btk_rs_add(&bg->free, bg->start, bg->len))
 		return btk_err(ENOMEM, "out of memory");

@@ -139,6 +139,20 @@ int btk_chunk_remove(struct btk_trans *t, uint64_t logical)
 	return 0;
 }
 
+int btk_bg_rewrite_item(struct btk_trans *t, uint64_t logical)
+{
+	struct btk_bg *bg = btk_bg_find(t->w, logical);
+
+	if (!bg || bg->start != logical)
+		return btk_err(ENOENT, "no block group at %llu", (unsigned long long)logical);
+	if (!bg->item_bad)
+		return btk_err(EINVAL, "block group %llu: its item agrees with its chunk",
+			       (unsigned long long)logical);
+	bg->dirty = true;
+	t->w->mods++;
+	return 0;
+}
+
 int btk_bg_set_used(struct btk_trans *t, uint64_t logical, uint64_t used)
 {
 	struct btk_bg *bg = btk_bg_find(t->w, logical);

@@ -208,8 +208,6 @@ int btk_tree_create(struct btk_trans *t, uint64_t objectid, struct btk_wroot **o
 {
 	struct btk_wfs *w = t->w;
 	struct btk_wroot *wr;
-	struct btk_block *b;
-	uint64_t bytenr;
 	int ret;
 
 	if (wroot_find(w, objectid))
@@ -235,20 +233,29 @@ int btk_tree_create(struct btk_trans *t, uint64_t objectid, struct btk_wroot **o
 		};
 		wroot_item_set(wr, &ri);
 	}
-	ret = btk_alloc_tree_block(t, objectid, 0, &bytenr);
-	if (ret)
+	if ((ret = btk_wroot_new_leaf(t, wr)))
 		return ret;
-	b = btk_cache_alloc(t->fs->cache, bytenr, t->fs->nodesize);
-	if (!b)
+	if (out)
+		*out = wr;
+	return 0;
+}
+
+int btk_wroot_new_leaf(struct btk_trans *t, struct btk_wroot *wr)
+{
+	struct btk_block *b;
+	uint64_t bytenr;
+	int ret;
+
+	if ((ret = btk_alloc_tree_block(t, wr->objectid, 0, &bytenr)))
+		return ret;
+	if (!(b = btk_cache_alloc(t->fs->cache, bytenr, t->fs->nodesize)))
 		return btk_err(ENOMEM, "out of memory");
-	btk_block_init(t->w, b, objectid, 0, t->transid);
+	btk_block_init(t->w, b, wr->objectid, 0, t->transid);
 	b->dirty = true;
 	btk_block_put(b);
 	wr->bytenr = bytenr;
 	wr->level = 0;
-	w->mods++;
-	if (out)
-		*out = wr;
+	t->w->mods++;
 	return 0;
 }
 

@@ -51,6 +51,11 @@ struct btk_bg {
 	bool ro;		    /* being emptied (relocation): nothing is allocated in it */
 	uint64_t limit;		    /* nothing allocated at or past it (0: none; relocation) */
 	bool dirty;		    /* item and free-space tree need a look at commit */
+	/* damage (a repair's write path): its BLOCK_GROUP_ITEM's key says length item_len, or
+	 * its flags differ from its chunk's, whose length and type it took; once dirty, the
+	 * commit replaces the item */
+	bool item_bad;
+	uint64_t item_len;
 };
 
 /* A tree that the write path has touched. */
@@ -222,6 +227,9 @@ int btk_wblock_read(struct btk_fs *fs, uint64_t bytenr, int level, struct btk_bl
 /* Creates a new empty tree (level 0 leaf) for objectid; a ROOT_ITEM is inserted at commit
  * for trees other than ROOT_TREE and CHUNK_TREE. */
 int btk_tree_create(struct btk_trans *t, uint64_t objectid, struct btk_wroot **out);
+/* wr's root becomes a new empty leaf of this transaction (what the old root held is the
+ * caller's). */
+int btk_wroot_new_leaf(struct btk_trans *t, struct btk_wroot *wr);
 /* Initializes a fresh tree block header. */
 void btk_block_init(const struct btk_wfs *w, struct btk_block *b, uint64_t owner, int level,
 		    uint64_t transid);

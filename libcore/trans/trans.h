@@ -142,6 +142,11 @@ int btk_trans_super_copy(struct btk_trans *t, int dev, int mirror, struct btk_su
 /* Repair: sets the used bytes of the block group at logical (its item at commit; changes of
  * this transaction count on from there). -ENOENT no such block group. */
 int btk_bg_set_used(struct btk_trans *t, uint64_t logical, uint64_t used);
+/* Repair: the block group at logical, whose BLOCK_GROUP_ITEM disagreed with its chunk in
+ * length or flags (the write path took the chunk's, BTK_WRITE_DAMAGED_USAGE), gets its item
+ * rewritten as the chunk says at commit. -ENOENT no such block group, -EINVAL its item
+ * agrees. */
+int btk_bg_rewrite_item(struct btk_trans *t, uint64_t logical);
 /* How many commits this process has made (their superblocks written and flushed). The
  * superblocks of a commit go out with SIGINT, SIGTERM and SIGHUP held, so that a signal
  * handler reading this (it is async-signal-safe) sees a commit whole or not at all. */
@@ -423,6 +428,11 @@ int btk_extent_record_drop(struct btk_trans *t, const struct btk_key *key, bool 
  * block. Copy the tree's root in this transaction afterwards (btk_tree_search_write), so that
  * block and item get the same generation. -EBUSY when the tree was changed already. */
 int btk_tree_set_root(struct btk_trans *t, uint64_t id, uint64_t bytenr, int level);
+/* Tree id (not a subvolume) becomes one empty leaf of this transaction, for a rebuild of a
+ * derived tree: its old blocks are neither read nor freed (their extent records are the
+ * caller's to drop, btk_extent_record_drop), so a tree that no longer reads can be replaced.
+ * -EBUSY when the tree was changed already, -ENOENT no such tree, -EINVAL a subvolume. */
+int btk_tree_reset(struct btk_trans *t, uint64_t id);
 
 /* ---- statistics for tests ---- */
 struct btk_wstats {

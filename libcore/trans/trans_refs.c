@@ -596,6 +596,17 @@ static int write_bg_item(struct btk_trans *t, struct btk_bg *bg)
 	int ret;
 
 	fill_bg_item(bg, want);
+	if (bg->item_bad) { /* damage: the item under its wrong key goes, the right one comes */
+		struct btk_key old = {bg->start, BTRFS_BLOCK_GROUP_ITEM_KEY, bg->item_len};
+		uint64_t start = bg->start;
+		bg->item_bad = false;
+		ret = btk_item_delete(t, btk_bg_item_tree(t->w), &old);
+		if (!ret)
+			ret = btk_item_insert(t, btk_bg_item_tree(t->w), &key, want, sizeof(want));
+		if (ret && (bg = btk_bg_find(t->w, start)))
+			bg->item_bad = true;
+		return ret;
+	}
 	if (bg->item_new) {
 		uint64_t start = bg->start;
 		/* the insert may allocate a chunk and move the block group array */

@@ -76,6 +76,20 @@ repair_fixes() {
 	btrfs_clean "$IMG"
 }
 
+# corpus_repaired DIR NAME PATTERN: a copy of corpus image NAME is repaired (exit 1, a line
+# matching PATTERN) and both checkers are clean after
+corpus_repaired() {
+	local img=$BATS_TEST_TMPDIR/c.img
+	cp --sparse=always "$1/$2.raw" "$img"
+	btk_run 120 "$FSCK" --repair --no-undo "$img"
+	assert_no_crash
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; echo "$2: exit $status" >&2; return 1; }
+	grep -q "$3" "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	btk_run 120 "$FSCK" -q "$img"
+	[ "$status" = 0 ] || { cat "$BTK_OUT" >&2; echo "$2: not clean" >&2; return 1; }
+	btrfs_clean "$img" || { echo "$2: btrfs check not clean" >&2; return 1; }
+}
+
 @test "repair: each derived-data and inode corruption is fixed, both checkers clean, a second repair changes nothing" {
 	require_btk fsck
 	repaired_clean nlink nbytes dir-isize bg-used super-devs
@@ -142,6 +156,49 @@ PY
 	"$BTK_BUILD/bin/btk-image" get -r "$BATS_FILE_TMPDIR/base.img" / "$b" >/dev/null
 	"$BTK_BUILD/bin/btk-image" get -r "$IMG" / "$a" >/dev/null
 	diff -r "$b" "$a"
+}
+
+@test "repair: a lost root tree: the repair starts from the older root tree on disk, files as before" {
+	require_btk fsck
+	IMG=$BATS_TEST_TMPDIR/old.img
+	cp --sparse=always "$BATS_FILE_TMPDIR/base.img" "$IMG"
+	# one more transaction (its root tree is the one lost), then the current root smashed
+	"$BTK_BUILD/bin/btk-image" mkdir "$IMG" /later >/dev/null
+	run "$CORRUPT" root-tree "$IMG"
+	[ "$status" = 0 ]
+	local base=$IMG n old=0 new=0 res
+	# a power cut at any write leaves the lost root tree or the repaired filesystem
+	for n in $(seq 0 60); do
+		local img=$BATS_TEST_TMPDIR/cut.img
+		cp --sparse=always "$base" "$img"
+		BTK_FAULT=stop:$n btk_run 120 "$FSCK" --repair --no-undo "$img"
+		assert_no_crash
+		btk_run 120 "$FSCK" -q "$img"
+		case "$status" in
+		0) new=$((new + 1)) ;;
+		8) old=$((old + 1)) ;;
+		*) show_err; echo "cut at write $n: exit $status" >&2; return 1 ;;
+		esac
+		[ $new -ge 2 ] && break
+	done
+	[ $old -ge 2 ] && [ $new -ge 1 ]
+	btk_run 120 "$FSCK" --repair "$IMG"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -q 'E0116 current-root-damaged.*root tree of generation 1 .*generation 2 lost' "$BTK_OUT"
+	btk_run 120 "$FSCK" -q "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	btrfs_clean "$IMG"
+	# what the older generation held reads as before; the later directory is what was lost
+	local b=$BATS_TEST_TMPDIR/before a=$BATS_TEST_TMPDIR/after
+	"$BTK_BUILD/bin/btk-image" get -r "$BATS_FILE_TMPDIR/base.img" / "$b" >/dev/null
+	"$BTK_BUILD/bin/btk-image" get -r "$IMG" / "$a" >/dev/null
+	diff -r "$b" "$a"
+}
+
+@test "repair: a block group item whose length differs from its chunk's takes the chunk's" {
+	require_btk fsck
+	broken bg-len
+	repair_fixes 'E0203 chunk-bg-differs.*(its chunk'
 }
 
 @test "repair: a dev extent past its device item's size: the item takes the device's size" {
@@ -284,17 +341,24 @@ PY
 		055-super-num-devs-mismatch__default 064-deprecated-inode-cache__4k_nodesize \
 		066-missing-root-orphan-item__default 069-unknown-fs-tree-key__unknown_key_empty \
 		fuzz-images__superblock-total-bytes-0; do
-		local img=$BATS_TEST_TMPDIR/c.img
-		cp --sparse=always "$dir/$name.raw" "$img"
-		btk_run 120 "$FSCK" --repair "$img"
-		assert_no_crash
-		[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; echo "$name: exit $status" >&2; return 1; }
-		btk_run 120 "$FSCK" -q "$img"
-		[ "$status" = 0 ] || { cat "$BTK_OUT" >&2; echo "$name: not clean" >&2; return 1; }
-		btrfs_clean "$img" || { echo "$name: btrfs check not clean" >&2; return 1; }
+		corpus_repaired "$dir" "$name" 'FIXED: '
 		n=$((n + 1))
 	done
 	[ $n = 15 ]
+}
+
+@test "repair: corpus images whose root tree is lost end clean from an older root tree" {
+	require_btk fsck
+	local src dir name n=0
+	src=$(corpus_src) || skip "corpus not found"
+	dir=$(corpus_unpack "$src")
+	for name in fuzz-images__bko-153641-unaligned-tree-block-bytenr \
+		fuzz-images__bko-156471-ubsan-trigger-crc32c-unaligned \
+		fuzz-images__bko-156811-bad-parent-ref-qgroup-verify fuzz-images__bko-154021-invalid-drop-level; do
+		corpus_repaired "$dir" "$name" 'E0116 current-root-damaged.*root tree of generation 4 '
+		n=$((n + 1))
+	done
+	[ $n = 4 ]
 }
 
 @test "repair: an undo file by default (printed), btk-undo gives the image back byte-identical; -z FILE, --no-undo" {

@@ -52,6 +52,29 @@ check_clean() {
 	check_clean "$D/b.img"
 }
 
+@test "--device-uuid sets the device item's uuid (superblock, chunk tree, blkid), one device only" {
+	require_tool btrfs
+	local u=0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0
+	btk_run 60 "$MKFS" -q -b 256M --device-uuid $u "$D/d.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	[ "$(super dev_item.uuid "$D/d.img")" = $u ]
+	btrfs inspect-internal dump-tree -t chunk "$D/d.img" | grep -A6 "DEV_ITEM" |
+		grep -q "^[[:space:]]*uuid $u"
+	if command -v blkid >/dev/null; then
+		[ "$(blkid -p -o value -s UUID_SUB "$D/d.img")" = $u ]
+	fi
+	check_clean "$D/d.img"
+	# a uuid of its own for the fsid: the two differ
+	[ "$(super fsid "$D/d.img")" != $u ]
+	btk_run 60 "$MKFS" -q -b 256M --device-uuid $u "$D/e1.img" "$D/e2.img"
+	[ "$status" -eq 2 ]
+	[[ "$(cat "$BTK_ERR")" == *"--device-uuid is for a one-device filesystem"* ]]
+	[ ! -e "$D/e1.img" ]
+	btk_run 60 "$MKFS" -q -b 256M --device-uuid not-a-uuid "$D/f.img"
+	[ "$status" -eq 2 ]
+	[ "$(wc -l <"$BTK_ERR")" = 1 ]
+}
+
 @test "every checksum type and node size gives a clean filesystem" {
 	require_tool btrfs
 	for c in crc32c xxhash sha256 blake2; do

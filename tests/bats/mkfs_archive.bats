@@ -94,6 +94,31 @@ check_clean() {
 	check_clean "$D/ra.img"
 }
 
+@test "archive: small files' bytes past the memory budget go through a temporary file: the same image" {
+	python3 "$GEN" "$D/a.tar" all fwd
+	mkfs -r "$D/a.tar" "$D/m.img"
+	# every inline file, symlink target and xattr through the file ($TMPDIR)
+	mkdir "$D/tmp"
+	chmod 777 "$D/tmp"
+	BTK_TEST_SPOOL_MEM=1 TMPDIR=$D/tmp mkfs -r "$D/a.tar" "$D/f.img"
+	cmp "$D/m.img" "$D/f.img"
+	[ -z "$(ls -A "$D/tmp")" ] # unlinked: nothing left behind
+	# no temporary directory to write to: kept in memory, said once, the same image
+	BTK_TEST_SPOOL_MEM=1 TMPDIR=$D/none mkfs -r "$D/a.tar" "$D/n.img"
+	cmp "$D/m.img" "$D/n.img"
+	[ "$(grep -c "no temporary file" "$BTK_ERR")" = 1 ]
+	# put --archive too
+	mkfs "$D/p1.img"
+	mkfs "$D/p2.img"
+	btk_run 120 "${AS[@]}" "$IMAGE" put --archive "$D/p1.img" "$D/a.tar" /r
+	[ "$status" -eq 0 ] || { show_err; false; }
+	BTK_TEST_SPOOL_MEM=1 TMPDIR=$D/tmp btk_run 120 "${AS[@]}" "$IMAGE" put --archive \
+		"$D/p2.img" "$D/a.tar" /r
+	[ "$status" -eq 0 ] || { show_err; false; }
+	cmp "$D/p1.img" "$D/p2.img"
+	check_clean "$D/p2.img"
+}
+
 @test "archive: compressions, stdin, GNU tar, bsdtar and cpio give the directory's image" {
 	local s=$D/src f
 	mkdir -p "$s/a/b" "$s/c"
@@ -220,6 +245,40 @@ EOF
 	grep -q "nosuch" "$BTK_ERR"
 }
 
+@test "archive: one that cannot fit: the filesystem on the device survives (-f), or one clear line" {
+	require_tool zstd
+	mkdir "$D/s"
+	truncate -s 200M "$D/s/zeros" # 200 MiB of data in the archive, a few KiB compressed
+	echo small >"$D/s/small"
+	tar -C "$D/s" -cf - . | zstd -q -o "$D/big.tar.zst"
+	chmod 644 "$D/big.tar.zst"
+	# an old filesystem with a file, 128 MiB: the archive's headers are read first
+	mkfs -b 128M "$D/old.img"
+	echo kept >"$D/keep"
+	btk_run 60 "${AS[@]}" "$IMAGE" put "$D/old.img" "$D/keep" /keep
+	[ "$status" -eq 0 ] || { show_err; false; }
+	cp "$D/old.img" "$D/old.copy"
+	btk_run 120 "${AS[@]}" "$MKFS" -q -f -r "$D/big.tar.zst" "$D/old.img"
+	assert_one_line_error 1
+	grep -q "the source needs at least .* file data.*nothing was written" "$BTK_ERR"
+	cmp "$D/old.img" "$D/old.copy"
+	check_clean "$D/old.img"
+	# standard input cannot be measured: said before, and the failure is one line
+	cp "$D/old.copy" "$D/old2.img"
+	chmod 666 "$D/old2.img"
+	zstd -dc "$D/big.tar.zst" >"$D/big.tar"
+	btk_run 120 "${AS[@]}" "$MKFS" -q -f -r - "$D/old2.img" <"$D/big.tar"
+	[ "$status" -eq 1 ]
+	[ "$(wc -l <"$BTK_ERR")" = 2 ]
+	grep -q "standard input cannot be measured before writing" "$BTK_ERR"
+	grep -q "standard input does not fit in the filesystem being made" "$BTK_ERR" || { cat "$BTK_ERR" >&2; false; }
+	# a new image file: nothing to lose, one line, the file is not left behind
+	btk_run 120 "${AS[@]}" "$MKFS" -q -b 128M -r "$D/big.tar.zst" "$D/new.img"
+	assert_one_line_error 1
+	grep -q "big.tar.zst does not fit in the filesystem being made" "$BTK_ERR"
+	[ ! -e "$D/new.img" ]
+}
+
 @test "archive: not an archive, a truncated one: one line, exit 1" {
 	head -c 10000 /dev/urandom >"$D/junk"
 	btk_run 60 "$MKFS" -q -b 1G -r "$D/junk" "$D/j.img"
@@ -230,6 +289,49 @@ EOF
 	btk_run 60 "$MKFS" -q -b 1G -r "$D/cut.tar" "$D/c.img"
 	assert_one_line_error 1
 	[ "$status" -eq 1 ]
+}
+
+@test "archive: libarchive is loaded only when an archive is read (not linked: no start-up cost)" {
+	for t in "$MKFS" "$IMAGE"; do
+		run readelf -d "$t"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *"NEEDED"* ]]
+		[[ "$output" != *"libarchive"* ]]
+	done
+	mkdir "$D/t"
+	echo hello >"$D/t/f"
+	tar -cf "$D/t.tar" -C "$D/t" .
+	LD_DEBUG=libs "$MKFS" -q -b 1G -r "$D/t" "$D/d.img" 2>"$D/ld.dir"
+	! grep -q 'libarchive' "$D/ld.dir"
+	LD_DEBUG=libs "$MKFS" -q -b 1G -r "$D/t.tar" "$D/a.img" 2>"$D/ld.tar"
+	grep -q 'calling init: .*libarchive\.so\.13' "$D/ld.tar"
+	"$IMAGE" cat "$D/a.img" /f | grep -qx hello
+}
+
+@test "archive: without a usable libarchive.so.13: one line, exit 1, nothing written" {
+	# a library of that name without libarchive's functions (popt's, renamed)
+	mkdir "$D/lib" "$D/t"
+	popt=$(ldd "$MKFS" | awk '/libpopt/ { print $3 }')
+	[ -f "$popt" ]
+	cp "$popt" "$D/lib/libarchive.so.13"
+	echo hello >"$D/t/f"
+	tar -cf "$D/t.tar" -C "$D/t" .
+	truncate -s 1G "$D/m.img"
+	btk_run 60 env LD_LIBRARY_PATH="$D/lib" "$MKFS" -q -f -r "$D/t.tar" "$D/m.img"
+	assert_one_line_error 1
+	[ "$status" -eq 1 ]
+	grep -q 'libarchive\.so\.13.*archive_' "$BTK_ERR"
+	[ "$(stat -c %b "$D/m.img")" -eq 0 ] # not a block written
+	mkfs "$D/p.img"
+	sum=$(sha256sum <"$D/p.img")
+	btk_run 60 env LD_LIBRARY_PATH="$D/lib" "$IMAGE" put --archive "$D/p.img" "$D/t.tar" /dest
+	assert_one_line_error 1
+	[ "$status" -eq 1 ]
+	grep -q 'libarchive\.so\.13' "$BTK_ERR"
+	[ "$(sha256sum <"$D/p.img")" = "$sum" ]
+	# the directory path needs no libarchive at all
+	btk_run 60 env LD_LIBRARY_PATH="$D/lib" "$MKFS" -q -f -r "$D/t" "$D/m.img"
+	[ "$status" -eq 0 ] || { show_err; return 1; }
 }
 
 @test "image put --archive (and - for stdin) equals put -r of the extracted tree" {

@@ -196,6 +196,141 @@ setup() {
 	[ "$status" -eq 2 ]
 }
 
+@test "get -r --salvage, the top directory's leaf smashed (both copies): every file whose own items read is found by them, at its path or under lost+found/INO/, content equal" {
+	mkdir -p "$D/big"
+	for d in 1 2 3 4; do
+		mkdir "$D/big/d$d"
+		for f in $(seq 1 150); do echo "file $d/$f" >"$D/big/d$d/f$f"; done
+		head -c 150000 /dev/urandom >"$D/big/d$d/big"
+	done
+	echo top >"$D/big/topfile"
+	"$BTK_BUILD/bin/btk-mkfs" -q --rootdir "$D/big" -b 256m "$D/t.img" >/dev/null
+	"$IMG" ls -R --json "$D/t.img" >"$D/ls.json"
+	# the inodes with items in the first leaf of the top-level tree (it holds the top directory)
+	leaf=$("$BTK_BUILD/bin/btk-debug" tree -t 5 --json "$D/t.img" | jq -r 'select(.level == 0) | .block' | head -1)
+	"$BTK_BUILD/bin/btk-debug" tree --block "$leaf" --json "$D/t.img" | jq -r '.key.objectid' | sort -u >"$D/lost"
+	grep -qx 256 "$D/lost"
+	"$BTK_BUILD/tests/corrupt" copy1 "$D/t.img" >/dev/null
+	"$BTK_BUILD/tests/corrupt" copy2 "$D/t.img" >/dev/null
+	# without --salvage: nothing reads /
+	btk_run 120 "$IMG" get -r "$D/t.img" / "$D/none"
+	[ "$status" -eq 1 ]
+	btk_run 120 "$IMG" get -r --salvage "$D/t.img" / "$D/out"
+	[ "$status" -eq 1 ]
+	grep -q "found by their own items" "$BTK_ERR"
+	grep -q "1 tree block did not read" "$BTK_ERR"
+	python3 - "$D" <<'PY'
+import filecmp, json, os, sys
+d = sys.argv[1]
+lost = {int(x) for x in open(d + "/lost").read().split()}
+ents = json.load(open(d + "/ls.json"))["entries"]
+ino = {e["path"]: e["ino"] for e in ents}
+ino["/"] = 256
+found = placed = 0
+for e in ents:
+    if e["type"] != "file" or e["ino"] in lost:
+        continue  # its own items were in the smashed leaf
+    parent = os.path.dirname(e["path"])
+    cands = [d + "/out" + e["path"]]
+    if ino[parent] in lost:  # its directory's name is lost with the leaf
+        cands.append("%s/out/lost+found/%d/%s" % (d, ino[parent], e["name"]))
+    got = [c for c in cands if os.path.isfile(c)]
+    assert got, "not recovered: " + e["path"]
+    assert filecmp.cmp(d + "/big" + e["path"], got[0], shallow=False), e["path"]
+    found += 1
+    placed += got[0] == cands[0]
+assert found >= 500 and placed >= 1, (found, placed)
+print("# %d files found, %d at their path" % (found, placed), file=sys.stderr)
+PY
+}
+
+# blkls_check IMG...: the --blkls stream against --ranges: offsets follow each other, each
+# piece equals the device's bytes where the listing says, devices in order and physical
+# addresses rising, nothing in the first MiB or a superblock mirror's stripe
+blkls_check() {
+	"$BTK_BUILD/bin/btk-owner" --blkls "$@" >"$D/stream"
+	"$BTK_BUILD/bin/btk-owner" --blkls --ranges --json "$@" >"$D/ranges.json"
+	python3 - "$D/stream" "$D/ranges.json" "$@" <<'PY'
+import json, sys
+stream, ranges, devs = sys.argv[1], json.load(open(sys.argv[2])), sys.argv[3:]
+s = open(stream, "rb")
+off, last = 0, (0, 0)
+for u in ranges["unused"]:
+    assert u["offset"] == off, u
+    off += u["length"]
+    assert (u["devid"], u["physical"]) >= last, u
+    last = (u["devid"], u["physical"] + u["length"])
+    assert u["physical"] >= 1 << 20, u
+    for m in (64 << 20, 256 << 30):
+        assert not (u["physical"] < m + 65536 and m < u["physical"] + u["length"]), u
+    s.seek(u["offset"])
+    d = open(devs[u["devid"] - 1], "rb")
+    d.seek(u["physical"])
+    assert s.read(u["length"]) == d.read(u["length"]), u
+assert off == ranges["bytes"] and s.seek(0, 2) == off, (off, ranges["bytes"])
+PY
+}
+
+@test "btk-owner --blkls: the unused bytes as one stream (the removed file's data in it, a kept file's not); --ranges says where each piece lies" {
+	# the removed /d/one's bytes are there whole
+	blkls_check "$D/a.img"
+	python3 -c 'import sys; assert open(sys.argv[2], "rb").read() in open(sys.argv[1], "rb").read()' \
+		"$D/stream" "$D/src/d/one"
+	# a file put since is not (it may lie where /d/one was)
+	head -c 150000 /dev/urandom >"$D/kept"
+	"$IMG" put "$D/a.img" "$D/kept" /kept
+	blkls_check "$D/a.img"
+	python3 -c 'import sys; assert open(sys.argv[2], "rb").read()[:4096] not in open(sys.argv[1], "rb").read()' \
+		"$D/stream" "$D/kept"
+	# each piece's ends: free (or stale metadata) inside a block group, unallocated outside
+	jq -r '.unused[] | "\(.type) \(.physical) \(.physical + .length - 1)"' "$D/ranges.json" |
+		while read -r t a b; do
+			"$BTK_BUILD/bin/btk-owner" "$D/a.img" "$a" "$b" | awk '{ print $2 }' | sort -u >"$D/k"
+			if [ "$t" = unallocated ]; then
+				[ "$(cat "$D/k")" = unallocated ]
+			else
+				! grep -vxE 'free|stale-metadata' "$D/k"
+			fi
+		done
+	# the free bytes of the block groups, each copy once (DUP metadata: twice), less the
+	# 64 KiB kept at the superblock mirror at 64 MiB (inside a metadata copy here)
+	free=$("$BTK_BUILD/bin/btk-owner" --list-free --json "$D/a.img" |
+		jq '[.free[] | .length * (if .type == "data" then 1 else 2 end)] | add')
+	got=$(jq '[.unused[] | select(.logical != null) | .length] | add' "$D/ranges.json")
+	[ $((free - got)) -ge 0 ] && [ $((free - got)) -le 65536 ]
+	# text listing: the same pieces
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" --blkls --ranges "$D/a.img"
+	[ "$status" -eq 0 ]
+	[ "$(wc -l <"$BTK_OUT")" = "$(jq '.unused | length' "$D/ranges.json")" ]
+	grep -qE '^unused offset=0 devid=1 physical=[0-9]+ length=[0-9]+ logical=([0-9]+|-) type=[a-z]+$' "$BTK_OUT"
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" --ranges "$D/a.img"
+	[ "$status" -eq 2 ]
+	btk_run 60 "$BTK_BUILD/bin/btk-owner" --blkls --list-free "$D/a.img"
+	[ "$status" -eq 2 ]
+}
+
+@test "btk-owner --blkls: RAID0 data and RAID1 metadata on two devices, --devid one of them; a truncated image streams what it has" {
+	truncate -s 130m "$D/r1.img" "$D/r2.img"
+	"$BTK_BUILD/bin/btk-mkfs" -q -d raid0 -m raid1 --rootdir "$D/src" "$D/r1.img" "$D/r2.img" >/dev/null
+	"$IMG" rm --device "$D/r2.img" "$D/r1.img" /d/one
+	blkls_check "$D/r1.img" "$D/r2.img"
+	[ "$(jq '[.unused[].devid] | unique | length' "$D/ranges.json")" = 2 ]
+	"$BTK_BUILD/bin/btk-owner" --blkls --ranges --json --devid 2 "$D/r1.img" "$D/r2.img" >"$D/two.json"
+	[ "$(jq -c '[.unused[] | select(.devid == 2) | [.physical, .length]]' "$D/ranges.json")" = \
+		"$(jq -c '[.unused[] | [.physical, .length]]' "$D/two.json")" ]
+	# the copies of free space: RAID0 data once, RAID1 metadata and system twice (less the 64 KiB
+	# kept at each device's superblock mirror at 64 MiB, inside a chunk or not)
+	free=$("$BTK_BUILD/bin/btk-owner" --list-free --json "$D/r1.img" "$D/r2.img" |
+		jq '[.free[] | .length * (if .type == "data" then 1 else 2 end)] | add')
+	got=$(jq '[.unused[] | select(.logical != null) | .length] | add' "$D/ranges.json")
+	[ $((free - got)) -ge 0 ] && [ $((free - got)) -le $((2 * 65536)) ]
+	# truncated: nothing listed past the end, and the stream is what the listing says
+	cp "$D/a.img" "$D/t.img"
+	truncate -s 30m "$D/t.img"
+	blkls_check "$D/t.img" 2>/dev/null
+	jq -e '[.unused[] | .physical + .length] | max <= 30 * 1048576' "$D/ranges.json"
+}
+
 @test "ls --deleted: a snapshot that still holds the removed file's leaf does not hide it" {
 	# enough files for a tree of several leaves, which the snapshot shares with its source
 	mkdir -p "$D/many/sv"

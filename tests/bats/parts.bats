@@ -257,3 +257,121 @@ PY
 	mbr_raw "$D/o.img" 131:2048:614400 131:409600:614400
 	"$B/btk-fsck" "$D/o.img@p1" >/dev/null
 }
+
+# gpt_patch IMG N FIRST LAST: GPT entry N (1-based) of IMG's primary table gets sectors
+# FIRST-LAST, its checksums recomputed (sfdisk writes no such entry)
+gpt_patch() {
+	python3 - "$@" <<'PY'
+import struct, sys, zlib
+img, n, first, last = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+with open(img, 'r+b') as f:
+    f.seek(512)
+    h = bytearray(f.read(512))
+    lba, cnt, esize = struct.unpack_from('<QII', h, 72)
+    f.seek(lba * 512)
+    e = bytearray(f.read(cnt * esize))
+    struct.pack_into('<QQ', e, (n - 1) * esize + 32, first, last)
+    struct.pack_into('<I', h, 88, zlib.crc32(e))
+    struct.pack_into('<I', h, 16, 0)
+    struct.pack_into('<I', h, 16, zlib.crc32(h[:struct.unpack_from('<I', h, 12)[0]]))
+    f.seek(lba * 512)
+    f.write(e)
+    f.seek(512)
+    f.write(h)
+PY
+}
+# ebr IMG SECTOR LTYPE:LSTART:LCOUNT [NSTART:NCOUNT]: an extended boot record at SECTOR with a
+# logical partition (relative to the EBR) and a link to the next EBR (relative to the extended
+# partition's start)
+ebr() {
+	python3 - "$@" <<'PY'
+import struct, sys
+img, at = sys.argv[1], int(sys.argv[2])
+s = bytearray(512)
+t, st, n = (int(x) for x in sys.argv[3].split(':'))
+s[446:462] = struct.pack('<B3sB3sII', 0, b'\0' * 3, t, b'\0' * 3, st, n)
+if len(sys.argv) > 4:
+    st, n = (int(x) for x in sys.argv[4].split(':'))
+    s[462:478] = struct.pack('<B3sB3sII', 0, b'\0' * 3, 5, b'\0' * 3, st, n)
+s[510:512] = b'\x55\xaa'
+with open(img, 'r+b') as f:
+    f.seek(at * 512)
+    f.write(s)
+PY
+}
+
+@test "parts: a bad entry is listed and refused alone, the others stay usable: MBR past the end, GPT entries, EBR chains that loop or leave, a damaged primary GPT, a truncated image" {
+	# MBR: p2 runs past the end of the disk; p1 is read and written
+	truncate -s 400M "$D/m.img"
+	mbr_raw "$D/m.img" 131:2048:262144 131:264192:4000000
+	"$B/btk-mkfs" -q "$D/m.img@p1"
+	"$B/btk-fsck" "$D/m.img@p1" >/dev/null
+	"$B/btk-debug" parts "$D/m.img" >"$D/parts" 2>"$D/parts.err"
+	grep -q "^ *1 .*btrfs" "$D/parts"
+	grep -q "^ *2 .*unusable: its sectors 264192-4264191 lie past the end of the disk (819200 sectors)" "$D/parts"
+	[ "$(grep -c . "$D/parts.err")" = 1 ]
+	grep -q "m.img: partition 2 cannot be used: its sectors" "$D/parts.err"
+	"$B/btk-debug" parts --json "$D/m.img" 2>/dev/null | python3 -c "
+import json, sys
+t = json.load(sys.stdin)
+assert [p['problem'] is None for p in t['partitions']] == [True, False], t
+assert t['partitions'][0]['holds']['type'] == 'btrfs', t"
+	sha=$(sha256_of "$D/m.img")
+	btk_run 20 "$B/btk-fsck" "$D/m.img@p2"
+	assert_one_line_error 1
+	grep -q "m.img@p2: partition 2 cannot be used: its sectors 264192-4264191 lie past the end of the disk (819200 sectors); .*m.img@264192s reads from its start" "$BTK_ERR"
+	btk_run 20 "$B/btk-mkfs" -f "$D/m.img@p2"
+	assert_one_line_error 1
+	grep -q "partition 2 cannot be used" "$BTK_ERR"
+	[ "$(sha256_of "$D/m.img")" = "$sha" ]
+
+	# GPT: p3 past the end, p1 ends before it starts; p2 is read and written
+	gpt "$D/g.img"
+	gpt_patch "$D/g.img" 3 616448 99999999
+	gpt_patch "$D/g.img" 1 500000 400000
+	"$B/btk-mkfs" -q "$D/g.img@p2"
+	"$B/btk-image" mkdir "$D/g.img@p2" /d
+	"$B/btk-debug" parts "$D/g.img" >"$D/parts" 2>"$D/parts.err"
+	grep -q "^ *3 .*unusable: its sectors 616448-99999999 lie past the end" "$D/parts"
+	grep -q "^ *1 .*unusable: it ends before it starts (sectors 500000-400000)" "$D/parts"
+	[ "$(grep -c . "$D/parts.err")" = 2 ]
+	btk_run 20 "$B/btk-fsck" "$D/g.img@p1"
+	assert_one_line_error 1
+	grep -q "g.img@p1: partition 1 cannot be used: it ends before it starts" "$BTK_ERR"
+	"$B/btk-image" ls "$D/g.img@p2" / | grep -qx d
+
+	# an EBR chain that loops back to itself: p5 is kept, the loop named, nothing after it
+	truncate -s 400M "$D/l.img"
+	mbr_raw "$D/l.img" 131:500000:1000 5:2048:409600
+	ebr "$D/l.img" 2048 131:2048:300000 0:409600
+	"$B/btk-mkfs" -q "$D/l.img@p5"
+	"$B/btk-fsck" "$D/l.img@p5" >/dev/null
+	"$B/btk-debug" parts "$D/l.img" >"$D/parts" 2>"$D/parts.err"
+	grep -q "the chain of logical partitions loops back to the extended boot record at sector 2048: partitions from 6 on are not read" "$D/parts.err"
+	btk_run 20 "$B/btk-fsck" "$D/l.img@p6"
+	assert_one_line_error 1
+	grep -q "no partition 6 (the dos table has partitions 1, 2, 5; the chain of logical partitions loops back" "$BTK_ERR"
+	# ... and one that leaves the extended partition
+	ebr "$D/l.img" 2048 131:2048:300000 500000:2048
+	"$B/btk-fsck" "$D/l.img@p5" >/dev/null
+	"$B/btk-debug" parts "$D/l.img" 2>&1 >/dev/null | grep -q "the extended boot record at sector 502048 lies outside the extended partition"
+
+	# a damaged primary GPT: the backup at the disk's end is read, and said so
+	gpt "$D/b.img"
+	"$B/btk-mkfs" -q "$D/b.img@p2"
+	dd if=/dev/zero of="$D/b.img" bs=512 seek=2 count=1 conv=notrunc status=none
+	"$B/btk-fsck" "$D/b.img@p2" >/dev/null
+	"$B/btk-debug" parts "$D/b.img" 2>&1 >/dev/null | grep -q "the primary GPT header's partition entries fail their checksum; the backup at the disk's end was read"
+
+	# a truncated image: the cut partition is refused with where to read what is left of it
+	gpt "$D/t.img"
+	"$B/btk-mkfs" -q "$D/t.img@p2"
+	"$B/btk-mkfs" -q "$D/t.img@p3"
+	read -r s2 _ < <(sf "$D/t.img" 3)
+	truncate -s 450M "$D/t.img"
+	"$B/btk-fsck" "$D/t.img@p2" >/dev/null
+	btk_run 20 "$B/btk-fsck" "$D/t.img@p3"
+	assert_one_line_error 1
+	grep -q "partition 3 cannot be used: its sectors $s2-.* lie past the end of the disk (921600 sectors); .*t.img@${s2}s reads from its start" "$BTK_ERR"
+	"$B/btk-debug" super "$D/t.img@${s2}s" | grep -q "^magic.*_BHRfS_M"
+}

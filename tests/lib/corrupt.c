@@ -1747,6 +1747,16 @@ static int k_bg_chunk_objectid(struct btk_fs *fs, const char *n)
 	return k_simple(fs, n, tree, &w, NULL, OP_ADD,
 			offsetof(struct btrfs_block_group_item, chunk_objectid), 8, 1);
 }
+static int k_bg_len(struct btk_fs *fs, const char *n)
+{
+	/* the key's offset is the block group's length: the first group one sector shorter than
+	 * its chunk (the key order stays: nothing else has its objectid and type) */
+	struct want w = {.type = BTRFS_BLOCK_GROUP_ITEM_KEY, .file_extent_type = -1};
+	uint64_t tree = btk_le64(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE
+			    ? BTRFS_BLOCK_GROUP_TREE_OBJECTID
+			    : BTRFS_EXTENT_TREE_OBJECTID;
+	return k_simple(fs, n, tree, &w, NULL, OP_KEYOFF, 0, 0, -(int64_t)fs->sectorsize);
+}
 static int k_root_dir_ref(struct btk_fs *fs, const char *n)
 {
 	struct want w = {.type = BTRFS_INODE_REF_KEY, .objectid = 256, .file_extent_type = -1};
@@ -2047,6 +2057,8 @@ static const struct kind kinds[] = {
     {"fs-root-refs", "the fs tree's (-t) root item refs - 1 (0 for a live tree)", k_fs_root_refs},
     {"root-dirid", "the fs tree's (-t) root item root_dirid + 1", k_root_dirid},
     {"bg-chunk-objectid", "a block group item's chunk_objectid + 1", k_bg_chunk_objectid},
+    {"bg-len", "the first block group item's key length one sector less than its chunk's",
+     k_bg_len},
     {"root-dir-ref", "the top directory's INODE_REF (\"..\") index + 1", k_root_dir_ref},
     {"symlink-size", "a symlink's size + 1", k_symlink_size},
     {"isize-inline", "a small (inline) regular file's size - 1", k_isize_inline},

@@ -118,6 +118,40 @@ smash() {
 	at_least
 }
 
+@test "top directory's leaf smashed (both copies): get -r --salvage finds files by their own items, >= btrfs restore -t" {
+	cp --sparse=always "$H/base.img" "$D/x.img"
+	local leaf
+	leaf=$("$BTK_BUILD/bin/btk-debug" tree -t 5 --json "$D/x.img" | jq -r 'select(.level == 0) | .block' | head -1)
+	"$BTK_BUILD/bin/btk-debug" tree --block "$leaf" --json "$D/x.img" | jq -r '.key.objectid' | grep -qx 256
+	smash "$leaf" "$D/x.img"
+	btk_run 300 "$IMG" get -r --salvage "$D/x.img" / "$D/btk"
+	assert_no_crash
+	[ "$status" -eq 1 ]
+	grep -q "found by their own items" "$BTK_ERR"
+	restore_best "$D/x.img"
+	# every file of the originals btk-image found is equal to it, at its path or under
+	# lost+found (its directory's name lost)
+	local f n=0 lf=0
+	while IFS= read -r -d '' f; do
+		f=${f#./}
+		case $f in
+		lost+found/*)
+			# the original of the same name whose content it has
+			local name=${f##*/} o ok=no
+			for o in "$H"/orig/*/"$name"; do cmp -s "$o" "$D/btk/$f" && ok=yes; done
+			[ $ok = yes ] || { echo "lost+found/$f: no original of that name and content" >&2; return 1; }
+			lf=$((lf + 1))
+			;;
+		*) cmp "$H/orig/$f" "$D/btk/$f" ;;
+		esac
+		n=$((n + 1))
+	done < <(cd "$D/btk" && find . -type f -print0)
+	echo "# btk-image: $n files ($lf under lost+found); $(find "$H/orig" -type f | wc -l) in the original" >&3
+	[ "$n" -ge 500 ]
+	# at least what btrfs restore recovered, where it recovered anything
+	if [ "$(find "$D/restore" -type f | wc -l)" -gt 0 ]; then at_least; fi
+}
+
 @test "truncated image: get -r --salvage, >= btrfs restore -t" {
 	cp --sparse=always "$H/base.img" "$D/x.img"
 	# cut at the first copy of the current fs tree root: past it nothing reads

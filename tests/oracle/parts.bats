@@ -25,6 +25,7 @@ setup() {
 
 teardown() {
 	mountpoint -q "$MNT" && umount "$MNT"
+	[ -z "${PARTX_LOOP:-}" ] || partx -d "$PARTX_LOOP" 2>/dev/null
 	for l in "${LOOPS[@]}"; do losetup -d "$l" 2>/dev/null; done
 	[ -z "${MADE_NODE:-}" ] || rm -f "$MADE_NODE"
 	true
@@ -188,14 +189,22 @@ resize_inside() {
 	LOOP=$(losetup -f --show -P "$D/k.img")
 	LOOPS+=("$LOOP")
 	udevadm settle 2>/dev/null || true
-	# without udev (a container) the kernel's partition has no node yet: make it from sysfs
 	sys=/sys/block/${LOOP#/dev/}/${LOOP#/dev/}p2/dev
+	# a kernel built without the MSDOS and EFI partition parsers (CONFIG_MSDOS_PARTITION,
+	# CONFIG_EFI_PARTITION) scans nothing for losetup -P: partx reads the table itself and
+	# adds the partitions with the BLKPG ioctl
+	if [ ! -r "$sys" ] && command -v partx >/dev/null; then
+		partx -a "$LOOP"
+		PARTX_LOOP=$LOOP
+		udevadm settle 2>/dev/null || true
+	fi
+	# without udev (a container) the kernel's partition has no node yet: make it from sysfs
 	if [ ! -b "${LOOP}p2" ] && [ -r "$sys" ]; then
 		IFS=: read -r ma mi <"$sys"
 		mknod "${LOOP}p2" b "$ma" "$mi"
 		MADE_NODE=${LOOP}p2
 	fi
-	[ -b "${LOOP}p2" ] || skip "no partition devices for loop devices"
+	[ -b "${LOOP}p2" ] || skip "no partition devices for loop devices (neither losetup -P nor partx -a made ${LOOP}p2)"
 	mount -o ro "${LOOP}p2" "$MNT"
 	btk_run 30 "$B/btk-image" mkdir "$LOOP@p2" /x
 	[ "$status" -eq 1 ] && grep -q "in use" "$BTK_ERR" || { show_err; false; }

@@ -1,0 +1,507 @@
+/* rebuild.c (layer 10) — derived trees rebuilt from what they derive from (rescue steps).
+ *
+ * The checksum tree: from the data the file extents of every subvolume name (the ranges the
+ * checker asks checksums for: regular extents of inodes without NODATASUM, and compressed ones
+ * whole). Each sector is read from every copy. A sector whose old checksum (where the old tree
+ * still reads) matches one copy keeps it; a sector whose copies all read and agree, with no old
+ * checksum, gets a fresh one. What is left is listed and never given a fresh checksum: a
+ * sector no copy of which reads, copies that differ with no old checksum to say which is right
+ * (left without a checksum), an old checksum no copy matches (kept as it was: the data may be
+ * the damaged side).
+ *
+ * The old tree is replaced, not edited: its root becomes one new empty leaf (btk_tree_reset)
+ * and the extent records of its blocks (found in the extent tree by their back reference to
+ * the tree, so that a tree that no longer reads goes too) are dropped. One transaction: until
+ * its superblocks are written the old tree is the committed one, so a power cut leaves the old
+ * filesystem or the rebuilt one.
+ */
+#include "repair/rescue.h"
+#include "base/csum.h"
+#include "base/error.h"
+#include "base/vec.h"
+#include "format/extent_refs.h"
+#include "format/file_extent.h"
+#include "fs/fs_write.h"
+#include "trans/trans.h"
+#include "tree/tree.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct rb_range {
+	uint64_t start, len;
+};
+BTK_VEC(rb_ranges, struct rb_range);
+BTK_VEC(rb_keys, struct btk_key);
+
+/* ---- the blocks of one tree, by their extent records ---- */
+
+/* The extent record keys (EXTENT_ITEM or METADATA_ITEM) of every tree block the extent tree
+ * says tree `id` references (inline or keyed TREE_BLOCK_REF). */
+static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out)
+{
+	struct btk_root er;
+	struct btk_path p;
+	struct btk_key k = {0, 0, 0}, rec = {0, 0, 0};
+	bool have_rec = false;
+	int ret;
+
+	if ((ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &er)))
+		return ret;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &er, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
+		uint32_t size;
+		const uint8_t *d = btk_path_data(&p, &size);
+		bool mine = false;
+		btk_path_key(&p, &k);
+		if (k.type == BTRFS_EXTENT_ITEM_KEY || k.type == BTRFS_METADATA_ITEM_KEY) {
+			struct btk_extent_head h;
+			struct btk_inline_iter it;
+			struct btk_extent_ref r;
+			rec = k;
+			have_rec = false;
+			if (btk_extent_head_parse(&k, d, size, &h) ||
+			    !(h.flags & BTRFS_EXTENT_FLAG_TREE_BLOCK))
+				continue;
+			have_rec = true;
+			btk_inline_iter_init(&it, d, size, h.refs_at);
+			while (!mine && btk_inline_next(&it, &r) == 1)
+				mine = r.type == BTRFS_TREE_BLOCK_REF_KEY && r.root == id;
+		} else if (k.type == BTRFS_TREE_BLOCK_REF_KEY) {
+			mine = have_rec && k.objectid == rec.objectid && k.offset == id;
+		}
+		if (!mine)
+			continue;
+		have_rec = false; /* once per record */
+		struct btk_key *o = btk_vec_push(out);
+		if (!o) {
+			ret = btk_err(ENOMEM, "out of memory");
+			break;
+		}
+		*o = rec;
+	}
+	btk_path_release(&p);
+	return ret < 0 ? ret : 0;
+}
+
+/* Tree id becomes one empty leaf; the records of its old blocks are dropped (*blocks counts
+ * them). A tree that does not exist is created empty. */
+static int tree_replace(struct btk_trans *t, uint64_t id, uint64_t *blocks)
+{
+	struct btk_fs *fs = btk_trans_fs(t);
+	struct btk_root r;
+	struct rb_keys keys = {0};
+	int ret;
+
+	*blocks = 0;
+	ret = btk_root_find(fs, id, &r);
+	if (ret == -ENOENT)
+		return btk_tree_new(t, id);
+	if (ret)
+		return ret;
+	if ((ret = tree_records(fs, id, &keys)))
+		goto out;
+	if ((ret = btk_tree_reset(t, id)))
+		goto out;
+	for (size_t i = 0; i < keys.n; i++) {
+		unsigned keyed;
+		if ((ret = btk_extent_record_drop(t, btk_vec_at(&keys, i), false, &keyed)))
+			goto out;
+	}
+	*blocks = keys.n;
+out:
+	btk_vec_free(&keys);
+	return ret;
+}
+
+/* ---- the data that needs checksums ---- */
+
+static int range_cmp(const void *pa, const void *pb)
+{
+	const struct rb_range *a = pa, *b = pb;
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+struct need {
+	struct btk_fs *fs;
+	struct rb_ranges v;
+	uint64_t extents;
+};
+
+static bool subvolume(uint64_t id)
+{
+	return id == BTRFS_FS_TREE_OBJECTID || id == BTRFS_DATA_RELOC_TREE_OBJECTID ||
+	       (id >= BTRFS_FIRST_FREE_OBJECTID && id <= BTRFS_LAST_FREE_OBJECTID);
+}
+
+static int need_root(void *ctx, const struct btk_root *root)
+{
+	struct need *n = ctx;
+	struct btk_fs *fs = n->fs;
+	struct btk_path p;
+	struct btk_key k = {0, 0, 0};
+	uint64_t ino = 0, flags = 0;
+	int ret;
+
+	if (!subvolume(root->objectid) || root->key_offset == (uint64_t)-1 /* a log's */)
+		return 0;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, root, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
+		uint32_t size;
+		const uint8_t *d = btk_path_data(&p, &size);
+		btk_path_key(&p, &k);
+		if (k.type == BTRFS_INODE_ITEM_KEY) {
+			ino = k.objectid;
+			flags = size >= sizeof(struct btrfs_inode_item)
+				    ? BTK_GET(struct btrfs_inode_item, d, flags)
+				    : 0;
+			continue;
+		}
+		if (k.type != BTRFS_EXTENT_DATA_KEY)
+			continue;
+		struct btk_file_extent fe;
+		if (btk_file_extent_item_parse(d, size, k.offset, &fe) != BTK_FE_WHOLE ||
+		    fe.type != BTRFS_FILE_EXTENT_REG || !fe.disk_bytenr)
+			continue;
+		bool nodsum = ino == k.objectid && (flags & BTK_INODE_NODATASUM);
+		if (nodsum && !fe.compression)
+			continue;
+		uint64_t s = fe.compression ? fe.disk_bytenr : fe.disk_bytenr + fe.extent_offset;
+		uint64_t l = fe.compression ? fe.disk_num_bytes : fe.num_bytes;
+		uint64_t ss = fs->sectorsize;
+		if (!l || s % ss || l % ss || s + l < s)
+			continue; /* the checker's to report */
+		struct rb_range *r = btk_vec_push(&n->v);
+		if (!r) {
+			ret = btk_err(ENOMEM, "out of memory");
+			break;
+		}
+		r->start = s;
+		r->len = l;
+		n->extents++;
+	}
+	btk_path_release(&p);
+	if (ret < 0)
+		return btk_err(-ret,
+			       "subvolume %llu does not read whole (%s): which data has "
+			       "checksums is not known",
+			       (unsigned long long)root->objectid, btk_errmsg());
+	return 0;
+}
+
+/* Sorts and merges the ranges into disjoint ones. */
+static void ranges_merge(struct rb_ranges *v)
+{
+	size_t out = 0;
+
+	if (v->n)
+		qsort(v->data, v->n, sizeof(*v->data), range_cmp);
+	for (size_t i = 0; i < v->n; i++) {
+		struct rb_range r = v->data[i], *o = out ? &v->data[out - 1] : NULL;
+		if (o && r.start <= o->start + o->len) {
+			if (r.start + r.len > o->start + o->len)
+				o->len = r.start + r.len - o->start;
+			continue;
+		}
+		v->data[out++] = r;
+	}
+	v->n = out;
+}
+
+/* Whether the old tree reads whole, its items well formed and apart, and its checksums cover
+ * exactly the (merged) ranges need: then a rebuild would give every sector its old checksum
+ * again, and nothing is rewritten. */
+static bool old_tree_exact(struct btk_fs *fs, const struct btk_root *old,
+			   const struct rb_ranges *need)
+{
+	uint32_t ss = fs->sectorsize, cs = (uint32_t)fs->csum_size;
+	struct btk_key k = {0, 0, 0};
+	struct btk_path p;
+	struct rb_range cur = {0, 0};
+	uint64_t prev_end = 0;
+	size_t at = 0;
+	bool ok = true;
+	int ret;
+
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, old, &k, &p); ok && ret == 0; ret = btk_next(fs, &p)) {
+		uint32_t size;
+		btk_path_data(&p, &size);
+		btk_path_key(&p, &k);
+		ok = k.objectid == BTRFS_EXTENT_CSUM_OBJECTID && k.type == BTRFS_EXTENT_CSUM_KEY &&
+		     cs && size && !(size % cs) && !(k.offset % ss) && k.offset >= prev_end;
+		if (!ok)
+			break;
+		uint64_t len = (uint64_t)(size / cs) * ss;
+		prev_end = k.offset + len;
+		if (cur.len && cur.start + cur.len == k.offset) {
+			cur.len += len;
+			continue;
+		}
+		if (cur.len) { /* a range ends: the next needed one must be it */
+			ok = at < need->n && need->data[at].start == cur.start &&
+			     need->data[at].len == cur.len;
+			at++;
+		}
+		cur = (struct rb_range){k.offset, len};
+	}
+	btk_path_release(&p);
+	if (!ok || ret < 0)
+		return false;
+	if (cur.len) {
+		if (at >= need->n || need->data[at].start != cur.start ||
+		    need->data[at].len != cur.len)
+			return false;
+		at++;
+	}
+	return at == need->n;
+}
+
+/* ---- the sums ---- */
+
+#define PIECE 256u /* sectors read at a time */
+
+struct rb {
+	struct btk_fs *fs;
+	struct btk_trans *t;
+	struct btk_root old; /* the old tree (has_old) */
+	bool has_old;
+	const struct btk_csum_rebuild_opts *o;
+	struct btk_csum_rebuild_result *res;
+	uint8_t *copy[BTK_MAX_COPIES];
+	uint8_t *old_sums, *sums; /* PIECE each */
+	bool have_old[PIECE];
+	/* the run of sums not yet inserted */
+	uint8_t *run;
+	uint64_t run_start, run_n;
+};
+
+#define RUN_MAX 4096u /* sectors of sums inserted at a time */
+
+static int run_flush(struct rb *b)
+{
+	int ret = 0;
+
+	if (b->run_n)
+		ret = btk_csum_insert_sums(b->t, b->run_start, b->run, b->run_n);
+	b->run_n = 0;
+	if (!ret)
+		ret = btk_trans_writeback(b->t, 32ULL << 20);
+	return ret;
+}
+
+static int run_add(struct rb *b, uint64_t logical, const uint8_t *sum)
+{
+	uint32_t cs = (uint32_t)b->fs->csum_size;
+	int ret;
+
+	if (b->run_n &&
+	    (b->run_start + b->run_n * b->fs->sectorsize != logical || b->run_n == RUN_MAX))
+		if ((ret = run_flush(b)))
+			return ret;
+	if (!b->run_n)
+		b->run_start = logical;
+	memcpy(b->run + b->run_n++ * cs, sum, cs);
+	return 0;
+}
+
+/* The old checksums of [lo, +cnt sectors) where the old tree has them and reads. */
+static void old_sums(struct rb *b, uint64_t lo, uint32_t cnt)
+{
+	struct btk_fs *fs = b->fs;
+	uint32_t ss = fs->sectorsize, cs = (uint32_t)fs->csum_size;
+	uint64_t hi = lo + (uint64_t)cnt * ss;
+	struct btk_key k = {BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, lo};
+	struct btk_path p;
+	int ret;
+
+	memset(b->have_old, 0, sizeof(b->have_old));
+	if (!b->has_old)
+		return;
+	btk_path_init(&p);
+	ret = btk_search(fs, &b->old, &k, &p);
+	if (ret == 1) { /* the item before may cover lo */
+		ret = btk_prev(fs, &p);
+		if (ret == 1) {
+			btk_path_release(&p);
+			btk_path_init(&p);
+			ret = btk_search_ge(fs, &b->old, &k, &p);
+		}
+	}
+	for (; ret == 0; ret = btk_next(fs, &p)) {
+		uint32_t size;
+		const uint8_t *d = btk_path_data(&p, &size);
+		btk_path_key(&p, &k);
+		if (k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY) {
+			if (k.objectid > BTRFS_EXTENT_CSUM_OBJECTID)
+				break;
+			continue;
+		}
+		if (k.offset >= hi)
+			break;
+		if (!cs || size % cs || k.offset % ss)
+			continue;
+		for (uint32_t i = 0; i < size / cs; i++) {
+			uint64_t at = k.offset + (uint64_t)i * ss;
+			if (at < lo)
+				continue;
+			if (at >= hi)
+				break;
+			uint32_t s = (uint32_t)((at - lo) / ss);
+			memcpy(b->old_sums + (size_t)s * cs, d + (size_t)i * cs, cs);
+			b->have_old[s] = true;
+		}
+	}
+	btk_path_release(&p);
+}
+
+static void left(struct rb *b, uint64_t logical, uint64_t len, bool kept, const char *why)
+{
+	struct btk_csum_rebuild_event e = {.logical = logical, .len = len, .kept = kept};
+
+	snprintf(e.why, sizeof(e.why), "%s", why);
+	b->res->sectors_left += len / b->fs->sectorsize;
+	if (b->o && b->o->on_event)
+		b->o->on_event(b->o->ctx, &e);
+}
+
+static int piece(struct rb *b, uint64_t lo, uint32_t cnt)
+{
+	struct btk_fs *fs = b->fs;
+	uint32_t ss = fs->sectorsize, cs = (uint32_t)fs->csum_size;
+	int n = btk_copies_of(fs, lo);
+	bool unread[BTK_MAX_COPIES][PIECE];
+	int ret;
+
+	if (n > BTK_MAX_COPIES)
+		n = BTK_MAX_COPIES;
+	for (int m = 0; m < n; m++) {
+		memset(unread[m], 0, cnt);
+		if (!btk_read_copy(fs, lo, b->copy[m], (size_t)cnt * ss, m))
+			continue;
+		for (uint32_t s = 0; s < cnt; s++)
+			unread[m][s] = btk_read_copy(fs, lo + (uint64_t)s * ss,
+						     b->copy[m] + (size_t)s * ss, ss, m) != 0;
+	}
+	old_sums(b, lo, cnt);
+	b->res->sectors += cnt;
+	for (uint32_t s = 0; s < cnt; s++) {
+		uint64_t at = lo + (uint64_t)s * ss;
+		uint8_t sum[BTK_CSUM_MAX];
+		const uint8_t *old = b->old_sums + (size_t)s * cs;
+		int first = -1, reads = 0;
+		bool agree = true, match = false;
+		for (int m = 0; m < n; m++) {
+			const uint8_t *c = b->copy[m] + (size_t)s * ss;
+			if (unread[m][s])
+				continue;
+			reads++;
+			if (first < 0)
+				first = m;
+			else if (memcmp(c, b->copy[first] + (size_t)s * ss, ss))
+				agree = false;
+			if (b->have_old[s] && !match) {
+				btk_csum(fs->csum_type, c, ss, sum);
+				match = !memcmp(sum, old, cs);
+			}
+		}
+		if (b->have_old[s]) {
+			if (match)
+				b->res->sectors_kept++;
+			else
+				left(b, at, ss, true,
+				     reads ? "no copy matches its old checksum: the old one kept"
+					   : "no copy reads: its old checksum kept");
+			if ((ret = run_add(b, at, old)))
+				return ret;
+			continue;
+		}
+		if (!reads || !agree) {
+			left(b, at, ss, false,
+			     !reads ? "no copy reads: left without a checksum"
+				    : "its copies differ and no old checksum says which is right: "
+				      "left without a checksum");
+			continue;
+		}
+		btk_csum(fs->csum_type, b->copy[first] + (size_t)s * ss, ss, sum);
+		b->res->sectors_new++;
+		if ((ret = run_add(b, at, sum)))
+			return ret;
+	}
+	return 0;
+}
+
+int btk_csum_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
+		     const struct btk_csum_rebuild_opts *ro, struct btk_csum_rebuild_result *res)
+{
+	struct btk_open_opts o = *oo;
+	struct btk_fs *fs = NULL;
+	struct btk_wfs *w = NULL;
+	struct need need = {0};
+	struct rb b = {.o = ro, .res = res};
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	o.write = true;
+	if ((ret = btk_fs_open(paths, n, &o, &fs)))
+		return ret;
+	b.fs = need.fs = fs;
+	if (btk_le64(fs->sb.log_root)) {
+		ret = btk_err(EBUSY, "the filesystem has a log tree, whose checksums the rebuild "
+				     "would drop: replay it first (--rescue replay-log)");
+		goto out;
+	}
+	if ((ret = btk_for_each_root(fs, need_root, &need)))
+		goto out;
+	ranges_merge(&need.v);
+	res->extents = need.extents;
+	b.has_old = !btk_root_find(fs, BTRFS_CSUM_TREE_OBJECTID, &b.old);
+	if (b.has_old && old_tree_exact(fs, &b.old, &need.v)) {
+		res->whole = true; /* nothing to rebuild */
+		goto out;
+	}
+	for (int m = 0; m < BTK_MAX_COPIES; m++)
+		if (!(b.copy[m] = malloc((size_t)PIECE * fs->sectorsize))) {
+			ret = btk_err(ENOMEM, "out of memory");
+			goto out;
+		}
+	b.old_sums = malloc((size_t)PIECE * fs->csum_size);
+	b.run = malloc((size_t)RUN_MAX * fs->csum_size);
+	if (!b.old_sums || !b.run) {
+		ret = btk_err(ENOMEM, "out of memory");
+		goto out;
+	}
+	if ((ret = btk_write_open(fs, 0, &w)) || (ret = btk_trans_start(w, &b.t)))
+		goto out;
+	/* the old tree's blocks stay as they are until the commit: old sums are read from them */
+	if ((ret = tree_replace(b.t, BTRFS_CSUM_TREE_OBJECTID, &res->old_blocks)))
+		goto out;
+	for (size_t i = 0; !ret && i < need.v.n; i++) {
+		const struct rb_range *r = &need.v.data[i];
+		uint64_t sectors = r->len / fs->sectorsize;
+		for (uint64_t s = 0; !ret && s < sectors; s += PIECE)
+			ret = piece(&b, r->start + s * fs->sectorsize,
+				    (uint32_t)(sectors - s < PIECE ? sectors - s : PIECE));
+	}
+	if (!ret)
+		ret = run_flush(&b);
+	if (ret)
+		goto out;
+	ret = btk_trans_commit(b.t);
+	b.t = NULL;
+	if (!ret)
+		res->rebuilt = true;
+out:
+	if (b.t)
+		btk_trans_abort(b.t);
+	btk_write_close(w);
+	btk_fs_close(fs);
+	for (int m = 0; m < BTK_MAX_COPIES; m++)
+		free(b.copy[m]);
+	free(b.old_sums);
+	free(b.run);
+	btk_vec_free(&need.v);
+	return ret;
+}
