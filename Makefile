@@ -11,6 +11,10 @@ CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=6
             -MMD -MP $(shell pkg-config --cflags $(PKGS) $(HDR_PKGS) 2>/dev/null)
 # every object can go into libbtk.so; no interposition, so calls stay as direct as without
 CFLAGS   += -fPIC -fno-semantic-interposition
+# libselinux (optional): its header only; btk-mkfs --file-contexts loads the library (dlopen)
+ifeq ($(shell pkg-config --exists libselinux 2>/dev/null && echo y),y)
+CFLAGS   += -DBTK_HAVE_SELINUX $(shell pkg-config --cflags libselinux)
+endif
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ifeq ($(SANITIZE),1)
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined

@@ -36,6 +36,10 @@ const char *cli_prog(void);
  * cli_stdout_check flushes now: 0, or -1 after that line (printed once per process). */
 void cli_output_fail_code(int code);
 int cli_stdout_check(void);
+/* Writes all of p to the standard output file descriptor, bypassing stdio (for bulk bytes: a
+ * file's content, a stream of blocks); EINTR is retried. 0, or -errno (-EIO when write makes
+ * no progress). */
+int cli_stdout_write(const void *p, size_t len);
 
 /* Messages, one line each on stderr: "PROG: MSG" and "PROG: warning: MSG". Both flush
  * stdout first, so that a log read from a pipe keeps the order in which things happened, and
