@@ -36,6 +36,10 @@ const char *cli_prog(void);
  * cli_stdout_check flushes now: 0, or -1 after that line (printed once per process). */
 void cli_output_fail_code(int code);
 int cli_stdout_check(void);
+/* Writes all of p to the standard output file descriptor, bypassing stdio (for bulk bytes: a
+ * file's content, a stream of blocks); EINTR is retried. 0, or -errno (-EIO when write makes
+ * no progress). */
+int cli_stdout_write(const void *p, size_t len);
 
 /* Messages, one line each on stderr: "PROG: MSG" and "PROG: warning: MSG". Both flush
  * stdout first, so that a log read from a pipe keeps the order in which things happened, and
@@ -154,6 +158,9 @@ extern struct poptOption cli_write_table[];
 		NULL, 0, POPT_ARG_INCLUDE_TABLE, cli_write_table, 0, NULL, NULL                    \
 	}
 int cli_dev_opts(struct btk_dev_opts *o);
+/* The tests' power cut (BTK_FAULT=fail:N|stop:N) into o->fault: 0 (also when unset), or -EINVAL
+ * with a message (nothing printed: libbtk calls it too). */
+int cli_dev_fault(struct btk_dev_opts *o);
 /* A writer that keeps an undo file unless told not to (btk-fsck --repair) also puts
  * CLI_NO_UNDO_OPTION (--no-undo) in its table and calls cli_undo_default after
  * cli_dev_opts, naming its first device: without -z and --no-undo, o->undo_path becomes a

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "io/io.h"
 #include "cli_int.h"
 
 static int fail_code = CLI_EXIT_ERROR;
@@ -43,6 +44,11 @@ int cli_stdout_check(void)
 	if (bad)
 		report(errno);
 	return failed ? -1 : 0;
+}
+
+int cli_stdout_write(const void *p, size_t len)
+{
+	return btk_fd_write_all(STDOUT_FILENO, p, len, -1);
 }
 
 static void stdout_at_exit(void)

@@ -9,29 +9,16 @@
 #include "fileops.h"
 #include "fs/fs_read.h"
 
-static int write_all(const uint8_t *p, size_t len)
-{
-	while (len) {
-		ssize_t n = write(STDOUT_FILENO, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return -errno;
-		p += n, len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int out_data(void *ctx, uint64_t off, const uint8_t *data, size_t len)
 {
 	static const uint8_t zeros[65536];
 
 	(void)ctx, (void)off;
 	if (data)
-		return write_all(data, len);
+		return cli_stdout_write(data, len);
 	while (len) {
 		size_t n = len < sizeof(zeros) ? len : sizeof(zeros);
-		int ret = write_all(zeros, n);
+		int ret = cli_stdout_write(zeros, n);
 		if (ret)
 			return ret;
 		len -= n;

@@ -69,6 +69,16 @@ struct img_cmd {
 		    "replace / write where refused otherwise", NULL                                \
 	}
 
+/* The end of a file-reading verb's table: --device, the older-root options, --json, the
+ * standard options. */
+#define IMG_READ_OPTIONS(c)                                                                        \
+	IMG_OPT_DEVICE(c), CLI_ROOT_OPTIONS, IMG_OPT_JSON(c), CLI_STD_OPTIONS POPT_TABLEEND
+/* --hash ALGO into *arg (img_hash_opt takes it); what says of which files */
+#define IMG_OPT_HASH(arg, what)                                                                    \
+	{                                                                                          \
+		"hash", 0, POPT_ARG_STRING, arg, 0, what, "md5|sha1|sha256"                        \
+	}
+
 /* Parses argv with the verb's table opts (which holds the IMG_OPT_* it wants) and checks that
  * min_args..max_args positional arguments follow (max_args < 0: no limit). --json anywhere
  * turns on JSON errors (cli_json_on) before anything can fail. 0, or CLI_EXIT_USAGE after one

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "io/io.h"
 #include "base/json.h"
 #include "base/u64set.h"
 #include "cli/cli.h"
@@ -204,15 +205,11 @@ static int data_cb(void *ctx, uint64_t off, const uint8_t *data, size_t len)
 
 	if (!data)
 		return 0; /* a hole stays a hole: ftruncate sets the size at the end */
-	while (len) {
-		ssize_t n = pwrite(g->fd, data, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		data += n, off += (uint64_t)n, len -= (size_t)n;
-		g->bytes += (uint64_t)n;
-	}
+	int ret = btk_fd_write_all(g->fd, data, len, (int64_t)off);
+
+	if (ret)
+		return ret;
+	g->bytes += len;
 	cli_progress_job(&g->prog, false, "copying", g->bytes, 0, NULL);
 	return 0;
 }
@@ -774,10 +771,7 @@ int verb_get(int argc, const char **argv)
 	    {"force", 'f', POPT_ARG_NONE, &g.force, 0, "replace existing files at DEST", NULL},
 	    {"progress", 0, POPT_ARG_NONE, &progress, 0,
 	     "show progress even when stderr is not a terminal", NULL},
-	    IMG_OPT_DEVICE(&c),
-	    CLI_ROOT_OPTIONS,
-	    IMG_OPT_JSON(&c),
-	    CLI_STD_OPTIONS POPT_TABLEEND};
+	    IMG_READ_OPTIONS(&c)};
 	int rc =
 	    img_parse(&c, argc, argv, opts, "[-r] [-f] [--progress] [--json] IMG PATH DEST", 3, 3);
 	struct img_node n;

@@ -184,12 +184,8 @@ int verb_ls(int argc, const char **argv)
 	     "names under PATH that older roots hold and the current one does not", NULL},
 	    {"bodyfile", 0, POPT_ARG_NONE, &l.body, 0,
 	     "The Sleuth Kit's body file for mactime (with --deleted: deleted names too)", NULL},
-	    {"hash", 0, POPT_ARG_STRING, &hash_s, 0, "the content hash of each file",
-	     "md5|sha1|sha256"},
-	    IMG_OPT_DEVICE(&c),
-	    CLI_ROOT_OPTIONS,
-	    IMG_OPT_JSON(&c),
-	    CLI_STD_OPTIONS POPT_TABLEEND};
+	    IMG_OPT_HASH(&hash_s, "the content hash of each file"),
+	    IMG_READ_OPTIONS(&c)};
 	int rc = img_parse(&c, argc, argv, opts, "[-laRh] [--json] IMG [PATH]", 1, 2);
 
 	rc = img_hash_opt(rc, hash_s, &l.hash);

@@ -215,12 +215,8 @@ int verb_stat(int argc, const char **argv)
 	struct img_cmd c = {0};
 	struct st s = {.c = &c};
 	char *hash_s = NULL;
-	struct poptOption opts[] = {{"hash", 0, POPT_ARG_STRING, &hash_s, 0,
-				     "the content hash of a file", "md5|sha1|sha256"},
-				    IMG_OPT_DEVICE(&c),
-				    CLI_ROOT_OPTIONS,
-				    IMG_OPT_JSON(&c),
-				    CLI_STD_OPTIONS POPT_TABLEEND};
+	struct poptOption opts[] = {IMG_OPT_HASH(&hash_s, "the content hash of a file"),
+				    IMG_READ_OPTIONS(&c)};
 	int rc = img_parse(&c, argc, argv, opts, "[--json] [--hash ALGO] IMG PATH", 2, 2);
 
 	rc = img_hash_opt(rc, hash_s, &s.hash);

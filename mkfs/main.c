@@ -7,6 +7,7 @@
 #include "base/json.h"
 #include "format/raid.h"
 #include "create/mkfs.h"
+#include "backref/qgroup.h"
 #include "rootdir.h"
 #include "volumes/super.h"
 
@@ -56,6 +57,10 @@ static int parse_features(const char *arg, bool runtime, struct btk_mkfs_opts *o
 			o->mixed = !off;
 			continue;
 		}
+		if (off)
+			o->extra_on &= ~f->extra;
+		else
+			o->extra_on |= f->extra;
 		if (off) {
 			o->features_off |= f->incompat;
 			o->ro_off |= f->compat_ro;
@@ -76,7 +81,8 @@ static void feature_list(const struct btk_mkfs_result *r, bool runtime, char *bu
 {
 	buf[0] = 0;
 	for (const struct btk_mkfs_feature *f = btk_mkfs_features(); f->name; f++) {
-		bool on = (r->incompat & f->incompat) || (r->compat_ro & f->compat_ro);
+		bool on = (r->incompat & f->incompat) || (r->compat_ro & f->compat_ro) ||
+			  (r->extra & f->extra);
 		if (!on || f->runtime != runtime)
 			continue;
 		if (buf[0])
@@ -122,7 +128,8 @@ static void print_json(const struct btk_mkfs_opts *o, const struct btk_mkfs_resu
 	printf("\"features\": [");
 	int n = 0;
 	for (const struct btk_mkfs_feature *f = btk_mkfs_features(); f->name; f++)
-		if ((r->incompat & f->incompat) || (r->compat_ro & f->compat_ro))
+		if ((r->incompat & f->incompat) || (r->compat_ro & f->compat_ro) ||
+		    (r->extra & f->extra))
 			printf("%s\"%s\"", n++ ? ", " : "", f->name);
 	printf("], \"unallocated\": %" PRIu64 ", \"devices\": [", r->unallocated);
 	for (int i = 0; i < r->ndevs; i++) {
@@ -241,7 +248,7 @@ int main(int argc, const char **argv)
 	char *features = NULL, *runtime = NULL, *rootdir = NULL, *compress = NULL, *slack = NULL;
 	int skip_unreadable = 0, shrink = 0, all_root = 0;
 	char *force_uid = NULL, *force_gid = NULL, *uid_offset = NULL, *gid_offset = NULL;
-	char *devtable = NULL;
+	char *devtable = NULL, *fcontexts = NULL;
 	const char **subvols = NULL, **iflags = NULL;
 	struct rootdir rd = {0};
 	int mixed = 0, force = 0, quiet = 0, nodiscard = 0, json = 0, verbose = 0, reflink = 0, rc;
@@ -299,6 +306,8 @@ int main(int argc, const char **argv)
 	     "add N (negative: subtract) to every --rootdir gid", "N"},
 	    {"device-table", 'D', POPT_ARG_STRING, &devtable, 0,
 	     "device nodes, owners and modes from a makedevs table", "FILE"},
+	    {"file-contexts", 0, POPT_ARG_STRING, &fcontexts, 0,
+	     "SELinux labels of --rootdir files from a file_contexts file", "FILE"},
 	    {"slack", 0, POPT_ARG_STRING, &slack, 0,
 	     "with --shrink: keep SIZE unallocated past the last chunk, room to write", "SIZE"},
 	    CLI_STD_OPTIONS POPT_TABLEEND};
@@ -311,6 +320,7 @@ int main(int argc, const char **argv)
 		goto out;
 	btk_mkfs_opts_init(&o);
 	rc = 0;
+	o.count_qgroups = btk_qgroups_rescan; /* -O quota */
 	if (features)
 		rc = parse_features(features, false, &o);
 	if (!rc && runtime)
@@ -364,10 +374,11 @@ int main(int argc, const char **argv)
 		rc = CLI_EXIT_USAGE;
 	if (!rc &&
 	    (compress || skip_unreadable || subvols || iflags || shrink || slack || all_root ||
-	     force_uid || force_gid || uid_offset || gid_offset || devtable) &&
+	     force_uid || force_gid || uid_offset || gid_offset || devtable || fcontexts) &&
 	    !rootdir) {
 		cli_err("--compress, --subvol, --inode-flags, --skip-unreadable, --shrink, "
-			"--slack, --device-table and the owner options need --rootdir");
+			"--slack, --device-table, --file-contexts and the owner options need "
+			"--rootdir");
 		rc = CLI_EXIT_USAGE;
 	}
 	if (!rc && reflink && !rootdir) {
@@ -400,7 +411,8 @@ int main(int argc, const char **argv)
 					  .force_gid = force_gid,
 					  .uid_offset = uid_offset,
 					  .gid_offset = gid_offset,
-					  .devtable = devtable};
+					  .devtable = devtable,
+					  .file_contexts = fcontexts};
 		rc = rootdir_prepare(&rd, &o, &ra);
 		if (!rc && slack && !o.shrink) {
 			cli_err("--slack needs --shrink (or a new image file without -b)");
@@ -449,6 +461,7 @@ out:
 	free(nodesize), free(sectorsize), free(bytes), free(features), free(runtime);
 	free(rootdir), free(compress), free(slack);
 	free(force_uid), free(force_gid), free(uid_offset), free(gid_offset), free(devtable);
+	free(fcontexts);
 	for (int k = 0; subvols && subvols[k]; k++)
 		free((char *)subvols[k]);
 	for (int k = 0; iflags && iflags[k]; k++)

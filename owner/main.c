@@ -307,24 +307,12 @@ static void blkls_list(struct blkls *b, const struct btk_unused *u)
 	printf(" type=%s\n", unused_type(u));
 }
 
-static int write_all(const uint8_t *p, size_t n)
-{
-	while (n) {
-		ssize_t w = write(STDOUT_FILENO, p, n);
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w <= 0)
-			return -1;
-		p += w, n -= (size_t)w;
-	}
-	return 0;
-}
-
 /* One range: its bytes to stdout in large sequential reads; what does not read is written as
  * zeroes (the stream's offsets stay those of the listing) and said. */
 static int blkls_cb(void *ctx, const struct btk_unused *u)
 {
 	struct blkls *b = ctx;
+	int ret;
 
 	if (b->list) {
 		blkls_list(b, u);
@@ -339,8 +327,8 @@ static int blkls_cb(void *ctx, const struct btk_unused *u)
 				memset(b->buf, 0, n);
 				b->unreadable += n;
 			}
-			if (write_all(b->buf, n)) {
-				b->werr = errno ? errno : EIO;
+			if ((ret = cli_stdout_write(b->buf, n))) {
+				b->werr = -ret;
 				return -EPIPE;
 			}
 			done += n;

@@ -3,6 +3,7 @@
  * temporary file, so that the memory a stream holds does not grow with the archive's data. */
 #include "fs/populate_int.h"
 #include "base/error.h"
+#include "io/io.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -81,20 +82,15 @@ static int open_file(struct btk_src_spool *s)
 /* len bytes at off of the file, written from or read into buf */
 static int file_io(struct btk_src_spool *s, bool wr, uint8_t *buf, size_t len, uint64_t off)
 {
-	size_t done = 0;
+	int ret = wr ? btk_fd_write_all(s->fd, buf, len, (int64_t)off)
+		     : btk_fd_read_all(s->fd, buf, len, (int64_t)off);
 
-	while (done < len) {
-		ssize_t n = wr ? pwrite(s->fd, buf + done, len - done, (off_t)(off + done))
-			       : pread(s->fd, buf + done, len - done, (off_t)(off + done));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return btk_err(n < 0 ? errno : EIO,
-				       "cannot %s the temporary file of the archive's small files: "
-				       "%s",
-				       wr ? "write" : "read", strerror(n < 0 ? errno : EIO));
-		done += (size_t)n;
-	}
+	if (ret == -ENODATA)
+		ret = -EIO;
+	if (ret)
+		return btk_err(-ret,
+			       "cannot %s the temporary file of the archive's small files: %s",
+			       wr ? "write" : "read", strerror(-ret));
 	return 0;
 }
 

@@ -230,15 +230,7 @@ static int build_fs(struct restore *rs, const char *const *targets, int n,
 		return btk_err(ENOMEM, "restore state");
 	dopts.write = dopts.create = true;
 	memcpy(&fs->sb, &rs->sb, sizeof(fs->sb));
-	fs->nodesize = rs->nodesize, fs->sectorsize = rs->sectorsize;
-	fs->stripesize = btk_le32(rs->sb.stripesize);
-	fs->csum_type = btk_le16(rs->sb.csum_type);
-	fs->csum_size = btk_csum_size(fs->csum_type);
-	memcpy(fs->meta_uuid,
-	       btk_le64(rs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_METADATA_UUID
-		   ? rs->sb.metadata_uuid
-		   : rs->sb.fsid,
-	       BTK_FSID_SIZE);
+	btk_fs_settings_from_super(fs);
 	fs->generation = btk_le64(rs->sb.generation);
 	memcpy(fs->fsid, rs->sb.fsid, BTK_FSID_SIZE);
 	fs->writable = true;

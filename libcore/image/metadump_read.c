@@ -13,23 +13,7 @@
 #include "base/vec.h"
 #include "format/format.h"
 #include "image/metadump.h"
-
-static int pread_all(int fd, void *buf, size_t len, uint64_t off)
-{
-	uint8_t *p = buf;
-
-	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0)
-			return -errno;
-		if (n == 0)
-			return -ENODATA;
-		p += n, len -= (size_t)n, off += (uint64_t)n;
-	}
-	return 0;
-}
+#include "io/io.h"
 
 static int bad(const struct btk_md_reader *r, uint32_t c, uint64_t coff, long item,
 	       const char *what, unsigned long long v)
@@ -112,7 +96,7 @@ int btk_md_reader_open(int fd, const char *name, struct btk_md_reader **out)
 			       name);
 	}
 	r->file_size = (uint64_t)st.st_size;
-	if (r->file_size < BTK_MD_BLOCK || pread_all(fd, idx, BTK_MD_BLOCK, 0)) {
+	if (r->file_size < BTK_MD_BLOCK || btk_fd_read_all(fd, idx, BTK_MD_BLOCK, 0)) {
 		btk_md_reader_close(r);
 		return btk_err(EUCLEAN, "%s: %llu bytes, too short for a dump", name,
 			       (unsigned long long)st.st_size);
@@ -134,7 +118,7 @@ int btk_md_reader_open(int fd, const char *name, struct btk_md_reader **out)
 				    (unsigned long long)r->file_size);
 			break;
 		}
-		if ((ret = pread_all(fd, idx, BTK_MD_BLOCK, off))) {
+		if ((ret = btk_fd_read_all(fd, idx, BTK_MD_BLOCK, (int64_t)off))) {
 			ret = btk_err(-ret, "%s: reading cluster %u at offset %llu", name,
 				      r->nclusters, (unsigned long long)off);
 			break;
@@ -239,7 +223,7 @@ int btk_md_item_read_into(const struct btk_md_reader *r, size_t i, struct btk_md
 
 	if ((ret = btk_array_reserve(s->raw, s->rawcap, it->size)))
 		return ret;
-	if ((ret = pread_all(r->fd, s->raw, it->size, it->file_off)))
+	if ((ret = btk_fd_read_all(r->fd, s->raw, it->size, (int64_t)it->file_off)))
 		return btk_err(ret == -ENODATA ? EUCLEAN : -ret,
 			       "%s: cluster %u item %u: reading %u bytes at offset %llu failed",
 			       r->name, it->cluster, it->index, it->size,

@@ -12,6 +12,7 @@
 #include <zlib.h>
 
 #include "base/error.h"
+#include "io/io.h"
 #include "format/format.h"
 #include "image/metadump.h"
 
@@ -163,18 +164,13 @@ int btk_md_writer_open(int fd, int version, int level, int threads, struct btk_m
 
 static int write_all(struct btk_md_writer *w, const void *buf, size_t len)
 {
-	const uint8_t *p = buf;
+	int ret = btk_fd_write_all(w->fd, buf, len, -1);
 
-	while (len) {
-		ssize_t n = write(w->fd, p, len);
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return btk_err(n < 0 ? errno : EIO, "writing the dump at offset %llu: %s",
-				       (unsigned long long)w->off,
-				       n < 0 ? strerror(errno) : "short write");
-		p += n, len -= (size_t)n, w->off += (uint64_t)n;
-	}
+	if (ret)
+		return btk_err(-ret, "writing the dump at offset %llu: %s",
+			       (unsigned long long)w->off,
+			       ret == -EIO ? "short write" : strerror(-ret));
+	w->off += len;
 	return 0;
 }
 

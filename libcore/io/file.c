@@ -17,43 +17,24 @@
 
 static int fd_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
 {
-	uint8_t *p = buf;
+	int ret = btk_fd_read_all(dev->fd, buf, len, (int64_t)off);
 
-	while (len) {
-		ssize_t r = pread(dev->fd, p, len, (off_t)off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0)
-			return btk_err(errno, "%s: read of %zu bytes at %llu failed: %s", dev->path,
-				       len, (unsigned long long)off, strerror(errno));
-		if (r == 0)
-			return btk_err(
-			    EIO, "%s: read at %llu is past the end of the device (%llu bytes)",
-			    dev->path, (unsigned long long)off, (unsigned long long)dev->size);
-		p += r;
-		off += (uint64_t)r;
-		len -= (size_t)r;
-	}
+	if (ret == -ENODATA)
+		return btk_err(EIO, "%s: read at %llu is past the end of the device (%llu bytes)",
+			       dev->path, (unsigned long long)off, (unsigned long long)dev->size);
+	if (ret)
+		return btk_err(-ret, "%s: read of %zu bytes at %llu failed: %s", dev->path, len,
+			       (unsigned long long)off, strerror(-ret));
 	return 0;
 }
 
 static int fd_pwrite(struct btk_dev *dev, const void *buf, size_t len, uint64_t off)
 {
-	const uint8_t *p = buf;
+	int ret = btk_fd_write_all(dev->fd, buf, len, (int64_t)off);
 
-	while (len) {
-		ssize_t r = pwrite(dev->fd, p, len, (off_t)off);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return btk_err(r < 0 ? errno : EIO,
-				       "%s: write of %zu bytes at %llu failed: %s", dev->path, len,
-				       (unsigned long long)off,
-				       r < 0 ? strerror(errno) : "short write");
-		p += r;
-		off += (uint64_t)r;
-		len -= (size_t)r;
-	}
+	if (ret)
+		return btk_err(-ret, "%s: write of %zu bytes at %llu failed: %s", dev->path, len,
+			       (unsigned long long)off, strerror(-ret));
 	return 0;
 }
 

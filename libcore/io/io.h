@@ -397,4 +397,12 @@ int btk_lock_take(const char *path, bool wait, struct btk_lock **out);
 int btk_lock_create(const char *path, mode_t mode, bool *made, struct btk_lock **out);
 void btk_lock_drop(struct btk_lock *l);
 
+/* Plain file descriptors (fdio.c), for files that are no device (dumps, spools, standard
+ * output, a copied file): all of len bytes read into or written from buf, at off, or at the
+ * file's position when off < 0; EINTR is retried. 0, or -errno; -ENODATA when a read meets
+ * the end of the file, -EIO when a write makes no progress. Nothing is recorded with btk_err:
+ * the caller says what the file was. */
+int btk_fd_read_all(int fd, void *buf, size_t len, int64_t off);
+int btk_fd_write_all(int fd, const void *buf, size_t len, int64_t off);
+
 #endif

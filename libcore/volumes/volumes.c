@@ -674,7 +674,7 @@ int btk_volumes_check_sizes(struct btk_fs *fs, const struct btk_open_opts *o)
 	return 0;
 }
 
-static int setup(struct btk_fs *fs)
+void btk_fs_settings_from_super(struct btk_fs *fs)
 {
 	uint64_t incompat = btk_le64(fs->sb.incompat_flags);
 
@@ -686,6 +686,11 @@ static int setup(struct btk_fs *fs)
 	memcpy(fs->meta_uuid,
 	       incompat & BTRFS_FEATURE_INCOMPAT_METADATA_UUID ? fs->sb.metadata_uuid : fs->sb.fsid,
 	       BTK_FSID_SIZE);
+}
+
+static int setup(struct btk_fs *fs)
+{
+	btk_fs_settings_from_super(fs);
 	return load_sys_array(fs);
 }
 

@@ -112,6 +112,9 @@ int btk_volumes_open_devs(struct btk_dev *const *devs, int n, const struct btk_o
 			  struct btk_fs **out);
 /* Frees the chunk map and devices and fs itself (not the cache: btk_fs_close does that). */
 void btk_volumes_close(struct btk_fs *fs);
+/* The settings fs takes from its superblock fs->sb: node, sector and stripe sizes, checksum
+ * type and size, and the uuid tree blocks carry (metadata_uuid or fsid). */
+void btk_fs_settings_from_super(struct btk_fs *fs);
 /* Member devices that were not found (after the chunk tree is loaded). A writer (opts->write
  * without opts->degraded) gets -ENODEV naming them. A reader (or opts->degraded) opens
  * degraded, as the kernel's `-o degraded`: one warning names the missing devices (none with
