@@ -11,6 +11,10 @@ CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=6
             -MMD -MP $(shell pkg-config --cflags $(PKGS) $(HDR_PKGS) 2>/dev/null)
 # every object can go into libbtk.so; no interposition, so calls stay as direct as without
 CFLAGS   += -fPIC -fno-semantic-interposition
+# libselinux (optional): its header only; btk-mkfs --file-contexts loads the library (dlopen)
+ifeq ($(shell pkg-config --exists libselinux 2>/dev/null && echo y),y)
+CFLAGS   += -DBTK_HAVE_SELINUX $(shell pkg-config --cflags libselinux)
+endif
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 ifeq ($(SANITIZE),1)
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
@@ -37,8 +41,9 @@ TESTTOOLS := $(TESTLIB_SRC:tests/lib/%.c=$(B)/tests/%)
 # libbtk: the public API (include/btk/, lib/) over libcore, shared (only btkfs_* exported,
 # lib/libbtk.map) and static
 LIBDIR   ?= $(PREFIX)/lib
-BTK_VER  := 0.1
-LIBBTK_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard lib/*.c)) $(B)/cli/uuid.o
+BTK_VER  := 0.2
+LIBBTK_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard lib/*.c)) $(B)/cli/uuid.o $(B)/cli/fault.o \
+	      $(B)/cli/epoch.o
 LIBBTK   := $(B)/lib/libbtk.so.$(BTK_VER) $(B)/lib/libbtk.a
 
 # The build sub-makes of all, check and demo use every core unless -j was given (CI has 2).

@@ -241,7 +241,7 @@ int main(int argc, const char **argv)
 	char *features = NULL, *runtime = NULL, *rootdir = NULL, *compress = NULL, *slack = NULL;
 	int skip_unreadable = 0, shrink = 0, all_root = 0;
 	char *force_uid = NULL, *force_gid = NULL, *uid_offset = NULL, *gid_offset = NULL;
-	char *devtable = NULL;
+	char *devtable = NULL, *fcontexts = NULL;
 	const char **subvols = NULL, **iflags = NULL;
 	struct rootdir rd = {0};
 	int mixed = 0, force = 0, quiet = 0, nodiscard = 0, json = 0, verbose = 0, reflink = 0, rc;
@@ -299,6 +299,8 @@ int main(int argc, const char **argv)
 	     "add N (negative: subtract) to every --rootdir gid", "N"},
 	    {"device-table", 'D', POPT_ARG_STRING, &devtable, 0,
 	     "device nodes, owners and modes from a makedevs table", "FILE"},
+	    {"file-contexts", 0, POPT_ARG_STRING, &fcontexts, 0,
+	     "SELinux labels of --rootdir files from a file_contexts file", "FILE"},
 	    {"slack", 0, POPT_ARG_STRING, &slack, 0,
 	     "with --shrink: keep SIZE unallocated past the last chunk, room to write", "SIZE"},
 	    CLI_STD_OPTIONS POPT_TABLEEND};
@@ -364,10 +366,11 @@ int main(int argc, const char **argv)
 		rc = CLI_EXIT_USAGE;
 	if (!rc &&
 	    (compress || skip_unreadable || subvols || iflags || shrink || slack || all_root ||
-	     force_uid || force_gid || uid_offset || gid_offset || devtable) &&
+	     force_uid || force_gid || uid_offset || gid_offset || devtable || fcontexts) &&
 	    !rootdir) {
 		cli_err("--compress, --subvol, --inode-flags, --skip-unreadable, --shrink, "
-			"--slack, --device-table and the owner options need --rootdir");
+			"--slack, --device-table, --file-contexts and the owner options need "
+			"--rootdir");
 		rc = CLI_EXIT_USAGE;
 	}
 	if (!rc && reflink && !rootdir) {
@@ -400,7 +403,8 @@ int main(int argc, const char **argv)
 					  .force_gid = force_gid,
 					  .uid_offset = uid_offset,
 					  .gid_offset = gid_offset,
-					  .devtable = devtable};
+					  .devtable = devtable,
+					  .file_contexts = fcontexts};
 		rc = rootdir_prepare(&rd, &o, &ra);
 		if (!rc && slack && !o.shrink) {
 			cli_err("--slack needs --shrink (or a new image file without -b)");
@@ -449,6 +453,7 @@ out:
 	free(nodesize), free(sectorsize), free(bytes), free(features), free(runtime);
 	free(rootdir), free(compress), free(slack);
 	free(force_uid), free(force_gid), free(uid_offset), free(gid_offset), free(devtable);
+	free(fcontexts);
 	for (int k = 0; subvols && subvols[k]; k++)
 		free((char *)subvols[k]);
 	for (int k = 0; iflags && iflags[k]; k++)

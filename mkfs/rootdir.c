@@ -403,6 +403,14 @@ int rootdir_prepare(struct rootdir *rd, struct btk_mkfs_opts *o, const struct ro
 			return CLI_EXIT_ERROR;
 		rd->dt_path = a->devtable;
 	}
+	if (a->file_contexts) {
+		if (fcontexts_open(a->file_contexts, &rd->fc)) {
+			cli_err("%s", btk_errmsg());
+			return CLI_EXIT_ERROR;
+		}
+		rd->po.label = fcontexts_label;
+		rd->po.label_ctx = &rd->fc;
+	}
 	if (cli_archive_source(dir))
 		return archive_prepare(rd, o, a);
 	if (btk_src_scan(dir, skip_unreadable, &rd->src)) {
@@ -448,5 +456,6 @@ void rootdir_free(struct rootdir *rd)
 	if (rd->scanned)
 		btk_src_free(&rd->src);
 	devtable_free(&rd->dt);
+	fcontexts_close(&rd->fc);
 	rd->scanned = false;
 }

@@ -8,6 +8,7 @@
 #include "fs/populate.h"
 #include "cli/cli.h"
 #include "devtable.h"
+#include "fcontexts.h"
 
 /* The progress line (cli_progress): totals from the scan, the latest report. */
 struct rootdir_progress {
@@ -31,6 +32,7 @@ struct rootdir {
 	struct btk_stream_stats ss;
 	struct devtable dt;
 	const char *dt_path; /* --device-table FILE, or NULL */
+	struct fcontexts fc; /* --file-contexts */
 	struct btk_populate_subvol subvols[64];
 	struct btk_populate_iflags iflags[64];
 };
@@ -47,7 +49,8 @@ struct rootdir_args {
 	/* --all-root, --force-uid/--force-gid, --uid-offset/--gid-offset (option values) */
 	bool all_root;
 	const char *force_uid, *force_gid, *uid_offset, *gid_offset;
-	const char *devtable; /* --device-table FILE */
+	const char *devtable;	   /* --device-table FILE */
+	const char *file_contexts; /* --file-contexts FILE */
 };
 /* SOURCE_DATE_EPOCH into o->now, for every filesystem mkfs makes: 1 set, 0 unset, -1 not a
  * number (said on stderr). */

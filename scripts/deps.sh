@@ -4,9 +4,12 @@ set -u
 # The tools need build_pkgs; the tests (check) need the rest, libcmocka for the unit tests too.
 build_pkgs="gcc make pkg-config libblkid-dev libpopt-dev libzstd-dev zlib1g-dev liblzo2-dev
  libxxhash-dev libssl-dev libb2-dev libext2fs-dev libacl1-dev libattr1-dev libdeflate-dev
- libarchive-dev"
+ libarchive-dev
+ libselinux1-dev"
 # (libarchive-dev: the header at build time and, by its dependency, libarchive13, whose
 # libarchive.so.13 btk-mkfs --rootdir ARCHIVE and btk-image put --archive load when they run)
+# (libselinux1-dev: optional; its header builds btk-mkfs --file-contexts, which loads
+# libselinux.so.1 when given)
 # (one line per need, so that additions do not collide)
 check_pkgs="libcmocka-dev bats btrfs-progs e2fsprogs acl attr rsync xz-utils python3 util-linux coreutils
  clang libclang-rt-14-dev

@@ -100,7 +100,7 @@ static ssize_t list_xattrs(const char *path, char **list)
  * A value of 64 KiB (XATTR_SIZE_MAX) cannot reach a leaf: refused here, before the 16-bit
  * length of an xattr item would wrap it to 0 bytes. Values are read into p->buf (PIECE bytes,
  * more than the largest value the kernel keeps). */
-static int copy_xattrs_host(struct pop *p, uint64_t ino)
+static int copy_xattrs_host(struct pop *p, uint64_t ino, const char *skip)
 {
 	char *list, **names = NULL;
 	ssize_t len = list_xattrs(p->path, &list);
@@ -123,6 +123,8 @@ static int copy_xattrs_host(struct pop *p, uint64_t ino)
 	qsort(names, n, sizeof(names[0]), cmp_str);
 	for (size_t i = 0; i < n && !ret; i++) {
 		size_t nl = strlen(names[i]);
+		if (skip && !strcmp(names[i], skip))
+			continue;
 		ssize_t vl = lgetxattr(p->path, names[i], p->buf, PIECE);
 		if (vl < 0)
 			ret = btk_err(errno, "%s: cannot read xattr %s: %s", p->path, names[i],
@@ -139,29 +141,88 @@ static int copy_xattrs_host(struct pop *p, uint64_t ino)
 	return ret;
 }
 
-/* A stream's xattrs of source inode si, recorded sorted (populate_stream.c); a host path's. */
-static int copy_xattrs(struct pop *p, uint32_t si, uint64_t ino)
+/* A stream's recorded xattrs (sorted, in the spool), but skip. */
+static int copy_stream_xattrs(struct pop *p, const struct btk_src_content *c, uint64_t ino,
+			      const char *skip)
 {
-	const struct btk_src_content *c;
-	int ret = 0;
-
-	if (!p->src->content)
-		return p->src->inodes[si].made ? 0 : copy_xattrs_host(p, ino);
-	c = &p->src->content[si];
-	if (!c->xlen)
-		return 0;
-	const uint8_t *x;
 	uint8_t *big = c->xlen > PIECE ? malloc(c->xlen) : NULL;
+	const uint8_t *x;
+	int ret;
+
 	if (c->xlen > PIECE && !big)
 		return btk_err(ENOMEM, "out of memory");
 	ret = pop_spool_get(p->src->spool, c->xoff, c->xlen, big ? big : p->buf, &x);
 	for (size_t o = 0; o + 4 <= c->xlen && !ret;) {
 		uint16_t nl = btk_le16(x + o), vl = btk_le16(x + o + 2);
-		ret = btk_xattr_set(p->t, p->root, ino, (const char *)x + o + 4, nl, x + o + 4 + nl,
-				    vl);
+		const char *name = (const char *)x + o + 4;
+		if (!skip || strlen(skip) != nl || memcmp(name, skip, nl))
+			ret = btk_xattr_set(p->t, p->root, ino, name, nl, x + o + 4 + nl, vl);
 		o += 4 + (size_t)nl + vl;
 	}
 	free(big);
+	return ret;
+}
+
+#define SELINUX_XATTR "security.selinux"
+
+/* "/" and the names from the top down to node i (malloc'd), or NULL without memory. */
+static char *rel_path(const struct btk_src_tree *s, uint32_t i)
+{
+	size_t len = 1, at;
+	uint32_t k, j;
+	char *buf;
+
+	for (k = 0, j = i; j && k < s->nnodes; k++, j = s->nodes[j].parent)
+		len += 1 + s->nodes[j].name_len;
+	if (!(buf = malloc(len + 1)))
+		return NULL;
+	at = len;
+	buf[at] = 0;
+	for (k = 0, j = i; j && k < s->nnodes; k++, j = s->nodes[j].parent) {
+		at -= s->nodes[j].name_len;
+		memcpy(buf + at, s->nodes[j].name, s->nodes[j].name_len);
+		buf[--at] = '/';
+	}
+	if (!i)
+		buf[--at] = '/';
+	memmove(buf, buf + at, len + 1 - at);
+	return buf;
+}
+
+/* The xattrs of node i's inode: a stream's, recorded sorted (populate_stream.c), or a host
+ * path's; then the label the caller gives (o->label), instead of the source's. */
+static int copy_xattrs(struct pop *p, uint32_t i, uint64_t ino)
+{
+	uint32_t si = p->src->nodes[i].inode;
+	const struct btk_src_content *c;
+	char *label = NULL, *path;
+	const char *skip = NULL;
+	size_t llen = 0;
+	int ret = 0;
+
+	if (p->o->label) {
+		if (!(path = rel_path(p->src, i)))
+			return btk_err(ENOMEM, "out of memory");
+		ret = p->o->label(p->o->label_ctx, path, p->src->inodes[si].st.st_mode, &label,
+				  &llen);
+		if (ret > 0 && llen > UINT16_MAX) {
+			free(label);
+			ret = btk_err(E2BIG, "%s: SELinux label of %zu bytes", path, llen);
+		}
+		free(path);
+		if (ret < 0)
+			return ret;
+		skip = ret > 0 ? SELINUX_XATTR : NULL;
+		ret = 0;
+	}
+	if (!p->src->content)
+		ret = p->src->inodes[si].made ? 0 : copy_xattrs_host(p, ino, skip);
+	else if ((c = &p->src->content[si])->xlen)
+		ret = copy_stream_xattrs(p, c, ino, skip);
+	if (!ret && skip)
+		ret = btk_xattr_set(p->t, p->root, ino, SELINUX_XATTR, sizeof(SELINUX_XATTR) - 1,
+				    label, (uint16_t)llen);
+	free(label);
 	return ret;
 }
 
@@ -579,7 +640,7 @@ static int create_inode(struct pop *p, uint32_t i, uint64_t ino, uint32_t nlink,
 		ret = btk_inode_set_size(p->t, p->root, ino, size,
 					 S_ISLNK(in->st.st_mode) ? size : nbytes);
 	if (!ret)
-		ret = copy_xattrs(p, p->src->nodes[i].inode, ino);
+		ret = copy_xattrs(p, i, ino);
 	p->st->inodes++;
 	return ret;
 }
@@ -663,7 +724,7 @@ static int link_subvol(struct pop *p, struct layout *l, uint32_t i)
 	if ((ret = btk_subvol_create(p->t, &sv, &a)))
 		return ret;
 	p->root = sv.id;
-	if (!(ret = copy_xattrs(p, n->inode, BTRFS_FIRST_FREE_OBJECTID)) &&
+	if (!(ret = copy_xattrs(p, i, BTRFS_FIRST_FREE_OBJECTID)) &&
 	    ((l->subvol[i] >> 1) & BTK_SUBVOL_DEFAULT))
 		ret = btk_subvol_set_default(p->t, sv.id);
 	return ret;
@@ -714,7 +775,7 @@ static int fill_top(struct pop *p, struct layout *l)
 					  p->o->link_index);
 	}
 	ret = btk_inode_set_attr(p->t, p->root, p->o->top_ino, &a);
-	return ret ? ret : copy_xattrs(p, p->src->nodes[0].inode, p->o->top_ino);
+	return ret ? ret : copy_xattrs(p, 0, p->o->top_ino);
 }
 
 /* Names the source path in an error of the fs layer ("inode 300: xattr ... does not fit"),

@@ -129,6 +129,12 @@ struct btk_populate_opts {
 	 * copied. Only reports: it must not touch the transaction. */
 	void (*progress)(void *ctx, uint64_t names, uint64_t bytes);
 	void *progress_ctx;
+	/* --file-contexts: the security.selinux value of the inode first named path ("/", or
+	 * "/a/b" below the top of the copy) of type mode: 1 with *value (malloc'd, len bytes),
+	 * which replaces the source's; 0 when none applies (the source's stays); or -errno after
+	 * btk_err. NULL: the source's labels only. */
+	int (*label)(void *ctx, const char *path, uint32_t mode, char **value, size_t *len);
+	void *label_ctx;
 };
 
 /* Whether every owner o's offsets give is a valid id (not -1): 0, or -ERANGE naming the first

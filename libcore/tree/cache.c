@@ -15,7 +15,18 @@ struct btk_block_cache {
 	struct btk_root root;	 /* btk_cache_set_root (objectid 0: none) */
 	bool skip_bad;		 /* btk_tree_skip_unreadable */
 	uint64_t skipped;
+	bool older; /* btk_cache_set_older */
 };
+
+void btk_cache_set_older(struct btk_block_cache *c, bool older)
+{
+	c->older = older;
+}
+
+bool btk_cache_older(const struct btk_block_cache *c)
+{
+	return c && c->older;
+}
 
 bool btk_tree_skip_unreadable(struct btk_fs *fs, bool on)
 {

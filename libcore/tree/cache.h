@@ -16,6 +16,10 @@ enum btk_read_mode btk_cache_read_mode(const struct btk_block_cache *c);
  * looked up by btk_root_find (true with *out when objectid is that tree). */
 void btk_cache_set_root(struct btk_block_cache *c, const struct btk_root *r);
 bool btk_cache_get_root(const struct btk_block_cache *c, uint64_t objectid, struct btk_root *out);
+/* An older root was chosen (tree/open.c: backup, tree root, generation or fs root): a read
+ * that finds a newer tree block where it expected an older one says it was overwritten. */
+void btk_cache_set_older(struct btk_block_cache *c, bool older);
+bool btk_cache_older(const struct btk_block_cache *c);
 /* In the skip mode (btk_tree_skip_unreadable): counts one skipped block and returns true;
  * false otherwise. */
 bool btk_cache_skip_one(struct btk_block_cache *c);

@@ -307,6 +307,9 @@ static int finish_open(struct btk_fs *fs, const struct btk_open_opts *o, const c
 	fs->cache = btk_cache_new(o->cache_mb << 20);
 	if (!fs->cache)
 		ret = btk_err(ENOMEM, "out of memory");
+	else
+		btk_cache_set_older(fs->cache,
+				    o->backup || o->tree_root || o->generation || o->fs_root);
 	if (!ret && o->backup)
 		ret = use_backup(fs, o->backup - 1);
 	if (!ret && o->chunk_root)

@@ -160,6 +160,39 @@ static int found_cached(struct btk_block *b, const struct btk_block_check *chk,
 	return 0;
 }
 
+/* Read at an older root, the block at bytenr is not the one expected: a valid tree block
+ * written after it (after the generation the parent pointer expects, else the root's) that
+ * lies at or over bytenr (tree blocks are sector aligned: a newer one may overlap it) says it
+ * was overwritten since, and by what; why is rewritten so. */
+static void overwritten(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_check *chk,
+			char *why, size_t whylen)
+{
+	uint8_t *buf = malloc(fs->nodesize);
+	char bad[200];
+	uint64_t span = fs->nodesize - fs->sectorsize;
+	uint64_t since = chk && chk->generation ? chk->generation : fs->generation;
+
+	if (!buf)
+		return;
+	for (uint64_t at = bytenr > span ? bytenr - span : 0; at <= bytenr + span;
+	     at += fs->sectorsize) {
+		const struct btk_header *h = (const struct btk_header *)buf;
+		if (btk_read_copy(fs, at, buf, fs->nodesize, 0) ||
+		    btk_block_check_raw(fs, at, buf, bad, sizeof(bad)) ||
+		    btk_le64(h->generation) <= since)
+			continue;
+		snprintf(why, whylen,
+			 "overwritten since generation %llu: block %llu of tree %llu, written at "
+			 "generation %llu, lies %s now",
+			 (unsigned long long)since, (unsigned long long)at,
+			 (unsigned long long)btk_le64(h->owner),
+			 (unsigned long long)btk_le64(h->generation),
+			 at == bytenr ? "there" : "over it");
+		break;
+	}
+	free(buf);
+}
+
 int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_check *chk,
 		   struct btk_block **out)
 {
@@ -215,6 +248,8 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 	if (ret == -ENOENT && mirror == 0)
 		return btk_err(ENOENT, "tree block %llu: no chunk maps this address",
 			       (unsigned long long)bytenr);
+	if (last_fault != BTK_BF_IO && btk_cache_older(fs->cache))
+		overwritten(fs, bytenr, chk, why, sizeof(why));
 	return btk_err(EUCLEAN, "tree block %llu: %s", (unsigned long long)bytenr, why);
 }
 

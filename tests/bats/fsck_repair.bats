@@ -201,6 +201,15 @@ PY
 	repair_fixes 'E0203 chunk-bg-differs.*(its chunk'
 }
 
+@test "repair: data without checksums gets those of its bytes, every data checksum right after" {
+	require_btk fsck
+	broken csum
+	repair_fixes 'E1406 csum.*bytes without checksums -> checksums of the data as on disk'
+	btk_run 120 "$FSCK" -q --check-data-csum "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	if command -v btrfs >/dev/null 2>&1; then btrfs check --readonly --check-data-csum "$IMG" >/dev/null; fi
+}
+
 @test "repair: a dev extent past its device item's size: the item takes the device's size" {
 	require_btk fsck
 	repaired_clean dev-extent
@@ -340,11 +349,12 @@ PY
 		045-overlap-csum-item__overlap_csum_item 050-invalid-block-group-used__default \
 		055-super-num-devs-mismatch__default 064-deprecated-inode-cache__4k_nodesize \
 		066-missing-root-orphan-item__default 069-unknown-fs-tree-key__unknown_key_empty \
-		fuzz-images__superblock-total-bytes-0; do
+		fuzz-images__superblock-total-bytes-0 063-log-missing-csum__default \
+		fuzz-images__bko-155151-bad-block-group-offset; do
 		corpus_repaired "$dir" "$name" 'FIXED: '
 		n=$((n + 1))
 	done
-	[ $n = 15 ]
+	[ $n = 17 ]
 }
 
 @test "repair: corpus images whose root tree is lost end clean from an older root tree" {

@@ -244,6 +244,20 @@ print("# %d files found, %d at their path" % (found, placed), file=sys.stderr)
 PY
 }
 
+@test "an older root whose tree block was written over since: the read says so, and what lies there now" {
+	echo x >"$D/x"
+	"$IMG" put "$D/a.img" "$D/x" /x >/dev/null # generation 3 takes blocks generation 1 had
+	found=no
+	for b in 0 1 2 3; do
+		btk_run 60 "$IMG" ls -b $b "$D/a.img" /d
+		grep -q "reading generation 1 " "$BTK_ERR" || continue
+		found=yes
+		[ "$status" -eq 1 ]
+		grep -Eq "tree block [0-9]+: overwritten since generation 1: block [0-9]+ of tree [0-9]+, written at generation 3, lies (there|over it) now" "$BTK_ERR"
+	done
+	[ $found = yes ]
+}
+
 # blkls_check IMG...: the --blkls stream against --ranges: offsets follow each other, each
 # piece equals the device's bytes where the listing says, devices in order and physical
 # addresses rising, nothing in the first MiB or a superblock mirror's stripe

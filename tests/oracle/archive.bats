@@ -155,6 +155,25 @@ PY
 	umount "$MNT"
 }
 
+@test "--file-contexts: the kernel reads the labels of every name, the archive's own replaced" {
+	require_loop
+	printf '/.*\tsystem_u:object_r:default_t:s0\n/size-4097\t--\tsystem_u:object_r:bin_t:s0\n' >"$D/fc"
+	chmod a+r "$D/fc"
+	btk_run 600 "${AS[@]}" "$MKFS" -q -b 8G --file-contexts "$D/fc" -r "$A/gnu.tar.zst" "$D/f.img"
+	[ "$status" -eq 0 ] || { show_err; false; }
+	check_clean "$D/f.img"
+	mount -o loop,ro "$D/f.img" "$MNT"
+	names=$(cd "$MNT" && find . -mindepth 1 | wc -l)
+	run bash -c "cd '$MNT' && find . -mindepth 1 -print0 | xargs -0 getfattr -h -n security.selinux 2>&1 |
+		grep '^security.selinux=' | sort | uniq -c"
+	umount "$MNT"
+	echo "$output" >&2
+	[ "${#lines[@]}" -eq 2 ]
+	[[ "${lines[0]}" =~ ^\ *1\ security.selinux=\"system_u:object_r:bin_t:s0\"$ ]]
+	[[ "${lines[1]}" =~ ^\ *$((names - 1))\ security.selinux=\"system_u:object_r:default_t:s0\"$ ]]
+	[ "$names" -gt 1000 ]
+}
+
 @test "label and uuid: the kernel mounts the changed image, blkid reads the new values" {
 	require_loop
 	"$MKFS" -q -b 1G -L old "$D/l.img"
