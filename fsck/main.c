@@ -403,7 +403,15 @@ static void undo_hint(const char *undo, const char **devs, int ndevs, const stru
 }
 
 /* Rescue steps (--rescue STEP, and the first steps of --repair). */
-enum { STEP_SUPER = 1, STEP_HEAL = 2, STEP_LOG = 4, STEP_ZERO_LOG = 8, STEP_CSUM = 16 };
+enum {
+	STEP_SUPER = 1,
+	STEP_HEAL = 2,
+	STEP_LOG = 4,
+	STEP_ZERO_LOG = 8,
+	STEP_CSUM = 16,
+	STEP_FST = 32,
+	STEP_UUID = 64
+};
 
 /* ', "KEY_error": "msg"' of a step that stopped (--json). */
 static void step_error(const char *key, int ret)
@@ -468,8 +476,9 @@ static int rescue_steps(const char **devs, int ndevs, const struct btk_open_opts
 		ro.nev = 0;
 		if (o->json)
 			printf("\"%s\": [", zero ? "log_lost" : "log");
-		/* a repair (all steps) refuses a log that would leave data unchecked */
-		ret = rescue_log(devs, ndevs, oo, zero, (mask & STEP_SUPER) != 0, &ro, &lr);
+		/* a log whose new data has no logged checksums is replayed too: the repair's
+		 * rounds then give that data the checksums of its bytes (E1406) */
+		ret = rescue_log(devs, ndevs, oo, zero, false, &ro, &lr);
 		if (o->json) {
 			printf("]");
 			rescue_log_json_summary(&lr);
@@ -500,6 +509,22 @@ static int rescue_steps(const char **devs, int ndevs, const struct btk_open_opts
 				btk_errmsg());
 		bits |= (cr.rebuilt ? EXIT_CORRECTED : 0) | (cr.sectors_left ? EXIT_ERRORS : 0) |
 			(ret ? EXIT_OPER : 0);
+	}
+	for (int uuid = 0; uuid < 2; uuid++) {
+		struct btk_tree_rebuild_result tr;
+		if (!(mask & (uuid ? STEP_UUID : STEP_FST)))
+			continue;
+		ret = rescue_tree(devs, ndevs, oo, uuid, &tr);
+		if (o->json) {
+			rescue_tree_json_summary(&tr, uuid);
+			step_error(uuid ? "uuid" : "fst", ret);
+			printf(", ");
+		} else if (!o->quiet && !ret)
+			rescue_tree_summary(&tr, uuid);
+		if (ret)
+			fprintf(stderr, "btk-fsck: %s: %s not rebuilt: %s\n", devs[0],
+				uuid ? "uuid tree" : "free-space tree", btk_errmsg());
+		bits |= (tr.rebuilt ? EXIT_CORRECTED : 0) | (ret ? EXIT_OPER : 0);
 	}
 	return bits;
 }
@@ -593,6 +618,8 @@ static int run_rescue(const char **devs, int ndevs, int step, bool data, struct 
 		       : step == STEP_LOG      ? "Replaying the log tree"
 		       : step == STEP_ZERO_LOG ? "Dropping the log tree"
 		       : step == STEP_CSUM     ? "Rebuilding the checksum tree from the data"
+		       : step == STEP_FST      ? "Rebuilding the free-space tree"
+		       : step == STEP_UUID     ? "Rebuilding the uuid tree"
 		       : data		       ? "Healing bad copies of tree blocks and data"
 					       : "Healing bad copies of tree blocks",
 		       devs[0]);
@@ -669,8 +696,10 @@ static int check_args(poptContext pc, struct fsck_args *a)
 		a->rescue = "zero-log";
 	if (a->rescue && strcmp(a->rescue, "heal") && strcmp(a->rescue, "super") &&
 	    strcmp(a->rescue, "replay-log") && strcmp(a->rescue, "zero-log") &&
-	    strcmp(a->rescue, "csum-tree")) {
-		cli_err("--rescue: unknown step %s (super, heal, replay-log, zero-log, csum-tree)",
+	    strcmp(a->rescue, "csum-tree") && strcmp(a->rescue, "free-space-tree") &&
+	    strcmp(a->rescue, "uuid-tree")) {
+		cli_err("--rescue: unknown step %s (super, heal, replay-log, zero-log, csum-tree, "
+			"free-space-tree, uuid-tree)",
 			a->rescue);
 		return EXIT_USAGE;
 	}
@@ -737,7 +766,8 @@ int main(int argc, const char **argv)
 	     "one rescue step alone: super (rewrite bad superblock copies from the best one), "
 	     "heal (rewrite bad copies from good ones; data too with --check-data-csum), "
 	     "replay-log (replay the log tree as a mount would), zero-log (drop it), "
-	     "csum-tree (rebuild the checksum tree from the data)",
+	     "csum-tree (rebuild the checksum tree from the data), free-space-tree, uuid-tree "
+	     "(rebuild them)",
 	     "STEP"},
 	    {"zero-log", 0, POPT_ARG_NONE, &a.zero_log, 0,
 	     "drop the log tree unreplayed, listing what it held (lost)", NULL},
@@ -806,11 +836,13 @@ int main(int argc, const char **argv)
 	btk_set_warn_hook(on_warn, &o);
 	if (a.rescue)
 		rc = run_rescue(a.devs, a.ndevs,
-				!strcmp(a.rescue, "super")	  ? STEP_SUPER
-				: !strcmp(a.rescue, "replay-log") ? STEP_LOG
-				: !strcmp(a.rescue, "zero-log")	  ? STEP_ZERO_LOG
-				: !strcmp(a.rescue, "csum-tree")  ? STEP_CSUM
-								  : STEP_HEAL,
+				!strcmp(a.rescue, "super")	       ? STEP_SUPER
+				: !strcmp(a.rescue, "replay-log")      ? STEP_LOG
+				: !strcmp(a.rescue, "zero-log")	       ? STEP_ZERO_LOG
+				: !strcmp(a.rescue, "csum-tree")       ? STEP_CSUM
+				: !strcmp(a.rescue, "free-space-tree") ? STEP_FST
+				: !strcmp(a.rescue, "uuid-tree")       ? STEP_UUID
+								       : STEP_HEAL,
 				a.data_csum, &o);
 	else if (a.repair)
 		rc = run_repair(a.devs, a.ndevs, a.preen, a.data_csum, &o);

@@ -264,3 +264,35 @@ void rescue_csum_json_summary(const struct btk_csum_rebuild_result *r)
 	       (unsigned long long)r->sectors, (unsigned long long)r->sectors_new,
 	       (unsigned long long)r->sectors_kept, (unsigned long long)r->sectors_left);
 }
+
+int rescue_tree(const char **devs, int ndevs, const struct btk_open_opts *oo, bool uuid,
+		struct btk_tree_rebuild_result *res)
+{
+	return uuid ? btk_uuid_rebuild(devs, ndevs, oo, res)
+		    : btk_fst_rebuild(devs, ndevs, oo, res);
+}
+
+void rescue_tree_summary(const struct btk_tree_rebuild_result *r, bool uuid)
+{
+	if (uuid)
+		printf("uuid tree rebuilt from the root items (%llu old block(s) dropped): %llu "
+		       "item(s)\n",
+		       (unsigned long long)r->old_blocks, (unsigned long long)r->items);
+	else if (r->v1_invalidated)
+		printf("free space: a v1 space cache, invalidated (the kernel rebuilds it at "
+		       "mount)\n");
+	else
+		printf("free-space tree rebuilt from the extent records (%llu old block(s) "
+		       "dropped)\n",
+		       (unsigned long long)r->old_blocks);
+}
+
+void rescue_tree_json_summary(const struct btk_tree_rebuild_result *r, bool uuid)
+{
+	printf("\"%s_summary\": {\"rebuilt\": %s, \"old_blocks\": %llu", uuid ? "uuid" : "fst",
+	       r->rebuilt ? "true" : "false", (unsigned long long)r->old_blocks);
+	if (uuid)
+		printf(", \"items\": %llu}", (unsigned long long)r->items);
+	else
+		printf(", \"v1_invalidated\": %s}", r->v1_invalidated ? "true" : "false");
+}

@@ -625,6 +625,93 @@ static int sums_cover(struct btk_trans *t, uint64_t start, uint64_t len, uint64_
 	return 0;
 }
 
+/* Sums [start, +len) of data as it is on disk into the checksum tree (pieces of 1 MiB). */
+static int sum_range(struct btk_trans *t, uint64_t start, uint64_t len)
+{
+	struct btk_fs *fs = btk_trans_fs(t);
+	const uint64_t piece = 1 << 20;
+	uint8_t *data = malloc(piece), *sums = malloc(piece / fs->sectorsize * fs->csum_size);
+	int ret = !data || !sums ? btk_err(ENOMEM, "out of memory") : 0;
+
+	for (uint64_t o = 0; !ret && o < len; o += piece) {
+		uint64_t n = len - o < piece ? len - o : piece;
+		ret = btk_read_logical(fs, start + o, data, n);
+		if (!ret)
+			ret = btk_csum_compute(fs, data, n, sums);
+		if (!ret)
+			ret = btk_csum_insert_sums(t, start + o, sums, n / fs->sectorsize);
+	}
+	free(data);
+	free(sums);
+	return ret;
+}
+
+/* E1406: data that needs checksums (vals: its range) where some have none: the sectors no
+ * csum item covers get the checksums of their data as it is on disk, as btrfs check
+ * --init-csum-tree gives them (the data cannot be verified against anything: it becomes
+ * checked from now on). Sums that exist are kept. */
+static int fix_csum_missing(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+			    size_t cap)
+{
+	struct btk_trans *t = x->t;
+	struct btk_fs *fs = btk_trans_fs(t);
+	uint64_t start = val(p, 0), len = val(p, 1), end = start + len, pos = start, summed = 0;
+	uint64_t gaps[64][2];
+	unsigned ngaps = 0;
+	uint32_t size = 0;
+	int ret;
+
+	if (!fs->csum_size || !len || start % fs->sectorsize || len % fs->sectorsize ||
+	    end < start || len > (1ULL << 30))
+		return btk_err(EINVAL, "data [%llu, +%llu): not a range to checksum here",
+			       (unsigned long long)start, (unsigned long long)len);
+	struct btk_key k = {BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, start};
+	ret = btk_item_prev(t, BTRFS_CSUM_TREE_OBJECTID, &k, NULL, 0, &size);
+	if (ret < 0)
+		return ret;
+	if (ret || k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY)
+		k = (struct btk_key){BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, start};
+	/* the gaps between the items that cover some of it */
+	for (;;) {
+		ret = btk_item_next(t, BTRFS_CSUM_TREE_OBJECTID, &k, NULL, 0, &size);
+		if (ret < 0)
+			return ret;
+		if (ret || k.objectid != BTRFS_EXTENT_CSUM_OBJECTID ||
+		    k.type != BTRFS_EXTENT_CSUM_KEY || k.offset >= end)
+			break;
+		uint64_t s = k.offset, e = s + (uint64_t)size / fs->csum_size * fs->sectorsize;
+		if (e > pos) {
+			if (s > pos) {
+				if (ngaps == sizeof(gaps) / sizeof(gaps[0]))
+					return btk_err(E2BIG, "data [%llu, +%llu): too many gaps",
+						       (unsigned long long)start,
+						       (unsigned long long)len);
+				gaps[ngaps][0] = pos, gaps[ngaps++][1] = s;
+			}
+			pos = e;
+		}
+		if (k.offset == UINT64_MAX || pos >= end)
+			break;
+		k.offset++;
+	}
+	if (pos < end && ngaps < sizeof(gaps) / sizeof(gaps[0]))
+		gaps[ngaps][0] = pos, gaps[ngaps++][1] = end;
+	else if (pos < end)
+		return btk_err(E2BIG, "data [%llu, +%llu): too many gaps",
+			       (unsigned long long)start, (unsigned long long)len);
+	if (!ngaps)
+		return 1; /* summed by another fix of the round */
+	for (unsigned i = 0; i < ngaps; i++) {
+		if ((ret = sum_range(t, gaps[i][0], gaps[i][1] - gaps[i][0])))
+			return ret;
+		summed += gaps[i][1] - gaps[i][0];
+	}
+	snprintf(before, cap, "%llu of %llu bytes without checksums", (unsigned long long)summed,
+		 (unsigned long long)len);
+	snprintf(after, cap, "checksums of the data as on disk");
+	return 0;
+}
+
 /* A compressed extent in a NODATASUM inode (the kernel compresses only checksummed data): every
  * data extent of the inode without checksums gets those of its bytes as they are on disk,
  * after each compressed one decodes whole, and the inode loses NODATASUM. An extent with only

@@ -909,14 +909,8 @@ int btk_log_replay(const char *const *paths, int n, const struct btk_open_opts *
 		btk_u64set_free(&r.touched);
 		btk_vec_free(&r.dirs);
 	}
-	if (!ret && zero) {
-		/* a commit is needed for the superblocks: the root tree is copied */
-		struct btk_key k = {0, 0, 0};
-		struct btk_path p;
-		ret = btk_tree_search_write(t, BTRFS_ROOT_TREE_OBJECTID, &k, 0, &p);
-		btk_wpath_release(&p);
-		ret = ret < 0 ? ret : 0;
-	}
+	if (!ret && zero)
+		ret = btk_trans_touch(t); /* a commit is needed for the superblocks */
 	if (ret)
 		goto out;
 	ret = btk_trans_commit(t);

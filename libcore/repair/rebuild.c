@@ -21,6 +21,7 @@
 #include "base/vec.h"
 #include "format/extent_refs.h"
 #include "format/file_extent.h"
+#include "format/root_item.h"
 #include "fs/fs_write.h"
 #include "trans/trans.h"
 #include "tree/tree.h"
@@ -433,75 +434,235 @@ static int piece(struct rb *b, uint64_t lo, uint32_t cnt)
 	return 0;
 }
 
-int btk_csum_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
-		     const struct btk_csum_rebuild_opts *ro, struct btk_csum_rebuild_result *res)
+/* ---- one transaction ---- */
+
+/* Opens the filesystem for writing, runs fn in one transaction and commits it (fn returns 0),
+ * or ends it unwritten (fn returns 1: nothing to do; or an error). */
+static int rb_run(const char *const *paths, int n, const struct btk_open_opts *oo,
+		  int (*fn)(struct btk_trans *t, void *ctx), void *ctx)
 {
 	struct btk_open_opts o = *oo;
 	struct btk_fs *fs = NULL;
 	struct btk_wfs *w = NULL;
-	struct need need = {0};
-	struct rb b = {.o = ro, .res = res};
+	struct btk_trans *t = NULL;
 	int ret;
 
-	memset(res, 0, sizeof(*res));
 	o.write = true;
 	if ((ret = btk_fs_open(paths, n, &o, &fs)))
 		return ret;
-	b.fs = need.fs = fs;
 	if (btk_le64(fs->sb.log_root)) {
-		ret = btk_err(EBUSY, "the filesystem has a log tree, whose checksums the rebuild "
-				     "would drop: replay it first (--rescue replay-log)");
+		/* its checksums and blocks are not in the trees the rebuilds derive from */
+		ret = btk_err(EBUSY, "the filesystem has a log tree, which the rebuild would lose: "
+				     "replay it first (--rescue replay-log)");
 		goto out;
 	}
+	if ((ret = btk_write_open(fs, 0, &w)) || (ret = btk_trans_start(w, &t)))
+		goto out;
+	ret = fn(t, ctx);
+	if (ret == 0) {
+		ret = btk_trans_commit(t);
+		t = NULL;
+	}
+out:
+	if (t)
+		btk_trans_abort(t);
+	btk_write_close(w);
+	btk_fs_close(fs);
+	return ret;
+}
+
+static int csum_step(struct btk_trans *t, void *ctx)
+{
+	struct rb *b = ctx;
+	struct btk_fs *fs = btk_trans_fs(t);
+	struct need need = {.fs = fs};
+	int ret;
+
+	b->fs = fs;
+	b->t = t;
 	if ((ret = btk_for_each_root(fs, need_root, &need)))
 		goto out;
 	ranges_merge(&need.v);
-	res->extents = need.extents;
-	b.has_old = !btk_root_find(fs, BTRFS_CSUM_TREE_OBJECTID, &b.old);
-	if (b.has_old && old_tree_exact(fs, &b.old, &need.v)) {
-		res->whole = true; /* nothing to rebuild */
+	b->res->extents = need.extents;
+	b->has_old = !btk_root_find(fs, BTRFS_CSUM_TREE_OBJECTID, &b->old);
+	if (b->has_old && old_tree_exact(fs, &b->old, &need.v)) {
+		b->res->whole = true; /* nothing to rebuild */
+		ret = 1;
 		goto out;
 	}
 	for (int m = 0; m < BTK_MAX_COPIES; m++)
-		if (!(b.copy[m] = malloc((size_t)PIECE * fs->sectorsize))) {
+		if (!(b->copy[m] = malloc((size_t)PIECE * fs->sectorsize))) {
 			ret = btk_err(ENOMEM, "out of memory");
 			goto out;
 		}
-	b.old_sums = malloc((size_t)PIECE * fs->csum_size);
-	b.run = malloc((size_t)RUN_MAX * fs->csum_size);
-	if (!b.old_sums || !b.run) {
+	b->old_sums = malloc((size_t)PIECE * fs->csum_size);
+	b->run = malloc((size_t)RUN_MAX * fs->csum_size);
+	if (!b->old_sums || !b->run) {
 		ret = btk_err(ENOMEM, "out of memory");
 		goto out;
 	}
-	if ((ret = btk_write_open(fs, 0, &w)) || (ret = btk_trans_start(w, &b.t)))
-		goto out;
 	/* the old tree's blocks stay as they are until the commit: old sums are read from them */
-	if ((ret = tree_replace(b.t, BTRFS_CSUM_TREE_OBJECTID, &res->old_blocks)))
+	if ((ret = tree_replace(t, BTRFS_CSUM_TREE_OBJECTID, &b->res->old_blocks)))
 		goto out;
 	for (size_t i = 0; !ret && i < need.v.n; i++) {
 		const struct rb_range *r = &need.v.data[i];
 		uint64_t sectors = r->len / fs->sectorsize;
 		for (uint64_t s = 0; !ret && s < sectors; s += PIECE)
-			ret = piece(&b, r->start + s * fs->sectorsize,
+			ret = piece(b, r->start + s * fs->sectorsize,
 				    (uint32_t)(sectors - s < PIECE ? sectors - s : PIECE));
 	}
 	if (!ret)
-		ret = run_flush(&b);
-	if (ret)
-		goto out;
-	ret = btk_trans_commit(b.t);
-	b.t = NULL;
-	if (!ret)
-		res->rebuilt = true;
+		ret = run_flush(b);
 out:
-	if (b.t)
-		btk_trans_abort(b.t);
-	btk_write_close(w);
-	btk_fs_close(fs);
+	btk_vec_free(&need.v);
+	return ret;
+}
+
+int btk_csum_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
+		     const struct btk_csum_rebuild_opts *ro, struct btk_csum_rebuild_result *res)
+{
+	struct rb b = {.o = ro, .res = res};
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	ret = rb_run(paths, n, oo, csum_step, &b);
 	for (int m = 0; m < BTK_MAX_COPIES; m++)
 		free(b.copy[m]);
 	free(b.old_sums);
 	free(b.run);
-	btk_vec_free(&need.v);
+	if (ret == 1)
+		return 0;
+	res->rebuilt = !ret;
 	return ret;
+}
+
+/* ---- the free-space tree ---- */
+
+/* rb_run of a step whose context is the result alone */
+static int tree_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
+			int (*fn)(struct btk_trans *t, void *ctx),
+			struct btk_tree_rebuild_result *res)
+{
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	ret = rb_run(paths, n, oo, fn, res);
+	res->rebuilt = !ret;
+	return ret;
+}
+
+static int fst_step(struct btk_trans *t, void *ctx)
+{
+	struct btk_tree_rebuild_result *res = ctx;
+	struct btk_fs *fs = btk_trans_fs(t);
+	int ret;
+
+	if (!(btk_le64(fs->sb.compat_ro_flags) & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE)) {
+		/* a v1 space cache: invalidated by the commit, the kernel rebuilds it */
+		res->v1_invalidated = true;
+		return btk_trans_touch(t);
+	}
+	if ((ret = tree_replace(t, BTRFS_FREE_SPACE_TREE_OBJECTID, &res->old_blocks)))
+		return ret;
+	btk_fst_mark_all(t);
+	return 0;
+}
+
+int btk_fst_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
+		    struct btk_tree_rebuild_result *res)
+{
+	return tree_rebuild(paths, n, oo, fst_step, res);
+}
+
+/* ---- the uuid tree ---- */
+
+struct uuid_ent {
+	struct btk_key key;
+	uint64_t id;
+};
+BTK_VEC(uuid_ents, struct uuid_ent);
+
+static int uuid_cmp(const void *pa, const void *pb)
+{
+	const struct uuid_ent *a = pa, *b = pb;
+	int c = btk_key_cmp(&a->key, &b->key);
+	return c ? c : (a->id > b->id) - (a->id < b->id);
+}
+
+static int uuid_add(struct uuid_ents *v, const uint8_t *u, uint8_t type, uint64_t id)
+{
+	static const uint8_t zero[BTK_UUID_SIZE];
+	struct uuid_ent *e;
+
+	if (!memcmp(u, zero, BTK_UUID_SIZE))
+		return 0;
+	if (!(e = btk_vec_push(v)))
+		return btk_err(ENOMEM, "out of memory");
+	e->key = (struct btk_key){btk_le64(u), type, btk_le64(u + 8)};
+	e->id = id;
+	return 0;
+}
+
+static int uuid_step(struct btk_trans *t, void *ctx)
+{
+	struct btk_tree_rebuild_result *res = ctx;
+	struct btk_fs *fs = btk_trans_fs(t);
+	struct uuid_ents v = {0};
+	struct btk_root rt;
+	struct btk_path p;
+	struct btk_key k = {0, BTRFS_ROOT_ITEM_KEY, 0};
+	uint8_t *buf = NULL;
+	int ret;
+
+	if ((ret = btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt)))
+		return ret;
+	/* every live subvolume's uuid and received uuid, as the kernel's rescan finds them */
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &rt, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
+		uint32_t size;
+		const uint8_t *d = btk_path_data(&p, &size);
+		struct btk_root_item ri;
+		btk_path_key(&p, &k);
+		if (k.type != BTRFS_ROOT_ITEM_KEY || !subvolume(k.objectid) ||
+		    k.objectid == BTRFS_DATA_RELOC_TREE_OBJECTID ||
+		    btk_root_item_parse(d, size, &ri) || !ri.refs)
+			continue;
+		if ((ret = uuid_add(&v, ri.uuid, BTRFS_UUID_KEY_SUBVOL, k.objectid)) ||
+		    (ret = uuid_add(&v, ri.received_uuid, BTRFS_UUID_KEY_RECEIVED_SUBVOL,
+				    k.objectid)))
+			break;
+	}
+	btk_path_release(&p);
+	if (ret < 0)
+		goto out;
+	if (v.n)
+		qsort(v.data, v.n, sizeof(*v.data), uuid_cmp);
+	if ((ret = tree_replace(t, BTRFS_UUID_TREE_OBJECTID, &res->old_blocks)))
+		goto out;
+	if (!(buf = malloc(v.n * 8 + 8))) {
+		ret = btk_err(ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; !ret && i < v.n;) {
+		size_t j = i, m = 0;
+		for (; j < v.n && !btk_key_cmp(&v.data[j].key, &v.data[i].key); j++)
+			if (j == i || v.data[j].id != v.data[j - 1].id)
+				btk_put64(buf + 8 * m++, v.data[j].id);
+		ret = btk_item_insert(t, BTRFS_UUID_TREE_OBJECTID, &v.data[i].key, buf,
+				      (uint32_t)(8 * m));
+		res->items++;
+		i = j;
+	}
+	if (!ret)
+		ret = btk_trans_uuid_tree_current(t);
+out:
+	free(buf);
+	btk_vec_free(&v);
+	return ret;
+}
+
+int btk_uuid_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
+		     struct btk_tree_rebuild_result *res)
+{
+	return tree_rebuild(paths, n, oo, uuid_step, res);
 }

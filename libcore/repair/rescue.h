@@ -140,9 +140,28 @@ struct btk_csum_rebuild_result {
 /* Rebuilds the checksum tree of the filesystem on paths[0..n-1] from the data the file extents
  * of every subvolume name (rebuild.c says how each sector is judged), in one transaction: the
  * old tree is replaced whole, even one that no longer reads. -EBUSY with a log tree (replay it
- * first); a subvolume that does not read whole is refused (which data needs checksums is not
- * known). */
+ * first; so for every rebuild); a subvolume that does not read whole is refused (which data needs
+ * checksums is not known). */
 int btk_csum_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
 		     const struct btk_csum_rebuild_opts *ro, struct btk_csum_rebuild_result *res);
+
+struct btk_tree_rebuild_result {
+	bool rebuilt;
+	bool v1_invalidated; /* free space: a v1 cache, invalidated (the kernel rebuilds it) */
+	uint64_t old_blocks; /* blocks of the old tree dropped */
+	uint64_t items;	     /* uuid tree: items written */
+};
+
+/* Rebuilds the free-space tree from the extent records (every block group's free ranges), in
+ * one transaction that replaces the old tree whole, also one that no longer reads. A
+ * filesystem with a v1 space cache has it invalidated instead (the kernel rebuilds it). */
+int btk_fst_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
+		    struct btk_tree_rebuild_result *res);
+
+/* Rebuilds the uuid tree from the root items (the uuid and received uuid of every live
+ * subvolume), in one transaction that replaces the old tree whole (or makes one), and marks it
+ * current so that the kernel does not rescan it. */
+int btk_uuid_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
+		     struct btk_tree_rebuild_result *res);
 
 #endif

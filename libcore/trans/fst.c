@@ -167,6 +167,16 @@ int btk_fst_update(struct btk_trans *t)
 	return ret;
 }
 
+bool btk_fst_mark_all(struct btk_trans *t)
+{
+	struct btk_wfs *w = t->w;
+
+	for (int i = 0; i < w->nbgs; i++)
+		w->bgs[i].dirty = true;
+	w->mods++;
+	return w->fst;
+}
+
 int btk_fst_drop_bg(struct btk_trans *t, uint64_t start, uint64_t len)
 {
 	struct btk_bg probe = {.start = start, .len = len};

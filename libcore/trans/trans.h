@@ -89,8 +89,9 @@ struct btk_trans_changes {
 };
 void btk_trans_changes(const struct btk_trans *t, struct btk_trans_changes *out);
 /* Inside the settled hook: reads of the filesystem through the tree layer (btk_root_find,
- * btk_search...) see this transaction's trees as they are now (current) or the committed
- * ones (!current, as outside the hook; the hook returns in that view). */
+ * btk_search, btk_for_each_root...) see this transaction's trees as they are now (current: its
+ * root and chunk trees) or the committed ones (!current, as outside the hook; the hook returns
+ * in that view). */
 int btk_trans_view(struct btk_trans *t, bool current);
 /* With quotas on: marks them inconsistent in this transaction (a rescan is needed), as the
  * commit does by itself without a settled hook. */
@@ -433,6 +434,16 @@ int btk_tree_set_root(struct btk_trans *t, uint64_t id, uint64_t bytenr, int lev
  * caller's to drop, btk_extent_record_drop), so a tree that no longer reads can be replaced.
  * -EBUSY when the tree was changed already, -ENOENT no such tree, -EINVAL a subvolume. */
 int btk_tree_reset(struct btk_trans *t, uint64_t id);
+/* Every block group's free-space tree items are rewritten at commit from its free space (the
+ * complement of the extent records): after btk_tree_reset of the free-space tree, they fill
+ * the empty tree. false when the filesystem has no free-space tree (nothing to write). */
+bool btk_fst_mark_all(struct btk_trans *t);
+/* Makes the commit write new superblocks although nothing else changes (the root tree is
+ * copied): a v1 space cache is then invalidated, a dropped log forgotten. */
+int btk_trans_touch(struct btk_trans *t);
+/* The commit marks the uuid tree current (uuid_tree_generation = this transaction): it was
+ * rebuilt, the kernel need not rescan it at mount. */
+int btk_trans_uuid_tree_current(struct btk_trans *t);
 
 /* ---- statistics for tests ---- */
 struct btk_wstats {

@@ -20,6 +20,20 @@ static int touch_roots(struct btk_trans *t)
 	return 0;
 }
 
+int btk_trans_touch(struct btk_trans *t)
+{
+	return touch_roots(t);
+}
+
+int btk_trans_uuid_tree_current(struct btk_trans *t)
+{
+	int ret = touch_roots(t);
+
+	if (!ret)
+		btk_put64(t->fs->sb.uuid_tree_generation, t->transid);
+	return ret;
+}
+
 int btk_trans_set_label(struct btk_trans *t, const char *label)
 {
 	size_t len = strlen(label);

@@ -195,10 +195,44 @@ PY
 	diff -r "$b" "$a"
 }
 
+@test "repair: from an older root tree over two rounds, the second round builds on the first's commit" {
+	require_btk fsck
+	IMG=$BATS_TEST_TMPDIR/old2.img
+	cp --sparse=always "$BATS_FILE_TMPDIR/base.img" "$IMG"
+	# a name's dir index renamed and its directory's size off: the size waits for the round
+	# after the name's fix; then a later transaction, whose root tree is lost
+	for k in dir-isize index-name; do
+		run "$CORRUPT" $k "$IMG"
+		[ "$status" = 0 ]
+	done
+	"$BTK_BUILD/bin/btk-image" mkdir "$IMG" /later >/dev/null
+	run "$CORRUPT" root-tree "$IMG"
+	[ "$status" = 0 ]
+	btk_run 120 "$FSCK" --repair --no-undo "$IMG"
+	assert_no_crash
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -q '^FIXED: \[E0116 current-root-damaged\]' "$BTK_OUT"
+	grep -q '^FIXED: \[E1209 dir-index\]' "$BTK_OUT"
+	grep -q '^FIXED: \[E1112 dir-isize\]' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	grep -q ', 0 left$' "$BTK_OUT"
+	btk_run 120 "$FSCK" -q "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	btrfs_clean "$IMG"
+}
+
 @test "repair: a block group item whose length differs from its chunk's takes the chunk's" {
 	require_btk fsck
 	broken bg-len
 	repair_fixes 'E0203 chunk-bg-differs.*(its chunk'
+}
+
+@test "repair: data without checksums gets those of its bytes, every data checksum right after" {
+	require_btk fsck
+	broken csum
+	repair_fixes 'E1406 csum.*bytes without checksums -> checksums of the data as on disk'
+	btk_run 120 "$FSCK" -q --check-data-csum "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	if command -v btrfs >/dev/null 2>&1; then btrfs check --readonly --check-data-csum "$IMG" >/dev/null; fi
 }
 
 @test "repair: a dev extent past its device item's size: the item takes the device's size" {
@@ -340,11 +374,12 @@ PY
 		045-overlap-csum-item__overlap_csum_item 050-invalid-block-group-used__default \
 		055-super-num-devs-mismatch__default 064-deprecated-inode-cache__4k_nodesize \
 		066-missing-root-orphan-item__default 069-unknown-fs-tree-key__unknown_key_empty \
-		fuzz-images__superblock-total-bytes-0; do
+		fuzz-images__superblock-total-bytes-0 063-log-missing-csum__default \
+		fuzz-images__bko-155151-bad-block-group-offset; do
 		corpus_repaired "$dir" "$name" 'FIXED: '
 		n=$((n + 1))
 	done
-	[ $n = 15 ]
+	[ $n = 17 ]
 }
 
 @test "repair: corpus images whose root tree is lost end clean from an older root tree" {

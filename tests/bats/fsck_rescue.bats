@@ -281,13 +281,16 @@ assert s["names_added"] == 1 and s["unsummed_bytes"] == 0, s
 	[ $old -ge 3 ] && [ $new = 2 ]
 }
 
-@test "replay-log: a log whose data has no logged checksums is refused by --repair (the log left as it is), replayed by --rescue replay-log with a note; --zero-log drops it" {
+@test "replay-log: a log whose data has no logged checksums: --repair replays it and sums that data, --rescue replay-log replays it with a note; --zero-log drops it" {
 	require_btk fsck
 	corpus_copy 063-log-missing-csum__default
-	btk_run 60 "$FSCK" --repair --no-undo "$CIMG"
-	grep -q "log not replayed: 4096 bytes of logged data have no logged checksums" "$BTK_ERR"
-	has_log "$CIMG"
 	cp --sparse=always "$CIMG" "$BATS_TEST_TMPDIR/z.img"
+	cp --sparse=always "$CIMG" "$BATS_TEST_TMPDIR/r.img"
+	btk_run 60 "$FSCK" --repair --no-undo "$BATS_TEST_TMPDIR/r.img"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -q "^FIXED: \[E1406 csum\] .*4096 of 4096 bytes without checksums -> checksums of the data as on disk" "$BTK_OUT"
+	btk_run 60 "$FSCK" -q --check-data-csum "$BATS_TEST_TMPDIR/r.img"
+	[ "$status" = 0 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
 	btk_run 60 "$FSCK" --rescue replay-log --no-undo "$CIMG"
 	[ "$status" = 1 ] || { show_err; return 1; }
 	grep -q "(some without logged checksums: unchecked); the log is cleared$" "$BTK_OUT"

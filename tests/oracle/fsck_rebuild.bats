@@ -53,8 +53,10 @@ sums() {
 		$1 == "csums" { for (i = 2; i <= NF; i++) { print at, $i; at += 4096 } }'
 }
 
-@test "rescue csum-tree, kernel image: the lost checksum tree comes back with the kernel's checksums; check, mount, read and scrub clean" {
-	local img=$D/k.img
+# kernel_image IMG: made by the kernel: compressed, NODATASUM, partly written prealloc,
+# reflinked files, a snapshot, a read-only snapshot sent and received (a received uuid)
+kernel_image() {
+	local img=$1
 	truncate -s 512M "$img"
 	mkfs.btrfs -q -f "$img"
 	LOOP=$(losetup -f --show "$img")
@@ -69,11 +71,19 @@ sums() {
 	cp --reflink=always "$MNT/rand" "$MNT/clone"
 	dd if=/dev/urandom of="$MNT/clone" bs=4096 seek=100 count=3 conv=notrunc status=none
 	btrfs subvolume snapshot "$MNT" "$MNT/snap" >/dev/null
-	mkdir "$MNT/d"
+	mkdir "$MNT/d" "$MNT/recv"
 	for i in $(seq 1 100); do echo "$i" >"$MNT/d/f$i"; done
+	btrfs subvolume snapshot -r "$MNT" "$MNT/ro" >/dev/null
+	btrfs send -q -f "$D/stream" "$MNT/ro"
+	btrfs receive -q -f "$D/stream" "$MNT/recv"
 	umount "$MNT"
 	losetup -d "$LOOP"
 	LOOP=
+}
+
+@test "rescue csum-tree, kernel image: the lost checksum tree comes back with the kernel's checksums; check, mount, read and scrub clean" {
+	local img=$D/k.img
+	kernel_image "$img"
 	view "$img" "$D/before"
 	sums "$img" >"$D/sums.kernel"
 	[ "$(wc -l <"$D/sums.kernel")" -gt 700 ]
@@ -91,4 +101,36 @@ sums() {
 	diff "$D/sums.kernel" "$D/sums.btk" >&2
 	view "$img" "$D/after"
 	diff "$D/before" "$D/after"
+}
+
+@test "rescue free-space-tree and uuid-tree, kernel image: both trees lost on both copies come back; the uuid tree as the kernel had it (snapshots, a received subvolume); check, mount, read and scrub clean" {
+	local img=$D/k.img
+	kernel_image "$img"
+	view "$img" "$D/before"
+	"$BTK_BUILD/bin/btk-debug" tree -t 9 "$img" | grep -A1 'key (' | grep -Ev '^(leaf|node) ' | sed 's/itemoff [0-9]* //' >"$D/uuid.kernel"
+	[ "$(grep -c UUID_KEY_RECEIVED_SUBVOL "$D/uuid.kernel")" = 1 ]
+	local t
+	for t in 9 10; do
+		"$SMASH" tree $t 1 "$img" >/dev/null
+		"$SMASH" tree $t 2 "$img" >/dev/null
+	done
+	btk_run 60 btrfs check --readonly "$img"
+	[ "$status" != 0 ]
+	btk_run 60 "$FSCK" --rescue free-space-tree --no-undo "$img"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	btk_run 60 "$FSCK" --rescue uuid-tree --no-undo "$img"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	btk_run 120 "$FSCK" --check-data-csum "$img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	"$BTK_BUILD/bin/btk-debug" tree -t 9 "$img" | grep -A1 'key (' | grep -Ev '^(leaf|node) ' | sed 's/itemoff [0-9]* //' | diff "$D/uuid.kernel" - >&2
+	view "$img" "$D/after"
+	diff "$D/before" "$D/after"
+	# the kernel mounted it read-write and found nothing to change in either tree
+	LOOP=$(losetup -f --show "$img")
+	mount "$LOOP" "$MNT"
+	umount "$MNT"
+	losetup -d "$LOOP"
+	LOOP=
+	btk_run 60 btrfs check --readonly "$img"
+	[ "$status" = 0 ] || { show_err; return 1; }
 }
