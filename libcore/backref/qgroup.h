@@ -32,7 +32,16 @@ struct btk_qgroup_acct {
 
 /* Accounts qgroups in every commit of w (a write handle of fs) from now on; st (which must
  * outlive w's commits) is filled at each commit. Without a quota tree nothing is hooked: no
- * write records what quotas would need (no btk writer turns quotas on). */
+ * write records what quotas would need. */
 void btk_qgroups_count(struct btk_fs *fs, struct btk_wfs *w, struct btk_qgroup_acct *st);
+
+/* A rescan (what `btrfs quota enable` and `btrfs quota rescan` do), as a settled hook
+ * (btk_write_on_settled; ctx a struct btk_qgroup_acct or NULL): every subvolume tree without a
+ * level-0 qgroup gets one, and every qgroup's referenced and exclusive bytes are counted anew
+ * from the tree blocks and data extents its subvolumes reach in the trees this transaction
+ * leaves (higher levels through their relations); the status item says on and consistent, no
+ * rescan under way, with this commit's generation. Without a quota status item it does
+ * nothing. -EOPNOTSUPP for simple quotas or unknown status flags; -EUCLEAN, -EIO, -ENOMEM. */
+int btk_qgroups_rescan(void *ctx, struct btk_trans *t);
 
 #endif
