@@ -20,6 +20,7 @@
 #include "cli/cli.h"
 #include "base/error.h"
 #include "base/json.h"
+#include "io/io.h"
 #include "tree/tree.h"
 #include "volumes/volumes.h"
 
@@ -391,6 +392,33 @@ static int writer_setup(const char **devs, int ndevs, struct btk_open_opts *oo, 
 	return 0;
 }
 
+/* Whether a writer's devices open for writing: an EWF evidence file, a file the user may not
+ * write, a device in use or another writer's refuse every step alike, so the refusal is one
+ * line before the first step (each step would say it again). 0, or EXIT_OPER after a line. */
+static int writer_can_write(const char **devs, int ndevs, const struct btk_open_opts *oo,
+			    const struct out *o)
+{
+	struct btk_dev_opts wo = oo->dev;
+	struct btk_dev **d = calloc((size_t)ndevs, sizeof(*d));
+	int ret;
+
+	wo.write = true;
+	wo.undo = false; /* nothing is written: no undo file */
+	wo.undo_path = NULL;
+	if (!d)
+		ret = btk_err(ENOMEM, "out of memory");
+	else if (!(ret = btk_devs_open(devs, ndevs, &wo, d)))
+		for (int i = 0; i < ndevs; i++)
+			btk_dev_close(d[i]);
+	free(d);
+	if (!ret)
+		return 0;
+	if (o->json)
+		json_fail(btk_errmsg());
+	cli_err_in(devs[0], "%s", btk_errmsg());
+	return EXIT_OPER;
+}
+
 /* The undo line of a writer (once something was written: the file exists). */
 static void undo_hint(const char *undo, const char **devs, int ndevs, const struct out *o)
 {
@@ -541,6 +569,8 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 
 	if (writer_setup(devs, ndevs, &oo, undo, sizeof(undo)))
 		return EXIT_USAGE;
+	if (writer_can_write(devs, ndevs, &oo, o))
+		return EXIT_OPER;
 	if (!o->json && !o->quiet)
 		printf("Repairing filesystem on %s%s\n", devs[0],
 		       preen ? " (preen: safe fixes only)" : "");
@@ -612,6 +642,8 @@ static int run_rescue(const char **devs, int ndevs, int step, bool data, struct 
 
 	if (writer_setup(devs, ndevs, &oo, undo, sizeof(undo)))
 		return EXIT_USAGE;
+	if (writer_can_write(devs, ndevs, &oo, o))
+		return EXIT_OPER;
 	if (!o->json && !o->quiet)
 		printf("%s on %s\n",
 		       step == STEP_SUPER      ? "Rewriting bad superblock copies"

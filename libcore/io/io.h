@@ -277,11 +277,15 @@ struct btk_dev_where {
  * carries an "@" part, 0 when it is taken whole, -EINVAL naming a malformed "@" part of a
  * name that does not exist (-ENAMETOOLONG). */
 int btk_dev_name_parse(const char *name, char *base, size_t len, struct btk_dev_where *w);
+/* For a tool that hands the device to another library: 0 when base is a plain file or
+ * device; -EOPNOTSUPP naming split raw segments or an EWF file (the library reads one plain
+ * file), -EROFS for an EWF file and a writer. */
+int btk_dev_plain_only(const char *base, bool write);
 /* For a tool that hands the device to another library (convert's libext2fs): the file or
  * device name stands for in base (len bytes) and the byte range of the filesystem in it,
  * *off and *size (the whole device without a window); dflt applies to a name without "@".
  * Reads the partition table read-only; write: checks the partition as a writer's. 0 or the
- * errors of btk_dev_where_apply. */
+ * errors of btk_dev_plain_only and btk_dev_where_apply. */
 int btk_dev_where_resolve(const char *name, const struct btk_dev_where *dflt, bool write,
 			  char *base, size_t len, uint64_t *off, uint64_t *size);
 /* stat(2) of the file or device name stands for ("disk.img@p2": disk.img); -1 with errno. */

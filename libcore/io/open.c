@@ -201,12 +201,33 @@ int btk_dev_blkid(const struct btk_dev *dev, char type[64], char label[256], cha
 	return ret == 0 && type[0];
 }
 
+/* Whether base starts an EWF segment (false when it cannot be read: its plain open says why). */
+static bool is_ewf(const char *base)
+{
+	uint8_t head[8];
+	struct btk_dev *dev;
+	bool ret;
+
+	if (btk_dev_open(base, 0, &dev))
+		return false;
+	ret = dev->size >= sizeof(head) && !btk_dev_read(dev, head, sizeof(head), 0) &&
+	      btk_ewf_magic(head, sizeof(head));
+	btk_dev_close(dev);
+	return ret;
+}
+
+static int ewf_refuse_write(const char *base)
+{
+	return btk_err(EROFS,
+		       "%s: an EWF evidence file (E01) is read-only: btk never writes it (export a "
+		       "raw copy with ewfexport -t raw and write that)",
+		       base);
+}
+
 /* Split raw segments and EWF files: 0 with *out opened as o says (a writer's lock on the
  * first segment), 1 when base is a plain file or device, -errno. */
 static int open_container(const char *base, const struct btk_dev_opts *o, struct btk_dev **out)
 {
-	uint8_t head[8];
-	struct btk_dev *dev;
 	int ret = btk_dev_split_open(base, o->write, out);
 
 	if (ret <= 0) {
@@ -216,19 +237,36 @@ static int open_container(const char *base, const struct btk_dev_opts *o, struct
 		}
 		return ret;
 	}
-	if (btk_dev_open(base, 0, &dev))
-		return 1; /* the plain open says why */
-	ret = dev->size >= sizeof(head) && !btk_dev_read(dev, head, sizeof(head), 0) &&
-	      btk_ewf_magic(head, sizeof(head));
-	btk_dev_close(dev);
-	if (!ret)
+	if (!is_ewf(base))
 		return 1;
 	if (o->write)
-		return btk_err(EROFS,
-			       "%s: an EWF evidence file (E01) is read-only: btk never writes it "
-			       "(export a raw copy with ewfexport -t raw and write that)",
-			       base);
+		return ewf_refuse_write(base);
 	return btk_dev_ewf_open(base, out);
+}
+
+int btk_dev_plain_only(const char *base, bool write)
+{
+	struct btk_dev *dev;
+	int ret = btk_dev_split_open(base, false, &dev);
+
+	if (ret < 0)
+		return ret;
+	if (!ret) {
+		btk_dev_close(dev);
+		return btk_err(
+		    EOPNOTSUPP,
+		    "%s: the first of split raw segments: this tool hands the device to a "
+		    "library that reads one file; join them (cat) into one image first",
+		    base);
+	}
+	if (!is_ewf(base))
+		return 0;
+	if (write)
+		return ewf_refuse_write(base);
+	return btk_err(EOPNOTSUPP,
+		       "%s: an EWF evidence file (E01): this tool hands the device to a library "
+		       "that reads plain files; export a raw copy with ewfexport -t raw",
+		       base);
 }
 
 /* After the window: the signatures of what the filesystem will overwrite. */

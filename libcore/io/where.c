@@ -83,7 +83,7 @@ int btk_dev_where_resolve(const char *name, const struct btk_dev_where *dflt, bo
 		return ret;
 	if (!ret && dflt)
 		w = *dflt;
-	if ((ret = btk_dev_open(base, 0, &dev)) ||
+	if ((ret = btk_dev_plain_only(base, write)) || (ret = btk_dev_open(base, 0, &dev)) ||
 	    (ret = btk_dev_where_apply(&dev, base, &w, write)))
 		return ret;
 	btk_dev_range(dev, off, size);
