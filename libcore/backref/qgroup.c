@@ -214,17 +214,25 @@ static int gather(struct acct *a, const struct btk_trans_changes *c)
 	return 0;
 }
 
-/* The subvolume trees reaching extent e in the view now set; *n of them in *roots. */
-static int fs_roots(struct acct *a, struct btk_backref *br, const struct btk_changed_extent *e,
-		    uint64_t **roots, size_t *n)
+/* btk_extent_roots, the subvolume trees alone. */
+static int subvol_roots(struct btk_backref *br, uint64_t bytenr, uint64_t **roots, size_t *n)
 {
-	int ret = btk_extent_roots(br, e->bytenr, roots, n);
+	int ret = btk_extent_roots(br, bytenr, roots, n);
 	size_t j = 0;
 
 	for (size_t i = 0; i < *n; i++)
 		if (btk_is_fs_tree((*roots)[i]))
 			(*roots)[j++] = (*roots)[i];
 	*n = j;
+	return ret;
+}
+
+/* The subvolume trees reaching extent e in the view now set; *n of them in *roots. */
+static int fs_roots(struct acct *a, struct btk_backref *br, const struct btk_changed_extent *e,
+		    uint64_t **roots, size_t *n)
+{
+	int ret = subvol_roots(br, e->bytenr, roots, n);
+
 	if (ret && ret != -ENOMEM)
 		ret =
 		    give_up(a, "extent %llu: %s", (unsigned long long)e->bytenr, btk_errmsg()) ?: 1;
@@ -573,6 +581,107 @@ static int settled(void *ctx, struct btk_trans *t)
 	free(a.old_at);
 	free(a.touched);
 	free(a.queue);
+	return ret;
+}
+
+/* Every extent of the extent tree counted from nothing (old roots none, new roots now). */
+static int rescan_extents(struct acct *a, struct btk_qgroup_rescan *res)
+{
+	struct btk_backref *br = NULL;
+	struct btk_root er;
+	struct btk_path p;
+	struct btk_key k = {0, 0, 0};
+	int ret;
+
+	if ((ret = btk_root_find(a->fs, BTRFS_EXTENT_TREE_OBJECTID, &er)) ||
+	    (ret = btk_backref_new(a->fs, &br)))
+		return ret;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(a->fs, &er, &k, &p); ret == 0; ret = btk_next(a->fs, &p)) {
+		uint64_t *r = NULL, bytes;
+		size_t n = 0;
+		btk_path_key(&p, &k);
+		if (k.type == BTRFS_EXTENT_ITEM_KEY)
+			bytes = k.offset;
+		else if (k.type == BTRFS_METADATA_ITEM_KEY)
+			bytes = a->fs->nodesize;
+		else
+			continue;
+		if ((ret = subvol_roots(br, k.objectid, &r, &n)) == 0)
+			ret = count_extent(a, bytes, NULL, 0, r, n);
+		else if (ret != -ENOMEM)
+			ret = btk_err(-ret, "extent %llu: its subvolumes not found: %s",
+				      (unsigned long long)k.objectid, btk_errmsg());
+		free(r);
+		if (ret)
+			break;
+		res->extents++;
+	}
+	btk_path_release(&p);
+	btk_backref_free(br);
+	return ret < 0 ? ret : 0;
+}
+
+int btk_qgroups_rescan(struct btk_trans *t, struct btk_qgroup_rescan *res)
+{
+	struct btk_qgroup_acct st = {0};
+	struct acct a = {.t = t, .fs = btk_trans_fs(t), .st = &st};
+	struct btk_key k = {0, BTRFS_QGROUP_STATUS_KEY, 0};
+	uint8_t status[64];
+	uint32_t ssize = 0;
+	uint64_t flags, *old = NULL;
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	ret = btk_item_next(t, BTRFS_QUOTA_TREE_OBJECTID, &k, status, sizeof(status), &ssize);
+	if (ret < 0 && ret != -ENOENT)
+		return ret;
+	if (ret || k.objectid || k.type != BTRFS_QGROUP_STATUS_KEY)
+		return btk_err(ENOENT, "quotas are off (no quota tree or no status item in it)");
+	if (ssize < QG_STAT_SZ || ssize > sizeof(status))
+		return btk_err(EUCLEAN, "a qgroup status item of %u bytes", ssize);
+	flags = BTK_GET(struct btrfs_qgroup_status_item, status, flags);
+	if (!(flags & BTRFS_QGROUP_STATUS_FLAG_ON))
+		return btk_err(ENOENT, "quotas are off (status flags 0x%llx)",
+			       (unsigned long long)flags);
+	if (flags & ~(uint64_t)(BTRFS_QGROUP_STATUS_FLAG_ON | BTRFS_QGROUP_STATUS_FLAG_RESCAN |
+				BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT))
+		return btk_err(EOPNOTSUPP,
+			       "simple quotas or unknown qgroup status flags (0x%llx): not "
+			       "rescanned",
+			       (unsigned long long)flags);
+	res->was_inconsistent = flags & BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
+	res->was_rescanning = flags & BTRFS_QGROUP_STATUS_FLAG_RESCAN;
+	if ((ret = load_qgroups(&a)))
+		goto out;
+	if (a.nq && !(old = malloc(a.nq * 2 * sizeof(*old)))) {
+		ret = btk_err(ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < a.nq; i++) {
+		struct qg *g = &a.q[i];
+		old[2 * i] = g->rfer, old[2 * i + 1] = g->excl;
+		g->rfer = g->rfer_c = g->excl = g->excl_c = 0;
+		g->dirty = true;
+	}
+	if ((ret = rescan_extents(&a, res)))
+		goto out;
+	for (size_t i = 0; i < a.nq; i++)
+		if (a.q[i].rfer != old[2 * i] || a.q[i].excl != old[2 * i + 1])
+			res->changed++;
+	res->qgroups = a.nq;
+	/* consistent now, no rescan under way: write_back gives the status this generation */
+	BTK_PUT(struct btrfs_qgroup_status_item, status, flags, BTRFS_QGROUP_STATUS_FLAG_ON);
+	ret = write_back(&a, status, ssize);
+	if (ret > 0) /* a count below zero: cannot happen counting from nothing */
+		ret = btk_err(EUCLEAN, "%s", st.why);
+out:
+	for (size_t i = 0; i < a.nq; i++)
+		free(a.q[i].up);
+	free(a.q);
+	free(a.touched);
+	free(a.queue);
+	free(old);
 	return ret;
 }
 

@@ -35,4 +35,22 @@ struct btk_qgroup_acct {
  * write records what quotas would need (no btk writer turns quotas on). */
 void btk_qgroups_count(struct btk_fs *fs, struct btk_wfs *w, struct btk_qgroup_acct *st);
 
+/* What a rescan found. */
+struct btk_qgroup_rescan {
+	uint64_t qgroups;      /* qgroups counted */
+	uint64_t changed;      /* of them, with other numbers than they had */
+	uint64_t extents;      /* extents counted */
+	bool was_inconsistent; /* the status said a rescan was needed */
+	bool was_rescanning;   /* or that one was under way */
+};
+
+/* The kernel's rescan, offline, in transaction t (before it changes any subvolume tree):
+ * every qgroup's referenced and exclusive bytes counted afresh from every extent of the
+ * extent tree and the subvolumes reaching it (btk_extent_roots), with the relations as they
+ * are; the limits stay. The status item then says quotas are on and consistent, no rescan
+ * under way. The write handle must keep qgroups (BTK_WRITE_QGROUPS_KEPT) or its commit marks
+ * them inconsistent again. -ENOENT when quotas are off; -EOPNOTSUPP for simple quotas or
+ * unknown status flags; an extent whose subvolumes cannot be found fails it. */
+int btk_qgroups_rescan(struct btk_trans *t, struct btk_qgroup_rescan *res);
+
 #endif

@@ -14,10 +14,15 @@
  * the tree, so that a tree that no longer reads goes too) are dropped. One transaction: until
  * its superblocks are written the old tree is the committed one, so a power cut leaves the old
  * filesystem or the rebuilt one.
+ *
+ * The free-space tree is replaced the same way and filled at commit from the extent records;
+ * the uuid tree from the root items; quotas are rescanned (backref/qgroup.c). No rebuild
+ * changes a subvolume tree, so qgroups stay consistent through them.
  */
 #include "repair/rescue.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "backref/qgroup.h"
 #include "base/vec.h"
 #include "format/extent_refs.h"
 #include "format/file_extent.h"
@@ -456,7 +461,9 @@ static int rb_run(const char *const *paths, int n, const struct btk_open_opts *o
 				     "replay it first (--rescue replay-log)");
 		goto out;
 	}
-	if ((ret = btk_write_open(fs, 0, &w)) || (ret = btk_trans_start(w, &t)))
+	/* no rebuild changes a subvolume tree: the qgroups' numbers stay right */
+	if ((ret = btk_write_open(fs, BTK_WRITE_QGROUPS_KEPT, &w)) ||
+	    (ret = btk_trans_start(w, &t)))
 		goto out;
 	ret = fn(t, ctx);
 	if (ret == 0) {
@@ -665,4 +672,18 @@ int btk_uuid_rebuild(const char *const *paths, int n, const struct btk_open_opts
 		     struct btk_tree_rebuild_result *res)
 {
 	return tree_rebuild(paths, n, oo, uuid_step, res);
+}
+
+/* ---- quotas ---- */
+
+static int quota_step(struct btk_trans *t, void *ctx)
+{
+	return btk_qgroups_rescan(t, ctx);
+}
+
+int btk_quota_rescan(const char *const *paths, int n, const struct btk_open_opts *oo,
+		     struct btk_qgroup_rescan *res)
+{
+	memset(res, 0, sizeof(*res));
+	return rb_run(paths, n, oo, quota_step, res);
 }

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "backref/qgroup.h"
 #include "volumes/volumes.h"
 
 /* One bad copy: healed (rewritten from copy `from`), or for healed == false one that had no
@@ -163,5 +164,10 @@ int btk_fst_rebuild(const char *const *paths, int n, const struct btk_open_opts 
  * current so that the kernel does not rescan it. */
 int btk_uuid_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
 		     struct btk_tree_rebuild_result *res);
+
+/* The qgroups' numbers counted afresh (btk_qgroups_rescan) in one transaction: quotas
+ * consistent after it, also when they were marked inconsistent or a rescan was under way. */
+int btk_quota_rescan(const char *const *paths, int n, const struct btk_open_opts *oo,
+		     struct btk_qgroup_rescan *res);
 
 #endif
