@@ -41,8 +41,9 @@ TESTTOOLS := $(TESTLIB_SRC:tests/lib/%.c=$(B)/tests/%)
 # libbtk: the public API (include/btk/, lib/) over libcore, shared (only btkfs_* exported,
 # lib/libbtk.map) and static
 LIBDIR   ?= $(PREFIX)/lib
-BTK_VER  := 0.1
-LIBBTK_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard lib/*.c)) $(B)/cli/uuid.o
+BTK_VER  := 0.2
+LIBBTK_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard lib/*.c)) $(B)/cli/uuid.o $(B)/cli/fault.o \
+	      $(B)/cli/epoch.o
 LIBBTK   := $(B)/lib/libbtk.so.$(BTK_VER) $(B)/lib/libbtk.a
 
 # The build sub-makes of all, check and demo use every core unless -j was given (CI has 2).

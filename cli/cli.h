@@ -158,6 +158,9 @@ extern struct poptOption cli_write_table[];
 		NULL, 0, POPT_ARG_INCLUDE_TABLE, cli_write_table, 0, NULL, NULL                    \
 	}
 int cli_dev_opts(struct btk_dev_opts *o);
+/* The tests' power cut (BTK_FAULT=fail:N|stop:N) into o->fault: 0 (also when unset), or -EINVAL
+ * with a message (nothing printed: libbtk calls it too). */
+int cli_dev_fault(struct btk_dev_opts *o);
 /* A writer that keeps an undo file unless told not to (btk-fsck --repair) also puts
  * CLI_NO_UNDO_OPTION (--no-undo) in its table and calls cli_undo_default after
  * cli_dev_opts, naming its first device: without -z and --no-undo, o->undo_path becomes a

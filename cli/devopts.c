@@ -2,7 +2,7 @@
  * what every writer passes to libcore's open path: --wait and -z/--undo FILE (the
  * shared option table CLI_WRITE_OPTIONS), --no-undo and the default undo file of a writer
  * that keeps one unless told not to (btk-fsck --repair), and the tests' fault switch, the
- * environment variable BTK_FAULT, read here and nowhere else (HACKING.md). */
+ * environment variable BTK_FAULT (read by fault.c, for the tools and libbtk alike). */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/error.h"
 #include "cli.h"
 
 static int wait_flag, no_undo;
@@ -90,15 +91,8 @@ struct poptOption cli_write_table[] = {
 struct poptOption cli_no_undo_table[] = {
     {"no-undo", 0, POPT_ARG_NONE, &no_undo, 0, "write no undo file", NULL}, POPT_TABLEEND};
 
-/* the tools' one power supply (BTK_FAULT) */
-static struct btk_fault_power power;
-static bool power_set;
-
 int cli_dev_opts(struct btk_dev_opts *o)
 {
-	const char *e = getenv("BTK_FAULT");
-	uint64_t n;
-
 	if (cli_dev_where(o))
 		return -1;
 	o->wait = wait_flag;
@@ -112,24 +106,10 @@ int cli_dev_opts(struct btk_dev_opts *o)
 		return -1;
 	}
 	o->undo_path = undo_file;
-	o->fault.mode = BTK_FAULT_OFF;
-	if (!e || !*e)
-		return 0;
-	if (!strncmp(e, "fail:", 5))
-		o->fault.mode = BTK_FAULT_FAIL;
-	else if (!strncmp(e, "stop:", 5))
-		o->fault.mode = BTK_FAULT_STOP;
-	if (o->fault.mode == BTK_FAULT_OFF || !cli_parse_u64(e + 5, &n)) {
-		o->fault.mode = BTK_FAULT_OFF;
-		cli_err("BTK_FAULT=%s: expected fail:N or stop:N (a power cut after N changes)", e);
+	if (cli_dev_fault(o)) {
+		cli_err("%s", btk_errmsg());
 		return -1;
 	}
-	o->fault.after = n;
-	/* one power cut: every device of the run spends the same budget (set once a run) */
-	if (!power_set)
-		power = (struct btk_fault_power){.allowed = n};
-	power_set = true;
-	o->fault.power = &power;
 	return 0;
 }
 

@@ -36,14 +36,14 @@ static int parse_features(const char *arg, struct btk_mkfs_opts *o)
 		const struct btk_mkfs_feature *f;
 		if (!strcmp(tok, "list-all")) {
 			for (f = btk_mkfs_features(); f->name; f++)
-				if (strcmp(f->name, "mixed-bg"))
+				if (strcmp(f->name, "mixed-bg") && !f->extra)
 					printf("%-19s - %s%s\n", f->name, f->desc,
 					       f->dflt ? " (default)" : "");
 			ret = 1;
 			break;
 		}
 		f = btk_mkfs_feature_find(tok + off);
-		if (!f || !strcmp(f->name, "mixed-bg")) {
+		if (!f || !strcmp(f->name, "mixed-bg") || f->extra) { /* not quota */
 			cli_err("-O: unknown feature '%s' (see -O list-all)", tok + off);
 			ret = -1;
 			break;

@@ -528,7 +528,7 @@ static int rescue_steps(const char **devs, int ndevs, const struct btk_open_opts
 		bits |= (tr.rebuilt ? EXIT_CORRECTED : 0) | (ret ? EXIT_OPER : 0);
 	}
 	if (mask & STEP_QUOTA) {
-		struct btk_qgroup_rescan qr;
+		struct btk_quota_rescan_result qr;
 		ret = btk_quota_rescan(devs, ndevs, oo, &qr);
 		if (o->json) {
 			rescue_quota_json_summary(&qr, !ret);

@@ -297,22 +297,22 @@ void rescue_tree_json_summary(const struct btk_tree_rebuild_result *r, bool uuid
 		printf(", \"v1_invalidated\": %s}", r->v1_invalidated ? "true" : "false");
 }
 
-void rescue_quota_summary(const struct btk_qgroup_rescan *r)
+void rescue_quota_summary(const struct btk_quota_rescan_result *r)
 {
-	printf("quotas rescanned%s: %llu qgroup(s) counted from %llu extent(s), %llu of them "
-	       "changed\n",
+	printf("quotas rescanned%s: %llu qgroup(s), %llu with new numbers, %llu made for "
+	       "subvolumes without one\n",
 	       r->was_inconsistent ? " (they were marked inconsistent)"
 	       : r->was_rescanning ? " (a rescan was under way)"
 				   : "",
-	       (unsigned long long)r->qgroups, (unsigned long long)r->extents,
-	       (unsigned long long)r->changed);
+	       (unsigned long long)r->qgroups, (unsigned long long)r->changed,
+	       (unsigned long long)r->created);
 }
 
-void rescue_quota_json_summary(const struct btk_qgroup_rescan *r, bool done)
+void rescue_quota_json_summary(const struct btk_quota_rescan_result *r, bool done)
 {
 	printf("\"quota_summary\": {\"rescanned\": %s, \"qgroups\": %llu, \"changed\": %llu, "
-	       "\"extents\": %llu, \"was_inconsistent\": %s, \"was_rescanning\": %s}",
+	       "\"created\": %llu, \"was_inconsistent\": %s, \"was_rescanning\": %s}",
 	       done ? "true" : "false", (unsigned long long)r->qgroups,
-	       (unsigned long long)r->changed, (unsigned long long)r->extents,
+	       (unsigned long long)r->changed, (unsigned long long)r->created,
 	       r->was_inconsistent ? "true" : "false", r->was_rescanning ? "true" : "false");
 }

@@ -59,7 +59,7 @@ int verb_label(int argc, const char **argv)
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
 	snprintf(label, sizeof(label), "%s", w.c.args[1]); /* the arguments go with the commit */
-	if (!(rc = wops_open(&w)) && btk_trans_set_label(w.t, label))
+	if (!(rc = wops_open(&w)) && btk_trans_set_label(w.e.t, label))
 		rc = wops_failed(&w, "/");
 	rc = wops_finish(&w, rc);
 	if (!rc) {
@@ -93,7 +93,7 @@ int verb_uuid(int argc, const char **argv)
 		cli_err("%s: not a uuid (or 'random')", w.c.args[1]);
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
-	if (!(rc = wops_open(&w)) && btk_trans_set_fsid(w.t, fsid))
+	if (!(rc = wops_open(&w)) && btk_trans_set_fsid(w.e.t, fsid))
 		rc = wops_failed(&w, "/");
 	rc = wops_finish(&w, rc);
 	if (!rc) {

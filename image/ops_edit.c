@@ -1,7 +1,6 @@
 /* btk-image rm, mv, ln, chmod, chown, touch, setfattr: one transaction each. */
 #include <errno.h>
 #include <grp.h>
-#include <libgen.h>
 #include <pwd.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,49 +18,12 @@ static void arg(struct wops *w, int i, char *out)
 	snprintf(out, PATH_BUF, "%s", w->c.args[i]);
 }
 
-/* PATH, or PATH/basename(from) when PATH is an existing directory (mv, ln): into out. */
-static int into_dir(struct wops *w, const char *from, const char *path, char *out)
-{
-	uint64_t root, ino;
-	bool is_dir;
-	char tmp[PATH_BUF];
-
-	snprintf(out, PATH_BUF, "%s", path);
-	btk_err_clear();
-	if (btk_path_lookup(w->fs, path, &root, &ino) ||
-	    wops_lookup(w, path, &root, &ino, &is_dir) || !is_dir)
-		return 0;
-	snprintf(tmp, sizeof(tmp), "%s", from);
-	const char *b = basename(tmp);
-	if ((size_t)snprintf(out, PATH_BUF, "%s%s%s", path,
-			     path[strlen(path) - 1] == '/' ? "" : "/", b) >= PATH_BUF) {
-		cli_err("path too long");
-		return CLI_EXIT_ERROR;
-	}
-	return 0;
-}
-
-/* The entry at name in dir that a verb will change: 0, or the exit code (said on stderr). */
-static int entry_of(struct wops *w, uint64_t root, uint64_t dir, const char *name, uint16_t len,
-		    const char *path, struct btk_dentry *d)
-{
-	int ret = btk_dir_find(w->t, root, dir, name, len, d);
-
-	if (ret == -ENOENT) {
-		cli_err("%s: %s: No such file or directory", w->c.img, path);
-		return CLI_EXIT_ERROR;
-	}
-	return ret ? wops_failed(w, path) : 0;
-}
-
 int verb_rm(int argc, const char **argv)
 {
 	struct wops w = {0};
 	int recursive = 0, rc;
-	char path[PATH_BUF], buf[PATH_BUF], extra[64];
-	const char *name;
-	uint16_t len;
-	uint64_t root, dir, removed = 1;
+	char path[PATH_BUF], extra[64];
+	uint64_t removed = 1;
 	struct poptOption opts[] = {{"recursive", 'r', POPT_ARG_NONE, &recursive, 0,
 				     "remove a directory and all below it", NULL},
 				    WOPS_OPTIONS(&w),
@@ -70,27 +32,9 @@ int verb_rm(int argc, const char **argv)
 	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG PATH", 2, 2)))
 		return img_done(&w.c, rc);
 	arg(&w, 1, path);
-	if ((rc = wops_open(&w)) ||
-	    (rc = wops_parent(&w, path, buf, sizeof(buf), &root, &dir, &name, &len)))
+	if ((rc = wops_abs(path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
-	{
-		struct btk_dentry d;
-		if ((rc = entry_of(&w, root, dir, name, len, path, &d))) {
-		} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY && !d.stub) {
-			cli_err("%s: is a subvolume (subvol delete removes it)", path);
-			rc = CLI_EXIT_ERROR;
-		} else if (d.ftype == BTRFS_FT_DIR && !recursive) {
-			cli_err("%s: is a directory (-r removes it and all below)", path);
-			rc = CLI_EXIT_ERROR;
-		} else if (!d.stub) {
-			rc = wops_guard(&w, root, d.loc.objectid, recursive,
-					recursive ? "rm -r" : "rm", path);
-		}
-	}
-	if (!rc && recursive && btk_fs_unlink_tree(w.t, root, dir, name, len, &w.now, &removed))
-		rc = wops_failed(&w, path);
-	else if (!rc && !recursive && btk_fs_unlink(w.t, root, dir, name, len, &w.now))
-		rc = wops_failed(&w, path);
+	rc = wops_rc(&w, path, btk_edit_rm(&w.e, path, recursive, &removed));
 	rc = wops_finish(&w, rc);
 	snprintf(extra, sizeof(extra), ", \"removed\": %llu", (unsigned long long)removed);
 	if (!rc)
@@ -98,54 +42,25 @@ int verb_rm(int argc, const char **argv)
 	return rc;
 }
 
-/* What rename(2) would replace at name in dir: wops_guard on it. */
-static int replaced_guard(struct wops *w, uint64_t root, uint64_t dir, const char *name,
-			  uint16_t len, const char *path)
-{
-	struct btk_dentry d;
-	int ret = btk_dir_find(w->t, root, dir, name, len, &d);
-
-	btk_err_clear();
-	if (ret || d.loc.type != BTRFS_INODE_ITEM_KEY)
-		return 0; /* nothing there (or not replaced: the rename refuses it) */
-	return wops_guard(w, root, d.loc.objectid, false, "mv", path);
-}
-
 int verb_mv(int argc, const char **argv)
 {
 	struct wops w = {0};
 	int rc;
-	char src[PATH_BUF], dst0[PATH_BUF], dst[PATH_BUF], b1[PATH_BUF], b2[PATH_BUF];
-	const char *sn, *dn;
-	uint16_t sl, dl;
-	uint64_t sroot, sdir, droot, ddir;
+	char src[PATH_BUF], dst[PATH_BUF], full[PATH_BUF];
 	struct poptOption opts[] = {WOPS_OPTIONS(&w), CLI_STD_OPTIONS POPT_TABLEEND};
 
 	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG SRC DST", 3, 3)))
 		return img_done(&w.c, rc);
 	arg(&w, 1, src);
-	arg(&w, 2, dst0);
-	if ((rc = wops_open(&w)) || (rc = into_dir(&w, src, dst0, dst)) ||
-	    (rc = wops_parent(&w, src, b1, sizeof(b1), &sroot, &sdir, &sn, &sl)) ||
-	    (rc = wops_parent(&w, dst, b2, sizeof(b2), &droot, &ddir, &dn, &dl)))
+	arg(&w, 2, dst);
+	if ((rc = wops_abs(src)) || (rc = wops_abs(dst)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
-	struct btk_dentry d;
-	if ((rc = entry_of(&w, sroot, sdir, sn, sl, src, &d))) {
-	} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY && !d.stub) {
-		/* a subvolume's name may move to any other subvolume, as the kernel allows */
-		if (btk_subvol_move(w.t, d.loc.objectid, droot, ddir, dn, dl, &w.now))
-			rc = wops_failed(&w, src);
-	} else if (sroot != droot) {
-		cli_err("%s, %s: in different subvolumes (no rename across them)", src, dst);
-		rc = CLI_EXIT_ERROR;
-	} else if ((rc = wops_guard(&w, sroot, d.loc.objectid, false, "mv", src)) ||
-		   (rc = replaced_guard(&w, droot, ddir, dn, dl, dst))) {
-	} else if (btk_fs_rename(w.t, sroot, sdir, sn, sl, ddir, dn, dl, &w.now)) {
-		rc = wops_failed(&w, src);
-	}
+	rc = wops_rc(&w, src,
+		     btk_edit_into_dir(&w.e, src, dst, full, sizeof(full))
+			 ?: btk_edit_mv(&w.e, src, dst));
 	rc = wops_finish(&w, rc);
 	if (!rc)
-		wops_done(&w, "mv", dst, "", "");
+		wops_done(&w, "mv", full, "", "");
 	return rc;
 }
 
@@ -153,11 +68,7 @@ int verb_ln(int argc, const char **argv)
 {
 	struct wops w = {0};
 	int symbolic = 0, rc;
-	char target[PATH_BUF], path0[PATH_BUF], path[PATH_BUF], buf[PATH_BUF];
-	const char *name;
-	uint16_t len;
-	uint64_t root, dir, troot, tino, ino;
-	bool is_dir;
+	char target[PATH_BUF], path0[PATH_BUF], path[PATH_BUF];
 	struct poptOption opts[] = {{"symbolic", 's', POPT_ARG_NONE, &symbolic, 0,
 				     "make a symbolic link holding TARGET (any text)", NULL},
 				    WOPS_OPTIONS(&w),
@@ -167,62 +78,15 @@ int verb_ln(int argc, const char **argv)
 		return img_done(&w.c, rc);
 	arg(&w, 1, target);
 	arg(&w, 2, path0);
-	if ((rc = wops_open(&w)) || (rc = into_dir(&w, target, path0, path)) ||
-	    (rc = wops_parent(&w, path, buf, sizeof(buf), &root, &dir, &name, &len)))
+	if ((!symbolic && (rc = wops_abs(target))) || (rc = wops_abs(path0)) ||
+	    (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
-	if (symbolic) {
-		struct btk_inode_attr a = {.mode = S_IFLNK | 0777,
-					   .atime = w.now,
-					   .mtime = w.now,
-					   .ctime = w.now,
-					   .otime = w.now};
-		if (!*target) {
-			cli_err("an empty symlink target");
-			rc = CLI_EXIT_ERROR;
-		} else if (btk_fs_create(w.t, root, dir, name, len, &a, target,
-					 (uint32_t)strlen(target), &ino)) {
-			rc = wops_failed(&w, path);
-		}
-	} else if (!(rc = wops_lookup(&w, target, &troot, &tino, &is_dir))) {
-		if (troot != root) {
-			cli_err("%s, %s: in different subvolumes (no hard link across them)",
-				target, path);
-			rc = CLI_EXIT_ERROR;
-		} else if ((rc = wops_guard(&w, troot, tino, false, "ln", target))) {
-		} else if (btk_fs_link(w.t, root, tino, dir, name, len, &w.now)) {
-			rc = wops_failed(&w, path);
-		}
-	}
+	rc = wops_rc(&w, path0,
+		     btk_edit_into_dir(&w.e, target, path0, path, sizeof(path))
+			 ?: btk_edit_ln(&w.e, target, path0, symbolic));
 	rc = wops_finish(&w, rc);
 	if (!rc)
 		wops_done(&w, "ln", path, "", "");
-	return rc;
-}
-
-/* chmod, chown, touch of an existing inode: c applied to PATH with ctime now. */
-static int change(struct wops *w, const char *what, const char *path, struct btk_inode_change *c)
-{
-	uint64_t root, ino;
-	bool is_dir;
-	int rc = wops_lookup(w, path, &root, &ino, &is_dir);
-
-	if (!rc)
-		rc = wops_changeable(w, root, ino, what, path);
-	c->ctime = &w->now;
-	/* chmod of a file with an access ACL changes the ACL too, as the kernel's does */
-	if (!rc && c->set_mode && btk_acl_chmod(w->t, root, ino, c->mode))
-		rc = wops_failed(w, path);
-	if (!rc && btk_inode_change(w->t, root, ino, c, NULL))
-		rc = wops_failed(w, path);
-	/* chown(2) also drops a file's capabilities (security.capability), as the kernel does */
-	if (!rc && c->kill_suid && !is_dir) {
-		static const char cap[] = "security.capability";
-		int ret = btk_xattr_remove(w->t, root, ino, cap, sizeof(cap) - 1);
-		if (ret == -ENODATA)
-			btk_err_clear();
-		else if (ret)
-			rc = wops_failed(w, path);
-	}
 	return rc;
 }
 
@@ -230,7 +94,6 @@ int verb_chmod(int argc, const char **argv)
 {
 	struct wops w = {0};
 	char path[PATH_BUF], *end;
-	struct btk_inode_change c = {.set_mode = true};
 	unsigned long mode;
 	int rc;
 	struct poptOption opts[] = {WOPS_OPTIONS(&w), CLI_STD_OPTIONS POPT_TABLEEND};
@@ -242,10 +105,9 @@ int verb_chmod(int argc, const char **argv)
 		cli_err("%s: not an octal mode (0000-7777)", w.c.args[1]);
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
-	c.mode = (uint32_t)mode;
 	arg(&w, 2, path);
-	if (!(rc = wops_open(&w)))
-		rc = change(&w, "chmod", path, &c);
+	if (!(rc = wops_abs(path)) && !(rc = wops_open(&w)))
+		rc = wops_rc(&w, path, btk_edit_chmod(&w.e, path, (uint32_t)mode));
 	rc = wops_finish(&w, rc);
 	if (!rc)
 		wops_done(&w, "chmod", path, "", "");
@@ -325,8 +187,9 @@ int verb_chown(int argc, const char **argv)
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
 	arg(&w, 2, path);
-	if (!(rc = wops_open(&w)))
-		rc = change(&w, "chown", path, &c);
+	if (!(rc = wops_abs(path)) && !(rc = wops_open(&w)))
+		rc = wops_rc(&w, path,
+			     btk_edit_chown(&w.e, path, c.set_uid, c.uid, c.set_gid, c.gid));
 	rc = wops_finish(&w, rc);
 	if (!rc)
 		wops_done(&w, "chown", path, "", "");
@@ -394,10 +257,7 @@ static int parse_time(const char *s, struct btk_time *out)
 int verb_touch(int argc, const char **argv)
 {
 	struct wops w = {0};
-	char path[PATH_BUF], buf[PATH_BUF], *date = NULL;
-	const char *name;
-	uint16_t len;
-	uint64_t root, dir, ino;
+	char path[PATH_BUF], *date = NULL;
 	struct btk_time tm;
 	int rc;
 	struct poptOption opts[] = {{"date", 'd', POPT_ARG_STRING, &date, 0,
@@ -414,42 +274,9 @@ int verb_touch(int argc, const char **argv)
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
 	arg(&w, 1, path);
-	if ((rc = wops_open(&w)) ||
-	    (rc = wops_parent(&w, path, buf, sizeof(buf), &root, &dir, &name, &len)))
+	if ((rc = wops_abs(path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
-	if (!date)
-		tm = w.now;
-	{
-		struct btk_dentry d;
-		int ret = btk_dir_find(w.t, root, dir, name, len, &d);
-		if (ret == 0) {
-			struct btk_inode_change c = {.atime = &tm, .mtime = &tm, .ctime = &w.now};
-			if (d.stub) {
-				d.loc.objectid = BTK_STUB_INO;
-			} else if (d.loc.type == BTRFS_ROOT_ITEM_KEY) {
-				root = d.loc.objectid;
-				d.loc.objectid = BTK_ROOT_DIRID;
-			}
-			if (!(rc = wops_changeable(&w, root, d.loc.objectid, "touch", path)) &&
-			    btk_inode_change(w.t, root, d.loc.objectid, &c, NULL))
-				rc = wops_failed(&w, path);
-		} else if (ret == -ENOENT) {
-			bool acl = false; /* touch(1) asks for 0666; the umask (022) only without
-					     a default ACL */
-			btk_err_clear();
-			if (btk_acl_default(w.t, root, dir, &acl))
-				rc = wops_failed(&w, path);
-			struct btk_inode_attr a = {.mode = S_IFREG | (acl ? 0666 : 0644),
-						   .atime = tm,
-						   .mtime = tm,
-						   .ctime = w.now,
-						   .otime = w.now};
-			if (!rc && btk_fs_create(w.t, root, dir, name, len, &a, NULL, 0, &ino))
-				rc = wops_failed(&w, path);
-		} else {
-			rc = wops_failed(&w, path);
-		}
-	}
+	rc = wops_rc(&w, path, btk_edit_touch(&w.e, path, date ? &tm : NULL));
 	rc = wops_finish(&w, rc);
 	if (!rc)
 		wops_done(&w, "touch", path, "", "");
@@ -511,8 +338,6 @@ int verb_setfattr(int argc, const char **argv)
 	char path[PATH_BUF], *name = NULL, *value = NULL, *remove = NULL;
 	static uint8_t val[65536];
 	long vlen = 0;
-	uint64_t root, ino;
-	bool is_dir;
 	int rc;
 	struct poptOption opts[] = {
 	    {"name", 'n', POPT_ARG_STRING, &name, 0, "the attribute to set", "NAME"},
@@ -539,17 +364,10 @@ int verb_setfattr(int argc, const char **argv)
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
 	arg(&w, 1, path);
-	if ((rc = wops_open(&w)) || (rc = wops_lookup(&w, path, &root, &ino, &is_dir)) ||
-	    (rc = wops_changeable(&w, root, ino, "setfattr", path)))
+	if ((rc = wops_abs(path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
-	struct btk_inode_change c = {.ctime = &w.now};
-	int ret = btk_xattr_permitted(w.t, root, ino, n, (uint16_t)strlen(n));
-	if (!ret)
-		ret = remove ? btk_xattr_remove(w.t, root, ino, n, (uint16_t)strlen(n))
-			     : btk_xattr_replace(w.t, root, ino, n, (uint16_t)strlen(n), val,
-						 (uint16_t)vlen);
-	if (ret || btk_inode_change(w.t, root, ino, &c, NULL))
-		rc = wops_failed(&w, path);
+	rc = wops_rc(&w, path,
+		     btk_edit_setxattr(&w.e, path, n, remove ? NULL : val, (uint16_t)vlen));
 	rc = wops_finish(&w, rc);
 	if (!rc)
 		wops_done(&w, "setfattr", path, "", "");

@@ -14,7 +14,7 @@
 
 API const char *btkfs_version(void)
 {
-	return "0.1";
+	return "0.2";
 }
 
 API const char *btkfs_errmsg(void)
@@ -90,6 +90,26 @@ static int finish(struct btk_fs *fs, btkfs **out)
 	     ? (o)->field                                                                          \
 	     : 0)
 
+_Static_assert(BTKFS_BACKUP_NEWEST == BTK_BACKUP_NEWEST, "one numbering of backup roots");
+
+/* The older root the caller chose (read-only opens): into oo. */
+static int older_root(const struct btkfs_open_opts *opts, struct btk_open_opts *oo)
+{
+	int backup = OPT(opts, backup);
+
+	if (backup < 0 || backup > BTKFS_BACKUP_NEWEST)
+		return lib_einval("btkfs_open: backup is a slot 1..4 or BTKFS_BACKUP_NEWEST");
+	oo->backup = backup; /* the same numbering as libcore's (volumes.h) */
+	oo->generation = OPT(opts, generation);
+	oo->tree_root = OPT(opts, tree_root);
+	if (!!oo->backup + !!oo->generation + !!oo->tree_root > 1)
+		return lib_einval(
+		    "btkfs_open: one older root: a backup, a generation or a tree root");
+	if ((oo->backup || oo->generation || oo->tree_root) && oo->write)
+		return lib_einval("btkfs_open: an older root is read only, not written");
+	return 0;
+}
+
 API int btkfs_open(const char *const *paths, int npaths, const struct btkfs_open_opts *opts,
 		   btkfs **out)
 {
@@ -110,8 +130,35 @@ API int btkfs_open(const char *const *paths, int npaths, const struct btkfs_open
 	oo.dev.where.partition = OPT(opts, partition);
 	if (oo.dev.where.offset && oo.dev.where.partition)
 		return lib_einval("btkfs_open: an offset or a partition, not both");
-	ret = btk_fs_open(paths, npaths, &oo, &fs);
-	return ret ? ret : finish(fs, out);
+	unsigned flags = OPT(opts, flags);
+	if (flags & ~(BTKFS_OPEN_WRITE | BTKFS_OPEN_WAIT | BTKFS_OPEN_FORCE))
+		return lib_einval("btkfs_open: unknown flags");
+	if ((flags & (BTKFS_OPEN_WAIT | BTKFS_OPEN_FORCE)) && !(flags & BTKFS_OPEN_WRITE))
+		return lib_einval(
+		    "btkfs_open: BTKFS_OPEN_WAIT and _FORCE go with BTKFS_OPEN_WRITE");
+	if (flags & BTKFS_OPEN_WRITE) {
+		/* the open path's writer: in-use refusal, the lock, the tests' power cut, and
+		 * undo (every byte a failed change wrote goes back) */
+		oo.write = true;
+		oo.dev.wait = flags & BTKFS_OPEN_WAIT;
+		oo.dev.undo = true;
+		oo.short_ok = flags & BTKFS_OPEN_FORCE;
+		if ((ret = cli_dev_fault(&oo.dev)))
+			return ret;
+	}
+	if ((ret = older_root(opts, &oo)))
+		return ret;
+	if ((ret = btk_fs_open(paths, npaths, &oo, &fs)) || (ret = finish(fs, out)))
+		return ret;
+	if (flags & BTKFS_OPEN_WRITE) {
+		(*out)->oo = oo;
+		(*out)->force = flags & BTKFS_OPEN_FORCE;
+		if ((ret = lib_write_setup(*out, paths, npaths))) {
+			btkfs_close(*out);
+			*out = NULL;
+		}
+	}
+	return ret;
 }
 
 API int btkfs_open_reader(btkfs_read_fn read, void *ctx, uint64_t size,
@@ -131,6 +178,14 @@ API int btkfs_open_reader(btkfs_read_fn read, void *ctx, uint64_t size,
 	if (!(r = calloc(1, sizeof(*r))))
 		return btk_err(ENOMEM, "out of memory");
 	*r = (struct reader){.read = read, .ctx = ctx};
+	if (OPT(opts, flags) & BTKFS_OPEN_WRITE) {
+		free(r);
+		return btk_err(ENOTSUP, "btkfs_open_reader: a read function cannot be written");
+	}
+	if ((ret = older_root(opts, &oo))) {
+		free(r);
+		return ret;
+	}
 	if (OPT(opts, offset) || OPT(opts, partition)) {
 		free(r);
 		return btk_err(ENOTSUP,
@@ -151,6 +206,7 @@ API void btkfs_close(btkfs *h)
 	if (h->br)
 		btk_backref_free(h->br);
 	btk_fs_close(h->fs);
+	lib_write_free(h);
 	free(h);
 }
 

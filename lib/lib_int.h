@@ -6,12 +6,21 @@
 #include "backref/backref.h"
 #include "fs/fs_read.h"
 #include "tree/tree.h"
+#include "io/io.h"
+#include <stdbool.h>
 
 #define API __attribute__((visibility("default")))
 
 struct btkfs {
 	struct btk_fs *fs;
 	struct btk_backref *br; /* made at the first btkfs_owners */
+	/* BTKFS_OPEN_WRITE: what opens fs again after each change (write.c) */
+	bool write, force;
+	char **paths;
+	int npaths;
+	struct btk_open_opts oo;
+	struct btk_lock **locks; /* held from the open to the close (one per device) */
+	int nlocks;
 };
 
 /* what a path leads to: its tree, inode number and inode item */
@@ -31,5 +40,9 @@ struct btkfs_file {
 int lib_resolve(btkfs *h, const char *path, struct lib_node *n, const void *want);
 /* a caller's argument that cannot be: -EINVAL with a message */
 int lib_einval(const char *what);
+/* BTKFS_OPEN_WRITE's part of btkfs_open (write.c): remembers how h->fs was opened and takes
+ * the devices' writer's locks for the handle's life */
+int lib_write_setup(btkfs *h, const char *const *paths, int npaths);
+void lib_write_free(btkfs *h);
 
 #endif

@@ -7,6 +7,7 @@
 #include "base/json.h"
 #include "format/raid.h"
 #include "create/mkfs.h"
+#include "backref/qgroup.h"
 #include "rootdir.h"
 #include "volumes/super.h"
 
@@ -56,6 +57,10 @@ static int parse_features(const char *arg, bool runtime, struct btk_mkfs_opts *o
 			o->mixed = !off;
 			continue;
 		}
+		if (off)
+			o->extra_on &= ~f->extra;
+		else
+			o->extra_on |= f->extra;
 		if (off) {
 			o->features_off |= f->incompat;
 			o->ro_off |= f->compat_ro;
@@ -76,7 +81,8 @@ static void feature_list(const struct btk_mkfs_result *r, bool runtime, char *bu
 {
 	buf[0] = 0;
 	for (const struct btk_mkfs_feature *f = btk_mkfs_features(); f->name; f++) {
-		bool on = (r->incompat & f->incompat) || (r->compat_ro & f->compat_ro);
+		bool on = (r->incompat & f->incompat) || (r->compat_ro & f->compat_ro) ||
+			  (r->extra & f->extra);
 		if (!on || f->runtime != runtime)
 			continue;
 		if (buf[0])
@@ -122,7 +128,8 @@ static void print_json(const struct btk_mkfs_opts *o, const struct btk_mkfs_resu
 	printf("\"features\": [");
 	int n = 0;
 	for (const struct btk_mkfs_feature *f = btk_mkfs_features(); f->name; f++)
-		if ((r->incompat & f->incompat) || (r->compat_ro & f->compat_ro))
+		if ((r->incompat & f->incompat) || (r->compat_ro & f->compat_ro) ||
+		    (r->extra & f->extra))
 			printf("%s\"%s\"", n++ ? ", " : "", f->name);
 	printf("], \"unallocated\": %" PRIu64 ", \"devices\": [", r->unallocated);
 	for (int i = 0; i < r->ndevs; i++) {
@@ -313,6 +320,7 @@ int main(int argc, const char **argv)
 		goto out;
 	btk_mkfs_opts_init(&o);
 	rc = 0;
+	o.count_qgroups = btk_qgroups_rescan; /* -O quota */
 	if (features)
 		rc = parse_features(features, false, &o);
 	if (!rc && runtime)

@@ -301,8 +301,8 @@ static void print_floor(const struct btk_resize_plan *p, const struct btk_resize
 	       cli_human(f->metadata, me, sizeof(me)), cli_human(f->system, sy, sizeof(sy)),
 	       cli_human(f->kernel_room, k, sizeof(k)), cli_human(gap, gp, sizeof(gp)),
 	       f->total ? 100.0 * (double)gap / (double)f->total : 0.0);
-	printf("devid %" PRIu64 ": at %" PRIu64 " bytes, above the floor: system chunks %s (not "
-	       "repacked), free metadata beyond the kernel's reserve %s, free space inside data "
+	printf("devid %" PRIu64 ": at %" PRIu64 " bytes, above the floor: system chunks %s, free "
+	       "metadata beyond the kernel's reserve %s, free space inside data "
 	       "chunks %s, holes between chunks %s%s%s\n",
 	       p->devid, p->new_size, cli_human(g->system, a, sizeof(a)),
 	       cli_human(g->metadata, b, sizeof(b)), cli_human(g->data, c, sizeof(c)),
@@ -369,7 +369,10 @@ static void print_text(const struct opts *o, const struct btk_resize_plan *p,
 			printf("%s %s chunk %" PRIu64 " (%s)\n",
 			       o->dry_run ? "would empty and remove" : "emptied and removed",
 			       kind(s->type), s->logical,
-			       s->run ? "past the size" : "packed into the others");
+			       (s->type & BTRFS_BLOCK_GROUP_SYSTEM)
+				   ? "its tree blocks moved into a new one"
+			       : s->run ? "past the size"
+					: "packed into the others");
 	}
 	for (int i = 0; i < p->nnew; i++)
 		printf("%s a %s chunk of %" PRIu64 " bytes at %" PRIu64 " on devid %" PRIu64 "%s\n",

@@ -22,6 +22,7 @@ ranks="0 format
 7 history
 8 relocate
 8 decode
+8 edit
 9 check
 9 image
 10 repair"

@@ -1,5 +1,6 @@
 /* btk.h — libbtk: read an unmounted btrfs filesystem from image files, devices or a caller's
- * read function. SPDX-License-Identifier: LGPL-2.1-or-later
+ * read function, and change its files, one crash-safe transaction per call.
+ * SPDX-License-Identifier: LGPL-2.1-or-later
  *
  * Conventions for every function:
  * - Errors are negative errno values (-ENOENT no such path, -ENOTDIR, -EISDIR, -EINVAL a bad
@@ -25,9 +26,9 @@ extern "C" {
 #endif
 
 #define BTKFS_VERSION_MAJOR 0
-#define BTKFS_VERSION_MINOR 1
+#define BTKFS_VERSION_MINOR 2
 
-/* The library's version, "0.1". Static storage. */
+/* The library's version, "0.2". Static storage. */
 const char *btkfs_version(void);
 
 /* The calling thread's last error message; never NULL (empty when none). */
@@ -40,15 +41,34 @@ typedef struct btkfs_file btkfs_file;
 struct btkfs_open_opts {
 	size_t size;	    /* sizeof(struct btkfs_open_opts) */
 	uint64_t offset;    /* the filesystem starts this many bytes into each device (0) */
-	unsigned flags;	    /* none defined yet: 0 */
+	unsigned flags;	    /* BTKFS_OPEN_* */
 	unsigned partition; /* or in partition N of each (1-based, as mmls and sfdisk count
 			       MBR primary and logical and GPT entries; 0: none) */
+	/* since 0.2: read an older root instead of the superblock's (read-only opens; one of
+	 * them): backup root slot backup-1 (1..4) or BTKFS_BACKUP_NEWEST, the newest root tree
+	 * of generation `generation` or older that still reads, or the root tree whose root
+	 * block is at tree_root (as btk-image roots lists them). 0: not chosen. */
+	int backup;
+	uint64_t generation;
+	uint64_t tree_root;
 };
+#define BTKFS_BACKUP_NEWEST 5
+/* flags */
+#define BTKFS_OPEN_WRITE 1u /* open for writing (the write calls below); exclusive */
+#define BTKFS_OPEN_WAIT	 2u /* with WRITE: wait while another process writes, not -EBUSY */
+#define BTKFS_OPEN_FORCE                                                                           \
+	4u /* with WRITE: write into read-only subvolumes, and change the                          \
+	      image a conversion keeps for its rollback (refused otherwise) */
 
 /* Opens the filesystem on npaths devices or image files, read-only (it never writes to them;
  * a mounted device may be read, but what is read may be stale). A path may carry where the
  * filesystem lies in it: "disk.img@p2" (partition 2), "disk.img@1m" (an offset), as btk(7)
- * says; opts may be NULL. On 0, *out is the caller's: btkfs_close() it. */
+ * says; opts may be NULL. On 0, *out is the caller's: btkfs_close() it.
+ * With BTKFS_OPEN_WRITE the devices are opened read-write and exclusively: a device the
+ * kernel uses (mounted, a member of a mounted filesystem, backing a loop device) is refused
+ * (-EBUSY), as is a device another process writes with btk (-EBUSY naming its pid, unless
+ * BTKFS_OPEN_WAIT); the handle keeps that lock until btkfs_close. Older roots cannot be
+ * written (-EINVAL). */
 int btkfs_open(const char *const *paths, int npaths, const struct btkfs_open_opts *opts,
 	       btkfs **out);
 
@@ -204,6 +224,62 @@ struct btkfs_check_result {
 #define BTKFS_CHECK_DATA 1 /* read and verify every data block's checksum, every copy */
 int btkfs_check(btkfs *fs, unsigned flags, int (*fn)(void *ctx, const struct btkfs_problem *p),
 		void *ctx, struct btkfs_check_result *out);
+
+/* ---- Changing files (since 0.2; a handle opened with BTKFS_OPEN_WRITE, else -EBADF) ----
+ * Each call is one transaction: it is all on disk when the call returns 0, and nothing of it
+ * is when it fails (the bytes it wrote before the failure are put back from an undo log; a
+ * power cut or a kill at any moment leaves the old filesystem or the new one, as every write
+ * lands where no committed tree reaches and the superblocks go last). The handle reads the
+ * new state afterwards. Refused before anything is written: a filesystem with work the kernel
+ * left (a log tree to replay, a balance, relocation trees: -EOPNOTSUPP), a read-only
+ * subvolume (-EROFS) and the image a conversion keeps for its rollback (-EPERM) without
+ * BTKFS_OPEN_FORCE, a snapshot's placeholder of a nested subvolume (-EPERM). With quotas on,
+ * the commit counts the quota groups (or marks them for a rescan when it cannot). Times are
+ * the clock's, or SOURCE_DATE_EPOCH's when that is set (new uuids then follow from the
+ * filesystem's, so that the result is reproducible). Paths are absolute; errors as above,
+ * with -EEXIST, -ENOTEMPTY, -EISDIR, -EXDEV (across subvolumes), -ENOSPC. */
+
+/* Copies host file or directory tree src (as cp -a: data, holes, hard links, symlinks,
+ * owners, modes, times, xattrs, ACLs) to path; when path is a directory, into it under src's
+ * name. An existing non-directory there is -EEXIST unless BTKFS_PUT_REPLACE. */
+#define BTKFS_PUT_REPLACE 1u
+int btkfs_put(btkfs *fs, const char *src, const char *path, unsigned flags);
+/* mode: the permission bits (07777), or BTKFS_MODE_DEFAULT (0755; 0777 masked by a default
+ * ACL). BTKFS_MKDIR_PARENTS: missing parents too, an existing directory is no error. */
+#define BTKFS_MODE_DEFAULT  0xffffffffu
+#define BTKFS_MKDIR_PARENTS 1u
+int btkfs_mkdir(btkfs *fs, const char *path, uint32_t mode, unsigned flags);
+/* Removes a file, symlink, ... or an empty directory; with BTKFS_REMOVE_RECURSIVE a
+ * directory and everything below it. Subvolumes: btkfs_subvol_delete. */
+#define BTKFS_REMOVE_RECURSIVE 1u
+int btkfs_remove(btkfs *fs, const char *path, unsigned flags);
+/* rename(2) (dst an existing directory: into it); a subvolume moves to any directory. */
+int btkfs_rename(btkfs *fs, const char *src, const char *dst);
+/* A hard link path to target (same subvolume), or a symbolic link path holding target. */
+int btkfs_link(btkfs *fs, const char *target, const char *path);
+int btkfs_symlink(btkfs *fs, const char *target, const char *path);
+/* chmod(2) (07777; an access ACL follows); chown(2) ((uint32_t)-1 keeps that id; a file
+ * loses set-user-ID and capabilities as with the kernel). */
+int btkfs_chmod(btkfs *fs, const char *path, uint32_t mode);
+int btkfs_chown(btkfs *fs, const char *path, uint32_t uid, uint32_t gid);
+/* touch: atime and mtime become *when (NULL: now), ctime now; a missing file is created
+ * (empty, 0644). */
+int btkfs_touch(btkfs *fs, const char *path, const struct btkfs_time *when);
+/* Sets (replaces) or removes extended attribute name ("user.x", "security.y", ...; user.*
+ * only on files and directories: -EPERM). Values up to 65535 bytes (the leaf may take
+ * fewer: -ENOSPC). */
+int btkfs_setxattr(btkfs *fs, const char *path, const char *name, const void *value, size_t size);
+int btkfs_removexattr(btkfs *fs, const char *path, const char *name);
+/* A snapshot of subvolume src (its top directory's path) as path; *id (may be NULL) gets
+ * its subvolume id. */
+#define BTKFS_SNAPSHOT_READONLY 1u
+int btkfs_snapshot(btkfs *fs, const char *src, const char *path, unsigned flags, uint64_t *id);
+int btkfs_subvol_create(btkfs *fs, const char *path, uint64_t *id);
+/* Deletes subvolume path and its whole tree (not the top level, not the default one, not
+ * one that holds others). */
+int btkfs_subvol_delete(btkfs *fs, const char *path);
+/* The subvolume a mount without subvol= shows. */
+int btkfs_subvol_set_default(btkfs *fs, const char *path);
 
 #ifdef __cplusplus
 }

@@ -11,6 +11,7 @@
 #include "base/error.h"
 #include "base/vec.h"
 #include "fs/fs_read.h"
+#include "fs/fs_write.h"
 
 #define QG_INFO_SZ  ((uint32_t)sizeof(struct btrfs_qgroup_info_item))
 #define QG_LIMIT_SZ ((uint32_t)sizeof(struct btrfs_qgroup_limit_item))
@@ -214,25 +215,17 @@ static int gather(struct acct *a, const struct btk_trans_changes *c)
 	return 0;
 }
 
-/* btk_extent_roots, the subvolume trees alone. */
-static int subvol_roots(struct btk_backref *br, uint64_t bytenr, uint64_t **roots, size_t *n)
+/* The subvolume trees reaching extent e in the view now set; *n of them in *roots. */
+static int fs_roots(struct acct *a, struct btk_backref *br, const struct btk_changed_extent *e,
+		    uint64_t **roots, size_t *n)
 {
-	int ret = btk_extent_roots(br, bytenr, roots, n);
+	int ret = btk_extent_roots(br, e->bytenr, roots, n);
 	size_t j = 0;
 
 	for (size_t i = 0; i < *n; i++)
 		if (btk_is_fs_tree((*roots)[i]))
 			(*roots)[j++] = (*roots)[i];
 	*n = j;
-	return ret;
-}
-
-/* The subvolume trees reaching extent e in the view now set; *n of them in *roots. */
-static int fs_roots(struct acct *a, struct btk_backref *br, const struct btk_changed_extent *e,
-		    uint64_t **roots, size_t *n)
-{
-	int ret = subvol_roots(br, e->bytenr, roots, n);
-
 	if (ret && ret != -ENOMEM)
 		ret =
 		    give_up(a, "extent %llu: %s", (unsigned long long)e->bytenr, btk_errmsg()) ?: 1;
@@ -507,25 +500,35 @@ static int write_back(struct acct *a, const uint8_t *status, uint32_t status_siz
 	return btk_item_update(a->t, BTRFS_QUOTA_TREE_OBJECTID, &k, st, status_size);
 }
 
+/* The status item (*ssize bytes of it into status): 0; 1 when quotas are off (no quota tree,
+ * or no status in it); -errno. */
+static int status_read(struct acct *a, uint8_t *status, uint32_t cap, uint32_t *ssize)
+{
+	struct btk_key k = {0, BTRFS_QGROUP_STATUS_KEY, 0};
+	int ret = btk_item_next(a->t, BTRFS_QUOTA_TREE_OBJECTID, &k, status, cap, ssize);
+
+	if (ret < 0 && ret != -ENOENT)
+		return ret;
+	if (ret || k.objectid || k.type != BTRFS_QGROUP_STATUS_KEY) {
+		btk_err_clear();
+		return 1;
+	}
+	a->st->on = true;
+	return 0;
+}
+
 static int account(struct acct *a)
 {
 	struct btk_trans_changes c;
 	const struct btk_snapshot_note *snap = NULL;
 	uint8_t status[64];
 	uint32_t ssize = 0;
-	struct btk_key k = {0, BTRFS_QGROUP_STATUS_KEY, 0};
 	uint64_t flags, src_root = 0;
 	struct btk_root r;
 	int ret;
 
-	ret = btk_item_next(a->t, BTRFS_QUOTA_TREE_OBJECTID, &k, status, sizeof(status), &ssize);
-	if (ret < 0 && ret != -ENOENT)
-		return ret;
-	if (ret || k.objectid || k.type != BTRFS_QGROUP_STATUS_KEY) {
-		btk_err_clear();
-		return 0; /* no quota tree, or no status in it: quotas are off */
-	}
-	a->st->on = true;
+	if ((ret = status_read(a, status, sizeof(status), &ssize)))
+		return ret < 0 ? ret : 0; /* 1: quotas are off */
 	if (ssize < QG_STAT_SZ || ssize > sizeof(status))
 		return give_up(a, "a qgroup status item of %u bytes", ssize);
 	flags = BTK_GET(struct btrfs_qgroup_status_item, status, flags);
@@ -566,6 +569,168 @@ static int account(struct acct *a)
 	return ret < 0 ? ret : 0;
 }
 
+/* ---- a rescan: every qgroup counted from the trees as they are ---- */
+
+struct reached {
+	uint64_t bytenr, bytes, root; /* an extent (tree block or data) a subvolume reaches */
+};
+
+struct scan {
+	struct acct *a;
+	struct reached *r;
+	size_t nr, capr;
+	uint64_t *trees; /* the subvolume trees */
+	size_t ntrees, captrees;
+	uint64_t root; /* the tree being walked */
+};
+
+static int reached_push(struct scan *s, uint64_t bytenr, uint64_t bytes)
+{
+	struct reached *r = btk_array_push(s->r, s->nr, s->capr);
+
+	if (!r)
+		return btk_err(ENOMEM, "out of memory");
+	*r = (struct reached){bytenr, bytes, s->root};
+	return 0;
+}
+
+/* A block of a subvolume tree: itself, and in a leaf each data extent a file extent uses. */
+static int scan_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int depth)
+{
+	struct scan *s = ctx;
+	int ret = reached_push(s, b->bytenr, fs->nodesize);
+
+	(void)depth;
+	for (uint32_t i = 0; !ret && btk_block_level(b) == 0 && i < btk_block_nritems(b); i++) {
+		struct btk_file_extent fe;
+		struct btk_key k;
+		btk_leaf_key(b, (int)i, &k);
+		if (k.type != BTRFS_EXTENT_DATA_KEY)
+			continue;
+		if (btk_file_extent_parse(btk_leaf_data(b, (int)i), btk_leaf_size(b, (int)i),
+					  k.offset, &fe))
+			return -EUCLEAN; /* message set */
+		if (fe.type != BTRFS_FILE_EXTENT_INLINE && fe.disk_bytenr)
+			ret = reached_push(s, fe.disk_bytenr, fe.disk_num_bytes);
+	}
+	return ret;
+}
+
+/* A subvolume tree's blocks and data extents (btk_for_each_root: other trees skipped). */
+static int scan_tree(void *ctx, const struct btk_root *root)
+{
+	static const struct btk_walk_ops ops = {.block = scan_block};
+	struct scan *s = ctx;
+	uint64_t *slot;
+
+	if (!btk_is_fs_tree(root->objectid))
+		return 0;
+	if (!(slot = btk_array_push(s->trees, s->ntrees, s->captrees)))
+		return btk_err(ENOMEM, "out of memory");
+	*slot = s->root = root->objectid;
+	return btk_tree_walk(s->a->fs, root, &ops, s);
+}
+
+static int cmp_reached(const void *x, const void *y)
+{
+	const struct reached *a = x, *b = y;
+
+	return btk_cmp_u64(a->bytenr, b->bytenr) ?: btk_cmp_u64(a->root, b->root);
+}
+
+/* Every extent once, with the subvolumes reaching it: counted as if new to all of them. */
+static int count_all(struct scan *s)
+{
+	struct acct *a = s->a;
+	uint64_t *roots = NULL;
+	size_t cap = 0, n;
+	int ret = 0;
+
+	if (s->nr > 1)
+		qsort(s->r, s->nr, sizeof(*s->r), cmp_reached);
+	for (size_t i = 0; i < s->nr && !ret; i += n) {
+		n = 0;
+		size_t nroots = 0;
+		for (; i + n < s->nr && s->r[i + n].bytenr == s->r[i].bytenr; n++) {
+			if (nroots && roots[nroots - 1] == s->r[i + n].root)
+				continue;
+			if (!btk_array_push(roots, nroots, cap))
+				return free(roots), btk_err(ENOMEM, "out of memory");
+			roots[nroots - 1] = s->r[i + n].root;
+		}
+		ret = count_extent(a, s->r[i].bytes, NULL, 0, roots, nroots);
+	}
+	free(roots);
+	return ret;
+}
+
+static int rescan(struct acct *a)
+{
+	struct scan s = {.a = a};
+	uint8_t status[64];
+	uint32_t ssize = 0;
+	uint64_t flags;
+	int ret;
+
+	if ((ret = status_read(a, status, sizeof(status), &ssize)))
+		return ret < 0 ? ret : 0; /* 1: quotas are off */
+	if (ssize < QG_STAT_SZ || ssize > sizeof(status))
+		return btk_err(EUCLEAN, "a qgroup status item of %u bytes", ssize);
+	flags = BTK_GET(struct btrfs_qgroup_status_item, status, flags);
+	if (flags & ~(uint64_t)BTRFS_QGROUP_STATUS_FLAGS_MASK)
+		return btk_err(EOPNOTSUPP, "qgroup status flags %#llx: simple or unknown quotas",
+			       (unsigned long long)flags);
+	/* the trees as the transaction leaves them (only the quota tree changes below; a
+	 * subvolume without a qgroup gets one, which needs that view to see the quota tree) */
+	if (!(ret = btk_trans_view(a->t, true)))
+		ret = btk_for_each_root(a->fs, scan_tree, &s);
+	for (size_t i = 0; i < s.ntrees && !ret; i++)
+		ret = btk_qgroup_create(a->t, s.trees[i]);
+	ret = btk_trans_view(a->t, false) ?: ret;
+	if (!ret && !(ret = load_qgroups(a))) {
+		for (size_t i = 0; i < a->nq; i++) {
+			struct qg *g = &a->q[i];
+			g->rfer = g->rfer_c = g->excl = g->excl_c = 0;
+			g->dirty = true;
+		}
+		ret = count_all(&s);
+	}
+	free(s.r);
+	free(s.trees);
+	if (ret)
+		return ret;
+	BTK_PUT(struct btrfs_qgroup_status_item, status, flags,
+		(flags | BTRFS_QGROUP_STATUS_FLAG_ON) &
+		    ~(uint64_t)(BTRFS_QGROUP_STATUS_FLAG_RESCAN |
+				BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT));
+	ret = write_back(a, status, ssize);
+	return ret < 0 ? ret : a->st->marked ? btk_err(EUCLEAN, "%s", a->st->why) : 0;
+}
+
+static void acct_free(struct acct *a)
+{
+	for (size_t i = 0; i < a->nq; i++)
+		free(a->q[i].up);
+	free(a->q);
+	free(a->ext);
+	free(a->old);
+	free(a->old_at);
+	free(a->touched);
+	free(a->queue);
+}
+
+int btk_qgroups_rescan(void *ctx, struct btk_trans *t)
+{
+	struct btk_qgroup_acct own;
+	struct acct a = {.t = t, .fs = btk_trans_fs(t), .st = ctx ? ctx : &own};
+	int ret;
+
+	memset(a.st, 0, sizeof(*a.st));
+	ret = rescan(&a);
+	acct_free(&a);
+	return ret;
+}
+
 static int settled(void *ctx, struct btk_trans *t)
 {
 	struct acct a = {.t = t, .fs = btk_trans_fs(t), .st = ctx};
@@ -573,115 +738,7 @@ static int settled(void *ctx, struct btk_trans *t)
 
 	memset(a.st, 0, sizeof(*a.st));
 	ret = account(&a);
-	for (size_t i = 0; i < a.nq; i++)
-		free(a.q[i].up);
-	free(a.q);
-	free(a.ext);
-	free(a.old);
-	free(a.old_at);
-	free(a.touched);
-	free(a.queue);
-	return ret;
-}
-
-/* Every extent of the extent tree counted from nothing (old roots none, new roots now). */
-static int rescan_extents(struct acct *a, struct btk_qgroup_rescan *res)
-{
-	struct btk_backref *br = NULL;
-	struct btk_root er;
-	struct btk_path p;
-	struct btk_key k = {0, 0, 0};
-	int ret;
-
-	if ((ret = btk_root_find(a->fs, BTRFS_EXTENT_TREE_OBJECTID, &er)) ||
-	    (ret = btk_backref_new(a->fs, &br)))
-		return ret;
-	btk_path_init(&p);
-	for (ret = btk_search_ge(a->fs, &er, &k, &p); ret == 0; ret = btk_next(a->fs, &p)) {
-		uint64_t *r = NULL, bytes;
-		size_t n = 0;
-		btk_path_key(&p, &k);
-		if (k.type == BTRFS_EXTENT_ITEM_KEY)
-			bytes = k.offset;
-		else if (k.type == BTRFS_METADATA_ITEM_KEY)
-			bytes = a->fs->nodesize;
-		else
-			continue;
-		if ((ret = subvol_roots(br, k.objectid, &r, &n)) == 0)
-			ret = count_extent(a, bytes, NULL, 0, r, n);
-		else if (ret != -ENOMEM)
-			ret = btk_err(-ret, "extent %llu: its subvolumes not found: %s",
-				      (unsigned long long)k.objectid, btk_errmsg());
-		free(r);
-		if (ret)
-			break;
-		res->extents++;
-	}
-	btk_path_release(&p);
-	btk_backref_free(br);
-	return ret < 0 ? ret : 0;
-}
-
-int btk_qgroups_rescan(struct btk_trans *t, struct btk_qgroup_rescan *res)
-{
-	struct btk_qgroup_acct st = {0};
-	struct acct a = {.t = t, .fs = btk_trans_fs(t), .st = &st};
-	struct btk_key k = {0, BTRFS_QGROUP_STATUS_KEY, 0};
-	uint8_t status[64];
-	uint32_t ssize = 0;
-	uint64_t flags, *old = NULL;
-	int ret;
-
-	memset(res, 0, sizeof(*res));
-	ret = btk_item_next(t, BTRFS_QUOTA_TREE_OBJECTID, &k, status, sizeof(status), &ssize);
-	if (ret < 0 && ret != -ENOENT)
-		return ret;
-	if (ret || k.objectid || k.type != BTRFS_QGROUP_STATUS_KEY)
-		return btk_err(ENOENT, "quotas are off (no quota tree or no status item in it)");
-	if (ssize < QG_STAT_SZ || ssize > sizeof(status))
-		return btk_err(EUCLEAN, "a qgroup status item of %u bytes", ssize);
-	flags = BTK_GET(struct btrfs_qgroup_status_item, status, flags);
-	if (!(flags & BTRFS_QGROUP_STATUS_FLAG_ON))
-		return btk_err(ENOENT, "quotas are off (status flags 0x%llx)",
-			       (unsigned long long)flags);
-	if (flags & ~(uint64_t)(BTRFS_QGROUP_STATUS_FLAG_ON | BTRFS_QGROUP_STATUS_FLAG_RESCAN |
-				BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT))
-		return btk_err(EOPNOTSUPP,
-			       "simple quotas or unknown qgroup status flags (0x%llx): not "
-			       "rescanned",
-			       (unsigned long long)flags);
-	res->was_inconsistent = flags & BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
-	res->was_rescanning = flags & BTRFS_QGROUP_STATUS_FLAG_RESCAN;
-	if ((ret = load_qgroups(&a)))
-		goto out;
-	if (a.nq && !(old = malloc(a.nq * 2 * sizeof(*old)))) {
-		ret = btk_err(ENOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < a.nq; i++) {
-		struct qg *g = &a.q[i];
-		old[2 * i] = g->rfer, old[2 * i + 1] = g->excl;
-		g->rfer = g->rfer_c = g->excl = g->excl_c = 0;
-		g->dirty = true;
-	}
-	if ((ret = rescan_extents(&a, res)))
-		goto out;
-	for (size_t i = 0; i < a.nq; i++)
-		if (a.q[i].rfer != old[2 * i] || a.q[i].excl != old[2 * i + 1])
-			res->changed++;
-	res->qgroups = a.nq;
-	/* consistent now, no rescan under way: write_back gives the status this generation */
-	BTK_PUT(struct btrfs_qgroup_status_item, status, flags, BTRFS_QGROUP_STATUS_FLAG_ON);
-	ret = write_back(&a, status, ssize);
-	if (ret > 0) /* a count below zero: cannot happen counting from nothing */
-		ret = btk_err(EUCLEAN, "%s", st.why);
-out:
-	for (size_t i = 0; i < a.nq; i++)
-		free(a.q[i].up);
-	free(a.q);
-	free(a.touched);
-	free(a.queue);
-	free(old);
+	acct_free(&a);
 	return ret;
 }
 

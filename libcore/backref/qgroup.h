@@ -32,25 +32,16 @@ struct btk_qgroup_acct {
 
 /* Accounts qgroups in every commit of w (a write handle of fs) from now on; st (which must
  * outlive w's commits) is filled at each commit. Without a quota tree nothing is hooked: no
- * write records what quotas would need (no btk writer turns quotas on). */
+ * write records what quotas would need. */
 void btk_qgroups_count(struct btk_fs *fs, struct btk_wfs *w, struct btk_qgroup_acct *st);
 
-/* What a rescan found. */
-struct btk_qgroup_rescan {
-	uint64_t qgroups;      /* qgroups counted */
-	uint64_t changed;      /* of them, with other numbers than they had */
-	uint64_t extents;      /* extents counted */
-	bool was_inconsistent; /* the status said a rescan was needed */
-	bool was_rescanning;   /* or that one was under way */
-};
-
-/* The kernel's rescan, offline, in transaction t (before it changes any subvolume tree):
- * every qgroup's referenced and exclusive bytes counted afresh from every extent of the
- * extent tree and the subvolumes reaching it (btk_extent_roots), with the relations as they
- * are; the limits stay. The status item then says quotas are on and consistent, no rescan
- * under way. The write handle must keep qgroups (BTK_WRITE_QGROUPS_KEPT) or its commit marks
- * them inconsistent again. -ENOENT when quotas are off; -EOPNOTSUPP for simple quotas or
- * unknown status flags; an extent whose subvolumes cannot be found fails it. */
-int btk_qgroups_rescan(struct btk_trans *t, struct btk_qgroup_rescan *res);
+/* A rescan (what `btrfs quota enable` and `btrfs quota rescan` do), as a settled hook
+ * (btk_write_on_settled; ctx a struct btk_qgroup_acct or NULL): every subvolume tree without a
+ * level-0 qgroup gets one, and every qgroup's referenced and exclusive bytes are counted anew
+ * from the tree blocks and data extents its subvolumes reach in the trees this transaction
+ * leaves (higher levels through their relations); the status item says on and consistent, no
+ * rescan under way, with this commit's generation. Without a quota status item it does
+ * nothing. -EOPNOTSUPP for simple quotas or unknown status flags; -EUCLEAN, -EIO, -ENOMEM. */
+int btk_qgroups_rescan(void *ctx, struct btk_trans *t);
 
 #endif

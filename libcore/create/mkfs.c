@@ -39,21 +39,22 @@
 
 static const struct btk_mkfs_feature features[] = {
     {"mixed-bg", BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS, 0, false, false,
-     "mixed data and metadata block groups"},
+     "mixed data and metadata block groups", 0},
     {"extref", BTRFS_FEATURE_INCOMPAT_EXTENDED_IREF, 0, true, false,
-     "increased hardlink limit per file to 65536"},
-    {"raid56", BTRFS_FEATURE_INCOMPAT_RAID56, 0, false, false, "raid56 extended format"},
+     "increased hardlink limit per file to 65536", 0},
+    {"raid56", BTRFS_FEATURE_INCOMPAT_RAID56, 0, false, false, "raid56 extended format", 0},
     {"skinny-metadata", BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA, 0, true, false,
-     "reduced-size metadata extent refs"},
+     "reduced-size metadata extent refs", 0},
     {"no-holes", BTRFS_FEATURE_INCOMPAT_NO_HOLES, 0, true, false,
-     "no explicit hole extents for files"},
-    {"raid1c34", BTRFS_FEATURE_INCOMPAT_RAID1C34, 0, false, false, "RAID1 with 3 or 4 copies"},
+     "no explicit hole extents for files", 0},
+    {"raid1c34", BTRFS_FEATURE_INCOMPAT_RAID1C34, 0, false, false, "RAID1 with 3 or 4 copies", 0},
     {"free-space-tree", 0,
      BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE | BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE_VALID, true,
-     true, "free space tree (space_cache=v2)"},
+     true, "free space tree (space_cache=v2)", 0},
     {"block-group-tree", 0, BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE, false, false,
-     "block group tree to reduce mount time"},
-    {NULL, 0, 0, false, false, NULL},
+     "block group tree to reduce mount time", 0},
+    {"quota", 0, 0, false, true, "quota support (qgroups)", BTK_MKFS_QUOTA},
+    {NULL, 0, 0, false, false, NULL, 0},
 };
 
 const struct btk_mkfs_feature *btk_mkfs_features(void)
@@ -94,6 +95,7 @@ static bool pow2(uint64_t v)
 
 struct plan {
 	uint64_t incompat, compat_ro;
+	unsigned extra;	     /* BTK_MKFS_QUOTA... */
 	uint64_t data, meta; /* profile bits */
 	uint32_t nodesize, sectorsize;
 	uint64_t min_size;
@@ -186,6 +188,9 @@ static int plan_options(const struct btk_mkfs_opts *o, struct plan *pl)
 		pl->incompat |= BTRFS_FEATURE_INCOMPAT_RAID56;
 	if ((pl->meta | pl->data) & (BTRFS_BLOCK_GROUP_RAID1C3 | BTRFS_BLOCK_GROUP_RAID1C4))
 		pl->incompat |= BTRFS_FEATURE_INCOMPAT_RAID1C34;
+	pl->extra = o->extra_on;
+	if ((pl->extra & BTK_MKFS_QUOTA) && !o->count_qgroups)
+		return btk_err(EINVAL, "quotas need a qgroup counting hook (btk_qgroups_rescan)");
 	if ((pl->compat_ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE) &&
 	    !(pl->compat_ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE))
 		return btk_err(EINVAL, "block-group-tree needs free-space-tree");
@@ -363,6 +368,20 @@ static int insert_dev_items(struct btk_trans *t)
 	return ret;
 }
 
+/* Quotas on, as `btrfs quota enable` leaves them: a quota tree with its status item; the
+ * commit's counting hook gives every subvolume its qgroup and counts them all. */
+static int create_quota_tree(struct btk_trans *t)
+{
+	struct btrfs_qgroup_status_item st = {0};
+	struct btk_key k = {0, BTRFS_QGROUP_STATUS_KEY, 0};
+	int ret = btk_tree_new(t, BTRFS_QUOTA_TREE_OBJECTID);
+
+	BTK_PUT(struct btrfs_qgroup_status_item, &st, version, BTRFS_QGROUP_STATUS_VERSION);
+	BTK_PUT(struct btrfs_qgroup_status_item, &st, generation, btk_trans_id(t));
+	BTK_PUT(struct btrfs_qgroup_status_item, &st, flags, BTRFS_QGROUP_STATUS_FLAG_ON);
+	return ret ? ret : btk_item_insert(t, BTRFS_QUOTA_TREE_OBJECTID, &k, &st, sizeof(st));
+}
+
 static int create_trees(struct btk_trans *t, const struct plan *pl, time_t now)
 {
 	static const uint64_t ids[] = {BTRFS_ROOT_TREE_OBJECTID,   BTRFS_CHUNK_TREE_OBJECTID,
@@ -379,6 +398,8 @@ static int create_trees(struct btk_trans *t, const struct plan *pl, time_t now)
 		ret = btk_tree_new(t, BTRFS_FREE_SPACE_TREE_OBJECTID);
 	if (!ret && (pl->compat_ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE))
 		ret = btk_tree_new(t, BTRFS_BLOCK_GROUP_TREE_OBJECTID);
+	if (!ret && (pl->extra & BTK_MKFS_QUOTA))
+		ret = create_quota_tree(t);
 	if (ret)
 		return ret;
 	/* the FS tree: a uuid, creation times and its root directory */
@@ -581,6 +602,7 @@ static void fill_result(const struct btk_fs *fs, const struct plan *pl, struct b
 	res->total_bytes = btk_le64(fs->sb.total_bytes);
 	res->incompat = pl->incompat;
 	res->compat_ro = pl->compat_ro;
+	res->extra = pl->extra;
 	res->csum_type = fs->csum_type;
 	/* what is on disk: every chunk of the final map at its final length (--rootdir adds
 	 * chunks as it fills them, --shrink trims them after they were made) */
@@ -712,6 +734,8 @@ int btk_mkfs(const struct btk_mkfs_opts *o, struct btk_mkfs_result *res)
 	}
 	if (!ret)
 		ret = btk_write_new(fs, chunk_uuid, pl.derive_uuids ? fs->fsid : NULL, &w);
+	if (!ret && (pl.extra & BTK_MKFS_QUOTA))
+		btk_write_on_settled(w, o->count_qgroups, NULL);
 	if (!ret)
 		ret = btk_trans_start(w, &t);
 	if (!ret && plan_geometry(o, &pl, btk_le64(fs->sb.total_bytes), true, &geo))

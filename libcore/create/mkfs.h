@@ -27,7 +27,10 @@ struct btk_mkfs_feature {
 	bool dflt;    /* on by default in mkfs.btrfs 6.2 */
 	bool runtime; /* listed under -R by mkfs.btrfs 6.2 */
 	const char *desc;
+	unsigned extra; /* what no feature bit says: BTK_MKFS_QUOTA */
 };
+/* btk_mkfs_feature.extra, btk_mkfs_opts.extra_on, btk_mkfs_result.extra */
+#define BTK_MKFS_QUOTA (1u << 0) /* quotas on: a quota tree, every qgroup counted */
 /* The table, terminated by a NULL name. */
 const struct btk_mkfs_feature *btk_mkfs_features(void);
 const struct btk_mkfs_feature *btk_mkfs_feature_find(const char *name);
@@ -46,6 +49,10 @@ struct btk_mkfs_opts {
 	uint64_t ro_on;
 	uint64_t features_off; /* incompat bits turned off */
 	uint64_t ro_off;
+	unsigned extra_on; /* BTK_MKFS_QUOTA... asked for */
+	/* With BTK_MKFS_QUOTA: the commit's settled hook that counts every qgroup of the new
+	 * filesystem (backref's btk_qgroups_rescan; create cannot call that layer itself) */
+	int (*count_qgroups)(void *ctx, struct btk_trans *t);
 	const char *label;   /* NULL = none */
 	const uint8_t *fsid; /* NULL = random */
 	/* the device uuid of a one-device filesystem (mkfs.btrfs --device-uuid); NULL = made as
@@ -96,6 +103,7 @@ struct btk_mkfs_result {
 	uint32_t nodesize, sectorsize;
 	uint64_t total_bytes;
 	uint64_t incompat, compat_ro;
+	unsigned extra; /* BTK_MKFS_QUOTA... */
 	int csum_type;
 	uint64_t data_flags, meta_flags, sys_flags; /* full block group flags */
 	uint64_t data_bytes, meta_bytes, sys_bytes; /* all chunks of each kind, as on disk */

@@ -515,7 +515,8 @@ int rl_check_spec(struct btk_fs *fs, const struct rl_spec *sp, struct rl_check *
 		out->bytes += eused_meta[mi];
 		/* metadata always: moving data copies the leaves that point at it */
 		bool need = mi == 0 ? out->n > 0 : eused_meta[mi] > 0;
-		if (need && eused_meta[mi] + all_meta[mi] + META_MARGIN > efree_meta[mi])
+		if (need && eused_meta[mi] + all_meta[mi] + (mi ? RL_SYS_MARGIN : META_MARGIN) >
+				efree_meta[mi])
 			out->fits = false;
 	}
 	/* what the kernel needs to write after mounting, or at least what it had */

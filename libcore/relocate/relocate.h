@@ -50,6 +50,7 @@ struct btk_resize_new {
 	uint64_t phys[BTK_RESIZE_NEW_STRIPES],
 	    devid[BTK_RESIZE_NEW_STRIPES]; /* each stripe's place */
 	int nstripes;
+	int run; /* the repacking run that makes it (0: the system chunk's new home) */
 };
 
 struct btk_resize_plan {
@@ -97,7 +98,7 @@ struct btk_resize_floor {
 int btk_resize_floor(struct btk_fs *fs, uint64_t devid, struct btk_resize_floor *f);
 
 /* Why a plan's size is above the floor: the device bytes its chunks take after the plan beyond
- * what the floor counts for them, by kind (system: the system chunks, never repacked;
+ * what the floor counts for them, by kind (system: the system chunks' free space;
  * metadata: free metadata beyond the kernel's reserve; data: free space inside the data chunks
  * that stay), and the holes between the chunks; repack_off names why chunks were not repacked
  * ("" when they could be: one device, SINGLE/DUP only, no mixed block groups). */

@@ -6,6 +6,10 @@
 #include "relocate/relocate.h"
 #include "backref/backref.h"
 
+/* The free system space a move of chunk-tree blocks keeps beyond a copy of each (the system
+ * chunk's tree is small: its blocks are copied once per pass). */
+#define RL_SYS_MARGIN (1ULL << 20)
+
 /* One chunk stripe on the device being resized. */
 struct rl_slot {
 	uint64_t logical, type;
@@ -123,6 +127,7 @@ struct rl_new {
 	uint64_t type, logical, length;
 	uint64_t phys[BTK_RESIZE_NEW_STRIPES], devid[BTK_RESIZE_NEW_STRIPES];
 	int nstripes;
+	int run; /* the repacking run that makes it */
 };
 /* The general check: chunk i (of fs->chunks) keeps its first keep[i] bytes (its length: all,
  * 0: emptied and removed, between: the extents reaching past that line move and the chunk is

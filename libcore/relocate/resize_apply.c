@@ -173,20 +173,37 @@ static int run_logical(struct btk_wfs *w, struct btk_fs *fs, const struct btk_re
 	return btk_trans_end(t, ret);
 }
 
-/* One run of a repacking: the extents past the cuts move (into the new chunks too, in run 1),
- * the chunks are cut one transaction each, the emptied ones removed (and in run 1 the size
- * set) in the last. Run 0 holds the whole device, run 1 all from the size the new chunks were
- * planned for, and the whole device once they are made. */
+/* One run of a repacking: the extents past the cuts move (into the run's new chunks too: the
+ * system chunk's in run 0, the others in run 1), the chunks are cut one transaction each, the
+ * emptied ones removed (and in the last run the size set) in the last. A run that makes no
+ * chunk holds the whole device; one that does, all from the size the new chunks were planned
+ * for, and the whole device once they are made. */
 static int run_repack(struct btk_wfs *w, struct btk_fs *fs, const struct btk_resize_plan *plan,
 		      int run, bool last, uint64_t *done, btk_resize_progress_fn progress,
 		      void *ctx)
 {
 	uint64_t span = plan->old_size > plan->new_size ? plan->old_size : plan->new_size;
-	uint64_t hold = run == 1 ? plan->repack_at : 0, *chunks, *keep, *frozen, *made;
+	uint64_t *chunks, *keep, *frozen, *made;
 	struct rl_stats st = {0};
 	struct btk_trans *t;
-	int n = 0, nf = 0, ret = 0, removes = 0;
+	int n = 0, nf = 0, ret = 0, removes = 0, first = -1, nnew = 0;
 	size_t cnt = (size_t)plan->nsplits + 1;
+
+	/* the run's new chunks (the plan lists them run by run) */
+	for (int i = 0; i < plan->nnew; i++)
+		if (plan->news[i].run == run) {
+			if (first < 0)
+				first = i;
+			else if (first + nnew != i)
+				return btk_err(EINVAL,
+					       "the plan's new chunks of run %d are not "
+					       "together",
+					       run);
+			nnew++;
+		}
+	/* nothing new is made past the size the plan is for; a run that makes nothing holds
+	 * the whole device */
+	uint64_t hold = nnew ? plan->repack_at : 0;
 
 	chunks = calloc(cnt, sizeof(*chunks));
 	keep = calloc(cnt, sizeof(*keep));
@@ -215,8 +232,8 @@ static int run_repack(struct btk_wfs *w, struct btk_fs *fs, const struct btk_res
 			     .keep = keep,
 			     .frozen = frozen,
 			     .nfrozen = nf,
-			     .news = run == 1 ? plan->news : NULL,
-			     .nnew = run == 1 ? plan->nnew : 0,
+			     .news = nnew ? plan->news + first : NULL,
+			     .nnew = nnew,
 			     .made = made};
 	if (!ret && n)
 		ret = rl_empty_chunks(fs, &e, &st);

@@ -109,7 +109,9 @@ void btk_resize_gap(const struct btk_fs *fs, const struct btk_resize_plan *p,
 		uint64_t b = 0;
 		for (int j = 0; j < p->news[i].nstripes; j++)
 			b += p->news[i].devid[j] == p->devid ? p->news[i].length : 0;
-		if (p->news[i].type & BTRFS_BLOCK_GROUP_METADATA)
+		if (p->news[i].type & BTRFS_BLOCK_GROUP_SYSTEM)
+			sys += b;
+		else if (p->news[i].type & BTRFS_BLOCK_GROUP_METADATA)
 			meta += b;
 		else
 			data += b;

@@ -5,16 +5,17 @@
  * is emptied into the first, which is cut to what the metadata holds plus what the move needs
  * and the kernel's reserve (rl_meta_keep); data chunks (when that is not enough) are cut to
  * what they hold plus a slack, the extents past each cut moving into the free space below the
- * cuts. Run 1 cuts each chunk reaching past the size at it (a chunk past it entirely, or not a
- * SINGLE/DUP data or metadata chunk, is emptied whole) and moves what lies past the cuts into
- * the free space of the chunks below and into new chunks made in the holes below the size,
- * sized to fit (metadata first, then data, lowest hole first, as the write path's allocator
- * places a chunk of a given stripe length). Each run is the apply's own allocation replayed
- * (rl_check_spec), the places of the new chunks the allocator's: a plan the check accepts is
- * what the apply carries out, so the minimum (a binary search over the sizes) is what -M
- * reaches. Single-device filesystems with SINGLE and DUP chunks only. Mixed block groups take
- * run 1 only (they hold no chunk of one kind to compact into): their tree blocks and data
- * extents past the size move into their free space below it and into new mixed chunks.
+ * cuts; the system chunk moves into a new one sized to what it holds (move_system). Run 1 cuts each
+ * chunk reaching past the size at it (a chunk past it entirely, or not a SINGLE/DUP data or
+ * metadata chunk, is emptied whole) and moves what lies past the cuts into the free space of the
+ * chunks below and into new chunks made in the holes below the size, sized to fit (metadata first,
+ * then data, lowest hole first, as the write path's allocator places a chunk of a given stripe
+ * length). Each run is the apply's own allocation replayed (rl_check_spec), the places of the new
+ * chunks the allocator's: a plan the check accepts is what the apply carries out, so the minimum (a
+ * binary search over the sizes) is what -M reaches. Single-device filesystems with SINGLE and DUP
+ * chunks only. Mixed block groups take run 1 only (they hold no chunk of one kind to compact into):
+ * their tree blocks and data extents past the size move into their free space below it and into new
+ * mixed chunks.
  */
 #include "base/error.h"
 #include "base/vec.h"
@@ -166,6 +167,7 @@ struct attempt {
 	size_t capnew;
 	uint64_t next_logical;
 	uint64_t bytes_a, bytes_b;
+	bool full_map; /* the device maps count every chunk whole (a run-0 placement) */
 };
 
 static void attempt_free(struct attempt *a)
@@ -316,8 +318,9 @@ static int dev_map_build(const struct attempt *a, const struct btk_fs_dev *dev, 
 	for (int i = 0; i < a->fs->nchunks && !ret; i++) {
 		const struct btk_chunk *c = a->fs->chunks[i];
 		for (int j = 0; j < c->num_stripes && !ret; j++)
-			if (a->keep_a[i] && c->stripes[j].devid == dev->devid)
-				ret = rl_range_add(&m->busy, c->stripes[j].offset, a->keep_a[i]);
+			if ((a->keep_a[i] || a->full_map) && c->stripes[j].devid == dev->devid)
+				ret = rl_range_add(&m->busy, c->stripes[j].offset,
+						   a->full_map ? c->length : a->keep_a[i]);
 	}
 	for (int i = 0; i < a->nnew && !ret; i++)
 		for (int j = 0; j < a->news[i].nstripes && !ret; j++)
@@ -396,7 +399,7 @@ static int place_new(const struct attempt *a, uint64_t type, uint64_t len, struc
 
 	*ok = false;
 	num = stripes_of(type, ms.n, &per);
-	*n = (struct rl_new){.type = type, .length = len, .logical = a->next_logical};
+	*n = (struct rl_new){.type = type, .length = len, .logical = a->next_logical, .run = 1};
 	for (int i = 0; i < ms.n && !ret; i++)
 		fit += largest_hole(&ms.m[i]) >= len * (uint64_t)per;
 	for (int i = 0; i < ms.n && !ret && fit * per >= num && k < num; i++) {
@@ -527,6 +530,46 @@ static int plan_run2(struct attempt *a, uint64_t meta_keep)
 	return 0;
 }
 
+/* Run 0 moves the system chunk into a new one sized to what it holds, placed first (the
+ * lowest hole while every chunk is still where it is, as the apply makes it at run 0's
+ * start), so that run 1 may place new chunks where the old one was: its chunk-tree blocks
+ * move (a copy of each and RL_SYS_MARGIN, as rl_check_spec asks), and the kernel keeps room
+ * for the chunk items of a few chunks of its own. The new chunk takes the highest logical
+ * address, so a kernel balance relocates it first, while the device still has the
+ * unallocated space the kernel's overcommit asks of a system chunk's relocation (the last,
+ * as the lowest, it found none after the data and metadata of a DUP image grown by 1 GiB).
+ * Only a single system chunk, when that frees at least 1 MiB. */
+static int move_system(struct attempt *a)
+{
+	struct btk_fs *fs = a->fs;
+	int sys = -1, ret;
+	bool ok;
+
+	for (int i = 0; i < fs->nchunks; i++)
+		if (rl_class_of(fs->chunks[i]->type) == BTRFS_BLOCK_GROUP_SYSTEM) {
+			if (sys >= 0)
+				return 0; /* several: left as they are */
+			sys = i;
+		}
+	if (sys < 0)
+		return 0;
+	const struct btk_chunk *c = fs->chunks[sys];
+	uint64_t used = used_of(&a->use->used[sys]);
+	/* room for the kernel's chunk-tree changes of a few new chunks: 32 tree blocks */
+	uint64_t len = up_1m(2 * used + RL_SYS_MARGIN + SZ_1M + 32ULL * fs->nodesize);
+	if (len + SZ_1M > c->length && !a->frozen[sys])
+		return 0;
+	a->full_map = true; /* placed while every chunk is where it is */
+	ret = add_new(a, c->type, len, &ok);
+	a->full_map = false;
+	if (!ret && ok) {
+		a->news[a->nnew - 1].run = 0;
+		a->keep_a[sys] = 0;
+		a->frozen[sys] = false;
+	}
+	return ret;
+}
+
 static int attempt_run(struct attempt *a, uint64_t meta_keep, bool *fits)
 {
 	struct btk_fs *fs = a->fs;
@@ -538,6 +581,8 @@ static int attempt_run(struct attempt *a, uint64_t meta_keep, bool *fits)
 	*fits = false;
 	if (!ret)
 		ret = plan_run0(a, meta_keep);
+	if (!ret && a->mode)
+		ret = move_system(a);
 	/* run 0 */
 	for (int r = 0; !ret && a->mode && r < 4; r++) {
 		uint64_t *k = a->meta_first >= 0 ? &a->keep_a[a->meta_first] : NULL;
@@ -643,7 +688,8 @@ static int record(const struct attempt *a, struct btk_resize_plan *p)
 		struct btk_resize_new *n = &p->news[p->nnew++];
 		*n = (struct btk_resize_new){.type = a->news[i].type,
 					     .length = a->news[i].length,
-					     .nstripes = a->news[i].nstripes};
+					     .nstripes = a->news[i].nstripes,
+					     .run = a->news[i].run};
 		memcpy(n->phys, a->news[i].phys, sizeof(n->phys));
 		memcpy(n->devid, a->news[i].devid, sizeof(n->devid));
 	}

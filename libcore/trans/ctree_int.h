@@ -174,6 +174,8 @@ struct btk_trans {
 	bool in_hook;		      /* the settled hook runs (btk_trans_view) */
 	uint64_t view_root, view_gen; /* the committed root tree, while the hook runs */
 	uint8_t view_level;
+	uint64_t view_chunk; /* and chunk tree */
+	uint8_t view_chunk_level;
 };
 
 /* ---- alloc.c ---- */

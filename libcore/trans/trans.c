@@ -454,8 +454,14 @@ int btk_trans_view(struct btk_trans *t, bool current)
 		btk_put64(sb->root, t->view_root);
 		btk_put64(sb->generation, t->view_gen);
 		sb->root_level = t->view_level;
+		btk_put64(sb->chunk_root, t->view_chunk);
+		sb->chunk_root_level = t->view_chunk_level;
 		return 0;
 	}
+	if ((ret = root_info(t, BTRFS_CHUNK_TREE_OBJECTID, &by, &gen, &lv)))
+		return ret;
+	btk_put64(sb->chunk_root, by);
+	sb->chunk_root_level = lv;
 	if ((ret = root_info(t, BTRFS_ROOT_TREE_OBJECTID, &by, &gen, &lv)))
 		return ret;
 	btk_put64(sb->root, by);
@@ -474,6 +480,8 @@ static int run_settled_hook(struct btk_trans *t)
 	t->view_root = btk_le64(sb->root);
 	t->view_gen = btk_le64(sb->generation);
 	t->view_level = sb->root_level;
+	t->view_chunk = btk_le64(sb->chunk_root);
+	t->view_chunk_level = sb->chunk_root_level;
 	t->in_hook = true;
 	ret = t->w->settled_fn(t->w->settled_ctx, t);
 	btk_trans_view(t, false);

@@ -89,8 +89,9 @@ struct btk_trans_changes {
 };
 void btk_trans_changes(const struct btk_trans *t, struct btk_trans_changes *out);
 /* Inside the settled hook: reads of the filesystem through the tree layer (btk_root_find,
- * btk_search...) see this transaction's trees as they are now (current) or the committed
- * ones (!current, as outside the hook; the hook returns in that view). */
+ * btk_search, btk_for_each_root...) see this transaction's trees as they are now (current: its
+ * root and chunk trees) or the committed ones (!current, as outside the hook; the hook returns
+ * in that view). */
 int btk_trans_view(struct btk_trans *t, bool current);
 /* With quotas on: marks them inconsistent in this transaction (a rescan is needed), as the
  * commit does by itself without a settled hook. */

@@ -1,4 +1,4 @@
-"""btk: read unmounted btrfs filesystems (image files, devices, or any file object).
+"""btk: read and change unmounted btrfs filesystems (image files, devices, or any file object).
 
 A thin, typed layer over libbtk (ctypes; no compiled extension)::
 
@@ -8,6 +8,10 @@ A thin, typed layer over libbtk (ctypes; no compiled extension)::
             for name in files:
                 with fs.open(f"{top.rstrip('/')}/{name}") as f:
                     data = f.read()
+
+Changes (``btk.open(path, write=True)``: put, mkdir, remove, rename, link, symlink, chmod,
+chown, touch, setxattr, removexattr, snapshot, subvol_create, subvol_delete,
+subvol_set_default) are one crash-safe transaction each.
 
 Errors raise OSError subclasses (FileNotFoundError, NotADirectoryError...) carrying errno
 and libbtk's message.
@@ -23,7 +27,7 @@ import stat as _stat
 from typing import IO, Callable, Iterator, List, NamedTuple, Optional, Sequence, Tuple, Union
 
 __all__ = ["open", "open_reader", "Filesystem", "File", "Stat", "Extent", "Owner", "Problem", "Subvolume",
-           "BtkError"]
+           "BtkError", "BACKUP_NEWEST"]
 
 _u8p = ctypes.POINTER(ctypes.c_uint8)
 
@@ -38,7 +42,12 @@ _lib = _load()
 
 class _OpenOpts(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t), ("offset", ctypes.c_uint64), ("flags", ctypes.c_uint),
-                ("partition", ctypes.c_uint)]
+                ("partition", ctypes.c_uint), ("backup", ctypes.c_int),
+                ("generation", ctypes.c_uint64), ("tree_root", ctypes.c_uint64)]
+
+
+OPEN_WRITE, OPEN_WAIT, OPEN_FORCE = 1, 2, 4
+BACKUP_NEWEST = 5
 
 
 class _Info(ctypes.Structure):
@@ -142,6 +151,22 @@ _sig("btkfs_owners", ctypes.c_int, _vp, ctypes.c_uint64, _OWNER_FN, _vp)
 _sig("btkfs_subvolumes", ctypes.c_int, _vp, _SUBVOL_FN, _vp)
 _sig("btkfs_check", ctypes.c_int, _vp, ctypes.c_uint, _PROBLEM_FN, _vp,
      ctypes.POINTER(_CheckResult))
+_cp, _u32, _u64p = ctypes.c_char_p, ctypes.c_uint32, ctypes.POINTER(ctypes.c_uint64)
+_sig("btkfs_put", ctypes.c_int, _vp, _cp, _cp, ctypes.c_uint)
+_sig("btkfs_mkdir", ctypes.c_int, _vp, _cp, _u32, ctypes.c_uint)
+_sig("btkfs_remove", ctypes.c_int, _vp, _cp, ctypes.c_uint)
+_sig("btkfs_rename", ctypes.c_int, _vp, _cp, _cp)
+_sig("btkfs_link", ctypes.c_int, _vp, _cp, _cp)
+_sig("btkfs_symlink", ctypes.c_int, _vp, _cp, _cp)
+_sig("btkfs_chmod", ctypes.c_int, _vp, _cp, _u32)
+_sig("btkfs_chown", ctypes.c_int, _vp, _cp, _u32, _u32)
+_sig("btkfs_touch", ctypes.c_int, _vp, _cp, ctypes.POINTER(_Time))
+_sig("btkfs_setxattr", ctypes.c_int, _vp, _cp, _cp, _vp, ctypes.c_size_t)
+_sig("btkfs_removexattr", ctypes.c_int, _vp, _cp, _cp)
+_sig("btkfs_snapshot", ctypes.c_int, _vp, _cp, _cp, ctypes.c_uint, _u64p)
+_sig("btkfs_subvol_create", ctypes.c_int, _vp, _cp, _u64p)
+_sig("btkfs_subvol_delete", ctypes.c_int, _vp, _cp)
+_sig("btkfs_subvol_set_default", ctypes.c_int, _vp, _cp)
 
 PathLike = Union[str, bytes, "os.PathLike[str]"]
 
@@ -164,8 +189,10 @@ def _b(path: PathLike) -> bytes:
     return os.fsencode(path)
 
 
-def _opts(offset: int = 0, partition: int = 0) -> _OpenOpts:
-    return _OpenOpts(ctypes.sizeof(_OpenOpts), offset, 0, partition)
+def _opts(offset: int = 0, partition: int = 0, flags: int = 0, backup: int = 0,
+          generation: int = 0, tree_root: int = 0) -> _OpenOpts:
+    return _OpenOpts(ctypes.sizeof(_OpenOpts), offset, flags, partition, backup, generation,
+                     tree_root)
 
 
 class Stat(NamedTuple):
@@ -287,6 +314,83 @@ class Filesystem:
             _raise(ret)
         return {k: (getattr(i, k).decode() if isinstance(getattr(i, k), bytes) else getattr(i, k))
                 for k, _ in _Info._fields_}
+
+    # ---- changes (a handle from btk.open(..., write=True)); one transaction each ----
+
+    def _change(self, ret: int, path: PathLike) -> None:
+        if ret < 0:
+            _raise(ret, os.fsdecode(path))
+
+    def put(self, src: PathLike, path: PathLike, replace: bool = False) -> None:
+        """Copies host file or directory tree src (as cp -a) to path, or into path under src's
+        name when path is a directory. An existing file there: FileExistsError unless
+        replace."""
+        self._change(_lib.btkfs_put(self._handle(), _b(src), _b(path), 1 if replace else 0),
+                     path)
+
+    def mkdir(self, path: PathLike, mode: Optional[int] = None, parents: bool = False) -> None:
+        """Makes directory path (mode None: 0755, or what a default ACL gives); parents: as
+        mkdir -p."""
+        m = 0xFFFFFFFF if mode is None else mode
+        self._change(_lib.btkfs_mkdir(self._handle(), _b(path), m, 1 if parents else 0), path)
+
+    def remove(self, path: PathLike, recursive: bool = False) -> None:
+        """Removes a file or an empty directory; recursive: a whole tree (not subvolumes)."""
+        self._change(_lib.btkfs_remove(self._handle(), _b(path), 1 if recursive else 0), path)
+
+    def rename(self, src: PathLike, dst: PathLike) -> None:
+        """rename(2); a subvolume may move to any directory."""
+        self._change(_lib.btkfs_rename(self._handle(), _b(src), _b(dst)), src)
+
+    def link(self, target: PathLike, path: PathLike) -> None:
+        """A hard link path to target (in the same subvolume)."""
+        self._change(_lib.btkfs_link(self._handle(), _b(target), _b(path)), path)
+
+    def symlink(self, target: PathLike, path: PathLike) -> None:
+        """A symbolic link path holding target."""
+        self._change(_lib.btkfs_symlink(self._handle(), _b(target), _b(path)), path)
+
+    def chmod(self, path: PathLike, mode: int) -> None:
+        self._change(_lib.btkfs_chmod(self._handle(), _b(path), mode), path)
+
+    def chown(self, path: PathLike, uid: int = -1, gid: int = -1) -> None:
+        """chown(2): -1 keeps that id."""
+        self._change(_lib.btkfs_chown(self._handle(), _b(path), uid & 0xFFFFFFFF,
+                                      gid & 0xFFFFFFFF), path)
+
+    def touch(self, path: PathLike, ns: Optional[int] = None) -> None:
+        """Sets atime and mtime to ns (nanoseconds since 1970; None: now); creates a missing
+        file."""
+        t = None if ns is None else ctypes.byref(_Time(ns // 10**9, ns % 10**9))
+        self._change(_lib.btkfs_touch(self._handle(), _b(path), t), path)
+
+    def setxattr(self, path: PathLike, name: Union[str, bytes], value: bytes) -> None:
+        n = name.encode() if isinstance(name, str) else name
+        buf = ctypes.create_string_buffer(bytes(value), len(value))
+        self._change(_lib.btkfs_setxattr(self._handle(), _b(path), n, buf, len(value)), path)
+
+    def removexattr(self, path: PathLike, name: Union[str, bytes]) -> None:
+        n = name.encode() if isinstance(name, str) else name
+        self._change(_lib.btkfs_removexattr(self._handle(), _b(path), n), path)
+
+    def snapshot(self, src: PathLike, path: PathLike, readonly: bool = False) -> int:
+        """A snapshot of subvolume src as path; returns its subvolume id."""
+        i = ctypes.c_uint64()
+        self._change(_lib.btkfs_snapshot(self._handle(), _b(src), _b(path),
+                                         1 if readonly else 0, ctypes.byref(i)), path)
+        return i.value
+
+    def subvol_create(self, path: PathLike) -> int:
+        """A new empty subvolume at path; returns its id."""
+        i = ctypes.c_uint64()
+        self._change(_lib.btkfs_subvol_create(self._handle(), _b(path), ctypes.byref(i)), path)
+        return i.value
+
+    def subvol_delete(self, path: PathLike) -> None:
+        self._change(_lib.btkfs_subvol_delete(self._handle(), _b(path)), path)
+
+    def subvol_set_default(self, path: PathLike) -> None:
+        self._change(_lib.btkfs_subvol_set_default(self._handle(), _b(path)), path)
 
     def stat(self, path: PathLike) -> Stat:
         """lstat(2) of path (links are not followed)."""
@@ -513,15 +617,24 @@ class File(io.RawIOBase):
         super().close()
 
 
-def open(*paths: PathLike, offset: int = 0, partition: int = 0) -> Filesystem:  # noqa: A001
+def open(*paths: PathLike, offset: int = 0, partition: int = 0,  # noqa: A001
+         write: bool = False, wait: bool = False, force: bool = False, backup: int = 0,
+         generation: int = 0, tree_root: int = 0) -> Filesystem:
     """Opens the filesystem on one or more image files or devices, read-only. offset: where the
     filesystem starts in each (bytes); partition: or partition N of each (1-based, as mmls and
-    sfdisk number them). A path may also say it itself: "disk.img@p2", "disk.img@1m"."""
+    sfdisk number them). A path may also say it itself: "disk.img@p2", "disk.img@1m".
+
+    write: open for the changes (exclusive: a mounted device, or one another btk process
+    writes, raises; wait: wait for that process instead). force: write into read-only
+    subvolumes and the image a conversion keeps. An older root, read-only: backup (a slot 1-4,
+    or btk.BACKUP_NEWEST), generation (the newest root of that generation or older), or
+    tree_root (a root tree block's address)."""
     if not paths:
         raise TypeError("open() needs at least one path")
     arr = (ctypes.c_char_p * len(paths))(*[_b(p) for p in paths])
     h = _vp()
-    o = _opts(offset, partition)
+    flags = (OPEN_WRITE if write else 0) | (OPEN_WAIT if wait else 0) | (OPEN_FORCE if force else 0)
+    o = _opts(offset, partition, flags, backup, generation, tree_root)
     ret = _lib.btkfs_open(arr, len(paths), ctypes.byref(o), ctypes.byref(h))
     if ret < 0:
         _raise(ret, os.fsdecode(paths[0]))

@@ -6,7 +6,9 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -285,13 +287,238 @@ def test_partition_and_offset_of_a_disk_image(tmp_path):
         btk.open(disk, partition=1)  # no filesystem there
 
 
-def test_readme_examples_run(capsys):
-    """Every python block of python/README.md runs against the test image."""
+def test_readme_examples_run(capsys, tmp_path):
+    """Every python block of python/README.md runs against the test image (a copy of it for
+    the one that changes it)."""
     readme = os.path.join(os.path.dirname(__file__), "..", "README.md")
     text = open(readme).read()
     blocks = [b.split("```", 1)[0] for b in text.split("```python\n")[1:]]
-    assert len(blocks) == 3
+    assert len(blocks) == 4
+    copy = fresh(tmp_path)
     for b in blocks:
-        exec(compile(b.replace('"disk.img"', repr(IMG)), "README.md", "exec"), {})
+        b = b.replace('"disk.img"', repr(IMG)).replace('"copy.img"', repr(copy))
+        exec(compile(b, "README.md", "exec"), {})
     out = capsys.readouterr().out
-    assert "/dir/random.bin" in out
+    assert "/dir/random.bin" in out and "before-upgrade" in out
+    with btk.open(copy) as fs:
+        assert fs.read_bytes("/etc/hosts") == open("/etc/hosts", "rb").read()
+
+
+# ---- changes (btk.open(..., write=True)) ----
+
+def fresh(tmp_path, name="w.img"):
+    """a copy of the image made from SRC, to change"""
+    img = str(tmp_path / name)
+    subprocess.run([os.path.join(BIN, "btk-mkfs"), "-q", "-b", "256m", "-r", SRC, img],
+                   check=True)
+    return img
+
+
+def check_clean(img):
+    """btrfs check --readonly (btrfs-progs) when installed, and btk-fsck: both clean"""
+    r = subprocess.run([os.path.join(BIN, "btk-fsck"), img], capture_output=True, text=True)
+    assert r.returncode == 0, r.stdout + r.stderr
+    if shutil.which("btrfs"):
+        r = subprocess.run(["btrfs", "check", "--readonly", img], capture_output=True,
+                           text=True)
+        assert r.returncode == 0, r.stdout + r.stderr
+
+
+def tree_of(fs, top="/"):
+    """path -> (mode, size, sha256 of content) of everything below top"""
+    out = {}
+    for d, dirs, files in fs.walk(top):
+        for n in dirs + files:
+            p = d.rstrip("/") + "/" + n
+            s = fs.stat(p)
+            h = hashlib.sha256(fs.read_bytes(p)).hexdigest() if (s.st_mode & 0o170000) == \
+                0o100000 else ""
+            out[p[len(top.rstrip("/")):]] = (s.st_mode, s.st_size, h)
+    return out
+
+
+def sha(path):
+    with open(path, "rb") as f:
+        return hashlib.sha256(f.read()).hexdigest()
+
+
+def test_write_put_snapshot_and_more_then_btrfs_check_clean(tmp_path):
+    img = fresh(tmp_path)
+    with btk.open(img) as fs:
+        before = tree_of(fs)
+    with btk.open(img, write=True) as fs:
+        fs.mkdir("/copy")
+        fs.put(SRC, "/copy")  # into the directory, under SRC's name
+        name = "/copy/" + os.path.basename(SRC)
+        sid = fs.snapshot("/", "/snap", readonly=True)
+        assert sid >= 256
+        fs.subvol_create("/sv")
+        fs.put(os.path.join(SRC, "small"), "/sv/small")
+        fs.setxattr("/sv/small", "user.k", b"\x00value")
+        fs.symlink("small", "/sv/link")
+        fs.link("/sv/small", "/sv/hard")
+        fs.chmod("/sv/small", 0o640)
+        fs.touch("/sv/t", ns=1234567890123456789)
+        fs.rename("/sv/t", "/sv/t2")
+        fs.remove(name + "/dir", recursive=True)
+        # the handle reads what each change made
+        assert fs.stat("/sv/small").st_mode & 0o7777 == 0o640
+        assert fs.getxattr("/sv/small", "user.k") == b"\x00value"
+        assert fs.stat("/sv/t2").st_mtime_ns == 1234567890123456789
+        assert fs.stat("/sv/hard").st_nlink == 2
+    check_clean(img)
+    with btk.open(img) as fs:
+        copied = tree_of(fs, name)
+        want = {p: v for p, v in tree_of(fs, "/snap/copy/" + os.path.basename(SRC)).items()
+                if not p.startswith("/dir")}
+        assert copied == want  # the snapshot kept the copy as it was before the rm -r
+        src = {p: v for p, v in tree_of(fs, "/snap").items() if not p.startswith("/copy")}
+        assert src == before  # and the rest as it was
+        assert [s.path for s in fs.subvolumes()] == ["/", "/snap", "/sv"]
+        assert fs.read_bytes("/sv/small") == open(os.path.join(SRC, "small"), "rb").read()
+        assert fs.readlink("/sv/link") == "small"
+
+
+def test_write_refusals_leave_the_image_byte_identical(tmp_path):
+    img = fresh(tmp_path)
+    with btk.open(img, write=True) as fs:
+        fs.snapshot("/", "/ro", readonly=True)
+    old = sha(img)
+    with btk.open(img, write=True) as fs:
+        some_file = "/small"
+        with pytest.raises(FileExistsError) as e:
+            fs.put(os.path.join(SRC, "small"), some_file)
+        assert e.value.errno == 17 and "exists" in e.value.strerror
+        with pytest.raises(OSError) as e:
+            fs.put(os.path.join(SRC, "small"), "/ro/new")
+        assert e.value.errno == 30 and "read-only subvolume" in e.value.strerror
+        with pytest.raises(IsADirectoryError):
+            fs.remove("/dir")
+        with pytest.raises(FileNotFoundError):
+            fs.rename("/no/such", "/x")
+        with pytest.raises(OSError) as e:
+            fs.mkdir("relative")
+        assert e.value.errno == 22
+        # a change after the refusals still works (then the bytes differ)
+        assert sha(img) == old
+        fs.mkdir("/after")
+        assert fs.stat("/after").st_mode & 0o170000 == 0o040000
+    check_clean(img)
+    with btk.open(img) as fs, pytest.raises(OSError) as e:
+        fs.mkdir("/x")
+    assert e.value.errno == 9  # EBADF: not opened for writing
+
+
+def test_write_takes_the_writers_lock(tmp_path):
+    img = fresh(tmp_path)
+    with btk.open(img, write=True) as fs:
+        fs.mkdir("/a")
+        # btk-image, another process, is refused while the handle is open (also between
+        # changes)
+        r = subprocess.run([os.path.join(BIN, "btk-image"), "mkdir", img, "/b"],
+                           capture_output=True, text=True)
+        assert r.returncode == 1 and "another btk process" in r.stderr, r.stderr
+        r = subprocess.run([sys.executable, "-c", "import btk, sys\n"
+                            "try:\n btk.open(sys.argv[1], write=True)\n"
+                            "except OSError as e:\n print(e.errno)\n", img],
+                           capture_output=True, text=True)
+        assert r.stdout.strip() == "16", r.stdout + r.stderr  # EBUSY
+        fs.mkdir("/c")
+    r = subprocess.run([os.path.join(BIN, "btk-image"), "mkdir", img, "/b"],
+                       capture_output=True, text=True)
+    assert r.returncode == 0, r.stderr
+    with btk.open(img) as fs:
+        assert sorted(fs.listdir("/")) == sorted(["a", "b", "c"] + os.listdir(SRC))
+    check_clean(img)
+
+
+CHANGE = """import btk, sys
+fs = btk.open(sys.argv[1], write=True)
+fs.put(sys.argv[2], "/new")
+fs.snapshot("/", "/snap")
+"""
+
+
+def test_write_power_cut_leaves_old_or_new(tmp_path):
+    """BTK_FAULT=stop:N (a power cut after N writes) and fail:N (every later write fails):
+    each change is whole or absent, the image always clean"""
+    img0 = fresh(tmp_path, "base.img")
+    states = set()
+    for mode, n in [("stop", 1), ("stop", 5), ("stop", 12), ("fail", 3), ("fail", 9),
+                    ("stop", 100000)]:
+        img = str(tmp_path / "cut.img")
+        shutil.copyfile(img0, img)
+        r = subprocess.run([sys.executable, "-c", CHANGE, img, os.path.join(SRC, "dir")],
+                           capture_output=True, text=True,
+                           env=dict(os.environ, BTK_FAULT="%s:%d" % (mode, n)))
+        # fail: the change that meets the fault raises EIO (its bytes cannot all go back:
+        # the device takes no more writes); stop: the program never knows
+        assert r.returncode == 0 or (mode == "fail" and "Errno 5" in r.stderr), r.stderr
+        check_clean(img)
+        with btk.open(img) as fs:
+            names = set(fs.listdir("/"))
+            if "new" in names:  # the put whole
+                assert tree_of(fs, "/new")["/sub/numbers.txt"][2] == \
+                    sha(os.path.join(SRC, "dir/sub/numbers.txt"))
+            states.add(("new" in names, "snap" in names))
+            if "snap" in names:
+                assert "new" in fs.listdir("/snap")
+    assert (False, False) in states and (True, True) in states
+
+
+def test_write_sigint_during_a_change_ends_whole(tmp_path):
+    """SIGINT while a change runs: Python raises KeyboardInterrupt once the call returns, so
+    the change is whole; the image is clean"""
+    img = fresh(tmp_path)
+    big = tmp_path / "big"
+    big.mkdir()
+    for i in range(200):
+        (big / ("f%d" % i)).write_bytes(os.urandom(20000))
+    code = ("import btk, os, signal, sys, threading\n"
+            "fs = btk.open(sys.argv[1], write=True)\n"
+            "try:\n"
+            "    threading.Timer(0.01, os.kill, (os.getpid(), signal.SIGINT)).start()\n"
+            "    fs.put(sys.argv[2], '/big')\n"
+            "    import time; time.sleep(1)\n"
+            "except KeyboardInterrupt:\n    print('interrupted')\n"
+            "fs.close()\n")
+    r = subprocess.run([sys.executable, "-c", code, img, str(big)], capture_output=True,
+                       text=True)
+    assert r.returncode == 0 and "interrupted" in r.stdout, r.stdout + r.stderr
+    check_clean(img)
+    with btk.open(img) as fs:
+        if "big" in fs.listdir("/"):
+            assert len(fs.listdir("/big")) == 200
+
+
+def test_older_roots(tmp_path):
+    img = fresh(tmp_path)
+    with btk.open(img) as fs:
+        gen0 = fs.info["generation"]
+    with btk.open(img, write=True) as fs:
+        fs.mkdir("/later")
+    with btk.open(img) as fs:
+        assert fs.info["generation"] > gen0 and "later" in fs.listdir("/")
+    with btk.open(img, generation=gen0) as fs:
+        assert "later" not in fs.listdir("/")
+    with btk.open(img, backup=btk.BACKUP_NEWEST) as fs:
+        assert fs.info["generation"] >= gen0
+    with pytest.raises(OSError) as e:
+        btk.open(img, write=True, generation=gen0)
+    assert e.value.errno == 22
+    with pytest.raises(OSError) as e:
+        btk.open(img, backup=1, generation=gen0)
+    assert e.value.errno == 22
+
+
+def test_open_opts_of_an_older_header_still_open():
+    """a program built against 0.1's header passes a 24-byte btkfs_open_opts: the fields
+    added since (older roots) read as 0"""
+    import ctypes
+    h = ctypes.c_void_p()
+    o = btk._OpenOpts(24, 0, 0, 0, 77, 1, 1)  # past the size: garbage the library ignores
+    arr = (ctypes.c_char_p * 1)(os.fsencode(IMG))
+    assert btk._lib.btkfs_open(arr, 1, ctypes.byref(o), ctypes.byref(h)) == 0
+    btk._lib.btkfs_close(h)
+    o = btk._OpenOpts(ctypes.sizeof(btk._OpenOpts), 0, 0, 0, 77, 0, 0)
+    assert btk._lib.btkfs_open(arr, 1, ctypes.byref(o), ctypes.byref(h)) == -22

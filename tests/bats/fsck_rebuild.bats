@@ -280,7 +280,7 @@ assert s["was_inconsistent"] or s["was_rescanning"], s
 		[ "$status" = 0 ] || { show_err; return 1; }
 		# counted already: a second rescan changes no number
 		btk_run 60 "$FSCK" --rescue quota --no-undo "$IMG"
-		[ "$status" = 1 ] && grep -q ', 0 of them changed$' "$BTK_OUT"
+		[ "$status" = 1 ] && grep -q ', 0 with new numbers, 0 made for subvolumes without one$' "$BTK_OUT"
 		# the other rebuilds change no subvolume tree: quotas stay consistent through them
 		for step in uuid-tree free-space-tree csum-tree; do
 			btk_run 60 "$FSCK" --rescue $step --no-undo "$IMG"

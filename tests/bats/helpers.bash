@@ -195,3 +195,32 @@ as_user() {
 		done
 	fi
 }
+
+# qgroups_exact IMG: quotas consistent (the status item has neither INCONSISTENT nor RESCAN and
+# carries the superblock's generation, as every kernel commit leaves it) and btrfs check
+# --qgroup-report's recount of every qgroup equal to its numbers on disk
+qgroups_exact() {
+	local img=$1 st gen
+	st=$(btrfs inspect-internal dump-tree -t quota "$img" | grep -A1 'QGROUP_STATUS' | tail -1)
+	case $st in *INCONSISTENT* | *RESCAN*)
+		echo "qgroups marked: $st" >&2
+		return 1
+		;;
+	esac
+	gen=$(btrfs inspect-internal dump-super "$img" | awk '$1 == "generation" { print $2 }')
+	[[ $st == *"generation $gen "* ]] || {
+		echo "qgroup status ($st) not of the superblock's generation $gen" >&2
+		return 1
+	}
+	btrfs check --qgroup-report "$img" >"$D/qgroups.log" 2>&1 || {
+		grep -A6 'are different' "$D/qgroups.log" | head -30 >&2
+		tail -3 "$D/qgroups.log" >&2
+		return 1
+	}
+	! grep -q 'difference in qgroup accounting is expected' "$D/qgroups.log" || return 1
+	awk '/^Counts for qgroup id/ { id = $5 }
+	     /^our:/ { o = $0; sub(/^our:/, "", o) }
+	     /^disk:/ { d = $0; sub(/^disk:/, "", d); n++
+			if (d != o) { print "qgroup " id ": recount" o ", on disk" d; bad = 1 } }
+	     END { if (!n) print "no qgroup reported"; exit bad || !n }' "$D/qgroups.log" >&2
+}

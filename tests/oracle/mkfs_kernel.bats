@@ -119,3 +119,32 @@ degraded() {
 	degraded 4 raid6 3 4
 	degraded 4 raid6 1 4
 }
+
+@test "-O quota with --rootdir and subvolumes: the kernel's qgroups equal its rescan, and stay exact as it writes" {
+	require_tool rsync
+	local src=$D/src
+	mkdir -p "$src/sv/a" "$src/sv/nested" "$src/d"
+	head -c 3000000 /dev/urandom >"$src/d/big"
+	ln "$src/d/big" "$src/d/big2"
+	yes text | head -c 5000000 >"$src/sv/a/text"
+	for i in $(seq 500); do echo "$i" >"$src/sv/nested/f$i"; done
+	"$MKFS" -q -b 1G -O quota --subvol sv --subvol sv/nested --compress zlib -r "$src" "$D/q.img"
+	qgroups_exact "$D/q.img"
+	LOOPS+=("$(losetup -f --show "$D/q.img")")
+	mount "${LOOPS[0]}" "$MNT"
+	btrfs qgroup show --raw "$MNT" >"$D/ours"
+	btrfs quota rescan -w "$MNT" >/dev/null
+	btrfs qgroup show --raw "$MNT" >"$D/rescan"
+	diff "$D/ours" "$D/rescan"
+	[ "$(grep -c '^0/' "$D/ours")" -eq 3 ]
+	rsync -aHAX --checksum --dry-run --itemize-changes --numeric-ids "$src/" "$MNT/" >"$D/rs"
+	[ ! -s "$D/rs" ] || { cat "$D/rs" >&2; false; }
+	# the kernel goes on from these numbers
+	head -c 2000000 /dev/urandom >"$MNT/sv/new"
+	btrfs subvolume snapshot "$MNT/sv" "$MNT/snap" >/dev/null
+	rm "$MNT/d/big"
+	umount "$MNT"
+	losetup -d "${LOOPS[0]}"
+	LOOPS=()
+	qgroups_exact "$D/q.img"
+}
