@@ -66,22 +66,6 @@ void cli_err(const char *fmt, ...)
 	va_end(ap);
 }
 
-/* msg without a first "NAME: " that repeats where or its last path component */
-static const char *unrepeated(const char *where, const char *msg)
-{
-	const char *leaf = strrchr(where, '/');
-	size_t n = strlen(where);
-
-	if (!strncmp(msg, where, n) && !strncmp(msg + n, ": ", 2))
-		return msg + n + 2;
-	if (leaf && leaf[1]) {
-		n = strlen(++leaf);
-		if (!strncmp(msg, leaf, n) && !strncmp(msg + n, ": ", 2))
-			return msg + n + 2;
-	}
-	return msg;
-}
-
 void cli_err_in(const char *where, const char *fmt, ...)
 {
 	char msg[1024];
@@ -90,7 +74,7 @@ void cli_err_in(const char *where, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	cli_err("%s: %s", where, unrepeated(where, msg));
+	cli_err("%s: %s", where, btk_msg_unrepeated(where, msg));
 }
 
 void cli_warn(const char *fmt, ...)

@@ -32,6 +32,8 @@ int img_root_scan(struct img_cmd *c, bool (*owner_fn)(uint64_t owner), bool prog
 	cli_progress_clear(&prog);
 	if (!ret && roots)
 		ret = btk_scan_roots(blocks, owner_fn, roots);
+	if (!ret && roots)
+		ret = btk_scan_roots_commits(c->fs, roots);
 	for (size_t i = 0; roots && i < roots->n && !ret; i++)
 		ret = btk_scan_root_reach(c->fs, blocks, &roots->data[i], &memo);
 	btk_scan_memo_free(memo);
@@ -93,23 +95,24 @@ int verb_roots(int argc, const char **argv)
 		const struct btk_found_root *r = &roots.data[i];
 		bool cur = is_current(c.fs, r);
 		const char *state = r->missing ? "partial" : "complete";
+		const char *sup = r->superseded ? ", superseded" : "";
 		char nb[32];
 		if (c.json)
 			printf(
 			    "%s{\"bytenr\": %llu, \"generation\": %llu, \"level\": %d, \"tree\": "
 			    "%llu, \"blocks\": %llu, \"missing\": %llu, \"complete\": %s, "
-			    "\"current\": %s}",
+			    "\"current\": %s, \"superseded\": %s}",
 			    i ? ", " : "", (unsigned long long)r->bytenr,
 			    (unsigned long long)r->generation, r->level,
 			    (unsigned long long)r->owner, (unsigned long long)r->blocks,
 			    (unsigned long long)r->missing, r->missing ? "false" : "true",
-			    cur ? "true" : "false");
+			    cur ? "true" : "false", r->superseded ? "true" : "false");
 		else
-			printf("%-10llu %-14llu %5d %-14s %8llu %8llu  %s%s\n",
+			printf("%-10llu %-14llu %5d %-14s %8llu %8llu  %s%s%s\n",
 			       (unsigned long long)r->generation, (unsigned long long)r->bytenr,
 			       r->level, tree_name(r->owner, nb, sizeof(nb)),
 			       (unsigned long long)r->blocks, (unsigned long long)r->missing, state,
-			       cur ? ", current" : "");
+			       cur ? ", current" : "", sup);
 	}
 	if (c.json)
 		printf("]}\n");

@@ -121,15 +121,8 @@ void wops_done(struct wops *w, const char *verb, const char *path, const char *m
 
 int wops_failed(const struct wops *w, const char *path)
 {
-	const char *m = btk_errmsg();
-	char where[4200];
-
-	snprintf(where, sizeof(where), "%s: %s", w->c.img, path);
-	if (!*m)
-		m = "failed";
-	if (strstr(m, path)) /* the message names the path already */
-		cli_err("%s: %s", w->c.img, m);
-	else
-		cli_err_in(where, "%s", m);
+	/* "path: why" unless why names it (libbtk's messages are the same) */
+	btk_err_at(-EIO, path);
+	cli_err("%s: %s", w->c.img, btk_errmsg());
 	return CLI_EXIT_ERROR;
 }

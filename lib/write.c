@@ -183,6 +183,20 @@ static int run(struct btk_edit *e, struct req *r)
 	return -EINVAL;
 }
 
+/* The path a failure of r is about: the one btk-image's verb names. */
+static const char *named(const struct req *r)
+{
+	switch (r->op) {
+	case PUT:
+	case LN:
+	case SYMLINK:
+	case SNAP:
+		return r->b;
+	default:
+		return r->a;
+	}
+}
+
 /* r as one session: its flags checked against allowed, its paths present. */
 static int change(btkfs *h, struct req *r, unsigned allowed, bool two)
 {
@@ -196,7 +210,8 @@ static int change(btkfs *h, struct req *r, unsigned allowed, bool two)
 		return lib_einval("unknown flags");
 	if ((ret = begin(h, &e)))
 		return ret;
-	return end(h, &e, run(&e, r));
+	/* a failure's message names the path as btk-image's does */
+	return end(h, &e, btk_err_at(run(&e, r), named(r)));
 }
 
 API int btkfs_put(btkfs *h, const char *src, const char *path, unsigned flags)

@@ -1,6 +1,7 @@
 #include "base/error.h"
 
 #include <stdio.h>
+#include <string.h>
 
 static __thread char errbuf[1024];
 static btk_warn_fn warn_fn;
@@ -24,6 +25,31 @@ const char *btk_errmsg(void)
 void btk_err_clear(void)
 {
 	errbuf[0] = 0;
+}
+
+const char *btk_msg_unrepeated(const char *where, const char *msg)
+{
+	const char *leaf = strrchr(where, '/');
+	size_t n = strlen(where);
+
+	if (!strncmp(msg, where, n) && !strncmp(msg + n, ": ", 2))
+		return msg + n + 2;
+	if (leaf && leaf[1]) {
+		n = strlen(++leaf);
+		if (!strncmp(msg, leaf, n) && !strncmp(msg + n, ": ", 2))
+			return msg + n + 2;
+	}
+	return msg;
+}
+
+int btk_err_at(int ret, const char *path)
+{
+	char m[sizeof(errbuf)];
+
+	if (ret >= 0 || !path || strstr(errbuf, path))
+		return ret;
+	snprintf(m, sizeof(m), "%s", errbuf[0] ? btk_msg_unrepeated(path, errbuf) : "failed");
+	return btk_err(-ret, "%s: %s", path, m);
 }
 
 void btk_set_warn_hook(btk_warn_fn fn, void *ctx)

@@ -20,6 +20,12 @@ int btk_err(int errnum, const char *fmt, ...) __attribute__((format(printf, 2, 3
 const char *btk_errmsg(void);
 /* Clears the recorded message. */
 void btk_err_clear(void);
+/* msg without a first "NAME: " that repeats where or where's last path component. */
+const char *btk_msg_unrepeated(const char *where, const char *msg);
+/* For a failure ret (< 0) about path: the recorded message becomes "path: MSG" unless it names
+ * path already (a first "LEAF: " of MSG repeating path's last component dropped; "failed"
+ * when there was none). Returns ret. */
+int btk_err_at(int ret, const char *path);
 
 typedef void (*btk_warn_fn)(void *ctx, const char *msg);
 /* Sets the warning hook (NULL drops warnings). Not thread-safe; call once at start-up. */

@@ -125,15 +125,6 @@ struct chk_fstree {
 	struct btk_key skip_lo;
 };
 
-static inline uint64_t chk_name_hash64(const uint8_t *name, size_t len)
-{
-	uint64_t h = 0xcbf29ce484222325ULL ^ len;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ name[i]) * 0x100000001b3ULL;
-	return h;
-}
-
 /* check_names.c: a table of names by (dir, child, hash) (struct name_dtab) */
 struct chk_name *chk_tab_find(const struct name_dtab *d, uint64_t dir, uint64_t child,
 			      uint64_t hash);

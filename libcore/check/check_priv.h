@@ -169,6 +169,17 @@ BTK_VEC(chk_v1hdrs, struct chk_v1hdr);
 BTK_VEC(chk_v1inos, struct chk_v1ino);
 BTK_VEC(chk_v1exts, struct chk_v1ext);
 
+/* A name's 64-bit FNV-1a hash (seeded with its length): the key under which the fs trees'
+ * dir entries and the root tree's root refs are matched. */
+static inline uint64_t chk_name_hash64(const uint8_t *name, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL ^ len;
+
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ name[i]) * 0x100000001b3ULL;
+	return h;
+}
+
 struct chk_fstree; /* per fs tree state, check_fs.c */
 struct chk_dv;	   /* data verification threads, check_dverify.c */
 struct btk_backref;

@@ -8,16 +8,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static uint64_t name_hash64(const uint8_t *name, size_t len)
-{
-	/* same hash as check_fs.c's dir entries, so names can be matched */
-	uint64_t h = 0xcbf29ce484222325ULL ^ len;
-
-	for (size_t i = 0; i < len; i++)
-		h = (h ^ name[i]) * 0x100000001b3ULL;
-	return h;
-}
-
 static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 		      uint64_t leaf)
 {
@@ -72,7 +62,7 @@ static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, u
 	r->child = fwd ? k->offset : k->objectid;
 	r->dirid = e.dirid;
 	r->seq = e.sequence;
-	r->hash = name_hash64((const uint8_t *)e.name, e.name_len);
+	r->hash = chk_name_hash64((const uint8_t *)e.name, e.name_len);
 	r->kind = fwd ? 0 : 1;
 }
 

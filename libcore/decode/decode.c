@@ -307,68 +307,6 @@ bool btk_key_format_plain(const struct btk_key *k)
 	       k->type != BTRFS_UUID_KEY_RECEIVED_SUBVOL && k->type != BTRFS_PERSISTENT_ITEM_KEY;
 }
 
-/* Appends name to buf with a '|' separator. */
-static void add_name(char *buf, size_t len, const char *name)
-{
-	size_t used = strlen(buf);
-
-	snprintf(buf + used, len - used, "%s%s", used ? "|" : "", name);
-}
-
-const char *btk_inode_flags_str(uint64_t flags, char *buf, size_t len)
-{
-	static const char *const names[] = {"NODATASUM", "NODATACOW", "READONLY",  "NOCOMPRESS",
-					    "PREALLOC",	 "SYNC",      "IMMUTABLE", "APPEND",
-					    "NODUMP",	 "NOATIME",   "DIRSYNC",   "COMPRESS"};
-
-	buf[0] = 0;
-	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++)
-		if (flags & (1ULL << i))
-			add_name(buf, len, names[i]);
-	if (flags & (1ULL << 31))
-		add_name(buf, len, "ROOT_ITEM_INIT");
-	if (!buf[0])
-		snprintf(buf, len, "none");
-	return buf;
-}
-
-const char *btk_bg_flags_str(uint64_t flags, char *buf, size_t len)
-{
-	char up[16];
-	const char *p;
-	unsigned i;
-
-	buf[0] = 0;
-	if (flags & BTRFS_BLOCK_GROUP_DATA)
-		add_name(buf, len, "DATA");
-	if (flags & BTRFS_BLOCK_GROUP_METADATA)
-		add_name(buf, len, "METADATA");
-	if (flags & BTRFS_BLOCK_GROUP_SYSTEM)
-		add_name(buf, len, "SYSTEM");
-	p = btk_profile_name(flags);
-	if (!strcmp(p, "unknown")) {
-		snprintf(up, sizeof(up), "UNKNOWN.0x%llx",
-			 (unsigned long long)(flags & BTRFS_BLOCK_GROUP_PROFILE_MASK));
-		add_name(buf, len, up);
-	} else if (strcmp(p, "single")) {
-		for (i = 0; p[i] && i < sizeof(up) - 1; i++)
-			up[i] = (char)(p[i] >= 'a' && p[i] <= 'z' ? p[i] - 32 : p[i]);
-		up[i] = 0;
-		add_name(buf, len, up);
-	}
-	return buf;
-}
-
-const char *dc_bg_flags(uint64_t v, char *buf, size_t len)
-{
-	return btk_bg_flags_str(v, buf, len);
-}
-
-const char *dc_inode_flags(uint64_t v, char *buf, size_t len)
-{
-	return btk_inode_flags_str(v, buf, len);
-}
-
 /* ---- dispatch ---- */
 
 int btk_decode_item(const struct btk_decode_env *env, const struct btk_key *key,

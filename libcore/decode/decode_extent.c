@@ -7,18 +7,6 @@
 #include "decode/decode_int.h"
 #include "format/extent_refs.h"
 
-static const char *extent_flags_name(uint64_t v, char *buf, size_t len)
-{
-	buf[0] = 0;
-	if (v & BTRFS_EXTENT_FLAG_DATA)
-		snprintf(buf, len, "DATA");
-	if (v & BTRFS_EXTENT_FLAG_TREE_BLOCK)
-		snprintf(buf + strlen(buf), len - strlen(buf), "%sTREE_BLOCK", buf[0] ? "|" : "");
-	if (v & BTRFS_BLOCK_FLAG_FULL_BACKREF)
-		snprintf(buf + strlen(buf), len - strlen(buf), "%sFULL_BACKREF", buf[0] ? "|" : "");
-	return buf;
-}
-
 /* One inline ref (its size already checked). */
 static void inline_ref(struct dcur *c, uint32_t cur, const struct btk_extent_ref *r)
 {
@@ -69,7 +57,7 @@ static void inline_refs(struct dcur *c, uint32_t cur)
 static const struct fdesc extent_fields[] = {
     {"refs", offsetof(EI, refs), 8, T_U, 0, 0, NULL},
     {"gen", offsetof(EI, generation), 8, T_U, 0, 0, NULL},
-    {"flags", offsetof(EI, flags), 8, T_FLAGS, BTK_FMT_DEC, 1, extent_flags_name},
+    {"flags", offsetof(EI, flags), 8, T_FLAGS, BTK_FMT_DEC, 1, dc_extent_flags},
 };
 
 void dc_extent_item(struct dcur *c, bool metadata)

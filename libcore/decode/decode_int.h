@@ -60,9 +60,16 @@ void dc_table(struct dcur *c, uint32_t base, const struct fdesc *t, size_t n);
 
 #define DC_TABLE(c, base, t) dc_table((c), (base), (t), sizeof(t) / sizeof((t)[0]))
 
-/* Name helpers usable as dc_namefn. */
+/* Names of flag bits, usable as dc_namefn (decode_flags.c). */
 const char *dc_bg_flags(uint64_t v, char *buf, size_t len);
 const char *dc_inode_flags(uint64_t v, char *buf, size_t len);
+const char *dc_root_flags(uint64_t v, char *buf, size_t len);
+const char *dc_fsi_flags(uint64_t v, char *buf, size_t len);
+const char *dc_qgroup_flags(uint64_t v, char *buf, size_t len);
+const char *dc_extent_flags(uint64_t v, char *buf, size_t len);
+const char *dc_super_flags(uint64_t v, char *buf, size_t len);
+const char *dc_compat_ro_flags(uint64_t v, char *buf, size_t len);
+const char *dc_incompat_flags(uint64_t v, char *buf, size_t len);
 
 /* Per-family decoders (decode_items.c, decode_extent.c, decode_misc.c). */
 void dc_inode_item(struct dcur *c, uint32_t base);

@@ -203,13 +203,6 @@ void dc_file_extent(struct dcur *c)
 	DC_TABLE(c, 0, fe_tail);
 }
 
-static const char *root_flags_name(uint64_t v, char *buf, size_t len)
-{
-	(void)buf;
-	(void)len;
-	return (v & BTRFS_ROOT_SUBVOL_RDONLY) ? "RDONLY" : "none";
-}
-
 #define RI struct btrfs_root_item
 static const struct fdesc root_fields[] = {
     NUM("generation", RI, generation, 0),
@@ -218,7 +211,7 @@ static const struct fdesc root_fields[] = {
     NUM("byte_limit", RI, byte_limit, 0),
     NUM("bytes_used", RI, bytes_used, 1),
     NUM("last_snapshot", RI, last_snapshot, 0),
-    {"flags", OFF(RI, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, root_flags_name},
+    {"flags", OFF(RI, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_root_flags},
     NUM("refs", RI, refs, 1),
     {"drop_progress", OFF(RI, drop_progress), 17, T_KEY, 0, 0, NULL},
     NUM("drop_level", RI, drop_level, 1),

@@ -45,17 +45,10 @@ static const struct fdesc bg_fields[] = {
     {"flags", OFF(BG, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_bg_flags},
 };
 
-static const char *fsi_flags(uint64_t v, char *buf, size_t len)
-{
-	(void)buf;
-	(void)len;
-	return (v & BTRFS_FREE_SPACE_USING_BITMAPS) ? "USING_BITMAPS" : "none";
-}
-
 #define FSI struct btrfs_free_space_info
 static const struct fdesc fsi_fields[] = {
     NUM("extent_count", FSI, extent_count, 0),
-    {"flags", OFF(FSI, flags), 4, T_FLAGS, BTK_FMT_HEX, 0, fsi_flags},
+    {"flags", OFF(FSI, flags), 4, T_FLAGS, BTK_FMT_HEX, 0, dc_fsi_flags},
 };
 
 #define DE struct btrfs_dev_extent
@@ -87,19 +80,11 @@ const struct fdesc btk_dev_item_fields[] = {
 };
 const size_t btk_dev_item_nfields = sizeof(btk_dev_item_fields) / sizeof(btk_dev_item_fields[0]);
 
-static const char *qgroup_flags(uint64_t v, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s%s%s", (v & BTRFS_QGROUP_STATUS_FLAG_ON) ? "ON" : "OFF",
-		 (v & BTRFS_QGROUP_STATUS_FLAG_RESCAN) ? "|SCANNING" : "",
-		 (v & BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT) ? "|INCONSISTENT" : "");
-	return buf;
-}
-
 #define QS struct btrfs_qgroup_status_item
 static const struct fdesc qg_status[] = {
     NUM("version", QS, version, 0),
     NUM("generation", QS, generation, 0),
-    {"flags", OFF(QS, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, qgroup_flags},
+    {"flags", OFF(QS, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_qgroup_flags},
     NUM("scan", QS, rescan, 0),
 };
 #define QI struct btrfs_qgroup_info_item

@@ -13,82 +13,6 @@
 		l, OFF(f), w, T_U, BTK_FMT_DEC, 0, NULL                                            \
 	}
 
-struct bitname {
-	uint64_t bit;
-	const char *name;
-};
-
-static const struct bitname super_bits[] = {
-    {BTK_HEADER_FLAG_WRITTEN, "WRITTEN"},
-    {BTK_HEADER_FLAG_RELOC, "RELOC"},
-    {BTK_SUPER_FLAG_ERROR, "ERROR"},
-    {BTK_SUPER_FLAG_SEEDING, "SEEDING"},
-    {BTK_SUPER_FLAG_METADUMP, "METADUMP"},
-    {BTK_SUPER_FLAG_METADUMP_V2, "METADUMP_V2"},
-    {BTK_SUPER_FLAG_CHANGING_FSID, "CHANGING_FSID"},
-    {BTK_SUPER_FLAG_CHANGING_FSID_V2, "CHANGING_FSID_V2"},
-    {0, NULL},
-};
-static const struct bitname compat_ro_bits[] = {
-    {1ULL << 0, "FREE_SPACE_TREE"},
-    {1ULL << 1, "FREE_SPACE_TREE_VALID"},
-    {1ULL << 2, "VERITY"},
-    {1ULL << 3, "BLOCK_GROUP_TREE"},
-    {0, NULL},
-};
-static const struct bitname incompat_bits[] = {
-    {1ULL << 0, "MIXED_BACKREF"},
-    {1ULL << 1, "DEFAULT_SUBVOL"},
-    {1ULL << 2, "MIXED_GROUPS"},
-    {1ULL << 3, "COMPRESS_LZO"},
-    {1ULL << 4, "COMPRESS_ZSTD"},
-    {1ULL << 5, "BIG_METADATA"},
-    {1ULL << 6, "EXTENDED_IREF"},
-    {1ULL << 7, "RAID56"},
-    {1ULL << 8, "SKINNY_METADATA"},
-    {1ULL << 9, "NO_HOLES"},
-    {1ULL << 10, "METADATA_UUID"},
-    {1ULL << 11, "RAID1C34"},
-    {1ULL << 12, "ZONED"},
-    {1ULL << 13, "EXTENT_TREE_V2"},
-    {1ULL << 14, "RAID_STRIPE_TREE"},
-    {1ULL << 16, "SIMPLE_QUOTA"},
-    {0, NULL},
-};
-
-/* "A|B|unknown 0x..." for the bits of v. */
-static const char *bits_str(const struct bitname *t, uint64_t v, char *buf, size_t len)
-{
-	size_t used = 0;
-
-	buf[0] = 0;
-	for (; t->name; t++) {
-		if (!(v & t->bit))
-			continue;
-		used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "|" : "", t->name);
-		v &= ~t->bit;
-		if (used >= len)
-			return buf;
-	}
-	if (v)
-		snprintf(buf + used, len - used, "%sunknown flag: 0x%llx", used ? "|" : "",
-			 (unsigned long long)v);
-	return buf;
-}
-
-static const char *super_flags(uint64_t v, char *b, size_t l)
-{
-	return bits_str(super_bits, v, b, l);
-}
-static const char *compat_ro(uint64_t v, char *b, size_t l)
-{
-	return bits_str(compat_ro_bits, v, b, l);
-}
-static const char *incompat(uint64_t v, char *b, size_t l)
-{
-	return bits_str(incompat_bits, v, b, l);
-}
-
 static const char *csum_name(uint64_t v, char *buf, size_t len)
 {
 	if (v < 4 && btk_csum_name((int)v))
@@ -106,7 +30,7 @@ static int csum_size(uint64_t type)
 
 static const struct fdesc super_a[] = {
     U("bytenr", bytenr, 8),
-    {"flags", OFF(flags), 8, T_FLAGS, BTK_FMT_HEX, 0, super_flags},
+    {"flags", OFF(flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_super_flags},
 };
 static const struct fdesc super_b[] = {
     U("generation", generation, 8),
@@ -128,8 +52,8 @@ static const struct fdesc super_b[] = {
     U("root_dir", root_dir_objectid, 8),
     U("num_devices", num_devices, 8),
     {"compat_flags", OFF(compat_flags), 8, T_U, BTK_FMT_HEX, 0, NULL},
-    {"compat_ro_flags", OFF(compat_ro_flags), 8, T_FLAGS, BTK_FMT_HEX, 0, compat_ro},
-    {"incompat_flags", OFF(incompat_flags), 8, T_FLAGS, BTK_FMT_HEX, 0, incompat},
+    {"compat_ro_flags", OFF(compat_ro_flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_compat_ro_flags},
+    {"incompat_flags", OFF(incompat_flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_incompat_flags},
     U("cache_generation", cache_generation, 8),
     U("uuid_tree_generation", uuid_tree_generation, 8),
     U("nr_global_roots", nr_global_roots, 8),

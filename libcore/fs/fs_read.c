@@ -269,14 +269,16 @@ bad:
 		       (unsigned long long)k->objectid, (unsigned long long)k->offset, size);
 }
 
-static int subvol_rpath(struct btk_fs *fs, uint64_t id, struct rpath *r)
+/* rt: the root tree to read (NULL: the filesystem's) */
+static int subvol_rpath(struct btk_fs *fs, const struct btk_root *rt, uint64_t id, struct rpath *r)
 {
 	struct btk_root tree_root, parent;
 	struct backref_ctx b;
 	int ret;
 
-	ret = btk_fs_root(fs, BTRFS_ROOT_TREE_OBJECTID, &tree_root);
-	if (ret)
+	if (rt)
+		tree_root = *rt;
+	else if ((ret = btk_fs_root(fs, BTRFS_ROOT_TREE_OBJECTID, &tree_root)))
 		return ret;
 	for (int depth = 0; id != BTRFS_FS_TREE_OBJECTID; depth++) {
 		if (depth >= BTK_PATH_MAX_DEPTH)
@@ -292,7 +294,8 @@ static int subvol_rpath(struct btk_fs *fs, uint64_t id, struct rpath *r)
 				       (unsigned long long)id);
 		ret = rpath_push(r, b.name, b.len);
 		if (!ret)
-			ret = btk_fs_root(fs, b.parent, &parent);
+			ret = rt ? btk_root_find_in(fs, rt, b.parent, &parent)
+				 : btk_fs_root(fs, b.parent, &parent);
 		if (!ret)
 			ret = rpath_push_dir(fs, &parent, b.dirid, r);
 		if (ret)
@@ -304,13 +307,18 @@ static int subvol_rpath(struct btk_fs *fs, uint64_t id, struct rpath *r)
 
 int btk_subvol_path(struct btk_fs *fs, uint64_t root_id, char **out)
 {
+	return btk_subvol_path_at(fs, NULL, root_id, out);
+}
+
+int btk_subvol_path_at(struct btk_fs *fs, const struct btk_root *rt, uint64_t root_id, char **out)
+{
 	struct rpath *r = malloc(sizeof(*r));
 	int ret;
 
 	if (!r)
 		return btk_err(ENOMEM, "out of memory");
 	rpath_init(r);
-	ret = subvol_rpath(fs, root_id, r);
+	ret = subvol_rpath(fs, rt, root_id, r);
 	if (!ret && !r->buf[r->start])
 		ret = rpath_push_str(r, "/");
 	if (!ret) {

@@ -91,6 +91,8 @@ int btk_inode_paths(struct btk_fs *fs, const struct btk_root *root, uint64_t ino
  * (through ROOT_BACKREF items, their names and the directory path in the parent).
  * -ENOENT if the subvolume has no back reference (deleted, or not linked anywhere). */
 int btk_subvol_path(struct btk_fs *fs, uint64_t root_id, char **out);
+/* The same as root tree rt (an older one) has it. */
+int btk_subvol_path_at(struct btk_fs *fs, const struct btk_root *rt, uint64_t root_id, char **out);
 
 /* Looks name up in directory dir (DIR_ITEM by name hash, then DIR_INDEX as a fallback). On 0,
  * *loc is the entry's location key (INODE_ITEM: an inode of this tree; ROOT_ITEM: a subvolume

@@ -10,13 +10,15 @@
 #include "base/u64set.h"
 #include "format/dev_items.h"
 #include "format/dir_item.h"
+#include "format/extent_refs.h"
 #include "format/geometry.h"
+#include "format/root_item.h"
 #include "fs/fs_read.h"
 
 const char *btk_data_state_name(enum btk_data_state s)
 {
-	static const char *const n[] = {"none", "inline", "free", "reused"};
-	return (unsigned)s < 4 ? n[s] : "?";
+	static const char *const n[] = {"none", "inline", "free", "reused", "kept"};
+	return (unsigned)s < 5 ? n[s] : "?";
 }
 
 const char *btk_change_name(enum btk_change c)
@@ -55,7 +57,8 @@ static int root_tree_at(struct btk_fs *fs, uint64_t bytenr, struct btk_root *rt)
 	return ret;
 }
 
-/* The subvolume trees a root tree names (the last ROOT_ITEM of each id). */
+/* The subvolume trees a root tree names (the last ROOT_ITEM of each id), but deleted ones
+ * (no reference left: the cleaner drops them later, their names are gone). */
 static int fs_trees(struct btk_fs *fs, const struct btk_root *rt, struct roots_vec *out)
 {
 	struct btk_key k = {BTRFS_FS_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0};
@@ -67,6 +70,7 @@ static int fs_trees(struct btk_fs *fs, const struct btk_root *rt, struct roots_v
 		const uint8_t *d;
 		uint32_t size;
 		struct btk_root r;
+		struct btk_root_item ri;
 		btk_path_key(&p, &k);
 		if (k.objectid > BTRFS_LAST_FREE_OBJECTID)
 			break;
@@ -74,9 +78,15 @@ static int fs_trees(struct btk_fs *fs, const struct btk_root *rt, struct roots_v
 			continue;
 		d = btk_path_data(&p, &size);
 		if (btk_root_from_item(k.objectid, k.offset, d, size, &r) ||
-		    r.level >= BTK_MAX_LEVEL)
+		    r.level >= BTK_MAX_LEVEL || btk_root_item_parse(d, size, &ri))
 			continue;
-		if (out->n && out->data[out->n - 1].objectid == r.objectid)
+		bool same = out->n && out->data[out->n - 1].objectid == r.objectid;
+		if (!ri.refs) {
+			if (same)
+				out->n--;
+			continue;
+		}
+		if (same)
 			out->data[out->n - 1] = r;
 		else if (!btk_vec_push(out)) {
 			ret = btk_err(ENOMEM, "out of memory");
@@ -232,12 +242,15 @@ static bool inode_alive(struct btk_fs *fs, const struct btk_root *tree, uint64_t
 	return true;
 }
 
-/* Is any extent of [start, start+len) allocated in the extent tree? */
-static bool allocated(struct btk_fs *fs, const struct btk_root *ext, uint64_t start, uint64_t len)
+/* What the extent tree says of [start, start+len), a data extent of a tree of generation gen:
+ * FREE when no extent lies on it; KEPT when the extent there is this very one (its start and
+ * length, allocated at gen or before: never freed since); REUSED otherwise. */
+static enum btk_data_state allocated(struct btk_fs *fs, const struct btk_root *ext, uint64_t start,
+				     uint64_t len, uint64_t gen)
 {
 	struct btk_key k = {start + len - 1, 255, (uint64_t)-1};
 	struct btk_path p;
-	bool alloc = true; /* when in doubt, do not promise the data */
+	enum btk_data_state alloc = BTK_DATA_REUSED; /* when in doubt, do not promise the data */
 	int ret;
 
 	btk_path_init(&p);
@@ -255,7 +268,15 @@ static bool allocated(struct btk_fs *fs, const struct btk_root *ext, uint64_t st
 			end = k.objectid + fs->nodesize;
 		else
 			continue;
-		alloc = end > start;
+		struct btk_extent_head h;
+		uint32_t size;
+		const uint8_t *d = btk_path_data(&p, &size);
+		if (end <= start)
+			alloc = BTK_DATA_FREE;
+		else if (k.type == BTRFS_EXTENT_ITEM_KEY && k.objectid == start &&
+			 k.offset == len && !btk_extent_head_parse(&k, d, size, &h) &&
+			 h.generation <= gen)
+			alloc = BTK_DATA_KEPT;
 		break;
 	}
 	btk_path_release(&p);
@@ -265,6 +286,7 @@ static bool allocated(struct btk_fs *fs, const struct btk_root *ext, uint64_t st
 struct data_ctx {
 	struct btk_fs *fs;
 	const struct btk_root *ext;
+	uint64_t gen;
 	enum btk_data_state st;
 };
 
@@ -279,33 +301,37 @@ static int data_cb(void *ctx, const struct btk_file_extent *fe)
 	}
 	if (!fe->disk_bytenr)
 		return 0;
-	if (d->ext && allocated(d->fs, d->ext, fe->disk_bytenr, fe->disk_num_bytes)) {
-		d->st = BTK_DATA_REUSED;
+	enum btk_data_state s =
+	    d->ext ? allocated(d->fs, d->ext, fe->disk_bytenr, fe->disk_num_bytes, d->gen)
+		   : BTK_DATA_FREE;
+	if (s == BTK_DATA_REUSED) {
+		d->st = s;
 		return 1;
 	}
-	d->st = BTK_DATA_FREE;
+	if (d->st != BTK_DATA_KEPT) /* some extent kept, the others free: kept */
+		d->st = s;
 	return 0;
 }
 
 static enum btk_data_state data_state(struct btk_fs *fs, const struct btk_root *tree, uint64_t ino,
-				      const struct btk_root *ext)
+				      const struct btk_root *ext, uint64_t gen)
 {
-	struct data_ctx d = {fs, ext, BTK_DATA_NONE};
+	struct data_ctx d = {fs, ext, gen, BTK_DATA_NONE};
 
 	if (btk_file_for_each_extent(fs, tree, ino, 0, data_cb, &d) < 0 && d.st != BTK_DATA_REUSED)
 		d.st = BTK_DATA_REUSED; /* extents that do not read: nothing to promise */
 	return d.st;
 }
 
-/* "/sub" for a subvolume (its path now, or "/<subvolume ID>" when it has none), "" for the
- * top level. */
-static char *subvol_prefix(struct btk_fs *fs, uint64_t id)
+/* "/sub" for a subvolume (its path in root tree rt, or "/<subvolume ID>" when it has none
+ * there), "" for the top level. */
+static char *subvol_prefix(struct btk_fs *fs, const struct btk_root *rt, uint64_t id)
 {
 	char *p = NULL, buf[48];
 
 	if (id == BTRFS_FS_TREE_OBJECTID)
 		return strdup("");
-	if (!btk_subvol_path(fs, id, &p))
+	if (!btk_subvol_path_at(fs, rt, id, &p))
 		return p;
 	snprintf(buf, sizeof(buf), "/<subvolume %llu>", (unsigned long long)id);
 	return strdup(buf);
@@ -388,7 +414,7 @@ static int del_leaf(void *ctx, const struct btk_block *b)
 			    inode_alive(c->fs, c->cur, n.ino, n.info.generation, NULL))
 				continue;
 			if (n.have_inode && e.type == BTRFS_FT_REG_FILE)
-				n.data = data_state(c->fs, c->old, n.ino, c->ext);
+				n.data = data_state(c->fs, c->old, n.ino, c->ext, c->generation);
 		}
 		if ((ret = btk_u64set_add(c->reported, nk)) < 0)
 			break;
@@ -435,9 +461,15 @@ int btk_hist_deleted(struct btk_fs *fs, const struct btk_found_blocks *blocks,
 	}
 	if (!ret)
 		ret = btk_scan_roots(blocks, is_root_tree, &roots);
-	for (size_t i = 0; i < roots.n && !ret; i++) {
-		const struct btk_found_root *fr = &roots.data[i];
+	if (!ret)
+		ret = btk_scan_roots_commits(fs, &roots);
+	/* the committed roots first: a name gets the newest generation whose commit has it;
+	 * then the root trees their transaction copied again (names only they hold) */
+	for (size_t k = 0; k < 2 * roots.n && !ret; k++) {
+		const struct btk_found_root *fr = &roots.data[k % roots.n];
 		struct roots_vec old = {0};
+		if (fr->superseded != (k >= roots.n))
+			continue;
 		if (fr->generation >= fs->generation || fr->bytenr == cur_root)
 			continue;
 		if (root_tree_at(fs, fr->bytenr, &rt) || fs_trees(fs, &rt, &old)) {
@@ -446,7 +478,7 @@ int btk_hist_deleted(struct btk_fs *fs, const struct btk_found_blocks *blocks,
 			continue;
 		}
 		for (size_t t = 0; t < old.n && !ret; t++) {
-			char *prefix = subvol_prefix(fs, old.data[t].objectid);
+			char *prefix = subvol_prefix(fs, &rt, old.data[t].objectid);
 			struct del_ctx c = {
 			    fs,	    &old.data[t],   tree_of(&cur, old.data[t].objectid),
 			    extp,   fr->generation, fr->bytenr,
@@ -635,7 +667,7 @@ int btk_hist_diff(struct btk_fs *fs, uint64_t from, uint64_t to,
 	for (int side = 0; side < 2 && !ret; side++) {
 		const struct roots_vec *self = side ? &b : &a, *other = side ? &a : &b;
 		for (size_t i = 0; i < self->n && !ret; i++) {
-			char *prefix = subvol_prefix(fs, self->data[i].objectid);
+			char *prefix = subvol_prefix(fs, side ? &rb : &ra, self->data[i].objectid);
 			struct diff_ctx c = {
 			    .fs = fs,
 			    .self = &self->data[i],

@@ -18,8 +18,11 @@ enum btk_data_state {
 	BTK_DATA_INLINE, /* inside the old tree leaf itself */
 	BTK_DATA_FREE,	 /* every extent unallocated now: still there unless written over */
 	BTK_DATA_REUSED, /* some extent is allocated again (to another file, or metadata) */
+	BTK_DATA_KEPT,	 /* some extent still allocated as that very extent (a snapshot, a reflink
+			    or another name keeps it), the others free: the data is there */
 };
-const char *btk_data_state_name(enum btk_data_state s); /* "none", "inline", "free", "reused" */
+/* "none", "inline", "free", "reused", "kept" */
+const char *btk_data_state_name(enum btk_data_state s);
 
 /* One name of a subvolume tree. */
 struct btk_hist_name {

@@ -102,6 +102,8 @@ int rp_older_root(const char *const *paths, int n, const struct btk_open_opts *o
 	ret = btk_scan_blocks(fs, &blocks, NULL, NULL);
 	if (!ret)
 		ret = btk_scan_roots(&blocks, is_root_tree, &roots);
+	if (!ret)
+		ret = btk_scan_roots_commits(fs, &roots);
 	btk_fs_close(fs);
 	for (size_t i = 0; !ret && i < roots.n && tries < RP_ROOT_TRIES; i++) {
 		const struct btk_found_root *r = &roots.data[i];

@@ -142,7 +142,9 @@ static bool planned(const struct btk_repair_opts *ro, const struct rp_probs *all
 		return false;
 	if (ro->preen && !ri->safe)
 		return false;
-	if (only >= 0 && (int)p->id != only)
+	/* a repair from an older root tree makes it the filesystem's with any commit: the
+	 * fix that says so (and which generations are lost) goes with every attempt */
+	if (only >= 0 && (int)p->id != only && p->id != BTK_P_CURRENT_ROOT_DAMAGED)
 		return false;
 	if ((p->id == BTK_P_BG_USED || p->id == BTK_P_SUPER_BYTES_USED) &&
 	    extent_records_planned(ro, all, only))
@@ -367,6 +369,7 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 	struct attempt a = {.ro = ro};
 	int max = ro->max_rounds > 0 ? ro->max_rounds : 4, ret = 0;
 	struct btk_fs *fs = NULL;
+	const struct btk_open_opts *disk_oo = oo;
 	struct btk_open_opts ro_open = *oo, older;
 	struct rp_rollback rb = {0};
 	struct rp_collect c;
@@ -459,6 +462,11 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 			if (ro->on_fix)
 				ro->on_fix(ro->ctx, &fixes.data[i]);
 		res->fixes += fixes.n - nfix0;
+		/* the commit made the older root tree the filesystem's: the next rounds open
+		 * what is on disk now (from the older root again, a round would allocate over
+		 * the blocks this commit wrote) */
+		oo = disk_oo;
+		a.rb = NULL;
 		/* the re-check of the committed state is the next round's plan */
 		struct rp_probs tmp = cur;
 		cur = a.after;

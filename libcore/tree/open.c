@@ -220,6 +220,8 @@ static int use_generation(struct btk_fs *fs, uint64_t want)
 	if (!ret)
 		ret = btk_scan_roots(&blocks, is_root_tree, &roots);
 	if (!ret)
+		ret = btk_scan_roots_commits(fs, &roots);
+	if (!ret)
 		ret = btk_err(ENOENT, "no root tree of generation %llu or older reads",
 			      (unsigned long long)want);
 	for (size_t i = 0; i < roots.n && ret == -ENOENT; i++) {

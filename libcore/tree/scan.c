@@ -250,6 +250,75 @@ int btk_scan_roots(const struct btk_found_blocks *blocks, bool (*owner_fn)(uint6
 	return ret;
 }
 
+/* Does the extent tree that root tree block r names record r itself? 1 yes, 0 no, negative
+ * when it does not read. */
+static int records_itself(struct btk_fs *fs, const struct btk_found_root *r)
+{
+	struct btk_root rt = {.objectid = BTRFS_ROOT_TREE_OBJECTID,
+			      .bytenr = r->bytenr,
+			      .generation = r->generation,
+			      .level = r->level},
+			ext;
+	struct btk_key k = {r->bytenr, 0, 0};
+	struct btk_path p;
+	int ret = btk_root_find_in(fs, &rt, BTRFS_EXTENT_TREE_OBJECTID, &ext);
+
+	if (ret)
+		return ret;
+	btk_path_init(&p);
+	ret = btk_search_ge(fs, &ext, &k, &p);
+	if (!ret) {
+		btk_path_key(&p, &k);
+		ret = k.objectid == r->bytenr &&
+		      (k.type == BTRFS_EXTENT_ITEM_KEY || k.type == BTRFS_METADATA_ITEM_KEY);
+	} else if (ret == 1) {
+		ret = 0;
+	}
+	btk_path_release(&p);
+	return ret;
+}
+
+static int cmp_commit_rank(const void *a, const void *b)
+{
+	const struct btk_found_root *x = a, *y = b;
+	if (x->superseded != y->superseded)
+		return x->superseded ? 1 : -1;
+	return x->bytenr < y->bytenr ? -1 : x->bytenr > y->bytenr;
+}
+
+int btk_scan_roots_commits(struct btk_fs *fs, struct btk_found_roots *roots)
+{
+	for (size_t i = 0, j; i < roots->n; i = j) {
+		struct btk_found_root *run = &roots->data[i];
+		size_t n, committed = 0;
+		for (j = i + 1; j < roots->n && roots->data[j].generation == run->generation &&
+				roots->data[j].owner == run->owner;
+		     j++)
+			;
+		n = j - i;
+		if (run->owner != BTRFS_ROOT_TREE_OBJECTID || n < 2)
+			continue;
+		int8_t *st = malloc(n);
+		if (!st)
+			return btk_err(ENOMEM, "out of memory");
+		for (size_t m = 0; m < n; m++) {
+			int ret = records_itself(fs, &run[m]);
+			if (ret == -ENOMEM) {
+				free(st);
+				return ret;
+			}
+			st[m] = (int8_t)(ret > 0 ? 1 : ret);
+			committed += ret > 0;
+		}
+		for (size_t m = 0; m < n && committed; m++)
+			run[m].superseded = st[m] != 1;
+		free(st);
+		qsort(run, n, sizeof(*run), cmp_commit_rank);
+	}
+	btk_err_clear();
+	return 0;
+}
+
 /* Counts of a node's subtree, kept by the node's index in the found blocks. */
 struct reach {
 	uint64_t blocks, missing;

@@ -43,6 +43,9 @@ struct btk_found_root {
 	/* btk_scan_root_reach: blocks of the tree that are on disk as its pointers expect, and
 	 * pointers whose block is gone (overwritten, or not found) */
 	uint64_t blocks, missing;
+	/* btk_scan_roots_commits: another root tree block of this generation is the one the
+	 * transaction committed (this one was copied again before the commit) */
+	bool superseded;
 };
 BTK_VEC(btk_found_roots, struct btk_found_root);
 
@@ -51,6 +54,13 @@ BTK_VEC(btk_found_roots, struct btk_found_root);
  * then by owner and bytenr. 0 or -ENOMEM. */
 int btk_scan_roots(const struct btk_found_blocks *blocks, bool (*owner_fn)(uint64_t owner),
 		   struct btk_found_roots *out);
+
+/* A transaction may write the root tree block and copy it again before it commits: several
+ * root tree blocks of one generation, of which the one the commit kept is the one its own
+ * extent tree records. Among the root tree roots of one generation, that one comes first and
+ * the others are marked superseded (when no extent tree tells, the order stays). 0 or
+ * -ENOMEM. */
+int btk_scan_roots_commits(struct btk_fs *fs, struct btk_found_roots *roots);
 
 /* Fills r->blocks and r->missing by following the pointers of r's tree through its nodes
  * (leaves are not read: a pointer counts when blocks holds a block at its address with the

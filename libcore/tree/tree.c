@@ -321,11 +321,6 @@ static void super_root(const struct btk_fs *fs, uint64_t id, struct btk_root *r)
 int btk_root_find(struct btk_fs *fs, uint64_t objectid, struct btk_root *out)
 {
 	struct btk_root rt;
-	struct btk_path p;
-	struct btk_key k = {objectid, BTRFS_ROOT_ITEM_KEY, (uint64_t)-1};
-	const uint8_t *data;
-	uint32_t size;
-	int ret;
 
 	if (objectid == BTRFS_ROOT_TREE_OBJECTID || objectid == BTRFS_CHUNK_TREE_OBJECTID ||
 	    objectid == BTRFS_TREE_LOG_OBJECTID) {
@@ -337,8 +332,20 @@ int btk_root_find(struct btk_fs *fs, uint64_t objectid, struct btk_root *out)
 	if (btk_cache_get_root(fs->cache, objectid, out))
 		return 0;
 	super_root(fs, BTRFS_ROOT_TREE_OBJECTID, &rt);
+	return btk_root_find_in(fs, &rt, objectid, out);
+}
+
+int btk_root_find_in(struct btk_fs *fs, const struct btk_root *rt, uint64_t objectid,
+		     struct btk_root *out)
+{
+	struct btk_path p;
+	struct btk_key k = {objectid, BTRFS_ROOT_ITEM_KEY, (uint64_t)-1};
+	const uint8_t *data;
+	uint32_t size;
+	int ret;
+
 	btk_path_init(&p);
-	ret = btk_search(fs, &rt, &k, &p);
+	ret = btk_search(fs, rt, &k, &p);
 	if (ret >= 0)
 		ret = btk_prev(fs, &p);
 	if (ret == 0) {

@@ -197,6 +197,9 @@ int btk_root_from_item(uint64_t objectid, uint64_t key_offset, const uint8_t *da
  * root tree, like every other); other trees from their ROOT_ITEM in the root tree (the one with
  * the highest offset for that objectid). -ENOENT if the tree does not exist. */
 int btk_root_find(struct btk_fs *fs, uint64_t objectid, struct btk_root *out);
+/* The same from the ROOT_ITEMs of root tree rt (an older one, say; no cache). */
+int btk_root_find_in(struct btk_fs *fs, const struct btk_root *rt, uint64_t objectid,
+		     struct btk_root *out);
 
 struct btk_path {
 	struct btk_block *nodes[BTK_MAX_LEVEL];

@@ -522,3 +522,66 @@ def test_open_opts_of_an_older_header_still_open():
     btk._lib.btkfs_close(h)
     o = btk._OpenOpts(ctypes.sizeof(btk._OpenOpts), 0, 0, 0, 77, 0, 0)
     assert btk._lib.btkfs_open(arr, 1, ctypes.byref(o), ctypes.byref(h)) == -22
+
+
+def test_write_calls_equal_btk_image_verbs(tmp_path, monkeypatch):
+    """The same changes through libbtk and through btk-image (one process per verb) give a
+    byte-identical image (SOURCE_DATE_EPOCH: the same clock and uuids), and each refusal the
+    same errno class and message (btk-image's line is "btk-image VERB: IMG: " + libbtk's)."""
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    lib_img = fresh(tmp_path, "lib.img")
+    tool_img = str(tmp_path / "tool.img")
+    shutil.copyfile(lib_img, tool_img)
+    top = "/x/" + os.path.basename(SRC)
+    steps = [  # (btk-image arguments after IMG's place, the same call, errno of a refusal)
+        (["mkdir", "@", "/x"], lambda fs: fs.mkdir("/x"), 0),
+        (["put", "-r", "@", SRC, "/x"], lambda fs: fs.put(SRC, "/x"), 0),
+        (["snapshot", "-r", "@", "/", "/snap"],
+         lambda fs: fs.snapshot("/", "/snap", readonly=True), 0),
+        (["subvol", "create", "@", "/sv"], lambda fs: fs.subvol_create("/sv"), 0),
+        (["ln", "-s", "@", "small", top + "/l"], lambda fs: fs.symlink("small", top + "/l"), 0),
+        (["ln", "@", top + "/small", "/x/h"], lambda fs: fs.link(top + "/small", "/x/h"), 0),
+        (["chmod", "@", "600", top + "/small"], lambda fs: fs.chmod(top + "/small", 0o600), 0),
+        (["chown", "@", "5:6", top + "/small"], lambda fs: fs.chown(top + "/small", 5, 6), 0),
+        (["touch", "@", "/x/t"], lambda fs: fs.touch("/x/t"), 0),
+        (["setfattr", "-n", "user.a", "-v", "b", "@", "/x/t"],
+         lambda fs: fs.setxattr("/x/t", "user.a", b"b"), 0),
+        (["mv", "@", "/x/t", "/sv/t2"], lambda fs: fs.rename("/x/t", "/sv/t2"), 18),  # EXDEV
+        (["mv", "@", "/x/t", "/x/t2"], lambda fs: fs.rename("/x/t", "/x/t2"), 0),
+        (["setfattr", "-x", "user.a", "@", "/x/t2"],
+         lambda fs: fs.removexattr("/x/t2", "user.a"), 0),
+        (["rm", "-r", "@", top + "/dir"], lambda fs: fs.remove(top + "/dir", recursive=True), 0),
+        (["subvol", "default", "@", "/sv"], lambda fs: fs.subvol_set_default("/sv"), 0),
+        (["mkdir", "@", "/x"], lambda fs: fs.mkdir("/x"), 17),
+        (["rm", "@", "/x"], lambda fs: fs.remove("/x"), 21),
+        (["mv", "@", "/nope", "/y"], lambda fs: fs.rename("/nope", "/y"), 2),
+        (["ln", "@", "/x", "/x/hl"], lambda fs: fs.link("/x", "/x/hl"), 1),
+        (["setfattr", "-n", "user.a", "-v", "b", "@", "/snap/x"],
+         lambda fs: fs.setxattr("/snap/x", "user.a", b"b"), 30),
+        (["put", "@", os.path.join(SRC, "small"), top + "/small"],
+         lambda fs: fs.put(os.path.join(SRC, "small"), top + "/small"), 17),
+        (["subvol", "delete", "@", "/sv"], lambda fs: fs.subvol_delete("/sv"), None),
+        (["chmod", "@", "644", "/x/none"], lambda fs: fs.chmod("/x/none", 0o644), 2),
+    ]
+    refused = 0
+    with btk.open(lib_img, write=True) as fs:
+        for args, call, err in steps:
+            argv = [os.path.join(BIN, "btk-image")] + [tool_img if a == "@" else a for a in args]
+            r = subprocess.run(argv, capture_output=True, text=True)
+            try:
+                call(fs)
+                e = None
+            except OSError as x:
+                e = x
+            if err == 0:
+                assert e is None and r.returncode == 0, (args, e, r.stderr)
+                continue
+            # a refusal both ways (err None: the errno is not the point)
+            assert e is not None and r.returncode == 1, (args, r.stderr)
+            assert err is None or e.errno == err, (args, e)
+            assert r.stderr == "btk-image %s: %s: %s\n" % (args[0], tool_img, e.strerror), args
+            refused += 1
+    assert refused == 9
+    with open(lib_img, "rb") as a, open(tool_img, "rb") as b:
+        assert a.read() == b.read()
+    check_clean(lib_img)

@@ -21,31 +21,12 @@ disk() {
 	"$B/btk-mkfs" -q -L inside -r "$BTK_ROOT/man" "$1@p2"
 }
 
-# the output of every read tool on DEV (a name with its @ part), into DIR
-read_all() {
-	local dev=$1 out=$2
-	mkdir -p "$out"
-	"$B/btk-fsck" "$dev" >"$out/fsck" 2>&1
-	"$B/btk-fsck" --json "$dev" >"$out/fsck.json" 2>&1
-	"$B/btk-debug" super "$dev" | grep -v '^superblock:' >"$out/super"
-	"$B/btk-debug" tree "$dev" >"$out/tree"
-	"$B/btk-debug" stats "$dev" >"$out/stats"
-	"$B/btk-owner" --file /btk.7 "$dev" >"$out/owner"
-	"$B/btk-owner" -l "$dev" "$(awk 'NR == 3 { print $4; exit }' "$out/owner")" >"$out/owner2"
-	grep -q btk.7 "$out/owner2"
-	"$B/btk-image" ls -lR "$dev" / >"$out/ls"
-	"$B/btk-image" get -r -q "$dev" / "$out/get"
-	"$B/btk-image" dump "$dev" "$out/dump" >/dev/null
-	# the device name is in some lines: compare without it
-	sed -i "s|$dev|DEV|g" "$out"/fsck* "$out"/owner*
-}
-
 @test "split raw: split -b 64M -d segments read as the raw image, and written as it" {
 	disk "$D/disk.img"
 	(cd "$D" && split -b 64M -d disk.img seg.raw.)
 	[ -e "$D/seg.raw.04" ]
-	read_all "$D/disk.img@p2" "$D/raw"
-	read_all "$D/seg.raw.00@p2" "$D/split"
+	read_tools "$D/disk.img@p2" "$D/raw" /btk.7
+	read_tools "$D/seg.raw.00@p2" "$D/split" /btk.7
 	diff -r "$D/raw" "$D/split"
 	"$B/btk-debug" parts "$D/seg.raw.00" | grep -q "btrfs label 'inside'"
 	# the same writes on both: byte for byte the same result
@@ -88,8 +69,8 @@ read_all() {
 	disk "$D/disk.img"
 	ewfacquire -u -q -t "$D/ev" -f encase6 -c fast -S 100M "$D/disk.img" >/dev/null 2>&1
 	[ -e "$D/ev.E01" ]
-	read_all "$D/disk.img@p2" "$D/raw"
-	read_all "$D/ev.E01@p2" "$D/ewf"
+	read_tools "$D/disk.img@p2" "$D/raw" /btk.7
+	read_tools "$D/ev.E01@p2" "$D/ewf" /btk.7
 	diff -r "$D/raw" "$D/ewf"
 	"$B/btk-debug" parts --json "$D/ev.E01" | grep -q '"label":"inside"'
 	sha=$(sha256_of "$D/ev.E01")

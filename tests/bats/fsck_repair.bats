@@ -195,6 +195,31 @@ PY
 	diff -r "$b" "$a"
 }
 
+@test "repair: from an older root tree over two rounds, the second round builds on the first's commit" {
+	require_btk fsck
+	IMG=$BATS_TEST_TMPDIR/old2.img
+	cp --sparse=always "$BATS_FILE_TMPDIR/base.img" "$IMG"
+	# a name's dir index renamed and its directory's size off: the size waits for the round
+	# after the name's fix; then a later transaction, whose root tree is lost
+	for k in dir-isize index-name; do
+		run "$CORRUPT" $k "$IMG"
+		[ "$status" = 0 ]
+	done
+	"$BTK_BUILD/bin/btk-image" mkdir "$IMG" /later >/dev/null
+	run "$CORRUPT" root-tree "$IMG"
+	[ "$status" = 0 ]
+	btk_run 120 "$FSCK" --repair --no-undo "$IMG"
+	assert_no_crash
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -q '^FIXED: \[E0116 current-root-damaged\]' "$BTK_OUT"
+	grep -q '^FIXED: \[E1209 dir-index\]' "$BTK_OUT"
+	grep -q '^FIXED: \[E1112 dir-isize\]' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	grep -q ', 0 left$' "$BTK_OUT"
+	btk_run 120 "$FSCK" -q "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	btrfs_clean "$IMG"
+}
+
 @test "repair: a block group item whose length differs from its chunk's takes the chunk's" {
 	require_btk fsck
 	broken bg-len

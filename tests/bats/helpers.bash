@@ -10,6 +10,7 @@
 #   oracle_image NAME MKIMG-OPTIONS...   build (once per run) and set IMG_DEVS=(paths)
 #   sha256_of FILE           the file's SHA-256 in hex
 #   as_user DIR              AS=(prefix) runs a command as nobody when the tests run as root
+#   read_tools DEV DIR FILE  every read tool's output on DEV into DIR, the device name taken out
 
 BTK_ROOT=$(cd "$BATS_TEST_DIRNAME/../.." && pwd)
 BTK_BUILD=${BTK_BUILD:-build}
@@ -184,6 +185,27 @@ as_user() {
 			[ "$p" = / ] || chmod o+x "$p"
 		done
 	fi
+}
+
+# read_tools DEV DIR FILE: the output of every read tool on DEV (a name with its @ part) into
+# DIR, FILE being a file of the filesystem for btk-owner; two devices that hold the same
+# filesystem give the same DIR (diff -r), whatever container or partition holds it
+read_tools() {
+	local dev=$1 out=$2 file=$3 b=$BTK_BUILD/bin
+	mkdir -p "$out"
+	"$b/btk-fsck" "$dev" >"$out/fsck" 2>&1
+	"$b/btk-fsck" --json "$dev" >"$out/fsck.json" 2>&1
+	"$b/btk-debug" super "$dev" | grep -v '^superblock:' >"$out/super"
+	"$b/btk-debug" tree "$dev" >"$out/tree"
+	"$b/btk-debug" stats "$dev" >"$out/stats"
+	"$b/btk-owner" --file "$file" "$dev" >"$out/owner"
+	"$b/btk-owner" -l "$dev" "$(awk 'NR == 3 { print $4; exit }' "$out/owner")" >"$out/owner2"
+	grep -qF "$file" "$out/owner2"
+	"$b/btk-image" ls -lR "$dev" / >"$out/ls"
+	"$b/btk-image" get -r -q "$dev" / "$out/get"
+	"$b/btk-image" dump "$dev" "$out/dump" >/dev/null
+	# the device name is in some lines: compare without it
+	sed -i "s|$dev|DEV|g" "$out"/fsck* "$out"/owner*
 }
 
 # qgroups_exact IMG: quotas consistent (the status item has neither INCONSISTENT nor RESCAN and

@@ -228,23 +228,7 @@ PY
 	# a GPT partition that starts before the first usable sector (the entries' area)
 	truncate -s 400M "$D/g.img"
 	printf 'label: gpt\n,200M,L\n' | sfdisk -q "$D/g.img"
-	python3 - "$D/g.img" <<'PY'
-import struct, sys, zlib
-with open(sys.argv[1], 'r+b') as f:
-    f.seek(512)
-    h = bytearray(f.read(512))
-    lba, n, esize = struct.unpack_from('<QII', h, 72)
-    f.seek(lba * 512)
-    e = bytearray(f.read(n * esize))
-    struct.pack_into('<Q', e, 32, 34)
-    struct.pack_into('<I', h, 88, zlib.crc32(e))
-    struct.pack_into('<I', h, 16, 0)
-    struct.pack_into('<I', h, 16, zlib.crc32(h[:struct.unpack_from('<I', h, 12)[0]]))
-    f.seek(lba * 512)
-    f.write(e)
-    f.seek(512)
-    f.write(h)
-PY
+	gpt_patch "$D/g.img" 1 34 411647
 	"$B/btk-debug" parts "$D/g.img" | grep -q '^ *1 *34 '
 	sha=$(sha256_of "$D/g.img")
 	btk_run 20 "$B/btk-mkfs" -f "$D/g.img@p1"

@@ -2,7 +2,7 @@
 # libbtk against the kernel: on an image populated through a loop mount
 # (tests/oracle/get_populate.sh: owners, odd modes, ns times, xattrs, ACLs, hard links, holes,
 # compression, reflinks, subvolumes, snapshots), the C example lib/examples/btk-walk built
-# against the library and the btk Python module, reading the image while it is not mounted,
+# with pkg-config against a staged make install and the btk Python module, reading the image while it is not mounted,
 # see what a read-only kernel mount shows (tests/oracle/libbtk_cmp.py).
 
 load ../bats/helpers
@@ -11,16 +11,24 @@ load image_lib
 setup() { image_lib_setup; }
 teardown() { image_lib_teardown; }
 
-@test "the C API and the Python module read a kernel-made image as the kernel's mount shows it" {
+@test "the C API (built with pkg-config against make install) and the Python module read a kernel-made image as the kernel's mount shows it" {
 	local img=$D/fs.img so=$BTK_BUILD/lib/libbtk.so.0 pre=""
 	/usr/bin/python3 -c 'import sys' || skip "no /usr/bin/python3"
 	populated_image "$img"
 	btrfs check --readonly "$img" >"$D/check.log" 2>&1 || { cat "$D/check.log" >&2; false; }
 	ldd "$so" | grep -q libasan && pre="LD_PRELOAD=$(gcc -print-file-name=libasan.so)"
-	gcc -I"$BTK_ROOT/include" -o "$D/walk" "$BTK_ROOT/lib/examples/btk-walk.c" \
-		-L"$BTK_BUILD/lib" -l:libbtk.so.0 $([[ -n $pre ]] && echo -fsanitize=address,undefined)
+	# the C example as a user builds it: pkg-config against a staged make install
+	require_tool pkg-config
+	btk_run 300 make -s -C "$BTK_ROOT" install B="$BTK_BUILD" PREFIX=/usr DESTDIR="$D/stage" \
+		$([[ -n $pre ]] && echo SANITIZE=1)
+	[ "$status" = 0 ] || { show_err; false; }
+	local s=$D/stage/usr flags
+	flags=$(PKG_CONFIG_PATH=$s/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$D/stage pkg-config --cflags --libs btk)
+	# shellcheck disable=SC2086
+	gcc -Wall -Werror -o "$D/walk" "$BTK_ROOT/lib/examples/btk-walk.c" $flags \
+		$([[ -n $pre ]] && echo -fsanitize=address,undefined)
 	mkdir "$D/out"
-	btk_run 300 env LD_LIBRARY_PATH="$BTK_BUILD/lib" $pre "$D/walk" "$img" "$D/out"
+	btk_run 300 env LD_LIBRARY_PATH="$s/lib" $pre "$D/walk" "$img" "$D/out"
 	[ "$status" = 0 ] || { show_err; false; }
 	cp "$BTK_OUT" "$D/walk.txt"
 	attach "$img" ro

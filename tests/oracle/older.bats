@@ -1,8 +1,9 @@
 #!/usr/bin/env bats
-# Older generations of a kernel-made image (older_mkhist.sh: five commits that create, delete,
-# rename and overwrite): btk-image roots finds every root btrfs-find-root -a finds; ls --deleted
-# lists exactly the deleted names; get --generation gives their content byte for byte, or says
-# "reused" where a newer file's extent lies on theirs; diff equals each step's change list.
+# Older generations of a kernel-made image (older_mkhist.sh: seven commits that create, delete,
+# rename and overwrite files, create a subvolume and its snapshot, delete the subvolume):
+# btk-image roots finds every root btrfs-find-root -a finds; ls --deleted lists exactly the
+# deleted names; get --generation gives their content byte for byte, or says "reused" where a
+# newer file's extent lies on theirs; diff equals each step's change list.
 
 load ../bats/helpers
 
@@ -21,7 +22,7 @@ setup() {
 	[ -f "$H/h.img" ] || skip "the history image was not made"
 	IMG=$BTK_BUILD/bin/btk-image
 	mapfile -t G <"$H/gens"
-	[ "${#G[@]}" -eq 5 ]
+	[ "${#G[@]}" -eq 7 ]
 }
 
 @test "roots finds every root tree and FS_TREE root btrfs-find-root -a finds" {
@@ -37,11 +38,23 @@ setup() {
 		missing=$(comm -23 "$BATS_TEST_TMPDIR/progs.$o" "$BATS_TEST_TMPDIR/btk.$o")
 		[ -z "$missing" ] || { echo "tree $o: btk-image roots misses: $missing" >&2; false; }
 	done
-	# every step's root tree is still there on this small image
+	# every step's root tree is still there on this small image: one that its commit kept
 	for g in "${G[@]}"; do
-		jq -e --argjson g "$g" '[.roots[] | select(.tree == 1 and .generation == $g)] | length == 1' \
+		jq -e --argjson g "$g" \
+			'[.roots[] | select(.tree == 1 and .generation == $g and (.superseded | not))] | length == 1' \
 			"$BTK_OUT"
 	done
+	# the root trees the superblock and its backup roots name are the committed ones, listed
+	# first of their generation
+	btrfs inspect-internal dump-super -f "$H/h.img" |
+		awk '$1 == "root" { print $2, g } $1 == "generation" && !g { g = $2 }
+		     $1 == "backup_tree_root:" { print $2, $4 }' >"$BATS_TEST_TMPDIR/commits"
+	[ "$(wc -l <"$BATS_TEST_TMPDIR/commits")" -ge 4 ]
+	while read -r b g; do
+		[ "$(jq -r --argjson g "$g" '[.roots[] | select(.tree == 1 and .generation == $g)][0] |
+			"\(.bytenr) \(.superseded)"' "$BTK_OUT")" = "$b false" ] ||
+			{ echo "generation $g: committed root tree $b not first" >&2; false; }
+	done <"$BATS_TEST_TMPDIR/commits"
 }
 
 @test "ls --deleted lists exactly the deleted names, with the newest generation that has each" {
@@ -102,7 +115,7 @@ ranges() {
 }
 
 @test "diff between each two steps equals the change list the steps made" {
-	for s in 2 3 4 5; do
+	for s in 2 3 4 5 6 7; do
 		btk_run 120 "$IMG" diff --json --from "${G[$((s - 2))]}" --to "${G[$((s - 1))]}" "$H/h.img"
 		[ "$status" -eq 0 ]
 		got=$(jq -r '.changes[] | "\(.change) \(.path)\(if .new_path then " -> " + .new_path else "" end)"' \
@@ -110,4 +123,23 @@ ranges() {
 		want=$(awk -v s=$s '$1 == s { $1 = ""; sub(/^ /, ""); print }' "$H/changes" | sort)
 		[ "$got" = "$want" ] || { echo "step $s: got [$got] want [$want]" >&2; false; }
 	done
+}
+
+@test "a deleted subvolume: its names are deleted under its old path, their data kept by the snapshot and read back" {
+	btk_run 120 "$IMG" ls --deleted --json "$H/h.img" /sv
+	[ "$status" -eq 0 ]
+	[ "$(jq -r '.entries[].path' "$BTK_OUT" | sort | tr '\n' ' ')" = "/sv /sv/d /sv/d/s2 /sv/s1 " ]
+	# /snap/s1 shares the extent: not reused, kept
+	[ "$(jq -r '.entries[] | select(.path == "/sv/s1") | .data' "$BTK_OUT")" = kept ]
+	[ "$(jq -r '.entries[] | select(.path == "/sv/s1") | .generation' "$BTK_OUT")" = "${G[5]}" ]
+	btk_run 120 "$IMG" get --deleted "$H/h.img" /sv/s1 "$BATS_TEST_TMPDIR/s1"
+	[ "$status" -eq 0 ]
+	cmp "$BATS_TEST_TMPDIR/s1" "$H/orig/sv/s1"
+	btk_run 120 "$IMG" get -r --generation "${G[5]}" "$H/h.img" /sv "$BATS_TEST_TMPDIR/sv"
+	[ "$status" -eq 0 ]
+	diff -r "$BATS_TEST_TMPDIR/sv" "$H/orig/sv"
+	# the snapshot lives on with the same content
+	btk_run 120 "$IMG" get -r "$H/h.img" /snap "$BATS_TEST_TMPDIR/snap"
+	[ "$status" -eq 0 ]
+	diff -r "$BATS_TEST_TMPDIR/snap" "$H/orig/sv"
 }

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# older_mkhist.sh DIR: a kernel-made image DIR/h.img with five committed steps (files created,
-# deleted, renamed, overwritten), for tests/oracle/older.bats. DIR/orig/ keeps every file's
+# older_mkhist.sh DIR: a kernel-made image DIR/h.img with seven committed steps (files created,
+# deleted, renamed, overwritten; a subvolume and its snapshot created, then the subvolume
+# deleted), for tests/oracle/older.bats. DIR/orig/ keeps every file's
 # content as first written (by its path at the time), DIR/gens the generation after each step
 # (one a line), DIR/changes the change list of each step ("STEP change path[ -> new]").
 set -eu
@@ -53,3 +54,21 @@ for i in 01 02 03 04 05 06 07 08; do
 	printf '5 created /fill/%s\n' $i >>"$D/changes"
 done
 commit # step 5
+btrfs -q subvolume create "$MNT/sv" >/dev/null
+mkdir -p "$MNT/sv/d" "$D/orig/sv/d"
+head -c 90000 /dev/urandom >"$D/orig/sv/s1"
+echo deep >"$D/orig/sv/d/s2"
+cp "$D/orig/sv/s1" "$MNT/sv/s1"
+cp "$D/orig/sv/d/s2" "$MNT/sv/d/s2"
+sync
+btrfs -q subvolume snapshot "$MNT/sv" "$MNT/snap" >/dev/null
+for t in sv snap; do
+	printf '6 created /%s\n6 created /%s/s1\n6 created /%s/d\n6 created /%s/d/s2\n' \
+		$t $t $t $t >>"$D/changes"
+done
+commit # step 6
+# the subvolume goes; its snapshot keeps the same names (the cleaner may or may not have
+# dropped the deleted tree by the commit: both must read the same)
+btrfs -q subvolume delete "$MNT/sv" >/dev/null
+printf '7 deleted /sv\n7 deleted /sv/s1\n7 deleted /sv/d\n7 deleted /sv/d/s2\n' >>"$D/changes"
+commit # step 7

@@ -5,8 +5,10 @@
 # `losetup -o OFFSET --sizelimit SIZE` device of the same partition (fsck, owner, image ls/get
 # against the mounted partition), and its writes (resize shrink and grow, mkfs --rootdir into
 # p3, convert of p1 and rollback) pass btrfs check on such a device, mount, and leave every
-# byte outside the partition unchanged (sha256 of the ranges). The in-use check covers a loop
-# device with an offset and a kernel partition device. Root, loop devices; the kernel lane.
+# byte outside the partition unchanged (sha256 of the ranges). An E01 (ewfacquire) and split
+# raw segments of such a disk read as the raw image; the E01 is refused by writers, the segments
+# are written as the raw image. The in-use check covers a loop device with an offset and a
+# kernel partition device. Root, loop devices; the kernel lane.
 
 load ../bats/helpers
 
@@ -77,9 +79,19 @@ fill() {
 # the same answers and content through btk on IMG@pN and through the kernel's loop device
 same_as_kernel() {
 	local img=$1 n=$2 addr
-	"$B/btk-fsck" "$img@p$n" >"$D/fsck.out" || { cat "$D/fsck.out" >&2; return 1; }
-	"$B/btk-debug" tree "$img@p$n" >/dev/null
 	attach "$img" "$n"
+	# btk-fsck and btk-debug on the partition and on the loop device: the same output
+	"$B/btk-fsck" "$img@p$n" >"$D/f1" || { cat "$D/f1" >&2; return 1; }
+	"$B/btk-fsck" "$LOOP" >"$D/f2"
+	sed -i "s|$img@p$n|DEV|g" "$D/f1"
+	sed -i "s|$LOOP|DEV|g" "$D/f2"
+	diff "$D/f1" "$D/f2"
+	"$B/btk-debug" tree "$img@p$n" >"$D/t1"
+	"$B/btk-debug" tree "$LOOP" >"$D/t2"
+	diff "$D/t1" "$D/t2"
+	"$B/btk-debug" super "$img@p$n" | grep -v '^superblock:' >"$D/s1"
+	"$B/btk-debug" super "$LOOP" | grep -v '^superblock:' >"$D/s2"
+	diff "$D/s1" "$D/s2"
 	# btk-owner on the partition and on the loop device: the same answers
 	"$B/btk-owner" --file /dir/random "$img@p$n" | sed "s|$img@p$n|DEV|g" >"$D/o1"
 	"$B/btk-owner" --file /dir/random "$LOOP" | sed "s|$LOOP|DEV|g" >"$D/o2"
@@ -180,6 +192,43 @@ resize_inside() {
 	resize_inside "$D/m.img" 5
 	"$B/btk-fsck" --partition 5 "$D/m.img" >/dev/null
 	"$B/btk-debug" parts "$D/m.img" | grep -q "btrfs label 'kern5'"
+}
+
+@test "E01 (ewfacquire) and split raw (split -b 64M -d) of a GPT image with a kernel-filled btrfs: every read tool as on the raw image; writers refuse the E01 and write the segments as the raw image" {
+	require_tool ewfacquire
+	truncate -s 500M "$D/g.img"
+	printf 'label: gpt\n,50M,L\n,400M,L\n,\n' | sfdisk -q "$D/g.img"
+	fill "$D/g.img" 2
+	read_tools "$D/g.img@p2" "$D/raw" /man/btk.7
+	grep -q "no error found" "$D/raw/fsck"
+	ewfacquire -u -q -t "$D/ev" -f encase6 -c fast -S 100M "$D/g.img" >/dev/null 2>&1
+	read_tools "$D/ev.E01@p2" "$D/ewf" /man/btk.7
+	diff -r "$D/raw" "$D/ewf"
+	sha=$(sha256_of "$D/ev.E01")
+	for cmd in "btk-resize -100M" "btk-image mkdir" "btk-mkfs -f"; do
+		set -- $cmd
+		case $1 in
+		btk-image) btk_run 30 "$B/$1" "${@:2}" "$D/ev.E01@p2" /x ;;
+		*) btk_run 30 "$B/$1" "${@:2}" "$D/ev.E01@p2" ;;
+		esac
+		assert_one_line_error 2
+		grep -q "EWF evidence file (E01) is read-only" "$BTK_ERR" || { show_err; false; }
+	done
+	[ "$(sha256_of "$D/ev.E01")" = "$sha" ]
+
+	(cd "$D" && split -b 64M -d g.img seg.)
+	[ -e "$D/seg.07" ]
+	read_tools "$D/seg.00@p2" "$D/split" /man/btk.7
+	diff -r "$D/raw" "$D/split"
+	# the same writes on both: the same bytes, and the kernel takes the result
+	export SOURCE_DATE_EPOCH=1
+	for dev in "$D/g.img@p2" "$D/seg.00@p2"; do
+		"$B/btk-image" put "$dev" "$BTK_ROOT/README.md" /readme
+		"$B/btk-image" rm "$dev" /dir/numbers
+		"$B/btk-resize" -q -100M "$dev"
+	done
+	cat "$D"/seg.0* | cmp - "$D/g.img"
+	kernel_ok "$D/g.img" 2
 }
 
 @test "in use: a writer refuses a disk one of whose kernel partitions is mounted" {
