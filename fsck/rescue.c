@@ -296,3 +296,23 @@ void rescue_tree_json_summary(const struct btk_tree_rebuild_result *r, bool uuid
 	else
 		printf(", \"v1_invalidated\": %s}", r->v1_invalidated ? "true" : "false");
 }
+
+void rescue_quota_summary(const struct btk_quota_rescan_result *r)
+{
+	printf("quotas rescanned%s: %llu qgroup(s), %llu with new numbers, %llu made for "
+	       "subvolumes without one\n",
+	       r->was_inconsistent ? " (they were marked inconsistent)"
+	       : r->was_rescanning ? " (a rescan was under way)"
+				   : "",
+	       (unsigned long long)r->qgroups, (unsigned long long)r->changed,
+	       (unsigned long long)r->created);
+}
+
+void rescue_quota_json_summary(const struct btk_quota_rescan_result *r, bool done)
+{
+	printf("\"quota_summary\": {\"rescanned\": %s, \"qgroups\": %llu, \"changed\": %llu, "
+	       "\"created\": %llu, \"was_inconsistent\": %s, \"was_rescanning\": %s}",
+	       done ? "true" : "false", (unsigned long long)r->qgroups,
+	       (unsigned long long)r->changed, (unsigned long long)r->created,
+	       r->was_inconsistent ? "true" : "false", r->was_rescanning ? "true" : "false");
+}

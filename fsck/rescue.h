@@ -45,4 +45,8 @@ int rescue_tree(const char **devs, int ndevs, const struct btk_open_opts *oo, bo
 void rescue_tree_summary(const struct btk_tree_rebuild_result *res, bool uuid);
 void rescue_tree_json_summary(const struct btk_tree_rebuild_result *res, bool uuid);
 
+/* --rescue quota's summary line / --json member. */
+void rescue_quota_summary(const struct btk_quota_rescan_result *res);
+void rescue_quota_json_summary(const struct btk_quota_rescan_result *res, bool done);
+
 #endif

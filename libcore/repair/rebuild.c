@@ -14,10 +14,15 @@
  * the tree, so that a tree that no longer reads goes too) are dropped. One transaction: until
  * its superblocks are written the old tree is the committed one, so a power cut leaves the old
  * filesystem or the rebuilt one.
+ *
+ * The free-space tree is replaced the same way and filled at commit from the extent records;
+ * the uuid tree from the root items; quotas are rescanned (backref/qgroup.c). No rebuild
+ * changes a subvolume tree, so qgroups stay consistent through them.
  */
 #include "repair/rescue.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "backref/qgroup.h"
 #include "base/vec.h"
 #include "format/extent_refs.h"
 #include "format/file_extent.h"
@@ -437,9 +442,11 @@ static int piece(struct rb *b, uint64_t lo, uint32_t cnt)
 /* ---- one transaction ---- */
 
 /* Opens the filesystem for writing, runs fn in one transaction and commits it (fn returns 0),
- * or ends it unwritten (fn returns 1: nothing to do; or an error). */
+ * or ends it unwritten (fn returns 1: nothing to do; or an error). settled (may be NULL), with
+ * ctx, is the commit's settled hook (btk_write_on_settled). */
 static int rb_run(const char *const *paths, int n, const struct btk_open_opts *oo,
-		  int (*fn)(struct btk_trans *t, void *ctx), void *ctx)
+		  int (*fn)(struct btk_trans *t, void *ctx), btk_trans_settled_fn settled,
+		  void *ctx)
 {
 	struct btk_open_opts o = *oo;
 	struct btk_fs *fs = NULL;
@@ -456,7 +463,12 @@ static int rb_run(const char *const *paths, int n, const struct btk_open_opts *o
 				     "replay it first (--rescue replay-log)");
 		goto out;
 	}
-	if ((ret = btk_write_open(fs, 0, &w)) || (ret = btk_trans_start(w, &t)))
+	/* no rebuild changes a subvolume tree: the qgroups' numbers stay right */
+	if ((ret = btk_write_open(fs, BTK_WRITE_QGROUPS_KEPT, &w)))
+		goto out;
+	if (settled)
+		btk_write_on_settled(w, settled, ctx);
+	if ((ret = btk_trans_start(w, &t)))
 		goto out;
 	ret = fn(t, ctx);
 	if (ret == 0) {
@@ -525,7 +537,7 @@ int btk_csum_rebuild(const char *const *paths, int n, const struct btk_open_opts
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = rb_run(paths, n, oo, csum_step, &b);
+	ret = rb_run(paths, n, oo, csum_step, NULL, &b);
 	for (int m = 0; m < BTK_MAX_COPIES; m++)
 		free(b.copy[m]);
 	free(b.old_sums);
@@ -546,7 +558,7 @@ static int tree_rebuild(const char *const *paths, int n, const struct btk_open_o
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = rb_run(paths, n, oo, fn, res);
+	ret = rb_run(paths, n, oo, fn, NULL, res);
 	res->rebuilt = !ret;
 	return ret;
 }
@@ -665,4 +677,97 @@ int btk_uuid_rebuild(const char *const *paths, int n, const struct btk_open_opts
 		     struct btk_tree_rebuild_result *res)
 {
 	return tree_rebuild(paths, n, oo, uuid_step, res);
+}
+
+/* ---- quotas ---- */
+
+/* (id, referenced, exclusive) of every QGROUP_INFO item, as the transaction sees them. */
+static int qinfos(struct btk_trans *t, struct rb_keys *v)
+{
+	struct btk_key k = {0, BTRFS_QGROUP_INFO_KEY, 0};
+	uint8_t buf[sizeof(struct btrfs_qgroup_info_item)];
+	uint32_t size;
+	int ret;
+
+	v->n = 0;
+	while (!(ret = btk_item_next(t, BTRFS_QUOTA_TREE_OBJECTID, &k, buf, sizeof(buf), &size)) &&
+	       !k.objectid && k.type == BTRFS_QGROUP_INFO_KEY) {
+		struct btk_key *e = btk_vec_push(v);
+		if (!e)
+			return btk_err(ENOMEM, "out of memory");
+		*e = (struct btk_key){
+		    k.offset, 0,
+		    size < sizeof(buf)
+			? UINT64_MAX
+			: BTK_GET(struct btrfs_qgroup_info_item, buf, rfer) ^
+			      (BTK_GET(struct btrfs_qgroup_info_item, buf, excl) << 1)};
+		if (k.offset == UINT64_MAX)
+			break;
+		k.offset++;
+	}
+	return ret < 0 ? ret : 0;
+}
+
+struct quota_ctx {
+	struct btk_quota_rescan_result *res;
+	struct rb_keys before, after;
+};
+
+/* The commit's settled hook: the rescan, with what it changed counted. */
+static int quota_settled(void *ctx, struct btk_trans *t)
+{
+	struct quota_ctx *c = ctx;
+	struct btk_qgroup_acct st;
+	int ret;
+
+	if ((ret = qinfos(t, &c->before)) || (ret = btk_qgroups_rescan(&st, t)) ||
+	    (ret = qinfos(t, &c->after)))
+		return ret;
+	c->res->qgroups = c->after.n;
+	for (size_t i = 0, j = 0; i < c->after.n; i++) {
+		const struct btk_key *a = btk_vec_at(&c->after, i);
+		while (j < c->before.n && btk_vec_at(&c->before, j)->objectid < a->objectid)
+			j++;
+		if (j == c->before.n || btk_vec_at(&c->before, j)->objectid != a->objectid)
+			c->res->created++;
+		else if (btk_vec_at(&c->before, j)->offset != a->offset)
+			c->res->changed++;
+	}
+	return 0;
+}
+
+static int quota_step(struct btk_trans *t, void *ctx)
+{
+	struct quota_ctx *c = ctx;
+	struct btk_key k = {0, BTRFS_QGROUP_STATUS_KEY, 0};
+	uint8_t st[sizeof(struct btrfs_qgroup_status_item)];
+	uint32_t size = 0;
+	uint64_t flags;
+	int ret;
+
+	ret = btk_item_next(t, BTRFS_QUOTA_TREE_OBJECTID, &k, st, sizeof(st), &size);
+	if (ret < 0 && ret != -ENOENT)
+		return ret;
+	if (ret || k.objectid || k.type != BTRFS_QGROUP_STATUS_KEY || size < sizeof(st))
+		return btk_err(ENOENT, "quotas are off (no quota tree or no status item in it)");
+	flags = BTK_GET(struct btrfs_qgroup_status_item, st, flags);
+	if (!(flags & BTRFS_QGROUP_STATUS_FLAG_ON))
+		return btk_err(ENOENT, "quotas are off (status flags %#llx)",
+			       (unsigned long long)flags);
+	c->res->was_inconsistent = flags & BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
+	c->res->was_rescanning = flags & BTRFS_QGROUP_STATUS_FLAG_RESCAN;
+	return btk_trans_touch(t); /* the commit runs the hook (quota_settled) */
+}
+
+int btk_quota_rescan(const char *const *paths, int n, const struct btk_open_opts *oo,
+		     struct btk_quota_rescan_result *res)
+{
+	struct quota_ctx c = {.res = res};
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	ret = rb_run(paths, n, oo, quota_step, quota_settled, &c);
+	btk_vec_free(&c.before);
+	btk_vec_free(&c.after);
+	return ret;
 }

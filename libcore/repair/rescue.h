@@ -164,4 +164,18 @@ int btk_fst_rebuild(const char *const *paths, int n, const struct btk_open_opts 
 int btk_uuid_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
 		     struct btk_tree_rebuild_result *res);
 
+struct btk_quota_rescan_result {
+	uint64_t qgroups;      /* qgroups after the rescan */
+	uint64_t changed;      /* of them, with other numbers than they had */
+	uint64_t created;      /* level-0 qgroups a subvolume lacked */
+	bool was_inconsistent; /* the status said a rescan was needed */
+	bool was_rescanning;   /* or that one was under way */
+};
+
+/* The kernel's quota rescan, offline (btk_qgroups_rescan as the commit's settled hook), in one
+ * transaction: quotas consistent after it, also when they were marked inconsistent or a rescan
+ * was under way. -ENOENT when quotas are off; -EOPNOTSUPP for simple quotas. */
+int btk_quota_rescan(const char *const *paths, int n, const struct btk_open_opts *oo,
+		     struct btk_quota_rescan_result *res);
+
 #endif
