@@ -3,18 +3,11 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "base/uuid.h"
 
 void cli_uuid_format(const uint8_t u[16], char out[CLI_UUID_STR])
 {
-	int k = 0;
-
-	for (int i = 0; i < 16; i++) {
-		if (i == 4 || i == 6 || i == 8 || i == 10)
-			out[k++] = '-';
-		snprintf(out + k, 3, "%02x", u[i]);
-		k += 2;
-	}
-	out[k] = 0;
+	btk_uuid_str(u, out);
 }
 
 static int hexval(char c)

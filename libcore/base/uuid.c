@@ -4,6 +4,7 @@
 #include "format/format.h"
 
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 #include <unistd.h>
@@ -35,4 +36,18 @@ void btk_uuid_make(const uint8_t *seed, const char *tag, uint64_t n, uint8_t out
 	}
 	out[6] = (uint8_t)((out[6] & 0x0f) | 0x40);
 	out[8] = (uint8_t)((out[8] & 0x3f) | 0x80);
+}
+
+char *btk_uuid_str(const uint8_t u[16], char out[BTK_UUID_STR])
+{
+	int k = 0;
+
+	for (int i = 0; i < 16; i++) {
+		if (i == 4 || i == 6 || i == 8 || i == 10)
+			out[k++] = '-';
+		snprintf(out + k, 3, "%02x", u[i]);
+		k += 2;
+	}
+	out[k] = 0;
+	return out;
 }

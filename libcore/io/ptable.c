@@ -4,6 +4,7 @@
  * numbers follow sfdisk and mmls (io.h). */
 #include "io/io.h"
 #include "base/error.h"
+#include "base/uuid.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -195,11 +196,13 @@ static int mbr_logical(struct btk_dev *dev, struct btk_ptable *t, uint64_t ext_s
 	return 0;
 }
 
-static void guid_str(const uint8_t *g, char *out, size_t len)
+/* A GPT GUID: its first three fields are little-endian. */
+static void guid_str(const uint8_t *g, char out[BTK_UUID_STR])
 {
-	snprintf(out, len, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 g[3], g[2], g[1], g[0], g[5], g[4], g[7], g[6], g[8], g[9], g[10], g[11], g[12],
-		 g[13], g[14], g[15]);
+	const uint8_t u[16] = {g[3], g[2], g[1],  g[0],	 g[5],	g[4],  g[7],  g[6],
+			       g[8], g[9], g[10], g[11], g[12], g[13], g[14], g[15]};
+
+	btk_uuid_str(u, out);
 }
 
 /* UTF-16LE (72 bytes) to UTF-8, stopping at the first NUL; surrogates become '?'. */
@@ -304,7 +307,8 @@ static int gpt_entries(struct btk_dev *dev, struct btk_ptable *t, const uint8_t 
 		uint64_t first = le64(e + 32), last = le64(e + 40);
 		if (!memcmp(e, zero, 16))
 			continue;
-		guid_str(e, p.type, sizeof(p.type));
+		_Static_assert(sizeof(p.type) >= BTK_UUID_STR, "room for a GUID");
+		guid_str(e, p.type);
 		for (size_t k = 0; k < sizeof(gpt_types) / sizeof(gpt_types[0]); k++)
 			if (!strcmp(gpt_types[k].guid, p.type))
 				snprintf(p.type_name, sizeof(p.type_name), "%s", gpt_types[k].name);

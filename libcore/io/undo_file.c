@@ -4,6 +4,7 @@
 #include "io/undo.h"
 #include "io/undo_int.h"
 #include "base/error.h"
+#include "base/uuid.h"
 #include "base/vec.h"
 
 #include <errno.h>
@@ -417,17 +418,14 @@ static int fits(struct btk_undo *u, size_t i, struct btk_dev *d, bool *ok)
 static void describe(char *out, size_t len, bool btrfs, const uint8_t fsid[16], uint64_t devid,
 		     uint64_t gen)
 {
-	const uint8_t *f = fsid;
+	char u[BTK_UUID_STR];
 
 	if (!btrfs) {
 		snprintf(out, len, "no btrfs superblock");
 		return;
 	}
-	snprintf(out, len,
-		 "btrfs %02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x devid "
-		 "%" PRIu64 " generation %" PRIu64,
-		 f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10], f[11], f[12],
-		 f[13], f[14], f[15], devid, gen);
+	snprintf(out, len, "btrfs %s devid %" PRIu64 " generation %" PRIu64, btk_uuid_str(fsid, u),
+		 devid, gen);
 }
 
 /* The one line for a device that matches none of the file's. */

@@ -2,6 +2,7 @@
 #include "volumes/super.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "base/uuid.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -139,7 +140,6 @@ const char *btk_feature_names(int which, uint64_t flags, char *buf, size_t len)
 int btk_dev_holds(struct btk_dev *dev, struct btk_holds *h)
 {
 	struct btk_super_copy c[BTK_SUPER_MIRRORS];
-	const uint8_t *u;
 	int best;
 
 	memset(h, 0, sizeof(*h));
@@ -148,11 +148,8 @@ int btk_dev_holds(struct btk_dev *dev, struct btk_holds *h)
 		snprintf(h->type, sizeof(h->type), "btrfs");
 		memcpy(h->label, c[best].sb.label,
 		       BTK_LABEL_SIZE < sizeof(h->label) ? BTK_LABEL_SIZE : sizeof(h->label) - 1);
-		u = c[best].sb.fsid;
-		snprintf(h->uuid, sizeof(h->uuid),
-			 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-			 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11],
-			 u[12], u[13], u[14], u[15]);
+		_Static_assert(sizeof(h->uuid) >= BTK_UUID_STR, "room for a uuid");
+		btk_uuid_str(c[best].sb.fsid, h->uuid);
 		h->devid = btk_super_devid(&c[best].sb);
 		return 0;
 	}

@@ -3,6 +3,7 @@
 #include "volumes/volumes.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "base/uuid.h"
 #include "format/dev_items.h"
 #include "base/vec.h"
 #include "format/raid.h"
@@ -511,6 +512,7 @@ bool btk_chunk_readable(const struct btk_fs *fs, const struct btk_chunk *c)
 /* "1, 3 (seed fsid ...)": the devids of the missing devices, into buf. */
 static int missing_list(const struct btk_fs *fs, char *buf, size_t len)
 {
+	char fsid[BTK_UUID_STR];
 	size_t pos = 0;
 	int missing = 0;
 
@@ -524,12 +526,9 @@ static int missing_list(const struct btk_fs *fs, char *buf, size_t len)
 			pos += (size_t)snprintf(buf + pos, len - pos, "%s%llu", missing ? ", " : "",
 						(unsigned long long)d->devid);
 		if (pos < len && d->has_item && memcmp(f, fs->meta_uuid, BTK_FSID_SIZE))
-			pos += (size_t)snprintf(
-			    buf + pos, len - pos,
-			    " (a device of seed filesystem "
-			    "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x)",
-			    f[0], f[1], f[2], f[3], f[4], f[5], f[6], f[7], f[8], f[9], f[10],
-			    f[11], f[12], f[13], f[14], f[15]);
+			pos += (size_t)snprintf(buf + pos, len - pos,
+						" (a device of seed filesystem %s)",
+						btk_uuid_str(f, fsid));
 		missing++;
 	}
 	return missing;
