@@ -275,7 +275,8 @@ static int mounted_guard(const char **devs, int ndevs, bool force, struct out *o
 }
 
 /* Where the check starts: superblock copy, backup root, expert root blocks. */
-static struct btk_open_opts open_opts = {.super_mirror = -1, .chunk_overlaps = true};
+static struct btk_open_opts open_opts = {
+    .super_mirror = -1, .chunk_overlaps = true, .sys_array_scan = true};
 
 static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 {
