@@ -7,6 +7,8 @@
 #           more errors than before or no longer opens it, or btrfs check stops opening it;
 #           "lost" counts files restore read before that it no longer reads the same (a file
 #           restore wrote empty before, its extents unreadable, counts only when it is gone)
+#           "renamed" counts files whose path is gone while their content reads at a path
+#           that is new (the repair set a name right): not lost, listed in the verdict
 #   undo:   btk-undo with the repair's undo file must give the image back (same data; holes
 #           and zero blocks alike): "undo-bad" counts those it did not
 # Usage: bench/repair-corpus.sh [BUILD_DIR] [NAME_FILTER]   (one line per image, then totals)
@@ -34,7 +36,7 @@ files() { # "sha256  path" of every file btrfs restore reads
 	(cd "$T/r" && find . -type f -print0 | sort -z | xargs -0 -r sha256sum)
 }
 
-n=0 clean=0 worse=0 crash=0 hang=0 lost_imgs=0 changed=0 undo_bad=0
+n=0 clean=0 worse=0 crash=0 hang=0 lost_imgs=0 changed=0 undo_bad=0 renamed_files=0
 printf '%-62s %6s %6s %5s %5s %5s %s\n' image before after rc btrfs lost verdict
 while IFS=$'\t' read -r name _ _ size expected _; do
 	[ "$expected" = corrupt ] || continue
@@ -57,12 +59,23 @@ while IFS=$'\t' read -r name _ _ size expected _; do
 	files "$img" >"$T/after.files"
 	# an empty file read before (e3b0...: nothing of it read) that reads with data after is
 	# not a loss; it is one when it is gone
-	lost=$(comm -23 <(sort "$T/before.files") <(sort "$T/after.files") |
+	# a file whose path is gone but whose content reads at a path that is new after the
+	# repair (a name set right) is renamed, not lost: counted apart
+	comm -13 <(cut -c67- "$T/before.files" | sort) <(cut -c67- "$T/after.files" | sort) \
+		>"$T/new.paths"
+	comm -23 <(sort "$T/before.files") <(sort "$T/after.files") |
 		while read -r sum path; do
 			[ "$sum" = e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855 ] &&
 				cut -c67- "$T/after.files" | grep -qxF -- "$path" && continue
-			echo "$path"
-		done | wc -l)
+			if grep -F -- "$sum  " "$T/after.files" | cut -c67- | grep -qxFf "$T/new.paths"; then
+				echo "renamed $path"
+			else
+				echo "lost $path"
+			fi
+		done >"$T/gone"
+	lost=$(grep -c '^lost ' "$T/gone")
+	renamed=$(grep -c '^renamed ' "$T/gone")
+	renamed_files=$((renamed_files + renamed))
 	[ "$(sparse_sha "$img")" != "$sha_before" ] && changed=$((changed + 1))
 	verdict=left
 	if [ $rc = 124 ]; then
@@ -80,6 +93,7 @@ while IFS=$'\t' read -r name _ _ size expected _; do
 		verdict="$verdict WORSE"; worse=$((worse + 1))
 	fi
 	[ "$lost" -gt 0 ] && lost_imgs=$((lost_imgs + 1))
+	[ "$renamed" -gt 0 ] && verdict="$verdict renamed:$renamed"
 	if [ -e "$img.undo" ]; then
 		"$B/bin/btk-undo" "$img.undo" "$img" >/dev/null 2>&1 || verdict="$verdict undo-failed"
 		[ "$(sparse_sha "$img")" = "$sha_before" ] || { verdict="$verdict UNDO-BAD"; undo_bad=$((undo_bad + 1)); }
@@ -90,4 +104,4 @@ while IFS=$'\t' read -r name _ _ size expected _; do
 	printf '%-62s %6s %6s %5s %5s %5s %s\n' "$name" "$b_err" "$a_err" $rc $a_btrfs "$lost" "$verdict"
 	rm -f "$img"
 done < <(tail -n +2 "$CORPUS/MANIFEST.tsv" | cut -f1-5 | awk -F'\t' '{print $1"\t"$2"\t"$3"\t"$4"\t"$5"\t"}')
-echo "images $n, clean for both checkers $clean, changed $changed, worse $worse, crashes $crash, hangs $hang, images with files lost $lost_imgs, undo not byte-identical $undo_bad"
+echo "images $n, clean for both checkers $clean, changed $changed, worse $worse, crashes $crash, hangs $hang, images with files lost $lost_imgs, undo not byte-identical $undo_bad, files renamed $renamed_files"

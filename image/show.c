@@ -88,11 +88,13 @@ void img_body_line(const char *hash, const char *path, const char *mark, uint64_
 	img_mode_str(i->mode, mode);
 	t = mode[0] == '-' ? 'r' : mode[0] == '?' ? '-' : mode[0];
 	mode[0] = t;
+	/* another subvolume's inode as INO-ROOT, the way TSK qualifies an NTFS entry: mactime
+	 * takes digits and dashes only (it drops a line with "ROOT:INO"), plaso reads INO */
 	if (root == BTRFS_FS_TREE_OBJECTID)
 		snprintf(ino_s, sizeof(ino_s), "%llu", (unsigned long long)ino);
 	else
-		snprintf(ino_s, sizeof(ino_s), "%llu:%llu", (unsigned long long)root,
-			 (unsigned long long)ino);
+		snprintf(ino_s, sizeof(ino_s), "%llu-%llu", (unsigned long long)ino,
+			 (unsigned long long)root);
 	printf("%s|", hash && *hash ? hash : "0");
 	for (const char *p = path; *p; p++) /* the format has no escape: '|' and newlines go */
 		putchar(*p == '|' || *p == '\n' || *p == '\r' ? '?' : *p);

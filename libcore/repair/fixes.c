@@ -546,6 +546,61 @@ static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 	return 0;
 }
 
+/* The key of the pointer to target (a block of level tlevel) in the subtree of the node at
+ * `at` (level lvl), as committed: 0, 1 when no readable node points at it. */
+static int ptr_key(struct btk_fs *fs, uint64_t at, int lvl, uint64_t target, int tlevel,
+		   struct btk_key *key)
+{
+	struct btk_block_check chk = {.level = lvl};
+	struct btk_block *b;
+	int ret = 1;
+
+	if (lvl <= tlevel || lvl >= BTK_MAX_LEVEL)
+		return 1;
+	if (btk_block_read(fs, at, &chk, &b)) {
+		btk_err_clear();
+		return 1;
+	}
+	for (uint32_t i = 0; ret == 1 && i < btk_block_nritems(b); i++) {
+		if (lvl == tlevel + 1) {
+			if (btk_node_blockptr(b, (int)i) == target) {
+				btk_node_key(b, (int)i, key);
+				ret = 0;
+			}
+		} else {
+			ret =
+			    ptr_key(fs, btk_node_blockptr(b, (int)i), lvl - 1, target, tlevel, key);
+		}
+	}
+	btk_block_put(b);
+	return ret;
+}
+
+/* E0606: a block whose checksum field was wiped is copied (fix_recow). A lost block of the
+ * checksum tree, which holds derived data only, leaves the tree: the data it summed is then
+ * data without checksums, which the next round sums from its bytes as on disk (E1406). */
+static int fix_unreadable(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+			  size_t cap)
+{
+	struct btk_fs *fs = btk_trans_fs(x->t);
+	int level = (int)(int64_t)val(p, 0), ret = fix_recow(x, p, before, after, cap);
+	struct btk_root r;
+	struct btk_key key;
+
+	if (ret != 1 || p->tree != BTRFS_CSUM_TREE_OBJECTID)
+		return ret;
+	if ((ret = btk_root_find(fs, p->tree, &r)))
+		return ret;
+	if (ptr_key(fs, r.bytenr, r.level, p->bytenr, level, &key))
+		return 1; /* the root itself, or not reached: left */
+	if ((ret = btk_tree_drop_lost(x->t, p->tree, &key, level, p->bytenr)))
+		return ret;
+	snprintf(before, cap, "checksum tree block %llu (level %d) lost",
+		 (unsigned long long)p->bytenr, level);
+	snprintf(after, cap, "dropped: the data it summed gets checksums of its bytes next");
+	return 0;
+}
+
 /* A dev extent past its device's end: its chunk (SINGLE, DUP or RAID1, nothing stored past
  * the end) is cut so that the stripe ends inside the device, or removed when the stripe starts
  * past it and the chunk is empty. A chunk holding data out there is left (-EBUSY). */

@@ -14,10 +14,15 @@
  * the tree, so that a tree that no longer reads goes too) are dropped. One transaction: until
  * its superblocks are written the old tree is the committed one, so a power cut leaves the old
  * filesystem or the rebuilt one.
+ *
+ * The free-space tree is replaced the same way and filled at commit from the extent records;
+ * the uuid tree from the root items; quotas are rescanned (backref/qgroup.c). No rebuild
+ * changes a subvolume tree, so qgroups stay consistent through them.
  */
 #include "repair/rescue.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "backref/qgroup.h"
 #include "base/vec.h"
 #include "format/extent_refs.h"
 #include "format/file_extent.h"
@@ -40,8 +45,9 @@ BTK_VEC(rb_keys, struct btk_key);
 /* ---- the blocks of one tree, by their extent records ---- */
 
 /* The extent record keys (EXTENT_ITEM or METADATA_ITEM) of every tree block the extent tree
- * says tree `id` references (inline or keyed TREE_BLOCK_REF). */
-static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out)
+ * says tree `id` references (inline or keyed TREE_BLOCK_REF); *data_refs (may be NULL) counts
+ * the data references (inline or keyed EXTENT_DATA_REF) naming tree `id`. */
+static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out, uint64_t *data_refs)
 {
 	struct btk_root er;
 	struct btk_path p;
@@ -55,23 +61,32 @@ static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out)
 	for (ret = btk_search_ge(fs, &er, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
 		uint32_t size;
 		const uint8_t *d = btk_path_data(&p, &size);
+		struct btk_extent_ref r;
 		bool mine = false;
 		btk_path_key(&p, &k);
 		if (k.type == BTRFS_EXTENT_ITEM_KEY || k.type == BTRFS_METADATA_ITEM_KEY) {
 			struct btk_extent_head h;
 			struct btk_inline_iter it;
-			struct btk_extent_ref r;
 			rec = k;
 			have_rec = false;
-			if (btk_extent_head_parse(&k, d, size, &h) ||
-			    !(h.flags & BTRFS_EXTENT_FLAG_TREE_BLOCK))
+			if (btk_extent_head_parse(&k, d, size, &h))
 				continue;
-			have_rec = true;
+			have_rec = h.flags & BTRFS_EXTENT_FLAG_TREE_BLOCK;
+			if (!have_rec && !data_refs)
+				continue;
 			btk_inline_iter_init(&it, d, size, h.refs_at);
-			while (!mine && btk_inline_next(&it, &r) == 1)
-				mine = r.type == BTRFS_TREE_BLOCK_REF_KEY && r.root == id;
+			while (!mine && btk_inline_next(&it, &r) == 1) {
+				if (data_refs && r.type == BTRFS_EXTENT_DATA_REF_KEY &&
+				    r.root == id)
+					++*data_refs;
+				mine =
+				    have_rec && r.type == BTRFS_TREE_BLOCK_REF_KEY && r.root == id;
+			}
 		} else if (k.type == BTRFS_TREE_BLOCK_REF_KEY) {
 			mine = have_rec && k.objectid == rec.objectid && k.offset == id;
+		} else if (k.type == BTRFS_EXTENT_DATA_REF_KEY && data_refs &&
+			   btk_keyed_ref_parse(&k, d, size, &r) == 0 && r.root == id) {
+			++*data_refs;
 		}
 		if (!mine)
 			continue;
@@ -102,7 +117,7 @@ static int tree_replace(struct btk_trans *t, uint64_t id, uint64_t *blocks)
 		return btk_tree_new(t, id);
 	if (ret)
 		return ret;
-	if ((ret = tree_records(fs, id, &keys)))
+	if ((ret = tree_records(fs, id, &keys, NULL)))
 		goto out;
 	if ((ret = btk_tree_reset(t, id)))
 		goto out;
@@ -437,9 +452,11 @@ static int piece(struct rb *b, uint64_t lo, uint32_t cnt)
 /* ---- one transaction ---- */
 
 /* Opens the filesystem for writing, runs fn in one transaction and commits it (fn returns 0),
- * or ends it unwritten (fn returns 1: nothing to do; or an error). */
+ * or ends it unwritten (fn returns 1: nothing to do; or an error). settled (may be NULL), with
+ * ctx, is the commit's settled hook (btk_write_on_settled). */
 static int rb_run(const char *const *paths, int n, const struct btk_open_opts *oo,
-		  int (*fn)(struct btk_trans *t, void *ctx), void *ctx)
+		  int (*fn)(struct btk_trans *t, void *ctx), btk_trans_settled_fn settled,
+		  void *ctx)
 {
 	struct btk_open_opts o = *oo;
 	struct btk_fs *fs = NULL;
@@ -456,7 +473,12 @@ static int rb_run(const char *const *paths, int n, const struct btk_open_opts *o
 				     "replay it first (--rescue replay-log)");
 		goto out;
 	}
-	if ((ret = btk_write_open(fs, 0, &w)) || (ret = btk_trans_start(w, &t)))
+	/* no rebuild changes a subvolume tree: the qgroups' numbers stay right */
+	if ((ret = btk_write_open(fs, BTK_WRITE_QGROUPS_KEPT, &w)))
+		goto out;
+	if (settled)
+		btk_write_on_settled(w, settled, ctx);
+	if ((ret = btk_trans_start(w, &t)))
 		goto out;
 	ret = fn(t, ctx);
 	if (ret == 0) {
@@ -525,7 +547,7 @@ int btk_csum_rebuild(const char *const *paths, int n, const struct btk_open_opts
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = rb_run(paths, n, oo, csum_step, &b);
+	ret = rb_run(paths, n, oo, csum_step, NULL, &b);
 	for (int m = 0; m < BTK_MAX_COPIES; m++)
 		free(b.copy[m]);
 	free(b.old_sums);
@@ -546,7 +568,7 @@ static int tree_rebuild(const char *const *paths, int n, const struct btk_open_o
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = rb_run(paths, n, oo, fn, res);
+	ret = rb_run(paths, n, oo, fn, NULL, res);
 	res->rebuilt = !ret;
 	return ret;
 }
@@ -665,4 +687,162 @@ int btk_uuid_rebuild(const char *const *paths, int n, const struct btk_open_opts
 		     struct btk_tree_rebuild_result *res)
 {
 	return tree_rebuild(paths, n, oo, uuid_step, res);
+}
+
+/* ---- the data relocation tree ---- */
+
+static int reloc_step(struct btk_trans *t, void *ctx)
+{
+	struct btk_tree_rebuild_result *res = ctx;
+	struct btk_fs *fs = btk_trans_fs(t);
+	struct btk_key k = {BTRFS_BALANCE_OBJECTID, BTRFS_TEMPORARY_ITEM_KEY, 0};
+	struct rb_keys keys = {0};
+	uint64_t data_refs = 0;
+	struct btrfs_root_item *item;
+	struct btk_root_item ri;
+	int ret;
+
+	/* a relocation under way needs the tree's inodes: the kernel resumes or ends it */
+	ret = btk_item_next(t, BTRFS_ROOT_TREE_OBJECTID, &k, NULL, 0, NULL);
+	if (ret < 0)
+		return ret;
+	if (!ret && k.objectid == BTRFS_BALANCE_OBJECTID && k.type == BTRFS_TEMPORARY_ITEM_KEY)
+		return btk_err(EBUSY, "a balance was interrupted (its item is in the root tree): "
+				      "mount the filesystem to let the kernel resume or cancel it");
+	k = (struct btk_key){BTRFS_TREE_RELOC_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0};
+	ret = btk_item_next(t, BTRFS_ROOT_TREE_OBJECTID, &k, NULL, 0, NULL);
+	if (ret < 0)
+		return ret;
+	if (!ret && k.objectid == BTRFS_TREE_RELOC_OBJECTID && k.type == BTRFS_ROOT_ITEM_KEY)
+		return btk_err(EBUSY,
+			       "a relocation tree exists (a relocation was interrupted): mount "
+			       "the filesystem to let the kernel finish it");
+	ret = tree_records(fs, BTRFS_DATA_RELOC_TREE_OBJECTID, &keys, &data_refs);
+	btk_vec_free(&keys);
+	if (ret)
+		return ret;
+	if (data_refs)
+		return btk_err(EBUSY,
+			       "the data relocation tree holds relocated data (%llu reference(s) "
+			       "in the extent tree): mount the filesystem to let the kernel finish "
+			       "the relocation",
+			       (unsigned long long)data_refs);
+	if ((ret = tree_replace(t, BTRFS_DATA_RELOC_TREE_OBJECTID, &res->old_blocks)))
+		return ret;
+	/* its top directory, as mkfs makes it; its times the tree's creation */
+	item = btk_tree_root_item(t, BTRFS_DATA_RELOC_TREE_OBJECTID);
+	if (!item || btk_root_item_parse((const uint8_t *)item, sizeof(*item), &ri))
+		return btk_err(EUCLEAN, "the data relocation tree's root item does not parse");
+	if (ri.root_dirid != BTRFS_FIRST_FREE_OBJECTID) {
+		ri.root_dirid = BTRFS_FIRST_FREE_OBJECTID;
+		btk_root_item_write((uint8_t *)item, sizeof(*item), &ri);
+	}
+	struct btk_inode_attr a = {.mode = 040755,
+				   .nlink = 1,
+				   .atime = ri.ctime,
+				   .ctime = ri.ctime,
+				   .mtime = ri.ctime,
+				   .otime = ri.otime};
+	res->items = 2;
+	return btk_top_dir_create(t, BTRFS_DATA_RELOC_TREE_OBJECTID, BTRFS_FIRST_FREE_OBJECTID, &a,
+				  false);
+}
+
+int btk_data_reloc_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
+			   struct btk_tree_rebuild_result *res)
+{
+	return tree_rebuild(paths, n, oo, reloc_step, res);
+}
+
+/* ---- quotas ---- */
+
+/* (id, referenced, exclusive) of every QGROUP_INFO item, as the transaction sees them. */
+static int qinfos(struct btk_trans *t, struct rb_keys *v)
+{
+	struct btk_key k = {0, BTRFS_QGROUP_INFO_KEY, 0};
+	uint8_t buf[sizeof(struct btrfs_qgroup_info_item)];
+	uint32_t size;
+	int ret;
+
+	v->n = 0;
+	while (!(ret = btk_item_next(t, BTRFS_QUOTA_TREE_OBJECTID, &k, buf, sizeof(buf), &size)) &&
+	       !k.objectid && k.type == BTRFS_QGROUP_INFO_KEY) {
+		struct btk_key *e = btk_vec_push(v);
+		if (!e)
+			return btk_err(ENOMEM, "out of memory");
+		*e = (struct btk_key){
+		    k.offset, 0,
+		    size < sizeof(buf)
+			? UINT64_MAX
+			: BTK_GET(struct btrfs_qgroup_info_item, buf, rfer) ^
+			      (BTK_GET(struct btrfs_qgroup_info_item, buf, excl) << 1)};
+		if (k.offset == UINT64_MAX)
+			break;
+		k.offset++;
+	}
+	return ret < 0 ? ret : 0;
+}
+
+struct quota_ctx {
+	struct btk_quota_rescan_result *res;
+	struct rb_keys before, after;
+};
+
+/* The commit's settled hook: the rescan, with what it changed counted. */
+static int quota_settled(void *ctx, struct btk_trans *t)
+{
+	struct quota_ctx *c = ctx;
+	struct btk_qgroup_acct st;
+	int ret;
+
+	if ((ret = qinfos(t, &c->before)) || (ret = btk_qgroups_rescan(&st, t)) ||
+	    (ret = qinfos(t, &c->after)))
+		return ret;
+	c->res->qgroups = c->after.n;
+	for (size_t i = 0, j = 0; i < c->after.n; i++) {
+		const struct btk_key *a = btk_vec_at(&c->after, i);
+		while (j < c->before.n && btk_vec_at(&c->before, j)->objectid < a->objectid)
+			j++;
+		if (j == c->before.n || btk_vec_at(&c->before, j)->objectid != a->objectid)
+			c->res->created++;
+		else if (btk_vec_at(&c->before, j)->offset != a->offset)
+			c->res->changed++;
+	}
+	return 0;
+}
+
+static int quota_step(struct btk_trans *t, void *ctx)
+{
+	struct quota_ctx *c = ctx;
+	struct btk_key k = {0, BTRFS_QGROUP_STATUS_KEY, 0};
+	uint8_t st[sizeof(struct btrfs_qgroup_status_item)];
+	uint32_t size = 0;
+	uint64_t flags;
+	int ret;
+
+	ret = btk_item_next(t, BTRFS_QUOTA_TREE_OBJECTID, &k, st, sizeof(st), &size);
+	if (ret < 0 && ret != -ENOENT)
+		return ret;
+	if (ret || k.objectid || k.type != BTRFS_QGROUP_STATUS_KEY || size < sizeof(st))
+		return btk_err(ENOENT, "quotas are off (no quota tree or no status item in it)");
+	flags = BTK_GET(struct btrfs_qgroup_status_item, st, flags);
+	if (!(flags & BTRFS_QGROUP_STATUS_FLAG_ON))
+		return btk_err(ENOENT, "quotas are off (status flags %#llx)",
+			       (unsigned long long)flags);
+	c->res->was_inconsistent = flags & BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT;
+	c->res->was_rescanning = flags & BTRFS_QGROUP_STATUS_FLAG_RESCAN;
+	return btk_trans_touch(t); /* the commit runs the hook (quota_settled) */
+}
+
+int btk_quota_rescan(const char *const *paths, int n, const struct btk_open_opts *oo,
+		     struct btk_quota_rescan_result *res)
+{
+	struct quota_ctx c = {.res = res};
+	int ret;
+
+	memset(res, 0, sizeof(*res));
+	ret = rb_run(paths, n, oo, quota_step, quota_settled, &c);
+	btk_vec_free(&c.before);
+	btk_vec_free(&c.after);
+	return ret;
 }

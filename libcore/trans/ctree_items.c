@@ -296,6 +296,49 @@ static int del_ptr(struct btk_trans *t, struct btk_wroot *wr, struct btk_path *p
 	return maybe_merge(t, wr, p, level);
 }
 
+int btk_tree_drop_lost(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
+		       uint64_t bytenr)
+{
+	struct btk_wroot *wr = btk_wroot_get(t->w, tree);
+	struct btk_block *parent = NULL;
+	struct btk_path p;
+	uint64_t parent_at = 0;
+	int ret, slot = -1;
+
+	if (!wr)
+		return btk_err(ENOENT, "tree %llu not found", (unsigned long long)tree);
+	if (level < 0 || level >= wr->level)
+		return 1; /* the root block: nothing above it to drop it from */
+	for (int pass = 0; pass < 2; pass++) {
+		/* the parent as committed first: a path that does not reach the block copies
+		 * nothing; then copied (with the path above it) for the change */
+		if (pass && (ret = btk_tree_cow_block(t, tree, key, level + 1, parent_at)))
+			return ret;
+		if ((ret = btk_tree_descend(t, wr, key, level + 1, &p)))
+			goto out;
+		parent = p.nodes[level + 1];
+		slot = -1;
+		for (uint32_t i = 0; i < btk_block_nritems(parent); i++)
+			if (btk_node_blockptr(parent, (int)i) == bytenr)
+				slot = (int)i;
+		if (slot < 0) {
+			ret = 1;
+			goto out;
+		}
+		if (!pass) {
+			parent_at = parent->bytenr;
+			btk_wpath_release(&p);
+		}
+	}
+	p.slots[level + 1] = slot;
+	ret = btk_free_tree_block(t, tree, bytenr, level, btk_node_gen(parent, slot));
+	if (!ret)
+		ret = del_ptr(t, wr, &p, level + 1);
+out:
+	btk_wpath_release(&p);
+	return ret;
+}
+
 int btk_item_delete_at(struct btk_trans *t, uint64_t tree, struct btk_path *p)
 {
 	struct btk_wroot *wr = wroot(t, tree);

@@ -244,6 +244,14 @@ int btk_tree_cow_block(struct btk_trans *t, uint64_t tree, const struct btk_key 
 int btk_tree_recow(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
 		   uint64_t bytenr);
 
+/* Repair: the committed block at bytenr (level, reached by key: its parent's pointer key), lost
+ * (it does not read), leaves its tree: the parent's pointer goes (the path above it copied) and
+ * its extent record's reference with it. For derived trees only (checksums), whose items
+ * another step makes again. Returns 0, 1 when the path of key reaches no pointer to it or the
+ * block is the tree's root (nothing changed), or a negative errno. */
+int btk_tree_drop_lost(struct btk_trans *t, uint64_t tree, const struct btk_key *key, int level,
+		       uint64_t bytenr);
+
 /* Free metadata (bytes, logical) a filesystem needs so that the kernel can mount it and write:
  * what a filesystem cut to fit leaves and what a device shrink keeps (alloc.c). */
 uint64_t btk_kernel_meta_room(uint32_t nodesize);

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# btk-fsck --rescue csum-tree (issue 26): the checksum tree rebuilt from the data on btk-mkfs
+# btk-fsck --rescue csum-tree, free-space-tree, uuid-tree, data-reloc-tree and quota (issue 26).
+# csum-tree: the checksum tree rebuilt from the data on btk-mkfs
 # images whose checksum tree is lost on every copy (tests/lib/smash.c): afterwards both
 # checkers are clean with --check-data-csum; old checksums that still read are kept; data whose
 # copies differ with no old checksum is listed, never summed; a power cut at any write and a
@@ -170,7 +171,7 @@ else:
 ' "$BTK_OUT" "$BATS_TEST_TMPDIR/old-errors"
 }
 
-@test "rescue csum-tree, free-space-tree, uuid-tree: a power cut at every write leaves the old filesystem or the rebuilt one; SIGINT exits 32 with the old one" {
+@test "rescue csum-tree, free-space-tree, uuid-tree, data-reloc-tree: a power cut at every write leaves the old filesystem or the rebuilt one; SIGINT exits 32 with the old one" {
 	require_btk fsck
 	image single
 	cuts csum-tree 7 leaf
@@ -178,6 +179,8 @@ else:
 	cuts free-space-tree 10
 	image single
 	cuts uuid-tree 9
+	image single
+	cuts data-reloc-tree 18446744073709551607
 }
 
 # items IMG TREE: the keys and bodies of a tree's items (btk-debug tree), without block headers
@@ -228,18 +231,131 @@ assert r["result"] == "rescued" and r["uuid_summary"]["items"] == 3, r
 	both_clean "$IMG"
 }
 
-@test "rescue csum-tree, free-space-tree, uuid-tree: a filesystem with a log tree is refused (replay it first), the image untouched" {
+@test "rescue csum-tree, free-space-tree, uuid-tree, data-reloc-tree, quota: a filesystem with a log tree is refused (replay it first), the image untouched" {
 	require_btk fsck
-	local src img=$BATS_TEST_TMPDIR/log.img step
-	src=$(corpus_src) || skip "corpus not available"
-	xz -dc "$src/065-valid-log-tree__compressed.raw.xz" | cp --sparse=always /dev/stdin "$img"
-	truncate -s "$(awk '$1 == "065-valid-log-tree__compressed" { print $4 }' "$src/MANIFEST.tsv")" "$img"
+	local img step
+	corpus_copy 065-valid-log-tree__compressed
+	img=$CIMG
 	local sum
 	sum=$(sha256sum <"$img")
-	for step in csum-tree free-space-tree uuid-tree; do
+	for step in csum-tree free-space-tree uuid-tree data-reloc-tree quota; do
 		btk_run 60 "$FSCK" --rescue $step --no-undo "$img"
 		[ "$status" = 8 ] || { echo "$step: status $status" >&2; show_err; return 1; }
 		grep -q 'has a log tree.*replay it first (--rescue replay-log)' "$BTK_ERR"
 		[ "$(sha256sum <"$img")" = "$sum" ]
 	done
+}
+
+# corpus_img NAME: a scratch copy of corpus image NAME in $IMG (original: .orig)
+corpus_img() {
+	corpus_copy "$1"
+	IMG=$CIMG
+	cp --sparse=always "$IMG" "$IMG.orig"
+}
+
+# qstatus IMG: the quota status item's flags (btk-debug)
+qstatus() {
+	"$BTK_BUILD/bin/btk-debug" tree -t 8 "$1" | awk '$1 == "version" { for (i = 1; i < NF; i++) if ($i == "flags") print $(i + 1) }'
+}
+
+@test "rescue quota: the corpus's quotas whose rescan never started (036) or stopped halfway (022) are counted afresh: btrfs check finds every count right, both checkers clean" {
+	require_btk fsck debug
+	require_tool btrfs
+	local n step
+	for n in 036-rescan-not-kicked-in__no_rescan_kicked_in 022-qgroup-rescan-halfway__qgroup_rescan_halfway; do
+		corpus_img $n
+		[ "$(qstatus "$IMG")" != "0x1(ON)" ]
+		btk_run 60 "$FSCK" --rescue quota --no-undo --json "$IMG"
+		[ "$status" = 1 ] || { show_err; return 1; }
+		python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["quota_summary"]
+assert r["result"] == "rescued" and s["rescanned"] and s["qgroups"] >= 1 and s["changed"] >= 1, r
+assert s["was_inconsistent"] or s["was_rescanning"], s
+' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+		[ "$(qstatus "$IMG")" = "0x1(ON)" ]
+		# btrfs check now compares the counts (it skipped or flagged them before)
+		btk_run 60 btrfs check --readonly "$IMG"
+		[ "$status" = 0 ] || { show_err; return 1; }
+		! grep -Eq 'are different|inconsistent|[Rr]escan' "$BTK_OUT" "$BTK_ERR"
+		btk_run 60 "$FSCK" "$IMG"
+		[ "$status" = 0 ] || { show_err; return 1; }
+		# counted already: a second rescan changes no number
+		btk_run 60 "$FSCK" --rescue quota --no-undo "$IMG"
+		[ "$status" = 1 ] && grep -q ', 0 with new numbers, 0 made for subvolumes without one$' "$BTK_OUT"
+		# the other rebuilds change no subvolume tree: quotas stay consistent through them
+		for step in uuid-tree free-space-tree csum-tree; do
+			btk_run 60 "$FSCK" --rescue $step --no-undo "$IMG"
+			[ "$status" -le 1 ] || { show_err; return 1; } # csum-tree: 0, nothing to do
+			[ "$(qstatus "$IMG")" = "0x1(ON)" ] || { echo "$step: quotas now $(qstatus "$IMG")" >&2; return 1; }
+		done
+		btk_run 60 btrfs check --readonly "$IMG"
+		[ "$status" = 0 ] && ! grep -Eq 'are different|inconsistent|[Rr]escan' "$BTK_OUT" "$BTK_ERR"
+	done
+	# quotas off: refused, one line
+	image single
+	btk_run 60 "$FSCK" --rescue quota --no-undo "$IMG"
+	[ "$status" = 8 ] && grep -q 'quotas not rescanned: quotas are off' "$BTK_ERR"
+	cmp "$IMG" "$IMG.orig"
+}
+
+@test "rescue quota: a power cut at every write leaves the quotas as they were or rescanned; SIGINT exits 32 with them as they were" {
+	require_btk fsck debug
+	require_tool btrfs
+	corpus_img 022-qgroup-rescan-halfway__qgroup_rescan_halfway
+	local before n old=0 new=0 done=
+	before=$(qstatus "$IMG")
+	cp --sparse=always "$IMG" "$IMG.full"
+	"$FSCK" --rescue quota --no-undo "$IMG.full" >/dev/null || [ $? = 1 ]
+	for n in $(seq 0 100); do
+		cp --sparse=always "$IMG.orig" "$IMG"
+		BTK_FAULT=stop:$n btk_run 120 "$FSCK" --rescue quota --no-undo "$IMG"
+		assert_no_crash
+		[ "$status" = 1 ] || { show_err; return 1; }
+		cmp -s "$IMG" "$IMG.full" && { done=$n; break; }
+		# clean, but for superblock mirrors not yet written
+		btk_run 60 "$FSCK" --json "$IMG"
+		python3 -c '
+import json, sys
+codes = [e["code"] for e in json.load(open(sys.argv[1]))["errors"]]
+assert all(c in ("E0102", "E0103", "E0115") for c in codes), codes
+' "$BTK_OUT" || { echo "stop:$n: btk-fsck not clean" >&2; return 1; }
+		btk_run 60 btrfs check --readonly "$IMG"
+		[ "$status" = 0 ] || { echo "stop:$n: btrfs check" >&2; show_err; return 1; }
+		case $(qstatus "$IMG") in
+		"$before") old=$((old + 1)) ;;
+		"0x1(ON)") ! grep -q 'are different' "$BTK_OUT" && new=$((new + 1)) ;;
+		*) echo "stop:$n: status $(qstatus "$IMG")" >&2; return 1 ;;
+		esac
+	done
+	[ -n "$done" ] && [ $old -ge 2 ] || { echo "old $old new $new, last write ${done:-not reached}" >&2; return 1; }
+	echo "# quota: $done writes: old $old, new $new" >&3
+	for n in 1 2; do
+		cp --sparse=always "$IMG.orig" "$IMG"
+		BTK_TEST_SIGINT_AT=$n btk_run 120 "$FSCK" --rescue quota --no-undo "$IMG"
+		[ "$status" = 32 ] || { show_err; return 1; }
+		[ "$(qstatus "$IMG")" = "$before" ]
+	done
+}
+
+@test "rescue data-reloc-tree: the tree lost on both copies is rebuilt as mkfs makes it (its top directory); both checkers clean" {
+	require_btk fsck debug
+	require_tool btrfs
+	local t=18446744073709551607
+	image dup
+	"$SMASH" tree $t 1 "$IMG" >/dev/null
+	"$SMASH" tree $t 2 "$IMG" >/dev/null
+	btk_run 60 "$FSCK" -q "$IMG"
+	[ "$status" = 4 ]
+	btk_run 60 "$FSCK" --rescue data-reloc-tree --no-undo --json "$IMG"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["result"] == "rescued" and r["data_reloc_summary"] == {"rebuilt": True, "old_blocks": 1}, r
+' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	# the same items as mkfs made (but for times and generations)
+	diff <(items "$IMG.orig" $t | grep -Ev 'time|transid') <(items "$IMG" $t | grep -Ev 'time|transid')
+	both_clean "$IMG"
 }

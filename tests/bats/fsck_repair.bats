@@ -235,6 +235,25 @@ PY
 	if command -v btrfs >/dev/null 2>&1; then btrfs check --readonly --check-data-csum "$IMG" >/dev/null; fi
 }
 
+@test "repair: a lost checksum tree leaf is dropped and the data it summed summed again" {
+	require_btk fsck
+	# small tree blocks and 12 MiB of data: the checksum tree has more than one leaf
+	local d=$BATS_TEST_TMPDIR/src i
+	mkdir -p "$d"
+	for i in 1 2 3; do head -c 4M /dev/urandom >"$d/big$i"; done
+	IMG=$BATS_TEST_TMPDIR/cl.img
+	"$BTK_BUILD/bin/btk-mkfs" -q -f -n 4096 --rootdir "$d" -b 256M "$IMG" >/dev/null
+	run "$CORRUPT" csum-leaf "$IMG"
+	[ "$status" = 0 ] || { echo "$output" >&2; return 1; }
+	# the data it summed has checksums again: no E1406 left, each one right
+	repair_fixes 'E0606 tb-unreadable.*checksum tree block .* lost -> dropped'
+	btk_run 120 "$FSCK" -q --check-data-csum "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	if command -v btrfs >/dev/null 2>&1; then btrfs check --readonly --check-data-csum "$IMG" >/dev/null; fi
+	"$BTK_BUILD/bin/btk-image" get -r "$IMG" / "$BATS_TEST_TMPDIR/after" >/dev/null
+	diff -r "$d" "$BATS_TEST_TMPDIR/after"
+}
+
 @test "repair: a dev extent past its device item's size: the item takes the device's size" {
 	require_btk fsck
 	repaired_clean dev-extent

@@ -220,15 +220,6 @@ has_log() {
 	"$BTK_BUILD/bin/btk-debug" super "$1" | awk '$1 == "log_root" { exit $2 == 0 }'
 }
 
-# corpus IMG: a scratch copy of corpus image NAME in $CIMG (skips without the corpus)
-corpus_copy() {
-	local src
-	src=$(corpus_src) || skip "corpus not available"
-	CIMG=$BATS_TEST_TMPDIR/$1.img
-	xz -dc "$src/$1.raw.xz" | cp --sparse=always /dev/stdin "$CIMG"
-	truncate -s "$(awk -v n="$1" '$1 == n { print $4 }' "$src/MANIFEST.tsv")" "$CIMG"
-}
-
 @test "replay-log: the corpus's logged compressed file is replayed, the log cleared, both checkers clean; a power cut at every write leaves the log or the replay" {
 	require_btk fsck image
 	corpus_copy 065-valid-log-tree__compressed

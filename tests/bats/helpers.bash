@@ -154,6 +154,16 @@ corpus_src() {
 	return 1
 }
 
+# corpus_copy NAME: a scratch copy of corpus image NAME in $CIMG, extended to its raw size
+# (skips without the corpus)
+corpus_copy() {
+	local src
+	src=$(corpus_src) || skip "corpus not available"
+	CIMG=$BATS_TEST_TMPDIR/$1.img
+	xz -dc "$src/$1.raw.xz" | cp --sparse=always /dev/stdin "$CIMG"
+	truncate -s "$(awk -v n="$1" '$1 == n { print $4 }' "$src/MANIFEST.tsv")" "$CIMG"
+}
+
 # Unpacks the corpus at SRC once per run into $BTK_TEST_TMP/corpus, as its README says (sparse,
 # then extended to raw_size); prints the folder. Safe when several test files race for it.
 corpus_unpack() {

@@ -128,15 +128,19 @@ setup() {
 	touch -a -d '2001-01-01 00:00:01 UTC' "$D/src/d/two"
 	touch -m -d '2002-02-02 00:00:02 UTC' "$D/src/d/two"
 	"$BTK_BUILD/bin/btk-mkfs" -q --rootdir "$D/src" -b 256m "$D/t.img" >/dev/null
+	# a subvolume's inodes are INO-ROOT, which mactime takes
+	"$IMG" subvol create "$D/t.img" /sv
+	"$IMG" put "$D/t.img" "$D/src/d/two" /sv/s >/dev/null
 	"$IMG" rm "$D/t.img" /d/one
 	btk_run 60 "$IMG" ls -R --bodyfile --deleted --hash sha256 "$D/t.img"
 	[ "$status" -eq 0 ]
 	cp "$BTK_OUT" "$D/body"
 	# fields: HASH|NAME|INODE|MODE|UID|GID|SIZE|ATIME|MTIME|CTIME|CRTIME
 	awk -F'|' 'NF != 11 { bad = 1; print "bad line: " $0 > "/dev/stderr" } END { exit bad }' "$D/body"
-	! cut -d'|' -f3 "$D/body" | grep -vE '^[0-9]+(:[0-9]+)?$'
+	! cut -d'|' -f3 "$D/body" | grep -vE '^[0-9]+(-[0-9]+)?$'
+	grep -E '^[0-9a-f]{64}\|/sv/s\|[0-9]+-2[0-9]{2}\|' "$D/body"
 	! cut -d'|' -f4 "$D/body" | grep -vE '^[-rdlcbps]/[-rdlcbps][-rwxsStT]{9}$'
-	[ "$(awk -F'|' '{ print $2 }' "$D/body" | sort | tr '\n' ' ')" = "/ /d /d/one (deleted) /d/two " ]
+	[ "$(awk -F'|' '{ print $2 }' "$D/body" | sort | tr '\n' ' ')" = "/ /d /d/one (deleted) /d/two /sv /sv/s " ]
 	[ "$(awk -F'|' '$2 == "/d/two" { print $1 }' "$D/body")" = "$(sha256sum <"$D/src/d/two" | cut -d' ' -f1)" ]
 	[ "$(awk -F'|' '$2 == "/d/two" { print $8, $9 }' "$D/body")" = "978307201 1012608002" ]
 	run mactime -b "$D/body" -d -z UTC

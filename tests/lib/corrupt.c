@@ -623,6 +623,35 @@ static int k_chunk_overlap(struct btk_fs *fs, const char *n)
 		return ret;
 	return apply(fs, &t, OP_ADD, offsetof(struct btrfs_chunk, length), 8, 1 << 20, n);
 }
+/* A leaf of the checksum tree that is not its root (the second child of each node on the
+ * way down): every copy smashed. */
+static int k_csum_leaf(struct btk_fs *fs, const char *n)
+{
+	struct btk_root root;
+	int ret = btk_root_find(fs, BTRFS_CSUM_TREE_OBJECTID, &root);
+	uint64_t at;
+
+	if (ret)
+		return ret;
+	if (!root.level)
+		return btk_err(ENOENT, "the checksum tree is one leaf (more data, or -n 4096)");
+	at = root.bytenr;
+	for (int l = root.level, slot = 1; l > 0; l--, slot = 0) {
+		struct btk_block_check chk = {.level = l};
+		struct btk_block *b;
+		if ((ret = btk_block_read(fs, at, &chk, &b)))
+			return ret;
+		if ((int)btk_block_nritems(b) > slot)
+			at = btk_node_blockptr(b, slot);
+		else
+			ret = btk_err(ENOENT, "checksum tree node %llu has one child",
+				      (unsigned long long)at);
+		btk_block_put(b);
+		if (ret)
+			return ret;
+	}
+	return smash_block(fs, at, -1, n);
+}
 static int k_root_tree(struct btk_fs *fs, const char *n)
 {
 	return smash_block(fs, btk_le64(fs->sb.root), -1, n);
@@ -2024,6 +2053,7 @@ static const struct kind kinds[] = {
     {"copy1", "smash copy 1 of the fs tree's first leaf (checksum left bad)", k_copy1},
     {"copy2", "smash copy 2 of the fs tree's first leaf (checksum left bad)", k_copy2},
     {"root-tree", "smash every copy of the root tree's root block", k_root_tree},
+    {"csum-leaf", "smash every copy of a checksum tree leaf that is not its root", k_csum_leaf},
     {"inline-order", "swap the first two inline refs (one type) of an extent item", k_inline_order},
     {"log-csum", "copy a log tree's checksums of a logged extent into the csum tree", k_log_csum},
     {"log-extent", "an extent item for data only a log tree uses (and its checksums)",

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# btk-fsck --rescue csum-tree on a kernel-made image (issue 26): compressed, NODATASUM,
+# btk-fsck --rescue on kernel-made images (issue 26); free-space-tree, uuid-tree, quota and
+# data-reloc-tree below. csum-tree: compressed, NODATASUM,
 # partly written prealloc, reflinked and snapshotted files, the checksum tree lost on both
 # copies (tests/lib/smash.c). After the rebuild btrfs check --check-data-csum is clean, every
 # sector has the checksum the kernel gave it (no more, no fewer), the kernel mounts it, reads
@@ -53,14 +54,17 @@ sums() {
 		$1 == "csums" { for (i = 2; i <= NF; i++) { print at, $i; at += 4096 } }'
 }
 
-# kernel_image IMG: made by the kernel: compressed, NODATASUM, partly written prealloc,
-# reflinked files, a snapshot, a read-only snapshot sent and received (a received uuid)
+# kernel_image IMG [quota]: made by the kernel: compressed, NODATASUM, partly written prealloc,
+# reflinked files, a snapshot, a read-only snapshot sent and received (a received uuid); with
+# quota, quotas on from the start, a level-1 qgroup over the snapshot and the received
+# subvolume assigned without a rescan (the kernel marks quotas inconsistent)
 kernel_image() {
 	local img=$1
 	truncate -s 512M "$img"
 	mkfs.btrfs -q -f "$img"
 	LOOP=$(losetup -f --show "$img")
 	mount -o compress=zstd "$LOOP" "$MNT"
+	[ "${2:-}" != quota ] || btrfs quota enable "$MNT"
 	head -c 3000000 /dev/urandom >"$MNT/rand"
 	yes "a line that compresses well" | head -c 2000000 >"$MNT/compressed"
 	touch "$MNT/nocow"
@@ -76,6 +80,14 @@ kernel_image() {
 	btrfs subvolume snapshot -r "$MNT" "$MNT/ro" >/dev/null
 	btrfs send -q -f "$D/stream" "$MNT/ro"
 	btrfs receive -q -f "$D/stream" "$MNT/recv"
+	if [ "${2:-}" = quota ]; then
+		sync
+		btrfs quota rescan -w "$MNT" >/dev/null
+		btrfs qgroup create 1/100 "$MNT"
+		btrfs qgroup assign --no-rescan "$MNT/snap" 1/100 "$MNT" 2>/dev/null || true
+		btrfs qgroup assign --no-rescan "$MNT/recv/ro" 1/100 "$MNT" 2>/dev/null || true
+		rm "$MNT/clone"
+	fi
 	umount "$MNT"
 	losetup -d "$LOOP"
 	LOOP=
@@ -133,4 +145,80 @@ kernel_image() {
 	LOOP=
 	btk_run 60 btrfs check --readonly "$img"
 	[ "$status" = 0 ] || { show_err; return 1; }
+}
+
+# qgroups IMG OUT: the kernel's qgroup numbers of IMG (mounted read-only) to OUT; fails when
+# the kernel says they are inconsistent
+qgroups() {
+	LOOP=$(losetup -f --show "$1")
+	mount -o ro "$LOOP" "$MNT"
+	btrfs qgroup show --raw -p "$MNT" >"$2" 2>"$D/qgroup.err"
+	umount "$MNT"
+	losetup -d "$LOOP"
+	LOOP=
+	! grep -i 'inconsistent' "$D/qgroup.err" >&2
+}
+
+@test "rescue quota, kernel image: quotas marked inconsistent are counted as the kernel's own rescan counts them (subvolumes, snapshots, reflinks, a level-1 qgroup); btrfs check clean" {
+	local img=$D/k.img
+	kernel_image "$img" quota
+	"$BTK_BUILD/bin/btk-debug" tree -t 8 "$img" | grep -q 'flags 0x5(ON|INCONSISTENT)'
+	cp --sparse=always "$img" "$D/kernel.img"
+	# the kernel's rescan of a copy
+	LOOP=$(losetup -f --show "$D/kernel.img")
+	mount "$LOOP" "$MNT"
+	btrfs quota rescan -w "$MNT" >/dev/null
+	umount "$MNT"
+	losetup -d "$LOOP"
+	LOOP=
+	qgroups "$D/kernel.img" "$D/qgroups.kernel"
+	[ "$(grep -c '^0/' "$D/qgroups.kernel")" -ge 4 ] && grep -q '^1/100 ' "$D/qgroups.kernel"
+	sed 's/^/# /' "$D/qgroups.kernel" >&3
+	# the numbers on disk before are not the kernel's rescan's
+	qinfo "$img" >"$D/info.before"
+
+	btk_run 120 "$FSCK" --rescue quota --no-undo "$img"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	grep -q '^quotas rescanned (they were marked inconsistent): ' "$BTK_OUT"
+	btk_run 120 btrfs check --readonly "$img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	! grep -Eq 'are different|inconsistent' "$BTK_OUT" "$BTK_ERR"
+	btk_run 120 "$FSCK" "$img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	qgroups "$img" "$D/qgroups.btk"
+	diff "$D/qgroups.kernel" "$D/qgroups.btk" >&2
+	qinfo "$img" >"$D/info.after"
+	! cmp -s "$D/info.before" "$D/info.after"
+}
+
+# qinfo IMG: every qgroup's id and numbers on disk (btk-debug)
+qinfo() {
+	"$BTK_BUILD/bin/btk-debug" tree -t 8 "$1" | grep -A2 'QGROUP_INFO' | grep -Ev 'generation|^--' | sed 's/itemoff [0-9]* //'
+}
+
+@test "rescue data-reloc-tree, kernel image: the tree lost on both copies is rebuilt; btrfs check clean, the kernel balances the data with it (the tree relocation uses) and everything reads as before" {
+	local img=$D/k.img t=18446744073709551607
+	kernel_image "$img"
+	view "$img" "$D/before"
+	"$SMASH" tree $t 1 "$img" >/dev/null
+	"$SMASH" tree $t 2 "$img" >/dev/null
+	btk_run 60 btrfs check --readonly "$img"
+	[ "$status" != 0 ]
+	btk_run 60 "$FSCK" --rescue data-reloc-tree --no-undo "$img"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	grep -q '^data relocation tree rebuilt empty, with its top directory (1 old block(s) dropped)$' "$BTK_OUT"
+	btk_run 120 "$FSCK" --check-data-csum "$img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	view "$img" "$D/after"
+	diff "$D/before" "$D/after"
+	# a data balance relocates through the data relocation tree
+	LOOP=$(losetup -f --show "$img")
+	mount "$LOOP" "$MNT"
+	btrfs balance start -d "$MNT" >"$D/balance.log" 2>&1 || { cat "$D/balance.log" >&2; return 1; }
+	grep -Eq 'relocate [1-9][0-9]* out of' "$D/balance.log"
+	umount "$MNT"
+	losetup -d "$LOOP"
+	LOOP=
+	view "$img" "$D/balanced"
+	diff "$D/before" "$D/balanced"
 }
