@@ -412,7 +412,8 @@ enum {
 	STEP_CSUM = 16,
 	STEP_FST = 32,
 	STEP_UUID = 64,
-	STEP_QUOTA = 128
+	STEP_QUOTA = 128,
+	STEP_RELOC = 256
 };
 
 /* ', "KEY_error": "msg"' of a step that stopped (--json). */
@@ -512,20 +513,26 @@ static int rescue_steps(const char **devs, int ndevs, const struct btk_open_opts
 		bits |= (cr.rebuilt ? EXIT_CORRECTED : 0) | (cr.sectors_left ? EXIT_ERRORS : 0) |
 			(ret ? EXIT_OPER : 0);
 	}
-	for (int uuid = 0; uuid < 2; uuid++) {
+	static const struct {
+		int step;
+		const char *key, *name;
+	} trees[] = {[RESCUE_FST] = {STEP_FST, "fst", "free-space tree"},
+		     [RESCUE_UUID] = {STEP_UUID, "uuid", "uuid tree"},
+		     [RESCUE_RELOC] = {STEP_RELOC, "data_reloc", "data relocation tree"}};
+	for (int w = RESCUE_FST; w <= RESCUE_RELOC; w++) {
 		struct btk_tree_rebuild_result tr;
-		if (!(mask & (uuid ? STEP_UUID : STEP_FST)))
+		if (!(mask & trees[w].step))
 			continue;
-		ret = rescue_tree(devs, ndevs, oo, uuid, &tr);
+		ret = rescue_tree(devs, ndevs, oo, (enum rescue_tree)w, &tr);
 		if (o->json) {
-			rescue_tree_json_summary(&tr, uuid);
-			step_error(uuid ? "uuid" : "fst", ret);
+			rescue_tree_json_summary(&tr, (enum rescue_tree)w);
+			step_error(trees[w].key, ret);
 			printf(", ");
 		} else if (!o->quiet && !ret)
-			rescue_tree_summary(&tr, uuid);
+			rescue_tree_summary(&tr, (enum rescue_tree)w);
 		if (ret)
 			fprintf(stderr, "btk-fsck: %s: %s not rebuilt: %s\n", devs[0],
-				uuid ? "uuid tree" : "free-space tree", btk_errmsg());
+				trees[w].name, btk_errmsg());
 		bits |= (tr.rebuilt ? EXIT_CORRECTED : 0) | (ret ? EXIT_OPER : 0);
 	}
 	if (mask & STEP_QUOTA) {
@@ -637,6 +644,7 @@ static int run_rescue(const char **devs, int ndevs, int step, bool data, struct 
 		       : step == STEP_FST      ? "Rebuilding the free-space tree"
 		       : step == STEP_UUID     ? "Rebuilding the uuid tree"
 		       : step == STEP_QUOTA    ? "Rescanning the quota groups"
+		       : step == STEP_RELOC    ? "Rebuilding the data relocation tree"
 		       : data		       ? "Healing bad copies of tree blocks and data"
 					       : "Healing bad copies of tree blocks",
 		       devs[0]);
@@ -714,9 +722,10 @@ static int check_args(poptContext pc, struct fsck_args *a)
 	if (a->rescue && strcmp(a->rescue, "heal") && strcmp(a->rescue, "super") &&
 	    strcmp(a->rescue, "replay-log") && strcmp(a->rescue, "zero-log") &&
 	    strcmp(a->rescue, "csum-tree") && strcmp(a->rescue, "free-space-tree") &&
-	    strcmp(a->rescue, "uuid-tree") && strcmp(a->rescue, "quota")) {
+	    strcmp(a->rescue, "uuid-tree") && strcmp(a->rescue, "quota") &&
+	    strcmp(a->rescue, "data-reloc-tree")) {
 		cli_err("--rescue: unknown step %s (super, heal, replay-log, zero-log, csum-tree, "
-			"free-space-tree, uuid-tree, quota)",
+			"free-space-tree, uuid-tree, quota, data-reloc-tree)",
 			a->rescue);
 		return EXIT_USAGE;
 	}
@@ -783,7 +792,8 @@ int main(int argc, const char **argv)
 	     "one rescue step alone: super (rewrite bad superblock copies from the best one), "
 	     "heal (rewrite bad copies from good ones; data too with --check-data-csum), "
 	     "replay-log (replay the log tree as a mount would), zero-log (drop it), "
-	     "csum-tree (rebuild the checksum tree from the data), free-space-tree, uuid-tree "
+	     "csum-tree (rebuild the checksum tree from the data), free-space-tree, uuid-tree, "
+	     "data-reloc-tree "
 	     "(rebuild them), quota (rescan the quota groups' numbers)",
 	     "STEP"},
 	    {"zero-log", 0, POPT_ARG_NONE, &a.zero_log, 0,
@@ -860,6 +870,7 @@ int main(int argc, const char **argv)
 				: !strcmp(a.rescue, "free-space-tree") ? STEP_FST
 				: !strcmp(a.rescue, "uuid-tree")       ? STEP_UUID
 				: !strcmp(a.rescue, "quota")	       ? STEP_QUOTA
+				: !strcmp(a.rescue, "data-reloc-tree") ? STEP_RELOC
 								       : STEP_HEAL,
 				a.data_csum, &o);
 	else if (a.repair)

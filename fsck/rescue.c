@@ -265,19 +265,24 @@ void rescue_csum_json_summary(const struct btk_csum_rebuild_result *r)
 	       (unsigned long long)r->sectors_kept, (unsigned long long)r->sectors_left);
 }
 
-int rescue_tree(const char **devs, int ndevs, const struct btk_open_opts *oo, bool uuid,
-		struct btk_tree_rebuild_result *res)
+int rescue_tree(const char **devs, int ndevs, const struct btk_open_opts *oo,
+		enum rescue_tree which, struct btk_tree_rebuild_result *res)
 {
-	return uuid ? btk_uuid_rebuild(devs, ndevs, oo, res)
-		    : btk_fst_rebuild(devs, ndevs, oo, res);
+	return which == RESCUE_UUID    ? btk_uuid_rebuild(devs, ndevs, oo, res)
+	       : which == RESCUE_RELOC ? btk_data_reloc_rebuild(devs, ndevs, oo, res)
+				       : btk_fst_rebuild(devs, ndevs, oo, res);
 }
 
-void rescue_tree_summary(const struct btk_tree_rebuild_result *r, bool uuid)
+void rescue_tree_summary(const struct btk_tree_rebuild_result *r, enum rescue_tree which)
 {
-	if (uuid)
+	if (which == RESCUE_UUID)
 		printf("uuid tree rebuilt from the root items (%llu old block(s) dropped): %llu "
 		       "item(s)\n",
 		       (unsigned long long)r->old_blocks, (unsigned long long)r->items);
+	else if (which == RESCUE_RELOC)
+		printf("data relocation tree rebuilt empty, with its top directory (%llu old "
+		       "block(s) dropped)\n",
+		       (unsigned long long)r->old_blocks);
 	else if (r->v1_invalidated)
 		printf("free space: a v1 space cache, invalidated (the kernel rebuilds it at "
 		       "mount)\n");
@@ -287,14 +292,19 @@ void rescue_tree_summary(const struct btk_tree_rebuild_result *r, bool uuid)
 		       (unsigned long long)r->old_blocks);
 }
 
-void rescue_tree_json_summary(const struct btk_tree_rebuild_result *r, bool uuid)
+void rescue_tree_json_summary(const struct btk_tree_rebuild_result *r, enum rescue_tree which)
 {
-	printf("\"%s_summary\": {\"rebuilt\": %s, \"old_blocks\": %llu", uuid ? "uuid" : "fst",
+	printf("\"%s_summary\": {\"rebuilt\": %s, \"old_blocks\": %llu",
+	       which == RESCUE_UUID    ? "uuid"
+	       : which == RESCUE_RELOC ? "data_reloc"
+				       : "fst",
 	       r->rebuilt ? "true" : "false", (unsigned long long)r->old_blocks);
-	if (uuid)
+	if (which == RESCUE_UUID)
 		printf(", \"items\": %llu}", (unsigned long long)r->items);
-	else
+	else if (which == RESCUE_FST)
 		printf(", \"v1_invalidated\": %s}", r->v1_invalidated ? "true" : "false");
+	else
+		printf("}");
 }
 
 void rescue_quota_summary(const struct btk_quota_rescan_result *r)

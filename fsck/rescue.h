@@ -39,11 +39,12 @@ int rescue_csum(const char **devs, int ndevs, const struct btk_open_opts *oo, st
 void rescue_csum_summary(const struct btk_csum_rebuild_result *res);
 void rescue_csum_json_summary(const struct btk_csum_rebuild_result *res);
 
-/* The free-space tree (uuid false) or the uuid tree rebuilt. */
-int rescue_tree(const char **devs, int ndevs, const struct btk_open_opts *oo, bool uuid,
-		struct btk_tree_rebuild_result *res);
-void rescue_tree_summary(const struct btk_tree_rebuild_result *res, bool uuid);
-void rescue_tree_json_summary(const struct btk_tree_rebuild_result *res, bool uuid);
+/* The free-space tree, the uuid tree or the data relocation tree rebuilt. */
+enum rescue_tree { RESCUE_FST, RESCUE_UUID, RESCUE_RELOC };
+int rescue_tree(const char **devs, int ndevs, const struct btk_open_opts *oo,
+		enum rescue_tree which, struct btk_tree_rebuild_result *res);
+void rescue_tree_summary(const struct btk_tree_rebuild_result *res, enum rescue_tree which);
+void rescue_tree_json_summary(const struct btk_tree_rebuild_result *res, enum rescue_tree which);
 
 /* --rescue quota's summary line / --json member. */
 void rescue_quota_summary(const struct btk_quota_rescan_result *res);

@@ -573,6 +573,7 @@ static int account(struct acct *a)
 
 struct reached {
 	uint64_t bytenr, bytes, root; /* an extent (tree block or data) a subvolume reaches */
+	bool data;
 };
 
 struct scan {
@@ -581,16 +582,18 @@ struct scan {
 	size_t nr, capr;
 	uint64_t *trees; /* the subvolume trees */
 	size_t ntrees, captrees;
-	uint64_t root; /* the tree being walked */
+	uint64_t root;	     /* the tree being walked */
+	bool simple;	     /* simple quotas: each extent counts for its owner alone */
+	uint64_t enable_gen; /* and only from that generation on */
 };
 
-static int reached_push(struct scan *s, uint64_t bytenr, uint64_t bytes)
+static int reached_push(struct scan *s, uint64_t bytenr, uint64_t bytes, uint64_t root, bool data)
 {
 	struct reached *r = btk_array_push(s->r, s->nr, s->capr);
 
 	if (!r)
 		return btk_err(ENOMEM, "out of memory");
-	*r = (struct reached){bytenr, bytes, s->root};
+	*r = (struct reached){bytenr, bytes, root, data};
 	return 0;
 }
 
@@ -598,7 +601,14 @@ static int reached_push(struct scan *s, uint64_t bytenr, uint64_t bytes)
 static int scan_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int depth)
 {
 	struct scan *s = ctx;
-	int ret = reached_push(s, b->bytenr, fs->nodesize);
+	int ret = 0;
+
+	/* simple quotas: a tree block counts for the tree its header names, once written after
+	 * quotas were turned on */
+	if (!s->simple)
+		ret = reached_push(s, b->bytenr, fs->nodesize, s->root, false);
+	else if (btk_block_generation(b) >= s->enable_gen)
+		ret = reached_push(s, b->bytenr, fs->nodesize, btk_block_owner(b), false);
 
 	(void)depth;
 	for (uint32_t i = 0; !ret && btk_block_level(b) == 0 && i < btk_block_nritems(b); i++) {
@@ -611,7 +621,7 @@ static int scan_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, i
 					  k.offset, &fe))
 			return -EUCLEAN; /* message set */
 		if (fe.type != BTRFS_FILE_EXTENT_INLINE && fe.disk_bytenr)
-			ret = reached_push(s, fe.disk_bytenr, fe.disk_num_bytes);
+			ret = reached_push(s, fe.disk_bytenr, fe.disk_num_bytes, s->root, true);
 	}
 	return ret;
 }
@@ -638,7 +648,35 @@ static int cmp_reached(const void *x, const void *y)
 	return btk_cmp_u64(a->bytenr, b->bytenr) ?: btk_cmp_u64(a->root, b->root);
 }
 
-/* Every extent once, with the subvolumes reaching it: counted as if new to all of them. */
+/* Simple quotas: the owner a data extent's record names (0: none, or older than quotas). */
+static int data_owner(struct scan *s, uint64_t bytenr, uint64_t *owner)
+{
+	struct btk_key k = {bytenr, BTRFS_EXTENT_ITEM_KEY, 0};
+	uint8_t d[sizeof(struct btrfs_extent_item) + BTK_INLINE_REF_MAX];
+	struct btk_inline_iter it;
+	struct btk_extent_ref r;
+	uint32_t size = 0;
+	int ret = btk_item_next(s->a->t, BTRFS_EXTENT_TREE_OBJECTID, &k, d, sizeof(d), &size);
+
+	*owner = 0;
+	if (ret < 0)
+		return ret;
+	if (ret || k.objectid != bytenr || k.type != BTRFS_EXTENT_ITEM_KEY)
+		return btk_err(EUCLEAN, "data extent %llu has no extent record",
+			       (unsigned long long)bytenr);
+	if (size > sizeof(d))
+		size = sizeof(d); /* the owner comes first */
+	if (size < sizeof(struct btrfs_extent_item) ||
+	    BTK_GET(struct btrfs_extent_item, d, generation) < s->enable_gen)
+		return 0;
+	btk_inline_iter_init(&it, d, size, sizeof(struct btrfs_extent_item));
+	if (btk_inline_next(&it, &r) == 1 && r.type == BTRFS_EXTENT_OWNER_REF_KEY)
+		*owner = r.root;
+	return 0;
+}
+
+/* Every extent once, with the subvolumes reaching it: counted as if new to all of them (with
+ * simple quotas: new to its owner alone). */
 static int count_all(struct scan *s)
 {
 	struct acct *a = s->a;
@@ -657,6 +695,16 @@ static int count_all(struct scan *s)
 			if (!btk_array_push(roots, nroots, cap))
 				return free(roots), btk_err(ENOMEM, "out of memory");
 			roots[nroots - 1] = s->r[i + n].root;
+		}
+		if (s->simple && s->r[i].data) {
+			uint64_t owner;
+			if ((ret = data_owner(s, s->r[i].bytenr, &owner)))
+				break;
+			roots[0] = owner;
+			nroots = owner != 0;
+		} else if (s->simple) {
+			roots[0] = s->r[i].root; /* the block's owner, whichever tree reached it */
+			nroots = 1;
 		}
 		ret = count_extent(a, s->r[i].bytes, NULL, 0, roots, nroots);
 	}
@@ -677,9 +725,15 @@ static int rescan(struct acct *a)
 	if (ssize < QG_STAT_SZ || ssize > sizeof(status))
 		return btk_err(EUCLEAN, "a qgroup status item of %u bytes", ssize);
 	flags = BTK_GET(struct btrfs_qgroup_status_item, status, flags);
-	if (flags & ~(uint64_t)BTRFS_QGROUP_STATUS_FLAGS_MASK)
-		return btk_err(EOPNOTSUPP, "qgroup status flags %#llx: simple or unknown quotas",
+	if (flags &
+	    ~(uint64_t)(BTRFS_QGROUP_STATUS_FLAGS_MASK | BTRFS_QGROUP_STATUS_FLAG_SIMPLE_MODE))
+		return btk_err(EOPNOTSUPP, "qgroup status flags %#llx: unknown quotas",
 			       (unsigned long long)flags);
+	s.simple = flags & BTRFS_QGROUP_STATUS_FLAG_SIMPLE_MODE;
+	if (s.simple && ssize < BTK_QGROUP_STATUS_SIMPLE_SIZE)
+		return btk_err(EUCLEAN, "simple quotas' status item of %u bytes", ssize);
+	if (s.simple)
+		s.enable_gen = btk_le64(status + sizeof(struct btrfs_qgroup_status_item));
 	/* the trees as the transaction leaves them (only the quota tree changes below; a
 	 * subvolume without a qgroup gets one, which needs that view to see the quota tree) */
 	if (!(ret = btk_trans_view(a->t, true)))

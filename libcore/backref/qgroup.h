@@ -40,8 +40,11 @@ void btk_qgroups_count(struct btk_fs *fs, struct btk_wfs *w, struct btk_qgroup_a
  * level-0 qgroup gets one, and every qgroup's referenced and exclusive bytes are counted anew
  * from the tree blocks and data extents its subvolumes reach in the trees this transaction
  * leaves (higher levels through their relations); the status item says on and consistent, no
- * rescan under way, with this commit's generation. Without a quota status item it does
- * nothing. -EOPNOTSUPP for simple quotas or unknown status flags; -EUCLEAN, -EIO, -ENOMEM. */
+ * rescan under way, with this commit's generation. Simple quotas (the status's SIMPLE_MODE):
+ * an extent written from its enable_gen on counts only for its owner (a data extent's
+ * EXTENT_OWNER_REF, a tree block's header owner) and that owner's parents. Without a quota
+ * status item it does nothing. -EOPNOTSUPP for unknown status flags; -EUCLEAN, -EIO,
+ * -ENOMEM. */
 int btk_qgroups_rescan(void *ctx, struct btk_trans *t);
 
 #endif

@@ -54,6 +54,8 @@ static const struct btk_mkfs_feature features[] = {
     {"block-group-tree", 0, BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE, false, false,
      "block group tree to reduce mount time", 0},
     {"quota", 0, 0, false, true, "quota support (qgroups)", BTK_MKFS_QUOTA},
+    {"squota", BTRFS_FEATURE_INCOMPAT_SIMPLE_QUOTA, 0, false, false,
+     "simple quota accounting (squotas)", BTK_MKFS_QUOTA},
     {NULL, 0, 0, false, false, NULL, 0},
 };
 
@@ -189,6 +191,8 @@ static int plan_options(const struct btk_mkfs_opts *o, struct plan *pl)
 	if ((pl->meta | pl->data) & (BTRFS_BLOCK_GROUP_RAID1C3 | BTRFS_BLOCK_GROUP_RAID1C4))
 		pl->incompat |= BTRFS_FEATURE_INCOMPAT_RAID1C34;
 	pl->extra = o->extra_on;
+	if ((pl->incompat & BTRFS_FEATURE_INCOMPAT_SIMPLE_QUOTA) && !(pl->extra & BTK_MKFS_QUOTA))
+		return btk_err(EINVAL, "squota needs quota (-O squota turns both on)");
 	if ((pl->extra & BTK_MKFS_QUOTA) && !o->count_qgroups)
 		return btk_err(EINVAL, "quotas need a qgroup counting hook (btk_qgroups_rescan)");
 	if ((pl->compat_ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE) &&
@@ -369,17 +373,26 @@ static int insert_dev_items(struct btk_trans *t)
 }
 
 /* Quotas on, as `btrfs quota enable` leaves them: a quota tree with its status item; the
- * commit's counting hook gives every subvolume its qgroup and counts them all. */
-static int create_quota_tree(struct btk_trans *t)
+ * commit's counting hook gives every subvolume its qgroup and counts them all. Simple quotas
+ * (`--simple`): the status says so, and counts every extent from this generation on (its
+ * enable_gen, after the kernel's four fields). */
+static int create_quota_tree(struct btk_trans *t, bool simple)
 {
-	struct btrfs_qgroup_status_item st = {0};
+	uint8_t st[BTK_QGROUP_STATUS_SIMPLE_SIZE] = {0};
 	struct btk_key k = {0, BTRFS_QGROUP_STATUS_KEY, 0};
+	uint64_t flags = BTRFS_QGROUP_STATUS_FLAG_ON;
 	int ret = btk_tree_new(t, BTRFS_QUOTA_TREE_OBJECTID);
 
-	BTK_PUT(struct btrfs_qgroup_status_item, &st, version, BTRFS_QGROUP_STATUS_VERSION);
-	BTK_PUT(struct btrfs_qgroup_status_item, &st, generation, btk_trans_id(t));
-	BTK_PUT(struct btrfs_qgroup_status_item, &st, flags, BTRFS_QGROUP_STATUS_FLAG_ON);
-	return ret ? ret : btk_item_insert(t, BTRFS_QUOTA_TREE_OBJECTID, &k, &st, sizeof(st));
+	if (simple) {
+		flags |= BTRFS_QGROUP_STATUS_FLAG_SIMPLE_MODE;
+		btk_put64(st + sizeof(struct btrfs_qgroup_status_item), btk_trans_id(t));
+	}
+	BTK_PUT(struct btrfs_qgroup_status_item, st, version, BTRFS_QGROUP_STATUS_VERSION);
+	BTK_PUT(struct btrfs_qgroup_status_item, st, generation, btk_trans_id(t));
+	BTK_PUT(struct btrfs_qgroup_status_item, st, flags, flags);
+	return ret ? ret
+		   : btk_item_insert(t, BTRFS_QUOTA_TREE_OBJECTID, &k, st,
+				     simple ? sizeof(st) : sizeof(struct btrfs_qgroup_status_item));
 }
 
 static int create_trees(struct btk_trans *t, const struct plan *pl, time_t now)
@@ -399,7 +412,7 @@ static int create_trees(struct btk_trans *t, const struct plan *pl, time_t now)
 	if (!ret && (pl->compat_ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE))
 		ret = btk_tree_new(t, BTRFS_BLOCK_GROUP_TREE_OBJECTID);
 	if (!ret && (pl->extra & BTK_MKFS_QUOTA))
-		ret = create_quota_tree(t);
+		ret = create_quota_tree(t, pl->incompat & BTRFS_FEATURE_INCOMPAT_SIMPLE_QUOTA);
 	if (ret)
 		return ret;
 	/* the FS tree: a uuid, creation times and its root directory */

@@ -97,6 +97,12 @@
 #ifndef BTRFS_FEATURE_INCOMPAT_SIMPLE_QUOTA
 #define BTRFS_FEATURE_INCOMPAT_SIMPLE_QUOTA (1ULL << 16)
 #endif
+/* simple quotas (kernel 6.7): the status item's flag, and its size with the enable_gen field
+ * (the generation from which extents carry an owner and are counted) after `rescan` */
+#ifndef BTRFS_QGROUP_STATUS_FLAG_SIMPLE_MODE
+#define BTRFS_QGROUP_STATUS_FLAG_SIMPLE_MODE (1ULL << 3)
+#endif
+#define BTK_QGROUP_STATUS_SIMPLE_SIZE 40
 
 struct btk_disk_key {
 	uint8_t objectid[8];

@@ -45,8 +45,9 @@ BTK_VEC(rb_keys, struct btk_key);
 /* ---- the blocks of one tree, by their extent records ---- */
 
 /* The extent record keys (EXTENT_ITEM or METADATA_ITEM) of every tree block the extent tree
- * says tree `id` references (inline or keyed TREE_BLOCK_REF). */
-static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out)
+ * says tree `id` references (inline or keyed TREE_BLOCK_REF); *data_refs (may be NULL) counts
+ * the data references (inline or keyed EXTENT_DATA_REF) naming tree `id`. */
+static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out, uint64_t *data_refs)
 {
 	struct btk_root er;
 	struct btk_path p;
@@ -60,23 +61,32 @@ static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out)
 	for (ret = btk_search_ge(fs, &er, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
 		uint32_t size;
 		const uint8_t *d = btk_path_data(&p, &size);
+		struct btk_extent_ref r;
 		bool mine = false;
 		btk_path_key(&p, &k);
 		if (k.type == BTRFS_EXTENT_ITEM_KEY || k.type == BTRFS_METADATA_ITEM_KEY) {
 			struct btk_extent_head h;
 			struct btk_inline_iter it;
-			struct btk_extent_ref r;
 			rec = k;
 			have_rec = false;
-			if (btk_extent_head_parse(&k, d, size, &h) ||
-			    !(h.flags & BTRFS_EXTENT_FLAG_TREE_BLOCK))
+			if (btk_extent_head_parse(&k, d, size, &h))
 				continue;
-			have_rec = true;
+			have_rec = h.flags & BTRFS_EXTENT_FLAG_TREE_BLOCK;
+			if (!have_rec && !data_refs)
+				continue;
 			btk_inline_iter_init(&it, d, size, h.refs_at);
-			while (!mine && btk_inline_next(&it, &r) == 1)
-				mine = r.type == BTRFS_TREE_BLOCK_REF_KEY && r.root == id;
+			while (!mine && btk_inline_next(&it, &r) == 1) {
+				if (data_refs && r.type == BTRFS_EXTENT_DATA_REF_KEY &&
+				    r.root == id)
+					++*data_refs;
+				mine =
+				    have_rec && r.type == BTRFS_TREE_BLOCK_REF_KEY && r.root == id;
+			}
 		} else if (k.type == BTRFS_TREE_BLOCK_REF_KEY) {
 			mine = have_rec && k.objectid == rec.objectid && k.offset == id;
+		} else if (k.type == BTRFS_EXTENT_DATA_REF_KEY && data_refs &&
+			   btk_keyed_ref_parse(&k, d, size, &r) == 0 && r.root == id) {
+			++*data_refs;
 		}
 		if (!mine)
 			continue;
@@ -107,7 +117,7 @@ static int tree_replace(struct btk_trans *t, uint64_t id, uint64_t *blocks)
 		return btk_tree_new(t, id);
 	if (ret)
 		return ret;
-	if ((ret = tree_records(fs, id, &keys)))
+	if ((ret = tree_records(fs, id, &keys, NULL)))
 		goto out;
 	if ((ret = btk_tree_reset(t, id)))
 		goto out;
@@ -677,6 +687,71 @@ int btk_uuid_rebuild(const char *const *paths, int n, const struct btk_open_opts
 		     struct btk_tree_rebuild_result *res)
 {
 	return tree_rebuild(paths, n, oo, uuid_step, res);
+}
+
+/* ---- the data relocation tree ---- */
+
+static int reloc_step(struct btk_trans *t, void *ctx)
+{
+	struct btk_tree_rebuild_result *res = ctx;
+	struct btk_fs *fs = btk_trans_fs(t);
+	struct btk_key k = {BTRFS_BALANCE_OBJECTID, BTRFS_TEMPORARY_ITEM_KEY, 0};
+	struct rb_keys keys = {0};
+	uint64_t data_refs = 0;
+	struct btrfs_root_item *item;
+	struct btk_root_item ri;
+	int ret;
+
+	/* a relocation under way needs the tree's inodes: the kernel resumes or ends it */
+	ret = btk_item_next(t, BTRFS_ROOT_TREE_OBJECTID, &k, NULL, 0, NULL);
+	if (ret < 0)
+		return ret;
+	if (!ret && k.objectid == BTRFS_BALANCE_OBJECTID && k.type == BTRFS_TEMPORARY_ITEM_KEY)
+		return btk_err(EBUSY, "a balance was interrupted (its item is in the root tree): "
+				      "mount the filesystem to let the kernel resume or cancel it");
+	k = (struct btk_key){BTRFS_TREE_RELOC_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0};
+	ret = btk_item_next(t, BTRFS_ROOT_TREE_OBJECTID, &k, NULL, 0, NULL);
+	if (ret < 0)
+		return ret;
+	if (!ret && k.objectid == BTRFS_TREE_RELOC_OBJECTID && k.type == BTRFS_ROOT_ITEM_KEY)
+		return btk_err(EBUSY,
+			       "a relocation tree exists (a relocation was interrupted): mount "
+			       "the filesystem to let the kernel finish it");
+	ret = tree_records(fs, BTRFS_DATA_RELOC_TREE_OBJECTID, &keys, &data_refs);
+	btk_vec_free(&keys);
+	if (ret)
+		return ret;
+	if (data_refs)
+		return btk_err(EBUSY,
+			       "the data relocation tree holds relocated data (%llu reference(s) "
+			       "in the extent tree): mount the filesystem to let the kernel finish "
+			       "the relocation",
+			       (unsigned long long)data_refs);
+	if ((ret = tree_replace(t, BTRFS_DATA_RELOC_TREE_OBJECTID, &res->old_blocks)))
+		return ret;
+	/* its top directory, as mkfs makes it; its times the tree's creation */
+	item = btk_tree_root_item(t, BTRFS_DATA_RELOC_TREE_OBJECTID);
+	if (!item || btk_root_item_parse((const uint8_t *)item, sizeof(*item), &ri))
+		return btk_err(EUCLEAN, "the data relocation tree's root item does not parse");
+	if (ri.root_dirid != BTRFS_FIRST_FREE_OBJECTID) {
+		ri.root_dirid = BTRFS_FIRST_FREE_OBJECTID;
+		btk_root_item_write((uint8_t *)item, sizeof(*item), &ri);
+	}
+	struct btk_inode_attr a = {.mode = 040755,
+				   .nlink = 1,
+				   .atime = ri.ctime,
+				   .ctime = ri.ctime,
+				   .mtime = ri.ctime,
+				   .otime = ri.otime};
+	res->items = 2;
+	return btk_top_dir_create(t, BTRFS_DATA_RELOC_TREE_OBJECTID, BTRFS_FIRST_FREE_OBJECTID, &a,
+				  false);
+}
+
+int btk_data_reloc_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
+			   struct btk_tree_rebuild_result *res)
+{
+	return tree_rebuild(paths, n, oo, reloc_step, res);
 }
 
 /* ---- quotas ---- */

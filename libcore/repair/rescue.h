@@ -164,6 +164,13 @@ int btk_fst_rebuild(const char *const *paths, int n, const struct btk_open_opts 
 int btk_uuid_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
 		     struct btk_tree_rebuild_result *res);
 
+/* Rebuilds the data relocation tree (which holds nothing between relocations) as mkfs makes
+ * it: its old blocks dropped (also when they no longer read), a new leaf with its top
+ * directory, in one transaction. -EBUSY when a relocation is under way (a balance item, a
+ * relocation tree, or data references naming the tree): the kernel needs its inodes. */
+int btk_data_reloc_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
+			   struct btk_tree_rebuild_result *res);
+
 struct btk_quota_rescan_result {
 	uint64_t qgroups;      /* qgroups after the rescan */
 	uint64_t changed;      /* of them, with other numbers than they had */

@@ -107,6 +107,7 @@ struct btk_wfs {
 	uint64_t transid; /* the running (or next) transaction */
 	bool running, broken;
 	bool skinny, fst, bgtree, mixed, no_holes;
+	bool squota;	    /* simple quotas: a new data extent's record names its owner */
 	bool damaged_usage; /* BTK_WRITE_DAMAGED_USAGE */
 	bool qgroups_kept;  /* BTK_WRITE_QGROUPS_KEPT */
 	struct btk_wroot **roots;

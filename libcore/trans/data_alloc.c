@@ -52,10 +52,15 @@ int btk_data_record_insert(struct btk_trans *t, uint64_t bytenr, uint64_t len, u
 				   .objectid = ino,
 				   .offset = offset,
 				   .count = 1};
-	uint8_t item[sizeof(struct btrfs_extent_item) + BTK_INLINE_REF_MAX];
+	struct btk_extent_ref owner = {.type = BTRFS_EXTENT_OWNER_REF_KEY, .root = root};
+	uint8_t item[sizeof(struct btrfs_extent_item) + 2 * BTK_INLINE_REF_MAX];
 	struct btk_key k = {bytenr, BTRFS_EXTENT_ITEM_KEY, len};
 	uint32_t n = btk_extent_head_write(item, &h);
 
+	/* simple quotas: the subvolume that wrote it owns it (counts it) for its whole life; the
+	 * owner comes first (its type sorts before every reference's) */
+	if (t->w->squota && btk_is_fs_tree(root))
+		n += btk_inline_ref_write(item + n, &owner);
 	n += btk_inline_ref_write(item + n, &r);
 	if (btk_is_fs_tree(root)) {
 		int ret = btk_note_extent(t->w, bytenr, len);

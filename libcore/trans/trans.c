@@ -63,6 +63,7 @@ static struct btk_wfs *wfs_new(struct btk_fs *fs, uint64_t transid)
 	w->skinny = inc & BTRFS_FEATURE_INCOMPAT_SKINNY_METADATA;
 	w->mixed = inc & BTRFS_FEATURE_INCOMPAT_MIXED_GROUPS;
 	w->no_holes = inc & BTRFS_FEATURE_INCOMPAT_NO_HOLES;
+	w->squota = inc & BTRFS_FEATURE_INCOMPAT_SIMPLE_QUOTA;
 	w->fst = ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE;
 	w->bgtree = ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE;
 	return w;

@@ -286,8 +286,39 @@ static int cmp_commit_rank(const void *a, const void *b)
 	return x->bytenr < y->bytenr ? -1 : x->bytenr > y->bytenr;
 }
 
+/* Another tree's roots of one generation (run, n of them): the one that generation's committed
+ * root tree (rt: its first root tree, when the extent tree says it is the committed one) names
+ * comes first, the others are superseded. */
+static int named_first(struct btk_fs *fs, const struct btk_found_root *rt, int *rt_ok,
+		       struct btk_found_root *run, size_t n)
+{
+	struct btk_root r = {.objectid = BTRFS_ROOT_TREE_OBJECTID,
+			     .bytenr = rt->bytenr,
+			     .generation = rt->generation,
+			     .level = rt->level},
+			item;
+	bool named = false;
+
+	if (*rt_ok == -2)
+		*rt_ok = rt->superseded ? 0 : records_itself(fs, rt);
+	if (*rt_ok == -ENOMEM)
+		return *rt_ok;
+	if (*rt_ok <= 0 || btk_root_find_in(fs, &r, run->owner, &item) ||
+	    item.generation != run->generation)
+		return 0;
+	for (size_t m = 0; m < n; m++)
+		named |= run[m].bytenr == item.bytenr;
+	for (size_t m = 0; m < n && named; m++)
+		run[m].superseded = run[m].bytenr != item.bytenr;
+	qsort(run, n, sizeof(*run), cmp_commit_rank);
+	return 0;
+}
+
 int btk_scan_roots_commits(struct btk_fs *fs, struct btk_found_roots *roots)
 {
+	const struct btk_found_root *gen_rt = NULL; /* the generation's first root tree */
+	int rt_ok = -2;				    /* records_itself(gen_rt); -2: not yet asked */
+
 	for (size_t i = 0, j; i < roots->n; i = j) {
 		struct btk_found_root *run = &roots->data[i];
 		size_t n, committed = 0;
@@ -296,7 +327,18 @@ int btk_scan_roots_commits(struct btk_fs *fs, struct btk_found_roots *roots)
 		     j++)
 			;
 		n = j - i;
-		if (run->owner != BTRFS_ROOT_TREE_OBJECTID || n < 2)
+		if (run->owner != BTRFS_ROOT_TREE_OBJECTID) {
+			/* sorted by owner within a generation: its root trees came first */
+			int ret = n > 1 && gen_rt && gen_rt->generation == run->generation
+				      ? named_first(fs, gen_rt, &rt_ok, run, n)
+				      : 0;
+			if (ret)
+				return ret;
+			continue;
+		}
+		gen_rt = run;
+		rt_ok = -2;
+		if (n < 2)
 			continue;
 		int8_t *st = malloc(n);
 		if (!st)

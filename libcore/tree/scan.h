@@ -43,7 +43,7 @@ struct btk_found_root {
 	/* btk_scan_root_reach: blocks of the tree that are on disk as its pointers expect, and
 	 * pointers whose block is gone (overwritten, or not found) */
 	uint64_t blocks, missing;
-	/* btk_scan_roots_commits: another root tree block of this generation is the one the
+	/* btk_scan_roots_commits: another root of this tree and generation is the one the
 	 * transaction committed (this one was copied again before the commit) */
 	bool superseded;
 };
@@ -55,11 +55,11 @@ BTK_VEC(btk_found_roots, struct btk_found_root);
 int btk_scan_roots(const struct btk_found_blocks *blocks, bool (*owner_fn)(uint64_t owner),
 		   struct btk_found_roots *out);
 
-/* A transaction may write the root tree block and copy it again before it commits: several
- * root tree blocks of one generation, of which the one the commit kept is the one its own
- * extent tree records. Among the root tree roots of one generation, that one comes first and
- * the others are marked superseded (when no extent tree tells, the order stays). 0 or
- * -ENOMEM. */
+/* A transaction may write a tree's root block and copy it again before it commits: several
+ * roots of one tree and generation. The root tree block the commit kept is the one its own
+ * extent tree records; another tree's is the one that root tree names. Among the roots of one
+ * tree and generation that one comes first and the others are marked superseded (when nothing
+ * tells, the order stays). roots as btk_scan_roots sorts them. 0 or -ENOMEM. */
 int btk_scan_roots_commits(struct btk_fs *fs, struct btk_found_roots *roots);
 
 /* Fills r->blocks and r->missing by following the pointers of r's tree through its nodes

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# btk-fsck --rescue csum-tree (issue 26): the checksum tree rebuilt from the data on btk-mkfs
+# btk-fsck --rescue csum-tree, free-space-tree, uuid-tree, data-reloc-tree and quota (issue 26).
+# csum-tree: the checksum tree rebuilt from the data on btk-mkfs
 # images whose checksum tree is lost on every copy (tests/lib/smash.c): afterwards both
 # checkers are clean with --check-data-csum; old checksums that still read are kept; data whose
 # copies differ with no old checksum is listed, never summed; a power cut at any write and a
@@ -170,7 +171,7 @@ else:
 ' "$BTK_OUT" "$BATS_TEST_TMPDIR/old-errors"
 }
 
-@test "rescue csum-tree, free-space-tree, uuid-tree: a power cut at every write leaves the old filesystem or the rebuilt one; SIGINT exits 32 with the old one" {
+@test "rescue csum-tree, free-space-tree, uuid-tree, data-reloc-tree: a power cut at every write leaves the old filesystem or the rebuilt one; SIGINT exits 32 with the old one" {
 	require_btk fsck
 	image single
 	cuts csum-tree 7 leaf
@@ -178,6 +179,8 @@ else:
 	cuts free-space-tree 10
 	image single
 	cuts uuid-tree 9
+	image single
+	cuts data-reloc-tree 18446744073709551607
 }
 
 # items IMG TREE: the keys and bodies of a tree's items (btk-debug tree), without block headers
@@ -228,14 +231,14 @@ assert r["result"] == "rescued" and r["uuid_summary"]["items"] == 3, r
 	both_clean "$IMG"
 }
 
-@test "rescue csum-tree, free-space-tree, uuid-tree: a filesystem with a log tree is refused (replay it first), the image untouched" {
+@test "rescue csum-tree, free-space-tree, uuid-tree, data-reloc-tree, quota: a filesystem with a log tree is refused (replay it first), the image untouched" {
 	require_btk fsck
 	local img step
 	corpus_copy 065-valid-log-tree__compressed
 	img=$CIMG
 	local sum
 	sum=$(sha256sum <"$img")
-	for step in csum-tree free-space-tree uuid-tree; do
+	for step in csum-tree free-space-tree uuid-tree data-reloc-tree quota; do
 		btk_run 60 "$FSCK" --rescue $step --no-undo "$img"
 		[ "$status" = 8 ] || { echo "$step: status $status" >&2; show_err; return 1; }
 		grep -q 'has a log tree.*replay it first (--rescue replay-log)' "$BTK_ERR"
@@ -334,4 +337,25 @@ assert all(c in ("E0102", "E0103", "E0115") for c in codes), codes
 		[ "$status" = 32 ] || { show_err; return 1; }
 		[ "$(qstatus "$IMG")" = "$before" ]
 	done
+}
+
+@test "rescue data-reloc-tree: the tree lost on both copies is rebuilt as mkfs makes it (its top directory); both checkers clean" {
+	require_btk fsck debug
+	require_tool btrfs
+	local t=18446744073709551607
+	image dup
+	"$SMASH" tree $t 1 "$IMG" >/dev/null
+	"$SMASH" tree $t 2 "$IMG" >/dev/null
+	btk_run 60 "$FSCK" -q "$IMG"
+	[ "$status" = 4 ]
+	btk_run 60 "$FSCK" --rescue data-reloc-tree --no-undo --json "$IMG"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["result"] == "rescued" and r["data_reloc_summary"] == {"rebuilt": True, "old_blocks": 1}, r
+' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	# the same items as mkfs made (but for times and generations)
+	diff <(items "$IMG.orig" $t | grep -Ev 'time|transid') <(items "$IMG" $t | grep -Ev 'time|transid')
+	both_clean "$IMG"
 }

@@ -31,9 +31,10 @@ fsck_clean() {
 	[ "$status" -eq 0 ] || { echo "$output" >&2; return 1; }
 }
 
-# qgroup IMG ID: "referenced exclusive" of qgroup ID (0/5...) as the quota tree holds them
+# qgroup IMG ID: "referenced exclusive" of qgroup ID (0/5...) as the quota tree holds them (read
+# by btk-debug: btrfs-progs before 6.7 cannot open a filesystem with simple quotas)
 qgroup() {
-	btrfs inspect-internal dump-tree -t quota "$1" |
+	"$BTK_DEBUG" tree -t quota "$1" |
 		awk -v id="$2" '$0 ~ "QGROUP_INFO " id "\\)" { f = 1; next }
 			f && /referenced/ { r = $2 } f && /exclusive/ { print r, $2; exit }'
 }
@@ -81,4 +82,29 @@ qgroup() {
 	! btrfs inspect-internal dump-tree -t quota "$D/5.img" 2>/dev/null | grep -q QGROUP
 	run "$BTK_BUILD/bin/btk-convert" -O quota "$D/1.img"
 	[ "$status" -eq 2 ]
+}
+
+@test "-O squota: simple quotas, every data extent owned by the subvolume that wrote it, counted for its owner" {
+	mkfs -O squota --subvol sv --subvol sv/nested --compress zstd -r "$D/src" "$D/s.img"
+	fsck_clean "$D/s.img"
+	run "$BTK_DEBUG" tree -t quota "$D/s.img"
+	[[ "$output" == *"QGROUP_STATUS 0) itemoff "*" itemsize 40"* ]]
+	[[ "$output" == *"generation 1 flags 0x9(ON) scan 0 enable_gen 1"* ]]
+	# each data extent record starts with its owner: as many owners as data extents
+	"$BTK_DEBUG" tree -t extent "$D/s.img" >"$D/extents"
+	data=$(grep -c 'flags DATA$' "$D/extents")
+	owners=$(grep -c 'type EXTENT_OWNER_REF root' "$D/extents")
+	[ "$data" -gt 10 ] && [ "$owners" = "$data" ]
+	grep -A1 'flags DATA$' "$D/extents" | grep -q 'EXTENT_OWNER_REF root 256'
+	# nothing is shared in a new filesystem: each owner's count is the full count of -O quota
+	mkfs -O quota --subvol sv --subvol sv/nested --compress zstd -r "$D/src" "$D/q.img"
+	for id in 0/5 0/256 0/257; do
+		[ "$(qgroup "$D/s.img" $id)" = "$(qgroup "$D/q.img" $id)" ]
+	done
+	[ -n "$(qgroup "$D/s.img" 0/257)" ]
+	# without quotas' tree it cannot be
+	btk_run 60 "$MKFS" -q -b 1G -O squota,^quota "$D/x.img"
+	assert_one_line_error 1
+	grep -q "squota needs quota" "$BTK_ERR"
+	"$MKFS" -O list-all | grep -q '^squota '
 }

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# btk-fsck --rescue csum-tree on a kernel-made image (issue 26): compressed, NODATASUM,
+# btk-fsck --rescue on kernel-made images (issue 26); free-space-tree, uuid-tree, quota and
+# data-reloc-tree below. csum-tree: compressed, NODATASUM,
 # partly written prealloc, reflinked and snapshotted files, the checksum tree lost on both
 # copies (tests/lib/smash.c). After the rebuild btrfs check --check-data-csum is clean, every
 # sector has the checksum the kernel gave it (no more, no fewer), the kernel mounts it, reads
@@ -193,4 +194,31 @@ qgroups() {
 # qinfo IMG: every qgroup's id and numbers on disk (btk-debug)
 qinfo() {
 	"$BTK_BUILD/bin/btk-debug" tree -t 8 "$1" | grep -A2 'QGROUP_INFO' | grep -Ev 'generation|^--' | sed 's/itemoff [0-9]* //'
+}
+
+@test "rescue data-reloc-tree, kernel image: the tree lost on both copies is rebuilt; btrfs check clean, the kernel balances the data with it (the tree relocation uses) and everything reads as before" {
+	local img=$D/k.img t=18446744073709551607
+	kernel_image "$img"
+	view "$img" "$D/before"
+	"$SMASH" tree $t 1 "$img" >/dev/null
+	"$SMASH" tree $t 2 "$img" >/dev/null
+	btk_run 60 btrfs check --readonly "$img"
+	[ "$status" != 0 ]
+	btk_run 60 "$FSCK" --rescue data-reloc-tree --no-undo "$img"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	grep -q '^data relocation tree rebuilt empty, with its top directory (1 old block(s) dropped)$' "$BTK_OUT"
+	btk_run 120 "$FSCK" --check-data-csum "$img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	view "$img" "$D/after"
+	diff "$D/before" "$D/after"
+	# a data balance relocates through the data relocation tree
+	LOOP=$(losetup -f --show "$img")
+	mount "$LOOP" "$MNT"
+	btrfs balance start -d "$MNT" >"$D/balance.log" 2>&1 || { cat "$D/balance.log" >&2; return 1; }
+	grep -Eq 'relocate [1-9][0-9]* out of' "$D/balance.log"
+	umount "$MNT"
+	losetup -d "$LOOP"
+	LOOP=
+	view "$img" "$D/balanced"
+	diff "$D/before" "$D/balanced"
 }

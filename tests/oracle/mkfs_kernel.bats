@@ -148,3 +148,38 @@ degraded() {
 	LOOPS=()
 	qgroups_exact "$D/q.img"
 }
+
+@test "-O squota with --rootdir and subvolumes: the kernel takes the owners and counts; deleting everything brings each qgroup to what remains" {
+	local src=$D/src
+	mkdir -p "$src/sv/a" "$src/sv/nested" "$src/d"
+	head -c 3000000 /dev/urandom >"$src/d/big"
+	yes text | head -c 5000000 >"$src/sv/a/text"
+	head -c 700000 /dev/urandom >"$src/sv/a/random"
+	for i in $(seq 500); do echo "$i" >"$src/sv/nested/f$i"; done
+	"$MKFS" -q -b 1G -O squota --subvol sv --subvol sv/nested --compress zlib -r "$src" "$D/s.img"
+	"$BTK_BUILD/bin/btk-fsck" "$D/s.img" >/dev/null
+	LOOPS+=("$(losetup -f --show "$D/s.img")")
+	mount "${LOOPS[0]}" "$MNT"
+	btrfs qgroup show --raw "$MNT" >"$D/ours"
+	[ "$(grep -c '^0/' "$D/ours")" -eq 3 ]
+	awk '$1 == "0/256" && $2 > 700000 { ok = 1 } END { exit !ok }' "$D/ours"
+	# the kernel subtracts what each freed extent's owner was counted: exact counts end at 0
+	btrfs subvolume delete "$MNT/sv/nested" >/dev/null
+	btrfs subvolume delete "$MNT/sv" >/dev/null
+	rm -rf "$MNT/d"
+	sync
+	btrfs subvolume sync "$MNT" >/dev/null
+	sync
+	btrfs qgroup show --raw "$MNT" >"$D/after"
+	umount "$MNT"
+	losetup -d "${LOOPS[0]}"
+	LOOPS=()
+	cat "$D/ours" "$D/after" >&2
+	for id in 0/256 0/257; do
+		! grep -q "^$id " "$D/after" || awk -v id=$id '$1 == id && $2 == 0 && $3 == 0 { ok = 1 } END { exit !ok }' "$D/after"
+	done
+	# the top tree: one leaf left, and its count is that leaf
+	[ "$("$BTK_DEBUG" tree -t 5 "$D/s.img" | grep -c '^leaf [0-9]* items')" -eq 1 ]
+	awk '$1 == "0/5" && $2 == 16384 && $3 == 16384 { ok = 1 } END { exit !ok }' "$D/after"
+	"$BTK_BUILD/bin/btk-fsck" "$D/s.img" >/dev/null
+}

@@ -55,6 +55,20 @@ setup() {
 			"\(.bytenr) \(.superseded)"' "$BTK_OUT")" = "$b false" ] ||
 			{ echo "generation $g: committed root tree $b not first" >&2; false; }
 	done <"$BATS_TEST_TMPDIR/commits"
+	# a subvolume tree's root of a generation: the one that generation's committed root tree
+	# names (btrfs dump-tree of it) is listed first and not superseded
+	n=0
+	for rt in $(jq -r '.roots[] | select(.tree == 1 and (.superseded | not)) | .bytenr' "$BTK_OUT"); do
+		btrfs inspect-internal dump-tree -b "$rt" "$H/h.img" |
+			awk '$1 == "item" && $3 == "key" && $4 ~ /^\((FS_TREE|[0-9]+)$/ && $5 == "ROOT_ITEM" { t = $4; sub(/\(/, "", t); getline; print t, $6, $2 }'
+	done | sed 's/^FS_TREE /5 /' | sort -u >"$BATS_TEST_TMPDIR/named"
+	while read -r t b g; do
+		got=$(jq -r --argjson t "$t" --argjson g "$g" \
+			'[.roots[] | select(.tree == $t and .generation == $g)][0] | "\(.bytenr) \(.superseded)"' "$BTK_OUT")
+		[ "$got" = "$b false" ] || { echo "tree $t generation $g: $b named, btk lists first $got" >&2; false; }
+		n=$((n + 1))
+	done <"$BATS_TEST_TMPDIR/named"
+	[ "$n" -ge 7 ]
 }
 
 @test "ls --deleted lists exactly the deleted names, with the newest generation that has each" {
