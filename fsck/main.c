@@ -469,7 +469,8 @@ static int rescue_steps(const char **devs, int ndevs, const struct btk_open_opts
 		if (ret)
 			fprintf(stderr, "btk-fsck: %s: healing stopped: %s\n", devs[0],
 				btk_errmsg());
-		bits |= (hr.blocks_healed || hr.sectors_healed ? EXIT_CORRECTED : 0) |
+		bits |= (hr.blocks_healed || hr.blocks_bitflip || hr.sectors_healed ? EXIT_CORRECTED
+										    : 0) |
 			(hr.blocks_lost || hr.sectors_lost ? EXIT_ERRORS : 0) |
 			(ret ? EXIT_OPER : 0);
 	}
