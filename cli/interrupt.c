@@ -34,17 +34,7 @@ static unsigned long long sigint_at, changes;
 
 static void put(const char *s)
 {
-	size_t n = strlen(s);
-
-	while (n) {
-		ssize_t k = write(STDERR_FILENO, s, n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return;
-		s += k;
-		n -= (size_t)k;
-	}
+	(void)btk_fd_write_all(STDERR_FILENO, s, strlen(s), -1); /* write(2) only: signal-safe */
 }
 
 static void on_signal(int sig)

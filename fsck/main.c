@@ -276,7 +276,8 @@ static int mounted_guard(const char **devs, int ndevs, bool force, struct out *o
 }
 
 /* Where the check starts: superblock copy, backup root, expert root blocks. */
-static struct btk_open_opts open_opts = {.super_mirror = -1, .chunk_overlaps = true};
+static struct btk_open_opts open_opts = {
+    .super_mirror = -1, .chunk_overlaps = true, .sys_array_scan = true};
 
 static int run(const char **devs, int ndevs, bool data_csum, struct out *o)
 {
@@ -496,7 +497,8 @@ static int rescue_steps(const char **devs, int ndevs, const struct btk_open_opts
 		if (ret)
 			fprintf(stderr, "btk-fsck: %s: healing stopped: %s\n", devs[0],
 				btk_errmsg());
-		bits |= (hr.blocks_healed || hr.sectors_healed ? EXIT_CORRECTED : 0) |
+		bits |= (hr.blocks_healed || hr.blocks_bitflip || hr.sectors_healed ? EXIT_CORRECTED
+										    : 0) |
 			(hr.blocks_lost || hr.sectors_lost ? EXIT_ERRORS : 0) |
 			(ret ? EXIT_OPER : 0);
 	}

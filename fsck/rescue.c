@@ -13,7 +13,11 @@ static void heal_text(const struct btk_heal_event *e)
 	else
 		printf("tree %llu level %d block %llu", (unsigned long long)e->tree, e->level,
 		       (unsigned long long)e->logical);
-	if (e->healed)
+	if (e->bitflip)
+		printf(" copy %d of %d (devid %llu physical %llu): %s; written to every copy\n",
+		       e->copy, e->ncopies, (unsigned long long)e->devid,
+		       (unsigned long long)e->physical, e->why);
+	else if (e->healed)
 		printf(" copy %d of %d (devid %llu physical %llu): %s; rewritten from copy %d\n",
 		       e->copy, e->ncopies, (unsigned long long)e->devid,
 		       (unsigned long long)e->physical, e->why, e->from);
@@ -24,7 +28,10 @@ static void heal_text(const struct btk_heal_event *e)
 static void heal_json(struct rescue_out *o, const struct btk_heal_event *e)
 {
 	printf("%s{\"healed\": %s, \"kind\": \"%s\"", o->nev ? ", " : "",
-	       e->healed ? "true" : "false", e->data ? "data" : "tree block");
+	       e->healed ? "true" : "false",
+	       e->data	    ? "data"
+	       : e->bitflip ? "tree block bit flip"
+			    : "tree block");
 	if (!e->data)
 		printf(", \"tree\": %llu, \"level\": %d", (unsigned long long)e->tree, e->level);
 	printf(", \"logical\": %llu, \"length\": %llu, \"copies\": %d",
@@ -63,6 +70,9 @@ void rescue_heal_summary(const struct btk_heal_result *r, bool data)
 	       "copy",
 	       (unsigned long long)r->blocks, (unsigned long long)r->blocks_healed,
 	       r->blocks_healed == 1 ? "y" : "ies", (unsigned long long)r->blocks_lost);
+	if (r->blocks_bitflip)
+		printf(", %llu set right by one flipped bit",
+		       (unsigned long long)r->blocks_bitflip);
 	if (data)
 		printf("; %llu data sector(s) read, %llu bad sector cop%s rewritten, %llu without "
 		       "a good copy",
@@ -75,10 +85,11 @@ void rescue_heal_json_summary(const struct btk_heal_result *r)
 {
 	printf(", \"heal_summary\": {\"tree_blocks\": %llu, \"tree_blocks_healed\": %llu, "
 	       "\"tree_blocks_lost\": %llu, \"data_sectors\": %llu, \"data_sectors_healed\": "
-	       "%llu, \"data_sectors_lost\": %llu}",
+	       "%llu, \"data_sectors_lost\": %llu, \"tree_blocks_bitflip\": %llu}",
 	       (unsigned long long)r->blocks, (unsigned long long)r->blocks_healed,
 	       (unsigned long long)r->blocks_lost, (unsigned long long)r->sectors,
-	       (unsigned long long)r->sectors_healed, (unsigned long long)r->sectors_lost);
+	       (unsigned long long)r->sectors_healed, (unsigned long long)r->sectors_lost,
+	       (unsigned long long)r->blocks_bitflip);
 }
 
 static void on_super(void *ctx, const struct btk_super_event *e)

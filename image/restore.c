@@ -74,20 +74,21 @@ static int spool_stdin(void)
 	const char *tmp = getenv("TMPDIR");
 	char buf[1 << 16];
 	ssize_t n;
-	int fd = open(tmp && *tmp ? tmp : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	int ret = 0, fd = open(tmp && *tmp ? tmp : "/tmp", O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 
 	if (fd < 0) {
 		cli_err("-: cannot make a file to hold the dump: %s", strerror(errno));
 		return -1;
 	}
-	while ((n = read(STDIN_FILENO, buf, sizeof(buf))) != 0) {
+	while (!ret && (n = read(STDIN_FILENO, buf, sizeof(buf))) != 0) {
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n < 0 || write(fd, buf, (size_t)n) != n) {
-			cli_err("-: cannot copy the dump from standard input: %s", strerror(errno));
-			close(fd);
-			return -1;
-		}
+		ret = n < 0 ? -errno : btk_fd_write_all(fd, buf, (size_t)n, -1);
+	}
+	if (ret) {
+		cli_err("-: cannot copy the dump from standard input: %s", strerror(-ret));
+		close(fd);
+		return -1;
 	}
 	return fd;
 }

@@ -45,7 +45,8 @@ struct btkfs_open_opts {
 	unsigned partition; /* or in partition N of each (1-based, as mmls and sfdisk count
 			       MBR primary and logical and GPT entries; 0: none) */
 	/* since 0.2: read an older root instead of the superblock's (read-only opens; one of
-	 * them): backup root slot backup-1 (1..4) or BTKFS_BACKUP_NEWEST, the newest root tree
+	 * them): backup root slot backup-1 (1..4; the tools' -b and the messages count slots
+	 * 0..3) or BTKFS_BACKUP_NEWEST, the newest root tree
 	 * of generation `generation` or older that still reads, or the root tree whose root
 	 * block is at tree_root (as btk-image roots lists them). 0: not chosen. */
 	int backup;

@@ -19,20 +19,13 @@ int br_u64_push(uint64_t **v, size_t *n, size_t *cap, uint64_t x)
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-
-	return x < y ? -1 : x > y;
-}
-
 size_t br_u64_uniq(uint64_t *v, size_t n)
 {
 	size_t j = 0;
 
 	if (!n)
 		return 0;
-	qsort(v, n, sizeof(*v), cmp_u64);
+	qsort(v, n, sizeof(*v), btk_u64_order);
 	for (size_t i = 1; i < n; i++)
 		if (v[i] != v[j])
 			v[++j] = v[i];

@@ -77,3 +77,10 @@ long btk_vec_floor_(const void *data, size_t n, size_t esz, uint64_t want,
 	}
 	return best;
 }
+
+int btk_u64_order(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return (x > y) - (x < y);
+}

@@ -47,6 +47,8 @@
 	} while (0)
 #define btk_vec_sort(v, cmp)                                                                       \
 	((v)->n > 1 ? qsort((v)->data, (v)->n, sizeof(*(v)->data), (cmp)) : (void)0)
+/* The order of uint64_t elements, for btk_vec_sort, qsort and bsearch. */
+int btk_u64_order(const void *a, const void *b);
 /* The element equal to *key by cmp, or NULL (elements sorted by cmp). */
 #define btk_vec_bsearch(v, key, cmp)                                                               \
 	((__typeof__((v)->data))((v)->n ? bsearch((key), (v)->data, (v)->n, sizeof(*(v)->data),    \

@@ -228,22 +228,17 @@ static void resolve(struct chk *c)
 		resolve_one(c, btk_vec_at(&c->found, i));
 }
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? -1 : a > b;
-}
-
 static int ref_cmp(const void *pa, const void *pb)
 {
 	const struct chk_ref *a = pa, *b = pb;
 	int r;
 
-	if ((r = cmp_u64(a->bytenr, b->bytenr)) || (r = cmp_u64(a->type, b->type)) ||
-	    (r = cmp_u64(a->root, b->root)) || (r = cmp_u64(a->parent, b->parent)) ||
-	    (r = cmp_u64(a->ino, b->ino)))
+	if ((r = btk_cmp_u64(a->bytenr, b->bytenr)) || (r = btk_cmp_u64(a->type, b->type)) ||
+	    (r = btk_cmp_u64(a->root, b->root)) || (r = btk_cmp_u64(a->parent, b->parent)) ||
+	    (r = btk_cmp_u64(a->ino, b->ino)))
 		return r;
 	if (a->type == BTRFS_EXTENT_DATA_REF_KEY)
-		return cmp_u64(a->off, b->off);
+		return btk_cmp_u64(a->off, b->off);
 	return 0;
 }
 

@@ -82,12 +82,6 @@ struct membership {
 	uint8_t *member;
 };
 
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static long qinfo_index(const struct chk *c, uint64_t id)
 {
 	for (size_t i = 0; i < c->qinfos.n; i++)
@@ -110,7 +104,7 @@ static bool membership_build(struct chk *c, struct membership *m)
 		if (chk_is_fs_tree(r->id) && r->id != BTRFS_DATA_RELOC_TREE_OBJECTID)
 			m->subs[m->nsub++] = r->id;
 	}
-	qsort(m->subs, m->nsub, sizeof(uint64_t), u64_cmp);
+	qsort(m->subs, m->nsub, sizeof(uint64_t), btk_u64_order);
 	m->member = calloc(c->qinfos.n * m->nsub + 1, 1);
 	if (!m->member)
 		return false;
@@ -143,7 +137,7 @@ static bool membership_build(struct chk *c, struct membership *m)
 static long sub_index(const struct membership *m, uint64_t id)
 {
 	const uint64_t *p =
-	    m->nsub ? bsearch(&id, m->subs, m->nsub, sizeof(uint64_t), u64_cmp) : NULL;
+	    m->nsub ? bsearch(&id, m->subs, m->nsub, sizeof(uint64_t), btk_u64_order) : NULL;
 	return p ? p - m->subs : -1;
 }
 

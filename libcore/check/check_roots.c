@@ -259,12 +259,6 @@ static void ref_group(struct chk *c, const struct views *v, const struct chk_roo
 	}
 }
 
-static int u64_cmp(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static void uuids_final(struct chk *c, const struct views *v);
 
 void chk_roots_final(struct chk *c)
@@ -287,7 +281,7 @@ void chk_roots_final(struct chk *c)
 		ref_group(c, &v, g, j - i);
 		i = j;
 	}
-	btk_vec_sort(&c->root_orphans, u64_cmp);
+	btk_vec_sort(&c->root_orphans, btk_u64_order);
 	for (i = 0; i < c->roots.n; i++) {
 		const struct chk_rootitem *r = btk_vec_at(&c->roots, i);
 		struct btk_key k = {r->id, BTRFS_ROOT_ITEM_KEY, r->offset};
@@ -302,7 +296,7 @@ void chk_roots_final(struct chk *c)
 			continue;
 		if (r->refs == 0 &&
 		    (!c->root_orphans.n || !bsearch(&r->id, c->root_orphans.data, c->root_orphans.n,
-						    sizeof(uint64_t), u64_cmp)))
+						    sizeof(uint64_t), btk_u64_order)))
 			chk_rep(c, CHK_M_ROOT_NO_ORPHAN, 1, 0, &k, CHK_U(r->id));
 		if (r->refs == 0)
 			continue;

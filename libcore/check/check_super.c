@@ -151,6 +151,8 @@ void chk_supers(struct chk *c)
 		else
 			chk_rep(c, CHK_M_DEV_MISSING, 0, 0, NULL, CHK_U(c->fs->devs[i].devid));
 	lost_chunks(c);
+	if (c->fs->sys_array_scanned)
+		chk_rep(c, CHK_M_SYS_ARRAY, 0, 0, NULL, CHK_S(c->fs->sys_array_why));
 	if (incompat & ~KNOWN_INCOMPAT)
 		chk_rep(c, CHK_M_SUPER_INCOMPAT, 0, 0, NULL, CHK_U((incompat & ~KNOWN_INCOMPAT)));
 	if (compat_ro & ~KNOWN_COMPAT_RO)

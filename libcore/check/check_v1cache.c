@@ -66,37 +66,32 @@ oom:
 	c->oom = true;
 }
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? -1 : a > b;
-}
-
 /* Orders of the three record arrays, so that each block group finds its header, inode and
  * extents by binary search; the later keys only make the order of duplicates (a damaged
  * root tree) deterministic. */
 static int hdr_cmp(const void *pa, const void *pb)
 {
 	const struct chk_v1hdr *a = pa, *b = pb;
-	int r = cmp_u64(a->bg, b->bg);
+	int r = btk_cmp_u64(a->bg, b->bg);
 	if (!r)
-		r = cmp_u64(a->ino, b->ino);
-	return r ? r : cmp_u64(a->gen, b->gen);
+		r = btk_cmp_u64(a->ino, b->ino);
+	return r ? r : btk_cmp_u64(a->gen, b->gen);
 }
 
 static int ino_cmp(const void *pa, const void *pb)
 {
 	const struct chk_v1ino *a = pa, *b = pb;
-	int r = cmp_u64(a->ino, b->ino);
-	return r			 ? r
-	       : cmp_u64(a->gen, b->gen) ? cmp_u64(a->gen, b->gen)
-					 : cmp_u64(a->size, b->size);
+	int r = btk_cmp_u64(a->ino, b->ino);
+	return r			     ? r
+	       : btk_cmp_u64(a->gen, b->gen) ? btk_cmp_u64(a->gen, b->gen)
+					     : btk_cmp_u64(a->size, b->size);
 }
 
 static int ext_cmp(const void *pa, const void *pb)
 {
 	const struct chk_v1ext *a = pa, *b = pb;
-	int r = cmp_u64(a->ino, b->ino);
-	return r ? r : cmp_u64(a->foff, b->foff);
+	int r = btk_cmp_u64(a->ino, b->ino);
+	return r ? r : btk_cmp_u64(a->foff, b->foff);
 }
 
 /* Keys of the first field of each record (bg, ino), for btk_vec_floor. */

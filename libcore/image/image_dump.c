@@ -263,15 +263,9 @@ static int walk_all(struct dump *d)
 	return 0;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 static int cmp_drange(const void *a, const void *b)
 {
-	return cmp_u64(&((const struct drange *)a)->at, &((const struct drange *)b)->at);
+	return btk_u64_order(&((const struct drange *)a)->at, &((const struct drange *)b)->at);
 }
 
 /* The block as the dump stores it: bytes no item uses zeroed, then its checksum redone. */
@@ -410,7 +404,7 @@ int btk_image_dump(struct btk_fs *fs, int out_fd, const struct btk_dump_opts *op
 	enum btk_read_mode mode = btk_tree_read_mode(fs, BTK_READ_SAFETY_ONLY);
 	if ((ret = walk_all(&d)) || (ret = add_listed(&d)))
 		goto out;
-	btk_vec_sort(&d.blocks, cmp_u64); /* no qsort on an empty (NULL) vector */
+	btk_vec_sort(&d.blocks, btk_u64_order); /* no qsort on an empty (NULL) vector */
 	total = (uint64_t)(d.blocks.n + d.log_blocks.n) * fs->nodesize;
 	merge_data(&d, &total);
 	if ((ret = btk_md_writer_open(out_fd, opts->data ? 1 : 0, opts->level, opts->threads, &w)))

@@ -271,19 +271,14 @@ static int full_backref(struct btk_trans *t, uint64_t bytenr, bool *full)
 	return ret;
 }
 
-static int cmp_u64(uint64_t a, uint64_t b)
-{
-	return a < b ? -1 : a > b;
-}
-
 /* Users in the order of their identity: extent, kind, root, parent, inode, offset. */
 static int ref_cmp(const void *pa, const void *pb)
 {
 	const struct rp_ref *a = pa, *b = pb;
 
-	return cmp_u64(a->bytenr, b->bytenr) ?: cmp_u64(a->data, b->data)
-		   ?: cmp_u64(a->root, b->root) ?: cmp_u64(a->parent, b->parent)
-		   ?: cmp_u64(a->ino, b->ino) ?: cmp_u64(a->off, b->off);
+	return btk_cmp_u64(a->bytenr, b->bytenr) ?: btk_cmp_u64(a->data, b->data)
+		   ?: btk_cmp_u64(a->root, b->root) ?: btk_cmp_u64(a->parent, b->parent)
+		   ?: btk_cmp_u64(a->ino, b->ino) ?: btk_cmp_u64(a->off, b->off);
 }
 
 /* Walks every tree once (the committed state: call it before the round changes anything),

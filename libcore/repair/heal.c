@@ -7,6 +7,12 @@
  * when a rebuild from parity was accepted; the parity itself is not checked here. Data:
  * every sector the csum tree covers is read from every copy and checked against its
  * checksum; a failing copy takes the bytes of a passing one.
+ *
+ * A tree block no copy of which reads is tried for one flipped bit: on each copy whose
+ * checksum fails, every bit in turn (the stored checksum's too) is flipped back; when exactly
+ * one position makes the checksum match and the block then validates (address, fsid, level),
+ * that block is written to every copy and reported as a bit flip. The walk then runs again,
+ * to reach what lies below it.
  */
 #include "repair/rescue.h"
 #include "base/csum.h"
@@ -33,6 +39,8 @@ struct heal {
 	uint8_t *buf;
 	uint64_t tree;		/* the tree being walked */
 	struct heal_roots logs; /* subvolume log trees named by the log root tree */
+	bool again;		/* a bit flip was set right: walk again, below it */
+	struct btk_u64set told; /* lost blocks reported (a walk again tells them once) */
 };
 
 static bool raid56(const struct btk_fs *fs, uint64_t logical)
@@ -134,6 +142,93 @@ static int walk_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, i
 	return heal_block(h, b);
 }
 
+/* The one bit of buf (a tree block of len bytes read from bytenr) whose flip makes the
+ * checksum match; -1 none, or more than one. */
+static long flipped_bit(const struct btk_fs *fs, uint8_t *buf, size_t len)
+{
+	uint8_t sum[BTK_CSUM_MAX];
+	long found = -1;
+	int cs = fs->csum_size;
+
+	/* the stored checksum's own bits: the data's checksum one bit away from it */
+	if (btk_csum(fs->csum_type, buf + BTRFS_CSUM_SIZE, len - BTRFS_CSUM_SIZE, sum))
+		return -1;
+	for (int i = 0; i < cs * 8; i++) {
+		buf[i / 8] ^= (uint8_t)(1u << (i % 8));
+		bool hit = !memcmp(buf, sum, (size_t)cs);
+		buf[i / 8] ^= (uint8_t)(1u << (i % 8));
+		if (hit) {
+			if (found >= 0)
+				return -1;
+			found = i;
+		}
+	}
+	for (size_t i = BTRFS_CSUM_SIZE * 8; i < len * 8; i++) {
+		buf[i / 8] ^= (uint8_t)(1u << (i % 8));
+		bool hit =
+		    !btk_csum(fs->csum_type, buf + BTRFS_CSUM_SIZE, len - BTRFS_CSUM_SIZE, sum) &&
+		    !memcmp(buf, sum, (size_t)cs);
+		buf[i / 8] ^= (uint8_t)(1u << (i % 8));
+		if (hit) {
+			if (found >= 0)
+				return -1;
+			found = (long)i;
+		}
+	}
+	return found;
+}
+
+/* A block no copy of which reads: one copy with one flipped bit set right, written to every
+ * copy. 1 done, 0 not (no copy is one bit away from a valid block), or -errno (a write). */
+static int heal_bitflip(struct heal *h, uint64_t bytenr, int level, struct btk_heal_event *e)
+{
+	struct btk_fs *fs = h->fs;
+	size_t len = fs->nodesize;
+	int n = btk_copies_of(fs, bytenr), from = -1;
+	long bit = -1;
+	char why[160];
+
+	if (raid56(fs, bytenr))
+		n = 1; /* only the data stripe is a copy that can be written */
+	for (int i = 0; i < n && from < 0; i++) {
+		if (btk_read_copy(fs, bytenr, h->buf, len, i)) {
+			btk_err_clear();
+			continue;
+		}
+		if ((bit = flipped_bit(fs, h->buf, len)) < 0)
+			continue;
+		h->buf[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		if (btk_block_check_raw(fs, bytenr, h->buf, why, sizeof(why)) ||
+		    (level >= 0 && ((const struct btk_header *)h->buf)->level != level)) {
+			btk_err_clear();
+			continue;
+		}
+		from = i;
+	}
+	if (from < 0)
+		return 0;
+	for (int i = 0; i < n; i++) {
+		struct btk_phys at;
+		int ret = btk_write_copy(fs, bytenr, h->buf, len, i, &at);
+		if (ret == -ENODEV)
+			continue;
+		if (ret)
+			return ret;
+		if (i == from) {
+			e->devid = at.devid;
+			e->physical = at.physical;
+		}
+	}
+	e->healed = e->bitflip = true;
+	e->copy = from + 1;
+	e->from = from + 1;
+	snprintf(e->why, sizeof(e->why),
+		 "bit %ld (byte %ld, bit %ld) flipped: the checksum matches "
+		 "with it set back",
+		 bit, bit / 8, bit % 8);
+	return 1;
+}
+
 static int walk_error(void *ctx, uint64_t bytenr, int level, int err, const char *msg)
 {
 	struct heal *h = ctx;
@@ -142,12 +237,22 @@ static int walk_error(void *ctx, uint64_t bytenr, int level, int err, const char
 				   .logical = bytenr,
 				   .len = h->fs->nodesize,
 				   .ncopies = btk_copies_of(h->fs, bytenr)};
+	int ret;
 
 	(void)err;
 	if (btk_u64set_add(&h->seen, bytenr) == 0)
 		return 0;
 	snprintf(e.why, sizeof(e.why), "%s", msg);
-	h->res->blocks_lost++;
+	if ((ret = heal_bitflip(h, bytenr, level, &e)) < 0)
+		return ret;
+	if (ret) {
+		h->res->blocks_bitflip++;
+		h->again = true;
+	} else {
+		h->res->blocks_lost++;
+		if ((ret = btk_u64set_add(&h->told, bytenr)) <= 0)
+			return ret; /* told in an earlier walk (0), or -ENOMEM */
+	}
 	event(h, &e);
 	return 0;
 }
@@ -348,10 +453,19 @@ int btk_heal_run(const char *const *paths, int n, const struct btk_open_opts *oo
 		ret = btk_err(ENOMEM, "out of memory");
 		goto out;
 	}
-	ret = btk_for_each_root(h.fs, walk_root, &h);
-	for (size_t i = 0; !ret && i < h.logs.n; i++) {
-		struct btk_root r = h.logs.data[i];
-		ret = walk_root(&h, &r);
+	for (int pass = 0; pass < 8; pass++) {
+		h.again = false;
+		h.logs.n = 0;
+		btk_u64set_free(&h.seen);
+		h.seen = (struct btk_u64set){0};
+		h.res->blocks = h.res->blocks_lost = 0;
+		ret = btk_for_each_root(h.fs, walk_root, &h);
+		for (size_t i = 0; !ret && i < h.logs.n; i++) {
+			struct btk_root r = h.logs.data[i];
+			ret = walk_root(&h, &r);
+		}
+		if (ret || !h.again)
+			break;
 	}
 	if (!ret && ho->data)
 		ret = heal_data(&h);
@@ -365,6 +479,7 @@ int btk_heal_run(const char *const *paths, int n, const struct btk_open_opts *oo
 out:
 	free(h.buf);
 	btk_u64set_free(&h.seen);
+	btk_u64set_free(&h.told);
 	btk_vec_free(&h.logs);
 	btk_fs_close(h.fs);
 	return ret;

@@ -22,6 +22,7 @@
 struct btk_heal_event {
 	bool data;		  /* data sectors; else a tree block */
 	bool healed;		  /* false: no good copy */
+	bool bitflip;		  /* healed by setting one flipped bit back (why says which) */
 	uint64_t tree;		  /* a tree block: the tree it was reached from */
 	int level;		  /* a tree block: its level (-1 unknown) */
 	uint64_t logical;	  /* first byte */
@@ -44,6 +45,7 @@ struct btk_heal_result {
 	uint64_t blocks, sectors;		/* tree blocks and data sectors looked at */
 	uint64_t blocks_healed, sectors_healed; /* copies rewritten */
 	uint64_t blocks_lost, sectors_lost;	/* with no good copy */
+	uint64_t blocks_bitflip;		/* no good copy, one bit set back (every copy) */
 };
 
 /* Heals the filesystem on paths[0..n-1], opened for writing with oo (oo->dev carries the

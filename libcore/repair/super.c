@@ -33,6 +33,7 @@ static int try_open(const char *const *paths, int n, const struct btk_open_opts 
 	o.backup = 0;
 	o.tree_root = o.chunk_root = 0;
 	o.chunk_damage = false;
+	o.sys_array_scan = false; /* a copy whose array does not parse does not open */
 	if ((ret = btk_fs_open(paths, n, &o, out)))
 		return ret;
 	chk.level = (*out)->sb.root_level;

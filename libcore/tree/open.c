@@ -100,6 +100,12 @@ static int load_chunk_tree(struct btk_fs *fs, bool overlaps, bool damage)
 	}
 	if (!ret)
 		ret = btk_fs_dev_fill_all(fs, cl.devs.data, (int)cl.devs.n);
+	if (!ret && fs->sys_array_scanned) {
+		/* the one-block chunk that found the chunk root gives way to the chunk tree's */
+		for (int i = 0; i < fs->nchunks; i++)
+			free(fs->chunks[i]);
+		fs->nchunks = 0;
+	}
 	if (!ret) {
 		/* takes the chunks, freeing them on failure */
 		ret = btk_chunk_map_add_all(fs, cl.chunks.data, (int)cl.chunks.n);

@@ -687,10 +687,95 @@ void btk_fs_settings_from_super(struct btk_fs *fs)
 	       BTK_FSID_SIZE);
 }
 
-static int setup(struct btk_fs *fs)
+/* Scan steps: how much of each device is searched for the chunk root (system chunks lie near
+ * the start), read a piece at a time. */
+#define SYS_SCAN_LIMIT (8ULL << 30)
+#define SYS_SCAN_PIECE (1U << 20)
+
+/* Whether buf (nodesize bytes) is the chunk tree's root block the superblock names. */
+static bool chunk_root_at(const struct btk_fs *fs, const uint8_t *buf)
 {
+	const struct btk_header *h = (const struct btk_header *)buf;
+	uint8_t sum[BTK_CSUM_MAX];
+
+	if (btk_le64(h->bytenr) != btk_le64(fs->sb.chunk_root) ||
+	    btk_le64(h->owner) != BTRFS_CHUNK_TREE_OBJECTID ||
+	    h->level != fs->sb.chunk_root_level || memcmp(h->fsid, fs->meta_uuid, BTK_FSID_SIZE))
+		return false;
+	btk_csum(fs->csum_type, buf + BTK_CSUM_MAX, fs->nodesize - BTK_CSUM_MAX, sum);
+	return !memcmp(sum, h->csum, (size_t)fs->csum_size);
+}
+
+/* The system chunk array does not parse: the chunk root block is looked for on the devices and
+ * a chunk of one block maps it, through which the chunk tree is read (tree/open.c then maps
+ * every chunk from it). */
+static int sys_array_scan(struct btk_fs *fs)
+{
+	uint32_t ns = fs->nodesize, ss = fs->sectorsize;
+	uint8_t *buf;
+	int ret = 0;
+
+	if (!ns || !ss || ns % ss || ns > SYS_SCAN_PIECE ||
+	    fs->sb.chunk_root_level >= BTK_MAX_LEVEL)
+		return btk_err(EUCLEAN, "no chunk root to look for");
+	if (!(buf = malloc(SYS_SCAN_PIECE + ns)))
+		return btk_err(ENOMEM, "out of memory");
+	for (int i = 0; i < fs->ndevs; i++) {
+		struct btk_dev *d = fs->devs[i].dev;
+		uint64_t end = d ? (d->size < SYS_SCAN_LIMIT ? d->size : SYS_SCAN_LIMIT) : 0;
+		for (uint64_t off = 0; off + ns <= end; off += SYS_SCAN_PIECE) {
+			size_t len =
+			    (size_t)(end - off < SYS_SCAN_PIECE + ns ? end - off
+								     : SYS_SCAN_PIECE + ns);
+			if (btk_dev_read(d, buf, len, off)) {
+				btk_err_clear();
+				continue;
+			}
+			for (size_t at = 0; at + ns <= len && at < SYS_SCAN_PIECE; at += ss) {
+				if (!chunk_root_at(fs, buf + at))
+					continue;
+				struct btk_chunk *c = calloc(1, sizeof(*c) + sizeof(c->stripes[0]));
+				if (!c) {
+					ret = btk_err(ENOMEM, "out of memory");
+					goto out;
+				}
+				c->logical = btk_le64(fs->sb.chunk_root);
+				c->length = ns;
+				c->stripe_len = BTK_STRIPE_LEN;
+				c->type = BTRFS_BLOCK_GROUP_SYSTEM;
+				c->io_align = c->io_width = c->sector_size = ss;
+				c->num_stripes = c->sub_stripes = 1;
+				c->stripes[0].devid = fs->devs[i].devid;
+				c->stripes[0].offset = off + at;
+				memcpy(c->stripes[0].dev_uuid, fs->devs[i].uuid, BTK_UUID_SIZE);
+				ret = btk_chunk_map_add(fs, c);
+				if (!ret)
+					fs->sys_array_scanned = true;
+				goto out;
+			}
+		}
+	}
+	ret = btk_err(EUCLEAN, "the chunk root block %llu is on no device",
+		      (unsigned long long)btk_le64(fs->sb.chunk_root));
+out:
+	free(buf);
+	return ret;
+}
+
+static int setup(struct btk_fs *fs, const struct btk_open_opts *o)
+{
+	int ret;
+
 	btk_fs_settings_from_super(fs);
-	return load_sys_array(fs);
+	if (!(ret = load_sys_array(fs)) || !o->sys_array_scan || ret == -ENOMEM)
+		return ret;
+	snprintf(fs->sys_array_why, sizeof(fs->sys_array_why), "%s", btk_errmsg());
+	for (int i = 0; i < fs->nchunks; i++)
+		free(fs->chunks[i]);
+	fs->nchunks = 0;
+	if ((ret = sys_array_scan(fs)))
+		return btk_err(-ret, "%s; %s", fs->sys_array_why, btk_errmsg());
+	return 0;
 }
 
 /* The members given, then the scan, then the superblock's settings and sys array. Takes
@@ -738,7 +823,7 @@ static int volumes_open(const char *const *paths, struct btk_dev *const *devs, i
 	if (!ret)
 		ret = btk_volumes_check_sizes(fs, &o);
 	if (!ret)
-		ret = setup(fs);
+		ret = setup(fs, &o);
 	if (ret) {
 		btk_volumes_close(fs);
 		return ret;

@@ -56,6 +56,11 @@ struct btk_fs {
 	/* Room allocated in devs and chunks, so that adding one by one is not quadratic (0: as
 	 * many as there are, for arrays made elsewhere). */
 	size_t devs_cap, chunks_cap;
+	/* the system chunk array did not parse (sys_array_why says why) and the open found the
+	 * chunk tree's root block on a device instead (opts->sys_array_scan): the chunk tree
+	 * maps every chunk, and a commit writes the array again from its system chunks */
+	bool sys_array_scanned;
+	char sys_array_why[160];
 	struct btk_block_cache *cache;
 	bool writable;
 };
@@ -94,6 +99,10 @@ struct btk_open_opts {
 	/* with write: open even when a device is shorter than its superblock says (a truncated
 	 * image; --force), which is otherwise refused (btk_volumes_check_sizes) */
 	bool short_ok;
+	/* a system chunk array that does not parse: find the chunk tree's root block on the
+	 * devices (its address, level, owner, fsid and checksum) and map the chunk tree through
+	 * it (fs->sys_array_scanned; the checker reports it, a repair's commit rewrites it) */
+	bool sys_array_scan;
 };
 #define BTK_BACKUP_NEWEST (BTK_NUM_BACKUP_ROOTS + 1)
 

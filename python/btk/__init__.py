@@ -626,8 +626,9 @@ def open(*paths: PathLike, offset: int = 0, partition: int = 0,  # noqa: A001
 
     write: open for the changes (exclusive: a mounted device, or one another btk process
     writes, raises; wait: wait for that process instead). force: write into read-only
-    subvolumes and the image a conversion keeps. An older root, read-only: backup (a slot 1-4,
-    or btk.BACKUP_NEWEST), generation (the newest root of that generation or older), or
+    subvolumes and the image a conversion keeps. An older root, read-only: backup (1-4: the
+    superblock's backup slot backup-1, as btk-image -b and the messages count them 0-3; or
+    btk.BACKUP_NEWEST), generation (the newest root of that generation or older), or
     tree_root (a root tree block's address)."""
     if not paths:
         raise TypeError("open() needs at least one path")

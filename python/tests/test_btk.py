@@ -503,6 +503,29 @@ def test_older_roots(tmp_path):
         assert "later" not in fs.listdir("/")
     with btk.open(img, backup=btk.BACKUP_NEWEST) as fs:
         assert fs.info["generation"] >= gen0
+    # the root tree of each generation btk-image roots lists, by its address: gen0's has no
+    # /later, the newest one has it
+    r = subprocess.run([os.path.join(BIN, "btk-image"), "roots", "--json", img],
+                       capture_output=True, text=True, check=True)
+    trees = {t["generation"]: t["bytenr"] for t in json.loads(r.stdout)["roots"]
+             if t["tree"] == 1 and t["complete"]}
+    assert gen0 in trees and max(trees) > gen0
+    for gen, bytenr in trees.items():
+        with btk.open(img, tree_root=bytenr) as fs:
+            assert fs.info["generation"] == gen
+            assert ("later" in fs.listdir("/")) == (gen > gen0)
+    # the backup slots (backup=slot+1) hold the last commits: one is gen0's, without /later
+    seen = {}
+    for n in (1, 2, 3, 4):
+        try:
+            with btk.open(img, backup=n) as fs:
+                seen[fs.info["generation"]] = "later" in fs.listdir("/")
+        except FileNotFoundError as e:
+            assert "backup root %d is empty" % (n - 1) in e.strerror
+    assert seen.get(gen0) is False and seen.get(max(trees)) is True
+    with pytest.raises(OSError) as e:
+        btk.open(img, tree_root=trees[gen0] + 1)
+    assert e.value.errno in (2, 5, 117)
     with pytest.raises(OSError) as e:
         btk.open(img, write=True, generation=gen0)
     assert e.value.errno == 22
@@ -585,3 +608,46 @@ def test_write_calls_equal_btk_image_verbs(tmp_path, monkeypatch):
     with open(lib_img, "rb") as a, open(tool_img, "rb") as b:
         assert a.read() == b.read()
     check_clean(lib_img)
+
+
+def test_handles_in_threads_at_once(tmp_path):
+    """Different handles used by different threads at once (libbtk drops the GIL in each
+    call): two threads change an image each while two read the test image; every change is
+    there, both images check clean, every read equals the source."""
+    import threading
+    imgs = [fresh(tmp_path, "t%d.img" % i) for i in range(2)]
+    want = {p: sha(SRC + p) for p, st in src_tree().items() if (st.st_mode & 0o170000) == 0o100000}
+    errors = []
+
+    def writer(img, k):
+        try:
+            with btk.open(img, write=True) as fs:
+                for i in range(6):
+                    fs.mkdir("/w%d" % i)
+                    fs.put(os.path.join(SRC, "dir"), "/w%d" % i)
+                    fs.setxattr("/w%d" % i, "user.k", b"%d" % k)
+        except Exception as e:  # noqa: BLE001 (reported below)
+            errors.append(e)
+
+    def reader():
+        try:
+            for _ in range(3):
+                with btk.open(IMG) as fs:
+                    got = {p: hashlib.sha256(fs.read_bytes(p)).hexdigest() for p in want}
+                assert got == want
+        except Exception as e:  # noqa: BLE001
+            errors.append(e)
+
+    ts = [threading.Thread(target=writer, args=(img, k)) for k, img in enumerate(imgs)]
+    ts += [threading.Thread(target=reader) for _ in range(2)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors
+    for k, img in enumerate(imgs):
+        check_clean(img)
+        with btk.open(img) as fs:
+            for i in range(6):
+                assert fs.getxattr("/w%d" % i, "user.k") == b"%d" % k
+                assert tree_of(fs, "/w%d/dir" % i) == tree_of(fs, "/w0/dir")

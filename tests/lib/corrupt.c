@@ -520,6 +520,23 @@ static void edit_leafsize(struct btk_super *sb)
 {
 	btk_put32(sb->leafsize, 2 * btk_le32(sb->nodesize));
 }
+static void edit_sys_type(struct btk_super *sb)
+{
+	/* the first chunk of the system chunk array: RAID10 with its stripes, sub_stripes 0 (a
+	 * profile its stripe count cannot have) */
+	uint8_t *c = sb->sys_chunk_array + sizeof(struct btk_disk_key);
+	BTK_PUT(struct btrfs_chunk, c, type, BTRFS_BLOCK_GROUP_SYSTEM | BTRFS_BLOCK_GROUP_RAID10);
+	BTK_PUT(struct btrfs_chunk, c, sub_stripes, 0);
+}
+static int k_sys_array_type(struct btk_fs *fs, const char *n)
+{
+	int ret = super_edit(fs, edit_sys_type);
+	if (!ret)
+		printf("%s: system chunk array: first chunk RAID10, sub_stripes 0, on every valid "
+		       "copy\n",
+		       n);
+	return ret;
+}
 static int k_super_devs(struct btk_fs *fs, const char *n)
 {
 	int ret = super_edit(fs, edit_devs);
@@ -2054,6 +2071,8 @@ static const struct kind kinds[] = {
     {"copy2", "smash copy 2 of the fs tree's first leaf (checksum left bad)", k_copy2},
     {"root-tree", "smash every copy of the root tree's root block", k_root_tree},
     {"csum-leaf", "smash every copy of a checksum tree leaf that is not its root", k_csum_leaf},
+    {"sys-array-type", "the system chunk array's first chunk gets RAID10 (sub_stripes 0)",
+     k_sys_array_type},
     {"inline-order", "swap the first two inline refs (one type) of an extent item", k_inline_order},
     {"log-csum", "copy a log tree's checksums of a logged extent into the csum tree", k_log_csum},
     {"log-extent", "an extent item for data only a log tree uses (and its checksums)",

@@ -2,6 +2,9 @@
  *
  *   smash tree ID COPY [leaf] IMG...   overwrite copy COPY (1-based) of tree ID's top block
  *                                      (or of its first leaf) with bytes that fail the checksum
+ *   smash flip ID COPY BIT[,BIT2] [leaf] IMG...  flip bit BIT (0-based, of the whole block),
+ *                                      and BIT2 too, of copy COPY of tree ID's top block (or
+ *                                      first leaf)
  *   smash data COPY IMG...             overwrite 4 sectors of the first checksummed data on
  *                                      copy COPY
  *   smash super MIRROR zero|stale IMG  superblock copy MIRROR (0: the primary) of the first
@@ -47,7 +50,35 @@ static int smash_at(struct btk_fs *fs, uint64_t logical, size_t len, int copy, c
 	return ret;
 }
 
-static int smash_tree(struct btk_fs *fs, uint64_t id, int copy, bool leaf)
+/* Bit `bit` of copy `copy` of the block at logical flipped. */
+static int flip_at(struct btk_fs *fs, uint64_t logical, size_t len, int copy, long bit, long bit2,
+		   const char *what)
+{
+	uint8_t *b = malloc(len);
+	struct btk_phys at;
+	int ret;
+
+	if (!b)
+		return -ENOMEM;
+	if (bit < 0 || (size_t)bit >= len * 8 || (bit2 >= 0 && (size_t)bit2 >= len * 8)) {
+		free(b);
+		return btk_err(EINVAL, "bit %ld is outside the block", bit);
+	}
+	ret = btk_read_copy(fs, logical, b, len, copy - 1);
+	if (!ret) {
+		b[bit / 8] ^= (uint8_t)(1u << (bit % 8));
+		if (bit2 >= 0)
+			b[bit2 / 8] ^= (uint8_t)(1u << (bit2 % 8));
+		ret = btk_write_copy(fs, logical, b, len, copy - 1, &at);
+	}
+	free(b);
+	if (!ret)
+		printf("%s %llu copy %d: bit %ld flipped\n", what, (unsigned long long)logical,
+		       copy, bit);
+	return ret;
+}
+
+static int smash_tree(struct btk_fs *fs, uint64_t id, int copy, bool leaf, long flip, long flip2)
 {
 	struct btk_root r;
 	struct btk_path p;
@@ -70,7 +101,8 @@ static int smash_tree(struct btk_fs *fs, uint64_t id, int copy, bool leaf)
 	}
 	snprintf(what, sizeof(what), "tree %llu %s block", (unsigned long long)id,
 		 leaf ? "leaf" : "top");
-	return smash_at(fs, bytenr, fs->nodesize, copy, what);
+	return flip >= 0 ? flip_at(fs, bytenr, fs->nodesize, copy, flip, flip2, what)
+			 : smash_at(fs, bytenr, fs->nodesize, copy, what);
 }
 
 static int smash_data(struct btk_fs *fs, int copy)
@@ -134,14 +166,17 @@ int main(int argc, char **argv)
 
 	if (argc >= 5 && !strcmp(argv[1], "tree"))
 		first = argc > 5 && !strcmp(argv[4], "leaf") ? 5 : 4;
+	else if (argc >= 6 && !strcmp(argv[1], "flip"))
+		first = argc > 6 && !strcmp(argv[5], "leaf") ? 6 : 5;
 	else if (argc >= 4 && !strcmp(argv[1], "data"))
 		first = 3;
 	else if (argc >= 5 && !strcmp(argv[1], "super") &&
 		 (!strcmp(argv[3], "zero") || !strcmp(argv[3], "stale")))
 		first = 4;
 	else {
-		fprintf(stderr, "usage: smash tree ID COPY [leaf] IMG... | data COPY IMG... | "
-				"super MIRROR zero|stale IMG...\n");
+		fprintf(stderr,
+			"usage: smash tree ID COPY [leaf] IMG... | flip ID COPY BIT[,BIT2] "
+			"[leaf] IMG... | data COPY IMG... | super MIRROR zero|stale IMG...\n");
 		return 2;
 	}
 	ret = btk_fs_open((const char *const *)argv + first, argc - first, &oo, &fs);
@@ -150,8 +185,12 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (!strcmp(argv[1], "tree"))
-		ret = smash_tree(fs, strtoull(argv[2], NULL, 0), atoi(argv[3]), first == 5);
-	else if (!strcmp(argv[1], "data"))
+		ret = smash_tree(fs, strtoull(argv[2], NULL, 0), atoi(argv[3]), first == 5, -1, -1);
+	else if (!strcmp(argv[1], "flip")) {
+		char *comma = strchr(argv[4], ',');
+		ret = smash_tree(fs, strtoull(argv[2], NULL, 0), atoi(argv[3]), first == 6,
+				 atol(argv[4]), comma ? atol(comma + 1) : -1);
+	} else if (!strcmp(argv[1], "data"))
 		ret = smash_data(fs, atoi(argv[2]));
 	else
 		ret = smash_super(fs, atoi(argv[2]), !strcmp(argv[3], "stale"));
