@@ -10,7 +10,10 @@
  * metadata chunk, is emptied whole) and moves what lies past the cuts into the free space of the
  * chunks below and into new chunks made in the holes below the size, sized to fit (metadata first,
  * then data, lowest hole first, as the write path's allocator places a chunk of a given stripe
- * length). Each run is the apply's own allocation replayed (rl_check_spec), the places of the new
+ * length). The last attempts (mode 3, for when no device has room for new chunks) also cut the
+ * data chunks reaching past the size to what they hold and a slack and keep the other chunks
+ * wholly past it, their stripes moving below the size afterwards. Each run is the apply's own
+ * allocation replayed (rl_check_spec), the places of the new
  * chunks the allocator's: a plan the check accepts is what the apply carries out, so the minimum (a
  * binary search over the sizes) is what -M reaches. Single-device filesystems with SINGLE and DUP
  * chunks only. Mixed block groups take run 1 only (they hold no chunk of one kind to compact into):
