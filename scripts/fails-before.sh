@@ -13,10 +13,11 @@ c=$1 t=$2 flt=${3:-}
 shift $(($# >= 3 ? 3 : 2))
 root=$(git rev-parse --show-toplevel) || exit 2
 # a hash, not a name: HEAD or a branch would move with the checkouts in the scratch worktree
-c=$(git -C "$root" rev-parse --verify --quiet "$c^{commit}") || {
-	echo "$1: not a commit" >&2
+h=$(git -C "$root" rev-parse --verify --quiet "$c^{commit}") || {
+	echo "$c: not a commit" >&2
 	exit 2
 }
+c=$h
 w=$(mktemp -d)/tree
 trap 'git -C "$root" worktree remove --force "$w" >/dev/null 2>&1; rm -rf "$(dirname "$w")"' EXIT
 git -C "$root" worktree add -q --detach "$w" "$c" || exit 2
