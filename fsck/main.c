@@ -539,10 +539,10 @@ static int run_rescue(const char **devs, int ndevs, int step, bool data, struct 
 			btk_json_cstr(stdout, undo);
 			printf(", ");
 		}
-		printf("\"result\": \"%s\"}\n", bits & EXIT_OPER	? "not rescued"
-						: bits & EXIT_ERRORS	? "errors"
-						: bits & EXIT_CORRECTED ? "rescued"
-									: "clean");
+		printf("\"result\": \"%s\"}\n", bits & (EXIT_OPER | EXIT_USAGE) ? "not rescued"
+						: bits & EXIT_ERRORS		? "errors"
+						: bits & EXIT_CORRECTED		? "rescued"
+										: "clean");
 	}
 	undo_hint(undo, devs, ndevs, o);
 	return bits;

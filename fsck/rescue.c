@@ -407,9 +407,11 @@ static void tree_json_summary(const struct step_ctx *c, int ret)
 
 static int quota_run(struct step_ctx *c)
 {
+	const struct btk_quota_rescan_result *r = &c->r.quota;
 	int ret = btk_quota_rescan(c->devs, c->ndevs, c->oo, &c->r.quota);
 
-	c->changed = !ret;
+	/* counted right already: the commit changed no number and no flag */
+	c->changed = !ret && (r->changed || r->created || r->was_inconsistent || r->was_rescanning);
 	return ret;
 }
 
@@ -453,8 +455,8 @@ static const struct step steps[] = {
      "free-space tree not rebuilt", 0, tree_run, tree_text, tree_json_summary, false},
     {RESCUE_UUID, "uuid-tree", "Rebuilding the uuid tree", NULL, "uuid", "uuid tree not rebuilt", 0,
      tree_run, tree_text, tree_json_summary, false},
-    {RESCUE_QUOTA, "quota", "Rescanning the quota groups", NULL, "quota", "quotas not rescanned", 0,
-     quota_run, quota_text, quota_json_summary, false},
+    {RESCUE_QUOTA, "quota", "Rescanning the quota groups", NULL, "quota", "quotas not rescanned",
+     ENOENT, quota_run, quota_text, quota_json_summary, false},
     {RESCUE_RELOC, "data-reloc-tree", "Rebuilding the data relocation tree", NULL, "data_reloc",
      "data relocation tree not rebuilt", 0, tree_run, tree_text, tree_json_summary, false},
 };
