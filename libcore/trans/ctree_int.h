@@ -98,7 +98,8 @@ struct btk_refop {
 	uint64_t ino, offset; /* data references */
 	int delta;	      /* +n added, -n dropped; 0 with set_flags */
 	uint64_t set_flags;   /* extent flags to set (BTRFS_BLOCK_FLAG_FULL_BACKREF) */
-	uint64_t gen;	      /* a record it makes: its generation (0: the transaction's) */
+	uint64_t gen;	      /* a record it makes: its generation (0: the transaction's); a
+				 data reference makes a record only with gen set */
 	uint64_t seq;
 };
 
@@ -107,9 +108,10 @@ struct btk_wfs {
 	uint64_t transid; /* the running (or next) transaction */
 	bool running, broken;
 	bool skinny, fst, bgtree, mixed, no_holes;
-	bool squota;	    /* simple quotas: a new data extent's record names its owner */
-	bool damaged_usage; /* BTK_WRITE_DAMAGED_USAGE */
-	bool qgroups_kept;  /* BTK_WRITE_QGROUPS_KEPT */
+	bool squota;	     /* simple quotas: a new data extent's record names its owner */
+	bool damaged_usage;  /* BTK_WRITE_DAMAGED_USAGE */
+	bool qgroups_kept;   /* BTK_WRITE_QGROUPS_KEPT */
+	bool extent_rebuild; /* BTK_WRITE_EXTENT_REBUILD */
 	struct btk_wroot **roots;
 	int nroots;
 	size_t caproots;
