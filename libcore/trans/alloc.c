@@ -513,25 +513,28 @@ static int used_agrees(const struct btk_bg *bg)
 		       (unsigned long long)held);
 }
 
+int btk_bg_add_chunk(struct btk_wfs *w, const struct btk_chunk *c)
+{
+	struct btk_bg *bg = btk_bg_add(w, c->logical, c->length, c->type);
+
+	if (!bg)
+		return btk_err(ENOMEM, "out of memory adding a block group");
+	bg->item_new = true;
+	bg->dirty = true;
+	if (btk_rs_add(&bg->free, c->logical, c->length))
+		return btk_err(ENOMEM, "out of memory");
+	return btk_bg_exclude_super(w->fs, bg, c);
+}
+
 /* An extent tree being rebuilt: a block group for every chunk, wholly free and counting
  * nothing, its item to be inserted (the trees holding them are emptied by the caller); the
  * extent tree is not read. */
 static int bg_from_chunks(struct btk_wfs *w)
 {
-	struct btk_fs *fs = w->fs;
 	int ret = 0;
 
-	for (int i = 0; i < fs->nchunks && !ret; i++) {
-		const struct btk_chunk *c = fs->chunks[i];
-		struct btk_bg *bg = btk_bg_add(w, c->logical, c->length, c->type);
-		if (!bg)
-			return btk_err(ENOMEM, "out of memory");
-		bg->item_new = true;
-		bg->dirty = true;
-		if (btk_rs_add(&bg->free, c->logical, c->length))
-			return btk_err(ENOMEM, "out of memory");
-		ret = btk_bg_exclude_super(fs, bg, c);
-	}
+	for (int i = 0; i < w->fs->nchunks && !ret; i++)
+		ret = btk_bg_add_chunk(w, w->fs->chunks[i]);
 	return ret;
 }
 

@@ -185,6 +185,9 @@ struct btk_trans {
 struct btk_bg *btk_bg_find(struct btk_wfs *w, uint64_t bytenr);
 /* Inserts a new block group (sorted); returns it or NULL on ENOMEM. */
 struct btk_bg *btk_bg_add(struct btk_wfs *w, uint64_t start, uint64_t len, uint64_t flags);
+/* A block group for chunk c, wholly free, counting nothing, its item to be inserted at commit
+ * (a new chunk's, or every chunk's for an extent tree rebuilt). */
+int btk_bg_add_chunk(struct btk_wfs *w, const struct btk_chunk *c);
 /* Computes the superblock stripes inside a chunk into bg->super. */
 int btk_bg_exclude_super(struct btk_fs *fs, struct btk_bg *bg, const struct btk_chunk *c);
 /* Allocates one tree block for root `owner` at `level`; queues its +1 ref. */
