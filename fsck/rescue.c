@@ -25,6 +25,7 @@ struct step_ctx {
 		struct btk_csum_rebuild_result csum;
 		struct btk_tree_rebuild_result tree;
 		struct btk_quota_rescan_result quota;
+		struct btk_extent_rebuild_result extent;
 	} r;
 };
 
@@ -437,6 +438,77 @@ static void quota_json_summary(const struct step_ctx *c, int ret)
 	       r->was_inconsistent ? "true" : "false", r->was_rescanning ? "true" : "false");
 }
 
+static void on_extent(void *ctx, const struct btk_extent_rebuild_event *e)
+{
+	struct step_ctx *o = ctx;
+
+	if (o->json) {
+		printf("%s{\"bytenr\": %llu, \"length\": %llu, ", o->nev ? ", " : "",
+		       (unsigned long long)e->bytenr, (unsigned long long)e->len);
+		if (e->parent)
+			printf("\"leaf\": %llu", (unsigned long long)e->parent);
+		else
+			printf("\"tree\": %llu, \"inode\": %llu, \"offset\": %llu",
+			       (unsigned long long)e->tree, (unsigned long long)e->ino,
+			       (unsigned long long)e->offset);
+		printf(", \"why\": ");
+		btk_json_cstr(stdout, e->why);
+		putchar('}');
+	} else {
+		printf("NO RECORD: data [%llu, +%llu) named by ", (unsigned long long)e->bytenr,
+		       (unsigned long long)e->len);
+		if (e->parent)
+			printf("leaf %llu", (unsigned long long)e->parent);
+		else
+			printf("tree %llu inode %llu offset %llu", (unsigned long long)e->tree,
+			       (unsigned long long)e->ino, (unsigned long long)e->offset);
+		printf(": %s\n", e->why);
+	}
+	o->nev++;
+}
+
+static int extent_run(struct step_ctx *c)
+{
+	struct btk_extent_rebuild_opts ro = {.on_event = on_extent, .ctx = c};
+	int ret = btk_extent_tree_rebuild(c->devs, c->ndevs, c->oo, &ro, &c->r.extent);
+
+	c->changed = c->r.extent.rebuilt;
+	c->left = c->r.extent.extents_left;
+	return ret;
+}
+
+static void extent_text(const struct step_ctx *c)
+{
+	const struct btk_extent_rebuild_result *r = &c->r.extent;
+
+	printf("extent tree rebuilt from %llu tree(s): %llu tree block(s) (%llu with full back "
+	       "references), %llu data extent(s) with %llu reference(s), %llu file extent "
+	       "item(s) left without a record; %llu old block(s) dropped, %llu bytes of "
+	       "checksums without data dropped; the checker's errors %llu before, %llu after\n",
+	       (unsigned long long)r->trees, (unsigned long long)r->tree_blocks,
+	       (unsigned long long)r->shared_blocks, (unsigned long long)r->data_extents,
+	       (unsigned long long)r->data_refs, (unsigned long long)r->extents_left,
+	       (unsigned long long)r->old_blocks, (unsigned long long)r->csum_bytes_dropped,
+	       (unsigned long long)r->errors_before, (unsigned long long)r->errors_after);
+}
+
+static void extent_json_summary(const struct step_ctx *c, int ret)
+{
+	const struct btk_extent_rebuild_result *r = &c->r.extent;
+
+	(void)ret;
+	printf(", \"extent_summary\": {\"rebuilt\": %s, \"trees\": %llu, \"tree_blocks\": %llu, "
+	       "\"shared_blocks\": %llu, \"tree_refs\": %llu, \"data_extents\": %llu, "
+	       "\"data_refs\": %llu, \"extents_left\": %llu, \"old_blocks\": %llu, "
+	       "\"csum_bytes_dropped\": %llu, \"errors_before\": %llu, \"errors_after\": %llu}",
+	       r->rebuilt ? "true" : "false", (unsigned long long)r->trees,
+	       (unsigned long long)r->tree_blocks, (unsigned long long)r->shared_blocks,
+	       (unsigned long long)r->tree_refs, (unsigned long long)r->data_extents,
+	       (unsigned long long)r->data_refs, (unsigned long long)r->extents_left,
+	       (unsigned long long)r->old_blocks, (unsigned long long)r->csum_bytes_dropped,
+	       (unsigned long long)r->errors_before, (unsigned long long)r->errors_after);
+}
+
 static const struct step steps[] = {
     {RESCUE_SUPER, "super", "Rewriting bad superblock copies", "super", "super", "superblocks", 0,
      super_run, super_text, super_json_summary, false},
@@ -446,6 +518,8 @@ static const struct step steps[] = {
      log_run, log_text, log_json_summary, false},
     {RESCUE_ZERO_LOG, "zero-log", "Dropping the log tree", "log_lost", "log", "log not dropped", 0,
      log_run, log_text, log_json_summary, false},
+    {RESCUE_EXTENT, "extent-tree", "Rebuilding the extent tree from the trees", "extent_left",
+     "extent", "extent tree not rebuilt", 0, extent_run, extent_text, extent_json_summary, false},
     {RESCUE_CSUM, "csum-tree", "Rebuilding the checksum tree from the data", "csum_not_summed",
      "csum", "checksum tree not rebuilt", 0, csum_run, csum_text, csum_json_summary, false},
     {RESCUE_FST, "free-space-tree", "Rebuilding the free-space tree", NULL, "fst",

@@ -52,6 +52,13 @@ int btk_write_open(struct btk_fs *fs, unsigned flags, struct btk_wfs **out);
  * follow them with the status item's generation, as the kernel's commits do, instead of
  * marking them for a rescan. */
 #define BTK_WRITE_QGROUPS_KEPT (1u << 1)
+/* flags: the extent tree is rebuilt (repair): it is not read; every chunk gets a block group
+ * that is wholly free and counts nothing, whose item the commit inserts. The first
+ * transaction must empty the trees that held the items (btk_tree_reset of the extent tree,
+ * and of the block group tree where there is one), claim the space of everything in use
+ * (btk_extent_claim, btk_trans_keep_out) before anything is allocated, and give every tree
+ * block and data extent its record (btk_tree_block_ref, btk_data_ref_make). */
+#define BTK_WRITE_EXTENT_REBUILD (1u << 2)
 /* Quota accounting, done one layer up (it needs the back-reference walkers): a hook the commit
  * calls once every tree has settled (back references applied, root items written) and before
  * the superblock is prepared. It sees what the transaction changed (btk_trans_changes), may
@@ -331,8 +338,24 @@ int btk_trans_set_label(struct btk_trans *t, const char *label);
  * btrfstune -m does: tree blocks and device items keep the uuid they hold (the superblock's
  * metadata_uuid); the fsid that uuid is clears the feature again. Each superblock copy is
  * valid alone, so a power cut leaves the old fsid or the new. -EOPNOTSUPP for several
- * devices. */
+ * devices or a seed filesystem. */
 int btk_trans_set_fsid(struct btk_trans *t, const uint8_t fsid[BTK_FSID_SIZE]);
+/* A full change of the fsid (btrfstune -u), in one copy-on-write transaction: from here every
+ * new or copied tree block carries fsid, the device items and the superblock get it (the
+ * metadata_uuid feature goes, and the older backup roots, whose trees keep the old fsid), and
+ * blocks still carrying the old one read as well. The caller then copies every tree block of
+ * the committed trees (relocate: btk_fsid_rewrite) and calls btk_trans_fsid_rewrite_done,
+ * after which only the new fsid reads, before committing. Until the commit's superblocks the
+ * committed trees are untouched. Refused (nothing changed): several devices (-EOPNOTSUPP), an
+ * interrupted btrfstune change or a log tree (-EBUSY), a seed filesystem (-EOPNOTSUPP). */
+int btk_trans_fsid_rewrite_begin(struct btk_trans *t, const uint8_t fsid[BTK_FSID_SIZE]);
+/* Every committed block has been copied: the old fsid no longer reads, and every block of
+ * every tree as the transaction has it (*blocks counts them) is checked to carry the new one
+ * (-EUCLEAN names one that does not). -EINVAL if no rewrite runs. */
+int btk_trans_fsid_rewrite_done(struct btk_trans *t, uint64_t *blocks);
+/* A failed rewrite: blocks are written with the old fsid again (the transaction is to be
+ * dropped). */
+void btk_trans_fsid_rewrite_cancel(struct btk_trans *t);
 
 /* ---- trees ---- */
 /* Creates an empty tree with a default ROOT_ITEM (refs 1); fs trees get their root dir by
@@ -424,6 +447,11 @@ int btk_chunk_remove(struct btk_trans *t, uint64_t logical);
  * the unrecorded reference. Applied at commit. -EINVAL. */
 int btk_tree_block_ref(struct btk_trans *t, uint64_t bytenr, int level, uint64_t root,
 		       uint64_t parent, int delta, bool full_backref, uint64_t gen);
+/* The same as btk_data_ref for delta > 0, and a data extent without a record gets one (of
+ * generation gen, which must be set), its block group counting it: an extent tree rebuilt
+ * (claim its space first, btk_extent_claim). Applied at commit or settle. -EINVAL. */
+int btk_data_ref_make(struct btk_trans *t, uint64_t bytenr, uint64_t num_bytes, uint64_t root,
+		      uint64_t parent, uint64_t ino, uint64_t offset, int delta, uint64_t gen);
 /* Takes [bytenr, +len) out of the free space: it is in use although the extent tree has no
  * record of it (a record is being added). Call it before anything is allocated. -ENOENT
  * outside one block group. */
