@@ -60,10 +60,9 @@ static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out, uin
 	btk_path_init(&p);
 	for (ret = btk_search_ge(fs, &er, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
 		uint32_t size;
-		const uint8_t *d = btk_path_data(&p, &size);
+		const uint8_t *d = btk_path_item(&p, &k, &size);
 		struct btk_extent_ref r;
 		bool mine = false;
-		btk_path_key(&p, &k);
 		if (k.type == BTRFS_EXTENT_ITEM_KEY || k.type == BTRFS_METADATA_ITEM_KEY) {
 			struct btk_extent_head h;
 			struct btk_inline_iter it;
@@ -166,8 +165,7 @@ static int need_root(void *ctx, const struct btk_root *root)
 	btk_path_init(&p);
 	for (ret = btk_search_ge(fs, root, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
 		uint32_t size;
-		const uint8_t *d = btk_path_data(&p, &size);
-		btk_path_key(&p, &k);
+		const uint8_t *d = btk_path_item(&p, &k, &size);
 		if (k.type == BTRFS_INODE_ITEM_KEY) {
 			ino = k.objectid;
 			flags = size >= sizeof(struct btrfs_inode_item)
@@ -348,8 +346,7 @@ static void old_sums(struct rb *b, uint64_t lo, uint32_t cnt)
 	}
 	for (; ret == 0; ret = btk_next(fs, &p)) {
 		uint32_t size;
-		const uint8_t *d = btk_path_data(&p, &size);
-		btk_path_key(&p, &k);
+		const uint8_t *d = btk_path_item(&p, &k, &size);
 		if (k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY) {
 			if (k.objectid > BTRFS_EXTENT_CSUM_OBJECTID)
 				break;
@@ -642,9 +639,8 @@ static int uuid_step(struct btk_trans *t, void *ctx)
 	btk_path_init(&p);
 	for (ret = btk_search_ge(fs, &rt, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
 		uint32_t size;
-		const uint8_t *d = btk_path_data(&p, &size);
+		const uint8_t *d = btk_path_item(&p, &k, &size);
 		struct btk_root_item ri;
-		btk_path_key(&p, &k);
 		if (k.type != BTRFS_ROOT_ITEM_KEY || !subvolume(k.objectid) ||
 		    k.objectid == BTRFS_DATA_RELOC_TREE_OBJECTID ||
 		    btk_root_item_parse(d, size, &ri) || !ri.refs)
