@@ -405,29 +405,6 @@ assert r["result"] == "rescued" and r["data_reloc_summary"] == {"rebuilt": True,
 	both_clean "$IMG"
 }
 
-# records IMG: every extent record (key, count, flags, generation, references sorted) but those
-# of the trees a rebuild copies or replaces (root, extent, free-space trees), one a line
-records() {
-	"$BTK_BUILD/bin/btk-debug" tree -t 2 "$1" | python3 -c '
-import re, sys
-recs, cur = [], None
-for line in sys.stdin:
-    f = line.split()
-    if f[:1] == ["item"]:
-        cur = None
-        if f[4] in ("EXTENT_ITEM", "METADATA_ITEM"):
-            cur = [" ".join(f[2:5]), "", []]
-            recs.append(cur)
-    elif cur and f[:1] == ["refs"]:
-        cur[1] = line.strip()
-    elif cur and f[:1] == ["type"]:
-        cur[2].append(line.strip())
-for key, head, refs in recs:
-    if not any(re.search(r"root (ROOT_TREE|EXTENT_TREE|FREE_SPACE_TREE)$", r) for r in refs):
-        print(key, head, " | ".join(sorted(refs)))
-'
-}
-
 # snapshots IMG: a snapshot and a read-only one of the top subvolume, then both sides changed
 # (the blocks they shared are copied: the old ones only the other side reaches, FULL_BACKREF)
 snapshots() {
