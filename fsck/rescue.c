@@ -367,7 +367,14 @@ static void tree_text(const struct step_ctx *c)
 	const struct btk_tree_rebuild_result *r = &c->r.tree;
 	int which = c->step->bit;
 
-	if (which == RESCUE_UUID)
+	if (!r->rebuilt && which == RESCUE_UUID)
+		printf("uuid tree: current, and holds exactly the %llu item(s) of the root items' "
+		       "uuids: nothing rebuilt\n",
+		       (unsigned long long)r->items);
+	else if (!r->rebuilt)
+		printf("data relocation tree: as mkfs makes it (its top directory alone): nothing "
+		       "rebuilt\n");
+	else if (which == RESCUE_UUID)
 		printf("uuid tree rebuilt from the root items (%llu old block(s) dropped): %llu "
 		       "item(s)\n",
 		       (unsigned long long)r->old_blocks, (unsigned long long)r->items);

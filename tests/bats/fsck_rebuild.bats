@@ -355,6 +355,35 @@ assert all(c in ("E0102", "E0103", "E0115") for c in codes), codes
 	done
 }
 
+@test "rescue uuid-tree, data-reloc-tree: a tree that is right already is left as it is: nothing written, exit 0 (nothing needed doing); one that was just rebuilt is right" {
+	require_btk fsck image
+	image dup
+	"$BTK_BUILD/bin/btk-image" snapshot "$IMG" / /snap1 >/dev/null
+	# a new filesystem's uuid tree is right but not marked current (the kernel would rescan
+	# it): the first run marks it (1), or finds it current (0)
+	btk_run 60 "$FSCK" --rescue uuid-tree --no-undo "$IMG"
+	[ "$status" -le 1 ] || { show_err; return 1; }
+	cp --sparse=always "$IMG" "$IMG.orig"
+	btk_run 60 "$FSCK" --rescue uuid-tree --no-undo "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	grep -q '^uuid tree: current, and holds exactly the 2 item(s) of the root items.* nothing rebuilt$' "$BTK_OUT"
+	btk_run 60 "$FSCK" --rescue data-reloc-tree --no-undo --json "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["result"] == "clean" and not r["data_reloc_summary"]["rebuilt"], r
+' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	cmp "$IMG" "$IMG.orig"
+	# a lost uuid tree is rebuilt (exit 1); a second run finds the rebuilt one right (exit 0)
+	"$SMASH" tree 9 1 "$IMG" >/dev/null
+	"$SMASH" tree 9 2 "$IMG" >/dev/null
+	btk_run 60 "$FSCK" --rescue uuid-tree --no-undo "$IMG"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	btk_run 60 "$FSCK" --rescue uuid-tree --no-undo "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+}
+
 @test "rescue data-reloc-tree: the tree lost on both copies is rebuilt as mkfs makes it (its top directory); both checkers clean" {
 	require_btk fsck debug
 	require_tool btrfs
