@@ -136,13 +136,13 @@ static void heal_json_summary(const struct step_ctx *c, int ret)
 	const struct btk_heal_result *r = &c->r.heal;
 
 	(void)ret;
-	printf(", \"heal_summary\": {\"tree_blocks\": %llu, \"tree_blocks_healed\": %llu, "
-	       "\"tree_blocks_lost\": %llu, \"data_sectors\": %llu, \"data_sectors_healed\": "
-	       "%llu, \"data_sectors_lost\": %llu, \"tree_blocks_bitflip\": %llu}",
-	       (unsigned long long)r->blocks, (unsigned long long)r->blocks_healed,
-	       (unsigned long long)r->blocks_lost, (unsigned long long)r->sectors,
-	       (unsigned long long)r->sectors_healed, (unsigned long long)r->sectors_lost,
-	       (unsigned long long)r->blocks_bitflip);
+	printf(", \"heal_summary\": {");
+	BTK_JSON_U64S(stdout,
+		      "tree_blocks tree_blocks_healed tree_blocks_lost data_sectors "
+		      "data_sectors_healed data_sectors_lost tree_blocks_bitflip",
+		      r->blocks, r->blocks_healed, r->blocks_lost, r->sectors, r->sectors_healed,
+		      r->sectors_lost, r->blocks_bitflip);
+	printf("}");
 }
 
 static void on_super(void *ctx, const struct btk_super_event *e)
@@ -280,16 +280,15 @@ static void log_json_summary(const struct step_ctx *c, int ret)
 	const struct btk_log_result *r = &c->r.log;
 
 	(void)ret;
-	printf(", \"log_summary\": {\"had_log\": %s, \"cleared\": %s, \"generation\": %llu, "
-	       "\"items\": %llu, \"subvolumes\": %llu, \"inodes\": %llu, \"names_added\": "
-	       "%llu, \"names_removed\": %llu, \"inodes_deleted\": %llu, \"extents\": %llu, "
-	       "\"data_bytes\": %llu, \"unsummed_bytes\": %llu}",
-	       r->had_log ? "true" : "false", r->cleared ? "true" : "false",
-	       (unsigned long long)r->log_generation, (unsigned long long)r->log_items,
-	       (unsigned long long)r->subvolumes, (unsigned long long)r->inodes,
-	       (unsigned long long)r->names_added, (unsigned long long)r->names_removed,
-	       (unsigned long long)r->inodes_deleted, (unsigned long long)r->extents,
-	       (unsigned long long)r->data_bytes, (unsigned long long)r->unsummed_bytes);
+	printf(", \"log_summary\": {\"had_log\": %s, \"cleared\": %s, ",
+	       r->had_log ? "true" : "false", r->cleared ? "true" : "false");
+	BTK_JSON_U64S(stdout,
+		      "generation items subvolumes inodes names_added names_removed "
+		      "inodes_deleted extents data_bytes unsummed_bytes",
+		      r->log_generation, r->log_items, r->subvolumes, r->inodes, r->names_added,
+		      r->names_removed, r->inodes_deleted, r->extents, r->data_bytes,
+		      r->unsummed_bytes);
+	printf("}");
 }
 
 static void on_csum(void *ctx, const struct btk_csum_rebuild_event *e)
@@ -343,14 +342,12 @@ static void csum_json_summary(const struct step_ctx *c, int ret)
 	const struct btk_csum_rebuild_result *r = &c->r.csum;
 
 	(void)ret;
-	printf(", \"csum_summary\": {\"rebuilt\": %s, \"whole\": %s, \"old_blocks\": %llu, "
-	       "\"extents\": %llu, "
-	       "\"sectors\": %llu, \"sectors_new\": %llu, \"sectors_kept\": %llu, "
-	       "\"sectors_left\": %llu}",
-	       r->rebuilt ? "true" : "false", r->whole ? "true" : "false",
-	       (unsigned long long)r->old_blocks, (unsigned long long)r->extents,
-	       (unsigned long long)r->sectors, (unsigned long long)r->sectors_new,
-	       (unsigned long long)r->sectors_kept, (unsigned long long)r->sectors_left);
+	printf(", \"csum_summary\": {\"rebuilt\": %s, \"whole\": %s, ",
+	       r->rebuilt ? "true" : "false", r->whole ? "true" : "false");
+	BTK_JSON_U64S(stdout, "old_blocks extents sectors sectors_new sectors_kept sectors_left",
+		      r->old_blocks, r->extents, r->sectors, r->sectors_new, r->sectors_kept,
+		      r->sectors_left);
+	printf("}");
 }
 
 static int tree_run(struct step_ctx *c)
@@ -370,7 +367,14 @@ static void tree_text(const struct step_ctx *c)
 	const struct btk_tree_rebuild_result *r = &c->r.tree;
 	int which = c->step->bit;
 
-	if (which == RESCUE_UUID)
+	if (!r->rebuilt && which == RESCUE_UUID)
+		printf("uuid tree: current, and holds exactly the %llu item(s) of the root items' "
+		       "uuids: nothing rebuilt\n",
+		       (unsigned long long)r->items);
+	else if (!r->rebuilt)
+		printf("data relocation tree: as mkfs makes it (its top directory alone): nothing "
+		       "rebuilt\n");
+	else if (which == RESCUE_UUID)
 		printf("uuid tree rebuilt from the root items (%llu old block(s) dropped): %llu "
 		       "item(s)\n",
 		       (unsigned long long)r->old_blocks, (unsigned long long)r->items);
@@ -484,6 +488,11 @@ static void extent_text(const struct step_ctx *c)
 {
 	const struct btk_extent_rebuild_result *r = &c->r.extent;
 
+	if (r->agrees) {
+		printf("extent tree: the checker finds no extent, back reference, block group or "
+		       "free-space problem: nothing rebuilt\n");
+		return;
+	}
 	printf("extent tree rebuilt from %llu tree(s): %llu tree block(s) (%llu with full back "
 	       "references), %llu data extent(s) with %llu reference(s), %llu file extent "
 	       "item(s) left without a record; %llu old block(s) dropped, %llu bytes of "
@@ -500,16 +509,18 @@ static void extent_json_summary(const struct step_ctx *c, int ret)
 	const struct btk_extent_rebuild_result *r = &c->r.extent;
 
 	(void)ret;
-	printf(", \"extent_summary\": {\"rebuilt\": %s, \"trees\": %llu, \"tree_blocks\": %llu, "
+	printf(", \"extent_summary\": {\"rebuilt\": %s, \"agrees\": %s, \"trees\": %llu, "
+	       "\"tree_blocks\": %llu, "
 	       "\"shared_blocks\": %llu, \"tree_refs\": %llu, \"data_extents\": %llu, "
 	       "\"data_refs\": %llu, \"extents_left\": %llu, \"old_blocks\": %llu, "
 	       "\"csum_bytes_dropped\": %llu, \"errors_before\": %llu, \"errors_after\": %llu}",
-	       r->rebuilt ? "true" : "false", (unsigned long long)r->trees,
-	       (unsigned long long)r->tree_blocks, (unsigned long long)r->shared_blocks,
-	       (unsigned long long)r->tree_refs, (unsigned long long)r->data_extents,
-	       (unsigned long long)r->data_refs, (unsigned long long)r->extents_left,
-	       (unsigned long long)r->old_blocks, (unsigned long long)r->csum_bytes_dropped,
-	       (unsigned long long)r->errors_before, (unsigned long long)r->errors_after);
+	       r->rebuilt ? "true" : "false", r->agrees ? "true" : "false",
+	       (unsigned long long)r->trees, (unsigned long long)r->tree_blocks,
+	       (unsigned long long)r->shared_blocks, (unsigned long long)r->tree_refs,
+	       (unsigned long long)r->data_extents, (unsigned long long)r->data_refs,
+	       (unsigned long long)r->extents_left, (unsigned long long)r->old_blocks,
+	       (unsigned long long)r->csum_bytes_dropped, (unsigned long long)r->errors_before,
+	       (unsigned long long)r->errors_after);
 }
 
 static const struct step steps[] = {

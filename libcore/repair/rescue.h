@@ -148,7 +148,8 @@ int btk_csum_rebuild(const char *const *paths, int n, const struct btk_open_opts
 		     const struct btk_csum_rebuild_opts *ro, struct btk_csum_rebuild_result *res);
 
 struct btk_tree_rebuild_result {
-	bool rebuilt;
+	bool rebuilt; /* false: the tree was right already (uuid, data relocation), nothing written
+		       */
 	bool v1_invalidated; /* free space: a v1 cache, invalidated (the kernel rebuilds it) */
 	uint64_t old_blocks; /* blocks of the old tree dropped */
 	uint64_t items;	     /* uuid tree: items written */
@@ -162,13 +163,15 @@ int btk_fst_rebuild(const char *const *paths, int n, const struct btk_open_opts 
 
 /* Rebuilds the uuid tree from the root items (the uuid and received uuid of every live
  * subvolume), in one transaction that replaces the old tree whole (or makes one), and marks it
- * current so that the kernel does not rescan it. */
+ * current so that the kernel does not rescan it. A tree that is current and reads whole with
+ * exactly those items is left as it is (res->rebuilt false, nothing written). */
 int btk_uuid_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
 		     struct btk_tree_rebuild_result *res);
 
 /* Rebuilds the data relocation tree (which holds nothing between relocations) as mkfs makes
  * it: its old blocks dropped (also when they no longer read), a new leaf with its top
- * directory, in one transaction. -EBUSY when a relocation is under way (a balance item, a
+ * directory, in one transaction; a tree that reads whole and holds just that is left as it is
+ * (res->rebuilt false, nothing written). -EBUSY when a relocation is under way (a balance item, a
  * relocation tree, or data references naming the tree): the kernel needs its inodes. */
 int btk_data_reloc_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
 			   struct btk_tree_rebuild_result *res);
@@ -202,6 +205,9 @@ struct btk_extent_rebuild_opts {
 };
 struct btk_extent_rebuild_result {
 	bool rebuilt;
+	/* nothing rebuilt: the checker finds no extent, back reference, block group,
+	 * free-space or tree block problem (the tree agrees with the trees that use it) */
+	bool agrees;
 	uint64_t trees;		     /* trees walked */
 	uint64_t tree_blocks;	     /* tree blocks recorded */
 	uint64_t shared_blocks;	     /* of them FULL_BACKREF (only other trees than the owner's
@@ -219,7 +225,8 @@ struct btk_extent_rebuild_result {
 /* Rebuilds the extent tree of the filesystem on paths[0..n-1] from the trees (extent_rebuild.c
  * says how), with the block group items and the free-space tree, in one transaction whose new
  * state must check clean of extent problems before its superblocks are written (-ECANCELED
- * otherwise, nothing written). -EBUSY with a log tree, a relocation or a subvolume deletion
+ * otherwise, nothing written); nothing is written when the checker finds no extent problem
+ * (res->agrees). -EBUSY with a log tree, a relocation or a subvolume deletion
  * under way; -EUCLEAN when a tree block does not read or tree blocks overlap (btk_errmsg says
  * which). */
 int btk_extent_tree_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,

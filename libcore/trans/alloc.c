@@ -423,8 +423,7 @@ static int each_item(struct btk_wfs *w, const struct btk_root *root, const struc
 	for (ret = btk_search_ge(w->fs, root, key, &p); ret == 0; ret = btk_next(w->fs, &p)) {
 		struct btk_key k;
 		uint32_t size;
-		const uint8_t *d = btk_path_data(&p, &size);
-		btk_path_key(&p, &k);
+		const uint8_t *d = btk_path_item(&p, &k, &size);
 		if ((ret = fn(w, &k, d, size)))
 			break;
 	}

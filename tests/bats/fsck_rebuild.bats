@@ -355,6 +355,35 @@ assert all(c in ("E0102", "E0103", "E0115") for c in codes), codes
 	done
 }
 
+@test "rescue uuid-tree, data-reloc-tree: a tree that is right already is left as it is: nothing written, exit 0 (nothing needed doing); one that was just rebuilt is right" {
+	require_btk fsck image
+	image dup
+	"$BTK_BUILD/bin/btk-image" snapshot "$IMG" / /snap1 >/dev/null
+	# a new filesystem's uuid tree is right but not marked current (the kernel would rescan
+	# it): the first run marks it (1), or finds it current (0)
+	btk_run 60 "$FSCK" --rescue uuid-tree --no-undo "$IMG"
+	[ "$status" -le 1 ] || { show_err; return 1; }
+	cp --sparse=always "$IMG" "$IMG.orig"
+	btk_run 60 "$FSCK" --rescue uuid-tree --no-undo "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	grep -q '^uuid tree: current, and holds exactly the 2 item(s) of the root items.* nothing rebuilt$' "$BTK_OUT"
+	btk_run 60 "$FSCK" --rescue data-reloc-tree --no-undo --json "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["result"] == "clean" and not r["data_reloc_summary"]["rebuilt"], r
+' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	cmp "$IMG" "$IMG.orig"
+	# a lost uuid tree is rebuilt (exit 1); a second run finds the rebuilt one right (exit 0)
+	"$SMASH" tree 9 1 "$IMG" >/dev/null
+	"$SMASH" tree 9 2 "$IMG" >/dev/null
+	btk_run 60 "$FSCK" --rescue uuid-tree --no-undo "$IMG"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	btk_run 60 "$FSCK" --rescue uuid-tree --no-undo "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+}
+
 @test "rescue data-reloc-tree: the tree lost on both copies is rebuilt as mkfs makes it (its top directory); both checkers clean" {
 	require_btk fsck debug
 	require_tool btrfs
@@ -374,29 +403,6 @@ assert r["result"] == "rescued" and r["data_reloc_summary"] == {"rebuilt": True,
 	# the same items as mkfs made (but for times and generations)
 	diff <(items "$IMG.orig" $t | grep -Ev 'time|transid') <(items "$IMG" $t | grep -Ev 'time|transid')
 	both_clean "$IMG"
-}
-
-# records IMG: every extent record (key, count, flags, generation, references sorted) but those
-# of the trees a rebuild copies or replaces (root, extent, free-space trees), one a line
-records() {
-	"$BTK_BUILD/bin/btk-debug" tree -t 2 "$1" | python3 -c '
-import re, sys
-recs, cur = [], None
-for line in sys.stdin:
-    f = line.split()
-    if f[:1] == ["item"]:
-        cur = None
-        if f[4] in ("EXTENT_ITEM", "METADATA_ITEM"):
-            cur = [" ".join(f[2:5]), "", []]
-            recs.append(cur)
-    elif cur and f[:1] == ["refs"]:
-        cur[1] = line.strip()
-    elif cur and f[:1] == ["type"]:
-        cur[2].append(line.strip())
-for key, head, refs in recs:
-    if not any(re.search(r"root (ROOT_TREE|EXTENT_TREE|FREE_SPACE_TREE)$", r) for r in refs):
-        print(key, head, " | ".join(sorted(refs)))
-'
 }
 
 # snapshots IMG: a snapshot and a read-only one of the top subvolume, then both sides changed
@@ -460,6 +466,17 @@ assert s["rebuilt"] and s["tree_blocks"] == 5 and s["errors_before"] > 0 and s["
 	both_clean "$IMG"
 	btk_run 60 btrfs check --readonly --mode=lowmem "$IMG"
 	[ "$status" = 0 ] || { show_err; return 1; }
+}
+
+@test "rescue extent-tree: a tree the checker finds no extent problem in is left as it is (exit 0, nothing written)" {
+	require_btk fsck image
+	image dup
+	snapshots "$IMG"
+	cp --sparse=always "$IMG" "$IMG.orig"
+	btk_run 60 "$FSCK" --rescue extent-tree --no-undo "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	grep -q '^extent tree: the checker finds no extent, back reference, block group or free-space problem: nothing rebuilt$' "$BTK_OUT"
+	cmp "$IMG" "$IMG.orig"
 }
 
 @test "rescue extent-tree: refused, the image untouched: a log tree, a tree block that does not read (its space would be given out again)" {
