@@ -20,6 +20,7 @@
  * changes a subvolume tree, so qgroups stay consistent through them.
  */
 #include "repair/rescue.h"
+#include "repair/repair_int.h"
 #include "base/csum.h"
 #include "base/error.h"
 #include "backref/qgroup.h"
@@ -845,4 +846,144 @@ int btk_quota_rescan(const char *const *paths, int n, const struct btk_open_opts
 	btk_vec_free(&c.before);
 	btk_vec_free(&c.after);
 	return ret;
+}
+
+/* ---- the rebuilds as fixes of a repair round (fixes.def) ---- */
+
+enum rp_rebuild rp_rebuild_of(const struct rp_prob *p)
+{
+	switch (p->id) {
+	case BTK_P_FS_BITMAP_SIZE:
+	case BTK_P_FS_INFO_SIZE:
+	case BTK_P_FS_ITEM_TYPE:
+	case BTK_P_FS_DIFFERS:
+	case BTK_P_FS_NO_INFO:
+	case BTK_P_FS_INFO_COUNT:
+	case BTK_P_FS_INFO_FLAGS:
+	case BTK_P_FS_OUTSIDE:
+	case BTK_P_FS_NO_BG:
+		return RP_RB_FST;
+	case BTK_P_UUID_SIZE:
+	case BTK_P_UUID_STALE:
+	case BTK_P_UUID_MISSING:
+		return RP_RB_UUID;
+	case BTK_P_QGROUP_COUNTS:
+		return RP_RB_QUOTA;
+	case BTK_P_CSUM_ITEM_TYPE:
+	case BTK_P_CSUM_MALFORMED:
+	case BTK_P_CSUM_NO_EXTENT:
+	case BTK_P_CSUM_NODATASUM:
+	case BTK_P_CSUM_PREALLOC:
+		return RP_RB_CSUM;
+	case BTK_P_TB_UNREADABLE:
+		/* a lost block of a derived tree: the tree made again from what it derives from
+		 * (the checksum tree's root only: a lost block below it is dropped, fixes.c) */
+		switch (p->tree) {
+		case BTRFS_FREE_SPACE_TREE_OBJECTID:
+			return RP_RB_FST;
+		case BTRFS_UUID_TREE_OBJECTID:
+			return RP_RB_UUID;
+		case BTRFS_QUOTA_TREE_OBJECTID:
+			return RP_RB_QUOTA;
+		case BTRFS_DATA_RELOC_TREE_OBJECTID:
+			return RP_RB_RELOC;
+		case BTRFS_CSUM_TREE_OBJECTID:
+			return RP_RB_CSUM;
+		}
+		return RP_RB_NONE;
+	default:
+		return RP_RB_NONE;
+	}
+}
+
+/* What a round's quota rescan keeps until its commit's settled hook has run. */
+struct rp_rebuilds {
+	struct btk_quota_rescan_result qres;
+	struct quota_ctx quota;
+};
+
+void rp_rebuilds_free(struct rp_rebuilds *r)
+{
+	if (!r)
+		return;
+	btk_vec_free(&r->quota.before);
+	btk_vec_free(&r->quota.after);
+	free(r);
+}
+
+static int csum_in_round(struct rp_ctx *x, char *before, char *after, size_t cap)
+{
+	struct btk_csum_rebuild_result res = {0};
+	struct rb b = {.res = &res};
+	int ret = csum_step(x->t, &b);
+
+	for (int m = 0; m < BTK_MAX_COPIES; m++)
+		free(b.copy[m]);
+	free(b.old_sums);
+	free(b.run);
+	if (ret)
+		return ret;
+	snprintf(before, cap, "checksum tree (%llu block(s))", (unsigned long long)res.old_blocks);
+	snprintf(after, cap,
+		 "rebuilt from %llu data sector(s): %llu summed afresh, %llu kept, %llu without a "
+		 "right checksum",
+		 (unsigned long long)res.sectors, (unsigned long long)res.sectors_new,
+		 (unsigned long long)res.sectors_kept, (unsigned long long)res.sectors_left);
+	return 0;
+}
+
+int rp_fix_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after, size_t cap)
+{
+	enum rp_rebuild which = rp_rebuild_of(p);
+	struct btk_tree_rebuild_result res = {0};
+	int ret;
+
+	if (which == RP_RB_NONE)
+		return btk_err(EINVAL, "no rebuild for this problem");
+	if (x->rebuilt & (1u << which))
+		return 1; /* the round rebuilt that tree already */
+	x->rebuilt |= 1u << which;
+	switch (which) {
+	case RP_RB_CSUM:
+		return csum_in_round(x, before, after, cap);
+	case RP_RB_FST:
+		if ((ret = fst_step(x->t, &res)))
+			return ret;
+		snprintf(before, cap, "%s",
+			 res.v1_invalidated ? "v1 space cache" : "free-space tree");
+		snprintf(after, cap, "%s",
+			 res.v1_invalidated ? "invalidated (the kernel rebuilds it)"
+					    : "rebuilt from the extent records");
+		return 0;
+	case RP_RB_UUID:
+		if ((ret = uuid_step(x->t, &res)))
+			return ret;
+		snprintf(before, cap, "uuid tree (%llu block(s))",
+			 (unsigned long long)res.old_blocks);
+		snprintf(after, cap, "rebuilt from the root items: %llu item(s)",
+			 (unsigned long long)res.items);
+		return 0;
+	case RP_RB_RELOC:
+		if ((ret = reloc_step(x->t, &res)))
+			return ret;
+		snprintf(before, cap, "data relocation tree (%llu block(s))",
+			 (unsigned long long)res.old_blocks);
+		snprintf(after, cap, "an empty one with its top directory, as mkfs makes it");
+		return 0;
+	case RP_RB_QUOTA:
+		if (!x->rebuilds && !(x->rebuilds = calloc(1, sizeof(*x->rebuilds))))
+			return btk_err(ENOMEM, "out of memory");
+		x->rebuilds->quota.res = &x->rebuilds->qres;
+		if ((ret = quota_step(x->t, &x->rebuilds->quota)))
+			return ret;
+		/* the commit's settled hook counts every qgroup anew */
+		btk_write_on_settled(x->w, quota_settled, &x->rebuilds->quota);
+		snprintf(before, cap, "qgroup numbers%s",
+			 x->rebuilds->qres.was_inconsistent ? " (marked inconsistent)" : "");
+		snprintf(after, cap, "rescanned");
+		return 0;
+	case RP_RB_NONE:
+		break;
+	}
+	return btk_err(EINVAL, "no rebuild for this problem");
 }

@@ -113,7 +113,7 @@ static bool extent_records_planned(const struct btk_repair_opts *ro, const struc
 				   int only)
 {
 	for (size_t i = 0; i < all->n; i++)
-		if (rp_fix_phase(all->data[i].id) == 0 && planned(ro, all, &all->data[i], only))
+		if (rp_fix_phase(&all->data[i]) == 0 && planned(ro, all, &all->data[i], only))
 			return true;
 	return false;
 }
@@ -254,12 +254,13 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 	if ((ret = rp_rollback_prepare(a->rb, w)) || (ret = btk_trans_start(w, &t)))
 		goto out;
 	x.t = t;
+	x.w = w;
 	if ((ret = rp_rollback_keep(a->rb, t)))
 		goto out;
-	for (size_t j = 0; j < 2 * a->before->n; j++) {
+	for (size_t j = 0; j < 3 * a->before->n; j++) {
 		size_t i = j % a->before->n;
 		const struct rp_prob *p = &a->before->data[i];
-		if (rp_fix_phase(p->id) != (j < a->before->n ? 0 : 1) ||
+		if (rp_fix_phase(p) != (int)(j / a->before->n) ||
 		    !planned(a->ro, a->before, p, only))
 			continue;
 		struct btk_repair_fix *f = btk_vec_push(fixes);
@@ -329,6 +330,7 @@ out:
 		btk_trans_abort(t);
 	rp_extents_free(x.ext);
 	btk_write_close(w);
+	rp_rebuilds_free(x.rebuilds);
 	btk_fs_close(fs);
 	if (!*committed)
 		fixes->n = nfix0;

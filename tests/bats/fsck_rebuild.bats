@@ -119,23 +119,24 @@ assert r["errors"] and all(e["code"] == "E1406" for e in r["errors"]), r["errors
 }
 
 # cuts STEP TREE [leaf]: tree TREE's top block (or first leaf) of $IMG smashed; a power cut at
-# every write of --rescue STEP leaves the old filesystem (the same errors) or the rebuilt one
-# (clean but for superblock mirrors not yet written); SIGINT before one of the first writes
-# exits 32 with the old one
+# every write of --rescue STEP (STEP "repair": of --repair) leaves the old filesystem (the same
+# errors) or the rebuilt one (clean but for superblock mirrors not yet written); SIGINT before
+# one of the first writes exits 32 with the old one
 cuts() {
-	local step=$1 tree=$2 where=${3:-}
+	local step=$1 tree=$2 where=${3:-} how=(--rescue "$1")
+	[ "$step" = repair ] && how=(--repair)
 	"$SMASH" tree "$tree" 1 $where "$IMG" >/dev/null
 	cp --sparse=always "$IMG" "$IMG.damaged"
 	"$FSCK" --json "$IMG.damaged" | python3 -c 'import json,sys; print(sorted(e["code"] for e in json.load(sys.stdin)["errors"]))' >"$BATS_TEST_TMPDIR/old-errors"
 	grep -q E0 "$BATS_TEST_TMPDIR/old-errors"
 	cp --sparse=always "$IMG.damaged" "$IMG.full"
-	"$FSCK" --rescue "$step" --no-undo "$IMG.full" >/dev/null || [ $? = 1 ]
+	"$FSCK" "${how[@]}" --no-undo "$IMG.full" >/dev/null || [ $? = 1 ]
 	local n old=0 new=0 done=
 	for n in $(seq 0 300); do
 		cp --sparse=always "$IMG.damaged" "$IMG"
-		BTK_FAULT=stop:$n btk_run 120 "$FSCK" --rescue "$step" --no-undo "$IMG"
+		BTK_FAULT=stop:$n btk_run 120 "$FSCK" "${how[@]}" --no-undo "$IMG"
 		assert_no_crash
-		[ "$status" = 1 ] || { show_err; return 1; }
+		[ "$status" = 1 ] || [ "$step" = repair ] || { show_err; return 1; }
 		# the cut came after the last write
 		cmp -s "$IMG" "$IMG.full" && { done=$n; break; }
 		case $(state) in
@@ -148,7 +149,7 @@ cuts() {
 	echo "# $step: $done writes: old $old, new $new" >&3
 	for n in 1 2 3; do
 		cp --sparse=always "$IMG.damaged" "$IMG"
-		BTK_TEST_SIGINT_AT=$n btk_run 120 "$FSCK" --rescue "$step" --no-undo "$IMG"
+		BTK_TEST_SIGINT_AT=$n btk_run 120 "$FSCK" "${how[@]}" --no-undo "$IMG"
 		[ "$status" = 32 ] || { show_err; return 1; }
 		grep -q 'interrupted' "$BTK_ERR"
 		[ "$(state)" = old ] || { echo "$step SIGINT at $n: not the old filesystem" >&2; return 1; }
@@ -181,6 +182,42 @@ else:
 	cuts uuid-tree 9
 	image single
 	cuts data-reloc-tree 18446744073709551607
+}
+
+@test "repair: a lost free-space tree, uuid tree, checksum tree root or data relocation tree (every copy) is rebuilt by one --repair; both checkers clean with --check-data-csum" {
+	require_btk fsck
+	require_tool btrfs
+	local prof tree
+	for prof in single dup; do
+		for tree in 10 9 7 18446744073709551607; do
+			image $prof
+			"$SMASH" tree $tree 1 "$IMG" >/dev/null
+			[ $prof = dup ] && "$SMASH" tree $tree 2 "$IMG" >/dev/null
+			btk_run 60 "$FSCK" -q "$IMG"
+			[ "$status" = 4 ] || { show_err; return 1; }
+			btk_run 180 "$FSCK" --repair --no-undo "$IMG"
+			[ "$status" = 1 ] || { echo "$prof tree $tree" >&2; show_err; cat "$BTK_OUT" >&2; return 1; }
+			grep -Eq "^FIXED: \[E0606 tb-unreadable\] tree $tree bytenr [0-9]+: .* -> (rebuilt|an empty one)" "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+			grep -q ', 0 left$' "$BTK_OUT"
+			both_clean "$IMG"
+		done
+	done
+	# the checksum tree rebuilt keeps every data sector summed
+	local want got
+	want=$("$FSCK" --json "$IMG.orig" | python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"]["total_csum_bytes"])')
+	image single
+	"$SMASH" tree 7 1 "$IMG" >/dev/null
+	"$FSCK" --repair --no-undo "$IMG" >/dev/null || [ $? = 1 ]
+	got=$("$FSCK" --json "$IMG" | python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"]["total_csum_bytes"])')
+	[ "$want" = "$got" ]
+}
+
+@test "repair: the rebuilds of --repair: a power cut at every write leaves the old filesystem or the repaired one; SIGINT exits 32 with the old one" {
+	require_btk fsck
+	image single
+	cuts repair 10
+	image single
+	cuts repair 9
 }
 
 # items IMG TREE: the keys and bodies of a tree's items (btk-debug tree), without block headers
