@@ -320,6 +320,10 @@ void rescue_tree_json_summary(const struct btk_tree_rebuild_result *r, enum resc
 
 void rescue_quota_summary(const struct btk_quota_rescan_result *r)
 {
+	if (r->recreated)
+		printf("quota tree recreated (%llu old block(s) dropped: %s): its limits, "
+		       "higher-level qgroups and their relations are lost\n",
+		       (unsigned long long)r->old_blocks, r->why);
 	printf("quotas rescanned%s: %llu qgroup(s), %llu with new numbers, %llu made for "
 	       "subvolumes without one\n",
 	       r->was_inconsistent ? " (they were marked inconsistent)"
@@ -332,8 +336,12 @@ void rescue_quota_summary(const struct btk_quota_rescan_result *r)
 void rescue_quota_json_summary(const struct btk_quota_rescan_result *r, bool done)
 {
 	printf("\"quota_summary\": {\"rescanned\": %s, \"qgroups\": %llu, \"changed\": %llu, "
-	       "\"created\": %llu, \"was_inconsistent\": %s, \"was_rescanning\": %s}",
+	       "\"created\": %llu, \"was_inconsistent\": %s, \"was_rescanning\": %s, "
+	       "\"recreated\": %s, \"old_blocks\": %llu, \"why\": ",
 	       done ? "true" : "false", (unsigned long long)r->qgroups,
 	       (unsigned long long)r->changed, (unsigned long long)r->created,
-	       r->was_inconsistent ? "true" : "false", r->was_rescanning ? "true" : "false");
+	       r->was_inconsistent ? "true" : "false", r->was_rescanning ? "true" : "false",
+	       r->recreated ? "true" : "false", (unsigned long long)r->old_blocks);
+	btk_json_cstr(stdout, r->why);
+	putchar('}');
 }

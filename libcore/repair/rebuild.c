@@ -812,6 +812,31 @@ static int quota_settled(void *ctx, struct btk_trans *t)
 	return 0;
 }
 
+/* A quota tree that does not read: made again as `btrfs quota enable` leaves it (its status
+ * item: on, for the rescan of the commit to count every subvolume's level-0 qgroup afresh).
+ * What only the lost tree knew (limits, higher-level qgroups and their relations) is lost. */
+static int quota_recreate(struct btk_trans *t, struct quota_ctx *c, const char *why)
+{
+	struct btk_fs *fs = btk_trans_fs(t);
+	uint8_t st[sizeof(struct btrfs_qgroup_status_item)] = {0};
+	struct btk_key k = {0, BTRFS_QGROUP_STATUS_KEY, 0};
+	int ret;
+
+	if (btk_le64(fs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_SIMPLE_QUOTA)
+		return btk_err(EOPNOTSUPP,
+			       "the quota tree does not read (%s) and holds simple quotas, whose "
+			       "enable generation was in it: not recreated",
+			       why);
+	if ((ret = tree_replace(t, BTRFS_QUOTA_TREE_OBJECTID, &c->res->old_blocks)))
+		return ret;
+	BTK_PUT(struct btrfs_qgroup_status_item, st, version, BTRFS_QGROUP_STATUS_VERSION);
+	BTK_PUT(struct btrfs_qgroup_status_item, st, generation, btk_trans_id(t));
+	BTK_PUT(struct btrfs_qgroup_status_item, st, flags, BTRFS_QGROUP_STATUS_FLAG_ON);
+	c->res->recreated = true;
+	snprintf(c->res->why, sizeof(c->res->why), "%s", why);
+	return btk_item_insert(t, BTRFS_QUOTA_TREE_OBJECTID, &k, st, sizeof(st));
+}
+
 static int quota_step(struct btk_trans *t, void *ctx)
 {
 	struct quota_ctx *c = ctx;
@@ -819,9 +844,17 @@ static int quota_step(struct btk_trans *t, void *ctx)
 	uint8_t st[sizeof(struct btrfs_qgroup_status_item)];
 	uint32_t size = 0;
 	uint64_t flags;
+	struct btk_root qr;
 	int ret;
 
 	ret = btk_item_next(t, BTRFS_QUOTA_TREE_OBJECTID, &k, st, sizeof(st), &size);
+	/* a quota tree whose blocks do not read (its root item is there: quotas were on) */
+	if (ret < 0 && ret != -ENOENT && ret != -ENOMEM &&
+	    !btk_root_find(btk_trans_fs(t), BTRFS_QUOTA_TREE_OBJECTID, &qr)) {
+		char why[160];
+		snprintf(why, sizeof(why), "%s", btk_errmsg());
+		return quota_recreate(t, c, why);
+	}
 	if (ret < 0 && ret != -ENOENT)
 		return ret;
 	if (ret || k.objectid || k.type != BTRFS_QGROUP_STATUS_KEY || size < sizeof(st))
@@ -978,6 +1011,14 @@ int rp_fix_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char
 			return ret;
 		/* the commit's settled hook counts every qgroup anew */
 		btk_write_on_settled(x->w, quota_settled, &x->rebuilds->quota);
+		if (x->rebuilds->qres.recreated) {
+			snprintf(before, cap, "quota tree lost (%llu block(s))",
+				 (unsigned long long)x->rebuilds->qres.old_blocks);
+			snprintf(after, cap,
+				 "recreated and rescanned (limits and higher-level "
+				 "qgroups lost)");
+			return 0;
+		}
 		snprintf(before, cap, "qgroup numbers%s",
 			 x->rebuilds->qres.was_inconsistent ? " (marked inconsistent)" : "");
 		snprintf(after, cap, "rescanned");

@@ -20,12 +20,13 @@ setup_file() {
 	for i in $(seq 1 200); do echo "file $i" >"$d/small/n$i"; done
 }
 
-# image PROF: a fresh 300 MiB image with metadata and data PROF in $IMG (original: .orig)
+# image PROF [MKFS OPTION...]: a fresh 300 MiB image with metadata and data PROF in $IMG
+# (original: .orig)
 image() {
 	IMG=$BATS_TEST_TMPDIR/$1.img
 	rm -f "$IMG"
 	truncate -s 300M "$IMG"
-	"$BTK_BUILD/bin/btk-mkfs" -q -f -m "$1" -d "$1" --rootdir "$BATS_FILE_TMPDIR/src" "$IMG" >/dev/null
+	"$BTK_BUILD/bin/btk-mkfs" -q -f -m "$1" -d "$1" "${@:2}" --rootdir "$BATS_FILE_TMPDIR/src" "$IMG" >/dev/null
 	cp --sparse=always "$IMG" "$IMG.orig"
 }
 
@@ -374,6 +375,42 @@ assert all(c in ("E0102", "E0103", "E0115") for c in codes), codes
 		[ "$status" = 32 ] || { show_err; return 1; }
 		[ "$(qstatus "$IMG")" = "$before" ]
 	done
+}
+
+# qinfo IMG: the quota tree's QGROUP_INFO items and their numbers (btk-debug), without generations
+qinfo() {
+	"$BTK_BUILD/bin/btk-debug" tree -t 8 "$1" | grep -A2 'QGROUP_INFO' | grep -v generation | sed 's/itemoff [0-9]* //; s/item [0-9]* //'
+}
+
+@test "rescue quota, repair: a quota tree lost on every copy is recreated and rescanned (the same numbers as before); btrfs check clean and compares them" {
+	require_btk fsck debug
+	require_tool btrfs
+	local how
+	for how in "--rescue quota" --repair; do
+		image dup -O quota
+		"$SMASH" tree 8 1 "$IMG" >/dev/null
+		"$SMASH" tree 8 2 "$IMG" >/dev/null
+		btk_run 60 "$FSCK" -q "$IMG"
+		[ "$status" = 4 ] || { show_err; return 1; }
+		btk_run 120 "$FSCK" $how --no-undo "$IMG"
+		[ "$status" = 1 ] || { echo "$how" >&2; show_err; cat "$BTK_OUT" >&2; return 1; }
+		if [ "$how" = --repair ]; then
+			grep -q '^FIXED: \[E0606 tb-unreadable\] tree 8 bytenr [0-9]*: quota tree lost (1 block(s)) -> recreated and rescanned (limits and higher-level qgroups lost)$' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+		else
+			grep -q '^quota tree recreated (1 old block(s) dropped: tree block [0-9]*: checksum mismatch): its limits, higher-level qgroups and their relations are lost$' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+			grep -q '^quotas rescanned: 1 qgroup(s), 0 with new numbers, 1 made for subvolumes without one$' "$BTK_OUT"
+		fi
+		[ "$(qstatus "$IMG")" = "0x1(ON)" ]
+		diff <(qinfo "$IMG.orig") <(qinfo "$IMG")
+		[ -n "$(qinfo "$IMG")" ]
+		both_clean "$IMG"
+		! grep -Eq 'are different|inconsistent|[Rr]escan' "$BTK_OUT" "$BTK_ERR"
+	done
+	# a power cut at every write of the repair: the lost tree or the recreated one
+	image single -O quota
+	cuts repair 8
+	image single -O quota
+	cuts quota 8
 }
 
 @test "rescue data-reloc-tree: the tree lost on both copies is rebuilt as mkfs makes it (its top directory); both checkers clean" {
