@@ -431,154 +431,11 @@ static void undo_hint(const char *undo, const char **devs, int ndevs, const stru
 	printf(" puts %s back)\n", ndevs > 1 ? "the devices" : "the device");
 }
 
-/* Rescue steps (--rescue STEP, and the first steps of --repair). */
-enum {
-	STEP_SUPER = 1,
-	STEP_HEAL = 2,
-	STEP_LOG = 4,
-	STEP_ZERO_LOG = 8,
-	STEP_CSUM = 16,
-	STEP_FST = 32,
-	STEP_UUID = 64,
-	STEP_QUOTA = 128,
-	STEP_RELOC = 256
-};
-
-/* ', "KEY_error": "msg"' of a step that stopped (--json). */
-static void step_error(const char *key, int ret)
+/* The fsck exit bits of what rescue steps did. */
+static int rescue_bits(const struct rescue_did *d)
 {
-	if (!ret)
-		return;
-	printf(", \"%s_error\": ", key);
-	btk_json_cstr(stdout, btk_errmsg());
-}
-
-/* The steps of mask in order (superblocks, then bad copies), each event printed; in JSON the
- * members of the report's object. Returns the fsck exit bits they add: 1 something rewritten,
- * 4 copies without a good one, 8 a step could not run (its line said why). */
-static int rescue_steps(const char **devs, int ndevs, const struct btk_open_opts *oo, int mask,
-			bool data, struct out *o)
-{
-	struct rescue_out ro = {.json = o->json, .quiet = o->quiet};
-	int bits = 0, ret;
-
-	if (mask & STEP_SUPER) {
-		struct btk_super_result sr;
-		if (o->json)
-			printf("\"super\": [");
-		ret = rescue_super(devs, ndevs, oo, &ro, &sr);
-		if (o->json) {
-			printf("]");
-			if (!ret)
-				rescue_super_json_summary(&sr);
-			step_error("super", ret);
-			printf(", ");
-		} else if (!o->quiet && !ret && sr.rewritten)
-			rescue_super_summary(&sr);
-		if (ret)
-			fprintf(stderr, "btk-fsck: %s: superblocks: %s\n", devs[0], btk_errmsg());
-		bits |= (sr.rewritten ? EXIT_CORRECTED : 0) | (ret ? EXIT_OPER : 0);
-		if (ret == -EUCLEAN)
-			return bits; /* nothing opens: the next steps cannot either */
-	}
-	if (mask & STEP_HEAL) {
-		struct btk_heal_result hr;
-		ro.nev = 0;
-		if (o->json)
-			printf("\"heal\": [");
-		ret = rescue_heal(devs, ndevs, oo, data, &ro, &hr);
-		if (o->json) {
-			printf("]");
-			rescue_heal_json_summary(&hr);
-			step_error("heal", ret);
-			printf(", ");
-		} else if (!o->quiet && (ro.nev || data || !(mask & STEP_SUPER)))
-			rescue_heal_summary(&hr, data);
-		if (ret)
-			fprintf(stderr, "btk-fsck: %s: healing stopped: %s\n", devs[0],
-				btk_errmsg());
-		bits |= (hr.blocks_healed || hr.blocks_bitflip || hr.sectors_healed ? EXIT_CORRECTED
-										    : 0) |
-			(hr.blocks_lost || hr.sectors_lost ? EXIT_ERRORS : 0) |
-			(ret ? EXIT_OPER : 0);
-	}
-	if (mask & (STEP_LOG | STEP_ZERO_LOG)) {
-		struct btk_log_result lr;
-		bool zero = mask & STEP_ZERO_LOG;
-		ro.nev = 0;
-		if (o->json)
-			printf("\"%s\": [", zero ? "log_lost" : "log");
-		/* a log whose new data has no logged checksums is replayed too: the repair's
-		 * rounds then give that data the checksums of its bytes (E1406) */
-		ret = rescue_log(devs, ndevs, oo, zero, false, &ro, &lr);
-		if (o->json) {
-			printf("]");
-			rescue_log_json_summary(&lr);
-			step_error("log", ret);
-			printf(", ");
-		} else if (!o->quiet && !ret && (lr.had_log || !(mask & STEP_SUPER)))
-			rescue_log_summary(&lr, zero);
-		if (ret)
-			fprintf(stderr, "btk-fsck: %s: log %s: %s\n", devs[0],
-				zero ? "not dropped" : "not replayed", btk_errmsg());
-		bits |= (lr.cleared ? EXIT_CORRECTED : 0) | (ret ? EXIT_OPER : 0);
-	}
-	if (mask & STEP_CSUM) {
-		struct btk_csum_rebuild_result cr;
-		ro.nev = 0;
-		if (o->json)
-			printf("\"csum_not_summed\": [");
-		ret = rescue_csum(devs, ndevs, oo, &ro, &cr);
-		if (o->json) {
-			printf("]");
-			rescue_csum_json_summary(&cr);
-			step_error("csum", ret);
-			printf(", ");
-		} else if (!o->quiet && !ret)
-			rescue_csum_summary(&cr);
-		if (ret)
-			fprintf(stderr, "btk-fsck: %s: checksum tree not rebuilt: %s\n", devs[0],
-				btk_errmsg());
-		bits |= (cr.rebuilt ? EXIT_CORRECTED : 0) | (cr.sectors_left ? EXIT_ERRORS : 0) |
-			(ret ? EXIT_OPER : 0);
-	}
-	static const struct {
-		int step;
-		const char *key, *name;
-	} trees[] = {[RESCUE_FST] = {STEP_FST, "fst", "free-space tree"},
-		     [RESCUE_UUID] = {STEP_UUID, "uuid", "uuid tree"},
-		     [RESCUE_RELOC] = {STEP_RELOC, "data_reloc", "data relocation tree"}};
-	for (int w = RESCUE_FST; w <= RESCUE_RELOC; w++) {
-		struct btk_tree_rebuild_result tr;
-		if (!(mask & trees[w].step))
-			continue;
-		ret = rescue_tree(devs, ndevs, oo, (enum rescue_tree)w, &tr);
-		if (o->json) {
-			rescue_tree_json_summary(&tr, (enum rescue_tree)w);
-			step_error(trees[w].key, ret);
-			printf(", ");
-		} else if (!o->quiet && !ret)
-			rescue_tree_summary(&tr, (enum rescue_tree)w);
-		if (ret)
-			fprintf(stderr, "btk-fsck: %s: %s not rebuilt: %s\n", devs[0],
-				trees[w].name, btk_errmsg());
-		bits |= (tr.rebuilt ? EXIT_CORRECTED : 0) | (ret ? EXIT_OPER : 0);
-	}
-	if (mask & STEP_QUOTA) {
-		struct btk_quota_rescan_result qr;
-		ret = btk_quota_rescan(devs, ndevs, oo, &qr);
-		if (o->json) {
-			rescue_quota_json_summary(&qr, !ret);
-			step_error("quota", ret);
-			printf(", ");
-		} else if (!o->quiet && !ret)
-			rescue_quota_summary(&qr);
-		if (ret)
-			fprintf(stderr, "btk-fsck: %s: quotas not rescanned: %s\n", devs[0],
-				btk_errmsg());
-		bits |= (!ret ? EXIT_CORRECTED : EXIT_OPER);
-	}
-	return bits;
+	return (d->changed ? EXIT_CORRECTED : 0) | (d->left ? EXIT_ERRORS : 0) |
+	       (d->failed ? EXIT_OPER : 0) | (d->refused ? EXIT_USAGE : 0);
 }
 
 static int run_repair(const char **devs, int ndevs, bool preen, bool data, struct out *o)
@@ -587,6 +444,7 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 	struct btk_repair_result res;
 	struct btk_repair_opts ro = {
 	    .preen = preen, .on_fix = on_fix, .on_left = on_problem, .on_note = on_note, .ctx = o};
+	struct rescue_did did = {0};
 	int ret, healed = 0;
 
 	char undo[4096];
@@ -603,9 +461,9 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 	/* superblocks and bad copies first (no tree changes): the repair rounds then read
 	 * healed blocks; what the steps could not do the repair's own check reports */
 	if (!preen)
-		healed =
-		    rescue_steps(devs, ndevs, &oo, STEP_SUPER | STEP_HEAL | STEP_LOG, data, o) &
-		    EXIT_CORRECTED;
+		rescue_run(devs, ndevs, &oo, RESCUE_SUPER | RESCUE_HEAL | RESCUE_LOG, data, o->json,
+			   o->quiet, &did);
+	healed = did.changed ? EXIT_CORRECTED : 0;
 	if (o->json) {
 		printf("\"fixes\": [");
 		o->fixes_open = true;
@@ -662,6 +520,7 @@ static int run_rescue(const char **devs, int ndevs, int step, bool data, struct 
 {
 	struct btk_open_opts oo;
 	char undo[4096];
+	struct rescue_did did;
 	int bits;
 
 	if (writer_setup(devs, ndevs, &oo, undo, sizeof(undo)))
@@ -669,33 +528,21 @@ static int run_rescue(const char **devs, int ndevs, int step, bool data, struct 
 	if (writer_can_write(devs, ndevs, &oo, o))
 		return EXIT_OPER;
 	if (!o->json && !o->quiet)
-		printf("%s on %s\n",
-		       step == STEP_SUPER      ? "Rewriting bad superblock copies"
-		       : step == STEP_LOG      ? "Replaying the log tree"
-		       : step == STEP_ZERO_LOG ? "Dropping the log tree"
-		       : step == STEP_CSUM     ? "Rebuilding the checksum tree from the data"
-		       : step == STEP_FST      ? "Rebuilding the free-space tree"
-		       : step == STEP_UUID     ? "Rebuilding the uuid tree"
-		       : step == STEP_QUOTA    ? "Rescanning the quota groups"
-		       : step == STEP_RELOC    ? "Rebuilding the data relocation tree"
-		       : data		       ? "Healing bad copies of tree blocks and data"
-					       : "Healing bad copies of tree blocks",
-		       devs[0]);
+		printf("%s on %s\n", rescue_step_doing(step, data), devs[0]);
 	if (o->json)
 		printf("{");
-	bits = rescue_steps(devs, ndevs, &oo, step, data, o);
+	rescue_run(devs, ndevs, &oo, step, data, o->json, o->quiet, &did);
+	bits = rescue_bits(&did);
 	if (o->json) {
 		if (*undo && !access(undo, F_OK)) {
 			printf("\"undo_file\": ");
 			btk_json_cstr(stdout, undo);
 			printf(", ");
 		}
-		printf("\"result\": \"%s\"}\n", bits & EXIT_OPER	? "not rescued"
-						: bits & EXIT_ERRORS	? "errors"
-						: bits & EXIT_CORRECTED ? "rescued"
-									: "clean");
-	} else if (!o->quiet && step == STEP_SUPER && !(bits & (EXIT_CORRECTED | EXIT_OPER))) {
-		printf("superblocks: every copy equal to the best one\n");
+		printf("\"result\": \"%s\"}\n", bits & (EXIT_OPER | EXIT_USAGE) ? "not rescued"
+						: bits & EXIT_ERRORS		? "errors"
+						: bits & EXIT_CORRECTED		? "rescued"
+										: "clean");
 	}
 	undo_hint(undo, devs, ndevs, o);
 	return bits;
@@ -752,14 +599,8 @@ static int check_args(poptContext pc, struct fsck_args *a)
 	}
 	if (a->zero_log)
 		a->rescue = "zero-log";
-	if (a->rescue && strcmp(a->rescue, "heal") && strcmp(a->rescue, "super") &&
-	    strcmp(a->rescue, "replay-log") && strcmp(a->rescue, "zero-log") &&
-	    strcmp(a->rescue, "csum-tree") && strcmp(a->rescue, "free-space-tree") &&
-	    strcmp(a->rescue, "uuid-tree") && strcmp(a->rescue, "quota") &&
-	    strcmp(a->rescue, "data-reloc-tree")) {
-		cli_err("--rescue: unknown step %s (super, heal, replay-log, zero-log, csum-tree, "
-			"free-space-tree, uuid-tree, quota, data-reloc-tree)",
-			a->rescue);
+	if (a->rescue && !rescue_step(a->rescue)) {
+		cli_err("--rescue: unknown step %s (%s)", a->rescue, rescue_step_names());
 		return EXIT_USAGE;
 	}
 	if (a->rescue && (a->repair || a->readonly)) {
@@ -895,17 +736,7 @@ int main(int argc, const char **argv)
 		o.line.on = false;
 	btk_set_warn_hook(on_warn, &o);
 	if (a.rescue)
-		rc = run_rescue(a.devs, a.ndevs,
-				!strcmp(a.rescue, "super")	       ? STEP_SUPER
-				: !strcmp(a.rescue, "replay-log")      ? STEP_LOG
-				: !strcmp(a.rescue, "zero-log")	       ? STEP_ZERO_LOG
-				: !strcmp(a.rescue, "csum-tree")       ? STEP_CSUM
-				: !strcmp(a.rescue, "free-space-tree") ? STEP_FST
-				: !strcmp(a.rescue, "uuid-tree")       ? STEP_UUID
-				: !strcmp(a.rescue, "quota")	       ? STEP_QUOTA
-				: !strcmp(a.rescue, "data-reloc-tree") ? STEP_RELOC
-								       : STEP_HEAL,
-				a.data_csum, &o);
+		rc = run_rescue(a.devs, a.ndevs, rescue_step(a.rescue), a.data_csum, &o);
 	else if (a.repair)
 		rc = run_repair(a.devs, a.ndevs, a.preen, a.data_csum, &o);
 	else if (!(rc = mounted_guard(a.devs, a.ndevs, a.force, &o)))

@@ -2,9 +2,50 @@
 #include <stdio.h>
 
 #include "rescue.h"
+#include "base/error.h"
 #include "base/json.h"
 
-static void heal_text(const struct btk_heal_event *e)
+#include <errno.h>
+#include <string.h>
+
+/* One step run: what it prints to, and its result. */
+struct step_ctx {
+	const struct step *step;
+	const char **devs;
+	int ndevs;
+	const struct btk_open_opts *oo;
+	int mask;
+	bool data, json, quiet;
+	uint64_t nev; /* events printed */
+	bool changed, left;
+	union {
+		struct btk_super_result super;
+		struct btk_heal_result heal;
+		struct btk_log_result log;
+		struct btk_csum_rebuild_result csum;
+		struct btk_tree_rebuild_result tree;
+		struct btk_quota_rescan_result quota;
+	} r;
+};
+
+/* A step: how it runs and what it prints (steps[] lists them in the order they run: each
+ * builds on the ones before, superblocks, bad copies, the log, then the derived trees). */
+struct step {
+	int bit;
+	const char *name;   /* --rescue NAME */
+	const char *doing;  /* the heading of the step alone */
+	const char *events; /* --json: the member that lists its events, or NULL */
+	const char *key;    /* --json: "KEY_error" when it stopped */
+	const char *fail;   /* "btk-fsck: DEV: FAIL: why" when it stopped */
+	int refused;	    /* an errno that means "nothing to work on here" (or 0) */
+	/* runs it (c->r, c->changed, c->left set); 0 or a negative errno */
+	int (*run)(struct step_ctx *c);
+	void (*text)(const struct step_ctx *c);		 /* its summary (not with -q) */
+	void (*json)(const struct step_ctx *c, int ret); /* its summary members */
+	bool text_stopped; /* the summary also when it stopped (what it did before) */
+};
+
+static void heal_event_text(const struct btk_heal_event *e)
 {
 	printf("%s: ", e->healed ? "HEALED" : "NOT HEALED");
 	if (e->data)
@@ -25,7 +66,7 @@ static void heal_text(const struct btk_heal_event *e)
 		printf(": no good copy of %d: %s\n", e->ncopies, e->why);
 }
 
-static void heal_json(struct rescue_out *o, const struct btk_heal_event *e)
+static void heal_event_json(struct step_ctx *o, const struct btk_heal_event *e)
 {
 	printf("%s{\"healed\": %s, \"kind\": \"%s\"", o->nev ? ", " : "",
 	       e->healed ? "true" : "false",
@@ -47,25 +88,33 @@ static void heal_json(struct rescue_out *o, const struct btk_heal_event *e)
 
 static void on_event(void *ctx, const struct btk_heal_event *e)
 {
-	struct rescue_out *o = ctx;
+	struct step_ctx *o = ctx;
 
 	if (o->json)
-		heal_json(o, e);
+		heal_event_json(o, e);
 	else if (!o->quiet || !e->healed)
-		heal_text(e);
+		heal_event_text(e);
 	o->nev++;
 }
 
-int rescue_heal(const char **devs, int ndevs, const struct btk_open_opts *oo, bool data,
-		struct rescue_out *o, struct btk_heal_result *res)
+static int heal_run(struct step_ctx *c)
 {
-	struct btk_heal_opts ho = {.data = data, .on_event = on_event, .ctx = o};
+	struct btk_heal_opts ho = {.data = c->data, .on_event = on_event, .ctx = c};
+	const struct btk_heal_result *r = &c->r.heal;
+	int ret = btk_heal_run(c->devs, c->ndevs, c->oo, &ho, &c->r.heal);
 
-	return btk_heal_run(devs, ndevs, oo, &ho, res);
+	c->changed = r->blocks_healed || r->blocks_bitflip || r->sectors_healed;
+	c->left = r->blocks_lost || r->sectors_lost;
+	return ret;
 }
 
-void rescue_heal_summary(const struct btk_heal_result *r, bool data)
+static void heal_text(const struct step_ctx *c)
 {
+	const struct btk_heal_result *r = &c->r.heal;
+	bool data = c->data;
+
+	if (!c->nev && !data && (c->mask & RESCUE_SUPER))
+		return; /* within a repair: nothing to say */
 	printf("heal: %llu tree block(s) read, %llu bad cop%s rewritten, %llu without a good "
 	       "copy",
 	       (unsigned long long)r->blocks, (unsigned long long)r->blocks_healed,
@@ -81,8 +130,11 @@ void rescue_heal_summary(const struct btk_heal_result *r, bool data)
 	putchar('\n');
 }
 
-void rescue_heal_json_summary(const struct btk_heal_result *r)
+static void heal_json_summary(const struct step_ctx *c, int ret)
 {
+	const struct btk_heal_result *r = &c->r.heal;
+
+	(void)ret;
 	printf(", \"heal_summary\": {\"tree_blocks\": %llu, \"tree_blocks_healed\": %llu, "
 	       "\"tree_blocks_lost\": %llu, \"data_sectors\": %llu, \"data_sectors_healed\": "
 	       "%llu, \"data_sectors_lost\": %llu, \"tree_blocks_bitflip\": %llu}",
@@ -94,7 +146,7 @@ void rescue_heal_json_summary(const struct btk_heal_result *r)
 
 static void on_super(void *ctx, const struct btk_super_event *e)
 {
-	struct rescue_out *o = ctx;
+	struct step_ctx *o = ctx;
 
 	if (o->json) {
 		printf("%s{\"devid\": %llu, \"device\": ", o->nev ? ", " : "",
@@ -116,40 +168,46 @@ static void on_super(void *ctx, const struct btk_super_event *e)
 	o->nev++;
 }
 
-int rescue_super(const char **devs, int ndevs, const struct btk_open_opts *oo, struct rescue_out *o,
-		 struct btk_super_result *res)
+static int super_run(struct step_ctx *c)
 {
-	struct btk_super_opts so = {.on_event = on_super, .ctx = o};
+	struct btk_super_opts so = {.on_event = on_super, .ctx = c};
+	int ret = btk_super_heal(c->devs, c->ndevs, c->oo, &so, &c->r.super);
 
-	return btk_super_heal(devs, ndevs, oo, &so, res);
+	c->changed = c->r.super.rewritten;
+	return ret;
 }
 
-void rescue_super_summary(const struct btk_super_result *r)
+static void super_text(const struct step_ctx *c)
 {
+	const struct btk_super_result *r = &c->r.super;
+
+	if (!r->rewritten) {
+		if (c->mask == RESCUE_SUPER) /* the step alone says so */
+			printf("superblocks: every copy equal to the best one\n");
+		return;
+	}
 	printf("superblocks: %d cop%s, %d rewritten from copy %d (generation %llu)\n", r->copies,
 	       r->copies == 1 ? "y" : "ies", r->rewritten, r->source_mirror,
 	       (unsigned long long)r->generation);
 }
 
-void rescue_super_json_summary(const struct btk_super_result *r)
+static void super_json_summary(const struct step_ctx *c, int ret)
 {
+	const struct btk_super_result *r = &c->r.super;
+
+	if (ret)
+		return;
 	printf(", \"super_summary\": {\"copies\": %d, \"rewritten\": %d, \"source_copy\": %d, "
 	       "\"generation\": %llu}",
 	       r->copies, r->rewritten, r->source_mirror, (unsigned long long)r->generation);
 }
 
-struct log_ctx {
-	struct rescue_out *o;
-	bool zero;
-};
-
 static void on_log_inode(void *ctx, uint64_t root, uint64_t ino, uint64_t parent, const char *name,
 			 uint16_t len)
 {
-	struct log_ctx *c = ctx;
-	struct rescue_out *o = c->o;
+	struct step_ctx *o = ctx;
 
-	if (!c->zero)
+	if (o->step->bit != RESCUE_ZERO_LOG)
 		return; /* a replay keeps them: only what is dropped is listed */
 	if (o->json) {
 		printf("%s{\"tree\": %llu, \"inode\": %llu", o->nev ? ", " : "",
@@ -175,17 +233,25 @@ static void on_log_inode(void *ctx, uint64_t root, uint64_t ino, uint64_t parent
 	o->nev++;
 }
 
-int rescue_log(const char **devs, int ndevs, const struct btk_open_opts *oo, bool zero, bool strict,
-	       struct rescue_out *o, struct btk_log_result *res)
+static int log_run(struct step_ctx *c)
 {
-	struct log_ctx c = {.o = o, .zero = zero};
-	struct btk_log_opts lo = {.on_inode = on_log_inode, .refuse_unsummed = strict, .ctx = &c};
+	/* a log whose new data has no logged checksums is replayed too: the repair's rounds
+	 * then give that data the checksums of its bytes (E1406) */
+	struct btk_log_opts lo = {.on_inode = on_log_inode, .refuse_unsummed = false, .ctx = c};
+	int ret = btk_log_replay(c->devs, c->ndevs, c->oo, c->step->bit == RESCUE_ZERO_LOG, &lo,
+				 &c->r.log);
 
-	return btk_log_replay(devs, ndevs, oo, zero, &lo, res);
+	c->changed = c->r.log.cleared;
+	return ret;
 }
 
-void rescue_log_summary(const struct btk_log_result *r, bool zero)
+static void log_text(const struct step_ctx *c)
 {
+	const struct btk_log_result *r = &c->r.log;
+	bool zero = c->step->bit == RESCUE_ZERO_LOG;
+
+	if (!r->had_log && (c->mask & RESCUE_SUPER))
+		return;
 	if (!r->had_log) {
 		printf("log: none to %s\n", zero ? "drop" : "replay");
 		return;
@@ -208,8 +274,11 @@ void rescue_log_summary(const struct btk_log_result *r, bool zero)
 	       r->unsummed_bytes ? " (some without logged checksums: unchecked)" : "");
 }
 
-void rescue_log_json_summary(const struct btk_log_result *r)
+static void log_json_summary(const struct step_ctx *c, int ret)
 {
+	const struct btk_log_result *r = &c->r.log;
+
+	(void)ret;
 	printf(", \"log_summary\": {\"had_log\": %s, \"cleared\": %s, \"generation\": %llu, "
 	       "\"items\": %llu, \"subvolumes\": %llu, \"inodes\": %llu, \"names_added\": "
 	       "%llu, \"names_removed\": %llu, \"inodes_deleted\": %llu, \"extents\": %llu, "
@@ -224,7 +293,7 @@ void rescue_log_json_summary(const struct btk_log_result *r)
 
 static void on_csum(void *ctx, const struct btk_csum_rebuild_event *e)
 {
-	struct rescue_out *o = ctx;
+	struct step_ctx *o = ctx;
 
 	if (o->json) {
 		printf("%s{\"logical\": %llu, \"length\": %llu, \"old_checksum_kept\": %s, "
@@ -240,16 +309,20 @@ static void on_csum(void *ctx, const struct btk_csum_rebuild_event *e)
 	o->nev++;
 }
 
-int rescue_csum(const char **devs, int ndevs, const struct btk_open_opts *oo, struct rescue_out *o,
-		struct btk_csum_rebuild_result *res)
+static int csum_run(struct step_ctx *c)
 {
-	struct btk_csum_rebuild_opts ro = {.on_event = on_csum, .ctx = o};
+	struct btk_csum_rebuild_opts ro = {.on_event = on_csum, .ctx = c};
+	int ret = btk_csum_rebuild(c->devs, c->ndevs, c->oo, &ro, &c->r.csum);
 
-	return btk_csum_rebuild(devs, ndevs, oo, &ro, res);
+	c->changed = c->r.csum.rebuilt;
+	c->left = c->r.csum.sectors_left;
+	return ret;
 }
 
-void rescue_csum_summary(const struct btk_csum_rebuild_result *r)
+static void csum_text(const struct step_ctx *c)
 {
+	const struct btk_csum_rebuild_result *r = &c->r.csum;
+
 	if (r->whole) {
 		printf("checksum tree: reads whole and covers exactly the data of %llu file "
 		       "extent(s) that needs checksums: nothing rebuilt\n",
@@ -264,8 +337,11 @@ void rescue_csum_summary(const struct btk_csum_rebuild_result *r)
 	       (unsigned long long)r->sectors_kept, (unsigned long long)r->sectors_left);
 }
 
-void rescue_csum_json_summary(const struct btk_csum_rebuild_result *r)
+static void csum_json_summary(const struct step_ctx *c, int ret)
 {
+	const struct btk_csum_rebuild_result *r = &c->r.csum;
+
+	(void)ret;
 	printf(", \"csum_summary\": {\"rebuilt\": %s, \"whole\": %s, \"old_blocks\": %llu, "
 	       "\"extents\": %llu, "
 	       "\"sectors\": %llu, \"sectors_new\": %llu, \"sectors_kept\": %llu, "
@@ -276,16 +352,23 @@ void rescue_csum_json_summary(const struct btk_csum_rebuild_result *r)
 	       (unsigned long long)r->sectors_kept, (unsigned long long)r->sectors_left);
 }
 
-int rescue_tree(const char **devs, int ndevs, const struct btk_open_opts *oo,
-		enum rescue_tree which, struct btk_tree_rebuild_result *res)
+static int tree_run(struct step_ctx *c)
 {
-	return which == RESCUE_UUID    ? btk_uuid_rebuild(devs, ndevs, oo, res)
-	       : which == RESCUE_RELOC ? btk_data_reloc_rebuild(devs, ndevs, oo, res)
-				       : btk_fst_rebuild(devs, ndevs, oo, res);
+	int which = c->step->bit;
+	int ret = which == RESCUE_UUID ? btk_uuid_rebuild(c->devs, c->ndevs, c->oo, &c->r.tree)
+		  : which == RESCUE_RELOC
+		      ? btk_data_reloc_rebuild(c->devs, c->ndevs, c->oo, &c->r.tree)
+		      : btk_fst_rebuild(c->devs, c->ndevs, c->oo, &c->r.tree);
+
+	c->changed = c->r.tree.rebuilt;
+	return ret;
 }
 
-void rescue_tree_summary(const struct btk_tree_rebuild_result *r, enum rescue_tree which)
+static void tree_text(const struct step_ctx *c)
 {
+	const struct btk_tree_rebuild_result *r = &c->r.tree;
+	int which = c->step->bit;
+
 	if (which == RESCUE_UUID)
 		printf("uuid tree rebuilt from the root items (%llu old block(s) dropped): %llu "
 		       "item(s)\n",
@@ -303,8 +386,12 @@ void rescue_tree_summary(const struct btk_tree_rebuild_result *r, enum rescue_tr
 		       (unsigned long long)r->old_blocks);
 }
 
-void rescue_tree_json_summary(const struct btk_tree_rebuild_result *r, enum rescue_tree which)
+static void tree_json_summary(const struct step_ctx *c, int ret)
 {
+	const struct btk_tree_rebuild_result *r = &c->r.tree;
+	int which = c->step->bit;
+
+	(void)ret;
 	printf("\"%s_summary\": {\"rebuilt\": %s, \"old_blocks\": %llu",
 	       which == RESCUE_UUID    ? "uuid"
 	       : which == RESCUE_RELOC ? "data_reloc"
@@ -318,8 +405,21 @@ void rescue_tree_json_summary(const struct btk_tree_rebuild_result *r, enum resc
 		printf("}");
 }
 
-void rescue_quota_summary(const struct btk_quota_rescan_result *r)
+static int quota_run(struct step_ctx *c)
 {
+	const struct btk_quota_rescan_result *r = &c->r.quota;
+	int ret = btk_quota_rescan(c->devs, c->ndevs, c->oo, &c->r.quota);
+
+	/* counted right already: the commit changed no number and no flag */
+	c->changed = !ret && (r->changed || r->created || r->was_inconsistent ||
+			      r->was_rescanning || r->recreated);
+	return ret;
+}
+
+static void quota_text(const struct step_ctx *c)
+{
+	const struct btk_quota_rescan_result *r = &c->r.quota;
+
 	if (r->recreated)
 		printf("quota tree recreated (%llu old block(s) dropped: %s): its limits, "
 		       "higher-level qgroups and their relations are lost\n",
@@ -333,8 +433,11 @@ void rescue_quota_summary(const struct btk_quota_rescan_result *r)
 	       (unsigned long long)r->created);
 }
 
-void rescue_quota_json_summary(const struct btk_quota_rescan_result *r, bool done)
+static void quota_json_summary(const struct step_ctx *c, int ret)
 {
+	const struct btk_quota_rescan_result *r = &c->r.quota;
+	bool done = !ret;
+
 	printf("\"quota_summary\": {\"rescanned\": %s, \"qgroups\": %llu, \"changed\": %llu, "
 	       "\"created\": %llu, \"was_inconsistent\": %s, \"was_rescanning\": %s, "
 	       "\"recreated\": %s, \"old_blocks\": %llu, \"why\": ",
@@ -344,4 +447,93 @@ void rescue_quota_json_summary(const struct btk_quota_rescan_result *r, bool don
 	       r->recreated ? "true" : "false", (unsigned long long)r->old_blocks);
 	btk_json_cstr(stdout, r->why);
 	putchar('}');
+}
+
+static const struct step steps[] = {
+    {RESCUE_SUPER, "super", "Rewriting bad superblock copies", "super", "super", "superblocks", 0,
+     super_run, super_text, super_json_summary, false},
+    {RESCUE_HEAL, "heal", "Healing bad copies of tree blocks", "heal", "heal", "healing stopped", 0,
+     heal_run, heal_text, heal_json_summary, true},
+    {RESCUE_LOG, "replay-log", "Replaying the log tree", "log", "log", "log not replayed", 0,
+     log_run, log_text, log_json_summary, false},
+    {RESCUE_ZERO_LOG, "zero-log", "Dropping the log tree", "log_lost", "log", "log not dropped", 0,
+     log_run, log_text, log_json_summary, false},
+    {RESCUE_CSUM, "csum-tree", "Rebuilding the checksum tree from the data", "csum_not_summed",
+     "csum", "checksum tree not rebuilt", 0, csum_run, csum_text, csum_json_summary, false},
+    {RESCUE_FST, "free-space-tree", "Rebuilding the free-space tree", NULL, "fst",
+     "free-space tree not rebuilt", 0, tree_run, tree_text, tree_json_summary, false},
+    {RESCUE_UUID, "uuid-tree", "Rebuilding the uuid tree", NULL, "uuid", "uuid tree not rebuilt", 0,
+     tree_run, tree_text, tree_json_summary, false},
+    {RESCUE_QUOTA, "quota", "Rescanning the quota groups", NULL, "quota", "quotas not rescanned",
+     ENOENT, quota_run, quota_text, quota_json_summary, false},
+    {RESCUE_RELOC, "data-reloc-tree", "Rebuilding the data relocation tree", NULL, "data_reloc",
+     "data relocation tree not rebuilt", 0, tree_run, tree_text, tree_json_summary, false},
+};
+#define NSTEPS (sizeof(steps) / sizeof(steps[0]))
+
+int rescue_step(const char *name)
+{
+	for (size_t i = 0; i < NSTEPS; i++)
+		if (!strcmp(name, steps[i].name))
+			return steps[i].bit;
+	return 0;
+}
+
+const char *rescue_step_names(void)
+{
+	static char names[256];
+
+	if (!names[0])
+		for (size_t i = 0; i < NSTEPS; i++)
+			snprintf(names + strlen(names), sizeof(names) - strlen(names), "%s%s",
+				 i ? ", " : "", steps[i].name);
+	return names;
+}
+
+const char *rescue_step_doing(int step, bool data)
+{
+	if (step == RESCUE_HEAL && data)
+		return "Healing bad copies of tree blocks and data";
+	for (size_t i = 0; i < NSTEPS; i++)
+		if (steps[i].bit == step)
+			return steps[i].doing;
+	return "";
+}
+
+void rescue_run(const char **devs, int ndevs, const struct btk_open_opts *oo, int mask, bool data,
+		bool json, bool quiet, struct rescue_did *did)
+{
+	memset(did, 0, sizeof(*did));
+	for (const struct step *s = steps; s < steps + NSTEPS; s++) {
+		if (!(mask & s->bit))
+			continue;
+		struct step_ctx c = {s,	   devs,  ndevs, oo,	mask,  data,
+				     json, quiet, 0,	 false, false, {}};
+		int ret;
+		if (json && s->events)
+			printf("\"%s\": [", s->events);
+		ret = s->run(&c);
+		if (json) {
+			if (s->events)
+				printf("]");
+			s->json(&c, ret);
+			if (ret) {
+				printf(", \"%s_error\": ", s->key);
+				btk_json_cstr(stdout, btk_errmsg());
+			}
+			printf(", ");
+		} else if (!quiet && (!ret || s->text_stopped)) {
+			s->text(&c);
+		}
+		if (ret)
+			fprintf(stderr, "btk-fsck: %s: %s: %s\n", devs[0], s->fail, btk_errmsg());
+		did->changed |= c.changed;
+		did->left |= c.left;
+		if (ret && s->refused && ret == -s->refused)
+			did->refused = true;
+		else if (ret)
+			did->failed = true;
+		if (ret == -EUCLEAN && s->bit == RESCUE_SUPER)
+			return; /* nothing opens: the next steps cannot either */
+	}
 }

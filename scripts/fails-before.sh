@@ -12,6 +12,12 @@ set -u
 c=$1 t=$2 flt=${3:-}
 shift $(($# >= 3 ? 3 : 2))
 root=$(git rev-parse --show-toplevel) || exit 2
+# a hash, not a name: HEAD or a branch would move with the checkouts in the scratch worktree
+h=$(git -C "$root" rev-parse --verify --quiet "$c^{commit}") || {
+	echo "$c: not a commit" >&2
+	exit 2
+}
+c=$h
 w=$(mktemp -d)/tree
 trap 'git -C "$root" worktree remove --force "$w" >/dev/null 2>&1; rm -rf "$(dirname "$w")"' EXIT
 git -C "$root" worktree add -q --detach "$w" "$c" || exit 2
@@ -29,7 +35,13 @@ for rev in "$c^" "$c"; do
 	echo "== $t at $(git rev-parse --short HEAD) ($rev)"
 	if [[ $t == *.bats ]]; then
 		nice make -j2 B=build all >build.log 2>&1 || { tail -5 build.log; continue; }
-		BTK_BUILD=build nice bats -f "$flt" "$t" 2>&1 | grep -E '^(not )?ok|failed$'
+		BTK_BUILD=build nice bats -f "$flt" "$t" >bats.log 2>&1
+		rc=$?
+		grep -E '^(not )?ok|failed$' bats.log
+		# a filter that matches no test proves nothing: say so rather than "exit 0"
+		grep -qE '^(not )?ok' bats.log || echo "no test of $t matches '$flt'"
+		echo "exit $rc"
+		continue
 	else
 		nice make -j2 B=build "build/tests/$t" >build.log 2>&1 || { tail -5 build.log; continue; }
 		nice "build/tests/$t" 2>&1 | grep -E 'FAILED|PASSED|LINE|ERROR'

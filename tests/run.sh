@@ -28,6 +28,10 @@ case $BTK_BUILD in
 esac
 export BTK_BUILD
 per_file_timeout=${BTK_TEST_TIMEOUT:-900}
+# BTK_KERNEL_LOCK=FILE: each kernel-lane file holds flock(FILE) while it runs, so that this
+# run and other kernel work on the machine that takes the same lock attach images with the
+# same fsids one at a time (unset: no lock; a caller already holding it must leave it unset)
+kernel_lock=${BTK_KERNEL_LOCK:-}
 kernel_pattern='losetup|\bu?mount\b|device scan|require_loop|oracle_image|mkimg\.sh'
 
 # source_of ITEM: the text that says what a test file does (a unit binary: its .c source)
@@ -209,7 +213,7 @@ run_file() {
 				PATH=$stubs:$PATH BTK_LANE_CALLS=$calls \
 					timeout -k 10 "$per_file_timeout" "${cmd[@]}" >"$out" 2>"$err" &
 			else
-				timeout -k 10 "$per_file_timeout" "${cmd[@]}" >"$out" 2>"$err" &
+				timeout -k 10 "$per_file_timeout" ${kernel_lock:+flock "$kernel_lock"} "${cmd[@]}" >"$out" 2>"$err" &
 			fi
 			echo $! >"$res/$lane.pid"
 			wait $!

@@ -319,9 +319,10 @@ assert s["was_inconsistent"] or s["was_rescanning"], s
 		! grep -Eq 'are different|inconsistent|[Rr]escan' "$BTK_OUT" "$BTK_ERR"
 		btk_run 60 "$FSCK" "$IMG"
 		[ "$status" = 0 ] || { show_err; return 1; }
-		# counted already: a second rescan changes no number
+		# counted already: a second rescan changes no number, nothing needed doing (exit 0)
 		btk_run 60 "$FSCK" --rescue quota --no-undo "$IMG"
-		[ "$status" = 1 ] && grep -q ', 0 with new numbers, 0 made for subvolumes without one$' "$BTK_OUT"
+		[ "$status" = 0 ] || { show_err; return 1; }
+		grep -q ', 0 with new numbers, 0 made for subvolumes without one$' "$BTK_OUT"
 		# the other rebuilds change no subvolume tree: quotas stay consistent through them
 		for step in uuid-tree free-space-tree csum-tree; do
 			btk_run 60 "$FSCK" --rescue $step --no-undo "$IMG"
@@ -331,11 +332,19 @@ assert s["was_inconsistent"] or s["was_rescanning"], s
 		btk_run 60 btrfs check --readonly "$IMG"
 		[ "$status" = 0 ] && ! grep -Eq 'are different|inconsistent|[Rr]escan' "$BTK_OUT" "$BTK_ERR"
 	done
-	# quotas off: refused, one line
+	# quotas off: nothing to rescan, refused in one line with the usage status (16), not as a
+	# filesystem that could not be worked on (8)
 	image single
 	btk_run 60 "$FSCK" --rescue quota --no-undo "$IMG"
-	[ "$status" = 8 ] && grep -q 'quotas not rescanned: quotas are off' "$BTK_ERR"
+	[ "$status" = 16 ] || { show_err; return 1; }
+	[ "$(wc -l <"$BTK_ERR")" = 1 ] && grep -q 'quotas not rescanned: quotas are off' "$BTK_ERR"
 	cmp "$IMG" "$IMG.orig"
+	btk_run 60 "$FSCK" --rescue quota --no-undo --json "$IMG"
+	[ "$status" = 16 ] && python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["result"] == "not rescued" and "quota_error" in r, r
+' "$BTK_OUT"
 }
 
 @test "rescue quota: a power cut at every write leaves the quotas as they were or rescanned; SIGINT exits 32 with them as they were" {
