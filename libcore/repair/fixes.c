@@ -603,6 +603,8 @@ static int fix_unreadable(struct rp_ctx *x, const struct rp_prob *p, char *befor
 	if (rp_rebuild_of(p) != RP_RB_NONE && p->tree != BTRFS_CSUM_TREE_OBJECTID)
 		return rp_fix_rebuild(x, p, before, after, cap);
 	ret = fix_recow(x, p, before, after, cap);
+	if (ret == 1 && rp_lost_leaf(p))
+		return rp_fix_lost_leaf(x, p, before, after, cap);
 	if (ret != 1 || p->tree != BTRFS_CSUM_TREE_OBJECTID)
 		return ret;
 	if ((ret = btk_root_find(fs, p->tree, &r)))

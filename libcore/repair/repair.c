@@ -132,13 +132,27 @@ static bool names_planned(const struct btk_repair_opts *ro, const struct rp_prob
 	return false;
 }
 
+/* While a leaf of a subvolume tree is lost, the back references and names that its items
+ * were are not there for the trees to count: the extent records and that tree's other fixes
+ * wait for it to be rebuilt (else a record whose users lay in it would be removed). */
+static bool held_by_lost_leaf(const struct rp_probs *all, const struct rp_prob *p)
+{
+	if (rp_lost_leaf(p))
+		return false;
+	for (size_t i = 0; i < all->n; i++)
+		if (rp_lost_leaf(&all->data[i]) &&
+		    (all->data[i].tree == p->tree || rp_fix_phase(p) == 0))
+			return true;
+	return false;
+}
+
 /* Whether the plan may use p's fix (all: the whole check, for fixes that depend on others). */
 static bool planned(const struct btk_repair_opts *ro, const struct rp_probs *all,
 		    const struct rp_prob *p, int only)
 {
 	const struct btk_repair_info *ri = btk_repair_info(p->id);
 
-	if (!ri || !ri->fixable || !rp_fix_of(p->id))
+	if (!ri || !ri->fixable || !rp_fix_of(p->id) || held_by_lost_leaf(all, p))
 		return false;
 	if (ro->preen && !ri->safe)
 		return false;

@@ -42,6 +42,7 @@ struct rp_ctx {
 	struct rp_extents *ext; /* extents.c: the round's users of extents (NULL until needed) */
 	unsigned rebuilt;	/* rebuild.c: the trees this round rebuilt (1 << enum rp_rebuild) */
 	struct rp_rebuilds *rebuilds; /* rebuild.c: what a rebuild keeps to the commit */
+	uint64_t lost_leaves_of;      /* lostleaf.c: the tree whose lost leaves were rebuilt */
 };
 
 /* A fix: changes x->t so that p is gone; fills before/after (short texts for --json). 0; 1
@@ -65,6 +66,14 @@ enum rp_rebuild rp_rebuild_of(const struct rp_prob *p);
 int rp_fix_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 		   size_t cap);
 void rp_rebuilds_free(struct rp_rebuilds *r);
+
+/* lostleaf.c: whether p is a lost leaf of a subvolume tree (E0606 at level 0), which
+ * rp_fix_lost_leaf drops from its parent and makes again from what names its items (the
+ * rest of the tree, the extent tree's data references); what has no name left goes to
+ * lost+found. All lost leaves of the tree in one go (the others return 1). */
+bool rp_lost_leaf(const struct rp_prob *p);
+int rp_fix_lost_leaf(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		     size_t cap);
 
 /* extents.c: extent records made to agree with the trees that use them. */
 int rp_fix_ext_missing(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
