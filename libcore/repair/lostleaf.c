@@ -27,6 +27,7 @@
 #include "format/file_extent.h"
 #include "format/inode_item.h"
 #include "fs/fs_write.h"
+#include "tree/scan.h"
 #include "tree/tree.h"
 
 #include <errno.h>
@@ -73,6 +74,15 @@ struct ll_ref { /* a data reference naming the tree */
 };
 BTK_VEC(ll_refs, struct ll_ref);
 
+/* An item of a lost range found in an older copy of a leaf (tree/scan.h). */
+struct ll_old {
+	struct btk_key key;
+	uint64_t gen; /* the copy's */
+	uint32_t size;
+	uint8_t *data;
+};
+BTK_VEC(ll_olds, struct ll_old);
+
 struct ll {
 	struct btk_fs *fs;
 	struct btk_trans *t;
@@ -81,11 +91,12 @@ struct ll {
 	struct ll_names names;
 	struct ll_inos inos;
 	struct ll_refs refs;
-	struct ll_modes modes;		       /* every inode item that reads, in key order */
-	uint64_t omin, omax;		       /* objectids the ranges touch */
-	uint64_t max_ino;		       /* the highest inode number anything names */
-	uint64_t top_max_idx;		       /* the highest DIR_INDEX of the top directory */
-	bool top_has_lf;		       /* the top directory has a lost+found */
+	struct ll_modes modes; /* every inode item that reads, in key order */
+	struct ll_olds old;    /* the newest older copy of each lost key that one holds */
+	uint64_t omin, omax;   /* objectids the ranges touch */
+	uint64_t max_ino;      /* the highest inode number anything names */
+	uint64_t top_max_idx;  /* the highest DIR_INDEX of the top directory */
+	bool top_has_lf;       /* the top directory has a lost+found */
 	uint64_t lf_ino, lf_max_idx, lf_added; /* lf_added: bytes of names put in lost+found */
 	uint64_t shared; /* full back references naming a lost leaf: not rebuilt */
 };
@@ -458,8 +469,164 @@ static bool lost_type(const struct ll *l, uint64_t o, uint8_t type)
 }
 
 struct ll_done {
-	uint64_t inodes, names, extents, lost_found, set_right;
+	uint64_t inodes, names, extents, lost_found, set_right, from_old;
 };
+
+/* ---- older copies of the lost leaves ---- */
+
+static uint64_t scan_tree_id; /* the owner btk_scan_blocks_of keeps (its filter takes no ctx) */
+static bool owner_is(uint64_t owner)
+{
+	return owner == scan_tree_id;
+}
+
+static const struct ll_old *old_find(const struct ll *l, const struct btk_key *k)
+{
+	for (size_t i = 0; i < l->old.n; i++)
+		if (!btk_key_cmp(&l->old.data[i].key, k))
+			return &l->old.data[i];
+	return NULL;
+}
+
+/* Every leaf of the tree still on disk from before the lost leaves' generation (one that
+ * validates at its own address, found by scanning the metadata chunks): the items of the
+ * lost ranges it holds, the newest copy of each key. */
+static int old_copies(struct ll *l)
+{
+	struct btk_found_blocks fb = {0};
+	uint64_t gen = 0;
+	int ret;
+
+	for (size_t i = 0; i < l->r.n; i++)
+		if (l->r.data[i].gen > gen)
+			gen = l->r.data[i].gen;
+	scan_tree_id = l->tree;
+	ret = btk_scan_blocks_of(l->fs, owner_is, &fb, NULL, NULL);
+	for (size_t i = 0; !ret && i < fb.n; i++) {
+		const struct btk_found_block *f = &fb.data[i];
+		struct btk_block_check chk = {.level = 0, .generation = f->generation};
+		struct btk_block *b;
+		bool lost_one = false;
+		for (size_t j = 0; j < l->r.n; j++)
+			lost_one = lost_one || f->bytenr == l->r.data[j].bytenr;
+		if (f->owner != l->tree || f->level || f->generation >= gen || lost_one)
+			continue;
+		if (btk_block_read(l->fs, f->bytenr, &chk, &b)) {
+			btk_err_clear();
+			continue;
+		}
+		for (uint32_t s = 0; !ret && s < btk_block_nritems(b); s++) {
+			struct btk_key k;
+			btk_leaf_key(b, (int)s, &k);
+			if (!lost(l, &k))
+				continue;
+			struct ll_old *o = (struct ll_old *)old_find(l, &k);
+			if (o && o->gen >= f->generation)
+				continue;
+			if (!o && !(o = btk_vec_push(&l->old))) {
+				ret = btk_err(ENOMEM, "out of memory");
+				break;
+			}
+			uint32_t sz = btk_leaf_size(b, (int)s);
+			uint8_t *d = malloc(sz ? sz : 1);
+			if (!d) {
+				ret = btk_err(ENOMEM, "out of memory");
+				break;
+			}
+			if (o->data)
+				free(o->data);
+			memcpy(d, btk_leaf_data(b, (int)s), sz);
+			*o = (struct ll_old){k, f->generation, sz, d};
+		}
+		btk_block_put(b);
+	}
+	btk_vec_free(&fb);
+	return ret;
+}
+
+/* Whether dir is a directory that reads, the top one, or one whose lost item an older copy
+ * has (as a directory). */
+static bool dir_ok(const struct ll *l, uint64_t dir)
+{
+	struct btk_key k = {dir, BTRFS_INODE_ITEM_KEY, 0};
+	const struct ll_old *o;
+	struct btk_inode_info in;
+
+	if (dir == BTRFS_FIRST_FREE_OBJECTID || S_ISDIR(mode_find(l, dir)))
+		return true;
+	return lost(l, &k) && (o = old_find(l, &k)) &&
+	       !btk_inode_item_parse(o->data, o->size, &in) && S_ISDIR(in.mode);
+}
+
+/* Names of inodes that have none left, from the older copies (a DIR_INDEX, or an INODE_REF),
+ * whose directory still reads as one. */
+static int old_names(struct ll *l)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < l->old.n; i++) {
+		const struct ll_old *o = &l->old.data[i];
+		const struct btk_key *k = &o->key;
+		if (k->type == BTRFS_DIR_INDEX_KEY) {
+			struct btk_dir_iter it;
+			struct btk_dir_ent e;
+			struct btk_key loc;
+			btk_dir_iter_init(&it, o->data, o->size);
+			if (btk_dir_next(&it, &e) != 1)
+				continue;
+			btk_dir_ent_location(&e, &loc);
+			if (loc.type != BTRFS_INODE_ITEM_KEY)
+				continue;
+			bool named = false;
+			for (size_t j = 0; j < l->names.n && !named; j++)
+				named = l->names.data[j].ino == loc.objectid;
+			if (named || !ino_get(l, loc.objectid, false) || !dir_ok(l, k->objectid))
+				continue;
+			ret = name_add(l, k->objectid, loc.objectid, k->offset, e.type, e.name,
+				       e.name_len);
+		} else if (k->type == BTRFS_INODE_REF_KEY) {
+			struct btk_ref_iter it;
+			struct btk_ref_ent r;
+			bool named = false;
+			for (size_t j = 0; j < l->names.n && !named; j++)
+				named = l->names.data[j].ino == k->objectid;
+			btk_ref_iter_init(&it, k, o->data, o->size);
+			if (named || !ino_get(l, k->objectid, false) || k->offset == k->objectid ||
+			    !dir_ok(l, k->offset) || btk_ref_next(&it, &r) != 1)
+				continue;
+			ret = name_add(l, r.parent, k->objectid, r.index, 0, r.name, r.name_len);
+		}
+	}
+	return ret;
+}
+
+/* The older copy's inline extent of ino (its data lay only in the leaf), when ino has no
+ * other extent and it is as long as the size the inode has (size UINT64_MAX: not known). */
+static const struct ll_old *old_inline(const struct ll *l, uint64_t ino, uint64_t size)
+{
+	struct btk_key k = {ino, BTRFS_EXTENT_DATA_KEY, 0};
+	const struct ll_old *o = old_find(l, &k);
+	struct btk_file_extent fe;
+
+	if (!o || btk_file_extent_item_parse(o->data, o->size, 0, &fe) != BTK_FE_WHOLE ||
+	    fe.type != BTRFS_FILE_EXTENT_INLINE || (size != UINT64_MAX && fe.ram_bytes != size))
+		return NULL;
+	for (size_t i = 0; i < l->refs.n; i++)
+		if (l->refs.data[i].ino == ino)
+			return NULL;
+	return o;
+}
+
+/* Puts back an older copy's item (inline extent, xattr) at its key. */
+static int old_put(struct ll *l, const struct ll_old *o, struct ll_done *done)
+{
+	int ret = btk_item_insert(l->t, l->tree, &o->key, o->data, o->size);
+
+	if (ret == -EEXIST)
+		return 0;
+	done->from_old += !ret;
+	return ret;
+}
 
 static int rebuild(struct ll *l, struct ll_done *done)
 {
@@ -505,6 +672,9 @@ static int rebuild(struct ll *l, struct ll_done *done)
 	for (size_t i = 0; i < l->refs.n; i++)
 		if (!ino_get(l, l->refs.data[i].ino, true))
 			return btk_err(ENOMEM, "out of memory");
+	/* names only an older copy still has */
+	if ((ret = old_names(l)))
+		return ret;
 	/* lost+found for what has no name left */
 	for (size_t i = 0; i < l->inos.n; i++) {
 		struct ll_ino *e = &l->inos.data[i];
@@ -517,6 +687,19 @@ static int rebuild(struct ll *l, struct ll_done *done)
 		if (named)
 			continue;
 		if (!l->lf_ino) {
+			/* past every inode number anything names, the data references and the
+			 * older copies' items included */
+			for (size_t j = 0; j < l->refs.n; j++)
+				if (l->refs.data[j].ino > l->max_ino)
+					l->max_ino = l->refs.data[j].ino;
+			for (size_t j = 0; j < l->inos.n; j++)
+				if (l->inos.data[j].ino > l->max_ino &&
+				    l->inos.data[j].ino <= BTRFS_LAST_FREE_OBJECTID)
+					l->max_ino = l->inos.data[j].ino;
+			for (size_t j = 0; j < l->old.n; j++)
+				if (l->old.data[j].key.objectid > l->max_ino &&
+				    l->old.data[j].key.objectid <= BTRFS_LAST_FREE_OBJECTID)
+					l->max_ino = l->old.data[j].key.objectid;
 			l->lf_ino = l->max_ino + 1;
 			if (!l->top_has_lf) {
 				if ((ret = name_add(l, root_dir, l->lf_ino, ++l->top_max_idx,
@@ -587,6 +770,33 @@ static int rebuild(struct ll *l, struct ll_done *done)
 			if (any && !sums)
 				a.flags |= BTK_INODE_NODATASUM;
 		}
+		/* an older copy of the item, of the same type: its owner, mode, times, flags */
+		const struct ll_old *oi = old_find(l, &k);
+		struct btk_inode_info in;
+		if (oi && !btk_inode_item_parse(oi->data, oi->size, &in) &&
+		    S_ISDIR(in.mode) == dir && (dir || !type || btk_mode_ftype(in.mode) == type)) {
+			const struct ll_old *il = dir ? NULL : old_inline(l, e->ino, in.size);
+			a.mode = in.mode;
+			a.uid = in.uid;
+			a.gid = in.gid;
+			a.rdev = in.rdev;
+			a.atime = in.atime, a.mtime = in.mtime, a.ctime = in.ctime,
+			a.otime = in.otime;
+			a.flags = in.flags;
+			a.generation = in.generation;
+			if (il) { /* a small file: its data inline, in the older copy */
+				a.size = in.size;
+				a.nbytes = in.size;
+				if ((ret = old_put(l, il, done)))
+					return ret;
+			} else if (!dir && in.size <= e->ext_end &&
+				   in.size + l->fs->sectorsize > e->ext_end) {
+				a.size = in.size;
+			} else if (!dir && !e->ext_end && !in.size) {
+				a.size = 0;
+			}
+			done->from_old++;
+		}
 		e->mode = a.mode;
 		if ((ret = btk_inode_create(t, l->tree, e->ino, &a)))
 			return ret;
@@ -642,6 +852,25 @@ static int rebuild(struct ll *l, struct ll_done *done)
 		 * lost+found entry grows it */
 		(void)pd;
 		done->names++;
+	}
+	/* the inline data of files that still read, and xattrs, from the older copies */
+	for (size_t i = 0; i < l->inos.n; i++) {
+		struct ll_ino *e = &l->inos.data[i];
+		if (!e->have || e->rebuilt || S_ISDIR(e->mode) || e->ext_end ||
+		    !lost_type(l, e->ino, BTRFS_EXTENT_DATA_KEY))
+			continue;
+		const struct ll_old *il = old_inline(l, e->ino, e->info.size);
+		if (il && !(ret = old_put(l, il, done)))
+			e->nbytes += e->info.size;
+		if (ret)
+			return ret;
+	}
+	for (size_t i = 0; i < l->old.n; i++) {
+		const struct ll_old *o = &l->old.data[i];
+		struct ll_ino *e = ino_get(l, o->key.objectid, false);
+		if (o->key.type == BTRFS_XATTR_ITEM_KEY && e && e->have &&
+		    (ret = old_put(l, o, done)))
+			return ret;
 	}
 	/* what the inodes that still read count: sizes of directories whose entries lay in
 	 * the leaf or that got lost+found entries, nbytes of files whose extents did, links */
@@ -756,7 +985,8 @@ int rp_fix_lost_leaf(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 	l.max_ino = l.top_max_idx = l.lf_max_idx = 0;
 	l.top_has_lf = false;
 	l.lf_ino = 0;
-	if ((ret = btk_tree_walk(l.fs, &root, &ops, &l)) || (ret = scan_refs(&l)))
+	if ((ret = btk_tree_walk(l.fs, &root, &ops, &l)) || (ret = scan_refs(&l)) ||
+	    (ret = old_copies(&l)))
 		goto out;
 	if (l.shared) {
 		ret = btk_err(EOPNOTSUPP,
@@ -777,20 +1007,23 @@ int rp_fix_lost_leaf(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 	}
 	if ((ret = rebuild(&l, &done)))
 		goto out;
-	snprintf(before, cap, "%zu leaf/leaves of tree %llu lost, keys (%llu %u %llu) on", l.r.n,
-		 (unsigned long long)p->tree, (unsigned long long)l.r.data[0].lo.objectid,
-		 l.r.data[0].lo.type, (unsigned long long)l.r.data[0].lo.offset);
+	snprintf(before, cap, "%zu lost leaf/leaves from key (%llu %u %llu)", l.r.n,
+		 (unsigned long long)l.r.data[0].lo.objectid, l.r.data[0].lo.type,
+		 (unsigned long long)l.r.data[0].lo.offset);
+	/* (before and after are short: 96 bytes) */
 	snprintf(after, cap,
-		 "rebuilt: %llu inode(s), %llu name(s), %llu extent(s); %llu in lost+found; %llu "
-		 "inode(s) set right",
+		 "%llu inodes, %llu names, %llu extents back (%llu items old), %llu in lost+found",
 		 (unsigned long long)done.inodes, (unsigned long long)done.names,
-		 (unsigned long long)done.extents, (unsigned long long)done.lost_found,
-		 (unsigned long long)done.set_right);
+		 (unsigned long long)done.extents, (unsigned long long)done.from_old,
+		 (unsigned long long)done.lost_found);
 out:
 	btk_vec_free(&l.r);
 	btk_vec_free(&l.names);
 	btk_vec_free(&l.inos);
 	btk_vec_free(&l.refs);
 	btk_vec_free(&l.modes);
+	for (size_t i = 0; i < l.old.n; i++)
+		free(l.old.data[i].data);
+	btk_vec_free(&l.old);
 	return ret;
 }

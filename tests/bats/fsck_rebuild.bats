@@ -486,7 +486,7 @@ for d in range(4):
 		[ "$status" = 4 ] || { show_err; return 1; }
 		btk_run 180 "$FSCK" --repair --no-undo "$IMG"
 		[ "$status" = 1 ] || { echo "leaf $leaf" >&2; show_err; cat "$BTK_OUT" >&2; return 1; }
-		grep -Eq "^FIXED: \[E0606 tb-unreadable\] tree 5 bytenr $leaf: 1 leaf/leaves of tree 5 lost, keys \([0-9]+ [0-9]+ [0-9]+\) on -> rebuilt: [0-9]+ inode\(s\), [0-9]+ name\(s\), [0-9]+ extent\(s\); [0-9]+ in lost\+found; [0-9]+ inode\(s\) set right$" "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+		grep -Eq "^FIXED: \[E0606 tb-unreadable\] tree 5 bytenr $leaf: 1 lost leaf/leaves from key \([0-9]+ [0-9]+ [0-9]+\) -> [0-9]+ inodes, [0-9]+ names, [0-9]+ extents back \([0-9]+ items old\), [0-9]+ in lost\+found$" "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
 		grep -q ', 0 left$' "$BTK_OUT"
 		both_clean "$IMG"
 		line=$(python3 "$BATS_TEST_DIRNAME/../lib/lost_leaf.py" "$BTK_BUILD" "$IMG.orig" "$leaf" "$IMG")
