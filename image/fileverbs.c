@@ -27,7 +27,8 @@ const struct verb img_file_verbs[] = {
     {"subvol", "create|delete|default IMG PATH | list IMG",
      "make, delete, choose the default, or list subvolumes", verb_subvol},
     {"label", "IMG [NEW]", "show or set the filesystem label", verb_label},
-    {"uuid", "IMG [NEW|random]", "show or set the filesystem uuid (metadata_uuid)", verb_uuid},
+    {"uuid", "[-m] IMG [NEW|random]", "show or set the filesystem uuid (-m: metadata_uuid)",
+     verb_uuid},
 };
 
 const size_t img_file_nverbs = sizeof(img_file_verbs) / sizeof(img_file_verbs[0]);

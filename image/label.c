@@ -1,11 +1,13 @@
 /* label.c — btk-image label and uuid: show or change a filesystem's label and fsid offline
- * (as btrfs filesystem label and btrfstune -m do on unmounted devices), in one commit. */
+ * (as btrfs filesystem label and btrfstune -u/-m do on unmounted devices), in one commit. */
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "base/error.h"
 #include "base/json.h"
 #include "base/uuid.h"
+#include "relocate/relocate.h"
 #include "trans/trans.h"
 #include "wops.h"
 
@@ -69,19 +71,27 @@ int verb_label(int argc, const char **argv)
 	return rc;
 }
 
+static void on_copy(void *ctx, uint64_t done, uint64_t total)
+{
+	struct wops *w = ctx;
+
+	cli_progress_job(&w->line, false, "copying metadata", done, total, NULL);
+}
+
 int verb_uuid(int argc, const char **argv)
 {
 	struct wops w = {0};
 	int meta = 0;
 	struct poptOption opts[] = {{"metadata-uuid", 'm', POPT_ARG_NONE, &meta, 0,
-				     "through the metadata_uuid feature (btrfstune -m; the only "
-				     "way btk changes it)",
+				     "through the metadata_uuid feature (btrfstune -m): only the "
+				     "superblocks change",
 				     NULL},
 				    WOPS_OPTIONS(&w),
 				    CLI_STD_OPTIONS POPT_TABLEEND};
 	uint8_t fsid[16];
 	char msg[200], extra[200], u[CLI_UUID_STR];
-	int rc;
+	uint64_t blocks = 0;
+	int rc, ret = 0;
 
 	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG [NEW|random]", 1, 2)))
 		return img_done(&w.c, rc);
@@ -93,8 +103,18 @@ int verb_uuid(int argc, const char **argv)
 		cli_err("%s: not a uuid (or 'random')", w.c.args[1]);
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
-	if (!(rc = wops_open(&w)) && btk_trans_set_fsid(w.e.t, fsid))
-		rc = wops_failed(&w, "/");
+	if (!(rc = wops_open(&w))) {
+		ret = meta ? btk_trans_set_fsid(w.e.t, fsid)
+			   : btk_fsid_rewrite(w.e.t, fsid, on_copy, &w, &blocks);
+		if (ret == -ENOSPC) {
+			char why[300];
+			snprintf(why, sizeof(why), "%s", btk_errmsg());
+			btk_err(ENOSPC, "%s: --metadata-uuid (-m) changes the uuid without it",
+				why);
+		}
+		if (ret)
+			rc = wops_failed(&w, "/");
+	}
 	rc = wops_finish(&w, rc);
 	if (!rc) {
 		cli_uuid_format(fsid, u);

@@ -5,6 +5,8 @@
  * every loop device backed by the same file; for an image file, every loop device backed by it.
  * Backing files compare by device and inode (LOOP_GET_STATUS64, else a stat of sysfs's
  * backing_file), never by path, so a hard link or another name of an attached image is seen.
+ * A range of an image file (a partition, an offset) counts only the loop devices whose own
+ * range of the file (offset, size limit) overlaps it.
  * One of those is in use when a mount's source is it, or when the btrfs it belongs to is
  * mounted from another of its devices (/sys/fs/btrfs/FSID/devices lists every member of a
  * mounted btrfs). Whether the mount writes is the superblock's option (the last field of
@@ -81,13 +83,23 @@ static void add_bdev(struct bdevs *b, dev_t rdev)
 	b->rdev[b->n++] = rdev;
 }
 
-/* The backing file's device and inode of the loop device named name ("loop3"): the kernel's
- * own record when the device opens, else a stat of the path sysfs gives. -1 when detached. */
-static int loop_backing(const char *name, dev_t *dev, ino_t *ino)
+/* A number from a sysfs file, 0 when it cannot be read. */
+static uint64_t read_u64(const char *path)
+{
+	char buf[32];
+
+	return read_line(path, buf, sizeof(buf)) ? 0 : strtoull(buf, NULL, 10);
+}
+
+/* The backing file's device and inode of the loop device named name ("loop3") and the range
+ * of the file it shows ([*off, *end)): the kernel's own record when the device opens, else
+ * sysfs (a stat of backing_file, offset and sizelimit). -1 when detached. */
+static int loop_backing(const char *name, dev_t *dev, ino_t *ino, uint64_t *off, uint64_t *end)
 {
 	char p[PATH_MAX], back[PATH_MAX];
 	struct loop_info64 li;
 	struct stat bs;
+	uint64_t limit;
 	int fd;
 
 	snprintf(p, sizeof(p), "/sys/block/%s/loop/backing_file", name);
@@ -101,6 +113,10 @@ static int loop_backing(const char *name, dev_t *dev, ino_t *ino)
 		if (ok) {
 			*dev = (dev_t)li.lo_device;
 			*ino = (ino_t)li.lo_inode;
+			*off = li.lo_offset;
+			*end = li.lo_sizelimit && li.lo_offset + li.lo_sizelimit > li.lo_offset
+				   ? li.lo_offset + li.lo_sizelimit
+				   : UINT64_MAX;
 			return 0;
 		}
 	}
@@ -108,11 +124,16 @@ static int loop_backing(const char *name, dev_t *dev, ino_t *ino)
 		return -1;
 	*dev = bs.st_dev;
 	*ino = bs.st_ino;
+	snprintf(p, sizeof(p), "/sys/block/%s/loop/offset", name);
+	*off = read_u64(p);
+	snprintf(p, sizeof(p), "/sys/block/%s/loop/sizelimit", name);
+	limit = read_u64(p);
+	*end = limit && *off + limit > *off ? *off + limit : UINT64_MAX;
 	return 0;
 }
 
-/* Every loop device backed by the file (dev, ino). */
-static void loops_of(dev_t dev, ino_t ino, struct bdevs *b)
+/* Every loop device backed by the file (dev, ino) whose range of it overlaps [off, end). */
+static void loops_of(dev_t dev, ino_t ino, uint64_t off, uint64_t end, struct bdevs *b)
 {
 	DIR *d = opendir("/sys/block");
 	struct dirent *e;
@@ -124,9 +145,10 @@ static void loops_of(dev_t dev, ino_t ino, struct bdevs *b)
 		unsigned ma, mi;
 		dev_t bd;
 		ino_t bi;
-		if (strncmp(e->d_name, "loop", 4) || loop_backing(e->d_name, &bd, &bi))
+		uint64_t lo, le;
+		if (strncmp(e->d_name, "loop", 4) || loop_backing(e->d_name, &bd, &bi, &lo, &le))
 			continue;
-		if (bd != dev || bi != ino)
+		if (bd != dev || bi != ino || lo >= end || off >= le)
 			continue;
 		snprintf(p, sizeof(p), "/sys/block/%s/dev", e->d_name);
 		if (read_line(p, num, sizeof(num)) || sscanf(num, "%u:%u", &ma, &mi) != 2)
@@ -283,7 +305,14 @@ static enum btk_use scan_mounts(const struct bdevs *b, char *where, size_t len)
 
 enum btk_use btk_dev_in_use(const char *path, char *where, size_t len)
 {
+	return btk_dev_in_use_range(path, 0, UINT64_MAX, where, len);
+}
+
+enum btk_use btk_dev_in_use_range(const char *path, uint64_t off, uint64_t size, char *where,
+				  size_t len)
+{
 	struct bdevs b = {.n = 0};
+	uint64_t end = size && off + size > off ? off + size : UINT64_MAX;
 	char name[64], dummy[8];
 	struct stat st;
 	enum btk_use state;
@@ -291,18 +320,20 @@ enum btk_use btk_dev_in_use(const char *path, char *where, size_t len)
 	if (!where || !len)
 		where = dummy, len = sizeof(dummy);
 	where[0] = 0;
-	/* a partition or an offset of a device ("disk.img@p2"): the whole device counts */
+	/* the name of a partition or an offset ("disk.img@p2") stands for its device */
 	if (btk_dev_name_stat(path, &st))
 		return BTK_USE_FREE; /* opening it will say why */
 	if (S_ISBLK(st.st_mode)) {
 		dev_t bd;
 		ino_t bi;
+		uint64_t lo, le;
 		add_bdev(&b, st.st_rdev);
+		/* the same file through another loop device (the whole device counts) */
 		if (!bdev_name(st.st_rdev, name, sizeof(name)) && !strncmp(name, "loop", 4) &&
-		    !loop_backing(name, &bd, &bi))
-			loops_of(bd, bi, &b); /* the same file through another loop device */
+		    !loop_backing(name, &bd, &bi, &lo, &le))
+			loops_of(bd, bi, lo, le, &b);
 	} else if (S_ISREG(st.st_mode)) {
-		loops_of(st.st_dev, st.st_ino, &b);
+		loops_of(st.st_dev, st.st_ino, off, end, &b);
 	}
 	if (!b.n)
 		return BTK_USE_FREE;
@@ -317,9 +348,14 @@ enum btk_use btk_dev_in_use(const char *path, char *where, size_t len)
 
 int btk_dev_refuse_in_use(const char *path)
 {
+	return btk_dev_refuse_in_use_range(path, 0, UINT64_MAX);
+}
+
+int btk_dev_refuse_in_use_range(const char *path, uint64_t off, uint64_t size)
+{
 	char where[PATH_MAX];
 
-	switch (btk_dev_in_use(path, where, sizeof(where))) {
+	switch (btk_dev_in_use_range(path, off, size, where, sizeof(where))) {
 	case BTK_USE_FREE:
 		return 0;
 	case BTK_USE_UNKNOWN:

@@ -373,8 +373,14 @@ enum btk_use {
 	BTK_USE_MOUNTED_RW
 };
 enum btk_use btk_dev_in_use(const char *path, char *where, size_t len);
+/* The same for the bytes [off, off+size) of path (size 0: to its end): of an image file, only
+ * the loop devices whose offset and size limit overlap that range count (a loop device of one
+ * partition leaves the others free); a block device counts whole. */
+enum btk_use btk_dev_in_use_range(const char *path, uint64_t off, uint64_t size, char *where,
+				  size_t len);
 /* 0 when a writer may change path; -EBUSY naming the mount point or loop device otherwise. */
 int btk_dev_refuse_in_use(const char *path);
+int btk_dev_refuse_in_use_range(const char *path, uint64_t off, uint64_t size);
 /* 0 when path holds no filesystem or partition table signature that libblkid knows (or it
  * does not exist); -EEXIST naming what was found ("contains a ext4 filesystem (use -f to
  * overwrite)"), -EIO when it cannot be probed. */

@@ -121,16 +121,19 @@ static int lock_handle(struct btk_dev *dev, const struct btk_dev_opts *o)
 	return 0;
 }
 
-/* The writer's checks and the exclusive open, on a handle opened read-write. */
+/* The writer's checks and the exclusive open, on a handle opened read-write. An image file's
+ * in-use check waits for its window (in_use_window). */
 static int exclusive(struct btk_dev **devp, const struct btk_dev_opts *o)
 {
 	struct btk_dev *dev = *devp, *x;
 	int ret;
 
-	if ((ret = lock_handle(dev, o)) || (ret = btk_dev_refuse_in_use(dev->path)))
+	if ((ret = lock_handle(dev, o)))
 		return ret;
 	if (!dev->is_blockdev)
 		return 0;
+	if ((ret = btk_dev_refuse_in_use(dev->path)))
+		return ret;
 	/* O_EXCL fails with EBUSY while the kernel holds the device (mounted, a member of an
 	 * assembled array, another exclusive opener) */
 	if ((ret = btk_dev_open(dev->path, BTK_OPEN_WRITE | BTK_OPEN_EXCL, &x)))
@@ -269,6 +272,17 @@ int btk_dev_plain_only(const char *base, bool write)
 		       base);
 }
 
+/* After the window, a writer on an image file: in use when a loop device shows any byte of
+ * the range the handle stands for (a partition's only, or the whole file). */
+static int in_use_window(const struct btk_dev *dev)
+{
+	uint64_t off, size;
+
+	if (!btk_dev_range(dev, &off, &size))
+		off = 0, size = 0;
+	return btk_dev_refuse_in_use_range(dev->path, off, size);
+}
+
 /* After the window: the signatures of what the filesystem will overwrite. */
 static int no_clobber(struct btk_dev *dev)
 {
@@ -315,6 +329,7 @@ int btk_dev_open_opts(const char *path, const struct btk_dev_opts *o, struct btk
 		return ret;
 	}
 	if ((ret = btk_dev_where_apply(&dev, base, &w, o->write)) ||
+	    (o->write && !dev->is_blockdev && (ret = in_use_window(dev))) ||
 	    (o->write && o->no_clobber && (ret = no_clobber(dev))) || (ret = wrap(&dev, o))) {
 		if (made)
 			unlink(base);

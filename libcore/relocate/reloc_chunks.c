@@ -238,3 +238,47 @@ int rl_cut_chunks(struct btk_fs *fs, const struct rl_empty *e)
 	}
 	return ret;
 }
+
+int rl_move_tree_blocks(struct btk_trans *t,
+			void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx,
+			struct rl_stats *st)
+{
+	struct btk_fs *fs = btk_trans_fs(t);
+	struct items it = {0};
+	struct btk_backref *br = NULL;
+	uint64_t total;
+	size_t n = 0;
+	int ret = 0;
+
+	/* the extents of the committed extent tree in every chunk that can hold tree blocks */
+	for (int i = 0; i < fs->nchunks && !ret; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		struct collect col = {&it, 0};
+		if (c->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM))
+			ret =
+			    rl_extents_each(fs, c->logical, c->logical + c->length, add_item, &col);
+	}
+	if (!ret)
+		ret = set_levels(fs, &it);
+	/* tree blocks only (data of mixed block groups stays where it is), highest level first */
+	for (size_t i = 0; i < it.n && !ret; i++)
+		if (it.data[i].level >= 0)
+			it.data[n++] = it.data[i];
+	total = (uint64_t)n * fs->nodesize;
+	if (!ret)
+		ret = btk_backref_new(fs, &br);
+	for (size_t i = 0; i < n && !ret; i++) {
+		int users = 0;
+		ret = rl_move_tree_block(t, br, it.data[i].bytenr, it.data[i].level, &users);
+		st->tree_blocks++;
+		st->tree_copies += (uint64_t)users;
+		st->bytes += fs->nodesize;
+		if (!ret)
+			ret = btk_trans_writeback(t, DIRTY_LIMIT);
+		if (!ret && progress)
+			progress(ctx, st->bytes, total);
+	}
+	btk_backref_free(br);
+	btk_vec_free(&it);
+	return ret;
+}

@@ -24,6 +24,8 @@
 #include <stdint.h>
 #include "volumes/volumes.h"
 
+struct btk_trans;
+
 struct btk_resize_move {
 	uint64_t logical; /* the chunk */
 	uint64_t type;	  /* its block group flags */
@@ -139,5 +141,16 @@ typedef void (*btk_resize_progress_fn)(void *ctx, uint64_t done, uint64_t total)
  * itself (btk_write_open): one call per opened filesystem. */
 int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 		     btk_resize_progress_fn progress, void *ctx);
+
+/* Changes the fsid of a single-device filesystem to fsid in transaction t (opened for
+ * writing, nothing else changed in it), as btrfstune -u does, copy-on-write: every tree block
+ * of the committed trees is copied with the new fsid in its header (reloc_fsid.c), the device
+ * items and the superblock get it, and every block the new trees reach is checked to carry it
+ * (*blocks counts them) before the caller commits. The committed filesystem stays as it was
+ * until the commit's superblocks. An fsid the filesystem already has (and its blocks hold)
+ * changes nothing. Errors: -ENOSPC no room for a second copy of the metadata,
+ * the refusals of btk_trans_fsid_rewrite_begin; after an error t must be dropped. */
+int btk_fsid_rewrite(struct btk_trans *t, const uint8_t fsid[BTK_FSID_SIZE],
+		     btk_resize_progress_fn progress, void *ctx, uint64_t *blocks);
 
 #endif

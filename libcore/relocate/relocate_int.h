@@ -165,6 +165,12 @@ int rl_compact_empty(struct btk_fs *fs, uint64_t devid, uint64_t target, const s
  * -EAGAIN when passes stop finding less (the message says how many are left), -ENOSPC when
  * the rest of the filesystem has no room; either way the committed state is consistent. */
 int rl_empty_chunks(struct btk_fs *fs, const struct rl_empty *e, struct rl_stats *st);
+/* Moves every tree block of the committed trees (as rl_empty_chunks moves those of its chunks)
+ * in transaction t, the highest levels first, without making any chunk read-only: each gets a
+ * copy made by t. progress (may be NULL) sees the bytes moved of the total. */
+int rl_move_tree_blocks(struct btk_trans *t,
+			void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx,
+			struct rl_stats *st);
 /* Removes the (empty, committed) chunks in transaction t (those with a keep: only those
  * kept 0 bytes). */
 int rl_remove_chunks(struct btk_trans *t, const struct rl_empty *e);

@@ -392,6 +392,7 @@ static int copy_block(struct btk_trans *t, struct btk_block *b, const struct ref
 		return btk_err(ENOMEM, "out of memory");
 	}
 	memcpy(nb->data, b->data, ns);
+	memcpy(((struct btk_header *)nb->data)->fsid, t->fs->meta_uuid, BTK_FSID_SIZE);
 	btk_put64(((struct btk_header *)nb->data)->bytenr, to);
 	nb->dirty = true;
 	t->w->mods++;

@@ -325,6 +325,7 @@ static int cow_block(struct btk_trans *t, struct btk_wroot *wr, struct btk_path 
 	/* A block of this transaction is changed in place, also after a writeback wrote it:
 	 * no committed root points at it. */
 	if (gen == t->transid && !btk_rs_overlaps(&t->w->snap_shared, b->bytenr, t->fs->nodesize)) {
+		memcpy(((struct btk_header *)b->data)->fsid, t->fs->meta_uuid, BTK_FSID_SIZE);
 		if (!b->dirty)
 			t->w->dirtied += t->fs->nodesize;
 		b->dirty = true;
@@ -345,6 +346,7 @@ static int cow_block(struct btk_trans *t, struct btk_wroot *wr, struct btk_path 
 		return btk_err(ENOMEM, "out of memory");
 	memcpy(nb->data, b->data, t->fs->nodesize);
 	h = (struct btk_header *)nb->data;
+	memcpy(h->fsid, t->fs->meta_uuid, BTK_FSID_SIZE); /* a new fsid being written */
 	btk_put64(h->bytenr, bytenr);
 	btk_put64(h->generation, t->transid);
 	btk_put64(h->owner, wr->objectid);

@@ -331,8 +331,24 @@ int btk_trans_set_label(struct btk_trans *t, const char *label);
  * btrfstune -m does: tree blocks and device items keep the uuid they hold (the superblock's
  * metadata_uuid); the fsid that uuid is clears the feature again. Each superblock copy is
  * valid alone, so a power cut leaves the old fsid or the new. -EOPNOTSUPP for several
- * devices. */
+ * devices or a seed filesystem. */
 int btk_trans_set_fsid(struct btk_trans *t, const uint8_t fsid[BTK_FSID_SIZE]);
+/* A full change of the fsid (btrfstune -u), in one copy-on-write transaction: from here every
+ * new or copied tree block carries fsid, the device items and the superblock get it (the
+ * metadata_uuid feature goes, and the older backup roots, whose trees keep the old fsid), and
+ * blocks still carrying the old one read as well. The caller then copies every tree block of
+ * the committed trees (relocate: btk_fsid_rewrite) and calls btk_trans_fsid_rewrite_done,
+ * after which only the new fsid reads, before committing. Until the commit's superblocks the
+ * committed trees are untouched. Refused (nothing changed): several devices (-EOPNOTSUPP), an
+ * interrupted btrfstune change or a log tree (-EBUSY), a seed filesystem (-EOPNOTSUPP). */
+int btk_trans_fsid_rewrite_begin(struct btk_trans *t, const uint8_t fsid[BTK_FSID_SIZE]);
+/* Every committed block has been copied: the old fsid no longer reads, and every block of
+ * every tree as the transaction has it (*blocks counts them) is checked to carry the new one
+ * (-EUCLEAN names one that does not). -EINVAL if no rewrite runs. */
+int btk_trans_fsid_rewrite_done(struct btk_trans *t, uint64_t *blocks);
+/* A failed rewrite: blocks are written with the old fsid again (the transaction is to be
+ * dropped). */
+void btk_trans_fsid_rewrite_cancel(struct btk_trans *t);
 
 /* ---- trees ---- */
 /* Creates an empty tree with a default ROOT_ITEM (refs 1); fs trees get their root dir by

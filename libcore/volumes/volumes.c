@@ -633,7 +633,8 @@ int btk_volumes_check_seeds(struct btk_fs *fs, const struct btk_open_opts *o)
 
 bool btk_fs_fsid_known(const struct btk_fs *fs, const uint8_t *fsid)
 {
-	if (!memcmp(fsid, fs->meta_uuid, BTK_FSID_SIZE))
+	if (!memcmp(fsid, fs->meta_uuid, BTK_FSID_SIZE) ||
+	    (fs->prev_meta_ok && !memcmp(fsid, fs->prev_meta_uuid, BTK_FSID_SIZE)))
 		return true;
 	for (int i = 0; i < fs->ndevs; i++)
 		if (fs->devs[i].has_item && !memcmp(fs->devs[i].fsid, fsid, BTK_FSID_SIZE) &&

@@ -49,6 +49,10 @@ struct btk_fs {
 	uint64_t generation;
 	uint8_t fsid[BTK_FSID_SIZE];
 	uint8_t meta_uuid[BTK_FSID_SIZE]; /* the fsid written into tree blocks */
+	/* while a transaction rewrites every tree block with a new fsid (meta_uuid), the blocks
+	 * it has not copied yet still carry this one, and read as well (btk_fs_fsid_known) */
+	uint8_t prev_meta_uuid[BTK_FSID_SIZE];
+	bool prev_meta_ok;
 	int ndevs;
 	struct btk_fs_dev *devs; /* sorted by devid */
 	int nchunks;

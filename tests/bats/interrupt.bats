@@ -98,6 +98,18 @@ sweep() {
 	[ "$(stat -c %s "$D/w.img")" = 222298112 ]
 }
 
+@test "image uuid: SIGINT at every change of the full rewrite: unchanged, or the new uuid committed" {
+	"$B/btk-mkfs" -q -b 256m -U 11111111-2222-3333-4444-555555555555 "$D/orig.img"
+	"$B/btk-image" mkdir "$D/orig.img" /d >/dev/null
+	"$B/btk-image" snapshot "$D/orig.img" / /snap >/dev/null
+	judge_after() {
+		grep -q "w.img has the change" "$D/err" && check_clean "$D/w.img" &&
+			[ "$("$B/btk-image" uuid "$D/w.img")" = 99999999-8888-7777-6666-555555555555 ]
+	}
+	sweep "$B/btk-image" uuid "$D/w.img" 99999999-8888-7777-6666-555555555555
+	[ "$("$B/btk-image" uuid "$D/w.img")" = 99999999-8888-7777-6666-555555555555 ]
+}
+
 @test "image mkdir: SIGINT at every change: unchanged, or the change committed" {
 	"$B/btk-mkfs" -q -b 256m "$D/orig.img"
 	judge_after() {

@@ -74,7 +74,8 @@ locked_refused() {
 	for v in "mkdir fs.img /x" "rm fs.img /d" "mv fs.img /d /e" "ln -s fs.img /d /l" \
 		"chmod fs.img 700 /d" "chown fs.img 1:1 /d" "touch fs.img /t" \
 		"setfattr -n user.a -v 1 fs.img /d" "snapshot fs.img / /snap" \
-		"subvol create fs.img /sv" "put fs.img d.dump /p"; do
+		"subvol create fs.img /sv" "put fs.img d.dump /p" "label fs.img x" \
+		"uuid fs.img random" "uuid -m fs.img random"; do
 		# shellcheck disable=SC2086 # the verb's words
 		locked_refused "$IMG" $v || { echo "verb: $v" >&2; return 1; }
 	done

@@ -189,4 +189,37 @@ PY
 	umount "$MNT"
 	check_clean "$D/l.img"
 	[ "$("$IMAGE" cat "$D/l.img" /f)" = written ]
+	# -m (metadata_uuid): the kernel mounts it under the new uuid too
+	"$IMAGE" uuid -m "$D/l.img" 0e0e0e0e-1111-2222-3333-444444444444
+	check_clean "$D/l.img"
+	[ "$(blkid -p -s UUID -o value "$D/l.img")" = 0e0e0e0e-1111-2222-3333-444444444444 ]
+	mount -o loop "$D/l.img" "$MNT"
+	[ "$(cat "$MNT/f")" = written ]
+	grep -q 0e0e0e0e <(ls /sys/fs/btrfs/)
+	umount "$MNT"
+}
+
+@test "uuid: a kernel-written filesystem with snapshots gets every tree block rewritten; the kernel mounts it" {
+	require_loop
+	truncate -s 1G "$D/k.img"
+	mkfs.btrfs -q -f -U 0d0d0d0d-1111-2222-3333-444444444444 "$D/k.img" >/dev/null
+	mount -o loop "$D/k.img" "$MNT"
+	cp -a "$SRC" "$MNT/src"
+	btrfs subvolume snapshot -r "$MNT" "$MNT/snap" >/dev/null
+	find "$MNT/src" -maxdepth 1 -type f -name "size-*" -delete
+	umount "$MNT"
+	check_clean "$D/k.img"
+	"$IMAGE" uuid "$D/k.img" 0c0c0c0c-1111-2222-3333-444444444444
+	check_clean "$D/k.img"
+	[ "$(btrfs inspect-internal dump-tree "$D/k.img" | sed -n 's/^fs uuid //p' | sort -u)" = \
+		0c0c0c0c-1111-2222-3333-444444444444 ]
+	[ "$(blkid -p -s UUID -o value "$D/k.img")" = 0c0c0c0c-1111-2222-3333-444444444444 ]
+	mount -o loop "$D/k.img" "$MNT"
+	grep -q 0c0c0c0c <(ls /sys/fs/btrfs/)
+	rsync -aHAXc --numeric-ids --dry-run --itemize-changes "$SRC/" "$MNT/snap/src/" >"$D/rs.out"
+	[ ! -s "$D/rs.out" ] || { cat "$D/rs.out" >&2; false; }
+	echo written >"$MNT/after"
+	umount "$MNT"
+	check_clean "$D/k.img"
+	[ "$("$IMAGE" cat "$D/k.img" /after)" = written ]
 }

@@ -223,7 +223,8 @@ small_src() {
 		before=$(sha256_of "$IMAGE")
 		for cmd in "put -r $S /new" "mkdir /m" "rm -r /d" "mv /d /e" "ln -s x /l" \
 			"chmod 600 /d/a/f1" "touch /d/a/f1" "setfattr -n user.a -v b /d" \
-			"snapshot /sv /snap" "subvol create /sv2" "subvol delete /sv" "subvol default /sv"; do
+			"snapshot /sv /snap" "subvol create /sv2" "subvol delete /sv" "subvol default /sv" \
+			"label x" "uuid random" "uuid 0f0f0f0f-1111-2222-3333-444444444444"; do
 			set -- $cmd
 			btk_run 60 "$IMG_TOOL" "$1" "$tgt" "${@:2}"
 			assert_one_line_error

@@ -262,3 +262,31 @@ resize_inside() {
 	[ "$status" -eq 1 ] && grep -q "in use" "$BTK_ERR" || { show_err; false; }
 	umount "$MNT"
 }
+
+@test "in use: a loop device of one partition (losetup -o --sizelimit) marks the partitions it overlaps, not the others" {
+	truncate -s 600M "$D/k.img"
+	printf 'label: gpt\n,150M,L\n,150M,L\n,\n' | sfdisk -q "$D/k.img"
+	"$B/btk-mkfs" -q "$D/k.img@p2"
+	"$B/btk-mkfs" -q "$D/k.img@p3"
+	attach "$D/k.img" 2
+	h=$(sha256_of "$D/k.img")
+	# p2 under the loop device, and the whole disk: refused, nothing written
+	for dev in "$D/k.img@p2" "$D/k.img"; do
+		btk_run 30 "$B/btk-image" mkdir "$dev" /x
+		[ "$status" -eq 1 ] && grep -q "in use: attached to $LOOP" "$BTK_ERR" || { show_err; false; }
+		[ "$(sha256_of "$D/k.img")" = "$h" ]
+	done
+	# p3 begins where the loop device ends: written, and p2's bytes stay
+	rest=$(outside "$D/k.img" 3)
+	"$B/btk-image" mkdir "$D/k.img@p3" /x
+	"$B/btk-image" ls "$D/k.img@p3" / | grep -qx x
+	"$B/btk-fsck" "$D/k.img@p3" >/dev/null
+	[ "$(outside "$D/k.img" 3)" = "$rest" ]
+	# a loop device without a size limit reaches the end of the file: p3 is in use too
+	detach
+	read -r off size < <(range "$D/k.img" 2)
+	LOOP=$(losetup -f --show -o "$off" "$D/k.img")
+	LOOPS+=("$LOOP")
+	btk_run 30 "$B/btk-image" mkdir "$D/k.img@p3" /y
+	[ "$status" -eq 1 ] && grep -q "in use: attached to $LOOP" "$BTK_ERR" || { show_err; false; }
+}
