@@ -287,74 +287,33 @@ static int scan_error(void *ctx, uint64_t bytenr, int level, int err, const char
 	return err == -ENOMEM ? err : 0;
 }
 
+static int ref_of(void *ctx, const struct btk_key *rec, const struct btk_extent_head *h,
+		  const struct btk_extent_ref *r)
+{
+	struct ll *l = ctx;
+
+	if (!(h->flags & BTRFS_EXTENT_FLAG_DATA))
+		return 0;
+	if (r->type == BTRFS_SHARED_DATA_REF_KEY) {
+		for (size_t j = 0; j < l->r.n; j++)
+			l->shared += r->parent == l->r.data[j].bytenr;
+		return 0;
+	}
+	if (r->type != BTRFS_EXTENT_DATA_REF_KEY || r->root != l->tree ||
+	    !in_window(l, r->objectid))
+		return 0;
+	struct ll_ref *o = btk_vec_push(&l->refs);
+	if (!o)
+		return btk_err(ENOMEM, "out of memory");
+	*o = (struct ll_ref){rec->objectid, rec->offset, r->objectid, r->offset, h->generation};
+	return 0;
+}
+
 /* The data references naming the tree's inodes of the window (keyed by root, inode, offset),
  * from the extent tree; full (shared) references to a lost leaf are counted. */
 static int scan_refs(struct ll *l)
 {
-	struct btk_fs *fs = l->fs;
-	struct btk_root er;
-	struct btk_path p;
-	struct btk_key k = {0, 0, 0}, rec = {0, 0, 0};
-	uint64_t gen = 0;
-	bool data = false;
-	int ret;
-
-	if ((ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &er)))
-		return ret;
-	btk_path_init(&p);
-	for (ret = btk_search_ge(fs, &er, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
-		uint32_t size;
-		const uint8_t *d = btk_path_data(&p, &size);
-		struct btk_extent_ref r;
-		btk_path_key(&p, &k);
-		if (k.type == BTRFS_EXTENT_ITEM_KEY || k.type == BTRFS_METADATA_ITEM_KEY) {
-			struct btk_extent_head h;
-			struct btk_inline_iter it;
-			rec = k;
-			data = false;
-			if (btk_extent_head_parse(&k, d, size, &h))
-				continue;
-			data = h.flags & BTRFS_EXTENT_FLAG_DATA;
-			gen = h.generation;
-			if (!data)
-				continue;
-			btk_inline_iter_init(&it, d, size, h.refs_at);
-			while (btk_inline_next(&it, &r) == 1)
-				if ((ret = 0, r.type == BTRFS_SHARED_DATA_REF_KEY)) {
-					for (size_t j = 0; j < l->r.n; j++)
-						l->shared += r.parent == l->r.data[j].bytenr;
-				} else if (r.type == BTRFS_EXTENT_DATA_REF_KEY &&
-					   r.root == l->tree && in_window(l, r.objectid)) {
-					struct ll_ref *o = btk_vec_push(&l->refs);
-					if (!o) {
-						ret = btk_err(ENOMEM, "out of memory");
-						break;
-					}
-					*o = (struct ll_ref){rec.objectid, rec.offset, r.objectid,
-							     r.offset, gen};
-				}
-			if (ret)
-				break;
-			continue;
-		}
-		if (!data || k.objectid != rec.objectid ||
-		    (k.type != BTRFS_EXTENT_DATA_REF_KEY && k.type != BTRFS_SHARED_DATA_REF_KEY) ||
-		    btk_keyed_ref_parse(&k, d, size, &r))
-			continue;
-		if (r.type == BTRFS_SHARED_DATA_REF_KEY) {
-			for (size_t j = 0; j < l->r.n; j++)
-				l->shared += r.parent == l->r.data[j].bytenr;
-		} else if (r.root == l->tree && in_window(l, r.objectid)) {
-			struct ll_ref *o = btk_vec_push(&l->refs);
-			if (!o) {
-				ret = btk_err(ENOMEM, "out of memory");
-				break;
-			}
-			*o = (struct ll_ref){rec.objectid, rec.offset, r.objectid, r.offset, gen};
-		}
-	}
-	btk_path_release(&p);
-	return ret < 0 ? ret : 0;
+	return rp_extent_refs_walk(l->fs, ref_of, l);
 }
 
 /* ---- what is made again ---- */

@@ -45,15 +45,13 @@ BTK_VEC(rb_keys, struct btk_key);
 
 /* ---- the blocks of one tree, by their extent records ---- */
 
-/* The extent record keys (EXTENT_ITEM or METADATA_ITEM) of every tree block the extent tree
- * says tree `id` references (inline or keyed TREE_BLOCK_REF); *data_refs (may be NULL) counts
- * the data references (inline or keyed EXTENT_DATA_REF) naming tree `id`. */
-static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out, uint64_t *data_refs)
+int rp_extent_refs_walk(struct btk_fs *fs, rp_extent_ref_fn fn, void *ctx)
 {
 	struct btk_root er;
 	struct btk_path p;
 	struct btk_key k = {0, 0, 0}, rec = {0, 0, 0};
-	bool have_rec = false;
+	struct btk_extent_head h;
+	bool have = false;
 	int ret;
 
 	if ((ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &er)))
@@ -63,44 +61,64 @@ static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out, uin
 		uint32_t size;
 		const uint8_t *d = btk_path_data(&p, &size);
 		struct btk_extent_ref r;
-		bool mine = false;
+		int stop = 0;
 		btk_path_key(&p, &k);
 		if (k.type == BTRFS_EXTENT_ITEM_KEY || k.type == BTRFS_METADATA_ITEM_KEY) {
-			struct btk_extent_head h;
 			struct btk_inline_iter it;
 			rec = k;
-			have_rec = false;
-			if (btk_extent_head_parse(&k, d, size, &h))
-				continue;
-			have_rec = h.flags & BTRFS_EXTENT_FLAG_TREE_BLOCK;
-			if (!have_rec && !data_refs)
+			if (!(have = !btk_extent_head_parse(&k, d, size, &h)))
 				continue;
 			btk_inline_iter_init(&it, d, size, h.refs_at);
-			while (!mine && btk_inline_next(&it, &r) == 1) {
-				if (data_refs && r.type == BTRFS_EXTENT_DATA_REF_KEY &&
-				    r.root == id)
-					++*data_refs;
-				mine =
-				    have_rec && r.type == BTRFS_TREE_BLOCK_REF_KEY && r.root == id;
-			}
-		} else if (k.type == BTRFS_TREE_BLOCK_REF_KEY) {
-			mine = have_rec && k.objectid == rec.objectid && k.offset == id;
-		} else if (k.type == BTRFS_EXTENT_DATA_REF_KEY && data_refs &&
-			   btk_keyed_ref_parse(&k, d, size, &r) == 0 && r.root == id) {
-			++*data_refs;
+			while (!stop && btk_inline_next(&it, &r) == 1)
+				stop = fn(ctx, &rec, &h, &r);
+		} else if (have && k.objectid == rec.objectid &&
+			   (k.type == BTRFS_TREE_BLOCK_REF_KEY ||
+			    k.type == BTRFS_SHARED_BLOCK_REF_KEY ||
+			    k.type == BTRFS_EXTENT_DATA_REF_KEY ||
+			    k.type == BTRFS_SHARED_DATA_REF_KEY) &&
+			   !btk_keyed_ref_parse(&k, d, size, &r)) {
+			stop = fn(ctx, &rec, &h, &r);
 		}
-		if (!mine)
-			continue;
-		have_rec = false; /* once per record */
-		struct btk_key *o = btk_vec_push(out);
-		if (!o) {
-			ret = btk_err(ENOMEM, "out of memory");
+		if (stop) {
+			ret = stop;
 			break;
 		}
-		*o = rec;
 	}
 	btk_path_release(&p);
-	return ret < 0 ? ret : 0;
+	return ret < 0 || ret > 1 ? ret : 0;
+}
+
+struct records {
+	uint64_t id;
+	struct rb_keys *out;
+	uint64_t *data_refs;
+};
+
+static int record_of(void *ctx, const struct btk_key *rec, const struct btk_extent_head *h,
+		     const struct btk_extent_ref *r)
+{
+	struct records *c = ctx;
+
+	if (c->data_refs && r->type == BTRFS_EXTENT_DATA_REF_KEY && r->root == c->id)
+		++*c->data_refs;
+	if (!(h->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) || r->type != BTRFS_TREE_BLOCK_REF_KEY ||
+	    r->root != c->id || (c->out->n && !btk_key_cmp(btk_vec_at(c->out, c->out->n - 1), rec)))
+		return 0; /* once per record */
+	struct btk_key *o = btk_vec_push(c->out);
+	if (!o)
+		return btk_err(ENOMEM, "out of memory");
+	*o = *rec;
+	return 0;
+}
+
+/* The extent record keys (EXTENT_ITEM or METADATA_ITEM) of every tree block the extent tree
+ * says tree `id` references (inline or keyed TREE_BLOCK_REF); *data_refs (may be NULL) counts
+ * the data references (inline or keyed EXTENT_DATA_REF) naming tree `id`. */
+static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out, uint64_t *data_refs)
+{
+	struct records c = {id, out, data_refs};
+
+	return rp_extent_refs_walk(fs, record_of, &c);
 }
 
 /* Tree id becomes one empty leaf; the records of its old blocks are dropped (*blocks counts

@@ -67,6 +67,15 @@ int rp_fix_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char
 		   size_t cap);
 void rp_rebuilds_free(struct rp_rebuilds *r);
 
+/* rebuild.c: fn for every back reference of the extent tree (inline, or keyed after its
+ * record), with the key and head of its record; a record that does not parse is skipped. fn
+ * returns 0 to go on, else the walk stops and returns it (1: 0). 0 or a negative errno. */
+struct btk_extent_head;
+struct btk_extent_ref;
+typedef int (*rp_extent_ref_fn)(void *ctx, const struct btk_key *rec,
+				const struct btk_extent_head *h, const struct btk_extent_ref *r);
+int rp_extent_refs_walk(struct btk_fs *fs, rp_extent_ref_fn fn, void *ctx);
+
 /* lostleaf.c: whether p is a lost leaf of a subvolume tree (E0606 at level 0), which
  * rp_fix_lost_leaf drops from its parent and makes again from what names its items (the
  * rest of the tree, the extent tree's data references); what has no name left goes to
