@@ -91,12 +91,13 @@ struct ll {
 	struct ll_names names;
 	struct ll_inos inos;
 	struct ll_refs refs;
-	struct ll_modes modes; /* every inode item that reads, in key order */
-	struct ll_olds old;    /* the newest older copy of each lost key that one holds */
-	uint64_t omin, omax;   /* objectids the ranges touch */
-	uint64_t max_ino;      /* the highest inode number anything names */
-	uint64_t top_max_idx;  /* the highest DIR_INDEX of the top directory */
-	bool top_has_lf;       /* the top directory has a lost+found */
+	struct ll_modes modes;	   /* every inode item that reads, in key order */
+	struct ll_olds old;	   /* the newest older copy of each lost key that one holds */
+	struct btk_inode_info top; /* the top directory's item (zeros: it does not read) */
+	uint64_t omin, omax;	   /* objectids the ranges touch */
+	uint64_t max_ino;	   /* the highest inode number anything names */
+	uint64_t top_max_idx;	   /* the highest DIR_INDEX of the top directory */
+	bool top_has_lf;	   /* the top directory has a lost+found */
 	uint64_t lf_ino, lf_max_idx, lf_added; /* lf_added: bytes of names put in lost+found */
 	uint64_t shared; /* full back references naming a lost leaf: not rebuilt */
 };
@@ -165,6 +166,8 @@ static int scan_item(struct ll *l, const struct btk_key *k, const uint8_t *d, ui
 		struct btk_inode_info in;
 		if (btk_inode_item_parse(d, size, &in))
 			return 0;
+		if (k->objectid == BTRFS_FIRST_FREE_OBJECTID)
+			l->top = in; /* the owner and times a rebuilt inode takes */
 		struct ll_mode *m = btk_vec_push(&l->modes);
 		if (!m)
 			return btk_err(ENOMEM, "out of memory");
@@ -591,13 +594,9 @@ static int rebuild(struct ll *l, struct ll_done *done)
 {
 	struct btk_trans *t = l->t;
 	uint64_t root_dir = BTRFS_FIRST_FREE_OBJECTID, gen = l->r.data[0].gen;
-	struct btk_inode_info top = {0};
+	struct btk_inode_info top = l->top; /* the owner and times a rebuilt inode takes */
 	int ret = 0;
 
-	/* the owner and times a rebuilt inode takes: the top directory's */
-	struct ll_ino *ti = ino_get(l, root_dir, false);
-	if (ti && ti->have)
-		top = ti->info;
 	/* extents: each data reference whose item lay in the leaf */
 	for (size_t i = 0; i < l->refs.n; i++) {
 		const struct ll_ref *r = &l->refs.data[i];

@@ -4,7 +4,8 @@ of ORIG's FS_TREE (an item of theirs, or the directory entry naming them, lay in
 are back in RESCUED with their name and content, how many in its lost+found (under their inode
 number, or their name below a directory put there), how many lost. One line:
   leaf L: N file(s) lived in it: B back with name and content (P %), F in lost+found, X lost
-then the lost ones (inode, path, size). With --leaves: the FS_TREE's leaves of ORIG, one a line."""
+then the lost ones (inode, path, size, "lost" or "trailing zeros": back but for zero bytes at the
+end of the file, which a size taken from its data cannot tell from the kernel's zero fill). With --leaves: the FS_TREE's leaves of ORIG, one a line."""
 import os, re, subprocess, sys, tempfile, filecmp
 build, orig = sys.argv[1], sys.argv[2]
 out = subprocess.run([build + "/bin/btk-debug", "tree", "-t", "5", orig], capture_output=True, text=True, check=True).stdout
@@ -58,7 +59,13 @@ for i in files:
     b = os.path.join(t, "b", p)
     if os.path.isfile(b) and filecmp.cmp(a, b, shallow=False): back += 1
     elif any(filecmp.cmp(a, c, shallow=False) for c in lfs.get(str(i), []) + lfs.get(os.path.basename(p), [])): lf += 1
-    else: lost.append((i, p, os.path.getsize(a)))
+    else:
+        # the size of a file whose inode item was lost comes from its data: zero bytes at its
+        # very end cannot be told from the kernel's zero fill
+        cands = [b] + lfs.get(str(i), []) + lfs.get(os.path.basename(p), [])
+        ad = open(a, "rb").read()
+        tail = any(os.path.isfile(c) and ad.rstrip(b"\0") == open(c, "rb").read() and ad != ad.rstrip(b"\0") for c in cands)
+        lost.append((i, p, os.path.getsize(a), "trailing zeros" if tail else "lost"))
 n = len(files)
 print(f"leaf {leaf}: {n} file(s) lived in it: {back} back with name and content ({100.0*back/max(n,1):.1f} %), {lf} in lost+found, {len(lost)} lost")
 for l in lost[:10]: print("  lost:", l, flush=True)
