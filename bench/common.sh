@@ -171,7 +171,8 @@ bench_time() {
 		/usr/bin/time -f '%e %M %U %S' -o "$out" "$@" >/dev/null 2>"$log"
 		rc=$?
 		local user sys
-		read -r BT_WALL BT_RSS user sys <"$out"
+		# the last line: /usr/bin/time puts "Command exited with non-zero status N" first
+		read -r BT_WALL BT_RSS user sys < <(tail -n 1 "$out")
 		BT_CPU=$(awk -v u="$user" -v s="$sys" 'BEGIN { printf "%.2f", u + s }')
 	else
 		local TIMEFORMAT=%R

@@ -11,20 +11,29 @@
 # kernel's; both results must pass btrfs check. Each time is the median of REPS runs, each
 # on a fresh copy: a run takes 0.05-1.5 s, where one disk hiccup doubles a single sample.
 #
-# Usage: bench/resize.sh [-B] [-r REPS] [IMG]
-#   -B only builds the images; -r REPS runs per timing (default 3).
+# With -M (issue 32) it times instead `btk-resize -M` against the kernel reaching its own online
+# minimum, on the two 200k-file images: the `btk-mkfs --rootdir` one above and the
+# kernel-populated one of bench/fsck.sh (200,000 files, 2 snapshots, 4 GiB). The kernel's
+# minimum is found first (untimed, on a copy: btk's minimum, else 64 MiB more at a time, then
+# steps of 32 MiB down halved at each refusal), then the kernel is timed shrinking a fresh copy
+# to it in one call, and asked for btk's minimum too (where it refuses, that time is printed).
+#
+# Usage: bench/resize.sh [-B] [-M] [-r REPS] [IMG]
+#   -B only builds the images; -M the -M comparison; -r REPS runs per timing (default 3).
 #   IMG defaults to /tmp/btk-bench-images/resize.img.
 #   BTK_BUILD selects the build folder; BENCH_TREES where the generated tree is cached.
 source "$(dirname "$0")/common.sh"
 
 build_only=0
+minimum=0
 reps=3
-while getopts "Br:h" opt; do
+while getopts "BMr:h" opt; do
 	case $opt in
 	B) build_only=1 ;;
+	M) minimum=1 ;;
 	r) reps=$OPTARG ;;
 	*)
-		sed -n '2,18s/^# \{0,1\}//p' "$0"
+		sed -n '2,25s/^# \{0,1\}//p' "$0"
 		exit 2
 		;;
 	esac
@@ -36,7 +45,7 @@ btk=$BTK_BUILD/bin/btk-resize
 mkfs=$BTK_BUILD/bin/btk-mkfs
 [ -x "$btk" ] && [ -x "$mkfs" ] || bench_die "build btk-resize and btk-mkfs first (make all)"
 bench_init
-bench_image "$img" 50000 2 2G
+[ "$minimum" = 1 ] || bench_image "$img" 50000 2 2G
 [ -d "$TREES/rootdir-200k" ] || BENCH_TREES=$TREES bash "$(dirname "$0")/rootdir.sh" -B -t big ||
 	bench_die "generating the tree failed"
 rimg=$TREES/resize-rootdir.img
@@ -49,7 +58,7 @@ fi
 # a spread image: 8 MiB files over 3 GiB of a 4 GiB device, every other one deleted, a
 # snapshot sharing the rest: shrinking it means emptying chunks
 simg=$TREES/resize-spread.img
-if [ "$(cat "$simg.params" 2>/dev/null)" != "v1 4G 360x8M" ]; then
+if [ "$minimum" = 0 ] && [ "$(cat "$simg.params" 2>/dev/null)" != "v1 4G 360x8M" ]; then
 	rm -f "$simg" "$simg.params"
 	truncate -s 4G "$simg"
 	mkfs.btrfs -q -f "$simg" >/dev/null || bench_die "mkfs.btrfs failed"
@@ -176,7 +185,77 @@ print("  minimum %s, must hold %s (data %s, metadata %s, kernel room %s): %.1f%%
 	echo "  dd of the $((moved >> 20)) MiB btk moved at 60 %: $dwall s ($(mibs "$moved" "$dwall") MiB/s; btk $(mibs "$moved" "$bwall") MiB/s)"
 }
 
+# kernel_minimum SRC FROM: the smallest size the kernel's online resize reaches on a copy of
+# SRC, stepwise (untimed)
+kernel_minimum() {
+	local sz t=$2 st=$((32 << 20))
+	cp --sparse=always "$1" "$work"
+	BENCH_LOOP=$(losetup --find --show "$work") || bench_die "losetup failed"
+	mount "$BENCH_LOOP" "$MNT" || bench_die "mount failed"
+	BENCH_MNT=$MNT
+	sz=$(stat -c %s "$1")
+	while [ "$t" -lt "$sz" ] && ! btrfs filesystem resize "$t" "$MNT" >/dev/null 2>&1; do
+		t=$((t + (64 << 20)))
+	done
+	[ "$t" -lt "$sz" ] && sz=$t
+	while [ $st -ge $((1 << 20)) ]; do
+		if btrfs filesystem resize $((sz - st)) "$MNT" >/dev/null 2>&1; then
+			sz=$((sz - st))
+		else
+			st=$((st / 2))
+		fi
+	done
+	umount "$MNT" || bench_die "umount failed"
+	BENCH_MNT=""
+	losetup -d "$BENCH_LOOP" && BENCH_LOOP=""
+	echo "$sz"
+}
+
+# minimum_one IMG: btk-resize -M against the kernel at its own online minimum
+minimum_one() {
+	local src=$1 min floor kmin ksize walls="" cpus="" i bwall
+	"$btk" -n --json -M "$src" >"$BENCH_TMP/plan.json" || bench_die "btk-resize -n -M failed on $src"
+	read -r min floor < <(python3 -c 'import json,sys; p=json.load(open(sys.argv[1]))
+print(p["minimum"], p["floor"]["total"])' "$BENCH_TMP/plan.json")
+	echo "image: $src, $(($(stat -c %s "$src") >> 20)) MiB; btk -M to $((min >> 20)) MiB, its floor $((floor >> 20)) MiB ($(bench_ratio "$min" "$floor")x)"
+	for ((i = 0; i < reps; i++)); do
+		cp --sparse=always "$src" "$work" && sync
+		bench_time btk "$btk" -M "$work" || bench_die "btk-resize -M failed"
+		walls="$walls $BT_WALL" cpus="$cpus $BT_CPU"
+		btrfs check --readonly "$work" >/dev/null 2>&1 || bench_die "btrfs check fails after btk -M"
+		[ "$(stat -c %s "$work")" = "$min" ] || bench_die "btk -M left $(stat -c %s "$work") bytes, not $min"
+	done
+	bwall=$(printf '%s\n' $walls | bench_median)
+	echo "  btk -M: $bwall s, CPU $(printf '%s\n' $cpus | grep -v n/a | bench_median) s (runs:$walls); load $(cut -d' ' -f1-3 /proc/loadavg)"
+	kernel_once "$src" "$min"
+	if [ $K_OK = 1 ]; then
+		kernel_at "$src" "$min"
+		echo "  kernel online to btk's minimum: $K_WALL s; ratio btk/kernel $(bench_ratio "$bwall" "$K_WALL") (goal <= 1.00)"
+		return 0
+	fi
+	echo "  the kernel cannot shrink to $((min >> 20)) MiB (no space; $K_WALL s to refuse)"
+	kmin=$(kernel_minimum "$src" "$min")
+	ksize=$kmin
+	kernel_at "$src" "$ksize"
+	while [ $K_OK = 0 ]; do
+		echo "  the kernel reached $((ksize >> 20)) MiB stepwise but not in one call ($K_WALL s)"
+		ksize=$((ksize + (64 << 20)))
+		kernel_at "$src" "$ksize"
+	done
+	echo "  kernel's online minimum $((kmin >> 20)) MiB (btk/kernel $(bench_ratio "$min" "$kmin")); one call to $((ksize >> 20)) MiB: $K_WALL s; btk -M / kernel there $(bench_ratio "$bwall" "$K_WALL"); load $(cut -d' ' -f1-3 /proc/loadavg)"
+	local kwall=$K_WALL
+	btk_at "$src" "$ksize"
+	echo "  btk to $((ksize >> 20)) MiB too: $B_WALL s, CPU $B_CPU s, moved $((B_MOVED >> 20)) MiB; btk/kernel there $(bench_ratio "$B_WALL" "$kwall") (goal <= 1.00)"
+}
+
 echo "load average at the start: $(cut -d' ' -f1-3 /proc/loadavg); times are medians of $reps runs"
+if [ "$minimum" = 1 ]; then
+	bench_image "$TREES/fsck.img" 200000 2 4G
+	minimum_one "$rimg"
+	minimum_one "$TREES/fsck.img"
+	echo "load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+	exit 0
+fi
 one "$img"
 one "$rimg"
 one "$simg"

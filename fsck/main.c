@@ -37,9 +37,20 @@ struct out {
 	uint64_t nerr;
 	bool not_checked; /* the root tree did not read: nothing else was checked */
 	const char *last_phase;
-	uint64_t nfix;	 /* fixes printed */
-	bool fixes_open; /* --json --repair: the "fixes" array is still open */
+	uint64_t nfix;	    /* fixes printed */
+	bool fixes_open;    /* --json --repair: the "fixes" array is still open */
+	bool fixes_pending; /* --json --repair: the "fixes" array is still to open */
 };
+
+/* --json --repair: opens the "fixes" array (after what a heal during the repair printed). */
+static void fixes_begin(struct out *o)
+{
+	if (!o->fixes_pending)
+		return;
+	printf("\"fixes\": [");
+	o->fixes_pending = false;
+	o->fixes_open = true;
+}
 
 static const char *key_type(uint8_t t, char *buf, size_t len)
 {
@@ -117,6 +128,8 @@ static void on_problem(void *ctx, const struct btk_check_problem *p)
 	cli_progress_clear(&o->line);
 	if (p->id == BTK_P_ROOT_TREE_UNREADABLE)
 		o->not_checked = true;
+	if (o->json)
+		fixes_begin(o);
 	if (o->json && o->fixes_open) {
 		printf("], \"errors\": [");
 		o->fixes_open = false;
@@ -344,6 +357,7 @@ static void on_fix(void *ctx, const struct btk_repair_fix *f)
 
 	cli_progress_clear(&o->line);
 	if (o->json) {
+		fixes_begin(o);
 		printf("%s{\"code\": \"E%04u\", \"name\": ", o->nfix ? "," : "", f->info->code);
 		btk_json_cstr(stdout, f->info->name);
 		printf(", \"round\": %d", f->round);
@@ -438,6 +452,24 @@ static int rescue_bits(const struct rescue_did *d)
 	       (d->failed ? EXIT_OPER : 0) | (d->refused ? EXIT_USAGE : 0);
 }
 
+/* The heal a repair runs when its first check reports what a heal rewrites (repair.h). */
+struct repair_heal {
+	const char **devs;
+	int ndevs;
+	const struct btk_open_opts *oo;
+	struct out *o;
+	struct rescue_did did; /* what it did */
+};
+
+static int repair_heal(void *ctx)
+{
+	struct repair_heal *h = ctx;
+
+	/* super is not in the mask: the heal's summary line is printed, as for the step alone */
+	rescue_run(h->devs, h->ndevs, h->oo, RESCUE_HEAL, false, h->o->json, h->o->quiet, &h->did);
+	return h->did.failed ? -1 : h->did.changed ? 1 : 0;
+}
+
 static int run_repair(const char **devs, int ndevs, bool preen, bool data, struct out *o)
 {
 	struct btk_open_opts oo;
@@ -459,17 +491,26 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 	if (o->json)
 		printf("{");
 	/* superblocks and bad copies first (no tree changes): the repair rounds then read
-	 * healed blocks; what the steps could not do the repair's own check reports */
-	if (!preen)
-		rescue_run(devs, ndevs, &oo, RESCUE_SUPER | RESCUE_HEAL | RESCUE_LOG, data, o->json,
-			   o->quiet, &did);
-	healed = did.changed ? EXIT_CORRECTED : 0;
-	if (o->json) {
-		printf("\"fixes\": [");
-		o->fixes_open = true;
+	 * healed blocks; what the steps could not do the repair's own check reports. The copies
+	 * of tree blocks are healed before the rounds only when the repair's first check reports
+	 * a tree block's problem (a heal reads every copy, as long as a check): with
+	 * --check-data-csum (the data's copies, which the repair's check does not read) always,
+	 * first. */
+	struct repair_heal rh = {.devs = devs, .ndevs = ndevs, .oo = &oo, .o = o};
+	if (!preen) {
+		rescue_run(devs, ndevs, &oo, RESCUE_SUPER | (data ? RESCUE_HEAL : 0) | RESCUE_LOG,
+			   data, o->json, o->quiet, &did);
+		if (!data) {
+			ro.heal = repair_heal;
+			ro.heal_ctx = &rh;
+		}
 	}
+	o->fixes_pending = o->json;
 	ret = btk_repair_run(devs, ndevs, &oo, &ro, &res);
+	healed = did.changed || rh.did.changed ? EXIT_CORRECTED : 0;
 	cli_progress_clear(&o->line);
+	if (o->json)
+		fixes_begin(o);
 	if (o->json) {
 		if (o->fixes_open)
 			printf("], \"errors\": [");
@@ -666,6 +707,7 @@ int main(int argc, const char **argv)
 	     "one rescue step alone: super (rewrite bad superblock copies from the best one), "
 	     "heal (rewrite bad copies from good ones; data too with --check-data-csum), "
 	     "replay-log (replay the log tree as a mount would), zero-log (drop it), "
+	     "extent-tree (rebuild the extent tree and block group items from the trees), "
 	     "csum-tree (rebuild the checksum tree from the data), free-space-tree, uuid-tree, "
 	     "data-reloc-tree "
 	     "(rebuild them), quota (rescan the quota groups' numbers)",

@@ -25,6 +25,7 @@ struct step_ctx {
 		struct btk_csum_rebuild_result csum;
 		struct btk_tree_rebuild_result tree;
 		struct btk_quota_rescan_result quota;
+		struct btk_extent_rebuild_result extent;
 	} r;
 };
 
@@ -135,13 +136,13 @@ static void heal_json_summary(const struct step_ctx *c, int ret)
 	const struct btk_heal_result *r = &c->r.heal;
 
 	(void)ret;
-	printf(", \"heal_summary\": {\"tree_blocks\": %llu, \"tree_blocks_healed\": %llu, "
-	       "\"tree_blocks_lost\": %llu, \"data_sectors\": %llu, \"data_sectors_healed\": "
-	       "%llu, \"data_sectors_lost\": %llu, \"tree_blocks_bitflip\": %llu}",
-	       (unsigned long long)r->blocks, (unsigned long long)r->blocks_healed,
-	       (unsigned long long)r->blocks_lost, (unsigned long long)r->sectors,
-	       (unsigned long long)r->sectors_healed, (unsigned long long)r->sectors_lost,
-	       (unsigned long long)r->blocks_bitflip);
+	printf(", \"heal_summary\": {");
+	BTK_JSON_U64S(stdout,
+		      "tree_blocks tree_blocks_healed tree_blocks_lost data_sectors "
+		      "data_sectors_healed data_sectors_lost tree_blocks_bitflip",
+		      r->blocks, r->blocks_healed, r->blocks_lost, r->sectors, r->sectors_healed,
+		      r->sectors_lost, r->blocks_bitflip);
+	printf("}");
 }
 
 static void on_super(void *ctx, const struct btk_super_event *e)
@@ -279,16 +280,15 @@ static void log_json_summary(const struct step_ctx *c, int ret)
 	const struct btk_log_result *r = &c->r.log;
 
 	(void)ret;
-	printf(", \"log_summary\": {\"had_log\": %s, \"cleared\": %s, \"generation\": %llu, "
-	       "\"items\": %llu, \"subvolumes\": %llu, \"inodes\": %llu, \"names_added\": "
-	       "%llu, \"names_removed\": %llu, \"inodes_deleted\": %llu, \"extents\": %llu, "
-	       "\"data_bytes\": %llu, \"unsummed_bytes\": %llu}",
-	       r->had_log ? "true" : "false", r->cleared ? "true" : "false",
-	       (unsigned long long)r->log_generation, (unsigned long long)r->log_items,
-	       (unsigned long long)r->subvolumes, (unsigned long long)r->inodes,
-	       (unsigned long long)r->names_added, (unsigned long long)r->names_removed,
-	       (unsigned long long)r->inodes_deleted, (unsigned long long)r->extents,
-	       (unsigned long long)r->data_bytes, (unsigned long long)r->unsummed_bytes);
+	printf(", \"log_summary\": {\"had_log\": %s, \"cleared\": %s, ",
+	       r->had_log ? "true" : "false", r->cleared ? "true" : "false");
+	BTK_JSON_U64S(stdout,
+		      "generation items subvolumes inodes names_added names_removed "
+		      "inodes_deleted extents data_bytes unsummed_bytes",
+		      r->log_generation, r->log_items, r->subvolumes, r->inodes, r->names_added,
+		      r->names_removed, r->inodes_deleted, r->extents, r->data_bytes,
+		      r->unsummed_bytes);
+	printf("}");
 }
 
 static void on_csum(void *ctx, const struct btk_csum_rebuild_event *e)
@@ -342,14 +342,12 @@ static void csum_json_summary(const struct step_ctx *c, int ret)
 	const struct btk_csum_rebuild_result *r = &c->r.csum;
 
 	(void)ret;
-	printf(", \"csum_summary\": {\"rebuilt\": %s, \"whole\": %s, \"old_blocks\": %llu, "
-	       "\"extents\": %llu, "
-	       "\"sectors\": %llu, \"sectors_new\": %llu, \"sectors_kept\": %llu, "
-	       "\"sectors_left\": %llu}",
-	       r->rebuilt ? "true" : "false", r->whole ? "true" : "false",
-	       (unsigned long long)r->old_blocks, (unsigned long long)r->extents,
-	       (unsigned long long)r->sectors, (unsigned long long)r->sectors_new,
-	       (unsigned long long)r->sectors_kept, (unsigned long long)r->sectors_left);
+	printf(", \"csum_summary\": {\"rebuilt\": %s, \"whole\": %s, ",
+	       r->rebuilt ? "true" : "false", r->whole ? "true" : "false");
+	BTK_JSON_U64S(stdout, "old_blocks extents sectors sectors_new sectors_kept sectors_left",
+		      r->old_blocks, r->extents, r->sectors, r->sectors_new, r->sectors_kept,
+		      r->sectors_left);
+	printf("}");
 }
 
 static int tree_run(struct step_ctx *c)
@@ -369,7 +367,14 @@ static void tree_text(const struct step_ctx *c)
 	const struct btk_tree_rebuild_result *r = &c->r.tree;
 	int which = c->step->bit;
 
-	if (which == RESCUE_UUID)
+	if (!r->rebuilt && which == RESCUE_UUID)
+		printf("uuid tree: current, and holds exactly the %llu item(s) of the root items' "
+		       "uuids: nothing rebuilt\n",
+		       (unsigned long long)r->items);
+	else if (!r->rebuilt)
+		printf("data relocation tree: as mkfs makes it (its top directory alone): nothing "
+		       "rebuilt\n");
+	else if (which == RESCUE_UUID)
 		printf("uuid tree rebuilt from the root items (%llu old block(s) dropped): %llu "
 		       "item(s)\n",
 		       (unsigned long long)r->old_blocks, (unsigned long long)r->items);
@@ -449,6 +454,77 @@ static void quota_json_summary(const struct step_ctx *c, int ret)
 	putchar('}');
 }
 
+static void on_extent(void *ctx, const struct btk_extent_rebuild_event *e)
+{
+	struct step_ctx *o = ctx;
+
+	if (o->json) {
+		printf("%s{\"bytenr\": %llu, \"length\": %llu, ", o->nev ? ", " : "",
+		       (unsigned long long)e->bytenr, (unsigned long long)e->len);
+		if (e->parent)
+			printf("\"leaf\": %llu", (unsigned long long)e->parent);
+		else
+			printf("\"tree\": %llu, \"inode\": %llu, \"offset\": %llu",
+			       (unsigned long long)e->tree, (unsigned long long)e->ino,
+			       (unsigned long long)e->offset);
+		printf(", \"why\": ");
+		btk_json_cstr(stdout, e->why);
+		putchar('}');
+	} else {
+		printf("NO RECORD: data [%llu, +%llu) named by ", (unsigned long long)e->bytenr,
+		       (unsigned long long)e->len);
+		if (e->parent)
+			printf("leaf %llu", (unsigned long long)e->parent);
+		else
+			printf("tree %llu inode %llu offset %llu", (unsigned long long)e->tree,
+			       (unsigned long long)e->ino, (unsigned long long)e->offset);
+		printf(": %s\n", e->why);
+	}
+	o->nev++;
+}
+
+static int extent_run(struct step_ctx *c)
+{
+	struct btk_extent_rebuild_opts ro = {.on_event = on_extent, .ctx = c};
+	int ret = btk_extent_tree_rebuild(c->devs, c->ndevs, c->oo, &ro, &c->r.extent);
+
+	c->changed = c->r.extent.rebuilt;
+	c->left = c->r.extent.extents_left;
+	return ret;
+}
+
+static void extent_text(const struct step_ctx *c)
+{
+	const struct btk_extent_rebuild_result *r = &c->r.extent;
+
+	printf("extent tree rebuilt from %llu tree(s): %llu tree block(s) (%llu with full back "
+	       "references), %llu data extent(s) with %llu reference(s), %llu file extent "
+	       "item(s) left without a record; %llu old block(s) dropped, %llu bytes of "
+	       "checksums without data dropped; the checker's errors %llu before, %llu after\n",
+	       (unsigned long long)r->trees, (unsigned long long)r->tree_blocks,
+	       (unsigned long long)r->shared_blocks, (unsigned long long)r->data_extents,
+	       (unsigned long long)r->data_refs, (unsigned long long)r->extents_left,
+	       (unsigned long long)r->old_blocks, (unsigned long long)r->csum_bytes_dropped,
+	       (unsigned long long)r->errors_before, (unsigned long long)r->errors_after);
+}
+
+static void extent_json_summary(const struct step_ctx *c, int ret)
+{
+	const struct btk_extent_rebuild_result *r = &c->r.extent;
+
+	(void)ret;
+	printf(", \"extent_summary\": {\"rebuilt\": %s, \"trees\": %llu, \"tree_blocks\": %llu, "
+	       "\"shared_blocks\": %llu, \"tree_refs\": %llu, \"data_extents\": %llu, "
+	       "\"data_refs\": %llu, \"extents_left\": %llu, \"old_blocks\": %llu, "
+	       "\"csum_bytes_dropped\": %llu, \"errors_before\": %llu, \"errors_after\": %llu}",
+	       r->rebuilt ? "true" : "false", (unsigned long long)r->trees,
+	       (unsigned long long)r->tree_blocks, (unsigned long long)r->shared_blocks,
+	       (unsigned long long)r->tree_refs, (unsigned long long)r->data_extents,
+	       (unsigned long long)r->data_refs, (unsigned long long)r->extents_left,
+	       (unsigned long long)r->old_blocks, (unsigned long long)r->csum_bytes_dropped,
+	       (unsigned long long)r->errors_before, (unsigned long long)r->errors_after);
+}
+
 static const struct step steps[] = {
     {RESCUE_SUPER, "super", "Rewriting bad superblock copies", "super", "super", "superblocks", 0,
      super_run, super_text, super_json_summary, false},
@@ -458,6 +534,8 @@ static const struct step steps[] = {
      log_run, log_text, log_json_summary, false},
     {RESCUE_ZERO_LOG, "zero-log", "Dropping the log tree", "log_lost", "log", "log not dropped", 0,
      log_run, log_text, log_json_summary, false},
+    {RESCUE_EXTENT, "extent-tree", "Rebuilding the extent tree from the trees", "extent_left",
+     "extent", "extent tree not rebuilt", 0, extent_run, extent_text, extent_json_summary, false},
     {RESCUE_CSUM, "csum-tree", "Rebuilding the checksum tree from the data", "csum_not_summed",
      "csum", "checksum tree not rebuilt", 0, csum_run, csum_text, csum_json_summary, false},
     {RESCUE_FST, "free-space-tree", "Rebuilding the free-space tree", NULL, "fst",

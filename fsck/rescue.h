@@ -16,7 +16,8 @@ enum {
 	RESCUE_FST = 32,
 	RESCUE_UUID = 64,
 	RESCUE_RELOC = 128,
-	RESCUE_QUOTA = 256
+	RESCUE_QUOTA = 256,
+	RESCUE_EXTENT = 512
 };
 
 /* The bit of step `name` (--rescue NAME), or 0 for none. */

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/json.h"
 #include "cli/cli.h"
 #include "image/image.h"
 #include "image_tool.h"
@@ -59,14 +60,13 @@ static void print_summary(const struct dump_ui *ui, const struct btk_dump_stats 
 			       st->skipped ? ", some blocks skipped" : "");
 		return;
 	}
-	printf("{\"trees\": %llu, \"blocks\": %llu, \"data_bytes\": %llu, \"bytes\": %llu, "
-	       "\"dump_bytes\": %llu, \"items\": %llu, \"clusters\": %llu, \"names\": %llu, "
-	       "\"names_kept\": %llu, \"skipped\": %llu, \"skipped_blocks\": [",
-	       (unsigned long long)st->trees, (unsigned long long)st->blocks,
-	       (unsigned long long)st->data_bytes, (unsigned long long)st->bytes_in,
-	       (unsigned long long)st->bytes_out, (unsigned long long)st->items,
-	       (unsigned long long)st->clusters, (unsigned long long)st->names,
-	       (unsigned long long)st->names_kept, (unsigned long long)st->skipped);
+	printf("{");
+	BTK_JSON_U64S(stdout,
+		      "trees blocks data_bytes bytes dump_bytes items clusters names names_kept "
+		      "skipped",
+		      st->trees, st->blocks, st->data_bytes, st->bytes_in, st->bytes_out, st->items,
+		      st->clusters, st->names, st->names_kept, st->skipped);
+	printf(", \"skipped_blocks\": [");
 	for (size_t i = 0; i < ui->nskipped; i++)
 		printf("%s%llu", i ? ", " : "", (unsigned long long)ui->skipped[i]);
 	printf("]}\n");

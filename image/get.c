@@ -407,14 +407,12 @@ static void print_summary(const struct get *g, const char *path, const char *des
 	btk_json_cstr(stdout, path);
 	printf(", \"dest\": ");
 	btk_json_cstr(stdout, dest);
-	printf(", \"files\": %llu, \"hard_links\": %llu, \"dirs\": %llu, \"others\": %llu, "
-	       "\"bytes\": %llu, \"problems\": %llu, \"reused\": %llu, \"xattrs_not_copied\": "
-	       "%llu, \"errors\": %s}\n",
-	       (unsigned long long)g->files, (unsigned long long)g->links_made,
-	       (unsigned long long)g->dirs, (unsigned long long)g->others,
-	       (unsigned long long)g->bytes, (unsigned long long)g->skipped,
-	       (unsigned long long)g->reused,
-	       (unsigned long long)(g->xattrs_left + g->xattrs_unsupported), rc ? "true" : "false");
+	printf(", ");
+	BTK_JSON_U64S(stdout,
+		      "files hard_links dirs others bytes problems reused xattrs_not_copied",
+		      g->files, g->links_made, g->dirs, g->others, g->bytes, g->skipped, g->reused,
+		      g->xattrs_left + g->xattrs_unsupported);
+	printf(", \"errors\": %s}\n", rc ? "true" : "false");
 }
 
 /* "1 file", "2 files" into buf */

@@ -500,12 +500,13 @@ static int write_back(struct acct *a, const uint8_t *status, uint32_t status_siz
 	return btk_item_update(a->t, BTRFS_QUOTA_TREE_OBJECTID, &k, st, status_size);
 }
 
-/* The status item (*ssize bytes of it into status): 0; 1 when quotas are off (no quota tree,
- * or no status in it); -errno. */
-static int status_read(struct acct *a, uint8_t *status, uint32_t cap, uint32_t *ssize)
+/* The status item (*ssize bytes of it into status, at most 64) and its flags: 0; 1 when quotas
+ * are off (no quota tree, or no status in it); -EUCLEAN for an item of a size no status has;
+ * -errno. */
+static int status_flags(struct acct *a, uint8_t status[64], uint32_t *ssize, uint64_t *flags)
 {
 	struct btk_key k = {0, BTRFS_QGROUP_STATUS_KEY, 0};
-	int ret = btk_item_next(a->t, BTRFS_QUOTA_TREE_OBJECTID, &k, status, cap, ssize);
+	int ret = btk_item_next(a->t, BTRFS_QUOTA_TREE_OBJECTID, &k, status, 64, ssize);
 
 	if (ret < 0 && ret != -ENOENT)
 		return ret;
@@ -514,6 +515,9 @@ static int status_read(struct acct *a, uint8_t *status, uint32_t cap, uint32_t *
 		return 1;
 	}
 	a->st->on = true;
+	if (*ssize < QG_STAT_SZ || *ssize > 64)
+		return btk_err(EUCLEAN, "a qgroup status item of %u bytes", *ssize);
+	*flags = BTK_GET(struct btrfs_qgroup_status_item, status, flags);
 	return 0;
 }
 
@@ -527,11 +531,11 @@ static int account(struct acct *a)
 	struct btk_root r;
 	int ret;
 
-	if ((ret = status_read(a, status, sizeof(status), &ssize)))
+	ret = status_flags(a, status, &ssize, &flags);
+	if (ret == -EUCLEAN)
+		return give_up(a, "%s", btk_errmsg()); /* not counted: marked inconsistent */
+	if (ret)
 		return ret < 0 ? ret : 0; /* 1: quotas are off */
-	if (ssize < QG_STAT_SZ || ssize > sizeof(status))
-		return give_up(a, "a qgroup status item of %u bytes", ssize);
-	flags = BTK_GET(struct btrfs_qgroup_status_item, status, flags);
 	if (flags & BTRFS_QGROUP_STATUS_FLAG_INCONSISTENT) {
 		a->st->inconsistent = true;
 		return 0; /* nothing to keep */
@@ -720,11 +724,8 @@ static int rescan(struct acct *a)
 	uint64_t flags;
 	int ret;
 
-	if ((ret = status_read(a, status, sizeof(status), &ssize)))
+	if ((ret = status_flags(a, status, &ssize, &flags)))
 		return ret < 0 ? ret : 0; /* 1: quotas are off */
-	if (ssize < QG_STAT_SZ || ssize > sizeof(status))
-		return btk_err(EUCLEAN, "a qgroup status item of %u bytes", ssize);
-	flags = BTK_GET(struct btrfs_qgroup_status_item, status, flags);
 	if (flags &
 	    ~(uint64_t)(BTRFS_QGROUP_STATUS_FLAGS_MASK | BTRFS_QGROUP_STATUS_FLAG_SIMPLE_MODE))
 		return btk_err(EOPNOTSUPP, "qgroup status flags %#llx: unknown quotas",

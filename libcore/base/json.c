@@ -84,3 +84,13 @@ void btk_json_cstr(FILE *f, const char *s)
 {
 	btk_json_str(f, s, strlen(s));
 }
+
+void btk_json_u64s(FILE *f, const char *names, const uint64_t *v, size_t n)
+{
+	for (size_t i = 0; i < n && *names; i++) {
+		size_t len = strcspn(names, " ");
+		fprintf(f, "%s\"%.*s\": %llu", i ? ", " : "", (int)len, names,
+			(unsigned long long)v[i]);
+		names += len + (names[len] == ' ');
+	}
+}

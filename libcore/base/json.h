@@ -21,10 +21,19 @@
 #define BTK_JSON_H
 
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 void btk_json_str(FILE *f, const void *s, size_t len);
 /* The same for a NUL-terminated string (which therefore holds no NUL). */
 void btk_json_cstr(FILE *f, const char *s);
+
+/* '"NAME": V' for each space-separated name in names and the number at the same index of
+ * v[0..n-1], joined by ", " (the caller writes what stands around them): the counters of a
+ * report. BTK_JSON_U64S(f, "a b", x, y) counts the values itself. */
+void btk_json_u64s(FILE *f, const char *names, const uint64_t *v, size_t n);
+#define BTK_JSON_U64S(f, names, ...)                                                               \
+	btk_json_u64s(f, names, (const uint64_t[]){__VA_ARGS__},                                   \
+		      sizeof((const uint64_t[]){__VA_ARGS__}) / sizeof(uint64_t))
 
 #endif

@@ -107,6 +107,25 @@ static void rpath_init(struct rpath *r)
 	r->buf[r->start] = 0;
 }
 
+/* An empty path on the heap (a path buffer is too large for the stack), or NULL. */
+static struct rpath *rpath_new(void)
+{
+	struct rpath *r = malloc(sizeof(*r));
+
+	if (r)
+		rpath_init(r);
+	return r;
+}
+
+/* After ret (0 or a negative errno) of building r: *out a copy of its path; r freed. */
+static int rpath_take(struct rpath *r, int ret, char **out)
+{
+	if (!ret && !(*out = strdup(r->buf + r->start)))
+		ret = btk_err(ENOMEM, "out of memory");
+	free(r);
+	return ret;
+}
+
 /* Prepends "/" + name; a NUL or '/' inside a stored name becomes '?'. */
 static int rpath_push(struct rpath *r, const char *name, size_t len)
 {
@@ -183,20 +202,11 @@ static int rpath_push_dir(struct btk_fs *fs, const struct btk_root *root, uint64
 
 int btk_dir_path(struct btk_fs *fs, const struct btk_root *root, uint64_t ino, char **out)
 {
-	struct rpath *r = malloc(sizeof(*r));
-	int ret;
+	struct rpath *r = rpath_new();
 
 	if (!r)
 		return btk_err(ENOMEM, "out of memory");
-	rpath_init(r);
-	ret = rpath_push_dir(fs, root, ino, r);
-	if (!ret) {
-		*out = strdup(r->buf + r->start);
-		if (!*out)
-			ret = btk_err(ENOMEM, "out of memory");
-	}
-	free(r);
-	return ret;
+	return rpath_take(r, rpath_push_dir(fs, root, ino, r), out);
 }
 
 struct paths_ctx {
@@ -312,20 +322,13 @@ int btk_subvol_path(struct btk_fs *fs, uint64_t root_id, char **out)
 
 int btk_subvol_path_at(struct btk_fs *fs, const struct btk_root *rt, uint64_t root_id, char **out)
 {
-	struct rpath *r = malloc(sizeof(*r));
+	struct rpath *r = rpath_new();
 	int ret;
 
 	if (!r)
 		return btk_err(ENOMEM, "out of memory");
-	rpath_init(r);
 	ret = subvol_rpath(fs, rt, root_id, r);
 	if (!ret && !r->buf[r->start])
 		ret = rpath_push_str(r, "/");
-	if (!ret) {
-		*out = strdup(r->buf + r->start);
-		if (!*out)
-			ret = btk_err(ENOMEM, "out of memory");
-	}
-	free(r);
-	return ret;
+	return rpath_take(r, ret, out);
 }

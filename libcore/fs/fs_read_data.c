@@ -97,9 +97,7 @@ static int verify(struct reader *r, uint64_t logical, const uint8_t *buf, uint64
 	}
 	while (ret == 0) {
 		uint32_t size;
-		const uint8_t *d = btk_path_data(&p, &size);
-
-		btk_path_key(&p, &k);
+		const uint8_t *d = btk_path_item(&p, &k, &size);
 		if (k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY ||
 		    k.offset >= end)
 			break;

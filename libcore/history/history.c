@@ -261,13 +261,9 @@ static enum btk_data_state allocated(struct btk_fs *fs, const struct btk_root *e
 			break;
 		}
 		btk_path_key(&p, &k);
-		uint64_t end;
-		if (k.type == BTRFS_EXTENT_ITEM_KEY)
-			end = k.objectid + k.offset;
-		else if (k.type == BTRFS_METADATA_ITEM_KEY)
-			end = k.objectid + fs->nodesize;
-		else
-			continue;
+		uint64_t end = k.objectid + btk_extent_key_len(&k, fs->nodesize);
+		if (end == k.objectid)
+			continue; /* not an extent record */
 		struct btk_extent_head h;
 		uint32_t size;
 		const uint8_t *d = btk_path_data(&p, &size);
@@ -776,12 +772,9 @@ static int chunk_free(struct btk_fs *fs, const struct btk_root *ext, const struc
 		btk_path_key(&p, &k);
 		if (k.objectid >= end)
 			break;
-		if (k.type == BTRFS_EXTENT_ITEM_KEY)
-			e = k.objectid + k.offset;
-		else if (k.type == BTRFS_METADATA_ITEM_KEY)
-			e = k.objectid + fs->nodesize;
-		else
-			continue;
+		if (!btk_extent_key_len(&k, fs->nodesize))
+			continue; /* not an extent record */
+		e = k.objectid + btk_extent_key_len(&k, fs->nodesize);
 		s = k.objectid;
 		if (s > pos && (ret = fn(ctx, pos, s - pos))) {
 			btk_path_release(&p);
@@ -1106,8 +1099,7 @@ static struct sv_rec *sv_ghost(struct sv *s, uint64_t ino)
 		btk_path_init(&p);
 		if (!btk_search_ge(s->fs, &s->older.data[i], &k, &p)) {
 			uint32_t size;
-			const uint8_t *d = btk_path_data(&p, &size);
-			btk_path_key(&p, &k);
+			const uint8_t *d = btk_path_item(&p, &k, &size);
 			if (k.objectid == ino &&
 			    (k.type == BTRFS_INODE_REF_KEY || k.type == BTRFS_INODE_EXTREF_KEY))
 				sv_ref(r, &k, d, size);

@@ -27,8 +27,7 @@ static int drop_dev_extents(struct btk_fs *fs, struct btk_trans *t, uint8_t chun
 	for (ret = btk_search_ge(fs, &dr, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
 		struct btk_dev_extent_ent e;
 		uint32_t size;
-		const uint8_t *d = btk_path_data(&p, &size);
-		btk_path_key(&p, &k);
+		const uint8_t *d = btk_path_item(&p, &k, &size);
 		if (k.type != BTRFS_DEV_EXTENT_KEY)
 			continue;
 		if (!btk_dev_extent_parse(d, size, &e))

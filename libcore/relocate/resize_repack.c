@@ -10,7 +10,10 @@
  * metadata chunk, is emptied whole) and moves what lies past the cuts into the free space of the
  * chunks below and into new chunks made in the holes below the size, sized to fit (metadata first,
  * then data, lowest hole first, as the write path's allocator places a chunk of a given stripe
- * length). Each run is the apply's own allocation replayed (rl_check_spec), the places of the new
+ * length). The last attempts (mode 3, for when no device has room for new chunks) also cut the
+ * data chunks reaching past the size to what they hold and a slack and keep the other chunks
+ * wholly past it, their stripes moving below the size afterwards. Each run is the apply's own
+ * allocation replayed (rl_check_spec), the places of the new
  * chunks the allocator's: a plan the check accepts is what the apply carries out, so the minimum (a
  * binary search over the sizes) is what -M reaches. Single-device filesystems with SINGLE and DUP
  * chunks only. Mixed block groups take run 1 only (they hold no chunk of one kind to compact into):
@@ -144,8 +147,11 @@ static uint64_t largest_hole(const struct dev_map *m)
 }
 
 /* The attempts, cheapest first: the chunks past the size only, then metadata compacted,
- * then data chunks too (tighter slack last). */
-static const int modes[][2] = {{0, 0}, {1, 0}, {2, 16}, {2, 64}};
+ * then data chunks too (tighter slack last), then the data chunks past the size cut to what they
+ * hold as well, their stripes moving below it afterwards (when no other device has room for new
+ * chunks to take what they hold, as for one device of a RAID1 whose others are at their
+ * minimum). */
+static const int modes[][2] = {{0, 0}, {1, 0}, {2, 16}, {2, 64}, {3, 16}, {3, 64}};
 
 /* ---- one attempt ---- */
 
@@ -153,7 +159,8 @@ struct attempt {
 	struct btk_fs *fs;
 	uint64_t devid, target;
 	const struct rl_usage *use;
-	int mode; /* 0: run 1 only; 1: metadata compacted first; 2: data too */
+	int mode; /* 0: run 1 only; 1: metadata compacted first; 2: data too; 3: and the data
+		   * chunks past the size cut to what they hold */
 	int data_slack;
 	int meta_first; /* the metadata chunk run 0 packs the metadata into (-1: none) */
 	uint64_t *keep_a, *keep_b;
@@ -456,7 +463,9 @@ static int add_data(struct attempt *a, uint64_t left, int k, bool *ok)
 {
 	uint64_t type = profile_of(a->fs, BTRFS_BLOCK_GROUP_DATA);
 	int per = 1, ret = 0;
-	uint64_t rest = up_1m(left + left * (uint64_t)k / 8 + (uint64_t)k * SZ_1M);
+	/* the slack of step k: none, then 1/64 of what is left doubling up to all of it, and k MiB
+	 */
+	uint64_t rest = up_1m(left + (k ? left / 128 << k : 0) + (uint64_t)k * SZ_1M);
 
 	*ok = true;
 	while (rest && !ret && *ok) {
@@ -614,6 +623,18 @@ static int attempt_run(struct attempt *a, uint64_t meta_keep, bool *fits)
 				k = 0;
 			if (k > c->length)
 				k = c->length;
+			/* mode 3: a data chunk is cut to what it holds and a slack when that is
+			 * less, and a chunk wholly past the size stays (a data chunk so cut), its
+			 * stripes moving below the size afterwards (compact_after) */
+			if (a->mode >= 3 && rl_class_of(c->type) != BTRFS_BLOCK_GROUP_SYSTEM) {
+				uint64_t u = used_of(&a->post.used[i]);
+				uint64_t t = up_1m(u + u / (uint64_t)a->data_slack + SZ_1M);
+				if (rl_class_of(c->type) != BTRFS_BLOCK_GROUP_DATA ||
+				    t + SZ_1M > c->length)
+					t = c->length;
+				if (!k || t < k)
+					k = t;
+			}
 		}
 		a->keep_b[i] = k;
 	}
@@ -631,7 +652,7 @@ static int attempt_run(struct attempt *a, uint64_t meta_keep, bool *fits)
 	if (!ret && chk.data_left) {
 		int base = a->nnew;
 		uint64_t left = chk.data_left;
-		for (int k = 0; k < 6 && !ret && !chk.fits; k++) {
+		for (int k = 0; k < 8 && !ret && !chk.fits; k++) {
 			a->nnew = base;
 			ret = add_data(a, left, k, &ok);
 			if (!ret && ok)
@@ -765,6 +786,9 @@ static int repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const stru
 				    .mode = modes[m][0],
 				    .data_slack = modes[m][1]};
 		ret = attempt_run(&a, meta_keep, fits);
+		/* a stripe cut past the size (mode 3) must then find room below it */
+		if (!ret && *fits && a.mode >= 3 && !(ret = compact_after(&a, NULL, &e)))
+			*fits = e <= target;
 		if (!ret && *fits && p)
 			ret = record(&a, p);
 		if (!ret && *fits && (p || end))

@@ -412,8 +412,7 @@ static int heal_data(struct heal *h)
 	btk_path_init(&p);
 	for (ret = btk_search_ge(fs, &root, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
 		uint32_t size;
-		const uint8_t *sums = btk_path_data(&p, &size);
-		btk_path_key(&p, &k);
+		const uint8_t *sums = btk_path_item(&p, &k, &size);
 		if (k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY)
 			continue;
 		uint64_t nsec = size / (uint32_t)fs->csum_size;

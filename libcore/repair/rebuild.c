@@ -27,6 +27,7 @@
 #include "base/vec.h"
 #include "format/extent_refs.h"
 #include "format/file_extent.h"
+#include "format/inode_item.h"
 #include "format/root_item.h"
 #include "fs/fs_write.h"
 #include "trans/trans.h"
@@ -59,10 +60,9 @@ int rp_extent_refs_walk(struct btk_fs *fs, rp_extent_ref_fn fn, void *ctx)
 	btk_path_init(&p);
 	for (ret = btk_search_ge(fs, &er, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
 		uint32_t size;
-		const uint8_t *d = btk_path_data(&p, &size);
+		const uint8_t *d = btk_path_item(&p, &k, &size);
 		struct btk_extent_ref r;
 		int stop = 0;
-		btk_path_key(&p, &k);
 		if (k.type == BTRFS_EXTENT_ITEM_KEY || k.type == BTRFS_METADATA_ITEM_KEY) {
 			struct btk_inline_iter it;
 			rec = k;
@@ -185,8 +185,7 @@ static int need_root(void *ctx, const struct btk_root *root)
 	btk_path_init(&p);
 	for (ret = btk_search_ge(fs, root, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
 		uint32_t size;
-		const uint8_t *d = btk_path_data(&p, &size);
-		btk_path_key(&p, &k);
+		const uint8_t *d = btk_path_item(&p, &k, &size);
 		if (k.type == BTRFS_INODE_ITEM_KEY) {
 			ino = k.objectid;
 			flags = size >= sizeof(struct btrfs_inode_item)
@@ -367,8 +366,7 @@ static void old_sums(struct rb *b, uint64_t lo, uint32_t cnt)
 	}
 	for (; ret == 0; ret = btk_next(fs, &p)) {
 		uint32_t size;
-		const uint8_t *d = btk_path_data(&p, &size);
-		btk_path_key(&p, &k);
+		const uint8_t *d = btk_path_item(&p, &k, &size);
 		if (k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY) {
 			if (k.objectid > BTRFS_EXTENT_CSUM_OBJECTID)
 				break;
@@ -589,7 +587,42 @@ static int tree_rebuild(const char *const *paths, int n, const struct btk_open_o
 	memset(res, 0, sizeof(*res));
 	ret = rb_run(paths, n, oo, fn, NULL, res);
 	res->rebuilt = !ret;
-	return ret;
+	return ret == 1 ? 0 : ret; /* 1: the tree was right, nothing written */
+}
+
+/* The next key after *k (in key order). */
+static void key_after(struct btk_key *k)
+{
+	if (++k->offset)
+		return;
+	if (++k->type)
+		return;
+	k->objectid++;
+}
+
+/* Whether tree `tree` reads whole and holds exactly n items, the i-th of which item(i, ...)
+ * says is right (it gets the key and the bytes found). */
+static bool tree_holds(struct btk_trans *t, uint64_t tree, size_t n,
+		       bool (*item)(void *ctx, size_t i, const struct btk_key *k, const uint8_t *d,
+				    uint32_t size),
+		       void *ctx)
+{
+	struct btk_fs *fs = btk_trans_fs(t);
+	struct btk_key k = {0, 0, 0};
+	uint8_t *d = malloc(fs->nodesize);
+	uint32_t size;
+	size_t i = 0;
+	int ret = 0;
+
+	while (d && (ret = btk_item_next(t, tree, &k, d, fs->nodesize, &size)) == 0) {
+		if (i == n || size > fs->nodesize || !item(ctx, i, &k, d, size))
+			break;
+		i++;
+		key_after(&k);
+	}
+	free(d);
+	btk_err_clear(); /* a tree that does not read is rebuilt, not an error here */
+	return d && ret == 1 && i == n;
 }
 
 static int fst_step(struct btk_trans *t, void *ctx)
@@ -644,6 +677,38 @@ static int uuid_add(struct uuid_ents *v, const uint8_t *u, uint8_t type, uint64_
 	return 0;
 }
 
+/* The uuid item of v's entries from i on that share its key: their ids (without repeats) into
+ * buf, *m of them; returns the index after them. */
+static size_t uuid_group(const struct uuid_ents *v, size_t i, uint8_t *buf, size_t *m)
+{
+	size_t j = i;
+
+	*m = 0;
+	for (; j < v->n && !btk_key_cmp(&v->data[j].key, &v->data[i].key); j++)
+		if (j == i || v->data[j].id != v->data[j - 1].id)
+			btk_put64(buf + 8 * (*m)++, v->data[j].id);
+	return j;
+}
+
+struct uuid_same {
+	const struct uuid_ents *v;
+	uint8_t *buf;
+	size_t at; /* v's entry of the next item */
+};
+
+static bool uuid_item_same(void *ctx, size_t i, const struct btk_key *k, const uint8_t *d,
+			   uint32_t size)
+{
+	struct uuid_same *u = ctx;
+	size_t m, at = u->at;
+
+	(void)i;
+	if (at >= u->v->n)
+		return false;
+	u->at = uuid_group(u->v, at, u->buf, &m);
+	return !btk_key_cmp(k, &u->v->data[at].key) && size == 8 * m && !memcmp(d, u->buf, size);
+}
+
 static int uuid_step(struct btk_trans *t, void *ctx)
 {
 	struct btk_tree_rebuild_result *res = ctx;
@@ -661,9 +726,8 @@ static int uuid_step(struct btk_trans *t, void *ctx)
 	btk_path_init(&p);
 	for (ret = btk_search_ge(fs, &rt, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
 		uint32_t size;
-		const uint8_t *d = btk_path_data(&p, &size);
+		const uint8_t *d = btk_path_item(&p, &k, &size);
 		struct btk_root_item ri;
-		btk_path_key(&p, &k);
 		if (k.type != BTRFS_ROOT_ITEM_KEY || !subvolume(k.objectid) ||
 		    k.objectid == BTRFS_DATA_RELOC_TREE_OBJECTID ||
 		    btk_root_item_parse(d, size, &ri) || !ri.refs)
@@ -678,17 +742,24 @@ static int uuid_step(struct btk_trans *t, void *ctx)
 		goto out;
 	if (v.n)
 		qsort(v.data, v.n, sizeof(*v.data), uuid_cmp);
-	if ((ret = tree_replace(t, BTRFS_UUID_TREE_OBJECTID, &res->old_blocks)))
-		goto out;
 	if (!(buf = malloc(v.n * 8 + 8))) {
 		ret = btk_err(ENOMEM, "out of memory");
 		goto out;
 	}
-	for (size_t i = 0; !ret && i < v.n;) {
-		size_t j = i, m = 0;
-		for (; j < v.n && !btk_key_cmp(&v.data[j].key, &v.data[i].key); j++)
-			if (j == i || v.data[j].id != v.data[j - 1].id)
-				btk_put64(buf + 8 * m++, v.data[j].id);
+	size_t items = 0;
+	for (size_t i = 0, m; i < v.n; items++)
+		i = uuid_group(&v, i, buf, &m);
+	struct uuid_same same = {.v = &v, .buf = buf};
+	if (btk_le64(fs->sb.uuid_tree_generation) == fs->generation &&
+	    tree_holds(t, BTRFS_UUID_TREE_OBJECTID, items, uuid_item_same, &same)) {
+		res->items = items; /* current and right: nothing to rebuild */
+		ret = 1;
+		goto out;
+	}
+	if ((ret = tree_replace(t, BTRFS_UUID_TREE_OBJECTID, &res->old_blocks)))
+		goto out;
+	for (size_t i = 0, m; !ret && i < v.n;) {
+		size_t j = uuid_group(&v, i, buf, &m);
 		ret = btk_item_insert(t, BTRFS_UUID_TREE_OBJECTID, &v.data[i].key, buf,
 				      (uint32_t)(8 * m));
 		res->items++;
@@ -709,6 +780,26 @@ int btk_uuid_rebuild(const char *const *paths, int n, const struct btk_open_opts
 }
 
 /* ---- the data relocation tree ---- */
+
+/* The data relocation tree as mkfs makes it: its top directory's inode item (a directory, one
+ * link, no entries) and its ".." ref to itself, nothing else. */
+static bool reloc_item_same(void *ctx, size_t i, const struct btk_key *k, const uint8_t *d,
+			    uint32_t size)
+{
+	struct btk_inode_info in;
+
+	(void)ctx;
+	if (k->objectid != BTRFS_FIRST_FREE_OBJECTID)
+		return false;
+	if (i == 0)
+		return k->type == BTRFS_INODE_ITEM_KEY && !k->offset &&
+		       !btk_inode_item_parse(d, size, &in) && (in.mode & 0170000) == 040000 &&
+		       in.nlink == 1 && !in.size;
+	return k->type == BTRFS_INODE_REF_KEY && k->offset == BTRFS_FIRST_FREE_OBJECTID &&
+	       size == sizeof(struct btrfs_inode_ref) + 2 &&
+	       BTK_GET(struct btrfs_inode_ref, d, name_len) == 2 &&
+	       !memcmp(d + sizeof(struct btrfs_inode_ref), "..", 2);
+}
 
 static int reloc_step(struct btk_trans *t, void *ctx)
 {
@@ -746,6 +837,17 @@ static int reloc_step(struct btk_trans *t, void *ctx)
 			       "in the extent tree): mount the filesystem to let the kernel finish "
 			       "the relocation",
 			       (unsigned long long)data_refs);
+	uint8_t rib[sizeof(*item)];
+	uint32_t risz = 0;
+	k = (struct btk_key){BTRFS_DATA_RELOC_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0};
+	if (!btk_item_next(t, BTRFS_ROOT_TREE_OBJECTID, &k, rib, sizeof(rib), &risz) &&
+	    k.objectid == BTRFS_DATA_RELOC_TREE_OBJECTID && k.type == BTRFS_ROOT_ITEM_KEY &&
+	    !btk_root_item_parse(rib, risz < sizeof(rib) ? risz : sizeof(rib), &ri) &&
+	    ri.root_dirid == BTRFS_FIRST_FREE_OBJECTID &&
+	    tree_holds(t, BTRFS_DATA_RELOC_TREE_OBJECTID, 2, reloc_item_same, NULL)) {
+		res->items = 2;
+		return 1; /* as mkfs makes it: nothing to rebuild */
+	}
 	if ((ret = tree_replace(t, BTRFS_DATA_RELOC_TREE_OBJECTID, &res->old_blocks)))
 		return ret;
 	/* its top directory, as mkfs makes it; its times the tree's creation */

@@ -377,6 +377,19 @@ static void report_left(const struct btk_repair_opts *ro, const struct rp_prob *
 	ro->on_left(ro->ctx, &q);
 }
 
+/* Whether the check reports what a heal (rescue.h) may rewrite: a tree block's problem (a bad
+ * copy, a block no copy of which reads, which one flipped bit may explain) or a lost root
+ * tree. */
+static bool needs_heal(const struct rp_probs *v, const struct rp_collect *c)
+{
+	if (c->unchecked)
+		return true;
+	for (size_t i = 0; i < v->n; i++)
+		if (btk_check_problem_info(v->data[i].id)->kind == BTK_CHK_TREE_BLOCK)
+			return true;
+	return false;
+}
+
 int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *oo,
 		   const struct btk_repair_opts *ro, struct btk_repair_result *res)
 {
@@ -394,10 +407,30 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 
 	memset(res, 0, sizeof(*res));
 	ro_open.write = false;
-	/* the first check reads only (the devices are opened for writing by each attempt) */
-	if ((ret = btk_fs_open(paths, n, &ro_open, &fs)))
-		goto out;
-	ret = rp_check(fs, &cur, &c);
+	/* the first check reads only (the devices are opened for writing by each attempt); when
+	 * it reports what a heal rewrites, the heal runs and the check again */
+	bool heal = ro->heal != NULL;
+	uint64_t disk_root, disk_gen;
+	int disk_level;
+	for (;;) {
+		/* (a heal opens the filesystem as this does: where this open fails, so would it) */
+		if ((ret = btk_fs_open(paths, n, &ro_open, &fs)))
+			goto out;
+		ret = rp_check(fs, &cur, &c);
+		disk_root = btk_le64(fs->sb.root);
+		disk_gen = btk_le64(fs->sb.generation);
+		disk_level = fs->sb.root_level;
+		if (!ret && heal && needs_heal(&cur, &c)) {
+			btk_fs_close(fs);
+			fs = NULL;
+			heal = false;
+			if (ro->heal(ro->heal_ctx) != 0)
+				continue; /* rewritten, or not run (an error): checked again */
+			if ((ret = btk_fs_open(paths, n, &ro_open, &fs)))
+				goto out;
+		}
+		break;
+	}
 	/* the members this open found (named or by scan) are the ones every attempt opens */
 	for (int i = 0; !ret && i < fs->ndevs; i++) {
 		const char *pth = fs->devs[i].dev ? fs->devs[i].dev->path : NULL;
@@ -405,8 +438,6 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 		if (pth && (!slot || !(*slot = strdup(pth))))
 			ret = btk_err(ENOMEM, "out of memory");
 	}
-	uint64_t disk_root = btk_le64(fs->sb.root), disk_gen = btk_le64(fs->sb.generation);
-	int disk_level = fs->sb.root_level;
 	btk_fs_close(fs);
 	if (ret)
 		goto out;

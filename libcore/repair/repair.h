@@ -49,6 +49,14 @@ struct btk_repair_opts {
 	btk_repair_note_fn on_note;	/* a refused round and why (may be NULL) */
 	btk_check_progress_fn progress; /* may be NULL */
 	void *ctx;
+	/* bad copies healed (the rescue step heal) only when the first check reports what a heal
+	 * rewrites: a tree block problem (a bad copy, no copy that reads) or the root tree lost;
+	 * a heal is a walk over every copy, as long as the check itself.
+	 * Returns > 0 when it rewrote something (the first check then runs again: the repair
+	 * plans from the healed state), 0 when not, < 0 when it could not run (the repair goes
+	 * on). NULL: no heal (the caller ran it before). */
+	int (*heal)(void *heal_ctx);
+	void *heal_ctx;
 };
 
 struct btk_repair_result {

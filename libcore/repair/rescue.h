@@ -148,7 +148,8 @@ int btk_csum_rebuild(const char *const *paths, int n, const struct btk_open_opts
 		     const struct btk_csum_rebuild_opts *ro, struct btk_csum_rebuild_result *res);
 
 struct btk_tree_rebuild_result {
-	bool rebuilt;
+	bool rebuilt; /* false: the tree was right already (uuid, data relocation), nothing written
+		       */
 	bool v1_invalidated; /* free space: a v1 cache, invalidated (the kernel rebuilds it) */
 	uint64_t old_blocks; /* blocks of the old tree dropped */
 	uint64_t items;	     /* uuid tree: items written */
@@ -162,13 +163,15 @@ int btk_fst_rebuild(const char *const *paths, int n, const struct btk_open_opts 
 
 /* Rebuilds the uuid tree from the root items (the uuid and received uuid of every live
  * subvolume), in one transaction that replaces the old tree whole (or makes one), and marks it
- * current so that the kernel does not rescan it. */
+ * current so that the kernel does not rescan it. A tree that is current and reads whole with
+ * exactly those items is left as it is (res->rebuilt false, nothing written). */
 int btk_uuid_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
 		     struct btk_tree_rebuild_result *res);
 
 /* Rebuilds the data relocation tree (which holds nothing between relocations) as mkfs makes
  * it: its old blocks dropped (also when they no longer read), a new leaf with its top
- * directory, in one transaction. -EBUSY when a relocation is under way (a balance item, a
+ * directory, in one transaction; a tree that reads whole and holds just that is left as it is
+ * (res->rebuilt false, nothing written). -EBUSY when a relocation is under way (a balance item, a
  * relocation tree, or data references naming the tree): the kernel needs its inodes. */
 int btk_data_reloc_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
 			   struct btk_tree_rebuild_result *res);
@@ -192,5 +195,44 @@ struct btk_quota_rescan_result {
  * -ENOENT when quotas are off; -EOPNOTSUPP for simple quotas. */
 int btk_quota_rescan(const char *const *paths, int n, const struct btk_open_opts *oo,
 		     struct btk_quota_rescan_result *res);
+
+/* A file extent item whose data extent the extent-tree rebuild gave no record (it cannot be
+ * one: why says so); the checker reports the item afterwards. */
+struct btk_extent_rebuild_event {
+	uint64_t bytenr, len;  /* what the item names */
+	uint64_t tree, parent; /* a keyed user's tree, or the leaf of a shared one */
+	uint64_t ino, offset;  /* a keyed user's inode and data reference offset */
+	char why[120];
+};
+typedef void (*btk_extent_rebuild_fn)(void *ctx, const struct btk_extent_rebuild_event *e);
+struct btk_extent_rebuild_opts {
+	btk_extent_rebuild_fn on_event; /* may be NULL */
+	void *ctx;
+};
+struct btk_extent_rebuild_result {
+	bool rebuilt;
+	uint64_t trees;		     /* trees walked */
+	uint64_t tree_blocks;	     /* tree blocks recorded */
+	uint64_t shared_blocks;	     /* of them FULL_BACKREF (only other trees than the owner's
+					reach them) */
+	uint64_t tree_refs;	     /* their references */
+	uint64_t data_extents;	     /* data extents recorded */
+	uint64_t data_refs;	     /* their references (keyed or shared, each with a count) */
+	uint64_t extents_left;	     /* file extent items whose extent got no record (events) */
+	uint64_t old_blocks;	     /* blocks of the old extent, free-space and block group
+					trees dropped */
+	uint64_t csum_bytes_dropped; /* checksums of data no extent holds */
+	uint64_t errors_before, errors_after; /* the checker's errors before and after */
+};
+
+/* Rebuilds the extent tree of the filesystem on paths[0..n-1] from the trees (extent_rebuild.c
+ * says how), with the block group items and the free-space tree, in one transaction whose new
+ * state must check clean of extent problems before its superblocks are written (-ECANCELED
+ * otherwise, nothing written). -EBUSY with a log tree, a relocation or a subvolume deletion
+ * under way; -EUCLEAN when a tree block does not read or tree blocks overlap (btk_errmsg says
+ * which). */
+int btk_extent_tree_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
+			    const struct btk_extent_rebuild_opts *ro,
+			    struct btk_extent_rebuild_result *res);
 
 #endif

@@ -423,8 +423,7 @@ static int each_item(struct btk_wfs *w, const struct btk_root *root, const struc
 	for (ret = btk_search_ge(w->fs, root, key, &p); ret == 0; ret = btk_next(w->fs, &p)) {
 		struct btk_key k;
 		uint32_t size;
-		const uint8_t *d = btk_path_data(&p, &size);
-		btk_path_key(&p, &k);
+		const uint8_t *d = btk_path_item(&p, &k, &size);
 		if ((ret = fn(w, &k, d, size)))
 			break;
 	}
@@ -513,12 +512,39 @@ static int used_agrees(const struct btk_bg *bg)
 		       (unsigned long long)held);
 }
 
+int btk_bg_add_chunk(struct btk_wfs *w, const struct btk_chunk *c)
+{
+	struct btk_bg *bg = btk_bg_add(w, c->logical, c->length, c->type);
+
+	if (!bg)
+		return btk_err(ENOMEM, "out of memory adding a block group");
+	bg->item_new = true;
+	bg->dirty = true;
+	if (btk_rs_add(&bg->free, c->logical, c->length))
+		return btk_err(ENOMEM, "out of memory");
+	return btk_bg_exclude_super(w->fs, bg, c);
+}
+
+/* An extent tree being rebuilt: a block group for every chunk, wholly free and counting
+ * nothing, its item to be inserted (the trees holding them are emptied by the caller); the
+ * extent tree is not read. */
+static int bg_from_chunks(struct btk_wfs *w)
+{
+	int ret = 0;
+
+	for (int i = 0; i < w->fs->nchunks && !ret; i++)
+		ret = btk_bg_add_chunk(w, w->fs->chunks[i]);
+	return ret;
+}
+
 int btk_bg_load(struct btk_wfs *w)
 {
 	struct btk_root ext, bgr;
-	int ret = btk_root_find(w->fs, BTRFS_EXTENT_TREE_OBJECTID, &ext);
+	int ret;
 
-	if (ret)
+	if (w->extent_rebuild)
+		return bg_from_chunks(w);
+	if ((ret = btk_root_find(w->fs, BTRFS_EXTENT_TREE_OBJECTID, &ext)))
 		return ret;
 	if (w->bgtree) {
 		ret = btk_root_find(w->fs, BTRFS_BLOCK_GROUP_TREE_OBJECTID, &bgr);

@@ -184,7 +184,6 @@ static uint64_t next_logical(const struct btk_wfs *w)
 int btk_chunk_add(struct btk_wfs *w, struct btk_chunk *c)
 {
 	struct btk_fs *fs = w->fs;
-	struct btk_bg *bg;
 	int i;
 
 	if (btk_array_room_int(fs->chunks, fs->nchunks, fs->chunks_cap) ||
@@ -195,15 +194,8 @@ int btk_chunk_add(struct btk_wfs *w, struct btk_chunk *c)
 	fs->chunks[i] = c;
 	fs->nchunks++;
 	w->new_chunks[w->nnew_chunks++] = c->logical;
-	bg = btk_bg_add(w, c->logical, c->length, c->type);
-	if (!bg)
-		return btk_err(ENOMEM, "out of memory adding a block group");
-	bg->item_new = true;
-	bg->dirty = true;
-	if (btk_rs_add(&bg->free, c->logical, c->length))
-		return btk_err(ENOMEM, "out of memory");
 	w->mods++;
-	return btk_bg_exclude_super(fs, bg, c);
+	return btk_bg_add_chunk(w, c);
 }
 
 /* Picks devices and offsets; fills c's stripes. */

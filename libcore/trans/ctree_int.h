@@ -98,7 +98,8 @@ struct btk_refop {
 	uint64_t ino, offset; /* data references */
 	int delta;	      /* +n added, -n dropped; 0 with set_flags */
 	uint64_t set_flags;   /* extent flags to set (BTRFS_BLOCK_FLAG_FULL_BACKREF) */
-	uint64_t gen;	      /* a record it makes: its generation (0: the transaction's) */
+	uint64_t gen;	      /* a record it makes: its generation (0: the transaction's); a
+				 data reference makes a record only with gen set */
 	uint64_t seq;
 };
 
@@ -107,9 +108,10 @@ struct btk_wfs {
 	uint64_t transid; /* the running (or next) transaction */
 	bool running, broken;
 	bool skinny, fst, bgtree, mixed, no_holes;
-	bool squota;	    /* simple quotas: a new data extent's record names its owner */
-	bool damaged_usage; /* BTK_WRITE_DAMAGED_USAGE */
-	bool qgroups_kept;  /* BTK_WRITE_QGROUPS_KEPT */
+	bool squota;	     /* simple quotas: a new data extent's record names its owner */
+	bool damaged_usage;  /* BTK_WRITE_DAMAGED_USAGE */
+	bool qgroups_kept;   /* BTK_WRITE_QGROUPS_KEPT */
+	bool extent_rebuild; /* BTK_WRITE_EXTENT_REBUILD */
 	struct btk_wroot **roots;
 	int nroots;
 	size_t caproots;
@@ -183,6 +185,9 @@ struct btk_trans {
 struct btk_bg *btk_bg_find(struct btk_wfs *w, uint64_t bytenr);
 /* Inserts a new block group (sorted); returns it or NULL on ENOMEM. */
 struct btk_bg *btk_bg_add(struct btk_wfs *w, uint64_t start, uint64_t len, uint64_t flags);
+/* A block group for chunk c, wholly free, counting nothing, its item to be inserted at commit
+ * (a new chunk's, or every chunk's for an extent tree rebuilt). */
+int btk_bg_add_chunk(struct btk_wfs *w, const struct btk_chunk *c);
 /* Computes the superblock stripes inside a chunk into bg->super. */
 int btk_bg_exclude_super(struct btk_fs *fs, struct btk_bg *bg, const struct btk_chunk *c);
 /* Allocates one tree block for root `owner` at `level`; queues its +1 ref. */

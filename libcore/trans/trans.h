@@ -52,6 +52,13 @@ int btk_write_open(struct btk_fs *fs, unsigned flags, struct btk_wfs **out);
  * follow them with the status item's generation, as the kernel's commits do, instead of
  * marking them for a rescan. */
 #define BTK_WRITE_QGROUPS_KEPT (1u << 1)
+/* flags: the extent tree is rebuilt (repair): it is not read; every chunk gets a block group
+ * that is wholly free and counts nothing, whose item the commit inserts. The first
+ * transaction must empty the trees that held the items (btk_tree_reset of the extent tree,
+ * and of the block group tree where there is one), claim the space of everything in use
+ * (btk_extent_claim, btk_trans_keep_out) before anything is allocated, and give every tree
+ * block and data extent its record (btk_tree_block_ref, btk_data_ref_make). */
+#define BTK_WRITE_EXTENT_REBUILD (1u << 2)
 /* Quota accounting, done one layer up (it needs the back-reference walkers): a hook the commit
  * calls once every tree has settled (back references applied, root items written) and before
  * the superblock is prepared. It sees what the transaction changed (btk_trans_changes), may
@@ -440,6 +447,11 @@ int btk_chunk_remove(struct btk_trans *t, uint64_t logical);
  * the unrecorded reference. Applied at commit. -EINVAL. */
 int btk_tree_block_ref(struct btk_trans *t, uint64_t bytenr, int level, uint64_t root,
 		       uint64_t parent, int delta, bool full_backref, uint64_t gen);
+/* The same as btk_data_ref for delta > 0, and a data extent without a record gets one (of
+ * generation gen, which must be set), its block group counting it: an extent tree rebuilt
+ * (claim its space first, btk_extent_claim). Applied at commit or settle. -EINVAL. */
+int btk_data_ref_make(struct btk_trans *t, uint64_t bytenr, uint64_t num_bytes, uint64_t root,
+		      uint64_t parent, uint64_t ino, uint64_t offset, int delta, uint64_t gen);
 /* Takes [bytenr, +len) out of the free space: it is in use although the extent tree has no
  * record of it (a record is being added). Call it before anything is allocated. -ENOENT
  * outside one block group. */

@@ -315,6 +315,23 @@ static int new_tree_record(struct btk_trans *t, const struct btk_refop *op, stru
 	return bg_account(w, op->bytenr, op->num_bytes, true);
 }
 
+/* A data extent's first reference makes its record (an extent tree rebuilt: op->gen set). */
+static int new_data_record(struct btk_trans *t, const struct btk_refop *op, struct rec *r)
+{
+	uint32_t size = EI_SZ + btk_inline_ref_size(ref_type(op));
+	int ret = btk_item_insert_empty(t, BTRFS_EXTENT_TREE_OBJECTID, &r->key, size, &r->p);
+
+	if (ret)
+		return ret;
+	uint8_t *d = btk_item_ptr(&r->p, NULL);
+	struct btk_extent_head h = {
+	    .refs = (uint64_t)op->delta, .generation = op->gen, .flags = BTRFS_EXTENT_FLAG_DATA};
+	btk_extent_head_write(d, &h);
+	write_inline(d + EI_SZ, op, (uint32_t)op->delta);
+	btk_wpath_release(&r->p);
+	return bg_account(t->w, op->bytenr, op->num_bytes, true);
+}
+
 /* The record's count reached zero: delete it and release the space. */
 static int drop_record(struct btk_trans *t, const struct btk_refop *op, struct rec *r, uint64_t gen)
 {
@@ -361,6 +378,8 @@ static int apply(struct btk_trans *t, const struct btk_refop *op)
 	if (ret < 0)
 		return ret;
 	if (ret == 1) {
+		if (op->data && op->delta > 0 && op->gen)
+			return new_data_record(t, op, &r);
 		if (op->data || op->delta <= 0)
 			return btk_err(EUCLEAN, "no extent record for %s %llu",
 				       op->data ? "data extent" : "tree block",
@@ -500,6 +519,26 @@ int btk_data_ref(struct btk_trans *t, uint64_t bytenr, uint64_t num_bytes, uint6
 	op.ino = ino;
 	op.offset = offset;
 	op.delta = delta;
+	return btk_refop_add(t->w, &op);
+}
+
+int btk_data_ref_make(struct btk_trans *t, uint64_t bytenr, uint64_t num_bytes, uint64_t root,
+		      uint64_t parent, uint64_t ino, uint64_t offset, int delta, uint64_t gen)
+{
+	struct btk_refop op = {0};
+
+	if (delta <= 0 || !gen || !num_bytes || (!root == !parent))
+		return btk_err(EINVAL, "a data record needs a root or a parent, a count and a "
+				       "generation");
+	op.bytenr = bytenr;
+	op.num_bytes = num_bytes;
+	op.root = root;
+	op.parent = parent;
+	op.data = true;
+	op.ino = parent ? 0 : ino;
+	op.offset = parent ? 0 : offset;
+	op.delta = delta;
+	op.gen = gen;
 	return btk_refop_add(t->w, &op);
 }
 

@@ -228,6 +228,8 @@ int btk_trans_fsid_rewrite_done(struct btk_trans *t, uint64_t *blocks)
 	for (size_t i = 0; i < n && !ret; i++)
 		ret = tree_has_fsid(t, ids[i], blocks);
 	free(ids);
+	if (ret) /* still running, for btk_trans_fsid_rewrite_cancel */
+		t->fs->prev_meta_ok = true;
 	return ret;
 }
 
@@ -237,6 +239,9 @@ void btk_trans_fsid_rewrite_cancel(struct btk_trans *t)
 
 	if (!fs->prev_meta_ok)
 		return;
+	for (int i = 0; i < fs->ndevs; i++)
+		if (!memcmp(fs->devs[i].fsid, fs->meta_uuid, BTK_FSID_SIZE))
+			memcpy(fs->devs[i].fsid, fs->prev_meta_uuid, BTK_FSID_SIZE);
 	memcpy(fs->meta_uuid, fs->prev_meta_uuid, BTK_FSID_SIZE);
 	fs->prev_meta_ok = false;
 }

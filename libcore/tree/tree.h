@@ -239,6 +239,13 @@ static inline const uint8_t *btk_path_data(const struct btk_path *p, uint32_t *s
 	*size = btk_leaf_size(p->nodes[0], p->slots[0]);
 	return btk_leaf_data(p->nodes[0], p->slots[0]);
 }
+/* Both: its key in *k, its data returned (size bytes). */
+static inline const uint8_t *btk_path_item(const struct btk_path *p, struct btk_key *k,
+					   uint32_t *size)
+{
+	btk_path_key(p, k);
+	return btk_path_data(p, size);
+}
 
 /* Depth-first pre-order walk of every block of a tree. The callback sees each block once
  * (blocks reached twice within one tree are reported as an error, as are bad child levels,

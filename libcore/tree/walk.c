@@ -142,9 +142,7 @@ int btk_for_each_root(struct btk_fs *fs, int (*fn)(void *ctx, const struct btk_r
 	btk_path_init(&p);
 	for (ret = btk_search_ge(fs, &rt, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
 		uint32_t size;
-		const uint8_t *data = btk_path_data(&p, &size);
-
-		btk_path_key(&p, &k);
+		const uint8_t *data = btk_path_item(&p, &k, &size);
 		if (k.type != BTRFS_ROOT_ITEM_KEY)
 			continue;
 		if (btk_root_from_item(k.objectid, k.offset, data, size, &r)) {

@@ -246,3 +246,27 @@ qgroups_exact() {
 			if (d != o) { print "qgroup " id ": recount" o ", on disk" d; bad = 1 } }
 	     END { if (!n) print "no qgroup reported"; exit bad || !n }' "$D/qgroups.log" >&2
 }
+
+# records IMG: every extent record (key, count, flags, generation, references sorted; btk-debug)
+# but those of the trees a rebuild copies or replaces (root, extent, free-space trees), a line
+# each
+records() {
+	"$BTK_BUILD/bin/btk-debug" tree -t 2 "$1" | python3 -c '
+import re, sys
+recs, cur = [], None
+for line in sys.stdin:
+    f = line.split()
+    if f[:1] == ["item"]:
+        cur = None
+        if f[4] in ("EXTENT_ITEM", "METADATA_ITEM"):
+            cur = [" ".join(f[2:5]), "", []]
+            recs.append(cur)
+    elif cur and f[:1] == ["refs"]:
+        cur[1] = line.strip()
+    elif cur and f[:1] == ["type"]:
+        cur[2].append(line.strip())
+for key, head, refs in recs:
+    if not any(re.search(r"root (ROOT_TREE|EXTENT_TREE|FREE_SPACE_TREE)$", r) for r in refs):
+        print(key, head, " | ".join(sorted(refs)))
+'
+}

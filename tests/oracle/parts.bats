@@ -139,6 +139,45 @@ resize_inside() {
 	[ "$(outside "$img" "$n")" = "$before" ]
 }
 
+# mkfs_into IMG N: btk-mkfs --rootdir into the free partition N: the partition's size, every
+# other byte unchanged, btrfs check clean, the kernel mounts it with the tree's content
+mkfs_into() {
+	local img=$1 n=$2 before
+	before=$(outside "$img" "$n")
+	"$B/btk-mkfs" -q -L "p$n" -r "$BTK_ROOT/man" "$img@p$n"
+	[ "$(outside "$img" "$n")" = "$before" ]
+	kernel_ok "$img" "$n"
+	attach "$img" "$n"
+	mount -o ro "$LOOP" "$MNT"
+	diff -r "$BTK_ROOT/man" "$MNT"
+	umount "$MNT"
+	detach
+}
+
+# convert_in IMG N: an ext4 made in partition N converted and rolled back there, every other
+# byte unchanged, the converted btrfs checked and mounted, the ext4 clean after the rollback
+convert_in() {
+	local img=$1 n=$2 off size before
+	rm -rf "$D/src"
+	mkdir "$D/src"
+	cp -r "$BTK_ROOT/man" "$D/src/"
+	seq 1 100000 >"$D/src/n"
+	read -r off size < <(range "$img" "$n")
+	mke2fs -q -F -t ext4 -b 4096 -d "$D/src" -E offset="$off" "$img" $((size / 4096))
+	before=$(outside "$img" "$n")
+	"$B/btk-convert" "$img@p$n" >/dev/null
+	[ "$(outside "$img" "$n")" = "$before" ]
+	kernel_ok "$img" "$n"
+	attach "$img" "$n"
+	mount -o ro "$LOOP" "$MNT"
+	diff -r "$D/src/man" "$MNT/man"
+	umount "$MNT"
+	detach
+	"$B/btk-convert" --rollback "$img@p$n" >/dev/null
+	[ "$(outside "$img" "$n")" = "$before" ]
+	e2fsck -fn "$img?offset=$off" >/dev/null
+}
+
 @test "GPT image (sfdisk): ext4 p1, kernel-filled btrfs p2, free p3: read as the kernel reads it, written inside the partitions" {
 	require_tool mke2fs
 	require_btk convert
@@ -149,49 +188,29 @@ resize_inside() {
 	resize_inside "$D/g.img" 2
 	same_as_kernel "$D/g.img" 2
 
-	# mkfs --rootdir into the free p3: the partition's size, the kernel mounts it
-	before=$(outside "$D/g.img" 3)
-	"$B/btk-mkfs" -q -L p3 -r "$BTK_ROOT/man" "$D/g.img@p3"
-	[ "$(outside "$D/g.img" 3)" = "$before" ]
-	kernel_ok "$D/g.img" 3
-	attach "$D/g.img" 3
-	mount -o ro "$LOOP" "$MNT"
-	diff -r "$BTK_ROOT/man" "$MNT"
-	umount "$MNT"
-	detach
-
-	# convert of the ext4 p1 and its rollback
-	mkdir "$D/src"
-	cp -r "$BTK_ROOT/man" "$D/src/"
-	seq 1 100000 >"$D/src/n"
-	read -r off size < <(range "$D/g.img" 1)
-	mke2fs -q -F -t ext4 -b 4096 -d "$D/src" -E offset="$off" "$D/g.img" $((size / 4096))
-	before=$(outside "$D/g.img" 1)
-	"$B/btk-convert" "$D/g.img@p1" >/dev/null
-	[ "$(outside "$D/g.img" 1)" = "$before" ]
-	kernel_ok "$D/g.img" 1
-	attach "$D/g.img" 1
-	mount -o ro "$LOOP" "$MNT"
-	diff -r "$D/src/man" "$MNT/man"
-	umount "$MNT"
-	detach
-	"$B/btk-convert" --rollback "$D/g.img@p1" >/dev/null
-	[ "$(outside "$D/g.img" 1)" = "$before" ]
-	e2fsck -fn "$D/g.img?offset=$off" >/dev/null
+	mkfs_into "$D/g.img" 3
+	convert_in "$D/g.img" 1
 	"$B/btk-debug" parts "$D/g.img" >"$D/parts"
 	grep -q "ext4" "$D/parts"
 	grep -q "btrfs label 'kern2'" "$D/parts"
 	grep -q "btrfs label 'p3'" "$D/parts"
 }
 
-@test "MBR image with an extended partition: a kernel-filled btrfs in logical partition 5, read and resized inside it" {
-	truncate -s 700M "$D/m.img"
+@test "MBR image with an extended partition: a kernel-filled btrfs in logical partition 5, read and resized inside it; mkfs into logical 6, convert of primary 1" {
+	require_tool mke2fs
+	require_btk convert
+	truncate -s 760M "$D/m.img"
 	printf 'label: dos\n,100M,83\n,,5\n,450M,83\n,,83\n' | sfdisk -q "$D/m.img"
 	fill "$D/m.img" 5
 	same_as_kernel "$D/m.img" 5
 	resize_inside "$D/m.img" 5
 	"$B/btk-fsck" --partition 5 "$D/m.img" >/dev/null
-	"$B/btk-debug" parts "$D/m.img" | grep -q "btrfs label 'kern5'"
+	mkfs_into "$D/m.img" 6
+	convert_in "$D/m.img" 1
+	"$B/btk-debug" parts "$D/m.img" >"$D/parts"
+	grep -q "btrfs label 'kern5'" "$D/parts"
+	grep -q "btrfs label 'p6'" "$D/parts"
+	grep -q "ext4" "$D/parts"
 }
 
 @test "E01 (ewfacquire) and split raw (split -b 64M -d) of a GPT image with a kernel-filled btrfs: every read tool as on the raw image; writers refuse the E01 and write the segments as the raw image" {

@@ -7,10 +7,11 @@
 # (btrfs filesystem resize, stepwise until it refuses, on a copy); then btrfs check is clean,
 # the kernel shows the same files (sha256), the qgroups agree after the kernel's rescan, and,
 # grown by 1 GiB, the kernel writes 64 MiB and runs a full balance. A power cut at sampled
-# writes of such a shrink (every write with BTK_ORACLE_FULL=1) leaves the old or the new
-# filesystem with the same files. A 16K-node image, mixed block groups and one device of a
-# 3-device RAID1 filesystem here (with power cuts of the last two, the devices sharing one
-# budget); the matrix (4K and 64K nodes, DUP data) with BTK_ORACLE_FULL=1.
+# writes of such a shrink (every write with BTK_ORACLE_FULL=1, or every BTK_POWERCUT_EVERY-th)
+# leaves the old or the new filesystem with the same files. A 16K-node image, mixed block
+# groups and devices of a 3-device RAID1 filesystem (one, and devid 3 then devid 1) here (with
+# power cuts of the last two, the devices sharing one budget); the matrix (4K and 64K nodes,
+# DUP data) with BTK_ORACLE_FULL=1.
 
 load ../bats/helpers
 
@@ -303,11 +304,43 @@ kernel_minimum_multi() {
 	echo "$sz"
 }
 
-# minimum_multi NAME SIZE ROUNDS NDEV DEVID MKFS_OPTS...: the acceptance of issue 32 for one
-# device of several: as minimum_case, with the other devices taking what moves
+# minimum_multi NAME SIZE ROUNDS NDEV DEVIDS MKFS_OPTS...: the acceptance of issue 32 for
+# devices of several, each of DEVIDS ("3 1": devid 3, then devid 1) in turn: as minimum_case,
+# with the other devices taking what moves
 minimum_multi() {
-	local devid=$5 f i
+	local devids=$5 devid
 	aged_multi "$1" "$2" "$3" "$4" "${@:6}"
+	for devid in $devids; do
+		minimum_dev "$devid"
+	done
+	check_multi
+	# the kernel shows the same files; qgroups agree after its rescan
+	attach "${IMGS[@]}"
+	mount -o noatime "${LOOPS[0]}" "$MNT"
+	manifest "$MNT" >"$D/after"
+	diff "$SAVED" "$D/after" >&2 || { echo "the files differ" >&2; return 1; }
+	btrfs quota rescan -w "$MNT" >/dev/null
+	umount "$MNT"
+	detach
+	check_multi --qgroup-report
+	! grep -qiE "counts don't match|different|mismatch" "$D/check.out"
+	# grown back by 1 GiB, the kernel writes 64 MiB and balances everything
+	for devid in $devids; do truncate -s +1G "${IMGS[$((devid - 1))]}"; done
+	attach "${IMGS[@]}"
+	mount "${LOOPS[0]}" "$MNT"
+	for devid in $devids; do btrfs filesystem resize "$devid:max" "$MNT" >/dev/null; done
+	head -c 64M /dev/urandom >"$MNT/kernel-wrote"
+	sync -f "$MNT"
+	btrfs balance start --full-balance "$MNT" >/dev/null
+	umount "$MNT"
+	detach
+	check_multi
+}
+
+# minimum_dev DEVID: -M of devid on IMGS reaches -P, at most 1.10x its floor and not above the
+# kernel's online minimum (on a copy of the filesystem as it is)
+minimum_dev() {
+	local devid=$1 f
 	step -n --json -M "$devid:" "${IMGS[@]}"
 	cp "$BTK_OUT" "$D/plan.json"
 	step -P "$devid:" "${IMGS[@]}"
@@ -332,32 +365,16 @@ print("# devid %d: -M %d MiB, floor %d MiB (%.3fx), kernel online minimum %d MiB
 assert m <= 1.10 * f, "more than 1.10x the floor"
 assert m <= k, "above the kernel's online minimum"
 PY
-	check_multi
-	# the kernel shows the same files; qgroups agree after its rescan
-	attach "${IMGS[@]}"
-	mount -o noatime "${LOOPS[0]}" "$MNT"
-	manifest "$MNT" >"$D/after"
-	diff "$SAVED" "$D/after" >&2 || { echo "the files differ" >&2; return 1; }
-	btrfs quota rescan -w "$MNT" >/dev/null
-	umount "$MNT"
-	detach
-	check_multi --qgroup-report
-	! grep -qiE "counts don't match|different|mismatch" "$D/check.out"
-	# grown back by 1 GiB, the kernel writes 64 MiB and balances everything
-	truncate -s +1G "${IMGS[$((devid - 1))]}"
-	attach "${IMGS[@]}"
-	mount "${LOOPS[0]}" "$MNT"
-	btrfs filesystem resize "$devid:max" "$MNT" >/dev/null
-	head -c 64M /dev/urandom >"$MNT/kernel-wrote"
-	sync -f "$MNT"
-	btrfs balance start --full-balance "$MNT" >/dev/null
-	umount "$MNT"
-	detach
-	check_multi
 }
 
 @test "aged RAID1 filesystem of 3 devices, one shrunk: its chunks cut, what moves goes to chunks of the others and new ones; same files, qgroups, kernel writes and balances" {
 	minimum_multi r1x3 1G 4 3 1 -d raid1 -m raid1
+}
+
+# devid 3 first leaves devid 1 and 2 to hold both copies of everything: devid 1's chunks are
+# cut to what they hold and their stripes moved below the size (1.20x its floor before)
+@test "aged RAID1 filesystem of 3 devices, devid 3 then devid 1 shrunk: a chunk past the size cut to what it holds and moved below it" {
+	minimum_multi r1x3 1G 4 3 "3 1" -d raid1 -m raid1
 }
 
 # ---- power cuts of the mixed and several-device repackings ----
@@ -420,7 +437,7 @@ powercut_multi() {
 		if [ "$status" = 0 ]; then total=$n; else lo=$n; fi
 	done
 	every=$((total / samples))
-	[ "${BTK_ORACLE_FULL:-0}" = 1 ] && every=1
+	[ "${BTK_ORACLE_FULL:-0}" = 1 ] && every=${BTK_POWERCUT_EVERY:-1}
 	[ $every -ge 1 ] || every=1
 	for ((n = 0; n < total; n += every)); do budgets+=($n); done
 	for ((n = total - last; n < total; n++)); do [ $n -gt 0 ] && budgets+=($n); done
@@ -462,6 +479,14 @@ powercut_multi() {
 		skip "slow (~2.5 min): BTK_ORACLE_FULL=1 runs it (the repacking power cut below runs)"
 	aged_multi r1x3 1G 4 3 -d raid1 -m raid1
 	powercut_multi 1 16 4 "^would make a data chunk .* on devid [23]"
+}
+
+@test "power cut at sampled writes of a RAID1 shrink of devid 1 after devid 3 (a chunk past the size cut to what it holds, a stripe moved below): old or new filesystem, same files" {
+	[ "${BTK_ORACLE_FULL:-0}" = 1 ] ||
+		skip "slow (~3 min): BTK_ORACLE_FULL=1 runs it (the repacking power cut below runs)"
+	aged_multi r1x3 1G 4 3 -d raid1 -m raid1
+	step -M 3: "${IMGS[@]}"
+	powercut_multi 1 16 4 "^would cut data chunk .*past the size" "^would move metadata chunk"
 }
 
 @test "power cut at sampled writes of a repacking shrink (a chunk split, metadata compacted, the system chunk moved into a new one): old or new filesystem, same files" {

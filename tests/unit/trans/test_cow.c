@@ -344,8 +344,7 @@ static void count_data_refs(uint64_t bytenr, uint64_t *refs, uint64_t *inl, uint
 	btk_path_init(&p);
 	for (ret = btk_search_ge(fs, &ext, &k0, &p); ret == 0; ret = btk_next(fs, &p)) {
 		uint32_t size;
-		const uint8_t *d = btk_path_data(&p, &size);
-		btk_path_key(&p, &k);
+		const uint8_t *d = btk_path_item(&p, &k, &size);
 		if (k.objectid != bytenr)
 			break;
 		if (k.type == BTRFS_EXTENT_ITEM_KEY) {

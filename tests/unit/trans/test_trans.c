@@ -115,8 +115,7 @@ static void count_shared(uint64_t *full, uint64_t *shared)
 	btk_path_init(&p);
 	for (ret = btk_search_ge(fs, &ext, &k0, &p); ret == 0; ret = btk_next(fs, &p)) {
 		uint32_t size;
-		const uint8_t *d = btk_path_data(&p, &size);
-		btk_path_key(&p, &k);
+		const uint8_t *d = btk_path_item(&p, &k, &size);
 		if (k.type == BTRFS_SHARED_BLOCK_REF_KEY)
 			(*shared)++;
 		if (k.type != BTRFS_METADATA_ITEM_KEY)
