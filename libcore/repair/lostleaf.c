@@ -15,8 +15,9 @@
  *    names (directories) or its extents, the last sector's trailing zero bytes left out (the
  *    kernel zero-fills a file's tail), NODATASUM when its data has no checksums.
  * What none of these names (an inode with data but no name left) is linked into lost+found in
- * the top directory under its inode number. Lost for good: inline file data, symlink targets,
- * xattrs, inode flags and times; data shared through a snapshot's full back references.
+ * the top directory under its inode number. Lost for good, unless an older copy of the leaf is
+ * still on disk: inline file data, symlink targets, xattrs, inode flags and times. Refused:
+ * data shared through a snapshot's full back references, extents that may be compressed.
  */
 #include "repair/repair_int.h"
 #include "base/csum.h"
@@ -371,6 +372,28 @@ static uint32_t mode_find(const struct ll *l, uint64_t ino)
 	return lo < l->modes.n && l->modes.data[lo].ino == ino ? l->modes.data[lo].mode : 0;
 }
 
+/* Whether the extent at bytenr (len bytes) may hold compressed data, which a data reference
+ * does not tell (nor its decoded length): its first bytes look like a zlib or zstd stream or
+ * btrfs's lzo framing, and it is not longer than a compressed extent can be. */
+static bool maybe_compressed(struct ll *l, uint64_t bytenr, uint64_t len)
+{
+	uint8_t b[8];
+
+	if (len > 128 * 1024)
+		return false;
+	if (btk_read_logical(l->fs, bytenr, b, sizeof(b))) {
+		btk_err_clear();
+		return false;
+	}
+	uint32_t total =
+	    (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+	uint32_t seg =
+	    (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
+	return (b[0] == 0x78 && ((unsigned)b[0] << 8 | b[1]) % 31 == 0) ||
+	       (b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) ||
+	       (total >= 8 && total <= len && seg && seg < total);
+}
+
 static uint32_t mode_of(uint8_t type)
 {
 	switch (type) {
@@ -603,6 +626,11 @@ static int rebuild(struct ll *l, struct ll_done *done)
 		struct btk_key k = {r->ino, BTRFS_EXTENT_DATA_KEY, r->offset};
 		if (!lost(l, &k))
 			continue;
+		if (maybe_compressed(l, r->bytenr, r->len))
+			return btk_err(EOPNOTSUPP,
+				       "inode %llu: extent %llu may hold compressed data, whose "
+				       "decoded length only the lost item knew: not rebuilt",
+				       (unsigned long long)r->ino, (unsigned long long)r->bytenr);
 		struct btk_file_extent fe = {.file_offset = r->offset,
 					     .type = BTRFS_FILE_EXTENT_REG,
 					     .disk_bytenr = r->bytenr,
