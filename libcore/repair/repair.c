@@ -413,9 +413,18 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 	uint64_t disk_root, disk_gen;
 	int disk_level;
 	for (;;) {
-		/* (a heal opens the filesystem as this does: where this open fails, so would it) */
-		if ((ret = btk_fs_open(paths, n, &ro_open, &fs)))
+		if ((ret = btk_fs_open(paths, n, &ro_open, &fs))) {
+			/* a chunk tree block that does not read: a heal opens around it and may set
+			 * a flipped bit right, then the filesystem opens */
+			char msg[512];
+			snprintf(msg, sizeof(msg), "%s", btk_errmsg());
+			if (heal && (heal = false, ro->heal(ro->heal_ctx) > 0)) {
+				btk_err_clear();
+				continue;
+			}
+			ret = btk_err(-ret, "%s", msg);
 			goto out;
+		}
 		ret = rp_check(fs, &cur, &c);
 		disk_root = btk_le64(fs->sb.root);
 		disk_gen = btk_le64(fs->sb.generation);
