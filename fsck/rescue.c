@@ -497,6 +497,11 @@ static void extent_text(const struct step_ctx *c)
 {
 	const struct btk_extent_rebuild_result *r = &c->r.extent;
 
+	if (r->agrees) {
+		printf("extent tree: the checker finds no extent, back reference, block group or "
+		       "free-space problem: nothing rebuilt\n");
+		return;
+	}
 	printf("extent tree rebuilt from %llu tree(s): %llu tree block(s) (%llu with full back "
 	       "references), %llu data extent(s) with %llu reference(s), %llu file extent "
 	       "item(s) left without a record; %llu old block(s) dropped, %llu bytes of "
@@ -513,16 +518,18 @@ static void extent_json_summary(const struct step_ctx *c, int ret)
 	const struct btk_extent_rebuild_result *r = &c->r.extent;
 
 	(void)ret;
-	printf(", \"extent_summary\": {\"rebuilt\": %s, \"trees\": %llu, \"tree_blocks\": %llu, "
+	printf(", \"extent_summary\": {\"rebuilt\": %s, \"agrees\": %s, \"trees\": %llu, "
+	       "\"tree_blocks\": %llu, "
 	       "\"shared_blocks\": %llu, \"tree_refs\": %llu, \"data_extents\": %llu, "
 	       "\"data_refs\": %llu, \"extents_left\": %llu, \"old_blocks\": %llu, "
 	       "\"csum_bytes_dropped\": %llu, \"errors_before\": %llu, \"errors_after\": %llu}",
-	       r->rebuilt ? "true" : "false", (unsigned long long)r->trees,
-	       (unsigned long long)r->tree_blocks, (unsigned long long)r->shared_blocks,
-	       (unsigned long long)r->tree_refs, (unsigned long long)r->data_extents,
-	       (unsigned long long)r->data_refs, (unsigned long long)r->extents_left,
-	       (unsigned long long)r->old_blocks, (unsigned long long)r->csum_bytes_dropped,
-	       (unsigned long long)r->errors_before, (unsigned long long)r->errors_after);
+	       r->rebuilt ? "true" : "false", r->agrees ? "true" : "false",
+	       (unsigned long long)r->trees, (unsigned long long)r->tree_blocks,
+	       (unsigned long long)r->shared_blocks, (unsigned long long)r->tree_refs,
+	       (unsigned long long)r->data_extents, (unsigned long long)r->data_refs,
+	       (unsigned long long)r->extents_left, (unsigned long long)r->old_blocks,
+	       (unsigned long long)r->csum_bytes_dropped, (unsigned long long)r->errors_before,
+	       (unsigned long long)r->errors_after);
 }
 
 static const struct step steps[] = {

@@ -75,7 +75,7 @@ static void on_copy(void *ctx, uint64_t done, uint64_t total)
 {
 	struct wops *w = ctx;
 
-	cli_progress_job(&w->line, false, "copying metadata", done, total, NULL);
+	cli_progress_job(&w->line, done == total, "copying metadata", done, total, NULL);
 }
 
 int verb_uuid(int argc, const char **argv)

@@ -294,6 +294,13 @@ void chk_roots_final(struct chk *c)
 			chk_rep(c, CHK_M_ROOT_REFS, 1, 0, &k, CHK_U(r->id));
 		if (r->id < BTRFS_FIRST_FREE_OBJECTID || r->id > BTRFS_LAST_FREE_OBJECTID)
 			continue;
+		/* refs 0 is a deleted subvolume, which has no link left: one still linked (its
+		 * root ref and dir entry in place) is a live subvolume whose count went wrong, and
+		 * an orphan item would have the kernel drop it */
+		if (r->refs == 0 && root_linked(c, &v, r->id)) {
+			chk_rep(c, CHK_M_ROOT_REFS, 1, 0, &k, CHK_U(r->id));
+			continue;
+		}
 		if (r->refs == 0 &&
 		    (!c->root_orphans.n || !bsearch(&r->id, c->root_orphans.data, c->root_orphans.n,
 						    sizeof(uint64_t), btk_u64_order)))

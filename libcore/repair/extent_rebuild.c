@@ -635,6 +635,18 @@ static int rebuild(struct xr *x, const char *const *paths, int n, const struct b
 	if ((ret = rp_check(fs, &x->before, &c)))
 		goto out;
 	x->res->errors_before = c.errors;
+	/* the checker cross-checks every record and reference against the trees: with nothing
+	 * of the extent kinds to say (and every tree block read), a rebuild would write what is
+	 * there */
+	x->res->agrees = !c.unchecked;
+	for (size_t i = 0; x->res->agrees && i < x->before.n; i++)
+		x->res->agrees =
+		    !extent_kind(&x->before.data[i]) &&
+		    btk_check_problem_info(x->before.data[i].id)->kind != BTK_CHK_TREE_BLOCK;
+	if (x->res->agrees) {
+		x->res->errors_after = c.errors;
+		goto out;
+	}
 	if ((ret = btk_for_each_root(fs, walk_root, x)))
 		goto out;
 	if (x->blocks.n)

@@ -4,6 +4,7 @@
 #include "repair/repair_int.h"
 #include "base/error.h"
 #include "format/dir_item.h"
+#include "format/root_item.h"
 #include "base/compress.h"
 #include "fs/fs_write.h"
 #include "volumes/volumes.h"
@@ -221,6 +222,29 @@ static int fix_root_orphan(struct rp_ctx *x, const struct rp_prob *p, char *befo
 	snprintf(after, cap, "orphan item (ORPHAN ORPHAN_ITEM %llu)",
 		 (unsigned long long)val(p, 0));
 	return btk_item_insert(t, BTRFS_ROOT_TREE_OBJECTID, &k, NULL, 0);
+}
+
+/* A live subvolume's root item with refs 0 (the kernel would take it for deleted): 1, as
+ * every subvolume has while it is linked. */
+static int fix_root_refs(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+			 size_t cap)
+{
+	struct btk_trans *t = x->t;
+	uint8_t item[sizeof(struct btrfs_root_item)];
+	uint32_t size;
+	int ret;
+
+	if (!p->has_key || p->key.type != BTRFS_ROOT_ITEM_KEY)
+		return btk_err(EINVAL, "root report without its root item key");
+	if ((ret = item_get(t, BTRFS_ROOT_TREE_OBJECTID, &p->key, item, sizeof(item), &size)))
+		return ret;
+	if (size < BTK_ROOT_ITEM_V0_SIZE)
+		return btk_err(EUCLEAN, "root %llu: root item of %u bytes",
+			       (unsigned long long)p->key.objectid, size);
+	snprintf(before, cap, "refs %u", (unsigned)BTK_GET(struct btrfs_root_item, item, refs));
+	BTK_PUT(struct btrfs_root_item, item, refs, 1);
+	snprintf(after, cap, "refs 1");
+	return btk_item_update(t, BTRFS_ROOT_TREE_OBJECTID, &p->key, item, size);
 }
 
 /* An item of a type no kernel knows, in a subvolume tree: removed (the report names it). */

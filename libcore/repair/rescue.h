@@ -211,6 +211,9 @@ struct btk_extent_rebuild_opts {
 };
 struct btk_extent_rebuild_result {
 	bool rebuilt;
+	/* nothing rebuilt: the checker finds no extent, back reference, block group,
+	 * free-space or tree block problem (the tree agrees with the trees that use it) */
+	bool agrees;
 	uint64_t trees;		     /* trees walked */
 	uint64_t tree_blocks;	     /* tree blocks recorded */
 	uint64_t shared_blocks;	     /* of them FULL_BACKREF (only other trees than the owner's
@@ -228,7 +231,8 @@ struct btk_extent_rebuild_result {
 /* Rebuilds the extent tree of the filesystem on paths[0..n-1] from the trees (extent_rebuild.c
  * says how), with the block group items and the free-space tree, in one transaction whose new
  * state must check clean of extent problems before its superblocks are written (-ECANCELED
- * otherwise, nothing written). -EBUSY with a log tree, a relocation or a subvolume deletion
+ * otherwise, nothing written); nothing is written when the checker finds no extent problem
+ * (res->agrees). -EBUSY with a log tree, a relocation or a subvolume deletion
  * under way; -EUCLEAN when a tree block does not read or tree blocks overlap (btk_errmsg says
  * which). */
 int btk_extent_tree_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,

@@ -122,8 +122,8 @@ corrupt_case() {
 	corrupt_case root-backref '\[E1007 root-backref\]'
 }
 
-@test "corrupt: deleted subvolume without orphan item" {
-	corrupt_case root-orphan '\[E1010 root-no-orphan\]'
+@test "corrupt: a linked subvolume whose root item says refs 0 (not a deleted one without orphan item)" {
+	corrupt_case root-orphan '\[E1015 root-refs\]'
 }
 
 @test "corrupt: dev extent past the device end" {

@@ -603,6 +603,17 @@ assert s["rebuilt"] and s["tree_blocks"] == 5 and s["errors_before"] > 0 and s["
 	[ "$status" = 0 ] || { show_err; return 1; }
 }
 
+@test "rescue extent-tree: a tree the checker finds no extent problem in is left as it is (exit 0, nothing written)" {
+	require_btk fsck image
+	image dup
+	snapshots "$IMG"
+	cp --sparse=always "$IMG" "$IMG.orig"
+	btk_run 60 "$FSCK" --rescue extent-tree --no-undo "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	grep -q '^extent tree: the checker finds no extent, back reference, block group or free-space problem: nothing rebuilt$' "$BTK_OUT"
+	cmp "$IMG" "$IMG.orig"
+}
+
 @test "rescue extent-tree: refused, the image untouched: a log tree, a tree block that does not read (its space would be given out again)" {
 	require_btk fsck
 	local sum

@@ -138,6 +138,15 @@ PY
 	btrfs_clean "$IMG"
 }
 
+@test "repair: the top subvolume's root item with refs 0 gets refs 1 (the kernel takes refs 0 for deleted)" {
+	require_btk fsck
+	# a linked subvolume with refs 0 (corrupt root-orphan): tests/oracle/fsck_repair.bats
+	repaired_clean fs-root-refs
+	broken fs-root-refs
+	btk_run 120 "$FSCK" --repair "$IMG"
+	grep -q '^FIXED: \[E1015 root-refs\] tree 1 key (5 ROOT_ITEM 0): refs 0 -> refs 1$' "$BTK_OUT"
+}
+
 @test "repair: a name's missing dir index or dir item rebuilt from its inode ref" {
 	require_btk fsck
 	# a DIR_INDEX deleted; a DIR_INDEX whose name nothing else has (replaced)
