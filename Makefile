@@ -41,9 +41,9 @@ TESTTOOLS := $(TESTLIB_SRC:tests/lib/%.c=$(B)/tests/%)
 # libbtk: the public API (include/btk/, lib/) over libcore, shared (only btkfs_* exported,
 # lib/libbtk.map) and static
 LIBDIR   ?= $(PREFIX)/lib
-BTK_VER  := 0.2
+BTK_VER  := 0.3
 LIBBTK_OBJ := $(patsubst %.c,$(B)/%.o,$(wildcard lib/*.c)) $(B)/cli/uuid.o $(B)/cli/fault.o \
-	      $(B)/cli/epoch.o
+	      $(B)/cli/epoch.o $(B)/cli/archive.o
 LIBBTK   := $(B)/lib/libbtk.so.$(BTK_VER) $(B)/lib/libbtk.a
 
 # The build sub-makes of all, check and demo use every core unless -j was given (CI has 2).
@@ -103,6 +103,10 @@ $(B)/lib/libbtk.so.$(BTK_VER): $(LIBBTK_OBJ) $(LIB) lib/libbtk.map
 	ln -sf libbtk.so.$(BTK_VER) $(B)/lib/libbtk.so.0 && ln -sf libbtk.so.0 $(B)/lib/libbtk.so
 $(B)/lib/libbtk.a: $(LIBBTK_OBJ) $(LIB_OBJ)
 	rm -f $@ && ar rcs $@ $^
+
+# btk-image's file verbs call the public API (include/btk/btk.h) from the static libbtk
+$(B)/image/%.o: CFLAGS += -Iinclude
+$(B)/bin/btk-image: $(B)/lib/libbtk.a
 
 # btk-convert reads ext with libext2fs
 $(B)/convert/%.o: CFLAGS += $(shell pkg-config --cflags ext2fs com_err 2>/dev/null)

@@ -350,14 +350,14 @@ int cli_archive_read(const char *path, struct btk_stream *s)
 		if (r == ARCHIVE_WARN && strstr(la.archive_error_string(a), "can't be converted"))
 			nonutf8++; /* the name is kept as the bytes the archive holds */
 		else if (r == ARCHIVE_WARN)
-			cli_warn("%s: %s", name, la.archive_error_string(a));
+			btk_warn("%s: %s", name, la.archive_error_string(a));
 		else if (r != ARCHIVE_OK) {
 			ret = btk_err(EINVAL, "%s: %s", name, la.archive_error_string(a));
 			break;
 		}
 		struct data d = {.a = a, .name = name, .member = la.archive_entry_pathname(ae)};
 		if (!d.member) {
-			cli_warn("%s: a member without a name (skipped)", name);
+			btk_warn("%s: a member without a name (skipped)", name);
 			continue;
 		}
 		if ((ret = fill(m, ae, &d)))
@@ -367,7 +367,7 @@ int cli_archive_read(const char *path, struct btk_stream *s)
 		ret = btk_stream_add(s, &m->e);
 	}
 	if (nonutf8)
-		cli_warn("%s: %llu member name%s not UTF-8: kept as the bytes the archive holds",
+		btk_warn("%s: %llu member name%s not UTF-8: kept as the bytes the archive holds",
 			 name, (unsigned long long)nonutf8, nonutf8 > 1 ? "s are" : " is");
 	if (a && !ret && la.archive_read_close(a) != ARCHIVE_OK)
 		ret = btk_err(EIO, "%s: %s", name, la.archive_error_string(a));
@@ -387,24 +387,24 @@ void cli_archive_report(const char *path, const struct btk_stream_stats *st)
 	const char *name = strcmp(path, "-") ? path : "standard input";
 
 	if (st->absolute)
-		cli_warn("%s: removing leading '/' from %llu member name%s", name,
+		btk_warn("%s: removing leading '/' from %llu member name%s", name,
 			 (unsigned long long)st->absolute, st->absolute > 1 ? "s" : "");
 	if (st->escaping)
-		cli_warn("%s: %llu member name%s contain%s '..' (skipped, as tar does; the first: "
+		btk_warn("%s: %llu member name%s contain%s '..' (skipped, as tar does; the first: "
 			 "%s)",
 			 name, (unsigned long long)st->escaping, st->escaping > 1 ? "s" : "",
 			 st->escaping > 1 ? "" : "s", st->first_escaping);
 	if (st->repeated)
-		cli_warn("%s: %llu member%s named again (the last one counts, as tar extracts "
+		btk_warn("%s: %llu member%s named again (the last one counts, as tar extracts "
 			 "them; the first: %s)",
 			 name, (unsigned long long)st->repeated, st->repeated > 1 ? "s" : "",
 			 st->first_repeated);
 	if (st->dangling_links)
-		cli_warn("%s: %llu hard link%s to no earlier file (skipped; the first: %s)", name,
+		btk_warn("%s: %llu hard link%s to no earlier file (skipped; the first: %s)", name,
 			 (unsigned long long)st->dangling_links, st->dangling_links > 1 ? "s" : "",
 			 st->first_dangling);
 	if (st->skipped)
-		cli_warn("%s: %llu member%s below a non-directory or replacing a directory with "
+		btk_warn("%s: %llu member%s below a non-directory or replacing a directory with "
 			 "entries (skipped)",
 			 name, (unsigned long long)st->skipped, st->skipped > 1 ? "s" : "");
 }

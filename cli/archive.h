@@ -31,7 +31,8 @@ struct cli_archive_size {
 };
 int cli_archive_measure(const char *path, struct cli_archive_size *sz);
 
-/* The warnings a stream left, one line each kind, once (cli_warn). */
+/* The warnings a stream left, one line each kind, once (btk_warn: a tool prints them, libbtk
+ * gives them to its caller). */
 void cli_archive_report(const char *path, const struct btk_stream_stats *st);
 
 #endif

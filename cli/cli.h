@@ -95,6 +95,11 @@ bool cli_parse_u64(const char *s, uint64_t *v);
  * set, 0 when unset or empty, -1 when it is not such a number (nothing printed: the tool
  * decides whether that is an error). */
 int cli_source_date_epoch(uint64_t *out);
+/* A change's clock: SOURCE_DATE_EPOCH when set to such a number (*epoch_set, *epoch: new
+ * uuids then follow from the filesystem's), else the current time (an unusable value is
+ * ignored). */
+struct btk_time;
+void cli_change_clock(struct btk_time *now, bool *epoch_set, uint64_t *epoch);
 
 /* uuids as text: 36 characters, lower-case, dashes after bytes 4, 6, 8 and 10. */
 #define CLI_UUID_STR 37

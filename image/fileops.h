@@ -86,6 +86,11 @@ struct img_cmd {
 int img_parse(struct img_cmd *c, int argc, const char **argv, struct poptOption *opts,
 	      const char *usage, int min_args, int max_args);
 
+/* IMG and the --device devices into paths (IMG_MAX_DEVS of them at most), *n of them; 0 or
+ * CLI_EXIT_USAGE after one line. */
+#define IMG_MAX_DEVS 64
+int img_paths(const struct img_cmd *c, const char **paths, int *n);
+
 /* Opens IMG and the --device devices (other members are found by libblkid scan), for writing
  * when write is true. A mounted image is refused for writing and warned about for reading.
  * 0 or CLI_EXIT_ERROR after one line. */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "base/error.h"
+#include "base/vec.h"
 #include "io/io.h"
 #include "base/json.h"
 #include "base/u64set.h"
@@ -860,9 +861,7 @@ walked:
 		g.skipped++;
 	} else if (!rc && g.dskipped)
 		cli_warn("--salvage copies what did not read whole again from older roots");
-	for (size_t i = 0; i < g.damaged.n; i++)
-		free(g.damaged.data[i]);
-	btk_vec_free(&g.damaged);
+	btk_vec_free_each(&g.damaged);
 	btk_u64set_free(&g.seen);
 	btk_vec_free(&roots);
 	btk_vec_free(&blocks);

@@ -61,9 +61,9 @@ int verb_label(int argc, const char **argv)
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
 	snprintf(label, sizeof(label), "%s", w.c.args[1]); /* the arguments go with the commit */
-	if (!(rc = wops_open(&w)) && btk_trans_set_label(w.e.t, label))
+	if (!(rc = wops_edit_open(&w)) && btk_trans_set_label(w.e.t, label))
 		rc = wops_failed(&w, "/");
-	rc = wops_finish(&w, rc);
+	rc = wops_edit_finish(&w, rc);
 	if (!rc) {
 		snprintf(msg, sizeof(msg), "label: %s", label);
 		wops_done(&w, "label", "/", msg, "");
@@ -103,7 +103,7 @@ int verb_uuid(int argc, const char **argv)
 		cli_err("%s: not a uuid (or 'random')", w.c.args[1]);
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
-	if (!(rc = wops_open(&w))) {
+	if (!(rc = wops_edit_open(&w))) {
 		ret = meta ? btk_trans_set_fsid(w.e.t, fsid)
 			   : btk_fsid_rewrite(w.e.t, fsid, on_copy, &w, &blocks);
 		if (ret == -ENOSPC) {
@@ -115,7 +115,7 @@ int verb_uuid(int argc, const char **argv)
 		if (ret)
 			rc = wops_failed(&w, "/");
 	}
-	rc = wops_finish(&w, rc);
+	rc = wops_edit_finish(&w, rc);
 	if (!rc) {
 		cli_uuid_format(fsid, u);
 		snprintf(msg, sizeof(msg), "uuid: %s", u);

@@ -9,7 +9,6 @@
 #include "fileops.h"
 #include "fs/fs_read.h"
 
-#define IMG_MAX_DEVS 64
 #define IMG_NAME_MAX 255 /* bytes of one name (BTRFS_NAME_LEN) */
 
 int img_parse(struct img_cmd *c, int argc, const char **argv, struct poptOption *opts,
@@ -31,24 +30,32 @@ int img_parse(struct img_cmd *c, int argc, const char **argv, struct poptOption 
 	return 0;
 }
 
+int img_paths(const struct img_cmd *c, const char **paths, int *n)
+{
+	*n = 0;
+	paths[(*n)++] = c->img;
+	for (char **d = c->devices; d && *d; d++) {
+		if (*n == IMG_MAX_DEVS) {
+			cli_err("more than %d devices", IMG_MAX_DEVS);
+			return CLI_EXIT_USAGE;
+		}
+		paths[(*n)++] = *d;
+	}
+	return 0;
+}
+
 int img_open(struct img_cmd *c, bool write)
 {
 	const char *paths[IMG_MAX_DEVS];
 	/* libcore's open refuses a device in use for writing and warns a reader of a mount */
 	struct btk_open_opts oo = {
 	    .super_mirror = -1, .write = write, .dev = c->dev, .short_ok = c->force};
-	int n = 0;
+	int n = 0, rc;
 
 	if (cli_dev_where(&oo.dev))
 		return CLI_EXIT_USAGE;
-	paths[n++] = c->img;
-	for (char **d = c->devices; d && *d; d++) {
-		if (n == IMG_MAX_DEVS) {
-			cli_err("more than %d devices", IMG_MAX_DEVS);
-			return CLI_EXIT_USAGE;
-		}
-		paths[n++] = *d;
-	}
+	if ((rc = img_paths(c, paths, &n)))
+		return rc;
 	if (!write && cli_root_opts(&oo))
 		return CLI_EXIT_USAGE;
 	if (!write && c->tree_root) {

@@ -1,4 +1,5 @@
-/* btk-image rm, mv, ln, chmod, chown, touch, setfattr: one transaction each. */
+/* btk-image rm, mv, ln, chmod, chown, touch, setfattr: one libbtk call (one transaction)
+ * each. */
 #include <errno.h>
 #include <grp.h>
 #include <pwd.h>
@@ -34,7 +35,8 @@ int verb_rm(int argc, const char **argv)
 	arg(&w, 1, path);
 	if ((rc = wops_abs(path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
-	rc = wops_rc(&w, path, btk_edit_rm(&w.e, path, recursive, &removed));
+	rc = wops_rc(&w, btkfs_remove(w.h, path, recursive ? BTKFS_REMOVE_RECURSIVE : 0));
+	removed = w.ch.count;
 	rc = wops_finish(&w, rc);
 	snprintf(extra, sizeof(extra), ", \"removed\": %llu", (unsigned long long)removed);
 	if (!rc)
@@ -55,9 +57,8 @@ int verb_mv(int argc, const char **argv)
 	arg(&w, 2, dst);
 	if ((rc = wops_abs(src)) || (rc = wops_abs(dst)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
-	rc = wops_rc(&w, src,
-		     btk_edit_into_dir(&w.e, src, dst, full, sizeof(full))
-			 ?: btk_edit_mv(&w.e, src, dst));
+	rc = wops_rc(&w, btkfs_rename(w.h, src, dst));
+	snprintf(full, sizeof(full), "%s", w.ch.path ? w.ch.path : dst);
 	rc = wops_finish(&w, rc);
 	if (!rc)
 		wops_done(&w, "mv", full, "", "");
@@ -81,9 +82,9 @@ int verb_ln(int argc, const char **argv)
 	if ((!symbolic && (rc = wops_abs(target))) || (rc = wops_abs(path0)) ||
 	    (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
-	rc = wops_rc(&w, path0,
-		     btk_edit_into_dir(&w.e, target, path0, path, sizeof(path))
-			 ?: btk_edit_ln(&w.e, target, path0, symbolic));
+	rc = wops_rc(&w,
+		     symbolic ? btkfs_symlink(w.h, target, path0) : btkfs_link(w.h, target, path0));
+	snprintf(path, sizeof(path), "%s", w.ch.path ? w.ch.path : path0);
 	rc = wops_finish(&w, rc);
 	if (!rc)
 		wops_done(&w, "ln", path, "", "");
@@ -107,7 +108,7 @@ int verb_chmod(int argc, const char **argv)
 	}
 	arg(&w, 2, path);
 	if (!(rc = wops_abs(path)) && !(rc = wops_open(&w)))
-		rc = wops_rc(&w, path, btk_edit_chmod(&w.e, path, (uint32_t)mode));
+		rc = wops_rc(&w, btkfs_chmod(w.h, path, (uint32_t)mode));
 	rc = wops_finish(&w, rc);
 	if (!rc)
 		wops_done(&w, "chmod", path, "", "");
@@ -188,8 +189,8 @@ int verb_chown(int argc, const char **argv)
 	}
 	arg(&w, 2, path);
 	if (!(rc = wops_abs(path)) && !(rc = wops_open(&w)))
-		rc = wops_rc(&w, path,
-			     btk_edit_chown(&w.e, path, c.set_uid, c.uid, c.set_gid, c.gid));
+		rc = wops_rc(&w, btkfs_chown(w.h, path, c.set_uid ? c.uid : UINT32_MAX,
+					     c.set_gid ? c.gid : UINT32_MAX));
 	rc = wops_finish(&w, rc);
 	if (!rc)
 		wops_done(&w, "chown", path, "", "");
@@ -258,7 +259,7 @@ int verb_touch(int argc, const char **argv)
 {
 	struct wops w = {0};
 	char path[PATH_BUF], *date = NULL;
-	struct btk_time tm;
+	struct btk_time tm = {0, 0};
 	int rc;
 	struct poptOption opts[] = {{"date", 'd', POPT_ARG_STRING, &date, 0,
 				     "the time to set: @SECONDS[.NS] or YYYY-MM-DD[ "
@@ -276,7 +277,8 @@ int verb_touch(int argc, const char **argv)
 	arg(&w, 1, path);
 	if ((rc = wops_abs(path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
-	rc = wops_rc(&w, path, btk_edit_touch(&w.e, path, date ? &tm : NULL));
+	struct btkfs_time when = {(int64_t)tm.sec, tm.nsec};
+	rc = wops_rc(&w, btkfs_touch(w.h, path, date ? &when : NULL));
 	rc = wops_finish(&w, rc);
 	if (!rc)
 		wops_done(&w, "touch", path, "", "");
@@ -366,8 +368,8 @@ int verb_setfattr(int argc, const char **argv)
 	arg(&w, 1, path);
 	if ((rc = wops_abs(path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
-	rc = wops_rc(&w, path,
-		     btk_edit_setxattr(&w.e, path, n, remove ? NULL : val, (uint16_t)vlen));
+	rc = wops_rc(&w, remove ? btkfs_removexattr(w.h, path, n)
+				: btkfs_setxattr(w.h, path, n, val, (size_t)vlen));
 	rc = wops_finish(&w, rc);
 	if (!rc)
 		wops_done(&w, "setfattr", path, "", "");

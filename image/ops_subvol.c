@@ -1,4 +1,4 @@
-/* btk-image snapshot and subvol create / delete / default. */
+/* btk-image snapshot and subvol create / delete / default: one libbtk call each. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,7 +26,7 @@ int verb_snapshot(int argc, const char **argv)
 	snprintf(path, sizeof(path), "%s", w.c.args[2]);
 	if ((rc = wops_abs(src)) || (rc = wops_abs(path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
-	rc = wops_rc(&w, path, btk_edit_snapshot(&w.e, src, path, ro, &id));
+	rc = wops_rc(&w, btkfs_snapshot(w.h, src, path, ro ? BTKFS_SNAPSHOT_READONLY : 0, &id));
 	rc = wops_finish(&w, rc);
 	snprintf(extra, sizeof(extra), ", \"id\": %llu, \"readonly\": %s", (unsigned long long)id,
 		 ro ? "true" : "false");
@@ -79,11 +79,12 @@ int verb_subvol(int argc, const char **argv)
 	if ((rc = wops_abs(path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
 	if (!strcmp(what, "create"))
-		rc = wops_rc(&w, path, btk_edit_subvol_create(&w.e, path, &id));
+		rc = wops_rc(&w, btkfs_subvol_create(w.h, path, &id));
 	else if (!strcmp(what, "delete"))
-		rc = wops_rc(&w, path, btk_edit_subvol_delete(&w.e, path, &id));
+		rc = wops_rc(&w, btkfs_subvol_delete(w.h, path));
 	else
-		rc = wops_rc(&w, path, btk_edit_subvol_default(&w.e, path, &id));
+		rc = wops_rc(&w, btkfs_subvol_set_default(w.h, path));
+	id = w.ch.id;
 	rc = wops_finish(&w, rc);
 	snprintf(extra, sizeof(extra), ", \"action\": \"%s\", \"id\": %llu", what,
 		 (unsigned long long)id);

@@ -1,5 +1,5 @@
-/* btk-image put and mkdir: copying host files and trees in (through the fs layer's populate,
- * as mkfs --rootdir), making directories. */
+/* btk-image put and mkdir: copying host files, trees and archives in (btkfs_put_ex: the fs
+ * layer's populate, as mkfs --rootdir), making directories (btkfs_mkdir). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -7,110 +7,36 @@
 
 #include "base/compress.h"
 #include "base/error.h"
-#include "fs/populate.h"
-#include "tree/tree.h"
 #include "wops.h"
-#include "cli/archive.h"
-
-struct put_ui {
-	struct wops *w;
-	uint64_t total; /* bytes of the regular files to copy */
-};
-
-static void on_progress(void *ctx, uint64_t names, uint64_t bytes)
-{
-	struct put_ui *ui = ctx;
-
-	(void)names;
-	cli_progress_job(&ui->w->line, false, "copying", bytes, ui->total, NULL);
-}
-
-/* An archive read into the open transaction: its data into extents as it comes, its names
- * into s (the stream is released after the put, by do_put). */
-struct put_archive {
-	const char *src;
-	struct btk_stream *stream;
-};
-
-static int read_archive(void *ctx, struct btk_edit *e, const struct btk_populate_opts *o,
-			uint64_t inherit, struct btk_src_tree *s)
-{
-	struct put_archive *pa = ctx;
-	struct btk_stream_stats ss;
-	int ret = btk_stream_start(e->t, o, pa->src, &pa->stream);
-
-	if (!ret && inherit)
-		ret = btk_stream_iflags(pa->stream, "", inherit);
-	if (!ret)
-		ret = cli_archive_read(pa->src, pa->stream);
-	if (!ret)
-		ret = btk_stream_end(pa->stream, s, &ss);
-	if (!ret)
-		cli_archive_report(pa->src, &ss);
-	return ret;
-}
 
 static int do_put(struct wops *w, const char *src, const char *path, int recursive,
 		  const char *comp, bool archive)
 {
-	struct put_archive pa = {src, NULL};
-	struct btk_src_tree s = {0};
-	struct btk_edit_put p = {.src = src,
-				 .into =
-				     !archive, /* an archive's PATH is the directory of its tree */
-				 .replace = w->force,
-				 .check_space = !archive,
-				 .stream_fn = archive ? read_archive : NULL,
-				 .stream_ctx = &pa};
-	struct put_ui ui = {w, 0};
-	char msg[4400], extra[256];
-	int rc;
+	struct btkfs_put_opts po = {.size = sizeof(po),
+				    .flags = (w->force ? BTKFS_PUT_REPLACE : 0) |
+					     (archive ? BTKFS_PUT_ARCHIVE : 0) |
+					     (recursive ? 0 : BTKFS_PUT_NO_DIR),
+				    .compress = comp};
+	char msg[4400], extra[256], path_done[4096] = "";
+	int c, l, rc, ret;
 
-	if (comp && btk_compress_parse(comp, &p.o.compress, &p.o.compress_level)) {
+	if (comp && btk_compress_parse(comp, &c, &l)) {
 		cli_err("--compress: %s", btk_errmsg());
 		return img_done(&w->c, CLI_EXIT_USAGE);
 	}
-	if ((rc = wops_abs(path)))
-		return img_done(&w->c, rc);
-	if (archive) {
-		struct stat sb;
-		if (strcmp(src, "-") && stat(src, &sb)) {
-			cli_err("%s: cannot stat: %s", src, strerror(errno));
-			return img_done(&w->c, CLI_EXIT_ERROR);
+	if ((rc = wops_abs(path)) || (rc = wops_open(w)))
+		return wops_finish(w, rc);
+	ret = btkfs_put_ex(w->h, src, path, &po);
+	if (ret == -EISDIR && !recursive) { /* the refusal of a directory without -r */
+		struct btkfs_change ch = {.size = sizeof(ch)};
+		if (!btkfs_last_change(w->h, &ch) && ch.failed == BTKFS_FAILED_SOURCE) {
+			cli_err("%s: is a directory (-r copies trees)", src);
+			return wops_finish(w, CLI_EXIT_ERROR);
 		}
-		if (cli_archive_load()) {
-			cli_err("%s", btk_errmsg());
-			return img_done(&w->c, CLI_EXIT_ERROR);
-		}
-	} else if (btk_src_scan_any(src, false, &s)) {
-		cli_err("%s", btk_errmsg());
-		return img_done(&w->c, CLI_EXIT_ERROR);
 	}
-	if (!archive && S_ISDIR(s.inodes[0].st.st_mode) && !recursive) {
-		cli_err("%s: is a directory (-r copies trees)", src);
-		btk_src_free(&s);
-		return img_done(&w->c, CLI_EXIT_ERROR);
-	}
-	if ((rc = wops_open(w))) {
-		btk_src_free(&s);
-		return img_done(&w->c, rc);
-	}
-	for (uint32_t i = 0; i < s.ninodes; i++)
-		if (S_ISREG(s.inodes[i].st.st_mode))
-			ui.total += (uint64_t)s.inodes[i].st.st_size;
-	p.o.progress = archive ? NULL : on_progress; /* an archive's data is in already */
-	if (getenv("BTK_TEST_SPOOL_MEM")) /* tests: the temporary file from this many bytes */
-		p.o.spool_mem = strtoull(getenv("BTK_TEST_SPOOL_MEM"), NULL, 10);
-	p.o.progress_ctx = &ui;
-	snprintf(p.path, sizeof(p.path), "%s", path);
-	rc = wops_rc(w, path, btk_edit_put(&w->e, &s, path, &p));
-	if (!rc && pa.stream) {
-		int ret = btk_stream_release(pa.stream, w->e.t);
-		pa.stream = NULL;
-		rc = wops_rc(w, p.path, ret);
-	}
+	rc = wops_rc(w, ret);
 	if (!rc) {
-		const struct btk_populate_stats *st = &p.st;
+		const struct btkfs_change *st = &w->ch;
 		snprintf(extra, sizeof(extra),
 			 ", \"inodes\": %llu, \"names\": %llu, \"data_bytes\": %llu, "
 			 "\"extents\": %llu, \"compressed_extents\": %llu, \"inline_files\": %llu",
@@ -123,15 +49,14 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 					 mislead */
 			snprintf(il, sizeof(il), " (%s inline in the tree)",
 				 cli_count(st->inline_files, in, sizeof(in)));
-		snprintf(msg, sizeof(msg), "%s: %s inode%s%s, %s of data in extents", p.path,
+		snprintf(msg, sizeof(msg), "%s: %s inode%s%s, %s of data in extents", st->path,
 			 cli_count(st->inodes, db, sizeof(db)), st->inodes == 1 ? "" : "s", il,
 			 cli_human(st->data_bytes, in, sizeof(in)));
+		snprintf(path_done, sizeof(path_done), "%s", st->path);
 	}
-	btk_stream_release(pa.stream, NULL);
-	btk_src_free(&s);
 	rc = wops_finish(w, rc);
 	if (!rc)
-		wops_done(w, "put", p.path, msg, extra);
+		wops_done(w, "put", path_done, msg, extra);
 	return rc;
 }
 
@@ -164,7 +89,7 @@ int verb_mkdir(int argc, const char **argv)
 	int parents = 0, rc;
 	char *mode_s = NULL, path[4096], extra[64];
 	uint64_t made = 0;
-	unsigned long mode = BTK_EDIT_MODE_UNSET;
+	unsigned long mode = BTKFS_MODE_DEFAULT;
 	struct poptOption opts[] = {{"parents", 'p', POPT_ARG_NONE, &parents, 0,
 				     "make missing parents too; an existing directory is no error",
 				     NULL},
@@ -184,11 +109,10 @@ int verb_mkdir(int argc, const char **argv)
 			return img_done(&w.c, CLI_EXIT_USAGE);
 		}
 	}
-	if ((rc = wops_abs(path)))
-		return img_done(&w.c, rc);
-	if ((rc = wops_open(&w)))
-		return img_done(&w.c, rc);
-	rc = wops_rc(&w, path, btk_edit_mkdir(&w.e, path, (uint32_t)mode, parents, &made));
+	if ((rc = wops_abs(path)) || (rc = wops_open(&w)))
+		return wops_finish(&w, rc);
+	rc = wops_rc(&w, btkfs_mkdir(w.h, path, (uint32_t)mode, parents ? BTKFS_MKDIR_PARENTS : 0));
+	made = w.ch.count;
 	rc = wops_finish(&w, rc);
 	snprintf(extra, sizeof(extra), ", \"created\": %llu", (unsigned long long)made);
 	if (!rc)

@@ -7,6 +7,7 @@
 
 #include "base/error.h"
 #include "base/json.h"
+#include "io/io.h"
 #include "wops.h"
 
 int wops_parse(struct wops *w, int argc, const char **argv, struct poptOption *opts,
@@ -20,22 +21,6 @@ int wops_parse(struct wops *w, int argc, const char **argv, struct poptOption *o
 	return rc;
 }
 
-static void set_now(struct wops *w)
-{
-	struct timespec ts;
-	uint64_t v;
-
-	/* an unusable value is ignored: the current time */
-	if (cli_source_date_epoch(&v) > 0) {
-		w->e.epoch_set = true;
-		w->e.epoch = v;
-		w->e.now = (struct btk_time){v, 0};
-		return;
-	}
-	clock_gettime(CLOCK_REALTIME, &ts);
-	w->e.now = (struct btk_time){(uint64_t)ts.tv_sec, (uint32_t)ts.tv_nsec};
-}
-
 static void on_drop(void *ctx, uint64_t blocks)
 {
 	struct wops *w = ctx;
@@ -43,11 +28,89 @@ static void on_drop(void *ctx, uint64_t blocks)
 	cli_progress_job(&w->line, false, "freeing", blocks, 0, "tree blocks");
 }
 
+static void on_progress(void *ctx, const struct btkfs_progress *p)
+{
+	struct wops *w = ctx;
+
+	cli_progress_job(&w->line, false, p->what, p->done, p->total, p->unit);
+}
+
 int wops_open(struct wops *w)
+{
+	const char *paths[IMG_MAX_DEVS];
+	struct btkfs_open_opts o = {.size = sizeof(o)};
+	int n, rc;
+
+	if (cli_dev_opts(&w->c.dev))
+		return CLI_EXIT_USAGE;
+	if ((rc = img_paths(&w->c, paths, &n)))
+		return rc;
+	o.offset = w->c.dev.where.offset;
+	o.partition = w->c.dev.where.partition;
+	o.flags = BTKFS_OPEN_WRITE | (w->c.dev.wait ? BTKFS_OPEN_WAIT : 0) |
+		  (w->force ? BTKFS_OPEN_FORCE : 0);
+	o.undo_path = w->c.dev.undo_path;
+	o.progress = on_progress;
+	o.progress_ctx = w;
+	cli_interrupt_writer(paths, n);
+	if (btkfs_open(paths, n, &o, &w->h)) {
+		cli_err("%s", btkfs_errmsg());
+		return CLI_EXIT_ERROR;
+	}
+	cli_interrupt_after("%s has the change (its commit is on disk)", w->c.img);
+	cli_progress_start(&w->line, w->progress);
+	return 0;
+}
+
+int wops_finish(struct wops *w, int rc)
+{
+	cli_progress_clear(&w->line);
+	btkfs_close(w->h);
+	w->h = NULL;
+	return img_done(&w->c, rc);
+}
+
+int wops_rc(struct wops *w, int ret)
+{
+	char msg[1024];
+	size_t nl, ml;
+
+	cli_progress_clear(&w->line);
+	w->ch = (struct btkfs_change){.size = sizeof(w->ch)};
+	if (btkfs_last_change(w->h, &w->ch))
+		w->ch = (struct btkfs_change){.size = sizeof(w->ch), .note = ""};
+	w->generation = w->ch.generation;
+	if (!ret) {
+		/* the commit counts quota groups; what it cannot count exactly, it marks */
+		if (w->ch.quota_rescan)
+			cli_warn("quotas are on: marked for rescan (btrfs quota rescan after "
+				 "mounting): %s",
+				 w->ch.quota_rescan);
+		return 0;
+	}
+	/* the message without the note libbtk adds: that is a warning of its own here */
+	snprintf(msg, sizeof(msg), "%s", btkfs_errmsg());
+	nl = strlen(w->ch.note);
+	ml = strlen(msg);
+	if (nl && ml >= nl + 2 && !strcmp(msg + ml - nl, w->ch.note) &&
+	    !strncmp(msg + ml - nl - 2, "; ", 2))
+		msg[ml - nl - 2] = 0;
+	if (w->ch.failed == BTKFS_FAILED_SOURCE)
+		cli_err("%s", msg);
+	else if (w->ch.failed == BTKFS_FAILED_COMMIT)
+		cli_err("commit failed: %s", msg);
+	else
+		cli_err("%s: %s", w->c.img, msg);
+	if (w->ch.note[0])
+		cli_warn("%s: %s", w->c.img, w->ch.note);
+	return CLI_EXIT_ERROR;
+}
+
+int wops_edit_open(struct wops *w)
 {
 	int rc;
 
-	set_now(w);
+	cli_change_clock(&w->e.now, &w->e.epoch_set, &w->e.epoch);
 	if (cli_dev_opts(&w->c.dev))
 		return CLI_EXIT_USAGE;
 	/* every byte changed before the commit can be put back: a failed operation leaves
@@ -68,7 +131,7 @@ int wops_open(struct wops *w)
 	return 0;
 }
 
-int wops_finish(struct wops *w, int rc)
+int wops_edit_finish(struct wops *w, int rc)
 {
 	int ret;
 
@@ -96,11 +159,6 @@ int wops_abs(const char *path)
 		return 0;
 	cli_err("%s: paths inside the image start with /", path);
 	return CLI_EXIT_USAGE;
-}
-
-int wops_rc(const struct wops *w, const char *path, int ret)
-{
-	return ret ? wops_failed(w, path) : 0;
 }
 
 void wops_done(struct wops *w, const char *verb, const char *path, const char *msg,

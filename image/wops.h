@@ -1,5 +1,8 @@
-/* wops.h — what btk-image's writing verbs share: options, opening IMG for one transaction,
- * resolving paths for a change, committing, the --json summary. */
+/* wops.h — what btk-image's writing verbs share: options, opening IMG for one change through
+ * libbtk (include/btk/btk.h: the file verbs call the public API, so that everything their
+ * tests cover exercises it), the change's messages, the --json summary. label and uuid change
+ * the superblock, which the API does not offer: they run an edit session (edit/edit.h)
+ * themselves (wops_edit_open, wops_edit_finish). */
 #ifndef BTK_IMAGE_WOPS_H
 #define BTK_IMAGE_WOPS_H
 
@@ -7,14 +10,17 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "btk/btk.h"
 #include "cli/cli.h"
 #include "fileops.h"
 #include "edit/edit.h"
 
 struct wops {
-	struct img_cmd c; /* options, IMG, the open filesystem (fileops.h) */
+	struct img_cmd c; /* options, IMG (fileops.h) */
 	int progress;
-	struct btk_edit e; /* the change's session (edit/edit.h): fs, transaction, now */
+	btkfs *h;		/* wops_open: IMG opened for writing through libbtk */
+	struct btkfs_change ch; /* wops_rc: what the change did */
+	struct btk_edit e;	/* label, uuid: their session (edit/edit.h) */
 	struct cli_progress line;
 	uint64_t generation; /* after the commit */
 	int json, force;     /* copies of c's, after parsing */
@@ -37,25 +43,33 @@ struct wops {
 int wops_parse(struct wops *w, int argc, const char **argv, struct poptOption *opts,
 	       const char *usage, int min, int max);
 
-/* Opens IMG (and --device) for writing and starts the transaction: refuses a mounted device,
- * a log tree, a balance. 0 or an exit code after a message. */
+/* Opens IMG (and --device) for writing with btkfs_open (a mounted device is refused; the
+ * writer's lock, -z/--undo, --wait, the where options, progress lines). 0 or an exit code
+ * after a message. */
 int wops_open(struct wops *w);
-/* Commits (on rc 0) or drops the transaction and puts back what it wrote (btk_edit_end, its
- * notes as warnings), closes everything (img_done); returns the exit code. */
+/* Closes the handle and everything else (img_done); returns rc. */
 int wops_finish(struct wops *w, int rc);
+/* label, uuid: opens IMG for writing and starts an edit session (refuses a log tree, a
+ * balance); wops_edit_finish commits (on rc 0) or drops the transaction and puts back what it
+ * wrote (its notes as warnings), closes everything; returns the exit code. */
+int wops_edit_open(struct wops *w);
+int wops_edit_finish(struct wops *w, int rc);
 
 /* Refuses (CLI_EXIT_USAGE after a line) a path inside the image that does not start with /. */
 int wops_abs(const char *path);
-/* The exit code of a verb's result ret: 0, or CLI_EXIT_ERROR after wops_failed's line. */
-int wops_rc(const struct wops *w, const char *path, int ret);
+/* The exit code of a btkfs_* change's result ret (w->ch then says what it did): 0 (a warning
+ * when quotas need a rescan), or CLI_EXIT_ERROR after its line: "IMG: PATH: why", a source
+ * that does not read, "commit failed: why", then what the devices hold when a failure's bytes
+ * could not all be put back. */
+int wops_rc(struct wops *w, int ret);
 
 /* Prints the summary: text (msg) or {"verb": ..., "path": ..., extra} with --json. extra is
  * a JSON fragment (", \"k\": v") or "". */
 void wops_done(struct wops *w, const char *verb, const char *path, const char *msg,
 	       const char *extra);
 
-/* "VERB: IMG: PATH: why" from the library's message (its own repeat of PATH's last name
- * dropped); CLI_EXIT_ERROR. */
+/* label, uuid: "VERB: IMG: PATH: why" from the library's message (its own repeat of PATH's
+ * last name dropped); CLI_EXIT_ERROR. */
 int wops_failed(const struct wops *w, const char *path);
 
 #endif

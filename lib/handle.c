@@ -14,12 +14,29 @@
 
 API const char *btkfs_version(void)
 {
-	return "0.2";
+	return "0.3";
 }
 
 API const char *btkfs_errmsg(void)
 {
 	return btk_errmsg();
+}
+
+static void on_warning(void *ctx, const char *msg)
+{
+	const btkfs *h = ctx;
+
+	h->warn(h->warn_ctx, msg);
+}
+
+void lib_enter(const btkfs *h, struct btk_warn_saved *s)
+{
+	btk_warn_thread(h && h->warn ? on_warning : NULL, (void *)h, s);
+}
+
+void lib_leave(struct btk_warn_saved *s)
+{
+	btk_warn_restore(s);
 }
 
 int lib_einval(const char *what)
@@ -71,24 +88,28 @@ static struct btk_open_opts open_opts(void)
 	return oo;
 }
 
-static int finish(struct btk_fs *fs, btkfs **out)
-{
-	btkfs *h = calloc(1, sizeof(*h));
-
-	if (!h) {
-		btk_fs_close(fs);
-		return btk_err(ENOMEM, "out of memory");
-	}
-	h->fs = fs;
-	*out = h;
-	return 0;
-}
-
 /* a field of the caller's options, if its struct (of an older header) has it */
 #define OPT(o, field)                                                                              \
 	((o) && (o)->size >= offsetof(struct btkfs_open_opts, field) + sizeof((o)->field)          \
 	     ? (o)->field                                                                          \
 	     : 0)
+
+/* The handle of opts' caller before its filesystem is opened (so that the open's warnings
+ * reach the caller too). */
+static btkfs *handle(const struct btkfs_open_opts *opts)
+{
+	btkfs *h = calloc(1, sizeof(*h));
+
+	if (!h) {
+		btk_err(ENOMEM, "out of memory");
+		return NULL;
+	}
+	h->warn = OPT(opts, warn);
+	h->warn_ctx = OPT(opts, warn_ctx);
+	h->progress = OPT(opts, progress);
+	h->progress_ctx = OPT(opts, progress_ctx);
+	return h;
+}
 
 _Static_assert(BTKFS_BACKUP_NEWEST == BTK_BACKUP_NEWEST, "one numbering of backup roots");
 
@@ -114,7 +135,7 @@ API int btkfs_open(const char *const *paths, int npaths, const struct btkfs_open
 		   btkfs **out)
 {
 	struct btk_open_opts oo = open_opts();
-	struct btk_fs *fs;
+	btkfs *h;
 	int ret;
 
 	btk_err_clear();
@@ -143,18 +164,27 @@ API int btkfs_open(const char *const *paths, int npaths, const struct btkfs_open
 		oo.dev.wait = flags & BTKFS_OPEN_WAIT;
 		oo.dev.undo = true;
 		oo.short_ok = flags & BTKFS_OPEN_FORCE;
+		oo.dev.undo_path = OPT(opts, undo_path);
 		if ((ret = cli_dev_fault(&oo.dev)))
 			return ret;
+	} else if (OPT(opts, undo_path)) {
+		return lib_einval("btkfs_open: an undo file goes with BTKFS_OPEN_WRITE");
 	}
 	if ((ret = older_root(opts, &oo)))
 		return ret;
-	if ((ret = btk_fs_open(paths, npaths, &oo, &fs)) || (ret = finish(fs, out)))
+	if (!(h = handle(opts)))
+		return -ENOMEM;
+	LIB_ENTER(h);
+	if ((ret = btk_fs_open(paths, npaths, &oo, &h->fs))) {
+		free(h);
 		return ret;
+	}
+	*out = h;
 	if (flags & BTKFS_OPEN_WRITE) {
-		(*out)->oo = oo;
-		(*out)->force = flags & BTKFS_OPEN_FORCE;
-		if ((ret = lib_write_setup(*out, paths, npaths))) {
-			btkfs_close(*out);
+		h->oo = oo;
+		h->force = flags & BTKFS_OPEN_FORCE;
+		if ((ret = lib_write_setup(h, paths, npaths))) {
+			btkfs_close(h);
 			*out = NULL;
 		}
 	}
@@ -166,8 +196,8 @@ API int btkfs_open_reader(btkfs_read_fn read, void *ctx, uint64_t size,
 {
 	struct btk_open_opts oo = open_opts();
 	struct btk_dev *dev;
-	struct btk_fs *fs;
 	struct reader *r;
+	btkfs *h;
 	int ret;
 
 	btk_err_clear();
@@ -192,15 +222,30 @@ API int btkfs_open_reader(btkfs_read_fn read, void *ctx, uint64_t size,
 			       "btkfs_open_reader: the read function gives the filesystem's "
 			       "bytes: add the offset there");
 	}
-	if ((ret = reader_dev("(reader)", r, size, &dev)))
+	if (OPT(opts, undo_path)) {
+		free(r);
+		return lib_einval("btkfs_open_reader: an undo file goes with BTKFS_OPEN_WRITE");
+	}
+	if (!(h = handle(opts))) {
+		free(r);
+		return -ENOMEM;
+	}
+	if ((ret = reader_dev("(reader)", r, size, &dev))) {
+		free(h);
 		return ret;
+	}
+	LIB_ENTER(h);
 	oo.no_scan = true;
-	ret = btk_fs_open_devs(&dev, 1, &oo, &fs);
-	return ret ? ret : finish(fs, out);
+	if ((ret = btk_fs_open_devs(&dev, 1, &oo, &h->fs)))
+		free(h);
+	else
+		*out = h;
+	return ret;
 }
 
 API void btkfs_close(btkfs *h)
 {
+	LIB_ENTER(h);
 	if (!h)
 		return;
 	if (h->br)
@@ -214,9 +259,14 @@ API int btkfs_get_info(btkfs *h, struct btkfs_info *out)
 {
 	const struct btk_super *sb;
 
+	int ret;
+
+	LIB_ENTER(h);
 	btk_err_clear();
 	if (!h || !out)
 		return lib_einval("btkfs_get_info: a handle and somewhere to put the answer");
+	if ((ret = lib_fs(h)))
+		return ret;
 	sb = &h->fs->sb;
 	memset(out, 0, sizeof(*out));
 	cli_uuid_format(sb->fsid, out->uuid);

@@ -7,6 +7,7 @@
 #include "fs/fs_read.h"
 #include "tree/tree.h"
 #include "io/io.h"
+#include "base/error.h"
 #include <stdbool.h>
 
 #define API __attribute__((visibility("default")))
@@ -21,6 +22,16 @@ struct btkfs {
 	struct btk_open_opts oo;
 	struct btk_lock **locks; /* held from the open to the close (one per device) */
 	int nlocks;
+	bool reopen; /* fs was closed after a change: the next call opens it again (lib_fs) */
+	/* the caller's callbacks (open options, 0.3) */
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
+	void (*progress)(void *ctx, const struct btkfs_progress *p);
+	void *progress_ctx;
+	/* the last change (btkfs_last_change) */
+	bool changed;
+	struct btkfs_change ch;
+	char ch_path[4096], ch_quota[200], ch_note[600];
 };
 
 /* what a path leads to: its tree, inode number and inode item */
@@ -34,6 +45,16 @@ struct btkfs_file {
 	btkfs *h;
 	struct lib_node n;
 };
+
+/* Every call that takes a handle starts with LIB_ENTER(h) (h may be NULL): the handle's
+ * warnings go to its callback until the call returns. */
+void lib_leave(struct btk_warn_saved *s);
+void lib_enter(const btkfs *h, struct btk_warn_saved *s);
+#define LIB_ENTER(h)                                                                               \
+	struct btk_warn_saved lib_saved_ __attribute__((cleanup(lib_leave)));                      \
+	lib_enter((h), &lib_saved_)
+/* 0 when h->fs can be read: after a change it is opened again here (its error otherwise) */
+int lib_fs(btkfs *h);
 
 /* path → *n; negative errno with a message naming path. want (may be NULL): the caller's
  * out argument, -EINVAL when it is NULL */

@@ -63,9 +63,12 @@ API int btkfs_owners(btkfs *h, uint64_t logical, int (*fn)(void *ctx, const stru
 	struct btk_owner o;
 	int ret;
 
+	LIB_ENTER(h);
 	btk_err_clear();
 	if (!h)
 		return lib_einval("btkfs_owners: a handle is needed");
+	if ((ret = lib_fs(h)))
+		return ret;
 	if (!h->br && (ret = btk_backref_new(h->fs, &h->br)))
 		return ret;
 	memset(&o, 0, sizeof(o));
@@ -120,9 +123,12 @@ API int btkfs_check(btkfs *h, unsigned flags, int (*fn)(void *ctx, const struct 
 	struct btk_check_summary sum;
 	int ret;
 
+	LIB_ENTER(h);
 	btk_err_clear();
 	if (!h || (flags & ~(unsigned)BTKFS_CHECK_DATA))
 		return lib_einval("btkfs_check: a handle, and flags 0 or BTKFS_CHECK_DATA");
+	if ((ret = lib_fs(h)))
+		return ret;
 	if ((ret = btk_check_run(h->fs, &co, &sum)))
 		return ret;
 	res.tree_blocks = sum.nr_tree_blocks;
@@ -176,8 +182,13 @@ API int btkfs_subvolumes(btkfs *h, int (*fn)(void *ctx, const struct btkfs_subvo
 {
 	struct subvol_walk w = {.h = h, .fn = fn, .ctx = ctx};
 
+	int ret;
+
+	LIB_ENTER(h);
 	btk_err_clear();
 	if (!h || !fn)
 		return lib_einval("btkfs_subvolumes: a handle and a function");
+	if ((ret = lib_fs(h)))
+		return ret;
 	return btk_subvol_for_each(h->fs, on_subvol, &w);
 }

@@ -21,6 +21,8 @@ int lib_resolve(btkfs *h, const char *path, struct lib_node *n, const void *want
 		return lib_einval("a handle, a path and somewhere to put the answer are needed");
 	if (path[0] != '/')
 		return btk_err(EINVAL, "%s: not an absolute path", path);
+	if ((ret = lib_fs(h)))
+		return ret;
 	if ((ret = btk_path_lookup(h->fs, path, &root_id, &n->ino)) ||
 	    (ret = btk_fs_root(h->fs, root_id, &n->root)) ||
 	    (ret = btk_inode_read(h->fs, &n->root, n->ino, &n->ii)))
@@ -35,6 +37,7 @@ static struct btkfs_time tm(struct btk_time t)
 
 API int btkfs_stat(btkfs *h, const char *path, struct btkfs_stat *out)
 {
+	LIB_ENTER(h);
 	struct lib_node n;
 	int ret = lib_resolve(h, path, &n, out);
 
@@ -65,6 +68,7 @@ API int btkfs_stat(btkfs *h, const char *path, struct btkfs_stat *out)
 
 API ssize_t btkfs_readlink(btkfs *h, const char *path, char *buf, size_t size)
 {
+	LIB_ENTER(h);
 	struct lib_node n;
 	uint8_t *target;
 	size_t got;
@@ -117,6 +121,7 @@ static int on_xattr(void *ctx, const char *name, uint16_t name_len, const uint8_
 
 API ssize_t btkfs_listxattr(btkfs *h, const char *path, char *buf, size_t size)
 {
+	LIB_ENTER(h);
 	struct xlist x = {.buf = size ? buf : NULL, .size = size};
 	struct lib_node n;
 	int ret = lib_resolve(h, path, &n, path);
@@ -128,6 +133,7 @@ API ssize_t btkfs_listxattr(btkfs *h, const char *path, char *buf, size_t size)
 
 API ssize_t btkfs_getxattr(btkfs *h, const char *path, const char *name, void *buf, size_t size)
 {
+	LIB_ENTER(h);
 	struct xlist x = {.buf = size ? buf : NULL, .size = size, .found = -ENODATA};
 	struct lib_node n;
 	int ret = lib_resolve(h, path, &n, name);
@@ -195,6 +201,7 @@ static int on_entry(void *ctx, const struct btk_dir_entry *de)
 
 API int btkfs_opendir(btkfs *h, const char *path, btkfs_dir **out)
 {
+	LIB_ENTER(h);
 	struct btkfs_dir *d;
 	struct lib_node n;
 	int ret = lib_resolve(h, path, &n, out);
@@ -241,6 +248,7 @@ API void btkfs_closedir(btkfs_dir *d)
 
 API int btkfs_file_open(btkfs *h, const char *path, btkfs_file **out)
 {
+	LIB_ENTER(h);
 	struct btkfs_file *f = calloc(1, sizeof(*f));
 	int ret;
 
@@ -264,11 +272,14 @@ API ssize_t btkfs_file_pread(btkfs_file *f, void *buf, size_t len, uint64_t off)
 	size_t got = 0;
 	int ret;
 
+	LIB_ENTER(f ? f->h : NULL);
 	btk_err_clear();
 	if (!f || (!buf && len))
 		return lib_einval("btkfs_file_pread: a file handle and a buffer");
 	if (off >= f->n.ii.size || !len)
 		return 0;
+	if ((ret = lib_fs(f->h)))
+		return ret;
 	if (len > (size_t)SSIZE_MAX)
 		len = (size_t)SSIZE_MAX;
 	ret = btk_file_pread(f->h->fs, &f->n.root, f->n.ino, &f->n.ii, buf, len, off, &got);
@@ -322,10 +333,15 @@ API int btkfs_file_extents(btkfs_file *f, int (*fn)(void *ctx, const struct btkf
 {
 	struct ext_walk w = {.f = f, .fn = fn, .ctx = ctx};
 
+	int ret;
+
+	LIB_ENTER(f ? f->h : NULL);
 	btk_err_clear();
 	if (!f || !fn)
 		return lib_einval("btkfs_file_extents: a file handle and a function");
 	if (f->n.ino == BTK_STUB_INO)
 		return 0;
+	if ((ret = lib_fs(f->h)))
+		return ret;
 	return btk_file_for_each_extent(f->h->fs, &f->n.root, f->n.ino, 0, on_extent, &w);
 }

@@ -3,12 +3,17 @@
  * change's bytes put back), then the filesystem opened again so that the handle reads the
  * new state (a session leaves its filesystem object unwritable). */
 #include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "lib_int.h"
+#include "base/compress.h"
 #include "base/error.h"
+#include "cli/archive.h"
 #include "cli/cli.h"
 #include "edit/edit.h"
 
@@ -51,46 +56,71 @@ void lib_write_free(btkfs *h)
 	free(h->paths);
 }
 
-/* A session on h: 0 with e begun, or a negative errno (e ended). */
-static int begin(btkfs *h, struct btk_edit *e)
+int lib_fs(btkfs *h)
 {
-	struct timespec ts;
-	uint64_t v;
+	struct btk_fs *fs;
 	int ret;
 
-	btk_err_clear();
-	if (!h)
-		return lib_einval("a handle is NULL");
-	if (!h->write)
-		return btk_err(EBADF, "the filesystem was not opened with BTKFS_OPEN_WRITE");
-	if (!h->fs)
+	if (h->fs)
+		return 0;
+	if (!h->reopen)
 		return btk_err(EIO, "the filesystem could not be opened again after a change");
+	if ((ret = btk_fs_open((const char *const *)h->paths, h->npaths, &h->oo, &fs)))
+		return ret;
+	h->fs = fs;
+	h->reopen = false;
+	return 0;
+}
+
+/* a subvolume's tree blocks being freed */
+static void on_drop(void *ctx, uint64_t blocks)
+{
+	btkfs *h = ctx;
+
+	h->progress(h->progress_ctx, &(struct btkfs_progress){
+					 .what = "freeing", .done = blocks, .unit = "tree blocks"});
+}
+
+/* A session on h: 0 with e begun, or a negative errno (e ended; h->ch.failed says where). */
+static int begin(btkfs *h, struct btk_edit *e)
+{
+	int ret;
+
+	if ((ret = lib_fs(h)))
+		return ret;
 	memset(e, 0, sizeof(*e));
 	e->fs = h->fs;
 	e->force = h->force;
-	/* the one clock of reproducible output; an unusable value is ignored */
-	if (cli_source_date_epoch(&v) > 0) {
-		e->epoch_set = true;
-		e->epoch = v;
-		e->now = (struct btk_time){v, 0};
-	} else {
-		clock_gettime(CLOCK_REALTIME, &ts);
-		e->now = (struct btk_time){(uint64_t)ts.tv_sec, (uint32_t)ts.tv_nsec};
+	if (h->progress) {
+		e->progress = on_drop;
+		e->progress_ctx = h;
 	}
-	if ((ret = btk_edit_begin(e)))
+	cli_change_clock(&e->now, &e->epoch_set, &e->epoch);
+	if ((ret = btk_edit_begin(e))) {
+		h->ch.failed = BTKFS_FAILED_REFUSED;
 		btk_edit_end(e, ret);
+	}
 	return ret;
 }
 
-/* Ends the session with ret, opens the filesystem again (the old state after a failure, the
- * new one after a commit); ret, the commit's error, or the reopen's. */
+/* Ends the session with ret (the change's), the handle's filesystem closed: the next call
+ * opens it again (the old state after a failure, the new one after a commit). Returns ret or
+ * the commit's error. */
 static int end(btkfs *h, struct btk_edit *e, int ret)
 {
 	char keep[1024] = "";
-	struct btk_fs *fs;
-	int r2;
 
+	if (ret)
+		h->ch.failed = BTKFS_FAILED_CHANGE;
 	ret = btk_edit_end(e, ret);
+	if (ret && !h->ch.failed)
+		h->ch.failed = BTKFS_FAILED_COMMIT;
+	snprintf(h->ch_note, sizeof(h->ch_note), "%s", e->note);
+	if (!ret && e->quota.marked) {
+		snprintf(h->ch_quota, sizeof(h->ch_quota), "%s", e->quota.why);
+		h->ch.quota_rescan = h->ch_quota;
+	}
+	h->ch.generation = e->generation;
 	if (ret) /* and what the devices hold when that is not the old filesystem */
 		snprintf(keep, sizeof(keep), "%s%s%s", btk_errmsg(), e->note[0] ? "; " : "",
 			 e->note);
@@ -99,12 +129,8 @@ static int end(btkfs *h, struct btk_edit *e, int ret)
 	h->br = NULL;
 	btk_fs_close(h->fs);
 	h->fs = NULL;
-	r2 = btk_fs_open((const char *const *)h->paths, h->npaths, &h->oo, &fs);
-	if (!r2)
-		h->fs = fs;
-	if (ret)
-		return btk_err(-ret, "%s", keep);
-	return r2;
+	h->reopen = true;
+	return ret ? btk_err(-ret, "%s", keep) : 0;
 }
 
 /* One change as the caller asked for it. */
@@ -133,33 +159,111 @@ struct req {
 	const void *val;
 	size_t vlen;
 	const struct btk_time *when;
-	uint64_t id; /* out: a new subvolume's */
+	/* put */
+	struct btk_src_tree *src; /* scanned before the session (NULL: an archive) */
+	int compress, level;
+	struct btk_stream *stream; /* an archive's, released after the put */
 };
 
-static int run(struct btk_edit *e, struct req *r)
+/* put: the bytes copied so far, of total */
+struct put_ui {
+	btkfs *h;
+	uint64_t total;
+};
+
+static void on_copy(void *ctx, uint64_t names, uint64_t bytes)
 {
-	struct btk_src_tree s = {0};
-	struct btk_edit_put p = {.into = true, .check_space = true};
-	uint64_t n;
+	struct put_ui *ui = ctx;
+
+	(void)names;
+	ui->h->progress(
+	    ui->h->progress_ctx,
+	    &(struct btkfs_progress){.what = "copying", .done = bytes, .total = ui->total});
+}
+
+/* An archive read into the open session: its data into extents as it comes, its names into s
+ * (the stream is released after the put). */
+static int read_archive(void *ctx, struct btk_edit *e, const struct btk_populate_opts *o,
+			uint64_t inherit, struct btk_src_tree *s)
+{
+	struct req *r = ctx;
+	struct btk_stream_stats ss;
+	int ret = btk_stream_start(e->t, o, r->a, &r->stream);
+
+	if (!ret && inherit)
+		ret = btk_stream_iflags(r->stream, "", inherit);
+	if (!ret)
+		ret = cli_archive_read(r->a, r->stream);
+	if (!ret)
+		ret = btk_stream_end(r->stream, s, &ss);
+	if (!ret)
+		cli_archive_report(r->a, &ss);
+	return ret;
+}
+
+static int put(btkfs *h, struct btk_edit *e, struct req *r)
+{
+	bool archive = r->flags & BTKFS_PUT_ARCHIVE;
+	struct btk_src_tree none = {0};
+	struct btk_edit_put p = {.src = r->a,
+				 .into =
+				     !archive, /* an archive's path is the directory of its tree */
+				 .replace = r->flags & BTKFS_PUT_REPLACE,
+				 .check_space = !archive,
+				 .stream_fn = archive ? read_archive : NULL,
+				 .stream_ctx = r};
+	struct put_ui ui = {h, 0};
+	struct btk_src_tree *s = archive ? &none : r->src;
+	const char *spool = getenv("BTK_TEST_SPOOL_MEM");
 	int ret;
 
+	p.o.compress = r->compress;
+	p.o.compress_level = r->level;
+	for (uint32_t i = 0; i < s->ninodes; i++)
+		if (S_ISREG(s->inodes[i].st.st_mode))
+			ui.total += (uint64_t)s->inodes[i].st.st_size;
+	if (h->progress && !archive) { /* an archive's data is in before the populate */
+		p.o.progress = on_copy;
+		p.o.progress_ctx = &ui;
+	}
+	if (spool) /* tests: the archive's temporary file from this many bytes */
+		p.o.spool_mem = strtoull(spool, NULL, 10);
+	snprintf(p.path, sizeof(p.path), "%s", r->b);
+	ret = btk_edit_put(e, s, r->b, &p);
+	snprintf(h->ch_path, sizeof(h->ch_path), "%s", p.path);
+	if (!ret && r->stream) {
+		ret = btk_stream_release(r->stream, e->t);
+		r->stream = NULL;
+		btk_err_at(ret, h->ch_path);
+	}
+	btk_stream_release(r->stream, NULL);
+	r->stream = NULL;
+	btk_src_free(&none);
+	h->ch.inodes = p.st.inodes;
+	h->ch.names = p.st.names;
+	h->ch.data_bytes = p.st.data_bytes;
+	h->ch.extents = p.st.extents;
+	h->ch.compressed_extents = p.st.compressed_extents;
+	h->ch.inline_files = p.st.inline_files;
+	return ret;
+}
+
+static int run(btkfs *h, struct btk_edit *e, struct req *r)
+{
 	switch (r->op) {
 	case PUT:
-		p.src = r->a;
-		p.replace = r->flags & BTKFS_PUT_REPLACE;
-		if (!(ret = btk_src_scan_any(r->a, false, &s)))
-			ret = btk_edit_put(e, &s, r->b, &p);
-		btk_src_free(&s);
-		return ret;
+		return put(h, e, r);
 	case MKDIR:
-		return btk_edit_mkdir(e, r->a, r->n1, r->flags & BTKFS_MKDIR_PARENTS, &n);
+		return btk_edit_mkdir(e, r->a, r->n1, r->flags & BTKFS_MKDIR_PARENTS, &h->ch.count);
 	case RM:
-		return btk_edit_rm(e, r->a, r->flags & BTKFS_REMOVE_RECURSIVE, &n);
-	case MV:
-		return btk_edit_mv(e, r->a, r->b);
+		return btk_edit_rm(e, r->a, r->flags & BTKFS_REMOVE_RECURSIVE, &h->ch.count);
+	case MV: /* where it goes: dst, or dst/name when dst is a directory */
+		return btk_edit_into_dir(e, r->a, r->b, h->ch_path, sizeof(h->ch_path))
+			   ?: btk_edit_mv(e, r->a, r->b);
 	case LN:
 	case SYMLINK:
-		return btk_edit_ln(e, r->a, r->b, r->op == SYMLINK);
+		return btk_edit_into_dir(e, r->a, r->b, h->ch_path, sizeof(h->ch_path))
+			   ?: btk_edit_ln(e, r->a, r->b, r->op == SYMLINK);
 	case CHMOD:
 		return btk_edit_chmod(e, r->a, r->n1);
 	case CHOWN:
@@ -172,13 +276,14 @@ static int run(struct btk_edit *e, struct req *r)
 	case RMX:
 		return btk_edit_setxattr(e, r->a, r->b, NULL, 0);
 	case SNAP:
-		return btk_edit_snapshot(e, r->a, r->b, r->flags & BTKFS_SNAPSHOT_READONLY, &r->id);
+		return btk_edit_snapshot(e, r->a, r->b, r->flags & BTKFS_SNAPSHOT_READONLY,
+					 &h->ch.id);
 	case SV_NEW:
-		return btk_edit_subvol_create(e, r->a, &r->id);
+		return btk_edit_subvol_create(e, r->a, &h->ch.id);
 	case SV_DEL:
-		return btk_edit_subvol_delete(e, r->a, &n);
+		return btk_edit_subvol_delete(e, r->a, &h->ch.id);
 	case SV_DEF:
-		return btk_edit_subvol_default(e, r->a, &n);
+		return btk_edit_subvol_default(e, r->a, &h->ch.id);
 	}
 	return -EINVAL;
 }
@@ -197,31 +302,106 @@ static const char *named(const struct req *r)
 	}
 }
 
+/* put: the source scanned before the session (nothing is written when it cannot be read) */
+static int put_source(btkfs *h, struct req *r, struct btk_src_tree *s)
+{
+	int ret;
+
+	if (r->flags & BTKFS_PUT_ARCHIVE) {
+		struct stat sb;
+		if (strcmp(r->a, "-") && stat(r->a, &sb))
+			ret = btk_err(errno, "%s: cannot stat: %s", r->a, strerror(errno));
+		else
+			ret = cli_archive_load();
+	} else if (!(ret = btk_src_scan_any(r->a, false, s)) && (r->flags & BTKFS_PUT_NO_DIR) &&
+		   S_ISDIR(s->inodes[0].st.st_mode)) {
+		ret = btk_err(EISDIR, "%s: is a directory", r->a);
+	}
+	if (ret)
+		h->ch.failed = BTKFS_FAILED_SOURCE;
+	r->src = s;
+	return ret;
+}
+
 /* r as one session: its flags checked against allowed, its paths present. */
 static int change(btkfs *h, struct req *r, unsigned allowed, bool two)
 {
+	struct btk_src_tree s = {0};
 	struct btk_edit e;
 	int ret;
 
 	btk_err_clear();
+	if (!h)
+		return lib_einval("a handle is NULL");
+	if (!h->write)
+		return btk_err(EBADF, "the filesystem was not opened with BTKFS_OPEN_WRITE");
 	if (!r->a || (two && !r->b))
 		return lib_einval("a path is NULL");
 	if (r->flags & ~allowed)
 		return lib_einval("unknown flags");
-	if ((ret = begin(h, &e)))
+	h->changed = true;
+	h->ch = (struct btkfs_change){.size = sizeof(h->ch)};
+	h->ch_quota[0] = h->ch_note[0] = 0;
+	snprintf(h->ch_path, sizeof(h->ch_path), "%s",
+		 r->op == LN || r->op == SYMLINK ? r->b : r->a);
+	if (r->op == PUT || r->op == SNAP)
+		snprintf(h->ch_path, sizeof(h->ch_path), "%s", r->b);
+	if (r->op == PUT && (ret = put_source(h, r, &s))) {
+		btk_src_free(&s);
 		return ret;
+	}
+	if ((ret = begin(h, &e))) {
+		btk_src_free(&s);
+		return ret;
+	}
 	/* a failure's message names the path as btk-image's does */
-	return end(h, &e, btk_err_at(run(&e, r), named(r)));
+	ret = btk_err_at(run(h, &e, r), named(r));
+	btk_src_free(&s);
+	return end(h, &e, ret);
 }
 
 API int btkfs_put(btkfs *h, const char *src, const char *path, unsigned flags)
 {
+	LIB_ENTER(h);
 	return change(h, &(struct req){.op = PUT, .a = src, .b = path, .flags = flags},
 		      BTKFS_PUT_REPLACE, true);
 }
 
+API int btkfs_put_ex(btkfs *h, const char *src, const char *path, const struct btkfs_put_opts *o)
+{
+	struct req r = {.op = PUT, .a = src, .b = path};
+	size_t have = o ? o->size : 0;
+
+	LIB_ENTER(h);
+	btk_err_clear();
+	if (have >= offsetof(struct btkfs_put_opts, flags) + sizeof(o->flags))
+		r.flags = o->flags;
+	if (have >= offsetof(struct btkfs_put_opts, compress) + sizeof(o->compress) &&
+	    o->compress && btk_compress_parse(o->compress, &r.compress, &r.level))
+		return btk_err(EINVAL, "compress: %s", btk_errmsg());
+	return change(h, &r, BTKFS_PUT_REPLACE | BTKFS_PUT_ARCHIVE | BTKFS_PUT_NO_DIR, true);
+}
+
+API int btkfs_last_change(btkfs *h, struct btkfs_change *out)
+{
+	LIB_ENTER(h);
+	/* the change's message stays (btkfs_errmsg) */
+	if (!h || !out || out->size < sizeof(out->size))
+		return lib_einval("btkfs_last_change: a handle, and out with its size set");
+	if (!h->changed)
+		return btk_err(ENOENT, "no change was made through this handle");
+	h->ch.path = h->ch_path;
+	h->ch.note = h->ch_note;
+	/* as much as the caller's struct holds */
+	size_t n = out->size < sizeof(h->ch) ? out->size : sizeof(h->ch);
+	memcpy((char *)out + sizeof(out->size), (char *)&h->ch + sizeof(h->ch.size),
+	       n - sizeof(out->size));
+	return 0;
+}
+
 API int btkfs_mkdir(btkfs *h, const char *path, uint32_t mode, unsigned flags)
 {
+	LIB_ENTER(h);
 	if (mode != BTKFS_MODE_DEFAULT && mode > 07777)
 		return lib_einval("btkfs_mkdir: a mode past 07777");
 	return change(h, &(struct req){.op = MKDIR, .a = path, .flags = flags, .n1 = mode},
@@ -230,27 +410,32 @@ API int btkfs_mkdir(btkfs *h, const char *path, uint32_t mode, unsigned flags)
 
 API int btkfs_remove(btkfs *h, const char *path, unsigned flags)
 {
+	LIB_ENTER(h);
 	return change(h, &(struct req){.op = RM, .a = path, .flags = flags}, BTKFS_REMOVE_RECURSIVE,
 		      false);
 }
 
 API int btkfs_rename(btkfs *h, const char *src, const char *dst)
 {
+	LIB_ENTER(h);
 	return change(h, &(struct req){.op = MV, .a = src, .b = dst}, 0, true);
 }
 
 API int btkfs_link(btkfs *h, const char *target, const char *path)
 {
+	LIB_ENTER(h);
 	return change(h, &(struct req){.op = LN, .a = target, .b = path}, 0, true);
 }
 
 API int btkfs_symlink(btkfs *h, const char *target, const char *path)
 {
+	LIB_ENTER(h);
 	return change(h, &(struct req){.op = SYMLINK, .a = target, .b = path}, 0, true);
 }
 
 API int btkfs_chmod(btkfs *h, const char *path, uint32_t mode)
 {
+	LIB_ENTER(h);
 	if (mode > 07777)
 		return lib_einval("btkfs_chmod: a mode past 07777");
 	return change(h, &(struct req){.op = CHMOD, .a = path, .n1 = mode}, 0, false);
@@ -258,11 +443,13 @@ API int btkfs_chmod(btkfs *h, const char *path, uint32_t mode)
 
 API int btkfs_chown(btkfs *h, const char *path, uint32_t uid, uint32_t gid)
 {
+	LIB_ENTER(h);
 	return change(h, &(struct req){.op = CHOWN, .a = path, .n1 = uid, .n2 = gid}, 0, false);
 }
 
 API int btkfs_touch(btkfs *h, const char *path, const struct btkfs_time *when)
 {
+	LIB_ENTER(h);
 	struct btk_time t = {0, 0};
 
 	if (when && when->nsec >= 1000000000u)
@@ -274,6 +461,7 @@ API int btkfs_touch(btkfs *h, const char *path, const struct btkfs_time *when)
 
 API int btkfs_setxattr(btkfs *h, const char *path, const char *name, const void *value, size_t size)
 {
+	LIB_ENTER(h);
 	if (size > UINT16_MAX || (size && !value))
 		return lib_einval("btkfs_setxattr: a value of up to 65535 bytes");
 	return change(h,
@@ -283,35 +471,39 @@ API int btkfs_setxattr(btkfs *h, const char *path, const char *name, const void 
 
 API int btkfs_removexattr(btkfs *h, const char *path, const char *name)
 {
+	LIB_ENTER(h);
 	return change(h, &(struct req){.op = RMX, .a = path, .b = name}, 0, true);
 }
 
 API int btkfs_snapshot(btkfs *h, const char *src, const char *path, unsigned flags, uint64_t *id)
 {
-	struct req r = {.op = SNAP, .a = src, .b = path, .flags = flags};
-	int ret = change(h, &r, BTKFS_SNAPSHOT_READONLY, true);
+	LIB_ENTER(h);
+	int ret = change(h, &(struct req){.op = SNAP, .a = src, .b = path, .flags = flags},
+			 BTKFS_SNAPSHOT_READONLY, true);
 
 	if (!ret && id)
-		*id = r.id;
+		*id = h->ch.id;
 	return ret;
 }
 
 API int btkfs_subvol_create(btkfs *h, const char *path, uint64_t *id)
 {
-	struct req r = {.op = SV_NEW, .a = path};
-	int ret = change(h, &r, 0, false);
+	LIB_ENTER(h);
+	int ret = change(h, &(struct req){.op = SV_NEW, .a = path}, 0, false);
 
 	if (!ret && id)
-		*id = r.id;
+		*id = h->ch.id;
 	return ret;
 }
 
 API int btkfs_subvol_delete(btkfs *h, const char *path)
 {
+	LIB_ENTER(h);
 	return change(h, &(struct req){.op = SV_DEL, .a = path}, 0, false);
 }
 
 API int btkfs_subvol_set_default(btkfs *h, const char *path)
 {
+	LIB_ENTER(h);
 	return change(h, &(struct req){.op = SV_DEF, .a = path}, 0, false);
 }

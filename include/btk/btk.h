@@ -26,9 +26,9 @@ extern "C" {
 #endif
 
 #define BTKFS_VERSION_MAJOR 0
-#define BTKFS_VERSION_MINOR 2
+#define BTKFS_VERSION_MINOR 3
 
-/* The library's version, "0.2". Static storage. */
+/* The library's version, "0.3". Static storage. */
 const char *btkfs_version(void);
 
 /* The calling thread's last error message; never NULL (empty when none). */
@@ -38,6 +38,15 @@ typedef struct btkfs btkfs;
 typedef struct btkfs_dir btkfs_dir;
 typedef struct btkfs_file btkfs_file;
 
+/* What a long change has done so far (since 0.3; see btkfs_open_opts.progress). The library
+ * fills it: later versions may add fields at the end. */
+struct btkfs_progress {
+	const char *what;     /* "copying" (btkfs_put: bytes of file data), "freeing" (a subvolume's
+				 delete: tree blocks) */
+	uint64_t done, total; /* total 0: not known */
+	const char *unit;     /* NULL: bytes; else what is counted ("tree blocks") */
+};
+
 struct btkfs_open_opts {
 	size_t size;	    /* sizeof(struct btkfs_open_opts) */
 	uint64_t offset;    /* the filesystem starts this many bytes into each device (0) */
@@ -45,15 +54,32 @@ struct btkfs_open_opts {
 	unsigned partition; /* or in partition N of each (1-based, as mmls and sfdisk count
 			       MBR primary and logical and GPT entries; 0: none) */
 	/* since 0.2: read an older root instead of the superblock's (read-only opens; one of
-	 * them): backup root slot backup-1 (1..4; the tools' -b and the messages count slots
-	 * 0..3) or BTKFS_BACKUP_NEWEST, the newest root tree
+	 * them): the backup root BTKFS_BACKUP_SLOT(n) (n 0..3; the field is n + 1, 1..4) or
+	 * BTKFS_BACKUP_NEWEST, the newest root tree
 	 * of generation `generation` or older that still reads, or the root tree whose root
 	 * block is at tree_root (as btk-image roots lists them). 0: not chosen. */
 	int backup;
 	uint64_t generation;
 	uint64_t tree_root;
+	/* since 0.3 (an older caller's smaller size leaves them NULL): */
+	/* with BTKFS_OPEN_WRITE: keep the old bytes of every change made through the handle in
+	 * this file (btk-undo(8) puts the devices back from it). It must not exist or be empty;
+	 * it is made at the first change. NULL: none (a failed change is still put back). */
+	const char *undo_path;
+	/* the library's warnings during calls on this handle (a damaged superblock copy, a
+	 * fallback to another copy, what an archive put skipped), one line each, valid during
+	 * the call, from the thread that calls in. NULL: they go to the process's btk warning
+	 * hook, which only btk's own tools set (elsewhere they are dropped). */
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
+	/* called now and then during a long change (may be NULL); p is valid during the call */
+	void (*progress)(void *ctx, const struct btkfs_progress *p);
+	void *progress_ctx;
 };
-#define BTKFS_BACKUP_NEWEST 5
+/* backup: the backup root in superblock slot n (0..3, as btk-image -b and the messages count
+ * them) is BTKFS_BACKUP_SLOT(n); the field holds n + 1 so that 0 can mean "none". */
+#define BTKFS_BACKUP_SLOT(n) ((n) + 1)
+#define BTKFS_BACKUP_NEWEST  5
 /* flags */
 #define BTKFS_OPEN_WRITE 1u /* open for writing (the write calls below); exclusive */
 #define BTKFS_OPEN_WAIT	 2u /* with WRITE: wait while another process writes, not -EBUSY */
@@ -281,6 +307,49 @@ int btkfs_subvol_create(btkfs *fs, const char *path, uint64_t *id);
 int btkfs_subvol_delete(btkfs *fs, const char *path);
 /* The subvolume a mount without subvol= shows. */
 int btkfs_subvol_set_default(btkfs *fs, const char *path);
+
+/* ---- since 0.3 ---- */
+
+/* btkfs_put with options: flags BTKFS_PUT_*, compress the data of new files ("zlib", "lzo",
+ * "zstd", "zlib:LEVEL", "zstd:LEVEL"; NULL: none; a bad name: -EINVAL). BTKFS_PUT_ARCHIVE:
+ * src is an archive (tar: ustar, pax, GNU; cpio; compressed with gzip, xz, zstd, bzip2...;
+ * "-": standard input), read with libarchive (loaded at the first such put: -ENOSYS without
+ * it), and path becomes the directory of its tree; what it skips (names with "..", links to
+ * nothing) is said through the warning callback. BTKFS_PUT_NO_DIR: a directory src is refused
+ * (-EISDIR) rather than copied with all below it. opts may be NULL (btkfs_put). */
+struct btkfs_put_opts {
+	size_t size; /* sizeof(struct btkfs_put_opts) */
+	unsigned flags;
+	const char *compress;
+};
+#define BTKFS_PUT_ARCHIVE 2u
+#define BTKFS_PUT_NO_DIR  4u
+int btkfs_put_ex(btkfs *fs, const char *src, const char *path, const struct btkfs_put_opts *opts);
+
+/* What the handle's last change did (a write call above, successful or not): copied into
+ * *out as far as out->size reaches (set it to sizeof(struct btkfs_change)); its strings are
+ * valid until the handle's next call. -ENOENT when the handle made no change yet. On 0 the
+ * calling thread's message (btkfs_errmsg(): the change's) is left as it was. */
+struct btkfs_change {
+	size_t size;	     /* sizeof(struct btkfs_change) */
+	int failed;	     /* 0: committed; or where it failed, BTKFS_FAILED_* */
+	uint64_t generation; /* the filesystem's after it */
+	uint64_t count;	     /* mkdir: directories made; remove: names removed; else 0 */
+	uint64_t id;	     /* snapshot, subvol create/delete/set_default: the subvolume's id */
+	const char *path;    /* where it went: put, rename, link, symlink into a directory give
+				path/name; else the path given */
+	const char *quota_rescan; /* NULL, or why the commit marked the quota groups for a rescan
+				     (btrfs quota rescan after mounting) */
+	const char *note;	  /* after a failure, "" when every byte written was put back, else
+				     what the devices hold (also at the end of btkfs_errmsg()) */
+	/* put: what was copied */
+	uint64_t inodes, names, data_bytes, extents, compressed_extents, inline_files;
+};
+#define BTKFS_FAILED_SOURCE  1 /* put: the source could not be read; nothing was written */
+#define BTKFS_FAILED_REFUSED 2 /* the filesystem may not be changed (work the kernel left, ...) */
+#define BTKFS_FAILED_CHANGE  3 /* the change itself (its message names the path) */
+#define BTKFS_FAILED_COMMIT  4 /* its commit */
+int btkfs_last_change(btkfs *fs, struct btkfs_change *out);
 
 #ifdef __cplusplus
 }

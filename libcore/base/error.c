@@ -6,6 +6,8 @@
 static __thread char errbuf[1024];
 static btk_warn_fn warn_fn;
 static void *warn_ctx;
+static __thread btk_warn_fn thread_fn;
+static __thread void *thread_ctx;
 
 int btk_err(int errnum, const char *fmt, ...)
 {
@@ -58,15 +60,31 @@ void btk_set_warn_hook(btk_warn_fn fn, void *ctx)
 	warn_ctx = ctx;
 }
 
+void btk_warn_thread(btk_warn_fn fn, void *ctx, struct btk_warn_saved *saved)
+{
+	saved->fn = thread_fn;
+	saved->ctx = thread_ctx;
+	thread_fn = fn;
+	thread_ctx = ctx;
+}
+
+void btk_warn_restore(const struct btk_warn_saved *saved)
+{
+	thread_fn = saved->fn;
+	thread_ctx = saved->ctx;
+}
+
 void btk_warn(const char *fmt, ...)
 {
+	btk_warn_fn fn = thread_fn ? thread_fn : warn_fn;
+	void *ctx = thread_fn ? thread_ctx : warn_ctx;
 	char buf[1024];
 	va_list ap;
 
-	if (!warn_fn)
+	if (!fn)
 		return;
 	va_start(ap, fmt);
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	va_end(ap);
-	warn_fn(warn_ctx, buf);
+	fn(ctx, buf);
 }

@@ -3,7 +3,8 @@
  * libcore never prints and never exits. A failing call returns a negative errno value and
  * records one human-readable line of context (device, bytenr, tree, key, what was expected)
  * that the tool may print with btk_errmsg(). Warnings (a bad superblock mirror, a fallback to
- * another copy) go to the warning hook, which tools set; by default they are dropped.
+ * another copy) go to the calling thread's hook when one is set (btk_warn_thread), else to the
+ * process's warning hook, which tools set; by default they are dropped.
  */
 #ifndef BTK_ERROR_H
 #define BTK_ERROR_H
@@ -30,6 +31,15 @@ int btk_err_at(int ret, const char *path);
 typedef void (*btk_warn_fn)(void *ctx, const char *msg);
 /* Sets the warning hook (NULL drops warnings). Not thread-safe; call once at start-up. */
 void btk_set_warn_hook(btk_warn_fn fn, void *ctx);
+/* A thread's own hook for a while (a library call: libbtk gives each handle's warnings to its
+ * caller): while set (fn not NULL), this thread's warnings go there instead of to the
+ * process's hook. *saved gets what was set before; btk_warn_restore puts it back. */
+struct btk_warn_saved {
+	btk_warn_fn fn;
+	void *ctx;
+};
+void btk_warn_thread(btk_warn_fn fn, void *ctx, struct btk_warn_saved *saved);
+void btk_warn_restore(const struct btk_warn_saved *saved);
 void btk_warn(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif

@@ -45,6 +45,20 @@
 		(v)->data = NULL;                                                                  \
 		(v)->n = (v)->cap = 0;                                                             \
 	} while (0)
+/* Frees each of the n owned pointers of the array arr, then arr itself. */
+#define btk_free_each(arr, n)                                                                      \
+	do {                                                                                       \
+		for (size_t i_ = 0; i_ < (size_t)(n); i_++)                                        \
+			free((arr)[i_]);                                                           \
+		free(arr);                                                                         \
+	} while (0)
+/* The same for a vector of owned pointers: frees each element, then the vector (empty then). */
+#define btk_vec_free_each(v)                                                                       \
+	do {                                                                                       \
+		for (size_t i_ = 0; i_ < (v)->n; i_++)                                             \
+			free((v)->data[i_]);                                                       \
+		btk_vec_free(v);                                                                   \
+	} while (0)
 #define btk_vec_sort(v, cmp)                                                                       \
 	((v)->n > 1 ? qsort((v)->data, (v)->n, sizeof(*(v)->data), (cmp)) : (void)0)
 /* The order of uint64_t elements, for btk_vec_sort, qsort and bsearch. */

@@ -5,6 +5,8 @@
 
 #include "decode/decode.h"
 
+#include <stddef.h>
+
 #define DC_MAX_DEPTH 8
 
 struct dcur {
@@ -32,6 +34,15 @@ struct fdesc {
 	uint8_t brk;	 /* line break after this field */
 	dc_namefn names; /* T_FLAGS / T_ENUM */
 };
+
+/* Where a field of an on-disk struct stands and how wide it is, for a table entry; FD_NUM is the
+ * entry of a decimal number field (brk: a line break after it). */
+#define FD_OFF(type, field) ((uint16_t)offsetof(type, field))
+#define FD_SZ(type, field)  ((uint8_t)sizeof(((type *)0)->field))
+#define FD_NUM(label, type, field, brk)                                                            \
+	{                                                                                          \
+		label, FD_OFF(type, field), FD_SZ(type, field), T_U, BTK_FMT_DEC, brk, NULL        \
+	}
 
 void dc_init(struct dcur *c, const struct btk_sink *s, const uint8_t *p, uint32_t size,
 	     const struct btk_decode_env *env, const struct btk_key *key);

@@ -5,31 +5,24 @@
 #include "decode/decode_int.h"
 #include "format/root_item.h"
 
-#define OFF(type, field) ((uint16_t)offsetof(type, field))
-#define SZ(type, field)	 ((uint8_t)sizeof(((type *)0)->field))
-#define NUM(label, type, field, brk)                                                               \
-	{                                                                                          \
-		label, OFF(type, field), SZ(type, field), T_U, BTK_FMT_DEC, brk, NULL              \
-	}
-
 #define II struct btrfs_inode_item
 static const struct fdesc inode_fields[] = {
-    NUM("generation", II, generation, 0),
-    NUM("transid", II, transid, 0),
-    NUM("size", II, size, 0),
-    NUM("nbytes", II, nbytes, 1),
-    NUM("block_group", II, block_group, 0),
-    {"mode", OFF(II, mode), 4, T_U, BTK_FMT_OCT, 0, NULL},
-    NUM("links", II, nlink, 0),
-    NUM("uid", II, uid, 0),
-    NUM("gid", II, gid, 0),
-    NUM("rdev", II, rdev, 1),
-    NUM("sequence", II, sequence, 0),
-    {"flags", OFF(II, flags), 8, T_FLAGS, BTK_FMT_HEX, 1, dc_inode_flags},
-    {"atime", OFF(II, atime), 12, T_TIME, 0, 1, NULL},
-    {"ctime", OFF(II, ctime), 12, T_TIME, 0, 1, NULL},
-    {"mtime", OFF(II, mtime), 12, T_TIME, 0, 1, NULL},
-    {"otime", OFF(II, otime), 12, T_TIME, 0, 0, NULL},
+    FD_NUM("generation", II, generation, 0),
+    FD_NUM("transid", II, transid, 0),
+    FD_NUM("size", II, size, 0),
+    FD_NUM("nbytes", II, nbytes, 1),
+    FD_NUM("block_group", II, block_group, 0),
+    {"mode", FD_OFF(II, mode), 4, T_U, BTK_FMT_OCT, 0, NULL},
+    FD_NUM("links", II, nlink, 0),
+    FD_NUM("uid", II, uid, 0),
+    FD_NUM("gid", II, gid, 0),
+    FD_NUM("rdev", II, rdev, 1),
+    FD_NUM("sequence", II, sequence, 0),
+    {"flags", FD_OFF(II, flags), 8, T_FLAGS, BTK_FMT_HEX, 1, dc_inode_flags},
+    {"atime", FD_OFF(II, atime), 12, T_TIME, 0, 1, NULL},
+    {"ctime", FD_OFF(II, ctime), 12, T_TIME, 0, 1, NULL},
+    {"mtime", FD_OFF(II, mtime), 12, T_TIME, 0, 1, NULL},
+    {"otime", FD_OFF(II, otime), 12, T_TIME, 0, 0, NULL},
 };
 
 void dc_inode_item(struct dcur *c, uint32_t base)
@@ -57,7 +50,8 @@ void dc_inode_ref(struct dcur *c)
 	while (cur < c->size && !c->failed) {
 		if (!dc_need(c, cur, hs, "inode ref"))
 			return;
-		uint32_t nl = (uint32_t)dc_num(c, cur + OFF(struct btrfs_inode_ref, name_len), 2);
+		uint32_t nl =
+		    (uint32_t)dc_num(c, cur + FD_OFF(struct btrfs_inode_ref, name_len), 2);
 
 		dc_begin(c, NULL, false);
 		dc_u64(c, "index", btk_le64(c->p + cur));
@@ -80,11 +74,11 @@ void dc_inode_extref(struct dcur *c)
 	while (cur < c->size && !c->failed) {
 		if (!dc_need(c, cur, hs, "inode extref"))
 			return;
-		uint32_t nl = (uint32_t)dc_num(c, cur + OFF(X, name_len), 2);
+		uint32_t nl = (uint32_t)dc_num(c, cur + FD_OFF(X, name_len), 2);
 
 		dc_begin(c, NULL, false);
-		dc_u64(c, "index", dc_num(c, cur + OFF(X, index), 8));
-		dc_u64(c, "parent", dc_num(c, cur + OFF(X, parent_objectid), 8));
+		dc_u64(c, "index", dc_num(c, cur + FD_OFF(X, index), 8));
+		dc_u64(c, "parent", dc_num(c, cur + FD_OFF(X, parent_objectid), 8));
 		dc_u64(c, "namelen", nl);
 		if (!dc_name(c, "name", cur + hs, nl))
 			return;
@@ -107,11 +101,11 @@ static const char *dir_type_name(uint64_t v, char *buf, size_t len)
 
 #define DI struct btrfs_dir_item
 static const struct fdesc dir_fields[] = {
-    {"location", OFF(DI, location), 17, T_KEY, 0, 0, NULL},
-    {"type", OFF(DI, type), 1, T_ENUM, BTK_FMT_NAME, 1, dir_type_name},
-    NUM("transid", DI, transid, 0),
-    NUM("data_len", DI, data_len, 0),
-    NUM("name_len", DI, name_len, 1),
+    {"location", FD_OFF(DI, location), 17, T_KEY, 0, 0, NULL},
+    {"type", FD_OFF(DI, type), 1, T_ENUM, BTK_FMT_NAME, 1, dir_type_name},
+    FD_NUM("transid", DI, transid, 0),
+    FD_NUM("data_len", DI, data_len, 0),
+    FD_NUM("name_len", DI, name_len, 1),
 };
 
 void dc_dir_item(struct dcur *c)
@@ -122,8 +116,8 @@ void dc_dir_item(struct dcur *c)
 	while (cur < c->size && !c->failed) {
 		if (!dc_need(c, cur, sizeof(DI), "dir item"))
 			return;
-		uint32_t nl = (uint32_t)dc_num(c, cur + OFF(DI, name_len), 2);
-		uint32_t dl = (uint32_t)dc_num(c, cur + OFF(DI, data_len), 2);
+		uint32_t nl = (uint32_t)dc_num(c, cur + FD_OFF(DI, name_len), 2);
+		uint32_t dl = (uint32_t)dc_num(c, cur + FD_OFF(DI, data_len), 2);
 
 		dc_begin(c, NULL, false);
 		DC_TABLE(c, cur, dir_fields);
@@ -166,34 +160,34 @@ static const char *compress_name(uint64_t v, char *buf, size_t len)
 
 #define FE struct btrfs_file_extent_item
 static const struct fdesc fe_head[] = {
-    NUM("generation", FE, generation, 0),
-    {"type", OFF(FE, type), 1, T_ENUM, 0, 1, fe_type_name},
+    FD_NUM("generation", FE, generation, 0),
+    {"type", FD_OFF(FE, type), 1, T_ENUM, 0, 1, fe_type_name},
 };
 static const struct fdesc fe_tail[] = {
-    {"compression", OFF(FE, compression), 1, T_ENUM, 0, 0, compress_name},
-    NUM("encryption", FE, encryption, 0),
-    NUM("other_encoding", FE, other_encoding, 0),
+    {"compression", FD_OFF(FE, compression), 1, T_ENUM, 0, 0, compress_name},
+    FD_NUM("encryption", FE, encryption, 0),
+    FD_NUM("other_encoding", FE, other_encoding, 0),
 };
 static const struct fdesc fe_reg[] = {
-    NUM("disk_bytenr", FE, disk_bytenr, 0), NUM("disk_num_bytes", FE, disk_num_bytes, 1),
-    NUM("offset", FE, offset, 0),	    NUM("num_bytes", FE, num_bytes, 0),
-    NUM("ram_bytes", FE, ram_bytes, 1),
+    FD_NUM("disk_bytenr", FE, disk_bytenr, 0), FD_NUM("disk_num_bytes", FE, disk_num_bytes, 1),
+    FD_NUM("offset", FE, offset, 0),	       FD_NUM("num_bytes", FE, num_bytes, 0),
+    FD_NUM("ram_bytes", FE, ram_bytes, 1),
 };
 
 void dc_file_extent(struct dcur *c)
 {
-	const uint32_t inline_start = OFF(FE, disk_bytenr);
+	const uint32_t inline_start = FD_OFF(FE, disk_bytenr);
 	uint8_t type;
 
 	if (!dc_need(c, 0, inline_start, "file extent"))
 		return;
-	type = c->p[OFF(FE, type)];
+	type = c->p[FD_OFF(FE, type)];
 	DC_TABLE(c, 0, fe_head);
 	if (type == BTRFS_FILE_EXTENT_INLINE) {
 		/* The data follows the header; compressed inline data is ram_bytes long once
 		 * decompressed, data_size is what is stored. */
 		dc_u64(c, "data_size", c->size - inline_start);
-		dc_u64(c, "ram_bytes", dc_num(c, OFF(FE, ram_bytes), 8));
+		dc_u64(c, "ram_bytes", dc_num(c, FD_OFF(FE, ram_bytes), 8));
 		DC_TABLE(c, 0, fe_tail);
 		return;
 	}
@@ -205,30 +199,30 @@ void dc_file_extent(struct dcur *c)
 
 #define RI struct btrfs_root_item
 static const struct fdesc root_fields[] = {
-    NUM("generation", RI, generation, 0),
-    NUM("root_dirid", RI, root_dirid, 0),
-    NUM("bytenr", RI, bytenr, 0),
-    NUM("byte_limit", RI, byte_limit, 0),
-    NUM("bytes_used", RI, bytes_used, 1),
-    NUM("last_snapshot", RI, last_snapshot, 0),
-    {"flags", OFF(RI, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_root_flags},
-    NUM("refs", RI, refs, 1),
-    {"drop_progress", OFF(RI, drop_progress), 17, T_KEY, 0, 0, NULL},
-    NUM("drop_level", RI, drop_level, 1),
-    NUM("level", RI, level, 0),
+    FD_NUM("generation", RI, generation, 0),
+    FD_NUM("root_dirid", RI, root_dirid, 0),
+    FD_NUM("bytenr", RI, bytenr, 0),
+    FD_NUM("byte_limit", RI, byte_limit, 0),
+    FD_NUM("bytes_used", RI, bytes_used, 1),
+    FD_NUM("last_snapshot", RI, last_snapshot, 0),
+    {"flags", FD_OFF(RI, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_root_flags},
+    FD_NUM("refs", RI, refs, 1),
+    {"drop_progress", FD_OFF(RI, drop_progress), 17, T_KEY, 0, 0, NULL},
+    FD_NUM("drop_level", RI, drop_level, 1),
+    FD_NUM("level", RI, level, 0),
 };
 static const struct fdesc root_v2[] = {
-    {"uuid", OFF(RI, uuid), 16, T_UUID, 0, 1, NULL},
-    {"parent_uuid", OFF(RI, parent_uuid), 16, T_UUID, 0, 1, NULL},
-    {"received_uuid", OFF(RI, received_uuid), 16, T_UUID, 0, 1, NULL},
-    NUM("ctransid", RI, ctransid, 0),
-    NUM("otransid", RI, otransid, 0),
-    NUM("stransid", RI, stransid, 0),
-    NUM("rtransid", RI, rtransid, 1),
-    {"ctime", OFF(RI, ctime), 12, T_TIME, 0, 1, NULL},
-    {"otime", OFF(RI, otime), 12, T_TIME, 0, 1, NULL},
-    {"stime", OFF(RI, stime), 12, T_TIME, 0, 1, NULL},
-    {"rtime", OFF(RI, rtime), 12, T_TIME, 0, 0, NULL},
+    {"uuid", FD_OFF(RI, uuid), 16, T_UUID, 0, 1, NULL},
+    {"parent_uuid", FD_OFF(RI, parent_uuid), 16, T_UUID, 0, 1, NULL},
+    {"received_uuid", FD_OFF(RI, received_uuid), 16, T_UUID, 0, 1, NULL},
+    FD_NUM("ctransid", RI, ctransid, 0),
+    FD_NUM("otransid", RI, otransid, 0),
+    FD_NUM("stransid", RI, stransid, 0),
+    FD_NUM("rtransid", RI, rtransid, 1),
+    {"ctime", FD_OFF(RI, ctime), 12, T_TIME, 0, 1, NULL},
+    {"otime", FD_OFF(RI, otime), 12, T_TIME, 0, 1, NULL},
+    {"stime", FD_OFF(RI, stime), 12, T_TIME, 0, 1, NULL},
+    {"rtime", FD_OFF(RI, rtime), 12, T_TIME, 0, 0, NULL},
 };
 
 void dc_root_item(struct dcur *c)
@@ -255,40 +249,40 @@ void dc_root_ref(struct dcur *c)
 
 	if (!dc_need(c, 0, sizeof(R), "root ref"))
 		return;
-	nl = (uint32_t)dc_num(c, OFF(R, name_len), 2);
-	dc_u64(c, "dirid", dc_num(c, OFF(R, dirid), 8));
-	dc_u64(c, "sequence", dc_num(c, OFF(R, sequence), 8));
+	nl = (uint32_t)dc_num(c, FD_OFF(R, name_len), 2);
+	dc_u64(c, "dirid", dc_num(c, FD_OFF(R, dirid), 8));
+	dc_u64(c, "sequence", dc_num(c, FD_OFF(R, sequence), 8));
 	dc_u64(c, "name_len", nl);
 	dc_name(c, "name", sizeof(R), nl);
 }
 
 #define CH struct btrfs_chunk
 static const struct fdesc chunk_fields[] = {
-    NUM("length", CH, length, 0),
-    NUM("owner", CH, owner, 0),
-    NUM("stripe_len", CH, stripe_len, 0),
-    {"type", OFF(CH, type), 8, T_FLAGS, BTK_FMT_HEX, 1, dc_bg_flags},
-    NUM("io_align", CH, io_align, 0),
-    NUM("io_width", CH, io_width, 0),
-    NUM("sector_size", CH, sector_size, 1),
-    NUM("num_stripes", CH, num_stripes, 0),
-    NUM("sub_stripes", CH, sub_stripes, 0),
+    FD_NUM("length", CH, length, 0),
+    FD_NUM("owner", CH, owner, 0),
+    FD_NUM("stripe_len", CH, stripe_len, 0),
+    {"type", FD_OFF(CH, type), 8, T_FLAGS, BTK_FMT_HEX, 1, dc_bg_flags},
+    FD_NUM("io_align", CH, io_align, 0),
+    FD_NUM("io_width", CH, io_width, 0),
+    FD_NUM("sector_size", CH, sector_size, 1),
+    FD_NUM("num_stripes", CH, num_stripes, 0),
+    FD_NUM("sub_stripes", CH, sub_stripes, 0),
 };
 #define ST struct btrfs_stripe
 static const struct fdesc stripe_fields[] = {
-    NUM("devid", ST, devid, 0),
-    NUM("offset", ST, offset, 1),
-    {"dev_uuid", OFF(ST, dev_uuid), 16, T_UUID, 0, 0, NULL},
+    FD_NUM("devid", ST, devid, 0),
+    FD_NUM("offset", ST, offset, 1),
+    {"dev_uuid", FD_OFF(ST, dev_uuid), 16, T_UUID, 0, 0, NULL},
 };
 
 void dc_chunk(struct dcur *c, uint32_t base)
 {
-	const uint32_t head = base + OFF(CH, stripe);
+	const uint32_t head = base + FD_OFF(CH, stripe);
 	uint32_t n;
 
 	if (!dc_need(c, base, sizeof(CH), "chunk item"))
 		return;
-	n = (uint32_t)dc_num(c, base + OFF(CH, num_stripes), 2);
+	n = (uint32_t)dc_num(c, base + FD_OFF(CH, num_stripes), 2);
 	DC_TABLE(c, base, chunk_fields);
 	if (n == 0) {
 		dc_fail(c, "chunk item has no stripes");

@@ -4,13 +4,6 @@
 
 #include "decode/decode_int.h"
 
-#define OFF(type, field) ((uint16_t)offsetof(type, field))
-#define SZ(type, field)	 ((uint8_t)sizeof(((type *)0)->field))
-#define NUM(label, type, field, brk)                                                               \
-	{                                                                                          \
-		label, OFF(type, field), SZ(type, field), T_U, BTK_FMT_DEC, brk, NULL              \
-	}
-
 struct fixed {
 	uint8_t type;
 	const char *what;
@@ -21,98 +14,98 @@ struct fixed {
 
 #define FSH struct btrfs_free_space_header
 static const struct fdesc fs_header[] = {
-    {"location", OFF(FSH, location), 17, T_KEY, 0, 1, NULL},
-    NUM("cache_generation", FSH, generation, 0),
-    NUM("entries", FSH, num_entries, 0),
-    NUM("bitmaps", FSH, num_bitmaps, 0),
+    {"location", FD_OFF(FSH, location), 17, T_KEY, 0, 1, NULL},
+    FD_NUM("cache_generation", FSH, generation, 0),
+    FD_NUM("entries", FSH, num_entries, 0),
+    FD_NUM("bitmaps", FSH, num_bitmaps, 0),
 };
 
 #define EDR struct btrfs_extent_data_ref
 const struct fdesc dc_data_ref_fields[DC_DATA_REF_NFIELDS] = {
-    {"root", OFF(EDR, root), 8, T_U, BTK_FMT_OBJID, 0, NULL},
-    NUM("objectid", EDR, objectid, 0),
-    NUM("offset", EDR, offset, 0),
-    NUM("count", EDR, count, 0),
+    {"root", FD_OFF(EDR, root), 8, T_U, BTK_FMT_OBJID, 0, NULL},
+    FD_NUM("objectid", EDR, objectid, 0),
+    FD_NUM("offset", EDR, offset, 0),
+    FD_NUM("count", EDR, count, 0),
 };
 static const struct fdesc shared_ref[] = {
-    NUM("count", struct btrfs_shared_data_ref, count, 0),
+    FD_NUM("count", struct btrfs_shared_data_ref, count, 0),
 };
 
 #define BG struct btrfs_block_group_item
 static const struct fdesc bg_fields[] = {
-    NUM("used", BG, used, 0),
-    {"chunk_objectid", OFF(BG, chunk_objectid), 8, T_U, BTK_FMT_OBJID, 0, NULL},
-    {"flags", OFF(BG, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_bg_flags},
+    FD_NUM("used", BG, used, 0),
+    {"chunk_objectid", FD_OFF(BG, chunk_objectid), 8, T_U, BTK_FMT_OBJID, 0, NULL},
+    {"flags", FD_OFF(BG, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_bg_flags},
 };
 
 #define FSI struct btrfs_free_space_info
 static const struct fdesc fsi_fields[] = {
-    NUM("extent_count", FSI, extent_count, 0),
-    {"flags", OFF(FSI, flags), 4, T_FLAGS, BTK_FMT_HEX, 0, dc_fsi_flags},
+    FD_NUM("extent_count", FSI, extent_count, 0),
+    {"flags", FD_OFF(FSI, flags), 4, T_FLAGS, BTK_FMT_HEX, 0, dc_fsi_flags},
 };
 
 #define DE struct btrfs_dev_extent
 static const struct fdesc dev_extent[] = {
-    {"chunk_tree", OFF(DE, chunk_tree), 8, T_U, BTK_FMT_DEC, 1, NULL},
-    NUM("chunk_objectid", DE, chunk_objectid, 0),
-    NUM("chunk_offset", DE, chunk_offset, 0),
-    NUM("length", DE, length, 1),
-    {"chunk_tree_uuid", OFF(DE, chunk_tree_uuid), 16, T_UUID, 0, 0, NULL},
+    {"chunk_tree", FD_OFF(DE, chunk_tree), 8, T_U, BTK_FMT_DEC, 1, NULL},
+    FD_NUM("chunk_objectid", DE, chunk_objectid, 0),
+    FD_NUM("chunk_offset", DE, chunk_offset, 0),
+    FD_NUM("length", DE, length, 1),
+    {"chunk_tree_uuid", FD_OFF(DE, chunk_tree_uuid), 16, T_UUID, 0, 0, NULL},
 };
 
 #define DI struct btrfs_dev_item
 /* Shared with the superblock decoder. */
 const struct fdesc btk_dev_item_fields[] = {
-    NUM("devid", DI, devid, 0),
-    NUM("total_bytes", DI, total_bytes, 0),
-    NUM("bytes_used", DI, bytes_used, 1),
-    NUM("io_align", DI, io_align, 0),
-    NUM("io_width", DI, io_width, 0),
-    NUM("sector_size", DI, sector_size, 0),
-    NUM("type", DI, type, 1),
-    NUM("generation", DI, generation, 0),
-    NUM("start_offset", DI, start_offset, 0),
-    NUM("dev_group", DI, dev_group, 1),
-    NUM("seek_speed", DI, seek_speed, 0),
-    NUM("bandwidth", DI, bandwidth, 1),
-    {"uuid", OFF(DI, uuid), 16, T_UUID, 0, 1, NULL},
-    {"fsid", OFF(DI, fsid), 16, T_UUID, 0, 0, NULL},
+    FD_NUM("devid", DI, devid, 0),
+    FD_NUM("total_bytes", DI, total_bytes, 0),
+    FD_NUM("bytes_used", DI, bytes_used, 1),
+    FD_NUM("io_align", DI, io_align, 0),
+    FD_NUM("io_width", DI, io_width, 0),
+    FD_NUM("sector_size", DI, sector_size, 0),
+    FD_NUM("type", DI, type, 1),
+    FD_NUM("generation", DI, generation, 0),
+    FD_NUM("start_offset", DI, start_offset, 0),
+    FD_NUM("dev_group", DI, dev_group, 1),
+    FD_NUM("seek_speed", DI, seek_speed, 0),
+    FD_NUM("bandwidth", DI, bandwidth, 1),
+    {"uuid", FD_OFF(DI, uuid), 16, T_UUID, 0, 1, NULL},
+    {"fsid", FD_OFF(DI, fsid), 16, T_UUID, 0, 0, NULL},
 };
 const size_t btk_dev_item_nfields = sizeof(btk_dev_item_fields) / sizeof(btk_dev_item_fields[0]);
 
 #define QS struct btrfs_qgroup_status_item
 static const struct fdesc qg_status[] = {
-    NUM("version", QS, version, 0),
-    NUM("generation", QS, generation, 0),
-    {"flags", OFF(QS, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_qgroup_flags},
-    NUM("scan", QS, rescan, 0),
+    FD_NUM("version", QS, version, 0),
+    FD_NUM("generation", QS, generation, 0),
+    {"flags", FD_OFF(QS, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_qgroup_flags},
+    FD_NUM("scan", QS, rescan, 0),
 };
 #define QI struct btrfs_qgroup_info_item
 static const struct fdesc qg_info[] = {
-    NUM("generation", QI, generation, 1),	    NUM("referenced", QI, rfer, 0),
-    NUM("referenced_compressed", QI, rfer_cmpr, 1), NUM("exclusive", QI, excl, 0),
-    NUM("exclusive_compressed", QI, excl_cmpr, 0),
+    FD_NUM("generation", QI, generation, 1),	       FD_NUM("referenced", QI, rfer, 0),
+    FD_NUM("referenced_compressed", QI, rfer_cmpr, 1), FD_NUM("exclusive", QI, excl, 0),
+    FD_NUM("exclusive_compressed", QI, excl_cmpr, 0),
 };
 #define QL struct btrfs_qgroup_limit_item
 static const struct fdesc qg_limit[] = {
-    {"flags", OFF(QL, flags), 8, T_U, BTK_FMT_HEX, 1, NULL},
-    {"max_referenced", OFF(QL, max_rfer), 8, T_S, 0, 0, NULL},
-    {"max_exclusive", OFF(QL, max_excl), 8, T_S, 0, 1, NULL},
-    {"rsv_referenced", OFF(QL, rsv_rfer), 8, T_S, 0, 0, NULL},
-    {"rsv_exclusive", OFF(QL, rsv_excl), 8, T_S, 0, 0, NULL},
+    {"flags", FD_OFF(QL, flags), 8, T_U, BTK_FMT_HEX, 1, NULL},
+    {"max_referenced", FD_OFF(QL, max_rfer), 8, T_S, 0, 0, NULL},
+    {"max_exclusive", FD_OFF(QL, max_excl), 8, T_S, 0, 1, NULL},
+    {"rsv_referenced", FD_OFF(QL, rsv_rfer), 8, T_S, 0, 0, NULL},
+    {"rsv_exclusive", FD_OFF(QL, rsv_excl), 8, T_S, 0, 0, NULL},
 };
 
 #define DR struct btrfs_dev_replace_item
 static const struct fdesc dev_replace[] = {
-    NUM("src_devid", DR, src_devid, 0),
-    NUM("cursor_left", DR, cursor_left, 0),
-    NUM("cursor_right", DR, cursor_right, 1),
-    NUM("cont_reading_from_srcdev_mode", DR, cont_reading_from_srcdev_mode, 0),
-    NUM("replace_state", DR, replace_state, 1),
-    NUM("time_started", DR, time_started, 0),
-    NUM("time_stopped", DR, time_stopped, 1),
-    NUM("num_write_errors", DR, num_write_errors, 0),
-    NUM("num_uncorrectable_read_errors", DR, num_uncorrectable_read_errors, 0),
+    FD_NUM("src_devid", DR, src_devid, 0),
+    FD_NUM("cursor_left", DR, cursor_left, 0),
+    FD_NUM("cursor_right", DR, cursor_right, 1),
+    FD_NUM("cont_reading_from_srcdev_mode", DR, cont_reading_from_srcdev_mode, 0),
+    FD_NUM("replace_state", DR, replace_state, 1),
+    FD_NUM("time_started", DR, time_started, 0),
+    FD_NUM("time_stopped", DR, time_stopped, 1),
+    FD_NUM("num_write_errors", DR, num_write_errors, 0),
+    FD_NUM("num_uncorrectable_read_errors", DR, num_uncorrectable_read_errors, 0),
 };
 
 static const struct fdesc dir_log[] = {
@@ -121,8 +114,8 @@ static const struct fdesc dir_log[] = {
 
 #define VD struct btrfs_verity_descriptor_item
 static const struct fdesc verity_desc[] = {
-    NUM("size", VD, size, 0),
-    NUM("encryption", VD, encryption, 0),
+    FD_NUM("size", VD, size, 0),
+    FD_NUM("encryption", VD, encryption, 0),
 };
 
 #define FX(t, w, sz, f)                                                                            \
@@ -179,13 +172,13 @@ static void dev_stats(struct dcur *c)
 
 #define BA struct btrfs_disk_balance_args
 static const struct fdesc balance_args[] = {
-    NUM("profiles", BA, profiles, 0),	    NUM("devid", BA, devid, 0),
-    NUM("target", BA, target, 0),	    NUM("flags", BA, flags, 1),
-    NUM("usage_min", BA, usage_min, 0),	    NUM("usage_max", BA, usage_max, 0),
-    NUM("pstart", BA, pstart, 0),	    NUM("pend", BA, pend, 1),
-    NUM("vstart", BA, vstart, 0),	    NUM("vend", BA, vend, 0),
-    NUM("limit_min", BA, limit_min, 0),	    NUM("limit_max", BA, limit_max, 1),
-    NUM("stripes_min", BA, stripes_min, 0), NUM("stripes_max", BA, stripes_max, 0),
+    FD_NUM("profiles", BA, profiles, 0),       FD_NUM("devid", BA, devid, 0),
+    FD_NUM("target", BA, target, 0),	       FD_NUM("flags", BA, flags, 1),
+    FD_NUM("usage_min", BA, usage_min, 0),     FD_NUM("usage_max", BA, usage_max, 0),
+    FD_NUM("pstart", BA, pstart, 0),	       FD_NUM("pend", BA, pend, 1),
+    FD_NUM("vstart", BA, vstart, 0),	       FD_NUM("vend", BA, vend, 0),
+    FD_NUM("limit_min", BA, limit_min, 0),     FD_NUM("limit_max", BA, limit_max, 1),
+    FD_NUM("stripes_min", BA, stripes_min, 0), FD_NUM("stripes_max", BA, stripes_max, 0),
 };
 
 static void balance_item(struct dcur *c)
@@ -194,7 +187,8 @@ static void balance_item(struct dcur *c)
 	static const struct {
 		const char *name;
 		uint16_t off;
-	} parts[] = {{"data", OFF(B, data)}, {"metadata", OFF(B, meta)}, {"system", OFF(B, sys)}};
+	} parts[] = {
+	    {"data", FD_OFF(B, data)}, {"metadata", FD_OFF(B, meta)}, {"system", FD_OFF(B, sys)}};
 
 	if (!dc_need(c, 0, sizeof(B), "balance item"))
 		return;

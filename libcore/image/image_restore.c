@@ -455,9 +455,7 @@ static int write_supers(struct restore *rs, struct btk_fs *fs, int only)
 
 static void restore_free(struct restore *rs)
 {
-	for (size_t i = 0; i < rs->nchunks; i++)
-		free(rs->chunks[i]);
-	free(rs->chunks);
+	btk_free_each(rs->chunks, rs->nchunks);
 	free(rs->devs);
 	btk_md_reader_close(rs->r);
 }

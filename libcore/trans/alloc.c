@@ -225,40 +225,38 @@ int btk_refop_add(struct btk_wfs *w, const struct btk_refop *op)
 	return 0;
 }
 
-int btk_note_extent(struct btk_wfs *w, uint64_t bytenr, uint64_t num_bytes)
+/* Keeps a copy of the esz bytes at val as one more element of the array *arrp (counted by *n,
+ * room for *cap) for the settled hook, and only while a hook listens: 0 or -ENOMEM. */
+static int note_(struct btk_wfs *w, void *arrp, size_t *n, size_t *cap, const void *val, size_t esz)
 {
-	struct btk_changed_extent *c;
+	void *slot;
 
 	if (!w->settled_fn)
 		return 0;
-	if (!(c = btk_array_push(w->chg, w->nchg, w->capchg)))
+	if (!(slot = btk_vec_grow_(arrp, n, cap, esz)))
 		return btk_err(ENOMEM, "out of memory");
-	*c = (struct btk_changed_extent){bytenr, num_bytes};
+	memcpy(slot, val, esz);
 	return 0;
+}
+/* note_ for an array kept in fields of its own; the last argument a pointer to an element of its
+ * type. */
+#define NOTE(w, arr, n, cap, ...)                                                                  \
+	note_((w), &(arr), &(n), &(cap), 1 ? (__VA_ARGS__) : (arr), sizeof(*(arr)))
+
+int btk_note_extent(struct btk_wfs *w, uint64_t bytenr, uint64_t num_bytes)
+{
+	return NOTE(w, w->chg, w->nchg, w->capchg, &(struct btk_changed_extent){bytenr, num_bytes});
 }
 
 int btk_note_snapshot(struct btk_wfs *w, const struct btk_snapshot_note *n)
 {
-	struct btk_snapshot_note *slot;
-
-	if (!w->settled_fn)
-		return 0;
-	if (!(slot = btk_array_push(w->snaps, w->nsnaps, w->capsnaps)))
-		return btk_err(ENOMEM, "out of memory");
-	*slot = *n;
-	return 0;
+	return NOTE(w, w->snaps, w->nsnaps, w->capsnaps, n);
 }
 
 int btk_note_drop(struct btk_wfs *w, uint64_t id, uint64_t bytenr, int level)
 {
-	struct btk_drop_note *slot;
-
-	if (!w->settled_fn)
-		return 0;
-	if (!(slot = btk_array_push(w->drops, w->ndrops, w->capdrops)))
-		return btk_err(ENOMEM, "out of memory");
-	*slot = (struct btk_drop_note){id, bytenr, level};
-	return 0;
+	return NOTE(w, w->drops, w->ndrops, w->capdrops,
+		    &(struct btk_drop_note){id, bytenr, level});
 }
 
 /* First fit in bg for a nodesize block that does not cross a 64 KiB stripe. */

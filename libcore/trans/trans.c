@@ -4,6 +4,7 @@
 #include "trans/ctree_int.h"
 #include "base/csum.h"
 #include "base/error.h"
+#include "base/vec.h"
 #include "volumes/super.h"
 
 #include <errno.h>
@@ -117,9 +118,7 @@ void btk_write_close(struct btk_wfs *w)
 {
 	if (!w)
 		return;
-	for (int i = 0; i < w->nroots; i++)
-		free(w->roots[i]);
-	free(w->roots);
+	btk_free_each(w->roots, w->nroots);
 	for (int i = 0; i < w->nbgs; i++) {
 		btk_rs_free(&w->bgs[i].free);
 		btk_rs_free(&w->bgs[i].pinned);

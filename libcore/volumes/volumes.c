@@ -868,9 +868,7 @@ void btk_volumes_close(struct btk_fs *fs)
 {
 	if (!fs)
 		return;
-	for (int i = 0; i < fs->nchunks; i++)
-		free(fs->chunks[i]);
-	free(fs->chunks);
+	btk_free_each(fs->chunks, fs->nchunks);
 	for (int i = 0; i < fs->ndevs; i++)
 		btk_dev_close(fs->devs[i].dev);
 	free(fs->devs);

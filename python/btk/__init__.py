@@ -40,14 +40,42 @@ def _load() -> ctypes.CDLL:
 _lib = _load()
 
 
+class _Progress(ctypes.Structure):
+    _fields_ = [("what", ctypes.c_char_p), ("done", ctypes.c_uint64), ("total", ctypes.c_uint64),
+                ("unit", ctypes.c_char_p)]
+
+
+_WARN_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_char_p)
+_PROGRESS_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(_Progress))
+
+
 class _OpenOpts(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t), ("offset", ctypes.c_uint64), ("flags", ctypes.c_uint),
                 ("partition", ctypes.c_uint), ("backup", ctypes.c_int),
-                ("generation", ctypes.c_uint64), ("tree_root", ctypes.c_uint64)]
+                ("generation", ctypes.c_uint64), ("tree_root", ctypes.c_uint64),
+                # since 0.3
+                ("undo_path", ctypes.c_char_p), ("warn", _WARN_FN), ("warn_ctx", ctypes.c_void_p),
+                ("progress", _PROGRESS_FN), ("progress_ctx", ctypes.c_void_p)]
+
+
+class _PutOpts(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("flags", ctypes.c_uint), ("compress", ctypes.c_char_p)]
+
+
+class _Change(ctypes.Structure):
+    _fields_ = [("size", ctypes.c_size_t), ("failed", ctypes.c_int),
+                ("generation", ctypes.c_uint64), ("count", ctypes.c_uint64),
+                ("id", ctypes.c_uint64), ("path", ctypes.c_char_p),
+                ("quota_rescan", ctypes.c_char_p), ("note", ctypes.c_char_p),
+                ("inodes", ctypes.c_uint64), ("names", ctypes.c_uint64),
+                ("data_bytes", ctypes.c_uint64), ("extents", ctypes.c_uint64),
+                ("compressed_extents", ctypes.c_uint64), ("inline_files", ctypes.c_uint64)]
 
 
 OPEN_WRITE, OPEN_WAIT, OPEN_FORCE = 1, 2, 4
 BACKUP_NEWEST = 5
+PUT_REPLACE, PUT_ARCHIVE, PUT_NO_DIR = 1, 2, 4
+FAILED = {0: None, 1: "source", 2: "refused", 3: "change", 4: "commit"}
 
 
 class _Info(ctypes.Structure):
@@ -167,6 +195,8 @@ _sig("btkfs_snapshot", ctypes.c_int, _vp, _cp, _cp, ctypes.c_uint, _u64p)
 _sig("btkfs_subvol_create", ctypes.c_int, _vp, _cp, _u64p)
 _sig("btkfs_subvol_delete", ctypes.c_int, _vp, _cp)
 _sig("btkfs_subvol_set_default", ctypes.c_int, _vp, _cp)
+_sig("btkfs_put_ex", ctypes.c_int, _vp, _cp, _cp, ctypes.POINTER(_PutOpts))
+_sig("btkfs_last_change", ctypes.c_int, _vp, ctypes.POINTER(_Change))
 
 PathLike = Union[str, bytes, "os.PathLike[str]"]
 
@@ -283,9 +313,13 @@ _BYTE = {1: "free", 2: "data", 3: "metadata", 4: "unmapped"}
 class Filesystem:
     """An open filesystem. Use as a context manager, or call close()."""
 
-    def __init__(self, handle: int, keep: object = None) -> None:
+    def __init__(self, handle: int, keep: object = None,
+                 warnings: Optional[List[str]] = None) -> None:
         self._h: Optional[int] = handle
-        self._keep = keep  # a reader's callback must outlive the handle
+        self._keep = keep  # a reader's and the handle's callbacks must outlive the handle
+        #: libbtk's warnings on this handle so far (a damaged superblock copy read past, what
+        #: an archive put skipped...), one line each, oldest first
+        self.warnings: List[str] = warnings if warnings is not None else []
 
     def __enter__(self) -> "Filesystem":
         return self
@@ -321,12 +355,36 @@ class Filesystem:
         if ret < 0:
             _raise(ret, os.fsdecode(path))
 
-    def put(self, src: PathLike, path: PathLike, replace: bool = False) -> None:
+    def put(self, src: PathLike, path: PathLike, replace: bool = False,
+            compress: Optional[str] = None, archive: bool = False,
+            recursive: bool = True) -> None:
         """Copies host file or directory tree src (as cp -a) to path, or into path under src's
         name when path is a directory. An existing file there: FileExistsError unless
-        replace."""
-        self._change(_lib.btkfs_put(self._handle(), _b(src), _b(path), 1 if replace else 0),
+        replace. compress: "zlib", "lzo", "zstd" (":LEVEL" after it) for the new files' data.
+        archive: src is a tar or cpio archive ("-": standard input) whose tree path becomes.
+        recursive=False: a directory src raises IsADirectoryError."""
+        flags = ((PUT_REPLACE if replace else 0) | (PUT_ARCHIVE if archive else 0) |
+                 (0 if recursive else PUT_NO_DIR))
+        o = _PutOpts(ctypes.sizeof(_PutOpts), flags,
+                     compress.encode() if compress is not None else None)
+        self._change(_lib.btkfs_put_ex(self._handle(), _b(src), _b(path), ctypes.byref(o)),
                      path)
+
+    def last_change(self) -> dict:
+        """What the last change did: failed (None, or "source", "refused", "change",
+        "commit"), generation, count (directories made, names removed), id (a subvolume's),
+        path (where it went), quota_rescan (None, or why quota groups need a rescan), note
+        (what the devices hold after a failure whose bytes could not all go back), and for a
+        put inodes, names, data_bytes, extents, compressed_extents, inline_files."""
+        c = _Change(ctypes.sizeof(_Change))
+        ret = _lib.btkfs_last_change(self._handle(), ctypes.byref(c))
+        if ret < 0:
+            _raise(ret)
+        d = {k: getattr(c, k) for k, _ in _Change._fields_ if k != "size"}
+        d["failed"] = FAILED.get(c.failed, c.failed)
+        for k in ("path", "quota_rescan", "note"):
+            d[k] = os.fsdecode(d[k]) if d[k] is not None else None
+        return d
 
     def mkdir(self, path: PathLike, mode: Optional[int] = None, parents: bool = False) -> None:
         """Makes directory path (mode None: 0755, or what a default ACL gives); parents: as
@@ -586,16 +644,21 @@ class File(io.RawIOBase):
         return n
 
     def read(self, size: int = -1) -> bytes:
-        if size is None or size < 0:
-            size = max(self.size - self._pos, 0)
-        buf = bytearray(size)
-        got = 0
-        while got < size:
-            n = self.readinto(memoryview(buf)[got:])
-            if not n:
-                break
-            got += n
-        return bytes(buf[:got])
+        # at most what is left (libbtk reads all of it in one call: fewer bytes only at the
+        # end of the file), into one buffer: no C call at the end, no buffer bigger than the
+        # file for read(1 << 20) of a small one
+        h = self._handle()
+        left = self.size - self._pos
+        if size is None or size < 0 or size > left:
+            size = left
+        if size <= 0:
+            return b""
+        buf = ctypes.create_string_buffer(size)
+        n = _lib.btkfs_file_pread(h, buf, size, self._pos)
+        if n < 0:
+            _raise(n, self.name)
+        self._pos += n
+        return buf.raw if n == size else buf.raw[:n]
 
     readall = read
 
@@ -617,9 +680,44 @@ class File(io.RawIOBase):
         super().close()
 
 
+def _callbacks(o: _OpenOpts, on_warning: Optional[Callable[[str], None]],
+               on_progress: Optional[Callable[[str, int, int, Optional[str]], None]]
+               ) -> Tuple[list, List[str]]:
+    """The handle's warning and progress functions into o: what must outlive the handle, and
+    the list the warnings go to."""
+    seen: List[str] = []
+
+    def warn(_ctx: int, msg: bytes) -> None:
+        text = msg.decode("utf-8", "replace")
+        seen.append(text)
+        if on_warning is not None:
+            try:
+                on_warning(text)
+            except Exception:  # noqa: BLE001 (a C caller cannot take a Python exception)
+                pass
+
+    def progress(_ctx: int, p) -> None:
+        try:
+            q = p.contents
+            on_progress(q.what.decode(), q.done, q.total,  # type: ignore[misc]
+                        q.unit.decode() if q.unit else None)
+        except Exception:  # noqa: BLE001
+            pass
+
+    keep: list = [_WARN_FN(warn)]
+    o.warn = keep[0]
+    if on_progress is not None:
+        keep.append(_PROGRESS_FN(progress))
+        o.progress = keep[1]
+    return keep, seen
+
+
 def open(*paths: PathLike, offset: int = 0, partition: int = 0,  # noqa: A001
          write: bool = False, wait: bool = False, force: bool = False, backup: int = 0,
-         generation: int = 0, tree_root: int = 0) -> Filesystem:
+         generation: int = 0, tree_root: int = 0, undo: Optional[PathLike] = None,
+         on_warning: Optional[Callable[[str], None]] = None,
+         on_progress: Optional[Callable[[str, int, int, Optional[str]], None]] = None
+         ) -> Filesystem:
     """Opens the filesystem on one or more image files or devices, read-only. offset: where the
     filesystem starts in each (bytes); partition: or partition N of each (1-based, as mmls and
     sfdisk number them). A path may also say it itself: "disk.img@p2", "disk.img@1m".
@@ -629,22 +727,32 @@ def open(*paths: PathLike, offset: int = 0, partition: int = 0,  # noqa: A001
     subvolumes and the image a conversion keeps. An older root, read-only: backup (1-4: the
     superblock's backup slot backup-1, as btk-image -b and the messages count them 0-3; or
     btk.BACKUP_NEWEST), generation (the newest root of that generation or older), or
-    tree_root (a root tree block's address)."""
+    tree_root (a root tree block's address).
+
+    undo (with write): keep the old bytes of every change in this new file (btk-undo puts
+    them back). Warnings go to fs.warnings and to on_warning(message) when given;
+    on_progress(what, done, total, unit) is called during long changes ("copying" bytes,
+    "freeing" tree blocks)."""
     if not paths:
         raise TypeError("open() needs at least one path")
     arr = (ctypes.c_char_p * len(paths))(*[_b(p) for p in paths])
     h = _vp()
     flags = (OPEN_WRITE if write else 0) | (OPEN_WAIT if wait else 0) | (OPEN_FORCE if force else 0)
     o = _opts(offset, partition, flags, backup, generation, tree_root)
+    if undo is not None:
+        o.undo_path = _b(undo)
+    keep, seen = _callbacks(o, on_warning, on_progress)
     ret = _lib.btkfs_open(arr, len(paths), ctypes.byref(o), ctypes.byref(h))
     if ret < 0:
         _raise(ret, os.fsdecode(paths[0]))
-    return Filesystem(h.value)
+    return Filesystem(h.value, keep=keep, warnings=seen)
 
 
-def open_reader(fileobj: IO[bytes], size: Optional[int] = None) -> Filesystem:
+def open_reader(fileobj: IO[bytes], size: Optional[int] = None,
+                on_warning: Optional[Callable[[str], None]] = None) -> Filesystem:
     """Opens a single-device filesystem read through a binary file object (anything with
-    seek() and readinto() or read(): an open file, pyewf's handle, a network stream)."""
+    seek() and readinto() or read(): an open file, pyewf's handle, a network stream).
+    Warnings go to fs.warnings and to on_warning(message) when given."""
     if size is None:
         size = fileobj.seek(0, os.SEEK_END)
 
@@ -667,10 +775,11 @@ def open_reader(fileobj: IO[bytes], size: Optional[int] = None) -> Filesystem:
     cb = _READ_FN(read)
     h = _vp()
     o = _opts()
+    keep, seen = _callbacks(o, on_warning, None)
     ret = _lib.btkfs_open_reader(cb, None, size, ctypes.byref(o), ctypes.byref(h))
     if ret < 0:
         _raise(ret, getattr(fileobj, "name", "(reader)"))
-    return Filesystem(h.value, keep=(cb, fileobj))
+    return Filesystem(h.value, keep=(cb, fileobj, keep), warnings=seen)
 
 
 def version() -> str:

@@ -234,7 +234,8 @@ def test_ctypes_layouts_equal_the_header():
                       ("btkfs_stat", btk._Stat), ("btkfs_dirent", btk._Dirent),
                       ("btkfs_extent", btk._Extent), ("btkfs_owner", btk._Owner),
                       ("btkfs_problem", btk._Problem), ("btkfs_subvol", btk._Subvol),
-                      ("btkfs_check_result", btk._CheckResult)]:
+                      ("btkfs_check_result", btk._CheckResult), ("btkfs_progress", btk._Progress),
+                      ("btkfs_put_opts", btk._PutOpts), ("btkfs_change", btk._Change)]:
         assert ctypes.sizeof(cls) == int(want[name]), name
 
 
@@ -651,3 +652,118 @@ def test_handles_in_threads_at_once(tmp_path):
             for i in range(6):
                 assert fs.getxattr("/w%d" % i, "user.k") == b"%d" % k
                 assert tree_of(fs, "/w%d/dir" % i) == tree_of(fs, "/w0/dir")
+
+
+# ---- 0.3: warnings, put options, what a change did, undo files, progress ----
+
+def test_warnings_reach_the_caller(tmp_path):
+    """libcore's warnings on a handle go to its caller (fs.warnings, on_warning), through a
+    path and through a reader: a damaged primary superblock is read past with a warning"""
+    img = fresh(tmp_path, "sb.img")  # 256 MiB: a superblock copy at 64 MiB
+    with open(img, "r+b") as f:  # a byte of the primary superblock's checksummed part
+        f.seek(65536 + 0x100)
+        b = f.read(1)
+        f.seek(65536 + 0x100)
+        f.write(bytes([b[0] ^ 0xFF]))
+    heard = []
+    with btk.open(img, on_warning=heard.append) as fs:
+        assert fs.listdir("/") == btk.open(IMG).listdir("/")
+        assert any("primary superblock" in w for w in fs.warnings), fs.warnings
+        assert heard == fs.warnings
+    with open(img, "rb") as f, btk.open_reader(f) as fs:
+        assert any("primary superblock" in w for w in fs.warnings), fs.warnings
+    with btk.open(IMG) as fs:  # a sound image: none
+        fs.listdir("/")
+        assert fs.warnings == []
+
+
+def test_put_options_and_what_each_change_did(tmp_path):
+    """put with compression, from an archive (its skipped members said as warnings), and
+    refusing a directory without recursive; last_change says what each change did, as
+    btk-image's --json does"""
+    import tarfile
+    img = fresh(tmp_path)
+    tree = tmp_path / "t"
+    (tree / "d").mkdir(parents=True)
+    (tree / "d" / "f").write_bytes(b"archived\n" * 1000)
+    tar = str(tmp_path / "a.tar")
+    with tarfile.open(tar, "w") as t:
+        t.add(str(tree / "d"), arcname="d")
+        info = tarfile.TarInfo("../evil")
+        info.size = 1
+        t.addfile(info, io.BytesIO(b"x"))
+    numbers = os.path.join(SRC, "dir", "sub", "numbers.txt")
+    with btk.open(img, write=True) as fs:
+        with pytest.raises(FileNotFoundError):
+            fs.last_change()  # none yet
+        fs.mkdir("/a/b/c", parents=True)
+        assert fs.last_change()["count"] == 3 and fs.last_change()["failed"] is None
+        fs.put(numbers, "/a", compress="zstd:3")
+        c = fs.last_change()
+        assert c["path"] == "/a/numbers.txt" and c["inodes"] == 1
+        assert c["compressed_extents"] > 0 and c["data_bytes"] == os.path.getsize(numbers)
+        assert fs.read_bytes("/a/numbers.txt") == open(numbers, "rb").read()
+        fs.put(tar, "/t", archive=True)
+        assert fs.read_bytes("/t/d/f") == b"archived\n" * 1000
+        assert fs.last_change()["path"] == "/t"
+        assert any("'..'" in w for w in fs.warnings), fs.warnings
+        with pytest.raises(IsADirectoryError):
+            fs.put(str(tree), "/a", recursive=False)
+        assert fs.last_change()["failed"] == "source"
+        with pytest.raises(FileExistsError):
+            fs.mkdir("/a")
+        assert fs.last_change()["failed"] == "change"
+        with pytest.raises(OSError) as e:
+            fs.put(numbers, "/z", compress="nope")
+        assert e.value.errno == 22 and "compress" in e.value.strerror
+        sid = fs.snapshot("/", "/snap")
+        assert fs.last_change()["id"] == sid
+        fs.remove("/a/b", recursive=True)
+        assert fs.last_change()["count"] == 2
+        gen = fs.last_change()["generation"]
+        assert gen == fs.info["generation"]
+    check_clean(img)
+
+
+def test_undo_file_of_a_handle_puts_every_change_back(tmp_path):
+    """the undo file of a write handle keeps every change made through it (the filesystem
+    is opened again between changes): btk-undo puts the image back byte-identical"""
+    img = fresh(tmp_path)
+    before = sha(img)
+    undo = str(tmp_path / "u.undo")
+    with btk.open(img, write=True, undo=undo) as fs:
+        fs.mkdir("/x")
+        fs.put(os.path.join(SRC, "dir"), "/x")
+        fs.snapshot("/", "/s")
+    assert sha(img) != before
+    r = subprocess.run([os.path.join(BIN, "btk-undo"), undo, img], capture_output=True,
+                       text=True)
+    assert r.returncode == 0, r.stderr
+    assert sha(img) == before
+    with pytest.raises(OSError) as e:  # an undo file without write: refused
+        btk.open(IMG, undo=undo)
+    assert e.value.errno == 22
+
+
+def test_progress_of_a_put(tmp_path):
+    img = fresh(tmp_path)
+    seen = []
+    big = tmp_path / "big"
+    big.write_bytes(os.urandom(3 << 20))
+    with btk.open(img, write=True, on_progress=lambda *a: seen.append(a)) as fs:
+        fs.put(str(big), "/big")
+    assert seen and all(w == "copying" and t == 3 << 20 and u is None for w, _, t, u in seen)
+    assert seen[-1][1] == 3 << 20  # the last report: all of it
+
+
+def test_open_opts_of_the_02_header_still_open():
+    """a program built against 0.2's header passes a 48-byte btkfs_open_opts: the undo file
+    and the callbacks past it are not read"""
+    import ctypes
+    h = ctypes.c_void_p()
+    o = btk._OpenOpts(48, 0, 0, 0, 0, 0, 0, b"/nonexistent/dir/undo")
+    arr = (ctypes.c_char_p * 1)(os.fsencode(IMG))
+    assert btk._lib.btkfs_open(arr, 1, ctypes.byref(o), ctypes.byref(h)) == 0
+    btk._lib.btkfs_close(h)
+    o.size = ctypes.sizeof(btk._OpenOpts)  # read: an undo file without write is refused
+    assert btk._lib.btkfs_open(arr, 1, ctypes.byref(o), ctypes.byref(h)) == -22

@@ -28,6 +28,19 @@ setup() {
 	"$BTK_BUILD/bin/btk-mkfs" -q -r "$D/src" "$D/img"
 }
 
+# abi_program OUT.c: a C program that prints what lib/libbtk.abi records, from the header:
+# "STRUCT SIZE" lines (sizeof) and "STRUCT.FIELD OFFSET" lines (offsetof: where a version's
+# fields begin in a structure that grows, so that the part an older caller passes stays put)
+abi_program() {
+	{
+		printf '#include <btk/btk.h>\n#include <stddef.h>\n#include <stdio.h>\nint main(void)\n{\n'
+		sed -nE 's/^([a-z_]+) [0-9]+$/\tprintf("%s %zu\\n", "\1", sizeof(struct \1));/p
+			s/^([a-z_]+)\.([a-z_]+) [0-9]+$/\tprintf("%s %zu\\n", "\1.\2", offsetof(struct \1, \2));/p' \
+			"$BTK_ROOT/lib/libbtk.abi"
+		printf '\treturn 0;\n}\n'
+	} >"$1"
+}
+
 # a sanitizer build's library needs its runtime loaded first, in any program
 asan_env() {
 	if ldd "$SO" | grep -q libasan; then
@@ -42,9 +55,9 @@ asan_env() {
 	[ "$status" -eq 0 ] || { show_err; false; }
 	local s=$D/stage/usr
 	[ -f "$s/include/btk/btk.h" ] && [ -f "$s/lib/libbtk.a" ] && [ -f "$s/share/man/man3/libbtk.3" ]
-	[ "$(readlink "$s/lib/libbtk.so.0")" = libbtk.so.0.2 ]
+	[ "$(readlink "$s/lib/libbtk.so.0")" = libbtk.so.0.3 ]
 	ls "$s"/lib/python3*/*-packages/btk/__init__.py >/dev/null
-	grep -qx 'Version: 0.2' "$s/lib/pkgconfig/btk.pc"
+	grep -qx 'Version: 0.3' "$s/lib/pkgconfig/btk.pc"
 	# (only pkg-config sees the staged folder: make below must not)
 	local flags
 	flags=$(PKG_CONFIG_PATH=$s/lib/pkgconfig PKG_CONFIG_SYSROOT_DIR=$D/stage pkg-config --cflags --libs btk)
@@ -91,10 +104,23 @@ PYEOF
 	grep -oE '\bbtkfs_[a-z_]+\(' "$BTK_ROOT/include/btk/btk.h" | tr -d '(' | sort -u >"$D/declared"
 	sed 's/@@.*//' "$D/names" | diff "$D/declared" -
 	# the public structs' sizes as lib/libbtk.abi records them
-	printf '#include <btk/btk.h>\n#include <stdio.h>\n#define S(x) printf("%%s %%zu\\n", #x, sizeof(struct x));\nint main(void) { %s return 0; }\n' \
-		"$(sed 's/^\([a-z_]*\) .*/S(\1)/' "$BTK_ROOT/lib/libbtk.abi" | tr '\n' ' ')" >"$D/sizes.c"
+	abi_program "$D/sizes.c"
 	gcc -I"$BTK_ROOT/include" -o "$D/sizes" "$D/sizes.c"
 	"$D/sizes" | diff "$BTK_ROOT/lib/libbtk.abi" -
+}
+
+@test "btk-image's file verbs call the public API: no file verb of libcore/edit below it" {
+	# (label and uuid run an edit session of their own: superblock fields the API does not
+	# change; every other change goes through a btkfs_* call, so that btk-image's tests
+	# exercise the API)
+	local o=$BTK_BUILD/image
+	[ -n "$(ls "$o"/*.o)" ]
+	run bash -c "nm -u $o/*.o | awk '{ print \$2 }' | grep -E '^btk_edit_' | sort -u"
+	[ "$output" = "$(printf 'btk_edit_begin\nbtk_edit_end')" ] || { echo "$output"; false; }
+	for f in put_ex mkdir remove rename link symlink chmod chown touch setxattr removexattr \
+		snapshot subvol_create subvol_delete subvol_set_default last_change; do
+		nm -u "$o"/*.o | grep -qw "btkfs_$f" || { echo "btk-image does not call btkfs_$f"; false; }
+	done
 }
 
 @test "python: the btk module's tests (pytest) against the built library" {
@@ -102,8 +128,7 @@ PYEOF
 	local bad="" src
 	# a corrupt corpus image, where there is one (CI's clone has ../shared beside it)
 	src=$(corpus_src) && bad=$(corpus_unpack "$src")/016-wrong-inode-nbytes__default_case.raw
-	printf '#include <btk/btk.h>\n#include <stdio.h>\n#define S(x) printf("%%s %%zu\\n", #x, sizeof(struct x));\nint main(void) { %s return 0; }\n' \
-		"$(sed 's/^\([a-z_]*\) .*/S(\1)/' "$BTK_ROOT/lib/libbtk.abi" | tr '\n' ' ')" >"$D/sizes.c"
+	abi_program "$D/sizes.c"
 	gcc -I"$BTK_ROOT/include" -o "$D/sizes" "$D/sizes.c" && "$D/sizes" >"$D/sizes.txt"
 	btk_run 300 env $(asan_env) BTK_LIBRARY="$SO" PYTHONPATH="$BTK_ROOT/python" \
 		BTK_PY_SRC="$D/src" BTK_PY_IMG="$D/img" BTK_PY_BAD="$bad" BTK_PY_SIZES="$D/sizes.txt" \
