@@ -62,7 +62,7 @@ int verb_label(int argc, const char **argv)
 	}
 	snprintf(label, sizeof(label), "%s", w.c.args[1]); /* the arguments go with the commit */
 	if (!(rc = wops_edit_open(&w)) && btk_trans_set_label(w.e.t, label))
-		rc = wops_failed(&w, "/");
+		rc = wops_failed(&w, NULL);
 	rc = wops_edit_finish(&w, rc);
 	if (!rc) {
 		snprintf(msg, sizeof(msg), "label: %s", label);
@@ -113,7 +113,7 @@ int verb_uuid(int argc, const char **argv)
 				why);
 		}
 		if (ret)
-			rc = wops_failed(&w, "/");
+			rc = wops_failed(&w, NULL);
 	}
 	rc = wops_edit_finish(&w, rc);
 	if (!rc) {

@@ -179,8 +179,10 @@ void wops_done(struct wops *w, const char *verb, const char *path, const char *m
 
 int wops_failed(const struct wops *w, const char *path)
 {
-	/* "path: why" unless why names it (libbtk's messages are the same) */
-	btk_err_at(-EIO, path);
+	/* "path: why" unless why names it (libbtk's messages are the same); no path for a
+	 * change of the whole filesystem (label, uuid) */
+	if (path)
+		btk_err_at(-EIO, path);
 	cli_err("%s: %s", w->c.img, btk_errmsg());
 	return CLI_EXIT_ERROR;
 }

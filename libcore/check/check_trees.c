@@ -180,23 +180,22 @@ static void block_refs(struct chk *c, const struct btk_block *b)
 	    c->tree_class != CHK_T_ROOT)
 		return;
 	for (uint32_t i = 0; i < n && !c->oom; i++) {
-		struct btk_key k;
-		struct btk_file_extent fe;
+		struct btk_leaf_dref d;
 		/* a short or odd item is reported by the fs checker */
-		if (!btk_leaf_data_extent(b, (int)i, &k, &fe))
+		if (!btk_leaf_data_ref(b, (int)i, &d))
 			continue;
 		struct chk_ref r = {
-		    .bytenr = fe.disk_bytenr,
+		    .bytenr = d.bytenr,
 		    .root = owner,
 		    .parent = b->bytenr,
-		    .ino = k.objectid,
-		    .off = btk_data_ref_offset(k.offset, fe.extent_offset),
-		    .len = fe.disk_num_bytes,
+		    .ino = d.ino,
+		    .off = d.off,
+		    .len = d.len,
 		    .count = 1,
 		    .type = BTRFS_EXTENT_DATA_REF_KEY,
 		    .unresolved = 1,
 		};
-		c->sum->data_bytes_referenced += fe.num_bytes;
+		c->sum->data_bytes_referenced += d.num_bytes;
 		c->sum->data_bytes_allocated += r.len;
 		push_ref(c, &r);
 	}

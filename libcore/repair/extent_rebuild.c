@@ -16,9 +16,9 @@
  * What is refused (nothing written): a tree block that does not read (what it holds would
  * lose its records and its space would be given out again), tree blocks that overlap or lie
  * outside the block groups, a log tree (replay it first), a relocation or a subvolume deletion
- * under way. A file extent item whose extent cannot be one (unaligned, outside the data block
- * groups, over a tree block or another extent, or named with different lengths) gets no
- * record and is listed; the checker reports it afterwards.
+ * under way, and a file extent item whose extent cannot be one (unaligned, outside the data
+ * block groups, over a tree block or another extent, or named with different lengths: each is
+ * listed), whose bytes the new tree would call free.
  *
  * One transaction. The space of every block and extent is claimed before anything is
  * allocated and the blocks of the old extent tree (and of the free-space tree, rebuilt with
@@ -78,7 +78,8 @@ struct xr {
 	struct xr_edges edges;
 	struct xr_u64s old;    /* blocks of the trees replaced (kept out until the commit) */
 	struct xr_u64s left;   /* data extents given no record */
-	struct xr_ranges kept; /* data extents recorded, in address order */
+	struct xr_ranges kept; /* what file extent items name (recorded or not), merged, in
+				  address order: its checksums stay */
 	uint64_t tree;	       /* the tree being walked */
 	bool replaced;	       /* it is one of the replaced trees */
 	int err;	       /* a block that did not read */
@@ -397,6 +398,24 @@ static bool data_room(struct btk_fs *fs, uint64_t s, uint64_t len, uint64_t clai
 	return false;
 }
 
+/* [start, +len) is named by a file extent item (ranges come in address order). */
+static int named(struct xr *x, uint64_t start, uint64_t len)
+{
+	struct xr_range *last = x->kept.n ? &x->kept.data[x->kept.n - 1] : NULL;
+
+	if (!len || start + len < start)
+		return 0;
+	if (last && start <= last->start + last->len) {
+		if (start + len > last->start + last->len)
+			last->len = start + len - last->start;
+		return 0;
+	}
+	if (!(last = btk_vec_push(&x->kept)))
+		return btk_err(ENOMEM, "out of memory");
+	*last = (struct xr_range){start, len};
+	return 0;
+}
+
 /* Claims and queues the records of every data extent, in address order (tree blocks are
  * claimed already: the blocks list is sorted by address for the overlap test). */
 static int data_refs(struct xr *x, struct btk_trans *t)
@@ -434,17 +453,17 @@ static int data_refs(struct xr *x, struct btk_trans *t)
 		else if (!why && (ret = btk_extent_claim(t, at, len)))
 			break;
 		if (why) {
-			for (size_t k = i; k < j; k++)
+			for (size_t k = i; k < j && !ret; k++) {
 				left(x, &x->edges.data[k], x->edges.data[k].len, why);
+				ret = named(x, at, x->edges.data[k].len);
+			}
 			i = j;
 			continue;
 		}
 		claimed_to = at + len;
 		x->res->data_extents++;
-		struct xr_range *r = btk_vec_push(&x->kept);
-		if (!r)
-			return btk_err(ENOMEM, "out of memory");
-		*r = (struct xr_range){at, len};
+		if ((ret = named(x, at, len)))
+			break;
 		for (size_t k = i; k < j && !ret; k++) {
 			const struct xr_edge *e = &x->edges.data[k];
 			ret = btk_data_ref_make(t, at, len, e->root, e->parent, e->ino, e->off,
@@ -491,8 +510,8 @@ static int tree_refs(struct xr *x, struct btk_trans *t)
 	return ret;
 }
 
-/* Checksums of data that no recorded extent holds go (the checker lists them otherwise, and
- * freeing the space would not take them). */
+/* Checksums of data that no file extent item names go (the checker lists them otherwise,
+ * and freeing the space would not take them); those of an item left without a record stay. */
 static int csum_orphans(struct xr *x, struct btk_trans *t)
 {
 	uint32_t ss = x->fs->sectorsize, cs = (uint32_t)x->fs->csum_size;
@@ -667,6 +686,15 @@ static int rebuild(struct xr *x, const char *const *paths, int n, const struct b
 	 * stay where they are until the commit */
 	if ((ret = claim_blocks(x, t)) || (ret = data_refs(x, t)))
 		goto out;
+	if (x->res->extents_left) {
+		/* their bytes would lie in space the new tree calls free: the next allocation
+		 * could overwrite data a file still names */
+		ret = btk_err(EUCLEAN,
+			      "%llu file extent item(s) name data that cannot be given a record "
+			      "(listed): the rebuilt extent tree would give that space out again",
+			      (unsigned long long)x->res->extents_left);
+		goto out;
+	}
 	if (x->old.n)
 		qsort(x->old.data, x->old.n, sizeof(*x->old.data), u64_cmp);
 	for (size_t i = 0; i < x->old.n; i++) {

@@ -103,16 +103,15 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 			return ret;
 	}
 	for (uint32_t i = 0; !level && e->files && i < n; i++) {
-		struct btk_key k;
-		struct btk_file_extent fe;
-		if (!btk_leaf_data_extent(b, (int)i, &k, &fe) || !wanted(e, fe.disk_bytenr))
+		struct btk_leaf_dref d;
+		if (!btk_leaf_data_ref(b, (int)i, &d) || !wanted(e, d.bytenr))
 			continue;
-		struct rp_ref r = {.bytenr = fe.disk_bytenr,
+		struct rp_ref r = {.bytenr = d.bytenr,
 				   .root = owner,
 				   .parent = b->bytenr,
-				   .ino = k.objectid,
-				   .off = btk_data_ref_offset(k.offset, fe.extent_offset),
-				   .len = fe.disk_num_bytes,
+				   .ino = d.ino,
+				   .off = d.off,
+				   .len = d.len,
 				   .count = 1,
 				   .level = -1,
 				   .data = true};

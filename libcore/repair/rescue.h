@@ -196,8 +196,8 @@ struct btk_quota_rescan_result {
 int btk_quota_rescan(const char *const *paths, int n, const struct btk_open_opts *oo,
 		     struct btk_quota_rescan_result *res);
 
-/* A file extent item whose data extent the extent-tree rebuild gave no record (it cannot be
- * one: why says so); the checker reports the item afterwards. */
+/* A file extent item whose data extent the extent-tree rebuild cannot give a record (why says
+ * so): the rebuild is then refused. */
 struct btk_extent_rebuild_event {
 	uint64_t bytenr, len;  /* what the item names */
 	uint64_t tree, parent; /* a keyed user's tree, or the leaf of a shared one */
@@ -221,7 +221,8 @@ struct btk_extent_rebuild_result {
 	uint64_t tree_refs;	     /* their references */
 	uint64_t data_extents;	     /* data extents recorded */
 	uint64_t data_refs;	     /* their references (keyed or shared, each with a count) */
-	uint64_t extents_left;	     /* file extent items whose extent got no record (events) */
+	uint64_t extents_left;	     /* file extent items whose extent can get no record
+					(events; the rebuild is refused) */
 	uint64_t old_blocks;	     /* blocks of the old extent, free-space and block group
 					trees dropped */
 	uint64_t csum_bytes_dropped; /* checksums of data no extent holds */
@@ -233,8 +234,8 @@ struct btk_extent_rebuild_result {
  * state must check clean of extent problems before its superblocks are written (-ECANCELED
  * otherwise, nothing written); nothing is written when the checker finds no extent problem
  * (res->agrees). -EBUSY with a log tree, a relocation or a subvolume deletion
- * under way; -EUCLEAN when a tree block does not read or tree blocks overlap (btk_errmsg says
- * which). */
+ * under way; -EUCLEAN when a tree block does not read, tree blocks overlap (btk_errmsg says
+ * which) or a file extent item names data that cannot be an extent (events list them). */
 int btk_extent_tree_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
 			    const struct btk_extent_rebuild_opts *ro,
 			    struct btk_extent_rebuild_result *res);

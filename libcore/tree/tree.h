@@ -10,6 +10,7 @@
 #define BTK_TREE_H
 
 #include <stdbool.h>
+#include "format/extent_refs.h"
 #include "format/file_extent.h"
 #include "format/format.h"
 #include "volumes/volumes.h"
@@ -148,6 +149,26 @@ static inline bool btk_leaf_data_extent(const struct btk_block *b, int slot, str
 	       btk_file_extent_item_parse(btk_leaf_data(b, slot), btk_leaf_size(b, slot), k->offset,
 					  fe) == BTK_FE_WHOLE &&
 	       fe->type != BTRFS_FILE_EXTENT_INLINE && fe->disk_bytenr;
+}
+/* The data back reference a leaf's file extent item (as btk_leaf_data_extent) stands for: the
+ * data extent and its length on disk, the inode, the offset the reference records; num_bytes,
+ * the bytes of the extent the item uses. Its root is the leaf's owner, or the leaf its parent. */
+struct btk_leaf_dref {
+	uint64_t bytenr, len, ino, off, num_bytes;
+};
+static inline bool btk_leaf_data_ref(const struct btk_block *b, int slot, struct btk_leaf_dref *d)
+{
+	struct btk_key k;
+	struct btk_file_extent fe;
+
+	if (!btk_leaf_data_extent(b, slot, &k, &fe))
+		return false;
+	*d = (struct btk_leaf_dref){.bytenr = fe.disk_bytenr,
+				    .len = fe.disk_num_bytes,
+				    .ino = k.objectid,
+				    .off = btk_data_ref_offset(k.offset, fe.extent_offset),
+				    .num_bytes = fe.num_bytes};
+	return true;
 }
 /* Bytes of a block of nodesize bytes past its header. */
 static inline uint32_t btk_block_space(uint32_t nodesize)

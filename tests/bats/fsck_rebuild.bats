@@ -614,7 +614,7 @@ assert s["rebuilt"] and s["tree_blocks"] == 5 and s["errors_before"] > 0 and s["
 	cmp "$IMG" "$IMG.orig"
 }
 
-@test "rescue extent-tree: refused, the image untouched: a log tree, a tree block that does not read (its space would be given out again)" {
+@test "rescue extent-tree: refused, the image untouched: a log tree, a tree block that does not read, file extent items naming data outside the data chunks (their space would be given out again)" {
 	require_btk fsck
 	local sum
 	corpus_copy 065-valid-log-tree__compressed
@@ -630,6 +630,15 @@ assert s["rebuilt"] and s["tree_blocks"] == 5 and s["errors_before"] > 0 and s["
 	[ "$status" = 8 ] || { show_err; return 1; }
 	grep -q 'extent tree not rebuilt: tree 5: block [0-9]* (level 0) does not read (.*): without what it holds the rebuilt extent tree would give its space out again' "$BTK_ERR" || { cat "$BTK_ERR" >&2; return 1; }
 	cmp "$IMG" "$IMG.damaged"
+	# file extent items naming data that cannot be an extent (outside the data chunks):
+	# listed, nothing written (their bytes would be free space to the new tree)
+	corpus_copy 018-leaf-crossing-stripes__default_case
+	sum=$(sha256sum <"$CIMG")
+	btk_run 60 "$FSCK" --rescue extent-tree --no-undo "$CIMG"
+	[ "$status" = 12 ] || { show_err; return 1; }
+	grep -q '^NO RECORD: data \[[0-9]*, +[0-9]*) named by tree 256 inode 257 offset [0-9]*: in a chunk without data$' "$BTK_OUT"
+	grep -q 'extent tree not rebuilt: 36 file extent item(s) name data that cannot be given a record (listed)' "$BTK_ERR"
+	[ "$(sha256sum <"$CIMG")" = "$sum" ]
 }
 
 @test "rescue extent-tree: a power cut at every write leaves the old filesystem or the rebuilt one; SIGINT exits 32 with the old one" {

@@ -9,9 +9,10 @@
 # grown by 1 GiB, the kernel writes 64 MiB and runs a full balance. A power cut at sampled
 # writes of such a shrink (every write with BTK_ORACLE_FULL=1, or every BTK_POWERCUT_EVERY-th)
 # leaves the old or the new filesystem with the same files. A 16K-node image, mixed block
-# groups and devices of a 3-device RAID1 filesystem (one, and devid 3 then devid 1) here (with
-# power cuts of the last two, the devices sharing one budget); the matrix (4K and 64K nodes,
-# DUP data) with BTK_ORACLE_FULL=1.
+# groups, devices of a 3-device RAID1 filesystem (one, and devid 3 then devid 1) and one of a
+# 2-device RAID1 (its system chunk moved) here (with power cuts of the mixed and 3-device ones,
+# the devices sharing one budget); the matrix (4K and 64K nodes, DUP data) with
+# BTK_ORACLE_FULL=1.
 
 load ../bats/helpers
 
@@ -375,6 +376,17 @@ PY
 # cut to what they hold and their stripes moved below the size (1.20x its floor before)
 @test "aged RAID1 filesystem of 3 devices, devid 3 then devid 1 shrunk: a chunk past the size cut to what it holds and moved below it" {
 	minimum_multi r1x3 1G 4 3 "3 1" -d raid1 -m raid1
+}
+
+# a RAID1 of 2 devices: what leaves devid 1 has its other copy on devid 2 only, so the metadata
+# is compacted and the system chunk moves into a new one (its stripes on both devices)
+@test "aged RAID1 filesystem of 2 devices, devid 1 shrunk: the system chunk moved into a new one on both; same files, qgroups, kernel writes and balances" {
+	aged_multi r1x2 1G 4 2 -d raid1 -m raid1
+	step -n -M 1: "${IMGS[@]}"
+	grep -q "^would make a system chunk .* on devid [12] (and its copies)" "$BTK_OUT" ||
+		{ cat "$BTK_OUT" >&2; false; }
+	grep -q "^would empty and remove system chunk" "$BTK_OUT"
+	minimum_multi r1x2 1G 4 2 1 -d raid1 -m raid1
 }
 
 # ---- power cuts of the mixed and several-device repackings ----
