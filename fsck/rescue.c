@@ -416,7 +416,8 @@ static int quota_run(struct step_ctx *c)
 	int ret = btk_quota_rescan(c->devs, c->ndevs, c->oo, &c->r.quota);
 
 	/* counted right already: the commit changed no number and no flag */
-	c->changed = !ret && (r->changed || r->created || r->was_inconsistent || r->was_rescanning);
+	c->changed = !ret && (r->changed || r->created || r->was_inconsistent ||
+			      r->was_rescanning || r->recreated);
 	return ret;
 }
 
@@ -424,6 +425,10 @@ static void quota_text(const struct step_ctx *c)
 {
 	const struct btk_quota_rescan_result *r = &c->r.quota;
 
+	if (r->recreated)
+		printf("quota tree recreated (%llu old block(s) dropped: %s): its limits, "
+		       "higher-level qgroups and their relations are lost\n",
+		       (unsigned long long)r->old_blocks, r->why);
 	printf("quotas rescanned%s: %llu qgroup(s), %llu with new numbers, %llu made for "
 	       "subvolumes without one\n",
 	       r->was_inconsistent ? " (they were marked inconsistent)"
@@ -439,10 +444,14 @@ static void quota_json_summary(const struct step_ctx *c, int ret)
 	bool done = !ret;
 
 	printf("\"quota_summary\": {\"rescanned\": %s, \"qgroups\": %llu, \"changed\": %llu, "
-	       "\"created\": %llu, \"was_inconsistent\": %s, \"was_rescanning\": %s}",
+	       "\"created\": %llu, \"was_inconsistent\": %s, \"was_rescanning\": %s, "
+	       "\"recreated\": %s, \"old_blocks\": %llu, \"why\": ",
 	       done ? "true" : "false", (unsigned long long)r->qgroups,
 	       (unsigned long long)r->changed, (unsigned long long)r->created,
-	       r->was_inconsistent ? "true" : "false", r->was_rescanning ? "true" : "false");
+	       r->was_inconsistent ? "true" : "false", r->was_rescanning ? "true" : "false",
+	       r->recreated ? "true" : "false", (unsigned long long)r->old_blocks);
+	btk_json_cstr(stdout, r->why);
+	putchar('}');
 }
 
 static void on_extent(void *ctx, const struct btk_extent_rebuild_event *e)

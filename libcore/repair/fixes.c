@@ -415,6 +415,8 @@ static int fix_csum_overlap(struct rp_ctx *x, const struct rp_prob *p, char *bef
 	static uint8_t da[65536], db[65536];
 	int ret;
 
+	if (x->rebuilt & (1u << RP_RB_CSUM))
+		return 1; /* the round rebuilt the checksum tree */
 	if (!p->has_key || !cs || prev_end <= start || (prev_end - start) % ss)
 		return btk_err(EINVAL, "csum overlap report without its range");
 	if ((ret = item_get(t, BTRFS_CSUM_TREE_OBJECTID, &b, db, sizeof(db), &lb)))
@@ -617,16 +619,25 @@ static int fix_unreadable(struct rp_ctx *x, const struct rp_prob *p, char *befor
 			  size_t cap)
 {
 	struct btk_fs *fs = btk_trans_fs(x->t);
-	int level = (int)(int64_t)val(p, 0), ret = fix_recow(x, p, before, after, cap);
+	int level = (int)(int64_t)val(p, 0), ret;
 	struct btk_root r;
 	struct btk_key key;
 
+	/* a derived tree other than the checksums: made again whole (its items are derived) */
+	if (rp_rebuild_of(p) != RP_RB_NONE && p->tree != BTRFS_CSUM_TREE_OBJECTID)
+		return rp_fix_rebuild(x, p, before, after, cap);
+	ret = fix_recow(x, p, before, after, cap);
+	if (ret == 1 && rp_lost_leaf(p))
+		return rp_fix_lost_leaf(x, p, before, after, cap);
 	if (ret != 1 || p->tree != BTRFS_CSUM_TREE_OBJECTID)
 		return ret;
 	if ((ret = btk_root_find(fs, p->tree, &r)))
 		return ret;
+	/* the root itself: the tree rebuilt from the data (rebuild.c) */
+	if (r.bytenr == p->bytenr)
+		return rp_fix_rebuild(x, p, before, after, cap);
 	if (ptr_key(fs, r.bytenr, r.level, p->bytenr, level, &key))
-		return 1; /* the root itself, or not reached: left */
+		return 1; /* not reached: left */
 	if ((ret = btk_tree_drop_lost(x->t, p->tree, &key, level, p->bytenr)))
 		return ret;
 	snprintf(before, cap, "checksum tree block %llu (level %d) lost",
@@ -900,11 +911,11 @@ rp_fix_fn rp_fix_of(enum btk_check_problem_id id)
 	return fns[id];
 }
 
-int rp_fix_phase(enum btk_check_problem_id id)
+int rp_fix_phase(const struct rp_prob *p)
 {
 	/* a block group item set right from its chunk changes what its used bytes count: those
 	 * wait for the round after, as after the extent records' fixes */
-	if (id == BTK_P_CHUNK_BG_DIFFERS)
+	if (p->id == BTK_P_CHUNK_BG_DIFFERS || !rp_extents_phase(p->id))
 		return 0;
-	return rp_extents_phase(id);
+	return rp_rebuild_of(p) != RP_RB_NONE ? 1 : 2;
 }

@@ -12,7 +12,8 @@
  * checksum fails, every bit in turn (the stored checksum's too) is flipped back; when exactly
  * one position makes the checksum match and the block then validates (address, fsid, level),
  * that block is written to every copy and reported as a bit flip. The walk then runs again,
- * to reach what lies below it.
+ * to reach what lies below it (after a block of the chunk tree, the filesystem is opened again
+ * first: the chunks it maps were left out, chunk_damage, while it did not read).
  */
 #include "repair/rescue.h"
 #include "base/csum.h"
@@ -40,6 +41,7 @@ struct heal {
 	uint64_t tree;		/* the tree being walked */
 	struct heal_roots logs; /* subvolume log trees named by the log root tree */
 	bool again;		/* a bit flip was set right: walk again, below it */
+	bool reopen;		/* ... in the chunk tree: open again, to map what it maps */
 	struct btk_u64set told; /* lost blocks reported (a walk again tells them once) */
 };
 
@@ -248,6 +250,7 @@ static int walk_error(void *ctx, uint64_t bytenr, int level, int err, const char
 	if (ret) {
 		h->res->blocks_bitflip++;
 		h->again = true;
+		h->reopen = h->reopen || h->tree == BTRFS_CHUNK_TREE_OBJECTID;
 	} else {
 		h->res->blocks_lost++;
 		if ((ret = btk_u64set_add(&h->told, bytenr)) <= 0)
@@ -446,6 +449,9 @@ int btk_heal_run(const char *const *paths, int n, const struct btk_open_opts *oo
 
 	memset(res, 0, sizeof(*res));
 	o.write = true;
+	/* a chunk tree block that does not read (a bit flip there) leaves its chunks unmapped
+	 * instead of refusing the filesystem: the walk reaches it through the system chunks */
+	o.chunk_damage = true;
 	if ((ret = btk_fs_open(paths, n, &o, &h.fs)))
 		return ret;
 	if (!(h.buf = malloc(h.fs->nodesize))) {
@@ -453,12 +459,28 @@ int btk_heal_run(const char *const *paths, int n, const struct btk_open_opts *oo
 		goto out;
 	}
 	for (int pass = 0; pass < 8; pass++) {
+		if (h.reopen) { /* the chunk tree set right maps more: open it again */
+			h.reopen = false;
+			btk_fs_close(h.fs);
+			h.fs = NULL;
+			if ((ret = btk_fs_open(paths, n, &o, &h.fs)))
+				break;
+		}
 		h.again = false;
 		h.logs.n = 0;
 		btk_u64set_free(&h.seen);
 		h.seen = (struct btk_u64set){0};
 		h.res->blocks = h.res->blocks_lost = 0;
-		ret = btk_for_each_root(h.fs, walk_root, &h);
+		/* the chunk tree first: a flip set right there maps the other trees' blocks */
+		struct btk_root cr;
+		if (!(ret = btk_root_find(h.fs, BTRFS_CHUNK_TREE_OBJECTID, &cr)) &&
+		    !(ret = walk_root(&h, &cr)) && h.reopen)
+			continue;
+		btk_u64set_free(&h.seen);
+		h.seen = (struct btk_u64set){0};
+		h.res->blocks = h.res->blocks_lost = 0;
+		if (!ret)
+			ret = btk_for_each_root(h.fs, walk_root, &h);
 		for (size_t i = 0; !ret && i < h.logs.n; i++) {
 			struct btk_root r = h.logs.data[i];
 			ret = walk_root(&h, &r);
@@ -468,7 +490,7 @@ int btk_heal_run(const char *const *paths, int n, const struct btk_open_opts *oo
 	}
 	if (!ret && ho->data)
 		ret = heal_data(&h);
-	for (int i = 0; i < h.fs->ndevs; i++) {
+	for (int i = 0; h.fs && i < h.fs->ndevs; i++) {
 		int r = h.fs->devs[i].dev && h.fs->devs[i].dev->writable
 			    ? btk_dev_flush(h.fs->devs[i].dev)
 			    : 0;

@@ -858,8 +858,25 @@ int btk_log_replay(const char *const *paths, int n, const struct btk_open_opts *
 
 	memset(res, 0, sizeof(*res));
 	o.write = true;
-	if ((ret = btk_fs_open(paths, n, &o, &fs)))
-		return ret;
+	if ((ret = btk_fs_open(paths, n, &o, &fs))) {
+		/* a chunk tree block that does not read (a heal's to set right): whether there is
+		 * a log at all the superblock says, through what the other chunks map */
+		struct btk_open_opts d = o;
+		char msg[512];
+		bool none = false;
+		snprintf(msg, sizeof(msg), "%s", btk_errmsg());
+		d.write = false;
+		d.chunk_damage = true;
+		if (!btk_fs_open(paths, n, &d, &fs)) {
+			none = !btk_le64(fs->sb.log_root);
+			btk_fs_close(fs);
+		}
+		if (none) {
+			btk_err_clear();
+			return 0; /* no log: nothing to do */
+		}
+		return btk_err(-ret, "%s", msg);
+	}
 	if (!btk_le64(fs->sb.log_root))
 		goto out; /* no log: nothing to do */
 	res->had_log = true;

@@ -20,6 +20,7 @@
  * changes a subvolume tree, so qgroups stay consistent through them.
  */
 #include "repair/rescue.h"
+#include "repair/repair_int.h"
 #include "base/csum.h"
 #include "base/error.h"
 #include "backref/qgroup.h"
@@ -45,15 +46,13 @@ BTK_VEC(rb_keys, struct btk_key);
 
 /* ---- the blocks of one tree, by their extent records ---- */
 
-/* The extent record keys (EXTENT_ITEM or METADATA_ITEM) of every tree block the extent tree
- * says tree `id` references (inline or keyed TREE_BLOCK_REF); *data_refs (may be NULL) counts
- * the data references (inline or keyed EXTENT_DATA_REF) naming tree `id`. */
-static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out, uint64_t *data_refs)
+int rp_extent_refs_walk(struct btk_fs *fs, rp_extent_ref_fn fn, void *ctx)
 {
 	struct btk_root er;
 	struct btk_path p;
 	struct btk_key k = {0, 0, 0}, rec = {0, 0, 0};
-	bool have_rec = false;
+	struct btk_extent_head h;
+	bool have = false;
 	int ret;
 
 	if ((ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &er)))
@@ -63,43 +62,63 @@ static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out, uin
 		uint32_t size;
 		const uint8_t *d = btk_path_item(&p, &k, &size);
 		struct btk_extent_ref r;
-		bool mine = false;
+		int stop = 0;
 		if (k.type == BTRFS_EXTENT_ITEM_KEY || k.type == BTRFS_METADATA_ITEM_KEY) {
-			struct btk_extent_head h;
 			struct btk_inline_iter it;
 			rec = k;
-			have_rec = false;
-			if (btk_extent_head_parse(&k, d, size, &h))
-				continue;
-			have_rec = h.flags & BTRFS_EXTENT_FLAG_TREE_BLOCK;
-			if (!have_rec && !data_refs)
+			if (!(have = !btk_extent_head_parse(&k, d, size, &h)))
 				continue;
 			btk_inline_iter_init(&it, d, size, h.refs_at);
-			while (!mine && btk_inline_next(&it, &r) == 1) {
-				if (data_refs && r.type == BTRFS_EXTENT_DATA_REF_KEY &&
-				    r.root == id)
-					++*data_refs;
-				mine =
-				    have_rec && r.type == BTRFS_TREE_BLOCK_REF_KEY && r.root == id;
-			}
-		} else if (k.type == BTRFS_TREE_BLOCK_REF_KEY) {
-			mine = have_rec && k.objectid == rec.objectid && k.offset == id;
-		} else if (k.type == BTRFS_EXTENT_DATA_REF_KEY && data_refs &&
-			   btk_keyed_ref_parse(&k, d, size, &r) == 0 && r.root == id) {
-			++*data_refs;
+			while (!stop && btk_inline_next(&it, &r) == 1)
+				stop = fn(ctx, &rec, &h, &r);
+		} else if (have && k.objectid == rec.objectid &&
+			   (k.type == BTRFS_TREE_BLOCK_REF_KEY ||
+			    k.type == BTRFS_SHARED_BLOCK_REF_KEY ||
+			    k.type == BTRFS_EXTENT_DATA_REF_KEY ||
+			    k.type == BTRFS_SHARED_DATA_REF_KEY) &&
+			   !btk_keyed_ref_parse(&k, d, size, &r)) {
+			stop = fn(ctx, &rec, &h, &r);
 		}
-		if (!mine)
-			continue;
-		have_rec = false; /* once per record */
-		struct btk_key *o = btk_vec_push(out);
-		if (!o) {
-			ret = btk_err(ENOMEM, "out of memory");
+		if (stop) {
+			ret = stop;
 			break;
 		}
-		*o = rec;
 	}
 	btk_path_release(&p);
-	return ret < 0 ? ret : 0;
+	return ret < 0 || ret > 1 ? ret : 0;
+}
+
+struct records {
+	uint64_t id;
+	struct rb_keys *out;
+	uint64_t *data_refs;
+};
+
+static int record_of(void *ctx, const struct btk_key *rec, const struct btk_extent_head *h,
+		     const struct btk_extent_ref *r)
+{
+	struct records *c = ctx;
+
+	if (c->data_refs && r->type == BTRFS_EXTENT_DATA_REF_KEY && r->root == c->id)
+		++*c->data_refs;
+	if (!(h->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) || r->type != BTRFS_TREE_BLOCK_REF_KEY ||
+	    r->root != c->id || (c->out->n && !btk_key_cmp(btk_vec_at(c->out, c->out->n - 1), rec)))
+		return 0; /* once per record */
+	struct btk_key *o = btk_vec_push(c->out);
+	if (!o)
+		return btk_err(ENOMEM, "out of memory");
+	*o = *rec;
+	return 0;
+}
+
+/* The extent record keys (EXTENT_ITEM or METADATA_ITEM) of every tree block the extent tree
+ * says tree `id` references (inline or keyed TREE_BLOCK_REF); *data_refs (may be NULL) counts
+ * the data references (inline or keyed EXTENT_DATA_REF) naming tree `id`. */
+static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out, uint64_t *data_refs)
+{
+	struct records c = {id, out, data_refs};
+
+	return rp_extent_refs_walk(fs, record_of, &c);
 }
 
 /* Tree id becomes one empty leaf; the records of its old blocks are dropped (*blocks counts
@@ -913,6 +932,31 @@ static int quota_settled(void *ctx, struct btk_trans *t)
 	return 0;
 }
 
+/* A quota tree that does not read: made again as `btrfs quota enable` leaves it (its status
+ * item: on, for the rescan of the commit to count every subvolume's level-0 qgroup afresh).
+ * What only the lost tree knew (limits, higher-level qgroups and their relations) is lost. */
+static int quota_recreate(struct btk_trans *t, struct quota_ctx *c, const char *why)
+{
+	struct btk_fs *fs = btk_trans_fs(t);
+	uint8_t st[sizeof(struct btrfs_qgroup_status_item)] = {0};
+	struct btk_key k = {0, BTRFS_QGROUP_STATUS_KEY, 0};
+	int ret;
+
+	if (btk_le64(fs->sb.incompat_flags) & BTRFS_FEATURE_INCOMPAT_SIMPLE_QUOTA)
+		return btk_err(EOPNOTSUPP,
+			       "the quota tree does not read (%s) and holds simple quotas, whose "
+			       "enable generation was in it: not recreated",
+			       why);
+	if ((ret = tree_replace(t, BTRFS_QUOTA_TREE_OBJECTID, &c->res->old_blocks)))
+		return ret;
+	BTK_PUT(struct btrfs_qgroup_status_item, st, version, BTRFS_QGROUP_STATUS_VERSION);
+	BTK_PUT(struct btrfs_qgroup_status_item, st, generation, btk_trans_id(t));
+	BTK_PUT(struct btrfs_qgroup_status_item, st, flags, BTRFS_QGROUP_STATUS_FLAG_ON);
+	c->res->recreated = true;
+	snprintf(c->res->why, sizeof(c->res->why), "%s", why);
+	return btk_item_insert(t, BTRFS_QUOTA_TREE_OBJECTID, &k, st, sizeof(st));
+}
+
 static int quota_step(struct btk_trans *t, void *ctx)
 {
 	struct quota_ctx *c = ctx;
@@ -920,9 +964,17 @@ static int quota_step(struct btk_trans *t, void *ctx)
 	uint8_t st[sizeof(struct btrfs_qgroup_status_item)];
 	uint32_t size = 0;
 	uint64_t flags;
+	struct btk_root qr;
 	int ret;
 
 	ret = btk_item_next(t, BTRFS_QUOTA_TREE_OBJECTID, &k, st, sizeof(st), &size);
+	/* a quota tree whose blocks do not read (its root item is there: quotas were on) */
+	if (ret < 0 && ret != -ENOENT && ret != -ENOMEM &&
+	    !btk_root_find(btk_trans_fs(t), BTRFS_QUOTA_TREE_OBJECTID, &qr)) {
+		char why[160];
+		snprintf(why, sizeof(why), "%s", btk_errmsg());
+		return quota_recreate(t, c, why);
+	}
 	if (ret < 0 && ret != -ENOENT)
 		return ret;
 	if (ret || k.objectid || k.type != BTRFS_QGROUP_STATUS_KEY || size < sizeof(st))
@@ -947,4 +999,152 @@ int btk_quota_rescan(const char *const *paths, int n, const struct btk_open_opts
 	btk_vec_free(&c.before);
 	btk_vec_free(&c.after);
 	return ret;
+}
+
+/* ---- the rebuilds as fixes of a repair round (fixes.def) ---- */
+
+enum rp_rebuild rp_rebuild_of(const struct rp_prob *p)
+{
+	switch (p->id) {
+	case BTK_P_FS_BITMAP_SIZE:
+	case BTK_P_FS_INFO_SIZE:
+	case BTK_P_FS_ITEM_TYPE:
+	case BTK_P_FS_DIFFERS:
+	case BTK_P_FS_NO_INFO:
+	case BTK_P_FS_INFO_COUNT:
+	case BTK_P_FS_INFO_FLAGS:
+	case BTK_P_FS_OUTSIDE:
+	case BTK_P_FS_NO_BG:
+		return RP_RB_FST;
+	case BTK_P_UUID_SIZE:
+	case BTK_P_UUID_STALE:
+	case BTK_P_UUID_MISSING:
+		return RP_RB_UUID;
+	case BTK_P_QGROUP_COUNTS:
+		return RP_RB_QUOTA;
+	case BTK_P_CSUM_ITEM_TYPE:
+	case BTK_P_CSUM_MALFORMED:
+	case BTK_P_CSUM_NO_EXTENT:
+	case BTK_P_CSUM_NODATASUM:
+	case BTK_P_CSUM_PREALLOC:
+		return RP_RB_CSUM;
+	case BTK_P_TB_UNREADABLE:
+		/* a lost block of a derived tree: the tree made again from what it derives from
+		 * (the checksum tree's root only: a lost block below it is dropped, fixes.c) */
+		switch (p->tree) {
+		case BTRFS_FREE_SPACE_TREE_OBJECTID:
+			return RP_RB_FST;
+		case BTRFS_UUID_TREE_OBJECTID:
+			return RP_RB_UUID;
+		case BTRFS_QUOTA_TREE_OBJECTID:
+			return RP_RB_QUOTA;
+		case BTRFS_DATA_RELOC_TREE_OBJECTID:
+			return RP_RB_RELOC;
+		case BTRFS_CSUM_TREE_OBJECTID:
+			return RP_RB_CSUM;
+		}
+		return RP_RB_NONE;
+	default:
+		return RP_RB_NONE;
+	}
+}
+
+/* What a round's quota rescan keeps until its commit's settled hook has run. */
+struct rp_rebuilds {
+	struct btk_quota_rescan_result qres;
+	struct quota_ctx quota;
+};
+
+void rp_rebuilds_free(struct rp_rebuilds *r)
+{
+	if (!r)
+		return;
+	btk_vec_free(&r->quota.before);
+	btk_vec_free(&r->quota.after);
+	free(r);
+}
+
+static int csum_in_round(struct rp_ctx *x, char *before, char *after, size_t cap)
+{
+	struct btk_csum_rebuild_result res = {0};
+	struct rb b = {.res = &res};
+	int ret = csum_step(x->t, &b);
+
+	for (int m = 0; m < BTK_MAX_COPIES; m++)
+		free(b.copy[m]);
+	free(b.old_sums);
+	free(b.run);
+	if (ret)
+		return ret;
+	snprintf(before, cap, "checksum tree (%llu block(s))", (unsigned long long)res.old_blocks);
+	snprintf(after, cap,
+		 "rebuilt from %llu data sector(s): %llu summed afresh, %llu kept, %llu without a "
+		 "right checksum",
+		 (unsigned long long)res.sectors, (unsigned long long)res.sectors_new,
+		 (unsigned long long)res.sectors_kept, (unsigned long long)res.sectors_left);
+	return 0;
+}
+
+int rp_fix_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after, size_t cap)
+{
+	enum rp_rebuild which = rp_rebuild_of(p);
+	struct btk_tree_rebuild_result res = {0};
+	int ret;
+
+	if (which == RP_RB_NONE)
+		return btk_err(EINVAL, "no rebuild for this problem");
+	if (x->rebuilt & (1u << which))
+		return 1; /* the round rebuilt that tree already */
+	x->rebuilt |= 1u << which;
+	switch (which) {
+	case RP_RB_CSUM:
+		return csum_in_round(x, before, after, cap);
+	case RP_RB_FST:
+		if ((ret = fst_step(x->t, &res)))
+			return ret;
+		snprintf(before, cap, "%s",
+			 res.v1_invalidated ? "v1 space cache" : "free-space tree");
+		snprintf(after, cap, "%s",
+			 res.v1_invalidated ? "invalidated (the kernel rebuilds it)"
+					    : "rebuilt from the extent records");
+		return 0;
+	case RP_RB_UUID:
+		if ((ret = uuid_step(x->t, &res)))
+			return ret;
+		snprintf(before, cap, "uuid tree (%llu block(s))",
+			 (unsigned long long)res.old_blocks);
+		snprintf(after, cap, "rebuilt from the root items: %llu item(s)",
+			 (unsigned long long)res.items);
+		return 0;
+	case RP_RB_RELOC:
+		if ((ret = reloc_step(x->t, &res)))
+			return ret;
+		snprintf(before, cap, "data relocation tree (%llu block(s))",
+			 (unsigned long long)res.old_blocks);
+		snprintf(after, cap, "an empty one with its top directory, as mkfs makes it");
+		return 0;
+	case RP_RB_QUOTA:
+		if (!x->rebuilds && !(x->rebuilds = calloc(1, sizeof(*x->rebuilds))))
+			return btk_err(ENOMEM, "out of memory");
+		x->rebuilds->quota.res = &x->rebuilds->qres;
+		if ((ret = quota_step(x->t, &x->rebuilds->quota)))
+			return ret;
+		/* the commit's settled hook counts every qgroup anew */
+		btk_write_on_settled(x->w, quota_settled, &x->rebuilds->quota);
+		if (x->rebuilds->qres.recreated) {
+			snprintf(before, cap, "quota tree lost (%llu block(s))",
+				 (unsigned long long)x->rebuilds->qres.old_blocks);
+			snprintf(after, cap,
+				 "recreated and rescanned (limits and higher-level "
+				 "qgroups lost)");
+			return 0;
+		}
+		snprintf(before, cap, "qgroup numbers%s",
+			 x->rebuilds->qres.was_inconsistent ? " (marked inconsistent)" : "");
+		snprintf(after, cap, "rescanned");
+		return 0;
+	case RP_RB_NONE:
+		break;
+	}
+	return btk_err(EINVAL, "no rebuild for this problem");
 }

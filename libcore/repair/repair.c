@@ -113,7 +113,7 @@ static bool extent_records_planned(const struct btk_repair_opts *ro, const struc
 				   int only)
 {
 	for (size_t i = 0; i < all->n; i++)
-		if (rp_fix_phase(all->data[i].id) == 0 && planned(ro, all, &all->data[i], only))
+		if (rp_fix_phase(&all->data[i]) == 0 && planned(ro, all, &all->data[i], only))
 			return true;
 	return false;
 }
@@ -132,13 +132,27 @@ static bool names_planned(const struct btk_repair_opts *ro, const struct rp_prob
 	return false;
 }
 
+/* While a leaf of a subvolume tree is lost, the back references and names that its items
+ * were are not there for the trees to count: the extent records and that tree's other fixes
+ * wait for it to be rebuilt (else a record whose users lay in it would be removed). */
+static bool held_by_lost_leaf(const struct rp_probs *all, const struct rp_prob *p)
+{
+	if (rp_lost_leaf(p))
+		return false;
+	for (size_t i = 0; i < all->n; i++)
+		if (rp_lost_leaf(&all->data[i]) &&
+		    (all->data[i].tree == p->tree || rp_fix_phase(p) == 0))
+			return true;
+	return false;
+}
+
 /* Whether the plan may use p's fix (all: the whole check, for fixes that depend on others). */
 static bool planned(const struct btk_repair_opts *ro, const struct rp_probs *all,
 		    const struct rp_prob *p, int only)
 {
 	const struct btk_repair_info *ri = btk_repair_info(p->id);
 
-	if (!ri || !ri->fixable || !rp_fix_of(p->id))
+	if (!ri || !ri->fixable || !rp_fix_of(p->id) || held_by_lost_leaf(all, p))
 		return false;
 	if (ro->preen && !ri->safe)
 		return false;
@@ -254,12 +268,13 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 	if ((ret = rp_rollback_prepare(a->rb, w)) || (ret = btk_trans_start(w, &t)))
 		goto out;
 	x.t = t;
+	x.w = w;
 	if ((ret = rp_rollback_keep(a->rb, t)))
 		goto out;
-	for (size_t j = 0; j < 2 * a->before->n; j++) {
+	for (size_t j = 0; j < 3 * a->before->n; j++) {
 		size_t i = j % a->before->n;
 		const struct rp_prob *p = &a->before->data[i];
-		if (rp_fix_phase(p->id) != (j < a->before->n ? 0 : 1) ||
+		if (rp_fix_phase(p) != (int)(j / a->before->n) ||
 		    !planned(a->ro, a->before, p, only))
 			continue;
 		struct btk_repair_fix *f = btk_vec_push(fixes);
@@ -329,6 +344,7 @@ out:
 		btk_trans_abort(t);
 	rp_extents_free(x.ext);
 	btk_write_close(w);
+	rp_rebuilds_free(x.rebuilds);
 	btk_fs_close(fs);
 	if (!*committed)
 		fixes->n = nfix0;
@@ -397,9 +413,18 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 	uint64_t disk_root, disk_gen;
 	int disk_level;
 	for (;;) {
-		/* (a heal opens the filesystem as this does: where this open fails, so would it) */
-		if ((ret = btk_fs_open(paths, n, &ro_open, &fs)))
+		if ((ret = btk_fs_open(paths, n, &ro_open, &fs))) {
+			/* a chunk tree block that does not read: a heal opens around it and may set
+			 * a flipped bit right, then the filesystem opens */
+			char msg[512];
+			snprintf(msg, sizeof(msg), "%s", btk_errmsg());
+			if (heal && (heal = false, ro->heal(ro->heal_ctx) > 0)) {
+				btk_err_clear();
+				continue;
+			}
+			ret = btk_err(-ret, "%s", msg);
 			goto out;
+		}
 		ret = rp_check(fs, &cur, &c);
 		disk_root = btk_le64(fs->sb.root);
 		disk_gen = btk_le64(fs->sb.generation);

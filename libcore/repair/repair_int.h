@@ -34,10 +34,15 @@ int rp_check(struct btk_fs *fs, struct rp_probs *v, struct rp_collect *c);
  * look at the other problems: which extent a back reference without a user belongs to, a
  * file extent that lost its bytenr). */
 struct rp_extents;
+struct rp_rebuilds;
 struct rp_ctx {
 	struct btk_trans *t;
+	struct btk_wfs *w; /* t's write state (a fix may set the commit's settled hook) */
 	const struct rp_probs *all;
 	struct rp_extents *ext; /* extents.c: the round's users of extents (NULL until needed) */
+	unsigned rebuilt;	/* rebuild.c: the trees this round rebuilt (1 << enum rp_rebuild) */
+	struct rp_rebuilds *rebuilds; /* rebuild.c: what a rebuild keeps to the commit */
+	uint64_t lost_leaves_of;      /* lostleaf.c: the tree whose lost leaves were rebuilt */
 };
 
 /* A fix: changes x->t so that p is gone; fills before/after (short texts for --json). 0; 1
@@ -47,8 +52,37 @@ typedef int (*rp_fix_fn)(struct rp_ctx *x, const struct rp_prob *p, char *before
 			 size_t cap);
 rp_fix_fn rp_fix_of(enum btk_check_problem_id id);
 /* Fixes of phase 0 run before any other fix of a round: they change extent records to match
- * the committed trees, which the write path's own reference changes then build on. */
-int rp_fix_phase(enum btk_check_problem_id id);
+ * the committed trees, which the write path's own reference changes then build on. Phase 1
+ * are the rebuilds of derived trees (rp_rebuild_of), which replace a tree that nothing has
+ * changed yet in the round; phase 2 the others. */
+int rp_fix_phase(const struct rp_prob *p);
+
+/* rebuild.c: the derived tree whose rebuild (the --rescue step, in the round's transaction)
+ * fixes p: RP_RB_NONE when none does. */
+enum rp_rebuild { RP_RB_NONE, RP_RB_CSUM, RP_RB_FST, RP_RB_UUID, RP_RB_QUOTA, RP_RB_RELOC };
+enum rp_rebuild rp_rebuild_of(const struct rp_prob *p);
+/* The fix of every problem rp_rebuild_of names: that tree rebuilt once in the round (the
+ * other problems it fixes return 1); quotas rescanned by the commit's settled hook. */
+int rp_fix_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		   size_t cap);
+void rp_rebuilds_free(struct rp_rebuilds *r);
+
+/* rebuild.c: fn for every back reference of the extent tree (inline, or keyed after its
+ * record), with the key and head of its record; a record that does not parse is skipped. fn
+ * returns 0 to go on, else the walk stops and returns it (1: 0). 0 or a negative errno. */
+struct btk_extent_head;
+struct btk_extent_ref;
+typedef int (*rp_extent_ref_fn)(void *ctx, const struct btk_key *rec,
+				const struct btk_extent_head *h, const struct btk_extent_ref *r);
+int rp_extent_refs_walk(struct btk_fs *fs, rp_extent_ref_fn fn, void *ctx);
+
+/* lostleaf.c: whether p is a lost leaf of a subvolume tree (E0606 at level 0), which
+ * rp_fix_lost_leaf drops from its parent and makes again from what names its items (the
+ * rest of the tree, the extent tree's data references); what has no name left goes to
+ * lost+found. All lost leaves of the tree in one go (the others return 1). */
+bool rp_lost_leaf(const struct rp_prob *p);
+int rp_fix_lost_leaf(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		     size_t cap);
 
 /* extents.c: extent records made to agree with the trees that use them. */
 int rp_fix_ext_missing(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,

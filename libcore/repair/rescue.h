@@ -182,11 +182,17 @@ struct btk_quota_rescan_result {
 	uint64_t created;      /* level-0 qgroups a subvolume lacked */
 	bool was_inconsistent; /* the status said a rescan was needed */
 	bool was_rescanning;   /* or that one was under way */
+	/* the quota tree did not read (why): made again, its old blocks dropped; the limits,
+	 * higher-level qgroups and relations it held are lost */
+	bool recreated;
+	uint64_t old_blocks;
+	char why[160];
 };
 
 /* The kernel's quota rescan, offline (btk_qgroups_rescan as the commit's settled hook), in one
  * transaction: quotas consistent after it, also when they were marked inconsistent or a rescan
- * was under way. -ENOENT when quotas are off; -EOPNOTSUPP for simple quotas. */
+ * was under way. A quota tree that does not read is made again first (res->recreated).
+ * -ENOENT when quotas are off; -EOPNOTSUPP for simple quotas. */
 int btk_quota_rescan(const char *const *paths, int n, const struct btk_open_opts *oo,
 		     struct btk_quota_rescan_result *res);
 

@@ -6,6 +6,9 @@
  * in turn. Every present copy on every device that differs from the source (its own device
  * item, its own bytenr, a fresh checksum) is overwritten; a copy equal to it is never
  * written, so a write cut short leaves the source and a bad copy: the next run heals again.
+ * When no copy opens but every copy (one device) is valid and the same, nothing is wrong with
+ * them: a tree block they all name does not read (heal sets a flipped bit right), and nothing
+ * is written.
  */
 #include "repair/rescue.h"
 #include "base/error.h"
@@ -167,10 +170,24 @@ int btk_super_heal(const char *const *paths, int n, const struct btk_open_opts *
 		struct btk_dev_opts dopt = oo->dev;
 		struct btk_dev *dev = NULL;
 		char list[600] = "";
+		int agree = 0;
 		dopt.write = dopt.create = false;
 		dopt.undo_path = NULL;
 		if (!btk_dev_open_opts(paths[0], &dopt, &dev)) {
 			btk_super_read_all(dev, copies);
+			/* every copy valid and the same: what does not read is a tree block they
+			 * all name (heal's to set right), not a superblock */
+			for (int m = 0; m < BTK_SUPER_MIRRORS && agree >= 0; m++) {
+				if (!copies[m].present)
+					continue;
+				*ref = copies[0].sb;
+				btk_put64(ref->bytenr, copies[m].offset);
+				btk_super_csum_fill(ref);
+				agree = copies[m].valid && copies[0].valid &&
+						!memcmp(ref, &copies[m].sb, sizeof(*ref))
+					    ? agree + 1
+					    : -1;
+			}
 			for (int m = 0; m < BTK_SUPER_MIRRORS; m++) {
 				size_t l = strlen(list);
 				snprintf(list + l, sizeof(list) - l, "%scopy %d: %.150s",
@@ -180,6 +197,14 @@ int btk_super_heal(const char *const *paths, int n, const struct btk_open_opts *
 							    : why[m + 1]);
 			}
 			btk_dev_close(dev);
+		}
+		if (agree > 0 && n == 1) {
+			res->copies = agree;
+			res->source_mirror = 0;
+			res->generation = btk_le64(copies[0].sb.generation);
+			btk_err_clear();
+			ret = 0;
+			goto out;
 		}
 		ret = btk_err(EUCLEAN,
 			      "no superblock copy opens the filesystem (%s): none to rewrite the "

@@ -20,12 +20,13 @@ setup_file() {
 	for i in $(seq 1 200); do echo "file $i" >"$d/small/n$i"; done
 }
 
-# image PROF: a fresh 300 MiB image with metadata and data PROF in $IMG (original: .orig)
+# image PROF [MKFS OPTION...]: a fresh 300 MiB image with metadata and data PROF in $IMG
+# (original: .orig)
 image() {
 	IMG=$BATS_TEST_TMPDIR/$1.img
 	rm -f "$IMG"
 	truncate -s 300M "$IMG"
-	"$BTK_BUILD/bin/btk-mkfs" -q -f -m "$1" -d "$1" --rootdir "$BATS_FILE_TMPDIR/src" "$IMG" >/dev/null
+	"$BTK_BUILD/bin/btk-mkfs" -q -f -m "$1" -d "$1" "${@:2}" --rootdir "$BATS_FILE_TMPDIR/src" "$IMG" >/dev/null
 	cp --sparse=always "$IMG" "$IMG.orig"
 }
 
@@ -118,22 +119,27 @@ assert r["errors"] and all(e["code"] == "E1406" for e in r["errors"]), r["errors
 ' "$BTK_OUT" || { grep -o '"code": "[^"]*"' "$BTK_OUT" | sort | uniq -c >&2; return 1; }
 }
 
-# cuts STEP TREE [leaf]: tree TREE's top block (or first leaf) of $IMG smashed; a power cut at
-# every write of --rescue STEP leaves the old filesystem (the same errors) or the rebuilt one
-# (clean but for superblock mirrors not yet written); SIGINT before one of the first writes
-# exits 32 with the old one
+# cuts STEP TREE [leaf]: tree TREE's top block (or first leaf) of $IMG smashed (TREE zero:BYTENR:
+# the block at BYTENR zeroed on every copy); a power cut at
+# every write of --rescue STEP (STEP "repair": of --repair) leaves the old filesystem (the same
+# errors) or the rebuilt one (clean but for superblock mirrors not yet written); SIGINT before
+# one of the first writes exits 32 with the old one
 cuts() {
-	local step=$1 tree=$2 where=${3:-}
-	"$SMASH" tree "$tree" 1 $where "$IMG" >/dev/null
+	local step=$1 tree=$2 where=${3:-} how=(--rescue "$1")
+	[ "$step" = repair ] && how=(--repair)
+	case $tree in
+	zero:*) "$SMASH" zero "${tree#zero:}" "$IMG" >/dev/null ;; # a block lost on every copy
+	*) "$SMASH" tree "$tree" 1 $where "$IMG" >/dev/null ;;
+	esac
 	cp --sparse=always "$IMG" "$IMG.damaged"
 	"$FSCK" --json "$IMG.damaged" | python3 -c 'import json,sys; print(sorted(e["code"] for e in json.load(sys.stdin)["errors"]))' >"$BATS_TEST_TMPDIR/old-errors"
 	grep -q E0 "$BATS_TEST_TMPDIR/old-errors"
 	cp --sparse=always "$IMG.damaged" "$IMG.full"
-	"$FSCK" --rescue "$step" --no-undo "$IMG.full" >/dev/null || [ $? = 1 ]
+	"$FSCK" "${how[@]}" --no-undo "$IMG.full" >/dev/null || [ $? = 1 ]
 	local n old=0 new=0 done=
 	for n in $(seq 0 300); do
 		cp --sparse=always "$IMG.damaged" "$IMG"
-		BTK_FAULT=stop:$n btk_run 120 "$FSCK" --rescue "$step" --no-undo "$IMG"
+		BTK_FAULT=stop:$n btk_run 120 "$FSCK" "${how[@]}" --no-undo "$IMG"
 		assert_no_crash
 		# a step that re-checks the new state before its superblocks (VERIFIED) sees the
 		# writes the cut kept from the disk, and writes no superblock
@@ -142,7 +148,7 @@ cuts() {
 			old=$((old + 1))
 			continue
 		fi
-		[ "$status" = 1 ] || { show_err; return 1; }
+		[ "$status" = 1 ] || [ "$step" = repair ] || { show_err; return 1; }
 		# the cut came after the last write
 		cmp -s "$IMG" "$IMG.full" && { done=$n; break; }
 		case $(state) in
@@ -155,7 +161,7 @@ cuts() {
 	echo "# $step: $done writes: old $old, new $new" >&3
 	for n in 1 2 3; do
 		cp --sparse=always "$IMG.damaged" "$IMG"
-		BTK_TEST_SIGINT_AT=$n btk_run 120 "$FSCK" --rescue "$step" --no-undo "$IMG"
+		BTK_TEST_SIGINT_AT=$n btk_run 120 "$FSCK" "${how[@]}" --no-undo "$IMG"
 		[ "$status" = 32 ] || { show_err; return 1; }
 		grep -q 'interrupted' "$BTK_ERR"
 		[ "$(state)" = old ] || { echo "$step SIGINT at $n: not the old filesystem" >&2; return 1; }
@@ -188,6 +194,42 @@ else:
 	cuts uuid-tree 9
 	image single
 	cuts data-reloc-tree 18446744073709551607
+}
+
+@test "repair: a lost free-space tree, uuid tree, checksum tree root or data relocation tree (every copy) is rebuilt by one --repair; both checkers clean with --check-data-csum" {
+	require_btk fsck
+	require_tool btrfs
+	local prof tree
+	for prof in single dup; do
+		for tree in 10 9 7 18446744073709551607; do
+			image $prof
+			"$SMASH" tree $tree 1 "$IMG" >/dev/null
+			[ $prof = dup ] && "$SMASH" tree $tree 2 "$IMG" >/dev/null
+			btk_run 60 "$FSCK" -q "$IMG"
+			[ "$status" = 4 ] || { show_err; return 1; }
+			btk_run 180 "$FSCK" --repair --no-undo "$IMG"
+			[ "$status" = 1 ] || { echo "$prof tree $tree" >&2; show_err; cat "$BTK_OUT" >&2; return 1; }
+			grep -Eq "^FIXED: \[E0606 tb-unreadable\] tree $tree bytenr [0-9]+: .* -> (rebuilt|an empty one)" "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+			grep -q ', 0 left$' "$BTK_OUT"
+			both_clean "$IMG"
+		done
+	done
+	# the checksum tree rebuilt keeps every data sector summed
+	local want got
+	want=$("$FSCK" --json "$IMG.orig" | python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"]["total_csum_bytes"])')
+	image single
+	"$SMASH" tree 7 1 "$IMG" >/dev/null
+	"$FSCK" --repair --no-undo "$IMG" >/dev/null || [ $? = 1 ]
+	got=$("$FSCK" --json "$IMG" | python3 -c 'import json,sys; print(json.load(sys.stdin)["summary"]["total_csum_bytes"])')
+	[ "$want" = "$got" ]
+}
+
+@test "repair: the rebuilds of --repair: a power cut at every write leaves the old filesystem or the repaired one; SIGINT exits 32 with the old one" {
+	require_btk fsck
+	image single
+	cuts repair 10
+	image single
+	cuts repair 9
 }
 
 # items IMG TREE: the keys and bodies of a tree's items (btk-debug tree), without block headers
@@ -355,6 +397,42 @@ assert all(c in ("E0102", "E0103", "E0115") for c in codes), codes
 	done
 }
 
+# qinfo IMG: the quota tree's QGROUP_INFO items and their numbers (btk-debug), without generations
+qinfo() {
+	"$BTK_BUILD/bin/btk-debug" tree -t 8 "$1" | grep -A2 'QGROUP_INFO' | grep -v generation | sed 's/itemoff [0-9]* //; s/item [0-9]* //'
+}
+
+@test "rescue quota, repair: a quota tree lost on every copy is recreated and rescanned (the same numbers as before); btrfs check clean and compares them" {
+	require_btk fsck debug
+	require_tool btrfs
+	local how
+	for how in "--rescue quota" --repair; do
+		image dup -O quota
+		"$SMASH" tree 8 1 "$IMG" >/dev/null
+		"$SMASH" tree 8 2 "$IMG" >/dev/null
+		btk_run 60 "$FSCK" -q "$IMG"
+		[ "$status" = 4 ] || { show_err; return 1; }
+		btk_run 120 "$FSCK" $how --no-undo "$IMG"
+		[ "$status" = 1 ] || { echo "$how" >&2; show_err; cat "$BTK_OUT" >&2; return 1; }
+		if [ "$how" = --repair ]; then
+			grep -q '^FIXED: \[E0606 tb-unreadable\] tree 8 bytenr [0-9]*: quota tree lost (1 block(s)) -> recreated and rescanned (limits and higher-level qgroups lost)$' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+		else
+			grep -q '^quota tree recreated (1 old block(s) dropped: tree block [0-9]*: checksum mismatch): its limits, higher-level qgroups and their relations are lost$' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+			grep -q '^quotas rescanned: 1 qgroup(s), 0 with new numbers, 1 made for subvolumes without one$' "$BTK_OUT"
+		fi
+		[ "$(qstatus "$IMG")" = "0x1(ON)" ]
+		diff <(qinfo "$IMG.orig") <(qinfo "$IMG")
+		[ -n "$(qinfo "$IMG")" ]
+		both_clean "$IMG"
+		! grep -Eq 'are different|inconsistent|[Rr]escan' "$BTK_OUT" "$BTK_ERR"
+	done
+	# a power cut at every write of the repair: the lost tree or the recreated one
+	image single -O quota
+	cuts repair 8
+	image single -O quota
+	cuts quota 8
+}
+
 @test "rescue uuid-tree, data-reloc-tree: a tree that is right already is left as it is: nothing written, exit 0 (nothing needed doing); one that was just rebuilt is right" {
 	require_btk fsck image
 	image dup
@@ -403,6 +481,63 @@ assert r["result"] == "rescued" and r["data_reloc_summary"] == {"rebuilt": True,
 	# the same items as mkfs made (but for times and generations)
 	diff <(items "$IMG.orig" $t | grep -Ev 'time|transid') <(items "$IMG" $t | grep -Ev 'time|transid')
 	both_clean "$IMG"
+}
+
+# leafimg: $IMG, a btk-mkfs image (dup metadata) of 4 directories of 60 files each, most of them
+# larger than a sector (regular extents), a few small enough to be inline; its FS_TREE has many
+# leaves
+leafimg() {
+	local d=$BATS_FILE_TMPDIR/leafsrc
+	if [ ! -d "$d" ]; then
+		python3 -c '
+import os, random, sys
+random.seed(11)
+for d in range(4):
+    os.makedirs(f"{sys.argv[1]}/d{d}")
+    for i in range(60):
+        n = random.randint(300, 1500) if i % 10 == 3 else random.randint(5000, 50000)
+        open(f"{sys.argv[1]}/d{d}/file{i:03d}", "wb").write(os.urandom(n))
+' "$d"
+	fi
+	IMG=$BATS_TEST_TMPDIR/leaf.img
+	rm -f "$IMG"
+	truncate -s 300M "$IMG"
+	"$BTK_BUILD/bin/btk-mkfs" -q -f -m dup -d single --rootdir "$d" "$IMG" >/dev/null
+	cp --sparse=always "$IMG" "$IMG.orig"
+}
+
+@test "repair: a leaf of the fs tree lost on every copy (first, middle, last): dropped and rebuilt from the names and data references left; both checkers clean; every file with data outside the leaf back with its name and content" {
+	require_btk fsck debug image
+	require_tool btrfs
+	leafimg
+	local leaves n i leaf line
+	leaves=$(python3 "$BATS_TEST_DIRNAME/../lib/lost_leaf.py" "$BTK_BUILD" "$IMG.orig" --leaves)
+	n=$(echo "$leaves" | wc -l)
+	[ "$n" -ge 8 ] || { echo "only $n leaves" >&2; return 1; }
+	for i in $(printf "%s\n" 1 2 $((n / 2)) $n | sort -un); do
+		leaf=$(echo "$leaves" | sed -n "${i}p")
+		cp --sparse=always "$IMG.orig" "$IMG"
+		"$SMASH" zero "$leaf" "$IMG" >/dev/null
+		btk_run 60 "$FSCK" -q "$IMG"
+		[ "$status" = 4 ] || { show_err; return 1; }
+		btk_run 180 "$FSCK" --repair --no-undo "$IMG"
+		[ "$status" = 1 ] || { echo "leaf $leaf" >&2; show_err; cat "$BTK_OUT" >&2; return 1; }
+		grep -Eq "^FIXED: \[E0606 tb-unreadable\] tree 5 bytenr $leaf: 1 lost leaf/leaves from key \([0-9]+ [0-9]+ [0-9]+\) -> [0-9]+ inodes, [0-9]+ names, [0-9]+ extents back \([0-9]+ items old\), [0-9]+ in lost\+found$" "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+		grep -q ', 0 left$' "$BTK_OUT"
+		both_clean "$IMG"
+		line=$(python3 "$BATS_TEST_DIRNAME/../lib/lost_leaf.py" "$BTK_BUILD" "$IMG.orig" "$leaf" "$IMG")
+		echo "# $(echo "$line" | head -1)" >&3
+		# what is lost is inline data (small files), which lived in the leaf alone
+		! echo "$line" | awk -F", " '/^  lost:/ && /'"'"'lost'"'"'\)$/ { if ($3 + 0 > 2048) bad = 1 } END { exit !bad }' || { echo "$line" >&2; return 1; }
+	done
+}
+
+@test "repair: a lost fs tree leaf: a power cut at every write leaves the old filesystem or the rebuilt one; SIGINT exits 32 with the old one" {
+	require_btk fsck
+	leafimg
+	local leaf
+	leaf=$(python3 "$BATS_TEST_DIRNAME/../lib/lost_leaf.py" "$BTK_BUILD" "$IMG.orig" --leaves | sed -n 3p)
+	cuts repair "zero:$leaf"
 }
 
 # snapshots IMG: a snapshot and a read-only one of the top subvolume, then both sides changed

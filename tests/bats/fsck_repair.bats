@@ -18,12 +18,14 @@ setup_file() {
 	ln "$d/dir/f1" "$d/dir/sub/hard"
 	ln -s f2 "$d/dir/link"
 	"$BTK_BUILD/bin/btk-mkfs" -q -f --rootdir "$d" -b 256M "$BATS_FILE_TMPDIR/base.img" >/dev/null
+	"$BTK_BUILD/bin/btk-mkfs" -q -f -O quota --rootdir "$d" -b 256M "$BATS_FILE_TMPDIR/quota.img" >/dev/null
 }
 
-# broken KIND: a scratch copy of the base with KIND injected, in $IMG
+# broken KIND: a scratch copy of the base (with BASE=quota: the base with quotas on) with KIND
+# injected, in $IMG
 broken() {
 	IMG=$BATS_TEST_TMPDIR/$1.img
-	cp --sparse=always "$BATS_FILE_TMPDIR/base.img" "$IMG"
+	cp --sparse=always "$BATS_FILE_TMPDIR/${BASE:-base}.img" "$IMG"
 	run "$CORRUPT" "$1" "$IMG"
 	[ "$status" = 0 ] || {
 		echo "corrupt $1: $output" >&2
@@ -280,6 +282,23 @@ PY
 	if command -v btrfs >/dev/null 2>&1; then btrfs check --readonly --check-data-csum "$IMG" >/dev/null; fi
 	"$BTK_BUILD/bin/btk-image" get -r "$IMG" / "$BATS_TEST_TMPDIR/after" >/dev/null
 	diff -r "$d" "$BATS_TEST_TMPDIR/after"
+}
+
+@test "repair: free-space tree items wrong, a stale uuid tree entry, wrong qgroup numbers: the tree rebuilt, the qgroups rescanned" {
+	require_btk fsck
+	repaired_clean free-space fst-grow fst-drop fst-count fst-flags fst-ghost uuid
+	BASE=quota repaired_clean qgroup
+	# derived trees and counts are safe fixes: preen (fsck -p) makes them
+	ln -sf "$FSCK" "$BATS_TEST_TMPDIR/fsck.btk"
+	local kind
+	for kind in qgroup fst-count uuid; do
+		BASE=quota broken $kind
+		btk_run 120 "$BATS_TEST_TMPDIR/fsck.btk" -p "$IMG"
+		[ "$status" = 1 ] || { echo "$kind" >&2; show_err; return 1; }
+		[ $kind != qgroup ] || grep -q '^FIXED: \[E1001 qgroup-counts\] tree 8 key (0 QGROUP_INFO 5): qgroup numbers -> rescanned$' "$BTK_OUT"
+		btk_run 60 "$FSCK" -q "$IMG"
+		[ "$status" = 0 ] || { echo "$kind" >&2; show_err; return 1; }
+	done
 }
 
 @test "repair: a dev extent past its device item's size: the item takes the device's size" {

@@ -5,6 +5,8 @@
  *   smash flip ID COPY BIT[,BIT2] [leaf] IMG...  flip bit BIT (0-based, of the whole block),
  *                                      and BIT2 too, of copy COPY of tree ID's top block (or
  *                                      first leaf)
+ *   smash zero LOGICAL IMG...          zero every copy of the tree block at LOGICAL (a lost
+ *                                      block: no copy reads)
  *   smash data COPY IMG...             overwrite 4 sectors of the first checksummed data on
  *                                      copy COPY
  *   smash super MIRROR zero|stale IMG  superblock copy MIRROR (0: the primary) of the first
@@ -105,6 +107,21 @@ static int smash_tree(struct btk_fs *fs, uint64_t id, int copy, bool leaf, long 
 			 : smash_at(fs, bytenr, fs->nodesize, copy, what);
 }
 
+static int zero_block(struct btk_fs *fs, uint64_t logical)
+{
+	uint8_t *z = calloc(1, fs->nodesize);
+	int n = btk_copies_of(fs, logical), ret = n > 0 ? 0 : -ENOENT;
+
+	for (int c = 0; z && !ret && c < n; c++) {
+		struct btk_phys at;
+		ret = btk_write_copy(fs, logical, z, fs->nodesize, c, &at);
+	}
+	free(z);
+	if (!ret)
+		printf("block %llu zeroed on %d copies\n", (unsigned long long)logical, n);
+	return z ? ret : -ENOMEM;
+}
+
 static int smash_data(struct btk_fs *fs, int copy)
 {
 	struct btk_root r;
@@ -168,7 +185,7 @@ int main(int argc, char **argv)
 		first = argc > 5 && !strcmp(argv[4], "leaf") ? 5 : 4;
 	else if (argc >= 6 && !strcmp(argv[1], "flip"))
 		first = argc > 6 && !strcmp(argv[5], "leaf") ? 6 : 5;
-	else if (argc >= 4 && !strcmp(argv[1], "data"))
+	else if (argc >= 4 && (!strcmp(argv[1], "data") || !strcmp(argv[1], "zero")))
 		first = 3;
 	else if (argc >= 5 && !strcmp(argv[1], "super") &&
 		 (!strcmp(argv[3], "zero") || !strcmp(argv[3], "stale")))
@@ -176,7 +193,8 @@ int main(int argc, char **argv)
 	else {
 		fprintf(stderr,
 			"usage: smash tree ID COPY [leaf] IMG... | flip ID COPY BIT[,BIT2] "
-			"[leaf] IMG... | data COPY IMG... | super MIRROR zero|stale IMG...\n");
+			"[leaf] IMG... | zero LOGICAL IMG... | data COPY IMG... | super MIRROR "
+			"zero|stale IMG...\n");
 		return 2;
 	}
 	ret = btk_fs_open((const char *const *)argv + first, argc - first, &oo, &fs);
@@ -192,6 +210,8 @@ int main(int argc, char **argv)
 				 atol(argv[4]), comma ? atol(comma + 1) : -1);
 	} else if (!strcmp(argv[1], "data"))
 		ret = smash_data(fs, atoi(argv[2]));
+	else if (!strcmp(argv[1], "zero"))
+		ret = zero_block(fs, strtoull(argv[2], NULL, 0));
 	else
 		ret = smash_super(fs, atoi(argv[2]), !strcmp(argv[3], "stale"));
 	for (int i = 0; i < fs->ndevs; i++)

@@ -1,0 +1,1015 @@
+/* lostleaf.c (layer 10) — a lost leaf of a subvolume tree rebuilt from what points at it.
+ *
+ * A leaf no copy of which reads holds the items of one key range of its tree: [lo, hi), lo
+ * the key its parent points at it with, hi the first key of the next leaf that reads. The
+ * leaf leaves its parent (btk_tree_drop_lost) and what it held is made again, item by item,
+ * only at keys inside that range (so nothing that still reads is touched), from:
+ *  - names: directory entries (DIR_INDEX, DIR_ITEM) elsewhere naming an inode, and inode
+ *    references (INODE_REF) elsewhere naming its directory: each name gets back the sides
+ *    that lay in the leaf;
+ *  - file data: the extent tree's keyed data references (root, inode, file offset) give one
+ *    regular extent each, the whole extent from its start (what a file written once has);
+ *  - inodes: an inode item that lay in the leaf is made from what names it (a directory when
+ *    something names it as parent; else the type its entry says; a regular file when only
+ *    data names it): owner and times of its parent, one link per name, the size of its
+ *    names (directories) or its extents, the last sector's trailing zero bytes left out (the
+ *    kernel zero-fills a file's tail), NODATASUM when its data has no checksums.
+ * What none of these names (an inode with data but no name left) is linked into lost+found in
+ * the top directory under its inode number. Lost for good, unless an older copy of the leaf is
+ * still on disk: inline file data, symlink targets, xattrs, inode flags and times. Refused:
+ * data shared through a snapshot's full back references, extents that may be compressed.
+ */
+#include "repair/repair_int.h"
+#include "base/csum.h"
+#include "base/error.h"
+#include "base/vec.h"
+#include "format/dir_item.h"
+#include "format/extent_refs.h"
+#include "format/file_extent.h"
+#include "format/inode_item.h"
+#include "fs/fs_write.h"
+#include "tree/scan.h"
+#include "tree/tree.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct ll_range {
+	struct btk_key lo, hi; /* hi {~0, ~0, ~0}: the end of the tree */
+	uint64_t bytenr, gen;
+};
+BTK_VEC(ll_ranges, struct ll_range);
+
+/* One name, from whichever side of it still reads. */
+struct ll_name {
+	uint64_t dir, ino, index; /* index ~0: not known */
+	uint8_t type;		  /* BTRFS_FT_*, 0 not known */
+	uint16_t len;
+	char name[256];
+};
+BTK_VEC(ll_names, struct ll_name);
+
+struct ll_ino {
+	uint64_t ino;
+	bool have;	/* its inode item reads */
+	uint32_t mode;	/* have: its mode */
+	uint64_t flags; /* have: its flags */
+	uint64_t ext_end, nbytes;
+	bool rebuilt;		    /* its item was made again */
+	uint64_t sub_size;	    /* a directory: what its entries naming subvolumes count */
+	struct btk_inode_info info; /* have: the item */
+};
+BTK_VEC(ll_inos, struct ll_ino);
+
+struct ll_mode {
+	uint64_t ino;
+	uint32_t mode;
+};
+BTK_VEC(ll_modes, struct ll_mode);
+
+struct ll_ref { /* a data reference naming the tree */
+	uint64_t bytenr, len, ino, offset, gen;
+};
+BTK_VEC(ll_refs, struct ll_ref);
+
+/* An item of a lost range found in an older copy of a leaf (tree/scan.h). */
+struct ll_old {
+	struct btk_key key;
+	uint64_t gen; /* the copy's */
+	uint32_t size;
+	uint8_t *data;
+};
+BTK_VEC(ll_olds, struct ll_old);
+
+struct ll {
+	struct btk_fs *fs;
+	struct btk_trans *t;
+	uint64_t tree;
+	struct ll_ranges r;
+	struct ll_names names;
+	struct ll_inos inos;
+	struct ll_refs refs;
+	struct ll_modes modes;	   /* every inode item that reads, in key order */
+	struct ll_olds old;	   /* the newest older copy of each lost key that one holds */
+	struct btk_inode_info top; /* the top directory's item (zeros: it does not read) */
+	uint64_t omin, omax;	   /* objectids the ranges touch */
+	uint64_t max_ino;	   /* the highest inode number anything names */
+	uint64_t top_max_idx;	   /* the highest DIR_INDEX of the top directory */
+	bool top_has_lf;	   /* the top directory has a lost+found */
+	uint64_t lf_ino, lf_max_idx, lf_added; /* lf_added: bytes of names put in lost+found */
+	uint64_t shared; /* full back references naming a lost leaf: not rebuilt */
+};
+
+static bool lost(const struct ll *l, const struct btk_key *k)
+{
+	for (size_t i = 0; i < l->r.n; i++)
+		if (btk_key_cmp(k, &l->r.data[i].lo) >= 0 && btk_key_cmp(k, &l->r.data[i].hi) < 0)
+			return true;
+	return false;
+}
+
+static bool in_window(const struct ll *l, uint64_t o)
+{
+	return o >= l->omin && o <= l->omax;
+}
+
+static struct ll_ino *ino_get(struct ll *l, uint64_t ino, bool add)
+{
+	for (size_t i = 0; i < l->inos.n; i++)
+		if (l->inos.data[i].ino == ino)
+			return &l->inos.data[i];
+	if (!add)
+		return NULL;
+	struct ll_ino *e = btk_vec_push(&l->inos);
+	if (e)
+		*e = (struct ll_ino){.ino = ino};
+	return e;
+}
+
+static int name_add(struct ll *l, uint64_t dir, uint64_t ino, uint64_t index, uint8_t type,
+		    const char *name, uint16_t len)
+{
+	if (!len || len > 255)
+		return 0;
+	for (size_t i = 0; i < l->names.n; i++) {
+		struct ll_name *n = &l->names.data[i];
+		if (n->dir == dir && n->ino == ino && n->len == len &&
+		    !memcmp(n->name, name, len)) {
+			if (n->index == UINT64_MAX)
+				n->index = index;
+			if (!n->type)
+				n->type = type;
+			return 0;
+		}
+	}
+	struct ll_name *n = btk_vec_push(&l->names);
+	if (!n)
+		return btk_err(ENOMEM, "out of memory");
+	*n = (struct ll_name){.dir = dir, .ino = ino, .index = index, .type = type, .len = len};
+	memcpy(n->name, name, len);
+	return 0;
+}
+
+/* ---- what still reads ---- */
+
+static int scan_item(struct ll *l, const struct btk_key *k, const uint8_t *d, uint32_t size)
+{
+	int ret = 0;
+
+	if (k->objectid >= BTRFS_FIRST_FREE_OBJECTID && k->objectid <= BTRFS_LAST_FREE_OBJECTID &&
+	    k->objectid > l->max_ino)
+		l->max_ino = k->objectid;
+	switch (k->type) {
+	case BTRFS_INODE_ITEM_KEY: {
+		struct btk_inode_info in;
+		if (btk_inode_item_parse(d, size, &in))
+			return 0;
+		if (k->objectid == BTRFS_FIRST_FREE_OBJECTID)
+			l->top = in; /* the owner and times a rebuilt inode takes */
+		struct ll_mode *m = btk_vec_push(&l->modes);
+		if (!m)
+			return btk_err(ENOMEM, "out of memory");
+		*m = (struct ll_mode){k->objectid, in.mode};
+		if (!in_window(l, k->objectid))
+			return 0;
+		struct ll_ino *e = ino_get(l, k->objectid, true);
+		if (!e)
+			return btk_err(ENOMEM, "out of memory");
+		e->have = true;
+		e->mode = in.mode;
+		e->flags = in.flags;
+		e->info = in;
+		return 0;
+	}
+	case BTRFS_DIR_INDEX_KEY:
+	case BTRFS_DIR_ITEM_KEY: {
+		struct btk_dir_iter it;
+		struct btk_dir_ent e;
+		btk_dir_iter_init(&it, d, size);
+		while (!ret && btk_dir_next(&it, &e) == 1) {
+			struct btk_key loc;
+			btk_dir_ent_location(&e, &loc);
+			if (l->top_has_lf && k->objectid == l->lf_ino &&
+			    k->type == BTRFS_DIR_INDEX_KEY && k->offset > l->lf_max_idx)
+				l->lf_max_idx = k->offset;
+			if (k->objectid == BTRFS_FIRST_FREE_OBJECTID) {
+				if (k->type == BTRFS_DIR_INDEX_KEY && k->offset > l->top_max_idx)
+					l->top_max_idx = k->offset;
+				if (e.name_len == 10 && !memcmp(e.name, "lost+found", 10)) {
+					l->top_has_lf = true;
+					l->lf_ino = loc.objectid;
+				}
+			}
+			if (loc.type != BTRFS_INODE_ITEM_KEY) {
+				struct ll_ino *dd = in_window(l, k->objectid)
+							? ino_get(l, k->objectid, true)
+							: NULL;
+				if (in_window(l, k->objectid) && !dd)
+					return btk_err(ENOMEM, "out of memory");
+				if (dd)
+					dd->sub_size += e.name_len;
+				continue;
+			}
+			if (loc.objectid > l->max_ino && loc.objectid <= BTRFS_LAST_FREE_OBJECTID)
+				l->max_ino = loc.objectid;
+			if (!in_window(l, loc.objectid) && !in_window(l, k->objectid))
+				continue;
+			ret = name_add(l, k->objectid, loc.objectid,
+				       k->type == BTRFS_DIR_INDEX_KEY ? k->offset : UINT64_MAX,
+				       e.type, e.name, e.name_len);
+		}
+		return ret;
+	}
+	case BTRFS_INODE_REF_KEY:
+	case BTRFS_INODE_EXTREF_KEY: {
+		struct btk_ref_iter it;
+		struct btk_ref_ent r;
+		btk_ref_iter_init(&it, k, d, size);
+		while (!ret && btk_ref_next(&it, &r) == 1) {
+			if (!in_window(l, k->objectid) && !in_window(l, r.parent))
+				continue;
+			if (r.parent == k->objectid)
+				continue; /* a top directory's ".." */
+			ret = name_add(l, r.parent, k->objectid, r.index, 0, r.name, r.name_len);
+		}
+		return ret;
+	}
+	case BTRFS_EXTENT_DATA_KEY: {
+		struct btk_file_extent fe;
+		if (!in_window(l, k->objectid) ||
+		    btk_file_extent_item_parse(d, size, k->offset, &fe) != BTK_FE_WHOLE)
+			return 0;
+		struct ll_ino *e = ino_get(l, k->objectid, true);
+		if (!e)
+			return btk_err(ENOMEM, "out of memory");
+		uint64_t end = k->offset + fe.num_bytes;
+		if (end > e->ext_end)
+			e->ext_end = end;
+		if (fe.type == BTRFS_FILE_EXTENT_INLINE || fe.disk_bytenr)
+			e->nbytes += fe.num_bytes;
+		return 0;
+	}
+	}
+	return 0;
+}
+
+static int scan_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int depth)
+{
+	struct ll *l = ctx;
+	int ret = 0;
+
+	(void)fs, (void)depth;
+	if (btk_block_level(b)) {
+		/* a pointer to a lost leaf: where its range starts */
+		for (uint32_t i = 0; i < btk_block_nritems(b); i++)
+			for (size_t j = 0; j < l->r.n; j++)
+				if (btk_node_blockptr(b, (int)i) == l->r.data[j].bytenr) {
+					btk_node_key(b, (int)i, &l->r.data[j].lo);
+					l->r.data[j].gen = btk_node_gen(b, (int)i);
+				}
+		return 0;
+	}
+	for (uint32_t i = 0; !ret && i < btk_block_nritems(b); i++) {
+		struct btk_key k;
+		btk_leaf_key(b, (int)i, &k);
+		/* where each range ends: the first key past its start that reads */
+		for (size_t j = 0; j < l->r.n; j++)
+			if (btk_key_cmp(&k, &l->r.data[j].lo) > 0 &&
+			    btk_key_cmp(&k, &l->r.data[j].hi) < 0)
+				l->r.data[j].hi = k;
+		ret = scan_item(l, &k, btk_leaf_data(b, (int)i), btk_leaf_size(b, (int)i));
+	}
+	return ret;
+}
+
+static int scan_error(void *ctx, uint64_t bytenr, int level, int err, const char *msg)
+{
+	(void)ctx, (void)bytenr, (void)level, (void)msg;
+	return err == -ENOMEM ? err : 0;
+}
+
+static int ref_of(void *ctx, const struct btk_key *rec, const struct btk_extent_head *h,
+		  const struct btk_extent_ref *r)
+{
+	struct ll *l = ctx;
+
+	if (!(h->flags & BTRFS_EXTENT_FLAG_DATA))
+		return 0;
+	if (r->type == BTRFS_SHARED_DATA_REF_KEY) {
+		for (size_t j = 0; j < l->r.n; j++)
+			l->shared += r->parent == l->r.data[j].bytenr;
+		return 0;
+	}
+	if (r->type != BTRFS_EXTENT_DATA_REF_KEY || r->root != l->tree ||
+	    !in_window(l, r->objectid))
+		return 0;
+	struct ll_ref *o = btk_vec_push(&l->refs);
+	if (!o)
+		return btk_err(ENOMEM, "out of memory");
+	*o = (struct ll_ref){rec->objectid, rec->offset, r->objectid, r->offset, h->generation};
+	return 0;
+}
+
+/* The data references naming the tree's inodes of the window (keyed by root, inode, offset),
+ * from the extent tree; full (shared) references to a lost leaf are counted. */
+static int scan_refs(struct ll *l)
+{
+	return rp_extent_refs_walk(l->fs, ref_of, l);
+}
+
+/* ---- what is made again ---- */
+
+/* Whether [bytenr, +len) has checksums (its first sector). */
+static bool summed(struct ll *l, uint64_t bytenr)
+{
+	struct btk_key k = {BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, bytenr};
+	uint32_t size = 0;
+	int ret = btk_item_prev(l->t, BTRFS_CSUM_TREE_OBJECTID, &k, NULL, 0, &size);
+
+	if (ret || k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY ||
+	    !l->fs->csum_size) {
+		btk_err_clear();
+		return false;
+	}
+	return bytenr < k.offset + (uint64_t)size / l->fs->csum_size * l->fs->sectorsize;
+}
+
+/* The trailing zero bytes of the sector that ends at byte end of extent [bytenr, +len) (how
+ * much of the file's last sector the kernel zero-filled past its size); 0 when it does not
+ * read. */
+static uint64_t tail_zeros(struct ll *l, uint64_t bytenr, uint64_t len)
+{
+	uint32_t ss = l->fs->sectorsize;
+	uint8_t *b = malloc(ss);
+	uint64_t z = 0;
+
+	if (!b || len < ss || btk_read_logical(l->fs, bytenr + len - ss, b, ss)) {
+		btk_err_clear();
+		free(b);
+		return 0;
+	}
+	while (z < ss && !b[ss - 1 - z])
+		z++;
+	free(b);
+	return z == ss ? 0 : z; /* a whole sector of zeros: a sparse tail, size unknown */
+}
+
+/* The mode of an inode whose item reads (0: none). */
+static uint32_t mode_find(const struct ll *l, uint64_t ino)
+{
+	size_t lo = 0, hi = l->modes.n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (l->modes.data[mid].ino < ino)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < l->modes.n && l->modes.data[lo].ino == ino ? l->modes.data[lo].mode : 0;
+}
+
+/* Whether the extent at bytenr (len bytes) may hold compressed data, which a data reference
+ * does not tell (nor its decoded length): its first bytes look like a zlib or zstd stream or
+ * btrfs's lzo framing, and it is not longer than a compressed extent can be. */
+static bool maybe_compressed(struct ll *l, uint64_t bytenr, uint64_t len)
+{
+	uint8_t b[8];
+
+	if (len > 128 * 1024)
+		return false;
+	if (btk_read_logical(l->fs, bytenr, b, sizeof(b))) {
+		btk_err_clear();
+		return false;
+	}
+	uint32_t total =
+	    (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
+	uint32_t seg =
+	    (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
+	return (b[0] == 0x78 && ((unsigned)b[0] << 8 | b[1]) % 31 == 0) ||
+	       (b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) ||
+	       (total >= 8 && total <= len && seg && seg < total);
+}
+
+static uint32_t mode_of(uint8_t type)
+{
+	switch (type) {
+	case BTRFS_FT_DIR:
+		return S_IFDIR | 0755;
+	case BTRFS_FT_SYMLINK:
+		return S_IFLNK | 0777;
+	case BTRFS_FT_CHRDEV:
+		return S_IFCHR | 0644;
+	case BTRFS_FT_BLKDEV:
+		return S_IFBLK | 0644;
+	case BTRFS_FT_FIFO:
+		return S_IFIFO | 0644;
+	case BTRFS_FT_SOCK:
+		return S_IFSOCK | 0644;
+	default:
+		return S_IFREG | 0644;
+	}
+}
+
+/* The inode item of ino (which reads) with size, nbytes and nlink set (those that differ). */
+static int inode_fix(struct ll *l, uint64_t ino, uint64_t size, uint64_t nbytes, uint32_t nlink,
+		     bool *changed)
+{
+	struct btk_key k = {ino, BTRFS_INODE_ITEM_KEY, 0};
+	uint8_t it[sizeof(struct btrfs_inode_item)];
+	struct btk_inode_info in;
+	uint32_t sz = 0;
+	int ret = btk_item_next(l->t, l->tree, &k, it, sizeof(it), &sz);
+
+	*changed = false;
+	if (ret < 0)
+		return ret;
+	if (ret || k.objectid != ino || k.type != BTRFS_INODE_ITEM_KEY || sz != sizeof(it) ||
+	    btk_inode_item_parse(it, sz, &in))
+		return btk_err(ENOENT, "inode %llu: no inode item to set right",
+			       (unsigned long long)ino);
+	if (in.size == size && in.nbytes == nbytes && in.nlink == nlink)
+		return 0;
+	in.size = size;
+	in.nbytes = nbytes;
+	in.nlink = nlink;
+	btk_inode_item_write(it, &in);
+	*changed = true;
+	k = (struct btk_key){ino, BTRFS_INODE_ITEM_KEY, 0};
+	return btk_item_update(l->t, l->tree, &k, it, sz);
+}
+
+/* Whether any key (o, type, *) lies in a lost range. */
+static bool lost_type(const struct ll *l, uint64_t o, uint8_t type)
+{
+	struct btk_key a = {o, type, 0}, b = {o, type, UINT64_MAX};
+
+	for (size_t i = 0; i < l->r.n; i++)
+		if (btk_key_cmp(&a, &l->r.data[i].hi) < 0 && btk_key_cmp(&b, &l->r.data[i].lo) >= 0)
+			return true;
+	return false;
+}
+
+struct ll_done {
+	uint64_t inodes, names, extents, lost_found, set_right, from_old;
+};
+
+/* ---- older copies of the lost leaves ---- */
+
+static uint64_t scan_tree_id; /* the owner btk_scan_blocks_of keeps (its filter takes no ctx) */
+static bool owner_is(uint64_t owner)
+{
+	return owner == scan_tree_id;
+}
+
+static const struct ll_old *old_find(const struct ll *l, const struct btk_key *k)
+{
+	for (size_t i = 0; i < l->old.n; i++)
+		if (!btk_key_cmp(&l->old.data[i].key, k))
+			return &l->old.data[i];
+	return NULL;
+}
+
+/* Every leaf of the tree still on disk from before the lost leaves' generation (one that
+ * validates at its own address, found by scanning the metadata chunks): the items of the
+ * lost ranges it holds, the newest copy of each key. */
+static int old_copies(struct ll *l)
+{
+	struct btk_found_blocks fb = {0};
+	uint64_t gen = 0;
+	int ret;
+
+	for (size_t i = 0; i < l->r.n; i++)
+		if (l->r.data[i].gen > gen)
+			gen = l->r.data[i].gen;
+	scan_tree_id = l->tree;
+	ret = btk_scan_blocks_of(l->fs, owner_is, &fb, NULL, NULL);
+	for (size_t i = 0; !ret && i < fb.n; i++) {
+		const struct btk_found_block *f = &fb.data[i];
+		struct btk_block_check chk = {.level = 0, .generation = f->generation};
+		struct btk_block *b;
+		bool lost_one = false;
+		for (size_t j = 0; j < l->r.n; j++)
+			lost_one = lost_one || f->bytenr == l->r.data[j].bytenr;
+		if (f->owner != l->tree || f->level || f->generation >= gen || lost_one)
+			continue;
+		if (btk_block_read(l->fs, f->bytenr, &chk, &b)) {
+			btk_err_clear();
+			continue;
+		}
+		for (uint32_t s = 0; !ret && s < btk_block_nritems(b); s++) {
+			struct btk_key k;
+			btk_leaf_key(b, (int)s, &k);
+			if (!lost(l, &k))
+				continue;
+			struct ll_old *o = (struct ll_old *)old_find(l, &k);
+			if (o && o->gen >= f->generation)
+				continue;
+			if (!o && !(o = btk_vec_push(&l->old))) {
+				ret = btk_err(ENOMEM, "out of memory");
+				break;
+			}
+			uint32_t sz = btk_leaf_size(b, (int)s);
+			uint8_t *d = malloc(sz ? sz : 1);
+			if (!d) {
+				ret = btk_err(ENOMEM, "out of memory");
+				break;
+			}
+			if (o->data)
+				free(o->data);
+			memcpy(d, btk_leaf_data(b, (int)s), sz);
+			*o = (struct ll_old){k, f->generation, sz, d};
+		}
+		btk_block_put(b);
+	}
+	btk_vec_free(&fb);
+	return ret;
+}
+
+/* Whether dir is a directory that reads, the top one, or one whose lost item an older copy
+ * has (as a directory). */
+static bool dir_ok(const struct ll *l, uint64_t dir)
+{
+	struct btk_key k = {dir, BTRFS_INODE_ITEM_KEY, 0};
+	const struct ll_old *o;
+	struct btk_inode_info in;
+
+	if (dir == BTRFS_FIRST_FREE_OBJECTID || S_ISDIR(mode_find(l, dir)))
+		return true;
+	return lost(l, &k) && (o = old_find(l, &k)) &&
+	       !btk_inode_item_parse(o->data, o->size, &in) && S_ISDIR(in.mode);
+}
+
+/* Names of inodes that have none left, from the older copies (a DIR_INDEX, or an INODE_REF),
+ * whose directory still reads as one. */
+static int old_names(struct ll *l)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < l->old.n; i++) {
+		const struct ll_old *o = &l->old.data[i];
+		const struct btk_key *k = &o->key;
+		if (k->type == BTRFS_DIR_INDEX_KEY) {
+			struct btk_dir_iter it;
+			struct btk_dir_ent e;
+			struct btk_key loc;
+			btk_dir_iter_init(&it, o->data, o->size);
+			if (btk_dir_next(&it, &e) != 1)
+				continue;
+			btk_dir_ent_location(&e, &loc);
+			if (loc.type != BTRFS_INODE_ITEM_KEY)
+				continue;
+			bool named = false;
+			for (size_t j = 0; j < l->names.n && !named; j++)
+				named = l->names.data[j].ino == loc.objectid;
+			if (named || !ino_get(l, loc.objectid, false) || !dir_ok(l, k->objectid))
+				continue;
+			ret = name_add(l, k->objectid, loc.objectid, k->offset, e.type, e.name,
+				       e.name_len);
+		} else if (k->type == BTRFS_INODE_REF_KEY) {
+			struct btk_ref_iter it;
+			struct btk_ref_ent r;
+			bool named = false;
+			for (size_t j = 0; j < l->names.n && !named; j++)
+				named = l->names.data[j].ino == k->objectid;
+			btk_ref_iter_init(&it, k, o->data, o->size);
+			if (named || !ino_get(l, k->objectid, false) || k->offset == k->objectid ||
+			    !dir_ok(l, k->offset) || btk_ref_next(&it, &r) != 1)
+				continue;
+			ret = name_add(l, r.parent, k->objectid, r.index, 0, r.name, r.name_len);
+		}
+	}
+	return ret;
+}
+
+/* The older copy's inline extent of ino (its data lay only in the leaf), when ino has no
+ * other extent and it is as long as the size the inode has (size UINT64_MAX: not known). */
+static const struct ll_old *old_inline(const struct ll *l, uint64_t ino, uint64_t size)
+{
+	struct btk_key k = {ino, BTRFS_EXTENT_DATA_KEY, 0};
+	const struct ll_old *o = old_find(l, &k);
+	struct btk_file_extent fe;
+
+	if (!o || btk_file_extent_item_parse(o->data, o->size, 0, &fe) != BTK_FE_WHOLE ||
+	    fe.type != BTRFS_FILE_EXTENT_INLINE || (size != UINT64_MAX && fe.ram_bytes != size))
+		return NULL;
+	for (size_t i = 0; i < l->refs.n; i++)
+		if (l->refs.data[i].ino == ino)
+			return NULL;
+	return o;
+}
+
+/* Puts back an older copy's item (inline extent, xattr) at its key. */
+static int old_put(struct ll *l, const struct ll_old *o, struct ll_done *done)
+{
+	int ret = btk_item_insert(l->t, l->tree, &o->key, o->data, o->size);
+
+	if (ret == -EEXIST)
+		return 0;
+	done->from_old += !ret;
+	return ret;
+}
+
+static int rebuild(struct ll *l, struct ll_done *done)
+{
+	struct btk_trans *t = l->t;
+	uint64_t root_dir = BTRFS_FIRST_FREE_OBJECTID, gen = l->r.data[0].gen;
+	struct btk_inode_info top = l->top; /* the owner and times a rebuilt inode takes */
+	int ret = 0;
+
+	/* extents: each data reference whose item lay in the leaf */
+	for (size_t i = 0; i < l->refs.n; i++) {
+		const struct ll_ref *r = &l->refs.data[i];
+		struct btk_key k = {r->ino, BTRFS_EXTENT_DATA_KEY, r->offset};
+		if (!lost(l, &k))
+			continue;
+		if (maybe_compressed(l, r->bytenr, r->len))
+			return btk_err(EOPNOTSUPP,
+				       "inode %llu: extent %llu may hold compressed data, whose "
+				       "decoded length only the lost item knew: not rebuilt",
+				       (unsigned long long)r->ino, (unsigned long long)r->bytenr);
+		struct btk_file_extent fe = {.file_offset = r->offset,
+					     .type = BTRFS_FILE_EXTENT_REG,
+					     .disk_bytenr = r->bytenr,
+					     .disk_num_bytes = r->len,
+					     .num_bytes = r->len,
+					     .ram_bytes = r->len};
+		if ((ret = btk_file_extent_insert(t, l->tree, r->ino, &fe)) == -EEXIST)
+			continue; /* two references at one offset: the first one */
+		if (ret)
+			return ret;
+		done->extents++;
+		struct ll_ino *e = ino_get(l, r->ino, true);
+		if (!e)
+			return btk_err(ENOMEM, "out of memory");
+		e->nbytes += r->len;
+		if (r->offset + r->len > e->ext_end)
+			e->ext_end = r->offset + r->len;
+	}
+	/* every inode something names whose item lay in the leaf */
+	for (size_t i = 0; i < l->names.n; i++) {
+		struct ll_name *n = &l->names.data[i];
+		if (!ino_get(l, n->ino, true) || !ino_get(l, n->dir, true))
+			return btk_err(ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < l->refs.n; i++)
+		if (!ino_get(l, l->refs.data[i].ino, true))
+			return btk_err(ENOMEM, "out of memory");
+	/* names only an older copy still has */
+	if ((ret = old_names(l)))
+		return ret;
+	/* lost+found for what has no name left */
+	for (size_t i = 0; i < l->inos.n; i++) {
+		struct ll_ino *e = &l->inos.data[i];
+		struct btk_key k = {e->ino, BTRFS_INODE_ITEM_KEY, 0};
+		bool named = e->ino == root_dir;
+		if (e->have || !lost(l, &k))
+			continue;
+		for (size_t j = 0; j < l->names.n && !named; j++)
+			named = l->names.data[j].ino == e->ino;
+		if (named)
+			continue;
+		if (!l->lf_ino) {
+			/* past every inode number anything names, the data references and the
+			 * older copies' items included */
+			for (size_t j = 0; j < l->refs.n; j++)
+				if (l->refs.data[j].ino > l->max_ino)
+					l->max_ino = l->refs.data[j].ino;
+			for (size_t j = 0; j < l->inos.n; j++)
+				if (l->inos.data[j].ino > l->max_ino &&
+				    l->inos.data[j].ino <= BTRFS_LAST_FREE_OBJECTID)
+					l->max_ino = l->inos.data[j].ino;
+			for (size_t j = 0; j < l->old.n; j++)
+				if (l->old.data[j].key.objectid > l->max_ino &&
+				    l->old.data[j].key.objectid <= BTRFS_LAST_FREE_OBJECTID)
+					l->max_ino = l->old.data[j].key.objectid;
+			l->lf_ino = l->max_ino + 1;
+			if (!l->top_has_lf) {
+				if ((ret = name_add(l, root_dir, l->lf_ino, ++l->top_max_idx,
+						    BTRFS_FT_DIR, "lost+found", 10)))
+					return ret;
+				if (!ino_get(l, l->lf_ino, true))
+					return btk_err(ENOMEM, "out of memory");
+			}
+		}
+		char nm[24];
+		int len = snprintf(nm, sizeof(nm), "%llu", (unsigned long long)e->ino);
+		if ((ret = name_add(l, l->lf_ino, e->ino, 0, 0, nm, (uint16_t)len)))
+			return ret;
+		l->names.data[l->names.n - 1].index = UINT64_MAX - 1; /* given below */
+		done->lost_found++;
+	}
+	/* the inode items: a directory when something names it as its parent */
+	for (size_t i = 0; i < l->inos.n; i++) {
+		struct ll_ino *e = &l->inos.data[i];
+		struct btk_key k = {e->ino, BTRFS_INODE_ITEM_KEY, 0};
+		bool new_lf = e->ino == l->lf_ino && !l->top_has_lf;
+		if (e->have || (!lost(l, &k) && !new_lf))
+			continue;
+		uint8_t type = 0;
+		uint32_t nlink = 0;
+		uint64_t dsize = 0;
+		bool dir = new_lf || e->ino == root_dir;
+		for (size_t j = 0; j < l->names.n; j++) {
+			const struct ll_name *n = &l->names.data[j];
+			if (n->dir == e->ino) {
+				dir = true;
+				dsize += 2 * (uint64_t)n->len;
+			}
+			if (n->ino == e->ino) {
+				nlink++;
+				if (n->type)
+					type = n->type;
+			}
+		}
+		struct btk_inode_attr a = {.uid = top.uid,
+					   .gid = top.gid,
+					   .atime = top.atime,
+					   .mtime = top.mtime,
+					   .ctime = top.ctime,
+					   .otime = top.otime,
+					   .generation = gen};
+		if (dir) {
+			a.mode = new_lf ? (S_IFDIR | 0700) : (S_IFDIR | 0755);
+			a.nlink = 1;
+			a.size = dsize + e->sub_size;
+		} else {
+			a.mode = mode_of(type);
+			a.nlink = nlink ? nlink : 1;
+			a.nbytes = e->nbytes;
+			a.size = e->ext_end;
+			/* the file's tail: the kernel zero-fills its last sector past the size */
+			for (size_t j = 0; j < l->refs.n && e->ext_end; j++) {
+				const struct ll_ref *r = &l->refs.data[j];
+				if (r->ino == e->ino && r->offset + r->len == e->ext_end)
+					a.size -= tail_zeros(l, r->bytenr, r->len);
+			}
+			bool sums = false, any = false;
+			for (size_t j = 0; j < l->refs.n; j++)
+				if (l->refs.data[j].ino == e->ino) {
+					any = true;
+					sums = sums || summed(l, l->refs.data[j].bytenr);
+				}
+			if (any && !sums)
+				a.flags |= BTK_INODE_NODATASUM;
+		}
+		/* an older copy of the item, of the same type: its owner, mode, times, flags */
+		const struct ll_old *oi = old_find(l, &k);
+		struct btk_inode_info in;
+		if (oi && !btk_inode_item_parse(oi->data, oi->size, &in) &&
+		    S_ISDIR(in.mode) == dir && (dir || !type || btk_mode_ftype(in.mode) == type)) {
+			const struct ll_old *il = dir ? NULL : old_inline(l, e->ino, in.size);
+			a.mode = in.mode;
+			a.uid = in.uid;
+			a.gid = in.gid;
+			a.rdev = in.rdev;
+			a.atime = in.atime, a.mtime = in.mtime, a.ctime = in.ctime,
+			a.otime = in.otime;
+			a.flags = in.flags;
+			a.generation = in.generation;
+			if (il) { /* a small file: its data inline, in the older copy */
+				a.size = in.size;
+				a.nbytes = in.size;
+				if ((ret = old_put(l, il, done)))
+					return ret;
+			} else if (!dir && in.size <= e->ext_end &&
+				   in.size + l->fs->sectorsize > e->ext_end) {
+				a.size = in.size;
+			} else if (!dir && !e->ext_end && !in.size) {
+				a.size = 0;
+			}
+			done->from_old++;
+		}
+		e->mode = a.mode;
+		if ((ret = btk_inode_create(t, l->tree, e->ino, &a)))
+			return ret;
+		if (e->ino == root_dir) {
+			/* the top directory's own ".." reference */
+			struct btk_key rk = {root_dir, BTRFS_INODE_REF_KEY, root_dir};
+			uint8_t ref[BTK_INODE_REF_HEAD + 2];
+			uint32_t rl = btk_ref_ent_write(ref, false, root_dir, 0, "..", 2);
+			if (lost(l, &rk) && (ret = btk_item_insert(t, l->tree, &rk, ref, rl)))
+				return ret;
+		}
+		e->have = e->rebuilt = true;
+		done->inodes++;
+	}
+	/* the sides of each name that lay in the leaf */
+	uint64_t lf_idx = l->lf_max_idx > 1 ? l->lf_max_idx : 1;
+	for (size_t i = 0; i < l->names.n; i++) {
+		struct ll_name *n = &l->names.data[i];
+		struct ll_ino *c = ino_get(l, n->ino, false);
+		struct ll_ino *pd = ino_get(l, n->dir, false);
+		if (n->index == UINT64_MAX - 1) {
+			n->index = ++lf_idx;
+			l->lf_added += 2 * (uint64_t)n->len;
+		}
+		if (n->index == UINT64_MAX) {
+			/* its DIR_INDEX and INODE_REF lay in the leaf: the next free index */
+			uint64_t mx = 1;
+			for (size_t j = 0; j < l->names.n; j++)
+				if (l->names.data[j].dir == n->dir &&
+				    l->names.data[j].index < UINT64_MAX - 1 &&
+				    l->names.data[j].index > mx)
+					mx = l->names.data[j].index;
+			n->index = mx + 1;
+		}
+		struct btk_key ki = {n->dir, BTRFS_DIR_ITEM_KEY, btk_name_hash(n->name, n->len)};
+		struct btk_key kx = {n->dir, BTRFS_DIR_INDEX_KEY, n->index};
+		struct btk_key kr = {n->ino, BTRFS_INODE_REF_KEY, n->dir};
+		bool in_lf = n->dir == l->lf_ino && (!l->top_has_lf || n->ino != l->lf_ino);
+		unsigned sides = (lost(l, &ki) || in_lf ? BTK_NAME_DIR_ITEM : 0) |
+				 (lost(l, &kx) || in_lf ? BTK_NAME_DIR_INDEX : 0) |
+				 (lost(l, &kr) || in_lf ? BTK_NAME_REF : 0);
+		if (n->dir == root_dir && n->ino == l->lf_ino && !l->top_has_lf)
+			sides = BTK_NAME_DIR_ITEM | BTK_NAME_DIR_INDEX | BTK_NAME_REF;
+		if (!sides)
+			continue;
+		uint32_t cm = c && c->mode ? c->mode : mode_find(l, n->ino);
+		uint8_t type = n->type ? n->type : cm ? btk_mode_ftype(cm) : BTRFS_FT_REG_FILE;
+		struct btk_key loc = {n->ino, BTRFS_INODE_ITEM_KEY, 0};
+		if ((ret = btk_dir_name_add(t, l->tree, n->dir, n->name, n->len, &loc, type,
+					    n->index, sides)))
+			return ret;
+		/* a directory whose item still reads counted the name already; a new
+		 * lost+found entry grows it */
+		(void)pd;
+		done->names++;
+	}
+	/* the inline data of files that still read, and xattrs, from the older copies */
+	for (size_t i = 0; i < l->inos.n; i++) {
+		struct ll_ino *e = &l->inos.data[i];
+		if (!e->have || e->rebuilt || S_ISDIR(e->mode) || e->ext_end ||
+		    !lost_type(l, e->ino, BTRFS_EXTENT_DATA_KEY))
+			continue;
+		const struct ll_old *il = old_inline(l, e->ino, e->info.size);
+		if (il && !(ret = old_put(l, il, done)))
+			e->nbytes += e->info.size;
+		if (ret)
+			return ret;
+	}
+	for (size_t i = 0; i < l->old.n; i++) {
+		const struct ll_old *o = &l->old.data[i];
+		struct ll_ino *e = ino_get(l, o->key.objectid, false);
+		if (o->key.type == BTRFS_XATTR_ITEM_KEY && e && e->have &&
+		    (ret = old_put(l, o, done)))
+			return ret;
+	}
+	/* what the inodes that still read count: sizes of directories whose entries lay in
+	 * the leaf or that got lost+found entries, nbytes of files whose extents did, links */
+	for (size_t i = 0; i < l->inos.n; i++) {
+		struct ll_ino *e = &l->inos.data[i];
+		struct btk_key k = {e->ino, BTRFS_INODE_ITEM_KEY, 0};
+		uint32_t mode = e->mode ? e->mode : mode_find(l, e->ino);
+		if (lost(l, &k) || !mode || e->rebuilt)
+			continue;
+		uint64_t size = e->info.size, nbytes = e->info.nbytes;
+		uint32_t nlink = e->info.nlink;
+		bool dir = S_ISDIR(mode), changed;
+		if (!e->have) { /* outside the objectids of the leaf: a directory that gets
+				   lost+found (its size read below) */
+			uint64_t grow = dir && e->ino == root_dir && l->lf_ino && !l->top_has_lf
+					    ? 20
+					: dir && e->ino == l->lf_ino && l->top_has_lf ? l->lf_added
+										      : 0;
+			if (!grow)
+				continue;
+			if ((ret = btk_inode_add_dir_size(t, l->tree, e->ino, grow)))
+				return ret;
+			done->set_right++;
+			continue;
+		}
+		if (dir) {
+			size = e->sub_size;
+			for (size_t j = 0; j < l->names.n; j++)
+				if (l->names.data[j].dir == e->ino)
+					size += 2 * (uint64_t)l->names.data[j].len;
+		} else {
+			nbytes = e->nbytes;
+			nlink = 0;
+			for (size_t j = 0; j < l->names.n; j++)
+				nlink += l->names.data[j].ino == e->ino;
+			if (!nlink)
+				nlink = e->info.nlink;
+		}
+		if (!dir && !lost_type(l, e->ino, BTRFS_EXTENT_DATA_KEY))
+			nbytes = e->info.nbytes;
+		if ((ret = inode_fix(l, e->ino, size, nbytes, nlink, &changed)))
+			return ret;
+		done->set_right += changed;
+	}
+	return 0;
+}
+
+static bool subvolume(uint64_t id)
+{
+	return id == BTRFS_FS_TREE_OBJECTID ||
+	       (id >= BTRFS_FIRST_FREE_OBJECTID && id <= BTRFS_LAST_FREE_OBJECTID);
+}
+
+bool rp_lost_leaf(const struct rp_prob *p)
+{
+	return p->id == BTK_P_TB_UNREADABLE && subvolume(p->tree) && p->nvals && p->vals[0] == 0;
+}
+
+int rp_fix_lost_leaf(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		     size_t cap)
+{
+	struct ll l = {.fs = btk_trans_fs(x->t), .t = x->t, .tree = p->tree, .omin = UINT64_MAX};
+	struct ll_done done = {0};
+	struct btk_root root;
+	int ret;
+
+	if (x->lost_leaves_of == p->tree)
+		return 1; /* this round rebuilt the tree's lost leaves together */
+	/* every lost leaf of the tree, in one go (one may end where the next starts) */
+	for (size_t i = 0; i < x->all->n; i++) {
+		const struct rp_prob *q = &x->all->data[i];
+		if (!rp_lost_leaf(q) || q->tree != p->tree)
+			continue;
+		struct ll_range *r = btk_vec_push(&l.r);
+		if (!r) {
+			ret = btk_err(ENOMEM, "out of memory");
+			goto out;
+		}
+		*r = (struct ll_range){.bytenr = q->bytenr,
+				       .lo = {UINT64_MAX, UINT8_MAX, UINT64_MAX},
+				       .hi = {UINT64_MAX, UINT8_MAX, UINT64_MAX}};
+	}
+	x->lost_leaves_of = p->tree;
+	if ((ret = btk_root_find(l.fs, p->tree, &root)))
+		goto out;
+	if (root.bytenr == p->bytenr || !root.level) {
+		ret = btk_err(EUCLEAN,
+			      "tree %llu: its root leaf is lost: nothing left to rebuild "
+			      "it from",
+			      (unsigned long long)p->tree);
+		goto out;
+	}
+	/* the ranges first (the pointers to the lost leaves), then what reads in them */
+	struct btk_walk_ops ops = {.block = scan_block, .on_error = scan_error};
+	l.omin = 0, l.omax = 0; /* nothing collected on the first walk */
+	if ((ret = btk_tree_walk(l.fs, &root, &ops, &l)))
+		goto out;
+	l.omin = UINT64_MAX;
+	for (size_t i = 0; i < l.r.n; i++) {
+		const struct ll_range *r = &l.r.data[i];
+		if (r->lo.objectid == UINT64_MAX && r->lo.type == UINT8_MAX) {
+			ret = btk_err(ENOENT, "tree %llu: no pointer to lost leaf %llu",
+				      (unsigned long long)p->tree, (unsigned long long)r->bytenr);
+			goto out;
+		}
+		if (r->lo.objectid < l.omin)
+			l.omin = r->lo.objectid;
+		if (r->hi.objectid > l.omax)
+			l.omax = r->hi.objectid;
+	}
+	l.names.n = l.inos.n = l.modes.n = 0;
+	l.max_ino = l.top_max_idx = l.lf_max_idx = 0;
+	l.top_has_lf = false;
+	l.lf_ino = 0;
+	if ((ret = btk_tree_walk(l.fs, &root, &ops, &l)) || (ret = scan_refs(&l)) ||
+	    (ret = old_copies(&l)))
+		goto out;
+	if (l.shared) {
+		ret = btk_err(EOPNOTSUPP,
+			      "tree %llu: %llu data reference(s) name a lost leaf by its address "
+			      "(a snapshot shares it): which inodes they belong to is not known",
+			      (unsigned long long)p->tree, (unsigned long long)l.shared);
+		goto out;
+	}
+	/* the leaves leave their parents; then their items come back */
+	for (size_t i = 0; i < l.r.n; i++) {
+		ret = btk_tree_drop_lost(x->t, p->tree, &l.r.data[i].lo, 0, l.r.data[i].bytenr);
+		if (ret == 1)
+			ret = btk_err(ENOENT, "tree %llu: lost leaf %llu not reached",
+				      (unsigned long long)p->tree,
+				      (unsigned long long)l.r.data[i].bytenr);
+		if (ret)
+			goto out;
+	}
+	if ((ret = rebuild(&l, &done)))
+		goto out;
+	snprintf(before, cap, "%zu lost leaf/leaves from key (%llu %u %llu)", l.r.n,
+		 (unsigned long long)l.r.data[0].lo.objectid, l.r.data[0].lo.type,
+		 (unsigned long long)l.r.data[0].lo.offset);
+	/* (before and after are short: 96 bytes) */
+	snprintf(after, cap,
+		 "%llu inodes, %llu names, %llu extents back (%llu items old), %llu in lost+found",
+		 (unsigned long long)done.inodes, (unsigned long long)done.names,
+		 (unsigned long long)done.extents, (unsigned long long)done.from_old,
+		 (unsigned long long)done.lost_found);
+out:
+	btk_vec_free(&l.r);
+	btk_vec_free(&l.names);
+	btk_vec_free(&l.inos);
+	btk_vec_free(&l.refs);
+	btk_vec_free(&l.modes);
+	for (size_t i = 0; i < l.old.n; i++)
+		free(l.old.data[i].data);
+	btk_vec_free(&l.old);
+	return ret;
+}
