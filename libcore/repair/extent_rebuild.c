@@ -510,6 +510,13 @@ static int tree_refs(struct xr *x, struct btk_trans *t)
 	return ret;
 }
 
+static uint64_t range_end(const void *r)
+{
+	const struct xr_range *x = r;
+
+	return x->start + x->len;
+}
+
 /* Checksums of data that no file extent item names go (the checker lists them otherwise,
  * and freeing the space would not take them); those of an item left without a record stay. */
 static int csum_orphans(struct xr *x, struct btk_trans *t)
@@ -532,14 +539,7 @@ static int csum_orphans(struct xr *x, struct btk_trans *t)
 		uint64_t s = k.offset, e = s + (uint64_t)(size / cs) * ss;
 		while (s < e) {
 			/* the first recorded extent ending past s */
-			size_t lo = 0, hi = nk;
-			while (lo < hi) {
-				size_t mid = lo + (hi - lo) / 2;
-				if (kept[mid].start + kept[mid].len <= s)
-					lo = mid + 1;
-				else
-					hi = mid;
-			}
+			size_t lo = btk_array_lower_bound(kept, nk, s + 1, range_end);
 			if (lo < nk && kept[lo].start <= s) {
 				s = kept[lo].start + kept[lo].len;
 				continue;
@@ -629,6 +629,14 @@ static int verify(void *ctx, struct btk_trans *t)
 	return 0;
 }
 
+/* Tree id becomes one empty leaf, or is created empty where it does not exist yet. */
+static int tree_empty(struct btk_trans *t, uint64_t id)
+{
+	int ret = btk_tree_reset(t, id);
+
+	return ret == -ENOENT ? btk_tree_new(t, id) : ret;
+}
+
 static int rebuild(struct xr *x, const char *const *paths, int n, const struct btk_open_opts *oo)
 {
 	struct btk_open_opts o = *oo;
@@ -704,18 +712,11 @@ static int rebuild(struct xr *x, const char *const *paths, int n, const struct b
 			x->res->old_blocks++;
 		btk_err_clear(); /* a pointer of the old trees into space in use, or nowhere */
 	}
-	ret = btk_tree_reset(t, BTRFS_EXTENT_TREE_OBJECTID);
-	if (ret == -ENOENT)
-		ret = btk_tree_new(t, BTRFS_EXTENT_TREE_OBJECTID);
-	if (!ret && (ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE)) {
-		ret = btk_tree_reset(t, BTRFS_BLOCK_GROUP_TREE_OBJECTID);
-		if (ret == -ENOENT)
-			ret = btk_tree_new(t, BTRFS_BLOCK_GROUP_TREE_OBJECTID);
-	}
+	ret = tree_empty(t, BTRFS_EXTENT_TREE_OBJECTID);
+	if (!ret && (ro & BTRFS_FEATURE_COMPAT_RO_BLOCK_GROUP_TREE))
+		ret = tree_empty(t, BTRFS_BLOCK_GROUP_TREE_OBJECTID);
 	if (!ret && (ro & BTRFS_FEATURE_COMPAT_RO_FREE_SPACE_TREE)) {
-		ret = btk_tree_reset(t, BTRFS_FREE_SPACE_TREE_OBJECTID);
-		if (ret == -ENOENT)
-			ret = btk_tree_new(t, BTRFS_FREE_SPACE_TREE_OBJECTID);
+		ret = tree_empty(t, BTRFS_FREE_SPACE_TREE_OBJECTID);
 		btk_fst_mark_all(t);
 	}
 	if (ret || (ret = tree_refs(x, t)))

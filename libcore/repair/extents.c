@@ -325,19 +325,17 @@ static int walk(struct rp_ctx *x, struct rp_extents *e)
 	return 0;
 }
 
+static uint64_t ref_bytenr(const void *r)
+{
+	return ((const struct rp_ref *)r)->bytenr;
+}
+
 /* The users of bytenr: *first, *n. */
 static void users(const struct rp_extents *e, uint64_t bytenr, const struct rp_ref **first,
 		  size_t *n)
 {
-	size_t lo = 0, hi = e->refs.n;
+	size_t lo = btk_array_lower_bound(e->refs.data, e->refs.n, bytenr, ref_bytenr);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (e->refs.data[mid].bytenr < bytenr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	*first = e->refs.data + lo;
 	for (*n = 0; lo + *n < e->refs.n && e->refs.data[lo + *n].bytenr == bytenr; (*n)++)
 		;

@@ -357,19 +357,17 @@ static uint64_t tail_zeros(struct ll *l, uint64_t bytenr, uint64_t len)
 	return z == ss ? 0 : z; /* a whole sector of zeros: a sparse tail, size unknown */
 }
 
+static uint64_t mode_ino(const void *m)
+{
+	return ((const struct ll_mode *)m)->ino;
+}
+
 /* The mode of an inode whose item reads (0: none). */
 static uint32_t mode_find(const struct ll *l, uint64_t ino)
 {
-	size_t lo = 0, hi = l->modes.n;
+	size_t i = btk_array_lower_bound(l->modes.data, l->modes.n, ino, mode_ino);
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (l->modes.data[mid].ino < ino)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < l->modes.n && l->modes.data[lo].ino == ino ? l->modes.data[lo].mode : 0;
+	return i < l->modes.n && l->modes.data[i].ino == ino ? l->modes.data[i].mode : 0;
 }
 
 /* Whether the extent at bytenr (len bytes) may hold compressed data, which a data reference
