@@ -72,6 +72,14 @@ int lib_fs(btkfs *h)
 	return 0;
 }
 
+int lib_ready(btkfs *h, bool args_ok, const char *what)
+{
+	btk_err_clear();
+	if (!h || !args_ok)
+		return lib_einval(what);
+	return lib_fs(h);
+}
+
 /* a subvolume's tree blocks being freed */
 static void on_drop(void *ctx, uint64_t blocks)
 {
