@@ -248,8 +248,7 @@ API void btkfs_close(btkfs *h)
 	LIB_ENTER(h);
 	if (!h)
 		return;
-	if (h->br)
-		btk_backref_free(h->br);
+	btk_backref_free(h->br);
 	btk_fs_close(h->fs);
 	lib_write_free(h);
 	free(h);

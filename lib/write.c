@@ -132,8 +132,7 @@ static int end(btkfs *h, struct btk_edit *e, int ret)
 	if (ret) /* and what the devices hold when that is not the old filesystem */
 		snprintf(keep, sizeof(keep), "%s%s%s", btk_errmsg(), e->note[0] ? "; " : "",
 			 e->note);
-	if (h->br)
-		btk_backref_free(h->br);
+	btk_backref_free(h->br);
 	h->br = NULL;
 	btk_fs_close(h->fs);
 	h->fs = NULL;

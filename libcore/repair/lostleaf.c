@@ -507,8 +507,7 @@ static int old_copies(struct ll *l)
 				ret = btk_err(ENOMEM, "out of memory");
 				break;
 			}
-			if (o->data)
-				free(o->data);
+			free(o->data);
 			memcpy(d, btk_leaf_data(b, (int)s), sz);
 			*o = (struct ll_old){k, f->generation, sz, d};
 		}
