@@ -214,23 +214,6 @@ static int ewf_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
 	return ret;
 }
 
-static int ewf_refuse(struct btk_dev *dev)
-{
-	return btk_err(EROFS, "%s: an EWF evidence file is read-only", dev->path);
-}
-
-static int ewf_pwrite(struct btk_dev *dev, const void *buf, size_t len, uint64_t off)
-{
-	(void)buf, (void)len, (void)off;
-	return ewf_refuse(dev);
-}
-
-static int ewf_flush(struct btk_dev *dev)
-{
-	(void)dev;
-	return 0;
-}
-
 static void ewf_cache_free(struct ewf *x)
 {
 	for (uint32_t i = 0; x->slot && i < x->nslots; i++)
@@ -289,12 +272,8 @@ static void ewf_close(struct btk_dev *dev)
 	free(x);
 }
 
-static const struct btk_dev_ops ewf_ops = {
-    .pread = ewf_pread,
-    .pwrite = ewf_pwrite,
-    .flush = ewf_flush,
-    .close = ewf_close,
-};
+/* read-only: no pwrite, nothing to flush */
+static const struct btk_dev_ops ewf_ops = {.pread = ewf_pread, .close = ewf_close};
 
 bool btk_ewf_magic(const uint8_t *b, size_t len)
 {

@@ -64,12 +64,6 @@ static int mem_pwrite(struct btk_dev *dev, const void *buf, size_t len, uint64_t
 	return ret;
 }
 
-static int mem_flush(struct btk_dev *dev)
-{
-	(void)dev;
-	return 0;
-}
-
 static int mem_zero(struct btk_dev *dev, uint64_t off, uint64_t len)
 {
 	struct mem *m = dev->priv;
@@ -95,7 +89,6 @@ static void mem_close(struct btk_dev *dev)
 static const struct btk_dev_ops mem_ops = {
     .pread = mem_pread,
     .pwrite = mem_pwrite,
-    .flush = mem_flush,
     .discard = mem_zero,
     .zeroout = mem_zero,
     .truncate = mem_truncate,
