@@ -298,10 +298,8 @@ int btk_dev_ewf_open(const char *path, struct btk_dev **out)
 			       "%s: an EWF evidence file (E01): %s; or export it raw (ewfexport -t "
 			       "raw) or mount it (ewfmount) and give the raw file",
 			       path, L.why);
-	if (!(x = calloc(1, sizeof(*x))) || !(dev = calloc(1, sizeof(*dev))) ||
-	    !(dev->path = strdup(path))) {
-		if (x)
-			free(x);
+	if (!(x = calloc(1, sizeof(*x))) || btk_dev_new(path, &ewf_ops, x, &dev)) {
+		free(x);
 		return btk_err(ENOMEM, "out of memory");
 	}
 	pthread_mutex_init(&x->mu, NULL);
@@ -332,11 +330,8 @@ int btk_dev_ewf_open(const char *path, struct btk_dev **out)
 	}
 	x->size = size;
 	ewf_cache_init(x);
-	dev->ops = &ewf_ops;
-	dev->fd = -1;
 	dev->size = size;
 	dev->fixed_size = true;
-	dev->priv = x;
 	*out = dev;
 	return 0;
 }

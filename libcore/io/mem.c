@@ -99,11 +99,10 @@ static const struct btk_dev_ops mem_ops = {
 static int mem_new(const char *name, void *buf, size_t len, bool writable, bool owned,
 		   struct btk_dev **out)
 {
-	struct btk_dev *dev = calloc(1, sizeof(*dev));
 	struct mem *m = calloc(1, sizeof(*m));
+	struct btk_dev *dev;
 
-	if (!dev || !m || !(dev->path = strdup(name))) {
-		free(dev);
+	if (!m || btk_dev_new(name, &mem_ops, m, &dev)) {
 		free(m);
 		if (owned)
 			free(buf);
@@ -112,11 +111,8 @@ static int mem_new(const char *name, void *buf, size_t len, bool writable, bool 
 	m->buf = buf;
 	m->len = m->cap = len;
 	m->owned = owned;
-	dev->ops = &mem_ops;
-	dev->fd = -1;
 	dev->size = len;
 	dev->writable = writable;
-	dev->priv = m;
 	*out = dev;
 	return 0;
 }
