@@ -498,7 +498,8 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 	 * first. */
 	struct repair_heal rh = {.devs = devs, .ndevs = ndevs, .oo = &oo, .o = o};
 	if (!preen) {
-		rescue_run(devs, ndevs, &oo, RESCUE_SUPER | (data ? RESCUE_HEAL : 0) | RESCUE_LOG,
+		rescue_run(devs, ndevs, &oo,
+			   RESCUE_SUPER | RESCUE_CHUNK | (data ? RESCUE_HEAL : 0) | RESCUE_LOG,
 			   data, o->json, o->quiet, &did);
 		if (!data) {
 			ro.heal = repair_heal;
