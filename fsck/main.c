@@ -708,7 +708,9 @@ int main(int argc, const char **argv)
 	     "one rescue step alone: super (rewrite bad superblock copies from the best one), "
 	     "heal (rewrite bad copies from good ones; data too with --check-data-csum), "
 	     "replay-log (replay the log tree as a mount would), zero-log (drop it), "
-	     "extent-tree (rebuild the extent tree and block group items from the trees), "
+	     "chunk-tree (rebuild the chunk tree from the dev extents and block groups a device "
+	     "scan finds), extent-tree (rebuild the extent tree and block group items from the "
+	     "trees), "
 	     "csum-tree (rebuild the checksum tree from the data), free-space-tree, uuid-tree, "
 	     "data-reloc-tree "
 	     "(rebuild them), quota (rescan the quota groups' numbers)",

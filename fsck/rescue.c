@@ -568,8 +568,8 @@ static void chunk_json_summary(const struct step_ctx *c, int ret)
 	const struct btk_chunk_rebuild_result *r = &c->r.chunk;
 
 	(void)ret;
-	printf("\"chunk_summary\": {\"rebuilt\": %s, \"whole\": %s, ", r->rebuilt ? "true" : "false",
-	       r->whole ? "true" : "false");
+	printf("\"chunk_summary\": {\"rebuilt\": %s, \"whole\": %s, ",
+	       r->rebuilt ? "true" : "false", r->whole ? "true" : "false");
 	BTK_JSON_U64S(stdout,
 		      "bad_blocks scanned_bytes tree_blocks scan_dev_extents scan_block_groups "
 		      "dev_extents block_groups chunks sys_chunks devices old_items_used placed "

@@ -18,6 +18,7 @@
 #include "repair/rescue.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,9 +59,9 @@ struct cr {
 	struct ev_blocks blocks;
 	struct ev_dexts dexts; /* the scan's, then the walk's */
 	struct ev_bgs bgs;
-	struct ev_olds olds;	      /* chunk items of chunk-tree blocks the scan found */
-	struct cr_chunks known;	      /* the system chunk array's and the chunk items that read */
-	struct cr_chunks chunks;      /* the rebuilt ones */
+	struct ev_olds olds;	 /* chunk items of chunk-tree blocks the scan found */
+	struct cr_chunks known;	 /* the system chunk array's and the chunk items that read */
+	struct cr_chunks chunks; /* the rebuilt ones */
 	struct rp_probs after;
 	uint64_t walk_owner; /* the tree walk_items reads */
 };
@@ -87,9 +88,9 @@ static const char *profile_name(uint64_t type)
 	static const struct {
 		uint64_t bit;
 		const char *name;
-	} p[] = {{BTRFS_BLOCK_GROUP_DUP, "DUP"},	{BTRFS_BLOCK_GROUP_RAID0, "RAID0"},
-		 {BTRFS_BLOCK_GROUP_RAID1, "RAID1"},	{BTRFS_BLOCK_GROUP_RAID10, "RAID10"},
-		 {BTRFS_BLOCK_GROUP_RAID5, "RAID5"},	{BTRFS_BLOCK_GROUP_RAID6, "RAID6"},
+	} p[] = {{BTRFS_BLOCK_GROUP_DUP, "DUP"},	 {BTRFS_BLOCK_GROUP_RAID0, "RAID0"},
+		 {BTRFS_BLOCK_GROUP_RAID1, "RAID1"},	 {BTRFS_BLOCK_GROUP_RAID10, "RAID10"},
+		 {BTRFS_BLOCK_GROUP_RAID5, "RAID5"},	 {BTRFS_BLOCK_GROUP_RAID6, "RAID6"},
 		 {BTRFS_BLOCK_GROUP_RAID1C3, "RAID1C3"}, {BTRFS_BLOCK_GROUP_RAID1C4, "RAID1C4"}};
 
 	for (size_t i = 0; i < sizeof(p) / sizeof(p[0]); i++)
@@ -177,8 +178,8 @@ static int scan_devices(struct cr *x)
 		if (!dev)
 			continue;
 		for (uint64_t at = 0; at < dev->size && !ret; at += SCAN_BATCH) {
-			uint64_t len = dev->size - at < SCAN_BATCH + ns ? dev->size - at
-									: SCAN_BATCH + ns;
+			uint64_t len =
+			    dev->size - at < SCAN_BATCH + ns ? dev->size - at : SCAN_BATCH + ns;
 			if (btk_dev_read(dev, buf, (size_t)len, at)) {
 				btk_err_clear(); /* an unreadable stretch holds nothing found */
 				continue;
@@ -214,7 +215,8 @@ static void dexts_newest(struct ev_dexts *v)
 		qsort(v->data, v->n, sizeof(*v->data), dext_cmp);
 	for (size_t i = 0; i < v->n; i++) {
 		struct ev_dext *d = &v->data[i], *last = n ? &v->data[n - 1] : NULL;
-		if (last && last->devid == d->devid && d->physical < last->physical + last->length) {
+		if (last && last->devid == d->devid &&
+		    d->physical < last->physical + last->length) {
 			if (d->gen > last->gen)
 				*last = *d;
 			continue;
@@ -381,6 +383,7 @@ static int build(struct cr *x, bool strict)
 	int ret = 0;
 
 	chunks_free(&x->chunks);
+	x->res->old_items_used = 0;
 	if (dv->n)
 		qsort(dv->data, dv->n, sizeof(*dv->data), dext_chunk_cmp);
 	for (size_t i = 0; i < x->bgs.n && !ret; i++) {
@@ -406,12 +409,12 @@ static int build(struct cr *x, bool strict)
 	if (ret || !strict || j == dv->n)
 		return ret;
 unclaimed:
-	return btk_err(EUCLEAN,
-		       "dev extent [%llu, +%llu) of devid %llu names chunk %llu, which has no "
-		       "block group item",
-		       (unsigned long long)dv->data[j].physical,
-		       (unsigned long long)dv->data[j].length, (unsigned long long)dv->data[j].devid,
-		       (unsigned long long)dv->data[j].chunk);
+	return btk_err(
+	    EUCLEAN,
+	    "dev extent [%llu, +%llu) of devid %llu names chunk %llu, which has no "
+	    "block group item",
+	    (unsigned long long)dv->data[j].physical, (unsigned long long)dv->data[j].length,
+	    (unsigned long long)dv->data[j].devid, (unsigned long long)dv->data[j].chunk);
 }
 
 /* The rebuilt chunks become fs's map. */
@@ -501,11 +504,12 @@ static int check_known(struct cr *x)
 		const struct btk_chunk *k = x->known.data[i];
 		const struct btk_chunk *c = btk_chunk_find(x->fs, k->logical);
 		if (!c || !same_stripes(c, k))
-			return btk_err(EUCLEAN,
-				       "chunk %llu: the dev extents and block group items say other "
-				       "than its chunk item that still reads (or the system chunk "
-				       "array): the evidence disagrees",
-				       (unsigned long long)k->logical);
+			return btk_err(
+			    EUCLEAN,
+			    "chunk %llu: the dev extents and block group items say other "
+			    "than its chunk item that still reads (or the system chunk "
+			    "array): the evidence disagrees",
+			    (unsigned long long)k->logical);
 	}
 	return 0;
 }
@@ -526,8 +530,8 @@ static int check_placement(struct cr *x)
 		const struct btk_chunk *c;
 		uint64_t logical;
 		bool parity;
-		if (btk_phys_index_map(ix, b->devid, b->physical, &logical, &c, &parity) || parity ||
-		    !(c->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM)))
+		if (btk_phys_index_map(ix, b->devid, b->physical, &logical, &c, &parity) ||
+		    parity || !(c->type & (BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM)))
 			continue;
 		if (logical == b->bytenr) {
 			x->res->placed++;
@@ -545,7 +549,8 @@ static int check_placement(struct cr *x)
 			       "(first in chunk %llu), %llu where it puts them: the evidence "
 			       "disagrees",
 			       (unsigned long long)x->res->misplaced,
-			       (unsigned long long)misplaced_at, (unsigned long long)x->res->placed);
+			       (unsigned long long)misplaced_at,
+			       (unsigned long long)x->res->placed);
 	return 0;
 }
 
@@ -607,8 +612,11 @@ static int verify(void *ctx, struct btk_trans *t)
 	struct rp_collect c;
 	int ret = rp_view_open(t, &view);
 
-	if (ret)
-		return btk_err(ECANCELED, "the rebuilt state does not open: %s", btk_errmsg());
+	if (ret) {
+		char msg[512];
+		snprintf(msg, sizeof(msg), "%s", btk_errmsg());
+		return btk_err(ECANCELED, "%s: nothing written", msg);
+	}
 	ret = rp_check(view, &x->after, &c);
 	btk_fs_close(view);
 	if (ret)
@@ -641,14 +649,17 @@ static int dev_items(struct cr *x, uint8_t (*items)[BTK_DEV_ITEM_SIZE])
 		uint64_t used = 0;
 		int m = d->super_mirror;
 		if (!d->dev)
-			return btk_err(ENODEV, "devid %llu is missing: its device item cannot be "
-					       "written", (unsigned long long)d->devid);
+			return btk_err(ENODEV,
+				       "devid %llu is missing: its device item cannot be "
+				       "written",
+				       (unsigned long long)d->devid);
 		int ret = btk_super_read_all(d->dev, copies);
 		if (ret)
 			return ret;
 		if (m < 0 || m >= BTK_SUPER_MIRRORS || !copies[m].valid ||
 		    BTK_GET(struct btrfs_dev_item, copies[m].sb.dev_item, devid) != d->devid)
-			return btk_err(EUCLEAN, "devid %llu: no valid superblock with its device item",
+			return btk_err(EUCLEAN,
+				       "devid %llu: no valid superblock with its device item",
 				       (unsigned long long)d->devid);
 		for (size_t k = 0; k < x->chunks.n; k++) {
 			const struct btk_chunk *c = x->chunks.data[k];
@@ -680,8 +691,10 @@ static int write_tree(struct cr *x)
 	    (ret = rp_tree_replace(t, BTRFS_CHUNK_TREE_OBJECTID, &x->res->old_blocks)))
 		goto out;
 	for (int i = 0; i < fs->ndevs && !ret; i++) {
-		struct btk_key k = {BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY, fs->devs[i].devid};
-		ret = btk_item_insert(t, BTRFS_CHUNK_TREE_OBJECTID, &k, items[i], BTK_DEV_ITEM_SIZE);
+		struct btk_key k = {BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY,
+				    fs->devs[i].devid};
+		ret =
+		    btk_item_insert(t, BTRFS_CHUNK_TREE_OBJECTID, &k, items[i], BTK_DEV_ITEM_SIZE);
 	}
 	for (size_t i = 0; i < x->chunks.n && !ret; i++) {
 		const struct btk_chunk *c = x->chunks.data[i];
@@ -689,8 +702,8 @@ static int write_tree(struct cr *x)
 		struct btk_key k = {BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY,
 				    c->logical};
 		if (c->num_stripes > 256) {
-			ret = btk_err(EUCLEAN, "chunk %llu: %d stripes", (unsigned long long)c->logical,
-				      c->num_stripes);
+			ret = btk_err(EUCLEAN, "chunk %llu: %d stripes",
+				      (unsigned long long)c->logical, c->num_stripes);
 			break;
 		}
 		ret = btk_item_insert(t, BTRFS_CHUNK_TREE_OBJECTID, &k, buf,
@@ -758,9 +771,10 @@ static int rebuild(struct cr *x, const char *const *paths, int n, const struct b
 		if (same)
 			break;
 		if (round == 2) {
-			ret = btk_err(EUCLEAN, "the dev tree and block group items read through the "
-					       "rebuilt chunks name other chunks again: the evidence "
-					       "disagrees");
+			ret =
+			    btk_err(EUCLEAN, "the dev tree and block group items read through the "
+					     "rebuilt chunks name other chunks again: the evidence "
+					     "disagrees");
 			goto out;
 		}
 		if ((ret = install(x)))

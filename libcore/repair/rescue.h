@@ -247,10 +247,10 @@ struct btk_chunk_rebuild_result {
 	uint64_t scanned_bytes; /* device bytes read by the scan */
 	uint64_t tree_blocks;	/* valid tree blocks of the filesystem it found */
 	uint64_t scan_dev_extents, scan_block_groups; /* the newest items of the found leaves */
-	uint64_t dev_extents, block_groups; /* the items of the dev tree and block group items
-					       read through the rebuilt map */
+	uint64_t dev_extents, block_groups;   /* the items of the dev tree and block group items
+						 read through the rebuilt map */
 	uint64_t chunks, sys_chunks, devices; /* items written */
-	uint64_t old_items_used; /* chunks whose stripe order came from an older chunk item */
+	uint64_t old_items_used;    /* chunks whose stripe order came from an older chunk item */
 	uint64_t placed, misplaced; /* found blocks of metadata chunks where the map puts them,
 				       and elsewhere */
 	uint64_t old_blocks;	    /* records of the old chunk tree's blocks dropped */
