@@ -498,8 +498,14 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 	 * first. */
 	struct repair_heal rh = {.devs = devs, .ndevs = ndevs, .oo = &oo, .o = o};
 	if (!preen) {
+		/* a chunk tree that does not read is healed first (a good copy, a flipped bit:
+		 * the blocks as they were), and rebuilt when that did not make it read */
+		struct btk_chunk_rebuild_result probe;
+		bool chunk_bad = !btk_chunk_tree_probe(devs, ndevs, &oo, &probe) && !probe.whole;
+		btk_err_clear();
 		rescue_run(devs, ndevs, &oo,
-			   RESCUE_SUPER | RESCUE_CHUNK | (data ? RESCUE_HEAL : 0) | RESCUE_LOG,
+			   RESCUE_SUPER | RESCUE_CHUNK | (data || chunk_bad ? RESCUE_HEAL : 0) |
+			       RESCUE_LOG,
 			   data, o->json, o->quiet, &did);
 		if (!data) {
 			ro.heal = repair_heal;

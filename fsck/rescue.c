@@ -584,10 +584,10 @@ static void chunk_json_summary(const struct step_ctx *c, int ret)
 static const struct step steps[] = {
     {RESCUE_SUPER, "super", "Rewriting bad superblock copies", "super", "super", "superblocks", 0,
      super_run, super_text, super_json_summary, false},
-    {RESCUE_CHUNK, "chunk-tree", "Rebuilding the chunk tree from the dev extents and block groups",
-     NULL, "chunk", "chunk tree not rebuilt", 0, chunk_run, chunk_text, chunk_json_summary, false},
     {RESCUE_HEAL, "heal", "Healing bad copies of tree blocks", "heal", "heal", "healing stopped", 0,
      heal_run, heal_text, heal_json_summary, true},
+    {RESCUE_CHUNK, "chunk-tree", "Rebuilding the chunk tree from the dev extents and block groups",
+     NULL, "chunk", "chunk tree not rebuilt", 0, chunk_run, chunk_text, chunk_json_summary, false},
     {RESCUE_LOG, "replay-log", "Replaying the log tree", "log", "log", "log not replayed", 0,
      log_run, log_text, log_json_summary, false},
     {RESCUE_ZERO_LOG, "zero-log", "Dropping the log tree", "log_lost", "log", "log not dropped", 0,

@@ -5,8 +5,8 @@
 #include <stdbool.h>
 #include "repair/rescue.h"
 
-/* The steps (--rescue NAME; --repair runs super, chunk-tree, heal and replay-log first), as bits of
- * a mask, run in this order. */
+/* The steps (--rescue NAME; --repair runs super, heal when the chunk tree does not read,
+ * chunk-tree and replay-log first), as bits of a mask, run in this order. */
 enum {
 	RESCUE_SUPER = 1,
 	RESCUE_HEAL = 2,

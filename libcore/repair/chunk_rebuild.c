@@ -723,18 +723,19 @@ out:
 	return ret;
 }
 
-static int rebuild(struct cr *x, const char *const *paths, int n, const struct btk_open_opts *oo)
+static int rebuild(struct cr *x, const char *const *paths, int n, const struct btk_open_opts *oo,
+		   bool probe)
 {
 	struct btk_open_opts o = *oo;
 	struct btk_fs *fs = NULL;
 	int ret;
 
-	o.write = true;
+	o.write = !probe;
 	o.chunk_damage = true;
 	if ((ret = btk_fs_open(paths, n, &o, &fs)))
 		return ret;
 	x->fs = fs;
-	if ((ret = known_chunks(x)) || x->res->whole)
+	if ((ret = known_chunks(x)) || x->res->whole || probe)
 		goto out;
 	if (btk_le64(fs->sb.log_root)) {
 		ret = btk_err(EBUSY, "the filesystem has a log tree: its blocks would not be "
@@ -793,14 +794,14 @@ out:
 	return ret;
 }
 
-int btk_chunk_tree_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
-			   struct btk_chunk_rebuild_result *res)
+static int run(const char *const *paths, int n, const struct btk_open_opts *oo,
+	       struct btk_chunk_rebuild_result *res, bool probe)
 {
 	struct cr x = {.res = res};
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = rebuild(&x, paths, n, oo);
+	ret = rebuild(&x, paths, n, oo, probe);
 	btk_vec_free(&x.blocks);
 	btk_vec_free(&x.dexts);
 	btk_vec_free(&x.bgs);
@@ -811,4 +812,16 @@ int btk_chunk_tree_rebuild(const char *const *paths, int n, const struct btk_ope
 	chunks_free(&x.chunks);
 	btk_vec_free(&x.after);
 	return ret;
+}
+
+int btk_chunk_tree_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
+			   struct btk_chunk_rebuild_result *res)
+{
+	return run(paths, n, oo, res, false);
+}
+
+int btk_chunk_tree_probe(const char *const *paths, int n, const struct btk_open_opts *oo,
+			 struct btk_chunk_rebuild_result *res)
+{
+	return run(paths, n, oo, res, true);
 }

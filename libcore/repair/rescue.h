@@ -265,5 +265,10 @@ struct btk_chunk_rebuild_result {
  * (btk_errmsg says what is missing or which chunk); -EBUSY with a log tree. */
 int btk_chunk_tree_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
 			   struct btk_chunk_rebuild_result *res);
+/* Only whether the chunk tree reads whole (res->whole, res->bad_blocks), read-only: a repair
+ * first heals a chunk tree that does not (a good copy, a flipped bit), and rebuilds it only
+ * when that did not make it read. */
+int btk_chunk_tree_probe(const char *const *paths, int n, const struct btk_open_opts *oo,
+			 struct btk_chunk_rebuild_result *res);
 
 #endif
