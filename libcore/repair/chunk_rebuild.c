@@ -18,7 +18,6 @@
 #include "repair/rescue.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -608,33 +607,17 @@ static int known_chunks(struct cr *x)
 static int verify(void *ctx, struct btk_trans *t)
 {
 	struct cr *x = ctx;
-	struct btk_fs *view;
 	struct rp_collect c;
-	int ret = rp_view_open(t, &view);
+	int ret = rp_view_check(t, &x->after, &c);
 
-	if (ret) {
-		char msg[512];
-		snprintf(msg, sizeof(msg), "%s", btk_errmsg());
-		return btk_err(ECANCELED, "%s: nothing written", msg);
-	}
-	ret = rp_check(view, &x->after, &c);
-	btk_fs_close(view);
 	if (ret)
 		return ret;
 	if (c.unchecked)
 		return btk_err(ECANCELED, "the rebuilt state does not check (its root tree does "
 					  "not read): nothing written");
-	for (size_t i = 0; i < x->after.n; i++) {
-		const struct rp_prob *p = &x->after.data[i];
-		if (p->warn)
-			continue;
-		const struct btk_check_problem_info *info = btk_check_problem_info(p->id);
-		return btk_err(ECANCELED,
-			       "the rebuilt chunk tree does not check clean (E%04u %s: %s, tree "
-			       "%llu bytenr %llu): nothing written",
-			       info->code, info->name, p->what, (unsigned long long)p->tree,
-			       (unsigned long long)p->bytenr);
-	}
+	for (size_t i = 0; i < x->after.n; i++)
+		if (!x->after.data[i].warn)
+			return rp_refuse_problem(&x->after.data[i], "chunk tree");
 	return 0;
 }
 

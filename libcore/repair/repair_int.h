@@ -139,5 +139,10 @@ int rp_fix_rollback(struct rp_ctx *x, const struct rp_prob *p, char *before, cha
  * devices of t's filesystem, their superblocks replaced by the ones the commit would write.
  * *out is closed with btk_fs_close (the devices underneath stay open). */
 int rp_view_open(struct btk_trans *t, struct btk_fs **out);
+/* The re-check of a rebuild before its superblocks: the view of t's commit opened, checked
+ * into v (rp_check) and closed. -ECANCELED ("nothing written") when it does not open. */
+int rp_view_check(struct btk_trans *t, struct rp_probs *v, struct rp_collect *c);
+/* -ECANCELED: "the rebuilt WHAT does not check clean (problem p): nothing written". */
+int rp_refuse_problem(const struct rp_prob *p, const char *what);
 
 #endif
