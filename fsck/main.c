@@ -500,7 +500,7 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 	if (!preen) {
 		rescue_run(devs, ndevs, &oo, RESCUE_SUPER | (data ? RESCUE_HEAL : 0) | RESCUE_LOG,
 			   data, o->json, o->quiet, &did);
-		if (!data) {
+		if (!data && !did.healed) {
 			ro.heal = repair_heal;
 			ro.heal_ctx = &rh;
 		}
