@@ -580,9 +580,8 @@ static bool dir_ok(const struct ll *l, uint64_t dir)
 	       !btk_inode_item_parse(o->data, o->size, &in) && S_ISDIR(in.mode);
 }
 
-/* Names of inodes that have none left, from the older copies (a DIR_INDEX, or an INODE_REF),
- * whose directory still reads as one. */
-static int old_names(struct ll *l)
+/* One pass of old_names. */
+static int old_names_pass(struct ll *l)
 {
 	int ret = 0;
 
@@ -606,6 +605,8 @@ static int old_names(struct ll *l)
 				continue;
 			ret = name_add(l, k->objectid, loc.objectid, k->offset, e.type, e.name,
 				       e.name_len);
+			if (!ret && !ino_get(l, k->objectid, true))
+				ret = btk_err(ENOMEM, "out of memory");
 		} else if (k->type == BTRFS_INODE_REF_KEY) {
 			struct btk_ref_iter it;
 			struct btk_ref_ent r;
@@ -617,7 +618,24 @@ static int old_names(struct ll *l)
 			    !dir_ok(l, k->offset) || btk_ref_next(&it, &r) != 1)
 				continue;
 			ret = name_add(l, r.parent, k->objectid, r.index, 0, r.name, r.name_len);
+			if (!ret && !ino_get(l, r.parent, true))
+				ret = btk_err(ENOMEM, "out of memory");
 		}
+	}
+	return ret;
+}
+
+/* Names of inodes that have none left, from the older copies (a DIR_INDEX, or an INODE_REF),
+ * whose directory still reads as one, or had a lost item that an older copy has. */
+static int old_names(struct ll *l)
+{
+	size_t had = SIZE_MAX;
+	int ret = 0;
+
+	/* again while names come: a directory that a name just given holds is named next */
+	while (!ret && had != l->names.n) {
+		had = l->names.n;
+		ret = old_names_pass(l);
 	}
 	return ret;
 }
