@@ -5,8 +5,8 @@
 #include <stdbool.h>
 #include "repair/rescue.h"
 
-/* The steps (--rescue NAME; --repair runs super, heal and replay-log first), as bits of a mask,
- * run in this order. */
+/* The steps (--rescue NAME; --repair runs super, heal when the chunk tree does not read,
+ * chunk-tree and replay-log first), as bits of a mask, run in this order. */
 enum {
 	RESCUE_SUPER = 1,
 	RESCUE_HEAL = 2,
@@ -17,7 +17,8 @@ enum {
 	RESCUE_UUID = 64,
 	RESCUE_RELOC = 128,
 	RESCUE_QUOTA = 256,
-	RESCUE_EXTENT = 512
+	RESCUE_EXTENT = 512,
+	RESCUE_CHUNK = 1024
 };
 
 /* The bit of step `name` (--rescue NAME), or 0 for none. */

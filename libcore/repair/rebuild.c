@@ -121,9 +121,7 @@ static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out, uin
 	return rp_extent_refs_walk(fs, record_of, &c);
 }
 
-/* Tree id becomes one empty leaf; the records of its old blocks are dropped (*blocks counts
- * them). A tree that does not exist is created empty. */
-static int tree_replace(struct btk_trans *t, uint64_t id, uint64_t *blocks)
+int rp_tree_replace(struct btk_trans *t, uint64_t id, uint64_t *blocks)
 {
 	struct btk_fs *fs = btk_trans_fs(t);
 	struct btk_root r;
@@ -468,12 +466,7 @@ static int piece(struct rb *b, uint64_t lo, uint32_t cnt)
 
 /* ---- one transaction ---- */
 
-/* Opens the filesystem for writing, runs fn in one transaction and commits it (fn returns 0),
- * or ends it unwritten (fn returns 1: nothing to do; or an error). settled (may be NULL), with
- * ctx, is the commit's settled hook (btk_write_on_settled). */
-static int rb_run(const char *const *paths, int n, const struct btk_open_opts *oo,
-		  int (*fn)(struct btk_trans *t, void *ctx), btk_trans_settled_fn settled,
-		  void *ctx)
+int rp_run(const char *const *paths, int n, const struct btk_open_opts *oo, const struct rp_run *r)
 {
 	struct btk_open_opts o = *oo;
 	struct btk_fs *fs = NULL;
@@ -485,21 +478,25 @@ static int rb_run(const char *const *paths, int n, const struct btk_open_opts *o
 	if ((ret = btk_fs_open(paths, n, &o, &fs)))
 		return ret;
 	if (btk_le64(fs->sb.log_root)) {
-		/* its checksums and blocks are not in the trees the rebuilds derive from */
-		ret = btk_err(EBUSY, "the filesystem has a log tree, which the rebuild would lose: "
-				     "replay it first (--rescue replay-log)");
+		/* its blocks, extents and checksums are not in the trees the rebuilds derive from
+		 */
+		ret = btk_err(EBUSY,
+			      "the filesystem has a log tree, %s: replay it first "
+			      "(--rescue replay-log)",
+			      r->log_why ? r->log_why : "which the rebuild would lose");
 		goto out;
 	}
-	/* no rebuild changes a subvolume tree: the qgroups' numbers stay right */
-	if ((ret = btk_write_open(fs, BTK_WRITE_QGROUPS_KEPT, &w)))
+	if (r->prepare && (ret = r->prepare(fs, r->ctx)))
 		goto out;
-	if (settled)
-		btk_write_on_settled(w, settled, ctx);
+	if ((ret = btk_write_open(fs, BTK_WRITE_QGROUPS_KEPT | r->write_flags, &w)))
+		goto out;
+	if (r->settled)
+		btk_write_on_settled(w, r->settled, r->ctx);
 	if ((ret = btk_trans_start(w, &t)))
 		goto out;
-	ret = fn(t, ctx);
+	ret = r->fn(t, r->ctx);
 	if (ret == 0) {
-		ret = btk_trans_commit(t);
+		ret = btk_trans_commit_verify(t, r->verify, r->ctx);
 		t = NULL;
 	}
 out:
@@ -541,7 +538,7 @@ static int csum_step(struct btk_trans *t, void *ctx)
 		goto out;
 	}
 	/* the old tree's blocks stay as they are until the commit: old sums are read from them */
-	if ((ret = tree_replace(t, BTRFS_CSUM_TREE_OBJECTID, &b->res->old_blocks)))
+	if ((ret = rp_tree_replace(t, BTRFS_CSUM_TREE_OBJECTID, &b->res->old_blocks)))
 		goto out;
 	for (size_t i = 0; !ret && i < need.v.n; i++) {
 		const struct rb_range *r = &need.v.data[i];
@@ -564,7 +561,7 @@ int btk_csum_rebuild(const char *const *paths, int n, const struct btk_open_opts
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = rb_run(paths, n, oo, csum_step, NULL, &b);
+	ret = rp_run(paths, n, oo, &(struct rp_run){.fn = csum_step, .ctx = &b});
 	for (int m = 0; m < BTK_MAX_COPIES; m++)
 		free(b.copy[m]);
 	free(b.old_sums);
@@ -577,7 +574,7 @@ int btk_csum_rebuild(const char *const *paths, int n, const struct btk_open_opts
 
 /* ---- the free-space tree ---- */
 
-/* rb_run of a step whose context is the result alone */
+/* rp_run of a step whose context is the result alone */
 static int tree_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
 			int (*fn)(struct btk_trans *t, void *ctx),
 			struct btk_tree_rebuild_result *res)
@@ -585,7 +582,7 @@ static int tree_rebuild(const char *const *paths, int n, const struct btk_open_o
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = rb_run(paths, n, oo, fn, NULL, res);
+	ret = rp_run(paths, n, oo, &(struct rp_run){.fn = fn, .ctx = res});
 	res->rebuilt = !ret;
 	return ret == 1 ? 0 : ret; /* 1: the tree was right, nothing written */
 }
@@ -636,7 +633,7 @@ static int fst_step(struct btk_trans *t, void *ctx)
 		res->v1_invalidated = true;
 		return btk_trans_touch(t);
 	}
-	if ((ret = tree_replace(t, BTRFS_FREE_SPACE_TREE_OBJECTID, &res->old_blocks)))
+	if ((ret = rp_tree_replace(t, BTRFS_FREE_SPACE_TREE_OBJECTID, &res->old_blocks)))
 		return ret;
 	btk_fst_mark_all(t);
 	return 0;
@@ -756,7 +753,7 @@ static int uuid_step(struct btk_trans *t, void *ctx)
 		ret = 1;
 		goto out;
 	}
-	if ((ret = tree_replace(t, BTRFS_UUID_TREE_OBJECTID, &res->old_blocks)))
+	if ((ret = rp_tree_replace(t, BTRFS_UUID_TREE_OBJECTID, &res->old_blocks)))
 		goto out;
 	for (size_t i = 0, m; !ret && i < v.n;) {
 		size_t j = uuid_group(&v, i, buf, &m);
@@ -848,7 +845,7 @@ static int reloc_step(struct btk_trans *t, void *ctx)
 		res->items = 2;
 		return 1; /* as mkfs makes it: nothing to rebuild */
 	}
-	if ((ret = tree_replace(t, BTRFS_DATA_RELOC_TREE_OBJECTID, &res->old_blocks)))
+	if ((ret = rp_tree_replace(t, BTRFS_DATA_RELOC_TREE_OBJECTID, &res->old_blocks)))
 		return ret;
 	/* its top directory, as mkfs makes it; its times the tree's creation */
 	item = btk_tree_root_item(t, BTRFS_DATA_RELOC_TREE_OBJECTID);
@@ -947,7 +944,7 @@ static int quota_recreate(struct btk_trans *t, struct quota_ctx *c, const char *
 			       "the quota tree does not read (%s) and holds simple quotas, whose "
 			       "enable generation was in it: not recreated",
 			       why);
-	if ((ret = tree_replace(t, BTRFS_QUOTA_TREE_OBJECTID, &c->res->old_blocks)))
+	if ((ret = rp_tree_replace(t, BTRFS_QUOTA_TREE_OBJECTID, &c->res->old_blocks)))
 		return ret;
 	BTK_PUT(struct btrfs_qgroup_status_item, st, version, BTRFS_QGROUP_STATUS_VERSION);
 	BTK_PUT(struct btrfs_qgroup_status_item, st, generation, btk_trans_id(t));
@@ -995,7 +992,8 @@ int btk_quota_rescan(const char *const *paths, int n, const struct btk_open_opts
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = rb_run(paths, n, oo, quota_step, quota_settled, &c);
+	ret = rp_run(paths, n, oo,
+		     &(struct rp_run){.fn = quota_step, .settled = quota_settled, .ctx = &c});
 	btk_vec_free(&c.before);
 	btk_vec_free(&c.after);
 	return ret;

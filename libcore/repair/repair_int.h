@@ -67,6 +67,24 @@ int rp_fix_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char
 		   size_t cap);
 void rp_rebuilds_free(struct rp_rebuilds *r);
 
+/* rebuild.c: one --rescue rebuild as one transaction. rp_run opens the filesystem for
+ * writing (a log tree is refused, log_why saying what the rebuild would do to it; NULL: it
+ * would lose it), runs prepare (may be NULL) on the committed state, opens the write state
+ * (BTK_WRITE_QGROUPS_KEPT | write_flags: no rebuild changes a subvolume tree) with settled as
+ * the commit's settled hook (may be NULL), and runs fn in one transaction, which is committed
+ * through verify (may be NULL) when fn returns 0. prepare or fn returning 1 (nothing to do)
+ * or an error ends it unwritten; rp_run returns that, or the commit's result. */
+struct rp_run {
+	int (*prepare)(struct btk_fs *fs, void *ctx);
+	int (*fn)(struct btk_trans *t, void *ctx);
+	btk_trans_settled_fn settled;
+	btk_trans_verify_fn verify;
+	void *ctx;
+	unsigned write_flags;
+	const char *log_why;
+};
+int rp_run(const char *const *paths, int n, const struct btk_open_opts *oo, const struct rp_run *r);
+
 /* rebuild.c: fn for every back reference of the extent tree (inline, or keyed after its
  * record), with the key and head of its record; a record that does not parse is skipped. fn
  * returns 0 to go on, else the walk stops and returns it (1: 0). 0 or a negative errno. */
@@ -75,6 +93,10 @@ struct btk_extent_ref;
 typedef int (*rp_extent_ref_fn)(void *ctx, const struct btk_key *rec,
 				const struct btk_extent_head *h, const struct btk_extent_ref *r);
 int rp_extent_refs_walk(struct btk_fs *fs, rp_extent_ref_fn fn, void *ctx);
+/* rebuild.c: tree id becomes one empty leaf of t (btk_tree_reset; the chunk tree too); the
+ * records of its old blocks, which the extent tree names, are dropped (*blocks counts them). A
+ * tree that does not exist is created empty. */
+int rp_tree_replace(struct btk_trans *t, uint64_t id, uint64_t *blocks);
 
 /* lostleaf.c: whether p is a lost leaf of a subvolume tree (E0606 at level 0), which
  * rp_fix_lost_leaf drops from its parent and makes again from what names its items (the
@@ -135,5 +157,10 @@ int rp_fix_rollback(struct rp_ctx *x, const struct rp_prob *p, char *before, cha
  * devices of t's filesystem, their superblocks replaced by the ones the commit would write.
  * *out is closed with btk_fs_close (the devices underneath stay open). */
 int rp_view_open(struct btk_trans *t, struct btk_fs **out);
+/* The re-check of a rebuild before its superblocks: the view of t's commit opened, checked
+ * into v (rp_check) and closed. -ECANCELED ("nothing written") when it does not open. */
+int rp_view_check(struct btk_trans *t, struct rp_probs *v, struct rp_collect *c);
+/* -ECANCELED: "the rebuilt WHAT does not check clean (problem p): nothing written". */
+int rp_refuse_problem(const struct rp_prob *p, const char *what);
 
 #endif
