@@ -483,27 +483,34 @@ assert r["result"] == "rescued" and r["data_reloc_summary"] == {"rebuilt": True,
 	both_clean "$IMG"
 }
 
-# leafimg: $IMG, a btk-mkfs image (dup metadata) of 4 directories of 60 files each, most of them
-# larger than a sector (regular extents), a few small enough to be inline; its FS_TREE has many
-# leaves
-leafimg() {
-	local d=$BATS_FILE_TMPDIR/leafsrc
+# srcimg NAME SEED FILES MIN MAX [MKFS OPTION...]: $IMG, a btk-mkfs image (dup metadata) of 4
+# directories of FILES files each of MIN to MAX random bytes, one in ten (the fourth) small
+# enough to be inline when MIN > 4096
+srcimg() {
+	local d=$BATS_FILE_TMPDIR/$1src
 	if [ ! -d "$d" ]; then
 		python3 -c '
 import os, random, sys
-random.seed(11)
+random.seed(int(sys.argv[2]))
+lo, hi = int(sys.argv[4]), int(sys.argv[5])
 for d in range(4):
     os.makedirs(f"{sys.argv[1]}/d{d}")
-    for i in range(60):
-        n = random.randint(300, 1500) if i % 10 == 3 else random.randint(5000, 50000)
+    for i in range(int(sys.argv[3])):
+        n = random.randint(300, 1500) if i % 10 == 3 and lo > 4096 else random.randint(lo, hi)
         open(f"{sys.argv[1]}/d{d}/file{i:03d}", "wb").write(os.urandom(n))
-' "$d"
+' "$d" "$2" "$3" "$4" "$5"
 	fi
-	IMG=$BATS_TEST_TMPDIR/leaf.img
+	IMG=$BATS_TEST_TMPDIR/$1.img
 	rm -f "$IMG"
 	truncate -s 300M "$IMG"
-	"$BTK_BUILD/bin/btk-mkfs" -q -f -m dup -d single --rootdir "$d" "$IMG" >/dev/null
+	"$BTK_BUILD/bin/btk-mkfs" -q -f -m dup -d single "${@:6}" --rootdir "$d" "$IMG" >/dev/null
 	cp --sparse=always "$IMG" "$IMG.orig"
+}
+
+# leafimg: 4 directories of 60 files, most of them larger than a sector (regular extents), a
+# few small enough to be inline; its FS_TREE has many leaves
+leafimg() {
+	srcimg leaf 11 60 5000 50000
 }
 
 @test "repair: a leaf of the fs tree lost on every copy (first, middle, last): dropped and rebuilt from the names and data references left; both checkers clean; every file with data outside the leaf back with its name and content" {
@@ -540,25 +547,10 @@ for d in range(4):
 	cuts repair "zero:$leaf"
 }
 
-# nodeimg: $IMG, a btk-mkfs image with 4 KiB nodes of 4 directories of 330 files (a sector and
-# more): its FS_TREE has three levels
+# nodeimg: 4 KiB nodes, 4 directories of 330 files (most a sector and more): its FS_TREE has three
+# levels
 nodeimg() {
-	local d=$BATS_FILE_TMPDIR/nodesrc
-	if [ ! -d "$d" ]; then
-		python3 -c '
-import os, random, sys
-random.seed(7)
-for d in range(4):
-    os.makedirs(f"{sys.argv[1]}/d{d}")
-    for i in range(330):
-        open(f"{sys.argv[1]}/d{d}/f{i:03d}", "wb").write(os.urandom(random.randint(4200, 6000)))
-' "$d"
-	fi
-	IMG=$BATS_TEST_TMPDIR/node.img
-	rm -f "$IMG"
-	truncate -s 200M "$IMG"
-	"$BTK_BUILD/bin/btk-mkfs" -q -f -n 4096 -m dup -d single --rootdir "$d" "$IMG" >/dev/null
-	cp --sparse=always "$IMG" "$IMG.orig"
+	srcimg node 7 330 4200 6000 -n 4096
 }
 
 @test "repair: a lost node of the fs tree (a level-1 node, the level-2 root; every copy): the leaves below it are found by their extent records and their items come back; both checkers clean; every file back with its name and content" {
