@@ -507,7 +507,7 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 			   RESCUE_SUPER | RESCUE_CHUNK | (data || chunk_bad ? RESCUE_HEAL : 0) |
 			       RESCUE_LOG,
 			   data, o->json, o->quiet, &did);
-		if (!data) {
+		if (!data && !did.healed) {
 			ro.heal = repair_heal;
 			ro.heal_ctx = &rh;
 		}

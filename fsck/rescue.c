@@ -646,9 +646,28 @@ void rescue_run(const char **devs, int ndevs, const struct btk_open_opts *oo, in
 		struct step_ctx c = {s,	   devs,  ndevs, oo,	mask,  data,
 				     json, quiet, 0,	 false, false, {}};
 		int ret;
-		if (json && s->events)
+		/* a replay lists no events (on_log_inode): its member opens after it ran, when a
+		 * heal may have printed its own members (below) */
+		bool late = s->bit == RESCUE_LOG;
+		if (json && s->events && !late)
 			printf("\"%s\": [", s->events);
 		ret = s->run(&c);
+		if (ret && late && (mask & RESCUE_SUPER) && !(mask & RESCUE_HEAL)) {
+			/* --repair: a block the replay reads that no copy of reads stops it; a heal
+			 * may set a flipped bit back, and the replay runs again */
+			struct rescue_did h;
+			rescue_run(devs, ndevs, oo, RESCUE_HEAL, false, json, quiet, &h);
+			did->changed |= h.changed;
+			did->left |= h.left;
+			did->healed = true;
+			if (h.changed) {
+				c = (struct step_ctx){s,    devs,  ndevs, oo,	 mask,	data,
+						      json, quiet, 0,	  false, false, {}};
+				ret = s->run(&c);
+			}
+		}
+		if (json && s->events && late)
+			printf("\"%s\": [", s->events);
 		if (json) {
 			if (s->events)
 				printf("]");

@@ -29,6 +29,9 @@ struct rp_collect {
 };
 /* Checks fs into v (emptied first); c says how many errors and whether it could check. */
 int rp_check(struct btk_fs *fs, struct rp_probs *v, struct rp_collect *c);
+/* rp_check with what earlier checks compared of the copies of tree blocks (check.h). */
+int rp_check_copies(struct btk_fs *fs, struct rp_probs *v, struct rp_collect *c,
+		    struct btk_check_copies *copies);
 
 /* What a fix works in: the transaction, and the whole check the round plans from (a fix may
  * look at the other problems: which extent a back reference without a user belongs to, a
