@@ -56,6 +56,9 @@ int pop_content_put(struct btk_src_spool *s, struct btk_src_content *c, const vo
  * *p past it; NULL at the end. */
 const char *pop_path_next(const char **p, size_t *len);
 
+/* qsort_r order of node indices (uint32_t) by their names in the btk_src_node array arg: a
+ * directory's children in name order. */
+int pop_node_name_cmp(const void *a, const void *b, void *arg);
 /* The inode number a stream's data extents are referenced from until their inode is made. */
 #define BTK_STREAM_INO (BTRFS_LAST_FREE_OBJECTID - 1)
 

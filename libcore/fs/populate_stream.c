@@ -508,16 +508,6 @@ int btk_stream_iflags(struct btk_stream *s, const char *path, uint64_t flags)
 	return 0;
 }
 
-static int cmp_node(const void *a, const void *b, void *arg)
-{
-	const struct btk_src_node *nodes = arg;
-	const struct btk_src_node *x = &nodes[*(const uint32_t *)a],
-				  *y = &nodes[*(const uint32_t *)b];
-	size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
-	int c = memcmp(x->name, y->name, n);
-	return c ? c : (int)x->name_len - (int)y->name_len;
-}
-
 /* Puts element k of the inode and content arrays at imap[k] (a permutation of 0..n-1), in
  * place: each swap puts one element where it belongs. */
 static void permute(struct btk_src_inode *in, struct btk_src_content *c, uint32_t *imap, size_t n)
@@ -582,7 +572,7 @@ int btk_stream_end(struct btk_stream *s, struct btk_src_tree *out, struct btk_st
 		uint32_t first = len;
 		for (uint32_t c = CHILD(&nodes[order[q]]); c; c = SIBLING(&nodes[c]))
 			order[len++] = c;
-		qsort_r(order + first, len - first, sizeof(*order), cmp_node, nodes);
+		qsort_r(order + first, len - first, sizeof(*order), pop_node_name_cmp, nodes);
 	}
 	/* every node hangs below the top: len == nn */
 	for (uint32_t i = 0; i < len; i++) {

@@ -138,7 +138,7 @@ static int one(struct ed *e, const struct btk_src_change *c)
 	return 0;
 }
 
-static int cmp_kid(const void *a, const void *b, void *arg)
+int pop_node_name_cmp(const void *a, const void *b, void *arg)
 {
 	const struct btk_src_node *nodes = arg;
 	const struct btk_src_node *x = &nodes[*(const uint32_t *)a],
@@ -166,7 +166,7 @@ static int reorder(struct ed *e)
 		uint32_t v = order[q], first = len;
 		for (uint32_t k = 0; k < e->nkids[v]; k++)
 			order[len++] = e->kids[v][k];
-		qsort_r(order + first, len - first, sizeof(*order), cmp_kid, t->nodes);
+		qsort_r(order + first, len - first, sizeof(*order), pop_node_name_cmp, t->nodes);
 	}
 	for (uint32_t i = 0; i < len; i++)
 		idx[order[i]] = i;

@@ -1035,15 +1035,6 @@ static int orphans(struct ll *l)
 	return 0;
 }
 
-static void key_succ(struct btk_key *k)
-{
-	if (++k->offset)
-		return;
-	if (++k->type)
-		return;
-	k->objectid++;
-}
-
 /* The ranges whose items are made again: each lost block's, but the keys its orphan leaves
  * hold (from a leaf's first key to its last). */
 static int gaps(struct ll *l)
@@ -1067,7 +1058,7 @@ static int gaps(struct ll *l)
 			}
 			if (o) {
 				cur = o->last;
-				key_succ(&cur);
+				btk_key_succ(&cur);
 			}
 		}
 	}
