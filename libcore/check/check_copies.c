@@ -63,6 +63,8 @@ struct chk_copy_batch {
 static void report_bad(struct chk *c, uint64_t tree, uint64_t bytenr, int level, int i, int n,
 		       const struct btk_phys *ph, const char *why)
 {
+	if (c->opts->copies && btk_u64set_add(&c->opts->copies->bad, bytenr) < 0)
+		c->oom = true;
 	chk_rep(c, CHK_M_TB_COPY_BAD, tree, bytenr, NULL, CHK_U(tree), CHK_I(level), CHK_U(bytenr),
 		CHK_I(i + 1), CHK_I(n), CHK_U(ph->devid), CHK_U(ph->physical), CHK_S(why));
 }
@@ -116,7 +118,12 @@ void chk_block_copies(struct chk *c, const struct btk_block *b)
 	struct btk_phys ph[BTK_CHK_MAX_COPIES];
 	uint64_t contig = 0;
 	int n = 0;
+	struct btk_check_copies *k = c->opts->copies;
 
+	/* compared by an earlier check and not written since (check.h) */
+	if (k && !b->mirror && btk_block_generation(b) < k->below &&
+	    btk_u64set_has(&k->good, b->bytenr) && !btk_u64set_has(&k->bad, b->bytenr))
+		return;
 	if (btk_map_logical(c->fs, b->bytenr, ph, BTK_CHK_MAX_COPIES, &n, &contig) ||
 	    contig < c->fs->nodesize)
 		return; /* unmappable (reported elsewhere) */
@@ -143,6 +150,9 @@ void chk_block_copies(struct chk *c, const struct btk_block *b)
 			       .level = (int8_t)btk_block_level(b),
 			       .first = (uint8_t)(b->mirror + 1)};
 	memcpy(r->csum, b->data, sizeof(r->csum));
+	/* good unless its batch reports a copy bad (report_bad) */
+	if (k && btk_u64set_add(&k->good, b->bytenr) < 0)
+		c->oom = true;
 	if (c->copies.n >= COPY_BATCH)
 		chk_copies_flush(c);
 }

@@ -167,7 +167,10 @@ bool btk_dev_is_fd(const struct btk_dev *d, int fd);
  * power cut at that point): BTK_FAULT_FAIL fails each with -EIO, BTK_FAULT_STOP says it was
  * done (the tool goes on as if the disk had taken it, so nothing it does afterwards — an undo,
  * a cleanup — reaches the disk either). Reads and prefetches pass through. */
-enum btk_fault_mode { BTK_FAULT_OFF, BTK_FAULT_FAIL, BTK_FAULT_STOP };
+/* BTK_FAULT_FLIP is no power cut but a media fault: the change after `allowed` ones, when it
+ * is a write of more than 8 KiB (a tree block, not a superblock), reaches the device with bit
+ * 0 of its byte 8192 flipped; every other change passes (tests of what re-checks find). */
+enum btk_fault_mode { BTK_FAULT_OFF, BTK_FAULT_FAIL, BTK_FAULT_STOP, BTK_FAULT_FLIP };
 int btk_dev_faulty(struct btk_dev *dev, uint64_t allowed, struct btk_dev **out);
 int btk_dev_faulty_mode(struct btk_dev *dev, enum btk_fault_mode mode, uint64_t allowed,
 			struct btk_dev **out);
