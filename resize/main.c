@@ -248,6 +248,12 @@ static void print_json(const struct opts *o, const struct btk_resize_plan *p,
 			       "}",
 			       i ? ", " : "", p->cuts[i].logical, p->cuts[i].from_len,
 			       p->cuts[i].to_len);
+		printf("], \"pieces\": [");
+		for (int i = 0; i < p->npieces; i++)
+			printf("%s{\"chunk\": %" PRIu64 ", \"kind\": \"%s\", \"length\": %" PRIu64
+			       ", \"at\": %" PRIu64 ", \"round\": %d}",
+			       i ? ", " : "", p->pieces[i].logical, kind(p->pieces[i].type),
+			       p->pieces[i].len, p->pieces[i].at, p->pieces[i].round);
 		printf("], \"bytes_relocated\": %" PRIu64 ", \"emptied\": [", p->bytes_relocated);
 		for (int i = 0; i < p->nempty; i++)
 			printf("%s%" PRIu64, i ? ", " : "", p->empties[i]);
@@ -347,6 +353,11 @@ static void print_text(const struct opts *o, const struct btk_resize_plan *p,
 		       p->cuts[i].from_len, p->cuts[i].to_len);
 	if (p->empty_first)
 		print_empties(o, p);
+	for (int i = 0; i < p->npieces; i++)
+		printf("%s %s chunk %" PRIu64 " of %" PRIu64 " bytes at %" PRIu64
+		       " (its parts move apart)\n",
+		       o->dry_run ? "would split" : "split", kind(p->pieces[i].type),
+		       p->pieces[i].logical, p->pieces[i].len, p->pieces[i].at);
 	for (int i = 0; i < p->nmoves; i++) {
 		const struct btk_resize_move *m = &p->moves[i];
 		printf("%s %s chunk %" PRIu64 " stripe %d: %" PRIu64 " bytes from %" PRIu64

@@ -39,10 +39,16 @@ uint64_t rl_class_of(uint64_t type);
 int rl_layout_load(const struct btk_fs *fs, uint64_t devid, struct rl_layout *l);
 /* Where the last stripe ends (at least 1 MiB: the reserved start of every device). */
 uint64_t rl_layout_end(const struct rl_layout *l);
+struct rl_usage;
 /* Moves stripes as the planner does (resize_plan.c) until the layout ends at or below
  * target (0: as far as it goes), recording each move in p when p is set; moves start in
  * round `round`. */
 int rl_compact(struct rl_layout *l, uint64_t target, int round, struct btk_resize_plan *p);
+/* rl_compact that, where the stripe ending last fits no hole, splits its chunk (a SINGLE, DUP
+ * or RAID1 data or metadata chunk) where no extent of use crosses, so that the tail fits the
+ * largest hole below it (recorded in p->pieces when p is set), and goes on. */
+int rl_compact_split(struct btk_fs *fs, const struct rl_usage *use, struct rl_layout *l,
+		     uint64_t target, int round, struct btk_resize_plan *p);
 
 /* Chunks whose free tail may be cut (SINGLE/DUP data and metadata), and the length they can be
  * cut to. */
