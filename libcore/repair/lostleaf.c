@@ -457,10 +457,9 @@ struct ll_done {
 
 /* ---- older copies of the lost leaves ---- */
 
-static uint64_t scan_tree_id; /* the owner btk_scan_blocks_of keeps (its filter takes no ctx) */
-static bool owner_is(uint64_t owner)
+static bool owner_is(void *ctx, uint64_t owner)
 {
-	return owner == scan_tree_id;
+	return owner == ((const struct ll *)ctx)->tree;
 }
 
 static const struct ll_old *old_find(const struct ll *l, const struct btk_key *k)
@@ -483,8 +482,9 @@ static int old_copies(struct ll *l)
 	for (size_t i = 0; i < l->r.n; i++)
 		if (l->r.data[i].gen > gen)
 			gen = l->r.data[i].gen;
-	scan_tree_id = l->tree;
-	ret = btk_scan_blocks_of(l->fs, owner_is, &fb, NULL, NULL);
+	struct btk_scan_filter flt = {owner_is, l};
+
+	ret = btk_scan_blocks_filter(l->fs, &flt, &fb, NULL, NULL);
 	for (size_t i = 0; !ret && i < fb.n; i++) {
 		const struct btk_found_block *f = &fb.data[i];
 		struct btk_block_check chk = {.level = 0, .generation = f->generation};
