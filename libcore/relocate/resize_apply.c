@@ -311,8 +311,9 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 					 progress, ctx);
 		/* then the stripes move whole into the room left, the size set in the last round */
 		for (int r = 0; r < plan->rounds && plan->nmoves && !ret; r++)
-			ret = run_round(w, fs, plan, r, r == plan->rounds - 1, buf, &done, progress,
-					ctx);
+			if (!(ret = run_pieces(w, plan, r)))
+				ret = run_round(w, fs, plan, r, r == plan->rounds - 1, buf, &done,
+						progress, ctx);
 		free(buf);
 		btk_write_close(w);
 		if (!ret && !d->dev->fixed_size && d->dev->size > plan->new_size)
