@@ -9,7 +9,9 @@
  * reports is exactly what a shrink to the minimum reaches.
  *
  * When whole stripes cannot get below the size, the free tails of SINGLE/DUP data and
- * metadata chunks are cut (resize_cut.c; metadata keeps the kernel's reserve), or the chunks
+ * metadata chunks are cut (resize_cut.c; metadata keeps the kernel's reserve), and a stripe
+ * that then fits no hole has its chunk split in two where no extent crosses, its tail fitting
+ * the largest hole below (btk_chunk_split; nothing is copied but whole stripes), or the chunks
  * past it are emptied instead: each extent in them is copied into the free space of the
  * chunks that stay and every reference is rewritten through the back references
  * (relocate_int.h, reloc_*.c), then they go. When neither reaches it, chunks are emptied so
