@@ -609,6 +609,49 @@ static void test_plan_repack(void **state)
 	}
 }
 
+/* btk_chunk_split refuses what it cannot do, changing nothing: a line an extent crosses, a
+ * line not on 64 KiB or outside the chunk, a system chunk; a line between extents splits the
+ * chunk (each part's block group counting its extents), and btrfs check is clean after. */
+static void test_chunk_split(void **state)
+{
+	char img[96], cmd[512];
+	struct btk_trans *t;
+	struct btk_fs *fs;
+	uint64_t data = 0, sys = 0, used, pinned, used2;
+	(void)state;
+
+	make("split.img", "512M", "", img, sizeof(img));
+	fs = test_open_image(img, true, 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
+	put_file(t, fs, "a", 3 * M + 512 * 1024); /* extents of 1 MiB, then 512 KiB */
+	assert_int_equal(btk_trans_commit(t), 0);
+	for (int i = 0; i < fs->nchunks; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		if ((c->type & BTRFS_BLOCK_GROUP_DATA) && !data)
+			data = c->logical;
+		if (c->type & BTRFS_BLOCK_GROUP_SYSTEM)
+			sys = c->logical;
+	}
+	assert_true(data && sys);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
+	assert_int_equal(btk_bg_usage(t, data, &used, &pinned), 0);
+	assert_int_equal(used, 3 * M + 512 * 1024);
+	assert_int_equal(btk_chunk_split(t, data, M / 2), -EBUSY); /* inside the first extent */
+	assert_int_equal(btk_chunk_split(t, data, M + 4096), -EINVAL);
+	assert_int_equal(btk_chunk_split(t, data, 0), -EINVAL);
+	assert_int_equal(btk_chunk_split(t, sys, M), -EINVAL);
+	assert_int_equal(btk_chunk_split(t, data, 2 * M), 0); /* between the second and third */
+	assert_int_equal(btk_bg_usage(t, data, &used, &pinned), 0);
+	assert_int_equal(btk_bg_usage(t, data + 2 * M, &used2, &pinned), 0);
+	assert_int_equal(used, 2 * M);
+	assert_int_equal(used2, M + 512 * 1024);
+	assert_int_equal(btk_trans_commit(t), 0);
+	test_close_image(fs);
+	snprintf(cmd, sizeof(cmd), "btrfs check --readonly --check-data-csum %s >/dev/null 2>&1",
+		 img);
+	assert_int_equal(system(cmd), 0);
+}
+
 static int setup(void **state)
 {
 	(void)state;
@@ -633,6 +676,7 @@ int main(void)
 	    cmocka_unit_test(test_compact_dup),	       cmocka_unit_test(test_compact_full),
 	    cmocka_unit_test(test_plan_fresh),	       cmocka_unit_test(test_plan_with_data),
 	    cmocka_unit_test(test_plan_empties),       cmocka_unit_test(test_plan_repack),
+	    cmocka_unit_test(test_chunk_split),
 	};
 
 	if (system("command -v mkfs.btrfs >/dev/null && command -v btrfs >/dev/null")) {
