@@ -23,7 +23,8 @@
 #                                   SIZE, clean for btrfs check; kept while IMG.params is PARAMS
 #   bench_keep NAME / bench_kept NAME / bench_forget NAME
 #                                   collect the figures of bench_time runs under NAME; the
-#                                   median wall and CPU, the largest RSS and the list of walls
+#                                   median and best wall and CPU, the largest RSS and the list
+#                                   of walls
 
 set -u
 
@@ -339,6 +340,12 @@ bench_kept() {
 	# shellcheck disable=SC2086
 	BK_CPU_MEDIAN=$(printf '%s\n' ${BK_CPUS[$1]:-} | grep -v n/a | bench_median)
 	BK_RSS_MIB=$(awk -v k="${BK_RSS[$1]:-0}" 'BEGIN { printf "%.1f", k / 1024 }')
+	# the best run: the one least disturbed by whatever else the machine did
+	# shellcheck disable=SC2086
+	BK_WALL_MIN=$(printf '%s\n' $BK_RUNS | sort -g | head -n 1)
+	# shellcheck disable=SC2086
+	BK_CPU_MIN=$(printf '%s\n' ${BK_CPUS[$1]:-} | grep -v n/a | sort -g | head -n 1)
+	[ -n "$BK_CPU_MIN" ] || BK_CPU_MIN=n/a
 }
 
 bench_forget() {

@@ -238,8 +238,7 @@ int rollback(const char *path, bool dry_run, const struct btk_dev_opts *dopts,
 	if (!ret)
 		ret = btk_dev_flush(d);
 out:
-	if (d)
-		btk_dev_close(d);
+	btk_dev_close(d);
 	btk_lock_drop(hold);
 	for (int i = 0; i < 3; i++)
 		free(bufs[i]);

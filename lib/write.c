@@ -72,6 +72,14 @@ int lib_fs(btkfs *h)
 	return 0;
 }
 
+int lib_ready(btkfs *h, bool args_ok, const char *what)
+{
+	btk_err_clear();
+	if (!h || !args_ok)
+		return lib_einval(what);
+	return lib_fs(h);
+}
+
 /* a subvolume's tree blocks being freed */
 static void on_drop(void *ctx, uint64_t blocks)
 {
@@ -124,8 +132,7 @@ static int end(btkfs *h, struct btk_edit *e, int ret)
 	if (ret) /* and what the devices hold when that is not the old filesystem */
 		snprintf(keep, sizeof(keep), "%s%s%s", btk_errmsg(), e->note[0] ? "; " : "",
 			 e->note);
-	if (h->br)
-		btk_backref_free(h->br);
+	btk_backref_free(h->br);
 	h->br = NULL;
 	btk_fs_close(h->fs);
 	h->fs = NULL;
@@ -220,8 +227,8 @@ static int put(btkfs *h, struct btk_edit *e, struct req *r)
 	p.o.compress = r->compress;
 	p.o.compress_level = r->level;
 	for (uint32_t i = 0; i < s->ninodes; i++)
-		if (S_ISREG(s->inodes[i].st.st_mode))
-			ui.total += (uint64_t)s->inodes[i].st.st_size;
+		if (S_ISREG(s->inodes[i].mode))
+			ui.total += s->inodes[i].size;
 	if (h->progress && !archive) { /* an archive's data is in before the populate */
 		p.o.progress = on_copy;
 		p.o.progress_ctx = &ui;
@@ -314,7 +321,7 @@ static int put_source(btkfs *h, struct req *r, struct btk_src_tree *s)
 		else
 			ret = cli_archive_load();
 	} else if (!(ret = btk_src_scan_any(r->a, false, s)) && (r->flags & BTKFS_PUT_NO_DIR) &&
-		   S_ISDIR(s->inodes[0].st.st_mode)) {
+		   S_ISDIR(s->inodes[0].mode)) {
 		ret = btk_err(EISDIR, "%s: is a directory", r->a);
 	}
 	if (ret)
