@@ -180,11 +180,35 @@ static int shrink_new(struct btk_trans *t, struct btk_chunk *c, struct btk_bg *b
 	return 0;
 }
 
+/* The items giving chunk c (old_len long) its length say new_len: its block group item (keyed
+ * by the length: deleted, the commit inserts it anew) and free-space entries (dropped, written
+ * anew for the dirty group), its chunk item and its dev extents (patched). */
+static int relength_items(struct btk_trans *t, const struct btk_chunk *c, uint64_t old_len,
+			  uint64_t new_len)
+{
+	struct btk_key ck = {BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY, c->logical};
+	struct btk_key bk = {c->logical, BTRFS_BLOCK_GROUP_ITEM_KEY, old_len};
+	uint64_t logical = c->logical;
+	int n = c->num_stripes, ret = btk_item_delete(t, btk_bg_item_tree(t->w), &bk);
+
+	if (!ret && t->w->fst)
+		ret = btk_fst_drop_bg(t, logical, old_len);
+	if (!ret)
+		ret = patch_u64(t, BTRFS_CHUNK_TREE_OBJECTID, &ck,
+				offsetof(struct btrfs_chunk, length), new_len);
+	for (int i = 0; i < n && !ret; i++) {
+		/* the chunk map is not changed by item changes: c stays valid */
+		struct btk_key dk = {c->stripes[i].devid, BTRFS_DEV_EXTENT_KEY,
+				     c->stripes[i].offset};
+		ret = patch_u64(t, BTRFS_DEV_TREE_OBJECTID, &dk,
+				offsetof(struct btrfs_dev_extent, length), new_len);
+	}
+	return ret;
+}
+
 int btk_chunk_shrink(struct btk_trans *t, uint64_t logical, uint64_t new_len)
 {
 	struct btk_chunk *c = chunk_at(t->fs, logical);
-	struct btk_key ck = {BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY, logical};
-	struct btk_key bk = {logical, BTRFS_BLOCK_GROUP_ITEM_KEY, 0};
 	struct btk_bg *bg = btk_bg_find(t->w, logical);
 	uint64_t old_len;
 	bool ok = false;
@@ -213,21 +237,8 @@ int btk_chunk_shrink(struct btk_trans *t, uint64_t logical, uint64_t new_len)
 	for (int i = 0; i < c->num_stripes && !ret; i++)
 		ret = btk_dev_hold(t, c->stripes[i].devid, c->stripes[i].offset + new_len,
 				   old_len - new_len);
-	/* items keyed by the length go and come back with the new one */
-	bk.offset = old_len;
 	if (!ret)
-		ret = btk_item_delete(t, btk_bg_item_tree(t->w), &bk);
-	if (!ret && t->w->fst)
-		ret = btk_fst_drop_bg(t, logical, old_len);
-	if (!ret)
-		ret = patch_u64(t, BTRFS_CHUNK_TREE_OBJECTID, &ck,
-				offsetof(struct btrfs_chunk, length), new_len);
-	for (int i = 0; i < c->num_stripes && !ret; i++) {
-		struct btk_key dk = {c->stripes[i].devid, BTRFS_DEV_EXTENT_KEY,
-				     c->stripes[i].offset};
-		ret = patch_u64(t, BTRFS_DEV_TREE_OBJECTID, &dk,
-				offsetof(struct btrfs_dev_extent, length), new_len);
-	}
+		ret = relength_items(t, c, old_len, new_len);
 	if (ret)
 		return ret;
 	bg = btk_bg_find(t->w, logical); /* item changes may have moved the array */
@@ -314,8 +325,6 @@ int btk_chunk_split(struct btk_trans *t, uint64_t logical, uint64_t at)
 {
 	struct btk_fs *fs = t->fs;
 	struct btk_chunk *c = chunk_at(fs, logical), *n;
-	struct btk_key ck = {BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY, logical};
-	struct btk_key bk = {logical, BTRFS_BLOCK_GROUP_ITEM_KEY, 0};
 	struct btk_bg *bg = btk_bg_find(t->w, logical);
 	struct btk_rangeset tfree = {0}, tpinned = {0}, tsuper = {0};
 	uint64_t len, tail, tused, mid = logical + at;
@@ -346,20 +355,7 @@ int btk_chunk_split(struct btk_trans *t, uint64_t logical, uint64_t at)
 			       (unsigned long long)logical, (unsigned long long)mid);
 	/* nothing is allocated in the tail meanwhile: the items below copy tree blocks */
 	bg->limit = mid;
-	/* the items keyed by the length go and come back with the new one */
-	bk.offset = len;
-	ret = btk_item_delete(t, btk_bg_item_tree(t->w), &bk);
-	if (!ret && t->w->fst)
-		ret = btk_fst_drop_bg(t, logical, len);
-	if (!ret)
-		ret = patch_u64(t, BTRFS_CHUNK_TREE_OBJECTID, &ck,
-				offsetof(struct btrfs_chunk, length), at);
-	for (int i = 0; i < c->num_stripes && !ret; i++) {
-		struct btk_key dk = {c->stripes[i].devid, BTRFS_DEV_EXTENT_KEY,
-				     c->stripes[i].offset};
-		ret = patch_u64(t, BTRFS_DEV_TREE_OBJECTID, &dk,
-				offsetof(struct btrfs_dev_extent, length), at);
-	}
+	ret = relength_items(t, c, len, at);
 	/* item changes may have moved the arrays */
 	c = chunk_at(fs, logical);
 	bg = btk_bg_find(t->w, logical);
