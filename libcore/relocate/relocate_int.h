@@ -184,17 +184,18 @@ int rl_remove_chunks(struct btk_trans *t, const struct rl_empty *e);
 int rl_cut_chunks(struct btk_fs *fs, const struct rl_empty *e);
 
 /* Repacking (resize_repack.c). Whether devid can be shrunk to target by repacking (and the
- * plan, into p when set): *fits. */
+ * plan, into p when set): *fits. split: data chunks may be split for the stripe moves after
+ * it (rl_compact_split). */
 int rl_repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
-	      struct btk_resize_plan *p, bool *fits);
+	      bool split, struct btk_resize_plan *p, bool *fits);
 /* Where the device ends once a repacking to target is done and the stripes are moved whole as
  * far as they go (0: the repacking does not reach target). */
 int rl_repack_end(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
-		  uint64_t *end);
+		  bool split, uint64_t *end);
 /* The smallest size in [lo, hi) repacking reaches (a binary search in MiB; 0: none): *at
  * the size it is planned for, *min where the stripes end after it (rl_repack_end). */
 int rl_repack_minimum(struct btk_fs *fs, uint64_t devid, uint64_t lo, uint64_t hi,
-		      const struct rl_usage *use, uint64_t *min, uint64_t *at);
+		      const struct rl_usage *use, bool split, uint64_t *min, uint64_t *at);
 
 /* Moves the tree block: one copy for the trees that may share it (fs trees), else a copy in
  * every tree reaching it; *copies counts the copies. */

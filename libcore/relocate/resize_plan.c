@@ -442,6 +442,7 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned f
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
 	uint64_t whole = 0, with_cuts = 0, with_split = 0, logical = 0, compacted = 0, physical,
 		 old_min, repacked = 0, repack_at = 0;
+	bool repack_split = false;
 	struct rl_usage use = {0};
 	struct rl_layout l;
 	int ret;
@@ -487,13 +488,21 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned f
 		plan->allocated += l.s[i].len;
 	/* below what moving, cutting and emptying reach: repacking into new chunks */
 	old_min = plan->minimum;
-	if (!(flags & BTK_RESIZE_NO_REPACK) &&
-	    (ret =
-		 rl_repack_minimum(fs, devid, 2ULL << 20, old_min, &use, &repacked, &repack_at))) {
-		rl_usage_free(&use);
-		free(l.s);
-		btk_resize_plan_free(plan);
-		return ret;
+	/* with and without splits after it: the search's sizes are not monotone, either may
+	 * land lower (the lower is the plan) */
+	for (int v = 0; v < (split ? 2 : 1) && !(flags & BTK_RESIZE_NO_REPACK); v++) {
+		uint64_t r = 0, at = 0;
+		if ((ret = rl_repack_minimum(fs, devid, 2ULL << 20, old_min, &use, split && !v, &r,
+					     &at))) {
+			rl_usage_free(&use);
+			free(l.s);
+			btk_resize_plan_free(plan);
+			return ret;
+		}
+		if (r && (!repacked || r < repacked)) {
+			repacked = r, repack_at = at;
+			repack_split = split && !v;
+		}
 	}
 	if (repacked && repacked < plan->minimum)
 		plan->minimum = repacked;
@@ -514,9 +523,9 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned f
 		bool fits = false;
 		free(l.s);
 		/* the size asked for, else the plan for the minimum (which ends below it) */
-		ret = rl_repack(fs, devid, plan->new_size, &use, plan, &fits);
+		ret = rl_repack(fs, devid, plan->new_size, &use, repack_split, plan, &fits);
 		if (!ret && !fits)
-			ret = rl_repack(fs, devid, repack_at, &use, plan, &fits);
+			ret = rl_repack(fs, devid, repack_at, &use, repack_split, plan, &fits);
 		if (!ret && !fits)
 			ret = btk_err(EUCLEAN, "devid %llu: repacking does not reach %llu bytes",
 				      (unsigned long long)devid, (unsigned long long)plan->minimum);

@@ -179,6 +179,7 @@ struct attempt {
 	 * of another kind counts as full: where its tree blocks land is not modelled), for
 	 * the chunks split afterwards so that their parts move apart */
 	struct rl_usage fin;
+	bool split; /* the stripe moves after the runs may split data chunks */
 };
 
 static void attempt_free(struct attempt *a)
@@ -707,7 +708,7 @@ static int attempt_run(struct attempt *a, uint64_t meta_keep, bool *fits)
 		*fits = true;
 		a->bytes_b = chk.bytes;
 		ret = plan_run2(a, meta_keep);
-		if (!ret)
+		if (!ret && a->split)
 			ret = final_usage(a);
 	}
 out:
@@ -813,7 +814,7 @@ static bool mixed_fs(const struct btk_fs *fs)
 /* The first attempt (cheapest mode first) that reaches target: *fits; its plan into p when
  * set, else *end (when set) where the stripes end after it, moved whole as far as they go. */
 static int repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
-		  struct btk_resize_plan *p, bool *fits, uint64_t *end)
+		  bool split, struct btk_resize_plan *p, bool *fits, uint64_t *end)
 {
 	uint64_t meta_keep, e = 0;
 	int ret;
@@ -831,7 +832,8 @@ static int repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const stru
 				    .target = target,
 				    .use = use,
 				    .mode = modes[m][0],
-				    .data_slack = modes[m][1]};
+				    .data_slack = modes[m][1],
+				    .split = split};
 		ret = attempt_run(&a, meta_keep, fits);
 		/* a stripe cut past the size (mode 3) must then find room below it */
 		if (!ret && *fits && a.mode >= 3 && !(ret = compact_after(&a, NULL, &e)))
@@ -852,21 +854,21 @@ static int repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const stru
 }
 
 int rl_repack_end(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
-		  uint64_t *end)
+		  bool split, uint64_t *end)
 {
 	bool fits;
 
-	return repack(fs, devid, target, use, NULL, &fits, end);
+	return repack(fs, devid, target, use, split, NULL, &fits, end);
 }
 
 int rl_repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
-	      struct btk_resize_plan *p, bool *fits)
+	      bool split, struct btk_resize_plan *p, bool *fits)
 {
-	return repack(fs, devid, target, use, p, fits, NULL);
+	return repack(fs, devid, target, use, split, p, fits, NULL);
 }
 
 int rl_repack_minimum(struct btk_fs *fs, uint64_t devid, uint64_t lo, uint64_t hi,
-		      const struct rl_usage *use, uint64_t *min, uint64_t *at)
+		      const struct rl_usage *use, bool split, uint64_t *min, uint64_t *at)
 {
 	uint64_t a = up_1m(lo), b = hi / SZ_1M * SZ_1M;
 	bool fits;
@@ -879,7 +881,7 @@ int rl_repack_minimum(struct btk_fs *fs, uint64_t devid, uint64_t lo, uint64_t h
 	 * the minimum is where the stripes end after it, moved whole as far as they go */
 	while (a < b && !ret) {
 		uint64_t mid = a + (b - a) / 2 / SZ_1M * SZ_1M;
-		if ((ret = rl_repack(fs, devid, mid, use, NULL, &fits)))
+		if ((ret = rl_repack(fs, devid, mid, use, split, NULL, &fits)))
 			break;
 		if (fits)
 			*at = b = mid;
@@ -887,6 +889,6 @@ int rl_repack_minimum(struct btk_fs *fs, uint64_t devid, uint64_t lo, uint64_t h
 			a = mid + SZ_1M;
 	}
 	if (!ret && *at)
-		ret = rl_repack_end(fs, devid, *at, use, min);
+		ret = rl_repack_end(fs, devid, *at, use, split, min);
 	return ret;
 }
