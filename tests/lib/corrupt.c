@@ -528,6 +528,18 @@ static void edit_sys_type(struct btk_super *sb)
 	BTK_PUT(struct btrfs_chunk, c, type, BTRFS_BLOCK_GROUP_SYSTEM | BTRFS_BLOCK_GROUP_RAID10);
 	BTK_PUT(struct btrfs_chunk, c, sub_stripes, 0);
 }
+static void edit_chunk_root(struct btk_super *sb)
+{
+	/* four blocks on in the system chunk: an empty slot (or an older chunk root) */
+	btk_put64(sb->chunk_root, btk_le64(sb->chunk_root) + 4 * (uint64_t)btk_le32(sb->nodesize));
+}
+static int k_chunk_root_ptr(struct btk_fs *fs, const char *n)
+{
+	int ret = super_edit(fs, edit_chunk_root);
+	if (!ret)
+		printf("%s: superblock chunk_root + 4 nodes on every valid copy\n", n);
+	return ret;
+}
 static int k_sys_array_type(struct btk_fs *fs, const char *n)
 {
 	int ret = super_edit(fs, edit_sys_type);
@@ -2072,6 +2084,8 @@ static const struct kind kinds[] = {
     {"copy2", "smash copy 2 of the fs tree's first leaf (checksum left bad)", k_copy2},
     {"root-tree", "smash every copy of the root tree's root block", k_root_tree},
     {"csum-leaf", "smash every copy of a checksum tree leaf that is not its root", k_csum_leaf},
+    {"chunk-root-ptr", "the superblock's chunk root pointer moved 4 nodes on (every copy)",
+     k_chunk_root_ptr},
     {"sys-array-type", "the system chunk array's first chunk gets RAID10 (sub_stripes 0)",
      k_sys_array_type},
     {"inline-order", "swap the first two inline refs (one type) of an extent item", k_inline_order},
