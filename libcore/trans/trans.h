@@ -485,6 +485,10 @@ int btk_tree_set_root(struct btk_trans *t, uint64_t id, uint64_t bytenr, int lev
  * The chunk tree (BTRFS_CHUNK_TREE_OBJECTID, whose root the superblock names) too.
  * -EBUSY when the tree was changed already, -ENOENT no such tree, -EINVAL a subvolume. */
 int btk_tree_reset(struct btk_trans *t, uint64_t id);
+/* The same for any tree, a subvolume's included: one whose root block is lost, rebuilt from
+ * what is left (its root item keeps everything but the root; the lost blocks' records are the
+ * caller's to drop). */
+int btk_tree_restart(struct btk_trans *t, uint64_t id);
 /* Every block group's free-space tree items are rewritten at commit from its free space (the
  * complement of the extent records): after btk_tree_reset of the free-space tree, they fill
  * the empty tree. false when the filesystem has no free-space tree (nothing to write). */
