@@ -93,6 +93,10 @@ int rp_fix_ext_refs(struct rp_ctx *x, const struct rp_prob *p, char *before, cha
 		    size_t cap);
 int rp_extents_phase(enum btk_check_problem_id id);
 
+/* extent_rebuild.c: whether p is of a kind a rebuilt extent tree answers for (extent records,
+ * back references, block groups, free space, chunks without their block group). */
+bool rp_extent_kind(const struct rp_prob *p);
+
 /* names.c: a name's missing side rebuilt from its inode ref. */
 int rp_fix_name_index(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 		      size_t cap);

@@ -603,6 +603,31 @@ assert s["rebuilt"] and s["tree_blocks"] == 5 and s["errors_before"] > 0 and s["
 	[ "$status" = 0 ] || { show_err; return 1; }
 }
 
+@test "repair: an extent tree lost on every copy, or records no fix can parse (bko-155621), is rebuilt from the trees by one --repair; both checkers clean" {
+	require_btk fsck image
+	require_tool btrfs
+	image dup
+	snapshots "$IMG"
+	"$SMASH" tree 2 1 "$IMG" >/dev/null
+	"$SMASH" tree 2 2 "$IMG" >/dev/null
+	btk_run 180 "$FSCK" --repair --no-undo "$IMG"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -Eq '^FIXED: \[E0606 tb-unreadable\] tree 2 bytenr [0-9]+: .* -> extent tree rebuilt from the trees$' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	grep -q ', 0 left$' "$BTK_OUT"
+	both_clean "$IMG"
+	# inline references that do not parse: each record's fix fails, the rebuild does not read them
+	corpus_img fuzz-images__bko-155621-bad-block-group-offset
+	btk_run 120 "$FSCK" --repair --no-undo --json "$IMG"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["result"] == "repaired" and r["errors_after"] == 0, r
+assert any(f["after"] == "extent tree rebuilt from the trees" and f["code"] == "E0703" for f in r["fixes"]), r["fixes"]
+' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	both_clean "$IMG"
+}
+
 @test "rescue extent-tree: a tree the checker finds no extent problem in is left as it is (exit 0, nothing written)" {
 	require_btk fsck image
 	image dup
