@@ -187,9 +187,11 @@ static void super_text(const struct step_ctx *c)
 			printf("superblocks: every copy equal to the best one\n");
 		return;
 	}
-	printf("superblocks: %d cop%s, %d rewritten from copy %d (generation %llu)\n", r->copies,
-	       r->copies == 1 ? "y" : "ies", r->rewritten, r->source_mirror,
-	       (unsigned long long)r->generation);
+	printf("superblocks: %d cop%s, %d rewritten from copy %d", r->copies,
+	       r->copies == 1 ? "y" : "ies", r->rewritten, r->source_mirror);
+	if (r->merged_part) /* no copy opened alone */
+		printf(" with the %s of copy %d", r->merged_part, r->merged_donor);
+	printf(" (generation %llu)\n", (unsigned long long)r->generation);
 }
 
 static void super_json_summary(const struct step_ctx *c, int ret)
@@ -199,8 +201,14 @@ static void super_json_summary(const struct step_ctx *c, int ret)
 	if (ret)
 		return;
 	printf(", \"super_summary\": {\"copies\": %d, \"rewritten\": %d, \"source_copy\": %d, "
-	       "\"generation\": %llu}",
+	       "\"generation\": %llu",
 	       r->copies, r->rewritten, r->source_mirror, (unsigned long long)r->generation);
+	if (r->merged_part) {
+		printf(", \"merged\": {\"part\": ");
+		btk_json_cstr(stdout, r->merged_part);
+		printf(", \"from_copy\": %d}", r->merged_donor);
+	}
+	putchar('}');
 }
 
 static void on_log_inode(void *ctx, uint64_t root, uint64_t ino, uint64_t parent, const char *name,

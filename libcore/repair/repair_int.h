@@ -135,6 +135,13 @@ int rp_root_problem(const struct btk_open_opts *chosen, const char *const *paths
 int rp_fix_rollback(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 		    size_t cap);
 
+/* A read-only handle over lower whose superblock copies 0..ncopies-1 read as sb[0..] (the rest
+ * from lower, which stays the caller's). */
+struct btk_dev;
+struct btk_super;
+int rp_super_overlay(struct btk_dev *lower, const struct btk_super *sb, int ncopies,
+		     struct btk_dev **out);
+
 /* Opens a read-only view of the filesystem as the running commit of t will leave it: the
  * devices of t's filesystem, their superblocks replaced by the ones the commit would write.
  * *out is closed with btk_fs_close (the devices underneath stay open). */

@@ -77,11 +77,17 @@ struct btk_super_result {
 	int copies, rewritten; /* present copies, rewritten ones */
 	int source_mirror;     /* the copy the filesystem opened from */
 	uint64_t generation;
+	/* no copy opened: copy source_mirror with one part taken from copy merged_donor did
+	 * (merged_part names it: "system chunk array", "generation", ...; NULL: no merge) */
+	const char *merged_part;
+	int merged_donor;
 };
 
 /* Rewrites every superblock copy (every device, every mirror present) that differs from the
- * newest one that opens the filesystem. -EUCLEAN when none does (btk_errmsg names each copy's
- * fault); other negative errnos for io errors. */
+ * newest one that opens the filesystem. When none opens (one device), copies damaged in
+ * different places are merged: a copy with one part (a field, the system chunk array, a
+ * backup root) of another copy of the same filesystem, the first that opens, is written. -EUCLEAN
+ * when none does (btk_errmsg names each copy's fault); other negative errnos for io errors. */
 int btk_super_heal(const char *const *paths, int n, const struct btk_open_opts *oo,
 		   const struct btk_super_opts *so, struct btk_super_result *res);
 
