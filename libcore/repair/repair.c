@@ -381,6 +381,13 @@ static bool rebuild_answers(const struct rp_prob *p)
 		p->tree == BTRFS_BLOCK_GROUP_TREE_OBJECTID);
 }
 
+int rp_fix_by_extent_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+			     size_t cap)
+{
+	(void)x, (void)p, (void)before, (void)after, (void)cap;
+	return 1; /* rebuild_extent_tree after the round */
+}
+
 /* When a round could not fix what the checker says of the extent records (one that does not
  * parse, a lost block of the extent tree, fields fuzzed past what a fix of one record can
  * set right), the extent tree is rebuilt from the trees that use it, in its own verified

@@ -96,6 +96,10 @@ int rp_extents_phase(enum btk_check_problem_id id);
 /* extent_rebuild.c: whether p is of a kind a rebuilt extent tree answers for (extent records,
  * back references, block groups, free space, chunks without their block group). */
 bool rp_extent_kind(const struct rp_prob *p);
+/* repair.c: the fix of extent problems no fix of one record answers: nothing in the round (1);
+ * once a round has nothing else to commit, the repair rebuilds the extent tree. */
+int rp_fix_by_extent_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+			     size_t cap);
 
 /* names.c: a name's missing side rebuilt from its inode ref. */
 int rp_fix_name_index(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,

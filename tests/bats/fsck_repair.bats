@@ -169,6 +169,12 @@ PY
 	repaired_clean tb-owner tb-flags tb-chunk-uuid
 }
 
+@test "repair: a block group item's chunk objectid fuzzed (no fix of one record answers it): the extent tree is rebuilt from the trees, both checkers clean" {
+	require_btk fsck
+	broken bg-chunk-objectid
+	repair_fixes '^FIXED: \[E0504 bg-chunk-objectid\] .* -> extent tree rebuilt from the trees$'
+}
+
 @test "repair: a leaf whose checksum was wiped (zeros) is copied with one, every file as before" {
 	require_btk fsck
 	broken leaf-csum-zero
