@@ -177,13 +177,8 @@ static int make_image(struct conv *c, const struct btk_inode_attr *top)
 		ret = btk_file_hole(c->t, CONV_IMAGE_SUBVOL, CONV_IMAGE_INO, prev, r->orig - prev);
 		if (ret)
 			break;
-		struct btk_file_extent fe = {.file_offset = r->orig,
-					     .type = BTRFS_FILE_EXTENT_REG,
-					     .disk_bytenr = r->bytenr,
-					     .disk_num_bytes = r->len,
-					     .num_bytes = r->len,
-					     .ram_bytes = r->len};
-		ret = btk_file_extent_insert(c->t, CONV_IMAGE_SUBVOL, CONV_IMAGE_INO, &fe);
+		ret = btk_file_extent_whole(c->t, CONV_IMAGE_SUBVOL, CONV_IMAGE_INO, r->orig,
+					    r->bytenr, r->len);
 	}
 	if (!ret) {
 		uint64_t last =
@@ -303,14 +298,8 @@ static int write_new_extent(struct conv *c, uint64_t ino, const uint8_t *data, u
 	if (!ret && !c->o->no_datasum && !(ret = btk_csum_compute(c->fs, pad, alen, sums)))
 		ret = btk_csum_insert_sums(c->t, bytenr, sums, alen / ss);
 	free(pad);
-	if (!ret) {
-		struct btk_file_extent fe = {.type = BTRFS_FILE_EXTENT_REG,
-					     .disk_bytenr = bytenr,
-					     .disk_num_bytes = alen,
-					     .num_bytes = alen,
-					     .ram_bytes = alen};
-		ret = btk_file_extent_insert(c->t, BTRFS_FS_TREE_OBJECTID, ino, &fe);
-	}
+	if (!ret)
+		ret = btk_file_extent_whole(c->t, BTRFS_FS_TREE_OBJECTID, ino, 0, bytenr, alen);
 	*nbytes += alen;
 	return ret;
 }

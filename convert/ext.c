@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 static int e2err(errcode_t err, const char *path, const char *what)
 {
@@ -274,11 +275,13 @@ static int open_failed(const char *path, errcode_t err)
 
 int ext_open(const char *path, bool force, struct ext_src *s)
 {
-	return ext_open_at(path, path, 0, force, s);
+	return ext_open_at(path, path, 0, 0, force, s);
 }
 
-int ext_open_at(const char *path, const char *file, uint64_t off, bool force, struct ext_src *s)
+int ext_open_at(const char *path, const char *file, uint64_t off, uint64_t size, bool force,
+		struct ext_src *s)
 {
+	struct stat st;
 	struct ext2_super_block *sb;
 	const char *bad;
 	char io_opts[40];
@@ -287,9 +290,15 @@ int ext_open_at(const char *path, const char *file, uint64_t off, bool force, st
 
 	memset(s, 0, sizeof(*s));
 	s->path = path;
-	if ((ret = btk_dev_refuse_in_use(file)))
+	if ((ret = btk_dev_refuse_in_use_range(file, off, size)))
 		return ret;
-	err = ext2fs_check_if_mounted(file, &mflags);
+	/* libext2fs's own check looks at the whole file (a mounted loop device of any part of
+	 * it): asked of block devices and of whole files only; the range check above covers a
+	 * partition of an image file */
+	if (!off || (!stat(file, &st) && S_ISBLK(st.st_mode)))
+		err = ext2fs_check_if_mounted(file, &mflags);
+	else
+		err = 0;
 	if (!err && (mflags & EXT2_MF_MOUNTED))
 		return btk_err(EBUSY, "%s: is mounted (unmount it first)", path);
 	/* unix_io's "offset=": every block libext2fs reads is off bytes further in */

@@ -46,9 +46,11 @@ struct ext_src {
  * reason through btk_err() (what is in the way and what to do). force lets an unclean or
  * error-marked filesystem through. */
 int ext_open(const char *path, bool force, struct ext_src *src);
-/* The same for an ext filesystem at byte off of file (a partition of a disk image); path names
- * it in messages ("disk.img@p1"). */
-int ext_open_at(const char *path, const char *file, uint64_t off, bool force, struct ext_src *src);
+/* The same for an ext filesystem in the size bytes at byte off of file (a partition of a disk
+ * image; size 0: to the end); path names it in messages ("disk.img@p1"). Only that range is
+ * checked for use: a loop device of another partition of the same image is no obstacle. */
+int ext_open_at(const char *path, const char *file, uint64_t off, uint64_t size, bool force,
+		struct ext_src *src);
 void ext_close(struct ext_src *src);
 
 /* The used set, whatever the block bitmap says: ext_open adds ext's own metadata (superblocks,

@@ -194,7 +194,7 @@ static int run_convert(const struct args *a, const char *dev, const struct btk_d
 	uint64_t off, size;
 	if (btk_dev_where_resolve(dev, &d->where, true, file, sizeof(file), &off, &size) ||
 	    (!a->dry && btk_lock_take(file, d->wait, &hold)) ||
-	    ext_open_at(dev, file, off, a->force, &src)) {
+	    ext_open_at(dev, file, off, size, a->force, &src)) {
 		cli_err("%s", btk_errmsg());
 		btk_lock_drop(hold);
 		return CLI_EXIT_ERROR;

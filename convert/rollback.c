@@ -117,6 +117,21 @@ static int check_ext_super(const uint8_t *first, uint64_t size)
 	return 0;
 }
 
+/* Refused before anything is read when a loop device or a mount uses the range the rollback
+ * writes (a partition's only: another partition of the same image may be attached); the
+ * writable open checks again. Split raw and EWF names: the whole file, as the open sees them. */
+static int refuse_in_use(const char *path, const struct btk_dev_opts *dopts)
+{
+	char base[4096];
+	uint64_t off, size;
+	int ret =
+	    btk_dev_where_resolve(path, &dopts->where, false, base, sizeof(base), &off, &size);
+
+	if (ret == -EOPNOTSUPP)
+		return btk_dev_refuse_in_use(path);
+	return ret ? ret : btk_dev_refuse_in_use_range(base, off, size);
+}
+
 static int open_scan(const char *path, const struct btk_dev_opts *dopts, struct scan *s)
 {
 	const char *paths[1] = {path};
@@ -126,7 +141,7 @@ static int open_scan(const char *path, const struct btk_dev_opts *dopts, struct 
 	struct btk_key loc;
 	char *name = NULL;
 	uint8_t ft;
-	int ret = btk_dev_refuse_in_use(path);
+	int ret = refuse_in_use(path, dopts);
 
 	if (ret || (ret = btk_fs_open(paths, 1, &oo, &s->fs)))
 		return ret;
@@ -223,8 +238,7 @@ int rollback(const char *path, bool dry_run, const struct btk_dev_opts *dopts,
 	if (!ret)
 		ret = btk_dev_flush(d);
 out:
-	if (d)
-		btk_dev_close(d);
+	btk_dev_close(d);
 	btk_lock_drop(hold);
 	for (int i = 0; i < 3; i++)
 		free(bufs[i]);

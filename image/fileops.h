@@ -1,9 +1,9 @@
 /* fileops.h — btk-image's file operations on an unmounted image: what every verb shares.
  *
  * One file per verb (or small group): image/ls.c, image/stat.c, image/cat.c, image/get.c ...
- * each defines `int verb_NAME(int argc, const char **argv)`, declared below, and has one line
- * in the table of image/fileverbs.c. A new verb: add its file, its declaration in the right
- * section below, and its table line; nothing else changes.
+ * each defines `int verb_NAME(int argc, const char **argv)`, declared below from its line in
+ * image/fileverbs.def, which also makes its row of the verb table (fileverbs.c). A new verb:
+ * add its file and its line there; nothing else changes.
  *
  * A verb's shape:
  *	struct img_cmd c = {0};
@@ -166,13 +166,13 @@ void img_body_line(const char *hash, const char *path, const char *mark, uint64_
 /* A symlink's target, malloc'ed (NUL-terminated); NULL after one line on failure. */
 char *img_symlink_target(struct img_cmd *c, const struct img_node *n, const char *path);
 
-/* ---- read verbs (fileread): ls.c, stat.c, cat.c, getfattr.c, get*.c ---- */
-int verb_ls(int argc, const char **argv);
-int verb_stat(int argc, const char **argv);
-int verb_cat(int argc, const char **argv);
-int verb_getfattr(int argc, const char **argv);
-int verb_get(int argc, const char **argv);
-int verb_roots(int argc, const char **argv); /* roots.c */
+/* ---- the verbs (fileverbs.def) ---- */
+#define IMG_VERB(name, args, summary) int verb_##name(int argc, const char **argv);
+#include "fileverbs.def"
+#undef IMG_VERB
+int verb_subvol_list(int argc, const char **argv); /* subvol_list.c: subvol list */
+
+/* ---- read verbs (fileread) ---- */
 /* The root scan (tree/scan.h) of c's filesystem: every valid tree block, and with roots the
  * roots of the trees owner_fn chooses (NULL: all) with their reach; a progress line on a
  * terminal (progress: also elsewhere). 0 or CLI_EXIT_ERROR after one line. */
@@ -180,7 +180,6 @@ struct btk_found_blocks;
 struct btk_found_roots;
 int img_root_scan(struct img_cmd *c, bool (*owner_fn)(uint64_t owner), bool progress,
 		  struct btk_found_blocks *blocks, struct btk_found_roots *roots);
-int verb_diff(int argc, const char **argv); /* diff.c */
 
 /* ---- content hashes (hash.c) ---- */
 #define IMG_HASH_HEX 129
@@ -201,21 +200,5 @@ int img_deleted_list(struct img_cmd *c, const char *path, enum img_del_style sty
 /* get --deleted: reopens c at the newest older root that holds path (deleted now, or under a
  * deleted directory). 0, or CLI_EXIT_ERROR after one line. */
 int img_deleted_open(struct img_cmd *c, const char *path);
-
-/* ---- write verbs (filewrite): put.c, ops_*.c; shared: wops.h ---- */
-int verb_put(int argc, const char **argv);
-int verb_mkdir(int argc, const char **argv);
-int verb_rm(int argc, const char **argv);
-int verb_mv(int argc, const char **argv);
-int verb_ln(int argc, const char **argv);
-int verb_chmod(int argc, const char **argv);
-int verb_chown(int argc, const char **argv);
-int verb_touch(int argc, const char **argv);
-int verb_setfattr(int argc, const char **argv);
-int verb_snapshot(int argc, const char **argv);
-int verb_subvol(int argc, const char **argv);
-int verb_subvol_list(int argc, const char **argv); /* subvol_list.c */
-int verb_label(int argc, const char **argv);	   /* label.c */
-int verb_uuid(int argc, const char **argv);	   /* label.c */
 
 #endif

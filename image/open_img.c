@@ -78,8 +78,7 @@ int img_open(struct img_cmd *c, bool write)
 
 int img_done(struct img_cmd *c, int rc)
 {
-	if (c->fs)
-		btk_fs_close(c->fs);
+	btk_fs_close(c->fs);
 	c->fs = NULL;
 	if (c->pc)
 		poptFreeContext(c->pc);

@@ -24,7 +24,6 @@ int verb_rm(int argc, const char **argv)
 	struct wops w = {0};
 	int recursive = 0, rc;
 	char path[PATH_BUF], extra[64];
-	uint64_t removed = 1;
 	struct poptOption opts[] = {{"recursive", 'r', POPT_ARG_NONE, &recursive, 0,
 				     "remove a directory and all below it", NULL},
 				    WOPS_OPTIONS(&w),
@@ -36,12 +35,8 @@ int verb_rm(int argc, const char **argv)
 	if ((rc = wops_abs(path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
 	rc = wops_rc(&w, btkfs_remove(w.h, path, recursive ? BTKFS_REMOVE_RECURSIVE : 0));
-	removed = w.ch.count;
-	rc = wops_finish(&w, rc);
-	snprintf(extra, sizeof(extra), ", \"removed\": %llu", (unsigned long long)removed);
-	if (!rc)
-		wops_done(&w, "rm", path, "", extra);
-	return rc;
+	snprintf(extra, sizeof(extra), ", \"removed\": %llu", (unsigned long long)w.ch.count);
+	return wops_end(&w, rc, "rm", path, "", extra);
 }
 
 int verb_mv(int argc, const char **argv)
@@ -59,10 +54,7 @@ int verb_mv(int argc, const char **argv)
 		return wops_finish(&w, rc);
 	rc = wops_rc(&w, btkfs_rename(w.h, src, dst));
 	snprintf(full, sizeof(full), "%s", w.ch.path ? w.ch.path : dst);
-	rc = wops_finish(&w, rc);
-	if (!rc)
-		wops_done(&w, "mv", full, "", "");
-	return rc;
+	return wops_end(&w, rc, "mv", full, "", "");
 }
 
 int verb_ln(int argc, const char **argv)
@@ -85,10 +77,7 @@ int verb_ln(int argc, const char **argv)
 	rc = wops_rc(&w,
 		     symbolic ? btkfs_symlink(w.h, target, path0) : btkfs_link(w.h, target, path0));
 	snprintf(path, sizeof(path), "%s", w.ch.path ? w.ch.path : path0);
-	rc = wops_finish(&w, rc);
-	if (!rc)
-		wops_done(&w, "ln", path, "", "");
-	return rc;
+	return wops_end(&w, rc, "ln", path, "", "");
 }
 
 int verb_chmod(int argc, const char **argv)
@@ -109,10 +98,7 @@ int verb_chmod(int argc, const char **argv)
 	arg(&w, 2, path);
 	if (!(rc = wops_abs(path)) && !(rc = wops_open(&w)))
 		rc = wops_rc(&w, btkfs_chmod(w.h, path, (uint32_t)mode));
-	rc = wops_finish(&w, rc);
-	if (!rc)
-		wops_done(&w, "chmod", path, "", "");
-	return rc;
+	return wops_end(&w, rc, "chmod", path, "", "");
 }
 
 /* An owner or group as chown(1) takes it: a number (never looked up), or a name resolved on
@@ -191,10 +177,7 @@ int verb_chown(int argc, const char **argv)
 	if (!(rc = wops_abs(path)) && !(rc = wops_open(&w)))
 		rc = wops_rc(&w, btkfs_chown(w.h, path, c.set_uid ? c.uid : UINT32_MAX,
 					     c.set_gid ? c.gid : UINT32_MAX));
-	rc = wops_finish(&w, rc);
-	if (!rc)
-		wops_done(&w, "chown", path, "", "");
-	return rc;
+	return wops_end(&w, rc, "chown", path, "", "");
 }
 
 /* touch -d, as touch(1) reads it: "@SECONDS[.FRACTION]", or "YYYY-MM-DD[ T]HH:MM[:SS[.FRACTION]]"
@@ -279,10 +262,7 @@ int verb_touch(int argc, const char **argv)
 		return wops_finish(&w, rc);
 	struct btkfs_time when = {(int64_t)tm.sec, tm.nsec};
 	rc = wops_rc(&w, btkfs_touch(w.h, path, date ? &when : NULL));
-	rc = wops_finish(&w, rc);
-	if (!rc)
-		wops_done(&w, "touch", path, "", "");
-	return rc;
+	return wops_end(&w, rc, "touch", path, "", "");
 }
 
 /* setfattr values: 0x... hex, 0s... base64, "quoted" or plain text. Returns the length or
@@ -370,8 +350,5 @@ int verb_setfattr(int argc, const char **argv)
 		return wops_finish(&w, rc);
 	rc = wops_rc(&w, remove ? btkfs_removexattr(w.h, path, n)
 				: btkfs_setxattr(w.h, path, n, val, (size_t)vlen));
-	rc = wops_finish(&w, rc);
-	if (!rc)
-		wops_done(&w, "setfattr", path, "", "");
-	return rc;
+	return wops_end(&w, rc, "setfattr", path, "", "");
 }

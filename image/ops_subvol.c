@@ -27,12 +27,9 @@ int verb_snapshot(int argc, const char **argv)
 	if ((rc = wops_abs(src)) || (rc = wops_abs(path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
 	rc = wops_rc(&w, btkfs_snapshot(w.h, src, path, ro ? BTKFS_SNAPSHOT_READONLY : 0, &id));
-	rc = wops_finish(&w, rc);
 	snprintf(extra, sizeof(extra), ", \"id\": %llu, \"readonly\": %s", (unsigned long long)id,
 		 ro ? "true" : "false");
-	if (!rc)
-		wops_done(&w, "snapshot", path, "", extra);
-	return rc;
+	return wops_end(&w, rc, "snapshot", path, "", extra);
 }
 
 /* Whether one of the first two arguments (the action's places) is "list". */
@@ -85,10 +82,7 @@ int verb_subvol(int argc, const char **argv)
 	else
 		rc = wops_rc(&w, btkfs_subvol_set_default(w.h, path));
 	id = w.ch.id;
-	rc = wops_finish(&w, rc);
 	snprintf(extra, sizeof(extra), ", \"action\": \"%s\", \"id\": %llu", what,
 		 (unsigned long long)id);
-	if (!rc)
-		wops_done(&w, "subvol", path, "", extra);
-	return rc;
+	return wops_end(&w, rc, "subvol", path, "", extra);
 }

@@ -54,10 +54,7 @@ static int do_put(struct wops *w, const char *src, const char *path, int recursi
 			 cli_human(st->data_bytes, in, sizeof(in)));
 		snprintf(path_done, sizeof(path_done), "%s", st->path);
 	}
-	rc = wops_finish(w, rc);
-	if (!rc)
-		wops_done(w, "put", path_done, msg, extra);
-	return rc;
+	return wops_end(w, rc, "put", path_done, msg, extra);
 }
 
 int verb_put(int argc, const char **argv)
@@ -88,7 +85,6 @@ int verb_mkdir(int argc, const char **argv)
 	struct wops w = {0};
 	int parents = 0, rc;
 	char *mode_s = NULL, path[4096], extra[64];
-	uint64_t made = 0;
 	unsigned long mode = BTKFS_MODE_DEFAULT;
 	struct poptOption opts[] = {{"parents", 'p', POPT_ARG_NONE, &parents, 0,
 				     "make missing parents too; an existing directory is no error",
@@ -112,10 +108,6 @@ int verb_mkdir(int argc, const char **argv)
 	if ((rc = wops_abs(path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
 	rc = wops_rc(&w, btkfs_mkdir(w.h, path, (uint32_t)mode, parents ? BTKFS_MKDIR_PARENTS : 0));
-	made = w.ch.count;
-	rc = wops_finish(&w, rc);
-	snprintf(extra, sizeof(extra), ", \"created\": %llu", (unsigned long long)made);
-	if (!rc)
-		wops_done(&w, "mkdir", path, "", extra);
-	return rc;
+	snprintf(extra, sizeof(extra), ", \"created\": %llu", (unsigned long long)w.ch.count);
+	return wops_end(&w, rc, "mkdir", path, "", extra);
 }

@@ -177,6 +177,15 @@ void wops_done(struct wops *w, const char *verb, const char *path, const char *m
 	       extra ? extra : "");
 }
 
+int wops_end(struct wops *w, int rc, const char *verb, const char *path, const char *msg,
+	     const char *extra)
+{
+	rc = wops_finish(w, rc);
+	if (!rc)
+		wops_done(w, verb, path, msg, extra);
+	return rc;
+}
+
 int wops_failed(const struct wops *w, const char *path)
 {
 	/* "path: why" unless why names it (libbtk's messages are the same); no path for a

@@ -68,6 +68,11 @@ int wops_rc(struct wops *w, int ret);
 void wops_done(struct wops *w, const char *verb, const char *path, const char *msg,
 	       const char *extra);
 
+/* The end of a change verb: wops_finish, then on success wops_done's summary; returns the
+ * exit code. Take what the summary needs from w->ch before: closing frees w->ch.path. */
+int wops_end(struct wops *w, int rc, const char *verb, const char *path, const char *msg,
+	     const char *extra);
+
 /* label, uuid: "VERB: IMG: PATH: why" from the library's message (its own repeat of PATH's
  * last name dropped); CLI_EXIT_ERROR. */
 int wops_failed(const struct wops *w, const char *path);

@@ -248,8 +248,7 @@ API void btkfs_close(btkfs *h)
 	LIB_ENTER(h);
 	if (!h)
 		return;
-	if (h->br)
-		btk_backref_free(h->br);
+	btk_backref_free(h->br);
 	btk_fs_close(h->fs);
 	lib_write_free(h);
 	free(h);
@@ -262,10 +261,8 @@ API int btkfs_get_info(btkfs *h, struct btkfs_info *out)
 	int ret;
 
 	LIB_ENTER(h);
-	btk_err_clear();
-	if (!h || !out)
-		return lib_einval("btkfs_get_info: a handle and somewhere to put the answer");
-	if ((ret = lib_fs(h)))
+	if ((ret = lib_ready(h, out != NULL,
+			     "btkfs_get_info: a handle and somewhere to put the answer")))
 		return ret;
 	sb = &h->fs->sb;
 	memset(out, 0, sizeof(*out));

@@ -55,6 +55,9 @@ void lib_enter(const btkfs *h, struct btk_warn_saved *s);
 	lib_enter((h), &lib_saved_)
 /* 0 when h->fs can be read: after a change it is opened again here (its error otherwise) */
 int lib_fs(btkfs *h);
+/* The start of a read-only call, after LIB_ENTER: clears the message; -EINVAL with what when h
+ * is NULL or args_ok false; then lib_fs. */
+int lib_ready(btkfs *h, bool args_ok, const char *what);
 
 /* path → *n; negative errno with a message naming path. want (may be NULL): the caller's
  * out argument, -EINVAL when it is NULL */

@@ -64,10 +64,7 @@ API int btkfs_owners(btkfs *h, uint64_t logical, int (*fn)(void *ctx, const stru
 	int ret;
 
 	LIB_ENTER(h);
-	btk_err_clear();
-	if (!h)
-		return lib_einval("btkfs_owners: a handle is needed");
-	if ((ret = lib_fs(h)))
+	if ((ret = lib_ready(h, true, "btkfs_owners: a handle is needed")))
 		return ret;
 	if (!h->br && (ret = btk_backref_new(h->fs, &h->br)))
 		return ret;
@@ -124,10 +121,8 @@ API int btkfs_check(btkfs *h, unsigned flags, int (*fn)(void *ctx, const struct 
 	int ret;
 
 	LIB_ENTER(h);
-	btk_err_clear();
-	if (!h || (flags & ~(unsigned)BTKFS_CHECK_DATA))
-		return lib_einval("btkfs_check: a handle, and flags 0 or BTKFS_CHECK_DATA");
-	if ((ret = lib_fs(h)))
+	if ((ret = lib_ready(h, !(flags & ~(unsigned)BTKFS_CHECK_DATA),
+			     "btkfs_check: a handle, and flags 0 or BTKFS_CHECK_DATA")))
 		return ret;
 	if ((ret = btk_check_run(h->fs, &co, &sum)))
 		return ret;
@@ -185,10 +180,7 @@ API int btkfs_subvolumes(btkfs *h, int (*fn)(void *ctx, const struct btkfs_subvo
 	int ret;
 
 	LIB_ENTER(h);
-	btk_err_clear();
-	if (!h || !fn)
-		return lib_einval("btkfs_subvolumes: a handle and a function");
-	if ((ret = lib_fs(h)))
+	if ((ret = lib_ready(h, fn != NULL, "btkfs_subvolumes: a handle and a function")))
 		return ret;
 	return btk_subvol_for_each(h->fs, on_subvol, &w);
 }

@@ -9,6 +9,7 @@
 #include "lib_int.h"
 #include "base/error.h"
 #include "base/vec.h"
+#include "format/inode_item.h"
 #include "volumes/volumes.h"
 
 int lib_resolve(btkfs *h, const char *path, struct lib_node *n, const void *want)
@@ -162,26 +163,11 @@ struct btkfs_dir {
 	size_t pos;
 };
 
+_Static_assert(DT_REG == S_IFREG >> 12 && DT_LNK == S_IFLNK >> 12 && DT_SOCK == S_IFSOCK >> 12,
+	       "dirent types are the S_IF* bits shifted");
 static unsigned char dt_of(uint8_t ftype)
 {
-	switch (ftype) {
-	case BTRFS_FT_REG_FILE:
-		return DT_REG;
-	case BTRFS_FT_DIR:
-		return DT_DIR;
-	case BTRFS_FT_CHRDEV:
-		return DT_CHR;
-	case BTRFS_FT_BLKDEV:
-		return DT_BLK;
-	case BTRFS_FT_FIFO:
-		return DT_FIFO;
-	case BTRFS_FT_SOCK:
-		return DT_SOCK;
-	case BTRFS_FT_SYMLINK:
-		return DT_LNK;
-	default:
-		return DT_UNKNOWN;
-	}
+	return (unsigned char)(btk_ftype_mode(ftype) >> 12); /* DT_UNKNOWN: 0 */
 }
 
 static int on_entry(void *ctx, const struct btk_dir_entry *de)

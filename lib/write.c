@@ -72,6 +72,14 @@ int lib_fs(btkfs *h)
 	return 0;
 }
 
+int lib_ready(btkfs *h, bool args_ok, const char *what)
+{
+	btk_err_clear();
+	if (!h || !args_ok)
+		return lib_einval(what);
+	return lib_fs(h);
+}
+
 /* a subvolume's tree blocks being freed */
 static void on_drop(void *ctx, uint64_t blocks)
 {
@@ -124,8 +132,7 @@ static int end(btkfs *h, struct btk_edit *e, int ret)
 	if (ret) /* and what the devices hold when that is not the old filesystem */
 		snprintf(keep, sizeof(keep), "%s%s%s", btk_errmsg(), e->note[0] ? "; " : "",
 			 e->note);
-	if (h->br)
-		btk_backref_free(h->br);
+	btk_backref_free(h->br);
 	h->br = NULL;
 	btk_fs_close(h->fs);
 	h->fs = NULL;

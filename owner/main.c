@@ -471,8 +471,7 @@ out:
 	pcache_free(&c);
 	btk_phys_index_free(c.phys);
 	btk_backref_free(c.br);
-	if (c.fs)
-		btk_fs_close(c.fs);
+	btk_fs_close(c.fs);
 	free(l.q);
 	poptFreeContext(pc);
 	free(devid_s), free(bs_s), free(list), free(file);

@@ -57,6 +57,19 @@ static inline uint8_t btk_mode_ftype(uint32_t mode)
 	return BTRFS_FT_UNKNOWN;
 }
 
+/* The inverse: the S_IF* bits of a directory entry type, 0 for BTRFS_FT_UNKNOWN, XATTR and
+ * types past the last. Shifted right by 12 they are the dirent DT_* value. */
+static inline uint32_t btk_ftype_mode(uint8_t ftype)
+{
+	static const uint32_t ifmt[] = {
+	    [BTRFS_FT_REG_FILE] = 0100000, [BTRFS_FT_DIR] = 0040000,  [BTRFS_FT_CHRDEV] = 0020000,
+	    [BTRFS_FT_BLKDEV] = 0060000,   [BTRFS_FT_FIFO] = 0010000, [BTRFS_FT_SOCK] = 0140000,
+	    [BTRFS_FT_SYMLINK] = 0120000,
+	};
+
+	return ftype < sizeof(ifmt) / sizeof(ifmt[0]) ? ifmt[ftype] : 0;
+}
+
 /* Parses an INODE_ITEM's body: 0, or -EUCLEAN when it is shorter than the item (out not
  * filled). */
 int btk_inode_item_parse(const uint8_t *d, uint32_t size, struct btk_inode_info *out);

@@ -343,6 +343,19 @@ int btk_file_extent_insert(struct btk_trans *t, uint64_t root, uint64_t ino,
 	return btk_item_insert(t, root, &k, fe, sizeof(fe));
 }
 
+int btk_file_extent_whole(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t off,
+			  uint64_t bytenr, uint64_t len)
+{
+	struct btk_file_extent fe = {.file_offset = off,
+				     .type = BTRFS_FILE_EXTENT_REG,
+				     .disk_bytenr = bytenr,
+				     .disk_num_bytes = len,
+				     .num_bytes = len,
+				     .ram_bytes = len};
+
+	return btk_file_extent_insert(t, root, ino, &fe);
+}
+
 int btk_file_hole(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t off, uint64_t len)
 {
 	struct btk_file_extent fe = {

@@ -91,6 +91,10 @@ int btk_file_extent_inline(struct btk_trans *t, uint64_t root, uint64_t ino, con
  * extent_offset, num_bytes and ram_bytes (struct from fs_read.h). */
 int btk_file_extent_insert(struct btk_trans *t, uint64_t root, uint64_t ino,
 			   const struct btk_file_extent *fe);
+/* A plain REG extent that uses all of [bytenr, +len) (no compression, extent_offset 0) at
+ * file offset off. */
+int btk_file_extent_whole(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t off,
+			  uint64_t bytenr, uint64_t len);
 /* The hole [off, +len) of ino, for writers that place a file's extents in order: without
  * NO_HOLES every hole below the size (rounded up to a sector) is an explicit REG item with
  * disk_bytenr 0, and checkers report a gap; with NO_HOLES, or len 0, nothing is written. */

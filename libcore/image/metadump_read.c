@@ -138,8 +138,7 @@ void btk_md_reader_close(struct btk_md_reader *r)
 {
 	if (!r)
 		return;
-	if (r->dec)
-		libdeflate_free_decompressor(r->dec);
+	libdeflate_free_decompressor(r->dec);
 	free(r->items);
 	free(r);
 }
@@ -239,8 +238,7 @@ int btk_md_item_read_into(const struct btk_md_reader *r, size_t i, struct btk_md
 
 void btk_md_scratch_free(struct btk_md_scratch *s)
 {
-	if (s->dec)
-		libdeflate_free_decompressor(s->dec);
+	libdeflate_free_decompressor(s->dec);
 	free(s->raw);
 	free(s->out);
 	memset(s, 0, sizeof(*s));

@@ -98,8 +98,7 @@ static void writer_free(struct btk_md_writer *w)
 			free(w->cl[c].items[i].out);
 		}
 	for (int i = 0; i <= MD_MAX_THREADS; i++) {
-		if (w->cmp[i])
-			libdeflate_free_compressor(w->cmp[i]);
+		libdeflate_free_compressor(w->cmp[i]);
 		if (w->zs[i]) {
 			deflateEnd(w->zs[i]);
 			free(w->zs[i]);

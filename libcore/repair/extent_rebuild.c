@@ -636,30 +636,18 @@ static int tree_empty(struct btk_trans *t, uint64_t id)
 	return ret == -ENOENT ? btk_tree_new(t, id) : ret;
 }
 
-static int rebuild(struct xr *x, const char *const *paths, int n, const struct btk_open_opts *oo)
+/* Before the transaction: what the checker finds (1 when nothing is of the extent kinds:
+ * nothing to rebuild), then every tree block and file extent with its references. */
+static int prepare(struct btk_fs *fs, void *ctx)
 {
-	struct btk_open_opts o = *oo;
-	struct btk_fs *fs = NULL;
-	struct btk_wfs *w = NULL;
-	struct btk_trans *t = NULL;
+	struct xr *x = ctx;
 	struct rp_collect c;
-	uint64_t ro;
 	int ret;
 
-	o.write = true;
-	if ((ret = btk_fs_open(paths, n, &o, &fs)))
-		return ret;
 	x->fs = fs;
-	ro = btk_le64(fs->sb.compat_ro_flags);
-	if (btk_le64(fs->sb.log_root)) {
-		ret =
-		    btk_err(EBUSY, "the filesystem has a log tree, whose blocks and extents the "
-				   "rebuild would not know: replay it first (--rescue replay-log)");
-		goto out;
-	}
 	/* what the filesystem has wrong before: the rebuild must add nothing */
 	if ((ret = rp_check(fs, &x->before, &c)))
-		goto out;
+		return ret;
 	x->res->errors_before = c.errors;
 	/* the checker cross-checks every record and reference against the trees: with nothing
 	 * of the extent kinds to say (and every tree block read), a rebuild would write what is
@@ -671,37 +659,39 @@ static int rebuild(struct xr *x, const char *const *paths, int n, const struct b
 		    btk_check_problem_info(x->before.data[i].id)->kind != BTK_CHK_TREE_BLOCK;
 	if (x->res->agrees) {
 		x->res->errors_after = c.errors;
-		goto out;
+		return 1;
 	}
 	if ((ret = btk_for_each_root(fs, walk_root, x)))
-		goto out;
+		return ret;
 	if (x->blocks.n)
 		qsort(x->blocks.data, x->blocks.n, sizeof(*x->blocks.data), block_cmp);
 	btk_u64map_free(&x->at);
 	for (size_t i = 0; i < x->blocks.n; i++)
-		if (btk_u64map_put(&x->at, x->blocks.data[i].bytenr, i)) {
-			ret = btk_err(ENOMEM, "out of memory");
-			goto out;
-		}
-	if ((ret = resolve(x)))
-		goto out;
-	/* no rebuild changes a subvolume tree: the qgroups' numbers stay right */
-	if ((ret = btk_write_open(fs, BTK_WRITE_EXTENT_REBUILD | BTK_WRITE_QGROUPS_KEPT, &w)) ||
-	    (ret = btk_trans_start(w, &t)))
-		goto out;
+		if (btk_u64map_put(&x->at, x->blocks.data[i].bytenr, i))
+			return btk_err(ENOMEM, "out of memory");
+	return resolve(x);
+}
+
+/* In the transaction: the new extent, block-group and free-space trees (committed through
+ * verify). */
+static int rebuild(struct btk_trans *t, void *ctx)
+{
+	struct xr *x = ctx;
+	struct btk_fs *fs = x->fs;
+	uint64_t ro = btk_le64(fs->sb.compat_ro_flags);
+	int ret;
+
 	/* everything in use is claimed before anything is allocated; the replaced trees' blocks
 	 * stay where they are until the commit */
 	if ((ret = claim_blocks(x, t)) || (ret = data_refs(x, t)))
-		goto out;
-	if (x->res->extents_left) {
+		return ret;
+	if (x->res->extents_left)
 		/* their bytes would lie in space the new tree calls free: the next allocation
 		 * could overwrite data a file still names */
-		ret = btk_err(EUCLEAN,
-			      "%llu file extent item(s) name data that cannot be given a record "
-			      "(listed): the rebuilt extent tree would give that space out again",
-			      (unsigned long long)x->res->extents_left);
-		goto out;
-	}
+		return btk_err(EUCLEAN,
+			       "%llu file extent item(s) name data that cannot be given a record "
+			       "(listed): the rebuilt extent tree would give that space out again",
+			       (unsigned long long)x->res->extents_left);
 	if (x->old.n)
 		qsort(x->old.data, x->old.n, sizeof(*x->old.data), u64_cmp);
 	for (size_t i = 0; i < x->old.n; i++) {
@@ -719,22 +709,14 @@ static int rebuild(struct xr *x, const char *const *paths, int n, const struct b
 		btk_fst_mark_all(t);
 	}
 	if (ret || (ret = tree_refs(x, t)))
-		goto out;
+		return ret;
 	/* every record exists before anything is copied: a copy drops its block's record */
 	if ((ret = btk_trans_settle(t)) || (ret = csum_orphans(x, t)))
-		goto out;
+		return ret;
 	for (size_t i = 0; i < x->blocks.n; i++)
 		x->res->shared_blocks += !x->blocks.data[i].own;
 	x->res->tree_blocks = x->blocks.n;
-	ret = btk_trans_commit_verify(t, verify, x);
-	t = NULL;
-	x->res->rebuilt = !ret;
-out:
-	if (t)
-		btk_trans_abort(t);
-	btk_write_close(w);
-	btk_fs_close(fs);
-	return ret;
+	return 0;
 }
 
 int btk_extent_tree_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
@@ -745,7 +727,17 @@ int btk_extent_tree_rebuild(const char *const *paths, int n, const struct btk_op
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = rebuild(&x, paths, n, oo);
+	ret = rp_run(
+	    paths, n, oo,
+	    &(struct rp_run){.prepare = prepare,
+			     .fn = rebuild,
+			     .verify = verify,
+			     .ctx = &x,
+			     .write_flags = BTK_WRITE_EXTENT_REBUILD,
+			     .log_why = "whose blocks and extents the rebuild would not know"});
+	res->rebuilt = !ret;
+	if (ret == 1)
+		ret = 0; /* the checker finds nothing of the extent kinds: nothing written */
 	btk_vec_free(&x.blocks);
 	btk_u64map_free(&x.at);
 	btk_vec_free(&x.edges);

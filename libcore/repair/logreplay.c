@@ -26,6 +26,7 @@
 #include "base/vec.h"
 #include "format/dir_item.h"
 #include "format/file_extent.h"
+#include "format/inode_item.h"
 #include "fs/fs_edit.h"
 #include "fs/fs_write.h"
 #include "io/io.h"
@@ -478,22 +479,9 @@ static int ensure_name(struct lr *r, uint64_t dir, const char *name, uint16_t le
 
 static uint8_t ftype_of(uint32_t mode)
 {
-	switch (mode & S_IFMT) {
-	case S_IFDIR:
-		return BTRFS_FT_DIR;
-	case S_IFLNK:
-		return BTRFS_FT_SYMLINK;
-	case S_IFCHR:
-		return BTRFS_FT_CHRDEV;
-	case S_IFBLK:
-		return BTRFS_FT_BLKDEV;
-	case S_IFIFO:
-		return BTRFS_FT_FIFO;
-	case S_IFSOCK:
-		return BTRFS_FT_SOCK;
-	default:
-		return BTRFS_FT_REG_FILE;
-	}
+	uint8_t ftype = btk_mode_ftype(mode);
+
+	return ftype == BTRFS_FT_UNKNOWN ? BTRFS_FT_REG_FILE : ftype;
 }
 
 /* Pass 2: the names of one logged INODE_REF/EXTREF item; names of the inode in the same

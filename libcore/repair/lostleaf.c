@@ -394,22 +394,13 @@ static bool maybe_compressed(struct ll *l, uint64_t bytenr, uint64_t len)
 
 static uint32_t mode_of(uint8_t type)
 {
-	switch (type) {
-	case BTRFS_FT_DIR:
+	uint32_t ifmt = btk_ftype_mode(type);
+
+	if (ifmt == S_IFDIR)
 		return S_IFDIR | 0755;
-	case BTRFS_FT_SYMLINK:
+	if (ifmt == S_IFLNK)
 		return S_IFLNK | 0777;
-	case BTRFS_FT_CHRDEV:
-		return S_IFCHR | 0644;
-	case BTRFS_FT_BLKDEV:
-		return S_IFBLK | 0644;
-	case BTRFS_FT_FIFO:
-		return S_IFIFO | 0644;
-	case BTRFS_FT_SOCK:
-		return S_IFSOCK | 0644;
-	default:
-		return S_IFREG | 0644;
-	}
+	return (ifmt ? ifmt : S_IFREG) | 0644;
 }
 
 /* The inode item of ino (which reads) with size, nbytes and nlink set (those that differ). */
@@ -457,10 +448,9 @@ struct ll_done {
 
 /* ---- older copies of the lost leaves ---- */
 
-static uint64_t scan_tree_id; /* the owner btk_scan_blocks_of keeps (its filter takes no ctx) */
-static bool owner_is(uint64_t owner)
+static bool owner_is(void *ctx, uint64_t owner)
 {
-	return owner == scan_tree_id;
+	return owner == ((const struct ll *)ctx)->tree;
 }
 
 static const struct ll_old *old_find(const struct ll *l, const struct btk_key *k)
@@ -483,8 +473,9 @@ static int old_copies(struct ll *l)
 	for (size_t i = 0; i < l->r.n; i++)
 		if (l->r.data[i].gen > gen)
 			gen = l->r.data[i].gen;
-	scan_tree_id = l->tree;
-	ret = btk_scan_blocks_of(l->fs, owner_is, &fb, NULL, NULL);
+	struct btk_scan_filter flt = {owner_is, l};
+
+	ret = btk_scan_blocks_filter(l->fs, &flt, &fb, NULL, NULL);
 	for (size_t i = 0; !ret && i < fb.n; i++) {
 		const struct btk_found_block *f = &fb.data[i];
 		struct btk_block_check chk = {.level = 0, .generation = f->generation};
@@ -516,8 +507,7 @@ static int old_copies(struct ll *l)
 				ret = btk_err(ENOMEM, "out of memory");
 				break;
 			}
-			if (o->data)
-				free(o->data);
+			free(o->data);
 			memcpy(d, btk_leaf_data(b, (int)s), sz);
 			*o = (struct ll_old){k, f->generation, sz, d};
 		}
@@ -629,13 +619,8 @@ static int rebuild(struct ll *l, struct ll_done *done)
 				       "inode %llu: extent %llu may hold compressed data, whose "
 				       "decoded length only the lost item knew: not rebuilt",
 				       (unsigned long long)r->ino, (unsigned long long)r->bytenr);
-		struct btk_file_extent fe = {.file_offset = r->offset,
-					     .type = BTRFS_FILE_EXTENT_REG,
-					     .disk_bytenr = r->bytenr,
-					     .disk_num_bytes = r->len,
-					     .num_bytes = r->len,
-					     .ram_bytes = r->len};
-		if ((ret = btk_file_extent_insert(t, l->tree, r->ino, &fe)) == -EEXIST)
+		ret = btk_file_extent_whole(t, l->tree, r->ino, r->offset, r->bytenr, r->len);
+		if (ret == -EEXIST)
 			continue; /* two references at one offset: the first one */
 		if (ret)
 			return ret;

@@ -468,12 +468,7 @@ static int piece(struct rb *b, uint64_t lo, uint32_t cnt)
 
 /* ---- one transaction ---- */
 
-/* Opens the filesystem for writing, runs fn in one transaction and commits it (fn returns 0),
- * or ends it unwritten (fn returns 1: nothing to do; or an error). settled (may be NULL), with
- * ctx, is the commit's settled hook (btk_write_on_settled). */
-static int rb_run(const char *const *paths, int n, const struct btk_open_opts *oo,
-		  int (*fn)(struct btk_trans *t, void *ctx), btk_trans_settled_fn settled,
-		  void *ctx)
+int rp_run(const char *const *paths, int n, const struct btk_open_opts *oo, const struct rp_run *r)
 {
 	struct btk_open_opts o = *oo;
 	struct btk_fs *fs = NULL;
@@ -485,21 +480,25 @@ static int rb_run(const char *const *paths, int n, const struct btk_open_opts *o
 	if ((ret = btk_fs_open(paths, n, &o, &fs)))
 		return ret;
 	if (btk_le64(fs->sb.log_root)) {
-		/* its checksums and blocks are not in the trees the rebuilds derive from */
-		ret = btk_err(EBUSY, "the filesystem has a log tree, which the rebuild would lose: "
-				     "replay it first (--rescue replay-log)");
+		/* its blocks, extents and checksums are not in the trees the rebuilds derive from
+		 */
+		ret = btk_err(EBUSY,
+			      "the filesystem has a log tree, %s: replay it first "
+			      "(--rescue replay-log)",
+			      r->log_why ? r->log_why : "which the rebuild would lose");
 		goto out;
 	}
-	/* no rebuild changes a subvolume tree: the qgroups' numbers stay right */
-	if ((ret = btk_write_open(fs, BTK_WRITE_QGROUPS_KEPT, &w)))
+	if (r->prepare && (ret = r->prepare(fs, r->ctx)))
 		goto out;
-	if (settled)
-		btk_write_on_settled(w, settled, ctx);
+	if ((ret = btk_write_open(fs, BTK_WRITE_QGROUPS_KEPT | r->write_flags, &w)))
+		goto out;
+	if (r->settled)
+		btk_write_on_settled(w, r->settled, r->ctx);
 	if ((ret = btk_trans_start(w, &t)))
 		goto out;
-	ret = fn(t, ctx);
+	ret = r->fn(t, r->ctx);
 	if (ret == 0) {
-		ret = btk_trans_commit(t);
+		ret = btk_trans_commit_verify(t, r->verify, r->ctx);
 		t = NULL;
 	}
 out:
@@ -564,7 +563,7 @@ int btk_csum_rebuild(const char *const *paths, int n, const struct btk_open_opts
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = rb_run(paths, n, oo, csum_step, NULL, &b);
+	ret = rp_run(paths, n, oo, &(struct rp_run){.fn = csum_step, .ctx = &b});
 	for (int m = 0; m < BTK_MAX_COPIES; m++)
 		free(b.copy[m]);
 	free(b.old_sums);
@@ -577,7 +576,7 @@ int btk_csum_rebuild(const char *const *paths, int n, const struct btk_open_opts
 
 /* ---- the free-space tree ---- */
 
-/* rb_run of a step whose context is the result alone */
+/* rp_run of a step whose context is the result alone */
 static int tree_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
 			int (*fn)(struct btk_trans *t, void *ctx),
 			struct btk_tree_rebuild_result *res)
@@ -585,7 +584,7 @@ static int tree_rebuild(const char *const *paths, int n, const struct btk_open_o
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = rb_run(paths, n, oo, fn, NULL, res);
+	ret = rp_run(paths, n, oo, &(struct rp_run){.fn = fn, .ctx = res});
 	res->rebuilt = !ret;
 	return ret == 1 ? 0 : ret; /* 1: the tree was right, nothing written */
 }
@@ -1022,7 +1021,8 @@ int btk_quota_rescan(const char *const *paths, int n, const struct btk_open_opts
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = rb_run(paths, n, oo, quota_step, quota_settled, &c);
+	ret = rp_run(paths, n, oo,
+		     &(struct rp_run){.fn = quota_step, .settled = quota_settled, .ctx = &c});
 	btk_vec_free(&c.before);
 	btk_vec_free(&c.after);
 	if (ret == -ECANCELED && c.right) {

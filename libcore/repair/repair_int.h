@@ -67,6 +67,24 @@ int rp_fix_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char
 		   size_t cap);
 void rp_rebuilds_free(struct rp_rebuilds *r);
 
+/* rebuild.c: one --rescue rebuild as one transaction. rp_run opens the filesystem for
+ * writing (a log tree is refused, log_why saying what the rebuild would do to it; NULL: it
+ * would lose it), runs prepare (may be NULL) on the committed state, opens the write state
+ * (BTK_WRITE_QGROUPS_KEPT | write_flags: no rebuild changes a subvolume tree) with settled as
+ * the commit's settled hook (may be NULL), and runs fn in one transaction, which is committed
+ * through verify (may be NULL) when fn returns 0. prepare or fn returning 1 (nothing to do)
+ * or an error ends it unwritten; rp_run returns that, or the commit's result. */
+struct rp_run {
+	int (*prepare)(struct btk_fs *fs, void *ctx);
+	int (*fn)(struct btk_trans *t, void *ctx);
+	btk_trans_settled_fn settled;
+	btk_trans_verify_fn verify;
+	void *ctx;
+	unsigned write_flags;
+	const char *log_why;
+};
+int rp_run(const char *const *paths, int n, const struct btk_open_opts *oo, const struct rp_run *r);
+
 /* rebuild.c: fn for every back reference of the extent tree (inline, or keyed after its
  * record), with the key and head of its record; a record that does not parse is skipped. fn
  * returns 0 to go on, else the walk stops and returns it (1: 0). 0 or a negative errno. */

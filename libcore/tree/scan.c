@@ -17,8 +17,6 @@ static bool all_zero(const uint8_t *p, size_t n)
 	return true;
 }
 
-static bool (*scan_owner)(uint64_t owner); /* btk_scan_blocks_of's filter (one scan at a time) */
-
 /* Is data (nodesize bytes read at logical) a valid tree block there? */
 static bool block_valid(struct btk_fs *fs, uint64_t logical, const uint8_t *data)
 {
@@ -32,11 +30,11 @@ static bool block_valid(struct btk_fs *fs, uint64_t logical, const uint8_t *data
 }
 
 /* A block the filter does not want: not worth validating (nor reading again) */
-static bool unwanted(uint64_t logical, const uint8_t *data)
+static bool unwanted(const struct btk_scan_filter *flt, uint64_t logical, const uint8_t *data)
 {
 	const struct btk_header *h = (const struct btk_header *)data;
 
-	return scan_owner && btk_le64(h->bytenr) == logical && !scan_owner(btk_le64(h->owner));
+	return flt && btk_le64(h->bytenr) == logical && !flt->owner(flt->ctx, btk_le64(h->owner));
 }
 
 static int keep(struct btk_found_blocks *out, const uint8_t *data)
@@ -55,14 +53,14 @@ static int keep(struct btk_found_blocks *out, const uint8_t *data)
 }
 
 /* One block that failed in the batch: its other copies, one at a time. */
-static int retry_block(struct btk_fs *fs, uint64_t logical, uint8_t *buf,
-		       struct btk_found_blocks *out)
+static int retry_block(struct btk_fs *fs, const struct btk_scan_filter *flt, uint64_t logical,
+		       uint8_t *buf, struct btk_found_blocks *out)
 {
 	for (int m = 1; m < 8; m++) {
 		int r = btk_read_copy(fs, logical, buf, fs->nodesize, m);
 		if (r == -ERANGE)
 			break;
-		if (!r && block_valid(fs, logical, buf) && !unwanted(logical, buf))
+		if (!r && block_valid(fs, logical, buf) && !unwanted(flt, logical, buf))
 			return keep(out, buf);
 	}
 	return 0;
@@ -71,8 +69,8 @@ static int retry_block(struct btk_fs *fs, uint64_t logical, uint8_t *buf,
 /* With a filter: each block's header first (a few bytes instead of the whole block), the
  * whole block only when its owner is wanted, or when it is no block here and not zeros (its
  * other copies may be one). */
-static int scan_headers(struct btk_fs *fs, uint64_t start, uint64_t len, uint8_t *one,
-			struct btk_found_blocks *out)
+static int scan_headers(struct btk_fs *fs, const struct btk_scan_filter *flt, uint64_t start,
+			uint64_t len, uint8_t *one, struct btk_found_blocks *out)
 {
 	static const uint8_t zero[sizeof(struct btk_header)];
 	uint32_t ns = fs->nodesize;
@@ -84,7 +82,7 @@ static int scan_headers(struct btk_fs *fs, uint64_t start, uint64_t len, uint8_t
 		if (btk_read_copy(fs, logical, &h, sizeof(h), 0) &&
 		    btk_read_logical(fs, logical, &h, sizeof(h)))
 			continue;
-		if (btk_le64(h.bytenr) == logical && !scan_owner(btk_le64(h.owner)))
+		if (btk_le64(h.bytenr) == logical && !flt->owner(flt->ctx, btk_le64(h.owner)))
 			continue;
 		if (btk_le64(h.bytenr) != logical && !memcmp(&h, zero, sizeof(h)))
 			continue;
@@ -92,18 +90,18 @@ static int scan_headers(struct btk_fs *fs, uint64_t start, uint64_t len, uint8_t
 		    btk_read_logical(fs, logical, one, ns))
 			continue;
 		if (block_valid(fs, logical, one))
-			ret = unwanted(logical, one) ? 0 : keep(out, one);
+			ret = unwanted(flt, logical, one) ? 0 : keep(out, one);
 		else if (!all_zero(one, ns))
-			ret = retry_block(fs, logical, one, out);
+			ret = retry_block(fs, flt, logical, one, out);
 	}
 	return ret;
 }
 
-static int scan_range(struct btk_fs *fs, uint64_t start, uint64_t len, uint8_t *buf, uint8_t *one,
-		      struct btk_found_blocks *out)
+static int scan_range(struct btk_fs *fs, const struct btk_scan_filter *flt, uint64_t start,
+		      uint64_t len, uint8_t *buf, uint8_t *one, struct btk_found_blocks *out)
 {
-	if (scan_owner)
-		return scan_headers(fs, start, len, one, out);
+	if (flt)
+		return scan_headers(fs, flt, start, len, one, out);
 	uint32_t ns = fs->nodesize;
 	bool batch_ok = !btk_read_copy(fs, start, buf, (size_t)len, 0);
 	int ret = 0;
@@ -116,12 +114,12 @@ static int scan_range(struct btk_fs *fs, uint64_t start, uint64_t len, uint8_t *
 				continue;
 			d = one;
 		}
-		if (unwanted(logical, d))
+		if (unwanted(flt, logical, d))
 			continue;
 		if (block_valid(fs, logical, d))
 			ret = keep(out, d);
 		else if (!all_zero(d, ns))
-			ret = retry_block(fs, logical, one, out);
+			ret = retry_block(fs, flt, logical, one, out);
 	}
 	return ret;
 }
@@ -135,12 +133,31 @@ static int cmp_bytenr(const void *a, const void *b)
 int btk_scan_blocks(struct btk_fs *fs, struct btk_found_blocks *out,
 		    void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx)
 {
-	return btk_scan_blocks_of(fs, NULL, out, progress, ctx);
+	return btk_scan_blocks_filter(fs, NULL, out, progress, ctx);
+}
+
+struct plain_owner {
+	bool (*fn)(uint64_t owner);
+};
+
+static bool plain_owner(void *ctx, uint64_t owner)
+{
+	return ((const struct plain_owner *)ctx)->fn(owner);
 }
 
 int btk_scan_blocks_of(struct btk_fs *fs, bool (*owner_fn)(uint64_t owner),
 		       struct btk_found_blocks *out,
 		       void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx)
+{
+	struct plain_owner po = {owner_fn};
+	struct btk_scan_filter flt = {plain_owner, &po};
+
+	return btk_scan_blocks_filter(fs, owner_fn ? &flt : NULL, out, progress, ctx);
+}
+
+int btk_scan_blocks_filter(struct btk_fs *fs, const struct btk_scan_filter *flt,
+			   struct btk_found_blocks *out,
+			   void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx)
 {
 	const uint64_t meta = BTRFS_BLOCK_GROUP_METADATA | BTRFS_BLOCK_GROUP_SYSTEM;
 	uint64_t total = 0, done = 0;
@@ -150,7 +167,6 @@ int btk_scan_blocks_of(struct btk_fs *fs, bool (*owner_fn)(uint64_t owner),
 	for (int i = 0; i < fs->nchunks; i++)
 		if (fs->chunks[i]->type & meta)
 			total += fs->chunks[i]->length;
-	scan_owner = owner_fn;
 	buf = malloc(SCAN_BATCH);
 	one = malloc(fs->nodesize);
 	if (!buf || !one) {
@@ -165,7 +181,7 @@ int btk_scan_blocks_of(struct btk_fs *fs, bool (*owner_fn)(uint64_t owner),
 		/* blocks lie at nodesize multiples of the logical space, chunk starts too */
 		for (uint64_t off = 0; off < c->length && !ret;) {
 			uint64_t len = c->length - off < SCAN_BATCH ? c->length - off : SCAN_BATCH;
-			ret = scan_range(fs, c->logical + off, len, buf, one, out);
+			ret = scan_range(fs, flt, c->logical + off, len, buf, one, out);
 			off += len;
 			done += len;
 			if (progress)
@@ -174,7 +190,6 @@ int btk_scan_blocks_of(struct btk_fs *fs, bool (*owner_fn)(uint64_t owner),
 	}
 	free(buf);
 	free(one);
-	scan_owner = NULL;
 	btk_vec_sort(out, cmp_bytenr);
 	return ret;
 }

@@ -33,6 +33,15 @@ int btk_scan_blocks(struct btk_fs *fs, struct btk_found_blocks *out,
 int btk_scan_blocks_of(struct btk_fs *fs, bool (*owner_fn)(uint64_t owner),
 		       struct btk_found_blocks *out,
 		       void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx);
+/* The same with a filter that has a context: owner(ctx, owner) says whether blocks of that
+ * owner are kept (a scan keeps no state of its own between calls: several may run at once). */
+struct btk_scan_filter {
+	bool (*owner)(void *ctx, uint64_t owner);
+	void *ctx;
+};
+int btk_scan_blocks_filter(struct btk_fs *fs, const struct btk_scan_filter *flt,
+			   struct btk_found_blocks *out,
+			   void (*progress)(void *ctx, uint64_t done, uint64_t total), void *ctx);
 /* The found block at bytenr, or NULL. */
 const struct btk_found_block *btk_scan_find(const struct btk_found_blocks *b, uint64_t bytenr);
 

@@ -309,3 +309,31 @@ convert_in() {
 	btk_run 30 "$B/btk-image" mkdir "$D/k.img@p3" /y
 	[ "$status" -eq 1 ] && grep -q "in use: attached to $LOOP" "$BTK_ERR" || { show_err; false; }
 }
+
+@test "in use: convert and rollback of partition 1 while partition 2 of the same image is loop-attached and mounted" {
+	require_tool mke2fs
+	require_btk convert
+	truncate -s 400M "$D/k.img"
+	printf 'label: gpt\n,100M,L\n,150M,L\n,\n' | sfdisk -q "$D/k.img"
+	mkdir "$D/src"
+	seq 1 20000 >"$D/src/n"
+	read -r off size < <(range "$D/k.img" 1)
+	mke2fs -q -F -t ext4 -b 4096 -d "$D/src" -E offset="$off" "$D/k.img" $((size / 4096))
+	"$B/btk-mkfs" -q "$D/k.img@p2"
+	attach "$D/k.img" 2
+	btrfs check --readonly "$LOOP" >/dev/null 2>&1
+	mount -o ro "$LOOP" "$MNT"
+	rest=$(outside "$D/k.img" 1)
+	# the mounted partition itself is refused by both, before anything is read
+	for args in "$D/k.img@p2" "--rollback $D/k.img@p2"; do
+		# shellcheck disable=SC2086 # two words for --rollback
+		btk_run 30 "$B/btk-convert" $args
+		[ "$status" -eq 1 ] && grep -q "in use: mounted on $MNT" "$BTK_ERR" || { show_err; false; }
+	done
+	"$B/btk-convert" "$D/k.img@p1" >/dev/null
+	"$B/btk-fsck" "$D/k.img@p1" >/dev/null
+	"$B/btk-convert" --rollback "$D/k.img@p1" >/dev/null
+	[ "$(outside "$D/k.img" 1)" = "$rest" ]
+	e2fsck -fn "$D/k.img?offset=$off" >/dev/null
+	umount "$MNT"
+}

@@ -6,6 +6,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "format/inode_item.h"
 
@@ -45,10 +46,33 @@ static void test_inode_item(void **state)
 	assert_int_equal(btk_inode_item_parse(d, 0, &ii), -EUCLEAN);
 }
 
+/* The two directions of the entry type: each known type goes to its S_IF* bits and back;
+ * unknown, XATTR and past-the-end types have none. */
+static void test_ftype_mode(void **state)
+{
+	(void)state;
+	static const struct {
+		uint8_t ft;
+		uint32_t ifmt;
+	} t[] = {
+	    {BTRFS_FT_REG_FILE, S_IFREG}, {BTRFS_FT_DIR, S_IFDIR},  {BTRFS_FT_CHRDEV, S_IFCHR},
+	    {BTRFS_FT_BLKDEV, S_IFBLK},	  {BTRFS_FT_FIFO, S_IFIFO}, {BTRFS_FT_SOCK, S_IFSOCK},
+	    {BTRFS_FT_SYMLINK, S_IFLNK},
+	};
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		assert_int_equal(btk_ftype_mode(t[i].ft), t[i].ifmt);
+		assert_int_equal(btk_mode_ftype(t[i].ifmt | 0644), t[i].ft);
+	}
+	assert_int_equal(btk_ftype_mode(BTRFS_FT_UNKNOWN), 0);
+	assert_int_equal(btk_ftype_mode(BTRFS_FT_XATTR), 0);
+	assert_int_equal(btk_ftype_mode(200), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_inode_item),
+	    cmocka_unit_test(test_ftype_mode),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -139,13 +139,7 @@ static void test_links_and_data(void **state)
 	uint8_t sums[2 * BTK_CSUM_MAX];
 	assert_int_equal(btk_csum_compute(fs, data, got, sums), 0);
 	assert_int_equal(btk_csum_insert_sums(t, bytenr, sums, 2), 0);
-	struct btk_file_extent fe = {.file_offset = 0,
-				     .type = BTRFS_FILE_EXTENT_REG,
-				     .disk_bytenr = bytenr,
-				     .disk_num_bytes = got,
-				     .num_bytes = got,
-				     .ram_bytes = got};
-	assert_int_equal(btk_file_extent_insert(t, 5, 300, &fe), 0);
+	assert_int_equal(btk_file_extent_whole(t, 5, 300, 0, bytenr, got), 0);
 	assert_int_equal(btk_inode_set_size(t, 5, 300, got, got), 0);
 	assert_int_equal(btk_trans_commit(t), 0);
 	test_close_image(fs);

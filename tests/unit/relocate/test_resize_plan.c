@@ -460,13 +460,7 @@ static void put_file(struct btk_trans *t, struct btk_fs *fs, const char *name, u
 		assert_int_equal(btk_write_logical(fs, bytenr, data, got), 0);
 		assert_int_equal(btk_csum_compute(fs, data, got, sums), 0);
 		assert_int_equal(btk_csum_insert_sums(t, bytenr, sums, got / 4096), 0);
-		struct btk_file_extent fe = {.file_offset = off,
-					     .type = BTRFS_FILE_EXTENT_REG,
-					     .disk_bytenr = bytenr,
-					     .disk_num_bytes = got,
-					     .num_bytes = got,
-					     .ram_bytes = got};
-		assert_int_equal(btk_file_extent_insert(t, 5, ino, &fe), 0);
+		assert_int_equal(btk_file_extent_whole(t, 5, ino, off, bytenr, got), 0);
 	}
 	assert_int_equal(btk_inode_set_size(t, 5, ino, size, size), 0);
 }
