@@ -589,16 +589,6 @@ static int tree_rebuild(const char *const *paths, int n, const struct btk_open_o
 	return ret == 1 ? 0 : ret; /* 1: the tree was right, nothing written */
 }
 
-/* The next key after *k (in key order). */
-static void key_after(struct btk_key *k)
-{
-	if (++k->offset)
-		return;
-	if (++k->type)
-		return;
-	k->objectid++;
-}
-
 /* Whether tree `tree` reads whole and holds exactly n items, the i-th of which item(i, ...)
  * says is right (it gets the key and the bytes found). */
 static bool tree_holds(struct btk_trans *t, uint64_t tree, size_t n,
@@ -617,7 +607,7 @@ static bool tree_holds(struct btk_trans *t, uint64_t tree, size_t n,
 		if (i == n || size > fs->nodesize || !item(ctx, i, &k, d, size))
 			break;
 		i++;
-		key_after(&k);
+		btk_key_after(&k);
 	}
 	free(d);
 	btk_err_clear(); /* a tree that does not read is rebuilt, not an error here */

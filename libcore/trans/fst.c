@@ -207,15 +207,6 @@ static int fst_next(struct btk_trans *t, struct btk_key *k, uint8_t *d, uint32_t
 	return ret;
 }
 
-static void key_after(struct btk_key *k)
-{
-	if (++k->offset)
-		return;
-	if (++k->type)
-		return;
-	k->objectid++;
-}
-
 /* Whether the items of block group bg, from *k on (k left at the first key past them), say
  * exactly the ranges a commit would write for it: its info, then extents or a bitmap's runs. */
 static bool fst_bg_matches(struct btk_trans *t, const struct btk_bg *bg, struct btk_key *k,
@@ -236,7 +227,7 @@ static bool fst_bg_matches(struct btk_trans *t, const struct btk_bg *bg, struct 
 		return false;
 	bitmaps = flags & BTRFS_FREE_SPACE_USING_BITMAPS;
 	have->n = 0;
-	key_after(k);
+	btk_key_after(k);
 	while ((ret = fst_next(t, k, d, cap, &size)) == 0 && k->objectid < end) {
 		bool bitmap = k->type == BTRFS_FREE_SPACE_BITMAP_KEY;
 		if ((k->type != BTRFS_FREE_SPACE_EXTENT_KEY && !bitmap) || bitmap != bitmaps ||
@@ -254,7 +245,7 @@ static bool fst_bg_matches(struct btk_trans *t, const struct btk_bg *bg, struct 
 					return false;
 		}
 		items++;
-		key_after(k);
+		btk_key_after(k);
 	}
 	if (ret < 0 || wanted(bg, &want)) {
 		btk_rs_free(&want);
