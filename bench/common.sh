@@ -13,7 +13,8 @@
 #   bench_compare REPS LABEL CMD... -- LABEL CMD... [-- ...]
 #                                   interleaved repetitions; prints the median wall and CPU
 #                                   time and the largest peak RSS of each command; sets
-#                                   BC_WALL[i], BC_CPU[i], BC_RSS[i] (MiB), in the order given
+#                                   BC_WALL[i], BC_CPU[i], BC_RSS[i] (MiB), in the order given,
+#                                   BC_RUNS[i] (each run's wall) and BC_CPU_BEST[i] (the least)
 #   bench_ratio A B                 prints A/B with 2 decimals (or n/a)
 #   bench_data_addrs IMG N          prints N random byte addresses inside data extents of IMG
 #   bench_opts SPEC USAGE "$@"      the options of a script: SPEC is words "x=VAR" (flag -x
@@ -23,7 +24,8 @@
 #                                   SIZE, clean for btrfs check; kept while IMG.params is PARAMS
 #   bench_keep NAME / bench_kept NAME / bench_forget NAME
 #                                   collect the figures of bench_time runs under NAME; the
-#                                   median wall and CPU, the largest RSS and the list of walls
+#                                   median and best wall and CPU, the largest RSS and the list
+#                                   of walls
 
 set -u
 
@@ -217,7 +219,7 @@ bench_compare() {
 	for ((i = 0; i < n; i++)); do
 		eval "bench_time warmup-$i ${cmds[i]}" || return 1
 	done
-	declare -ga BC_WALL=() BC_CPU=() BC_RSS=()
+	declare -ga BC_WALL=() BC_CPU=() BC_RSS=() BC_RUNS=() BC_CPU_BEST=()
 	local -a walls=() cpus=() rss=()
 	for ((r = 0; r < reps; r++)); do
 		for ((i = 0; i < n; i++)); do
@@ -236,6 +238,11 @@ bench_compare() {
 		# shellcheck disable=SC2086
 		BC_CPU[i]=$(printf '%s\n' ${cpus[i]} | grep -v n/a | bench_median)
 		[ -n "${BC_CPU[i]}" ] || BC_CPU[i]=n/a
+		# shellcheck disable=SC2086
+		BC_CPU_BEST[i]=$(printf '%s\n' ${cpus[i]} | grep -v n/a | sort -g | head -n 1)
+		[ -n "${BC_CPU_BEST[i]}" ] || BC_CPU_BEST[i]=n/a
+		# shellcheck disable=SC2034 # read by the caller
+		BC_RUNS[i]=${walls[i]}
 		if [ -n "${rss[i]:-}" ]; then
 			BC_RSS[i]=$(awk -v k="${rss[i]}" 'BEGIN { printf "%.1f", k / 1024 }')
 		else
@@ -339,6 +346,12 @@ bench_kept() {
 	# shellcheck disable=SC2086
 	BK_CPU_MEDIAN=$(printf '%s\n' ${BK_CPUS[$1]:-} | grep -v n/a | bench_median)
 	BK_RSS_MIB=$(awk -v k="${BK_RSS[$1]:-0}" 'BEGIN { printf "%.1f", k / 1024 }')
+	# the best run: the one least disturbed by whatever else the machine did
+	# shellcheck disable=SC2086
+	BK_WALL_MIN=$(printf '%s\n' $BK_RUNS | sort -g | head -n 1)
+	# shellcheck disable=SC2086
+	BK_CPU_MIN=$(printf '%s\n' ${BK_CPUS[$1]:-} | grep -v n/a | sort -g | head -n 1)
+	[ -n "$BK_CPU_MIN" ] || BK_CPU_MIN=n/a
 }
 
 bench_forget() {

@@ -498,9 +498,16 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 	 * first. */
 	struct repair_heal rh = {.devs = devs, .ndevs = ndevs, .oo = &oo, .o = o};
 	if (!preen) {
-		rescue_run(devs, ndevs, &oo, RESCUE_SUPER | (data ? RESCUE_HEAL : 0) | RESCUE_LOG,
+		/* a chunk tree that does not read is healed first (a good copy, a flipped bit:
+		 * the blocks as they were), and rebuilt when that did not make it read */
+		struct btk_chunk_rebuild_result probe;
+		bool chunk_bad = !btk_chunk_tree_probe(devs, ndevs, &oo, &probe) && !probe.whole;
+		btk_err_clear();
+		rescue_run(devs, ndevs, &oo,
+			   RESCUE_SUPER | RESCUE_CHUNK | (data || chunk_bad ? RESCUE_HEAL : 0) |
+			       RESCUE_LOG,
 			   data, o->json, o->quiet, &did);
-		if (!data) {
+		if (!data && !did.healed) {
 			ro.heal = repair_heal;
 			ro.heal_ctx = &rh;
 		}
@@ -707,7 +714,9 @@ int main(int argc, const char **argv)
 	     "one rescue step alone: super (rewrite bad superblock copies from the best one), "
 	     "heal (rewrite bad copies from good ones; data too with --check-data-csum), "
 	     "replay-log (replay the log tree as a mount would), zero-log (drop it), "
-	     "extent-tree (rebuild the extent tree and block group items from the trees), "
+	     "chunk-tree (rebuild the chunk tree from the dev extents and block groups a device "
+	     "scan finds), extent-tree (rebuild the extent tree and block group items from the "
+	     "trees), "
 	     "csum-tree (rebuild the checksum tree from the data), free-space-tree, uuid-tree, "
 	     "data-reloc-tree "
 	     "(rebuild them), quota (rescan the quota groups' numbers)",

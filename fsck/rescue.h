@@ -5,8 +5,8 @@
 #include <stdbool.h>
 #include "repair/rescue.h"
 
-/* The steps (--rescue NAME; --repair runs super, heal and replay-log first), as bits of a mask,
- * run in this order. */
+/* The steps (--rescue NAME; --repair runs super, heal when the chunk tree does not read,
+ * chunk-tree and replay-log first), as bits of a mask, run in this order. */
 enum {
 	RESCUE_SUPER = 1,
 	RESCUE_HEAL = 2,
@@ -17,7 +17,8 @@ enum {
 	RESCUE_UUID = 64,
 	RESCUE_RELOC = 128,
 	RESCUE_QUOTA = 256,
-	RESCUE_EXTENT = 512
+	RESCUE_EXTENT = 512,
+	RESCUE_CHUNK = 1024
 };
 
 /* The bit of step `name` (--rescue NAME), or 0 for none. */
@@ -33,12 +34,15 @@ struct rescue_did {
 	bool left;    /* something bad left as it was (no good copy, no right checksum) */
 	bool failed;  /* a step could not run (its line said why) */
 	bool refused; /* a step has nothing to work on here (quotas off; its line said why) */
+	bool healed;  /* a heal ran (--repair: after a replay that stopped, before it again) */
 };
 
 /* Runs the steps of mask on devs (opened with oo; with data, heal reads data too), each event
  * and summary printed (text, or with json the members of the caller's JSON object, each
  * followed by ", "); a step that stops prints "btk-fsck: DEV: what: why" on stderr. A
- * superblock step that finds no copy that opens stops the steps after it. */
+ * superblock step that finds no copy that opens stops the steps after it. With super but not
+ * heal in the mask (--repair), a replay that stops is tried again after a heal that rewrote
+ * something. */
 void rescue_run(const char **devs, int ndevs, const struct btk_open_opts *oo, int mask, bool data,
 		bool json, bool quiet, struct rescue_did *did);
 

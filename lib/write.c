@@ -227,8 +227,8 @@ static int put(btkfs *h, struct btk_edit *e, struct req *r)
 	p.o.compress = r->compress;
 	p.o.compress_level = r->level;
 	for (uint32_t i = 0; i < s->ninodes; i++)
-		if (S_ISREG(s->inodes[i].st.st_mode))
-			ui.total += (uint64_t)s->inodes[i].st.st_size;
+		if (S_ISREG(s->inodes[i].mode))
+			ui.total += s->inodes[i].size;
 	if (h->progress && !archive) { /* an archive's data is in before the populate */
 		p.o.progress = on_copy;
 		p.o.progress_ctx = &ui;
@@ -321,7 +321,7 @@ static int put_source(btkfs *h, struct req *r, struct btk_src_tree *s)
 		else
 			ret = cli_archive_load();
 	} else if (!(ret = btk_src_scan_any(r->a, false, s)) && (r->flags & BTKFS_PUT_NO_DIR) &&
-		   S_ISDIR(s->inodes[0].st.st_mode)) {
+		   S_ISDIR(s->inodes[0].mode)) {
 		ret = btk_err(EISDIR, "%s: is a directory", r->a);
 	}
 	if (ret)

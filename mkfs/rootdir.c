@@ -149,7 +149,7 @@ static int parse_subvol(struct rootdir *rd, const char *arg)
 	if (rd->po.nsubvols >= 64)
 		return cli_err("at most 64 --subvol"), 1;
 	if (btk_src_lookup(&rd->src, path, &node) || node == 0 ||
-	    !S_ISDIR(rd->src.inodes[rd->src.nodes[node].inode].st.st_mode))
+	    !S_ISDIR(rd->src.inodes[rd->src.nodes[node].inode].mode))
 		return cli_err("--subvol %s: not a directory below %s", path, rd->src.top), 1;
 	for (int k = 0; k < rd->po.nsubvols; k++)
 		if (rd->subvols[k].node == node)
@@ -222,12 +222,12 @@ static void src_totals(const struct btk_src_tree *s, const struct btk_mkfs_opts 
 	btk_src_need(s, o->sectorsize ? o->sectorsize : 4096, false, &m, &data);
 	t->meta_estimate = btk_mkfs_meta_estimate(o, &m);
 	for (uint32_t i = 0; i < s->ninodes; i++) {
-		uint64_t size = (uint64_t)s->inodes[i].st.st_size;
-		if (!S_ISREG(s->inodes[i].st.st_mode))
+		uint64_t size = s->inodes[i].size;
+		if (!S_ISREG(s->inodes[i].mode))
 			continue;
 		t->file_bytes += size;
 		if (size > 4096) {
-			uint64_t held = (uint64_t)s->inodes[i].st.st_blocks * 512;
+			uint64_t held = s->inodes[i].blocks * 512;
 			uint64_t up = (size + 4095) & ~4095ULL;
 			t->data_min += held < up ? held & ~4095ULL : up;
 		}

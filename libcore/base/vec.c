@@ -84,3 +84,51 @@ int btk_u64_order(const void *a, const void *b)
 
 	return (x > y) - (x < y);
 }
+
+#define ARENA_CHUNK (256U << 10)
+
+struct btk_arena_chunk {
+	struct btk_arena_chunk *next;
+	char data[];
+};
+
+char *btk_arena_strndup(struct btk_arena *a, const char *s, size_t len)
+{
+	struct btk_arena_chunk *c;
+	char *out;
+
+	if (len >= SIZE_MAX - sizeof(*c) - ARENA_CHUNK)
+		return btk_err(ENOMEM, "out of memory"), NULL;
+	if (!a->chunks || a->cap - a->used < len + 1) {
+		/* a long string gets a chunk of its own, behind the newest (which stays in use) */
+		size_t size = len + 1 > ARENA_CHUNK / 4 ? len + 1 : ARENA_CHUNK;
+		if (!(c = malloc(sizeof(*c) + size)))
+			return btk_err(ENOMEM, "out of memory"), NULL;
+		if (size > ARENA_CHUNK && a->chunks) {
+			c->next = a->chunks->next;
+			a->chunks->next = c;
+			out = c->data;
+			goto copy;
+		}
+		c->next = a->chunks;
+		a->chunks = c;
+		a->used = 0;
+		a->cap = size;
+	}
+	out = a->chunks->data + a->used;
+	a->used += len + 1;
+copy:
+	if (len)
+		memcpy(out, s, len);
+	out[len] = 0;
+	return out;
+}
+
+void btk_arena_free(struct btk_arena *a)
+{
+	for (struct btk_arena_chunk *c = a->chunks, *next; c; c = next) {
+		next = c->next;
+		free(c);
+	}
+	memset(a, 0, sizeof(*a));
+}

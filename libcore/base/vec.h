@@ -91,6 +91,16 @@ static inline size_t btk_lower_bound(const void *data, size_t n, size_t esz, uin
 #define btk_array_lower_bound(arr, n, want, keyf)                                                  \
 	btk_lower_bound((arr), (n), sizeof(*(arr)), (want), (keyf))
 
+/* Strings that never move once stored, kept in large chunks and freed all at once: many small
+ * names cost their bytes and a NUL, not a malloc each. A zeroed struct is an empty arena. */
+struct btk_arena {
+	struct btk_arena_chunk *chunks; /* newest first */
+	size_t used, cap;		/* bytes of the newest chunk */
+};
+/* A copy of s[0..len) and a NUL in a, or NULL when out of memory (btk_err). */
+char *btk_arena_strndup(struct btk_arena *a, const char *s, size_t len);
+void btk_arena_free(struct btk_arena *a);
+
 /* Implementations behind the macros: datap points at the vector's data pointer. */
 void *btk_vec_grow_(void *datap, size_t *n, size_t *cap, size_t esz);
 int btk_vec_reserve_(void *datap, size_t *cap, size_t want, size_t esz);

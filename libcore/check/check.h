@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "format/format.h"
+#include "base/u64set.h"
 #include "volumes/volumes.h"
 
 /* What a problem is about, for grouping and JSON. Stable names via btk_check_kind_name(). */
@@ -88,11 +89,22 @@ typedef void (*btk_check_report_fn)(void *ctx, const struct btk_check_problem *p
  * when the items cannot be read); 0 and 0 for the other phases, which only have a name. */
 typedef void (*btk_check_progress_fn)(void *ctx, const char *phase, uint64_t done, uint64_t total);
 
+/* Tree blocks whose copies checks of the same devices compared (btk_check_opts.copies): good
+ * ones (every copy equal to the one read) and bad ones. A block in good and not in bad whose
+ * generation is below `below` is not compared again: the caller (a repair's re-check) knows
+ * that nothing but a transaction with an id of at least `below` wrote the devices since,
+ * and copy-on-write stamps every block it writes with it. */
+struct btk_check_copies {
+	struct btk_u64set good, bad;
+	uint64_t below; /* 0: every block is compared */
+};
+
 struct btk_check_opts {
-	bool data_csum;			/* read and verify every data block, every copy */
-	btk_check_report_fn report;	/* may be NULL (problems are only counted) */
-	btk_check_progress_fn progress; /* may be NULL */
-	void *ctx;			/* passed to both callbacks */
+	bool data_csum;			 /* read and verify every data block, every copy */
+	struct btk_check_copies *copies; /* NULL, or what earlier checks compared (added to) */
+	btk_check_report_fn report;	 /* may be NULL (problems are only counted) */
+	btk_check_progress_fn progress;	 /* may be NULL */
+	void *ctx;			 /* passed to both callbacks */
 	uint64_t max_reports; /* stop reporting (still counting) past this; 0 = no limit */
 	/* data_csum: one report per data extent and mirror for the sectors that fail their
 	 * checksums (how many, the first, its owners), not one per sector; every sector still

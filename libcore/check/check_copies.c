@@ -8,7 +8,9 @@
  * the copies are read sorted by device and offset, in runs of up to RUN_MAX bytes, and each
  * is checked for its own checksum, its header's address and generation and the good copy's
  * checksum (equal checksums of a checked block stand for equal contents). A copy that
- * differs is bad. Copies are numbered 1..N in chunk stripe order, as btrfs numbers mirrors.
+ * differs is bad. A copy its device knows to read as the good one (btk_dev_ranges_equal: an
+ * E01 whose chunks there are stored alike) is good without a read. Copies are numbered 1..N in
+ * chunk stripe order, as btrfs numbers mirrors.
  *
  * The walk is the checker's critical path (the data checksums run on other threads), so a
  * batch is read and compared by a thread of its own while the walk fills the next: at most
@@ -28,10 +30,11 @@
 #define RUN_MAX	   (1U << 20)  /* bytes per read of neighbouring copies */
 #define RUN_GAP	   (64U << 10) /* unused bytes a run may read over to stay one read */
 
-/* One copy to read: record index and copy number, where it lies. */
+/* One copy to read: record index and copy number, where it lies, and where the copy the
+ * reader returned lies (good_dev NULL: unknown). */
 struct chk_copy_at {
-	struct btk_dev *dev;
-	uint64_t physical, devid;
+	struct btk_dev *dev, *good_dev;
+	uint64_t physical, devid, good_physical;
 	uint32_t rec;
 	uint8_t mirror, n;
 };
@@ -60,6 +63,8 @@ struct chk_copy_batch {
 static void report_bad(struct chk *c, uint64_t tree, uint64_t bytenr, int level, int i, int n,
 		       const struct btk_phys *ph, const char *why)
 {
+	if (c->opts->copies && btk_u64set_add(&c->opts->copies->bad, bytenr) < 0)
+		c->oom = true;
 	chk_rep(c, CHK_M_TB_COPY_BAD, tree, bytenr, NULL, CHK_U(tree), CHK_I(level), CHK_U(bytenr),
 		CHK_I(i + 1), CHK_I(n), CHK_U(ph->devid), CHK_U(ph->physical), CHK_S(why));
 }
@@ -113,7 +118,12 @@ void chk_block_copies(struct chk *c, const struct btk_block *b)
 	struct btk_phys ph[BTK_CHK_MAX_COPIES];
 	uint64_t contig = 0;
 	int n = 0;
+	struct btk_check_copies *k = c->opts->copies;
 
+	/* compared by an earlier check and not written since (check.h) */
+	if (k && !b->mirror && btk_block_generation(b) < k->below &&
+	    btk_u64set_has(&k->good, b->bytenr) && !btk_u64set_has(&k->bad, b->bytenr))
+		return;
 	if (btk_map_logical(c->fs, b->bytenr, ph, BTK_CHK_MAX_COPIES, &n, &contig) ||
 	    contig < c->fs->nodesize)
 		return; /* unmappable (reported elsewhere) */
@@ -140,6 +150,9 @@ void chk_block_copies(struct chk *c, const struct btk_block *b)
 			       .level = (int8_t)btk_block_level(b),
 			       .first = (uint8_t)(b->mirror + 1)};
 	memcpy(r->csum, b->data, sizeof(r->csum));
+	/* good unless its batch reports a copy bad (report_bad) */
+	if (k && btk_u64set_add(&k->good, b->bytenr) < 0)
+		c->oom = true;
 	if (c->copies.n >= COPY_BATCH)
 		chk_copies_flush(c);
 }
@@ -167,11 +180,17 @@ static struct chk_copy_at *locate(struct chk *c, const struct chk_copies *recs, 
 		int n = 0;
 		if (btk_map_logical(c->fs, r->bytenr, ph, BTK_CHK_MAX_COPIES, &n, NULL))
 			continue; /* mapped when the block was read: cannot change */
+		const struct btk_phys *good = &ph[r->first - 1];
 		for (int j = r->first; j < n; j++)
 			if (ph[j].dev)
-				v[m++] =
-				    (struct chk_copy_at){ph[j].dev,   ph[j].physical, ph[j].devid,
-							 (uint32_t)i, (uint8_t)j,     (uint8_t)n};
+				v[m++] = (struct chk_copy_at){.dev = ph[j].dev,
+							      .good_dev = good->dev,
+							      .physical = ph[j].physical,
+							      .devid = ph[j].devid,
+							      .good_physical = good->physical,
+							      .rec = (uint32_t)i,
+							      .mirror = (uint8_t)j,
+							      .n = (uint8_t)n};
 	}
 	qsort(v, m, sizeof(*v), at_cmp);
 	*count = m;
@@ -212,6 +231,23 @@ static void verify_run(struct chk_copy_batch *b, const struct chk_copy_at *v, si
 	}
 }
 
+/* Drops from b->v the copies their device knows to read as the good copy does (an EWF file
+ * whose chunks there are stored alike: btk_dev_ranges_equal): those pass every comparison of
+ * copy_fault, as the good copy did, without being read and inflated again. */
+static void drop_known_equal(struct chk_copy_batch *b)
+{
+	uint32_t ns = b->fs->nodesize;
+	size_t m = 0;
+
+	for (size_t i = 0; i < b->m; i++) {
+		const struct chk_copy_at *a = &b->v[i];
+		if (a->good_dev != a->dev ||
+		    btk_dev_ranges_equal(a->dev, a->good_physical, a->physical, ns) != 1)
+			b->v[m++] = *a;
+	}
+	b->m = m;
+}
+
 /* Reads and compares every copy of batch b (its thread, or the caller's). */
 static void *verify_batch(void *arg)
 {
@@ -224,6 +260,7 @@ static void *verify_batch(void *arg)
 		b->oom = true;
 		return NULL;
 	}
+	drop_known_equal(b);
 	for (size_t i = 0; i < b->m;) {
 		size_t j = i + 1;
 		uint64_t end = v[i].physical + ns;

@@ -86,13 +86,13 @@ void btk_src_need(const struct btk_src_tree *s, uint32_t sectorsize, bool compre
 		m->name_bytes += s->nodes[i].name_len;
 	}
 	for (uint32_t i = 0; i < s->ninodes; i++) {
-		const struct stat *st = &s->inodes[i].st;
-		uint64_t b = (uint64_t)st->st_blocks * 512, sz = (uint64_t)st->st_size;
-		if (S_ISLNK(st->st_mode)) {
+		const struct btk_src_inode *in = &s->inodes[i];
+		uint64_t sz = in->size, b = S_ISREG(in->mode) ? in->blocks * 512 : 0;
+		if (S_ISLNK(in->mode)) {
 			m->inline_items++, m->inline_bytes += sz;
-		} else if (S_ISREG(st->st_mode) && sz && sz <= BTK_MAX_INLINE && sz < ss) {
+		} else if (S_ISREG(in->mode) && sz && sz <= BTK_MAX_INLINE && sz < ss) {
 			m->inline_items++, m->inline_bytes += sz;
-		} else if (S_ISREG(st->st_mode)) {
+		} else if (S_ISREG(in->mode)) {
 			uint64_t d = (b < sz ? b : sz) + ss - 1;
 			d -= d % ss;
 			/* compressed, each piece of 128 KiB takes one sector at the very least

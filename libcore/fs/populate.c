@@ -18,13 +18,13 @@
 
 #define XATTR_LIST_MAX_ 65536
 
-static struct btk_time clamp(const struct pop *p, struct timespec ts)
+static struct btk_time clamp(const struct pop *p, int64_t sec, uint32_t nsec)
 {
-	struct btk_time t = {(uint64_t)ts.tv_sec, (uint32_t)ts.tv_nsec};
+	struct btk_time t = {(uint64_t)sec, nsec};
 
 	/* Times before 1970 are negative (stored as two's complement, as the kernel does): they
 	 * are older than any epoch and stay. */
-	if (p->o->epoch_set && ts.tv_sec >= 0 && (uint64_t)ts.tv_sec >= p->o->epoch)
+	if (p->o->epoch_set && sec >= 0 && (uint64_t)sec >= p->o->epoch)
 		t = (struct btk_time){p->o->epoch, 0};
 	return t;
 }
@@ -32,24 +32,22 @@ static struct btk_time clamp(const struct pop *p, struct timespec ts)
 static void make_attr(const struct pop *p, const struct btk_src_inode *in, uint32_t nlink,
 		      uint64_t flags, struct btk_inode_attr *a)
 {
-	const struct stat *st = &in->st;
-
 	memset(a, 0, sizeof(*a));
-	a->mode = st->st_mode | (S_ISDIR(st->st_mode) ? p->o->dir_mode_or : 0);
-	a->uid = p->o->force_uid ? p->o->uid : (uint32_t)((int64_t)st->st_uid + p->o->uid_offset);
-	a->gid = p->o->force_gid ? p->o->gid : (uint32_t)((int64_t)st->st_gid + p->o->gid_offset);
-	a->nlink = S_ISDIR(st->st_mode) ? 1 : nlink;
+	a->mode = in->mode | (S_ISDIR(in->mode) ? p->o->dir_mode_or : 0);
+	a->uid = p->o->force_uid ? p->o->uid : (uint32_t)((int64_t)in->uid + p->o->uid_offset);
+	a->gid = p->o->force_gid ? p->o->gid : (uint32_t)((int64_t)in->gid + p->o->gid_offset);
+	a->nlink = S_ISDIR(in->mode) ? 1 : nlink;
 	/* The kernel keeps rdev in its own dev_t encoding: major << 20 | minor. */
-	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
-		a->rdev = ((uint64_t)major(st->st_rdev) << 20) | minor(st->st_rdev);
+	if (S_ISCHR(in->mode) || S_ISBLK(in->mode))
+		a->rdev = ((uint64_t)major(in->rdev) << 20) | minor(in->rdev);
 	a->flags = flags;
-	a->mtime = clamp(p, st->st_mtim);
+	a->mtime = clamp(p, in->mtime, in->mtime_ns);
 	if (p->o->epoch_set) {
 		a->atime = a->mtime;
 		a->ctime = a->otime = (struct btk_time){p->o->epoch, 0};
 	} else {
-		a->atime = clamp(p, st->st_atim);
-		a->ctime = a->otime = clamp(p, st->st_ctim);
+		a->atime = clamp(p, in->atime, in->atime_ns);
+		a->ctime = a->otime = clamp(p, in->ctime, in->ctime_ns);
 	}
 }
 
@@ -151,7 +149,7 @@ static int copy_stream_xattrs(struct pop *p, const struct btk_src_content *c, ui
 
 	if (c->xlen > PIECE && !big)
 		return btk_err(ENOMEM, "out of memory");
-	ret = pop_spool_get(p->src->spool, c->xoff, c->xlen, big ? big : p->buf, &x);
+	ret = pop_spool_get(p->src->spool, c->off, c->xlen, big ? big : p->buf, &x);
 	for (size_t o = 0; o + 4 <= c->xlen && !ret;) {
 		uint16_t nl = btk_le16(x + o), vl = btk_le16(x + o + 2);
 		const char *name = (const char *)x + o + 4;
@@ -203,8 +201,7 @@ static int copy_xattrs(struct pop *p, uint32_t i, uint64_t ino)
 	if (p->o->label) {
 		if (!(path = rel_path(p->src, i)))
 			return btk_err(ENOMEM, "out of memory");
-		ret = p->o->label(p->o->label_ctx, path, p->src->inodes[si].st.st_mode, &label,
-				  &llen);
+		ret = p->o->label(p->o->label_ctx, path, p->src->inodes[si].mode, &label, &llen);
 		if (ret > 0 && llen > UINT16_MAX) {
 			free(label);
 			ret = btk_err(E2BIG, "%s: SELinux label of %zu bytes", path, llen);
@@ -232,34 +229,51 @@ static int stream_content(struct pop *p, uint32_t si, uint64_t ino, uint64_t *si
 			  uint64_t *nbytes)
 {
 	const struct btk_src_content *c = &p->src->content[si];
-	const struct stat *st = &p->src->inodes[si].st;
+	const struct btk_src_inode *in = &p->src->inodes[si];
 	const uint8_t *b;
 	int ret = 0;
 
-	if (S_ISLNK(st->st_mode)) {
+	if (S_ISLNK(in->mode)) {
 		*size = *nbytes = c->blen;
-		if ((ret = pop_spool_get(p->src->spool, c->boff, c->blen, p->buf, &b)))
+		if ((ret = pop_spool_get(p->src->spool, c->off + c->xlen, c->blen, p->buf, &b)))
 			return ret;
 		return btk_file_extent_inline(p->t, p->root, ino, b, c->blen, c->blen, 0);
 	}
-	if (!S_ISREG(st->st_mode))
+	if (!S_ISREG(in->mode))
 		return 0;
-	*size = (uint64_t)st->st_size;
-	*nbytes = c->nbytes;
+	*size = in->size;
 	if (c->is_inline) {
+		*nbytes = *size;
 		p->st->inline_files++;
-		if ((ret = pop_spool_get(p->src->spool, c->boff, c->blen, p->buf, &b)))
+		if ((ret = pop_spool_get(p->src->spool, c->off + c->xlen, c->blen, p->buf, &b)))
 			return ret;
 		return btk_file_extent_inline(p->t, p->root, ino, b, c->blen, *size,
 					      c->inline_comp);
 	}
-	for (size_t k = 0; k < c->nex && !ret; k++) {
-		const struct btk_file_extent *fe = &c->ex[k];
-		ret = btk_file_extent_insert(p->t, p->root, ino, fe);
-		if (!ret && fe->disk_bytenr)
-			ret = btk_data_ref(p->t, fe->disk_bytenr, fe->disk_num_bytes, p->root, 0,
-					   ino, fe->file_offset - fe->extent_offset, 1);
+	/* the extents: in p->buf, or (more than it holds: a file of many) in memory of their own */
+	uint8_t *big = c->blen > PIECE ? malloc(c->blen) : NULL;
+	if (c->blen > PIECE && !big)
+		return btk_err(ENOMEM, "out of memory");
+	*nbytes = 0;
+	ret = pop_spool_get(p->src->spool, c->off + c->xlen, c->blen, big ? big : p->buf, &b);
+	for (size_t k = 0; k < c->blen / sizeof(struct pop_ext) && !ret; k++) {
+		struct pop_ext x;
+		memcpy(&x, b + k * sizeof(x), sizeof(x));
+		struct btk_file_extent fe = {.file_offset = x.file_offset,
+					     .type = BTRFS_FILE_EXTENT_REG,
+					     .compression = x.compression,
+					     .disk_bytenr = x.disk_bytenr,
+					     .disk_num_bytes = x.disk_num_bytes,
+					     .num_bytes = x.num_bytes,
+					     .ram_bytes = x.num_bytes};
+		ret = btk_file_extent_insert(p->t, p->root, ino, &fe);
+		if (!ret && fe.disk_bytenr) {
+			*nbytes += fe.num_bytes;
+			ret = btk_data_ref(p->t, fe.disk_bytenr, fe.disk_num_bytes, p->root, 0, ino,
+					   fe.file_offset, 1);
+		}
 	}
+	free(big);
 	return ret;
 }
 
@@ -314,12 +328,16 @@ static int read_full(struct src_rd *r, uint8_t *buf, size_t len, uint64_t off)
 /* A stream records its file's extents until the inode exists (populate_stream.c). */
 static int rec_extent(struct pop *p, const struct btk_file_extent *fe)
 {
-	struct btk_src_content *c = p->rec;
-	struct btk_file_extent *e = btk_array_push(c->ex, c->nex, c->excap);
+	struct pop_rec *r = p->rec;
+	struct pop_ext *e = btk_array_push(r->ex, r->nex, r->excap);
 
 	if (!e)
 		return btk_err(ENOMEM, "out of memory");
-	*e = *fe;
+	*e = (struct pop_ext){.file_offset = fe->file_offset,
+			      .num_bytes = fe->num_bytes,
+			      .disk_bytenr = fe->disk_bytenr,
+			      .disk_num_bytes = fe->disk_num_bytes,
+			      .compression = fe->compression};
 	return 0;
 }
 
@@ -459,15 +477,13 @@ static int write_extent(struct pop *p, struct src_rd *r, uint64_t ino, uint64_t 
 static int put_inline(struct pop *p, uint64_t ino, const uint8_t *data, uint32_t len, uint64_t size,
 		      int comp)
 {
-	struct btk_src_content *c = p->rec;
-
-	if (!c)
+	if (!p->rec)
 		return btk_file_extent_inline(p->t, p->root, ino, data, len, size, comp);
-	int ret = pop_spool_put(p->spool, data, len, &c->boff);
+	struct btk_src_content *c = p->rec->c;
+	int ret = pop_content_put(p->spool, c, data, len, true);
 	if (ret)
 		return ret;
-	c->blen = len;
-	c->inline_comp = comp;
+	c->inline_comp = (uint8_t)comp;
 	c->is_inline = true;
 	return 0;
 }
@@ -627,26 +643,27 @@ static int create_inode(struct pop *p, uint32_t i, uint64_t ino, uint32_t nlink,
 		return ret;
 	if (p->src->content) {
 		ret = stream_content(p, p->src->nodes[i].inode, ino, &size, &nbytes);
-	} else if (S_ISREG(in->st.st_mode)) {
-		ret = write_file(p, ino, (uint64_t)in->st.st_size, &nbytes);
-		size = ret == 1 ? 0 : (uint64_t)in->st.st_size;
+	} else if (S_ISREG(in->mode)) {
+		ret = write_file(p, ino, in->size, &nbytes);
+		size = ret == 1 ? 0 : in->size;
 		if (ret == 1)
 			ret = 0;
-		p->prog_done += (uint64_t)in->st.st_size;
-	} else if (S_ISLNK(in->st.st_mode)) {
+		p->prog_done += in->size;
+	} else if (S_ISLNK(in->mode)) {
 		ret = write_symlink(p, ino, &size);
 	}
 	if (!ret && (size || nbytes))
-		ret = btk_inode_set_size(p->t, p->root, ino, size,
-					 S_ISLNK(in->st.st_mode) ? size : nbytes);
+		ret =
+		    btk_inode_set_size(p->t, p->root, ino, size, S_ISLNK(in->mode) ? size : nbytes);
 	if (!ret)
 		ret = copy_xattrs(p, i, ino);
 	p->st->inodes++;
 	return ret;
 }
 
-/* (source inode, root) -> btrfs inode number and name count: a hard link across subvolumes
- * becomes one inode per subvolume, as btrfs cannot link across them. */
+/* (source inode, tree ordinal) -> btrfs inode number and name count, for the names of an inode
+ * outside its home tree: a hard link across subvolumes becomes one inode per subvolume, as
+ * btrfs cannot link across them. */
 struct imap {
 	struct ient {
 		uint64_t key, ino;
@@ -655,9 +672,9 @@ struct imap {
 	size_t cap;
 };
 
-static struct ient *imap_get(struct imap *m, uint32_t in, uint32_t rootord)
+static struct ient *imap_get(struct imap *m, uint32_t in, uint32_t ord)
 {
-	uint64_t key = ((uint64_t)in << 16 | rootord) + 1;
+	uint64_t key = ((uint64_t)in << 16 | ord) + 1;
 	size_t s = (size_t)((key * 0x9E3779B97F4A7C15ULL) >> 20) & (m->cap - 1);
 
 	while (m->e[s].key && m->e[s].key != key)
@@ -666,52 +683,92 @@ static struct ient *imap_get(struct imap *m, uint32_t in, uint32_t rootord)
 	return &m->e[s];
 }
 
+/* Where each name goes, in as few bytes per file as the copy needs (a tree holds millions):
+ * per node its tree, as an ordinal (0: o->root, k: the k-th subvolume made, whose id is
+ * BTRFS_FIRST_FREE_OBJECTID + k - 1), its inode flags and whether it is a subvolume; per
+ * source inode its number and name count in its home tree (that of its first name). Its names
+ * in other trees go through map. A directory's DIR_INDEX numbers need nothing: children are
+ * contiguous and made in order, so child i of p has 2 + i - p.first_child. */
 struct layout {
-	uint64_t *root;	 /* per node: tree holding its inode */
-	uint64_t *ino;	 /* per node: its inode number there */
-	uint64_t *flags; /* per node: inode flags */
+	uint32_t *ord;	 /* per node */
+	uint32_t *flags; /* per node: BTK_INODE_* */
 	uint8_t *subvol; /* per node: 0, or 1 + BTK_SUBVOL_* bits */
-	uint64_t *next;	 /* per root ordinal: next free inode number */
+	uint64_t *ino;	 /* per source inode: its number in its home tree, 0 until made */
+	uint32_t *names; /* per source inode: its names in its home tree */
+	uint32_t *home;	 /* per source inode: 1 + its home tree's ordinal, 0 before a name */
+	uint64_t *next;	 /* per ordinal: next free inode number */
 	struct imap map;
 };
 
-static uint32_t ordinal(const struct pop *p, uint64_t root)
+static uint64_t root_of(const struct pop *p, uint32_t ord)
 {
-	return root == p->o->root ? 0 : (uint32_t)(root - BTRFS_FIRST_FREE_OBJECTID + 1);
+	return ord ? BTRFS_FIRST_FREE_OBJECTID + ord - 1 : p->o->root;
+}
+
+/* Node j's inode number in its tree (j a directory: its only name, in its home tree). */
+static uint64_t node_ino(const struct pop *p, const struct layout *l, uint32_t j)
+{
+	if (!j)
+		return p->o->top_ino;
+	return l->subvol[j] ? BTRFS_FIRST_FREE_OBJECTID : l->ino[p->src->nodes[j].inode];
+}
+
+static uint64_t dir_index(const struct pop *p, uint32_t i)
+{
+	return 2 + i - p->src->nodes[p->src->nodes[i].parent].first_child;
 }
 
 #define INHERITED                                                                                  \
 	(BTK_INODE_NODATACOW | BTK_INODE_NODATASUM | BTK_INODE_COMPRESS | BTK_INODE_NOCOMPRESS)
 
 /* Decides, parents first, which tree each node lives in, its flags, and how many names each
- * inode has in its tree. */
-static void plan_layout(struct pop *p, struct layout *l)
+ * inode has in each tree. */
+static int plan_layout(struct pop *p, struct layout *l)
 {
 	const struct btk_src_tree *s = p->src;
-	uint64_t next_subvol = BTRFS_FIRST_FREE_OBJECTID;
+	uint32_t subvols = 0;
+	size_t foreign = 0, cap = 16;
 
 	for (int k = 0; k < p->o->nsubvols; k++)
 		l->subvol[p->o->subvols[k].node] = (uint8_t)(1 | p->o->subvols[k].flags << 1);
 	for (int k = 0; k < p->o->niflags; k++)
-		l->flags[p->o->iflags[k].node] |= p->o->iflags[k].flags;
-	l->root[0] = p->o->root;
+		l->flags[p->o->iflags[k].node] |= (uint32_t)p->o->iflags[k].flags;
 	for (uint32_t i = 1; i < s->nnodes; i++) {
-		uint32_t par = s->nodes[i].parent;
+		uint32_t par = s->nodes[i].parent, in = s->nodes[i].inode;
 		l->flags[i] |= l->flags[par] & INHERITED;
-		l->root[i] = l->subvol[i] ? next_subvol++ : l->root[par];
-		if (!l->subvol[i])
-			imap_get(&l->map, s->nodes[i].inode, ordinal(p, l->root[i]))->names++;
+		l->ord[i] = l->subvol[i] ? ++subvols : l->ord[par];
+		if (l->subvol[i])
+			continue;
+		if (!l->home[in])
+			l->home[in] = l->ord[i] + 1;
+		if (l->home[in] == l->ord[i] + 1)
+			l->names[in]++;
+		else
+			foreign++;
 	}
+	if (!foreign)
+		return 0;
+	while (cap < 2 * foreign + 2)
+		cap *= 2;
+	if (!(l->map.e = calloc(cap, sizeof(*l->map.e))))
+		return btk_err(ENOMEM, "out of memory");
+	l->map.cap = cap;
+	for (uint32_t i = 1; i < s->nnodes; i++) {
+		uint32_t in = s->nodes[i].inode;
+		if (!l->subvol[i] && l->home[in] != l->ord[i] + 1)
+			imap_get(&l->map, in, l->ord[i])->names++;
+	}
+	return 0;
 }
 
 static int link_subvol(struct pop *p, struct layout *l, uint32_t i)
 {
 	const struct btk_src_tree *s = p->src;
 	const struct btk_src_node *n = &s->nodes[i];
-	struct btk_subvol_new sv = {.id = l->root[i],
-				    .parent = l->root[n->parent],
-				    .dir = l->ino[n->parent],
-				    .index = p->dir_index[n->parent]++,
+	struct btk_subvol_new sv = {.id = root_of(p, l->ord[i]),
+				    .parent = root_of(p, l->ord[n->parent]),
+				    .dir = node_ino(p, l, n->parent),
+				    .index = dir_index(p, i),
 				    .name = n->name,
 				    .name_len = n->name_len,
 				    .ro = (l->subvol[i] >> 1) & BTK_SUBVOL_RO};
@@ -720,7 +777,6 @@ static int link_subvol(struct pop *p, struct layout *l, uint32_t i)
 
 	make_attr(p, &s->inodes[n->inode], 1, l->flags[i], &a);
 	btk_uuid_make(p->o->uuid_seed, "subvol", sv.id, sv.uuid);
-	l->ino[i] = BTRFS_FIRST_FREE_OBJECTID;
 	if ((ret = btk_subvol_create(p->t, &sv, &a)))
 		return ret;
 	p->root = sv.id;
@@ -734,23 +790,29 @@ static int add_node(struct pop *p, struct layout *l, uint32_t i)
 {
 	const struct btk_src_tree *s = p->src;
 	const struct btk_src_node *n = &s->nodes[i];
-	uint32_t ord = ordinal(p, l->root[i]);
-	struct ient *e = imap_get(&l->map, n->inode, ord);
+	uint32_t ord = l->ord[i], names;
+	uint64_t *ino;
 	int ret = 0;
 
 	if (l->subvol[i])
 		return link_subvol(p, l, i);
-	p->root = l->root[i];
-	if (!e->ino) {
-		e->ino = l->next[ord]++;
-		if ((ret = create_inode(p, i, e->ino, e->names, l->flags[i])))
+	p->root = root_of(p, ord);
+	if (l->home[n->inode] == ord + 1) {
+		ino = &l->ino[n->inode];
+		names = l->names[n->inode];
+	} else {
+		struct ient *e = imap_get(&l->map, n->inode, ord);
+		ino = &e->ino;
+		names = e->names;
+	}
+	if (!*ino) {
+		*ino = l->next[ord]++;
+		if ((ret = create_inode(p, i, *ino, names, l->flags[i])))
 			return ret;
 	}
-	l->ino[i] = e->ino;
-	struct btk_key loc = {e->ino, BTRFS_INODE_ITEM_KEY, 0};
-	return btk_dir_link(p->t, p->root, l->ino[n->parent], n->name, n->name_len, &loc,
-			    btk_mode_ftype(s->inodes[n->inode].st.st_mode),
-			    p->dir_index[n->parent]++);
+	struct btk_key loc = {*ino, BTRFS_INODE_ITEM_KEY, 0};
+	return btk_dir_link(p->t, p->root, node_ino(p, l, n->parent), n->name, n->name_len, &loc,
+			    btk_mode_ftype(s->inodes[n->inode].mode), dir_index(p, i));
 }
 
 static int fill_top(struct pop *p, struct layout *l)
@@ -758,7 +820,6 @@ static int fill_top(struct pop *p, struct layout *l)
 	struct btk_inode_attr a;
 	int ret;
 
-	l->ino[0] = p->o->top_ino;
 	p->root = p->o->root;
 	make_attr(p, &p->src->inodes[0], 1, l->flags[0], &a);
 	if (!btk_src_path(p->src, 0, p->path, sizeof(p->path)))
@@ -771,8 +832,7 @@ static int fill_top(struct pop *p, struct layout *l)
 		return ret ? ret
 			   : btk_dir_link(p->t, p->root, p->o->link_dir, p->o->link_name,
 					  p->o->link_len, &loc,
-					  btk_mode_ftype(p->src->inodes[0].st.st_mode),
-					  p->o->link_index);
+					  btk_mode_ftype(p->src->inodes[0].mode), p->o->link_index);
 	}
 	ret = btk_inode_set_attr(p->t, p->root, p->o->top_ino, &a);
 	return ret ? ret : copy_xattrs(p, 0, p->o->top_ino);
@@ -798,22 +858,20 @@ static int populate_all(struct pop *p)
 {
 	const struct btk_src_tree *s = p->src;
 	struct layout l = {0};
-	size_t cap = 1024;
 	int ret = 0;
 
-	while (cap < 2 * (size_t)s->nnodes + 2)
-		cap *= 2;
-	l.root = calloc(s->nnodes, sizeof(*l.root));
-	l.ino = calloc(s->nnodes, sizeof(*l.ino));
+	l.ord = calloc(s->nnodes, sizeof(*l.ord));
 	l.flags = calloc(s->nnodes, sizeof(*l.flags));
 	l.subvol = calloc(s->nnodes, 1);
+	l.ino = calloc(s->ninodes, sizeof(*l.ino));
+	l.names = calloc(s->ninodes, sizeof(*l.names));
+	l.home = calloc(s->ninodes, sizeof(*l.home));
 	l.next = calloc((size_t)p->o->nsubvols + 1, sizeof(*l.next));
-	l.map.e = calloc(cap, sizeof(*l.map.e));
-	l.map.cap = cap;
-	if (!l.root || !l.ino || !l.flags || !l.subvol || !l.next || !l.map.e)
+	if (!l.ord || !l.flags || !l.subvol || !l.ino || !l.names || !l.home || !l.next)
 		ret = btk_err(ENOMEM, "out of memory");
+	if (!ret)
+		ret = plan_layout(p, &l);
 	if (!ret) {
-		plan_layout(p, &l);
 		l.next[0] = p->o->first_ino;
 		for (int k = 1; k <= p->o->nsubvols; k++)
 			l.next[k] = BTRFS_FIRST_FREE_OBJECTID + 1;
@@ -832,7 +890,8 @@ static int populate_all(struct pop *p)
 	}
 	if (!ret && p->o->progress)
 		p->o->progress(p->o->progress_ctx, p->st->names, p->prog_done);
-	free(l.root), free(l.ino), free(l.flags), free(l.subvol), free(l.next), free(l.map.e);
+	free(l.ord), free(l.flags), free(l.subvol), free(l.ino), free(l.names), free(l.home);
+	free(l.next), free(l.map.e);
 	return ret;
 }
 
@@ -879,9 +938,8 @@ int btk_src_check_owners(const struct btk_src_tree *src, const struct btk_popula
 	char path[4096];
 
 	for (uint32_t i = 0; i < src->ninodes; i++) {
-		const struct stat *st = &src->inodes[i].st;
-		int64_t u = (int64_t)st->st_uid + o->uid_offset,
-			g = (int64_t)st->st_gid + o->gid_offset;
+		const struct btk_src_inode *in = &src->inodes[i];
+		int64_t u = (int64_t)in->uid + o->uid_offset, g = (int64_t)in->gid + o->gid_offset;
 		bool bad_u = !o->force_uid && (u < 0 || u >= UINT32_MAX);
 		bool bad_g = !o->force_gid && (g < 0 || g >= UINT32_MAX);
 		if (!bad_u && !bad_g)
@@ -889,9 +947,9 @@ int btk_src_check_owners(const struct btk_src_tree *src, const struct btk_popula
 		if (!btk_src_path(src, src->inodes[i].first_node, path, sizeof(path)))
 			snprintf(path, sizeof(path), "%s/...", src->top);
 		return bad_u ? btk_err(ERANGE, "%s: uid %u with --uid-offset %lld is no valid uid",
-				       path, (unsigned)st->st_uid, (long long)o->uid_offset)
+				       path, (unsigned)in->uid, (long long)o->uid_offset)
 			     : btk_err(ERANGE, "%s: gid %u with --gid-offset %lld is no valid gid",
-				       path, (unsigned)st->st_gid, (long long)o->gid_offset);
+				       path, (unsigned)in->gid, (long long)o->gid_offset);
 	}
 	return 0;
 }
@@ -906,21 +964,14 @@ int btk_populate(struct btk_trans *t, const struct btk_src_tree *src,
 	memset(st, 0, sizeof(*st));
 	if ((o->uid_offset || o->gid_offset) && (ret = btk_src_check_owners(src, o)))
 		return ret;
-	p.dir_index = malloc(src->nnodes * sizeof(*p.dir_index));
-	if (!p.dir_index)
-		return btk_err(ENOMEM, "out of memory");
-	if (!(ret = pop_init(&p))) {
-		for (uint32_t i = 0; i < src->nnodes; i++)
-			p.dir_index[i] = 2; /* 0 and 1 stand for "." and ".." */
+	if (!(ret = pop_init(&p)))
 		ret = populate_all(&p);
-	}
 	if (!ret)
 		pop_mark_compress(&p);
 	/* what a stream wrote before (its data) */
 	st->data_bytes += src->pre.data_bytes;
 	st->extents += src->pre.extents;
 	st->compressed_extents += src->pre.compressed_extents;
-	free(p.dir_index);
 	pop_done(&p);
 	return ret;
 }

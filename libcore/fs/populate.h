@@ -14,24 +14,36 @@
 #include <stdint.h>
 #include <sys/stat.h>
 #include "trans/trans.h"
+#include "base/vec.h"
 
 /* The scanned source tree: one node per name; nodes sharing an inode share `ino`. */
 struct btk_src_node {
-	char *name; /* owned; NULL for the top */
+	char *name; /* in the tree's names arena; NULL for the top */
 	uint16_t name_len;
 	uint32_t parent;		 /* index of the parent node */
 	uint32_t first_child, nchildren; /* children are contiguous, in name order */
 	uint32_t inode;			 /* index into btk_src_tree.inodes */
 };
 
+/* What the copy writes of a source inode's struct stat, packed (a tree holds one per file:
+ * 72 bytes, not a struct stat's 144); btk_src_inode_set fills it from one. */
 struct btk_src_inode {
-	struct stat st;
+	int64_t mtime, atime, ctime; /* seconds (before 1970: negative) */
+	uint64_t size;		     /* st_size */
+	union {
+		uint64_t rdev;	 /* a device node: st_rdev */
+		uint64_t blocks; /* a regular file: st_blocks (512 bytes) */
+	};
+	uint32_t mtime_ns, atime_ns, ctime_ns;
+	uint32_t uid, gid;
 	uint32_t first_node; /* the node through which it is created */
 	uint32_t names;	     /* hard links within the tree */
-	uint64_t ino;	     /* assigned btrfs inode number */
-	uint64_t flags;	     /* BTRFS_INODE_* to set (nodatacow, nodatasum...) */
+	uint16_t mode;	     /* st_mode: type and permission bits */
 	bool made;	     /* made by btk_src_apply: nothing to read at its host path */
 };
+
+/* Sets what in keeps of st (first_node, names and made stay). */
+void btk_src_inode_set(struct btk_src_inode *in, const struct stat *st);
 
 struct btk_populate_stats {
 	uint64_t inodes, names, data_bytes, inline_files, extents, compressed_extents;
@@ -41,6 +53,7 @@ struct btk_src_content;
 struct btk_src_spool;
 struct btk_src_tree {
 	char *top; /* host path of the source directory, or the archive's name (owned) */
+	struct btk_arena names; /* the nodes' names */
 	struct btk_src_node *nodes;
 	uint32_t nnodes;
 	struct btk_src_inode *inodes;

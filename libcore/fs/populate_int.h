@@ -13,22 +13,32 @@
 #define TICK	  (64ULL << 20) /* file data between two progress calls */
 
 /* What a stream recorded of one inode while its member went by: the data is on disk already
- * (extents allocated with a placeholder reference, BTK_STREAM_INO), the rest is small. */
+ * (extents allocated with a placeholder reference, BTK_STREAM_INO), the rest lies in the tree's
+ * spool, where this says: xlen bytes at off, the xattrs packed and sorted by name (le16
+ * name_len, le16 value_len, name, value), then blen bytes of body: a symlink's target, a file's
+ * inline data (compressed when inline_comp), or a file's extents (struct pop_ext each). 24
+ * bytes per file. */
 struct btk_src_content {
-	/* in the tree's spool: xlen bytes at xoff, the xattrs packed and sorted by name (le16
-	 * name_len, le16 value_len, name, value); blen bytes at boff, a symlink's target or
-	 * inline data (compressed when inline_comp) */
-	uint64_t xoff, boff;
-	size_t xlen;
-	uint32_t blen;
-	int inline_comp;
+	uint64_t off;
+	uint32_t xlen, blen;
 	bool is_inline;
-	uint64_t nbytes;	    /* inode nbytes */
-	struct btk_file_extent *ex; /* REG extents and explicit holes, in file order */
-	size_t nex, excap;
+	uint8_t inline_comp;
 };
 
-void btk_src_content_free(struct btk_src_content *c);
+/* One extent of a stream's file in the spool: plain or compressed data (disk_bytenr), or an
+ * explicit hole (0); it covers [file_offset, file_offset + num_bytes) and holds the whole of
+ * its extent (ram_bytes = num_bytes, extent_offset 0). */
+struct pop_ext {
+	uint64_t file_offset, num_bytes, disk_bytenr, disk_num_bytes;
+	uint8_t compression;
+};
+
+/* The member being written (p->rec): its extents until the member ends. */
+struct pop_rec {
+	struct btk_src_content *c;
+	struct pop_ext *ex;
+	size_t nex, excap;
+};
 
 /* Bytes a stream keeps until btk_populate makes their inodes (populate_spool.c): the first
  * budget bytes in memory, the rest in an unlinked temporary file ($TMPDIR, else /tmp). */
@@ -39,6 +49,9 @@ int pop_spool_put(struct btk_src_spool *s, const void *data, size_t len, uint64_
 /* len bytes at off: *out points into memory, or into buf (len bytes) after a read. */
 int pop_spool_get(struct btk_src_spool *s, uint64_t off, size_t len, void *buf,
 		  const uint8_t **out);
+/* Appends len bytes to c's record in s: its xattrs, or (body) its body, which follows them. */
+int pop_content_put(struct btk_src_spool *s, struct btk_src_content *c, const void *data,
+		    size_t len, bool body);
 /* The next component of the path at *p ("/" and "." skipped): its start and *len, advancing
  * *p past it; NULL at the end. */
 const char *pop_path_next(const char **p, size_t *len);
@@ -62,14 +75,13 @@ struct pop {
 	const struct btk_src_tree *src;
 	const struct btk_populate_opts *o;
 	struct btk_populate_stats *st;
-	uint64_t *dir_index; /* next DIR_INDEX per node (directories) */
 	uint8_t *buf, *zbuf, *sums;
 	uint64_t flags; /* inode flags of the file being written */
 	uint64_t root;	/* tree being written */
 	uint32_t max_inline;
 	uint64_t prog_done, prog_next; /* progress: file bytes of inodes done, next call at */
 	uint64_t inline_compressed;    /* compressed inline extents written */
-	struct btk_src_content *rec;   /* stream: record extents here instead of inserting */
+	struct pop_rec *rec;	       /* stream: record extents here instead of inserting */
 	struct btk_src_spool *spool;   /* stream: where rec's inline bytes go */
 	char path[8192];
 };

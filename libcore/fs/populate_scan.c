@@ -69,6 +69,7 @@ static int cmp_names(const void *a, const void *b)
 }
 
 struct scan {
+	struct btk_arena *names;
 	struct src_nodes nodes;
 	struct src_inodes inodes;
 	struct hl_map hl;
@@ -101,7 +102,7 @@ static int read_dir(struct scan *s, uint32_t di)
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
 			continue;
 		struct btk_src_node *n = btk_vec_push(&s->nodes);
-		if (!n || !(n->name = strdup(de->d_name))) {
+		if (!n || !(n->name = btk_arena_strndup(s->names, de->d_name, len))) {
 			closedir(d);
 			return btk_err(ENOMEM, "out of memory scanning %s", s->path);
 		}
@@ -139,8 +140,7 @@ static int stat_node(struct scan *s, uint32_t i)
 	struct btk_src_inode *in = btk_vec_push(&s->inodes);
 	if (!in)
 		return btk_err(ENOMEM, "out of memory");
-	memset(in, 0, sizeof(*in));
-	in->st = st;
+	btk_src_inode_set(in, &st);
 	in->first_node = i;
 	in->names = 1;
 	NODES(s)[i].inode = s->inodes.n - 1;
@@ -179,7 +179,7 @@ static int scan_all(struct scan *s, struct btk_src_tree *out)
 			return btk_err(ENAMETOOLONG, "path too long under %s", out->top);
 		if ((ret = stat_node(s, i)))
 			return ret;
-		if (S_ISDIR(INODES(s)[NODES(s)[i].inode].st.st_mode) && (ret = read_dir(s, i)))
+		if (S_ISDIR(INODES(s)[NODES(s)[i].inode].mode) && (ret = read_dir(s, i)))
 			return ret;
 	}
 	return 0;
@@ -197,6 +197,7 @@ static int scan(const char *dir, bool skip_unreadable, bool any, struct btk_src_
 		return btk_err(ENOMEM, "out of memory");
 	}
 	s->skip = skip_unreadable;
+	s->names = &out->names;
 	size_t tl = strlen(out->top);
 	while (tl > 1 && out->top[tl - 1] == '/')
 		out->top[--tl] = 0;
@@ -207,7 +208,7 @@ static int scan(const char *dir, bool skip_unreadable, bool any, struct btk_src_
 	}
 	memset(top, 0, sizeof(*top));
 	ret = scan_all(s, out);
-	if (!ret && !any && !S_ISDIR(INODES(s)[0].st.st_mode))
+	if (!ret && !any && !S_ISDIR(INODES(s)[0].mode))
 		ret = btk_err(ENOTDIR, "%s: not a directory", dir);
 out:
 	out->nodes = NODES(s);
@@ -221,18 +222,27 @@ out:
 	return ret;
 }
 
-void btk_src_content_free(struct btk_src_content *c)
+void btk_src_inode_set(struct btk_src_inode *in, const struct stat *st)
 {
-	free(c->ex);
-	memset(c, 0, sizeof(*c));
+	in->mtime = st->st_mtim.tv_sec;
+	in->mtime_ns = (uint32_t)st->st_mtim.tv_nsec;
+	in->atime = st->st_atim.tv_sec;
+	in->atime_ns = (uint32_t)st->st_atim.tv_nsec;
+	in->ctime = st->st_ctim.tv_sec;
+	in->ctime_ns = (uint32_t)st->st_ctim.tv_nsec;
+	in->size = (uint64_t)st->st_size;
+	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
+		in->rdev = st->st_rdev;
+	else
+		in->blocks = S_ISREG(st->st_mode) ? (uint64_t)st->st_blocks : 0;
+	in->uid = st->st_uid;
+	in->gid = st->st_gid;
+	in->mode = (uint16_t)st->st_mode;
 }
 
 void btk_src_free(struct btk_src_tree *t)
 {
-	for (uint32_t i = 0; i < t->nnodes; i++)
-		free(t->nodes[i].name);
-	for (uint32_t i = 0; t->content && i < t->ninodes; i++)
-		btk_src_content_free(&t->content[i]);
+	btk_arena_free(&t->names);
 	free(t->content);
 	pop_spool_free(t->spool);
 	free(t->nodes);

@@ -178,3 +178,29 @@ int pop_spool_get(struct btk_src_spool *s, uint64_t off, size_t len, void *buf, 
 	*out = buf;
 	return 0;
 }
+
+int pop_content_put(struct btk_src_spool *s, struct btk_src_content *c, const void *data,
+		    size_t len, bool body)
+{
+	uint64_t at;
+	int ret;
+
+	if (!len)
+		return 0;
+	if ((body ? c->blen : c->xlen) + (uint64_t)len > UINT32_MAX)
+		return btk_err(E2BIG, "more than 4 GiB of %s for one file",
+			       body ? "extents" : "xattrs");
+	if (!body && c->blen)
+		return btk_err(EINVAL, "xattrs recorded after the body of their file");
+	if ((ret = pop_spool_put(s, data, len, &at)))
+		return ret;
+	if (!c->xlen && !c->blen)
+		c->off = at;
+	else if (at != c->off + c->xlen + c->blen)
+		return btk_err(EINVAL, "a file's record is not contiguous in the spool");
+	if (body)
+		c->blen += (uint32_t)len;
+	else
+		c->xlen += (uint32_t)len;
+	return 0;
+}

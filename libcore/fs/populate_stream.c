@@ -11,13 +11,11 @@
 #include <string.h>
 #include <time.h>
 
-struct snode {
-	char *name;
-	uint16_t len;
-	bool given; /* named by a member (not a parent made on the way) */
-	uint32_t parent, inode;
-	uint32_t child, sibling; /* first child, next sibling: 0 = none (0 is the top) */
-};
+/* The stream's nodes are the tree's (struct btk_src_node), linked while members arrive:
+ * first_child is the newest child, nchildren the next sibling (0 = none: 0 is the top), until
+ * btk_stream_end sorts them in place. */
+#define CHILD(n)   ((n)->first_child)
+#define SIBLING(n) ((n)->nchildren)
 
 struct held {
 	uint64_t bytenr, len, offset;
@@ -28,7 +26,8 @@ struct siflag {
 	uint64_t flags;
 };
 
-BTK_VEC(snodes, struct snode);
+BTK_VEC(snodes, struct btk_src_node);
+BTK_VEC(sgiven, uint8_t);
 BTK_VEC(sinodes, struct btk_src_inode);
 BTK_VEC(scontents, struct btk_src_content);
 BTK_VEC(helds, struct held);
@@ -38,12 +37,15 @@ struct btk_stream {
 	struct pop p;
 	struct btk_populate_stats st;
 	struct snodes nodes;
+	struct sgiven given; /* per node: named by a member (not a parent made on the way) */
+	struct btk_arena names;
 	/* per inode, in the order they arrived (btk_stream_end puts them in the tree's order
 	 * where they lie, and hands both arrays over) */
 	struct sinodes inodes;
 	struct scontents contents;
 	struct btk_src_spool *spool; /* what contents keep; handed over too */
 	struct helds held;	     /* every data extent with a placeholder reference */
+	struct pop_rec rec;	     /* the member being written */
 	struct siflags iflags;
 	uint32_t *hash; /* (parent, name) -> node + 1 */
 	size_t hcap, hn;
@@ -66,8 +68,8 @@ static uint32_t *slot(struct btk_stream *s, uint32_t parent, const char *name, s
 	size_t k = (size_t)name_hash(parent, name, len) & (s->hcap - 1);
 
 	for (; s->hash[k]; k = (k + 1) & (s->hcap - 1)) {
-		const struct snode *n = &s->nodes.data[s->hash[k] - 1];
-		if (n->parent == parent && n->len == len && !memcmp(n->name, name, len))
+		const struct btk_src_node *n = &s->nodes.data[s->hash[k] - 1];
+		if (n->parent == parent && n->name_len == len && !memcmp(n->name, name, len))
 			break;
 	}
 	return &s->hash[k];
@@ -88,8 +90,8 @@ static int hash_grow(struct btk_stream *s)
 	s->hcap = cap;
 	for (size_t k = 0; k < ocap; k++)
 		if (old[k]) {
-			const struct snode *n = &s->nodes.data[old[k] - 1];
-			*slot(s, n->parent, n->name, n->len) = old[k];
+			const struct btk_src_node *n = &s->nodes.data[old[k] - 1];
+			*slot(s, n->parent, n->name, n->name_len) = old[k];
 		}
 	free(old);
 	return 0;
@@ -104,7 +106,7 @@ static int new_inode(struct btk_stream *s, const struct stat *st, uint32_t *idx)
 			s->contents.n--;
 		return btk_err(ENOMEM, "out of memory");
 	}
-	in->st = *st;
+	btk_src_inode_set(in, st);
 	*idx = (uint32_t)(s->inodes.n - 1);
 	return 0;
 }
@@ -138,19 +140,19 @@ static int child(struct btk_stream *s, uint32_t parent, const char *name, size_t
 		return 0;
 	}
 	implicit_dir(s, &st);
-	struct snode *n = btk_vec_push(&s->nodes);
-	if (!n || !(n->name = malloc(len + 1)))
+	struct btk_src_node *n = btk_vec_push(&s->nodes);
+	if (!n || !btk_vec_push(&s->given))
 		return btk_err(ENOMEM, "out of memory");
-	memcpy(n->name, name, len);
-	n->name[len] = 0;
-	n->len = (uint16_t)len;
+	if (!(n->name = btk_arena_strndup(&s->names, name, len)))
+		return -ENOMEM;
+	n->name_len = (uint16_t)len;
 	n->parent = parent;
 	idx = (uint32_t)(s->nodes.n - 1);
 	if ((ret = new_inode(s, &st, &s->nodes.data[idx].inode)))
 		return ret;
 	n = &s->nodes.data[idx];
-	n->sibling = s->nodes.data[parent].child;
-	s->nodes.data[parent].child = idx;
+	SIBLING(n) = CHILD(&s->nodes.data[parent]);
+	CHILD(&s->nodes.data[parent]) = idx;
 	*sl = idx + 1;
 	s->hn++;
 	*out = idx;
@@ -185,7 +187,7 @@ static int resolve(struct btk_stream *s, const char *path, bool count, uint32_t 
 			return 1;
 		}
 	for (q = path; (p = pop_path_next(&q, &len));) {
-		if (!S_ISDIR(s->inodes.data[s->nodes.data[cur].inode].st.st_mode)) {
+		if (!S_ISDIR(s->inodes.data[s->nodes.data[cur].inode].mode)) {
 			if (count)
 				s->ss.skipped++;
 			return 1;
@@ -306,9 +308,8 @@ static int pack_xattrs(struct btk_stream *s, const struct btk_src_entry *e,
 			memcpy(packed + o + 4 + nl, x[i].value, x[i].len);
 		o += 4 + nl + x[i].len;
 	}
-	c->xlen = o;
-	if (!ret && o)
-		ret = pop_spool_put(s->spool, packed, o, &c->xoff);
+	if (!ret)
+		ret = pop_content_put(s->spool, c, packed, o, false);
 	free(packed), free(acl[0]), free(acl[1]), free(x);
 	return ret;
 }
@@ -334,36 +335,39 @@ static int take_data(struct btk_stream *s, const struct btk_src_entry *e, struct
 {
 	struct src_rd r = {
 	    .fd = -1, .e = e, .path = e->path, .head = s->head, .headcap = sizeof(s->head)};
-	size_t first = c->nex;
+	uint64_t nbytes;
 	int ret;
 
-	s->p.rec = c;
+	s->rec.c = c;
+	s->rec.nex = 0;
+	s->p.rec = &s->rec;
 	s->p.spool = s->spool;
 	s->p.root = s->p.o->root;
 	s->p.flags = path_flags(s, e->path);
-	ret = pop_write_data(&s->p, &r, BTK_STREAM_INO, (uint64_t)e->st.st_size, &c->nbytes);
+	ret = pop_write_data(&s->p, &r, BTK_STREAM_INO, (uint64_t)e->st.st_size, &nbytes);
 	s->p.rec = NULL;
-	if (!ret && c->nex && c->nex < c->excap) { /* kept to the end: no room to spare */
-		struct btk_file_extent *ex = realloc(c->ex, c->nex * sizeof(*ex));
-		if (ex)
-			c->ex = ex, c->excap = c->nex;
-	}
-	for (size_t k = first; k < c->nex && !ret; k++) {
+	if (!ret)
+		ret =
+		    pop_content_put(s->spool, c, s->rec.ex, s->rec.nex * sizeof(*s->rec.ex), true);
+	for (size_t k = 0; k < s->rec.nex && !ret; k++) {
+		const struct pop_ext *x = &s->rec.ex[k];
 		struct held *h;
-		if (!c->ex[k].disk_bytenr)
+		if (!x->disk_bytenr)
 			continue;
 		if (!(h = btk_vec_push(&s->held)))
 			return btk_err(ENOMEM, "out of memory");
-		h->bytenr = c->ex[k].disk_bytenr;
-		h->len = c->ex[k].disk_num_bytes;
-		h->offset = c->ex[k].file_offset - c->ex[k].extent_offset;
+		h->bytenr = x->disk_bytenr;
+		h->len = x->disk_num_bytes;
+		h->offset = x->file_offset;
 	}
 	return ret ? ret : btk_trans_writeback(s->p.t, WRITEBACK);
 }
 
+/* A member named again: what the earlier one recorded is forgotten (its bytes stay in the
+ * spool, unused). */
 static void drop_content(struct btk_src_content *c)
 {
-	btk_src_content_free(c);
+	memset(c, 0, sizeof(*c));
 }
 
 int btk_stream_add(struct btk_stream *s, const struct btk_src_entry *e)
@@ -374,8 +378,8 @@ int btk_stream_add(struct btk_stream *s, const struct btk_src_entry *e)
 	s->ss.members++;
 	/* a hard link to nothing the archive gave before (or to a directory, or to itself) is
 	 * skipped before its name is made: it must leave no entry (nor one for its target) */
-	if (e->hardlink && (find(s, e->hardlink, &target) || !s->nodes.data[target].given ||
-			    S_ISDIR(s->inodes.data[s->nodes.data[target].inode].st.st_mode) ||
+	if (e->hardlink && (find(s, e->hardlink, &target) || !s->given.data[target] ||
+			    S_ISDIR(s->inodes.data[s->nodes.data[target].inode].mode) ||
 			    (!find(s, e->path, &node) && node == target))) {
 		s->ss.dangling_links++;
 		note(s->ss.first_dangling, sizeof(s->ss.first_dangling), e->path);
@@ -386,14 +390,14 @@ int btk_stream_add(struct btk_stream *s, const struct btk_src_entry *e)
 		return 0;
 	if (ret)
 		return ret;
-	struct snode *n = &s->nodes.data[node];
-	if (n->given && node) {
+	struct btk_src_node *n = &s->nodes.data[node];
+	if (s->given.data[node] && node) {
 		s->ss.repeated++;
 		note(s->ss.first_repeated, sizeof(s->ss.first_repeated), e->path);
 	}
 	uint32_t old = n->inode;
-	bool old_dir = S_ISDIR(s->inodes.data[old].st.st_mode);
-	if (old_dir && n->child && !S_ISDIR(e->st.st_mode)) {
+	bool old_dir = S_ISDIR(s->inodes.data[old].mode);
+	if (old_dir && CHILD(n) && !S_ISDIR(e->st.st_mode)) {
 		/* tar cannot replace a directory that has entries with a file either */
 		s->ss.skipped++;
 		return 0;
@@ -401,12 +405,12 @@ int btk_stream_add(struct btk_stream *s, const struct btk_src_entry *e)
 	if (e->hardlink) {
 		n = &s->nodes.data[node];
 		n->inode = ino = s->nodes.data[target].inode;
-		n->given = true;
+		s->given.data[node] = true;
 		/* a link that brings data (cpio keeps it with the last name) replaces it */
 		if (e->st.st_size > 0 && e->read) {
 			struct btk_src_content *c = &s->contents.data[ino];
 			drop_content(c);
-			s->inodes.data[ino].st.st_size = e->st.st_size;
+			s->inodes.data[ino].size = (uint64_t)e->st.st_size;
 			if ((ret = pack_xattrs(s, e, c)))
 				return ret;
 			return take_data(s, e, c);
@@ -420,18 +424,18 @@ int btk_stream_add(struct btk_stream *s, const struct btk_src_entry *e)
 			return 0;
 		}
 		drop_content(&s->contents.data[old]);
-		s->inodes.data[old].st = e->st;
-		s->nodes.data[node].given = true;
+		btk_src_inode_set(&s->inodes.data[old], &e->st);
+		s->given.data[node] = true;
 		return pack_xattrs(s, e, &s->contents.data[old]);
 	}
 	if (made) { /* the inode child() made for the new name is this member's */
 		ino = old;
-		s->inodes.data[ino].st = e->st;
+		btk_src_inode_set(&s->inodes.data[ino], &e->st);
 	} else if ((ret = new_inode(s, &e->st, &ino))) {
 		return ret;
 	}
 	s->nodes.data[node].inode = ino;
-	s->nodes.data[node].given = true;
+	s->given.data[node] = true;
 	struct btk_src_content *c = &s->contents.data[ino];
 	if ((ret = pack_xattrs(s, e, c)))
 		return ret;
@@ -440,14 +444,13 @@ int btk_stream_add(struct btk_stream *s, const struct btk_src_entry *e)
 		if (tl > btk_inline_max(s->p.fs) || tl >= 4096)
 			return btk_err(ENAMETOOLONG, "%s: symlink target too long (%zu bytes)",
 				       e->path, tl);
-		if ((ret = pop_spool_put(s->spool, e->symlink ? e->symlink : "", tl, &c->boff)))
+		if ((ret = pop_content_put(s->spool, c, e->symlink, tl, true)))
 			return ret;
-		c->blen = (uint32_t)tl;
-		s->inodes.data[ino].st.st_size = (off_t)tl;
+		s->inodes.data[ino].size = tl;
 		return 0;
 	}
 	if (!S_ISREG(e->st.st_mode)) {
-		s->inodes.data[ino].st.st_size = 0;
+		s->inodes.data[ino].size = 0;
 		return 0;
 	}
 	return take_data(s, e, c);
@@ -457,7 +460,7 @@ int btk_stream_start(struct btk_trans *t, const struct btk_populate_opts *o, con
 		     struct btk_stream **out)
 {
 	struct btk_stream *s = calloc(1, sizeof(*s));
-	struct snode *top;
+	struct btk_src_node *top;
 	struct stat st;
 	int ret;
 
@@ -481,7 +484,8 @@ int btk_stream_start(struct btk_trans *t, const struct btk_populate_opts *o, con
 	}
 	top = btk_vec_push(&s->nodes);
 	implicit_dir(s, &st);
-	if (!top || (ret = new_inode(s, &st, &s->nodes.data[0].inode))) {
+	if (!top || !btk_vec_push(&s->given) ||
+	    (ret = new_inode(s, &st, &s->nodes.data[0].inode))) {
 		btk_stream_release(s, NULL);
 		return btk_err(ENOMEM, "out of memory");
 	}
@@ -506,11 +510,12 @@ int btk_stream_iflags(struct btk_stream *s, const char *path, uint64_t flags)
 
 static int cmp_node(const void *a, const void *b, void *arg)
 {
-	const struct snode *nodes = arg;
-	const struct snode *x = &nodes[*(const uint32_t *)a], *y = &nodes[*(const uint32_t *)b];
-	size_t n = x->len < y->len ? x->len : y->len;
+	const struct btk_src_node *nodes = arg;
+	const struct btk_src_node *x = &nodes[*(const uint32_t *)a],
+				  *y = &nodes[*(const uint32_t *)b];
+	size_t n = x->name_len < y->name_len ? x->name_len : y->name_len;
 	int c = memcmp(x->name, y->name, n);
-	return c ? c : (int)x->len - (int)y->len;
+	return c ? c : (int)x->name_len - (int)y->name_len;
 }
 
 /* Puts element k of the inode and content arrays at imap[k] (a permutation of 0..n-1), in
@@ -528,19 +533,45 @@ static void permute(struct btk_src_inode *in, struct btk_src_content *c, uint32_
 		}
 }
 
+/* The same for the nodes: node k goes to idx[k]. */
+static void permute_nodes(struct btk_src_node *nodes, uint32_t *idx, size_t n)
+{
+	for (size_t k = 0; k < n; k++)
+		while (idx[k] != k) {
+			uint32_t j = idx[k];
+			struct btk_src_node t = nodes[k];
+			nodes[k] = nodes[j], nodes[j] = t;
+			idx[k] = idx[j], idx[j] = j;
+		}
+}
+
+/* The array of n elements of esz bytes without the room past them. */
+static void *fit(void *data, size_t n, size_t esz)
+{
+	void *p = n ? realloc(data, n * esz) : NULL;
+	return p ? p : data;
+}
+
 /* Breadth first, names in byte order: the order a directory scan gives (populate_scan.c).
- * The inodes and their content move to the tree where they lie (no second copy is held). */
+ * The nodes, inodes and their content move to the tree where they lie (no second copy of
+ * any is held: the peak memory of a stream is what it keeps per file). */
 int btk_stream_end(struct btk_stream *s, struct btk_src_tree *out, struct btk_stream_stats *st)
 {
 	size_t nn = s->nodes.n, ni = s->inodes.n;
-	uint32_t *order = malloc(nn * sizeof(*order)), *imap = malloc(ni * sizeof(*imap));
-	uint32_t *newidx = malloc(nn * sizeof(*newidx)), q = 0, len = 1, reached = 0;
+	uint32_t *order, *imap, *newidx = NULL, q = 0, len = 1, reached = 0;
+	struct btk_src_node *nodes = s->nodes.data;
 	int ret = 0;
 
 	memset(out, 0, sizeof(*out));
-	out->nodes = calloc(nn, sizeof(*out->nodes));
+	/* what only finding names needed */
+	free(s->hash);
+	s->hash = NULL;
+	s->hcap = s->hn = 0;
+	btk_vec_free(&s->given);
+	order = malloc(nn * sizeof(*order));
+	imap = malloc(ni * sizeof(*imap));
 	out->top = strdup(s->name);
-	if (!order || !imap || !newidx || !out->nodes || !out->top) {
+	if (!order || !imap || !out->top) {
 		ret = btk_err(ENOMEM, "out of memory");
 		goto out;
 	}
@@ -549,49 +580,50 @@ int btk_stream_end(struct btk_stream *s, struct btk_src_tree *out, struct btk_st
 	order[0] = 0;
 	for (; q < len; q++) {
 		uint32_t first = len;
-		for (uint32_t c = s->nodes.data[order[q]].child; c; c = s->nodes.data[c].sibling)
+		for (uint32_t c = CHILD(&nodes[order[q]]); c; c = SIBLING(&nodes[c]))
 			order[len++] = c;
-		qsort_r(order + first, len - first, sizeof(*order), cmp_node, s->nodes.data);
+		qsort_r(order + first, len - first, sizeof(*order), cmp_node, nodes);
+	}
+	/* every node hangs below the top: len == nn */
+	for (uint32_t i = 0; i < len; i++) {
+		struct btk_src_node *n = &nodes[order[i]];
+		if (imap[n->inode] == UINT32_MAX) {
+			s->inodes.data[n->inode].first_node = i;
+			imap[n->inode] = reached++;
+		}
+		s->inodes.data[n->inode].names++;
+	}
+	/* each node's place: order inverted */
+	if (!(newidx = malloc(nn * sizeof(*newidx)))) {
+		ret = btk_err(ENOMEM, "out of memory");
+		goto out;
 	}
 	for (uint32_t i = 0; i < len; i++)
 		newidx[order[i]] = i;
-	for (uint32_t i = 0; i < len; i++) {
-		struct snode *sn = &s->nodes.data[order[i]];
-		struct btk_src_node *n = &out->nodes[i];
-		n->name = i ? sn->name : NULL;
-		if (!i)
-			free(sn->name);
-		sn->name = NULL;
-		n->name_len = sn->len;
-		n->parent = i ? newidx[sn->parent] : 0;
-		if (imap[sn->inode] == UINT32_MAX) {
-			s->inodes.data[sn->inode].first_node = i;
-			imap[sn->inode] = reached++;
-		}
-		n->inode = imap[sn->inode];
-		s->inodes.data[sn->inode].names++;
+	free(order);
+	order = NULL;
+	for (uint32_t k = 0; k < len; k++) {
+		struct btk_src_node *n = &nodes[k];
+		n->parent = k ? newidx[n->parent] : 0;
+		n->inode = imap[n->inode];
+		n->first_child = n->nchildren = 0;
 	}
+	permute_nodes(nodes, newidx, len);
 	/* inodes no name kept (replaced members) go last, and are dropped */
 	for (size_t k = 0, tail = reached; k < ni; k++)
 		if (imap[k] == UINT32_MAX)
 			imap[k] = (uint32_t)tail++;
 	permute(s->inodes.data, s->contents.data, imap, ni);
-	for (size_t k = reached; k < ni; k++)
-		drop_content(&s->contents.data[k]);
-	if (reached && reached < s->inodes.cap) { /* the rest of the room is not needed */
-		struct btk_src_inode *in = realloc(s->inodes.data, reached * sizeof(*in));
-		struct btk_src_content *c = realloc(s->contents.data, reached * sizeof(*c));
-		if (in)
-			s->inodes.data = in;
-		if (c)
-			s->contents.data = c;
-	}
-	out->inodes = s->inodes.data;
-	out->content = s->contents.data;
+	out->nodes = fit(nodes, len, sizeof(*nodes));
+	out->inodes = fit(s->inodes.data, reached, sizeof(*out->inodes));
+	out->content = fit(s->contents.data, reached, sizeof(*out->content));
 	out->ninodes = reached;
 	out->spool = s->spool;
-	s->inodes.data = NULL, s->contents.data = NULL, s->spool = NULL;
-	s->inodes.n = s->inodes.cap = s->contents.n = s->contents.cap = 0;
+	out->names = s->names;
+	memset(&s->names, 0, sizeof(s->names));
+	s->nodes.data = NULL, s->inodes.data = NULL, s->contents.data = NULL, s->spool = NULL;
+	s->nodes.n = s->nodes.cap = s->inodes.n = s->inodes.cap = s->contents.n = s->contents.cap =
+	    0;
 	/* children of each node are contiguous in BFS order */
 	for (uint32_t i = len; i-- > 1;) {
 		struct btk_src_node *par = &out->nodes[out->nodes[i].parent];
@@ -600,11 +632,6 @@ int btk_stream_end(struct btk_stream *s, struct btk_src_tree *out, struct btk_st
 	}
 	out->nnodes = len;
 	out->pre = s->st;
-	/* everything moved to out: the stream keeps only its held extents */
-	btk_vec_free(&s->nodes);
-	free(s->hash);
-	s->hash = NULL;
-	s->hcap = s->hn = 0;
 	pop_mark_compress(&s->p);
 	*st = s->ss;
 out:
@@ -623,10 +650,9 @@ int btk_stream_release(struct btk_stream *s, struct btk_trans *t)
 	for (size_t k = 0; t && k < s->held.n && !ret; k++)
 		ret = btk_data_ref(t, s->held.data[k].bytenr, s->held.data[k].len, s->p.o->root, 0,
 				   BTK_STREAM_INO, s->held.data[k].offset, -1);
-	for (size_t k = 0; k < s->nodes.n; k++)
-		free(s->nodes.data[k].name);
-	for (size_t k = 0; k < s->contents.n; k++)
-		drop_content(&s->contents.data[k]);
+	btk_arena_free(&s->names);
+	btk_vec_free(&s->given);
+	free(s->rec.ex);
 	for (size_t k = 0; k < s->iflags.n; k++)
 		free(s->iflags.data[k].path);
 	btk_vec_free(&s->nodes);

@@ -87,15 +87,15 @@ static int make(struct ed *e, uint32_t par, const char *name, size_t len, const 
 	struct btk_src_inode *in = &t->inodes[t->ninodes];
 	memset(n, 0, sizeof(*n));
 	memset(in, 0, sizeof(*in));
-	if (!(n->name = malloc(len + 1)))
-		return btk_err(ENOMEM, "out of memory");
-	memcpy(n->name, name, len);
-	n->name[len] = 0;
+	if (!(n->name = btk_arena_strndup(&t->names, name, len)))
+		return -ENOMEM;
 	n->name_len = (uint16_t)len;
 	n->parent = par;
 	n->inode = t->ninodes;
-	in->st = *st;
-	in->st.st_size = 0;
+	btk_src_inode_set(in, st);
+	in->size = 0;
+	if (S_ISREG(in->mode))
+		in->blocks = 0;
 	in->names = 1;
 	in->made = true;
 	if (t->content)
@@ -117,7 +117,7 @@ static int one(struct ed *e, const struct btk_src_change *c)
 		next = pop_path_next(&q, &nlen);
 		if ((len == 2 && p[0] == '.' && p[1] == '.'))
 			return btk_err(EINVAL, "%s: no '..' in a device table path", c->path);
-		if (!S_ISDIR(t->inodes[t->nodes[cur].inode].st.st_mode))
+		if (!S_ISDIR(t->inodes[t->nodes[cur].inode].mode))
 			return btk_err(ENOTDIR, "%s: a parent is not a directory", c->path);
 		if (find_kid(e, cur, p, len, &k)) {
 			if (next)
@@ -127,14 +127,14 @@ static int one(struct ed *e, const struct btk_src_change *c)
 		cur = k;
 		p = next, len = nlen;
 	}
-	struct stat *st = &t->inodes[t->nodes[cur].inode].st;
-	if ((st->st_mode & S_IFMT) != (c->st.st_mode & S_IFMT))
+	struct btk_src_inode *in = &t->inodes[t->nodes[cur].inode];
+	if ((in->mode & S_IFMT) != (c->st.st_mode & S_IFMT))
 		return btk_err(EEXIST, "%s: exists as another type than the table says", c->path);
-	st->st_mode = (st->st_mode & S_IFMT) | (c->st.st_mode & 07777);
-	st->st_uid = c->st.st_uid;
-	st->st_gid = c->st.st_gid;
-	if (S_ISCHR(st->st_mode) || S_ISBLK(st->st_mode))
-		st->st_rdev = c->st.st_rdev;
+	in->mode = (uint16_t)((in->mode & S_IFMT) | (c->st.st_mode & 07777));
+	in->uid = c->st.st_uid;
+	in->gid = c->st.st_gid;
+	if (S_ISCHR(in->mode) || S_ISBLK(in->mode))
+		in->rdev = c->st.st_rdev;
 	return 0;
 }
 
@@ -190,6 +190,19 @@ static int reorder(struct ed *e)
 	return 0;
 }
 
+/* The arrays as long as they are used: grow() left room for as many again. */
+static void fit(struct btk_src_tree *t)
+{
+	struct btk_src_inode *in = realloc(t->inodes, t->ninodes * sizeof(*in));
+	struct btk_src_content *c =
+	    t->content ? realloc(t->content, t->ninodes * sizeof(*c)) : NULL;
+
+	if (in)
+		t->inodes = in;
+	if (c)
+		t->content = c;
+}
+
 int btk_src_apply(struct btk_src_tree *t, const struct btk_src_change *c, size_t n)
 {
 	struct ed e = {.t = t};
@@ -204,6 +217,8 @@ int btk_src_apply(struct btk_src_tree *t, const struct btk_src_change *c, size_t
 		ret = one(&e, &c[k]);
 	if (!ret)
 		ret = reorder(&e);
+	if (!ret)
+		fit(t);
 	for (size_t i = 0; e.kids && i < e.cap; i++)
 		free(e.kids[i]);
 	free(e.kids), free(e.nkids), free(e.capkids);

@@ -98,23 +98,51 @@ static int ewf_fail(void **e, int err, const char *path, const char *what)
 
 #define EWF_CACHE_BYTES (8u << 20) /* the cache of inflated chunks, at most (or 2 chunks) */
 #define EWF_CHUNK_MAX	(64u << 20)
+#define EWF_CTX		4 /* chunks being unpacked at once, outside the lock */
+
+enum { SLOT_EMPTY, SLOT_LOADING, SLOT_READY };
 
 struct ewf_slot {
-	uint64_t chunk; /* UINT64_MAX: empty */
+	uint64_t chunk; /* UINT64_MAX: none */
 	uint32_t len;	/* the chunk's bytes (the last chunk may be short) */
-	uint8_t *data;
+	uint8_t state;	/* LOADING: its data belongs to its loader, outside the lock */
+	uint8_t *data;	/* rawcap bytes: a stored chunk is read in place */
+};
+
+/* What one unpacking needs to itself: a chunk as stored and a decompressor. */
+struct ewf_ctx {
+	uint8_t *raw; /* rawcap bytes */
+	struct libdeflate_decompressor *dec;
+	bool busy;
+};
+
+/* A chunk as libewf hands it over. */
+struct ewf_stored {
+	size_t r;     /* bytes */
+	uint32_t sum; /* the checksum libewf hands over apart (flags set) */
+	uint8_t after[4];
+	int8_t compressed, flags;
 };
 
 struct ewf {
 	void *h;
+	/* libewf's handle (not safe for concurrent use), the slots' states and chunk numbers,
+	 * the contexts' busy flags and the comparison buffers; never held while inflating */
 	pthread_mutex_t mu;
+	pthread_cond_t cv; /* a slot loaded or a context freed */
 	uint64_t size;
 	uint32_t csize; /* chunk size, 0: no chunk reads */
 	uint32_t nslots;
 	struct ewf_slot *slot; /* direct-mapped by chunk number */
-	uint8_t *raw;	       /* a chunk as stored */
 	size_t rawcap;
-	struct libdeflate_decompressor *dec;
+	struct ewf_ctx ctx[EWF_CTX];
+	/* btk_dev_ranges_equal: two chunks as stored, and the last pair compared */
+	uint8_t *cmp[2];
+	uint64_t cmp_a, cmp_b;
+	bool cmp_same;
+	/* chunks read so far stored deflated, and stored plain: an E01 made without compression
+	 * is not compared (comparing two stored chunks costs what reading one does) */
+	uint64_t deflated, plain;
 };
 
 static uint32_t le32(const uint8_t *a)
@@ -122,48 +150,144 @@ static uint32_t le32(const uint8_t *a)
 	return (uint32_t)a[0] | (uint32_t)a[1] << 8 | (uint32_t)a[2] << 16 | (uint32_t)a[3] << 24;
 }
 
-/* Fills slot s with chunk c; false when the chunk is to be read through libewf's own read (a
- * chunk not as expected, or a failure, which that read then reports). mu held. */
-static bool ewf_load(struct ewf *x, struct ewf_slot *s, uint64_t c)
+/* The bytes of chunk c (the last chunk may be short). */
+static uint32_t chunk_len(const struct ewf *x, uint64_t c)
 {
 	uint64_t off = c * x->csize;
-	uint32_t want = x->size - off < x->csize ? (uint32_t)(x->size - off) : x->csize;
-	uint8_t sum[4] = {0};
-	uint32_t chunk_sum = 0;
-	int8_t compressed = 0, flags = 0;
+
+	return x->size - off < x->csize ? (uint32_t)(x->size - off) : x->csize;
+}
+
+/* Chunk c as stored into buf (rawcap bytes). mu held: libewf's handle. False when it is to be
+ * read through libewf's own read (which then says what is wrong). */
+static bool ewf_fetch(struct ewf *x, uint64_t c, uint8_t *buf, struct ewf_stored *st)
+{
+	uint64_t off = c * x->csize;
 	void *e = NULL;
 	ssize_t r;
 
-	s->chunk = UINT64_MAX;
+	memset(st, 0, sizeof(*st));
 	if (L.seek(x->h, (int64_t)off, SEEK_SET, &e) != (int64_t)off ||
-	    (r = L.read_chunk(x->h, x->raw, x->rawcap, &compressed, sum, &chunk_sum, &flags, &e)) <=
-		0 ||
+	    (r = L.read_chunk(x->h, buf, x->rawcap, &st->compressed, st->after, &st->sum,
+			      &st->flags, &e)) <= 0 ||
 	    (size_t)r > x->rawcap) {
 		if (e)
 			L.error_free(&e);
-		return false; /* libewf's own read says what is wrong */
+		return false;
 	}
-	if (compressed) {
-		size_t got = 0;
-		if (libdeflate_zlib_decompress(x->dec, x->raw, (size_t)r, s->data, x->csize,
-					       &got) != LIBDEFLATE_SUCCESS ||
-		    got < want)
-			return false;
-	} else {
-		/* stored: the data and its adler32, which libewf leaves after the data or hands
-		 * over apart (flags set: in chunk_sum) */
-		if ((size_t)r < want)
-			return false;
-		uint32_t got = libdeflate_adler32(1, x->raw, want);
-		if (!(flags && got == chunk_sum) &&
-		    !((size_t)r >= (size_t)want + 4 && got == le32(x->raw + want)) &&
-		    !(!flags && (size_t)r == want && got == le32(sum)))
-			return false;
-		memcpy(s->data, x->raw, want);
-	}
-	s->chunk = c;
-	s->len = want;
+	st->r = (size_t)r;
+	if (st->compressed)
+		x->deflated++;
+	else
+		x->plain++;
 	return true;
+}
+
+/* The want bytes of a chunk as stored in src into dst (csize bytes; may be src for a stored
+ * chunk): inflated by libdeflate, which checks the zlib stream's adler32, or a stored chunk
+ * whose adler32 holds (libewf leaves it after the data, or hands it over apart: flags set).
+ * Needs no lock: src, dst and dec are the caller's alone. */
+static bool ewf_unpack(const struct ewf *x, struct libdeflate_decompressor *dec, const uint8_t *src,
+		       const struct ewf_stored *st, uint8_t *dst, uint32_t want)
+{
+	if (st->compressed) {
+		size_t got = 0;
+		return libdeflate_zlib_decompress(dec, src, st->r, dst, x->csize, &got) ==
+			   LIBDEFLATE_SUCCESS &&
+		       got >= want;
+	}
+	if (st->r < want)
+		return false;
+	uint32_t got = libdeflate_adler32(1, src, want);
+	if (!(st->flags && got == st->sum) &&
+	    !(st->r >= (size_t)want + 4 && got == le32(src + want)) &&
+	    !(!st->flags && st->r == want && got == le32(st->after)))
+		return false;
+	if (dst != src)
+		memcpy(dst, src, want);
+	return true;
+}
+
+static struct ewf_ctx *free_ctx(struct ewf *x)
+{
+	for (int i = 0; i < EWF_CTX; i++)
+		if (!x->ctx[i].busy)
+			return &x->ctx[i];
+	return NULL;
+}
+
+/* A free context, waited for. mu held. */
+static struct ewf_ctx *take_ctx(struct ewf *x)
+{
+	struct ewf_ctx *k;
+
+	while (!(k = free_ctx(x)))
+		pthread_cond_wait(&x->cv, &x->mu);
+	k->busy = true;
+	return k;
+}
+
+static void put_ctx(struct ewf *x, struct ewf_ctx *k)
+{
+	k->busy = false;
+	pthread_cond_broadcast(&x->cv);
+}
+
+/* The slot holding chunk c, loaded if need be (mu dropped while it is unpacked: readers of
+ * other chunks go on meanwhile, and a reader of this one waits for it), or NULL: read the
+ * chunk through libewf's own read. mu held. */
+static struct ewf_slot *ewf_slot_get(struct ewf *x, uint64_t c)
+{
+	struct ewf_slot *s = &x->slot[c % x->nslots];
+	struct ewf_stored st;
+	struct ewf_ctx *k;
+	bool ok;
+
+	for (;;) {
+		if (s->state == SLOT_READY && s->chunk == c)
+			return s;
+		if (s->state != SLOT_LOADING && (k = free_ctx(x)))
+			break;
+		pthread_cond_wait(&x->cv, &x->mu); /* the slot is being loaded, or no context */
+	}
+	k->busy = true;
+	s->state = SLOT_LOADING;
+	s->chunk = c;
+	s->len = chunk_len(x, c);
+	ok = ewf_fetch(x, c, k->raw, &st);
+	if (ok && !st.compressed) { /* stored: the buffers trade places, no copy */
+		uint8_t *t = s->data;
+		s->data = k->raw;
+		k->raw = t;
+	}
+	if (ok) {
+		pthread_mutex_unlock(&x->mu);
+		ok = ewf_unpack(x, k->dec, st.compressed ? k->raw : s->data, &st, s->data, s->len);
+		pthread_mutex_lock(&x->mu);
+	}
+	s->state = ok ? SLOT_READY : SLOT_EMPTY;
+	if (!ok)
+		s->chunk = UINT64_MAX;
+	put_ctx(x, k); /* wakes the readers waiting for this slot too */
+	return ok ? s : NULL;
+}
+
+/* The whole of chunk c straight into dst (csize bytes), without the cache: a long read takes
+ * each chunk once (file data, runs of copies). False: read it through libewf's own read. mu
+ * held (dropped while unpacking). */
+static bool ewf_chunk_into(struct ewf *x, uint64_t c, uint8_t *dst)
+{
+	struct ewf_ctx *k = take_ctx(x);
+	struct ewf_stored st;
+	bool ok = ewf_fetch(x, c, k->raw, &st);
+
+	if (ok) {
+		pthread_mutex_unlock(&x->mu);
+		ok = ewf_unpack(x, k->dec, k->raw, &st, dst, chunk_len(x, c));
+		pthread_mutex_lock(&x->mu);
+	}
+	put_ctx(x, k);
+	return ok;
 }
 
 /* Through libewf's own read. mu held. */
@@ -195,14 +319,18 @@ static int ewf_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
 	while (len && !ret) {
 		uint64_t c = x->csize ? off / x->csize : 0;
 		uint32_t in = x->csize ? (uint32_t)(off % x->csize) : 0;
+		uint32_t clen = x->csize ? chunk_len(x, c) : 0;
 		struct ewf_slot *s = x->csize ? &x->slot[c % x->nslots] : NULL;
 		size_t n = len;
-		if (s && (s->chunk == c || ewf_load(x, s, c))) {
+		if (s && !in && len >= x->csize && clen == x->csize &&
+		    !(s->state == SLOT_READY && s->chunk == c) && ewf_chunk_into(x, c, p)) {
+			n = x->csize;
+		} else if (s && (s = ewf_slot_get(x, c))) {
 			n = s->len - in < len ? s->len - in : len;
 			memcpy(p, s->data + in, n);
 		} else {
 			/* no chunk reads, or this chunk not as expected: libewf's own read */
-			if (s && x->csize - in < len)
+			if (x->csize && x->csize - in < len)
 				n = x->csize - in;
 			ret = ewf_read_direct(dev, x, p, n, off);
 		}
@@ -212,6 +340,44 @@ static int ewf_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
 	}
 	pthread_mutex_unlock(&x->mu);
 	return ret;
+}
+
+/* Whether chunks a and b are stored byte for byte alike (then they read alike: inflating is a
+ * function of the stored bytes). mu held. */
+static bool chunks_same(struct ewf *x, uint64_t a, uint64_t b)
+{
+	struct ewf_stored sa, sb;
+
+	if (a == b)
+		return true;
+	if (x->cmp_a == a && x->cmp_b == b)
+		return x->cmp_same;
+	x->cmp_a = a;
+	x->cmp_b = b;
+	/* only deflated chunks: comparing two stored ones costs what reading one does */
+	x->cmp_same = ewf_fetch(x, a, x->cmp[0], &sa) && sa.compressed &&
+		      ewf_fetch(x, b, x->cmp[1], &sb) && sb.compressed && sa.r == sb.r &&
+		      !memcmp(x->cmp[0], x->cmp[1], sa.r);
+	return x->cmp_same;
+}
+
+static int ewf_ranges_equal(struct btk_dev *dev, uint64_t a, uint64_t b, uint64_t len)
+{
+	struct ewf *x = dev->priv;
+	int same = 1;
+
+	/* the chunks of both ranges must pair up (the same offsets inside them): DUP copies of
+	 * a tree block lie at stripe offsets far more aligned than a chunk */
+	if (!x->csize || !x->cmp[0] || a % x->csize != b % x->csize)
+		return 0;
+	pthread_mutex_lock(&x->mu);
+	if (!x->deflated && x->plain >= 64)
+		same = 0; /* no chunk deflated yet: an E01 made without compression */
+	for (uint64_t c = a / x->csize, d = b / x->csize; same && c <= (a + len - 1) / x->csize;
+	     c++, d++)
+		same = chunks_same(x, c, d);
+	pthread_mutex_unlock(&x->mu);
+	return same;
 }
 
 static int ewf_refuse(struct btk_dev *dev)
@@ -236,10 +402,15 @@ static void ewf_cache_free(struct ewf *x)
 	for (uint32_t i = 0; x->slot && i < x->nslots; i++)
 		free(x->slot[i].data);
 	free(x->slot);
-	free(x->raw);
-	if (x->dec)
-		libdeflate_free_decompressor(x->dec);
-	x->slot = NULL, x->raw = NULL, x->dec = NULL, x->csize = 0;
+	for (int i = 0; i < EWF_CTX; i++) {
+		free(x->ctx[i].raw);
+		if (x->ctx[i].dec)
+			libdeflate_free_decompressor(x->ctx[i].dec);
+	}
+	free(x->cmp[0]);
+	free(x->cmp[1]);
+	memset(x->ctx, 0, sizeof(x->ctx));
+	x->slot = NULL, x->cmp[0] = x->cmp[1] = NULL, x->csize = 0;
 }
 
 /* Sets up the chunk reads; without them (old libewf, odd chunk size, no memory) reads go
@@ -258,14 +429,21 @@ static void ewf_cache_init(struct ewf *x)
 	/* a stored chunk: at most the chunk, its checksum, and what deflate adds to data it
 	 * cannot shrink */
 	x->rawcap = (size_t)cs + cs / 8 + 4096;
-	if (!(x->slot = calloc(x->nslots, sizeof(*x->slot))) || !(x->raw = malloc(x->rawcap)) ||
-	    !(x->dec = libdeflate_alloc_decompressor())) {
+	x->cmp_a = x->cmp_b = UINT64_MAX;
+	if (!(x->slot = calloc(x->nslots, sizeof(*x->slot))) || !(x->cmp[0] = malloc(x->rawcap)) ||
+	    !(x->cmp[1] = malloc(x->rawcap))) {
 		ewf_cache_free(x);
 		return;
 	}
+	for (int i = 0; i < EWF_CTX; i++)
+		if (!(x->ctx[i].raw = malloc(x->rawcap)) ||
+		    !(x->ctx[i].dec = libdeflate_alloc_decompressor())) {
+			ewf_cache_free(x);
+			return;
+		}
 	for (uint32_t i = 0; i < x->nslots; i++) {
 		x->slot[i].chunk = UINT64_MAX;
-		if (!(x->slot[i].data = malloc(cs))) {
+		if (!(x->slot[i].data = malloc(x->rawcap))) {
 			ewf_cache_free(x);
 			return;
 		}
@@ -285,6 +463,7 @@ static void ewf_close(struct btk_dev *dev)
 	if (e)
 		L.error_free(&e);
 	ewf_cache_free(x);
+	pthread_cond_destroy(&x->cv);
 	pthread_mutex_destroy(&x->mu);
 	free(x);
 }
@@ -293,6 +472,7 @@ static const struct btk_dev_ops ewf_ops = {
     .pread = ewf_pread,
     .pwrite = ewf_pwrite,
     .flush = ewf_flush,
+    .ranges_equal = ewf_ranges_equal,
     .close = ewf_close,
 };
 
@@ -326,6 +506,7 @@ int btk_dev_ewf_open(const char *path, struct btk_dev **out)
 		return btk_err(ENOMEM, "out of memory");
 	}
 	pthread_mutex_init(&x->mu, NULL);
+	pthread_cond_init(&x->cv, NULL);
 	if (L.glob(path, strlen(path), EWF_FORMAT_UNKNOWN, &names, &n, &e) != 1)
 		ret = ewf_fail(&e, EIO, path, "cannot find the segment files");
 	else if (L.init(&x->h, &e) != 1)
@@ -345,6 +526,7 @@ int btk_dev_ewf_open(const char *path, struct btk_dev **out)
 			L.free(&x->h, &e);
 		if (e)
 			L.error_free(&e);
+		pthread_cond_destroy(&x->cv);
 		pthread_mutex_destroy(&x->mu);
 		free(x);
 		free(dev->path);

@@ -15,6 +15,31 @@ struct faulty {
 	enum btk_fault_mode mode;
 };
 
+#define FLIP_AT 8192 /* the byte BTK_FAULT_FLIP flips (io.h) */
+
+/* BTK_FAULT_FLIP (io.h): 0 to let a change pass; 1 when it wrote the change itself, flipped. */
+static int flip_change(struct btk_dev *dev, struct faulty *f, enum btk_dev_change what,
+		       uint64_t off, uint64_t len, const void *data)
+{
+	if (what == BTK_CHANGE_FLUSH || f->p->allowed == UINT64_MAX)
+		return 0;
+	if (f->p->allowed) {
+		f->p->allowed--;
+		return 0;
+	}
+	f->p->allowed = UINT64_MAX; /* this change is the one */
+	if (what != BTK_CHANGE_WRITE || len <= FLIP_AT)
+		return 0;
+	uint8_t *b = malloc(len);
+	if (!b)
+		return btk_err(ENOMEM, "out of memory");
+	memcpy(b, data, len);
+	b[FLIP_AT] ^= 1;
+	int ret = btk_dev_write(dev->lower, b, len, off);
+	free(b);
+	return ret ? ret : 1;
+}
+
 /* Before a change: 0 and one change spent; when none is left -EIO (FAIL) or 1 (STOP: skip
  * it, say it was done). A flush spends nothing but fails or is skipped alike. */
 static int faulty_change(struct btk_dev *dev, enum btk_dev_change what, uint64_t off, uint64_t len,
@@ -28,7 +53,8 @@ static int faulty_change(struct btk_dev *dev, enum btk_dev_change what, uint64_t
 	};
 	struct faulty *f = dev->priv;
 
-	(void)len, (void)data;
+	if (f->mode == BTK_FAULT_FLIP)
+		return flip_change(dev, f, what, off, len, data);
 	if (what == BTK_CHANGE_FLUSH) {
 		if (f->p->allowed)
 			return 0;

@@ -155,6 +155,14 @@ void btk_dev_close(struct btk_dev *dev)
 	free(dev);
 }
 
+int btk_dev_ranges_equal(struct btk_dev *dev, uint64_t a, uint64_t b, uint64_t len)
+{
+	if (!dev->ops->ranges_equal || !len || a > dev->size || len > dev->size - a ||
+	    b > dev->size || len > dev->size - b)
+		return 0;
+	return a == b ? 1 : dev->ops->ranges_equal(dev, a, b, len);
+}
+
 int btk_dev_view(struct btk_dev *dev, uint64_t off, size_t len, struct btk_view *v)
 {
 	int ret = in_device(dev, off, len, "view");

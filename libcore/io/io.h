@@ -41,6 +41,9 @@ struct btk_dev_ops {
 	void (*prefetch)(struct btk_dev *dev, uint64_t off, uint64_t len);
 	/* Points v at the bytes without copying them (btk_dev_view); may be NULL. */
 	int (*view)(struct btk_dev *dev, uint64_t off, size_t len, struct btk_view *v);
+	/* Whether two ranges read alike, told without reading them (btk_dev_ranges_equal); may
+	 * be NULL. */
+	int (*ranges_equal)(struct btk_dev *dev, uint64_t a, uint64_t b, uint64_t len);
 	void (*close)(struct btk_dev *dev);
 };
 
@@ -138,6 +141,12 @@ void btk_dev_close(struct btk_dev *dev);
 int btk_dev_view(struct btk_dev *dev, uint64_t off, size_t len, struct btk_view *v);
 /* Releases a view filled by btk_dev_view (a zeroed view is a no-op). */
 void btk_dev_unview(struct btk_view *v);
+/* 1 when [a, a+len) and [b, b+len) of dev are known to read alike — the same bytes, or the
+ * same failure — at less cost than reading them: an EWF file whose chunks there are stored
+ * deflated byte for byte alike (a DUP copy of a tree block and the copy beside it, both
+ * compressed by one acquisition), which then need not be inflated twice. 0 when the device
+ * cannot tell (most cannot: read both), or either range is not inside it. Never an error. */
+int btk_dev_ranges_equal(struct btk_dev *dev, uint64_t a, uint64_t b, uint64_t len);
 
 /* Device identity (identity.c): whether two handles are one device, whatever names they were
  * opened by — the same block device (st_rdev) or the same file (st_dev, st_ino). Wrapped
@@ -158,7 +167,10 @@ bool btk_dev_is_fd(const struct btk_dev *d, int fd);
  * power cut at that point): BTK_FAULT_FAIL fails each with -EIO, BTK_FAULT_STOP says it was
  * done (the tool goes on as if the disk had taken it, so nothing it does afterwards — an undo,
  * a cleanup — reaches the disk either). Reads and prefetches pass through. */
-enum btk_fault_mode { BTK_FAULT_OFF, BTK_FAULT_FAIL, BTK_FAULT_STOP };
+/* BTK_FAULT_FLIP is no power cut but a media fault: the change after `allowed` ones, when it
+ * is a write of more than 8 KiB (a tree block, not a superblock), reaches the device with bit
+ * 0 of its byte 8192 flipped; every other change passes (tests of what re-checks find). */
+enum btk_fault_mode { BTK_FAULT_OFF, BTK_FAULT_FAIL, BTK_FAULT_STOP, BTK_FAULT_FLIP };
 int btk_dev_faulty(struct btk_dev *dev, uint64_t allowed, struct btk_dev **out);
 int btk_dev_faulty_mode(struct btk_dev *dev, enum btk_fault_mode mode, uint64_t allowed,
 			struct btk_dev **out);

@@ -79,6 +79,15 @@ static int stack_view(struct btk_dev *dev, uint64_t off, size_t len, struct btk_
 	return btk_dev_view(dev->lower, dev->lower_off + off, len, v);
 }
 
+/* A filter that reads by itself (the repair's view) may show other bytes than the lower
+ * device: only the lower device's word holds where it does not. */
+static int stack_ranges_equal(struct btk_dev *dev, uint64_t a, uint64_t b, uint64_t len)
+{
+	if (dev->filter->pread)
+		return 0;
+	return btk_dev_ranges_equal(dev->lower, dev->lower_off + a, dev->lower_off + b, len);
+}
+
 static void stack_close(struct btk_dev *dev)
 {
 	dev->filter->close(dev);
@@ -93,6 +102,7 @@ static const struct btk_dev_ops stack_ops = {
     .truncate = stack_truncate,
     .prefetch = stack_prefetch,
     .view = stack_view,
+    .ranges_equal = stack_ranges_equal,
     .close = stack_close,
 };
 

@@ -603,14 +603,9 @@ static bool had_id(const struct rp_probs *v, enum btk_check_problem_id id)
 static int verify(void *ctx, struct btk_trans *t)
 {
 	struct xr *x = ctx;
-	struct btk_fs *view;
 	struct rp_collect c;
-	int ret = rp_view_open(t, &view);
+	int ret = rp_view_check(t, &x->after, &c);
 
-	if (ret)
-		return btk_err(ECANCELED, "the rebuilt state does not open: %s", btk_errmsg());
-	ret = rp_check(view, &x->after, &c);
-	btk_fs_close(view);
 	if (ret)
 		return ret;
 	x->res->errors_after = c.errors;
@@ -618,12 +613,7 @@ static int verify(void *ctx, struct btk_trans *t)
 		const struct rp_prob *p = &x->after.data[i];
 		if (p->warn || (rp_extent_kind(p) ? about_left(x, p) : had_id(&x->before, p->id)))
 			continue;
-		const struct btk_check_problem_info *info = btk_check_problem_info(p->id);
-		return btk_err(ECANCELED,
-			       "the rebuilt extent tree does not check clean (E%04u %s: %s, tree "
-			       "%llu bytenr %llu): nothing written",
-			       info->code, info->name, p->what, (unsigned long long)p->tree,
-			       (unsigned long long)p->bytenr);
+		return rp_refuse_problem(p, "extent tree");
 	}
 	return 0;
 }

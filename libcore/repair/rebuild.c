@@ -121,9 +121,7 @@ static int tree_records(struct btk_fs *fs, uint64_t id, struct rb_keys *out, uin
 	return rp_extent_refs_walk(fs, record_of, &c);
 }
 
-/* Tree id becomes one empty leaf; the records of its old blocks are dropped (*blocks counts
- * them). A tree that does not exist is created empty. */
-static int tree_replace(struct btk_trans *t, uint64_t id, uint64_t *blocks)
+int rp_tree_replace(struct btk_trans *t, uint64_t id, uint64_t *blocks)
 {
 	struct btk_fs *fs = btk_trans_fs(t);
 	struct btk_root r;
@@ -540,7 +538,7 @@ static int csum_step(struct btk_trans *t, void *ctx)
 		goto out;
 	}
 	/* the old tree's blocks stay as they are until the commit: old sums are read from them */
-	if ((ret = tree_replace(t, BTRFS_CSUM_TREE_OBJECTID, &b->res->old_blocks)))
+	if ((ret = rp_tree_replace(t, BTRFS_CSUM_TREE_OBJECTID, &b->res->old_blocks)))
 		goto out;
 	for (size_t i = 0; !ret && i < need.v.n; i++) {
 		const struct rb_range *r = &need.v.data[i];
@@ -625,7 +623,7 @@ static int fst_step(struct btk_trans *t, void *ctx)
 		res->v1_invalidated = true;
 		return btk_trans_touch(t);
 	}
-	if ((ret = tree_replace(t, BTRFS_FREE_SPACE_TREE_OBJECTID, &res->old_blocks)))
+	if ((ret = rp_tree_replace(t, BTRFS_FREE_SPACE_TREE_OBJECTID, &res->old_blocks)))
 		return ret;
 	btk_fst_mark_all(t);
 	return 0;
@@ -753,7 +751,7 @@ static int uuid_step(struct btk_trans *t, void *ctx)
 		ret = 1;
 		goto out;
 	}
-	if ((ret = tree_replace(t, BTRFS_UUID_TREE_OBJECTID, &res->old_blocks)))
+	if ((ret = rp_tree_replace(t, BTRFS_UUID_TREE_OBJECTID, &res->old_blocks)))
 		goto out;
 	for (size_t i = 0, m; !ret && i < v.n;) {
 		size_t j = uuid_group(&v, i, buf, &m);
@@ -845,7 +843,7 @@ static int reloc_step(struct btk_trans *t, void *ctx)
 		res->items = 2;
 		return 1; /* as mkfs makes it: nothing to rebuild */
 	}
-	if ((ret = tree_replace(t, BTRFS_DATA_RELOC_TREE_OBJECTID, &res->old_blocks)))
+	if ((ret = rp_tree_replace(t, BTRFS_DATA_RELOC_TREE_OBJECTID, &res->old_blocks)))
 		return ret;
 	/* its top directory, as mkfs makes it; its times the tree's creation */
 	item = btk_tree_root_item(t, BTRFS_DATA_RELOC_TREE_OBJECTID);
@@ -963,7 +961,7 @@ static int quota_recreate(struct btk_trans *t, struct quota_ctx *c, const char *
 			       "the quota tree does not read (%s) and holds simple quotas, whose "
 			       "enable generation was in it: not recreated",
 			       why);
-	if ((ret = tree_replace(t, BTRFS_QUOTA_TREE_OBJECTID, &c->res->old_blocks)))
+	if ((ret = rp_tree_replace(t, BTRFS_QUOTA_TREE_OBJECTID, &c->res->old_blocks)))
 		return ret;
 	BTK_PUT(struct btrfs_qgroup_status_item, st, version, BTRFS_QGROUP_STATUS_VERSION);
 	BTK_PUT(struct btrfs_qgroup_status_item, st, generation, btk_trans_id(t));

@@ -38,8 +38,14 @@ static void collect_one(void *ctx, const struct btk_check_problem *p)
 
 int rp_check(struct btk_fs *fs, struct rp_probs *v, struct rp_collect *c)
 {
+	return rp_check_copies(fs, v, c, NULL);
+}
+
+int rp_check_copies(struct btk_fs *fs, struct rp_probs *v, struct rp_collect *c,
+		    struct btk_check_copies *copies)
+{
 	struct btk_check_summary sum;
-	struct btk_check_opts co = {.report = collect_one, .ctx = c};
+	struct btk_check_opts co = {.report = collect_one, .ctx = c, .copies = copies};
 	int ret;
 
 	v->n = 0;
@@ -180,6 +186,9 @@ struct attempt {
 	bool unwritable;	      /* the write path refused the filesystem */
 	const struct rp_rollback *rb; /* a repair from an older root tree (oldroot.c) */
 	const char *fixed_codes;      /* for messages */
+	/* the copies of tree blocks the checks so far compared: the re-check compares only
+	 * those of the blocks the transaction wrote, and those found bad before */
+	struct btk_check_copies *copies;
 };
 
 /* The re-check of the new state (btk_trans_commit_verify). */
@@ -195,7 +204,9 @@ static int verify(void *ctx, struct btk_trans *t)
 			 btk_errmsg());
 		return -ECANCELED;
 	}
-	ret = rp_check(view, &a->after, &c);
+	if (a->copies)
+		a->copies->below = btk_trans_id(t);
+	ret = rp_check_copies(view, &a->after, &c, a->copies);
 	btk_fs_close(view);
 	if (ret)
 		return ret;
@@ -484,13 +495,14 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 {
 	struct rp_probs cur = {0};
 	struct rp_fixes fixes = {0};
-	struct attempt a = {.ro = ro};
+	struct attempt a = {.ro = ro, .copies = NULL};
 	int max = ro->max_rounds > 0 ? ro->max_rounds : 4, ret = 0;
 	struct btk_fs *fs = NULL;
 	const struct btk_open_opts *disk_oo = oo;
 	struct btk_open_opts ro_open = *oo, older;
 	struct rp_rollback rb = {0};
 	struct rp_collect c;
+	struct btk_check_copies copies = {0};
 	char **members = NULL;
 	size_t nmembers = 0, capmembers = 0;
 	bool rebuilt_extents = false; /* the extent tree rebuild was tried */
@@ -515,7 +527,12 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 			ret = btk_err(-ret, "%s", msg);
 			goto out;
 		}
-		ret = rp_check(fs, &cur, &c);
+		/* what this check compares the attempts' re-checks need not compare again
+		 * (a heal that rewrites copies makes it check again: forgotten then) */
+		btk_u64set_free(&copies.good);
+		btk_u64set_free(&copies.bad);
+		copies.below = 0;
+		ret = rp_check_copies(fs, &cur, &c, &copies);
 		disk_root = btk_le64(fs->sb.root);
 		disk_gen = btk_le64(fs->sb.generation);
 		disk_level = fs->sb.root_level;
@@ -569,6 +586,7 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 			goto out;
 		ret = 0;
 	}
+	a.copies = &copies;
 	for (int round = 1; round <= max && res->errors_after && !res->unchecked; round++) {
 		bool committed = false, any = false;
 		size_t nfix0 = fixes.n;
@@ -649,5 +667,7 @@ out:
 	btk_vec_free(&a.after);
 	btk_vec_free(&fixes);
 	btk_vec_free(&rb.keep);
+	btk_u64set_free(&copies.good);
+	btk_u64set_free(&copies.bad);
 	return ret;
 }

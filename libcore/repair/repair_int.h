@@ -29,6 +29,9 @@ struct rp_collect {
 };
 /* Checks fs into v (emptied first); c says how many errors and whether it could check. */
 int rp_check(struct btk_fs *fs, struct rp_probs *v, struct rp_collect *c);
+/* rp_check with what earlier checks compared of the copies of tree blocks (check.h). */
+int rp_check_copies(struct btk_fs *fs, struct rp_probs *v, struct rp_collect *c,
+		    struct btk_check_copies *copies);
 
 /* What a fix works in: the transaction, and the whole check the round plans from (a fix may
  * look at the other problems: which extent a back reference without a user belongs to, a
@@ -93,6 +96,10 @@ struct btk_extent_ref;
 typedef int (*rp_extent_ref_fn)(void *ctx, const struct btk_key *rec,
 				const struct btk_extent_head *h, const struct btk_extent_ref *r);
 int rp_extent_refs_walk(struct btk_fs *fs, rp_extent_ref_fn fn, void *ctx);
+/* rebuild.c: tree id becomes one empty leaf of t (btk_tree_reset; the chunk tree too); the
+ * records of its old blocks, which the extent tree names, are dropped (*blocks counts them). A
+ * tree that does not exist is created empty. */
+int rp_tree_replace(struct btk_trans *t, uint64_t id, uint64_t *blocks);
 
 /* lostleaf.c: whether p is a lost leaf of a subvolume tree (E0606 at level 0), which
  * rp_fix_lost_leaf drops from its parent and makes again from what names its items (the
@@ -168,5 +175,10 @@ int rp_super_overlay(struct btk_dev *lower, const struct btk_super *sb, int ncop
  * devices of t's filesystem, their superblocks replaced by the ones the commit would write.
  * *out is closed with btk_fs_close (the devices underneath stay open). */
 int rp_view_open(struct btk_trans *t, struct btk_fs **out);
+/* The re-check of a rebuild before its superblocks: the view of t's commit opened, checked
+ * into v (rp_check) and closed. -ECANCELED ("nothing written") when it does not open. */
+int rp_view_check(struct btk_trans *t, struct rp_probs *v, struct rp_collect *c);
+/* -ECANCELED: "the rebuilt WHAT does not check clean (problem p): nothing written". */
+int rp_refuse_problem(const struct rp_prob *p, const char *what);
 
 #endif

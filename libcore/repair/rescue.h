@@ -253,4 +253,35 @@ int btk_extent_tree_rebuild(const char *const *paths, int n, const struct btk_op
 			    const struct btk_extent_rebuild_opts *ro,
 			    struct btk_extent_rebuild_result *res);
 
+struct btk_chunk_rebuild_result {
+	bool rebuilt;
+	bool whole;		/* the chunk tree reads whole: nothing rebuilt */
+	uint64_t bad_blocks;	/* blocks of the chunk tree that did not read */
+	uint64_t scanned_bytes; /* device bytes read by the scan */
+	uint64_t tree_blocks;	/* valid tree blocks of the filesystem it found */
+	uint64_t scan_dev_extents, scan_block_groups; /* the newest items of the found leaves */
+	uint64_t dev_extents, block_groups;   /* the items of the dev tree and block group items
+						 read through the rebuilt map */
+	uint64_t chunks, sys_chunks, devices; /* items written */
+	uint64_t old_items_used;    /* chunks whose stripe order came from an older chunk item */
+	uint64_t placed, misplaced; /* found blocks of metadata chunks where the map puts them,
+				       and elsewhere */
+	uint64_t old_blocks;	    /* records of the old chunk tree's blocks dropped */
+};
+
+/* Rebuilds the chunk tree of the filesystem on paths[0..n-1] (chunk_rebuild.c says how) when
+ * some of it does not read (a lost leaf or node, a bad root pointer): every chunk item from
+ * the dev extents and block group items, every device item from the device's superblock, in
+ * one transaction whose new state must check clean before its superblocks are written
+ * (-ECANCELED otherwise, nothing written). A chunk tree that reads whole is left as it is
+ * (res->whole). -EUCLEAN, nothing written, when the evidence is incomplete or disagrees
+ * (btk_errmsg says what is missing or which chunk); -EBUSY with a log tree. */
+int btk_chunk_tree_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
+			   struct btk_chunk_rebuild_result *res);
+/* Only whether the chunk tree reads whole (res->whole, res->bad_blocks), read-only: a repair
+ * first heals a chunk tree that does not (a good copy, a flipped bit), and rebuilds it only
+ * when that did not make it read. */
+int btk_chunk_tree_probe(const char *const *paths, int n, const struct btk_open_opts *oo,
+			 struct btk_chunk_rebuild_result *res);
+
 #endif

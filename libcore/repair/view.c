@@ -10,6 +10,7 @@
 #include "volumes/super.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -110,4 +111,31 @@ int rp_view_open(struct btk_trans *t, struct btk_fs **out)
 	ret = btk_fs_open_devs(devs, fs->ndevs, &oo, out);
 	free(devs);
 	return ret;
+}
+
+int rp_view_check(struct btk_trans *t, struct rp_probs *v, struct rp_collect *c)
+{
+	struct btk_fs *view;
+	int ret = rp_view_open(t, &view);
+
+	if (ret) {
+		char msg[512]; /* btk_err writes where btk_errmsg reads */
+		snprintf(msg, sizeof(msg), "%s", btk_errmsg());
+		return btk_err(ECANCELED, "the rebuilt state does not open: %s: nothing written",
+			       msg);
+	}
+	ret = rp_check(view, v, c);
+	btk_fs_close(view);
+	return ret;
+}
+
+int rp_refuse_problem(const struct rp_prob *p, const char *what)
+{
+	const struct btk_check_problem_info *info = btk_check_problem_info(p->id);
+
+	return btk_err(ECANCELED,
+		       "the rebuilt %s does not check clean (E%04u %s: %s, tree %llu bytenr %llu): "
+		       "nothing written",
+		       what, info->code, info->name, p->what, (unsigned long long)p->tree,
+		       (unsigned long long)p->bytenr);
 }

@@ -103,6 +103,11 @@ int btk_tree_reset(struct btk_trans *t, uint64_t id)
 	struct btk_root_item ri;
 	int ret;
 
+	if (wr && id == BTRFS_CHUNK_TREE_OBJECTID) {
+		if (wr->bytenr != btk_le64(t->fs->sb.chunk_root))
+			return btk_err(EBUSY, "the chunk tree was changed in this transaction");
+		return btk_wroot_new_leaf(t, wr);
+	}
 	if (!wr || !wr->in_root_tree)
 		return btk_err(ENOENT, "tree %llu has no root item", (unsigned long long)id);
 	if (id == BTRFS_FS_TREE_OBJECTID ||

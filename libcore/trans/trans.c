@@ -101,7 +101,11 @@ int btk_write_open(struct btk_fs *fs, unsigned flags, struct btk_wfs **out)
 	w->damaged_usage = flags & BTK_WRITE_DAMAGED_USAGE;
 	w->qgroups_kept = flags & BTK_WRITE_QGROUPS_KEPT;
 	w->extent_rebuild = flags & BTK_WRITE_EXTENT_REBUILD;
-	ret = btk_wblock_read(fs, btk_le64(fs->sb.chunk_root), fs->sb.chunk_root_level, &b);
+	/* every tree block carries the chunk tree's uuid: a chunk tree being rebuilt is not read */
+	if (flags & BTK_WRITE_CHUNK_REBUILD)
+		ret = btk_wblock_read(fs, btk_le64(fs->sb.root), fs->sb.root_level, &b);
+	else
+		ret = btk_wblock_read(fs, btk_le64(fs->sb.chunk_root), fs->sb.chunk_root_level, &b);
 	if (!ret) {
 		memcpy(w->chunk_uuid, btk_hdr(b)->chunk_tree_uuid, BTK_UUID_SIZE);
 		btk_block_put(b);

@@ -59,6 +59,11 @@ int btk_write_open(struct btk_fs *fs, unsigned flags, struct btk_wfs **out);
  * (btk_extent_claim, btk_trans_keep_out) before anything is allocated, and give every tree
  * block and data extent its record (btk_tree_block_ref, btk_data_ref_make). */
 #define BTK_WRITE_EXTENT_REBUILD (1u << 2)
+/* flags: the chunk tree is rebuilt (repair): its root block is not read (the chunk tree's
+ * uuid is taken from the root tree's root block); the first transaction empties it
+ * (btk_tree_reset of BTRFS_CHUNK_TREE_OBJECTID) and inserts every device and chunk item of
+ * the chunk map the caller has put in fs. */
+#define BTK_WRITE_CHUNK_REBUILD (1u << 3)
 /* Quota accounting, done one layer up (it needs the back-reference walkers): a hook the commit
  * calls once every tree has settled (back references applied, root items written) and before
  * the superblock is prepared. It sees what the transaction changed (btk_trans_changes), may
@@ -468,6 +473,7 @@ int btk_tree_set_root(struct btk_trans *t, uint64_t id, uint64_t bytenr, int lev
 /* Tree id (not a subvolume) becomes one empty leaf of this transaction, for a rebuild of a
  * derived tree: its old blocks are neither read nor freed (their extent records are the
  * caller's to drop, btk_extent_record_drop), so a tree that no longer reads can be replaced.
+ * The chunk tree (BTRFS_CHUNK_TREE_OBJECTID, whose root the superblock names) too.
  * -EBUSY when the tree was changed already, -ENOENT no such tree, -EINVAL a subvolume. */
 int btk_tree_reset(struct btk_trans *t, uint64_t id);
 /* Every block group's free-space tree items are rewritten at commit from its free space (the

@@ -91,6 +91,52 @@ disk() {
 	diff -r "$D/src" "$D/out"
 }
 
+@test "EWF: readers on 8 threads share the chunk cache and read every range as the raw file; chunks stored alike are known equal without being inflated" {
+	require_tool ewfacquire
+	EWFREAD=$BTK_BUILD/tests/ewfread
+	[ -x "$EWFREAD" ]
+	# 24 MiB, three times the cache: text (stored deflated), random bytes (stored plain), the
+	# text again 16 MiB further
+	for _ in $(seq 60); do cat "$BTK_ROOT"/man/*; done | head -c 8M >"$D/text"
+	head -c 8M /dev/urandom >"$D/rnd"
+	cat "$D/text" "$D/rnd" "$D/text" >"$D/raw"
+	ewfacquire -u -q -t "$D/ev" -f encase6 -c fast -S 10M "$D/raw" >/dev/null 2>&1
+	"$EWFREAD" same "$D/ev.E01" "$D/raw" 8 1500 "$RANDOM"
+	# alike: the text and its copy, whole or inside a chunk (a DUP tree block's two copies)
+	[ "$("$EWFREAD" equal "$D/ev.E01" 0 16777216 1048576)" = 1 ]
+	[ "$("$EWFREAD" equal "$D/ev.E01" 49152 16826368 16384)" = 1 ]
+	# not known alike: text against random bytes, stored plain chunks, offsets that do not
+	# pair chunks up, a range past the end
+	[ "$("$EWFREAD" equal "$D/ev.E01" 0 8388608 32768)" = 0 ]
+	[ "$("$EWFREAD" equal "$D/ev.E01" 8388608 8454144 32768)" = 0 ]
+	[ "$("$EWFREAD" equal "$D/ev.E01" 0 16777728 1024)" = 0 ]
+	[ "$("$EWFREAD" equal "$D/ev.E01" 0 16777216 9437184)" = 0 ]
+}
+
+@test "EWF: a bad DUP copy of a tree block is reported from the E01 as from the raw image (its chunks are not stored alike)" {
+	require_tool ewfacquire
+	require_tool mkfs.btrfs
+	CORRUPT=$BTK_BUILD/tests/corrupt
+	[ -x "$CORRUPT" ]
+	mkdir -p "$D/src/d"
+	for i in $(seq 1 300); do echo "file $i" >"$D/src/d/f$i"; done
+	truncate -s 256M "$D/good.img"
+	mkfs.btrfs -q -f -m dup -r "$D/src" "$D/good.img" >/dev/null 2>&1
+	cp --sparse=always "$D/good.img" "$D/bad.img"
+	"$CORRUPT" copy2 "$D/bad.img" >/dev/null
+	for img in good bad; do
+		ewfacquire -u -q -t "$D/$img" -f encase6 -c fast "$D/$img.img" >/dev/null 2>&1
+		btk_run 60 "$B/btk-fsck" "$D/$img.img"
+		raw_status=$status
+		cp "$BTK_OUT" "$D/$img.raw.out"
+		btk_run 60 "$B/btk-fsck" "$D/$img.E01"
+		[ "$status" = "$raw_status" ]
+		diff <(sed "s|$D/$img.img|DEV|" "$D/$img.raw.out") <(sed "s|$D/$img.E01|DEV|" "$BTK_OUT")
+	done
+	[ "$raw_status" = 4 ]
+	grep -qE '^ERROR: \[E0608 tb-copy-bad\] .*copy 2 of 2' "$BTK_OUT"
+}
+
 @test "EWF: an E01 of the disk image reads as the raw image in every read tool; writers refuse it in one line" {
 	require_tool ewfacquire
 	disk "$D/disk.img"

@@ -515,3 +515,29 @@ cut_states() {
 	! ls "$IMG".*undo 2>/dev/null
 	! grep -q '^undo file' "$BTK_OUT"
 }
+
+# The re-check before the superblocks reads again only the copies of tree blocks that its
+# transaction wrote (the first check compared the others): BTK_FAULT=flip:N flips a bit in the
+# Nth write, one copy of a tree block the transaction writes. Each such round must be refused
+# as a new problem (E0608), the next try commit, and the result be clean: with a re-check that
+# skipped the copies of new blocks, a flipped copy would be committed.
+@test "--repair: a bit flipped in any copy of a tree block the transaction writes is found by the re-check, the round refused, the next one clean" {
+	broken nbytes
+	local img=$BATS_TEST_TMPDIR/flip.img n refused=0
+	for n in $(seq 0 40); do
+		cp --sparse=always "$IMG" "$img"
+		BTK_FAULT=flip:$n btk_run 120 "$FSCK" --repair --no-undo "$img"
+		assert_no_crash
+		[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+		cp "$BTK_OUT" "$BATS_TEST_TMPDIR/repair.out"
+		btk_run 60 "$FSCK" -q "$img"
+		[ "$status" = 0 ] || { show_err; echo "flip at write $n: not clean" >&2; return 1; }
+		btrfs_clean "$img"
+		# the tree blocks are written first (every copy), then the superblocks: not flipped
+		grep -q "made a new problem: E0608 tb-copy-bad .*: copy [12] of 2 " \
+			"$BATS_TEST_TMPDIR/repair.out" || break
+		refused=$((refused + 1))
+	done
+	echo "# $refused flipped copies refused" >&3
+	[ "$n" = "$refused" ] && [ "$refused" -ge 4 ]
+}

@@ -26,3 +26,21 @@ setup() {
 	[ "$status" -eq 0 ]
 	[[ $output != *"data race"* ]]
 }
+
+@test "tsan: EWF chunk cache read by 8 threads at once (slots loaded outside the lock, waited for, evicted): no data race, every range as the raw file" {
+	require_tool ewfacquire
+	cd "$BTK_ROOT"
+	# libcore's io handle and EWF reader alone; the writer's lock is not used (a stub)
+	echo 'void btk_lock_drop(void *l) { (void)l; }' >"$T/stub.c"
+	cc -std=gnu11 -O1 -g -fsanitize=thread -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Ilibcore -I. \
+		tests/lib/ewfread.c libcore/io/ewf.c libcore/io/io.c libcore/base/error.c "$T/stub.c" \
+		-o "$T/ewfread" -ldeflate -lpthread -ldl
+	for _ in $(seq 60); do cat man/*; done | head -c 8M >"$T/text"
+	head -c 8M /dev/urandom >"$T/rnd"
+	cat "$T/text" "$T/rnd" "$T/text" >"$T/disk.bin"
+	ewfacquire -u -q -t "$T/ev" -f encase6 -c fast -S 10M "$T/disk.bin" >/dev/null 2>&1
+	TSAN_OPTIONS=exitcode=66 run "$T/ewfread" same "$T/ev.E01" "$T/disk.bin" 8 400 "$RANDOM"
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[[ $output != *"data race"* ]]
+}

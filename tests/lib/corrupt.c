@@ -528,6 +528,18 @@ static void edit_sys_type(struct btk_super *sb)
 	BTK_PUT(struct btrfs_chunk, c, type, BTRFS_BLOCK_GROUP_SYSTEM | BTRFS_BLOCK_GROUP_RAID10);
 	BTK_PUT(struct btrfs_chunk, c, sub_stripes, 0);
 }
+static void edit_chunk_root(struct btk_super *sb)
+{
+	/* four blocks on in the system chunk: an empty slot (or an older chunk root) */
+	btk_put64(sb->chunk_root, btk_le64(sb->chunk_root) + 4 * (uint64_t)btk_le32(sb->nodesize));
+}
+static int k_chunk_root_ptr(struct btk_fs *fs, const char *n)
+{
+	int ret = super_edit(fs, edit_chunk_root);
+	if (!ret)
+		printf("%s: superblock chunk_root + 4 nodes on every valid copy\n", n);
+	return ret;
+}
 static int k_sys_array_type(struct btk_fs *fs, const char *n)
 {
 	int ret = super_edit(fs, edit_sys_type);
@@ -2105,6 +2117,8 @@ static const struct kind kinds[] = {
      "copy 0's system chunk array RAID10 (sub_stripes 0), copy 1's generation + 2^32: no copy "
      "opens alone",
      k_super_split},
+    {"chunk-root-ptr", "the superblock's chunk root pointer moved 4 nodes on (every copy)",
+     k_chunk_root_ptr},
     {"sys-array-type", "the system chunk array's first chunk gets RAID10 (sub_stripes 0)",
      k_sys_array_type},
     {"inline-order", "swap the first two inline refs (one type) of an extent item", k_inline_order},

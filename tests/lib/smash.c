@@ -4,7 +4,7 @@
  *                                      (or of its first leaf) with bytes that fail the checksum
  *   smash flip ID COPY BIT[,BIT2] [leaf] IMG...  flip bit BIT (0-based, of the whole block),
  *                                      and BIT2 too, of copy COPY of tree ID's top block (or
- *                                      first leaf)
+ *                                      first leaf); ID "log": the log root tree's top block
  *   smash zero LOGICAL IMG...          zero every copy of the tree block at LOGICAL (a lost
  *                                      block: no copy reads)
  *   smash data COPY IMG...             overwrite 4 sectors of the first checksummed data on
@@ -87,11 +87,15 @@ static int smash_tree(struct btk_fs *fs, uint64_t id, int copy, bool leaf, long 
 	struct btk_key k = {0, 0, 0};
 	uint64_t bytenr;
 	char what[64];
-	int ret = btk_root_find(fs, id, &r);
+	int ret = id == BTRFS_TREE_LOG_OBJECTID ? 0 : btk_root_find(fs, id, &r);
 
+	if (id == BTRFS_TREE_LOG_OBJECTID && !btk_le64(fs->sb.log_root))
+		return btk_err(ENOENT, "no log tree");
 	if (ret)
 		return ret;
-	bytenr = r.bytenr;
+	bytenr = id == BTRFS_TREE_LOG_OBJECTID ? btk_le64(fs->sb.log_root) : r.bytenr;
+	if (leaf && id == BTRFS_TREE_LOG_OBJECTID)
+		return btk_err(EINVAL, "the log root tree: its top block only");
 	if (leaf) {
 		btk_path_init(&p);
 		ret = btk_search_ge(fs, &r, &k, &p);
@@ -206,8 +210,10 @@ int main(int argc, char **argv)
 		ret = smash_tree(fs, strtoull(argv[2], NULL, 0), atoi(argv[3]), first == 5, -1, -1);
 	else if (!strcmp(argv[1], "flip")) {
 		char *comma = strchr(argv[4], ',');
-		ret = smash_tree(fs, strtoull(argv[2], NULL, 0), atoi(argv[3]), first == 6,
-				 atol(argv[4]), comma ? atol(comma + 1) : -1);
+		uint64_t id = !strcmp(argv[2], "log") ? (uint64_t)BTRFS_TREE_LOG_OBJECTID
+						      : strtoull(argv[2], NULL, 0);
+		ret = smash_tree(fs, id, atoi(argv[3]), first == 6, atol(argv[4]),
+				 comma ? atol(comma + 1) : -1);
 	} else if (!strcmp(argv[1], "data"))
 		ret = smash_data(fs, atoi(argv[2]));
 	else if (!strcmp(argv[1], "zero"))

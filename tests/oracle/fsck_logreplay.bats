@@ -118,6 +118,22 @@ replay_case() {
 	same_as_kernel "$D/k" "$D/o"
 }
 
+@test "replay-log through --repair: a bit flipped in both copies of the log root (DUP) is set back first, then the log replays: the same image as from an undamaged copy" {
+	oracle_image rescue-log -L -C small -s 512M
+	copies clean
+	btk_run 300 "$FSCK" --repair --no-undo "${COPY[@]}"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	copies flipped
+	"$BTK_BUILD/tests/smash" flip log 1 1000 "${COPY[@]}" >/dev/null
+	"$BTK_BUILD/tests/smash" flip log 2 1008 "${COPY[@]}" >/dev/null
+	btk_run 300 "$FSCK" --repair --no-undo "${COPY[@]}"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -q "^HEALED: tree 18446744073709551610 level 0 .*bit 1000 .*flipped" "$BTK_OUT"
+	grep -q "^log of transaction [0-9]* replayed" "$BTK_OUT"
+	cmp "$D/clean-0.img" "$D/flipped-0.img"
+	btrfs check --readonly "${COPY[0]}" >/dev/null 2>&1
+}
+
 # mixed_log IMG: a one-device image whose log holds what fsync logs of changes to files that
 # the last commit has: an append, an overwrite in the middle of a file (its extent split),
 # a truncate and rewrite, an unlink (a directory's logged deletes), a hard link, an xattr;

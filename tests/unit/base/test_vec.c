@@ -7,6 +7,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <cmocka.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,13 +151,44 @@ static void test_room_n(void **state)
 	free(buf);
 }
 
+/* btk_arena_strndup: each string a NUL-ended copy that stays where it was put while many
+ * more (and long ones, in chunks of their own) are added. */
+static void test_arena(void **state)
+{
+	(void)state;
+	struct btk_arena a = {0};
+	char *keep[3000], name[64], *big = malloc(300000);
+
+	assert_non_null(big);
+	memset(big, 'b', 300000);
+	for (int i = 0; i < 3000; i++) {
+		int len = snprintf(name, sizeof(name), "name-%d-with-some-length", i);
+		keep[i] = btk_arena_strndup(&a, name, (size_t)len - (size_t)(i % 3));
+		assert_non_null(keep[i]);
+		if (i == 1000 || i == 2000) { /* a long one between small ones */
+			char *b = btk_arena_strndup(&a, big, 300000);
+			assert_non_null(b);
+			assert_int_equal(b[299999], 'b');
+			assert_int_equal(b[300000], 0);
+		}
+	}
+	for (int i = 0; i < 3000; i++) {
+		int len = snprintf(name, sizeof(name), "name-%d-with-some-length", i);
+		name[len - i % 3] = 0;
+		assert_string_equal(keep[i], name);
+	}
+	assert_non_null(btk_arena_strndup(&a, "", 0));
+	btk_arena_free(&a);
+	assert_null(a.chunks);
+	free(big);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_u64),
-	    cmocka_unit_test(test_records),
-	    cmocka_unit_test(test_room_int),
-	    cmocka_unit_test(test_room_n),
+	    cmocka_unit_test(test_u64),	     cmocka_unit_test(test_records),
+	    cmocka_unit_test(test_room_int), cmocka_unit_test(test_room_n),
+	    cmocka_unit_test(test_arena),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
