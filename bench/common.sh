@@ -61,7 +61,9 @@ bench_cleanup() {
 
 bench_init() {
 	[ "$(id -u)" = 0 ] || bench_die "run as root (the image is populated through a loop mount)"
-	BENCH_TMP=$(mktemp -d /tmp/bench-XXXXXX) || bench_die "mktemp failed"
+	# BENCH_TMPDIR: where the scratch images go (default /tmp; /dev/shm keeps a full or busy
+	# disk out of the figures)
+	BENCH_TMP=$(mktemp -d "${BENCH_TMPDIR:-/tmp}/bench-XXXXXX") || bench_die "mktemp failed"
 	trap bench_cleanup EXIT
 	trap 'exit 130' INT TERM
 	if [ -x /usr/bin/time ]; then

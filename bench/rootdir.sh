@@ -19,7 +19,8 @@
 #
 # Usage: bench/rootdir.sh [-r REPS] [-s IMGSIZE] [-t big|small|both] [-B] [-a]
 #   -B  only generate the source trees (cached under /tmp/btk-bench-images/)
-# Environment: BTK_BUILD (default build), BENCH_TREES (default /tmp/btk-bench-images)
+# Environment: BTK_BUILD (default build), BENCH_TREES (default /tmp/btk-bench-images),
+#   BENCH_TMPDIR (scratch images, default /tmp)
 set -u
 # shellcheck source=bench/common.sh
 source "$(dirname "$0")/common.sh"

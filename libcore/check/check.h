@@ -93,7 +93,9 @@ typedef void (*btk_check_progress_fn)(void *ctx, const char *phase, uint64_t don
  * ones (every copy equal to the one read) and bad ones. A block in good and not in bad whose
  * generation is below `below` is not compared again: the caller (a repair's re-check) knows
  * that nothing but a transaction with an id of at least `below` wrote the devices since,
- * and copy-on-write stamps every block it writes with it. */
+ * and copy-on-write stamps every block it writes with it. (Relocation, trans/block_move.c,
+ * keeps older generations in the copies it writes: a caller that relocates must not pass
+ * `below`; repair does not relocate.) */
 struct btk_check_copies {
 	struct btk_u64set good, bad;
 	uint64_t below; /* 0: every block is compared */

@@ -380,23 +380,6 @@ static int ewf_ranges_equal(struct btk_dev *dev, uint64_t a, uint64_t b, uint64_
 	return same;
 }
 
-static int ewf_refuse(struct btk_dev *dev)
-{
-	return btk_err(EROFS, "%s: an EWF evidence file is read-only", dev->path);
-}
-
-static int ewf_pwrite(struct btk_dev *dev, const void *buf, size_t len, uint64_t off)
-{
-	(void)buf, (void)len, (void)off;
-	return ewf_refuse(dev);
-}
-
-static int ewf_flush(struct btk_dev *dev)
-{
-	(void)dev;
-	return 0;
-}
-
 static void ewf_cache_free(struct ewf *x)
 {
 	for (uint32_t i = 0; x->slot && i < x->nslots; i++)
@@ -468,10 +451,9 @@ static void ewf_close(struct btk_dev *dev)
 	free(x);
 }
 
+/* read-only: no pwrite, nothing to flush */
 static const struct btk_dev_ops ewf_ops = {
     .pread = ewf_pread,
-    .pwrite = ewf_pwrite,
-    .flush = ewf_flush,
     .ranges_equal = ewf_ranges_equal,
     .close = ewf_close,
 };
@@ -499,10 +481,8 @@ int btk_dev_ewf_open(const char *path, struct btk_dev **out)
 			       "%s: an EWF evidence file (E01): %s; or export it raw (ewfexport -t "
 			       "raw) or mount it (ewfmount) and give the raw file",
 			       path, L.why);
-	if (!(x = calloc(1, sizeof(*x))) || !(dev = calloc(1, sizeof(*dev))) ||
-	    !(dev->path = strdup(path))) {
-		if (x)
-			free(x);
+	if (!(x = calloc(1, sizeof(*x))) || btk_dev_new(path, &ewf_ops, x, &dev)) {
+		free(x);
 		return btk_err(ENOMEM, "out of memory");
 	}
 	pthread_mutex_init(&x->mu, NULL);
@@ -535,11 +515,8 @@ int btk_dev_ewf_open(const char *path, struct btk_dev **out)
 	}
 	x->size = size;
 	ewf_cache_init(x);
-	dev->ops = &ewf_ops;
-	dev->fd = -1;
 	dev->size = size;
 	dev->fixed_size = true;
-	dev->priv = x;
 	*out = dev;
 	return 0;
 }

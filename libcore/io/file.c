@@ -210,14 +210,11 @@ int btk_dev_open(const char *path, int flags, struct btk_dev **out)
 	fd = open(path, oflags, 0644);
 	if (fd < 0)
 		return btk_err(errno, "%s: cannot open: %s", path, strerror(errno));
-	dev = calloc(1, sizeof(*dev));
-	if (!dev || !(dev->path = strdup(path))) {
-		free(dev);
+	if (btk_dev_new(path, &fd_ops, NULL, &dev)) {
 		close(fd);
 		return btk_err(ENOMEM, "%s: out of memory", path);
 	}
 	dev->fd = fd;
-	dev->ops = &fd_ops;
 	dev->writable = flags & BTK_OPEN_WRITE;
 	ret = dev_size(fd, path, &dev->is_blockdev, &dev->size);
 	dev->fixed_size = dev->is_blockdev;

@@ -71,6 +71,8 @@ int btk_dev_write(struct btk_dev *dev, const void *buf, size_t len, uint64_t off
 	if (len > UINT64_MAX - off)
 		return btk_err(EINVAL, "%s: write of %zu bytes at %llu overflows", dev->path, len,
 			       (unsigned long long)off);
+	if (!dev->ops->pwrite)
+		return btk_err(EROFS, "%s: cannot be written", dev->path);
 	before_change();
 	dev->stats.writes++;
 	dev->stats.write_bytes += len;
@@ -83,7 +85,7 @@ int btk_dev_write(struct btk_dev *dev, const void *buf, size_t len, uint64_t off
 int btk_dev_flush(struct btk_dev *dev)
 {
 	dev->stats.flushes++;
-	return dev->ops->flush(dev);
+	return dev->ops->flush ? dev->ops->flush(dev) : 0;
 }
 
 /* A discard (zero false) or zeroout: a writable device, a range inside it and a backend that

@@ -29,7 +29,9 @@ struct btk_view {
 struct btk_dev_ops {
 	/* Transfer exactly len bytes at off; 0 or negative errno. */
 	int (*pread)(struct btk_dev *dev, void *buf, size_t len, uint64_t off);
+	/* NULL: the backend cannot write (it is only opened read-only; a write fails EROFS). */
 	int (*pwrite)(struct btk_dev *dev, const void *buf, size_t len, uint64_t off);
+	/* NULL: nothing to flush (0). */
 	int (*flush)(struct btk_dev *dev);
 	/* The range's old contents may go (later reads give zeroes or the old bytes). */
 	int (*discard)(struct btk_dev *dev, uint64_t off, uint64_t len);

@@ -64,12 +64,6 @@ static int mem_pwrite(struct btk_dev *dev, const void *buf, size_t len, uint64_t
 	return ret;
 }
 
-static int mem_flush(struct btk_dev *dev)
-{
-	(void)dev;
-	return 0;
-}
-
 static int mem_zero(struct btk_dev *dev, uint64_t off, uint64_t len)
 {
 	struct mem *m = dev->priv;
@@ -95,7 +89,6 @@ static void mem_close(struct btk_dev *dev)
 static const struct btk_dev_ops mem_ops = {
     .pread = mem_pread,
     .pwrite = mem_pwrite,
-    .flush = mem_flush,
     .discard = mem_zero,
     .zeroout = mem_zero,
     .truncate = mem_truncate,
@@ -106,11 +99,10 @@ static const struct btk_dev_ops mem_ops = {
 static int mem_new(const char *name, void *buf, size_t len, bool writable, bool owned,
 		   struct btk_dev **out)
 {
-	struct btk_dev *dev = calloc(1, sizeof(*dev));
 	struct mem *m = calloc(1, sizeof(*m));
+	struct btk_dev *dev;
 
-	if (!dev || !m || !(dev->path = strdup(name))) {
-		free(dev);
+	if (!m || btk_dev_new(name, &mem_ops, m, &dev)) {
 		free(m);
 		if (owned)
 			free(buf);
@@ -119,11 +111,8 @@ static int mem_new(const char *name, void *buf, size_t len, bool writable, bool 
 	m->buf = buf;
 	m->len = m->cap = len;
 	m->owned = owned;
-	dev->ops = &mem_ops;
-	dev->fd = -1;
 	dev->size = len;
 	dev->writable = writable;
-	dev->priv = m;
 	*out = dev;
 	return 0;
 }

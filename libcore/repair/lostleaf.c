@@ -40,8 +40,20 @@
 struct ll_range {
 	struct btk_key lo, hi; /* hi {~0, ~0, ~0}: the end of the tree */
 	uint64_t bytenr, gen;
+	int level; /* of the lost block */
 };
 BTK_VEC(ll_ranges, struct ll_range);
+
+/* A block of the tree that its extent record still names (a keyed reference from the tree)
+ * but that no block which reads reaches: a child of a lost node, whole on disk. */
+struct ll_orphan {
+	uint64_t bytenr, gen;
+	int level;
+	struct btk_key first, last; /* a leaf's */
+	struct btk_block *b;	    /* a leaf inside a lost range: its items come back */
+};
+BTK_VEC(ll_orphans, struct ll_orphan);
+BTK_VEC(ll_u64s, uint64_t);
 
 /* One name, from whichever side of it still reads. */
 struct ll_name {
@@ -88,7 +100,12 @@ struct ll {
 	struct btk_fs *fs;
 	struct btk_trans *t;
 	uint64_t tree;
-	struct ll_ranges r;
+	struct ll_ranges r;	/* the key ranges whose items are made again */
+	struct ll_ranges lostb; /* the lost blocks, each with the key range it held */
+	struct ll_orphans orph; /* blocks below lost nodes */
+	struct ll_u64s live;	/* the blocks the tree reaches, sorted */
+	bool first_walk;	/* the walk that finds the lost blocks' ranges */
+	uint64_t gen;		/* the lost blocks' newest generation */
 	struct ll_names names;
 	struct ll_inos inos;
 	struct ll_refs refs;
@@ -262,9 +279,15 @@ static int scan_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, i
 	int ret = 0;
 
 	(void)fs, (void)depth;
+	if (l->first_walk) {
+		uint64_t *v = btk_vec_push(&l->live);
+		if (!v)
+			return btk_err(ENOMEM, "out of memory");
+		*v = b->bytenr;
+	}
 	if (btk_block_level(b)) {
-		/* a pointer to a lost leaf: where its range starts */
-		for (uint32_t i = 0; i < btk_block_nritems(b); i++)
+		/* a pointer to a lost block: where its range starts */
+		for (uint32_t i = 0; l->first_walk && i < btk_block_nritems(b); i++)
 			for (size_t j = 0; j < l->r.n; j++)
 				if (btk_node_blockptr(b, (int)i) == l->r.data[j].bytenr) {
 					btk_node_key(b, (int)i, &l->r.data[j].lo);
@@ -296,11 +319,27 @@ static int ref_of(void *ctx, const struct btk_key *rec, const struct btk_extent_
 {
 	struct ll *l = ctx;
 
+	if (h->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) {
+		/* the blocks of the tree: those below a lost node are found among them */
+		if (r->type == BTRFS_SHARED_BLOCK_REF_KEY)
+			for (size_t j = 0; j < l->lostb.n; j++)
+				l->shared += r->parent == l->lostb.data[j].bytenr;
+		if (r->type != BTRFS_TREE_BLOCK_REF_KEY || r->root != l->tree || h->level < 0)
+			return 0;
+		struct ll_orphan *o = btk_vec_push(&l->orph);
+		if (!o)
+			return btk_err(ENOMEM, "out of memory");
+		*o = (struct ll_orphan){
+		    .bytenr = rec->objectid, .gen = h->generation, .level = h->level};
+		return 0;
+	}
 	if (!(h->flags & BTRFS_EXTENT_FLAG_DATA))
 		return 0;
 	if (r->type == BTRFS_SHARED_DATA_REF_KEY) {
-		for (size_t j = 0; j < l->r.n; j++)
-			l->shared += r->parent == l->r.data[j].bytenr;
+		for (size_t j = 0; j < l->lostb.n; j++)
+			l->shared += r->parent == l->lostb.data[j].bytenr;
+		for (size_t j = 0; j < l->orph.n; j++)
+			l->shared += r->parent == l->orph.data[j].bytenr;
 		return 0;
 	}
 	if (r->type != BTRFS_EXTENT_DATA_REF_KEY || r->root != l->tree ||
@@ -470,9 +509,7 @@ static int old_copies(struct ll *l)
 	uint64_t gen = 0;
 	int ret;
 
-	for (size_t i = 0; i < l->r.n; i++)
-		if (l->r.data[i].gen > gen)
-			gen = l->r.data[i].gen;
+	gen = l->gen;
 	struct btk_scan_filter flt = {owner_is, l};
 
 	ret = btk_scan_blocks_filter(l->fs, &flt, &fb, NULL, NULL);
@@ -481,8 +518,10 @@ static int old_copies(struct ll *l)
 		struct btk_block_check chk = {.level = 0, .generation = f->generation};
 		struct btk_block *b;
 		bool lost_one = false;
-		for (size_t j = 0; j < l->r.n; j++)
-			lost_one = lost_one || f->bytenr == l->r.data[j].bytenr;
+		for (size_t j = 0; j < l->lostb.n; j++)
+			lost_one = lost_one || f->bytenr == l->lostb.data[j].bytenr;
+		for (size_t j = 0; j < l->orph.n; j++)
+			lost_one = lost_one || f->bytenr == l->orph.data[j].bytenr;
 		if (f->owner != l->tree || f->level || f->generation >= gen || lost_one)
 			continue;
 		if (btk_block_read(l->fs, f->bytenr, &chk, &b)) {
@@ -531,9 +570,8 @@ static bool dir_ok(const struct ll *l, uint64_t dir)
 	       !btk_inode_item_parse(o->data, o->size, &in) && S_ISDIR(in.mode);
 }
 
-/* Names of inodes that have none left, from the older copies (a DIR_INDEX, or an INODE_REF),
- * whose directory still reads as one. */
-static int old_names(struct ll *l)
+/* One pass of old_names. */
+static int old_names_pass(struct ll *l)
 {
 	int ret = 0;
 
@@ -557,6 +595,8 @@ static int old_names(struct ll *l)
 				continue;
 			ret = name_add(l, k->objectid, loc.objectid, k->offset, e.type, e.name,
 				       e.name_len);
+			if (!ret && !ino_get(l, k->objectid, true))
+				ret = btk_err(ENOMEM, "out of memory");
 		} else if (k->type == BTRFS_INODE_REF_KEY) {
 			struct btk_ref_iter it;
 			struct btk_ref_ent r;
@@ -568,7 +608,24 @@ static int old_names(struct ll *l)
 			    !dir_ok(l, k->offset) || btk_ref_next(&it, &r) != 1)
 				continue;
 			ret = name_add(l, r.parent, k->objectid, r.index, 0, r.name, r.name_len);
+			if (!ret && !ino_get(l, r.parent, true))
+				ret = btk_err(ENOMEM, "out of memory");
 		}
+	}
+	return ret;
+}
+
+/* Names of inodes that have none left, from the older copies (a DIR_INDEX, or an INODE_REF),
+ * whose directory still reads as one, or had a lost item that an older copy has. */
+static int old_names(struct ll *l)
+{
+	size_t had = SIZE_MAX;
+	int ret = 0;
+
+	/* again while names come: a directory that a name just given holds is named next */
+	while (!ret && had != l->names.n) {
+		had = l->names.n;
+		ret = old_names_pass(l);
 	}
 	return ret;
 }
@@ -604,7 +661,7 @@ static int old_put(struct ll *l, const struct ll_old *o, struct ll_done *done)
 static int rebuild(struct ll *l, struct ll_done *done)
 {
 	struct btk_trans *t = l->t;
-	uint64_t root_dir = BTRFS_FIRST_FREE_OBJECTID, gen = l->r.data[0].gen;
+	uint64_t root_dir = BTRFS_FIRST_FREE_OBJECTID, gen = l->gen;
 	struct btk_inode_info top = l->top; /* the owner and times a rebuilt inode takes */
 	int ret = 0;
 
@@ -641,6 +698,9 @@ static int rebuild(struct ll *l, struct ll_done *done)
 	for (size_t i = 0; i < l->refs.n; i++)
 		if (!ino_get(l, l->refs.data[i].ino, true))
 			return btk_err(ENOMEM, "out of memory");
+	struct btk_key top_k = {root_dir, BTRFS_INODE_ITEM_KEY, 0};
+	if (lost(l, &top_k) && !ino_get(l, root_dir, true)) /* a lost root leaf: the top too */
+		return btk_err(ENOMEM, "out of memory");
 	/* names only an older copy still has */
 	if ((ret = old_names(l)))
 		return ret;
@@ -895,7 +955,159 @@ static bool subvolume(uint64_t id)
 
 bool rp_lost_leaf(const struct rp_prob *p)
 {
-	return p->id == BTK_P_TB_UNREADABLE && subvolume(p->tree) && p->nvals && p->vals[0] == 0;
+	return p->id == BTK_P_TB_UNREADABLE && subvolume(p->tree) && p->nvals &&
+	       (int64_t)p->vals[0] >= 0 && (int64_t)p->vals[0] < BTK_MAX_LEVEL;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+static int cmp_orphan(const void *a, const void *b)
+{
+	const struct ll_orphan *x = a, *y = b;
+	int c = (x->b != NULL) - (y->b != NULL);
+
+	return c ? -c : btk_key_cmp(&x->first, &y->first);
+}
+
+static const struct ll_range *lost_block_of(const struct ll *l, const struct btk_key *k)
+{
+	for (size_t i = 0; i < l->lostb.n; i++)
+		if (btk_key_cmp(k, &l->lostb.data[i].lo) >= 0 &&
+		    btk_key_cmp(k, &l->lostb.data[i].hi) < 0)
+			return &l->lostb.data[i];
+	return NULL;
+}
+
+/* The blocks below the lost nodes: every block with a keyed reference from the tree that no
+ * block which reads reaches, whose first key lies in a lost block's range; the leaves among
+ * them are read (their items come back as they are). Sorted: the leaves first, by key. */
+static int orphans(struct ll *l)
+{
+	size_t n = 0;
+
+	btk_vec_sort(&l->live, cmp_u64);
+	for (size_t i = 0; i < l->orph.n; i++) {
+		struct ll_orphan o = l->orph.data[i];
+		struct btk_block_check chk = {.level = o.level, .owner = l->tree};
+		bool skip = btk_vec_bsearch(&l->live, &o.bytenr, cmp_u64) != NULL;
+		for (size_t j = 0; j < l->lostb.n && !skip; j++)
+			skip = o.bytenr == l->lostb.data[j].bytenr;
+		if (skip || btk_block_read(l->fs, o.bytenr, &chk, &o.b)) {
+			btk_err_clear();
+			continue; /* reached, lost itself, or not whole: not one */
+		}
+		uint32_t items = btk_block_nritems(o.b);
+		if (!items) {
+			btk_block_put(o.b);
+			continue;
+		}
+		if (o.level)
+			btk_node_key(o.b, 0, &o.first);
+		else
+			btk_leaf_key(o.b, 0, &o.first);
+		if (!o.level)
+			btk_leaf_key(o.b, (int)items - 1, &o.last);
+		const struct ll_range *lb = lost_block_of(l, &o.first);
+		if (!lb || lb->level <= o.level || (!o.level && lost_block_of(l, &o.last) != lb)) {
+			btk_block_put(o.b);
+			continue; /* not below a lost node */
+		}
+		if (o.level) {
+			btk_block_put(o.b);
+			o.b = NULL;
+		}
+		l->orph.data[n++] = o;
+	}
+	l->orph.n = n;
+	btk_vec_sort(&l->orph, cmp_orphan);
+	for (size_t i = 1; i < l->orph.n && l->orph.data[i].b; i++)
+		if (btk_key_cmp(&l->orph.data[i].first, &l->orph.data[i - 1].last) <= 0)
+			return btk_err(EUCLEAN,
+				       "tree %llu: leaves %llu and %llu below a lost node hold "
+				       "the same keys",
+				       (unsigned long long)l->tree,
+				       (unsigned long long)l->orph.data[i - 1].bytenr,
+				       (unsigned long long)l->orph.data[i].bytenr);
+	return 0;
+}
+
+static void key_succ(struct btk_key *k)
+{
+	if (++k->offset)
+		return;
+	if (++k->type)
+		return;
+	k->objectid++;
+}
+
+/* The ranges whose items are made again: each lost block's, but the keys its orphan leaves
+ * hold (from a leaf's first key to its last). */
+static int gaps(struct ll *l)
+{
+	l->r.n = 0;
+	for (size_t i = 0; i < l->lostb.n; i++) {
+		const struct ll_range *lb = &l->lostb.data[i];
+		struct btk_key cur = lb->lo;
+		for (size_t j = 0; j <= l->orph.n; j++) {
+			const struct ll_orphan *o = j < l->orph.n ? &l->orph.data[j] : NULL;
+			if (o && (!o->b || lost_block_of(l, &o->first) != lb))
+				continue;
+			struct btk_key end = o ? o->first : lb->hi;
+			if (btk_key_cmp(&cur, &end) < 0) {
+				struct ll_range *r = btk_vec_push(&l->r);
+				if (!r)
+					return btk_err(ENOMEM, "out of memory");
+				*r = *lb;
+				r->lo = cur;
+				r->hi = end;
+			}
+			if (o) {
+				cur = o->last;
+				key_succ(&cur);
+			}
+		}
+	}
+	return 0;
+}
+
+/* What the orphan leaves hold, as if it read in the tree. */
+static int scan_orphans(struct ll *l)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < l->orph.n; i++) {
+		const struct btk_block *b = l->orph.data[i].b;
+		for (uint32_t s = 0; b && !ret && s < btk_block_nritems(b); s++) {
+			struct btk_key k;
+			btk_leaf_key(b, (int)s, &k);
+			ret = scan_item(l, &k, btk_leaf_data(b, (int)s), btk_leaf_size(b, (int)s));
+		}
+	}
+	return ret;
+}
+
+/* The orphan blocks leave the extent tree (their keyed references from the tree); the leaves'
+ * items go back into the tree. */
+static int orphans_back(struct ll *l, uint64_t *items)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < l->orph.n; i++) {
+		const struct ll_orphan *o = &l->orph.data[i];
+		ret = btk_tree_block_ref(l->t, o->bytenr, o->level, l->tree, 0, -1, false, o->gen);
+		for (uint32_t s = 0; o->b && !ret && s < btk_block_nritems(o->b); s++) {
+			struct btk_key k;
+			btk_leaf_key(o->b, (int)s, &k);
+			ret = btk_item_insert(l->t, l->tree, &k, btk_leaf_data(o->b, (int)s),
+					      btk_leaf_size(o->b, (int)s));
+			*items += !ret;
+		}
+	}
+	return ret;
 }
 
 int rp_fix_lost_leaf(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
@@ -904,44 +1116,55 @@ int rp_fix_lost_leaf(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 	struct ll l = {.fs = btk_trans_fs(x->t), .t = x->t, .tree = p->tree, .omin = UINT64_MAX};
 	struct ll_done done = {0};
 	struct btk_root root;
+	uint64_t relinked = 0;
+	bool root_lost;
 	int ret;
 
 	if (x->lost_leaves_of == p->tree)
-		return 1; /* this round rebuilt the tree's lost leaves together */
-	/* every lost leaf of the tree, in one go (one may end where the next starts) */
+		return 1; /* this round rebuilt the tree's lost blocks together */
+	x->lost_leaves_of = p->tree;
+	if ((ret = btk_root_find(l.fs, p->tree, &root)))
+		goto out;
+	root_lost = root.bytenr == p->bytenr;
+	/* every lost block of the tree, in one go (one may end where the next starts) */
 	for (size_t i = 0; i < x->all->n; i++) {
 		const struct rp_prob *q = &x->all->data[i];
 		if (!rp_lost_leaf(q) || q->tree != p->tree)
 			continue;
-		struct ll_range *r = btk_vec_push(&l.r);
+		if (root_lost && q->bytenr != root.bytenr)
+			continue; /* below the lost root: found again as orphans, or not at all */
+		struct ll_range *r = btk_vec_push(&l.lostb);
 		if (!r) {
 			ret = btk_err(ENOMEM, "out of memory");
 			goto out;
 		}
 		*r = (struct ll_range){.bytenr = q->bytenr,
+				       .level = (int)q->vals[0],
 				       .lo = {UINT64_MAX, UINT8_MAX, UINT64_MAX},
 				       .hi = {UINT64_MAX, UINT8_MAX, UINT64_MAX}};
+		if (root_lost) {
+			r->lo = (struct btk_key){0, 0, 0};
+			r->gen = root.generation;
+			r->level = root.level;
+		}
 	}
-	x->lost_leaves_of = p->tree;
-	if ((ret = btk_root_find(l.fs, p->tree, &root)))
-		goto out;
-	if (root.bytenr == p->bytenr || !root.level) {
-		ret = btk_err(EUCLEAN,
-			      "tree %llu: its root leaf is lost: nothing left to rebuild "
-			      "it from",
-			      (unsigned long long)p->tree);
-		goto out;
-	}
-	/* the ranges first (the pointers to the lost leaves), then what reads in them */
+	/* the ranges first (the pointers to the lost blocks, the blocks that read), then the
+	 * data and tree block references, then what reads in the ranges */
 	struct btk_walk_ops ops = {.block = scan_block, .on_error = scan_error};
 	l.omin = 0, l.omax = 0; /* nothing collected on the first walk */
-	if ((ret = btk_tree_walk(l.fs, &root, &ops, &l)))
+	l.first_walk = true;
+	l.r = l.lostb; /* the first walk sets their ranges */
+	if (!root_lost && (ret = btk_tree_walk(l.fs, &root, &ops, &l))) {
+		l.r = (struct ll_ranges){0};
 		goto out;
+	}
+	l.r = (struct ll_ranges){0};
+	l.first_walk = false;
 	l.omin = UINT64_MAX;
-	for (size_t i = 0; i < l.r.n; i++) {
-		const struct ll_range *r = &l.r.data[i];
+	for (size_t i = 0; i < l.lostb.n; i++) {
+		const struct ll_range *r = &l.lostb.data[i];
 		if (r->lo.objectid == UINT64_MAX && r->lo.type == UINT8_MAX) {
-			ret = btk_err(ENOENT, "tree %llu: no pointer to lost leaf %llu",
+			ret = btk_err(ENOENT, "tree %llu: no pointer to lost block %llu",
 				      (unsigned long long)p->tree, (unsigned long long)r->bytenr);
 			goto out;
 		}
@@ -949,44 +1172,65 @@ int rp_fix_lost_leaf(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 			l.omin = r->lo.objectid;
 		if (r->hi.objectid > l.omax)
 			l.omax = r->hi.objectid;
+		if (r->gen > l.gen)
+			l.gen = r->gen;
 	}
+	if ((ret = scan_refs(&l)) || (ret = orphans(&l)) || (ret = gaps(&l)))
+		goto out;
 	l.names.n = l.inos.n = l.modes.n = 0;
 	l.max_ino = l.top_max_idx = l.lf_max_idx = 0;
 	l.top_has_lf = false;
 	l.lf_ino = 0;
-	if ((ret = btk_tree_walk(l.fs, &root, &ops, &l)) || (ret = scan_refs(&l)) ||
-	    (ret = old_copies(&l)))
+	if ((!root_lost && (ret = btk_tree_walk(l.fs, &root, &ops, &l))) ||
+	    (ret = scan_orphans(&l)) || (ret = old_copies(&l)))
 		goto out;
+	btk_vec_sort(&l.modes, cmp_u64); /* orphan leaves' inode items come after the walk's */
 	if (l.shared) {
 		ret = btk_err(EOPNOTSUPP,
-			      "tree %llu: %llu data reference(s) name a lost leaf by its address "
-			      "(a snapshot shares it): which inodes they belong to is not known",
+			      "tree %llu: %llu reference(s) name a lost block or one below it by "
+			      "its address (a snapshot shares it): which inodes they belong to is "
+			      "not known",
 			      (unsigned long long)p->tree, (unsigned long long)l.shared);
 		goto out;
 	}
-	/* the leaves leave their parents; then their items come back */
-	for (size_t i = 0; i < l.r.n; i++) {
-		ret = btk_tree_drop_lost(x->t, p->tree, &l.r.data[i].lo, 0, l.r.data[i].bytenr);
+	/* the lost blocks leave their parents (a lost root: the tree starts again empty), the
+	 * blocks below them the extent tree; then their items come back */
+	for (size_t i = 0; i < l.lostb.n; i++) {
+		const struct ll_range *r = &l.lostb.data[i];
+		if (root_lost) {
+			ret = btk_tree_restart(x->t, p->tree);
+			if (!ret)
+				ret = btk_tree_block_ref(x->t, r->bytenr, r->level, p->tree, 0, -1,
+							 false, r->gen);
+		} else {
+			ret = btk_tree_drop_lost(x->t, p->tree, &r->lo, r->level, r->bytenr);
+		}
 		if (ret == 1)
-			ret = btk_err(ENOENT, "tree %llu: lost leaf %llu not reached",
-				      (unsigned long long)p->tree,
-				      (unsigned long long)l.r.data[i].bytenr);
+			ret = btk_err(ENOENT, "tree %llu: lost block %llu not reached",
+				      (unsigned long long)p->tree, (unsigned long long)r->bytenr);
 		if (ret)
 			goto out;
 	}
-	if ((ret = rebuild(&l, &done)))
+	if ((ret = orphans_back(&l, &relinked)) || (ret = rebuild(&l, &done)))
 		goto out;
-	snprintf(before, cap, "%zu lost leaf/leaves from key (%llu %u %llu)", l.r.n,
-		 (unsigned long long)l.r.data[0].lo.objectid, l.r.data[0].lo.type,
-		 (unsigned long long)l.r.data[0].lo.offset);
+	snprintf(before, cap, "%zu lost block(s) from key (%llu %u %llu)", l.lostb.n,
+		 (unsigned long long)l.lostb.data[0].lo.objectid, l.lostb.data[0].lo.type,
+		 (unsigned long long)l.lostb.data[0].lo.offset);
 	/* (before and after are short: 96 bytes) */
 	snprintf(after, cap,
-		 "%llu inodes, %llu names, %llu extents back (%llu items old), %llu in lost+found",
-		 (unsigned long long)done.inodes, (unsigned long long)done.names,
-		 (unsigned long long)done.extents, (unsigned long long)done.from_old,
-		 (unsigned long long)done.lost_found);
+		 "%llu items kept, %llu inodes, %llu names, %llu extents back (%llu old), %llu "
+		 "in lost+found",
+		 (unsigned long long)relinked, (unsigned long long)done.inodes,
+		 (unsigned long long)done.names, (unsigned long long)done.extents,
+		 (unsigned long long)done.from_old, (unsigned long long)done.lost_found);
 out:
 	btk_vec_free(&l.r);
+	btk_vec_free(&l.lostb);
+	for (size_t i = 0; i < l.orph.n; i++)
+		if (l.orph.data[i].b)
+			btk_block_put(l.orph.data[i].b);
+	btk_vec_free(&l.orph);
+	btk_vec_free(&l.live);
 	btk_vec_free(&l.names);
 	btk_vec_free(&l.inos);
 	btk_vec_free(&l.refs);

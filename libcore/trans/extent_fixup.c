@@ -97,7 +97,7 @@ int btk_extent_record_drop(struct btk_trans *t, const struct btk_key *key, bool 
 	return 0;
 }
 
-int btk_tree_reset(struct btk_trans *t, uint64_t id)
+static int tree_reset(struct btk_trans *t, uint64_t id, bool subvolume_ok)
 {
 	struct btk_wroot *wr = btk_wroot_get(t->w, id);
 	struct btk_root_item ri;
@@ -110,8 +110,8 @@ int btk_tree_reset(struct btk_trans *t, uint64_t id)
 	}
 	if (!wr || !wr->in_root_tree)
 		return btk_err(ENOENT, "tree %llu has no root item", (unsigned long long)id);
-	if (id == BTRFS_FS_TREE_OBJECTID ||
-	    (id >= BTRFS_FIRST_FREE_OBJECTID && id <= BTRFS_LAST_FREE_OBJECTID))
+	if (!subvolume_ok && (id == BTRFS_FS_TREE_OBJECTID ||
+			      (id >= BTRFS_FIRST_FREE_OBJECTID && id <= BTRFS_LAST_FREE_OBJECTID)))
 		return btk_err(EINVAL, "tree %llu is a subvolume: not emptied this way",
 			       (unsigned long long)id);
 	wroot_item(wr, &ri);
@@ -122,6 +122,16 @@ int btk_tree_reset(struct btk_trans *t, uint64_t id)
 		return ret;
 	wr->item_dirty = true;
 	return 0;
+}
+
+int btk_tree_reset(struct btk_trans *t, uint64_t id)
+{
+	return tree_reset(t, id, false);
+}
+
+int btk_tree_restart(struct btk_trans *t, uint64_t id)
+{
+	return tree_reset(t, id, true);
 }
 
 int btk_tree_set_root(struct btk_trans *t, uint64_t id, uint64_t bytenr, int level)

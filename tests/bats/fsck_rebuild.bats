@@ -512,27 +512,34 @@ assert r["result"] == "rescued" and r["data_reloc_summary"] == {"rebuilt": True,
 	both_clean "$IMG"
 }
 
-# leafimg: $IMG, a btk-mkfs image (dup metadata) of 4 directories of 60 files each, most of them
-# larger than a sector (regular extents), a few small enough to be inline; its FS_TREE has many
-# leaves
-leafimg() {
-	local d=$BATS_FILE_TMPDIR/leafsrc
+# srcimg NAME SEED FILES MIN MAX [MKFS OPTION...]: $IMG, a btk-mkfs image (dup metadata) of 4
+# directories of FILES files each of MIN to MAX random bytes, one in ten (the fourth) small
+# enough to be inline when MIN > 4096
+srcimg() {
+	local d=$BATS_FILE_TMPDIR/$1src
 	if [ ! -d "$d" ]; then
 		python3 -c '
 import os, random, sys
-random.seed(11)
+random.seed(int(sys.argv[2]))
+lo, hi = int(sys.argv[4]), int(sys.argv[5])
 for d in range(4):
     os.makedirs(f"{sys.argv[1]}/d{d}")
-    for i in range(60):
-        n = random.randint(300, 1500) if i % 10 == 3 else random.randint(5000, 50000)
+    for i in range(int(sys.argv[3])):
+        n = random.randint(300, 1500) if i % 10 == 3 and lo > 4096 else random.randint(lo, hi)
         open(f"{sys.argv[1]}/d{d}/file{i:03d}", "wb").write(os.urandom(n))
-' "$d"
+' "$d" "$2" "$3" "$4" "$5"
 	fi
-	IMG=$BATS_TEST_TMPDIR/leaf.img
+	IMG=$BATS_TEST_TMPDIR/$1.img
 	rm -f "$IMG"
 	truncate -s 300M "$IMG"
-	"$BTK_BUILD/bin/btk-mkfs" -q -f -m dup -d single --rootdir "$d" "$IMG" >/dev/null
+	"$BTK_BUILD/bin/btk-mkfs" -q -f -m dup -d single "${@:6}" --rootdir "$d" "$IMG" >/dev/null
 	cp --sparse=always "$IMG" "$IMG.orig"
+}
+
+# leafimg: 4 directories of 60 files, most of them larger than a sector (regular extents), a
+# few small enough to be inline; its FS_TREE has many leaves
+leafimg() {
+	srcimg leaf 11 60 5000 50000
 }
 
 @test "repair: a leaf of the fs tree lost on every copy (first, middle, last): dropped and rebuilt from the names and data references left; both checkers clean; every file with data outside the leaf back with its name and content" {
@@ -551,7 +558,7 @@ for d in range(4):
 		[ "$status" = 4 ] || { show_err; return 1; }
 		btk_run 180 "$FSCK" --repair --no-undo "$IMG"
 		[ "$status" = 1 ] || { echo "leaf $leaf" >&2; show_err; cat "$BTK_OUT" >&2; return 1; }
-		grep -Eq "^FIXED: \[E0606 tb-unreadable\] tree 5 bytenr $leaf: 1 lost leaf/leaves from key \([0-9]+ [0-9]+ [0-9]+\) -> [0-9]+ inodes, [0-9]+ names, [0-9]+ extents back \([0-9]+ items old\), [0-9]+ in lost\+found$" "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+		grep -Eq "^FIXED: \[E0606 tb-unreadable\] tree 5 bytenr $leaf: 1 lost block\(s\) from key \([0-9]+ [0-9]+ [0-9]+\) -> 0 items kept, [0-9]+ inodes, [0-9]+ names, [0-9]+ extents back \([0-9]+ old\), [0-9]+ in lost\+found$" "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
 		grep -q ', 0 left$' "$BTK_OUT"
 		both_clean "$IMG"
 		line=$(python3 "$BATS_TEST_DIRNAME/../lib/lost_leaf.py" "$BTK_BUILD" "$IMG.orig" "$leaf" "$IMG")
@@ -567,6 +574,69 @@ for d in range(4):
 	local leaf
 	leaf=$(python3 "$BATS_TEST_DIRNAME/../lib/lost_leaf.py" "$BTK_BUILD" "$IMG.orig" --leaves | sed -n 3p)
 	cuts repair "zero:$leaf"
+}
+
+# nodeimg: 4 KiB nodes, 4 directories of 330 files (most a sector and more): its FS_TREE has three
+# levels
+nodeimg() {
+	srcimg node 7 330 4200 6000 -n 4096
+}
+
+@test "repair: a lost node of the fs tree (a level-1 node, the level-2 root; every copy): the leaves below it are found by their extent records and their items come back; both checkers clean; every file back with its name and content" {
+	require_btk fsck debug image
+	require_tool btrfs
+	nodeimg
+	local root mid node
+	root=$("$BTK_BUILD/bin/btk-debug" tree -t 5 "$IMG.orig" | awk '/^node [0-9]+ level 2/ { print $2; exit }')
+	mid=$("$BTK_BUILD/bin/btk-debug" tree -t 5 "$IMG.orig" | awk '/^node [0-9]+ level 1/ { n++; if (n == 2) { print $2; exit } }')
+	[ -n "$root" ] && [ -n "$mid" ] || { echo "no three levels" >&2; return 1; }
+	"$BTK_BUILD/bin/btk-image" get -r "$IMG.orig" / "$BATS_TEST_TMPDIR/a" >/dev/null
+	for node in "$mid" "$root"; do
+		cp --sparse=always "$IMG.orig" "$IMG"
+		"$SMASH" zero "$node" "$IMG" >/dev/null
+		btk_run 60 "$FSCK" -q "$IMG"
+		[ "$status" = 4 ] || { show_err; return 1; }
+		btk_run 180 "$FSCK" --repair --no-undo "$IMG"
+		[ "$status" = 1 ] || { echo "node $node" >&2; show_err; cat "$BTK_OUT" >&2; return 1; }
+		grep -Eq "^FIXED: \[E0606 tb-unreadable\] tree 5 bytenr $node: 1 lost block\(s\) from key \([0-9]+ [0-9]+ [0-9]+\) -> [1-9][0-9]* items kept, 0 inodes, 0 names, 0 extents back \(0 old\), 0 in lost\+found$" "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+		grep -q ', 0 left$' "$BTK_OUT"
+		both_clean "$IMG"
+		rm -rf "$BATS_TEST_TMPDIR/b"
+		"$BTK_BUILD/bin/btk-image" get -r "$IMG" / "$BATS_TEST_TMPDIR/b" >/dev/null
+		diff -r "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
+	done
+}
+
+@test "repair: the lost root leaf of a subvolume (every copy): the tree starts again from the data references; both checkers clean; every file with data outside the leaf in lost+found with its content" {
+	require_btk fsck debug image
+	require_tool btrfs
+	local d=$BATS_TEST_TMPDIR/rsrc i root
+	mkdir -p "$d/dir"
+	for i in 1 2 3 4 5; do head -c $((i * 5000)) /dev/urandom >"$d/dir/f$i"; done
+	echo inline >"$d/small"
+	IMG=$BATS_TEST_TMPDIR/root.img
+	truncate -s 200M "$IMG"
+	"$BTK_BUILD/bin/btk-mkfs" -q -f -m dup --rootdir "$d" "$IMG" >/dev/null
+	root=$("$BTK_BUILD/bin/btk-debug" tree -t 5 "$IMG" | awk '/^leaf [0-9]+ items/ { print $2; exit }')
+	[ "$("$BTK_BUILD/bin/btk-debug" tree -t 5 "$IMG" | grep -c '^leaf [0-9]* items')" = 1 ]
+	"$SMASH" zero "$root" "$IMG" >/dev/null
+	btk_run 180 "$FSCK" --repair --no-undo "$IMG"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -Eq "^FIXED: \[E0606 tb-unreadable\] tree 5 bytenr $root: 1 lost block\(s\) from key \(0 0 0\) -> 0 items kept, [0-9]+ inodes, [0-9]+ names, 5 extents back \(0 old\), 5 in lost\+found$" "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	both_clean "$IMG"
+	"$BTK_BUILD/bin/btk-image" get -r "$IMG" / "$BATS_TEST_TMPDIR/b" >/dev/null
+	(cd "$d/dir" && sha256sum f* | awk '{ print $1 }' | sort) >"$BATS_TEST_TMPDIR/want"
+	(cd "$BATS_TEST_TMPDIR/b/lost+found" && sha256sum * | awk '{ print $1 }' | sort) >"$BATS_TEST_TMPDIR/got"
+	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
+}
+
+@test "repair: a lost root node of the fs tree: a power cut at every write leaves the old filesystem or the rebuilt one; SIGINT exits 32 with the old one" {
+	require_btk fsck debug
+	leafimg
+	local node
+	node=$("$BTK_BUILD/bin/btk-debug" tree -t 5 "$IMG.orig" | awk '/^node [0-9]+ level 1/ { print $2; exit }')
+	[ -n "$node" ]
+	cuts repair "zero:$node"
 }
 
 # snapshots IMG: a snapshot and a read-only one of the top subvolume, then both sides changed

@@ -343,14 +343,39 @@ static void test_blockdev_truncate(void **state)
 	btk_dev_close(f);
 }
 
+static int zero_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
+{
+	(void)dev, (void)off;
+	memset(buf, 0, len);
+	return 0;
+}
+
+/* A backend with only pread: a flush has nothing to do, and a write fails EROFS (even when
+ * the handle says writable) instead of calling through NULL. */
+static void test_read_only_backend(void **state)
+{
+	static const struct btk_dev_ops ops = {.pread = zero_pread};
+	struct btk_dev *dev;
+	uint8_t b[16];
+	(void)state;
+
+	assert_int_equal(btk_dev_new("ro0", &ops, NULL, &dev), 0);
+	dev->size = sizeof(b);
+	assert_int_equal(btk_dev_read(dev, b, sizeof(b), 0), 0);
+	assert_int_equal(btk_dev_flush(dev), 0);
+	assert_int_equal(btk_dev_write(dev, b, sizeof(b), 0), -EROFS);
+	dev->writable = true;
+	assert_int_equal(btk_dev_write(dev, b, sizeof(b), 0), -EROFS);
+	assert_int_equal(dev->stats.writes, 0);
+	btk_dev_close(dev);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_file_ops),
-	    cmocka_unit_test(test_view),
-	    cmocka_unit_test(test_mem),
-	    cmocka_unit_test(test_faulty_budget),
-	    cmocka_unit_test(test_blockdev_truncate),
+	    cmocka_unit_test(test_file_ops),	  cmocka_unit_test(test_view),
+	    cmocka_unit_test(test_mem),		  cmocka_unit_test(test_read_only_backend),
+	    cmocka_unit_test(test_faulty_budget), cmocka_unit_test(test_blockdev_truncate),
 	    cmocka_unit_test(test_blockdev_ops),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
