@@ -300,6 +300,16 @@ static inline int btk_key_cmp(const struct btk_key *a, const struct btk_key *b)
 		   ?: btk_cmp_u64(a->offset, b->offset);
 }
 
+/* *k becomes the next key in key order (offset, then type, then objectid carried). */
+static inline void btk_key_after(struct btk_key *k)
+{
+	if (++k->offset)
+		return;
+	if (++k->type)
+		return;
+	k->objectid++;
+}
+
 /* Byte offset of superblock mirror i (0, 1, 2): 64 KiB, 64 MiB, 256 GiB. */
 static inline uint64_t btk_super_offset(int mirror)
 {

@@ -493,6 +493,10 @@ int btk_tree_restart(struct btk_trans *t, uint64_t id);
  * complement of the extent records): after btk_tree_reset of the free-space tree, they fill
  * the empty tree. false when the filesystem has no free-space tree (nothing to write). */
 bool btk_fst_mark_all(struct btk_trans *t);
+/* Whether the free-space tree reads whole and says exactly what btk_fst_mark_all would make
+ * the commit write: every block group's info and its free ranges (as extents, or as a bitmap's
+ * runs), nothing else. false without a free-space tree. */
+bool btk_fst_matches(struct btk_trans *t);
 /* Makes the commit write new superblocks although nothing else changes (the root tree is
  * copied): a v1 space cache is then invalidated, a dropped log forgotten. */
 int btk_trans_touch(struct btk_trans *t);
