@@ -188,9 +188,11 @@ static void super_text(const struct step_ctx *c)
 			printf("superblocks: every copy equal to the best one\n");
 		return;
 	}
-	printf("superblocks: %d cop%s, %d rewritten from copy %d (generation %llu)\n", r->copies,
-	       r->copies == 1 ? "y" : "ies", r->rewritten, r->source_mirror,
-	       (unsigned long long)r->generation);
+	printf("superblocks: %d cop%s, %d rewritten from copy %d", r->copies,
+	       r->copies == 1 ? "y" : "ies", r->rewritten, r->source_mirror);
+	if (r->merged_part) /* no copy opened alone */
+		printf(" with the %s of copy %d", r->merged_part, r->merged_donor);
+	printf(" (generation %llu)\n", (unsigned long long)r->generation);
 }
 
 static void super_json_summary(const struct step_ctx *c, int ret)
@@ -200,8 +202,14 @@ static void super_json_summary(const struct step_ctx *c, int ret)
 	if (ret)
 		return;
 	printf(", \"super_summary\": {\"copies\": %d, \"rewritten\": %d, \"source_copy\": %d, "
-	       "\"generation\": %llu}",
+	       "\"generation\": %llu",
 	       r->copies, r->rewritten, r->source_mirror, (unsigned long long)r->generation);
+	if (r->merged_part) {
+		printf(", \"merged\": {\"part\": ");
+		btk_json_cstr(stdout, r->merged_part);
+		printf(", \"from_copy\": %d}", r->merged_donor);
+	}
+	putchar('}');
 }
 
 static void on_log_inode(void *ctx, uint64_t root, uint64_t ino, uint64_t parent, const char *name,
@@ -372,9 +380,13 @@ static void tree_text(const struct step_ctx *c)
 		printf("uuid tree: current, and holds exactly the %llu item(s) of the root items' "
 		       "uuids: nothing rebuilt\n",
 		       (unsigned long long)r->items);
-	else if (!r->rebuilt)
+	else if (!r->rebuilt && which == RESCUE_RELOC)
 		printf("data relocation tree: as mkfs makes it (its top directory alone): nothing "
 		       "rebuilt\n");
+	else if (!r->rebuilt)
+		printf(
+		    "free-space tree: says exactly the free space of the extent records: nothing "
+		    "rebuilt\n");
 	else if (which == RESCUE_UUID)
 		printf("uuid tree rebuilt from the root items (%llu old block(s) dropped): %llu "
 		       "item(s)\n",
@@ -416,9 +428,8 @@ static int quota_run(struct step_ctx *c)
 	const struct btk_quota_rescan_result *r = &c->r.quota;
 	int ret = btk_quota_rescan(c->devs, c->ndevs, c->oo, &c->r.quota);
 
-	/* counted right already: the commit changed no number and no flag */
-	c->changed = !ret && (r->changed || r->created || r->was_inconsistent ||
-			      r->was_rescanning || r->recreated);
+	/* counted right already: nothing was written */
+	c->changed = !ret && r->rescanned;
 	return ret;
 }
 
@@ -426,6 +437,12 @@ static void quota_text(const struct step_ctx *c)
 {
 	const struct btk_quota_rescan_result *r = &c->r.quota;
 
+	if (!r->rescanned) {
+		printf("quotas: every one of the %llu qgroup(s) counted right already: nothing "
+		       "written\n",
+		       (unsigned long long)r->qgroups);
+		return;
+	}
 	if (r->recreated)
 		printf("quota tree recreated (%llu old block(s) dropped: %s): its limits, "
 		       "higher-level qgroups and their relations are lost\n",
@@ -442,7 +459,7 @@ static void quota_text(const struct step_ctx *c)
 static void quota_json_summary(const struct step_ctx *c, int ret)
 {
 	const struct btk_quota_rescan_result *r = &c->r.quota;
-	bool done = !ret;
+	bool done = !ret && r->rescanned;
 
 	printf("\"quota_summary\": {\"rescanned\": %s, \"qgroups\": %llu, \"changed\": %llu, "
 	       "\"created\": %llu, \"was_inconsistent\": %s, \"was_rescanning\": %s, "

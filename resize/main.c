@@ -22,7 +22,7 @@
 #include <time.h>
 
 struct opts {
-	int minimum, print_min, dry_run, progress, json, force, quiet, no_repack;
+	int minimum, print_min, dry_run, progress, json, force, quiet, no_repack, no_split;
 	const char *size_arg;
 	char *size_copy; /* size_arg when it came from devs: freed by main */
 	const char **devs;
@@ -123,6 +123,9 @@ static int parse_args(int argc, const char **argv, struct opts *o)
 	    {"json", 0, POPT_ARG_NONE, &o->json, 0, "print the result as JSON", NULL},
 	    {"no-repack", 0, POPT_ARG_NONE, &o->no_repack, 0,
 	     "move, cut and empty chunks only (no repacking: less moved, a larger minimum)", NULL},
+	    {"no-split", 0, POPT_ARG_NONE, &o->no_split, 0,
+	     "never split a chunk for its parts to move apart (fewer chunks, a larger minimum)",
+	     NULL},
 	    {"force", 'f', POPT_ARG_NONE, &o->force, 0,
 	     "resize even with a converted filesystem's image (ext2_saved)", NULL},
 	    {"quiet", 'q', POPT_ARG_NONE, &o->quiet, 0, "print nothing on success", NULL},
@@ -248,6 +251,12 @@ static void print_json(const struct opts *o, const struct btk_resize_plan *p,
 			       "}",
 			       i ? ", " : "", p->cuts[i].logical, p->cuts[i].from_len,
 			       p->cuts[i].to_len);
+		printf("], \"pieces\": [");
+		for (int i = 0; i < p->npieces; i++)
+			printf("%s{\"chunk\": %" PRIu64 ", \"kind\": \"%s\", \"length\": %" PRIu64
+			       ", \"at\": %" PRIu64 ", \"round\": %d}",
+			       i ? ", " : "", p->pieces[i].logical, kind(p->pieces[i].type),
+			       p->pieces[i].len, p->pieces[i].at, p->pieces[i].round);
 		printf("], \"bytes_relocated\": %" PRIu64 ", \"emptied\": [", p->bytes_relocated);
 		for (int i = 0; i < p->nempty; i++)
 			printf("%s%" PRIu64, i ? ", " : "", p->empties[i]);
@@ -347,6 +356,11 @@ static void print_text(const struct opts *o, const struct btk_resize_plan *p,
 		       p->cuts[i].from_len, p->cuts[i].to_len);
 	if (p->empty_first)
 		print_empties(o, p);
+	for (int i = 0; i < p->npieces; i++)
+		printf("%s %s chunk %" PRIu64 " of %" PRIu64 " bytes at %" PRIu64
+		       " (its parts move apart)\n",
+		       o->dry_run ? "would split" : "split", kind(p->pieces[i].type),
+		       p->pieces[i].logical, p->pieces[i].len, p->pieces[i].at);
 	for (int i = 0; i < p->nmoves; i++) {
 		const struct btk_resize_move *m = &p->moves[i];
 		printf("%s %s chunk %" PRIu64 " stripe %d: %" PRIu64 " bytes from %" PRIu64
@@ -458,7 +472,8 @@ static int run(struct opts *o)
 	if (btk_resize_plan(
 		fs, o->arg.devid, size,
 		(o->minimum || o->print_min || o->dry_run || o->json ? BTK_RESIZE_FIND_MIN : 0) |
-		    (o->no_repack ? BTK_RESIZE_NO_REPACK : 0),
+		    (o->no_repack ? BTK_RESIZE_NO_REPACK : 0) |
+		    (o->no_split ? BTK_RESIZE_NO_SPLIT : 0),
 		&plan)) {
 		cli_err("%s", btk_errmsg());
 		goto out;

@@ -11,11 +11,14 @@ static __thread void *thread_ctx;
 
 int btk_err(int errnum, const char *fmt, ...)
 {
+	char m[sizeof(errbuf)];
 	va_list ap;
 
+	/* formatted apart: an argument may be btk_errmsg() itself (the cause quoted) */
 	va_start(ap, fmt);
-	vsnprintf(errbuf, sizeof(errbuf), fmt, ap);
+	vsnprintf(m, sizeof(m), fmt, ap);
 	va_end(ap);
+	memcpy(errbuf, m, strlen(m) + 1);
 	return -errnum;
 }
 

@@ -1,6 +1,7 @@
 /* check_fst.c — the free space tree must be exactly the complement of the extents (and of the
  * superblock stripes) inside each block group. */
 #include "check/check_priv.h"
+#include "format/free_space.h"
 
 #include <stdlib.h>
 
@@ -20,17 +21,8 @@ static void bitmap_runs(struct chk *c, const struct btk_key *k, const uint8_t *p
 		chk_rep(c, CHK_M_FS_BITMAP_SIZE, 10, leaf, k, CHK_U(((bits + 7) / 8)), CHK_U(sz));
 		return;
 	}
-	for (uint64_t i = 0; i < bits;) {
-		if (!(p[i / 8] & (1U << (i % 8)))) {
-			i++;
-			continue;
-		}
-		uint64_t j = i;
-		while (j < bits && (p[j / 8] & (1U << (j % 8))))
-			j++;
-		chk_fst_push_free(c, k->objectid + i * ss, (j - i) * ss);
-		i = j;
-	}
+	for (uint64_t i = 0, n; btk_fst_bitmap_run(p, bits, &i, &n); i += n)
+		chk_fst_push_free(c, k->objectid + i * ss, n * ss);
 }
 
 /* A free space extent or bitmap must lie in the block group of the FREE_SPACE_INFO before it

@@ -300,8 +300,8 @@ static inline int btk_key_cmp(const struct btk_key *a, const struct btk_key *b)
 		   ?: btk_cmp_u64(a->offset, b->offset);
 }
 
-/* *k becomes the next key after it in key order (the last key wraps to the first). */
-static inline void btk_key_succ(struct btk_key *k)
+/* *k becomes the next key in key order (offset, then type, then objectid carried). */
+static inline void btk_key_after(struct btk_key *k)
 {
 	if (++k->offset)
 		return;

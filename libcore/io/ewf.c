@@ -176,10 +176,8 @@ static bool ewf_fetch(struct ewf *x, uint64_t c, uint8_t *buf, struct ewf_stored
 		return false;
 	}
 	st->r = (size_t)r;
-	if (st->compressed)
-		x->deflated++;
-	else
-		x->plain++;
+	/* atomic: btk_dev_ranges_equal looks at them without the lock */
+	__atomic_add_fetch(st->compressed ? &x->deflated : &x->plain, 1, __ATOMIC_RELAXED);
 	return true;
 }
 
@@ -260,10 +258,12 @@ static struct ewf_slot *ewf_slot_get(struct ewf *x, uint64_t c)
 		s->data = k->raw;
 		k->raw = t;
 	}
-	if (ok) {
+	if (ok && st.compressed) {
 		pthread_mutex_unlock(&x->mu);
-		ok = ewf_unpack(x, k->dec, st.compressed ? k->raw : s->data, &st, s->data, s->len);
+		ok = ewf_unpack(x, k->dec, k->raw, &st, s->data, s->len);
 		pthread_mutex_lock(&x->mu);
+	} else if (ok) { /* a stored chunk's checksum: less than handing the lock over */
+		ok = ewf_unpack(x, k->dec, s->data, &st, s->data, s->len);
 	}
 	s->state = ok ? SLOT_READY : SLOT_EMPTY;
 	if (!ok)
@@ -281,10 +281,12 @@ static bool ewf_chunk_into(struct ewf *x, uint64_t c, uint8_t *dst)
 	struct ewf_stored st;
 	bool ok = ewf_fetch(x, c, k->raw, &st);
 
-	if (ok) {
+	if (ok && st.compressed) {
 		pthread_mutex_unlock(&x->mu);
 		ok = ewf_unpack(x, k->dec, k->raw, &st, dst, chunk_len(x, c));
 		pthread_mutex_lock(&x->mu);
+	} else if (ok) {
+		ok = ewf_unpack(x, k->dec, k->raw, &st, dst, chunk_len(x, c));
 	}
 	put_ctx(x, k);
 	return ok;
@@ -368,11 +370,11 @@ static int ewf_ranges_equal(struct btk_dev *dev, uint64_t a, uint64_t b, uint64_
 
 	/* the chunks of both ranges must pair up (the same offsets inside them): DUP copies of
 	 * a tree block lie at stripe offsets far more aligned than a chunk */
-	if (!x->csize || !x->cmp[0] || a % x->csize != b % x->csize)
-		return 0;
+	if (!x->csize || !x->cmp[0] || a % x->csize != b % x->csize ||
+	    (!__atomic_load_n(&x->deflated, __ATOMIC_RELAXED) &&
+	     __atomic_load_n(&x->plain, __ATOMIC_RELAXED) >= 64))
+		return 0; /* no chunk deflated yet: an E01 made without compression */
 	pthread_mutex_lock(&x->mu);
-	if (!x->deflated && x->plain >= 64)
-		same = 0; /* no chunk deflated yet: an E01 made without compression */
 	for (uint64_t c = a / x->csize, d = b / x->csize; same && c <= (a + len - 1) / x->csize;
 	     c++, d++)
 		same = chunks_same(x, c, d);

@@ -9,7 +9,9 @@
  * reports is exactly what a shrink to the minimum reaches.
  *
  * When whole stripes cannot get below the size, the free tails of SINGLE/DUP data and
- * metadata chunks are cut (resize_cut.c; metadata keeps the kernel's reserve), or the chunks
+ * metadata chunks are cut (resize_cut.c; metadata keeps the kernel's reserve), and a stripe
+ * that then fits no hole has its chunk split in two where no extent crosses, its tail fitting
+ * the largest hole below (btk_chunk_split; nothing is copied but whole stripes), or the chunks
  * past it are emptied instead: each extent in them is copied into the free space of the
  * chunks that stay and every reference is rewritten through the back references
  * (relocate_int.h, reloc_*.c), then they go. When neither reaches it, chunks are emptied so
@@ -55,6 +57,14 @@ struct btk_resize_new {
 	int run; /* the repacking run that makes it (0: the system chunk's new home) */
 };
 
+/* A chunk split in two before the stripes move (btk_chunk_split): its part from `at` on
+ * becomes a chunk of its own at logical + at, which moves apart from the rest (into a hole
+ * the whole chunk does not fit in). */
+struct btk_resize_piece {
+	uint64_t logical, type, len, at;
+	int round; /* split before the moves of this round */
+};
+
 struct btk_resize_plan {
 	uint64_t devid;
 	uint64_t old_size; /* the device's size in its dev item */
@@ -89,6 +99,11 @@ struct btk_resize_plan {
 	struct btk_resize_new *news;
 	int nnew;
 	size_t capsplits, capnew;
+	/* chunks split in two (in this order, a transaction before the moves of their round) so
+	 * that their parts move into holes apart */
+	struct btk_resize_piece *pieces;
+	int npieces;
+	size_t cappieces;
 };
 
 /* The least devid can hold whatever its chunks: the bytes of the extents on it (shared ones
@@ -125,6 +140,7 @@ int btk_resize_refusals(struct btk_fs *fs, bool force);
  * minimum (the message says the minimum), -EINVAL size too small to hold a superblock, -ENOMEM. */
 #define BTK_RESIZE_FIND_MIN  1u /* search for the minimum even when the size needs no move */
 #define BTK_RESIZE_NO_REPACK 2u /* move, cut and empty only: no repacking (less moved) */
+#define BTK_RESIZE_NO_SPLIT  4u /* no chunk split for its parts to move apart */
 int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned flags,
 		    struct btk_resize_plan *plan);
 void btk_resize_plan_free(struct btk_resize_plan *plan);

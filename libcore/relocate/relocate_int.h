@@ -39,10 +39,16 @@ uint64_t rl_class_of(uint64_t type);
 int rl_layout_load(const struct btk_fs *fs, uint64_t devid, struct rl_layout *l);
 /* Where the last stripe ends (at least 1 MiB: the reserved start of every device). */
 uint64_t rl_layout_end(const struct rl_layout *l);
+struct rl_usage;
 /* Moves stripes as the planner does (resize_plan.c) until the layout ends at or below
  * target (0: as far as it goes), recording each move in p when p is set; moves start in
  * round `round`. */
 int rl_compact(struct rl_layout *l, uint64_t target, int round, struct btk_resize_plan *p);
+/* rl_compact that, where the stripe ending last fits no hole, splits its chunk (a SINGLE, DUP
+ * or RAID1 data or metadata chunk) where no extent of use crosses, so that the tail fits the
+ * largest hole below it (recorded in p->pieces when p is set), and goes on. */
+int rl_compact_split(struct btk_fs *fs, const struct rl_usage *use, struct rl_layout *l,
+		     uint64_t target, int round, struct btk_resize_plan *p);
 
 /* Chunks whose free tail may be cut (SINGLE/DUP data and metadata), and the length they can be
  * cut to. */
@@ -178,17 +184,18 @@ int rl_remove_chunks(struct btk_trans *t, const struct rl_empty *e);
 int rl_cut_chunks(struct btk_fs *fs, const struct rl_empty *e);
 
 /* Repacking (resize_repack.c). Whether devid can be shrunk to target by repacking (and the
- * plan, into p when set): *fits. */
+ * plan, into p when set): *fits. split: data chunks may be split for the stripe moves after
+ * it (rl_compact_split). */
 int rl_repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
-	      struct btk_resize_plan *p, bool *fits);
+	      bool split, struct btk_resize_plan *p, bool *fits);
 /* Where the device ends once a repacking to target is done and the stripes are moved whole as
  * far as they go (0: the repacking does not reach target). */
 int rl_repack_end(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
-		  uint64_t *end);
+		  bool split, uint64_t *end);
 /* The smallest size in [lo, hi) repacking reaches (a binary search in MiB; 0: none): *at
  * the size it is planned for, *min where the stripes end after it (rl_repack_end). */
 int rl_repack_minimum(struct btk_fs *fs, uint64_t devid, uint64_t lo, uint64_t hi,
-		      const struct rl_usage *use, uint64_t *min, uint64_t *at);
+		      const struct rl_usage *use, bool split, uint64_t *min, uint64_t *at);
 
 /* Moves the tree block: one copy for the trees that may share it (fs trees), else a copy in
  * every tree reaching it; *copies counts the copies. */

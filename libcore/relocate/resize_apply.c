@@ -142,6 +142,26 @@ static int run_round(struct btk_wfs *w, struct btk_fs *fs, const struct btk_resi
 	return btk_trans_end(t, ret);
 }
 
+/* Splits the chunks the plan splits before round `round`, in one transaction (nothing moves:
+ * the parts' stripes are where their bytes are), so that the round moves the parts apart. */
+static int run_pieces(struct btk_wfs *w, const struct btk_resize_plan *plan, int round)
+{
+	struct btk_trans *t;
+	int ret, n = 0;
+
+	for (int i = 0; i < plan->npieces; i++)
+		n += plan->pieces[i].round == round;
+	if (!n)
+		return 0;
+	if ((ret = btk_trans_start(w, &t)))
+		return ret;
+	ret = btk_dev_hold(t, plan->devid, 0, UINT64_MAX / 2);
+	for (int i = 0; i < plan->npieces && !ret; i++)
+		if (plan->pieces[i].round == round)
+			ret = btk_chunk_split(t, plan->pieces[i].logical, plan->pieces[i].at);
+	return btk_trans_end(t, ret);
+}
+
 /* Empties the planned chunks (a transaction per pass), then removes them and sets the size in
  * one last transaction. Before stripe moves (compaction), the whole device is held: the moves
  * count on every unallocated place, and the kept chunks take what moves (as planned); the
@@ -291,8 +311,9 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 					 progress, ctx);
 		/* then the stripes move whole into the room left, the size set in the last round */
 		for (int r = 0; r < plan->rounds && plan->nmoves && !ret; r++)
-			ret = run_round(w, fs, plan, r, r == plan->rounds - 1, buf, &done, progress,
-					ctx);
+			if (!(ret = run_pieces(w, plan, r)))
+				ret = run_round(w, fs, plan, r, r == plan->rounds - 1, buf, &done,
+						progress, ctx);
 		free(buf);
 		btk_write_close(w);
 		if (!ret && !d->dev->fixed_size && d->dev->size > plan->new_size)
@@ -308,10 +329,14 @@ int btk_resize_apply(struct btk_fs *fs, const struct btk_resize_plan *plan,
 		btk_write_close(w);
 		return btk_err(ENOMEM, "out of memory");
 	}
-	for (int r = 0; r < rounds && !ret && (plan->nmoves + plan->ncuts || !plan->nempty); r++)
+	for (int r = 0; r < rounds && !ret && (plan->nmoves + plan->ncuts || !plan->nempty); r++) {
+		/* the chunks split before the moves of their round */
+		if ((ret = run_pieces(w, plan, r)))
+			break;
 		ret = run_round(w, fs, plan, r,
 				r == rounds - 1 && (!plan->nempty || plan->empty_first), buf, &done,
 				progress, ctx);
+	}
 	free(buf);
 	/* what whole stripes could not get below the size is emptied, then the size set */
 	if (!ret && plan->nempty && !plan->empty_first)

@@ -156,14 +156,106 @@ static int record(struct btk_resize_plan *p, const struct rl_slot *s, uint64_t t
 	return 0;
 }
 
-int rl_compact(struct rl_layout *l, uint64_t target, int round, struct btk_resize_plan *p)
+/* The longest run lowest_hole places below limit (aligned, past the superblock mirrors). */
+static uint64_t largest_place(const struct rl_range *busy, int n, uint64_t limit)
+{
+	uint64_t pos = SZ_1M, best = 0;
+
+	for (int i = 0; i <= n && pos < limit; i++) {
+		uint64_t gap_end = i < n && busy[i].start < limit ? busy[i].start : limit;
+		uint64_t p = align_up(pos);
+		while (p < gap_end) {
+			uint64_t m = mirror_in(p, gap_end - p);
+			uint64_t e = m ? m : gap_end;
+			if (e > p && e - p > best)
+				best = e - p;
+			if (!m)
+				break;
+			p = align_up(m + BTK_SUPER_SIZE);
+		}
+		if (i < n && busy[i].start + busy[i].len > pos)
+			pos = busy[i].start + busy[i].len;
+	}
+	return best / ALIGN * ALIGN;
+}
+
+#define MAX_PIECES 4096
+
+/* Splitting slot i's chunk (every stripe of it in l) so that its tail fits the largest hole
+ * below the slot: *done false when it cannot (no hole of a MiB, an unsplittable chunk, an
+ * extent across every line that would do). */
+static int split_last(struct btk_fs *fs, const struct rl_usage *use, struct rl_layout *l, int i,
+		      int round, struct btk_resize_plan *p, int *pieces, bool *done)
+{
+	struct rl_slot s = l->s[i];
+	struct rl_ranges busy = {0};
+	const struct rl_ranges *u = NULL;
+	uint64_t hole = 0, x;
+	int ret = 0, n = l->n;
+
+	*done = false;
+	if (s.stripe < 0 || *pieces >= MAX_PIECES || (s.type & BTRFS_BLOCK_GROUP_SYSTEM) ||
+	    (s.type & BTRFS_BLOCK_GROUP_PROFILE_MASK &
+	     ~(BTRFS_BLOCK_GROUP_DUP | BTRFS_BLOCK_GROUP_RAID1_MASK)))
+		return 0;
+	for (int k = 0; k < fs->nchunks && k < use->n; k++)
+		if (s.logical >= fs->chunks[k]->logical &&
+		    s.logical < fs->chunks[k]->logical + fs->chunks[k]->length)
+			u = &use->used[k];
+	for (int k = 0; k < l->n && !ret; k++)
+		ret = rl_range_add(&busy, l->s[k].off, l->s[k].len);
+	if (!ret && busy.n > 1)
+		qsort(busy.v, (size_t)busy.n, sizeof(*busy.v), cmp_range);
+	if (!ret)
+		hole = largest_place(busy.v, busy.n, s.off);
+	free(busy.v);
+	if (ret || !u || hole < SZ_1M || hole >= s.len)
+		return ret;
+	/* the first 64 KiB line of the piece leaving at most `hole` after it that no extent
+	 * crosses (the extents are in address order) */
+	x = s.logical + align_up(s.len - hole);
+	for (int k = 0; k < u->n; k++) {
+		const struct rl_range *r = &u->v[k];
+		if (r->start >= x)
+			break;
+		if (r->start + r->len > x)
+			x = s.logical + align_up(r->start + r->len - s.logical);
+	}
+	if (x >= s.logical + s.len)
+		return 0;
+	if (p) {
+		if (btk_array_room_int(p->pieces, p->npieces, p->cappieces))
+			return btk_err(ENOMEM, "out of memory");
+		p->pieces[p->npieces++] =
+		    (struct btk_resize_piece){s.logical, s.type, s.len, x - s.logical, round};
+	}
+	for (int k = 0; k < n; k++) {
+		struct rl_slot *t = &l->s[k];
+		struct rl_slot *grown;
+		if (t->logical != s.logical)
+			continue;
+		if (!(grown = realloc(l->s, ((size_t)l->n + 1) * sizeof(*l->s))))
+			return btk_err(ENOMEM, "out of memory");
+		l->s = grown;
+		t = &l->s[k];
+		l->s[l->n++] = (struct rl_slot){x, t->type, t->stripe, t->off + (x - s.logical),
+						t->len - (x - s.logical)};
+		t->len = x - s.logical;
+	}
+	(*pieces)++;
+	*done = true;
+	return 0;
+}
+
+int rl_compact_split(struct btk_fs *fs, const struct rl_usage *use, struct rl_layout *l,
+		     uint64_t target, int round, struct btk_resize_plan *p)
 {
 	struct rl_ranges held = {0};
-	int moved = 0, ret = 0;
+	int moved = 0, ret = 0, pieces = 0;
 
 	while (!ret) {
 		int i = last_slot(l);
-		bool found = false;
+		bool found = false, split = false;
 		uint64_t to = 0;
 
 		if (i < 0 || l->s[i].off + l->s[i].len <= target || l->s[i].stripe < 0)
@@ -181,12 +273,20 @@ int rl_compact(struct rl_layout *l, uint64_t target, int round, struct btk_resiz
 		} else if (moved) {
 			round++, moved = 0,
 				 held.n = 0; /* the places left are free after a commit */
+		} else if (fs && use &&
+			   !(ret = split_last(fs, use, l, i, round, p, &pieces, &split)) && split) {
+			continue; /* its tail fits a hole now */
 		} else {
 			break;
 		}
 	}
 	free(held.v);
 	return ret;
+}
+
+int rl_compact(struct rl_layout *l, uint64_t target, int round, struct btk_resize_plan *p)
+{
+	return rl_compact_split(NULL, NULL, l, target, round, p);
 }
 
 void btk_resize_plan_free(struct btk_resize_plan *plan)
@@ -196,6 +296,7 @@ void btk_resize_plan_free(struct btk_resize_plan *plan)
 	free(plan->empties);
 	free(plan->splits);
 	free(plan->news);
+	free(plan->pieces);
 	memset(plan, 0, sizeof(*plan));
 }
 
@@ -234,8 +335,10 @@ static int apply_cuts(struct btk_fs *fs, struct rl_layout *l, struct btk_resize_
 	return 0;
 }
 
-/* Where compaction gets stuck, with or without cuts. */
-static int stuck_end(struct btk_fs *fs, uint64_t devid, bool cut, uint64_t *end)
+/* Where compaction gets stuck, with or without cuts (and with them, chunks split where
+ * their parts fit holes apart). */
+static int stuck_end(struct btk_fs *fs, uint64_t devid, bool cut, const struct rl_usage *split,
+		     uint64_t *end)
 {
 	struct btk_resize_plan scratch = {0};
 	struct rl_layout l;
@@ -244,7 +347,7 @@ static int stuck_end(struct btk_fs *fs, uint64_t devid, bool cut, uint64_t *end)
 	if (!ret && cut)
 		ret = apply_cuts(fs, &l, &scratch);
 	if (!ret)
-		ret = rl_compact(&l, 0, 0, NULL);
+		ret = rl_compact_split(split ? fs : NULL, split, &l, 0, 0, NULL);
 	if (!ret)
 		*end = rl_layout_end(&l);
 	free(l.s);
@@ -335,10 +438,11 @@ static int size_only(struct btk_fs *fs, struct btk_fs_dev *d, uint64_t size,
 int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned flags,
 		    struct btk_resize_plan *plan)
 {
-	bool find_minimum = flags & BTK_RESIZE_FIND_MIN;
+	bool find_minimum = flags & BTK_RESIZE_FIND_MIN, split = !(flags & BTK_RESIZE_NO_SPLIT);
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
-	uint64_t whole = 0, with_cuts = 0, logical = 0, compacted = 0, physical, old_min,
-		 repacked = 0, repack_at = 0;
+	uint64_t whole = 0, with_cuts = 0, with_split = 0, logical = 0, compacted = 0, physical,
+		 old_min, repacked = 0, repack_at = 0;
+	bool repack_split = false;
 	struct rl_usage use = {0};
 	struct rl_layout l;
 	int ret;
@@ -358,9 +462,14 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned f
 		}
 		memset(plan, 0, sizeof(*plan));
 	}
-	if ((ret = stuck_end(fs, devid, false, &whole)) ||
-	    (ret = stuck_end(fs, devid, true, &with_cuts)) || (ret = rl_usage_load(fs, &use)))
+	if ((ret = rl_usage_load(fs, &use)))
 		return ret;
+	if ((ret = stuck_end(fs, devid, false, NULL, &whole)) ||
+	    (ret = stuck_end(fs, devid, true, NULL, &with_cuts)) ||
+	    (ret = stuck_end(fs, devid, true, split ? &use : NULL, &with_split))) {
+		rl_usage_free(&use);
+		return ret;
+	}
 	/* the extents are read once for both searches */
 	if ((ret = logical_min(fs, devid, &use, &logical)) ||
 	    (ret = rl_compact_empty(fs, devid, 0, &use, NULL, &compacted)) ||
@@ -379,16 +488,30 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned f
 		plan->allocated += l.s[i].len;
 	/* below what moving, cutting and emptying reach: repacking into new chunks */
 	old_min = plan->minimum;
-	if (!(flags & BTK_RESIZE_NO_REPACK) &&
-	    (ret =
-		 rl_repack_minimum(fs, devid, 2ULL << 20, old_min, &use, &repacked, &repack_at))) {
-		rl_usage_free(&use);
-		free(l.s);
-		btk_resize_plan_free(plan);
-		return ret;
+	/* with and without splits after it: the search's sizes are not monotone, either may
+	 * land lower (the lower is the plan) */
+	for (int v = 0; v < (split ? 2 : 1) && !(flags & BTK_RESIZE_NO_REPACK); v++) {
+		uint64_t r = 0, at = 0;
+		if ((ret = rl_repack_minimum(fs, devid, 2ULL << 20, old_min, &use, split && !v, &r,
+					     &at))) {
+			rl_usage_free(&use);
+			free(l.s);
+			btk_resize_plan_free(plan);
+			return ret;
+		}
+		if (r && (!repacked || r < repacked)) {
+			repacked = r, repack_at = at;
+			repack_split = split && !v;
+		}
 	}
 	if (repacked && repacked < plan->minimum)
 		plan->minimum = repacked;
+	/* chunks split for their parts to move apart: no extent moves, so it goes first where it
+	 * reaches (the search above keeps its range: repacking's sizes are not monotone) */
+	if (with_split < physical)
+		physical = with_split;
+	if (physical < plan->minimum)
+		plan->minimum = physical;
 	plan->new_size = size ? size / fs->sectorsize * fs->sectorsize : plan->minimum;
 	if (plan->new_size < plan->minimum)
 		ret = btk_err(ENOSPC,
@@ -396,13 +519,13 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned f
 			      "(what its extents fit in once its chunks are repacked)",
 			      (unsigned long long)devid, (unsigned long long)plan->new_size,
 			      (unsigned long long)plan->minimum);
-	else if (plan->new_size < old_min) {
+	else if (plan->new_size < old_min && plan->new_size < physical) {
 		bool fits = false;
 		free(l.s);
 		/* the size asked for, else the plan for the minimum (which ends below it) */
-		ret = rl_repack(fs, devid, plan->new_size, &use, plan, &fits);
+		ret = rl_repack(fs, devid, plan->new_size, &use, repack_split, plan, &fits);
 		if (!ret && !fits)
-			ret = rl_repack(fs, devid, repack_at, &use, plan, &fits);
+			ret = rl_repack(fs, devid, repack_at, &use, repack_split, plan, &fits);
 		if (!ret && !fits)
 			ret = btk_err(EUCLEAN, "devid %llu: repacking does not reach %llu bytes",
 				      (unsigned long long)devid, (unsigned long long)plan->minimum);
@@ -436,8 +559,11 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned f
 		/* cuts only when whole stripes cannot get there: they use up the chunks' room */
 		if (plan->new_size < whole)
 			ret = apply_cuts(fs, &l, plan);
-		if (!ret)
-			ret = rl_compact(&l, plan->new_size, plan->ncuts ? 1 : 0, plan);
+		if (!ret && plan->new_size < whole && plan->new_size < with_cuts)
+			ret = rl_compact_split(split ? fs : NULL, &use, &l, plan->new_size,
+					       plan->ncuts ? 1 : 0, plan);
+		else if (!ret)
+			ret = rl_compact(&l, plan->new_size, 0, plan);
 	}
 	rl_usage_free(&use);
 	if (!ret && rl_layout_end(&l) > plan->new_size)

@@ -175,6 +175,11 @@ struct attempt {
 	uint64_t next_logical;
 	uint64_t bytes_a, bytes_b;
 	bool full_map; /* the device maps count every chunk whole (a run-0 placement) */
+	/* the extents of the data chunks once run 1 is done, where the apply puts them (a chunk
+	 * of another kind counts as full: where its tree blocks land is not modelled), for
+	 * the chunks split afterwards so that their parts move apart */
+	struct rl_usage fin;
+	bool split; /* the stripe moves after the runs may split data chunks */
 };
 
 static void attempt_free(struct attempt *a)
@@ -183,6 +188,7 @@ static void attempt_free(struct attempt *a)
 	free(a->keep_b);
 	free(a->frozen);
 	rl_usage_free(&a->post);
+	rl_usage_free(&a->fin);
 	free(a->news);
 }
 
@@ -579,6 +585,45 @@ static int move_system(struct attempt *a)
 	return ret;
 }
 
+/* a->fin: run 1's check replayed once more for where each moved data extent lands; the data
+ * extents below each chunk's line stay. */
+static int final_usage(struct attempt *a)
+{
+	struct btk_fs *fs = a->fs;
+	size_t n = (size_t)fs->nchunks + (size_t)a->nnew + 1;
+	struct rl_ranges *placed = calloc(n, sizeof(*placed));
+	struct rl_check chk;
+	int ret = placed ? 0 : btk_err(ENOMEM, "out of memory");
+
+	a->fin.n = fs->nchunks;
+	a->fin.used = calloc((size_t)fs->nchunks + 1, sizeof(*a->fin.used));
+	a->fin.tree = calloc((size_t)fs->nchunks + 1, sizeof(*a->fin.tree));
+	if (!ret && (!a->fin.used || !a->fin.tree))
+		ret = btk_err(ENOMEM, "out of memory");
+	if (!ret)
+		ret = run_check(a, a->keep_b, &a->post, false, true, placed, &chk);
+	for (int i = 0; i < fs->nchunks && !ret; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		const struct rl_ranges *u = &a->post.used[i];
+		struct rl_ranges *f = &a->fin.used[i];
+		if (rl_class_of(c->type) != BTRFS_BLOCK_GROUP_DATA) {
+			ret = rl_range_add(f, c->logical, c->length);
+			continue;
+		}
+		for (int j = 0; j < u->n && !ret; j++)
+			if (u->v[j].start + u->v[j].len <= c->logical + a->keep_b[i])
+				ret = rl_range_add(f, u->v[j].start, u->v[j].len);
+		for (int j = 0; j < placed[i].n && !ret; j++)
+			ret = rl_range_add(f, placed[i].v[j].start, placed[i].v[j].len);
+		if (!ret && f->n > 1)
+			qsort(f->v, (size_t)f->n, sizeof(*f->v), cmp_range_start);
+	}
+	for (size_t i = 0; placed && i < n; i++)
+		free(placed[i].v);
+	free(placed);
+	return ret;
+}
+
 static int attempt_run(struct attempt *a, uint64_t meta_keep, bool *fits)
 {
 	struct btk_fs *fs = a->fs;
@@ -663,6 +708,8 @@ static int attempt_run(struct attempt *a, uint64_t meta_keep, bool *fits)
 		*fits = true;
 		a->bytes_b = chk.bytes;
 		ret = plan_run2(a, meta_keep);
+		if (!ret && a->split)
+			ret = final_usage(a);
 	}
 out:
 	for (int i = 0; placed && i < fs->nchunks; i++)
@@ -747,7 +794,8 @@ static int compact_after(const struct attempt *a, struct btk_resize_plan *p, uin
 				l.s[l.n++] = (struct rl_slot){
 				    0, a->news[i].type, -1, a->news[i].phys[j], a->news[i].length};
 	if (!ret)
-		ret = rl_compact(&l, p ? p->new_size : 0, 0, p);
+		ret = rl_compact_split(a->fin.used ? a->fs : NULL, &a->fin, &l, p ? p->new_size : 0,
+				       0, p);
 	if (!ret)
 		*end = rl_layout_end(&l);
 	free(l.s);
@@ -766,7 +814,7 @@ static bool mixed_fs(const struct btk_fs *fs)
 /* The first attempt (cheapest mode first) that reaches target: *fits; its plan into p when
  * set, else *end (when set) where the stripes end after it, moved whole as far as they go. */
 static int repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
-		  struct btk_resize_plan *p, bool *fits, uint64_t *end)
+		  bool split, struct btk_resize_plan *p, bool *fits, uint64_t *end)
 {
 	uint64_t meta_keep, e = 0;
 	int ret;
@@ -784,7 +832,8 @@ static int repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const stru
 				    .target = target,
 				    .use = use,
 				    .mode = modes[m][0],
-				    .data_slack = modes[m][1]};
+				    .data_slack = modes[m][1],
+				    .split = split};
 		ret = attempt_run(&a, meta_keep, fits);
 		/* a stripe cut past the size (mode 3) must then find room below it */
 		if (!ret && *fits && a.mode >= 3 && !(ret = compact_after(&a, NULL, &e)))
@@ -805,21 +854,21 @@ static int repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const stru
 }
 
 int rl_repack_end(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
-		  uint64_t *end)
+		  bool split, uint64_t *end)
 {
 	bool fits;
 
-	return repack(fs, devid, target, use, NULL, &fits, end);
+	return repack(fs, devid, target, use, split, NULL, &fits, end);
 }
 
 int rl_repack(struct btk_fs *fs, uint64_t devid, uint64_t target, const struct rl_usage *use,
-	      struct btk_resize_plan *p, bool *fits)
+	      bool split, struct btk_resize_plan *p, bool *fits)
 {
-	return repack(fs, devid, target, use, p, fits, NULL);
+	return repack(fs, devid, target, use, split, p, fits, NULL);
 }
 
 int rl_repack_minimum(struct btk_fs *fs, uint64_t devid, uint64_t lo, uint64_t hi,
-		      const struct rl_usage *use, uint64_t *min, uint64_t *at)
+		      const struct rl_usage *use, bool split, uint64_t *min, uint64_t *at)
 {
 	uint64_t a = up_1m(lo), b = hi / SZ_1M * SZ_1M;
 	bool fits;
@@ -832,7 +881,7 @@ int rl_repack_minimum(struct btk_fs *fs, uint64_t devid, uint64_t lo, uint64_t h
 	 * the minimum is where the stripes end after it, moved whole as far as they go */
 	while (a < b && !ret) {
 		uint64_t mid = a + (b - a) / 2 / SZ_1M * SZ_1M;
-		if ((ret = rl_repack(fs, devid, mid, use, NULL, &fits)))
+		if ((ret = rl_repack(fs, devid, mid, use, split, NULL, &fits)))
 			break;
 		if (fits)
 			*at = b = mid;
@@ -840,6 +889,6 @@ int rl_repack_minimum(struct btk_fs *fs, uint64_t devid, uint64_t lo, uint64_t h
 			a = mid + SZ_1M;
 	}
 	if (!ret && *at)
-		ret = rl_repack_end(fs, devid, *at, use, min);
+		ret = rl_repack_end(fs, devid, *at, use, split, min);
 	return ret;
 }

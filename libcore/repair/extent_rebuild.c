@@ -572,8 +572,7 @@ out:
 
 /* ---- the transaction ---- */
 
-/* The kinds of problem a rebuilt extent tree answers for. */
-static bool extent_kind(const struct rp_prob *p)
+bool rp_extent_kind(const struct rp_prob *p)
 {
 	enum btk_check_kind k = btk_check_problem_info(p->id)->kind;
 
@@ -612,7 +611,7 @@ static int verify(void *ctx, struct btk_trans *t)
 	x->res->errors_after = c.errors;
 	for (size_t i = 0; i < x->after.n; i++) {
 		const struct rp_prob *p = &x->after.data[i];
-		if (p->warn || (extent_kind(p) ? about_left(x, p) : had_id(&x->before, p->id)))
+		if (p->warn || (rp_extent_kind(p) ? about_left(x, p) : had_id(&x->before, p->id)))
 			continue;
 		return rp_refuse_problem(p, "extent tree");
 	}
@@ -646,7 +645,7 @@ static int prepare(struct btk_fs *fs, void *ctx)
 	x->res->agrees = !c.unchecked;
 	for (size_t i = 0; x->res->agrees && i < x->before.n; i++)
 		x->res->agrees =
-		    !extent_kind(&x->before.data[i]) &&
+		    !rp_extent_kind(&x->before.data[i]) &&
 		    btk_check_problem_info(x->before.data[i].id)->kind != BTK_CHK_TREE_BLOCK;
 	if (x->res->agrees) {
 		x->res->errors_after = c.errors;

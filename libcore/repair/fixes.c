@@ -516,7 +516,11 @@ static int fix_top_dir(struct rp_ctx *x, const struct rp_prob *p, char *before, 
 static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 		     size_t cap)
 {
-	int level = p->id == BTK_P_TB_NOT_PACKED ? 0 : (int)(int64_t)val(p, 0);
+	/* a field of the header (flags, owner, chunk tree uuid): the copy's header is written
+	 * afresh; the level is the block's own */
+	bool header =
+	    p->id == BTK_P_TB_FLAGS || p->id == BTK_P_TB_OWNER || p->id == BTK_P_TB_CHUNK_UUID;
+	int level = p->id == BTK_P_TB_NOT_PACKED ? 0 : header ? -1 : (int)(int64_t)val(p, 0);
 	bool wiped = p->id == BTK_P_TB_UNREADABLE;
 	struct btk_block_check chk = {.level = level};
 	struct btk_block *b;
@@ -524,7 +528,7 @@ static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 	uint64_t gen;
 	int ret;
 
-	if (level < 0 || level >= BTK_MAX_LEVEL || !p->tree || !p->bytenr)
+	if ((level < 0 && !header) || level >= BTK_MAX_LEVEL || !p->tree || !p->bytenr)
 		return btk_err(EINVAL, "tree block report without its block");
 	/* a leaf not packed reads only as the checker reads (safely, not the kernel's way) */
 	struct btk_fs *fs = btk_trans_fs(x->t);
@@ -541,6 +545,8 @@ static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 		return 1; /* a checksum that disagrees, not a wiped one: left */
 	}
 	gen = btk_block_generation(b);
+	if (header)
+		level = btk_block_level(b);
 	if (wiped && (gen > btk_le64(fs->sb.generation) || !gen)) {
 		btk_block_put(b);
 		btk_tree_read_mode(fs, mode);
@@ -564,11 +570,13 @@ static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 		 (unsigned long long)gen,
 		 p->id == BTK_P_TB_NOT_PACKED ? ", items not packed"
 		 : wiped		      ? ", checksum wiped (zeros)"
+		 : header		      ? ", header field wrong"
 					      : "");
 	snprintf(after, cap, "copied: generation %llu%s", (unsigned long long)btk_trans_id(x->t),
 		 p->id == BTK_P_TB_NOT_PACKED ? ", items packed"
 		 : wiped		      ? ", checksummed"
-					      : "");
+		 : header ? ", header written afresh (owner, flags, fsid, chunk tree uuid)"
+			  : "");
 	return 0;
 }
 

@@ -1058,7 +1058,7 @@ static int gaps(struct ll *l)
 			}
 			if (o) {
 				cur = o->last;
-				btk_key_succ(&cur);
+				btk_key_after(&cur);
 			}
 		}
 	}

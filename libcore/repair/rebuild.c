@@ -605,7 +605,7 @@ static bool tree_holds(struct btk_trans *t, uint64_t tree, size_t n,
 		if (i == n || size > fs->nodesize || !item(ctx, i, &k, d, size))
 			break;
 		i++;
-		btk_key_succ(&k);
+		btk_key_after(&k);
 	}
 	free(d);
 	btk_err_clear(); /* a tree that does not read is rebuilt, not an error here */
@@ -629,10 +629,18 @@ static int fst_step(struct btk_trans *t, void *ctx)
 	return 0;
 }
 
+/* The rescue step alone: a tree that says what a rebuild would write is left as it is. */
+static int fst_rescue_step(struct btk_trans *t, void *ctx)
+{
+	if (btk_fst_matches(t))
+		return 1;
+	return fst_step(t, ctx);
+}
+
 int btk_fst_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
 		    struct btk_tree_rebuild_result *res)
 {
-	return tree_rebuild(paths, n, oo, fst_step, res);
+	return tree_rebuild(paths, n, oo, fst_rescue_step, res);
 }
 
 /* ---- the uuid tree ---- */
@@ -864,8 +872,14 @@ int btk_data_reloc_rebuild(const char *const *paths, int n, const struct btk_ope
 
 /* ---- quotas ---- */
 
-/* (id, referenced, exclusive) of every QGROUP_INFO item, as the transaction sees them. */
-static int qinfos(struct btk_trans *t, struct rb_keys *v)
+/* A QGROUP_INFO item's numbers (its generation aside). */
+struct qinfo {
+	uint64_t id, rfer, rfer_cmpr, excl, excl_cmpr;
+};
+BTK_VEC(qinfo_vec, struct qinfo);
+
+/* Every QGROUP_INFO item, as the transaction sees them (one too short: numbers all ones). */
+static int qinfos(struct btk_trans *t, struct qinfo_vec *v)
 {
 	struct btk_key k = {0, BTRFS_QGROUP_INFO_KEY, 0};
 	uint8_t buf[sizeof(struct btrfs_qgroup_info_item)];
@@ -875,15 +889,16 @@ static int qinfos(struct btk_trans *t, struct rb_keys *v)
 	v->n = 0;
 	while (!(ret = btk_item_next(t, BTRFS_QUOTA_TREE_OBJECTID, &k, buf, sizeof(buf), &size)) &&
 	       !k.objectid && k.type == BTRFS_QGROUP_INFO_KEY) {
-		struct btk_key *e = btk_vec_push(v);
+		struct qinfo *e = btk_vec_push(v);
 		if (!e)
 			return btk_err(ENOMEM, "out of memory");
-		*e = (struct btk_key){
-		    k.offset, 0,
-		    size < sizeof(buf)
-			? UINT64_MAX
-			: BTK_GET(struct btrfs_qgroup_info_item, buf, rfer) ^
-			      (BTK_GET(struct btrfs_qgroup_info_item, buf, excl) << 1)};
+		*e = (struct qinfo){k.offset, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
+		if (size >= sizeof(buf)) {
+			e->rfer = BTK_GET(struct btrfs_qgroup_info_item, buf, rfer);
+			e->rfer_cmpr = BTK_GET(struct btrfs_qgroup_info_item, buf, rfer_cmpr);
+			e->excl = BTK_GET(struct btrfs_qgroup_info_item, buf, excl);
+			e->excl_cmpr = BTK_GET(struct btrfs_qgroup_info_item, buf, excl_cmpr);
+		}
 		if (k.offset == UINT64_MAX)
 			break;
 		k.offset++;
@@ -893,28 +908,40 @@ static int qinfos(struct btk_trans *t, struct rb_keys *v)
 
 struct quota_ctx {
 	struct btk_quota_rescan_result *res;
-	struct rb_keys before, after;
+	struct qinfo_vec before, after;
+	/* the rescue step alone (not a repair round's fix, whose commit holds other fixes):
+	 * quotas marked consistent whose rescan changes nothing end the commit unwritten */
+	bool may_end;
+	bool right; /* so it did */
 };
 
-/* The commit's settled hook: the rescan, with what it changed counted. */
+/* The commit's settled hook: the rescan, with what it changed counted. With may_end, when the
+ * quotas were marked consistent and it changes no number and makes no qgroup, the commit is
+ * ended (-ECANCELED, c->right) before anything is written. */
 static int quota_settled(void *ctx, struct btk_trans *t)
 {
 	struct quota_ctx *c = ctx;
+	struct btk_quota_rescan_result *r = c->res;
 	struct btk_qgroup_acct st;
 	int ret;
 
 	if ((ret = qinfos(t, &c->before)) || (ret = btk_qgroups_rescan(&st, t)) ||
 	    (ret = qinfos(t, &c->after)))
 		return ret;
-	c->res->qgroups = c->after.n;
+	r->qgroups = c->after.n;
 	for (size_t i = 0, j = 0; i < c->after.n; i++) {
-		const struct btk_key *a = btk_vec_at(&c->after, i);
-		while (j < c->before.n && btk_vec_at(&c->before, j)->objectid < a->objectid)
+		const struct qinfo *a = btk_vec_at(&c->after, i);
+		while (j < c->before.n && btk_vec_at(&c->before, j)->id < a->id)
 			j++;
-		if (j == c->before.n || btk_vec_at(&c->before, j)->objectid != a->objectid)
-			c->res->created++;
-		else if (btk_vec_at(&c->before, j)->offset != a->offset)
-			c->res->changed++;
+		if (j == c->before.n || btk_vec_at(&c->before, j)->id != a->id)
+			r->created++;
+		else if (memcmp(btk_vec_at(&c->before, j), a, sizeof(*a)))
+			r->changed++;
+	}
+	if (c->may_end && !r->changed && !r->created && !r->was_inconsistent &&
+	    !r->was_rescanning && !r->recreated) {
+		c->right = true;
+		return btk_err(ECANCELED, "every qgroup counted right already");
 	}
 	return 0;
 }
@@ -978,7 +1005,7 @@ static int quota_step(struct btk_trans *t, void *ctx)
 int btk_quota_rescan(const char *const *paths, int n, const struct btk_open_opts *oo,
 		     struct btk_quota_rescan_result *res)
 {
-	struct quota_ctx c = {.res = res};
+	struct quota_ctx c = {.res = res, .may_end = true};
 	int ret;
 
 	memset(res, 0, sizeof(*res));
@@ -986,6 +1013,11 @@ int btk_quota_rescan(const char *const *paths, int n, const struct btk_open_opts
 		     &(struct rp_run){.fn = quota_step, .settled = quota_settled, .ctx = &c});
 	btk_vec_free(&c.before);
 	btk_vec_free(&c.after);
+	if (ret == -ECANCELED && c.right) {
+		btk_err_clear();
+		return 0; /* counted right already: nothing written */
+	}
+	res->rescanned = !ret;
 	return ret;
 }
 

@@ -2,6 +2,7 @@
  * new state before its superblocks, commit or write nothing (repair.h).
  */
 #include "repair/repair_int.h"
+#include "repair/rescue.h"
 #include "base/error.h"
 #include "io/io.h"
 #include "tree/tree.h"
@@ -231,6 +232,15 @@ static int verify(void *ctx, struct btk_trans *t)
 
 BTK_VEC(rp_fixes, struct btk_repair_fix);
 
+/* What the damage makes a commit refuse (a record that does not parse, no room): nothing
+ * reached a superblock and the repair goes on without that change; io errors and interrupts
+ * stop the repair. */
+static bool refusal(int ret)
+{
+	return ret == -EUCLEAN || ret == -EINVAL || ret == -ENOENT || ret == -EEXIST ||
+	       ret == -ENOSPC || ret == -E2BIG || ret == -ERANGE || ret == -EOVERFLOW;
+}
+
 /* How far a repair moves the generation on to get past a root stamped later than the
  * superblock (a bit flip makes a far larger number: left as it is). */
 #define RP_GEN_JUMP (1ULL << 20)
@@ -346,8 +356,7 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 		/* what the damage makes the commit refuse (a record that does not parse, no
 		 * room) is a refused round like a re-check's: nothing reached a superblock and
 		 * the other fixes are tried alone; io errors and interrupts stop the repair */
-		if (ret == -EUCLEAN || ret == -EINVAL || ret == -ENOENT || ret == -EEXIST ||
-		    ret == -ENOSPC || ret == -E2BIG || ret == -ERANGE || ret == -EOVERFLOW)
+		if (refusal(ret))
 			ret = 0;
 	}
 out:
@@ -366,6 +375,86 @@ static void note(const struct btk_repair_opts *ro, const char *text)
 {
 	if (ro->on_note)
 		ro->on_note(ro->ctx, text);
+}
+
+/* Whether the extent tree rebuild (extent_rebuild.c) answers for p: a problem of the extent
+ * kinds, or a block of a tree it replaces (extent, free-space, block group tree), whose old
+ * blocks it never reads. */
+static bool rebuild_answers(const struct rp_prob *p)
+{
+	if (p->warn)
+		return false;
+	if (rp_extent_kind(p))
+		return true;
+	return btk_check_problem_info(p->id)->kind == BTK_CHK_TREE_BLOCK &&
+	       (p->tree == BTRFS_EXTENT_TREE_OBJECTID ||
+		p->tree == BTRFS_FREE_SPACE_TREE_OBJECTID ||
+		p->tree == BTRFS_BLOCK_GROUP_TREE_OBJECTID);
+}
+
+int rp_fix_by_extent_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+			     size_t cap)
+{
+	(void)x, (void)p, (void)before, (void)after, (void)cap;
+	return 1; /* rebuild_extent_tree after the round */
+}
+
+/* When a round could not fix what the checker says of the extent records (one that does not
+ * parse, a lost block of the extent tree, fields fuzzed past what a fix of one record can
+ * set right), the extent tree is rebuilt from the trees that use it, in its own verified
+ * transaction (btk_extent_tree_rebuild). 1 when it committed (*after, *c: the new state's
+ * check; each problem of cur it answered for and that is gone is a fix of this round), 0 when
+ * it refused (a note says why, nothing written), or a negative errno. */
+static int rebuild_extent_tree(const char *const *paths, int n, const struct btk_open_opts *oo,
+			       const struct btk_repair_opts *ro, const struct rp_probs *cur,
+			       int round, struct rp_fixes *fixes, struct rp_probs *after,
+			       struct rp_collect *c)
+{
+	struct btk_extent_rebuild_result xr;
+	struct btk_open_opts o = *oo;
+	struct btk_fs *fs;
+	char msg[600];
+	size_t i;
+	int ret;
+
+	o.no_scan = true; /* the devices of the first open, as every attempt */
+	ret = btk_extent_tree_rebuild(paths, n, &o, NULL, &xr);
+	if ((ret && ret != -EBUSY && ret != -ECANCELED && !refusal(ret)) || (!ret && !xr.rebuilt)) {
+		if (!ret)
+			return 0; /* it agrees: nothing of it to rebuild */
+		return ret;
+	}
+	if (ret) {
+		snprintf(msg, sizeof(msg), "the extent tree was not rebuilt from the trees: %s",
+			 btk_errmsg());
+		note(ro, msg);
+		btk_err_clear();
+		return 0;
+	}
+	o.write = false;
+	if ((ret = btk_fs_open(paths, n, &o, &fs)))
+		return ret;
+	ret = rp_check(fs, after, c);
+	btk_fs_close(fs);
+	if (ret)
+		return ret;
+	for (i = 0; i < cur->n; i++) {
+		const struct rp_prob *p = &cur->data[i];
+		if (has_prob(after, p))
+			continue;
+		struct btk_repair_fix *f = btk_vec_push(fixes);
+		if (!f)
+			return btk_err(ENOMEM, "out of memory");
+		*f = (struct btk_repair_fix){.info = btk_check_problem_info(p->id),
+					     .tree = p->tree,
+					     .bytenr = p->bytenr,
+					     .has_key = p->has_key,
+					     .key = p->key,
+					     .round = round};
+		snprintf(f->before, sizeof(f->before), "%s", p->found);
+		snprintf(f->after, sizeof(f->after), "extent tree rebuilt from the trees");
+	}
+	return 1;
 }
 
 /* A problem of v as the public callback wants it. */
@@ -416,6 +505,7 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 	struct btk_check_copies copies = {0};
 	char **members = NULL;
 	size_t nmembers = 0, capmembers = 0;
+	bool rebuilt_extents = false; /* the extent tree rebuild was tried */
 
 	memset(res, 0, sizeof(*res));
 	ro_open.write = false;
@@ -527,6 +617,23 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 			}
 			if (ret)
 				break;
+		}
+		if (!committed && !ro->preen && !a.rb && !rebuilt_extents) {
+			rebuilt_extents = true;
+			for (size_t i = 0; i < cur.n; i++)
+				if (rebuild_answers(&cur.data[i])) {
+					ret = rebuild_extent_tree(paths, n, oo, ro, &cur, round,
+								  &fixes, &a.after, &c);
+					break;
+				}
+			if (ret < 0)
+				break;
+			if (ret == 1) {
+				ret = 0;
+				committed = true;
+				a.errors_after = c.errors;
+				a.after_unchecked = c.unchecked;
+			}
 		}
 		if (!committed)
 			break;

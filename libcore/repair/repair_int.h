@@ -118,6 +118,14 @@ int rp_fix_ext_refs(struct rp_ctx *x, const struct rp_prob *p, char *before, cha
 		    size_t cap);
 int rp_extents_phase(enum btk_check_problem_id id);
 
+/* extent_rebuild.c: whether p is of a kind a rebuilt extent tree answers for (extent records,
+ * back references, block groups, free space, chunks without their block group). */
+bool rp_extent_kind(const struct rp_prob *p);
+/* repair.c: the fix of extent problems no fix of one record answers: nothing in the round (1);
+ * once a round has nothing else to commit, the repair rebuilds the extent tree. */
+int rp_fix_by_extent_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+			     size_t cap);
+
 /* names.c: a name's missing side rebuilt from its inode ref. */
 int rp_fix_name_index(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 		      size_t cap);
@@ -155,6 +163,13 @@ int rp_root_problem(const struct btk_open_opts *chosen, const char *const *paths
 		    uint64_t disk_root, int disk_level, uint64_t disk_gen, struct rp_probs *probs);
 int rp_fix_rollback(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 		    size_t cap);
+
+/* A read-only handle over lower whose superblock copies 0..ncopies-1 read as sb[0..] (the rest
+ * from lower, which stays the caller's). */
+struct btk_dev;
+struct btk_super;
+int rp_super_overlay(struct btk_dev *lower, const struct btk_super *sb, int ncopies,
+		     struct btk_dev **out);
 
 /* Opens a read-only view of the filesystem as the running commit of t will leave it: the
  * devices of t's filesystem, their superblocks replaced by the ones the commit would write.

@@ -77,11 +77,17 @@ struct btk_super_result {
 	int copies, rewritten; /* present copies, rewritten ones */
 	int source_mirror;     /* the copy the filesystem opened from */
 	uint64_t generation;
+	/* no copy opened: copy source_mirror with one part taken from copy merged_donor did
+	 * (merged_part names it: "system chunk array", "generation", ...; NULL: no merge) */
+	const char *merged_part;
+	int merged_donor;
 };
 
 /* Rewrites every superblock copy (every device, every mirror present) that differs from the
- * newest one that opens the filesystem. -EUCLEAN when none does (btk_errmsg names each copy's
- * fault); other negative errnos for io errors. */
+ * newest one that opens the filesystem. When none opens (one device), copies damaged in
+ * different places are merged: a copy with one part (a field, the system chunk array, a
+ * backup root) of another copy of the same filesystem, the first that opens, is written. -EUCLEAN
+ * when none does (btk_errmsg names each copy's fault); other negative errnos for io errors. */
 int btk_super_heal(const char *const *paths, int n, const struct btk_open_opts *oo,
 		   const struct btk_super_opts *so, struct btk_super_result *res);
 
@@ -156,8 +162,10 @@ struct btk_tree_rebuild_result {
 };
 
 /* Rebuilds the free-space tree from the extent records (every block group's free ranges), in
- * one transaction that replaces the old tree whole, also one that no longer reads. A
- * filesystem with a v1 space cache has it invalidated instead (the kernel rebuilds it). */
+ * one transaction that replaces the old tree whole, also one that no longer reads; a tree that
+ * reads whole and says exactly those ranges is left as it is (res->rebuilt false, nothing
+ * written). A filesystem with a v1 space cache has it invalidated instead (the kernel rebuilds
+ * it). */
 int btk_fst_rebuild(const char *const *paths, int n, const struct btk_open_opts *oo,
 		    struct btk_tree_rebuild_result *res);
 
@@ -177,6 +185,9 @@ int btk_data_reloc_rebuild(const char *const *paths, int n, const struct btk_ope
 			   struct btk_tree_rebuild_result *res);
 
 struct btk_quota_rescan_result {
+	/* false: quotas were marked consistent and the rescan found every number right and
+	 * every subvolume with its qgroup (nothing written) */
+	bool rescanned;
 	uint64_t qgroups;      /* qgroups after the rescan */
 	uint64_t changed;      /* of them, with other numbers than they had */
 	uint64_t created;      /* level-0 qgroups a subvolume lacked */
@@ -191,7 +202,9 @@ struct btk_quota_rescan_result {
 
 /* The kernel's quota rescan, offline (btk_qgroups_rescan as the commit's settled hook), in one
  * transaction: quotas consistent after it, also when they were marked inconsistent or a rescan
- * was under way. A quota tree that does not read is made again first (res->recreated).
+ * was under way. Quotas marked consistent whose numbers the rescan finds right are left as
+ * they are (res->rescanned false, nothing written). A quota tree that does not read is made
+ * again first (res->recreated).
  * -ENOENT when quotas are off; -EOPNOTSUPP for simple quotas. */
 int btk_quota_rescan(const char *const *paths, int n, const struct btk_open_opts *oo,
 		     struct btk_quota_rescan_result *res);

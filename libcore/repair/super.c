@@ -11,25 +11,23 @@
  * is written.
  */
 #include "repair/rescue.h"
+#include "repair/repair_int.h"
 #include "base/error.h"
 #include "io/io.h"
 #include "tree/tree.h"
 #include "volumes/super.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* Opens read-only from copy `mirror` (-1 newest valid) and reads the root tree's top block:
- * 0 with *out, or the error (why[] says it). */
-static int try_open(const char *const *paths, int n, const struct btk_open_opts *oo, int mirror,
-		    struct btk_fs **out)
+/* The options of a trial open from copy `mirror` (-1 newest valid), read-only, from what the
+ * copy says alone. */
+static struct btk_open_opts trial_opts(const struct btk_open_opts *oo, int mirror)
 {
 	struct btk_open_opts o = *oo;
-	struct btk_block_check chk = {.level = -1};
-	struct btk_block *b;
-	int ret;
 
 	o.write = false;
 	o.super_mirror = mirror;
@@ -37,8 +35,16 @@ static int try_open(const char *const *paths, int n, const struct btk_open_opts 
 	o.tree_root = o.chunk_root = 0;
 	o.chunk_damage = false;
 	o.sys_array_scan = false; /* a copy whose array does not parse does not open */
-	if ((ret = btk_fs_open(paths, n, &o, out)))
-		return ret;
+	return o;
+}
+
+/* Reads the root tree's top block of *out (closed on failure). */
+static int root_reads(struct btk_fs **out)
+{
+	struct btk_block_check chk = {.level = -1};
+	struct btk_block *b;
+	int ret;
+
 	chk.level = (*out)->sb.root_level;
 	chk.generation = btk_le64((*out)->sb.generation);
 	if ((ret = btk_block_read(*out, btk_le64((*out)->sb.root), &chk, &b))) {
@@ -48,6 +54,152 @@ static int try_open(const char *const *paths, int n, const struct btk_open_opts 
 	}
 	btk_block_put(b);
 	return 0;
+}
+
+/* Opens read-only from copy `mirror` (-1 newest valid) and reads the root tree's top block:
+ * 0 with *out, or the error (why[] says it). */
+static int try_open(const char *const *paths, int n, const struct btk_open_opts *oo, int mirror,
+		    struct btk_fs **out)
+{
+	struct btk_open_opts o = trial_opts(oo, mirror);
+	int ret;
+
+	if ((ret = btk_fs_open(paths, n, &o, out)))
+		return ret;
+	return root_reads(out);
+}
+
+/* The parts of a superblock one copy may lend another (its checksum and bytenr are made
+ * afresh): each field, the system chunk array with its size, each backup root. */
+#define SB_FIELD(f, name)                                                                          \
+	{                                                                                          \
+		offsetof(struct btk_super, f), sizeof(((struct btk_super *)0)->f), 0, 0, name      \
+	}
+static const struct sb_part {
+	size_t off, len, off2, len2; /* a second range: the array's size goes with the array */
+	const char *name;
+} sb_parts[] = {
+    SB_FIELD(flags, "flags"),
+    SB_FIELD(generation, "generation"),
+    SB_FIELD(root, "root"),
+    SB_FIELD(chunk_root, "chunk root"),
+    SB_FIELD(log_root, "log root"),
+    SB_FIELD(log_root_transid, "log root transid"),
+    SB_FIELD(total_bytes, "total bytes"),
+    SB_FIELD(bytes_used, "bytes used"),
+    SB_FIELD(root_dir_objectid, "root dir objectid"),
+    SB_FIELD(num_devices, "number of devices"),
+    SB_FIELD(sectorsize, "sector size"),
+    SB_FIELD(nodesize, "node size"),
+    SB_FIELD(leafsize, "leaf size"),
+    SB_FIELD(stripesize, "stripe size"),
+    {offsetof(struct btk_super, sys_chunk_array), BTK_SYS_ARRAY_SIZE,
+     offsetof(struct btk_super, sys_chunk_array_size), 4, "system chunk array"},
+    SB_FIELD(chunk_root_generation, "chunk root generation"),
+    SB_FIELD(compat_flags, "compat flags"),
+    SB_FIELD(compat_ro_flags, "compat_ro flags"),
+    SB_FIELD(incompat_flags, "incompat flags"),
+    SB_FIELD(csum_type, "checksum type"),
+    SB_FIELD(root_level, "root level"),
+    SB_FIELD(chunk_root_level, "chunk root level"),
+    SB_FIELD(log_root_level, "log root level"),
+    SB_FIELD(dev_item, "device item"),
+    SB_FIELD(label, "label"),
+    SB_FIELD(cache_generation, "cache generation"),
+    SB_FIELD(uuid_tree_generation, "uuid tree generation"),
+    SB_FIELD(metadata_uuid, "metadata uuid"),
+    SB_FIELD(nr_global_roots, "global roots"),
+    SB_FIELD(reserved, "reserved bytes"),
+    SB_FIELD(super_roots[0], "backup root 0"),
+    SB_FIELD(super_roots[1], "backup root 1"),
+    SB_FIELD(super_roots[2], "backup root 2"),
+    SB_FIELD(super_roots[3], "backup root 3"),
+    SB_FIELD(padding, "padding"),
+};
+#define SB_NPARTS (sizeof(sb_parts) / sizeof(sb_parts[0]))
+/* Copies that differ in more parts than this are not one superblock damaged twice. */
+#define SB_MERGE_MAX_PARTS 12
+
+static bool part_differs(const struct btk_super *a, const struct btk_super *b,
+			 const struct sb_part *p)
+{
+	const uint8_t *x = (const uint8_t *)a, *y = (const uint8_t *)b;
+
+	return memcmp(x + p->off, y + p->off, p->len) ||
+	       (p->len2 && memcmp(x + p->off2, y + p->off2, p->len2));
+}
+
+/* Whether sb, written to every copy of dev (ncopies present), opens the filesystem. */
+static bool merged_opens(struct btk_dev *dev, const struct btk_super *sb, int ncopies,
+			 const struct btk_open_opts *oo, struct btk_super *slots)
+{
+	struct btk_open_opts o = trial_opts(oo, 0);
+	struct btk_dev *ov;
+	struct btk_fs *fs = NULL;
+
+	o.no_scan = true;
+	for (int m = 0; m < ncopies; m++) {
+		slots[m] = *sb;
+		btk_put64(slots[m].bytenr, btk_super_offset(m));
+		btk_super_csum_fill(&slots[m]);
+	}
+	if (rp_super_overlay(dev, slots, ncopies, &ov))
+		return false;
+	bool ok = !btk_fs_open_devs(&ov, 1, &o, &fs) && !root_reads(&fs);
+	btk_fs_close(fs);
+	btk_err_clear();
+	return ok;
+}
+
+/* No copy opens the filesystem: copies damaged in different places. A copy (the primary
+ * first) with one part of it (a field, the system chunk array, a backup root) taken from
+ * another copy of the same filesystem (same fsid and magic, differing in few parts) is tried
+ * in turn; the first that opens is *out (base and donor copies, the part's name). */
+static bool merge_copies(struct btk_dev *dev, const struct btk_super_copy *copies,
+			 const struct btk_open_opts *oo, struct btk_super *out, int *base,
+			 int *donor, const char **part)
+{
+	struct btk_super *slots = malloc(BTK_SUPER_MIRRORS * sizeof(*slots));
+	int ncopies = 0;
+	bool found = false;
+
+	for (int m = 0; m < BTK_SUPER_MIRRORS && copies[m].present; m++)
+		ncopies = m + 1;
+	for (int b = 0; slots && !found && b < ncopies; b++) {
+		const struct btk_super *x = &copies[b].sb;
+		if (!btk_super_magic_ok(x))
+			continue;
+		for (int d = 0; !found && d < ncopies; d++) {
+			const struct btk_super *y = &copies[d].sb;
+			size_t ndiff = 0;
+			if (d == b || !btk_super_magic_ok(y) ||
+			    memcmp(x->fsid, y->fsid, sizeof(x->fsid)))
+				continue;
+			for (size_t i = 0; i < SB_NPARTS; i++)
+				ndiff += part_differs(x, y, &sb_parts[i]);
+			if (!ndiff || ndiff > SB_MERGE_MAX_PARTS)
+				continue;
+			for (size_t i = 0; !found && i < SB_NPARTS; i++) {
+				const struct sb_part *p = &sb_parts[i];
+				if (!part_differs(x, y, p))
+					continue;
+				*out = *x;
+				memcpy((uint8_t *)out + p->off, (const uint8_t *)y + p->off,
+				       p->len);
+				if (p->len2)
+					memcpy((uint8_t *)out + p->off2,
+					       (const uint8_t *)y + p->off2, p->len2);
+				if (merged_opens(dev, out, ncopies, oo, slots)) {
+					found = true;
+					*base = b;
+					*donor = d;
+					*part = p->name;
+				}
+			}
+		}
+	}
+	free(slots);
+	return found;
 }
 
 /* The chunk tree's device item of devid into sb's copy; 0 or -ENOENT. */
@@ -93,6 +245,7 @@ static int heal_dev(struct btk_fs_dev *d, const struct btk_super *ref,
 		    const struct btk_super_copy *copies, int from, const struct btk_super_opts *so,
 		    struct btk_super_result *res)
 {
+	/* a merge (res->merged_part) writes its base copy too: why says what it took */
 	struct btk_super *exp = malloc(sizeof(*exp));
 	int ret = 0;
 
@@ -115,7 +268,11 @@ static int heal_dev(struct btk_fs_dev *d, const struct btk_super *ref,
 					    .from_mirror = from,
 					    .generation = btk_le64(ref->generation)};
 		long at = first_diff(exp, &c->sb);
-		if (!c->valid)
+		if (res->merged_part && m == from)
+			snprintf(e.why, sizeof(e.why),
+				 "its %s taken from copy %d (no copy opened the filesystem alone)",
+				 res->merged_part, res->merged_donor);
+		else if (!c->valid)
 			snprintf(e.why, sizeof(e.why), "not valid: %s", c->why);
 		else if (btk_le64(c->sb.generation) != btk_le64(ref->generation))
 			snprintf(e.why, sizeof(e.why), "stale: generation %llu",
@@ -131,6 +288,31 @@ static int heal_dev(struct btk_fs_dev *d, const struct btk_super *ref,
 	}
 	free(exp);
 	return ret;
+}
+
+/* Writes the merged superblock sb (copy base with a part of copy donor) over every copy of
+ * the device at path that differs from it, through the open path (undo, faults). */
+static int write_merged(const char *path, const struct btk_open_opts *oo,
+			const struct btk_super *sb, const struct btk_super_copy *copies, int base,
+			int donor, const char *part, const struct btk_super_opts *so,
+			struct btk_super_result *res)
+{
+	struct btk_dev_opts dopt = oo->dev;
+	struct btk_fs_dev d = {.devid = BTK_GET(struct btrfs_dev_item, sb->dev_item, devid)};
+	int ret, r;
+
+	dopt.write = true;
+	dopt.create = false;
+	if ((ret = btk_dev_open_opts(path, &dopt, &d.dev)))
+		return ret;
+	res->source_mirror = base;
+	res->merged_donor = donor;
+	res->merged_part = part;
+	res->generation = btk_le64(sb->generation);
+	ret = heal_dev(&d, sb, copies, base, so, res);
+	r = btk_dev_flush(d.dev);
+	btk_dev_close(d.dev);
+	return ret ? ret : r;
 }
 
 int btk_super_heal(const char *const *paths, int n, const struct btk_open_opts *oo,
@@ -196,14 +378,23 @@ int btk_super_heal(const char *const *paths, int n, const struct btk_open_opts *
 					 : !copies[m].valid ? copies[m].why
 							    : why[m + 1]);
 			}
-			btk_dev_close(dev);
 		}
 		if (agree > 0 && n == 1) {
+			btk_dev_close(dev);
 			res->copies = agree;
 			res->source_mirror = 0;
 			res->generation = btk_le64(copies[0].sb.generation);
 			btk_err_clear();
 			ret = 0;
+			goto out;
+		}
+		int base, donor;
+		const char *part;
+		bool merged =
+		    dev && n == 1 && merge_copies(dev, copies, oo, ref, &base, &donor, &part);
+		btk_dev_close(dev);
+		if (merged) {
+			ret = write_merged(paths[0], oo, ref, copies, base, donor, part, so, res);
 			goto out;
 		}
 		ret = btk_err(EUCLEAN,

@@ -53,39 +53,55 @@ static void view_close(struct btk_dev *dev)
 static const struct btk_dev_filter view_filter = {
     .change = view_change, .pread = view_pread, .close = view_close};
 
+int rp_super_overlay(struct btk_dev *lower, const struct btk_super *sb, int ncopies,
+		     struct btk_dev **out)
+{
+	struct view *v = calloc(1, sizeof(*v));
+	int ret;
+
+	if (!v)
+		return btk_err(ENOMEM, "out of memory");
+	for (int m = 0; m < ncopies && m < BTK_SUPER_MIRRORS; m++) {
+		v->off[m] = btk_super_offset(m);
+		v->sb[m] = sb[m];
+		v->ncopies = m + 1;
+	}
+	if ((ret = btk_dev_stack(lower, &view_filter, v, out))) {
+		free(v);
+		return ret;
+	}
+	(*out)->writable = false;
+	return 0;
+}
+
 int rp_view_open(struct btk_trans *t, struct btk_fs **out)
 {
 	struct btk_fs *fs = btk_trans_fs(t);
 	struct btk_dev **devs = calloc((size_t)fs->ndevs, sizeof(*devs));
 	struct btk_open_opts oo = {.super_mirror = -1, .no_scan = true, .chunk_overlaps = true};
+	struct btk_super *sb = malloc(BTK_SUPER_MIRRORS * sizeof(*sb));
 	int ret = 0, n = 0;
 
 	*out = NULL;
-	if (!devs)
+	if (!devs || !sb) {
+		free(devs);
+		free(sb);
 		return btk_err(ENOMEM, "out of memory");
+	}
 	for (; n < fs->ndevs && !ret; n++) {
 		struct btk_fs_dev *d = &fs->devs[n];
-		struct view *v = calloc(1, sizeof(*v));
-		if (!v) {
-			ret = btk_err(ENOMEM, "out of memory");
-			break;
-		}
-		for (int m = 0; !ret && m < BTK_SUPER_MIRRORS; m++) {
-			uint64_t off = btk_super_offset(m);
-			if (off + BTK_SUPER_SIZE > d->total_bytes)
+		int m = 0;
+		for (; !ret && m < BTK_SUPER_MIRRORS; m++) {
+			if (btk_super_offset(m) + BTK_SUPER_SIZE > d->total_bytes)
 				break;
-			v->off[m] = off;
-			ret = btk_trans_super_copy(t, n, m, &v->sb[m]);
-			v->ncopies = m + 1;
+			ret = btk_trans_super_copy(t, n, m, &sb[m]);
 		}
-		if (!ret && (ret = btk_dev_stack(d->dev, &view_filter, v, &devs[n])))
-			free(v);
-		else if (ret)
-			free(v);
+		if (!ret)
+			ret = rp_super_overlay(d->dev, sb, m, &devs[n]);
 		if (ret)
 			break;
-		devs[n]->writable = false;
 	}
+	free(sb);
 	if (ret) {
 		for (int i = 0; i < n; i++)
 			btk_dev_close(devs[i]);

@@ -346,7 +346,8 @@ static int cow_block(struct btk_trans *t, struct btk_wroot *wr, struct btk_path 
 		return btk_err(ENOMEM, "out of memory");
 	memcpy(nb->data, b->data, t->fs->nodesize);
 	h = (struct btk_header *)nb->data;
-	memcpy(h->fsid, t->fs->meta_uuid, BTK_FSID_SIZE); /* a new fsid being written */
+	memcpy(h->fsid, t->fs->meta_uuid, BTK_FSID_SIZE);	     /* a new fsid being written */
+	memcpy(h->chunk_tree_uuid, t->w->chunk_uuid, BTK_UUID_SIZE); /* a damaged one set right */
 	btk_put64(h->bytenr, bytenr);
 	btk_put64(h->generation, t->transid);
 	btk_put64(h->owner, wr->objectid);

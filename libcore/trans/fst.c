@@ -9,6 +9,7 @@
 #include "trans/ctree_int.h"
 #include "base/error.h"
 #include "base/vec.h"
+#include "format/free_space.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -190,4 +191,89 @@ int btk_fst_drop_bg(struct btk_trans *t, uint64_t start, uint64_t len)
 		ret = btk_item_delete(t, FST, &info);
 	free(l.k);
 	return ret;
+}
+
+/* The item at or after *k (its bytes in d, of cap): 0, 1 when none is left, or -1 when the tree
+ * does not read there (the caller rebuilds it; no message kept). */
+static int fst_next(struct btk_trans *t, struct btk_key *k, uint8_t *d, uint32_t cap,
+		    uint32_t *size)
+{
+	int ret = btk_item_next(t, FST, k, d, cap, size);
+
+	if (ret < 0) {
+		btk_err_clear();
+		return -1;
+	}
+	return ret;
+}
+
+/* Whether the items of block group bg, from *k on (k left at the first key past them), say
+ * exactly the ranges a commit would write for it: its info, then extents or a bitmap's runs. */
+static bool fst_bg_matches(struct btk_trans *t, const struct btk_bg *bg, struct btk_key *k,
+			   uint8_t *d, uint32_t cap, struct btk_rangeset *have)
+{
+	const struct btk_key info = {bg->start, BTRFS_FREE_SPACE_INFO_KEY, bg->len};
+	uint64_t end = bg->start + bg->len, ss = t->w->fs->sectorsize, items = 0;
+	struct btk_rangeset want = {0};
+	uint32_t size, count;
+	bool bitmaps, same;
+	int ret = fst_next(t, k, d, cap, &size);
+
+	if (ret || btk_key_cmp(k, &info) || size < sizeof(struct btrfs_free_space_info))
+		return false;
+	count = BTK_GET(struct btrfs_free_space_info, d, extent_count);
+	uint32_t flags = BTK_GET(struct btrfs_free_space_info, d, flags);
+	if (flags & ~(uint32_t)BTRFS_FREE_SPACE_USING_BITMAPS)
+		return false;
+	bitmaps = flags & BTRFS_FREE_SPACE_USING_BITMAPS;
+	have->n = 0;
+	btk_key_after(k);
+	while ((ret = fst_next(t, k, d, cap, &size)) == 0 && k->objectid < end) {
+		bool bitmap = k->type == BTRFS_FREE_SPACE_BITMAP_KEY;
+		if ((k->type != BTRFS_FREE_SPACE_EXTENT_KEY && !bitmap) || bitmap != bitmaps ||
+		    k->objectid < bg->start || k->offset > end - k->objectid || !k->offset)
+			return false;
+		if (!bitmap) {
+			if (btk_rs_add(have, k->objectid, k->offset))
+				return false;
+		} else {
+			uint64_t bits = k->offset / ss;
+			if (k->offset % ss || (bits + 7) / 8 > size)
+				return false;
+			for (uint64_t i = 0, n; btk_fst_bitmap_run(d, bits, &i, &n); i += n)
+				if (btk_rs_add(have, k->objectid + i * ss, n * ss))
+					return false;
+		}
+		items++;
+		btk_key_after(k);
+	}
+	if (ret < 0 || wanted(bg, &want)) {
+		btk_rs_free(&want);
+		return false;
+	}
+	/* extents as the commit writes them: one item a range, none touching the next */
+	same = have->n == want.n && count == want.n && (bitmaps || items == want.n);
+	for (size_t i = 0; same && i < want.n; i++)
+		same = have->r[i].start == want.r[i].start && have->r[i].len == want.r[i].len;
+	btk_rs_free(&want);
+	return same;
+}
+
+bool btk_fst_matches(struct btk_trans *t)
+{
+	struct btk_wfs *w = t->w;
+	uint32_t cap = w->fs->nodesize, size;
+	uint8_t *d = malloc(cap);
+	struct btk_rangeset have = {0};
+	struct btk_key k = {0, 0, 0};
+	bool same = w->fst && d;
+
+	for (int i = 0; same && i < w->nbgs; i++)
+		same = fst_bg_matches(t, &w->bgs[i], &k, d, cap, &have);
+	/* and nothing past the last block group */
+	if (same)
+		same = fst_next(t, &k, d, cap, &size) == 1;
+	btk_rs_free(&have);
+	free(d);
+	return same;
 }

@@ -423,6 +423,15 @@ int btk_chunk_stripe_move(struct btk_trans *t, uint64_t logical, int stripe, uin
  * group and device usage change at once. -EBUSY when anything in the tail is used, -EINVAL for
  * other profiles or lengths, -ENOENT no such chunk. */
 int btk_chunk_shrink(struct btk_trans *t, uint64_t logical, uint64_t new_len);
+/* Splits the committed SINGLE, DUP or RAID1 data or metadata chunk at logical in two where
+ * no extent crosses: it keeps its first `at` bytes (a multiple of 64 KiB, inside it) and a new
+ * chunk at logical + at takes the rest, its stripes where the tail's bytes lie (nothing moves):
+ * the chunk item, dev extents, block group item and free-space entries of the first are cut,
+ * the second's are written at commit (it is a chunk of this transaction), each block group
+ * counting the extents it holds. Splitting lets the parts of a chunk move to different places
+ * of the device (btk_chunk_stripe_move). -EBUSY when an extent crosses the line or the chunk
+ * changed in this transaction, -EINVAL other profiles, system chunks or places, -ENOENT. */
+int btk_chunk_split(struct btk_trans *t, uint64_t logical, uint64_t at);
 
 /* ---- emptying block groups (relocation; chunk_remove.c) ---- */
 /* Marks the block group at logical read-only for the write path (until cleared or the fs is
@@ -484,6 +493,10 @@ int btk_tree_restart(struct btk_trans *t, uint64_t id);
  * complement of the extent records): after btk_tree_reset of the free-space tree, they fill
  * the empty tree. false when the filesystem has no free-space tree (nothing to write). */
 bool btk_fst_mark_all(struct btk_trans *t);
+/* Whether the free-space tree reads whole and says exactly what btk_fst_mark_all would make
+ * the commit write: every block group's info and its free ranges (as extents, or as a bitmap's
+ * runs), nothing else. false without a free-space tree. */
+bool btk_fst_matches(struct btk_trans *t);
 /* Makes the commit write new superblocks although nothing else changes (the root tree is
  * copied): a v1 space cache is then invalidated, a dropped log forgotten. */
 int btk_trans_touch(struct btk_trans *t);

@@ -330,10 +330,15 @@ assert s["was_inconsistent"] or s["was_rescanning"], s
 		! grep -Eq 'are different|inconsistent|[Rr]escan' "$BTK_OUT" "$BTK_ERR"
 		btk_run 60 "$FSCK" "$IMG"
 		[ "$status" = 0 ] || { show_err; return 1; }
-		# counted already: a second rescan changes no number, nothing needed doing (exit 0)
-		btk_run 60 "$FSCK" --rescue quota --no-undo "$IMG"
+		# counted already: a second rescan finds every number right and writes nothing (no
+		# commit, no undo file), exit 0
+		cp --sparse=always "$IMG" "$IMG.counted"
+		rm -f "$BATS_TEST_TMPDIR/q.undo"
+		btk_run 60 "$FSCK" --rescue quota -z "$BATS_TEST_TMPDIR/q.undo" "$IMG"
 		[ "$status" = 0 ] || { show_err; return 1; }
-		grep -q ', 0 with new numbers, 0 made for subvolumes without one$' "$BTK_OUT"
+		grep -q '^quotas: every one of the [1-9][0-9]* qgroup(s) counted right already: nothing written$' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+		cmp "$IMG" "$IMG.counted"
+		[ ! -e "$BATS_TEST_TMPDIR/q.undo" ]
 		# the other rebuilds change no subvolume tree: quotas stay consistent through them
 		for step in uuid-tree free-space-tree csum-tree; do
 			btk_run 60 "$FSCK" --rescue $step --no-undo "$IMG"
@@ -433,7 +438,7 @@ qinfo() {
 	cuts quota 8
 }
 
-@test "rescue uuid-tree, data-reloc-tree: a tree that is right already is left as it is: nothing written, exit 0 (nothing needed doing); one that was just rebuilt is right" {
+@test "rescue uuid-tree, data-reloc-tree, free-space-tree: a tree that is right already is left as it is: nothing written, exit 0 (nothing needed doing); one that was just rebuilt is right" {
 	require_btk fsck image
 	image dup
 	"$BTK_BUILD/bin/btk-image" snapshot "$IMG" / /snap1 >/dev/null
@@ -452,13 +457,37 @@ import json, sys
 r = json.load(open(sys.argv[1]))
 assert r["result"] == "clean" and not r["data_reloc_summary"]["rebuilt"], r
 ' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	rm -f "$BATS_TEST_TMPDIR/f.undo"
+	btk_run 60 "$FSCK" --rescue free-space-tree -z "$BATS_TEST_TMPDIR/f.undo" --json "$IMG"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["result"] == "clean" and not r["fst_summary"]["rebuilt"], r
+' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	[ ! -e "$BATS_TEST_TMPDIR/f.undo" ]
 	cmp "$IMG" "$IMG.orig"
-	# a lost uuid tree is rebuilt (exit 1); a second run finds the rebuilt one right (exit 0)
-	"$SMASH" tree 9 1 "$IMG" >/dev/null
-	"$SMASH" tree 9 2 "$IMG" >/dev/null
-	btk_run 60 "$FSCK" --rescue uuid-tree --no-undo "$IMG"
+	# a lost uuid tree or free-space tree is rebuilt (exit 1); a second run finds the rebuilt
+	# one right (exit 0)
+	local tree step
+	for tree in 9 10; do
+		step=uuid-tree
+		[ $tree = 10 ] && step=free-space-tree
+		"$SMASH" tree $tree 1 "$IMG" >/dev/null
+		"$SMASH" tree $tree 2 "$IMG" >/dev/null
+		btk_run 60 "$FSCK" --rescue $step --no-undo "$IMG"
+		[ "$status" = 1 ] || { show_err; return 1; }
+		cp --sparse=always "$IMG" "$IMG.rebuilt"
+		btk_run 60 "$FSCK" --rescue $step --no-undo "$IMG"
+		[ "$status" = 0 ] || { show_err; return 1; }
+		cmp "$IMG" "$IMG.rebuilt"
+	done
+	grep -q '^free-space tree: says exactly the free space of the extent records: nothing rebuilt$' "$BTK_OUT"
+	# one free range wrong: rebuilt (exit 1)
+	"$BTK_BUILD/tests/corrupt" free-space "$IMG" >/dev/null
+	btk_run 60 "$FSCK" --rescue free-space-tree --no-undo "$IMG"
 	[ "$status" = 1 ] || { show_err; return 1; }
-	btk_run 60 "$FSCK" --rescue uuid-tree --no-undo "$IMG"
+	btk_run 60 "$FSCK" "$IMG"
 	[ "$status" = 0 ] || { show_err; return 1; }
 }
 
@@ -671,6 +700,31 @@ assert s["rebuilt"] and s["tree_blocks"] == 5 and s["errors_before"] > 0 and s["
 	both_clean "$IMG"
 	btk_run 60 btrfs check --readonly --mode=lowmem "$IMG"
 	[ "$status" = 0 ] || { show_err; return 1; }
+}
+
+@test "repair: an extent tree lost on every copy, or records no fix can parse (bko-155621), is rebuilt from the trees by one --repair; both checkers clean" {
+	require_btk fsck image
+	require_tool btrfs
+	image dup
+	snapshots "$IMG"
+	"$SMASH" tree 2 1 "$IMG" >/dev/null
+	"$SMASH" tree 2 2 "$IMG" >/dev/null
+	btk_run 180 "$FSCK" --repair --no-undo "$IMG"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -Eq '^FIXED: \[E0606 tb-unreadable\] tree 2 bytenr [0-9]+: .* -> extent tree rebuilt from the trees$' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	grep -q ', 0 left$' "$BTK_OUT"
+	both_clean "$IMG"
+	# inline references that do not parse: each record's fix fails, the rebuild does not read them
+	corpus_img fuzz-images__bko-155621-bad-block-group-offset
+	btk_run 120 "$FSCK" --repair --no-undo --json "$IMG"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["result"] == "repaired" and r["errors_after"] == 0, r
+assert any(f["after"] == "extent tree rebuilt from the trees" and f["code"] == "E0703" for f in r["fixes"]), r["fixes"]
+' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	both_clean "$IMG"
 }
 
 @test "rescue extent-tree: a tree the checker finds no extent problem in is left as it is (exit 0, nothing written)" {

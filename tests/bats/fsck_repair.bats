@@ -164,6 +164,17 @@ PY
 	repaired_clean leaf-gen leaf-gap
 }
 
+@test "repair: a leaf whose header says another owner, lacks the WRITTEN flag or names another chunk tree uuid (fuzzed header fields) is copied with its header written afresh" {
+	require_btk fsck
+	repaired_clean tb-owner tb-flags tb-chunk-uuid
+}
+
+@test "repair: a block group item's chunk objectid fuzzed (no fix of one record answers it): the extent tree is rebuilt from the trees, both checkers clean" {
+	require_btk fsck
+	broken bg-chunk-objectid
+	repair_fixes '^FIXED: \[E0504 bg-chunk-objectid\] .* -> extent tree rebuilt from the trees$'
+}
+
 @test "repair: a leaf whose checksum was wiped (zeros) is copied with one, every file as before" {
 	require_btk fsck
 	broken leaf-csum-zero

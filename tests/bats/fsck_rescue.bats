@@ -156,6 +156,35 @@ assert r["heal_summary"]["data_sectors_lost"] == 0
 	[ "$status" = 0 ]
 }
 
+@test "rescue super: two copies damaged in different places (no copy opens alone) are merged: the primary with the mirror's system chunk array, byte for byte as before; --json; undo puts both back" {
+	require_btk fsck undo
+	profile dup 1
+	"$BTK_BUILD/tests/corrupt" super-split "${IMGS[0]}" >/dev/null
+	cp --sparse=always "${IMGS[0]}" "$BATS_TEST_TMPDIR/split.img"
+	btk_run 60 "$FSCK" -q "${IMGS[0]}"
+	[ "$status" = 8 ] || { show_err; return 1; }
+	rm -f "$BATS_TEST_TMPDIR/s.undo"
+	btk_run 60 "$FSCK" --rescue super -z "$BATS_TEST_TMPDIR/s.undo" --json "${IMGS[0]}"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	python3 -c '
+import json, sys
+r = json.load(open(sys.argv[1]))
+s = r["super_summary"]
+assert r["result"] == "rescued" and s["rewritten"] == 2 and s["source_copy"] == 0, r
+assert s["merged"] == {"part": "system chunk array", "from_copy": 1}, s
+assert [e["copy"] for e in r["super"]] == [0, 1], r["super"]
+' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	same_as_orig || { echo "not as before the damage" >&2; return 1; }
+	"$BTK_BUILD/bin/btk-undo" "$BATS_TEST_TMPDIR/s.undo" "${IMGS[0]}" >/dev/null
+	cmp "${IMGS[0]}" "$BATS_TEST_TMPDIR/split.img"
+	# the same by --repair, in text
+	btk_run 120 "$FSCK" --repair --no-undo "${IMGS[0]}"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -q '^REWRITTEN: superblock copy 0 of devid 1 .*: its system chunk array taken from copy 1 (no copy opened the filesystem alone); from copy 0 ' "$BTK_OUT"
+	grep -q '^superblocks: 2 copies, 2 rewritten from copy 0 with the system chunk array of copy 1 (generation [0-9]*)$' "$BTK_OUT"
+	same_as_orig
+}
+
 @test "repair: superblocks and bad copies first, in the text and --json reports; undo puts the damage back" {
 	require_btk fsck undo
 	profile dup 1

@@ -403,3 +403,88 @@ exits() {
 	size_is "$IMG" "$old"
 	assert_check_clean "$IMG"
 }
+
+# split_image: a 256 MiB image whose last data chunk (64 MiB, 20 MiB of 2 MiB files every other
+# one deleted) fits no hole below it once the tails are cut: -M --no-repack splits it (its
+# parts move into holes apart); the files' sha256 in $BATS_TEST_TMPDIR/sums
+split_image() {
+	local src=$BATS_TEST_TMPDIR/src i
+	mkdir -p "$src"
+	for i in $(seq 1 24); do head -c 2M /dev/urandom >"$src/f$i"; done
+	truncate -s 256M "$IMG"
+	mkfs.btrfs -q -f "$IMG" >/dev/null 2>&1
+	for i in $(seq 1 24); do "$BTK_BUILD/bin/btk-image" put "$IMG" "$src/f$i" "/f$i" >/dev/null; done
+	for i in $(seq 1 2 24); do "$BTK_BUILD/bin/btk-image" rm "$IMG" "/f$i"; done
+	(cd "$src" && sha256sum f2 f4 f6 f8 f10 f12 f14 f16 f18 f20 f22 f24) >"$BATS_TEST_TMPDIR/sums"
+}
+
+# same_files IMG: the files of split_image read back through btk-image
+same_files() {
+	local f out=$BATS_TEST_TMPDIR/back
+	rm -rf "$out"
+	mkdir -p "$out"
+	for f in $(awk '{ print $2 }' "$BATS_TEST_TMPDIR/sums"); do
+		"$BTK_BUILD/bin/btk-image" cat "$1" "/$f" >"$out/$f" || return 1
+	done
+	(cd "$out" && sha256sum -c --quiet "$BATS_TEST_TMPDIR/sums")
+}
+
+@test "a chunk split for its parts to move apart: -P = -M, check clean with data checksums, same files" {
+	split_image
+	btk_run 60 "$RESIZE" --no-repack -P "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	min=$(cat "$BTK_OUT")
+	btk_run 60 "$RESIZE" --no-repack -n -M --json "$IMG"
+	python3 -c 'import json, sys; p = json.load(open(sys.argv[1])); assert p["pieces"] and not p["repacked"], p' "$BTK_OUT"
+	btk_run 60 "$RESIZE" --no-repack -n -M "$IMG"
+	grep -q "^would split data chunk" "$BTK_OUT"
+	btk_run 60 "$RESIZE" --no-repack -M "$IMG"
+	[ "$status" = 0 ] || { show_err; false; }
+	grep -q "^split data chunk" "$BTK_OUT"
+	size_is "$IMG" "$min"
+	btrfs check --readonly --check-data-csum "$IMG" >/dev/null 2>&1
+	same_files "$IMG"
+}
+
+# every eighth write (every write with BTK_ORACLE_FULL=1: ~95, a minute) and each of the last 8
+@test "power cut at every eighth write of a shrink that splits a chunk and at each of its last: old or new filesystem, same files" {
+	split_image
+	local old new total=0 lo=0 n every=8 seen_old=0 seen_new=0 tried=0 orig=$BATS_TEST_TMPDIR/orig.img
+	[ "${BTK_ORACLE_FULL:-0}" = 1 ] && every=1
+	old=$(stat -c %s "$IMG")
+	btk_run 60 "$RESIZE" --no-repack -P "$IMG"
+	new=$(cat "$BTK_OUT")
+	mv "$IMG" "$orig"
+	# the writes of a whole run: the first budget it completes with
+	for n in 16 32 64 128 256 512 1024; do
+		cp --sparse=always "$orig" "$IMG"
+		BTK_FAULT=fail:$n btk_run 60 "$RESIZE" --no-repack -M "$IMG"
+		[ "$status" = 0 ] && { total=$n; break; }
+		lo=$n
+	done
+	[ $total -gt 0 ]
+	while [ $((total - lo)) -gt 1 ]; do
+		n=$(((lo + total) / 2))
+		cp --sparse=always "$orig" "$IMG"
+		BTK_FAULT=fail:$n btk_run 60 "$RESIZE" --no-repack -M "$IMG"
+		if [ "$status" = 0 ]; then total=$n; else lo=$n; fi
+	done
+	for ((n = 0; n < total; n++)); do
+		[ $((n % every)) = 0 ] || [ $n -ge $((total - 8)) ] || continue
+		cp --sparse=always "$orig" "$IMG"
+		BTK_FAULT=stop:$n btk_run 60 "$RESIZE" --no-repack -M "$IMG"
+		assert_no_crash
+		btrfs check --readonly --check-data-csum "$IMG" >"$BATS_TEST_TMPDIR/check.out" 2>&1 ||
+			{ echo "after $n writes:" >&2; tail "$BATS_TEST_TMPDIR/check.out" >&2; false; }
+		case $(sb_dev_total "$IMG") in
+		"$old") seen_old=$((seen_old + 1)) ;;
+		"$new") seen_new=$((seen_new + 1)) ;;
+		*) echo "after $n writes: size $(sb_dev_total "$IMG")" >&2; false ;;
+		esac
+		same_files "$IMG" || { echo "after $n writes" >&2; false; }
+		tried=$((tried + 1))
+	done
+	[ $seen_old -gt 0 ]
+	[ $seen_new -gt 0 ]
+	echo "# $tried power cuts of $total writes (1 in $every and the last 8): $seen_old old, $seen_new new" >&3
+}

@@ -549,6 +549,35 @@ static int k_sys_array_type(struct btk_fs *fs, const char *n)
 		       n);
 	return ret;
 }
+/* Copy 0 with the system chunk array's first chunk RAID10 (sub_stripes 0), copy 1 with its
+ * generation + 2^32: checksums right, no copy opens the filesystem alone, each holds what the
+ * other lost. */
+static int k_super_split(struct btk_fs *fs, const char *n)
+{
+	struct btk_super_copy copies[BTK_SUPER_MIRRORS];
+	struct btk_dev *dev = fs->devs[0].dev;
+	int ret = btk_super_read_all(dev, copies);
+
+	if (ret < 0)
+		return ret;
+	if (!copies[0].valid || !copies[1].valid) {
+		fprintf(stderr,
+			"%s: needs two valid superblock copies (a device of 64 MiB or more)\n", n);
+		return -EINVAL;
+	}
+	edit_sys_type(&copies[0].sb);
+	btk_put64(copies[1].sb.generation, btk_le64(copies[1].sb.generation) + (1ULL << 32));
+	for (int m = 0; m < 2; m++) {
+		btk_super_csum_fill(&copies[m].sb);
+		if ((ret =
+			 btk_dev_write(dev, &copies[m].sb, sizeof(copies[m].sb), copies[m].offset)))
+			return ret;
+	}
+	printf("%s: superblock copy 0: system chunk array's first chunk RAID10; copy 1: generation "
+	       "+ 2^32\n",
+	       n);
+	return 0;
+}
 static int k_super_devs(struct btk_fs *fs, const char *n)
 {
 	int ret = super_edit(fs, edit_devs);
@@ -2084,6 +2113,10 @@ static const struct kind kinds[] = {
     {"copy2", "smash copy 2 of the fs tree's first leaf (checksum left bad)", k_copy2},
     {"root-tree", "smash every copy of the root tree's root block", k_root_tree},
     {"csum-leaf", "smash every copy of a checksum tree leaf that is not its root", k_csum_leaf},
+    {"super-split",
+     "copy 0's system chunk array RAID10 (sub_stripes 0), copy 1's generation + 2^32: no copy "
+     "opens alone",
+     k_super_split},
     {"chunk-root-ptr", "the superblock's chunk root pointer moved 4 nodes on (every copy)",
      k_chunk_root_ptr},
     {"sys-array-type", "the system chunk array's first chunk gets RAID10 (sub_stripes 0)",

@@ -15,8 +15,9 @@ load ../bats/helpers
 RESIZE=$BTK_BUILD/bin/btk-resize
 # the mechanisms this file is about: whole stripes moved, tails cut, chunks emptied into the
 # others, compaction; repacking (below what they reach) is tested in resize_aged.bats,
-# resize_profiles.bats and ../bats/resize.bats
-NR=--no-repack
+# resize_profiles.bats and ../bats/resize.bats, chunks split for their parts to move apart in
+# ../bats/resize.bats and resize_aged.bats
+NR="--no-repack --no-split"
 
 setup_file() {
 	[ "$(id -u)" = 0 ] || return 0

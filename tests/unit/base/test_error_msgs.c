@@ -90,12 +90,31 @@ static void test_map_physical(void **state)
 	free(fs.chunks);
 }
 
+/* A message that quotes the one before it (btk_err(..., "%s", btk_errmsg())) says both whole:
+ * formatting does not read the buffer it writes (a corpus image with a fuzzed system chunk
+ * array printed "what; what; " with the second cause lost). */
+static void test_quotes_itself(void **state)
+{
+	(void)state;
+	btk_err(EUCLEAN, "system chunk array: chunk 0 overruns the array");
+	assert_int_equal(
+	    btk_err(EUCLEAN, "%s; %s", btk_errmsg(), "the chunk root block is on no device"),
+	    -EUCLEAN);
+	assert_string_equal(btk_errmsg(),
+			    "system chunk array: chunk 0 overruns the array; the chunk "
+			    "root block is on no device");
+	btk_err(EIO, "a");
+	btk_err(EIO, "%s %s %s", btk_errmsg(), btk_errmsg(), btk_errmsg());
+	assert_string_equal(btk_errmsg(), "a a a");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 	    cmocka_unit_test(test_decompress),
 	    cmocka_unit_test(test_csum),
 	    cmocka_unit_test(test_map_physical),
+	    cmocka_unit_test(test_quotes_itself),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -299,6 +299,25 @@ static void replay(const char *img, const struct btk_resize_plan *p, struct dext
 	for (int m = 0; m < p->nmoves; m++) {
 		const struct btk_resize_move *mv = &p->moves[m];
 		int at = -1;
+		/* the chunks split before the first move of its round: the tails become chunks
+		 * of their own, where their bytes lie */
+		for (int k = 0; k < p->npieces && (!m || p->moves[m - 1].round != mv->round); k++) {
+			const struct btk_resize_piece *pc = &p->pieces[k];
+			int hit = 0, n0 = n;
+			if (pc->round != mv->round)
+				continue;
+			assert_true(pc->at > 0 && pc->at < pc->len && pc->at % BTK_STRIPE_LEN == 0);
+			for (int i = 0; i < n0; i++)
+				if (v[i].chunk == pc->logical && v[i].len) {
+					assert_int_equal(v[i].len, pc->len);
+					assert_true(n < 64);
+					v[n++] = (struct dext){v[i].off + pc->at, pc->len - pc->at,
+							       pc->logical + pc->at};
+					v[i].len = pc->at;
+					hit++;
+				}
+			assert_true(hit > 0);
+		}
 		for (int i = 0; i < n; i++)
 			if (v[i].chunk == mv->logical && v[i].off == mv->from)
 				at = i;
@@ -339,7 +358,7 @@ static void make(const char *name, const char *size, const char *args, char *img
 }
 
 /* The figures and the boundary of one image; returns the plan to the minimum. */
-static void check_image(const char *img, struct btk_resize_plan *out)
+static void check_image(const char *img, unsigned flags, struct btk_resize_plan *out)
 {
 	struct btk_fs *fs = test_open_image(img, false, 0);
 	struct btk_resize_plan p, q;
@@ -354,7 +373,7 @@ static void check_image(const char *img, struct btk_resize_plan *out)
 			end = v[i].off + v[i].len;
 	}
 	/* -P: the minimum, and the figures beside it */
-	assert_int_equal(btk_resize_plan(fs, 1, 0, true, &p), 0);
+	assert_int_equal(btk_resize_plan(fs, 1, 0, BTK_RESIZE_FIND_MIN | flags, &p), 0);
 	assert_int_equal(p.allocated, alloc);
 	assert_int_equal(p.alloc_end, end);
 	assert_int_equal(p.new_size, p.minimum);
@@ -391,10 +410,10 @@ static void check_image(const char *img, struct btk_resize_plan *out)
 	assert_int_equal(p.minimum % fs->sectorsize, 0);
 	replay(img, &p, v, n, fs->nodesize);
 	/* the minimum is the boundary: a sector less is refused with the minimum named */
-	assert_int_equal(btk_resize_plan(fs, 1, p.minimum - fs->sectorsize, false, &q), -ENOSPC);
+	assert_int_equal(btk_resize_plan(fs, 1, p.minimum - fs->sectorsize, flags, &q), -ENOSPC);
 	assert_non_null(strstr(btk_errmsg(), "minimum"));
 	/* at or past the allocated end nothing moves, and the minimum is not searched */
-	assert_int_equal(btk_resize_plan(fs, 1, end + 12345, false, &q), 0);
+	assert_int_equal(btk_resize_plan(fs, 1, end + 12345, flags, &q), 0);
 	assert_int_equal(q.nmoves + q.ncuts + q.nempty, 0);
 	assert_int_equal(q.minimum, 0);
 	assert_int_equal(q.new_size, (end + 12345) / fs->sectorsize * fs->sectorsize);
@@ -414,7 +433,7 @@ static void test_plan_fresh(void **state)
 	(void)state;
 
 	make("fresh.img", "1G", "", img, sizeof(img));
-	check_image(img, &p);
+	check_image(img, 0, &p);
 	assert_true(p.ncuts > 0);
 	assert_true(p.nmoves > 0);
 	assert_int_equal(p.nempty, 0);
@@ -435,7 +454,7 @@ static void test_plan_with_data(void **state)
 	assert_int_equal(system(cmd), 0);
 	snprintf(cmd, sizeof(cmd), "-m single -r %s/src", dir);
 	make("data.img", "512M", cmd, img, sizeof(img));
-	check_image(img, &p);
+	check_image(img, 0, &p);
 	assert_true(p.ncuts + p.nmoves + p.nempty > 0);
 	btk_resize_plan_free(&p);
 }
@@ -495,7 +514,7 @@ static void test_plan_empties(void **state)
 	snprintf(cmd, sizeof(cmd), "btrfs check --readonly %s >/dev/null 2>&1", img);
 	assert_int_equal(system(cmd), 0);
 
-	check_image(img, &p);
+	check_image(img, 0, &p);
 	assert_true(p.nempty > 0);
 	/* what the emptied chunks hold moves, and the data chunks that stay have room for it */
 	struct dext v[64];
@@ -522,14 +541,18 @@ static void test_plan_empties(void **state)
 /* A data chunk partly used below another one filled and emptied again (64 MiB written, the
  * first 40 MiB deleted): below what moving, cutting and emptying reach, the chunks are
  * repacked (the plan is replayed on dump-tree's dev extents: cuts from the lengths the
- * stripes have, new chunks in holes only), and the minimum is still the boundary. */
+ * stripes have, new chunks in holes only), and the minimum is still the boundary. Without
+ * repacking, chunks are split for their parts to move into holes apart no whole chunk fits
+ * (replayed too: each part where its bytes lie, then moved), which reaches lower than
+ * without. Each plan is carried out: the size reached, btrfs check clean. */
 static void test_plan_repack(void **state)
 {
-	char img[96];
+	char img[96], cmd[512];
 	const struct btk_time now = {1700000002, 0};
 	struct btk_resize_plan p;
 	struct btk_trans *t;
 	struct btk_fs *fs;
+	uint64_t whole;
 	(void)state;
 
 	make("repack.img", "1G", "", img, sizeof(img));
@@ -544,22 +567,82 @@ static void test_plan_repack(void **state)
 	assert_int_equal(btk_fs_unlink(t, 5, 256, "c", 1, &now), 0);
 	assert_int_equal(btk_trans_commit(t), 0);
 	test_close_image(fs);
-	check_image(img, &p);
+	snprintf(cmd, sizeof(cmd), "cp --sparse=always %s %s.split", img, img);
+	assert_int_equal(system(cmd), 0);
+	check_image(img, 0, &p);
 	assert_true(p.repack);
 	assert_true(p.nsplits > 0);
 	btk_resize_plan_free(&p);
-	/* and the apply carries it out: the size reached, btrfs check clean */
-	char cmd[512];
-	fs = test_open_image(img, true, 0);
-	assert_int_equal(btk_resize_plan(fs, 1, 0, true, &p), 0);
-	assert_int_equal(btk_resize_apply(fs, &p, NULL, NULL), 0);
-	uint64_t want = p.new_size;
+	check_image(img, BTK_RESIZE_NO_REPACK | BTK_RESIZE_NO_SPLIT, &p);
+	assert_int_equal(p.npieces, 0);
+	whole = p.minimum;
 	btk_resize_plan_free(&p);
+	check_image(img, BTK_RESIZE_NO_REPACK, &p);
+	assert_true(p.npieces > 0);
+	assert_false(p.repack);
+	assert_true(p.minimum < whole);
+	btk_resize_plan_free(&p);
+	for (int split = 0; split < 2; split++) {
+		char path[128];
+		snprintf(path, sizeof(path), "%s%s", img, split ? ".split" : "");
+		fs = test_open_image(path, true, 0);
+		assert_int_equal(
+		    btk_resize_plan(fs, 1, 0,
+				    BTK_RESIZE_FIND_MIN | (split ? BTK_RESIZE_NO_REPACK : 0), &p),
+		    0);
+		assert_int_equal(p.npieces > 0, split);
+		assert_int_equal(btk_resize_apply(fs, &p, NULL, NULL), 0);
+		uint64_t want = p.new_size;
+		btk_resize_plan_free(&p);
+		test_close_image(fs);
+		snprintf(cmd, sizeof(cmd),
+			 "btrfs check --readonly --check-data-csum %s >/dev/null 2>&1 && "
+			 "[ $(stat -c %%s %s) = %llu ]",
+			 path, path, (unsigned long long)want);
+		assert_int_equal(system(cmd), 0);
+	}
+}
+
+/* btk_chunk_split refuses what it cannot do, changing nothing: a line an extent crosses, a
+ * line not on 64 KiB or outside the chunk, a system chunk; a line between extents splits the
+ * chunk (each part's block group counting its extents), and btrfs check is clean after. */
+static void test_chunk_split(void **state)
+{
+	char img[96], cmd[512];
+	struct btk_trans *t;
+	struct btk_fs *fs;
+	uint64_t data = 0, sys = 0, used, pinned, used2;
+	(void)state;
+
+	make("split.img", "512M", "", img, sizeof(img));
+	fs = test_open_image(img, true, 0);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
+	put_file(t, fs, "a", 3 * M + 512 * 1024); /* extents of 1 MiB, then 512 KiB */
+	assert_int_equal(btk_trans_commit(t), 0);
+	for (int i = 0; i < fs->nchunks; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		if ((c->type & BTRFS_BLOCK_GROUP_DATA) && !data)
+			data = c->logical;
+		if (c->type & BTRFS_BLOCK_GROUP_SYSTEM)
+			sys = c->logical;
+	}
+	assert_true(data && sys);
+	assert_int_equal(btk_trans_start(test_w(fs), &t), 0);
+	assert_int_equal(btk_bg_usage(t, data, &used, &pinned), 0);
+	assert_int_equal(used, 3 * M + 512 * 1024);
+	assert_int_equal(btk_chunk_split(t, data, M / 2), -EBUSY); /* inside the first extent */
+	assert_int_equal(btk_chunk_split(t, data, M + 4096), -EINVAL);
+	assert_int_equal(btk_chunk_split(t, data, 0), -EINVAL);
+	assert_int_equal(btk_chunk_split(t, sys, M), -EINVAL);
+	assert_int_equal(btk_chunk_split(t, data, 2 * M), 0); /* between the second and third */
+	assert_int_equal(btk_bg_usage(t, data, &used, &pinned), 0);
+	assert_int_equal(btk_bg_usage(t, data + 2 * M, &used2, &pinned), 0);
+	assert_int_equal(used, 2 * M);
+	assert_int_equal(used2, M + 512 * 1024);
+	assert_int_equal(btk_trans_commit(t), 0);
 	test_close_image(fs);
-	snprintf(cmd, sizeof(cmd),
-		 "btrfs check --readonly --check-data-csum %s >/dev/null 2>&1 && "
-		 "[ $(stat -c %%s %s) = %llu ]",
-		 img, img, (unsigned long long)want);
+	snprintf(cmd, sizeof(cmd), "btrfs check --readonly --check-data-csum %s >/dev/null 2>&1",
+		 img);
 	assert_int_equal(system(cmd), 0);
 }
 
@@ -587,6 +670,7 @@ int main(void)
 	    cmocka_unit_test(test_compact_dup),	       cmocka_unit_test(test_compact_full),
 	    cmocka_unit_test(test_plan_fresh),	       cmocka_unit_test(test_plan_with_data),
 	    cmocka_unit_test(test_plan_empties),       cmocka_unit_test(test_plan_repack),
+	    cmocka_unit_test(test_chunk_split),
 	};
 
 	if (system("command -v mkfs.btrfs >/dev/null && command -v btrfs >/dev/null")) {
