@@ -563,7 +563,8 @@ int btk_resize_plan(struct btk_fs *fs, uint64_t devid, uint64_t size, unsigned f
 			ret = rl_compact_split(split ? fs : NULL, &use, &l, plan->new_size,
 					       plan->ncuts ? 1 : 0, plan);
 		else if (!ret)
-			ret = rl_compact(&l, plan->new_size, 0, plan);
+			/* the moves after the cuts' commit: a cut tail is free room only then */
+			ret = rl_compact(&l, plan->new_size, plan->ncuts ? 1 : 0, plan);
 	}
 	rl_usage_free(&use);
 	if (!ret && rl_layout_end(&l) > plan->new_size)
