@@ -405,6 +405,15 @@ static uint64_t tail_zeros(struct ll *l, uint64_t bytenr, uint64_t len)
 	return z == ss ? 0 : z; /* a whole sector of zeros: a sparse tail, size unknown */
 }
 
+/* The buffers an extent is read and decoded into (allocated once); false: out of memory. */
+static bool zbufs(struct ll *l)
+{
+	if (!l->zin && !(l->zin = malloc(2 * BTK_MAX_COMPRESSED_IN)))
+		return false;
+	l->zout = l->zin + BTK_MAX_COMPRESSED_IN;
+	return true;
+}
+
 /* The bytes of the file's last sector past its size, for an inode whose item is lost but whose
  * last extent item (fe, ending at the file's extent end) reads: what a compressed extent
  * decodes to short of its length, or a plain one's trailing zeros (0: not known). */
@@ -421,11 +430,8 @@ static uint64_t tail_short(struct ll *l, const struct btk_file_extent *fe)
 	if (fe->compression >= BTK_COMPRESS_TYPES || fe->disk_num_bytes > BTK_MAX_COMPRESSED_IN ||
 	    fe->extent_offset + fe->num_bytes != fe->ram_bytes || fe->ram_bytes % ss)
 		return 0; /* the file does not end where the extent's data does */
-	if (!l->zin && !(l->zin = malloc(2 * BTK_MAX_COMPRESSED_IN)))
-		return 0;
-	l->zout = l->zin + BTK_MAX_COMPRESSED_IN;
 	long n = -1;
-	if (!btk_read_logical(l->fs, fe->disk_bytenr, l->zin, fe->disk_num_bytes))
+	if (zbufs(l) && !btk_read_logical(l->fs, fe->disk_bytenr, l->zin, fe->disk_num_bytes))
 		n = btk_decompress_whole(fe->compression, ss, l->zin, fe->disk_num_bytes, l->zout,
 					 BTK_MAX_COMPRESSED_IN);
 	btk_err_clear();
@@ -459,10 +465,7 @@ static bool compressed(struct ll *l, uint64_t bytenr, uint64_t len, int *type, u
 
 	if (len > BTK_MAX_COMPRESSED_IN || len < ss)
 		return false;
-	if (!l->zin && !(l->zin = malloc(2 * BTK_MAX_COMPRESSED_IN)))
-		return false;
-	l->zout = l->zin + BTK_MAX_COMPRESSED_IN;
-	if (btk_read_logical(l->fs, bytenr, l->zin, len)) {
+	if (!zbufs(l) || btk_read_logical(l->fs, bytenr, l->zin, len)) {
 		btk_err_clear();
 		return false;
 	}
