@@ -853,16 +853,18 @@ static int rebuild(struct ll *l, struct ll_done *done)
 			a.size = e->ext_end;
 			/* the file's tail: the kernel zero-fills its last sector past the size; a
 			 * compressed last extent decodes to the size itself */
-			for (size_t j = 0; j < l->refs.n && e->ext_end; j++) {
+			bool tail = false;
+			for (size_t j = 0; j < l->refs.n && e->ext_end && !tail; j++) {
 				const struct ll_ref *r = &l->refs.data[j];
-				if (r->ino == e->ino && r->dec &&
-				    r->offset + (r->dec + ss - 1) / ss * ss == e->ext_end)
-					a.size = r->offset + r->dec;
-				else if (r->ino == e->ino && r->offset + r->len == e->ext_end)
-					a.size -= tail_zeros(l, r->bytenr, r->len);
+				if (r->ino != e->ino)
+					continue;
+				if (r->dec && r->offset + (r->dec + ss - 1) / ss * ss == e->ext_end)
+					a.size = r->offset + r->dec, tail = true;
+				else if (r->offset + r->len == e->ext_end)
+					a.size -= tail_zeros(l, r->bytenr, r->len), tail = true;
 			}
-			/* or the last extent item still reads */
-			if (e->ext_end && e->tail.num_bytes &&
+			/* or the last extent item, which reads, says it */
+			if (!tail && e->ext_end && e->tail.num_bytes &&
 			    e->tail.file_offset + e->tail.num_bytes == e->ext_end)
 				a.size -= tail_short(l, &e->tail);
 			bool sums = false, any = false;
