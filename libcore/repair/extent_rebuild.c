@@ -222,8 +222,9 @@ static int root_ok(struct btk_fs *fs, const struct btk_root *r)
 	if (r->objectid == BTRFS_TREE_RELOC_OBJECTID)
 		return btk_err(EBUSY, "a relocation tree exists (a balance was interrupted): mount "
 				      "the filesystem to let the kernel finish it");
-	if (r->objectid == BTRFS_ROOT_TREE_OBJECTID || r->objectid == BTRFS_CHUNK_TREE_OBJECTID)
-		return 0;
+	if (!btk_root_can_drop(r->objectid))
+		return 0; /* a drop progress of any other tree means nothing (the check reports it)
+			   */
 	if ((ret = btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt)))
 		return ret;
 	btk_path_init(&p);

@@ -247,6 +247,34 @@ static int fix_root_refs(struct rp_ctx *x, const struct rp_prob *p, char *before
 	return btk_item_update(t, BTRFS_ROOT_TREE_OBJECTID, &p->key, item, size);
 }
 
+/* A drop progress in the root item of a tree that is never deleted (not a subvolume or
+ * relocation tree): cleared, so every checker walks all of it. */
+static int fix_root_drop(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+			 size_t cap)
+{
+	struct btk_trans *t = x->t;
+	uint8_t item[sizeof(struct btrfs_root_item)];
+	struct btk_root_item ri;
+	uint32_t size;
+	int ret;
+
+	if (!p->has_key || p->key.type != BTRFS_ROOT_ITEM_KEY || btk_root_can_drop(p->key.objectid))
+		return btk_err(EINVAL, "root report without the root item of a tree never deleted");
+	if ((ret = item_get(t, BTRFS_ROOT_TREE_OBJECTID, &p->key, item, sizeof(item), &size)))
+		return ret;
+	if (btk_root_item_parse(item, size, &ri))
+		return btk_err(EUCLEAN, "root %llu: root item of %u bytes",
+			       (unsigned long long)p->key.objectid, size);
+	snprintf(before, cap, "drop_progress (%llu %u %llu) drop_level %u",
+		 (unsigned long long)ri.drop_progress.objectid, ri.drop_progress.type,
+		 (unsigned long long)ri.drop_progress.offset, ri.drop_level);
+	ri.drop_progress = (struct btk_key){0, 0, 0};
+	ri.drop_level = 0;
+	btk_root_item_write(item, size, &ri);
+	snprintf(after, cap, "drop_progress (0 0 0) drop_level 0");
+	return btk_item_update(t, BTRFS_ROOT_TREE_OBJECTID, &p->key, item, size);
+}
+
 /* An item of a type no kernel knows, in a subvolume tree: removed (the report names it). */
 static int fix_unknown_item(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 			    size_t cap)

@@ -169,6 +169,19 @@ PY
 	repaired_clean tb-owner tb-flags tb-chunk-uuid
 }
 
+@test "repair: a drop progress fuzzed into the dev tree's root item is cleared; with a block group item fuzzed too, the extent tree is rebuilt (the dev tree is no subvolume being deleted)" {
+	require_btk fsck
+	repaired_clean dev-root-drop
+	broken dev-root-drop
+	btk_run 120 "$FSCK" --repair "$IMG"
+	grep -q '^FIXED: \[E1017 root-drop\] tree 1 key (4 ROOT_ITEM 0): drop_progress (7318349394477056 0 0) drop_level 0 -> drop_progress (0 0 0) drop_level 0$' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	# every dev extent still checked: none reported missing while the drop key hid them
+	broken dev-root-drop
+	run "$CORRUPT" bg-chunk-objectid "$IMG"
+	[ "$status" = 0 ]
+	repair_fixes '^FIXED: \[E0504 bg-chunk-objectid\] .* -> extent tree rebuilt from the trees$'
+}
+
 @test "repair: a block group item's chunk objectid fuzzed (no fix of one record answers it): the extent tree is rebuilt from the trees, both checkers clean" {
 	require_btk fsck
 	broken bg-chunk-objectid

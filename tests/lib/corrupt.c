@@ -1825,6 +1825,16 @@ static int k_root_dirid(struct btk_fs *fs, const char *n)
 {
 	return root_item_field(fs, n, offsetof(struct btrfs_root_item, root_dirid), 8, 1);
 }
+/* A fuzzed drop progress in the dev tree's root item (a tree that is never deleted). */
+static int k_dev_root_drop(struct btk_fs *fs, const char *n)
+{
+	struct want w = {.type = BTRFS_ROOT_ITEM_KEY,
+			 .objectid = BTRFS_DEV_TREE_OBJECTID,
+			 .file_extent_type = -1};
+	struct btk_key from = {BTRFS_DEV_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0};
+	return k_simple(fs, n, BTRFS_ROOT_TREE_OBJECTID, &w, &from, OP_ADD,
+			offsetof(struct btrfs_root_item, drop_progress), 8, 7318349394477056LL);
+}
 static int k_bg_chunk_objectid(struct btk_fs *fs, const char *n)
 {
 	struct want w = {.type = BTRFS_BLOCK_GROUP_ITEM_KEY, .file_extent_type = -1};
@@ -2153,6 +2163,8 @@ static const struct kind kinds[] = {
     {"dev-item-fsid", "the first DEV_ITEM's fsid changed", k_dev_item_fsid},
     {"fs-root-refs", "the fs tree's (-t) root item refs - 1 (0 for a live tree)", k_fs_root_refs},
     {"root-dirid", "the fs tree's (-t) root item root_dirid + 1", k_root_dirid},
+    {"dev-root-drop", "the dev tree's root item gets a drop progress (objectid 7318349394477056)",
+     k_dev_root_drop},
     {"bg-chunk-objectid", "a block group item's chunk_objectid + 1", k_bg_chunk_objectid},
     {"bg-len", "the first block group item's key length one sector less than its chunk's",
      k_bg_len},
