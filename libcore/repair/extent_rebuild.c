@@ -727,7 +727,8 @@ static int rebuild(struct btk_trans *t, void *ctx)
 		return ret;
 	/* after the records: deleting copies the root tree's blocks */
 	for (size_t i = 0; i < x->dead.n; i++) {
-		struct btk_key k = {BTRFS_TREE_RELOC_OBJECTID, BTRFS_ROOT_ITEM_KEY, x->dead.data[i]};
+		struct btk_key k = {BTRFS_TREE_RELOC_OBJECTID, BTRFS_ROOT_ITEM_KEY,
+				    x->dead.data[i]};
 		if ((ret = btk_item_delete(t, BTRFS_ROOT_TREE_OBJECTID, &k)))
 			return ret;
 	}

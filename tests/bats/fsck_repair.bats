@@ -486,6 +486,29 @@ cut_states() {
 	[ $n = 17 ]
 }
 
+@test "repair: bko-199833 (a drop progress on the dev tree, a relocation tree of no subvolume, a dev extent at a fuzzed offset, no block groups) ends clean for both checkers" {
+	require_btk fsck
+	local src dir
+	src=$(corpus_src) || skip "corpus not found"
+	dir=$(corpus_unpack "$src")
+	local img=$BATS_TEST_TMPDIR/c.img
+	cp --sparse=always "$dir/fuzz-images__bko-199833-reloc-recovery-crash.raw" "$img"
+	btk_run 120 "$FSCK" --repair --no-undo "$img"
+	assert_no_crash
+	[ "$status" = 1 ] || { cat "$BTK_OUT" >&2; return 1; }
+	grep -q '^FIXED: \[E0304 dev-extent-orphan\] .* -> removed (not where any stripe of chunk 29360128 lies)$' "$BTK_OUT"
+	grep -q '^FIXED: \[E0302 dev-extent-missing\] .* -> dev extent of chunk 29360128, 33554432 bytes$' "$BTK_OUT"
+	grep -q '^FIXED: \[E1017 root-drop\] tree 1 key (4 ROOT_ITEM 0): ' "$BTK_OUT"
+	grep -q ', 0 left$' "$BTK_OUT"
+	btk_run 120 "$FSCK" -q "$img"
+	[ "$status" = 0 ] || { cat "$BTK_OUT" >&2; return 1; }
+	btrfs_clean "$img"
+	# the relocation tree of subvolume 262144 (none) was dropped with the extent tree rebuild
+	run "$BTK_BUILD/bin/btk-debug" tree --tree 1 "$img"
+	[ "$status" = 0 ]
+	! grep -q 'TREE_RELOC ROOT_ITEM' <<<"$output"
+}
+
 @test "repair: corpus images whose root tree is lost end clean from an older root tree" {
 	require_btk fsck
 	local src dir name n=0
