@@ -466,7 +466,8 @@ static int repair_heal(void *ctx)
 	struct repair_heal *h = ctx;
 
 	/* super is not in the mask: the heal's summary line is printed, as for the step alone */
-	rescue_run(h->devs, h->ndevs, h->oo, RESCUE_HEAL, false, h->o->json, h->o->quiet, &h->did);
+	rescue_run(h->devs, h->ndevs, h->oo, RESCUE_HEAL, false, h->o->json, h->o->quiet, NULL,
+		   &h->did);
 	return h->did.failed ? -1 : h->did.changed ? 1 : 0;
 }
 
@@ -501,12 +502,13 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 		/* a chunk tree that does not read is healed first (a good copy, a flipped bit:
 		 * the blocks as they were), and rebuilt when that did not make it read */
 		struct btk_chunk_rebuild_result probe;
-		bool chunk_bad = !btk_chunk_tree_probe(devs, ndevs, &oo, &probe) && !probe.whole;
+		bool probed = !btk_chunk_tree_probe(devs, ndevs, &oo, &probe);
+		bool chunk_bad = probed && !probe.whole;
 		btk_err_clear();
 		rescue_run(devs, ndevs, &oo,
 			   RESCUE_SUPER | RESCUE_CHUNK | (data || chunk_bad ? RESCUE_HEAL : 0) |
 			       RESCUE_LOG,
-			   data, o->json, o->quiet, &did);
+			   data, o->json, o->quiet, probed ? &probe : NULL, &did);
 		if (!data && !did.healed) {
 			ro.heal = repair_heal;
 			ro.heal_ctx = &rh;
@@ -579,7 +581,7 @@ static int run_rescue(const char **devs, int ndevs, int step, bool data, struct 
 		printf("%s on %s\n", rescue_step_doing(step, data), devs[0]);
 	if (o->json)
 		printf("{");
-	rescue_run(devs, ndevs, &oo, step, data, o->json, o->quiet, &did);
+	rescue_run(devs, ndevs, &oo, step, data, o->json, o->quiet, NULL, &did);
 	bits = rescue_bits(&did);
 	if (o->json) {
 		if (*undo && !access(undo, F_OK)) {

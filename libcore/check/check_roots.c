@@ -52,6 +52,16 @@ static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 			CHK_U(r->level));
 }
 
+void chk_rootref_push(struct chk *c, uint64_t parent, uint64_t child, uint64_t dirid, uint64_t seq,
+		      const uint8_t *name, size_t len, uint8_t kind)
+{
+	struct chk_rootref *r = chk_push(c, &c->rootrefs);
+
+	if (r)
+		*r = (struct chk_rootref){parent, child, dirid, seq, chk_name_hash64(name, len),
+					  kind};
+}
+
 static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 		     uint64_t leaf)
 {
@@ -61,16 +71,9 @@ static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, u
 		chk_rep(c, CHK_M_ROOT_REF_SIZE, 1, leaf, k, CHK_U(sz));
 		return;
 	}
-	struct chk_rootref *r = chk_push(c, &c->rootrefs);
-	if (!r)
-		return;
 	bool fwd = k->type == BTRFS_ROOT_REF_KEY;
-	r->parent = fwd ? k->objectid : k->offset;
-	r->child = fwd ? k->offset : k->objectid;
-	r->dirid = e.dirid;
-	r->seq = e.sequence;
-	r->hash = chk_name_hash64((const uint8_t *)e.name, e.name_len);
-	r->kind = fwd ? 0 : 1;
+	chk_rootref_push(c, fwd ? k->objectid : k->offset, fwd ? k->offset : k->objectid, e.dirid,
+			 e.sequence, (const uint8_t *)e.name, e.name_len, fwd ? 0 : 1);
 }
 
 void chk_root_leaf(struct chk *c, const struct btk_block *b)
