@@ -342,6 +342,24 @@ PY
 	repair_fixes 'E1310 fe-compressed-nodatasum.*NODATASUM cleared'
 }
 
+@test "repair --force: an image shorter than its superblock says is refused in one line without it, repaired with it" {
+	require_btk fsck
+	broken nbytes
+	truncate -s 250M "$IMG" # the base is 256 MiB, nothing of it lies past 250 MiB
+	local sha
+	sha=$(sha256_of "$IMG")
+	btk_run 120 "$FSCK" --repair --no-undo "$IMG"
+	[ "$status" = 8 ]
+	grep -q 'refusing to write (--force writes anyway)$' "$BTK_ERR"
+	[ "$(sha256_of "$IMG")" = "$sha" ]
+	btk_run 120 "$FSCK" --repair --force --no-undo "$IMG"
+	assert_no_crash
+	grep -q '^FIXED: \[E1113 nbytes\] ' "$BTK_OUT" || { cat "$BTK_OUT" "$BTK_ERR" >&2; return 1; }
+	# what is left is the truncation itself
+	grep -q ', 1 left$' "$BTK_OUT"
+	grep -q '^ERROR: \[E0405 dev-smaller\]' "$BTK_OUT"
+}
+
 @test "repair: a problem without a fix is left, reported, and nothing is written" {
 	require_btk fsck
 	broken chunk-dev-uuid
