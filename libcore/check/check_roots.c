@@ -33,8 +33,15 @@ static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 	r->dirid = ri.root_dirid;
 	r->level = ri.level;
 	r->dropping = ri.drop_progress.objectid != 0 || ri.drop_level != 0;
-	r->drop_key = ri.drop_progress;
-	r->drop_level = ri.drop_level;
+	if (r->dropping && !btk_root_can_drop(k->objectid)) {
+		/* only a subvolume or relocation tree is ever deleted: every item of this one
+		 * counts */
+		chk_rep(c, CHK_M_ROOT_DROP, 1, leaf, k, CHK_U(r->id),
+			CHK_U(ri.drop_progress.objectid), CHK_U(ri.drop_level));
+		r->dropping = false;
+	}
+	r->drop_key = r->dropping ? ri.drop_progress : (struct btk_key){0, 0, 0};
+	r->drop_level = r->dropping ? ri.drop_level : 0;
 	memcpy(r->uuid, ri.uuid, BTK_UUID_SIZE);
 	memcpy(r->received_uuid, ri.received_uuid, BTK_UUID_SIZE);
 	if (r->gen == 0 || r->gen > c->max_gen)
