@@ -51,6 +51,7 @@ static void push_rootref(struct chk *c, uint64_t parent, uint64_t child, uint64_
 	if (!r)
 		return;
 	*r = (struct chk_rootref){parent, child, dirid, seq, chk_name_hash64(name, len), kind};
+	chk_rec_rootref(c, r);
 }
 
 static int orphan_cb(void *ctx, const struct btk_block *leaf, int slot, const struct btk_key *key,
@@ -247,6 +248,7 @@ static void need_csum(struct chk *c, uint64_t start, uint64_t len, struct chk_ra
 		return;
 	r->start = start;
 	r->len = len;
+	chk_rec_range(c, v, start, len);
 }
 
 static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,

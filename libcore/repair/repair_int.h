@@ -29,9 +29,12 @@ struct rp_collect {
 };
 /* Checks fs into v (emptied first); c says how many errors and whether it could check. */
 int rp_check(struct btk_fs *fs, struct rp_probs *v, struct rp_collect *c);
-/* rp_check with what earlier checks compared of the copies of tree blocks (check.h). */
+/* rp_check with what earlier checks compared of the copies of tree blocks (check.h), and with
+ * a record of the subvolume trees' walks to fill (record) and to take unchanged trees from
+ * (replay); each may be NULL. */
 int rp_check_copies(struct btk_fs *fs, struct rp_probs *v, struct rp_collect *c,
-		    struct btk_check_copies *copies);
+		    struct btk_check_copies *copies, struct btk_check_record *record,
+		    struct btk_check_record *replay);
 
 /* What a fix works in: the transaction, and the whole check the round plans from (a fix may
  * look at the other problems: which extent a back reference without a user belongs to, a
