@@ -113,6 +113,23 @@ struct btk_check_record *btk_check_record_new(void); /* NULL: out of memory */
 void btk_check_record_free(struct btk_check_record *r);
 /* Whether a check took (part of) its result from r. */
 bool btk_check_record_used(const struct btk_check_record *r);
+/* A reference the recorded check's walk found: a tree's root block, a tree block's child
+ * (level: the child's), a leaf's data extent (ino, off: its EXTENT_DATA_REF objectid and
+ * offset; len its disk_num_bytes). parent is the block holding it (0 for a root); whether
+ * it is keyed or shared is the parent's FULL_BACKREF flag's to say. A block several trees
+ * share made its references once. */
+struct btk_check_use {
+	uint64_t bytenr, root, parent, ino, off, len;
+	uint32_t count;
+	int level; /* -1 for data */
+	bool data;
+};
+/* Calls fn for every reference the check that filled r found in every tree (the users of
+ * every extent of the state it checked): 1 when it did (fn returning non-zero stops it with
+ * that), 0 when r cannot say (it is not usable: a tree that did not read, relocation or log
+ * trees, half-deleted trees...). */
+int btk_check_record_uses(const struct btk_check_record *r,
+			  int (*fn)(void *ctx, const struct btk_check_use *u), void *ctx);
 
 struct btk_check_opts {
 	bool data_csum;			 /* read and verify every data block, every copy */

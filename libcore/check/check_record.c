@@ -66,6 +66,7 @@ struct btk_check_record {
 	struct rec_trees trees;
 	struct rec_ents ents;
 	struct rec_probs probs;
+	struct chk_refs others;	  /* the references of the other trees' blocks */
 	struct chk_u64s blocks;	  /* blocks of the subvolume trees walked, sorted at the end */
 	struct chk_u64s extprobs; /* addresses that extent problems name */
 	struct rec_tree *cur;	  /* the tree being recorded */
@@ -86,6 +87,7 @@ static void record_clear(struct btk_check_record *r)
 		free(r->probs.data[i].texts);
 	btk_vec_free(&r->trees);
 	btk_vec_free(&r->ents);
+	btk_vec_free(&r->others);
 	btk_vec_free(&r->probs);
 	btk_vec_free(&r->blocks);
 	btk_vec_free(&r->extprobs);
@@ -138,10 +140,51 @@ static struct rec_ent *ent(struct chk *c, uint8_t type)
 
 void chk_rec_ref(struct chk *c, const struct chk_ref *ref)
 {
-	struct rec_ent *e = ent(c, RE_REF);
+	struct btk_check_record *r = c->opts->record;
+	struct rec_ent *e;
 
-	if (e)
+	if (r && r->valid && !r->cur) { /* another tree's: for btk_check_record_uses */
+		struct chk_ref *o = chk_push(c, &r->others);
+		if (!o)
+			r->valid = false;
+		else
+			*o = *ref;
+		return;
+	}
+	if ((e = ent(c, RE_REF)))
 		e->ref = *ref;
+}
+
+static int use_of(const struct chk_ref *ref, int (*fn)(void *ctx, const struct btk_check_use *u),
+		  void *ctx)
+{
+	bool data = ref->type == BTRFS_EXTENT_DATA_REF_KEY;
+	struct btk_check_use u = {.bytenr = ref->bytenr,
+				  .root = ref->root,
+				  .parent = ref->parent,
+				  .ino = data ? ref->ino : 0,
+				  .off = data ? ref->off : 0,
+				  .len = data ? ref->len : 0,
+				  .count = ref->count,
+				  .level = data ? -1 : (int)ref->off,
+				  .data = data};
+
+	return fn(ctx, &u);
+}
+
+int btk_check_record_uses(const struct btk_check_record *r,
+			  int (*fn)(void *ctx, const struct btk_check_use *u), void *ctx)
+{
+	int ret = 0;
+
+	if (!r || !r->valid)
+		return 0;
+	for (size_t i = 0; i < r->others.n && !ret; i++)
+		ret = use_of(&r->others.data[i], fn, ctx);
+	for (size_t i = 0; i < r->ents.n && !ret; i++)
+		if (r->ents.data[i].type == RE_REF)
+			ret = use_of(&r->ents.data[i].ref, fn, ctx);
+	return ret ? ret : 1;
 }
 
 void chk_rec_range(struct chk *c, const struct chk_ranges *v, uint64_t start, uint64_t len)

@@ -280,16 +280,38 @@ static int ref_cmp(const void *pa, const void *pb)
 		   ?: btk_cmp_u64(a->ino, b->ino) ?: btk_cmp_u64(a->off, b->off);
 }
 
+/* A user the check the round plans from found (its record): kept when its extent is wanted. */
+static int recorded_use(void *ctx, const struct btk_check_use *u)
+{
+	struct rp_extents *e = ctx;
+	struct rp_ref r = {.bytenr = u->bytenr,
+			   .root = u->root,
+			   .parent = u->parent,
+			   .ino = u->ino,
+			   .off = u->off,
+			   .len = u->len,
+			   .count = u->count,
+			   .level = (int8_t)u->level,
+			   .data = u->data};
+
+	return wanted(e, r.bytenr) ? push(e, &r) : 0;
+}
+
 /* Walks every tree once (the committed state: call it before the round changes anything),
  * collecting the users of the wanted extents, each as a keyed or a shared reference by its
- * parent's FULL_BACKREF flag; equal references are merged into one with their count. */
+ * parent's FULL_BACKREF flag; equal references are merged into one with their count. The
+ * check the round plans from found the same users when it kept a record of them: taken from
+ * it instead of walking again. */
 static int walk(struct rp_ctx *x, struct rp_extents *e)
 {
 	int ret;
 
 	e->t = x->t;
 	e->fs = btk_trans_fs(x->t);
-	ret = btk_for_each_root(e->fs, walk_root, e);
+	ret = btk_check_record_uses(x->rec, recorded_use, e);
+	if (ret < 0)
+		return ret;
+	ret = ret ? 0 : btk_for_each_root(e->fs, walk_root, e);
 	btk_u64set_free(&e->visited);
 	if (ret) {
 		if (ret == -ENOMEM)

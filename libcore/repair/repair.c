@@ -326,7 +326,7 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 	struct btk_trans *t = NULL;
 	char codes[256] = "";
 	size_t nfix0 = fixes->n;
-	struct rp_ctx x = {.all = a->before};
+	struct rp_ctx x = {.all = a->before, .rec = a->rec};
 	int ret;
 
 	*committed = false;

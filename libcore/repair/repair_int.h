@@ -49,6 +49,9 @@ struct rp_ctx {
 	unsigned rebuilt;	/* rebuild.c: the trees this round rebuilt (1 << enum rp_rebuild) */
 	struct rp_rebuilds *rebuilds; /* rebuild.c: what a rebuild keeps to the commit */
 	uint64_t lost_leaves_of;      /* lostleaf.c: the tree whose lost leaves were rebuilt */
+	/* the record of the check `all` came from (the committed state's users of extents), or
+	 * NULL */
+	const struct btk_check_record *rec;
 };
 
 /* A fix: changes x->t so that p is gone; fills before/after (short texts for --json). 0; 1
