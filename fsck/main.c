@@ -710,7 +710,9 @@ int main(int argc, const char **argv)
 	    {"progress", 'p', POPT_ARG_NONE, &a.progress, 0, "show progress on stderr", NULL},
 	    {"quiet", 'q', POPT_ARG_NONE, &a.quiet, 0, "print only the error count", NULL},
 	    {"force", 0, POPT_ARG_NONE, &a.force, 0,
-	     "check even a filesystem mounted read-write (results may be wrong)", NULL},
+	     "check even a filesystem mounted read-write (results may be wrong); with --repair "
+	     "or --rescue, write to a device shorter than its superblock records",
+	     NULL},
 	    {"readonly", 0, POPT_ARG_NONE, &a.readonly, 0,
 	     "check only (the default without --repair)", NULL},
 	    {"repair", 0, POPT_ARG_NONE, &a.repair, 0,
@@ -792,6 +794,8 @@ int main(int argc, const char **argv)
 	if (a.json || (a.quiet && !a.progress))
 		o.line.on = false;
 	btk_set_warn_hook(on_warn, &o);
+	/* --force: a repair or rescue writes to a device shorter than its superblock records */
+	open_opts.short_ok = a.force;
 	if (a.rescue)
 		rc = run_rescue(a.devs, a.ndevs, rescue_step(a.rescue), a.data_csum, &o);
 	else if (a.repair)

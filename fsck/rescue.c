@@ -531,6 +531,10 @@ static void extent_text(const struct step_ctx *c)
 	       (unsigned long long)r->data_refs, (unsigned long long)r->extents_left,
 	       (unsigned long long)r->old_blocks, (unsigned long long)r->csum_bytes_dropped,
 	       (unsigned long long)r->errors_before, (unsigned long long)r->errors_after);
+	if (r->reloc_dropped)
+		printf("extent tree: %llu relocation tree(s) of a subvolume that does not exist "
+		       "dropped (as the kernel's relocation recovery would)\n",
+		       (unsigned long long)r->reloc_dropped);
 }
 
 static void extent_json_summary(const struct step_ctx *c, int ret)
@@ -542,14 +546,15 @@ static void extent_json_summary(const struct step_ctx *c, int ret)
 	       "\"tree_blocks\": %llu, "
 	       "\"shared_blocks\": %llu, \"tree_refs\": %llu, \"data_extents\": %llu, "
 	       "\"data_refs\": %llu, \"extents_left\": %llu, \"old_blocks\": %llu, "
-	       "\"csum_bytes_dropped\": %llu, \"errors_before\": %llu, \"errors_after\": %llu}",
+	       "\"csum_bytes_dropped\": %llu, \"reloc_dropped\": %llu, \"errors_before\": %llu, "
+	       "\"errors_after\": %llu}",
 	       r->rebuilt ? "true" : "false", r->agrees ? "true" : "false",
 	       (unsigned long long)r->trees, (unsigned long long)r->tree_blocks,
 	       (unsigned long long)r->shared_blocks, (unsigned long long)r->tree_refs,
 	       (unsigned long long)r->data_extents, (unsigned long long)r->data_refs,
 	       (unsigned long long)r->extents_left, (unsigned long long)r->old_blocks,
-	       (unsigned long long)r->csum_bytes_dropped, (unsigned long long)r->errors_before,
-	       (unsigned long long)r->errors_after);
+	       (unsigned long long)r->csum_bytes_dropped, (unsigned long long)r->reloc_dropped,
+	       (unsigned long long)r->errors_before, (unsigned long long)r->errors_after);
 }
 
 static int chunk_run(struct step_ctx *c)
