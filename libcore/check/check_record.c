@@ -38,16 +38,14 @@ struct rec_ent {
 	};
 };
 
-/* A problem as it was reported: its message, where, its values and texts. */
+/* A problem as it was reported: its message, the problem (its texts' pointers cleared) and
+ * where in texts its what, expected and found strings begin, one after the other. */
 struct rec_prob {
 	enum chk_message_id mid;
-	uint64_t tree, bytenr;
-	bool has_key;
-	struct btk_key key;
-	unsigned nvals;
-	uint64_t vals[BTK_CHECK_VALS];
-	char *texts; /* what, expected, found: three strings one after the other */
+	struct btk_check_problem p;
+	size_t texts;
 };
+BTK_VEC(rec_chars, char);
 
 struct rec_tree {
 	uint64_t id, offset, bytenr, gen;
@@ -66,6 +64,7 @@ struct btk_check_record {
 	struct rec_trees trees;
 	struct rec_ents ents;
 	struct rec_probs probs;
+	struct rec_chars texts;
 	struct chk_refs others;	  /* the references of the other trees' blocks */
 	struct chk_u64s blocks;	  /* blocks of the subvolume trees walked, sorted at the end */
 	struct chk_u64s extprobs; /* addresses that extent problems name */
@@ -83,8 +82,7 @@ struct btk_check_record *btk_check_record_new(void)
 
 static void record_clear(struct btk_check_record *r)
 {
-	for (size_t i = 0; i < r->probs.n; i++)
-		free(r->probs.data[i].texts);
+	btk_vec_free(&r->texts);
 	btk_vec_free(&r->trees);
 	btk_vec_free(&r->ents);
 	btk_vec_free(&r->others);
@@ -226,17 +224,16 @@ void chk_rec_block(struct chk *c, uint64_t bytenr)
 		*p = bytenr;
 }
 
-static char *texts_dup(const char *what, const char *expected, const char *found)
+/* Appends s with its NUL to r->texts; false when out of memory. */
+static bool text_add(struct chk *c, struct btk_check_record *r, const char *s)
 {
-	size_t a = strlen(what) + 1, b = strlen(expected) + 1, f = strlen(found) + 1;
-	char *s = malloc(a + b + f);
-
-	if (s) {
-		memcpy(s, what, a);
-		memcpy(s + a, expected, b);
-		memcpy(s + a + b, found, f);
+	for (size_t i = 0; i == 0 || s[i - 1]; i++) {
+		char *d = chk_push(c, &r->texts);
+		if (!d)
+			return false;
+		*d = s[i];
 	}
-	return s;
+	return true;
 }
 
 void chk_rec_problem(struct chk *c, enum chk_message_id mid, const struct btk_check_problem *p)
@@ -263,22 +260,18 @@ void chk_rec_problem(struct chk *c, enum chk_message_id mid, const struct btk_ch
 	 * against the extent tree name that tree, and are made again from the references) */
 	if (!r->cur || p->tree != c->tree)
 		return;
+	size_t at = r->texts.n;
 	struct rec_prob *q = chk_push(c, &r->probs);
 	struct rec_ent *e = q ? ent(c, RE_PROB) : NULL;
-	if (!q || !e || !(q->texts = texts_dup(p->what, p->expected, p->found))) {
-		if (q)
-			r->probs.n--;
+	if (!e || !text_add(c, r, p->what) || !text_add(c, r, p->expected) ||
+	    !text_add(c, r, p->found)) {
 		r->valid = false;
 		return;
 	}
-	*q = (struct rec_prob){.mid = mid,
-			       .tree = p->tree,
-			       .bytenr = p->bytenr,
-			       .has_key = p->has_key,
-			       .key = p->key,
-			       .nvals = p->nvals,
-			       .texts = q->texts};
-	memcpy(q->vals, p->vals, sizeof(q->vals));
+	q->mid = mid;
+	q->p = *p;
+	q->p.what = q->p.expected = q->p.found = NULL;
+	q->texts = at;
 	e->prob = r->probs.n - 1;
 }
 
@@ -397,26 +390,13 @@ static bool replay_ok(struct chk *c, const struct btk_check_record *r)
 }
 
 /* A recorded problem reported again (and recorded in c's own record). */
-static void reemit(struct chk *c, const struct rec_prob *q)
+static void reemit(struct chk *c, const struct btk_check_record *r, const struct rec_prob *q)
 {
-	const struct chk_message *m = chk_message(q->mid);
-	const char *what = q->texts, *expected = what + strlen(what) + 1;
-	const char *found = expected + strlen(expected) + 1;
-	struct btk_check_problem p = {
-	    .id = m->problem,
-	    .info = btk_check_problem_info(m->problem),
-	    .tree = q->tree,
-	    .bytenr = q->bytenr,
-	    .has_key = q->has_key,
-	    .key = q->key,
-	    .what = what,
-	    .expected = expected,
-	    .found = found,
-	    .nvals = q->nvals,
-	};
+	struct btk_check_problem p = q->p;
 
-	p.kind = p.info->kind;
-	memcpy(p.vals, q->vals, sizeof(p.vals));
+	p.what = r->texts.data + q->texts;
+	p.expected = p.what + strlen(p.what) + 1;
+	p.found = p.expected + strlen(p.expected) + 1;
 	chk_report_problem(c, q->mid, &p);
 }
 
@@ -469,7 +449,7 @@ int chk_rec_replay(struct chk *c, const struct btk_root *root)
 			break;
 		}
 		case RE_PROB:
-			reemit(c, &r->probs.data[e->prob]);
+			reemit(c, r, &r->probs.data[e->prob]);
 			break;
 		}
 	}

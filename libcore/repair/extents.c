@@ -22,16 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One user of an extent, as the trees make it. */
-struct rp_ref {
-	uint64_t bytenr;
-	uint64_t root;		/* keyed: the root (0 when shared) */
-	uint64_t parent;	/* shared: the parent block (0 when keyed) */
-	uint64_t ino, off, len; /* data: EXTENT_DATA_REF objectid, offset; disk_num_bytes */
-	uint32_t count;
-	int8_t level; /* tree blocks */
-	bool data;
-};
+/* One user of an extent, as the trees make it (check.h's struct btk_check_use; once resolved,
+ * keyed: root set, parent 0; shared: parent set, root 0). */
+#define rp_ref btk_check_use
 BTK_VEC(rp_refs, struct rp_ref);
 
 struct rp_extents {
@@ -284,17 +277,8 @@ static int ref_cmp(const void *pa, const void *pb)
 static int recorded_use(void *ctx, const struct btk_check_use *u)
 {
 	struct rp_extents *e = ctx;
-	struct rp_ref r = {.bytenr = u->bytenr,
-			   .root = u->root,
-			   .parent = u->parent,
-			   .ino = u->ino,
-			   .off = u->off,
-			   .len = u->len,
-			   .count = u->count,
-			   .level = (int8_t)u->level,
-			   .data = u->data};
 
-	return wanted(e, r.bytenr) ? push(e, &r) : 0;
+	return wanted(e, u->bytenr) ? push(e, u) : 0;
 }
 
 /* Walks every tree once (the committed state: call it before the round changes anything),
