@@ -25,7 +25,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-enum { RE_REF, RE_NEED, RE_FORBID, RE_NODSUM, RE_ROOTREF, RE_OWNER, RE_PROB };
+/* entries: RE_OTHER_REF is a reference of a block of another tree (for btk_check_record_uses:
+ * the other trees' walks come between the subvolume trees', whose entries stay together) */
+enum { RE_REF, RE_NEED, RE_FORBID, RE_NODSUM, RE_ROOTREF, RE_OWNER, RE_PROB, RE_OTHER_REF };
 
 struct rec_ent {
 	uint8_t type;
@@ -58,6 +60,8 @@ BTK_VEC(rec_ents, struct rec_ent);
 BTK_VEC(rec_probs, struct rec_prob);
 BTK_VEC(rec_trees, struct rec_tree);
 
+enum { BLOCKS, EXTPROBS };
+
 struct btk_check_record {
 	bool valid, used;
 	uint64_t incompat, compat_ro;
@@ -65,10 +69,10 @@ struct btk_check_record {
 	struct rec_ents ents;
 	struct rec_probs probs;
 	struct rec_chars texts;
-	struct chk_refs others;	  /* the references of the other trees' blocks */
-	struct chk_u64s blocks;	  /* blocks of the subvolume trees walked, sorted at the end */
-	struct chk_u64s extprobs; /* addresses that extent problems name */
-	struct rec_tree *cur;	  /* the tree being recorded */
+	/* [BLOCKS] the blocks of the subvolume trees walked (sorted at the end), [EXTPROBS] the
+	 * addresses that extent problems name */
+	struct chk_u64s addrs[2];
+	struct rec_tree *cur; /* the tree being recorded */
 };
 
 struct btk_check_record *btk_check_record_new(void)
@@ -85,10 +89,9 @@ static void record_clear(struct btk_check_record *r)
 	btk_vec_free(&r->texts);
 	btk_vec_free(&r->trees);
 	btk_vec_free(&r->ents);
-	btk_vec_free(&r->others);
 	btk_vec_free(&r->probs);
-	btk_vec_free(&r->blocks);
-	btk_vec_free(&r->extprobs);
+	for (int i = 0; i < 2; i++)
+		btk_vec_free(&r->addrs[i]);
 	memset(r, 0, sizeof(*r));
 }
 
@@ -142,15 +145,15 @@ void chk_rec_ref(struct chk *c, const struct chk_ref *ref)
 	struct rec_ent *e;
 
 	if (r && r->valid && !r->cur) { /* another tree's: for btk_check_record_uses */
-		struct chk_ref *o = chk_push(c, &r->others);
-		if (!o)
+		if (!(e = chk_push(c, &r->ents))) {
 			r->valid = false;
-		else
-			*o = *ref;
+			return;
+		}
+		e->type = RE_OTHER_REF;
+	} else if (!(e = ent(c, RE_REF))) {
 		return;
 	}
-	if ((e = ent(c, RE_REF)))
-		e->ref = *ref;
+	e->ref = *ref;
 }
 
 static int use_of(const struct chk_ref *ref, int (*fn)(void *ctx, const struct btk_check_use *u),
@@ -177,10 +180,8 @@ int btk_check_record_uses(const struct btk_check_record *r,
 
 	if (!r || !r->valid)
 		return 0;
-	for (size_t i = 0; i < r->others.n && !ret; i++)
-		ret = use_of(&r->others.data[i], fn, ctx);
 	for (size_t i = 0; i < r->ents.n && !ret; i++)
-		if (r->ents.data[i].type == RE_REF)
+		if (r->ents.data[i].type == RE_REF || r->ents.data[i].type == RE_OTHER_REF)
 			ret = use_of(&r->ents.data[i].ref, fn, ctx);
 	return ret ? ret : 1;
 }
@@ -218,7 +219,7 @@ void chk_rec_block(struct chk *c, uint64_t bytenr)
 
 	if (!r || !r->cur || !r->valid)
 		return;
-	if (!(p = chk_push(c, &r->blocks)))
+	if (!(p = chk_push(c, &r->addrs[BLOCKS])))
 		r->valid = false;
 	else
 		*p = bytenr;
@@ -250,7 +251,7 @@ void chk_rec_problem(struct chk *c, enum chk_message_id mid, const struct btk_ch
 		return;
 	}
 	if ((p->kind == BTK_CHK_EXTENT || p->kind == BTK_CHK_BACKREF) && p->bytenr) {
-		uint64_t *x = chk_push(c, &r->extprobs);
+		uint64_t *x = chk_push(c, &r->addrs[EXTPROBS]);
 		if (!x)
 			r->valid = false;
 		else
@@ -327,18 +328,18 @@ void chk_rec_finish(struct chk *c, bool complete)
 		r->valid = false;
 	/* the trees taken from a record: their blocks, for the test of the problems below */
 	const struct btk_check_record *from = c->opts->replay;
-	for (size_t i = 0; c->replay_state > 0 && i < from->blocks.n && r->valid; i++) {
-		uint64_t *p = chk_push(c, &r->blocks);
+	for (size_t i = 0; c->replay_state > 0 && i < from->addrs[BLOCKS].n && r->valid; i++) {
+		uint64_t *p = chk_push(c, &r->addrs[BLOCKS]);
 		if (!p)
 			r->valid = false;
 		else
-			*p = from->blocks.data[i];
+			*p = from->addrs[BLOCKS].data[i];
 	}
 	if (!r->valid)
 		return;
-	btk_vec_sort(&r->blocks, u64_cmp);
-	for (size_t i = 0; i < r->extprobs.n && r->valid; i++)
-		if (btk_vec_bsearch(&r->blocks, &r->extprobs.data[i], u64_cmp))
+	btk_vec_sort(&r->addrs[BLOCKS], u64_cmp);
+	for (size_t i = 0; i < r->addrs[EXTPROBS].n && r->valid; i++)
+		if (btk_vec_bsearch(&r->addrs[BLOCKS], &r->addrs[EXTPROBS].data[i], u64_cmp))
 			r->valid = false;
 }
 
