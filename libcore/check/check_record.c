@@ -22,6 +22,7 @@
 #include "base/error.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -41,13 +42,12 @@ struct rec_ent {
 };
 
 /* A problem as it was reported: its message, the problem (its texts' pointers cleared) and
- * where in texts its what, expected and found strings begin, one after the other. */
+ * its texts. */
 struct rec_prob {
 	enum chk_message_id mid;
 	struct btk_check_problem p;
-	size_t texts;
+	char what[CHK_TEXT_MAX], expected[CHK_TEXT_MAX], found[CHK_TEXT_MAX];
 };
-BTK_VEC(rec_chars, char);
 
 struct rec_tree {
 	uint64_t id, offset, bytenr, gen;
@@ -68,7 +68,6 @@ struct btk_check_record {
 	struct rec_trees trees;
 	struct rec_ents ents;
 	struct rec_probs probs;
-	struct rec_chars texts;
 	/* [BLOCKS] the blocks of the subvolume trees walked (sorted at the end), [EXTPROBS] the
 	 * addresses that extent problems name */
 	struct chk_u64s addrs[2];
@@ -86,7 +85,6 @@ struct btk_check_record *btk_check_record_new(void)
 
 static void record_clear(struct btk_check_record *r)
 {
-	btk_vec_free(&r->texts);
 	btk_vec_free(&r->trees);
 	btk_vec_free(&r->ents);
 	btk_vec_free(&r->probs);
@@ -225,18 +223,6 @@ void chk_rec_block(struct chk *c, uint64_t bytenr)
 		*p = bytenr;
 }
 
-/* Appends s with its NUL to r->texts; false when out of memory. */
-static bool text_add(struct chk *c, struct btk_check_record *r, const char *s)
-{
-	for (size_t i = 0; i == 0 || s[i - 1]; i++) {
-		char *d = chk_push(c, &r->texts);
-		if (!d)
-			return false;
-		*d = s[i];
-	}
-	return true;
-}
-
 void chk_rec_problem(struct chk *c, enum chk_message_id mid, const struct btk_check_problem *p)
 {
 	struct btk_check_record *r = c->opts->record;
@@ -261,18 +247,18 @@ void chk_rec_problem(struct chk *c, enum chk_message_id mid, const struct btk_ch
 	 * against the extent tree name that tree, and are made again from the references) */
 	if (!r->cur || p->tree != c->tree)
 		return;
-	size_t at = r->texts.n;
 	struct rec_prob *q = chk_push(c, &r->probs);
 	struct rec_ent *e = q ? ent(c, RE_PROB) : NULL;
-	if (!e || !text_add(c, r, p->what) || !text_add(c, r, p->expected) ||
-	    !text_add(c, r, p->found)) {
+	if (!e) {
 		r->valid = false;
 		return;
 	}
 	q->mid = mid;
 	q->p = *p;
 	q->p.what = q->p.expected = q->p.found = NULL;
-	q->texts = at;
+	snprintf(q->what, sizeof(q->what), "%s", p->what);
+	snprintf(q->expected, sizeof(q->expected), "%s", p->expected);
+	snprintf(q->found, sizeof(q->found), "%s", p->found);
 	e->prob = r->probs.n - 1;
 }
 
@@ -391,13 +377,13 @@ static bool replay_ok(struct chk *c, const struct btk_check_record *r)
 }
 
 /* A recorded problem reported again (and recorded in c's own record). */
-static void reemit(struct chk *c, const struct btk_check_record *r, const struct rec_prob *q)
+static void reemit(struct chk *c, const struct rec_prob *q)
 {
 	struct btk_check_problem p = q->p;
 
-	p.what = r->texts.data + q->texts;
-	p.expected = p.what + strlen(p.what) + 1;
-	p.found = p.expected + strlen(p.expected) + 1;
+	p.what = q->what;
+	p.expected = q->expected;
+	p.found = q->found;
 	chk_report_problem(c, q->mid, &p);
 }
 
@@ -450,7 +436,7 @@ int chk_rec_replay(struct chk *c, const struct btk_root *root)
 			break;
 		}
 		case RE_PROB:
-			reemit(c, r, &r->probs.data[e->prob]);
+			reemit(c, &r->probs.data[e->prob]);
 			break;
 		}
 	}
