@@ -247,6 +247,15 @@ int btk_write_copy(struct btk_fs *fs, uint64_t logical, const void *buf, size_t 
 int btk_raid56_rebuild(struct btk_fs *fs, const struct btk_chunk *c, uint64_t row, int di,
 		       uint64_t soff, uint8_t *buf, uint32_t len, bool use_q);
 
+/* Compares parity stripe k (0 P, 1 Q) of the row holding [logical, +len) (inside one 64 KiB
+ * stripe of a RAID5/6 chunk) with the parity computed from the row's data stripes as they
+ * are on disk. Returns a mask, bit k set when parity k differs or does not read (a parity
+ * stripe on a missing device is left out); with fix those are rewritten. at (may be NULL,
+ * 2 entries) gets where each parity stripe of the range lies (dev NULL: missing). -EINVAL outside
+ * one such stripe, -ENODEV when a data stripe is missing. raid56.c. */
+int btk_raid56_parity(struct btk_fs *fs, uint64_t logical, uint32_t len, bool fix,
+		      struct btk_phys at[2]);
+
 /* Writes len bytes to every copy of a logical range (data of a newly allocated extent:
  * nothing committed may live there). In RAID5/6 chunks through btk_raid56_write. */
 int btk_write_logical(struct btk_fs *fs, uint64_t logical, const void *buf, size_t len);
