@@ -96,7 +96,7 @@ assert r["heal_summary"]["data_sectors_lost"] == 0
 	done
 }
 
-@test "rescue heal, RAID5/6: a smashed P or Q of a tree block's and of data's row, and for RAID6 two of data stripe, P, Q and another data stripe of the row, are rewritten (parity from the data stripes, the data stripe from the good rebuild): byte for byte; the checker reports a bad parity; --repair heals it" {
+@test "rescue heal, RAID5/6: a smashed P or Q of a tree block's and of data's row, and for RAID6 two of data stripe, P, Q and another data stripe of the row, are rewritten (parity from the data stripes, the data stripe from the good rebuild): byte for byte; the checker reports a bad parity (of data with --check-data-csum); --repair heals it" {
 	require_btk fsck
 	local prof n combo c out
 	for prof in raid5:3 raid6:4; do
@@ -130,6 +130,16 @@ assert r["heal_summary"]["data_sectors_lost"] == 0
 			same_as_orig || { echo "$prof $combo: not as before" >&2; return 1; }
 		done
 	done
+	# a bad parity of data alone: --check-data-csum reports it, its repair heals it
+	"$SMASH" data 2 "${IMGS[@]}" >/dev/null
+	btk_run 60 "$FSCK" "${IMGS[@]}"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	btk_run 60 "$FSCK" --check-data-csum "${IMGS[@]}"
+	[ "$status" = 4 ] || { show_err; return 1; }
+	grep -q "^ERROR: \[E1504 data-parity\] tree 7 bytenr [0-9]*: data \[[0-9]*, +[0-9]*): copy 2 of 3 (P of its row, devid [0-9]* physical [0-9]*) does not match the data stripes" "$BTK_OUT"
+	btk_run 60 "$FSCK" --repair --check-data-csum --no-undo "${IMGS[@]}"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	same_as_orig
 	# the repair runs the heal when its check reports a bad parity (no --check-data-csum)
 	"$SMASH" tree 2 3 "${IMGS[@]}" >/dev/null
 	btk_run 60 "$FSCK" --repair --no-undo "${IMGS[@]}"
