@@ -273,6 +273,39 @@ static int heal_bitflip(struct heal *h, uint64_t bytenr, int level, struct btk_h
 	return 1;
 }
 
+/* RAID6, a block no copy of which reads: two data stripes of its row bad. Rebuilt from P and
+ * Q with each other data stripe in turn taken as lost; one that validates is written to the
+ * data stripe. 1 done, 0 not, or -errno (a write). */
+static int heal_pair(struct heal *h, uint64_t bytenr, int level, struct btk_heal_event *e)
+{
+	struct btk_fs *fs = h->fs;
+	char why[160];
+
+	for (int k = 0;; k++) {
+		int ret = btk_raid6_rebuild_pair(fs, bytenr, h->buf, fs->nodesize, k);
+		if (ret == -EINVAL || ret == -ERANGE) { /* not RAID6, or no other stripe left */
+			btk_err_clear();
+			return 0;
+		}
+		if (ret || btk_block_check_raw(fs, bytenr, h->buf, why, sizeof(why)) ||
+		    (level >= 0 && ((const struct btk_header *)h->buf)->level != level)) {
+			btk_err_clear();
+			continue;
+		}
+		struct btk_phys at;
+		if ((ret = btk_write_copy(fs, bytenr, h->buf, fs->nodesize, 0, &at)))
+			return ret;
+		e->healed = true;
+		e->copy = 1;
+		e->from = e->ncopies; /* rebuilt with both parities */
+		e->devid = at.devid;
+		e->physical = at.physical;
+		snprintf(e->why + strlen(e->why), sizeof(e->why) - strlen(e->why),
+			 "; another data stripe of its row is bad too: rebuilt from P and Q");
+		return 1;
+	}
+}
+
 static int walk_error(void *ctx, uint64_t bytenr, int level, int err, const char *msg)
 {
 	struct heal *h = ctx;
@@ -287,9 +320,15 @@ static int walk_error(void *ctx, uint64_t bytenr, int level, int err, const char
 	if (btk_u64set_add(&h->seen, bytenr) == 0)
 		return 0;
 	snprintf(e.why, sizeof(e.why), "%s", msg);
-	if ((ret = heal_bitflip(h, bytenr, level, &e)) < 0)
+	if ((ret = heal_pair(h, bytenr, level, &e)) < 0)
 		return ret;
 	if (ret) {
+		h->res->blocks_healed++;
+		h->again = true;
+		h->reopen = h->reopen || h->tree == BTRFS_CHUNK_TREE_OBJECTID;
+	} else if ((ret = heal_bitflip(h, bytenr, level, &e)) < 0) {
+		return ret;
+	} else if (ret) {
 		h->res->blocks_bitflip++;
 		h->again = true;
 		h->reopen = h->reopen || h->tree == BTRFS_CHUNK_TREE_OBJECTID;
@@ -323,6 +362,46 @@ static bool sector_ok(const struct btk_fs *fs, const uint8_t *data, const uint8_
 
 	btk_csum(fs->csum_type, data, fs->sectorsize, sum);
 	return !memcmp(sum, want, (size_t)fs->csum_size);
+}
+
+/* RAID6: one sector no copy of which matches its checksum, rebuilt from P and Q with each
+ * other data stripe of its row in turn taken as lost; one that matches is written to the data
+ * stripe. 1 done, 0 not, or -errno (a write). */
+static int heal_sector_pair(struct heal *h, uint64_t logical, const uint8_t *want, uint8_t *tmp,
+			    int n)
+{
+	struct btk_fs *fs = h->fs;
+
+	for (int k = 0;; k++) {
+		int ret = btk_raid6_rebuild_pair(fs, logical, tmp, fs->sectorsize, k);
+		if (ret == -EINVAL || ret == -ERANGE) { /* not RAID6, or no other stripe left */
+			btk_err_clear();
+			return 0;
+		}
+		if (ret || !sector_ok(fs, tmp, want)) {
+			btk_err_clear();
+			continue;
+		}
+		struct btk_heal_event e = {.data = true,
+					   .healed = true,
+					   .level = -1,
+					   .logical = logical,
+					   .len = fs->sectorsize,
+					   .copy = 1,
+					   .ncopies = n,
+					   .from = n};
+		struct btk_phys at;
+		if ((ret = btk_write_copy(fs, logical, tmp, fs->sectorsize, 0, &at)))
+			return ret;
+		e.devid = at.devid;
+		e.physical = at.physical;
+		snprintf(e.why, sizeof(e.why),
+			 "no copy matches its checksum: another data stripe of its row is bad too; "
+			 "rebuilt from P and Q");
+		h->res->sectors_healed++;
+		event(h, &e);
+		return 1;
+	}
 }
 
 /* Sectors [logical, +cnt) with checksums sums: every copy checked, bad ones rewritten. */
@@ -371,6 +450,16 @@ static int heal_piece(struct heal *h, uint64_t logical, uint32_t cnt, const uint
 			if (readable[m] && !unread[m][s] &&
 			    (okm[m] = sector_ok(fs, copy[m] + (size_t)s * ss, want)) && good < 0)
 				good = m;
+		if (good < 0 && r56 && n < BTK_MAX_COPIES) {
+			/* RAID6: two data stripes of the row bad; copy[n] is free scratch */
+			if ((ret = heal_sector_pair(h, logical + (uint64_t)s * ss, want, copy[n],
+						    n)) < 0)
+				return ret;
+			if (ret) {
+				s++;
+				continue;
+			}
+		}
 		if (good < 0) {
 			bool any = false;
 			for (int m = 0; m < n; m++)
