@@ -1833,7 +1833,7 @@ static int k_fuzz_field(struct btk_fs *fs, const char *n)
 static bool match_meta_of(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 			  int slot, void *arg)
 {
-	uint64_t *a = arg, nth = UINT64_MAX;
+	uint64_t *a = arg, nth = 0;
 
 	if (!match_meta(fs, k, p, sz, slot, &nth))
 		return false;
