@@ -68,7 +68,15 @@ int rp_fix_phase(const struct rp_prob *p);
 
 /* rebuild.c: the derived tree whose rebuild (the --rescue step, in the round's transaction)
  * fixes p: RP_RB_NONE when none does. */
-enum rp_rebuild { RP_RB_NONE, RP_RB_CSUM, RP_RB_FST, RP_RB_UUID, RP_RB_QUOTA, RP_RB_RELOC };
+enum rp_rebuild {
+	RP_RB_NONE,
+	RP_RB_CSUM,
+	RP_RB_FST,
+	RP_RB_UUID,
+	RP_RB_QUOTA,
+	RP_RB_RELOC,
+	RP_RB_DEV
+};
 enum rp_rebuild rp_rebuild_of(const struct rp_prob *p);
 /* The fix of every problem rp_rebuild_of names: that tree rebuilt once in the round (the
  * other problems it fixes return 1); quotas rescanned by the commit's settled hook. */
