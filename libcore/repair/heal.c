@@ -4,7 +4,8 @@
  * checks out against its parent pointer (checksum, address, generation, level, first key);
  * every other copy of the block is read and compared with it byte for byte, and one that
  * differs (or does not read) gets the accepted bytes. RAID5/6: the data stripe is written
- * when a rebuild from parity was accepted (from P, or from Q when P is bad too). Data: every
+ * when a rebuild from parity was accepted (from P, or from Q when P is bad too; RAID6 with
+ * two bad data stripes in the row: from P and Q, tree.c). Data: every
  * sector the csum tree covers is read from every copy and checked against its checksum; a
  * failing copy takes the bytes of a passing one.
  *
@@ -325,6 +326,46 @@ static bool sector_ok(const struct btk_fs *fs, const uint8_t *data, const uint8_
 	return !memcmp(sum, want, (size_t)fs->csum_size);
 }
 
+/* RAID6: one sector no copy of which matches its checksum, rebuilt from P and Q with each
+ * other data stripe of its row in turn taken as lost; one that matches is written to the data
+ * stripe. 1 done, 0 not, or -errno (a write). */
+static int heal_sector_pair(struct heal *h, uint64_t logical, const uint8_t *want, uint8_t *tmp,
+			    int n)
+{
+	struct btk_fs *fs = h->fs;
+
+	for (int k = 0;; k++) {
+		int ret = btk_raid6_rebuild_pair(fs, logical, tmp, fs->sectorsize, k);
+		if (ret == -EINVAL || ret == -ERANGE) { /* not RAID6, or no other stripe left */
+			btk_err_clear();
+			return 0;
+		}
+		if (ret || !sector_ok(fs, tmp, want)) {
+			btk_err_clear();
+			continue;
+		}
+		struct btk_heal_event e = {.data = true,
+					   .healed = true,
+					   .level = -1,
+					   .logical = logical,
+					   .len = fs->sectorsize,
+					   .copy = 1,
+					   .ncopies = n,
+					   .from = n};
+		struct btk_phys at;
+		if ((ret = btk_write_copy(fs, logical, tmp, fs->sectorsize, 0, &at)))
+			return ret;
+		e.devid = at.devid;
+		e.physical = at.physical;
+		snprintf(e.why, sizeof(e.why),
+			 "no copy matches its checksum: another data stripe of its row is bad too; "
+			 "rebuilt from P and Q");
+		h->res->sectors_healed++;
+		event(h, &e);
+		return 1;
+	}
+}
+
 /* Sectors [logical, +cnt) with checksums sums: every copy checked, bad ones rewritten. */
 static int heal_piece(struct heal *h, uint64_t logical, uint32_t cnt, const uint8_t *sums,
 		      uint8_t **copy, bool *readable, int n)
@@ -371,6 +412,16 @@ static int heal_piece(struct heal *h, uint64_t logical, uint32_t cnt, const uint
 			if (readable[m] && !unread[m][s] &&
 			    (okm[m] = sector_ok(fs, copy[m] + (size_t)s * ss, want)) && good < 0)
 				good = m;
+		if (good < 0 && r56 && n < BTK_MAX_COPIES) {
+			/* RAID6: two data stripes of the row bad; copy[n] is free scratch */
+			if ((ret = heal_sector_pair(h, logical + (uint64_t)s * ss, want, copy[n],
+						    n)) < 0)
+				return ret;
+			if (ret) {
+				s++;
+				continue;
+			}
+		}
 		if (good < 0) {
 			bool any = false;
 			for (int m = 0; m < n; m++)

@@ -180,6 +180,23 @@ int btk_raid56_write(struct btk_fs *fs, uint64_t logical, const void *buf, size_
 	return 0;
 }
 
+int btk_raid6_rebuild_pair(struct btk_fs *fs, uint64_t logical, uint8_t *buf, uint32_t len, int k)
+{
+	const struct btk_chunk *c = btk_chunk_find(fs, logical);
+	uint64_t row, soff;
+	int di;
+
+	if (!c || !(c->type & BTRFS_BLOCK_GROUP_RAID6) ||
+	    (logical - c->logical) % BTK_STRIPE_LEN + len > BTK_STRIPE_LEN)
+		return btk_err(EINVAL, "logical %llu+%u is not inside one stripe of a RAID6 chunk",
+			       (unsigned long long)logical, len);
+	if (k < 0 || k >= (int)btk_chunk_data_stripes(c->type, c->num_stripes, c->sub_stripes) - 1)
+		return btk_err(ERANGE, "logical %llu: no other data stripe %d",
+			       (unsigned long long)logical, k);
+	raid56_where(c, logical, &row, &soff, &di);
+	return btk_raid56_rebuild(fs, c, row, di, soff, buf, len, false, k < di ? k : k + 1);
+}
+
 /* GF(2^8) halving: the inverse of gf2. */
 static uint8_t gf_half(uint8_t v)
 {
@@ -218,7 +235,7 @@ static uint8_t gf_pow2(int k)
 }
 
 int btk_raid56_rebuild(struct btk_fs *fs, const struct btk_chunk *c, uint64_t row, int di,
-		       uint64_t soff, uint8_t *buf, uint32_t len, bool use_q)
+		       uint64_t soff, uint8_t *buf, uint32_t len, bool use_q, int lost)
 {
 	int num = c->num_stripes;
 	int nd = (int)btk_chunk_data_stripes(c->type, num, c->sub_stripes), np = num - nd;
@@ -243,7 +260,7 @@ int btk_raid56_rebuild(struct btk_fs *fs, const struct btk_chunk *c, uint64_t ro
 	for (int i = nd - 1; i >= 0 && !ret; i--) {
 		const struct btk_stripe *s = &c->stripes[(i + row) % (uint64_t)num];
 		struct btk_dev *dev = stripe_dev(fs, s);
-		bool skip = i == di || !dev;
+		bool skip = i == di || i == lost || !dev;
 		if (!skip)
 			ret = btk_dev_read(dev, tmp, len, s->offset + at);
 		else if (i != di && (other >= 0 || use_q || np < 2))

@@ -243,9 +243,13 @@ int btk_write_copy(struct btk_fs *fs, uint64_t logical, const void *buf, size_t 
 		   struct btk_phys *at);
 /* Rebuilds len bytes (inside one 64 KiB stripe) of data stripe `di` of row `row` at offset
  * soff of a RAID5/6 chunk from the other stripes: with P (use_q false; P and Q when another
- * data stripe is missing too) or with Q alone. raid56.c. */
+ * data stripe is missing too, or is data stripe `lost`, -1 none) or with Q alone. raid56.c. */
 int btk_raid56_rebuild(struct btk_fs *fs, const struct btk_chunk *c, uint64_t row, int di,
-		       uint64_t soff, uint8_t *buf, uint32_t len, bool use_q);
+		       uint64_t soff, uint8_t *buf, uint32_t len, bool use_q, int lost);
+/* RAID6: [logical, +len) (inside one stripe) rebuilt from P and Q as if the k-th other data
+ * stripe of its row (0 .. data stripes - 2) were lost too: two bad data stripes of a row.
+ * -EINVAL outside one stripe of a RAID6 chunk, -ERANGE when there is no k-th. */
+int btk_raid6_rebuild_pair(struct btk_fs *fs, uint64_t logical, uint8_t *buf, uint32_t len, int k);
 
 /* Compares parity stripe k (0 P, 1 Q) of the row holding [logical, +len) (inside one 64 KiB
  * stripe of a RAID5/6 chunk) with the parity computed from the row's data stripes as they
