@@ -476,8 +476,11 @@ int rp_run(const char *const *paths, int n, const struct btk_open_opts *oo, cons
 	int ret;
 
 	o.write = true;
+	o.chunk_damage |= r->chunk_damage;
 	if ((ret = btk_fs_open(paths, n, &o, &fs)))
 		return ret;
+	if (r->look && (ret = r->look(fs, r->ctx)))
+		goto out;
 	if (btk_le64(fs->sb.log_root)) {
 		/* its blocks, extents and checksums are not in the trees the rebuilds derive from
 		 */

@@ -71,13 +71,15 @@ int rp_fix_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char
 void rp_rebuilds_free(struct rp_rebuilds *r);
 
 /* rebuild.c: one --rescue rebuild as one transaction. rp_run opens the filesystem for
- * writing (a log tree is refused, log_why saying what the rebuild would do to it; NULL: it
+ * writing (with chunk_damage: also when some of its chunk tree does not read), runs look (may
+ * be NULL) on it, refuses a log tree (log_why saying what the rebuild would do to it; NULL: it
  * would lose it), runs prepare (may be NULL) on the committed state, opens the write state
  * (BTK_WRITE_QGROUPS_KEPT | write_flags: no rebuild changes a subvolume tree) with settled as
  * the commit's settled hook (may be NULL), and runs fn in one transaction, which is committed
- * through verify (may be NULL) when fn returns 0. prepare or fn returning 1 (nothing to do)
- * or an error ends it unwritten; rp_run returns that, or the commit's result. */
+ * through verify (may be NULL) when fn returns 0. look, prepare or fn returning 1 (nothing to
+ * do) or an error ends it unwritten; rp_run returns that, or the commit's result. */
 struct rp_run {
+	int (*look)(struct btk_fs *fs, void *ctx);
 	int (*prepare)(struct btk_fs *fs, void *ctx);
 	int (*fn)(struct btk_trans *t, void *ctx);
 	btk_trans_settled_fn settled;
@@ -85,6 +87,7 @@ struct rp_run {
 	void *ctx;
 	unsigned write_flags;
 	const char *log_why;
+	bool chunk_damage;
 };
 int rp_run(const char *const *paths, int n, const struct btk_open_opts *oo, const struct rp_run *r);
 
@@ -175,10 +178,14 @@ int rp_super_overlay(struct btk_dev *lower, const struct btk_super *sb, int ncop
  * devices of t's filesystem, their superblocks replaced by the ones the commit would write.
  * *out is closed with btk_fs_close (the devices underneath stay open). */
 int rp_view_open(struct btk_trans *t, struct btk_fs **out);
-/* The re-check of a rebuild before its superblocks: the view of t's commit opened, checked
- * into v (rp_check) and closed. -ECANCELED ("nothing written") when it does not open. */
-int rp_view_check(struct btk_trans *t, struct rp_probs *v, struct rp_collect *c);
-/* -ECANCELED: "the rebuilt WHAT does not check clean (problem p): nothing written". */
-int rp_refuse_problem(const struct rp_prob *p, const char *what);
+/* The re-check of a rebuild before its superblocks (the body of its btk_trans_verify_fn): the
+ * view of t's commit opened, checked into v (rp_check; *errors, when not NULL, says how many
+ * errors once the check ran) and closed. -ECANCELED ("nothing written") when it does not open,
+ * or at the first problem that is not a warning and that pass does not let through ("the
+ * rebuilt WHAT does not check clean"); pass NULL lets none through, nor a state whose root
+ * tree does not read. */
+typedef bool (*rp_pass_fn)(void *ctx, const struct rp_prob *p);
+int rp_view_verify(struct btk_trans *t, struct rp_probs *v, const char *what, rp_pass_fn pass,
+		   void *ctx, uint64_t *errors);
 
 #endif
