@@ -66,13 +66,6 @@ struct cr {
 	uint8_t (*items)[BTK_DEV_ITEM_SIZE]; /* each device's item, to be written */
 };
 
-static void chunks_free(struct cr_chunks *v)
-{
-	for (size_t i = 0; i < v->n; i++)
-		free(v->data[i]);
-	btk_vec_free(v);
-}
-
 static struct btk_chunk *chunk_dup(const struct btk_chunk *c)
 {
 	size_t sz = sizeof(*c) + (size_t)c->num_stripes * sizeof(c->stripes[0]);
@@ -382,7 +375,7 @@ static int build(struct cr *x, bool strict)
 	size_t j = 0;
 	int ret = 0;
 
-	chunks_free(&x->chunks);
+	btk_vec_free_each(&x->chunks);
 	x->res->old_items_used = 0;
 	if (dv->n)
 		qsort(dv->data, dv->n, sizeof(*dv->data), dext_chunk_cmp);
@@ -722,11 +715,11 @@ static int prepare(struct btk_fs *fs, void *ctx)
 		struct cr_chunks prev = x->chunks;
 		x->chunks = (struct cr_chunks){0};
 		if ((ret = walk_items(x)) || (ret = build(x, true))) {
-			chunks_free(&prev);
+			btk_vec_free_each(&prev);
 			return ret;
 		}
 		bool same = same_set(&prev, x->chunks.data, x->chunks.n);
-		chunks_free(&prev);
+		btk_vec_free_each(&prev);
 		if (same)
 			break;
 		if (round == 2)
@@ -794,8 +787,8 @@ static int run(const char *const *paths, int n, const struct btk_open_opts *oo,
 	for (size_t i = 0; i < x.olds.n; i++)
 		free(x.olds.data[i].c);
 	btk_vec_free(&x.olds);
-	chunks_free(&x.known);
-	chunks_free(&x.chunks);
+	btk_vec_free_each(&x.known);
+	btk_vec_free_each(&x.chunks);
 	btk_vec_free(&x.after);
 	free(x.items);
 	return ret;
