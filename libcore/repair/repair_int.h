@@ -51,8 +51,9 @@ struct rp_ctx {
 /* A fix: changes x->t so that p is gone; fills before/after (short texts for --json). 0; 1
  * when there is nothing for it to do (another fix of the round does it: it is not counted);
  * or a negative errno (the round is then refused: nothing is committed). */
-typedef int (*rp_fix_fn)(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-			 size_t cap);
+typedef int rp_fix(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		   size_t cap);
+typedef rp_fix *rp_fix_fn;
 rp_fix_fn rp_fix_of(enum btk_check_problem_id id);
 /* Fixes of phase 0 run before any other fix of a round: they change extent records to match
  * the committed trees, which the write path's own reference changes then build on. Phase 1
@@ -66,8 +67,7 @@ enum rp_rebuild { RP_RB_NONE, RP_RB_CSUM, RP_RB_FST, RP_RB_UUID, RP_RB_QUOTA, RP
 enum rp_rebuild rp_rebuild_of(const struct rp_prob *p);
 /* The fix of every problem rp_rebuild_of names: that tree rebuilt once in the round (the
  * other problems it fixes return 1); quotas rescanned by the commit's settled hook. */
-int rp_fix_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		   size_t cap);
+rp_fix rp_fix_rebuild;
 void rp_rebuilds_free(struct rp_rebuilds *r);
 
 /* rebuild.c: one --rescue rebuild as one transaction. rp_run opens the filesystem for
@@ -109,16 +109,10 @@ int rp_tree_replace(struct btk_trans *t, uint64_t id, uint64_t *blocks);
  * rest of the tree, the extent tree's data references); what has no name left goes to
  * lost+found. All lost leaves of the tree in one go (the others return 1). */
 bool rp_lost_leaf(const struct rp_prob *p);
-int rp_fix_lost_leaf(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		     size_t cap);
+rp_fix rp_fix_lost_leaf;
 
 /* extents.c: extent records made to agree with the trees that use them. */
-int rp_fix_ext_missing(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		       size_t cap);
-int rp_fix_ext_unused(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		      size_t cap);
-int rp_fix_ext_refs(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		    size_t cap);
+rp_fix rp_fix_ext_missing, rp_fix_ext_unused, rp_fix_ext_refs;
 int rp_extents_phase(enum btk_check_problem_id id);
 
 /* extent_rebuild.c: whether p is of a kind a rebuilt extent tree answers for (extent records,
@@ -126,14 +120,10 @@ int rp_extents_phase(enum btk_check_problem_id id);
 bool rp_extent_kind(const struct rp_prob *p);
 /* repair.c: the fix of extent problems no fix of one record answers: nothing in the round (1);
  * once a round has nothing else to commit, the repair rebuilds the extent tree. */
-int rp_fix_by_extent_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-			     size_t cap);
+rp_fix rp_fix_by_extent_rebuild;
 
 /* names.c: a name's missing side rebuilt from its inode ref. */
-int rp_fix_name_index(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		      size_t cap);
-int rp_fix_name_item(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		     size_t cap);
+rp_fix rp_fix_name_index, rp_fix_name_item;
 void rp_extents_free(struct rp_extents *e);
 
 /* oldroot.c: a repair from an older root tree when the current one is lost. Whether a
@@ -164,8 +154,7 @@ int rp_rollback_keep(const struct rp_rollback *rb, struct btk_trans *t);
  * added, 0 when the check had it, negative errno. */
 int rp_root_problem(const struct btk_open_opts *chosen, const char *const *paths, int n,
 		    uint64_t disk_root, int disk_level, uint64_t disk_gen, struct rp_probs *probs);
-int rp_fix_rollback(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		    size_t cap);
+rp_fix rp_fix_rollback;
 
 /* A read-only handle over lower whose superblock copies 0..ncopies-1 read as sb[0..] (the rest
  * from lower, which stays the caller's). */
