@@ -437,6 +437,10 @@ const struct chk_extent *chk_extent_find(const struct chk *c, uint64_t bytenr);
 int chk_walk_all(struct chk *c);
 /* check_roots.c */
 void chk_root_leaf(struct chk *c, const struct btk_block *b);
+/* Records a reference between trees (kind as struct chk_rootref) for chk_roots_final to match
+ * up; the name is kept as its hash. Marks c out of memory when the push fails. */
+void chk_rootref_push(struct chk *c, uint64_t parent, uint64_t child, uint64_t dirid, uint64_t seq,
+		      const uint8_t *name, size_t len, uint8_t kind);
 void chk_roots_final(struct chk *c);
 void chk_uuid_leaf(struct chk *c, const struct btk_block *b);
 /* check_qgroup.c */

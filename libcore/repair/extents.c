@@ -151,7 +151,7 @@ static int walk_root(void *ctx, const struct btk_root *r)
 		e->gap = true; /* a balance in progress: its references are not modelled here */
 		return 0;
 	}
-	if (r->objectid != BTRFS_ROOT_TREE_OBJECTID && r->objectid != BTRFS_CHUNK_TREE_OBJECTID) {
+	if (btk_root_can_drop(r->objectid)) {
 		/* a half-deleted tree: its freed part still counts in places; not modelled */
 		struct btk_key k = {r->objectid, BTRFS_ROOT_ITEM_KEY, r->key_offset};
 		uint8_t item[sizeof(struct btrfs_root_item)];

@@ -169,6 +169,19 @@ PY
 	repaired_clean tb-owner tb-flags tb-chunk-uuid
 }
 
+@test "repair: a drop progress fuzzed into the dev tree's root item is cleared; with a block group item fuzzed too, the extent tree is rebuilt (the dev tree is no subvolume being deleted)" {
+	require_btk fsck
+	repaired_clean dev-root-drop
+	broken dev-root-drop
+	btk_run 120 "$FSCK" --repair "$IMG"
+	grep -q '^FIXED: \[E1017 root-drop\] tree 1 key (4 ROOT_ITEM 0): drop_progress (7318349394477056 0 0) drop_level 0 -> drop_progress (0 0 0) drop_level 0$' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	# every dev extent still checked: none reported missing while the drop key hid them
+	broken dev-root-drop
+	run "$CORRUPT" bg-chunk-objectid "$IMG"
+	[ "$status" = 0 ]
+	repair_fixes '^FIXED: \[E0504 bg-chunk-objectid\] .* -> extent tree rebuilt from the trees$'
+}
+
 @test "repair: a block group item's chunk objectid fuzzed (no fix of one record answers it): the extent tree is rebuilt from the trees, both checkers clean" {
 	require_btk fsck
 	broken bg-chunk-objectid
@@ -329,6 +342,24 @@ PY
 	repair_fixes 'E1310 fe-compressed-nodatasum.*NODATASUM cleared'
 }
 
+@test "repair --force: an image shorter than its superblock says is refused in one line without it, repaired with it" {
+	require_btk fsck
+	broken nbytes
+	truncate -s 250M "$IMG" # the base is 256 MiB, nothing of it lies past 250 MiB
+	local sha
+	sha=$(sha256_of "$IMG")
+	btk_run 120 "$FSCK" --repair --no-undo "$IMG"
+	[ "$status" = 8 ]
+	grep -q 'refusing to write (--force writes anyway)$' "$BTK_ERR"
+	[ "$(sha256_of "$IMG")" = "$sha" ]
+	btk_run 120 "$FSCK" --repair --force --no-undo "$IMG"
+	assert_no_crash
+	grep -q '^FIXED: \[E1113 nbytes\] ' "$BTK_OUT" || { cat "$BTK_OUT" "$BTK_ERR" >&2; return 1; }
+	# what is left is the truncation itself
+	grep -q ', 1 left$' "$BTK_OUT"
+	grep -q '^ERROR: \[E0405 dev-smaller\]' "$BTK_OUT"
+}
+
 @test "repair: a problem without a fix is left, reported, and nothing is written" {
 	require_btk fsck
 	broken chunk-dev-uuid
@@ -471,6 +502,29 @@ cut_states() {
 		n=$((n + 1))
 	done
 	[ $n = 17 ]
+}
+
+@test "repair: bko-199833 (a drop progress on the dev tree, a relocation tree of no subvolume, a dev extent at a fuzzed offset, no block groups) ends clean for both checkers" {
+	require_btk fsck
+	local src dir
+	src=$(corpus_src) || skip "corpus not found"
+	dir=$(corpus_unpack "$src")
+	local img=$BATS_TEST_TMPDIR/c.img
+	cp --sparse=always "$dir/fuzz-images__bko-199833-reloc-recovery-crash.raw" "$img"
+	btk_run 120 "$FSCK" --repair --no-undo "$img"
+	assert_no_crash
+	[ "$status" = 1 ] || { cat "$BTK_OUT" >&2; return 1; }
+	grep -q '^FIXED: \[E0304 dev-extent-orphan\] .* -> removed (not where any stripe of chunk 29360128 lies)$' "$BTK_OUT"
+	grep -q '^FIXED: \[E0302 dev-extent-missing\] .* -> dev extent of chunk 29360128, 33554432 bytes$' "$BTK_OUT"
+	grep -q '^FIXED: \[E1017 root-drop\] tree 1 key (4 ROOT_ITEM 0): ' "$BTK_OUT"
+	grep -q ', 0 left$' "$BTK_OUT"
+	btk_run 120 "$FSCK" -q "$img"
+	[ "$status" = 0 ] || { cat "$BTK_OUT" >&2; return 1; }
+	btrfs_clean "$img"
+	# the relocation tree of subvolume 262144 (none) was dropped with the extent tree rebuild
+	run "$BTK_BUILD/bin/btk-debug" tree --tree 1 "$img"
+	[ "$status" = 0 ]
+	! grep -q 'TREE_RELOC ROOT_ITEM' <<<"$output"
 }
 
 @test "repair: corpus images whose root tree is lost end clean from an older root tree" {
