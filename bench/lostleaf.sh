@@ -154,7 +154,7 @@ for kind in $KINDS; do
 			ok=1
 			clean=$((clean + 1))
 		fi
-		line=$(python3 "$MEASURE" "$B" "$img" "$leaf" "$T/x.img")
+		line=$(python3 "$MEASURE" "$B" "$img" "$leaf" "$T/x.img") && [ -n "$line" ] || { echo "lostleaf.sh: $kind: leaf $leaf not measured" >&2; continue; }
 		set -- $(echo "$line" | head -1 | awk '{ print $3, $8, $16, $19 }')
 		if [ -z "$ok" ]; then # a failed repair brings nothing back
 			set -- "$1" 0 0 "$1"

@@ -477,6 +477,7 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 	struct btk_repair_result res;
 	struct btk_repair_opts ro = {
 	    .preen = preen, .on_fix = on_fix, .on_left = on_problem, .on_note = on_note, .ctx = o};
+	const char *cmp = getenv("BTK_RECHECK_COMPARE");
 	struct rescue_did did = {0};
 	int ret, healed = 0;
 
@@ -515,6 +516,7 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 		}
 	}
 	o->fixes_pending = o->json;
+	ro.recheck_compare = cmp && *cmp && strcmp(cmp, "0");
 	ret = btk_repair_run(devs, ndevs, &oo, &ro, &res);
 	healed = did.changed || rh.did.changed ? EXIT_CORRECTED : 0;
 	cli_progress_clear(&o->line);
@@ -525,9 +527,11 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 			printf("], \"errors\": [");
 		o->fixes_open = false;
 		printf("], \"errors_before\": %llu, \"errors_after\": %llu, "
-		       "\"fixes_made\": %llu, \"rounds\": %d, \"commits\": %d, ",
+		       "\"fixes_made\": %llu, \"rounds\": %d, \"commits\": %d, \"rechecks\": %d, "
+		       "\"rechecks_recorded\": %d, ",
 		       (unsigned long long)res.errors_before, (unsigned long long)res.errors_after,
-		       (unsigned long long)res.fixes, res.rounds, res.commits);
+		       (unsigned long long)res.fixes, res.rounds, res.commits, res.rechecks,
+		       res.rechecks_recorded);
 		if (*undo && !access(undo, F_OK)) {
 			printf("  \"undo_file\": ");
 			btk_json_cstr(stdout, undo);

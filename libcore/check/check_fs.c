@@ -237,6 +237,7 @@ static void need_csum(struct chk *c, uint64_t start, uint64_t len, struct chk_ra
 		return;
 	r->start = start;
 	r->len = len;
+	chk_rec_range(c, v, start, len);
 }
 
 static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,

@@ -57,9 +57,10 @@ void chk_rootref_push(struct chk *c, uint64_t parent, uint64_t child, uint64_t d
 {
 	struct chk_rootref *r = chk_push(c, &c->rootrefs);
 
-	if (r)
-		*r = (struct chk_rootref){parent, child, dirid, seq, chk_name_hash64(name, len),
-					  kind};
+	if (!r)
+		return;
+	*r = (struct chk_rootref){parent, child, dirid, seq, chk_name_hash64(name, len), kind};
+	chk_rec_rootref(c, r); /* a subvolume tree's dir entry (check_record.c) */
 }
 
 static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,

@@ -4,7 +4,8 @@
  * checks out against its parent pointer (checksum, address, generation, level, first key);
  * every other copy of the block is read and compared with it byte for byte, and one that
  * differs (or does not read) gets the accepted bytes. RAID5/6: the data stripe is written
- * when a rebuild from parity was accepted (from P, or from Q when P is bad too). Data: every
+ * when a rebuild from parity was accepted (from P, or from Q when P is bad too; RAID6 with
+ * two bad data stripes in the row: from P and Q, tree.c). Data: every
  * sector the csum tree covers is read from every copy and checked against its checksum; a
  * failing copy takes the bytes of a passing one.
  *
@@ -273,39 +274,6 @@ static int heal_bitflip(struct heal *h, uint64_t bytenr, int level, struct btk_h
 	return 1;
 }
 
-/* RAID6, a block no copy of which reads: two data stripes of its row bad. Rebuilt from P and
- * Q with each other data stripe in turn taken as lost; one that validates is written to the
- * data stripe. 1 done, 0 not, or -errno (a write). */
-static int heal_pair(struct heal *h, uint64_t bytenr, int level, struct btk_heal_event *e)
-{
-	struct btk_fs *fs = h->fs;
-	char why[160];
-
-	for (int k = 0;; k++) {
-		int ret = btk_raid6_rebuild_pair(fs, bytenr, h->buf, fs->nodesize, k);
-		if (ret == -EINVAL || ret == -ERANGE) { /* not RAID6, or no other stripe left */
-			btk_err_clear();
-			return 0;
-		}
-		if (ret || btk_block_check_raw(fs, bytenr, h->buf, why, sizeof(why)) ||
-		    (level >= 0 && ((const struct btk_header *)h->buf)->level != level)) {
-			btk_err_clear();
-			continue;
-		}
-		struct btk_phys at;
-		if ((ret = btk_write_copy(fs, bytenr, h->buf, fs->nodesize, 0, &at)))
-			return ret;
-		e->healed = true;
-		e->copy = 1;
-		e->from = e->ncopies; /* rebuilt with both parities */
-		e->devid = at.devid;
-		e->physical = at.physical;
-		snprintf(e->why + strlen(e->why), sizeof(e->why) - strlen(e->why),
-			 "; another data stripe of its row is bad too: rebuilt from P and Q");
-		return 1;
-	}
-}
-
 static int walk_error(void *ctx, uint64_t bytenr, int level, int err, const char *msg)
 {
 	struct heal *h = ctx;
@@ -320,15 +288,9 @@ static int walk_error(void *ctx, uint64_t bytenr, int level, int err, const char
 	if (btk_u64set_add(&h->seen, bytenr) == 0)
 		return 0;
 	snprintf(e.why, sizeof(e.why), "%s", msg);
-	if ((ret = heal_pair(h, bytenr, level, &e)) < 0)
+	if ((ret = heal_bitflip(h, bytenr, level, &e)) < 0)
 		return ret;
 	if (ret) {
-		h->res->blocks_healed++;
-		h->again = true;
-		h->reopen = h->reopen || h->tree == BTRFS_CHUNK_TREE_OBJECTID;
-	} else if ((ret = heal_bitflip(h, bytenr, level, &e)) < 0) {
-		return ret;
-	} else if (ret) {
 		h->res->blocks_bitflip++;
 		h->again = true;
 		h->reopen = h->reopen || h->tree == BTRFS_CHUNK_TREE_OBJECTID;
