@@ -130,7 +130,8 @@ make_img() {
 printf '%-8s %6s %6s %8s %8s %9s %7s %6s %5s\n' image leaves clean median min overall files lf lost
 for kind in $KINDS; do
 	img=$DIR/$kind.img
-	[ -f "$img" ] || make_img "$kind" "$img" || exit 1
+	# made under another name first: a run stopped half way leaves no image to reuse
+	[ -f "$img" ] || { make_img "$kind" "$img.new" && mv "$img.new" "$img"; } || exit 1
 	mapfile -t leaves < <(python3 "$MEASURE" "$B" "$img" --leaves)
 	total=${#leaves[@]}
 	step=1
