@@ -103,8 +103,12 @@ make_img() {
 	mkfs.btrfs -q -f -n $nodes "$img" >/dev/null 2>&1 || return 1
 	exec 9>/tmp/btk-kernel.lock
 	flock 9
-	LOOP=$(losetup -f --show "$img")
-	mount ${opts:+-o $opts} "$LOOP" "$T/mnt"
+	LOOP=$(losetup -f --show "$img") && mount ${opts:+-o $opts} "$LOOP" "$T/mnt" || {
+		echo "lostleaf.sh: $kind: cannot attach and mount the new image" >&2
+		[ -n "$LOOP" ] && losetup -d "$LOOP"
+		LOOP=
+		return 1
+	}
 	if [ "$kind" = once ]; then
 		cp -a "$T/src/." "$T/mnt/"
 	else
