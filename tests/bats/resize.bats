@@ -5,6 +5,7 @@
 # passes btrfs check and has the superblock and file sizes asked for.
 
 load helpers
+load ../lib/powercut
 
 RESIZE=$BTK_BUILD/bin/btk-resize
 
@@ -449,29 +450,19 @@ same_files() {
 # every eighth write (every write with BTK_ORACLE_FULL=1: ~95, a minute) and each of the last 8
 @test "power cut at every eighth write of a shrink that splits a chunk and at each of its last: old or new filesystem, same files" {
 	split_image
-	local old new total=0 lo=0 n every=8 seen_old=0 seen_new=0 tried=0 orig=$BATS_TEST_TMPDIR/orig.img
+	local old new total n every=8 seen_old=0 seen_new=0 tried=0 orig=$BATS_TEST_TMPDIR/orig.img
 	[ "${BTK_ORACLE_FULL:-0}" = 1 ] && every=1
 	old=$(stat -c %s "$IMG")
 	btk_run 60 "$RESIZE" --no-repack -P "$IMG"
 	new=$(cat "$BTK_OUT")
 	mv "$IMG" "$orig"
-	# the writes of a whole run: the first budget it completes with
-	for n in 16 32 64 128 256 512 1024; do
-		cp --sparse=always "$orig" "$IMG"
-		BTK_FAULT=fail:$n btk_run 60 "$RESIZE" --no-repack -M "$IMG"
-		[ "$status" = 0 ] && { total=$n; break; }
-		lo=$n
-	done
-	[ $total -gt 0 ]
-	while [ $((total - lo)) -gt 1 ]; do
-		n=$(((lo + total) / 2))
-		cp --sparse=always "$orig" "$IMG"
-		BTK_FAULT=fail:$n btk_run 60 "$RESIZE" --no-repack -M "$IMG"
-		if [ "$status" = 0 ]; then total=$n; else lo=$n; fi
-	done
+	# the writes of a whole run
+	fresh() { cp --sparse=always "$orig" "$IMG"; }
+	powercut_total fresh 16 60 "$RESIZE" --no-repack -M "$IMG"
+	total=$POWERCUT_TOTAL
 	for ((n = 0; n < total; n++)); do
 		[ $((n % every)) = 0 ] || [ $n -ge $((total - 8)) ] || continue
-		cp --sparse=always "$orig" "$IMG"
+		fresh
 		BTK_FAULT=stop:$n btk_run 60 "$RESIZE" --no-repack -M "$IMG"
 		assert_no_crash
 		btrfs check --readonly --check-data-csum "$IMG" >"$BATS_TEST_TMPDIR/check.out" 2>&1 ||
