@@ -466,7 +466,8 @@ static int repair_heal(void *ctx)
 	struct repair_heal *h = ctx;
 
 	/* super is not in the mask: the heal's summary line is printed, as for the step alone */
-	rescue_run(h->devs, h->ndevs, h->oo, RESCUE_HEAL, false, h->o->json, h->o->quiet, &h->did);
+	rescue_run(h->devs, h->ndevs, h->oo, RESCUE_HEAL, false, h->o->json, h->o->quiet, NULL,
+		   &h->did);
 	return h->did.failed ? -1 : h->did.changed ? 1 : 0;
 }
 
@@ -476,6 +477,7 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 	struct btk_repair_result res;
 	struct btk_repair_opts ro = {
 	    .preen = preen, .on_fix = on_fix, .on_left = on_problem, .on_note = on_note, .ctx = o};
+	const char *cmp = getenv("BTK_RECHECK_COMPARE");
 	struct rescue_did did = {0};
 	int ret, healed = 0;
 
@@ -501,18 +503,20 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 		/* a chunk tree that does not read is healed first (a good copy, a flipped bit:
 		 * the blocks as they were), and rebuilt when that did not make it read */
 		struct btk_chunk_rebuild_result probe;
-		bool chunk_bad = !btk_chunk_tree_probe(devs, ndevs, &oo, &probe) && !probe.whole;
+		bool probed = !btk_chunk_tree_probe(devs, ndevs, &oo, &probe);
+		bool chunk_bad = probed && !probe.whole;
 		btk_err_clear();
 		rescue_run(devs, ndevs, &oo,
 			   RESCUE_SUPER | RESCUE_CHUNK | (data || chunk_bad ? RESCUE_HEAL : 0) |
 			       RESCUE_LOG,
-			   data, o->json, o->quiet, &did);
+			   data, o->json, o->quiet, probed ? &probe : NULL, &did);
 		if (!data && !did.healed) {
 			ro.heal = repair_heal;
 			ro.heal_ctx = &rh;
 		}
 	}
 	o->fixes_pending = o->json;
+	ro.recheck_compare = cmp && *cmp && strcmp(cmp, "0");
 	ret = btk_repair_run(devs, ndevs, &oo, &ro, &res);
 	healed = did.changed || rh.did.changed ? EXIT_CORRECTED : 0;
 	cli_progress_clear(&o->line);
@@ -523,9 +527,11 @@ static int run_repair(const char **devs, int ndevs, bool preen, bool data, struc
 			printf("], \"errors\": [");
 		o->fixes_open = false;
 		printf("], \"errors_before\": %llu, \"errors_after\": %llu, "
-		       "\"fixes_made\": %llu, \"rounds\": %d, \"commits\": %d, ",
+		       "\"fixes_made\": %llu, \"rounds\": %d, \"commits\": %d, \"rechecks\": %d, "
+		       "\"rechecks_recorded\": %d, ",
 		       (unsigned long long)res.errors_before, (unsigned long long)res.errors_after,
-		       (unsigned long long)res.fixes, res.rounds, res.commits);
+		       (unsigned long long)res.fixes, res.rounds, res.commits, res.rechecks,
+		       res.rechecks_recorded);
 		if (*undo && !access(undo, F_OK)) {
 			printf("  \"undo_file\": ");
 			btk_json_cstr(stdout, undo);
@@ -579,7 +585,7 @@ static int run_rescue(const char **devs, int ndevs, int step, bool data, struct 
 		printf("%s on %s\n", rescue_step_doing(step, data), devs[0]);
 	if (o->json)
 		printf("{");
-	rescue_run(devs, ndevs, &oo, step, data, o->json, o->quiet, &did);
+	rescue_run(devs, ndevs, &oo, step, data, o->json, o->quiet, NULL, &did);
 	bits = rescue_bits(&did);
 	if (o->json) {
 		if (*undo && !access(undo, F_OK)) {
@@ -704,7 +710,9 @@ int main(int argc, const char **argv)
 	    {"progress", 'p', POPT_ARG_NONE, &a.progress, 0, "show progress on stderr", NULL},
 	    {"quiet", 'q', POPT_ARG_NONE, &a.quiet, 0, "print only the error count", NULL},
 	    {"force", 0, POPT_ARG_NONE, &a.force, 0,
-	     "check even a filesystem mounted read-write (results may be wrong)", NULL},
+	     "check even a filesystem mounted read-write (results may be wrong); with --repair "
+	     "or --rescue, write to a device shorter than its superblock records",
+	     NULL},
 	    {"readonly", 0, POPT_ARG_NONE, &a.readonly, 0,
 	     "check only (the default without --repair)", NULL},
 	    {"repair", 0, POPT_ARG_NONE, &a.repair, 0,
@@ -786,6 +794,8 @@ int main(int argc, const char **argv)
 	if (a.json || (a.quiet && !a.progress))
 		o.line.on = false;
 	btk_set_warn_hook(on_warn, &o);
+	/* --force: a repair or rescue writes to a device shorter than its superblock records */
+	open_opts.short_ok = a.force;
 	if (a.rescue)
 		rc = run_rescue(a.devs, a.ndevs, rescue_step(a.rescue), a.data_csum, &o);
 	else if (a.repair)

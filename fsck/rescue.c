@@ -18,6 +18,8 @@ struct step_ctx {
 	bool data, json, quiet;
 	uint64_t nev; /* events printed */
 	bool changed, left;
+	/* --repair: the chunk tree probe's result, which the chunk step does not walk again */
+	const struct btk_chunk_rebuild_result *probe;
 	union {
 		struct btk_super_result super;
 		struct btk_heal_result heal;
@@ -529,6 +531,10 @@ static void extent_text(const struct step_ctx *c)
 	       (unsigned long long)r->data_refs, (unsigned long long)r->extents_left,
 	       (unsigned long long)r->old_blocks, (unsigned long long)r->csum_bytes_dropped,
 	       (unsigned long long)r->errors_before, (unsigned long long)r->errors_after);
+	if (r->reloc_dropped)
+		printf("extent tree: %llu relocation tree(s) of a subvolume that does not exist "
+		       "dropped (as the kernel's relocation recovery would)\n",
+		       (unsigned long long)r->reloc_dropped);
 }
 
 static void extent_json_summary(const struct step_ctx *c, int ret)
@@ -540,18 +546,25 @@ static void extent_json_summary(const struct step_ctx *c, int ret)
 	       "\"tree_blocks\": %llu, "
 	       "\"shared_blocks\": %llu, \"tree_refs\": %llu, \"data_extents\": %llu, "
 	       "\"data_refs\": %llu, \"extents_left\": %llu, \"old_blocks\": %llu, "
-	       "\"csum_bytes_dropped\": %llu, \"errors_before\": %llu, \"errors_after\": %llu}",
+	       "\"csum_bytes_dropped\": %llu, \"reloc_dropped\": %llu, \"errors_before\": %llu, "
+	       "\"errors_after\": %llu}",
 	       r->rebuilt ? "true" : "false", r->agrees ? "true" : "false",
 	       (unsigned long long)r->trees, (unsigned long long)r->tree_blocks,
 	       (unsigned long long)r->shared_blocks, (unsigned long long)r->tree_refs,
 	       (unsigned long long)r->data_extents, (unsigned long long)r->data_refs,
 	       (unsigned long long)r->extents_left, (unsigned long long)r->old_blocks,
-	       (unsigned long long)r->csum_bytes_dropped, (unsigned long long)r->errors_before,
-	       (unsigned long long)r->errors_after);
+	       (unsigned long long)r->csum_bytes_dropped, (unsigned long long)r->reloc_dropped,
+	       (unsigned long long)r->errors_before, (unsigned long long)r->errors_after);
 }
 
 static int chunk_run(struct step_ctx *c)
 {
+	/* a chunk tree that read whole stays so through the steps before (a superblock copy
+	 * rewritten from the one opened, bad copies healed): nothing to walk again */
+	if (c->probe && c->probe->whole) {
+		c->r.chunk = *c->probe;
+		return 0;
+	}
 	int ret = btk_chunk_tree_rebuild(c->devs, c->ndevs, c->oo, &c->r.chunk);
 
 	c->changed = c->r.chunk.rebuilt;
@@ -654,14 +667,15 @@ const char *rescue_step_doing(int step, bool data)
 }
 
 void rescue_run(const char **devs, int ndevs, const struct btk_open_opts *oo, int mask, bool data,
-		bool json, bool quiet, struct rescue_did *did)
+		bool json, bool quiet, const struct btk_chunk_rebuild_result *chunk_probe,
+		struct rescue_did *did)
 {
 	memset(did, 0, sizeof(*did));
 	for (const struct step *s = steps; s < steps + NSTEPS; s++) {
 		if (!(mask & s->bit))
 			continue;
-		struct step_ctx c = {s,	   devs,  ndevs, oo,	mask,  data,
-				     json, quiet, 0,	 false, false, {}};
+		struct step_ctx c = {s,	    devs, ndevs, oo,	mask,	     data, json,
+				     quiet, 0,	  false, false, chunk_probe, {}};
 		int ret;
 		/* a replay lists no events (on_log_inode): its member opens after it ran, when a
 		 * heal may have printed its own members (below) */
@@ -673,13 +687,14 @@ void rescue_run(const char **devs, int ndevs, const struct btk_open_opts *oo, in
 			/* --repair: a block the replay reads that no copy of reads stops it; a heal
 			 * may set a flipped bit back, and the replay runs again */
 			struct rescue_did h;
-			rescue_run(devs, ndevs, oo, RESCUE_HEAL, false, json, quiet, &h);
+			rescue_run(devs, ndevs, oo, RESCUE_HEAL, false, json, quiet, NULL, &h);
 			did->changed |= h.changed;
 			did->left |= h.left;
 			did->healed = true;
 			if (h.changed) {
-				c = (struct step_ctx){s,    devs,  ndevs, oo,	 mask,	data,
-						      json, quiet, 0,	  false, false, {}};
+				c = (struct step_ctx){s,     devs,	  ndevs, oo, mask,
+						      data,  json,	  quiet, 0,  false,
+						      false, chunk_probe, {}};
 				ret = s->run(&c);
 			}
 		}

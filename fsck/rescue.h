@@ -42,8 +42,10 @@ struct rescue_did {
  * followed by ", "); a step that stops prints "btk-fsck: DEV: what: why" on stderr. A
  * superblock step that finds no copy that opens stops the steps after it. With super but not
  * heal in the mask (--repair), a replay that stops is tried again after a heal that rewrote
- * something. */
+ * something. chunk_probe (or NULL): btk_chunk_tree_probe's result on these devices, which the
+ * chunk-tree step takes instead of walking the chunk tree again when it read whole. */
 void rescue_run(const char **devs, int ndevs, const struct btk_open_opts *oo, int mask, bool data,
-		bool json, bool quiet, struct rescue_did *did);
+		bool json, bool quiet, const struct btk_chunk_rebuild_result *chunk_probe,
+		struct rescue_did *did);
 
 #endif

@@ -34,13 +34,10 @@ for rev in "$c^" "$c"; do
 	git checkout -q -f --detach "$rev" && git checkout -q "$c" -- "${files[@]}" "$@" || exit 2
 	echo "== $t at $(git rev-parse --short HEAD) ($rev)"
 	if [[ $t == *.bats ]]; then
-		# the tools and the test helper programs bats files run (tests/lib/NAME.c:
-		# build/tests/NAME, e.g. tests/smash)
-		helpers=()
-		for h in tests/lib/*.c; do
-			[ -e "$h" ] && helpers+=("build/tests/$(basename "$h" .c)")
-		done
-		nice make -j2 B=build all "${helpers[@]}" >build.log 2>&1 || { tail -5 build.log; continue; }
+		# the tools and the test helpers (tests/lib: corrupt, smash, ...) the bats files run
+		helpers=$(for f in tests/lib/*.c; do f=${f##*/}; echo "build/tests/${f%.c}"; done)
+		# shellcheck disable=SC2086
+		nice make -j2 B=build all $helpers >build.log 2>&1 || { tail -5 build.log; continue; }
 		BTK_BUILD=build nice bats -f "$flt" "$t" >bats.log 2>&1
 		rc=$?
 		grep -E '^(not )?ok|failed$' bats.log

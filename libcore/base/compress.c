@@ -4,6 +4,7 @@
 #include "format/format.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <lzo/lzo1x.h>
 #include <stdlib.h>
 #include <string.h>
@@ -148,7 +149,10 @@ long btk_compress(int type, int level, uint32_t sectorsize, const uint8_t *in, s
 	return out_sectors < in_sectors ? r : -E2BIG;
 }
 
-static int zlib_unpack(const uint8_t *in, size_t len, uint8_t *out, size_t outlen)
+/* Each unpacker decodes into out (at most outlen bytes) and sets *got to the bytes it wrote
+ * and *ended when the stream ended within in (zlib's end, zstd's frame end, lzo's total). */
+static int zlib_unpack(const uint8_t *in, size_t len, uint8_t *out, size_t outlen, size_t *got,
+		       size_t *used, bool *ended)
 {
 	z_stream z = {0};
 	int r;
@@ -163,11 +167,14 @@ static int zlib_unpack(const uint8_t *in, size_t len, uint8_t *out, size_t outle
 	inflateEnd(&z);
 	if (r != Z_STREAM_END && r != Z_OK && !(r == Z_BUF_ERROR && z.avail_out == 0))
 		return btk_err(EUCLEAN, "zlib: stream does not inflate (error %d)", r);
-	memset(z.next_out, 0, z.avail_out);
+	*got = outlen - z.avail_out;
+	*used = len - z.avail_in;
+	*ended = r == Z_STREAM_END;
 	return 0;
 }
 
-static int zstd_unpack(const uint8_t *in, size_t len, uint8_t *out, size_t outlen)
+static int zstd_unpack(const uint8_t *in, size_t len, uint8_t *out, size_t outlen, size_t *got,
+		       size_t *used, bool *ended)
 {
 	ZSTD_DCtx *dx = ZSTD_createDCtx();
 	ZSTD_inBuffer ib = {in, len, 0};
@@ -186,7 +193,9 @@ static int zstd_unpack(const uint8_t *in, size_t len, uint8_t *out, size_t outle
 	ZSTD_freeDCtx(dx);
 	if (ZSTD_isError(r))
 		return btk_err(EUCLEAN, "zstd: %s", ZSTD_getErrorName(r));
-	memset(out + ob.pos, 0, outlen - ob.pos);
+	*got = ob.pos;
+	*used = ib.pos;
+	*ended = r == 0;
 	return 0;
 }
 
@@ -201,9 +210,10 @@ static size_t lzo_worst(size_t n)
  * one sector: a segment that fails part way, is longer than lzo's bound for a sector, or
  * expands beyond a sector is corrupt (-EUCLEAN), never truncated or zero-filled. */
 static int lzo_unpack(uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t *out,
-		      size_t outlen)
+		      size_t outlen, size_t *got_all, size_t *used, bool *ended)
 {
 	size_t pos = LZO_HDR, done = 0, total;
+	bool short_seg = false;
 	uint8_t *sector;
 	int ret = 0;
 
@@ -250,24 +260,57 @@ static int lzo_unpack(uint32_t sectorsize, const uint8_t *in, size_t len, uint8_
 		memcpy(out + done, sector, n);
 		done += n;
 		pos += slen;
+		short_seg = short_seg || (got < sectorsize && pos < total);
 	}
 	free(sector);
 	if (ret)
 		return ret;
-	memset(out + done, 0, outlen - done);
+	*got_all = done;
+	*used = total;
+	/* every segment but the last holds a whole sector */
+	*ended = pos >= total && !short_seg;
 	return 0;
+}
+
+static int unpack(int type, uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t *out,
+		  size_t outlen, size_t *got, size_t *used, bool *ended)
+{
+	switch (type) {
+	case BTK_COMPRESS_ZLIB:
+		return zlib_unpack(in, len, out, outlen, got, used, ended);
+	case BTK_COMPRESS_LZO:
+		return lzo_unpack(sectorsize, in, len, out, outlen, got, used, ended);
+	case BTK_COMPRESS_ZSTD:
+		return zstd_unpack(in, len, out, outlen, got, used, ended);
+	}
+	return btk_err(EINVAL, "unknown compression type %d", type);
 }
 
 int btk_decompress(int type, uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t *out,
 		   size_t outlen)
 {
-	switch (type) {
-	case BTK_COMPRESS_ZLIB:
-		return zlib_unpack(in, len, out, outlen);
-	case BTK_COMPRESS_LZO:
-		return lzo_unpack(sectorsize, in, len, out, outlen);
-	case BTK_COMPRESS_ZSTD:
-		return zstd_unpack(in, len, out, outlen);
-	}
-	return btk_err(EINVAL, "unknown compression type %d", type);
+	size_t got = 0, used;
+	bool ended;
+	int ret = unpack(type, sectorsize, in, len, out, outlen, &got, &used, &ended);
+
+	if (!ret)
+		memset(out + got, 0, outlen - got);
+	return ret;
+}
+
+long btk_decompress_whole(int type, uint32_t sectorsize, const uint8_t *in, size_t len,
+			  uint8_t *out, size_t cap)
+{
+	size_t got = 0, used = 0;
+	bool ended = false;
+	int ret = unpack(type, sectorsize, in, len, out, cap, &got, &used, &ended);
+
+	if (ret)
+		return ret;
+	if (!ended || !got)
+		return btk_err(EUCLEAN, "stream does not end within %zu bytes", len);
+	for (size_t i = used; i < len; i++)
+		if (in[i])
+			return btk_err(EUCLEAN, "byte %zu past the stream's end is not zero", i);
+	return (long)got;
 }

@@ -39,4 +39,12 @@ long btk_compress_inline(int type, int level, uint32_t sectorsize, const uint8_t
 int btk_decompress(int type, uint32_t sectorsize, const uint8_t *in, size_t len, uint8_t *out,
 		   size_t outlen);
 
+/* Whether in[0..len) is one whole stream of `type` (an extent whose compression is not
+ * known): it decodes without error into at most cap bytes, ends within in (zlib's end, zstd's
+ * frame end, lzo's total with a whole sector in every segment but the last) and only zero
+ * bytes follow it (the sector's padding). Returns the decoded length, -EUCLEAN when not,
+ * -EINVAL, -ENOMEM; with a message. */
+long btk_decompress_whole(int type, uint32_t sectorsize, const uint8_t *in, size_t len,
+			  uint8_t *out, size_t cap);
+
 #endif

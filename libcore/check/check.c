@@ -86,10 +86,12 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 	chk_init(&c, fs, opts ? opts : &none, sum);
 	/* see leaves that are safe but not in the kernel's layout, and report that ourselves */
 	enum btk_read_mode mode = btk_tree_read_mode(fs, BTK_READ_SAFETY_ONLY);
+	chk_rec_begin(&c);
 	chk_progress(&c, "superblocks", 0, 0);
 	chk_supers(&c);
 	chk_progress_start_trees(&c);
 	if (!chk_root_tree(&c)) {
+		chk_rec_finish(&c, false);
 		chk_free(&c);
 		btk_tree_read_mode(fs, mode);
 		return 0;
@@ -106,6 +108,7 @@ int btk_check_run(struct btk_fs *fs, const struct btk_check_opts *opts,
 	}
 	if (c.oom && !ret)
 		ret = btk_err(ENOMEM, "check: out of memory");
+	chk_rec_finish(&c, ret == 0);
 	chk_free(&c);
 	btk_tree_read_mode(fs, mode);
 	return ret;

@@ -101,8 +101,40 @@ struct btk_check_copies {
 	uint64_t below; /* 0: every block is compared */
 };
 
+/* What the walks of the subvolume trees gave a check (check_record.c): a check with
+ * btk_check_opts.record fills one; a later check of the same devices with .replay takes a
+ * subvolume tree's part from it instead of walking the tree when every subvolume tree's root
+ * item names the root block, generation and level recorded (copy-on-write never changes a
+ * block in place), and nothing the record rests on was found damaged. A check with both
+ * fills record with what it took and what it walked. btk_check_run returns -EAGAIN when a
+ * record it began to take turns out not to match (the caller checks again without it). */
+struct btk_check_record;
+struct btk_check_record *btk_check_record_new(void); /* NULL: out of memory */
+void btk_check_record_free(struct btk_check_record *r);
+/* Whether a check took (part of) its result from r. */
+bool btk_check_record_used(const struct btk_check_record *r);
+/* A reference the recorded check's walk found: a tree's root block, a tree block's child
+ * (level: the child's), a leaf's data extent (ino, off: its EXTENT_DATA_REF objectid and
+ * offset; len its disk_num_bytes). parent is the block holding it (0 for a root); whether
+ * it is keyed or shared is the parent's FULL_BACKREF flag's to say. A block several trees
+ * share made its references once. */
+struct btk_check_use {
+	uint64_t bytenr, root, parent, ino, off, len;
+	uint32_t count;
+	int level; /* -1 for data */
+	bool data;
+};
+/* Calls fn for every reference the check that filled r found in every tree (the users of
+ * every extent of the state it checked): 1 when it did (fn returning non-zero stops it with
+ * that), 0 when r cannot say (it is not usable: a tree that did not read, relocation or log
+ * trees, half-deleted trees...). */
+int btk_check_record_uses(const struct btk_check_record *r,
+			  int (*fn)(void *ctx, const struct btk_check_use *u), void *ctx);
+
 struct btk_check_opts {
 	bool data_csum;			 /* read and verify every data block, every copy */
+	struct btk_check_record *record; /* NULL, or filled by this check */
+	struct btk_check_record *replay; /* NULL, or a record to take unchanged trees from */
 	struct btk_check_copies *copies; /* NULL, or what earlier checks compared (added to) */
 	btk_check_report_fn report;	 /* may be NULL (problems are only counted) */
 	btk_check_progress_fn progress;	 /* may be NULL */

@@ -113,6 +113,25 @@ static void check_rejected(struct chk *c, const struct btk_block *b, const struc
 	}
 }
 
+/* RAID5/6: P and Q of the row of tree block b (read from its data stripe) computed from the
+ * data stripes; one that differs is a bad copy (2: P, 3: Q). */
+static void check_parity(struct chk *c, const struct btk_block *b)
+{
+	struct btk_phys pq[2];
+	char why[CHK_TEXT_MAX];
+	int mask = btk_raid56_parity((struct btk_fs *)c->fs, b->bytenr, c->fs->nodesize, false, pq);
+
+	if (mask < 0) { /* a missing data stripe (reported once), or crossing a stripe */
+		btk_err_clear();
+		return;
+	}
+	chk_part(why, sizeof(why), CHK_PART_COPY_PARITY);
+	for (int k = 0; k < 2; k++)
+		if (mask & (1 << k))
+			report_bad(c, c->tree, b->bytenr, btk_block_level(b), k + 1,
+				   btk_copies_of(c->fs, b->bytenr), &pq[k], why);
+}
+
 void chk_block_copies(struct chk *c, const struct btk_block *b)
 {
 	struct btk_phys ph[BTK_CHK_MAX_COPIES];
@@ -127,14 +146,19 @@ void chk_block_copies(struct chk *c, const struct btk_block *b)
 	if (btk_map_logical(c->fs, b->bytenr, ph, BTK_CHK_MAX_COPIES, &n, &contig) ||
 	    contig < c->fs->nodesize)
 		return; /* unmappable (reported elsewhere) */
-	if (n < 2 && !b->mirror)
+	const struct btk_chunk *ch = n < 2 && !b->mirror ? btk_chunk_find(c->fs, b->bytenr) : NULL;
+	if (n < 2 && !b->mirror && !(ch && (ch->type & BTRFS_BLOCK_GROUP_RAID56_MASK)))
 		return; /* one copy, just read */
 	if (!c->copy_buf && !(c->copy_buf = malloc(c->fs->nodesize))) {
 		c->oom = true;
 		return;
 	}
-	if (n < 2) { /* RAID5/6: the data stripe was rejected, a rebuild from parity used */
+	if (n < 2 && b->mirror) { /* RAID5/6: the data stripe was rejected, a rebuild used */
 		check_rejected(c, b, ph, 1, btk_copies_of(c->fs, b->bytenr));
+		return;
+	}
+	if (n < 2) { /* RAID5/6: the data stripe read; P (and Q) of its row agree with it */
+		check_parity(c, b);
 		return;
 	}
 	if (b->mirror)

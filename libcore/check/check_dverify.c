@@ -44,6 +44,7 @@ struct dv_bad {
 	struct btk_phys ph[BTK_CHK_MAX_COPIES]; /* the job's copies at logical */
 	uint8_t want[BTK_CSUM_MAX], found[BTK_CSUM_MAX];
 	char *err;
+	uint32_t plen; /* a RAID5/6 parity (mirror 1 P, 2 Q; ph[0] where it lies) that differs */
 };
 
 BTK_VEC(dv_bads, struct dv_bad);
@@ -108,6 +109,34 @@ static uint64_t verify_sectors(struct chk_dv *dv, const struct dv_job *j, int i,
 	return count;
 }
 
+/* RAID5/6 job j whose data stripe matched its checksums: P and Q of its rows compared with
+ * the parity of the data stripes, a stripe's piece at a time. */
+static void verify_parity(struct chk_dv *dv, const struct dv_job *j, const struct btk_chunk *c)
+{
+	for (uint64_t at = j->logical, end = j->logical + j->len; at < end;) {
+		uint64_t room = BTK_STRIPE_LEN - (at - c->logical) % BTK_STRIPE_LEN;
+		uint32_t len = (uint32_t)(end - at < room ? end - at : room);
+		struct btk_phys pq[2];
+		int mask = btk_raid56_parity((struct btk_fs *)dv->fs, at, len, false, pq);
+		if (mask < 0)
+			btk_err_clear(); /* a missing stripe: the rebuild is all there is */
+		for (int k = 0; mask > 0 && k < 2; k++) {
+			if (!(mask & (1 << k)))
+				continue;
+			struct dv_bad b = {.logical = j->logical,
+					   .off = at - j->logical,
+					   .n = j->n,
+					   .mirror = k + 1,
+					   .plen = len};
+			b.ph[0] = pq[k];
+			pthread_mutex_lock(&dv->mu);
+			add_bad(dv, &b);
+			pthread_mutex_unlock(&dv->mu);
+		}
+		at += len;
+	}
+}
+
 /* Verifies every copy of job j; returns sectors checked. Each copy is read PIECE bytes at a
  * time into buf, which stays in the core's cache between the read and the checksums, and
  * says precisely what did not read. Seeing the page cache in place through mmap saves the
@@ -123,9 +152,14 @@ static uint64_t verify_job(struct chk_dv *dv, const struct dv_job *j, uint8_t *b
 	 * degraded reader reads */
 	bool rebuild = c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK) && !j->ph[0].dev;
 
+	bool parity = c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK) && !rebuild;
+
 	for (int i = 0; i < j->n; i++) {
 		if (!j->ph[i].dev && !rebuild)
 			continue;
+		pthread_mutex_lock(&dv->mu);
+		size_t before = dv->bad.n;
+		pthread_mutex_unlock(&dv->mu);
 		for (uint64_t p = 0; p < j->len; p += PIECE) {
 			uint64_t plen = j->len - p < PIECE ? j->len - p : PIECE;
 			if (!(rebuild
@@ -142,6 +176,16 @@ static uint64_t verify_job(struct chk_dv *dv, const struct dv_job *j, uint8_t *b
 			add_bad(dv, &b);
 			pthread_mutex_unlock(&dv->mu);
 		}
+		/* the parity only when the data stripe is right (else a rebuild reads it) */
+		pthread_mutex_lock(&dv->mu);
+		bool clean = true; /* no mismatch of this job's copy i (other jobs' may be there) */
+		for (size_t k = before; k < dv->bad.n && clean; k++) {
+			const struct dv_bad *o = btk_vec_at(&dv->bad, k);
+			clean = !(o->logical == j->logical && o->mirror == i && !o->plen);
+		}
+		pthread_mutex_unlock(&dv->mu);
+		if (parity && clean)
+			verify_parity(dv, j, c);
 	}
 	return count;
 }
@@ -370,7 +414,7 @@ static void report_runs(struct chk *c, const struct chk_dv *dv)
 			uint64_t count = 0;
 			for (size_t k = i; k < j; k++) {
 				const struct dv_bad *b = btk_vec_at(&dv->bad, k);
-				if (!b->err && b->mirror == m && !count++)
+				if (!b->err && !b->plen && b->mirror == m && !count++)
 					first = b;
 			}
 			if (count)
@@ -404,7 +448,13 @@ void chk_dv_finish(struct chk *c, bool report)
 		report_runs(c, dv);
 	for (size_t i = 0; i < dv->bad.n; i++) {
 		const struct dv_bad *b = btk_vec_at(&dv->bad, i);
-		if (report && b->err)
+		if (report && b->plen)
+			chk_rep(c, CHK_M_DATA_PARITY, 7, b->logical + b->off, NULL,
+				CHK_U((b->logical + b->off)), CHK_U(b->plen), CHK_I(b->mirror + 1),
+				CHK_I(btk_copies_of(c->fs, b->logical + b->off)),
+				CHK_S(b->mirror == 1 ? "P" : "Q"), CHK_U(b->ph[0].devid),
+				CHK_U(b->ph[0].physical));
+		else if (report && b->err)
 			chk_rep(c, CHK_M_DATA_UNREADABLE, 7, b->logical + b->off, NULL,
 				CHK_U((b->logical + b->off)), CHK_I(b->mirror + 1), CHK_I(b->n),
 				CHK_U(b->ph[b->mirror].devid),

@@ -43,16 +43,6 @@ static void dir_seen_add(struct chk *c, uint64_t dir, const uint8_t *name, size_
 	n->idx_ref = child;
 }
 
-static void push_rootref(struct chk *c, uint64_t parent, uint64_t child, uint64_t dirid,
-			 uint64_t seq, const uint8_t *name, size_t len, uint8_t kind)
-{
-	struct chk_rootref *r = chk_push(c, &c->rootrefs);
-
-	if (!r)
-		return;
-	*r = (struct chk_rootref){parent, child, dirid, seq, chk_name_hash64(name, len), kind};
-}
-
 static int orphan_cb(void *ctx, const struct btk_block *leaf, int slot, const struct btk_key *key,
 		     const uint8_t *data, uint32_t size)
 {
@@ -186,8 +176,8 @@ static void dir_entries(struct chk *c, const struct btk_key *k, const uint8_t *p
 		if (loc.type == BTRFS_INODE_ITEM_KEY)
 			chk_name_entry(c, k->objectid, loc.objectid, idx, name, nl, src, ft);
 		else if (loc.type == BTRFS_ROOT_ITEM_KEY)
-			push_rootref(c, c->fst->tree, loc.objectid, k->objectid, idx, name, nl,
-				     src == SRC_DIR_ITEM ? 2 : 3);
+			chk_rootref_push(c, c->fst->tree, loc.objectid, k->objectid, idx, name, nl,
+					 src == SRC_DIR_ITEM ? 2 : 3);
 		else
 			chk_fs_rep(c, CHK_M_DIR_LOCATION, leaf, k, CHK_U(loc.type));
 	}
@@ -247,6 +237,7 @@ static void need_csum(struct chk *c, uint64_t start, uint64_t len, struct chk_ra
 		return;
 	r->start = start;
 	r->len = len;
+	chk_rec_range(c, v, start, len);
 }
 
 static void file_extent(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,

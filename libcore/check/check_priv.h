@@ -256,6 +256,7 @@ struct chk {
 	struct chk_copies copies; /* blocks whose other copies are still to read */
 	struct chk_copy_batch *copy_batch; /* copies being read by a thread, or NULL */
 	struct chk_dv *dv;		   /* data_csum: verification under way, or NULL */
+	int replay_state; /* opts->replay: 0 not decided yet, 1 taken, -1 not usable */
 };
 
 /* p, after marking c out of memory when p is NULL (a failed allocation aborts the check). */
@@ -367,6 +368,9 @@ size_t chk_render(char *buf, size_t cap, const char *tmpl, const char *msg,
  * callback with its texts rendered from vals. key may be NULL. */
 void chk_report(struct chk *c, enum chk_message_id id, uint64_t tree, uint64_t bytenr,
 		const struct btk_key *key, const struct chk_val *vals, size_t n);
+/* Counts the problem p of message id, records it (opts->record) and passes it to the caller's
+ * callback unless past max_reports. */
+void chk_report_problem(struct chk *c, enum chk_message_id id, const struct btk_check_problem *p);
 /* Counts n more problems of message id without reporting them (one report stood for them). */
 void chk_count_more(struct chk *c, enum chk_message_id id, uint64_t n);
 /* chk_rep(c, id, tree, bytenr, key, CHK_U(x), CHK_S(s), ...): chk_report with its values. */
@@ -389,6 +393,23 @@ static inline bool chk_is_fs_tree(uint64_t id)
 	return id == BTRFS_FS_TREE_OBJECTID || id == BTRFS_DATA_RELOC_TREE_OBJECTID ||
 	       (id >= BTRFS_FIRST_FREE_OBJECTID && id <= BTRFS_LAST_FREE_OBJECTID);
 }
+
+/* check_record.c: the record of the subvolume trees' walks (check.h) */
+void chk_rec_begin(struct chk *c);
+/* complete: the check ran to its end */
+void chk_rec_finish(struct chk *c, bool complete);
+void chk_rec_tree_begin(struct chk *c, const struct btk_root *root, bool checked);
+void chk_rec_tree_end(struct chk *c);
+void chk_rec_other_tree(struct chk *c);
+void chk_rec_ref(struct chk *c, const struct chk_ref *ref);
+void chk_rec_range(struct chk *c, const struct chk_ranges *v, uint64_t start, uint64_t len);
+void chk_rec_rootref(struct chk *c, const struct chk_rootref *rr);
+void chk_rec_owner(struct chk *c, const struct chk_owner *o);
+void chk_rec_block(struct chk *c, uint64_t bytenr);
+void chk_rec_problem(struct chk *c, enum chk_message_id mid, const struct btk_check_problem *p);
+/* Takes subvolume tree root's part from opts->replay: 1 when it did (no walk needed), 0 when
+ * the tree is to be walked, -EAGAIN when the record does not match after all. */
+int chk_rec_replay(struct chk *c, const struct btk_root *root);
 
 /* check_super.c */
 void chk_supers(struct chk *c);
@@ -437,6 +458,10 @@ const struct chk_extent *chk_extent_find(const struct chk *c, uint64_t bytenr);
 int chk_walk_all(struct chk *c);
 /* check_roots.c */
 void chk_root_leaf(struct chk *c, const struct btk_block *b);
+/* Records a reference between trees (kind as struct chk_rootref) for chk_roots_final to match
+ * up; the name is kept as its hash. Marks c out of memory when the push fails. */
+void chk_rootref_push(struct chk *c, uint64_t parent, uint64_t child, uint64_t dirid, uint64_t seq,
+		      const uint8_t *name, size_t len, uint8_t kind);
 void chk_roots_final(struct chk *c);
 void chk_uuid_leaf(struct chk *c, const struct btk_block *b);
 /* check_qgroup.c */

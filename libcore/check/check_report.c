@@ -206,6 +206,18 @@ void chk_count_more(struct chk *c, enum chk_message_id mid, uint64_t n)
 	}
 }
 
+void chk_report_problem(struct chk *c, enum chk_message_id mid, const struct btk_check_problem *p)
+{
+	chk_count_more(c, mid, 1);
+	chk_rec_problem(c, mid, p);
+	if (!c->opts->report)
+		return;
+	if (c->opts->max_reports && c->reported >= c->opts->max_reports)
+		return;
+	c->reported++;
+	c->opts->report(c->opts->ctx, p);
+}
+
 void chk_report(struct chk *c, enum chk_message_id mid, uint64_t tree, uint64_t bytenr,
 		const struct btk_key *key, const struct chk_val *vals, size_t n)
 {
@@ -213,12 +225,11 @@ void chk_report(struct chk *c, enum chk_message_id mid, uint64_t tree, uint64_t 
 	const struct btk_check_problem_info *info = btk_check_problem_info(m->problem);
 	char what[CHK_TEXT_MAX], expected[CHK_TEXT_MAX], found[CHK_TEXT_MAX];
 
-	chk_count_more(c, mid, 1);
-	if (!c->opts->report)
+	if (!c->opts->record &&
+	    (!c->opts->report || (c->opts->max_reports && c->reported >= c->opts->max_reports))) {
+		chk_count_more(c, mid, 1);
 		return;
-	if (c->opts->max_reports && c->reported >= c->opts->max_reports)
-		return;
-	c->reported++;
+	}
 	chk_render(what, sizeof(what), m->what ? m->what : "{m}", info->message, vals, n);
 	chk_render(expected, sizeof(expected), m->expected, info->message, vals, n);
 	chk_render(found, sizeof(found), m->found, info->message, vals, n);
@@ -239,5 +250,5 @@ void chk_report(struct chk *c, enum chk_message_id mid, uint64_t tree, uint64_t 
 		p.vals[i] = vals[i].type == CHK_VT_U   ? vals[i].u
 			    : vals[i].type == CHK_VT_I ? (uint64_t)vals[i].i
 						       : 0;
-	c->opts->report(c->opts->ctx, &p);
+	chk_report_problem(c, mid, &p);
 }

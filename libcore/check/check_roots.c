@@ -33,8 +33,15 @@ static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 	r->dirid = ri.root_dirid;
 	r->level = ri.level;
 	r->dropping = ri.drop_progress.objectid != 0 || ri.drop_level != 0;
-	r->drop_key = ri.drop_progress;
-	r->drop_level = ri.drop_level;
+	if (r->dropping && !btk_root_can_drop(k->objectid)) {
+		/* only a subvolume or relocation tree is ever deleted: every item of this one
+		 * counts */
+		chk_rep(c, CHK_M_ROOT_DROP, 1, leaf, k, CHK_U(r->id),
+			CHK_U(ri.drop_progress.objectid), CHK_U(ri.drop_level));
+		r->dropping = false;
+	}
+	r->drop_key = r->dropping ? ri.drop_progress : (struct btk_key){0, 0, 0};
+	r->drop_level = r->dropping ? ri.drop_level : 0;
 	memcpy(r->uuid, ri.uuid, BTK_UUID_SIZE);
 	memcpy(r->received_uuid, ri.received_uuid, BTK_UUID_SIZE);
 	if (r->gen == 0 || r->gen > c->max_gen)
@@ -43,6 +50,17 @@ static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 	if (r->level >= BTK_MAX_LEVEL)
 		chk_rep(c, CHK_M_ROOT_LEVEL, 1, leaf, k, CHK_U(r->id), CHK_I(BTK_MAX_LEVEL),
 			CHK_U(r->level));
+}
+
+void chk_rootref_push(struct chk *c, uint64_t parent, uint64_t child, uint64_t dirid, uint64_t seq,
+		      const uint8_t *name, size_t len, uint8_t kind)
+{
+	struct chk_rootref *r = chk_push(c, &c->rootrefs);
+
+	if (!r)
+		return;
+	*r = (struct chk_rootref){parent, child, dirid, seq, chk_name_hash64(name, len), kind};
+	chk_rec_rootref(c, r); /* a subvolume tree's dir entry (check_record.c) */
 }
 
 static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, uint32_t sz,
@@ -54,16 +72,9 @@ static void root_ref(struct chk *c, const struct btk_key *k, const uint8_t *p, u
 		chk_rep(c, CHK_M_ROOT_REF_SIZE, 1, leaf, k, CHK_U(sz));
 		return;
 	}
-	struct chk_rootref *r = chk_push(c, &c->rootrefs);
-	if (!r)
-		return;
 	bool fwd = k->type == BTRFS_ROOT_REF_KEY;
-	r->parent = fwd ? k->objectid : k->offset;
-	r->child = fwd ? k->offset : k->objectid;
-	r->dirid = e.dirid;
-	r->seq = e.sequence;
-	r->hash = chk_name_hash64((const uint8_t *)e.name, e.name_len);
-	r->kind = fwd ? 0 : 1;
+	chk_rootref_push(c, fwd ? k->objectid : k->offset, fwd ? k->offset : k->objectid, e.dirid,
+			 e.sequence, (const uint8_t *)e.name, e.name_len, fwd ? 0 : 1);
 }
 
 void chk_root_leaf(struct chk *c, const struct btk_block *b)

@@ -47,6 +47,7 @@ static int classify(uint64_t id)
 
 static void push_ref(struct chk *c, const struct chk_ref *r)
 {
+	chk_rec_ref(c, r);
 	chk_found_ref(c, r);
 }
 
@@ -131,8 +132,10 @@ static void block_sanity(struct chk *c, const struct btk_block *b)
 	else if (c->tree_class == CHK_T_FS && owner != c->tree &&
 		 owner != BTRFS_TREE_RELOC_OBJECTID) {
 		struct chk_owner *o = chk_push(c, &c->owners);
-		if (o)
+		if (o) {
 			*o = (struct chk_owner){b->bytenr, owner, btk_block_level(b)};
+			chk_rec_owner(c, o);
+		}
 	}
 	block_flags(c, b);
 	if (c->has_chunk_uuid && memcmp(btk_hdr(b)->chunk_tree_uuid, c->chunk_uuid, BTK_UUID_SIZE))
@@ -251,6 +254,8 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 		chk_progress_block(c);
 	}
 	if (first) {
+		if (c->tree_class == CHK_T_FS)
+			chk_rec_block(c, b->bytenr);
 		chk_block_copies(c, b);
 		block_sanity(c, b);
 		if (c->tree_class != CHK_T_LOG)
@@ -418,6 +423,14 @@ static int walk_root(void *ctx, const struct btk_root *r)
 	c->tree_item = root_item(c, r);
 	c->quota_tree = find_root(c, BTRFS_QUOTA_TREE_OBJECTID, 0, true) != NULL;
 	c->sum->nr_roots++;
+	chk_rec_other_tree(c);
+	if (c->tree_class == CHK_T_FS && (ret = chk_rec_replay(c, r)))
+		return ret < 0 ? ret : 0; /* taken from the record of an earlier check */
+	bool seen_root = chk_set_has(&c->visited, r->bytenr);
+	bool checked =
+	    c->tree_class == CHK_T_FS && !seen_root && !(c->tree_item && c->tree_item->dropping);
+	if (c->tree_class == CHK_T_FS)
+		chk_rec_tree_begin(c, r, checked);
 	if (c->tree_class != CHK_T_LOG) {
 		struct chk_ref ref = {.bytenr = r->bytenr,
 				      .root = r->objectid,
@@ -434,8 +447,7 @@ static int walk_root(void *ctx, const struct btk_root *r)
 	}
 	/* a root block already walked as another tree's root: its checks are done (and a crafted
 	 * root tree listing one tree many times must not cost a full walk each time) */
-	bool seen_root = chk_set_has(&c->visited, r->bytenr);
-	if (c->tree_class == CHK_T_FS && !seen_root && !(c->tree_item && c->tree_item->dropping)) {
+	if (checked) {
 		ret = chk_fs_begin(c, r);
 		if (ret)
 			return ret;
@@ -451,6 +463,7 @@ static int walk_root(void *ctx, const struct btk_root *r)
 	}
 	if (c->fst)
 		chk_fs_end(c);
+	chk_rec_tree_end(c);
 	if (c->tree_class == CHK_T_EXTENT)
 		chk_extents_walked(c);
 	if (c->oom)
@@ -486,7 +499,7 @@ int chk_walk_all(struct chk *c)
 	}
 	chk_copies_finish(c, true);
 
-	if (ret && ret != -ENOMEM) {
+	if (ret && ret != -ENOMEM && ret != -EAGAIN) {
 		/* the root tree itself could not be iterated: report and go on with what we have */
 		chk_rep(c, CHK_M_TB_ROOTS, BTRFS_ROOT_TREE_OBJECTID, 0, NULL, CHK_S(btk_errmsg()));
 		ret = 0;

@@ -99,41 +99,49 @@ const char *dc_inode_flags(uint64_t v, char *buf, size_t len)
 	return btk_inode_flags_str(v, buf, len);
 }
 
+/* The name of each bit is its constant's name: one token says both. */
+#define SUPER_BIT(n)                                                                               \
+	{                                                                                          \
+		BTK_SUPER_FLAG_##n, #n                                                             \
+	}
+#define HEADER_BIT(n)                                                                              \
+	{                                                                                          \
+		BTK_HEADER_FLAG_##n, #n                                                            \
+	}
+#define FEATURE(w, n)                                                                              \
+	{                                                                                          \
+		BTRFS_FEATURE_##w##_##n, #n                                                        \
+	}
+
 static const struct dc_bitname super_bits[] = {
-    {BTK_HEADER_FLAG_WRITTEN, "WRITTEN"},
-    {BTK_HEADER_FLAG_RELOC, "RELOC"},
-    {BTK_SUPER_FLAG_ERROR, "ERROR"},
-    {BTK_SUPER_FLAG_SEEDING, "SEEDING"},
-    {BTK_SUPER_FLAG_METADUMP, "METADUMP"},
-    {BTK_SUPER_FLAG_METADUMP_V2, "METADUMP_V2"},
-    {BTK_SUPER_FLAG_CHANGING_FSID, "CHANGING_FSID"},
-    {BTK_SUPER_FLAG_CHANGING_FSID_V2, "CHANGING_FSID_V2"},
-    {0, NULL},
+    HEADER_BIT(WRITTEN),      HEADER_BIT(RELOC),	   SUPER_BIT(ERROR),
+    SUPER_BIT(SEEDING),	      SUPER_BIT(METADUMP),	   SUPER_BIT(METADUMP_V2),
+    SUPER_BIT(CHANGING_FSID), SUPER_BIT(CHANGING_FSID_V2), {0, NULL},
 };
 static const struct dc_bitname compat_ro_bits[] = {
-    {1ULL << 0, "FREE_SPACE_TREE"},
-    {1ULL << 1, "FREE_SPACE_TREE_VALID"},
-    {1ULL << 2, "VERITY"},
-    {1ULL << 3, "BLOCK_GROUP_TREE"},
+    FEATURE(COMPAT_RO, FREE_SPACE_TREE),
+    FEATURE(COMPAT_RO, FREE_SPACE_TREE_VALID),
+    FEATURE(COMPAT_RO, VERITY),
+    FEATURE(COMPAT_RO, BLOCK_GROUP_TREE),
     {0, NULL},
 };
 static const struct dc_bitname incompat_bits[] = {
-    {1ULL << 0, "MIXED_BACKREF"},
-    {1ULL << 1, "DEFAULT_SUBVOL"},
-    {1ULL << 2, "MIXED_GROUPS"},
-    {1ULL << 3, "COMPRESS_LZO"},
-    {1ULL << 4, "COMPRESS_ZSTD"},
-    {1ULL << 5, "BIG_METADATA"},
-    {1ULL << 6, "EXTENDED_IREF"},
-    {1ULL << 7, "RAID56"},
-    {1ULL << 8, "SKINNY_METADATA"},
-    {1ULL << 9, "NO_HOLES"},
-    {1ULL << 10, "METADATA_UUID"},
-    {1ULL << 11, "RAID1C34"},
-    {1ULL << 12, "ZONED"},
-    {1ULL << 13, "EXTENT_TREE_V2"},
-    {1ULL << 14, "RAID_STRIPE_TREE"},
-    {1ULL << 16, "SIMPLE_QUOTA"},
+    FEATURE(INCOMPAT, MIXED_BACKREF),
+    FEATURE(INCOMPAT, DEFAULT_SUBVOL),
+    FEATURE(INCOMPAT, MIXED_GROUPS),
+    FEATURE(INCOMPAT, COMPRESS_LZO),
+    FEATURE(INCOMPAT, COMPRESS_ZSTD),
+    FEATURE(INCOMPAT, BIG_METADATA),
+    FEATURE(INCOMPAT, EXTENDED_IREF),
+    FEATURE(INCOMPAT, RAID56),
+    FEATURE(INCOMPAT, SKINNY_METADATA),
+    FEATURE(INCOMPAT, NO_HOLES),
+    FEATURE(INCOMPAT, METADATA_UUID),
+    FEATURE(INCOMPAT, RAID1C34),
+    FEATURE(INCOMPAT, ZONED),
+    FEATURE(INCOMPAT, EXTENT_TREE_V2),
+    FEATURE(INCOMPAT, RAID_STRIPE_TREE),
+    FEATURE(INCOMPAT, SIMPLE_QUOTA),
     {0, NULL},
 };
 

@@ -39,4 +39,12 @@ int btk_root_item_parse(const uint8_t *d, uint32_t size, struct btk_root_item *r
  * writing back an item changes nothing. */
 void btk_root_item_write(uint8_t *d, uint32_t size, const struct btk_root_item *ri);
 
+/* True for the trees a deletion can be under way in (a drop progress means something): the
+ * subvolume trees and the relocation trees of a balance. The drop progress of any other tree's
+ * root item is damage. */
+static inline bool btk_root_can_drop(uint64_t id)
+{
+	return btk_is_fs_tree(id) || id == BTRFS_TREE_RELOC_OBJECTID;
+}
+
 #endif

@@ -115,6 +115,11 @@ static int fd_zeroout(struct btk_dev *dev, uint64_t off, uint64_t len)
 	return 0;
 }
 
+static int fd_clear(struct btk_dev *dev, uint64_t off, uint64_t len, bool zero)
+{
+	return zero ? fd_zeroout(dev, off, len) : fd_discard(dev, off, len);
+}
+
 static int fd_truncate(struct btk_dev *dev, uint64_t size)
 {
 	int e = size > (uint64_t)INT64_MAX ? EFBIG : 0;
@@ -172,8 +177,7 @@ static const struct btk_dev_ops fd_ops = {
     .pread = fd_pread,
     .pwrite = fd_pwrite,
     .flush = fd_flush,
-    .discard = fd_discard,
-    .zeroout = fd_zeroout,
+    .clear = fd_clear,
     .truncate = fd_truncate,
     .prefetch = fd_prefetch,
     .view = fd_view,

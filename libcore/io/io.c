@@ -92,13 +92,11 @@ int btk_dev_flush(struct btk_dev *dev)
  * has the op; then the change hook, the count and the op. */
 static int range_change(struct btk_dev *dev, uint64_t off, uint64_t len, bool zero)
 {
-	int (*op)(struct btk_dev *, uint64_t, uint64_t) =
-	    zero ? dev->ops->zeroout : dev->ops->discard;
 	int ret = need_writable(dev);
 
 	if (!ret)
 		ret = in_device(dev, off, len, zero ? "zeroout" : "discard");
-	if (!ret && !op)
+	if (!ret && !dev->ops->clear)
 		ret = btk_err(EOPNOTSUPP, "%s: cannot %s", dev->path,
 			      zero ? "zero a range" : "discard");
 	if (ret)
@@ -108,7 +106,7 @@ static int range_change(struct btk_dev *dev, uint64_t off, uint64_t len, bool ze
 		dev->stats.zeroouts++;
 	else
 		dev->stats.discards++;
-	return op(dev, off, len);
+	return dev->ops->clear(dev, off, len, zero);
 }
 
 int btk_dev_discard(struct btk_dev *dev, uint64_t off, uint64_t len)

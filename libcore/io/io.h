@@ -33,10 +33,9 @@ struct btk_dev_ops {
 	int (*pwrite)(struct btk_dev *dev, const void *buf, size_t len, uint64_t off);
 	/* NULL: nothing to flush (0). */
 	int (*flush)(struct btk_dev *dev);
-	/* The range's old contents may go (later reads give zeroes or the old bytes). */
-	int (*discard)(struct btk_dev *dev, uint64_t off, uint64_t len);
-	/* Later reads of the range give zeroes. */
-	int (*zeroout)(struct btk_dev *dev, uint64_t off, uint64_t len);
+	/* The range's old contents go: with zero, later reads give zeroes (btk_dev_zeroout);
+	 * without, zeroes or the old bytes (btk_dev_discard). NULL: the backend can do neither. */
+	int (*clear)(struct btk_dev *dev, uint64_t off, uint64_t len, bool zero);
 	/* Sets the size (new bytes read as zeroes); the caller then updates dev->size. */
 	int (*truncate)(struct btk_dev *dev, uint64_t size);
 	/* A readahead hint; may be NULL. */

@@ -64,10 +64,12 @@ static int mem_pwrite(struct btk_dev *dev, const void *buf, size_t len, uint64_t
 	return ret;
 }
 
-static int mem_zero(struct btk_dev *dev, uint64_t off, uint64_t len)
+/* A discard zeroes too. */
+static int mem_clear(struct btk_dev *dev, uint64_t off, uint64_t len, bool zero)
 {
 	struct mem *m = dev->priv;
 
+	(void)zero;
 	memset(m->buf + off, 0, (size_t)len);
 	return 0;
 }
@@ -89,8 +91,7 @@ static void mem_close(struct btk_dev *dev)
 static const struct btk_dev_ops mem_ops = {
     .pread = mem_pread,
     .pwrite = mem_pwrite,
-    .discard = mem_zero,
-    .zeroout = mem_zero,
+    .clear = mem_clear,
     .truncate = mem_truncate,
     .view = mem_view,
     .close = mem_close,

@@ -140,7 +140,7 @@ static int split_flush(struct btk_dev *dev)
 }
 
 /* Zeroes (zero) or discards a range segment by segment. */
-static int split_range(struct btk_dev *dev, uint64_t off, uint64_t len, bool zero)
+static int split_clear(struct btk_dev *dev, uint64_t off, uint64_t len, bool zero)
 {
 	struct split *s = dev->priv;
 
@@ -155,16 +155,6 @@ static int split_range(struct btk_dev *dev, uint64_t off, uint64_t len, bool zer
 		len -= n;
 	}
 	return 0;
-}
-
-static int split_discard(struct btk_dev *dev, uint64_t off, uint64_t len)
-{
-	return split_range(dev, off, len, false);
-}
-
-static int split_zeroout(struct btk_dev *dev, uint64_t off, uint64_t len)
-{
-	return split_range(dev, off, len, true);
 }
 
 static void split_prefetch(struct btk_dev *dev, uint64_t off, uint64_t len)
@@ -194,8 +184,7 @@ static const struct btk_dev_ops split_ops = {
     .pread = split_pread,
     .pwrite = split_pwrite,
     .flush = split_flush,
-    .discard = split_discard,
-    .zeroout = split_zeroout,
+    .clear = split_clear,
     .prefetch = split_prefetch,
     .close = split_close,
 };

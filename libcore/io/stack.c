@@ -41,18 +41,14 @@ static int stack_flush(struct btk_dev *dev)
 	return ret ? (ret > 0 ? 0 : ret) : btk_dev_flush(dev->lower);
 }
 
-static int stack_discard(struct btk_dev *dev, uint64_t off, uint64_t len)
+static int stack_clear(struct btk_dev *dev, uint64_t off, uint64_t len, bool zero)
 {
-	int ret = ask(dev, BTK_CHANGE_DISCARD, off, len, NULL);
+	int ret = ask(dev, zero ? BTK_CHANGE_ZEROOUT : BTK_CHANGE_DISCARD, off, len, NULL);
 
-	return ret ? (ret > 0 ? 0 : ret) : btk_dev_discard(dev->lower, dev->lower_off + off, len);
-}
-
-static int stack_zeroout(struct btk_dev *dev, uint64_t off, uint64_t len)
-{
-	int ret = ask(dev, BTK_CHANGE_ZEROOUT, off, len, NULL);
-
-	return ret ? (ret > 0 ? 0 : ret) : btk_dev_zeroout(dev->lower, dev->lower_off + off, len);
+	if (ret)
+		return ret > 0 ? 0 : ret;
+	off += dev->lower_off;
+	return zero ? btk_dev_zeroout(dev->lower, off, len) : btk_dev_discard(dev->lower, off, len);
 }
 
 static int stack_truncate(struct btk_dev *dev, uint64_t size)
@@ -97,8 +93,7 @@ static const struct btk_dev_ops stack_ops = {
     .pread = stack_pread,
     .pwrite = stack_pwrite,
     .flush = stack_flush,
-    .discard = stack_discard,
-    .zeroout = stack_zeroout,
+    .clear = stack_clear,
     .truncate = stack_truncate,
     .prefetch = stack_prefetch,
     .view = stack_view,

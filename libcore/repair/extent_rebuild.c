@@ -16,7 +16,8 @@
  * What is refused (nothing written): a tree block that does not read (what it holds would
  * lose its records and its space would be given out again), tree blocks that overlap or lie
  * outside the block groups, a log tree (replay it first), a relocation or a subvolume deletion
- * under way, and a file extent item whose extent cannot be one (unaligned, outside the data
+ * under way (the relocation tree of a subvolume that does not exist is dropped, as the kernel's
+ * recovery would), and a file extent item whose extent cannot be one (unaligned, outside the data
  * block groups, over a tree block or another extent, or named with different lengths: each is
  * listed), whose bytes the new tree would call free.
  *
@@ -78,6 +79,7 @@ struct xr {
 	struct xr_edges edges;
 	struct xr_u64s old;    /* blocks of the trees replaced (kept out until the commit) */
 	struct xr_u64s left;   /* data extents given no record */
+	struct xr_u64s dead;   /* key offsets of relocation trees dropped (no subvolume) */
 	struct xr_ranges kept; /* what file extent items name (recorded or not), merged, in
 				  address order: its checksums stay */
 	uint64_t tree;	       /* the tree being walked */
@@ -206,7 +208,9 @@ static int on_error(void *ctx, uint64_t bytenr, int level, int err, const char *
 	return x->err;
 }
 
-/* The root item of tree r: a deletion or a relocation under way is refused. */
+/* The root item of tree r: a deletion or a relocation under way is refused (-errno); 1 for
+ * the relocation tree of a subvolume that does not exist (garbage: not walked, its root item
+ * deleted, its blocks free). */
 static int root_ok(struct btk_fs *fs, const struct btk_root *r)
 {
 	struct btk_root rt;
@@ -219,11 +223,28 @@ static int root_ok(struct btk_fs *fs, const struct btk_root *r)
 	if (r->objectid == BTRFS_TREE_LOG_OBJECTID)
 		return btk_err(EBUSY, "the filesystem has a log tree: replay it first "
 				      "(--rescue replay-log)");
-	if (r->objectid == BTRFS_TREE_RELOC_OBJECTID)
+	if (r->objectid == BTRFS_TREE_RELOC_OBJECTID) {
+		/* the relocation tree of a subvolume that does not exist is garbage, as the
+		 * kernel's recovery takes it: dropped (1) */
+		struct btk_key sk = {r->key_offset, BTRFS_ROOT_ITEM_KEY, 0};
+		if ((ret = btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt)))
+			return ret;
+		btk_path_init(&p);
+		ret = btk_search_ge(fs, &rt, &sk, &p);
+		if (ret == 0)
+			btk_path_key(&p, &sk);
+		btk_path_release(&p);
+		if (ret < 0)
+			return ret;
+		if (!btk_is_fs_tree(r->key_offset) || ret > 0 || sk.objectid != r->key_offset ||
+		    sk.type != BTRFS_ROOT_ITEM_KEY)
+			return 1;
 		return btk_err(EBUSY, "a relocation tree exists (a balance was interrupted): mount "
 				      "the filesystem to let the kernel finish it");
-	if (r->objectid == BTRFS_ROOT_TREE_OBJECTID || r->objectid == BTRFS_CHUNK_TREE_OBJECTID)
-		return 0;
+	}
+	if (!btk_root_can_drop(r->objectid))
+		return 0; /* a drop progress of any other tree means nothing (the check reports it)
+			   */
 	if ((ret = btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt)))
 		return ret;
 	btk_path_init(&p);
@@ -246,8 +267,12 @@ static int walk_root(void *ctx, const struct btk_root *r)
 	struct xr *x = ctx;
 	int ret;
 
-	if ((ret = root_ok(x->fs, r)))
+	if ((ret = root_ok(x->fs, r)) < 0)
 		return ret;
+	if (ret > 0) {
+		x->res->reloc_dropped++;
+		return push_u64(&x->dead, r->key_offset);
+	}
 	x->tree = r->objectid;
 	x->replaced = replaced_tree(x->fs, r->objectid);
 	if (x->replaced) {
@@ -700,6 +725,13 @@ static int rebuild(struct btk_trans *t, void *ctx)
 	}
 	if (ret || (ret = tree_refs(x, t)))
 		return ret;
+	/* after the records: deleting copies the root tree's blocks */
+	for (size_t i = 0; i < x->dead.n; i++) {
+		struct btk_key k = {BTRFS_TREE_RELOC_OBJECTID, BTRFS_ROOT_ITEM_KEY,
+				    x->dead.data[i]};
+		if ((ret = btk_item_delete(t, BTRFS_ROOT_TREE_OBJECTID, &k)))
+			return ret;
+	}
 	/* every record exists before anything is copied: a copy drops its block's record */
 	if ((ret = btk_trans_settle(t)) || (ret = csum_orphans(x, t)))
 		return ret;
@@ -733,6 +765,7 @@ int btk_extent_tree_rebuild(const char *const *paths, int n, const struct btk_op
 	btk_vec_free(&x.edges);
 	btk_vec_free(&x.old);
 	btk_vec_free(&x.left);
+	btk_vec_free(&x.dead);
 	btk_vec_free(&x.kept);
 	btk_vec_free(&x.before);
 	btk_vec_free(&x.after);

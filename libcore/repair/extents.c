@@ -22,16 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* One user of an extent, as the trees make it. */
-struct rp_ref {
-	uint64_t bytenr;
-	uint64_t root;		/* keyed: the root (0 when shared) */
-	uint64_t parent;	/* shared: the parent block (0 when keyed) */
-	uint64_t ino, off, len; /* data: EXTENT_DATA_REF objectid, offset; disk_num_bytes */
-	uint32_t count;
-	int8_t level; /* tree blocks */
-	bool data;
-};
+/* One user of an extent, as the trees make it (check.h's struct btk_check_use; once resolved,
+ * keyed: root set, parent 0; shared: parent set, root 0). */
+#define rp_ref btk_check_use
 BTK_VEC(rp_refs, struct rp_ref);
 
 struct rp_extents {
@@ -151,7 +144,7 @@ static int walk_root(void *ctx, const struct btk_root *r)
 		e->gap = true; /* a balance in progress: its references are not modelled here */
 		return 0;
 	}
-	if (r->objectid != BTRFS_ROOT_TREE_OBJECTID && r->objectid != BTRFS_CHUNK_TREE_OBJECTID) {
+	if (btk_root_can_drop(r->objectid)) {
 		/* a half-deleted tree: its freed part still counts in places; not modelled */
 		struct btk_key k = {r->objectid, BTRFS_ROOT_ITEM_KEY, r->key_offset};
 		uint8_t item[sizeof(struct btrfs_root_item)];
@@ -280,16 +273,29 @@ static int ref_cmp(const void *pa, const void *pb)
 		   ?: btk_cmp_u64(a->ino, b->ino) ?: btk_cmp_u64(a->off, b->off);
 }
 
+/* A user the check the round plans from found (its record): kept when its extent is wanted. */
+static int recorded_use(void *ctx, const struct btk_check_use *u)
+{
+	struct rp_extents *e = ctx;
+
+	return wanted(e, u->bytenr) ? push(e, u) : 0;
+}
+
 /* Walks every tree once (the committed state: call it before the round changes anything),
  * collecting the users of the wanted extents, each as a keyed or a shared reference by its
- * parent's FULL_BACKREF flag; equal references are merged into one with their count. */
+ * parent's FULL_BACKREF flag; equal references are merged into one with their count. The
+ * check the round plans from found the same users when it kept a record of them: taken from
+ * it instead of walking again. */
 static int walk(struct rp_ctx *x, struct rp_extents *e)
 {
 	int ret;
 
 	e->t = x->t;
 	e->fs = btk_trans_fs(x->t);
-	ret = btk_for_each_root(e->fs, walk_root, e);
+	ret = btk_check_record_uses(x->rec, recorded_use, e);
+	if (ret < 0)
+		return ret;
+	ret = ret ? 0 : btk_for_each_root(e->fs, walk_root, e);
 	btk_u64set_free(&e->visited);
 	if (ret) {
 		if (ret == -ENOMEM)

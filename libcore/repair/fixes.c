@@ -3,6 +3,7 @@
  */
 #include "repair/repair_int.h"
 #include "base/error.h"
+#include "format/dev_items.h"
 #include "format/dir_item.h"
 #include "format/root_item.h"
 #include "base/compress.h"
@@ -244,6 +245,34 @@ static int fix_root_refs(struct rp_ctx *x, const struct rp_prob *p, char *before
 	snprintf(before, cap, "refs %u", (unsigned)BTK_GET(struct btrfs_root_item, item, refs));
 	BTK_PUT(struct btrfs_root_item, item, refs, 1);
 	snprintf(after, cap, "refs 1");
+	return btk_item_update(t, BTRFS_ROOT_TREE_OBJECTID, &p->key, item, size);
+}
+
+/* A drop progress in the root item of a tree that is never deleted (not a subvolume or
+ * relocation tree): cleared, so every checker walks all of it. */
+static int fix_root_drop(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+			 size_t cap)
+{
+	struct btk_trans *t = x->t;
+	uint8_t item[sizeof(struct btrfs_root_item)];
+	struct btk_root_item ri;
+	uint32_t size;
+	int ret;
+
+	if (!p->has_key || p->key.type != BTRFS_ROOT_ITEM_KEY || btk_root_can_drop(p->key.objectid))
+		return btk_err(EINVAL, "root report without the root item of a tree never deleted");
+	if ((ret = item_get(t, BTRFS_ROOT_TREE_OBJECTID, &p->key, item, sizeof(item), &size)))
+		return ret;
+	if (btk_root_item_parse(item, size, &ri))
+		return btk_err(EUCLEAN, "root %llu: root item of %u bytes",
+			       (unsigned long long)p->key.objectid, size);
+	snprintf(before, cap, "drop_progress (%llu %u %llu) drop_level %u",
+		 (unsigned long long)ri.drop_progress.objectid, ri.drop_progress.type,
+		 (unsigned long long)ri.drop_progress.offset, ri.drop_level);
+	ri.drop_progress = (struct btk_key){0, 0, 0};
+	ri.drop_level = 0;
+	btk_root_item_write(item, size, &ri);
+	snprintf(after, cap, "drop_progress (0 0 0) drop_level 0");
 	return btk_item_update(t, BTRFS_ROOT_TREE_OBJECTID, &p->key, item, size);
 }
 
@@ -674,8 +703,7 @@ static int fix_dext_beyond(struct rp_ctx *x, const struct rp_prob *p, char *befo
 	uint64_t logical = BTK_GET(struct btrfs_dev_extent, item, chunk_offset);
 	const struct btk_chunk *c = btk_chunk_find(fs, logical);
 	if (!c || c->logical != logical || c->length != len)
-		return btk_err(EUCLEAN, "dev extent %llu: its chunk %llu has another length",
-			       (unsigned long long)phys, (unsigned long long)logical);
+		return 1; /* the dev extent differs from its chunk (E0303): the dev tree rebuild */
 	/* a device item smaller than the device: it takes the device's size (fix-device-size) */
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
 	uint64_t real = d && d->dev ? d->dev->size / fs->sectorsize * fs->sectorsize : 0;
@@ -700,6 +728,41 @@ static int fix_dext_beyond(struct rp_ctx *x, const struct rp_prob *p, char *befo
 	snprintf(after, cap, "chunk cut to %llu bytes (its tail held nothing)",
 		 (unsigned long long)keep);
 	return btk_chunk_shrink(x->t, logical, keep);
+}
+
+/* E0304: a dev extent no chunk stripe has, whose chunk_offset names a chunk that is in the map:
+ * a stray (a fuzzed or stale offset), removed; each stripe of that chunk without a dev extent
+ * gets one (the dev tree rebuild). One naming no chunk is left: it may be all that is left of a
+ * lost chunk item (the chunk-tree rebuild reads it). */
+static int fix_dext_orphan(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+			   size_t cap)
+{
+	struct btk_fs *fs = btk_trans_fs(x->t);
+	uint64_t devid = val(p, 0), phys = val(p, 1);
+	uint8_t item[sizeof(struct btrfs_dev_extent)];
+	struct btk_key k = {devid, BTRFS_DEV_EXTENT_KEY, phys};
+	uint32_t isz;
+	int ret;
+
+	if (p->nvals < 3)
+		return btk_err(EINVAL, "dev extent report without its values");
+	if (x->rebuilt & (1u << RP_RB_DEV)) { /* the round rebuilt the dev tree: it is gone */
+		snprintf(before, cap, "dev extent devid %llu physical %llu",
+			 (unsigned long long)devid, (unsigned long long)phys);
+		snprintf(after, cap, "removed with the dev tree rebuild");
+		return 0;
+	}
+	if ((ret = item_get(x->t, BTRFS_DEV_TREE_OBJECTID, &k, item, sizeof(item), &isz)))
+		return ret;
+	uint64_t logical = BTK_GET(struct btrfs_dev_extent, item, chunk_offset);
+	const struct btk_chunk *c = btk_chunk_find(fs, logical);
+	if (isz < sizeof(item) || !c || c->logical != logical)
+		return 1; /* maybe a lost chunk's: left */
+	snprintf(before, cap, "dev extent devid %llu physical %llu of chunk %llu",
+		 (unsigned long long)devid, (unsigned long long)phys, (unsigned long long)logical);
+	snprintf(after, cap, "removed (not where any stripe of chunk %llu lies)",
+		 (unsigned long long)logical);
+	return btk_item_delete(x->t, BTRFS_DEV_TREE_OBJECTID, &k);
 }
 
 /* How many bytes of [start, +len) have checksums (*covered). */

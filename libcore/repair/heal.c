@@ -4,9 +4,16 @@
  * checks out against its parent pointer (checksum, address, generation, level, first key);
  * every other copy of the block is read and compared with it byte for byte, and one that
  * differs (or does not read) gets the accepted bytes. RAID5/6: the data stripe is written
- * when a rebuild from parity was accepted; the parity itself is not checked here. Data:
- * every sector the csum tree covers is read from every copy and checked against its
- * checksum; a failing copy takes the bytes of a passing one.
+ * when a rebuild from parity was accepted (from P, or from Q when P is bad too; RAID6 with
+ * two bad data stripes in the row: from P and Q, tree.c). Data: every
+ * sector the csum tree covers is read from every copy and checked against its checksum; a
+ * failing copy takes the bytes of a passing one.
+ *
+ * RAID5/6 parity last: once every tree block (and with data, every checksummed sector) in a
+ * RAID5/6 chunk reads right from its data stripe, P (and Q) of the rows they lie in are
+ * computed from the data stripes and rewritten where they differ. Not in a chunk where some
+ * block or sector has no good copy (a parity computed from it would lose the last chance to
+ * rebuild it), nor in data chunks without data (their data stripes are not verified).
  *
  * A tree block no copy of which reads is tried for one flipped bit: on each copy whose
  * checksum fails, every bit in turn (the stored checksum's too) is flipped back; when exactly
@@ -32,17 +39,28 @@
 
 BTK_VEC(heal_roots, struct btk_root);
 
+/* A tree block or data piece in a RAID5/6 chunk, whose rows' parity is checked last. */
+struct heal_unit {
+	uint64_t logical, tree;
+	uint32_t len;
+	int level; /* -1: data */
+};
+
+BTK_VEC(heal_units, struct heal_unit);
+
 struct heal {
 	struct btk_fs *fs;
 	const struct btk_heal_opts *ho;
 	struct btk_heal_result *res;
 	struct btk_u64set seen;
 	uint8_t *buf;
-	uint64_t tree;		/* the tree being walked */
-	struct heal_roots logs; /* subvolume log trees named by the log root tree */
-	bool again;		/* a bit flip was set right: walk again, below it */
-	bool reopen;		/* ... in the chunk tree: open again, to map what it maps */
-	struct btk_u64set told; /* lost blocks reported (a walk again tells them once) */
+	uint64_t tree;		 /* the tree being walked */
+	struct heal_roots logs;	 /* subvolume log trees named by the log root tree */
+	bool again;		 /* a bit flip was set right: walk again, below it */
+	bool reopen;		 /* ... in the chunk tree: open again, to map what it maps */
+	struct btk_u64set told;	 /* lost blocks reported (a walk again tells them once) */
+	struct heal_units r56;	 /* what lies in RAID5/6 chunks: their parity checked last */
+	struct btk_u64set lostc; /* chunks (logical) holding something with no good copy */
 };
 
 static bool raid56(const struct btk_fs *fs, uint64_t logical)
@@ -50,6 +68,28 @@ static bool raid56(const struct btk_fs *fs, uint64_t logical)
 	const struct btk_chunk *c = btk_chunk_find(fs, logical);
 
 	return c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK);
+}
+
+/* u remembered for the parity pass when it lies in a RAID5/6 chunk. */
+static int note_r56(struct heal *h, struct heal_unit u)
+{
+	struct heal_unit *slot;
+
+	if (!raid56(h->fs, u.logical))
+		return 0;
+	if (!(slot = btk_vec_push(&h->r56)))
+		return btk_err(ENOMEM, "out of memory");
+	*slot = u;
+	return 0;
+}
+
+/* The chunk holding logical has something with no good copy: its parity stays as it is. */
+static int note_lost(struct heal *h, uint64_t logical)
+{
+	const struct btk_chunk *c = btk_chunk_find(h->fs, logical);
+
+	return c && btk_u64set_add(&h->lostc, c->logical) < 0 ? btk_err(ENOMEM, "out of memory")
+							      : 0;
 }
 
 static void event(struct heal *h, struct btk_heal_event *e)
@@ -81,6 +121,9 @@ static int heal_block(struct heal *h, const struct btk_block *b)
 	bool r56 = raid56(fs, b->bytenr);
 
 	h->res->blocks++;
+	if ((ret = note_r56(
+		 h, (struct heal_unit){b->bytenr, h->tree, fs->nodesize, btk_block_level(b)})))
+		return ret;
 	for (int i = 0; i < n; i++) {
 		struct btk_heal_event e = {.tree = h->tree,
 					   .level = btk_block_level(b),
@@ -253,6 +296,8 @@ static int walk_error(void *ctx, uint64_t bytenr, int level, int err, const char
 		h->reopen = h->reopen || h->tree == BTRFS_CHUNK_TREE_OBJECTID;
 	} else {
 		h->res->blocks_lost++;
+		if ((ret = note_lost(h, bytenr)))
+			return ret;
 		if ((ret = btk_u64set_add(&h->told, bytenr)) <= 0)
 			return ret; /* told in an earlier walk (0), or -ENOMEM */
 	}
@@ -279,6 +324,46 @@ static bool sector_ok(const struct btk_fs *fs, const uint8_t *data, const uint8_
 
 	btk_csum(fs->csum_type, data, fs->sectorsize, sum);
 	return !memcmp(sum, want, (size_t)fs->csum_size);
+}
+
+/* RAID6: one sector no copy of which matches its checksum, rebuilt from P and Q with each
+ * other data stripe of its row in turn taken as lost; one that matches is written to the data
+ * stripe. 1 done, 0 not, or -errno (a write). */
+static int heal_sector_pair(struct heal *h, uint64_t logical, const uint8_t *want, uint8_t *tmp,
+			    int n)
+{
+	struct btk_fs *fs = h->fs;
+
+	for (int k = 0;; k++) {
+		int ret = btk_raid6_rebuild_pair(fs, logical, tmp, fs->sectorsize, k);
+		if (ret == -EINVAL || ret == -ERANGE) { /* not RAID6, or no other stripe left */
+			btk_err_clear();
+			return 0;
+		}
+		if (ret || !sector_ok(fs, tmp, want)) {
+			btk_err_clear();
+			continue;
+		}
+		struct btk_heal_event e = {.data = true,
+					   .healed = true,
+					   .level = -1,
+					   .logical = logical,
+					   .len = fs->sectorsize,
+					   .copy = 1,
+					   .ncopies = n,
+					   .from = n};
+		struct btk_phys at;
+		if ((ret = btk_write_copy(fs, logical, tmp, fs->sectorsize, 0, &at)))
+			return ret;
+		e.devid = at.devid;
+		e.physical = at.physical;
+		snprintf(e.why, sizeof(e.why),
+			 "no copy matches its checksum: another data stripe of its row is bad too; "
+			 "rebuilt from P and Q");
+		h->res->sectors_healed++;
+		event(h, &e);
+		return 1;
+	}
 }
 
 /* Sectors [logical, +cnt) with checksums sums: every copy checked, bad ones rewritten. */
@@ -317,6 +402,8 @@ static int heal_piece(struct heal *h, uint64_t logical, uint32_t cnt, const uint
 						     copy[m] + (size_t)s * ss, ss, m) != 0;
 	}
 	h->res->sectors += cnt;
+	if ((ret = note_r56(h, (struct heal_unit){logical, 0, cnt * ss, -1})))
+		return ret;
 	for (uint32_t s = 0; s < cnt;) {
 		const uint8_t *want = sums + (size_t)s * fs->csum_size;
 		int good = -1;
@@ -325,6 +412,16 @@ static int heal_piece(struct heal *h, uint64_t logical, uint32_t cnt, const uint
 			if (readable[m] && !unread[m][s] &&
 			    (okm[m] = sector_ok(fs, copy[m] + (size_t)s * ss, want)) && good < 0)
 				good = m;
+		if (good < 0 && r56 && n < BTK_MAX_COPIES) {
+			/* RAID6: two data stripes of the row bad; copy[n] is free scratch */
+			if ((ret = heal_sector_pair(h, logical + (uint64_t)s * ss, want, copy[n],
+						    n)) < 0)
+				return ret;
+			if (ret) {
+				s++;
+				continue;
+			}
+		}
 		if (good < 0) {
 			bool any = false;
 			for (int m = 0; m < n; m++)
@@ -337,6 +434,8 @@ static int heal_piece(struct heal *h, uint64_t logical, uint32_t cnt, const uint
 			snprintf(e.why, sizeof(e.why), "%s",
 				 any ? "no copy matches its checksum" : "no copy reads");
 			h->res->sectors_lost++;
+			if ((ret = note_lost(h, e.logical)))
+				return ret;
 			event(h, &e);
 			s++;
 			continue;
@@ -440,6 +539,85 @@ out:
 	return ret;
 }
 
+/* One parity stripe k of [at, +len) of unit u rewritten (where at lies): reported. */
+static void parity_event(struct heal *h, const struct heal_unit *u, int k, uint64_t at,
+			 uint32_t len, const struct btk_phys *where)
+{
+	struct btk_heal_event e = {.data = u->level < 0,
+				   .healed = true,
+				   .tree = u->tree,
+				   .level = u->level,
+				   .logical = at,
+				   .len = len,
+				   .copy = k + 2,
+				   .ncopies = btk_copies_of(h->fs, at),
+				   .from = 1,
+				   .devid = where->devid,
+				   .physical = where->physical};
+
+	snprintf(e.why, sizeof(e.why),
+		 "%s does not match the data stripes of its row; recomputed from them",
+		 k ? "Q" : "P");
+	if (e.data)
+		h->res->sectors_healed += len / h->fs->sectorsize;
+	else
+		h->res->blocks_healed++;
+	event(h, &e);
+}
+
+/* Parity of one piece (inside one stripe) of unit u: P and Q rewritten where they differ from
+ * what the data stripes give; data a sector at a time (runs reported as one). */
+static int heal_parity_piece(struct heal *h, const struct heal_unit *u, uint64_t at, uint32_t len)
+{
+	uint32_t step = u->level < 0 ? h->fs->sectorsize : len, run[2] = {0};
+	struct btk_phys first[2] = {{0}};
+	uint64_t from[2] = {0};
+
+	for (uint32_t o = 0; o <= len; o += step) {
+		struct btk_phys pq[2];
+		int mask = o < len ? btk_raid56_parity(h->fs, at + o, step, true, pq) : 0;
+		if (mask == -ENODEV) { /* a data stripe is missing: the parity is all there is */
+			btk_err_clear();
+			mask = 0;
+		}
+		if (mask < 0)
+			return mask;
+		for (int k = 0; k < 2; k++) {
+			if (mask & (1 << k)) {
+				if (!run[k]++) {
+					from[k] = at + o;
+					first[k] = pq[k];
+				}
+			} else if (run[k]) {
+				parity_event(h, u, k, from[k], run[k] * step, &first[k]);
+				run[k] = 0;
+			}
+		}
+	}
+	return 0;
+}
+
+/* The parity pass (see the top). */
+static int heal_parity(struct heal *h)
+{
+	for (size_t i = 0; i < h->r56.n; i++) {
+		const struct heal_unit *u = &h->r56.data[i];
+		const struct btk_chunk *c = btk_chunk_find(h->fs, u->logical);
+		if (!c || btk_u64set_has(&h->lostc, c->logical) ||
+		    ((c->type & BTRFS_BLOCK_GROUP_DATA) && !h->ho->data))
+			continue;
+		for (uint64_t at = u->logical, end = u->logical + u->len; at < end;) {
+			uint64_t room = BTK_STRIPE_LEN - (at - c->logical) % BTK_STRIPE_LEN;
+			uint32_t len = (uint32_t)(end - at < room ? end - at : room);
+			int ret = heal_parity_piece(h, u, at, len);
+			if (ret)
+				return ret;
+			at += len;
+		}
+	}
+	return 0;
+}
+
 int btk_heal_run(const char *const *paths, int n, const struct btk_open_opts *oo,
 		 const struct btk_heal_opts *ho, struct btk_heal_result *res)
 {
@@ -468,6 +646,7 @@ int btk_heal_run(const char *const *paths, int n, const struct btk_open_opts *oo
 		}
 		h.again = false;
 		h.logs.n = 0;
+		h.r56.n = 0;
 		btk_u64set_free(&h.seen);
 		h.seen = (struct btk_u64set){0};
 		h.res->blocks = h.res->blocks_lost = 0;
@@ -490,6 +669,8 @@ int btk_heal_run(const char *const *paths, int n, const struct btk_open_opts *oo
 	}
 	if (!ret && ho->data)
 		ret = heal_data(&h);
+	if (!ret)
+		ret = heal_parity(&h);
 	for (int i = 0; h.fs && i < h.fs->ndevs; i++) {
 		int r = h.fs->devs[i].dev && h.fs->devs[i].dev->writable
 			    ? btk_dev_flush(h.fs->devs[i].dev)
@@ -501,7 +682,9 @@ out:
 	free(h.buf);
 	btk_u64set_free(&h.seen);
 	btk_u64set_free(&h.told);
+	btk_u64set_free(&h.lostc);
 	btk_vec_free(&h.logs);
+	btk_vec_free(&h.r56);
 	btk_fs_close(h.fs);
 	return ret;
 }

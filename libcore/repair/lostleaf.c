@@ -9,6 +9,8 @@
  *    that lay in the leaf;
  *  - file data: the extent tree's keyed data references (root, inode, file offset) give one
  *    regular extent each, the whole extent from its start (what a file written once has);
+ *    compressed when one algorithm decodes the extent whole to at least a sector more than it
+ *    holds (base/compress.h btk_decompress_whole), its length then the decoded one;
  *  - inodes: an inode item that lay in the leaf is made from what names it (a directory when
  *    something names it as parent; else the type its entry says; a regular file when only
  *    data names it): owner and times of its parent, one link per name, the size of its
@@ -17,9 +19,10 @@
  * What none of these names (an inode with data but no name left) is linked into lost+found in
  * the top directory under its inode number. Lost for good, unless an older copy of the leaf is
  * still on disk: inline file data, symlink targets, xattrs, inode flags and times. Refused:
- * data shared through a snapshot's full back references, extents that may be compressed.
+ * data shared through a snapshot's full back references.
  */
 #include "repair/repair_int.h"
+#include "base/compress.h"
 #include "base/csum.h"
 #include "base/error.h"
 #include "base/vec.h"
@@ -70,9 +73,11 @@ struct ll_ino {
 	uint32_t mode;	/* have: its mode */
 	uint64_t flags; /* have: its flags */
 	uint64_t ext_end, nbytes;
-	bool rebuilt;		    /* its item was made again */
-	uint64_t sub_size;	    /* a directory: what its entries naming subvolumes count */
-	struct btk_inode_info info; /* have: the item */
+	struct btk_file_extent tail; /* the extent item that reads and ends at ext_end */
+	bool rebuilt;		     /* its item was made again */
+	uint64_t sub_size;	     /* a directory: what its entries naming subvolumes count */
+	uint64_t sub_added;	     /* of that, the sides of such entries made again */
+	struct btk_inode_info info;  /* have: the item */
 };
 BTK_VEC(ll_inos, struct ll_ino);
 
@@ -84,6 +89,8 @@ BTK_VEC(ll_modes, struct ll_mode);
 
 struct ll_ref { /* a data reference naming the tree */
 	uint64_t bytenr, len, ino, offset, gen;
+	uint64_t dec; /* rebuilt compressed: the length it decodes to (else 0) */
+	uint64_t num; /* rebuilt: the bytes of file it covers (else 0) */
 };
 BTK_VEC(ll_refs, struct ll_ref);
 
@@ -107,6 +114,8 @@ struct ll {
 	bool first_walk;	/* the walk that finds the lost blocks' ranges */
 	uint64_t gen;		/* the lost blocks' newest generation */
 	struct ll_names names;
+	struct ll_names subs; /* entries naming subvolumes with a side in a lost range (ino: the
+				 subvolume's id) */
 	struct ll_inos inos;
 	struct ll_refs refs;
 	struct ll_modes modes;	   /* every inode item that reads, in key order */
@@ -117,7 +126,8 @@ struct ll {
 	uint64_t top_max_idx;	   /* the highest DIR_INDEX of the top directory */
 	bool top_has_lf;	   /* the top directory has a lost+found */
 	uint64_t lf_ino, lf_max_idx, lf_added; /* lf_added: bytes of names put in lost+found */
-	uint64_t shared; /* full back references naming a lost leaf: not rebuilt */
+	uint64_t shared;     /* full back references naming a lost leaf: not rebuilt */
+	uint8_t *zin, *zout; /* an extent's bytes and what they decode to */
 };
 
 static bool lost(const struct ll *l, const struct btk_key *k)
@@ -263,8 +273,11 @@ static int scan_item(struct ll *l, const struct btk_key *k, const uint8_t *d, ui
 		if (!e)
 			return btk_err(ENOMEM, "out of memory");
 		uint64_t end = k->offset + fe.num_bytes;
-		if (end > e->ext_end)
+		if (end > e->ext_end) {
 			e->ext_end = end;
+			e->tail = fe;
+			e->tail.inline_data = NULL; /* (points into the leaf) */
+		}
 		if (fe.type == BTRFS_FILE_EXTENT_INLINE || fe.disk_bytenr)
 			e->nbytes += fe.num_bytes;
 		return 0;
@@ -348,7 +361,8 @@ static int ref_of(void *ctx, const struct btk_key *rec, const struct btk_extent_
 	struct ll_ref *o = btk_vec_push(&l->refs);
 	if (!o)
 		return btk_err(ENOMEM, "out of memory");
-	*o = (struct ll_ref){rec->objectid, rec->offset, r->objectid, r->offset, h->generation};
+	*o = (struct ll_ref){
+	    rec->objectid, rec->offset, r->objectid, r->offset, h->generation, 0, 0};
 	return 0;
 }
 
@@ -396,6 +410,41 @@ static uint64_t tail_zeros(struct ll *l, uint64_t bytenr, uint64_t len)
 	return z == ss ? 0 : z; /* a whole sector of zeros: a sparse tail, size unknown */
 }
 
+/* The buffers an extent is read and decoded into (allocated once); false: out of memory. */
+static bool zbufs(struct ll *l)
+{
+	if (!l->zin && !(l->zin = malloc(2 * BTK_MAX_COMPRESSED_IN)))
+		return false;
+	l->zout = l->zin + BTK_MAX_COMPRESSED_IN;
+	return true;
+}
+
+/* The bytes of the file's last sector past its size, for an inode whose item is lost but whose
+ * last extent item (fe, ending at the file's extent end) reads: what a compressed extent
+ * decodes to short of its length, or a plain one's trailing zeros (0: not known). */
+static uint64_t tail_short(struct ll *l, const struct btk_file_extent *fe)
+{
+	uint32_t ss = l->fs->sectorsize;
+
+	if (fe->type != BTRFS_FILE_EXTENT_REG || !fe->disk_bytenr)
+		return 0;
+	if (!fe->compression)
+		return fe->extent_offset > UINT64_MAX - fe->disk_bytenr
+			   ? 0
+			   : tail_zeros(l, fe->disk_bytenr + fe->extent_offset, fe->num_bytes);
+	if (fe->compression >= BTK_COMPRESS_TYPES || fe->disk_num_bytes > BTK_MAX_COMPRESSED_IN ||
+	    fe->extent_offset + fe->num_bytes != fe->ram_bytes || fe->ram_bytes % ss)
+		return 0; /* the file does not end where the extent's data does */
+	long n = -1;
+	if (zbufs(l) && !btk_read_logical(l->fs, fe->disk_bytenr, l->zin, fe->disk_num_bytes))
+		n = btk_decompress_whole(fe->compression, ss, l->zin, fe->disk_num_bytes, l->zout,
+					 BTK_MAX_COMPRESSED_IN);
+	btk_err_clear();
+	if (n <= 0 || (uint64_t)n > fe->ram_bytes || fe->ram_bytes - (uint64_t)n >= ss)
+		return 0;
+	return fe->ram_bytes - (uint64_t)n;
+}
+
 static uint64_t mode_ino(const void *m)
 {
 	return ((const struct ll_mode *)m)->ino;
@@ -409,26 +458,45 @@ static uint32_t mode_find(const struct ll *l, uint64_t ino)
 	return i < l->modes.n && l->modes.data[i].ino == ino ? l->modes.data[i].mode : 0;
 }
 
-/* Whether the extent at bytenr (len bytes) may hold compressed data, which a data reference
- * does not tell (nor its decoded length): its first bytes look like a zlib or zstd stream or
- * btrfs's lzo framing, and it is not longer than a compressed extent can be. */
-static bool maybe_compressed(struct ll *l, uint64_t bytenr, uint64_t len)
+/* Whether the extent at bytenr (len bytes) holds compressed data, which a data reference
+ * does not tell (nor its decoded length): it is not longer than a compressed extent can be,
+ * one algorithm decodes it whole (the stream ends inside it, only zeros after), and what it
+ * decodes to is at least a sector longer than the extent (the kernel keeps data compressed
+ * only then). Sets *type and *dec (the decoded length); false: plain data. */
+static bool compressed(struct ll *l, uint64_t bytenr, uint64_t len, int *type, uint64_t *dec)
 {
-	uint8_t b[8];
+	static const int types[] = {BTK_COMPRESS_ZSTD, BTK_COMPRESS_ZLIB, BTK_COMPRESS_LZO};
+	uint32_t ss = l->fs->sectorsize;
 
-	if (len > 128 * 1024)
+	if (len > BTK_MAX_COMPRESSED_IN || len < ss)
 		return false;
-	if (btk_read_logical(l->fs, bytenr, b, sizeof(b))) {
+	if (!zbufs(l) || btk_read_logical(l->fs, bytenr, l->zin, len)) {
 		btk_err_clear();
 		return false;
 	}
-	uint32_t total =
-	    (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 | (uint32_t)b[3] << 24;
-	uint32_t seg =
-	    (uint32_t)b[4] | (uint32_t)b[5] << 8 | (uint32_t)b[6] << 16 | (uint32_t)b[7] << 24;
-	return (b[0] == 0x78 && ((unsigned)b[0] << 8 | b[1]) % 31 == 0) ||
-	       (b[0] == 0x28 && b[1] == 0xb5 && b[2] == 0x2f && b[3] == 0xfd) ||
-	       (total >= 8 && total <= len && seg && seg < total);
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		long n =
+		    btk_decompress_whole(types[i], ss, l->zin, len, l->zout, BTK_MAX_COMPRESSED_IN);
+		if (n < 0) {
+			btk_err_clear();
+			continue;
+		}
+		if ((((uint64_t)n + ss - 1) / ss) * ss < len + ss)
+			continue;
+		*type = types[i];
+		*dec = (uint64_t)n;
+		return true;
+	}
+	return false;
+}
+
+static int cmp_ref(const void *a, const void *b)
+{
+	const struct ll_ref *x = a, *y = b;
+
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
 }
 
 static uint32_t mode_of(uint8_t type)
@@ -482,7 +550,7 @@ static bool lost_type(const struct ll *l, uint64_t o, uint8_t type)
 }
 
 struct ll_done {
-	uint64_t inodes, names, extents, lost_found, set_right, from_old;
+	uint64_t inodes, names, extents, lost_found, set_right, from_old, compressed, subvols;
 };
 
 /* ---- older copies of the lost leaves ---- */
@@ -658,36 +726,118 @@ static int old_put(struct ll *l, const struct ll_old *o, struct ll_done *done)
 	return ret;
 }
 
+/* The entries of the tree's directories that name subvolumes, from the root tree's ROOT_REF
+ * items (tree, ROOT_REF, subvolume): those with a side in a lost range, and what those sides
+ * add to their directory's size. */
+static int sub_refs(struct ll *l)
+{
+	uint8_t buf[BTK_ROOT_REF_HEAD + 255];
+	struct btk_key k = {l->tree, BTRFS_ROOT_REF_KEY, 0};
+	uint32_t size;
+	int ret;
+
+	while (
+	    !(ret = btk_item_next(l->t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, sizeof(buf), &size)) &&
+	    k.objectid == l->tree && k.type == BTRFS_ROOT_REF_KEY) {
+		struct btk_root_ref_ent r;
+		if (size <= sizeof(buf) && !btk_root_ref_parse(buf, size, &r) && r.name_len &&
+		    r.name_len <= 255) {
+			struct btk_key ki = {r.dirid, BTRFS_DIR_ITEM_KEY,
+					     btk_name_hash(r.name, r.name_len)};
+			struct btk_key kx = {r.dirid, BTRFS_DIR_INDEX_KEY, r.sequence};
+			unsigned n = lost(l, &ki) + lost(l, &kx);
+			struct ll_ino *d = n ? ino_get(l, r.dirid, true) : NULL;
+			struct ll_name *e = n ? btk_vec_push(&l->subs) : NULL;
+			if (n && (!d || !e))
+				return btk_err(ENOMEM, "out of memory");
+			if (n) {
+				*e = (struct ll_name){.dir = r.dirid,
+						      .ino = k.offset,
+						      .index = r.sequence,
+						      .type = BTRFS_FT_DIR,
+						      .len = r.name_len};
+				memcpy(e->name, r.name, r.name_len);
+				d->sub_size += n * (uint64_t)r.name_len;
+				d->sub_added += n * (uint64_t)r.name_len;
+			}
+		}
+		if (k.offset == UINT64_MAX)
+			break;
+		k.offset++;
+	}
+	return ret < 0 ? ret : 0;
+}
+
+/* Puts back the lost sides of the entries naming subvolumes. */
+static int sub_names(struct ll *l, struct ll_done *done)
+{
+	for (size_t i = 0; i < l->subs.n; i++) {
+		const struct ll_name *n = &l->subs.data[i];
+		struct btk_key ki = {n->dir, BTRFS_DIR_ITEM_KEY, btk_name_hash(n->name, n->len)};
+		struct btk_key kx = {n->dir, BTRFS_DIR_INDEX_KEY, n->index};
+		struct btk_key loc = {n->ino, BTRFS_ROOT_ITEM_KEY, UINT64_MAX};
+		unsigned sides = (lost(l, &ki) ? BTK_NAME_DIR_ITEM : 0) |
+				 (lost(l, &kx) ? BTK_NAME_DIR_INDEX : 0);
+		int ret = btk_dir_name_add(l->t, l->tree, n->dir, n->name, n->len, &loc,
+					   BTRFS_FT_DIR, n->index, sides);
+		if (ret)
+			return ret;
+		done->subvols++;
+	}
+	return 0;
+}
+
 static int rebuild(struct ll *l, struct ll_done *done)
 {
 	struct btk_trans *t = l->t;
 	uint64_t root_dir = BTRFS_FIRST_FREE_OBJECTID, gen = l->gen;
+	uint32_t ss = l->fs->sectorsize;
 	struct btk_inode_info top = l->top; /* the owner and times a rebuilt inode takes */
 	int ret = 0;
 
-	/* extents: each data reference whose item lay in the leaf */
+	/* extents: each data reference whose item lay in the leaf, up to where the file's next
+	 * extent starts (a write over its end: the rest is held by a snapshot) */
+	btk_vec_sort(&l->refs, cmp_ref);
 	for (size_t i = 0; i < l->refs.n; i++) {
 		const struct ll_ref *r = &l->refs.data[i];
 		struct btk_key k = {r->ino, BTRFS_EXTENT_DATA_KEY, r->offset};
 		if (!lost(l, &k))
 			continue;
-		if (maybe_compressed(l, r->bytenr, r->len))
-			return btk_err(EOPNOTSUPP,
-				       "inode %llu: extent %llu may hold compressed data, whose "
-				       "decoded length only the lost item knew: not rebuilt",
-				       (unsigned long long)r->ino, (unsigned long long)r->bytenr);
-		ret = btk_file_extent_whole(t, l->tree, r->ino, r->offset, r->bytenr, r->len);
+		int type = 0;
+		uint64_t dec = 0, ram = r->len;
+		if (compressed(l, r->bytenr, r->len, &type, &dec))
+			ram = (dec + ss - 1) / ss * ss;
+		uint64_t num = ram;
+		for (size_t j = i + 1; j < l->refs.n && l->refs.data[j].ino == r->ino; j++)
+			if (l->refs.data[j].offset > r->offset) {
+				if (l->refs.data[j].offset - r->offset < num) {
+					num = l->refs.data[j].offset - r->offset;
+					dec = 0; /* not the file's tail */
+				}
+				break;
+			}
+		struct btk_file_extent fe = {.file_offset = r->offset,
+					     .type = BTRFS_FILE_EXTENT_REG,
+					     .compression = (uint8_t)type,
+					     .disk_bytenr = r->bytenr,
+					     .disk_num_bytes = r->len,
+					     .num_bytes = num,
+					     .ram_bytes = ram};
+		ret = btk_file_extent_insert(t, l->tree, r->ino, &fe);
 		if (ret == -EEXIST)
 			continue; /* two references at one offset: the first one */
 		if (ret)
 			return ret;
+		l->refs.data[i].dec = dec;
+		l->refs.data[i].num = num;
 		done->extents++;
+		done->compressed += type != 0;
 		struct ll_ino *e = ino_get(l, r->ino, true);
 		if (!e)
 			return btk_err(ENOMEM, "out of memory");
-		e->nbytes += r->len;
-		if (r->offset + r->len > e->ext_end)
-			e->ext_end = r->offset + r->len;
+		e->nbytes += num;
+		if (r->offset + num > e->ext_end)
+			e->ext_end = r->offset + num;
 	}
 	/* every inode something names whose item lay in the leaf */
 	for (size_t i = 0; i < l->names.n; i++) {
@@ -745,6 +895,9 @@ static int rebuild(struct ll *l, struct ll_done *done)
 		l->names.data[l->names.n - 1].index = UINT64_MAX - 1; /* given below */
 		done->lost_found++;
 	}
+	/* entries naming subvolumes: their directories count them */
+	if ((ret = sub_refs(l)))
+		return ret;
 	/* the inode items: a directory when something names it as its parent */
 	for (size_t i = 0; i < l->inos.n; i++) {
 		struct ll_ino *e = &l->inos.data[i];
@@ -784,12 +937,27 @@ static int rebuild(struct ll *l, struct ll_done *done)
 			a.nlink = nlink ? nlink : 1;
 			a.nbytes = e->nbytes;
 			a.size = e->ext_end;
-			/* the file's tail: the kernel zero-fills its last sector past the size */
-			for (size_t j = 0; j < l->refs.n && e->ext_end; j++) {
-				const struct ll_ref *r = &l->refs.data[j];
-				if (r->ino == e->ino && r->offset + r->len == e->ext_end)
-					a.size -= tail_zeros(l, r->bytenr, r->len);
+			/* the file's tail: the kernel zero-fills its last sector past the size; a
+			 * compressed last extent decodes to the size itself */
+			bool tail = false;
+			const struct ll_ref *last = NULL; /* the file's last extent */
+			for (size_t j = 0; j < l->refs.n; j++)
+				if (l->refs.data[j].ino == e->ino &&
+				    (!last || l->refs.data[j].offset > last->offset))
+					last = &l->refs.data[j];
+			if (last && e->ext_end && last->dec &&
+			    last->offset + (last->dec + ss - 1) / ss * ss == e->ext_end) {
+				a.size = last->offset + last->dec;
+				tail = true;
+			} else if (last && e->ext_end && last->offset + last->len == e->ext_end &&
+				   (!last->num || last->num == last->len)) {
+				a.size -= tail_zeros(l, last->bytenr, last->len);
+				tail = true;
 			}
+			/* or the last extent item, which reads, says it */
+			if (!tail && e->ext_end && e->tail.num_bytes &&
+			    e->tail.file_offset + e->tail.num_bytes == e->ext_end)
+				a.size -= tail_short(l, &e->tail);
 			bool sums = false, any = false;
 			for (size_t j = 0; j < l->refs.n; j++)
 				if (l->refs.data[j].ino == e->ino) {
@@ -820,7 +988,10 @@ static int rebuild(struct ll *l, struct ll_done *done)
 					return ret;
 			} else if (!dir && in.size <= e->ext_end &&
 				   in.size + l->fs->sectorsize > e->ext_end) {
-				a.size = in.size;
+				/* the older size, unless the data says the file grew since
+				 * (non-zero bytes past it): that copy predates a write */
+				if (in.size > a.size)
+					a.size = in.size;
 			} else if (!dir && !e->ext_end && !in.size) {
 				a.size = 0;
 			}
@@ -882,6 +1053,8 @@ static int rebuild(struct ll *l, struct ll_done *done)
 		(void)pd;
 		done->names++;
 	}
+	if ((ret = sub_names(l, done)))
+		return ret;
 	/* the inline data of files that still read, and xattrs, from the older copies */
 	for (size_t i = 0; i < l->inos.n; i++) {
 		struct ll_ino *e = &l->inos.data[i];
@@ -918,6 +1091,8 @@ static int rebuild(struct ll *l, struct ll_done *done)
 					    ? 20
 					: dir && e->ino == l->lf_ino && l->top_has_lf ? l->lf_added
 										      : 0;
+			if (dir)
+				grow += e->sub_added;
 			if (!grow)
 				continue;
 			if ((ret = btk_inode_add_dir_size(t, l->tree, e->ino, grow)))
@@ -1223,11 +1398,13 @@ out:
 	btk_vec_free(&l.orph);
 	btk_vec_free(&l.live);
 	btk_vec_free(&l.names);
+	btk_vec_free(&l.subs);
 	btk_vec_free(&l.inos);
 	btk_vec_free(&l.refs);
 	btk_vec_free(&l.modes);
 	for (size_t i = 0; i < l.old.n; i++)
 		free(l.old.data[i].data);
 	btk_vec_free(&l.old);
+	free(l.zin);
 	return ret;
 }

@@ -38,14 +38,16 @@ static void collect_one(void *ctx, const struct btk_check_problem *p)
 
 int rp_check(struct btk_fs *fs, struct rp_probs *v, struct rp_collect *c)
 {
-	return rp_check_copies(fs, v, c, NULL);
+	return rp_check_copies(fs, v, c, NULL, NULL, NULL);
 }
 
 int rp_check_copies(struct btk_fs *fs, struct rp_probs *v, struct rp_collect *c,
-		    struct btk_check_copies *copies)
+		    struct btk_check_copies *copies, struct btk_check_record *record,
+		    struct btk_check_record *replay)
 {
 	struct btk_check_summary sum;
-	struct btk_check_opts co = {.report = collect_one, .ctx = c, .copies = copies};
+	struct btk_check_opts co = {
+	    .report = collect_one, .ctx = c, .copies = copies, .record = record, .replay = replay};
 	int ret;
 
 	v->n = 0;
@@ -189,7 +191,64 @@ struct attempt {
 	/* the copies of tree blocks the checks so far compared: the re-check compares only
 	 * those of the blocks the transaction wrote, and those found bad before */
 	struct btk_check_copies *copies;
+	/* the subvolume trees' walks of the check `before` came from (rec), which the re-check
+	 * takes when the transaction left every subvolume tree as it was, and the re-check's own
+	 * (next: rec of the next round when it commits); either may be NULL */
+	struct btk_check_record *rec, *next;
+	int rechecks, rechecks_recorded;
 };
+
+/* The same problem, to the last value and text. */
+static bool same_exact(const struct rp_prob *a, const struct rp_prob *b)
+{
+	return a->id == b->id && a->tree == b->tree && a->bytenr == b->bytenr &&
+	       a->has_key == b->has_key && (!a->has_key || !btk_key_cmp(&a->key, &b->key)) &&
+	       a->nvals == b->nvals && !memcmp(a->vals, b->vals, sizeof(a->vals)) &&
+	       a->warn == b->warn && !strcmp(a->what, b->what) &&
+	       !strcmp(a->expected, b->expected) && !strcmp(a->found, b->found);
+}
+
+/* recheck_compare: the re-check that took trees from a record against a full one of the same
+ * view; 0 when they find the same problems (as many of each), else an error saying which. */
+static int recheck_compare(struct btk_fs *view, struct attempt *a, const struct rp_collect *inc)
+{
+	struct rp_probs full = {0};
+	struct rp_collect fc;
+	int ret = rp_check_copies(view, &full, &fc, a->copies, NULL, NULL);
+	bool *taken = ret ? NULL : calloc(full.n + 1, sizeof(bool));
+	char d[400] = "";
+
+	if (!ret && !taken)
+		ret = btk_err(ENOMEM, "out of memory");
+	for (size_t i = 0; !ret && i < a->after.n && !d[0]; i++) {
+		size_t j = 0;
+		while (j < full.n && (taken[j] || !same_exact(&a->after.data[i], &full.data[j])))
+			j++;
+		if (j < full.n)
+			taken[j] = true;
+		else
+			describe(&a->after.data[i], d, sizeof(d));
+	}
+	if (!ret && d[0])
+		ret =
+		    btk_err(ENOTRECOVERABLE,
+			    "the re-check from the record found what the full one does not: %s", d);
+	for (size_t j = 0; !ret && j < full.n; j++)
+		if (!taken[j]) {
+			describe(&full.data[j], d, sizeof(d));
+			ret = btk_err(
+			    ENOTRECOVERABLE,
+			    "the full re-check found what the one from the record does not: %s", d);
+		}
+	if (!ret && (fc.errors != inc->errors || fc.unchecked != inc->unchecked))
+		ret =
+		    btk_err(ENOTRECOVERABLE,
+			    "the re-check from the record counts %llu error(s), the full one %llu",
+			    (unsigned long long)inc->errors, (unsigned long long)fc.errors);
+	free(taken);
+	btk_vec_free(&full);
+	return ret;
+}
 
 /* The re-check of the new state (btk_trans_commit_verify). */
 static int verify(void *ctx, struct btk_trans *t)
@@ -206,7 +265,17 @@ static int verify(void *ctx, struct btk_trans *t)
 	}
 	if (a->copies)
 		a->copies->below = btk_trans_id(t);
-	ret = rp_check_copies(view, &a->after, &c, a->copies);
+	ret = rp_check_copies(view, &a->after, &c, a->copies, a->next, a->rec);
+	if (ret == -EAGAIN) { /* the record did not match after all: the whole check */
+		btk_err_clear();
+		ret = rp_check_copies(view, &a->after, &c, a->copies, a->next, NULL);
+	}
+	a->rechecks++;
+	if (!ret && btk_check_record_used(a->rec)) {
+		a->rechecks_recorded++;
+		if (a->ro->recheck_compare)
+			ret = recheck_compare(view, a, &c);
+	}
 	btk_fs_close(view);
 	if (ret)
 		return ret;
@@ -257,7 +326,7 @@ static int attempt(const char *const *paths, int n, const struct btk_open_opts *
 	struct btk_trans *t = NULL;
 	char codes[256] = "";
 	size_t nfix0 = fixes->n;
-	struct rp_ctx x = {.all = a->before};
+	struct rp_ctx x = {.all = a->before, .rec = a->rec};
 	int ret;
 
 	*committed = false;
@@ -503,11 +572,18 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 	struct rp_rollback rb = {0};
 	struct rp_collect c;
 	struct btk_check_copies copies = {0};
+	struct btk_check_record *rec = btk_check_record_new(), *next = btk_check_record_new();
 	char **members = NULL;
 	size_t nmembers = 0, capmembers = 0;
 	bool rebuilt_extents = false; /* the extent tree rebuild was tried */
 
 	memset(res, 0, sizeof(*res));
+	if (!rec || !next) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	a.rec = rec;
+	a.next = next;
 	ro_open.write = false;
 	/* the first check reads only (the devices are opened for writing by each attempt); when
 	 * it reports what a heal rewrites, the heal runs and the check again */
@@ -532,7 +608,7 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 		btk_u64set_free(&copies.good);
 		btk_u64set_free(&copies.bad);
 		copies.below = 0;
-		ret = rp_check_copies(fs, &cur, &c, &copies);
+		ret = rp_check_copies(fs, &cur, &c, &copies, a.rec, NULL);
 		disk_root = btk_le64(fs->sb.root);
 		disk_gen = btk_le64(fs->sb.generation);
 		disk_level = fs->sb.root_level;
@@ -578,6 +654,7 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 			cand = tmp;
 			oo = &older;
 			a.rb = &rb;
+			a.rec = NULL; /* the record is of the current root tree's trees */
 			res->errors_after = e + (uint64_t)ret;
 			res->unchecked = false;
 		}
@@ -588,7 +665,7 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 	}
 	a.copies = &copies;
 	for (int round = 1; round <= max && res->errors_after && !res->unchecked; round++) {
-		bool committed = false, any = false;
+		bool committed = false, any = false, rebuilt_now = false;
 		size_t nfix0 = fixes.n;
 		res->rounds = round;
 		a.before = &cur;
@@ -620,6 +697,7 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 		}
 		if (!committed && !ro->preen && !a.rb && !rebuilt_extents) {
 			rebuilt_extents = true;
+			a.rec = NULL; /* a rebuilt extent tree's check records nothing */
 			for (size_t i = 0; i < cur.n; i++)
 				if (rebuild_answers(&cur.data[i])) {
 					ret = rebuild_extent_tree(paths, n, oo, ro, &cur, round,
@@ -630,7 +708,7 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 				break;
 			if (ret == 1) {
 				ret = 0;
-				committed = true;
+				committed = rebuilt_now = true;
 				a.errors_after = c.errors;
 				a.after_unchecked = c.unchecked;
 			}
@@ -648,7 +726,12 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 		 * the blocks this commit wrote) */
 		oo = disk_oo;
 		a.rb = NULL;
-		/* the re-check of the committed state is the next round's plan */
+		/* the re-check of the committed state is the next round's plan (and its record
+		 * what the next re-check may take) */
+		if (!rebuilt_now) {
+			a.rec = a.next;
+			a.next = a.rec == rec ? next : rec;
+		}
 		struct rp_probs tmp = cur;
 		cur = a.after;
 		a.after = tmp;
@@ -660,6 +743,8 @@ int btk_repair_run(const char *const *paths, int n, const struct btk_open_opts *
 		for (size_t i = 0; i < cur.n; i++)
 			report_left(ro, &cur.data[i]);
 out:
+	res->rechecks = a.rechecks;
+	res->rechecks_recorded = a.rechecks_recorded;
 	for (size_t i = 0; i < nmembers; i++)
 		free(members[i]);
 	free(members);
@@ -669,5 +754,7 @@ out:
 	btk_vec_free(&rb.keep);
 	btk_u64set_free(&copies.good);
 	btk_u64set_free(&copies.bad);
+	btk_check_record_free(rec);
+	btk_check_record_free(next);
 	return ret;
 }

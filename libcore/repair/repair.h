@@ -57,6 +57,10 @@ struct btk_repair_opts {
 	 * on). NULL: no heal (the caller ran it before). */
 	int (*heal)(void *heal_ctx);
 	void *heal_ctx;
+	/* a debugging aid: each re-check that took unchanged subvolume trees from the check
+	 * before is followed by a full one, and the repair stops with an error when the two
+	 * disagree (BTK_RECHECK_COMPARE=1 for btk-fsck) */
+	bool recheck_compare;
 };
 
 struct btk_repair_result {
@@ -64,8 +68,11 @@ struct btk_repair_result {
 	uint64_t errors_after;	/* errors of the last check (the state on disk at the end) */
 	uint64_t fixes;		/* fixes committed */
 	int rounds, commits;
-	bool refused;	  /* a planned fix was refused by the re-check and left out */
-	bool unchecked;	  /* the last state could not be checked (root tree unreadable) */
+	bool refused;	/* a planned fix was refused by the re-check and left out */
+	bool unchecked; /* the last state could not be checked (root tree unreadable) */
+	/* re-checks of new states, and of those the ones that took the subvolume trees from
+	 * the check before (the transaction left them as they were) */
+	int rechecks, rechecks_recorded;
 	char failed[512]; /* the last refusal: which fix, what the re-check found */
 };
 

@@ -29,9 +29,12 @@ struct rp_collect {
 };
 /* Checks fs into v (emptied first); c says how many errors and whether it could check. */
 int rp_check(struct btk_fs *fs, struct rp_probs *v, struct rp_collect *c);
-/* rp_check with what earlier checks compared of the copies of tree blocks (check.h). */
+/* rp_check with what earlier checks compared of the copies of tree blocks (check.h), and with
+ * a record of the subvolume trees' walks to fill (record) and to take unchanged trees from
+ * (replay); each may be NULL. */
 int rp_check_copies(struct btk_fs *fs, struct rp_probs *v, struct rp_collect *c,
-		    struct btk_check_copies *copies);
+		    struct btk_check_copies *copies, struct btk_check_record *record,
+		    struct btk_check_record *replay);
 
 /* What a fix works in: the transaction, and the whole check the round plans from (a fix may
  * look at the other problems: which extent a back reference without a user belongs to, a
@@ -46,6 +49,9 @@ struct rp_ctx {
 	unsigned rebuilt;	/* rebuild.c: the trees this round rebuilt (1 << enum rp_rebuild) */
 	struct rp_rebuilds *rebuilds; /* rebuild.c: what a rebuild keeps to the commit */
 	uint64_t lost_leaves_of;      /* lostleaf.c: the tree whose lost leaves were rebuilt */
+	/* the record of the check `all` came from (the committed state's users of extents), or
+	 * NULL */
+	const struct btk_check_record *rec;
 };
 
 /* A fix: changes x->t so that p is gone; fills before/after (short texts for --json). 0; 1
@@ -62,7 +68,15 @@ int rp_fix_phase(const struct rp_prob *p);
 
 /* rebuild.c: the derived tree whose rebuild (the --rescue step, in the round's transaction)
  * fixes p: RP_RB_NONE when none does. */
-enum rp_rebuild { RP_RB_NONE, RP_RB_CSUM, RP_RB_FST, RP_RB_UUID, RP_RB_QUOTA, RP_RB_RELOC };
+enum rp_rebuild {
+	RP_RB_NONE,
+	RP_RB_CSUM,
+	RP_RB_FST,
+	RP_RB_UUID,
+	RP_RB_QUOTA,
+	RP_RB_RELOC,
+	RP_RB_DEV
+};
 enum rp_rebuild rp_rebuild_of(const struct rp_prob *p);
 /* The fix of every problem rp_rebuild_of names: that tree rebuilt once in the round (the
  * other problems it fixes return 1); quotas rescanned by the commit's settled hook. */

@@ -239,6 +239,8 @@ struct btk_extent_rebuild_result {
 	uint64_t old_blocks;	     /* blocks of the old extent, free-space and block group
 					trees dropped */
 	uint64_t csum_bytes_dropped; /* checksums of data no extent holds */
+	uint64_t reloc_dropped;	     /* relocation trees of subvolumes that do not exist,
+					dropped */
 	uint64_t errors_before, errors_after; /* the checker's errors before and after */
 };
 

@@ -243,6 +243,27 @@ int btk_block_read(struct btk_fs *fs, uint64_t bytenr, const struct btk_block_ch
 		*out = b;
 		return 0;
 	}
+	/* RAID6 with two data stripes of the row bad (no single rebuild reads): from P and Q,
+	 * each other data stripe in turn taken as lost too */
+	for (int k = 0; bad_copy; k++) {
+		char why2[200];
+		int r = btk_raid6_rebuild_pair(fs, bytenr, b->data, fs->nodesize, k);
+		if (r == -EINVAL || r == -ERANGE) { /* not RAID6, or no other data stripe left */
+			btk_err_clear();
+			break;
+		}
+		if (r || btk_block_check_raw(fs, bytenr, b->data, why2, sizeof(why2)) ||
+		    check_expect(b, chk, why2, sizeof(why2)))
+			continue;
+		btk_err_clear();
+		b->mirror = 2; /* a rebuild: copy 3's place */
+		last_fault = BTK_BF_CONTENT;
+		btk_warn("tree block %llu: no copy reads (%s); rebuilt from P and Q, another data "
+			 "stripe of its row taken as bad too",
+			 (unsigned long long)bytenr, why);
+		*out = b;
+		return 0;
+	}
 	btk_cache_forget(fs->cache, bytenr);
 	btk_block_put(b);
 	if (ret == -ENOENT && mirror == 0)

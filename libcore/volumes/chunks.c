@@ -400,7 +400,7 @@ static int raid56_copy(struct btk_fs *fs, const struct btk_chunk *c, uint64_t lo
 		return btk_err(ERANGE, "logical %llu has %d copies, no copy %d",
 			       (unsigned long long)logical, nparity(c->type) + 1, mirror + 1);
 	if (mirror)
-		return btk_raid56_rebuild(fs, c, row, di, soff, buf, len, mirror == 2);
+		return btk_raid56_rebuild(fs, c, row, di, soff, buf, len, mirror == 2, -1);
 	struct btk_phys ph;
 	int ret = raid56_data_at(fs, c, logical, &ph);
 	return ret ? ret : btk_dev_read(ph.dev, buf, len, ph.physical);

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 /* GF(2^8) doubling, polynomial 0x11d (the RAID6 Q syndrome's field). */
 static uint8_t gf2(uint8_t v)
@@ -23,53 +24,133 @@ static struct btk_dev *stripe_dev(struct btk_fs *fs, const struct btk_stripe *s)
 	return d ? d->dev : NULL;
 }
 
+/* Where logical (inside one RAID5/6 chunk c) lies: its row, offset in the stripe and data
+ * stripe index. */
+static void raid56_where(const struct btk_chunk *c, uint64_t logical, uint64_t *row, uint64_t *soff,
+			 int *di)
+{
+	int nd = (int)btk_chunk_data_stripes(c->type, c->num_stripes, c->sub_stripes);
+	uint64_t off = logical - c->logical, nr = off / BTK_STRIPE_LEN;
+
+	*soff = off % BTK_STRIPE_LEN;
+	*row = nr / (uint64_t)nd;
+	*di = (int)(nr % (uint64_t)nd);
+}
+
+/* P then Q (pq, 2 * len bytes) of row `row` at soff of RAID5/6 chunk c, from its data stripes
+ * as they are on disk. tmp: len bytes of scratch. */
+static int raid56_pq(struct btk_fs *fs, const struct btk_chunk *c, uint64_t row, uint64_t soff,
+		     uint8_t *pq, uint8_t *tmp, uint32_t len)
+{
+	int num = c->num_stripes;
+	int nd = (int)btk_chunk_data_stripes(c->type, num, c->sub_stripes);
+
+	memset(pq, 0, (size_t)2 * len);
+	/* Q by Horner from the highest data index: Q = sum 2^i * D_i */
+	for (int i = nd - 1; i >= 0; i--) {
+		const struct btk_stripe *s = &c->stripes[(i + row) % (uint64_t)num];
+		struct btk_dev *dev = stripe_dev(fs, s);
+		int ret =
+		    dev ? btk_dev_read(dev, tmp, len, s->offset + row * BTK_STRIPE_LEN + soff)
+			: btk_err(ENODEV, "devid %llu is missing", (unsigned long long)s->devid);
+		if (ret)
+			return ret;
+		for (uint32_t j = 0; j < len; j++) {
+			pq[j] ^= tmp[j];
+			pq[len + j] = (uint8_t)(gf2(pq[len + j]) ^ tmp[j]);
+		}
+	}
+	return 0;
+}
+
+/* Parity stripe k (0 P, 1 Q) of row `row` of c. */
+static const struct btk_stripe *parity_stripe(const struct btk_chunk *c, uint64_t row, int k)
+{
+	int nd = (int)btk_chunk_data_stripes(c->type, c->num_stripes, c->sub_stripes);
+
+	return &c->stripes[((uint64_t)(nd + k) + row) % (uint64_t)c->num_stripes];
+}
+
 /* Writes [logical, +len) (inside one 64 KiB stripe) of a RAID5/6 chunk to its data stripe,
  * then brings P (and Q) of its row up to date from the other data stripes as they are on disk
  * (read-modify-write). */
 static int raid56_piece(struct btk_fs *fs, const struct btk_chunk *c, uint64_t logical,
 			const uint8_t *buf, uint32_t len)
 {
-	int num = c->num_stripes;
-	int nd = (int)btk_chunk_data_stripes(c->type, num, c->sub_stripes), np = num - nd;
-	uint64_t off = logical - c->logical, nr = off / BTK_STRIPE_LEN;
-	uint64_t soff = off % BTK_STRIPE_LEN, row = nr / (uint64_t)nd;
-	int di = (int)(nr % (uint64_t)nd), ret = 0;
-	uint8_t *pq = calloc(2, len), *tmp = malloc(len);
+	int np =
+	    c->num_stripes - (int)btk_chunk_data_stripes(c->type, c->num_stripes, c->sub_stripes);
+	uint64_t row, soff;
+	int di, ret;
+	uint8_t *pq = malloc((size_t)2 * len), *tmp = malloc(len);
+	const struct btk_stripe *s;
+	struct btk_dev *dev;
 
 	if (!pq || !tmp) {
-		free(pq);
-		free(tmp);
-		return btk_err(ENOMEM, "out of memory");
+		ret = btk_err(ENOMEM, "out of memory");
+		goto out;
 	}
-	/* Q by Horner from the highest data index: Q = sum 2^i * D_i */
-	for (int i = nd - 1; i >= 0 && !ret; i--) {
-		const struct btk_stripe *s = &c->stripes[(i + row) % (uint64_t)num];
-		struct btk_dev *dev = stripe_dev(fs, s);
-		const uint8_t *d = buf;
-		if (!dev) {
-			ret =
-			    btk_err(ENODEV, "devid %llu is missing", (unsigned long long)s->devid);
-			break;
-		}
-		if (i != di) {
-			ret = btk_dev_read(dev, tmp, len, s->offset + row * BTK_STRIPE_LEN + soff);
-			d = tmp;
-		} else {
-			ret = btk_dev_write(dev, buf, len, s->offset + row * BTK_STRIPE_LEN + soff);
-		}
-		for (uint32_t j = 0; !ret && j < len; j++) {
-			pq[j] ^= d[j];
-			pq[len + j] = (uint8_t)(gf2(pq[len + j]) ^ d[j]);
-		}
+	raid56_where(c, logical, &row, &soff, &di);
+	s = &c->stripes[(di + row) % (uint64_t)c->num_stripes];
+	if (!(dev = stripe_dev(fs, s))) {
+		ret = btk_err(ENODEV, "devid %llu is missing", (unsigned long long)s->devid);
+		goto out;
 	}
+	if ((ret = btk_dev_write(dev, buf, len, s->offset + row * BTK_STRIPE_LEN + soff)) ||
+	    (ret = raid56_pq(fs, c, row, soff, pq, tmp, len)))
+		goto out;
 	for (int k = 0; k < np && !ret; k++) {
-		const struct btk_stripe *s =
-		    &c->stripes[((uint64_t)(nd + k) + row) % (uint64_t)num];
-		struct btk_dev *dev = stripe_dev(fs, s);
+		s = parity_stripe(c, row, k);
+		dev = stripe_dev(fs, s);
 		ret = dev ? btk_dev_write(dev, pq + (size_t)k * len, len,
 					  s->offset + row * BTK_STRIPE_LEN + soff)
 			  : btk_err(ENODEV, "devid %llu is missing", (unsigned long long)s->devid);
 	}
+out:
+	free(pq);
+	free(tmp);
+	return ret;
+}
+
+int btk_raid56_parity(struct btk_fs *fs, uint64_t logical, uint32_t len, bool fix,
+		      struct btk_phys at[2])
+{
+	const struct btk_chunk *c = btk_chunk_find(fs, logical);
+	uint64_t row, soff;
+	int di, mask = 0, ret;
+
+	if (!c || !(c->type & BTRFS_BLOCK_GROUP_RAID56_MASK) ||
+	    (logical - c->logical) % BTK_STRIPE_LEN + len > BTK_STRIPE_LEN ||
+	    logical + len > c->logical + c->length)
+		return btk_err(EINVAL,
+			       "logical %llu+%u is not inside one stripe of a RAID5/6 chunk",
+			       (unsigned long long)logical, len);
+	int np =
+	    c->num_stripes - (int)btk_chunk_data_stripes(c->type, c->num_stripes, c->sub_stripes);
+	uint8_t *pq = malloc((size_t)2 * len), *tmp = malloc(len);
+	if (!pq || !tmp) {
+		ret = btk_err(ENOMEM, "out of memory");
+		goto out;
+	}
+	raid56_where(c, logical, &row, &soff, &di);
+	if ((ret = raid56_pq(fs, c, row, soff, pq, tmp, len)))
+		goto out;
+	for (int k = 0; k < np; k++) {
+		const struct btk_stripe *s = parity_stripe(c, row, k);
+		struct btk_dev *dev = stripe_dev(fs, s);
+		uint64_t phys = s->offset + row * BTK_STRIPE_LEN + soff;
+		if (at)
+			at[k] = (struct btk_phys){.devid = s->devid, .physical = phys, .dev = dev};
+		if (!dev)
+			continue; /* a missing device: nothing to compare or write */
+		if (!btk_dev_read(dev, tmp, len, phys) && !memcmp(tmp, pq + (size_t)k * len, len))
+			continue;
+		btk_err_clear();
+		mask |= 1 << k;
+		if (fix && (ret = btk_dev_write(dev, pq + (size_t)k * len, len, phys)))
+			goto out;
+	}
+	ret = mask;
+out:
 	free(pq);
 	free(tmp);
 	return ret;
@@ -97,6 +178,23 @@ int btk_raid56_write(struct btk_fs *fs, uint64_t logical, const void *buf, size_
 		len -= room;
 	}
 	return 0;
+}
+
+int btk_raid6_rebuild_pair(struct btk_fs *fs, uint64_t logical, uint8_t *buf, uint32_t len, int k)
+{
+	const struct btk_chunk *c = btk_chunk_find(fs, logical);
+	uint64_t row, soff;
+	int di;
+
+	if (!c || !(c->type & BTRFS_BLOCK_GROUP_RAID6) ||
+	    (logical - c->logical) % BTK_STRIPE_LEN + len > BTK_STRIPE_LEN)
+		return btk_err(EINVAL, "logical %llu+%u is not inside one stripe of a RAID6 chunk",
+			       (unsigned long long)logical, len);
+	if (k < 0 || k >= (int)btk_chunk_data_stripes(c->type, c->num_stripes, c->sub_stripes) - 1)
+		return btk_err(ERANGE, "logical %llu: no other data stripe %d",
+			       (unsigned long long)logical, k);
+	raid56_where(c, logical, &row, &soff, &di);
+	return btk_raid56_rebuild(fs, c, row, di, soff, buf, len, false, k < di ? k : k + 1);
 }
 
 /* GF(2^8) halving: the inverse of gf2. */
@@ -137,7 +235,7 @@ static uint8_t gf_pow2(int k)
 }
 
 int btk_raid56_rebuild(struct btk_fs *fs, const struct btk_chunk *c, uint64_t row, int di,
-		       uint64_t soff, uint8_t *buf, uint32_t len, bool use_q)
+		       uint64_t soff, uint8_t *buf, uint32_t len, bool use_q, int lost)
 {
 	int num = c->num_stripes;
 	int nd = (int)btk_chunk_data_stripes(c->type, num, c->sub_stripes), np = num - nd;
@@ -162,7 +260,7 @@ int btk_raid56_rebuild(struct btk_fs *fs, const struct btk_chunk *c, uint64_t ro
 	for (int i = nd - 1; i >= 0 && !ret; i--) {
 		const struct btk_stripe *s = &c->stripes[(i + row) % (uint64_t)num];
 		struct btk_dev *dev = stripe_dev(fs, s);
-		bool skip = i == di || !dev;
+		bool skip = i == di || i == lost || !dev;
 		if (!skip)
 			ret = btk_dev_read(dev, tmp, len, s->offset + at);
 		else if (i != di && (other >= 0 || use_q || np < 2))

@@ -243,9 +243,22 @@ int btk_write_copy(struct btk_fs *fs, uint64_t logical, const void *buf, size_t 
 		   struct btk_phys *at);
 /* Rebuilds len bytes (inside one 64 KiB stripe) of data stripe `di` of row `row` at offset
  * soff of a RAID5/6 chunk from the other stripes: with P (use_q false; P and Q when another
- * data stripe is missing too) or with Q alone. raid56.c. */
+ * data stripe is missing too, or is data stripe `lost`, -1 none) or with Q alone. raid56.c. */
 int btk_raid56_rebuild(struct btk_fs *fs, const struct btk_chunk *c, uint64_t row, int di,
-		       uint64_t soff, uint8_t *buf, uint32_t len, bool use_q);
+		       uint64_t soff, uint8_t *buf, uint32_t len, bool use_q, int lost);
+/* RAID6: [logical, +len) (inside one stripe) rebuilt from P and Q as if the k-th other data
+ * stripe of its row (0 .. data stripes - 2) were lost too: two bad data stripes of a row.
+ * -EINVAL outside one stripe of a RAID6 chunk, -ERANGE when there is no k-th. */
+int btk_raid6_rebuild_pair(struct btk_fs *fs, uint64_t logical, uint8_t *buf, uint32_t len, int k);
+
+/* Compares parity stripe k (0 P, 1 Q) of the row holding [logical, +len) (inside one 64 KiB
+ * stripe of a RAID5/6 chunk) with the parity computed from the row's data stripes as they
+ * are on disk. Returns a mask, bit k set when parity k differs or does not read (a parity
+ * stripe on a missing device is left out); with fix those are rewritten. at (may be NULL,
+ * 2 entries) gets where each parity stripe of the range lies (dev NULL: missing). -EINVAL outside
+ * one such stripe, -ENODEV when a data stripe is missing. raid56.c. */
+int btk_raid56_parity(struct btk_fs *fs, uint64_t logical, uint32_t len, bool fix,
+		      struct btk_phys at[2]);
 
 /* Writes len bytes to every copy of a logical range (data of a newly allocated extent:
  * nothing committed may live there). In RAID5/6 chunks through btk_raid56_write. */

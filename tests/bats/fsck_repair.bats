@@ -169,6 +169,19 @@ PY
 	repaired_clean tb-owner tb-flags tb-chunk-uuid
 }
 
+@test "repair: a drop progress fuzzed into the dev tree's root item is cleared; with a block group item fuzzed too, the extent tree is rebuilt (the dev tree is no subvolume being deleted)" {
+	require_btk fsck
+	repaired_clean dev-root-drop
+	broken dev-root-drop
+	btk_run 120 "$FSCK" --repair "$IMG"
+	grep -q '^FIXED: \[E1017 root-drop\] tree 1 key (4 ROOT_ITEM 0): drop_progress (7318349394477056 0 0) drop_level 0 -> drop_progress (0 0 0) drop_level 0$' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	# every dev extent still checked: none reported missing while the drop key hid them
+	broken dev-root-drop
+	run "$CORRUPT" bg-chunk-objectid "$IMG"
+	[ "$status" = 0 ]
+	repair_fixes '^FIXED: \[E0504 bg-chunk-objectid\] .* -> extent tree rebuilt from the trees$'
+}
+
 @test "repair: a block group item's chunk objectid fuzzed (no fix of one record answers it): the extent tree is rebuilt from the trees, both checkers clean" {
 	require_btk fsck
 	broken bg-chunk-objectid
@@ -276,6 +289,30 @@ PY
 	diff -r "$BATS_FILE_TMPDIR/src" "$BATS_TEST_TMPDIR/after"
 }
 
+@test "repair: a system chunk array entry that parses but differs from the chunk tree (a device uuid) is made again from the chunk tree" {
+	require_btk fsck
+	repaired_clean sys-array-uuid
+	broken sys-array-uuid
+	btk_run 120 "$FSCK" -q "$IMG"
+	btk_run 120 "$FSCK" "$IMG"
+	grep -q '^ERROR: \[E0118 sys-array-differs\] tree 3 bytenr .* key (256 CHUNK_ITEM [0-9]*): system chunk [0-9]* differs in the superblock' "$BTK_OUT"
+}
+
+@test "repair: a fuzzed dev tree leaf (a key, an item's data offset) is rebuilt from the chunk map, both checkers clean" {
+	require_btk fsck
+	local seed
+	# seed 30: slot 1's key objectid 1 -> 0 (keys out of order: the leaf does not read);
+	# seed 66: slot 4's data offset + 1 (the dev extent reads another chunk and length)
+	for seed in 30 66; do
+		IMG=$BATS_TEST_TMPDIR/dev.img
+		cp --sparse=always "$BATS_FILE_TMPDIR/base.img" "$IMG"
+		CORRUPT_SEED=$seed CORRUPT_FUZZ=item CORRUPT_TREE=4 run "$CORRUPT" fuzz-field "$IMG"
+		[ "$status" = 0 ]
+		grep -q 'owner 4, level 0' <<<"$output"
+		repair_fixes '^FIXED: \[E0[36]0[0-9] [a-z-]*\] tree 4 bytenr [0-9]*: dev tree (1 block(s)) -> rebuilt from the chunk map: [0-9]* item(s)$'
+	done
+}
+
 @test "repair: a lost checksum tree leaf is dropped and the data it summed summed again" {
 	require_btk fsck
 	# small tree blocks and 12 MiB of data: the checksum tree has more than one leaf
@@ -327,6 +364,24 @@ PY
 	run "$CORRUPT" nodatasum "$IMG"
 	[ "$status" = 0 ]
 	repair_fixes 'E1310 fe-compressed-nodatasum.*NODATASUM cleared'
+}
+
+@test "repair --force: an image shorter than its superblock says is refused in one line without it, repaired with it" {
+	require_btk fsck
+	broken nbytes
+	truncate -s 250M "$IMG" # the base is 256 MiB, nothing of it lies past 250 MiB
+	local sha
+	sha=$(sha256_of "$IMG")
+	btk_run 120 "$FSCK" --repair --no-undo "$IMG"
+	[ "$status" = 8 ]
+	grep -q 'refusing to write (--force writes anyway)$' "$BTK_ERR"
+	[ "$(sha256_of "$IMG")" = "$sha" ]
+	btk_run 120 "$FSCK" --repair --force --no-undo "$IMG"
+	assert_no_crash
+	grep -q '^FIXED: \[E1113 nbytes\] ' "$BTK_OUT" || { cat "$BTK_OUT" "$BTK_ERR" >&2; return 1; }
+	# what is left is the truncation itself
+	grep -q ', 1 left$' "$BTK_OUT"
+	grep -q '^ERROR: \[E0405 dev-smaller\]' "$BTK_OUT"
 }
 
 @test "repair: a problem without a fix is left, reported, and nothing is written" {
@@ -473,6 +528,29 @@ cut_states() {
 	[ $n = 17 ]
 }
 
+@test "repair: bko-199833 (a drop progress on the dev tree, a relocation tree of no subvolume, a dev extent at a fuzzed offset, no block groups) ends clean for both checkers" {
+	require_btk fsck
+	local src dir
+	src=$(corpus_src) || skip "corpus not found"
+	dir=$(corpus_unpack "$src")
+	local img=$BATS_TEST_TMPDIR/c.img
+	cp --sparse=always "$dir/fuzz-images__bko-199833-reloc-recovery-crash.raw" "$img"
+	btk_run 120 "$FSCK" --repair --no-undo "$img"
+	assert_no_crash
+	[ "$status" = 1 ] || { cat "$BTK_OUT" >&2; return 1; }
+	grep -q '^FIXED: \[E0304 dev-extent-orphan\] tree 4 bytenr 71366143: .* -> removed' "$BTK_OUT"
+	grep -q '^FIXED: \[E0302 dev-extent-missing\] tree 4 bytenr 71303168: .* -> rebuilt from the chunk map: [0-9]* item(s)$' "$BTK_OUT"
+	grep -q '^FIXED: \[E1017 root-drop\] tree 1 key (4 ROOT_ITEM 0): ' "$BTK_OUT"
+	grep -q ', 0 left$' "$BTK_OUT"
+	btk_run 120 "$FSCK" -q "$img"
+	[ "$status" = 0 ] || { cat "$BTK_OUT" >&2; return 1; }
+	btrfs_clean "$img"
+	# the relocation tree of subvolume 262144 (none) was dropped with the extent tree rebuild
+	run "$BTK_BUILD/bin/btk-debug" tree --tree 1 "$img"
+	[ "$status" = 0 ]
+	! grep -q 'TREE_RELOC ROOT_ITEM' <<<"$output"
+}
+
 @test "repair: corpus images whose root tree is lost end clean from an older root tree" {
 	require_btk fsck
 	local src dir name n=0
@@ -540,4 +618,43 @@ cut_states() {
 	done
 	echo "# $refused flipped copies refused" >&3
 	[ "$n" = "$refused" ] && [ "$refused" -ge 4 ]
+}
+
+# recheck_agrees IMG: a repair of IMG whose re-checks that take the unchanged subvolume trees
+# from the check before are each followed by a full one (BTK_RECHECK_COMPARE=1, which fails the
+# repair with exit 8 and a line saying what differs); counts in $recorded the repairs that took
+# them at least once
+recheck_agrees() {
+	BTK_RECHECK_COMPARE=1 btk_run 120 "$FSCK" --repair --no-undo --json "$1"
+	assert_no_crash
+	! grep -q 're-check' "$BTK_ERR" || { show_err; return 1; }
+	[ "$status" -lt 8 ] || grep -q '"result": "not checked"' "$BTK_OUT" ||
+		{ show_err; return 1; }
+	grep -q '"rechecks_recorded": [1-9]' "$BTK_OUT" && recorded=$((recorded + 1))
+	return 0
+}
+
+@test "repair: a re-check that takes the subvolume trees the transaction left alone from the check before finds what a full one finds (every corrupt kind; every corpus image with BTK_ORACLE_FULL=1)" {
+	local kind recorded=0 n=0 src dir f
+	for kind in $("$CORRUPT" --list | awk '{ print $1 }'); do
+		IMG=$BATS_TEST_TMPDIR/k.img
+		cp --sparse=always "$BATS_FILE_TMPDIR/base.img" "$IMG"
+		"$CORRUPT" "$kind" "$IMG" >/dev/null 2>&1 || continue
+		recheck_agrees "$IMG" || { echo "kind $kind" >&2; return 1; }
+		n=$((n + 1))
+	done
+	echo "# $n kinds, $recorded re-checked from the record" >&3
+	[ "$recorded" -ge 10 ]
+	# the corpus: 64 repairs more (half a minute)
+	[ -n "${BTK_ORACLE_FULL:-}" ] || return 0
+	src=$(corpus_src) || skip "corpus not found"
+	dir=$(corpus_unpack "$src")
+	recorded=0 n=0
+	for f in "$dir"/*.raw; do
+		cp --sparse=always "$f" "$BATS_TEST_TMPDIR/c.img"
+		recheck_agrees "$BATS_TEST_TMPDIR/c.img" || { echo "image $f" >&2; return 1; }
+		n=$((n + 1))
+	done
+	echo "# $n corpus images, $recorded re-checked from the record" >&3
+	[ "$recorded" -ge 5 ]
 }

@@ -96,6 +96,59 @@ assert r["heal_summary"]["data_sectors_lost"] == 0
 	done
 }
 
+@test "rescue heal, RAID5/6: a smashed P or Q of a tree block's and of data's row, and for RAID6 two of data stripe, P, Q and another data stripe of the row, are rewritten (parity from the data stripes, the data stripe from the good rebuild): byte for byte; the checker reports a bad parity (of data with --check-data-csum); --repair heals it" {
+	require_btk fsck
+	local prof n combo c out
+	for prof in raid5:3 raid6:4; do
+		n=${prof#*:} prof=${prof%:*}
+		profile "$prof" "$n"
+		for combo in 2 3 "1 2" "1 3" "2 3" "1 next"; do
+			case $prof:$combo in raid5:2) ;; raid5:*) continue ;; esac
+			# data first (smash reads the trees to find it)
+			for c in $combo; do "$SMASH" data $c "${IMGS[@]}" >/dev/null; done
+			for c in $combo; do
+				"$SMASH" tree 5 $c leaf "${IMGS[@]}" >/dev/null
+				"$SMASH" tree 1 $c "${IMGS[@]}" >/dev/null
+			done
+			btk_run 60 "$FSCK" "${IMGS[@]}"
+			[ "$status" = 4 ] || { show_err; echo "$prof $combo: not detected" >&2; return 1; }
+			# a bad data stripe is reported as such (its parity rebuilt it); else the parity
+			for c in $combo; do
+				case $combo:$c in 1*:1) out="checksum mismatch" ;; 1*) continue ;; *) out="parity does not match the data stripes of its row" ;; esac
+				grep -q "tree 5 level 0 block [0-9]*: copy $c of $((n == 3 ? 2 : 3)) (devid [0-9]* physical [0-9]*) is bad (expected a copy equal to the good one, found $out)" "$BTK_OUT" || { cat "$BTK_OUT" >&2; echo "$prof $combo: copy $c not reported" >&2; return 1; }
+			done
+			btk_run 60 "$FSCK" --rescue heal --check-data-csum --no-undo "${IMGS[@]}"
+			assert_no_crash
+			[ "$status" = 1 ] || { show_err; echo "$prof $combo: exit $status" >&2; return 1; }
+			for c in $combo; do
+				[ "$c" != next ] || continue
+				grep -q "^HEALED: tree 5 level 0 block [0-9]* copy $c of " "$BTK_OUT" || { cat "$BTK_OUT" >&2; echo "$prof $combo: tree 5 copy $c not healed" >&2; return 1; }
+				grep -q "^HEALED: data \[[0-9]*, +[0-9]*) copy $c of " "$BTK_OUT" || { cat "$BTK_OUT" >&2; echo "$prof $combo: data copy $c not healed" >&2; return 1; }
+			done
+			# two data stripes bad: the reader rebuilds the block from P and Q
+			[ "$combo" != "1 next" ] || grep -q "^HEALED: tree 5 level 0 block [0-9]* copy 1 of 3 (devid [0-9]* physical [0-9]*): checksum mismatch; rewritten from copy 3" "$BTK_OUT"
+			grep -q " 0 without a good copy; .* 0 without a good copy$" "$BTK_OUT"
+			same_as_orig || { echo "$prof $combo: not as before" >&2; return 1; }
+		done
+	done
+	# a bad parity of data alone: --check-data-csum reports it, its repair heals it
+	"$SMASH" data 2 "${IMGS[@]}" >/dev/null
+	btk_run 60 "$FSCK" "${IMGS[@]}"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	btk_run 60 "$FSCK" --check-data-csum "${IMGS[@]}"
+	[ "$status" = 4 ] || { show_err; return 1; }
+	grep -q "^ERROR: \[E1504 data-parity\] tree 7 bytenr [0-9]*: data \[[0-9]*, +[0-9]*): copy 2 of 3 (P of its row, devid [0-9]* physical [0-9]*) does not match the data stripes" "$BTK_OUT"
+	btk_run 60 "$FSCK" --repair --check-data-csum --no-undo "${IMGS[@]}"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	same_as_orig
+	# the repair runs the heal when its check reports a bad parity (no --check-data-csum)
+	"$SMASH" tree 2 3 "${IMGS[@]}" >/dev/null
+	btk_run 60 "$FSCK" --repair --no-undo "${IMGS[@]}"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	grep -q "^HEALED: tree 2 level [0-9] block [0-9]* copy 3 of 3 (devid [0-9]* physical [0-9]*): Q does not match the data stripes of its row; recomputed from them" "$BTK_OUT"
+	same_as_orig
+}
+
 @test "rescue heal: data with no good copy is reported and left alone (exit 4)" {
 	require_btk fsck
 	profile dup 1

@@ -447,23 +447,44 @@ same_files() {
 	same_files "$IMG"
 }
 
-# every eighth write (every write with BTK_ORACLE_FULL=1: ~95, a minute) and each of the last 8
-@test "power cut at every eighth write of a shrink that splits a chunk and at each of its last: old or new filesystem, same files" {
-	split_image
-	local old new total n every=8 seen_old=0 seen_new=0 tried=0 orig=$BATS_TEST_TMPDIR/orig.img
+# scratch: SCRATCH, a directory in /dev/shm where it has 2 GiB free, else in the test's, removed
+# by teardown
+scratch() {
+	[ -n "${SCRATCH:-}" ] && return 0
+	SCRATCH=$BATS_TEST_TMPDIR/scratch
+	[ "$(df --output=avail -B1M /dev/shm 2>/dev/null | tail -1)" -gt 2048 ] 2>/dev/null &&
+		SHM_DIR=$(mktemp -d -p /dev/shm btk-resize-XXXXXX) && SCRATCH=$SHM_DIR
+	mkdir -p "$SCRATCH"
+}
+
+teardown() {
+	[ -n "${SHM_DIR:-}" ] && rm -rf "$SHM_DIR"
+	true
+}
+
+# powercut_sweep EVERY SAME OPTS...: btk-resize OPTS -M IMG stopped after each EVERY-th write
+# and each of its last 8 (every write with BTK_ORACLE_FULL=1), each leaving the old or the new
+# size, btrfs check clean with data checksums and the files SAME IMG finds the same
+powercut_sweep() {
+	local every=$1 same=$2 old new total n seen_old=0 seen_new=0 tried=0 orig
+	shift 2
 	[ "${BTK_ORACLE_FULL:-0}" = 1 ] && every=1
 	old=$(stat -c %s "$IMG")
-	btk_run 60 "$RESIZE" --no-repack -P "$IMG"
+	btk_run 60 "$RESIZE" "$@" -P "$IMG"
 	new=$(cat "$BTK_OUT")
+	# the copies in memory where there is room (a copy on disk takes a second here)
+	scratch
+	orig=$SCRATCH/orig.img
 	mv "$IMG" "$orig"
+	IMG=$SCRATCH/cut.img
 	# the writes of a whole run
 	fresh() { cp --sparse=always "$orig" "$IMG"; }
-	powercut_total fresh 16 60 "$RESIZE" --no-repack -M "$IMG"
+	powercut_total fresh 16 60 "$RESIZE" "$@" -M "$IMG"
 	total=$POWERCUT_TOTAL
 	for ((n = 0; n < total; n++)); do
 		[ $((n % every)) = 0 ] || [ $n -ge $((total - 8)) ] || continue
 		fresh
-		BTK_FAULT=stop:$n btk_run 60 "$RESIZE" --no-repack -M "$IMG"
+		BTK_FAULT=stop:$n btk_run 60 "$RESIZE" "$@" -M "$IMG"
 		assert_no_crash
 		btrfs check --readonly --check-data-csum "$IMG" >"$BATS_TEST_TMPDIR/check.out" 2>&1 ||
 			{ echo "after $n writes:" >&2; tail "$BATS_TEST_TMPDIR/check.out" >&2; false; }
@@ -472,10 +493,81 @@ same_files() {
 		"$new") seen_new=$((seen_new + 1)) ;;
 		*) echo "after $n writes: size $(sb_dev_total "$IMG")" >&2; false ;;
 		esac
-		same_files "$IMG" || { echo "after $n writes" >&2; false; }
+		"$same" "$IMG" || { echo "after $n writes" >&2; false; }
 		tried=$((tried + 1))
 	done
 	[ $seen_old -gt 0 ]
 	[ $seen_new -gt 0 ]
 	echo "# $tried power cuts of $total writes (1 in $every and the last 8): $seen_old old, $seen_new new" >&3
+}
+
+# every eighth write (every write with BTK_ORACLE_FULL=1: ~95, a minute) and each of the last 8
+@test "power cut at every eighth write of a shrink that splits a chunk and at each of its last: old or new filesystem, same files" {
+	split_image
+	powercut_sweep 8 same_files --no-repack
+}
+
+# compact_image: a 512 MiB image (16K nodes) of four rounds of ten 2 MiB files and four
+# directories of 1500 inline files each, so that data and metadata chunks alternate; then all
+# directories but two and every other big file deleted: the first metadata chunk is partly
+# used, the later ones hold little, and -M packs the tree blocks into the first (compacted),
+# empties the others and moves the system chunk into a new one. The files in
+# $SCRATCH/src, the big ones' sha256 in $BATS_TEST_TMPDIR/sums
+compact_image() {
+	local src r i d
+	scratch
+	src=$SCRATCH/src
+	mkdir -p "$src"
+	python3 -c '
+import os, random, sys
+rnd = random.Random(32)
+for d in range(1, 17):
+    os.makedirs(os.path.join(sys.argv[1], "d%d" % d))
+    for i in range(1, 1501):
+        with open(os.path.join(sys.argv[1], "d%d" % d, "f%d" % i), "wb") as f:
+            f.write(rnd.randbytes(1800))
+for i in range(1, 41):
+    with open(os.path.join(sys.argv[1], "b%d" % i), "wb") as f:
+        f.write(rnd.randbytes(2 << 20))
+' "$src"
+	truncate -s 512M "$IMG"
+	mkfs.btrfs -q -f -n 16384 "$IMG" >/dev/null 2>&1
+	for r in 0 1 2 3; do
+		for i in $(seq $((r * 10 + 1)) $((r * 10 + 10))); do
+			"$BTK_BUILD/bin/btk-image" put "$IMG" "$src/b$i" "/b$i" >/dev/null
+		done
+		for d in $(seq $((r * 4 + 1)) $((r * 4 + 4))); do
+			"$BTK_BUILD/bin/btk-image" put -r "$IMG" "$src/d$d" "/d$d" >/dev/null
+		done
+	done
+	for d in $(seq 1 16); do
+		[ $d = 2 ] || [ $d = 9 ] || "$BTK_BUILD/bin/btk-image" rm -r "$IMG" "/d$d"
+	done
+	for i in $(seq 1 2 40); do "$BTK_BUILD/bin/btk-image" rm "$IMG" "/b$i"; done
+	(cd "$src" && sha256sum $(seq -f 'b%g' 2 2 40)) >"$BATS_TEST_TMPDIR/sums"
+}
+
+# same_compact IMG: the two directories and the big files of compact_image read back, the
+# deleted ones still gone
+same_compact() {
+	local out=$SCRATCH/back d
+	rm -rf "$out"
+	mkdir -p "$out"
+	for d in d2 d9; do
+		"$BTK_BUILD/bin/btk-image" get -r "$1" "/$d" "$out/$d" >/dev/null || return 1
+		diff -r "$SCRATCH/src/$d" "$out/$d" >/dev/null || return 1
+	done
+	! "$BTK_BUILD/bin/btk-image" ls "$1" /d1 >/dev/null 2>&1 || return 1
+	same_files "$1"
+}
+
+# every 48th write (every write with BTK_ORACLE_FULL=1: ~580, several minutes) and the last 8
+@test "power cut at every 48th write of a shrink that compacts metadata (the system chunk moved into a new one) and at each of its last: old or new filesystem, same files" {
+	compact_image
+	btk_run 60 "$RESIZE" -n -M "$IMG"
+	grep -q "^would cut metadata chunk .*, the extents past that moved (compacted)$" "$BTK_OUT" ||
+		{ cat "$BTK_OUT" >&2; false; }
+	grep -q "^would empty and remove metadata chunk" "$BTK_OUT"
+	grep -q "^would empty and remove system chunk .*(its tree blocks moved into a new one)$" "$BTK_OUT"
+	powercut_sweep 48 same_compact
 }

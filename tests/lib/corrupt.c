@@ -540,6 +540,21 @@ static int k_chunk_root_ptr(struct btk_fs *fs, const char *n)
 		printf("%s: superblock chunk_root + 4 nodes on every valid copy\n", n);
 	return ret;
 }
+static void edit_sys_uuid(struct btk_super *sb)
+{
+	/* a byte of the first chunk's first stripe's device uuid: the array still parses */
+	uint8_t *c = sb->sys_chunk_array + sizeof(struct btk_disk_key);
+	c[offsetof(struct btrfs_chunk, stripe) + offsetof(struct btrfs_stripe, dev_uuid) + 3] ^= 1;
+}
+static int k_sys_array_uuid(struct btk_fs *fs, const char *n)
+{
+	int ret = super_edit(fs, edit_sys_uuid);
+	if (!ret)
+		printf("%s: system chunk array: first stripe's device uuid changed on every valid "
+		       "copy\n",
+		       n);
+	return ret;
+}
 static int k_sys_array_type(struct btk_fs *fs, const char *n)
 {
 	int ret = super_edit(fs, edit_sys_type);
@@ -1591,6 +1606,261 @@ static int k_fuzz(struct btk_fs *fs, const char *n)
 	return ret;
 }
 
+/* A value for a fuzzed field of width bytes that held old: random, a flipped bit, 0, all
+ * ones, one more or less (the kinds of values fuzzers write). */
+static uint64_t fuzz_value(uint64_t old, int width)
+{
+	uint64_t mask = width >= 8 ? UINT64_MAX : (1ULL << (8 * width)) - 1;
+	uint64_t r = ((uint64_t)random() << 62) ^ ((uint64_t)random() << 31) ^ (uint64_t)random();
+
+	switch (random() % 6) {
+	case 0:
+		return r & mask;
+	case 1:
+		return (old ^ (1ULL << (random() % (8 * width)))) & mask;
+	case 2:
+		return 0;
+	case 3:
+		return mask;
+	case 4:
+		return (old + 1) & mask;
+	default:
+		return (old - 1) & mask;
+	}
+}
+
+static uint64_t get_le(const uint8_t *p, int width)
+{
+	uint64_t v = 0;
+	for (int i = width - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void put_le(uint8_t *p, int width, uint64_t v)
+{
+	for (int i = 0; i < width; i++, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+/* Writes the field [off, +width) of buf with a fuzzed value; its description into what. */
+static void fuzz_field(uint8_t *buf, uint32_t off, int width, const char *name, char *what,
+		       size_t cap)
+{
+	uint64_t old = get_le(buf + off, width), v = fuzz_value(old, width);
+
+	if (v == old)
+		v = old ^ 1;
+	put_le(buf + off, width, v);
+	snprintf(what, cap, "%s (byte %u, %d bytes): %llu -> %llu", name, off, width,
+		 (unsigned long long)old, (unsigned long long)v);
+}
+
+static bool match_meta_of(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+			  int slot, void *arg);
+
+/* Fuzz-image damage (bench/fuzz-repair.sh), the way fuzzed test images are made: one field
+ * given a fuzzed value, the checksum fixed so that the damage is read. CORRUPT_SEED seeds it;
+ * CORRUPT_FUZZ says where: hdr (a tree block header field), item (a leaf item header or node
+ * pointer field: key objectid/type/offset, data offset or size, block pointer, generation), body
+ * (an integer in an item's data), super (a field of the primary superblock), sys (bytes of the
+ * system chunk array, in the primary superblock). Tree blocks are picked among the metadata
+ * records of the extent tree, of tree CORRUPT_TREE when set (its header owner); the block is
+ * written to its first copy only when CORRUPT_ONE_COPY=1 (else to every copy). */
+static int k_fuzz_field(struct btk_fs *fs, const char *n)
+{
+	const char *env = getenv("CORRUPT_SEED"), *mode = getenv("CORRUPT_FUZZ");
+	const char *tree_env = getenv("CORRUPT_TREE"), *one_env = getenv("CORRUPT_ONE_COPY");
+	uint64_t seed = env ? strtoull(env, NULL, 0) : 1;
+	uint64_t want_tree = tree_env ? strtoull(tree_env, NULL, 0) : 0;
+	bool one = one_env && *one_env == '1';
+	char what[256] = "";
+	int ret = 0;
+
+	srandom((unsigned)seed);
+	if (!mode)
+		mode = "item";
+	if (!strcmp(mode, "super") || !strcmp(mode, "sys")) {
+		static const struct {
+			const char *name;
+			uint32_t off;
+			int width;
+		} f[] = {
+#define SF(x, w) {#x, (uint32_t)offsetof(struct btk_super, x), w}
+		    SF(bytenr, 8),
+		    SF(flags, 8),
+		    SF(generation, 8),
+		    SF(root, 8),
+		    SF(chunk_root, 8),
+		    SF(log_root, 8),
+		    SF(total_bytes, 8),
+		    SF(bytes_used, 8),
+		    SF(root_dir_objectid, 8),
+		    SF(num_devices, 8),
+		    SF(sectorsize, 4),
+		    SF(nodesize, 4),
+		    SF(leafsize, 4),
+		    SF(stripesize, 4),
+		    SF(sys_chunk_array_size, 4),
+		    SF(chunk_root_generation, 8),
+		    SF(compat_ro_flags, 8),
+		    SF(incompat_flags, 8),
+		    SF(csum_type, 2),
+		    SF(root_level, 1),
+		    SF(chunk_root_level, 1),
+		    SF(log_root_level, 1),
+		    SF(dev_item, 8),
+		    SF(cache_generation, 8),
+		    SF(uuid_tree_generation, 8),
+#undef SF
+		};
+		struct btk_super_copy copies[BTK_SUPER_MIRRORS];
+		struct btk_dev *dev = fs->devs[0].dev;
+		if ((ret = btk_super_read_all(dev, copies)) < 0)
+			return ret;
+		for (int m = 0; m < BTK_SUPER_MIRRORS; m++) {
+			if (!copies[m].valid || (one && m))
+				continue;
+			struct btk_super *sb = &copies[m].sb;
+			uint8_t *b = (uint8_t *)sb;
+			srandom((unsigned)seed); /* the same change on every copy */
+			if (!strcmp(mode, "super")) {
+				int i = (int)(random() % (sizeof(f) / sizeof(f[0])));
+				fuzz_field(b, f[i].off, f[i].width, f[i].name, what, sizeof(what));
+			} else {
+				uint32_t size = btk_le32(sb->sys_chunk_array_size);
+				if (!size || size > BTK_SYS_ARRAY_SIZE)
+					return -ENOENT;
+				int w = 1 << (random() % 4);
+				uint32_t off = (uint32_t)random() % size;
+				if (off + (uint32_t)w > size)
+					off = size - (uint32_t)w;
+				fuzz_field(
+				    b, (uint32_t)offsetof(struct btk_super, sys_chunk_array) + off,
+				    w, "sys_chunk_array", what, sizeof(what));
+			}
+			btk_super_csum_fill(sb);
+			if ((ret = btk_dev_write(dev, sb, sizeof(*sb), copies[m].offset)))
+				return ret;
+		}
+		printf("%s: seed %llu: superblock %s%s\n", n, (unsigned long long)seed, what,
+		       one ? " (primary copy)" : " (every valid copy)");
+		return 0;
+	}
+	/* a tree block: count the candidates, pick one */
+	struct target t;
+	uint64_t pick[2] = {UINT64_MAX, want_tree}, count, nth;
+	find_item(fs, BTRFS_EXTENT_TREE_OBJECTID, NULL, match_meta_of, pick, &t);
+	count = UINT64_MAX - pick[0];
+	if (!count)
+		return -ENOENT;
+	nth = (uint64_t)random() % count;
+	pick[0] = nth;
+	if ((ret = find_item(fs, BTRFS_EXTENT_TREE_OBJECTID, NULL, match_meta_of, pick, &t)))
+		return ret;
+	uint64_t bytenr = t.key.objectid;
+	uint8_t *buf = malloc(fs->nodesize);
+	if (!buf)
+		return -ENOMEM;
+	if ((ret = btk_read_logical(fs, bytenr, buf, fs->nodesize))) {
+		free(buf);
+		return ret;
+	}
+	struct btk_header *h = (struct btk_header *)buf;
+	uint32_t nr = btk_le32(h->nritems), hs = (uint32_t)sizeof(struct btk_header);
+	bool leaf = h->level == 0;
+	uint64_t owner = btk_le64(h->owner);
+	unsigned level = h->level;
+	uint32_t isz = leaf ? (uint32_t)sizeof(struct btk_item) : 33;
+	if (nr * isz + hs > fs->nodesize)
+		nr = 0;
+	if (!strcmp(mode, "hdr") || !nr) {
+		static const struct {
+			const char *name;
+			uint32_t off;
+			int width;
+		} f[] = {
+#define HF(x, w) {"header " #x, (uint32_t)offsetof(struct btk_header, x), w}
+		    HF(bytenr, 8),  HF(flags, 8), HF(generation, 8), HF(owner, 8),
+		    HF(nritems, 4), HF(level, 1), HF(fsid, 1),	     HF(chunk_tree_uuid, 1),
+#undef HF
+		};
+		int i = (int)(random() % (sizeof(f) / sizeof(f[0])));
+		fuzz_field(buf, f[i].off, f[i].width, f[i].name, what, sizeof(what));
+	} else if (!strcmp(mode, "item") || !leaf) {
+		static const struct {
+			const char *name;
+			uint32_t off;
+			int width;
+		} li[] = {{"key objectid", 0, 8},
+			  {"key type", 8, 1},
+			  {"key offset", 9, 8},
+			  {"data offset", 17, 4},
+			  {"data size", 21, 4}},
+		  np[] = {{"key objectid", 0, 8},
+			  {"key type", 8, 1},
+			  {"key offset", 9, 8},
+			  {"block pointer", 17, 8},
+			  {"generation", 25, 8}};
+		uint32_t slot = (uint32_t)random() % nr;
+		int i = (int)(random() % 5);
+		char name[64];
+		snprintf(name, sizeof(name), "slot %u %s", slot, leaf ? li[i].name : np[i].name);
+		fuzz_field(buf, hs + slot * isz + (leaf ? li[i].off : np[i].off),
+			   leaf ? li[i].width : np[i].width, name, what, sizeof(what));
+	} else { /* body */
+		uint32_t slot = (uint32_t)random() % nr;
+		struct btk_item *it = item_at(buf, (int)slot);
+		uint32_t off = btk_le32(it->offset), size = btk_le32(it->size);
+		int w = 1 << (random() % 4);
+		if (!size || off + size > fs->nodesize - hs || size < (uint32_t)w) {
+			free(buf);
+			return -ENOENT;
+		}
+		uint32_t at = hs + off + (uint32_t)random() % (size - (uint32_t)w + 1);
+		char name[64];
+		snprintf(name, sizeof(name), "slot %u data", slot);
+		fuzz_field(buf, at, w, name, what, sizeof(what));
+	}
+	if (one) {
+		uint8_t sum[BTK_CSUM_MAX];
+		struct btk_phys ph[8];
+		int np = 0;
+		btk_csum(fs->csum_type, buf + BTK_CSUM_MAX, fs->nodesize - BTK_CSUM_MAX, sum);
+		memset(buf, 0, BTK_CSUM_MAX);
+		memcpy(buf, sum, (size_t)fs->csum_size);
+		ret = btk_map_logical(fs, bytenr, ph, 8, &np, NULL);
+		if (!ret && np && ph[0].dev)
+			ret = btk_dev_write(ph[0].dev, buf, fs->nodesize, ph[0].physical);
+	} else {
+		ret = write_block(fs, bytenr, buf);
+	}
+	free(buf);
+	if (!ret)
+		printf("%s: seed %llu: tree block %llu (owner %llu, level %u): %s%s\n", n,
+		       (unsigned long long)seed, (unsigned long long)bytenr,
+		       (unsigned long long)owner, level, what, one ? " (first copy)" : "");
+	return ret;
+}
+
+/* match_meta with an owner filter: arg {nth, tree (0: any)}; the owner is the block
+ * header's. */
+static bool match_meta_of(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p, uint32_t sz,
+			  int slot, void *arg)
+{
+	uint64_t *a = arg, nth = 0;
+
+	if (!match_meta(fs, k, p, sz, slot, &nth))
+		return false;
+	if (a[1]) {
+		uint8_t hdr[sizeof(struct btk_header)];
+		if (btk_read_logical(fs, k->objectid, hdr, sizeof(hdr)) ||
+		    btk_le64(((struct btk_header *)hdr)->owner) != a[1])
+			return false;
+	}
+	return a[0]-- == 0;
+}
+
 struct cache_pick {
 	int nth;
 	uint64_t ino, gen;
@@ -1824,6 +2094,16 @@ static int k_fs_root_refs(struct btk_fs *fs, const char *n)
 static int k_root_dirid(struct btk_fs *fs, const char *n)
 {
 	return root_item_field(fs, n, offsetof(struct btrfs_root_item, root_dirid), 8, 1);
+}
+/* A fuzzed drop progress in the dev tree's root item (a tree that is never deleted). */
+static int k_dev_root_drop(struct btk_fs *fs, const char *n)
+{
+	struct want w = {.type = BTRFS_ROOT_ITEM_KEY,
+			 .objectid = BTRFS_DEV_TREE_OBJECTID,
+			 .file_extent_type = -1};
+	struct btk_key from = {BTRFS_DEV_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0};
+	return k_simple(fs, n, BTRFS_ROOT_TREE_OBJECTID, &w, &from, OP_ADD,
+			offsetof(struct btrfs_root_item, drop_progress), 8, 7318349394477056LL);
 }
 static int k_bg_chunk_objectid(struct btk_fs *fs, const char *n)
 {
@@ -2121,6 +2401,8 @@ static const struct kind kinds[] = {
      k_chunk_root_ptr},
     {"sys-array-type", "the system chunk array's first chunk gets RAID10 (sub_stripes 0)",
      k_sys_array_type},
+    {"sys-array-uuid", "the system chunk array's first stripe names another device uuid",
+     k_sys_array_uuid},
     {"inline-order", "swap the first two inline refs (one type) of an extent item", k_inline_order},
     {"log-csum", "copy a log tree's checksums of a logged extent into the csum tree", k_log_csum},
     {"log-extent", "an extent item for data only a log tree uses (and its checksums)",
@@ -2142,6 +2424,8 @@ static const struct kind kinds[] = {
     {"extra-extent", "insert a data extent item that nothing uses", k_extra_extent},
     {"nodatasum", "a checksummed file gets the NODATASUM flag", k_nodatasum},
     {"fuzz", "overwrite random bytes of a random tree block (CORRUPT_SEED)", k_fuzz},
+    {"fuzz-field", "one fuzzed field (CORRUPT_FUZZ=hdr|item|body|super|sys, CORRUPT_SEED)",
+     k_fuzz_field},
     {"cache-entry", "a v1 space cache entry moved one sector (page checksum fixed)", k_cache_entry},
     {"no-balance", "delete the balance item (relocation left as a crash in a shrink leaves it)",
      k_no_balance},
@@ -2153,6 +2437,8 @@ static const struct kind kinds[] = {
     {"dev-item-fsid", "the first DEV_ITEM's fsid changed", k_dev_item_fsid},
     {"fs-root-refs", "the fs tree's (-t) root item refs - 1 (0 for a live tree)", k_fs_root_refs},
     {"root-dirid", "the fs tree's (-t) root item root_dirid + 1", k_root_dirid},
+    {"dev-root-drop", "the dev tree's root item gets a drop progress (objectid 7318349394477056)",
+     k_dev_root_drop},
     {"bg-chunk-objectid", "a block group item's chunk_objectid + 1", k_bg_chunk_objectid},
     {"bg-len", "the first block group item's key length one sector less than its chunk's",
      k_bg_len},

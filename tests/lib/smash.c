@@ -13,7 +13,9 @@
  *                                      device zeroed, or made stale (generation - 1, checksum
  *                                      fixed)
  *
- * RAID5/6: copy 1 is the data stripe (the others are rebuilt from parity: not writable).
+ * RAID5/6: copy 1 is the data stripe, copy 2 (3) the P (Q) stripe of the same bytes' row;
+ * COPY "next": the next data stripe of that row at the same offset (two data stripes of a
+ * row bad, with copy 1 of the same bytes).
  * Prints one line saying what it changed. Exit 0 done, 1 failed, 2 usage. Scratch images only.
  */
 #include <errno.h>
@@ -43,7 +45,31 @@ static int smash_at(struct btk_fs *fs, uint64_t logical, size_t len, int copy, c
 
 	if (!j)
 		return -ENOMEM;
-	ret = btk_write_copy(fs, logical, j, len, copy - 1, &at);
+	const struct btk_chunk *c = btk_chunk_find(fs, logical);
+	if (c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK) && copy == 0) {
+		/* "next": the same offset of the next data stripe of the row */
+		uint64_t nd = btk_chunk_data_stripes(c->type, c->num_stripes, c->sub_stripes);
+		uint64_t off = logical - c->logical, nr = off / BTK_STRIPE_LEN;
+		uint64_t next = c->logical + (nr / nd * nd + (nr + 1) % nd) * BTK_STRIPE_LEN +
+				off % BTK_STRIPE_LEN;
+		ret = btk_write_copy(fs, next, j, len, 0, &at);
+		logical = next;
+	} else if (c && (c->type & BTRFS_BLOCK_GROUP_RAID56_MASK) && copy > 1) {
+		/* RAID5/6 copy 2 (3): the P (Q) stripe of the bytes' row, inside one stripe */
+		struct btk_phys pq[2] = {{0}};
+		uint64_t room = BTK_STRIPE_LEN - (logical - c->logical) % BTK_STRIPE_LEN;
+		len = len < room ? len : (size_t)room;
+		ret = btk_raid56_parity(fs, logical, (uint32_t)len, false, pq);
+		at = pq[copy == 3];
+		if (ret >= 0 && (copy > 3 || !at.dev))
+			ret = btk_err(ERANGE, "no parity stripe for copy %d", copy);
+		else if (ret >= 0)
+			ret = btk_dev_write(at.dev, j, len, at.physical);
+	} else if (copy < 1) {
+		ret = btk_err(EINVAL, "copy \"next\" is for RAID5/6 only");
+	} else {
+		ret = btk_write_copy(fs, logical, j, len, copy - 1, &at);
+	}
 	free(j);
 	if (!ret)
 		printf("%s %llu (+%zu) copy %d of %d (devid %llu physical %llu) smashed\n", what,

@@ -5,8 +5,10 @@
 # device is byte-identical to the kernel's image before the damage (every copy valid and
 # equal), btk-fsck and btrfs check are clean, the kernel mounts it and reads every file as
 # before, and `btrfs scrub` finds no error. Two combined cases per profile; each tree and
-# copy alone with BTK_ORACLE_FULL=1. make check runs DUP, RAID1 and RAID5; RAID1C3, RAID10,
-# RAID6 and RAID1C4 run with BTK_ORACLE_FULL=1 (their paths are those of RAID1 and RAID5).
+# copy alone with BTK_ORACLE_FULL=1. RAID5/6: copy 2 (3) is P (Q) of the block's row; RAID6
+# also two of the data stripe, P, Q and another data stripe of the row at once. make check runs DUP, RAID1 and RAID5; RAID1C3,
+# RAID10, RAID6, RAID1C4, SINGLE data with DUP metadata and RAID0 metadata with RAID1 data run
+# with BTK_ORACLE_FULL=1 (their paths are those of DUP, RAID1 and RAID5).
 # Run under the machine-wide kernel lock (HACKING.md).
 
 load ../bats/helpers
@@ -59,10 +61,12 @@ kernel_view() {
 	return $rc
 }
 
-# base PROF N: the kernel's image set for PROF on N devices (built once per run) in BASE, what
-# the kernel reads of it in $D/base.list
+# base META DATA N: the kernel's image set with those metadata and data profiles on N devices
+# (built once per run) in BASE, what the kernel reads of it in $D/base.list
 base() {
-	oracle_image rescue-$1 -n "$2" -s 256M -m "$1" -d "$1" -C small
+	local name=rescue-$1
+	[ "$1" = "$2" ] || name=rescue-$1-$2
+	oracle_image "$name" -n "$3" -s 256M -m "$1" -d "$2" -C small
 	BASE=("${IMG_DEVS[@]}")
 	kernel_view "$D/base.list" "${BASE[@]}"
 	[ -s "$D/base.list" ]
@@ -113,56 +117,90 @@ smash_trees() {
 	done
 }
 
-profile_cases() {
-	local prof=$1 n=$2 c t
-	base "$prof" "$n"
-	# case A: copy 1 of every tree, a data copy 2, the primary superblock zeroed
-	scratch
-	smash_trees 1
-	case $prof in raid5 | raid6) "$SMASH" data 1 "${DEVS[@]}" >/dev/null ;; *) "$SMASH" data 2 "${DEVS[@]}" >/dev/null ;; esac
-	"$SMASH" super 0 zero "${DEVS[@]}" >/dev/null
-	rescued "$prof: trees copy 1, data, primary superblock"
-	# case B: copy 2 of every tree (RAID5/6: the data stripe has no copy 2 to smash), data
-	# copy 1, a stale superblock mirror
-	scratch
-	case $prof in raid5 | raid6) ;; *) smash_trees 2 ;; esac
-	"$SMASH" data 1 "${DEVS[@]}" >/dev/null
-	"$SMASH" super 1 stale "${DEVS[@]}" >/dev/null
-	rescued "$prof: trees copy 2, data copy 1, stale superblock mirror"
-	[ -n "${BTK_ORACLE_FULL:-}" ] || return 0
-	for t in $TREES; do
-		for c in 1 2; do
-			case $prof:$c in raid5:2 | raid6:2) continue ;; esac
-			scratch
-			"$SMASH" tree $t $c leaf "${DEVS[@]}" >/dev/null
-			rescued "$prof: tree $t copy $c"
-		done
-	done
+# copies PROF: how many copies smash can damage one at a time (RAID5/6: the data stripe, P, Q)
+copies() {
+	case $1 in single | raid0) echo 1 ;; dup | raid1 | raid10 | raid5) echo 2 ;; raid1c3 | raid6) echo 3 ;; raid1c4) echo 4 ;; esac
 }
 
-@test "rescue oracle: DUP" { profile_cases dup 1; }
-@test "rescue oracle: RAID1" { profile_cases raid1 2; }
+# profile_cases META DATA N: the damage cases on the kernel's image with those profiles
+profile_cases() {
+	local meta=$1 data=$2 n=$3 c t combo mc dc
+	mc=$(copies "$meta") dc=$(copies "$data")
+	base "$meta" "$data" "$n"
+	# case A: copy 1 of every tree, a data copy (RAID5/6: the data stripe), the primary
+	# superblock zeroed
+	scratch
+	[ "$mc" = 1 ] || smash_trees 1
+	case $data in raid5 | raid6) "$SMASH" data 1 "${DEVS[@]}" >/dev/null ;; *) [ "$dc" = 1 ] || "$SMASH" data 2 "${DEVS[@]}" >/dev/null ;; esac
+	"$SMASH" super 0 zero "${DEVS[@]}" >/dev/null
+	rescued "$meta/$data: trees copy 1, data, primary superblock"
+	# case B: copy 2 of every tree (RAID5/6: P of their rows), data copy 1 (RAID5/6: P), a
+	# stale superblock mirror
+	scratch
+	[ "$mc" = 1 ] || smash_trees 2
+	case $data in raid5 | raid6) "$SMASH" data 2 "${DEVS[@]}" >/dev/null ;; *) [ "$dc" = 1 ] || "$SMASH" data 1 "${DEVS[@]}" >/dev/null ;; esac
+	"$SMASH" super 1 stale "${DEVS[@]}" >/dev/null
+	rescued "$meta/$data: trees copy 2, data copy 1 (RAID5/6: P), stale superblock mirror"
+	[ -n "${BTK_ORACLE_FULL:-}" ] || return 0
+	# each tree's leaf, each copy (RAID5/6: the data stripe, P, Q) alone
+	for t in $TREES; do
+		for c in $(seq 1 "$mc"); do
+			[ "$mc" = 1 ] && break
+			scratch
+			"$SMASH" tree $t $c leaf "${DEVS[@]}" >/dev/null
+			rescued "$meta/$data: tree $t copy $c"
+		done
+	done
+	# each data copy alone (RAID5/6's parity: with the trees', which the check reports)
+	for c in $(seq 1 "$dc"); do
+		[ "$dc" = 1 ] && break
+		scratch
+		case $data:$c in raid5:2 | raid6:[23]) smash_trees $c ;; esac
+		"$SMASH" data $c "${DEVS[@]}" >/dev/null
+		rescued "$meta/$data: data copy $c"
+	done
+	# RAID6: two of the data stripe, P and Q of every tree's blocks and of data
+	[ "$meta" = raid6 ] || return 0
+	for combo in "1 2" "1 3" "2 3"; do
+		scratch
+		for c in $combo; do
+			smash_trees $c
+			"$SMASH" data $c "${DEVS[@]}" >/dev/null
+		done
+		rescued "$meta/$data: copies $combo of every tree and of data"
+	done
+	# two data stripes of a row (not the root tree's: smash could not open it)
+	scratch
+	for c in 1 next; do "$SMASH" data $c "${DEVS[@]}" >/dev/null; done
+	for c in 1 next; do
+		for t in 2 5 7; do "$SMASH" tree $t $c leaf "${DEVS[@]}" >/dev/null; done
+	done
+	rescued "$meta/$data: two data stripes of the rows of the extent, fs and csum trees' leaves and of data"
+}
+
+@test "rescue oracle: DUP" { profile_cases dup dup 1; }
+@test "rescue oracle: RAID1" { profile_cases raid1 raid1 2; }
 @test "rescue oracle: RAID1C3" {
 	[ -n "${BTK_ORACLE_FULL:-}" ] || skip "BTK_ORACLE_FULL=1 (make check's time: RAID1 covers its path)"
-	profile_cases raid1c3 3
+	profile_cases raid1c3 raid1c3 3
 }
 @test "rescue oracle: RAID10" {
 	[ -n "${BTK_ORACLE_FULL:-}" ] || skip "BTK_ORACLE_FULL=1 (make check's time: RAID1 covers its path)"
-	profile_cases raid10 4
+	profile_cases raid10 raid10 4
 }
-@test "rescue oracle: RAID5" { profile_cases raid5 3; }
+@test "rescue oracle: RAID5" { profile_cases raid5 raid5 3; }
 @test "rescue oracle: RAID6" {
 	[ -n "${BTK_ORACLE_FULL:-}" ] || skip "BTK_ORACLE_FULL=1 (make check's time: RAID5 covers its path)"
-	profile_cases raid6 4
+	profile_cases raid6 raid6 4
 }
 @test "rescue oracle: RAID1C4" {
 	[ -n "${BTK_ORACLE_FULL:-}" ] || skip "BTK_ORACLE_FULL=1 (RAID1C3 covers it)"
-	profile_cases raid1c4 4
+	profile_cases raid1c4 raid1c4 4
 }
 
 @test "rescue oracle: DUP, a bit flipped in both copies of a leaf of the fs, extent and checksum trees (different bits): set back, identical to the kernel's image" {
 	local t
-	base dup 1
+	base dup dup 1
 	scratch
 	for t in 5 2 7; do
 		"$SMASH" flip $t 1 70000 leaf "${DEVS[@]}" >/dev/null
@@ -170,4 +208,14 @@ profile_cases() {
 	done
 	rescued "dup: bit flips"
 	[ "$(grep -c '^HEALED: .*flipped: the checksum matches with it set back; written to every copy$' "$D/repair.out")" = 3 ]
+}
+
+@test "rescue oracle: DUP metadata, SINGLE data" {
+	[ -n "${BTK_ORACLE_FULL:-}" ] || skip "BTK_ORACLE_FULL=1 (make check's time: DUP covers its path)"
+	profile_cases dup single 1
+}
+
+@test "rescue oracle: RAID0 metadata, RAID1 data" {
+	[ -n "${BTK_ORACLE_FULL:-}" ] || skip "BTK_ORACLE_FULL=1 (make check's time: RAID1 covers its path)"
+	profile_cases raid0 raid1 2
 }

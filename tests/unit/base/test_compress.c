@@ -57,6 +57,48 @@ static void test_roundtrip(void **state)
 	free(back);
 }
 
+/* btk_decompress_whole: a whole stream of the right type gives its decoded length (a tail not
+ * sector aligned too), with the sector's zero padding after it; another type, a cut stream,
+ * bytes after its end that are not zero, plain data: -EUCLEAN. */
+static void test_whole(void **state)
+{
+	uint8_t *in = malloc(LEN), *z = malloc(2 * LEN), *back = malloc(LEN);
+	size_t sizes[] = {9000, 20000, LEN};
+	(void)state;
+
+	fill_text(in, LEN);
+	for (int type = 1; type <= 3; type++)
+		for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+			long n = btk_compress(type, 0, 4096, in, sizes[s], z, 2 * LEN);
+			assert_true(n > 0);
+			size_t disk = ((size_t)n + 4095) / 4096 * 4096;
+			memset(z + n, 0, disk - (size_t)n);
+			assert_int_equal(btk_decompress_whole(type, 4096, z, disk, back, LEN),
+					 (long)sizes[s]);
+			assert_memory_equal(back, in, sizes[s]);
+			for (int other = 1; other <= 3; other++)
+				if (other != type)
+					assert_int_equal(
+					    btk_decompress_whole(other, 4096, z, disk, back, LEN),
+					    -EUCLEAN);
+			assert_int_equal(
+			    btk_decompress_whole(type, 4096, z, (size_t)n / 2, back, LEN),
+			    -EUCLEAN);
+			if ((size_t)n < disk) {
+				z[disk - 1] = 1;
+				assert_int_equal(
+				    btk_decompress_whole(type, 4096, z, disk, back, LEN), -EUCLEAN);
+			}
+		}
+	fill_random(z, LEN);
+	for (int type = 1; type <= 3; type++)
+		assert_int_equal(btk_decompress_whole(type, 4096, z, LEN, back, LEN), -EUCLEAN);
+	btk_err_clear();
+	free(in);
+	free(z);
+	free(back);
+}
+
 static void test_incompressible(void **state)
 {
 	uint8_t *in = malloc(LEN), *z = malloc(2 * LEN);
@@ -253,7 +295,7 @@ int main(void)
 	    cmocka_unit_test(test_roundtrip),	      cmocka_unit_test(test_incompressible),
 	    cmocka_unit_test(test_damaged),	      cmocka_unit_test(test_lzo_big_segments),
 	    cmocka_unit_test(test_lzo_corrupt),	      cmocka_unit_test(test_parse),
-	    cmocka_unit_test(test_lzo_pack_segments),
+	    cmocka_unit_test(test_lzo_pack_segments), cmocka_unit_test(test_whole),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
