@@ -6,20 +6,25 @@
  * only at keys inside that range (so nothing that still reads is touched), from:
  *  - names: directory entries (DIR_INDEX, DIR_ITEM) elsewhere naming an inode, and inode
  *    references (INODE_REF) elsewhere naming its directory: each name gets back the sides
- *    that lay in the leaf;
+ *    that lay in the leaf; entries naming subvolumes from the root tree's ROOT_REF items;
  *  - file data: the extent tree's keyed data references (root, inode, file offset) give one
- *    regular extent each, the whole extent from its start (what a file written once has);
- *    compressed when one algorithm decodes the extent whole to at least a sector more than it
- *    holds (base/compress.h btk_decompress_whole), its length then the decoded one;
+ *    regular extent each, from its start up to the file's next extent (a later write over
+ *    its end, whose rest a snapshot keeps); compressed when one algorithm decodes the extent
+ *    whole to at least a sector more than it holds (base/compress.h btk_decompress_whole),
+ *    its length then the decoded one;
  *  - inodes: an inode item that lay in the leaf is made from what names it (a directory when
  *    something names it as parent; else the type its entry says; a regular file when only
  *    data names it): owner and times of its parent, one link per name, the size of its
- *    names (directories) or its extents, the last sector's trailing zero bytes left out (the
- *    kernel zero-fills a file's tail), NODATASUM when its data has no checksums.
+ *    names (directories) or its extents: a compressed last extent decodes to the exact
+ *    size, a plain one's trailing zero bytes of its last sector are left out (the kernel
+ *    zero-fills a file's tail; a file that truly ends in zero bytes is cut short unless an
+ *    older copy of its item says more), NODATASUM when its data has no checksums.
  * What none of these names (an inode with data but no name left) is linked into lost+found in
  * the top directory under its inode number. Lost for good, unless an older copy of the leaf is
- * still on disk: inline file data, symlink targets, xattrs, inode flags and times. Refused:
- * data shared through a snapshot's full back references.
+ * still on disk (the root scan of older generations, tree/scan.h): inline file data (it lives
+ * in the leaf only), names both of whose sides lay in the leaf, symlink targets, xattrs,
+ * inode flags and times. Refused: data shared through a snapshot's full back references
+ * (a lost block a snapshot shares).
  */
 #include "repair/repair_int.h"
 #include "base/compress.h"

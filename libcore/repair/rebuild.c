@@ -29,6 +29,7 @@
 #include "format/extent_refs.h"
 #include "format/file_extent.h"
 #include "format/inode_item.h"
+#include "format/qgroup_item.h"
 #include "format/root_item.h"
 #include "fs/fs_write.h"
 #include "trans/trans.h"
@@ -476,8 +477,11 @@ int rp_run(const char *const *paths, int n, const struct btk_open_opts *oo, cons
 	int ret;
 
 	o.write = true;
+	o.chunk_damage |= r->chunk_damage;
 	if ((ret = btk_fs_open(paths, n, &o, &fs)))
 		return ret;
+	if (r->look && (ret = r->look(fs, r->ctx)))
+		goto out;
 	if (btk_le64(fs->sb.log_root)) {
 		/* its blocks, extents and checksums are not in the trees the rebuilds derive from
 		 */
@@ -977,7 +981,8 @@ int btk_data_reloc_rebuild(const char *const *paths, int n, const struct btk_ope
 
 /* A QGROUP_INFO item's numbers (its generation aside). */
 struct qinfo {
-	uint64_t id, rfer, rfer_cmpr, excl, excl_cmpr;
+	uint64_t id;
+	struct btk_qgroup_counts n;
 };
 BTK_VEC(qinfo_vec, struct qinfo);
 
@@ -985,7 +990,7 @@ BTK_VEC(qinfo_vec, struct qinfo);
 static int qinfos(struct btk_trans *t, struct qinfo_vec *v)
 {
 	struct btk_key k = {0, BTRFS_QGROUP_INFO_KEY, 0};
-	uint8_t buf[sizeof(struct btrfs_qgroup_info_item)];
+	uint8_t buf[BTK_QGROUP_INFO_SIZE];
 	uint32_t size;
 	int ret;
 
@@ -995,13 +1000,10 @@ static int qinfos(struct btk_trans *t, struct qinfo_vec *v)
 		struct qinfo *e = btk_vec_push(v);
 		if (!e)
 			return btk_err(ENOMEM, "out of memory");
-		*e = (struct qinfo){k.offset, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
-		if (size >= sizeof(buf)) {
-			e->rfer = BTK_GET(struct btrfs_qgroup_info_item, buf, rfer);
-			e->rfer_cmpr = BTK_GET(struct btrfs_qgroup_info_item, buf, rfer_cmpr);
-			e->excl = BTK_GET(struct btrfs_qgroup_info_item, buf, excl);
-			e->excl_cmpr = BTK_GET(struct btrfs_qgroup_info_item, buf, excl_cmpr);
-		}
+		e->id = k.offset;
+		if (btk_qgroup_info_parse(buf, size, &e->n))
+			e->n = (struct btk_qgroup_counts){UINT64_MAX, UINT64_MAX, UINT64_MAX,
+							  UINT64_MAX};
 		if (k.offset == UINT64_MAX)
 			break;
 		k.offset++;

@@ -555,6 +555,17 @@ static int k_sys_array_uuid(struct btk_fs *fs, const char *n)
 		       n);
 	return ret;
 }
+static void edit_root_unmapped(struct btk_super *sb)
+{
+	btk_put64(sb->root, 1ULL << 40); /* 1 TiB: in no chunk of a small filesystem */
+}
+static int k_root_unmapped(struct btk_fs *fs, const char *n)
+{
+	int ret = super_edit(fs, edit_root_unmapped);
+	if (!ret)
+		printf("%s: superblock root pointer 1 TiB (in no chunk) on every valid copy\n", n);
+	return ret;
+}
 static int k_sys_array_type(struct btk_fs *fs, const char *n)
 {
 	int ret = super_edit(fs, edit_sys_type);
@@ -2401,6 +2412,7 @@ static const struct kind kinds[] = {
      k_chunk_root_ptr},
     {"sys-array-type", "the system chunk array's first chunk gets RAID10 (sub_stripes 0)",
      k_sys_array_type},
+    {"root-unmapped", "the superblock's root tree pointer at 1 TiB, in no chunk", k_root_unmapped},
     {"sys-array-uuid", "the system chunk array's first stripe names another device uuid",
      k_sys_array_uuid},
     {"inline-order", "swap the first two inline refs (one type) of an extent item", k_inline_order},
