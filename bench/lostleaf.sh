@@ -103,8 +103,12 @@ make_img() {
 	mkfs.btrfs -q -f -n $nodes "$img" >/dev/null 2>&1 || return 1
 	exec 9>/tmp/btk-kernel.lock
 	flock 9
-	LOOP=$(losetup -f --show "$img")
-	mount ${opts:+-o $opts} "$LOOP" "$T/mnt"
+	LOOP=$(losetup -f --show "$img") && mount ${opts:+-o $opts} "$LOOP" "$T/mnt" || {
+		echo "lostleaf.sh: $kind: cannot attach and mount the new image" >&2
+		[ -n "$LOOP" ] && losetup -d "$LOOP"
+		LOOP=
+		return 1
+	}
 	if [ "$kind" = once ]; then
 		cp -a "$T/src/." "$T/mnt/"
 	else
@@ -125,6 +129,7 @@ make_img() {
 	flock -u 9
 	exec 9>&-
 	btrfs check --readonly "$img" >/dev/null 2>&1 || { echo "lostleaf.sh: $kind: btrfs check of the new image not clean" >&2; return 1; }
+	"$B/bin/btk-image" ls "$img" / 2>/dev/null | grep -qx d0 || { echo "lostleaf.sh: $kind: the new image holds no files (the kernel's copy did not land)" >&2; return 1; }
 }
 
 printf '%-8s %6s %6s %8s %8s %9s %7s %6s %5s\n' image leaves clean median min overall files lf lost
