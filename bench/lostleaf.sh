@@ -103,8 +103,12 @@ make_img() {
 	mkfs.btrfs -q -f -n $nodes "$img" >/dev/null 2>&1 || return 1
 	exec 9>/tmp/btk-kernel.lock
 	flock 9
-	LOOP=$(losetup -f --show "$img")
-	mount ${opts:+-o $opts} "$LOOP" "$T/mnt"
+	LOOP=$(losetup -f --show "$img") && mount ${opts:+-o $opts} "$LOOP" "$T/mnt" || {
+		echo "lostleaf.sh: $kind: cannot attach and mount the new image" >&2
+		[ -n "$LOOP" ] && losetup -d "$LOOP"
+		LOOP=
+		return 1
+	}
 	if [ "$kind" = once ]; then
 		cp -a "$T/src/." "$T/mnt/"
 	else
@@ -125,12 +129,14 @@ make_img() {
 	flock -u 9
 	exec 9>&-
 	btrfs check --readonly "$img" >/dev/null 2>&1 || { echo "lostleaf.sh: $kind: btrfs check of the new image not clean" >&2; return 1; }
+	"$B/bin/btk-image" ls "$img" / 2>/dev/null | grep -qx d0 || { echo "lostleaf.sh: $kind: the new image holds no files (the kernel's copy did not land)" >&2; return 1; }
 }
 
 printf '%-8s %6s %6s %8s %8s %9s %7s %6s %5s\n' image leaves clean median min overall files lf lost
 for kind in $KINDS; do
 	img=$DIR/$kind.img
-	[ -f "$img" ] || make_img "$kind" "$img" || exit 1
+	# made under another name first: a run stopped half way leaves no image to reuse
+	[ -f "$img" ] || { make_img "$kind" "$img.new" && mv "$img.new" "$img"; } || exit 1
 	mapfile -t leaves < <(python3 "$MEASURE" "$B" "$img" --leaves)
 	total=${#leaves[@]}
 	step=1
@@ -154,7 +160,7 @@ for kind in $KINDS; do
 			ok=1
 			clean=$((clean + 1))
 		fi
-		line=$(python3 "$MEASURE" "$B" "$img" "$leaf" "$T/x.img")
+		line=$(python3 "$MEASURE" "$B" "$img" "$leaf" "$T/x.img") && [ -n "$line" ] || { echo "lostleaf.sh: $kind: leaf $leaf not measured" >&2; continue; }
 		set -- $(echo "$line" | head -1 | awk '{ print $3, $8, $16, $19 }')
 		if [ -z "$ok" ]; then # a failed repair brings nothing back
 			set -- "$1" 0 0 "$1"

@@ -10,17 +10,16 @@
 
 #include "base/error.h"
 #include "base/vec.h"
+#include "format/qgroup_item.h"
 #include "fs/fs_read.h"
 #include "fs/fs_write.h"
 
-#define QG_INFO_SZ  ((uint32_t)sizeof(struct btrfs_qgroup_info_item))
 #define QG_LIMIT_SZ ((uint32_t)sizeof(struct btrfs_qgroup_limit_item))
 #define QG_STAT_SZ  ((uint32_t)sizeof(struct btrfs_qgroup_status_item))
 
 struct qg {
 	uint64_t id;
-	uint8_t info[QG_INFO_SZ];
-	uint64_t rfer, rfer_c, excl, excl_c;
+	struct btk_qgroup_counts n; /* its numbers, as counted so far */
 	bool dirty;
 	uint64_t *up; /* direct parents */
 	size_t nup, capup;
@@ -77,7 +76,7 @@ static struct qg *qg_find(struct acct *a, uint64_t id)
 static int load_qgroups(struct acct *a)
 {
 	struct btk_key k = {0, BTRFS_QGROUP_INFO_KEY, 0};
-	uint8_t buf[QG_INFO_SZ];
+	uint8_t buf[BTK_QGROUP_INFO_SIZE];
 	uint32_t size;
 	int ret;
 
@@ -87,7 +86,8 @@ static int load_qgroups(struct acct *a)
 			break;
 		if (k.objectid != 0 || k.type != BTRFS_QGROUP_INFO_KEY)
 			break;
-		if (size < QG_INFO_SZ)
+		struct btk_qgroup_counts n;
+		if (btk_qgroup_info_parse(buf, size, &n))
 			return btk_err(EUCLEAN, "qgroup %llu: info item of %u bytes",
 				       (unsigned long long)k.offset, size);
 		struct qg *g = btk_array_push(a->q, a->nq, a->capq);
@@ -95,11 +95,7 @@ static int load_qgroups(struct acct *a)
 			return btk_err(ENOMEM, "out of memory");
 		memset(g, 0, sizeof(*g));
 		g->id = k.offset;
-		memcpy(g->info, buf, QG_INFO_SZ);
-		g->rfer = BTK_GET(struct btrfs_qgroup_info_item, buf, rfer);
-		g->rfer_c = BTK_GET(struct btrfs_qgroup_info_item, buf, rfer_cmpr);
-		g->excl = BTK_GET(struct btrfs_qgroup_info_item, buf, excl);
-		g->excl_c = BTK_GET(struct btrfs_qgroup_info_item, buf, excl_cmpr);
+		g->n = n;
 		if (k.offset == UINT64_MAX)
 			break;
 		k.offset++;
@@ -347,17 +343,17 @@ static int count_extent(struct acct *a, uint64_t bytes, const uint64_t *o, size_
 		struct qg *g = a->touched[i];
 		bool ex_old = g->oc && g->oc == no, ex_new = g->nc && g->nc == nn;
 		if (!g->oc && g->nc) {
-			g->rfer += bytes, g->rfer_c += bytes;
+			g->n.rfer += bytes, g->n.rfer_cmpr += bytes;
 			g->dirty = true;
 		} else if (g->oc && !g->nc) {
-			g->rfer -= bytes, g->rfer_c -= bytes;
+			g->n.rfer -= bytes, g->n.rfer_cmpr -= bytes;
 			g->dirty = true;
 		}
 		if (ex_old && !ex_new) {
-			g->excl -= bytes, g->excl_c -= bytes;
+			g->n.excl -= bytes, g->n.excl_cmpr -= bytes;
 			g->dirty = true;
 		} else if (!ex_old && ex_new) {
-			g->excl += bytes, g->excl_c += bytes;
+			g->n.excl += bytes, g->n.excl_cmpr += bytes;
 			g->dirty = true;
 		}
 	}
@@ -421,8 +417,8 @@ static int inherit(struct acct *a, const struct btk_snapshot_note *s)
 			       "kernel marks that too)",
 			       (unsigned long long)s->src)
 			   ?: 1;
-	dst->rfer = src->rfer, dst->rfer_c = src->rfer_c;
-	dst->excl = dst->excl_c = src->excl = src->excl_c = ns;
+	dst->n.rfer = src->n.rfer, dst->n.rfer_cmpr = src->n.rfer_cmpr;
+	dst->n.excl = dst->n.excl_cmpr = src->n.excl = src->n.excl_cmpr = ns;
 	src->dirty = dst->dirty = true;
 	ret = item_read(a, BTRFS_QGROUP_LIMIT_KEY, s->src, lim, QG_LIMIT_SZ);
 	if (ret == -ENOENT)
@@ -440,9 +436,9 @@ static int drop_qgroup(struct acct *a, uint64_t id)
 
 	if (!g)
 		return 0;
-	if (g->rfer || g->excl)
+	if (g->n.rfer || g->n.excl)
 		return give_up(a, "dropped tree %llu still counts %llu bytes",
-			       (unsigned long long)id, (unsigned long long)g->rfer)
+			       (unsigned long long)id, (unsigned long long)g->n.rfer)
 			   ?: 1;
 	g->dirty = false;
 	if ((ret = btk_item_delete(a->t, BTRFS_QUOTA_TREE_OBJECTID, &k)))
@@ -474,21 +470,18 @@ static int write_back(struct acct *a, const uint8_t *status, uint32_t status_siz
 		struct qg *g = &a->q[i];
 		if (!g->dirty)
 			continue;
-		if ((int64_t)g->rfer < 0 || (int64_t)g->excl < 0 || g->excl > g->rfer)
+		if ((int64_t)g->n.rfer < 0 || (int64_t)g->n.excl < 0 || g->n.excl > g->n.rfer)
 			return give_up(a,
 				       "qgroup %llu/%llu would count %lld referenced, %lld "
 				       "exclusive bytes",
 				       (unsigned long long)(g->id >> 48),
 				       (unsigned long long)(g->id & ((1ULL << 48) - 1)),
-				       (long long)g->rfer, (long long)g->excl)
+				       (long long)g->n.rfer, (long long)g->n.excl)
 				   ?: 1;
-		BTK_PUT(struct btrfs_qgroup_info_item, g->info, generation, gen);
-		BTK_PUT(struct btrfs_qgroup_info_item, g->info, rfer, g->rfer);
-		BTK_PUT(struct btrfs_qgroup_info_item, g->info, rfer_cmpr, g->rfer_c);
-		BTK_PUT(struct btrfs_qgroup_info_item, g->info, excl, g->excl);
-		BTK_PUT(struct btrfs_qgroup_info_item, g->info, excl_cmpr, g->excl_c);
+		uint8_t info[BTK_QGROUP_INFO_SIZE];
+		btk_qgroup_info_write(info, gen, &g->n);
 		struct btk_key ik = {0, BTRFS_QGROUP_INFO_KEY, g->id};
-		ret = btk_item_update(a->t, BTRFS_QUOTA_TREE_OBJECTID, &ik, g->info, QG_INFO_SZ);
+		ret = btk_item_update(a->t, BTRFS_QUOTA_TREE_OBJECTID, &ik, info, sizeof(info));
 	}
 	if (ret)
 		return ret;
@@ -745,7 +738,7 @@ static int rescan(struct acct *a)
 	if (!ret && !(ret = load_qgroups(a))) {
 		for (size_t i = 0; i < a->nq; i++) {
 			struct qg *g = &a->q[i];
-			g->rfer = g->rfer_c = g->excl = g->excl_c = 0;
+			g->n = (struct btk_qgroup_counts){0};
 			g->dirty = true;
 		}
 		ret = count_all(&s);

@@ -84,7 +84,13 @@ bool chk_root_tree(struct chk *c)
 		used += chk_part(list + used, sizeof(list) - used, CHK_PART_BACKUP_SLOT, CHK_I(i),
 				 CHK_U(bg), CHK_U(br));
 	}
-	chk_rep(c, used ? CHK_M_ROOT_TREE_UNREADABLE : CHK_M_ROOT_TREE_UNREADABLE_NO_BACKUP,
+	bool unmapped = !btk_chunk_find(c->fs, root);
+	if (unmapped && !used)
+		chk_part(list, sizeof(list), CHK_PART_LIST_NONE);
+	chk_rep(c,
+		unmapped ? CHK_M_ROOT_TREE_UNMAPPED
+		: used	 ? CHK_M_ROOT_TREE_UNREADABLE
+			 : CHK_M_ROOT_TREE_UNREADABLE_NO_BACKUP,
 		BTRFS_ROOT_TREE_OBJECTID, root, NULL, CHK_U(root), CHK_U(sb->root_level),
 		CHK_U(gen), CHK_S(why), CHK_S(list));
 	if (used)

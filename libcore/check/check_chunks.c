@@ -6,10 +6,61 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The superblock's system chunk array entry of the chunk at logical (*len bytes), NULL when
+ * it has none. */
+static const uint8_t *sys_array_entry(const struct btk_super *sb, uint64_t logical, uint32_t *len)
+{
+	uint32_t size = btk_le32(sb->sys_chunk_array_size), off = 0;
+	const uint32_t head = (uint32_t)offsetof(struct btrfs_chunk, stripe);
+
+	if (size > BTK_SYS_ARRAY_SIZE)
+		return NULL;
+	while (off + sizeof(struct btk_disk_key) + head <= size) {
+		struct btk_key k;
+		btk_disk_to_key((const struct btk_disk_key *)(sb->sys_chunk_array + off), &k);
+		off += (uint32_t)sizeof(struct btk_disk_key);
+		const uint8_t *ch = sb->sys_chunk_array + off;
+		uint32_t n = BTK_GET(struct btrfs_chunk, ch, num_stripes);
+		uint32_t l = head + n * (uint32_t)sizeof(struct btrfs_stripe);
+		if (!n || off + l > size)
+			return NULL;
+		if (k.type == BTRFS_CHUNK_ITEM_KEY && k.offset == logical) {
+			*len = l;
+			return ch;
+		}
+		off += l;
+	}
+	return NULL;
+}
+
+/* A system chunk of the chunk tree is what the superblock's array says (the kernel maps the
+ * chunk tree through the array alone, btrfs check builds its devices from it). */
+static void sys_chunk_in_array(struct chk *c, const struct btk_block *b, const struct btk_key *k,
+			       const uint8_t *p, uint32_t sz)
+{
+	uint32_t len = 0;
+	const uint8_t *a;
+
+	if (c->fs->sys_array_scanned || sz < sizeof(struct btrfs_chunk) ||
+	    !(BTK_GET(struct btrfs_chunk, p, type) & BTRFS_BLOCK_GROUP_SYSTEM))
+		return;
+	if (!(a = sys_array_entry(&c->fs->sb, k->offset, &len))) {
+		chk_rep(c, CHK_M_SYS_ARRAY_MISSING, 3, b->bytenr, k, CHK_U(k->offset));
+		return;
+	}
+	for (uint32_t i = 0; i < sz || i < len; i++)
+		if (i >= sz || i >= len || a[i] != p[i]) {
+			chk_rep(c, CHK_M_SYS_ARRAY_DIFFERS, 3, b->bytenr, k, CHK_U(k->offset),
+				CHK_U(i));
+			return;
+		}
+}
+
 void chk_chunk_leaf(struct chk *c, const struct btk_block *b)
 {
 	chk_for_items (c, b, 0, it) {
 		if (it.k.type == BTRFS_CHUNK_ITEM_KEY) {
+			sys_chunk_in_array(c, b, &it.k, it.p, it.sz);
 			struct btk_chunk *ch = NULL;
 			if (btk_chunk_parse(it.p, it.sz, it.k.offset, c->fs->sectorsize, &ch))
 				chk_rep(c, CHK_M_CHUNK_INVALID, 3, b->bytenr, &it.k,

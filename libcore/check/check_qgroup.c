@@ -9,6 +9,7 @@
  */
 #include "check/check_priv.h"
 #include "format/file_extent.h"
+#include "format/qgroup_item.h"
 
 #include <stdlib.h>
 
@@ -43,6 +44,8 @@ void chk_qgroup_block(struct chk *c, const struct btk_block *b)
 
 void chk_quota_leaf(struct chk *c, const struct btk_block *b)
 {
+	struct btk_qgroup_counts n;
+
 	chk_for_items (c, b, 0, it) {
 		if (it.k.type == BTRFS_QGROUP_STATUS_KEY &&
 		    it.sz >= sizeof(struct btrfs_qgroup_status_item)) {
@@ -50,13 +53,13 @@ void chk_quota_leaf(struct chk *c, const struct btk_block *b)
 			c->qstatus_gen = BTK_GET(struct btrfs_qgroup_status_item, it.p, generation);
 			c->qstatus_seen = true;
 		} else if (it.k.type == BTRFS_QGROUP_INFO_KEY &&
-			   it.sz >= sizeof(struct btrfs_qgroup_info_item)) {
+			   !btk_qgroup_info_parse(it.p, it.sz, &n)) {
 			struct chk_qinfo *q = chk_push(c, &c->qinfos);
 			if (!q)
 				return;
 			q->id = it.k.offset;
-			q->rfer = BTK_GET(struct btrfs_qgroup_info_item, it.p, rfer);
-			q->excl = BTK_GET(struct btrfs_qgroup_info_item, it.p, excl);
+			q->rfer = n.rfer;
+			q->excl = n.excl;
 		} else if (it.k.type == BTRFS_QGROUP_RELATION_KEY &&
 			   QGROUP_LEVEL(it.k.offset) > QGROUP_LEVEL(it.k.objectid)) {
 			struct chk_range *r = chk_push(c, &c->qrels);

@@ -2,6 +2,7 @@
 #include "base/csum.h"
 #include "base/error.h"
 #include "format/dir_item.h"
+#include "format/qgroup_item.h"
 #include "format/root_item.h"
 #include "fs/fs_write.h"
 
@@ -22,7 +23,7 @@ static int root_refs(struct btk_trans *t, const struct btk_subvol_new *s)
 
 int btk_qgroup_create(struct btk_trans *t, uint64_t id)
 {
-	struct btrfs_qgroup_info_item info = {0};
+	uint8_t info[BTK_QGROUP_INFO_SIZE];
 	struct btrfs_qgroup_limit_item limit = {0};
 	struct btk_key k = {0, BTRFS_QGROUP_INFO_KEY, id}; /* level 0: the qgroup id is the id */
 	struct btk_root q;
@@ -37,9 +38,9 @@ int btk_qgroup_create(struct btk_trans *t, uint64_t id)
 		return ret;
 	if (ret == 0 && k.objectid == 0 && k.type == BTRFS_QGROUP_INFO_KEY && k.offset == id)
 		return 0; /* there already */
-	btk_put64((uint8_t *)&info.generation, btk_trans_id(t));
+	btk_qgroup_info_write(info, btk_trans_id(t), &(struct btk_qgroup_counts){0});
 	k = (struct btk_key){0, BTRFS_QGROUP_INFO_KEY, id};
-	if ((ret = btk_item_insert(t, BTRFS_QUOTA_TREE_OBJECTID, &k, &info, sizeof(info))))
+	if ((ret = btk_item_insert(t, BTRFS_QUOTA_TREE_OBJECTID, &k, info, sizeof(info))))
 		return ret;
 	k.type = BTRFS_QGROUP_LIMIT_KEY;
 	return btk_item_insert(t, BTRFS_QUOTA_TREE_OBJECTID, &k, &limit, sizeof(limit));

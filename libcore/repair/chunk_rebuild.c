@@ -62,15 +62,9 @@ struct cr {
 	struct cr_chunks known;	 /* the system chunk array's and the chunk items that read */
 	struct cr_chunks chunks; /* the rebuilt ones */
 	struct rp_probs after;
-	uint64_t walk_owner; /* the tree walk_items reads */
+	uint64_t walk_owner;		     /* the tree walk_items reads */
+	uint8_t (*items)[BTK_DEV_ITEM_SIZE]; /* each device's item, to be written */
 };
-
-static void chunks_free(struct cr_chunks *v)
-{
-	for (size_t i = 0; i < v->n; i++)
-		free(v->data[i]);
-	btk_vec_free(v);
-}
 
 static struct btk_chunk *chunk_dup(const struct btk_chunk *c)
 {
@@ -381,7 +375,7 @@ static int build(struct cr *x, bool strict)
 	size_t j = 0;
 	int ret = 0;
 
-	chunks_free(&x->chunks);
+	btk_vec_free_each(&x->chunks);
 	x->res->old_items_used = 0;
 	if (dv->n)
 		qsort(dv->data, dv->n, sizeof(*dv->data), dext_chunk_cmp);
@@ -607,18 +601,8 @@ static int known_chunks(struct cr *x)
 static int verify(void *ctx, struct btk_trans *t)
 {
 	struct cr *x = ctx;
-	struct rp_collect c;
-	int ret = rp_view_check(t, &x->after, &c);
 
-	if (ret)
-		return ret;
-	if (c.unchecked)
-		return btk_err(ECANCELED, "the rebuilt state does not check (its root tree does "
-					  "not read): nothing written");
-	for (size_t i = 0; i < x->after.n; i++)
-		if (!x->after.data[i].warn)
-			return rp_refuse_problem(&x->after.data[i], "chunk tree");
-	return 0;
+	return rp_view_verify(t, &x->after, "chunk tree", NULL, NULL, NULL);
 }
 
 /* Each device's item: its superblock's copy, with the bytes its dev extents take. */
@@ -658,111 +642,93 @@ static int dev_items(struct cr *x, uint8_t (*items)[BTK_DEV_ITEM_SIZE])
 	return 0;
 }
 
-static int write_tree(struct cr *x)
+/* In the transaction: the chunk tree made again from the device items and the chunks. */
+static int write_tree(struct btk_trans *t, void *ctx)
 {
+	struct cr *x = ctx;
 	struct btk_fs *fs = x->fs;
-	struct btk_wfs *w = NULL;
-	struct btk_trans *t = NULL;
-	uint8_t(*items)[BTK_DEV_ITEM_SIZE] = calloc((size_t)fs->ndevs, BTK_DEV_ITEM_SIZE);
-	int ret;
+	int ret = rp_tree_replace(t, BTRFS_CHUNK_TREE_OBJECTID, &x->res->old_blocks);
 
-	if (!items)
-		return btk_err(ENOMEM, "out of memory");
-	if ((ret = dev_items(x, items)) ||
-	    (ret = btk_write_open(fs, BTK_WRITE_CHUNK_REBUILD | BTK_WRITE_QGROUPS_KEPT, &w)) ||
-	    (ret = btk_trans_start(w, &t)) ||
-	    (ret = rp_tree_replace(t, BTRFS_CHUNK_TREE_OBJECTID, &x->res->old_blocks)))
-		goto out;
 	for (int i = 0; i < fs->ndevs && !ret; i++) {
 		struct btk_key k = {BTRFS_DEV_ITEMS_OBJECTID, BTRFS_DEV_ITEM_KEY,
 				    fs->devs[i].devid};
-		ret =
-		    btk_item_insert(t, BTRFS_CHUNK_TREE_OBJECTID, &k, items[i], BTK_DEV_ITEM_SIZE);
+		ret = btk_item_insert(t, BTRFS_CHUNK_TREE_OBJECTID, &k, x->items[i],
+				      BTK_DEV_ITEM_SIZE);
 	}
 	for (size_t i = 0; i < x->chunks.n && !ret; i++) {
 		const struct btk_chunk *c = x->chunks.data[i];
 		uint8_t buf[sizeof(struct btrfs_chunk) + 256 * sizeof(struct btrfs_stripe)];
 		struct btk_key k = {BTRFS_FIRST_CHUNK_TREE_OBJECTID, BTRFS_CHUNK_ITEM_KEY,
 				    c->logical};
-		if (c->num_stripes > 256) {
-			ret = btk_err(EUCLEAN, "chunk %llu: %d stripes",
-				      (unsigned long long)c->logical, c->num_stripes);
-			break;
-		}
+		if (c->num_stripes > 256)
+			return btk_err(EUCLEAN, "chunk %llu: %d stripes",
+				       (unsigned long long)c->logical, c->num_stripes);
 		ret = btk_item_insert(t, BTRFS_CHUNK_TREE_OBJECTID, &k, buf,
 				      btk_chunk_to_item(c, buf));
 	}
-	if (ret)
-		goto out;
-	x->res->devices = (uint64_t)fs->ndevs;
-	ret = btk_trans_commit_verify(t, verify, x);
-	t = NULL;
-	x->res->rebuilt = !ret;
-out:
-	if (t)
-		btk_trans_abort(t);
-	btk_write_close(w);
-	free(items);
+	if (!ret)
+		x->res->devices = (uint64_t)fs->ndevs;
 	return ret;
 }
 
-static int rebuild(struct cr *x, const char *const *paths, int n, const struct btk_open_opts *oo,
-		   bool probe)
+/* Whether the chunk tree reads whole (1: nothing to rebuild); a log tree is refused. */
+static int look(struct btk_fs *fs, void *ctx)
 {
-	struct btk_open_opts o = *oo;
-	struct btk_fs *fs = NULL;
+	struct cr *x = ctx;
 	int ret;
 
-	o.write = !probe;
-	o.chunk_damage = true;
-	if ((ret = btk_fs_open(paths, n, &o, &fs)))
-		return ret;
 	x->fs = fs;
-	if ((ret = known_chunks(x)) || x->res->whole || probe)
-		goto out;
-	if (btk_le64(fs->sb.log_root)) {
-		ret = btk_err(EBUSY, "the filesystem has a log tree: its blocks would not be "
-				     "known to the check of the rebuilt state");
-		goto out;
-	}
+	if ((ret = known_chunks(x)))
+		return ret;
+	if (x->res->whole)
+		return 1;
+	if (btk_le64(fs->sb.log_root))
+		return btk_err(EBUSY, "the filesystem has a log tree: its blocks would not be "
+				      "known to the check of the rebuilt state");
+	return 0;
+}
+
+/* Before the transaction: the chunks from the scan's evidence, and the device items. */
+static int prepare(struct btk_fs *fs, void *ctx)
+{
+	struct cr *x = ctx;
+	int ret;
+
 	if ((ret = scan_devices(x)))
-		goto out;
+		return ret;
 	dexts_newest(&x->dexts);
 	bgs_newest(&x->bgs);
 	x->res->scan_dev_extents = x->dexts.n;
 	x->res->scan_block_groups = x->bgs.n;
-	if (!x->bgs.n || !x->dexts.n) {
-		ret = btk_err(EUCLEAN,
-			      "the scan of %llu bytes found %llu tree block(s), %zu dev extent(s) "
-			      "and %zu block group item(s): nothing to rebuild the chunk tree from",
-			      (unsigned long long)x->res->scanned_bytes,
-			      (unsigned long long)x->res->tree_blocks, x->dexts.n, x->bgs.n);
-		goto out;
-	}
+	if (!x->bgs.n || !x->dexts.n)
+		return btk_err(
+		    EUCLEAN,
+		    "the scan of %llu bytes found %llu tree block(s), %zu dev extent(s) "
+		    "and %zu block group item(s): nothing to rebuild the chunk tree from",
+		    (unsigned long long)x->res->scanned_bytes,
+		    (unsigned long long)x->res->tree_blocks, x->dexts.n, x->bgs.n);
 	/* the first map from the newest items found, then from the trees it reads, until the
 	 * two agree */
 	if ((ret = build(x, false)) || (ret = install(x)))
-		goto out;
+		return ret;
 	for (int round = 0;; round++) {
 		struct cr_chunks prev = x->chunks;
 		x->chunks = (struct cr_chunks){0};
 		if ((ret = walk_items(x)) || (ret = build(x, true))) {
-			chunks_free(&prev);
-			goto out;
+			btk_vec_free_each(&prev);
+			return ret;
 		}
 		bool same = same_set(&prev, x->chunks.data, x->chunks.n);
-		chunks_free(&prev);
+		btk_vec_free_each(&prev);
 		if (same)
 			break;
-		if (round == 2) {
-			ret =
-			    btk_err(EUCLEAN, "the dev tree and block group items read through the "
-					     "rebuilt chunks name other chunks again: the evidence "
-					     "disagrees");
-			goto out;
-		}
+		if (round == 2)
+			return btk_err(EUCLEAN,
+				       "the dev tree and block group items read through the "
+				       "rebuilt chunks name other chunks again: the evidence "
+				       "disagrees");
 		if ((ret = install(x)))
-			goto out;
+			return ret;
 	}
 	x->res->dev_extents = x->dexts.n;
 	x->res->block_groups = x->bgs.n;
@@ -770,30 +736,61 @@ static int rebuild(struct cr *x, const char *const *paths, int n, const struct b
 	for (size_t i = 0; i < x->chunks.n; i++)
 		x->res->sys_chunks += !!(x->chunks.data[i]->type & BTRFS_BLOCK_GROUP_SYSTEM);
 	if ((ret = check_known(x)) || (ret = check_placement(x)))
-		goto out;
-	ret = write_tree(x);
-out:
+		return ret;
+	if (!(x->items = calloc((size_t)fs->ndevs, BTK_DEV_ITEM_SIZE)))
+		return btk_err(ENOMEM, "out of memory");
+	return dev_items(x, x->items);
+}
+
+/* Only whether the chunk tree reads whole, read-only. */
+static int probe(struct cr *x, const char *const *paths, int n, const struct btk_open_opts *oo)
+{
+	struct btk_open_opts o = *oo;
+	struct btk_fs *fs;
+	int ret;
+
+	o.write = false;
+	o.chunk_damage = true;
+	if ((ret = btk_fs_open(paths, n, &o, &fs)))
+		return ret;
+	x->fs = fs;
+	ret = known_chunks(x);
 	btk_fs_close(fs);
 	return ret;
 }
 
 static int run(const char *const *paths, int n, const struct btk_open_opts *oo,
-	       struct btk_chunk_rebuild_result *res, bool probe)
+	       struct btk_chunk_rebuild_result *res, bool probe_only)
 {
 	struct cr x = {.res = res};
 	int ret;
 
 	memset(res, 0, sizeof(*res));
-	ret = rebuild(&x, paths, n, oo, probe);
+	if (probe_only)
+		ret = probe(&x, paths, n, oo);
+	else
+		ret = rp_run(paths, n, oo,
+			     &(struct rp_run){.look = look,
+					      .prepare = prepare,
+					      .fn = write_tree,
+					      .verify = verify,
+					      .ctx = &x,
+					      .write_flags = BTK_WRITE_CHUNK_REBUILD,
+					      .chunk_damage = true});
+	if (ret == 1)
+		ret = 0; /* the chunk tree reads whole: nothing written */
+	else if (!probe_only)
+		res->rebuilt = !ret;
 	btk_vec_free(&x.blocks);
 	btk_vec_free(&x.dexts);
 	btk_vec_free(&x.bgs);
 	for (size_t i = 0; i < x.olds.n; i++)
 		free(x.olds.data[i].c);
 	btk_vec_free(&x.olds);
-	chunks_free(&x.known);
-	chunks_free(&x.chunks);
+	btk_vec_free_each(&x.known);
+	btk_vec_free_each(&x.chunks);
 	btk_vec_free(&x.after);
+	free(x.items);
 	return ret;
 }
 

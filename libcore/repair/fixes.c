@@ -703,8 +703,7 @@ static int fix_dext_beyond(struct rp_ctx *x, const struct rp_prob *p, char *befo
 	uint64_t logical = BTK_GET(struct btrfs_dev_extent, item, chunk_offset);
 	const struct btk_chunk *c = btk_chunk_find(fs, logical);
 	if (!c || c->logical != logical || c->length != len)
-		return btk_err(EUCLEAN, "dev extent %llu: its chunk %llu has another length",
-			       (unsigned long long)phys, (unsigned long long)logical);
+		return 1; /* the dev extent differs from its chunk (E0303): the dev tree rebuild */
 	/* a device item smaller than the device: it takes the device's size (fix-device-size) */
 	struct btk_fs_dev *d = btk_fs_dev_find(fs, devid);
 	uint64_t real = d && d->dev ? d->dev->size / fs->sectorsize * fs->sectorsize : 0;
@@ -731,41 +730,9 @@ static int fix_dext_beyond(struct rp_ctx *x, const struct rp_prob *p, char *befo
 	return btk_chunk_shrink(x->t, logical, keep);
 }
 
-/* E0302: a chunk stripe without its dev extent gets one, its length the stripe's and its chunk
- * tree uuid the chunk root's (a new overlap is found by the re-check: the round refused). */
-static int fix_dext_missing(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-			    size_t cap)
-{
-	struct btk_fs *fs = btk_trans_fs(x->t);
-	uint64_t logical = val(p, 0), devid = val(p, 2), phys = val(p, 3);
-	const struct btk_chunk *c = btk_chunk_find(fs, logical);
-	struct btk_block_check want = {.level = fs->sb.chunk_root_level,
-				       .generation = btk_le64(fs->sb.chunk_root_generation)};
-	uint8_t item[BTK_DEV_EXTENT_SIZE];
-	struct btk_key k = {devid, BTRFS_DEV_EXTENT_KEY, phys};
-	struct btk_block *b;
-	uint64_t len;
-	int ret;
-
-	if (p->nvals < 4)
-		return btk_err(EINVAL, "dev extent report without its values");
-	if (!c || c->logical != logical || !(len = btk_chunk_stripe_len(c)))
-		return btk_err(EUCLEAN, "chunk %llu: not in the chunk map",
-			       (unsigned long long)logical);
-	if ((ret = btk_block_read(fs, btk_le64(fs->sb.chunk_root), &want, &b)))
-		return ret;
-	btk_dev_extent_write(item, logical, len, btk_hdr(b)->chunk_tree_uuid);
-	btk_block_put(b);
-	snprintf(before, cap, "no dev extent at devid %llu physical %llu",
-		 (unsigned long long)devid, (unsigned long long)phys);
-	snprintf(after, cap, "dev extent of chunk %llu, %llu bytes", (unsigned long long)logical,
-		 (unsigned long long)len);
-	return btk_item_insert(x->t, BTRFS_DEV_TREE_OBJECTID, &k, item, sizeof(item));
-}
-
 /* E0304: a dev extent no chunk stripe has, whose chunk_offset names a chunk that is in the map:
  * a stray (a fuzzed or stale offset), removed; each stripe of that chunk without a dev extent
- * gets one (fix_dext_missing). One naming no chunk is left: it may be all that is left of a
+ * gets one (the dev tree rebuild). One naming no chunk is left: it may be all that is left of a
  * lost chunk item (the chunk-tree rebuild reads it). */
 static int fix_dext_orphan(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 			   size_t cap)
@@ -779,6 +746,12 @@ static int fix_dext_orphan(struct rp_ctx *x, const struct rp_prob *p, char *befo
 
 	if (p->nvals < 3)
 		return btk_err(EINVAL, "dev extent report without its values");
+	if (x->rebuilt & (1u << RP_RB_DEV)) { /* the round rebuilt the dev tree: it is gone */
+		snprintf(before, cap, "dev extent devid %llu physical %llu",
+			 (unsigned long long)devid, (unsigned long long)phys);
+		snprintf(after, cap, "removed with the dev tree rebuild");
+		return 0;
+	}
 	if ((ret = item_get(x->t, BTRFS_DEV_TREE_OBJECTID, &k, item, sizeof(item), &isz)))
 		return ret;
 	uint64_t logical = BTK_GET(struct btrfs_dev_extent, item, chunk_offset);

@@ -6,20 +6,25 @@
  * only at keys inside that range (so nothing that still reads is touched), from:
  *  - names: directory entries (DIR_INDEX, DIR_ITEM) elsewhere naming an inode, and inode
  *    references (INODE_REF) elsewhere naming its directory: each name gets back the sides
- *    that lay in the leaf;
+ *    that lay in the leaf; entries naming subvolumes from the root tree's ROOT_REF items;
  *  - file data: the extent tree's keyed data references (root, inode, file offset) give one
- *    regular extent each, the whole extent from its start (what a file written once has);
- *    compressed when one algorithm decodes the extent whole to at least a sector more than it
- *    holds (base/compress.h btk_decompress_whole), its length then the decoded one;
+ *    regular extent each, from its start up to the file's next extent (a later write over
+ *    its end, whose rest a snapshot keeps); compressed when one algorithm decodes the extent
+ *    whole to at least a sector more than it holds (base/compress.h btk_decompress_whole),
+ *    its length then the decoded one;
  *  - inodes: an inode item that lay in the leaf is made from what names it (a directory when
  *    something names it as parent; else the type its entry says; a regular file when only
  *    data names it): owner and times of its parent, one link per name, the size of its
- *    names (directories) or its extents, the last sector's trailing zero bytes left out (the
- *    kernel zero-fills a file's tail), NODATASUM when its data has no checksums.
+ *    names (directories) or its extents: a compressed last extent decodes to the exact
+ *    size, a plain one's trailing zero bytes of its last sector are left out (the kernel
+ *    zero-fills a file's tail; a file that truly ends in zero bytes is cut short unless an
+ *    older copy of its item says more), NODATASUM when its data has no checksums.
  * What none of these names (an inode with data but no name left) is linked into lost+found in
  * the top directory under its inode number. Lost for good, unless an older copy of the leaf is
- * still on disk: inline file data, symlink targets, xattrs, inode flags and times. Refused:
- * data shared through a snapshot's full back references.
+ * still on disk (the root scan of older generations, tree/scan.h): inline file data (it lives
+ * in the leaf only), names both of whose sides lay in the leaf, symlink targets, xattrs,
+ * inode flags and times. Refused: data shared through a snapshot's full back references
+ * (a lost block a snapshot shares).
  */
 #include "repair/repair_int.h"
 #include "base/compress.h"
@@ -76,6 +81,7 @@ struct ll_ino {
 	struct btk_file_extent tail; /* the extent item that reads and ends at ext_end */
 	bool rebuilt;		     /* its item was made again */
 	uint64_t sub_size;	     /* a directory: what its entries naming subvolumes count */
+	uint64_t sub_added;	     /* of that, the sides of such entries made again */
 	struct btk_inode_info info;  /* have: the item */
 };
 BTK_VEC(ll_inos, struct ll_ino);
@@ -89,6 +95,7 @@ BTK_VEC(ll_modes, struct ll_mode);
 struct ll_ref { /* a data reference naming the tree */
 	uint64_t bytenr, len, ino, offset, gen;
 	uint64_t dec; /* rebuilt compressed: the length it decodes to (else 0) */
+	uint64_t num; /* rebuilt: the bytes of file it covers (else 0) */
 };
 BTK_VEC(ll_refs, struct ll_ref);
 
@@ -112,6 +119,8 @@ struct ll {
 	bool first_walk;	/* the walk that finds the lost blocks' ranges */
 	uint64_t gen;		/* the lost blocks' newest generation */
 	struct ll_names names;
+	struct ll_names subs; /* entries naming subvolumes with a side in a lost range (ino: the
+				 subvolume's id) */
 	struct ll_inos inos;
 	struct ll_refs refs;
 	struct ll_modes modes;	   /* every inode item that reads, in key order */
@@ -357,7 +366,8 @@ static int ref_of(void *ctx, const struct btk_key *rec, const struct btk_extent_
 	struct ll_ref *o = btk_vec_push(&l->refs);
 	if (!o)
 		return btk_err(ENOMEM, "out of memory");
-	*o = (struct ll_ref){rec->objectid, rec->offset, r->objectid, r->offset, h->generation, 0};
+	*o = (struct ll_ref){
+	    rec->objectid, rec->offset, r->objectid, r->offset, h->generation, 0, 0};
 	return 0;
 }
 
@@ -485,6 +495,15 @@ static bool compressed(struct ll *l, uint64_t bytenr, uint64_t len, int *type, u
 	return false;
 }
 
+static int cmp_ref(const void *a, const void *b)
+{
+	const struct ll_ref *x = a, *y = b;
+
+	if (x->ino != y->ino)
+		return x->ino < y->ino ? -1 : 1;
+	return x->offset < y->offset ? -1 : x->offset > y->offset;
+}
+
 static uint32_t mode_of(uint8_t type)
 {
 	uint32_t ifmt = btk_ftype_mode(type);
@@ -536,7 +555,7 @@ static bool lost_type(const struct ll *l, uint64_t o, uint8_t type)
 }
 
 struct ll_done {
-	uint64_t inodes, names, extents, lost_found, set_right, from_old, compressed;
+	uint64_t inodes, names, extents, lost_found, set_right, from_old, compressed, subvols;
 };
 
 /* ---- older copies of the lost leaves ---- */
@@ -712,6 +731,67 @@ static int old_put(struct ll *l, const struct ll_old *o, struct ll_done *done)
 	return ret;
 }
 
+/* The entries of the tree's directories that name subvolumes, from the root tree's ROOT_REF
+ * items (tree, ROOT_REF, subvolume): those with a side in a lost range, and what those sides
+ * add to their directory's size. */
+static int sub_refs(struct ll *l)
+{
+	uint8_t buf[BTK_ROOT_REF_HEAD + 255];
+	struct btk_key k = {l->tree, BTRFS_ROOT_REF_KEY, 0};
+	uint32_t size;
+	int ret;
+
+	while (
+	    !(ret = btk_item_next(l->t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, sizeof(buf), &size)) &&
+	    k.objectid == l->tree && k.type == BTRFS_ROOT_REF_KEY) {
+		struct btk_root_ref_ent r;
+		if (size <= sizeof(buf) && !btk_root_ref_parse(buf, size, &r) && r.name_len &&
+		    r.name_len <= 255) {
+			struct btk_key ki = {r.dirid, BTRFS_DIR_ITEM_KEY,
+					     btk_name_hash(r.name, r.name_len)};
+			struct btk_key kx = {r.dirid, BTRFS_DIR_INDEX_KEY, r.sequence};
+			unsigned n = lost(l, &ki) + lost(l, &kx);
+			struct ll_ino *d = n ? ino_get(l, r.dirid, true) : NULL;
+			struct ll_name *e = n ? btk_vec_push(&l->subs) : NULL;
+			if (n && (!d || !e))
+				return btk_err(ENOMEM, "out of memory");
+			if (n) {
+				*e = (struct ll_name){.dir = r.dirid,
+						      .ino = k.offset,
+						      .index = r.sequence,
+						      .type = BTRFS_FT_DIR,
+						      .len = r.name_len};
+				memcpy(e->name, r.name, r.name_len);
+				d->sub_size += n * (uint64_t)r.name_len;
+				d->sub_added += n * (uint64_t)r.name_len;
+			}
+		}
+		if (k.offset == UINT64_MAX)
+			break;
+		k.offset++;
+	}
+	return ret < 0 ? ret : 0;
+}
+
+/* Puts back the lost sides of the entries naming subvolumes. */
+static int sub_names(struct ll *l, struct ll_done *done)
+{
+	for (size_t i = 0; i < l->subs.n; i++) {
+		const struct ll_name *n = &l->subs.data[i];
+		struct btk_key ki = {n->dir, BTRFS_DIR_ITEM_KEY, btk_name_hash(n->name, n->len)};
+		struct btk_key kx = {n->dir, BTRFS_DIR_INDEX_KEY, n->index};
+		struct btk_key loc = {n->ino, BTRFS_ROOT_ITEM_KEY, UINT64_MAX};
+		unsigned sides = (lost(l, &ki) ? BTK_NAME_DIR_ITEM : 0) |
+				 (lost(l, &kx) ? BTK_NAME_DIR_INDEX : 0);
+		int ret = btk_dir_name_add(l->t, l->tree, n->dir, n->name, n->len, &loc,
+					   BTRFS_FT_DIR, n->index, sides);
+		if (ret)
+			return ret;
+		done->subvols++;
+	}
+	return 0;
+}
+
 static int rebuild(struct ll *l, struct ll_done *done)
 {
 	struct btk_trans *t = l->t;
@@ -720,33 +800,41 @@ static int rebuild(struct ll *l, struct ll_done *done)
 	struct btk_inode_info top = l->top; /* the owner and times a rebuilt inode takes */
 	int ret = 0;
 
-	/* extents: each data reference whose item lay in the leaf */
+	/* extents: each data reference whose item lay in the leaf, up to where the file's next
+	 * extent starts (a write over its end: the rest is held by a snapshot) */
+	btk_vec_sort(&l->refs, cmp_ref);
 	for (size_t i = 0; i < l->refs.n; i++) {
 		const struct ll_ref *r = &l->refs.data[i];
 		struct btk_key k = {r->ino, BTRFS_EXTENT_DATA_KEY, r->offset};
 		if (!lost(l, &k))
 			continue;
 		int type = 0;
-		uint64_t dec = 0, num = r->len;
-		if (compressed(l, r->bytenr, r->len, &type, &dec)) {
-			num = (dec + ss - 1) / ss * ss;
-			struct btk_file_extent fe = {.file_offset = r->offset,
-						     .type = BTRFS_FILE_EXTENT_REG,
-						     .compression = (uint8_t)type,
-						     .disk_bytenr = r->bytenr,
-						     .disk_num_bytes = r->len,
-						     .num_bytes = num,
-						     .ram_bytes = num};
-			ret = btk_file_extent_insert(t, l->tree, r->ino, &fe);
-		} else {
-			ret =
-			    btk_file_extent_whole(t, l->tree, r->ino, r->offset, r->bytenr, r->len);
-		}
+		uint64_t dec = 0, ram = r->len;
+		if (compressed(l, r->bytenr, r->len, &type, &dec))
+			ram = (dec + ss - 1) / ss * ss;
+		uint64_t num = ram;
+		for (size_t j = i + 1; j < l->refs.n && l->refs.data[j].ino == r->ino; j++)
+			if (l->refs.data[j].offset > r->offset) {
+				if (l->refs.data[j].offset - r->offset < num) {
+					num = l->refs.data[j].offset - r->offset;
+					dec = 0; /* not the file's tail */
+				}
+				break;
+			}
+		struct btk_file_extent fe = {.file_offset = r->offset,
+					     .type = BTRFS_FILE_EXTENT_REG,
+					     .compression = (uint8_t)type,
+					     .disk_bytenr = r->bytenr,
+					     .disk_num_bytes = r->len,
+					     .num_bytes = num,
+					     .ram_bytes = ram};
+		ret = btk_file_extent_insert(t, l->tree, r->ino, &fe);
 		if (ret == -EEXIST)
 			continue; /* two references at one offset: the first one */
 		if (ret)
 			return ret;
 		l->refs.data[i].dec = dec;
+		l->refs.data[i].num = num;
 		done->extents++;
 		done->compressed += type != 0;
 		struct ll_ino *e = ino_get(l, r->ino, true);
@@ -812,6 +900,9 @@ static int rebuild(struct ll *l, struct ll_done *done)
 		l->names.data[l->names.n - 1].index = UINT64_MAX - 1; /* given below */
 		done->lost_found++;
 	}
+	/* entries naming subvolumes: their directories count them */
+	if ((ret = sub_refs(l)))
+		return ret;
 	/* the inode items: a directory when something names it as its parent */
 	for (size_t i = 0; i < l->inos.n; i++) {
 		struct ll_ino *e = &l->inos.data[i];
@@ -854,14 +945,19 @@ static int rebuild(struct ll *l, struct ll_done *done)
 			/* the file's tail: the kernel zero-fills its last sector past the size; a
 			 * compressed last extent decodes to the size itself */
 			bool tail = false;
-			for (size_t j = 0; j < l->refs.n && e->ext_end && !tail; j++) {
-				const struct ll_ref *r = &l->refs.data[j];
-				if (r->ino != e->ino)
-					continue;
-				if (r->dec && r->offset + (r->dec + ss - 1) / ss * ss == e->ext_end)
-					a.size = r->offset + r->dec, tail = true;
-				else if (r->offset + r->len == e->ext_end)
-					a.size -= tail_zeros(l, r->bytenr, r->len), tail = true;
+			const struct ll_ref *last = NULL; /* the file's last extent */
+			for (size_t j = 0; j < l->refs.n; j++)
+				if (l->refs.data[j].ino == e->ino &&
+				    (!last || l->refs.data[j].offset > last->offset))
+					last = &l->refs.data[j];
+			if (last && e->ext_end && last->dec &&
+			    last->offset + (last->dec + ss - 1) / ss * ss == e->ext_end) {
+				a.size = last->offset + last->dec;
+				tail = true;
+			} else if (last && e->ext_end && last->offset + last->len == e->ext_end &&
+				   (!last->num || last->num == last->len)) {
+				a.size -= tail_zeros(l, last->bytenr, last->len);
+				tail = true;
 			}
 			/* or the last extent item, which reads, says it */
 			if (!tail && e->ext_end && e->tail.num_bytes &&
@@ -897,7 +993,10 @@ static int rebuild(struct ll *l, struct ll_done *done)
 					return ret;
 			} else if (!dir && in.size <= e->ext_end &&
 				   in.size + l->fs->sectorsize > e->ext_end) {
-				a.size = in.size;
+				/* the older size, unless the data says the file grew since
+				 * (non-zero bytes past it): that copy predates a write */
+				if (in.size > a.size)
+					a.size = in.size;
 			} else if (!dir && !e->ext_end && !in.size) {
 				a.size = 0;
 			}
@@ -959,6 +1058,8 @@ static int rebuild(struct ll *l, struct ll_done *done)
 		(void)pd;
 		done->names++;
 	}
+	if ((ret = sub_names(l, done)))
+		return ret;
 	/* the inline data of files that still read, and xattrs, from the older copies */
 	for (size_t i = 0; i < l->inos.n; i++) {
 		struct ll_ino *e = &l->inos.data[i];
@@ -995,6 +1096,8 @@ static int rebuild(struct ll *l, struct ll_done *done)
 					    ? 20
 					: dir && e->ino == l->lf_ino && l->top_has_lf ? l->lf_added
 										      : 0;
+			if (dir)
+				grow += e->sub_added;
 			if (!grow)
 				continue;
 			if ((ret = btk_inode_add_dir_size(t, l->tree, e->ino, grow)))
@@ -1300,6 +1403,7 @@ out:
 	btk_vec_free(&l.orph);
 	btk_vec_free(&l.live);
 	btk_vec_free(&l.names);
+	btk_vec_free(&l.subs);
 	btk_vec_free(&l.inos);
 	btk_vec_free(&l.refs);
 	btk_vec_free(&l.modes);

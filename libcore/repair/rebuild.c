@@ -25,9 +25,11 @@
 #include "base/error.h"
 #include "backref/qgroup.h"
 #include "base/vec.h"
+#include "format/dev_items.h"
 #include "format/extent_refs.h"
 #include "format/file_extent.h"
 #include "format/inode_item.h"
+#include "format/qgroup_item.h"
 #include "format/root_item.h"
 #include "fs/fs_write.h"
 #include "trans/trans.h"
@@ -475,8 +477,11 @@ int rp_run(const char *const *paths, int n, const struct btk_open_opts *oo, cons
 	int ret;
 
 	o.write = true;
+	o.chunk_damage |= r->chunk_damage;
 	if ((ret = btk_fs_open(paths, n, &o, &fs)))
 		return ret;
+	if (r->look && (ret = r->look(fs, r->ctx)))
+		goto out;
 	if (btk_le64(fs->sb.log_root)) {
 		/* its blocks, extents and checksums are not in the trees the rebuilds derive from
 		 */
@@ -796,6 +801,108 @@ static bool reloc_item_same(void *ctx, size_t i, const struct btk_key *k, const 
 	       !memcmp(d + sizeof(struct btrfs_inode_ref), "..", 2);
 }
 
+/* An item of the dev tree kept across its rebuild (device statistics, a replace item). */
+struct dev_kept {
+	struct btk_key key;
+	uint32_t size;
+	uint8_t data[256];
+};
+BTK_VEC(dev_kepts, struct dev_kept);
+
+/* Whether a stripe of a chunk of the map lies at physical on device devid. */
+static bool stripe_at(const struct btk_fs *fs, uint64_t devid, uint64_t physical)
+{
+	for (int i = 0; i < fs->nchunks; i++)
+		for (int s = 0; s < fs->chunks[i]->num_stripes; s++)
+			if (fs->chunks[i]->stripes[s].devid == devid &&
+			    fs->chunks[i]->stripes[s].offset == physical)
+				return true;
+	return false;
+}
+
+/* The dev tree made again from the chunk map: a dev extent for every stripe of every chunk;
+ * the other items that read (device statistics, a replace item) are kept. A dev extent that
+ * reads, lies where no stripe of the map does and names a chunk the map lacks refuses it: it
+ * may be all that is left of a lost chunk item (--rescue chunk-tree reads it). */
+static int dev_step(struct btk_trans *t, struct btk_tree_rebuild_result *res)
+{
+	struct btk_fs *fs = btk_trans_fs(t);
+	struct btk_block_check want = {.level = fs->sb.chunk_root_level,
+				       .generation = btk_le64(fs->sb.chunk_root_generation)};
+	struct dev_kepts kept = {0};
+	struct btk_key k = {0, 0, 0};
+	uint8_t uuid[BTK_UUID_SIZE], buf[256];
+	struct btk_block *b;
+	uint32_t size = 0;
+	int ret;
+
+	if ((ret = btk_block_read(fs, btk_le64(fs->sb.chunk_root), &want, &b)))
+		return ret;
+	memcpy(uuid, btk_hdr(b)->chunk_tree_uuid, BTK_UUID_SIZE);
+	btk_block_put(b);
+	for (;;) {
+		ret = btk_item_next(t, BTRFS_DEV_TREE_OBJECTID, &k, buf, sizeof(buf), &size);
+		if (ret) {
+			if (ret < 0)
+				btk_err_clear(); /* an unreadable block: what it held is made again
+						  */
+			ret = 0;
+			break;
+		}
+		if (k.type == BTRFS_DEV_EXTENT_KEY && size >= BTK_DEV_EXTENT_SIZE) {
+			uint64_t at = BTK_GET(struct btrfs_dev_extent, buf, chunk_offset);
+			const struct btk_chunk *c = btk_chunk_find(fs, at);
+			if ((!c || c->logical != at) && !stripe_at(fs, k.objectid, k.offset)) {
+				ret =
+				    btk_err(EUCLEAN,
+					    "dev extent devid %llu physical %llu names chunk %llu, "
+					    "which the chunk map lacks (a lost chunk item? "
+					    "--rescue chunk-tree)",
+					    (unsigned long long)k.objectid,
+					    (unsigned long long)k.offset, (unsigned long long)at);
+				break;
+			}
+		} else if (k.type != BTRFS_DEV_EXTENT_KEY && size <= sizeof(buf)) {
+			struct dev_kept *d = btk_vec_push(&kept);
+			if (!d) {
+				ret = btk_err(ENOMEM, "out of memory");
+				break;
+			}
+			d->key = k;
+			d->size = size;
+			memcpy(d->data, buf, size);
+		}
+		if (++k.offset == 0 && ++k.type == 0 && ++k.objectid == 0)
+			break;
+	}
+	if (!ret)
+		ret = rp_tree_replace(t, BTRFS_DEV_TREE_OBJECTID, &res->old_blocks);
+	for (size_t i = 0; !ret && i < kept.n; i++) {
+		const struct dev_kept *d = btk_vec_at(&kept, i);
+		ret = btk_item_insert(t, BTRFS_DEV_TREE_OBJECTID, &d->key, d->data, d->size);
+		res->items++;
+	}
+	for (int i = 0; !ret && i < fs->nchunks; i++) {
+		const struct btk_chunk *c = fs->chunks[i];
+		uint64_t len = btk_chunk_stripe_len(c);
+		for (int s = 0; !ret && s < c->num_stripes; s++) {
+			struct btk_key dk = {c->stripes[s].devid, BTRFS_DEV_EXTENT_KEY,
+					     c->stripes[s].offset};
+			btk_dev_extent_write(buf, c->logical, len, uuid);
+			ret = btk_item_insert(t, BTRFS_DEV_TREE_OBJECTID, &dk, buf,
+					      BTK_DEV_EXTENT_SIZE);
+			if (ret == -EEXIST) { /* a chunk this transaction allocated has it */
+				btk_err_clear();
+				ret = 0;
+				continue;
+			}
+			res->items++;
+		}
+	}
+	btk_vec_free(&kept);
+	return ret;
+}
+
 static int reloc_step(struct btk_trans *t, void *ctx)
 {
 	struct btk_tree_rebuild_result *res = ctx;
@@ -874,7 +981,8 @@ int btk_data_reloc_rebuild(const char *const *paths, int n, const struct btk_ope
 
 /* A QGROUP_INFO item's numbers (its generation aside). */
 struct qinfo {
-	uint64_t id, rfer, rfer_cmpr, excl, excl_cmpr;
+	uint64_t id;
+	struct btk_qgroup_counts n;
 };
 BTK_VEC(qinfo_vec, struct qinfo);
 
@@ -882,7 +990,7 @@ BTK_VEC(qinfo_vec, struct qinfo);
 static int qinfos(struct btk_trans *t, struct qinfo_vec *v)
 {
 	struct btk_key k = {0, BTRFS_QGROUP_INFO_KEY, 0};
-	uint8_t buf[sizeof(struct btrfs_qgroup_info_item)];
+	uint8_t buf[BTK_QGROUP_INFO_SIZE];
 	uint32_t size;
 	int ret;
 
@@ -892,13 +1000,10 @@ static int qinfos(struct btk_trans *t, struct qinfo_vec *v)
 		struct qinfo *e = btk_vec_push(v);
 		if (!e)
 			return btk_err(ENOMEM, "out of memory");
-		*e = (struct qinfo){k.offset, UINT64_MAX, UINT64_MAX, UINT64_MAX, UINT64_MAX};
-		if (size >= sizeof(buf)) {
-			e->rfer = BTK_GET(struct btrfs_qgroup_info_item, buf, rfer);
-			e->rfer_cmpr = BTK_GET(struct btrfs_qgroup_info_item, buf, rfer_cmpr);
-			e->excl = BTK_GET(struct btrfs_qgroup_info_item, buf, excl);
-			e->excl_cmpr = BTK_GET(struct btrfs_qgroup_info_item, buf, excl_cmpr);
-		}
+		e->id = k.offset;
+		if (btk_qgroup_info_parse(buf, size, &e->n))
+			e->n = (struct btk_qgroup_counts){UINT64_MAX, UINT64_MAX, UINT64_MAX,
+							  UINT64_MAX};
 		if (k.offset == UINT64_MAX)
 			break;
 		k.offset++;
@@ -1062,8 +1167,14 @@ enum rp_rebuild rp_rebuild_of(const struct rp_prob *p)
 			return RP_RB_RELOC;
 		case BTRFS_CSUM_TREE_OBJECTID:
 			return RP_RB_CSUM;
+		case BTRFS_DEV_TREE_OBJECTID:
+			return RP_RB_DEV;
 		}
 		return RP_RB_NONE;
+	case BTK_P_DEXT_TOO_SMALL:
+	case BTK_P_DEXT_MISSING:
+	case BTK_P_DEXT_DIFFERS:
+		return RP_RB_DEV;
 	default:
 		return RP_RB_NONE;
 	}
@@ -1162,6 +1273,14 @@ int rp_fix_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char
 		snprintf(before, cap, "qgroup numbers%s",
 			 x->rebuilds->qres.was_inconsistent ? " (marked inconsistent)" : "");
 		snprintf(after, cap, "rescanned");
+		return 0;
+	case RP_RB_DEV:
+		if ((ret = dev_step(x->t, &res)))
+			return ret;
+		snprintf(before, cap, "dev tree (%llu block(s))",
+			 (unsigned long long)res.old_blocks);
+		snprintf(after, cap, "rebuilt from the chunk map: %llu item(s)",
+			 (unsigned long long)res.items);
 		return 0;
 	case RP_RB_NONE:
 		break;

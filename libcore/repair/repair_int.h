@@ -57,8 +57,9 @@ struct rp_ctx {
 /* A fix: changes x->t so that p is gone; fills before/after (short texts for --json). 0; 1
  * when there is nothing for it to do (another fix of the round does it: it is not counted);
  * or a negative errno (the round is then refused: nothing is committed). */
-typedef int (*rp_fix_fn)(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-			 size_t cap);
+typedef int rp_fix(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		   size_t cap);
+typedef rp_fix *rp_fix_fn;
 rp_fix_fn rp_fix_of(enum btk_check_problem_id id);
 /* Fixes of phase 0 run before any other fix of a round: they change extent records to match
  * the committed trees, which the write path's own reference changes then build on. Phase 1
@@ -68,22 +69,31 @@ int rp_fix_phase(const struct rp_prob *p);
 
 /* rebuild.c: the derived tree whose rebuild (the --rescue step, in the round's transaction)
  * fixes p: RP_RB_NONE when none does. */
-enum rp_rebuild { RP_RB_NONE, RP_RB_CSUM, RP_RB_FST, RP_RB_UUID, RP_RB_QUOTA, RP_RB_RELOC };
+enum rp_rebuild {
+	RP_RB_NONE,
+	RP_RB_CSUM,
+	RP_RB_FST,
+	RP_RB_UUID,
+	RP_RB_QUOTA,
+	RP_RB_RELOC,
+	RP_RB_DEV
+};
 enum rp_rebuild rp_rebuild_of(const struct rp_prob *p);
 /* The fix of every problem rp_rebuild_of names: that tree rebuilt once in the round (the
  * other problems it fixes return 1); quotas rescanned by the commit's settled hook. */
-int rp_fix_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		   size_t cap);
+rp_fix rp_fix_rebuild;
 void rp_rebuilds_free(struct rp_rebuilds *r);
 
 /* rebuild.c: one --rescue rebuild as one transaction. rp_run opens the filesystem for
- * writing (a log tree is refused, log_why saying what the rebuild would do to it; NULL: it
+ * writing (with chunk_damage: also when some of its chunk tree does not read), runs look (may
+ * be NULL) on it, refuses a log tree (log_why saying what the rebuild would do to it; NULL: it
  * would lose it), runs prepare (may be NULL) on the committed state, opens the write state
  * (BTK_WRITE_QGROUPS_KEPT | write_flags: no rebuild changes a subvolume tree) with settled as
  * the commit's settled hook (may be NULL), and runs fn in one transaction, which is committed
- * through verify (may be NULL) when fn returns 0. prepare or fn returning 1 (nothing to do)
- * or an error ends it unwritten; rp_run returns that, or the commit's result. */
+ * through verify (may be NULL) when fn returns 0. look, prepare or fn returning 1 (nothing to
+ * do) or an error ends it unwritten; rp_run returns that, or the commit's result. */
 struct rp_run {
+	int (*look)(struct btk_fs *fs, void *ctx);
 	int (*prepare)(struct btk_fs *fs, void *ctx);
 	int (*fn)(struct btk_trans *t, void *ctx);
 	btk_trans_settled_fn settled;
@@ -91,6 +101,7 @@ struct rp_run {
 	void *ctx;
 	unsigned write_flags;
 	const char *log_why;
+	bool chunk_damage;
 };
 int rp_run(const char *const *paths, int n, const struct btk_open_opts *oo, const struct rp_run *r);
 
@@ -112,16 +123,10 @@ int rp_tree_replace(struct btk_trans *t, uint64_t id, uint64_t *blocks);
  * rest of the tree, the extent tree's data references); what has no name left goes to
  * lost+found. All lost leaves of the tree in one go (the others return 1). */
 bool rp_lost_leaf(const struct rp_prob *p);
-int rp_fix_lost_leaf(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		     size_t cap);
+rp_fix rp_fix_lost_leaf;
 
 /* extents.c: extent records made to agree with the trees that use them. */
-int rp_fix_ext_missing(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		       size_t cap);
-int rp_fix_ext_unused(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		      size_t cap);
-int rp_fix_ext_refs(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		    size_t cap);
+rp_fix rp_fix_ext_missing, rp_fix_ext_unused, rp_fix_ext_refs;
 int rp_extents_phase(enum btk_check_problem_id id);
 
 /* extent_rebuild.c: whether p is of a kind a rebuilt extent tree answers for (extent records,
@@ -129,14 +134,10 @@ int rp_extents_phase(enum btk_check_problem_id id);
 bool rp_extent_kind(const struct rp_prob *p);
 /* repair.c: the fix of extent problems no fix of one record answers: nothing in the round (1);
  * once a round has nothing else to commit, the repair rebuilds the extent tree. */
-int rp_fix_by_extent_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-			     size_t cap);
+rp_fix rp_fix_by_extent_rebuild;
 
 /* names.c: a name's missing side rebuilt from its inode ref. */
-int rp_fix_name_index(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		      size_t cap);
-int rp_fix_name_item(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		     size_t cap);
+rp_fix rp_fix_name_index, rp_fix_name_item;
 void rp_extents_free(struct rp_extents *e);
 
 /* oldroot.c: a repair from an older root tree when the current one is lost. Whether a
@@ -167,8 +168,7 @@ int rp_rollback_keep(const struct rp_rollback *rb, struct btk_trans *t);
  * added, 0 when the check had it, negative errno. */
 int rp_root_problem(const struct btk_open_opts *chosen, const char *const *paths, int n,
 		    uint64_t disk_root, int disk_level, uint64_t disk_gen, struct rp_probs *probs);
-int rp_fix_rollback(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
-		    size_t cap);
+rp_fix rp_fix_rollback;
 
 /* A read-only handle over lower whose superblock copies 0..ncopies-1 read as sb[0..] (the rest
  * from lower, which stays the caller's). */
@@ -181,10 +181,14 @@ int rp_super_overlay(struct btk_dev *lower, const struct btk_super *sb, int ncop
  * devices of t's filesystem, their superblocks replaced by the ones the commit would write.
  * *out is closed with btk_fs_close (the devices underneath stay open). */
 int rp_view_open(struct btk_trans *t, struct btk_fs **out);
-/* The re-check of a rebuild before its superblocks: the view of t's commit opened, checked
- * into v (rp_check) and closed. -ECANCELED ("nothing written") when it does not open. */
-int rp_view_check(struct btk_trans *t, struct rp_probs *v, struct rp_collect *c);
-/* -ECANCELED: "the rebuilt WHAT does not check clean (problem p): nothing written". */
-int rp_refuse_problem(const struct rp_prob *p, const char *what);
+/* The re-check of a rebuild before its superblocks (the body of its btk_trans_verify_fn): the
+ * view of t's commit opened, checked into v (rp_check; *errors, when not NULL, says how many
+ * errors once the check ran) and closed. -ECANCELED ("nothing written") when it does not open,
+ * or at the first problem that is not a warning and that pass does not let through ("the
+ * rebuilt WHAT does not check clean"); pass NULL lets none through, nor a state whose root
+ * tree does not read. */
+typedef bool (*rp_pass_fn)(void *ctx, const struct rp_prob *p);
+int rp_view_verify(struct btk_trans *t, struct rp_probs *v, const char *what, rp_pass_fn pass,
+		   void *ctx, uint64_t *errors);
 
 #endif

@@ -113,23 +113,8 @@ int rp_view_open(struct btk_trans *t, struct btk_fs **out)
 	return ret;
 }
 
-int rp_view_check(struct btk_trans *t, struct rp_probs *v, struct rp_collect *c)
-{
-	struct btk_fs *view;
-	int ret = rp_view_open(t, &view);
-
-	if (ret) {
-		char msg[512]; /* btk_err writes where btk_errmsg reads */
-		snprintf(msg, sizeof(msg), "%s", btk_errmsg());
-		return btk_err(ECANCELED, "the rebuilt state does not open: %s: nothing written",
-			       msg);
-	}
-	ret = rp_check(view, v, c);
-	btk_fs_close(view);
-	return ret;
-}
-
-int rp_refuse_problem(const struct rp_prob *p, const char *what)
+/* -ECANCELED: "the rebuilt WHAT does not check clean (problem p): nothing written". */
+static int refuse_problem(const struct rp_prob *p, const char *what)
 {
 	const struct btk_check_problem_info *info = btk_check_problem_info(p->id);
 
@@ -138,4 +123,34 @@ int rp_refuse_problem(const struct rp_prob *p, const char *what)
 		       "nothing written",
 		       what, info->code, info->name, p->what, (unsigned long long)p->tree,
 		       (unsigned long long)p->bytenr);
+}
+
+int rp_view_verify(struct btk_trans *t, struct rp_probs *v, const char *what, rp_pass_fn pass,
+		   void *ctx, uint64_t *errors)
+{
+	struct btk_fs *view;
+	struct rp_collect c;
+	int ret = rp_view_open(t, &view);
+
+	if (ret) {
+		char msg[512]; /* btk_err writes where btk_errmsg reads */
+		snprintf(msg, sizeof(msg), "%s", btk_errmsg());
+		return btk_err(ECANCELED, "the rebuilt state does not open: %s: nothing written",
+			       msg);
+	}
+	ret = rp_check(view, v, &c);
+	btk_fs_close(view);
+	if (ret)
+		return ret;
+	if (errors)
+		*errors = c.errors;
+	if (!pass && c.unchecked)
+		return btk_err(ECANCELED, "the rebuilt state does not check (its root tree does "
+					  "not read): nothing written");
+	for (size_t i = 0; i < v->n; i++) {
+		const struct rp_prob *p = &v->data[i];
+		if (!p->warn && !(pass && pass(ctx, p)))
+			return refuse_problem(p, what);
+	}
+	return 0;
 }

@@ -63,6 +63,15 @@ bad_copy() {
 	bad_copy 2
 }
 
+@test "damage: a root tree pointer that no chunk maps: exit 8, the one error points to the chunk-tree rebuild" {
+	damaged root-unmapped
+	btk_run 60 "$FSCK" "$IMG"
+	assert_no_crash
+	[ "$status" = 8 ]
+	[ "$(grep -c '^ERROR' "$BTK_OUT")" = 1 ]
+	grep -E '^ERROR: \[E0113 root-tree-unreadable\] tree 1 bytenr 1099511627776: root tree block 1099511627776 \(level 0, generation [0-9]+\) lies in no chunk: the chunk tree may be damaged \(btk-fsck --rescue chunk-tree rebuilds it from the devices\); nothing else can be checked; backup roots that read: ' "$BTK_OUT"
+}
+
 @test "damage: root tree unreadable: exit 8 (not checked), one error naming it and the backup roots; -b checks the backup and says the current root is damaged (exit 4)" {
 	damaged root-tree
 	btk_run 60 "$FSCK" "$IMG"

@@ -607,6 +607,26 @@ for d in range(4):
 	done
 }
 
+@test "repair: the lost first leaf of the fs tree holding the entries that name a subvolume and a snapshot: the entries come back from the root tree's ROOT_REF items; both checkers clean" {
+	require_btk fsck debug image
+	require_tool btrfs
+	leafimg
+	"$BTK_BUILD/bin/btk-image" subvol create "$IMG" /sv >/dev/null
+	"$BTK_BUILD/bin/btk-image" snapshot "$IMG" / /snap >/dev/null
+	local leaf
+	leaf=$(python3 "$BATS_TEST_DIRNAME/../lib/lost_leaf.py" "$BTK_BUILD" "$IMG" --leaves | sed -n 1p)
+	"$BTK_BUILD/bin/btk-debug" tree -t 5 "$IMG" | awk -v l="$leaf" '/^(leaf|node) / { on = $2 == l } on' | grep -q 'location key ([0-9]* ROOT_ITEM' || { echo "leaf $leaf names no subvolume" >&2; return 1; }
+	"$SMASH" zero "$leaf" "$IMG" >/dev/null
+	btk_run 180 "$FSCK" --repair --no-undo "$IMG"
+	[ "$status" = 1 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -q ', 0 left$' "$BTK_OUT"
+	both_clean "$IMG"
+	btk_run 30 "$BTK_BUILD/bin/btk-image" ls "$IMG" /
+	grep -qx sv "$BTK_OUT" && grep -qx snap "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	btk_run 30 "$BTK_BUILD/bin/btk-image" ls "$IMG" /snap/d1
+	[ "$status" = 0 ] && grep -q file000 "$BTK_OUT"
+}
+
 @test "repair: a lost fs tree leaf: a power cut at every write leaves the old filesystem or the rebuilt one; SIGINT exits 32 with the old one" {
 	require_btk fsck
 	leafimg

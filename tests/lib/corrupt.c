@@ -540,6 +540,32 @@ static int k_chunk_root_ptr(struct btk_fs *fs, const char *n)
 		printf("%s: superblock chunk_root + 4 nodes on every valid copy\n", n);
 	return ret;
 }
+static void edit_sys_uuid(struct btk_super *sb)
+{
+	/* a byte of the first chunk's first stripe's device uuid: the array still parses */
+	uint8_t *c = sb->sys_chunk_array + sizeof(struct btk_disk_key);
+	c[offsetof(struct btrfs_chunk, stripe) + offsetof(struct btrfs_stripe, dev_uuid) + 3] ^= 1;
+}
+static int k_sys_array_uuid(struct btk_fs *fs, const char *n)
+{
+	int ret = super_edit(fs, edit_sys_uuid);
+	if (!ret)
+		printf("%s: system chunk array: first stripe's device uuid changed on every valid "
+		       "copy\n",
+		       n);
+	return ret;
+}
+static void edit_root_unmapped(struct btk_super *sb)
+{
+	btk_put64(sb->root, 1ULL << 40); /* 1 TiB: in no chunk of a small filesystem */
+}
+static int k_root_unmapped(struct btk_fs *fs, const char *n)
+{
+	int ret = super_edit(fs, edit_root_unmapped);
+	if (!ret)
+		printf("%s: superblock root pointer 1 TiB (in no chunk) on every valid copy\n", n);
+	return ret;
+}
 static int k_sys_array_type(struct btk_fs *fs, const char *n)
 {
 	int ret = super_edit(fs, edit_sys_type);
@@ -1833,7 +1859,7 @@ static int k_fuzz_field(struct btk_fs *fs, const char *n)
 static bool match_meta_of(struct btk_fs *fs, const struct btk_key *k, const uint8_t *p, uint32_t sz,
 			  int slot, void *arg)
 {
-	uint64_t *a = arg, nth = UINT64_MAX;
+	uint64_t *a = arg, nth = 0;
 
 	if (!match_meta(fs, k, p, sz, slot, &nth))
 		return false;
@@ -2386,6 +2412,9 @@ static const struct kind kinds[] = {
      k_chunk_root_ptr},
     {"sys-array-type", "the system chunk array's first chunk gets RAID10 (sub_stripes 0)",
      k_sys_array_type},
+    {"root-unmapped", "the superblock's root tree pointer at 1 TiB, in no chunk", k_root_unmapped},
+    {"sys-array-uuid", "the system chunk array's first stripe names another device uuid",
+     k_sys_array_uuid},
     {"inline-order", "swap the first two inline refs (one type) of an extent item", k_inline_order},
     {"log-csum", "copy a log tree's checksums of a logged extent into the csum tree", k_log_csum},
     {"log-extent", "an extent item for data only a log tree uses (and its checksums)",

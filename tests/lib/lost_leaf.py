@@ -28,13 +28,15 @@ for line in out.splitlines():
         if cur == leaf and key[1] in ("INODE_ITEM", "INODE_REF", "EXTENT_DATA"):
             inleaf.add(key[0])
         continue
-    m = re.match(r"^\t\tlocation key \((\d+) INODE_ITEM 0\)", line)
+    m = re.match(r"^\t\tlocation key \((\d+) (\w+) ", line)
     if m and key and key[1] == "DIR_INDEX":
+        pending = None
+        if m.group(2) != "INODE_ITEM": continue  # a subvolume's entry
         loc = int(m.group(1)); pending = (key[0], loc)
         if cur == leaf: inleaf.add(loc)
         continue
     m = re.match(r"^\t\tname (.*)$", line)
-    if m and key and key[1] == "DIR_INDEX":
+    if m and key and key[1] == "DIR_INDEX" and pending:
         names[pending[1]] = (pending[0], m.group(1)); continue
     m = re.search(r"mode (\d+) links", line)
     if m and key and key[1] == "INODE_ITEM":

@@ -81,7 +81,7 @@ kernel_image() {
 	btrfs send -q -f "$D/stream" "$MNT/ro"
 	btrfs receive -q -f "$D/stream" "$MNT/recv"
 	if [ "${2:-}" = quota ]; then
-		sync
+		sync -f "$MNT"
 		btrfs quota rescan -w "$MNT" >/dev/null
 		btrfs qgroup create 1/100 "$MNT"
 		btrfs qgroup assign --no-rescan "$MNT/snap" 1/100 "$MNT" 2>/dev/null || true
@@ -246,19 +246,19 @@ shared_both() {
 	for i in $(seq 1 1500); do echo "file $i" >"$MNT/d/f$i"; done
 	btrfs subvolume create "$MNT/sub" >/dev/null
 	cp -a "$MNT/d" "$MNT/sub/"
-	sync
+	sync -f "$MNT"
 	btrfs subvolume snapshot "$MNT" "$MNT/snap" >/dev/null
 	btrfs subvolume snapshot "$MNT/sub" "$MNT/sub/snap2" >/dev/null
-	sync
+	sync -f "$MNT"
 	for i in $(seq 1 7 1500); do echo changed >"$MNT/d/f$i"; done
 	for i in $(seq 3 11 1500); do rm "$MNT/snap/d/f$i"; done
 	btrfs subvolume create "$MNT/gone" >/dev/null
 	cp -a "$MNT/d" "$MNT/gone/"
 	btrfs subvolume snapshot "$MNT/gone" "$MNT/gone2" >/dev/null
-	sync
+	sync -f "$MNT"
 	echo y >>"$MNT/gone2/d/f5"
 	btrfs subvolume delete "$MNT/gone" >/dev/null
-	sync
+	btrfs filesystem sync "$MNT" # a commit wakes the cleaner: no wait for the 30 s one
 	btrfs subvolume sync "$MNT" >/dev/null
 	umount "$MNT"
 	losetup -d "$LOOP"
@@ -290,7 +290,7 @@ shared_both() {
 		for i in $(seq 2 5 1500); do [ ! -e "$MNT/snap/d/f$i" ] || echo more >>"$MNT/snap/d/f$i"; done
 		head -c 5000000 /dev/urandom >"$MNT/new"
 		btrfs subvolume delete "$MNT/snap" >/dev/null
-		sync
+		btrfs filesystem sync "$MNT" # a commit wakes the cleaner: no wait for the 30 s one
 		btrfs subvolume sync "$MNT" >/dev/null
 		umount "$MNT"
 		losetup -d "$LOOP"
@@ -321,9 +321,10 @@ for d in range(4):
 ' "$D/src"
 }
 
-# leaf_image IMG once|commits: the source copied by the kernel in one transaction, or in
+# leaf_image IMG once|commits|snap: the source copied by the kernel in one transaction, or in
 # several (a sync after each directory, then some files touched and a new directory added:
-# older copies of many leaves stay on disk)
+# older copies of many leaves stay on disk); snap: commits with a snapshot of the top and
+# files changed after it
 leaf_image() {
 	src
 	rm -f "$1"
@@ -335,9 +336,17 @@ leaf_image() {
 		cp -a "$D/src/." "$MNT/"
 	else
 		local d f
-		for d in d0 d1 d2 d3; do cp -a "$D/src/$d" "$MNT/" && sync; done
+		for d in d0 d1 d2 d3; do cp -a "$D/src/$d" "$MNT/" && sync -f "$MNT"; done
 		for f in "$MNT"/d*/f0[0-5]3; do touch "$f"; done
-		sync
+		sync -f "$MNT"
+		if [ "$2" = snap ]; then
+			# a snapshot, then files appended to (a new extent over the tail of one the
+			# snapshot keeps) and removed
+			btrfs subvolume snapshot "$MNT" "$MNT/snap" >/dev/null
+			for f in "$MNT"/d1/f0[0-4]*; do echo changed >>"$f"; done
+			rm -f "$MNT"/d2/f01*
+			sync -f "$MNT"
+		fi
 		mkdir "$MNT/new" && cp "$D/src/d0/f00"* "$MNT/new/"
 	fi
 	umount "$MNT"
@@ -398,6 +407,19 @@ sweep() {
 	done
 }
 
+@test "repair: every leaf of a kernel-made fs tree with a snapshot lost in turn (files appended to and removed after it): both checkers clean; at least 90 % of the files back with name and content, the entries naming the snapshot too" {
+	[ -n "${BTK_ORACLE_FULL:-}" ] ||
+		skip "slow (~1 min): BTK_ORACLE_FULL=1 runs it (fsck_rebuild.bats's subvolume entries case covers the names; this the kernel's extents cut by a write after a snapshot)"
+	require_btk debug image
+	leaf_image "$D/snap.img" snap
+	btk_run 60 btrfs check --readonly "$D/snap.img"
+	[ "$status" = 0 ] || { show_err; return 1; }
+	sweep "$D/snap.img"
+	echo "# snap: $TOTAL" >&3
+	local pct=${TOTAL#*content (}
+	[ "${pct%% *}" -ge 90 ] || { echo "$TOTAL" >&2; return 1; }
+}
+
 # ---- a lost node, a lost root node, a lost subvolume root leaf (lostleaf.c: the blocks below
 # a lost node are found by their extent records; a lost root starts the tree again)
 
@@ -425,7 +447,7 @@ for d in range(4):
 	for i in 1 2 3; do
 		head -c $((i * 9000)) /dev/urandom >"$MNT/sv/a$i"
 		mkdir -p "$MNT/sv/d$i" && head -c $((i * 7000)) /dev/urandom >"$MNT/sv/d$i/b"
-		sync
+		sync -f "$MNT"
 	done
 	umount "$MNT"
 	losetup -d "$LOOP"
