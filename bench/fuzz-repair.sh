@@ -18,7 +18,7 @@
 #   refused    nothing written, one line saying why (exit 8)
 #   left       something left, not worse
 #   worse      btk-fsck finds more errors than before or no longer opens it, or btrfs check
-#              no longer opens it
+#              no longer opens it or finds errors where it found none
 #   crash      a signal or a sanitizer report (repair or a check after it)
 #   hang       the repair timed out
 # Usage: bench/fuzz-repair.sh [-n CASES] [-s FIRST_SEED] [-t SECONDS] [-k] [-v] [BUILD_DIR]
@@ -164,6 +164,8 @@ for ((i = 0; i < N; i++)); do
 		verdict=worse
 	elif [ "$a_progs" = open ] && [ "$b_progs" != open ]; then
 		verdict=worse
+	elif [ "$b_progs" = clean ] && [ "$a_progs" != clean ]; then
+		verdict=worse # btrfs check found nothing before
 	elif [ "$a_err" != open ] && [ "$b_err" != open ] && [ "$a_err" -gt "$b_err" ]; then
 		verdict=worse
 	elif [ $((rc & 8)) != 0 ] && [ "$(sha256sum <"$img")" = "$sum_before" ] &&

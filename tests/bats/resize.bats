@@ -5,6 +5,7 @@
 # passes btrfs check and has the superblock and file sizes asked for.
 
 load helpers
+load ../lib/powercut
 
 RESIZE=$BTK_BUILD/bin/btk-resize
 
@@ -465,7 +466,7 @@ teardown() {
 # and each of its last 8 (every write with BTK_ORACLE_FULL=1), each leaving the old or the new
 # size, btrfs check clean with data checksums and the files SAME IMG finds the same
 powercut_sweep() {
-	local every=$1 same=$2 old new total=0 lo=0 n seen_old=0 seen_new=0 tried=0 orig
+	local every=$1 same=$2 old new total n seen_old=0 seen_new=0 tried=0 orig
 	shift 2
 	[ "${BTK_ORACLE_FULL:-0}" = 1 ] && every=1
 	old=$(stat -c %s "$IMG")
@@ -476,23 +477,13 @@ powercut_sweep() {
 	orig=$SCRATCH/orig.img
 	mv "$IMG" "$orig"
 	IMG=$SCRATCH/cut.img
-	# the writes of a whole run: the first budget it completes with
-	for n in 16 32 64 128 256 512 1024 2048 4096; do
-		cp --sparse=always "$orig" "$IMG"
-		BTK_FAULT=fail:$n btk_run 60 "$RESIZE" "$@" -M "$IMG"
-		[ "$status" = 0 ] && { total=$n; break; }
-		lo=$n
-	done
-	[ $total -gt 0 ]
-	while [ $((total - lo)) -gt 1 ]; do
-		n=$(((lo + total) / 2))
-		cp --sparse=always "$orig" "$IMG"
-		BTK_FAULT=fail:$n btk_run 60 "$RESIZE" "$@" -M "$IMG"
-		if [ "$status" = 0 ]; then total=$n; else lo=$n; fi
-	done
+	# the writes of a whole run
+	fresh() { cp --sparse=always "$orig" "$IMG"; }
+	powercut_total fresh 16 60 "$RESIZE" "$@" -M "$IMG"
+	total=$POWERCUT_TOTAL
 	for ((n = 0; n < total; n++)); do
 		[ $((n % every)) = 0 ] || [ $n -ge $((total - 8)) ] || continue
-		cp --sparse=always "$orig" "$IMG"
+		fresh
 		BTK_FAULT=stop:$n btk_run 60 "$RESIZE" "$@" -M "$IMG"
 		assert_no_crash
 		btrfs check --readonly --check-data-csum "$IMG" >"$BATS_TEST_TMPDIR/check.out" 2>&1 ||

@@ -37,7 +37,7 @@ mkdir -p "$w/$name.src" && echo small >"$w/$name.src/small"
 mke2fs -q -F -b 4096 -d "$w/$name.src" "$@" "$img" 64M >/dev/null || fail "mke2fs failed"
 mount -o loop "$img" "$me" || fail "mount ext rw"
 # stale bytes first: fallocate hands out these blocks again without zeroing them
-head -c 8M /dev/urandom >"$me/stale" && sync && rm "$me/stale" && sync
+head -c 8M /dev/urandom >"$me/stale" && sync -f "$me" && rm "$me/stale" && sync -f "$me"
 fallocate -l 1M "$me/all"			 # unwritten from 0 to the end
 touch "$me/keep" && fallocate -n -l 256K "$me/keep" # size 0, all past EOF
 head -c 12288 /dev/urandom >"$me/tail" && fallocate -n -o 12288 -l 512K "$me/tail"
@@ -87,6 +87,7 @@ cp --sparse=always "$img" "$w/$name.perm"
 mount -o loop "$w/$name.perm" "$mb" || fail "mount btrfs rw (permanent)"
 btrfs property set -ts "$mb/ext2_saved" ro false && btrfs subvolume delete -c "$mb/ext2_saved" >/dev/null ||
 	fail "deleting ext2_saved"
+btrfs filesystem sync "$mb" >/dev/null # a commit by ioctl wakes the cleaner: no 30 s wait
 btrfs subvolume sync "$mb" >/dev/null 2>&1
 umount "$mb"
 img_keep=$img img=$w/$name.perm

@@ -62,14 +62,14 @@ kernel_image() {
 	local i
 	for i in $(seq 1 12); do
 		head -c $((i * 1500000)) /dev/urandom >"$MNT/big$i"
-		sync
+		sync -f "$MNT"
 	done
 	for i in $(seq 1 300); do echo "small $i" >"$MNT/d/s$i"; done
 	rm "$MNT/big3" "$MNT/big7"
-	sync
+	sync -f "$MNT"
 	btrfs balance start -dusage=60 "$MNT" >/dev/null 2>&1 || true
 	head -c 30000000 /dev/urandom >"$MNT/after"
-	sync
+	sync -f "$MNT"
 	(cd "$MNT" && find . -type f -print0 | LC_ALL=C sort -z | xargs -0 -r sha256sum) >"$1.sha"
 	umount "$MNT"
 	detach

@@ -81,7 +81,7 @@ kernel_image() {
 	btrfs send -q -f "$D/stream" "$MNT/ro"
 	btrfs receive -q -f "$D/stream" "$MNT/recv"
 	if [ "${2:-}" = quota ]; then
-		sync
+		sync -f "$MNT"
 		btrfs quota rescan -w "$MNT" >/dev/null
 		btrfs qgroup create 1/100 "$MNT"
 		btrfs qgroup assign --no-rescan "$MNT/snap" 1/100 "$MNT" 2>/dev/null || true
@@ -246,19 +246,19 @@ shared_both() {
 	for i in $(seq 1 1500); do echo "file $i" >"$MNT/d/f$i"; done
 	btrfs subvolume create "$MNT/sub" >/dev/null
 	cp -a "$MNT/d" "$MNT/sub/"
-	sync
+	sync -f "$MNT"
 	btrfs subvolume snapshot "$MNT" "$MNT/snap" >/dev/null
 	btrfs subvolume snapshot "$MNT/sub" "$MNT/sub/snap2" >/dev/null
-	sync
+	sync -f "$MNT"
 	for i in $(seq 1 7 1500); do echo changed >"$MNT/d/f$i"; done
 	for i in $(seq 3 11 1500); do rm "$MNT/snap/d/f$i"; done
 	btrfs subvolume create "$MNT/gone" >/dev/null
 	cp -a "$MNT/d" "$MNT/gone/"
 	btrfs subvolume snapshot "$MNT/gone" "$MNT/gone2" >/dev/null
-	sync
+	sync -f "$MNT"
 	echo y >>"$MNT/gone2/d/f5"
 	btrfs subvolume delete "$MNT/gone" >/dev/null
-	sync
+	btrfs filesystem sync "$MNT" # a commit wakes the cleaner: no wait for the 30 s one
 	btrfs subvolume sync "$MNT" >/dev/null
 	umount "$MNT"
 	losetup -d "$LOOP"
@@ -290,7 +290,7 @@ shared_both() {
 		for i in $(seq 2 5 1500); do [ ! -e "$MNT/snap/d/f$i" ] || echo more >>"$MNT/snap/d/f$i"; done
 		head -c 5000000 /dev/urandom >"$MNT/new"
 		btrfs subvolume delete "$MNT/snap" >/dev/null
-		sync
+		btrfs filesystem sync "$MNT" # a commit wakes the cleaner: no wait for the 30 s one
 		btrfs subvolume sync "$MNT" >/dev/null
 		umount "$MNT"
 		losetup -d "$LOOP"
@@ -336,16 +336,16 @@ leaf_image() {
 		cp -a "$D/src/." "$MNT/"
 	else
 		local d f
-		for d in d0 d1 d2 d3; do cp -a "$D/src/$d" "$MNT/" && sync; done
+		for d in d0 d1 d2 d3; do cp -a "$D/src/$d" "$MNT/" && sync -f "$MNT"; done
 		for f in "$MNT"/d*/f0[0-5]3; do touch "$f"; done
-		sync
+		sync -f "$MNT"
 		if [ "$2" = snap ]; then
 			# a snapshot, then files appended to (a new extent over the tail of one the
 			# snapshot keeps) and removed
 			btrfs subvolume snapshot "$MNT" "$MNT/snap" >/dev/null
 			for f in "$MNT"/d1/f0[0-4]*; do echo changed >>"$f"; done
 			rm -f "$MNT"/d2/f01*
-			sync
+			sync -f "$MNT"
 		fi
 		mkdir "$MNT/new" && cp "$D/src/d0/f00"* "$MNT/new/"
 	fi
@@ -447,7 +447,7 @@ for d in range(4):
 	for i in 1 2 3; do
 		head -c $((i * 9000)) /dev/urandom >"$MNT/sv/a$i"
 		mkdir -p "$MNT/sv/d$i" && head -c $((i * 7000)) /dev/urandom >"$MNT/sv/d$i/b"
-		sync
+		sync -f "$MNT"
 	done
 	umount "$MNT"
 	losetup -d "$LOOP"

@@ -22,10 +22,10 @@ setup_file() {
 		for f in $(seq 1 150); do echo "file $d/$f $RANDOM" >"$mnt/d$d/f$f"; done
 		head -c 150000 /dev/urandom >"$mnt/d$d/big"
 	done
-	sync
+	sync -f "$mnt"
 	echo changed >"$mnt/d1/f1"
 	touch "$mnt/d4/new"
-	sync
+	sync -f "$mnt"
 	umount "$mnt"
 	losetup -d "$loop"
 	rmdir "$mnt"

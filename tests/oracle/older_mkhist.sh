@@ -22,7 +22,7 @@ mkfs.btrfs -q -f "$IMG" >/dev/null
 LOOP=$(losetup -f --show "$IMG")
 mount "$LOOP" "$MNT"
 commit() { # the generation of the commit that sync makes
-	sync
+	sync -f "$MNT"
 	btrfs subvolume find-new "$MNT" 99999999 | sed -n 's/^transid marker was //p' >>"$D/gens"
 }
 mkdir -p "$MNT/a/b" "$MNT/keep"
@@ -60,7 +60,7 @@ head -c 90000 /dev/urandom >"$D/orig/sv/s1"
 echo deep >"$D/orig/sv/d/s2"
 cp "$D/orig/sv/s1" "$MNT/sv/s1"
 cp "$D/orig/sv/d/s2" "$MNT/sv/d/s2"
-sync
+sync -f "$MNT"
 btrfs -q subvolume snapshot "$MNT/sv" "$MNT/snap" >/dev/null
 for t in sv snap; do
 	printf '6 created /%s\n6 created /%s/s1\n6 created /%s/d\n6 created /%s/d/s2\n' \

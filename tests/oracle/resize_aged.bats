@@ -15,6 +15,7 @@
 # BTK_ORACLE_FULL=1.
 
 load ../bats/helpers
+load ../lib/powercut
 
 RESIZE=$BTK_BUILD/bin/btk-resize
 
@@ -416,7 +417,7 @@ fs_same() {
 # change with BTK_ORACLE_FULL=1; the devices share one budget: one power cut for all), each
 # leaving the old or the new filesystem, clean and with the same files
 powercut_multi() {
-	local devid=$1 samples=$2 last=$3 i n total=0 lo=0 every seen_old=0 seen_new=0 budgets=() cur=()
+	local devid=$1 samples=$2 last=$3 i n total every seen_old=0 seen_new=0 budgets=() cur=()
 	declare -A seen_gen=()
 	shift 3
 	step -n -M "$devid:" "${IMGS[@]}"
@@ -435,19 +436,8 @@ powercut_multi() {
 		cur+=("$CUT/cut.$i.img")
 	done
 	fresh() { for i in "${!cur[@]}"; do cp --sparse=always "$CUT/orig.$i.img" "${cur[$i]}"; done; }
-	for n in 256 512 1024 2048 4096 8192 16384 32768 65536; do
-		fresh
-		BTK_FAULT=fail:$n btk_run 300 "$RESIZE" -M "$devid:" "${cur[@]}"
-		[ "$status" = 0 ] && { total=$n; break; }
-		lo=$n
-	done
-	[ $total -gt 0 ]
-	while [ $((total - lo)) -gt 1 ]; do
-		n=$(((lo + total) / 2))
-		fresh
-		BTK_FAULT=fail:$n btk_run 300 "$RESIZE" -M "$devid:" "${cur[@]}"
-		if [ "$status" = 0 ]; then total=$n; else lo=$n; fi
-	done
+	powercut_total fresh 256 300 "$RESIZE" -M "$devid:" "${cur[@]}"
+	total=$POWERCUT_TOTAL
 	every=$((total / samples))
 	[ "${BTK_ORACLE_FULL:-0}" = 1 ] && every=${BTK_POWERCUT_EVERY:-1}
 	[ $every -ge 1 ] || every=1
