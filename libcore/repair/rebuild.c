@@ -824,8 +824,9 @@ static bool stripe_at(const struct btk_fs *fs, uint64_t devid, uint64_t physical
  * the other items that read (device statistics, a replace item) are kept. A dev extent that
  * reads, lies where no stripe of the map does and names a chunk the map lacks refuses it: it
  * may be all that is left of a lost chunk item (--rescue chunk-tree reads it). */
-static int dev_step(struct btk_trans *t, struct btk_tree_rebuild_result *res)
+static int dev_step(struct btk_trans *t, void *ctx)
 {
+	struct btk_tree_rebuild_result *res = ctx;
 	struct btk_fs *fs = btk_trans_fs(t);
 	struct btk_block_check want = {.level = fs->sb.chunk_root_level,
 				       .generation = btk_le64(fs->sb.chunk_root_generation)};
@@ -1216,6 +1217,34 @@ static int csum_in_round(struct rp_ctx *x, char *before, char *after, size_t cap
 	return 0;
 }
 
+/* A tree made anew inside a repair round, and what the round's report says of it. */
+struct whole_tree_rebuild {
+	int (*step)(struct btk_trans *t, void *res);
+	const char *tree; /* what was there: "<tree> (N block(s))" */
+	const char *made; /* what is there now; %llu, if any, takes its item count */
+};
+
+static const struct whole_tree_rebuild uuid_rebuild = {uuid_step, "uuid tree",
+						       "rebuilt from the root items: %llu item(s)"};
+static const struct whole_tree_rebuild reloc_rebuild = {
+    reloc_step, "data relocation tree", "an empty one with its top directory, as mkfs makes it"};
+static const struct whole_tree_rebuild dev_rebuild = {dev_step, "dev tree",
+						      "rebuilt from the chunk map: %llu item(s)"};
+
+static int whole_tree_in_round(struct rp_ctx *x, const struct whole_tree_rebuild *r, char *before,
+			       char *after, size_t cap)
+{
+	struct btk_tree_rebuild_result res = {0};
+	int ret = r->step(x->t, &res);
+
+	if (ret)
+		return ret;
+	snprintf(before, cap, "%s (%llu block(s))", r->tree, (unsigned long long)res.old_blocks);
+	/* a format without a conversion ignores the count (C11 7.21.6.1p2) */
+	snprintf(after, cap, r->made, (unsigned long long)res.items);
+	return 0;
+}
+
 int rp_fix_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after, size_t cap)
 {
 	enum rp_rebuild which = rp_rebuild_of(p);
@@ -1240,20 +1269,9 @@ int rp_fix_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char
 					    : "rebuilt from the extent records");
 		return 0;
 	case RP_RB_UUID:
-		if ((ret = uuid_step(x->t, &res)))
-			return ret;
-		snprintf(before, cap, "uuid tree (%llu block(s))",
-			 (unsigned long long)res.old_blocks);
-		snprintf(after, cap, "rebuilt from the root items: %llu item(s)",
-			 (unsigned long long)res.items);
-		return 0;
+		return whole_tree_in_round(x, &uuid_rebuild, before, after, cap);
 	case RP_RB_RELOC:
-		if ((ret = reloc_step(x->t, &res)))
-			return ret;
-		snprintf(before, cap, "data relocation tree (%llu block(s))",
-			 (unsigned long long)res.old_blocks);
-		snprintf(after, cap, "an empty one with its top directory, as mkfs makes it");
-		return 0;
+		return whole_tree_in_round(x, &reloc_rebuild, before, after, cap);
 	case RP_RB_QUOTA:
 		if (!x->rebuilds && !(x->rebuilds = calloc(1, sizeof(*x->rebuilds))))
 			return btk_err(ENOMEM, "out of memory");
@@ -1275,13 +1293,7 @@ int rp_fix_rebuild(struct rp_ctx *x, const struct rp_prob *p, char *before, char
 		snprintf(after, cap, "rescanned");
 		return 0;
 	case RP_RB_DEV:
-		if ((ret = dev_step(x->t, &res)))
-			return ret;
-		snprintf(before, cap, "dev tree (%llu block(s))",
-			 (unsigned long long)res.old_blocks);
-		snprintf(after, cap, "rebuilt from the chunk map: %llu item(s)",
-			 (unsigned long long)res.items);
-		return 0;
+		return whole_tree_in_round(x, &dev_rebuild, before, after, cap);
 	case RP_RB_NONE:
 		break;
 	}
