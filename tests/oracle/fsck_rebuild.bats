@@ -317,7 +317,7 @@ for d in range(4):
     os.makedirs(f"{sys.argv[1]}/d{d}")
     for i in range(60):
         n = random.randint(200, 1800) if i % 10 == 7 else random.randint(4500, 60000)
-        open(f"{sys.argv[1]}/d{d}/f{i:03d}", "wb").write(os.urandom(n))
+        open(f"{sys.argv[1]}/d{d}/f{i:03d}", "wb").write(os.urandom(n - 1) + b"z")  # see tail_zeros
 ' "$D/src"
 }
 
@@ -434,7 +434,7 @@ for d in range(4):
     os.makedirs(f"{sys.argv[1]}/d{d}")
     for i in range(330):
         n = random.randint(300, 1500) if i % 20 == 7 else random.randint(4200, 7000)
-        open(f"{sys.argv[1]}/d{d}/f{i:03d}", "wb").write(os.urandom(n))
+        open(f"{sys.argv[1]}/d{d}/f{i:03d}", "wb").write(os.urandom(n - 1) + b"z")  # see tail_zeros
 ' "$D/nsrc"
 	rm -f "$1"
 	truncate -s 300M "$1"
@@ -445,8 +445,9 @@ for d in range(4):
 	btrfs subvolume create "$MNT/sv" >/dev/null
 	local i
 	for i in 1 2 3; do
-		head -c $((i * 9000)) /dev/urandom >"$MNT/sv/a$i"
-		mkdir -p "$MNT/sv/d$i" && head -c $((i * 7000)) /dev/urandom >"$MNT/sv/d$i/b"
+		# a non-zero last byte: sizes of lost inodes come from their data (tail_zeros)
+		{ head -c $((i * 9000 - 1)) /dev/urandom; printf z; } >"$MNT/sv/a$i"
+		mkdir -p "$MNT/sv/d$i" && { head -c $((i * 7000 - 1)) /dev/urandom; printf z; } >"$MNT/sv/d$i/b"
 		sync -f "$MNT"
 	done
 	umount "$MNT"
