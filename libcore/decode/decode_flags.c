@@ -147,6 +147,13 @@ const char *dc_super_flags(uint64_t v, char *buf, size_t len)
 	return bit_names(super_bits, v, true, "", buf, len);
 }
 
+const char *dc_header_flags(uint64_t v, char *buf, size_t len)
+{
+	static const struct dc_bitname t[] = {HEADER_BIT(WRITTEN), HEADER_BIT(RELOC), {0, NULL}};
+
+	return bit_names(t, v, false, "", buf, len);
+}
+
 const char *dc_compat_ro_flags(uint64_t v, char *buf, size_t len)
 {
 	return bit_names(compat_ro_bits, v, true, "", buf, len);

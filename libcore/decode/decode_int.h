@@ -79,6 +79,7 @@ const char *dc_fsi_flags(uint64_t v, char *buf, size_t len);
 const char *dc_qgroup_flags(uint64_t v, char *buf, size_t len);
 const char *dc_extent_flags(uint64_t v, char *buf, size_t len);
 const char *dc_super_flags(uint64_t v, char *buf, size_t len);
+const char *dc_header_flags(uint64_t v, char *buf, size_t len);
 const char *dc_compat_ro_flags(uint64_t v, char *buf, size_t len);
 const char *dc_incompat_flags(uint64_t v, char *buf, size_t len);
 
