@@ -478,8 +478,8 @@ NLINK=40 ATIME=112
 		grep -Eq "^HEALED: tree 5 level 0 block [0-9]+ copy $c of [0-9] \(devid [0-9]+ physical [0-9]+\): valid but different: the checker finds [1-9][0-9]* error\(s\) with it, 0 with copy [0-9]; rewritten from copy [0-9]$" "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
 		grep -q ", 1 bad copy rewritten, 0 without a good copy$" "$BTK_OUT"
 		same_as_orig || { echo "$prof copy $c: not as before" >&2; return 1; }
-		btk_run 60 btrfs check --readonly "${IMGS[@]}"
-		[ "$status" = 0 ] || { show_err; return 1; }
+		[ "$n" != 1 ] || btk_run 60 btrfs check --readonly "${IMGS[0]}" # one device only
+		[ "$n" != 1 ] || [ "$status" = 0 ] || { show_err; return 1; }
 	done
 	# the same item changed on copies 1 and 3 of three: the two equal copies are not a majority
 	profile raid1c3 3
