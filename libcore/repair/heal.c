@@ -72,6 +72,7 @@ struct heal {
 	struct btk_open_opts oo;    /* how fs was opened: the judging views open so too */
 	uint8_t *copies;	    /* BTK_MAX_COPIES blocks: every copy of the block at hand */
 	struct btk_u64set disputed; /* blocks left undecided (told once, judged once) */
+	struct btk_u64set pdone[2]; /* parity done: tree blocks [0], data sectors [1] */
 	int judged;		    /* disputed blocks judged by whole checks */
 };
 
@@ -776,9 +777,29 @@ static void parity_event(struct heal *h, const struct heal_unit *u, int k, uint6
 	event(h, &e);
 }
 
-/* Parity of one piece (inside one stripe) of unit u: P and Q rewritten where they differ from
- * what the data stripes give; data a sector at a time (runs reported as one). */
-static int heal_parity_piece(struct heal *h, const struct heal_unit *u, uint64_t at, uint32_t len)
+/* Whether the parity of [at, +len) of chunk c was done already for another unit of the same
+ * row (a block or sector at the same offset of another data stripe): 1 yes, 0 no (now it
+ * is), -ENOMEM. Data sectors and whole tree blocks are remembered, each in a set of their
+ * own: equal keys are then equal ranges; a tree block's piece cut by a stripe end never is. */
+static int parity_done(struct heal *h, const struct btk_chunk *c, uint64_t at, uint32_t len,
+		       bool data)
+{
+	uint64_t nd = btk_chunk_data_stripes(c->type, c->num_stripes, c->sub_stripes);
+	uint64_t off = at - c->logical, nr = off / BTK_STRIPE_LEN;
+	int ret;
+
+	if (!nd || (!data && len != h->fs->nodesize))
+		return 0;
+	/* the row's first logical byte plus the offset inside the stripe */
+	ret = btk_u64set_add(&h->pdone[data],
+			     c->logical + nr / nd * nd * BTK_STRIPE_LEN + off % BTK_STRIPE_LEN);
+	return ret < 0 ? btk_err(ENOMEM, "out of memory") : !ret;
+}
+
+/* Parity of one piece (inside one stripe of chunk c) of unit u: P and Q rewritten where they
+ * differ from what the data stripes give; data a sector at a time (runs reported as one). */
+static int heal_parity_piece(struct heal *h, const struct btk_chunk *c, const struct heal_unit *u,
+			     uint64_t at, uint32_t len)
 {
 	uint32_t step = u->level < 0 ? h->fs->sectorsize : len, run[2] = {0};
 	struct btk_phys first[2] = {{0}};
@@ -786,7 +807,13 @@ static int heal_parity_piece(struct heal *h, const struct heal_unit *u, uint64_t
 
 	for (uint32_t o = 0; o <= len; o += step) {
 		struct btk_phys pq[2];
-		int mask = o < len ? btk_raid56_parity(h->fs, at + o, step, true, pq) : 0;
+		int mask = o < len ? parity_done(h, c, at + o, step, u->level < 0) : 0;
+		if (mask < 0)
+			return mask;
+		if (!mask && o < len)
+			mask = btk_raid56_parity(h->fs, at + o, step, true, pq);
+		else
+			mask = 0;      /* done with another unit of the row (or the end) */
 		if (mask == -ENODEV) { /* a data stripe is missing: the parity is all there is */
 			btk_err_clear();
 			mask = 0;
@@ -820,7 +847,7 @@ static int heal_parity(struct heal *h)
 		for (uint64_t at = u->logical, end = u->logical + u->len; at < end;) {
 			uint64_t room = BTK_STRIPE_LEN - (at - c->logical) % BTK_STRIPE_LEN;
 			uint32_t len = (uint32_t)(end - at < room ? end - at : room);
-			int ret = heal_parity_piece(h, u, at, len);
+			int ret = heal_parity_piece(h, c, u, at, len);
 			if (ret)
 				return ret;
 			at += len;
@@ -895,6 +922,8 @@ out:
 	free(h.buf);
 	free(h.copies);
 	btk_u64set_free(&h.disputed);
+	btk_u64set_free(&h.pdone[0]);
+	btk_u64set_free(&h.pdone[1]);
 	btk_u64set_free(&h.seen);
 	btk_u64set_free(&h.told);
 	btk_u64set_free(&h.lostc);
