@@ -125,7 +125,7 @@ struct copies {
 };
 
 /* Reads every copy of b and judges each as the reader judged the one it took (chk: what b's
- * parent expects). Only a failed allocation is an error. */
+ * parent expects); a copy that does not read is a bad one. */
 static void read_copies(struct heal *h, const struct btk_block *b,
 			const struct btk_block_check *chk, struct copies *c)
 {
