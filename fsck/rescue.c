@@ -66,6 +66,8 @@ static void heal_event_text(const struct btk_heal_event *e)
 		printf(" copy %d of %d (devid %llu physical %llu): %s; rewritten from copy %d\n",
 		       e->copy, e->ncopies, (unsigned long long)e->devid,
 		       (unsigned long long)e->physical, e->why, e->from);
+	else if (e->disputed)
+		printf(": copies valid and different, none judged better: %s\n", e->why);
 	else
 		printf(": no good copy of %d: %s\n", e->ncopies, e->why);
 }
@@ -74,9 +76,10 @@ static void heal_event_json(struct step_ctx *o, const struct btk_heal_event *e)
 {
 	printf("%s{\"healed\": %s, \"kind\": \"%s\"", o->nev ? ", " : "",
 	       e->healed ? "true" : "false",
-	       e->data	    ? "data"
-	       : e->bitflip ? "tree block bit flip"
-			    : "tree block");
+	       e->data	     ? "data"
+	       : e->bitflip  ? "tree block bit flip"
+	       : e->disputed ? "tree block copies disputed"
+			     : "tree block");
 	if (!e->data)
 		printf(", \"tree\": %llu, \"level\": %d", (unsigned long long)e->tree, e->level);
 	printf(", \"logical\": %llu, \"length\": %llu, \"copies\": %d",
@@ -108,7 +111,7 @@ static int heal_run(struct step_ctx *c)
 	int ret = btk_heal_run(c->devs, c->ndevs, c->oo, &ho, &c->r.heal);
 
 	c->changed = r->blocks_healed || r->blocks_bitflip || r->sectors_healed;
-	c->left = r->blocks_lost || r->sectors_lost;
+	c->left = r->blocks_lost || r->sectors_lost || r->blocks_disputed;
 	return ret;
 }
 
@@ -126,6 +129,9 @@ static void heal_text(const struct step_ctx *c)
 	if (r->blocks_bitflip)
 		printf(", %llu set right by one flipped bit",
 		       (unsigned long long)r->blocks_bitflip);
+	if (r->blocks_disputed)
+		printf(", %llu left with valid copies that differ",
+		       (unsigned long long)r->blocks_disputed);
 	if (data)
 		printf("; %llu data sector(s) read, %llu bad sector cop%s rewritten, %llu without "
 		       "a good copy",
@@ -142,9 +148,10 @@ static void heal_json_summary(const struct step_ctx *c, int ret)
 	printf(", \"heal_summary\": {");
 	BTK_JSON_U64S(stdout,
 		      "tree_blocks tree_blocks_healed tree_blocks_lost data_sectors "
-		      "data_sectors_healed data_sectors_lost tree_blocks_bitflip",
+		      "data_sectors_healed data_sectors_lost tree_blocks_bitflip "
+		      "tree_blocks_disputed",
 		      r->blocks, r->blocks_healed, r->blocks_lost, r->sectors, r->sectors_healed,
-		      r->sectors_lost, r->blocks_bitflip);
+		      r->sectors_lost, r->blocks_bitflip, r->blocks_disputed);
 	printf("}");
 }
 

@@ -2,8 +2,14 @@
  *
  * Every tree is walked through the validated reader, which accepts the first copy that
  * checks out against its parent pointer (checksum, address, generation, level, first key);
- * every other copy of the block is read and compared with it byte for byte, and one that
- * differs (or does not read) gets the accepted bytes. RAID5/6: the data stripe is written
+ * every other copy of the block is read and judged by the same rules (btk_block_copy_check).
+ * One that does not read or validate gets the accepted bytes. One that validates too and
+ * still differs (a copy changed under a right checksum, which the reader may have taken:
+ * it tries copy 1 first) leaves the block undecided by the block itself: the whole
+ * filesystem is checked as it would be with each such copy (an overlay of the devices, no
+ * write), and the copy the checker finds the fewest errors with is written over the others
+ * unless another ties with it; a tie is left as it is and told (judge). RAID5/6: the data
+ * stripe's rebuilds from parity are such copies too, and the data stripe is written
  * when a rebuild from parity was accepted (from P, or from Q when P is bad too; RAID6 with
  * two bad data stripes in the row: from P and Q, tree.c). Data: every
  * sector the csum tree covers is read from every copy and checked against its checksum; a
@@ -23,6 +29,7 @@
  * first: the chunks it maps were left out, chunk_damage, while it did not read).
  */
 #include "repair/rescue.h"
+#include "repair/repair_int.h"
 #include "base/csum.h"
 #include "base/error.h"
 #include "base/u64set.h"
@@ -36,6 +43,7 @@
 #include <string.h>
 
 #define DATA_PIECE 64 /* data sectors read at once per copy */
+#define MAX_JUDGED 8  /* disputed blocks judged by whole checks; later ones are left */
 
 BTK_VEC(heal_roots, struct btk_root);
 
@@ -54,13 +62,18 @@ struct heal {
 	struct btk_heal_result *res;
 	struct btk_u64set seen;
 	uint8_t *buf;
-	uint64_t tree;		 /* the tree being walked */
-	struct heal_roots logs;	 /* subvolume log trees named by the log root tree */
-	bool again;		 /* a bit flip was set right: walk again, below it */
-	bool reopen;		 /* ... in the chunk tree: open again, to map what it maps */
-	struct btk_u64set told;	 /* lost blocks reported (a walk again tells them once) */
-	struct heal_units r56;	 /* what lies in RAID5/6 chunks: their parity checked last */
-	struct btk_u64set lostc; /* chunks (logical) holding something with no good copy */
+	uint64_t tree;		    /* the tree being walked */
+	struct heal_roots logs;	    /* subvolume log trees named by the log root tree */
+	bool again;		    /* a bit flip was set right: walk again, below it */
+	bool reopen;		    /* ... in the chunk tree: open again, to map what it maps */
+	struct btk_u64set told;	    /* lost blocks reported (a walk again tells them once) */
+	struct heal_units r56;	    /* what lies in RAID5/6 chunks: their parity checked last */
+	struct btk_u64set lostc;    /* chunks (logical) holding something with no good copy */
+	struct btk_open_opts oo;    /* how fs was opened: the judging views open so too */
+	uint8_t *copies;	    /* BTK_MAX_COPIES blocks: every copy of the block at hand */
+	struct btk_u64set disputed; /* blocks left undecided (told once, judged once) */
+	struct btk_u64set pdone[2]; /* parity done: tree blocks [0], data sectors [1] */
+	int judged;		    /* disputed blocks judged by whole checks */
 };
 
 static bool raid56(const struct btk_fs *fs, uint64_t logical)
@@ -98,53 +111,248 @@ static void event(struct heal *h, struct btk_heal_event *e)
 		h->ho->on_event(h->ho->ctx, e);
 }
 
-/* Why copy buf of tree block b is not b. */
-static void block_why(const struct btk_fs *fs, const struct btk_block *b, const uint8_t *buf,
-		      char *why, size_t len)
-{
-	const struct btk_header *hd = (const struct btk_header *)buf;
+/* What each copy of a block is: the first copy (0-based) with the same bytes when it
+ * validates, or one of these. */
+#define COPY_BAD  (-1) /* does not read, or does not validate against its parent's pointer */
+#define COPY_GONE (-2) /* on a missing device: nothing to read or write */
 
-	if (!btk_block_check_raw(fs, b->bytenr, buf, why, len)) {
-		if (btk_le64(hd->generation) != btk_block_generation(b))
-			snprintf(why, len, "stale: generation %llu",
-				 (unsigned long long)btk_le64(hd->generation));
+/* The copies of the block at hand: read (copy r is the reader's, b), sorted into classes. */
+struct copies {
+	int n, r;
+	uint8_t *data[BTK_MAX_COPIES];
+	int same[BTK_MAX_COPIES];
+	char why[BTK_MAX_COPIES][120]; /* a bad copy: why */
+};
+
+/* Reads every copy of b and judges each as the reader judged the one it took (chk: what b's
+ * parent expects); a copy that does not read is a bad one. */
+static void read_copies(struct heal *h, const struct btk_block *b,
+			const struct btk_block_check *chk, struct copies *c)
+{
+	struct btk_fs *fs = h->fs;
+
+	c->n = btk_copies_of(fs, b->bytenr);
+	c->n = c->n > BTK_MAX_COPIES ? BTK_MAX_COPIES : c->n;
+	c->r = b->mirror;
+	for (int i = 0; i < c->n; i++) {
+		uint8_t *d = c->data[i] = h->copies + (size_t)i * fs->nodesize;
+		int ret = 0;
+		if (i == c->r) /* a RAID6 pair rebuild sits in copy 3's place: keep what it gave */
+			memcpy(d, b->data, fs->nodesize);
 		else
-			snprintf(why, len, "contents differ from the good copy");
+			ret = btk_read_copy(fs, b->bytenr, d, fs->nodesize, i);
+		c->same[i] = i;
+		if (ret == -ENODEV) {
+			btk_err_clear();
+			c->same[i] = COPY_GONE;
+			continue;
+		}
+		if (ret) {
+			snprintf(c->why[i], sizeof(c->why[i]), "unreadable: %s", btk_errmsg());
+			btk_err_clear();
+			c->same[i] = COPY_BAD;
+			continue;
+		}
+		for (int j = 0; j < i && c->same[i] == i; j++)
+			if (c->same[j] == j && !memcmp(c->data[j], d, fs->nodesize))
+				c->same[i] = j;
+		if (c->same[i] == i && i != c->r &&
+		    btk_block_copy_check(fs, b->bytenr, d, chk, c->why[i], sizeof(c->why[i])))
+			c->same[i] = COPY_BAD;
+	}
+	if (c->n > c->r && c->same[c->r] != c->r) /* the reader's copy equals an earlier one */
+		c->r = c->same[c->r];
+}
+
+/* Where copy i of c lies, for a message (RAID5/6 copies after the first are rebuilt). */
+static int copy_where(struct heal *h, uint64_t bytenr, int i, char *out, size_t len)
+{
+	struct btk_phys ph[BTK_MAX_COPIES];
+	int n = 0;
+
+	if (raid56(h->fs, bytenr) && i > 0)
+		return snprintf(out, len, "rebuilt from %s", i == 1 ? "P" : "Q");
+	if (btk_map_logical(h->fs, bytenr, ph, BTK_MAX_COPIES, &n, NULL) || i >= n) {
+		btk_err_clear();
+		return snprintf(out, len, "not mapped");
+	}
+	return snprintf(out, len, "devid %llu physical %llu", (unsigned long long)ph[i].devid,
+			(unsigned long long)ph[i].physical);
+}
+
+/* The errors the checker finds in the filesystem as it would be with every copy of the tree
+ * block at bytenr holding data: each device is read through an overlay (view.c), nothing is
+ * written. UINT64_MAX when its root tree does not read. */
+static int errors_with(struct heal *h, uint64_t bytenr, const uint8_t *data, uint64_t *errors)
+{
+	struct btk_fs *fs = h->fs, *view = NULL;
+	struct btk_phys ph[BTK_MAX_COPIES];
+	struct btk_open_opts o = h->oo;
+	struct btk_dev **devs;
+	struct rp_probs v = {0};
+	struct rp_collect c;
+	uint64_t contig = 0;
+	int n = 0, made, ret;
+
+	if ((ret = btk_map_logical(fs, bytenr, ph, BTK_MAX_COPIES, &n, &contig)))
+		return ret;
+	if (contig < fs->nodesize)
+		return btk_err(ERANGE, "tree block %llu crosses a stripe",
+			       (unsigned long long)bytenr);
+	if (!(devs = calloc((size_t)fs->ndevs, sizeof(*devs))))
+		return btk_err(ENOMEM, "out of memory");
+	for (made = 0; made < fs->ndevs && !ret; made++) {
+		struct btk_dev *d = fs->devs[made].dev;
+		struct rp_patch p[BTK_MAX_COPIES];
+		int k = 0;
+		if (!d) {
+			ret = btk_err(ENODEV, "devid %llu is missing",
+				      (unsigned long long)fs->devs[made].devid);
+			break;
+		}
+		for (int i = 0; i < n; i++)
+			if (ph[i].dev == d)
+				p[k++] = (struct rp_patch){ph[i].physical, fs->nodesize, data};
+		if ((ret = rp_dev_overlay(d, p, k, &devs[made])))
+			break;
+	}
+	if (ret) {
+		for (int i = 0; i < made; i++)
+			btk_dev_close(devs[i]);
+		free(devs);
+		return ret;
+	}
+	o.write = false;
+	o.no_scan = true;
+	ret = btk_fs_open_devs(devs, fs->ndevs, &o, &view);
+	free(devs);
+	if (ret && ret != -ENOMEM) { /* that copy breaks the filesystem */
+		btk_err_clear();
+		*errors = UINT64_MAX;
+		return 0;
+	}
+	if (!ret)
+		ret = rp_check(view, &v, &c);
+	btk_fs_close(view);
+	btk_vec_free(&v);
+	if (!ret)
+		*errors = c.unchecked ? UINT64_MAX : c.errors;
+	return ret;
+}
+
+/* Appends to why (its text so far: at bytes) what each valid copy of c is and, when judged,
+ * the errors with it. */
+static void list_copies(struct heal *h, uint64_t bytenr, const struct copies *c,
+			const uint64_t errs[], bool judged, char *why, size_t len, size_t at)
+{
+	for (int i = 0; i < c->n && at < len; i++) {
+		char where[64];
+		if (c->same[i] != i)
+			continue;
+		copy_where(h, bytenr, i, where, sizeof(where));
+		at += (size_t)snprintf(why + at, len - at, "%scopy %d (%s)", at ? "; " : "", i + 1,
+				       where);
+		if (judged && at < len)
+			at += (size_t)snprintf(why + at, len - at, " %llu error(s)",
+					       (unsigned long long)errs[i]);
 	}
 }
 
-/* Every copy of b but the one read: equal to it, or rewritten with it. */
-static int heal_block(struct heal *h, const struct btk_block *b)
+/* Two or more copies of b validate against its parent's pointer and differ: which one is the
+ * block is not known from the block. Each is judged by the whole filesystem it would make:
+ * the copy with which the checker finds the fewest errors wins when no other ties with it
+ * (*win); else the block is left (*win -1: told once, its chunk's parity kept). 0, or -ENOMEM. */
+static int judge(struct heal *h, const struct btk_block *b, const struct copies *c, uint64_t errs[],
+		 int *win)
+{
+	struct btk_heal_event e = {.tree = h->tree,
+				   .level = btk_block_level(b),
+				   .logical = b->bytenr,
+				   .len = h->fs->nodesize,
+				   .ncopies = c->n,
+				   .disputed = true};
+	char msg[160] = "";
+	int ret = 0;
+	bool tie = false;
+
+	*win = -1;
+	if ((ret = btk_u64set_add(&h->disputed, b->bytenr)) <= 0)
+		return ret; /* left in an earlier walk: told then */
+	if (h->judged >= MAX_JUDGED)
+		snprintf(msg, sizeof(msg), "more than %d such blocks, not judged", MAX_JUDGED);
+	for (int i = 0; i < c->n && !*msg; i++) {
+		if (c->same[i] != i)
+			continue;
+		if ((ret = errors_with(h, b->bytenr, c->data[i], &errs[i])) == -ENOMEM)
+			return ret;
+		if (ret) {
+			snprintf(msg, sizeof(msg), "not judged: %s", btk_errmsg());
+			btk_err_clear();
+		} else if (*win < 0 || errs[i] < errs[*win]) {
+			*win = i;
+			tie = false;
+		} else if (errs[i] == errs[*win]) {
+			tie = true;
+		}
+	}
+	if (!*msg) {
+		h->judged++;
+		if (!tie)
+			return 0;
+	}
+	*win = -1;
+	list_copies(h, b->bytenr, c, errs, !*msg, e.why, sizeof(e.why), 0);
+	size_t at = strlen(e.why);
+	snprintf(e.why + at, sizeof(e.why) - at, ": %s", *msg ? msg : "a tie");
+	h->res->blocks_disputed++;
+	if ((ret = note_lost(h, b->bytenr)))
+		return ret;
+	event(h, &e);
+	return 0;
+}
+
+/* Every copy of b that is not what b is: rewritten with it (chk: what b's parent expects of
+ * it). When several copies validate and differ, judge() says which is b; a node taken from
+ * another copy than the reader's is not descended into (BTK_WALK_SKIP): the next walk reads
+ * it again, after a new open. */
+static int heal_block(struct heal *h, const struct btk_block *b, const struct btk_block_check *chk)
 {
 	struct btk_fs *fs = h->fs;
-	int n = btk_copies_of(fs, b->bytenr), ret;
 	bool r56 = raid56(fs, b->bytenr);
+	uint64_t errs[BTK_MAX_COPIES] = {0};
+	struct copies c;
+	int win, valid = 0, ret;
 
 	h->res->blocks++;
 	if ((ret = note_r56(
 		 h, (struct heal_unit){b->bytenr, h->tree, fs->nodesize, btk_block_level(b)})))
 		return ret;
-	for (int i = 0; i < n; i++) {
+	read_copies(h, b, chk, &c);
+	for (int i = 0; i < c.n; i++)
+		valid += c.same[i] == i;
+	win = c.r;
+	if (valid > 1 && ((ret = judge(h, b, &c, errs, &win)) || win < 0))
+		return ret;
+	for (int i = 0; i < c.n; i++) {
 		struct btk_heal_event e = {.tree = h->tree,
 					   .level = btk_block_level(b),
 					   .logical = b->bytenr,
 					   .len = fs->nodesize,
 					   .copy = i + 1,
-					   .ncopies = n,
-					   .from = b->mirror + 1};
+					   .ncopies = c.n,
+					   .from = win + 1};
 		struct btk_phys at;
-		if (i == b->mirror || (r56 && i > 0))
+		if (c.same[i] == win || c.same[i] == COPY_GONE || (r56 && i > 0))
 			continue; /* RAID5/6: only the data stripe is a copy that can be written */
-		ret = btk_read_copy(fs, b->bytenr, h->buf, fs->nodesize, i);
-		if (ret == -ENODEV)
-			continue; /* a missing device: nothing to write to */
-		if (!ret && !memcmp(h->buf, b->data, fs->nodesize))
-			continue;
-		if (ret)
-			snprintf(e.why, sizeof(e.why), "unreadable: %s", btk_errmsg());
+		if (c.same[i] == COPY_BAD)
+			snprintf(e.why, sizeof(e.why), "%s", c.why[i]);
 		else
-			block_why(fs, b, h->buf, e.why, sizeof(e.why));
-		if ((ret = btk_write_copy(fs, b->bytenr, b->data, fs->nodesize, i, &at)))
+			snprintf(e.why, sizeof(e.why),
+				 "valid but different: the checker finds %llu error(s) with it, "
+				 "%llu with copy %d",
+				 (unsigned long long)errs[c.same[i]], (unsigned long long)errs[win],
+				 win + 1);
+		if ((ret = btk_write_copy(fs, b->bytenr, c.data[win], fs->nodesize, i, &at)))
 			return ret;
 		e.healed = true;
 		e.devid = at.devid;
@@ -152,10 +360,14 @@ static int heal_block(struct heal *h, const struct btk_block *b)
 		h->res->blocks_healed++;
 		event(h, &e);
 	}
-	return 0;
+	if (win == c.r)
+		return 0;
+	h->again = h->reopen = true; /* the cache holds the other copy: read it again */
+	return btk_block_level(b) ? BTK_WALK_SKIP : 0;
 }
 
-static int walk_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int depth)
+static int walk_block(void *ctx, struct btk_fs *fs, const struct btk_block *b,
+		      const struct btk_block_check *chk, int depth)
 {
 	struct heal *h = ctx;
 	int ret = btk_u64set_add(&h->seen, b->bytenr);
@@ -184,7 +396,7 @@ static int walk_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, i
 		}
 	}
 	(void)fs;
-	return heal_block(h, b);
+	return heal_block(h, b, chk);
 }
 
 /* The one bit of buf (a tree block of len bytes read from bytenr) whose flip makes the
@@ -308,7 +520,7 @@ static int walk_error(void *ctx, uint64_t bytenr, int level, int err, const char
 static int walk_root(void *ctx, const struct btk_root *root)
 {
 	struct heal *h = ctx;
-	struct btk_walk_ops ops = {.block = walk_block, .on_error = walk_error};
+	struct btk_walk_ops ops = {.checked = walk_block, .on_error = walk_error};
 
 	/* what does not read goes to walk_error: only a failed write or no memory stops */
 	h->tree = root->objectid;
@@ -565,9 +777,29 @@ static void parity_event(struct heal *h, const struct heal_unit *u, int k, uint6
 	event(h, &e);
 }
 
-/* Parity of one piece (inside one stripe) of unit u: P and Q rewritten where they differ from
- * what the data stripes give; data a sector at a time (runs reported as one). */
-static int heal_parity_piece(struct heal *h, const struct heal_unit *u, uint64_t at, uint32_t len)
+/* Whether the parity of [at, +len) of chunk c was done already for another unit of the same
+ * row (a block or sector at the same offset of another data stripe): 1 yes, 0 no (now it
+ * is), -ENOMEM. Data sectors and whole tree blocks are remembered, each in a set of their
+ * own: equal keys are then equal ranges; a tree block's piece cut by a stripe end never is. */
+static int parity_done(struct heal *h, const struct btk_chunk *c, uint64_t at, uint32_t len,
+		       bool data)
+{
+	uint64_t nd = btk_chunk_data_stripes(c->type, c->num_stripes, c->sub_stripes);
+	uint64_t off = at - c->logical, nr = off / BTK_STRIPE_LEN;
+	int ret;
+
+	if (!nd || (!data && len != h->fs->nodesize))
+		return 0;
+	/* the row's first logical byte plus the offset inside the stripe */
+	ret = btk_u64set_add(&h->pdone[data],
+			     c->logical + nr / nd * nd * BTK_STRIPE_LEN + off % BTK_STRIPE_LEN);
+	return ret < 0 ? btk_err(ENOMEM, "out of memory") : !ret;
+}
+
+/* Parity of one piece (inside one stripe of chunk c) of unit u: P and Q rewritten where they
+ * differ from what the data stripes give; data a sector at a time (runs reported as one). */
+static int heal_parity_piece(struct heal *h, const struct btk_chunk *c, const struct heal_unit *u,
+			     uint64_t at, uint32_t len)
 {
 	uint32_t step = u->level < 0 ? h->fs->sectorsize : len, run[2] = {0};
 	struct btk_phys first[2] = {{0}};
@@ -575,7 +807,13 @@ static int heal_parity_piece(struct heal *h, const struct heal_unit *u, uint64_t
 
 	for (uint32_t o = 0; o <= len; o += step) {
 		struct btk_phys pq[2];
-		int mask = o < len ? btk_raid56_parity(h->fs, at + o, step, true, pq) : 0;
+		int mask = o < len ? parity_done(h, c, at + o, step, u->level < 0) : 0;
+		if (mask < 0)
+			return mask;
+		if (!mask && o < len)
+			mask = btk_raid56_parity(h->fs, at + o, step, true, pq);
+		else
+			mask = 0;      /* done with another unit of the row (or the end) */
 		if (mask == -ENODEV) { /* a data stripe is missing: the parity is all there is */
 			btk_err_clear();
 			mask = 0;
@@ -609,7 +847,7 @@ static int heal_parity(struct heal *h)
 		for (uint64_t at = u->logical, end = u->logical + u->len; at < end;) {
 			uint64_t room = BTK_STRIPE_LEN - (at - c->logical) % BTK_STRIPE_LEN;
 			uint32_t len = (uint32_t)(end - at < room ? end - at : room);
-			int ret = heal_parity_piece(h, u, at, len);
+			int ret = heal_parity_piece(h, c, u, at, len);
 			if (ret)
 				return ret;
 			at += len;
@@ -630,9 +868,11 @@ int btk_heal_run(const char *const *paths, int n, const struct btk_open_opts *oo
 	/* a chunk tree block that does not read (a bit flip there) leaves its chunks unmapped
 	 * instead of refusing the filesystem: the walk reaches it through the system chunks */
 	o.chunk_damage = true;
+	h.oo = o;
 	if ((ret = btk_fs_open(paths, n, &o, &h.fs)))
 		return ret;
-	if (!(h.buf = malloc(h.fs->nodesize))) {
+	if (!(h.buf = malloc(h.fs->nodesize)) ||
+	    !(h.copies = malloc((size_t)BTK_MAX_COPIES * h.fs->nodesize))) {
 		ret = btk_err(ENOMEM, "out of memory");
 		goto out;
 	}
@@ -680,6 +920,10 @@ int btk_heal_run(const char *const *paths, int n, const struct btk_open_opts *oo
 	}
 out:
 	free(h.buf);
+	free(h.copies);
+	btk_u64set_free(&h.disputed);
+	btk_u64set_free(&h.pdone[0]);
+	btk_u64set_free(&h.pdone[1]);
 	btk_u64set_free(&h.seen);
 	btk_u64set_free(&h.told);
 	btk_u64set_free(&h.lostc);

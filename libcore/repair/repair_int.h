@@ -170,10 +170,17 @@ int rp_root_problem(const struct btk_open_opts *chosen, const char *const *paths
 		    uint64_t disk_root, int disk_level, uint64_t disk_gen, struct rp_probs *probs);
 rp_fix rp_fix_rollback;
 
-/* A read-only handle over lower whose superblock copies 0..ncopies-1 read as sb[0..] (the rest
- * from lower, which stays the caller's). */
+/* A read-only handle over lower that answers the ranges p[0..n-1] with their bytes (copied:
+ * the caller keeps p) and everything else from lower, which stays the caller's. */
 struct btk_dev;
 struct btk_super;
+struct rp_patch {
+	uint64_t off;
+	uint32_t len;
+	const void *data;
+};
+int rp_dev_overlay(struct btk_dev *lower, const struct rp_patch *p, int n, struct btk_dev **out);
+/* The same for superblock copies 0..ncopies-1 read as sb[0..]. */
 int rp_super_overlay(struct btk_dev *lower, const struct btk_super *sb, int ncopies,
 		     struct btk_dev **out);
 

@@ -3,7 +3,9 @@
  *
  * Healing writes no tree and no superblock: a bad copy of a tree block (DUP, RAID1*, RAID10,
  * or the data stripe of RAID5/6 when parity rebuilds it) is overwritten, in place, with the
- * bytes of the copy the validated reader accepted; with data, every checksummed data sector
+ * bytes of the copy the validated reader accepted (when several copies validate and differ:
+ * of the one the whole filesystem checks with the fewest errors; none on a tie, heal.c); with
+ * data, every checksummed data sector
  * whose copy fails its checksum while another copy passes is overwritten the same way (an
  * offline scrub). The good copy is never written, so a write cut short leaves a bad copy
  * that a second run heals: every state a power cut leaves is the old filesystem or a
@@ -23,6 +25,7 @@ struct btk_heal_event {
 	bool data;		  /* data sectors; else a tree block */
 	bool healed;		  /* false: no good copy */
 	bool bitflip;		  /* healed by setting one flipped bit back (why says which) */
+	bool disputed;		  /* not healed: copies valid and different, none better (why) */
 	uint64_t tree;		  /* a tree block: the tree it was reached from */
 	int level;		  /* a tree block: its level (-1 unknown) */
 	uint64_t logical;	  /* first byte */
@@ -30,7 +33,7 @@ struct btk_heal_event {
 	int copy, ncopies;	  /* 1-based copy that was bad, of how many */
 	int from;		  /* 1-based copy it was rewritten from */
 	uint64_t devid, physical; /* where the bad copy lies (its first byte) */
-	char why[160];		  /* what was wrong with it */
+	char why[320];		  /* what was wrong with it */
 };
 
 typedef void (*btk_heal_fn)(void *ctx, const struct btk_heal_event *e);
@@ -46,6 +49,7 @@ struct btk_heal_result {
 	uint64_t blocks_healed, sectors_healed; /* copies rewritten */
 	uint64_t blocks_lost, sectors_lost;	/* with no good copy */
 	uint64_t blocks_bitflip;		/* no good copy, one bit set back (every copy) */
+	uint64_t blocks_disputed; /* copies valid and different, none judged better: left */
 };
 
 /* Heals the filesystem on paths[0..n-1], opened for writing with oo (oo->dev carries the

@@ -1,7 +1,9 @@
 /* view.c (layer 10) — the new state of a commit, seen before it is made: every device of the
  * filesystem read through a handle that answers the superblock ranges with the copies the
  * commit would write (btk_trans_super_copy) and everything else from the device itself,
- * where the commit's new blocks already lie. Read-only: no write reaches the device.
+ * where the commit's new blocks already lie. Read-only: no write reaches the device. The same
+ * handle answers other ranges too (rp_dev_overlay): heal.c checks the filesystem as it would
+ * be with each candidate copy of a block before it writes one.
  */
 #include "repair/repair_int.h"
 #include "base/error.h"
@@ -14,10 +16,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The ranges an overlay answers itself, their bytes after the array. */
 struct view {
-	int ncopies;
-	uint64_t off[BTK_SUPER_MIRRORS];
-	struct btk_super sb[BTK_SUPER_MIRRORS];
+	int n;
+	struct rp_patch p[];
 };
 
 static int view_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
@@ -25,12 +27,12 @@ static int view_pread(struct btk_dev *dev, void *buf, size_t len, uint64_t off)
 	const struct view *v = dev->priv;
 	int ret = btk_dev_read(dev->lower, buf, len, off);
 
-	for (int m = 0; !ret && m < v->ncopies; m++) {
-		uint64_t s = v->off[m], e = s + BTK_SUPER_SIZE;
+	for (int m = 0; !ret && m < v->n; m++) {
+		uint64_t s = v->p[m].off, e = s + v->p[m].len;
 		uint64_t lo = off > s ? off : s, hi = off + len < e ? off + len : e;
 		if (lo < hi)
-			memcpy((uint8_t *)buf + (lo - off), (const uint8_t *)&v->sb[m] + (lo - s),
-			       hi - lo);
+			memcpy((uint8_t *)buf + (lo - off),
+			       (const uint8_t *)v->p[m].data + (lo - s), hi - lo);
 	}
 	return ret;
 }
@@ -53,18 +55,22 @@ static void view_close(struct btk_dev *dev)
 static const struct btk_dev_filter view_filter = {
     .change = view_change, .pread = view_pread, .close = view_close};
 
-int rp_super_overlay(struct btk_dev *lower, const struct btk_super *sb, int ncopies,
-		     struct btk_dev **out)
+int rp_dev_overlay(struct btk_dev *lower, const struct rp_patch *p, int n, struct btk_dev **out)
 {
-	struct view *v = calloc(1, sizeof(*v));
+	size_t bytes = 0;
 	int ret;
 
+	for (int i = 0; i < n; i++)
+		bytes += p[i].len;
+	struct view *v = malloc(sizeof(*v) + (size_t)n * sizeof(*p) + bytes);
 	if (!v)
 		return btk_err(ENOMEM, "out of memory");
-	for (int m = 0; m < ncopies && m < BTK_SUPER_MIRRORS; m++) {
-		v->off[m] = btk_super_offset(m);
-		v->sb[m] = sb[m];
-		v->ncopies = m + 1;
+	uint8_t *at = (uint8_t *)&v->p[n];
+	v->n = n;
+	for (int i = 0; i < n; i++) {
+		v->p[i] = (struct rp_patch){p[i].off, p[i].len, at};
+		memcpy(at, p[i].data, p[i].len);
+		at += p[i].len;
 	}
 	if ((ret = btk_dev_stack(lower, &view_filter, v, out))) {
 		free(v);
@@ -72,6 +78,17 @@ int rp_super_overlay(struct btk_dev *lower, const struct btk_super *sb, int ncop
 	}
 	(*out)->writable = false;
 	return 0;
+}
+
+int rp_super_overlay(struct btk_dev *lower, const struct btk_super *sb, int ncopies,
+		     struct btk_dev **out)
+{
+	struct rp_patch p[BTK_SUPER_MIRRORS];
+	int n = 0;
+
+	for (; n < ncopies && n < BTK_SUPER_MIRRORS; n++)
+		p[n] = (struct rp_patch){btk_super_offset(n), BTK_SUPER_SIZE, &sb[n]};
+	return rp_dev_overlay(lower, p, n, out);
 }
 
 int rp_view_open(struct btk_trans *t, struct btk_fs **out)

@@ -145,6 +145,15 @@ static int check_expect(const struct btk_block *b, const struct btk_block_check 
 	return 0;
 }
 
+int btk_block_copy_check(const struct btk_fs *fs, uint64_t bytenr, const uint8_t *data,
+			 const struct btk_block_check *chk, char *why, size_t whylen)
+{
+	struct btk_block b = {.bytenr = bytenr, .len = fs->nodesize, .data = (uint8_t *)data};
+
+	return btk_block_check_raw(fs, bytenr, data, why, whylen)
+		   ?: check_expect(&b, chk, why, whylen);
+}
+
 static int found_cached(struct btk_block *b, const struct btk_block_check *chk,
 			struct btk_block **out)
 {

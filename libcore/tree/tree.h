@@ -89,6 +89,10 @@ void btk_block_put(struct btk_block *b);
 /* Validates raw block bytes read from bytenr (no expectations); 0 or -EUCLEAN + why. */
 int btk_block_check_raw(const struct btk_fs *fs, uint64_t bytenr, const uint8_t *data, char *why,
 			size_t whylen);
+/* Validates one copy's raw bytes as btk_block_read validates each copy it tries: the raw checks
+ * and what chk (may be NULL) expects of the block. 0 or -EUCLEAN + why. */
+int btk_block_copy_check(const struct btk_fs *fs, uint64_t bytenr, const uint8_t *data,
+			 const struct btk_block_check *chk, char *why, size_t whylen);
 
 static inline const struct btk_header *btk_hdr(const struct btk_block *b)
 {
@@ -278,6 +282,10 @@ static inline const uint8_t *btk_path_item(const struct btk_path *p, struct btk_
 struct btk_walk_ops {
 	int (*block)(void *ctx, struct btk_fs *fs, const struct btk_block *b, int depth);
 	int (*on_error)(void *ctx, uint64_t bytenr, int level, int err, const char *msg);
+	/* instead of block when set: the same, with what b was read against (its parent's
+	 * pointer, or the root's level and generation), for callers that judge other copies */
+	int (*checked)(void *ctx, struct btk_fs *fs, const struct btk_block *b,
+		       const struct btk_block_check *chk, int depth);
 };
 int btk_tree_walk(struct btk_fs *fs, const struct btk_root *root, const struct btk_walk_ops *ops,
 		  void *ctx);

@@ -46,6 +46,14 @@ static void prefetch_children(struct btk_fs *fs, const struct btk_block *b)
 	free(v);
 }
 
+static int visit(const struct btk_walk_ops *ops, void *ctx, struct btk_fs *fs,
+		 const struct btk_block *b, const struct btk_block_check *chk, int depth)
+{
+	if (ops->checked)
+		return ops->checked(ctx, fs, b, chk, depth);
+	return ops->block ? ops->block(ctx, fs, b, depth) : 0;
+}
+
 struct frame {
 	struct btk_block *b;
 	int next;
@@ -74,7 +82,7 @@ int btk_tree_walk(struct btk_fs *fs, const struct btk_root *root, const struct b
 	if (ret)
 		return child_error(ops, ctx, root->bytenr, root->level, ret);
 	btk_u64set_add(&seen, b->bytenr);
-	ret = ops->block ? ops->block(ctx, fs, b, 0) : 0;
+	ret = visit(ops, ctx, fs, b, &chk, 0);
 	if (ret == BTK_WALK_SKIP || btk_block_level(b) == 0 || ret) {
 		btk_block_put(b);
 		btk_u64set_free(&seen);
@@ -110,7 +118,7 @@ int btk_tree_walk(struct btk_fs *fs, const struct btk_root *root, const struct b
 			ret = child_error(ops, ctx, ptr, cc.level, ret);
 			continue;
 		}
-		ret = ops->block ? ops->block(ctx, fs, b, depth + 1) : 0;
+		ret = visit(ops, ctx, fs, b, &cc, depth + 1);
 		if (ret == BTK_WALK_SKIP || btk_block_level(b) == 0 || ret) {
 			btk_block_put(b);
 			if (ret == BTK_WALK_SKIP)

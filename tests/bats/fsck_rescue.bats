@@ -457,3 +457,68 @@ assert s["names_added"] == 1 and s["unsummed_bytes"] == 0, s
 		[ -n "$done" ] && [ "$done" -ge 2 ]
 	done
 }
+
+# Byte OFF of the root directory's inode item (the first item of FS_TREE's first leaf): 40 is
+# its link count (the checker finds errors with a changed one), 112 its atime (no checker can
+# tell which is right).
+NLINK=40 ATIME=112
+
+@test "rescue heal: a copy that validates but differs (an item changed, checksum right) loses to the copy the filesystem checks clean with, whichever copy it is (DUP, RAID1C3, RAID5's stored stripe against the rebuild); copies no check tells apart are left, nothing written" {
+	require_btk fsck
+	require_tool btrfs
+	local prof n c
+	for prof in dup:1:1 dup:1:2 raid1c3:3:1 raid1c3:3:3 raid5:3:1; do
+		n=${prof#*:} c=${n#*:} n=${n%:*} prof=${prof%%:*}
+		profile "$prof" "$n"
+		"$SMASH" valid 5 "$c" 1 $NLINK leaf "${IMGS[@]}" >/dev/null
+		btk_run 60 "$FSCK" -q "${IMGS[@]}"
+		[ "$status" = 4 ] || { echo "$prof copy $c: not detected" >&2; return 1; }
+		btk_run 60 "$FSCK" --rescue heal --no-undo "${IMGS[@]}"
+		[ "$status" = 1 ] || { show_err; echo "$prof copy $c: exit $status" >&2; return 1; }
+		grep -Eq "^HEALED: tree 5 level 0 block [0-9]+ copy $c of [0-9] \(devid [0-9]+ physical [0-9]+\): valid but different: the checker finds [1-9][0-9]* error\(s\) with it, 0 with copy [0-9]; rewritten from copy [0-9]$" "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+		grep -q ", 1 bad copy rewritten, 0 without a good copy$" "$BTK_OUT"
+		same_as_orig || { echo "$prof copy $c: not as before" >&2; return 1; }
+		[ "$n" != 1 ] || btk_run 60 btrfs check --readonly "${IMGS[0]}" # one device only
+		[ "$n" != 1 ] || [ "$status" = 0 ] || { show_err; return 1; }
+	done
+	# the same item changed on copies 1 and 3 of three: the two equal copies are not a majority
+	profile raid1c3 3
+	"$SMASH" valid 5 1 1 $NLINK leaf "${IMGS[@]}" >/dev/null
+	"$SMASH" valid 5 3 1 $NLINK leaf "${IMGS[@]}" >/dev/null
+	btk_run 60 "$FSCK" --repair --no-undo "${IMGS[@]}"
+	[ "$status" = 1 ] || { show_err; return 1; }
+	[ "$(grep -c '^HEALED: tree 5 level 0 block [0-9]* copy [13] of 3 .*: valid but different: .*; rewritten from copy 2$' "$BTK_OUT")" = 2 ]
+	same_as_orig
+	# the atime: both copies check clean; left, reported with both places, nothing written
+	profile dup 1
+	"$SMASH" valid 5 2 1 $ATIME leaf "${IMGS[0]}" >/dev/null
+	cp --sparse=always "${IMGS[0]}" "$BATS_TEST_TMPDIR/tie"
+	btk_run 60 "$FSCK" --rescue heal --no-undo "${IMGS[0]}"
+	[ "$status" = 4 ] || { show_err; return 1; }
+	grep -Eq '^NOT HEALED: tree 5 level 0 block [0-9]+: copies valid and different, none judged better: copy 1 \(devid 1 physical [0-9]+\) 0 error\(s\); copy 2 \(devid 1 physical [0-9]+\) 0 error\(s\): a tie$' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	grep -q ', 1 left with valid copies that differ$' "$BTK_OUT"
+	cmp "${IMGS[0]}" "$BATS_TEST_TMPDIR/tie"
+	btk_run 60 "$FSCK" --repair --json --no-undo "${IMGS[0]}"
+	[ "$status" = 4 ] || { show_err; return 1; }
+	grep -q '"tree_blocks_disputed": 1' "$BTK_OUT"
+	cmp "${IMGS[0]}" "$BATS_TEST_TMPDIR/tie"
+}
+
+@test "rescue heal: a power cut while valid but different copies are rewritten (two of three) leaves the old copies or the judged one, and a second run ends the same" {
+	require_btk fsck
+	local n writes=0
+	profile raid1c3 3
+	"$SMASH" valid 5 1 1 $NLINK leaf "${IMGS[@]}" >/dev/null
+	"$SMASH" valid 5 3 1 $NLINK leaf "${IMGS[@]}" >/dev/null
+	for i in "${IMGS[@]}"; do cp --sparse=always "$i" "$i.damaged"; done
+	for n in 0 1 2 3; do
+		for i in "${IMGS[@]}"; do cp --sparse=always "$i.damaged" "$i"; done
+		BTK_FAULT=stop:$n btk_run 60 "$FSCK" --rescue heal --no-undo "${IMGS[@]}"
+		assert_no_crash
+		same_as_orig >/dev/null 2>&1 || writes=$((writes + 1))
+		btk_run 60 "$FSCK" --rescue heal --no-undo "${IMGS[@]}"
+		[ "$status" = 0 ] || [ "$status" = 1 ] || { show_err; return 1; }
+		same_as_orig || { echo "stop:$n: the second run did not heal it" >&2; return 1; }
+	done
+	[ "$writes" = 2 ] # cut before the first and before the second write; 2 and 3 let both through
+}

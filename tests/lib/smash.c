@@ -5,6 +5,10 @@
  *   smash flip ID COPY BIT[,BIT2] [leaf] IMG...  flip bit BIT (0-based, of the whole block),
  *                                      and BIT2 too, of copy COPY of tree ID's top block (or
  *                                      first leaf); ID "log": the log root tree's top block
+ *   smash valid ID COPY TYPE OFF [leaf] IMG...  byte OFF of the first item of key type TYPE
+ *                                      of copy COPY of tree ID's top block (a leaf) or first
+ *                                      leaf gets 1 added, the checksum fixed: a copy that
+ *                                      validates and differs from the others
  *   smash zero LOGICAL IMG...          zero every copy of the tree block at LOGICAL (a lost
  *                                      block: no copy reads)
  *   smash data COPY IMG...             overwrite 4 sectors of the first checksummed data on
@@ -23,6 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/csum.h"
 #include "base/error.h"
 #include "tree/tree.h"
 #include "volumes/super.h"
@@ -106,7 +111,48 @@ static int flip_at(struct btk_fs *fs, uint64_t logical, size_t len, int copy, lo
 	return ret;
 }
 
-static int smash_tree(struct btk_fs *fs, uint64_t id, int copy, bool leaf, long flip, long flip2)
+/* Copy `copy` of the leaf at logical with byte off of the first item of key type `type` one
+ * more, its checksum fixed. */
+static int valid_at(struct btk_fs *fs, uint64_t logical, size_t len, int copy, int type, long off,
+		    const char *what)
+{
+	uint8_t *b = malloc(len);
+	const struct btk_header *h = (const struct btk_header *)b;
+	const struct btk_item *it = (const struct btk_item *)(b + sizeof(*h));
+	struct btk_phys at;
+	int ret = b ? btk_read_copy(fs, logical, b, len, copy - 1) : -ENOMEM;
+
+	if (!ret && h->level)
+		ret = btk_err(EINVAL, "%s is not a leaf", what);
+	for (uint32_t i = 0; !ret && i < btk_le32(h->nritems); i++) {
+		struct btk_key k;
+		btk_disk_to_key(&it[i].key, &k);
+		if (k.type != type)
+			continue;
+		if (off < 0 || (uint32_t)off >= btk_le32(it[i].size)) {
+			ret = btk_err(EINVAL, "item %u has %u bytes", i, btk_le32(it[i].size));
+			break;
+		}
+		b[sizeof(*h) + btk_le32(it[i].offset) + (size_t)off]++;
+		btk_csum(fs->csum_type, b + BTRFS_CSUM_SIZE, len - BTRFS_CSUM_SIZE, b);
+		ret = btk_write_copy(fs, logical, b, len, copy - 1, &at);
+		if (!ret)
+			printf("%s %llu copy %d: item %u (%llu %u %llu) byte %ld changed, checksum "
+			       "fixed\n",
+			       what, (unsigned long long)logical, copy, i,
+			       (unsigned long long)k.objectid, k.type, (unsigned long long)k.offset,
+			       off);
+		free(b);
+		return ret;
+	}
+	free(b);
+	return ret ? ret : btk_err(ENOENT, "%s has no item of type %d", what, type);
+}
+
+/* flip >= 0: flip that bit (and flip2); vtype >= 0: valid_at that item type's byte flip;
+ * else smash. */
+static int smash_tree(struct btk_fs *fs, uint64_t id, int copy, bool leaf, long flip, long flip2,
+		      int vtype)
 {
 	struct btk_root r;
 	struct btk_path p;
@@ -133,6 +179,8 @@ static int smash_tree(struct btk_fs *fs, uint64_t id, int copy, bool leaf, long 
 	}
 	snprintf(what, sizeof(what), "tree %llu %s block", (unsigned long long)id,
 		 leaf ? "leaf" : "top");
+	if (vtype >= 0)
+		return valid_at(fs, bytenr, fs->nodesize, copy, vtype, flip, what);
 	return flip >= 0 ? flip_at(fs, bytenr, fs->nodesize, copy, flip, flip2, what)
 			 : smash_at(fs, bytenr, fs->nodesize, copy, what);
 }
@@ -215,6 +263,8 @@ int main(int argc, char **argv)
 		first = argc > 5 && !strcmp(argv[4], "leaf") ? 5 : 4;
 	else if (argc >= 6 && !strcmp(argv[1], "flip"))
 		first = argc > 6 && !strcmp(argv[5], "leaf") ? 6 : 5;
+	else if (argc >= 7 && !strcmp(argv[1], "valid"))
+		first = argc > 7 && !strcmp(argv[6], "leaf") ? 7 : 6;
 	else if (argc >= 4 && (!strcmp(argv[1], "data") || !strcmp(argv[1], "zero")))
 		first = 3;
 	else if (argc >= 5 && !strcmp(argv[1], "super") &&
@@ -223,8 +273,8 @@ int main(int argc, char **argv)
 	else {
 		fprintf(stderr,
 			"usage: smash tree ID COPY [leaf] IMG... | flip ID COPY BIT[,BIT2] "
-			"[leaf] IMG... | zero LOGICAL IMG... | data COPY IMG... | super MIRROR "
-			"zero|stale IMG...\n");
+			"[leaf] IMG... | valid ID COPY TYPE OFF [leaf] IMG... | zero LOGICAL "
+			"IMG... | data COPY IMG... | super MIRROR zero|stale IMG...\n");
 		return 2;
 	}
 	ret = btk_fs_open((const char *const *)argv + first, argc - first, &oo, &fs);
@@ -233,13 +283,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (!strcmp(argv[1], "tree"))
-		ret = smash_tree(fs, strtoull(argv[2], NULL, 0), atoi(argv[3]), first == 5, -1, -1);
+		ret = smash_tree(fs, strtoull(argv[2], NULL, 0), atoi(argv[3]), first == 5, -1, -1,
+				 -1);
+	else if (!strcmp(argv[1], "valid"))
+		ret = smash_tree(fs, strtoull(argv[2], NULL, 0), atoi(argv[3]), first == 7,
+				 atol(argv[5]), -1, atoi(argv[4]));
 	else if (!strcmp(argv[1], "flip")) {
 		char *comma = strchr(argv[4], ',');
 		uint64_t id = !strcmp(argv[2], "log") ? (uint64_t)BTRFS_TREE_LOG_OBJECTID
 						      : strtoull(argv[2], NULL, 0);
 		ret = smash_tree(fs, id, atoi(argv[3]), first == 6, atol(argv[4]),
-				 comma ? atol(comma + 1) : -1);
+				 comma ? atol(comma + 1) : -1, -1);
 	} else if (!strcmp(argv[1], "data"))
 		ret = smash_data(fs, atoi(argv[2]));
 	else if (!strcmp(argv[1], "zero"))

@@ -122,7 +122,7 @@ static inline int on_block(void *ctx, struct btk_fs *fs, const struct btk_block 
 static inline int on_root(void *ctx, const struct btk_root *root)
 {
 	struct walkctx *w = ctx;
-	struct btk_walk_ops ops = {on_block, NULL};
+	struct btk_walk_ops ops = {.block = on_block};
 
 	w->root = root->objectid;
 	if (btk_tree_walk(cur_fs, root, &ops, w)) {

@@ -483,7 +483,7 @@ static void count_fill(uint64_t *leaves, uint64_t *least)
 {
 	const char *paths[1] = {img};
 	struct btk_open_opts o = {.super_mirror = -1, .no_scan = true};
-	struct btk_walk_ops ops = {count_leaf, NULL};
+	struct btk_walk_ops ops = {.block = count_leaf};
 	struct fillctx f = {0, 0};
 	struct btk_fs *fs;
 	struct btk_root r;
