@@ -102,7 +102,37 @@ corpus_repaired() {
 	# a tree block's and a data extent's record lost (the block group still counts them: the
 	# next round sets it), a record's count or reference wrong, a file extent's disk_bytenr
 	# lost (pointed back at the extent whose back reference names it)
-	repaired_clean meta-missing data-missing extent-refs meta-refs backref fe-bytenr
+	repaired_clean meta-missing data-missing extent-refs meta-refs backref fe-bytenr fe-lost
+}
+
+# files_of IMG DIR: every file of IMG copied out to DIR
+files_of() {
+	"$BTK_BUILD/bin/btk-image" get -r "$1" / "$2" >/dev/null
+}
+
+@test "repair: a file extent that lost its disk bytenr is pointed back at the extent whose back reference names it (files as before); when none names it, it becomes a hole and the data is reported lost" {
+	require_btk fsck
+	local b=$BATS_TEST_TMPDIR/before a=$BATS_TEST_TMPDIR/after l=$BATS_TEST_TMPDIR/lost
+	files_of "$BATS_FILE_TMPDIR/base.img" "$b"
+	broken fe-bytenr
+	repair_fixes '^FIXED: \[E0[78]0[0-9] .*: tree 5 inode [0-9]*: 1 file extent(s) at disk bytenr [0-9]* -> disk bytenr [0-9]* (the extent whose reference names them)$'
+	files_of "$IMG" "$a"
+	diff -r "$b" "$a"
+	# its length changed too: no record names it, the range reads as zeros afterwards
+	broken fe-lost
+	repair_fixes '^FIXED: \[E1308 fe-disk-align\] .* -> a hole: those bytes are lost'
+	files_of "$IMG" "$l"
+	# one file differs (under each of its names), as long as before, and every byte that
+	# differs is a zero of the hole
+	local f first differ
+	differ=$(diff -rq "$b" "$l" | awk '{ print $2 }')
+	first=${differ%%[[:space:]]*}
+	[ -n "$first" ]
+	for f in $differ; do
+		cmp "$f" "$first" && cmp "${f/$b/$l}" "${first/$b/$l}"
+		[ "$(stat -c %s "$f")" = "$(stat -c %s "${f/$b/$l}")" ]
+		cmp -l "$f" "${f/$b/$l}" | awk '$3 != 0 { bad = 1 } END { exit bad }'
+	done
 }
 
 @test "repair --json: each fix with its code, location, before and after" {

@@ -53,11 +53,11 @@ mounted_listing() {
 	# no data (copy1, copy2, csum-leaf: one copy or checksums only); a second set behind
 	# BTK_ORACLE_FULL=1 (the same fixes, other trees or items). Not here: the classes
 	# fixes.def marks "not repairable" (free-space tree, qgroups, names' hashes and types,
-	# file extent overlaps, ...), data-missing and fe-bytenr (their records come back, but
-	# the kernel image's qgroups and free-space tree then differ: not repairable yet),
-	# the fuzz and data kinds (they destroy what they hit).
+	# file extent overlaps, ...), data-missing (its record comes back, but the kernel
+	# image's qgroups and free-space tree then differ: not repairable yet), fe-lost and the
+	# fuzz and data kinds (they destroy what they hit).
 	local kinds="nlink nbytes dir-isize bg-used super-devs inline-ram dir-index extent-refs
-		meta-missing csum copy1 leaf-gen sys-array-type dev-extent root-orphan"
+		meta-missing csum copy1 leaf-gen sys-array-type dev-extent root-orphan fe-bytenr"
 	[ -z "${BTK_ORACLE_FULL:-}" ] || kinds+=" meta-refs backref index-name leaf-csum-zero copy2
 		csum-leaf leaf-gap node-gen extra-extent bg-len symlink-size super-copy"
 	for kind in $kinds; do
