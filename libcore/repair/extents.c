@@ -35,6 +35,7 @@ struct rp_move {
 	uint64_t root, ino, off, len, from, to;
 	uint32_t count;
 	bool done;
+	bool unrecorded; /* `from` has no record: copies of a leaf queue no reference to it */
 };
 BTK_VEC(rp_moves, struct rp_move);
 
@@ -715,16 +716,19 @@ static uint32_t ref_count(const struct btk_extent_ref *er)
 
 /* ---- file extents that lost their disk_bytenr ---- */
 
-/* Whether the data user u is not accounted for where it points: an unaligned address, no
- * record there, a record of another kind or length, or one without u's reference. */
-static int unaccounted(struct rp_ctx *x, const struct rp_ref *u, struct rp_rec *at, bool *lost)
+/* Whether the data user u is not accounted for where it points (*lost): an unaligned
+ * address or no record there (*norec), a record of another kind or length, or one without
+ * u's reference. */
+static int unaccounted(struct rp_ctx *x, const struct rp_ref *u, struct rp_rec *at, bool *lost,
+		       bool *norec)
 {
 	int ret;
 
-	*lost = true;
+	*lost = *norec = true;
 	if (!aligned(btk_trans_fs(x->t), u->bytenr))
 		return 0;
 	ret = rec_read(x->t, u->bytenr, at);
+	*norec = ret > 0;
 	if (ret > 0 || ret == -EUCLEAN || ret == -EOVERFLOW) {
 		btk_err_clear();
 		*lost = ret > 0;
@@ -749,13 +753,13 @@ static int find_move(struct rp_ctx *x, const struct rp_extents *e, const struct 
 	m->count = 0;
 	for (size_t i = 0; i < e->refs.n; i++) {
 		const struct rp_ref *u = &e->refs.data[i];
-		bool lost;
+		bool lost, norec;
 		int ret;
 		if (!u->data || u->parent || u->bytenr == to || u->root != er->root ||
 		    u->ino != er->objectid || u->off != er->offset || u->len != len ||
 		    u->count > spare)
 			continue;
-		if ((ret = unaccounted(x, u, at, &lost)))
+		if ((ret = unaccounted(x, u, at, &lost, &norec)))
 			return ret;
 		if (!lost)
 			continue;
@@ -769,7 +773,8 @@ static int find_move(struct rp_ctx *x, const struct rp_extents *e, const struct 
 				      .len = len,
 				      .from = u->bytenr,
 				      .to = to,
-				      .count = u->count};
+				      .count = u->count,
+				      .unrecorded = norec};
 	}
 	return 0;
 }
@@ -845,6 +850,10 @@ static int plan_moves(struct rp_ctx *x, struct rp_extents *e)
 			e->moves.data[o++] = e->moves.data[i];
 	}
 	e->moves.n = o;
+	for (size_t j = 0; j < e->moves.n; j++)
+		if (e->moves.data[j].unrecorded &&
+		    (ret = btk_trans_data_unrecorded(x->t, e->moves.data[j].from)))
+			return ret;
 	for (size_t i = 0; i < e->refs.n; i++) {
 		struct rp_ref *u = &e->refs.data[i];
 		for (size_t j = 0; j < e->moves.n; j++) {
@@ -960,6 +969,33 @@ static int nbytes_lower(struct btk_trans *t, uint64_t root, uint64_t ino, uint64
 	return ret < 0 ? ret : 0; /* no inode item: its own problem, fixed by another fix */
 }
 
+/* Move m, made in its tree (the owner of the leaf), made in tree too, which shares that leaf:
+ * its copy of the file extent item at k points at m->to, with a reference from tree. */
+static int repoint_shared(struct rp_ctx *x, struct rp_extents *e, struct rp_move *m, uint64_t tree,
+			  const struct btk_key *k, char *before, char *after, size_t cap)
+{
+	char ob[96], oa[96];
+	struct btk_path path;
+	int ret = do_moves(x, e, m->from, ob, oa, sizeof(ob));
+
+	if (ret < 0)
+		return ret;
+	if ((ret = btk_tree_search_write(x->t, tree, k, 0, &path)) == 0)
+		BTK_PUT(struct btrfs_file_extent_item, btk_item_ptr(&path, NULL), disk_bytenr,
+			m->to);
+	btk_wpath_release(&path);
+	if (ret)
+		return ret < 0 ? ret : btk_err(ENOENT, "file extent item gone");
+	if ((ret = btk_data_ref(x->t, m->to, m->len, tree, 0, m->ino, m->off, 1)))
+		return ret;
+	snprintf(before, cap, "tree %llu inode %llu: disk bytenr %llu (tree %llu's leaf)",
+		 (unsigned long long)tree, (unsigned long long)m->ino, (unsigned long long)m->from,
+		 (unsigned long long)m->root);
+	snprintf(after, cap, "disk bytenr %llu (the extent whose reference names it)",
+		 (unsigned long long)m->to);
+	return 0;
+}
+
 /* E1308: a regular file extent whose disk_bytenr is unaligned lost its address. It is
  * pointed back at the extent whose back reference names it (planned with the extent fixes,
  * which may have made it already: 1), or, when no extent does, becomes a hole: its data is
@@ -986,8 +1022,26 @@ int rp_fix_fe_bytenr(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 	    btk_file_extent_item_parse(d, size, k.offset, &fe) != BTK_FE_WHOLE ||
 	    fe.type == BTRFS_FILE_EXTENT_INLINE || aligned(btk_trans_fs(x->t), fe.disk_bytenr))
 		return 1; /* gone, or pointed back already */
+	uint64_t off = btk_data_ref_offset(k.offset, fe.extent_offset);
+	for (size_t i = 0; i < e->moves.n; i++) {
+		struct rp_move *m = &e->moves.data[i];
+		if (m->from != fe.disk_bytenr || m->ino != k.objectid || m->off != off ||
+		    m->len != fe.disk_num_bytes)
+			continue;
+		if (m->root == p->tree)
+			return do_moves(x, e, m->from, before, after, cap);
+		/* the owner's leaf, which this tree shares: its copy here pointed back too */
+		for (size_t j = 0; j < x->all->n; j++) {
+			const struct rp_prob *q = &x->all->data[j];
+			if (q->id == p->id && q->tree == m->root && q->bytenr == p->bytenr &&
+			    q->has_key && !btk_key_cmp(&q->key, &p->key))
+				return repoint_shared(x, e, m, p->tree, &k, before, after, cap);
+		}
+	}
 	if (rp_extents_moved_from(x, fe.disk_bytenr))
-		return do_moves(x, e, fe.disk_bytenr, before, after, cap);
+		return 1; /* another file extent lost the same address: not made a hole */
+	if ((ret = btk_trans_data_unrecorded(x->t, fe.disk_bytenr)))
+		return ret;
 	if ((ret = btk_tree_search_write(x->t, p->tree, &k, 0, &path)) == 0) {
 		uint8_t *it = btk_item_ptr(&path, NULL);
 #define FPUT(f, v) BTK_PUT(struct btrfs_file_extent_item, it, f, v)
