@@ -324,15 +324,11 @@ int btk_decode_item(const struct btk_decode_env *env, const struct btk_key *key,
 		dc_inode_item(&c, 0);
 		break;
 	case BTRFS_INODE_REF_KEY:
-		dc_inode_ref(&c);
-		break;
 	case BTRFS_INODE_EXTREF_KEY:
-		dc_inode_extref(&c);
-		break;
 	case BTRFS_DIR_ITEM_KEY:
 	case BTRFS_DIR_INDEX_KEY:
 	case BTRFS_XATTR_ITEM_KEY:
-		dc_dir_item(&c);
+		dc_named_run(&c, key->type);
 		break;
 	case BTRFS_EXTENT_DATA_KEY:
 		dc_file_extent(&c);

@@ -41,53 +41,6 @@ static bool dc_name(struct dcur *c, const char *label, uint32_t off, uint32_t le
 	return true;
 }
 
-void dc_inode_ref(struct dcur *c)
-{
-	const size_t hs = sizeof(struct btrfs_inode_ref);
-	uint32_t cur = 0;
-
-	dc_begin(c, "refs", true);
-	while (cur < c->size && !c->failed) {
-		if (!dc_need(c, cur, hs, "inode ref"))
-			return;
-		uint32_t nl =
-		    (uint32_t)dc_num(c, cur + FD_OFF(struct btrfs_inode_ref, name_len), 2);
-
-		dc_begin(c, NULL, false);
-		dc_u64(c, "index", btk_le64(c->p + cur));
-		dc_u64(c, "namelen", nl);
-		if (!dc_name(c, "name", cur + hs, nl))
-			return;
-		dc_end(c);
-		cur += hs + nl;
-	}
-	dc_end(c);
-}
-
-void dc_inode_extref(struct dcur *c)
-{
-	typedef struct btrfs_inode_extref X;
-	const size_t hs = sizeof(X);
-	uint32_t cur = 0;
-
-	dc_begin(c, "refs", true);
-	while (cur < c->size && !c->failed) {
-		if (!dc_need(c, cur, hs, "inode extref"))
-			return;
-		uint32_t nl = (uint32_t)dc_num(c, cur + FD_OFF(X, name_len), 2);
-
-		dc_begin(c, NULL, false);
-		dc_u64(c, "index", dc_num(c, cur + FD_OFF(X, index), 8));
-		dc_u64(c, "parent", dc_num(c, cur + FD_OFF(X, parent_objectid), 8));
-		dc_u64(c, "namelen", nl);
-		if (!dc_name(c, "name", cur + hs, nl))
-			return;
-		dc_end(c);
-		cur += hs + nl;
-	}
-	dc_end(c);
-}
-
 static const char *dir_type_name(uint64_t v, char *buf, size_t len)
 {
 	static const char *const names[] = {NULL,   "FILE", "DIR",     "CHRDEV", "BLKDEV",
@@ -107,29 +60,63 @@ static const struct fdesc dir_fields[] = {
     FD_NUM("data_len", DI, data_len, 0),
     FD_NUM("name_len", DI, name_len, 1),
 };
+#define IR struct btrfs_inode_ref
+static const struct fdesc iref_fields[] = {
+    FD_NUM("index", IR, index, 0),
+    FD_NUM("namelen", IR, name_len, 0),
+};
+#define IX struct btrfs_inode_extref
+static const struct fdesc extref_fields[] = {
+    FD_NUM("index", IX, index, 0),
+    FD_NUM("parent", IX, parent_objectid, 0),
+    FD_NUM("namelen", IX, name_len, 0),
+};
 
-void dc_dir_item(struct dcur *c)
+/* An item that is a packed run of entries, each a fixed header followed by its name and (dir
+ * and xattr items) its data. */
+struct named_run {
+	const char *array, *what;
+	uint32_t head;		    /* the header's size */
+	uint16_t name_len;	    /* where the header holds the name's length (2 bytes) */
+	uint16_t data_len;	    /* and the data's; 0: no data (a dir item's is not at 0) */
+	const struct fdesc *fields; /* the header's fields, in output order */
+	size_t nfields;
+};
+
+#define RUN(arr, w, S, data_len, f)                                                                \
+	{                                                                                          \
+		arr, w, sizeof(S), FD_OFF(S, name_len), data_len, f, sizeof(f) / sizeof((f)[0])    \
+	}
+
+void dc_named_run(struct dcur *c, uint8_t type)
 {
+	static const struct named_run iref = RUN("refs", "inode ref", IR, 0, iref_fields);
+	static const struct named_run extref = RUN("refs", "inode extref", IX, 0, extref_fields);
+	static const struct named_run dir =
+	    RUN("entries", "dir item", DI, FD_OFF(DI, data_len), dir_fields);
+	const struct named_run *k = type == BTRFS_INODE_REF_KEY	     ? &iref
+				    : type == BTRFS_INODE_EXTREF_KEY ? &extref
+								     : &dir;
 	uint32_t cur = 0;
 
-	dc_begin(c, "entries", true);
+	dc_begin(c, k->array, true);
 	while (cur < c->size && !c->failed) {
-		if (!dc_need(c, cur, sizeof(DI), "dir item"))
+		if (!dc_need(c, cur, k->head, k->what))
 			return;
-		uint32_t nl = (uint32_t)dc_num(c, cur + FD_OFF(DI, name_len), 2);
-		uint32_t dl = (uint32_t)dc_num(c, cur + FD_OFF(DI, data_len), 2);
+		uint32_t nl = (uint32_t)dc_num(c, cur + k->name_len, 2);
+		uint32_t dl = k->data_len ? (uint32_t)dc_num(c, cur + k->data_len, 2) : 0;
 
 		dc_begin(c, NULL, false);
-		DC_TABLE(c, cur, dir_fields);
-		if (!dc_name(c, "name", cur + sizeof(DI), nl))
+		dc_table(c, cur, k->fields, k->nfields);
+		if (!dc_name(c, "name", cur + k->head, nl))
 			return;
 		if (dl) {
 			dc_brk(c);
-			if (!dc_name(c, "data", cur + sizeof(DI) + nl, dl))
+			if (!dc_name(c, "data", cur + k->head + nl, dl))
 				return;
 		}
 		dc_end(c);
-		cur += sizeof(DI) + nl + dl;
+		cur += k->head + nl + dl;
 	}
 	dc_end(c);
 }
@@ -242,18 +229,19 @@ void dc_root_item(struct dcur *c)
 		DC_TABLE(c, 0, root_v2);
 }
 
+#define RR struct btrfs_root_ref
+static const struct fdesc root_ref_fields[] = {
+    FD_NUM("dirid", RR, dirid, 0),
+    FD_NUM("sequence", RR, sequence, 0),
+    FD_NUM("name_len", RR, name_len, 0),
+};
+
 void dc_root_ref(struct dcur *c)
 {
-	typedef struct btrfs_root_ref R;
-	uint32_t nl;
-
-	if (!dc_need(c, 0, sizeof(R), "root ref"))
+	if (!dc_need(c, 0, sizeof(RR), "root ref"))
 		return;
-	nl = (uint32_t)dc_num(c, FD_OFF(R, name_len), 2);
-	dc_u64(c, "dirid", dc_num(c, FD_OFF(R, dirid), 8));
-	dc_u64(c, "sequence", dc_num(c, FD_OFF(R, sequence), 8));
-	dc_u64(c, "name_len", nl);
-	dc_name(c, "name", sizeof(R), nl);
+	DC_TABLE(c, 0, root_ref_fields);
+	dc_name(c, "name", sizeof(RR), (uint32_t)dc_num(c, FD_OFF(RR, name_len), 2));
 }
 
 #define CH struct btrfs_chunk

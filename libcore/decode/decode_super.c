@@ -21,11 +21,12 @@ static const char *csum_name(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
-static int csum_size(uint64_t type)
+/* An unknown type's checksum shows as the whole field, as dump-super does. */
+static size_t csum_size(uint16_t type)
 {
-	static const int sizes[] = {4, 8, 32, 32};
+	int n = btk_csum_size(type);
 
-	return type < 4 ? sizes[type] : 32;
+	return n > 0 ? (size_t)n : FD_SZ(SB, csum);
 }
 
 static const struct fdesc super_a[] = {
@@ -153,8 +154,8 @@ int btk_decode_super(const struct btk_super *sb, const struct btk_sink *sink)
 
 	dc_init(&c, sink, (const uint8_t *)sb, sizeof(*sb), NULL, NULL);
 	dc_text(&c, BTK_F_ENUM, "csum_type", ct, csum_name(ct, buf, sizeof(buf)));
-	dc_u64(&c, "csum_size", (uint64_t)csum_size(ct));
-	dc_hex(&c, "csum", sb->csum, (size_t)csum_size(ct));
+	dc_u64(&c, "csum_size", csum_size(ct));
+	dc_hex(&c, "csum", sb->csum, csum_size(ct));
 	DC_TABLE(&c, 0, super_a);
 	dc_str(&c, "magic", sb->magic, sizeof(sb->magic));
 	dc_uuid(&c, "fsid", sb->fsid);
@@ -167,14 +168,6 @@ int btk_decode_super(const struct btk_super *sb, const struct btk_sink *sink)
 	sys_array(&c, sb);
 	backups(&c, sb);
 	return c.failed ? -EUCLEAN : 0;
-}
-
-static const char *header_flags(uint64_t v, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s%s%s", (v & BTK_HEADER_FLAG_WRITTEN) ? "WRITTEN" : "",
-		 (v & BTK_HEADER_FLAG_WRITTEN) && (v & BTK_HEADER_FLAG_RELOC) ? "|" : "",
-		 (v & BTK_HEADER_FLAG_RELOC) ? "RELOC" : "");
-	return buf;
 }
 
 void btk_decode_header(const struct btk_header *h, int csize, const struct btk_sink *sink)
@@ -191,7 +184,7 @@ void btk_decode_header(const struct btk_header *h, int csize, const struct btk_s
 	dc_u64(&c, "generation", btk_le64(h->generation));
 	dc_u64f(&c, "owner", btk_le64(h->owner), BTK_FMT_OBJID);
 	dc_brk(&c);
-	dc_text(&c, BTK_F_FLAGS, "flags", low, header_flags(low, buf, sizeof(buf)));
+	dc_text(&c, BTK_F_FLAGS, "flags", low, dc_header_flags(low, buf, sizeof(buf)));
 	dc_u64(&c, "backref_rev", flags >> BTK_BACKREF_REV_SHIFT);
 	dc_hex(&c, "csum", h->csum, csize > 0 && csize <= 32 ? (size_t)csize : 32);
 	dc_brk(&c);
