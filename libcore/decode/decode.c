@@ -193,24 +193,10 @@ static void dc_one(struct dcur *c, uint32_t at, const struct fdesc *d)
 	dc_emit(c, &f);
 }
 
-static uint32_t fdesc_len(const struct fdesc *d)
-{
-	switch (d->type) {
-	case T_UUID:
-		return 16;
-	case T_TIME:
-		return 12;
-	case T_KEY:
-		return sizeof(struct btk_disk_key);
-	default:
-		return d->width;
-	}
-}
-
 void dc_table(struct dcur *c, uint32_t base, const struct fdesc *t, size_t n)
 {
 	for (size_t i = 0; i < n && !c->failed; i++) {
-		if (!dc_need(c, (uint64_t)base + t[i].off, fdesc_len(&t[i]), t[i].name))
+		if (!dc_need(c, (uint64_t)base + t[i].off, t[i].width, t[i].name))
 			return;
 		dc_one(c, base + t[i].off, &t[i]);
 		if (t[i].brk)

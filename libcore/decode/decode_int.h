@@ -28,7 +28,7 @@ typedef const char *(*dc_namefn)(uint64_t v, char *buf, size_t len);
 struct fdesc {
 	const char *name;
 	uint16_t off;	 /* from the table's base */
-	uint8_t width;	 /* bytes (numbers: 1, 2, 4, 8; hex: any) */
+	uint8_t width;	 /* bytes (FD_SZ: numbers 1, 2, 4, 8; uuids 16, times 12, keys 17) */
 	uint8_t type;	 /* T_* */
 	uint8_t fmt;	 /* enum btk_field_fmt */
 	uint8_t brk;	 /* line break after this field */

@@ -12,17 +12,17 @@ static const struct fdesc inode_fields[] = {
     FD_NUM("size", II, size, 0),
     FD_NUM("nbytes", II, nbytes, 1),
     FD_NUM("block_group", II, block_group, 0),
-    {"mode", FD_OFF(II, mode), 4, T_U, BTK_FMT_OCT, 0, NULL},
+    {"mode", FD_OFF(II, mode), FD_SZ(II, mode), T_U, BTK_FMT_OCT, 0, NULL},
     FD_NUM("links", II, nlink, 0),
     FD_NUM("uid", II, uid, 0),
     FD_NUM("gid", II, gid, 0),
     FD_NUM("rdev", II, rdev, 1),
     FD_NUM("sequence", II, sequence, 0),
-    {"flags", FD_OFF(II, flags), 8, T_FLAGS, BTK_FMT_HEX, 1, dc_inode_flags},
-    {"atime", FD_OFF(II, atime), 12, T_TIME, 0, 1, NULL},
-    {"ctime", FD_OFF(II, ctime), 12, T_TIME, 0, 1, NULL},
-    {"mtime", FD_OFF(II, mtime), 12, T_TIME, 0, 1, NULL},
-    {"otime", FD_OFF(II, otime), 12, T_TIME, 0, 0, NULL},
+    {"flags", FD_OFF(II, flags), FD_SZ(II, flags), T_FLAGS, BTK_FMT_HEX, 1, dc_inode_flags},
+    {"atime", FD_OFF(II, atime), FD_SZ(II, atime), T_TIME, 0, 1, NULL},
+    {"ctime", FD_OFF(II, ctime), FD_SZ(II, ctime), T_TIME, 0, 1, NULL},
+    {"mtime", FD_OFF(II, mtime), FD_SZ(II, mtime), T_TIME, 0, 1, NULL},
+    {"otime", FD_OFF(II, otime), FD_SZ(II, otime), T_TIME, 0, 0, NULL},
 };
 
 void dc_inode_item(struct dcur *c, uint32_t base)
@@ -54,8 +54,8 @@ static const char *dir_type_name(uint64_t v, char *buf, size_t len)
 
 #define DI struct btrfs_dir_item
 static const struct fdesc dir_fields[] = {
-    {"location", FD_OFF(DI, location), 17, T_KEY, 0, 0, NULL},
-    {"type", FD_OFF(DI, type), 1, T_ENUM, BTK_FMT_NAME, 1, dir_type_name},
+    {"location", FD_OFF(DI, location), FD_SZ(DI, location), T_KEY, 0, 0, NULL},
+    {"type", FD_OFF(DI, type), FD_SZ(DI, type), T_ENUM, BTK_FMT_NAME, 1, dir_type_name},
     FD_NUM("transid", DI, transid, 0),
     FD_NUM("data_len", DI, data_len, 0),
     FD_NUM("name_len", DI, name_len, 1),
@@ -148,10 +148,10 @@ static const char *compress_name(uint64_t v, char *buf, size_t len)
 #define FE struct btrfs_file_extent_item
 static const struct fdesc fe_head[] = {
     FD_NUM("generation", FE, generation, 0),
-    {"type", FD_OFF(FE, type), 1, T_ENUM, 0, 1, fe_type_name},
+    {"type", FD_OFF(FE, type), FD_SZ(FE, type), T_ENUM, 0, 1, fe_type_name},
 };
 static const struct fdesc fe_tail[] = {
-    {"compression", FD_OFF(FE, compression), 1, T_ENUM, 0, 0, compress_name},
+    {"compression", FD_OFF(FE, compression), FD_SZ(FE, compression), T_ENUM, 0, 0, compress_name},
     FD_NUM("encryption", FE, encryption, 0),
     FD_NUM("other_encoding", FE, other_encoding, 0),
 };
@@ -192,24 +192,24 @@ static const struct fdesc root_fields[] = {
     FD_NUM("byte_limit", RI, byte_limit, 0),
     FD_NUM("bytes_used", RI, bytes_used, 1),
     FD_NUM("last_snapshot", RI, last_snapshot, 0),
-    {"flags", FD_OFF(RI, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_root_flags},
+    {"flags", FD_OFF(RI, flags), FD_SZ(RI, flags), T_FLAGS, BTK_FMT_HEX, 0, dc_root_flags},
     FD_NUM("refs", RI, refs, 1),
-    {"drop_progress", FD_OFF(RI, drop_progress), 17, T_KEY, 0, 0, NULL},
+    {"drop_progress", FD_OFF(RI, drop_progress), FD_SZ(RI, drop_progress), T_KEY, 0, 0, NULL},
     FD_NUM("drop_level", RI, drop_level, 1),
     FD_NUM("level", RI, level, 0),
 };
 static const struct fdesc root_v2[] = {
-    {"uuid", FD_OFF(RI, uuid), 16, T_UUID, 0, 1, NULL},
-    {"parent_uuid", FD_OFF(RI, parent_uuid), 16, T_UUID, 0, 1, NULL},
-    {"received_uuid", FD_OFF(RI, received_uuid), 16, T_UUID, 0, 1, NULL},
+    {"uuid", FD_OFF(RI, uuid), FD_SZ(RI, uuid), T_UUID, 0, 1, NULL},
+    {"parent_uuid", FD_OFF(RI, parent_uuid), FD_SZ(RI, parent_uuid), T_UUID, 0, 1, NULL},
+    {"received_uuid", FD_OFF(RI, received_uuid), FD_SZ(RI, received_uuid), T_UUID, 0, 1, NULL},
     FD_NUM("ctransid", RI, ctransid, 0),
     FD_NUM("otransid", RI, otransid, 0),
     FD_NUM("stransid", RI, stransid, 0),
     FD_NUM("rtransid", RI, rtransid, 1),
-    {"ctime", FD_OFF(RI, ctime), 12, T_TIME, 0, 1, NULL},
-    {"otime", FD_OFF(RI, otime), 12, T_TIME, 0, 1, NULL},
-    {"stime", FD_OFF(RI, stime), 12, T_TIME, 0, 1, NULL},
-    {"rtime", FD_OFF(RI, rtime), 12, T_TIME, 0, 0, NULL},
+    {"ctime", FD_OFF(RI, ctime), FD_SZ(RI, ctime), T_TIME, 0, 1, NULL},
+    {"otime", FD_OFF(RI, otime), FD_SZ(RI, otime), T_TIME, 0, 1, NULL},
+    {"stime", FD_OFF(RI, stime), FD_SZ(RI, stime), T_TIME, 0, 1, NULL},
+    {"rtime", FD_OFF(RI, rtime), FD_SZ(RI, rtime), T_TIME, 0, 0, NULL},
 };
 
 void dc_root_item(struct dcur *c)
@@ -249,7 +249,7 @@ static const struct fdesc chunk_fields[] = {
     FD_NUM("length", CH, length, 0),
     FD_NUM("owner", CH, owner, 0),
     FD_NUM("stripe_len", CH, stripe_len, 0),
-    {"type", FD_OFF(CH, type), 8, T_FLAGS, BTK_FMT_HEX, 1, dc_bg_flags},
+    {"type", FD_OFF(CH, type), FD_SZ(CH, type), T_FLAGS, BTK_FMT_HEX, 1, dc_bg_flags},
     FD_NUM("io_align", CH, io_align, 0),
     FD_NUM("io_width", CH, io_width, 0),
     FD_NUM("sector_size", CH, sector_size, 1),
@@ -260,7 +260,7 @@ static const struct fdesc chunk_fields[] = {
 static const struct fdesc stripe_fields[] = {
     FD_NUM("devid", ST, devid, 0),
     FD_NUM("offset", ST, offset, 1),
-    {"dev_uuid", FD_OFF(ST, dev_uuid), 16, T_UUID, 0, 0, NULL},
+    {"dev_uuid", FD_OFF(ST, dev_uuid), FD_SZ(ST, dev_uuid), T_UUID, 0, 0, NULL},
 };
 
 void dc_chunk(struct dcur *c, uint32_t base)

@@ -6,12 +6,9 @@
 #include "base/csum.h"
 #include "decode/decode_int.h"
 
-#define SB     struct btk_super
-#define OFF(f) ((uint16_t)offsetof(SB, f))
-#define U(l, f, w)                                                                                 \
-	{                                                                                          \
-		l, OFF(f), w, T_U, BTK_FMT_DEC, 0, NULL                                            \
-	}
+#define SB	struct btk_super
+#define OFF(f)	((uint16_t)offsetof(SB, f))
+#define U(l, f) FD_NUM(l, SB, f, 0)
 
 static const char *csum_name(uint64_t v, char *buf, size_t len)
 {
@@ -30,63 +27,61 @@ static size_t csum_size(uint16_t type)
 }
 
 static const struct fdesc super_a[] = {
-    U("bytenr", bytenr, 8),
-    {"flags", OFF(flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_super_flags},
+    U("bytenr", bytenr),
+    {"flags", OFF(flags), FD_SZ(SB, flags), T_FLAGS, BTK_FMT_HEX, 0, dc_super_flags},
 };
 static const struct fdesc super_b[] = {
-    U("generation", generation, 8),
-    U("root", root, 8),
-    U("sys_array_size", sys_chunk_array_size, 4),
-    U("chunk_root_generation", chunk_root_generation, 8),
-    U("root_level", root_level, 1),
-    U("chunk_root", chunk_root, 8),
-    U("chunk_root_level", chunk_root_level, 1),
-    U("log_root", log_root, 8),
-    U("log_root_transid", log_root_transid, 8),
-    U("log_root_level", log_root_level, 1),
-    U("total_bytes", total_bytes, 8),
-    U("bytes_used", bytes_used, 8),
-    U("sectorsize", sectorsize, 4),
-    U("nodesize", nodesize, 4),
-    U("leafsize", leafsize, 4),
-    U("stripesize", stripesize, 4),
-    U("root_dir", root_dir_objectid, 8),
-    U("num_devices", num_devices, 8),
-    {"compat_flags", OFF(compat_flags), 8, T_U, BTK_FMT_HEX, 0, NULL},
-    {"compat_ro_flags", OFF(compat_ro_flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_compat_ro_flags},
-    {"incompat_flags", OFF(incompat_flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_incompat_flags},
-    U("cache_generation", cache_generation, 8),
-    U("uuid_tree_generation", uuid_tree_generation, 8),
-    U("nr_global_roots", nr_global_roots, 8),
+    U("generation", generation),
+    U("root", root),
+    U("sys_array_size", sys_chunk_array_size),
+    U("chunk_root_generation", chunk_root_generation),
+    U("root_level", root_level),
+    U("chunk_root", chunk_root),
+    U("chunk_root_level", chunk_root_level),
+    U("log_root", log_root),
+    U("log_root_transid", log_root_transid),
+    U("log_root_level", log_root_level),
+    U("total_bytes", total_bytes),
+    U("bytes_used", bytes_used),
+    U("sectorsize", sectorsize),
+    U("nodesize", nodesize),
+    U("leafsize", leafsize),
+    U("stripesize", stripesize),
+    U("root_dir", root_dir_objectid),
+    U("num_devices", num_devices),
+    {"compat_flags", OFF(compat_flags), FD_SZ(SB, compat_flags), T_U, BTK_FMT_HEX, 0, NULL},
+    {"compat_ro_flags", OFF(compat_ro_flags), FD_SZ(SB, compat_ro_flags), T_FLAGS, BTK_FMT_HEX, 0,
+     dc_compat_ro_flags},
+    {"incompat_flags", OFF(incompat_flags), FD_SZ(SB, incompat_flags), T_FLAGS, BTK_FMT_HEX, 0,
+     dc_incompat_flags},
+    U("cache_generation", cache_generation),
+    U("uuid_tree_generation", uuid_tree_generation),
+    U("nr_global_roots", nr_global_roots),
 };
 
-#define RB(f) ((uint16_t)offsetof(struct btk_root_backup, f))
-#define BK(l, f, w)                                                                                \
-	{                                                                                          \
-		l, RB(f), w, T_U, BTK_FMT_DEC, 1, NULL                                             \
-	}
+#define BK(l, f) FD_NUM(l, struct btk_root_backup, f, 1)
 static const struct fdesc backup_fields[] = {
-    BK("backup_tree_root", tree_root, 8),
-    BK("backup_tree_root_gen", tree_root_gen, 8),
-    BK("backup_tree_root_level", tree_root_level, 1),
-    BK("backup_chunk_root", chunk_root, 8),
-    BK("backup_chunk_root_gen", chunk_root_gen, 8),
-    BK("backup_chunk_root_level", chunk_root_level, 1),
-    BK("backup_extent_root", extent_root, 8),
-    BK("backup_extent_root_gen", extent_root_gen, 8),
-    BK("backup_extent_root_level", extent_root_level, 1),
-    BK("backup_fs_root", fs_root, 8),
-    BK("backup_fs_root_gen", fs_root_gen, 8),
-    BK("backup_fs_root_level", fs_root_level, 1),
-    BK("backup_dev_root", dev_root, 8),
-    BK("backup_dev_root_gen", dev_root_gen, 8),
-    BK("backup_dev_root_level", dev_root_level, 1),
-    BK("backup_csum_root", csum_root, 8),
-    BK("backup_csum_root_gen", csum_root_gen, 8),
-    BK("backup_csum_root_level", csum_root_level, 1),
-    BK("backup_total_bytes", total_bytes, 8),
-    BK("backup_bytes_used", bytes_used, 8),
-    BK("backup_num_devices", num_devices, 8),
+    BK("backup_tree_root", tree_root),
+    BK("backup_tree_root_gen", tree_root_gen),
+    BK("backup_tree_root_level", tree_root_level),
+    BK("backup_chunk_root", chunk_root),
+    BK("backup_chunk_root_gen", chunk_root_gen),
+    BK("backup_chunk_root_level", chunk_root_level),
+    BK("backup_extent_root", extent_root),
+    BK("backup_extent_root_gen", extent_root_gen),
+    BK("backup_extent_root_level", extent_root_level),
+    BK("backup_fs_root", fs_root),
+    BK("backup_fs_root_gen", fs_root_gen),
+    BK("backup_fs_root_level", fs_root_level),
+    BK("backup_dev_root", dev_root),
+    BK("backup_dev_root_gen", dev_root_gen),
+    BK("backup_dev_root_level", dev_root_level),
+    BK("backup_csum_root", csum_root),
+    BK("backup_csum_root_gen", csum_root_gen),
+    BK("backup_csum_root_level", csum_root_level),
+    BK("backup_total_bytes", total_bytes),
+    BK("backup_bytes_used", bytes_used),
+    BK("backup_num_devices", num_devices),
 };
 
 static void sys_array(struct dcur *c, const SB *sb)
