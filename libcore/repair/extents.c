@@ -27,6 +27,18 @@
 #define rp_ref btk_check_use
 BTK_VEC(rp_refs, struct rp_ref);
 
+/* The file extent items of (root, ino) whose data reference offset is off that lost their
+ * disk_bytenr: they point at `from`, which does not name them (no record there, or one
+ * without their reference), while the record at `to`, of their length, keeps a keyed
+ * reference (root, ino, off) that no user fills. They are pointed back at `to`. */
+struct rp_move {
+	uint64_t root, ino, off, len, from, to;
+	uint32_t count;
+	bool done;
+	bool unrecorded; /* `from` has no record: copies of a leaf queue no reference to it */
+};
+BTK_VEC(rp_moves, struct rp_move);
+
 struct rp_extents {
 	struct btk_u64set want; /* the extents whose users are collected (all: empty and all) */
 	bool all;
@@ -35,6 +47,7 @@ struct rp_extents {
 	bool walked;
 	struct btk_u64set done;	   /* extents set right in this transaction */
 	struct btk_u64set repoint; /* roots pointed at a newer block in this transaction */
+	struct rp_moves moves;	   /* file extents pointed back in this round (refs: moved) */
 	/* the walk */
 	struct btk_fs *fs;
 	struct btk_trans *t;
@@ -56,6 +69,7 @@ void rp_extents_free(struct rp_extents *e)
 	btk_u64set_free(&e->repoint);
 	btk_u64set_free(&e->visited);
 	btk_vec_free(&e->refs);
+	btk_vec_free(&e->moves);
 	free(e);
 }
 
@@ -273,6 +287,22 @@ static int ref_cmp(const void *pa, const void *pb)
 		   ?: btk_cmp_u64(a->ino, b->ino) ?: btk_cmp_u64(a->off, b->off);
 }
 
+/* The users in ref_cmp's order, equal ones merged into one with their count. */
+static void sort_refs(struct rp_extents *e)
+{
+	size_t o = 0;
+
+	if (e->refs.n)
+		qsort(e->refs.data, e->refs.n, sizeof(*e->refs.data), ref_cmp);
+	for (size_t i = 0; i < e->refs.n; i++) {
+		if (o && !ref_cmp(&e->refs.data[o - 1], &e->refs.data[i]))
+			e->refs.data[o - 1].count += e->refs.data[i].count;
+		else
+			e->refs.data[o++] = e->refs.data[i];
+	}
+	e->refs.n = o;
+}
+
 /* A user the check the round plans from found (its record): kept when its extent is wanted. */
 static int recorded_use(void *ctx, const struct btk_check_use *u)
 {
@@ -317,16 +347,7 @@ static int walk(struct rp_ctx *x, struct rp_extents *e)
 		if (r->data && full)
 			r->ino = r->off = 0;
 	}
-	if (e->refs.n)
-		qsort(e->refs.data, e->refs.n, sizeof(*e->refs.data), ref_cmp);
-	size_t o = 0;
-	for (size_t i = 0; i < e->refs.n; i++) {
-		if (o && !ref_cmp(&e->refs.data[o - 1], &e->refs.data[i]))
-			e->refs.data[o - 1].count += e->refs.data[i].count;
-		else
-			e->refs.data[o++] = e->refs.data[i];
-	}
-	e->refs.n = o;
+	sort_refs(e);
 	e->walked = true;
 	return 0;
 }
@@ -376,8 +397,13 @@ static bool has(const struct rp_probs *all, enum btk_check_problem_id id, uint64
 	return false;
 }
 
-/* The round's extent state: the walk, and the space of every tree block about to get a
- * record taken out of the free space before anything is allocated. */
+static int plan_moves(struct rp_ctx *x, struct rp_extents *e);
+static int do_moves(struct rp_ctx *x, struct rp_extents *e, uint64_t bytenr, char *before,
+		    char *after, size_t cap);
+
+/* The round's extent state: the walk, the file extents to point back (their users moved to
+ * the extents they belong to), and the space of every tree block about to get a record
+ * taken out of the free space before anything is allocated. */
 static int prepare(struct rp_ctx *x, struct rp_extents **out)
 {
 	struct rp_extents *e = x->ext;
@@ -393,7 +419,7 @@ static int prepare(struct rp_ctx *x, struct rp_extents **out)
 		if (extent_problem(x->all->data[i].id) &&
 		    btk_u64set_add(&e->want, val(&x->all->data[i], 0)) < 0)
 			return btk_err(ENOMEM, "out of memory");
-	if ((ret = walk(x, e)))
+	if ((ret = walk(x, e)) || (ret = plan_moves(x, e)))
 		return ret;
 	uint32_t ns = btk_trans_fs(x->t)->nodesize;
 	for (size_t i = 0; i < x->all->n; i++) {
@@ -546,8 +572,8 @@ int rp_fix_ext_missing(struct rp_ctx *x, const struct rp_prob *p, char *before, 
 	size_t n;
 	int ret;
 
-	if ((ret = prepare(x, &e)))
-		return ret;
+	if ((ret = prepare(x, &e)) || (ret = do_moves(x, e, bytenr, before, after, cap)) <= 0)
+		return ret; /* its file extents pointed back at their extents */
 	users(e, bytenr, &u, &n);
 	if (!n || e->gap)
 		return 1; /* its users are not (all) known: left */
@@ -607,69 +633,6 @@ int rp_fix_ext_missing(struct rp_ctx *x, const struct rp_prob *p, char *before, 
 	return ret;
 }
 
-/* The file extent item that the data reference (root, ino, off) of an extent of len bytes
- * stands for, when it points at no valid extent (no record there, or unaligned): it lost its
- * disk_bytenr, and is pointed back at bytenr. 0 done, 1 none (or pointed back already). */
-static int repoint_file_extent(struct rp_ctx *x, uint64_t bytenr, uint64_t len,
-			       const struct btk_extent_ref *er, char *before, char *after,
-			       size_t cap)
-{
-	struct btk_fs *fs = btk_trans_fs(x->t);
-	struct btk_key k = {er->objectid, BTRFS_EXTENT_DATA_KEY,
-			    btk_data_ref_search_from(er->offset)};
-	uint8_t d[sizeof(struct btrfs_file_extent_item)];
-	int ret;
-
-	for (int i = 0; i < 64; i++) {
-		struct btk_file_extent fe;
-		uint32_t size = 0;
-		ret = btk_item_next(x->t, er->root, &k, d, sizeof(d), &size);
-		if (ret < 0)
-			return ret == -ENOENT ? (btk_err_clear(), 1) : ret;
-		if (ret || k.objectid != er->objectid || k.type != BTRFS_EXTENT_DATA_KEY)
-			return 1;
-		if (size == sizeof(d) &&
-		    btk_file_extent_item_parse(d, size, k.offset, &fe) == BTK_FE_WHOLE &&
-		    fe.type != BTRFS_FILE_EXTENT_INLINE &&
-		    btk_data_ref_offset(k.offset, fe.extent_offset) == er->offset &&
-		    fe.disk_num_bytes == len) {
-			if (fe.disk_bytenr == bytenr)
-				return 1;
-			struct rp_rec *r = malloc(sizeof(*r));
-			if (!r)
-				return btk_err(ENOMEM, "out of memory");
-			ret = fe.disk_bytenr && aligned(fs, fe.disk_bytenr)
-				  ? rec_read(x->t, fe.disk_bytenr, r)
-				  : 1;
-			free(r);
-			if (ret < 0)
-				return ret;
-			if (!ret)
-				return 1; /* it uses another extent: not this one's user */
-			struct btk_path path;
-			ret = btk_tree_search_write(x->t, er->root, &k, 0, &path);
-			if (ret) {
-				btk_wpath_release(&path);
-				return ret < 0 ? ret : btk_err(ENOENT, "file extent item gone");
-			}
-			BTK_PUT(struct btrfs_file_extent_item, btk_item_ptr(&path, NULL),
-				disk_bytenr, bytenr);
-			btk_wpath_release(&path);
-			snprintf(before, cap, "tree %llu inode %llu offset %llu: disk bytenr %llu",
-				 (unsigned long long)er->root, (unsigned long long)k.objectid,
-				 (unsigned long long)k.offset, (unsigned long long)fe.disk_bytenr);
-			snprintf(after, cap,
-				 "disk bytenr %llu (the extent whose reference names it)",
-				 (unsigned long long)bytenr);
-			return 0;
-		}
-		if (k.offset == UINT64_MAX)
-			return 1;
-		k.offset++;
-	}
-	return 1;
-}
-
 /* E0718: an extent record nothing uses. */
 int rp_fix_ext_unused(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
 		      size_t cap)
@@ -681,8 +644,8 @@ int rp_fix_ext_unused(struct rp_ctx *x, const struct rp_prob *p, char *before, c
 	size_t n;
 	int ret;
 
-	if ((ret = prepare(x, &e)))
-		return ret;
+	if ((ret = prepare(x, &e)) || (ret = do_moves(x, e, bytenr, before, after, cap)) <= 0)
+		return ret; /* the file extents that lost it pointed back */
 	users(e, bytenr, &u, &n);
 	if (e->gap || n)
 		return 1;
@@ -693,14 +656,9 @@ int rp_fix_ext_unused(struct rp_ctx *x, const struct rp_prob *p, char *before, c
 		goto out; /* gone already (1), or unreadable */
 	bool data = r->h.flags & BTRFS_EXTENT_FLAG_DATA;
 	uint64_t len = btk_extent_key_len(&r->key, btk_trans_fs(x->t)->nodesize);
-	/* a user that lost its pointer to it is pointed back */
+	/* a root item that lost its pointer to it is pointed back */
 	for (unsigned i = 0; i < r->nrefs; i++) {
 		const struct btk_extent_ref *er = &r->refs[i];
-		if (data && er->type == BTRFS_EXTENT_DATA_REF_KEY) {
-			ret = repoint_file_extent(x, bytenr, len, er, before, after, cap);
-			if (ret <= 0)
-				goto out;
-		}
 		if (!data && r->nrefs == 1 && er->type == BTRFS_TREE_BLOCK_REF_KEY) {
 			struct btk_root root;
 			uint64_t nb = 0;
@@ -756,6 +714,358 @@ static uint32_t ref_count(const struct btk_extent_ref *er)
 		   : 1;
 }
 
+/* ---- file extents that lost their disk_bytenr ---- */
+
+/* Whether the data user u is not accounted for where it points (*lost): an unaligned
+ * address or no record there (*norec), a record of another kind or length, or one without
+ * u's reference. */
+static int unaccounted(struct rp_ctx *x, const struct rp_ref *u, struct rp_rec *at, bool *lost,
+		       bool *norec)
+{
+	int ret;
+
+	*lost = *norec = true;
+	if (!aligned(btk_trans_fs(x->t), u->bytenr))
+		return 0;
+	ret = rec_read(x->t, u->bytenr, at);
+	*norec = ret > 0;
+	if (ret > 0 || ret == -EUCLEAN || ret == -EOVERFLOW) {
+		btk_err_clear();
+		*lost = ret > 0;
+		return 0;
+	}
+	if (ret)
+		return ret;
+	if (at->overflow || !(at->h.flags & BTRFS_EXTENT_FLAG_DATA) ||
+	    btk_extent_key_len(&at->key, 0) != u->len)
+		return *lost = !at->overflow, 0;
+	for (unsigned i = 0; i < at->nrefs && *lost; i++)
+		*lost = !same_ref(&at->refs[i], u);
+	return 0;
+}
+
+/* The move that points the users named by er (of extent `to`, len bytes, spare of its count
+ * unfilled) back at it: a keyed user with er's identity and length that its own address
+ * does not account for. 0 with *m filled (m->count 0: none), or a negative errno. */
+static int find_move(struct rp_ctx *x, const struct rp_extents *e, const struct btk_extent_ref *er,
+		     uint64_t to, uint64_t len, int64_t spare, struct rp_rec *at, struct rp_move *m)
+{
+	m->count = 0;
+	for (size_t i = 0; i < e->refs.n; i++) {
+		const struct rp_ref *u = &e->refs.data[i];
+		bool lost, norec;
+		int ret;
+		if (!u->data || u->parent || u->bytenr == to || u->root != er->root ||
+		    u->ino != er->objectid || u->off != er->offset || u->len != len ||
+		    u->count > spare)
+			continue;
+		if ((ret = unaccounted(x, u, at, &lost, &norec)))
+			return ret;
+		if (!lost)
+			continue;
+		if (m->count) { /* two candidates: which one lost it is not known */
+			m->count = 0;
+			return 0;
+		}
+		*m = (struct rp_move){.root = u->root,
+				      .ino = u->ino,
+				      .off = u->off,
+				      .len = len,
+				      .from = u->bytenr,
+				      .to = to,
+				      .count = u->count,
+				      .unrecorded = norec};
+	}
+	return 0;
+}
+
+/* Whether two moves are of the same file extents. */
+static bool same_users(const struct rp_move *a, const struct rp_move *b)
+{
+	return a->root == b->root && a->ino == b->ino && a->off == b->off && a->from == b->from;
+}
+
+/* The spare references of the data records the check found without (enough) users, each
+ * filled by the file extent it names when that one points where nothing accounts for it;
+ * a file extent two records claim is left. The users move to their records. */
+static int plan_moves(struct rp_ctx *x, struct rp_extents *e)
+{
+	struct btk_u64set seen = {0};
+	struct rp_rec *r = malloc(sizeof(*r)), *at = malloc(sizeof(*at));
+	int ret = r && at ? 0 : btk_err(ENOMEM, "out of memory");
+
+	for (size_t i = 0; !ret && !e->gap && !e->all && i < x->all->n; i++) {
+		const struct rp_prob *p = &x->all->data[i];
+		uint64_t to = val(p, 0);
+		const struct rp_ref *u;
+		size_t n;
+		if (p->id != BTK_P_REF_NO_USER && p->id != BTK_P_REF_WRONG_COUNT &&
+		    p->id != BTK_P_EXT_NO_USERS)
+			continue;
+		if ((ret = btk_u64set_add(&seen, to)) <= 0) {
+			ret = ret < 0 ? btk_err(ENOMEM, "out of memory") : 0;
+			continue;
+		}
+		ret = rec_read(x->t, to, r);
+		if (ret > 0 || ret == -EUCLEAN || ret == -EOVERFLOW) {
+			btk_err_clear();
+			ret = 0;
+			continue;
+		}
+		if (ret || r->overflow || !(r->h.flags & BTRFS_EXTENT_FLAG_DATA))
+			continue;
+		users(e, to, &u, &n);
+		for (unsigned j = 0; !ret && j < r->nrefs; j++) {
+			const struct btk_extent_ref *er = &r->refs[j];
+			int64_t spare = er->count;
+			struct rp_move m;
+			if (er->type != BTRFS_EXTENT_DATA_REF_KEY)
+				continue;
+			for (size_t k = 0; k < n; k++)
+				if (same_ref(er, &u[k]))
+					spare -= u[k].count;
+			if (spare <= 0)
+				continue;
+			ret =
+			    find_move(x, e, er, to, btk_extent_key_len(&r->key, 0), spare, at, &m);
+			struct rp_move *nm = !ret && m.count ? btk_vec_push(&e->moves) : NULL;
+			if (!ret && m.count && !nm)
+				ret = btk_err(ENOMEM, "out of memory");
+			if (nm)
+				*nm = m;
+		}
+	}
+	btk_u64set_free(&seen);
+	free(r);
+	free(at);
+	if (ret)
+		return ret;
+	/* drop the file extents two records claim; move the others' users */
+	size_t o = 0;
+	for (size_t i = 0; i < e->moves.n; i++) {
+		bool twice = false;
+		for (size_t j = 0; j < e->moves.n && !twice; j++)
+			twice = j != i && same_users(&e->moves.data[i], &e->moves.data[j]);
+		if (!twice)
+			e->moves.data[o++] = e->moves.data[i];
+	}
+	e->moves.n = o;
+	for (size_t j = 0; j < e->moves.n; j++)
+		if (e->moves.data[j].unrecorded &&
+		    (ret = btk_trans_data_unrecorded(x->t, e->moves.data[j].from)))
+			return ret;
+	for (size_t i = 0; i < e->refs.n; i++) {
+		struct rp_ref *u = &e->refs.data[i];
+		for (size_t j = 0; j < e->moves.n; j++) {
+			const struct rp_move *m = &e->moves.data[j];
+			if (u->data && !u->parent && u->bytenr == m->from && u->root == m->root &&
+			    u->ino == m->ino && u->off == m->off)
+				u->bytenr = m->to;
+		}
+	}
+	sort_refs(e);
+	return 0;
+}
+
+/* Points the file extent items of move m at m->to: 0, or a negative errno (-EUCLEAN when
+ * fewer items than the walk counted are found). */
+static int move_items(struct rp_ctx *x, const struct rp_move *m)
+{
+	struct btk_key k = {m->ino, BTRFS_EXTENT_DATA_KEY, btk_data_ref_search_from(m->off)};
+	uint8_t d[sizeof(struct btrfs_file_extent_item)];
+	uint32_t left = m->count;
+	int ret;
+
+	while (left) {
+		struct btk_file_extent fe;
+		struct btk_path path;
+		uint32_t size = 0;
+		ret = btk_item_next(x->t, m->root, &k, d, sizeof(d), &size);
+		if (ret < 0)
+			return ret;
+		if (ret || k.objectid != m->ino || k.type != BTRFS_EXTENT_DATA_KEY)
+			break;
+		if (size == sizeof(d) &&
+		    btk_file_extent_item_parse(d, size, k.offset, &fe) == BTK_FE_WHOLE &&
+		    fe.type != BTRFS_FILE_EXTENT_INLINE && fe.disk_bytenr == m->from &&
+		    fe.disk_num_bytes == m->len &&
+		    btk_data_ref_offset(k.offset, fe.extent_offset) == m->off) {
+			ret = btk_tree_search_write(x->t, m->root, &k, 0, &path);
+			if (!ret)
+				BTK_PUT(struct btrfs_file_extent_item, btk_item_ptr(&path, NULL),
+					disk_bytenr, m->to);
+			btk_wpath_release(&path);
+			if (ret)
+				return ret < 0 ? ret : btk_err(ENOENT, "file extent item gone");
+			left--;
+		}
+		if (k.offset == UINT64_MAX)
+			break;
+		k.offset++;
+	}
+	if (left)
+		return btk_err(EUCLEAN,
+			       "tree %llu inode %llu: %u file extent item(s) at disk bytenr %llu "
+			       "not found",
+			       (unsigned long long)m->root, (unsigned long long)m->ino, left,
+			       (unsigned long long)m->from);
+	return 0;
+}
+
+/* The moves of the round from or to bytenr that are not made yet, made (by whichever fix of
+ * their extents runs first): 0 with the texts filled, 1 when there were none. */
+static int do_moves(struct rp_ctx *x, struct rp_extents *e, uint64_t bytenr, char *before,
+		    char *after, size_t cap)
+{
+	unsigned done = 0;
+
+	for (size_t i = 0; i < e->moves.n; i++) {
+		struct rp_move *m = &e->moves.data[i];
+		int ret;
+		if (m->done || (m->from != bytenr && m->to != bytenr))
+			continue;
+		if ((ret = move_items(x, m)))
+			return ret;
+		m->done = true;
+		if (done++)
+			continue;
+		snprintf(before, cap, "tree %llu inode %llu: %u file extent(s) at disk bytenr %llu",
+			 (unsigned long long)m->root, (unsigned long long)m->ino, m->count,
+			 (unsigned long long)m->from);
+		snprintf(after, cap, "disk bytenr %llu (the extent whose reference names them)",
+			 (unsigned long long)m->to);
+	}
+	if (done > 1)
+		snprintf(after + strlen(after), cap - strlen(after), ", and %u more", done - 1);
+	return done ? 0 : 1;
+}
+
+bool rp_extents_moved_from(const struct rp_ctx *x, uint64_t bytenr)
+{
+	for (size_t i = 0; x->ext && i < x->ext->moves.n; i++)
+		if (x->ext->moves.data[i].from == bytenr)
+			return true;
+	return false;
+}
+
+/* The inode item of (root, ino): its nbytes lowered by len (the bytes of a file extent
+ * made a hole). */
+static int nbytes_lower(struct btk_trans *t, uint64_t root, uint64_t ino, uint64_t len)
+{
+	struct btk_key k = {ino, BTRFS_INODE_ITEM_KEY, 0};
+	struct btk_path path;
+	uint32_t size = 0;
+	int ret = btk_tree_search_write(t, root, &k, 0, &path);
+
+	if (!ret) {
+		uint8_t *ii = btk_item_ptr(&path, &size);
+		uint64_t nb = size >= sizeof(struct btrfs_inode_item)
+				  ? BTK_GET(struct btrfs_inode_item, ii, nbytes)
+				  : 0;
+		if (nb >= len)
+			BTK_PUT(struct btrfs_inode_item, ii, nbytes, nb - len);
+	}
+	btk_wpath_release(&path);
+	return ret < 0 ? ret : 0; /* no inode item: its own problem, fixed by another fix */
+}
+
+/* Move m, made in its tree (the owner of the leaf), made in tree too, which shares that leaf:
+ * its copy of the file extent item at k points at m->to, with a reference from tree. */
+static int repoint_shared(struct rp_ctx *x, struct rp_extents *e, struct rp_move *m, uint64_t tree,
+			  const struct btk_key *k, char *before, char *after, size_t cap)
+{
+	char ob[96], oa[96];
+	struct btk_path path;
+	int ret = do_moves(x, e, m->from, ob, oa, sizeof(ob));
+
+	if (ret < 0)
+		return ret;
+	if ((ret = btk_tree_search_write(x->t, tree, k, 0, &path)) == 0)
+		BTK_PUT(struct btrfs_file_extent_item, btk_item_ptr(&path, NULL), disk_bytenr,
+			m->to);
+	btk_wpath_release(&path);
+	if (ret)
+		return ret < 0 ? ret : btk_err(ENOENT, "file extent item gone");
+	if ((ret = btk_data_ref(x->t, m->to, m->len, tree, 0, m->ino, m->off, 1)))
+		return ret;
+	snprintf(before, cap, "tree %llu inode %llu: disk bytenr %llu (tree %llu's leaf)",
+		 (unsigned long long)tree, (unsigned long long)m->ino, (unsigned long long)m->from,
+		 (unsigned long long)m->root);
+	snprintf(after, cap, "disk bytenr %llu (the extent whose reference names it)",
+		 (unsigned long long)m->to);
+	return 0;
+}
+
+/* E1308: a regular file extent whose disk_bytenr is unaligned lost its address. It is
+ * pointed back at the extent whose back reference names it (planned with the extent fixes,
+ * which may have made it already: 1), or, when no extent does, becomes a hole: its data is
+ * lost, the inode's nbytes follows. */
+int rp_fix_fe_bytenr(struct rp_ctx *x, const struct rp_prob *p, char *before, char *after,
+		     size_t cap)
+{
+	struct btk_key k = p->key;
+	uint8_t d[sizeof(struct btrfs_file_extent_item)];
+	struct btk_file_extent fe;
+	struct rp_extents *e;
+	struct btk_path path;
+	uint32_t size = 0;
+	int ret;
+
+	if (!p->has_key || p->key.type != BTRFS_EXTENT_DATA_KEY)
+		return btk_err(EINVAL, "file extent report without its key");
+	if ((ret = prepare(x, &e)))
+		return ret;
+	ret = btk_item_next(x->t, p->tree, &k, d, sizeof(d), &size);
+	if (ret < 0)
+		return ret;
+	if (ret || btk_key_cmp(&k, &p->key) || size != sizeof(d) ||
+	    btk_file_extent_item_parse(d, size, k.offset, &fe) != BTK_FE_WHOLE ||
+	    fe.type == BTRFS_FILE_EXTENT_INLINE || aligned(btk_trans_fs(x->t), fe.disk_bytenr))
+		return 1; /* gone, or pointed back already */
+	uint64_t off = btk_data_ref_offset(k.offset, fe.extent_offset);
+	for (size_t i = 0; i < e->moves.n; i++) {
+		struct rp_move *m = &e->moves.data[i];
+		if (m->from != fe.disk_bytenr || m->ino != k.objectid || m->off != off ||
+		    m->len != fe.disk_num_bytes)
+			continue;
+		if (m->root == p->tree)
+			return do_moves(x, e, m->from, before, after, cap);
+		/* the owner's leaf, which this tree shares: its copy here pointed back too */
+		for (size_t j = 0; j < x->all->n; j++) {
+			const struct rp_prob *q = &x->all->data[j];
+			if (q->id == p->id && q->tree == m->root && q->bytenr == p->bytenr &&
+			    q->has_key && !btk_key_cmp(&q->key, &p->key))
+				return repoint_shared(x, e, m, p->tree, &k, before, after, cap);
+		}
+	}
+	if (rp_extents_moved_from(x, fe.disk_bytenr))
+		return 1; /* another file extent lost the same address: not made a hole */
+	if ((ret = btk_trans_data_unrecorded(x->t, fe.disk_bytenr)))
+		return ret;
+	if ((ret = btk_tree_search_write(x->t, p->tree, &k, 0, &path)) == 0) {
+		uint8_t *it = btk_item_ptr(&path, NULL);
+#define FPUT(f, v) BTK_PUT(struct btrfs_file_extent_item, it, f, v)
+		FPUT(type, BTRFS_FILE_EXTENT_REG);
+		FPUT(disk_bytenr, 0);
+		FPUT(disk_num_bytes, 0);
+		FPUT(offset, 0);
+		FPUT(ram_bytes, fe.num_bytes);
+		FPUT(compression, 0);
+		FPUT(encryption, 0);
+		FPUT(other_encoding, 0);
+#undef FPUT
+	}
+	btk_wpath_release(&path);
+	if (ret)
+		return ret < 0 ? ret : btk_err(ENOENT, "file extent item gone");
+	if ((ret = nbytes_lower(x->t, p->tree, k.objectid, fe.num_bytes)))
+		return ret;
+	snprintf(before, cap, "disk bytenr %llu, %llu bytes of data",
+		 (unsigned long long)fe.disk_bytenr, (unsigned long long)fe.num_bytes);
+	snprintf(after, cap, "a hole: those bytes are lost (no extent's back reference names it)");
+	return 0;
+}
+
 /* Queues the change of one reference of record r. */
 static int ref_delta(struct rp_ctx *x, const struct rp_rec *r, bool data, uint64_t root,
 		     uint64_t parent, uint64_t ino, uint64_t off, int level, int delta)
@@ -775,35 +1085,39 @@ int rp_fix_ext_refs(struct rp_ctx *x, const struct rp_prob *p, char *before, cha
 	const struct rp_ref *u;
 	struct rp_rec *r;
 	size_t n;
-	int ret, added = 0, dropped = 0;
+	int ret, added = 0, dropped = 0, unmoved;
 
-	if (has(x->all, BTK_P_EXT_NO_USERS, bytenr) || has(x->all, BTK_P_EXT_MISSING, bytenr))
-		return 1; /* the record itself is added or dropped */
 	if ((ret = prepare(x, &e)))
 		return ret;
+	/* file extents that lost it (or point here lost) pointed back: the texts say so */
+	if ((unmoved = do_moves(x, e, bytenr, before, after, cap)) < 0)
+		return unmoved;
+	if (has(x->all, BTK_P_EXT_NO_USERS, bytenr) || has(x->all, BTK_P_EXT_MISSING, bytenr))
+		return unmoved; /* the record itself is added or dropped */
 	users(e, bytenr, &u, &n);
 	if (e->gap || !n)
-		return 1;
+		return unmoved;
 	if ((ret = btk_u64set_add(&e->done, bytenr)) <= 0)
-		return ret < 0 ? btk_err(ENOMEM, "out of memory") : 1;
+		return ret < 0 ? btk_err(ENOMEM, "out of memory") : unmoved;
 	if (!(r = malloc(sizeof(*r))))
 		return btk_err(ENOMEM, "out of memory");
 	ret = rec_read(x->t, bytenr, r);
 	if (ret || r->overflow) {
-		ret = ret < 0 ? ret : 1;
+		ret = ret < 0 ? ret : unmoved;
 		goto out;
 	}
 	bool data = r->h.flags & BTRFS_EXTENT_FLAG_DATA;
 	int level = r->h.level;
 	for (size_t i = 0; i < n; i++)
 		if (u[i].data != data || (!data && u[i].level != level)) {
-			ret = 1; /* users of another kind or level: left */
+			ret = unmoved; /* users of another kind or level: left */
 			goto out;
 		}
 	for (unsigned i = 0; i < r->nrefs; i++)
 		sum += ref_count(&r->refs[i]);
-	snprintf(before, cap, "%u reference(s), count %llu", r->nrefs,
-		 (unsigned long long)r->h.refs);
+	if (unmoved)
+		snprintf(before, cap, "%u reference(s), count %llu", r->nrefs,
+			 (unsigned long long)r->h.refs);
 	if (sum != r->h.refs) { /* the count the references make */
 		BTK_PUT(struct btrfs_extent_item, r->item, refs, sum);
 		if ((ret = btk_item_update(x->t, BTRFS_EXTENT_TREE_OBJECTID, &r->key, r->item,
@@ -838,10 +1152,13 @@ int rp_fix_ext_refs(struct rp_ctx *x, const struct rp_prob *p, char *before, cha
 			dropped++;
 		}
 	}
-	snprintf(after, cap,
-		 "%zu reference(s) as the trees use it (%d added or raised, %d dropped "
-		 "or lowered)",
-		 n, added, dropped);
+	if (unmoved)
+		snprintf(after, cap,
+			 "%zu reference(s) as the trees use it (%d added or raised, %d dropped "
+			 "or lowered)",
+			 n, added, dropped);
+	if (!ret && sum == r->h.refs && !added && !dropped)
+		ret = unmoved; /* the references were right once the users came back */
 out:
 	free(r);
 	return ret;

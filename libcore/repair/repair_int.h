@@ -127,6 +127,14 @@ rp_fix rp_fix_lost_leaf;
 
 /* extents.c: extent records made to agree with the trees that use them. */
 rp_fix rp_fix_ext_missing, rp_fix_ext_unused, rp_fix_ext_refs;
+/* extents.c: E1308, a regular file extent whose disk_bytenr is unaligned (it lost its
+ * address): pointed back at the extent whose keyed back reference names it with its length
+ * (the extent fixes of the round do that from either extent's side), else made a hole (its
+ * data lost, the inode's nbytes lowered). */
+rp_fix rp_fix_fe_bytenr;
+/* Whether the round points the file extents that use bytenr at the extents they lost: the
+ * range at bytenr is nobody's data (not to be checksummed or recorded). */
+bool rp_extents_moved_from(const struct rp_ctx *x, uint64_t bytenr);
 int rp_extents_phase(enum btk_check_problem_id id);
 
 /* extent_rebuild.c: whether p is of a kind a rebuilt extent tree answers for (extent records,

@@ -15,6 +15,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
+#include "base/u64set.h"
 #include "tree/cache.h"
 #include "format/format.h"
 #include "format/geometry.h"
@@ -132,6 +133,9 @@ struct btk_wfs {
 	/* blocks of this transaction that a snapshot taken in it now shares: copied again
 	 * before any change, and their space is not reused when the source lets go */
 	struct btk_rangeset snap_shared;
+	/* data addresses without a record that file extents point at, which a repair points
+	 * elsewhere in this transaction (btk_trans_data_unrecorded) */
+	struct btk_u64set unrecorded;
 	/* tree blocks a relocation copied in this transaction (block_move.c), keeping the
 	 * generation of the block they replace: later moves change them in place */
 	struct btk_rangeset relocated;

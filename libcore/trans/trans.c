@@ -130,6 +130,7 @@ void btk_write_close(struct btk_wfs *w)
 	}
 	free(w->bgs);
 	btk_rs_free(&w->snap_shared);
+	btk_u64set_free(&w->unrecorded);
 	free(w->chg);
 	free(w->snaps);
 	free(w->drops);

@@ -461,6 +461,10 @@ int btk_chunk_remove(struct btk_trans *t, uint64_t logical);
  * the unrecorded reference. Applied at commit. -EINVAL. */
 int btk_tree_block_ref(struct btk_trans *t, uint64_t bytenr, int level, uint64_t root,
 		       uint64_t parent, int delta, bool full_backref, uint64_t gen);
+/* Repair: bytenr is a data address without a record (a damaged file extent's, which the
+ * repair points elsewhere or makes a hole in this transaction): copying a leaf that snapshots
+ * share queues no reference to it for file extents that still point there. 0 or -ENOMEM. */
+int btk_trans_data_unrecorded(struct btk_trans *t, uint64_t bytenr);
 /* The same as btk_data_ref for delta > 0, and a data extent without a record gets one (of
  * generation gen, which must be set), its block group counting it: an extent tree rebuilt
  * (claim its space first, btk_extent_claim). Applied at commit or settle. -EINVAL. */

@@ -573,6 +573,11 @@ int btk_tree_block_info(struct btk_trans *t, uint64_t bytenr, int level, uint64_
 	return ret;
 }
 
+int btk_trans_data_unrecorded(struct btk_trans *t, uint64_t bytenr)
+{
+	return btk_u64set_add(&t->w->unrecorded, bytenr) < 0 ? btk_err(ENOMEM, "out of memory") : 0;
+}
+
 int btk_block_child_refs(struct btk_trans *t, uint64_t root, const struct btk_block *b, int delta,
 			 bool full)
 {
@@ -599,8 +604,8 @@ int btk_block_child_refs(struct btk_trans *t, uint64_t root, const struct btk_bl
 			if (type != BTRFS_FILE_EXTENT_REG && type != BTRFS_FILE_EXTENT_PREALLOC)
 				continue;
 			op.bytenr = BTK_GET(struct btrfs_file_extent_item, fe, disk_bytenr);
-			if (!op.bytenr)
-				continue; /* a hole */
+			if (!op.bytenr || btk_u64set_has(&t->w->unrecorded, op.bytenr))
+				continue; /* a hole, or an address a repair is mending */
 			op.num_bytes = BTK_GET(struct btrfs_file_extent_item, fe, disk_num_bytes);
 			op.data = true;
 			op.ino = k.objectid;

@@ -363,6 +363,20 @@ static int k_fe_bytenr(struct btk_fs *fs, const char *n)
 	return k_simple(fs, n, fs_tree, &w, &from256, OP_ADD,
 			offsetof(struct btrfs_file_extent_item, disk_bytenr), 8, 0x2000000 + 7);
 }
+static int k_fe_lost(struct btk_fs *fs, const char *n)
+{
+	/* fe-bytenr with disk_num_bytes a sector more: no extent's back reference names a file
+	 * extent of that length, so nothing says where its data was (a repair makes it a hole) */
+	struct want w = {.type = BTRFS_EXTENT_DATA_KEY, .file_extent_type = BTRFS_FILE_EXTENT_REG};
+	struct target t;
+	int ret = find_item(fs, fs_tree, &from256, match_want, &w, &t);
+	if (!ret)
+		ret = apply(fs, &t, OP_ADD, offsetof(struct btrfs_file_extent_item, disk_num_bytes),
+			    8, fs->sectorsize, n);
+	return ret ? ret
+		   : apply(fs, &t, OP_ADD, offsetof(struct btrfs_file_extent_item, disk_bytenr), 8,
+			   0x2000000 + 7, n);
+}
 static int k_index_name(struct btk_fs *fs, const char *n)
 {
 	/* the first byte of a DIR_INDEX's name + 1: its inode ref and dir item keep the name */
@@ -2459,6 +2473,7 @@ static const struct kind kinds[] = {
      k_meta_missing},
     {"data-missing", "delete a data extent's EXTENT_ITEM", k_data_missing},
     {"fe-bytenr", "a regular file extent's disk_bytenr + 32 MiB + 7 (unaligned)", k_fe_bytenr},
+    {"fe-lost", "fe-bytenr, and its disk_num_bytes a sector more (no extent names it)", k_fe_lost},
     {"index-name", "a DIR_INDEX's name changed (first byte + 1)", k_index_name},
     {"leaf-gen", "an fs tree leaf's header generation far past the filesystem's", k_leaf_gen},
     {"leaf-csum-zero", "an fs tree leaf's checksum wiped to zeros (every copy)", k_leaf_csum_zero},
