@@ -575,3 +575,30 @@ int btk_search_ge(struct btk_fs *fs, const struct btk_root *root, const struct b
 		return 0;
 	return next_leaf(fs, p);
 }
+
+void btk_items_start(struct btk_items *it, struct btk_fs *fs, const struct btk_root *root,
+		     const struct btk_key *from)
+{
+	*it = (struct btk_items){.fs = fs, .root = *root};
+	if (from)
+		it->key = *from;
+}
+
+bool btk_items_next(struct btk_items *it)
+{
+	if (it->ret)
+		return false;
+	it->ret = it->started ? btk_next(it->fs, &it->path)
+			      : btk_search_ge(it->fs, &it->root, &it->key, &it->path);
+	it->started = true;
+	if (it->ret)
+		return false;
+	it->data = btk_path_item(&it->path, &it->key, &it->size);
+	return true;
+}
+
+int btk_items_end(struct btk_items *it, int ret)
+{
+	btk_path_release(&it->path);
+	return ret ? ret : it->ret < 0 ? it->ret : 0;
+}
