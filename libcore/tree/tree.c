@@ -130,10 +130,7 @@ static int check_expect(const struct btk_block *b, const struct btk_block_check 
 			     (unsigned long long)btk_block_owner(b),
 			     (unsigned long long)chk->owner);
 	if (chk->first_key && btk_block_nritems(b)) {
-		if (btk_block_level(b))
-			btk_node_key(b, 0, &k);
-		else
-			btk_leaf_key(b, 0, &k);
+		btk_block_key(b, 0, &k);
 		if (btk_key_cmp(&k, chk->first_key))
 			return FAULT(
 			    BTK_BF_FIRST_KEY,

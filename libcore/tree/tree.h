@@ -190,6 +190,14 @@ static inline void btk_node_key(const struct btk_block *b, int slot, struct btk_
 {
 	btk_disk_to_key(&btk_node_ptr(b, slot)->key, k);
 }
+/* The key of slot (< nritems) of a leaf or a node, whichever b is. */
+static inline void btk_block_key(const struct btk_block *b, int slot, struct btk_key *k)
+{
+	if (btk_block_level(b))
+		btk_node_key(b, slot, k);
+	else
+		btk_leaf_key(b, slot, k);
+}
 static inline uint64_t btk_node_blockptr(const struct btk_block *b, int slot)
 {
 	return btk_le64(btk_node_ptr(b, slot)->blockptr);
