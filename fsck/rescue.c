@@ -44,10 +44,22 @@ struct step {
 	int refused;	    /* an errno that means "nothing to work on here" (or 0) */
 	/* runs it (c->r, c->changed, c->left set); 0 or a negative errno */
 	int (*run)(struct step_ctx *c);
-	void (*text)(const struct step_ctx *c);		 /* its summary (not with -q) */
-	void (*json)(const struct step_ctx *c, int ret); /* its summary members */
-	bool text_stopped; /* the summary also when it stopped (what it did before) */
+	void (*text)(const struct step_ctx *c); /* its summary (not with -q) */
+	/* the members of its summary, "KEY_summary" (the driver prints the braces) */
+	void (*json)(const struct step_ctx *c, int ret);
+	bool text_stopped;   /* the summary also when it stopped (what it did before) */
+	bool json_unstopped; /* --json: a summary only when it did not stop */
 };
+
+/* An event's start: with --json, the separator from the event before; counts it. Whether the
+ * event is printed as JSON. */
+static bool event_json(struct step_ctx *o)
+{
+	if (o->json && o->nev)
+		printf(", ");
+	o->nev++;
+	return o->json;
+}
 
 static void heal_event_text(const struct btk_heal_event *e)
 {
@@ -72,10 +84,9 @@ static void heal_event_text(const struct btk_heal_event *e)
 		printf(": no good copy of %d: %s\n", e->ncopies, e->why);
 }
 
-static void heal_event_json(struct step_ctx *o, const struct btk_heal_event *e)
+static void heal_event_json(const struct btk_heal_event *e)
 {
-	printf("%s{\"healed\": %s, \"kind\": \"%s\"", o->nev ? ", " : "",
-	       e->healed ? "true" : "false",
+	printf("{\"healed\": %s, \"kind\": \"%s\"", e->healed ? "true" : "false",
 	       e->data	     ? "data"
 	       : e->bitflip  ? "tree block bit flip"
 	       : e->disputed ? "tree block copies disputed"
@@ -97,11 +108,10 @@ static void on_event(void *ctx, const struct btk_heal_event *e)
 {
 	struct step_ctx *o = ctx;
 
-	if (o->json)
-		heal_event_json(o, e);
+	if (event_json(o))
+		heal_event_json(e);
 	else if (!o->quiet || !e->healed)
 		heal_event_text(e);
-	o->nev++;
 }
 
 static int heal_run(struct step_ctx *c)
@@ -145,23 +155,20 @@ static void heal_json_summary(const struct step_ctx *c, int ret)
 	const struct btk_heal_result *r = &c->r.heal;
 
 	(void)ret;
-	printf(", \"heal_summary\": {");
 	BTK_JSON_U64S(stdout,
 		      "tree_blocks tree_blocks_healed tree_blocks_lost data_sectors "
 		      "data_sectors_healed data_sectors_lost tree_blocks_bitflip "
 		      "tree_blocks_disputed",
 		      r->blocks, r->blocks_healed, r->blocks_lost, r->sectors, r->sectors_healed,
 		      r->sectors_lost, r->blocks_bitflip, r->blocks_disputed);
-	printf("}");
 }
 
 static void on_super(void *ctx, const struct btk_super_event *e)
 {
 	struct step_ctx *o = ctx;
 
-	if (o->json) {
-		printf("%s{\"devid\": %llu, \"device\": ", o->nev ? ", " : "",
-		       (unsigned long long)e->devid);
+	if (event_json(o)) {
+		printf("{\"devid\": %llu, \"device\": ", (unsigned long long)e->devid);
 		btk_json_cstr(stdout, e->path);
 		printf(", \"copy\": %d, \"offset\": %llu, \"from_copy\": %d, \"generation\": %llu, "
 		       "\"why\": ",
@@ -176,7 +183,6 @@ static void on_super(void *ctx, const struct btk_super_event *e)
 		       (unsigned long long)e->offset, e->why, e->from_mirror,
 		       (unsigned long long)e->generation);
 	}
-	o->nev++;
 }
 
 static int super_run(struct step_ctx *c)
@@ -208,17 +214,14 @@ static void super_json_summary(const struct step_ctx *c, int ret)
 {
 	const struct btk_super_result *r = &c->r.super;
 
-	if (ret)
-		return;
-	printf(", \"super_summary\": {\"copies\": %d, \"rewritten\": %d, \"source_copy\": %d, "
-	       "\"generation\": %llu",
+	(void)ret;
+	printf("\"copies\": %d, \"rewritten\": %d, \"source_copy\": %d, \"generation\": %llu",
 	       r->copies, r->rewritten, r->source_mirror, (unsigned long long)r->generation);
 	if (r->merged_part) {
 		printf(", \"merged\": {\"part\": ");
 		btk_json_cstr(stdout, r->merged_part);
 		printf(", \"from_copy\": %d}", r->merged_donor);
 	}
-	putchar('}');
 }
 
 static void on_log_inode(void *ctx, uint64_t root, uint64_t ino, uint64_t parent, const char *name,
@@ -228,9 +231,9 @@ static void on_log_inode(void *ctx, uint64_t root, uint64_t ino, uint64_t parent
 
 	if (o->step->bit != RESCUE_ZERO_LOG)
 		return; /* a replay keeps them: only what is dropped is listed */
-	if (o->json) {
-		printf("%s{\"tree\": %llu, \"inode\": %llu", o->nev ? ", " : "",
-		       (unsigned long long)root, (unsigned long long)ino);
+	if (event_json(o)) {
+		printf("{\"tree\": %llu, \"inode\": %llu", (unsigned long long)root,
+		       (unsigned long long)ino);
 		if (name) {
 			char buf[512];
 			snprintf(buf, sizeof(buf), "%.*s", (int)len, name);
@@ -249,7 +252,6 @@ static void on_log_inode(void *ctx, uint64_t root, uint64_t ino, uint64_t parent
 			    "LOST: tree %llu inode %llu: its logged changes (inode item, data)\n",
 			    (unsigned long long)root, (unsigned long long)ino);
 	}
-	o->nev++;
 }
 
 static int log_run(struct step_ctx *c)
@@ -298,33 +300,28 @@ static void log_json_summary(const struct step_ctx *c, int ret)
 	const struct btk_log_result *r = &c->r.log;
 
 	(void)ret;
-	printf(", \"log_summary\": {\"had_log\": %s, \"cleared\": %s, ",
-	       r->had_log ? "true" : "false", r->cleared ? "true" : "false");
+	printf("\"had_log\": %s, \"cleared\": %s, ", r->had_log ? "true" : "false",
+	       r->cleared ? "true" : "false");
 	BTK_JSON_U64S(stdout,
 		      "generation items subvolumes inodes names_added names_removed "
 		      "inodes_deleted extents data_bytes unsummed_bytes",
 		      r->log_generation, r->log_items, r->subvolumes, r->inodes, r->names_added,
 		      r->names_removed, r->inodes_deleted, r->extents, r->data_bytes,
 		      r->unsummed_bytes);
-	printf("}");
 }
 
 static void on_csum(void *ctx, const struct btk_csum_rebuild_event *e)
 {
-	struct step_ctx *o = ctx;
-
-	if (o->json) {
-		printf("%s{\"logical\": %llu, \"length\": %llu, \"old_checksum_kept\": %s, "
-		       "\"why\": ",
-		       o->nev ? ", " : "", (unsigned long long)e->logical,
-		       (unsigned long long)e->len, e->kept ? "true" : "false");
+	if (event_json(ctx)) {
+		printf("{\"logical\": %llu, \"length\": %llu, \"old_checksum_kept\": %s, \"why\": ",
+		       (unsigned long long)e->logical, (unsigned long long)e->len,
+		       e->kept ? "true" : "false");
 		btk_json_cstr(stdout, e->why);
 		putchar('}');
 	} else {
 		printf("NOT SUMMED: data [%llu, +%llu): %s\n", (unsigned long long)e->logical,
 		       (unsigned long long)e->len, e->why);
 	}
-	o->nev++;
 }
 
 static int csum_run(struct step_ctx *c)
@@ -360,12 +357,11 @@ static void csum_json_summary(const struct step_ctx *c, int ret)
 	const struct btk_csum_rebuild_result *r = &c->r.csum;
 
 	(void)ret;
-	printf(", \"csum_summary\": {\"rebuilt\": %s, \"whole\": %s, ",
-	       r->rebuilt ? "true" : "false", r->whole ? "true" : "false");
+	printf("\"rebuilt\": %s, \"whole\": %s, ", r->rebuilt ? "true" : "false",
+	       r->whole ? "true" : "false");
 	BTK_JSON_U64S(stdout, "old_blocks extents sectors sectors_new sectors_kept sectors_left",
 		      r->old_blocks, r->extents, r->sectors, r->sectors_new, r->sectors_kept,
 		      r->sectors_left);
-	printf("}");
 }
 
 static int tree_run(struct step_ctx *c)
@@ -419,17 +415,12 @@ static void tree_json_summary(const struct step_ctx *c, int ret)
 	int which = c->step->bit;
 
 	(void)ret;
-	printf("\"%s_summary\": {\"rebuilt\": %s, \"old_blocks\": %llu",
-	       which == RESCUE_UUID    ? "uuid"
-	       : which == RESCUE_RELOC ? "data_reloc"
-				       : "fst",
-	       r->rebuilt ? "true" : "false", (unsigned long long)r->old_blocks);
+	printf("\"rebuilt\": %s, \"old_blocks\": %llu", r->rebuilt ? "true" : "false",
+	       (unsigned long long)r->old_blocks);
 	if (which == RESCUE_UUID)
-		printf(", \"items\": %llu}", (unsigned long long)r->items);
+		printf(", \"items\": %llu", (unsigned long long)r->items);
 	else if (which == RESCUE_FST)
-		printf(", \"v1_invalidated\": %s}", r->v1_invalidated ? "true" : "false");
-	else
-		printf("}");
+		printf(", \"v1_invalidated\": %s", r->v1_invalidated ? "true" : "false");
 }
 
 static int quota_run(struct step_ctx *c)
@@ -470,7 +461,7 @@ static void quota_json_summary(const struct step_ctx *c, int ret)
 	const struct btk_quota_rescan_result *r = &c->r.quota;
 	bool done = !ret && r->rescanned;
 
-	printf("\"quota_summary\": {\"rescanned\": %s, \"qgroups\": %llu, \"changed\": %llu, "
+	printf("\"rescanned\": %s, \"qgroups\": %llu, \"changed\": %llu, "
 	       "\"created\": %llu, \"was_inconsistent\": %s, \"was_rescanning\": %s, "
 	       "\"recreated\": %s, \"old_blocks\": %llu, \"why\": ",
 	       done ? "true" : "false", (unsigned long long)r->qgroups,
@@ -478,16 +469,13 @@ static void quota_json_summary(const struct step_ctx *c, int ret)
 	       r->was_inconsistent ? "true" : "false", r->was_rescanning ? "true" : "false",
 	       r->recreated ? "true" : "false", (unsigned long long)r->old_blocks);
 	btk_json_cstr(stdout, r->why);
-	putchar('}');
 }
 
 static void on_extent(void *ctx, const struct btk_extent_rebuild_event *e)
 {
-	struct step_ctx *o = ctx;
-
-	if (o->json) {
-		printf("%s{\"bytenr\": %llu, \"length\": %llu, ", o->nev ? ", " : "",
-		       (unsigned long long)e->bytenr, (unsigned long long)e->len);
+	if (event_json(ctx)) {
+		printf("{\"bytenr\": %llu, \"length\": %llu, ", (unsigned long long)e->bytenr,
+		       (unsigned long long)e->len);
 		if (e->parent)
 			printf("\"leaf\": %llu", (unsigned long long)e->parent);
 		else
@@ -507,7 +495,6 @@ static void on_extent(void *ctx, const struct btk_extent_rebuild_event *e)
 			       (unsigned long long)e->ino, (unsigned long long)e->offset);
 		printf(": %s\n", e->why);
 	}
-	o->nev++;
 }
 
 static int extent_run(struct step_ctx *c)
@@ -549,19 +536,15 @@ static void extent_json_summary(const struct step_ctx *c, int ret)
 	const struct btk_extent_rebuild_result *r = &c->r.extent;
 
 	(void)ret;
-	printf(", \"extent_summary\": {\"rebuilt\": %s, \"agrees\": %s, \"trees\": %llu, "
-	       "\"tree_blocks\": %llu, "
-	       "\"shared_blocks\": %llu, \"tree_refs\": %llu, \"data_extents\": %llu, "
-	       "\"data_refs\": %llu, \"extents_left\": %llu, \"old_blocks\": %llu, "
-	       "\"csum_bytes_dropped\": %llu, \"reloc_dropped\": %llu, \"errors_before\": %llu, "
-	       "\"errors_after\": %llu}",
-	       r->rebuilt ? "true" : "false", r->agrees ? "true" : "false",
-	       (unsigned long long)r->trees, (unsigned long long)r->tree_blocks,
-	       (unsigned long long)r->shared_blocks, (unsigned long long)r->tree_refs,
-	       (unsigned long long)r->data_extents, (unsigned long long)r->data_refs,
-	       (unsigned long long)r->extents_left, (unsigned long long)r->old_blocks,
-	       (unsigned long long)r->csum_bytes_dropped, (unsigned long long)r->reloc_dropped,
-	       (unsigned long long)r->errors_before, (unsigned long long)r->errors_after);
+	printf("\"rebuilt\": %s, \"agrees\": %s, ", r->rebuilt ? "true" : "false",
+	       r->agrees ? "true" : "false");
+	BTK_JSON_U64S(stdout,
+		      "trees tree_blocks shared_blocks tree_refs data_extents data_refs "
+		      "extents_left old_blocks csum_bytes_dropped reloc_dropped errors_before "
+		      "errors_after",
+		      r->trees, r->tree_blocks, r->shared_blocks, r->tree_refs, r->data_extents,
+		      r->data_refs, r->extents_left, r->old_blocks, r->csum_bytes_dropped,
+		      r->reloc_dropped, r->errors_before, r->errors_after);
 }
 
 static int chunk_run(struct step_ctx *c)
@@ -605,8 +588,8 @@ static void chunk_json_summary(const struct step_ctx *c, int ret)
 	const struct btk_chunk_rebuild_result *r = &c->r.chunk;
 
 	(void)ret;
-	printf("\"chunk_summary\": {\"rebuilt\": %s, \"whole\": %s, ",
-	       r->rebuilt ? "true" : "false", r->whole ? "true" : "false");
+	printf("\"rebuilt\": %s, \"whole\": %s, ", r->rebuilt ? "true" : "false",
+	       r->whole ? "true" : "false");
 	BTK_JSON_U64S(stdout,
 		      "bad_blocks scanned_bytes tree_blocks scan_dev_extents scan_block_groups "
 		      "dev_extents block_groups chunks sys_chunks devices old_items_used placed "
@@ -615,32 +598,33 @@ static void chunk_json_summary(const struct step_ctx *c, int ret)
 		      r->scan_block_groups, r->dev_extents, r->block_groups, r->chunks,
 		      r->sys_chunks, r->devices, r->old_items_used, r->placed, r->misplaced,
 		      r->old_blocks);
-	printf("}");
 }
 
 static const struct step steps[] = {
     {RESCUE_SUPER, "super", "Rewriting bad superblock copies", "super", "super", "superblocks", 0,
-     super_run, super_text, super_json_summary, false},
+     super_run, super_text, super_json_summary, false, true},
     {RESCUE_HEAL, "heal", "Healing bad copies of tree blocks", "heal", "heal", "healing stopped", 0,
-     heal_run, heal_text, heal_json_summary, true},
+     heal_run, heal_text, heal_json_summary, true, false},
     {RESCUE_CHUNK, "chunk-tree", "Rebuilding the chunk tree from the dev extents and block groups",
-     NULL, "chunk", "chunk tree not rebuilt", 0, chunk_run, chunk_text, chunk_json_summary, false},
+     NULL, "chunk", "chunk tree not rebuilt", 0, chunk_run, chunk_text, chunk_json_summary, false,
+     false},
     {RESCUE_LOG, "replay-log", "Replaying the log tree", "log", "log", "log not replayed", 0,
-     log_run, log_text, log_json_summary, false},
+     log_run, log_text, log_json_summary, false, false},
     {RESCUE_ZERO_LOG, "zero-log", "Dropping the log tree", "log_lost", "log", "log not dropped", 0,
-     log_run, log_text, log_json_summary, false},
+     log_run, log_text, log_json_summary, false, false},
     {RESCUE_EXTENT, "extent-tree", "Rebuilding the extent tree from the trees", "extent_left",
-     "extent", "extent tree not rebuilt", 0, extent_run, extent_text, extent_json_summary, false},
+     "extent", "extent tree not rebuilt", 0, extent_run, extent_text, extent_json_summary, false,
+     false},
     {RESCUE_CSUM, "csum-tree", "Rebuilding the checksum tree from the data", "csum_not_summed",
-     "csum", "checksum tree not rebuilt", 0, csum_run, csum_text, csum_json_summary, false},
+     "csum", "checksum tree not rebuilt", 0, csum_run, csum_text, csum_json_summary, false, false},
     {RESCUE_FST, "free-space-tree", "Rebuilding the free-space tree", NULL, "fst",
-     "free-space tree not rebuilt", 0, tree_run, tree_text, tree_json_summary, false},
+     "free-space tree not rebuilt", 0, tree_run, tree_text, tree_json_summary, false, false},
     {RESCUE_UUID, "uuid-tree", "Rebuilding the uuid tree", NULL, "uuid", "uuid tree not rebuilt", 0,
-     tree_run, tree_text, tree_json_summary, false},
+     tree_run, tree_text, tree_json_summary, false, false},
     {RESCUE_QUOTA, "quota", "Rescanning the quota groups", NULL, "quota", "quotas not rescanned",
-     ENOENT, quota_run, quota_text, quota_json_summary, false},
+     ENOENT, quota_run, quota_text, quota_json_summary, false, false},
     {RESCUE_RELOC, "data-reloc-tree", "Rebuilding the data relocation tree", NULL, "data_reloc",
-     "data relocation tree not rebuilt", 0, tree_run, tree_text, tree_json_summary, false},
+     "data relocation tree not rebuilt", 0, tree_run, tree_text, tree_json_summary, false, false},
 };
 #define NSTEPS (sizeof(steps) / sizeof(steps[0]))
 
@@ -710,7 +694,11 @@ void rescue_run(const char **devs, int ndevs, const struct btk_open_opts *oo, in
 		if (json) {
 			if (s->events)
 				printf("]");
-			s->json(&c, ret);
+			if (!ret || !s->json_unstopped) {
+				printf("%s\"%s_summary\": {", s->events ? ", " : "", s->key);
+				s->json(&c, ret);
+				putchar('}');
+			}
 			if (ret) {
 				printf(", \"%s_error\": ", s->key);
 				btk_json_cstr(stdout, btk_errmsg());

@@ -247,13 +247,8 @@ void br_read_keys(struct btk_fs *fs, struct btk_owner *o, uint64_t bytenr, int l
 	}
 	n = btk_block_nritems(b);
 	if (n) {
-		if (btk_block_level(b)) {
-			btk_node_key(b, 0, &o->first_key);
-			btk_node_key(b, (int)n - 1, &o->last_key);
-		} else {
-			btk_leaf_key(b, 0, &o->first_key);
-			btk_leaf_key(b, (int)n - 1, &o->last_key);
-		}
+		btk_block_key(b, 0, &o->first_key);
+		btk_block_key(b, (int)n - 1, &o->last_key);
 		o->have_keys = true;
 	}
 	btk_block_put(b);

@@ -153,10 +153,7 @@ static int find_parent(struct btk_fs *fs, const struct btk_root *root, uint64_t 
 		return btk_err(EUCLEAN, "block %llu: empty, but not the root of tree %llu",
 			       (unsigned long long)bytenr, (unsigned long long)root->objectid);
 	}
-	if (level)
-		btk_node_key(b, 0, &key);
-	else
-		btk_leaf_key(b, 0, &key);
+	btk_block_key(b, 0, &key);
 	btk_block_put(b);
 	btk_path_init(&p);
 	ret = btk_search(fs, root, &key, &p);

@@ -719,13 +719,8 @@ int btk_hist_stale_block(struct btk_fs *fs, uint64_t logical, struct btk_stale *
 	out->level = btk_block_level(&b);
 	out->nritems = btk_block_nritems(&b);
 	if (out->nritems) {
-		if (out->level) {
-			btk_node_key(&b, 0, &out->first);
-			btk_node_key(&b, (int)out->nritems - 1, &out->last);
-		} else {
-			btk_leaf_key(&b, 0, &out->first);
-			btk_leaf_key(&b, (int)out->nritems - 1, &out->last);
-		}
+		btk_block_key(&b, 0, &out->first);
+		btk_block_key(&b, (int)out->nritems - 1, &out->last);
 	}
 	for (uint32_t s = 0; !out->level && btk_is_fs_tree(out->owner) && s < out->nritems; s++) {
 		struct btk_key k, loc;

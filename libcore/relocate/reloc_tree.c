@@ -26,12 +26,8 @@ int rl_move_tree_block(struct btk_trans *t, struct btk_backref *br, uint64_t byt
 
 	if (ret)
 		return ret;
-	if (btk_block_nritems(b)) {
-		if (level)
-			btk_node_key(b, 0, &key);
-		else
-			btk_leaf_key(b, 0, &key);
-	}
+	if (btk_block_nritems(b))
+		btk_block_key(b, 0, &key);
 	owner = btk_block_owner(b);
 	btk_block_put(b);
 	if (owner == BTRFS_FS_TREE_OBJECTID ||

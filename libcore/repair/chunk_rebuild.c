@@ -189,60 +189,68 @@ static int scan_devices(struct cr *x)
 
 /* ---- the newest of each item ---- */
 
-static int dext_cmp(const void *pa, const void *pb)
+/* Where an item lies: on which device (0: logical addresses), its range, and the
+ * generation of the leaf it was found in. */
+struct ev_span {
+	uint64_t space, start, length, gen;
+};
+typedef struct ev_span (*span_fn)(const void *item);
+
+static struct ev_span dext_span(const void *item)
 {
-	const struct ev_dext *a = pa, *b = pb;
-	if (a->devid != b->devid)
-		return a->devid < b->devid ? -1 : 1;
-	if (a->physical != b->physical)
-		return a->physical < b->physical ? -1 : 1;
-	return a->gen > b->gen ? -1 : a->gen < b->gen;
+	const struct ev_dext *d = item;
+	return (struct ev_span){d->devid, d->physical, d->length, d->gen};
 }
 
-/* Of items at one key the newest leaf's, and of two that overlap on a device the newer. */
-static void dexts_newest(struct ev_dexts *v)
+static struct ev_span bg_span(const void *item)
 {
-	size_t n = 0;
+	const struct ev_bg *g = item;
+	return (struct ev_span){0, g->logical, g->length, g->gen};
+}
 
-	if (v->n)
-		qsort(v->data, v->n, sizeof(*v->data), dext_cmp);
-	for (size_t i = 0; i < v->n; i++) {
-		struct ev_dext *d = &v->data[i], *last = n ? &v->data[n - 1] : NULL;
-		if (last && last->devid == d->devid &&
-		    d->physical < last->physical + last->length) {
-			if (d->gen > last->gen)
-				*last = *d;
-			continue;
+/* qsort_r order by place, the newest first at one place (arg: the span_fn). */
+static int span_order(const void *pa, const void *pb, void *arg)
+{
+	span_fn span = *(const span_fn *)arg;
+	struct ev_span a = span(pa), b = span(pb);
+
+	if (a.space != b.space)
+		return a.space < b.space ? -1 : 1;
+	if (a.start != b.start)
+		return a.start < b.start ? -1 : 1;
+	return a.gen > b.gen ? -1 : a.gen < b.gen;
+}
+
+/* Of the n items (esz bytes each) at data, keeps of items at one place the newest leaf's and
+ * of two that overlap the newer, in order of place; returns how many are kept. */
+static size_t keep_newest(void *data, size_t n, size_t esz, span_fn span)
+{
+	uint8_t *base = data;
+	size_t kept = 0;
+
+	if (n)
+		qsort_r(data, n, esz, span_order, &span);
+	for (size_t i = 0; i < n; i++) {
+		uint8_t *e = base + i * esz, *last = kept ? base + (kept - 1) * esz : NULL;
+		struct ev_span s = span(e);
+		if (last) {
+			struct ev_span l = span(last);
+			if (l.space == s.space && s.start < l.start + l.length) {
+				if (s.gen > l.gen)
+					memcpy(last, e, esz);
+				continue;
+			}
 		}
-		v->data[n++] = *d;
+		memmove(base + kept++ * esz, e, esz);
 	}
-	v->n = n;
+	return kept;
 }
 
-static int bg_cmp(const void *pa, const void *pb)
+/* The dev extents and block group items found: the newest at each place. */
+static void evidence_newest(struct cr *x)
 {
-	const struct ev_bg *a = pa, *b = pb;
-	if (a->logical != b->logical)
-		return a->logical < b->logical ? -1 : 1;
-	return a->gen > b->gen ? -1 : a->gen < b->gen;
-}
-
-static void bgs_newest(struct ev_bgs *v)
-{
-	size_t n = 0;
-
-	if (v->n)
-		qsort(v->data, v->n, sizeof(*v->data), bg_cmp);
-	for (size_t i = 0; i < v->n; i++) {
-		struct ev_bg *g = &v->data[i], *last = n ? &v->data[n - 1] : NULL;
-		if (last && g->logical < last->logical + last->length) {
-			if (g->gen > last->gen)
-				*last = *g;
-			continue;
-		}
-		v->data[n++] = *g;
-	}
-	v->n = n;
+	x->dexts.n = keep_newest(x->dexts.data, x->dexts.n, sizeof(*x->dexts.data), dext_span);
+	x->bgs.n = keep_newest(x->bgs.data, x->bgs.n, sizeof(*x->bgs.data), bg_span);
 }
 
 /* ---- chunks from dev extents and block groups ---- */
@@ -252,7 +260,8 @@ static int dext_chunk_cmp(const void *pa, const void *pb)
 	const struct ev_dext *a = pa, *b = pb;
 	if (a->chunk != b->chunk)
 		return a->chunk < b->chunk ? -1 : 1;
-	return dext_cmp(pa, pb);
+	span_fn span = dext_span;
+	return span_order(pa, pb, &span);
 }
 
 /* Whether a and b have the same place, size, type and stripes (in any order). */
@@ -471,8 +480,7 @@ static int walk_items(struct cr *x)
 	ret = bgt ? walk_tree(x, BTRFS_BLOCK_GROUP_TREE_OBJECTID, "block group tree")
 		  : walk_tree(x, BTRFS_EXTENT_TREE_OBJECTID, "extent tree");
 	if (!ret) {
-		dexts_newest(&x->dexts);
-		bgs_newest(&x->bgs);
+		evidence_newest(x);
 	}
 	return ret;
 }
@@ -696,8 +704,7 @@ static int prepare(struct btk_fs *fs, void *ctx)
 
 	if ((ret = scan_devices(x)))
 		return ret;
-	dexts_newest(&x->dexts);
-	bgs_newest(&x->bgs);
+	evidence_newest(x);
 	x->res->scan_dev_extents = x->dexts.n;
 	x->res->scan_block_groups = x->bgs.n;
 	if (!x->bgs.n || !x->dexts.n)

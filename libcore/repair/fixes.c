@@ -586,10 +586,7 @@ static int fix_recow(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 		btk_tree_read_mode(fs, mode);
 		return 1; /* an empty block: nothing says where it is */
 	}
-	if (level)
-		btk_node_key(b, 0, &first);
-	else
-		btk_leaf_key(b, 0, &first);
+	btk_block_key(b, 0, &first);
 	btk_block_put(b);
 	ret = btk_tree_recow(x->t, p->tree, &first, level, p->bytenr);
 	btk_tree_read_mode(fs, mode);

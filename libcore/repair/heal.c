@@ -703,8 +703,8 @@ static int heal_data(struct heal *h)
 {
 	struct btk_fs *fs = h->fs;
 	struct btk_root root;
-	struct btk_path p;
-	struct btk_key k = {BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, 0};
+	struct btk_items it;
+	const struct btk_key *k = &it.key;
 	uint8_t *copy[BTK_MAX_COPIES] = {0};
 	bool readable[BTK_MAX_COPIES];
 	int ret = btk_root_find(fs, BTRFS_CSUM_TREE_OBJECTID, &root);
@@ -720,29 +720,24 @@ static int heal_data(struct heal *h)
 			ret = btk_err(ENOMEM, "out of memory");
 			goto out;
 		}
-	btk_path_init(&p);
-	for (ret = btk_search_ge(fs, &root, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
-		uint32_t size;
-		const uint8_t *sums = btk_path_item(&p, &k, &size);
-		if (k.objectid != BTRFS_EXTENT_CSUM_OBJECTID || k.type != BTRFS_EXTENT_CSUM_KEY)
+	btk_items_start(&it, fs, &root,
+			&(struct btk_key){BTRFS_EXTENT_CSUM_OBJECTID, BTRFS_EXTENT_CSUM_KEY, 0});
+	while (!ret && btk_items_next(&it)) {
+		if (k->objectid != BTRFS_EXTENT_CSUM_OBJECTID || k->type != BTRFS_EXTENT_CSUM_KEY)
 			continue;
-		uint64_t nsec = size / (uint32_t)fs->csum_size;
-		for (uint64_t s = 0; s < nsec; s += DATA_PIECE) {
+		uint64_t nsec = it.size / (uint32_t)fs->csum_size;
+		for (uint64_t s = 0; !ret && s < nsec; s += DATA_PIECE) {
 			uint32_t cnt = (uint32_t)(nsec - s < DATA_PIECE ? nsec - s : DATA_PIECE);
-			uint64_t at = k.offset + s * fs->sectorsize;
+			uint64_t at = k->offset + s * fs->sectorsize;
 			int n = btk_copies_of(fs, at);
 			if (n <= 0)
 				continue; /* unmapped data: the checker reports it */
 			/* pieces stay inside one chunk: a csum item lies in one extent */
-			ret = heal_piece(h, at, cnt, sums + s * (uint32_t)fs->csum_size, copy,
+			ret = heal_piece(h, at, cnt, it.data + s * (uint32_t)fs->csum_size, copy,
 					 readable, n > BTK_MAX_COPIES ? BTK_MAX_COPIES : n);
-			if (ret)
-				break;
 		}
-		if (ret)
-			break;
 	}
-	btk_path_release(&p);
+	ret = btk_items_end(&it, ret);
 	if (ret > 0)
 		ret = 0;
 out:

@@ -1185,10 +1185,7 @@ static int orphans(struct ll *l)
 			btk_block_put(o.b);
 			continue;
 		}
-		if (o.level)
-			btk_node_key(o.b, 0, &o.first);
-		else
-			btk_leaf_key(o.b, 0, &o.first);
+		btk_block_key(o.b, 0, &o.first);
 		if (!o.level)
 			btk_leaf_key(o.b, (int)items - 1, &o.last);
 		const struct ll_range *lb = lost_block_of(l, &o.first);

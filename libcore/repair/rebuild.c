@@ -51,43 +51,36 @@ BTK_VEC(rb_keys, struct btk_key);
 int rp_extent_refs_walk(struct btk_fs *fs, rp_extent_ref_fn fn, void *ctx)
 {
 	struct btk_root er;
-	struct btk_path p;
-	struct btk_key k = {0, 0, 0}, rec = {0, 0, 0};
+	struct btk_items it;
+	const struct btk_key *k = &it.key;
+	struct btk_key rec = {0, 0, 0};
 	struct btk_extent_head h;
 	bool have = false;
-	int ret;
+	int ret, stop = 0;
 
 	if ((ret = btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &er)))
 		return ret;
-	btk_path_init(&p);
-	for (ret = btk_search_ge(fs, &er, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
-		uint32_t size;
-		const uint8_t *d = btk_path_item(&p, &k, &size);
+	for (btk_items_start(&it, fs, &er, NULL); !stop && btk_items_next(&it);) {
 		struct btk_extent_ref r;
-		int stop = 0;
-		if (k.type == BTRFS_EXTENT_ITEM_KEY || k.type == BTRFS_METADATA_ITEM_KEY) {
-			struct btk_inline_iter it;
-			rec = k;
-			if (!(have = !btk_extent_head_parse(&k, d, size, &h)))
+		if (k->type == BTRFS_EXTENT_ITEM_KEY || k->type == BTRFS_METADATA_ITEM_KEY) {
+			struct btk_inline_iter in;
+			rec = *k;
+			if (!(have = !btk_extent_head_parse(k, it.data, it.size, &h)))
 				continue;
-			btk_inline_iter_init(&it, d, size, h.refs_at);
-			while (!stop && btk_inline_next(&it, &r) == 1)
+			btk_inline_iter_init(&in, it.data, it.size, h.refs_at);
+			while (!stop && btk_inline_next(&in, &r) == 1)
 				stop = fn(ctx, &rec, &h, &r);
-		} else if (have && k.objectid == rec.objectid &&
-			   (k.type == BTRFS_TREE_BLOCK_REF_KEY ||
-			    k.type == BTRFS_SHARED_BLOCK_REF_KEY ||
-			    k.type == BTRFS_EXTENT_DATA_REF_KEY ||
-			    k.type == BTRFS_SHARED_DATA_REF_KEY) &&
-			   !btk_keyed_ref_parse(&k, d, size, &r)) {
+		} else if (have && k->objectid == rec.objectid &&
+			   (k->type == BTRFS_TREE_BLOCK_REF_KEY ||
+			    k->type == BTRFS_SHARED_BLOCK_REF_KEY ||
+			    k->type == BTRFS_EXTENT_DATA_REF_KEY ||
+			    k->type == BTRFS_SHARED_DATA_REF_KEY) &&
+			   !btk_keyed_ref_parse(k, it.data, it.size, &r)) {
 			stop = fn(ctx, &rec, &h, &r);
 		}
-		if (stop) {
-			ret = stop;
-			break;
-		}
 	}
-	btk_path_release(&p);
-	return ret < 0 || ret > 1 ? ret : 0;
+	ret = btk_items_end(&it, stop);
+	return ret == 1 ? 0 : ret;
 }
 
 struct records {
@@ -175,31 +168,28 @@ static int need_root(void *ctx, const struct btk_root *root)
 {
 	struct need *n = ctx;
 	struct btk_fs *fs = n->fs;
-	struct btk_path p;
-	struct btk_key k = {0, 0, 0};
+	struct btk_items it;
+	const struct btk_key *k = &it.key;
 	uint64_t ino = 0, flags = 0;
-	int ret;
+	int ret = 0;
 
 	if (!subvolume(root->objectid) || root->key_offset == (uint64_t)-1 /* a log's */)
 		return 0;
-	btk_path_init(&p);
-	for (ret = btk_search_ge(fs, root, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
-		uint32_t size;
-		const uint8_t *d = btk_path_item(&p, &k, &size);
-		if (k.type == BTRFS_INODE_ITEM_KEY) {
-			ino = k.objectid;
-			flags = size >= sizeof(struct btrfs_inode_item)
-				    ? BTK_GET(struct btrfs_inode_item, d, flags)
+	for (btk_items_start(&it, fs, root, NULL); btk_items_next(&it);) {
+		if (k->type == BTRFS_INODE_ITEM_KEY) {
+			ino = k->objectid;
+			flags = it.size >= sizeof(struct btrfs_inode_item)
+				    ? BTK_GET(struct btrfs_inode_item, it.data, flags)
 				    : 0;
 			continue;
 		}
-		if (k.type != BTRFS_EXTENT_DATA_KEY)
+		if (k->type != BTRFS_EXTENT_DATA_KEY)
 			continue;
 		struct btk_file_extent fe;
-		if (btk_file_extent_item_parse(d, size, k.offset, &fe) != BTK_FE_WHOLE ||
+		if (btk_file_extent_item_parse(it.data, it.size, k->offset, &fe) != BTK_FE_WHOLE ||
 		    fe.type != BTRFS_FILE_EXTENT_REG || !fe.disk_bytenr)
 			continue;
-		bool nodsum = ino == k.objectid && (flags & BTK_INODE_NODATASUM);
+		bool nodsum = ino == k->objectid && (flags & BTK_INODE_NODATASUM);
 		if (nodsum && !fe.compression)
 			continue;
 		uint64_t s = fe.compression ? fe.disk_bytenr : fe.disk_bytenr + fe.extent_offset;
@@ -216,8 +206,7 @@ static int need_root(void *ctx, const struct btk_root *root)
 		r->len = l;
 		n->extents++;
 	}
-	btk_path_release(&p);
-	if (ret < 0)
+	if ((ret = btk_items_end(&it, ret)) < 0)
 		return btk_err(-ret,
 			       "subvolume %llu does not read whole (%s): which data has "
 			       "checksums is not known",
@@ -251,26 +240,22 @@ static bool old_tree_exact(struct btk_fs *fs, const struct btk_root *old,
 			   const struct rb_ranges *need)
 {
 	uint32_t ss = fs->sectorsize, cs = (uint32_t)fs->csum_size;
-	struct btk_key k = {0, 0, 0};
-	struct btk_path p;
+	struct btk_items it;
+	const struct btk_key *k = &it.key;
 	struct rb_range cur = {0, 0};
 	uint64_t prev_end = 0;
 	size_t at = 0;
 	bool ok = true;
-	int ret;
 
-	btk_path_init(&p);
-	for (ret = btk_search_ge(fs, old, &k, &p); ok && ret == 0; ret = btk_next(fs, &p)) {
-		uint32_t size;
-		btk_path_data(&p, &size);
-		btk_path_key(&p, &k);
-		ok = k.objectid == BTRFS_EXTENT_CSUM_OBJECTID && k.type == BTRFS_EXTENT_CSUM_KEY &&
-		     cs && size && !(size % cs) && !(k.offset % ss) && k.offset >= prev_end;
+	for (btk_items_start(&it, fs, old, NULL); ok && btk_items_next(&it);) {
+		ok = k->objectid == BTRFS_EXTENT_CSUM_OBJECTID &&
+		     k->type == BTRFS_EXTENT_CSUM_KEY && cs && it.size && !(it.size % cs) &&
+		     !(k->offset % ss) && k->offset >= prev_end;
 		if (!ok)
 			break;
-		uint64_t len = (uint64_t)(size / cs) * ss;
-		prev_end = k.offset + len;
-		if (cur.len && cur.start + cur.len == k.offset) {
+		uint64_t len = (uint64_t)(it.size / cs) * ss;
+		prev_end = k->offset + len;
+		if (cur.len && cur.start + cur.len == k->offset) {
 			cur.len += len;
 			continue;
 		}
@@ -279,10 +264,9 @@ static bool old_tree_exact(struct btk_fs *fs, const struct btk_root *old,
 			     need->data[at].len == cur.len;
 			at++;
 		}
-		cur = (struct rb_range){k.offset, len};
+		cur = (struct rb_range){k->offset, len};
 	}
-	btk_path_release(&p);
-	if (!ok || ret < 0)
+	if (btk_items_end(&it, 0) < 0 || !ok)
 		return false;
 	if (cur.len) {
 		if (at >= need->n || need->data[at].start != cur.start ||
@@ -715,30 +699,27 @@ static int uuid_step(struct btk_trans *t, void *ctx)
 	struct btk_fs *fs = btk_trans_fs(t);
 	struct uuid_ents v = {0};
 	struct btk_root rt;
-	struct btk_path p;
-	struct btk_key k = {0, BTRFS_ROOT_ITEM_KEY, 0};
+	struct btk_items it;
+	const struct btk_key *k = &it.key;
 	uint8_t *buf = NULL;
 	int ret;
 
 	if ((ret = btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt)))
 		return ret;
 	/* every live subvolume's uuid and received uuid, as the kernel's rescan finds them */
-	btk_path_init(&p);
-	for (ret = btk_search_ge(fs, &rt, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
-		uint32_t size;
-		const uint8_t *d = btk_path_item(&p, &k, &size);
+	btk_items_start(&it, fs, &rt, &(struct btk_key){0, BTRFS_ROOT_ITEM_KEY, 0});
+	while (btk_items_next(&it)) {
 		struct btk_root_item ri;
-		if (k.type != BTRFS_ROOT_ITEM_KEY || !subvolume(k.objectid) ||
-		    k.objectid == BTRFS_DATA_RELOC_TREE_OBJECTID ||
-		    btk_root_item_parse(d, size, &ri) || !ri.refs)
+		if (k->type != BTRFS_ROOT_ITEM_KEY || !subvolume(k->objectid) ||
+		    k->objectid == BTRFS_DATA_RELOC_TREE_OBJECTID ||
+		    btk_root_item_parse(it.data, it.size, &ri) || !ri.refs)
 			continue;
-		if ((ret = uuid_add(&v, ri.uuid, BTRFS_UUID_KEY_SUBVOL, k.objectid)) ||
+		if ((ret = uuid_add(&v, ri.uuid, BTRFS_UUID_KEY_SUBVOL, k->objectid)) ||
 		    (ret = uuid_add(&v, ri.received_uuid, BTRFS_UUID_KEY_RECEIVED_SUBVOL,
-				    k.objectid)))
+				    k->objectid)))
 			break;
 	}
-	btk_path_release(&p);
-	if (ret < 0)
+	if ((ret = btk_items_end(&it, ret)) < 0)
 		goto out;
 	if (v.n)
 		qsort(v.data, v.n, sizeof(*v.data), uuid_cmp);

@@ -267,12 +267,8 @@ static int parents_of(struct btk_trans *t, const struct btk_block *b, const stru
 	*root = 0;
 	if (!v)
 		return btk_err(ENOMEM, "out of memory");
-	if (btk_block_nritems(b)) {
-		if (level)
-			btk_node_key(b, 0, &key);
-		else
-			btk_leaf_key(b, 0, &key);
-	}
+	if (btk_block_nritems(b))
+		btk_block_key(b, 0, &key);
 	*n = 0;
 	for (size_t i = 0; i < r->n && !ret; i++) {
 		const struct btk_extent_ref *e = &r->v[i];
@@ -344,12 +340,8 @@ static int rewrite_root(struct btk_trans *t, uint64_t tree, struct btk_block *b,
 
 	if (!wr)
 		return btk_err(ENOENT, "tree %llu not found", (unsigned long long)tree);
-	if (btk_block_nritems(b)) {
-		if (level)
-			btk_node_key(b, 0, &key);
-		else
-			btk_leaf_key(b, 0, &key);
-	}
+	if (btk_block_nritems(b))
+		btk_block_key(b, 0, &key);
 	ret = btk_tree_cow_block(t, tree, &key, level, b->bytenr);
 	if (ret)
 		return ret < 0 ? ret

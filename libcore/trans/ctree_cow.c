@@ -447,10 +447,7 @@ static int grow_root(struct btk_trans *t, struct btk_wroot *wr, struct btk_path 
 	ret = new_block(t, wr, level + 1, &nr);
 	if (ret)
 		return ret;
-	if (level)
-		btk_node_key(b, 0, &k);
-	else
-		btk_leaf_key(b, 0, &k);
+	btk_block_key(b, 0, &k);
 	btk_node_set_ptr(nr, 0, &k, b->bytenr, t->transid);
 	btk_set_nritems(nr, 1);
 	p->nodes[level + 1] = nr;

@@ -300,12 +300,8 @@ static int new_tree_record(struct btk_trans *t, const struct btk_refop *op, stru
 		/* a writeback may have let the block leave the cache */
 		if (btk_wblock_read(t->fs, op->bytenr, op->level, &b))
 			b = NULL, btk_err_clear();
-		if (b && btk_block_nritems(b)) {
-			if (btk_block_level(b))
-				btk_node_key(b, 0, &h.info_key);
-			else
-				btk_leaf_key(b, 0, &h.info_key);
-		}
+		if (b && btk_block_nritems(b))
+			btk_block_key(b, 0, &h.info_key);
 		if (b)
 			btk_block_put(b);
 	}

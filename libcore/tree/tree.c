@@ -130,10 +130,7 @@ static int check_expect(const struct btk_block *b, const struct btk_block_check 
 			     (unsigned long long)btk_block_owner(b),
 			     (unsigned long long)chk->owner);
 	if (chk->first_key && btk_block_nritems(b)) {
-		if (btk_block_level(b))
-			btk_node_key(b, 0, &k);
-		else
-			btk_leaf_key(b, 0, &k);
+		btk_block_key(b, 0, &k);
 		if (btk_key_cmp(&k, chk->first_key))
 			return FAULT(
 			    BTK_BF_FIRST_KEY,
@@ -583,4 +580,31 @@ int btk_search_ge(struct btk_fs *fs, const struct btk_root *root, const struct b
 	if (p->slots[0] < (int)btk_block_nritems(p->nodes[0]))
 		return 0;
 	return next_leaf(fs, p);
+}
+
+void btk_items_start(struct btk_items *it, struct btk_fs *fs, const struct btk_root *root,
+		     const struct btk_key *from)
+{
+	*it = (struct btk_items){.fs = fs, .root = *root};
+	if (from)
+		it->key = *from;
+}
+
+bool btk_items_next(struct btk_items *it)
+{
+	if (it->ret)
+		return false;
+	it->ret = it->started ? btk_next(it->fs, &it->path)
+			      : btk_search_ge(it->fs, &it->root, &it->key, &it->path);
+	it->started = true;
+	if (it->ret)
+		return false;
+	it->data = btk_path_item(&it->path, &it->key, &it->size);
+	return true;
+}
+
+int btk_items_end(struct btk_items *it, int ret)
+{
+	btk_path_release(&it->path);
+	return ret ? ret : it->ret < 0 ? it->ret : 0;
 }

@@ -194,6 +194,14 @@ static inline void btk_node_key(const struct btk_block *b, int slot, struct btk_
 {
 	btk_disk_to_key(&btk_node_ptr(b, slot)->key, k);
 }
+/* The key of slot (< nritems) of a leaf or a node, whichever b is. */
+static inline void btk_block_key(const struct btk_block *b, int slot, struct btk_key *k)
+{
+	if (btk_block_level(b))
+		btk_node_key(b, slot, k);
+	else
+		btk_leaf_key(b, slot, k);
+}
 static inline uint64_t btk_node_blockptr(const struct btk_block *b, int slot)
 {
 	return btk_le64(btk_node_ptr(b, slot)->blockptr);
@@ -271,6 +279,31 @@ static inline const uint8_t *btk_path_item(const struct btk_path *p, struct btk_
 	btk_path_key(p, k);
 	return btk_path_data(p, size);
 }
+
+/* The items of a tree in key order, from a key on:
+ *	struct btk_items it;
+ *	for (btk_items_start(&it, fs, root, &from); btk_items_next(&it);)
+ *		... it.key, it.data (it.size bytes: valid until the next call) ...
+ *	ret = btk_items_end(&it, ret);
+ * btk_items_next returns false after the last item and on an error. btk_items_end releases the
+ * path (also after a break) and returns ret when it is not 0 (the caller's own stop or error),
+ * else 0 or the negative errno of a block that did not read (btk_errmsg says which). Salvage
+ * mode (btk_tree_skip_unreadable) steps over such blocks. */
+struct btk_items {
+	struct btk_fs *fs;
+	struct btk_root root;
+	struct btk_path path;
+	struct btk_key key; /* the current item's (before the first: where to start) */
+	const uint8_t *data;
+	uint32_t size;
+	bool started;
+	int ret; /* the last search or step: 0 positioned, 1 at the end, or a negative errno */
+};
+/* from NULL: the first item of the tree. */
+void btk_items_start(struct btk_items *it, struct btk_fs *fs, const struct btk_root *root,
+		     const struct btk_key *from);
+bool btk_items_next(struct btk_items *it);
+int btk_items_end(struct btk_items *it, int ret);
 
 /* Depth-first pre-order walk of every block of a tree. The callback sees each block once
  * (blocks reached twice within one tree are reported as an error, as are bad child levels,

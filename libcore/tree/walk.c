@@ -139,33 +139,28 @@ int btk_for_each_root(struct btk_fs *fs, int (*fn)(void *ctx, const struct btk_r
 		      void *ctx)
 {
 	struct btk_root r, rt;
-	struct btk_path p;
-	struct btk_key k = {0, BTRFS_ROOT_ITEM_KEY, 0};
-	int ret, stop = 0;
+	struct btk_items it;
+	const struct btk_key *k = &it.key;
+	int ret;
 
 	if ((ret = btk_root_find(fs, BTRFS_ROOT_TREE_OBJECTID, &rt)) || (ret = fn(ctx, &rt)))
 		return ret;
 	if ((ret = btk_root_find(fs, BTRFS_CHUNK_TREE_OBJECTID, &r)) || (ret = fn(ctx, &r)))
 		return ret;
-	btk_path_init(&p);
-	for (ret = btk_search_ge(fs, &rt, &k, &p); ret == 0; ret = btk_next(fs, &p)) {
-		uint32_t size;
-		const uint8_t *data = btk_path_item(&p, &k, &size);
-		if (k.type != BTRFS_ROOT_ITEM_KEY)
+	btk_items_start(&it, fs, &rt, &(struct btk_key){0, BTRFS_ROOT_ITEM_KEY, 0});
+	while (btk_items_next(&it)) {
+		if (k->type != BTRFS_ROOT_ITEM_KEY)
 			continue;
-		if (btk_root_from_item(k.objectid, k.offset, data, size, &r)) {
+		if (btk_root_from_item(k->objectid, k->offset, it.data, it.size, &r)) {
 			btk_warn("root item (%llu ROOT_ITEM %llu) too short: %u bytes",
-				 (unsigned long long)k.objectid, (unsigned long long)k.offset,
-				 size);
+				 (unsigned long long)k->objectid, (unsigned long long)k->offset,
+				 it.size);
 			continue;
 		}
-		if ((stop = fn(ctx, &r)))
+		if ((ret = fn(ctx, &r)))
 			break;
 	}
-	btk_path_release(&p);
-	if (stop)
-		return stop;
-	if (ret < 0)
+	if ((ret = btk_items_end(&it, ret)))
 		return ret;
 	if (btk_root_find(fs, BTRFS_TREE_LOG_OBJECTID, &r) == 0)
 		return fn(ctx, &r);

@@ -108,6 +108,41 @@ static void test_next_prev(void **state)
 	btk_fs_close(fs);
 }
 
+/* btk_items visits the items btk_search_ge and btk_next visit, from a key on; a caller's stop
+ * value comes back from btk_items_end. */
+static void test_items(void **state)
+{
+	struct btk_fs *fs = open_img();
+	struct btk_root r;
+	struct btk_path p;
+	struct btk_key k = {0, 0, 0}, keys[256], from;
+	struct btk_items it;
+	int n = 0, i = 0, ret;
+	(void)state;
+
+	assert_int_equal(btk_root_find(fs, BTRFS_EXTENT_TREE_OBJECTID, &r), 0);
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &r, &k, &p); ret == 0 && n < 256; ret = btk_next(fs, &p))
+		btk_path_key(&p, &keys[n++]);
+	btk_path_release(&p);
+	assert_int_equal(ret, 1);
+	assert_true(n > 5);
+	from = keys[2];
+	from.offset++; /* after the third item: the fourth is the first at or after it */
+	for (btk_items_start(&it, fs, &r, &from); btk_items_next(&it); i++) {
+		assert_true(3 + i < n);
+		assert_int_equal(btk_key_cmp(&it.key, &keys[3 + i]), 0);
+		assert_non_null(it.data);
+	}
+	assert_int_equal(btk_items_end(&it, 0), 0);
+	assert_int_equal(3 + i, n);
+	btk_items_start(&it, fs, &r, NULL);
+	assert_true(btk_items_next(&it));
+	assert_int_equal(btk_key_cmp(&it.key, &keys[0]), 0);
+	assert_int_equal(btk_items_end(&it, 7), 7);
+	btk_fs_close(fs);
+}
+
 static int count_roots(void *ctx, const struct btk_root *r)
 {
 	(void)r;
@@ -171,8 +206,8 @@ static void test_mirror_fallback(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-	    cmocka_unit_test(test_search), cmocka_unit_test(test_next_prev),
-	    cmocka_unit_test(test_roots),
+	    cmocka_unit_test(test_search),	    cmocka_unit_test(test_next_prev),
+	    cmocka_unit_test(test_items),	    cmocka_unit_test(test_roots),
 	    cmocka_unit_test(test_mirror_fallback), /* last: it damages the image */
 	};
 	if (system("command -v mkfs.btrfs >/dev/null")) {
