@@ -6,16 +6,21 @@ CC       ?= cc
 PKGS     := blkid popt libzstd zlib lzo2 libxxhash libcrypto libb2 libdeflate
 # libarchive: its header only; cli/archive.c loads the library (dlopen) when an archive is read
 HDR_PKGS := libarchive
+# pkg-config runs once, here (:=): CFLAGS and LDLIBS are expanded in every recipe, and a $(shell)
+# inside them would run again each time (hundreds of runs per build)
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS) $(HDR_PKGS) 2>/dev/null)
+PKG_LIBS := $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 CFLAGS   ?= -O2 -g
 CFLAGS   += -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Ilibcore -I. \
-            -MMD -MP $(shell pkg-config --cflags $(PKGS) $(HDR_PKGS) 2>/dev/null)
+            -MMD -MP $(PKG_CFLAGS)
 # every object can go into libbtk.so; no interposition, so calls stay as direct as without
 CFLAGS   += -fPIC -fno-semantic-interposition
 # libselinux (optional): its header only; btk-mkfs --file-contexts loads the library (dlopen)
 ifeq ($(shell pkg-config --exists libselinux 2>/dev/null && echo y),y)
-CFLAGS   += -DBTK_HAVE_SELINUX $(shell pkg-config --cflags libselinux)
+SELINUX_CFLAGS := $(shell pkg-config --cflags libselinux)
+CFLAGS   += -DBTK_HAVE_SELINUX $(SELINUX_CFLAGS)
 endif
-LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+LDLIBS   += $(PKG_LIBS)
 ifeq ($(SANITIZE),1)
 CFLAGS   += -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 LDFLAGS  += -fsanitize=address,undefined
@@ -109,8 +114,10 @@ $(B)/image/%.o: CFLAGS += -Iinclude
 $(B)/bin/btk-image: $(B)/lib/libbtk.a
 
 # btk-convert reads ext with libext2fs
-$(B)/convert/%.o: CFLAGS += $(shell pkg-config --cflags ext2fs com_err 2>/dev/null)
-$(B)/bin/btk-convert: LDLIBS += $(shell pkg-config --libs ext2fs com_err 2>/dev/null)
+EXT2_CFLAGS := $(shell pkg-config --cflags ext2fs com_err 2>/dev/null)
+EXT2_LIBS := $(shell pkg-config --libs ext2fs com_err 2>/dev/null)
+$(B)/convert/%.o: CFLAGS += $(EXT2_CFLAGS)
+$(B)/bin/btk-convert: LDLIBS += $(EXT2_LIBS)
 
 # tests/lib/NAME.c: one helper program each (image makers, corruptors), linked with libcore
 $(B)/tests/%: $(B)/tests/lib/%.o $(LIB)

@@ -11,19 +11,11 @@
 #include "base/error.h"
 #include "wops.h"
 
-#define PATH_BUF 4096
-
-/* A copy of argument i (the context goes with img_done). */
-static void arg(struct wops *w, int i, char *out)
-{
-	snprintf(out, PATH_BUF, "%s", w->c.args[i]);
-}
-
 int verb_rm(int argc, const char **argv)
 {
 	struct wops w = {0};
 	int recursive = 0, rc;
-	char path[PATH_BUF], extra[64];
+	char path[WOPS_PATH_MAX], extra[64];
 	struct poptOption opts[] = {{"recursive", 'r', POPT_ARG_NONE, &recursive, 0,
 				     "remove a directory and all below it", NULL},
 				    WOPS_OPTIONS(&w),
@@ -31,8 +23,7 @@ int verb_rm(int argc, const char **argv)
 
 	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG PATH", 2, 2)))
 		return img_done(&w.c, rc);
-	arg(&w, 1, path);
-	if ((rc = wops_abs(path)) || (rc = wops_open(&w)))
+	if ((rc = wops_path(&w, 1, path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
 	rc = wops_rc(&w, btkfs_remove(w.h, path, recursive ? BTKFS_REMOVE_RECURSIVE : 0));
 	snprintf(extra, sizeof(extra), ", \"removed\": %llu", (unsigned long long)w.ch.count);
@@ -43,14 +34,12 @@ int verb_mv(int argc, const char **argv)
 {
 	struct wops w = {0};
 	int rc;
-	char src[PATH_BUF], dst[PATH_BUF], full[PATH_BUF];
+	char src[WOPS_PATH_MAX], dst[WOPS_PATH_MAX], full[WOPS_PATH_MAX];
 	struct poptOption opts[] = {WOPS_OPTIONS(&w), CLI_STD_OPTIONS POPT_TABLEEND};
 
 	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG SRC DST", 3, 3)))
 		return img_done(&w.c, rc);
-	arg(&w, 1, src);
-	arg(&w, 2, dst);
-	if ((rc = wops_abs(src)) || (rc = wops_abs(dst)) || (rc = wops_open(&w)))
+	if ((rc = wops_path(&w, 1, src)) || (rc = wops_path(&w, 2, dst)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
 	rc = wops_rc(&w, btkfs_rename(w.h, src, dst));
 	snprintf(full, sizeof(full), "%s", w.ch.path ? w.ch.path : dst);
@@ -61,7 +50,7 @@ int verb_ln(int argc, const char **argv)
 {
 	struct wops w = {0};
 	int symbolic = 0, rc;
-	char target[PATH_BUF], path0[PATH_BUF], path[PATH_BUF];
+	char target[WOPS_PATH_MAX], path0[WOPS_PATH_MAX], path[WOPS_PATH_MAX];
 	struct poptOption opts[] = {{"symbolic", 's', POPT_ARG_NONE, &symbolic, 0,
 				     "make a symbolic link holding TARGET (any text)", NULL},
 				    WOPS_OPTIONS(&w),
@@ -69,9 +58,8 @@ int verb_ln(int argc, const char **argv)
 
 	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG TARGET PATH", 3, 3)))
 		return img_done(&w.c, rc);
-	arg(&w, 1, target);
-	arg(&w, 2, path0);
-	if ((!symbolic && (rc = wops_abs(target))) || (rc = wops_abs(path0)) ||
+	snprintf(target, sizeof(target), "%s", w.c.args[1]); /* a symlink's: any text */
+	if ((!symbolic && (rc = wops_abs(target))) || (rc = wops_path(&w, 2, path0)) ||
 	    (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
 	rc = wops_rc(&w,
@@ -83,7 +71,7 @@ int verb_ln(int argc, const char **argv)
 int verb_chmod(int argc, const char **argv)
 {
 	struct wops w = {0};
-	char path[PATH_BUF], *end;
+	char path[WOPS_PATH_MAX], *end;
 	unsigned long mode;
 	int rc;
 	struct poptOption opts[] = {WOPS_OPTIONS(&w), CLI_STD_OPTIONS POPT_TABLEEND};
@@ -95,8 +83,7 @@ int verb_chmod(int argc, const char **argv)
 		cli_err("%s: not an octal mode (0000-7777)", w.c.args[1]);
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
-	arg(&w, 2, path);
-	if (!(rc = wops_abs(path)) && !(rc = wops_open(&w)))
+	if (!(rc = wops_path(&w, 2, path)) && !(rc = wops_open(&w)))
 		rc = wops_rc(&w, btkfs_chmod(w.h, path, (uint32_t)mode));
 	return wops_end(&w, rc, "chmod", path, "", "");
 }
@@ -135,7 +122,7 @@ static int id_of(const char *s, bool group, uint32_t *id, uint32_t *login_gid)
 int verb_chown(int argc, const char **argv)
 {
 	struct wops w = {0};
-	char path[PATH_BUF], spec[256], *colon;
+	char path[WOPS_PATH_MAX], spec[256], *colon;
 	struct btk_inode_change c = {.kill_suid = true};
 	uint32_t login_gid = UINT32_MAX;
 	int rc;
@@ -173,8 +160,7 @@ int verb_chown(int argc, const char **argv)
 		cli_err("%s: not OWNER, OWNER:GROUP, OWNER: or :GROUP", w.c.args[1]);
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
-	arg(&w, 2, path);
-	if (!(rc = wops_abs(path)) && !(rc = wops_open(&w)))
+	if (!(rc = wops_path(&w, 2, path)) && !(rc = wops_open(&w)))
 		rc = wops_rc(&w, btkfs_chown(w.h, path, c.set_uid ? c.uid : UINT32_MAX,
 					     c.set_gid ? c.gid : UINT32_MAX));
 	return wops_end(&w, rc, "chown", path, "", "");
@@ -241,7 +227,7 @@ static int parse_time(const char *s, struct btk_time *out)
 int verb_touch(int argc, const char **argv)
 {
 	struct wops w = {0};
-	char path[PATH_BUF], *date = NULL;
+	char path[WOPS_PATH_MAX], *date = NULL;
 	struct btk_time tm = {0, 0};
 	int rc;
 	struct poptOption opts[] = {{"date", 'd', POPT_ARG_STRING, &date, 0,
@@ -257,8 +243,7 @@ int verb_touch(int argc, const char **argv)
 		cli_err("-d: '%s' is not @SECONDS[.NS] or YYYY-MM-DD[ HH:MM[:SS[.NS]]][Z]", date);
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
-	arg(&w, 1, path);
-	if ((rc = wops_abs(path)) || (rc = wops_open(&w)))
+	if ((rc = wops_path(&w, 1, path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
 	struct btkfs_time when = {(int64_t)tm.sec, tm.nsec};
 	rc = wops_rc(&w, btkfs_touch(w.h, path, date ? &when : NULL));
@@ -317,7 +302,7 @@ static long decode_value(const char *s, uint8_t *out, size_t cap)
 int verb_setfattr(int argc, const char **argv)
 {
 	struct wops w = {0};
-	char path[PATH_BUF], *name = NULL, *value = NULL, *remove = NULL;
+	char path[WOPS_PATH_MAX], *name = NULL, *value = NULL, *remove = NULL;
 	static uint8_t val[65536];
 	long vlen = 0;
 	int rc;
@@ -345,8 +330,7 @@ int verb_setfattr(int argc, const char **argv)
 		cli_err("-v: cannot decode '%s'", value);
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
-	arg(&w, 1, path);
-	if ((rc = wops_abs(path)) || (rc = wops_open(&w)))
+	if ((rc = wops_path(&w, 1, path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
 	rc = wops_rc(&w, remove ? btkfs_removexattr(w.h, path, n)
 				: btkfs_setxattr(w.h, path, n, val, (size_t)vlen));

@@ -7,13 +7,11 @@
 #include "base/error.h"
 #include "wops.h"
 
-#define PATH_BUF 4096
-
 int verb_snapshot(int argc, const char **argv)
 {
 	struct wops w = {0};
 	int ro = 0, rc;
-	char src[PATH_BUF], path[PATH_BUF], extra[64];
+	char src[WOPS_PATH_MAX], path[WOPS_PATH_MAX], extra[64];
 	uint64_t id = 0;
 	struct poptOption opts[] = {
 	    {"readonly", 'r', POPT_ARG_NONE, &ro, 0, "make a read-only snapshot", NULL},
@@ -22,9 +20,7 @@ int verb_snapshot(int argc, const char **argv)
 
 	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG SUBVOL PATH", 3, 3)))
 		return img_done(&w.c, rc);
-	snprintf(src, sizeof(src), "%s", w.c.args[1]);
-	snprintf(path, sizeof(path), "%s", w.c.args[2]);
-	if ((rc = wops_abs(src)) || (rc = wops_abs(path)) || (rc = wops_open(&w)))
+	if ((rc = wops_path(&w, 1, src)) || (rc = wops_path(&w, 2, path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
 	rc = wops_rc(&w, btkfs_snapshot(w.h, src, path, ro ? BTKFS_SNAPSHOT_READONLY : 0, &id));
 	snprintf(extra, sizeof(extra), ", \"id\": %llu, \"readonly\": %s", (unsigned long long)id,
@@ -50,7 +46,7 @@ static bool is_list(int argc, const char **argv)
 int verb_subvol(int argc, const char **argv)
 {
 	struct wops w = {0};
-	char what[16], path[PATH_BUF], extra[64];
+	char what[16], path[WOPS_PATH_MAX], extra[64];
 	uint64_t id = 0;
 	int rc;
 	struct poptOption opts[] = {WOPS_OPTIONS(&w), CLI_STD_OPTIONS POPT_TABLEEND};
@@ -67,13 +63,12 @@ int verb_subvol(int argc, const char **argv)
 	    strcmp(w.c.args[0], "default"))
 		ai = 1;
 	snprintf(what, sizeof(what), "%s", w.c.args[ai]);
-	snprintf(path, sizeof(path), "%s", w.c.args[2]);
 	if (strcmp(what, "create") && strcmp(what, "delete") && strcmp(what, "default")) {
 		cli_err("%s: not create, delete or default", what);
 		return img_done(&w.c, CLI_EXIT_USAGE);
 	}
 	w.c.img = w.c.args[1 - ai];
-	if ((rc = wops_abs(path)) || (rc = wops_open(&w)))
+	if ((rc = wops_path(&w, 2, path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
 	if (!strcmp(what, "create"))
 		rc = wops_rc(&w, btkfs_subvol_create(w.h, path, &id));

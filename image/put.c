@@ -84,7 +84,7 @@ int verb_mkdir(int argc, const char **argv)
 {
 	struct wops w = {0};
 	int parents = 0, rc;
-	char *mode_s = NULL, path[4096], extra[64];
+	char *mode_s = NULL, path[WOPS_PATH_MAX], extra[64];
 	unsigned long mode = BTKFS_MODE_DEFAULT;
 	struct poptOption opts[] = {{"parents", 'p', POPT_ARG_NONE, &parents, 0,
 				     "make missing parents too; an existing directory is no error",
@@ -96,7 +96,6 @@ int verb_mkdir(int argc, const char **argv)
 
 	if ((rc = wops_parse(&w, argc, argv, opts, "[options] IMG PATH", 2, 2)))
 		return img_done(&w.c, rc);
-	snprintf(path, sizeof(path), "%s", w.c.args[1]);
 	if (mode_s) {
 		char *end;
 		mode = strtoul(mode_s, &end, 8);
@@ -105,7 +104,7 @@ int verb_mkdir(int argc, const char **argv)
 			return img_done(&w.c, CLI_EXIT_USAGE);
 		}
 	}
-	if ((rc = wops_abs(path)) || (rc = wops_open(&w)))
+	if ((rc = wops_path(&w, 1, path)) || (rc = wops_open(&w)))
 		return wops_finish(&w, rc);
 	rc = wops_rc(&w, btkfs_mkdir(w.h, path, (uint32_t)mode, parents ? BTKFS_MKDIR_PARENTS : 0));
 	snprintf(extra, sizeof(extra), ", \"created\": %llu", (unsigned long long)w.ch.count);

@@ -161,6 +161,12 @@ int wops_abs(const char *path)
 	return CLI_EXIT_USAGE;
 }
 
+int wops_path(const struct wops *w, int i, char out[WOPS_PATH_MAX])
+{
+	snprintf(out, WOPS_PATH_MAX, "%s", w->c.args[i]);
+	return wops_abs(out);
+}
+
 void wops_done(struct wops *w, const char *verb, const char *path, const char *msg,
 	       const char *extra)
 {

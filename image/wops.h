@@ -57,6 +57,11 @@ int wops_edit_finish(struct wops *w, int rc);
 
 /* Refuses (CLI_EXIT_USAGE after a line) a path inside the image that does not start with /. */
 int wops_abs(const char *path);
+/* Room for a path argument inside the image. */
+#define WOPS_PATH_MAX 4096
+/* Copies positional argument i, a path inside the image, into out (the arguments go with the
+ * context when it closes; the summary names the path after) and checks it as wops_abs. */
+int wops_path(const struct wops *w, int i, char out[WOPS_PATH_MAX]);
 /* The exit code of a btkfs_* change's result ret (w->ch then says what it did): 0 (a warning
  * when quotas need a rescan), or CLI_EXIT_ERROR after its line: "IMG: PATH: why", a source
  * that does not read, "commit failed: why", then what the devices hold when a failure's bytes

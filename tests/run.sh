@@ -8,6 +8,8 @@
 #   N passed, N failed[, N skipped]
 # Exit status is non-zero when anything failed. Usage: BTK_BUILD=build tests/run.sh [FILE...]
 # BTK_TEST_TIMEOUT (seconds per file, default 900) stops a hung file; it counts as failed.
+# A bats file's block names its three slowest tests; the end lists every btk_run that took
+# over a third of its timeout (tests/bats/helpers.bash): where a loaded machine may time out.
 #
 # Two lanes run at the same time. The kernel lane runs, one file after another, every file
 # that attaches loop devices or mounts: two images with one fsid attached at once, or one
@@ -112,6 +114,7 @@ BTK_TEST_TMP=$(mktemp -d /tmp/btk-check-XXXXXX)
 export BTK_TEST_TMP
 res=$BTK_TEST_TMP/.results
 mkdir -p "$res"
+export BTK_RUN_LOG=$res/slow-runs
 free_pid=""
 cleanup() {
 	# an interrupted run: stop the free lane and each lane's running file first
@@ -150,9 +153,13 @@ EOF
 done
 
 # parse_tap FILE LABEL: count TAP results of one test file into $p $f $s, print the
-# failures and skips, and add the failures to the lane's list $fails
+# failures and skips, and add the failures to the lane's list $fails; the three slowest tests
+# (bats --timing: "ok N NAME in MSms")
 parse_tap() {
 	local file=$1 label=$2 line cur="" in_fail=0 seen=0
+	sed -nE 's/^(not )?ok ([0-9]+) .* in ([0-9]+)ms( # .*)?$/\3 \2/p' "$file" | sort -rn | head -3 |
+		awk '$1 >= 5000 { s = s sprintf("%s test %s %d s", n++ ? "," : "   slowest:", $2, $1 / 1000) }
+		     END { if (s != "") print s }'
 	while IFS= read -r line; do
 		case $line in
 		"not ok "*"# SKIP"* | "not ok "*"# skip"* | "ok "*"# skip"* | "ok "*"# SKIP"*)
@@ -194,7 +201,7 @@ run_file() {
 	case $item in
 	*.bats)
 		label=$item
-		cmd=(bats --tap "$item")
+		cmd=(bats --tap --timing "$item")
 		;;
 	*)
 		label=$(basename "$item")
@@ -276,6 +283,10 @@ done
 echo
 echo "tests took $(($(date +%s) - start)) s (kernel lane $(cat "$res/kernel.seconds" 2>/dev/null || echo 0) s," \
 	"free lane $(cat "$res/free.seconds" 2>/dev/null || echo 0) s)"
+if [ -s "$BTK_RUN_LOG" ]; then
+	echo "runs that took over a third of their timeout:"
+	sort -rn "$BTK_RUN_LOG" | sed 's/^/  /'
+fi
 if [ "$failed" -gt 0 ]; then
 	echo "failed:"
 	cat "$res"/*.fails | sed 's/^/  /'

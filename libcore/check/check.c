@@ -53,6 +53,7 @@ static void chk_free(struct chk *c)
 	btk_vec_free(&c->qrels);
 	btk_vec_free(&c->skips);
 	btk_vec_free(&c->owners);
+	btk_vec_free(&c->fullwants);
 	btk_vec_free(&c->v1hdr);
 	btk_vec_free(&c->v1ino);
 	btk_vec_free(&c->v1ext);

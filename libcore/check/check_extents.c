@@ -443,6 +443,35 @@ static void owners_referenced(struct chk *c)
 	btk_vec_free(&c->owners);
 }
 
+/* A tree block's extent item against what its FULL_BACKREF flag must be. A missing or
+ * mistyped item is the reference checks' to report. */
+static void full_judge(struct chk *c, const struct chk_fullwant *w)
+{
+	const struct chk_extent *e = chk_extent_find(c, w->bytenr);
+
+	if (!e || !(e->flags & BTRFS_EXTENT_FLAG_TREE_BLOCK) ||
+	    !(e->flags & BTRFS_BLOCK_FLAG_FULL_BACKREF) == !w->full)
+		return;
+	if (w->full)
+		chk_rep(c, CHK_M_EXT_FULL_RELOC, 2, w->bytenr, NULL, CHK_U(w->bytenr),
+			CHK_I(w->level), CHK_U(e->flags));
+	else
+		chk_rep(c, CHK_M_EXT_FULL_OWNER, 2, w->bytenr, NULL, CHK_U(w->bytenr),
+			CHK_I(w->level), CHK_U(w->gen), CHK_U(w->last_snapshot));
+}
+
+void chk_full_backref(struct chk *c, const struct chk_fullwant *w)
+{
+	chk_rec_fullwant(c, w);
+	if (c->declared_sorted && !c->extent_gap) {
+		full_judge(c, w);
+		return;
+	}
+	struct chk_fullwant *n = chk_push(c, &c->fullwants);
+	if (n)
+		*n = *w;
+}
+
 void chk_extents_final(struct chk *c)
 {
 	if (c->extent_gap) {
@@ -455,6 +484,9 @@ void chk_extents_final(struct chk *c)
 	resolve(c);
 	compare_refs(c);
 	owners_referenced(c);
+	for (size_t i = 0; i < c->fullwants.n; i++)
+		full_judge(c, btk_vec_at(&c->fullwants, i));
+	btk_vec_free(&c->fullwants);
 	/* the reference lists are the largest records: give the memory back now */
 	btk_vec_free(&c->found);
 	btk_vec_free(&c->declared);

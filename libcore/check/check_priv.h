@@ -81,7 +81,7 @@ struct chk_range {
 };
 
 struct chk_rootitem {
-	uint64_t id, offset, bytenr, gen, flags, dirid;
+	uint64_t id, offset, bytenr, gen, flags, dirid, last_snapshot;
 	uint32_t refs;
 	uint8_t level;
 	bool dropping;			     /* drop_progress set: half-deleted */
@@ -114,6 +114,15 @@ struct chk_qinfo {
 struct chk_owner {
 	uint64_t bytenr, owner;
 	int level;
+};
+
+/* What a tree block's FULL_BACKREF flag must be, as the walk found the block (check_trees.c's
+ * full_backref_rule): judged against its extent item (chk_full_backref). */
+struct chk_fullwant {
+	uint64_t bytenr, gen;
+	uint64_t last_snapshot; /* !full: the last snapshot of the owner's tree */
+	int level;
+	bool full;
 };
 
 /* A key range of a subvolume tree not walked again because another subvolume shares it. */
@@ -165,6 +174,7 @@ BTK_VEC(chk_uuids, struct chk_uuid);
 BTK_VEC(chk_qinfos, struct chk_qinfo);
 BTK_VEC(chk_skips, struct chk_skip);
 BTK_VEC(chk_owners, struct chk_owner);
+BTK_VEC(chk_fullwants, struct chk_fullwant);
 BTK_VEC(chk_v1hdrs, struct chk_v1hdr);
 BTK_VEC(chk_v1inos, struct chk_v1ino);
 BTK_VEC(chk_v1exts, struct chk_v1ext);
@@ -231,6 +241,8 @@ struct chk {
 	bool quota_tree;	  /* the quota tree exists: record what subvolumes reach */
 	struct chk_skips skips;	  /* struct chk_skip, from every fs tree */
 	struct chk_owners owners; /* struct chk_owner: fs tree blocks owned by another tree */
+	/* struct chk_fullwant: blocks walked before the extent tree, judged at the end */
+	struct chk_fullwants fullwants;
 	uint8_t chunk_uuid[BTK_UUID_SIZE]; /* the chunk root's chunk tree uuid */
 	bool has_chunk_uuid;
 	struct chk_uuids uuids; /* struct chk_uuid: entries of the uuid tree */
@@ -405,6 +417,7 @@ void chk_rec_ref(struct chk *c, const struct chk_ref *ref);
 void chk_rec_range(struct chk *c, const struct chk_ranges *v, uint64_t start, uint64_t len);
 void chk_rec_rootref(struct chk *c, const struct chk_rootref *rr);
 void chk_rec_owner(struct chk *c, const struct chk_owner *o);
+void chk_rec_fullwant(struct chk *c, const struct chk_fullwant *w);
 void chk_rec_block(struct chk *c, uint64_t bytenr);
 void chk_rec_problem(struct chk *c, enum chk_message_id mid, const struct btk_check_problem *p);
 /* Takes subvolume tree root's part from opts->replay: 1 when it did (no walk needed), 0 when
@@ -453,6 +466,9 @@ void chk_extents_final(struct chk *c);
 void chk_extents_walked(struct chk *c);
 /* A reference some block makes (found by walking). */
 void chk_found_ref(struct chk *c, const struct chk_ref *r);
+/* What a block's FULL_BACKREF flag must be (found by walking): judged at once when the extent
+ * tree is known, else at the end. */
+void chk_full_backref(struct chk *c, const struct chk_fullwant *w);
 const struct chk_extent *chk_extent_find(const struct chk *c, uint64_t bytenr);
 /* check_trees.c */
 int chk_walk_all(struct chk *c);

@@ -4,7 +4,8 @@
  *
  * A subvolume tree's walk gives the rest of the check the references its blocks make, the
  * data ranges that need (or must not have) checksums, the dir entries naming subvolumes, the
- * blocks owned by another tree, and the problems its items show. Those are kept, in the order
+ * blocks owned by another tree, what the FULL_BACKREF flag of its blocks must be, and the
+ * problems its items show. Those are kept, in the order
  * the walk made them, per tree. A later check takes them instead of walking when every
  * subvolume tree's root item names the same root block, generation and level as in the
  * recorded check: copy-on-write never changes a block in place, so the trees hold the same
@@ -28,7 +29,17 @@
 
 /* entries: RE_OTHER_REF is a reference of a block of another tree (for btk_check_record_uses:
  * the other trees' walks come between the subvolume trees', whose entries stay together) */
-enum { RE_REF, RE_NEED, RE_FORBID, RE_NODSUM, RE_ROOTREF, RE_OWNER, RE_PROB, RE_OTHER_REF };
+enum {
+	RE_REF,
+	RE_NEED,
+	RE_FORBID,
+	RE_NODSUM,
+	RE_ROOTREF,
+	RE_OWNER,
+	RE_PROB,
+	RE_OTHER_REF,
+	RE_FULL
+};
 
 struct rec_ent {
 	uint8_t type;
@@ -37,6 +48,7 @@ struct rec_ent {
 		struct chk_range range;
 		struct chk_rootref rootref;
 		struct chk_owner owner;
+		struct chk_fullwant full;
 		size_t prob; /* index in probs */
 	};
 };
@@ -208,6 +220,14 @@ void chk_rec_owner(struct chk *c, const struct chk_owner *o)
 
 	if (e)
 		e->owner = *o;
+}
+
+void chk_rec_fullwant(struct chk *c, const struct chk_fullwant *w)
+{
+	struct rec_ent *e = ent(c, RE_FULL);
+
+	if (e)
+		e->full = *w;
 }
 
 void chk_rec_block(struct chk *c, uint64_t bytenr)
@@ -435,6 +455,9 @@ int chk_rec_replay(struct chk *c, const struct btk_root *root)
 				*o = e->owner;
 			break;
 		}
+		case RE_FULL:
+			chk_full_backref(c, &e->full);
+			break;
 		case RE_PROB:
 			reemit(c, &r->probs.data[e->prob]);
 			break;

@@ -31,6 +31,7 @@ static void root_item(struct chk *c, const struct btk_key *k, const uint8_t *p, 
 	r->flags = ri.flags;
 	r->refs = ri.refs;
 	r->dirid = ri.root_dirid;
+	r->last_snapshot = ri.last_snapshot;
 	r->level = ri.level;
 	r->dropping = ri.drop_progress.objectid != 0 || ri.drop_level != 0;
 	if (r->dropping && !btk_root_can_drop(k->objectid)) {

@@ -143,6 +143,28 @@ static void block_sanity(struct chk *c, const struct btk_block *b)
 			CHK_UUID(btk_hdr(b)->chunk_tree_uuid));
 }
 
+/* What the block's FULL_BACKREF flag must be where the kernel leaves no choice (btrfs check
+ * judges the same): a block a relocation wrote (header RELOC flag) has it, as the kernel gives
+ * it to every block of a relocation tree and the header flag stays when the relocation merges
+ * the block into the subvolume; a block its owner's tree reaches, newer than the tree's last
+ * snapshot and not written by a relocation, has not: the kernel's copy-on-write takes such a
+ * block as unshared without reading its record (a root block too). */
+static void full_backref_rule(struct chk *c, const struct btk_block *b)
+{
+	struct chk_fullwant w = {.bytenr = b->bytenr,
+				 .gen = btk_block_generation(b),
+				 .level = btk_block_level(b),
+				 .full = btk_block_flags(b) & BTK_HEADER_FLAG_RELOC};
+
+	if (!w.full) {
+		w.last_snapshot = c->tree_item ? c->tree_item->last_snapshot : 0;
+		if (c->tree_class == CHK_T_RELOC || btk_block_owner(b) != c->tree ||
+		    w.gen <= w.last_snapshot)
+			return;
+	}
+	chk_full_backref(c, &w);
+}
+
 /* In a half-deleted tree, child i is already freed when its whole key range lies before the
  * drop progress key (the next sibling's key is <= it). */
 static bool child_dropped(const struct chk *c, const struct btk_block *b, uint32_t i)
@@ -258,8 +280,10 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 			chk_rec_block(c, b->bytenr);
 		chk_block_copies(c, b);
 		block_sanity(c, b);
-		if (c->tree_class != CHK_T_LOG)
+		if (c->tree_class != CHK_T_LOG) {
 			block_refs(c, b);
+			full_backref_rule(c, b);
+		}
 	}
 	if (c->fst)
 		chk_qgroup_block(c, b); /* a full walk of a subvolume: what it reaches */

@@ -193,24 +193,10 @@ static void dc_one(struct dcur *c, uint32_t at, const struct fdesc *d)
 	dc_emit(c, &f);
 }
 
-static uint32_t fdesc_len(const struct fdesc *d)
-{
-	switch (d->type) {
-	case T_UUID:
-		return 16;
-	case T_TIME:
-		return 12;
-	case T_KEY:
-		return sizeof(struct btk_disk_key);
-	default:
-		return d->width;
-	}
-}
-
 void dc_table(struct dcur *c, uint32_t base, const struct fdesc *t, size_t n)
 {
 	for (size_t i = 0; i < n && !c->failed; i++) {
-		if (!dc_need(c, (uint64_t)base + t[i].off, fdesc_len(&t[i]), t[i].name))
+		if (!dc_need(c, (uint64_t)base + t[i].off, t[i].width, t[i].name))
 			return;
 		dc_one(c, base + t[i].off, &t[i]);
 		if (t[i].brk)
@@ -324,15 +310,11 @@ int btk_decode_item(const struct btk_decode_env *env, const struct btk_key *key,
 		dc_inode_item(&c, 0);
 		break;
 	case BTRFS_INODE_REF_KEY:
-		dc_inode_ref(&c);
-		break;
 	case BTRFS_INODE_EXTREF_KEY:
-		dc_inode_extref(&c);
-		break;
 	case BTRFS_DIR_ITEM_KEY:
 	case BTRFS_DIR_INDEX_KEY:
 	case BTRFS_XATTR_ITEM_KEY:
-		dc_dir_item(&c);
+		dc_named_run(&c, key->type);
 		break;
 	case BTRFS_EXTENT_DATA_KEY:
 		dc_file_extent(&c);

@@ -55,9 +55,9 @@ static void inline_refs(struct dcur *c, uint32_t cur)
 
 #define EI struct btrfs_extent_item
 static const struct fdesc extent_fields[] = {
-    {"refs", offsetof(EI, refs), 8, T_U, 0, 0, NULL},
-    {"gen", offsetof(EI, generation), 8, T_U, 0, 0, NULL},
-    {"flags", offsetof(EI, flags), 8, T_FLAGS, BTK_FMT_DEC, 1, dc_extent_flags},
+    FD_NUM("refs", EI, refs, 0),
+    FD_NUM("gen", EI, generation, 0),
+    {"flags", FD_OFF(EI, flags), FD_SZ(EI, flags), T_FLAGS, BTK_FMT_DEC, 1, dc_extent_flags},
 };
 
 void dc_extent_item(struct dcur *c, bool metadata)

@@ -40,23 +40,34 @@ static const char *bit_names(const struct dc_bitname *t, uint64_t v, bool unknow
 	return buf;
 }
 
+/* The name of each bit is its constant's name (format.h): one token says both. */
+#define INODE_BIT(n)                                                                               \
+	{                                                                                          \
+		BTK_INODE_##n, #n                                                                  \
+	}
+#define SUPER_BIT(n)                                                                               \
+	{                                                                                          \
+		BTK_SUPER_FLAG_##n, #n                                                             \
+	}
+#define HEADER_BIT(n)                                                                              \
+	{                                                                                          \
+		BTK_HEADER_FLAG_##n, #n                                                            \
+	}
+#define FEATURE(w, n)                                                                              \
+	{                                                                                          \
+		BTRFS_FEATURE_##w##_##n, #n                                                        \
+	}
+
 const char *btk_inode_flags_str(uint64_t flags, char *buf, size_t len)
 {
 	static const struct dc_bitname names[] = {
-	    {1ULL << 0, "NODATASUM"},
-	    {1ULL << 1, "NODATACOW"},
-	    {1ULL << 2, "READONLY"},
-	    {1ULL << 3, "NOCOMPRESS"},
-	    {1ULL << 4, "PREALLOC"},
-	    {1ULL << 5, "SYNC"},
-	    {1ULL << 6, "IMMUTABLE"},
-	    {1ULL << 7, "APPEND"},
-	    {1ULL << 8, "NODUMP"},
-	    {1ULL << 9, "NOATIME"},
-	    {1ULL << 10, "DIRSYNC"},
-	    {1ULL << 11, "COMPRESS"},
-	    {BTK_INODE_ROOT_ITEM_INIT, "ROOT_ITEM_INIT"},
-	    {0, NULL},
+	    INODE_BIT(NODATASUM),      INODE_BIT(NODATACOW),
+	    INODE_BIT(READONLY),       INODE_BIT(NOCOMPRESS),
+	    INODE_BIT(PREALLOC),       INODE_BIT(SYNC),
+	    INODE_BIT(IMMUTABLE),      INODE_BIT(APPEND),
+	    INODE_BIT(NODUMP),	       INODE_BIT(NOATIME),
+	    INODE_BIT(DIRSYNC),	       INODE_BIT(COMPRESS),
+	    INODE_BIT(ROOT_ITEM_INIT), {0, NULL},
 	};
 
 	return bit_names(names, flags, false, "none", buf, len);
@@ -99,20 +110,6 @@ const char *dc_inode_flags(uint64_t v, char *buf, size_t len)
 	return btk_inode_flags_str(v, buf, len);
 }
 
-/* The name of each bit is its constant's name: one token says both. */
-#define SUPER_BIT(n)                                                                               \
-	{                                                                                          \
-		BTK_SUPER_FLAG_##n, #n                                                             \
-	}
-#define HEADER_BIT(n)                                                                              \
-	{                                                                                          \
-		BTK_HEADER_FLAG_##n, #n                                                            \
-	}
-#define FEATURE(w, n)                                                                              \
-	{                                                                                          \
-		BTRFS_FEATURE_##w##_##n, #n                                                        \
-	}
-
 static const struct dc_bitname super_bits[] = {
     HEADER_BIT(WRITTEN),      HEADER_BIT(RELOC),	   SUPER_BIT(ERROR),
     SUPER_BIT(SEEDING),	      SUPER_BIT(METADUMP),	   SUPER_BIT(METADUMP_V2),
@@ -148,6 +145,13 @@ static const struct dc_bitname incompat_bits[] = {
 const char *dc_super_flags(uint64_t v, char *buf, size_t len)
 {
 	return bit_names(super_bits, v, true, "", buf, len);
+}
+
+const char *dc_header_flags(uint64_t v, char *buf, size_t len)
+{
+	static const struct dc_bitname t[] = {HEADER_BIT(WRITTEN), HEADER_BIT(RELOC), {0, NULL}};
+
+	return bit_names(t, v, false, "", buf, len);
 }
 
 const char *dc_compat_ro_flags(uint64_t v, char *buf, size_t len)

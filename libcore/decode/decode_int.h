@@ -28,7 +28,7 @@ typedef const char *(*dc_namefn)(uint64_t v, char *buf, size_t len);
 struct fdesc {
 	const char *name;
 	uint16_t off;	 /* from the table's base */
-	uint8_t width;	 /* bytes (numbers: 1, 2, 4, 8; hex: any) */
+	uint8_t width;	 /* bytes (FD_SZ: numbers 1, 2, 4, 8; uuids 16, times 12, keys 17) */
 	uint8_t type;	 /* T_* */
 	uint8_t fmt;	 /* enum btk_field_fmt */
 	uint8_t brk;	 /* line break after this field */
@@ -79,14 +79,14 @@ const char *dc_fsi_flags(uint64_t v, char *buf, size_t len);
 const char *dc_qgroup_flags(uint64_t v, char *buf, size_t len);
 const char *dc_extent_flags(uint64_t v, char *buf, size_t len);
 const char *dc_super_flags(uint64_t v, char *buf, size_t len);
+const char *dc_header_flags(uint64_t v, char *buf, size_t len);
 const char *dc_compat_ro_flags(uint64_t v, char *buf, size_t len);
 const char *dc_incompat_flags(uint64_t v, char *buf, size_t len);
 
 /* Per-family decoders (decode_items.c, decode_extent.c, decode_misc.c). */
 void dc_inode_item(struct dcur *c, uint32_t base);
-void dc_inode_ref(struct dcur *c);
-void dc_inode_extref(struct dcur *c);
-void dc_dir_item(struct dcur *c);
+/* Inode refs and extrefs, dir, dir index and xattr items (by key type): runs of named entries. */
+void dc_named_run(struct dcur *c, uint8_t type);
 void dc_file_extent(struct dcur *c);
 void dc_extent_item(struct dcur *c, bool metadata);
 void dc_chunk(struct dcur *c, uint32_t base);

@@ -12,17 +12,17 @@ static const struct fdesc inode_fields[] = {
     FD_NUM("size", II, size, 0),
     FD_NUM("nbytes", II, nbytes, 1),
     FD_NUM("block_group", II, block_group, 0),
-    {"mode", FD_OFF(II, mode), 4, T_U, BTK_FMT_OCT, 0, NULL},
+    {"mode", FD_OFF(II, mode), FD_SZ(II, mode), T_U, BTK_FMT_OCT, 0, NULL},
     FD_NUM("links", II, nlink, 0),
     FD_NUM("uid", II, uid, 0),
     FD_NUM("gid", II, gid, 0),
     FD_NUM("rdev", II, rdev, 1),
     FD_NUM("sequence", II, sequence, 0),
-    {"flags", FD_OFF(II, flags), 8, T_FLAGS, BTK_FMT_HEX, 1, dc_inode_flags},
-    {"atime", FD_OFF(II, atime), 12, T_TIME, 0, 1, NULL},
-    {"ctime", FD_OFF(II, ctime), 12, T_TIME, 0, 1, NULL},
-    {"mtime", FD_OFF(II, mtime), 12, T_TIME, 0, 1, NULL},
-    {"otime", FD_OFF(II, otime), 12, T_TIME, 0, 0, NULL},
+    {"flags", FD_OFF(II, flags), FD_SZ(II, flags), T_FLAGS, BTK_FMT_HEX, 1, dc_inode_flags},
+    {"atime", FD_OFF(II, atime), FD_SZ(II, atime), T_TIME, 0, 1, NULL},
+    {"ctime", FD_OFF(II, ctime), FD_SZ(II, ctime), T_TIME, 0, 1, NULL},
+    {"mtime", FD_OFF(II, mtime), FD_SZ(II, mtime), T_TIME, 0, 1, NULL},
+    {"otime", FD_OFF(II, otime), FD_SZ(II, otime), T_TIME, 0, 0, NULL},
 };
 
 void dc_inode_item(struct dcur *c, uint32_t base)
@@ -41,53 +41,6 @@ static bool dc_name(struct dcur *c, const char *label, uint32_t off, uint32_t le
 	return true;
 }
 
-void dc_inode_ref(struct dcur *c)
-{
-	const size_t hs = sizeof(struct btrfs_inode_ref);
-	uint32_t cur = 0;
-
-	dc_begin(c, "refs", true);
-	while (cur < c->size && !c->failed) {
-		if (!dc_need(c, cur, hs, "inode ref"))
-			return;
-		uint32_t nl =
-		    (uint32_t)dc_num(c, cur + FD_OFF(struct btrfs_inode_ref, name_len), 2);
-
-		dc_begin(c, NULL, false);
-		dc_u64(c, "index", btk_le64(c->p + cur));
-		dc_u64(c, "namelen", nl);
-		if (!dc_name(c, "name", cur + hs, nl))
-			return;
-		dc_end(c);
-		cur += hs + nl;
-	}
-	dc_end(c);
-}
-
-void dc_inode_extref(struct dcur *c)
-{
-	typedef struct btrfs_inode_extref X;
-	const size_t hs = sizeof(X);
-	uint32_t cur = 0;
-
-	dc_begin(c, "refs", true);
-	while (cur < c->size && !c->failed) {
-		if (!dc_need(c, cur, hs, "inode extref"))
-			return;
-		uint32_t nl = (uint32_t)dc_num(c, cur + FD_OFF(X, name_len), 2);
-
-		dc_begin(c, NULL, false);
-		dc_u64(c, "index", dc_num(c, cur + FD_OFF(X, index), 8));
-		dc_u64(c, "parent", dc_num(c, cur + FD_OFF(X, parent_objectid), 8));
-		dc_u64(c, "namelen", nl);
-		if (!dc_name(c, "name", cur + hs, nl))
-			return;
-		dc_end(c);
-		cur += hs + nl;
-	}
-	dc_end(c);
-}
-
 static const char *dir_type_name(uint64_t v, char *buf, size_t len)
 {
 	static const char *const names[] = {NULL,   "FILE", "DIR",     "CHRDEV", "BLKDEV",
@@ -101,35 +54,69 @@ static const char *dir_type_name(uint64_t v, char *buf, size_t len)
 
 #define DI struct btrfs_dir_item
 static const struct fdesc dir_fields[] = {
-    {"location", FD_OFF(DI, location), 17, T_KEY, 0, 0, NULL},
-    {"type", FD_OFF(DI, type), 1, T_ENUM, BTK_FMT_NAME, 1, dir_type_name},
+    {"location", FD_OFF(DI, location), FD_SZ(DI, location), T_KEY, 0, 0, NULL},
+    {"type", FD_OFF(DI, type), FD_SZ(DI, type), T_ENUM, BTK_FMT_NAME, 1, dir_type_name},
     FD_NUM("transid", DI, transid, 0),
     FD_NUM("data_len", DI, data_len, 0),
     FD_NUM("name_len", DI, name_len, 1),
 };
+#define IR struct btrfs_inode_ref
+static const struct fdesc iref_fields[] = {
+    FD_NUM("index", IR, index, 0),
+    FD_NUM("namelen", IR, name_len, 0),
+};
+#define IX struct btrfs_inode_extref
+static const struct fdesc extref_fields[] = {
+    FD_NUM("index", IX, index, 0),
+    FD_NUM("parent", IX, parent_objectid, 0),
+    FD_NUM("namelen", IX, name_len, 0),
+};
 
-void dc_dir_item(struct dcur *c)
+/* An item that is a packed run of entries, each a fixed header followed by its name and (dir
+ * and xattr items) its data. */
+struct named_run {
+	const char *array, *what;
+	uint32_t head;		    /* the header's size */
+	uint16_t name_len;	    /* where the header holds the name's length (2 bytes) */
+	uint16_t data_len;	    /* and the data's; 0: no data (a dir item's is not at 0) */
+	const struct fdesc *fields; /* the header's fields, in output order */
+	size_t nfields;
+};
+
+#define RUN(arr, w, S, data_len, f)                                                                \
+	{                                                                                          \
+		arr, w, sizeof(S), FD_OFF(S, name_len), data_len, f, sizeof(f) / sizeof((f)[0])    \
+	}
+
+void dc_named_run(struct dcur *c, uint8_t type)
 {
+	static const struct named_run iref = RUN("refs", "inode ref", IR, 0, iref_fields);
+	static const struct named_run extref = RUN("refs", "inode extref", IX, 0, extref_fields);
+	static const struct named_run dir =
+	    RUN("entries", "dir item", DI, FD_OFF(DI, data_len), dir_fields);
+	const struct named_run *k = type == BTRFS_INODE_REF_KEY	     ? &iref
+				    : type == BTRFS_INODE_EXTREF_KEY ? &extref
+								     : &dir;
 	uint32_t cur = 0;
 
-	dc_begin(c, "entries", true);
+	dc_begin(c, k->array, true);
 	while (cur < c->size && !c->failed) {
-		if (!dc_need(c, cur, sizeof(DI), "dir item"))
+		if (!dc_need(c, cur, k->head, k->what))
 			return;
-		uint32_t nl = (uint32_t)dc_num(c, cur + FD_OFF(DI, name_len), 2);
-		uint32_t dl = (uint32_t)dc_num(c, cur + FD_OFF(DI, data_len), 2);
+		uint32_t nl = (uint32_t)dc_num(c, cur + k->name_len, 2);
+		uint32_t dl = k->data_len ? (uint32_t)dc_num(c, cur + k->data_len, 2) : 0;
 
 		dc_begin(c, NULL, false);
-		DC_TABLE(c, cur, dir_fields);
-		if (!dc_name(c, "name", cur + sizeof(DI), nl))
+		dc_table(c, cur, k->fields, k->nfields);
+		if (!dc_name(c, "name", cur + k->head, nl))
 			return;
 		if (dl) {
 			dc_brk(c);
-			if (!dc_name(c, "data", cur + sizeof(DI) + nl, dl))
+			if (!dc_name(c, "data", cur + k->head + nl, dl))
 				return;
 		}
 		dc_end(c);
-		cur += sizeof(DI) + nl + dl;
+		cur += k->head + nl + dl;
 	}
 	dc_end(c);
 }
@@ -161,10 +148,10 @@ static const char *compress_name(uint64_t v, char *buf, size_t len)
 #define FE struct btrfs_file_extent_item
 static const struct fdesc fe_head[] = {
     FD_NUM("generation", FE, generation, 0),
-    {"type", FD_OFF(FE, type), 1, T_ENUM, 0, 1, fe_type_name},
+    {"type", FD_OFF(FE, type), FD_SZ(FE, type), T_ENUM, 0, 1, fe_type_name},
 };
 static const struct fdesc fe_tail[] = {
-    {"compression", FD_OFF(FE, compression), 1, T_ENUM, 0, 0, compress_name},
+    {"compression", FD_OFF(FE, compression), FD_SZ(FE, compression), T_ENUM, 0, 0, compress_name},
     FD_NUM("encryption", FE, encryption, 0),
     FD_NUM("other_encoding", FE, other_encoding, 0),
 };
@@ -205,24 +192,24 @@ static const struct fdesc root_fields[] = {
     FD_NUM("byte_limit", RI, byte_limit, 0),
     FD_NUM("bytes_used", RI, bytes_used, 1),
     FD_NUM("last_snapshot", RI, last_snapshot, 0),
-    {"flags", FD_OFF(RI, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_root_flags},
+    {"flags", FD_OFF(RI, flags), FD_SZ(RI, flags), T_FLAGS, BTK_FMT_HEX, 0, dc_root_flags},
     FD_NUM("refs", RI, refs, 1),
-    {"drop_progress", FD_OFF(RI, drop_progress), 17, T_KEY, 0, 0, NULL},
+    {"drop_progress", FD_OFF(RI, drop_progress), FD_SZ(RI, drop_progress), T_KEY, 0, 0, NULL},
     FD_NUM("drop_level", RI, drop_level, 1),
     FD_NUM("level", RI, level, 0),
 };
 static const struct fdesc root_v2[] = {
-    {"uuid", FD_OFF(RI, uuid), 16, T_UUID, 0, 1, NULL},
-    {"parent_uuid", FD_OFF(RI, parent_uuid), 16, T_UUID, 0, 1, NULL},
-    {"received_uuid", FD_OFF(RI, received_uuid), 16, T_UUID, 0, 1, NULL},
+    {"uuid", FD_OFF(RI, uuid), FD_SZ(RI, uuid), T_UUID, 0, 1, NULL},
+    {"parent_uuid", FD_OFF(RI, parent_uuid), FD_SZ(RI, parent_uuid), T_UUID, 0, 1, NULL},
+    {"received_uuid", FD_OFF(RI, received_uuid), FD_SZ(RI, received_uuid), T_UUID, 0, 1, NULL},
     FD_NUM("ctransid", RI, ctransid, 0),
     FD_NUM("otransid", RI, otransid, 0),
     FD_NUM("stransid", RI, stransid, 0),
     FD_NUM("rtransid", RI, rtransid, 1),
-    {"ctime", FD_OFF(RI, ctime), 12, T_TIME, 0, 1, NULL},
-    {"otime", FD_OFF(RI, otime), 12, T_TIME, 0, 1, NULL},
-    {"stime", FD_OFF(RI, stime), 12, T_TIME, 0, 1, NULL},
-    {"rtime", FD_OFF(RI, rtime), 12, T_TIME, 0, 0, NULL},
+    {"ctime", FD_OFF(RI, ctime), FD_SZ(RI, ctime), T_TIME, 0, 1, NULL},
+    {"otime", FD_OFF(RI, otime), FD_SZ(RI, otime), T_TIME, 0, 1, NULL},
+    {"stime", FD_OFF(RI, stime), FD_SZ(RI, stime), T_TIME, 0, 1, NULL},
+    {"rtime", FD_OFF(RI, rtime), FD_SZ(RI, rtime), T_TIME, 0, 0, NULL},
 };
 
 void dc_root_item(struct dcur *c)
@@ -242,18 +229,19 @@ void dc_root_item(struct dcur *c)
 		DC_TABLE(c, 0, root_v2);
 }
 
+#define RR struct btrfs_root_ref
+static const struct fdesc root_ref_fields[] = {
+    FD_NUM("dirid", RR, dirid, 0),
+    FD_NUM("sequence", RR, sequence, 0),
+    FD_NUM("name_len", RR, name_len, 0),
+};
+
 void dc_root_ref(struct dcur *c)
 {
-	typedef struct btrfs_root_ref R;
-	uint32_t nl;
-
-	if (!dc_need(c, 0, sizeof(R), "root ref"))
+	if (!dc_need(c, 0, sizeof(RR), "root ref"))
 		return;
-	nl = (uint32_t)dc_num(c, FD_OFF(R, name_len), 2);
-	dc_u64(c, "dirid", dc_num(c, FD_OFF(R, dirid), 8));
-	dc_u64(c, "sequence", dc_num(c, FD_OFF(R, sequence), 8));
-	dc_u64(c, "name_len", nl);
-	dc_name(c, "name", sizeof(R), nl);
+	DC_TABLE(c, 0, root_ref_fields);
+	dc_name(c, "name", sizeof(RR), (uint32_t)dc_num(c, FD_OFF(RR, name_len), 2));
 }
 
 #define CH struct btrfs_chunk
@@ -261,7 +249,7 @@ static const struct fdesc chunk_fields[] = {
     FD_NUM("length", CH, length, 0),
     FD_NUM("owner", CH, owner, 0),
     FD_NUM("stripe_len", CH, stripe_len, 0),
-    {"type", FD_OFF(CH, type), 8, T_FLAGS, BTK_FMT_HEX, 1, dc_bg_flags},
+    {"type", FD_OFF(CH, type), FD_SZ(CH, type), T_FLAGS, BTK_FMT_HEX, 1, dc_bg_flags},
     FD_NUM("io_align", CH, io_align, 0),
     FD_NUM("io_width", CH, io_width, 0),
     FD_NUM("sector_size", CH, sector_size, 1),
@@ -272,7 +260,7 @@ static const struct fdesc chunk_fields[] = {
 static const struct fdesc stripe_fields[] = {
     FD_NUM("devid", ST, devid, 0),
     FD_NUM("offset", ST, offset, 1),
-    {"dev_uuid", FD_OFF(ST, dev_uuid), 16, T_UUID, 0, 0, NULL},
+    {"dev_uuid", FD_OFF(ST, dev_uuid), FD_SZ(ST, dev_uuid), T_UUID, 0, 0, NULL},
 };
 
 void dc_chunk(struct dcur *c, uint32_t base)

@@ -14,7 +14,7 @@ struct fixed {
 
 #define FSH struct btrfs_free_space_header
 static const struct fdesc fs_header[] = {
-    {"location", FD_OFF(FSH, location), 17, T_KEY, 0, 1, NULL},
+    {"location", FD_OFF(FSH, location), FD_SZ(FSH, location), T_KEY, 0, 1, NULL},
     FD_NUM("cache_generation", FSH, generation, 0),
     FD_NUM("entries", FSH, num_entries, 0),
     FD_NUM("bitmaps", FSH, num_bitmaps, 0),
@@ -22,7 +22,7 @@ static const struct fdesc fs_header[] = {
 
 #define EDR struct btrfs_extent_data_ref
 const struct fdesc dc_data_ref_fields[DC_DATA_REF_NFIELDS] = {
-    {"root", FD_OFF(EDR, root), 8, T_U, BTK_FMT_OBJID, 0, NULL},
+    {"root", FD_OFF(EDR, root), FD_SZ(EDR, root), T_U, BTK_FMT_OBJID, 0, NULL},
     FD_NUM("objectid", EDR, objectid, 0),
     FD_NUM("offset", EDR, offset, 0),
     FD_NUM("count", EDR, count, 0),
@@ -34,23 +34,25 @@ static const struct fdesc shared_ref[] = {
 #define BG struct btrfs_block_group_item
 static const struct fdesc bg_fields[] = {
     FD_NUM("used", BG, used, 0),
-    {"chunk_objectid", FD_OFF(BG, chunk_objectid), 8, T_U, BTK_FMT_OBJID, 0, NULL},
-    {"flags", FD_OFF(BG, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_bg_flags},
+    {"chunk_objectid", FD_OFF(BG, chunk_objectid), FD_SZ(BG, chunk_objectid), T_U, BTK_FMT_OBJID, 0,
+     NULL},
+    {"flags", FD_OFF(BG, flags), FD_SZ(BG, flags), T_FLAGS, BTK_FMT_HEX, 0, dc_bg_flags},
 };
 
 #define FSI struct btrfs_free_space_info
 static const struct fdesc fsi_fields[] = {
     FD_NUM("extent_count", FSI, extent_count, 0),
-    {"flags", FD_OFF(FSI, flags), 4, T_FLAGS, BTK_FMT_HEX, 0, dc_fsi_flags},
+    {"flags", FD_OFF(FSI, flags), FD_SZ(FSI, flags), T_FLAGS, BTK_FMT_HEX, 0, dc_fsi_flags},
 };
 
 #define DE struct btrfs_dev_extent
 static const struct fdesc dev_extent[] = {
-    {"chunk_tree", FD_OFF(DE, chunk_tree), 8, T_U, BTK_FMT_DEC, 1, NULL},
+    {"chunk_tree", FD_OFF(DE, chunk_tree), FD_SZ(DE, chunk_tree), T_U, BTK_FMT_DEC, 1, NULL},
     FD_NUM("chunk_objectid", DE, chunk_objectid, 0),
     FD_NUM("chunk_offset", DE, chunk_offset, 0),
     FD_NUM("length", DE, length, 1),
-    {"chunk_tree_uuid", FD_OFF(DE, chunk_tree_uuid), 16, T_UUID, 0, 0, NULL},
+    {"chunk_tree_uuid", FD_OFF(DE, chunk_tree_uuid), FD_SZ(DE, chunk_tree_uuid), T_UUID, 0, 0,
+     NULL},
 };
 
 #define DI struct btrfs_dev_item
@@ -68,8 +70,8 @@ const struct fdesc btk_dev_item_fields[] = {
     FD_NUM("dev_group", DI, dev_group, 1),
     FD_NUM("seek_speed", DI, seek_speed, 0),
     FD_NUM("bandwidth", DI, bandwidth, 1),
-    {"uuid", FD_OFF(DI, uuid), 16, T_UUID, 0, 1, NULL},
-    {"fsid", FD_OFF(DI, fsid), 16, T_UUID, 0, 0, NULL},
+    {"uuid", FD_OFF(DI, uuid), FD_SZ(DI, uuid), T_UUID, 0, 1, NULL},
+    {"fsid", FD_OFF(DI, fsid), FD_SZ(DI, fsid), T_UUID, 0, 0, NULL},
 };
 const size_t btk_dev_item_nfields = sizeof(btk_dev_item_fields) / sizeof(btk_dev_item_fields[0]);
 
@@ -77,7 +79,7 @@ const size_t btk_dev_item_nfields = sizeof(btk_dev_item_fields) / sizeof(btk_dev
 static const struct fdesc qg_status[] = {
     FD_NUM("version", QS, version, 0),
     FD_NUM("generation", QS, generation, 0),
-    {"flags", FD_OFF(QS, flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_qgroup_flags},
+    {"flags", FD_OFF(QS, flags), FD_SZ(QS, flags), T_FLAGS, BTK_FMT_HEX, 0, dc_qgroup_flags},
     FD_NUM("scan", QS, rescan, 0),
 };
 #define QI struct btrfs_qgroup_info_item
@@ -88,11 +90,11 @@ static const struct fdesc qg_info[] = {
 };
 #define QL struct btrfs_qgroup_limit_item
 static const struct fdesc qg_limit[] = {
-    {"flags", FD_OFF(QL, flags), 8, T_U, BTK_FMT_HEX, 1, NULL},
-    {"max_referenced", FD_OFF(QL, max_rfer), 8, T_S, 0, 0, NULL},
-    {"max_exclusive", FD_OFF(QL, max_excl), 8, T_S, 0, 1, NULL},
-    {"rsv_referenced", FD_OFF(QL, rsv_rfer), 8, T_S, 0, 0, NULL},
-    {"rsv_exclusive", FD_OFF(QL, rsv_excl), 8, T_S, 0, 0, NULL},
+    {"flags", FD_OFF(QL, flags), FD_SZ(QL, flags), T_U, BTK_FMT_HEX, 1, NULL},
+    {"max_referenced", FD_OFF(QL, max_rfer), FD_SZ(QL, max_rfer), T_S, 0, 0, NULL},
+    {"max_exclusive", FD_OFF(QL, max_excl), FD_SZ(QL, max_excl), T_S, 0, 1, NULL},
+    {"rsv_referenced", FD_OFF(QL, rsv_rfer), FD_SZ(QL, rsv_rfer), T_S, 0, 0, NULL},
+    {"rsv_exclusive", FD_OFF(QL, rsv_excl), FD_SZ(QL, rsv_excl), T_S, 0, 0, NULL},
 };
 
 #define DR struct btrfs_dev_replace_item
@@ -109,7 +111,7 @@ static const struct fdesc dev_replace[] = {
 };
 
 static const struct fdesc dir_log[] = {
-    {"end", 0, 8, T_U, 0, 0, NULL},
+    FD_NUM("end", struct btrfs_dir_log_item, end, 0),
 };
 
 #define VD struct btrfs_verity_descriptor_item
@@ -124,10 +126,11 @@ static const struct fdesc verity_desc[] = {
 	}
 static const struct fixed fixed_items[] = {
     FX(0, "free space header", sizeof(FSH), fs_header),
-    FX(BTRFS_DIR_LOG_ITEM_KEY, "dir log item", 8, dir_log),
-    FX(BTRFS_DIR_LOG_INDEX_KEY, "dir log item", 8, dir_log),
+    FX(BTRFS_DIR_LOG_ITEM_KEY, "dir log item", sizeof(struct btrfs_dir_log_item), dir_log),
+    FX(BTRFS_DIR_LOG_INDEX_KEY, "dir log item", sizeof(struct btrfs_dir_log_item), dir_log),
     FX(BTRFS_EXTENT_DATA_REF_KEY, "extent data ref", sizeof(EDR), dc_data_ref_fields),
-    FX(BTRFS_SHARED_DATA_REF_KEY, "shared data ref", 4, shared_ref),
+    FX(BTRFS_SHARED_DATA_REF_KEY, "shared data ref", sizeof(struct btrfs_shared_data_ref),
+       shared_ref),
     FX(BTRFS_BLOCK_GROUP_ITEM_KEY, "block group item", sizeof(BG), bg_fields),
     FX(BTRFS_FREE_SPACE_INFO_KEY, "free space info", sizeof(FSI), fsi_fields),
     FX(BTRFS_DEV_EXTENT_KEY, "dev extent", sizeof(DE), dev_extent),

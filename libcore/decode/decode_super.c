@@ -6,12 +6,9 @@
 #include "base/csum.h"
 #include "decode/decode_int.h"
 
-#define SB     struct btk_super
-#define OFF(f) ((uint16_t)offsetof(SB, f))
-#define U(l, f, w)                                                                                 \
-	{                                                                                          \
-		l, OFF(f), w, T_U, BTK_FMT_DEC, 0, NULL                                            \
-	}
+#define SB	struct btk_super
+#define OFF(f)	((uint16_t)offsetof(SB, f))
+#define U(l, f) FD_NUM(l, SB, f, 0)
 
 static const char *csum_name(uint64_t v, char *buf, size_t len)
 {
@@ -21,71 +18,70 @@ static const char *csum_name(uint64_t v, char *buf, size_t len)
 	return buf;
 }
 
-static int csum_size(uint64_t type)
+/* An unknown type's checksum shows as the whole field, as dump-super does. */
+static size_t csum_size(uint16_t type)
 {
-	static const int sizes[] = {4, 8, 32, 32};
+	int n = btk_csum_size(type);
 
-	return type < 4 ? sizes[type] : 32;
+	return n > 0 ? (size_t)n : FD_SZ(SB, csum);
 }
 
 static const struct fdesc super_a[] = {
-    U("bytenr", bytenr, 8),
-    {"flags", OFF(flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_super_flags},
+    U("bytenr", bytenr),
+    {"flags", OFF(flags), FD_SZ(SB, flags), T_FLAGS, BTK_FMT_HEX, 0, dc_super_flags},
 };
 static const struct fdesc super_b[] = {
-    U("generation", generation, 8),
-    U("root", root, 8),
-    U("sys_array_size", sys_chunk_array_size, 4),
-    U("chunk_root_generation", chunk_root_generation, 8),
-    U("root_level", root_level, 1),
-    U("chunk_root", chunk_root, 8),
-    U("chunk_root_level", chunk_root_level, 1),
-    U("log_root", log_root, 8),
-    U("log_root_transid", log_root_transid, 8),
-    U("log_root_level", log_root_level, 1),
-    U("total_bytes", total_bytes, 8),
-    U("bytes_used", bytes_used, 8),
-    U("sectorsize", sectorsize, 4),
-    U("nodesize", nodesize, 4),
-    U("leafsize", leafsize, 4),
-    U("stripesize", stripesize, 4),
-    U("root_dir", root_dir_objectid, 8),
-    U("num_devices", num_devices, 8),
-    {"compat_flags", OFF(compat_flags), 8, T_U, BTK_FMT_HEX, 0, NULL},
-    {"compat_ro_flags", OFF(compat_ro_flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_compat_ro_flags},
-    {"incompat_flags", OFF(incompat_flags), 8, T_FLAGS, BTK_FMT_HEX, 0, dc_incompat_flags},
-    U("cache_generation", cache_generation, 8),
-    U("uuid_tree_generation", uuid_tree_generation, 8),
-    U("nr_global_roots", nr_global_roots, 8),
+    U("generation", generation),
+    U("root", root),
+    U("sys_array_size", sys_chunk_array_size),
+    U("chunk_root_generation", chunk_root_generation),
+    U("root_level", root_level),
+    U("chunk_root", chunk_root),
+    U("chunk_root_level", chunk_root_level),
+    U("log_root", log_root),
+    U("log_root_transid", log_root_transid),
+    U("log_root_level", log_root_level),
+    U("total_bytes", total_bytes),
+    U("bytes_used", bytes_used),
+    U("sectorsize", sectorsize),
+    U("nodesize", nodesize),
+    U("leafsize", leafsize),
+    U("stripesize", stripesize),
+    U("root_dir", root_dir_objectid),
+    U("num_devices", num_devices),
+    {"compat_flags", OFF(compat_flags), FD_SZ(SB, compat_flags), T_U, BTK_FMT_HEX, 0, NULL},
+    {"compat_ro_flags", OFF(compat_ro_flags), FD_SZ(SB, compat_ro_flags), T_FLAGS, BTK_FMT_HEX, 0,
+     dc_compat_ro_flags},
+    {"incompat_flags", OFF(incompat_flags), FD_SZ(SB, incompat_flags), T_FLAGS, BTK_FMT_HEX, 0,
+     dc_incompat_flags},
+    U("cache_generation", cache_generation),
+    U("uuid_tree_generation", uuid_tree_generation),
+    U("nr_global_roots", nr_global_roots),
 };
 
-#define RB(f) ((uint16_t)offsetof(struct btk_root_backup, f))
-#define BK(l, f, w)                                                                                \
-	{                                                                                          \
-		l, RB(f), w, T_U, BTK_FMT_DEC, 1, NULL                                             \
-	}
+#define BK(l, f) FD_NUM(l, struct btk_root_backup, f, 1)
 static const struct fdesc backup_fields[] = {
-    BK("backup_tree_root", tree_root, 8),
-    BK("backup_tree_root_gen", tree_root_gen, 8),
-    BK("backup_tree_root_level", tree_root_level, 1),
-    BK("backup_chunk_root", chunk_root, 8),
-    BK("backup_chunk_root_gen", chunk_root_gen, 8),
-    BK("backup_chunk_root_level", chunk_root_level, 1),
-    BK("backup_extent_root", extent_root, 8),
-    BK("backup_extent_root_gen", extent_root_gen, 8),
-    BK("backup_extent_root_level", extent_root_level, 1),
-    BK("backup_fs_root", fs_root, 8),
-    BK("backup_fs_root_gen", fs_root_gen, 8),
-    BK("backup_fs_root_level", fs_root_level, 1),
-    BK("backup_dev_root", dev_root, 8),
-    BK("backup_dev_root_gen", dev_root_gen, 8),
-    BK("backup_dev_root_level", dev_root_level, 1),
-    BK("backup_csum_root", csum_root, 8),
-    BK("backup_csum_root_gen", csum_root_gen, 8),
-    BK("backup_csum_root_level", csum_root_level, 1),
-    BK("backup_total_bytes", total_bytes, 8),
-    BK("backup_bytes_used", bytes_used, 8),
-    BK("backup_num_devices", num_devices, 8),
+    BK("backup_tree_root", tree_root),
+    BK("backup_tree_root_gen", tree_root_gen),
+    BK("backup_tree_root_level", tree_root_level),
+    BK("backup_chunk_root", chunk_root),
+    BK("backup_chunk_root_gen", chunk_root_gen),
+    BK("backup_chunk_root_level", chunk_root_level),
+    BK("backup_extent_root", extent_root),
+    BK("backup_extent_root_gen", extent_root_gen),
+    BK("backup_extent_root_level", extent_root_level),
+    BK("backup_fs_root", fs_root),
+    BK("backup_fs_root_gen", fs_root_gen),
+    BK("backup_fs_root_level", fs_root_level),
+    BK("backup_dev_root", dev_root),
+    BK("backup_dev_root_gen", dev_root_gen),
+    BK("backup_dev_root_level", dev_root_level),
+    BK("backup_csum_root", csum_root),
+    BK("backup_csum_root_gen", csum_root_gen),
+    BK("backup_csum_root_level", csum_root_level),
+    BK("backup_total_bytes", total_bytes),
+    BK("backup_bytes_used", bytes_used),
+    BK("backup_num_devices", num_devices),
 };
 
 static void sys_array(struct dcur *c, const SB *sb)
@@ -153,8 +149,8 @@ int btk_decode_super(const struct btk_super *sb, const struct btk_sink *sink)
 
 	dc_init(&c, sink, (const uint8_t *)sb, sizeof(*sb), NULL, NULL);
 	dc_text(&c, BTK_F_ENUM, "csum_type", ct, csum_name(ct, buf, sizeof(buf)));
-	dc_u64(&c, "csum_size", (uint64_t)csum_size(ct));
-	dc_hex(&c, "csum", sb->csum, (size_t)csum_size(ct));
+	dc_u64(&c, "csum_size", csum_size(ct));
+	dc_hex(&c, "csum", sb->csum, csum_size(ct));
 	DC_TABLE(&c, 0, super_a);
 	dc_str(&c, "magic", sb->magic, sizeof(sb->magic));
 	dc_uuid(&c, "fsid", sb->fsid);
@@ -167,14 +163,6 @@ int btk_decode_super(const struct btk_super *sb, const struct btk_sink *sink)
 	sys_array(&c, sb);
 	backups(&c, sb);
 	return c.failed ? -EUCLEAN : 0;
-}
-
-static const char *header_flags(uint64_t v, char *buf, size_t len)
-{
-	snprintf(buf, len, "%s%s%s", (v & BTK_HEADER_FLAG_WRITTEN) ? "WRITTEN" : "",
-		 (v & BTK_HEADER_FLAG_WRITTEN) && (v & BTK_HEADER_FLAG_RELOC) ? "|" : "",
-		 (v & BTK_HEADER_FLAG_RELOC) ? "RELOC" : "");
-	return buf;
 }
 
 void btk_decode_header(const struct btk_header *h, int csize, const struct btk_sink *sink)
@@ -191,7 +179,7 @@ void btk_decode_header(const struct btk_header *h, int csize, const struct btk_s
 	dc_u64(&c, "generation", btk_le64(h->generation));
 	dc_u64f(&c, "owner", btk_le64(h->owner), BTK_FMT_OBJID);
 	dc_brk(&c);
-	dc_text(&c, BTK_F_FLAGS, "flags", low, header_flags(low, buf, sizeof(buf)));
+	dc_text(&c, BTK_F_FLAGS, "flags", low, dc_header_flags(low, buf, sizeof(buf)));
 	dc_u64(&c, "backref_rev", flags >> BTK_BACKREF_REV_SHIFT);
 	dc_hex(&c, "csum", h->csum, csize > 0 && csize <= 32 ? (size_t)csize : 32);
 	dc_brk(&c);

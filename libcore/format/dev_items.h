@@ -70,6 +70,13 @@ static inline int btk_dev_item_parse(const uint8_t *d, uint32_t size, struct btk
 	return 0;
 }
 
+/* Sets a DEV_ITEM's size and used bytes in place (the rest stays). */
+static inline void btk_dev_item_set_sizes(uint8_t *d, uint64_t total_bytes, uint64_t bytes_used)
+{
+	BTK_PUT(struct btrfs_dev_item, d, total_bytes, total_bytes);
+	BTK_PUT(struct btrfs_dev_item, d, bytes_used, bytes_used);
+}
+
 /* Writes a new device's DEV_ITEM (BTK_DEV_ITEM_SIZE bytes) at d: io_align, io_width and
  * sector_size are the filesystem's sector size, everything not named here zero. */
 static inline void btk_dev_item_write(uint8_t *d, uint64_t devid, uint64_t total_bytes,
@@ -79,20 +86,12 @@ static inline void btk_dev_item_write(uint8_t *d, uint64_t devid, uint64_t total
 {
 	memset(d, 0, BTK_DEV_ITEM_SIZE);
 	BTK_PUT(struct btrfs_dev_item, d, devid, devid);
-	BTK_PUT(struct btrfs_dev_item, d, total_bytes, total_bytes);
-	BTK_PUT(struct btrfs_dev_item, d, bytes_used, bytes_used);
+	btk_dev_item_set_sizes(d, total_bytes, bytes_used);
 	BTK_PUT(struct btrfs_dev_item, d, io_align, sectorsize);
 	BTK_PUT(struct btrfs_dev_item, d, io_width, sectorsize);
 	BTK_PUT(struct btrfs_dev_item, d, sector_size, sectorsize);
 	memcpy(d + offsetof(struct btrfs_dev_item, uuid), uuid, BTK_UUID_SIZE);
 	memcpy(d + offsetof(struct btrfs_dev_item, fsid), fsid, BTK_FSID_SIZE);
-}
-
-/* Sets a DEV_ITEM's size and used bytes in place (the rest stays). */
-static inline void btk_dev_item_set_sizes(uint8_t *d, uint64_t total_bytes, uint64_t bytes_used)
-{
-	BTK_PUT(struct btrfs_dev_item, d, total_bytes, total_bytes);
-	BTK_PUT(struct btrfs_dev_item, d, bytes_used, bytes_used);
 }
 
 #endif

@@ -9,9 +9,12 @@
  * by the owner's id, as the kernel does for a block its owner still uses) when the walk of the
  * owner's own tree reaches it; a block that only other trees reach (a snapshot's block its
  * owner has copied or dropped since) gets FULL_BACKREF, its children referred to by its
- * address. The kernel's copy-on-write finds what it expects either way: a root node and a
- * block newer than its tree's last snapshot are always their owner's, and such blocks only
- * their owner's tree reaches.
+ * address. So does a block a relocation wrote (the RELOC header flag: the kernel makes every
+ * block of a relocation tree FULL_BACKREF, and the flag stays when the relocation merges the
+ * block into the subvolume), also where its owner's tree reaches it; btrfs check requires
+ * it. The kernel's copy-on-write finds what it expects either way: a root node and a block
+ * newer than its tree's last snapshot, not written by a relocation, are always their owner's,
+ * and such blocks only their owner's tree reaches.
  *
  * What is refused (nothing written): a tree block that does not read (what it holds would
  * lose its records and its space would be given out again), tree blocks that overlap or lie
@@ -48,8 +51,16 @@
 struct xr_block {
 	uint64_t bytenr, gen, owner;
 	int8_t level;
-	bool own; /* the walk of its owner's tree reached it */
+	bool own;   /* the walk of its owner's tree reached it */
+	bool reloc; /* written by a relocation (header flag) */
 };
+
+/* Whether the block's record is FULL_BACKREF: its children and data extents then refer to it
+ * by its address. */
+static bool xr_full(const struct xr_block *b)
+{
+	return !b->own || b->reloc;
+}
 BTK_VEC(xr_blocks, struct xr_block);
 
 /* One pointer: to a tree block (a node's slot, or a root item when parent is 0) or to a data
@@ -185,7 +196,8 @@ static int on_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, int
 				.gen = btk_block_generation(b),
 				.owner = owner,
 				.level = (int8_t)level,
-				.own = owner == x->tree};
+				.own = owner == x->tree,
+				.reloc = btk_block_flags(b) & BTK_HEADER_FLAG_RELOC};
 	if ((ret = block_edges(x, b)))
 		return ret;
 	return 0;
@@ -314,8 +326,8 @@ static const struct xr_block *block_of(const struct xr *x, uint64_t bytenr)
 	return i < 0 ? NULL : btk_vec_at(&x->blocks, (size_t)i);
 }
 
-/* Each pointer becomes a reference: keyed by the owner of the block holding it when that
- * block is its owner's, else shared by the block's address; equal ones merge, counting. */
+/* Each pointer becomes a reference: keyed by the owner of the block holding it, or shared by
+ * that block's address when its record is FULL_BACKREF; equal ones merge, counting. */
 static int resolve(struct xr *x)
 {
 	size_t o = 0;
@@ -328,7 +340,7 @@ static int resolve(struct xr *x)
 		if (!(p = block_of(x, e->parent)))
 			return btk_err(EUCLEAN, "block %llu vanished from the walk",
 				       (unsigned long long)e->parent);
-		if (p->own) {
+		if (!xr_full(p)) {
 			e->root = p->owner;
 			e->parent = 0;
 		} else if (e->data) {
@@ -523,7 +535,7 @@ static int tree_refs(struct xr *x, struct btk_trans *t)
 		if (b->level != e->level)
 			return btk_err(EUCLEAN, "tree block %llu has level %d, its pointer says %d",
 				       (unsigned long long)e->bytenr, b->level, e->level);
-		ret = btk_tree_block_ref(t, e->bytenr, b->level, e->root, e->parent, 1, !b->own,
+		ret = btk_tree_block_ref(t, e->bytenr, b->level, e->root, e->parent, 1, xr_full(b),
 					 b->gen);
 		x->res->tree_refs++;
 		/* bound the queue: records are made in batches */
@@ -734,7 +746,7 @@ static int rebuild(struct btk_trans *t, void *ctx)
 	if ((ret = btk_trans_settle(t)) || (ret = csum_orphans(x, t)))
 		return ret;
 	for (size_t i = 0; i < x->blocks.n; i++)
-		x->res->shared_blocks += !x->blocks.data[i].own;
+		x->res->shared_blocks += xr_full(&x->blocks.data[i]);
 	x->res->tree_blocks = x->blocks.n;
 	return 0;
 }

@@ -230,7 +230,7 @@ struct btk_extent_rebuild_result {
 	uint64_t trees;		     /* trees walked */
 	uint64_t tree_blocks;	     /* tree blocks recorded */
 	uint64_t shared_blocks;	     /* of them FULL_BACKREF (only other trees than the owner's
-					reach them) */
+					reach them, or a relocation wrote them) */
 	uint64_t tree_refs;	     /* their references */
 	uint64_t data_extents;	     /* data extents recorded */
 	uint64_t data_refs;	     /* their references (keyed or shared, each with a count) */

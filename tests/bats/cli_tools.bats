@@ -598,13 +598,19 @@ CMDS
 	"$I" ls "$D/t.img" / | grep -qx after # -k went on (from standard input)
 	"$BTK_BUILD/bin/btk-fsck" "$D/t.img" >/dev/null
 	# the lock is held for the whole batch: a writer between two of its commands is refused
-	{ echo "mkdir /x1"; sleep 5; echo "mkdir /x2"; } | "$I" batch "$D/t.img" &
+	# (the second command is sent only after that writer ran: no sleep to outlast)
+	mkfifo "$D/cmdpipe"
+	"$I" batch "$D/t.img" <"$D/cmdpipe" &
 	local bp=$! i
-	for i in $(seq 50); do # until the batch has done its first command
+	exec 8>"$D/cmdpipe"
+	echo "mkdir /x1" >&8
+	for i in $(seq 600); do # until the batch has done its first command
 		"$I" ls "$D/t.img" /x1 >/dev/null 2>&1 && break
 		sleep 0.1
 	done
 	run "$I" mkdir "$D/t.img" /between
+	echo "mkdir /x2" >&8
+	exec 8>&-
 	wait "$bp"
 	[ "$status" -eq 1 ] && [[ "$output" == *"is being changed by another btk process"* ]] ||
 		{ echo "$output" >&2; false; }

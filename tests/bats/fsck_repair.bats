@@ -105,6 +105,34 @@ corpus_repaired() {
 	repaired_clean meta-missing data-missing extent-refs meta-refs backref fe-bytenr
 }
 
+@test "repair: a tree block's FULL_BACKREF flag as the kernel shares the block: a leaf a relocation wrote has it, an unshared one has not (btrfs check agrees: bad full backref)" {
+	require_btk fsck
+	# an fs tree of several leaves, some with regular extents, some without (inline only)
+	local d=$BATS_TEST_TMPDIR/many kind
+	mkdir -p "$d"
+	python3 - "$d" <<'PY'
+import os, random, sys
+r = random.Random(7)
+for i in range(400):
+    size = r.choice([100, 900, 3000, 9000, 20000])
+    with open(os.path.join(sys.argv[1], "f%03d" % i), "wb") as f:
+        f.write(r.randbytes(size - 1) + b"x")
+PY
+	"$BTK_BUILD/bin/btk-mkfs" -q -f --rootdir "$d" -b 256M "$BATS_FILE_TMPDIR/many.img" >/dev/null
+	for kind in reloc-flag full-backref; do
+		BASE=many broken $kind
+		btk_run 120 "$FSCK" "$IMG"
+		[ "$status" = 4 ] || { show_err; cat "$BTK_OUT" >&2; echo "$kind: not detected" >&2; return 1; }
+		grep -q '^ERROR: \[E0721 extent-full-backref\]' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+		if command -v btrfs >/dev/null 2>&1; then
+			run btrfs check --readonly "$IMG"
+			[ "$status" != 0 ] && [[ "$output" == *"bad full backref"* ]] ||
+				{ echo "$output" >&2; echo "$kind: btrfs check does not agree" >&2; return 1; }
+		fi
+	done
+	BASE=many repaired_clean reloc-flag full-backref
+}
+
 @test "repair --json: each fix with its code, location, before and after" {
 	require_btk fsck
 	broken nbytes

@@ -61,13 +61,22 @@ sha256_of() {
 }
 
 btk_run() {
-	local secs=$1
+	local secs=$1 t0=${EPOCHREALTIME/[.,]/}
 	shift
 	BTK_OUT=$BATS_TEST_TMPDIR/out.$$
 	BTK_ERR=$BATS_TEST_TMPDIR/err.$$
 	status=0
 	timeout -k 5 "$secs" "$@" >"$BTK_OUT" 2>"$BTK_ERR" || status=$?
 	BTK_CMD="$*"
+	# BTK_RUN_LOG=FILE (tests/run.sh sets it): a run that took over a third of its timeout
+	# is written down, so that a loaded machine's margin shows before a run times out
+	if [ -n "${BTK_RUN_LOG:-}" ]; then
+		local ms=$(((${EPOCHREALTIME/[.,]/} - t0) / 1000))
+		[ $((ms * 3)) -le $((secs * 1000)) ] ||
+			printf '%s s of %s s: %s: %s: %.200s\n' "$((ms / 1000)).$(printf %03d $((ms % 1000)))" \
+				"$secs" "${BATS_TEST_FILENAME#"$BTK_ROOT"/}" "${BATS_TEST_DESCRIPTION:-setup_file}" \
+				"$BTK_CMD" >>"$BTK_RUN_LOG"
+	fi
 }
 
 # btk_pty OUT CMD...: runs CMD with stderr on a pseudo-terminal (script(1)) and stdout to

@@ -824,6 +824,82 @@ static int k_leaf_gen(struct btk_fs *fs, const char *n)
 		       (unsigned long long)gen, (unsigned long long)gen + 0x2d000000);
 	return ret;
 }
+/* The first leaf of the fs tree (-t) that is not its root, was not written by a relocation
+ * and holds data references (or, !data, none), in *bytenr; -ENOENT when there is none. */
+static int pick_leaf(struct btk_fs *fs, bool data, uint64_t *bytenr)
+{
+	struct btk_root root;
+	struct btk_path p;
+	int ret = btk_root_find(fs, fs_tree, &root);
+
+	if (ret)
+		return ret;
+	btk_path_init(&p);
+	for (ret = btk_search_ge(fs, &root, &from256, &p); ret == 0; ret = btk_next(fs, &p)) {
+		const struct btk_block *b = p.nodes[0];
+		bool has = false;
+		for (uint32_t i = 0; i < btk_block_nritems(b) && !has; i++) {
+			struct btk_leaf_dref d;
+			has = btk_leaf_data_ref(b, (int)i, &d);
+		}
+		if (b->bytenr != root.bytenr && has == data &&
+		    !(btk_block_flags(b) & BTK_HEADER_FLAG_RELOC)) {
+			*bytenr = b->bytenr;
+			break;
+		}
+		p.slots[0] = (int)btk_block_nritems(b) - 1; /* on to the next leaf */
+	}
+	btk_path_release(&p);
+	return ret < 0 ? ret : ret > 0 ? -ENOENT : 0;
+}
+/* An fs tree leaf holding data references gets the RELOC header flag (as if a relocation had
+ * written it), its extent item left without FULL_BACKREF and its data referred to by its
+ * owner's id: btrfs check wants FULL_BACKREF and shared data references. */
+static int k_reloc_flag(struct btk_fs *fs, const char *n)
+{
+	uint64_t bytenr;
+	uint8_t *buf;
+	int ret = pick_leaf(fs, true, &bytenr);
+
+	if (ret)
+		return ret;
+	if (!(buf = malloc(fs->nodesize)))
+		return -ENOMEM;
+	ret = btk_read_logical(fs, bytenr, buf, fs->nodesize);
+	struct btk_header *h = (struct btk_header *)buf;
+	uint64_t fl = btk_le64(h->flags);
+	if (!ret) {
+		btk_put64(h->flags, fl | BTK_HEADER_FLAG_RELOC);
+		ret = write_block(fs, bytenr, buf);
+	}
+	free(buf);
+	if (!ret)
+		printf("%s: leaf %llu: header flags 0x%llx -> 0x%llx\n", n,
+		       (unsigned long long)bytenr, (unsigned long long)fl,
+		       (unsigned long long)(fl | BTK_HEADER_FLAG_RELOC));
+	return ret;
+}
+/* The extent item of an fs tree leaf without data references (so nothing refers to it as a
+ * parent either way) gets FULL_BACKREF: a block its owner reaches, newer than any snapshot. */
+static int k_full_backref(struct btk_fs *fs, const char *n)
+{
+	uint64_t bytenr;
+	int ret = pick_leaf(fs, false, &bytenr);
+
+	if (ret)
+		return ret;
+	struct btk_key from = {bytenr, 0, 0};
+	struct want w = {
+	    .type = BTRFS_METADATA_ITEM_KEY, .objectid = bytenr, .file_extent_type = -1};
+	ret = k_simple(fs, n, BTRFS_EXTENT_TREE_OBJECTID, &w, &from, OP_ADD,
+		       offsetof(struct btrfs_extent_item, flags), 8, BTRFS_BLOCK_FLAG_FULL_BACKREF);
+	if (ret != -ENOENT)
+		return ret;
+	w.type = BTRFS_EXTENT_ITEM_KEY; /* without skinny metadata */
+	return k_simple(fs, n, BTRFS_EXTENT_TREE_OBJECTID, &w, &from, OP_ADD,
+			offsetof(struct btrfs_extent_item, flags), 8,
+			BTRFS_BLOCK_FLAG_FULL_BACKREF);
+}
 /* An fs tree leaf's checksum field wiped to zeros on every copy (contents intact). */
 static int k_leaf_csum_zero(struct btk_fs *fs, const char *n)
 {
@@ -2386,6 +2462,11 @@ static const struct kind kinds[] = {
     {"index-name", "a DIR_INDEX's name changed (first byte + 1)", k_index_name},
     {"leaf-gen", "an fs tree leaf's header generation far past the filesystem's", k_leaf_gen},
     {"leaf-csum-zero", "an fs tree leaf's checksum wiped to zeros (every copy)", k_leaf_csum_zero},
+    {"reloc-flag",
+     "an fs tree leaf with file extents gets the RELOC header flag (not FULL_BACKREF)",
+     k_reloc_flag},
+    {"full-backref", "an fs tree leaf without file extents gets FULL_BACKREF in its extent item",
+     k_full_backref},
     {"bg-used", "a block group's used + 4096", k_bg_used},
     {"free-space", "a free space extent 4096 shorter", k_free_space},
     {"fst-grow", "a free space extent 4096 longer (used space recorded free)", k_fst_grow},

@@ -53,13 +53,16 @@ mounted_listing() {
 	# no data (copy1, copy2, csum-leaf: one copy or checksums only); a second set behind
 	# BTK_ORACLE_FULL=1 (the same fixes, other trees or items). Not here: the classes
 	# fixes.def marks "not repairable" (free-space tree, qgroups, names' hashes and types,
-	# file extent overlaps, ...), data-missing and fe-bytenr (their records come back, but
-	# the kernel image's qgroups and free-space tree then differ: not repairable yet),
-	# the fuzz and data kinds (they destroy what they hit).
+	# file extent overlaps, ...), fe-bytenr (its record comes back, but the kernel image's
+	# qgroups and free-space tree then differ: not repairable yet), the fuzz and data kinds
+	# (they destroy what they hit). data-missing is repaired by the extent tree rebuild,
+	# which must give the blocks a relocation wrote (the image's paused balance leaves
+	# some in the fs tree: header RELOC flag) FULL_BACKREF and shared data references, or
+	# btrfs check finds "bad full backref"; reloc-flag makes one more such leaf.
 	local kinds="nlink nbytes dir-isize bg-used super-devs inline-ram dir-index extent-refs
-		meta-missing csum copy1 leaf-gen sys-array-type dev-extent root-orphan"
+		meta-missing data-missing csum copy1 leaf-gen sys-array-type dev-extent root-orphan"
 	[ -z "${BTK_ORACLE_FULL:-}" ] || kinds+=" meta-refs backref index-name leaf-csum-zero copy2
-		csum-leaf leaf-gap node-gen extra-extent bg-len symlink-size super-copy"
+		csum-leaf leaf-gap node-gen extra-extent bg-len symlink-size super-copy reloc-flag"
 	for kind in $kinds; do
 		local img=$BATS_TEST_TMPDIR/$kind.img
 		cp --sparse=always "$base" "$img"

@@ -94,23 +94,33 @@ static void test_lock_between_processes(void **state)
 
 static void test_lock_wait(void **state)
 {
-	int fd = open(img, O_RDONLY);
+	int fd = open(img, O_RDONLY), go[2];
 	pid_t pid;
 	int st;
+	char c;
 	(void)state;
 
-	/* another holder (flock(1) would be the same) that lets go after 0.3 s */
+	/* another holder (flock(1) would be the same) that lets go 0.3 s after the parent's
+	 * word: a holder that slept from its start could let go before the refusal was tried */
 	assert_true(fd >= 0);
 	assert_int_equal(flock(fd, LOCK_EX), 0);
+	assert_int_equal(pipe(go), 0);
 	pid = fork();
 	if (!pid) {
+		close(go[1]);
+		if (read(go[0], &c, 1) != 1)
+			_exit(1);
 		usleep(300000);
 		_exit(0); /* the child's copy of fd: the parent closes its own below */
 	}
+	close(go[0]);
 	close(fd); /* the lock stays while the child holds the descriptor */
 	assert_int_equal(child_open(img, false), -EBUSY);
+	assert_int_equal(write(go[1], "g", 1), 1);
+	close(go[1]);
 	assert_int_equal(child_open(img, true), 0);
 	assert_int_equal(waitpid(pid, &st, 0), pid);
+	assert_true(WIFEXITED(st) && WEXITSTATUS(st) == 0);
 }
 
 static void test_same_file_twice(void **state)
