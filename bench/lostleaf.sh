@@ -13,6 +13,8 @@
 #   zstd     like commits, compress=zstd, data that compresses (compressed extents)
 #   lzo      like zstd with compress=lzo
 #   snap     like commits, then a snapshot of the top and some files changed after it
+#   snaptree the snap image's snapshot tree (256): its leaves the top copied away after the
+#            snapshot (full back references) and those both still share
 #   n4k      like commits with 4 KiB nodes
 #   small    many small files (most of them inline), over several commits
 #   large    fewer, larger files (up to 3 MiB: several extents each), over several commits
@@ -26,7 +28,7 @@
 #   (root: mounts loop devices; BUILD default build, DIR default a temp dir removed at the end)
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
-B=build DIR= KINDS="commits once zstd lzo snap n4k small large" MAX=12 VERBOSE=
+B=build DIR= KINDS="commits once zstd lzo snap snaptree n4k small large" MAX=12 VERBOSE=
 while getopts "b:d:k:n:v" o; do
 	case $o in
 	b) B=$OPTARG ;;
@@ -135,8 +137,13 @@ make_img() {
 printf '%-8s %6s %6s %8s %8s %9s %7s %6s %5s\n' image leaves clean median min overall files lf lost
 for kind in $KINDS; do
 	img=$DIR/$kind.img
+	unset LOST_LEAF_TREE
+	if [ "$kind" = snaptree ]; then
+		img=$DIR/snap.img
+		export LOST_LEAF_TREE=256:snap
+	fi
 	# made under another name first: a run stopped half way leaves no image to reuse
-	[ -f "$img" ] || { make_img "$kind" "$img.new" && mv "$img.new" "$img"; } || exit 1
+	[ -f "$img" ] || { make_img "${kind%tree}" "$img.new" && mv "$img.new" "$img"; } || exit 1
 	mapfile -t leaves < <(python3 "$MEASURE" "$B" "$img" --leaves)
 	total=${#leaves[@]}
 	step=1

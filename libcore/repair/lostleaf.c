@@ -23,8 +23,20 @@
  * the top directory under its inode number. Lost for good, unless an older copy of the leaf is
  * still on disk (the root scan of older generations, tree/scan.h): inline file data (it lives
  * in the leaf only), names both of whose sides lay in the leaf, symlink targets, xattrs,
- * inode flags and times. Refused: data shared through a snapshot's full back references
- * (a lost block a snapshot shares).
+ * inode flags and times.
+ * A lost block that snapshots share is made again in every tree that reaches it (each has its
+ * own problem; the items are the tree's own from then on, with its own keyed references):
+ *  - still its owner's (keyed references): each tree takes the owner's data references whose
+ *    keys lie in its range and do not read in the owner either (place_shared);
+ *  - copied away by its owner after the snapshot (full back references: the data below it
+ *    names it by address): the snapshot's source (the root item's parent uuid) gives every
+ *    item of an inode it has not changed since the block was written (inode transid no later
+ *    than the block's generation and before the snapshot: copy_collect), whole; the other
+ *    extents get their (inode, offset) from the source's keyed references to the same extent
+ *    or an older copy of the leaf; the source's changed inodes serve as older copies do (names,
+ *    attributes); an extent nothing places becomes a new inode in lost+found. The lost
+ *    block's shared references go once, with the first tree's fix.
+ * Refused: a lost node below which blocks are named by address (the blocks under it).
  */
 #include "repair/repair_int.h"
 #include "base/compress.h"
@@ -35,6 +47,7 @@
 #include "format/extent_refs.h"
 #include "format/file_extent.h"
 #include "format/inode_item.h"
+#include "format/root_item.h"
 #include "fs/fs_write.h"
 #include "tree/scan.h"
 #include "tree/tree.h"
@@ -48,7 +61,9 @@
 struct ll_range {
 	struct btk_key lo, hi; /* hi {~0, ~0, ~0}: the end of the tree */
 	uint64_t bytenr, gen;
-	int level; /* of the lost block */
+	int level;  /* of the lost block */
+	bool first; /* the first tree the check found it lost in (it drops the shared
+		       references of its data, for every tree that reaches it) */
 };
 BTK_VEC(ll_ranges, struct ll_range);
 
@@ -80,6 +95,8 @@ struct ll_ino {
 	uint64_t ext_end, nbytes;
 	struct btk_file_extent tail; /* the extent item that reads and ends at ext_end */
 	bool rebuilt;		     /* its item was made again */
+	bool copied;		     /* its items came from the snapshot's source (copy_collect) */
+	bool fresh;		     /* a new inode for data whose place is not known */
 	uint64_t sub_size;	     /* a directory: what its entries naming subvolumes count */
 	uint64_t sub_added;	     /* of that, the sides of such entries made again */
 	struct btk_inode_info info;  /* have: the item */
@@ -96,8 +113,21 @@ struct ll_ref { /* a data reference naming the tree */
 	uint64_t bytenr, len, ino, offset, gen;
 	uint64_t dec; /* rebuilt compressed: the length it decodes to (else 0) */
 	uint64_t num; /* rebuilt: the bytes of file it covers (else 0) */
+	bool foreign; /* named by another tree or by a lost block's address: the tree's own
+			 reference is added with the item */
+	bool fresh;   /* its place is not known: a new inode in lost+found holds it */
 };
 BTK_VEC(ll_refs, struct ll_ref);
+
+/* A data extent that a lost block named by its address (a shared reference: the block was
+ * copied by its owner after a snapshot, which kept it), or one that another tree names by
+ * (root, inode, offset) in the window. */
+struct ll_xref {
+	uint64_t bytenr, len, gen, root, ino, offset; /* root 0: a shared one */
+	uint64_t parent, count;			      /* a shared one's */
+	bool used;
+};
+BTK_VEC(ll_xrefs, struct ll_xref);
 
 /* An item of a lost range found in an older copy of a leaf (tree/scan.h). */
 struct ll_old {
@@ -125,17 +155,25 @@ struct ll {
 	struct ll_refs refs;
 	struct ll_modes modes;	   /* every inode item that reads, in key order */
 	struct ll_olds old;	   /* the newest older copy of each lost key that one holds */
+	struct ll_olds cp;	   /* items of the lost ranges the snapshot's source still has as
+				      they were (copy_collect), by key: not lost */
 	struct btk_inode_info top; /* the top directory's item (zeros: it does not read) */
 	uint64_t omin, omax;	   /* objectids the ranges touch */
 	uint64_t max_ino;	   /* the highest inode number anything names */
 	uint64_t top_max_idx;	   /* the highest DIR_INDEX of the top directory */
 	bool top_has_lf;	   /* the top directory has a lost+found */
 	uint64_t lf_ino, lf_max_idx, lf_added; /* lf_added: bytes of names put in lost+found */
-	uint64_t shared;     /* full back references naming a lost leaf: not rebuilt */
-	uint8_t *zin, *zout; /* an extent's bytes and what they decode to */
+	uint64_t shared;	   /* full back references naming a block below a lost node */
+	struct ll_u64s rel;	   /* the trees the lost blocks came from: owners of blocks the tree
+				      reaches, other trees' keyed references to a lost block */
+	struct ll_xrefs sh;	   /* data named by a lost block's address */
+	struct ll_xrefs oref;	   /* data other trees name in the window */
+	uint64_t placed, unplaced; /* of sh: given their place, not (fresh inodes) */
+	uint64_t fresh_ino;	   /* the last inode number given to such data */
+	uint8_t *zin, *zout;	   /* an extent's bytes and what they decode to */
 };
 
-static bool lost(const struct ll *l, const struct btk_key *k)
+static bool in_ranges(const struct ll *l, const struct btk_key *k)
 {
 	for (size_t i = 0; i < l->r.n; i++)
 		if (btk_key_cmp(k, &l->r.data[i].lo) >= 0 && btk_key_cmp(k, &l->r.data[i].hi) < 0)
@@ -143,9 +181,68 @@ static bool lost(const struct ll *l, const struct btk_key *k)
 	return false;
 }
 
+static int cmp_old_key(const void *a, const void *b)
+{
+	return btk_key_cmp(&((const struct ll_old *)a)->key, &((const struct ll_old *)b)->key);
+}
+
+/* Whether the item at k lay in a lost block and is still to be made again. */
+static bool lost(const struct ll *l, const struct btk_key *k)
+{
+	struct ll_old want = {.key = *k};
+
+	return in_ranges(l, k) && !btk_vec_bsearch(&l->cp, &want, cmp_old_key);
+}
+
 static bool in_window(const struct ll *l, uint64_t o)
 {
 	return o >= l->omin && o <= l->omax;
+}
+
+/* The shared references of the lost blocks whose data got its place go with them (after the
+ * tree's own references are added: one extent may have no other). */
+static int shared_drop(struct ll *l)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < l->sh.n; i++) {
+		const struct ll_xref *s = &l->sh.data[i];
+		bool first = false;
+		for (size_t j = 0; j < l->lostb.n; j++)
+			first = first ||
+				(l->lostb.data[j].bytenr == s->parent && l->lostb.data[j].first);
+		if (s->used && first)
+			ret = btk_data_ref(l->t, s->bytenr, s->len, 0, s->parent, 0, 0,
+					   -(int)s->count);
+	}
+	return ret;
+}
+
+static bool subvolume(uint64_t id)
+{
+	return id == BTRFS_FS_TREE_OBJECTID ||
+	       (id >= BTRFS_FIRST_FREE_OBJECTID && id <= BTRFS_LAST_FREE_OBJECTID);
+}
+
+static bool rel_has(const struct ll *l, uint64_t root)
+{
+	for (size_t i = 0; i < l->rel.n; i++)
+		if (l->rel.data[i] == root)
+			return true;
+	return false;
+}
+
+/* root, a subvolume other than the tree, shares blocks with it */
+static int rel_add(struct ll *l, uint64_t root)
+{
+	uint64_t *v;
+
+	if (root == l->tree || !subvolume(root) || rel_has(l, root))
+		return 0;
+	if (!(v = btk_vec_push(&l->rel)))
+		return btk_err(ENOMEM, "out of memory");
+	*v = root;
+	return 0;
 }
 
 static struct ll_ino *ino_get(struct ll *l, uint64_t ino, bool add)
@@ -297,6 +394,8 @@ static int scan_block(void *ctx, struct btk_fs *fs, const struct btk_block *b, i
 	int ret = 0;
 
 	(void)fs, (void)depth;
+	if ((ret = rel_add(l, btk_block_owner(b))))
+		return ret;
 	if (l->first_walk) {
 		uint64_t *v = btk_vec_push(&l->live);
 		if (!v)
@@ -332,6 +431,24 @@ static int scan_error(void *ctx, uint64_t bytenr, int level, int err, const char
 	return err == -ENOMEM ? err : 0;
 }
 
+static int xref_add(struct ll_xrefs *v, const struct btk_key *rec, uint64_t gen,
+		    const struct btk_extent_ref *r)
+{
+	struct ll_xref *x = btk_vec_push(v);
+
+	if (!x)
+		return btk_err(ENOMEM, "out of memory");
+	*x = (struct ll_xref){.bytenr = rec->objectid,
+			      .len = rec->offset,
+			      .gen = gen,
+			      .root = r->root,
+			      .ino = r->objectid,
+			      .offset = r->offset,
+			      .parent = r->parent,
+			      .count = r->count};
+	return 0;
+}
+
 static int ref_of(void *ctx, const struct btk_key *rec, const struct btk_extent_head *h,
 		  const struct btk_extent_ref *r)
 {
@@ -342,6 +459,13 @@ static int ref_of(void *ctx, const struct btk_key *rec, const struct btk_extent_
 		if (r->type == BTRFS_SHARED_BLOCK_REF_KEY)
 			for (size_t j = 0; j < l->lostb.n; j++)
 				l->shared += r->parent == l->lostb.data[j].bytenr;
+		/* another tree that reaches a lost block: the block is theirs too */
+		for (size_t j = 0; r->type == BTRFS_TREE_BLOCK_REF_KEY && j < l->lostb.n; j++)
+			if (rec->objectid == l->lostb.data[j].bytenr) {
+				int ret = rel_add(l, r->root);
+				if (ret)
+					return ret;
+			}
 		if (r->type != BTRFS_TREE_BLOCK_REF_KEY || r->root != l->tree || h->level < 0)
 			return 0;
 		struct ll_orphan *o = btk_vec_push(&l->orph);
@@ -355,24 +479,28 @@ static int ref_of(void *ctx, const struct btk_key *rec, const struct btk_extent_
 		return 0;
 	if (r->type == BTRFS_SHARED_DATA_REF_KEY) {
 		for (size_t j = 0; j < l->lostb.n; j++)
-			l->shared += r->parent == l->lostb.data[j].bytenr;
-		for (size_t j = 0; j < l->orph.n; j++)
-			l->shared += r->parent == l->orph.data[j].bytenr;
+			if (r->parent == l->lostb.data[j].bytenr)
+				return xref_add(&l->sh, rec, h->generation, r);
 		return 0;
 	}
-	if (r->type != BTRFS_EXTENT_DATA_REF_KEY || r->root != l->tree ||
-	    !in_window(l, r->objectid))
+	if (r->type != BTRFS_EXTENT_DATA_REF_KEY || !in_window(l, r->objectid))
 		return 0;
+	if (r->root != l->tree)
+		return subvolume(r->root) ? xref_add(&l->oref, rec, h->generation, r) : 0;
 	struct ll_ref *o = btk_vec_push(&l->refs);
 	if (!o)
 		return btk_err(ENOMEM, "out of memory");
-	*o = (struct ll_ref){
-	    rec->objectid, rec->offset, r->objectid, r->offset, h->generation, 0, 0};
+	*o = (struct ll_ref){.bytenr = rec->objectid,
+			     .len = rec->offset,
+			     .ino = r->objectid,
+			     .offset = r->offset,
+			     .gen = h->generation};
 	return 0;
 }
 
 /* The data references naming the tree's inodes of the window (keyed by root, inode, offset),
- * from the extent tree; full (shared) references to a lost leaf are counted. */
+ * the other trees' keyed ones of the window and the shared ones naming a lost leaf, from the
+ * extent tree. */
 static int scan_refs(struct ll *l)
 {
 	return rp_extent_refs_walk(l->fs, ref_of, l);
@@ -562,7 +690,9 @@ struct ll_done {
 
 static bool owner_is(void *ctx, uint64_t owner)
 {
-	return owner == ((const struct ll *)ctx)->tree;
+	const struct ll *l = ctx;
+
+	return owner == l->tree || rel_has(l, owner);
 }
 
 static const struct ll_old *old_find(const struct ll *l, const struct btk_key *k)
@@ -595,7 +725,7 @@ static int old_copies(struct ll *l)
 			lost_one = lost_one || f->bytenr == l->lostb.data[j].bytenr;
 		for (size_t j = 0; j < l->orph.n; j++)
 			lost_one = lost_one || f->bytenr == l->orph.data[j].bytenr;
-		if (f->owner != l->tree || f->level || f->generation >= gen || lost_one)
+		if (!owner_is(l, f->owner) || f->level || f->generation >= gen || lost_one)
 			continue;
 		if (btk_block_read(l->fs, f->bytenr, &chk, &b)) {
 			btk_err_clear();
@@ -792,6 +922,281 @@ static int sub_names(struct ll *l, struct ll_done *done)
 	return 0;
 }
 
+/* ---- the snapshot's source ---- */
+
+/* The subvolume the tree is a snapshot of (its root item's parent uuid names it), and the
+ * transaction that made the snapshot (*otransid); 0 when it is none or not known. */
+static uint64_t source_of(struct ll *l, uint64_t *otransid)
+{
+	static const uint8_t none[BTK_UUID_SIZE];
+	uint8_t buf[sizeof(struct btrfs_root_item)];
+	struct btk_key k = {l->tree, BTRFS_ROOT_ITEM_KEY, 0};
+	struct btk_root_item me, ri;
+	uint32_t size = 0;
+
+	if (btk_item_next(l->t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, sizeof(buf), &size) ||
+	    k.objectid != l->tree || k.type != BTRFS_ROOT_ITEM_KEY ||
+	    btk_root_item_parse(buf, size < sizeof(buf) ? size : sizeof(buf), &me) || !me.v2 ||
+	    !memcmp(me.parent_uuid, none, sizeof(none))) {
+		btk_err_clear();
+		return 0;
+	}
+	*otransid = me.otransid;
+	k = (struct btk_key){BTRFS_FS_TREE_OBJECTID, BTRFS_ROOT_ITEM_KEY, 0};
+	while (!btk_item_next(l->t, BTRFS_ROOT_TREE_OBJECTID, &k, buf, sizeof(buf), &size) &&
+	       k.objectid <= BTRFS_LAST_FREE_OBJECTID) {
+		if (k.type == BTRFS_ROOT_ITEM_KEY && subvolume(k.objectid) &&
+		    k.objectid != l->tree &&
+		    !btk_root_item_parse(buf, size < sizeof(buf) ? size : sizeof(buf), &ri) &&
+		    ri.v2 && !memcmp(ri.uuid, me.parent_uuid, sizeof(ri.uuid)))
+			return k.objectid;
+		k = (struct btk_key){k.objectid + 1, BTRFS_ROOT_ITEM_KEY, 0};
+	}
+	btk_err_clear();
+	return 0;
+}
+
+/* Whether inode ino of src is as the lost block of generation gen held it: its item was last
+ * changed (transid) no later than that block was written and before the snapshot was made,
+ * and the tree's own item of it, when that reads, is the same change of it. */
+static bool unchanged(struct ll *l, uint64_t src, uint64_t ino, uint64_t gen, uint64_t otransid)
+{
+	uint8_t it[sizeof(struct btrfs_inode_item)];
+	struct btk_key k = {ino, BTRFS_INODE_ITEM_KEY, 0};
+	struct btk_inode_info in;
+	const struct ll_ino *e;
+	uint32_t sz = 0;
+
+	if (btk_item_next(l->t, src, &k, it, sizeof(it), &sz) || k.objectid != ino ||
+	    k.type != BTRFS_INODE_ITEM_KEY || btk_inode_item_parse(it, sz, &in)) {
+		btk_err_clear();
+		return false;
+	}
+	if (!in.transid || in.transid > gen || in.transid >= otransid)
+		return false;
+	k = (struct btk_key){ino, BTRFS_INODE_ITEM_KEY, 0};
+	if (in_ranges(l, &k))
+		return true;
+	e = ino_get(l, ino, false);
+	return e && e->have && e->info.transid == in.transid && e->info.generation == in.generation;
+}
+
+/* A lost block that a snapshot shares with its source came from the source: the items of the
+ * lost ranges whose inodes the source has not changed since (copy_unchanged) are what the
+ * block held, taken whole (names, inline data, xattrs, times); they count as items that read. */
+static int copy_collect(struct ll *l)
+{
+	uint64_t otransid = 0, src = source_of(l, &otransid);
+	uint32_t cap = l->fs->nodesize;
+	uint8_t *buf;
+	int ret = 0;
+
+	if (!src || !rel_has(l, src))
+		return 0;
+	if (!(buf = malloc(cap)))
+		return btk_err(ENOMEM, "out of memory");
+	for (size_t i = 0; !ret && i < l->r.n; i++) {
+		const struct ll_range *r = &l->r.data[i];
+		struct btk_key k = r->lo;
+		uint64_t ino = 0;
+		bool same = false;
+		uint32_t sz = 0;
+		int got;
+		while (!ret && !(got = btk_item_next(l->t, src, &k, buf, cap, &sz)) &&
+		       btk_key_cmp(&k, &r->hi) < 0) {
+			if (k.objectid != ino) {
+				ino = k.objectid;
+				same = ino >= BTRFS_FIRST_FREE_OBJECTID &&
+				       ino <= BTRFS_LAST_FREE_OBJECTID &&
+				       unchanged(l, src, ino, r->gen, otransid);
+			}
+			/* an inode the source changed since: its item is another version of
+			 * the lost one, as an older copy is (names, attributes, when nothing
+			 * else has them) */
+			struct ll_olds *to = same ? &l->cp : old_find(l, &k) ? NULL : &l->old;
+			struct ll_old *o = to && sz <= cap ? btk_vec_push(to) : NULL;
+			uint8_t *d = o ? malloc(sz ? sz : 1) : NULL;
+			if (o && !d) {
+				to->n--;
+				ret = btk_err(ENOMEM, "out of memory");
+			} else if (o) {
+				memcpy(d, buf, sz);
+				*o = (struct ll_old){k, r->gen, sz, d};
+			}
+			btk_key_after(&k);
+		}
+		if (got < 0)
+			btk_err_clear(); /* the source's block lost too: nothing more from it */
+	}
+	free(buf);
+	btk_vec_sort(&l->cp, cmp_old_key);
+	for (size_t i = 0; !ret && i < l->cp.n; i++) {
+		const struct ll_old *o = &l->cp.data[i];
+		struct ll_ino *e;
+		ret = scan_item(l, &o->key, o->data, o->size);
+		if (!ret && in_window(l, o->key.objectid) &&
+		    (e = ino_get(l, o->key.objectid, true)))
+			e->copied = true;
+	}
+	return ret;
+}
+
+/* Puts the source's items back (copy_collect), each data extent with the tree's reference. */
+static int copy_put(struct ll *l, uint64_t *items)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < l->cp.n; i++) {
+		const struct ll_old *o = &l->cp.data[i];
+		struct btk_file_extent fe;
+		ret = btk_item_insert(l->t, l->tree, &o->key, o->data, o->size);
+		*items += !ret;
+		if (!ret && o->key.type == BTRFS_EXTENT_DATA_KEY &&
+		    btk_file_extent_item_parse(o->data, o->size, o->key.offset, &fe) ==
+			BTK_FE_WHOLE &&
+		    fe.type != BTRFS_FILE_EXTENT_INLINE && fe.disk_bytenr &&
+		    fe.extent_offset <= o->key.offset)
+			ret = btk_data_ref(l->t, fe.disk_bytenr, fe.disk_num_bytes, l->tree, 0,
+					   o->key.objectid, o->key.offset - fe.extent_offset, 1);
+	}
+	return ret;
+}
+
+/* How many of the source's items put back name the data extent at bytenr. */
+static uint64_t copies_naming(const struct ll *l, uint64_t bytenr)
+{
+	uint64_t n = 0;
+
+	for (size_t i = 0; i < l->cp.n; i++) {
+		const struct ll_old *o = &l->cp.data[i];
+		struct btk_file_extent fe;
+		n += o->key.type == BTRFS_EXTENT_DATA_KEY &&
+		     btk_file_extent_item_parse(o->data, o->size, o->key.offset, &fe) ==
+			 BTK_FE_WHOLE &&
+		     fe.type != BTRFS_FILE_EXTENT_INLINE && fe.disk_bytenr == bytenr;
+	}
+	return n;
+}
+
+static int ref_push(struct ll *l, const struct ll_xref *x, uint64_t ino, uint64_t offset)
+{
+	struct ll_ref *o = btk_vec_push(&l->refs);
+
+	if (!o)
+		return btk_err(ENOMEM, "out of memory");
+	*o = (struct ll_ref){.bytenr = x->bytenr,
+			     .len = x->len,
+			     .ino = ino,
+			     .offset = offset,
+			     .gen = x->gen,
+			     .foreign = true};
+	return 0;
+}
+
+/* Whether tree root's own key k does not read (its search meets a block that does not): k lies
+ * in a block it shares with the tree, lost in both. */
+static bool unreadable_in(struct ll *l, uint64_t root, const struct btk_key *k)
+{
+	struct btk_root r;
+	struct btk_path p;
+	int ret;
+
+	btk_path_init(&p);
+	if (btk_root_find(l->fs, root, &r)) {
+		btk_err_clear();
+		return false;
+	}
+	ret = btk_search(l->fs, &r, k, &p);
+	btk_path_release(&p);
+	btk_err_clear();
+	return ret < 0 && ret != -ENOMEM;
+}
+
+/* Past every inode number anything names (the tree, the data references, the older copies and
+ * the source's items): the first one data without a known place may take. */
+static uint64_t fresh_base(const struct ll *l)
+{
+	uint64_t m = l->max_ino;
+
+	for (size_t j = 0; j < l->refs.n; j++)
+		m = l->refs.data[j].ino > m ? l->refs.data[j].ino : m;
+	for (size_t j = 0; j < l->oref.n; j++)
+		m = l->oref.data[j].ino > m ? l->oref.data[j].ino : m;
+	for (size_t j = 0; j < l->old.n; j++)
+		if (l->old.data[j].key.objectid <= BTRFS_LAST_FREE_OBJECTID)
+			m = l->old.data[j].key.objectid > m ? l->old.data[j].key.objectid : m;
+	for (size_t j = 0; j < l->cp.n; j++)
+		if (l->cp.data[j].key.objectid <= BTRFS_LAST_FREE_OBJECTID)
+			m = l->cp.data[j].key.objectid > m ? l->cp.data[j].key.objectid : m;
+	return m < BTRFS_FIRST_FREE_OBJECTID ? BTRFS_FIRST_FREE_OBJECTID : m;
+}
+
+/* The data that lost blocks shared with other trees held, at the (inode, offset) the trees
+ * they came from name it by (those trees' keys inside the lost range):
+ *  - a lost block its owner copied after a snapshot (full back references: the extents below
+ *    it name it by address): the owner's copy still names the same extent at the same place,
+ *    or an older copy of the leaf does; what neither places is counted (unplaced);
+ *  - a lost block that is still the owner's (keyed references, the owner's root): the owner's
+ *    key that does not read either (lost in both trees). */
+static int place_shared(struct ll *l)
+{
+	int ret = 0;
+
+	for (size_t i = 0; !ret && i < l->sh.n; i++) {
+		struct ll_xref *s = &l->sh.data[i];
+		uint64_t kept = copies_naming(l, s->bytenr);
+		size_t had = l->refs.n;
+		if (kept >= s->count) {
+			l->placed++;
+			s->used = true;
+			continue;
+		}
+		for (size_t j = 0; !ret && j < l->oref.n && kept + l->refs.n - had < s->count;
+		     j++) {
+			struct ll_xref *o = &l->oref.data[j];
+			struct btk_key k = {o->ino, BTRFS_EXTENT_DATA_KEY, o->offset};
+			if (o->bytenr != s->bytenr || !rel_has(l, o->root) || !lost(l, &k))
+				continue;
+			o->used = true;
+			ret = ref_push(l, s, o->ino, o->offset);
+		}
+		for (size_t j = 0; !ret && had == l->refs.n && j < l->old.n && s->count; j++) {
+			const struct ll_old *o = &l->old.data[j];
+			struct btk_file_extent fe;
+			if (o->key.type == BTRFS_EXTENT_DATA_KEY &&
+			    btk_file_extent_item_parse(o->data, o->size, o->key.offset, &fe) ==
+				BTK_FE_WHOLE &&
+			    fe.type != BTRFS_FILE_EXTENT_INLINE && fe.disk_bytenr == s->bytenr &&
+			    fe.extent_offset <= o->key.offset)
+				ret = ref_push(l, s, o->key.objectid,
+					       o->key.offset - fe.extent_offset);
+		}
+		if (had == l->refs.n && !kept) {
+			/* which inode held it nothing says: a new one, in lost+found */
+			if (!l->fresh_ino)
+				l->fresh_ino = fresh_base(l);
+			if (!ret && !(ret = ref_push(l, s, ++l->fresh_ino, 0))) {
+				l->refs.data[l->refs.n - 1].fresh = true;
+				s->used = true;
+			}
+			l->unplaced++;
+			continue;
+		}
+		l->placed++;
+		s->used = true;
+	}
+	for (size_t j = 0; !ret && j < l->oref.n; j++) {
+		struct ll_xref *o = &l->oref.data[j];
+		struct btk_key k = {o->ino, BTRFS_EXTENT_DATA_KEY, o->offset};
+		if (o->used || !rel_has(l, o->root) || !lost(l, &k) ||
+		    !unreadable_in(l, o->root, &k))
+			continue;
+		ret = ref_push(l, o, o->ino, o->offset);
+		l->placed += !ret;
+	}
+	return ret;
+}
+
 static int rebuild(struct ll *l, struct ll_done *done)
 {
 	struct btk_trans *t = l->t;
@@ -806,7 +1211,7 @@ static int rebuild(struct ll *l, struct ll_done *done)
 	for (size_t i = 0; i < l->refs.n; i++) {
 		const struct ll_ref *r = &l->refs.data[i];
 		struct btk_key k = {r->ino, BTRFS_EXTENT_DATA_KEY, r->offset};
-		if (!lost(l, &k))
+		if (!lost(l, &k) && !r->fresh)
 			continue;
 		int type = 0;
 		uint64_t dec = 0, ram = r->len;
@@ -833,6 +1238,9 @@ static int rebuild(struct ll *l, struct ll_done *done)
 			continue; /* two references at one offset: the first one */
 		if (ret)
 			return ret;
+		if (r->foreign &&
+		    (ret = btk_data_ref(t, r->bytenr, r->len, l->tree, 0, r->ino, r->offset, 1)))
+			return ret;
 		l->refs.data[i].dec = dec;
 		l->refs.data[i].num = num;
 		done->extents++;
@@ -840,6 +1248,7 @@ static int rebuild(struct ll *l, struct ll_done *done)
 		struct ll_ino *e = ino_get(l, r->ino, true);
 		if (!e)
 			return btk_err(ENOMEM, "out of memory");
+		e->fresh = r->fresh;
 		e->nbytes += num;
 		if (r->offset + num > e->ext_end)
 			e->ext_end = r->offset + num;
@@ -864,7 +1273,7 @@ static int rebuild(struct ll *l, struct ll_done *done)
 		struct ll_ino *e = &l->inos.data[i];
 		struct btk_key k = {e->ino, BTRFS_INODE_ITEM_KEY, 0};
 		bool named = e->ino == root_dir;
-		if (e->have || !lost(l, &k))
+		if (e->have || (!lost(l, &k) && !e->fresh))
 			continue;
 		for (size_t j = 0; j < l->names.n && !named; j++)
 			named = l->names.data[j].ino == e->ino;
@@ -889,7 +1298,9 @@ static int rebuild(struct ll *l, struct ll_done *done)
 				if ((ret = name_add(l, root_dir, l->lf_ino, ++l->top_max_idx,
 						    BTRFS_FT_DIR, "lost+found", 10)))
 					return ret;
-				if (!ino_get(l, l->lf_ino, true))
+				/* the top directory grows by its name (below), also when
+				 * nothing else of it lay in the window */
+				if (!ino_get(l, l->lf_ino, true) || !ino_get(l, root_dir, true))
 					return btk_err(ENOMEM, "out of memory");
 			}
 		}
@@ -908,7 +1319,7 @@ static int rebuild(struct ll *l, struct ll_done *done)
 		struct ll_ino *e = &l->inos.data[i];
 		struct btk_key k = {e->ino, BTRFS_INODE_ITEM_KEY, 0};
 		bool new_lf = e->ino == l->lf_ino && !l->top_has_lf;
-		if (e->have || (!lost(l, &k) && !new_lf))
+		if (e->have || (!lost(l, &k) && !new_lf && !e->fresh))
 			continue;
 		uint8_t type = 0;
 		uint32_t nlink = 0;
@@ -1090,8 +1501,9 @@ static int rebuild(struct ll *l, struct ll_done *done)
 		uint64_t size = e->info.size, nbytes = e->info.nbytes;
 		uint32_t nlink = e->info.nlink;
 		bool dir = S_ISDIR(mode), changed;
-		if (!e->have) { /* outside the objectids of the leaf: a directory that gets
-				   lost+found (its size read below) */
+		if (!e->have || e->copied) { /* outside the objectids of the leaf, or as the
+						source has it: a directory that gets lost+found
+						(its size read below) */
 			uint64_t grow = dir && e->ino == root_dir && l->lf_ino && !l->top_has_lf
 					    ? 20
 					: dir && e->ino == l->lf_ino && l->top_has_lf ? l->lf_added
@@ -1125,12 +1537,6 @@ static int rebuild(struct ll *l, struct ll_done *done)
 		done->set_right += changed;
 	}
 	return 0;
-}
-
-static bool subvolume(uint64_t id)
-{
-	return id == BTRFS_FS_TREE_OBJECTID ||
-	       (id >= BTRFS_FIRST_FREE_OBJECTID && id <= BTRFS_LAST_FREE_OBJECTID);
 }
 
 bool rp_lost_leaf(const struct rp_prob *p)
@@ -1210,6 +1616,27 @@ static int orphans(struct ll *l)
 				       (unsigned long long)l->orph.data[i - 1].bytenr,
 				       (unsigned long long)l->orph.data[i].bytenr);
 	return 0;
+}
+
+/* Counts the shared data references naming a block below a lost node (orphans_shared). */
+static int orphan_ref(void *ctx, const struct btk_key *rec, const struct btk_extent_head *h,
+		      const struct btk_extent_ref *r)
+{
+	struct ll *l = ctx;
+
+	(void)rec;
+	if (!(h->flags & BTRFS_EXTENT_FLAG_DATA) || r->type != BTRFS_SHARED_DATA_REF_KEY)
+		return 0;
+	for (size_t j = 0; j < l->orph.n; j++)
+		l->shared += r->parent == l->orph.data[j].bytenr;
+	return 0;
+}
+
+/* The blocks below a lost node whose data names them by their address (a snapshot shares
+ * them): their items would come back without their inodes' references. */
+static int orphans_shared(struct ll *l)
+{
+	return l->orph.n ? rp_extent_refs_walk(l->fs, orphan_ref, l) : 0;
 }
 
 /* The ranges whose items are made again: each lost block's, but the keys its orphan leaves
@@ -1306,7 +1733,12 @@ int rp_fix_lost_leaf(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 			ret = btk_err(ENOMEM, "out of memory");
 			goto out;
 		}
+		bool first = true;
+		for (size_t j = 0; j < i && first; j++)
+			first =
+			    !rp_lost_leaf(&x->all->data[j]) || x->all->data[j].bytenr != q->bytenr;
 		*r = (struct ll_range){.bytenr = q->bytenr,
+				       .first = first,
 				       .level = (int)q->vals[0],
 				       .lo = {UINT64_MAX, UINT8_MAX, UINT64_MAX},
 				       .hi = {UINT64_MAX, UINT8_MAX, UINT64_MAX}};
@@ -1343,21 +1775,23 @@ int rp_fix_lost_leaf(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 		if (r->gen > l.gen)
 			l.gen = r->gen;
 	}
-	if ((ret = scan_refs(&l)) || (ret = orphans(&l)) || (ret = gaps(&l)))
+	if ((ret = scan_refs(&l)) || (ret = orphans(&l)) || (ret = orphans_shared(&l)) ||
+	    (ret = gaps(&l)))
 		goto out;
 	l.names.n = l.inos.n = l.modes.n = 0;
 	l.max_ino = l.top_max_idx = l.lf_max_idx = 0;
 	l.top_has_lf = false;
 	l.lf_ino = 0;
 	if ((!root_lost && (ret = btk_tree_walk(l.fs, &root, &ops, &l))) ||
-	    (ret = scan_orphans(&l)) || (ret = old_copies(&l)))
+	    (ret = scan_orphans(&l)) || (ret = old_copies(&l)) || (ret = copy_collect(&l)) ||
+	    (ret = place_shared(&l)))
 		goto out;
 	btk_vec_sort(&l.modes, cmp_u64); /* orphan leaves' inode items come after the walk's */
 	if (l.shared) {
 		ret = btk_err(EOPNOTSUPP,
-			      "tree %llu: %llu reference(s) name a lost block or one below it by "
-			      "its address (a snapshot shares it): which inodes they belong to is "
-			      "not known",
+			      "tree %llu: %llu reference(s) name a block below a lost node by its "
+			      "address (a snapshot shares it): which inodes they belong to is not "
+			      "known",
 			      (unsigned long long)p->tree, (unsigned long long)l.shared);
 		goto out;
 	}
@@ -1379,7 +1813,8 @@ int rp_fix_lost_leaf(struct rp_ctx *x, const struct rp_prob *p, char *before, ch
 		if (ret)
 			goto out;
 	}
-	if ((ret = orphans_back(&l, &relinked)) || (ret = rebuild(&l, &done)))
+	if ((ret = orphans_back(&l, &relinked)) || (ret = copy_put(&l, &relinked)) ||
+	    (ret = rebuild(&l, &done)) || (ret = shared_drop(&l)))
 		goto out;
 	snprintf(before, cap, "%zu lost block(s) from key (%llu %u %llu)", l.lostb.n,
 		 (unsigned long long)l.lostb.data[0].lo.objectid, l.lostb.data[0].lo.type,
@@ -1403,10 +1838,16 @@ out:
 	btk_vec_free(&l.subs);
 	btk_vec_free(&l.inos);
 	btk_vec_free(&l.refs);
+	btk_vec_free(&l.rel);
+	btk_vec_free(&l.sh);
+	btk_vec_free(&l.oref);
 	btk_vec_free(&l.modes);
 	for (size_t i = 0; i < l.old.n; i++)
 		free(l.old.data[i].data);
 	btk_vec_free(&l.old);
+	for (size_t i = 0; i < l.cp.n; i++)
+		free(l.cp.data[i].data);
+	btk_vec_free(&l.cp);
 	free(l.zin);
 	return ret;
 }

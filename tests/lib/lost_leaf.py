@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """lost_leaf.py BTK_BUILD ORIG LEAF RESCUED [--leaves]: the regular files that lived in leaf LEAF
-of ORIG's FS_TREE (an item of theirs, or the directory entry naming them, lay in it): how many
+of ORIG's FS_TREE (or of subvolume TREE reached at PATH with LOST_LEAF_TREE=TREE:PATH) (an item of theirs, or the directory entry naming them, lay in it): how many
 are back in RESCUED with their name and content, how many in its lost+found (under their inode
 number, or their name below a directory put there), how many lost. One line:
   leaf L: N file(s) lived in it: B back with name and content (P %), F in lost+found, X lost
@@ -8,7 +8,8 @@ then the lost ones (inode, path, size, "lost" or "trailing zeros": back but for 
 end of the file, which a size taken from its data cannot tell from the kernel's zero fill). With --leaves: the FS_TREE's leaves of ORIG, one a line."""
 import os, re, subprocess, sys, tempfile, filecmp
 build, orig = sys.argv[1], sys.argv[2]
-out = subprocess.run([build + "/bin/btk-debug", "tree", "-t", "5", orig], capture_output=True, text=True, check=True).stdout
+tree, top = (os.environ.get("LOST_LEAF_TREE") or "5:").split(":", 1)
+out = subprocess.run([build + "/bin/btk-debug", "tree", "-t", tree, orig], capture_output=True, text=True, check=True).stdout
 if sys.argv[3] == "--leaves":
     seen = []
     for m in re.finditer(r"^leaf (\d+) items", out, re.M):
@@ -46,13 +47,13 @@ def path(ino):
     while ino != 256:
         if ino not in names: return None
         p, n = names[ino]; parts.append(n); ino = p
-    return "/".join(reversed(parts))
+    return "/".join([top] * bool(top) + list(reversed(parts)))
 files = sorted(i for i in inleaf if (modes.get(i, 0) & 0o170000) == 0o100000)
 t = tempfile.mkdtemp()
 for img, d in ((orig, "a"), (resc, "b")):
     subprocess.run([build + "/bin/btk-image", "get", "-r", img, "/", t + "/" + d], capture_output=True)
 lfs = {}
-for dp, dn, fn in os.walk(os.path.join(t, "b/lost+found")):
+for dp, dn, fn in os.walk(os.path.join(t, "b", top, "lost+found")):
     for f in fn: lfs.setdefault(f, []).append(os.path.join(dp, f))
 back = lf = 0; lost = []
 for i in files:
