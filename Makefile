@@ -128,8 +128,13 @@ $(B)/tests/%: $(B)/tests/lib/%.o $(LIB)
 layers: $(LIB)
 	@scripts/layers.sh $(B)
 
+# the libFuzzer target (clang, every libcore source again) is built here on every core, before
+# the tests: in tests/bats/fuzz.bats it was one job in the free lane, its longest step. That
+# test builds it again (incremental: nothing left to do) and says why when the build fails.
 check: check-deps
 	@$(MAKE) $(JOBS) --no-print-directory build layers
+	@! command -v clang >/dev/null 2>&1 || BTK_FUZZ_JOBS=$(NPROC) sh tests/fuzz/build.sh $(B)/fuzz \
+		>/dev/null 2>&1 || echo "make check: the fuzz target did not build (tests/bats/fuzz.bats says why)"
 	@BTK_BUILD=$(B) tests/run.sh
 
 demo: deps

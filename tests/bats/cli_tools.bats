@@ -368,7 +368,7 @@ complete_words() {
 @test "a bad option value: exit 2 (btk-fsck: 16, fsck(8)'s usage code), one line naming the option or value, nothing written" {
 	"$B/btk-mkfs" -q -b 128m "$D/t.img"
 	local before row code
-	before=$(sha256sum <"$D/t.img")
+	before=$(sha256_of "$D/t.img")
 	while IFS='|' read -r code row; do
 		# shellcheck disable=SC2086
 		run $row
@@ -392,7 +392,7 @@ complete_words() {
 2|$B/btk-image dump -c 99 $D/t.img $D/d
 16|$B/btk-fsck --cache-mb zz $D/t.img
 ROWS
-	[ "$(sha256sum <"$D/t.img")" = "$before" ]
+	[ "$(sha256_of "$D/t.img")" = "$before" ]
 	[ ! -e "$D/d" ]
 }
 

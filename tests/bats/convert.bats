@@ -76,11 +76,11 @@ setup() {
 @test "convert: --dry-run writes nothing and reports the plan; --json" {
 	mkdir -p "$D/s" && echo x >"$D/s/f"
 	mke2fs -q -F -b 4096 -t ext4 -d "$D/s" "$D/d.img" 64M
-	before=$(sha256sum <"$D/d.img")
+	before=$(sha256_of "$D/d.img")
 	btk_run 60 "$CONV" --dry-run --json "$D/d.img"
 	[ "$status" -eq 0 ] || { show_err; false; }
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["dry_run"] and d["space_needed"] > 0 and "extent" in d["features"]' "$BTK_OUT"
-	[ "$(sha256sum <"$D/d.img")" = "$before" ]
+	[ "$(sha256_of "$D/d.img")" = "$before" ]
 	btk_run 60 "$CONV" --json -L --csum xxhash -N 8192 "$D/d.img"
 	[ "$status" -eq 0 ] || { show_err; false; }
 	python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); assert d["csum"].startswith("xxhash") and d["nodesize"] == 8192' "$BTK_OUT"

@@ -286,12 +286,12 @@ assert r["result"] == "rescued" and r["uuid_summary"]["items"] == 3, r
 	corpus_copy 065-valid-log-tree__compressed
 	img=$CIMG
 	local sum
-	sum=$(sha256sum <"$img")
+	sum=$(sha256_of "$img")
 	for step in csum-tree free-space-tree uuid-tree data-reloc-tree quota; do
 		btk_run 60 "$FSCK" --rescue $step --no-undo "$img"
 		[ "$status" = 8 ] || { echo "$step: status $status" >&2; show_err; return 1; }
 		grep -q 'has a log tree.*replay it first (--rescue replay-log)' "$BTK_ERR"
-		[ "$(sha256sum <"$img")" = "$sum" ]
+		[ "$(sha256_of "$img")" = "$sum" ]
 	done
 }
 
@@ -886,11 +886,11 @@ assert any(f["after"] == "extent tree rebuilt from the trees" and f["code"] == "
 	require_btk fsck
 	local sum
 	corpus_copy 065-valid-log-tree__compressed
-	sum=$(sha256sum <"$CIMG")
+	sum=$(sha256_of "$CIMG")
 	btk_run 60 "$FSCK" --rescue extent-tree --no-undo "$CIMG"
 	[ "$status" = 8 ] || { show_err; return 1; }
 	grep -q 'extent tree not rebuilt: .*has a log tree.*replay it first (--rescue replay-log)' "$BTK_ERR"
-	[ "$(sha256sum <"$CIMG")" = "$sum" ]
+	[ "$(sha256_of "$CIMG")" = "$sum" ]
 	image single
 	"$SMASH" tree 5 1 leaf "$IMG" >/dev/null
 	cp --sparse=always "$IMG" "$IMG.damaged"
@@ -901,12 +901,12 @@ assert any(f["after"] == "extent tree rebuilt from the trees" and f["code"] == "
 	# file extent items naming data that cannot be an extent (outside the data chunks):
 	# listed, nothing written (their bytes would be free space to the new tree)
 	corpus_copy 018-leaf-crossing-stripes__default_case
-	sum=$(sha256sum <"$CIMG")
+	sum=$(sha256_of "$CIMG")
 	btk_run 60 "$FSCK" --rescue extent-tree --no-undo "$CIMG"
 	[ "$status" = 12 ] || { show_err; return 1; }
 	grep -q '^NO RECORD: data \[[0-9]*, +[0-9]*) named by tree 256 inode 257 offset [0-9]*: in a chunk without data$' "$BTK_OUT"
 	grep -q 'extent tree not rebuilt: 36 file extent item(s) name data that cannot be given a record (listed)' "$BTK_ERR"
-	[ "$(sha256sum <"$CIMG")" = "$sum" ]
+	[ "$(sha256_of "$CIMG")" = "$sum" ]
 }
 
 @test "rescue extent-tree: a power cut at every write leaves the old filesystem or the rebuilt one; SIGINT exits 32 with the old one" {

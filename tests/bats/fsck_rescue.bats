@@ -328,7 +328,7 @@ assert s["names_added"] == 1 and s["unsummed_bytes"] == 0, s
 	btk_run 60 "$BTK_BUILD/bin/btk-image" ls -l "$CIMG" /
 	[ "$status" = 0 ]
 	local replayed
-	replayed=$(sha256sum <"$CIMG")
+	replayed=$(sha256_of "$CIMG")
 	# no log left: a second run does nothing
 	btk_run 60 "$FSCK" --rescue replay-log --no-undo "$CIMG"
 	[ "$status" = 0 ] && grep -q "^log: none to replay$" "$BTK_OUT"
@@ -344,13 +344,13 @@ assert s["names_added"] == 1 and s["unsummed_bytes"] == 0, s
 			# replayed: the cut may have come between the superblock copies
 			new=$((new + 1))
 			btk_run 60 "$FSCK" --rescue super --no-undo "$CIMG"
-			[ "$(sha256sum <"$CIMG")" = "$replayed" ] || { echo "cut at write $n: not the replay" >&2; return 1; }
+			[ "$(sha256_of "$CIMG")" = "$replayed" ] || { echo "cut at write $n: not the replay" >&2; return 1; }
 			[ $new -lt 2 ] || break
 		else
 			old=$((old + 1))
 			btk_run 60 "$FSCK" --rescue replay-log --no-undo "$CIMG"
 			[ "$status" = 1 ] || { show_err; echo "cut at write $n: the rerun" >&2; return 1; }
-			[ "$(sha256sum <"$CIMG")" = "$replayed" ] || { echo "cut at write $n: the rerun differs" >&2; return 1; }
+			[ "$(sha256_of "$CIMG")" = "$replayed" ] || { echo "cut at write $n: the rerun differs" >&2; return 1; }
 		fi
 	done
 	echo "# $old cuts left the log, $new the replay" >&3

@@ -101,7 +101,7 @@ PY
 @test "bad paths: missing, through a file, a name over 255 bytes, cat of a directory" {
 	mkimg b
 	local sum
-	sum=$(sha256sum <"$D/b.img")
+	sum=$(sha256_of "$D/b.img")
 	btk_run 20 "$IMG" ls "$D/b.img" /d/nope
 	assert_one_line_error 1
 	grep -q 'No such file' "$BTK_ERR"
@@ -119,7 +119,7 @@ PY
 	assert_one_line_error 1
 	btk_run 20 "$IMG" ls
 	[ "$status" = 2 ]
-	[ "$(sha256sum <"$D/b.img")" = "$sum" ]
+	[ "$(sha256_of "$D/b.img")" = "$sum" ]
 }
 
 @test "stat and getfattr show every inode field, xattrs and extents" {

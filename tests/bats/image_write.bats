@@ -50,10 +50,10 @@ clean() {
 # unchanged CMD...: the command fails with a short error and the image keeps its bytes
 unchanged() {
 	local before after
-	before=$(sha256sum <"$D/fs.img")
+	before=$(sha256_of "$D/fs.img")
 	btk_run 60 "$@"
 	assert_one_line_error
-	after=$(sha256sum <"$D/fs.img")
+	after=$(sha256_of "$D/fs.img")
 	[ "$before" = "$after" ] || {
 		echo "FAIL: the image changed" >&2
 		return 1
@@ -116,11 +116,11 @@ unchanged() {
 	truncate -s 120M "$D/small.img"
 	"$MKFS" -q "$D/small.img"
 	fallocate -l 150M "$D/huge"
-	before=$(sha256sum <"$D/small.img")
+	before=$(sha256_of "$D/small.img")
 	btk_run 60 "$IMG" put "$D/small.img" "$D/huge" /huge
 	assert_one_line_error
 	grep -q "no space" "$BTK_ERR"
-	[ "$before" = "$(sha256sum <"$D/small.img")" ]
+	[ "$before" = "$(sha256_of "$D/small.img")" ]
 }
 
 ok() {
@@ -268,11 +268,11 @@ ok() {
 	cp "$D/small.img" "$D/fits.img"
 	head -c 39M "$D/big" >"$D/fits"
 	ok put "$D/fits.img" "$D/fits" /fits
-	before=$(sha256sum <"$D/small.img")
+	before=$(sha256_of "$D/small.img")
 	btk_run 120 "$IMG" put "$D/small.img" "$D/big" /big
 	assert_one_line_error
 	grep -q "no space left: the source holds 41.00MiB of data; data can get 39.00MiB (8.00MiB free in data chunks, 31.00MiB as new single data chunks from 31.00MiB unallocated.*2.00MiB short" "$BTK_ERR" || { show_err; false; }
-	[ "$before" = "$(sha256sum <"$D/small.img")" ]
+	[ "$before" = "$(sha256_of "$D/small.img")" ]
 }
 
 @test "put --compress: the space check counts what compressed data takes at best, not its plain size" {
@@ -287,11 +287,11 @@ ok() {
 	btrfs check --readonly "$D/small.img" >/dev/null 2>&1
 	# data that does not compress passes the check and runs out while writing: nothing changes
 	head -c 130M /dev/urandom >"$D/rand"
-	before=$(sha256sum <"$D/small.img")
+	before=$(sha256_of "$D/small.img")
 	btk_run 120 "$IMG" put --compress zstd "$D/small.img" "$D/rand" /rand
 	assert_one_line_error
 	grep -q "no device space" "$BTK_ERR" || { show_err; false; }
-	[ "$before" = "$(sha256sum <"$D/small.img")" ]
+	[ "$before" = "$(sha256_of "$D/small.img")" ]
 	# what cannot fit even at the best compression (a sector for each 8 KiB file: 40 MiB
 	# for 10240 of them) is refused before writing, saying so
 	python3 -c '
@@ -303,7 +303,7 @@ for i in range(10240):
 	btk_run 120 "$IMG" put -r --compress zstd "$D/small.img" "$D/many" /many
 	assert_one_line_error
 	grep -q "no space left: the source holds 40.00MiB of data at best compressed" "$BTK_ERR" || { show_err; false; }
-	[ "$before" = "$(sha256sum <"$D/small.img")" ]
+	[ "$before" = "$(sha256_of "$D/small.img")" ]
 }
 
 @test "put that runs out of space midway (the up-front check passed: metadata beyond its estimate): the image byte-identical" {
@@ -322,11 +322,11 @@ for i in range(9000):
     open(p, "w").close()
     os.setxattr(p, "user.big", b"v" * 3900)
 ' "$D/x" || skip "no user xattrs here"
-	before=$(sha256sum <"$D/small.img")
+	before=$(sha256_of "$D/small.img")
 	btk_run 300 "$IMG" put -r "$D/small.img" "$D/x" /x
 	assert_one_line_error
 	grep -Eq "no device space|no space left for a metadata tree block" "$BTK_ERR" || { show_err; false; }
-	[ "$before" = "$(sha256sum <"$D/small.img")" ] || {
+	[ "$before" = "$(sha256_of "$D/small.img")" ] || {
 		echo "FAIL: the failed put left bytes behind" >&2
 		return 1
 	}
@@ -423,11 +423,11 @@ for i in range(9000):
 		done
 		[ "$k" = btk ] || ok rm "$D/fs.img" /renamed/other
 		ok stat "$D/fs.img" /renamed/image
-		before=$(sha256sum <"$D/fs.img")
+		before=$(sha256_of "$D/fs.img")
 		btk_run 60 "$BTK_BUILD/bin/btk-resize" +16m "$D/fs.img"
 		assert_one_line_error
 		grep -q "renamed holds the image of a converted filesystem" "$BTK_ERR"
-		[ "$(sha256sum <"$D/fs.img")" = "$before" ]
+		[ "$(sha256_of "$D/fs.img")" = "$before" ]
 		clean
 		# --force does it, and says what it ends
 		ok put -f "$D/fs.img" "$D/x" /renamed/image

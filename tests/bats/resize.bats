@@ -100,7 +100,7 @@ size_is() {
 }
 
 @test "--dry-run and -P write nothing; --json says the plan" {
-	sum=$(sha256sum <"$IMG")
+	sum=$(sha256_of "$IMG")
 	btk_run 60 "$RESIZE" -n 300m "$IMG"
 	[ "$status" = 0 ] || { show_err; false; }
 	grep -q "would resize from 512.00MiB to 300.00MiB (536870912 to 314572800 bytes)" "$BTK_OUT"
@@ -110,7 +110,7 @@ size_is() {
 	grep -q '"dry_run": true' "$BTK_OUT"
 	btk_run 60 "$RESIZE" -P "$IMG"
 	[ "$status" = 0 ]
-	[ "$(sha256sum <"$IMG")" = "$sum" ]
+	[ "$(sha256_of "$IMG")" = "$sum" ]
 	[ "$(file_size "$IMG")" = $((512 << 20)) ]
 }
 
@@ -141,7 +141,7 @@ PY
 }
 
 @test "refusals: bad sizes, bad devid, below the minimum (says it); image unchanged" {
-	sum=$(sha256sum <"$IMG")
+	sum=$(sha256_of "$IMG")
 	for arg in 12x +0 -0 1:2:3g x:1g 0:1g "" +g 99999999999999999999 -600m 100; do
 		btk_run 30 "$RESIZE" "$arg" "$IMG"
 		assert_one_line_error || { echo "argument '$arg'" >&2; false; }
@@ -158,7 +158,7 @@ PY
 	[ "$status" = 2 ]
 	btk_run 30 "$RESIZE" -M 1g "$IMG"
 	[ "$status" = 2 ]
-	[ "$(sha256sum <"$IMG")" = "$sum" ]
+	[ "$(sha256_of "$IMG")" = "$sum" ]
 }
 
 # corpus_image NAME: a btrfs-progs corpus image, unpacked to IMG at its raw size
@@ -186,14 +186,14 @@ corpus_image() {
 		! grep -q "BALANCE" "$BATS_TEST_TMPDIR/root.txt"
 		grep -q "TREE_RELOC ROOT_ITEM" "$BATS_TEST_TMPDIR/root.txt"
 		assert_check_clean "$IMG"
-		sum=$(sha256sum <"$IMG")
+		sum=$(sha256_of "$IMG")
 		for arg in +64m -M "-n 100m"; do
 			btk_run 30 "$RESIZE" $arg "$IMG"
 			assert_one_line_error
 			[ "$status" = 1 ]
 			grep -q "relocation trees (no balance item): .* the kernel finishes it" "$BTK_ERR"
 		done
-		[ "$(sha256sum <"$IMG")" = "$sum" ]
+		[ "$(sha256_of "$IMG")" = "$sum" ]
 	done
 }
 
@@ -205,12 +205,12 @@ corpus_image() {
 	mkfs.btrfs -q -f "$IMG" >/dev/null 2>&1
 	"$BTK_BUILD/tests/corrupt" reloc-inode "$IMG" >/dev/null
 	assert_check_clean "$IMG"
-	sum=$(sha256sum <"$IMG")
+	sum=$(sha256_of "$IMG")
 	btk_run 30 "$RESIZE" -32m "$IMG"
 	assert_one_line_error
 	[ "$status" = 1 ]
 	grep -q "data inode in the data reloc tree: .* the kernel drops it" "$BTK_ERR"
-	[ "$(sha256sum <"$IMG")" = "$sum" ]
+	[ "$(sha256_of "$IMG")" = "$sum" ]
 }
 
 # A block group's used bytes that its extents do not add up to: a record is missing (the
@@ -224,7 +224,7 @@ corpus_image() {
 	"$BTK_BUILD/tests/corrupt" bg-used "$IMG" >/dev/null
 	run btrfs check --readonly "$IMG"
 	[ "$status" -ne 0 ]
-	sum=$(sha256sum <"$IMG")
+	sum=$(sha256_of "$IMG")
 	for args in "-M" "-32m" "+32m"; do
 		btk_run 30 "$RESIZE" $args "$IMG"
 		assert_one_line_error
@@ -234,13 +234,13 @@ corpus_image() {
 	btk_run 30 "$BTK_BUILD/bin/btk-image" mkdir "$IMG" /d
 	assert_one_line_error
 	grep -q "its item counts" "$BTK_ERR"
-	[ "$(sha256sum <"$IMG")" = "$sum" ]
+	[ "$(sha256_of "$IMG")" = "$sum" ]
 	corpus_image 014-no-extent-info__no_extent
-	sum=$(sha256sum <"$IMG")
+	sum=$(sha256_of "$IMG")
 	btk_run 30 "$RESIZE" -M "$IMG"
 	assert_one_line_error
 	grep -q "its item counts" "$BTK_ERR"
-	[ "$(sha256sum <"$IMG")" = "$sum" ]
+	[ "$(sha256_of "$IMG")" = "$sum" ]
 }
 
 @test "sizes are rounded down to the sector size; suffixes k m g t, any case, with iB" {
@@ -262,13 +262,13 @@ corpus_image() {
 	truncate -s 256M "$IMG"
 	mkfs.ext4 -q -F -b 4096 "$IMG" >/dev/null 2>&1
 	btrfs-convert "$IMG" >/dev/null 2>&1 || skip "btrfs-convert failed"
-	sum=$(sha256sum <"$IMG")
+	sum=$(sha256_of "$IMG")
 	btk_run 60 "$RESIZE" +64m "$IMG"
 	assert_one_line_error
 	grep -q "ext2_saved" "$BTK_ERR"
 	exits 1 +64m "$IMG"
 	exits 1 -M "$IMG"
-	[ "$(sha256sum <"$IMG")" = "$sum" ]
+	[ "$(sha256_of "$IMG")" = "$sum" ]
 	btk_run 60 "$RESIZE" -f +64m "$IMG"
 	[ "$status" = 0 ] || { show_err; false; }
 	grep -q "warning: --force" "$BTK_ERR"

@@ -18,7 +18,7 @@ setup() {
 	"$MKFS" -q -b 256m fs.img
 }
 
-sha() { sha256sum "$1" | cut -d' ' -f1; }
+sha() { sha256_of "$1"; }
 
 # check_clean IMG: btrfs check (Debian's btrfs-progs) finds nothing
 check_clean() {

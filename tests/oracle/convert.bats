@@ -205,27 +205,27 @@ full_ext() {
 	mount -o loop "$D/k3.img" "$MB"
 	btrfs filesystem resize 300M "$MB" >/dev/null
 	umount "$MB"
-	before=$(sha256sum <"$D/k3.img")
+	before=$(sha256_of "$D/k3.img")
 	btk_run 60 "$CONV" -r "$D/k3.img"
 	[ "$status" -eq 1 ] && grep -q "an extent moved at image offset 402653184" "$BTK_ERR" || { show_err; false; }
-	[ "$(sha256sum <"$D/k3.img")" = "$before" ]
+	[ "$(sha256_of "$D/k3.img")" = "$before" ]
 	# a balance moves the image's extents (btrfs-convert's documentation warns of it)
 	mount -o loop "$D/k.img" "$MB"
 	btrfs balance start --full-balance -d "$MB" >/dev/null 2>&1
 	umount "$MB"
-	before=$(sha256sum <"$D/k.img")
+	before=$(sha256_of "$D/k.img")
 	btk_run 60 "$CONV" -r "$D/k.img"
 	[ "$status" -eq 1 ] && grep -q "cannot roll back" "$BTK_ERR" || { show_err; false; }
-	[ "$(sha256sum <"$D/k.img")" = "$before" ]
+	[ "$(sha256_of "$D/k.img")" = "$before" ]
 	# the subvolume deleted
 	mount -o loop "$D/k2.img" "$MB"
 	btrfs property set -ts "$MB/ext2_saved" ro false
 	btrfs subvolume delete "$MB/ext2_saved" >/dev/null
 	umount "$MB"
-	before=$(sha256sum <"$D/k2.img")
+	before=$(sha256_of "$D/k2.img")
 	btk_run 60 "$CONV" -r "$D/k2.img"
 	[ "$status" -eq 1 ] && grep -q "ext2_saved/image is gone" "$BTK_ERR" || { show_err; false; }
-	[ "$(sha256sum <"$D/k2.img")" = "$before" ]
+	[ "$(sha256_of "$D/k2.img")" = "$before" ]
 }
 
 # Issue 33 item 2: small (100-400 MiB), nearly full (85-99 %) and many-inode (mke2fs -N 64k)
@@ -252,7 +252,7 @@ full_ext() {
 			rm -f "$D/filler"
 		fi
 		e2fsck -fn "$D/k.img" >/dev/null
-		before=$(sha256sum <"$D/k.img")
+		before=$(sha256_of "$D/k.img")
 		btk_run 60 "$CONV" --dry-run "$D/k.img"
 		dry=$status
 		btk_run 120 "$CONV" --no-progress "$D/k.img"
@@ -262,7 +262,7 @@ full_ext() {
 			outcomes+=" $v:converted"
 		else
 			grep -q "not enough free space: .* [0-9]* missing" "$BTK_ERR" || { show_err; false; }
-			[ "$(sha256sum <"$D/k.img")" = "$before" ] || { echo "$v: refused but changed" >&2; false; }
+			[ "$(sha256_of "$D/k.img")" = "$before" ] || { echo "$v: refused but changed" >&2; false; }
 			outcomes+=" $v:refused"
 		fi
 		rm -f "$D/k.img"

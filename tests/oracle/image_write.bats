@@ -69,10 +69,10 @@ teardown() { image_lib_teardown; }
 	btk_run 60 "$IMG_TOOL" subvol default "$IMAGE" /
 	[ "$status" = 0 ]
 	# a read-only snapshot refuses changes, unless forced
-	before=$(sha256sum <"$IMAGE")
+	before=$(sha256_of "$IMAGE")
 	btk_run 60 "$IMG_TOOL" put "$IMAGE" "$S/a/f1" /snap-ro/x
 	assert_one_line_error
-	[ "$before" = "$(sha256sum <"$IMAGE")" ]
+	[ "$before" = "$(sha256_of "$IMAGE")" ]
 
 	# the kernel writes on what btk wrote
 	attach "$IMAGE"

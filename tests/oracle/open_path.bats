@@ -38,7 +38,7 @@ teardown() {
 	true
 }
 
-sha() { sha256sum "$1" | cut -d' ' -f1; }
+sha() { sha256_of "$1"; }
 
 # refused NAME: every writer refuses NAME (in use), fs.img keeps its bytes
 refused() {

@@ -297,13 +297,13 @@ cut_at() {
 	oracle_image logtree -C small -L -s 512M
 	IMG=$BATS_TEST_TMPDIR/log.img
 	cp --sparse=always "${IMG_DEVS[0]}" "$IMG"
-	sum=$(sha256sum <"$IMG")
+	sum=$(sha256_of "$IMG")
 	btk_run 60 "$RESIZE" $NR +64m "$IMG"
 	assert_one_line_error
 	grep -q "log tree" "$BTK_ERR"
 	grep -q "mount" "$BTK_ERR"
 	grep -q "btk-fsck --rescue replay-log" "$BTK_ERR"
-	[ "$(sha256sum <"$IMG")" = "$sum" ]
+	[ "$(sha256_of "$IMG")" = "$sum" ]
 }
 
 @test "refused with a paused balance; image unchanged" {
@@ -324,11 +324,11 @@ cut_at() {
 	umount "$MNT" || { sleep 10; umount "$MNT"; }
 	btrfs inspect-internal dump-tree -t root "$IMG" | grep -q "BALANCE" ||
 		skip "the balance finished before it could be paused"
-	sum=$(sha256sum <"$IMG")
+	sum=$(sha256_of "$IMG")
 	btk_run 60 "$RESIZE" $NR +64m "$IMG"
 	assert_one_line_error
 	grep -q "balance" "$BTK_ERR"
-	[ "$(sha256sum <"$IMG")" = "$sum" ]
+	[ "$(sha256_of "$IMG")" = "$sum" ]
 }
 
 # multi_dev PROFILE: 4 image files, populated, one device shrunk with -M; the others stay
