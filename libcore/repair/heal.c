@@ -7,8 +7,9 @@
  * still differs (a copy changed under a right checksum, which the reader may have taken:
  * it tries copy 1 first) leaves the block undecided by the block itself: the whole
  * filesystem is checked as it would be with each such copy (an overlay of the devices, no
- * write), and the copy the checker finds the fewest errors with is written over the others
- * unless another ties with it; a tie is left as it is and told (judge). RAID5/6: the data
+ * write), and the copy the checker finds the fewest errors with is written over the others;
+ * in a tie, the copy the reader took (the one the kernel reads first: what a mount shows)
+ * when it is among the best, else the block is left as it is and told (judge). RAID5/6: the data
  * stripe's rebuilds from parity are such copies too, and the data stripe is written
  * when a rebuild from parity was accepted (from P, or from Q when P is bad too; RAID6 with
  * two bad data stripes in the row: from P and Q, tree.c). Data: every
@@ -260,8 +261,9 @@ static void list_copies(struct heal *h, uint64_t bytenr, const struct copies *c,
 
 /* Two or more copies of b validate against its parent's pointer and differ: which one is the
  * block is not known from the block. Each is judged by the whole filesystem it would make:
- * the copy with which the checker finds the fewest errors wins when no other ties with it
- * (*win); else the block is left (*win -1: told once, its chunk's parity kept). 0, or -ENOMEM. */
+ * the copy with which the checker finds the fewest errors wins (*win); in a tie the copy read
+ * first (c->r) when it is among them; else the block is left (*win -1: told once, its chunk's
+ * parity kept). 0, or -ENOMEM. */
 static int judge(struct heal *h, const struct btk_block *b, const struct copies *c, uint64_t errs[],
 		 int *win)
 {
@@ -297,7 +299,11 @@ static int judge(struct heal *h, const struct btk_block *b, const struct copies 
 	}
 	if (!*msg) {
 		h->judged++;
-		if (!tie)
+		/* a tie the copy read first is in: kept, as the kernel reads it first too, so the
+		 * filesystem stays what a mount has shown */
+		if (tie && c->r < c->n && c->same[c->r] == c->r && errs[c->r] == errs[*win])
+			*win = c->r;
+		if (!tie || *win == c->r)
 			return 0;
 	}
 	*win = -1;
@@ -346,6 +352,12 @@ static int heal_block(struct heal *h, const struct btk_block *b, const struct bt
 			continue; /* RAID5/6: only the data stripe is a copy that can be written */
 		if (c.same[i] == COPY_BAD)
 			snprintf(e.why, sizeof(e.why), "%s", c.why[i]);
+		else if (errs[c.same[i]] == errs[win])
+			snprintf(
+			    e.why, sizeof(e.why),
+			    "valid but different: the checker finds %llu error(s) with it as with "
+			    "copy %d, the copy read first (as the kernel reads it)",
+			    (unsigned long long)errs[win], win + 1);
 		else
 			snprintf(e.why, sizeof(e.why),
 				 "valid but different: the checker finds %llu error(s) with it, "

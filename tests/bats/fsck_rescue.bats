@@ -463,7 +463,7 @@ assert s["names_added"] == 1 and s["unsummed_bytes"] == 0, s
 # tell which is right).
 NLINK=40 ATIME=112
 
-@test "rescue heal: a copy that validates but differs (an item changed, checksum right) loses to the copy the filesystem checks clean with, whichever copy it is (DUP, RAID1C3, RAID5's stored stripe against the rebuild); copies no check tells apart are left, nothing written" {
+@test "rescue heal: a copy that validates but differs (an item changed, checksum right) loses to the copy the filesystem checks clean with, whichever copy it is (DUP, RAID1C3, RAID5's stored stripe against the rebuild); in a tie the copy read first is kept; a tie without it is left, nothing written" {
 	require_btk fsck
 	require_tool btrfs
 	local prof n c
@@ -489,19 +489,30 @@ NLINK=40 ATIME=112
 	[ "$status" = 1 ] || { show_err; return 1; }
 	[ "$(grep -c '^HEALED: tree 5 level 0 block [0-9]* copy [13] of 3 .*: valid but different: .*; rewritten from copy 2$' "$BTK_OUT")" = 2 ]
 	same_as_orig
-	# the atime: both copies check clean; left, reported with both places, nothing written
+	# the atime: both copies check clean, a tie: the copy read first (copy 1, the one the
+	# kernel reads first) is kept and written over the other
 	profile dup 1
 	"$SMASH" valid 5 2 1 $ATIME leaf "${IMGS[0]}" >/dev/null
-	cp --sparse=always "${IMGS[0]}" "$BATS_TEST_TMPDIR/tie"
 	btk_run 60 "$FSCK" --rescue heal --no-undo "${IMGS[0]}"
-	[ "$status" = 4 ] || { show_err; return 1; }
-	grep -Eq '^NOT HEALED: tree 5 level 0 block [0-9]+: copies valid and different, none judged better: copy 1 \(devid 1 physical [0-9]+\) 0 error\(s\); copy 2 \(devid 1 physical [0-9]+\) 0 error\(s\): a tie$' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	[ "$status" = 1 ] || { show_err; return 1; }
+	grep -Eq '^HEALED: tree 5 level 0 block [0-9]+ copy 2 of 2 \(devid 1 physical [0-9]+\): valid but different: the checker finds 0 error\(s\) with it as with copy 1, the copy read first \(as the kernel reads it\); rewritten from copy 1$' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
+	same_as_orig
+	# a tie without the copy read first (copy 1 worse; copies 2 and 3 clean and different):
+	# left, reported with every place, nothing written
+	profile raid1c3 3
+	"$SMASH" valid 5 1 1 $NLINK leaf "${IMGS[@]}" >/dev/null
+	"$SMASH" valid 5 2 1 $ATIME leaf "${IMGS[@]}" >/dev/null
+	local i
+	for i in "${IMGS[@]}"; do cp --sparse=always "$i" "$i.tie"; done
+	btk_run 60 "$FSCK" --rescue heal --no-undo "${IMGS[@]}"
+	[ "$status" = 4 ] || { show_err; cat "$BTK_OUT" >&2; return 1; }
+	grep -Eq '^NOT HEALED: tree 5 level 0 block [0-9]+: copies valid and different, none judged better: copy 1 \(devid [0-9]+ physical [0-9]+\) [1-9][0-9]* error\(s\); copy 2 \(devid [0-9]+ physical [0-9]+\) 0 error\(s\); copy 3 \(devid [0-9]+ physical [0-9]+\) 0 error\(s\): a tie$' "$BTK_OUT" || { cat "$BTK_OUT" >&2; return 1; }
 	grep -q ', 1 left with valid copies that differ$' "$BTK_OUT"
-	cmp "${IMGS[0]}" "$BATS_TEST_TMPDIR/tie"
-	btk_run 60 "$FSCK" --repair --json --no-undo "${IMGS[0]}"
+	for i in "${IMGS[@]}"; do cmp "$i" "$i.tie"; done
+	btk_run 60 "$FSCK" --rescue heal --json --no-undo "${IMGS[@]}"
 	[ "$status" = 4 ] || { show_err; return 1; }
 	grep -q '"tree_blocks_disputed": 1' "$BTK_OUT"
-	cmp "${IMGS[0]}" "$BATS_TEST_TMPDIR/tie"
+	for i in "${IMGS[@]}"; do cmp "$i" "$i.tie"; done
 }
 
 @test "rescue heal: a power cut while valid but different copies are rewritten (two of three) leaves the old copies or the judged one, and a second run ends the same" {
